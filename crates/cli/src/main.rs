@@ -1,0 +1,172 @@
+//! `jarvis`: the native command line of Jarvis. The only code that touches files; all analysis
+//! is in `jarvis-engine`.
+
+mod summary;
+
+use std::fs;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use jarvis_engine::{analyze_trace, Importer};
+
+#[derive(Parser)]
+#[command(
+    name = "jarvis",
+    version,
+    about = "Where does the GPU time of a PyTorch trace go?"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Analyze a Kineto trace (.json or .json.gz) and write TraceLens-compatible CSVs.
+    Report {
+        /// The trace file.
+        trace: PathBuf,
+        /// Output folder (default: <trace name>_jarvis next to the current directory).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Print the summary only; write no files.
+        #[arg(long)]
+        no_files: bool,
+    },
+    /// Write a synthetic transformer-training trace whose ground truth is known.
+    Synth {
+        /// Output file (.json, or .json.gz to compress).
+        #[arg(short, long)]
+        out: PathBuf,
+        /// Platform flavour: h100 (CUDA) or mi300x (ROCm).
+        #[arg(long, default_value = "h100")]
+        platform: String,
+        /// Training steps; the file grows linearly with it.
+        #[arg(long, default_value_t = 1)]
+        steps: u32,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let res = match cli.command {
+        Command::Report {
+            trace,
+            out,
+            no_files,
+        } => report(&trace, out, no_files),
+        Command::Synth {
+            out,
+            platform,
+            steps,
+        } => synth(&out, &platform, steps),
+    };
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("jarvis: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Streams the file through the importer in 16 MiB slices (as the web worker does).
+fn import(path: &Path) -> Result<jarvis_engine::model::Trace> {
+    let mut file =
+        fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut importer = Importer::new();
+    let mut buf = vec![0u8; 16 << 20];
+    loop {
+        let n = file
+            .read(&mut buf)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        importer
+            .feed(&buf[..n])
+            .with_context(|| format!("{} is not a usable trace", path.display()))?;
+    }
+    importer
+        .finish()
+        .with_context(|| format!("{} is not a usable trace", path.display()))
+}
+
+fn default_out(trace: &Path) -> PathBuf {
+    let name = trace
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("trace");
+    let stem = name.trim_end_matches(".gz").trim_end_matches(".json");
+    PathBuf::from(format!("{stem}_jarvis"))
+}
+
+fn report(trace: &Path, out: Option<PathBuf>, no_files: bool) -> Result<()> {
+    let analysis = analyze_trace(import(trace)?);
+    print!("{}", summary::render(&analysis));
+    if no_files {
+        return Ok(());
+    }
+    let out = out.unwrap_or_else(|| default_out(trace));
+    write_report(&analysis, &out)?;
+    println!("\nwrote {}", out.join("perf_report_csvs").display());
+    Ok(())
+}
+
+/// Writes into a staging folder and renames it into place, so a failure never leaves output that
+/// looks complete.
+fn write_report(analysis: &jarvis_engine::Analysis, out: &Path) -> Result<()> {
+    fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let final_dir = out.join("perf_report_csvs");
+    let staging = out.join(".perf_report_csvs.partial");
+    if staging.exists() {
+        fs::remove_dir_all(&staging)?;
+    }
+    fs::create_dir_all(&staging)?;
+    for sheet in &analysis.report.sheets {
+        let path = staging.join(format!("{}.csv", sheet.name));
+        fs::write(&path, sheet.to_csv())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if final_dir.exists() {
+        fs::remove_dir_all(&final_dir)
+            .with_context(|| format!("cannot replace {}", final_dir.display()))?;
+    }
+    fs::rename(&staging, &final_dir)?;
+    Ok(())
+}
+
+fn synth(out: &Path, platform: &str, steps: u32) -> Result<()> {
+    let Some(platform) = jarvis_engine::synth::SynthPlatform::from_name(platform) else {
+        bail!("unknown platform {platform:?} (use h100 or mi300x)");
+    };
+    let file = fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let gz = out.extension().is_some_and(|e| e == "gz");
+    let spec = jarvis_engine::synth::SynthSpec {
+        platform,
+        steps,
+        ..Default::default()
+    };
+    let mut w = BufWriter::with_capacity(1 << 20, file);
+    let truth = if gz {
+        let mut enc = flate2::write::GzEncoder::new(&mut w, flate2::Compression::fast());
+        let t = jarvis_engine::synth::write_trace(&spec, &mut enc)?;
+        enc.finish()?;
+        t
+    } else {
+        jarvis_engine::synth::write_trace(&spec, &mut w)?
+    };
+    w.flush()?;
+    println!(
+        "wrote {} ({} steps, {} events, {} kernels, GPU busy {:.3} ms)",
+        out.display(),
+        steps,
+        truth.events,
+        truth.kernels,
+        truth.busy_ns as f64 / 1e6
+    );
+    Ok(())
+}

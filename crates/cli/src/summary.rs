@@ -1,0 +1,78 @@
+//! The short text summary `jarvis report` prints.
+
+use std::fmt::Write;
+
+use jarvis_engine::Analysis;
+
+pub fn render(a: &Analysis) -> String {
+    let mut s = String::new();
+    let f = &a.facts;
+    let devices = if f.device_names.is_empty() {
+        "unknown device".to_owned()
+    } else {
+        dedup(&f.device_names)
+    };
+    let _ = writeln!(
+        s,
+        "Trace: {:.1} MB of JSON, {} events ({} kernels, {} CPU ops) on {}",
+        f.json_bytes as f64 / 1e6,
+        f.total_events,
+        f.kernels,
+        f.cpu_ops,
+        devices
+    );
+    let t = &a.timeline;
+    let _ = writeln!(s, "\nGPU timeline (TraceLens definitions)");
+    for (name, ns) in t.rows() {
+        let pct = if t.total > 0 {
+            ns as f64 / t.total as f64 * 100.0
+        } else {
+            0.0
+        };
+        let _ = writeln!(s, "  {name:<22} {:>12.3} ms {pct:>7.2} %", ns as f64 / 1e6);
+    }
+    if !a.top_ops.is_empty() {
+        let _ = writeln!(s, "\nTop ops by direct GPU kernel time");
+        for (i, op) in a.top_ops.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "  {:>2}. {:<48} {:<12} {:>6}x {:>10.3} ms {:>6.2} %",
+                i + 1,
+                clip(&op.name, 48),
+                clip(&op.category, 12),
+                op.count,
+                op.direct_ms,
+                op.percent
+            );
+        }
+    }
+    let _ = writeln!(s, "\nDiagnostics");
+    if a.diagnostics.is_empty() {
+        let _ = writeln!(s, "  none");
+    }
+    for d in &a.diagnostics {
+        let sev = format!("{:?}", d.severity).to_lowercase();
+        let _ = writeln!(s, "  [{sev}] {} (x{}): {}", d.key, d.count, d.message);
+        for ex in d.examples.iter().take(2) {
+            let _ = writeln!(s, "      e.g. {ex}");
+        }
+    }
+    s
+}
+
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_owned()
+    } else {
+        format!("{}…", s.chars().take(n - 1).collect::<String>())
+    }
+}
+
+fn dedup(names: &[String]) -> String {
+    let first = &names[0];
+    if names.iter().all(|n| n == first) {
+        format!("{} x{}", first, names.len())
+    } else {
+        names.join(", ")
+    }
+}

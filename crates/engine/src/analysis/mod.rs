@@ -1,0 +1,233 @@
+//! Analyses over the model. Each module computes one result; [`analyze_trace`] runs them in
+//! TraceLens's order and assembles the perf report.
+
+pub mod categories;
+pub mod collectives;
+pub mod intervals;
+pub mod kernel_tables;
+pub mod launchers;
+pub mod ops_tables;
+pub mod stats;
+pub mod timeline;
+
+use serde::Serialize;
+
+use crate::diagnostics::{Diagnostic, DiagnosticKind};
+use crate::model::tree::CallTree;
+use crate::model::{EventKind, Trace};
+use crate::report::{Cell, PerfReport, Sheet};
+use categories::Registry;
+use timeline::GpuTimeline;
+
+/// A ranked op for summaries: name and direct GPU time.
+#[derive(Debug, Clone, Serialize)]
+pub struct TopOp {
+    pub name: String,
+    pub category: String,
+    pub count: i64,
+    pub direct_ms: f64,
+    pub percent: f64,
+}
+
+/// Figures about the trace itself.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceFacts {
+    pub json_bytes: u64,
+    pub total_events: u64,
+    pub kept_events: u64,
+    pub kernels: u64,
+    pub cpu_ops: u64,
+    pub gpu_only: bool,
+    pub device_names: Vec<String>,
+    /// Earliest start and latest end over all kept events (trace clock, nanoseconds).
+    pub time_range_ns: (i64, i64),
+}
+
+/// Everything computed for one trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct Analysis {
+    pub facts: TraceFacts,
+    pub timeline: GpuTimeline,
+    pub top_ops: Vec<TopOp>,
+    pub report: PerfReport,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Builds the tree and runs every analysis on an imported trace.
+pub fn analyze_trace(mut trace: Trace) -> Analysis {
+    let tree = CallTree::build(&mut trace);
+    let registry = Registry::new();
+    let gpu_only = !trace.has_cpu_ops();
+    note_trace_quality(&mut trace, gpu_only);
+
+    let timeline = timeline::gpu_timeline(&trace, &tree);
+    let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
+    let mut top_ops = Vec::new();
+    if !gpu_only {
+        let launchers = launchers::kernel_launchers(&trace, &tree, &registry);
+        let summary = ops_tables::ops_summary(&trace, &launchers);
+        top_ops = top_ops_of(&summary);
+        sheets.push(ops_tables::ops_summary_by_category(&launchers));
+        sheets.push(summary);
+        sheets.push(ops_tables::ops_unique_args(&trace, &launchers));
+    }
+    let rows = kernel_tables::kernel_rows(&trace, &tree, &registry);
+    sheets.push(kernel_tables::kernel_summary(
+        &trace,
+        &rows,
+        timeline.total,
+        gpu_only,
+    ));
+    sheets.push(kernel_tables::short_kernel_histogram(&trace, &rows));
+    sheets.push(kernel_tables::short_kernels_summary(
+        &trace,
+        &rows,
+        timeline.total,
+        gpu_only,
+    ));
+    if let Some(coll) = collectives::coll_analysis(&trace, 0) {
+        sheets.push(coll);
+    }
+    // TraceLens leaves empty sheets out of the report, except the short-kernel ones.
+    sheets.retain(|s| !s.rows.is_empty() || s.name.starts_with("short_kernel"));
+
+    let facts = TraceFacts {
+        json_bytes: trace.meta.json_bytes,
+        total_events: trace.meta.total_events,
+        kept_events: trace.events.len() as u64,
+        kernels: trace
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::Kernel)
+            .count() as u64,
+        cpu_ops: trace
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::CpuOp)
+            .count() as u64,
+        gpu_only,
+        device_names: device_names(&trace),
+        time_range_ns: (
+            trace.events.iter().map(|e| e.ts).min().unwrap_or(0),
+            trace.events.iter().map(|e| e.end()).max().unwrap_or(0),
+        ),
+    };
+    Analysis {
+        facts,
+        timeline,
+        top_ops,
+        report: PerfReport { sheets },
+        diagnostics: trace.diagnostics.sorted(),
+    }
+}
+
+fn note_trace_quality(trace: &mut Trace, gpu_only: bool) {
+    if gpu_only && trace.events.iter().any(|e| e.kind.is_gpu()) {
+        trace.diagnostics.add(DiagnosticKind::GpuOnlyTrace, 1, None);
+    }
+    let without_shapes = trace
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::CpuOp && e.op_args().is_none())
+        .count() as u64;
+    if without_shapes > 0 {
+        trace
+            .diagnostics
+            .add(DiagnosticKind::OpsWithoutShapes, without_shapes, None);
+    }
+    // A stream runs one event at a time: an event starting before its predecessor on the same
+    // stream ended has an impossible duration (TraceLens issue #669).
+    let mut by_lane: std::collections::HashMap<crate::model::LaneId, Vec<usize>> =
+        Default::default();
+    for (i, e) in trace.events.iter().enumerate() {
+        if e.kind.is_gpu() {
+            by_lane.entry(e.lane).or_default().push(i);
+        }
+    }
+    let mut overlaps = 0u64;
+    let mut examples = Vec::new();
+    for ids in by_lane.values_mut() {
+        ids.sort_by_key(|&i| trace.events[i].ts);
+        for w in ids.windows(2) {
+            let (a, b) = (&trace.events[w[0]], &trace.events[w[1]]);
+            if b.ts < a.end() {
+                overlaps += 1;
+                if examples.len() < 5 {
+                    examples.push(format!(
+                        "event {} ({}) ends {} ns after event {} starts",
+                        a.uid,
+                        trace.strings.get(a.name),
+                        a.end() - b.ts,
+                        b.uid
+                    ));
+                }
+            }
+        }
+    }
+    for ex in examples {
+        trace
+            .diagnostics
+            .add(DiagnosticKind::OverlappingStreamEvents, 0, Some(ex));
+    }
+    if overlaps > 0 {
+        trace
+            .diagnostics
+            .add(DiagnosticKind::OverlappingStreamEvents, overlaps, None);
+    }
+}
+
+fn timeline_sheet(t: &GpuTimeline) -> Sheet {
+    let mut sheet = Sheet::new("gpu_timeline", &["type", "time ms", "percent"]);
+    for (name, ns) in t.rows() {
+        let pct = if t.total > 0 {
+            ns as f64 / t.total as f64 * 100.0
+        } else {
+            f64::NAN
+        };
+        sheet
+            .rows
+            .push(vec![Cell::s(name), Cell::f(stats::ms(ns)), Cell::f(pct)]);
+    }
+    sheet
+}
+
+fn top_ops_of(summary: &Sheet) -> Vec<TopOp> {
+    let col = |n: &str| summary.column(n).unwrap_or(0);
+    let (name, cats, count, ms, pct) = (
+        col("name"),
+        col("Categories"),
+        col("Count"),
+        col("total_direct_kernel_time_ms"),
+        col("Percentage (%)"),
+    );
+    summary
+        .rows
+        .iter()
+        .take(10)
+        .map(|r| TopOp {
+            name: r[name].as_str().unwrap_or_default().to_owned(),
+            category: r[cats]
+                .as_str()
+                .unwrap_or_default()
+                .trim_matches(['[', ']', '\''])
+                .to_owned(),
+            count: r[count].as_f64().unwrap_or(0.0) as i64,
+            direct_ms: r[ms].as_f64().unwrap_or(0.0),
+            percent: r[pct].as_f64().unwrap_or(0.0),
+        })
+        .collect()
+}
+
+/// Device names from `deviceProperties`, in order.
+pub fn device_names(trace: &Trace) -> Vec<String> {
+    let Some(raw) = trace.meta.device_properties.as_deref() else {
+        return Vec::new();
+    };
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(serde_json::Value::Array(devs)) => devs
+            .iter()
+            .filter_map(|d| d.get("name").and_then(|n| n.as_str()).map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,327 @@
+//! The launcher-based op sheets (spec §7.2-7.4): `ops_summary_by_category`, `ops_summary` and
+//! `ops_unique_args`, plus the kernel-details summaries they share.
+
+use std::collections::HashMap;
+
+use super::launchers::Launcher;
+use super::stats::{ms, percentages, us, Agg};
+use crate::model::{EventId, Trace};
+use crate::report::pyrepr::{arg_as_py_tuple, py_float, py_str};
+use crate::report::{Cell, Sheet};
+
+/// `ops_summary_by_category`.
+pub fn ops_summary_by_category(launchers: &[Launcher]) -> Sheet {
+    let mut by: HashMap<&'static str, (usize, i64)> = HashMap::new();
+    for l in launchers {
+        let g = by.entry(l.category).or_default();
+        g.0 += 1;
+        g.1 += l.direct_time;
+    }
+    let mut rows: Vec<(&str, usize, i64)> = by.into_iter().map(|(k, (c, t))| (k, c, t)).collect();
+    rows.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(b.0)));
+    let pct = percentages(&rows.iter().map(|r| ms(r.2)).collect::<Vec<_>>());
+    let mut sheet = Sheet::new(
+        "ops_summary_by_category",
+        &[
+            "op category",
+            "Count",
+            "total_direct_kernel_time_ms",
+            "Percentage (%)",
+            "Cumulative Percentage (%)",
+        ],
+    );
+    for (r, (p, c)) in rows.iter().zip(pct) {
+        sheet.rows.push(vec![
+            Cell::s(r.0),
+            Cell::Int(r.1 as i64),
+            Cell::f(ms(r.2)),
+            Cell::f(p),
+            Cell::f(c),
+        ]);
+    }
+    sheet
+}
+
+/// `ops_summary`.
+pub fn ops_summary(trace: &Trace, launchers: &[Launcher]) -> Sheet {
+    struct G<'a> {
+        direct: i64,
+        subtree: i64,
+        count: usize,
+        cats: Vec<&'a str>,
+    }
+    let mut by: HashMap<&str, G> = HashMap::new();
+    for l in launchers {
+        let name = trace.name(trace.event(l.event));
+        let g = by.entry(name).or_insert(G {
+            direct: 0,
+            subtree: 0,
+            count: 0,
+            cats: Vec::new(),
+        });
+        g.direct += l.direct_time;
+        g.subtree += l.subtree_time;
+        g.count += 1;
+        if !g.cats.contains(&l.category) {
+            g.cats.push(l.category);
+        }
+    }
+    let mut rows: Vec<(&str, G)> = by.into_iter().collect();
+    rows.sort_by(|a, b| b.1.direct.cmp(&a.1.direct).then(a.0.cmp(b.0)));
+    let pct = percentages(&rows.iter().map(|r| ms(r.1.direct)).collect::<Vec<_>>());
+    let mut sheet = Sheet::new(
+        "ops_summary",
+        &[
+            "name",
+            "total_direct_kernel_time_sum",
+            "total_subtree_kernel_time_sum",
+            "total_direct_kernel_time_ms",
+            "total_subtree_kernel_time_ms",
+            "Count",
+            "Categories",
+            "Percentage (%)",
+            "Cumulative Percentage (%)",
+        ],
+    );
+    for ((name, g), (p, c)) in rows.iter_mut().zip(pct) {
+        g.cats.sort_unstable();
+        let cats = format!(
+            "[{}]",
+            g.cats
+                .iter()
+                .map(|c| py_str(c))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        sheet.rows.push(vec![
+            Cell::s(*name),
+            Cell::f(us(g.direct)),
+            Cell::f(us(g.subtree)),
+            Cell::f(ms(g.direct)),
+            Cell::f(ms(g.subtree)),
+            Cell::Int(g.count as i64),
+            Cell::s(cats),
+            Cell::f(p),
+            Cell::f(c),
+        ]);
+    }
+    sheet
+}
+
+/// The nine `ops_unique_args` grouping values of an event, as TraceLens prints them.
+pub fn unique_args_key(trace: &Trace, id: EventId, category: &str) -> [String; 9] {
+    let e = trace.event(id);
+    let args = trace.op_args_of(e);
+    // A missing arg is NaN in TraceLens's frame and prints as an empty cell.
+    let text = |f: fn(&crate::model::OpArgs) -> Option<crate::model::StrId>| {
+        args.and_then(f).map_or(String::new(), |s| {
+            arg_as_py_tuple(Some(trace.strings.get(s)))
+        })
+    };
+    [
+        trace.name(e).to_owned(),
+        category.to_owned(),
+        trace.process_name(e).to_owned(),
+        trace.process_label(e).to_owned(),
+        trace.thread_name(e).to_owned(),
+        text(|a| a.input_dims),
+        text(|a| a.input_type),
+        text(|a| a.input_strides),
+        text(|a| a.concrete_inputs),
+    ]
+}
+
+/// One GPU event as TraceLens lists it in `kernel_details`.
+#[derive(Debug, Clone)]
+pub struct KernelDetail {
+    pub name: String,
+    pub dur_us: f64,
+    pub stream: Option<i64>,
+}
+
+pub fn kernel_details(trace: &Trace, kernels: &[EventId]) -> Vec<KernelDetail> {
+    kernels
+        .iter()
+        .map(|k| {
+            let e = trace.event(*k);
+            KernelDetail {
+                name: trace.name(e).to_owned(),
+                dur_us: us(e.dur),
+                stream: e.stream(),
+            }
+        })
+        .collect()
+}
+
+/// TraceLens's `_summarize_kernel_stats` over a group's per-instance kernel lists, rendered as
+/// the Python list-of-dicts repr, plus the truncated variant. Instances whose kernel count differs
+/// from the first non-empty one are skipped (TraceLens does the same, with a warning).
+pub fn summarize_kernel_details(instances: &[Vec<KernelDetail>]) -> (Cell, Cell) {
+    let Some(template) = instances.iter().find(|v| !v.is_empty()) else {
+        return (Cell::Empty, Cell::Empty);
+    };
+    let mut durs: Vec<Vec<f64>> = vec![Vec::new(); template.len()];
+    for inst in instances.iter().filter(|v| v.len() == template.len()) {
+        for (i, k) in inst.iter().enumerate() {
+            durs[i].push(k.dur_us);
+        }
+    }
+    let mut entries: Vec<(&KernelDetail, Agg)> = template
+        .iter()
+        .zip(durs.iter())
+        .map(|(k, d)| (k, Agg::of(d)))
+        .collect();
+    entries.sort_by(|a, b| {
+        a.1.sum
+            .total_cmp(&b.1.sum)
+            .then_with(|| a.0.name.cmp(&b.0.name))
+    });
+    let stream = |s: Option<i64>| s.map_or("None".to_owned(), |v| v.to_string());
+    let full = entries
+        .iter()
+        .map(|(k, a)| {
+            format!(
+                "{{'name': {}, 'stream': {}, 'count': {}, 'total_duration_us': {}, 'mean_duration_us': {}, 'median_duration_us': {}, 'std_dev_duration_us': {}, 'min_duration_us': {}, 'max_duration_us': {}}}",
+                py_str(&k.name),
+                stream(k.stream),
+                a.count,
+                py_float(a.sum),
+                py_float(a.mean),
+                py_float(a.median),
+                py_float(a.pstd),
+                py_float(a.min),
+                py_float(a.max)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let trunc = entries
+        .iter()
+        .map(|(k, a)| {
+            format!(
+                "{{'name': {}, 'stream': {}, 'mean_duration_us': {}}}",
+                py_str(&truncate_name(&k.name)),
+                stream(k.stream),
+                py_float(round2(a.mean))
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    (Cell::s(format!("[{full}]")), Cell::s(format!("[{trunc}]")))
+}
+
+/// Kernel names longer than 64 characters are cut to 64 plus "...".
+pub fn truncate_name(name: &str) -> String {
+    if name.chars().count() > 64 {
+        format!("{}...", name.chars().take(64).collect::<String>())
+    } else {
+        name.to_owned()
+    }
+}
+
+/// Python's `round(x, 2)` (correctly rounded from the binary value).
+pub fn round2(x: f64) -> f64 {
+    format!("{x:.2}").parse().unwrap_or(x)
+}
+
+/// `ops_unique_args`.
+pub fn ops_unique_args(trace: &Trace, launchers: &[Launcher]) -> Sheet {
+    let mut index: HashMap<[String; 9], usize> = HashMap::new();
+    let mut groups: Vec<([String; 9], Vec<&Launcher>)> = Vec::new();
+    for l in launchers {
+        let key = unique_args_key(trace, l.event, l.category);
+        match index.get(&key) {
+            Some(&g) => groups[g].1.push(l),
+            None => {
+                index.insert(key.clone(), groups.len());
+                groups.push((key, vec![l]));
+            }
+        }
+    }
+    let mut columns: Vec<String> = [
+        "name",
+        "op category",
+        "process_name",
+        "process_label",
+        "thread_name",
+        "Input Dims",
+        "Input type",
+        "Input Strides",
+        "Concrete Inputs",
+        "operation_count",
+    ]
+    .map(String::from)
+    .to_vec();
+    for stat in ["mean", "median", "std", "min", "max", "sum"] {
+        for which in ["direct", "subtree"] {
+            columns.push(format!("total_{which}_kernel_time_{stat}"));
+        }
+    }
+    columns.extend(
+        [
+            "ex_UID",
+            "kernel_details_summary",
+            "trunc_kernel_details",
+            "Percentage (%)",
+            "Cumulative Percentage (%)",
+        ]
+        .map(String::from),
+    );
+    struct Row {
+        key: [String; 9],
+        count: usize,
+        direct: Agg,
+        subtree: Agg,
+        ex_uid: u32,
+        details: (Cell, Cell),
+    }
+    let mut rows: Vec<Row> = groups
+        .into_iter()
+        .map(|(key, ls)| {
+            let d: Vec<f64> = ls.iter().map(|l| us(l.direct_time)).collect();
+            let s: Vec<f64> = ls.iter().map(|l| us(l.subtree_time)).collect();
+            let inst: Vec<Vec<KernelDetail>> = ls
+                .iter()
+                .map(|l| kernel_details(trace, &l.kernels))
+                .collect();
+            Row {
+                key,
+                count: ls.len(),
+                direct: Agg::of(&d),
+                subtree: Agg::of(&s),
+                ex_uid: trace.event(ls[0].event).uid,
+                details: summarize_kernel_details(&inst),
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.direct
+            .sum
+            .total_cmp(&a.direct.sum)
+            .then(a.ex_uid.cmp(&b.ex_uid))
+    });
+    let pct = percentages(&rows.iter().map(|r| r.direct.sum).collect::<Vec<_>>());
+    let mut sheet = Sheet::new("ops_unique_args", &columns);
+    for (r, (p, c)) in rows.into_iter().zip(pct) {
+        let mut cells: Vec<Cell> = r.key.into_iter().map(Cell::Str).collect();
+        cells.push(Cell::Int(r.count as i64));
+        for (a, b) in [
+            (r.direct.mean, r.subtree.mean),
+            (r.direct.median, r.subtree.median),
+            (r.direct.std, r.subtree.std),
+            (r.direct.min, r.subtree.min),
+            (r.direct.max, r.subtree.max),
+            (r.direct.sum, r.subtree.sum),
+        ] {
+            cells.push(Cell::f(a));
+            cells.push(Cell::f(b));
+        }
+        cells.push(Cell::Int(i64::from(r.ex_uid)));
+        cells.push(r.details.0);
+        cells.push(r.details.1);
+        cells.push(Cell::f(p));
+        cells.push(Cell::f(c));
+        sheet.rows.push(cells);
+    }
+    sheet
+}

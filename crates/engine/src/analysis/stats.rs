@@ -1,0 +1,98 @@
+//! Aggregates with pandas semantics: sample std (ddof=1, undefined for one value) except where
+//! TraceLens uses numpy's population std (ddof=0); median of the sorted values.
+
+/// Summary of a group of values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Agg {
+    pub count: usize,
+    pub sum: f64,
+    pub mean: f64,
+    pub median: f64,
+    /// Sample standard deviation (ddof=1); NaN for fewer than two values.
+    pub std: f64,
+    /// Population standard deviation (ddof=0).
+    pub pstd: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Agg {
+    pub fn of(values: &[f64]) -> Agg {
+        let n = values.len();
+        if n == 0 {
+            return Agg {
+                count: 0,
+                sum: 0.0,
+                mean: f64::NAN,
+                median: f64::NAN,
+                std: f64::NAN,
+                pstd: f64::NAN,
+                min: f64::NAN,
+                max: f64::NAN,
+            };
+        }
+        let sum: f64 = values.iter().sum();
+        let mean = sum / n as f64;
+        let ss: f64 = values.iter().map(|v| (v - mean) * (v - mean)).sum();
+        let mut sorted = values.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let median = if n % 2 == 1 {
+            sorted[n / 2]
+        } else {
+            (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+        };
+        Agg {
+            count: n,
+            sum,
+            mean,
+            median,
+            std: if n > 1 {
+                (ss / (n - 1) as f64).sqrt()
+            } else {
+                f64::NAN
+            },
+            pstd: (ss / n as f64).sqrt(),
+            min: sorted[0],
+            max: sorted[n - 1],
+        }
+    }
+}
+
+/// Microseconds as f64 from integer nanoseconds (exactly the nearest double to the µs value).
+pub fn us(ns: i64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// Milliseconds as f64 from integer nanoseconds.
+pub fn ms(ns: i64) -> f64 {
+    ns as f64 / 1_000_000.0
+}
+
+/// Percentages of a total and their running sum, in the given order.
+pub fn percentages(values: &[f64]) -> Vec<(f64, f64)> {
+    let total: f64 = values.iter().sum();
+    let mut run = 0.0;
+    values
+        .iter()
+        .map(|v| {
+            let p = v / total * 100.0;
+            run += p;
+            (p, run)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pandas_semantics() {
+        let a = Agg::of(&[1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(a.median, 2.5);
+        assert!((a.std - 1.2909944487358056).abs() < 1e-15);
+        assert!((a.pstd - 1.118033988749895).abs() < 1e-15);
+        assert!(Agg::of(&[5.0]).std.is_nan());
+        assert_eq!(Agg::of(&[5.0]).pstd, 0.0);
+    }
+}

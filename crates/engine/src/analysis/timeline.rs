@@ -1,0 +1,97 @@
+//! GPU time breakdown (`gpu_timeline`, spec §3): computation, exposed communication, exposed
+//! memcpy and idle time over the union of all linked GPU events.
+
+use serde::Serialize;
+
+use super::categories::{is_communication, is_rocm_copy_kernel, is_rocm_fill_kernel};
+use super::intervals::{length, merge, subtract, Span};
+use crate::model::tree::CallTree;
+use crate::model::{EventId, EventKind, Nanos, Trace};
+
+/// Where a GPU event's time goes in the breakdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum GpuWork {
+    Computation,
+    Communication,
+    Memcpy,
+}
+
+/// Classifies one GPU event (spec §3b).
+pub fn classify(kind: EventKind, name: &str) -> GpuWork {
+    match kind {
+        EventKind::GpuMemcpy => GpuWork::Memcpy,
+        EventKind::Kernel if is_rocm_copy_kernel(name) => GpuWork::Memcpy,
+        EventKind::Kernel if is_rocm_fill_kernel(name) => GpuWork::Computation,
+        _ if is_communication(name) => GpuWork::Communication,
+        _ => GpuWork::Computation,
+    }
+}
+
+/// The breakdown, in nanoseconds. `computation + exposed_comm + exposed_memcpy + idle == total`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct GpuTimeline {
+    pub computation: Nanos,
+    pub exposed_comm: Nanos,
+    pub exposed_memcpy: Nanos,
+    pub busy: Nanos,
+    pub idle: Nanos,
+    pub total: Nanos,
+    pub total_comm: Nanos,
+    pub total_memcpy: Nanos,
+}
+
+impl GpuTimeline {
+    /// Rows in TraceLens's order: (type, nanoseconds).
+    pub fn rows(&self) -> [(&'static str, Nanos); 8] {
+        [
+            ("computation_time", self.computation),
+            ("exposed_comm_time", self.exposed_comm),
+            ("exposed_memcpy_time", self.exposed_memcpy),
+            ("busy_time", self.busy),
+            ("idle_time", self.idle),
+            ("total_time", self.total),
+            ("total_comm_time", self.total_comm),
+            ("total_memcpy_time", self.total_memcpy),
+        ]
+    }
+}
+
+/// Computes the breakdown over the given GPU events.
+pub fn timeline_of(trace: &Trace, events: impl IntoIterator<Item = EventId>) -> GpuTimeline {
+    let (mut comp, mut comm, mut copy, mut all): (Vec<Span>, Vec<Span>, Vec<Span>, Vec<Span>) =
+        Default::default();
+    for id in events {
+        let e = trace.event(id);
+        let span = (e.ts, e.end());
+        all.push(span);
+        match classify(e.kind, trace.name(e)) {
+            GpuWork::Computation => comp.push(span),
+            GpuWork::Communication => comm.push(span),
+            GpuWork::Memcpy => copy.push(span),
+        }
+    }
+    let (c, m, y, a) = (merge(comp), merge(comm), merge(copy), merge(all));
+    let total = match (a.first(), a.last()) {
+        (Some(f), Some(l)) => l.1 - f.0,
+        _ => 0,
+    };
+    let busy = length(&a);
+    GpuTimeline {
+        computation: length(&c),
+        exposed_comm: length(&subtract(&m, &c)),
+        exposed_memcpy: length(&subtract(&subtract(&y, &c), &m)),
+        busy,
+        idle: total - busy,
+        total,
+        total_comm: length(&m),
+        total_memcpy: length(&y),
+    }
+}
+
+/// The trace's timeline over linked GPU events (TraceLens excludes unlinked ones).
+pub fn gpu_timeline(trace: &Trace, tree: &CallTree) -> GpuTimeline {
+    let ids = (0..trace.events.len() as u32)
+        .map(EventId)
+        .filter(|&id| trace.event(id).kind.is_gpu() && tree.is_linked(id));
+    timeline_of(trace, ids)
+}

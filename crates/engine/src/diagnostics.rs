@@ -1,0 +1,204 @@
+//! Named diagnostics: what was wrong with the input that did not stop the analysis.
+//!
+//! The set of kinds is closed; each has a stable snake_case key, a severity and a sentence for
+//! users. Importer and analyses add to one [`Diagnostics`] collector, which travels with every
+//! result. A few examples (event index, byte offset, name) are kept per kind.
+
+use serde::Serialize;
+
+/// How much a diagnostic matters for the numbers shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    /// Worth knowing; numbers are unaffected.
+    Info,
+    /// Numbers may be affected or need care in reading.
+    Warning,
+    /// Part of the input could not be used: numbers cover less than the whole trace.
+    DataLoss,
+}
+
+/// Every kind of diagnostic Jarvis can report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DiagnosticKind {
+    /// JSON damage that was repaired: trailing commas, raw control characters in strings.
+    RepairedJson,
+    /// Bare non-JSON values (`inf`, `NaN`, `N/A`) read as missing.
+    NonJsonValues,
+    /// Strings that were not valid UTF-8 (replaced with U+FFFD).
+    InvalidUtf8,
+    /// Events that could not be parsed and were dropped.
+    MalformedEvent,
+    /// Duration events without a usable `ts` (dropped) or `dur` (read as 0).
+    MissingTimestamp,
+    /// The file ended before the trace closed (killed job, cut download).
+    TruncatedTrace,
+    /// Bytes after the end of the trace document, ignored.
+    TrailingData,
+    /// GPU events no runtime launch could be linked to (excluded from the timeline and ops).
+    KernelWithoutLaunch,
+    /// CUDA/HIP graph launches and the GPU events each owns.
+    GraphLaunches,
+    /// Launches linked by correlation id alone because the trace has no launch flows.
+    LinkedWithoutFlows,
+    /// Events at timestamp 0.
+    ZeroTimestamp,
+    /// Host events that start inside another event on the same thread but end after it.
+    OverlappingHostEvents,
+    /// Kernels that overlap the previous kernel on the same stream (impossible durations).
+    OverlappingStreamEvents,
+    /// CPU ops recorded without shapes (`record_shapes=False`).
+    OpsWithoutShapes,
+    /// No kernel, memcpy or memset at all.
+    NoGpuEvents,
+    /// No `cpu_op` events: only the GPU-side sheets can be produced.
+    GpuOnlyTrace,
+}
+
+impl DiagnosticKind {
+    pub fn key(self) -> &'static str {
+        match self {
+            DiagnosticKind::RepairedJson => "repaired_json",
+            DiagnosticKind::NonJsonValues => "non_json_values",
+            DiagnosticKind::InvalidUtf8 => "invalid_utf8",
+            DiagnosticKind::MalformedEvent => "malformed_event",
+            DiagnosticKind::MissingTimestamp => "missing_timestamp",
+            DiagnosticKind::TruncatedTrace => "truncated_trace",
+            DiagnosticKind::TrailingData => "trailing_data",
+            DiagnosticKind::KernelWithoutLaunch => "kernel_without_launch",
+            DiagnosticKind::GraphLaunches => "graph_launches",
+            DiagnosticKind::LinkedWithoutFlows => "linked_without_flows",
+            DiagnosticKind::ZeroTimestamp => "zero_timestamp",
+            DiagnosticKind::OverlappingHostEvents => "overlapping_host_events",
+            DiagnosticKind::OverlappingStreamEvents => "overlapping_stream_events",
+            DiagnosticKind::OpsWithoutShapes => "ops_without_shapes",
+            DiagnosticKind::NoGpuEvents => "no_gpu_events",
+            DiagnosticKind::GpuOnlyTrace => "gpu_only_trace",
+        }
+    }
+
+    pub fn severity(self) -> Severity {
+        use DiagnosticKind::*;
+        match self {
+            MalformedEvent | MissingTimestamp | TruncatedTrace => Severity::DataLoss,
+            KernelWithoutLaunch
+            | InvalidUtf8
+            | NonJsonValues
+            | OverlappingHostEvents
+            | OverlappingStreamEvents
+            | NoGpuEvents
+            | ZeroTimestamp
+            | TrailingData => Severity::Warning,
+            RepairedJson | GraphLaunches | LinkedWithoutFlows | OpsWithoutShapes | GpuOnlyTrace => {
+                Severity::Info
+            }
+        }
+    }
+
+    /// What this means for the user, in one sentence.
+    pub fn description(self) -> &'static str {
+        use DiagnosticKind::*;
+        match self {
+            RepairedJson => "The trace is not strict JSON (trailing commas or raw control characters); it was repaired while reading.",
+            NonJsonValues => "Some values are not JSON numbers (inf, NaN, N/A) and were read as missing.",
+            InvalidUtf8 => "Some strings are not valid UTF-8; the bad bytes are shown as \u{FFFD}.",
+            MalformedEvent => "Some events could not be parsed and were left out of the analysis.",
+            MissingTimestamp => "Some duration events lack a usable timestamp or duration.",
+            TruncatedTrace => "The file ends before the trace closes; everything up to the cut was analyzed.",
+            TrailingData => "There are bytes after the end of the trace document; they were ignored.",
+            KernelWithoutLaunch => "Some GPU events have no linked launch (often work queued before profiling started); like TraceLens, they are left out of the GPU timeline and op tables.",
+            GraphLaunches => "CUDA/HIP graph launches replay many kernels under one host call; their kernels are attributed to the graph launch.",
+            LinkedWithoutFlows => "The trace has no launch flow events; launches were linked to GPU work by correlation id alone.",
+            ZeroTimestamp => "Some events have timestamp 0, which usually means a profiler fault.",
+            OverlappingHostEvents => "Some host events overlap their enclosing event on the same thread; they were left out of the call tree (TraceLens's rule).",
+            OverlappingStreamEvents => "Some GPU events overlap the previous event on the same stream, which a stream cannot do; their durations are suspect.",
+            OpsWithoutShapes => "Some CPU ops carry no input shapes (record_shapes was off); shape-based grouping and perf models are limited.",
+            NoGpuEvents => "The trace has no GPU kernels, memcpys or memsets; there is no GPU time to analyze.",
+            GpuOnlyTrace => "The trace has no CPU ops; only GPU-side sheets (timeline, kernels) are produced.",
+        }
+    }
+}
+
+/// One reported diagnostic.
+#[derive(Debug, Clone, Serialize)]
+pub struct Diagnostic {
+    pub kind: DiagnosticKind,
+    pub key: &'static str,
+    pub severity: Severity,
+    pub count: u64,
+    pub message: String,
+    pub examples: Vec<String>,
+}
+
+const MAX_EXAMPLES: usize = 5;
+
+/// Collects diagnostics; at most one entry per kind.
+#[derive(Debug, Clone, Default)]
+pub struct Diagnostics {
+    entries: Vec<Diagnostic>,
+}
+
+impl Diagnostics {
+    /// Records `count` occurrences of `kind`, with an optional example.
+    pub fn add(&mut self, kind: DiagnosticKind, count: u64, example: Option<String>) {
+        let entry = match self.entries.iter_mut().position(|d| d.kind == kind) {
+            Some(i) => &mut self.entries[i],
+            None => {
+                self.entries.push(Diagnostic {
+                    kind,
+                    key: kind.key(),
+                    severity: kind.severity(),
+                    count: 0,
+                    message: kind.description().to_owned(),
+                    examples: Vec::new(),
+                });
+                let last = self.entries.len() - 1;
+                &mut self.entries[last]
+            }
+        };
+        entry.count += count;
+        if let Some(ex) = example {
+            if entry.examples.len() < MAX_EXAMPLES {
+                entry.examples.push(ex);
+            }
+        }
+    }
+
+    /// Replaces the message of `kind` (for diagnostics whose sentence carries figures).
+    pub fn set_message(&mut self, kind: DiagnosticKind, message: String) {
+        if let Some(d) = self.entries.iter_mut().find(|d| d.kind == kind) {
+            d.message = message;
+        }
+    }
+
+    pub fn get(&self, kind: DiagnosticKind) -> Option<&Diagnostic> {
+        self.entries.iter().find(|d| d.kind == kind)
+    }
+
+    pub fn count(&self, kind: DiagnosticKind) -> u64 {
+        self.get(kind).map_or(0, |d| d.count)
+    }
+
+    /// All entries, most severe first, then by key.
+    pub fn sorted(&self) -> Vec<Diagnostic> {
+        let mut v = self.entries.clone();
+        v.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.key.cmp(b.key)));
+        v
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn merge(&mut self, other: &Diagnostics) {
+        for d in &other.entries {
+            for (i, ex) in d.examples.iter().enumerate() {
+                self.add(d.kind, if i == 0 { d.count } else { 0 }, Some(ex.clone()));
+            }
+            if d.examples.is_empty() {
+                self.add(d.kind, d.count, None);
+            }
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! Maps parsed Kineto events onto the model tables.
+//!
+//! Schema eras handled here (see `tests/import_robustness.rs` and the fixtures in
+//! `../shared/traces`): 2021 categories (`Operator`, `Runtime`, `Kernel`, `Memcpy`, `Memset`),
+//! lowercase `external id`, `Input dims`, string tids (`"stream 7"`, `"1441273664"`), 2021 launch
+//! flows (`cat: async, name: launch`), int or float `ts`/`dur`.
+
+use std::collections::HashMap;
+
+use super::event::{parse_event, RawEvent, RawValue};
+use super::framer::FrameSink;
+use super::number::{micros_text_to_nanos, parse_integer};
+use crate::diagnostics::DiagnosticKind as K;
+use crate::model::{
+    CollectiveArgs, Event, EventKind, Flow, Lane, LaneId, OpArgs, RawId, Trace, COLLECTIVE_ARG_KEYS,
+};
+
+/// The `args` keys any analysis reads; everything else is skipped unparsed.
+fn wanted_arg(key: &str) -> bool {
+    matches!(
+        key,
+        "correlation"
+            | "External id"
+            | "external id"
+            | "stream"
+            | "Sequence number"
+            | "Input Dims"
+            | "Input dims"
+            | "Input type"
+            | "Input Strides"
+            | "Concrete Inputs"
+            | "name"
+            | "labels"
+            | "Process Group Name"
+            | "Process Group Ranks"
+            | "Collective name"
+            | "Group size"
+            | "dtype"
+            | "In msg nelems"
+            | "Out msg nelems"
+            | "In split size"
+            | "Out split size"
+    )
+}
+
+/// Builds a [`Trace`] from framed events; the importer's [`FrameSink`].
+#[derive(Default)]
+pub struct TraceBuilder {
+    pub trace: Trace,
+    lanes: HashMap<Lane, LaneId>,
+    op_args: HashMap<OpArgs, usize>,
+    pub kept_events: u64,
+}
+
+impl TraceBuilder {
+    fn raw_id(&mut self, v: Option<&RawValue<'_>>) -> RawId {
+        match v {
+            Some(RawValue::Num(t)) => match parse_integer(t).and_then(|i| i64::try_from(i).ok()) {
+                Some(i) => RawId::Int(i),
+                None => RawId::Text(self.trace.strings.intern(&String::from_utf8_lossy(t))),
+            },
+            Some(RawValue::Str(s)) => match s.trim().parse::<i64>() {
+                Ok(i) => RawId::Int(i),
+                Err(_) => RawId::Text(self.trace.strings.intern(s)),
+            },
+            _ => RawId::Int(0),
+        }
+    }
+
+    fn lane(&mut self, ev: &RawEvent<'_>) -> LaneId {
+        let lane = Lane {
+            pid: self.raw_id(ev.pid.as_ref()),
+            tid: self.raw_id(ev.tid.as_ref()),
+        };
+        if let Some(&id) = self.lanes.get(&lane) {
+            return id;
+        }
+        let id = LaneId(self.trace.lanes.len() as u32);
+        self.trace.lanes.push(lane.clone());
+        self.lanes.insert(lane, id);
+        id
+    }
+
+    fn arg_text(&mut self, v: &RawValue<'_>) -> Option<crate::model::StrId> {
+        let s: std::borrow::Cow<'_, str> = match v {
+            RawValue::Str(s) => std::borrow::Cow::Owned(serde_json::to_string(s.as_ref()).ok()?),
+            RawValue::Num(t) | RawValue::Composite(t) => String::from_utf8_lossy(t),
+            RawValue::Bool(b) => std::borrow::Cow::Borrowed(if *b { "true" } else { "false" }),
+            RawValue::Null | RawValue::Invalid(_) => return None,
+        };
+        Some(self.trace.strings.intern(&s))
+    }
+
+    fn metadata(&mut self, ev: &RawEvent<'_>) {
+        let lane = self.lane(ev);
+        let pid = self.trace.lanes[lane.0 as usize].pid.clone();
+        let arg = |k: &str| {
+            ev.args
+                .iter()
+                .find(|(key, _)| key == k)
+                .and_then(|(_, v)| match v {
+                    RawValue::Str(s) => Some(s.to_string()),
+                    RawValue::Num(t) => Some(String::from_utf8_lossy(t).into_owned()),
+                    _ => None,
+                })
+        };
+        match ev.name.as_deref() {
+            Some("process_name") => {
+                if let Some(n) = arg("name") {
+                    let id = self.trace.strings.intern(&n);
+                    self.trace.meta.process_names.insert(pid, id);
+                }
+            }
+            Some("process_labels") => {
+                if let Some(n) = arg("labels") {
+                    let id = self.trace.strings.intern(&n);
+                    self.trace.meta.process_labels.insert(pid, id);
+                }
+            }
+            Some("thread_name") => {
+                if let Some(n) = arg("name") {
+                    let id = self.trace.strings.intern(&n);
+                    self.trace.meta.thread_names.insert(lane, id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn flow(&mut self, ev: &RawEvent<'_>, ph: &str) {
+        let Some(id) = ev.id.as_ref().and_then(id_value) else {
+            return;
+        };
+        let lane = self.lane(ev);
+        let f = self.trace.flows.entry(id).or_insert_with(Flow::default);
+        if ph == "s" {
+            f.has_start = true;
+        } else {
+            f.end_lane = Some(lane);
+        }
+    }
+
+    fn complete(&mut self, index: u64, offset: u64, ev: &RawEvent<'_>) {
+        let Some(kind) = ev.cat.as_deref().and_then(EventKind::from_category) else {
+            return;
+        };
+        let ts = ev
+            .ts
+            .as_ref()
+            .and_then(|v| v.number_text())
+            .and_then(micros_text_to_nanos);
+        let Some(ts) = ts else {
+            self.trace.diagnostics.add(
+                K::MissingTimestamp,
+                1,
+                Some(format!(
+                    "event {index} at byte {offset} has no usable ts; dropped"
+                )),
+            );
+            return;
+        };
+        let dur = match ev
+            .dur
+            .as_ref()
+            .and_then(|v| v.number_text())
+            .and_then(micros_text_to_nanos)
+        {
+            Some(d) if d >= 0 => d,
+            _ => {
+                self.trace.diagnostics.add(
+                    K::MissingTimestamp,
+                    1,
+                    Some(format!(
+                        "event {index} at byte {offset} has no usable dur; read as 0"
+                    )),
+                );
+                0
+            }
+        };
+        if ts == 0 {
+            self.trace
+                .diagnostics
+                .add(K::ZeroTimestamp, 1, Some(format!("event {index}")));
+        }
+        let name = self.trace.strings.intern(ev.name.as_deref().unwrap_or(""));
+        let lane = self.lane(ev);
+        let uid = u32::try_from(index).unwrap_or(u32::MAX);
+        let mut e = Event::new(uid, kind, name, lane, ts, dur);
+        let mut op = OpArgs::default();
+        let mut coll = CollectiveArgs::default();
+        let mut has_coll = false;
+        for (k, v) in &ev.args {
+            match k.as_ref() {
+                "correlation" => {
+                    if let Some(i) = int_value(v) {
+                        e.set_correlation(i);
+                    }
+                }
+                "External id" | "external id" => {
+                    if let Some(i) = int_value(v) {
+                        e.set_external_id(i);
+                    }
+                }
+                "Sequence number" => {
+                    if let Some(i) = int_value(v) {
+                        e.set_sequence(i);
+                    }
+                }
+                "Input Dims" | "Input dims" => op.input_dims = self.arg_text(v),
+                "Input type" => op.input_type = self.arg_text(v),
+                "Input Strides" => op.input_strides = self.arg_text(v),
+                "Concrete Inputs" => op.concrete_inputs = self.arg_text(v),
+                _ => {}
+            }
+            if k == "stream" {
+                if let Some(i) = int_value(v) {
+                    e.set_stream(i);
+                }
+            }
+            if kind == EventKind::Kernel {
+                if let Some(pos) = COLLECTIVE_ARG_KEYS.iter().position(|c| *c == k.as_ref()) {
+                    coll.values[pos] = self.arg_text(v);
+                    // `stream` is on every kernel; only the NCCL keys mark a collective.
+                    has_coll |= COLLECTIVE_ARG_KEYS[pos] != "stream";
+                }
+            }
+        }
+        if op != OpArgs::default() {
+            let next = self.trace.op_args.len();
+            let idx = *self.op_args.entry(op.clone()).or_insert(next);
+            if idx == next {
+                self.trace.op_args.push(op);
+            }
+            e.set_op_args(idx);
+        }
+        if has_coll {
+            coll.event = self.trace.events.len() as u32;
+            self.trace.collective_args.push(coll);
+        }
+        self.trace.events.push(e);
+        self.kept_events += 1;
+    }
+}
+
+fn int_value(v: &RawValue<'_>) -> Option<i64> {
+    let t = v.number_text()?;
+    let i = parse_integer(t)?;
+    // Ids above i64::MAX (seen in real traces) wrap into the negative range: they stay unique
+    // and comparable, which is all an id needs.
+    i64::try_from(i)
+        .ok()
+        .or_else(|| u64::try_from(i).ok().map(|u| u as i64))
+}
+
+fn id_value(v: &RawValue<'_>) -> Option<i64> {
+    int_value(v)
+}
+
+impl FrameSink for TraceBuilder {
+    fn event(&mut self, index: u64, bytes: &[u8], offset: u64) {
+        self.trace.meta.total_events = index + 1;
+        let ev = match parse_event(bytes, wanted_arg) {
+            Ok(ev) => ev,
+            Err(err) => {
+                self.trace.diagnostics.add(
+                    K::MalformedEvent,
+                    1,
+                    Some(format!(
+                        "event {index} at byte {}: {}",
+                        offset + err.offset as u64,
+                        err.what
+                    )),
+                );
+                return;
+            }
+        };
+        let r = ev.repairs;
+        if r.trailing_comma || r.control_chars {
+            self.trace.diagnostics.add(
+                K::RepairedJson,
+                1,
+                Some(format!("event {index} at byte {offset}")),
+            );
+        }
+        if r.invalid_scalar {
+            self.trace.diagnostics.add(
+                K::NonJsonValues,
+                1,
+                Some(format!("event {index} at byte {offset}")),
+            );
+        }
+        if r.invalid_utf8 {
+            self.trace.diagnostics.add(
+                K::InvalidUtf8,
+                1,
+                Some(format!("event {index} at byte {offset}")),
+            );
+        }
+        let ph = ev.ph.as_deref().unwrap_or("");
+        match ph {
+            "X" => self.complete(index, offset, &ev),
+            "M" => self.metadata(&ev),
+            "s" | "f" => {
+                let cat = ev.cat.as_deref().unwrap_or("");
+                let name = ev.name.as_deref().unwrap_or("");
+                if cat == "ac2g" || (cat == "async" && name == "launch") {
+                    self.flow(&ev, ph);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn top_level(&mut self, key: &str, value: &[u8]) {
+        let text = String::from_utf8_lossy(value).into_owned();
+        let meta = &mut self.trace.meta;
+        match key {
+            "deviceProperties" | "computeProperties" => {
+                if meta.device_properties.is_none() || key == "deviceProperties" {
+                    meta.device_properties = Some(text);
+                }
+            }
+            "distributedInfo" => meta.distributed_info = Some(text),
+            "displayTimeUnit" => meta.display_time_unit = Some(text),
+            "schemaVersion" => meta.schema_version = Some(text),
+            _ => meta.other.push((key.to_owned(), text)),
+        }
+    }
+}

@@ -1,0 +1,326 @@
+//! The trace model: plain tables of the events the analyses use, with typed ids, plus the call
+//! tree built from them (`tree`). Import fills these tables; analysis only reads them.
+
+pub mod strings;
+pub mod tree;
+
+use std::collections::HashMap;
+
+pub use strings::{Interner, StrId};
+
+use crate::diagnostics::Diagnostics;
+
+/// Integer nanoseconds. All times in the model are `Nanos`; microseconds exist only as text in
+/// the trace and as `f64` in rendered outputs.
+pub type Nanos = i64;
+
+/// Index into [`Trace::events`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EventId(pub u32);
+
+impl EventId {
+    pub fn idx(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// What an event is, from its Kineto category (all schema eras map here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum EventKind {
+    CpuOp,
+    PythonFunction,
+    CudaRuntime,
+    CudaDriver,
+    Kernel,
+    GpuMemcpy,
+    GpuMemset,
+    UserAnnotation,
+    GpuUserAnnotation,
+}
+
+impl EventKind {
+    /// Maps a Kineto `cat` string (2021 and current schemas) to a kind; `None` for categories
+    /// no analysis reads (instant events, overhead markers, ...).
+    pub fn from_category(cat: &str) -> Option<EventKind> {
+        Some(match cat {
+            "cpu_op" | "Operator" | "operator" => EventKind::CpuOp,
+            "python_function" => EventKind::PythonFunction,
+            "cuda_runtime" | "Runtime" | "runtime" => EventKind::CudaRuntime,
+            "cuda_driver" | "Driver" | "driver" => EventKind::CudaDriver,
+            "kernel" | "Kernel" => EventKind::Kernel,
+            "gpu_memcpy" | "Memcpy" => EventKind::GpuMemcpy,
+            "gpu_memset" | "Memset" => EventKind::GpuMemset,
+            "user_annotation" => EventKind::UserAnnotation,
+            "gpu_user_annotation" => EventKind::GpuUserAnnotation,
+            _ => return None,
+        })
+    }
+
+    /// Kernels, memcpys and memsets: work that runs on the GPU.
+    pub fn is_gpu(self) -> bool {
+        matches!(
+            self,
+            EventKind::Kernel | EventKind::GpuMemcpy | EventKind::GpuMemset
+        )
+    }
+
+    /// Host-side runtime or driver API calls (launches, copies, syncs).
+    pub fn is_runtime(self) -> bool {
+        matches!(self, EventKind::CudaRuntime | EventKind::CudaDriver)
+    }
+
+    /// The canonical (current Kineto) category name.
+    pub fn category_name(self) -> &'static str {
+        match self {
+            EventKind::CpuOp => "cpu_op",
+            EventKind::PythonFunction => "python_function",
+            EventKind::CudaRuntime => "cuda_runtime",
+            EventKind::CudaDriver => "cuda_driver",
+            EventKind::Kernel => "kernel",
+            EventKind::GpuMemcpy => "gpu_memcpy",
+            EventKind::GpuMemset => "gpu_memset",
+            EventKind::UserAnnotation => "user_annotation",
+            EventKind::GpuUserAnnotation => "gpu_user_annotation",
+        }
+    }
+}
+
+/// Sentinel for "absent" in the compact integer fields of [`Event`].
+pub const NONE_I64: i64 = i64::MIN;
+const NONE_U32: u32 = u32::MAX;
+
+/// One duration event (`ph: "X"`) the analyses use. Kept compact (64 bytes): optional integer
+/// fields use sentinels behind accessor methods.
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// Position in the `traceEvents` array, counting every element (TraceLens's UID).
+    pub uid: u32,
+    pub kind: EventKind,
+    pub name: StrId,
+    pub lane: LaneId,
+    pub ts: Nanos,
+    pub dur: Nanos,
+    correlation: i64,
+    external_id: i64,
+    sequence: i64,
+    stream: i64,
+    op_args: u32,
+}
+
+impl Event {
+    pub fn new(
+        uid: u32,
+        kind: EventKind,
+        name: StrId,
+        lane: LaneId,
+        ts: Nanos,
+        dur: Nanos,
+    ) -> Event {
+        Event {
+            uid,
+            kind,
+            name,
+            lane,
+            ts,
+            dur,
+            correlation: NONE_I64,
+            external_id: NONE_I64,
+            sequence: NONE_I64,
+            stream: NONE_I64,
+            op_args: NONE_U32,
+        }
+    }
+
+    pub fn end(&self) -> Nanos {
+        self.ts + self.dur
+    }
+
+    pub fn correlation(&self) -> Option<i64> {
+        (self.correlation != NONE_I64).then_some(self.correlation)
+    }
+    pub fn external_id(&self) -> Option<i64> {
+        (self.external_id != NONE_I64).then_some(self.external_id)
+    }
+    pub fn sequence(&self) -> Option<i64> {
+        (self.sequence != NONE_I64).then_some(self.sequence)
+    }
+    pub fn stream(&self) -> Option<i64> {
+        (self.stream != NONE_I64).then_some(self.stream)
+    }
+    pub fn op_args(&self) -> Option<usize> {
+        (self.op_args != NONE_U32).then_some(self.op_args as usize)
+    }
+
+    pub fn set_correlation(&mut self, v: i64) {
+        self.correlation = v;
+    }
+    pub fn set_external_id(&mut self, v: i64) {
+        self.external_id = v;
+    }
+    pub fn set_sequence(&mut self, v: i64) {
+        self.sequence = v;
+    }
+    pub fn set_stream(&mut self, v: i64) {
+        self.stream = v;
+    }
+    pub fn set_op_args(&mut self, index: usize) {
+        self.op_args = u32::try_from(index).unwrap_or(NONE_U32);
+    }
+}
+
+/// Index into [`Trace::lanes`]: one (pid, tid) pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LaneId(pub u32);
+
+/// A process or thread id as written: Kineto uses integers, 2021 traces strings such as
+/// `"stream 7"` or `"1441273664"`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RawId {
+    Int(i64),
+    Text(StrId),
+}
+
+/// A (pid, tid) lane.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Lane {
+    pub pid: RawId,
+    pub tid: RawId,
+}
+
+/// Shapes and types recorded for a `cpu_op` (`record_shapes=True`), each as the raw JSON text
+/// of the argument (interned; identical shapes share one string).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct OpArgs {
+    pub input_dims: Option<StrId>,
+    pub input_type: Option<StrId>,
+    pub input_strides: Option<StrId>,
+    pub concrete_inputs: Option<StrId>,
+}
+
+/// NCCL/RCCL metadata recorded on collective kernels, each as raw JSON text.
+#[derive(Debug, Clone, Default)]
+pub struct CollectiveArgs {
+    pub event: u32,
+    /// Values for [`COLLECTIVE_ARG_KEYS`], in that order.
+    pub values: [Option<StrId>; 10],
+}
+
+/// The collective kernel argument keys TraceLens reads, in its column order.
+pub const COLLECTIVE_ARG_KEYS: [&str; 10] = [
+    "Process Group Name",
+    "Process Group Ranks",
+    "Collective name",
+    "Group size",
+    "dtype",
+    "In msg nelems",
+    "Out msg nelems",
+    "In split size",
+    "Out split size",
+    "stream",
+];
+
+/// Both ends of a launch flow (`ac2g`, or `async`/`launch` in 2021 traces).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Flow {
+    pub has_start: bool,
+    pub end_lane: Option<LaneId>,
+}
+
+/// Trace-level metadata.
+#[derive(Debug, Clone, Default)]
+pub struct TraceMeta {
+    /// Raw JSON of `deviceProperties` (or the 2021 `computeProperties`).
+    pub device_properties: Option<String>,
+    pub distributed_info: Option<String>,
+    pub display_time_unit: Option<String>,
+    pub schema_version: Option<String>,
+    /// Other kept top-level keys (runtime versions, trace name), raw JSON.
+    pub other: Vec<(String, String)>,
+    /// `process_name` / `process_labels` per pid, `thread_name` per lane.
+    pub process_names: HashMap<RawId, StrId>,
+    pub process_labels: HashMap<RawId, StrId>,
+    pub thread_names: HashMap<LaneId, StrId>,
+    /// Number of elements in `traceEvents` (all of them, kept or not).
+    pub total_events: u64,
+    /// Decompressed bytes of the document.
+    pub json_bytes: u64,
+}
+
+/// Everything imported from one trace.
+#[derive(Debug, Default)]
+pub struct Trace {
+    pub strings: Interner,
+    /// Kept events in file order.
+    pub events: Vec<Event>,
+    pub lanes: Vec<Lane>,
+    pub op_args: Vec<OpArgs>,
+    pub collective_args: Vec<CollectiveArgs>,
+    /// Launch flows by id.
+    pub flows: HashMap<i64, Flow>,
+    pub meta: TraceMeta,
+    pub diagnostics: Diagnostics,
+}
+
+impl Trace {
+    pub fn name(&self, e: &Event) -> &str {
+        self.strings.get(e.name)
+    }
+
+    pub fn event(&self, id: EventId) -> &Event {
+        &self.events[id.idx()]
+    }
+
+    pub fn lane(&self, id: LaneId) -> &Lane {
+        &self.lanes[id.0 as usize]
+    }
+
+    pub fn op_args_of(&self, e: &Event) -> Option<&OpArgs> {
+        e.op_args().and_then(|i| self.op_args.get(i))
+    }
+
+    /// Renders a raw id (`7`, `stream 7`) as text.
+    pub fn raw_id_text(&self, id: &RawId) -> String {
+        match id {
+            RawId::Int(v) => v.to_string(),
+            RawId::Text(s) => self.strings.get(*s).to_owned(),
+        }
+    }
+
+    /// `process_name` of the event's process, "Unknown" when absent (TraceLens's default).
+    pub fn process_name(&self, e: &Event) -> &str {
+        let pid = &self.lane(e.lane).pid;
+        self.meta
+            .process_names
+            .get(pid)
+            .map_or("Unknown", |s| self.strings.get(*s))
+    }
+
+    pub fn process_label(&self, e: &Event) -> &str {
+        let pid = &self.lane(e.lane).pid;
+        self.meta
+            .process_labels
+            .get(pid)
+            .map_or("Unknown", |s| self.strings.get(*s))
+    }
+
+    pub fn thread_name(&self, e: &Event) -> &str {
+        self.meta
+            .thread_names
+            .get(&e.lane)
+            .map_or("Unknown", |s| self.strings.get(*s))
+    }
+
+    /// Whether the trace records any `cpu_op` (TraceLens's "GPU-only trace" test).
+    pub fn has_cpu_ops(&self) -> bool {
+        self.events.iter().any(|e| e.kind == EventKind::CpuOp)
+    }
+
+    /// Approximate heap bytes held by the model (for benchmarks and the memory budget).
+    pub fn heap_bytes(&self) -> usize {
+        self.events.capacity() * std::mem::size_of::<Event>()
+            + self.strings.heap_bytes()
+            + self.lanes.capacity() * std::mem::size_of::<Lane>()
+            + self.op_args.capacity() * std::mem::size_of::<OpArgs>()
+            + self.flows.capacity() * 24
+    }
+}

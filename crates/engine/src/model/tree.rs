@@ -1,0 +1,291 @@
+//! The call tree: host events nested by time containment per thread, and GPU events attached
+//! to the runtime call that launched them. Follows `../shared/docs/tracelens_spec.md` §2a-2b
+//! rule for rule, because every TraceLens sheet depends on exactly these parent links.
+
+use std::collections::HashMap;
+
+use super::{EventId, EventKind, LaneId, Nanos, Trace};
+use crate::diagnostics::DiagnosticKind as K;
+
+const NO_PARENT: u32 = u32::MAX;
+/// TraceLens treats a host event that overhangs the stack top by less than 1 µs as a sibling.
+const BLEED_TOLERANCE: Nanos = 1_000;
+
+/// Parent/child links over [`Trace::events`].
+#[derive(Debug, Default)]
+pub struct CallTree {
+    parent: Vec<u32>,
+    child_start: Vec<u32>,
+    children: Vec<u32>,
+    /// `cpu_op` events with no `cpu_op` ancestor, in timestamp order.
+    pub cpu_roots: Vec<EventId>,
+    /// Host events placed in the tree (false for python functions and overhanging events).
+    pub in_tree: Vec<bool>,
+    /// The arg used to link launches to GPU work: correlation (all modern traces) or External id.
+    pub link_by_correlation: bool,
+}
+
+/// Names of graph-replay launches: every GPU event sharing their correlation id is theirs.
+pub fn is_graph_launch(name: &str) -> bool {
+    matches!(name, "cudaGraphLaunch" | "hipGraphLaunch")
+}
+
+impl CallTree {
+    /// Builds the tree. Python functions are not placed (TraceLens's perf report default).
+    pub fn build(trace: &mut Trace) -> CallTree {
+        let n = trace.events.len();
+        let mut tree = CallTree {
+            parent: vec![NO_PARENT; n],
+            in_tree: vec![false; n],
+            link_by_correlation: true,
+            ..CallTree::default()
+        };
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        tree.nest_host_events(trace, &mut edges);
+        tree.link_gpu_events(trace, &mut edges);
+        tree.index_children(n, &edges);
+        tree
+    }
+
+    fn nest_host_events(&mut self, trace: &mut Trace, edges: &mut Vec<(u32, u32)>) {
+        let mut order: Vec<u32> = (0..trace.events.len() as u32)
+            .filter(|&i| {
+                matches!(
+                    trace.events[i as usize].kind,
+                    EventKind::CpuOp | EventKind::CudaRuntime | EventKind::CudaDriver
+                )
+            })
+            .collect();
+        order.sort_by_key(|&i| trace.events[i as usize].ts);
+        struct LaneStack {
+            stack: Vec<u32>,
+            cpu_ops: usize,
+        }
+        let mut stacks: HashMap<LaneId, LaneStack> = HashMap::new();
+        let mut overhang = 0u64;
+        for &i in &order {
+            let e = &trace.events[i as usize];
+            let (ts, end) = (e.ts, e.end());
+            let st = stacks.entry(e.lane).or_insert(LaneStack {
+                stack: Vec::new(),
+                cpu_ops: 0,
+            });
+            self.in_tree[i as usize] = true;
+            while let Some(&top) = st.stack.last() {
+                if ts >= trace.events[top as usize].end() {
+                    st.stack.pop();
+                    if trace.events[top as usize].kind == EventKind::CpuOp {
+                        st.cpu_ops -= 1;
+                    }
+                } else {
+                    break;
+                }
+            }
+            if let Some(&top) = st.stack.last() {
+                let top_end = trace.events[top as usize].end();
+                if end > top_end {
+                    if top_end - ts < BLEED_TOLERANCE && st.stack.len() >= 2 {
+                        st.stack.pop();
+                        if trace.events[top as usize].kind == EventKind::CpuOp {
+                            st.cpu_ops -= 1;
+                        }
+                    } else {
+                        overhang += 1;
+                        if overhang <= 5 {
+                            let ex = format!(
+                                "event {} ({}) overhangs event {} by {} ns",
+                                e.uid,
+                                trace.strings.get(e.name),
+                                trace.events[top as usize].uid,
+                                end - top_end
+                            );
+                            trace.diagnostics.add(K::OverlappingHostEvents, 0, Some(ex));
+                        }
+                        continue;
+                    }
+                }
+            }
+            if let Some(&top) = st.stack.last() {
+                self.parent[i as usize] = top;
+                edges.push((top, i));
+            }
+            st.stack.push(i);
+            if e.kind == EventKind::CpuOp {
+                if st.cpu_ops == 0 {
+                    self.cpu_roots.push(EventId(i));
+                }
+                st.cpu_ops += 1;
+            }
+        }
+        if overhang > 0 {
+            trace
+                .diagnostics
+                .add(K::OverlappingHostEvents, overhang, None);
+        }
+    }
+
+    fn link_gpu_events(&mut self, trace: &mut Trace, edges: &mut Vec<(u32, u32)>) {
+        // TraceLens picks the linking arg from the first launch-like runtime call.
+        let first_launch = trace.events.iter().find(|e| {
+            e.kind.is_runtime()
+                && trace
+                    .strings
+                    .get(e.name)
+                    .to_ascii_lowercase()
+                    .contains("launch")
+        });
+        self.link_by_correlation = first_launch.is_none_or(|e| e.correlation().is_some());
+        let by_corr = self.link_by_correlation;
+        let link_of = |e: &super::Event| {
+            if by_corr {
+                e.correlation()
+            } else {
+                e.external_id()
+            }
+        };
+
+        let mut on_lane: HashMap<(LaneId, i64), u32> = HashMap::new();
+        let mut by_link: HashMap<i64, Vec<u32>> = HashMap::new();
+        for (i, e) in trace.events.iter().enumerate() {
+            if e.kind.is_gpu() {
+                if let Some(l) = link_of(e) {
+                    on_lane.insert((e.lane, l), i as u32);
+                    by_link.entry(l).or_default().push(i as u32);
+                }
+            }
+        }
+        let flowless = trace.flows.is_empty();
+        let (mut graph_launches, mut graph_events, mut flowless_links) = (0u64, 0u64, 0u64);
+        for r in 0..trace.events.len() {
+            let e = &trace.events[r];
+            if !e.kind.is_runtime() {
+                continue;
+            }
+            let Some(link) = link_of(e) else { continue };
+            let targets: Vec<u32> = if is_graph_launch(trace.strings.get(e.name)) {
+                let t = by_link.get(&link).cloned().unwrap_or_default();
+                graph_launches += 1;
+                graph_events += t.len() as u64;
+                t
+            } else if flowless {
+                let t = by_link.get(&link).cloned().unwrap_or_default();
+                flowless_links += t.len() as u64;
+                t
+            } else {
+                match trace.flows.get(&link) {
+                    Some(f) if f.has_start => f
+                        .end_lane
+                        .and_then(|lane| on_lane.get(&(lane, link)).copied())
+                        .into_iter()
+                        .collect(),
+                    _ => Vec::new(),
+                }
+            };
+            for g in targets {
+                self.parent[g as usize] = r as u32;
+                edges.push((r as u32, g));
+            }
+        }
+        let gpu_total = trace.events.iter().filter(|e| e.kind.is_gpu()).count();
+        let unlinked: Vec<usize> = (0..trace.events.len())
+            .filter(|&i| trace.events[i].kind.is_gpu() && self.parent[i] == NO_PARENT)
+            .collect();
+        for &i in unlinked.iter().take(5) {
+            let e = &trace.events[i];
+            trace.diagnostics.add(
+                K::KernelWithoutLaunch,
+                0,
+                Some(format!("event {} ({})", e.uid, trace.strings.get(e.name))),
+            );
+        }
+        if !unlinked.is_empty() {
+            trace
+                .diagnostics
+                .add(K::KernelWithoutLaunch, unlinked.len() as u64, None);
+            trace.diagnostics.set_message(
+                K::KernelWithoutLaunch,
+                format!(
+                    "{} of {} GPU events have no linked launch (often work queued before profiling started); like TraceLens, they are left out of the GPU timeline and op tables.",
+                    unlinked.len(),
+                    gpu_total
+                ),
+            );
+        }
+        if graph_launches > 0 {
+            trace
+                .diagnostics
+                .add(K::GraphLaunches, graph_launches, None);
+            trace.diagnostics.set_message(
+                K::GraphLaunches,
+                format!("{graph_launches} CUDA/HIP graph launches own {graph_events} GPU events between them; those kernels are attributed to the graph launch."),
+            );
+        }
+        if flowless && flowless_links > 0 {
+            trace
+                .diagnostics
+                .add(K::LinkedWithoutFlows, flowless_links, None);
+        }
+        if gpu_total == 0 {
+            trace.diagnostics.add(K::NoGpuEvents, 1, None);
+        }
+    }
+
+    fn index_children(&mut self, n: usize, edges: &[(u32, u32)]) {
+        let mut counts = vec![0u32; n + 1];
+        for &(p, _) in edges {
+            counts[p as usize + 1] += 1;
+        }
+        for i in 0..n {
+            counts[i + 1] += counts[i];
+        }
+        let mut fill = counts.clone();
+        self.children = vec![0; edges.len()];
+        for &(p, c) in edges {
+            self.children[fill[p as usize] as usize] = c;
+            fill[p as usize] += 1;
+        }
+        self.child_start = counts;
+    }
+
+    pub fn parent(&self, id: EventId) -> Option<EventId> {
+        let p = *self.parent.get(id.idx())?;
+        (p != NO_PARENT).then_some(EventId(p))
+    }
+
+    pub fn children(&self, id: EventId) -> impl Iterator<Item = EventId> + '_ {
+        let s = self.child_start.get(id.idx()).copied().unwrap_or(0) as usize;
+        let e = self.child_start.get(id.idx() + 1).copied().unwrap_or(0) as usize;
+        self.children[s..e].iter().map(|&c| EventId(c))
+    }
+
+    /// Whether a GPU event was linked to a launch.
+    pub fn is_linked(&self, id: EventId) -> bool {
+        self.parent(id).is_some()
+    }
+
+    /// All GPU events in the subtree of `id` (including `id` itself if it is one), depth first.
+    pub fn gpu_events_under(&self, trace: &Trace, id: EventId) -> Vec<EventId> {
+        let mut out = Vec::new();
+        let mut stack = vec![id];
+        while let Some(x) = stack.pop() {
+            if trace.event(x).kind.is_gpu() {
+                out.push(x);
+            }
+            let kids: Vec<EventId> = self.children(x).collect();
+            stack.extend(kids.into_iter().rev());
+        }
+        out
+    }
+
+    /// The nearest `cpu_op` ancestor of an event (not the event itself).
+    pub fn nearest_cpu_op(&self, trace: &Trace, id: EventId) -> Option<EventId> {
+        let mut cur = self.parent(id);
+        while let Some(p) = cur {
+            if trace.event(p).kind == EventKind::CpuOp {
+                return Some(p);
+            }
+            cur = self.parent(p);
+        }
+        None
+    }
+}

@@ -1,0 +1,1 @@
+//! Jarvis web app (placeholder until the web-app issue lands).

@@ -1,0 +1,425 @@
+//! Parity of Jarvis's perf-report sheets with TraceLens's own CSV output
+//! (`../shared/reference/tracelens/<trace>/<sheet>.csv`) for every trace that has a reference.
+//!
+//! Numeric cells must agree within 1e-6 relative. Time-derived cells get one more allowance,
+//! documented in docs/deviations.md (D1): TraceLens adds and subtracts f64 microsecond
+//! timestamps (epoch-based, so each carries a rounding error of up to half an ulp), while Jarvis
+//! computes in exact integer nanoseconds. The allowance is the worst case of that rounding:
+//! one ulp of the largest timestamp per GPU event in the trace.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use jarvis_engine::report::Sheet;
+
+/// The sheets this suite checks, with the columns that identify a row (empty: by position).
+const SHEETS: &[(&str, &[&str])] = &[
+    ("gpu_timeline", &["type"]),
+    ("ops_summary_by_category", &["op category"]),
+    ("ops_summary", &["name"]),
+    (
+        "ops_unique_args",
+        &[
+            "name",
+            "op category",
+            "process_name",
+            "process_label",
+            "thread_name",
+            "Input Dims",
+            "Input type",
+            "Input Strides",
+            "Concrete Inputs",
+        ],
+    ),
+    (
+        "kernel_summary",
+        &[
+            "Parent op category",
+            "Parent cpu_op",
+            "Kernel name",
+            "Kernel stream",
+        ],
+    ),
+    ("short_kernel_histogram", &[]),
+    (
+        "short_kernels_summary",
+        &[
+            "Parent cpu_op",
+            "Input dims",
+            "Input strides",
+            "Concrete Inputs",
+            "Kernel name",
+        ],
+    ),
+    (
+        "coll_analysis",
+        &[
+            "rank",
+            "Process Group Name",
+            "Process Group Ranks",
+            "Collective name",
+            "Group size",
+            "dtype",
+            "In msg nelems",
+            "Out msg nelems",
+            "In split size",
+            "Out split size",
+            "stream",
+        ],
+    ),
+];
+
+struct Csv {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+fn read_csv(bytes: &[u8]) -> Csv {
+    let mut r = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .from_reader(bytes);
+    let header = r
+        .headers()
+        .expect("header")
+        .iter()
+        .map(str::to_owned)
+        .collect();
+    let rows = r
+        .records()
+        .map(|rec| rec.expect("record").iter().map(str::to_owned).collect())
+        .collect();
+    Csv { header, rows }
+}
+
+/// Strips numpy's `np.float64(...)` / `np.int64(...)` wrappers (TraceLens's own test does too).
+fn strip_numpy(s: &str) -> String {
+    let mut out = s.to_owned();
+    for w in ["np.float64(", "np.int64("] {
+        while let Some(i) = out.find(w) {
+            let rest = &out[i + w.len()..];
+            let close = rest.find(')').map_or(rest.len(), |c| c);
+            out = format!(
+                "{}{}{}",
+                &out[..i],
+                &rest[..close],
+                &rest[(close + 1).min(rest.len())..]
+            );
+        }
+    }
+    out
+}
+
+/// Splits a string into its non-numeric skeleton and its numbers.
+fn numbers_in(s: &str) -> (String, Vec<f64>) {
+    let mut skel = String::new();
+    let mut nums = Vec::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut in_str: Option<u8> = None;
+    while i < b.len() {
+        let c = b[i];
+        if let Some(q) = in_str {
+            skel.push(c as char);
+            if c == b'\\' && i + 1 < b.len() {
+                skel.push(b[i + 1] as char);
+                i += 2;
+                continue;
+            }
+            if c == q {
+                in_str = None;
+            }
+            i += 1;
+            continue;
+        }
+        if c == b'\'' || c == b'"' {
+            in_str = Some(c);
+            skel.push(c as char);
+            i += 1;
+            continue;
+        }
+        let starts_num =
+            c.is_ascii_digit() || (c == b'-' && b.get(i + 1).is_some_and(u8::is_ascii_digit));
+        if starts_num {
+            let st = i;
+            i += 1;
+            while i < b.len()
+                && (b[i].is_ascii_digit() || matches!(b[i], b'.' | b'e' | b'E' | b'+' | b'-'))
+            {
+                i += 1;
+            }
+            nums.push(s[st..i].parse::<f64>().unwrap_or(f64::NAN));
+            skel.push('#');
+            continue;
+        }
+        skel.push(c as char);
+        i += 1;
+    }
+    (skel, nums)
+}
+
+fn close(a: f64, b: f64, abs_tol: f64) -> bool {
+    if a.is_nan() || b.is_nan() {
+        return a.is_nan() && b.is_nan();
+    }
+    (a - b).abs() <= 1e-6 * a.abs().max(b.abs()) + abs_tol
+}
+
+/// The absolute allowance (in µs) for time values of one trace: see the module docs.
+fn time_tolerance_us(trace: &[u8]) -> f64 {
+    let a = jarvis_engine::analyze(trace).expect("analyzable");
+    let gpu_events = a.facts.kernels.max(1) as f64 * 2.0;
+    let max_ts_us = a
+        .facts
+        .time_range_ns
+        .1
+        .abs()
+        .max(a.facts.time_range_ns.0.abs()) as f64
+        / 1000.0;
+    let ulp = f64::EPSILON * max_ts_us;
+    gpu_events * ulp
+}
+
+fn column_tolerance(col: &str, tol_us: f64, total_us: f64) -> f64 {
+    let l = col.to_ascii_lowercase();
+    if l.contains("percent") || l.contains("(%)") {
+        200.0 * tol_us / total_us.max(1e-9)
+    } else if l.ends_with("ms") || l.contains("_ms") || l == "time ms" {
+        tol_us / 1000.0
+    } else if l.contains("count") || l == "ex_uid" || l == "rank" {
+        0.0
+    } else {
+        tol_us
+    }
+}
+
+fn compare_sheet(
+    trace: &str,
+    ours: &Sheet,
+    reference: &Csv,
+    keys: &[&str],
+    tol_us: f64,
+    total_us: f64,
+) -> Vec<String> {
+    let mut errs = Vec::new();
+    let name = &ours.name;
+    if ours.columns != reference.header {
+        errs.push(format!(
+            "{trace}/{name}: columns differ\n  ours: {:?}\n  ref:  {:?}",
+            ours.columns, reference.header
+        ));
+        return errs;
+    }
+    let ours_text: Vec<Vec<String>> = ours
+        .rows
+        .iter()
+        .map(|r| r.iter().map(|c| c.csv_text()).collect())
+        .collect();
+    if ours_text.len() != reference.rows.len() {
+        errs.push(format!(
+            "{trace}/{name}: {} rows, reference has {}",
+            ours_text.len(),
+            reference.rows.len()
+        ));
+    }
+    // GPU-only layouts lack some key columns: use those present.
+    let key_idx: Vec<usize> = keys
+        .iter()
+        .filter_map(|k| reference.header.iter().position(|h| h == k))
+        .collect();
+    let key_of = |row: &[String], i: usize| -> String {
+        if key_idx.is_empty() {
+            i.to_string()
+        } else {
+            key_idx
+                .iter()
+                .map(|&k| normalize_key(&row[k]))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        }
+    };
+    let ours_by: HashMap<String, &Vec<String>> = ours_text
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (key_of(r, i), r))
+        .collect();
+    // Rows whose sort value ties (within the time allowance) may come in either order, which
+    // moves their running "Cumulative Percentage" by up to the tied rows' share.
+    let pct_col = reference.header.iter().position(|h| h == "Percentage (%)");
+    let tie_slack = |row: &[String]| -> f64 {
+        let Some(p) = pct_col else { return 0.0 };
+        let v: f64 = row[p].parse().unwrap_or(0.0);
+        let t = column_tolerance("Percentage (%)", tol_us, total_us);
+        let tied: f64 = reference
+            .rows
+            .iter()
+            .filter_map(|r| r[p].parse::<f64>().ok())
+            .filter(|x| close(*x, v, t))
+            .sum();
+        if tied > v + t {
+            tied
+        } else {
+            0.0
+        }
+    };
+    for (i, rrow) in reference.rows.iter().enumerate() {
+        let k = key_of(rrow, i);
+        let Some(orow) = ours_by.get(&k) else {
+            errs.push(format!(
+                "{trace}/{name}: reference row missing from ours: {}",
+                clip(&k)
+            ));
+            continue;
+        };
+        for (c, col) in reference.header.iter().enumerate() {
+            let (a, b) = (&orow[c], &rrow[c]);
+            let mut tol = column_tolerance(col, tol_us, total_us);
+            if col == "Cumulative Percentage (%)" {
+                tol += tie_slack(rrow);
+            }
+            if let Some(msg) = cell_diff(col, a, b, tol) {
+                errs.push(format!(
+                    "{trace}/{name} row [{}] col {col}: {msg}",
+                    clip(&k)
+                ));
+            }
+        }
+    }
+    errs
+}
+
+fn normalize_key(s: &str) -> String {
+    // Integral floats print as `8.0` in pandas columns that contain NaN elsewhere.
+    match s.parse::<f64>() {
+        Ok(v) if v.fract() == 0.0 && v.abs() < 1e15 => format!("{}", v as i64),
+        _ => s.to_owned(),
+    }
+}
+
+fn clip(s: &str) -> String {
+    s.chars().take(160).collect()
+}
+
+fn cell_diff(col: &str, ours: &str, reference: &str, tol: f64) -> Option<String> {
+    if ours == reference {
+        return None;
+    }
+    match (ours.parse::<f64>(), reference.parse::<f64>()) {
+        (Ok(a), Ok(b)) => {
+            if close(a, b, tol) {
+                None
+            } else {
+                Some(format!("{a} vs reference {b}"))
+            }
+        }
+        _ => {
+            if ours.is_empty() || reference.is_empty() {
+                return Some(format!(
+                    "{:?} vs reference {:?}",
+                    clip(ours),
+                    clip(reference)
+                ));
+            }
+            let (sa, na) = numbers_in(&strip_numpy(ours));
+            let (sb, nb) = numbers_in(&strip_numpy(reference));
+            if sa != sb || na.len() != nb.len() {
+                return Some(format!(
+                    "text differs:\n    ours: {}\n    ref:  {}",
+                    clip(ours),
+                    clip(reference)
+                ));
+            }
+            let t = if col.contains("kernel_details") {
+                tol.max(1e-9)
+            } else {
+                tol
+            };
+            for (a, b) in na.iter().zip(&nb) {
+                if !close(*a, *b, t) {
+                    return Some(format!(
+                        "number {a} vs reference {b} in {}",
+                        clip(reference)
+                    ));
+                }
+            }
+            None
+        }
+    }
+}
+
+fn trace_file(shared: &Path, name: &str) -> Option<std::path::PathBuf> {
+    ["json.gz", "json"]
+        .iter()
+        .map(|ext| {
+            shared
+                .join("traces/tracelens")
+                .join(format!("{name}.{ext}"))
+        })
+        .find(|p| p.exists())
+}
+
+#[test]
+fn every_reference_sheet_matches_tracelens() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let ref_root = shared.join("reference/tracelens");
+    let mut dirs: Vec<_> = std::fs::read_dir(&ref_root)
+        .expect("reference dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    dirs.sort();
+    let mut errors = Vec::new();
+    let mut checked = 0;
+    for dir in dirs {
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        if name.starts_with("compare_") {
+            continue;
+        }
+        let trace =
+            trace_file(&shared, &name).unwrap_or_else(|| panic!("no trace for reference {name}"));
+        let bytes = common::read(&trace);
+        let analysis = jarvis_engine::analyze(&bytes).expect("reference traces import");
+        let tol_us = time_tolerance_us(&bytes);
+        // Percentages are of op or kernel time sums, which are at least the computation time.
+        let denom_ns = if analysis.timeline.computation > 0 {
+            analysis.timeline.computation
+        } else {
+            analysis.timeline.total
+        };
+        let total_us = denom_ns as f64 / 1000.0;
+        for (sheet, keys) in SHEETS {
+            let path = dir.join(format!("{sheet}.csv"));
+            let ours = analysis.report.sheet(sheet);
+            match (path.exists(), ours) {
+                (false, None) => {}
+                (false, Some(s)) => errors.push(format!(
+                    "{name}/{sheet}: we produce {} rows, TraceLens no sheet",
+                    s.rows.len()
+                )),
+                (true, None) => errors.push(format!("{name}/{sheet}: missing from our report")),
+                (true, Some(s)) => {
+                    checked += 1;
+                    errors.extend(compare_sheet(
+                        &name,
+                        s,
+                        &read_csv(&common::read(&path)),
+                        keys,
+                        tol_us,
+                        total_us,
+                    ));
+                }
+            }
+        }
+    }
+    assert!(checked >= 15 * 6, "only {checked} sheets checked");
+    if !errors.is_empty() {
+        let shown: Vec<_> = errors.iter().take(60).cloned().collect();
+        panic!("{} parity differences:\n{}", errors.len(), shown.join("\n"));
+    }
+}
