@@ -1,6 +1,21 @@
-//! Synthetic Kineto traces with known ground truth (work in progress in this commit).
+//! Synthetic Kineto traces of a transformer training step with known ground truth.
+//!
+//! The generator schedules every GPU event itself (one compute stream, one NCCL stream), so it
+//! knows the answers the analysis must give: computation, exposed communication and memcpy,
+//! total span, per-op direct kernel time, and the planted problems (an unfused RMSNorm, a tiny
+//! batched GEMM far below its roofline, idle gaps from a slow input pipeline, an all-reduce only
+//! partly hidden behind backward compute). `steps` repeats the step, so file size scales
+//! linearly; it feeds benchmarks, the web app's sample and the planted-problem tests.
 
-/// Which vendor's naming the synthetic trace uses.
+mod workload;
+pub mod writer;
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use crate::model::Nanos;
+
+/// Which vendor's naming and launch APIs the synthetic trace uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SynthPlatform {
     #[default]
@@ -19,20 +34,64 @@ impl SynthPlatform {
 }
 
 /// What to generate.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SynthSpec {
     pub platform: SynthPlatform,
     pub steps: u32,
+    pub layers: u32,
+    pub batch: u64,
+    pub seq: u64,
+    pub hidden: u64,
+    pub heads: u64,
 }
 
-/// Ground truth of a generated trace.
+impl Default for SynthSpec {
+    fn default() -> Self {
+        SynthSpec { platform: SynthPlatform::H100, steps: 1, layers: 4, batch: 4, seq: 2048, hidden: 2048, heads: 16 }
+    }
+}
+
+/// Direct kernel time launched by one op name.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpTruth {
+    pub count: u64,
+    pub kernels: u64,
+    pub direct_ns: Nanos,
+}
+
+/// The answers a correct analysis must give for the generated trace.
 #[derive(Debug, Clone, Default)]
 pub struct SynthTruth {
+    /// Elements written to `traceEvents`.
     pub events: u64,
     pub kernels: u64,
-    pub busy_ns: i64,
+    pub computation_ns: Nanos,
+    pub total_comm_ns: Nanos,
+    pub exposed_comm_ns: Nanos,
+    pub memcpy_ns: Nanos,
+    pub total_ns: Nanos,
+    pub busy_ns: Nanos,
+    /// GPU idle time inserted by the input pipeline and optimizer gaps.
+    pub idle_ns: Nanos,
+    /// Per launching op name.
+    pub ops: BTreeMap<String, OpTruth>,
+    /// RMSNorm module instances, each running `rmsnorm_kernels_per_instance` kernels.
+    pub rmsnorm_instances: u64,
+    pub rmsnorm_kernels_per_instance: u64,
+    /// The planted tiny batched GEMM: how far below its roofline time it runs.
+    pub tiny_bmm_slowdown: f64,
+    pub all_reduces: u64,
 }
 
-pub fn write_trace(_spec: &SynthSpec, _w: &mut impl std::io::Write) -> std::io::Result<SynthTruth> {
-    Ok(SynthTruth::default())
+/// Writes a complete trace document to `w` and returns its ground truth.
+pub fn write_trace(spec: &SynthSpec, w: &mut impl Write) -> io::Result<SynthTruth> {
+    workload::generate(spec, w)
+}
+
+/// Generates a trace into memory (tests, the web app's sample).
+pub fn trace_bytes(spec: &SynthSpec) -> (Vec<u8>, SynthTruth) {
+    let mut buf = Vec::new();
+    // Writing into a Vec cannot fail.
+    let truth = write_trace(spec, &mut buf).unwrap_or_default();
+    (buf, truth)
 }
