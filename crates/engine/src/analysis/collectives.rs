@@ -31,9 +31,12 @@ fn number(raw: &str) -> Option<f64> {
     plain(raw).trim().parse::<f64>().ok()
 }
 
+/// Per group: In/Out message size (MB) of the first row, then the durations (µs).
+type Group = (Option<f64>, Option<f64>, Vec<f64>);
+
 /// `coll_analysis`; `None` when the trace has no collective kernels with metadata.
 pub fn coll_analysis(trace: &Trace, rank: i64) -> Option<Sheet> {
-    let mut groups: BTreeMap<Vec<String>, (Option<f64>, Option<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut groups: BTreeMap<Vec<String>, Group> = BTreeMap::new();
     for c in &trace.collective_args {
         let e = &trace.events[c.event as usize];
         if !is_communication(trace.name(e))
@@ -77,13 +80,16 @@ pub fn coll_analysis(trace: &Trace, rank: i64) -> Option<Sheet> {
         "dur_max",
         "operation_count",
     ]);
-    let mut rows: Vec<(Vec<String>, Option<f64>, Option<f64>, Agg)> = groups
+    let mut rows: Vec<(Vec<String>, Group, Agg)> = groups
         .into_iter()
-        .map(|(k, (i, o, d))| (k, i, o, Agg::of(&d)))
+        .map(|(k, g)| {
+            let agg = Agg::of(&g.2);
+            (k, g, agg)
+        })
         .collect();
-    rows.sort_by(|a, b| b.3.sum.total_cmp(&a.3.sum));
+    rows.sort_by(|a, b| b.2.sum.total_cmp(&a.2.sum));
     let mut sheet = Sheet::new("coll_analysis", &cols);
-    for (key, i, o, a) in rows {
+    for (key, (i, o, _), a) in rows {
         let mut row: Vec<Cell> = key
             .into_iter()
             .map(|k| match k.parse::<i64>() {

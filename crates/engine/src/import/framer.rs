@@ -265,7 +265,7 @@ impl Framer {
                     }
                     continue;
                 }
-                let mut cap = self.cap.take().unwrap_or_else(|| unreachable_capture());
+                let mut cap = self.cap.take().unwrap_or_else(unreachable_capture);
                 let whole: &[u8] = if cap.buf.is_empty() {
                     &chunk[start..i]
                 } else {

@@ -12,7 +12,7 @@ use super::framer::FrameSink;
 use super::number::{micros_text_to_nanos, parse_integer};
 use crate::diagnostics::DiagnosticKind as K;
 use crate::model::{
-    CollectiveArgs, Event, EventKind, Flow, Lane, LaneId, OpArgs, RawId, Trace, COLLECTIVE_ARG_KEYS,
+    CollectiveArgs, Event, EventKind, Lane, LaneId, OpArgs, RawId, Trace, COLLECTIVE_ARG_KEYS,
 };
 
 /// The `args` keys any analysis reads; everything else is skipped unparsed.
@@ -132,7 +132,7 @@ impl TraceBuilder {
             return;
         };
         let lane = self.lane(ev);
-        let f = self.trace.flows.entry(id).or_insert_with(Flow::default);
+        let f = self.trace.flows.entry(id).or_default();
         if ph == "s" {
             f.has_start = true;
         } else {

@@ -50,7 +50,7 @@ pub fn sniff(prefix: &[u8], at_end: bool) -> Option<Sniffed> {
     match body.iter().find(|c| !c.is_ascii_whitespace()) {
         Some(b'{' | b'[') => Some(Sniffed::Json),
         Some(b'<') => Some(Sniffed::Html),
-        Some(&c) if c < 0x20 || c >= 0x80 => Some(Sniffed::Binary),
+        Some(&c) if !(0x20..0x80).contains(&c) => Some(Sniffed::Binary),
         Some(_) => Some(Sniffed::Text),
         None if at_end => Some(Sniffed::Text),
         None => None,
@@ -127,7 +127,7 @@ impl Importer {
         let prefix = hex_prefix(head);
         self.stage = match kind {
             Sniffed::Json => Stage::Json,
-            Sniffed::Gzip => Stage::Gzip(Box::new(GzipDecoder::new())),
+            Sniffed::Gzip => Stage::Gzip(Box::default()),
             Sniffed::Zip => {
                 return Err(ImportError::NotATrace {
                     found: "a zip archive",

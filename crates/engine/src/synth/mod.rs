@@ -47,7 +47,15 @@ pub struct SynthSpec {
 
 impl Default for SynthSpec {
     fn default() -> Self {
-        SynthSpec { platform: SynthPlatform::H100, steps: 1, layers: 4, batch: 4, seq: 2048, hidden: 2048, heads: 16 }
+        SynthSpec {
+            platform: SynthPlatform::H100,
+            steps: 1,
+            layers: 4,
+            batch: 4,
+            seq: 2048,
+            hidden: 2048,
+            heads: 16,
+        }
     }
 }
 

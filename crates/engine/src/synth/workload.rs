@@ -6,7 +6,7 @@
 use std::io::{self, Write};
 
 use super::writer::EventWriter;
-use super::{OpTruth, SynthPlatform, SynthSpec, SynthTruth};
+use super::{SynthPlatform, SynthSpec, SynthTruth};
 use crate::model::Nanos;
 
 const CPU_PID: i64 = 4242;
@@ -155,13 +155,25 @@ pub fn generate(spec: &SynthSpec, w: &mut impl Write) -> io::Result<SynthTruth> 
 
 impl<W: Write> Gen<'_, W> {
     fn metadata(&mut self) -> io::Result<()> {
-        self.ev.metadata("process_name", CPU_PID, 0, "name", "python3")?;
-        self.ev.metadata("process_labels", CPU_PID, 0, "labels", "CPU")?;
-        self.ev.metadata("thread_name", CPU_PID, CPU_TID, "name", "thread 4242 (python3)")?;
-        self.ev.metadata("process_name", GPU_PID, 0, "name", "python3")?;
-        self.ev.metadata("process_labels", GPU_PID, 0, "labels", "GPU 0")?;
-        self.ev.metadata("thread_name", GPU_PID, COMPUTE_STREAM, "name", "stream 7 ")?;
-        self.ev.metadata("thread_name", GPU_PID, COMM_STREAM, "name", "stream 20 ")
+        self.ev
+            .metadata("process_name", CPU_PID, 0, "name", "python3")?;
+        self.ev
+            .metadata("process_labels", CPU_PID, 0, "labels", "CPU")?;
+        self.ev.metadata(
+            "thread_name",
+            CPU_PID,
+            CPU_TID,
+            "name",
+            "thread 4242 (python3)",
+        )?;
+        self.ev
+            .metadata("process_name", GPU_PID, 0, "name", "python3")?;
+        self.ev
+            .metadata("process_labels", GPU_PID, 0, "labels", "GPU 0")?;
+        self.ev
+            .metadata("thread_name", GPU_PID, COMPUTE_STREAM, "name", "stream 7 ")?;
+        self.ev
+            .metadata("thread_name", GPU_PID, COMM_STREAM, "name", "stream 20 ")
     }
 
     /// Deterministic ±3 % jitter so repeated ops have a spread.
@@ -186,7 +198,12 @@ impl<W: Write> Gen<'_, W> {
     }
 
     /// A cpu_op whose body launches kernels; written after its children so its duration is known.
-    fn op(&mut self, name: &str, shapes: &Shapes<'_>, body: impl FnOnce(&mut Self) -> io::Result<()>) -> io::Result<()> {
+    fn op(
+        &mut self,
+        name: &str,
+        shapes: &Shapes<'_>,
+        body: impl FnOnce(&mut Self) -> io::Result<()>,
+    ) -> io::Result<()> {
         let ts = self.cpu;
         let ext = self.ext;
         self.ext += 1;
@@ -200,22 +217,45 @@ impl<W: Write> Gen<'_, W> {
             "\"External id\": {ext}, \"Record function id\": 0, \"Ev Idx\": {ext}, \"Input Dims\": [{}], \"Input type\": [{}], \"Input Strides\": [{}], \"Concrete Inputs\": [{}]",
             shapes.dims, shapes.types, shapes.strides, shapes.concrete
         );
-        self.ev.complete("cpu_op", name, CPU_PID, CPU_TID, ts, self.cpu - ts, &args)
+        self.ev
+            .complete("cpu_op", name, CPU_PID, CPU_TID, ts, self.cpu - ts, &args)
     }
 
-    fn module(&mut self, name: &str, body: impl FnOnce(&mut Self) -> io::Result<()>) -> io::Result<()> {
+    fn module(
+        &mut self,
+        name: &str,
+        body: impl FnOnce(&mut Self) -> io::Result<()>,
+    ) -> io::Result<()> {
         let ts = self.cpu;
         let id = self.py_id;
         self.py_id += 1;
         self.cpu += 2_113;
         body(self)?;
         self.cpu += 1_877;
-        let args = format!("\"Python parent id\": {}, \"Python id\": {id}, \"Python thread\": 0", id - 1);
-        self.ev.complete("python_function", &format!("nn.Module: {name}"), CPU_PID, CPU_TID, ts, self.cpu - ts, &args)
+        let args = format!(
+            "\"Python parent id\": {}, \"Python id\": {id}, \"Python thread\": 0",
+            id - 1
+        );
+        self.ev.complete(
+            "python_function",
+            &format!("nn.Module: {name}"),
+            CPU_PID,
+            CPU_TID,
+            ts,
+            self.cpu - ts,
+            &args,
+        )
     }
 
     /// Launches one kernel from the current op. `stream` is the compute or NCCL stream.
-    fn launch(&mut self, api: &str, kernel: &str, dur: Nanos, stream: i64, extra_args: &str) -> io::Result<(Nanos, Nanos)> {
+    fn launch(
+        &mut self,
+        api: &str,
+        kernel: &str,
+        dur: Nanos,
+        stream: i64,
+        extra_args: &str,
+    ) -> io::Result<(Nanos, Nanos)> {
         self.corr += 1;
         let corr = self.corr;
         let rt_ts = self.cpu;
@@ -226,7 +266,10 @@ impl<W: Write> Gen<'_, W> {
             CPU_TID,
             rt_ts,
             LAUNCH_DUR,
-            &format!("\"External id\": {}, \"cbid\": 211, \"correlation\": {corr}", self.ext),
+            &format!(
+                "\"External id\": {}, \"cbid\": 211, \"correlation\": {corr}",
+                self.ext
+            ),
         )?;
         self.ev.flow("s", corr, CPU_PID, CPU_TID, rt_ts)?;
         let ready = rt_ts + LAUNCH_LATENCY;
@@ -240,8 +283,13 @@ impl<W: Write> Gen<'_, W> {
             "\"External id\": {}, \"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": {stream}, \"correlation\": {corr}, \"registers per thread\": 128, \"shared memory\": 0, \"grid\": [132, 1, 1], \"block\": [256, 1, 1]{extra_args}",
             self.ext
         );
-        let cat = if api == self.hw.memcpy_api { "gpu_memcpy" } else { "kernel" };
-        self.ev.complete(cat, kernel, GPU_PID, stream, start, dur, &args)?;
+        let cat = if api == self.hw.memcpy_api {
+            "gpu_memcpy"
+        } else {
+            "kernel"
+        };
+        self.ev
+            .complete(cat, kernel, GPU_PID, stream, start, dur, &args)?;
         self.ev.flow("f", corr, GPU_PID, stream, start)?;
         self.cpu = rt_ts + LAUNCH_DUR + 1_009;
         self.first_gpu.get_or_insert(start);
@@ -259,12 +307,16 @@ impl<W: Write> Gen<'_, W> {
 
     /// A compute kernel attributed to the innermost op.
     fn kernel(&mut self, kernel: &str, dur: Nanos) -> io::Result<()> {
-        let api = if kernel == self.hw.gemm_kernel { self.hw.gemm_launch } else { self.hw.launch };
+        let api = if kernel == self.hw.gemm_kernel {
+            self.hw.gemm_launch
+        } else {
+            self.hw.launch
+        };
         let span = self.launch(api, kernel, dur, COMPUTE_STREAM, "")?;
         self.step_compute.push(span);
         self.truth.computation_ns += dur;
         let op = self.ops.last().cloned().unwrap_or_default();
-        let t = self.truth.ops.entry(op).or_insert_with(OpTruth::default);
+        let t = self.truth.ops.entry(op).or_default();
         t.kernels += 1;
         t.direct_ns += dur;
         Ok(())
@@ -278,12 +330,23 @@ impl<W: Write> Gen<'_, W> {
         let tokens = b * s;
         let dims = format!("[{b}, {s}], [{b}, {s}], [], [], []");
         let strides = format!("[{s}, 1], [{s}, 1], [], [], []");
-        let shapes = Shapes { dims: &dims, types: "\"long int\", \"long int\", \"\", \"Scalar\", \"\"", strides: &strides, concrete: "\"\", \"\", \"\", \"True\", \"\"" };
+        let shapes = Shapes {
+            dims: &dims,
+            types: "\"long int\", \"long int\", \"\", \"Scalar\", \"\"",
+            strides: &strides,
+            concrete: "\"\", \"\", \"\", \"True\", \"\"",
+        };
         self.op("aten::copy_", &shapes, |g| {
             let bytes = tokens * 8;
             let dur = g.jittered(bytes as f64 / 24.0 + 1_500.0);
             let api = g.hw.memcpy_api;
-            g.launch(api, "Memcpy HtoD (Pinned -> Device)", dur, COMPUTE_STREAM, "")?;
+            g.launch(
+                api,
+                "Memcpy HtoD (Pinned -> Device)",
+                dur,
+                COMPUTE_STREAM,
+                "",
+            )?;
             g.truth.memcpy_ns += dur;
             let t = g.truth.ops.entry("aten::copy_".into()).or_default();
             t.kernels += 1;
@@ -309,9 +372,25 @@ impl<W: Write> Gen<'_, W> {
         self.gpu = self.gpu.max(self.comm_gpu);
         let wait_from = self.cpu;
         self.cpu = self.cpu.max(self.gpu) + 3_000;
-        self.ev.complete("cuda_runtime", self.hw.sync_api, CPU_PID, CPU_TID, wait_from, self.cpu - wait_from, "\"cbid\": 165, \"correlation\": 0")?;
+        self.ev.complete(
+            "cuda_runtime",
+            self.hw.sync_api,
+            CPU_PID,
+            CPU_TID,
+            wait_from,
+            self.cpu - wait_from,
+            "\"cbid\": 165, \"correlation\": 0",
+        )?;
         self.step_compute.clear();
-        self.ev.complete("user_annotation", &format!("ProfilerStep#{step}"), CPU_PID, CPU_TID, step_ts, self.cpu - step_ts, "")
+        self.ev.complete(
+            "user_annotation",
+            &format!("ProfilerStep#{step}"),
+            CPU_PID,
+            CPU_TID,
+            step_ts,
+            self.cpu - step_ts,
+            "",
+        )
     }
 
     fn rmsnorm(&mut self) -> io::Result<()> {
@@ -323,27 +402,115 @@ impl<W: Write> Gen<'_, W> {
         let r1s = format!("[{s}, 1, 1]");
         self.truth.rmsnorm_instances += 1;
         self.module("RMSNorm_0", |g| {
-            let one = |d: &str, st: &str, extra: &str, extra_s: &str, extra_t: &str, extra_c: &str| {
-                (format!("{d}{extra}"), format!("{st}{extra_s}"), format!("\"c10::BFloat16\"{extra_t}"), format!("\"\"{extra_c}"))
-            };
+            let one =
+                |d: &str, st: &str, extra: &str, extra_s: &str, extra_t: &str, extra_c: &str| {
+                    (
+                        format!("{d}{extra}"),
+                        format!("{st}{extra_s}"),
+                        format!("\"c10::BFloat16\"{extra_t}"),
+                        format!("\"\"{extra_c}"),
+                    )
+                };
             let (d, st, t, c) = one(&d3, &st3, ", []", ", []", ", \"Scalar\"", ", \"2\"");
             let ns = g.eltwise_ns(elems, 2);
-            g.op("aten::pow", &Shapes { dims: &d, types: &t, strides: &st, concrete: &c }, |g| g.kernel(EW_POW, ns))?;
-            let (d, st, t, c) = one(&d3, &st3, ", [], [], []", ", [], [], []", ", \"ScalarList\", \"Scalar\", \"\"", ", \"[-1]\", \"True\", \"\"");
+            g.op(
+                "aten::pow",
+                &Shapes {
+                    dims: &d,
+                    types: &t,
+                    strides: &st,
+                    concrete: &c,
+                },
+                |g| g.kernel(EW_POW, ns),
+            )?;
+            let (d, st, t, c) = one(
+                &d3,
+                &st3,
+                ", [], [], []",
+                ", [], [], []",
+                ", \"ScalarList\", \"Scalar\", \"\"",
+                ", \"[-1]\", \"True\", \"\"",
+            );
             let ns = g.eltwise_ns(elems, 1);
-            g.op("aten::mean", &Shapes { dims: &d, types: &t, strides: &st, concrete: &c }, |g| g.kernel(REDUCE_MEAN, ns))?;
-            let (d, st, t, c) = one(&r1, &r1s, ", [], []", ", [], []", ", \"Scalar\", \"Scalar\"", ", \"1e-06\", \"1\"");
+            g.op(
+                "aten::mean",
+                &Shapes {
+                    dims: &d,
+                    types: &t,
+                    strides: &st,
+                    concrete: &c,
+                },
+                |g| g.kernel(REDUCE_MEAN, ns),
+            )?;
+            let (d, st, t, c) = one(
+                &r1,
+                &r1s,
+                ", [], []",
+                ", [], []",
+                ", \"Scalar\", \"Scalar\"",
+                ", \"1e-06\", \"1\"",
+            );
             let ns = g.eltwise_ns(b * s, 2);
-            g.op("aten::add", &Shapes { dims: &d, types: &t, strides: &st, concrete: &c }, |g| g.kernel(EW_ADD, ns))?;
+            g.op(
+                "aten::add",
+                &Shapes {
+                    dims: &d,
+                    types: &t,
+                    strides: &st,
+                    concrete: &c,
+                },
+                |g| g.kernel(EW_ADD, ns),
+            )?;
             let (d, st, t, c) = one(&r1, &r1s, "", "", "", "");
             let ns = g.eltwise_ns(b * s, 2);
-            g.op("aten::rsqrt", &Shapes { dims: &d, types: &t, strides: &st, concrete: &c }, |g| g.kernel(EW_RSQRT, ns))?;
-            let (d, st, t, c) = one(&d3, &st3, &format!(", {r1}"), &format!(", {r1s}"), ", \"c10::BFloat16\"", ", \"\"");
+            g.op(
+                "aten::rsqrt",
+                &Shapes {
+                    dims: &d,
+                    types: &t,
+                    strides: &st,
+                    concrete: &c,
+                },
+                |g| g.kernel(EW_RSQRT, ns),
+            )?;
+            let (d, st, t, c) = one(
+                &d3,
+                &st3,
+                &format!(", {r1}"),
+                &format!(", {r1s}"),
+                ", \"c10::BFloat16\"",
+                ", \"\"",
+            );
             let ns = g.eltwise_ns(elems, 3);
-            g.op("aten::mul", &Shapes { dims: &d, types: &t, strides: &st, concrete: &c }, |g| g.kernel(EW_MUL, ns))?;
-            let (d, st, t, c) = one(&d3, &st3, &format!(", [{h}]"), ", [1]", ", \"c10::BFloat16\"", ", \"\"");
+            g.op(
+                "aten::mul",
+                &Shapes {
+                    dims: &d,
+                    types: &t,
+                    strides: &st,
+                    concrete: &c,
+                },
+                |g| g.kernel(EW_MUL, ns),
+            )?;
+            let (d, st, t, c) = one(
+                &d3,
+                &st3,
+                &format!(", [{h}]"),
+                ", [1]",
+                ", \"c10::BFloat16\"",
+                ", \"\"",
+            );
             let ns = g.eltwise_ns(elems, 3);
-            g.op("aten::mul", &Shapes { dims: &d, types: &t, strides: &st, concrete: &c }, |g| g.kernel(EW_MUL, ns))
+            g.op(
+                "aten::mul",
+                &Shapes {
+                    dims: &d,
+                    types: &t,
+                    strides: &st,
+                    concrete: &c,
+                },
+                |g| g.kernel(EW_MUL, ns),
+            )
         })
     }
 
@@ -354,12 +521,26 @@ impl<W: Write> Gen<'_, W> {
         let ns = self.gemm_ns(m, n_out, k);
         let kern = self.hw.gemm_kernel;
         self.module(name, |g| {
-            g.op("aten::mm", &Shapes { dims: &dims, types: "\"c10::BFloat16\", \"c10::BFloat16\"", strides: &strides, concrete: "\"\", \"\"" }, |g| g.kernel(kern, ns))
+            g.op(
+                "aten::mm",
+                &Shapes {
+                    dims: &dims,
+                    types: "\"c10::BFloat16\", \"c10::BFloat16\"",
+                    strides: &strides,
+                    concrete: "\"\", \"\"",
+                },
+                |g| g.kernel(kern, ns),
+            )
         })
     }
 
     fn block_forward(&mut self) -> io::Result<()> {
-        let (b, s, h, heads) = (self.spec.batch, self.spec.seq, self.spec.hidden, self.spec.heads);
+        let (b, s, h, heads) = (
+            self.spec.batch,
+            self.spec.seq,
+            self.spec.hidden,
+            self.spec.heads,
+        );
         let d = h / heads;
         self.rmsnorm()?;
         self.module("Attention_0", |g| {
@@ -392,23 +573,55 @@ impl<W: Write> Gen<'_, W> {
         let d3 = format!("[{b}, {s}, {h}], [{b}, {s}, {h}], []");
         let st3 = format!("[{0}, {h}, 1], [{0}, {h}, 1], []", s * h);
         let ns = self.eltwise_ns(e, 3);
-        self.op("aten::add", &Shapes { dims: &d3, types: "\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"", strides: &st3, concrete: "\"\", \"\", \"1\"" }, |g| g.kernel(EW_ADD, ns))?;
+        self.op(
+            "aten::add",
+            &Shapes {
+                dims: &d3,
+                types: "\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"",
+                strides: &st3,
+                concrete: "\"\", \"\", \"1\"",
+            },
+            |g| g.kernel(EW_ADD, ns),
+        )?;
         self.rmsnorm()?;
         self.module("MLP_0", |g| {
             g.linear("Linear_0", h, 4 * h)?;
             let dims = format!("[{b}, {s}, {}], []", 4 * h);
             let st = format!("[{}, {}, 1], []", s * 4 * h, 4 * h);
             let ns = g.eltwise_ns(4 * e, 2);
-            g.op("aten::gelu", &Shapes { dims: &dims, types: "\"c10::BFloat16\", \"\"", strides: &st, concrete: "\"\", \"'none'\"" }, |g| g.kernel(EW_GELU, ns))?;
+            g.op(
+                "aten::gelu",
+                &Shapes {
+                    dims: &dims,
+                    types: "\"c10::BFloat16\", \"\"",
+                    strides: &st,
+                    concrete: "\"\", \"'none'\"",
+                },
+                |g| g.kernel(EW_GELU, ns),
+            )?;
             g.linear("Linear_1", 4 * h, h)
         })?;
         let ns = self.eltwise_ns(e, 3);
-        self.op("aten::add", &Shapes { dims: &d3, types: "\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"", strides: &st3, concrete: "\"\", \"\", \"1\"" }, |g| g.kernel(EW_ADD, ns))
+        self.op(
+            "aten::add",
+            &Shapes {
+                dims: &d3,
+                types: "\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"",
+                strides: &st3,
+                concrete: "\"\", \"\", \"1\"",
+            },
+            |g| g.kernel(EW_ADD, ns),
+        )
     }
 
     /// Backward of one block: autograd wrappers around the backward ops.
     fn block_backward(&mut self) -> io::Result<()> {
-        let (b, s, h, heads) = (self.spec.batch, self.spec.seq, self.spec.hidden, self.spec.heads);
+        let (b, s, h, heads) = (
+            self.spec.batch,
+            self.spec.seq,
+            self.spec.hidden,
+            self.spec.heads,
+        );
         let m = b * s;
         let gemm = |g: &mut Self, n: u64, k: u64| -> io::Result<()> {
             let dims = format!("[{m}, {n}], [{n}, {k}]");
@@ -417,7 +630,12 @@ impl<W: Write> Gen<'_, W> {
             let t2 = g.gemm_ns(n, k, m);
             let kern = g.hw.gemm_kernel;
             g.autograd("MmBackward0", |g| {
-                let sh = Shapes { dims: &dims, types: "\"c10::BFloat16\", \"c10::BFloat16\"", strides: &st, concrete: "\"\", \"\"" };
+                let sh = Shapes {
+                    dims: &dims,
+                    types: "\"c10::BFloat16\", \"c10::BFloat16\"",
+                    strides: &st,
+                    concrete: "\"\", \"\"",
+                };
                 g.op("aten::mm", &sh, |g| g.kernel(kern, t1))?;
                 g.op("aten::mm", &sh, |g| g.kernel(kern, t2))
             })
@@ -428,7 +646,16 @@ impl<W: Write> Gen<'_, W> {
         let dims = format!("[{b}, {s}, {}], [{b}, {s}, {}], []", 4 * h, 4 * h);
         let st = format!("[{0}, {1}, 1], [{0}, {1}, 1], []", s * 4 * h, 4 * h);
         self.autograd("GeluBackward0", |g| {
-            g.op("aten::gelu_backward", &Shapes { dims: &dims, types: "\"c10::BFloat16\", \"c10::BFloat16\", \"\"", strides: &st, concrete: "\"\", \"\", \"'none'\"" }, |g| g.kernel(EW_GELU_BWD, ns))
+            g.op(
+                "aten::gelu_backward",
+                &Shapes {
+                    dims: &dims,
+                    types: "\"c10::BFloat16\", \"c10::BFloat16\", \"\"",
+                    strides: &st,
+                    concrete: "\"\", \"\", \"'none'\"",
+                },
+                |g| g.kernel(EW_GELU_BWD, ns),
+            )
         })?;
         gemm(self, 4 * h, h)?;
         gemm(self, h, h)?;
@@ -437,7 +664,10 @@ impl<W: Write> Gen<'_, W> {
         let ns = self.jittered(flops / (self.hw.flops_per_ns * 0.6) + 6_000.0);
         let kern = self.hw.flash_bwd;
         let dims = format!("[{b}, {s}, {heads}, {d}], [{b}, {s}, {heads}, {d}], [{b}, {s}, {heads}, {d}], [{b}, {s}, {heads}, {d}]");
-        let st = format!("[{0}, {h}, {d}, 1], [{0}, {h}, {d}, 1], [{0}, {h}, {d}, 1], [{0}, {h}, {d}, 1]", s * h);
+        let st = format!(
+            "[{0}, {h}, {d}, 1], [{0}, {h}, {d}, 1], [{0}, {h}, {d}, 1], [{0}, {h}, {d}, 1]",
+            s * h
+        );
         self.autograd("ScaledDotProductFlashAttentionBackward0", |g| {
             g.op("aten::_flash_attention_backward", &Shapes { dims: &dims, types: "\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\"", strides: &st, concrete: "\"\", \"\", \"\", \"\"" }, |g| g.kernel(kern, ns))
         })?;
@@ -450,7 +680,16 @@ impl<W: Write> Gen<'_, W> {
             self.autograd("MulBackward0", |g| {
                 for _ in 0..4 {
                     let ns = g.eltwise_ns(e, 3);
-                    g.op("aten::mul", &Shapes { dims: &d3, types: "\"c10::BFloat16\", \"c10::BFloat16\"", strides: &st3, concrete: "\"\", \"\"" }, |g| g.kernel(EW_MUL, ns))?;
+                    g.op(
+                        "aten::mul",
+                        &Shapes {
+                            dims: &d3,
+                            types: "\"c10::BFloat16\", \"c10::BFloat16\"",
+                            strides: &st3,
+                            concrete: "\"\", \"\"",
+                        },
+                        |g| g.kernel(EW_MUL, ns),
+                    )?;
                 }
                 Ok(())
             })?;
@@ -458,12 +697,34 @@ impl<W: Write> Gen<'_, W> {
         Ok(())
     }
 
-    fn autograd(&mut self, node: &str, body: impl FnOnce(&mut Self) -> io::Result<()>) -> io::Result<()> {
+    fn autograd(
+        &mut self,
+        node: &str,
+        body: impl FnOnce(&mut Self) -> io::Result<()>,
+    ) -> io::Result<()> {
         let name = format!("autograd::engine::evaluate_function: {node}");
         let inner = node.to_owned();
-        self.op(&name, &Shapes { dims: "", types: "", strides: "", concrete: "" }, |g| {
-            g.op(&inner, &Shapes { dims: "", types: "", strides: "", concrete: "" }, body)
-        })
+        self.op(
+            &name,
+            &Shapes {
+                dims: "",
+                types: "",
+                strides: "",
+                concrete: "",
+            },
+            |g| {
+                g.op(
+                    &inner,
+                    &Shapes {
+                        dims: "",
+                        types: "",
+                        strides: "",
+                        concrete: "",
+                    },
+                    body,
+                )
+            },
+        )
     }
 
     fn all_reduce(&mut self) -> io::Result<()> {
@@ -478,13 +739,27 @@ impl<W: Write> Gen<'_, W> {
         let dims = format!("[[{nelems}]]");
         let kern = self.hw.nccl_kernel;
         let launch = self.hw.launch;
-        let shapes = Shapes { dims: &dims, types: "\"GenericList\"", strides: "[]", concrete: "\"\"" };
+        let shapes = Shapes {
+            dims: &dims,
+            types: "\"GenericList\"",
+            strides: "[]",
+            concrete: "\"\"",
+        };
         let mut span = (0, 0);
         self.op("c10d::allreduce_", &shapes, |g| {
-            g.op("record_param_comms", &Shapes { dims: "", types: "", strides: "", concrete: "" }, |g| {
-                span = g.launch(launch, kern, dur, COMM_STREAM, &args)?;
-                Ok(())
-            })
+            g.op(
+                "record_param_comms",
+                &Shapes {
+                    dims: "",
+                    types: "",
+                    strides: "",
+                    concrete: "",
+                },
+                |g| {
+                    span = g.launch(launch, kern, dur, COMM_STREAM, &args)?;
+                    Ok(())
+                },
+            )
         })?;
         self.pending_comm.push(span);
         Ok(())
@@ -499,7 +774,11 @@ impl<W: Write> Gen<'_, W> {
             g.op("aten::_fused_adam_", &Shapes { dims: "[], [], [], [], [], []", types: "\"TensorList\", \"TensorList\", \"TensorList\", \"TensorList\", \"TensorList\", \"TensorList\"", strides: "[], [], [], [], [], []", concrete: "\"\", \"\", \"\", \"\", \"\", \"\"" }, |g| g.kernel(ADAM, ns))
         })?;
         for (cs, ce) in spans {
-            let overlap: Nanos = self.step_compute.iter().map(|&(ks, ke)| (ke.min(ce) - ks.max(cs)).max(0)).sum();
+            let overlap: Nanos = self
+                .step_compute
+                .iter()
+                .map(|&(ks, ke)| (ke.min(ce) - ks.max(cs)).max(0))
+                .sum();
             self.truth.total_comm_ns += ce - cs;
             self.truth.exposed_comm_ns += (ce - cs) - overlap;
             self.truth.all_reduces += 1;

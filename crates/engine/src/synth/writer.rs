@@ -33,7 +33,16 @@ impl<'w, W: Write> EventWriter<'w, W> {
 
     /// A complete (`ph: X`) event. `args` is the inner text of the args object (may be empty).
     #[allow(clippy::too_many_arguments)]
-    pub fn complete(&mut self, cat: &str, name: &str, pid: i64, tid: i64, ts: Nanos, dur: Nanos, args: &str) -> io::Result<()> {
+    pub fn complete(
+        &mut self,
+        cat: &str,
+        name: &str,
+        pid: i64,
+        tid: i64,
+        ts: Nanos,
+        dur: Nanos,
+        args: &str,
+    ) -> io::Result<()> {
         self.sep()?;
         write!(
             self.w,
@@ -56,7 +65,14 @@ impl<'w, W: Write> EventWriter<'w, W> {
     }
 
     /// A metadata (`ph: M`) event.
-    pub fn metadata(&mut self, name: &str, pid: i64, tid: i64, key: &str, value: &str) -> io::Result<()> {
+    pub fn metadata(
+        &mut self,
+        name: &str,
+        pid: i64,
+        tid: i64,
+        key: &str,
+        value: &str,
+    ) -> io::Result<()> {
         self.sep()?;
         write!(
             self.w,

@@ -1,0 +1,135 @@
+//! The `jarvis` command line: output files, summary, and bad-input behaviour.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn jarvis() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_jarvis"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("jarvis-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+#[test]
+fn synth_then_report_writes_tracelens_csvs() {
+    let dir = scratch("ok");
+    let trace = dir.join("t.json.gz");
+    let out = jarvis()
+        .args(["synth", "--steps", "2", "--platform", "mi300x", "-o"])
+        .arg(&trace)
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = jarvis()
+        .arg("report")
+        .arg(&trace)
+        .arg("--out")
+        .arg(dir.join("r"))
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("GPU timeline"), "{stdout}");
+    assert!(
+        stdout.contains("Top ops by direct GPU kernel time"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("AMD Instinct MI300X"), "{stdout}");
+    let csvs = dir.join("r/perf_report_csvs");
+    for sheet in [
+        "gpu_timeline",
+        "ops_summary",
+        "ops_summary_by_category",
+        "ops_unique_args",
+        "kernel_summary",
+        "coll_analysis",
+    ] {
+        assert!(
+            csvs.join(format!("{sheet}.csv")).is_file(),
+            "{sheet}.csv missing"
+        );
+    }
+    let timeline = std::fs::read_to_string(csvs.join("gpu_timeline.csv")).expect("csv");
+    assert!(
+        timeline.starts_with("type,time ms,percent\ncomputation_time,"),
+        "{timeline}"
+    );
+    assert!(!dir.join("r/.perf_report_csvs.partial").exists());
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_and_no_output() {
+    let dir = scratch("bad");
+    let cases: [(&str, &[u8], &str); 3] = [
+        ("page.json", b"<html><body>404</body></html>", "HTML"),
+        ("empty.json", b"", "empty"),
+        (
+            "nojson.json.gz",
+            &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff],
+            "gzip",
+        ),
+    ];
+    for (name, bytes, needle) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).expect("write");
+        let out_dir = dir.join(format!("{name}.out"));
+        let out = jarvis()
+            .arg("report")
+            .arg(&path)
+            .arg("--out")
+            .arg(&out_dir)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "{name}: {err}");
+        assert!(err.contains(needle), "{name}: {err}");
+        assert!(
+            !out_dir.join("perf_report_csvs").exists(),
+            "{name}: no output that looks complete"
+        );
+    }
+    let out = jarvis()
+        .args(["report", "/nonexistent/trace.json"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn reports_a_real_trace_like_tracelens() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let dir = scratch("real");
+    let trace = shared.join("traces/tracelens/h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+    let out = jarvis()
+        .arg("report")
+        .arg(&trace)
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("computation_time             31.903 ms"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("1. aten::mul"), "{stdout}");
+    assert!(stdout.contains("kernel_without_launch"), "{stdout}");
+}
