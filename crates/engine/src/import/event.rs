@@ -78,6 +78,15 @@ pub fn parse_event<'a>(
     bytes: &'a [u8],
     wanted_arg: impl Fn(&str) -> bool,
 ) -> Result<RawEvent<'a>, EventSyntaxError> {
+    parse_event_prefix(bytes, wanted_arg).map(|(ev, _)| ev)
+}
+
+/// Parses the event object at the start of `bytes` (which may continue past it) and returns it
+/// with the number of bytes it spans.
+pub fn parse_event_prefix<'a>(
+    bytes: &'a [u8],
+    wanted_arg: impl Fn(&str) -> bool,
+) -> Result<(RawEvent<'a>, usize), EventSyntaxError> {
     let mut c = Cursor {
         b: bytes,
         pos: 0,
@@ -86,16 +95,16 @@ pub fn parse_event<'a>(
     let mut ev = RawEvent::default();
     c.expect(b'{', "an event must be a JSON object")?;
     c.object_entries(|c, key| {
-        match key.as_ref() {
-            "ph" => ev.ph = c.string_value()?,
-            "cat" => ev.cat = c.string_value()?,
-            "name" => ev.name = c.string_value()?,
-            "pid" => ev.pid = Some(c.value()?),
-            "tid" => ev.tid = Some(c.value()?),
-            "ts" => ev.ts = Some(c.value()?),
-            "dur" => ev.dur = Some(c.value()?),
-            "id" => ev.id = Some(c.value()?),
-            "args" => {
+        match key.as_bytes() {
+            b"ph" => ev.ph = c.string_value()?,
+            b"cat" => ev.cat = c.string_value()?,
+            b"name" => ev.name = c.string_value()?,
+            b"pid" => ev.pid = Some(c.value()?),
+            b"tid" => ev.tid = Some(c.value()?),
+            b"ts" => ev.ts = Some(c.value()?),
+            b"dur" => ev.dur = Some(c.value()?),
+            b"id" => ev.id = Some(c.value()?),
+            b"args" => {
                 c.skip_ws();
                 if c.peek() == Some(b'{') {
                     c.pos += 1;
@@ -117,7 +126,7 @@ pub fn parse_event<'a>(
         Ok(())
     })?;
     ev.repairs = c.repairs;
-    Ok(ev)
+    Ok((ev, c.pos))
 }
 
 struct Cursor<'a> {
@@ -161,6 +170,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Iterates `"key": value` pairs of an object whose `{` was consumed, through the closing `}`.
+    /// Keys are passed as raw bytes (escaped keys decoded): the keys we look for are ASCII.
     fn object_entries(&mut self, mut f: impl FnMut(&mut Self, Cow<'a, str>) -> R<()>) -> R<()> {
         self.skip_ws();
         if self.peek() == Some(b'}') {
@@ -172,7 +182,7 @@ impl<'a> Cursor<'a> {
             if self.peek() != Some(b'"') {
                 return self.err("expected a quoted key");
             }
-            let key = self.string()?;
+            let key = self.key()?;
             self.expect(b':', "expected ':' after a key")?;
             f(self, key)?;
             self.skip_ws();
@@ -245,11 +255,26 @@ impl<'a> Cursor<'a> {
         &self.b[start..self.pos]
     }
 
+    /// Reads a key: the plain bytes when it has no escapes (no UTF-8 check needed to compare
+    /// against ASCII names), else the decoded string.
+    fn key(&mut self) -> R<Cow<'a, str>> {
+        let start = self.pos + 1;
+        if let Some(rel) = find_quote_or_escape(&self.b[start..]) {
+            if self.b[start + rel] == b'"' {
+                self.pos = start + rel + 1;
+                // Keys are compared against ASCII names; invalid UTF-8 simply matches nothing.
+                let raw = &self.b[start..start + rel];
+                return Ok(Cow::Borrowed(std::str::from_utf8(raw).unwrap_or_default()));
+            }
+        }
+        self.string()
+    }
+
     /// Reads a string whose opening quote is at `pos`, decoding escapes.
     fn string(&mut self) -> R<Cow<'a, str>> {
         self.pos += 1;
         let start = self.pos;
-        let Some(rel) = memchr::memchr2(b'"', b'\\', &self.b[start..]) else {
+        let Some(rel) = find_quote_or_escape(&self.b[start..]) else {
             return self.err("unterminated string");
         };
         let end = start + rel;
@@ -312,6 +337,13 @@ impl<'a> Cursor<'a> {
     }
 
     fn text(&mut self, raw: &'a [u8]) -> Cow<'a, str> {
+        if raw.is_ascii() {
+            if raw.iter().any(|&c| c < 0x20) {
+                self.repairs.control_chars = true;
+            }
+            // ASCII is valid UTF-8: skip the validator on the common path.
+            return Cow::Borrowed(std::str::from_utf8(raw).unwrap_or_default());
+        }
         if raw.iter().any(|&c| c < 0x20) {
             self.repairs.control_chars = true;
         }
@@ -394,7 +426,7 @@ impl<'a> Cursor<'a> {
     fn skip_string(&mut self) -> R<()> {
         self.pos += 1;
         loop {
-            let Some(rel) = memchr::memchr2(b'"', b'\\', &self.b[self.pos..]) else {
+            let Some(rel) = find_quote_or_escape(&self.b[self.pos..]) else {
                 return self.err("unterminated string");
             };
             self.pos += rel;
@@ -405,6 +437,19 @@ impl<'a> Cursor<'a> {
             self.pos += 2;
         }
     }
+}
+
+/// Position of the first `"` or `\\`. Most strings in a trace are short keys, for which a plain
+/// loop beats setting up a vectorized search; long ones (kernel names) go to memchr.
+#[inline]
+fn find_quote_or_escape(b: &[u8]) -> Option<usize> {
+    let head = b.len().min(24);
+    for (i, &c) in b[..head].iter().enumerate() {
+        if c == b'"' || c == b'\\' {
+            return Some(i);
+        }
+    }
+    memchr::memchr2(b'"', b'\\', &b[head..]).map(|r| r + head)
 }
 
 fn is_json_number(t: &[u8]) -> bool {

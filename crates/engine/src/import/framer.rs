@@ -14,6 +14,12 @@ pub trait FrameSink {
     /// One element of the events array: `index` is its position (the TraceLens UID),
     /// `offset` the absolute byte offset of its first byte in the decompressed document.
     fn event(&mut self, index: u64, bytes: &[u8], offset: u64);
+    /// Optionally consumes the event at the start of `bytes` (which may run past it) without a
+    /// framing pass, returning its length; `None` when it cannot (cut by the chunk end, or
+    /// malformed), in which case the framer frames it and calls [`FrameSink::event`].
+    fn try_event(&mut self, _index: u64, _bytes: &[u8], _offset: u64) -> Option<usize> {
+        None
+    }
     /// A kept top-level key and the raw JSON text of its value.
     fn top_level(&mut self, key: &str, value: &[u8]);
 }
@@ -80,7 +86,10 @@ enum Target {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Str,
-    Nested,
+    /// An object: brackets inside are balanced, so only braces and quotes need counting.
+    Object,
+    /// An array: brackets and braces both count.
+    Array,
     Scalar,
 }
 
@@ -101,7 +110,8 @@ impl Capture {
     fn new(first: u8, keep: bool, start_offset: u64, target: Target) -> Capture {
         let mode = match first {
             b'"' => Mode::Str,
-            b'{' | b'[' => Mode::Nested,
+            b'{' => Mode::Object,
+            b'[' => Mode::Array,
             _ => Mode::Scalar,
         };
         Capture {
@@ -156,11 +166,25 @@ impl Capture {
                 }
                 continue;
             }
-            // Outside strings: only quotes and brackets matter.
+            // Outside strings: only quotes and brackets matter. Objects (every event) jump
+            // straight to the next quote or brace.
+            if self.mode == Mode::Object {
+                match memchr::memchr3(b'"', b'{', b'}', &data[i..]) {
+                    None => return (n, false),
+                    Some(r) => i += r,
+                }
+            }
             match data[i] {
                 b'"' => self.in_string = true,
-                b'{' | b'[' => self.depth += 1,
-                b'}' | b']' => {
+                b'{' => self.depth += 1,
+                b'[' if self.mode == Mode::Array => self.depth += 1,
+                b'}' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    if self.depth == 0 {
+                        return (i + 1, true);
+                    }
+                }
+                b']' if self.mode == Mode::Array => {
                     self.depth = self.depth.saturating_sub(1);
                     if self.depth == 0 {
                         return (i + 1, true);
@@ -368,6 +392,12 @@ impl Framer {
                         }
                         self.end_array(top);
                         i += 1;
+                    } else if let Some(len) =
+                        (c == b'{').then(|| sink.try_event(self.events_seen, &chunk[i..], at)).flatten()
+                    {
+                        self.events_seen += 1;
+                        self.state = State::ArrAfterElem { top };
+                        i += len;
                     } else {
                         self.start(Target::Event { top }, c, true, at);
                     }

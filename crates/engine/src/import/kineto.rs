@@ -5,9 +5,9 @@
 //! lowercase `external id`, `Input dims`, string tids (`"stream 7"`, `"1441273664"`), 2021 launch
 //! flows (`cat: async, name: launch`), int or float `ts`/`dur`.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
-use super::event::{parse_event, RawEvent, RawValue};
+use super::event::{parse_event, parse_event_prefix, RawEvent, RawValue};
 use super::framer::FrameSink;
 use super::number::{micros_text_to_nanos, parse_integer};
 use crate::diagnostics::DiagnosticKind as K;
@@ -257,6 +257,13 @@ fn id_value(v: &RawValue<'_>) -> Option<i64> {
 }
 
 impl FrameSink for TraceBuilder {
+    fn try_event(&mut self, index: u64, bytes: &[u8], offset: u64) -> Option<usize> {
+        let (ev, len) = parse_event_prefix(bytes, wanted_arg).ok()?;
+        self.trace.meta.total_events = index + 1;
+        self.accept(index, offset, ev);
+        Some(len)
+    }
+
     fn event(&mut self, index: u64, bytes: &[u8], offset: u64) {
         self.trace.meta.total_events = index + 1;
         let ev = match parse_event(bytes, wanted_arg) {
@@ -274,6 +281,16 @@ impl FrameSink for TraceBuilder {
                 return;
             }
         };
+        self.accept(index, offset, ev);
+    }
+
+    fn top_level(&mut self, key: &str, value: &[u8]) {
+        self.top_level_value(key, value);
+    }
+}
+
+impl TraceBuilder {
+    fn accept(&mut self, index: u64, offset: u64, ev: RawEvent<'_>) {
         let r = ev.repairs;
         if r.trailing_comma || r.control_chars {
             self.trace.diagnostics.add(
@@ -311,7 +328,7 @@ impl FrameSink for TraceBuilder {
         }
     }
 
-    fn top_level(&mut self, key: &str, value: &[u8]) {
+    fn top_level_value(&mut self, key: &str, value: &[u8]) {
         let text = String::from_utf8_lossy(value).into_owned();
         let meta = &mut self.trace.meta;
         match key {

@@ -4,7 +4,7 @@
 pub mod strings;
 pub mod tree;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 pub use strings::{Interner, StrId};
 

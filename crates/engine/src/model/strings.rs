@@ -2,7 +2,7 @@
 //! [`StrId`]. Traces repeat the same few thousand kernel and op names hundreds of thousands of
 //! times, so this is most of the memory saving over a DOM.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 /// Index of an interned string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -11,7 +11,7 @@ pub struct StrId(pub u32);
 /// Owns the interned strings.
 #[derive(Debug, Default)]
 pub struct Interner {
-    index: HashMap<Box<str>, StrId>,
+    index: FxHashMap<Box<str>, StrId>,
     strings: Vec<Box<str>>,
 }
 

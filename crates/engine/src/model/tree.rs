@@ -2,7 +2,7 @@
 //! to the runtime call that launched them. Follows `../shared/docs/tracelens_spec.md` §2a-2b
 //! rule for rule, because every TraceLens sheet depends on exactly these parent links.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::{EventId, EventKind, LaneId, Nanos, Trace};
 use crate::diagnostics::DiagnosticKind as K;
@@ -61,7 +61,7 @@ impl CallTree {
             stack: Vec<u32>,
             cpu_ops: usize,
         }
-        let mut stacks: HashMap<LaneId, LaneStack> = HashMap::new();
+        let mut stacks: HashMap<LaneId, LaneStack> = HashMap::default();
         let mut overhang = 0u64;
         for &i in &order {
             let e = &trace.events[i as usize];
@@ -144,44 +144,48 @@ impl CallTree {
             }
         };
 
-        let mut on_lane: HashMap<(LaneId, i64), u32> = HashMap::new();
-        let mut by_link: HashMap<i64, Vec<u32>> = HashMap::new();
-        for (i, e) in trace.events.iter().enumerate() {
-            if e.kind.is_gpu() {
-                if let Some(l) = link_of(e) {
-                    on_lane.insert((e.lane, l), i as u32);
-                    by_link.entry(l).or_default().push(i as u32);
-                }
-            }
-        }
+        // GPU events by (link id, lane, file index): a sorted table instead of a hash map keeps
+        // this at 16 bytes per GPU event. TraceLens keys its map by (pid, tid, id), last one wins.
+        let mut gpu_by_link: Vec<(i64, LaneId, u32)> = trace
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.kind.is_gpu())
+            .filter_map(|(i, e)| link_of(e).map(|l| (l, e.lane, i as u32)))
+            .collect();
+        gpu_by_link.sort_unstable();
+        let range_of = |link: i64| -> &[(i64, LaneId, u32)] {
+            let lo = gpu_by_link.partition_point(|x| x.0 < link);
+            let hi = gpu_by_link.partition_point(|x| x.0 <= link);
+            &gpu_by_link[lo..hi]
+        };
         let flowless = trace.flows.is_empty();
         let (mut graph_launches, mut graph_events, mut flowless_links) = (0u64, 0u64, 0u64);
+        let mut targets: Vec<u32> = Vec::new();
         for r in 0..trace.events.len() {
             let e = &trace.events[r];
             if !e.kind.is_runtime() {
                 continue;
             }
             let Some(link) = link_of(e) else { continue };
-            let targets: Vec<u32> = if is_graph_launch(trace.strings.get(e.name)) {
-                let t = by_link.get(&link).cloned().unwrap_or_default();
+            targets.clear();
+            if is_graph_launch(trace.strings.get(e.name)) {
+                // Every GPU event of the replayed graph shares the launch's id, in file order.
+                let mut all: Vec<u32> = range_of(link).iter().map(|x| x.2).collect();
+                all.sort_unstable();
                 graph_launches += 1;
-                graph_events += t.len() as u64;
-                t
+                graph_events += all.len() as u64;
+                targets.extend(all);
             } else if flowless {
-                let t = by_link.get(&link).cloned().unwrap_or_default();
-                flowless_links += t.len() as u64;
-                t
-            } else {
-                match trace.flows.get(&link) {
-                    Some(f) if f.has_start => f
-                        .end_lane
-                        .and_then(|lane| on_lane.get(&(lane, link)).copied())
-                        .into_iter()
-                        .collect(),
-                    _ => Vec::new(),
+                let found = range_of(link);
+                flowless_links += found.len() as u64;
+                targets.extend(found.iter().map(|x| x.2));
+            } else if let Some(lane) = trace.flows.get(&link).filter(|f| f.has_start).and_then(|f| f.end_lane) {
+                if let Some(x) = range_of(link).iter().rev().find(|x| x.1 == lane) {
+                    targets.push(x.2);
                 }
-            };
-            for g in targets {
+            }
+            for &g in &targets {
                 self.parent[g as usize] = r as u32;
                 edges.push((r as u32, g));
             }
