@@ -1,13 +1,13 @@
 //! Kernel-level sheets (spec §7.7-7.8): `kernel_summary`, `short_kernel_histogram` and
 //! `short_kernels_summary`. Their times are plain sums of kernel durations, not unions.
 
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
 
 use super::categories::Registry;
-use super::launchers::launcher_of;
+use super::launchers::Launchers;
 use super::stats::us;
 use crate::model::tree::CallTree;
-use crate::model::{EventId, EventKind, Nanos, Trace};
+use crate::model::{EventId, EventKind, Nanos, StrId, Trace};
 use crate::report::pyrepr::arg_as_py_tuple;
 use crate::report::{Cell, Sheet};
 
@@ -15,34 +15,25 @@ use crate::report::{Cell, Sheet};
 pub const SHORT_KERNEL_THRESHOLD: Nanos = 10_000;
 
 /// One kernel with the attribution TraceLens's kernel table gives it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct KernelRow {
     pub event: EventId,
     /// `Parent op category`; `None` for unlinked kernels.
     pub category: Option<&'static str>,
     /// `Parent cpu_op` (the launching runtime call's name when no cpu_op); `None` when unlinked.
-    pub parent_op: Option<String>,
+    pub parent_op: Option<StrId>,
     /// The nearest cpu_op ancestor, for its shapes.
     pub cpu_op: Option<EventId>,
 }
 
-/// Attributes every kernel (`cat: kernel`, linked or not) to its parent op.
-pub fn kernel_rows(trace: &Trace, tree: &CallTree, registry: &Registry) -> Vec<KernelRow> {
-    // The categorizer's kernel-name fallback looks at the op's first direct kernel.
-    let mut first_direct: HashMap<EventId, (Nanos, u32, EventId)> = HashMap::new();
-    for (i, e) in trace.events.iter().enumerate() {
-        let id = EventId(i as u32);
-        if !e.kind.is_gpu() || super::categories::is_communication(trace.name(e)) {
-            continue;
-        }
-        if let Some(l) = launcher_of(trace, tree, id) {
-            let cand = (e.ts, id.0, id);
-            first_direct
-                .entry(l)
-                .and_modify(|c| *c = (*c).min(cand))
-                .or_insert(cand);
-        }
-    }
+/// Attributes every kernel (`cat: kernel`, linked or not) to its parent op. The categorizer's
+/// kernel-name fallback looks at the op's first direct kernel, taken from `launchers`.
+pub fn kernel_rows(
+    trace: &Trace,
+    tree: &CallTree,
+    registry: &Registry,
+    launchers: &Launchers,
+) -> Vec<KernelRow> {
     trace
         .events
         .iter()
@@ -58,19 +49,22 @@ pub fn kernel_rows(trace: &Trace, tree: &CallTree, registry: &Registry) -> Vec<K
                     cpu_op: None,
                 };
             };
-            let launcher_name = trace.name(trace.event(runtime));
+            let launcher = trace.event(runtime);
             match tree.nearest_cpu_op(trace, id) {
                 Some(op) => {
-                    let first = first_direct.get(&op).map(|c| trace.name(trace.event(c.2)));
+                    let first = launchers
+                        .first_kernel_of(op)
+                        .map(|k| trace.name(trace.event(k)));
+                    let op_event = trace.event(op);
                     KernelRow {
                         event: id,
-                        category: Some(registry.categorize(trace.name(trace.event(op)), first)),
-                        parent_op: Some(trace.name(trace.event(op)).to_owned()),
+                        category: Some(registry.categorize(trace.name(op_event), first)),
+                        parent_op: Some(op_event.name),
                         cpu_op: Some(op),
                     }
                 }
                 None => {
-                    let lower = launcher_name.to_ascii_lowercase();
+                    let lower = trace.name(launcher).to_ascii_lowercase();
                     let cat = if lower.contains("cudagraph") || lower.contains("graphlaunch") {
                         "graph"
                     } else {
@@ -79,7 +73,7 @@ pub fn kernel_rows(trace: &Trace, tree: &CallTree, registry: &Registry) -> Vec<K
                     KernelRow {
                         event: id,
                         category: Some(cat),
-                        parent_op: Some(launcher_name.to_owned()),
+                        parent_op: Some(launcher.name),
                         cpu_op: None,
                     }
                 }
@@ -99,24 +93,31 @@ pub fn kernel_summary(
     total_time: Nanos,
     gpu_only: bool,
 ) -> Sheet {
-    type Key = (Option<&'static str>, Option<String>, String, Option<i64>);
-    let mut groups: HashMap<Key, Vec<Nanos>> = HashMap::new();
+    type Key = (Option<&'static str>, Option<StrId>, StrId, Option<i64>);
+    let mut groups: FxHashMap<Key, Vec<Nanos>> = FxHashMap::default();
     let mut all: Nanos = 0;
     for r in rows {
         let e = trace.event(r.event);
         all += e.dur;
-        let key = (
-            r.category,
-            r.parent_op.clone(),
-            trace.name(e).to_owned(),
-            e.stream(),
-        );
-        groups.entry(key).or_default().push(e.dur);
+        groups
+            .entry((r.category, r.parent_op, e.name, e.stream()))
+            .or_default()
+            .push(e.dur);
     }
-    let mut out: Vec<(Key, Vec<Nanos>)> = groups.into_iter().collect();
+    let text = |s: Option<StrId>| s.map(|id| trace.strings.get(id));
+    let mut out: Vec<(Key, Nanos, Vec<Nanos>)> = groups
+        .into_iter()
+        .map(|(k, d)| (k, d.iter().sum(), d))
+        .collect();
     out.sort_by(|a, b| {
-        let (sa, sb) = (a.1.iter().sum::<Nanos>(), b.1.iter().sum::<Nanos>());
-        sb.cmp(&sa).then_with(|| a.0.cmp(&b.0))
+        b.1.cmp(&a.1).then_with(|| {
+            (a.0 .0, text(a.0 .1), trace.strings.get(a.0 .2), a.0 .3).cmp(&(
+                b.0 .0,
+                text(b.0 .1),
+                trace.strings.get(b.0 .2),
+                b.0 .3,
+            ))
+        })
     });
     let mut cols = vec![
         "Parent op category",
@@ -137,13 +138,12 @@ pub fn kernel_summary(
         "Percent of total time (%)",
     ]);
     let mut sheet = Sheet::new("kernel_summary", &cols);
-    for ((cat, op, name, stream), durs) in out {
-        let sum: Nanos = durs.iter().sum();
+    for ((cat, op, name, stream), sum, durs) in out {
         let mut row = vec![opt(cat)];
         if !gpu_only {
-            row.push(opt(op.as_deref()));
+            row.push(opt(text(op)));
         }
-        row.push(Cell::s(name));
+        row.push(Cell::s(trace.strings.get(name)));
         row.push(stream.map_or(Cell::Empty, Cell::Int));
         row.extend([
             Cell::f(us(sum)),
@@ -221,33 +221,53 @@ pub fn short_kernels_summary(
     total_time: Nanos,
     gpu_only: bool,
 ) -> Sheet {
-    let mut groups: BTreeMap<Vec<String>, Vec<Nanos>> = BTreeMap::new();
+    // Cheap keys first (parent op, its args, kernel name), rendered once per group below.
+    let mut groups: FxHashMap<(Option<StrId>, Option<usize>, StrId), Vec<Nanos>> =
+        FxHashMap::default();
     for r in rows {
         let e = trace.event(r.event);
         if e.dur >= SHORT_KERNEL_THRESHOLD {
             continue;
         }
-        let name = trace.name(e).to_owned();
         let key = if gpu_only {
-            vec![name]
+            (None, None, e.name)
         } else {
-            let (Some(op), Some(cpu)) = (r.parent_op.as_ref(), r.cpu_op) else {
+            let (Some(op), Some(cpu)) = (r.parent_op, r.cpu_op) else {
                 continue;
             };
-            let Some(args) = trace.op_args_of(trace.event(cpu)) else {
+            let cpu = trace.event(cpu);
+            let Some(args) = trace.op_args_of(cpu) else {
                 continue;
             };
-            let (Some(d), Some(s), Some(c)) =
-                (args.input_dims, args.input_strides, args.concrete_inputs)
-            else {
+            if args.input_dims.is_none()
+                || args.input_strides.is_none()
+                || args.concrete_inputs.is_none()
+            {
                 continue;
-            };
-            let py = |id| arg_as_py_tuple(Some(trace.strings.get(id)));
-            vec![op.clone(), py(d), py(s), py(c), name]
+            }
+            (Some(op), cpu.op_args(), e.name)
         };
         groups.entry(key).or_default().push(e.dur);
     }
-    let mut out: Vec<(Vec<String>, Vec<Nanos>)> = groups.into_iter().collect();
+    let mut merged: std::collections::BTreeMap<Vec<String>, Vec<Nanos>> = Default::default();
+    for ((op, args, name), durs) in groups {
+        let name = trace.strings.get(name).to_owned();
+        let key = match (op, args.and_then(|i| trace.op_args.get(i))) {
+            (Some(op), Some(a)) => {
+                let py = |id: Option<StrId>| arg_as_py_tuple(id.map(|s| trace.strings.get(s)));
+                vec![
+                    trace.strings.get(op).to_owned(),
+                    py(a.input_dims),
+                    py(a.input_strides),
+                    py(a.concrete_inputs),
+                    name,
+                ]
+            }
+            _ => vec![name],
+        };
+        merged.entry(key).or_default().extend(durs);
+    }
+    let mut out: Vec<(Vec<String>, Vec<Nanos>)> = merged.into_iter().collect();
     out.sort_by(|a, b| {
         b.1.iter()
             .sum::<Nanos>()

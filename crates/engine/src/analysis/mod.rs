@@ -6,6 +6,7 @@ pub mod collectives;
 pub mod intervals;
 pub mod kernel_tables;
 pub mod launchers;
+pub mod names;
 pub mod ops_tables;
 pub mod stats;
 pub mod timeline;
@@ -60,18 +61,19 @@ pub fn analyze_trace(mut trace: Trace) -> Analysis {
     let gpu_only = !trace.has_cpu_ops();
     note_trace_quality(&mut trace, gpu_only);
 
-    let timeline = timeline::gpu_timeline(&trace, &tree);
+    let names = names::NameClasses::new(&trace);
+    let timeline = timeline::gpu_timeline(&trace, &tree, &names);
     let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
     let mut top_ops = Vec::new();
+    let launchers = launchers::kernel_launchers(&trace, &tree, &registry, &names);
     if !gpu_only {
-        let launchers = launchers::kernel_launchers(&trace, &tree, &registry);
-        let summary = ops_tables::ops_summary(&trace, &launchers);
+        let summary = ops_tables::ops_summary(&trace, &launchers.list);
         top_ops = top_ops_of(&summary);
-        sheets.push(ops_tables::ops_summary_by_category(&launchers));
+        sheets.push(ops_tables::ops_summary_by_category(&launchers.list));
         sheets.push(summary);
         sheets.push(ops_tables::ops_unique_args(&trace, &launchers));
     }
-    let rows = kernel_tables::kernel_rows(&trace, &tree, &registry);
+    let rows = kernel_tables::kernel_rows(&trace, &tree, &registry, &launchers);
     sheets.push(kernel_tables::kernel_summary(
         &trace,
         &rows,

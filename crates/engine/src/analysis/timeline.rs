@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use super::categories::{is_communication, is_rocm_copy_kernel, is_rocm_fill_kernel};
 use super::intervals::{length, merge, subtract, Span};
+use super::names::NameClasses;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Nanos, Trace};
 
@@ -18,11 +19,16 @@ pub enum GpuWork {
 
 /// Classifies one GPU event (spec §3b).
 pub fn classify(kind: EventKind, name: &str) -> GpuWork {
+    classify_with(kind, name, is_communication(name))
+}
+
+/// [`classify`] with the communication test already done (see `names::NameClasses`).
+pub fn classify_with(kind: EventKind, name: &str, is_comm: bool) -> GpuWork {
     match kind {
         EventKind::GpuMemcpy => GpuWork::Memcpy,
         EventKind::Kernel if is_rocm_copy_kernel(name) => GpuWork::Memcpy,
         EventKind::Kernel if is_rocm_fill_kernel(name) => GpuWork::Computation,
-        _ if is_communication(name) => GpuWork::Communication,
+        _ if is_comm => GpuWork::Communication,
         _ => GpuWork::Computation,
     }
 }
@@ -57,14 +63,18 @@ impl GpuTimeline {
 }
 
 /// Computes the breakdown over the given GPU events.
-pub fn timeline_of(trace: &Trace, events: impl IntoIterator<Item = EventId>) -> GpuTimeline {
+pub fn timeline_of(
+    trace: &Trace,
+    names: &NameClasses,
+    events: impl IntoIterator<Item = EventId>,
+) -> GpuTimeline {
     let (mut comp, mut comm, mut copy, mut all): (Vec<Span>, Vec<Span>, Vec<Span>, Vec<Span>) =
         Default::default();
     for id in events {
         let e = trace.event(id);
         let span = (e.ts, e.end());
         all.push(span);
-        match classify(e.kind, trace.name(e)) {
+        match names.work(trace, e) {
             GpuWork::Computation => comp.push(span),
             GpuWork::Communication => comm.push(span),
             GpuWork::Memcpy => copy.push(span),
@@ -89,9 +99,9 @@ pub fn timeline_of(trace: &Trace, events: impl IntoIterator<Item = EventId>) -> 
 }
 
 /// The trace's timeline over linked GPU events (TraceLens excludes unlinked ones).
-pub fn gpu_timeline(trace: &Trace, tree: &CallTree) -> GpuTimeline {
+pub fn gpu_timeline(trace: &Trace, tree: &CallTree, names: &NameClasses) -> GpuTimeline {
     let ids = (0..trace.events.len() as u32)
         .map(EventId)
         .filter(|&id| trace.event(id).kind.is_gpu() && tree.is_linked(id));
-    timeline_of(trace, ids)
+    timeline_of(trace, names, ids)
 }

@@ -76,7 +76,7 @@ pub struct EventSyntaxError {
 /// Parses one event object. `wanted_arg` selects the `args` keys to keep.
 pub fn parse_event<'a>(
     bytes: &'a [u8],
-    wanted_arg: impl Fn(&str) -> bool,
+    wanted_arg: impl Fn(&[u8]) -> bool,
 ) -> Result<RawEvent<'a>, EventSyntaxError> {
     parse_event_prefix(bytes, wanted_arg).map(|(ev, _)| ev)
 }
@@ -85,7 +85,7 @@ pub fn parse_event<'a>(
 /// with the number of bytes it spans.
 pub fn parse_event_prefix<'a>(
     bytes: &'a [u8],
-    wanted_arg: impl Fn(&str) -> bool,
+    wanted_arg: impl Fn(&[u8]) -> bool,
 ) -> Result<(RawEvent<'a>, usize), EventSyntaxError> {
     let mut c = Cursor {
         b: bytes,
@@ -95,7 +95,7 @@ pub fn parse_event_prefix<'a>(
     let mut ev = RawEvent::default();
     c.expect(b'{', "an event must be a JSON object")?;
     c.object_entries(|c, key| {
-        match key.as_bytes() {
+        match key.bytes() {
             b"ph" => ev.ph = c.string_value()?,
             b"cat" => ev.cat = c.string_value()?,
             b"name" => ev.name = c.string_value()?,
@@ -109,11 +109,15 @@ pub fn parse_event_prefix<'a>(
                 if c.peek() == Some(b'{') {
                     c.pos += 1;
                     c.object_entries(|c, k| {
-                        if wanted_arg(&k) {
-                            let v = c.value()?;
-                            ev.args.push((k, v));
-                        } else {
-                            c.skip_value()?;
+                        match Some(k)
+                            .filter(|k| wanted_arg(k.bytes()))
+                            .and_then(Key::text)
+                        {
+                            Some(k) => {
+                                let v = c.value()?;
+                                ev.args.push((k, v));
+                            }
+                            None => c.skip_value()?,
                         }
                         Ok(())
                     })?;
@@ -127,6 +131,29 @@ pub fn parse_event_prefix<'a>(
     })?;
     ev.repairs = c.repairs;
     Ok((ev, c.pos))
+}
+
+/// An object key: raw bytes (no escapes) or decoded text.
+enum Key<'a> {
+    Raw(&'a [u8]),
+    Decoded(String),
+}
+
+impl<'a> Key<'a> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Key::Raw(b) => b,
+            Key::Decoded(s) => s.as_bytes(),
+        }
+    }
+
+    /// The key as text; `None` for invalid UTF-8 (which matches no key we read).
+    fn text(self) -> Option<Cow<'a, str>> {
+        match self {
+            Key::Raw(b) => std::str::from_utf8(b).ok().map(Cow::Borrowed),
+            Key::Decoded(s) => Some(Cow::Owned(s)),
+        }
+    }
 }
 
 struct Cursor<'a> {
@@ -171,7 +198,7 @@ impl<'a> Cursor<'a> {
 
     /// Iterates `"key": value` pairs of an object whose `{` was consumed, through the closing `}`.
     /// Keys are passed as raw bytes (escaped keys decoded): the keys we look for are ASCII.
-    fn object_entries(&mut self, mut f: impl FnMut(&mut Self, Cow<'a, str>) -> R<()>) -> R<()> {
+    fn object_entries(&mut self, mut f: impl FnMut(&mut Self, Key<'a>) -> R<()>) -> R<()> {
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
@@ -255,19 +282,17 @@ impl<'a> Cursor<'a> {
         &self.b[start..self.pos]
     }
 
-    /// Reads a key: the plain bytes when it has no escapes (no UTF-8 check needed to compare
-    /// against ASCII names), else the decoded string.
-    fn key(&mut self) -> R<Cow<'a, str>> {
+    /// Reads a key: the plain bytes when it has no escapes (compared against ASCII names
+    /// without a UTF-8 check), else the decoded string.
+    fn key(&mut self) -> R<Key<'a>> {
         let start = self.pos + 1;
         if let Some(rel) = find_quote_or_escape(&self.b[start..]) {
             if self.b[start + rel] == b'"' {
                 self.pos = start + rel + 1;
-                // Keys are compared against ASCII names; invalid UTF-8 simply matches nothing.
-                let raw = &self.b[start..start + rel];
-                return Ok(Cow::Borrowed(std::str::from_utf8(raw).unwrap_or_default()));
+                return Ok(Key::Raw(&self.b[start..start + rel]));
             }
         }
-        self.string()
+        Ok(Key::Decoded(self.string()?.into_owned()))
     }
 
     /// Reads a string whose opening quote is at `pos`, decoding escapes.
@@ -469,7 +494,7 @@ fn is_json_number(t: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    fn all(_: &str) -> bool {
+    fn all(_: &[u8]) -> bool {
         true
     }
 
@@ -507,7 +532,7 @@ mod tests {
     #[test]
     fn skips_unwanted_args() {
         let b = br#"{"args":{"big":{"x":[1,{"y":"}"}]},"stream":3}}"#;
-        let e = parse_event(b, |k| k == "stream").unwrap();
+        let e = parse_event(b, |k| k == b"stream").unwrap();
         assert_eq!(e.args, vec![(Cow::Borrowed("stream"), RawValue::Num(b"3"))]);
     }
 }

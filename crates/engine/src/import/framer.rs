@@ -392,8 +392,9 @@ impl Framer {
                         }
                         self.end_array(top);
                         i += 1;
-                    } else if let Some(len) =
-                        (c == b'{').then(|| sink.try_event(self.events_seen, &chunk[i..], at)).flatten()
+                    } else if let Some(len) = (c == b'{')
+                        .then(|| sink.try_event(self.events_seen, &chunk[i..], at))
+                        .flatten()
                     {
                         self.events_seen += 1;
                         self.state = State::ArrAfterElem { top };

@@ -16,30 +16,29 @@ use crate::model::{
 };
 
 /// The `args` keys any analysis reads; everything else is skipped unparsed.
-fn wanted_arg(key: &str) -> bool {
+fn wanted_arg(key: &[u8]) -> bool {
     matches!(
         key,
-        "correlation"
-            | "External id"
-            | "external id"
-            | "stream"
-            | "Sequence number"
-            | "Input Dims"
-            | "Input dims"
-            | "Input type"
-            | "Input Strides"
-            | "Concrete Inputs"
-            | "name"
-            | "labels"
-            | "Process Group Name"
-            | "Process Group Ranks"
-            | "Collective name"
-            | "Group size"
-            | "dtype"
-            | "In msg nelems"
-            | "Out msg nelems"
-            | "In split size"
-            | "Out split size"
+        b"correlation"
+            | b"External id"
+            | b"external id"
+            | b"stream"
+            | b"Input Dims"
+            | b"Input dims"
+            | b"Input type"
+            | b"Input Strides"
+            | b"Concrete Inputs"
+            | b"name"
+            | b"labels"
+            | b"Process Group Name"
+            | b"Process Group Ranks"
+            | b"Collective name"
+            | b"Group size"
+            | b"dtype"
+            | b"In msg nelems"
+            | b"Out msg nelems"
+            | b"In split size"
+            | b"Out split size"
     )
 }
 
@@ -199,11 +198,6 @@ impl TraceBuilder {
                 "External id" | "external id" => {
                     if let Some(i) = int_value(v) {
                         e.set_external_id(i);
-                    }
-                }
-                "Sequence number" => {
-                    if let Some(i) = int_value(v) {
-                        e.set_sequence(i);
                     }
                 }
                 "Input Dims" | "Input dims" => op.input_dims = self.arg_text(v),

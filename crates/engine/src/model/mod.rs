@@ -88,23 +88,29 @@ impl EventKind {
 /// Sentinel for "absent" in the compact integer fields of [`Event`].
 pub const NONE_I64: i64 = i64::MIN;
 const NONE_U32: u32 = u32::MAX;
+const NONE_I32: i32 = i32::MIN;
+/// `Event::flags`: `link` holds the `correlation` arg.
+const LINK_IS_CORRELATION: u8 = 1;
+/// `Event::flags`: `link` holds the `External id` arg (no correlation on this event).
+const LINK_IS_EXTERNAL_ID: u8 = 2;
 
-/// One duration event (`ph: "X"`) the analyses use. Kept compact (64 bytes): optional integer
-/// fields use sentinels behind accessor methods.
+/// One duration event (`ph: "X"`) the analyses use. Kept to 48 bytes: memory grows with the
+/// number of these, so optional fields use sentinels behind accessor methods, and the launch
+/// link stores the correlation id, or the External id where an event has no correlation (the
+/// only case in which TraceLens links by External id).
 #[derive(Debug, Clone)]
 pub struct Event {
-    /// Position in the `traceEvents` array, counting every element (TraceLens's UID).
-    pub uid: u32,
-    pub kind: EventKind,
-    pub name: StrId,
-    pub lane: LaneId,
     pub ts: Nanos,
     pub dur: Nanos,
-    correlation: i64,
-    external_id: i64,
-    sequence: i64,
-    stream: i64,
+    link: i64,
+    /// Position in the `traceEvents` array, counting every element (TraceLens's UID).
+    pub uid: u32,
+    pub name: StrId,
+    pub lane: LaneId,
     op_args: u32,
+    stream: i32,
+    pub kind: EventKind,
+    flags: u8,
 }
 
 impl Event {
@@ -117,17 +123,16 @@ impl Event {
         dur: Nanos,
     ) -> Event {
         Event {
-            uid,
-            kind,
-            name,
-            lane,
             ts,
             dur,
-            correlation: NONE_I64,
-            external_id: NONE_I64,
-            sequence: NONE_I64,
-            stream: NONE_I64,
+            link: NONE_I64,
+            uid,
+            name,
+            lane,
             op_args: NONE_U32,
+            stream: NONE_I32,
+            kind,
+            flags: 0,
         }
     }
 
@@ -136,35 +141,58 @@ impl Event {
     }
 
     pub fn correlation(&self) -> Option<i64> {
-        (self.correlation != NONE_I64).then_some(self.correlation)
+        (self.flags & LINK_IS_CORRELATION != 0).then_some(self.link)
     }
+    /// The `External id`, kept only for events without a correlation id.
     pub fn external_id(&self) -> Option<i64> {
-        (self.external_id != NONE_I64).then_some(self.external_id)
-    }
-    pub fn sequence(&self) -> Option<i64> {
-        (self.sequence != NONE_I64).then_some(self.sequence)
+        (self.flags & LINK_IS_EXTERNAL_ID != 0).then_some(self.link)
     }
     pub fn stream(&self) -> Option<i64> {
-        (self.stream != NONE_I64).then_some(self.stream)
+        (self.stream != NONE_I32).then_some(i64::from(self.stream))
     }
     pub fn op_args(&self) -> Option<usize> {
         (self.op_args != NONE_U32).then_some(self.op_args as usize)
     }
 
     pub fn set_correlation(&mut self, v: i64) {
-        self.correlation = v;
+        self.link = v;
+        self.flags = LINK_IS_CORRELATION;
     }
     pub fn set_external_id(&mut self, v: i64) {
-        self.external_id = v;
-    }
-    pub fn set_sequence(&mut self, v: i64) {
-        self.sequence = v;
+        if self.flags & LINK_IS_CORRELATION == 0 {
+            self.link = v;
+            self.flags = LINK_IS_EXTERNAL_ID;
+        }
     }
     pub fn set_stream(&mut self, v: i64) {
-        self.stream = v;
+        self.stream = i32::try_from(v).unwrap_or(NONE_I32);
     }
     pub fn set_op_args(&mut self, index: usize) {
         self.op_args = u32::try_from(index).unwrap_or(NONE_U32);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_stay_compact() {
+        assert!(
+            std::mem::size_of::<Event>() <= 48,
+            "{}",
+            std::mem::size_of::<Event>()
+        );
+    }
+
+    #[test]
+    fn correlation_wins_over_external_id() {
+        let mut e = Event::new(0, EventKind::Kernel, StrId(0), LaneId(0), 0, 0);
+        e.set_external_id(5);
+        assert_eq!((e.correlation(), e.external_id()), (None, Some(5)));
+        e.set_correlation(9);
+        e.set_external_id(6);
+        assert_eq!((e.correlation(), e.external_id()), (Some(9), None));
     }
 }
 

@@ -180,7 +180,12 @@ impl CallTree {
                 let found = range_of(link);
                 flowless_links += found.len() as u64;
                 targets.extend(found.iter().map(|x| x.2));
-            } else if let Some(lane) = trace.flows.get(&link).filter(|f| f.has_start).and_then(|f| f.end_lane) {
+            } else if let Some(lane) = trace
+                .flows
+                .get(&link)
+                .filter(|f| f.has_start)
+                .and_then(|f| f.end_lane)
+            {
                 if let Some(x) = range_of(link).iter().rev().find(|x| x.1 == lane) {
                     targets.push(x.2);
                 }
@@ -256,10 +261,14 @@ impl CallTree {
         (p != NO_PARENT).then_some(EventId(p))
     }
 
-    pub fn children(&self, id: EventId) -> impl Iterator<Item = EventId> + '_ {
+    pub fn children(&self, id: EventId) -> impl DoubleEndedIterator<Item = EventId> + '_ {
+        self.child_slice(id).iter().map(|&c| EventId(c))
+    }
+
+    fn child_slice(&self, id: EventId) -> &[u32] {
         let s = self.child_start.get(id.idx()).copied().unwrap_or(0) as usize;
         let e = self.child_start.get(id.idx() + 1).copied().unwrap_or(0) as usize;
-        self.children[s..e].iter().map(|&c| EventId(c))
+        &self.children[s..e]
     }
 
     /// Whether a GPU event was linked to a launch.
@@ -275,8 +284,7 @@ impl CallTree {
             if trace.event(x).kind.is_gpu() {
                 out.push(x);
             }
-            let kids: Vec<EventId> = self.children(x).collect();
-            stack.extend(kids.into_iter().rev());
+            stack.extend(self.children(x).rev());
         }
         out
     }
