@@ -9,6 +9,17 @@ fn jarvis() -> Command {
     Command::new(env!("CARGO_BIN_EXE_jarvis"))
 }
 
+/// Runs jarvis with `args` and asserts it succeeded.
+fn run_ok(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    let out = jarvis().args(args).output().expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("jarvis-cli-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -20,28 +31,23 @@ fn scratch(name: &str) -> PathBuf {
 fn synth_then_report_writes_tracelens_csvs() {
     let dir = scratch("ok");
     let trace = dir.join("t.json.gz");
-    let out = jarvis()
-        .args(["synth", "--steps", "2", "--platform", "mi300x", "-o"])
-        .arg(&trace)
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let out = jarvis()
-        .arg("report")
-        .arg(&trace)
-        .arg("--out")
-        .arg(dir.join("r"))
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    run_ok(&[
+        os("synth"),
+        os("--steps"),
+        os("2"),
+        os("--platform"),
+        os("mi300x"),
+        os("-o"),
+        trace.as_os_str(),
+    ]);
+    let out_dir = dir.join("r");
+    let out = run_ok(&[
+        os("report"),
+        trace.as_os_str(),
+        os("--out"),
+        out_dir.as_os_str(),
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("GPU timeline"), "{stdout}");
     assert!(

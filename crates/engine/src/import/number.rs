@@ -16,17 +16,7 @@ pub fn micros_text_to_nanos(text: &[u8]) -> Option<i64> {
 /// digits, an optional fraction and an optional exponent. Rejects anything else.
 pub fn parse_decimal(text: &[u8]) -> Option<(i128, i32)> {
     let mut i = 0;
-    let neg = match text.first() {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
+    let neg = sign(text, &mut i);
     let mut mantissa: i128 = 0;
     let mut exp10: i32 = 0;
     let mut digits = 0usize;
@@ -68,17 +58,7 @@ pub fn parse_decimal(text: &[u8]) -> Option<(i128, i32)> {
     }
     if matches!(text.get(i), Some(b'e' | b'E')) {
         i += 1;
-        let eneg = match text.get(i) {
-            Some(b'-') => {
-                i += 1;
-                true
-            }
-            Some(b'+') => {
-                i += 1;
-                false
-            }
-            _ => false,
-        };
+        let eneg = sign(text, &mut i);
         let mut e: i32 = 0;
         let start = i;
         while let Some(&c) = text.get(i) {
@@ -98,6 +78,21 @@ pub fn parse_decimal(text: &[u8]) -> Option<(i128, i32)> {
         return None;
     }
     Some((if neg { -mantissa } else { mantissa }, exp10))
+}
+
+/// Consumes an optional sign at `i`; true for minus.
+fn sign(text: &[u8], i: &mut usize) -> bool {
+    match text.get(*i) {
+        Some(b'-') => {
+            *i += 1;
+            true
+        }
+        Some(b'+') => {
+            *i += 1;
+            false
+        }
+        _ => false,
+    }
 }
 
 /// `mantissa * 10^exp` as i64, rounding half away from zero; `None` on overflow.

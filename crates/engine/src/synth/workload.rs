@@ -85,6 +85,18 @@ const REDUCE_MEAN: &str = "void at::native::reduce_kernel<512, 1, at::native::Re
 const BMM_SMALL: &str = "void gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false, cublasGemvTensorStridedBatched<__nv_bfloat16 const>, cublasGemvTensorStridedBatched<__nv_bfloat16 const>, cublasGemvTensorStridedBatched<__nv_bfloat16> >(cublasGemmSmallNParams<cublasGemvTensorStridedBatched<__nv_bfloat16 const>, cublasGemvTensorStridedBatched<__nv_bfloat16 const>, cublasGemvTensorStridedBatched<__nv_bfloat16>, float>)";
 const ADAM: &str = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)0, false>, float*, double, double, double, double, double, double, bool, float*, float*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)0, false>, float*, double, double, double, double, double, double, bool, float*, float*)";
 
+/// One elementwise op of a decomposed module: (op, kernel, elements, tensors touched, dims,
+/// strides, types, concrete inputs).
+type Piece<'a> = (&'a str, &'a str, u64, u64, String, String, String, &'a str);
+
+/// Ops recorded without inputs (autograd wrappers, record_function ranges).
+const NO_SHAPES: Shapes<'static> = Shapes {
+    dims: "",
+    types: "",
+    strides: "",
+    concrete: "",
+};
+
 /// Shapes recorded on a cpu_op (the text inside each JSON array).
 struct Shapes<'a> {
     dims: &'a str,
@@ -219,6 +231,27 @@ impl<W: Write> Gen<'_, W> {
         );
         self.ev
             .complete("cpu_op", name, CPU_PID, CPU_TID, ts, self.cpu - ts, &args)
+    }
+
+    /// A cpu_op that launches exactly one compute kernel.
+    fn op_kernel(
+        &mut self,
+        name: &str,
+        shapes: &Shapes<'_>,
+        kernel: &str,
+        ns: Nanos,
+    ) -> io::Result<()> {
+        self.op(name, shapes, |g| g.kernel(kernel, ns))
+    }
+
+    /// (batch, sequence, hidden, heads) of the model.
+    fn dims(&self) -> (u64, u64, u64, u64) {
+        (
+            self.spec.batch,
+            self.spec.seq,
+            self.spec.hidden,
+            self.spec.heads,
+        )
     }
 
     fn module(
@@ -393,124 +426,37 @@ impl<W: Write> Gen<'_, W> {
         )
     }
 
+    /// RMSNorm written the unfused way (x * rsqrt(mean(x^2) + eps) * w): six kernels per call,
+    /// the fusion candidate the analysis should find.
     fn rmsnorm(&mut self) -> io::Result<()> {
-        let (b, s, h) = (self.spec.batch, self.spec.seq, self.spec.hidden);
+        let (b, s, h, _) = self.dims();
         let elems = b * s * h;
-        let d3 = format!("[{b}, {s}, {h}]");
-        let st3 = format!("[{}, {h}, 1]", s * h);
-        let r1 = format!("[{b}, {s}, 1]");
-        let r1s = format!("[{s}, 1, 1]");
+        let (x, xs) = (format!("[{b}, {s}, {h}]"), format!("[{}, {h}, 1]", s * h));
+        let (r, rs) = (format!("[{b}, {s}, 1]"), format!("[{s}, 1, 1]"));
+        let bf16 = "\"c10::BFloat16\"";
+        #[rustfmt::skip]
+        let pieces: [Piece; RMSNORM_KERNELS as usize] = [
+            ("aten::pow", EW_POW, elems, 2, format!("{x}, []"), format!("{xs}, []"), format!("{bf16}, \"Scalar\""), "\"\", \"2\""),
+            ("aten::mean", REDUCE_MEAN, elems, 1, format!("{x}, [], [], []"), format!("{xs}, [], [], []"),
+             format!("{bf16}, \"ScalarList\", \"Scalar\", \"\""), "\"\", \"[-1]\", \"True\", \"\""),
+            ("aten::add", EW_ADD, b * s, 2, format!("{r}, [], []"), format!("{rs}, [], []"), format!("{bf16}, \"Scalar\", \"Scalar\""), "\"\", \"1e-06\", \"1\""),
+            ("aten::rsqrt", EW_RSQRT, b * s, 2, r.clone(), rs.clone(), bf16.to_owned(), "\"\""),
+            ("aten::mul", EW_MUL, elems, 3, format!("{x}, {r}"), format!("{xs}, {rs}"), format!("{bf16}, {bf16}"), "\"\", \"\""),
+            ("aten::mul", EW_MUL, elems, 3, format!("{x}, [{h}]"), format!("{xs}, [1]"), format!("{bf16}, {bf16}"), "\"\", \"\""),
+        ];
         self.truth.rmsnorm_instances += 1;
         self.module("RMSNorm_0", |g| {
-            let one =
-                |d: &str, st: &str, extra: &str, extra_s: &str, extra_t: &str, extra_c: &str| {
-                    (
-                        format!("{d}{extra}"),
-                        format!("{st}{extra_s}"),
-                        format!("\"c10::BFloat16\"{extra_t}"),
-                        format!("\"\"{extra_c}"),
-                    )
+            for (op, kernel, n, tensors, dims, strides, types, concrete) in &pieces {
+                let ns = g.eltwise_ns(*n, *tensors);
+                let shapes = Shapes {
+                    dims,
+                    types,
+                    strides,
+                    concrete,
                 };
-            let (d, st, t, c) = one(&d3, &st3, ", []", ", []", ", \"Scalar\"", ", \"2\"");
-            let ns = g.eltwise_ns(elems, 2);
-            g.op(
-                "aten::pow",
-                &Shapes {
-                    dims: &d,
-                    types: &t,
-                    strides: &st,
-                    concrete: &c,
-                },
-                |g| g.kernel(EW_POW, ns),
-            )?;
-            let (d, st, t, c) = one(
-                &d3,
-                &st3,
-                ", [], [], []",
-                ", [], [], []",
-                ", \"ScalarList\", \"Scalar\", \"\"",
-                ", \"[-1]\", \"True\", \"\"",
-            );
-            let ns = g.eltwise_ns(elems, 1);
-            g.op(
-                "aten::mean",
-                &Shapes {
-                    dims: &d,
-                    types: &t,
-                    strides: &st,
-                    concrete: &c,
-                },
-                |g| g.kernel(REDUCE_MEAN, ns),
-            )?;
-            let (d, st, t, c) = one(
-                &r1,
-                &r1s,
-                ", [], []",
-                ", [], []",
-                ", \"Scalar\", \"Scalar\"",
-                ", \"1e-06\", \"1\"",
-            );
-            let ns = g.eltwise_ns(b * s, 2);
-            g.op(
-                "aten::add",
-                &Shapes {
-                    dims: &d,
-                    types: &t,
-                    strides: &st,
-                    concrete: &c,
-                },
-                |g| g.kernel(EW_ADD, ns),
-            )?;
-            let (d, st, t, c) = one(&r1, &r1s, "", "", "", "");
-            let ns = g.eltwise_ns(b * s, 2);
-            g.op(
-                "aten::rsqrt",
-                &Shapes {
-                    dims: &d,
-                    types: &t,
-                    strides: &st,
-                    concrete: &c,
-                },
-                |g| g.kernel(EW_RSQRT, ns),
-            )?;
-            let (d, st, t, c) = one(
-                &d3,
-                &st3,
-                &format!(", {r1}"),
-                &format!(", {r1s}"),
-                ", \"c10::BFloat16\"",
-                ", \"\"",
-            );
-            let ns = g.eltwise_ns(elems, 3);
-            g.op(
-                "aten::mul",
-                &Shapes {
-                    dims: &d,
-                    types: &t,
-                    strides: &st,
-                    concrete: &c,
-                },
-                |g| g.kernel(EW_MUL, ns),
-            )?;
-            let (d, st, t, c) = one(
-                &d3,
-                &st3,
-                &format!(", [{h}]"),
-                ", [1]",
-                ", \"c10::BFloat16\"",
-                ", \"\"",
-            );
-            let ns = g.eltwise_ns(elems, 3);
-            g.op(
-                "aten::mul",
-                &Shapes {
-                    dims: &d,
-                    types: &t,
-                    strides: &st,
-                    concrete: &c,
-                },
-                |g| g.kernel(EW_MUL, ns),
-            )
+                g.op_kernel(op, &shapes, kernel, ns)?;
+            }
+            Ok(())
         })
     }
 
@@ -521,7 +467,7 @@ impl<W: Write> Gen<'_, W> {
         let ns = self.gemm_ns(m, n_out, k);
         let kern = self.hw.gemm_kernel;
         self.module(name, |g| {
-            g.op(
+            g.op_kernel(
                 "aten::mm",
                 &Shapes {
                     dims: &dims,
@@ -529,18 +475,14 @@ impl<W: Write> Gen<'_, W> {
                     strides: &strides,
                     concrete: "\"\", \"\"",
                 },
-                |g| g.kernel(kern, ns),
+                kern,
+                ns,
             )
         })
     }
 
     fn block_forward(&mut self) -> io::Result<()> {
-        let (b, s, h, heads) = (
-            self.spec.batch,
-            self.spec.seq,
-            self.spec.hidden,
-            self.spec.heads,
-        );
+        let (b, s, h, heads) = self.dims();
         let d = h / heads;
         self.rmsnorm()?;
         self.module("Attention_0", |g| {
@@ -550,12 +492,12 @@ impl<W: Write> Gen<'_, W> {
             let flops = 4.0 * (b * heads * s * s * d) as f64 / 2.0;
             let ns = g.jittered(flops / (g.hw.flops_per_ns * 0.7) + 4_000.0);
             let kern = g.hw.flash_fwd;
-            g.op("aten::_flash_attention_forward", &Shapes {
+            g.op_kernel("aten::_flash_attention_forward", &Shapes {
                 dims: &dims,
                 types: "\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\", \"\", \"\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\", \"\", \"\", \"\", \"\"",
                 strides: &st,
                 concrete: &format!("\"\", \"\", \"\", \"\", \"\", \"{s}\", \"{s}\", \"0.\", \"True\", \"False\", \"\", \"\", \"\", \"\", \"\""),
-            }, |g| g.kernel(kern, ns))?;
+            }, kern, ns)?;
             // Planted: a tiny batched GEMM (a per-head gate) running far below its roofline.
             let (bb, mm, kk) = (b * heads, 16u64, 8u64);
             let flops = 2.0 * (bb * mm * mm * kk) as f64;
@@ -565,31 +507,19 @@ impl<W: Write> Gen<'_, W> {
             let dims = format!("[{bb}, {mm}, {kk}], [{bb}, {kk}, {mm}]");
             let st = format!("[{}, {kk}, 1], [{}, {mm}, 1]", mm * kk, mm * kk);
             g.module("HeadGate_0", |g| {
-                g.op("aten::bmm", &Shapes { dims: &dims, types: "\"c10::BFloat16\", \"c10::BFloat16\"", strides: &st, concrete: "\"\", \"\"" }, |g| g.kernel(BMM_SMALL, ns))
+                g.op_kernel("aten::bmm", &Shapes { dims: &dims, types: "\"c10::BFloat16\", \"c10::BFloat16\"", strides: &st, concrete: "\"\", \"\"" }, BMM_SMALL, ns)
             })?;
             g.linear("Linear_1", h, h)
         })?;
         let e = b * s * h;
-        let d3 = format!("[{b}, {s}, {h}], [{b}, {s}, {h}], []");
-        let st3 = format!("[{0}, {h}, 1], [{0}, {h}, 1], []", s * h);
-        let ns = self.eltwise_ns(e, 3);
-        self.op(
-            "aten::add",
-            &Shapes {
-                dims: &d3,
-                types: "\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"",
-                strides: &st3,
-                concrete: "\"\", \"\", \"1\"",
-            },
-            |g| g.kernel(EW_ADD, ns),
-        )?;
+        self.residual_add()?;
         self.rmsnorm()?;
         self.module("MLP_0", |g| {
             g.linear("Linear_0", h, 4 * h)?;
             let dims = format!("[{b}, {s}, {}], []", 4 * h);
             let st = format!("[{}, {}, 1], []", s * 4 * h, 4 * h);
             let ns = g.eltwise_ns(4 * e, 2);
-            g.op(
+            g.op_kernel(
                 "aten::gelu",
                 &Shapes {
                     dims: &dims,
@@ -597,31 +527,32 @@ impl<W: Write> Gen<'_, W> {
                     strides: &st,
                     concrete: "\"\", \"'none'\"",
                 },
-                |g| g.kernel(EW_GELU, ns),
+                EW_GELU,
+                ns,
             )?;
             g.linear("Linear_1", 4 * h, h)
         })?;
-        let ns = self.eltwise_ns(e, 3);
-        self.op(
-            "aten::add",
-            &Shapes {
-                dims: &d3,
-                types: "\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"",
-                strides: &st3,
-                concrete: "\"\", \"\", \"1\"",
-            },
-            |g| g.kernel(EW_ADD, ns),
-        )
+        self.residual_add()
+    }
+
+    /// The residual connection `x + f(x)`.
+    fn residual_add(&mut self) -> io::Result<()> {
+        let (b, s, h, _) = self.dims();
+        let d3 = format!("[{b}, {s}, {h}], [{b}, {s}, {h}], []");
+        let st3 = format!("[{0}, {h}, 1], [{0}, {h}, 1], []", s * h);
+        let ns = self.eltwise_ns(b * s * h, 3);
+        let shapes = Shapes {
+            dims: &d3,
+            types: "\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"",
+            strides: &st3,
+            concrete: "\"\", \"\", \"1\"",
+        };
+        self.op_kernel("aten::add", &shapes, EW_ADD, ns)
     }
 
     /// Backward of one block: autograd wrappers around the backward ops.
     fn block_backward(&mut self) -> io::Result<()> {
-        let (b, s, h, heads) = (
-            self.spec.batch,
-            self.spec.seq,
-            self.spec.hidden,
-            self.spec.heads,
-        );
+        let (b, s, h, heads) = self.dims();
         let m = b * s;
         let gemm = |g: &mut Self, n: u64, k: u64| -> io::Result<()> {
             let dims = format!("[{m}, {n}], [{n}, {k}]");
@@ -646,7 +577,7 @@ impl<W: Write> Gen<'_, W> {
         let dims = format!("[{b}, {s}, {}], [{b}, {s}, {}], []", 4 * h, 4 * h);
         let st = format!("[{0}, {1}, 1], [{0}, {1}, 1], []", s * 4 * h, 4 * h);
         self.autograd("GeluBackward0", |g| {
-            g.op(
+            g.op_kernel(
                 "aten::gelu_backward",
                 &Shapes {
                     dims: &dims,
@@ -654,7 +585,8 @@ impl<W: Write> Gen<'_, W> {
                     strides: &st,
                     concrete: "\"\", \"\", \"'none'\"",
                 },
-                |g| g.kernel(EW_GELU_BWD, ns),
+                EW_GELU_BWD,
+                ns,
             )
         })?;
         gemm(self, 4 * h, h)?;
@@ -669,7 +601,7 @@ impl<W: Write> Gen<'_, W> {
             s * h
         );
         self.autograd("ScaledDotProductFlashAttentionBackward0", |g| {
-            g.op("aten::_flash_attention_backward", &Shapes { dims: &dims, types: "\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\"", strides: &st, concrete: "\"\", \"\", \"\", \"\"" }, |g| g.kernel(kern, ns))
+            g.op_kernel("aten::_flash_attention_backward", &Shapes { dims: &dims, types: "\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\"", strides: &st, concrete: "\"\", \"\", \"\", \"\"" }, kern, ns)
         })?;
         gemm(self, 3 * h, h)?;
         // RMSNorm backward, unfused like its forward: eight elementwise kernels.
@@ -680,7 +612,7 @@ impl<W: Write> Gen<'_, W> {
             self.autograd("MulBackward0", |g| {
                 for _ in 0..4 {
                     let ns = g.eltwise_ns(e, 3);
-                    g.op(
+                    g.op_kernel(
                         "aten::mul",
                         &Shapes {
                             dims: &d3,
@@ -688,7 +620,8 @@ impl<W: Write> Gen<'_, W> {
                             strides: &st3,
                             concrete: "\"\", \"\"",
                         },
-                        |g| g.kernel(EW_MUL, ns),
+                        EW_MUL,
+                        ns,
                     )?;
                 }
                 Ok(())
@@ -704,27 +637,7 @@ impl<W: Write> Gen<'_, W> {
     ) -> io::Result<()> {
         let name = format!("autograd::engine::evaluate_function: {node}");
         let inner = node.to_owned();
-        self.op(
-            &name,
-            &Shapes {
-                dims: "",
-                types: "",
-                strides: "",
-                concrete: "",
-            },
-            |g| {
-                g.op(
-                    &inner,
-                    &Shapes {
-                        dims: "",
-                        types: "",
-                        strides: "",
-                        concrete: "",
-                    },
-                    body,
-                )
-            },
-        )
+        self.op(&name, &NO_SHAPES, |g| g.op(&inner, &NO_SHAPES, body))
     }
 
     fn all_reduce(&mut self) -> io::Result<()> {
@@ -747,19 +660,10 @@ impl<W: Write> Gen<'_, W> {
         };
         let mut span = (0, 0);
         self.op("c10d::allreduce_", &shapes, |g| {
-            g.op(
-                "record_param_comms",
-                &Shapes {
-                    dims: "",
-                    types: "",
-                    strides: "",
-                    concrete: "",
-                },
-                |g| {
-                    span = g.launch(launch, kern, dur, COMM_STREAM, &args)?;
-                    Ok(())
-                },
-            )
+            g.op("record_param_comms", &NO_SHAPES, |g| {
+                span = g.launch(launch, kern, dur, COMM_STREAM, &args)?;
+                Ok(())
+            })
         })?;
         self.pending_comm.push(span);
         Ok(())
@@ -770,8 +674,14 @@ impl<W: Write> Gen<'_, W> {
         let spans = std::mem::take(&mut self.pending_comm);
         let n = self.spec.layers as u64 * 12 * self.spec.hidden * self.spec.hidden;
         let ns = self.eltwise_ns(n, 8);
-        self.op("Optimizer.step#FusedAdam.step", &Shapes { dims: "", types: "", strides: "", concrete: "" }, |g| {
-            g.op("aten::_fused_adam_", &Shapes { dims: "[], [], [], [], [], []", types: "\"TensorList\", \"TensorList\", \"TensorList\", \"TensorList\", \"TensorList\", \"TensorList\"", strides: "[], [], [], [], [], []", concrete: "\"\", \"\", \"\", \"\", \"\", \"\"" }, |g| g.kernel(ADAM, ns))
+        self.op("Optimizer.step#FusedAdam.step", &NO_SHAPES, |g| {
+            let lists = Shapes {
+                dims: "[], [], [], [], [], []",
+                types: "\"TensorList\", \"TensorList\", \"TensorList\", \"TensorList\", \"TensorList\", \"TensorList\"",
+                strides: "[], [], [], [], [], []",
+                concrete: "\"\", \"\", \"\", \"\", \"\", \"\"",
+            };
+            g.op_kernel("aten::_fused_adam_", &lists, ADAM, ns)
         })?;
         for (cs, ce) in spans {
             let overlap: Nanos = self
