@@ -44,6 +44,8 @@ pub enum DiagnosticKind {
     LinkedWithoutFlows,
     /// Events at timestamp 0.
     ZeroTimestamp,
+    /// GPU events that start before the host call that launched them (clock skew).
+    KernelBeforeLaunch,
     /// Host events that start inside another event on the same thread but end after it.
     OverlappingHostEvents,
     /// Kernels that overlap the previous kernel on the same stream (impossible durations).
@@ -70,6 +72,7 @@ impl DiagnosticKind {
             DiagnosticKind::GraphLaunches => "graph_launches",
             DiagnosticKind::LinkedWithoutFlows => "linked_without_flows",
             DiagnosticKind::ZeroTimestamp => "zero_timestamp",
+            DiagnosticKind::KernelBeforeLaunch => "kernel_before_launch",
             DiagnosticKind::OverlappingHostEvents => "overlapping_host_events",
             DiagnosticKind::OverlappingStreamEvents => "overlapping_stream_events",
             DiagnosticKind::OpsWithoutShapes => "ops_without_shapes",
@@ -89,7 +92,8 @@ impl DiagnosticKind {
             | OverlappingStreamEvents
             | NoGpuEvents
             | ZeroTimestamp
-            | TrailingData => Severity::Warning,
+            | TrailingData
+            | KernelBeforeLaunch => Severity::Warning,
             RepairedJson | GraphLaunches | LinkedWithoutFlows | OpsWithoutShapes | GpuOnlyTrace => {
                 Severity::Info
             }
@@ -111,6 +115,7 @@ impl DiagnosticKind {
             GraphLaunches => "CUDA/HIP graph launches replay many kernels under one host call; their kernels are attributed to the graph launch.",
             LinkedWithoutFlows => "The trace has no launch flow events; launches were linked to GPU work by correlation id alone.",
             ZeroTimestamp => "Some events have timestamp 0, which usually means a profiler fault.",
+            KernelBeforeLaunch => "Some GPU events start before the host call that launched them: the host and GPU clocks disagree, so host-to-GPU latencies are unreliable (GPU-side times are unaffected).",
             OverlappingHostEvents => "Some host events overlap their enclosing event on the same thread; they were left out of the call tree (TraceLens's rule).",
             OverlappingStreamEvents => "Some GPU events overlap the previous event on the same stream, which a stream cannot do; their durations are suspect.",
             OpsWithoutShapes => "Some CPU ops carry no input shapes (record_shapes was off); shape-based grouping and perf models are limited.",

@@ -162,6 +162,7 @@ impl CallTree {
         let flowless = trace.flows.is_empty();
         let (mut graph_launches, mut graph_events, mut flowless_links) = (0u64, 0u64, 0u64);
         let mut targets: Vec<u32> = Vec::new();
+        let (mut skewed, mut skew_examples) = (0u64, Vec::new());
         for r in 0..trace.events.len() {
             let e = &trace.events[r];
             if !e.kind.is_runtime() {
@@ -193,6 +194,18 @@ impl CallTree {
             for &g in &targets {
                 self.parent[g as usize] = r as u32;
                 edges.push((r as u32, g));
+                let (gpu, host) = (&trace.events[g as usize], &trace.events[r]);
+                if gpu.ts < host.ts {
+                    skewed += 1;
+                    if skewed <= 5 {
+                        skew_examples.push(format!(
+                            "event {} starts {} ns before its launch (event {})",
+                            gpu.uid,
+                            host.ts - gpu.ts,
+                            host.uid
+                        ));
+                    }
+                }
             }
         }
         let gpu_total = trace.events.iter().filter(|e| e.kind.is_gpu()).count();
@@ -233,6 +246,12 @@ impl CallTree {
             trace
                 .diagnostics
                 .add(K::LinkedWithoutFlows, flowless_links, None);
+        }
+        for ex in skew_examples {
+            trace.diagnostics.add(K::KernelBeforeLaunch, 0, Some(ex));
+        }
+        if skewed > 0 {
+            trace.diagnostics.add(K::KernelBeforeLaunch, skewed, None);
         }
         if gpu_total == 0 {
             trace.diagnostics.add(K::NoGpuEvents, 1, None);
