@@ -44,6 +44,21 @@ const SHEETS: &[(&str, &[&str])] = &[
     ),
     ("short_kernel_histogram", &[]),
     (
+        "GEMM",
+        &[
+            "name",
+            "param: B",
+            "param: M",
+            "param: N",
+            "param: K",
+            "param: bias",
+            "param: stride_A",
+            "param: stride_B",
+            "param: dtype_A_B",
+            "param: transpose",
+        ],
+    ),
+    (
         "short_kernels_summary",
         &[
             "Parent cpu_op",
@@ -181,17 +196,40 @@ fn time_tolerance_us(trace: &[u8]) -> f64 {
     gpu_events * ulp
 }
 
+/// The absolute allowance of a column under D1. Only interval-union times (and what is derived
+/// from them) get one; plain duration sums, counts, FLOPs and bytes must match to 1e-6.
 fn column_tolerance(col: &str, tol_us: f64, total_us: f64) -> f64 {
     let l = col.to_ascii_lowercase();
+    let union_time = l.starts_with("total_direct_kernel_time")
+        || l.starts_with("total_subtree_kernel_time")
+        || l.starts_with("kernel time (µs)")
+        || l == "time ms";
     if l.contains("percent") || l.contains("(%)") {
         200.0 * tol_us / total_us.max(1e-9)
-    } else if l.ends_with("ms") || l.contains("_ms") || l == "time ms" {
+    } else if union_time && l.ends_with("ms") {
         tol_us / 1000.0
-    } else if l.contains("count") || l == "ex_uid" || l == "rank" {
-        0.0
-    } else {
+    } else if union_time {
         tol_us
+    } else {
+        0.0
     }
+}
+
+/// Rates (TB/s, TFLOPS/s) divide by a kernel time, so they inherit its relative error: the
+/// allowance is the time allowance over the row's smallest kernel time, times the rate's scale.
+fn rate_tolerance(col: &str, row: &[String], header: &[String], tol_us: f64) -> Option<f64> {
+    let prefix = ["TB/s", "TFLOPS/s"]
+        .into_iter()
+        .find(|p| col.starts_with(p))?;
+    let get = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .and_then(|i| row[i].parse::<f64>().ok())
+    };
+    let kt_min = get("Kernel Time (µs)_min")?;
+    let scale = get(&format!("{prefix}_max")).unwrap_or(0.0).abs();
+    Some(2.0 * scale * tol_us / kt_min.max(1e-9))
 }
 
 fn compare_sheet(
@@ -275,6 +313,9 @@ fn compare_sheet(
         for (c, col) in reference.header.iter().enumerate() {
             let (a, b) = (&orow[c], &rrow[c]);
             let mut tol = column_tolerance(col, tol_us, total_us);
+            if let Some(t) = rate_tolerance(col, rrow, &reference.header, tol_us) {
+                tol = t;
+            }
             if col == "Cumulative Percentage (%)" {
                 tol += tie_slack(rrow);
             }

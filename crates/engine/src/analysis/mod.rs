@@ -2,6 +2,7 @@
 //! TraceLens's order and assembles the perf report.
 
 pub mod categories;
+pub mod category_sheets;
 pub mod collectives;
 pub mod intervals;
 pub mod kernel_tables;
@@ -72,6 +73,14 @@ pub fn analyze_trace(mut trace: Trace) -> Analysis {
         sheets.push(ops_tables::ops_summary_by_category(&launchers.list));
         sheets.push(summary);
         sheets.push(ops_tables::ops_unique_args(&trace, &launchers));
+    }
+    if !gpu_only {
+        for sheet in ["GEMM"] {
+            let rows = category_sheets::perf_rows(&trace, &tree, &registry, sheet);
+            if !rows.is_empty() {
+                sheets.push(category_sheets::summarize(&trace, sheet, &rows));
+            }
+        }
     }
     let rows = kernel_tables::kernel_rows(&trace, &tree, &registry, &launchers);
     sheets.push(kernel_tables::kernel_summary(

@@ -221,9 +221,11 @@ pub fn truncate_name(name: &str) -> String {
     }
 }
 
-/// Python's `round(x, 2)` (correctly rounded from the binary value).
+/// `round(x, 2)` on a numpy float64, as TraceLens calls it: numpy scales, rounds half to even
+/// and scales back (`rint(x * 100) / 100`), so 2.645 becomes 2.64 (2.645 * 100 is just below
+/// 264.5), unlike Python's correctly rounded `round`.
 pub fn round2(x: f64) -> f64 {
-    format!("{x:.2}").parse().unwrap_or(x)
+    (x * 100.0).round_ties_even() / 100.0
 }
 
 /// `ops_unique_args`.

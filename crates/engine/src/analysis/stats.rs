@@ -31,9 +31,10 @@ impl Agg {
                 max: f64::NAN,
             };
         }
-        let sum: f64 = values.iter().sum();
+        let sum = pairwise_sum(values);
         let mean = sum / n as f64;
-        let ss: f64 = values.iter().map(|v| (v - mean) * (v - mean)).sum();
+        let sq: Vec<f64> = values.iter().map(|v| (v - mean) * (v - mean)).collect();
+        let ss = pairwise_sum(&sq);
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
         let median = if n % 2 == 1 {
@@ -55,6 +56,41 @@ impl Agg {
             min: sorted[0],
             max: sorted[n - 1],
         }
+    }
+}
+
+/// numpy's pairwise summation (`np.sum` / `np.mean` over a contiguous float64 array), so sums,
+/// means and standard deviations round exactly like TraceLens's, which matters where a value
+/// is then rounded for display (`round(mean, 2)`).
+pub fn pairwise_sum(a: &[f64]) -> f64 {
+    const BLOCK: usize = 128;
+    let n = a.len();
+    if n < 8 {
+        let mut res = -0.0;
+        for v in a {
+            res += v;
+        }
+        res
+    } else if n <= BLOCK {
+        let mut r = [0.0f64; 8];
+        r.copy_from_slice(&a[..8]);
+        let mut i = 8;
+        while i < n - n % 8 {
+            for j in 0..8 {
+                r[j] += a[i + j];
+            }
+            i += 8;
+        }
+        let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        while i < n {
+            res += a[i];
+            i += 1;
+        }
+        res
+    } else {
+        let mut n2 = n / 2;
+        n2 -= n2 % 8;
+        pairwise_sum(&a[..n2]) + pairwise_sum(&a[n2..])
     }
 }
 

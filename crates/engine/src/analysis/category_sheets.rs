@@ -1,0 +1,231 @@
+//! Per-category perf sheets (`GEMM`, `UnaryElementwise`, `SDPA_fwd`, ..., spec §7.6): every op
+//! of the category's model classes, its FLOPs/bytes from the perf model and its achieved rates
+//! over the GPU time of its subtree, grouped by op name and model parameters.
+
+use rustc_hash::FxHashMap;
+
+use super::intervals::busy_time;
+use super::ops_tables::{kernel_details, summarize_kernel_details};
+use super::stats::{us, Agg};
+use crate::model::tree::CallTree;
+use crate::model::{EventId, EventKind, Trace};
+use crate::perf::inputs::OpInputs;
+use crate::perf::Metrics;
+use crate::report::pyrepr::{arg_as_py_tuple, json_as_py_list};
+use crate::report::{Cell, Sheet};
+
+use super::categories::Registry;
+
+/// One modelled op instance.
+#[derive(Debug, Clone)]
+pub struct PerfRow {
+    pub event: EventId,
+    pub metrics: Metrics,
+    /// GPU events of the op's subtree, in timestamp order.
+    pub kernels: Vec<EventId>,
+    pub kernel_time_us: f64,
+}
+
+/// Computes forward metrics for every op whose model class is in `classes` (file order).
+pub fn perf_rows(trace: &Trace, tree: &CallTree, registry: &Registry, sheet: &str) -> Vec<PerfRow> {
+    let mut out = Vec::new();
+    for (i, e) in trace.events.iter().enumerate() {
+        if e.kind != EventKind::CpuOp {
+            continue;
+        }
+        let Some(info) = registry.get(trace.name(e)) else {
+            continue;
+        };
+        let (Some(class), Some(s)) = (info.model_class, info.sheet) else {
+            continue;
+        };
+        if s != sheet {
+            continue;
+        }
+        let id = EventId(i as u32);
+        let mut kernels = tree.gpu_events_under(trace, id);
+        kernels.sort_by_key(|k| (trace.event(*k).ts, k.0));
+        let names: Vec<&str> = kernels
+            .iter()
+            .map(|k| trace.name(trace.event(*k)))
+            .collect();
+        let Some(metrics) = crate::perf::forward(class, &OpInputs::of(trace, e), &names) else {
+            continue;
+        };
+        let kernel_time_us = us(busy_time(kernels.iter().map(|k| {
+            let k = trace.event(*k);
+            (k.ts, k.end())
+        })));
+        out.push(PerfRow {
+            event: id,
+            metrics,
+            kernels,
+            kernel_time_us,
+        });
+    }
+    out
+}
+
+fn first_finite(values: impl Iterator<Item = f64>) -> f64 {
+    values.into_iter().find(|v| !v.is_nan()).unwrap_or(f64::NAN)
+}
+
+/// Aggregate of the non-NaN values (pandas skips NaN).
+fn agg_skipna(values: &[f64]) -> Agg {
+    let v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    Agg::of(&v)
+}
+
+/// Summarizes perf rows into a TraceLens per-category sheet named `name`.
+pub fn summarize(trace: &Trace, name: &str, rows: &[PerfRow]) -> Sheet {
+    // Param columns: union over rows, in first-appearance order.
+    let mut param_cols: Vec<&'static str> = Vec::new();
+    for r in rows {
+        for (k, _) in &r.metrics.params {
+            if !param_cols.contains(k) {
+                param_cols.push(k);
+            }
+        }
+    }
+    let key_of = |r: &PerfRow| -> Vec<String> {
+        let mut key = vec![trace.name(trace.event(r.event)).to_owned()];
+        for col in &param_cols {
+            key.push(
+                r.metrics
+                    .params
+                    .iter()
+                    .find(|(k, _)| k == col)
+                    .map_or("nan".to_owned(), |(_, v)| v.py()),
+            );
+        }
+        key
+    };
+    let mut index: FxHashMap<Vec<String>, usize> = FxHashMap::default();
+    let mut groups: Vec<(Vec<String>, Vec<&PerfRow>)> = Vec::new();
+    for r in rows {
+        let key = key_of(r);
+        match index.get(&key) {
+            Some(&g) => groups[g].1.push(r),
+            None => {
+                index.insert(key.clone(), groups.len());
+                groups.push((key, vec![r]));
+            }
+        }
+    }
+    let mut cols: Vec<String> = vec!["name".into()];
+    cols.extend(param_cols.iter().map(|c| format!("param: {c}")));
+    for c in ["GFLOPS_first", "Data Moved (MB)_first", "FLOPS/Byte_first"] {
+        cols.push(c.into());
+    }
+    for m in ["TB/s", "TFLOPS/s"] {
+        for s in ["mean", "median", "std", "min", "max"] {
+            cols.push(format!("{m}_{s}"));
+        }
+    }
+    for c in [
+        "process_name_first",
+        "process_label_first",
+        "thread_name_first",
+        "Compute Spec",
+        "kernel_details__summarize_kernel_stats",
+        "trunc_kernel_details",
+        "Input Dims_first",
+        "Input type_first",
+        "Input Strides_first",
+        "Concrete Inputs_first",
+    ] {
+        cols.push(c.into());
+    }
+    for s in ["mean", "median", "std", "min", "max", "sum"] {
+        cols.push(format!("Kernel Time (µs)_{s}"));
+    }
+    cols.push("name_count".into());
+    cols.push("UID_first".into());
+
+    struct Out {
+        cells: Vec<Cell>,
+        kt_sum: f64,
+        uid: u32,
+    }
+    let mut out: Vec<Out> = groups
+        .into_iter()
+        .map(|(key, members)| {
+            let first = members[0];
+            let e = trace.event(first.event);
+            let kt: Vec<f64> = members.iter().map(|r| r.kernel_time_us).collect();
+            let tb: Vec<f64> = members
+                .iter()
+                .map(|r| r.metrics.tb_per_s(r.kernel_time_us))
+                .collect();
+            let tf: Vec<f64> = members
+                .iter()
+                .map(|r| r.metrics.tflops_per_s(r.kernel_time_us))
+                .collect();
+            let mut cells: Vec<Cell> = key.into_iter().map(Cell::Str).collect();
+            cells.push(Cell::f(first_finite(
+                members.iter().map(|r| r.metrics.gflops()),
+            )));
+            cells.push(Cell::f(first_finite(
+                members.iter().map(|r| r.metrics.data_moved_mb()),
+            )));
+            cells.push(Cell::f(first_finite(
+                members.iter().map(|r| r.metrics.flops_per_byte()),
+            )));
+            for v in [agg_skipna(&tb), agg_skipna(&tf)] {
+                cells.extend([
+                    Cell::f(v.mean),
+                    Cell::f(v.median),
+                    Cell::f(v.std),
+                    Cell::f(v.min),
+                    Cell::f(v.max),
+                ]);
+            }
+            cells.push(Cell::s(trace.process_name(e)));
+            cells.push(Cell::s(trace.process_label(e)));
+            cells.push(Cell::s(trace.thread_name(e)));
+            cells.push(Cell::s(first.metrics.compute_spec.clone()));
+            let inst: Vec<_> = members
+                .iter()
+                .map(|r| kernel_details(trace, &r.kernels))
+                .collect();
+            let (full, trunc) = summarize_kernel_details(&inst);
+            cells.push(full);
+            cells.push(trunc);
+            let args = trace.op_args_of(e);
+            let list = |f: fn(&crate::model::OpArgs) -> Option<crate::model::StrId>| -> Cell {
+                match args
+                    .and_then(f)
+                    .and_then(|s| serde_json::from_str(trace.strings.get(s)).ok())
+                {
+                    Some(v) => Cell::s(json_as_py_list(&v)),
+                    None => Cell::Empty,
+                }
+            };
+            cells.push(list(|a| a.input_dims));
+            cells.push(list(|a| a.input_type));
+            cells.push(list(|a| a.input_strides));
+            cells.push(list(|a| a.concrete_inputs));
+            let k = Agg::of(&kt);
+            cells.extend([
+                Cell::f(k.mean),
+                Cell::f(k.median),
+                Cell::f(k.std),
+                Cell::f(k.min),
+                Cell::f(k.max),
+                Cell::f(k.sum),
+            ]);
+            cells.push(Cell::Int(members.len() as i64));
+            cells.push(Cell::Int(i64::from(e.uid)));
+            Out {
+                cells,
+                kt_sum: k.sum,
+                uid: e.uid,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.kt_sum.total_cmp(&a.kt_sum).then(a.uid.cmp(&b.uid)));
+    let _ = arg_as_py_tuple;
+    let mut sheet = Sheet::new(name, &cols);
+    sheet.rows = out.into_iter().map(|o| o.cells).collect();
+    sheet
+}

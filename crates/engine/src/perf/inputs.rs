@@ -1,0 +1,67 @@
+//! A cpu_op's recorded inputs (`Input Dims`, `Input type`, `Input Strides`, `Concrete Inputs`),
+//! parsed from the interned raw JSON for the perf-model parsers. Slots are positional, one per
+//! schema argument (§6.3).
+
+use serde_json::Value;
+
+use crate::model::{Event, Trace};
+
+/// Parsed inputs of one op.
+#[derive(Debug, Clone, Default)]
+pub struct OpInputs {
+    pub dims: Vec<Value>,
+    pub types: Vec<Value>,
+    pub strides: Vec<Value>,
+    pub concrete: Vec<Value>,
+}
+
+fn parse_list(trace: &Trace, id: Option<crate::model::StrId>) -> Vec<Value> {
+    match id.map(|s| serde_json::from_str::<Value>(trace.strings.get(s))) {
+        Some(Ok(Value::Array(v))) => v,
+        _ => Vec::new(),
+    }
+}
+
+impl OpInputs {
+    pub fn of(trace: &Trace, e: &Event) -> OpInputs {
+        let Some(a) = trace.op_args_of(e) else {
+            return OpInputs::default();
+        };
+        OpInputs {
+            dims: parse_list(trace, a.input_dims),
+            types: parse_list(trace, a.input_type),
+            strides: parse_list(trace, a.input_strides),
+            concrete: parse_list(trace, a.concrete_inputs),
+        }
+    }
+
+    /// Shape at slot `i` (a list of integers); `None` when absent or not a shape.
+    pub fn shape(&self, i: usize) -> Option<Vec<i64>> {
+        shape_of(self.dims.get(i)?)
+    }
+
+    /// Dtype string at slot `i` (`""` when absent).
+    pub fn dtype(&self, i: usize) -> &str {
+        self.types.get(i).and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// Concrete-input string at slot `i` (`""` when absent).
+    pub fn concrete(&self, i: usize) -> &str {
+        self.concrete.get(i).and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// Strides at slot `i`, as recorded (JSON), `None` when absent.
+    pub fn stride(&self, i: usize) -> Option<&Value> {
+        self.strides.get(i)
+    }
+}
+
+/// A JSON list of integers as a shape.
+pub fn shape_of(v: &Value) -> Option<Vec<i64>> {
+    v.as_array()?.iter().map(Value::as_i64).collect()
+}
+
+/// Product of a shape (1 for a scalar `[]`).
+pub fn numel(shape: &[i64]) -> f64 {
+    shape.iter().map(|&d| d as f64).product()
+}

@@ -1,0 +1,82 @@
+//! Perf models: FLOPs and bytes moved for an op from its recorded shapes and dtypes
+//! (`../shared/docs/tracelens_spec.md` §6). Table-driven: the op registry
+//! (`analysis/op_registry.tsv`) maps an op name to a model class, and each family module maps a
+//! class to its parser and formulas.
+
+pub mod dtype;
+pub mod gemm;
+pub mod inputs;
+pub mod params;
+
+use inputs::OpInputs;
+use params::Param;
+
+/// FLOPs, bytes and parameters of one op instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metrics {
+    pub flops: f64,
+    /// `None` when a dtype has no defined size (bool, complex, ...).
+    pub bytes: Option<f64>,
+    /// `param: *` values in the model's order.
+    pub params: Vec<(&'static str, Param)>,
+    /// `matrix_bf16`, `vector_fp32`, ... (empty when the precision is unknown).
+    pub compute_spec: String,
+}
+
+impl Metrics {
+    pub fn new(
+        flops: f64,
+        bytes: Option<f64>,
+        params: Vec<(&'static str, Param)>,
+        maf: &str,
+        dtype: &str,
+    ) -> Metrics {
+        let compute_spec = dtype::precision(dtype).map_or(String::new(), |p| format!("{maf}_{p}"));
+        Metrics {
+            flops,
+            bytes,
+            params,
+            compute_spec,
+        }
+    }
+
+    pub fn gflops(&self) -> f64 {
+        self.flops / 1e9
+    }
+
+    /// Data moved in MiB (TraceLens labels it MB).
+    pub fn data_moved_mb(&self) -> f64 {
+        self.bytes.map_or(f64::NAN, |b| b / (1024.0 * 1024.0))
+    }
+
+    pub fn flops_per_byte(&self) -> f64 {
+        match self.bytes {
+            Some(b) if b != 0.0 => self.flops / b,
+            _ => f64::NAN,
+        }
+    }
+
+    /// Achieved TFLOPS/s for a kernel time in µs (NaN when the time is 0).
+    pub fn tflops_per_s(&self, kernel_us: f64) -> f64 {
+        if kernel_us == 0.0 {
+            f64::NAN
+        } else {
+            (self.gflops() / 1e3) / (kernel_us / 1e6)
+        }
+    }
+
+    /// Achieved TB/s (decimal) for a kernel time in µs.
+    pub fn tb_per_s(&self, kernel_us: f64) -> f64 {
+        match self.bytes {
+            Some(b) if kernel_us != 0.0 => (b / 1e12) / (kernel_us / 1e6),
+            _ => f64::NAN,
+        }
+    }
+}
+
+/// Forward metrics of an op of model class `class`; `None` when the class is not modelled or the
+/// inputs do not parse. `kernels` are the op's GPU event names in timestamp order (some models
+/// read layout hints from them).
+pub fn forward(class: &str, inputs: &OpInputs, kernels: &[&str]) -> Option<Metrics> {
+    gemm::forward(class, inputs, kernels)
+}
