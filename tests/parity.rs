@@ -16,6 +16,45 @@ use jarvis_engine::report::Sheet;
 
 /// The sheets this suite checks, with the columns that identify a row (empty: by position).
 const SHEETS: &[(&str, &[&str])] = &[
+    (
+        "SDPA_fwd",
+        &[
+            "name",
+            "param: B",
+            "param: N_Q",
+            "param: H_Q",
+            "param: N_KV",
+            "param: H_KV",
+            "param: d_h_qk",
+            "param: d_h_v",
+            "param: dropout",
+            "param: causal",
+            "param: flash_impl",
+            "param: dtype_A_B",
+        ],
+    ),
+    (
+        "UnaryElementwise",
+        &[
+            "name",
+            "param: op_shape",
+            "param: dtype_in_out",
+            "param: stride_input",
+            "param: stride_output",
+        ],
+    ),
+    (
+        "BinaryElementwise",
+        &[
+            "name",
+            "param: shape_in1",
+            "param: shape_in2",
+            "param: dtype_in1_in2_out",
+            "param: stride_input1",
+            "param: stride_input2",
+            "param: stride_output",
+        ],
+    ),
     ("gpu_timeline", &["type"]),
     ("ops_summary_by_category", &["op category"]),
     ("ops_summary", &["name"]),

@@ -26,8 +26,13 @@ pub struct PerfRow {
     pub kernel_time_us: f64,
 }
 
-/// Computes forward metrics for every op whose model class is in `classes` (file order).
-pub fn perf_rows(trace: &Trace, tree: &CallTree, registry: &Registry, sheet: &str) -> Vec<PerfRow> {
+/// Computes forward metrics for every op of a model family (file order).
+pub fn perf_rows(
+    trace: &Trace,
+    tree: &CallTree,
+    registry: &Registry,
+    family: &str,
+) -> Vec<PerfRow> {
     let mut out = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
         if e.kind != EventKind::CpuOp {
@@ -39,7 +44,7 @@ pub fn perf_rows(trace: &Trace, tree: &CallTree, registry: &Registry, sheet: &st
         let (Some(class), Some(s)) = (info.model_class, info.sheet) else {
             continue;
         };
-        if s != sheet {
+        if s != family {
             continue;
         }
         let id = EventId(i as u32);
@@ -161,7 +166,17 @@ pub fn summarize(trace: &Trace, name: &str, rows: &[PerfRow]) -> Sheet {
                 .iter()
                 .map(|r| r.metrics.tflops_per_s(r.kernel_time_us))
                 .collect();
-            let mut cells: Vec<Cell> = key.into_iter().map(Cell::Str).collect();
+            // None (or an absent param) is NaN in TraceLens's frame: an empty cell.
+            let mut cells: Vec<Cell> = key
+                .into_iter()
+                .map(|k| {
+                    if k == "None" || k == "nan" {
+                        Cell::Empty
+                    } else {
+                        Cell::Str(k)
+                    }
+                })
+                .collect();
             cells.push(Cell::f(first_finite(
                 members.iter().map(|r| r.metrics.gflops()),
             )));

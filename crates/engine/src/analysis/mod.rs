@@ -75,8 +75,14 @@ pub fn analyze_trace(mut trace: Trace) -> Analysis {
         sheets.push(ops_tables::ops_unique_args(&trace, &launchers));
     }
     if !gpu_only {
-        for sheet in ["GEMM"] {
-            let rows = category_sheets::perf_rows(&trace, &tree, &registry, sheet);
+        // (model family in the registry, sheet name), in TraceLens's workbook order.
+        for (family, sheet) in [
+            ("GEMM", "GEMM"),
+            ("SDPA", "SDPA_fwd"),
+            ("BinaryElementwise", "BinaryElementwise"),
+            ("UnaryElementwise", "UnaryElementwise"),
+        ] {
+            let rows = category_sheets::perf_rows(&trace, &tree, &registry, family);
             if !rows.is_empty() {
                 sheets.push(category_sheets::summarize(&trace, sheet, &rows));
             }

@@ -160,7 +160,8 @@ pub fn kernel_details(trace: &Trace, kernels: &[EventId]) -> Vec<KernelDetail> {
 /// from the first non-empty one are skipped (TraceLens does the same, with a warning).
 pub fn summarize_kernel_details(instances: &[Vec<KernelDetail>]) -> (Cell, Cell) {
     let Some(template) = instances.iter().find(|v| !v.is_empty()) else {
-        return (Cell::Empty, Cell::Empty);
+        // An empty summary list; its truncated form is None (an empty cell).
+        return (Cell::s("[]"), Cell::Empty);
     };
     let mut durs: Vec<Vec<f64>> = vec![Vec::new(); template.len()];
     for inst in instances.iter().filter(|v| v.len() == template.len()) {

@@ -4,9 +4,11 @@
 //! class to its parser and formulas.
 
 pub mod dtype;
+pub mod elementwise;
 pub mod gemm;
 pub mod inputs;
 pub mod params;
+pub mod sdpa;
 
 use inputs::OpInputs;
 use params::Param;
@@ -79,4 +81,7 @@ impl Metrics {
 /// read layout hints from them).
 pub fn forward(class: &str, inputs: &OpInputs, kernels: &[&str]) -> Option<Metrics> {
     gemm::forward(class, inputs, kernels)
+        .or_else(|| elementwise::unary(class, inputs))
+        .or_else(|| elementwise::binary(class, inputs))
+        .or_else(|| sdpa::forward(class, inputs))
 }
