@@ -17,6 +17,13 @@ use jarvis_engine::report::Sheet;
 /// The sheets this suite checks, with the columns that identify a row (empty: by position).
 const SHEETS: &[(&str, &[&str])] = &[
     (
+        "Normalization",
+        &[
+            "name", "param: op_shape", "param: dtype_in_out", "param: stride_input", "param: num_channels",
+            "param: has_bias", "param: is_affine", "param: is_training", "param: output_mask",
+        ],
+    ),
+    (
         "SDPA_fwd",
         &[
             "name",

@@ -81,6 +81,7 @@ pub fn analyze_trace(mut trace: Trace) -> Analysis {
             ("SDPA", "SDPA_fwd"),
             ("BinaryElementwise", "BinaryElementwise"),
             ("UnaryElementwise", "UnaryElementwise"),
+            ("Normalization", "Normalization"),
         ] {
             let rows = category_sheets::perf_rows(&trace, &tree, &registry, family);
             if !rows.is_empty() {

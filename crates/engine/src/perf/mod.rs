@@ -7,6 +7,7 @@ pub mod dtype;
 pub mod elementwise;
 pub mod gemm;
 pub mod inputs;
+pub mod norm;
 pub mod params;
 pub mod sdpa;
 
@@ -84,4 +85,5 @@ pub fn forward(class: &str, inputs: &OpInputs, kernels: &[&str]) -> Option<Metri
         .or_else(|| elementwise::unary(class, inputs))
         .or_else(|| elementwise::binary(class, inputs))
         .or_else(|| sdpa::forward(class, inputs))
+        .or_else(|| norm::metrics(class, inputs))
 }
