@@ -26,12 +26,33 @@ pub struct PerfRow {
     pub kernel_time_us: f64,
 }
 
-/// Computes forward metrics for every op of a model family (file order).
+/// Ops whose rows TraceLens moves from a `<family>_fwd` sheet to `<family>_bwd`: their own model
+/// already computes backward work.
+pub const BACKWARD_OPS: &[&str] = &[
+    "flash_attn::_flash_attn_varlen_backward",
+    "aten::convolution_backward",
+    "ConvBias_Backward",
+    "ConvBiasReLU_Backward",
+];
+
+/// Which ops of a family a sheet holds: single sheets and `_fwd` sheets hold every op but the
+/// [`BACKWARD_OPS`]; `_bwd` sheets hold those.
+pub fn sheet_holds(sheet: &str, op: &str) -> bool {
+    let moved = BACKWARD_OPS.contains(&op);
+    if sheet.ends_with("_bwd") {
+        moved
+    } else {
+        !moved
+    }
+}
+
+/// Computes forward metrics for every op of a model family held by `sheet` (file order).
 pub fn perf_rows(
     trace: &Trace,
     tree: &CallTree,
     registry: &Registry,
     family: &str,
+    sheet: &str,
 ) -> Vec<PerfRow> {
     let mut out = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
@@ -44,7 +65,7 @@ pub fn perf_rows(
         let (Some(class), Some(s)) = (info.model_class, info.sheet) else {
             continue;
         };
-        if s != family {
+        if s != family || !sheet_holds(sheet, trace.name(e)) {
             continue;
         }
         let id = EventId(i as u32);

@@ -79,11 +79,13 @@ pub fn analyze_trace(mut trace: Trace) -> Analysis {
         for (family, sheet) in [
             ("GEMM", "GEMM"),
             ("SDPA", "SDPA_fwd"),
+            ("CONV", "CONV_fwd"),
+            ("CONV", "CONV_bwd"),
             ("BinaryElementwise", "BinaryElementwise"),
             ("UnaryElementwise", "UnaryElementwise"),
             ("Normalization", "Normalization"),
         ] {
-            let rows = category_sheets::perf_rows(&trace, &tree, &registry, family);
+            let rows = category_sheets::perf_rows(&trace, &tree, &registry, family, sheet);
             if !rows.is_empty() {
                 sheets.push(category_sheets::summarize(&trace, sheet, &rows));
             }

@@ -3,6 +3,7 @@
 //! (`analysis/op_registry.tsv`) maps an op name to a model class, and each family module maps a
 //! class to its parser and formulas.
 
+pub mod conv;
 pub mod dtype;
 pub mod elementwise;
 pub mod gemm;
@@ -86,4 +87,5 @@ pub fn forward(class: &str, inputs: &OpInputs, kernels: &[&str]) -> Option<Metri
         .or_else(|| elementwise::binary(class, inputs))
         .or_else(|| sdpa::forward(class, inputs))
         .or_else(|| norm::metrics(class, inputs))
+        .or_else(|| conv::metrics(class, inputs))
 }

@@ -50,7 +50,11 @@ impl Norm {
             + self.n * b * if mask0 && self.training { 2.0 } else { 1.0 }
             + if self.training { self.c * b } else { 0.0 }
             + if self.affine { self.c * b } else { 0.0 }
-            + if self.affine && self.training { self.c * b * if self.has_bias { 2.0 } else { 1.0 } } else { 0.0 }
+            + if self.affine && self.training {
+                self.c * b * if self.has_bias { 2.0 } else { 1.0 }
+            } else {
+                0.0
+            }
     }
 }
 
@@ -82,7 +86,10 @@ fn flag(s: &str) -> bool {
 }
 
 fn mask_param(mask: &[bool]) -> Param {
-    let items: Vec<&str> = mask.iter().map(|b| if *b { "True" } else { "False" }).collect();
+    let items: Vec<&str> = mask
+        .iter()
+        .map(|b| if *b { "True" } else { "False" })
+        .collect();
     Param::Str(format!("[{}]", items.join(", ")))
 }
 
@@ -110,29 +117,61 @@ pub fn metrics(class: &str, x: &OpInputs) -> Option<Metrics> {
     let bpe = bytes_per_element(t)?;
     let n = numel(&shape);
     let dim1 = shape.get(1).map(|&c| c as f64);
-    let (c, affine, has_bias, training, mask): (f64, bool, bool, bool, Option<Vec<bool>>) = match class {
-        "BatchNorm" => (dim1?, present(x, 2), true, flag(x.concrete(5)), None),
-        "InstanceNorm" => (dim1?, present(x, 2), true, flag(x.concrete(5)), None),
-        "LayerNorm" => (list_product(x.concrete(1))?, present(x, 2), present(x, 3), true, None),
-        "GroupNorm" => (dim1?, present(x, 2), true, true, None),
-        "RMSNorm" => (list_product(x.concrete(1))?, present(x, 2), false, false, None),
-        "BatchNormBwd" => {
-            let training = !vendor_bn_bwd && flag(x.concrete(7));
-            (dim1?, true, true, training, Some(vec![present(x, 0)]))
-        }
-        "LayerNormBwd" => {
-            let mask = bool_list(x.concrete(7))?;
-            let (affine, bias) = (mask.get(1).copied()?, mask.get(2).copied()?);
-            (list_product(x.concrete(2))?, affine, bias, true, Some(mask))
-        }
-        "GroupNormBwd" => {
-            let groups: f64 = x.concrete(8).trim().parse().ok()?;
-            (dim1? / groups, present(x, 5), true, true, Some(bool_list(x.concrete(9))?))
-        }
-        "RMSNormBwd" => (list_product(x.concrete(2))?, present(x, 4), false, false, Some(bool_list(x.concrete(5))?)),
-        _ => return None,
+    let (c, affine, has_bias, training, mask): (f64, bool, bool, bool, Option<Vec<bool>>) =
+        match class {
+            "BatchNorm" => (dim1?, present(x, 2), true, flag(x.concrete(5)), None),
+            "InstanceNorm" => (dim1?, present(x, 2), true, flag(x.concrete(5)), None),
+            "LayerNorm" => (
+                list_product(x.concrete(1))?,
+                present(x, 2),
+                present(x, 3),
+                true,
+                None,
+            ),
+            "GroupNorm" => (dim1?, present(x, 2), true, true, None),
+            "RMSNorm" => (
+                list_product(x.concrete(1))?,
+                present(x, 2),
+                false,
+                false,
+                None,
+            ),
+            "BatchNormBwd" => {
+                let training = !vendor_bn_bwd && flag(x.concrete(7));
+                (dim1?, true, true, training, Some(vec![present(x, 0)]))
+            }
+            "LayerNormBwd" => {
+                let mask = bool_list(x.concrete(7))?;
+                let (affine, bias) = (mask.get(1).copied()?, mask.get(2).copied()?);
+                (list_product(x.concrete(2))?, affine, bias, true, Some(mask))
+            }
+            "GroupNormBwd" => {
+                let groups: f64 = x.concrete(8).trim().parse().ok()?;
+                (
+                    dim1? / groups,
+                    present(x, 5),
+                    true,
+                    true,
+                    Some(bool_list(x.concrete(9))?),
+                )
+            }
+            "RMSNormBwd" => (
+                list_product(x.concrete(2))?,
+                present(x, 4),
+                false,
+                false,
+                Some(bool_list(x.concrete(5))?),
+            ),
+            _ => return None,
+        };
+    let m = Norm {
+        n,
+        c,
+        affine,
+        has_bias,
+        training,
+        bpe,
     };
-    let m = Norm { n, c, affine, has_bias, training, bpe };
     let (flops, bytes) = match class {
         "RMSNorm" => (
             (n / c) * (2.0 * c + 2.0) + n * if affine { 2.0 } else { 1.0 },
@@ -140,15 +179,25 @@ pub fn metrics(class: &str, x: &OpInputs) -> Option<Metrics> {
         ),
         "RMSNormBwd" => {
             let mk = mask.clone().unwrap_or_default();
-            let (m0, m1) = (mk.first().copied().unwrap_or(false), mk.get(1).copied().unwrap_or(false));
+            let (m0, m1) = (
+                mk.first().copied().unwrap_or(false),
+                mk.get(1).copied().unwrap_or(false),
+            );
             let f = if affine { n } else { 0.0 }
                 + n
                 + if m0 { 6.0 * n } else { 0.0 }
-                + if m1 && affine { n + if n / c > 1.0 { n } else { 0.0 } } else { 0.0 };
+                + if m1 && affine {
+                    n + if n / c > 1.0 { n } else { 0.0 }
+                } else {
+                    0.0
+                };
             (f, 3.0 * n * bpe + if affine { 2.0 * c * bpe } else { 0.0 })
         }
         _ if backward => {
-            let m0 = mask.as_ref().and_then(|v| v.first().copied()).unwrap_or(true);
+            let m0 = mask
+                .as_ref()
+                .and_then(|v| v.first().copied())
+                .unwrap_or(true);
             (m.flops_bwd(m0), m.bytes_bwd(m0))
         }
         _ => (m.flops_fwd(), m.bytes_fwd()),
@@ -175,7 +224,10 @@ mod tests {
 
     #[test]
     fn lists() {
-        assert_eq!(bool_list("[True, False, True]"), Some(vec![true, false, true]));
+        assert_eq!(
+            bool_list("[True, False, True]"),
+            Some(vec![true, false, true])
+        );
         assert_eq!(list_product("[16, 32, 32]"), Some(16384.0));
         assert!(!flag("False") && flag("True"));
     }
