@@ -1,0 +1,146 @@
+//! Perf-model ground truth: FLOPs and bytes written down from the maths (and PyTorch's
+//! flop-counter conventions: a multiply-add is 2 FLOPs), not from Jarvis's own output.
+
+use jarvis_engine::perf::inputs::OpInputs;
+use jarvis_engine::perf::{forward, Metrics};
+use serde_json::{json, Value};
+
+fn inputs(dims: Value, types: Value, strides: Value, concrete: Value) -> OpInputs {
+    let list = |v: Value| v.as_array().cloned().unwrap_or_default();
+    OpInputs { dims: list(dims), types: list(types), strides: list(strides), concrete: list(concrete) }
+}
+
+fn model(class: &str, x: &OpInputs) -> Metrics {
+    forward(class, x, &[]).unwrap_or_else(|| panic!("{class} did not model"))
+}
+
+#[test]
+fn gemm_with_bias() {
+    // addmm(bias[N], A[M,K], B[K,N]), bf16: 2MNK multiply-adds plus M*N bias adds;
+    // reads A, B, bias and writes C.
+    let (m, n, k) = (8944.0, 1024.0, 1024.0);
+    let x = inputs(
+        json!([[1024], [8944, 1024], [1024, 1024], [], []]),
+        json!(["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"]),
+        json!([[1], [1024, 1], [1, 1024], [], []]),
+        json!(["", "", "", "1", "1"]),
+    );
+    let r = model("aten_addmm", &x);
+    assert_eq!(r.flops, 2.0 * m * n * k + m * n);
+    assert_eq!(r.bytes, Some(2.0 * (m * k + k * n + m * n + n)));
+    assert_eq!(r.compute_spec, "matrix_bf16");
+}
+
+#[test]
+fn batched_gemm() {
+    // bmm([16, 5185, 5185], [16, 5185, 64]): per batch 2*M*N*K.
+    let (b, m, n, k) = (16.0, 5185.0, 64.0, 5185.0);
+    let x = inputs(
+        json!([[16, 5185, 5185], [16, 5185, 64]]),
+        json!(["c10::BFloat16", "c10::BFloat16"]),
+        json!([[26884225, 5185, 1], [331840, 64, 1]]),
+        json!(["", ""]),
+    );
+    let r = model("aten_bmm", &x);
+    assert_eq!(r.flops, b * 2.0 * m * n * k);
+    assert_eq!(r.bytes, Some(b * 2.0 * (m * k + k * n + m * n)));
+    assert!((r.gflops() - 55.0588928).abs() < 1e-9, "the spec's worked example");
+}
+
+#[test]
+fn causal_attention_forward() {
+    // Flash SDPA, q/k/v [B=2, H=8, N=1024, d=128], causal: QK^T and PV are each 2*N*N*d per
+    // head, and causal masking halves the work.
+    let (b, h, n, d) = (2.0, 8.0, 1024.0, 128.0);
+    let x = inputs(
+        json!([[2, 8, 1024, 128], [2, 8, 1024, 128], [2, 8, 1024, 128], [], [], [], []]),
+        json!(["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar", "Scalar", "Scalar"]),
+        json!([[], [], [], [], [], [], []]),
+        json!(["", "", "", "0.", "True", "False", "0.088"]),
+    );
+    let r = model("aten__scaled_dot_product_flash_attention", &x);
+    assert_eq!(r.flops, b * h * (2.0 * n * n * d + 2.0 * n * n * d) / 2.0);
+    // Q, K, V read and O written, 2 bytes each.
+    assert_eq!(r.bytes, Some(4.0 * b * h * n * d * 2.0));
+}
+
+#[test]
+fn strided_convolution() {
+    // conv2d x[10, 64, 56, 56], w[128, 64, 3, 3], stride 2, padding 1 → out [10, 128, 28, 28].
+    let out = 10.0 * 128.0 * 28.0 * 28.0;
+    let x = inputs(
+        json!([[10, 64, 56, 56], [128, 64, 3, 3], [], [], [], [], [], [], []]),
+        json!(["c10::BFloat16", "c10::BFloat16", "", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar"]),
+        json!([[200704, 3136, 56, 1], [576, 9, 3, 1], [], [], [], [], [], [], []]),
+        json!(["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"]),
+    );
+    let r = model("aten_conv", &x);
+    assert_eq!(r.flops, 2.0 * (64.0 * 3.0 * 3.0) * out);
+    assert_eq!(r.bytes, Some((10.0 * 64.0 * 56.0 * 56.0 + 128.0 * 64.0 * 9.0 + out) * 2.0));
+}
+
+/// Deviation D6 (docs/deviations.md): a convolution's bias tensor is counted: one add per
+/// output element, and its C_out values read.
+#[test]
+fn deviation_d6_convolution_bias_is_counted() {
+    let out = 4.0 * 768.0 * 14.0 * 14.0;
+    let x = inputs(
+        json!([[4, 3, 224, 224], [768, 3, 16, 16], [768], [], [], [], [], [], []]),
+        json!(["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar"]),
+        json!([[150528, 50176, 224, 1], [768, 256, 16, 1], [1], [], [], [], [], [], []]),
+        json!(["", "", "", "[16, 16]", "[0, 0]", "[1, 1]", "False", "[0, 0]", "1"]),
+    );
+    let r = model("aten_conv", &x);
+    // TraceLens reports 924844032 FLOPs and 3588096 bytes for this op (Falconsai reference).
+    assert_eq!(r.flops, 2.0 * (3.0 * 16.0 * 16.0) * out + out);
+    assert_eq!(r.flops, 924_844_032.0 + 602_112.0);
+    assert_eq!(r.bytes, Some(3_588_096.0 + 768.0 * 2.0));
+    assert_eq!(r.params.iter().find(|(k, _)| *k == "bias").map(|(_, v)| v.py()), Some("True".into()));
+}
+
+fn batch_norm(training: &str) -> OpInputs {
+    inputs(
+        json!([[8, 16, 32, 32], [16], [16], [16], [16], [], [], [], []]),
+        json!(["float", "float", "float", "float", "float", "Scalar", "Scalar", "Scalar", "Scalar"]),
+        json!([[16384, 1024, 32, 1], [1], [1], [1], [1], [], [], [], []]),
+        json!(["", "", "", "", "", training, "0.1", "1e-05", "True"]),
+    )
+}
+
+#[test]
+fn training_batch_norm() {
+    // N = 131072 elements over C = 16 channels, fp32. Training: mean and variance over the batch
+    // (3 FLOPs/element), normalize and scale-shift (2 FLOPs/element), plus per-channel work
+    // (3C + 3C). Bytes: read x, write y, and C-sized mean, var, weight, bias, running mean, var.
+    let (n, c) = (131072.0, 16.0);
+    let r = model("BatchNorm", &batch_norm("True"));
+    assert_eq!(r.flops, 3.0 * c + 3.0 * n + 3.0 * c + 2.0 * n);
+    assert_eq!(r.bytes, Some(2.0 * n * 4.0 + 6.0 * c * 4.0));
+}
+
+/// Deviation D5 (docs/deviations.md): `training="False"` means inference. TraceLens's
+/// `bool("False")` is True, so it reports the training figures above for this op.
+#[test]
+fn deviation_d5_batch_norm_inference_flag_is_read() {
+    let (n, c) = (131072.0, 16.0);
+    let r = model("BatchNorm", &batch_norm("False"));
+    assert_eq!(r.flops, 3.0 * c + 3.0 * c + 2.0 * n);
+    assert_eq!(r.bytes, Some(2.0 * n * 4.0 + 4.0 * c * 4.0));
+    assert_eq!(r.params.iter().find(|(k, _)| *k == "is_training").map(|(_, v)| v.py()), Some("False".into()));
+}
+
+#[test]
+fn rms_norm() {
+    // RMSNorm over the last C = 32*32 = 1024 elements of x[8, 16, 32, 32] with a weight:
+    // per row, C squares + C adds + 2 (mean, rsqrt); per element a scale and a weight multiply.
+    let (n, c) = (131072.0, 1024.0);
+    let x = inputs(
+        json!([[8, 16, 32, 32], [], [32, 32], []]),
+        json!(["float", "ScalarList", "float", ""]),
+        json!([[16384, 1024, 32, 1], [], [32, 1], []]),
+        json!(["", "[32, 32]", "", ""]),
+    );
+    let r = model("RMSNorm", &x);
+    assert_eq!(r.flops, (n / c) * (2.0 * c + 2.0) + 2.0 * n);
+    assert_eq!(r.bytes, Some(2.0 * n * 4.0 + c * 4.0));
+}
