@@ -139,3 +139,45 @@ fn reports_a_real_trace_like_tracelens() {
     assert!(stdout.contains("1. aten::mul"), "{stdout}");
     assert!(stdout.contains("kernel_without_launch"), "{stdout}");
 }
+
+#[test]
+fn platforms_are_listed_and_chosen() {
+    let out = jarvis().arg("platforms").output().expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    for name in [
+        "MI300X", "MI325X", "MI355X", "MI400", "H100 SXM", "H200 SXM", "A100", "B200",
+    ] {
+        assert!(text.contains(name), "{name} missing:\n{text}");
+    }
+    let dir = scratch("platform");
+    let trace = dir.join("t.json");
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    run_ok(&[os("synth"), os("-o"), trace.as_os_str()]);
+    let out = run_ok(&[
+        os("report"),
+        trace.as_os_str(),
+        os("--no-files"),
+        os("--platform"),
+        os("mi300x"),
+    ]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Platform: MI300X (given"));
+    let custom = dir.join("p.json");
+    std::fs::write(&custom, r#"{"name": "Lab GPU", "hbm_tbps": [2.5, "custom"], "memory_gb": 96, "tflops": {"matrix_bf16": [500, "custom"]}}"#)
+        .expect("write");
+    let out = run_ok(&[
+        os("report"),
+        trace.as_os_str(),
+        os("--no-files"),
+        os("--platform"),
+        custom.as_os_str(),
+    ]);
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("Platform: Lab GPU (given; 2.5 TB/s, 500 TFLOPS bf16)"));
+    let out = jarvis()
+        .arg("report")
+        .arg(&trace)
+        .args(["--platform", "tpu9"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+}

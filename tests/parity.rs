@@ -559,7 +559,12 @@ fn every_reference_sheet_matches_tracelens() {
         let trace =
             trace_file(&shared, &name).unwrap_or_else(|| panic!("no trace for reference {name}"));
         let bytes = common::read(&trace);
-        let analysis = jarvis_engine::analyze(&bytes).expect("reference traces import");
+        // TraceLens's references were made without a GPU arch: no roofline columns.
+        let trace = jarvis_engine::import::import_bytes(&bytes).expect("reference traces import");
+        let options = jarvis_engine::Options {
+            platform: jarvis_engine::PlatformChoice::None,
+        };
+        let analysis = jarvis_engine::analyze_trace_with(trace, &options);
         let tol_us = time_tolerance_us(&bytes);
         // Percentages are of op or kernel time sums, which are at least the computation time.
         let denom_ns = if analysis.timeline.computation > 0 {

@@ -7,7 +7,12 @@ use serde_json::{json, Value};
 
 fn inputs(dims: Value, types: Value, strides: Value, concrete: Value) -> OpInputs {
     let list = |v: Value| v.as_array().cloned().unwrap_or_default();
-    OpInputs { dims: list(dims), types: list(types), strides: list(strides), concrete: list(concrete) }
+    OpInputs {
+        dims: list(dims),
+        types: list(types),
+        strides: list(strides),
+        concrete: list(concrete),
+    }
 }
 
 fn model(class: &str, x: &OpInputs) -> Metrics {
@@ -21,7 +26,13 @@ fn gemm_with_bias() {
     let (m, n, k) = (8944.0, 1024.0, 1024.0);
     let x = inputs(
         json!([[1024], [8944, 1024], [1024, 1024], [], []]),
-        json!(["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar"]),
+        json!([
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "Scalar",
+            "Scalar"
+        ]),
         json!([[1], [1024, 1], [1, 1024], [], []]),
         json!(["", "", "", "1", "1"]),
     );
@@ -44,7 +55,10 @@ fn batched_gemm() {
     let r = model("aten_bmm", &x);
     assert_eq!(r.flops, b * 2.0 * m * n * k);
     assert_eq!(r.bytes, Some(b * 2.0 * (m * k + k * n + m * n)));
-    assert!((r.gflops() - 55.0588928).abs() < 1e-9, "the spec's worked example");
+    assert!(
+        (r.gflops() - 55.0588928).abs() < 1e-9,
+        "the spec's worked example"
+    );
 }
 
 #[test]
@@ -53,8 +67,24 @@ fn causal_attention_forward() {
     // head, and causal masking halves the work.
     let (b, h, n, d) = (2.0, 8.0, 1024.0, 128.0);
     let x = inputs(
-        json!([[2, 8, 1024, 128], [2, 8, 1024, 128], [2, 8, 1024, 128], [], [], [], []]),
-        json!(["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "Scalar", "Scalar", "Scalar", "Scalar"]),
+        json!([
+            [2, 8, 1024, 128],
+            [2, 8, 1024, 128],
+            [2, 8, 1024, 128],
+            [],
+            [],
+            [],
+            []
+        ]),
+        json!([
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "Scalar",
+            "Scalar",
+            "Scalar",
+            "Scalar"
+        ]),
         json!([[], [], [], [], [], [], []]),
         json!(["", "", "", "0.", "True", "False", "0.088"]),
     );
@@ -69,14 +99,47 @@ fn strided_convolution() {
     // conv2d x[10, 64, 56, 56], w[128, 64, 3, 3], stride 2, padding 1 → out [10, 128, 28, 28].
     let out = 10.0 * 128.0 * 28.0 * 28.0;
     let x = inputs(
-        json!([[10, 64, 56, 56], [128, 64, 3, 3], [], [], [], [], [], [], []]),
-        json!(["c10::BFloat16", "c10::BFloat16", "", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar"]),
-        json!([[200704, 3136, 56, 1], [576, 9, 3, 1], [], [], [], [], [], [], []]),
+        json!([
+            [10, 64, 56, 56],
+            [128, 64, 3, 3],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+            []
+        ]),
+        json!([
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "",
+            "ScalarList",
+            "ScalarList",
+            "ScalarList",
+            "Scalar",
+            "ScalarList",
+            "Scalar"
+        ]),
+        json!([
+            [200704, 3136, 56, 1],
+            [576, 9, 3, 1],
+            [],
+            [],
+            [],
+            [],
+            [],
+            [],
+            []
+        ]),
         json!(["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"]),
     );
     let r = model("aten_conv", &x);
     assert_eq!(r.flops, 2.0 * (64.0 * 3.0 * 3.0) * out);
-    assert_eq!(r.bytes, Some((10.0 * 64.0 * 56.0 * 56.0 + 128.0 * 64.0 * 9.0 + out) * 2.0));
+    assert_eq!(
+        r.bytes,
+        Some((10.0 * 64.0 * 56.0 * 56.0 + 128.0 * 64.0 * 9.0 + out) * 2.0)
+    );
 }
 
 /// Deviation D6 (docs/deviations.md): a convolution's bias tensor is counted: one add per
@@ -85,9 +148,39 @@ fn strided_convolution() {
 fn deviation_d6_convolution_bias_is_counted() {
     let out = 4.0 * 768.0 * 14.0 * 14.0;
     let x = inputs(
-        json!([[4, 3, 224, 224], [768, 3, 16, 16], [768], [], [], [], [], [], []]),
-        json!(["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar"]),
-        json!([[150528, 50176, 224, 1], [768, 256, 16, 1], [1], [], [], [], [], [], []]),
+        json!([
+            [4, 3, 224, 224],
+            [768, 3, 16, 16],
+            [768],
+            [],
+            [],
+            [],
+            [],
+            [],
+            []
+        ]),
+        json!([
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "ScalarList",
+            "ScalarList",
+            "ScalarList",
+            "Scalar",
+            "ScalarList",
+            "Scalar"
+        ]),
+        json!([
+            [150528, 50176, 224, 1],
+            [768, 256, 16, 1],
+            [1],
+            [],
+            [],
+            [],
+            [],
+            [],
+            []
+        ]),
         json!(["", "", "", "[16, 16]", "[0, 0]", "[1, 1]", "False", "[0, 0]", "1"]),
     );
     let r = model("aten_conv", &x);
@@ -95,13 +188,21 @@ fn deviation_d6_convolution_bias_is_counted() {
     assert_eq!(r.flops, 2.0 * (3.0 * 16.0 * 16.0) * out + out);
     assert_eq!(r.flops, 924_844_032.0 + 602_112.0);
     assert_eq!(r.bytes, Some(3_588_096.0 + 768.0 * 2.0));
-    assert_eq!(r.params.iter().find(|(k, _)| *k == "bias").map(|(_, v)| v.py()), Some("True".into()));
+    assert_eq!(
+        r.params
+            .iter()
+            .find(|(k, _)| *k == "bias")
+            .map(|(_, v)| v.py()),
+        Some("True".into())
+    );
 }
 
 fn batch_norm(training: &str) -> OpInputs {
     inputs(
         json!([[8, 16, 32, 32], [16], [16], [16], [16], [], [], [], []]),
-        json!(["float", "float", "float", "float", "float", "Scalar", "Scalar", "Scalar", "Scalar"]),
+        json!([
+            "float", "float", "float", "float", "float", "Scalar", "Scalar", "Scalar", "Scalar"
+        ]),
         json!([[16384, 1024, 32, 1], [1], [1], [1], [1], [], [], [], []]),
         json!(["", "", "", "", "", training, "0.1", "1e-05", "True"]),
     )
@@ -126,7 +227,13 @@ fn deviation_d5_batch_norm_inference_flag_is_read() {
     let r = model("BatchNorm", &batch_norm("False"));
     assert_eq!(r.flops, 3.0 * c + 3.0 * c + 2.0 * n);
     assert_eq!(r.bytes, Some(2.0 * n * 4.0 + 4.0 * c * 4.0));
-    assert_eq!(r.params.iter().find(|(k, _)| *k == "is_training").map(|(_, v)| v.py()), Some("False".into()));
+    assert_eq!(
+        r.params
+            .iter()
+            .find(|(k, _)| *k == "is_training")
+            .map(|(_, v)| v.py()),
+        Some("False".into())
+    );
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use jarvis_engine::{analyze_trace, Importer};
+use jarvis_engine::{analyze_trace_with, Importer, Options, PlatformChoice};
 
 #[derive(Parser)]
 #[command(
@@ -35,7 +35,13 @@ enum Command {
         /// Print the summary only; write no files.
         #[arg(long)]
         no_files: bool,
+        /// Hardware for efficiency figures: `auto` (from the trace), `none`, a name from
+        /// `jarvis platforms`, or a JSON file describing a custom platform.
+        #[arg(long, default_value = "auto")]
+        platform: String,
     },
+    /// List the built-in hardware platforms and their peaks.
+    Platforms,
     /// Write a synthetic transformer-training trace whose ground truth is known.
     Synth {
         /// Output file (.json, or .json.gz to compress).
@@ -57,7 +63,12 @@ fn main() -> ExitCode {
             trace,
             out,
             no_files,
-        } => report(&trace, out, no_files),
+            platform,
+        } => platform_choice(&platform).and_then(|p| report(&trace, out, no_files, p)),
+        Command::Platforms => {
+            say(&summary::platforms());
+            Ok(())
+        }
         Command::Synth {
             out,
             platform,
@@ -71,6 +82,31 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Writes to stdout; a closed pipe (`jarvis report … | head`) just ends the output.
+fn say(text: &str) {
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// Resolves `--platform`: `auto`, `none`, a built-in name, or a JSON file.
+fn platform_choice(arg: &str) -> Result<PlatformChoice> {
+    use jarvis_engine::perf::platform;
+    Ok(match arg {
+        "auto" => PlatformChoice::Auto,
+        "none" => PlatformChoice::None,
+        name => match platform::by_name(name) {
+            Some(p) => PlatformChoice::Given(p),
+            None if Path::new(name).is_file() => {
+                let text =
+                    fs::read_to_string(name).with_context(|| format!("cannot read {name}"))?;
+                PlatformChoice::Given(
+                    platform::from_json(&text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?,
+                )
+            }
+            None => bail!("unknown platform {name:?}: see `jarvis platforms`, or give a JSON file"),
+        },
+    })
 }
 
 /// Streams the file through the importer in 16 MiB slices (as the web worker does).
@@ -104,15 +140,23 @@ fn default_out(trace: &Path) -> PathBuf {
     PathBuf::from(format!("{stem}_jarvis"))
 }
 
-fn report(trace: &Path, out: Option<PathBuf>, no_files: bool) -> Result<()> {
-    let analysis = analyze_trace(import(trace)?);
-    print!("{}", summary::render(&analysis));
+fn report(
+    trace: &Path,
+    out: Option<PathBuf>,
+    no_files: bool,
+    platform: PlatformChoice,
+) -> Result<()> {
+    let analysis = analyze_trace_with(import(trace)?, &Options { platform });
+    say(&summary::render(&analysis));
     if no_files {
         return Ok(());
     }
     let out = out.unwrap_or_else(|| default_out(trace));
     write_report(&analysis, &out)?;
-    println!("\nwrote {}", out.join("perf_report_csvs").display());
+    say(&format!(
+        "\nwrote {}\n",
+        out.join("perf_report_csvs").display()
+    ));
     Ok(())
 }
 

@@ -21,6 +21,25 @@ pub fn render(a: &Analysis) -> String {
         f.cpu_ops,
         devices
     );
+    match &a.platform {
+        Some(p) => {
+            let bf16 = p
+                .platform
+                .peak_tflops("matrix_bf16")
+                .map_or(String::new(), |v| format!(", {v} TFLOPS bf16"));
+            let _ = writeln!(
+                s,
+                "Platform: {} ({}; {} TB/s{bf16})",
+                p.platform.name, p.how, p.platform.hbm_tbps.0
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "Platform: none (no efficiency figures; choose one with --platform)"
+            );
+        }
+    }
     let t = &a.timeline;
     let _ = writeln!(s, "\nGPU timeline (TraceLens definitions)");
     for (name, ns) in t.rows() {
@@ -75,4 +94,32 @@ fn dedup(names: &[String]) -> String {
     } else {
         names.join(", ")
     }
+}
+
+/// The `jarvis platforms` table.
+pub fn platforms() -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{:<10} {:>7} {:>18}  peak TFLOPS (dense) by compute spec [source]",
+        "platform", "mem GB", "HBM TB/s"
+    );
+    for p in jarvis_engine::perf::platform::builtin() {
+        let mem = p.memory_gb.map_or("?".to_owned(), |m| format!("{m}"));
+        let bw = format!("{} [{}]", p.hbm_tbps.0, p.hbm_tbps.1);
+        let peaks: Vec<String> = p
+            .tflops
+            .iter()
+            .map(|(k, v)| format!("{k}={} [{}]", v.0, v.1))
+            .collect();
+        let _ = writeln!(
+            s,
+            "{:<10} {:>7} {:>18}  {}",
+            p.name,
+            mem,
+            bw,
+            peaks.join(", ")
+        );
+    }
+    s
 }

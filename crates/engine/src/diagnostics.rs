@@ -56,6 +56,10 @@ pub enum DiagnosticKind {
     NoGpuEvents,
     /// No `cpu_op` events: only the GPU-side sheets can be produced.
     GpuOnlyTrace,
+    /// The device is not in the platform table (or unnamed): efficiency needs a platform.
+    UnknownPlatform,
+    /// Op instances that ran faster than the platform's peak allows.
+    EfficiencyAbovePeak,
 }
 
 impl DiagnosticKind {
@@ -78,6 +82,8 @@ impl DiagnosticKind {
             DiagnosticKind::OpsWithoutShapes => "ops_without_shapes",
             DiagnosticKind::NoGpuEvents => "no_gpu_events",
             DiagnosticKind::GpuOnlyTrace => "gpu_only_trace",
+            DiagnosticKind::UnknownPlatform => "unknown_platform",
+            DiagnosticKind::EfficiencyAbovePeak => "efficiency_above_peak",
         }
     }
 
@@ -93,7 +99,9 @@ impl DiagnosticKind {
             | NoGpuEvents
             | ZeroTimestamp
             | TrailingData
-            | KernelBeforeLaunch => Severity::Warning,
+            | KernelBeforeLaunch
+            | UnknownPlatform
+            | EfficiencyAbovePeak => Severity::Warning,
             RepairedJson | GraphLaunches | LinkedWithoutFlows | OpsWithoutShapes | GpuOnlyTrace => {
                 Severity::Info
             }
@@ -121,6 +129,8 @@ impl DiagnosticKind {
             OpsWithoutShapes => "Some CPU ops carry no input shapes (record_shapes was off); shape-based grouping and perf models are limited.",
             NoGpuEvents => "The trace has no GPU kernels, memcpys or memsets; there is no GPU time to analyze.",
             GpuOnlyTrace => "The trace has no CPU ops; only GPU-side sheets (timeline, kernels) are produced.",
+            UnknownPlatform => "The GPU is not in Jarvis's platform table, so efficiency and roofline figures are not computed; choose a platform (or give its peaks) to get them.",
+            EfficiencyAbovePeak => "Some ops ran faster than the platform's peak allows: either the platform's peaks or the op's FLOP/byte model do not fit them, so their efficiency is not a fact.",
         }
     }
 }

@@ -39,7 +39,7 @@ pub mod perf;
 pub mod report;
 pub mod synth;
 
-pub use analysis::{analyze_trace, Analysis};
+pub use analysis::{analyze_trace, analyze_trace_with, Analysis, Options, PlatformChoice};
 pub use error::ImportError;
 pub use import::Importer;
 

@@ -10,6 +10,7 @@ use super::stats::{us, Agg};
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Trace};
 use crate::perf::inputs::OpInputs;
+use crate::perf::platform::{roofline, Platform, Roofline};
 use crate::perf::Metrics;
 use crate::report::pyrepr::{arg_as_py_tuple, json_as_py_list};
 use crate::report::{Cell, Sheet};
@@ -103,7 +104,12 @@ fn agg_skipna(values: &[f64]) -> Agg {
 }
 
 /// Summarizes perf rows into a TraceLens per-category sheet named `name`.
-pub fn summarize(trace: &Trace, name: &str, rows: &[PerfRow]) -> Sheet {
+pub fn summarize(
+    trace: &Trace,
+    name: &str,
+    rows: &[PerfRow],
+    platform: Option<&Platform>,
+) -> Sheet {
     // Param columns: union over rows, in first-appearance order.
     let mut param_cols: Vec<&'static str> = Vec::new();
     for r in rows {
@@ -167,6 +173,17 @@ pub fn summarize(trace: &Trace, name: &str, rows: &[PerfRow]) -> Sheet {
     }
     cols.push("name_count".into());
     cols.push("UID_first".into());
+    if platform.is_some() {
+        // TraceLens's arch columns, then Jarvis's efficiency against the op's own peak.
+        cols.push("Roofline Time (µs)_first".into());
+        cols.push("Roofline Bound_first".into());
+        for s in ["mean", "median", "std", "min", "max"] {
+            cols.push(format!("Pct Roofline_{s}"));
+        }
+        // Pct Roofline is the efficiency against the binding peak (TFLOPS of the op's own unit
+        // and precision when compute-bound, HBM TB/s when memory-bound).
+        cols.push("Ridge Point (FLOPS/Byte)_first".into());
+    }
 
     struct Out {
         cells: Vec<Cell>,
@@ -252,6 +269,42 @@ pub fn summarize(trace: &Trace, name: &str, rows: &[PerfRow]) -> Sheet {
             ]);
             cells.push(Cell::Int(members.len() as i64));
             cells.push(Cell::Int(i64::from(e.uid)));
+            if let Some(p) = platform {
+                let roofs: Vec<Option<Roofline>> = members
+                    .iter()
+                    .map(|r| {
+                        roofline(
+                            p,
+                            &r.metrics.compute_spec,
+                            r.metrics.flops,
+                            r.metrics.bytes?,
+                            r.kernel_time_us,
+                        )
+                    })
+                    .collect();
+                let first = roofs.iter().flatten().next();
+                cells.push(first.map_or(Cell::Empty, |r| Cell::f(r.time_us)));
+                cells.push(first.map_or(Cell::Empty, |r| {
+                    Cell::s(if r.compute_bound {
+                        "COMPUTE_BOUND"
+                    } else {
+                        "MEMORY_BOUND"
+                    })
+                }));
+                let pct: Vec<f64> = roofs
+                    .iter()
+                    .map(|r| r.map_or(f64::NAN, |r| r.pct_roofline))
+                    .collect();
+                let a = agg_skipna(&pct);
+                cells.extend([
+                    Cell::f(a.mean),
+                    Cell::f(a.median),
+                    Cell::f(a.std),
+                    Cell::f(a.min),
+                    Cell::f(a.max),
+                ]);
+                cells.push(first.map_or(Cell::Empty, |r| Cell::f(r.ridge)));
+            }
             Out {
                 cells,
                 kt_sum: k.sum,

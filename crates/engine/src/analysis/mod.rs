@@ -17,6 +17,7 @@ use serde::Serialize;
 use crate::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::model::tree::CallTree;
 use crate::model::{EventKind, Trace};
+use crate::perf::platform::Platform;
 use crate::report::{Cell, PerfReport, Sheet};
 use categories::Registry;
 use timeline::GpuTimeline;
@@ -45,18 +46,82 @@ pub struct TraceFacts {
     pub time_range_ns: (i64, i64),
 }
 
+/// Which hardware platform efficiency figures are computed against.
+#[derive(Debug, Clone, Default)]
+pub enum PlatformChoice {
+    /// Detect from `deviceProperties`; unknown devices get a diagnostic and no efficiency.
+    #[default]
+    Auto,
+    /// Use this platform whatever the trace says.
+    Given(Platform),
+    /// Compute no efficiency figures.
+    None,
+}
+
+/// Options of an analysis run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub platform: PlatformChoice,
+}
+
+/// The platform used and how it was chosen.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlatformUsed {
+    pub platform: Platform,
+    /// `auto-detected from "NVIDIA H100 80GB HBM3"` or `given`.
+    pub how: String,
+}
+
 /// Everything computed for one trace.
 #[derive(Debug, Clone, Serialize)]
 pub struct Analysis {
     pub facts: TraceFacts,
+    pub platform: Option<PlatformUsed>,
     pub timeline: GpuTimeline,
     pub top_ops: Vec<TopOp>,
     pub report: PerfReport,
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Builds the tree and runs every analysis on an imported trace.
-pub fn analyze_trace(mut trace: Trace) -> Analysis {
+/// Builds the tree and runs every analysis on an imported trace, detecting the platform.
+pub fn analyze_trace(trace: Trace) -> Analysis {
+    analyze_trace_with(trace, &Options::default())
+}
+
+fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<PlatformUsed> {
+    match choice {
+        PlatformChoice::None => None,
+        PlatformChoice::Given(p) => Some(PlatformUsed {
+            platform: p.clone(),
+            how: "given".into(),
+        }),
+        PlatformChoice::Auto => {
+            let names = device_names(trace);
+            let first = names.first().cloned().unwrap_or_default();
+            match crate::perf::platform::detect(&first) {
+                Some(p) => Some(PlatformUsed {
+                    platform: p,
+                    how: format!("auto-detected from {first:?}"),
+                }),
+                None => {
+                    let shown = if first.is_empty() {
+                        "no device name".to_owned()
+                    } else {
+                        format!("device {first:?}")
+                    };
+                    trace
+                        .diagnostics
+                        .add(DiagnosticKind::UnknownPlatform, 1, Some(shown));
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// [`analyze_trace`] with explicit options.
+pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
+    let platform = choose_platform(&mut trace, &options.platform);
     let tree = CallTree::build(&mut trace);
     let registry = Registry::new();
     let gpu_only = !trace.has_cpu_ops();
@@ -87,7 +152,9 @@ pub fn analyze_trace(mut trace: Trace) -> Analysis {
         ] {
             let rows = category_sheets::perf_rows(&trace, &tree, &registry, family, sheet);
             if !rows.is_empty() {
-                sheets.push(category_sheets::summarize(&trace, sheet, &rows));
+                let p = platform.as_ref().map(|p| &p.platform);
+                note_efficiency_anomalies(&mut trace, p, &rows);
+                sheets.push(category_sheets::summarize(&trace, sheet, &rows, p));
             }
         }
     }
@@ -134,6 +201,7 @@ pub fn analyze_trace(mut trace: Trace) -> Analysis {
     };
     Analysis {
         facts,
+        platform,
         timeline,
         top_ops,
         report: PerfReport { sheets },
@@ -193,6 +261,42 @@ fn note_trace_quality(trace: &mut Trace, gpu_only: bool) {
         trace
             .diagnostics
             .add(DiagnosticKind::OverlappingStreamEvents, overlaps, None);
+    }
+}
+
+/// Efficiency above 100 % is an anomaly, never a fact: it is reported as a diagnostic.
+fn note_efficiency_anomalies(
+    trace: &mut Trace,
+    platform: Option<&Platform>,
+    rows: &[category_sheets::PerfRow],
+) {
+    let Some(p) = platform else { return };
+    for r in rows {
+        let Some(bytes) = r.metrics.bytes else {
+            continue;
+        };
+        let Some(roof) = crate::perf::platform::roofline(
+            p,
+            &r.metrics.compute_spec,
+            r.metrics.flops,
+            bytes,
+            r.kernel_time_us,
+        ) else {
+            continue;
+        };
+        if roof.efficiency_pct > 100.0 {
+            let e = trace.event(r.event);
+            let ex = format!(
+                "{} (event {}): {:.0} % of {} peak",
+                trace.name(e),
+                e.uid,
+                roof.efficiency_pct,
+                p.name
+            );
+            trace
+                .diagnostics
+                .add(DiagnosticKind::EfficiencyAbovePeak, 1, Some(ex));
+        }
     }
 }
 

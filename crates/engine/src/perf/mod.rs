@@ -10,6 +10,7 @@ pub mod gemm;
 pub mod inputs;
 pub mod norm;
 pub mod params;
+pub mod platform;
 pub mod sdpa;
 
 use inputs::OpInputs;

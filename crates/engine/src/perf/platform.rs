@@ -1,0 +1,204 @@
+//! Hardware platforms as data (`platforms.json`): peak HBM bandwidth and per-precision TFLOPS,
+//! each value labelled with its source; detection from `deviceProperties` names; custom
+//! platforms from a small JSON document of the same shape.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+const BUILTIN: &str = include_str!("platforms.json");
+
+/// A value and where it comes from (`seed`, `max-achievable`, `datasheet`, `custom`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sourced(pub f64, pub String);
+
+/// One GPU platform.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Platform {
+    pub name: String,
+    #[serde(default)]
+    pub vendor: String,
+    /// Substrings of a `deviceProperties` name that identify this platform.
+    #[serde(default, rename = "match")]
+    pub patterns: Vec<String>,
+    /// Substrings that rule a name out (e.g. `PCIe` variants with other bandwidth).
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    pub memory_gb: Option<f64>,
+    /// Peak HBM bandwidth, TB/s.
+    pub hbm_tbps: Sourced,
+    /// Peak TFLOPS by `Compute Spec` key (`matrix_bf16`, `vector_fp32`, ...).
+    pub tflops: BTreeMap<String, Sourced>,
+}
+
+#[derive(Deserialize)]
+struct Table {
+    platforms: Vec<Platform>,
+}
+
+/// The built-in platform table.
+pub fn builtin() -> Vec<Platform> {
+    serde_json::from_str::<Table>(BUILTIN)
+        .map(|t| t.platforms)
+        .unwrap_or_default()
+}
+
+/// Finds a built-in platform by name (case-insensitive; `h100` finds `H100 SXM`).
+pub fn by_name(name: &str) -> Option<Platform> {
+    let want = name.to_ascii_lowercase().replace([' ', '-', '_'], "");
+    builtin().into_iter().find(|p| {
+        let n = p.name.to_ascii_lowercase().replace([' ', '-', '_'], "");
+        n == want || n.starts_with(&want) && !want.is_empty()
+    })
+}
+
+/// Detects the platform from a device name such as `NVIDIA H100 80GB HBM3` or
+/// `AMD Instinct MI300X VF`. `None` for unknown or empty names: Jarvis asks rather than guesses.
+pub fn detect(device_name: &str) -> Option<Platform> {
+    let upper = device_name.to_ascii_uppercase();
+    if upper.trim().is_empty() {
+        return None;
+    }
+    builtin().into_iter().find(|p| {
+        p.patterns
+            .iter()
+            .any(|m| upper.contains(&m.to_ascii_uppercase()))
+            && !p
+                .exclude
+                .iter()
+                .any(|x| upper.contains(&x.to_ascii_uppercase()))
+    })
+}
+
+/// Parses a custom platform (same shape as a `platforms.json` entry).
+pub fn from_json(text: &str) -> Result<Platform, String> {
+    serde_json::from_str(text).map_err(|e| format!("invalid platform JSON: {e}"))
+}
+
+impl Platform {
+    /// Peak TFLOPS for a `Compute Spec`; vector precisions not listed fall back to `vector_fp32`
+    /// (PyTorch's elementwise kernels compute in fp32 whatever the storage type).
+    pub fn peak_tflops(&self, compute_spec: &str) -> Option<f64> {
+        if let Some(v) = self.tflops.get(compute_spec) {
+            return Some(v.0);
+        }
+        if compute_spec.starts_with("vector_") {
+            return self.tflops.get("vector_fp32").map(|v| v.0);
+        }
+        None
+    }
+
+    pub fn hbm_bytes_per_s(&self) -> f64 {
+        self.hbm_tbps.0 * 1e12
+    }
+}
+
+/// Roofline and efficiency of one op instance on a platform.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Roofline {
+    /// FLOPs per byte moved.
+    pub intensity: f64,
+    /// The platform's ridge point for this precision (FLOPs per byte).
+    pub ridge: f64,
+    pub compute_bound: bool,
+    /// max(FLOPs / peak, bytes / bandwidth), µs.
+    pub time_us: f64,
+    /// Roofline time over measured kernel time, %.
+    pub pct_roofline: f64,
+    /// Achieved rate over the peak of the op's own unit and precision (TFLOPS if compute-bound,
+    /// TB/s if memory-bound), %.
+    pub efficiency_pct: f64,
+}
+
+/// Roofline of an op with `flops` and `bytes` that ran `kernel_us` with compute spec `spec`.
+pub fn roofline(
+    p: &Platform,
+    spec: &str,
+    flops: f64,
+    bytes: f64,
+    kernel_us: f64,
+) -> Option<Roofline> {
+    let peak = p.peak_tflops(spec)? * 1e12;
+    let bw = p.hbm_bytes_per_s();
+    if flops <= 0.0 || bytes <= 0.0 || peak <= 0.0 || bw <= 0.0 {
+        return None;
+    }
+    let compute_us = flops / peak * 1e6;
+    let memory_us = bytes / bw * 1e6;
+    let compute_bound = compute_us >= memory_us;
+    let time_us = compute_us.max(memory_us);
+    let (pct, eff) = if kernel_us > 0.0 {
+        let achieved = if compute_bound {
+            flops / (kernel_us / 1e6) / peak
+        } else {
+            bytes / (kernel_us / 1e6) / bw
+        };
+        (time_us / kernel_us * 100.0, achieved * 100.0)
+    } else {
+        (f64::NAN, f64::NAN)
+    };
+    Some(Roofline {
+        intensity: flops / bytes,
+        ridge: peak / bw,
+        compute_bound,
+        time_us,
+        pct_roofline: pct,
+        efficiency_pct: eff,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_loads_with_seed_values() {
+        let all = builtin();
+        assert!(all.len() >= 8);
+        let mi = by_name("mi300x").expect("MI300X");
+        assert_eq!(mi.hbm_tbps.0, 5.3);
+        assert_eq!(mi.peak_tflops("matrix_bf16"), Some(708.0));
+        assert_eq!(by_name("h100").map(|p| p.name), Some("H100 SXM".into()));
+        for (name, bw, bf16) in [
+            ("MI325X", 6.0, 708.0),
+            ("MI355X", 6.5, 850.0),
+            ("MI400", 7.0, 1000.0),
+            ("H200", 4.8, 989.0),
+            ("A100", 2.0, 312.0),
+        ] {
+            let p = by_name(name).expect(name);
+            assert_eq!(
+                (p.hbm_tbps.0, p.peak_tflops("matrix_bf16")),
+                (bw, Some(bf16)),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn detection_from_device_names() {
+        let name = |s: &str| detect(s).map(|p| p.name);
+        assert_eq!(name("NVIDIA H100 80GB HBM3"), Some("H100 SXM".into()));
+        assert_eq!(name("AMD Instinct MI300X VF"), Some("MI300X".into()));
+        assert_eq!(name("AMD Instinct MI210"), Some("MI210".into()));
+        assert_eq!(name("NVIDIA B200"), Some("B200".into()));
+        assert_eq!(name("NVIDIA H100 PCIe"), None, "different bandwidth: ask");
+        assert_eq!(name(""), None);
+        assert_eq!(name("Quadro GP100"), None);
+    }
+
+    #[test]
+    fn roofline_bounds() {
+        let p = by_name("MI300X").expect("platform");
+        // 1 GFLOP over 1 MB: intensity 1000 FLOP/B, above the bf16 ridge (708e12/5.3e12 = 133.6).
+        let r = roofline(&p, "matrix_bf16", 1e9, 1e6, 2.0).expect("modelled");
+        assert!(r.compute_bound);
+        assert!((r.ridge - 708.0 / 5.3).abs() < 1e-9);
+        assert!((r.time_us - 1e9 / 708e12 * 1e6).abs() < 1e-12);
+        // achieved 1e9 FLOP in 2 µs = 500 TFLOPS: 70.6 % of 708.
+        assert!((r.efficiency_pct - 500.0 / 708.0 * 100.0).abs() < 1e-9);
+        let m = roofline(&p, "vector_bf16", 1e6, 1e8, 40.0).expect("modelled");
+        assert!(!m.compute_bound);
+        assert!((m.efficiency_pct - 1e8 / 40e-6 / 5.3e12 * 100.0).abs() < 1e-9);
+    }
+}
