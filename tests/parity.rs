@@ -16,6 +16,42 @@ use jarvis_engine::report::Sheet;
 
 /// The sheets this suite checks, with the columns that identify a row (empty: by position).
 const SHEETS: &[(&str, &[&str])] = &[
+    // D7: `param: num_output_elems` differs by design, so it is not part of the row key.
+    (
+        "Reduce_fwd",
+        &[
+            "name",
+            "param: num_input_elems",
+            "param: dtype_in_out",
+            "param: reduce_type",
+        ],
+    ),
+    (
+        "Reduce_bwd",
+        &[
+            "name",
+            "param: num_input_elems",
+            "param: dtype_in_out",
+            "param: reduce_type",
+        ],
+    ),
+    (
+        "SDPA_bwd",
+        &[
+            "name",
+            "param: B",
+            "param: N_Q",
+            "param: H_Q",
+            "param: N_KV",
+            "param: H_KV",
+            "param: d_h_qk",
+            "param: d_h_v",
+            "param: dropout",
+            "param: causal",
+            "param: flash_impl",
+            "param: dtype_A_B",
+        ],
+    ),
     (
         "CONV_fwd",
         &[
@@ -349,6 +385,19 @@ fn deviation_columns(sheet: &str, header: &[String], row: &[String]) -> &'static
             "TFLOPS/s_std",
             "TFLOPS/s_min",
             "TFLOPS/s_max",
+        ];
+    }
+    // D7: TraceLens reports one output element for every non-cumulative reduction.
+    if sheet.starts_with("Reduce_") {
+        return &[
+            "param: num_output_elems",
+            "Data Moved (MB)_first",
+            "FLOPS/Byte_first",
+            "TB/s_mean",
+            "TB/s_median",
+            "TB/s_std",
+            "TB/s_min",
+            "TB/s_max",
         ];
     }
     &[]

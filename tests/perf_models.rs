@@ -16,7 +16,7 @@ fn inputs(dims: Value, types: Value, strides: Value, concrete: Value) -> OpInput
 }
 
 fn model(class: &str, x: &OpInputs) -> Metrics {
-    forward(class, x, &[]).unwrap_or_else(|| panic!("{class} did not model"))
+    forward(class, "", x, &[]).unwrap_or_else(|| panic!("{class} did not model"))
 }
 
 #[test]
@@ -250,4 +250,78 @@ fn rms_norm() {
     let r = model("RMSNorm", &x);
     assert_eq!(r.flops, (n / c) * (2.0 * c + 2.0) + 2.0 * n);
     assert_eq!(r.bytes, Some(2.0 * n * 4.0 + c * 4.0));
+}
+
+fn gqa_attention() -> OpInputs {
+    inputs(
+        json!([
+            [2, 32, 1024, 128],
+            [2, 8, 1024, 128],
+            [2, 8, 1024, 128],
+            [],
+            [],
+            [],
+            []
+        ]),
+        json!([
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "Scalar",
+            "Scalar",
+            "Scalar",
+            "Scalar"
+        ]),
+        json!([[], [], [], [], [], [], []]),
+        json!(["", "", "", "0.", "True", "False", ""]),
+    )
+}
+
+#[test]
+fn causal_gqa_attention_forward_and_backward() {
+    // q [B=2, Hq=32, N=1024, d=128], k/v with Hkv=8 heads (4 query heads share each).
+    let (b, hq, hkv, n, d) = (2.0, 32.0, 8.0, 1024.0, 128.0);
+    let x = gqa_attention();
+    let f = model("aten__scaled_dot_product_flash_attention", &x);
+    // Forward: S = QK^T and O = PV, 2·N·N·d each per query head, causal halves.
+    assert_eq!(f.flops, b * hq * 2.0 * (2.0 * n * n * d) / 2.0);
+    assert_eq!(
+        f.bytes,
+        Some((2.0 * b * hq * n * d + 2.0 * b * hkv * n * d) * 2.0)
+    );
+    let bw = jarvis_engine::perf::backward("aten__scaled_dot_product_flash_attention", "", &x)
+        .expect("bwd");
+    // Backward (flash): recompute S, then dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q:
+    // five 2·N·N·d matmuls per query head; plus summing dK and dV over the 4 query heads that
+    // share each K/V head (3 adds per element of each K/V head); causal halves everything.
+    let matmuls = 5.0 * b * hq * 2.0 * n * n * d;
+    let gqa_sums = 2.0 * b * hkv * n * d * (hq / hkv - 1.0);
+    assert_eq!(bw.flops, (matmuls + gqa_sums) / 2.0);
+    // Reads Q, K, V, dO; writes dQ, dK, dV.
+    assert_eq!(
+        bw.bytes,
+        Some((3.0 * b * hq * n * d + 4.0 * b * hkv * n * d) * 2.0)
+    );
+}
+
+/// Deviation D7 (docs/deviations.md): `mean(x[16, 559, 1024], dim=[-1], keepdim=True)` writes
+/// 16·559 values, not one (TraceLens's `num_output_elems` is 1 for every such reduction).
+#[test]
+fn deviation_d7_reduction_output_elements() {
+    let x = inputs(
+        json!([[16, 559, 1024], [], [], []]),
+        json!(["float", "ScalarList", "Scalar", ""]),
+        json!([[572416, 1024, 1], [], [], []]),
+        json!(["", "[-1]", "True", ""]),
+    );
+    let r = forward("aten_reduce", "aten::mean", &x, &[]).expect("modelled");
+    let (n_in, n_out) = (16.0 * 559.0 * 1024.0, 16.0 * 559.0);
+    assert_eq!(r.flops, n_in);
+    assert_eq!(r.bytes, Some((n_in + n_out) * 4.0));
+    let out = r
+        .params
+        .iter()
+        .find(|(k, _)| *k == "num_output_elems")
+        .map(|(_, v)| v.py());
+    assert_eq!(out, Some("8944".into()));
 }

@@ -47,42 +47,70 @@ pub fn sheet_holds(sheet: &str, op: &str) -> bool {
     }
 }
 
-/// Computes forward metrics for every op of a model family held by `sheet` (file order).
-pub fn perf_rows(
-    trace: &Trace,
-    tree: &CallTree,
-    registry: &Registry,
-    family: &str,
-    sheet: &str,
-) -> Vec<PerfRow> {
+/// Forward ops whose rows TraceLens drops from `_bwd` sheets (their backward is its own op).
+const DROPPED_FROM_BWD: &[&str] = &[
+    "aten::convolution",
+    "aten::miopen_convolution",
+    "aten::cudnn_convolution",
+    "ConvBias_",
+    "ConvBiasReLU_",
+];
+
+fn span_us(trace: &Trace, kernels: &[EventId]) -> f64 {
+    us(busy_time(kernels.iter().map(|k| {
+        let k = trace.event(*k);
+        (k.ts, k.end())
+    })))
+}
+
+/// Computes the rows of one per-category sheet, in file order: every op of the model family the
+/// sheet holds, with forward metrics over its subtree's GPU time; `_bwd` sheets add forward ops'
+/// backward metrics over the GPU time of their linked autograd backward calls.
+pub fn perf_rows(ctx: &SheetContext<'_>, family: &str, sheet: &str) -> Vec<PerfRow> {
+    let (trace, tree) = (ctx.trace, ctx.tree);
+    let backward_sheet = sheet.ends_with("_bwd");
     let mut out = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
         if e.kind != EventKind::CpuOp {
             continue;
         }
-        let Some(info) = registry.get(trace.name(e)) else {
+        let name = trace.name(e);
+        let Some(info) = ctx.registry.get(name) else {
             continue;
         };
         let (Some(class), Some(s)) = (info.model_class, info.sheet) else {
             continue;
         };
-        if s != family || !sheet_holds(sheet, trace.name(e)) {
+        if s != family {
             continue;
         }
         let id = EventId(i as u32);
-        let mut kernels = tree.gpu_events_under(trace, id);
-        kernels.sort_by_key(|k| (trace.event(*k).ts, k.0));
-        let names: Vec<&str> = kernels
-            .iter()
-            .map(|k| trace.name(trace.event(*k)))
-            .collect();
-        let Some(metrics) = crate::perf::forward(class, &OpInputs::of(trace, e), &names) else {
+        let inputs = OpInputs::of(trace, e);
+        let (metrics, mut kernels) = if sheet_holds(sheet, name) {
+            let mut kernels = tree.gpu_events_under(trace, id);
+            kernels.sort_by_key(|k| (trace.event(*k).ts, k.0));
+            let names: Vec<&str> = kernels
+                .iter()
+                .map(|k| trace.name(trace.event(*k)))
+                .collect();
+            (crate::perf::forward(class, name, &inputs, &names), kernels)
+        } else if backward_sheet && !DROPPED_FROM_BWD.contains(&name) {
+            let bwd = ctx.autograd.subtree_backward(trace, tree, id);
+            if bwd.is_empty() {
+                continue;
+            }
+            let kernels: Vec<EventId> = bwd
+                .iter()
+                .flat_map(|b| tree.gpu_events_under(trace, *b))
+                .collect();
+            (crate::perf::backward(class, name, &inputs), kernels)
+        } else {
             continue;
         };
-        let kernel_time_us = us(busy_time(kernels.iter().map(|k| {
-            let k = trace.event(*k);
-            (k.ts, k.end())
-        })));
+        let Some(metrics) = metrics else { continue };
+        kernels.sort_by_key(|k| (trace.event(*k).ts, k.0));
+        kernels.dedup();
+        let kernel_time_us = span_us(trace, &kernels);
         out.push(PerfRow {
             event: id,
             metrics,
@@ -91,6 +119,14 @@ pub fn perf_rows(
         });
     }
     out
+}
+
+/// What the per-category sheets read.
+pub struct SheetContext<'a> {
+    pub trace: &'a Trace,
+    pub tree: &'a CallTree,
+    pub registry: &'a Registry,
+    pub autograd: &'a crate::model::autograd::AutogradLinks,
 }
 
 fn first_finite(values: impl Iterator<Item = f64>) -> f64 {

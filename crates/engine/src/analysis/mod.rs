@@ -127,6 +127,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
     let gpu_only = !trace.has_cpu_ops();
     note_trace_quality(&mut trace, gpu_only);
 
+    let autograd = crate::model::autograd::AutogradLinks::build(&trace);
     let names = names::NameClasses::new(&trace);
     let timeline = timeline::gpu_timeline(&trace, &tree, &names);
     let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
@@ -144,13 +145,22 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         for (family, sheet) in [
             ("GEMM", "GEMM"),
             ("SDPA", "SDPA_fwd"),
+            ("SDPA", "SDPA_bwd"),
             ("CONV", "CONV_fwd"),
             ("CONV", "CONV_bwd"),
             ("BinaryElementwise", "BinaryElementwise"),
             ("UnaryElementwise", "UnaryElementwise"),
             ("Normalization", "Normalization"),
+            ("Reduce", "Reduce_fwd"),
+            ("Reduce", "Reduce_bwd"),
         ] {
-            let rows = category_sheets::perf_rows(&trace, &tree, &registry, family, sheet);
+            let ctx = category_sheets::SheetContext {
+                trace: &trace,
+                tree: &tree,
+                registry: &registry,
+                autograd: &autograd,
+            };
+            let rows = category_sheets::perf_rows(&ctx, family, sheet);
             if !rows.is_empty() {
                 let p = platform.as_ref().map(|p| &p.platform);
                 note_efficiency_anomalies(&mut trace, p, &rows);

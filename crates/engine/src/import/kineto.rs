@@ -23,6 +23,7 @@ fn wanted_arg(key: &[u8]) -> bool {
             | b"External id"
             | b"external id"
             | b"stream"
+            | b"Sequence number"
             | b"Input Dims"
             | b"Input dims"
             | b"Input type"
@@ -198,6 +199,13 @@ impl TraceBuilder {
                 "External id" | "external id" => {
                     if let Some(i) = int_value(v) {
                         e.set_external_id(i);
+                    }
+                }
+                "Sequence number" => {
+                    if let Some(i) = int_value(v) {
+                        self.trace
+                            .sequence
+                            .push((self.trace.events.len() as u32, i));
                     }
                 }
                 "Input Dims" | "Input dims" => op.input_dims = self.arg_text(v),

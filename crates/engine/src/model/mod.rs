@@ -1,6 +1,7 @@
 //! The trace model: plain tables of the events the analyses use, with typed ids, plus the call
 //! tree built from them (`tree`). Import fills these tables; analysis only reads them.
 
+pub mod autograd;
 pub mod strings;
 pub mod tree;
 
@@ -285,6 +286,8 @@ pub struct Trace {
     pub collective_args: Vec<CollectiveArgs>,
     /// Launch flows by id.
     pub flows: HashMap<i64, Flow>,
+    /// Autograd `Sequence number` of the events that record one: (event index, number).
+    pub sequence: Vec<(u32, i64)>,
     pub meta: TraceMeta,
     pub diagnostics: Diagnostics,
 }

@@ -11,6 +11,7 @@ pub mod inputs;
 pub mod norm;
 pub mod params;
 pub mod platform;
+pub mod reduce;
 pub mod sdpa;
 
 use inputs::OpInputs;
@@ -82,11 +83,18 @@ impl Metrics {
 /// Forward metrics of an op of model class `class`; `None` when the class is not modelled or the
 /// inputs do not parse. `kernels` are the op's GPU event names in timestamp order (some models
 /// read layout hints from them).
-pub fn forward(class: &str, inputs: &OpInputs, kernels: &[&str]) -> Option<Metrics> {
+pub fn forward(class: &str, op: &str, inputs: &OpInputs, kernels: &[&str]) -> Option<Metrics> {
     gemm::forward(class, inputs, kernels)
         .or_else(|| elementwise::unary(class, inputs))
         .or_else(|| elementwise::binary(class, inputs))
         .or_else(|| sdpa::forward(class, inputs))
         .or_else(|| norm::metrics(class, inputs))
         .or_else(|| conv::metrics(class, inputs))
+        .or_else(|| reduce::metrics(class, op, inputs, false))
+}
+
+/// Backward metrics of forward op `op` (the work of its autograd backward), for the families
+/// that model it; `None` otherwise (GEMMs: backward GEMMs are their own ops).
+pub fn backward(class: &str, op: &str, inputs: &OpInputs) -> Option<Metrics> {
+    sdpa::backward(class, inputs).or_else(|| reduce::metrics(class, op, inputs, true))
 }

@@ -39,6 +39,36 @@ impl Attention {
         }
     }
 
+    /// Backward FLOPs: dV, dP, dQ, dK (with the GQA reductions), plus recomputing QK^T for
+    /// flash implementations; halved when causal.
+    pub fn flops_bwd(&self, flash: bool) -> Option<f64> {
+        let (b, hq, nq, nkv, dqk, dv) =
+            (self.b, self.h_q, self.n_q, self.n_kv, self.d_qk, self.d_v);
+        // GQA: each K/V head's gradient sums the contributions of its (H_Q / H_KV) query heads.
+        // Deviation D8: TraceLens counts B·N_KV·d·(g−1) adds, forgetting the H_KV heads.
+        let groups = self.h_kv * ((self.h_q / self.h_kv).floor() - 1.0);
+        let f = if flash {
+            b * hq * 2.0 * nq * nkv * dqk
+        } else {
+            0.0
+        } + b * hq * 2.0 * nkv * nq * dv
+            + b * nkv * dv * groups
+            + b * hq * 2.0 * nq * nkv * dv
+            + b * hq * 2.0 * nq * nkv * dqk
+            + b * hq * 2.0 * nkv * nq * dqk
+            + b * nkv * dqk * groups;
+        self.causal_scale(f)
+    }
+
+    /// Backward bytes: Q, K, V and dO read, dQ, dK, dV written.
+    pub fn bytes_bwd(&self, bpe: f64) -> f64 {
+        let q = self.b * self.n_q * self.h_q * self.d_qk;
+        let k = self.b * self.n_kv * self.h_kv * self.d_qk;
+        let v = self.b * self.n_kv * self.h_kv * self.d_v;
+        let o = self.b * self.n_q * self.h_q * self.d_v;
+        (q + k + v + o + q + k + v) * bpe
+    }
+
     /// Forward bytes for `bpe` bytes per element.
     pub fn bytes(&self, bpe: f64) -> f64 {
         (self.b * self.n_q * self.h_q * self.d_qk
@@ -55,6 +85,15 @@ fn truthy(s: &str) -> bool {
 
 /// Forward metrics of the aten SDPA entry points (q, k, v in (B, H, N, d) layout).
 pub fn forward(class: &str, x: &OpInputs) -> Option<Metrics> {
+    metrics(class, x, false)
+}
+
+/// Backward metrics of a forward SDPA op (its autograd backward's work).
+pub fn backward(class: &str, x: &OpInputs) -> Option<Metrics> {
+    metrics(class, x, true)
+}
+
+fn metrics(class: &str, x: &OpInputs, backward: bool) -> Option<Metrics> {
     let (dropout_slot, causal_slot, flash) = match class {
         "aten__scaled_dot_product_flash_attention" => (3, 4, true),
         "aten__scaled_dot_product_efficient_attention"
@@ -99,9 +138,14 @@ pub fn forward(class: &str, x: &OpInputs) -> Option<Metrics> {
     ];
     // TraceLens sizes SDPA traffic at 2 bytes per element whatever the dtype (spec §6.6 QUIRK).
     let _ = bytes_per_element;
+    let (flops, bytes) = if backward {
+        (a.flops_bwd(flash)?, a.bytes_bwd(2.0))
+    } else {
+        (a.flops()?, a.bytes(2.0))
+    };
     Some(Metrics::new(
-        a.flops()?,
-        Some(a.bytes(2.0)),
+        flops,
+        Some(bytes),
         params,
         "matrix",
         x.dtype(0),
