@@ -11,6 +11,7 @@ pub mod names;
 pub mod ops_tables;
 pub mod stats;
 pub mod timeline;
+pub mod unified;
 
 use serde::Serialize;
 
@@ -141,6 +142,15 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         sheets.push(ops_tables::ops_unique_args(&trace, &launchers));
     }
     if !gpu_only {
+        let ctx = category_sheets::SheetContext {
+            trace: &trace,
+            tree: &tree,
+            registry: &registry,
+            autograd: &autograd,
+        };
+        let unified_rows = unified::unified_rows(&ctx, &names, &launchers);
+        let p = platform.as_ref().map(|p| &p.platform);
+        sheets.push(unified::unified_sheet(&trace, &unified_rows, p));
         // (model family in the registry, sheet name), in TraceLens's workbook order.
         for (family, sheet) in [
             ("GEMM", "GEMM"),

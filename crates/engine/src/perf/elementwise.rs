@@ -35,12 +35,12 @@ pub fn unary(class: &str, x: &OpInputs) -> Option<Metrics> {
         out.extend(sizes);
         let (n_in, n_out) = (numel(&input), numel(&out));
         let params = vec![
+            ("input_shape", shape_param(&input)),
+            ("output_shape", shape_param(&out)),
             ("op_shape", shape_param(&out)),
             ("dtype_in_out", dtypes(&[Some(t_in), Some(t_in)])),
             ("stride_input", stride(x.stride(0))),
             ("stride_output", Param::None),
-            ("input_shape", shape_param(&input)),
-            ("output_shape", shape_param(&out)),
         ];
         let bytes = bpe_in.map(|b| (n_in + n_out) * b);
         return Some(Metrics::new(n_out, bytes, params, "vector", t_in));

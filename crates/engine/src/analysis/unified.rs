@@ -1,0 +1,560 @@
+//! `unified_perf_summary` (spec §7.5, §8): one table of the ops that carry the GPU work, each at
+//! the level where a perf model applies (or at its leaf CPU op), with GPU work no collected op
+//! covers added as "(Synthetic Op)" rows.
+
+use rustc_hash::FxHashMap;
+
+use super::category_sheets::SheetContext;
+use super::intervals::busy_time;
+use super::launchers::Launchers;
+use super::names::NameClasses;
+use super::ops_tables::{kernel_details, summarize_kernel_details, unique_args_key};
+use super::stats::{percentages, us, Agg};
+use crate::model::{EventId, EventKind, Trace};
+use crate::perf::inputs::OpInputs;
+use crate::perf::params::Param;
+use crate::perf::platform::{roofline, Platform};
+use crate::perf::Metrics;
+use crate::report::pyrepr::py_str;
+use crate::report::{Cell, Sheet};
+
+/// One instance row before grouping.
+#[derive(Debug, Clone)]
+pub struct UnifiedRow {
+    /// The event whose name, args and CPU duration the row carries.
+    pub event: EventId,
+    /// Row name (the event's, or `parent->kernel (Synthetic Op)`).
+    pub name: String,
+    pub category: &'static str,
+    pub uid: u32,
+    /// GPU events credited to the row, in launch order.
+    pub gpu: Vec<EventId>,
+    pub metrics: Option<Metrics>,
+    pub has_model: bool,
+}
+
+struct Walk<'a, 'b> {
+    ctx: &'b SheetContext<'a>,
+    names: &'b NameClasses,
+    launchers: &'b Launchers,
+    gpu_count: Vec<u32>,
+    visited: Vec<bool>,
+    rows: Vec<UnifiedRow>,
+}
+
+const BACKWARD_PREFIX: &str = "autograd::engine::evaluate_function: ";
+
+impl Walk<'_, '_> {
+    fn trace(&self) -> &Trace {
+        self.ctx.trace
+    }
+
+    fn is_op(&self, id: EventId) -> bool {
+        self.trace().event(id).kind == EventKind::CpuOp
+    }
+
+    fn model_class(&self, id: EventId) -> Option<&'static str> {
+        model_class(self.ctx, self.trace().name(self.trace().event(id)))
+    }
+
+    fn has_work(&self, id: EventId) -> bool {
+        self.gpu_count[id.idx()] > 0
+    }
+
+    fn cpu_children(&self, id: EventId) -> Vec<EventId> {
+        self.ctx
+            .tree
+            .children(id)
+            .filter(|c| self.is_op(*c))
+            .collect()
+    }
+
+    /// Some cpu_op below `id` has its own model and GPU work.
+    fn modelled_descendant(&self, id: EventId) -> bool {
+        let mut stack = self.cpu_children(id);
+        while let Some(x) = stack.pop() {
+            if self.model_class(x).is_some() && self.has_work(x) {
+                return true;
+            }
+            stack.extend(self.cpu_children(x));
+        }
+        false
+    }
+
+    /// GPU work reachable through `cuda_runtime` children only (not `cuda_driver`).
+    fn is_leaf(&self, id: EventId) -> bool {
+        let mut stack: Vec<(EventId, u32)> = vec![(id, 0)];
+        while let Some((x, depth)) = stack.pop() {
+            for c in self.ctx.tree.children(x) {
+                let e = self.trace().event(c);
+                if e.kind.is_gpu() {
+                    return true;
+                }
+                if e.kind == EventKind::CudaRuntime && depth < 10 {
+                    stack.push((c, depth + 1));
+                }
+            }
+        }
+        false
+    }
+
+    fn gpu_under(&self, id: EventId) -> Vec<EventId> {
+        self.ctx.tree.gpu_events_under(self.trace(), id)
+    }
+
+    /// If `id` is the only GPU-launching op named after its autograd node, the forward op whose
+    /// backward it computes (and that op's backward category).
+    fn sole_backward(&self, id: EventId) -> Option<(EventId, &'static str)> {
+        let trace = self.trace();
+        let mut cur = Some(id);
+        let mut wrapper = None;
+        for _ in 0..=5 {
+            let Some(x) = cur else { break };
+            if self.ctx.autograd.fwd_of.contains_key(&x) {
+                wrapper = Some(x);
+                break;
+            }
+            cur = self.ctx.tree.parent(x);
+        }
+        let w = wrapper?;
+        let fwd = *self.ctx.autograd.fwd_of.get(&w)?;
+        let info = self.ctx.registry.get(trace.name(trace.event(fwd)))?;
+        let (class, bwd_category) = (info.model_class?, info.bwd_category?);
+        let main = trace.name(trace.event(w)).strip_prefix(BACKWARD_PREFIX)?;
+        if trace.name(trace.event(id)) != main {
+            return None;
+        }
+        let mut count = 0;
+        let mut stack = self.cpu_children(w);
+        while let Some(x) = stack.pop() {
+            if self.has_work(x) && trace.name(trace.event(x)) == main {
+                count += 1;
+            }
+            stack.extend(self.cpu_children(x));
+        }
+        let fwd_event = trace.event(fwd);
+        let ok = count == 1
+            && crate::perf::backward(
+                class,
+                trace.name(fwd_event),
+                &OpInputs::of(trace, fwd_event),
+            )
+            .is_some();
+        ok.then_some((fwd, bwd_category))
+    }
+
+    fn collect(&mut self, id: EventId, sole: Option<(EventId, &'static str)>) {
+        let trace = self.ctx.trace;
+        let e = trace.event(id);
+        let gpu = self.gpu_under(id);
+        let name = trace.name(e);
+        let (metrics, has_model, category) = match sole {
+            Some((fwd, bwd_category)) => {
+                let f = trace.event(fwd);
+                let class = self
+                    .ctx
+                    .registry
+                    .get(trace.name(f))
+                    .and_then(|i| i.model_class)
+                    .unwrap_or("");
+                (
+                    crate::perf::backward(class, trace.name(f), &OpInputs::of(trace, f)),
+                    true,
+                    bwd_category,
+                )
+            }
+            None => {
+                let mut sorted = gpu.clone();
+                sorted.sort_by_key(|k| (trace.event(*k).ts, k.0));
+                // The categorizer's kernel fallback reads the op's own (direct) kernels.
+                let first = self
+                    .launchers
+                    .first_kernel_of(id)
+                    .map(|k| trace.name(trace.event(k)));
+                let category = self.ctx.registry.categorize(name, first);
+                match self.model_class(id) {
+                    Some(class) => {
+                        let names: Vec<&str> =
+                            sorted.iter().map(|k| trace.name(trace.event(*k))).collect();
+                        (
+                            crate::perf::forward(class, name, &OpInputs::of(trace, e), &names),
+                            true,
+                            category,
+                        )
+                    }
+                    None => (None, false, category),
+                }
+            }
+        };
+        self.rows.push(UnifiedRow {
+            event: id,
+            name: name.to_owned(),
+            category,
+            uid: e.uid,
+            gpu,
+            metrics,
+            has_model,
+        });
+    }
+
+    fn visit(&mut self, id: EventId) {
+        if self.visited[id.idx()] {
+            return;
+        }
+        self.visited[id.idx()] = true;
+        if !self.is_op(id) || !self.has_work(id) {
+            return;
+        }
+        if self.model_class(id).is_some() {
+            self.collect(id, None);
+            return;
+        }
+        if let Some(sole) = self.sole_backward(id) {
+            if self.modelled_descendant(id) {
+                self.visit_children(id, false);
+            } else {
+                self.collect(id, Some(sole));
+            }
+            return;
+        }
+        if self.modelled_descendant(id) {
+            self.visit_children(id, false);
+            return;
+        }
+        if self.is_leaf(id) {
+            let modelled_children: Vec<EventId> = self
+                .cpu_children(id)
+                .into_iter()
+                .filter(|c| self.model_class(*c).is_some() && self.has_work(*c))
+                .collect();
+            if !modelled_children.is_empty() {
+                for c in modelled_children {
+                    self.visit(c);
+                }
+                return;
+            }
+            let launches_comm = self
+                .gpu_under(id)
+                .iter()
+                .any(|g| self.names.is_comm(self.trace(), self.trace().event(*g)));
+            if !launches_comm {
+                self.collect(id, None);
+            }
+            return;
+        }
+        self.visit_children(id, false);
+    }
+
+    fn visit_children(&mut self, id: EventId, _only_modelled: bool) {
+        let kids: Vec<EventId> = self.ctx.tree.children(id).collect();
+        for c in kids {
+            self.visit(c);
+        }
+    }
+}
+
+/// TraceLens's model class for an op: the registry, then the Inductor-generated Triton kernels
+/// (`triton_poi_*`, `triton_red_*`, `triton_per_*`), whose model needs Inductor metadata.
+fn model_class(ctx: &SheetContext<'_>, name: &str) -> Option<&'static str> {
+    if let Some(class) = ctx.registry.get(name).and_then(|i| i.model_class) {
+        return Some(class);
+    }
+    ["triton_poi_", "triton_red_", "triton_per_"]
+        .iter()
+        .any(|p| name.starts_with(p))
+        .then_some("TritonCompiledPerfModel")
+}
+
+/// The unified rows: collected ops in traversal order, then synthetic ops for uncovered GPU work.
+pub fn unified_rows(
+    ctx: &SheetContext<'_>,
+    names: &NameClasses,
+    launchers: &Launchers,
+) -> Vec<UnifiedRow> {
+    let trace = ctx.trace;
+    let n = trace.events.len();
+    let mut gpu_count = vec![0u32; n];
+    for (i, e) in trace.events.iter().enumerate() {
+        if !e.kind.is_gpu() {
+            continue;
+        }
+        let mut cur = ctx.tree.parent(EventId(i as u32));
+        while let Some(p) = cur {
+            gpu_count[p.idx()] += 1;
+            cur = ctx.tree.parent(p);
+        }
+    }
+    let mut walk = Walk {
+        ctx,
+        names,
+        launchers,
+        gpu_count,
+        visited: vec![false; n],
+        rows: Vec::new(),
+    };
+    for &root in &ctx.tree.cpu_roots {
+        walk.visit(root);
+    }
+    let mut rows = walk.rows;
+    // Synthetic ops for linked, non-communication GPU events no row covers.
+    let mut covered = vec![false; n];
+    for r in &rows {
+        for g in &r.gpu {
+            covered[g.idx()] = true;
+        }
+    }
+    let mut next_uid = u32::try_from(trace.meta.total_events).unwrap_or(u32::MAX);
+    for (i, e) in trace.events.iter().enumerate() {
+        let id = EventId(i as u32);
+        if !e.kind.is_gpu() || covered[i] || names.is_comm(trace, e) {
+            continue;
+        }
+        let Some(runtime) = ctx.tree.parent(id) else {
+            continue;
+        };
+        let base = ctx.tree.nearest_cpu_op(trace, id).unwrap_or(runtime);
+        let name = format!(
+            "{}->{} (Synthetic Op)",
+            trace.name(trace.event(base)),
+            trace.name(e)
+        );
+        let category = ctx.registry.categorize(&name, Some(trace.name(e)));
+        rows.push(UnifiedRow {
+            event: base,
+            name,
+            category,
+            uid: next_uid,
+            gpu: vec![id],
+            metrics: None,
+            has_model: false,
+        });
+        next_uid = next_uid.saturating_add(1);
+    }
+    rows
+}
+
+fn perf_params(m: &Metrics) -> String {
+    let items: Vec<String> = m
+        .params
+        .iter()
+        .map(|(k, v)| {
+            let val = match v {
+                Param::Str(s) if !s.starts_with('[') => py_str(s),
+                other => other.py(),
+            };
+            format!("{}: {val}", py_str(k))
+        })
+        .collect();
+    format!("{{{}}}", items.join(", "))
+}
+
+/// Groups unified rows into the `unified_perf_summary` sheet.
+pub fn unified_sheet(trace: &Trace, rows: &[UnifiedRow], platform: Option<&Platform>) -> Sheet {
+    let mut index: FxHashMap<[String; 9], usize> = FxHashMap::default();
+    let mut groups: Vec<([String; 9], Vec<&UnifiedRow>)> = Vec::new();
+    for r in rows {
+        let mut key = unique_args_key(trace, r.event, r.category);
+        key[0] = r.name.clone();
+        match index.get(&key) {
+            Some(&g) => groups[g].1.push(r),
+            None => {
+                index.insert(key.clone(), groups.len());
+                groups.push((key, vec![r]));
+            }
+        }
+    }
+    let mut cols: Vec<String> = [
+        "name",
+        "op category",
+        "process_name",
+        "process_label",
+        "thread_name",
+        "Input Dims",
+        "Input type",
+        "Input Strides",
+        "Concrete Inputs",
+        "ex_UID",
+        "operation_count",
+        "total_duration_us",
+        "mean_duration_us",
+        "std_duration_us",
+        "GFLOPS",
+        "Data Moved (MB)",
+        "FLOPS/Byte",
+        "Compute Spec",
+        "TB/s_mean",
+        "TB/s_std",
+        "TFLOPS/s_mean",
+        "TFLOPS/s_std",
+        "Kernel Time (µs)_mean",
+        "Kernel Time (µs)_std",
+        "Kernel Time (µs)_sum",
+        "duration_us_median",
+        "duration_us_min",
+        "duration_us_max",
+        "TB/s_median",
+        "TB/s_min",
+        "TB/s_max",
+        "TFLOPS/s_median",
+        "TFLOPS/s_min",
+        "TFLOPS/s_max",
+        "Kernel Time (µs)_median",
+        "Kernel Time (µs)_min",
+        "Kernel Time (µs)_max",
+        "kernel_details_summary",
+        "trunc_kernel_details",
+        "perf_params",
+        "has_perf_model",
+    ]
+    .map(String::from)
+    .to_vec();
+    if platform.is_some() {
+        cols.push("Roofline Time (µs)".into());
+        cols.push("Roofline Bound".into());
+        for s in ["mean", "std", "median", "min", "max"] {
+            cols.push(format!("Pct Roofline_{s}"));
+        }
+    }
+    cols.push("Percentage (%)".into());
+    cols.push("Cumulative Percentage (%)".into());
+
+    let span = |r: &UnifiedRow| {
+        us(busy_time(r.gpu.iter().map(|g| {
+            let e = trace.event(*g);
+            (e.ts, e.end())
+        })))
+    };
+    struct Out {
+        cells: Vec<Cell>,
+        kt_sum: f64,
+        uid: u32,
+    }
+    let first_f = |v: &[f64]| v.iter().copied().find(|x| !x.is_nan()).unwrap_or(f64::NAN);
+    let skipna = |v: &[f64]| {
+        Agg::of(
+            &v.iter()
+                .copied()
+                .filter(|x| !x.is_nan())
+                .collect::<Vec<_>>(),
+        )
+    };
+    let mut out: Vec<Out> = groups
+        .into_iter()
+        .map(|(key, members)| {
+            let kt: Vec<f64> = members.iter().map(|r| span(r)).collect();
+            let dur: Vec<f64> = members
+                .iter()
+                .map(|r| us(trace.event(r.event).dur))
+                .collect();
+            let m = |f: &dyn Fn(&Metrics, f64) -> f64| -> Vec<f64> {
+                members
+                    .iter()
+                    .zip(&kt)
+                    .map(|(r, k)| r.metrics.as_ref().map_or(f64::NAN, |x| f(x, *k)))
+                    .collect()
+            };
+            let gf = m(&|x, _| x.gflops());
+            let mb = m(&|x, _| x.data_moved_mb());
+            let ai = m(&|x, _| x.flops_per_byte());
+            let tb = m(&|x, k| x.tb_per_s(k));
+            let tf = m(&|x, k| x.tflops_per_s(k));
+            let (a_tb, a_tf, a_kt, a_dur) = (skipna(&tb), skipna(&tf), Agg::of(&kt), Agg::of(&dur));
+            let first = members[0];
+            let mut cells: Vec<Cell> = key
+                .into_iter()
+                .map(|k| {
+                    if k.is_empty() {
+                        Cell::Empty
+                    } else {
+                        Cell::Str(k)
+                    }
+                })
+                .collect();
+            cells.push(Cell::Int(i64::from(first.uid)));
+            cells.push(Cell::Int(members.len() as i64));
+            cells.extend([Cell::f(a_dur.sum), Cell::f(a_dur.mean), Cell::f(a_dur.std)]);
+            cells.extend([
+                Cell::f(first_f(&gf)),
+                Cell::f(first_f(&mb)),
+                Cell::f(first_f(&ai)),
+            ]);
+            let spec = members
+                .iter()
+                .find_map(|r| r.metrics.as_ref().map(|x| x.compute_spec.clone()));
+            cells.push(spec.map_or(Cell::Empty, Cell::Str));
+            cells.extend([
+                Cell::f(a_tb.mean),
+                Cell::f(a_tb.std),
+                Cell::f(a_tf.mean),
+                Cell::f(a_tf.std),
+            ]);
+            cells.extend([Cell::f(a_kt.mean), Cell::f(a_kt.std), Cell::f(a_kt.sum)]);
+            cells.extend([
+                Cell::f(a_dur.median),
+                Cell::f(a_dur.min),
+                Cell::f(a_dur.max),
+            ]);
+            cells.extend([Cell::f(a_tb.median), Cell::f(a_tb.min), Cell::f(a_tb.max)]);
+            cells.extend([Cell::f(a_tf.median), Cell::f(a_tf.min), Cell::f(a_tf.max)]);
+            cells.extend([Cell::f(a_kt.median), Cell::f(a_kt.min), Cell::f(a_kt.max)]);
+            let inst: Vec<_> = members
+                .iter()
+                .map(|r| kernel_details(trace, &r.gpu))
+                .collect();
+            let (full, trunc) = summarize_kernel_details(&inst);
+            cells.push(full);
+            cells.push(trunc);
+            let params = members
+                .iter()
+                .find_map(|r| r.metrics.as_ref().map(perf_params));
+            cells.push(params.map_or(Cell::Empty, Cell::Str));
+            cells.push(Cell::s(if first.has_model { "True" } else { "False" }));
+            if let Some(p) = platform {
+                let roofs: Vec<_> = members
+                    .iter()
+                    .zip(&kt)
+                    .map(|(r, k)| {
+                        r.metrics
+                            .as_ref()
+                            .and_then(|x| roofline(p, &x.compute_spec, x.flops, x.bytes?, *k))
+                    })
+                    .collect();
+                let f = roofs.iter().flatten().next();
+                cells.push(f.map_or(Cell::Empty, |r| Cell::f(r.time_us)));
+                cells.push(f.map_or(Cell::Empty, |r| {
+                    Cell::s(if r.compute_bound {
+                        "COMPUTE_BOUND"
+                    } else {
+                        "MEMORY_BOUND"
+                    })
+                }));
+                let pct: Vec<f64> = roofs
+                    .iter()
+                    .map(|r| r.map_or(f64::NAN, |r| r.pct_roofline))
+                    .collect();
+                let a = skipna(&pct);
+                cells.extend([
+                    Cell::f(a.mean),
+                    Cell::f(a.std),
+                    Cell::f(a.median),
+                    Cell::f(a.min),
+                    Cell::f(a.max),
+                ]);
+            }
+            Out {
+                cells,
+                kt_sum: a_kt.sum,
+                uid: first.uid,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.kt_sum.total_cmp(&a.kt_sum).then(a.uid.cmp(&b.uid)));
+    let pct = percentages(&out.iter().map(|o| o.kt_sum).collect::<Vec<_>>());
+    let mut sheet = Sheet::new("unified_perf_summary", &cols);
+    for (mut o, (p, c)) in out.into_iter().zip(pct) {
+        o.cells.push(Cell::f(p));
+        o.cells.push(Cell::f(c));
+        sheet.rows.push(o.cells);
+    }
+    sheet
+}
