@@ -8,7 +8,11 @@ use super::intervals::busy_time;
 use super::ops_tables::{kernel_details, summarize_kernel_details};
 use super::stats::{us, Agg};
 use crate::model::tree::CallTree;
-use crate::model::{EventId, EventKind, Trace};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use crate::model::{EventId, EventKind, StrId, Trace};
+use crate::perf::gemm::transpose_from_kernel;
 use crate::perf::inputs::OpInputs;
 use crate::perf::platform::{roofline, Platform, Roofline};
 use crate::perf::Metrics;
@@ -17,14 +21,62 @@ use crate::report::{Cell, Sheet};
 
 use super::categories::Registry;
 
-/// One modelled op instance.
+/// One modelled op instance. Metrics are shared between instances with the same inputs.
 #[derive(Debug, Clone)]
 pub struct PerfRow {
     pub event: EventId,
-    pub metrics: Metrics,
-    /// GPU events of the op's subtree, in timestamp order.
-    pub kernels: Vec<EventId>,
+    pub metrics: Rc<Metrics>,
+    /// Backward metrics of a forward op, over its autograd backward's GPU work.
+    pub backward: bool,
     pub kernel_time_us: f64,
+}
+
+/// (op name, interned inputs, backward, GEMM transpose hint).
+type MetricsKey = (StrId, Option<usize>, bool, Option<(bool, bool)>);
+
+/// Perf metrics memoized per (op name, recorded inputs, direction, GEMM layout hint): a trace
+/// runs the same few thousand shapes millions of times.
+#[derive(Debug, Default)]
+pub struct MetricsCache {
+    map: RefCell<FxHashMap<MetricsKey, Option<Rc<Metrics>>>>,
+}
+
+impl MetricsCache {
+    /// Metrics of op `id` (forward, or backward with `backward`); `kernels` are its GPU event
+    /// names in timestamp order (GEMMs read their layout from them).
+    pub fn get(
+        &self,
+        trace: &Trace,
+        class: &str,
+        id: EventId,
+        backward: bool,
+        kernels: &[&str],
+    ) -> Option<Rc<Metrics>> {
+        let e = trace.event(id);
+        let gemm = matches!(
+            class,
+            "aten_mm" | "aten_addmm" | "aten_bmm" | "aten_baddbmm" | "aten_scaled_mm"
+        );
+        let hint = if gemm {
+            kernels.iter().find_map(|k| transpose_from_kernel(k))
+        } else {
+            None
+        };
+        let key = (e.name, e.op_args(), backward, hint);
+        if let Some(hit) = self.map.borrow().get(&key) {
+            return hit.clone();
+        }
+        let name = trace.name(e);
+        let inputs = OpInputs::of(trace, e);
+        let m = if backward {
+            crate::perf::backward(class, name, &inputs)
+        } else {
+            crate::perf::forward(class, name, &inputs, kernels)
+        }
+        .map(Rc::new);
+        self.map.borrow_mut().insert(key, m.clone());
+        m
+    }
 }
 
 /// Ops whose rows TraceLens moves from a `<family>_fwd` sheet to `<family>_bwd`: their own model
@@ -63,11 +115,32 @@ fn span_us(trace: &Trace, kernels: &[EventId]) -> f64 {
     })))
 }
 
+/// The GPU events a row's metrics are measured over, in timestamp order.
+pub fn row_kernels(ctx: &SheetContext<'_>, row: &PerfRow) -> Vec<EventId> {
+    kernels_for(ctx, row.event, row.backward)
+}
+
+/// GPU events of op `id`'s subtree, or with `backward` of its autograd backward calls.
+fn kernels_for(ctx: &SheetContext<'_>, id: EventId, backward: bool) -> Vec<EventId> {
+    let (trace, tree) = (ctx.trace, ctx.tree);
+    let mut kernels: Vec<EventId> = if backward {
+        let bwd = ctx.autograd.subtree_backward(trace, tree, id);
+        bwd.iter()
+            .flat_map(|b| tree.gpu_events_under(trace, *b))
+            .collect()
+    } else {
+        tree.gpu_events_under(trace, id)
+    };
+    kernels.sort_by_key(|k| (trace.event(*k).ts, k.0));
+    kernels.dedup();
+    kernels
+}
+
 /// Computes the rows of one per-category sheet, in file order: every op of the model family the
 /// sheet holds, with forward metrics over its subtree's GPU time; `_bwd` sheets add forward ops'
 /// backward metrics over the GPU time of their linked autograd backward calls.
 pub fn perf_rows(ctx: &SheetContext<'_>, family: &str, sheet: &str) -> Vec<PerfRow> {
-    let (trace, tree) = (ctx.trace, ctx.tree);
+    let trace = ctx.trace;
     let backward_sheet = sheet.ends_with("_bwd");
     let mut out = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
@@ -85,37 +158,32 @@ pub fn perf_rows(ctx: &SheetContext<'_>, family: &str, sheet: &str) -> Vec<PerfR
             continue;
         }
         let id = EventId(i as u32);
-        let inputs = OpInputs::of(trace, e);
-        let (metrics, mut kernels) = if sheet_holds(sheet, name) {
-            let mut kernels = tree.gpu_events_under(trace, id);
-            kernels.sort_by_key(|k| (trace.event(*k).ts, k.0));
-            let names: Vec<&str> = kernels
-                .iter()
-                .map(|k| trace.name(trace.event(*k)))
-                .collect();
-            (crate::perf::forward(class, name, &inputs, &names), kernels)
-        } else if backward_sheet && !DROPPED_FROM_BWD.contains(&name) {
-            let bwd = ctx.autograd.subtree_backward(trace, tree, id);
-            if bwd.is_empty() {
-                continue;
-            }
-            let kernels: Vec<EventId> = bwd
-                .iter()
-                .flat_map(|b| tree.gpu_events_under(trace, *b))
-                .collect();
-            (crate::perf::backward(class, name, &inputs), kernels)
+        let backward = if sheet_holds(sheet, name) {
+            false
+        } else if backward_sheet
+            && !DROPPED_FROM_BWD.contains(&name)
+            && !ctx
+                .autograd
+                .subtree_backward(trace, ctx.tree, id)
+                .is_empty()
+        {
+            true
         } else {
             continue;
         };
-        let Some(metrics) = metrics else { continue };
-        kernels.sort_by_key(|k| (trace.event(*k).ts, k.0));
-        kernels.dedup();
-        let kernel_time_us = span_us(trace, &kernels);
+        let kernels = kernels_for(ctx, id, backward);
+        let names: Vec<&str> = kernels
+            .iter()
+            .map(|k| trace.name(trace.event(*k)))
+            .collect();
+        let Some(metrics) = ctx.cache.get(trace, class, id, backward, &names) else {
+            continue;
+        };
         out.push(PerfRow {
             event: id,
             metrics,
-            kernels,
-            kernel_time_us,
+            backward,
+            kernel_time_us: span_us(trace, &kernels),
         });
     }
     out
@@ -127,6 +195,7 @@ pub struct SheetContext<'a> {
     pub tree: &'a CallTree,
     pub registry: &'a Registry,
     pub autograd: &'a crate::model::autograd::AutogradLinks,
+    pub cache: &'a MetricsCache,
 }
 
 fn first_finite(values: impl Iterator<Item = f64>) -> f64 {
@@ -141,11 +210,12 @@ fn agg_skipna(values: &[f64]) -> Agg {
 
 /// Summarizes perf rows into a TraceLens per-category sheet named `name`.
 pub fn summarize(
-    trace: &Trace,
+    ctx: &SheetContext<'_>,
     name: &str,
     rows: &[PerfRow],
     platform: Option<&Platform>,
 ) -> Sheet {
+    let trace = ctx.trace;
     // Param columns: union over rows, in first-appearance order.
     let mut param_cols: Vec<&'static str> = Vec::new();
     for r in rows {
@@ -168,18 +238,37 @@ pub fn summarize(
         }
         key
     };
+    // Group by (name, shared metrics) first, then render each group's key once and merge groups
+    // whose rendered keys coincide, keeping file order.
+    let mut cheap: FxHashMap<(StrId, usize), usize> = FxHashMap::default();
+    let mut cheap_groups: Vec<Vec<usize>> = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        let k = (trace.event(r.event).name, Rc::as_ptr(&r.metrics) as usize);
+        let g = *cheap.entry(k).or_insert_with(|| {
+            cheap_groups.push(Vec::new());
+            cheap_groups.len() - 1
+        });
+        cheap_groups[g].push(i);
+    }
     let mut index: FxHashMap<Vec<String>, usize> = FxHashMap::default();
-    let mut groups: Vec<(Vec<String>, Vec<&PerfRow>)> = Vec::new();
-    for r in rows {
-        let key = key_of(r);
+    let mut merged: Vec<(Vec<String>, Vec<usize>)> = Vec::new();
+    for members in cheap_groups {
+        let key = key_of(&rows[members[0]]);
         match index.get(&key) {
-            Some(&g) => groups[g].1.push(r),
+            Some(&g) => merged[g].1.extend(members),
             None => {
-                index.insert(key.clone(), groups.len());
-                groups.push((key, vec![r]));
+                index.insert(key.clone(), merged.len());
+                merged.push((key, members));
             }
         }
     }
+    let groups: Vec<(Vec<String>, Vec<&PerfRow>)> = merged
+        .into_iter()
+        .map(|(k, mut m)| {
+            m.sort_unstable();
+            (k, m.into_iter().map(|i| &rows[i]).collect())
+        })
+        .collect();
     let mut cols: Vec<String> = vec!["name".into()];
     cols.extend(param_cols.iter().map(|c| format!("param: {c}")));
     for c in ["GFLOPS_first", "Data Moved (MB)_first", "FLOPS/Byte_first"] {
@@ -275,7 +364,7 @@ pub fn summarize(
             cells.push(Cell::s(first.metrics.compute_spec.clone()));
             let inst: Vec<_> = members
                 .iter()
-                .map(|r| kernel_details(trace, &r.kernels))
+                .map(|r| kernel_details(trace, &row_kernels(ctx, r)))
                 .collect();
             let (full, trunc) = summarize_kernel_details(&inst);
             cells.push(full);

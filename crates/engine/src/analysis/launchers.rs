@@ -37,6 +37,12 @@ impl Launchers {
         &self.kernels[from..from + l.kernels_len as usize]
     }
 
+    /// Frees the per-launcher lists, keeping only what [`Launchers::first_kernel_of`] needs.
+    pub fn keep_first_kernels_only(&mut self) {
+        self.list = Vec::new();
+        self.kernels = Vec::new();
+    }
+
     /// The first direct GPU event of the launcher `event`, if it is one.
     pub fn first_kernel_of(&self, event: EventId) -> Option<EventId> {
         // Launchers are few enough that a sorted index is cheaper than a map.

@@ -124,11 +124,12 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
 pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
     let platform = choose_platform(&mut trace, &options.platform);
     let tree = CallTree::build(&mut trace);
+    // Launch flows only serve linking; free them before the analyses allocate.
+    trace.flows = Default::default();
     let registry = Registry::new();
     let gpu_only = !trace.has_cpu_ops();
     note_trace_quality(&mut trace, gpu_only);
 
-    let autograd = crate::model::autograd::AutogradLinks::build(&trace);
     let names = names::NameClasses::new(&trace);
     let timeline = timeline::gpu_timeline(&trace, &tree, &names);
     let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
@@ -141,57 +142,34 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         sheets.push(summary);
         sheets.push(ops_tables::ops_unique_args(&trace, &launchers));
     }
+    // Kernel sheets before the perf sheets, so the launcher lists can be dropped first (peak
+    // memory); the report keeps TraceLens's sheet order.
+    let rows = kernel_tables::kernel_rows(&trace, &tree, &registry, &launchers);
+    let kernel_sheets = [
+        kernel_tables::kernel_summary(&trace, &rows, timeline.total, gpu_only),
+        kernel_tables::short_kernel_histogram(&trace, &rows),
+        kernel_tables::short_kernels_summary(&trace, &rows, timeline.total, gpu_only),
+    ];
+    drop(rows);
+    let mut launchers = launchers;
+    launchers.keep_first_kernels_only();
     if !gpu_only {
-        let ctx = category_sheets::SheetContext {
-            trace: &trace,
-            tree: &tree,
-            registry: &registry,
-            autograd: &autograd,
-        };
-        let unified_rows = unified::unified_rows(&ctx, &names, &launchers);
-        let p = platform.as_ref().map(|p| &p.platform);
-        sheets.push(unified::unified_sheet(&trace, &unified_rows, p));
-        // (model family in the registry, sheet name), in TraceLens's workbook order.
-        for (family, sheet) in [
-            ("GEMM", "GEMM"),
-            ("SDPA", "SDPA_fwd"),
-            ("SDPA", "SDPA_bwd"),
-            ("CONV", "CONV_fwd"),
-            ("CONV", "CONV_bwd"),
-            ("BinaryElementwise", "BinaryElementwise"),
-            ("UnaryElementwise", "UnaryElementwise"),
-            ("Normalization", "Normalization"),
-            ("Reduce", "Reduce_fwd"),
-            ("Reduce", "Reduce_bwd"),
-        ] {
-            let ctx = category_sheets::SheetContext {
-                trace: &trace,
-                tree: &tree,
-                registry: &registry,
-                autograd: &autograd,
-            };
-            let rows = category_sheets::perf_rows(&ctx, family, sheet);
-            if !rows.is_empty() {
-                let p = platform.as_ref().map(|p| &p.platform);
-                note_efficiency_anomalies(&mut trace, p, &rows);
-                sheets.push(category_sheets::summarize(&trace, sheet, &rows, p));
-            }
+        let anomalies = perf_sheets(
+            &trace,
+            &tree,
+            &registry,
+            &names,
+            &launchers,
+            platform.as_ref(),
+            &mut sheets,
+        );
+        for (n, ex) in anomalies {
+            trace
+                .diagnostics
+                .add(DiagnosticKind::EfficiencyAbovePeak, n, ex);
         }
     }
-    let rows = kernel_tables::kernel_rows(&trace, &tree, &registry, &launchers);
-    sheets.push(kernel_tables::kernel_summary(
-        &trace,
-        &rows,
-        timeline.total,
-        gpu_only,
-    ));
-    sheets.push(kernel_tables::short_kernel_histogram(&trace, &rows));
-    sheets.push(kernel_tables::short_kernels_summary(
-        &trace,
-        &rows,
-        timeline.total,
-        gpu_only,
-    ));
+    sheets.extend(kernel_sheets);
     if let Some(coll) = collectives::coll_analysis(&trace, 0) {
         sheets.push(coll);
     }
@@ -284,40 +262,75 @@ fn note_trace_quality(trace: &mut Trace, gpu_only: bool) {
     }
 }
 
-/// Efficiency above 100 % is an anomaly, never a fact: it is reported as a diagnostic.
-fn note_efficiency_anomalies(
-    trace: &mut Trace,
-    platform: Option<&Platform>,
-    rows: &[category_sheets::PerfRow],
-) {
-    let Some(p) = platform else { return };
-    for r in rows {
-        let Some(bytes) = r.metrics.bytes else {
+/// `unified_perf_summary` and the per-category sheets (TraceLens's workbook order). Returns the
+/// efficiency anomalies found (efficiency above 100 % is reported, never shown as fact).
+fn perf_sheets(
+    trace: &Trace,
+    tree: &CallTree,
+    registry: &Registry,
+    names: &names::NameClasses,
+    launchers: &launchers::Launchers,
+    platform: Option<&PlatformUsed>,
+    sheets: &mut Vec<Sheet>,
+) -> Vec<(u64, Option<String>)> {
+    let autograd = crate::model::autograd::AutogradLinks::build(trace);
+    let cache = category_sheets::MetricsCache::default();
+    let ctx = category_sheets::SheetContext {
+        trace,
+        tree,
+        registry,
+        autograd: &autograd,
+        cache: &cache,
+    };
+    let p = platform.map(|p| &p.platform);
+    let unified_rows = unified::unified_rows(&ctx, names, launchers);
+    sheets.push(unified::unified_sheet(&ctx, &unified_rows, p));
+    let mut anomalies = Vec::new();
+    // (model family in the registry, sheet name)
+    for (family, sheet) in [
+        ("GEMM", "GEMM"),
+        ("SDPA", "SDPA_fwd"),
+        ("SDPA", "SDPA_bwd"),
+        ("CONV", "CONV_fwd"),
+        ("CONV", "CONV_bwd"),
+        ("BinaryElementwise", "BinaryElementwise"),
+        ("UnaryElementwise", "UnaryElementwise"),
+        ("Normalization", "Normalization"),
+        ("Reduce", "Reduce_fwd"),
+        ("Reduce", "Reduce_bwd"),
+    ] {
+        let rows = category_sheets::perf_rows(&ctx, family, sheet);
+        if rows.is_empty() {
             continue;
-        };
-        let Some(roof) = crate::perf::platform::roofline(
-            p,
-            &r.metrics.compute_spec,
-            r.metrics.flops,
-            bytes,
-            r.kernel_time_us,
-        ) else {
-            continue;
-        };
-        if roof.efficiency_pct > 100.0 {
-            let e = trace.event(r.event);
-            let ex = format!(
-                "{} (event {}): {:.0} % of {} peak",
-                trace.name(e),
-                e.uid,
-                roof.efficiency_pct,
-                p.name
-            );
-            trace
-                .diagnostics
-                .add(DiagnosticKind::EfficiencyAbovePeak, 1, Some(ex));
         }
+        if let Some(p) = p {
+            for r in &rows {
+                let Some(bytes) = r.metrics.bytes else {
+                    continue;
+                };
+                let roof = crate::perf::platform::roofline(
+                    p,
+                    &r.metrics.compute_spec,
+                    r.metrics.flops,
+                    bytes,
+                    r.kernel_time_us,
+                );
+                if let Some(roof) = roof.filter(|x| x.efficiency_pct > 100.0) {
+                    let e = trace.event(r.event);
+                    let ex = format!(
+                        "{} (event {}): {:.0} % of {} peak",
+                        trace.name(e),
+                        e.uid,
+                        roof.efficiency_pct,
+                        p.name
+                    );
+                    anomalies.push((1, Some(ex)));
+                }
+            }
+        }
+        sheets.push(category_sheets::summarize(&ctx, sheet, &rows, p));
     }
+    anomalies
 }
 
 fn timeline_sheet(t: &GpuTimeline) -> Sheet {

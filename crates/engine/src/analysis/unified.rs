@@ -2,6 +2,8 @@
 //! the level where a perf model applies (or at its leaf CPU op), with GPU work no collected op
 //! covers added as "(Synthetic Op)" rows.
 
+use std::rc::Rc;
+
 use rustc_hash::FxHashMap;
 
 use super::category_sheets::SheetContext;
@@ -23,14 +25,37 @@ use crate::report::{Cell, Sheet};
 pub struct UnifiedRow {
     /// The event whose name, args and CPU duration the row carries.
     pub event: EventId,
-    /// Row name (the event's, or `parent->kernel (Synthetic Op)`).
-    pub name: String,
+    /// For a synthetic op: its index in [`UnifiedRows::synthetic`].
+    pub synthetic: Option<u32>,
     pub category: &'static str,
     pub uid: u32,
-    /// GPU events credited to the row, in launch order.
-    pub gpu: Vec<EventId>,
-    pub metrics: Option<Metrics>,
+    pub metrics: Option<Rc<Metrics>>,
     pub has_model: bool,
+}
+
+/// The unified rows, with the names and GPU events of synthetic ops kept aside (rows stay small).
+#[derive(Debug, Default)]
+pub struct UnifiedRows {
+    pub rows: Vec<UnifiedRow>,
+    /// Synthetic ops: `parent->kernel (Synthetic Op)` and their one GPU event.
+    pub synthetic: Vec<(String, EventId)>,
+}
+
+impl UnifiedRows {
+    pub fn name<'t>(&'t self, trace: &'t Trace, r: &UnifiedRow) -> &'t str {
+        match r.synthetic.and_then(|i| self.synthetic.get(i as usize)) {
+            Some((n, _)) => n,
+            None => trace.name(trace.event(r.event)),
+        }
+    }
+
+    /// GPU events credited to a row, in launch order.
+    pub fn gpu(&self, ctx: &SheetContext<'_>, r: &UnifiedRow) -> Vec<EventId> {
+        match r.synthetic.and_then(|i| self.synthetic.get(i as usize)) {
+            Some((_, k)) => vec![*k],
+            None => ctx.tree.gpu_events_under(ctx.trace, r.event),
+        }
+    }
 }
 
 struct Walk<'a, 'b> {
@@ -144,40 +169,36 @@ impl Walk<'_, '_> {
     }
 
     fn collect(&mut self, id: EventId, sole: Option<(EventId, &'static str)>) {
-        let trace = self.ctx.trace;
+        let ctx = self.ctx;
+        let trace = ctx.trace;
         let e = trace.event(id);
-        let gpu = self.gpu_under(id);
         let name = trace.name(e);
         let (metrics, has_model, category) = match sole {
             Some((fwd, bwd_category)) => {
-                let f = trace.event(fwd);
-                let class = self
-                    .ctx
-                    .registry
-                    .get(trace.name(f))
-                    .and_then(|i| i.model_class)
-                    .unwrap_or("");
+                let class = model_class(ctx, trace.name(trace.event(fwd))).unwrap_or("");
                 (
-                    crate::perf::backward(class, trace.name(f), &OpInputs::of(trace, f)),
+                    ctx.cache.get(trace, class, fwd, true, &[]),
                     true,
                     bwd_category,
                 )
             }
             None => {
-                let mut sorted = gpu.clone();
-                sorted.sort_by_key(|k| (trace.event(*k).ts, k.0));
                 // The categorizer's kernel fallback reads the op's own (direct) kernels.
                 let first = self
                     .launchers
                     .first_kernel_of(id)
                     .map(|k| trace.name(trace.event(k)));
-                let category = self.ctx.registry.categorize(name, first);
+                let category = ctx.registry.categorize(name, first);
                 match self.model_class(id) {
                     Some(class) => {
-                        let names: Vec<&str> =
-                            sorted.iter().map(|k| trace.name(trace.event(*k))).collect();
+                        let mut kernels = self.gpu_under(id);
+                        kernels.sort_by_key(|k| (trace.event(*k).ts, k.0));
+                        let names: Vec<&str> = kernels
+                            .iter()
+                            .map(|k| trace.name(trace.event(*k)))
+                            .collect();
                         (
-                            crate::perf::forward(class, name, &OpInputs::of(trace, e), &names),
+                            ctx.cache.get(trace, class, id, false, &names),
                             true,
                             category,
                         )
@@ -188,10 +209,9 @@ impl Walk<'_, '_> {
         };
         self.rows.push(UnifiedRow {
             event: id,
-            name: name.to_owned(),
+            synthetic: None,
             category,
             uid: e.uid,
-            gpu,
             metrics,
             has_model,
         });
@@ -270,7 +290,7 @@ pub fn unified_rows(
     ctx: &SheetContext<'_>,
     names: &NameClasses,
     launchers: &Launchers,
-) -> Vec<UnifiedRow> {
+) -> UnifiedRows {
     let trace = ctx.trace;
     let n = trace.events.len();
     let mut gpu_count = vec![0u32; n];
@@ -295,11 +315,14 @@ pub fn unified_rows(
     for &root in &ctx.tree.cpu_roots {
         walk.visit(root);
     }
-    let mut rows = walk.rows;
+    let mut out = UnifiedRows {
+        rows: walk.rows,
+        synthetic: Vec::new(),
+    };
     // Synthetic ops for linked, non-communication GPU events no row covers.
     let mut covered = vec![false; n];
-    for r in &rows {
-        for g in &r.gpu {
+    for r in &out.rows {
+        for g in out.gpu(ctx, r) {
             covered[g.idx()] = true;
         }
     }
@@ -319,18 +342,18 @@ pub fn unified_rows(
             trace.name(e)
         );
         let category = ctx.registry.categorize(&name, Some(trace.name(e)));
-        rows.push(UnifiedRow {
+        out.synthetic.push((name, id));
+        out.rows.push(UnifiedRow {
             event: base,
-            name,
+            synthetic: Some(out.synthetic.len() as u32 - 1),
             category,
             uid: next_uid,
-            gpu: vec![id],
             metrics: None,
             has_model: false,
         });
         next_uid = next_uid.saturating_add(1);
     }
-    rows
+    out
 }
 
 fn perf_params(m: &Metrics) -> String {
@@ -349,20 +372,57 @@ fn perf_params(m: &Metrics) -> String {
 }
 
 /// Groups unified rows into the `unified_perf_summary` sheet.
-pub fn unified_sheet(trace: &Trace, rows: &[UnifiedRow], platform: Option<&Platform>) -> Sheet {
+pub fn unified_sheet(
+    ctx: &SheetContext<'_>,
+    table: &UnifiedRows,
+    platform: Option<&Platform>,
+) -> Sheet {
+    let trace = ctx.trace;
+    let rows = &table.rows[..];
+    // Cheap keys first (name, category, lane, interned args), rendered once per group, then
+    // groups with equal rendered keys merged (first-appearance order kept).
+    let mut synthetic_names: FxHashMap<&str, u64> = FxHashMap::default();
+    let mut cheap: FxHashMap<(u64, &'static str, crate::model::LaneId, Option<usize>), usize> =
+        FxHashMap::default();
+    let mut cheap_groups: Vec<Vec<usize>> = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        let e = trace.event(r.event);
+        let name_key = match r.synthetic {
+            Some(_) => {
+                let next = (1u64 << 40) + synthetic_names.len() as u64;
+                *synthetic_names.entry(table.name(trace, r)).or_insert(next)
+            }
+            None => u64::from(e.name.0),
+        };
+        let g = *cheap
+            .entry((name_key, r.category, e.lane, e.op_args()))
+            .or_insert_with(|| {
+                cheap_groups.push(Vec::new());
+                cheap_groups.len() - 1
+            });
+        cheap_groups[g].push(i);
+    }
     let mut index: FxHashMap<[String; 9], usize> = FxHashMap::default();
-    let mut groups: Vec<([String; 9], Vec<&UnifiedRow>)> = Vec::new();
-    for r in rows {
+    let mut merged: Vec<([String; 9], Vec<usize>)> = Vec::new();
+    for members in cheap_groups {
+        let r = &rows[members[0]];
         let mut key = unique_args_key(trace, r.event, r.category);
-        key[0] = r.name.clone();
+        key[0] = table.name(trace, r).to_owned();
         match index.get(&key) {
-            Some(&g) => groups[g].1.push(r),
+            Some(&g) => merged[g].1.extend(members),
             None => {
-                index.insert(key.clone(), groups.len());
-                groups.push((key, vec![r]));
+                index.insert(key.clone(), merged.len());
+                merged.push((key, members));
             }
         }
     }
+    let groups: Vec<([String; 9], Vec<&UnifiedRow>)> = merged
+        .into_iter()
+        .map(|(k, mut m)| {
+            m.sort_unstable();
+            (k, m.into_iter().map(|i| &rows[i]).collect())
+        })
+        .collect();
     let mut cols: Vec<String> = [
         "name",
         "op category",
@@ -418,8 +478,8 @@ pub fn unified_sheet(trace: &Trace, rows: &[UnifiedRow], platform: Option<&Platf
     cols.push("Percentage (%)".into());
     cols.push("Cumulative Percentage (%)".into());
 
-    let span = |r: &UnifiedRow| {
-        us(busy_time(r.gpu.iter().map(|g| {
+    let span = |gpu: &[EventId]| {
+        us(busy_time(gpu.iter().map(|g| {
             let e = trace.event(*g);
             (e.ts, e.end())
         })))
@@ -441,7 +501,8 @@ pub fn unified_sheet(trace: &Trace, rows: &[UnifiedRow], platform: Option<&Platf
     let mut out: Vec<Out> = groups
         .into_iter()
         .map(|(key, members)| {
-            let kt: Vec<f64> = members.iter().map(|r| span(r)).collect();
+            let gpus: Vec<Vec<EventId>> = members.iter().map(|r| table.gpu(ctx, r)).collect();
+            let kt: Vec<f64> = gpus.iter().map(|g| span(g)).collect();
             let dur: Vec<f64> = members
                 .iter()
                 .map(|r| us(trace.event(r.event).dur))
@@ -497,16 +558,13 @@ pub fn unified_sheet(trace: &Trace, rows: &[UnifiedRow], platform: Option<&Platf
             cells.extend([Cell::f(a_tb.median), Cell::f(a_tb.min), Cell::f(a_tb.max)]);
             cells.extend([Cell::f(a_tf.median), Cell::f(a_tf.min), Cell::f(a_tf.max)]);
             cells.extend([Cell::f(a_kt.median), Cell::f(a_kt.min), Cell::f(a_kt.max)]);
-            let inst: Vec<_> = members
-                .iter()
-                .map(|r| kernel_details(trace, &r.gpu))
-                .collect();
+            let inst: Vec<_> = gpus.iter().map(|g| kernel_details(trace, g)).collect();
             let (full, trunc) = summarize_kernel_details(&inst);
             cells.push(full);
             cells.push(trunc);
             let params = members
                 .iter()
-                .find_map(|r| r.metrics.as_ref().map(perf_params));
+                .find_map(|r| r.metrics.as_deref().map(perf_params));
             cells.push(params.map_or(Cell::Empty, Cell::Str));
             cells.push(Cell::s(if first.has_model { "True" } else { "False" }));
             if let Some(p) = platform {
