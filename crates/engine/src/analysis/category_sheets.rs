@@ -4,6 +4,7 @@
 
 use rustc_hash::FxHashMap;
 
+use super::grouping::group_by_key;
 use super::intervals::busy_time;
 use super::ops_tables::{kernel_details, summarize_kernel_details};
 use super::stats::{us, Agg};
@@ -198,6 +199,53 @@ pub struct SheetContext<'a> {
     pub cache: &'a MetricsCache,
 }
 
+/// Order of the `Pct Roofline_*` aggregates: TraceLens's per-category sheets list
+/// mean, median, std, ...; its unified sheet mean, std, median, ....
+pub enum PctOrder {
+    MedianFirst,
+    MeanStdFirst,
+}
+
+/// TraceLens's roofline cells of a group: `Roofline Time (µs)` and `Roofline Bound` of the first
+/// instance with a roofline, then the `Pct Roofline` aggregates (achieved over the binding peak).
+pub fn roofline_cells(
+    p: &Platform,
+    metrics: &[Option<&Metrics>],
+    kernel_us: &[f64],
+    order: PctOrder,
+) -> Vec<Cell> {
+    let roofs: Vec<Option<Roofline>> = metrics
+        .iter()
+        .zip(kernel_us)
+        .map(|(m, k)| m.and_then(|m| roofline(p, &m.compute_spec, m.flops, m.bytes?, *k)))
+        .collect();
+    let first = roofs.iter().flatten().next();
+    let bound = |r: &Roofline| {
+        Cell::s(if r.compute_bound {
+            "COMPUTE_BOUND"
+        } else {
+            "MEMORY_BOUND"
+        })
+    };
+    let mut cells = vec![
+        first.map_or(Cell::Empty, |r| Cell::f(r.time_us)),
+        first.map_or(Cell::Empty, bound),
+    ];
+    let pct: Vec<f64> = roofs
+        .iter()
+        .map(|r| r.map_or(f64::NAN, |r| r.pct_roofline))
+        .collect();
+    let a = agg_skipna(&pct);
+    cells.extend(
+        match order {
+            PctOrder::MedianFirst => [a.mean, a.median, a.std, a.min, a.max],
+            PctOrder::MeanStdFirst => [a.mean, a.std, a.median, a.min, a.max],
+        }
+        .map(Cell::f),
+    );
+    cells
+}
+
 fn first_finite(values: impl Iterator<Item = f64>) -> f64 {
     values.into_iter().find(|v| !v.is_nan()).unwrap_or(f64::NAN)
 }
@@ -238,37 +286,15 @@ pub fn summarize(
         }
         key
     };
-    // Group by (name, shared metrics) first, then render each group's key once and merge groups
-    // whose rendered keys coincide, keeping file order.
-    let mut cheap: FxHashMap<(StrId, usize), usize> = FxHashMap::default();
-    let mut cheap_groups: Vec<Vec<usize>> = Vec::new();
-    for (i, r) in rows.iter().enumerate() {
-        let k = (trace.event(r.event).name, Rc::as_ptr(&r.metrics) as usize);
-        let g = *cheap.entry(k).or_insert_with(|| {
-            cheap_groups.push(Vec::new());
-            cheap_groups.len() - 1
-        });
-        cheap_groups[g].push(i);
-    }
-    let mut index: FxHashMap<Vec<String>, usize> = FxHashMap::default();
-    let mut merged: Vec<(Vec<String>, Vec<usize>)> = Vec::new();
-    for members in cheap_groups {
-        let key = key_of(&rows[members[0]]);
-        match index.get(&key) {
-            Some(&g) => merged[g].1.extend(members),
-            None => {
-                index.insert(key.clone(), merged.len());
-                merged.push((key, members));
-            }
-        }
-    }
-    let groups: Vec<(Vec<String>, Vec<&PerfRow>)> = merged
-        .into_iter()
-        .map(|(k, mut m)| {
-            m.sort_unstable();
-            (k, m.into_iter().map(|i| &rows[i]).collect())
-        })
-        .collect();
+    // Shared metrics identify equal params cheaply; the printed key once per group.
+    let groups: Vec<(Vec<String>, Vec<&PerfRow>)> = group_by_key(
+        rows,
+        |r| (trace.event(r.event).name, Rc::as_ptr(&r.metrics) as usize),
+        |r| key_of(r),
+    )
+    .into_iter()
+    .map(|(k, m)| (k, m.into_iter().map(|i| &rows[i]).collect()))
+    .collect();
     let mut cols: Vec<String> = vec!["name".into()];
     cols.extend(param_cols.iter().map(|c| format!("param: {c}")));
     for c in ["GFLOPS_first", "Data Moved (MB)_first", "FLOPS/Byte_first"] {
@@ -395,40 +421,16 @@ pub fn summarize(
             cells.push(Cell::Int(members.len() as i64));
             cells.push(Cell::Int(i64::from(e.uid)));
             if let Some(p) = platform {
-                let roofs: Vec<Option<Roofline>> = members
+                let metrics: Vec<Option<&Metrics>> =
+                    members.iter().map(|r| Some(&*r.metrics)).collect();
+                let kt: Vec<f64> = members.iter().map(|r| r.kernel_time_us).collect();
+                cells.extend(roofline_cells(p, &metrics, &kt, PctOrder::MedianFirst));
+                let ridge = metrics
                     .iter()
-                    .map(|r| {
-                        roofline(
-                            p,
-                            &r.metrics.compute_spec,
-                            r.metrics.flops,
-                            r.metrics.bytes?,
-                            r.kernel_time_us,
-                        )
-                    })
-                    .collect();
-                let first = roofs.iter().flatten().next();
-                cells.push(first.map_or(Cell::Empty, |r| Cell::f(r.time_us)));
-                cells.push(first.map_or(Cell::Empty, |r| {
-                    Cell::s(if r.compute_bound {
-                        "COMPUTE_BOUND"
-                    } else {
-                        "MEMORY_BOUND"
-                    })
-                }));
-                let pct: Vec<f64> = roofs
-                    .iter()
-                    .map(|r| r.map_or(f64::NAN, |r| r.pct_roofline))
-                    .collect();
-                let a = agg_skipna(&pct);
-                cells.extend([
-                    Cell::f(a.mean),
-                    Cell::f(a.median),
-                    Cell::f(a.std),
-                    Cell::f(a.min),
-                    Cell::f(a.max),
-                ]);
-                cells.push(first.map_or(Cell::Empty, |r| Cell::f(r.ridge)));
+                    .flatten()
+                    .find_map(|m| roofline(p, &m.compute_spec, m.flops, m.bytes?, 1.0))
+                    .map(|r| r.ridge);
+                cells.push(ridge.map_or(Cell::Empty, Cell::f));
             }
             Out {
                 cells,

@@ -4,6 +4,7 @@
 pub mod categories;
 pub mod category_sheets;
 pub mod collectives;
+pub mod grouping;
 pub mod intervals;
 pub mod kernel_tables;
 pub mod launchers;

@@ -3,8 +3,7 @@
 
 use std::collections::HashMap;
 
-use rustc_hash::FxHashMap;
-
+use super::grouping::group_by_key;
 use super::launchers::{Launcher, Launchers};
 use super::stats::{ms, percentages, us, Agg};
 use crate::model::{EventId, Trace};
@@ -232,46 +231,18 @@ pub fn round2(x: f64) -> f64 {
 /// `ops_unique_args`.
 pub fn ops_unique_args(trace: &Trace, table: &Launchers) -> Sheet {
     let launchers = &table.list[..];
-    // Group by cheap ids first (name, category, lane, interned args), then render each group's
-    // key once and merge groups whose rendered keys coincide, keeping launcher (ts) order.
-    type Cheap = (
-        crate::model::StrId,
-        &'static str,
-        crate::model::LaneId,
-        Option<usize>,
-    );
-    let mut cheap: FxHashMap<Cheap, usize> = FxHashMap::default();
-    let mut cheap_groups: Vec<Vec<usize>> = Vec::new();
-    for (i, l) in launchers.iter().enumerate() {
-        let e = trace.event(l.event);
-        let g = *cheap
-            .entry((e.name, l.category, e.lane, e.op_args()))
-            .or_insert_with(|| {
-                cheap_groups.push(Vec::new());
-                cheap_groups.len() - 1
-            });
-        cheap_groups[g].push(i);
-    }
-    let mut index: FxHashMap<[String; 9], usize> = FxHashMap::default();
-    let mut merged: Vec<([String; 9], Vec<usize>)> = Vec::new();
-    for members in cheap_groups {
-        let first = &launchers[members[0]];
-        let key = unique_args_key(trace, first.event, first.category);
-        match index.get(&key) {
-            Some(&g) => merged[g].1.extend(members),
-            None => {
-                index.insert(key.clone(), merged.len());
-                merged.push((key, members));
-            }
-        }
-    }
-    let groups: Vec<([String; 9], Vec<&Launcher>)> = merged
-        .into_iter()
-        .map(|(k, mut m)| {
-            m.sort_unstable();
-            (k, m.into_iter().map(|i| &launchers[i]).collect())
-        })
-        .collect();
+    // Cheap ids (name, category, lane, interned args) first; the printed key once per group.
+    let groups: Vec<([String; 9], Vec<&Launcher>)> = group_by_key(
+        launchers,
+        |l| {
+            let e = trace.event(l.event);
+            (e.name, l.category, e.lane, e.op_args())
+        },
+        |l| unique_args_key(trace, l.event, l.category),
+    )
+    .into_iter()
+    .map(|(k, m)| (k, m.into_iter().map(|i| &launchers[i]).collect()))
+    .collect();
     let mut columns: Vec<String> = [
         "name",
         "op category",

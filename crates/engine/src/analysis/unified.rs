@@ -4,9 +4,9 @@
 
 use std::rc::Rc;
 
-use rustc_hash::FxHashMap;
-
 use super::category_sheets::SheetContext;
+use super::category_sheets::{roofline_cells, PctOrder};
+use super::grouping::group_by_key;
 use super::intervals::busy_time;
 use super::launchers::Launchers;
 use super::names::NameClasses;
@@ -15,7 +15,7 @@ use super::stats::{percentages, us, Agg};
 use crate::model::{EventId, EventKind, Trace};
 use crate::perf::inputs::OpInputs;
 use crate::perf::params::Param;
-use crate::perf::platform::{roofline, Platform};
+use crate::perf::platform::Platform;
 use crate::perf::Metrics;
 use crate::report::pyrepr::py_str;
 use crate::report::{Cell, Sheet};
@@ -379,50 +379,26 @@ pub fn unified_sheet(
 ) -> Sheet {
     let trace = ctx.trace;
     let rows = &table.rows[..];
-    // Cheap keys first (name, category, lane, interned args), rendered once per group, then
-    // groups with equal rendered keys merged (first-appearance order kept).
-    let mut synthetic_names: FxHashMap<&str, u64> = FxHashMap::default();
-    let mut cheap: FxHashMap<(u64, &'static str, crate::model::LaneId, Option<usize>), usize> =
-        FxHashMap::default();
-    let mut cheap_groups: Vec<Vec<usize>> = Vec::new();
-    for (i, r) in rows.iter().enumerate() {
-        let e = trace.event(r.event);
-        let name_key = match r.synthetic {
-            Some(_) => {
-                let next = (1u64 << 40) + synthetic_names.len() as u64;
-                *synthetic_names.entry(table.name(trace, r)).or_insert(next)
-            }
-            None => u64::from(e.name.0),
-        };
-        let g = *cheap
-            .entry((name_key, r.category, e.lane, e.op_args()))
-            .or_insert_with(|| {
-                cheap_groups.push(Vec::new());
-                cheap_groups.len() - 1
-            });
-        cheap_groups[g].push(i);
-    }
-    let mut index: FxHashMap<[String; 9], usize> = FxHashMap::default();
-    let mut merged: Vec<([String; 9], Vec<usize>)> = Vec::new();
-    for members in cheap_groups {
-        let r = &rows[members[0]];
-        let mut key = unique_args_key(trace, r.event, r.category);
-        key[0] = table.name(trace, r).to_owned();
-        match index.get(&key) {
-            Some(&g) => merged[g].1.extend(members),
-            None => {
-                index.insert(key.clone(), merged.len());
-                merged.push((key, members));
-            }
-        }
-    }
-    let groups: Vec<([String; 9], Vec<&UnifiedRow>)> = merged
-        .into_iter()
-        .map(|(k, mut m)| {
-            m.sort_unstable();
-            (k, m.into_iter().map(|i| &rows[i]).collect())
-        })
-        .collect();
+    // Cheap ids first (name, category, lane, interned args); the printed key once per group.
+    // Synthetic ops are keyed by their own name, which is unique per parent op and kernel.
+    let groups: Vec<([String; 9], Vec<&UnifiedRow>)> = group_by_key(
+        rows,
+        |r| {
+            let e = trace.event(r.event);
+            let name = r
+                .synthetic
+                .map_or(u64::from(e.name.0), |i| (1u64 << 40) + u64::from(i));
+            (name, r.category, e.lane, e.op_args())
+        },
+        |r| {
+            let mut key = unique_args_key(trace, r.event, r.category);
+            key[0] = table.name(trace, r).to_owned();
+            key
+        },
+    )
+    .into_iter()
+    .map(|(k, m)| (k, m.into_iter().map(|i| &rows[i]).collect()))
+    .collect();
     let mut cols: Vec<String> = [
         "name",
         "op category",
@@ -568,36 +544,9 @@ pub fn unified_sheet(
             cells.push(params.map_or(Cell::Empty, Cell::Str));
             cells.push(Cell::s(if first.has_model { "True" } else { "False" }));
             if let Some(p) = platform {
-                let roofs: Vec<_> = members
-                    .iter()
-                    .zip(&kt)
-                    .map(|(r, k)| {
-                        r.metrics
-                            .as_ref()
-                            .and_then(|x| roofline(p, &x.compute_spec, x.flops, x.bytes?, *k))
-                    })
-                    .collect();
-                let f = roofs.iter().flatten().next();
-                cells.push(f.map_or(Cell::Empty, |r| Cell::f(r.time_us)));
-                cells.push(f.map_or(Cell::Empty, |r| {
-                    Cell::s(if r.compute_bound {
-                        "COMPUTE_BOUND"
-                    } else {
-                        "MEMORY_BOUND"
-                    })
-                }));
-                let pct: Vec<f64> = roofs
-                    .iter()
-                    .map(|r| r.map_or(f64::NAN, |r| r.pct_roofline))
-                    .collect();
-                let a = skipna(&pct);
-                cells.extend([
-                    Cell::f(a.mean),
-                    Cell::f(a.std),
-                    Cell::f(a.median),
-                    Cell::f(a.min),
-                    Cell::f(a.max),
-                ]);
+                let metrics: Vec<Option<&Metrics>> =
+                    members.iter().map(|r| r.metrics.as_deref()).collect();
+                cells.extend(roofline_cells(p, &metrics, &kt, PctOrder::MeanStdFirst));
             }
             Out {
                 cells,
