@@ -14,22 +14,37 @@ use std::path::Path;
 
 use jarvis_engine::report::Sheet;
 
+const CONV_KEYS: &[&str] = &[
+    "name",
+    "param: convNd",
+    "param: input_shape",
+    "param: filter_shape",
+    "param: dtype_input_weight",
+    "param: input_stride",
+    "param: weight_stride",
+    "param: stride",
+    "param: padding",
+    "param: dilation",
+    "param: transposed_conv",
+    "param: output_padding",
+    "param: groups",
+];
+
+const UNIQUE_ARGS_KEYS: &[&str] = &[
+    "name",
+    "op category",
+    "process_name",
+    "process_label",
+    "thread_name",
+    "Input Dims",
+    "Input type",
+    "Input Strides",
+    "Concrete Inputs",
+];
+
 /// The sheets this suite checks, with the columns that identify a row (empty: by position).
 const SHEETS: &[(&str, &[&str])] = &[
-    (
-        "unified_perf_summary",
-        &[
-            "name",
-            "op category",
-            "process_name",
-            "process_label",
-            "thread_name",
-            "Input Dims",
-            "Input type",
-            "Input Strides",
-            "Concrete Inputs",
-        ],
-    ),
+    ("unified_perf_summary", UNIQUE_ARGS_KEYS),
     // D7: `param: num_output_elems` differs by design, so it is not part of the row key.
     (
         "Reduce_fwd",
@@ -66,42 +81,8 @@ const SHEETS: &[(&str, &[&str])] = &[
             "param: dtype_A_B",
         ],
     ),
-    (
-        "CONV_fwd",
-        &[
-            "name",
-            "param: convNd",
-            "param: input_shape",
-            "param: filter_shape",
-            "param: dtype_input_weight",
-            "param: input_stride",
-            "param: weight_stride",
-            "param: stride",
-            "param: padding",
-            "param: dilation",
-            "param: transposed_conv",
-            "param: output_padding",
-            "param: groups",
-        ],
-    ),
-    (
-        "CONV_bwd",
-        &[
-            "name",
-            "param: convNd",
-            "param: input_shape",
-            "param: filter_shape",
-            "param: dtype_input_weight",
-            "param: input_stride",
-            "param: weight_stride",
-            "param: stride",
-            "param: padding",
-            "param: dilation",
-            "param: transposed_conv",
-            "param: output_padding",
-            "param: groups",
-        ],
-    ),
+    ("CONV_fwd", CONV_KEYS),
+    ("CONV_bwd", CONV_KEYS),
     (
         "Normalization",
         &[
@@ -158,20 +139,7 @@ const SHEETS: &[(&str, &[&str])] = &[
     ("gpu_timeline", &["type"]),
     ("ops_summary_by_category", &["op category"]),
     ("ops_summary", &["name"]),
-    (
-        "ops_unique_args",
-        &[
-            "name",
-            "op category",
-            "process_name",
-            "process_label",
-            "thread_name",
-            "Input Dims",
-            "Input type",
-            "Input Strides",
-            "Concrete Inputs",
-        ],
-    ),
+    ("ops_unique_args", UNIQUE_ARGS_KEYS),
     (
         "kernel_summary",
         &[

@@ -109,6 +109,19 @@ pub fn ops_summary(trace: &Trace, launchers: &[Launcher]) -> Sheet {
     sheet
 }
 
+/// The columns of the grouping key shared by `ops_unique_args` and `unified_perf_summary`.
+pub const UNIQUE_ARGS_KEY_COLUMNS: [&str; 9] = [
+    "name",
+    "op category",
+    "process_name",
+    "process_label",
+    "thread_name",
+    "Input Dims",
+    "Input type",
+    "Input Strides",
+    "Concrete Inputs",
+];
+
 /// The nine `ops_unique_args` grouping values of an event, as TraceLens prints them.
 pub fn unique_args_key(trace: &Trace, id: EventId, category: &str) -> [String; 9] {
     let e = trace.event(id);
@@ -243,20 +256,8 @@ pub fn ops_unique_args(trace: &Trace, table: &Launchers) -> Sheet {
     .into_iter()
     .map(|(k, m)| (k, m.into_iter().map(|i| &launchers[i]).collect()))
     .collect();
-    let mut columns: Vec<String> = [
-        "name",
-        "op category",
-        "process_name",
-        "process_label",
-        "thread_name",
-        "Input Dims",
-        "Input type",
-        "Input Strides",
-        "Concrete Inputs",
-        "operation_count",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut columns: Vec<String> = UNIQUE_ARGS_KEY_COLUMNS.map(String::from).to_vec();
+    columns.push("operation_count".into());
     for stat in ["mean", "median", "std", "min", "max", "sum"] {
         for which in ["direct", "subtree"] {
             columns.push(format!("total_{which}_kernel_time_{stat}"));

@@ -10,7 +10,9 @@ use super::grouping::group_by_key;
 use super::intervals::busy_time;
 use super::launchers::Launchers;
 use super::names::NameClasses;
-use super::ops_tables::{kernel_details, summarize_kernel_details, unique_args_key};
+use super::ops_tables::{
+    kernel_details, summarize_kernel_details, unique_args_key, UNIQUE_ARGS_KEY_COLUMNS,
+};
 use super::stats::{percentages, us, Agg};
 use crate::model::{EventId, EventKind, Trace};
 use crate::perf::inputs::OpInputs;
@@ -399,51 +401,44 @@ pub fn unified_sheet(
     .into_iter()
     .map(|(k, m)| (k, m.into_iter().map(|i| &rows[i]).collect()))
     .collect();
-    let mut cols: Vec<String> = [
-        "name",
-        "op category",
-        "process_name",
-        "process_label",
-        "thread_name",
-        "Input Dims",
-        "Input type",
-        "Input Strides",
-        "Concrete Inputs",
-        "ex_UID",
-        "operation_count",
-        "total_duration_us",
-        "mean_duration_us",
-        "std_duration_us",
-        "GFLOPS",
-        "Data Moved (MB)",
-        "FLOPS/Byte",
-        "Compute Spec",
-        "TB/s_mean",
-        "TB/s_std",
-        "TFLOPS/s_mean",
-        "TFLOPS/s_std",
-        "Kernel Time (µs)_mean",
-        "Kernel Time (µs)_std",
-        "Kernel Time (µs)_sum",
-        "duration_us_median",
-        "duration_us_min",
-        "duration_us_max",
-        "TB/s_median",
-        "TB/s_min",
-        "TB/s_max",
-        "TFLOPS/s_median",
-        "TFLOPS/s_min",
-        "TFLOPS/s_max",
-        "Kernel Time (µs)_median",
-        "Kernel Time (µs)_min",
-        "Kernel Time (µs)_max",
-        "kernel_details_summary",
-        "trunc_kernel_details",
-        "perf_params",
-        "has_perf_model",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut cols: Vec<String> = UNIQUE_ARGS_KEY_COLUMNS.map(String::from).to_vec();
+    cols.extend(
+        [
+            "ex_UID",
+            "operation_count",
+            "total_duration_us",
+            "mean_duration_us",
+            "std_duration_us",
+            "GFLOPS",
+            "Data Moved (MB)",
+            "FLOPS/Byte",
+            "Compute Spec",
+            "TB/s_mean",
+            "TB/s_std",
+            "TFLOPS/s_mean",
+            "TFLOPS/s_std",
+            "Kernel Time (µs)_mean",
+            "Kernel Time (µs)_std",
+            "Kernel Time (µs)_sum",
+            "duration_us_median",
+            "duration_us_min",
+            "duration_us_max",
+            "TB/s_median",
+            "TB/s_min",
+            "TB/s_max",
+            "TFLOPS/s_median",
+            "TFLOPS/s_min",
+            "TFLOPS/s_max",
+            "Kernel Time (µs)_median",
+            "Kernel Time (µs)_min",
+            "Kernel Time (µs)_max",
+            "kernel_details_summary",
+            "trunc_kernel_details",
+            "perf_params",
+            "has_perf_model",
+        ]
+        .map(String::from),
+    );
     if platform.is_some() {
         cols.push("Roofline Time (µs)".into());
         cols.push("Roofline Bound".into());
