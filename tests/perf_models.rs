@@ -325,3 +325,77 @@ fn deviation_d7_reduction_output_elements() {
         .map(|(_, v)| v.py());
     assert_eq!(out, Some("8944".into()));
 }
+
+#[test]
+fn flash_attn_layout_is_batch_seq_heads_dim() {
+    // flash_attn::_flash_attn_forward(q, k, v, dropout_p, softmax_scale, causal, ...), tensors
+    // in (B, N, H, d): B=4, N=512, H=16, d=64, not causal.
+    let (b, n, h, d) = (4.0, 512.0, 16.0, 64.0);
+    let x = inputs(
+        json!([
+            [4, 512, 16, 64],
+            [4, 512, 16, 64],
+            [4, 512, 16, 64],
+            [],
+            [],
+            []
+        ]),
+        json!([
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "Scalar",
+            "Scalar",
+            "Scalar"
+        ]),
+        json!([[], [], [], [], [], []]),
+        json!(["", "", "", "0.0", "0.125", "False"]),
+    );
+    let r = model("flash_attention", &x);
+    assert_eq!(r.flops, b * h * 2.0 * (2.0 * n * n * d));
+    assert_eq!(
+        r.params
+            .iter()
+            .find(|(k, _)| *k == "H_Q")
+            .map(|(_, v)| v.py()),
+        Some("16".into())
+    );
+}
+
+#[test]
+fn varlen_attention_sums_its_sequences() {
+    // Two packed sequences of 300 and 200 tokens (cu_seqlens [0, 300, 500]), H=8, d=128, not
+    // causal: attention work is per sequence, 2 matmuls of 2·n·n·d per head.
+    let (h, d) = (8.0, 128.0);
+    let x = inputs(
+        json!([
+            [500, 8, 128],
+            [500, 8, 128],
+            [500, 8, 128],
+            [3],
+            [3],
+            [],
+            [],
+            [],
+            [],
+            []
+        ]),
+        json!([
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "int",
+            "int",
+            "Scalar",
+            "Scalar",
+            "Scalar",
+            "Scalar",
+            "Scalar"
+        ]),
+        json!([[], [], [], [1], [1], [], [], [], [], []]),
+        json!(["", "", "", "", "", "300", "300", "0.0", "0.088", "False"]),
+    );
+    let r = model("flash_attention_varlen_forward", &x);
+    let per_seq = |n: f64| h * 2.0 * (2.0 * n * n * d);
+    assert_eq!(r.flops, per_seq(300.0) + per_seq(200.0));
+}
