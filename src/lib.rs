@@ -1,36 +1,210 @@
 //! Jarvis web app: a static page that analyzes PyTorch profiler traces in the browser.
 //!
-//! This is the placeholder shell of the app: the page, its styling and the build. The trace
-//! loading, the worker and the views arrive with the web-app issue; the analysis itself already
-//! lives in `jarvis-engine`, which the worker will run unchanged.
+//! The page hands the dropped `File` to a Web Worker (`crates/worker`), which reads it in slices
+//! and runs the engine; the page shows progress, then the analysis. Traces never leave the machine:
+//! the page requests nothing but its own static files (enforced by its Content-Security-Policy).
+
+pub mod analysis_view;
+mod chart;
+pub mod views;
 
 use leptos::prelude::*;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{Blob, DragEvent, Event, HtmlInputElement, MessageEvent, Worker};
+
+use analysis_view::Overview;
 
 /// Version of the engine compiled into this page.
 pub const ENGINE_VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The worker loader trunk generates (`data-loader-shim`).
+const WORKER_URL: &str = "./worker_loader.js";
+/// A trace Jarvis generated itself (`jarvis synth`), shipped with the page.
+const SAMPLE_URL: &str = "./sample_trace.json.gz";
+
+/// Where the page is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    Starting,
+    Ready,
+    Loading {
+        phase: String,
+        done: f64,
+        total: f64,
+        elapsed_ms: f64,
+    },
+    Failed(String),
+    Done(Overview),
+}
+
+fn spawn_worker(set_status: WriteSignal<Status>) -> Option<Worker> {
+    let worker = Worker::new(WORKER_URL).ok()?;
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        let text = ev.data().as_string().unwrap_or_default();
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&text) else {
+            set_status.set(Status::Failed("the worker sent an unreadable reply".into()));
+            return;
+        };
+        let num = |k: &str| {
+            msg.get(k)
+                .and_then(serde_json::Value::as_f64)
+                .unwrap_or(0.0)
+        };
+        match msg.get("kind").and_then(serde_json::Value::as_str) {
+            Some("ready") => set_status.set(Status::Ready),
+            Some("progress") => set_status.set(Status::Loading {
+                phase: msg
+                    .get("phase")
+                    .and_then(|p| p.as_str())
+                    .unwrap_or("reading")
+                    .to_owned(),
+                done: num("done"),
+                total: num("total"),
+                elapsed_ms: num("elapsed_ms"),
+            }),
+            Some("result") => match Overview::from_reply(&msg) {
+                Some(o) => set_status.set(Status::Done(o)),
+                None => set_status.set(Status::Failed("the analysis could not be read".into())),
+            },
+            Some("error") => set_status.set(Status::Failed(
+                msg.get("message")
+                    .and_then(|m| m.as_str())
+                    .unwrap_or("unknown error")
+                    .to_owned(),
+            )),
+            _ => {}
+        }
+    });
+    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    on_message.forget();
+    Some(worker)
+}
+
+fn mb(bytes: f64) -> f64 {
+    bytes / 1e6
+}
 
 #[component]
 pub fn App() -> impl IntoView {
+    let (status, set_status) = signal(Status::Starting);
+    let (file_name, set_file_name) = signal(String::new());
+    let worker = StoredValue::new_local(spawn_worker(set_status));
+
+    let send = move |blob: Blob, name: String| {
+        set_file_name.set(name);
+        set_status.set(Status::Loading {
+            phase: "reading".into(),
+            done: 0.0,
+            total: blob.size(),
+            elapsed_ms: 0.0,
+        });
+        let msg = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&msg, &"file".into(), &blob);
+        let _ = js_sys::Reflect::set(&msg, &"platform".into(), &"auto".into());
+        worker.with_value(|w| {
+            if let Some(w) = w {
+                if w.post_message(&msg).is_err() {
+                    set_status.set(Status::Failed(
+                        "could not hand the file to the worker".into(),
+                    ));
+                }
+            }
+        });
+    };
+    let cancel = move |_| {
+        // The worker's loop is synchronous: cancelling is replacing it.
+        worker.update_value(|w| {
+            if let Some(old) = w.take() {
+                old.terminate();
+            }
+            *w = spawn_worker(set_status);
+        });
+        set_status.set(Status::Starting);
+    };
+    let open_sample = move |_| {
+        leptos::task::spawn_local(async move {
+            let fetched = async {
+                let window = web_sys::window().ok_or("no window")?;
+                let resp = wasm_bindgen_futures::JsFuture::from(window.fetch_with_str(SAMPLE_URL))
+                    .await
+                    .map_err(|_| "fetch failed")?;
+                let resp: web_sys::Response = resp.dyn_into().map_err(|_| "not a response")?;
+                let blob =
+                    wasm_bindgen_futures::JsFuture::from(resp.blob().map_err(|_| "no body")?)
+                        .await
+                        .map_err(|_| "read failed")?;
+                blob.dyn_into::<Blob>().map_err(|_| "not a blob")
+            };
+            match fetched.await {
+                Ok(blob) => send(blob, "sample_trace.json.gz (jarvis synth)".into()),
+                Err(e) => set_status.set(Status::Failed(format!(
+                    "the sample trace could not be loaded: {e}"
+                ))),
+            }
+        });
+    };
+    let on_input = move |ev: Event| {
+        let input: HtmlInputElement = event_target(&ev);
+        if let Some(f) = input.files().and_then(|l| l.get(0)) {
+            let name = f.name();
+            send(f.into(), name);
+        }
+    };
+    let on_drop = move |ev: DragEvent| {
+        ev.prevent_default();
+        if let Some(f) = ev
+            .data_transfer()
+            .and_then(|dt| dt.files())
+            .and_then(|l| l.get(0))
+        {
+            let name = f.name();
+            send(f.into(), name);
+        }
+    };
+
+    let body = move || {
+        match status.get() {
+        Status::Starting => view! { <p class="status" data-testid="app-status">"Starting the analysis worker…"</p> }.into_any(),
+        Status::Ready => view! {
+            <p class="status" data-testid="app-status">"Ready: drop a PyTorch profiler trace (.json or .json.gz) or open the sample."</p>
+        }
+        .into_any(),
+        Status::Loading { phase, done, total, elapsed_ms } => {
+            let pct = if total > 0.0 { done / total * 100.0 } else { 0.0 };
+            let rate = if elapsed_ms > 0.0 { mb(done) / (elapsed_ms / 1000.0) } else { 0.0 };
+            view! {
+                <div class="progress" data-testid="progress">
+                    <progress max="100" value=pct></progress>
+                    <span>{format!("{phase} {}: {:.1} / {:.1} MB ({rate:.0} MB/s)", file_name.get(), mb(done), mb(total))}</span>
+                    <button on:click=cancel data-testid="cancel">"Cancel"</button>
+                </div>
+            }
+            .into_any()
+        }
+        Status::Failed(message) => view! {
+            <div class="error-panel" data-testid="error-panel" role="alert">
+                <strong>{format!("{} could not be analyzed", file_name.get())}</strong>
+                <p>{message}</p>
+            </div>
+        }
+        .into_any(),
+        Status::Done(overview) => view! { <views::overview::OverviewView overview=overview/> }.into_any(),
+    }
+    };
+
     view! {
-        <main class="placeholder">
+        <main class="app">
             <header>
                 <h1>"Jarvis"</h1>
                 <p class="tagline">"Where does the GPU time of your PyTorch workload go?"</p>
+                <p class="privacy" data-testid="privacy-note">"Traces never leave your machine: everything runs in this page."</p>
             </header>
-            <section class="card">
-                <p>
-                    "Jarvis analyzes PyTorch profiler (Kineto) traces recorded on NVIDIA or AMD GPUs: "
-                    "GPU time breakdown, op and kernel tables, efficiency against the hardware, and "
-                    "prioritized recommendations."
-                </p>
-                <p class="privacy" data-testid="privacy-note">
-                    "Traces never leave your machine: everything runs in this page."
-                </p>
-                <p class="status" data-testid="app-status">
-                    "The in-browser analysis is being built. Until then, use the command line: "
-                    <code>"jarvis report TRACE.json.gz"</code>
-                </p>
+            <section class="load" data-testid="drop-zone" on:dragover=move |ev: DragEvent| ev.prevent_default() on:drop=on_drop>
+                <label>"Trace " <input type="file" accept=".json,.gz,application/json,application/gzip" data-testid="trace-input" on:change=on_input/></label>
+                <button data-testid="open-sample" on:click=open_sample>"Open sample trace"</button>
+                <span class="hint">"or drop a file here"</span>
             </section>
+            {body}
             <footer>"engine " {ENGINE_VERSION}</footer>
         </main>
     }

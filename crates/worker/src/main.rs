@@ -1,0 +1,116 @@
+//! The Jarvis Web Worker: receives a `File`, reads it in 16 MiB slices (the main thread never
+//! holds its contents), feeds the engine's streaming importer, and posts progress, then the
+//! analysis or an error. Messages out are JSON strings with a `kind` field:
+//! `ready`, `progress {phase, done, total, elapsed_ms}`, `result {analysis}`, `error {message}`.
+//! Cancelling is terminating the worker (its loop is synchronous by design).
+
+#[cfg(target_arch = "wasm32")]
+mod worker {
+    use jarvis_engine::{analyze_trace_with, Importer, Options, PlatformChoice};
+    use wasm_bindgen::prelude::*;
+    use wasm_bindgen::JsCast;
+    use web_sys::{Blob, DedicatedWorkerGlobalScope, FileReaderSync, MessageEvent};
+
+    const SLICE: f64 = 16.0 * 1024.0 * 1024.0;
+
+    fn post(scope: &DedicatedWorkerGlobalScope, msg: serde_json::Value) {
+        // A failed post means the page is gone; nothing is left to tell.
+        let _ = scope.post_message(&JsValue::from_str(&msg.to_string()));
+    }
+
+    fn platform_choice(name: &str) -> PlatformChoice {
+        match name {
+            "" | "auto" => PlatformChoice::Auto,
+            "none" => PlatformChoice::None,
+            n => jarvis_engine::perf::platform::by_name(n)
+                .map_or(PlatformChoice::Auto, PlatformChoice::Given),
+        }
+    }
+
+    fn analyze(
+        scope: &DedicatedWorkerGlobalScope,
+        file: &Blob,
+        platform: &str,
+    ) -> Result<String, String> {
+        let reader = FileReaderSync::new().map_err(|e| format!("cannot read the file: {e:?}"))?;
+        let total = file.size();
+        let start = js_sys::Date::now();
+        let mut importer = Importer::new();
+        let mut done = 0.0;
+        while done < total {
+            let end = (done + SLICE).min(total);
+            let slice = file
+                .slice_with_f64_and_f64(done, end)
+                .map_err(|e| format!("cannot slice the file: {e:?}"))?;
+            let buf = reader
+                .read_as_array_buffer(&slice)
+                .map_err(|e| format!("cannot read the file: {e:?}"))?;
+            importer
+                .feed(&js_sys::Uint8Array::new(&buf).to_vec())
+                .map_err(|e| e.to_string())?;
+            done = end;
+            let p = importer.progress();
+            post(
+                scope,
+                serde_json::json!({"kind": "progress", "phase": "parsing", "done": done, "total": total,
+                    "json_bytes": p.json_bytes, "events": p.events, "elapsed_ms": js_sys::Date::now() - start}),
+            );
+        }
+        let trace = importer.finish().map_err(|e| e.to_string())?;
+        post(
+            scope,
+            serde_json::json!({"kind": "progress", "phase": "analyzing", "done": total, "total": total,
+                "elapsed_ms": js_sys::Date::now() - start}),
+        );
+        let analysis = analyze_trace_with(
+            trace,
+            &Options {
+                platform: platform_choice(platform),
+            },
+        );
+        let elapsed = js_sys::Date::now() - start;
+        Ok(serde_json::json!({"kind": "result", "elapsed_ms": elapsed, "input_bytes": total, "analysis": analysis})
+            .to_string())
+    }
+
+    pub fn run() {
+        console_error_panic_hook::set_once();
+        let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+        let reply = scope.clone();
+        let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+            let data = ev.data();
+            let file = js_sys::Reflect::get(&data, &JsValue::from_str("file"))
+                .ok()
+                .and_then(|f| f.dyn_into::<Blob>().ok());
+            let platform = js_sys::Reflect::get(&data, &JsValue::from_str("platform"))
+                .ok()
+                .and_then(|p| p.as_string())
+                .unwrap_or_default();
+            let Some(file) = file else {
+                post(
+                    &reply,
+                    serde_json::json!({"kind": "error", "message": "no file in the request"}),
+                );
+                return;
+            };
+            match analyze(&reply, &file, &platform) {
+                Ok(result) => {
+                    let _ = reply.post_message(&JsValue::from_str(&result));
+                }
+                Err(message) => post(
+                    &reply,
+                    serde_json::json!({"kind": "error", "message": message}),
+                ),
+            }
+        });
+        scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        on_message.forget();
+        // Messages posted before this point would be lost: the page waits for `ready`.
+        post(&scope, serde_json::json!({"kind": "ready"}));
+    }
+}
+
+fn main() {
+    #[cfg(target_arch = "wasm32")]
+    worker::run();
+}

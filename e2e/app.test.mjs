@@ -1,0 +1,144 @@
+// End-to-end tests of the web app: serves ../dist on 127.0.0.1 and drives Debian's Chromium
+// with playwright-core (never a downloaded browser). Screenshots go to e2e/artifacts/.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(here, '..');
+const DIST = path.join(ROOT, 'dist');
+const OUT = process.env.E2E_OUT || path.join(here, 'artifacts');
+const SHARED = process.env.JARVIS_SHARED || path.resolve(ROOT, '..', 'shared');
+const JARVIS = path.join(ROOT, 'target', 'release', 'jarvis');
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css',
+  '.svg': 'image/svg+xml', '.gz': 'application/gzip', '.txt': 'text/plain', '.json': 'application/json' };
+const QWEN = path.join(SHARED, 'traces', 'tracelens', 'h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz');
+
+let server, browser, base;
+
+before(async () => {
+  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), `run 'trunk build --release' first (${DIST})`);
+  server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    let file = path.join(DIST, decodeURIComponent(url.pathname));
+    if (!file.startsWith(DIST)) { res.writeHead(403).end(); return; }
+    if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
+    if (!fs.existsSync(file)) { res.writeHead(404).end(); return; }
+    res.writeHead(200, { 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream' });
+    fs.createReadStream(file).pipe(res);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${server.address().port}`;
+  fs.mkdirSync(OUT, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.close();
+});
+
+// Opens the app; records console errors, page errors and every request's URL.
+async function openApp() {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
+  const errors = [];
+  const requests = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('request', (r) => requests.push(r.url()));
+  await page.goto(base + '/');
+  await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 30000 });
+  return { page, errors, requests };
+}
+
+function assertLocalOnly(requests) {
+  for (const url of requests) {
+    assert.ok(url.startsWith(base + '/') || url.startsWith('blob:') || url.startsWith('data:'), `request left the page: ${url}`);
+  }
+}
+
+// The CLI's gpu_timeline.csv for a trace, as { type: ms }.
+function cliTimeline(trace) {
+  const dir = fs.mkdtempSync(path.join(OUT, 'cli-'));
+  execFileSync(JARVIS, ['report', trace, '--out', dir, '--platform', 'none'], { stdio: 'ignore' });
+  const lines = fs.readFileSync(path.join(dir, 'perf_report_csvs', 'gpu_timeline.csv'), 'utf8').trim().split('\n').slice(1);
+  return Object.fromEntries(lines.map((l) => { const [type, ms] = l.split(','); return [type, Number(ms)]; }));
+}
+
+test('a real trace by file input matches the CLI to the nanosecond', { skip: !fs.existsSync(QWEN) && !process.env.CI }, async () => {
+  const { page, errors, requests } = await openApp();
+  await page.getByTestId('trace-input').setInputFiles(QWEN);
+  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 60000 });
+  const expected = cliTimeline(QWEN);
+  for (const [type, ms] of Object.entries(expected)) {
+    const shown = Number(await page.getByTestId(`gpu-timeline-${type}`).getAttribute('data-value'));
+    assert.equal(shown, ms, `${type}: page ${shown} vs CLI ${ms}`);
+  }
+  const top = await page.getByTestId('top-ops').textContent();
+  assert.match(top, /aten::mul/);
+  assert.match(await page.getByTestId('platform').textContent(), /H100 SXM/);
+  await page.screenshot({ path: path.join(OUT, 'overview-qwen.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  assertLocalOnly(requests);
+  await page.close();
+});
+
+test('the embedded sample opens, and a synthetic drop works', async () => {
+  const { page, errors, requests } = await openApp();
+  await page.getByTestId('open-sample').click();
+  await page.getByTestId('gpu-timeline-computation_time').waitFor({ timeout: 30000 });
+  assert.match(await page.getByTestId('top-ops').textContent(), /aten::mm/);
+  const sample = fs.readFileSync(path.join(ROOT, 'public', 'sample_trace.json.gz'));
+  await page.evaluate((bytes) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([new Uint8Array(bytes)], 'dropped.json.gz', { type: 'application/gzip' }));
+    const zone = document.querySelector('[data-testid=drop-zone]');
+    zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, Array.from(sample));
+  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
+  await page.screenshot({ path: path.join(OUT, 'overview-sample.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  assertLocalOnly(requests);
+  await page.close();
+});
+
+test('a malformed file shows the error panel and nothing half-rendered', async () => {
+  const { page, errors } = await openApp();
+  await page.getByTestId('trace-input').setInputFiles({ name: 'page.json', mimeType: 'text/html', buffer: Buffer.from('<html>404</html>') });
+  const panel = page.getByTestId('error-panel');
+  await panel.waitFor({ timeout: 30000 });
+  assert.match(await panel.textContent(), /HTML/);
+  assert.equal(await page.getByTestId('overview').count(), 0);
+  await page.screenshot({ path: path.join(OUT, 'error-panel.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a kernel name with markup is shown as text', async () => {
+  const { page, errors } = await openApp();
+  const evil = '<img src=x onerror=alert(1)>';
+  const trace = { traceEvents: [
+    { ph: 'X', cat: 'cpu_op', name: evil, pid: 1, tid: 1, ts: 0, dur: 10 },
+    { ph: 'X', cat: 'cuda_runtime', name: 'cudaLaunchKernel', pid: 1, tid: 1, ts: 1, dur: 2, args: { correlation: 5 } },
+    { ph: 's', cat: 'ac2g', id: 5, pid: 1, tid: 1, ts: 1 },
+    { ph: 'f', cat: 'ac2g', id: 5, pid: 0, tid: 7, ts: 4 },
+    { ph: 'X', cat: 'kernel', name: 'k', pid: 0, tid: 7, ts: 4, dur: 5, args: { correlation: 5, stream: 7 } },
+  ] };
+  await page.getByTestId('trace-input').setInputFiles({ name: 'evil.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(trace)) });
+  await page.getByTestId('top-ops').waitFor({ timeout: 30000 });
+  assert.match(await page.getByTestId('top-ops').textContent(), /<img src=x onerror=alert\(1\)>/);
+  assert.equal(await page.locator('img').count(), 0);
+  assert.deepEqual(errors, []);
+  await page.close();
+});

@@ -1,0 +1,162 @@
+//! The slice of an engine `Analysis` the page shows, read from the worker's JSON reply.
+//! (The engine's result types are the contract; the page reads only the fields it displays.)
+
+use serde_json::Value;
+
+/// One row of the GPU time breakdown.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimelineRow {
+    pub kind: &'static str,
+    pub ns: i64,
+    pub percent: f64,
+}
+
+/// One of the top ops.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopOp {
+    pub name: String,
+    pub category: String,
+    pub count: i64,
+    pub direct_ms: f64,
+    pub percent: f64,
+}
+
+/// One diagnostic.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diag {
+    pub key: String,
+    pub severity: String,
+    pub count: u64,
+    pub message: String,
+    pub examples: Vec<String>,
+}
+
+/// What the overview shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Overview {
+    pub devices: String,
+    pub platform: String,
+    pub json_mb: f64,
+    pub events: u64,
+    pub kernels: u64,
+    pub timeline: Vec<TimelineRow>,
+    pub top_ops: Vec<TopOp>,
+    pub diagnostics: Vec<Diag>,
+    pub elapsed_ms: f64,
+}
+
+const TIMELINE: [(&str, &str); 8] = [
+    ("computation_time", "computation"),
+    ("exposed_comm_time", "exposed_comm"),
+    ("exposed_memcpy_time", "exposed_memcpy"),
+    ("busy_time", "busy"),
+    ("idle_time", "idle"),
+    ("total_time", "total"),
+    ("total_comm_time", "total_comm"),
+    ("total_memcpy_time", "total_memcpy"),
+];
+
+impl Overview {
+    /// Reads the worker's `result` message.
+    pub fn from_reply(reply: &Value) -> Option<Overview> {
+        let a = reply.get("analysis")?;
+        let facts = a.get("facts")?;
+        let t = a.get("timeline")?;
+        let total = t.get("total").and_then(Value::as_i64).unwrap_or(0);
+        let timeline = TIMELINE
+            .iter()
+            .map(|(kind, field)| {
+                let ns = t.get(*field).and_then(Value::as_i64).unwrap_or(0);
+                let percent = if total > 0 {
+                    ns as f64 / total as f64 * 100.0
+                } else {
+                    0.0
+                };
+                TimelineRow { kind, ns, percent }
+            })
+            .collect();
+        let str_of = |v: &Value, k: &str| {
+            v.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let top_ops = a
+            .get("top_ops")
+            .and_then(Value::as_array)
+            .map(|ops| {
+                ops.iter()
+                    .map(|o| TopOp {
+                        name: str_of(o, "name"),
+                        category: str_of(o, "category"),
+                        count: o.get("count").and_then(Value::as_i64).unwrap_or(0),
+                        direct_ms: o.get("direct_ms").and_then(Value::as_f64).unwrap_or(0.0),
+                        percent: o.get("percent").and_then(Value::as_f64).unwrap_or(0.0),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let diagnostics = a
+            .get("diagnostics")
+            .and_then(Value::as_array)
+            .map(|ds| {
+                ds.iter()
+                    .map(|d| Diag {
+                        key: str_of(d, "key"),
+                        severity: str_of(d, "severity"),
+                        count: d.get("count").and_then(Value::as_u64).unwrap_or(0),
+                        message: str_of(d, "message"),
+                        examples: d
+                            .get("examples")
+                            .and_then(Value::as_array)
+                            .map(|e| {
+                                e.iter()
+                                    .filter_map(|x| x.as_str().map(str::to_owned))
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let devices = facts
+            .get("device_names")
+            .and_then(Value::as_array)
+            .and_then(|d| d.first())
+            .and_then(Value::as_str)
+            .unwrap_or("unknown device")
+            .to_owned();
+        let platform = match a.get("platform") {
+            Some(p) if !p.is_null() => {
+                let name = p
+                    .pointer("/platform/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let how = p.get("how").and_then(Value::as_str).unwrap_or_default();
+                format!("{name} ({how})")
+            }
+            _ => "none: no efficiency figures".to_owned(),
+        };
+        Some(Overview {
+            devices,
+            platform,
+            json_mb: facts
+                .get("json_bytes")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0)
+                / 1e6,
+            events: facts
+                .get("total_events")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
+            kernels: facts.get("kernels").and_then(Value::as_u64).unwrap_or(0),
+            timeline,
+            top_ops,
+            diagnostics,
+            elapsed_ms: reply
+                .get("elapsed_ms")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0),
+        })
+    }
+}

@@ -1,0 +1,44 @@
+//! The GPU time breakdown as a stacked bar, drawn with plotters on a canvas.
+
+use plotters::prelude::*;
+use plotters_canvas::CanvasBackend;
+
+use crate::analysis_view::TimelineRow;
+
+/// Colours of computation, exposed communication, exposed memcpy, idle.
+const PARTS: [(&str, RGBColor); 4] = [
+    ("computation_time", RGBColor(79, 179, 255)),
+    ("exposed_comm_time", RGBColor(255, 166, 77)),
+    ("exposed_memcpy_time", RGBColor(186, 120, 255)),
+    ("idle_time", RGBColor(90, 100, 112)),
+];
+
+/// Draws the breakdown into the canvas with id `canvas_id`.
+pub fn draw_breakdown(canvas_id: &str, rows: &[TimelineRow]) -> Result<(), String> {
+    let backend = CanvasBackend::new(canvas_id).ok_or_else(|| format!("no canvas {canvas_id}"))?;
+    let root = backend.into_drawing_area();
+    root.fill(&RGBColor(23, 31, 39))
+        .map_err(|e| e.to_string())?;
+    let (w, h) = root.dim_in_pixel();
+    let total: f64 = PARTS
+        .iter()
+        .filter_map(|(k, _)| rows.iter().find(|r| r.kind == *k))
+        .map(|r| r.ns as f64)
+        .sum();
+    if total <= 0.0 {
+        return root.present().map_err(|e| e.to_string());
+    }
+    let bar_h = h as i32;
+    let mut x = 0f64;
+    for (kind, colour) in PARTS {
+        let Some(r) = rows.iter().find(|r| r.kind == kind) else {
+            continue;
+        };
+        let width = r.ns as f64 / total * f64::from(w);
+        let (x0, x1) = (x.round() as i32, (x + width).round() as i32);
+        root.draw(&Rectangle::new([(x0, 0), (x1, bar_h)], colour.filled()))
+            .map_err(|e| e.to_string())?;
+        x += width;
+    }
+    root.present().map_err(|e| e.to_string())
+}

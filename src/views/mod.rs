@@ -1,0 +1,3 @@
+//! Views of the page, one file each.
+
+pub mod overview;

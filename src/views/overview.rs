@@ -1,0 +1,94 @@
+//! The overview: platform, GPU time breakdown (numbers and chart), top ops, diagnostics.
+//! Every string from the trace is rendered as text (Leptos escapes it).
+
+use leptos::prelude::*;
+
+use crate::analysis_view::Overview;
+
+#[component]
+pub fn OverviewView(overview: Overview) -> impl IntoView {
+    let timeline = overview.timeline.clone();
+    let rows = timeline
+        .iter()
+        .map(|r| {
+            let ms = r.ns as f64 / 1e6;
+            view! {
+                <tr>
+                    <td>{r.kind}</td>
+                    <td class="num" data-testid=format!("gpu-timeline-{}", r.kind) data-value=ms.to_string()>
+                        {format!("{ms:.3}")}
+                    </td>
+                    <td class="num">{format!("{:.2} %", r.percent)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let ops = overview
+        .top_ops
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            view! {
+                <tr>
+                    <td class="num">{i + 1}</td>
+                    <td class="name">{o.name.clone()}</td>
+                    <td>{o.category.clone()}</td>
+                    <td class="num">{o.count}</td>
+                    <td class="num" data-value=o.direct_ms.to_string()>{format!("{:.3}", o.direct_ms)}</td>
+                    <td class="num">{format!("{:.2} %", o.percent)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let diags = overview
+        .diagnostics
+        .iter()
+        .map(|d| {
+            let examples = d
+                .examples
+                .iter()
+                .take(3)
+                .map(|e| view! { <li class="example">{e.clone()}</li> })
+                .collect_view();
+            view! {
+                <li class=format!("diag diag-{}", d.severity)>
+                    <span class="sev">{d.severity.clone()}</span>
+                    <code>{d.key.clone()}</code>
+                    " ×" {d.count} ": " {d.message.clone()}
+                    <ul>{examples}</ul>
+                </li>
+            }
+        })
+        .collect_view();
+    let chart_rows = timeline.clone();
+    Effect::new(move |_| {
+        if let Err(e) = crate::chart::draw_breakdown("gpu-chart", &chart_rows) {
+            gloo::console::error!(format!("chart: {e}"));
+        }
+    });
+    view! {
+        <section class="overview" data-testid="overview">
+            <p class="facts">
+                {format!(
+                    "{:.1} MB of JSON, {} events, {} kernels on {} · analyzed in {:.0} ms",
+                    overview.json_mb, overview.events, overview.kernels, overview.devices, overview.elapsed_ms
+                )}
+            </p>
+            <p class="platform" data-testid="platform">"Platform: " {overview.platform.clone()}</p>
+            <h2>"GPU time"</h2>
+            <canvas id="gpu-chart" width="800" height="26" aria-label="GPU time breakdown"></canvas>
+            <p class="legend">"computation · exposed communication · exposed memcpy · idle"</p>
+            <table class="timeline" data-testid="gpu-timeline">
+                <thead><tr><th>"type"</th><th>"time ms"</th><th>"percent"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+            <h2>"Top operations by GPU kernel time"</h2>
+            <table class="top-ops" data-testid="top-ops">
+                <thead><tr><th>"#"</th><th>"op"</th><th>"category"</th><th>"count"</th><th>"ms"</th><th>"share"</th></tr></thead>
+                <tbody>{ops}</tbody>
+            </table>
+            <h2>"Trace quality"</h2>
+            <ul class="diagnostics" data-testid="diagnostics">{diags}</ul>
+        </section>
+    }
+}
