@@ -43,6 +43,9 @@ pub struct Overview {
     pub top_ops: Vec<TopOp>,
     pub diagnostics: Vec<Diag>,
     pub elapsed_ms: f64,
+    /// Decompressed JSON bytes analyzed, and the worker's WebAssembly memory at the end (its peak).
+    pub input_bytes: f64,
+    pub wasm_memory_bytes: f64,
 }
 
 const TIMELINE: [(&str, &str); 8] = [
@@ -155,6 +158,14 @@ impl Overview {
             diagnostics,
             elapsed_ms: reply
                 .get("elapsed_ms")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0),
+            input_bytes: reply
+                .get("input_bytes")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0),
+            wasm_memory_bytes: reply
+                .get("wasm_memory_bytes")
                 .and_then(Value::as_f64)
                 .unwrap_or(0.0),
         })

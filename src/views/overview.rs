@@ -75,6 +75,10 @@ pub fn OverviewView(overview: Overview) -> impl IntoView {
                 )}
             </p>
             <p class="platform" data-testid="platform">"Platform: " {overview.platform.clone()}</p>
+            <p class="perf" data-testid="analysis-cost" data-elapsed-ms=overview.elapsed_ms.to_string()
+                data-json-bytes=(overview.json_mb * 1e6).to_string() data-wasm-memory=overview.wasm_memory_bytes.to_string()>
+                {format!("worker memory {:.0} MB", overview.wasm_memory_bytes / 1e6)}
+            </p>
             <h2>"GPU time"</h2>
             <canvas id="gpu-chart" width="800" height="26" aria-label="GPU time breakdown"></canvas>
             <p class="legend">"computation · exposed communication · exposed memcpy · idle"</p>

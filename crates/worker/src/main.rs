@@ -69,8 +69,20 @@ mod worker {
             },
         );
         let elapsed = js_sys::Date::now() - start;
-        Ok(serde_json::json!({"kind": "result", "elapsed_ms": elapsed, "input_bytes": total, "analysis": analysis})
-            .to_string())
+        // WebAssembly memory only grows, so its size now is the worker's peak.
+        let wasm_memory_bytes = wasm_bindgen::memory()
+            .dyn_into::<js_sys::WebAssembly::Memory>()
+            .map(|m| {
+                m.buffer()
+                    .unchecked_into::<js_sys::ArrayBuffer>()
+                    .byte_length()
+            })
+            .unwrap_or(0);
+        Ok(
+            serde_json::json!({"kind": "result", "elapsed_ms": elapsed, "input_bytes": total,
+            "wasm_memory_bytes": wasm_memory_bytes, "analysis": analysis})
+            .to_string(),
+        )
     }
 
     pub fn run() {

@@ -7,9 +7,41 @@
 /// Parses a JSON number given in microseconds into integer nanoseconds, rounding half away from
 /// zero below one nanosecond. Returns `None` for text that is not a finite JSON-like number.
 pub fn micros_text_to_nanos(text: &[u8]) -> Option<i64> {
+    if let Some(ns) = micros_fast(text) {
+        return Some(ns);
+    }
     let (mantissa, exp10) = parse_decimal(text)?;
     // value_us = mantissa * 10^exp10, value_ns = mantissa * 10^(exp10 + 3)
     scale_pow10(mantissa, exp10 + 3)
+}
+
+/// The common Kineto form `digits[.ddd]` (at most 3 decimals, no sign or exponent) in plain
+/// 64-bit arithmetic; `None` sends anything else to the exact general path.
+fn micros_fast(text: &[u8]) -> Option<i64> {
+    let (int, frac) = match text.iter().position(|&c| c == b'.') {
+        Some(i) => (&text[..i], &text[i + 1..]),
+        None => (text, &[][..]),
+    };
+    if int.is_empty() || int.len() > 15 || frac.len() > 3 {
+        return None;
+    }
+    let mut v: i64 = 0;
+    for &c in int {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + i64::from(c - b'0');
+    }
+    let mut f: i64 = 0;
+    for i in 0..3 {
+        let d = match frac.get(i) {
+            Some(&c) if c.is_ascii_digit() => i64::from(c - b'0'),
+            Some(_) => return None,
+            None => 0,
+        };
+        f = f * 10 + d;
+    }
+    Some(v * 1000 + f)
 }
 
 /// Parses a decimal number into (mantissa, base-10 exponent), exactly. Accepts an optional sign,
@@ -125,6 +157,14 @@ fn scale_pow10(mantissa: i128, exp: i32) -> Option<i64> {
 /// Parses an integer token (possibly written as `12.0` or `1e3`); `None` if not integral or out of
 /// range. Kineto ids are integers but some writers emit them as floats.
 pub fn parse_integer(text: &[u8]) -> Option<i128> {
+    // Fast path: plain digits that fit comfortably in 64 bits.
+    if !text.is_empty() && text.len() <= 18 && text.iter().all(u8::is_ascii_digit) {
+        return Some(
+            text.iter()
+                .fold(0i64, |v, &c| v * 10 + i64::from(c - b'0'))
+                .into(),
+        );
+    }
     let (m, e) = parse_decimal(text)?;
     if e >= 0 {
         m.checked_mul(10i128.checked_pow(e as u32)?)
@@ -165,6 +205,28 @@ mod tests {
         assert_eq!(micros_text_to_nanos(b"1.2.3"), None);
         assert_eq!(micros_text_to_nanos(b""), None);
         assert_eq!(micros_text_to_nanos(b"1e400"), None);
+    }
+
+    #[test]
+    fn fast_and_exact_paths_agree() {
+        for t in [
+            "0",
+            "1.5",
+            "12.34",
+            "1428625731622.250",
+            "999999999999999.999",
+            "7",
+            "1.0005",
+            "1e3",
+            "-2.5",
+        ] {
+            let fast = micros_fast(t.as_bytes());
+            let exact = parse_decimal(t.as_bytes()).and_then(|(m, e)| scale_pow10(m, e + 3));
+            if let Some(f) = fast {
+                assert_eq!(Some(f), exact, "{t}");
+            }
+            assert_eq!(micros_text_to_nanos(t.as_bytes()), exact, "{t}");
+        }
     }
 
     #[test]
