@@ -142,3 +142,25 @@ test('a kernel name with markup is shown as text', async () => {
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('exports: the bundle and the workbook download', async () => {
+  const { page, errors, requests } = await openApp();
+  await page.getByTestId('open-sample').click();
+  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
+  const save = async (id) => {
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId(id).click()]);
+    return { name: download.suggestedFilename(), bytes: fs.readFileSync(await download.path()) };
+  };
+  const bundle = await save('export-bundle');
+  assert.equal(bundle.name, 'jarvis_bundle.zip');
+  assert.ok(bundle.bytes.subarray(0, 2).equals(Buffer.from('PK')));
+  for (const entry of ['perf_report_csvs/gpu_timeline.csv', 'perf_report_csvs/unified_perf_summary.csv', 'jarvis.json']) {
+    assert.ok(bundle.bytes.includes(Buffer.from(entry)), `${entry} missing from the bundle`);
+  }
+  const xlsx = await save('export-xlsx');
+  assert.equal(xlsx.name, 'perf_report.xlsx');
+  assert.ok(xlsx.bytes.includes(Buffer.from('xl/workbook.xml')));
+  assert.deepEqual(errors, []);
+  assertLocalOnly(requests);
+  await page.close();
+});

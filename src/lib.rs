@@ -40,7 +40,13 @@ pub enum Status {
 fn spawn_worker(set_status: WriteSignal<Status>) -> Option<Worker> {
     let worker = Worker::new(WORKER_URL).ok()?;
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-        let text = ev.data().as_string().unwrap_or_default();
+        let data = ev.data();
+        if !data.is_string() {
+            // Export bytes from the worker: hand them to the browser as a download.
+            download(&data);
+            return;
+        }
+        let text = data.as_string().unwrap_or_default();
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(&text) else {
             set_status.set(Status::Failed("the worker sent an unreadable reply".into()));
             return;
@@ -78,6 +84,40 @@ fn spawn_worker(set_status: WriteSignal<Status>) -> Option<Worker> {
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     Some(worker)
+}
+
+/// Saves an export (`{name, bytes}` from the worker) through a temporary object URL.
+fn download(msg: &JsValue) {
+    let get = |k: &str| js_sys::Reflect::get(msg, &JsValue::from_str(k)).ok();
+    let (Some(name), Some(bytes)) = (get("name").and_then(|n| n.as_string()), get("bytes")) else {
+        return;
+    };
+    let parts = js_sys::Array::of1(&bytes);
+    let Ok(blob) = Blob::new_with_u8_array_sequence(&parts) else {
+        return;
+    };
+    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
+        return;
+    };
+    let anchor = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.create_element("a").ok())
+        .and_then(|a| a.dyn_into::<web_sys::HtmlAnchorElement>().ok());
+    let body = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.body());
+    if let (Some(a), Some(body)) = (anchor, body) {
+        a.set_href(&url);
+        a.set_download(&name);
+        let _ = body.append_child(&a);
+        a.click();
+        a.remove();
+    }
+    // Revoking right away can cancel the download: free the URL a minute later.
+    gloo::timers::callback::Timeout::new(60_000, move || {
+        let _ = web_sys::Url::revoke_object_url(&url);
+    })
+    .forget();
 }
 
 fn mb(bytes: f64) -> f64 {
@@ -188,7 +228,25 @@ pub fn App() -> impl IntoView {
             </div>
         }
         .into_any(),
-        Status::Done(overview) => view! { <views::overview::OverviewView overview=overview/> }.into_any(),
+        Status::Done(overview) => {
+            let ask = move |what: &'static str| {
+                let msg = js_sys::Object::new();
+                let _ = js_sys::Reflect::set(&msg, &"export".into(), &what.into());
+                worker.with_value(|w| {
+                    if let Some(w) = w {
+                        let _ = w.post_message(&msg);
+                    }
+                });
+            };
+            view! {
+                <div class="exports">
+                    <button data-testid="export-bundle" on:click=move |_| ask("bundle")>"Download bundle (.zip)"</button>
+                    <button data-testid="export-xlsx" on:click=move |_| ask("xlsx")>"Download perf_report.xlsx"</button>
+                </div>
+                <views::overview::OverviewView overview=overview/>
+            }
+            .into_any()
+        }
     }
     };
 

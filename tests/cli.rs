@@ -20,6 +20,10 @@ fn run_ok(args: &[&std::ffi::OsStr]) -> std::process::Output {
     out
 }
 
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("jarvis-cli-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -75,6 +79,13 @@ fn synth_then_report_writes_tracelens_csvs() {
         "{timeline}"
     );
     assert!(!dir.join("r/.perf_report_csvs.partial").exists());
+    let xlsx = std::fs::read(dir.join("r/perf_report.xlsx")).expect("xlsx written");
+    assert!(xlsx.starts_with(b"PK") && contains(&xlsx, b"xl/workbook.xml"));
+    let bundle = std::fs::read(dir.join("r/jarvis_bundle.zip")).expect("bundle written");
+    assert!(
+        contains(&bundle, b"perf_report_csvs/gpu_timeline.csv")
+            && contains(&bundle, b"jarvis.json")
+    );
 }
 
 #[test]

@@ -180,6 +180,22 @@ fn write_report(analysis: &jarvis_engine::Analysis, out: &Path) -> Result<()> {
             .with_context(|| format!("cannot replace {}", final_dir.display()))?;
     }
     fs::rename(&staging, &final_dir)?;
+    // The workbook and the shareable bundle, each written beside and then renamed into place.
+    let exports: [(&str, Vec<u8>); 2] = [
+        (
+            "perf_report.xlsx",
+            jarvis_export::perf_report_xlsx(&analysis.report)?,
+        ),
+        (
+            "jarvis_bundle.zip",
+            jarvis_engine::report::export::bundle_zip(analysis)?,
+        ),
+    ];
+    for (name, bytes) in exports {
+        let tmp = out.join(format!(".{name}.partial"));
+        fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+        fs::rename(&tmp, out.join(name))?;
+    }
     Ok(())
 }
 

@@ -27,6 +27,48 @@ mod worker {
         }
     }
 
+    thread_local! {
+        /// The last analysis, kept for export requests (a new file replaces it).
+        static LAST: std::cell::RefCell<Option<jarvis_engine::Analysis>> = const { std::cell::RefCell::new(None) };
+    }
+
+    /// Answers `{export: "xlsx" | "bundle"}` with `{kind: "export", name, bytes}` (bytes
+    /// transferred, not copied).
+    fn export(scope: &DedicatedWorkerGlobalScope, what: &str) {
+        use jarvis_engine::report::export::bundle_zip;
+        use jarvis_export::perf_report_xlsx;
+        let made = LAST.with(|last| {
+            let last = last.borrow();
+            let a = last
+                .as_ref()
+                .ok_or_else(|| "no analysis to export yet".to_owned())?;
+            match what {
+                "xlsx" => perf_report_xlsx(&a.report)
+                    .map(|b| ("perf_report.xlsx", b))
+                    .map_err(|e| e.to_string()),
+                "bundle" => bundle_zip(a)
+                    .map(|b| ("jarvis_bundle.zip", b))
+                    .map_err(|e| e.to_string()),
+                other => Err(format!("unknown export {other:?}")),
+            }
+        });
+        match made {
+            Ok((name, bytes)) => {
+                let msg = js_sys::Object::new();
+                let array = js_sys::Uint8Array::from(bytes.as_slice());
+                let _ = js_sys::Reflect::set(&msg, &"kind".into(), &"export".into());
+                let _ = js_sys::Reflect::set(&msg, &"name".into(), &name.into());
+                let _ = js_sys::Reflect::set(&msg, &"bytes".into(), &array);
+                let _ =
+                    scope.post_message_with_transfer(&msg, &js_sys::Array::of1(&array.buffer()));
+            }
+            Err(message) => post(
+                scope,
+                serde_json::json!({"kind": "error", "message": message}),
+            ),
+        }
+    }
+
     fn analyze(
         scope: &DedicatedWorkerGlobalScope,
         file: &Blob,
@@ -78,11 +120,12 @@ mod worker {
                     .byte_length()
             })
             .unwrap_or(0);
-        Ok(
+        let reply =
             serde_json::json!({"kind": "result", "elapsed_ms": elapsed, "input_bytes": total,
             "wasm_memory_bytes": wasm_memory_bytes, "analysis": analysis})
-            .to_string(),
-        )
+            .to_string();
+        LAST.with(|last| *last.borrow_mut() = Some(analysis));
+        Ok(reply)
     }
 
     pub fn run() {
@@ -91,6 +134,15 @@ mod worker {
         let reply = scope.clone();
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
             let data = ev.data();
+            if let Some(what) = js_sys::Reflect::get(&data, &JsValue::from_str("export"))
+                .ok()
+                .and_then(|w| w.as_string())
+            {
+                export(&reply, &what);
+                return;
+            }
+            // A new file: drop the previous analysis before reading (its memory is reused).
+            LAST.with(|last| *last.borrow_mut() = None);
             let file = js_sys::Reflect::get(&data, &JsValue::from_str("file"))
                 .ok()
                 .and_then(|f| f.dyn_into::<Blob>().ok());

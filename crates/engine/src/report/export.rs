@@ -1,0 +1,45 @@
+//! The shareable bundle of an analysis, as bytes (the CLI writes it to a file, the web app offers
+//! it as a download): a zip of the TraceLens-compatible CSVs plus a compact JSON of the analysis.
+//! (The xlsx workbook lives in the `jarvis-export` crate: its writer reads a clock.)
+
+use std::io::{Cursor, Write};
+
+use zip::write::SimpleFileOptions;
+
+use crate::analysis::Analysis;
+
+/// Why an export could not be written.
+#[derive(Debug, thiserror::Error)]
+#[error("export failed: {0}")]
+pub struct ExportError(pub String);
+
+/// The zip bundle: `perf_report_csvs/<sheet>.csv` and `jarvis.json` (the analysis without its
+/// sheets, which the CSVs carry).
+pub fn bundle_zip(analysis: &Analysis) -> Result<Vec<u8>, ExportError> {
+    let err = |e: &dyn std::fmt::Display| ExportError(e.to_string());
+    let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
+    let opts = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    for sheet in &analysis.report.sheets {
+        zip.start_file(format!("perf_report_csvs/{}.csv", sheet.name), opts)
+            .map_err(|e| err(&e))?;
+        zip.write_all(&sheet.to_csv()).map_err(|e| err(&e))?;
+    }
+    let compact = serde_json::json!({
+        "format": "jarvis-analysis",
+        "version": 1,
+        "facts": analysis.facts,
+        "platform": analysis.platform,
+        "timeline": analysis.timeline,
+        "top_ops": analysis.top_ops,
+        "diagnostics": analysis.diagnostics,
+        "sheets": analysis.report.sheets.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+    });
+    zip.start_file("jarvis.json", opts).map_err(|e| err(&e))?;
+    zip.write_all(
+        serde_json::to_string_pretty(&compact)
+            .map_err(|e| err(&e))?
+            .as_bytes(),
+    )
+    .map_err(|e| err(&e))?;
+    Ok(zip.finish().map_err(|e| err(&e))?.into_inner())
+}

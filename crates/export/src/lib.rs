@@ -1,0 +1,47 @@
+//! Jarvis's xlsx export: `perf_report.xlsx` with TraceLens's sheet names, one worksheet per
+//! sheet of the perf report. Kept out of the engine because the xlsx writer reads a clock.
+
+use jarvis_engine::report::export::ExportError;
+use jarvis_engine::report::{Cell, PerfReport};
+use rust_xlsxwriter::{DocProperties, ExcelDateTime, Workbook};
+
+/// `perf_report.xlsx`: one worksheet per sheet, TraceLens's names (cut to Excel's 31 chars).
+pub fn perf_report_xlsx(report: &PerfReport) -> Result<Vec<u8>, ExportError> {
+    let mut book = Workbook::new();
+    // A fixed creation date, so the same analysis always exports the same bytes.
+    let created = ExcelDateTime::from_ymd(2024, 1, 1).map_err(|e| ExportError(e.to_string()))?;
+    book.set_properties(&DocProperties::new().set_creation_datetime(&created));
+    for sheet in &report.sheets {
+        let ws = book.add_worksheet();
+        let name: String = sheet.name.chars().take(31).collect();
+        ws.set_name(&name).map_err(|e| ExportError(e.to_string()))?;
+        for (c, col) in sheet.columns.iter().enumerate() {
+            ws.write_string(0, c as u16, col)
+                .map_err(|e| ExportError(e.to_string()))?;
+        }
+        for (r, row) in sheet.rows.iter().enumerate() {
+            let r = r as u32 + 1;
+            for (c, cell) in row.iter().enumerate() {
+                let c = c as u16;
+                match cell {
+                    Cell::Int(i) => {
+                        ws.write_number(r, c, *i as f64)
+                            .map_err(|e| ExportError(e.to_string()))?;
+                    }
+                    Cell::Float(f) if f.is_finite() => {
+                        ws.write_number(r, c, *f)
+                            .map_err(|e| ExportError(e.to_string()))?;
+                    }
+                    // Excel caps a cell at 32767 characters (long kernel-detail lists).
+                    Cell::Str(s) => {
+                        ws.write_string(r, c, s.chars().take(32_000).collect::<String>())
+                            .map_err(|e| ExportError(e.to_string()))?;
+                    }
+                    Cell::Empty | Cell::Float(_) => {}
+                }
+            }
+        }
+    }
+    book.save_to_buffer()
+        .map_err(|e| ExportError(e.to_string()))
+}
