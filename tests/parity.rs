@@ -42,6 +42,21 @@ const UNIQUE_ARGS_KEYS: &[&str] = &[
     "Concrete Inputs",
 ];
 
+const SDPA_KEYS: &[&str] = &[
+    "name",
+    "param: B",
+    "param: N_Q",
+    "param: H_Q",
+    "param: N_KV",
+    "param: H_KV",
+    "param: d_h_qk",
+    "param: d_h_v",
+    "param: dropout",
+    "param: causal",
+    "param: flash_impl",
+    "param: dtype_A_B",
+];
+
 /// The sheets this suite checks, with the columns that identify a row (empty: by position).
 const SHEETS: &[(&str, &[&str])] = &[
     ("unified_perf_summary", UNIQUE_ARGS_KEYS),
@@ -64,23 +79,7 @@ const SHEETS: &[(&str, &[&str])] = &[
             "param: reduce_type",
         ],
     ),
-    (
-        "SDPA_bwd",
-        &[
-            "name",
-            "param: B",
-            "param: N_Q",
-            "param: H_Q",
-            "param: N_KV",
-            "param: H_KV",
-            "param: d_h_qk",
-            "param: d_h_v",
-            "param: dropout",
-            "param: causal",
-            "param: flash_impl",
-            "param: dtype_A_B",
-        ],
-    ),
+    ("SDPA_bwd", SDPA_KEYS),
     ("CONV_fwd", CONV_KEYS),
     ("CONV_bwd", CONV_KEYS),
     (
@@ -97,23 +96,7 @@ const SHEETS: &[(&str, &[&str])] = &[
             "param: output_mask",
         ],
     ),
-    (
-        "SDPA_fwd",
-        &[
-            "name",
-            "param: B",
-            "param: N_Q",
-            "param: H_Q",
-            "param: N_KV",
-            "param: H_KV",
-            "param: d_h_qk",
-            "param: d_h_v",
-            "param: dropout",
-            "param: causal",
-            "param: flash_impl",
-            "param: dtype_A_B",
-        ],
-    ),
+    ("SDPA_fwd", SDPA_KEYS),
     (
         "UnaryElementwise",
         &[
@@ -339,6 +322,43 @@ fn rate_tolerance(col: &str, row: &[String], header: &[String], tol_us: f64) -> 
     Some(2.0 * scale * tol_us / kt_min.max(1e-9))
 }
 
+/// The `unified_perf_summary` columns a perf model fills.
+const UNIFIED_MODEL_COLUMNS: &[&str] = &[
+    "GFLOPS",
+    "Data Moved (MB)",
+    "FLOPS/Byte",
+    "Compute Spec",
+    "TB/s_mean",
+    "TB/s_std",
+    "TB/s_median",
+    "TB/s_min",
+    "TB/s_max",
+    "TFLOPS/s_mean",
+    "TFLOPS/s_std",
+    "TFLOPS/s_median",
+    "TFLOPS/s_min",
+    "TFLOPS/s_max",
+    "perf_params",
+];
+
+/// [`UNIFIED_MODEL_COLUMNS`] but Compute Spec, which deviations D6/D7 leave unchanged.
+const UNIFIED_RATE_COLUMNS: &[&str] = &[
+    "GFLOPS",
+    "Data Moved (MB)",
+    "FLOPS/Byte",
+    "TB/s_mean",
+    "TB/s_std",
+    "TB/s_median",
+    "TB/s_min",
+    "TB/s_max",
+    "TFLOPS/s_mean",
+    "TFLOPS/s_std",
+    "TFLOPS/s_median",
+    "TFLOPS/s_min",
+    "TFLOPS/s_max",
+    "perf_params",
+];
+
 /// Columns a documented deviation changes on a reference row (docs/deviations.md); they are
 /// asserted by the deviation's own test instead.
 fn deviation_columns(sheet: &str, header: &[String], row: &[String]) -> &'static [&'static str] {
@@ -373,43 +393,11 @@ fn deviation_columns(sheet: &str, header: &[String], row: &[String]) -> &'static
         // Known gap (issue #3 open): TraceLens models Inductor's Triton kernels from Inductor's
         // kernel metadata; Jarvis does not model them yet, so their perf columns are empty.
         if col("name").is_some_and(|n| n.starts_with("triton_")) {
-            return &[
-                "GFLOPS",
-                "Data Moved (MB)",
-                "FLOPS/Byte",
-                "Compute Spec",
-                "TB/s_mean",
-                "TB/s_std",
-                "TB/s_median",
-                "TB/s_min",
-                "TB/s_max",
-                "TFLOPS/s_mean",
-                "TFLOPS/s_std",
-                "TFLOPS/s_median",
-                "TFLOPS/s_min",
-                "TFLOPS/s_max",
-                "perf_params",
-            ];
+            return UNIFIED_MODEL_COLUMNS;
         }
-        let rates: &'static [&'static str] = &[
-            "GFLOPS",
-            "Data Moved (MB)",
-            "FLOPS/Byte",
-            "TB/s_mean",
-            "TB/s_std",
-            "TB/s_median",
-            "TB/s_min",
-            "TB/s_max",
-            "TFLOPS/s_mean",
-            "TFLOPS/s_std",
-            "TFLOPS/s_median",
-            "TFLOPS/s_min",
-            "TFLOPS/s_max",
-            "perf_params",
-        ];
         // D7 (reductions) and D6 (convolutions with a bias tensor) change these columns.
         if col("op category") == Some("reduce") && col("has_perf_model") == Some("True") {
-            return rates;
+            return UNIFIED_RATE_COLUMNS;
         }
         let dims = col("Input Dims")
             .unwrap_or("")
@@ -417,7 +405,7 @@ fn deviation_columns(sheet: &str, header: &[String], row: &[String]) -> &'static
             .replace(')', "]")
             .replace(",]", "]");
         if col("name") == Some("aten::convolution") && conv_bias_present(&dims) {
-            return rates;
+            return UNIFIED_RATE_COLUMNS;
         }
     }
     // D7: TraceLens reports one output element for every non-cumulative reduction.

@@ -15,6 +15,32 @@ fn inputs(dims: Value, types: Value, strides: Value, concrete: Value) -> OpInput
     }
 }
 
+/// Inputs of `aten::_scaled_dot_product_flash_attention(q, k, v, dropout, causal, ...)`, bf16.
+fn flash_sdpa(q: Value, k: Value, v: Value, causal: &str) -> OpInputs {
+    inputs(
+        json!([q, k, v, [], [], [], []]),
+        json!([
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "Scalar",
+            "Scalar",
+            "Scalar",
+            "Scalar"
+        ]),
+        json!([[], [], [], [], [], [], []]),
+        json!(["", "", "", "0.", causal, "False", ""]),
+    )
+}
+
+/// A model parameter as TraceLens prints it.
+fn param(r: &Metrics, name: &str) -> Option<String> {
+    r.params
+        .iter()
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.py())
+}
+
 fn model(class: &str, x: &OpInputs) -> Metrics {
     forward(class, "", x, &[]).unwrap_or_else(|| panic!("{class} did not model"))
 }
@@ -66,27 +92,11 @@ fn causal_attention_forward() {
     // Flash SDPA, q/k/v [B=2, H=8, N=1024, d=128], causal: QK^T and PV are each 2*N*N*d per
     // head, and causal masking halves the work.
     let (b, h, n, d) = (2.0, 8.0, 1024.0, 128.0);
-    let x = inputs(
-        json!([
-            [2, 8, 1024, 128],
-            [2, 8, 1024, 128],
-            [2, 8, 1024, 128],
-            [],
-            [],
-            [],
-            []
-        ]),
-        json!([
-            "c10::BFloat16",
-            "c10::BFloat16",
-            "c10::BFloat16",
-            "Scalar",
-            "Scalar",
-            "Scalar",
-            "Scalar"
-        ]),
-        json!([[], [], [], [], [], [], []]),
-        json!(["", "", "", "0.", "True", "False", "0.088"]),
+    let x = flash_sdpa(
+        json!([2, 8, 1024, 128]),
+        json!([2, 8, 1024, 128]),
+        json!([2, 8, 1024, 128]),
+        "True",
     );
     let r = model("aten__scaled_dot_product_flash_attention", &x);
     assert_eq!(r.flops, b * h * (2.0 * n * n * d + 2.0 * n * n * d) / 2.0);
@@ -188,13 +198,7 @@ fn deviation_d6_convolution_bias_is_counted() {
     assert_eq!(r.flops, 2.0 * (3.0 * 16.0 * 16.0) * out + out);
     assert_eq!(r.flops, 924_844_032.0 + 602_112.0);
     assert_eq!(r.bytes, Some(3_588_096.0 + 768.0 * 2.0));
-    assert_eq!(
-        r.params
-            .iter()
-            .find(|(k, _)| *k == "bias")
-            .map(|(_, v)| v.py()),
-        Some("True".into())
-    );
+    assert_eq!(param(&r, "bias"), Some("True".into()));
 }
 
 fn batch_norm(training: &str) -> OpInputs {
@@ -227,13 +231,7 @@ fn deviation_d5_batch_norm_inference_flag_is_read() {
     let r = model("BatchNorm", &batch_norm("False"));
     assert_eq!(r.flops, 3.0 * c + 3.0 * c + 2.0 * n);
     assert_eq!(r.bytes, Some(2.0 * n * 4.0 + 4.0 * c * 4.0));
-    assert_eq!(
-        r.params
-            .iter()
-            .find(|(k, _)| *k == "is_training")
-            .map(|(_, v)| v.py()),
-        Some("False".into())
-    );
+    assert_eq!(param(&r, "is_training"), Some("False".into()));
 }
 
 #[test]
@@ -253,27 +251,11 @@ fn rms_norm() {
 }
 
 fn gqa_attention() -> OpInputs {
-    inputs(
-        json!([
-            [2, 32, 1024, 128],
-            [2, 8, 1024, 128],
-            [2, 8, 1024, 128],
-            [],
-            [],
-            [],
-            []
-        ]),
-        json!([
-            "c10::BFloat16",
-            "c10::BFloat16",
-            "c10::BFloat16",
-            "Scalar",
-            "Scalar",
-            "Scalar",
-            "Scalar"
-        ]),
-        json!([[], [], [], [], [], [], []]),
-        json!(["", "", "", "0.", "True", "False", ""]),
+    flash_sdpa(
+        json!([2, 32, 1024, 128]),
+        json!([2, 8, 1024, 128]),
+        json!([2, 8, 1024, 128]),
+        "True",
     )
 }
 
@@ -353,13 +335,7 @@ fn flash_attn_layout_is_batch_seq_heads_dim() {
     );
     let r = model("flash_attention", &x);
     assert_eq!(r.flops, b * h * 2.0 * (2.0 * n * n * d));
-    assert_eq!(
-        r.params
-            .iter()
-            .find(|(k, _)| *k == "H_Q")
-            .map(|(_, v)| v.py()),
-        Some("16".into())
-    );
+    assert_eq!(param(&r, "H_Q"), Some("16".into()));
 }
 
 #[test]
