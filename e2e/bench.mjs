@@ -6,6 +6,7 @@ import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import zlib from 'node:zlib';
 import { chromium } from 'playwright-core';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -37,6 +38,25 @@ const browser = await chromium.launch({
   args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
     '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
 });
+// Start-up: first contentful paint and time until the worker reports ready, from a cold
+// browser context (empty cache) on localhost; median of 5 loads.
+const loads = [];
+for (let i = 0; i < 5; i += 1) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(base + '/');
+  await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 60000 });
+  const ready = await page.evaluate(() => performance.now());
+  const fcp = await page.evaluate(() => performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? NaN);
+  loads.push({ fcp, ready });
+  await context.close();
+}
+const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const gz = (re) => fs.readdirSync(DIST).filter((f) => re.test(f))
+  .reduce((n, f) => n + zlib.gzipSync(fs.readFileSync(path.join(DIST, f)), { level: 9 }).length, 0);
+console.log(`first contentful paint ${median(loads.map((l) => l.fcp)).toFixed(0)} ms, worker ready ${median(loads.map((l) => l.ready)).toFixed(0)} ms (median of 5 cold loads)`);
+console.log(`gzipped: page bundle (html, js, css, app wasm) ${(gz(/^(index\.html|app-.*\.(js|wasm)|.*\.css)$/) / 1e3).toFixed(0)} kB, worker ${(gz(/^worker.*\.(js|wasm)$/) / 1e3).toFixed(0)} kB`);
+console.log('');
 console.log('| input | JSON MB | in-browser s | MB/s | worker WASM memory MB |');
 console.log('|---|---|---|---|---|');
 for (const file of inputs) {
