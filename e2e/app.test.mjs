@@ -84,6 +84,10 @@ test('a real trace by file input matches the CLI to the nanosecond', { skip: !fs
     const shown = Number(await page.getByTestId(`gpu-timeline-${type}`).getAttribute('data-value'));
     assert.equal(shown, ms, `${type}: page ${shown} vs CLI ${ms}`);
   }
+  // The executive summary's utilization is busy / total of the same timeline (docs/metrics.md).
+  const util = Number(await page.getByTestId('headline-gpu_utilization_pct').getAttribute('data-value'));
+  const want = expected.busy_time / expected.total_time * 100;
+  assert.ok(Math.abs(util - want) <= 1e-9 * want, `utilization ${util} vs ${want}`);
   const top = await page.getByTestId('top-ops').textContent();
   assert.match(top, /aten::mul/);
   assert.match(await page.getByTestId('platform').textContent(), /H100 SXM/);

@@ -40,6 +40,8 @@ pub struct Overview {
     pub events: u64,
     pub kernels: u64,
     pub timeline: Vec<TimelineRow>,
+    /// Executive-summary figures: (engine key, label, value shown, exact value for tests).
+    pub headline: Vec<(&'static str, &'static str, String, String)>,
     pub top_ops: Vec<TopOp>,
     pub diagnostics: Vec<Diag>,
     pub elapsed_ms: f64,
@@ -140,6 +142,7 @@ impl Overview {
             }
             _ => "none: no efficiency figures".to_owned(),
         };
+        let headline = headline_rows(a.get("headline").unwrap_or(&Value::Null));
         Some(Overview {
             devices,
             platform,
@@ -154,6 +157,7 @@ impl Overview {
                 .unwrap_or(0),
             kernels: facts.get("kernels").and_then(Value::as_u64).unwrap_or(0),
             timeline,
+            headline,
             top_ops,
             diagnostics,
             elapsed_ms: reply
@@ -170,4 +174,39 @@ impl Overview {
                 .unwrap_or(0.0),
         })
     }
+}
+
+/// The engine's `headline` (docs/metrics.md) as labelled rows; figures the trace or the platform
+/// does not allow (null) are left out.
+fn headline_rows(h: &Value) -> Vec<(&'static str, &'static str, String, String)> {
+    const ROWS: [(&str, &str, &str); 9] = [
+        ("gpu_utilization_pct", "GPU utilization", "%"),
+        ("idle_pct", "GPU idle", "%"),
+        ("exposed_comm_pct", "exposed communication", "%"),
+        ("exposed_memcpy_pct", "exposed memcpy", "%"),
+        ("op_kernel_ms", "kernel time in ops", "ms"),
+        ("modelled_share_pct", "of it with a perf model", "%"),
+        (
+            "roofline_efficiency_pct",
+            "roofline efficiency (time-weighted)",
+            "%",
+        ),
+        ("roofline_ideal_ms", "modelled ops at roofline", "ms"),
+        (
+            "roofline_headroom_ms",
+            "headroom: time above roofline",
+            "ms",
+        ),
+    ];
+    ROWS.iter()
+        .filter_map(|(key, label, unit)| {
+            let x = h.get(*key)?.as_f64()?;
+            let shown = if *unit == "%" {
+                format!("{x:.1} %")
+            } else {
+                format!("{x:.3} ms")
+            };
+            Some((*key, *label, shown, x.to_string()))
+        })
+        .collect()
 }

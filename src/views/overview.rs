@@ -1,4 +1,4 @@
-//! The overview: platform, GPU time breakdown (numbers and chart), top ops, diagnostics.
+//! The overview: platform, executive summary, GPU time breakdown (numbers and chart), top ops, diagnostics.
 //! Every string from the trace is rendered as text (Leptos escapes it).
 
 use leptos::prelude::*;
@@ -20,6 +20,18 @@ pub fn OverviewView(overview: Overview) -> impl IntoView {
                     </td>
                     <td class="num">{format!("{:.2} %", r.percent)}</td>
                 </tr>
+            }
+        })
+        .collect_view();
+    let headline = overview
+        .headline
+        .iter()
+        .map(|(key, label, shown, exact)| {
+            view! {
+                <div class="metric">
+                    <dt>{*label}</dt>
+                    <dd data-testid=format!("headline-{key}") data-value=exact.clone()>{shown.clone()}</dd>
+                </div>
             }
         })
         .collect_view();
@@ -79,6 +91,8 @@ pub fn OverviewView(overview: Overview) -> impl IntoView {
                 data-json-bytes=(overview.json_mb * 1e6).to_string() data-wasm-memory=overview.wasm_memory_bytes.to_string()>
                 {format!("worker memory {:.0} MB", overview.wasm_memory_bytes / 1e6)}
             </p>
+            <h2>"Summary"</h2>
+            <dl class="headline" data-testid="headline">{headline}</dl>
             <h2>"GPU time"</h2>
             <canvas id="gpu-chart" width="800" height="26" aria-label="GPU time breakdown"></canvas>
             <p class="legend">"computation · exposed communication · exposed memcpy · idle"</p>

@@ -50,6 +50,23 @@ pub fn render(a: &Analysis) -> String {
         };
         let _ = writeln!(s, "  {name:<22} {:>12.3} ms {pct:>7.2} %", ns as f64 / 1e6);
     }
+    let h = &a.headline;
+    if h.op_kernel_ms > 0.0 {
+        let _ = writeln!(s, "\nPerf models (docs/metrics.md)");
+        let _ = writeln!(
+            s,
+            "  kernel time in ops {:.3} ms, {:.1} % of it modelled",
+            h.op_kernel_ms,
+            h.modelled_share_pct.unwrap_or(0.0)
+        );
+        if let (Some(eff), Some(headroom)) = (h.roofline_efficiency_pct, h.roofline_headroom_ms) {
+            let _ = writeln!(
+                s,
+                "  roofline efficiency {eff:.1} % (time-weighted): {:.3} ms measured, {:.3} ms at roofline, {headroom:.3} ms headroom",
+                h.roofline_measured_ms, h.roofline_ideal_ms
+            );
+        }
+    }
     if !a.top_ops.is_empty() {
         let _ = writeln!(s, "\nTop ops by direct GPU kernel time");
         for (i, op) in a.top_ops.iter().enumerate() {

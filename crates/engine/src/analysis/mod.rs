@@ -5,6 +5,7 @@ pub mod categories;
 pub mod category_sheets;
 pub mod collectives;
 pub mod grouping;
+pub mod headline;
 pub mod intervals;
 pub mod kernel_tables;
 pub mod launchers;
@@ -80,6 +81,8 @@ pub struct Analysis {
     pub facts: TraceFacts,
     pub platform: Option<PlatformUsed>,
     pub timeline: GpuTimeline,
+    /// The executive summary (docs/metrics.md).
+    pub headline: headline::Headline,
     pub top_ops: Vec<TopOp>,
     pub report: PerfReport,
     pub diagnostics: Vec<Diagnostic>,
@@ -198,10 +201,15 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
             trace.events.iter().map(|e| e.end()).max().unwrap_or(0),
         ),
     };
+    let headline = headline::headline(
+        &timeline,
+        sheets.iter().find(|s| s.name == "unified_perf_summary"),
+    );
     Analysis {
         facts,
         platform,
         timeline,
+        headline,
         top_ops,
         report: PerfReport { sheets },
         diagnostics: trace.diagnostics.sorted(),

@@ -30,6 +30,7 @@ pub fn bundle_zip(analysis: &Analysis) -> Result<Vec<u8>, ExportError> {
         "facts": analysis.facts,
         "platform": analysis.platform,
         "timeline": analysis.timeline,
+        "headline": analysis.headline,
         "top_ops": analysis.top_ops,
         "diagnostics": analysis.diagnostics,
         "sheets": analysis.report.sheets.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
