@@ -1,6 +1,7 @@
 //! The slice of an engine `Analysis` the page shows, read from the worker's JSON reply.
 //! (The engine's result types are the contract; the page reads only the fields it displays.)
 
+use jarvis_engine::analysis::TopOp;
 use serde_json::Value;
 
 /// One row of the GPU time breakdown.
@@ -8,16 +9,6 @@ use serde_json::Value;
 pub struct TimelineRow {
     pub kind: &'static str,
     pub ns: i64,
-    pub percent: f64,
-}
-
-/// One of the top ops.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TopOp {
-    pub name: String,
-    pub category: String,
-    pub count: i64,
-    pub direct_ms: f64,
     pub percent: f64,
 }
 
@@ -88,18 +79,7 @@ impl Overview {
         };
         let top_ops = a
             .get("top_ops")
-            .and_then(Value::as_array)
-            .map(|ops| {
-                ops.iter()
-                    .map(|o| TopOp {
-                        name: str_of(o, "name"),
-                        category: str_of(o, "category"),
-                        count: o.get("count").and_then(Value::as_i64).unwrap_or(0),
-                        direct_ms: o.get("direct_ms").and_then(Value::as_f64).unwrap_or(0.0),
-                        percent: o.get("percent").and_then(Value::as_f64).unwrap_or(0.0),
-                    })
-                    .collect()
-            })
+            .and_then(|ops| serde_json::from_value::<Vec<TopOp>>(ops.clone()).ok())
             .unwrap_or_default();
         let diagnostics = a
             .get("diagnostics")

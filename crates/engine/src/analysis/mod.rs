@@ -15,7 +15,7 @@ pub mod stats;
 pub mod timeline;
 pub mod unified;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::model::tree::CallTree;
@@ -25,8 +25,9 @@ use crate::report::{Cell, PerfReport, Sheet};
 use categories::Registry;
 use timeline::GpuTimeline;
 
-/// A ranked op for summaries: name and direct GPU time.
-#[derive(Debug, Clone, Serialize)]
+/// A ranked op for summaries: name and direct GPU time. (Deserialize: the web page reads it
+/// back from the worker's reply.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TopOp {
     pub name: String,
     pub category: String,
