@@ -39,6 +39,9 @@ enum Command {
         /// `jarvis platforms`, or a JSON file describing a custom platform.
         #[arg(long, default_value = "auto")]
         platform: String,
+        /// Build replay packages for these ops (e.g. `aten::mm`) whatever the rules say.
+        #[arg(long, num_args = 1.., value_name = "OP")]
+        replay: Vec<String>,
     },
     /// List the built-in hardware platforms and their peaks.
     Platforms,
@@ -64,7 +67,14 @@ fn main() -> ExitCode {
             out,
             no_files,
             platform,
-        } => platform_choice(&platform).and_then(|p| report(&trace, out, no_files, p)),
+            replay,
+        } => platform_choice(&platform).and_then(|p| {
+            let options = Options {
+                platform: p,
+                replay_ops: replay,
+            };
+            report(&trace, out, no_files, &options)
+        }),
         Command::Platforms => {
             say(&summary::platforms());
             Ok(())
@@ -140,23 +150,64 @@ fn default_out(trace: &Path) -> PathBuf {
     PathBuf::from(format!("{stem}_jarvis"))
 }
 
-fn report(
-    trace: &Path,
-    out: Option<PathBuf>,
-    no_files: bool,
-    platform: PlatformChoice,
-) -> Result<()> {
-    let analysis = analyze_trace_with(import(trace)?, &Options { platform });
+fn report(trace: &Path, out: Option<PathBuf>, no_files: bool, options: &Options) -> Result<()> {
+    let analysis = analyze_trace_with(import(trace)?, options);
     say(&summary::render(&analysis));
     if no_files {
         return Ok(());
     }
     let out = out.unwrap_or_else(|| default_out(trace));
     write_report(&analysis, &out)?;
+    let files = jarvis_engine::report::contract::standalone_files(&analysis, &title_of(trace))?;
+    write_contract(&files, &out)?;
     say(&format!(
-        "\nwrote {}\n",
-        out.join("perf_report_csvs").display()
+        "\nwrote {} and {} analysis files into {}\n",
+        out.join("perf_report_csvs").display(),
+        files.len(),
+        out.display()
     ));
+    Ok(())
+}
+
+/// The trace's file name without `.json` / `.json.gz`: the report title.
+fn title_of(trace: &Path) -> String {
+    let name = trace
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("trace");
+    name.trim_end_matches(".gz")
+        .trim_end_matches(".json")
+        .to_owned()
+}
+
+/// Writes the standalone output contract through a staging folder, then moves each top-level
+/// entry into place, so a failure never leaves a half-written report that looks complete.
+fn write_contract(files: &[(String, Vec<u8>)], out: &Path) -> Result<()> {
+    let staging = out.join(".standalone.partial");
+    if staging.exists() {
+        fs::remove_dir_all(&staging)?;
+    }
+    for (rel, bytes) in files {
+        let path = staging.join(rel);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir)?;
+        }
+        fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if !staging.exists() {
+        return Ok(());
+    }
+    for entry in fs::read_dir(&staging)? {
+        let entry = entry?;
+        let dest = out.join(entry.file_name());
+        if dest.is_dir() {
+            fs::remove_dir_all(&dest)?;
+        } else if dest.exists() {
+            fs::remove_file(&dest)?;
+        }
+        fs::rename(entry.path(), &dest)?;
+    }
+    fs::remove_dir(&staging)?;
     Ok(())
 }
 

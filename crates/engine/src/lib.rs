@@ -37,6 +37,7 @@ pub mod import;
 pub mod model;
 pub mod perf;
 pub mod report;
+pub mod standalone;
 pub mod synth;
 
 pub use analysis::{analyze_trace, analyze_trace_with, Analysis, Options, PlatformChoice};

@@ -66,6 +66,8 @@ pub enum PlatformChoice {
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     pub platform: PlatformChoice,
+    /// Ops to build replay packages for whatever the rules say (`--replay`).
+    pub replay_ops: Vec<String>,
 }
 
 /// The platform used and how it was chosen.
@@ -86,6 +88,8 @@ pub struct Analysis {
     pub headline: headline::Headline,
     pub top_ops: Vec<TopOp>,
     pub report: PerfReport,
+    /// The standalone analysis (findings, recommendations); absent for GPU-only traces.
+    pub standalone: Option<crate::standalone::Standalone>,
     pub diagnostics: Vec<Diagnostic>,
 }
 
@@ -202,10 +206,20 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
             trace.events.iter().map(|e| e.end()).max().unwrap_or(0),
         ),
     };
-    let headline = headline::headline(
-        &timeline,
-        sheets.iter().find(|s| s.name == "unified_perf_summary"),
-    );
+    let unified = sheets.iter().find(|s| s.name == "unified_perf_summary");
+    let headline = headline::headline(&timeline, unified);
+    let standalone = unified.map(|unified| {
+        crate::standalone::analyze(&crate::standalone::Sources {
+            trace: &trace,
+            tree: &tree,
+            timeline: &timeline,
+            unified,
+            coll: sheets.iter().find(|s| s.name == "coll_analysis"),
+            top_ops: &top_ops,
+            platform: platform.as_ref().map(|p| &p.platform),
+            replay_names: &options.replay_ops,
+        })
+    });
     Analysis {
         facts,
         platform,
@@ -213,6 +227,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         headline,
         top_ops,
         report: PerfReport { sheets },
+        standalone,
         diagnostics: trace.diagnostics.sorted(),
     }
 }

@@ -1,8 +1,13 @@
 //! Report tables: the stable output contract every renderer (CSV, the CLI summary, the web app)
 //! reads. A [`Sheet`] is named and laid out exactly like the TraceLens sheet it mirrors.
 
+pub mod contract;
 pub mod export;
+pub mod findings_md;
 pub mod pyrepr;
+pub mod replay;
+pub mod standalone_fair;
+pub mod standalone_rough;
 
 use serde::Serialize;
 

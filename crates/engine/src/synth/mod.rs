@@ -86,6 +86,12 @@ pub struct SynthTruth {
     /// RMSNorm module instances, each running `rmsnorm_kernels_per_instance` kernels.
     pub rmsnorm_instances: u64,
     pub rmsnorm_kernels_per_instance: u64,
+    /// Kernel time of all RMSNorm instances, and the sum over instances of each one's longest
+    /// kernel (what a fused kernel is estimated to take).
+    pub rmsnorm_kernel_ns: Nanos,
+    pub rmsnorm_longest_ns: Nanos,
+    /// Kernel time of the planted tiny batched GEMM.
+    pub tiny_bmm_ns: Nanos,
     /// The planted tiny batched GEMM: how far below its roofline time it runs.
     pub tiny_bmm_slowdown: f64,
     pub all_reduces: u64,

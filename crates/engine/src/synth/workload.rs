@@ -446,8 +446,11 @@ impl<W: Write> Gen<'_, W> {
         ];
         self.truth.rmsnorm_instances += 1;
         self.module("RMSNorm_0", |g| {
+            let mut longest = 0;
             for (op, kernel, n, tensors, dims, strides, types, concrete) in &pieces {
                 let ns = g.eltwise_ns(*n, *tensors);
+                g.truth.rmsnorm_kernel_ns += ns;
+                longest = longest.max(ns);
                 let shapes = Shapes {
                     dims,
                     types,
@@ -456,6 +459,7 @@ impl<W: Write> Gen<'_, W> {
                 };
                 g.op_kernel(op, &shapes, kernel, ns)?;
             }
+            g.truth.rmsnorm_longest_ns += longest;
             Ok(())
         })
     }
@@ -498,12 +502,14 @@ impl<W: Write> Gen<'_, W> {
                 strides: &st,
                 concrete: &format!("\"\", \"\", \"\", \"\", \"\", \"{s}\", \"{s}\", \"0.\", \"True\", \"False\", \"\", \"\", \"\", \"\", \"\""),
             }, kern, ns)?;
-            // Planted: a tiny batched GEMM (a per-head gate) running far below its roofline.
-            let (bb, mm, kk) = (b * heads, 16u64, 8u64);
+            // Planted: a tiny batched GEMM (a per-head, per-token-group gate) running far below
+            // its roofline.
+            let (bb, mm, kk) = (b * heads * s / 4, 16u64, 8u64);
             let flops = 2.0 * (bb * mm * mm * kk) as f64;
             let bytes = 2.0 * (bb * (mm * kk * 2 + mm * mm)) as f64;
             let roofline = (flops / g.hw.peak_flops_per_ns).max(bytes / g.hw.peak_bytes_per_ns);
             let ns = (roofline * TINY_BMM_SLOWDOWN).round() as Nanos;
+            g.truth.tiny_bmm_ns += ns;
             let dims = format!("[{bb}, {mm}, {kk}], [{bb}, {kk}, {mm}]");
             let st = format!("[{}, {kk}, 1], [{}, {mm}, 1]", mm * kk, mm * kk);
             g.module("HeadGate_0", |g| {

@@ -1,0 +1,231 @@
+//! `category_findings/<cat>_findings.md` in the seeds' format (Overview; Key Bottlenecks with
+//! Time, Efficiency, Issue, Path A, Path B, Priority; Additional Notes), also pasted into the
+//! fair report's detailed analysis.
+
+use std::fmt::Write;
+
+use crate::standalone::findings::{Bottleneck, CategoryFindings, ProjectionKind};
+use crate::standalone::md::{cell, code_cell, short};
+use crate::standalone::ops::{Bound, SeedCategory};
+use crate::standalone::{findings::shape_summary, Standalone};
+
+/// Rows in a category's operations table.
+const OPS_TABLE_ROWS: usize = 12;
+
+fn ms(x: f64) -> String {
+    format!("{x:.3}")
+}
+
+fn opt(x: Option<f64>, digits: usize) -> String {
+    x.map_or("–".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+/// The impact projection table of a bottleneck (seed 004, "Estimate Optimization Impact").
+pub fn projection_table(b: &Bottleneck) -> String {
+    if b.projection.is_empty() {
+        return String::new();
+    }
+    let denominator = if b.share_of == "compute" {
+        "compute time"
+    } else {
+        "trace time"
+    };
+    let mut s = String::new();
+    let (head, target): (&str, Box<dyn Fn(f64) -> String>) = match b.projection_kind {
+        ProjectionKind::Efficiency => (
+            "Target efficiency",
+            Box::new(|t| format!("{t:.0}% of peak")),
+        ),
+        ProjectionKind::Speedup => ("Speed-up", Box::new(|t| format!("{t:.0}x"))),
+        ProjectionKind::Saving => ("Scenario", Box::new(|_| "waste removed".to_owned())),
+    };
+    let _ = writeln!(s, "**Impact Projection**\n");
+    let _ = writeln!(
+        s,
+        "| {head} | Time | Speed-up | E2E improvement (of {denominator}) |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|");
+    for p in &b.projection {
+        let speed = if p.speedup.is_finite() {
+            format!("{:.2}x", p.speedup)
+        } else {
+            "removed".to_owned()
+        };
+        let _ = writeln!(
+            s,
+            "| {} | {} ms | {speed} | {:.1}% |",
+            target(p.target),
+            ms(p.time_ms),
+            p.e2e_pct
+        );
+    }
+    s
+}
+
+fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{h} {n}. {}\n", b.title);
+    let _ = writeln!(
+        s,
+        "- **Time:** {} ms ({:.1}% of {})",
+        ms(b.time_ms),
+        b.share_pct,
+        b.share_of
+    );
+    match b.efficiency_pct {
+        Some(e) => {
+            let _ = writeln!(s, "- **Efficiency:** {e:.1}% {}", b.efficiency_basis);
+        }
+        None if b.pattern && b.op_name.is_empty() => {
+            let _ = writeln!(s, "- **Efficiency:** not applicable (pattern)");
+        }
+        None => {
+            let _ = writeln!(s, "- **Efficiency:** unknown ({})", b.efficiency_basis);
+        }
+    }
+    let _ = writeln!(s, "- **Issue:** {}", b.issue);
+    let _ = writeln!(s, "- **Path A:** {}", b.path_a);
+    let _ = writeln!(s, "- **Path B:** {}", b.path_b);
+    let _ = writeln!(
+        s,
+        "- **Priority:** {} in category; {} overall{}",
+        b.category_priority.label(),
+        b.priority.label(),
+        if b.in_top_ops {
+            " (in the top operations)"
+        } else {
+            ""
+        }
+    );
+    if b.replay {
+        let _ = writeln!(
+            s,
+            "- **Replay artifact:** recommended for the kernel team to investigate and optimize."
+        );
+    }
+    let t = projection_table(b);
+    if !t.is_empty() {
+        let _ = writeln!(s, "\n{t}");
+    } else {
+        s.push('\n');
+    }
+    s
+}
+
+/// The operations table of a category (longest signatures first).
+pub fn ops_table(st: &Standalone, f: &CategoryFindings, limit: usize) -> String {
+    if f.rows.is_empty() {
+        return String::new();
+    }
+    let mut s = String::new();
+    let _ = writeln!(s, "| Operation | Shape | Calls | Time (ms) | % of compute | Efficiency | TFLOPS/s | TB/s | FLOPS/Byte | Bound | Kernel |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let compute = st.utilization.computation_ms;
+    for &i in f.rows.iter().take(limit) {
+        let r = &st.rows[i];
+        let t = r.kernel_us / 1e3;
+        let kernel = r
+            .kernels
+            .split("'name': '")
+            .nth(1)
+            .and_then(|x| x.split('\'').next())
+            .unwrap_or("");
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            code_cell(&r.name),
+            code_cell(&short(&shape_summary(r), 60)),
+            r.count,
+            ms(t),
+            if compute > 0.0 {
+                format!("{:.1}", t / compute * 100.0)
+            } else {
+                "–".into()
+            },
+            opt(r.efficiency_pct(), 1),
+            opt(r.tflops_s, 1),
+            opt(r.tb_s, 2),
+            opt(r.flops_per_byte, 1),
+            match r.bound {
+                Some(Bound::Compute) => "compute",
+                Some(Bound::Memory) => "memory",
+                None => "–",
+            },
+            if kernel.is_empty() {
+                String::new()
+            } else {
+                code_cell(&short(kernel, 50))
+            }
+        );
+    }
+    if f.rows.len() > limit {
+        let _ = writeln!(
+            s,
+            "\n{} more signatures in `category_data/{}_ops.csv`.",
+            f.rows.len() - limit,
+            f.category.key()
+        );
+    }
+    s
+}
+
+/// The body of a category's findings, with headings starting at level `h` (`##`).
+pub fn findings_body(st: &Standalone, f: &CategoryFindings, h: &str) -> String {
+    let mut s = String::new();
+    let sub = format!("{h}#");
+    let _ = writeln!(s, "{h} Overview\n");
+    let eff = f
+        .efficiency_pct
+        .map(|e| format!(" Time-weighted roofline efficiency of the modelled signatures: {e:.1}%."))
+        .unwrap_or_default();
+    if f.rows.is_empty() {
+        let _ = writeln!(
+            s,
+            "No ops of this category; findings come from the GPU timeline.\n"
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "{} accounts for {:.1}% of compute time ({} ms over {} signatures, {} calls).{eff}\n",
+            cell(f.category.title()),
+            f.share_pct,
+            ms(f.time_ms),
+            f.rows.len(),
+            f.calls
+        );
+    }
+    let _ = writeln!(s, "{h} Key Bottlenecks\n");
+    if f.bottlenecks.is_empty() {
+        let _ = writeln!(
+            s,
+            "None validated: no signature reaches 1% of compute time below 80% efficiency.\n"
+        );
+    }
+    for (i, b) in f.bottlenecks.iter().enumerate() {
+        s.push_str(&bottleneck_block(i + 1, b, &sub));
+    }
+    let table = ops_table(st, f, OPS_TABLE_ROWS);
+    if !table.is_empty() {
+        let _ = writeln!(s, "{h} Operations\n\n{table}");
+    }
+    let _ = writeln!(s, "{h} Additional Notes\n");
+    if f.notes.is_empty() {
+        let _ = writeln!(s, "- None.");
+    }
+    for n in &f.notes {
+        let _ = writeln!(s, "- {n}");
+    }
+    s
+}
+
+/// `category_findings/<cat>_findings.md`.
+pub fn findings_md(st: &Standalone, f: &CategoryFindings) -> String {
+    let title = match f.category {
+        SeedCategory::Other => "Other Operations".to_owned(),
+        c => c.title().to_owned(),
+    };
+    format!(
+        "# {title} Analysis Summary\n\n{}",
+        findings_body(st, f, "##")
+    )
+}

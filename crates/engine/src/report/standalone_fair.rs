@@ -1,0 +1,273 @@
+//! `standalone_analysis_fair.md`: the stakeholder report of seed 004 step 9. Executive summary
+//! (metrics table, top operations), brief recommendations linking to the detailed analysis,
+//! the detailed analysis per category, and the appendix. Each fact appears in one place.
+
+use std::fmt::Write;
+
+use super::findings_md::findings_body;
+use crate::analysis::Analysis;
+use crate::standalone::md::{anchor, cell, code, code_cell};
+use crate::standalone::ops::SeedCategory;
+use crate::standalone::rules::Priority;
+use crate::standalone::{findings::ProjectionKind, Standalone};
+
+/// Recommendations shown in full in the fair report; the rest are counted.
+const MAX_RECOMMENDATIONS: usize = 10;
+
+/// The platform line used in titles.
+pub fn platform_label(a: &Analysis) -> String {
+    a.platform
+        .as_ref()
+        .map_or("unknown platform".to_owned(), |p| p.platform.name.clone())
+}
+
+fn category_heading(n: usize, st: &Standalone, c: usize) -> String {
+    let f = &st.categories[c];
+    if f.rows.is_empty() {
+        format!("{n}. {}", f.category.title())
+    } else {
+        format!(
+            "{n}. {} ({:.1}% of compute)",
+            f.category.title(),
+            f.share_pct
+        )
+    }
+}
+
+/// Whether the trace uses fused attention (seed 004's "Flash Attention Usage").
+pub fn flash_attention_usage(st: &Standalone) -> &'static str {
+    let fused = st
+        .rows
+        .iter()
+        .any(|r| matches!(r.category, SeedCategory::SdpaFwd | SeedCategory::SdpaBwd));
+    match (fused, st.patterns.unfused_attention.is_empty()) {
+        (true, true) => "Yes",
+        (true, false) => "Partly (unfused attention also found)",
+        (false, false) => "No (attention computed op by op)",
+        (false, true) => "No attention ops",
+    }
+}
+
+fn impact_line(st: &Standalone, b: &crate::standalone::findings::Bottleneck) -> String {
+    let best = b
+        .projection
+        .iter()
+        .max_by(|x, y| x.e2e_pct.total_cmp(&y.e2e_pct));
+    let of = if b.share_of == "compute" {
+        "compute"
+    } else {
+        "trace"
+    };
+    match (best, b.projection_kind) {
+        (Some(p), ProjectionKind::Efficiency) => format!(
+            "{:.1}% of {of} time ({:.3} ms) if it reaches {:.0}% of peak; it is {:.1}% of {of} time today.",
+            p.e2e_pct,
+            b.time_ms - p.time_ms,
+            p.target,
+            b.share_pct
+        ),
+        (Some(p), ProjectionKind::Speedup) => {
+            let low = b.projection.first().map_or(0.0, |x| x.e2e_pct);
+            format!(
+                "{low:.1}-{:.1}% of {of} time at {:.0}-{:.0}x on these ops.",
+                p.e2e_pct,
+                b.projection.first().map_or(0.0, |x| x.target),
+                p.target
+            )
+        }
+        (Some(p), ProjectionKind::Saving) => format!(
+            "up to {:.1}% of {of} time ({:.3} ms).",
+            p.e2e_pct,
+            b.time_ms - p.time_ms
+        ),
+        (None, _) => {
+            let _ = st;
+            format!(
+                "{:.1}% of {of} time is at stake; each 10% faster gives {:.2}% end to end.",
+                b.share_pct,
+                b.share_pct / 10.0
+            )
+        }
+    }
+}
+
+/// Renders the fair report.
+pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
+    let mut s = String::new();
+    let platform = platform_label(a);
+    let _ = writeln!(
+        s,
+        "# {} - {} Standalone Analysis\n",
+        cell(title),
+        cell(&platform)
+    );
+    let u = &st.utilization;
+    let top_cat = st
+        .categories
+        .iter()
+        .filter(|c| !c.rows.is_empty())
+        .max_by(|x, y| x.time_ms.total_cmp(&y.time_ms));
+    let counts = |p: Priority| {
+        st.recommendations
+            .iter()
+            .filter(|&&r| st.bottleneck(r).priority == p)
+            .count()
+    };
+    let _ = writeln!(s, "## Executive Summary\n");
+    let _ = writeln!(
+        s,
+        "The trace spans {:.3} ms of GPU time, of which computation is {:.1}%{}. {}{} recommendations follow: {} Critical, {} High, {} Medium, {} Low.\n",
+        u.total_ms,
+        u.computation_pct,
+        if u.below_target { " (below the 95% target: idle, communication or copies first)" } else { "" },
+        top_cat
+            .map(|c| format!("{} is the largest category ({:.1}% of compute). ", c.category.title(), c.share_pct))
+            .unwrap_or_default(),
+        st.recommendations.len(),
+        counts(Priority::Critical),
+        counts(Priority::High),
+        counts(Priority::Medium),
+        counts(Priority::Low)
+    );
+    let h = &a.headline;
+    let _ = writeln!(s, "| Metric | Value |\n|--------|-------|");
+    let _ = writeln!(s, "| Total Compute Time | {:.3} ms |", u.computation_ms);
+    let _ = writeln!(
+        s,
+        "| GPU Utilization (busy) | {} |",
+        h.gpu_utilization_pct
+            .map_or("–".into(), |x| format!("{x:.1}%"))
+    );
+    let _ = writeln!(s, "| Computation / Idle / Exposed comm / Exposed memcpy | {:.1}% / {:.1}% / {:.1}% / {:.1}% |", u.computation_pct, u.idle_pct, u.exposed_comm_pct, u.exposed_memcpy_pct);
+    if let Some(c) = top_cat {
+        let _ = writeln!(
+            s,
+            "| Top Bottleneck Category | {} ({:.1}%) |",
+            c.category.title(),
+            c.share_pct
+        );
+    }
+    let _ = writeln!(
+        s,
+        "| Flash Attention Usage | {} |",
+        flash_attention_usage(st)
+    );
+    let _ = writeln!(
+        s,
+        "| Roofline efficiency (time-weighted) | {} |",
+        h.roofline_efficiency_pct
+            .map_or("– (no platform)".into(), |x| format!("{x:.1}%"))
+    );
+    let _ = writeln!(
+        s,
+        "| Kernel time with a perf model | {} |",
+        h.modelled_share_pct
+            .map_or("–".into(), |x| format!("{x:.1}%"))
+    );
+    let _ = writeln!(s, "\n### Top Operations\n**These operations consume the most GPU time - prioritize optimizations here**\n");
+    let _ = writeln!(s, "| Rank | Operation | Category | Time (ms) | % of Total Compute |\n|------|-----------|----------|-----------|-------------------|");
+    for t in &st.top_operations {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.3} | {:.1}% |",
+            t.rank,
+            code_cell(&t.name),
+            t.category.key(),
+            t.time_ms,
+            t.share_pct
+        );
+    }
+    let _ = writeln!(s, "\n---\n\n## Recommendations\n");
+    let _ = writeln!(s, "**Note:** Recommendations are prioritized based on:\n1. Presence in Top Operations list (highest impact)\n2. Efficiency gap (how much improvement is possible)\n3. Category compute percentage\n");
+    if st.recommendations.is_empty() {
+        let _ = writeln!(s, "No bottleneck passed the rules (docs/analysis.md): nothing reaches 1% of compute below 80% efficiency, and the GPU timeline has no idle, exposed communication or memcpy above 1%.\n");
+    }
+    for &r in st.recommendations.iter().take(MAX_RECOMMENDATIONS) {
+        let b = st.bottleneck(r);
+        let heading = category_heading(r.0 + 1, st, r.0);
+        let _ = writeln!(
+            s,
+            "### {} {} Priority: {}",
+            b.priority.marker(),
+            b.priority.label(),
+            b.title
+        );
+        if !b.op_name.is_empty() {
+            let rank = st
+                .top_operations
+                .iter()
+                .find(|t| t.name == b.op_name)
+                .map(|t| format!(" (rank {} in top operations)", t.rank))
+                .unwrap_or_default();
+            let _ = writeln!(s, "**Operation**: {}{rank}  ", code(&b.op_name));
+        }
+        let _ = writeln!(s, "**Issue**: {}  ", b.issue);
+        let _ = writeln!(
+            s,
+            "**Action (Path A, fusion / algorithmic)**: {}  ",
+            b.path_a
+        );
+        let _ = writeln!(s, "**Action (Path B, kernel only)**: {}  ", b.path_b);
+        let _ = writeln!(s, "**Impact**: {}  ", impact_line(st, b));
+        let _ = writeln!(
+            s,
+            "→ *See [Detailed Analysis: {}](#{}) for details*\n\n---\n",
+            b.category.title(),
+            anchor(&heading)
+        );
+    }
+    if st.recommendations.len() > MAX_RECOMMENDATIONS {
+        let _ = writeln!(
+            s,
+            "{} lower-priority findings are listed in the detailed analysis below.\n\n---\n",
+            st.recommendations.len() - MAX_RECOMMENDATIONS
+        );
+    }
+    let _ = writeln!(s, "## Detailed Analysis\n");
+    for (i, f) in st.categories.iter().enumerate() {
+        let _ = writeln!(s, "### {}\n", category_heading(i + 1, st, i));
+        s.push_str(&findings_body(st, f, "####"));
+        s.push('\n');
+    }
+    let _ = writeln!(s, "---\n\n## Appendix\n\n### Hardware Reference");
+    match &st.platform {
+        Some(p) => {
+            let how = a
+                .platform
+                .as_ref()
+                .map(|p| p.how.clone())
+                .unwrap_or_default();
+            let _ = writeln!(s, "- **Platform**: {} ({})", cell(&p.name), cell(&how));
+            let _ = writeln!(
+                s,
+                "- **Peak HBM BW**: {} TB/s ({})",
+                p.hbm_tbps.0,
+                cell(&p.hbm_tbps.1)
+            );
+            if let Some(m) = p.tflops.get("matrix_bf16") {
+                let _ = writeln!(s, "- **Peak MAF**: {} TFLOPS/s BF16 ({})", m.0, cell(&m.1));
+            }
+            if let Some(m) = p.memory_gb {
+                let _ = writeln!(s, "- **Memory**: {m} GB");
+            }
+        }
+        None => {
+            let _ = writeln!(s, "- **Platform**: none chosen; efficiency figures are absent. Give one with `--platform`.");
+        }
+    }
+    let _ = writeln!(s, "\n### Replay Artifacts");
+    if st.replay.is_empty() {
+        let _ = writeln!(s, "- None: no op is above 10% of compute and below 30% efficiency (use `--replay OP` to force one).");
+    }
+    for r in &st.replay {
+        let _ = writeln!(
+            s,
+            "- {}: `replay_packages/{}_replay_package.zip`, {} signatures ({})",
+            code(&r.op_name),
+            super::replay::file_stem(&r.op_name),
+            r.entries.len(),
+            cell(&r.reason)
+        );
+    }
+    s
+}

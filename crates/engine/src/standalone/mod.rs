@@ -1,0 +1,341 @@
+//! The standalone analysis of the seeds (004 orchestrates, 002 is the method): GPU utilization,
+//! top operations, category analyses with validated bottlenecks, call-stack patterns,
+//! prioritized Path A / Path B recommendations with impact projections, tree data and replay
+//! inputs. Every judgement the seeds leave to an LLM is a rule in [`rules`], documented in
+//! docs/analysis.md. Rendering (markdown reports, the output contract) is in `report`.
+
+pub mod context;
+pub mod findings;
+pub mod md;
+pub mod ops;
+pub mod patterns;
+pub mod rules;
+
+use rustc_hash::FxHashMap as HashMap;
+use serde::Serialize;
+
+use crate::analysis::timeline::GpuTimeline;
+use crate::analysis::TopOp;
+use crate::model::tree::CallTree;
+use crate::model::{EventId, EventKind, Trace};
+use crate::perf::platform::Platform;
+use crate::report::Sheet;
+use context::{Modules, TreeEntry};
+use findings::{Baseline, Bottleneck, CategoryFindings};
+use ops::{OpRow, SeedCategory};
+use patterns::Patterns;
+
+/// Tree data is precomputed for this many of each category's longest signatures.
+const TREE_DATA_PER_CATEGORY: usize = 10;
+
+/// GPU utilization assessment (seed 004 step 2).
+#[derive(Debug, Clone, Serialize)]
+pub struct Utilization {
+    pub total_ms: f64,
+    pub computation_ms: f64,
+    pub computation_pct: f64,
+    pub exposed_comm_pct: f64,
+    pub exposed_memcpy_pct: f64,
+    pub idle_pct: f64,
+    /// Computation under [`rules::COMPUTE_TARGET_PCT`] of the timeline.
+    pub below_target: bool,
+}
+
+impl Utilization {
+    fn of(t: &GpuTimeline) -> Utilization {
+        let total = t.total as f64;
+        let pct = |x: i64| {
+            if total > 0.0 {
+                x as f64 / total * 100.0
+            } else {
+                0.0
+            }
+        };
+        Utilization {
+            total_ms: total / 1e6,
+            computation_ms: t.computation as f64 / 1e6,
+            computation_pct: pct(t.computation),
+            exposed_comm_pct: pct(t.exposed_comm),
+            exposed_memcpy_pct: pct(t.exposed_memcpy),
+            idle_pct: pct(t.idle),
+            below_target: pct(t.computation) < rules::COMPUTE_TARGET_PCT,
+        }
+    }
+}
+
+/// One of the top operations (seed 004 step 3), by direct kernel time from `ops_summary`.
+#[derive(Debug, Clone, Serialize)]
+pub struct TopOperation {
+    pub rank: usize,
+    pub name: String,
+    pub category: SeedCategory,
+    pub count: i64,
+    pub time_ms: f64,
+    /// Of computation time, %.
+    pub share_pct: f64,
+}
+
+/// One unique signature of an op to replay: the recorded inputs, raw, and what the trace measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayEntry {
+    pub input_dims: serde_json::Value,
+    pub input_strides: serde_json::Value,
+    pub input_type: serde_json::Value,
+    pub concrete_inputs: serde_json::Value,
+    pub count: u64,
+    pub kernel_us_mean: f64,
+    pub gflops: Option<f64>,
+    pub data_mb: Option<f64>,
+    pub compute_spec: String,
+    pub trace_tflops_s: Option<f64>,
+    pub trace_tb_s: Option<f64>,
+}
+
+/// An op to package for the kernel team (seed 004 step 8).
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayOp {
+    pub op_name: String,
+    /// Why: a bottleneck rule, or named by the user.
+    pub reason: String,
+    pub entries: Vec<ReplayEntry>,
+}
+
+/// Everything the standalone analysis found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Standalone {
+    pub platform: Option<Platform>,
+    pub utilization: Utilization,
+    pub top_operations: Vec<TopOperation>,
+    pub baseline: Option<Baseline>,
+    pub patterns: Patterns,
+    pub categories: Vec<CategoryFindings>,
+    /// Every bottleneck as (category index, bottleneck index), most urgent first.
+    pub recommendations: Vec<(usize, usize)>,
+    pub tree_data: Vec<(SeedCategory, Vec<TreeEntry>)>,
+    pub replay: Vec<ReplayOp>,
+    /// The `unified_perf_summary` rows the findings refer to (by `row`).
+    pub rows: Vec<OpRow>,
+}
+
+impl Standalone {
+    pub fn bottleneck(&self, (c, b): (usize, usize)) -> &Bottleneck {
+        &self.categories[c].bottlenecks[b]
+    }
+
+    pub fn category(&self, c: SeedCategory) -> Option<&CategoryFindings> {
+        self.categories.iter().find(|f| f.category == c)
+    }
+}
+
+/// What the standalone analysis needs from the perf report.
+pub struct Sources<'a> {
+    pub trace: &'a Trace,
+    pub tree: &'a CallTree,
+    pub timeline: &'a GpuTimeline,
+    pub unified: &'a Sheet,
+    pub coll: Option<&'a Sheet>,
+    pub top_ops: &'a [TopOp],
+    pub platform: Option<&'a Platform>,
+    /// Ops the user wants replay packages for, whatever the rules say.
+    pub replay_names: &'a [String],
+}
+
+/// Runs the standalone analysis.
+pub fn analyze(src: &Sources<'_>) -> Standalone {
+    let rows = ops::op_rows(src.unified);
+    let modules = Modules::build(src.trace, src.tree);
+    let patterns = patterns::find(src.trace, src.tree, &modules);
+    let utilization = Utilization::of(src.timeline);
+    let compute_ms = utilization.computation_ms;
+    let top_operations: Vec<TopOperation> = src
+        .top_ops
+        .iter()
+        .enumerate()
+        .map(|(i, t)| TopOperation {
+            rank: i + 1,
+            name: t.name.clone(),
+            category: rows
+                .iter()
+                .filter(|r| r.name == t.name)
+                .max_by(|a, b| a.kernel_us.total_cmp(&b.kernel_us))
+                .map_or_else(|| ops::seed_category(&t.name, &t.category), |r| r.category),
+            count: t.count,
+            time_ms: t.direct_ms,
+            share_pct: if compute_ms > 0.0 {
+                t.direct_ms / compute_ms * 100.0
+            } else {
+                0.0
+            },
+        })
+        .collect();
+    let top_names: Vec<String> = top_operations.iter().map(|t| t.name.clone()).collect();
+    let baseline = findings::baseline(&rows, src.platform);
+    let inputs = findings::Inputs {
+        rows: &rows,
+        timeline: src.timeline,
+        platform: src.platform,
+        patterns: &patterns,
+        top_op_names: &top_names,
+        coll: src.coll,
+        replay_names: src.replay_names,
+    };
+    let mut categories = findings::analyze_categories(&inputs, baseline.as_ref());
+    let timeline = findings::timeline_findings(&inputs);
+    if !timeline.is_empty() {
+        let idx = match categories
+            .iter()
+            .position(|c| c.category == SeedCategory::Other)
+        {
+            Some(i) => i,
+            None => {
+                categories.push(CategoryFindings {
+                    category: SeedCategory::Other,
+                    rows: Vec::new(),
+                    calls: 0,
+                    time_ms: 0.0,
+                    share_pct: 0.0,
+                    efficiency_pct: None,
+                    bottlenecks: Vec::new(),
+                    notes: Vec::new(),
+                });
+                categories.len() - 1
+            }
+        };
+        categories[idx].bottlenecks.extend(timeline);
+        categories[idx].bottlenecks.sort_by(|a, b| {
+            a.category_priority
+                .cmp(&b.category_priority)
+                .then(b.time_ms.total_cmp(&a.time_ms))
+        });
+    }
+    let mut recommendations: Vec<(usize, usize)> = categories
+        .iter()
+        .enumerate()
+        .flat_map(|(c, f)| (0..f.bottlenecks.len()).map(move |b| (c, b)))
+        .collect();
+    recommendations.sort_by(|&x, &y| {
+        let (a, b) = (
+            &categories[x.0].bottlenecks[x.1],
+            &categories[y.0].bottlenecks[y.1],
+        );
+        a.priority
+            .cmp(&b.priority)
+            .then(b.best_saving_ms().total_cmp(&a.best_saving_ms()))
+            .then(b.time_ms.total_cmp(&a.time_ms))
+    });
+
+    let events = events_by_uid(src.trace, &rows);
+    let tree_data = categories
+        .iter()
+        .map(|f| {
+            let entries = f
+                .rows
+                .iter()
+                .take(TREE_DATA_PER_CATEGORY)
+                .filter_map(|&i| {
+                    let r = &rows[i];
+                    let ev = *events.get(&r.ex_uid)?;
+                    Some(context::tree_entry(
+                        src.trace,
+                        src.tree,
+                        &modules,
+                        ev,
+                        r.kernel_us / 1e3,
+                        r.count,
+                    ))
+                })
+                .collect();
+            (f.category, entries)
+        })
+        .collect();
+    let replay = replay_ops(src, &rows, &events, &categories);
+    Standalone {
+        platform: src.platform.cloned(),
+        utilization,
+        top_operations,
+        baseline,
+        patterns,
+        categories,
+        recommendations,
+        tree_data,
+        replay,
+        rows,
+    }
+}
+
+fn events_by_uid(trace: &Trace, rows: &[OpRow]) -> HashMap<u32, EventId> {
+    let want: rustc_hash::FxHashSet<u32> = rows.iter().map(|r| r.ex_uid).collect();
+    trace
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind == EventKind::CpuOp && want.contains(&e.uid))
+        .map(|(i, e)| (e.uid, EventId(i as u32)))
+        .collect()
+}
+
+fn raw_json(trace: &Trace, s: Option<crate::model::strings::StrId>) -> serde_json::Value {
+    s.and_then(|s| serde_json::from_str(trace.strings.get(s)).ok())
+        .unwrap_or(serde_json::Value::Null)
+}
+
+fn replay_ops(
+    src: &Sources<'_>,
+    rows: &[OpRow],
+    events: &HashMap<u32, EventId>,
+    categories: &[CategoryFindings],
+) -> Vec<ReplayOp> {
+    let mut wanted: Vec<(String, String)> = Vec::new();
+    for b in categories.iter().flat_map(|c| &c.bottlenecks) {
+        if b.replay && !b.op_name.is_empty() && !wanted.iter().any(|(n, _)| *n == b.op_name) {
+            let reason = if src.replay_names.contains(&b.op_name) {
+                "named by the user".to_owned()
+            } else {
+                format!(
+                    "{:.1}% of compute at {:.1}% efficiency (rule: > {}% of compute and < {}% efficiency)",
+                    b.share_pct,
+                    b.efficiency_pct.unwrap_or(f64::NAN),
+                    rules::REPLAY_MIN_SHARE_PCT,
+                    rules::REPLAY_MAX_EFFICIENCY
+                )
+            };
+            wanted.push((b.op_name.clone(), reason));
+        }
+    }
+    for n in src.replay_names {
+        if !wanted.iter().any(|(w, _)| w == n) {
+            wanted.push((n.clone(), "named by the user".to_owned()));
+        }
+    }
+    wanted
+        .into_iter()
+        .map(|(name, reason)| {
+            let entries = rows
+                .iter()
+                .filter(|r| r.name == name)
+                .filter_map(|r| {
+                    let e = src.trace.event(*events.get(&r.ex_uid)?);
+                    let a = src.trace.op_args_of(e)?;
+                    Some(ReplayEntry {
+                        input_dims: raw_json(src.trace, a.input_dims),
+                        input_strides: raw_json(src.trace, a.input_strides),
+                        input_type: raw_json(src.trace, a.input_type),
+                        concrete_inputs: raw_json(src.trace, a.concrete_inputs),
+                        count: r.count,
+                        kernel_us_mean: r.kernel_us / r.count.max(1) as f64,
+                        gflops: r.gflops,
+                        data_mb: r.data_mb,
+                        compute_spec: r.compute_spec.clone(),
+                        trace_tflops_s: r.tflops_s,
+                        trace_tb_s: r.tb_s,
+                    })
+                })
+                .collect();
+            ReplayOp {
+                op_name: name,
+                reason,
+                entries,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,325 @@
+//! The op rows the standalone analysis reasons about: `unified_perf_summary` rows read back by
+//! column name (so every figure can be recomputed from the exported CSV), each filed into one of
+//! the seeds' analysis categories.
+
+use serde::Serialize;
+
+use crate::report::Sheet;
+
+/// The seeds' analysis categories (seed 004, step 5), in report order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeedCategory {
+    Gemm,
+    SdpaFwd,
+    SdpaBwd,
+    Convolution,
+    Batchnorm,
+    Elementwise,
+    Reduce,
+    Triton,
+    MoeFused,
+    Communication,
+    Other,
+}
+
+impl SeedCategory {
+    pub const ALL: [SeedCategory; 11] = [
+        SeedCategory::Gemm,
+        SeedCategory::SdpaFwd,
+        SeedCategory::SdpaBwd,
+        SeedCategory::Convolution,
+        SeedCategory::Batchnorm,
+        SeedCategory::Elementwise,
+        SeedCategory::Reduce,
+        SeedCategory::Triton,
+        SeedCategory::MoeFused,
+        SeedCategory::Communication,
+        SeedCategory::Other,
+    ];
+
+    /// The file-name key of the output contract (`category_data/<key>_ops.csv`).
+    pub fn key(self) -> &'static str {
+        match self {
+            SeedCategory::Gemm => "gemm",
+            SeedCategory::SdpaFwd => "sdpa_fwd",
+            SeedCategory::SdpaBwd => "sdpa_bwd",
+            SeedCategory::Convolution => "convolution",
+            SeedCategory::Batchnorm => "batchnorm",
+            SeedCategory::Elementwise => "elementwise",
+            SeedCategory::Reduce => "reduce",
+            SeedCategory::Triton => "triton",
+            SeedCategory::MoeFused => "moe_fused",
+            SeedCategory::Communication => "communication",
+            SeedCategory::Other => "other",
+        }
+    }
+
+    /// The heading used in reports.
+    pub fn title(self) -> &'static str {
+        match self {
+            SeedCategory::Gemm => "GEMM",
+            SeedCategory::SdpaFwd => "SDPA forward",
+            SeedCategory::SdpaBwd => "SDPA backward",
+            SeedCategory::Convolution => "Convolution",
+            SeedCategory::Batchnorm => "BatchNorm",
+            SeedCategory::Elementwise => "Elementwise",
+            SeedCategory::Reduce => "Reduce",
+            SeedCategory::Triton => "Triton",
+            SeedCategory::MoeFused => "MoE",
+            SeedCategory::Communication => "Communication",
+            SeedCategory::Other => "Other ops",
+        }
+    }
+}
+
+/// Collective ops and the host-side wrappers that launch NCCL/RCCL kernels.
+pub fn is_communication(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [
+        "nccl",
+        "rccl",
+        "c10d::",
+        "record_param_comms",
+        "all_reduce",
+        "allreduce",
+        "all_gather",
+        "allgather",
+        "reduce_scatter",
+        "all_to_all",
+        "alltoall",
+    ]
+    .iter()
+    .any(|k| n.contains(k))
+}
+
+/// Files an op into a seed category from its TraceLens `op category` and, for ops TraceLens
+/// leaves in `other`, its name. Rules documented in docs/analysis.md.
+pub fn seed_category(name: &str, tracelens_category: &str) -> SeedCategory {
+    let n = name.to_ascii_lowercase();
+    if is_communication(name) {
+        return SeedCategory::Communication;
+    }
+    match tracelens_category {
+        "GEMM" => return SeedCategory::Gemm,
+        "SDPA_fwd" | "InferenceAttention" => return SeedCategory::SdpaFwd,
+        "SDPA_bwd" => return SeedCategory::SdpaBwd,
+        "CONV_fwd" | "CONV_bwd" => return SeedCategory::Convolution,
+        "elementwise" => return SeedCategory::Elementwise,
+        "reduce" => return SeedCategory::Reduce,
+        "triton" => return SeedCategory::Triton,
+        "MoE_fused" | "MoE_unfused" | "GroupedGEMM" | "MoE_aux" => return SeedCategory::MoeFused,
+        _ => {}
+    }
+    if n.contains("batch_norm") {
+        SeedCategory::Batchnorm
+    } else if n.contains("attention") && n.contains("backward") {
+        SeedCategory::SdpaBwd
+    } else if n.contains("attention") || n.contains("scaled_dot_product") {
+        SeedCategory::SdpaFwd
+    } else if n.contains("convolution") || n.starts_with("aten::conv") {
+        SeedCategory::Convolution
+    } else if n.contains("triton") {
+        SeedCategory::Triton
+    } else {
+        SeedCategory::Other
+    }
+}
+
+/// Whether the roofline says an op is limited by compute or by memory bandwidth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Bound {
+    Compute,
+    Memory,
+}
+
+/// One `unified_perf_summary` row: an op name with one argument signature.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpRow {
+    /// Row index in `unified_perf_summary`.
+    pub row: usize,
+    pub name: String,
+    pub tracelens_category: String,
+    pub category: SeedCategory,
+    pub input_dims: String,
+    pub input_type: String,
+    pub input_strides: String,
+    pub concrete_inputs: String,
+    pub ex_uid: u32,
+    pub count: u64,
+    /// Total kernel time of all instances, µs.
+    pub kernel_us: f64,
+    pub gflops: Option<f64>,
+    pub data_mb: Option<f64>,
+    pub flops_per_byte: Option<f64>,
+    pub compute_spec: String,
+    pub tb_s: Option<f64>,
+    pub tflops_s: Option<f64>,
+    /// Roofline time of one instance on the chosen platform, µs.
+    pub roofline_us: Option<f64>,
+    pub bound: Option<Bound>,
+    pub has_model: bool,
+    pub kernels: String,
+    pub perf_params: String,
+}
+
+impl OpRow {
+    /// Time-weighted roofline efficiency: roofline time × count over measured kernel time, %
+    /// (docs/metrics.md). `None` without a perf model or a platform.
+    pub fn efficiency_pct(&self) -> Option<f64> {
+        let r = self.roofline_us?;
+        (self.kernel_us > 0.0).then(|| r * self.count as f64 / self.kernel_us * 100.0)
+    }
+
+    /// What all instances would take at the roofline, µs.
+    pub fn roofline_total_us(&self) -> Option<f64> {
+        Some(self.roofline_us? * self.count as f64)
+    }
+
+    /// An integer entry of the `perf_params` dict (`'M': 8192`).
+    pub fn param(&self, key: &str) -> Option<i64> {
+        param_int(&self.perf_params, key)
+    }
+
+    /// Whether the op's precision is 8 bits or less, or its name says it is a scaled GEMM.
+    pub fn is_quantized(&self) -> bool {
+        let n = self.name.to_ascii_lowercase();
+        let spec = self.compute_spec.to_ascii_lowercase();
+        ["fp8", "int8", "fp4", "fp6"]
+            .iter()
+            .any(|k| spec.contains(k))
+            || ["scaled_mm", "w8a8", "fp8", "int8", "fp4"]
+                .iter()
+                .any(|k| n.contains(k))
+    }
+}
+
+/// Reads `'key': <integer>` out of a Python dict repr.
+pub fn param_int(params: &str, key: &str) -> Option<i64> {
+    let pat = format!("'{key}': ");
+    let at = params.find(&pat)? + pat.len();
+    let rest = &params[at..];
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+/// Reads the rows of a `unified_perf_summary` sheet. Missing columns read as empty.
+pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
+    let col = |n: &str| unified.column(n);
+    let c = |n: &str| col(n);
+    let cols = (
+        c("name"),
+        c("op category"),
+        c("Input Dims"),
+        c("Input type"),
+        c("Input Strides"),
+        c("Concrete Inputs"),
+        c("ex_UID"),
+        c("operation_count"),
+        c("Kernel Time (µs)_sum"),
+        c("GFLOPS"),
+        c("Data Moved (MB)"),
+        c("FLOPS/Byte"),
+    );
+    let (spec, tbs, tfl, roof, bound, model, kern, params) = (
+        c("Compute Spec"),
+        c("TB/s_mean"),
+        c("TFLOPS/s_mean"),
+        c("Roofline Time (µs)"),
+        c("Roofline Bound"),
+        c("has_perf_model"),
+        c("trunc_kernel_details"),
+        c("perf_params"),
+    );
+    unified
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let s = |c: Option<usize>| {
+                c.and_then(|c| r.get(c))
+                    .map(|x| x.csv_text())
+                    .unwrap_or_default()
+            };
+            let f = |c: Option<usize>| {
+                c.and_then(|c| r.get(c))
+                    .and_then(|x| x.as_f64())
+                    .filter(|x| x.is_finite())
+            };
+            let name = s(cols.0);
+            let tl = s(cols.1);
+            OpRow {
+                row: i,
+                category: seed_category(&name, &tl),
+                name,
+                tracelens_category: tl,
+                input_dims: s(cols.2),
+                input_type: s(cols.3),
+                input_strides: s(cols.4),
+                concrete_inputs: s(cols.5),
+                ex_uid: f(cols.6).unwrap_or(0.0) as u32,
+                count: f(cols.7).unwrap_or(0.0) as u64,
+                kernel_us: f(cols.8).unwrap_or(0.0),
+                gflops: f(cols.9),
+                data_mb: f(cols.10),
+                flops_per_byte: f(cols.11),
+                compute_spec: s(spec),
+                tb_s: f(tbs),
+                tflops_s: f(tfl),
+                roofline_us: f(roof),
+                bound: match s(bound).as_str() {
+                    "COMPUTE_BOUND" => Some(Bound::Compute),
+                    "MEMORY_BOUND" => Some(Bound::Memory),
+                    _ => None,
+                },
+                has_model: s(model) == "True",
+                kernels: s(kern),
+                perf_params: s(params),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn categories_from_tracelens_and_names() {
+        assert_eq!(seed_category("aten::mm", "GEMM"), SeedCategory::Gemm);
+        assert_eq!(
+            seed_category("aten::cudnn_batch_norm", "NORM_fwd"),
+            SeedCategory::Batchnorm
+        );
+        assert_eq!(
+            seed_category("aten::native_layer_norm", "NORM_fwd"),
+            SeedCategory::Other
+        );
+        assert_eq!(
+            seed_category("aten::_flash_attention_backward", "other"),
+            SeedCategory::SdpaBwd
+        );
+        assert_eq!(
+            seed_category("aten::_flash_attention_forward", "other"),
+            SeedCategory::SdpaFwd
+        );
+        assert_eq!(
+            seed_category("nccl:all_reduce", "other"),
+            SeedCategory::Communication
+        );
+        assert_eq!(
+            seed_category("aten::add_", "elementwise"),
+            SeedCategory::Elementwise
+        );
+    }
+
+    #[test]
+    fn params_from_dict_repr() {
+        let p = "{'B': 64, 'M': 16, 'N': 16, 'K': 8, 'bias': False}";
+        assert_eq!(param_int(p, "B"), Some(64));
+        assert_eq!(param_int(p, "K"), Some(8));
+        assert_eq!(param_int(p, "N_Q"), None);
+    }
+}

@@ -1,0 +1,283 @@
+//! Patterns read off the call tree and the kernel list (seeds 000 and 002, "Common Patterns"):
+//! module instances running many small kernels (fusion candidates), attention written as
+//! softmax + bmm (Flash Attention candidates), layout transposes around convolutions, and
+//! launch-bound streams of short kernels. Each rule is documented in docs/analysis.md.
+
+use rustc_hash::FxHashMap as HashMap;
+use serde::Serialize;
+
+use super::context::Modules;
+use crate::model::tree::CallTree;
+use crate::model::{EventId, EventKind, Trace};
+
+/// A module class whose instances each run at least this many kernels of light ops is a fusion
+/// candidate (the seeds' RMSNorm example runs 6 to 8).
+pub const FUSION_MIN_KERNELS: f64 = 4.0;
+/// Kernels shorter than this are "short" (TraceLens's short-kernel threshold).
+pub const SHORT_KERNEL_US: f64 = 10.0;
+
+/// Time and kernel count of one op name inside a pattern.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpShare {
+    pub name: String,
+    pub kernels: u64,
+    pub ms: f64,
+}
+
+/// A module class whose instances run several light kernels that one fused kernel could do.
+#[derive(Debug, Clone, Serialize)]
+pub struct FusionCandidate {
+    pub class: String,
+    pub instances: u64,
+    pub kernels: u64,
+    pub ops: Vec<OpShare>,
+    /// Kernel time of all instances, ms.
+    pub total_ms: f64,
+    /// Estimate of the fused time: per instance, its longest kernel (a fused kernel still reads
+    /// the input and writes the output once), ms.
+    pub fused_ms: f64,
+}
+
+impl FusionCandidate {
+    pub fn kernels_per_instance(&self) -> f64 {
+        self.kernels as f64 / self.instances.max(1) as f64
+    }
+    pub fn savings_ms(&self) -> f64 {
+        (self.total_ms - self.fused_ms).max(0.0)
+    }
+}
+
+/// Attention computed op by op (softmax between batched matmuls) inside one module class.
+#[derive(Debug, Clone, Serialize)]
+pub struct UnfusedAttention {
+    pub class: String,
+    pub instances: u64,
+    pub ops: Vec<OpShare>,
+    /// Kernel time of the module's own ops (projections in child modules excluded), ms.
+    pub core_ms: f64,
+}
+
+/// Layout transposes launched by convolutions.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConvTransposes {
+    pub kernels: Vec<OpShare>,
+    pub transpose_ms: f64,
+    /// All kernel time under convolution ops, transposes included, ms.
+    pub conv_ms: f64,
+}
+
+/// Kernels shorter than [`SHORT_KERNEL_US`].
+#[derive(Debug, Clone, Serialize)]
+pub struct ShortKernels {
+    pub count: u64,
+    pub total_kernels: u64,
+    pub ms: f64,
+}
+
+/// Everything the tree patterns found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Patterns {
+    pub fusion: Vec<FusionCandidate>,
+    pub unfused_attention: Vec<UnfusedAttention>,
+    pub conv_transposes: Option<ConvTransposes>,
+    pub short_kernels: Option<ShortKernels>,
+}
+
+fn lower(trace: &Trace, id: EventId) -> String {
+    trace.name(trace.event(id)).to_ascii_lowercase()
+}
+
+/// Ops whose kernels are the heavy lifting a fusion does not remove.
+fn is_heavy_op(name: &str) -> bool {
+    let n = name.trim_start_matches("aten::");
+    matches!(
+        n,
+        "mm" | "bmm" | "addmm" | "baddbmm" | "matmul" | "linear" | "_scaled_mm" | "addbmm"
+    ) || n.contains("attention")
+        || n.contains("conv")
+        || n.contains("gemm")
+}
+
+fn is_transpose_kernel(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [
+        "transpose",
+        "nchwtonhwc",
+        "nhwctonchw",
+        "nchw2nhwc",
+        "nhwc2nchw",
+    ]
+    .iter()
+    .any(|k| n.contains(k))
+}
+
+#[derive(Default)]
+struct FrameWork {
+    /// (leaf op name, kernel duration ns)
+    kernels: Vec<(String, i64)>,
+}
+
+fn shares(items: impl Iterator<Item = (String, i64)>) -> Vec<OpShare> {
+    let mut by: Vec<OpShare> = Vec::new();
+    for (name, ns) in items {
+        match by.iter_mut().find(|s| s.name == name) {
+            Some(s) => {
+                s.kernels += 1;
+                s.ms += ns as f64 / 1e6;
+            }
+            None => by.push(OpShare {
+                name,
+                kernels: 1,
+                ms: ns as f64 / 1e6,
+            }),
+        }
+    }
+    by
+}
+
+/// Finds every pattern.
+pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
+    Patterns {
+        fusion: Vec::new(),
+        unfused_attention: Vec::new(),
+        conv_transposes: conv_transposes(trace, tree),
+        short_kernels: short_kernels(trace),
+    }
+    .with_module_patterns(trace, tree, modules)
+}
+
+impl Patterns {
+    fn with_module_patterns(mut self, trace: &Trace, tree: &CallTree, modules: &Modules) -> Self {
+        if modules.frames.is_empty() {
+            return self;
+        }
+        // The kernels each frame launches through its own ops (not through child modules).
+        let mut work: HashMap<u32, FrameWork> = HashMap::default();
+        for &root in &tree.cpu_roots {
+            let Some(frame) = modules.frame_of_root(root) else {
+                continue;
+            };
+            for k in tree.gpu_events_under(trace, root) {
+                let e = trace.event(k);
+                if e.kind != EventKind::Kernel {
+                    continue;
+                }
+                let op = tree.nearest_cpu_op(trace, k).unwrap_or(root);
+                work.entry(frame)
+                    .or_default()
+                    .kernels
+                    .push((trace.name(trace.event(op)).to_owned(), e.dur));
+            }
+        }
+        let mut frames: Vec<(u32, FrameWork)> = work.into_iter().collect();
+        frames.sort_by_key(|(f, _)| *f);
+        // Group instances by module class.
+        let mut classes: Vec<(String, Vec<FrameWork>)> = Vec::new();
+        for (f, w) in frames {
+            let class = &modules.frames[f as usize].class;
+            match classes.iter_mut().find(|(c, _)| c == class) {
+                Some((_, v)) => v.push(w),
+                None => classes.push((class.clone(), vec![w])),
+            }
+        }
+        for (class, instances) in classes {
+            let all = || instances.iter().flat_map(|w| w.kernels.iter().cloned());
+            let n_kernels = all().count() as u64;
+            let total_ns: i64 = all().map(|(_, d)| d).sum();
+            let names: Vec<String> = all().map(|(n, _)| n.to_ascii_lowercase()).collect();
+            let has_softmax = names
+                .iter()
+                .any(|n| n.contains("softmax") && !n.contains("backward"));
+            let has_bmm = names
+                .iter()
+                .any(|n| n.ends_with("::bmm") || n.ends_with("::matmul") || n.ends_with("baddbmm"));
+            let has_fused_attention = names
+                .iter()
+                .any(|n| n.contains("attention") || n.contains("scaled_dot_product"));
+            if has_softmax && has_bmm && !has_fused_attention {
+                self.unfused_attention.push(UnfusedAttention {
+                    class: class.clone(),
+                    instances: instances.len() as u64,
+                    ops: shares(all()),
+                    core_ms: total_ns as f64 / 1e6,
+                });
+                continue;
+            }
+            let per_instance = n_kernels as f64 / instances.len() as f64;
+            if per_instance >= FUSION_MIN_KERNELS && !names.iter().any(|n| is_heavy_op(n)) {
+                let fused_ns: i64 = instances
+                    .iter()
+                    .map(|w| w.kernels.iter().map(|(_, d)| *d).max().unwrap_or(0))
+                    .sum();
+                self.fusion.push(FusionCandidate {
+                    class,
+                    instances: instances.len() as u64,
+                    kernels: n_kernels,
+                    ops: shares(all()),
+                    total_ms: total_ns as f64 / 1e6,
+                    fused_ms: fused_ns as f64 / 1e6,
+                });
+            }
+        }
+        self.fusion
+            .sort_by(|a, b| b.savings_ms().total_cmp(&a.savings_ms()));
+        self.unfused_attention
+            .sort_by(|a, b| b.core_ms.total_cmp(&a.core_ms));
+        self
+    }
+}
+
+fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {
+    let mut conv_ns = 0i64;
+    let mut transposes: Vec<(String, i64)> = Vec::new();
+    for (i, e) in trace.events.iter().enumerate() {
+        if e.kind != EventKind::Kernel {
+            continue;
+        }
+        let id = EventId(i as u32);
+        let mut under_conv = false;
+        let mut cur = tree.parent(id);
+        while let Some(p) = cur {
+            if trace.event(p).kind == EventKind::CpuOp && lower(trace, p).contains("conv") {
+                under_conv = true;
+                break;
+            }
+            cur = tree.parent(p);
+        }
+        if !under_conv {
+            continue;
+        }
+        conv_ns += e.dur;
+        let name = trace.name(e);
+        if is_transpose_kernel(name) {
+            transposes.push((name.to_owned(), e.dur));
+        }
+    }
+    if conv_ns == 0 {
+        return None;
+    }
+    let mut kernels = shares(transposes.into_iter());
+    kernels.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+    Some(ConvTransposes {
+        transpose_ms: kernels.iter().map(|k| k.ms).sum(),
+        kernels,
+        conv_ms: conv_ns as f64 / 1e6,
+    })
+}
+
+fn short_kernels(trace: &Trace) -> Option<ShortKernels> {
+    let limit = (SHORT_KERNEL_US * 1e3) as i64;
+    let mut s = ShortKernels {
+        count: 0,
+        total_kernels: 0,
+        ms: 0.0,
+    };
+    for e in trace.events.iter().filter(|e| e.kind == EventKind::Kernel) {
+        s.total_kernels += 1;
+        if e.dur < limit {
+            s.count += 1;
+            s.ms += e.dur as f64 / 1e6;
+        }
+    }
+    (s.total_kernels > 0).then_some(s)
+}
