@@ -21,6 +21,9 @@ pub struct Baseline {
     pub pct_of_peak: Option<f64>,
     pub signatures: usize,
     pub kernel_ms: f64,
+    /// No baseline op moves [`rules::BASELINE_MIN_MB`] per call: the figure reflects small
+    /// tensors and understates what the hardware can do.
+    pub small_tensors_only: bool,
 }
 
 /// What a projection table assumes.
@@ -128,14 +131,21 @@ impl Inputs<'_> {
 
 /// The elementwise baseline, when the trace has modelled simple elementwise ops.
 pub fn baseline(rows: &[OpRow], platform: Option<&Platform>) -> Option<Baseline> {
+    let simple = |r: &&OpRow| {
+        rules::BASELINE_OPS.contains(&r.name.as_str())
+            && r.kernel_us > 0.0
+            && r.data_mb.is_some_and(|m| m > 0.0)
+    };
+    let large = |r: &&OpRow| r.data_mb.is_some_and(|m| m >= rules::BASELINE_MIN_MB);
+    let small_tensors_only = !rows.iter().filter(simple).any(|r| large(&r));
     let mut bytes = 0.0;
     let mut us = 0.0;
     let mut n = 0;
-    for r in rows {
-        if !rules::BASELINE_OPS.contains(&r.name.as_str()) || r.kernel_us <= 0.0 {
+    for r in rows.iter().filter(simple) {
+        if !small_tensors_only && !large(&r) {
             continue;
         }
-        let Some(mb) = r.data_mb.filter(|m| *m > 0.0) else {
+        let Some(mb) = r.data_mb else {
             continue;
         };
         bytes += mb * 1e6 * r.count as f64;
@@ -149,6 +159,7 @@ pub fn baseline(rows: &[OpRow], platform: Option<&Platform>) -> Option<Baseline>
             pct_of_peak: platform.map(|p| tb_s / p.hbm_tbps.0 * 100.0),
             signatures: n,
             kernel_ms: us / 1e3,
+            small_tensors_only,
         }
     })
 }
@@ -190,7 +201,7 @@ pub fn shape_summary(r: &OpRow) -> String {
                     .unwrap_or_default();
                 format!("{b}M={m} N={n} K={k}")
             }
-            _ => r.input_dims.clone(),
+            _ => compact_dims(&r.input_dims),
         },
         SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => {
             match (p("B"), p("N_Q"), p("H_Q"), p("d_h_qk")) {
@@ -203,11 +214,21 @@ pub fn shape_summary(r: &OpRow) -> String {
                         if causal { " causal" } else { "" }
                     )
                 }
-                _ => r.input_dims.clone(),
+                _ => compact_dims(&r.input_dims),
             }
         }
-        _ => r.input_dims.clone(),
+        _ => compact_dims(&r.input_dims),
     }
+}
+
+/// `((10, 64, 56, 56), (64, 64, 3, 3))` from `((10, 64, 56, 56), (64, 64, 3, 3), (), ())`:
+/// the empty entries of non-tensor arguments dropped.
+pub fn compact_dims(dims: &str) -> String {
+    let mut s = dims.replace(", ()", "").replace("(), ", "");
+    if s == "(())" {
+        s = "()".into();
+    }
+    s
 }
 
 fn is_tiny_batched(r: &OpRow) -> bool {
@@ -271,7 +292,7 @@ fn op_texts(
             let q = if r.is_quantized() { "Quantized " } else { "" };
             let (issue, a) = match r.bound {
                 Some(Bound::Memory) => (
-                    format!("{q}GEMM {shape} is memory-bound ({intensity}) at {e} {}", basis(r, inp.platform)),
+                    format!("{q}GEMM {shape} is memory-bound ({intensity}) at {e} {} ({band}).", basis(r, inp.platform)),
                     "Fuse it with its neighbours to cut memory traffic, or lower the precision of the weights (FP8 / W8A8) to move fewer bytes.".to_owned(),
                 ),
                 _ => (
@@ -460,8 +481,10 @@ fn op_bottleneck(g: &Group<'_>, base: Option<&Baseline>, inp: &Inputs<'_>) -> Bo
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn pattern_bottleneck(
     category: SeedCategory,
+    ops: &[&str],
     title: String,
     time_ms: f64,
     issue: String,
@@ -472,6 +495,12 @@ fn pattern_bottleneck(
     inp: &Inputs<'_>,
 ) -> Bottleneck {
     let share = inp.share(time_ms);
+    // The seeds cross-reference bottlenecks with the top operations; a pattern counts as in
+    // them when one of its ops is.
+    let in_top = inp.top_op_names.iter().any(|t| {
+        ops.iter()
+            .any(|o| o == t || (*o == "conv" && t.contains("conv")))
+    });
     Bottleneck {
         category,
         title,
@@ -486,9 +515,9 @@ fn pattern_bottleneck(
         path_a: path_a.to_owned(),
         path_b: path_b.to_owned(),
         pattern: true,
-        in_top_ops: false,
+        in_top_ops: in_top,
         category_priority: rules::category_priority(share, None, true),
-        priority: rules::overall_priority(false, share, None, true),
+        priority: rules::overall_priority(in_top, share, None, true),
         projection_kind: kind,
         projection,
         replay: false,
@@ -609,8 +638,10 @@ fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     .iter()
                     .map(|o| format!("{} ×{}", code(&o.name), o.kernels))
                     .collect();
+                let names: Vec<&str> = c.ops.iter().map(|o| o.name.as_str()).collect();
                 f.bottlenecks.push(pattern_bottleneck(
                     f.category,
+                    &names,
                     format!("Unfused module {}", code(&c.class)),
                     c.total_ms,
                     format!(
@@ -636,8 +667,10 @@ fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     .iter()
                     .map(|o| format!("{} ×{}", code(&o.name), o.kernels))
                     .collect();
+                let names: Vec<&str> = a.ops.iter().map(|o| o.name.as_str()).collect();
                 f.bottlenecks.push(pattern_bottleneck(
                     f.category,
+                    &names,
                     format!("Unfused attention in {}", code(&a.class)),
                     a.core_ms,
                     format!(
@@ -663,6 +696,7 @@ fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         .unwrap_or_default();
                     f.bottlenecks.push(pattern_bottleneck(
                         f.category,
+                        &["conv"],
                         "Layout transposes around convolutions".into(),
                         t.transpose_ms,
                         format!(
@@ -766,11 +800,16 @@ fn add_notes(f: &mut CategoryFindings, rows: &[&OpRow], base: Option<&Baseline>,
         | SeedCategory::Other => {
             if let Some(b) = base {
                 f.notes.push(format!(
-                    "Elementwise baseline (add, mul, copy_ over {} signatures, {:.3} ms): {:.2} TB/s{}.",
+                    "Elementwise baseline (add, mul, copy_ over {} signatures, {:.3} ms): {:.2} TB/s{}{}.",
                     b.signatures,
                     b.kernel_ms,
                     b.tb_s,
-                    b.pct_of_peak.map(|p| format!(", {p:.1}% of peak HBM bandwidth")).unwrap_or_default()
+                    b.pct_of_peak.map(|p| format!(", {p:.1}% of peak HBM bandwidth")).unwrap_or_default(),
+                    if b.small_tensors_only {
+                        format!("; every baseline op moves less than {} MB per call, so the baseline understates the hardware", rules::BASELINE_MIN_MB)
+                    } else {
+                        String::new()
+                    }
                 ));
             }
         }

@@ -12,9 +12,23 @@ pub fn code_cell(text: &str) -> String {
     span(&one_line(text).replace('|', "\\|"))
 }
 
-/// Plain text for a table cell.
+/// Plain text for a paragraph or table cell: markup characters are escaped (HTML ones as
+/// entities, markdown ones with a backslash), so the text renders literally.
 pub fn cell(text: &str) -> String {
-    one_line(text).replace('|', "\\|")
+    let mut out = String::new();
+    for c in one_line(text).chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '#' | '!' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// A name shortened to `max` characters (kernel names run to hundreds).
@@ -85,6 +99,7 @@ mod tests {
             "`<script> alert(1)</script>`"
         );
         assert_eq!(short("abcdef", 4), "abc…");
+        assert_eq!(cell("t<b>[x](y) *a*|"), "t&lt;b&gt;\\[x\\](y) \\*a\\*\\|");
         assert_eq!(
             anchor("1. GEMM (42.0% of compute)"),
             "1-gemm-420-of-compute"

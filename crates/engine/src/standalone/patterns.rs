@@ -13,6 +13,9 @@ use crate::model::{EventId, EventKind, Trace};
 /// A module class whose instances each run at least this many kernels of light ops is a fusion
 /// candidate (the seeds' RMSNorm example runs 6 to 8).
 pub const FUSION_MIN_KERNELS: f64 = 4.0;
+/// ... of at least this many different ops: one op that runs several kernels internally (a
+/// BatchNorm's statistics and normalization passes) is already a single implementation.
+pub const FUSION_MIN_OPS: usize = 3;
 /// Kernels shorter than this are "short" (TraceLens's short-kernel threshold).
 pub const SHORT_KERNEL_US: f64 = 10.0;
 
@@ -87,13 +90,15 @@ fn lower(trace: &Trace, id: EventId) -> String {
     trace.name(trace.event(id)).to_ascii_lowercase()
 }
 
-/// Ops whose kernels are the heavy lifting a fusion does not remove.
+/// Ops whose kernels are the heavy lifting a fusion does not remove, or that are already one
+/// implementation of a whole norm (`native_batch_norm`, `native_layer_norm`, ...).
 fn is_heavy_op(name: &str) -> bool {
     let n = name.trim_start_matches("aten::");
     matches!(
         n,
         "mm" | "bmm" | "addmm" | "baddbmm" | "matmul" | "linear" | "_scaled_mm" | "addbmm"
     ) || n.contains("attention")
+        || n.contains("norm")
         || n.contains("conv")
         || n.contains("gemm")
 }
@@ -204,7 +209,13 @@ impl Patterns {
                 continue;
             }
             let per_instance = n_kernels as f64 / instances.len() as f64;
-            if per_instance >= FUSION_MIN_KERNELS && !names.iter().any(|n| is_heavy_op(n)) {
+            let mut distinct = names.clone();
+            distinct.sort();
+            distinct.dedup();
+            if per_instance >= FUSION_MIN_KERNELS
+                && distinct.len() >= FUSION_MIN_OPS
+                && !names.iter().any(|n| is_heavy_op(n))
+            {
                 let fused_ns: i64 = instances
                     .iter()
                     .map(|w| w.kernels.iter().map(|(_, d)| *d).max().unwrap_or(0))

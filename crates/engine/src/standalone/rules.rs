@@ -50,6 +50,9 @@ pub const SHORT_SEQUENCE: i64 = 1024;
 /// A BatchNorm (or other memory-bound op) below this fraction of the elementwise baseline is a
 /// kernel issue, not a hardware limit (seed 003: <20 % of peak while elementwise runs >70 %).
 pub const BELOW_BASELINE_RATIO: f64 = 0.5;
+/// Baseline ops must move at least this much per call (MB) to count: small tensors cannot
+/// reach the bandwidth the baseline is meant to show.
+pub const BASELINE_MIN_MB: f64 = 16.0;
 /// Simple elementwise ops define the trace's achievable bandwidth (seed 000).
 pub const BASELINE_OPS: [&str; 5] = [
     "aten::add_",

@@ -1,0 +1,502 @@
+//! The standalone analysis (issue #4): planted problems in synthetic traces found with the
+//! right numbers and priorities, the findings an expert makes on real traces, markdown safety,
+//! and golden snapshots of both reports (insta: every change to them is reviewed).
+
+use std::path::PathBuf;
+
+use jarvis_engine::report::contract::standalone_files;
+use jarvis_engine::standalone::findings::Bottleneck;
+use jarvis_engine::standalone::ops::SeedCategory;
+use jarvis_engine::standalone::rules::Priority;
+use jarvis_engine::standalone::Standalone;
+use jarvis_engine::synth::{trace_bytes, SynthPlatform, SynthSpec, SynthTruth};
+use jarvis_engine::{analyze_trace_with, import, Analysis, Options};
+use serde_json::Value;
+
+fn analyze(bytes: &[u8], replay: &[&str]) -> Analysis {
+    let trace = import::import_bytes(bytes).expect("trace imports");
+    analyze_trace_with(
+        trace,
+        &Options {
+            replay_ops: replay.iter().map(|s| s.to_string()).collect(),
+            ..Options::default()
+        },
+    )
+}
+
+fn synth(steps: u32, replay: &[&str]) -> (Analysis, SynthTruth) {
+    let (bytes, truth) = trace_bytes(&SynthSpec {
+        platform: SynthPlatform::H100,
+        steps,
+        ..SynthSpec::default()
+    });
+    (analyze(&bytes, replay), truth)
+}
+
+fn standalone(a: &Analysis) -> &Standalone {
+    a.standalone.as_ref().expect("standalone analysis")
+}
+
+fn find<'a>(st: &'a Standalone, cat: SeedCategory, title_has: &str) -> &'a Bottleneck {
+    st.category(cat)
+        .and_then(|c| c.bottlenecks.iter().find(|b| b.title.contains(title_has)))
+        .unwrap_or_else(|| panic!("no {cat:?} bottleneck titled with {title_has:?}"))
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(1e-12)
+}
+
+#[test]
+fn planted_problems_are_found_with_their_numbers_and_priorities() {
+    let (a, truth) = synth(3, &[]);
+    let st = standalone(&a);
+    let total_ms = truth.total_ns as f64 / 1e6;
+    let compute_ms = truth.computation_ns as f64 / 1e6;
+
+    // An all-reduce only partly hidden behind the backward pass.
+    let comm = find(st, SeedCategory::Communication, "Exposed communication");
+    assert!(close(
+        comm.time_ms,
+        truth.exposed_comm_ns as f64 / 1e6,
+        1e-12
+    ));
+    assert!(close(
+        comm.share_pct,
+        comm.time_ms / total_ms * 100.0,
+        1e-12
+    ));
+    assert!(comm.share_pct > 10.0, "{}", comm.share_pct);
+    assert_eq!(comm.priority, Priority::High, "10-25 % of trace time");
+    assert!(
+        comm.issue.contains("`allreduce` of 384.0 MB ×3"),
+        "{}",
+        comm.issue
+    );
+
+    // Input-pipeline stalls between steps.
+    let idle = find(st, SeedCategory::Other, "GPU idle time");
+    assert!(close(idle.time_ms, truth.idle_ns as f64 / 1e6, 1e-12));
+    assert_eq!(
+        idle.priority,
+        Priority::Low,
+        "{:.2} % of trace time",
+        idle.share_pct
+    );
+    assert!(st.utilization.below_target);
+
+    // A tiny batched GEMM 30x below its roofline: 1/30 of peak, time-weighted.
+    let bmm = find(st, SeedCategory::Gemm, "Tiny batched GEMM");
+    assert_eq!(bmm.op_name, "aten::bmm");
+    assert!(close(bmm.time_ms, truth.tiny_bmm_ns as f64 / 1e6, 1e-12));
+    let eff = bmm.efficiency_pct.expect("modelled");
+    assert!(close(eff, 100.0 / truth.tiny_bmm_slowdown, 1e-4), "{eff}");
+    assert_eq!(bmm.category_priority, Priority::High, "< 40 % efficient");
+    assert_eq!(bmm.priority, Priority::High, "in the top operations");
+    // Its projection at 80 % of peak saves nearly all of it.
+    let p80 = bmm.projection.last().expect("projection");
+    assert_eq!(p80.target, 80.0);
+    assert!(close(p80.time_ms, bmm.time_ms * eff / 80.0, 1e-9));
+    assert!(close(
+        p80.e2e_pct,
+        (bmm.time_ms - p80.time_ms) / compute_ms * 100.0,
+        1e-9
+    ));
+
+    // The unfused RMSNorm: six kernels per call, the fused estimate is each call's longest.
+    let fusion = st
+        .patterns
+        .fusion
+        .iter()
+        .find(|f| f.class == "RMSNorm")
+        .expect("RMSNorm fusion candidate");
+    assert_eq!(fusion.instances, truth.rmsnorm_instances);
+    assert_eq!(
+        fusion.kernels,
+        truth.rmsnorm_instances * truth.rmsnorm_kernels_per_instance
+    );
+    assert!(close(
+        fusion.total_ms,
+        truth.rmsnorm_kernel_ns as f64 / 1e6,
+        1e-12
+    ));
+    assert!(close(
+        fusion.fused_ms,
+        truth.rmsnorm_longest_ns as f64 / 1e6,
+        1e-12
+    ));
+    let rms = find(st, SeedCategory::Elementwise, "Unfused module `RMSNorm`");
+    assert!(close(rms.best_saving_ms(), fusion.savings_ms(), 1e-12));
+    assert_eq!(
+        rms.category_priority,
+        Priority::Medium,
+        "a pattern under 5 % of compute"
+    );
+    assert_eq!(
+        rms.priority,
+        Priority::High,
+        "its aten::mul is a top operation"
+    );
+
+    // Nothing qualifies for a replay package under the rules (> 10 % and < 30 %).
+    assert!(st.replay.is_empty());
+    // The most urgent recommendation saves the most time among the High ones.
+    let first = st.bottleneck(st.recommendations[0]);
+    assert_eq!(first.priority, Priority::High);
+    assert_eq!(first.op_name, "aten::mm");
+}
+
+#[test]
+fn named_ops_get_replay_packages_with_their_recorded_inputs() {
+    let (a, _) = synth(1, &["aten::bmm"]);
+    let st = standalone(&a);
+    assert_eq!(st.replay.len(), 1);
+    let r = &st.replay[0];
+    assert_eq!(
+        (r.op_name.as_str(), r.reason.as_str()),
+        ("aten::bmm", "named by the user")
+    );
+    assert_eq!(r.entries.len(), 1);
+    let e = &r.entries[0];
+    assert_eq!(
+        e.input_dims,
+        serde_json::json!([[32768, 16, 8], [32768, 8, 16]])
+    );
+    assert_eq!(
+        e.input_strides,
+        serde_json::json!([[128, 8, 1], [128, 16, 1]])
+    );
+    assert_eq!(
+        e.input_type,
+        serde_json::json!(["c10::BFloat16", "c10::BFloat16"])
+    );
+    // GFLOPs of one call: 2 B M N K.
+    assert!(close(
+        e.gflops.expect("modelled"),
+        2.0 * 32768.0 * 16.0 * 16.0 * 8.0 / 1e9,
+        1e-12
+    ));
+    let files = standalone_files(&a, "synth").expect("files");
+    let zip = files
+        .iter()
+        .find(|(p, _)| p == "replay_packages/aten_bmm_replay_package.zip")
+        .expect("replay zip");
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zip.1.clone())).expect("zip");
+    let mut names: Vec<String> = (0..archive.len())
+        .map(|i| {
+            archive
+                .by_index(i)
+                .expect("entry")
+                .name()
+                .expect("name")
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    assert_eq!(names, ["README.md", "replay.py", "replay_ir.json"]);
+    let ir: Value =
+        serde_json::from_reader(archive.by_name("replay_ir.json").expect("ir")).expect("json");
+    assert_eq!(ir["op_name"], "aten::bmm");
+}
+
+#[test]
+fn output_contract_has_every_file_the_seeds_name() {
+    let (a, _) = synth(1, &[]);
+    let files = standalone_files(&a, "synth").expect("files");
+    let paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+    for cat in [
+        "gemm",
+        "elementwise",
+        "communication",
+        "sdpa_fwd",
+        "sdpa_bwd",
+    ] {
+        for f in [
+            format!("category_data/{cat}_ops.csv"),
+            format!("metadata/{cat}_metadata.json"),
+            format!("category_data/{cat}_tree_data.json"),
+            format!("category_findings/{cat}_findings.md"),
+        ] {
+            assert!(paths.contains(&f.as_str()), "{f} missing from {paths:?}");
+        }
+    }
+    for f in [
+        "category_manifest.json",
+        "standalone_analysis_fair.md",
+        "standalone_analysis_rough.md",
+    ] {
+        assert!(paths.contains(&f), "{f}");
+    }
+    let manifest: Value = serde_json::from_slice(
+        &files
+            .iter()
+            .find(|(p, _)| p == "category_manifest.json")
+            .expect("m")
+            .1,
+    )
+    .expect("json");
+    let top = manifest["top_operations"].as_array().expect("top ops");
+    assert_eq!(top.len(), 10);
+    assert_eq!(top[0]["name"], "aten::mm");
+    // Tree data: the GEMM's parent chain reaches its nn.Module frames.
+    let tree: Value = serde_json::from_slice(
+        &files
+            .iter()
+            .find(|(p, _)| p == "category_data/gemm_tree_data.json")
+            .expect("t")
+            .1,
+    )
+    .expect("json");
+    let chains: Vec<String> = tree
+        .as_object()
+        .expect("map")
+        .values()
+        .flat_map(|e| e["parent_chain"].as_array().cloned().unwrap_or_default())
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        chains.iter().any(|c| c == "nn.Module: HeadGate_0"),
+        "{chains:?}"
+    );
+    assert!(chains.iter().any(|c| c == "nn.Module: Transformer_0"));
+    // The ops CSV has the unified columns plus three.
+    let csv = String::from_utf8(
+        files
+            .iter()
+            .find(|(p, _)| p == "category_data/gemm_ops.csv")
+            .expect("c")
+            .1
+            .clone(),
+    )
+    .expect("utf8");
+    assert!(csv
+        .lines()
+        .next()
+        .expect("header")
+        .ends_with("seed_category,pct_of_compute,efficiency_pct"));
+}
+
+fn shared(rel: &str) -> Option<Vec<u8>> {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/traces/tracelens")
+        .join(rel);
+    std::fs::read(p).ok()
+}
+
+fn real(name: &str) -> Option<Analysis> {
+    let Some(bytes) = shared(name) else {
+        eprintln!("skipping: ../shared/traces/tracelens/{name} not present");
+        return None;
+    };
+    Some(analyze(&bytes, &[]))
+}
+
+/// Independent of the engine: transpose kernels whose launching runtime call sits inside a
+/// convolution cpu_op on the same thread, summed from the raw JSON (µs).
+fn conv_transposes_from_json(bytes: &[u8]) -> (usize, f64) {
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(bytes), &mut text).expect("gz");
+    let doc: Value = serde_json::from_slice(&text).expect("json");
+    let evs = doc["traceEvents"].as_array().expect("events");
+    let x = |e: &Value, c: &str| e["ph"] == "X" && e["cat"] == c;
+    let num = |v: &Value| v.as_f64().unwrap_or(0.0);
+    let mut launches = std::collections::HashMap::new();
+    for e in evs
+        .iter()
+        .filter(|e| x(e, "cuda_runtime") || x(e, "cuda_driver"))
+    {
+        if let Some(c) = e["args"]["correlation"].as_i64() {
+            launches.insert(c, e);
+        }
+    }
+    let convs: Vec<&Value> = evs
+        .iter()
+        .filter(|e| x(e, "cpu_op") && e["name"].as_str().is_some_and(|n| n.contains("conv")))
+        .collect();
+    let (mut n, mut us) = (0, 0.0);
+    for k in evs.iter().filter(|e| x(e, "kernel")) {
+        if !k["name"]
+            .as_str()
+            .is_some_and(|s| s.to_lowercase().contains("transpose"))
+        {
+            continue;
+        }
+        let Some(r) = k["args"]["correlation"]
+            .as_i64()
+            .and_then(|c| launches.get(&c))
+        else {
+            continue;
+        };
+        let inside = convs.iter().any(|c| {
+            c["tid"] == r["tid"]
+                && num(&c["ts"]) <= num(&r["ts"])
+                && num(&r["ts"]) + num(&r["dur"]) <= num(&c["ts"]) + num(&c["dur"])
+        });
+        if inside {
+            n += 1;
+            us += num(&k["dur"]);
+        }
+    }
+    (n, us)
+}
+
+#[test]
+fn resnet_checkpointing_is_convolution_and_batchnorm_bound_with_layout_transposes() {
+    let name = "mi300x_resnet_act_checkpoint.json.gz";
+    let Some(a) = real(name) else { return };
+    let st = standalone(&a);
+    let conv = st.category(SeedCategory::Convolution).expect("convolution");
+    let bn = st.category(SeedCategory::Batchnorm).expect("batchnorm");
+    assert!(
+        conv.share_pct > 50.0 && bn.share_pct > 30.0,
+        "{} {}",
+        conv.share_pct,
+        bn.share_pct
+    );
+    // Layout transposes inside convolutions: the seeds' 30-45 % NCHW overhead.
+    let (n, us) = conv_transposes_from_json(&shared(name).expect("bytes"));
+    let t = st.patterns.conv_transposes.as_ref().expect("transposes");
+    assert_eq!(t.kernels.iter().map(|k| k.kernels).sum::<u64>(), n as u64);
+    assert!(
+        close(t.transpose_ms, us / 1e3, 1e-9),
+        "{} vs {}",
+        t.transpose_ms,
+        us / 1e3
+    );
+    let share = t.transpose_ms / t.conv_ms * 100.0;
+    assert!((30.0..=45.0).contains(&share), "{share}");
+    let b = find(st, SeedCategory::Convolution, "Layout transposes");
+    assert!(b.path_a.contains("channels_last"));
+    assert_eq!(b.priority, Priority::High);
+    // BatchNorm far below peak bandwidth: Critical in the backward pass.
+    let bwd = find(st, SeedCategory::Batchnorm, "native_batch_norm_backward");
+    assert!(bwd.efficiency_pct.expect("modelled") < 20.0);
+    assert_eq!(bwd.priority, Priority::Critical);
+    // The communication of this DDP run dominates the timeline.
+    assert_eq!(
+        find(st, SeedCategory::Communication, "Exposed").priority,
+        Priority::Critical
+    );
+}
+
+#[test]
+fn qwen_uses_flash_attention_and_runs_an_unfused_rmsnorm() {
+    let Some(a) = real("h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz") else {
+        return;
+    };
+    let st = standalone(&a);
+    let sdpa = st.category(SeedCategory::SdpaFwd).expect("sdpa");
+    assert!(sdpa
+        .rows
+        .iter()
+        .any(|&r| st.rows[r].name == "aten::_scaled_dot_product_flash_attention"));
+    assert!(st.patterns.unfused_attention.is_empty());
+    let gemm = st.category(SeedCategory::Gemm).expect("gemm");
+    assert!(close(gemm.share_pct, 28.2, 0.01), "{}", gemm.share_pct);
+    let rms = st
+        .patterns
+        .fusion
+        .iter()
+        .find(|f| f.class == "Qwen2RMSNorm")
+        .expect("rmsnorm");
+    assert_eq!((rms.instances, rms.kernels), (49, 392));
+    assert_eq!(
+        find(st, SeedCategory::Elementwise, "Qwen2RMSNorm").priority,
+        Priority::High
+    );
+    // The baseline over large add / mul / copy_ calls.
+    let base = st.baseline.as_ref().expect("baseline");
+    assert!(!base.small_tensors_only);
+    assert!((40.0..80.0).contains(&base.pct_of_peak.expect("platform")));
+}
+
+#[test]
+fn owlv2_attention_is_computed_op_by_op() {
+    let Some(a) = real("mi300xvf_google_owlv2-large-patch14-ensemble__1016001.json.gz") else {
+        return;
+    };
+    let st = standalone(&a);
+    let att = st
+        .patterns
+        .unfused_attention
+        .first()
+        .expect("unfused attention");
+    assert_eq!(att.class, "Owlv2Attention");
+    assert!(att.ops.iter().any(|o| o.name == "aten::_softmax"));
+    assert!(att.core_ms / st.utilization.computation_ms > 0.7);
+    let b = find(st, SeedCategory::SdpaFwd, "Unfused attention");
+    assert_eq!(
+        b.projection.iter().map(|p| p.target).collect::<Vec<_>>(),
+        [3.0, 10.0]
+    );
+    assert_eq!(b.priority, Priority::High);
+    assert_eq!(
+        jarvis_engine::report::standalone_fair::flash_attention_usage(st),
+        "No (attention computed op by op)"
+    );
+}
+
+#[test]
+fn normalization_ops_are_judged_against_a_small_tensor_baseline() {
+    let Some(a) = real("mi300x_normalization_layer_test.json.gz") else {
+        return;
+    };
+    let st = standalone(&a);
+    let base = st.baseline.as_ref().expect("baseline");
+    assert!(base.small_tensors_only, "the test's tensors are tiny");
+    let bn = st.category(SeedCategory::Batchnorm).expect("batchnorm");
+    assert!(bn
+        .bottlenecks
+        .iter()
+        .all(|b| b.issue.contains("elementwise baseline")));
+    // Norms implemented as one op each are not fusion candidates.
+    assert!(st
+        .patterns
+        .fusion
+        .iter()
+        .all(|f| f.class != "BatchNorm2d" && f.class != "LayerNorm"));
+}
+
+#[test]
+fn trace_text_stays_inert_in_markdown() {
+    let evil = "aten::evil|`<img src=x onerror=alert(1)>`";
+    let mut events = Vec::new();
+    for (i, name) in [evil, "aten::mm"].iter().enumerate() {
+        let t = i as f64 * 100.0;
+        let c = i as i64 + 1;
+        events.push(serde_json::json!({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": t, "dur": 50,
+            "args": {"Input Dims": [[4, 4]], "Input type": ["float"], "Input Strides": [[4, 1]], "Concrete Inputs": [""]}}));
+        events.push(serde_json::json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 1.0, "dur": 2, "args": {"correlation": c}}));
+        events.push(serde_json::json!({"ph": "X", "cat": "kernel", "name": format!("k<script>{i}"), "pid": 0, "tid": 7, "ts": t + 5.0, "dur": 40, "args": {"correlation": c, "stream": 7}}));
+    }
+    let bytes = serde_json::to_vec(&serde_json::json!({"traceEvents": events})).expect("json");
+    let a = analyze(&bytes, &[evil]);
+    for (path, body) in standalone_files(&a, "t<b>").expect("files") {
+        if !path.ends_with(".md") {
+            continue;
+        }
+        let md = String::from_utf8(body).expect("utf8");
+        let mut html = String::new();
+        pulldown_cmark::html::push_html(
+            &mut html,
+            pulldown_cmark::Parser::new_ext(&md, pulldown_cmark::Options::ENABLE_TABLES),
+        );
+        assert!(
+            !html.contains("<img") && !html.contains("<script") && !html.contains("<b>"),
+            "{path}: {html}"
+        );
+        if path == "standalone_analysis_rough.md" {
+            assert!(md.contains("evil"), "{path} names the op");
+        }
+    }
+}
+
+#[test]
+fn reports_are_stable() {
+    let (a, _) = synth(3, &[]);
+    let st = standalone(&a);
+    let fair = jarvis_engine::report::standalone_fair::fair_md(&a, st, "synth_h100_3_steps");
+    let rough = jarvis_engine::report::standalone_rough::rough_md(&a, st, "synth_h100_3_steps");
+    insta::assert_snapshot!("standalone_fair", fair);
+    insta::assert_snapshot!("standalone_rough", rough);
+}
