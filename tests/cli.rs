@@ -192,3 +192,76 @@ fn platforms_are_listed_and_chosen() {
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn report_writes_the_standalone_output_contract_and_replay_packages() {
+    let dir = scratch("contract");
+    let trace = dir.join("t.json");
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    run_ok(&[os("synth"), os("-o"), trace.as_os_str()]);
+    let out_dir = dir.join("r");
+    run_ok(&[
+        os("report"),
+        trace.as_os_str(),
+        os("--out"),
+        out_dir.as_os_str(),
+        os("--replay"),
+        os("aten::bmm"),
+        os("aten::gelu"),
+    ]);
+    for f in [
+        "standalone_analysis_fair.md",
+        "standalone_analysis_rough.md",
+        "category_manifest.json",
+        "category_data/gemm_ops.csv",
+        "category_data/gemm_tree_data.json",
+        "metadata/gemm_metadata.json",
+        "category_findings/gemm_findings.md",
+        "replay_packages/aten_bmm_replay_package.zip",
+        "replay_packages/aten_gelu_replay_package.zip",
+    ] {
+        assert!(out_dir.join(f).is_file(), "{f}");
+    }
+    assert!(!out_dir.join(".standalone.partial").exists());
+    let fair = std::fs::read_to_string(out_dir.join("standalone_analysis_fair.md")).expect("fair");
+    assert!(
+        fair.starts_with("# t - H100 SXM Standalone Analysis"),
+        "{}",
+        &fair[..80]
+    );
+    // A second run replaces the contract instead of mixing old and new files.
+    run_ok(&[
+        os("report"),
+        trace.as_os_str(),
+        os("--out"),
+        out_dir.as_os_str(),
+    ]);
+    assert!(
+        !out_dir.join("replay_packages").exists(),
+        "no replay asked, none kept"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn replay_script_is_valid_python() {
+    let Ok(out) = Command::new("python3").arg("--version").output() else {
+        eprintln!("skipping: no python3");
+        return;
+    };
+    assert!(out.status.success());
+    let dir = scratch("py");
+    let script = dir.join("replay.py");
+    std::fs::write(&script, jarvis_engine::report::replay::script()).expect("write");
+    let compiled = Command::new("python3")
+        .args(["-m", "py_compile"])
+        .arg(&script)
+        .output()
+        .expect("py_compile runs");
+    assert!(
+        compiled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

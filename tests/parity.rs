@@ -623,6 +623,7 @@ fn every_reference_sheet_matches_tracelens() {
         let trace = jarvis_engine::import::import_bytes(&bytes).expect("reference traces import");
         let options = jarvis_engine::Options {
             platform: jarvis_engine::PlatformChoice::None,
+            ..Default::default()
         };
         let analysis = jarvis_engine::analyze_trace_with(trace, &options);
         let tol_us = time_tolerance_us(&bytes);

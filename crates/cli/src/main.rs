@@ -194,6 +194,24 @@ fn write_contract(files: &[(String, Vec<u8>)], out: &Path) -> Result<()> {
         }
         fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
     }
+    // Entries of an earlier run that this one does not write (replay packages no longer asked
+    // for) must go, or the folder would mix two analyses.
+    for owned in [
+        "category_data",
+        "category_findings",
+        "metadata",
+        "replay_packages",
+        "category_manifest.json",
+        "standalone_analysis_fair.md",
+        "standalone_analysis_rough.md",
+    ] {
+        let p = out.join(owned);
+        if p.is_dir() {
+            fs::remove_dir_all(&p)?;
+        } else if p.exists() {
+            fs::remove_file(&p)?;
+        }
+    }
     if !staging.exists() {
         return Ok(());
     }

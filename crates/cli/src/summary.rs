@@ -82,6 +82,27 @@ pub fn render(a: &Analysis) -> String {
             );
         }
     }
+    if let Some(st) = &a.standalone {
+        let _ = writeln!(s, "\nRecommendations (standalone_analysis_fair.md)");
+        if st.recommendations.is_empty() {
+            let _ = writeln!(s, "  none: no bottleneck passed the rules");
+        }
+        for &r in st.recommendations.iter().take(8) {
+            let b = st.bottleneck(r);
+            let _ = writeln!(
+                s,
+                "  {:<8} {:<52} {:>9.3} ms {:>5.1} % of {}",
+                b.priority.label(),
+                b.title.replace('`', ""),
+                b.time_ms,
+                b.share_pct,
+                b.share_of
+            );
+        }
+        if st.recommendations.len() > 8 {
+            let _ = writeln!(s, "  … {} more", st.recommendations.len() - 8);
+        }
+    }
     let _ = writeln!(s, "\nDiagnostics");
     if a.diagnostics.is_empty() {
         let _ = writeln!(s, "  none");

@@ -108,6 +108,7 @@ mod worker {
             trace,
             &Options {
                 platform: platform_choice(platform),
+                ..Options::default()
             },
         );
         let elapsed = js_sys::Date::now() - start;

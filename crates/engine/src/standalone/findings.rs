@@ -354,7 +354,7 @@ fn op_texts(
                 format!("{name} ({} calls) is {kind} at {e} {} ({band}).{}", r.count, basis(r, inp.platform), baseline_note(r))
             };
             OpTexts {
-                title: format!("{name}"),
+                title: name.clone(),
                 issue,
                 path_a: "Fuse it with neighbouring elementwise ops (`torch.compile`, or a fused kernel) so the data crosses memory once.".into(),
                 path_b: format!("Generate a replay artifact if it stays well below the elementwise baseline (kernel {kernel})."),
@@ -450,14 +450,14 @@ fn op_bottleneck(g: &Group<'_>, base: Option<&Baseline>, inp: &Inputs<'_>) -> Bo
     let time_ms = r.kernel_us / 1e3;
     let share = inp.share(time_ms);
     let t = op_texts(r, &g.shape_text(), eff, base, inp);
-    let in_top = inp.top_op_names.iter().any(|n| *n == r.name);
+    let in_top = inp.top_op_names.contains(&r.name);
     let projection = r
         .roofline_total_us()
         .map(|roof| rules::efficiency_projection(time_ms, roof / 1e3, inp.compute_ms()))
         .unwrap_or_default();
     let replay = (share > rules::REPLAY_MIN_SHARE_PCT
         && eff.is_some_and(|e| e < rules::REPLAY_MAX_EFFICIENCY))
-        || inp.replay_names.iter().any(|n| *n == r.name);
+        || inp.replay_names.contains(&r.name);
     Bottleneck {
         category: r.category,
         title: t.title,
@@ -879,4 +879,63 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, mb: f64, count: u64, kernel_us: f64) -> OpRow {
+        OpRow {
+            row: 0,
+            name: name.into(),
+            tracelens_category: "elementwise".into(),
+            category: SeedCategory::Elementwise,
+            input_dims: String::new(),
+            input_type: String::new(),
+            input_strides: String::new(),
+            concrete_inputs: String::new(),
+            ex_uid: 0,
+            count,
+            kernel_us,
+            gflops: None,
+            data_mb: Some(mb),
+            flops_per_byte: None,
+            compute_spec: String::new(),
+            tb_s: None,
+            tflops_s: None,
+            roofline_us: None,
+            bound: None,
+            has_model: true,
+            kernels: String::new(),
+            perf_params: String::new(),
+        }
+    }
+
+    #[test]
+    fn baseline_is_time_weighted_over_large_simple_ops() {
+        let rows = [
+            // 10 calls x 100 MB in 500 µs: 1 GB / 0.5 ms = 2 TB/s.
+            row("aten::add", 100.0, 10, 500.0),
+            // A small copy at 0.01 TB/s would drag a plain mean of TB/s down to ~1 TB/s.
+            row("aten::copy_", 0.1, 10, 100.0),
+            // Not a baseline op.
+            row("aten::gelu", 100.0, 10, 5000.0),
+        ];
+        let b = baseline(&rows, None).expect("baseline");
+        assert!((b.tb_s - 2.0).abs() < 1e-12);
+        assert_eq!((b.signatures, b.small_tensors_only), (1, false));
+        // Only small tensors: all of them count, flagged.
+        let small = baseline(&rows[1..2], None).expect("baseline");
+        assert!(small.small_tensors_only);
+        assert!((small.tb_s - 0.01).abs() < 1e-12);
+    }
+
+    #[test]
+    fn compact_shapes_drop_non_tensor_arguments() {
+        assert_eq!(
+            compact_dims("((10, 64, 56, 56), (64, 64, 3, 3), (), (), ())"),
+            "((10, 64, 56, 56), (64, 64, 3, 3))"
+        );
+    }
 }
