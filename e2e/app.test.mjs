@@ -72,6 +72,7 @@ function cliTimeline(trace) {
   const dir = fs.mkdtempSync(path.join(OUT, 'cli-'));
   execFileSync(JARVIS, ['report', trace, '--out', dir, '--platform', 'none'], { stdio: 'ignore' });
   const lines = fs.readFileSync(path.join(dir, 'perf_report_csvs', 'gpu_timeline.csv'), 'utf8').trim().split('\n').slice(1);
+  fs.rmSync(dir, { recursive: true, force: true });
   return Object.fromEntries(lines.map((l) => { const [type, ms] = l.split(','); return [type, Number(ms)]; }));
 }
 
@@ -91,7 +92,17 @@ test('a real trace by file input matches the CLI to the nanosecond', { skip: !fs
   const top = await page.getByTestId('top-ops').textContent();
   assert.match(top, /aten::mul/);
   assert.match(await page.getByTestId('platform').textContent(), /H100 SXM/);
+  // The standalone report: the unfused RMSNorm the engine tests find, and every
+  // "See Detailed Analysis" link lands on a heading of the page.
+  const report = page.getByTestId('report');
+  assert.match(await report.textContent(), /Unfused module Qwen2RMSNorm/);
+  const dangling = await page.evaluate(() => [...document.querySelectorAll('[data-testid=report] a')]
+    .map((a) => a.getAttribute('href'))
+    .filter((h) => !h.startsWith('#') || !document.getElementById(h.slice(1))));
+  assert.deepEqual(dangling, []);
   await page.screenshot({ path: path.join(OUT, 'overview-qwen.png'), fullPage: true });
+  await report.locator('h2').nth(1).scrollIntoViewIfNeeded();
+  await page.screenshot({ path: path.join(OUT, 'report-qwen.png') });
   assert.deepEqual(errors, []);
   assertLocalOnly(requests);
   await page.close();
@@ -147,7 +158,7 @@ test('a kernel name with markup is shown as text', async () => {
   await page.close();
 });
 
-test('exports: the bundle and the workbook download', async () => {
+test('exports: the bundle, the workbook, the report and the analysis files download', async () => {
   const { page, errors, requests } = await openApp();
   await page.getByTestId('open-sample').click();
   await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
@@ -164,6 +175,18 @@ test('exports: the bundle and the workbook download', async () => {
   const xlsx = await save('export-xlsx');
   assert.equal(xlsx.name, 'perf_report.xlsx');
   assert.ok(xlsx.bytes.includes(Buffer.from('xl/workbook.xml')));
+  const html = await save('export-html');
+  assert.equal(html.name, 'standalone_analysis_fair.html');
+  const doc = html.bytes.toString('utf8');
+  assert.match(doc, /^<!DOCTYPE html>/);
+  assert.match(doc, /default-src 'none'/);
+  assert.match(doc, /sample_trace - H100 SXM Standalone Analysis/);
+  assert.doesNotMatch(doc, /<script|src=/);
+  const files = await save('export-analysis');
+  assert.equal(files.name, 'jarvis_analysis.zip');
+  for (const entry of ['standalone_analysis_fair.md', 'standalone_analysis_rough.md', 'category_manifest.json', 'category_findings/gemm_findings.md', 'category_data/gemm_tree_data.json']) {
+    assert.ok(files.bytes.includes(Buffer.from(entry)), `${entry} missing from the analysis zip`);
+  }
   assert.deepEqual(errors, []);
   assertLocalOnly(requests);
   await page.close();

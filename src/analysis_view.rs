@@ -39,6 +39,9 @@ pub struct Overview {
     /// Decompressed JSON bytes analyzed, and the worker's WebAssembly memory at the end (its peak).
     pub input_bytes: f64,
     pub wasm_memory_bytes: f64,
+    /// The fair standalone report, rendered to safe HTML by the worker (jarvis-export::html:
+    /// raw HTML shown as text, no external links or images). Empty for GPU-only traces.
+    pub report_html: String,
 }
 
 const TIMELINE: [(&str, &str); 8] = [
@@ -152,6 +155,7 @@ impl Overview {
                 .get("wasm_memory_bytes")
                 .and_then(Value::as_f64)
                 .unwrap_or(0.0),
+            report_html: str_of(reply, "report_html"),
         })
     }
 }

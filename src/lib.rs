@@ -131,7 +131,7 @@ pub fn App() -> impl IntoView {
     let worker = StoredValue::new_local(spawn_worker(set_status));
 
     let send = move |blob: Blob, name: String| {
-        set_file_name.set(name);
+        set_file_name.set(name.clone());
         set_status.set(Status::Loading {
             phase: "reading".into(),
             done: 0.0,
@@ -141,6 +141,7 @@ pub fn App() -> impl IntoView {
         let msg = js_sys::Object::new();
         let _ = js_sys::Reflect::set(&msg, &"file".into(), &blob);
         let _ = js_sys::Reflect::set(&msg, &"platform".into(), &"auto".into());
+        let _ = js_sys::Reflect::set(&msg, &"name".into(), &name.into());
         worker.with_value(|w| {
             if let Some(w) = w {
                 if w.post_message(&msg).is_err() {
@@ -176,7 +177,7 @@ pub fn App() -> impl IntoView {
                 blob.dyn_into::<Blob>().map_err(|_| "not a blob")
             };
             match fetched.await {
-                Ok(blob) => send(blob, "sample_trace.json.gz (jarvis synth)".into()),
+                Ok(blob) => send(blob, "sample_trace.json.gz".into()),
                 Err(e) => set_status.set(Status::Failed(format!(
                     "the sample trace could not be loaded: {e}"
                 ))),
@@ -242,6 +243,8 @@ pub fn App() -> impl IntoView {
                 <div class="exports">
                     <button data-testid="export-bundle" on:click=move |_| ask("bundle")>"Download bundle (.zip)"</button>
                     <button data-testid="export-xlsx" on:click=move |_| ask("xlsx")>"Download perf_report.xlsx"</button>
+                    <button data-testid="export-html" on:click=move |_| ask("html")>"Download report (.html)"</button>
+                    <button data-testid="export-analysis" on:click=move |_| ask("analysis")>"Download analysis files (.zip)"</button>
                 </div>
                 <views::overview::OverviewView overview=overview/>
             }

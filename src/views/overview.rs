@@ -107,6 +107,10 @@ pub fn OverviewView(overview: Overview) -> impl IntoView {
             </table>
             <h2>"Trace quality"</h2>
             <ul class="diagnostics" data-testid="diagnostics">{diags}</ul>
+            {(!overview.report_html.is_empty()).then(|| view! {
+                <h2>"Standalone analysis"</h2>
+                <article class="report" data-testid="report" inner_html=overview.report_html.clone()></article>
+            })}
         </section>
     }
 }

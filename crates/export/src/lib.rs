@@ -1,6 +1,8 @@
 //! Jarvis's xlsx export: `perf_report.xlsx` with TraceLens's sheet names, one worksheet per
 //! sheet of the perf report. Kept out of the engine because the xlsx writer reads a clock.
 
+pub mod html;
+
 use jarvis_engine::report::export::ExportError;
 use jarvis_engine::report::{Cell, PerfReport};
 use rust_xlsxwriter::{DocProperties, ExcelDateTime, Workbook};

@@ -29,20 +29,36 @@ mod worker {
 
     thread_local! {
         /// The last analysis, kept for export requests (a new file replaces it).
-        static LAST: std::cell::RefCell<Option<jarvis_engine::Analysis>> = const { std::cell::RefCell::new(None) };
+        static LAST: std::cell::RefCell<Option<(jarvis_engine::Analysis, String)>> = const { std::cell::RefCell::new(None) };
     }
 
-    /// Answers `{export: "xlsx" | "bundle"}` with `{kind: "export", name, bytes}` (bytes
+    /// The fair report of an analysis, as markdown (empty for GPU-only traces).
+    fn fair_md(a: &jarvis_engine::Analysis, title: &str) -> String {
+        a.standalone
+            .as_ref()
+            .map(|st| jarvis_engine::report::standalone_fair::fair_md(a, st, title))
+            .unwrap_or_default()
+    }
+
+    /// Answers `{export: "xlsx" | "bundle" | "html" | "analysis"}` with `{kind: "export", name, bytes}` (bytes
     /// transferred, not copied).
     fn export(scope: &DedicatedWorkerGlobalScope, what: &str) {
         use jarvis_engine::report::export::bundle_zip;
         use jarvis_export::perf_report_xlsx;
         let made = LAST.with(|last| {
             let last = last.borrow();
-            let a = last
+            let (a, title) = last
                 .as_ref()
                 .ok_or_else(|| "no analysis to export yet".to_owned())?;
             match what {
+                "html" => Ok((
+                    "standalone_analysis_fair.html",
+                    jarvis_export::html::report_document(title, &fair_md(a, title)).into_bytes(),
+                )),
+                "analysis" => jarvis_engine::report::contract::standalone_files(a, title)
+                    .and_then(|f| jarvis_engine::report::contract::contract_zip(&f))
+                    .map(|b| ("jarvis_analysis.zip", b))
+                    .map_err(|e| e.to_string()),
                 "xlsx" => perf_report_xlsx(&a.report)
                     .map(|b| ("perf_report.xlsx", b))
                     .map_err(|e| e.to_string()),
@@ -73,6 +89,7 @@ mod worker {
         scope: &DedicatedWorkerGlobalScope,
         file: &Blob,
         platform: &str,
+        name: &str,
     ) -> Result<String, String> {
         let reader = FileReaderSync::new().map_err(|e| format!("cannot read the file: {e:?}"))?;
         let total = file.size();
@@ -121,11 +138,18 @@ mod worker {
                     .byte_length()
             })
             .unwrap_or(0);
+        // The report title: the file name the page gives (a fetched sample is a bare Blob).
+        let title = if name.is_empty() { "trace" } else { name };
+        let title = title
+            .trim_end_matches(".gz")
+            .trim_end_matches(".json")
+            .to_owned();
+        let report_html = jarvis_export::html::markdown_html(&fair_md(&analysis, &title));
         let reply =
             serde_json::json!({"kind": "result", "elapsed_ms": elapsed, "input_bytes": total,
-            "wasm_memory_bytes": wasm_memory_bytes, "analysis": analysis})
+            "wasm_memory_bytes": wasm_memory_bytes, "analysis": analysis, "report_html": report_html})
             .to_string();
-        LAST.with(|last| *last.borrow_mut() = Some(analysis));
+        LAST.with(|last| *last.borrow_mut() = Some((analysis, title)));
         Ok(reply)
     }
 
@@ -158,7 +182,11 @@ mod worker {
                 );
                 return;
             };
-            match analyze(&reply, &file, &platform) {
+            let name = js_sys::Reflect::get(&data, &JsValue::from_str("name"))
+                .ok()
+                .and_then(|p| p.as_string())
+                .unwrap_or_default();
+            match analyze(&reply, &file, &platform, &name) {
                 Ok(result) => {
                     let _ = reply.post_message(&JsValue::from_str(&result));
                 }

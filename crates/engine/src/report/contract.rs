@@ -170,3 +170,17 @@ pub fn standalone_files(a: &Analysis, title: &str) -> Result<Vec<OutputFile>, Ex
     ));
     Ok(out)
 }
+
+/// The output contract as one zip (the web app's "analysis" download).
+pub fn contract_zip(files: &[OutputFile]) -> Result<Vec<u8>, ExportError> {
+    use std::io::Write;
+    let err = |e: &dyn std::fmt::Display| ExportError(e.to_string());
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
+    for (path, bytes) in files {
+        zip.start_file(path.as_str(), opts).map_err(|e| err(&e))?;
+        zip.write_all(bytes).map_err(|e| err(&e))?;
+    }
+    Ok(zip.finish().map_err(|e| err(&e))?.into_inner())
+}
