@@ -500,3 +500,44 @@ fn reports_are_stable() {
     insta::assert_snapshot!("standalone_fair", fair);
     insta::assert_snapshot!("standalone_rough", rough);
 }
+
+#[test]
+fn reports_never_claim_what_needs_hardware_counters() {
+    let mut analyses = vec![("synth".to_owned(), synth(3, &[]).0)];
+    for name in [
+        "mi300x_resnet_act_checkpoint.json.gz",
+        "h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+        "mi300xvf_google_owlv2-large-patch14-ensemble__1016001.json.gz",
+    ] {
+        if let Some(a) = real(name) {
+            analyses.push((name.to_owned(), a));
+        }
+    }
+    for (name, a) in &analyses {
+        for (path, body) in standalone_files(a, name).expect("files") {
+            if !path.ends_with(".md") {
+                continue;
+            }
+            let text = String::from_utf8(body).expect("utf8").to_lowercase();
+            for claim in [
+                "bank conflict",
+                "occupancy",
+                "cache hit",
+                "coalesc",
+                "register pressure",
+            ] {
+                assert!(!text.contains(claim), "{name} {path} claims {claim:?}");
+            }
+            // Every recommendation names both paths.
+            if path == "standalone_analysis_fair.md" {
+                let recs = text
+                    .lines()
+                    .filter(|l| l.starts_with("### ") && l.contains(" priority: "))
+                    .count();
+                assert!(recs > 0, "{name}");
+                assert_eq!(text.matches("**action (path a").count(), recs, "{name}");
+                assert_eq!(text.matches("**action (path b").count(), recs, "{name}");
+            }
+        }
+    }
+}

@@ -409,6 +409,13 @@ impl Group<'_> {
         };
         m.tb_s = None;
         m.tflops_s = None;
+        for r in &self.rows[1..] {
+            for n in &r.sub_ops {
+                if !m.sub_ops.contains(n) {
+                    m.sub_ops.push(n.clone());
+                }
+            }
+        }
         m
     }
 
@@ -450,7 +457,10 @@ fn op_bottleneck(g: &Group<'_>, base: Option<&Baseline>, inp: &Inputs<'_>) -> Bo
     let time_ms = r.kernel_us / 1e3;
     let share = inp.share(time_ms);
     let t = op_texts(r, &g.shape_text(), eff, base, inp);
-    let in_top = inp.top_op_names.contains(&r.name);
+    // Cross-reference with the top operations (seed 004): by name, or through the ops below it
+    // that `ops_summary` credits with its kernels.
+    let in_top = inp.top_op_names.contains(&r.name)
+        || r.sub_ops.iter().any(|n| inp.top_op_names.contains(n));
     let projection = r
         .roofline_total_us()
         .map(|roof| rules::efficiency_projection(time_ms, roof / 1e3, inp.compute_ms()))
@@ -909,6 +919,7 @@ mod tests {
             has_model: true,
             kernels: String::new(),
             perf_params: String::new(),
+            sub_ops: Vec::new(),
         }
     }
 

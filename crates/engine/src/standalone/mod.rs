@@ -142,7 +142,13 @@ pub struct Sources<'a> {
 
 /// Runs the standalone analysis.
 pub fn analyze(src: &Sources<'_>) -> Standalone {
-    let rows = ops::op_rows(src.unified);
+    let mut rows = ops::op_rows(src.unified);
+    let events = events_by_uid(src.trace, &rows);
+    for r in &mut rows {
+        if let Some(&ev) = events.get(&r.ex_uid) {
+            r.sub_ops = sub_ops(src.trace, src.tree, ev);
+        }
+    }
     let modules = Modules::build(src.trace, src.tree);
     let patterns = patterns::find(src.trace, src.tree, &modules);
     let utilization = Utilization::of(src.timeline);
@@ -224,7 +230,6 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
             .then(b.time_ms.total_cmp(&a.time_ms))
     });
 
-    let events = events_by_uid(src.trace, &rows);
     let tree_data = categories
         .iter()
         .map(|f| {
@@ -272,6 +277,23 @@ fn events_by_uid(trace: &Trace, rows: &[OpRow]) -> HashMap<u32, EventId> {
         .filter(|(_, e)| e.kind == EventKind::CpuOp && want.contains(&e.uid))
         .map(|(i, e)| (e.uid, EventId(i as u32)))
         .collect()
+}
+
+/// Names of the CPU ops below `id` (not itself), deduplicated.
+fn sub_ops(trace: &Trace, tree: &CallTree, id: EventId) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut stack: Vec<EventId> = tree.children(id).collect();
+    while let Some(x) = stack.pop() {
+        let e = trace.event(x);
+        if e.kind == EventKind::CpuOp {
+            let n = trace.name(e);
+            if !out.iter().any(|o| o == n) {
+                out.push(n.to_owned());
+            }
+            stack.extend(tree.children(x));
+        }
+    }
+    out
 }
 
 fn raw_json(trace: &Trace, s: Option<crate::model::strings::StrId>) -> serde_json::Value {

@@ -161,6 +161,11 @@ pub struct OpRow {
     pub has_model: bool,
     pub kernels: String,
     pub perf_params: String,
+    /// Names of the CPU ops below this one in the call tree (the ops `ops_summary` credits
+    /// with its kernels, e.g. `aten::_flash_attention_forward` under
+    /// `aten::_scaled_dot_product_flash_attention`); filled by the standalone analysis.
+    #[serde(skip)]
+    pub sub_ops: Vec<String>,
 }
 
 impl OpRow {
@@ -277,6 +282,7 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
                 has_model: s(model) == "True",
                 kernels: s(kern),
                 perf_params: s(params),
+                sub_ops: Vec::new(),
             }
         })
         .collect()

@@ -496,12 +496,24 @@ impl<W: Write> Gen<'_, W> {
             let flops = 4.0 * (b * heads * s * s * d) as f64 / 2.0;
             let ns = g.jittered(flops / (g.hw.flops_per_ns * 0.7) + 4_000.0);
             let kern = g.hw.flash_fwd;
-            g.op_kernel("aten::_flash_attention_forward", &Shapes {
-                dims: &dims,
-                types: "\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\", \"\", \"\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\", \"\", \"\", \"\", \"\"",
-                strides: &st,
-                concrete: &format!("\"\", \"\", \"\", \"\", \"\", \"{s}\", \"{s}\", \"0.\", \"True\", \"False\", \"\", \"\", \"\", \"\", \"\""),
-            }, kern, ns)?;
+            // As PyTorch records it: the SDPA dispatcher op (B, H, N, d views of the packed QKV)
+            // around the flash kernel's own op.
+            let sdpa_dims = format!("[{b}, {heads}, {s}, {d}], [{b}, {heads}, {s}, {d}], [{b}, {heads}, {s}, {d}], [], [], [], []");
+            let sdpa_st = format!("[{0}, {d}, {1}, 1], [{0}, {d}, {1}, 1], [{0}, {d}, {1}, 1], [], [], [], []", s * 3 * h, 3 * h);
+            let sdpa = Shapes {
+                dims: &sdpa_dims,
+                types: "\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\", \"Scalar\", \"Scalar\", \"\"",
+                strides: &sdpa_st,
+                concrete: "\"\", \"\", \"\", \"0.\", \"True\", \"False\", \"\"",
+            };
+            g.op("aten::_scaled_dot_product_flash_attention", &sdpa, |g| {
+                g.op_kernel("aten::_flash_attention_forward", &Shapes {
+                    dims: &dims,
+                    types: "\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\", \"\", \"\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\", \"\", \"\", \"\", \"\"",
+                    strides: &st,
+                    concrete: &format!("\"\", \"\", \"\", \"\", \"\", \"{s}\", \"{s}\", \"0.\", \"True\", \"False\", \"\", \"\", \"\", \"\", \"\""),
+                }, kern, ns)
+            })?;
             // Planted: a tiny batched GEMM (a per-head, per-token-group gate) running far below
             // its roofline.
             let (bb, mm, kk) = (b * heads * s / 4, 16u64, 8u64);
