@@ -633,6 +633,19 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
     out
 }
 
+/// "`aten::pow` ×24, `aten::mean` ×24" and the op names, for a pattern's text and its
+/// cross-reference with the top operations.
+fn op_list(ops: &[super::patterns::OpShare]) -> (String, Vec<&str>) {
+    let text: Vec<String> = ops
+        .iter()
+        .map(|o| format!("{} ×{}", code(&o.name), o.kernels))
+        .collect();
+    (
+        text.join(", "),
+        ops.iter().map(|o| o.name.as_str()).collect(),
+    )
+}
+
 fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     let compute = inp.compute_ms();
     let p = inp.patterns;
@@ -643,12 +656,7 @@ fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                 .iter()
                 .filter(|c| inp.share(c.savings_ms()) >= rules::MIN_SHARE_PCT)
             {
-                let ops: Vec<String> = c
-                    .ops
-                    .iter()
-                    .map(|o| format!("{} ×{}", code(&o.name), o.kernels))
-                    .collect();
-                let names: Vec<&str> = c.ops.iter().map(|o| o.name.as_str()).collect();
+                let (ops, names) = op_list(&c.ops);
                 f.bottlenecks.push(pattern_bottleneck(
                     f.category,
                     &names,
@@ -656,7 +664,7 @@ fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     c.total_ms,
                     format!(
                         "Each {} call runs {:.0} separate kernels ({}): {} kernels over {} calls take {:.3} ms; one fused kernel per call would take about {:.3} ms.",
-                        code(&c.class), c.kernels_per_instance(), ops.join(", "), c.kernels, c.instances, c.total_ms, c.fused_ms
+                        code(&c.class), c.kernels_per_instance(), ops, c.kernels, c.instances, c.total_ms, c.fused_ms
                     ),
                     "Fuse the module: `torch.compile` it, or use a fused implementation (e.g. `torch.nn.RMSNorm` / a fused RMSNorm or LayerNorm kernel).",
                     "Each kernel is memory-bound and makes its own pass over the data; tuning them one by one cannot remove the extra passes. Fusion is the lever.",
@@ -672,12 +680,7 @@ fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                 .iter()
                 .filter(|a| inp.share(a.core_ms) >= rules::MIN_SHARE_PCT)
             {
-                let ops: Vec<String> = a
-                    .ops
-                    .iter()
-                    .map(|o| format!("{} ×{}", code(&o.name), o.kernels))
-                    .collect();
-                let names: Vec<&str> = a.ops.iter().map(|o| o.name.as_str()).collect();
+                let (ops, names) = op_list(&a.ops);
                 f.bottlenecks.push(pattern_bottleneck(
                     f.category,
                     &names,
@@ -685,7 +688,7 @@ fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     a.core_ms,
                     format!(
                         "{} computes attention op by op ({}) over {} calls: {:.3} ms of kernels that a fused attention kernel replaces.",
-                        code(&a.class), ops.join(", "), a.instances, a.core_ms
+                        code(&a.class), ops, a.instances, a.core_ms
                     ),
                     "Replace the softmax + bmm sequence with `torch.nn.functional.scaled_dot_product_attention` (Flash / memory-efficient backends; typically 3-10x on attention).",
                     "Without model changes only the individual softmax and bmm kernels can be tuned (typically 10-30%); generate replay artifacts for them.",
