@@ -265,3 +265,48 @@ fn replay_script_is_valid_python() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn compare_writes_sheets_and_both_reports() {
+    let dir = scratch("compare");
+    let (t, r) = (dir.join("t.json"), dir.join("r.json"));
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    run_ok(&[
+        os("synth"),
+        os("--platform"),
+        os("mi300x"),
+        os("-o"),
+        t.as_os_str(),
+    ]);
+    run_ok(&[os("synth"), os("-o"), r.as_os_str()]);
+    let out_dir = dir.join("c");
+    let out = run_ok(&[
+        os("compare"),
+        t.as_os_str(),
+        r.as_os_str(),
+        os("--out"),
+        out_dir.as_os_str(),
+    ]);
+    assert!(
+        contains(&out.stdout, b"(target, mi300x)"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for f in [
+        "comparative_analysis_fair.md",
+        "comparative_analysis_rough.md",
+        "comparison_csvs/gpu_timeline.csv",
+        "comparison_csvs/ops_matched.csv",
+        "comparison_csvs/ops_only_target.csv",
+        "comparison_csvs/ops_only_reference.csv",
+    ] {
+        assert!(out_dir.join(f).is_file(), "{f}");
+    }
+    let fair = std::fs::read_to_string(out_dir.join("comparative_analysis_fair.md")).expect("fair");
+    assert!(
+        fair.starts_with("# t Performance Comparison: h100\\_sxm vs mi300x"),
+        "{}",
+        &fair[..60]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -43,6 +43,26 @@ enum Command {
         #[arg(long, num_args = 1.., value_name = "OP")]
         replay: Vec<String>,
     },
+    /// Compare a target trace with a reference trace of the same workload on another platform.
+    Compare {
+        /// The trace of the platform to improve.
+        target: PathBuf,
+        /// The trace of the reference platform.
+        reference: PathBuf,
+        /// Output folder.
+        #[arg(long)]
+        out: PathBuf,
+        /// Tags naming the two sides in sheets and reports: TARGET_TAG REFERENCE_TAG
+        /// (default: the detected platforms).
+        #[arg(long, num_args = 2, value_names = ["TARGET_TAG", "REFERENCE_TAG"])]
+        names: Vec<String>,
+        /// Platform of the target trace (`auto`, `none`, a name or a JSON file).
+        #[arg(long, default_value = "auto")]
+        target_platform: String,
+        /// Platform of the reference trace.
+        #[arg(long, default_value = "auto")]
+        reference_platform: String,
+    },
     /// List the built-in hardware platforms and their peaks.
     Platforms,
     /// Write a synthetic transformer-training trace whose ground truth is known.
@@ -75,6 +95,21 @@ fn main() -> ExitCode {
             };
             report(&trace, out, no_files, &options)
         }),
+        Command::Compare {
+            target,
+            reference,
+            out,
+            names,
+            target_platform,
+            reference_platform,
+        } => compare(
+            &target,
+            &reference,
+            &out,
+            &names,
+            &target_platform,
+            &reference_platform,
+        ),
         Command::Platforms => {
             say(&summary::platforms());
             Ok(())
@@ -163,6 +198,84 @@ fn report(trace: &Path, out: Option<PathBuf>, no_files: bool, options: &Options)
     say(&format!(
         "\nwrote {} and {} analysis files into {}\n",
         out.join("perf_report_csvs").display(),
+        files.len(),
+        out.display()
+    ));
+    Ok(())
+}
+
+/// A sheet-safe tag from a platform name (`H100 SXM` → `h100_sxm`).
+fn tag_of(a: &jarvis_engine::Analysis, fallback: &str) -> String {
+    a.platform.as_ref().map_or(fallback.to_owned(), |p| {
+        p.platform.name.to_lowercase().replace([' ', '-'], "_")
+    })
+}
+
+fn compare(
+    target: &Path,
+    reference: &Path,
+    out: &Path,
+    names: &[String],
+    target_platform: &str,
+    reference_platform: &str,
+) -> Result<()> {
+    let run = |trace: &Path, platform: &str| -> Result<jarvis_engine::Analysis> {
+        let options = Options {
+            platform: platform_choice(platform)?,
+            ..Options::default()
+        };
+        Ok(analyze_trace_with(import(trace)?, &options))
+    };
+    let t = run(target, target_platform)?;
+    let r = run(reference, reference_platform)?;
+    let (tt, rt) = match names {
+        [a, b] => (a.clone(), b.clone()),
+        _ => (tag_of(&t, "target"), tag_of(&r, "reference")),
+    };
+    let c = jarvis_engine::compare::compare(&t, &r, &tt, &rt);
+    let title = title_of(target);
+    let mut files: Vec<(String, Vec<u8>)> = jarvis_engine::report::compare_md::sheets(&c)
+        .iter()
+        .map(|s| (format!("comparison_csvs/{}.csv", s.name), s.to_csv()))
+        .collect();
+    use jarvis_engine::report::compare_md::{fair_md, rough_md};
+    files.push((
+        "comparative_analysis_fair.md".into(),
+        fair_md(&c, &title).into_bytes(),
+    ));
+    files.push((
+        "comparative_analysis_rough.md".into(),
+        rough_md(&c, &title).into_bytes(),
+    ));
+    fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    for (rel, bytes) in &files {
+        let path = out.join(rel);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension("partial");
+        fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+        fs::rename(&tmp, &path)?;
+    }
+    let slower = c
+        .matched
+        .iter()
+        .filter(|m| m.excess_us > 0.0)
+        .take(5)
+        .map(|m| {
+            format!(
+                "  {:<50} {:>+8.1} %  {:?}\n",
+                m.target_name, m.delta_pct, m.verdict
+            )
+        })
+        .collect::<String>();
+    say(&format!(
+        "Compared {} (target, {tt}) with {} (reference, {rt}): {} matched, {} target-only, {} reference-only ops\n{slower}wrote {} files into {}\n",
+        target.display(),
+        reference.display(),
+        c.matched.len(),
+        c.target_only.len(),
+        c.reference_only.len(),
         files.len(),
         out.display()
     ));

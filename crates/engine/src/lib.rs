@@ -31,6 +31,7 @@
 //! ```
 
 pub mod analysis;
+pub mod compare;
 pub mod diagnostics;
 pub mod error;
 pub mod import;

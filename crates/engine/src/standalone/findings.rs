@@ -923,6 +923,7 @@ mod tests {
             kernels: String::new(),
             perf_params: String::new(),
             sub_ops: Vec::new(),
+            module_path: String::new(),
         }
     }
 

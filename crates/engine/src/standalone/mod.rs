@@ -144,12 +144,15 @@ pub struct Sources<'a> {
 pub fn analyze(src: &Sources<'_>) -> Standalone {
     let mut rows = ops::op_rows(src.unified);
     let events = events_by_uid(src.trace, &rows);
+    let modules = Modules::build(src.trace, src.tree);
     for r in &mut rows {
         if let Some(&ev) = events.get(&r.ex_uid) {
             r.sub_ops = sub_ops(src.trace, src.tree, ev);
+            let frame = context::cpu_root(src.trace, src.tree, ev)
+                .and_then(|root| modules.frame_of_root(root));
+            r.module_path = modules.chain(src.trace, frame).join(" > ");
         }
     }
-    let modules = Modules::build(src.trace, src.tree);
     let patterns = patterns::find(src.trace, src.tree, &modules);
     let utilization = Utilization::of(src.timeline);
     let compute_ms = utilization.computation_ms;

@@ -166,6 +166,9 @@ pub struct OpRow {
     /// `aten::_scaled_dot_product_flash_attention`); filled by the standalone analysis.
     #[serde(skip)]
     pub sub_ops: Vec<String>,
+    /// The `nn.Module` frames around the op, outermost first, joined with ` > ` (empty when
+    /// the trace has none there); filled by the standalone analysis.
+    pub module_path: String,
 }
 
 impl OpRow {
@@ -283,6 +286,7 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
                 kernels: s(kern),
                 perf_params: s(params),
                 sub_ops: Vec::new(),
+                module_path: String::new(),
             }
         })
         .collect()

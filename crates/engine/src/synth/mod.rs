@@ -43,6 +43,9 @@ pub struct SynthSpec {
     pub seq: u64,
     pub hidden: u64,
     pub heads: u64,
+    /// The residual `aten::add` runs this many times slower than normal (1.0: not planted);
+    /// comparative tests plant a target-only slowdown with it.
+    pub residual_add_slowdown: f64,
 }
 
 impl Default for SynthSpec {
@@ -55,6 +58,7 @@ impl Default for SynthSpec {
             seq: 2048,
             hidden: 2048,
             heads: 16,
+            residual_add_slowdown: 1.0,
         }
     }
 }

@@ -559,6 +559,7 @@ impl<W: Write> Gen<'_, W> {
         let d3 = format!("[{b}, {s}, {h}], [{b}, {s}, {h}], []");
         let st3 = format!("[{0}, {h}, 1], [{0}, {h}, 1], []", s * h);
         let ns = self.eltwise_ns(b * s * h, 3);
+        let ns = (ns as f64 * self.spec.residual_add_slowdown).round() as Nanos;
         let shapes = Shapes {
             dims: &d3,
             types: "\"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\"",

@@ -1,0 +1,354 @@
+//! Comparative analysis (seed 002, "Comparative Analysis Workflow"): the same workload traced on
+//! a target platform (the one to improve) and a reference platform. Ops are matched by name and
+//! argument signature, then by call-stack position (`nn.Module` path and category) for work whose
+//! op names differ across vendors; each match gets the ratio the two platforms' peaks predict and
+//! a verdict. Unmatched work is listed, never dropped. Rules in docs/analysis.md.
+
+use serde::Serialize;
+
+use crate::analysis::timeline::GpuTimeline;
+use crate::analysis::Analysis;
+use crate::perf::platform::Platform;
+use crate::standalone::findings::shape_summary;
+use crate::standalone::ops::{Bound, OpRow, SeedCategory};
+
+/// Target over expected time above this: "much slower than expected" (seed 002: > 100 % slower
+/// than the hardware explains points at the kernel or the software).
+pub const MUCH_SLOWER_GAP: f64 = 2.0;
+/// Above this: slower than expected; below [`FASTER_GAP`]: faster than expected.
+pub const SLOWER_GAP: f64 = 1.25;
+pub const FASTER_GAP: f64 = 0.8;
+/// Below this mean time per call on the reference (µs) a kernel is bound by launch and latency,
+/// not by the peaks, so the hardware ratio sets no expectation.
+pub const MIN_EXPECTATION_US: f64 = 10.0;
+
+/// How a pair was matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum MatchKind {
+    /// Same op name and the same Input Dims / type / Strides / Concrete Inputs.
+    Signature,
+    /// Same `nn.Module` path and seed category (op or kernel names differ across vendors).
+    CallStack,
+}
+
+/// What the hardware ratio says about a matched op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Verdict {
+    MuchSlowerThanExpected,
+    SlowerThanExpected,
+    WithinHardwareRatio,
+    FasterThanExpected,
+    /// No perf model or no platform peaks: only the time difference is known.
+    NoExpectation,
+}
+
+impl Verdict {
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::MuchSlowerThanExpected => {
+                "target much slower than the hardware ratio (kernel or software issue)"
+            }
+            Verdict::SlowerThanExpected => "target slower than the hardware ratio",
+            Verdict::WithinHardwareRatio => "within the hardware ratio",
+            Verdict::FasterThanExpected => {
+                "target faster than the hardware ratio (reference inefficiency)"
+            }
+            Verdict::NoExpectation => "no hardware expectation (no perf model or peaks)",
+        }
+    }
+}
+
+/// One matched piece of work.
+#[derive(Debug, Clone, Serialize)]
+pub struct Matched {
+    pub kind: MatchKind,
+    pub target_name: String,
+    pub reference_name: String,
+    pub category: SeedCategory,
+    pub module_path: String,
+    pub shape: String,
+    pub target_us: f64,
+    pub reference_us: f64,
+    pub target_calls: u64,
+    pub reference_calls: u64,
+    /// (target − reference) / reference, %.
+    pub delta_pct: f64,
+    pub bound: Option<Bound>,
+    pub compute_spec: String,
+    /// Target time over reference time that the two platforms' peaks predict.
+    pub expected_ratio: Option<f64>,
+    pub actual_ratio: f64,
+    pub verdict: Verdict,
+    /// Target time beyond what the hardware ratio explains (µs, ≥ 0); without an expectation,
+    /// target time beyond the reference's when the target is more than 100 % slower.
+    pub excess_us: f64,
+}
+
+/// Unmatched work of one side.
+#[derive(Debug, Clone, Serialize)]
+pub struct Unmatched {
+    pub name: String,
+    pub category: SeedCategory,
+    pub module_path: String,
+    pub shape: String,
+    pub us: f64,
+    pub calls: u64,
+}
+
+/// The comparison of a target trace against a reference trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub target_tag: String,
+    pub reference_tag: String,
+    pub target_platform: Option<Platform>,
+    pub reference_platform: Option<Platform>,
+    pub target_timeline: GpuTimeline,
+    pub reference_timeline: GpuTimeline,
+    /// Reference over target peak HBM bandwidth: the expected target/reference time of
+    /// memory-bound work.
+    pub hbm_ratio: Option<f64>,
+    /// Most target time at stake first.
+    pub matched: Vec<Matched>,
+    pub target_only: Vec<Unmatched>,
+    pub reference_only: Vec<Unmatched>,
+}
+
+fn key(r: &OpRow) -> (&str, &str, &str, &str, &str) {
+    (
+        &r.name,
+        &r.input_dims,
+        &r.input_type,
+        &r.input_strides,
+        &r.concrete_inputs,
+    )
+}
+
+fn expected_ratio(
+    bound: Option<Bound>,
+    spec: &str,
+    t: Option<&Platform>,
+    r: Option<&Platform>,
+) -> Option<f64> {
+    let (t, r) = (t?, r?);
+    match bound? {
+        Bound::Memory => Some(r.hbm_tbps.0 / t.hbm_tbps.0),
+        Bound::Compute => Some(r.peak_tflops(spec)? / t.peak_tflops(spec)?),
+    }
+}
+
+/// The verdict for a target/reference time ratio against the expected one.
+pub fn verdict(actual: f64, expected: Option<f64>, delta_pct: f64) -> Verdict {
+    match expected {
+        Some(e) if e > 0.0 => {
+            let gap = actual / e;
+            if gap > MUCH_SLOWER_GAP {
+                Verdict::MuchSlowerThanExpected
+            } else if gap > SLOWER_GAP {
+                Verdict::SlowerThanExpected
+            } else if gap < FASTER_GAP {
+                Verdict::FasterThanExpected
+            } else {
+                Verdict::WithinHardwareRatio
+            }
+        }
+        _ if delta_pct > 100.0 => Verdict::MuchSlowerThanExpected,
+        _ => Verdict::NoExpectation,
+    }
+}
+
+fn matched(
+    kind: MatchKind,
+    t: &[&OpRow],
+    r: &[&OpRow],
+    tp: Option<&Platform>,
+    rp: Option<&Platform>,
+) -> Matched {
+    let t_us: f64 = t.iter().map(|x| x.kernel_us).sum();
+    let r_us: f64 = r.iter().map(|x| x.kernel_us).sum();
+    let first_t = t[0];
+    let bound = first_t.bound.or(r[0].bound);
+    let spec = if first_t.compute_spec.is_empty() {
+        r[0].compute_spec.clone()
+    } else {
+        first_t.compute_spec.clone()
+    };
+    let r_calls: u64 = r.iter().map(|x| x.count).sum();
+    let expected = expected_ratio(bound, &spec, tp, rp)
+        .filter(|_| r_calls > 0 && r_us / r_calls as f64 >= MIN_EXPECTATION_US);
+    let actual = if r_us > 0.0 {
+        t_us / r_us
+    } else {
+        f64::INFINITY
+    };
+    let delta_pct = (actual - 1.0) * 100.0;
+    let v = verdict(actual, expected, delta_pct);
+    let excess_us = match expected {
+        Some(e) => (t_us - r_us * e).max(0.0),
+        None if v == Verdict::MuchSlowerThanExpected => (t_us - r_us).max(0.0),
+        None => 0.0,
+    };
+    let names = |rows: &[&OpRow]| {
+        let mut n: Vec<&str> = rows.iter().map(|x| x.name.as_str()).collect();
+        n.dedup();
+        n.join(", ")
+    };
+    Matched {
+        kind,
+        target_name: names(t),
+        reference_name: names(r),
+        category: first_t.category,
+        module_path: first_t.module_path.clone(),
+        shape: if kind == MatchKind::Signature {
+            shape_summary(first_t)
+        } else {
+            format!("{} target / {} reference signatures", t.len(), r.len())
+        },
+        target_us: t_us,
+        reference_us: r_us,
+        target_calls: t.iter().map(|x| x.count).sum(),
+        reference_calls: r.iter().map(|x| x.count).sum(),
+        delta_pct,
+        bound,
+        compute_spec: spec,
+        expected_ratio: expected,
+        actual_ratio: actual,
+        verdict: v,
+        excess_us,
+    }
+}
+
+fn unmatched(r: &OpRow) -> Unmatched {
+    Unmatched {
+        name: r.name.clone(),
+        category: r.category,
+        module_path: r.module_path.clone(),
+        shape: shape_summary(r),
+        us: r.kernel_us,
+        calls: r.count,
+    }
+}
+
+/// Compares a target analysis with a reference analysis of the same workload.
+pub fn compare(
+    target: &Analysis,
+    reference: &Analysis,
+    target_tag: &str,
+    reference_tag: &str,
+) -> Comparison {
+    let rows = |a: &Analysis| -> Vec<OpRow> {
+        a.standalone
+            .as_ref()
+            .map(|s| s.rows.clone())
+            .unwrap_or_default()
+    };
+    let (t_rows, r_rows) = (rows(target), rows(reference));
+    let tp = target.platform.as_ref().map(|p| &p.platform);
+    let rp = reference.platform.as_ref().map(|p| &p.platform);
+    let mut r_used = vec![false; r_rows.len()];
+    let mut t_used = vec![false; t_rows.len()];
+    let mut out = Vec::new();
+    // 1. Signature matches.
+    let mut index: std::collections::HashMap<_, Vec<usize>> = Default::default();
+    for (i, r) in r_rows.iter().enumerate() {
+        index.entry(key(r)).or_default().push(i);
+    }
+    for (i, t) in t_rows.iter().enumerate() {
+        if let Some(j) = index
+            .get(&key(t))
+            .and_then(|c| c.iter().copied().find(|&j| !r_used[j]))
+        {
+            r_used[j] = true;
+            t_used[i] = true;
+            out.push(matched(MatchKind::Signature, &[t], &[&r_rows[j]], tp, rp));
+        }
+    }
+    // 2. Call-stack position: the rest grouped by module path and category.
+    let groups = |rows: &[OpRow], used: &[bool]| {
+        let mut g: Vec<((String, SeedCategory), Vec<usize>)> = Vec::new();
+        for (i, r) in rows.iter().enumerate() {
+            if used[i] || r.module_path.is_empty() {
+                continue;
+            }
+            let k = (r.module_path.clone(), r.category);
+            match g.iter_mut().find(|(x, _)| *x == k) {
+                Some((_, v)) => v.push(i),
+                None => g.push((k, vec![i])),
+            }
+        }
+        g
+    };
+    let r_groups = groups(&r_rows, &r_used);
+    for (k, ti) in groups(&t_rows, &t_used) {
+        if let Some((_, ri)) = r_groups.iter().find(|(x, _)| *x == k) {
+            let t: Vec<&OpRow> = ti.iter().map(|&i| &t_rows[i]).collect();
+            let r: Vec<&OpRow> = ri.iter().map(|&i| &r_rows[i]).collect();
+            ti.iter().for_each(|&i| t_used[i] = true);
+            ri.iter().for_each(|&i| r_used[i] = true);
+            out.push(matched(MatchKind::CallStack, &t, &r, tp, rp));
+        }
+    }
+    out.sort_by(|a, b| {
+        b.excess_us
+            .total_cmp(&a.excess_us)
+            .then(b.target_us.total_cmp(&a.target_us))
+    });
+    let left = |rows: &[OpRow], used: &[bool]| -> Vec<Unmatched> {
+        let mut v: Vec<Unmatched> = rows
+            .iter()
+            .zip(used)
+            .filter(|(_, u)| !**u)
+            .map(|(r, _)| unmatched(r))
+            .collect();
+        v.sort_by(|a, b| b.us.total_cmp(&a.us));
+        v
+    };
+    Comparison {
+        target_tag: target_tag.to_owned(),
+        reference_tag: reference_tag.to_owned(),
+        target_platform: tp.cloned(),
+        reference_platform: rp.cloned(),
+        target_timeline: target.timeline,
+        reference_timeline: reference.timeline,
+        hbm_ratio: tp.zip(rp).map(|(t, r)| r.hbm_tbps.0 / t.hbm_tbps.0),
+        matched: out,
+        target_only: left(&t_rows, &t_used),
+        reference_only: left(&r_rows, &r_used),
+    }
+}
+
+/// Priority of a target-slower finding, from its verdict and the share of target compute time
+/// the hardware ratio does not explain.
+pub fn priority(m: &Matched, target_compute_us: f64) -> crate::standalone::rules::Priority {
+    use crate::standalone::rules::Priority;
+    let share = if target_compute_us > 0.0 {
+        m.excess_us / target_compute_us * 100.0
+    } else {
+        0.0
+    };
+    match m.verdict {
+        Verdict::MuchSlowerThanExpected if share >= 5.0 => Priority::Critical,
+        Verdict::MuchSlowerThanExpected => Priority::High,
+        Verdict::SlowerThanExpected if share >= 2.0 => Priority::High,
+        Verdict::SlowerThanExpected => Priority::Medium,
+        _ => Priority::Low,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_from_the_hardware_ratio() {
+        // Expected 0.6 (target has more bandwidth): 0.6 within, 1.3 much slower, 0.9 slower.
+        assert_eq!(verdict(0.6, Some(0.6), -40.0), Verdict::WithinHardwareRatio);
+        assert_eq!(
+            verdict(1.3, Some(0.6), 30.0),
+            Verdict::MuchSlowerThanExpected
+        );
+        assert_eq!(verdict(0.9, Some(0.6), -10.0), Verdict::SlowerThanExpected);
+        assert_eq!(verdict(0.4, Some(0.6), -60.0), Verdict::FasterThanExpected);
+        assert_eq!(verdict(2.5, None, 150.0), Verdict::MuchSlowerThanExpected);
+        assert_eq!(verdict(1.5, None, 50.0), Verdict::NoExpectation);
+    }
+}

@@ -1,0 +1,429 @@
+//! `comparative_analysis_fair.md` and `comparative_analysis_rough.md` (seed 002, comparative
+//! output format), and the comparison CSVs. Neutral wording: the target is to be improved, no
+//! platform is declared better.
+
+use std::fmt::Write;
+
+use super::{Cell, Sheet};
+use crate::compare::{priority, Comparison, MatchKind, Matched, Verdict};
+use crate::standalone::md::{cell, code, code_cell, short};
+use crate::standalone::ops::Bound;
+
+/// Recommendations shown in the fair report.
+const MAX_RECOMMENDATIONS: usize = 10;
+
+fn ms(us: f64) -> String {
+    format!("{:.3}", us / 1e3)
+}
+
+fn delta(t: f64, r: f64) -> String {
+    if r > 0.0 {
+        format!("{:+.1}%", (t - r) / r * 100.0)
+    } else {
+        "–".into()
+    }
+}
+
+fn platform_name(p: &Option<crate::perf::platform::Platform>) -> String {
+    p.as_ref()
+        .map_or("unknown platform".into(), |p| p.name.clone())
+}
+
+fn expected_text(m: &Matched) -> String {
+    match (m.expected_ratio, m.bound) {
+        (Some(e), Some(Bound::Memory)) => format!(
+            "{:+.1}% (memory-bound: HBM bandwidth ratio)",
+            (e - 1.0) * 100.0
+        ),
+        (Some(e), Some(Bound::Compute)) => format!(
+            "{:+.1}% (compute-bound: {} peak ratio)",
+            (e - 1.0) * 100.0,
+            m.compute_spec
+        ),
+        _ => "unknown (no perf model or peaks)".into(),
+    }
+}
+
+fn title_of(m: &Matched) -> String {
+    match m.kind {
+        MatchKind::Signature => format!("{} {}", code(&m.target_name), code(&short(&m.shape, 60))),
+        MatchKind::CallStack => format!(
+            "{} in {}",
+            cell(m.category.title()),
+            code(&short(&m.module_path, 80))
+        ),
+    }
+}
+
+fn timeline_rows(c: &Comparison) -> Vec<(&'static str, f64, f64)> {
+    let (t, r) = (&c.target_timeline, &c.reference_timeline);
+    vec![
+        ("Total time", r.total as f64 / 1e3, t.total as f64 / 1e3),
+        (
+            "Compute time",
+            r.computation as f64 / 1e3,
+            t.computation as f64 / 1e3,
+        ),
+        (
+            "Exposed communication",
+            r.exposed_comm as f64 / 1e3,
+            t.exposed_comm as f64 / 1e3,
+        ),
+        (
+            "Exposed memcpy",
+            r.exposed_memcpy as f64 / 1e3,
+            t.exposed_memcpy as f64 / 1e3,
+        ),
+        ("Idle", r.idle as f64 / 1e3, t.idle as f64 / 1e3),
+    ]
+}
+
+/// Renders the fair comparative report.
+pub fn fair_md(c: &Comparison, title: &str) -> String {
+    let mut s = String::new();
+    let (rt, tt) = (cell(&c.reference_tag), cell(&c.target_tag));
+    let _ = writeln!(
+        s,
+        "# {} Performance Comparison: {rt} vs {tt}\n",
+        cell(title)
+    );
+    let _ = writeln!(s, "## Executive Summary\n");
+    let (r_total, t_total) = (
+        c.reference_timeline.computation as f64,
+        c.target_timeline.computation as f64,
+    );
+    let mut slower: Vec<&Matched> = c
+        .matched
+        .iter()
+        .filter(|m| {
+            matches!(
+                m.verdict,
+                Verdict::MuchSlowerThanExpected | Verdict::SlowerThanExpected
+            )
+        })
+        .collect();
+    // Most urgent first, then by the target time the hardware does not explain.
+    let compute_us = t_total / 1e3;
+    slower.sort_by(|a, b| {
+        priority(a, compute_us)
+            .cmp(&priority(b, compute_us))
+            .then(b.excess_us.total_cmp(&a.excess_us))
+    });
+    let excess: f64 = 0.0 + slower.iter().map(|m| m.excess_us).sum::<f64>();
+    let _ = writeln!(
+        s,
+        "The target ({tt}, {}) spends {} ms computing where the reference ({rt}, {}) spends {} ms ({}). {} matched ops account for {} ms of target time beyond what the two platforms' peak ratios explain.\n",
+        cell(&platform_name(&c.target_platform)),
+        ms(t_total / 1e3),
+        cell(&platform_name(&c.reference_platform)),
+        ms(r_total / 1e3),
+        delta(t_total, r_total),
+        slower.len(),
+        ms(excess)
+    );
+    let _ = writeln!(
+        s,
+        "| Metric | Reference ({rt}) | Target ({tt}) | Δ |\n|--------|-----------|--------|---|"
+    );
+    for (name, r, t) in timeline_rows(c) {
+        let _ = writeln!(
+            s,
+            "| {name} | {} ms | {} ms | {} |",
+            ms(r),
+            ms(t),
+            delta(t, r)
+        );
+    }
+    let _ = writeln!(s, "\n### Key Findings");
+    let count = |v: Verdict| c.matched.iter().filter(|m| m.verdict == v).count();
+    let _ = writeln!(s, "1. {} matched ops run within the hardware ratio; {} are faster on the target than the ratio predicts.", count(Verdict::WithinHardwareRatio), count(Verdict::FasterThanExpected));
+    let _ = writeln!(s, "2. {} ops are much slower on the target than the hardware explains (> 2x the expected time), {} somewhat slower.", count(Verdict::MuchSlowerThanExpected), count(Verdict::SlowerThanExpected));
+    let _ = writeln!(
+        s,
+        "3. {} matched ops have no hardware expectation (no perf model or peaks).",
+        count(Verdict::NoExpectation)
+    );
+    let _ = writeln!(
+        s,
+        "4. Unmatched work: {} ms only in the target, {} ms only in the reference.\n",
+        ms(0.0 + c.target_only.iter().map(|u| u.us).sum::<f64>()),
+        ms(0.0 + c.reference_only.iter().map(|u| u.us).sum::<f64>())
+    );
+    let _ = writeln!(s, "---\n\n## Recommendations for {tt}\n");
+    if slower.is_empty() {
+        let _ = writeln!(
+            s,
+            "No matched op is slower on the target than the hardware ratio explains.\n"
+        );
+    }
+    for (i, m) in slower.iter().take(MAX_RECOMMENDATIONS).enumerate() {
+        let p = priority(m, t_total / 1e3);
+        let _ = writeln!(s, "### {} Priority {}: {}", p.marker(), i + 1, title_of(m));
+        let _ = writeln!(
+            s,
+            "**Gap**: the target takes {} on this op ({} ms vs {} ms); the hardware ratio predicts {}.  ",
+            delta(m.target_us, m.reference_us),
+            ms(m.target_us),
+            ms(m.reference_us),
+            expected_text(m)
+        );
+        let _ = writeln!(s, "**Action**: generate a replay artifact of this op for the target's kernel team and compare the kernels each platform selects (see the detailed comparison); check for a missing tuned kernel for these shapes.  ");
+        let _ = writeln!(
+            s,
+            "**Impact**: up to {} ms ({:.1}% of target compute time) if it reaches the hardware ratio. Priority {}.\n\n---\n",
+            ms(m.excess_us),
+            if t_total > 0.0 { m.excess_us / (t_total / 1e3) * 100.0 } else { 0.0 },
+            p.label()
+        );
+    }
+    let _ = writeln!(s, "## Detailed Comparison\n");
+    for (i, m) in c.matched.iter().take(15).enumerate() {
+        let expected = matches!(
+            m.verdict,
+            Verdict::WithinHardwareRatio | Verdict::FasterThanExpected
+        );
+        let _ = writeln!(s, "### {}. {}\n", i + 1, title_of(m));
+        let _ = writeln!(
+            s,
+            "| Metric | Reference | Target | Δ | Expected? |\n|---|---|---|---|---|"
+        );
+        let _ = writeln!(
+            s,
+            "| Time | {} ms | {} ms | {} | {} |",
+            ms(m.reference_us),
+            ms(m.target_us),
+            delta(m.target_us, m.reference_us),
+            match m.verdict {
+                Verdict::NoExpectation => "Unknown".to_owned(),
+                _ if expected => format!("Yes: {}", expected_text(m)),
+                _ => format!("No: {}", expected_text(m)),
+            }
+        );
+        let _ = writeln!(
+            s,
+            "| Calls | {} | {} | {} | |",
+            m.reference_calls,
+            m.target_calls,
+            delta(m.target_calls as f64, m.reference_calls as f64)
+        );
+        let _ = writeln!(
+            s,
+            "\nVerdict: {}. Matched by {}.{}\n",
+            m.verdict.label(),
+            if m.kind == MatchKind::Signature {
+                "name and argument signature"
+            } else {
+                "call-stack position"
+            },
+            if m.kind == MatchKind::CallStack {
+                format!(
+                    " Target ops: {}; reference ops: {}.",
+                    code(&m.target_name),
+                    code(&m.reference_name)
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    let _ = writeln!(
+        s,
+        "---\n\n## Appendix\n\n### Hardware specs used for \"expected\" calculations\n"
+    );
+    let _ = writeln!(
+        s,
+        "| Platform | Role | Peak HBM TB/s | Peak BF16 TFLOPS/s |\n|---|---|---|---|"
+    );
+    for (p, role) in [
+        (&c.reference_platform, "reference"),
+        (&c.target_platform, "target"),
+    ] {
+        match p {
+            Some(p) => {
+                let _ = writeln!(
+                    s,
+                    "| {} | {role} | {} | {} |",
+                    cell(&p.name),
+                    p.hbm_tbps.0,
+                    p.peak_tflops("matrix_bf16")
+                        .map_or("–".into(), |x| x.to_string())
+                );
+            }
+            None => {
+                let _ = writeln!(s, "| unknown | {role} | – | – |");
+            }
+        }
+    }
+    let _ = writeln!(s, "\n### Methodology\n\nOps are matched by name and argument signature, then the rest by `nn.Module` path and category. The expected target/reference time is the reference/target ratio of peak HBM bandwidth for memory-bound ops and of peak compute at the op's precision for compute-bound ops. Target time over expected above 2x is \"much slower\", above 1.25x \"slower\", below 0.8x \"faster than expected\"; without a perf model a difference above +100% is flagged. Rules: docs/analysis.md.");
+    s
+}
+
+/// Renders the rough comparative report: every matched row, the unmatched work, the method.
+pub fn rough_md(c: &Comparison, title: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# {} Performance Comparison (Rough): {} vs {}\n",
+        cell(title),
+        cell(&c.reference_tag),
+        cell(&c.target_tag)
+    );
+    let _ = writeln!(
+        s,
+        "## GPU timeline\n\n| Metric | Reference | Target | Δ |\n|---|---|---|---|"
+    );
+    for (name, r, t) in timeline_rows(c) {
+        let _ = writeln!(
+            s,
+            "| {name} | {} ms | {} ms | {} |",
+            ms(r),
+            ms(t),
+            delta(t, r)
+        );
+    }
+    let _ = writeln!(s, "\n## Matched ops (expected vs actual)\n\n| Match | Target op | Reference op | Shape | Ref ms | Target ms | Δ | Expected ratio | Actual ratio | Verdict | Excess ms |\n|---|---|---|---|---|---|---|---|---|---|---|");
+    for m in &c.matched {
+        let _ = writeln!(
+            s,
+            "| {:?} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {} | {} |",
+            m.kind,
+            code_cell(&short(&m.target_name, 60)),
+            code_cell(&short(&m.reference_name, 60)),
+            code_cell(&short(&m.shape, 50)),
+            ms(m.reference_us),
+            ms(m.target_us),
+            delta(m.target_us, m.reference_us),
+            m.expected_ratio.map_or("–".into(), |e| format!("{e:.3}")),
+            m.actual_ratio,
+            cell(m.verdict.label()),
+            ms(m.excess_us)
+        );
+    }
+    for (label, list) in [
+        ("Target only", &c.target_only),
+        ("Reference only", &c.reference_only),
+    ] {
+        let _ = writeln!(s, "\n## {label}\n\n| Op | Category | Module path | Shape | Calls | ms |\n|---|---|---|---|---|---|");
+        for u in list.iter().take(40) {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} |",
+                code_cell(&u.name),
+                u.category.key(),
+                code_cell(&short(&u.module_path, 60)),
+                code_cell(&short(&u.shape, 50)),
+                u.calls,
+                ms(u.us)
+            );
+        }
+        if list.len() > 40 {
+            let _ = writeln!(s, "\n{} more in the CSV.", list.len() - 40);
+        }
+    }
+    s
+}
+
+/// The comparison as CSV sheets: `gpu_timeline`, `ops_matched`, `ops_only_target`,
+/// `ops_only_reference`.
+pub fn sheets(c: &Comparison) -> Vec<Sheet> {
+    let (rt, tt) = (&c.reference_tag, &c.target_tag);
+    let mut tl = Sheet::new(
+        "gpu_timeline",
+        &[
+            "type".to_owned(),
+            format!("{rt}::time ms"),
+            format!("{tt}::time ms"),
+            format!("time ms__{tt}_diff"),
+            format!("time ms__{tt}_pct"),
+        ],
+    );
+    for (name, r, t) in timeline_rows(c) {
+        tl.rows.push(vec![
+            Cell::s(name),
+            Cell::f(r / 1e3),
+            Cell::f(t / 1e3),
+            Cell::f((t - r) / 1e3),
+            if r > 0.0 {
+                Cell::f((t - r) / r * 100.0)
+            } else {
+                Cell::Empty
+            },
+        ]);
+    }
+    let mut m = Sheet::new(
+        "ops_matched",
+        &[
+            "match",
+            "target_name",
+            "reference_name",
+            "category",
+            "module_path",
+            "shape",
+            "reference_kernel_us",
+            "target_kernel_us",
+            "delta_pct",
+            "reference_calls",
+            "target_calls",
+            "bound",
+            "compute_spec",
+            "expected_ratio",
+            "actual_ratio",
+            "verdict",
+            "excess_us",
+        ],
+    );
+    for x in &c.matched {
+        m.rows.push(vec![
+            Cell::s(format!("{:?}", x.kind)),
+            Cell::s(x.target_name.clone()),
+            Cell::s(x.reference_name.clone()),
+            Cell::s(x.category.key()),
+            Cell::s(x.module_path.clone()),
+            Cell::s(x.shape.clone()),
+            Cell::f(x.reference_us),
+            Cell::f(x.target_us),
+            Cell::f(x.delta_pct),
+            Cell::Int(x.reference_calls as i64),
+            Cell::Int(x.target_calls as i64),
+            Cell::s(match x.bound {
+                Some(Bound::Memory) => "memory",
+                Some(Bound::Compute) => "compute",
+                None => "",
+            }),
+            Cell::s(x.compute_spec.clone()),
+            x.expected_ratio.map_or(Cell::Empty, Cell::f),
+            Cell::f(x.actual_ratio),
+            Cell::s(format!("{:?}", x.verdict)),
+            Cell::f(x.excess_us),
+        ]);
+    }
+    let mut out = vec![tl, m];
+    for (name, list) in [
+        ("ops_only_target", &c.target_only),
+        ("ops_only_reference", &c.reference_only),
+    ] {
+        let mut sh = Sheet::new(
+            name,
+            &[
+                "name",
+                "category",
+                "module_path",
+                "shape",
+                "calls",
+                "kernel_us",
+            ],
+        );
+        for u in list {
+            sh.rows.push(vec![
+                Cell::s(u.name.clone()),
+                Cell::s(u.category.key()),
+                Cell::s(u.module_path.clone()),
+                Cell::s(u.shape.clone()),
+                Cell::Int(u.calls as i64),
+                Cell::f(u.us),
+            ]);
+        }
+        out.push(sh);
+    }
+    out
+}
