@@ -186,7 +186,7 @@ fn ops_named_differently_match_by_call_stack_position() {
     let mut renamed = 0;
     for r in st.rows.iter_mut().filter(|r| r.name == "aten::gelu") {
         r.name = "vendor::fast_gelu".into();
-        r.input_dims.push_str(" ");
+        r.input_dims.push(' ');
         renamed += 1;
     }
     assert!(renamed > 0);
