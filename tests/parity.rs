@@ -664,3 +664,225 @@ fn every_reference_sheet_matches_tracelens() {
         panic!("{} parity differences:\n{}", errors.len(), shown.join("\n"));
     }
 }
+
+/// TraceLens's comparison sheets for the H100 (baseline) / MI300X (variant) Qwen pair, built
+/// from our two perf reports, against `compare_h100_vs_mi300xvf_qwen/`.
+#[test]
+fn comparison_sheets_match_tracelens() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let dir = shared.join("reference/tracelens/compare_h100_vs_mi300xvf_qwen");
+    let load = |name: &str| {
+        let bytes = common::read(&trace_file(&shared, name).expect("trace"));
+        let trace = jarvis_engine::import::import_bytes(&bytes).expect("imports");
+        let options = jarvis_engine::Options {
+            platform: jarvis_engine::PlatformChoice::None,
+            ..Default::default()
+        };
+        (
+            jarvis_engine::analyze_trace_with(trace, &options),
+            time_tolerance_us(&bytes),
+        )
+    };
+    let (h100, tol_a) = load("h100_Qwen_Qwen1.5-0.5B-Chat__1016005");
+    let (mi300, tol_b) = load("mi300xvf_Qwen_Qwen1.5-0.5B-Chat__1016005");
+    let tol_us = tol_a + tol_b;
+    let total_us = h100.timeline.computation.min(mi300.timeline.computation) as f64 / 1000.0;
+    let ours = jarvis_engine::compare::tracelens::comparison_sheets(
+        &h100.report,
+        &mi300.report,
+        "h100",
+        "mi300",
+    );
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("e").path())
+        .collect();
+    files.sort();
+    let mut errors = Vec::new();
+    let mut compared = 0;
+    for path in &files {
+        let name = path
+            .file_stem()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        let bytes = common::read(path);
+        let sheet = ours.iter().find(|s| s.name == name);
+        if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+            if sheet.is_some_and(|s| !s.rows.is_empty()) {
+                errors.push(format!("{name}: TraceLens has no rows, we have some"));
+            }
+            continue;
+        }
+        let Some(sheet) = sheet else {
+            errors.push(format!("{name}: missing"));
+            continue;
+        };
+        let reference = read_csv(&bytes);
+        compared += 1;
+        let keys: Vec<&str> = reference
+            .header
+            .iter()
+            .map(String::as_str)
+            .filter(|h| {
+                [
+                    "name",
+                    "type",
+                    "Kernel name",
+                    "Input type",
+                    "Input Dims",
+                    "Input Strides",
+                    "Concrete Inputs",
+                ]
+                .contains(h)
+                    || h.starts_with("param: ")
+                    || h.ends_with("::Parent cpu_op")
+                    || h.ends_with("::Kernel stream")
+            })
+            .collect();
+        errors.extend(compare_compared_sheet(
+            sheet, &reference, &keys, tol_us, total_us,
+        ));
+    }
+    if !errors.is_empty() {
+        let shown: Vec<_> = errors.iter().take(40).cloned().collect();
+        panic!(
+            "{} comparison differences:\n{}",
+            errors.len(),
+            shown.join("\n")
+        );
+    }
+}
+
+/// `compare_sheet` with each column's allowance taken from its un-prefixed name (a diff carries
+/// both sides' allowances; a percentage of a difference is judged relative to that difference).
+fn compare_compared_sheet(
+    ours: &Sheet,
+    reference: &Csv,
+    keys: &[&str],
+    tol_us: f64,
+    total_us: f64,
+) -> Vec<String> {
+    let mut errs = Vec::new();
+    if ours.columns != reference.header {
+        errs.push(format!(
+            "{}: columns differ\n  ours: {:?}\n  ref:  {:?}",
+            ours.name, ours.columns, reference.header
+        ));
+        return errs;
+    }
+    if ours.rows.len() != reference.rows.len() {
+        errs.push(format!(
+            "{}: {} rows, reference has {}",
+            ours.name,
+            ours.rows.len(),
+            reference.rows.len()
+        ));
+    }
+    let key_idx: Vec<usize> = keys
+        .iter()
+        .filter_map(|k| reference.header.iter().position(|h| h == k))
+        .collect();
+    let key_of = |row: &[String]| {
+        key_idx
+            .iter()
+            .map(|&k| normalize_key(&row[k]))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    let ours_text: Vec<Vec<String>> = ours
+        .rows
+        .iter()
+        .map(|r| r.iter().map(|c| c.csv_text()).collect())
+        .collect();
+    let by: HashMap<String, &Vec<String>> = ours_text.iter().map(|r| (key_of(r), r)).collect();
+    for rrow in &reference.rows {
+        let k = key_of(rrow);
+        let Some(orow) = by.get(&k) else {
+            errs.push(format!(
+                "{}: reference row missing from ours: {}",
+                ours.name,
+                clip(&k)
+            ));
+            continue;
+        };
+        // Documented deviations (docs/deviations.md) apply to each side's columns.
+        let sheet_of = ours.name.split("_intersect").next().unwrap_or(&ours.name);
+        let mut skipped: Vec<String> = Vec::new();
+        for tag in ["h100", "mi300"] {
+            let pre = format!("{tag}::");
+            let names: Vec<String> = reference
+                .header
+                .iter()
+                .filter_map(|h| h.strip_prefix(&pre).map(str::to_owned))
+                .collect();
+            let values: Vec<String> = reference
+                .header
+                .iter()
+                .zip(rrow)
+                .filter(|(h, _)| h.starts_with(&pre))
+                .map(|(_, v)| v.clone())
+                .collect();
+            skipped.extend(
+                deviation_columns(sheet_of, &names, &values)
+                    .iter()
+                    .map(|d| format!("{pre}{d}")),
+            );
+        }
+        for (c, col) in reference.header.iter().enumerate() {
+            if skipped.contains(col) {
+                continue;
+            }
+            let base = col.split("::").last().unwrap_or(col);
+            let base = base.split("__").next().unwrap_or(base);
+            let mut tol = 2.0 * column_tolerance(base, tol_us, total_us);
+            if col.ends_with("_pct") {
+                tol = 1e-6 * 100.0 + tol * 100.0;
+            }
+            // Rates divide by a kernel time and inherit its D1 allowance (rate_tolerance, per
+            // side; a diff or pct of rates gets both sides').
+            if base.starts_with("TB/s") || base.starts_with("TFLOPS/s") {
+                let side = |tag: &str| -> f64 {
+                    let names: Vec<String> = reference
+                        .header
+                        .iter()
+                        .filter_map(|h| h.strip_prefix(&format!("{tag}::")).map(str::to_owned))
+                        .collect();
+                    let values: Vec<String> = reference
+                        .header
+                        .iter()
+                        .zip(rrow)
+                        .filter(|(h, _)| h.starts_with(&format!("{tag}::")))
+                        .map(|(_, v)| v.clone())
+                        .collect();
+                    rate_tolerance(base, &values, &names, tol_us).unwrap_or(0.0)
+                };
+                let rate = match col.split_once("::") {
+                    Some((tag, _)) => side(tag),
+                    None => {
+                        let both = side("h100") + side("mi300");
+                        if col.ends_with("_pct") {
+                            // Relative to the baseline rate, in percent.
+                            let b = reference
+                                .header
+                                .iter()
+                                .position(|h| h == &format!("h100::{base}"))
+                                .and_then(|i| rrow[i].parse::<f64>().ok())
+                                .unwrap_or(1.0);
+                            100.0 * both / b.abs().max(1e-12) * 2.0
+                        } else {
+                            both
+                        }
+                    }
+                };
+                tol = tol.max(rate);
+            }
+            if let Some(msg) = cell_diff(col, &orow[c], &rrow[c], tol) {
+                errs.push(format!("{} row [{}] col {col}: {msg}", ours.name, clip(&k)));
+            }
+        }
+    }
+    errs
+}

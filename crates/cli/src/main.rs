@@ -238,6 +238,12 @@ fn compare(
         .iter()
         .map(|s| (format!("comparison_csvs/{}.csv", s.name), s.to_csv()))
         .collect();
+    // TraceLens's own comparison sheets: the reference is its baseline, the target its variant.
+    files.extend(
+        jarvis_engine::compare::tracelens::comparison_sheets(&r.report, &t.report, &rt, &tt)
+            .iter()
+            .map(|s| (format!("tracelens_compare_csvs/{}.csv", s.name), s.to_csv())),
+    );
     use jarvis_engine::report::compare_md::{fair_md, rough_md};
     files.push((
         "comparative_analysis_fair.md".into(),

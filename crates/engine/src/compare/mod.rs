@@ -4,6 +4,8 @@
 //! op names differ across vendors; each match gets the ratio the two platforms' peaks predict and
 //! a verdict. Unmatched work is listed, never dropped. Rules in docs/analysis.md.
 
+pub mod tracelens;
+
 use serde::Serialize;
 
 use crate::analysis::timeline::GpuTimeline;
