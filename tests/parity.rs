@@ -746,6 +746,8 @@ fn comparison_sheets_match_tracelens() {
             sheet, &reference, &keys, tol_us, total_us,
         ));
     }
+    assert_eq!(files.len(), 21, "TraceLens wrote 21 comparison sheets");
+    assert!(compared >= 10, "only {compared} non-empty sheets compared");
     if !errors.is_empty() {
         let shown: Vec<_> = errors.iter().take(40).cloned().collect();
         panic!(
