@@ -44,6 +44,19 @@ fn expected_text(m: &Matched) -> String {
     }
 }
 
+/// What to do about a target-slower op, by what it is (kernel-level advice only: the trace
+/// shows that the kernel is slow, not why).
+fn action(m: &Matched) -> &'static str {
+    use crate::standalone::ops::SeedCategory as C;
+    match (m.category, m.bound) {
+        (C::Gemm, _) => "generate a replay artifact of this GEMM shape for the target's kernel team and compare the kernel each platform's library selects (tile sizes, batched vs looped); a kernel tuned for this shape usually closes such a gap.",
+        (C::SdpaFwd | C::SdpaBwd, _) => "generate a replay artifact of this attention shape and check which attention backend and kernel the target runs for this sequence length and head dim.",
+        (C::Convolution, _) => "generate a replay artifact of this convolution and compare the algorithm and layout each platform's library picks.",
+        (_, Some(Bound::Memory)) => "generate a replay artifact: this memory-bound op moves its bytes slower than the target's bandwidth allows; compare with the target's elementwise baseline to separate kernel from hardware.",
+        _ => "generate a replay artifact of this op for the target's kernel team and compare the kernels each platform runs for it (see the detailed comparison).",
+    }
+}
+
 fn title_of(m: &Matched) -> String {
     match m.kind {
         MatchKind::Signature => format!("{} {}", code(&m.target_name), code(&short(&m.shape, 60))),
@@ -167,7 +180,7 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
             ms(m.reference_us),
             expected_text(m)
         );
-        let _ = writeln!(s, "**Action**: generate a replay artifact of this op for the target's kernel team and compare the kernels each platform selects (see the detailed comparison); check for a missing tuned kernel for these shapes.  ");
+        let _ = writeln!(s, "**Action**: {}  ", action(m));
         let _ = writeln!(
             s,
             "**Impact**: up to {} ms ({:.1}% of target compute time) if it reaches the hardware ratio. Priority {}.\n\n---\n",
