@@ -108,6 +108,40 @@ test('a real trace by file input matches the CLI to the nanosecond', { skip: !fs
   await page.close();
 });
 
+test('a reference trace gives a comparison with the expected hardware ratios', { skip: !fs.existsSync(QWEN) && !process.env.CI }, async () => {
+  const { page, errors, requests } = await openApp();
+  const target = QWEN.replace('h100_', 'mi300xvf_');
+  await page.getByTestId('reference-input').setInputFiles(QWEN);
+  await page.getByTestId('reference-status').getByText('reference: h100_Qwen').waitFor({ timeout: 60000 });
+  await page.getByTestId('trace-input').setInputFiles(target);
+  const comparison = page.getByTestId('comparison');
+  await comparison.waitFor({ timeout: 60000 });
+  const text = await comparison.textContent();
+  assert.match(text, /Performance Comparison: h100_sxm vs mi300x/);
+  assert.match(text, /Recommendations for mi300x/);
+  assert.match(text, /Expected\?/);
+  // The same comparison as the CLI's: its fair report names the same first recommendation.
+  const dir = fs.mkdtempSync(path.join(OUT, 'cmp-'));
+  execFileSync(JARVIS, ['compare', target, QWEN, '--out', dir], { stdio: 'ignore' });
+  const cli = fs.readFileSync(path.join(dir, 'comparative_analysis_fair.md'), 'utf8');
+  fs.rmSync(dir, { recursive: true, force: true });
+  const first = cli.split('\n').find((l) => l.startsWith('### ') && l.includes('Priority 1:'));
+  const op = first.match(/`([^`]+)`/)[1];
+  const pageFirst = await comparison.locator('h3').filter({ hasText: 'Priority 1:' }).textContent();
+  assert.ok(pageFirst.includes(op), `${pageFirst} vs CLI ${first}`);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-comparison').click()]);
+  assert.equal(download.suggestedFilename(), 'jarvis_comparison.zip');
+  const zip = fs.readFileSync(await download.path());
+  for (const entry of ['comparative_analysis_fair.md', 'tracelens_compare_csvs/GEMM_intersect_mi300x.csv', 'comparison_csvs/ops_matched.csv']) {
+    assert.ok(zip.includes(Buffer.from(entry)), `${entry} missing from the comparison zip`);
+  }
+  await comparison.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: path.join(OUT, 'comparison-qwen.png') });
+  assert.deepEqual(errors, []);
+  assertLocalOnly(requests);
+  await page.close();
+});
+
 test('the embedded sample opens, and a synthetic drop works', async () => {
   const { page, errors, requests } = await openApp();
   await page.getByTestId('open-sample').click();

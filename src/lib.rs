@@ -37,7 +37,16 @@ pub enum Status {
     Done(Overview),
 }
 
-fn spawn_worker(set_status: WriteSignal<Status>) -> Option<Worker> {
+/// The reference trace's state and the comparison it enables (issue #5 in the page).
+#[derive(Clone, Copy)]
+struct Reference {
+    /// What the page says about the reference (empty: none given).
+    note: RwSignal<String>,
+    /// The comparative fair report as HTML (empty until both traces are analyzed).
+    comparison: RwSignal<String>,
+}
+
+fn spawn_worker(set_status: WriteSignal<Status>, reference: Reference) -> Option<Worker> {
     let worker = Worker::new(WORKER_URL).ok()?;
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let data = ev.data();
@@ -56,7 +65,36 @@ fn spawn_worker(set_status: WriteSignal<Status>) -> Option<Worker> {
                 .and_then(serde_json::Value::as_f64)
                 .unwrap_or(0.0)
         };
+        let text_of = |k: &str| {
+            msg.get(k)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        if text_of("role") == "reference" {
+            match text_of("kind").as_str() {
+                "progress" => reference.note.set(format!(
+                    "reading the reference: {:.0} %",
+                    num("done") / num("total").max(1.0) * 100.0
+                )),
+                "error" => reference.note.set(format!(
+                    "the reference could not be analyzed: {}",
+                    text_of("message")
+                )),
+                _ => {}
+            }
+            return;
+        }
+        if text_of("kind") == "result" {
+            reference.comparison.set(text_of("comparison_html"));
+        }
         match msg.get("kind").and_then(serde_json::Value::as_str) {
+            Some("reference") => {
+                reference
+                    .note
+                    .set(format!("reference: {}", text_of("name")));
+                reference.comparison.set(text_of("comparison_html"));
+            }
             Some("ready") => set_status.set(Status::Ready),
             Some("progress") => set_status.set(Status::Loading {
                 phase: msg
@@ -128,7 +166,11 @@ fn mb(bytes: f64) -> f64 {
 pub fn App() -> impl IntoView {
     let (status, set_status) = signal(Status::Starting);
     let (file_name, set_file_name) = signal(String::new());
-    let worker = StoredValue::new_local(spawn_worker(set_status));
+    let reference = Reference {
+        note: RwSignal::new(String::new()),
+        comparison: RwSignal::new(String::new()),
+    };
+    let worker = StoredValue::new_local(spawn_worker(set_status, reference));
 
     let send = move |blob: Blob, name: String| {
         set_file_name.set(name.clone());
@@ -158,8 +200,11 @@ pub fn App() -> impl IntoView {
             if let Some(old) = w.take() {
                 old.terminate();
             }
-            *w = spawn_worker(set_status);
+            *w = spawn_worker(set_status, reference);
         });
+        // The new worker holds no reference.
+        reference.note.set(String::new());
+        reference.comparison.set(String::new());
         set_status.set(Status::Starting);
     };
     let open_sample = move |_| {
@@ -190,6 +235,24 @@ pub fn App() -> impl IntoView {
             let name = f.name();
             send(f.into(), name);
         }
+    };
+    let on_reference = move |ev: Event| {
+        let input: HtmlInputElement = event_target(&ev);
+        let Some(f) = input.files().and_then(|l| l.get(0)) else {
+            return;
+        };
+        let name = f.name();
+        reference.note.set(format!("reading the reference {name}…"));
+        let msg = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&msg, &"file".into(), &f);
+        let _ = js_sys::Reflect::set(&msg, &"platform".into(), &"auto".into());
+        let _ = js_sys::Reflect::set(&msg, &"name".into(), &name.into());
+        let _ = js_sys::Reflect::set(&msg, &"role".into(), &"reference".into());
+        worker.with_value(|w| {
+            if let Some(w) = w {
+                let _ = w.post_message(&msg);
+            }
+        });
     };
     let on_drop = move |ev: DragEvent| {
         ev.prevent_default();
@@ -245,6 +308,9 @@ pub fn App() -> impl IntoView {
                     <button data-testid="export-xlsx" on:click=move |_| ask("xlsx")>"Download perf_report.xlsx"</button>
                     <button data-testid="export-html" on:click=move |_| ask("html")>"Download report (.html)"</button>
                     <button data-testid="export-analysis" on:click=move |_| ask("analysis")>"Download analysis files (.zip)"</button>
+                    {move || (!reference.comparison.get().is_empty()).then(|| view! {
+                        <button data-testid="export-comparison" on:click=move |_| ask("comparison")>"Download comparison (.zip)"</button>
+                    })}
                 </div>
                 <views::overview::OverviewView overview=overview/>
             }
@@ -265,7 +331,18 @@ pub fn App() -> impl IntoView {
                 <button data-testid="open-sample" on:click=open_sample>"Open sample trace"</button>
                 <span class="hint">"or drop a file here"</span>
             </section>
+            <section class="load reference">
+                <label>"Reference trace (optional, another platform) " <input type="file" accept=".json,.gz,application/json,application/gzip" data-testid="reference-input" on:change=on_reference/></label>
+                <span class="hint" data-testid="reference-status">{move || reference.note.get()}</span>
+            </section>
             {body}
+            {move || {
+                let html = reference.comparison.get();
+                (!html.is_empty()).then(|| view! {
+                    <h2>"Comparison with the reference"</h2>
+                    <article class="report" data-testid="comparison" inner_html=html></article>
+                })
+            }}
             <footer>"engine " {ENGINE_VERSION}</footer>
         </main>
     }

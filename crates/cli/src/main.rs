@@ -234,25 +234,7 @@ fn compare(
     };
     let c = jarvis_engine::compare::compare(&t, &r, &tt, &rt);
     let title = title_of(target);
-    let mut files: Vec<(String, Vec<u8>)> = jarvis_engine::report::compare_md::sheets(&c)
-        .iter()
-        .map(|s| (format!("comparison_csvs/{}.csv", s.name), s.to_csv()))
-        .collect();
-    // TraceLens's own comparison sheets: the reference is its baseline, the target its variant.
-    files.extend(
-        jarvis_engine::compare::tracelens::comparison_sheets(&r.report, &t.report, &rt, &tt)
-            .iter()
-            .map(|s| (format!("tracelens_compare_csvs/{}.csv", s.name), s.to_csv())),
-    );
-    use jarvis_engine::report::compare_md::{fair_md, rough_md};
-    files.push((
-        "comparative_analysis_fair.md".into(),
-        fair_md(&c, &title).into_bytes(),
-    ));
-    files.push((
-        "comparative_analysis_rough.md".into(),
-        rough_md(&c, &title).into_bytes(),
-    ));
+    let files = jarvis_engine::report::compare_md::comparison_files(&c, &t, &r, &title);
     fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     for (rel, bytes) in &files {
         let path = out.join(rel);

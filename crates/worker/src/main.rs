@@ -30,6 +30,8 @@ mod worker {
     thread_local! {
         /// The last analysis, kept for export requests (a new file replaces it).
         static LAST: std::cell::RefCell<Option<(jarvis_engine::Analysis, String)>> = const { std::cell::RefCell::new(None) };
+        /// The reference trace's analysis, kept for comparisons with each new target.
+        static REFERENCE: std::cell::RefCell<Option<(jarvis_engine::Analysis, String)>> = const { std::cell::RefCell::new(None) };
     }
 
     /// The fair report of an analysis, as markdown (empty for GPU-only traces).
@@ -55,6 +57,19 @@ mod worker {
                     "standalone_analysis_fair.html",
                     jarvis_export::html::report_document(title, &fair_md(a, title)).into_bytes(),
                 )),
+                "comparison" => REFERENCE.with(|r| {
+                    let r = r.borrow();
+                    let (r, rt) = r
+                        .as_ref()
+                        .ok_or_else(|| "no reference trace yet".to_owned())?;
+                    let c =
+                        jarvis_engine::compare::compare(a, r, &tag_of(a, title), &tag_of(r, rt));
+                    let files =
+                        jarvis_engine::report::compare_md::comparison_files(&c, a, r, title);
+                    jarvis_engine::report::contract::contract_zip(&files)
+                        .map(|b| ("jarvis_comparison.zip", b))
+                        .map_err(|e| e.to_string())
+                }),
                 "analysis" => jarvis_engine::report::contract::standalone_files(a, title)
                     .and_then(|f| jarvis_engine::report::contract::contract_zip(&f))
                     .map(|b| ("jarvis_analysis.zip", b))
@@ -85,12 +100,22 @@ mod worker {
         }
     }
 
-    fn analyze(
+    /// The report title from the file name the page gives (a fetched sample is a bare Blob).
+    fn title_of(name: &str) -> String {
+        let t = if name.is_empty() { "trace" } else { name };
+        t.trim_end_matches(".gz")
+            .trim_end_matches(".json")
+            .to_owned()
+    }
+
+    /// Reads `file` in slices through the importer and analyzes it, posting progress tagged
+    /// with `role` (`target` or `reference`).
+    fn read_and_analyze(
         scope: &DedicatedWorkerGlobalScope,
         file: &Blob,
         platform: &str,
-        name: &str,
-    ) -> Result<String, String> {
+        role: &str,
+    ) -> Result<jarvis_engine::Analysis, String> {
         let reader = FileReaderSync::new().map_err(|e| format!("cannot read the file: {e:?}"))?;
         let total = file.size();
         let start = js_sys::Date::now();
@@ -111,23 +136,75 @@ mod worker {
             let p = importer.progress();
             post(
                 scope,
-                serde_json::json!({"kind": "progress", "phase": "parsing", "done": done, "total": total,
+                serde_json::json!({"kind": "progress", "role": role, "phase": "parsing", "done": done, "total": total,
                     "json_bytes": p.json_bytes, "events": p.events, "elapsed_ms": js_sys::Date::now() - start}),
             );
         }
         let trace = importer.finish().map_err(|e| e.to_string())?;
         post(
             scope,
-            serde_json::json!({"kind": "progress", "phase": "analyzing", "done": total, "total": total,
+            serde_json::json!({"kind": "progress", "role": role, "phase": "analyzing", "done": total, "total": total,
                 "elapsed_ms": js_sys::Date::now() - start}),
         );
-        let analysis = analyze_trace_with(
+        Ok(analyze_trace_with(
             trace,
             &Options {
                 platform: platform_choice(platform),
                 ..Options::default()
             },
-        );
+        ))
+    }
+
+    /// The comparative fair report of the kept target against the kept reference, as HTML
+    /// (empty unless both are there).
+    fn comparison_html() -> String {
+        LAST.with(|last| {
+            REFERENCE.with(|reference| {
+                let (last, reference) = (last.borrow(), reference.borrow());
+                match (last.as_ref(), reference.as_ref()) {
+                    (Some((t, tt)), Some((r, rt))) => {
+                        let c =
+                            jarvis_engine::compare::compare(t, r, &tag_of(t, tt), &tag_of(r, rt));
+                        jarvis_export::html::markdown_html(
+                            &jarvis_engine::report::compare_md::fair_md(&c, tt),
+                        )
+                    }
+                    _ => String::new(),
+                }
+            })
+        })
+    }
+
+    /// A tag for one side: its platform, else its title.
+    fn tag_of(a: &jarvis_engine::Analysis, title: &str) -> String {
+        a.platform.as_ref().map_or(title.to_owned(), |p| {
+            p.platform.name.to_lowercase().replace([' ', '-'], "_")
+        })
+    }
+
+    /// Analyzes a reference trace, keeps it, and answers `{kind: "reference", name,
+    /// comparison_html}`.
+    fn analyze_reference(
+        scope: &DedicatedWorkerGlobalScope,
+        file: &Blob,
+        platform: &str,
+        name: &str,
+    ) -> Result<String, String> {
+        REFERENCE.with(|r| *r.borrow_mut() = None);
+        let analysis = read_and_analyze(scope, file, platform, "reference")?;
+        REFERENCE.with(|r| *r.borrow_mut() = Some((analysis, title_of(name))));
+        Ok(serde_json::json!({"kind": "reference", "name": name, "comparison_html": comparison_html()}).to_string())
+    }
+
+    fn analyze(
+        scope: &DedicatedWorkerGlobalScope,
+        file: &Blob,
+        platform: &str,
+        name: &str,
+    ) -> Result<String, String> {
+        let total = file.size();
+        let start = js_sys::Date::now();
+        let analysis = read_and_analyze(scope, file, platform, "target")?;
         let elapsed = js_sys::Date::now() - start;
         // WebAssembly memory only grows, so its size now is the worker's peak.
         let wasm_memory_bytes = wasm_bindgen::memory()
@@ -138,19 +215,18 @@ mod worker {
                     .byte_length()
             })
             .unwrap_or(0);
-        // The report title: the file name the page gives (a fetched sample is a bare Blob).
-        let title = if name.is_empty() { "trace" } else { name };
-        let title = title
-            .trim_end_matches(".gz")
-            .trim_end_matches(".json")
-            .to_owned();
+        let title = title_of(name);
         let report_html = jarvis_export::html::markdown_html(&fair_md(&analysis, &title));
-        let reply =
-            serde_json::json!({"kind": "result", "elapsed_ms": elapsed, "input_bytes": total,
-            "wasm_memory_bytes": wasm_memory_bytes, "analysis": analysis, "report_html": report_html})
-            .to_string();
         LAST.with(|last| *last.borrow_mut() = Some((analysis, title)));
-        Ok(reply)
+        let comparison_html = comparison_html();
+        Ok(LAST.with(|last| {
+            let last = last.borrow();
+            let analysis = last.as_ref().map(|(a, _)| a);
+            serde_json::json!({"kind": "result", "elapsed_ms": elapsed, "input_bytes": total,
+                "wasm_memory_bytes": wasm_memory_bytes, "analysis": analysis, "report_html": report_html,
+                "comparison_html": comparison_html})
+            .to_string()
+        }))
     }
 
     pub fn run() {
@@ -166,8 +242,14 @@ mod worker {
                 export(&reply, &what);
                 return;
             }
-            // A new file: drop the previous analysis before reading (its memory is reused).
-            LAST.with(|last| *last.borrow_mut() = None);
+            let role = js_sys::Reflect::get(&data, &JsValue::from_str("role"))
+                .ok()
+                .and_then(|p| p.as_string())
+                .unwrap_or_default();
+            if role != "reference" {
+                // A new target: drop the previous one before reading (its memory is reused).
+                LAST.with(|last| *last.borrow_mut() = None);
+            }
             let file = js_sys::Reflect::get(&data, &JsValue::from_str("file"))
                 .ok()
                 .and_then(|f| f.dyn_into::<Blob>().ok());
@@ -186,13 +268,18 @@ mod worker {
                 .ok()
                 .and_then(|p| p.as_string())
                 .unwrap_or_default();
-            match analyze(&reply, &file, &platform, &name) {
+            let done = if role == "reference" {
+                analyze_reference(&reply, &file, &platform, &name)
+            } else {
+                analyze(&reply, &file, &platform, &name)
+            };
+            match done {
                 Ok(result) => {
                     let _ = reply.post_message(&JsValue::from_str(&result));
                 }
                 Err(message) => post(
                     &reply,
-                    serde_json::json!({"kind": "error", "message": message}),
+                    serde_json::json!({"kind": "error", "role": role, "message": message}),
                 ),
             }
         });

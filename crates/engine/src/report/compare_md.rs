@@ -440,3 +440,37 @@ pub fn sheets(c: &Comparison) -> Vec<Sheet> {
     }
     out
 }
+
+/// Every file of a comparison (what `jarvis compare` writes and the page's comparison download
+/// holds): our sheets, TraceLens's comparison sheets (the reference as its baseline) and both
+/// reports.
+pub fn comparison_files(
+    c: &Comparison,
+    target: &crate::analysis::Analysis,
+    reference: &crate::analysis::Analysis,
+    title: &str,
+) -> Vec<super::contract::OutputFile> {
+    let mut files: Vec<super::contract::OutputFile> = sheets(c)
+        .iter()
+        .map(|s| (format!("comparison_csvs/{}.csv", s.name), s.to_csv()))
+        .collect();
+    files.extend(
+        crate::compare::tracelens::comparison_sheets(
+            &reference.report,
+            &target.report,
+            &c.reference_tag,
+            &c.target_tag,
+        )
+        .iter()
+        .map(|s| (format!("tracelens_compare_csvs/{}.csv", s.name), s.to_csv())),
+    );
+    files.push((
+        "comparative_analysis_fair.md".into(),
+        fair_md(c, title).into_bytes(),
+    ));
+    files.push((
+        "comparative_analysis_rough.md".into(),
+        rough_md(c, title).into_bytes(),
+    ));
+    files
+}
