@@ -94,13 +94,14 @@ test('a real trace by file input matches the CLI to the nanosecond', { skip: !fs
   assert.match(await page.getByTestId('platform').textContent(), /H100 SXM/);
   // The standalone report: the unfused RMSNorm the engine tests find, and every
   // "See Detailed Analysis" link lands on a heading of the page.
+  await page.screenshot({ path: path.join(OUT, 'overview-qwen.png'), fullPage: true });
+  await page.getByTestId('tab-report').click();
   const report = page.getByTestId('report');
   assert.match(await report.textContent(), /Unfused module Qwen2RMSNorm/);
   const dangling = await page.evaluate(() => [...document.querySelectorAll('[data-testid=report] a')]
     .map((a) => a.getAttribute('href'))
     .filter((h) => !h.startsWith('#') || !document.getElementById(h.slice(1))));
   assert.deepEqual(dangling, []);
-  await page.screenshot({ path: path.join(OUT, 'overview-qwen.png'), fullPage: true });
   await report.locator('h2').nth(1).scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(OUT, 'report-qwen.png') });
   assert.deepEqual(errors, []);
@@ -114,6 +115,8 @@ test('a reference trace gives a comparison with the expected hardware ratios', {
   await page.getByTestId('reference-input').setInputFiles(QWEN);
   await page.getByTestId('reference-status').getByText('reference: h100_Qwen').waitFor({ timeout: 60000 });
   await page.getByTestId('trace-input').setInputFiles(target);
+  await page.getByTestId('tab-comparison').waitFor({ state: 'visible', timeout: 60000 });
+  await page.getByTestId('tab-comparison').click();
   const comparison = page.getByTestId('comparison');
   await comparison.waitFor({ timeout: 60000 });
   const text = await comparison.textContent();
@@ -157,6 +160,15 @@ test('the embedded sample opens, and a synthetic drop works', async () => {
   }, Array.from(sample));
   await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
   await page.screenshot({ path: path.join(OUT, 'overview-sample.png'), fullPage: true });
+  // Every view opens (the comparison tab only exists with a reference trace).
+  assert.equal(await page.getByTestId('tab-comparison').isVisible(), false);
+  for (const [tab, id] of [['report', 'report'], ['rough', 'report-rough'], ['overview', 'gpu-timeline']]) {
+    await page.getByTestId(`tab-${tab}`).click();
+    await page.getByTestId(id).waitFor({ timeout: 10000 });
+  }
+  await page.getByTestId('tab-rough').click();
+  assert.match(await page.getByTestId('report-rough').textContent(), /Tree Analysis/);
+  await page.getByTestId('tab-overview').click();
   assert.deepEqual(errors, []);
   assertLocalOnly(requests);
   await page.close();
@@ -203,7 +215,8 @@ test('exports: the bundle, the workbook, the report and the analysis files downl
   const bundle = await save('export-bundle');
   assert.equal(bundle.name, 'jarvis_bundle.zip');
   assert.ok(bundle.bytes.subarray(0, 2).equals(Buffer.from('PK')));
-  for (const entry of ['perf_report_csvs/gpu_timeline.csv', 'perf_report_csvs/unified_perf_summary.csv', 'jarvis.json']) {
+  for (const entry of ['perf_report_csvs/gpu_timeline.csv', 'perf_report_csvs/unified_perf_summary.csv', 'jarvis.json',
+    'standalone_analysis_fair.md', 'standalone_analysis_rough.md', 'category_manifest.json', 'category_findings/gemm_findings.md']) {
     assert.ok(bundle.bytes.includes(Buffer.from(entry)), `${entry} missing from the bundle`);
   }
   const xlsx = await save('export-xlsx');

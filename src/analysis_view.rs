@@ -42,6 +42,8 @@ pub struct Overview {
     /// The fair standalone report, rendered to safe HTML by the worker (jarvis-export::html:
     /// raw HTML shown as text, no external links or images). Empty for GPU-only traces.
     pub report_html: String,
+    /// The rough report (working notes), rendered the same way.
+    pub rough_html: String,
 }
 
 const TIMELINE: [(&str, &str); 8] = [
@@ -156,6 +158,7 @@ impl Overview {
                 .and_then(Value::as_f64)
                 .unwrap_or(0.0),
             report_html: str_of(reply, "report_html"),
+            rough_html: str_of(reply, "rough_html"),
         })
     }
 }

@@ -162,8 +162,17 @@ fn mb(bytes: f64) -> f64 {
     bytes / 1e6
 }
 
+/// The views of an analysis: (tab key, label). `tab-<key>` is each tab's test hook.
+const TABS: [(&str, &str); 4] = [
+    ("overview", "Overview"),
+    ("report", "Report"),
+    ("rough", "Working notes"),
+    ("comparison", "Comparison"),
+];
+
 #[component]
 pub fn App() -> impl IntoView {
+    let tab = RwSignal::new("overview");
     let (status, set_status) = signal(Status::Starting);
     let (file_name, set_file_name) = signal(String::new());
     let reference = Reference {
@@ -312,7 +321,26 @@ pub fn App() -> impl IntoView {
                         <button data-testid="export-comparison" on:click=move |_| ask("comparison")>"Download comparison (.zip)"</button>
                     })}
                 </div>
-                <views::overview::OverviewView overview=overview/>
+                <nav class="tabs" role="tablist">
+                    {TABS.iter().map(|&(key, label)| {
+                        let hidden = move || key == "comparison" && reference.comparison.get().is_empty();
+                        view! {
+                            <button role="tab" data-testid=format!("tab-{key}") class:active=move || tab.get() == key
+                                class:hidden=hidden on:click=move |_| tab.set(key)>{label}</button>
+                        }
+                    }).collect_view()}
+                </nav>
+                {move || {
+                    let o = overview.clone();
+                    match tab.get() {
+                        "report" => view! { <article class="report" data-testid="report" inner_html=o.report_html></article> }.into_any(),
+                        "rough" => view! { <article class="report" data-testid="report-rough" inner_html=o.rough_html></article> }.into_any(),
+                        "comparison" if !reference.comparison.get().is_empty() => view! {
+                            <article class="report" data-testid="comparison" inner_html=reference.comparison.get()></article>
+                        }.into_any(),
+                        _ => view! { <views::overview::OverviewView overview=o/> }.into_any(),
+                    }
+                }}
             }
             .into_any()
         }
@@ -336,13 +364,6 @@ pub fn App() -> impl IntoView {
                 <span class="hint" data-testid="reference-status">{move || reference.note.get()}</span>
             </section>
             {body}
-            {move || {
-                let html = reference.comparison.get();
-                (!html.is_empty()).then(|| view! {
-                    <h2>"Comparison with the reference"</h2>
-                    <article class="report" data-testid="comparison" inner_html=html></article>
-                })
-            }}
             <footer>"engine " {ENGINE_VERSION}</footer>
         </main>
     }

@@ -85,6 +85,9 @@ fn synth_then_report_writes_tracelens_csvs() {
     assert!(
         contains(&bundle, b"perf_report_csvs/gpu_timeline.csv")
             && contains(&bundle, b"jarvis.json")
+            && contains(&bundle, b"standalone_analysis_fair.md")
+            && contains(&bundle, b"category_manifest.json"),
+        "the bundle holds the perf report, the analysis JSON and the output contract"
     );
 }
 

@@ -72,6 +72,7 @@ pub fn OverviewView(overview: Overview) -> impl IntoView {
             }
         })
         .collect_view();
+    let no_diagnostics = overview.diagnostics.is_empty();
     let chart_rows = timeline.clone();
     Effect::new(move |_| {
         if let Err(e) = crate::chart::draw_breakdown("gpu-chart", &chart_rows) {
@@ -107,10 +108,7 @@ pub fn OverviewView(overview: Overview) -> impl IntoView {
             </table>
             <h2>"Trace quality"</h2>
             <ul class="diagnostics" data-testid="diagnostics">{diags}</ul>
-            {(!overview.report_html.is_empty()).then(|| view! {
-                <h2>"Standalone analysis"</h2>
-                <article class="report" data-testid="report" inner_html=overview.report_html.clone()></article>
-            })}
+            {no_diagnostics.then(|| view! { <p class="facts">"No problems found in the trace."</p> })}
         </section>
     }
 }

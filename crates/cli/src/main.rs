@@ -192,8 +192,9 @@ fn report(trace: &Path, out: Option<PathBuf>, no_files: bool, options: &Options)
         return Ok(());
     }
     let out = out.unwrap_or_else(|| default_out(trace));
-    write_report(&analysis, &out)?;
-    let files = jarvis_engine::report::contract::standalone_files(&analysis, &title_of(trace))?;
+    let title = title_of(trace);
+    write_report(&analysis, &out, &title)?;
+    let files = jarvis_engine::report::contract::standalone_files(&analysis, &title)?;
     write_contract(&files, &out)?;
     say(&format!(
         "\nwrote {} and {} analysis files into {}\n",
@@ -332,7 +333,7 @@ fn write_contract(files: &[(String, Vec<u8>)], out: &Path) -> Result<()> {
 
 /// Writes into a staging folder and renames it into place, so a failure never leaves output that
 /// looks complete.
-fn write_report(analysis: &jarvis_engine::Analysis, out: &Path) -> Result<()> {
+fn write_report(analysis: &jarvis_engine::Analysis, out: &Path, title: &str) -> Result<()> {
     fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
     let final_dir = out.join("perf_report_csvs");
     let staging = out.join(".perf_report_csvs.partial");
@@ -358,7 +359,7 @@ fn write_report(analysis: &jarvis_engine::Analysis, out: &Path) -> Result<()> {
         ),
         (
             "jarvis_bundle.zip",
-            jarvis_engine::report::export::bundle_zip(analysis)?,
+            jarvis_engine::report::export::bundle_zip(analysis, title)?,
         ),
     ];
     for (name, bytes) in exports {

@@ -77,7 +77,7 @@ mod worker {
                 "xlsx" => perf_report_xlsx(&a.report)
                     .map(|b| ("perf_report.xlsx", b))
                     .map_err(|e| e.to_string()),
-                "bundle" => bundle_zip(a)
+                "bundle" => bundle_zip(a, title)
                     .map(|b| ("jarvis_bundle.zip", b))
                     .map_err(|e| e.to_string()),
                 other => Err(format!("unknown export {other:?}")),
@@ -217,13 +217,22 @@ mod worker {
             .unwrap_or(0);
         let title = title_of(name);
         let report_html = jarvis_export::html::markdown_html(&fair_md(&analysis, &title));
+        let rough_html = analysis
+            .standalone
+            .as_ref()
+            .map(|st| {
+                jarvis_export::html::markdown_html(
+                    &jarvis_engine::report::standalone_rough::rough_md(&analysis, st, &title),
+                )
+            })
+            .unwrap_or_default();
         LAST.with(|last| *last.borrow_mut() = Some((analysis, title)));
         let comparison_html = comparison_html();
         Ok(LAST.with(|last| {
             let last = last.borrow();
             let analysis = last.as_ref().map(|(a, _)| a);
             serde_json::json!({"kind": "result", "elapsed_ms": elapsed, "input_bytes": total,
-                "wasm_memory_bytes": wasm_memory_bytes, "analysis": analysis, "report_html": report_html,
+                "wasm_memory_bytes": wasm_memory_bytes, "analysis": analysis, "report_html": report_html, "rough_html": rough_html,
                 "comparison_html": comparison_html})
             .to_string()
         }))

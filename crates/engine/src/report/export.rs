@@ -13,9 +13,11 @@ use crate::analysis::Analysis;
 #[error("export failed: {0}")]
 pub struct ExportError(pub String);
 
-/// The zip bundle: `perf_report_csvs/<sheet>.csv` and `jarvis.json` (the analysis without its
-/// sheets, which the CSVs carry).
-pub fn bundle_zip(analysis: &Analysis) -> Result<Vec<u8>, ExportError> {
+/// The zip bundle: `perf_report_csvs/<sheet>.csv`, the standalone output contract (both
+/// reports, category data, metadata, findings, manifest, replay packages; see
+/// `report::contract`) and `jarvis.json` (the analysis without its sheets, which the CSVs carry).
+/// `title` names the reports (the trace's file name).
+pub fn bundle_zip(analysis: &Analysis, title: &str) -> Result<Vec<u8>, ExportError> {
     let err = |e: &dyn std::fmt::Display| ExportError(e.to_string());
     let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let opts = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
@@ -23,6 +25,10 @@ pub fn bundle_zip(analysis: &Analysis) -> Result<Vec<u8>, ExportError> {
         zip.start_file(format!("perf_report_csvs/{}.csv", sheet.name), opts)
             .map_err(|e| err(&e))?;
         zip.write_all(&sheet.to_csv()).map_err(|e| err(&e))?;
+    }
+    for (path, bytes) in super::contract::standalone_files(analysis, title)? {
+        zip.start_file(path, opts).map_err(|e| err(&e))?;
+        zip.write_all(&bytes).map_err(|e| err(&e))?;
     }
     let compact = serde_json::json!({
         "format": "jarvis-analysis",
