@@ -88,7 +88,10 @@ pub struct Analysis {
     pub headline: headline::Headline,
     pub top_ops: Vec<TopOp>,
     pub report: PerfReport,
-    /// The standalone analysis (findings, recommendations); absent for GPU-only traces.
+    /// The standalone analysis (findings, recommendations); absent for GPU-only traces. Not
+    /// serialized with the analysis: its exports are the markdown reports and the output
+    /// contract (`report::contract`), which keeps the worker's reply small.
+    #[serde(skip)]
     pub standalone: Option<crate::standalone::Standalone>,
     pub diagnostics: Vec<Diagnostic>,
 }
