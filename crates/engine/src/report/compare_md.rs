@@ -91,6 +91,21 @@ fn timeline_rows(c: &Comparison) -> Vec<(&'static str, f64, f64)> {
     ]
 }
 
+/// The side-by-side GPU timeline table.
+fn timeline_table(c: &Comparison, reference: &str, target: &str) -> String {
+    let mut s = format!("| Metric | {reference} | {target} | Δ |\n|---|---|---|---|\n");
+    for (name, r, t) in timeline_rows(c) {
+        let _ = writeln!(
+            s,
+            "| {name} | {} ms | {} ms | {} |",
+            ms(r),
+            ms(t),
+            delta(t, r)
+        );
+    }
+    s
+}
+
 /// Renders the fair comparative report.
 pub fn fair_md(c: &Comparison, title: &str) -> String {
     let mut s = String::new();
@@ -134,19 +149,11 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
         slower.len(),
         ms(excess)
     );
-    let _ = writeln!(
-        s,
-        "| Metric | Reference ({rt}) | Target ({tt}) | Δ |\n|--------|-----------|--------|---|"
-    );
-    for (name, r, t) in timeline_rows(c) {
-        let _ = writeln!(
-            s,
-            "| {name} | {} ms | {} ms | {} |",
-            ms(r),
-            ms(t),
-            delta(t, r)
-        );
-    }
+    s.push_str(&timeline_table(
+        c,
+        &format!("Reference ({rt})"),
+        &format!("Target ({tt})"),
+    ));
     let _ = writeln!(s, "\n### Key Findings");
     let count = |v: Verdict| c.matched.iter().filter(|m| m.verdict == v).count();
     let _ = writeln!(s, "1. {} matched ops run within the hardware ratio; {} are faster on the target than the ratio predicts.", count(Verdict::WithinHardwareRatio), count(Verdict::FasterThanExpected));
@@ -281,19 +288,8 @@ pub fn rough_md(c: &Comparison, title: &str) -> String {
         cell(&c.reference_tag),
         cell(&c.target_tag)
     );
-    let _ = writeln!(
-        s,
-        "## GPU timeline\n\n| Metric | Reference | Target | Δ |\n|---|---|---|---|"
-    );
-    for (name, r, t) in timeline_rows(c) {
-        let _ = writeln!(
-            s,
-            "| {name} | {} ms | {} ms | {} |",
-            ms(r),
-            ms(t),
-            delta(t, r)
-        );
-    }
+    let _ = writeln!(s, "## GPU timeline\n");
+    s.push_str(&timeline_table(c, "Reference", "Target"));
     let _ = writeln!(s, "\n## Matched ops (expected vs actual)\n\n| Match | Target op | Reference op | Shape | Ref ms | Target ms | Δ | Expected ratio | Actual ratio | Verdict | Excess ms |\n|---|---|---|---|---|---|---|---|---|---|---|");
     for m in &c.matched {
         let _ = writeln!(
