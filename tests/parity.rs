@@ -30,17 +30,8 @@ const CONV_KEYS: &[&str] = &[
     "param: groups",
 ];
 
-const UNIQUE_ARGS_KEYS: &[&str] = &[
-    "name",
-    "op category",
-    "process_name",
-    "process_label",
-    "thread_name",
-    "Input Dims",
-    "Input type",
-    "Input Strides",
-    "Concrete Inputs",
-];
+/// The grouping key of both sheets (the engine states it once).
+const UNIQUE_ARGS_KEYS: &[&str] = &jarvis_engine::analysis::ops_tables::UNIQUE_ARGS_KEY_COLUMNS;
 
 const SDPA_KEYS: &[&str] = &[
     "name",
@@ -583,6 +574,17 @@ fn cell_diff(col: &str, ours: &str, reference: &str, tol: f64) -> Option<String>
     }
 }
 
+/// Analyzes a trace as TraceLens's references were made: without a GPU arch, so no roofline
+/// columns.
+fn analyze_like_tracelens(bytes: &[u8]) -> jarvis_engine::Analysis {
+    let trace = jarvis_engine::import::import_bytes(bytes).expect("reference traces import");
+    let options = jarvis_engine::Options {
+        platform: jarvis_engine::PlatformChoice::None,
+        ..Default::default()
+    };
+    jarvis_engine::analyze_trace_with(trace, &options)
+}
+
 fn trace_file(shared: &Path, name: &str) -> Option<std::path::PathBuf> {
     ["json.gz", "json"]
         .iter()
@@ -619,13 +621,7 @@ fn every_reference_sheet_matches_tracelens() {
         let trace =
             trace_file(&shared, &name).unwrap_or_else(|| panic!("no trace for reference {name}"));
         let bytes = common::read(&trace);
-        // TraceLens's references were made without a GPU arch: no roofline columns.
-        let trace = jarvis_engine::import::import_bytes(&bytes).expect("reference traces import");
-        let options = jarvis_engine::Options {
-            platform: jarvis_engine::PlatformChoice::None,
-            ..Default::default()
-        };
-        let analysis = jarvis_engine::analyze_trace_with(trace, &options);
+        let analysis = analyze_like_tracelens(&bytes);
         let tol_us = time_tolerance_us(&bytes);
         // Percentages are of op or kernel time sums, which are at least the computation time.
         let denom_ns = if analysis.timeline.computation > 0 {
@@ -675,15 +671,7 @@ fn comparison_sheets_match_tracelens() {
     let dir = shared.join("reference/tracelens/compare_h100_vs_mi300xvf_qwen");
     let load = |name: &str| {
         let bytes = common::read(&trace_file(&shared, name).expect("trace"));
-        let trace = jarvis_engine::import::import_bytes(&bytes).expect("imports");
-        let options = jarvis_engine::Options {
-            platform: jarvis_engine::PlatformChoice::None,
-            ..Default::default()
-        };
-        (
-            jarvis_engine::analyze_trace_with(trace, &options),
-            time_tolerance_us(&bytes),
-        )
+        (analyze_like_tracelens(&bytes), time_tolerance_us(&bytes))
     };
     let (h100, tol_a) = load("h100_Qwen_Qwen1.5-0.5B-Chat__1016005");
     let (mi300, tol_b) = load("mi300xvf_Qwen_Qwen1.5-0.5B-Chat__1016005");

@@ -451,8 +451,13 @@ fn groups<'a>(rows: &[&'a OpRow]) -> Vec<Group<'a>> {
     out
 }
 
-fn op_bottleneck(g: &Group<'_>, base: Option<&Baseline>, inp: &Inputs<'_>) -> Bottleneck {
-    let r = &g.merged();
+/// The finding of one op: `r` is the group's merged row.
+fn op_bottleneck(
+    g: &Group<'_>,
+    r: &OpRow,
+    base: Option<&Baseline>,
+    inp: &Inputs<'_>,
+) -> Bottleneck {
     let eff = r.efficiency_pct();
     let time_ms = r.kernel_us / 1e3;
     let share = inp.share(time_ms);
@@ -612,9 +617,10 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
             efficiency_pct: (measured > 0.0).then(|| ideal / measured * 100.0),
             bottlenecks: groups(&rows)
                 .iter()
-                .filter(|g| is_candidate(&g.merged(), inp))
+                .map(|g| (g, g.merged()))
+                .filter(|(_, merged)| is_candidate(merged, inp))
                 .take(MAX_PER_CATEGORY)
-                .map(|g| op_bottleneck(g, base, inp))
+                .map(|(g, merged)| op_bottleneck(g, &merged, base, inp))
                 .collect(),
             notes: Vec::new(),
         };

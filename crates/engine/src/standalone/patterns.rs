@@ -86,10 +86,6 @@ pub struct Patterns {
     pub short_kernels: Option<ShortKernels>,
 }
 
-fn lower(trace: &Trace, id: EventId) -> String {
-    trace.name(trace.event(id)).to_ascii_lowercase()
-}
-
 /// Ops whose kernels are the heavy lifting a fusion does not remove, or that are already one
 /// implementation of a whole norm (`native_batch_norm`, `native_layer_norm`, ...).
 fn is_heavy_op(name: &str) -> bool {
@@ -239,17 +235,28 @@ impl Patterns {
 }
 
 fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {
+    // Which op names are convolutions, decided once per distinct name (not per kernel and
+    // ancestor: this runs over every kernel of the trace).
+    let mut is_conv: HashMap<crate::model::strings::StrId, bool> = HashMap::default();
+    for e in trace.events.iter().filter(|e| e.kind == EventKind::CpuOp) {
+        is_conv
+            .entry(e.name)
+            .or_insert_with(|| trace.name(e).to_ascii_lowercase().contains("conv"));
+    }
+    if !is_conv.values().any(|c| *c) {
+        return None;
+    }
     let mut conv_ns = 0i64;
     let mut transposes: Vec<(String, i64)> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
         if e.kind != EventKind::Kernel {
             continue;
         }
-        let id = EventId(i as u32);
         let mut under_conv = false;
-        let mut cur = tree.parent(id);
+        let mut cur = tree.parent(EventId(i as u32));
         while let Some(p) = cur {
-            if trace.event(p).kind == EventKind::CpuOp && lower(trace, p).contains("conv") {
+            let pe = trace.event(p);
+            if pe.kind == EventKind::CpuOp && is_conv.get(&pe.name).copied().unwrap_or(false) {
                 under_conv = true;
                 break;
             }
