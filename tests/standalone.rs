@@ -276,6 +276,48 @@ fn output_contract_has_every_file_the_seeds_name() {
         .ends_with("seed_category,pct_of_compute,efficiency_pct"));
 }
 
+#[test]
+fn an_exported_bundle_reopens_to_the_same_analysis() {
+    use jarvis_engine::report::export::bundle_zip;
+    use jarvis_engine::report::reopen::{looks_like_zip, open_bundle};
+    let (a, _) = synth(1, &["aten::mm"]);
+    let zip = bundle_zip(&a, "synth").expect("bundle");
+    assert!(looks_like_zip(&zip));
+    let back = open_bundle(&zip).expect("reopens");
+    // Every sheet comes back in order and writes the same CSV bytes.
+    assert_eq!(back.report.sheets.len(), a.report.sheets.len());
+    for (got, want) in back.report.sheets.iter().zip(&a.report.sheets) {
+        assert_eq!(got.name, want.name);
+        assert_eq!(got.to_csv(), want.to_csv(), "sheet {}", want.name);
+    }
+    // The page's fields are the analysis's own.
+    let json = serde_json::to_value(&a).expect("json");
+    for k in ["facts", "platform", "timeline", "headline", "top_ops", "diagnostics"] {
+        assert_eq!(back.analysis[k], json[k], "{k}");
+    }
+    // The contract files are all there, byte for byte (replay package included).
+    let files = standalone_files(&a, "synth").expect("files");
+    assert_eq!(back.files.len(), files.len());
+    for (path, bytes) in &files {
+        let got = back.files.iter().find(|(p, _)| p == path).expect(path);
+        assert_eq!(&got.1, bytes, "{path}");
+    }
+    assert!(back
+        .text("standalone_analysis_fair.md")
+        .starts_with("# synth - H100 SXM Standalone Analysis"));
+    assert!(back.files.iter().any(|(p, _)| p.starts_with("replay_packages/")));
+    // A zip that is not a bundle says what it lacks; a bundle of another format says which.
+    let contract = jarvis_engine::report::contract::contract_zip(&files).expect("zip");
+    let e = open_bundle(&contract).unwrap_err().to_string();
+    assert!(e.contains("no jarvis.json"), "{e}");
+    let mut other = files.clone();
+    other.push(("jarvis.json".into(), br#"{"format":"x","version":9}"#.to_vec()));
+    let e = open_bundle(&jarvis_engine::report::contract::contract_zip(&other).expect("zip"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("format Some(\"x\") version Some(9)"), "{e}");
+}
+
 fn shared(rel: &str) -> Option<Vec<u8>> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/traces/tracelens")

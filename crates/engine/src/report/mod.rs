@@ -6,6 +6,7 @@ pub mod contract;
 pub mod export;
 pub mod findings_md;
 pub mod pyrepr;
+pub mod reopen;
 pub mod replay;
 pub mod standalone_fair;
 pub mod standalone_rough;
