@@ -1,0 +1,20 @@
+//! The Jarvis Web Worker's protocol. The page posts requests; the worker answers with JSON
+//! strings carrying a `kind` (and, for exports, an object whose bytes are transferred):
+//!
+//! | request                                   | answers                                              |
+//! |-------------------------------------------|------------------------------------------------------|
+//! | (worker start)                            | `ready`                                              |
+//! | `{file, name, platform}`                  | `progress {phase, done, total, elapsed_ms}`…, then `result {analysis, report_html, rough_html, comparison_html, reopened}` or `error {message}` |
+//! | `{file, name, platform, role: "reference"}` | `progress {role: "reference"}`…, then `reference {name, comparison_html}` or `error {role: "reference"}` |
+//! | `{export: "bundle" \| "xlsx" \| "html" \| "analysis" \| "comparison"}` | `{kind: "export", name, bytes}` or `error` |
+//!
+//! `file` is a `Blob`: a trace (`.json`, `.json.gz`), read in 16 MiB slices (the page never
+//! holds its contents), or a bundle this worker exported (`jarvis_bundle.zip`), reopened
+//! without its trace. `platform` is `auto`, a built-in name, or a platform as JSON (the page's
+//! edited peaks). Cancelling is terminating the worker: the analysis loop is synchronous.
+
+#[cfg(target_arch = "wasm32")]
+mod session;
+
+#[cfg(target_arch = "wasm32")]
+pub use session::{run, Outbox, Session};

@@ -1,0 +1,390 @@
+//! One worker's state (the target and reference it holds) and its answers to each request.
+//! Messages go out through an [`Outbox`], so tests can run a session inside a test worker.
+
+use jarvis_engine::report::reopen::{looks_like_zip, open_bundle, Reopened};
+use jarvis_engine::{analyze_trace_with, Analysis, Importer, Options, PlatformChoice};
+use serde_json::json;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{Blob, DedicatedWorkerGlobalScope, FileReaderSync, MessageEvent};
+
+const SLICE: f64 = 16.0 * 1024.0 * 1024.0;
+/// A bundle is read whole (it holds CSVs and reports, not a trace); larger zips are refused.
+const MAX_BUNDLE: f64 = 512.0 * 1024.0 * 1024.0;
+
+/// Where a session's messages go: the worker's global scope, or a test's collector.
+pub trait Outbox {
+    /// Posts `msg`, transferring the buffers in `transfer` (not copying them).
+    fn post(&self, msg: &JsValue, transfer: Option<&js_sys::Array>);
+}
+
+impl Outbox for DedicatedWorkerGlobalScope {
+    fn post(&self, msg: &JsValue, transfer: Option<&js_sys::Array>) {
+        // A failed post means the page is gone; nothing is left to tell.
+        let _ = match transfer {
+            Some(t) => self.post_message_with_transfer(msg, t),
+            None => self.post_message(msg),
+        };
+    }
+}
+
+fn send(out: &dyn Outbox, msg: serde_json::Value) {
+    out.post(&JsValue::from_str(&msg.to_string()), None);
+}
+
+/// What the target is: an analyzed trace, or a reopened bundle (with its bytes, re-exported as
+/// they came).
+enum Loaded {
+    Trace(Box<Analysis>),
+    Bundle(Box<Reopened>, Vec<u8>),
+}
+
+struct Target {
+    loaded: Loaded,
+    title: String,
+}
+
+/// The worker's state between requests.
+#[derive(Default)]
+pub struct Session {
+    target: Option<Target>,
+    reference: Option<(Analysis, String)>,
+}
+
+impl Session {
+    /// Tells the page the worker listens (it waits for this before posting: messages posted
+    /// before the handler is set would be lost).
+    pub fn announce(out: &dyn Outbox) {
+        send(out, json!({"kind": "ready"}));
+    }
+
+    /// Answers one request from the page.
+    pub fn handle(&mut self, data: &JsValue, out: &dyn Outbox) {
+        let get = |k: &str| js_sys::Reflect::get(data, &JsValue::from_str(k)).ok();
+        let text = |k: &str| get(k).and_then(|v| v.as_string()).unwrap_or_default();
+        if let Some(what) = get("export").and_then(|w| w.as_string()) {
+            match self.export(&what) {
+                Ok((name, bytes)) => {
+                    let msg = js_sys::Object::new();
+                    let array = js_sys::Uint8Array::from(bytes.as_slice());
+                    let _ = js_sys::Reflect::set(&msg, &"kind".into(), &"export".into());
+                    let _ = js_sys::Reflect::set(&msg, &"name".into(), &name.into());
+                    let _ = js_sys::Reflect::set(&msg, &"bytes".into(), &array);
+                    out.post(&msg, Some(&js_sys::Array::of1(&array.buffer())));
+                }
+                Err(message) => send(out, json!({"kind": "error", "message": message})),
+            }
+            return;
+        }
+        let role = text("role");
+        let Some(file) = get("file").and_then(|f| f.dyn_into::<Blob>().ok()) else {
+            send(
+                out,
+                json!({"kind": "error", "role": role, "message": "no file in the request"}),
+            );
+            return;
+        };
+        let (name, platform) = (text("name"), text("platform"));
+        let done = if role == "reference" {
+            self.analyze_reference(&file, &platform, &name, out)
+        } else {
+            // A new target: drop the previous one before reading (its memory is reused).
+            self.target = None;
+            self.analyze(&file, &platform, &name, out)
+        };
+        match done {
+            Ok(reply) => out.post(&JsValue::from_str(&reply), None),
+            Err(message) => send(
+                out,
+                json!({"kind": "error", "role": role, "message": message}),
+            ),
+        }
+    }
+
+    fn analyze(
+        &mut self,
+        file: &Blob,
+        platform: &str,
+        name: &str,
+        out: &dyn Outbox,
+    ) -> Result<String, String> {
+        let total = file.size();
+        let start = js_sys::Date::now();
+        let title = title_of(name);
+        let loaded = if is_bundle(file)? {
+            let bytes = read_all(file)?;
+            let reopened = open_bundle(&bytes).map_err(|e| e.to_string())?;
+            Loaded::Bundle(Box::new(reopened), bytes)
+        } else {
+            let choice = platform_choice(platform)?;
+            Loaded::Trace(Box::new(read_and_analyze(file, choice, "target", out)?))
+        };
+        let elapsed = js_sys::Date::now() - start;
+        let (report_html, rough_html) = match &loaded {
+            Loaded::Trace(a) => (
+                markdown_html(&fair_md(a, &title)),
+                a.standalone
+                    .as_ref()
+                    .map(|st| {
+                        markdown_html(&jarvis_engine::report::standalone_rough::rough_md(
+                            a, st, &title,
+                        ))
+                    })
+                    .unwrap_or_default(),
+            ),
+            Loaded::Bundle(r, _) => (
+                markdown_html(&r.text("standalone_analysis_fair.md")),
+                markdown_html(&r.text("standalone_analysis_rough.md")),
+            ),
+        };
+        self.target = Some(Target { loaded, title });
+        let comparison_html = self.comparison_html();
+        let Some(target) = &self.target else {
+            return Err("the analysis was lost".into());
+        };
+        let (analysis, reopened) = match &target.loaded {
+            Loaded::Trace(a) => (serde_json::to_value(a).map_err(|e| e.to_string())?, false),
+            Loaded::Bundle(r, _) => (r.analysis.clone(), true),
+        };
+        Ok(json!({"kind": "result", "elapsed_ms": elapsed, "input_bytes": total,
+            "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis, "reopened": reopened,
+            "report_html": report_html, "rough_html": rough_html, "comparison_html": comparison_html})
+        .to_string())
+    }
+
+    /// Analyzes a reference trace, keeps it, and answers `reference`.
+    fn analyze_reference(
+        &mut self,
+        file: &Blob,
+        platform: &str,
+        name: &str,
+        out: &dyn Outbox,
+    ) -> Result<String, String> {
+        self.reference = None;
+        if is_bundle(file)? {
+            return Err("a reference must be a trace (.json or .json.gz), not a bundle".into());
+        }
+        let choice = platform_choice(platform)?;
+        let analysis = read_and_analyze(file, choice, "reference", out)?;
+        self.reference = Some((analysis, title_of(name)));
+        Ok(json!({"kind": "reference", "name": name, "comparison_html": self.comparison_html()})
+            .to_string())
+    }
+
+    /// The comparative fair report of the target against the reference, as HTML (empty unless
+    /// both are analyzed traces).
+    fn comparison_html(&self) -> String {
+        match (&self.target, &self.reference) {
+            (
+                Some(Target {
+                    loaded: Loaded::Trace(t),
+                    title,
+                }),
+                Some((r, rt)),
+            ) => {
+                let c = jarvis_engine::compare::compare(t, r, &tag_of(t, title), &tag_of(r, rt));
+                markdown_html(&jarvis_engine::report::compare_md::fair_md(&c, title))
+            }
+            _ => String::new(),
+        }
+    }
+
+    /// The bytes and file name of one export of the target.
+    fn export(&self, what: &str) -> Result<(&'static str, Vec<u8>), String> {
+        use jarvis_engine::report::contract::{contract_zip, standalone_files};
+        let target = self
+            .target
+            .as_ref()
+            .ok_or_else(|| "no analysis to export yet".to_owned())?;
+        let title = &target.title;
+        let err = |e: jarvis_engine::report::export::ExportError| e.to_string();
+        match (&target.loaded, what) {
+            (Loaded::Trace(a), "html") => Ok((
+                "standalone_analysis_fair.html",
+                jarvis_export::html::report_document(title, &fair_md(a, title)).into_bytes(),
+            )),
+            (Loaded::Bundle(r, _), "html") => Ok((
+                "standalone_analysis_fair.html",
+                jarvis_export::html::report_document(title, &r.text("standalone_analysis_fair.md"))
+                    .into_bytes(),
+            )),
+            (Loaded::Trace(a), "comparison") => {
+                let (r, rt) = self
+                    .reference
+                    .as_ref()
+                    .ok_or_else(|| "no reference trace yet".to_owned())?;
+                let c = jarvis_engine::compare::compare(a, r, &tag_of(a, title), &tag_of(r, rt));
+                let files = jarvis_engine::report::compare_md::comparison_files(&c, a, r, title);
+                contract_zip(&files)
+                    .map(|b| ("jarvis_comparison.zip", b))
+                    .map_err(err)
+            }
+            (Loaded::Bundle(..), "comparison") => {
+                Err("a reopened bundle cannot be compared: load its trace instead".into())
+            }
+            (Loaded::Trace(a), "analysis") => standalone_files(a, title)
+                .and_then(|f| contract_zip(&f))
+                .map(|b| ("jarvis_analysis.zip", b))
+                .map_err(err),
+            (Loaded::Bundle(r, _), "analysis") => contract_zip(&r.files)
+                .map(|b| ("jarvis_analysis.zip", b))
+                .map_err(err),
+            (Loaded::Trace(a), "xlsx") => jarvis_export::perf_report_xlsx(&a.report)
+                .map(|b| ("perf_report.xlsx", b))
+                .map_err(|e| e.to_string()),
+            (Loaded::Bundle(r, _), "xlsx") => jarvis_export::perf_report_xlsx(&r.report)
+                .map(|b| ("perf_report.xlsx", b))
+                .map_err(|e| e.to_string()),
+            (Loaded::Trace(a), "bundle") => jarvis_engine::report::export::bundle_zip(a, title)
+                .map(|b| ("jarvis_bundle.zip", b))
+                .map_err(err),
+            (Loaded::Bundle(_, bytes), "bundle") => Ok(("jarvis_bundle.zip", bytes.clone())),
+            (_, other) => Err(format!("unknown export {other:?}")),
+        }
+    }
+}
+
+/// `auto`, a built-in platform's name, or a platform as JSON; anything else is an error (the
+/// page never silently falls back to detection).
+fn platform_choice(platform: &str) -> Result<PlatformChoice, String> {
+    let p = platform.trim();
+    match p {
+        "" | "auto" => Ok(PlatformChoice::Auto),
+        "none" => Ok(PlatformChoice::None),
+        json if json.starts_with('{') => {
+            jarvis_engine::perf::platform::from_json(json).map(PlatformChoice::Given)
+        }
+        name => jarvis_engine::perf::platform::by_name(name)
+            .map(PlatformChoice::Given)
+            .ok_or_else(|| format!("unknown platform {name:?}")),
+    }
+}
+
+fn markdown_html(md: &str) -> String {
+    jarvis_export::html::markdown_html(md)
+}
+
+/// The fair report of an analysis, as markdown (empty for GPU-only traces).
+fn fair_md(a: &Analysis, title: &str) -> String {
+    a.standalone
+        .as_ref()
+        .map(|st| jarvis_engine::report::standalone_fair::fair_md(a, st, title))
+        .unwrap_or_default()
+}
+
+/// The report title from the file name the page gives (a fetched sample is a bare Blob).
+fn title_of(name: &str) -> String {
+    let t = if name.is_empty() { "trace" } else { name };
+    t.trim_end_matches(".gz")
+        .trim_end_matches(".json")
+        .trim_end_matches(".zip")
+        .to_owned()
+}
+
+/// A tag for one side of a comparison: its platform, else its title.
+fn tag_of(a: &Analysis, title: &str) -> String {
+    a.platform.as_ref().map_or(title.to_owned(), |p| {
+        p.platform.name.to_lowercase().replace([' ', '-'], "_")
+    })
+}
+
+/// WebAssembly memory only grows, so its size now is the worker's peak.
+fn wasm_memory_bytes() -> f64 {
+    wasm_bindgen::memory()
+        .dyn_into::<js_sys::WebAssembly::Memory>()
+        .map(|m| {
+            m.buffer()
+                .unchecked_into::<js_sys::ArrayBuffer>()
+                .byte_length() as f64
+        })
+        .unwrap_or(0.0)
+}
+
+fn reader() -> Result<FileReaderSync, String> {
+    FileReaderSync::new().map_err(|e| format!("cannot read the file: {e:?}"))
+}
+
+fn read_range(reader: &FileReaderSync, file: &Blob, from: f64, to: f64) -> Result<Vec<u8>, String> {
+    let slice = file
+        .slice_with_f64_and_f64(from, to)
+        .map_err(|e| format!("cannot slice the file: {e:?}"))?;
+    let buf = reader
+        .read_as_array_buffer(&slice)
+        .map_err(|e| format!("cannot read the file: {e:?}"))?;
+    Ok(js_sys::Uint8Array::new(&buf).to_vec())
+}
+
+/// Whether the file is a zip (an exported bundle) rather than a trace.
+fn is_bundle(file: &Blob) -> Result<bool, String> {
+    Ok(looks_like_zip(&read_range(
+        &reader()?,
+        file,
+        0.0,
+        file.size().min(4.0),
+    )?))
+}
+
+fn read_all(file: &Blob) -> Result<Vec<u8>, String> {
+    if file.size() > MAX_BUNDLE {
+        return Err(format!(
+            "this zip is {:.0} MB; a Jarvis bundle is far smaller (open the trace itself)",
+            file.size() / 1e6
+        ));
+    }
+    read_range(&reader()?, file, 0.0, file.size())
+}
+
+/// Reads `file` in slices through the importer and analyzes it, posting progress tagged with
+/// `role` (`target` or `reference`).
+fn read_and_analyze(
+    file: &Blob,
+    platform: PlatformChoice,
+    role: &str,
+    out: &dyn Outbox,
+) -> Result<Analysis, String> {
+    let reader = reader()?;
+    let total = file.size();
+    let start = js_sys::Date::now();
+    let mut importer = Importer::new();
+    let mut done = 0.0;
+    while done < total {
+        let end = (done + SLICE).min(total);
+        importer
+            .feed(&read_range(&reader, file, done, end)?)
+            .map_err(|e| e.to_string())?;
+        done = end;
+        let p = importer.progress();
+        send(
+            out,
+            json!({"kind": "progress", "role": role, "phase": "parsing", "done": done, "total": total,
+                "json_bytes": p.json_bytes, "events": p.events, "elapsed_ms": js_sys::Date::now() - start}),
+        );
+    }
+    let trace = importer.finish().map_err(|e| e.to_string())?;
+    send(
+        out,
+        json!({"kind": "progress", "role": role, "phase": "analyzing", "done": total, "total": total,
+            "elapsed_ms": js_sys::Date::now() - start}),
+    );
+    Ok(analyze_trace_with(
+        trace,
+        &Options {
+            platform,
+            ..Options::default()
+        },
+    ))
+}
+
+/// Starts the worker: listens, announces `ready`, and answers each message with the session.
+pub fn run() {
+    console_error_panic_hook::set_once();
+    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    let mut session = Session::default();
+    let reply = scope.clone();
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        session.handle(&ev.data(), &reply);
+    });
+    scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    on_message.forget();
+    Session::announce(&scope);
+}

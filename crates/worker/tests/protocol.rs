@@ -1,0 +1,239 @@
+//! The worker protocol, run inside a dedicated worker in headless Chromium (where
+//! `FileReaderSync` exists): `cargo test --target wasm32-unknown-unknown -p jarvis-worker`
+//! (runner wasm-bindgen-test-runner, CHROMEDRIVER=/usr/bin/chromedriver). Cancelling (the page
+//! terminating the worker) is tested end to end in e2e/app.test.mjs.
+#![cfg(target_arch = "wasm32")]
+
+use std::cell::RefCell;
+use std::io::Write;
+
+use jarvis_engine::synth::{trace_bytes, SynthSpec};
+use jarvis_worker::{Outbox, Session};
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_test::*;
+use web_sys::Blob;
+
+wasm_bindgen_test_configure!(run_in_dedicated_worker);
+
+/// Collects what a session posts.
+#[derive(Default)]
+struct Collected(RefCell<Vec<JsValue>>);
+
+impl Outbox for Collected {
+    fn post(&self, msg: &JsValue, _transfer: Option<&js_sys::Array>) {
+        self.0.borrow_mut().push(msg.clone());
+    }
+}
+
+impl Collected {
+    /// The JSON messages posted since the last call (export objects are skipped).
+    fn json(&self) -> Vec<Value> {
+        self.0
+            .borrow_mut()
+            .drain(..)
+            .filter_map(|m| m.as_string())
+            .map(|s| serde_json::from_str(&s).expect("every string message is JSON"))
+            .collect()
+    }
+
+    /// The export posted last: (name, bytes).
+    fn export(&self) -> (String, Vec<u8>) {
+        let msg = self.0.borrow_mut().pop().expect("a message");
+        let get = |k: &str| js_sys::Reflect::get(&msg, &k.into()).expect(k);
+        assert_eq!(get("kind").as_string().as_deref(), Some("export"), "{msg:?}");
+        let bytes = js_sys::Uint8Array::new(&get("bytes")).to_vec();
+        (get("name").as_string().expect("name"), bytes)
+    }
+}
+
+fn blob(bytes: &[u8]) -> Blob {
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes));
+    Blob::new_with_u8_array_sequence(&parts).expect("blob")
+}
+
+fn request(file: &Blob, name: &str, platform: &str, role: &str) -> JsValue {
+    let msg = js_sys::Object::new();
+    for (k, v) in [("name", name), ("platform", platform), ("role", role)] {
+        js_sys::Reflect::set(&msg, &k.into(), &v.into()).expect("set");
+    }
+    js_sys::Reflect::set(&msg, &"file".into(), file).expect("set");
+    msg.into()
+}
+
+fn export(what: &str) -> JsValue {
+    let msg = js_sys::Object::new();
+    js_sys::Reflect::set(&msg, &"export".into(), &what.into()).expect("set");
+    msg.into()
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(bytes).expect("gzip");
+    gz.finish().expect("gzip")
+}
+
+fn synth() -> Vec<u8> {
+    trace_bytes(&SynthSpec::default()).0
+}
+
+/// Sends a trace as the target and returns (progress messages, final message).
+fn load(s: &mut Session, out: &Collected, bytes: &[u8], platform: &str) -> (Vec<Value>, Value) {
+    s.handle(&request(&blob(bytes), "t.json.gz", platform, ""), out);
+    let mut msgs = out.json();
+    let last = msgs.pop().expect("an answer");
+    (msgs, last)
+}
+
+#[wasm_bindgen_test]
+fn ready_is_announced() {
+    let out = Collected::default();
+    Session::announce(&out);
+    assert_eq!(out.json(), vec![serde_json::json!({"kind": "ready"})]);
+}
+
+#[wasm_bindgen_test]
+fn a_trace_reports_progress_then_the_engines_result() {
+    let json = synth();
+    let gz = gzip(&json);
+    let (mut s, out) = (Session::default(), Collected::default());
+    let (progress, result) = load(&mut s, &out, &gz, "auto");
+    assert!(progress.iter().all(|p| p["kind"] == "progress" && p["role"] == "target"));
+    let parsing: Vec<f64> = progress
+        .iter()
+        .filter(|p| p["phase"] == "parsing")
+        .map(|p| p["done"].as_f64().expect("done"))
+        .collect();
+    assert!(!parsing.is_empty());
+    assert!(parsing.windows(2).all(|w| w[0] <= w[1]), "{parsing:?}");
+    let last = progress.last().expect("analyzing");
+    assert_eq!(last["phase"], "analyzing");
+    assert_eq!(last["done"].as_f64(), Some(gz.len() as f64));
+    assert_eq!(last["total"].as_f64(), Some(gz.len() as f64));
+    // The reply carries the engine's own numbers for the same bytes.
+    assert_eq!(result["kind"], "result", "{result}");
+    assert_eq!(result["reopened"], false);
+    let native =
+        serde_json::to_value(jarvis_engine::analyze(&json).expect("analyzes")).expect("json");
+    for k in ["timeline", "top_ops", "headline", "platform"] {
+        assert_eq!(result["analysis"][k], native[k], "{k}");
+    }
+    assert_eq!(
+        result["analysis"]["facts"]["json_bytes"].as_u64(),
+        Some(json.len() as u64)
+    );
+    assert!(result["report_html"]
+        .as_str()
+        .expect("html")
+        .contains("H100 SXM Standalone Analysis"));
+    assert!(result["wasm_memory_bytes"].as_f64().expect("memory") > 0.0);
+}
+
+#[wasm_bindgen_test]
+fn bad_input_is_an_error_and_partial_input_a_diagnosed_result() {
+    let (mut s, out) = (Session::default(), Collected::default());
+    let (_, err) = load(&mut s, &out, b"hello", "auto");
+    assert_eq!(err["kind"], "error");
+    assert!(
+        err["message"].as_str().expect("message").contains("not JSON"),
+        "{err}"
+    );
+    // Nothing was kept: there is nothing to export.
+    s.handle(&export("bundle"), &out);
+    assert_eq!(out.json()[0]["message"], "no analysis to export yet");
+    // A broken event: a result, with a diagnostic that says where.
+    let (_, partial) = load(
+        &mut s,
+        &out,
+        br#"{"traceEvents": [{"ph": "X", "ts": 1, "dur": 2, "name": "a"}, {"ph": "X" "ts": 1}]}"#,
+        "auto",
+    );
+    assert_eq!(partial["kind"], "result", "{partial}");
+    let diags = partial["analysis"]["diagnostics"].to_string();
+    assert!(diags.contains("at byte"), "{diags}");
+    // No file: an error, not a panic.
+    s.handle(&js_sys::Object::new().into(), &out);
+    assert_eq!(out.json()[0]["message"], "no file in the request");
+}
+
+#[wasm_bindgen_test]
+fn an_exported_bundle_reopens_with_the_same_views_and_exports() {
+    let (mut s, out) = (Session::default(), Collected::default());
+    let (_, first) = load(&mut s, &out, &synth(), "auto");
+    s.handle(&export("bundle"), &out);
+    let (name, bundle) = out.export();
+    assert_eq!(name, "jarvis_bundle.zip");
+    s.handle(&request(&blob(&bundle), "jarvis_bundle.zip", "auto", ""), &out);
+    let again = out.json().pop().expect("result");
+    assert_eq!(again["kind"], "result", "{again}");
+    assert_eq!(again["reopened"], true);
+    for k in ["timeline", "top_ops", "headline", "platform", "facts", "diagnostics"] {
+        assert_eq!(again["analysis"][k], first["analysis"][k], "{k}");
+    }
+    assert_eq!(again["report_html"], first["report_html"]);
+    assert_eq!(again["rough_html"], first["rough_html"]);
+    // Its exports: the bundle as it came, the workbook from its CSVs, no comparison.
+    s.handle(&export("bundle"), &out);
+    assert_eq!(out.export().1, bundle);
+    s.handle(&export("xlsx"), &out);
+    let (name, xlsx) = out.export();
+    assert_eq!(name, "perf_report.xlsx");
+    assert!(xlsx.starts_with(b"PK\x03\x04"));
+    s.handle(&export("html"), &out);
+    let (_, html) = out.export();
+    assert!(String::from_utf8(html).expect("utf8").contains("<!DOCTYPE html>"));
+    s.handle(&export("comparison"), &out);
+    assert!(out.json()[0]["message"]
+        .as_str()
+        .expect("message")
+        .contains("cannot be compared"));
+    // A bundle is not a reference.
+    s.handle(&request(&blob(&bundle), "b.zip", "auto", "reference"), &out);
+    let err = out.json().pop().expect("error");
+    assert_eq!((err["kind"].as_str(), err["role"].as_str()), (Some("error"), Some("reference")));
+}
+
+#[wasm_bindgen_test]
+fn platforms_are_chosen_by_name_or_given_as_json() {
+    let json = synth();
+    let (mut s, out) = (Session::default(), Collected::default());
+    let (_, r) = load(&mut s, &out, &json, "MI300X");
+    assert_eq!(r["analysis"]["platform"]["platform"]["name"], "MI300X");
+    assert_eq!(r["analysis"]["platform"]["how"], "given");
+    let custom = r#"{"name": "H100 (edited)", "memory_gb": 80, "hbm_tbps": [1.0, "custom"],
+        "tflops": {"matrix_bf16": [100.0, "custom"], "vector_fp32": [10.0, "custom"]}}"#;
+    let (_, r) = load(&mut s, &out, &json, custom);
+    let p = &r["analysis"]["platform"]["platform"];
+    assert_eq!(p["name"], "H100 (edited)");
+    assert_eq!(p["hbm_tbps"][0].as_f64(), Some(1.0));
+    // Halving nothing but the peaks changes the roofline ideal, not the measured time.
+    let (_, auto) = load(&mut s, &out, &json, "auto");
+    let h = |v: &Value, k: &str| v["analysis"]["headline"][k].as_f64().expect(k);
+    assert_eq!(h(&r, "roofline_measured_ms"), h(&auto, "roofline_measured_ms"));
+    assert!(h(&r, "roofline_ideal_ms") > h(&auto, "roofline_ideal_ms"));
+    for (bad, says) in [("TPU v9", "unknown platform"), ("{\"name\": 1}", "invalid platform JSON")] {
+        let (_, e) = load(&mut s, &out, &json, bad);
+        assert_eq!(e["kind"], "error");
+        assert!(e["message"].as_str().expect("m").contains(says), "{e}");
+    }
+}
+
+#[wasm_bindgen_test]
+fn a_reference_is_kept_and_compared_with_the_target() {
+    let json = synth();
+    let (mut s, out) = (Session::default(), Collected::default());
+    load(&mut s, &out, &json, "auto");
+    s.handle(&request(&blob(&json), "ref.json", "auto", "reference"), &out);
+    let msgs = out.json();
+    assert!(msgs[..msgs.len() - 1]
+        .iter()
+        .all(|m| m["kind"] == "progress" && m["role"] == "reference"));
+    let done = msgs.last().expect("reference");
+    assert_eq!(done["kind"], "reference", "{done}");
+    assert!(done["comparison_html"]
+        .as_str()
+        .expect("html")
+        .contains("Performance Comparison"));
+    s.handle(&export("comparison"), &out);
+    assert_eq!(out.export().0, "jarvis_comparison.zip");
+}
