@@ -2,6 +2,7 @@
 //! (The engine's result types are the contract; the page reads only the fields it displays.)
 
 use jarvis_engine::analysis::TopOp;
+use jarvis_engine::perf::platform::Platform;
 use serde_json::Value;
 
 /// One row of the GPU time breakdown.
@@ -26,7 +27,11 @@ pub struct Diag {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Overview {
     pub devices: String,
-    pub platform: String,
+    /// The platform efficiency is computed against, and how it was chosen (None: no figures).
+    pub spec: Option<Platform>,
+    pub how: String,
+    /// The analysis came from a dropped bundle, not a trace (it cannot be re-analyzed).
+    pub reopened: bool,
     pub json_mb: f64,
     pub events: u64,
     pub kernels: u64,
@@ -116,21 +121,20 @@ impl Overview {
             .and_then(Value::as_str)
             .unwrap_or("unknown device")
             .to_owned();
-        let platform = match a.get("platform") {
-            Some(p) if !p.is_null() => {
-                let name = p
-                    .pointer("/platform/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                let how = p.get("how").and_then(Value::as_str).unwrap_or_default();
-                format!("{name} ({how})")
-            }
-            _ => "none: no efficiency figures".to_owned(),
-        };
+        let spec = a
+            .pointer("/platform/platform")
+            .and_then(|p| serde_json::from_value::<Platform>(p.clone()).ok());
+        let how = a
+            .pointer("/platform/how")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
         let headline = headline_rows(a.get("headline").unwrap_or(&Value::Null));
         Some(Overview {
             devices,
-            platform,
+            spec,
+            how,
+            reopened: reply.get("reopened").and_then(Value::as_bool).unwrap_or(false),
             json_mb: facts
                 .get("json_bytes")
                 .and_then(Value::as_f64)

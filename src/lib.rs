@@ -34,7 +34,7 @@ pub enum Status {
         elapsed_ms: f64,
     },
     Failed(String),
-    Done(Overview),
+    Done(Box<Overview>),
 }
 
 /// The reference trace's state and the comparison it enables (issue #5 in the page).
@@ -107,7 +107,7 @@ fn spawn_worker(set_status: WriteSignal<Status>, reference: Reference) -> Option
                 elapsed_ms: num("elapsed_ms"),
             }),
             Some("result") => match Overview::from_reply(&msg) {
-                Some(o) => set_status.set(Status::Done(o)),
+                Some(o) => set_status.set(Status::Done(Box::new(o))),
                 None => set_status.set(Status::Failed("the analysis could not be read".into())),
             },
             Some("error") => set_status.set(Status::Failed(
@@ -180,8 +180,11 @@ pub fn App() -> impl IntoView {
         comparison: RwSignal::new(String::new()),
     };
     let worker = StoredValue::new_local(spawn_worker(set_status, reference));
+    // The last target's `File` handle (not its contents): a platform change re-analyzes it.
+    let last_file = StoredValue::new_local(None::<(Blob, String)>);
 
-    let send = move |blob: Blob, name: String| {
+    let send = move |blob: Blob, name: String, platform: String| {
+        last_file.set_value(Some((blob.clone(), name.clone())));
         set_file_name.set(name.clone());
         set_status.set(Status::Loading {
             phase: "reading".into(),
@@ -191,7 +194,7 @@ pub fn App() -> impl IntoView {
         });
         let msg = js_sys::Object::new();
         let _ = js_sys::Reflect::set(&msg, &"file".into(), &blob);
-        let _ = js_sys::Reflect::set(&msg, &"platform".into(), &"auto".into());
+        let _ = js_sys::Reflect::set(&msg, &"platform".into(), &platform.into());
         let _ = js_sys::Reflect::set(&msg, &"name".into(), &name.into());
         worker.with_value(|w| {
             if let Some(w) = w {
@@ -231,7 +234,7 @@ pub fn App() -> impl IntoView {
                 blob.dyn_into::<Blob>().map_err(|_| "not a blob")
             };
             match fetched.await {
-                Ok(blob) => send(blob, "sample_trace.json.gz".into()),
+                Ok(blob) => send(blob, "sample_trace.json.gz".into(), "auto".into()),
                 Err(e) => set_status.set(Status::Failed(format!(
                     "the sample trace could not be loaded: {e}"
                 ))),
@@ -242,9 +245,14 @@ pub fn App() -> impl IntoView {
         let input: HtmlInputElement = event_target(&ev);
         if let Some(f) = input.files().and_then(|l| l.get(0)) {
             let name = f.name();
-            send(f.into(), name);
+            send(f.into(), name, "auto".into());
         }
     };
+    let reanalyze = Callback::new(move |platform: String| {
+        if let Some((blob, name)) = last_file.get_value() {
+            send(blob, name, platform);
+        }
+    });
     let on_reference = move |ev: Event| {
         let input: HtmlInputElement = event_target(&ev);
         let Some(f) = input.files().and_then(|l| l.get(0)) else {
@@ -271,7 +279,7 @@ pub fn App() -> impl IntoView {
             .and_then(|l| l.get(0))
         {
             let name = f.name();
-            send(f.into(), name);
+            send(f.into(), name, "auto".into());
         }
     };
 
@@ -331,14 +339,14 @@ pub fn App() -> impl IntoView {
                     }).collect_view()}
                 </nav>
                 {move || {
-                    let o = overview.clone();
+                    let o = (*overview).clone();
                     match tab.get() {
                         "report" => view! { <article class="report" data-testid="report" inner_html=o.report_html></article> }.into_any(),
                         "rough" => view! { <article class="report" data-testid="report-rough" inner_html=o.rough_html></article> }.into_any(),
                         "comparison" if !reference.comparison.get().is_empty() => view! {
                             <article class="report" data-testid="comparison" inner_html=reference.comparison.get()></article>
                         }.into_any(),
-                        _ => view! { <views::overview::OverviewView overview=o/> }.into_any(),
+                        _ => view! { <views::overview::OverviewView overview=o reanalyze=reanalyze/> }.into_any(),
                     }
                 }}
             }
@@ -355,9 +363,9 @@ pub fn App() -> impl IntoView {
                 <p class="privacy" data-testid="privacy-note">"Traces never leave your machine: everything runs in this page."</p>
             </header>
             <section class="load" data-testid="drop-zone" on:dragover=move |ev: DragEvent| ev.prevent_default() on:drop=on_drop>
-                <label>"Trace " <input type="file" accept=".json,.gz,application/json,application/gzip" data-testid="trace-input" on:change=on_input/></label>
+                <label>"Trace or exported bundle " <input type="file" accept=".json,.gz,.zip,application/json,application/gzip,application/zip" data-testid="trace-input" on:change=on_input/></label>
                 <button data-testid="open-sample" on:click=open_sample>"Open sample trace"</button>
-                <span class="hint">"or drop a file here"</span>
+                <span class="hint">"or drop a trace (.json, .json.gz) or a Jarvis bundle (.zip) here"</span>
             </section>
             <section class="load reference">
                 <label>"Reference trace (optional, another platform) " <input type="file" accept=".json,.gz,application/json,application/gzip" data-testid="reference-input" on:change=on_reference/></label>

@@ -1,3 +1,4 @@
 //! Views of the page, one file each.
 
 pub mod overview;
+pub mod platform;

@@ -4,9 +4,10 @@
 use leptos::prelude::*;
 
 use crate::analysis_view::Overview;
+use crate::views::platform::PlatformPanel;
 
 #[component]
-pub fn OverviewView(overview: Overview) -> impl IntoView {
+pub fn OverviewView(overview: Overview, reanalyze: Callback<String>) -> impl IntoView {
     let timeline = overview.timeline.clone();
     let rows = timeline
         .iter()
@@ -87,7 +88,7 @@ pub fn OverviewView(overview: Overview) -> impl IntoView {
                     overview.json_mb, overview.events, overview.kernels, overview.devices, overview.elapsed_ms
                 )}
             </p>
-            <p class="platform" data-testid="platform">"Platform: " {overview.platform.clone()}</p>
+            <PlatformPanel spec=overview.spec.clone() how=overview.how.clone() reopened=overview.reopened reanalyze=reanalyze/>
             <p class="perf" data-testid="analysis-cost" data-elapsed-ms=overview.elapsed_ms.to_string()
                 data-json-bytes=(overview.json_mb * 1e6).to_string() data-wasm-memory=overview.wasm_memory_bytes.to_string()>
                 {format!("worker memory {:.0} MB", overview.wasm_memory_bytes / 1e6)}

@@ -88,6 +88,23 @@ impl Platform {
         None
     }
 
+    /// This platform with edited peaks (the page's peak editor), each labelled `custom`, named
+    /// `<name> (edited)` so every report says the figures are not the datasheet's, and matching
+    /// no device name.
+    pub fn edited(&self, hbm_tbps: f64, tflops: &[(String, f64)]) -> Platform {
+        let mut p = self.clone();
+        if !p.name.ends_with(" (edited)") {
+            p.name = format!("{} (edited)", p.name);
+        }
+        p.patterns.clear();
+        p.exclude.clear();
+        p.hbm_tbps = Sourced(hbm_tbps, "custom".into());
+        for (key, value) in tflops {
+            p.tflops.insert(key.clone(), Sourced(*value, "custom".into()));
+        }
+        p
+    }
+
     pub fn hbm_bytes_per_s(&self) -> f64 {
         self.hbm_tbps.0 * 1e12
     }
@@ -150,6 +167,21 @@ pub fn roofline(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn edited_platforms_are_named_labelled_custom_and_round_trip() {
+        let h100 = by_name("H100").expect("h100");
+        let p = h100.edited(2.0, &[("matrix_bf16".into(), 500.0)]);
+        let back = from_json(&serde_json::to_string(&p).expect("json")).expect("parses");
+        assert_eq!(back, p);
+        assert_eq!(p.name, "H100 SXM (edited)");
+        assert_eq!(p.hbm_tbps, Sourced(2.0, "custom".into()));
+        assert_eq!(p.tflops["matrix_bf16"], Sourced(500.0, "custom".into()));
+        assert_eq!(p.tflops["vector_fp32"], h100.tflops["vector_fp32"]);
+        assert!(p.patterns.is_empty() && detect("NVIDIA H100 80GB HBM3").is_some());
+        // Editing again does not stack the suffix.
+        assert_eq!(p.edited(3.0, &[]).name, "H100 SXM (edited)");
+    }
 
     #[test]
     fn table_loads_with_seed_values() {
