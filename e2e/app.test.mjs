@@ -76,6 +76,24 @@ function cliTimeline(trace) {
   return Object.fromEntries(lines.map((l) => { const [type, ms] = l.split(','); return [type, Number(ms)]; }));
 }
 
+// The GPU-timeline cells as { type: ms }.
+async function timelineShown(page) {
+  const cells = await page.locator('[data-testid^=gpu-timeline-]').evaluateAll((els) =>
+    els.map((e) => [e.dataset.testid, e.dataset.value]));
+  return Object.fromEntries(cells);
+}
+
+// Drops a file onto the drop zone as a browser would (a synthetic DataTransfer).
+async function dropFile(page, bytes, name, type) {
+  await page.evaluate(([data, name, type]) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([new Uint8Array(data)], name, { type }));
+    const zone = document.querySelector('[data-testid=drop-zone]');
+    zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, [Array.from(bytes), name, type]);
+}
+
 test('a real trace by file input matches the CLI to the nanosecond', { skip: !fs.existsSync(QWEN) && !process.env.CI }, async () => {
   const { page, errors, requests } = await openApp();
   await page.getByTestId('trace-input').setInputFiles(QWEN);
@@ -150,14 +168,7 @@ test('the embedded sample opens, and a synthetic drop works', async () => {
   await page.getByTestId('open-sample').click();
   await page.getByTestId('gpu-timeline-computation_time').waitFor({ timeout: 30000 });
   assert.match(await page.getByTestId('top-ops').textContent(), /aten::mm/);
-  const sample = fs.readFileSync(path.join(ROOT, 'public', 'sample_trace.json.gz'));
-  await page.evaluate((bytes) => {
-    const dt = new DataTransfer();
-    dt.items.add(new File([new Uint8Array(bytes)], 'dropped.json.gz', { type: 'application/gzip' }));
-    const zone = document.querySelector('[data-testid=drop-zone]');
-    zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
-    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
-  }, Array.from(sample));
+  await dropFile(page, fs.readFileSync(path.join(ROOT, 'public', 'sample_trace.json.gz')), 'dropped.json.gz', 'application/gzip');
   await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
   await page.screenshot({ path: path.join(OUT, 'overview-sample.png'), fullPage: true });
   // Every view opens (the comparison tab only exists with a reference trace).
@@ -234,7 +245,73 @@ test('exports: the bundle, the workbook, the report and the analysis files downl
   for (const entry of ['standalone_analysis_fair.md', 'standalone_analysis_rough.md', 'category_manifest.json', 'category_findings/gemm_findings.md', 'category_data/gemm_tree_data.json']) {
     assert.ok(files.bytes.includes(Buffer.from(entry)), `${entry} missing from the analysis zip`);
   }
+  // Dropping the bundle back reopens the same views without the trace.
+  const before = await timelineShown(page);
+  const report = await page.getByTestId('tab-report').click().then(() => page.getByTestId('report').textContent());
+  await page.getByTestId('tab-overview').click();
+  await dropFile(page, bundle.bytes, 'jarvis_bundle.zip', 'application/zip');
+  await page.getByText('Reopened from a bundle:').waitFor({ timeout: 30000 });
+  assert.deepEqual(await timelineShown(page), before);
+  assert.match(await page.getByTestId('top-ops').textContent(), /aten::mm/);
+  await page.getByTestId('tab-report').click();
+  assert.equal(await page.getByTestId('report').textContent(), report);
+  await page.getByTestId('tab-overview').click();
+  await page.screenshot({ path: path.join(OUT, 'reopened-bundle.png'), fullPage: true });
+  // Its exports still work: the workbook comes from the bundle's CSVs.
+  assert.ok((await save('export-xlsx')).bytes.includes(Buffer.from('xl/workbook.xml')));
   assert.deepEqual(errors, []);
   assertLocalOnly(requests);
+  await page.close();
+});
+
+test('choosing a platform and editing its peaks re-analyzes like the CLI with that platform', async () => {
+  const { page, errors, requests } = await openApp();
+  await page.getByTestId('open-sample').click();
+  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
+  assert.match(await page.getByTestId('platform').textContent(), /H100 SXM \(auto-detected/);
+  const sample = path.join(ROOT, 'public', 'sample_trace.json.gz');
+  const cliRoofline = (platform) => {
+    const out = execFileSync(JARVIS, ['report', sample, '--no-files', '--platform', platform], { encoding: 'utf8' });
+    return Number(out.match(/([0-9.]+) ms at roofline/)[1]);
+  };
+  const shownIdeal = async () => Number(await page.getByTestId('headline-roofline_ideal_ms').getAttribute('data-value'));
+  await page.getByTestId('platform-select').selectOption('MI300X');
+  await page.getByTestId('platform').getByText('MI300X (given)').waitFor({ timeout: 30000 });
+  assert.ok(Math.abs(await shownIdeal() - cliRoofline('MI300X')) < 0.0005);
+  // Edited peaks: the same figures as the CLI given the edited platform as a JSON file.
+  await page.locator('details.peaks summary').click();
+  await page.getByTestId('platform-peak-hbm_tbps').fill('1');
+  await page.getByTestId('platform-peak-matrix_bf16').fill('100');
+  await page.screenshot({ path: path.join(OUT, 'platform-peaks.png'), fullPage: true });
+  await page.getByTestId('platform-apply').click();
+  await page.getByTestId('platform').getByText('MI300X (edited)').waitFor({ timeout: 30000 });
+  const table = JSON.parse(fs.readFileSync(path.join(ROOT, 'crates/engine/src/perf/platforms.json'), 'utf8'));
+  const mi = structuredClone(table.platforms.find((p) => p.name === 'MI300X'));
+  Object.assign(mi, { name: 'MI300X (edited)', match: [], exclude: [], hbm_tbps: [1, 'custom'] });
+  mi.tflops.matrix_bf16 = [100, 'custom'];
+  const file = path.join(OUT, 'edited-platform.json');
+  fs.writeFileSync(file, JSON.stringify(mi));
+  assert.ok(Math.abs(await shownIdeal() - cliRoofline(file)) < 0.0005);
+  assert.ok(await shownIdeal() > cliRoofline('MI300X'));
+  await page.getByTestId('tab-report').click();
+  assert.match(await page.getByTestId('report').textContent(), /MI300X \(edited\)/);
+  assert.deepEqual(errors, []);
+  assertLocalOnly(requests);
+  await page.close();
+});
+
+test('cancel stops a long load and the page takes the next file', async () => {
+  const big = path.join(OUT, 'cancel-synth.json');
+  execFileSync(JARVIS, ['synth', '--out', big, '--steps', '1000'], { stdio: 'ignore' });
+  const { page, errors } = await openApp();
+  await page.getByTestId('trace-input').setInputFiles(big);
+  await page.getByTestId('progress').waitFor({ timeout: 30000 });
+  await page.getByTestId('cancel').click();
+  await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 30000 });
+  assert.equal(await page.getByTestId('overview').count(), 0);
+  fs.rmSync(big, { force: true });
+  await page.getByTestId('open-sample').click();
+  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
+  assert.deepEqual(errors, []);
   await page.close();
 });

@@ -134,7 +134,10 @@ impl Overview {
             devices,
             spec,
             how,
-            reopened: reply.get("reopened").and_then(Value::as_bool).unwrap_or(false),
+            reopened: reply
+                .get("reopened")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             json_mb: facts
                 .get("json_bytes")
                 .and_then(Value::as_f64)

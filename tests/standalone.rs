@@ -292,7 +292,14 @@ fn an_exported_bundle_reopens_to_the_same_analysis() {
     }
     // The page's fields are the analysis's own.
     let json = serde_json::to_value(&a).expect("json");
-    for k in ["facts", "platform", "timeline", "headline", "top_ops", "diagnostics"] {
+    for k in [
+        "facts",
+        "platform",
+        "timeline",
+        "headline",
+        "top_ops",
+        "diagnostics",
+    ] {
         assert_eq!(back.analysis[k], json[k], "{k}");
     }
     // The contract files are all there, byte for byte (replay package included).
@@ -305,13 +312,19 @@ fn an_exported_bundle_reopens_to_the_same_analysis() {
     assert!(back
         .text("standalone_analysis_fair.md")
         .starts_with("# synth - H100 SXM Standalone Analysis"));
-    assert!(back.files.iter().any(|(p, _)| p.starts_with("replay_packages/")));
+    assert!(back
+        .files
+        .iter()
+        .any(|(p, _)| p.starts_with("replay_packages/")));
     // A zip that is not a bundle says what it lacks; a bundle of another format says which.
     let contract = jarvis_engine::report::contract::contract_zip(&files).expect("zip");
     let e = open_bundle(&contract).unwrap_err().to_string();
     assert!(e.contains("no jarvis.json"), "{e}");
     let mut other = files.clone();
-    other.push(("jarvis.json".into(), br#"{"format":"x","version":9}"#.to_vec()));
+    other.push((
+        "jarvis.json".into(),
+        br#"{"format":"x","version":9}"#.to_vec(),
+    ));
     let e = open_bundle(&jarvis_engine::report::contract::contract_zip(&other).expect("zip"))
         .unwrap_err()
         .to_string();

@@ -84,8 +84,9 @@ pub fn OverviewView(overview: Overview, reanalyze: Callback<String>) -> impl Int
         <section class="overview" data-testid="overview">
             <p class="facts">
                 {format!(
-                    "{:.1} MB of JSON, {} events, {} kernels on {} · analyzed in {:.0} ms",
-                    overview.json_mb, overview.events, overview.kernels, overview.devices, overview.elapsed_ms
+                    "{:.1} MB of JSON, {} events, {} kernels on {} · {} in {:.0} ms",
+                    overview.json_mb, overview.events, overview.kernels, overview.devices,
+                    if overview.reopened { "reopened from a bundle" } else { "analyzed" }, overview.elapsed_ms
                 )}
             </p>
             <PlatformPanel spec=overview.spec.clone() how=overview.how.clone() reopened=overview.reopened reanalyze=reanalyze/>

@@ -71,10 +71,16 @@ pub fn PlatformPanel(
             .collect();
         let valid = hbm.get_untracked() > 0.0 && edits.iter().all(|(_, v)| *v > 0.0);
         if valid {
-            reanalyze.run(serde_json::to_string(&base.edited(hbm.get_untracked(), &edits)).unwrap_or_default());
+            reanalyze.run(
+                serde_json::to_string(&base.edited(hbm.get_untracked(), &edits))
+                    .unwrap_or_default(),
+            );
         }
     };
-    let hbm_source = spec.as_ref().map(|p| p.hbm_tbps.1.clone()).unwrap_or_default();
+    let hbm_source = spec
+        .as_ref()
+        .map(|p| p.hbm_tbps.1.clone())
+        .unwrap_or_default();
     let has_spec = spec.is_some();
     view! {
         <section class="platform-panel" data-testid="platform-panel">
@@ -98,6 +104,7 @@ pub fn PlatformPanel(
                     {has_spec.then(|| view! {
                         <details class="peaks">
                             <summary>"Edit peaks"</summary>
+                            <div class="peak-grid">
                             <label class="peak">
                                 {format!("HBM TB/s ({hbm_source})")}
                                 <input type="number" min="0" step="any" data-testid="platform-peak-hbm_tbps"
@@ -106,6 +113,7 @@ pub fn PlatformPanel(
                             </label>
                             {fields}
                             <button data-testid="platform-apply" on:click=apply>"Re-analyze with these peaks"</button>
+                            </div>
                         </details>
                     })}
                 }.into_any()

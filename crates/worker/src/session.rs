@@ -167,8 +167,10 @@ impl Session {
         let choice = platform_choice(platform)?;
         let analysis = read_and_analyze(file, choice, "reference", out)?;
         self.reference = Some((analysis, title_of(name)));
-        Ok(json!({"kind": "reference", "name": name, "comparison_html": self.comparison_html()})
-            .to_string())
+        Ok(
+            json!({"kind": "reference", "name": name, "comparison_html": self.comparison_html()})
+                .to_string(),
+        )
     }
 
     /// The comparative fair report of the target against the reference, as HTML (empty unless

@@ -41,7 +41,11 @@ impl Collected {
     fn export(&self) -> (String, Vec<u8>) {
         let msg = self.0.borrow_mut().pop().expect("a message");
         let get = |k: &str| js_sys::Reflect::get(&msg, &k.into()).expect(k);
-        assert_eq!(get("kind").as_string().as_deref(), Some("export"), "{msg:?}");
+        assert_eq!(
+            get("kind").as_string().as_deref(),
+            Some("export"),
+            "{msg:?}"
+        );
         let bytes = js_sys::Uint8Array::new(&get("bytes")).to_vec();
         (get("name").as_string().expect("name"), bytes)
     }
@@ -98,7 +102,9 @@ fn a_trace_reports_progress_then_the_engines_result() {
     let gz = gzip(&json);
     let (mut s, out) = (Session::default(), Collected::default());
     let (progress, result) = load(&mut s, &out, &gz, "auto");
-    assert!(progress.iter().all(|p| p["kind"] == "progress" && p["role"] == "target"));
+    assert!(progress
+        .iter()
+        .all(|p| p["kind"] == "progress" && p["role"] == "target"));
     let parsing: Vec<f64> = progress
         .iter()
         .filter(|p| p["phase"] == "parsing")
@@ -135,7 +141,10 @@ fn bad_input_is_an_error_and_partial_input_a_diagnosed_result() {
     let (_, err) = load(&mut s, &out, b"hello", "auto");
     assert_eq!(err["kind"], "error");
     assert!(
-        err["message"].as_str().expect("message").contains("not JSON"),
+        err["message"]
+            .as_str()
+            .expect("message")
+            .contains("not JSON"),
         "{err}"
     );
     // Nothing was kept: there is nothing to export.
@@ -163,11 +172,21 @@ fn an_exported_bundle_reopens_with_the_same_views_and_exports() {
     s.handle(&export("bundle"), &out);
     let (name, bundle) = out.export();
     assert_eq!(name, "jarvis_bundle.zip");
-    s.handle(&request(&blob(&bundle), "jarvis_bundle.zip", "auto", ""), &out);
+    s.handle(
+        &request(&blob(&bundle), "jarvis_bundle.zip", "auto", ""),
+        &out,
+    );
     let again = out.json().pop().expect("result");
     assert_eq!(again["kind"], "result", "{again}");
     assert_eq!(again["reopened"], true);
-    for k in ["timeline", "top_ops", "headline", "platform", "facts", "diagnostics"] {
+    for k in [
+        "timeline",
+        "top_ops",
+        "headline",
+        "platform",
+        "facts",
+        "diagnostics",
+    ] {
         assert_eq!(again["analysis"][k], first["analysis"][k], "{k}");
     }
     assert_eq!(again["report_html"], first["report_html"]);
@@ -181,7 +200,9 @@ fn an_exported_bundle_reopens_with_the_same_views_and_exports() {
     assert!(xlsx.starts_with(b"PK\x03\x04"));
     s.handle(&export("html"), &out);
     let (_, html) = out.export();
-    assert!(String::from_utf8(html).expect("utf8").contains("<!DOCTYPE html>"));
+    assert!(String::from_utf8(html)
+        .expect("utf8")
+        .contains("<!DOCTYPE html>"));
     s.handle(&export("comparison"), &out);
     assert!(out.json()[0]["message"]
         .as_str()
@@ -190,7 +211,10 @@ fn an_exported_bundle_reopens_with_the_same_views_and_exports() {
     // A bundle is not a reference.
     s.handle(&request(&blob(&bundle), "b.zip", "auto", "reference"), &out);
     let err = out.json().pop().expect("error");
-    assert_eq!((err["kind"].as_str(), err["role"].as_str()), (Some("error"), Some("reference")));
+    assert_eq!(
+        (err["kind"].as_str(), err["role"].as_str()),
+        (Some("error"), Some("reference"))
+    );
 }
 
 #[wasm_bindgen_test]
@@ -209,9 +233,15 @@ fn platforms_are_chosen_by_name_or_given_as_json() {
     // Halving nothing but the peaks changes the roofline ideal, not the measured time.
     let (_, auto) = load(&mut s, &out, &json, "auto");
     let h = |v: &Value, k: &str| v["analysis"]["headline"][k].as_f64().expect(k);
-    assert_eq!(h(&r, "roofline_measured_ms"), h(&auto, "roofline_measured_ms"));
+    assert_eq!(
+        h(&r, "roofline_measured_ms"),
+        h(&auto, "roofline_measured_ms")
+    );
     assert!(h(&r, "roofline_ideal_ms") > h(&auto, "roofline_ideal_ms"));
-    for (bad, says) in [("TPU v9", "unknown platform"), ("{\"name\": 1}", "invalid platform JSON")] {
+    for (bad, says) in [
+        ("TPU v9", "unknown platform"),
+        ("{\"name\": 1}", "invalid platform JSON"),
+    ] {
         let (_, e) = load(&mut s, &out, &json, bad);
         assert_eq!(e["kind"], "error");
         assert!(e["message"].as_str().expect("m").contains(says), "{e}");
@@ -223,7 +253,10 @@ fn a_reference_is_kept_and_compared_with_the_target() {
     let json = synth();
     let (mut s, out) = (Session::default(), Collected::default());
     load(&mut s, &out, &json, "auto");
-    s.handle(&request(&blob(&json), "ref.json", "auto", "reference"), &out);
+    s.handle(
+        &request(&blob(&json), "ref.json", "auto", "reference"),
+        &out,
+    );
     let msgs = out.json();
     assert!(msgs[..msgs.len() - 1]
         .iter()

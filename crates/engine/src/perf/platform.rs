@@ -100,7 +100,8 @@ impl Platform {
         p.exclude.clear();
         p.hbm_tbps = Sourced(hbm_tbps, "custom".into());
         for (key, value) in tflops {
-            p.tflops.insert(key.clone(), Sourced(*value, "custom".into()));
+            p.tflops
+                .insert(key.clone(), Sourced(*value, "custom".into()));
         }
         p
     }

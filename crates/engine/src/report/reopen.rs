@@ -63,7 +63,9 @@ pub fn open_bundle(bytes: &[u8]) -> Result<Reopened, ExportError> {
             .read_to_end(&mut data)
             .map_err(|e| bad(format!("{name}: {e}")))?;
         if data.len() as u64 > MAX_ENTRY {
-            return Err(bad(format!("{name} unpacks to more than {MAX_ENTRY} bytes")));
+            return Err(bad(format!(
+                "{name} unpacks to more than {MAX_ENTRY} bytes"
+            )));
         }
         entries.push((name, data));
     }
@@ -145,7 +147,9 @@ mod tests {
 
     #[test]
     fn cells_round_trip_to_the_same_text() {
-        for t in ["", "3", "-7", "0.5", "1e-05", "3.0", "[[1, 2]]", "007", "1.50", "nan x"] {
+        for t in [
+            "", "3", "-7", "0.5", "1e-05", "3.0", "[[1, 2]]", "007", "1.50", "nan x",
+        ] {
             assert_eq!(cell_of(t).csv_text(), t, "{t}");
         }
         assert_eq!(cell_of("3"), Cell::Int(3));
@@ -156,7 +160,11 @@ mod tests {
     #[test]
     fn garbage_is_not_a_bundle() {
         let e = open_bundle(b"PK\x03\x04 truncated").unwrap_err();
-        assert!(e.to_string().starts_with("export failed: not a Jarvis bundle"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("export failed: not a Jarvis bundle"),
+            "{e}"
+        );
         assert!(!looks_like_zip(b"{\"traceEvents\": []}"));
     }
 }
