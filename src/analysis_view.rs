@@ -41,6 +41,8 @@ pub struct Overview {
     pub top_ops: Vec<TopOp>,
     pub diagnostics: Vec<Diag>,
     pub elapsed_ms: f64,
+    /// Of it, reading and parsing the file (the rest is the analysis).
+    pub parse_ms: f64,
     /// Decompressed JSON bytes analyzed, and the worker's WebAssembly memory at the end (its peak).
     pub input_bytes: f64,
     pub wasm_memory_bytes: f64,
@@ -156,6 +158,7 @@ impl Overview {
                 .get("elapsed_ms")
                 .and_then(Value::as_f64)
                 .unwrap_or(0.0),
+            parse_ms: reply.get("parse_ms").and_then(Value::as_f64).unwrap_or(0.0),
             input_bytes: reply
                 .get("input_bytes")
                 .and_then(Value::as_f64)

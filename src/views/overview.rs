@@ -90,7 +90,7 @@ pub fn OverviewView(overview: Overview, reanalyze: Callback<String>) -> impl Int
                 )}
             </p>
             <PlatformPanel spec=overview.spec.clone() how=overview.how.clone() reopened=overview.reopened reanalyze=reanalyze/>
-            <p class="perf" data-testid="analysis-cost" data-elapsed-ms=overview.elapsed_ms.to_string()
+            <p class="perf" data-testid="analysis-cost" data-elapsed-ms=overview.elapsed_ms.to_string() data-parse-ms=overview.parse_ms.to_string()
                 data-json-bytes=(overview.json_mb * 1e6).to_string() data-wasm-memory=overview.wasm_memory_bytes.to_string()>
                 {format!("worker memory {:.0} MB", overview.wasm_memory_bytes / 1e6)}
             </p>

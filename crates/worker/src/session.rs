@@ -111,13 +111,16 @@ impl Session {
         let total = file.size();
         let start = js_sys::Date::now();
         let title = title_of(name);
+        let mut parse_ms = 0.0;
         let loaded = if is_bundle(file)? {
             let bytes = read_all(file)?;
             let reopened = open_bundle(&bytes).map_err(|e| e.to_string())?;
             Loaded::Bundle(Box::new(reopened), bytes)
         } else {
             let choice = platform_choice(platform)?;
-            Loaded::Trace(Box::new(read_and_analyze(file, choice, "target", out)?))
+            let (analysis, parsed) = read_and_analyze(file, choice, "target", out)?;
+            parse_ms = parsed;
+            Loaded::Trace(Box::new(analysis))
         };
         let elapsed = js_sys::Date::now() - start;
         let (report_html, rough_html) = match &loaded {
@@ -147,7 +150,7 @@ impl Session {
             Loaded::Bundle(r, _) => (r.analysis.clone(), true),
         };
         Ok(json!({"kind": "result", "elapsed_ms": elapsed, "input_bytes": total,
-            "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis, "reopened": reopened,
+            "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis, "reopened": reopened,
             "report_html": report_html, "rough_html": rough_html, "comparison_html": comparison_html})
         .to_string())
     }
@@ -165,7 +168,7 @@ impl Session {
             return Err("a reference must be a trace (.json or .json.gz), not a bundle".into());
         }
         let choice = platform_choice(platform)?;
-        let analysis = read_and_analyze(file, choice, "reference", out)?;
+        let (analysis, _) = read_and_analyze(file, choice, "reference", out)?;
         self.reference = Some((analysis, title_of(name)));
         Ok(
             json!({"kind": "reference", "name": name, "comparison_html": self.comparison_html()})
@@ -337,13 +340,14 @@ fn read_all(file: &Blob) -> Result<Vec<u8>, String> {
 }
 
 /// Reads `file` in slices through the importer and analyzes it, posting progress tagged with
-/// `role` (`target` or `reference`).
+/// `role` (`target` or `reference`). Returns the analysis and the milliseconds spent reading
+/// and parsing (the rest of the time is the analysis).
 fn read_and_analyze(
     file: &Blob,
     platform: PlatformChoice,
     role: &str,
     out: &dyn Outbox,
-) -> Result<Analysis, String> {
+) -> Result<(Analysis, f64), String> {
     let reader = reader()?;
     let total = file.size();
     let start = js_sys::Date::now();
@@ -363,18 +367,20 @@ fn read_and_analyze(
         );
     }
     let trace = importer.finish().map_err(|e| e.to_string())?;
+    let parse_ms = js_sys::Date::now() - start;
     send(
         out,
         json!({"kind": "progress", "role": role, "phase": "analyzing", "done": total, "total": total,
             "elapsed_ms": js_sys::Date::now() - start}),
     );
-    Ok(analyze_trace_with(
+    let analysis = analyze_trace_with(
         trace,
         &Options {
             platform,
             ..Options::default()
         },
-    ))
+    );
+    Ok((analysis, parse_ms))
 }
 
 /// Starts the worker: listens, announces `ready`, and answers each message with the session.
