@@ -168,6 +168,20 @@ test('the embedded sample opens, and a synthetic drop works', async () => {
   await page.getByTestId('open-sample').click();
   await page.getByTestId('gpu-timeline-computation_time').waitFor({ timeout: 30000 });
   assert.match(await page.getByTestId('top-ops').textContent(), /aten::mm/);
+  // The prioritized recommendations are the CLI's, in its order.
+  const cli = execFileSync(JARVIS, ['report', path.join(ROOT, 'public', 'sample_trace.json.gz'), '--no-files'], { encoding: 'utf8' });
+  const block = cli.split('Recommendations (')[1].split('\n\n')[0].split('\n').slice(1);
+  const listed = block.filter((l) => /^  (Critical|High|Medium|Low) /.test(l))
+    .map((l) => [l.trim().split(/\s+/)[0], Number(l.match(/([0-9.]+) ms/)[1])]);
+  const more = Number((block.find((l) => l.includes('more')) || '0').match(/(\d+) more/)?.[1] ?? 0);
+  const rows = page.getByTestId('recommendation');
+  assert.equal(await rows.count(), listed.length + more);
+  for (const [i, [prio, ms]] of listed.entries()) {
+    const row = rows.nth(i);
+    assert.equal((await row.locator('.prio').textContent()).trim(), prio, `row ${i + 1}`);
+    assert.equal(Number((await row.locator('td[data-value]').textContent()).trim()), ms, `row ${i + 1}`);
+  }
+  assert.match(await rows.nth(0).textContent(), /Path A:.*Path B:/s);
   await dropFile(page, fs.readFileSync(path.join(ROOT, 'public', 'sample_trace.json.gz')), 'dropped.json.gz', 'application/gzip');
   await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
   await page.screenshot({ path: path.join(OUT, 'overview-sample.png'), fullPage: true });

@@ -23,6 +23,20 @@ pub struct Diag {
     pub examples: Vec<String>,
 }
 
+/// One recommendation of the standalone analysis, most urgent first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recommendation {
+    pub rank: u64,
+    pub priority: String,
+    pub category: String,
+    pub time_ms: f64,
+    pub share_pct: f64,
+    pub share_of: String,
+    pub saving_ms: f64,
+    /// The finding (title, issue, Path A, Path B) rendered by the worker to inert HTML.
+    pub html: String,
+}
+
 /// What the overview shows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Overview {
@@ -39,6 +53,7 @@ pub struct Overview {
     /// Executive-summary figures: (engine key, label, value shown, exact value for tests).
     pub headline: Vec<(&'static str, &'static str, String, String)>,
     pub top_ops: Vec<TopOp>,
+    pub recommendations: Vec<Recommendation>,
     pub diagnostics: Vec<Diag>,
     pub elapsed_ms: f64,
     /// Of it, reading and parsing the file (the rest is the analysis).
@@ -153,6 +168,27 @@ impl Overview {
             timeline,
             headline,
             top_ops,
+            recommendations: reply
+                .get("recommendations")
+                .and_then(Value::as_array)
+                .map(|rs| {
+                    rs.iter()
+                        .map(|r| {
+                            let num = |k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+                            Recommendation {
+                                rank: r.get("rank").and_then(Value::as_u64).unwrap_or(0),
+                                priority: str_of(r, "priority"),
+                                category: str_of(r, "category"),
+                                time_ms: num("time_ms"),
+                                share_pct: num("share_pct"),
+                                share_of: str_of(r, "share_of"),
+                                saving_ms: num("saving_ms"),
+                                html: str_of(r, "html"),
+                            }
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
             diagnostics,
             elapsed_ms: reply
                 .get("elapsed_ms")

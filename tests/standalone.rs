@@ -277,6 +277,36 @@ fn output_contract_has_every_file_the_seeds_name() {
 }
 
 #[test]
+fn briefs_list_every_recommendation_in_order() {
+    let (a, truth) = synth(3, &[]);
+    let st = standalone(&a);
+    let briefs = st.briefs();
+    assert_eq!(briefs.len(), st.recommendations.len());
+    for (i, (b, &r)) in briefs.iter().zip(&st.recommendations).enumerate() {
+        let want = st.bottleneck(r);
+        assert_eq!(
+            (b.rank, &b.title, b.time_ms),
+            (i + 1, &want.title, want.time_ms)
+        );
+        assert_eq!(b.priority, want.priority.label());
+    }
+    // The exposed all-reduce: its time is the generator's, a share of trace time.
+    let comm = briefs
+        .iter()
+        .find(|b| b.category == "communication")
+        .expect("communication");
+    assert!(close(
+        comm.time_ms,
+        truth.exposed_comm_ns as f64 / 1e6,
+        1e-9
+    ));
+    assert_eq!(comm.share_of, "trace time");
+    assert!(briefs
+        .iter()
+        .all(|b| b.saving_ms >= 0.0 && b.saving_ms <= b.time_ms));
+}
+
+#[test]
 fn an_exported_bundle_reopens_to_the_same_analysis() {
     use jarvis_engine::report::export::bundle_zip;
     use jarvis_engine::report::reopen::{looks_like_zip, open_bundle};

@@ -53,6 +53,24 @@ pub fn OverviewView(overview: Overview, reanalyze: Callback<String>) -> impl Int
             }
         })
         .collect_view();
+    let recs = overview
+        .recommendations
+        .iter()
+        .map(|r| {
+            view! {
+                <tr data-testid="recommendation">
+                    <td class="num">{r.rank}</td>
+                    <td><span class=format!("prio prio-{}", r.priority.to_lowercase())>{r.priority.clone()}</span></td>
+                    <td>{r.category.clone()}</td>
+                    <td class="finding" inner_html=r.html.clone()></td>
+                    <td class="num" data-value=r.time_ms.to_string()>{format!("{:.3}", r.time_ms)}</td>
+                    <td class="num">{format!("{:.1} % of {}", r.share_pct, r.share_of)}</td>
+                    <td class="num">{format!("{:.3}", r.saving_ms)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let no_recs = overview.recommendations.is_empty();
     let diags = overview
         .diagnostics
         .iter()
@@ -96,6 +114,17 @@ pub fn OverviewView(overview: Overview, reanalyze: Callback<String>) -> impl Int
             </p>
             <h2>"Summary"</h2>
             <dl class="headline" data-testid="headline">{headline}</dl>
+            <h2>"Recommendations"</h2>
+            {if no_recs {
+                view! { <p class="facts">"None: no bottleneck passed the rules (or the trace has no CPU ops to analyze)."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="recommendations" data-testid="recommendations">
+                        <thead><tr><th>"#"</th><th>"priority"</th><th>"category"</th><th>"finding and what to do"</th><th>"ms"</th><th>"share"</th><th>"up to ms saved"</th></tr></thead>
+                        <tbody>{recs}</tbody>
+                    </table>
+                }.into_any()
+            }}
             <h2>"GPU time"</h2>
             <canvas id="gpu-chart" width="800" height="26" aria-label="GPU time breakdown"></canvas>
             <p class="legend">"computation · exposed communication · exposed memcpy · idle"</p>

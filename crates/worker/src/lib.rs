@@ -4,7 +4,7 @@
 //! | request                                   | answers                                              |
 //! |-------------------------------------------|------------------------------------------------------|
 //! | (worker start)                            | `ready`                                              |
-//! | `{file, name, platform}`                  | `progress {phase, done, total, elapsed_ms}`…, then `result {analysis, elapsed_ms, parse_ms, input_bytes, wasm_memory_bytes, report_html, rough_html, comparison_html, reopened}` or `error {message}` |
+//! | `{file, name, platform}`                  | `progress {phase, done, total, elapsed_ms}`…, then `result {analysis, elapsed_ms, parse_ms, input_bytes, wasm_memory_bytes, recommendations, report_html, rough_html, comparison_html, reopened}` or `error {message}` |
 //! | `{file, name, platform, role: "reference"}` | `progress {role: "reference"}`…, then `reference {name, comparison_html}` or `error {role: "reference"}` |
 //! | `{export: "bundle" \| "xlsx" \| "html" \| "analysis" \| "comparison"}` | `{kind: "export", name, bytes}` or `error` |
 //!

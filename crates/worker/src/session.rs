@@ -2,6 +2,7 @@
 //! Messages go out through an [`Outbox`], so tests can run a session inside a test worker.
 
 use jarvis_engine::report::reopen::{looks_like_zip, open_bundle, Reopened};
+use jarvis_engine::standalone::Brief;
 use jarvis_engine::{analyze_trace_with, Analysis, Importer, Options, PlatformChoice};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
@@ -145,12 +146,24 @@ impl Session {
         let Some(target) = &self.target else {
             return Err("the analysis was lost".into());
         };
-        let (analysis, reopened) = match &target.loaded {
-            Loaded::Trace(a) => (serde_json::to_value(a).map_err(|e| e.to_string())?, false),
-            Loaded::Bundle(r, _) => (r.analysis.clone(), true),
+        let (analysis, reopened, briefs) = match &target.loaded {
+            Loaded::Trace(a) => (
+                serde_json::to_value(a).map_err(|e| e.to_string())?,
+                false,
+                a.standalone
+                    .as_ref()
+                    .map(|st| st.briefs())
+                    .unwrap_or_default(),
+            ),
+            Loaded::Bundle(r, _) => (
+                r.analysis.clone(),
+                true,
+                serde_json::from_value(r.analysis["recommendations"].clone()).unwrap_or_default(),
+            ),
         };
         Ok(json!({"kind": "result", "elapsed_ms": elapsed, "input_bytes": total,
             "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis, "reopened": reopened,
+            "recommendations": recommendation_rows(&briefs),
             "report_html": report_html, "rough_html": rough_html, "comparison_html": comparison_html})
         .to_string())
     }
@@ -263,6 +276,23 @@ fn platform_choice(platform: &str) -> Result<PlatformChoice, String> {
             .map(PlatformChoice::Given)
             .ok_or_else(|| format!("unknown platform {name:?}")),
     }
+}
+
+/// The recommendations as the overview lists them: figures, and the finding (title, issue, both
+/// paths) rendered from markdown to safe HTML.
+fn recommendation_rows(briefs: &[Brief]) -> serde_json::Value {
+    briefs
+        .iter()
+        .map(|b| {
+            let md = format!(
+                "**{}**: {}\n\n- **Path A:** {}\n- **Path B:** {}\n",
+                b.title, b.issue, b.path_a, b.path_b
+            );
+            json!({"rank": b.rank, "priority": b.priority, "category": b.category,
+                "time_ms": b.time_ms, "share_pct": b.share_pct, "share_of": b.share_of,
+                "saving_ms": b.saving_ms, "html": markdown_html(&md)})
+        })
+        .collect()
 }
 
 fn markdown_html(md: &str) -> String {

@@ -133,6 +133,21 @@ fn a_trace_reports_progress_then_the_engines_result() {
         .expect("html")
         .contains("H100 SXM Standalone Analysis"));
     assert!(result["wasm_memory_bytes"].as_f64().expect("memory") > 0.0);
+    // The recommendations, in the engine's order, with their finding as inert HTML.
+    let briefs = jarvis_engine::analyze(&json)
+        .expect("analyzes")
+        .standalone
+        .expect("standalone")
+        .briefs();
+    let recs = result["recommendations"]
+        .as_array()
+        .expect("recommendations");
+    assert_eq!(recs.len(), briefs.len());
+    for (r, b) in recs.iter().zip(&briefs) {
+        assert_eq!(r["rank"].as_u64(), Some(b.rank as u64));
+        assert_eq!(r["time_ms"].as_f64(), Some(b.time_ms));
+        assert!(r["html"].as_str().expect("html").contains("Path B:"));
+    }
 }
 
 #[wasm_bindgen_test]
@@ -190,6 +205,7 @@ fn an_exported_bundle_reopens_with_the_same_views_and_exports() {
         assert_eq!(again["analysis"][k], first["analysis"][k], "{k}");
     }
     assert_eq!(again["report_html"], first["report_html"]);
+    assert_eq!(again["recommendations"], first["recommendations"]);
     assert_eq!(again["rough_html"], first["rough_html"]);
     // Its exports: the bundle as it came, the workbook from its CSVs, no comparison.
     s.handle(&export("bundle"), &out);

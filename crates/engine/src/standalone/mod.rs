@@ -12,7 +12,7 @@ pub mod patterns;
 pub mod rules;
 
 use rustc_hash::FxHashMap as HashMap;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::analysis::timeline::GpuTimeline;
 use crate::analysis::TopOp;
@@ -117,7 +117,50 @@ pub struct Standalone {
     pub rows: Vec<OpRow>,
 }
 
+/// One recommendation as the page's overview lists it, most urgent first. Text fields are
+/// markdown, as in the reports (trace text inside them is in safe code spans).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Brief {
+    pub rank: usize,
+    pub priority: String,
+    pub category: String,
+    pub title: String,
+    pub time_ms: f64,
+    pub share_pct: f64,
+    /// What `share_pct` is a share of (`compute`, `trace time`).
+    pub share_of: String,
+    /// The largest saving of its impact projection, ms.
+    pub saving_ms: f64,
+    pub issue: String,
+    pub path_a: String,
+    pub path_b: String,
+}
+
 impl Standalone {
+    /// Every recommendation in order, for the overview (and the bundle's `jarvis.json`).
+    pub fn briefs(&self) -> Vec<Brief> {
+        self.recommendations
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| {
+                let b = self.bottleneck(r);
+                Brief {
+                    rank: i + 1,
+                    priority: b.priority.label().to_owned(),
+                    category: b.category.key().to_owned(),
+                    title: b.title.clone(),
+                    time_ms: b.time_ms,
+                    share_pct: b.share_pct,
+                    share_of: b.share_of.to_owned(),
+                    saving_ms: b.best_saving_ms(),
+                    issue: b.issue.clone(),
+                    path_a: b.path_a.clone(),
+                    path_b: b.path_b.clone(),
+                }
+            })
+            .collect()
+    }
+
     pub fn bottleneck(&self, (c, b): (usize, usize)) -> &Bottleneck {
         &self.categories[c].bottlenecks[b]
     }
