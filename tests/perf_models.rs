@@ -375,3 +375,217 @@ fn varlen_attention_sums_its_sequences() {
     let per_seq = |n: f64| h * 2.0 * (2.0 * n * n * d);
     assert_eq!(r.flops, per_seq(300.0) + per_seq(200.0));
 }
+
+fn strs(v: &[&str]) -> Value {
+    json!(v)
+}
+
+#[test]
+fn fp8_hipblaslt_gemm_reads_8_bit_operands_and_writes_16_bit() {
+    // hipblaslt_gemm_fp8(A[4096, 8192], scaleA, B[8192, 1024], scaleB, out_dtype, tA, tB, tC),
+    // no transposes: M=4096, K=8192, N=1024.
+    let (m, n, k) = (4096.0, 1024.0, 8192.0);
+    let e4m3 = "c10::Float8_e4m3fn";
+    let x = inputs(
+        json!([[4096, 8192], [], [8192, 1024], [], [], [], [], []]),
+        strs(&[
+            e4m3, "float", e4m3, "float", "", "Scalar", "Scalar", "Scalar",
+        ]),
+        json!([[8192, 1], [], [1024, 1], [], [], [], [], []]),
+        strs(&["", "", "", "", "", "False", "False", "False"]),
+    );
+    let r = model("hipblaslt_gemm_fp8", &x);
+    assert_eq!(r.flops, 2.0 * m * n * k);
+    assert_eq!(r.bytes, Some(m * k + k * n + 2.0 * m * n));
+    assert_eq!(r.compute_spec, "matrix_fp8");
+    assert_eq!(param(&r, "M").as_deref(), Some("4096"));
+}
+
+#[test]
+fn fp8_hipblaslt_gemm_with_transposed_output_swaps_the_operands() {
+    // C^T = B·A^T: A[512, 256] (M=512, K=256), B[128, 256] given transposed (N=128), transC.
+    // hipBLASLt then multiplies B (M'=128) by A^T (N'=512): the same 2·M·N·K.
+    let e4m3 = "c10::Float8_e4m3fn";
+    let x = inputs(
+        json!([[512, 256], [], [128, 256], [], [], [], [], []]),
+        strs(&[
+            e4m3, "float", e4m3, "float", "", "Scalar", "Scalar", "Scalar",
+        ]),
+        json!([[256, 1], [], [256, 1], [], [], [], [], []]),
+        strs(&["", "", "", "", "", "False", "True", "True"]),
+    );
+    let r = model("hipblaslt_gemm_fp8", &x);
+    assert_eq!(r.flops, 2.0 * 128.0 * 512.0 * 256.0);
+    assert_eq!(
+        (param(&r, "M"), param(&r, "N"), param(&r, "K")),
+        (Some("128".into()), Some("512".into()), Some("256".into()))
+    );
+    assert_eq!(
+        r.bytes,
+        Some(128.0 * 256.0 + 256.0 * 512.0 + 2.0 * 128.0 * 512.0)
+    );
+}
+
+#[test]
+fn fp4_gemm_counts_packed_operands_and_block_scales() {
+    // FP4 A[256, 1024] and B[128, 1024] packed two per byte (K_packed 512), one 1-byte scale
+    // per 32 values, bf16 output.
+    let (m, n, k) = (256.0, 128.0, 1024.0);
+    let fp4 = "c10::Float4_e2m1fn_x2";
+    let e8m0 = "c10::Float8_e8m0fnu";
+    let x = inputs(
+        json!([[256, 512], [256, 32], [128, 512], [128, 32], [], [], [], []]),
+        strs(&[fp4, e8m0, fp4, e8m0, "", "Scalar", "Scalar", "Scalar"]),
+        json!([[512, 1], [32, 1], [512, 1], [32, 1], [], [], [], []]),
+        strs(&["", "", "", "", "", "False", "True", "False"]),
+    );
+    let r = model("hipblaslt_gemm_fp4", &x);
+    assert_eq!(r.flops, 2.0 * m * n * k);
+    let scales = (m + n) * (k / 32.0);
+    assert_eq!(
+        r.bytes,
+        Some(m * k / 2.0 + n * k / 2.0 + scales + 2.0 * m * n)
+    );
+    assert_eq!(r.compute_spec, "matrix_fp4");
+    // aiter's a4w4 takes the same operands in NT layout.
+    let a4w4 = inputs(
+        json!([[256, 512], [128, 512], [256, 32], [128, 32]]),
+        strs(&[fp4, fp4, e8m0, e8m0]),
+        json!([[], [], [], []]),
+        strs(&["", "", "", ""]),
+    );
+    assert_eq!(model("aiter_gemm_a4w4", &a4w4).bytes, r.bytes);
+}
+
+#[test]
+fn aiter_and_vllm_gemms_take_n_major_weights() {
+    // gemm_a8w8_blockscale(x[32, 7168], w[4096, 7168], ...): a decode-sized FP8 GEMM whose bytes
+    // are dominated by the weight.
+    let e4m3 = "c10::Float8_e4m3fnuz";
+    let x = inputs(
+        json!([[32, 7168], [4096, 7168], [32, 56], [32, 56]]),
+        strs(&[e4m3, e4m3, "float", "float"]),
+        json!([[], [], [], []]),
+        strs(&["", "", "", ""]),
+    );
+    let r = model("gemm_a8w8_blockscale", &x);
+    assert_eq!(r.flops, 2.0 * 32.0 * 4096.0 * 7168.0);
+    assert_eq!(
+        r.bytes,
+        Some(32.0 * 7168.0 + 4096.0 * 7168.0 + 2.0 * 32.0 * 4096.0)
+    );
+    // rocm_unquantized_gemm(x[4, 16, 2048], w[512, 2048]): leading dims fold into M = 64.
+    let v = inputs(
+        json!([[4, 16, 2048], [512, 2048], []]),
+        strs(&["c10::BFloat16", "c10::BFloat16", ""]),
+        json!([[], [], []]),
+        strs(&["", "", ""]),
+    );
+    let r = model("vllm_rocm_unquantized_gemm", &v);
+    assert_eq!(r.flops, 2.0 * 64.0 * 512.0 * 2048.0);
+    assert_eq!(
+        r.bytes,
+        Some(2.0 * (64.0 * 2048.0 + 512.0 * 2048.0 + 64.0 * 512.0))
+    );
+    // A weight whose K disagrees is not guessed at.
+    let bad = inputs(
+        json!([[64, 2048], [512, 1024]]),
+        strs(&["c10::BFloat16", "c10::BFloat16"]),
+        json!([[], []]),
+        strs(&["", ""]),
+    );
+    assert!(forward("gemm_a16w16", "", &bad, &[]).is_none());
+}
+
+#[test]
+fn grouped_gemm_reads_every_expert_weight_once() {
+    // 8 experts, 4096 routed tokens of hidden 2048, expert width 1408, bf16:
+    // 2·M·K·N FLOPs; reads X and all G·K·N weights, writes M·N.
+    let (m, k, n, g) = (4096.0, 2048.0, 1408.0, 8.0);
+    let bf = "c10::BFloat16";
+    let want_bytes = (m * k + g * k * n) * 2.0 + m * n * 2.0;
+    for w in [json!([8, 2048, 1408]), json!([8, 1408, 2048])] {
+        let x = inputs(
+            json!([[4096, 2048], w, [8]]),
+            strs(&[bf, bf, "long int"]),
+            json!([[], [], []]),
+            strs(&["", "", ""]),
+        );
+        let r = model("primus_turbo_grouped_gemm", &x);
+        assert_eq!(r.flops, 2.0 * m * k * n);
+        assert_eq!(r.bytes, Some(want_bytes));
+        assert_eq!(r.compute_spec, "matrix_bf16");
+    }
+}
+
+#[test]
+fn rope_cross_entropy_and_causal_conv1d() {
+    // RoPE on x[2048, 4, 16, 128] bf16: 3 FLOPs per element, read + write.
+    let n = 2048.0 * 4.0 * 16.0 * 128.0;
+    let rope = inputs(
+        json!([[2048, 4, 16, 128], [2048, 1, 1, 128]]),
+        strs(&["c10::BFloat16", "float"]),
+        json!([[], []]),
+        strs(&["", ""]),
+    );
+    let r = model("fused_rope_fwd", &rope);
+    assert_eq!((r.flops, r.bytes), (3.0 * n, Some(2.0 * n * 2.0)));
+    // Cross entropy over logits[8, 1, 32000] fp32: 5 FLOPs per logit; logits + int64 targets
+    // + fp32 losses.
+    let ce = inputs(
+        json!([[8, 1, 32000], [8]]),
+        strs(&["float", "long int"]),
+        json!([[], []]),
+        strs(&["", ""]),
+    );
+    let r = model("cross_entropy_fwd", &ce);
+    assert_eq!(r.flops, 5.0 * 8.0 * 32000.0);
+    assert_eq!(r.bytes, Some(8.0 * 32000.0 * 4.0 + 8.0 * 8.0 + 4.0 * 8.0));
+    assert_eq!(r.compute_spec, "vector_fp32");
+    // Depthwise causal conv1d x[2, 1536, 4096] with w[1536, 4] and a bias: 2·k FLOPs per
+    // output; reads x, w, bias, writes the output.
+    let conv = inputs(
+        json!([[2, 1536, 4096], [1536, 4], [1536]]),
+        strs(&["c10::BFloat16", "c10::BFloat16", "c10::BFloat16"]),
+        json!([[], [], []]),
+        strs(&["", "", ""]),
+    );
+    let r = model("causal_conv1d_fwd", &conv);
+    let (b, c, l, k) = (2.0, 1536.0, 4096.0, 4.0);
+    assert_eq!(r.flops, 2.0 * b * c * l * k);
+    assert_eq!(r.bytes, Some((2.0 * b * c * l + c * k + c) * 2.0));
+}
+
+#[test]
+fn a_grouped_gemm_in_a_trace_gets_its_sheet_and_unified_row() {
+    let bf = "c10::BFloat16";
+    let args = json!({"Input Dims": [[4096, 2048], [8, 2048, 1408], [8]],
+        "Input type": [bf, bf, "long int"], "Input Strides": [[2048, 1], [2883584, 1408, 1], [1]],
+        "Concrete Inputs": ["", "", ""], "External id": 7, "Sequence number": 3});
+    let trace = json!({"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "primus_turbo::grouped_gemm", "pid": 1, "tid": 1, "ts": 0, "dur": 50, "args": args},
+        {"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {"correlation": 5}},
+        {"ph": "X", "cat": "kernel", "name": "ck_grouped_gemm_kernel", "pid": 0, "tid": 7, "ts": 4, "dur": 400,
+         "args": {"correlation": 5, "stream": 7, "device": 0}},
+    ]});
+    let a = jarvis_engine::analyze(trace.to_string().as_bytes()).expect("analyzes");
+    let sheet = a
+        .report
+        .sheet("GroupedGEMM_fwd")
+        .expect("GroupedGEMM_fwd sheet");
+    assert_eq!(sheet.rows.len(), 1);
+    let gflops = 2.0 * 4096.0 * 2048.0 * 1408.0 / 1e9;
+    let col = sheet.column("GFLOPS_first").expect("GFLOPS_first");
+    assert!((sheet.rows[0][col].as_f64().expect("gflops") - gflops).abs() < 1e-9);
+    let u = a.report.sheet("unified_perf_summary").expect("unified");
+    let (name, g) = (u.column("name").expect("n"), u.column("GFLOPS").expect("g"));
+    let row = u
+        .rows
+        .iter()
+        .find(|r| r[name].as_str() == Some("primus_turbo::grouped_gemm"))
+        .expect("row");
+    assert!((row[g].as_f64().expect("gflops") - gflops).abs() < 1e-9);
+    // 23.6 GFLOP in 400 µs.
+    let t = u.column("TFLOPS/s_mean").expect("t");
+    assert!((row[t].as_f64().expect("tflops") - gflops / 1e3 / 400e-6).abs() < 1e-6);
+}

@@ -326,6 +326,13 @@ fn perf_sheets(
         ("Normalization", "Normalization"),
         ("Reduce", "Reduce_fwd"),
         ("Reduce", "Reduce_bwd"),
+        // Families modelled forward only (spec §6.10-6.11): their `_bwd` sheets would be empty,
+        // and TraceLens leaves empty sheets out.
+        ("GroupedGEMM", "GroupedGEMM_fwd"),
+        ("MoE_comm", "MoE_comm_fwd"),
+        ("SSM", "SSM_fwd"),
+        ("RoPE", "RoPE_fwd"),
+        ("CrossEntropy", "CrossEntropy_fwd"),
     ] {
         let rows = category_sheets::perf_rows(&ctx, family, sheet);
         if rows.is_empty() {

@@ -6,8 +6,11 @@
 pub mod conv;
 pub mod dtype;
 pub mod elementwise;
+pub mod fused;
 pub mod gemm;
+pub mod gemm_ext;
 pub mod inputs;
+pub mod moe;
 pub mod norm;
 pub mod params;
 pub mod platform;
@@ -91,6 +94,9 @@ pub fn forward(class: &str, op: &str, inputs: &OpInputs, kernels: &[&str]) -> Op
         .or_else(|| norm::metrics(class, inputs))
         .or_else(|| conv::metrics(class, inputs))
         .or_else(|| reduce::metrics(class, op, inputs, false))
+        .or_else(|| gemm_ext::forward(class, inputs))
+        .or_else(|| moe::forward(class, inputs))
+        .or_else(|| fused::forward(class, inputs))
 }
 
 /// Backward metrics of forward op `op` (the work of its autograd backward), for the families
