@@ -589,3 +589,39 @@ fn a_grouped_gemm_in_a_trace_gets_its_sheet_and_unified_row() {
     let t = u.column("TFLOPS/s_mean").expect("t");
     assert!((row[t].as_f64().expect("tflops") - gflops / 1e3 / 400e-6).abs() < 1e-6);
 }
+
+#[test]
+fn fused_moe_reads_only_the_experts_tokens_route_to() {
+    // fmoe_g1u1: 4 tokens of hidden 1024, 64 experts of width 512 (gated: w1 holds gate and
+    // up, 1024 rows), top-2 routing, bf16.
+    let (m, k, n, e, topk) = (4.0_f64, 1024.0, 512.0, 64.0, 2.0);
+    let bf = "c10::BFloat16";
+    let x = inputs(
+        json!([
+            [4, 1024],
+            [4, 1024],
+            [64, 1024, 1024],
+            [64, 1024, 512],
+            [],
+            [],
+            [],
+            [],
+            []
+        ]),
+        strs(&[bf, bf, bf, bf, "int", "float", "int", "int", "Scalar"]),
+        json!([[], [], [], [], [], [], [], [], []]),
+        strs(&["", "", "", "", "", "", "", "", "2"]),
+    );
+    let r = model("moe_aiter_fused_blockscale", &x);
+    // Per token and expert: gate and up (2·2·K·N), down (2·K·N); then topk outputs summed.
+    assert_eq!(
+        r.flops,
+        m * topk * (4.0 * k * n + 2.0 * k * n) + m * k * (2.0 * topk - 1.0)
+    );
+    // 4 tokens × 2 experts of 64: the expected number of distinct experts hit.
+    let active = e * (1.0 - ((e - topk) / e).powi(4));
+    assert!(active > 7.5 && active < 8.0, "{active}");
+    let want = m * k * 2.0 + active * (2.0 * n * k + n * k) * 2.0 + m * k * 2.0;
+    assert!((r.bytes.expect("bytes") - want).abs() < 1e-6 * want);
+    assert_eq!(param(&r, "gated").as_deref(), Some("True"));
+}

@@ -329,6 +329,7 @@ fn perf_sheets(
         // Families modelled forward only (spec §6.10-6.11): their `_bwd` sheets would be empty,
         // and TraceLens leaves empty sheets out.
         ("GroupedGEMM", "GroupedGEMM_fwd"),
+        ("MoE_fused", "MoE_fused_fwd"),
         ("MoE_comm", "MoE_comm_fwd"),
         ("SSM", "SSM_fwd"),
         ("RoPE", "RoPE_fwd"),

@@ -4,6 +4,12 @@
 //! `bytes = (M·K + G·K·N)·bpe_in + M·N·bpe_out`. The weight may be stored `[G, N, K]`; the
 //! layout is the one whose K matches X's. MoE dispatch / combine move `tokens · hidden`
 //! elements and compute nothing.
+//!
+//! Fused MoE (`aiter::fmoe_g1u1(out, input[M, K], w1[E, 2N or N, K], w2[E, K, N], sorted ids,
+//! sorted weights, sorted expert ids, num valid ids, topk, ...)`, spec §6.10): each token runs
+//! `topk` experts' up (gated: gate and up halves) and down projections, plus the weighted sum of
+//! the `topk` outputs; only the experts some token routes to read their weights, expected
+//! `E_active = E·(1 − ((E − topk)/E)^M)` under uniform routing.
 
 use super::dtype::bytes_per_element;
 use super::inputs::{numel, OpInputs};
@@ -13,6 +19,7 @@ use super::Metrics;
 pub fn forward(class: &str, x: &OpInputs) -> Option<Metrics> {
     match class {
         "primus_turbo_grouped_gemm" => grouped_gemm(x),
+        "moe_aiter_fused_blockscale" => fused_moe(x),
         "moe_dispatch" | "moe_combine" => {
             let t = x.shape(0)?;
             let bytes = numel(&t) * bytes_per_element(x.dtype(0))?;
@@ -58,5 +65,49 @@ fn grouped_gemm(x: &OpInputs) -> Option<Metrics> {
         params,
         "matrix",
         x.dtype(0),
+    ))
+}
+
+fn fused_moe(x: &OpInputs) -> Option<Metrics> {
+    let (input, w1, w2) = (x.shape(1)?, x.shape(2)?, x.shape(3)?);
+    let (&[m, k], &[e, up_rows, k1], &[e2, k2, n]) =
+        (input.as_slice(), w1.as_slice(), w2.as_slice())
+    else {
+        return None;
+    };
+    let gated = up_rows == 2 * n;
+    if e != e2 || k1 != k || k2 != k || !(gated || up_rows == n) {
+        return None;
+    }
+    let topk: f64 = x.concrete(8).trim().parse().ok()?;
+    let (mf, kf, nf, ef) = (m as f64, k as f64, n as f64, e as f64);
+    let g = if gated { 2.0 } else { 1.0 };
+    let flops =
+        2.0 * mf * kf * nf * topk * g + 2.0 * mf * kf * nf * topk + mf * kf * (2.0 * topk - 1.0);
+    let active = ef * (1.0 - ((ef - topk) / ef).powf(mf));
+    let (bpe_in, bpe_w) = (
+        bytes_per_element(x.dtype(1))?,
+        bytes_per_element(x.dtype(2))?,
+    );
+    let bpe_out = bytes_per_element(x.dtype(0))?;
+    let bytes = mf * kf * bpe_in
+        + active * nf * kf * bpe_w * g
+        + active * nf * kf * bpe_w
+        + mf * kf * bpe_out;
+    let params = vec![
+        ("M", Param::Int(m)),
+        ("K", Param::Int(k)),
+        ("N", Param::Int(n)),
+        ("E", Param::Int(e)),
+        ("topk", Param::Int(topk as i64)),
+        ("gated", Param::Bool(gated)),
+        ("dtype_A_B", dtypes(&[Some(x.dtype(1)), Some(x.dtype(2))])),
+    ];
+    Some(Metrics::new(
+        flops,
+        Some(bytes),
+        params,
+        "matrix",
+        x.dtype(2),
     ))
 }
