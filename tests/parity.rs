@@ -371,10 +371,15 @@ fn deviation_columns(sheet: &str, header: &[String], row: &[String]) -> Vec<&'st
                 .filter(|c| *c != "Compute Spec")
                 .collect()
         };
-        // Known gap (issue #3 open): TraceLens models Inductor's Triton kernels from Inductor's
-        // kernel metadata; Jarvis does not model them yet, so their perf columns are empty.
+        // D9: Jarvis models Inductor's Triton kernels from the trace alone. The fused ops and
+        // their sizes (`perf_params`) are TraceLens's, asserted here; FLOPs per op, bytes and
+        // Compute Spec follow Jarvis's documented rules (`deviation_d9_triton_kernels`).
         if col("name").is_some_and(|n| n.starts_with("triton_")) {
-            return UNIFIED_MODEL_COLUMNS.to_vec();
+            return UNIFIED_MODEL_COLUMNS
+                .iter()
+                .copied()
+                .filter(|c| *c != "perf_params")
+                .collect();
         }
         // D7 (reductions) and D6 (convolutions with a bias tensor) change these columns.
         if col("op category") == Some("reduce") && col("has_perf_model") == Some("True") {

@@ -625,3 +625,68 @@ fn fused_moe_reads_only_the_experts_tokens_route_to() {
     assert!((r.bytes.expect("bytes") - want).abs() < 1e-6 * want);
     assert_eq!(param(&r, "gated").as_deref(), Some("True"));
 }
+
+#[test]
+fn deviation_d9_triton_kernels() {
+    let bf = "c10::BFloat16";
+    // triton_poi_fused__unsafe_view_mul_silu_2(x[8, 4096, 8192], y[32768, 8192], xnumel) from
+    // the shared mi300x torch.compile trace: silu(x)·y is 4 + 1 FLOPs per element (the view is
+    // free): 5 · 268435456 = 1.34217728 GFLOPs, TraceLens's figure.
+    let poi = inputs(
+        json!([[8, 4096, 8192], [32768, 8192], []]),
+        strs(&[bf, bf, "Scalar"]),
+        json!([[], [], []]),
+        strs(&["", "", "268435456"]),
+    );
+    let r = forward(
+        "TritonCompiledPerfModel",
+        "triton_poi_fused__unsafe_view_mul_silu_2",
+        &poi,
+        &[],
+    )
+    .expect("modelled");
+    assert_eq!(r.gflops(), 1.34217728);
+    assert_eq!(
+        param(&r, "fused_ops").as_deref(),
+        Some("aten._unsafe_view, aten.mul, aten.silu")
+    );
+    // Bytes: each argument once, 2 × 512 MiB. TraceLens reads the kernel source from the
+    // Inductor cache and counts the in-place argument twice (1536 MiB); the trace cannot say
+    // which argument that is.
+    assert_eq!(r.bytes, Some(2.0 * 8.0 * 4096.0 * 8192.0 * 2.0));
+    assert_eq!(r.compute_spec, "vector_bf16");
+    // The RMSNorm reduction: add 1 + mean 2 + mul 1 + pow 1 + rsqrt 2 = 7 FLOPs per element of
+    // xnumel × rnumel = 32768 × 2048: 0.469762048 GFLOPs, and each argument once, as TraceLens
+    // (256.00390625 MiB).
+    let red = inputs(
+        json!([[8, 4096, 2048], [2048], [8, 4096, 2048], [], []]),
+        strs(&[bf, bf, bf, "Scalar", "Scalar"]),
+        json!([[], [], [], [], []]),
+        strs(&["", "", "", "32768", "2048"]),
+    );
+    let r = forward(
+        "TritonCompiledPerfModel",
+        "triton_red_fused_add_mean_mul_pow_rsqrt_0",
+        &red,
+        &[],
+    )
+    .expect("modelled");
+    assert_eq!(r.gflops(), 0.469762048);
+    assert_eq!(r.data_moved_mb(), 256.00390625);
+    // A bool argument has no defined size: FLOPs still, bytes unknown rather than zero.
+    let masks = inputs(
+        json!([[888], [888], [888], [], []]),
+        strs(&["int", "long int", "bool", "Scalar", "Scalar"]),
+        json!([[], [], [], [], []]),
+        strs(&["", "", "", "0", "888"]),
+    );
+    let r = forward(
+        "TritonCompiledPerfModel",
+        "triton_poi_fused_add_ge_lt_mul_sub_0",
+        &masks,
+        &[],
+    )
+    .expect("modelled");
+    assert_eq!(r.flops, 5.0 * 888.0);
+    assert_eq!(r.bytes, None);
+}

@@ -16,6 +16,7 @@ pub mod params;
 pub mod platform;
 pub mod reduce;
 pub mod sdpa;
+pub mod triton;
 
 use inputs::OpInputs;
 use params::Param;
@@ -97,6 +98,7 @@ pub fn forward(class: &str, op: &str, inputs: &OpInputs, kernels: &[&str]) -> Op
         .or_else(|| gemm_ext::forward(class, inputs))
         .or_else(|| moe::forward(class, inputs))
         .or_else(|| fused::forward(class, inputs))
+        .or_else(|| triton::forward(class, op, inputs))
 }
 
 /// Backward metrics of forward op `op` (the work of its autograd backward), for the families
