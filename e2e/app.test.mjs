@@ -76,6 +76,31 @@ function cliTimeline(trace) {
   return Object.fromEntries(lines.map((l) => { const [type, ms] = l.split(','); return [type, Number(ms)]; }));
 }
 
+// RFC 4180 CSV (quoted fields with commas, doubled quotes) as rows of strings.
+function parseCsv(text) {
+  const rows = [];
+  let row = [], field = '', quoted = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') { field += '"'; i += 1; } else if (c === '"') quoted = false; else field += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') { row.push(field); field = ''; } else if (c === '\n') { row.push(field); rows.push(row); row = []; field = ''; } else if (c !== '\r') field += c;
+  }
+  if (field || row.length) { row.push(field); rows.push(row); }
+  const [header, ...body] = rows;
+  return body.map((r) => Object.fromEntries(header.map((h, i) => [h, r[i]])));
+}
+
+// The CLI's CSV of one sheet for a trace.
+function cliSheet(trace, sheet) {
+  const dir = fs.mkdtempSync(path.join(OUT, 'sheet-'));
+  execFileSync(JARVIS, ['report', trace, '--out', dir], { stdio: 'ignore' });
+  const rows = parseCsv(fs.readFileSync(path.join(dir, 'perf_report_csvs', `${sheet}.csv`), 'utf8'));
+  fs.rmSync(dir, { recursive: true, force: true });
+  return rows;
+}
+
 // The GPU-timeline cells as { type: ms }.
 async function timelineShown(page) {
   const cells = await page.locator('[data-testid^=gpu-timeline-]').evaluateAll((els) =>
@@ -327,5 +352,62 @@ test('cancel stops a long load and the page takes the next file', async () => {
   await page.getByTestId('open-sample').click();
   await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
   assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test('the ops and kernels views: sort, filter, virtualized rows and call stacks, against the CLI', { skip: !fs.existsSync(QWEN) && !process.env.CI }, async () => {
+  const { page, errors, requests } = await openApp();
+  await page.getByTestId('trace-input').setInputFiles(QWEN);
+  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 60000 });
+  const unified = cliSheet(QWEN, 'unified_perf_summary');
+  await page.getByTestId('tab-ops').click();
+  const table = page.getByTestId('ops-table');
+  await table.waitFor();
+  assert.equal(await page.getByTestId('ops-count').textContent(), `${unified.length} of ${unified.length} rows`);
+  // Virtualized: only the rows in view (20 of 26 px in a 520 px viewport) and 16 more are in the DOM.
+  assert.equal(await page.getByTestId('ops-row').count(), Math.min(unified.length, 36));
+  const cell = async (i, col) => (await page.getByTestId('ops-row').nth(i).locator('.cell').nth(col).textContent()).trim();
+  // Default order: kernel time, largest first (the CLI's first row).
+  const maxMs = Math.max(...unified.map((r) => Number(r['Kernel Time (µs)_sum']))) / 1e3;
+  assert.equal(Number(await cell(0, 3)), Number(maxMs.toFixed(3)));
+  // Sort by count: the largest operation_count first; again: smallest first.
+  await page.getByTestId('ops-sort-count').click();
+  const counts = unified.map((r) => Number(r.operation_count));
+  assert.equal(Number(await cell(0, 2)), Math.max(...counts));
+  await page.getByTestId('ops-sort-count').click();
+  assert.equal(Number(await cell(0, 2)), Math.min(...counts));
+  // Filter by name: as many rows as the CLI's sheet has for that op.
+  await page.getByTestId('ops-filter').fill('aten::mm');
+  const mm = unified.filter((r) => r.name.toLowerCase().includes('aten::mm') || r['Input Dims'].toLowerCase().includes('aten::mm'));
+  assert.equal(await page.getByTestId('ops-count').textContent(), `${mm.length} of ${unified.length} rows`);
+  const names = await page.getByTestId('ops-row').locator('.cell:first-child').allTextContents();
+  assert.ok(names.length > 0 && names.every((n) => n.includes('aten::mm')), names.join(', '));
+  // The call stack of a GEMM reaches its nn.Module parents.
+  await page.getByTestId('ops-sort-kernel_ms').click();
+  await page.getByTestId('ops-row').first().click();
+  const stack = page.getByTestId('call-stack');
+  await stack.waitFor();
+  assert.match(await stack.textContent(), /nn\.Module: Qwen2/);
+  await page.screenshot({ path: path.join(OUT, 'ops-qwen.png'), fullPage: true });
+  // Scrolling the full table brings later rows into the DOM.
+  await page.getByTestId('ops-filter').fill('');
+  const firstBefore = await cell(0, 0);
+  await page.locator('.ops-scroll').evaluate((el) => { el.scrollTop = el.scrollHeight; });
+  await page.waitForFunction((first) => document.querySelector('[data-testid=ops-row] .cell')?.textContent !== first, firstBefore);
+  // Kernels: TraceLens's kernel_summary, largest total first.
+  const kernels = cliSheet(QWEN, 'kernel_summary');
+  await page.getByTestId('tab-kernels').click();
+  await page.getByTestId('kernels-table').waitFor();
+  assert.equal(await page.getByTestId('kernels-row').count(), kernels.length);
+  const firstTotal = Number((await page.getByTestId('kernels-row').first().locator('td').nth(4).textContent()).trim());
+  const maxTotal = Math.max(...kernels.map((r) => Number(r['Kernel duration (µs)_sum'])));
+  assert.ok(Math.abs(firstTotal - maxTotal) < 0.0005, `${firstTotal} vs ${maxTotal}`);
+  await page.getByTestId('kernels-filter').fill('gemm');
+  const gemm = kernels.filter((r) => `${r['Kernel name']} ${r['Parent cpu_op']}`.toLowerCase().includes('gemm')).length;
+  assert.ok(gemm > 0);
+  assert.equal(await page.getByTestId('kernels-row').count(), gemm);
+  await page.screenshot({ path: path.join(OUT, 'kernels-qwen.png'), fullPage: true });
+  assert.deepEqual(errors, []);
+  assertLocalOnly(requests);
   await page.close();
 });

@@ -54,6 +54,10 @@ pub struct Overview {
     pub headline: Vec<(&'static str, &'static str, String, String)>,
     pub top_ops: Vec<TopOp>,
     pub recommendations: Vec<Recommendation>,
+    /// The ops explorer's rows (`unified_perf_summary` with call stacks).
+    pub ops: Vec<jarvis_engine::standalone::explorer::OpView>,
+    /// TraceLens's `kernel_summary`.
+    pub kernel_table: Option<crate::views::kernels::KernelTable>,
     pub diagnostics: Vec<Diag>,
     pub elapsed_ms: f64,
     /// Of it, reading and parsing the file (the rest is the analysis).
@@ -190,6 +194,13 @@ impl Overview {
                 })
                 .unwrap_or_default(),
             diagnostics,
+            ops: reply
+                .get("ops")
+                .and_then(|o| serde_json::from_value(o.clone()).ok())
+                .unwrap_or_default(),
+            kernel_table: reply
+                .get("kernel_summary")
+                .and_then(crate::views::kernels::KernelTable::from_sheet),
             elapsed_ms: reply
                 .get("elapsed_ms")
                 .and_then(Value::as_f64)

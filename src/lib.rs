@@ -163,8 +163,10 @@ fn mb(bytes: f64) -> f64 {
 }
 
 /// The views of an analysis: (tab key, label). `tab-<key>` is each tab's test hook.
-const TABS: [(&str, &str); 4] = [
+const TABS: [(&str, &str); 6] = [
     ("overview", "Overview"),
+    ("ops", "Ops"),
+    ("kernels", "Kernels"),
     ("report", "Report"),
     ("rough", "Working notes"),
     ("comparison", "Comparison"),
@@ -343,6 +345,11 @@ pub fn App() -> impl IntoView {
                     match tab.get() {
                         "report" => view! { <article class="report" data-testid="report" inner_html=o.report_html></article> }.into_any(),
                         "rough" => view! { <article class="report" data-testid="report-rough" inner_html=o.rough_html></article> }.into_any(),
+                        "ops" => view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations/> }.into_any(),
+                        "kernels" => match o.kernel_table {
+                            Some(k) => view! { <views::kernels::KernelsView table=k/> }.into_any(),
+                            None => view! { <p class="facts" data-testid="kernels-table">"This trace has no kernels."</p> }.into_any(),
+                        },
                         "comparison" if !reference.comparison.get().is_empty() => view! {
                             <article class="report" data-testid="comparison" inner_html=reference.comparison.get()></article>
                         }.into_any(),

@@ -1,4 +1,6 @@
 //! Views of the page, one file each.
 
+pub mod kernels;
+pub mod ops;
 pub mod overview;
 pub mod platform;

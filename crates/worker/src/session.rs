@@ -146,7 +146,7 @@ impl Session {
         let Some(target) = &self.target else {
             return Err("the analysis was lost".into());
         };
-        let (analysis, reopened, briefs) = match &target.loaded {
+        let (analysis, reopened, briefs, ops, kernels) = match &target.loaded {
             Loaded::Trace(a) => (
                 serde_json::to_value(a).map_err(|e| e.to_string())?,
                 false,
@@ -154,16 +154,26 @@ impl Session {
                     .as_ref()
                     .map(|st| st.briefs())
                     .unwrap_or_default(),
+                a.standalone
+                    .as_ref()
+                    .map(jarvis_engine::standalone::explorer::op_views)
+                    .unwrap_or_default(),
+                a.report.sheet("kernel_summary").cloned(),
             ),
             Loaded::Bundle(r, _) => (
                 r.analysis.clone(),
                 true,
                 serde_json::from_value(r.analysis["recommendations"].clone()).unwrap_or_default(),
+                serde_json::from_value::<Vec<jarvis_engine::standalone::explorer::OpView>>(
+                    r.analysis["ops"].clone(),
+                )
+                .unwrap_or_default(),
+                r.report.sheet("kernel_summary").cloned(),
             ),
         };
         Ok(json!({"kind": "result", "elapsed_ms": elapsed, "input_bytes": total,
             "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis, "reopened": reopened,
-            "recommendations": recommendation_rows(&briefs),
+            "recommendations": recommendation_rows(&briefs), "ops": ops, "kernel_summary": kernels,
             "report_html": report_html, "rough_html": rough_html, "comparison_html": comparison_html})
         .to_string())
     }

@@ -89,6 +89,16 @@ fn load(s: &mut Session, out: &Collected, bytes: &[u8], platform: &str) -> (Vec<
     (msgs, last)
 }
 
+fn native_analysis_rows(json: &[u8]) -> usize {
+    jarvis_engine::analyze(json)
+        .expect("analyzes")
+        .report
+        .sheet("unified_perf_summary")
+        .expect("unified")
+        .rows
+        .len()
+}
+
 #[wasm_bindgen_test]
 fn ready_is_announced() {
     let out = Collected::default();
@@ -206,6 +216,10 @@ fn an_exported_bundle_reopens_with_the_same_views_and_exports() {
     }
     assert_eq!(again["report_html"], first["report_html"]);
     assert_eq!(again["recommendations"], first["recommendations"]);
+    // The explorer's rows (with call stacks) and the kernel table come back too.
+    assert_eq!(again["ops"], first["ops"]);
+    assert!(!first["ops"].as_array().expect("ops").is_empty());
+    assert_eq!(again["kernel_summary"], first["kernel_summary"]);
     assert_eq!(again["rough_html"], first["rough_html"]);
     // Its exports: the bundle as it came, the workbook from its CSVs, no comparison.
     s.handle(&export("bundle"), &out);

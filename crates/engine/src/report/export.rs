@@ -40,6 +40,7 @@ pub fn bundle_zip(analysis: &Analysis, title: &str) -> Result<Vec<u8>, ExportErr
         "top_ops": analysis.top_ops,
         "diagnostics": analysis.diagnostics,
         "recommendations": analysis.standalone.as_ref().map(|st| st.briefs()).unwrap_or_default(),
+        "ops": analysis.standalone.as_ref().map(crate::standalone::explorer::op_views).unwrap_or_default(),
         "sheets": analysis.report.sheets.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
     });
     zip.start_file("jarvis.json", opts).map_err(|e| err(&e))?;

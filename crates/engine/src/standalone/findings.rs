@@ -257,7 +257,7 @@ fn op_texts(
 ) -> OpTexts {
     let name = code(&r.name);
     let shape = code(shape_text);
-    let kernel = code(&short(first_kernel(&r.kernels), 70));
+    let kernel = code(&short(main_kernel(&r.kernels), 70));
     let e = fmt_pct(eff);
     let band = eff.map(rules::efficiency_band).unwrap_or("unknown");
     let intensity = r
@@ -364,13 +364,26 @@ fn op_texts(
     }
 }
 
-/// The first kernel name of a `trunc_kernel_details` cell.
-fn first_kernel(details: &str) -> &str {
-    details
-        .split("'name': '")
-        .nth(1)
-        .and_then(|s| s.split('\'').next())
-        .unwrap_or(details)
+/// The op's main kernel in a `trunc_kernel_details` cell: the one with the longest mean
+/// duration (a GEMM often launches a short memset first), else the first listed.
+fn main_kernel(details: &str) -> &str {
+    let mut best: Option<(&str, f64)> = None;
+    for entry in details.split("{'name': '").skip(1) {
+        let Some((name, rest)) = entry.split_once('\'') else {
+            continue;
+        };
+        let dur = rest
+            .split("'mean_duration_us': ")
+            .nth(1)
+            .map(|d| d.trim_start_matches("np.float64("))
+            .and_then(|d| d.split([')', ',', '}']).next())
+            .and_then(|d| d.trim().parse::<f64>().ok())
+            .unwrap_or(0.0);
+        if best.is_none_or(|(_, b)| dur > b) {
+            best = Some((name, dur));
+        }
+    }
+    best.map_or(details, |(n, _)| n)
 }
 
 /// One op name's signatures in a category, merged: times and roofline times add up, per-call
@@ -903,6 +916,13 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_main_kernel_is_the_longest() {
+        let d = "[{'name': 'Memset (Device)', 'stream': 7, 'mean_duration_us': np.float64(0.83)}, {'name': 'sm90_xmma_gemm', 'stream': 7, 'mean_duration_us': np.float64(83.66)}]";
+        assert_eq!(main_kernel(d), "sm90_xmma_gemm");
+        assert_eq!(main_kernel("[{'name': 'k', 'stream': 7}]"), "k");
+    }
 
     fn row(name: &str, mb: f64, count: u64, kernel_us: f64) -> OpRow {
         OpRow {

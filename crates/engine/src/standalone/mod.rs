@@ -5,6 +5,7 @@
 //! docs/analysis.md. Rendering (markdown reports, the output contract) is in `report`.
 
 pub mod context;
+pub mod explorer;
 pub mod findings;
 pub mod md;
 pub mod ops;
@@ -115,6 +116,10 @@ pub struct Standalone {
     pub replay: Vec<ReplayOp>,
     /// The `unified_perf_summary` rows the findings refer to (by `row`).
     pub rows: Vec<OpRow>,
+    /// Call stack and subtree of each row's example instance (aligned with `rows`), for the
+    /// page's ops explorer.
+    #[serde(skip)]
+    pub call_stacks: Vec<Option<TreeEntry>>,
 }
 
 /// One recommendation as the page's overview lists it, most urgent first. Text fields are
@@ -300,6 +305,20 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
         })
         .collect();
     let replay = replay_ops(src, &rows, &events, &categories);
+    let call_stacks = rows
+        .iter()
+        .map(|r| {
+            let ev = *events.get(&r.ex_uid)?;
+            Some(context::tree_entry(
+                src.trace,
+                src.tree,
+                &modules,
+                ev,
+                r.kernel_us / 1e3,
+                r.count,
+            ))
+        })
+        .collect();
     Standalone {
         platform: src.platform.cloned(),
         utilization,
@@ -311,6 +330,7 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
         tree_data,
         replay,
         rows,
+        call_stacks,
     }
 }
 

@@ -1,0 +1,352 @@
+//! The ops view: `unified_perf_summary` as an explorable table (one row per op and argument
+//! signature), sortable by any column, filterable by text, category and bound, virtualized (only
+//! the rows in view are in the DOM, so 100k rows scroll like 100). Clicking a row opens its call
+//! stack (module frames and CPU ops above it), its subtree (ops and kernels below it, with
+//! shapes and times) and the recommendations that concern it.
+
+use jarvis_engine::standalone::explorer::OpView;
+use leptos::prelude::*;
+
+use crate::analysis_view::Recommendation;
+
+/// Row height in pixels (fixed: the virtualization computes positions from it).
+const ROW_H: f64 = 26.0;
+/// Height of the scrolling viewport in pixels.
+const VIEW_H: f64 = 520.0;
+/// Rows rendered above and below the viewport.
+const OVERSCAN: usize = 8;
+
+/// A sortable column: (key, header, numeric value or text of an op).
+struct Column {
+    key: &'static str,
+    label: &'static str,
+    num: fn(&OpView) -> Option<f64>,
+    text: fn(&OpView) -> String,
+}
+
+fn fmt(x: Option<f64>, digits: usize) -> String {
+    x.filter(|v| v.is_finite())
+        .map_or_else(String::new, |v| format!("{v:.digits$}"))
+}
+
+const COLUMNS: [Column; 13] = [
+    Column {
+        key: "name",
+        label: "op",
+        num: |_| None,
+        text: |o| o.name.clone(),
+    },
+    Column {
+        key: "category",
+        label: "category",
+        num: |_| None,
+        text: |o| o.category.clone(),
+    },
+    Column {
+        key: "count",
+        label: "count",
+        num: |o| Some(o.count as f64),
+        text: |o| o.count.to_string(),
+    },
+    Column {
+        key: "kernel_ms",
+        label: "kernel ms",
+        num: |o| Some(o.kernel_ms),
+        text: |o| format!("{:.3}", o.kernel_ms),
+    },
+    Column {
+        key: "mean_us",
+        label: "mean µs",
+        num: |o| Some(o.mean_us),
+        text: |o| format!("{:.1}", o.mean_us),
+    },
+    Column {
+        key: "pct_compute",
+        label: "% compute",
+        num: |o| Some(o.pct_compute),
+        text: |o| format!("{:.2}", o.pct_compute),
+    },
+    Column {
+        key: "flops_per_byte",
+        label: "FLOPS/B",
+        num: |o| o.flops_per_byte,
+        text: |o| fmt(o.flops_per_byte, 1),
+    },
+    Column {
+        key: "tflops_s",
+        label: "TFLOPS/s",
+        num: |o| o.tflops_s,
+        text: |o| fmt(o.tflops_s, 2),
+    },
+    Column {
+        key: "tb_s",
+        label: "TB/s",
+        num: |o| o.tb_s,
+        text: |o| fmt(o.tb_s, 3),
+    },
+    Column {
+        key: "efficiency_pct",
+        label: "efficiency %",
+        num: |o| o.efficiency_pct,
+        text: |o| fmt(o.efficiency_pct, 1),
+    },
+    Column {
+        key: "bound",
+        label: "bound",
+        num: |_| None,
+        text: |o| o.bound.clone().unwrap_or_default(),
+    },
+    Column {
+        key: "input_dims",
+        label: "shapes",
+        num: |_| None,
+        text: |o| o.input_dims.clone(),
+    },
+    Column {
+        key: "input_type",
+        label: "dtypes",
+        num: |_| None,
+        text: |o| o.input_type.clone(),
+    },
+];
+
+/// Columns sorted alphabetically (ascending) on first click.
+const TEXT_COLUMNS: [&str; 5] = ["name", "category", "bound", "input_dims", "input_type"];
+
+fn column(key: &str) -> &'static Column {
+    COLUMNS.iter().find(|c| c.key == key).unwrap_or(&COLUMNS[3])
+}
+
+/// Indices of the ops that pass the filters, in the chosen order.
+pub fn visible_rows(
+    ops: &[OpView],
+    text: &str,
+    category: &str,
+    bound: &str,
+    sort: &str,
+    descending: bool,
+) -> Vec<usize> {
+    let needle = text.trim().to_lowercase();
+    let mut idx: Vec<usize> = ops
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| {
+            (needle.is_empty()
+                || o.name.to_lowercase().contains(&needle)
+                || o.input_dims.to_lowercase().contains(&needle)
+                || o.module_path.to_lowercase().contains(&needle))
+                && (category.is_empty() || o.category == category)
+                && (bound.is_empty() || o.bound.as_deref() == Some(bound))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    let col = column(sort);
+    idx.sort_by(|&a, &b| {
+        let (x, y) = (&ops[a], &ops[b]);
+        let ord = match ((col.num)(x), (col.num)(y)) {
+            (Some(p), Some(q)) => p.total_cmp(&q),
+            (Some(_), None) => std::cmp::Ordering::Greater,
+            (None, Some(_)) => std::cmp::Ordering::Less,
+            (None, None) => (col.text)(x).cmp(&(col.text)(y)),
+        };
+        let ord = if descending { ord.reverse() } else { ord };
+        // Ties keep the sheet's order (kernel time).
+        ord.then(a.cmp(&b))
+    });
+    idx
+}
+
+#[component]
+pub fn OpsView(ops: Vec<OpView>, recommendations: Vec<Recommendation>) -> impl IntoView {
+    let ops = StoredValue::new(ops);
+    let recs = StoredValue::new(recommendations);
+    let text = RwSignal::new(String::new());
+    let category = RwSignal::new(String::new());
+    let bound = RwSignal::new(String::new());
+    let sort = RwSignal::new("kernel_ms");
+    let descending = RwSignal::new(true);
+    let scroll = RwSignal::new(0.0_f64);
+    let selected = RwSignal::new(None::<usize>);
+
+    let rows = Memo::new(move |_| {
+        ops.with_value(|o| {
+            visible_rows(
+                o,
+                &text.get(),
+                &category.get(),
+                &bound.get(),
+                sort.get(),
+                descending.get(),
+            )
+        })
+    });
+    let categories = ops.with_value(|o| {
+        let mut c: Vec<String> = o.iter().map(|x| x.category.clone()).collect();
+        c.sort();
+        c.dedup();
+        c
+    });
+    let header = COLUMNS
+        .iter()
+        .map(|c| {
+            let key = c.key;
+            let click = move |_| {
+                if sort.get_untracked() == key {
+                    descending.update(|d| *d = !*d);
+                } else {
+                    sort.set(key);
+                    // Numbers read best largest first, names alphabetically.
+                    descending.set(!TEXT_COLUMNS.contains(&key));
+                }
+            };
+            let arrow = move || {
+                if sort.get() == key {
+                    if descending.get() { " ▼" } else { " ▲" }
+                } else {
+                    ""
+                }
+            };
+            view! {
+                <div class="cell head" role="columnheader" data-testid=format!("ops-sort-{key}") on:click=click>
+                    {c.label}{arrow}
+                </div>
+            }
+        })
+        .collect_view();
+    let body = move || {
+        let rows = rows.get();
+        let first = ((scroll.get() / ROW_H) as usize).saturating_sub(OVERSCAN);
+        let last = (first + (VIEW_H / ROW_H) as usize + 2 * OVERSCAN).min(rows.len());
+        let shown: Vec<usize> = rows
+            .get(first..last)
+            .map(<[usize]>::to_vec)
+            .unwrap_or_default();
+        ops.with_value(|o| {
+            shown
+                .into_iter()
+                .map(|i| {
+                    let op = &o[i];
+                    let cells = COLUMNS
+                        .iter()
+                        .map(|c| {
+                            let class = if (c.num)(op).is_some() {
+                                "cell num"
+                            } else {
+                                "cell"
+                            };
+                            view! { <div class=class title=(c.text)(op)>{(c.text)(op)}</div> }
+                        })
+                        .collect_view();
+                    view! {
+                        <div class="row" role="row" data-testid="ops-row" data-row=op.row
+                            class:selected=move || selected.get() == Some(i)
+                            on:click=move |_| selected.set(Some(i))>
+                            {cells}
+                        </div>
+                    }
+                })
+                .collect_view()
+        })
+    };
+    let offset = move || {
+        let first = ((scroll.get() / ROW_H) as usize).saturating_sub(OVERSCAN);
+        format!("transform: translateY({}px)", first as f64 * ROW_H)
+    };
+    let detail = move || {
+        selected.get().map(|i| {
+            ops.with_value(|o| {
+                let op = o[i].clone();
+                let related: Vec<Recommendation> = recs.with_value(|r| {
+                    r.iter()
+                        .filter(|x| op.recommendations.contains(&(x.rank as usize)))
+                        .cloned()
+                        .collect()
+                });
+                view! { <OpDetail op=op related=related/> }
+            })
+        })
+    };
+    view! {
+        <section class="ops-view">
+            <div class="filters">
+                <input type="search" placeholder="filter: op name, shape or module" data-testid="ops-filter"
+                    prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))/>
+                <select data-testid="ops-category" on:change=move |ev| category.set(event_target_value(&ev))>
+                    <option value="">"all categories"</option>
+                    {categories.into_iter().map(|c| view! { <option value=c.clone()>{c.clone()}</option> }).collect_view()}
+                </select>
+                <select data-testid="ops-bound" on:change=move |ev| bound.set(event_target_value(&ev))>
+                    <option value="">"any bound"</option>
+                    <option value="compute">"compute-bound"</option>
+                    <option value="memory">"memory-bound"</option>
+                </select>
+                <span class="count" data-testid="ops-count">{move || format!("{} of {} rows", rows.get().len(), ops.with_value(Vec::len))}</span>
+            </div>
+            <div class="ops-table" role="table" data-testid="ops-table">
+                <div class="row head" role="row">{header}</div>
+                <div class="ops-scroll" style=format!("height: {VIEW_H}px")
+                    on:scroll=move |ev| scroll.set(event_target::<web_sys::HtmlElement>(&ev).scroll_top() as f64)>
+                    <div class="ops-spacer" style=move || format!("height: {}px", rows.get().len() as f64 * ROW_H)>
+                        <div class="ops-window" style=offset>{body}</div>
+                    </div>
+                </div>
+            </div>
+            {detail}
+        </section>
+    }
+}
+
+/// The selected op: call stack, subtree and the recommendations about it.
+#[component]
+fn OpDetail(op: OpView, related: Vec<Recommendation>) -> impl IntoView {
+    let chain = op
+        .parent_chain
+        .iter()
+        .enumerate()
+        .map(|(d, f)| {
+            let module = f.starts_with("nn.Module: ");
+            view! {
+                <li class:module=module style=format!("padding-left: {}rem", d as f64 * 0.8)>{f.clone()}</li>
+            }
+        })
+        .collect_view();
+    let subtree = op
+        .subtree
+        .iter()
+        .map(|l| {
+            view! {
+                <tr class=format!("kind-{}", l.kind)>
+                    <td style=format!("padding-left: {}rem", f64::from(l.depth) * 0.8)>{l.name.clone()}</td>
+                    <td class="dims">{l.input_dims.clone()}</td>
+                    <td class="num">{l.gpu_us.map(|u| format!("{u:.1}")).unwrap_or_default()}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let recs = related
+        .iter()
+        .map(|r| {
+            view! {
+                <li><span class=format!("prio prio-{}", r.priority.to_lowercase())>{r.priority.clone()}</span>
+                    " #" {r.rank} <div class="finding" inner_html=r.html.clone()></div></li>
+            }
+        })
+        .collect_view();
+    let no_recs = related.is_empty();
+    view! {
+        <aside class="op-detail" data-testid="call-stack">
+            <h3>{op.name.clone()}</h3>
+            <p class="facts">{format!("{} calls · {:.3} ms of kernels · {} · shapes {}", op.count, op.kernel_ms, op.input_type, op.input_dims)}</p>
+            <h4>"Call stack (outermost first)"</h4>
+            <ul class="chain">{chain}</ul>
+            <h4>"Subtree (ops and kernels below it, one instance)"</h4>
+            <table class="subtree"><thead><tr><th>"event"</th><th>"shapes"</th><th>"GPU µs"</th></tr></thead><tbody>{subtree}</tbody></table>
+            <h4>"Recommendations about it"</h4>
+            {if no_recs {
+                view! { <p class="facts">"None: no rule flagged this op."</p> }.into_any()
+            } else {
+                view! { <ul class="related">{recs}</ul> }.into_any()
+            }}
+        </aside>
+    }
+}
