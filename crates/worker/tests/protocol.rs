@@ -149,6 +149,14 @@ fn a_trace_reports_progress_then_the_engines_result() {
         .standalone
         .expect("standalone")
         .briefs();
+    // One explorer row per unified_perf_summary row, with its call stack.
+    let ops = result["ops"].as_array().expect("ops");
+    assert_eq!(ops.len(), native_analysis_rows(&json));
+    assert!(ops
+        .iter()
+        .any(|o| o["parent_chain"].as_array().is_some_and(|c| c
+            .iter()
+            .any(|f| f.as_str().is_some_and(|f| f.starts_with("nn.Module: "))))));
     let recs = result["recommendations"]
         .as_array()
         .expect("recommendations");

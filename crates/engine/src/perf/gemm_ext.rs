@@ -59,6 +59,17 @@ fn params(s: &Shape, x: &OpInputs, ia: usize, ib: usize) -> Vec<(&'static str, P
     ]
 }
 
+/// The metrics of a GEMM with operands in slots `ia` and `ib` (precision from A's dtype).
+fn metrics(s: &Shape, bytes: f64, x: &OpInputs, ia: usize, ib: usize) -> Metrics {
+    Metrics::new(
+        flops(s),
+        Some(bytes),
+        params(s, x, ia, ib),
+        "matrix",
+        x.dtype(ia),
+    )
+}
+
 fn flops(s: &Shape) -> f64 {
     let (m, n, k) = (s.m as f64, s.n as f64, s.k as f64);
     s.b as f64 * (2.0 * m * n * k + if s.bias { m * n } else { 0.0 })
@@ -87,13 +98,7 @@ pub fn forward(class: &str, x: &OpInputs) -> Option<Metrics> {
                 bytes_per_element(x.dtype(2)).unwrap_or(1.0),
                 bytes_per_element(x.dtype(3)).unwrap_or(1.0),
             );
-            Some(Metrics::new(
-                flops(&s),
-                Some(bytes),
-                params(&s, x, 0, 1),
-                "matrix",
-                x.dtype(0),
-            ))
+            Some(metrics(&s, bytes, x, 0, 1))
         }
         "tev2_pseudo_gemm" => {
             // As `aten::mm`, 16-bit output; TraceLens raises on mixed input dtypes.
@@ -111,13 +116,7 @@ pub fn forward(class: &str, x: &OpInputs) -> Option<Metrics> {
             let bpe = bytes_per_element(x.dtype(0))?;
             let (m, n, k) = (s.m as f64, s.n as f64, s.k as f64);
             let bytes = m * k * bpe + k * n * bpe + m * n * 2.0;
-            Some(Metrics::new(
-                flops(&s),
-                Some(bytes),
-                params(&s, x, 0, 1),
-                "matrix",
-                x.dtype(0),
-            ))
+            Some(metrics(&s, bytes, x, 0, 1))
         }
         "tex_ts_te_gemm_ts" => te_gemm(x),
         "vllm_gemm_with_dynamic_quant" => {
@@ -139,13 +138,7 @@ pub fn forward(class: &str, x: &OpInputs) -> Option<Metrics> {
             let bpe = bytes_per_element(x.dtype(*ia))?;
             let (m, n, k) = (s.m as f64, s.n as f64, s.k as f64);
             let bytes = (m * k + k * n + m * n) * bpe;
-            Some(Metrics::new(
-                flops(&s),
-                Some(bytes),
-                params(&s, x, *ia, *ib),
-                "matrix",
-                x.dtype(*ia),
-            ))
+            Some(metrics(&s, bytes, x, *ia, *ib))
         }
         "gemm_a8w8_blockscale"
         | "gemm_a16w16"
@@ -196,13 +189,7 @@ fn hipblaslt(fp4: bool, x: &OpInputs) -> Option<Metrics> {
     } else {
         mf * kf * bpe_a + kf * nf * bpe_b + mf * nf * out_bpe(bpe_a)
     };
-    Some(Metrics::new(
-        flops(&s),
-        Some(bytes),
-        params(&s, x, ia, ib),
-        "matrix",
-        x.dtype(ia),
-    ))
+    Some(metrics(&s, bytes, x, ia, ib))
 }
 
 /// `tex_ts::te_gemm_ts(A, A_scale_inv, A_fp8_index, A_type, transa, B, ..., transb, D, ...,
@@ -235,13 +222,7 @@ fn te_gemm(x: &OpInputs) -> Option<Metrics> {
         0.0
     };
     let bytes = mf * kf * bpe_a + kf * nf * bpe_b + mf * nf * bpe_out + bias;
-    Some(Metrics::new(
-        flops(&s),
-        Some(bytes),
-        params(&s, x, 0, 5),
-        "matrix",
-        x.dtype(0),
-    ))
+    Some(metrics(&s, bytes, x, 0, 5))
 }
 
 /// aiter / vLLM GEMMs `gemm(x[.., M, K], w[.., N, K], ...)` (weights N-major); batched variants
@@ -277,11 +258,5 @@ fn x_w_gemm(class: &str, x: &OpInputs) -> Option<Metrics> {
     );
     let (m, n, k) = (s.m as f64, s.n as f64, s.k as f64);
     let bytes = s.b as f64 * (m * k * bpe_a + n * k * bpe_b + m * n * out_bpe(bpe_a));
-    Some(Metrics::new(
-        flops(&s),
-        Some(bytes),
-        params(&s, x, 0, 1),
-        "matrix",
-        x.dtype(0),
-    ))
+    Some(metrics(&s, bytes, x, 0, 1))
 }

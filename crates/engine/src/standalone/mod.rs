@@ -281,31 +281,9 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
             .then(b.time_ms.total_cmp(&a.time_ms))
     });
 
-    let tree_data = categories
-        .iter()
-        .map(|f| {
-            let entries = f
-                .rows
-                .iter()
-                .take(TREE_DATA_PER_CATEGORY)
-                .filter_map(|&i| {
-                    let r = &rows[i];
-                    let ev = *events.get(&r.ex_uid)?;
-                    Some(context::tree_entry(
-                        src.trace,
-                        src.tree,
-                        &modules,
-                        ev,
-                        r.kernel_us / 1e3,
-                        r.count,
-                    ))
-                })
-                .collect();
-            (f.category, entries)
-        })
-        .collect();
-    let replay = replay_ops(src, &rows, &events, &categories);
-    let call_stacks = rows
+    // Call stack and subtree of every row's example instance (the page's ops explorer); the
+    // output contract's tree data is the longest signatures' of each category.
+    let call_stacks: Vec<Option<TreeEntry>> = rows
         .iter()
         .map(|r| {
             let ev = *events.get(&r.ex_uid)?;
@@ -319,6 +297,19 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
             ))
         })
         .collect();
+    let tree_data = categories
+        .iter()
+        .map(|f| {
+            let entries = f
+                .rows
+                .iter()
+                .take(TREE_DATA_PER_CATEGORY)
+                .filter_map(|&i| call_stacks.get(i).cloned().flatten())
+                .collect();
+            (f.category, entries)
+        })
+        .collect();
+    let replay = replay_ops(src, &rows, &events, &categories);
     Standalone {
         platform: src.platform.cloned(),
         utilization,
