@@ -355,7 +355,7 @@ test('cancel stops a long load and the page takes the next file', async () => {
   await page.close();
 });
 
-test('the ops and kernels views: sort, filter, virtualized rows and call stacks, against the CLI', { skip: !fs.existsSync(QWEN) && !process.env.CI }, async () => {
+test('the ops, kernels and categories views: sort, filter, virtualized rows, call stacks and shares, against the CLI', { skip: !fs.existsSync(QWEN) && !process.env.CI }, async () => {
   const { page, errors, requests } = await openApp();
   await page.getByTestId('trace-input').setInputFiles(QWEN);
   await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 60000 });
@@ -407,6 +407,21 @@ test('the ops and kernels views: sort, filter, virtualized rows and call stacks,
   assert.ok(gemm > 0);
   assert.equal(await page.getByTestId('kernels-row').count(), gemm);
   await page.screenshot({ path: path.join(OUT, 'kernels-qwen.png'), fullPage: true });
+  // Categories: one section per category the CLI writes findings for, with the CLI's share.
+  const dir = fs.mkdtempSync(path.join(OUT, 'cats-'));
+  execFileSync(JARVIS, ['report', QWEN, '--out', dir], { stdio: 'ignore' });
+  const cats = fs.readdirSync(path.join(dir, 'category_findings')).map((f) => f.replace('_findings.md', ''));
+  await page.getByTestId('tab-categories').click();
+  await page.getByTestId('categories').waitFor();
+  assert.equal(await page.locator('details.category').count(), cats.length);
+  for (const key of cats) {
+    const meta = JSON.parse(fs.readFileSync(path.join(dir, 'metadata', `${key}_metadata.json`), 'utf8'));
+    const shown = Number(await page.getByTestId(`category-${key}`).locator('summary [data-value]').getAttribute('data-value'));
+    assert.ok(Math.abs(shown - meta.config.pct_of_compute) <= 1e-9 * Math.max(1, shown), `${key}: ${shown} vs ${meta.config.pct_of_compute}`);
+  }
+  fs.rmSync(dir, { recursive: true, force: true });
+  assert.match(await page.getByTestId('category-gemm').textContent(), /Path A/);
+  await page.screenshot({ path: path.join(OUT, 'categories-qwen.png'), fullPage: true });
   assert.deepEqual(errors, []);
   assertLocalOnly(requests);
   await page.close();

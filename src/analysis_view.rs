@@ -58,6 +58,8 @@ pub struct Overview {
     pub ops: Vec<jarvis_engine::standalone::explorer::OpView>,
     /// TraceLens's `kernel_summary`.
     pub kernel_table: Option<crate::views::kernels::KernelTable>,
+    /// The seeds' categories with their findings.
+    pub categories: Vec<crate::views::categories::CategoryRow>,
     pub diagnostics: Vec<Diag>,
     pub elapsed_ms: f64,
     /// Of it, reading and parsing the file (the rest is the analysis).
@@ -198,6 +200,7 @@ impl Overview {
                 .get("ops")
                 .and_then(|o| serde_json::from_value(o.clone()).ok())
                 .unwrap_or_default(),
+            categories: crate::views::categories::CategoryRow::list(reply.get("categories")),
             kernel_table: reply
                 .get("kernel_summary")
                 .and_then(crate::views::kernels::KernelTable::from_sheet),

@@ -163,8 +163,9 @@ fn mb(bytes: f64) -> f64 {
 }
 
 /// The views of an analysis: (tab key, label). `tab-<key>` is each tab's test hook.
-const TABS: [(&str, &str); 6] = [
+const TABS: [(&str, &str); 7] = [
     ("overview", "Overview"),
+    ("categories", "Categories"),
     ("ops", "Ops"),
     ("kernels", "Kernels"),
     ("report", "Report"),
@@ -345,6 +346,7 @@ pub fn App() -> impl IntoView {
                     match tab.get() {
                         "report" => view! { <article class="report" data-testid="report" inner_html=o.report_html></article> }.into_any(),
                         "rough" => view! { <article class="report" data-testid="report-rough" inner_html=o.rough_html></article> }.into_any(),
+                        "categories" => view! { <views::categories::CategoriesView categories=o.categories/> }.into_any(),
                         "ops" => view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations/> }.into_any(),
                         "kernels" => match o.kernel_table {
                             Some(k) => view! { <views::kernels::KernelsView table=k/> }.into_any(),

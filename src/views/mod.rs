@@ -1,5 +1,6 @@
 //! Views of the page, one file each.
 
+pub mod categories;
 pub mod kernels;
 pub mod ops;
 pub mod overview;

@@ -146,6 +146,10 @@ impl Session {
         let Some(target) = &self.target else {
             return Err("the analysis was lost".into());
         };
+        let categories = match &target.loaded {
+            Loaded::Trace(a) => a.standalone.as_ref().map(category_rows).unwrap_or_default(),
+            Loaded::Bundle(r, _) => bundle_category_rows(r),
+        };
         let (analysis, reopened, briefs, ops, kernels) = match &target.loaded {
             Loaded::Trace(a) => (
                 serde_json::to_value(a).map_err(|e| e.to_string())?,
@@ -174,6 +178,7 @@ impl Session {
         Ok(json!({"kind": "result", "elapsed_ms": elapsed, "input_bytes": total,
             "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis, "reopened": reopened,
             "recommendations": recommendation_rows(&briefs), "ops": ops, "kernel_summary": kernels,
+            "categories": categories,
             "report_html": report_html, "rough_html": rough_html, "comparison_html": comparison_html})
         .to_string())
     }
@@ -303,6 +308,69 @@ fn recommendation_rows(briefs: &[Brief]) -> serde_json::Value {
                 "saving_ms": b.saving_ms, "html": markdown_html(&md)})
         })
         .collect()
+}
+
+/// One category of the standalone analysis for the categories view: its figures and its
+/// findings (overview, bottlenecks with both paths and projections, ops table) as HTML.
+fn category_row(
+    key: &str,
+    time_ms: f64,
+    share_pct: f64,
+    efficiency_pct: Option<f64>,
+    calls: u64,
+    md: &str,
+) -> serde_json::Value {
+    json!({"key": key, "time_ms": time_ms, "share_pct": share_pct, "efficiency_pct": efficiency_pct,
+        "calls": calls, "html": markdown_html(md)})
+}
+
+fn category_rows(st: &jarvis_engine::standalone::Standalone) -> Vec<serde_json::Value> {
+    let mut cats: Vec<&jarvis_engine::standalone::findings::CategoryFindings> =
+        st.categories.iter().collect();
+    cats.sort_by(|a, b| b.share_pct.total_cmp(&a.share_pct));
+    cats.into_iter()
+        .map(|f| {
+            category_row(
+                f.category.key(),
+                f.time_ms,
+                f.share_pct,
+                f.efficiency_pct,
+                f.calls,
+                &jarvis_engine::report::findings_md::findings_md(st, f),
+            )
+        })
+        .collect()
+}
+
+/// The same rows from a bundle's `metadata/` and `category_findings/` files.
+fn bundle_category_rows(r: &Reopened) -> Vec<serde_json::Value> {
+    let mut rows: Vec<serde_json::Value> = r
+        .files
+        .iter()
+        .filter_map(|(path, _)| {
+            let key = path
+                .strip_prefix("category_findings/")?
+                .strip_suffix("_findings.md")?;
+            let meta: serde_json::Value =
+                serde_json::from_str(&r.text(&format!("metadata/{key}_metadata.json"))).ok()?;
+            let c = &meta["config"];
+            Some(category_row(
+                key,
+                c["time_ms"].as_f64().unwrap_or(0.0),
+                c["pct_of_compute"].as_f64().unwrap_or(0.0),
+                c["efficiency_pct"].as_f64(),
+                c["calls"].as_u64().unwrap_or(0),
+                &r.text(path),
+            ))
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b["share_pct"]
+            .as_f64()
+            .unwrap_or(0.0)
+            .total_cmp(&a["share_pct"].as_f64().unwrap_or(0.0))
+    });
+    rows
 }
 
 fn markdown_html(md: &str) -> String {

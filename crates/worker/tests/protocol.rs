@@ -228,6 +228,9 @@ fn an_exported_bundle_reopens_with_the_same_views_and_exports() {
     assert_eq!(again["ops"], first["ops"]);
     assert!(!first["ops"].as_array().expect("ops").is_empty());
     assert_eq!(again["kernel_summary"], first["kernel_summary"]);
+    // Categories: rebuilt from the bundle's metadata and findings files, the same as from the trace.
+    assert_eq!(again["categories"], first["categories"]);
+    assert!(first["categories"].as_array().expect("categories").len() >= 5);
     assert_eq!(again["rough_html"], first["rough_html"]);
     // Its exports: the bundle as it came, the workbook from its CSVs, no comparison.
     s.handle(&export("bundle"), &out);
