@@ -355,7 +355,7 @@ test('cancel stops a long load and the page takes the next file', async () => {
   await page.close();
 });
 
-test('the ops, kernels and categories views: sort, filter, virtualized rows, call stacks and shares, against the CLI', { skip: !fs.existsSync(QWEN) && !process.env.CI }, async () => {
+test('the ops, kernels, categories and roofline views against the CLI', { skip: !fs.existsSync(QWEN) && !process.env.CI }, async () => {
   const { page, errors, requests } = await openApp();
   await page.getByTestId('trace-input').setInputFiles(QWEN);
   await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 60000 });
@@ -422,6 +422,31 @@ test('the ops, kernels and categories views: sort, filter, virtualized rows, cal
   fs.rmSync(dir, { recursive: true, force: true });
   assert.match(await page.getByTestId('category-gemm').textContent(), /Path A/);
   await page.screenshot({ path: path.join(OUT, 'categories-qwen.png'), fullPage: true });
+  // Roofline: one point per modelled row, drawn; hovering names an op, clicking opens it.
+  const modelled = unified.filter((r) => Number(r['FLOPS/Byte']) > 0 && Number(r['TFLOPS/s_mean']) > 0).length;
+  await page.getByTestId('tab-roofline').click();
+  const canvas = page.getByTestId('roofline');
+  await canvas.waitFor();
+  assert.ok(modelled > 0);
+  assert.equal(Number(await canvas.getAttribute('data-points')), modelled);
+  await page.waitForFunction(() => Number(document.querySelector('[data-testid=roofline-point]')?.dataset.x) > 0);
+  const painted = await canvas.evaluate((c) => {
+    const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+    const colours = new Set();
+    for (let i = 0; i < d.length; i += 4 * 97) colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+    return colours.size;
+  });
+  assert.ok(painted > 20, `only ${painted} colours on the roofline canvas`);
+  const pt = page.getByTestId('roofline-point').first();
+  const [px, py, opName] = [Number(await pt.getAttribute('data-x')), Number(await pt.getAttribute('data-y')), (await pt.locator('td').first().textContent()).trim()];
+  const box = await canvas.boundingBox();
+  const scale = box.width / Number(await canvas.getAttribute('width'));
+  await page.mouse.move(box.x + px * scale, box.y + py * scale);
+  await page.getByTestId('roofline-tip').waitFor();
+  await page.screenshot({ path: path.join(OUT, 'roofline-qwen.png'), fullPage: true });
+  await page.mouse.click(box.x + px * scale, box.y + py * scale);
+  await page.getByTestId('call-stack').waitFor();
+  assert.equal((await page.getByTestId('call-stack').locator('h3').textContent()).trim(), opName);
   assert.deepEqual(errors, []);
   assertLocalOnly(requests);
   await page.close();

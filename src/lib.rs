@@ -163,11 +163,12 @@ fn mb(bytes: f64) -> f64 {
 }
 
 /// The views of an analysis: (tab key, label). `tab-<key>` is each tab's test hook.
-const TABS: [(&str, &str); 7] = [
+const TABS: [(&str, &str); 8] = [
     ("overview", "Overview"),
     ("categories", "Categories"),
     ("ops", "Ops"),
     ("kernels", "Kernels"),
+    ("roofline", "Roofline"),
     ("report", "Report"),
     ("rough", "Working notes"),
     ("comparison", "Comparison"),
@@ -176,6 +177,12 @@ const TABS: [(&str, &str); 7] = [
 #[component]
 pub fn App() -> impl IntoView {
     let tab = RwSignal::new("overview");
+    // An op to open in the ops view (index into the explorer rows), set by the roofline.
+    let focus = RwSignal::new(None::<usize>);
+    let open_op = Callback::new(move |i: usize| {
+        focus.set(Some(i));
+        tab.set("ops");
+    });
     let (status, set_status) = signal(Status::Starting);
     let (file_name, set_file_name) = signal(String::new());
     let reference = Reference {
@@ -347,7 +354,11 @@ pub fn App() -> impl IntoView {
                         "report" => view! { <article class="report" data-testid="report" inner_html=o.report_html></article> }.into_any(),
                         "rough" => view! { <article class="report" data-testid="report-rough" inner_html=o.rough_html></article> }.into_any(),
                         "categories" => view! { <views::categories::CategoriesView categories=o.categories/> }.into_any(),
-                        "ops" => view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations/> }.into_any(),
+                        "roofline" => view! { <views::roofline::RooflineView ops=o.ops platform=o.spec open=open_op/> }.into_any(),
+                        "ops" => match focus.get_untracked() {
+                            Some(f) => view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations focus=f/> }.into_any(),
+                            None => view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations/> }.into_any(),
+                        },
                         "kernels" => match o.kernel_table {
                             Some(k) => view! { <views::kernels::KernelsView table=k/> }.into_any(),
                             None => view! { <p class="facts" data-testid="kernels-table">"This trace has no kernels."</p> }.into_any(),

@@ -5,3 +5,4 @@ pub mod kernels;
 pub mod ops;
 pub mod overview;
 pub mod platform;
+pub mod roofline;

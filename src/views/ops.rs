@@ -157,7 +157,13 @@ pub fn visible_rows(
 }
 
 #[component]
-pub fn OpsView(ops: Vec<OpView>, recommendations: Vec<Recommendation>) -> impl IntoView {
+pub fn OpsView(
+    ops: Vec<OpView>,
+    recommendations: Vec<Recommendation>,
+    /// An op to open (index into `ops`), e.g. a point clicked on the roofline.
+    #[prop(optional)]
+    focus: Option<usize>,
+) -> impl IntoView {
     let ops = StoredValue::new(ops);
     let recs = StoredValue::new(recommendations);
     let text = RwSignal::new(String::new());
@@ -166,7 +172,8 @@ pub fn OpsView(ops: Vec<OpView>, recommendations: Vec<Recommendation>) -> impl I
     let sort = RwSignal::new("kernel_ms");
     let descending = RwSignal::new(true);
     let scroll = RwSignal::new(0.0_f64);
-    let selected = RwSignal::new(None::<usize>);
+    let selected = RwSignal::new(focus);
+    let scroller = NodeRef::<leptos::html::Div>::new();
 
     let rows = Memo::new(move |_| {
         ops.with_value(|o| {
@@ -179,6 +186,17 @@ pub fn OpsView(ops: Vec<OpView>, recommendations: Vec<Recommendation>) -> impl I
                 descending.get(),
             )
         })
+    });
+    // Bring a focused op into view once the table exists.
+    Effect::new(move |_| {
+        let (Some(sel), Some(el)) = (focus, scroller.get()) else {
+            return;
+        };
+        if let Some(pos) = rows.get_untracked().iter().position(|&i| i == sel) {
+            let top = (pos as f64 * ROW_H - 2.0 * ROW_H).max(0.0);
+            el.set_scroll_top(top as i32);
+            scroll.set(top);
+        }
     });
     let categories = ops.with_value(|o| {
         let mut c: Vec<String> = o.iter().map(|x| x.category.clone()).collect();
@@ -284,7 +302,7 @@ pub fn OpsView(ops: Vec<OpView>, recommendations: Vec<Recommendation>) -> impl I
             </div>
             <div class="ops-table" role="table" data-testid="ops-table">
                 <div class="row head" role="row">{header}</div>
-                <div class="ops-scroll" style=format!("height: {VIEW_H}px")
+                <div class="ops-scroll" node_ref=scroller style=format!("height: {VIEW_H}px")
                     on:scroll=move |ev| scroll.set(event_target::<web_sys::HtmlElement>(&ev).scroll_top() as f64)>
                     <div class="ops-spacer" style=move || format!("height: {}px", rows.get().len() as f64 * ROW_H)>
                         <div class="ops-window" style=offset>{body}</div>
