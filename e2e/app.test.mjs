@@ -212,7 +212,8 @@ test('the embedded sample opens, and a synthetic drop works', async () => {
   await page.screenshot({ path: path.join(OUT, 'overview-sample.png'), fullPage: true });
   // Every view opens (the comparison tab only exists with a reference trace).
   assert.equal(await page.getByTestId('tab-comparison').isVisible(), false);
-  for (const [tab, id] of [['report', 'report'], ['rough', 'report-rough'], ['overview', 'gpu-timeline']]) {
+  for (const [tab, id] of [['report', 'report'], ['rough', 'report-rough'], ['categories', 'categories'], ['ops', 'ops-table'],
+    ['kernels', 'kernels-table'], ['roofline', 'roofline'], ['diagnostics', 'diagnostics-view'], ['overview', 'gpu-timeline']]) {
     await page.getByTestId(`tab-${tab}`).click();
     await page.getByTestId(id).waitFor({ timeout: 10000 });
   }
@@ -249,6 +250,11 @@ test('a kernel name with markup is shown as text', async () => {
   await page.getByTestId('trace-input').setInputFiles({ name: 'evil.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(trace)) });
   await page.getByTestId('top-ops').waitFor({ timeout: 30000 });
   assert.match(await page.getByTestId('top-ops').textContent(), /<img src=x onerror=alert\(1\)>/);
+  assert.equal(await page.locator('img').count(), 0);
+  // Its trace-quality summary links to the full list (no device name: no platform).
+  assert.match(await page.getByTestId('diagnostics-summary').textContent(), /\d+ diagnostics?:/);
+  await page.getByTestId('diagnostics-all').click();
+  assert.match(await page.getByTestId('diagnostics').textContent(), /unknown_platform/);
   assert.equal(await page.locator('img').count(), 0);
   assert.deepEqual(errors, []);
   await page.close();

@@ -163,7 +163,7 @@ fn mb(bytes: f64) -> f64 {
 }
 
 /// The views of an analysis: (tab key, label). `tab-<key>` is each tab's test hook.
-const TABS: [(&str, &str); 8] = [
+const TABS: [(&str, &str); 9] = [
     ("overview", "Overview"),
     ("categories", "Categories"),
     ("ops", "Ops"),
@@ -171,6 +171,7 @@ const TABS: [(&str, &str); 8] = [
     ("roofline", "Roofline"),
     ("report", "Report"),
     ("rough", "Working notes"),
+    ("diagnostics", "Diagnostics"),
     ("comparison", "Comparison"),
 ];
 
@@ -179,6 +180,7 @@ pub fn App() -> impl IntoView {
     let tab = RwSignal::new("overview");
     // An op to open in the ops view (index into the explorer rows), set by the roofline.
     let focus = RwSignal::new(None::<usize>);
+    let show_diagnostics = Callback::new(move |()| tab.set("diagnostics"));
     let open_op = Callback::new(move |i: usize| {
         focus.set(Some(i));
         tab.set("ops");
@@ -354,6 +356,12 @@ pub fn App() -> impl IntoView {
                         "report" => view! { <article class="report" data-testid="report" inner_html=o.report_html></article> }.into_any(),
                         "rough" => view! { <article class="report" data-testid="report-rough" inner_html=o.rough_html></article> }.into_any(),
                         "categories" => view! { <views::categories::CategoriesView categories=o.categories/> }.into_any(),
+                        "diagnostics" => view! {
+                            <section class="diagnostics-view" data-testid="diagnostics-view">
+                                <p class="facts">{views::diagnostics::summary(&o.diagnostics)}</p>
+                                <views::diagnostics::DiagnosticsList diagnostics=o.diagnostics examples=10/>
+                            </section>
+                        }.into_any(),
                         "roofline" => view! { <views::roofline::RooflineView ops=o.ops platform=o.spec open=open_op/> }.into_any(),
                         "ops" => match focus.get_untracked() {
                             Some(f) => view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations focus=f/> }.into_any(),
@@ -366,7 +374,7 @@ pub fn App() -> impl IntoView {
                         "comparison" if !reference.comparison.get().is_empty() => view! {
                             <article class="report" data-testid="comparison" inner_html=reference.comparison.get()></article>
                         }.into_any(),
-                        _ => view! { <views::overview::OverviewView overview=o reanalyze=reanalyze/> }.into_any(),
+                        _ => view! { <views::overview::OverviewView overview=o reanalyze=reanalyze show_diagnostics=show_diagnostics/> }.into_any(),
                     }
                 }}
             }

@@ -4,10 +4,16 @@
 use leptos::prelude::*;
 
 use crate::analysis_view::Overview;
+use crate::views::diagnostics::DiagnosticsList;
 use crate::views::platform::PlatformPanel;
 
 #[component]
-pub fn OverviewView(overview: Overview, reanalyze: Callback<String>) -> impl IntoView {
+pub fn OverviewView(
+    overview: Overview,
+    reanalyze: Callback<String>,
+    /// Opens the diagnostics tab.
+    show_diagnostics: Callback<()>,
+) -> impl IntoView {
     let timeline = overview.timeline.clone();
     let rows = timeline
         .iter()
@@ -71,27 +77,9 @@ pub fn OverviewView(overview: Overview, reanalyze: Callback<String>) -> impl Int
         })
         .collect_view();
     let no_recs = overview.recommendations.is_empty();
-    let diags = overview
-        .diagnostics
-        .iter()
-        .map(|d| {
-            let examples = d
-                .examples
-                .iter()
-                .take(3)
-                .map(|e| view! { <li class="example">{e.clone()}</li> })
-                .collect_view();
-            view! {
-                <li class=format!("diag diag-{}", d.severity)>
-                    <span class="sev">{d.severity.clone()}</span>
-                    <code>{d.key.clone()}</code>
-                    " ×" {d.count} ": " {d.message.clone()}
-                    <ul>{examples}</ul>
-                </li>
-            }
-        })
-        .collect_view();
-    let no_diagnostics = overview.diagnostics.is_empty();
+    let diag_summary = crate::views::diagnostics::summary(&overview.diagnostics);
+    let first_diags: Vec<_> = overview.diagnostics.iter().take(3).cloned().collect();
+    let more_diags = !overview.diagnostics.is_empty();
     let chart_rows = timeline.clone();
     Effect::new(move |_| {
         if let Err(e) = crate::chart::draw_breakdown("gpu-chart", &chart_rows) {
@@ -138,8 +126,10 @@ pub fn OverviewView(overview: Overview, reanalyze: Callback<String>) -> impl Int
                 <tbody>{ops}</tbody>
             </table>
             <h2>"Trace quality"</h2>
-            <ul class="diagnostics" data-testid="diagnostics">{diags}</ul>
-            {no_diagnostics.then(|| view! { <p class="facts">"No problems found in the trace."</p> })}
+            <p class="facts" data-testid="diagnostics-summary">{diag_summary}
+                {more_diags.then(|| view! { " " <button class="link" data-testid="diagnostics-all" on:click=move |_| show_diagnostics.run(())>"see all"</button> })}
+            </p>
+            <DiagnosticsList diagnostics=first_diags examples=1/>
         </section>
     }
 }
