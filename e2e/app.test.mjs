@@ -457,3 +457,34 @@ test('the ops, kernels, categories and roofline views against the CLI', { skip: 
   assertLocalOnly(requests);
   await page.close();
 });
+
+test('view state lives in the URL: back/forward and a reload with the same trace restore it', { skip: !fs.existsSync(QWEN) && !process.env.CI }, async () => {
+  const { page, errors, requests } = await openApp();
+  await page.getByTestId('trace-input').setInputFiles(QWEN);
+  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 60000 });
+  await page.getByTestId('tab-ops').click();
+  await page.getByTestId('ops-sort-count').click();
+  await page.getByTestId('ops-filter').fill('mm');
+  await page.getByTestId('ops-row').first().click();
+  const opName = (await page.getByTestId('call-stack').locator('h3').textContent()).trim();
+  const hash = new URL(page.url()).hash;
+  for (const part of ['#v1&', 'tab=ops', 'sort=count', 'q=mm', 'sel=']) assert.ok(hash.includes(part), `${part} missing from ${hash}`);
+  // A tab change is a history entry; back returns to the ops view with its filter.
+  await page.getByTestId('tab-kernels').click();
+  assert.ok(new URL(page.url()).hash.includes('tab=kernels'));
+  await page.goBack();
+  await page.getByTestId('ops-table').waitFor();
+  assert.equal(await page.getByTestId('ops-filter').inputValue(), 'mm');
+  // A reload of the link, then the same trace: the same view and the same op open.
+  await page.goto(`${base}/${hash}`);
+  await page.reload();
+  await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 30000 });
+  await page.getByTestId('trace-input').setInputFiles(QWEN);
+  await page.getByTestId('ops-table').waitFor({ timeout: 60000 });
+  assert.equal(await page.getByTestId('ops-filter').inputValue(), 'mm');
+  assert.equal((await page.getByTestId('call-stack').locator('h3').textContent()).trim(), opName);
+  assert.match(await page.getByTestId('ops-sort-count').textContent(), /▼|▲/);
+  assert.deepEqual(errors, []);
+  assertLocalOnly(requests);
+  await page.close();
+});

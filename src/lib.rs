@@ -6,6 +6,7 @@
 
 pub mod analysis_view;
 mod chart;
+pub mod url_state;
 pub mod views;
 
 use leptos::prelude::*;
@@ -175,14 +176,69 @@ const TABS: [(&str, &str); 9] = [
     ("comparison", "Comparison"),
 ];
 
+/// The tab key for a name from the URL (unknown names: the overview).
+fn tab_key(name: &str) -> &'static str {
+    TABS.iter()
+        .find(|(k, _)| *k == name)
+        .map_or("overview", |(k, _)| k)
+}
+
+/// The URL's fragment without `#` (empty outside a window).
+fn current_fragment() -> String {
+    web_sys::window()
+        .and_then(|w| w.location().hash().ok())
+        .unwrap_or_default()
+        .trim_start_matches('#')
+        .to_owned()
+}
+
+/// Keeps the URL and the view state in step: a tab change is a history entry (back returns to
+/// the previous view), a sort or filter change replaces the current one; back/forward restore
+/// the state from the URL.
+fn sync_url(tab: RwSignal<&'static str>, ops: RwSignal<url_state::OpsState>) {
+    Effect::new(move |_| {
+        let state = url_state::UrlState {
+            tab: tab.get().to_owned(),
+            ops: ops.get(),
+        };
+        let fragment = state.to_fragment();
+        let current = current_fragment();
+        if fragment == current {
+            return;
+        }
+        let Some(history) = web_sys::window().and_then(|w| w.history().ok()) else {
+            return;
+        };
+        let same_tab = url_state::UrlState::from_fragment(&current).tab == state.tab;
+        let url = format!("#{fragment}");
+        let _ = if same_tab || current.is_empty() {
+            history.replace_state_with_url(&JsValue::NULL, "", Some(&url))
+        } else {
+            history.push_state_with_url(&JsValue::NULL, "", Some(&url))
+        };
+    });
+    let on_pop = Closure::<dyn FnMut()>::new(move || {
+        let s = url_state::UrlState::from_fragment(&current_fragment());
+        tab.set(tab_key(&s.tab));
+        ops.set(s.ops);
+    });
+    if let Some(w) = web_sys::window() {
+        let _ = w.add_event_listener_with_callback("popstate", on_pop.as_ref().unchecked_ref());
+    }
+    on_pop.forget();
+}
+
 #[component]
 pub fn App() -> impl IntoView {
-    let tab = RwSignal::new("overview");
-    // An op to open in the ops view (index into the explorer rows), set by the roofline.
-    let focus = RwSignal::new(None::<usize>);
+    // The view state starts from the URL (a reload or a shared link) and is written back to it.
+    let initial = url_state::UrlState::from_fragment(&current_fragment());
+    let tab = RwSignal::new(tab_key(&initial.tab));
+    let ops_state = RwSignal::new(initial.ops);
+    sync_url(tab, ops_state);
     let show_diagnostics = Callback::new(move |()| tab.set("diagnostics"));
-    let open_op = Callback::new(move |i: usize| {
-        focus.set(Some(i));
+    // A roofline click: open that unified row in the ops view.
+    let open_op = Callback::new(move |row: usize| {
+        ops_state.update(|s| s.selected_row = Some(row));
         tab.set("ops");
     });
     let (status, set_status) = signal(Status::Starting);
@@ -363,10 +419,7 @@ pub fn App() -> impl IntoView {
                             </section>
                         }.into_any(),
                         "roofline" => view! { <views::roofline::RooflineView ops=o.ops platform=o.spec open=open_op/> }.into_any(),
-                        "ops" => match focus.get_untracked() {
-                            Some(f) => view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations focus=f/> }.into_any(),
-                            None => view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations/> }.into_any(),
-                        },
+                        "ops" => view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations state=ops_state/> }.into_any(),
                         "kernels" => match o.kernel_table {
                             Some(k) => view! { <views::kernels::KernelsView table=k/> }.into_any(),
                             None => view! { <p class="facts" data-testid="kernels-table">"This trace has no kernels."</p> }.into_any(),

@@ -8,6 +8,7 @@ use jarvis_engine::standalone::explorer::OpView;
 use leptos::prelude::*;
 
 use crate::analysis_view::Recommendation;
+use crate::url_state::OpsState;
 
 /// Row height in pixels (fixed: the virtualization computes positions from it).
 const ROW_H: f64 = 26.0;
@@ -160,36 +161,29 @@ pub fn visible_rows(
 pub fn OpsView(
     ops: Vec<OpView>,
     recommendations: Vec<Recommendation>,
-    /// An op to open (index into `ops`), e.g. a point clicked on the roofline.
-    #[prop(optional)]
-    focus: Option<usize>,
+    /// Sort, filters and selection, shared with the URL.
+    state: RwSignal<OpsState>,
 ) -> impl IntoView {
     let ops = StoredValue::new(ops);
     let recs = StoredValue::new(recommendations);
-    let text = RwSignal::new(String::new());
-    let category = RwSignal::new(String::new());
-    let bound = RwSignal::new(String::new());
-    let sort = RwSignal::new("kernel_ms");
-    let descending = RwSignal::new(true);
     let scroll = RwSignal::new(0.0_f64);
-    let selected = RwSignal::new(focus);
+    // The selected op as an index into `ops` (the state holds its unified row).
+    let selected = Memo::new(move |_| {
+        let row = state.with(|s| s.selected_row)?;
+        ops.with_value(|o| o.iter().position(|x| x.row == row))
+    });
     let scroller = NodeRef::<leptos::html::Div>::new();
 
     let rows = Memo::new(move |_| {
-        ops.with_value(|o| {
-            visible_rows(
-                o,
-                &text.get(),
-                &category.get(),
-                &bound.get(),
-                sort.get(),
-                descending.get(),
-            )
+        state.with(|s| {
+            ops.with_value(|o| {
+                visible_rows(o, &s.text, &s.category, &s.bound, &s.sort, s.descending)
+            })
         })
     });
-    // Bring a focused op into view once the table exists.
+    // Bring the selected op into view once the table exists (a link or a roofline click).
     Effect::new(move |_| {
-        let (Some(sel), Some(el)) = (focus, scroller.get()) else {
+        let (Some(sel), Some(el)) = (selected.get_untracked(), scroller.get()) else {
             return;
         };
         if let Some(pos) = rows.get_untracked().iter().position(|&i| i == sel) {
@@ -209,20 +203,22 @@ pub fn OpsView(
         .map(|c| {
             let key = c.key;
             let click = move |_| {
-                if sort.get_untracked() == key {
-                    descending.update(|d| *d = !*d);
-                } else {
-                    sort.set(key);
-                    // Numbers read best largest first, names alphabetically.
-                    descending.set(!TEXT_COLUMNS.contains(&key));
-                }
+                state.update(|s| {
+                    if s.sort == key {
+                        s.descending = !s.descending;
+                    } else {
+                        s.sort = key.to_owned();
+                        // Numbers read best largest first, names alphabetically.
+                        s.descending = !TEXT_COLUMNS.contains(&key);
+                    }
+                });
             };
             let arrow = move || {
-                if sort.get() == key {
-                    if descending.get() { " ▼" } else { " ▲" }
-                } else {
-                    ""
-                }
+                state.with(|s| match (s.sort == key, s.descending) {
+                    (true, true) => " ▼",
+                    (true, false) => " ▲",
+                    _ => "",
+                })
             };
             view! {
                 <div class="cell head" role="columnheader" data-testid=format!("ops-sort-{key}") on:click=click>
@@ -255,10 +251,11 @@ pub fn OpsView(
                             view! { <div class=class title=(c.text)(op)>{(c.text)(op)}</div> }
                         })
                         .collect_view();
+                    let row = op.row;
                     view! {
                         <div class="row" role="row" data-testid="ops-row" data-row=op.row
                             class:selected=move || selected.get() == Some(i)
-                            on:click=move |_| selected.set(Some(i))>
+                            on:click=move |_| state.update(|s| s.selected_row = Some(row))>
                             {cells}
                         </div>
                     }
@@ -288,12 +285,15 @@ pub fn OpsView(
         <section class="ops-view">
             <div class="filters">
                 <input type="search" placeholder="filter: op name, shape or module" data-testid="ops-filter"
-                    prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))/>
-                <select data-testid="ops-category" on:change=move |ev| category.set(event_target_value(&ev))>
+                    prop:value=move || state.with(|s| s.text.clone())
+                    on:input=move |ev| state.update(|s| s.text = event_target_value(&ev))/>
+                <select data-testid="ops-category" prop:value=move || state.with(|s| s.category.clone())
+                    on:change=move |ev| state.update(|s| s.category = event_target_value(&ev))>
                     <option value="">"all categories"</option>
                     {categories.into_iter().map(|c| view! { <option value=c.clone()>{c.clone()}</option> }).collect_view()}
                 </select>
-                <select data-testid="ops-bound" on:change=move |ev| bound.set(event_target_value(&ev))>
+                <select data-testid="ops-bound" prop:value=move || state.with(|s| s.bound.clone())
+                    on:change=move |ev| state.update(|s| s.bound = event_target_value(&ev))>
                     <option value="">"any bound"</option>
                     <option value="compute">"compute-bound"</option>
                     <option value="memory">"memory-bound"</option>

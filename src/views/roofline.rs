@@ -139,7 +139,7 @@ fn draw(pts: &[Point], platform: Option<&Platform>) -> Result<Vec<(i32, i32)>, S
         .collect())
 }
 
-/// `open` gets the index (into `ops`) of a clicked point.
+/// `open` gets the `unified_perf_summary` row of a clicked point.
 #[component]
 pub fn RooflineView(
     ops: Vec<OpView>,
@@ -230,7 +230,8 @@ pub fn RooflineView(
                     on:click=move |ev| {
                         let (x, y) = canvas_xy(&ev);
                         if let Some(i) = nearest(x, y) {
-                            open.run(pts.with_value(|p| p[i].op));
+                            let op = pts.with_value(|p| p[i].op);
+                            open.run(ops.with_value(|o| o[op].row));
                         }
                     }></canvas>
                 {tooltip}

@@ -1,0 +1,108 @@
+//! View state in the URL's fragment, versioned (`#v1&tab=ops&sort=count&desc=0&q=mm&sel=12`):
+//! the tab, the ops view's sort, filters and selected row. Reload and back/forward restore the
+//! view, and a link reproduces it once the same trace is loaded (nothing leaves the page: the
+//! fragment is never sent to a server, and the trace is not in it).
+
+/// The ops view's state: sort column and direction, filters, the selected unified row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpsState {
+    pub sort: String,
+    pub descending: bool,
+    pub text: String,
+    pub category: String,
+    pub bound: String,
+    /// `unified_perf_summary` row of the selected op (stable for the same trace).
+    pub selected_row: Option<usize>,
+}
+
+impl Default for OpsState {
+    fn default() -> Self {
+        OpsState {
+            sort: "kernel_ms".into(),
+            descending: true,
+            text: String::new(),
+            category: String::new(),
+            bound: String::new(),
+            selected_row: None,
+        }
+    }
+}
+
+/// Everything the URL holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UrlState {
+    pub tab: String,
+    pub ops: OpsState,
+}
+
+impl Default for UrlState {
+    fn default() -> Self {
+        UrlState {
+            tab: "overview".into(),
+            ops: OpsState::default(),
+        }
+    }
+}
+
+const VERSION: &str = "v1";
+
+fn escape(s: &str) -> String {
+    js_sys::encode_uri_component(s).into()
+}
+
+fn unescape(s: &str) -> String {
+    js_sys::decode_uri_component(s)
+        .ok()
+        .and_then(|v| v.as_string())
+        .unwrap_or_default()
+}
+
+impl UrlState {
+    /// The fragment, without `#`; defaults are left out.
+    pub fn to_fragment(&self) -> String {
+        let d = OpsState::default();
+        let mut parts = vec![VERSION.to_owned(), format!("tab={}", escape(&self.tab))];
+        let o = &self.ops;
+        if o.sort != d.sort {
+            parts.push(format!("sort={}", escape(&o.sort)));
+        }
+        if o.descending != d.descending {
+            parts.push(format!("desc={}", u8::from(o.descending)));
+        }
+        for (k, v) in [("q", &o.text), ("cat", &o.category), ("bound", &o.bound)] {
+            if !v.is_empty() {
+                parts.push(format!("{k}={}", escape(v)));
+            }
+        }
+        if let Some(r) = o.selected_row {
+            parts.push(format!("sel={r}"));
+        }
+        parts.join("&")
+    }
+
+    /// Reads a fragment (with or without `#`); another version or garbage gives the defaults.
+    pub fn from_fragment(fragment: &str) -> UrlState {
+        let mut s = UrlState::default();
+        let mut parts = fragment.trim_start_matches('#').split('&');
+        if parts.next() != Some(VERSION) {
+            return s;
+        }
+        for p in parts {
+            let Some((k, v)) = p.split_once('=') else {
+                continue;
+            };
+            let v = unescape(v);
+            match k {
+                "tab" => s.tab = v,
+                "sort" => s.ops.sort = v,
+                "desc" => s.ops.descending = v == "1",
+                "q" => s.ops.text = v,
+                "cat" => s.ops.category = v,
+                "bound" => s.ops.bound = v,
+                "sel" => s.ops.selected_row = v.parse().ok(),
+                _ => {}
+            }
+        }
+        s
+    }
+}
