@@ -158,8 +158,8 @@ test('a reference trace gives a comparison with the expected hardware ratios', {
   await page.getByTestId('reference-input').setInputFiles(QWEN);
   await page.getByTestId('reference-status').getByText('reference: h100_Qwen').waitFor({ timeout: 60000 });
   await page.getByTestId('trace-input').setInputFiles(target);
-  await page.getByTestId('tab-comparison').waitFor({ state: 'visible', timeout: 60000 });
-  await page.getByTestId('tab-comparison').click();
+  await page.getByTestId('tab-compare').waitFor({ state: 'visible', timeout: 60000 });
+  await page.getByTestId('tab-compare').click();
   const comparison = page.getByTestId('comparison');
   await comparison.waitFor({ timeout: 60000 });
   const text = await comparison.textContent();
@@ -181,6 +181,17 @@ test('a reference trace gives a comparison with the expected hardware ratios', {
   for (const entry of ['comparative_analysis_fair.md', 'tracelens_compare_csvs/GEMM_intersect_mi300x.csv', 'comparison_csvs/ops_matched.csv']) {
     assert.ok(zip.includes(Buffer.from(entry)), `${entry} missing from the comparison zip`);
   }
+  // The compare view's table: the matched ops, and the timelines side by side.
+  const matchedRows = await page.getByTestId('compare-row').count();
+  assert.ok(matchedRows > 10, `${matchedRows} matched rows`);
+  const csvDir = fs.mkdtempSync(path.join(OUT, 'cmpcsv-'));
+  execFileSync(JARVIS, ['compare', target, QWEN, '--out', csvDir], { stdio: 'ignore' });
+  const matchedCsv = parseCsv(fs.readFileSync(path.join(csvDir, 'comparison_csvs', 'ops_matched.csv'), 'utf8'));
+  fs.rmSync(csvDir, { recursive: true, force: true });
+  assert.equal(matchedRows, matchedCsv.length);
+  const tl = cliTimeline(target);
+  assert.equal(Number(await page.getByTestId('compare-timeline-total').textContent()), Number(tl.total_time.toFixed(3)));
+  await page.screenshot({ path: path.join(OUT, 'compare-qwen.png'), fullPage: true });
   await comparison.scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(OUT, 'comparison-qwen.png') });
   assert.deepEqual(errors, []);
@@ -211,7 +222,7 @@ test('the embedded sample opens, and a synthetic drop works', async () => {
   await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
   await page.screenshot({ path: path.join(OUT, 'overview-sample.png'), fullPage: true });
   // Every view opens (the comparison tab only exists with a reference trace).
-  assert.equal(await page.getByTestId('tab-comparison').isVisible(), false);
+  assert.equal(await page.getByTestId('tab-compare').isVisible(), false);
   for (const [tab, id] of [['report', 'report'], ['rough', 'report-rough'], ['categories', 'categories'], ['ops', 'ops-table'],
     ['kernels', 'kernels-table'], ['roofline', 'roofline'], ['diagnostics', 'diagnostics-view'], ['overview', 'gpu-timeline']]) {
     await page.getByTestId(`tab-${tab}`).click();

@@ -45,6 +45,8 @@ struct Reference {
     note: RwSignal<String>,
     /// The comparative fair report as HTML (empty until both traces are analyzed).
     comparison: RwSignal<String>,
+    /// The comparison's data for the compare view (null until both traces are analyzed).
+    data: RwSignal<serde_json::Value>,
 }
 
 fn spawn_worker(set_status: WriteSignal<Status>, reference: Reference) -> Option<Worker> {
@@ -88,6 +90,9 @@ fn spawn_worker(set_status: WriteSignal<Status>, reference: Reference) -> Option
         }
         if text_of("kind") == "result" {
             reference.comparison.set(text_of("comparison_html"));
+            reference
+                .data
+                .set(msg.get("comparison").cloned().unwrap_or_default());
         }
         match msg.get("kind").and_then(serde_json::Value::as_str) {
             Some("reference") => {
@@ -95,6 +100,9 @@ fn spawn_worker(set_status: WriteSignal<Status>, reference: Reference) -> Option
                     .note
                     .set(format!("reference: {}", text_of("name")));
                 reference.comparison.set(text_of("comparison_html"));
+                reference
+                    .data
+                    .set(msg.get("comparison").cloned().unwrap_or_default());
             }
             Some("ready") => set_status.set(Status::Ready),
             Some("progress") => set_status.set(Status::Loading {
@@ -173,7 +181,7 @@ const TABS: [(&str, &str); 9] = [
     ("report", "Report"),
     ("rough", "Working notes"),
     ("diagnostics", "Diagnostics"),
-    ("comparison", "Comparison"),
+    ("compare", "Compare"),
 ];
 
 /// The tab key for a name from the URL (unknown names: the overview).
@@ -246,6 +254,7 @@ pub fn App() -> impl IntoView {
     let reference = Reference {
         note: RwSignal::new(String::new()),
         comparison: RwSignal::new(String::new()),
+        data: RwSignal::new(serde_json::Value::Null),
     };
     let worker = StoredValue::new_local(spawn_worker(set_status, reference));
     // The last target's `File` handle (not its contents): a platform change re-analyzes it.
@@ -285,6 +294,7 @@ pub fn App() -> impl IntoView {
         // The new worker holds no reference.
         reference.note.set(String::new());
         reference.comparison.set(String::new());
+        reference.data.set(serde_json::Value::Null);
         set_status.set(Status::Starting);
     };
     let open_sample = move |_| {
@@ -399,7 +409,7 @@ pub fn App() -> impl IntoView {
                 </div>
                 <nav class="tabs" role="tablist">
                     {TABS.iter().map(|&(key, label)| {
-                        let hidden = move || key == "comparison" && reference.comparison.get().is_empty();
+                        let hidden = move || key == "compare" && reference.comparison.get().is_empty();
                         view! {
                             <button role="tab" data-testid=format!("tab-{key}") class:active=move || tab.get() == key
                                 class:hidden=hidden on:click=move |_| tab.set(key)>{label}</button>
@@ -424,8 +434,8 @@ pub fn App() -> impl IntoView {
                             Some(k) => view! { <views::kernels::KernelsView table=k/> }.into_any(),
                             None => view! { <p class="facts" data-testid="kernels-table">"This trace has no kernels."</p> }.into_any(),
                         },
-                        "comparison" if !reference.comparison.get().is_empty() => view! {
-                            <article class="report" data-testid="comparison" inner_html=reference.comparison.get()></article>
+                        "compare" if !reference.comparison.get().is_empty() => view! {
+                            <views::compare::CompareView comparison=reference.data.get() report_html=reference.comparison.get()/>
                         }.into_any(),
                         _ => view! { <views::overview::OverviewView overview=o reanalyze=reanalyze show_diagnostics=show_diagnostics/> }.into_any(),
                     }

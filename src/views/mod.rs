@@ -1,6 +1,7 @@
 //! Views of the page, one file each.
 
 pub mod categories;
+pub mod compare;
 pub mod diagnostics;
 pub mod kernels;
 pub mod ops;

@@ -179,7 +179,8 @@ impl Session {
             "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis, "reopened": reopened,
             "recommendations": recommendation_rows(&briefs), "ops": ops, "kernel_summary": kernels,
             "categories": categories,
-            "report_html": report_html, "rough_html": rough_html, "comparison_html": comparison_html})
+            "report_html": report_html, "rough_html": rough_html, "comparison_html": comparison_html,
+            "comparison": self.comparison_json()})
         .to_string())
     }
 
@@ -199,14 +200,32 @@ impl Session {
         let (analysis, _) = read_and_analyze(file, choice, "reference", out)?;
         self.reference = Some((analysis, title_of(name)));
         Ok(
-            json!({"kind": "reference", "name": name, "comparison_html": self.comparison_html()})
-                .to_string(),
+            json!({"kind": "reference", "name": name, "comparison_html": self.comparison_html(),
+                "comparison": self.comparison_json()})
+            .to_string(),
         )
     }
 
     /// The comparative fair report of the target against the reference, as HTML (empty unless
     /// both are analyzed traces).
     fn comparison_html(&self) -> String {
+        self.comparison()
+            .map(|(c, title)| {
+                markdown_html(&jarvis_engine::report::compare_md::fair_md(&c, &title))
+            })
+            .unwrap_or_default()
+    }
+
+    /// The comparison itself (matched and unmatched work, timelines) for the compare view; null
+    /// unless both are analyzed traces.
+    fn comparison_json(&self) -> serde_json::Value {
+        self.comparison()
+            .and_then(|(c, _)| serde_json::to_value(&c).ok())
+            .unwrap_or_default()
+    }
+
+    /// The target compared with the reference, and the target's title.
+    fn comparison(&self) -> Option<(jarvis_engine::compare::Comparison, String)> {
         match (&self.target, &self.reference) {
             (
                 Some(Target {
@@ -214,11 +233,11 @@ impl Session {
                     title,
                 }),
                 Some((r, rt)),
-            ) => {
-                let c = jarvis_engine::compare::compare(t, r, &tag_of(t, title), &tag_of(r, rt));
-                markdown_html(&jarvis_engine::report::compare_md::fair_md(&c, title))
-            }
-            _ => String::new(),
+            ) => Some((
+                jarvis_engine::compare::compare(t, r, &tag_of(t, title), &tag_of(r, rt)),
+                title.clone(),
+            )),
+            _ => None,
         }
     }
 

@@ -308,6 +308,14 @@ fn a_reference_is_kept_and_compared_with_the_target() {
         .as_str()
         .expect("html")
         .contains("Performance Comparison"));
+    // The compare view's data: every op of the identical traces matched, within the ratio.
+    let matched = done["comparison"]["matched"].as_array().expect("matched");
+    assert!(!matched.is_empty());
+    assert!(matched.iter().all(|m| m["delta_pct"].as_f64() == Some(0.0)));
+    assert!(done["comparison"]["target_only"]
+        .as_array()
+        .expect("t")
+        .is_empty());
     s.handle(&export("comparison"), &out);
     assert_eq!(out.export().0, "jarvis_comparison.zip");
 }

@@ -1,0 +1,148 @@
+//! The compare view (with a reference trace): the two GPU timelines side by side, every matched
+//! op with target and reference time, Δ %, the ratio the hardware predicts and the verdict, and
+//! the work only one side has; then the comparative report. Data: the worker's `comparison`
+//! (the engine's `compare::Comparison`, serialized).
+
+use leptos::prelude::*;
+use serde_json::Value;
+
+/// The engine's timeline fields, in TraceLens's row order.
+const TIMELINE: [(&str, &str); 5] = [
+    ("computation", "computation"),
+    ("exposed_comm", "exposed communication"),
+    ("exposed_memcpy", "exposed memcpy"),
+    ("idle", "idle"),
+    ("total", "total"),
+];
+
+fn f(v: &Value, k: &str) -> f64 {
+    v.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN)
+}
+
+fn s(v: &Value, k: &str) -> String {
+    v.get(k)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A verdict's short label and CSS class.
+fn verdict(v: &str) -> (&'static str, &'static str) {
+    match v {
+        "MuchSlowerThanExpected" => ("much slower than expected", "bad"),
+        "SlowerThanExpected" => ("slower than expected", "warn"),
+        "WithinHardwareRatio" => ("within the hardware ratio", "ok"),
+        "FasterThanExpected" => ("faster than expected", "good"),
+        _ => ("no expectation", "none"),
+    }
+}
+
+#[component]
+pub fn CompareView(comparison: Value, report_html: String) -> impl IntoView {
+    let (tt, rt) = (
+        s(&comparison, "target_tag"),
+        s(&comparison, "reference_tag"),
+    );
+    let (t_tl, r_tl) = (
+        comparison
+            .get("target_timeline")
+            .cloned()
+            .unwrap_or_default(),
+        comparison
+            .get("reference_timeline")
+            .cloned()
+            .unwrap_or_default(),
+    );
+    let timeline = TIMELINE
+        .iter()
+        .map(|(k, label)| {
+            let (t, r) = (f(&t_tl, k) / 1e6, f(&r_tl, k) / 1e6);
+            let delta = if r > 0.0 { (t - r) / r * 100.0 } else { f64::NAN };
+            view! {
+                <tr>
+                    <td>{*label}</td>
+                    <td class="num">{format!("{r:.3}")}</td>
+                    <td class="num" data-testid=format!("compare-timeline-{k}")>{format!("{t:.3}")}</td>
+                    <td class="num">{if delta.is_finite() { format!("{delta:+.1} %") } else { String::new() }}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let matched: Vec<Value> = comparison
+        .get("matched")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut order: Vec<usize> = (0..matched.len()).collect();
+    // The biggest unexplained target time first: where the target loses most.
+    order.sort_by(|&a, &b| f(&matched[b], "excess_us").total_cmp(&f(&matched[a], "excess_us")));
+    let rows = order
+        .into_iter()
+        .map(|i| {
+            let m = &matched[i];
+            let (label, class) = verdict(&s(m, "verdict"));
+            let expected = f(m, "expected_ratio");
+            let name = if s(m, "target_name") == s(m, "reference_name") {
+                s(m, "target_name")
+            } else {
+                format!("{} ↔ {}", s(m, "target_name"), s(m, "reference_name"))
+            };
+            view! {
+                <tr data-testid="compare-row">
+                    <td class="name" title=s(m, "module_path")>{name}</td>
+                    <td>{s(m, "category").to_lowercase()}</td>
+                    <td class="dims">{s(m, "shape")}</td>
+                    <td class="num">{format!("{:.3}", f(m, "reference_us") / 1e3)}</td>
+                    <td class="num">{format!("{:.3}", f(m, "target_us") / 1e3)}</td>
+                    <td class="num">{format!("{:+.1}", f(m, "delta_pct"))}</td>
+                    <td class="num">{if expected.is_finite() { format!("{expected:.2}×") } else { "–".to_owned() }}</td>
+                    <td class="num">{format!("{:.2}×", f(m, "actual_ratio"))}</td>
+                    <td><span class=format!("verdict verdict-{class}")>{label}</span></td>
+                    <td class="num">{format!("{:.3}", f(m, "excess_us") / 1e3)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let unmatched = |side: &str| {
+        comparison
+            .get(side)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|u| {
+                view! {
+                    <tr data-testid=format!("compare-{side}")>
+                        <td class="name">{s(&u, "name")}</td>
+                        <td class="dims">{s(&u, "shape")}</td>
+                        <td class="num">{u.get("calls").and_then(Value::as_u64).unwrap_or(0)}</td>
+                        <td class="num">{format!("{:.3}", f(&u, "us") / 1e3)}</td>
+                    </tr>
+                }
+            })
+            .collect_view()
+    };
+    let (target_only, reference_only) = (unmatched("target_only"), unmatched("reference_only"));
+    view! {
+        <section class="compare-view">
+            <h2>{format!("GPU time: {rt} (reference) and {tt} (target), ms")}</h2>
+            <table class="timeline compare-timeline">
+                <thead><tr><th>"type"</th><th>{rt.clone()}</th><th>{tt.clone()}</th><th>"Δ"</th></tr></thead>
+                <tbody>{timeline}</tbody>
+            </table>
+            <h2>"Matched ops (largest unexplained target time first)"</h2>
+            <div class="kernels-scroll">
+                <table class="kernels compare" data-testid="compare-table">
+                    <thead><tr><th>"op"</th><th>"category"</th><th>"shapes"</th><th>{format!("{rt} ms")}</th><th>{format!("{tt} ms")}</th>
+                        <th>"Δ %"</th><th>"expected"</th><th>"actual"</th><th>"verdict"</th><th>"unexplained ms"</th></tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+            <h2>{format!("Only in {tt}")}</h2>
+            <table class="kernels"><thead><tr><th>"op"</th><th>"shapes"</th><th>"calls"</th><th>"ms"</th></tr></thead><tbody>{target_only}</tbody></table>
+            <h2>{format!("Only in {rt}")}</h2>
+            <table class="kernels"><thead><tr><th>"op"</th><th>"shapes"</th><th>"calls"</th><th>"ms"</th></tr></thead><tbody>{reference_only}</tbody></table>
+            <article class="report" data-testid="comparison" inner_html=report_html></article>
+        </section>
+    }
+}
