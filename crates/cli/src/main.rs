@@ -90,6 +90,7 @@ fn main() -> ExitCode {
             replay,
         } => platform_choice(&platform).and_then(|p| {
             let options = Options {
+                timeline_lanes: false,
                 platform: p,
                 replay_ops: replay,
             };

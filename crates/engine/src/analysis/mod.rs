@@ -68,6 +68,8 @@ pub struct Options {
     pub platform: PlatformChoice,
     /// Ops to build replay packages for whatever the rules say (`--replay`).
     pub replay_ops: Vec<String>,
+    /// Build [`Analysis::lanes`] for the timeline view (the web worker does; the CLI does not).
+    pub timeline_lanes: bool,
 }
 
 /// The platform used and how it was chosen.
@@ -94,6 +96,9 @@ pub struct Analysis {
     #[serde(skip)]
     pub standalone: Option<crate::standalone::Standalone>,
     pub diagnostics: Vec<Diagnostic>,
+    /// The timeline view's lanes, when [`Options::timeline_lanes`] asked for them.
+    #[serde(skip)]
+    pub lanes: Option<crate::lanes::Lanes>,
 }
 
 /// Builds the tree and runs every analysis on an imported trace, detecting the platform.
@@ -165,8 +170,9 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
     drop(rows);
     let mut launchers = launchers;
     launchers.keep_first_kernels_only();
+    let mut op_index = crate::lanes::OpIndex::default();
     if !gpu_only {
-        let anomalies = perf_sheets(
+        let (anomalies, index) = perf_sheets(
             &trace,
             &tree,
             &registry,
@@ -175,6 +181,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
             platform.as_ref(),
             &mut sheets,
         );
+        op_index = index;
         for (n, ex) in anomalies {
             trace
                 .diagnostics
@@ -209,6 +216,10 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
             trace.events.iter().map(|e| e.end()).max().unwrap_or(0),
         ),
     };
+    let lanes = options
+        .timeline_lanes
+        .then(|| crate::lanes::build(&trace, &tree, &names, &op_index));
+    drop(op_index);
     let unified = sheets.iter().find(|s| s.name == "unified_perf_summary");
     let headline = headline::headline(&timeline, unified);
     let standalone = unified.map(|unified| {
@@ -232,6 +243,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         report: PerfReport { sheets },
         standalone,
         diagnostics: trace.diagnostics.sorted(),
+        lanes,
     }
 }
 
@@ -300,7 +312,7 @@ fn perf_sheets(
     launchers: &launchers::Launchers,
     platform: Option<&PlatformUsed>,
     sheets: &mut Vec<Sheet>,
-) -> Vec<(u64, Option<String>)> {
+) -> (Vec<(u64, Option<String>)>, crate::lanes::OpIndex) {
     let autograd = crate::model::autograd::AutogradLinks::build(trace);
     let cache = category_sheets::MetricsCache::default();
     let ctx = category_sheets::SheetContext {
@@ -312,7 +324,9 @@ fn perf_sheets(
     };
     let p = platform.map(|p| &p.platform);
     let unified_rows = unified::unified_rows(&ctx, names, launchers);
-    sheets.push(unified::unified_sheet(&ctx, &unified_rows, p));
+    let unified = unified::unified_sheet(&ctx, &unified_rows, p);
+    sheets.push(unified.sheet);
+    let op_index = crate::lanes::OpIndex::new(unified.owner, unified.categories);
     let mut anomalies = Vec::new();
     // (model family in the registry, sheet name)
     for (family, sheet) in [
@@ -366,7 +380,7 @@ fn perf_sheets(
         }
         sheets.push(category_sheets::summarize(&ctx, sheet, &rows, p));
     }
-    anomalies
+    (anomalies, op_index)
 }
 
 fn timeline_sheet(t: &GpuTimeline) -> Sheet {

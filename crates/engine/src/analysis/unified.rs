@@ -373,12 +373,22 @@ fn perf_params(m: &Metrics) -> String {
     format!("{{{}}}", items.join(", "))
 }
 
+/// The `unified_perf_summary` sheet and which of its rows each event belongs to.
+pub struct UnifiedSheet {
+    pub sheet: Sheet,
+    /// (event, sheet row) for every GPU event a row is credited with and every (non-synthetic)
+    /// instance event: the timeline's kernel-to-op link.
+    pub owner: Vec<(u32, u32)>,
+    /// Each sheet row's TraceLens category.
+    pub categories: Vec<&'static str>,
+}
+
 /// Groups unified rows into the `unified_perf_summary` sheet.
 pub fn unified_sheet(
     ctx: &SheetContext<'_>,
     table: &UnifiedRows,
     platform: Option<&Platform>,
-) -> Sheet {
+) -> UnifiedSheet {
     let trace = ctx.trace;
     let rows = &table.rows[..];
     // Cheap ids first (name, category, lane, interned args); the printed key once per group.
@@ -459,6 +469,8 @@ pub fn unified_sheet(
         cells: Vec<Cell>,
         kt_sum: f64,
         uid: u32,
+        owned: Vec<u32>,
+        category: &'static str,
     }
     let first_f = |v: &[f64]| v.iter().copied().find(|x| !x.is_nan()).unwrap_or(f64::NAN);
     let skipna = |v: &[f64]| {
@@ -543,20 +555,36 @@ pub fn unified_sheet(
                     members.iter().map(|r| r.metrics.as_deref()).collect();
                 cells.extend(roofline_cells(p, &metrics, &kt, PctOrder::MeanStdFirst));
             }
+            let owned = members
+                .iter()
+                .filter(|r| r.synthetic.is_none())
+                .map(|r| r.event.0)
+                .chain(gpus.iter().flatten().map(|g| g.0))
+                .collect();
             Out {
                 cells,
                 kt_sum: a_kt.sum,
                 uid: first.uid,
+                owned,
+                category: first.category,
             }
         })
         .collect();
     out.sort_by(|a, b| b.kt_sum.total_cmp(&a.kt_sum).then(a.uid.cmp(&b.uid)));
     let pct = percentages(&out.iter().map(|o| o.kt_sum).collect::<Vec<_>>());
     let mut sheet = Sheet::new("unified_perf_summary", &cols);
+    let (mut owner, mut categories) = (Vec::new(), Vec::new());
     for (mut o, (p, c)) in out.into_iter().zip(pct) {
         o.cells.push(Cell::f(p));
         o.cells.push(Cell::f(c));
+        let row = sheet.rows.len() as u32;
+        owner.extend(o.owned.iter().map(|&e| (e, row)));
+        categories.push(o.category);
         sheet.rows.push(o.cells);
     }
-    sheet
+    UnifiedSheet {
+        sheet,
+        owner,
+        categories,
+    }
 }

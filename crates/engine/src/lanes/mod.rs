@@ -1,0 +1,553 @@
+//! The timeline view's data: every GPU event per device and stream, a busy lane per device
+//! showing computation, exposed communication, exposed memcpy and idle gaps, and the host
+//! threads' CPU ops, python functions and runtime calls nested by depth. Built once while the
+//! trace is in memory (only when asked: the CLI never needs it); [`frame`] answers draw
+//! requests from it at any zoom level.
+
+pub mod frame;
+pub mod row;
+
+use rustc_hash::FxHashMap as HashMap;
+use serde::Serialize;
+
+use crate::analysis::intervals::{merge, subtract, Span};
+use crate::analysis::names::NameClasses;
+use crate::analysis::timeline::GpuWork;
+use crate::model::tree::CallTree;
+use crate::model::{EventId, EventKind, LaneId, Nanos, RawId, StrId, Trace};
+use frame::{Frame, View};
+pub use row::{Row, Slice, SliceClass, NO_OP};
+
+/// Host slices kept at most. Beyond it the deepest host rows are dropped (whole rows, so
+/// what is shown is complete for its depths) and [`Lanes::note`] says so: host events can
+/// outnumber kernels tenfold, and the worker's memory is the limit on big traces.
+pub const HOST_BUDGET: usize = 3_000_000;
+
+/// What a lane shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaneKind {
+    /// Union of a device's GPU work split into computation / exposed communication / exposed
+    /// memcpy, and the idle gaps between.
+    GpuBusy,
+    /// One device stream.
+    Gpu,
+    /// One host thread: CPU ops, python functions, runtime calls, annotations by depth.
+    Host,
+}
+
+/// One lane: a label and a run of rows (depths).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LaneInfo {
+    pub label: String,
+    pub kind: LaneKind,
+    pub first_row: u32,
+    pub rows: u32,
+    pub slices: u64,
+}
+
+/// The lanes of one trace.
+#[derive(Debug, Clone, Default)]
+pub struct Lanes {
+    pub lanes: Vec<LaneInfo>,
+    rows: Vec<Row>,
+    /// Slice names; a slice's `name` indexes this table.
+    pub names: Vec<String>,
+    /// First start and last end over all slices.
+    pub range: (Nanos, Nanos),
+    /// Why some host slices are missing, when they are.
+    pub note: Option<String>,
+}
+
+/// A slice found by [`Lanes::pick`], with the names resolved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Picked {
+    pub row: u32,
+    pub lane: String,
+    pub name: String,
+    pub class: &'static str,
+    pub start_ns: Nanos,
+    pub dur_ns: Nanos,
+    /// `unified_perf_summary` row of the launching op (or of the op itself on a host lane).
+    pub op_row: Option<u32>,
+}
+
+/// The unified row of each event that belongs to one, with the row's TraceLens category.
+#[derive(Debug, Clone, Default)]
+pub struct OpIndex {
+    /// (event, row), sorted by event.
+    owner: Vec<(u32, u32)>,
+    categories: Vec<&'static str>,
+}
+
+impl OpIndex {
+    pub fn new(mut owner: Vec<(u32, u32)>, categories: Vec<&'static str>) -> OpIndex {
+        owner.sort_unstable();
+        owner.dedup_by_key(|(e, _)| *e);
+        OpIndex { owner, categories }
+    }
+
+    fn row_of(&self, id: EventId) -> Option<u32> {
+        self.owner
+            .binary_search_by_key(&id.0, |(e, _)| *e)
+            .ok()
+            .map(|i| self.owner[i].1)
+    }
+
+    fn category(&self, row: u32) -> &'static str {
+        self.categories
+            .get(row as usize)
+            .copied()
+            .unwrap_or("other")
+    }
+}
+
+/// Colour class of a kernel from its launching op's category.
+fn kernel_class(category: &str) -> SliceClass {
+    let c = category.to_ascii_lowercase();
+    let has = |words: &[&str]| words.iter().any(|w| c.contains(w));
+    if has(&["gemm", "conv", "moe_fused", "moe_unfused"]) {
+        SliceClass::Gemm
+    } else if has(&["sdpa", "attention", "flash"]) {
+        SliceClass::Attention
+    } else if has(&["elementwise", "rope", "multi_tensor", "triton", "quant"]) {
+        SliceClass::Elementwise
+    } else if has(&["norm", "reduce", "crossentropy"]) {
+        SliceClass::NormReduce
+    } else {
+        SliceClass::OtherCompute
+    }
+}
+
+struct Names {
+    table: Vec<String>,
+    by_id: HashMap<StrId, u32>,
+}
+
+impl Names {
+    fn of(&mut self, trace: &Trace, id: StrId) -> u32 {
+        let table = &mut self.table;
+        *self.by_id.entry(id).or_insert_with(|| {
+            table.push(trace.strings.get(id).to_owned());
+            table.len() as u32 - 1
+        })
+    }
+
+    fn fixed(&mut self, text: &str) -> u32 {
+        self.table.push(text.to_owned());
+        self.table.len() as u32 - 1
+    }
+}
+
+/// Events of one lane sorted by start (longest first at equal starts, so parents precede their
+/// children), and the depth of each: the number of still-open events it starts inside.
+fn nest(trace: &Trace, mut ids: Vec<u32>) -> (Vec<u32>, Vec<u16>) {
+    ids.sort_by_key(|&i| {
+        let e = &trace.events[i as usize];
+        (e.ts, std::cmp::Reverse(e.dur), i)
+    });
+    let mut open: Vec<Nanos> = Vec::new();
+    let depths = ids
+        .iter()
+        .map(|&i| {
+            let e = &trace.events[i as usize];
+            while open.last().is_some_and(|&end| end <= e.ts) {
+                open.pop();
+            }
+            let d = open.len();
+            open.push(e.end());
+            u16::try_from(d).unwrap_or(u16::MAX)
+        })
+        .collect();
+    (ids, depths)
+}
+
+/// Builds the lanes. `ops` maps events to their unified rows (empty for GPU-only traces).
+pub fn build(trace: &Trace, tree: &CallTree, names: &NameClasses, ops: &OpIndex) -> Lanes {
+    // Keyed by lane and GPU-ness: a lane holding both (odd traces) becomes two lanes.
+    let mut by_lane: HashMap<(LaneId, bool), Vec<u32>> = HashMap::default();
+    for (i, e) in trace.events.iter().enumerate() {
+        let keep = e.kind.is_gpu()
+            || matches!(
+                e.kind,
+                EventKind::CpuOp
+                    | EventKind::PythonFunction
+                    | EventKind::CudaRuntime
+                    | EventKind::CudaDriver
+                    | EventKind::UserAnnotation
+            );
+        if keep && e.dur >= 0 {
+            by_lane
+                .entry((e.lane, e.kind.is_gpu()))
+                .or_default()
+                .push(i as u32);
+        }
+    }
+    let key = |l: LaneId| {
+        let lane = trace.lane(l);
+        (lane.pid.clone(), lane.tid.clone())
+    };
+    let mut gpu: Vec<(LaneId, Vec<u32>)> = Vec::new();
+    let mut host: Vec<(LaneId, Vec<u32>)> = Vec::new();
+    for ((lane, is_gpu), ids) in by_lane {
+        if is_gpu {
+            gpu.push((lane, ids));
+        } else {
+            host.push((lane, ids));
+        }
+    }
+    gpu.sort_by_key(|(l, _)| key(*l));
+    host.sort_by_key(|(l, _)| key(*l));
+
+    let mut out = Lanes::default();
+    let mut table = Names {
+        table: Vec::new(),
+        by_id: HashMap::default(),
+    };
+    let busy_names = [
+        table.fixed("idle"),
+        table.fixed("computation"),
+        table.fixed("exposed communication"),
+        table.fixed("exposed memcpy"),
+    ];
+    let mut pids: Vec<RawId> = gpu
+        .iter()
+        .map(|(l, _)| trace.lane(*l).pid.clone())
+        .collect();
+    pids.dedup();
+    for pid in pids {
+        let streams: Vec<&(LaneId, Vec<u32>)> = gpu
+            .iter()
+            .filter(|(l, _)| trace.lane(*l).pid == pid)
+            .collect();
+        let ids = streams.iter().flat_map(|(_, ids)| ids.iter().copied());
+        let busy = busy_row(trace, tree, names, ids, &busy_names);
+        out.add_lane(
+            format!("{} busy", process_label(trace, &pid)),
+            LaneKind::GpuBusy,
+            vec![busy],
+        );
+        for (lane, ids) in streams {
+            let (ids, depths) = nest(trace, ids.clone());
+            let rows = rows_of(trace, &ids, &depths, u16::MAX, |id, e| {
+                let class = match e.kind {
+                    EventKind::GpuMemcpy => SliceClass::Memcpy,
+                    EventKind::GpuMemset => SliceClass::Memset,
+                    _ => match names.work(trace, e) {
+                        GpuWork::Communication => SliceClass::Communication,
+                        GpuWork::Memcpy => SliceClass::Memcpy,
+                        GpuWork::Computation => ops
+                            .row_of(id)
+                            .map_or(SliceClass::OtherCompute, |r| kernel_class(ops.category(r))),
+                    },
+                };
+                (class, ops.row_of(id).unwrap_or(NO_OP))
+            });
+            out.add_lane(
+                stream_label(trace, *lane),
+                LaneKind::Gpu,
+                rows_named(rows, trace, &mut table),
+            );
+        }
+    }
+
+    let nested: Vec<(LaneId, Vec<u32>, Vec<u16>)> = host
+        .into_iter()
+        .map(|(l, ids)| {
+            let (ids, depths) = nest(trace, ids);
+            (l, ids, depths)
+        })
+        .collect();
+    let total: usize = nested.iter().map(|(_, ids, _)| ids.len()).sum();
+    let max_depth = depth_within_budget(
+        nested.iter().flat_map(|(_, _, d)| d.iter().copied()),
+        total,
+        HOST_BUDGET,
+    );
+    if max_depth != u16::MAX {
+        let kept: usize = nested
+            .iter()
+            .flat_map(|(_, _, d)| d.iter())
+            .filter(|&&d| d <= max_depth)
+            .count();
+        out.note = Some(format!(
+            "host lanes show depths 0-{max_depth}: {kept} of {total} host events (the deeper \
+             ones would exceed the timeline's budget of {HOST_BUDGET} host slices)"
+        ));
+    }
+    for (lane, ids, depths) in nested {
+        let rows = rows_of(trace, &ids, &depths, max_depth, |id, e| {
+            let class = match e.kind {
+                EventKind::CpuOp => SliceClass::CpuOp,
+                EventKind::PythonFunction => SliceClass::Python,
+                EventKind::UserAnnotation => SliceClass::Annotation,
+                _ => SliceClass::Runtime,
+            };
+            (class, ops.row_of(id).unwrap_or(NO_OP))
+        });
+        if !rows.is_empty() {
+            out.add_lane(
+                thread_label(trace, lane),
+                LaneKind::Host,
+                rows_named(rows, trace, &mut table),
+            );
+        }
+    }
+    out.names = table.table;
+    out.range = out
+        .rows
+        .iter()
+        .filter(|r| !r.is_empty())
+        .fold((Nanos::MAX, Nanos::MIN), |(a, b), r| {
+            (a.min(r.start(0)), b.max(r.end(r.len() - 1)))
+        });
+    if out.range.0 > out.range.1 {
+        out.range = (0, 0);
+    }
+    out
+}
+
+/// The deepest host depth to keep so at most `budget` slices are kept (`u16::MAX`: all).
+fn depth_within_budget(depths: impl Iterator<Item = u16>, total: usize, budget: usize) -> u16 {
+    if total <= budget {
+        return u16::MAX;
+    }
+    let mut hist: Vec<usize> = Vec::new();
+    for d in depths {
+        let d = d as usize;
+        if hist.len() <= d {
+            hist.resize(d + 1, 0);
+        }
+        hist[d] += 1;
+    }
+    let mut kept = 0;
+    for (d, n) in hist.iter().enumerate() {
+        kept += n;
+        if kept > budget {
+            return d.saturating_sub(1) as u16;
+        }
+    }
+    u16::MAX
+}
+
+/// Slices (with raw name ids) per depth.
+type RawRows = Vec<Vec<(Slice, StrId)>>;
+
+fn rows_of(
+    trace: &Trace,
+    ids: &[u32],
+    depths: &[u16],
+    max_depth: u16,
+    classify: impl Fn(EventId, &crate::model::Event) -> (SliceClass, u32),
+) -> RawRows {
+    let mut rows: RawRows = Vec::new();
+    for (&i, &d) in ids.iter().zip(depths) {
+        if d > max_depth {
+            continue;
+        }
+        let e = &trace.events[i as usize];
+        let (class, op) = classify(EventId(i), e);
+        let d = d as usize;
+        if rows.len() <= d {
+            rows.resize_with(d + 1, Vec::new);
+        }
+        rows[d].push((
+            Slice {
+                start: e.ts,
+                end: e.end(),
+                name: 0,
+                op,
+                class,
+            },
+            e.name,
+        ));
+    }
+    rows
+}
+
+fn rows_named(rows: RawRows, trace: &Trace, table: &mut Names) -> Vec<Row> {
+    rows.into_iter()
+        .map(|slices| {
+            let mut row = Row::default();
+            for (mut s, name) in slices {
+                s.name = table.of(trace, name);
+                row.push(s);
+            }
+            row
+        })
+        .collect()
+}
+
+/// The busy lane of one device: its linked GPU work as computation, exposed communication and
+/// exposed memcpy (the overview's breakdown, `analysis::timeline`), idle gaps between.
+fn busy_row(
+    trace: &Trace,
+    tree: &CallTree,
+    names: &NameClasses,
+    ids: impl Iterator<Item = u32>,
+    busy_names: &[u32; 4],
+) -> Row {
+    let (mut comp, mut comm, mut copy): (Vec<Span>, Vec<Span>, Vec<Span>) = Default::default();
+    for i in ids {
+        let e = &trace.events[i as usize];
+        if !tree.is_linked(EventId(i)) {
+            continue;
+        }
+        let span = (e.ts, e.end());
+        match names.work(trace, e) {
+            GpuWork::Computation => comp.push(span),
+            GpuWork::Communication => comm.push(span),
+            GpuWork::Memcpy => copy.push(span),
+        }
+    }
+    let (c, m, y) = (merge(comp), merge(comm), merge(copy));
+    let exposed_comm = subtract(&m, &c);
+    let exposed_copy = subtract(&subtract(&y, &c), &m);
+    let mut parts: Vec<(Span, SliceClass)> = c
+        .iter()
+        .map(|&s| (s, SliceClass::Computation))
+        .chain(exposed_comm.iter().map(|&s| (s, SliceClass::ExposedComm)))
+        .chain(exposed_copy.iter().map(|&s| (s, SliceClass::ExposedMemcpy)))
+        .collect();
+    parts.sort_by_key(|(s, _)| *s);
+    let mut row = Row::default();
+    let mut last_end: Option<Nanos> = None;
+    for ((start, end), class) in parts {
+        if let Some(prev) = last_end.filter(|&p| p < start) {
+            row.push(Slice {
+                start: prev,
+                end: start,
+                name: busy_names[0],
+                op: NO_OP,
+                class: SliceClass::Idle,
+            });
+        }
+        row.push(Slice {
+            start,
+            end,
+            name: busy_names[class as usize],
+            op: NO_OP,
+            class,
+        });
+        last_end = Some(last_end.map_or(end, |p| p.max(end)));
+    }
+    row
+}
+
+fn process_label(trace: &Trace, pid: &RawId) -> String {
+    match trace.meta.process_names.get(pid) {
+        Some(s) => trace.strings.get(*s).to_owned(),
+        None => format!("process {}", trace.raw_id_text(pid)),
+    }
+}
+
+fn stream_label(trace: &Trace, lane: LaneId) -> String {
+    let l = trace.lane(lane);
+    let thread = match trace.meta.thread_names.get(&lane) {
+        Some(s) => trace.strings.get(*s).to_owned(),
+        None => format!("stream {}", trace.raw_id_text(&l.tid)),
+    };
+    format!("{} {thread}", process_label(trace, &l.pid))
+}
+
+fn thread_label(trace: &Trace, lane: LaneId) -> String {
+    let l = trace.lane(lane);
+    match trace.meta.thread_names.get(&lane) {
+        Some(s) => format!("{} ({})", trace.strings.get(*s), trace.raw_id_text(&l.tid)),
+        None => format!("thread {}", trace.raw_id_text(&l.tid)),
+    }
+}
+
+impl Lanes {
+    fn add_lane(&mut self, label: String, kind: LaneKind, rows: Vec<Row>) {
+        let slices = rows.iter().map(|r| r.len() as u64).sum();
+        self.lanes.push(LaneInfo {
+            label,
+            kind,
+            first_row: self.rows.len() as u32,
+            rows: rows.len() as u32,
+            slices,
+        });
+        self.rows.extend(rows);
+    }
+
+    pub fn row_count(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The lane a row belongs to.
+    pub fn lane_of_row(&self, row: u32) -> Option<&LaneInfo> {
+        self.lanes
+            .iter()
+            .find(|l| (l.first_row..l.first_row + l.rows).contains(&row))
+    }
+
+    /// Draw items of `rows` for `view` (rows out of range are skipped).
+    pub fn frame(&self, view: &View, rows: impl IntoIterator<Item = u32>) -> Frame {
+        let mut f = Frame::default();
+        for r in rows {
+            if let Some(row) = self.rows.get(r as usize) {
+                frame::draw_row(&mut f, r, row, view);
+            }
+        }
+        f
+    }
+
+    /// The slice at time `t` (absolute ns) in `row`, or the nearest within `tolerance` ns.
+    pub fn pick(&self, row: u32, t: f64, tolerance: f64) -> Option<Picked> {
+        let r = self.rows.get(row as usize)?;
+        let i = frame::pick(r, t, tolerance)?;
+        let s = r.get(i);
+        Some(Picked {
+            row,
+            lane: self
+                .lane_of_row(row)
+                .map(|l| l.label.clone())
+                .unwrap_or_default(),
+            name: self.names.get(s.name as usize).cloned().unwrap_or_default(),
+            class: s.class.label(),
+            start_ns: s.start,
+            dur_ns: s.end - s.start,
+            op_row: (s.op != NO_OP).then_some(s.op),
+        })
+    }
+
+    /// Every slice of `row` (tests and the CLI's checks).
+    pub fn slices(&self, row: u32) -> impl Iterator<Item = Slice> + '_ {
+        let r = self.rows.get(row as usize);
+        (0..r.map_or(0, Row::len)).filter_map(move |i| r.map(|r| r.get(i)))
+    }
+
+    /// Approximate heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.rows.iter().map(Row::heap_bytes).sum::<usize>()
+            + self.names.iter().map(|n| n.len() + 24).sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_budget_drops_whole_depths_from_the_deepest() {
+        // 4 at depth 0, 3 at depth 1, 2 at depth 2.
+        let depths = [0, 1, 2, 0, 1, 2, 0, 1, 0];
+        let all = |budget| depth_within_budget(depths.iter().copied(), depths.len(), budget);
+        assert_eq!(all(9), u16::MAX);
+        assert_eq!(all(8), 1);
+        assert_eq!(all(7), 1);
+        assert_eq!(all(6), 0);
+        assert_eq!(all(4), 0);
+    }
+
+    #[test]
+    fn kernels_take_their_colour_from_the_launching_op_category() {
+        assert_eq!(kernel_class("GEMM"), SliceClass::Gemm);
+        assert_eq!(kernel_class("CONV_fwd"), SliceClass::Gemm);
+        assert_eq!(kernel_class("SDPA_bwd"), SliceClass::Attention);
+        assert_eq!(kernel_class("elementwise"), SliceClass::Elementwise);
+        assert_eq!(kernel_class("Normalization"), SliceClass::NormReduce);
+        assert_eq!(kernel_class("other"), SliceClass::OtherCompute);
+    }
+}

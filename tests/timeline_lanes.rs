@@ -1,0 +1,132 @@
+//! The timeline view's lanes against the synthetic trace's ground truth: the busy lane splits
+//! GPU time exactly as the generator scheduled it, every kernel links to the unified row that
+//! owns it, host depths nest, and frames stay bounded at any zoom.
+
+use jarvis_engine::lanes::{frame::View, LaneKind, Lanes, SliceClass};
+use jarvis_engine::synth::{trace_bytes, SynthSpec};
+use jarvis_engine::{analyze_trace_with, import::import_bytes, Analysis, Options};
+
+fn analyzed(steps: u32) -> (Analysis, jarvis_engine::synth::SynthTruth) {
+    let (bytes, truth) = trace_bytes(&SynthSpec {
+        steps,
+        ..Default::default()
+    });
+    let options = Options {
+        timeline_lanes: true,
+        ..Default::default()
+    };
+    let trace = import_bytes(&bytes).expect("importable");
+    (analyze_trace_with(trace, &options), truth)
+}
+
+fn rows_of(lanes: &Lanes, kind: LaneKind) -> Vec<u32> {
+    lanes
+        .lanes
+        .iter()
+        .filter(|l| l.kind == kind)
+        .flat_map(|l| l.first_row..l.first_row + l.rows)
+        .collect()
+}
+
+#[test]
+fn the_busy_lane_splits_gpu_time_as_the_generator_scheduled_it() {
+    let (a, truth) = analyzed(3);
+    let lanes = a.lanes.as_ref().expect("lanes asked for");
+    let mut by_class = std::collections::BTreeMap::new();
+    for r in rows_of(lanes, LaneKind::GpuBusy) {
+        for s in lanes.slices(r) {
+            *by_class.entry(s.class).or_insert(0i64) += s.end - s.start;
+        }
+    }
+    assert_eq!(by_class[&SliceClass::Computation], truth.computation_ns);
+    assert_eq!(by_class[&SliceClass::ExposedComm], truth.exposed_comm_ns);
+    assert_eq!(by_class[&SliceClass::ExposedMemcpy], truth.memcpy_ns);
+    assert_eq!(by_class[&SliceClass::Idle], truth.idle_ns);
+    assert_eq!(lanes.range.1 - lanes.range.0 >= truth.total_ns, true);
+}
+
+#[test]
+fn every_kernel_links_to_the_unified_row_that_owns_it() {
+    let (a, truth) = analyzed(2);
+    let lanes = a.lanes.as_ref().expect("lanes");
+    let gpu_rows = rows_of(lanes, LaneKind::Gpu);
+    let kernels = gpu_rows
+        .iter()
+        .flat_map(|&r| lanes.slices(r))
+        .filter(|s| !matches!(s.class, SliceClass::Memcpy | SliceClass::Memset))
+        .count() as u64;
+    assert_eq!(kernels, truth.kernels);
+    let unified = a.report.sheet("unified_perf_summary").expect("unified");
+    let kt = unified.column("Kernel Time (µs)_sum").expect("column");
+    let mut per_row = vec![0i64; unified.rows.len()];
+    for &r in &gpu_rows {
+        for s in lanes.slices(r) {
+            if s.op != jarvis_engine::lanes::NO_OP {
+                per_row[s.op as usize] += s.end - s.start;
+            }
+        }
+    }
+    for (i, row) in unified.rows.iter().enumerate() {
+        let want = row[kt].as_f64().expect("kernel time");
+        assert!(
+            (per_row[i] as f64 / 1000.0 - want).abs() < 1e-6,
+            "row {i} {:?}: {} vs {want}",
+            row[0],
+            per_row[i]
+        );
+    }
+    // Picking a kernel's midpoint finds it, with the same op row.
+    let r = gpu_rows[0];
+    let s = lanes.slices(r).nth(5).expect("a kernel");
+    let hit = lanes
+        .pick(r, (s.start + s.end) as f64 / 2.0, 0.0)
+        .expect("hit");
+    assert_eq!((hit.start_ns, hit.dur_ns), (s.start, s.end - s.start));
+    assert_eq!(hit.op_row, Some(s.op));
+    assert_eq!(hit.name, lanes.names[s.name as usize]);
+}
+
+#[test]
+fn host_slices_nest_inside_the_row_above() {
+    let (a, _) = analyzed(1);
+    let lanes = a.lanes.as_ref().expect("lanes");
+    let host: Vec<_> = lanes
+        .lanes
+        .iter()
+        .filter(|l| l.kind == LaneKind::Host)
+        .collect();
+    assert!(!host.is_empty());
+    for lane in host {
+        for d in 1..lane.rows {
+            let above: Vec<_> = lanes.slices(lane.first_row + d - 1).collect();
+            for s in lanes.slices(lane.first_row + d) {
+                assert!(
+                    above.iter().any(|p| p.start <= s.start && s.start < p.end),
+                    "{} depth {d}: {s:?} starts inside nothing above",
+                    lane.label
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn frames_stay_within_two_items_per_pixel_at_any_zoom() {
+    let (a, _) = analyzed(4);
+    let lanes = a.lanes.as_ref().expect("lanes");
+    let (t0, t1) = (lanes.range.0 as f64, lanes.range.1 as f64);
+    let rows = 0..lanes.row_count() as u32;
+    for zoom in [1.0, 10.0, 1000.0] {
+        let view = View {
+            start: t0,
+            end: t0 + (t1 - t0) / zoom,
+            width: 800,
+        };
+        let f = lanes.frame(&view, rows.clone());
+        assert!(!f.is_empty());
+        for r in rows.clone() {
+            let n = (0..f.len()).filter(|&i| f.item(i)[0] == r as f32).count();
+            assert!(n <= 2 * 800 + 2, "row {r}: {n} items at zoom {zoom}");
+        }
+    }
+}
