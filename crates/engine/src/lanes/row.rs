@@ -88,7 +88,7 @@ impl Row {
     /// overlapping events to deeper rows).
     pub fn push(&mut self, s: Slice) {
         debug_assert!(self.end.last().is_none_or(|&e| e <= s.start));
-        if self.start.len() % BLOCK == 0 {
+        if self.start.len().is_multiple_of(BLOCK) {
             let before = self.block_busy.last().copied().unwrap_or(0)
                 + self.tail_busy(self.start.len().saturating_sub(BLOCK));
             self.block_busy.push(before);
