@@ -42,7 +42,7 @@ fn the_busy_lane_splits_gpu_time_as_the_generator_scheduled_it() {
     assert_eq!(by_class[&SliceClass::ExposedComm], truth.exposed_comm_ns);
     assert_eq!(by_class[&SliceClass::ExposedMemcpy], truth.memcpy_ns);
     assert_eq!(by_class[&SliceClass::Idle], truth.idle_ns);
-    assert_eq!(lanes.range.1 - lanes.range.0 >= truth.total_ns, true);
+    assert!(lanes.range.1 - lanes.range.0 >= truth.total_ns);
 }
 
 #[test]
