@@ -63,6 +63,14 @@ impl Session {
     pub fn handle(&mut self, data: &JsValue, out: &dyn Outbox) {
         let get = |k: &str| js_sys::Reflect::get(data, &JsValue::from_str(k)).ok();
         let text = |k: &str| get(k).and_then(|v| v.as_string()).unwrap_or_default();
+        if let Some(req) = get("frame").filter(|v| v.is_object()) {
+            crate::timeline::frame(self.lanes(), &req, out);
+            return;
+        }
+        if let Some(req) = get("pick").filter(|v| v.is_object()) {
+            send(out, crate::timeline::pick(self.lanes(), &req));
+            return;
+        }
         if let Some(what) = get("export").and_then(|w| w.as_string()) {
             match self.export(&what) {
                 Ok((name, bytes)) => {
@@ -178,7 +186,7 @@ impl Session {
         Ok(json!({"kind": "result", "elapsed_ms": elapsed, "input_bytes": total,
             "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis, "reopened": reopened,
             "recommendations": recommendation_rows(&briefs), "ops": ops, "kernel_summary": kernels,
-            "categories": categories,
+            "categories": categories, "timeline": self.lanes().map(crate::timeline::meta),
             "report_html": report_html, "rough_html": rough_html, "comparison_html": comparison_html,
             "comparison": self.comparison_json()})
         .to_string())
@@ -238,6 +246,14 @@ impl Session {
                 title.clone(),
             )),
             _ => None,
+        }
+    }
+
+    /// The target's timeline lanes (a reopened bundle has none: it carries no events).
+    fn lanes(&self) -> Option<&jarvis_engine::lanes::Lanes> {
+        match &self.target.as_ref()?.loaded {
+            Loaded::Trace(a) => a.lanes.as_ref(),
+            Loaded::Bundle(..) => None,
         }
     }
 
@@ -504,6 +520,8 @@ fn read_and_analyze(
         trace,
         &Options {
             platform,
+            // The reference is only compared, never drawn.
+            timeline_lanes: role == "target",
             ..Options::default()
         },
     );

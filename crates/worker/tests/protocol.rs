@@ -319,3 +319,68 @@ fn a_reference_is_kept_and_compared_with_the_target() {
     s.handle(&export("comparison"), &out);
     assert_eq!(out.export().0, "jarvis_comparison.zip");
 }
+
+#[wasm_bindgen_test]
+fn timeline_frames_and_picks_answer_from_the_targets_lanes() {
+    let json = synth();
+    let (mut s, out) = (Session::default(), Collected::default());
+    let (_, result) = load(&mut s, &out, &json, "auto");
+    let tl = &result["timeline"];
+    let lanes = tl["lanes"].as_array().expect("lanes");
+    assert_eq!(lanes[0]["kind"], "gpu_busy");
+    let (t0, t1) = (
+        tl["range"][0].as_f64().expect("start"),
+        tl["range"][1].as_f64().expect("end"),
+    );
+    // The GPU stream rows, at 400 px over the whole range.
+    let rows: Vec<u32> = lanes
+        .iter()
+        .filter(|l| l["kind"] == "gpu")
+        .map(|l| l["first_row"].as_u64().expect("row") as u32)
+        .collect();
+    let req = js_sys::Object::new();
+    let set = |o: &js_sys::Object, k: &str, v: JsValue| {
+        js_sys::Reflect::set(o, &k.into(), &v).expect("set");
+    };
+    set(&req, "seq", 7.into());
+    set(&req, "start", t0.into());
+    set(&req, "end", t1.into());
+    set(&req, "width", 400.into());
+    let js_rows = js_sys::Array::new();
+    for r in &rows {
+        js_rows.push(&(*r).into());
+    }
+    set(&req, "rows", js_rows.into());
+    let msg = js_sys::Object::new();
+    set(&msg, "frame", req.into());
+    s.handle(&msg.into(), &out);
+    let reply = out.0.borrow_mut().pop().expect("frame");
+    let get = |k: &str| js_sys::Reflect::get(&reply, &k.into()).expect(k);
+    assert_eq!(get("kind").as_string().as_deref(), Some("frame"));
+    assert_eq!(get("seq").as_f64(), Some(7.0));
+    let items = js_sys::Float32Array::new(&get("items")).to_vec();
+    assert!(!items.is_empty() && items.len().is_multiple_of(6));
+    assert!(items
+        .chunks(6)
+        .all(|it| rows.contains(&(it[0] as u32)) && it[1] >= -1.0 && it[2] <= 401.0));
+    // A pick in the middle of the first item of the first row finds a kernel with its op.
+    // Classes 4..=8 are compute kernels (GEMM, attention, elementwise, norm, other).
+    let first = items
+        .chunks(6)
+        .find(|it| it[4] == 1.0 && (4.0..=8.0).contains(&it[3]))
+        .expect("a kernel box");
+    let t = t0 + f64::from(first[1] + first[2]) / 2.0 * (t1 - t0) / 400.0;
+    let pick = js_sys::Object::new();
+    set(&pick, "seq", 8.into());
+    set(&pick, "row", f64::from(first[0]).into());
+    set(&pick, "t", t.into());
+    set(&pick, "tolerance", 0.into());
+    let msg = js_sys::Object::new();
+    set(&msg, "pick", pick.into());
+    s.handle(&msg.into(), &out);
+    let answer = out.json().pop().expect("pick");
+    assert_eq!(answer["seq"], 8.0);
+    let names = tl["names"].as_array().expect("names");
+    assert_eq!(answer["hit"]["name"], names[first[5] as usize]);
+    assert!(answer["hit"]["op_row"].is_u64(), "{answer}");
+}
