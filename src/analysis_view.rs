@@ -72,6 +72,8 @@ pub struct Overview {
     pub report_html: String,
     /// The rough report (working notes), rendered the same way.
     pub rough_html: String,
+    /// The timeline view's lanes (None for a reopened bundle: it has no events).
+    pub lanes: Option<std::sync::Arc<crate::views::timeline::TimelineMeta>>,
 }
 
 const TIMELINE: [(&str, &str); 8] = [
@@ -219,6 +221,11 @@ impl Overview {
                 .unwrap_or(0.0),
             report_html: str_of(reply, "report_html"),
             rough_html: str_of(reply, "rough_html"),
+            lanes: reply
+                .get("timeline")
+                .filter(|t| !t.is_null())
+                .and_then(|t| serde_json::from_value(t.clone()).ok())
+                .map(std::sync::Arc::new),
         })
     }
 }

@@ -53,6 +53,9 @@ fn spawn_worker(set_status: WriteSignal<Status>, reference: Reference) -> Option
     let worker = Worker::new(WORKER_URL).ok()?;
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let data = ev.data();
+        if views::timeline::deliver(&data) {
+            return;
+        }
         if !data.is_string() {
             // Export bytes from the worker: hand them to the browser as a download.
             download(&data);
@@ -172,11 +175,12 @@ fn mb(bytes: f64) -> f64 {
 }
 
 /// The views of an analysis: (tab key, label). `tab-<key>` is each tab's test hook.
-const TABS: [(&str, &str); 9] = [
+const TABS: [(&str, &str); 10] = [
     ("overview", "Overview"),
     ("categories", "Categories"),
     ("ops", "Ops"),
     ("kernels", "Kernels"),
+    ("timeline", "Timeline"),
     ("roofline", "Roofline"),
     ("report", "Report"),
     ("rough", "Working notes"),
@@ -248,6 +252,10 @@ pub fn App() -> impl IntoView {
     let open_op = Callback::new(move |row: usize| {
         ops_state.update(|s| s.selected_row = Some(row));
         tab.set("ops");
+    });
+    // A timeline click: select the op, stay on the timeline.
+    let select_op = Callback::new(move |row: usize| {
+        ops_state.update(|s| s.selected_row = Some(row));
     });
     let (status, set_status) = signal(Status::Starting);
     let (file_name, set_file_name) = signal(String::new());
@@ -427,6 +435,9 @@ pub fn App() -> impl IntoView {
                                 <p class="facts">{views::diagnostics::summary(&o.diagnostics)}</p>
                                 <views::diagnostics::DiagnosticsList diagnostics=o.diagnostics examples=10/>
                             </section>
+                        }.into_any(),
+                        "timeline" => view! {
+                            <views::timeline::TimelineView meta=o.lanes ops=o.ops worker=worker select_op=select_op open_op=open_op/>
                         }.into_any(),
                         "roofline" => view! { <views::roofline::RooflineView ops=o.ops platform=o.spec open=open_op/> }.into_any(),
                         "ops" => view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations state=ops_state/> }.into_any(),

@@ -8,3 +8,4 @@ pub mod ops;
 pub mod overview;
 pub mod platform;
 pub mod roofline;
+pub mod timeline;

@@ -6,6 +6,7 @@
 
 pub mod frame;
 pub mod row;
+pub mod viewport;
 
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
