@@ -69,6 +69,8 @@ struct State {
     /// When the window first changed since the last complete frame (performance.now()).
     changed_at: Option<f64>,
     frames: u64,
+    /// When the frame in flight was requested (performance.now()).
+    sent_at: f64,
     /// (pointer x at the press, window then, moved far enough to be a drag).
     drag: Option<(f64, Window, bool)>,
     pointer: (f64, f64),
@@ -125,6 +127,7 @@ impl State {
         let msg = js_sys::Object::new();
         let _ = js_sys::Reflect::set(&msg, &"frame".into(), &req);
         if worker.post_message(&msg).is_ok() {
+            self.sent_at = now();
             self.in_flight = true;
             self.dirty = false;
         }
@@ -135,13 +138,15 @@ impl State {
             return;
         }
         self.window = w;
-        self.changed_at.get_or_insert_with(now);
+        // Frame time is measured from the latest change to the exact frame showing it.
+        self.changed_at = Some(now());
         self.paint();
         self.request();
     }
 
     fn on_frame(&mut self, msg: &JsValue) {
         self.in_flight = false;
+        let received = now();
         let num = |k: &str| {
             js_sys::Reflect::get(msg, &k.into())
                 .ok()
@@ -162,6 +167,14 @@ impl State {
             width: num("width"),
         });
         self.paint();
+        if let Some(c) = &self.canvas {
+            // Where a frame's time goes: the worker's round trip, then painting.
+            let _ = c.set_attribute(
+                "data-last-roundtrip-ms",
+                &format!("{:.2}", received - self.sent_at),
+            );
+            let _ = c.set_attribute("data-last-paint-ms", &format!("{:.2}", now() - received));
+        }
         let current = window == self.window
             && (num("width") - self.plot_width().round()).abs() < 0.5;
         if self.dirty || !current {
@@ -343,6 +356,7 @@ pub fn TimelineView(
         dirty: false,
         changed_at: None,
         frames: 0,
+        sent_at: 0.0,
         drag: None,
         pointer: (0.0, 0.0),
         mark: None,

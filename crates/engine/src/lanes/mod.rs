@@ -435,9 +435,12 @@ fn busy_row(
     row
 }
 
+/// Kineto labels GPU processes `GPU 0` (`process_labels`) and names them after the host
+/// program (`process_name`); the label tells devices apart, so it wins.
 fn process_label(trace: &Trace, pid: &RawId) -> String {
-    match trace.meta.process_names.get(pid) {
-        Some(s) => trace.strings.get(*s).to_owned(),
+    let meta = &trace.meta;
+    match meta.process_labels.get(pid).or(meta.process_names.get(pid)) {
+        Some(s) => trace.strings.get(*s).trim().to_owned(),
         None => format!("process {}", trace.raw_id_text(pid)),
     }
 }
@@ -445,16 +448,16 @@ fn process_label(trace: &Trace, pid: &RawId) -> String {
 fn stream_label(trace: &Trace, lane: LaneId) -> String {
     let l = trace.lane(lane);
     let thread = match trace.meta.thread_names.get(&lane) {
-        Some(s) => trace.strings.get(*s).to_owned(),
+        Some(s) => trace.strings.get(*s).trim().to_owned(),
         None => format!("stream {}", trace.raw_id_text(&l.tid)),
     };
-    format!("{} {thread}", process_label(trace, &l.pid))
+    format!("{} · {thread}", process_label(trace, &l.pid))
 }
 
 fn thread_label(trace: &Trace, lane: LaneId) -> String {
     let l = trace.lane(lane);
     match trace.meta.thread_names.get(&lane) {
-        Some(s) => format!("{} ({})", trace.strings.get(*s), trace.raw_id_text(&l.tid)),
+        Some(s) => trace.strings.get(*s).trim().to_owned(),
         None => format!("thread {}", trace.raw_id_text(&l.tid)),
     }
 }

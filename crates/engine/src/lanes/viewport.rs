@@ -97,7 +97,8 @@ pub fn tick_label(t_ns: f64, step_ns: f64) -> String {
         ("ns", 1.0)
     };
     let decimals = (-(step_ns / scale).log10().floor()).max(0.0) as usize;
-    format!("{:.*} {unit}", decimals, t_ns / scale)
+    // `+ 0.0` turns -0.0 (a tick at the origin computed from a negative start) into 0.0.
+    format!("{:.*} {unit}", decimals, t_ns / scale + 0.0)
 }
 
 #[cfg(test)]
@@ -160,5 +161,6 @@ mod tests {
         assert_eq!(tick_label(340_000.0, 1e4), "340 µs");
         assert_eq!(tick_label(1.2e9, 2e8), "1.2 s");
         assert_eq!(tick_label(50.0, 10.0), "50 ns");
+        assert_eq!(tick_label(-0.0, 1e6), "0 ms");
     }
 }
