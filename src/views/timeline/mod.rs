@@ -175,8 +175,8 @@ impl State {
             );
             let _ = c.set_attribute("data-last-paint-ms", &format!("{:.2}", now() - received));
         }
-        let current = window == self.window
-            && (num("width") - self.plot_width().round()).abs() < 0.5;
+        let current =
+            window == self.window && (num("width") - self.plot_width().round()).abs() < 0.5;
         if self.dirty || !current {
             self.request();
         } else if let Some(t) = self.changed_at.take() {
@@ -259,7 +259,8 @@ impl State {
         if canvas.width() != pw || canvas.height() != ph {
             canvas.set_width(pw);
             canvas.set_height(ph);
-            let _ = web_sys::HtmlElement::style(&canvas).set_property("height", &format!("{css_h}px"));
+            let _ =
+                web_sys::HtmlElement::style(&canvas).set_property("height", &format!("{css_h}px"));
         }
         let Some(ctx) = canvas
             .get_context("2d")

@@ -1,0 +1,122 @@
+// Shared by the end-to-end tests: serves ../dist on 127.0.0.1, starts Debian's Chromium with
+// playwright-core (never a downloaded browser), and reads the CLI's outputs for comparison.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const here = path.dirname(fileURLToPath(import.meta.url));
+export const ROOT = path.resolve(here, '..');
+export const DIST = path.join(ROOT, 'dist');
+export const OUT = process.env.E2E_OUT || path.join(here, 'artifacts');
+export const SHARED = process.env.JARVIS_SHARED || path.resolve(ROOT, '..', 'shared');
+export const JARVIS = path.join(ROOT, 'target', 'release', 'jarvis');
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css',
+  '.svg': 'image/svg+xml', '.gz': 'application/gzip', '.txt': 'text/plain', '.json': 'application/json' };
+export const QWEN = path.join(SHARED, 'traces', 'tracelens', 'h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz');
+
+let server, browser, base;
+
+/** The served page's origin. */
+export const baseUrl = () => base;
+
+export async function startApp() {
+  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), `run 'trunk build --release' first (${DIST})`);
+  server = http.createServer((req, res) => {
+    const url = new URL(req.url, 'http://x');
+    let file = path.join(DIST, decodeURIComponent(url.pathname));
+    if (!file.startsWith(DIST)) { res.writeHead(403).end(); return; }
+    if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
+    if (!fs.existsSync(file)) { res.writeHead(404).end(); return; }
+    res.writeHead(200, { 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream' });
+    fs.createReadStream(file).pipe(res);
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${server.address().port}`;
+  fs.mkdirSync(OUT, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+  });
+}
+
+export async function stopApp() {
+  await browser?.close();
+  server?.close();
+}
+
+// Opens the app; records console errors, page errors and every request's URL.
+export async function openApp() {
+  const page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
+  const errors = [];
+  const requests = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('request', (r) => requests.push(r.url()));
+  await page.goto(base + '/');
+  await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 30000 });
+  return { page, errors, requests };
+}
+
+export function assertLocalOnly(requests) {
+  for (const url of requests) {
+    assert.ok(url.startsWith(base + '/') || url.startsWith('blob:') || url.startsWith('data:'), `request left the page: ${url}`);
+  }
+}
+
+// The CLI's gpu_timeline.csv for a trace, as { type: ms }.
+export function cliTimeline(trace) {
+  const dir = fs.mkdtempSync(path.join(OUT, 'cli-'));
+  execFileSync(JARVIS, ['report', trace, '--out', dir, '--platform', 'none'], { stdio: 'ignore' });
+  const lines = fs.readFileSync(path.join(dir, 'perf_report_csvs', 'gpu_timeline.csv'), 'utf8').trim().split('\n').slice(1);
+  fs.rmSync(dir, { recursive: true, force: true });
+  return Object.fromEntries(lines.map((l) => { const [type, ms] = l.split(','); return [type, Number(ms)]; }));
+}
+
+// RFC 4180 CSV (quoted fields with commas, doubled quotes) as rows of strings.
+export function parseCsv(text) {
+  const rows = [];
+  let row = [], field = '', quoted = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') { field += '"'; i += 1; } else if (c === '"') quoted = false; else field += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') { row.push(field); field = ''; } else if (c === '\n') { row.push(field); rows.push(row); row = []; field = ''; } else if (c !== '\r') field += c;
+  }
+  if (field || row.length) { row.push(field); rows.push(row); }
+  const [header, ...body] = rows;
+  return body.map((r) => Object.fromEntries(header.map((h, i) => [h, r[i]])));
+}
+
+// The CLI's CSV of one sheet for a trace.
+export function cliSheet(trace, sheet) {
+  const dir = fs.mkdtempSync(path.join(OUT, 'sheet-'));
+  execFileSync(JARVIS, ['report', trace, '--out', dir], { stdio: 'ignore' });
+  const rows = parseCsv(fs.readFileSync(path.join(dir, 'perf_report_csvs', `${sheet}.csv`), 'utf8'));
+  fs.rmSync(dir, { recursive: true, force: true });
+  return rows;
+}
+
+// The GPU-timeline cells as { type: ms }.
+export async function timelineShown(page) {
+  const cells = await page.locator('[data-testid^=gpu-timeline-]').evaluateAll((els) =>
+    els.map((e) => [e.dataset.testid, e.dataset.value]));
+  return Object.fromEntries(cells);
+}
+
+// Drops a file onto the drop zone as a browser would (a synthetic DataTransfer).
+export async function dropFile(page, bytes, name, type) {
+  await page.evaluate(([data, name, type]) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([new Uint8Array(data)], name, { type }));
+    const zone = document.querySelector('[data-testid=drop-zone]');
+    zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
+    zone.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+  }, [Array.from(bytes), name, type]);
+}
