@@ -5,7 +5,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { OUT, QWEN, startApp, stopApp, openApp, assertLocalOnly, cliTimeline, cliSheet } from './harness.mjs';
+import {
+  OUT, QWEN, baseUrl, startApp, stopApp, openApp, assertLocalOnly, cliTimeline, cliSheet,
+} from './harness.mjs';
 import { decodePng } from './png.mjs';
 
 before(startApp);
@@ -90,6 +92,10 @@ test('the timeline draws the GPU lanes, zooms and pans, and a click selects the 
   const moved = Number(await canvas.getAttribute('data-start-ns')) - start0;
   const nsPerPx = wheeled / (box.width - GUTTER);
   assert.ok(Math.abs(moved - 100 * nsPerPx) < 2 * nsPerPx, `dragged ${moved} ns, expected ${100 * nsPerPx}`);
+  // Once the view rests, its window is in the URL (ns from the trace start).
+  await page.waitForFunction(() => /[#&]tl=-?\d+_\d+/.test(location.hash));
+  const link = page.url();
+  const linkedRange = await page.getByTestId('timeline-range').textContent();
   // 0 returns to the whole trace.
   n = await frames(page);
   await page.keyboard.press('0');
@@ -128,6 +134,15 @@ test('the timeline draws the GPU lanes, zooms and pans, and a click selects the 
   await page.getByTestId('timeline-open-op').click();
   await page.getByTestId('call-stack').waitFor();
   assert.match(await page.getByTestId('call-stack').textContent(), /nn\.Module: Qwen2/);
+
+  // The link, reloaded with the same trace, shows the same window.
+  await page.goto(`${baseUrl()}/${new URL(link).hash}`);
+  await page.reload();
+  await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 30000 });
+  await page.getByTestId('trace-input').setInputFiles(QWEN);
+  await page.getByTestId('timeline').waitFor({ timeout: 60000 });
+  await nextFrame(page, 0);
+  assert.equal(await page.getByTestId('timeline-range').textContent(), linkedRange);
 
   assertLocalOnly(requests);
   assert.deepEqual(errors, []);

@@ -207,11 +207,16 @@ fn current_fragment() -> String {
 /// Keeps the URL and the view state in step: a tab change is a history entry (back returns to
 /// the previous view), a sort or filter change replaces the current one; back/forward restore
 /// the state from the URL.
-fn sync_url(tab: RwSignal<&'static str>, ops: RwSignal<url_state::OpsState>) {
+fn sync_url(
+    tab: RwSignal<&'static str>,
+    ops: RwSignal<url_state::OpsState>,
+    timeline: RwSignal<url_state::TimelineState>,
+) {
     Effect::new(move |_| {
         let state = url_state::UrlState {
             tab: tab.get().to_owned(),
             ops: ops.get(),
+            timeline: timeline.get(),
         };
         let fragment = state.to_fragment();
         let current = current_fragment();
@@ -233,6 +238,7 @@ fn sync_url(tab: RwSignal<&'static str>, ops: RwSignal<url_state::OpsState>) {
         let s = url_state::UrlState::from_fragment(&current_fragment());
         tab.set(tab_key(&s.tab));
         ops.set(s.ops);
+        timeline.set(s.timeline);
     });
     if let Some(w) = web_sys::window() {
         let _ = w.add_event_listener_with_callback("popstate", on_pop.as_ref().unchecked_ref());
@@ -246,7 +252,8 @@ pub fn App() -> impl IntoView {
     let initial = url_state::UrlState::from_fragment(&current_fragment());
     let tab = RwSignal::new(tab_key(&initial.tab));
     let ops_state = RwSignal::new(initial.ops);
-    sync_url(tab, ops_state);
+    let timeline_state = RwSignal::new(initial.timeline);
+    sync_url(tab, ops_state, timeline_state);
     let show_diagnostics = Callback::new(move |()| tab.set("diagnostics"));
     // A roofline click: open that unified row in the ops view.
     let open_op = Callback::new(move |row: usize| {
@@ -437,7 +444,7 @@ pub fn App() -> impl IntoView {
                             </section>
                         }.into_any(),
                         "timeline" => view! {
-                            <views::timeline::TimelineView meta=o.lanes ops=o.ops worker=worker select_op=select_op open_op=open_op/>
+                            <views::timeline::TimelineView meta=o.lanes ops=o.ops worker=worker select_op=select_op open_op=open_op state=timeline_state/>
                         }.into_any(),
                         "roofline" => view! { <views::roofline::RooflineView ops=o.ops platform=o.spec open=open_op/> }.into_any(),
                         "ops" => view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations state=ops_state/> }.into_any(),

@@ -1,5 +1,6 @@
-//! View state in the URL's fragment, versioned (`#v1&tab=ops&sort=count&desc=0&q=mm&sel=12`):
-//! the tab, the ops view's sort, filters and selected row. Reload and back/forward restore the
+//! View state in the URL's fragment, versioned (`#v1&tab=ops&sort=count&desc=0&q=mm&sel=12`,
+//! `#v1&tab=timeline&tl=1200000_2400000&host=1`): the tab, the ops view's sort, filters and
+//! selected row, the timeline's window (ns from the trace's first event) and host lanes. Reload and back/forward restore the
 //! view, and a link reproduces it once the same trace is loaded (nothing leaves the page: the
 //! fragment is never sent to a server, and the trace is not in it).
 
@@ -28,11 +29,21 @@ impl Default for OpsState {
     }
 }
 
+/// The timeline view's state.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct TimelineState {
+    /// The window shown, in ns from the trace's first event (None: the whole trace).
+    pub window: Option<(i64, i64)>,
+    /// Host (CPU op, python) lanes shown.
+    pub host: bool,
+}
+
 /// Everything the URL holds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct UrlState {
     pub tab: String,
     pub ops: OpsState,
+    pub timeline: TimelineState,
 }
 
 impl Default for UrlState {
@@ -40,6 +51,7 @@ impl Default for UrlState {
         UrlState {
             tab: "overview".into(),
             ops: OpsState::default(),
+            timeline: TimelineState::default(),
         }
     }
 }
@@ -77,6 +89,12 @@ impl UrlState {
         if let Some(r) = o.selected_row {
             parts.push(format!("sel={r}"));
         }
+        if let Some((a, b)) = self.timeline.window {
+            parts.push(format!("tl={a}_{b}"));
+        }
+        if self.timeline.host {
+            parts.push("host=1".into());
+        }
         parts.join("&")
     }
 
@@ -100,6 +118,13 @@ impl UrlState {
                 "cat" => s.ops.category = v,
                 "bound" => s.ops.bound = v,
                 "sel" => s.ops.selected_row = v.parse().ok(),
+                "tl" => {
+                    s.timeline.window = v
+                        .split_once('_')
+                        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+                        .filter(|(a, b)| a < b);
+                }
+                "host" => s.timeline.host = v == "1",
                 _ => {}
             }
         }

@@ -9,25 +9,53 @@
 
 mod layout;
 mod paint;
+mod state;
 
 use std::cell::RefCell;
 use std::sync::Arc;
 
+use crate::url_state::TimelineState;
 use jarvis_engine::lanes::viewport::Window;
 use jarvis_engine::standalone::explorer::OpView;
 use leptos::prelude::*;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, Worker};
+use web_sys::Worker;
 
+use layout::Layout;
 pub use layout::TimelineMeta;
-use layout::{Layout, GUTTER};
-use paint::{FrameData, Mark, Scene, PALETTE};
+use paint::PALETTE;
+use state::{key_action, now, State, Ui};
+
+/// A mounted view's handler of worker replies.
+type Sink = Box<dyn Fn(&JsValue)>;
 
 thread_local! {
     /// Where the worker's frame and pick replies go while a timeline view is mounted.
-    static SINK: RefCell<Option<Box<dyn Fn(&JsValue)>>> = const { RefCell::new(None) };
+    static SINK: RefCell<Option<Sink>> = const { RefCell::new(None) };
+    /// What a window resize does while a timeline view is mounted.
+    static ON_RESIZE: RefCell<Option<Box<dyn Fn()>>> = const { RefCell::new(None) };
+    static RESIZE_HOOKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Listens to window resizes once per page (the listener outlives views; it calls whichever
+/// timeline view is mounted).
+fn hook_resize() {
+    if RESIZE_HOOKED.with(|h| h.replace(true)) {
+        return;
+    }
+    let cb = Closure::<dyn Fn()>::new(|| {
+        ON_RESIZE.with(|r| {
+            if let Some(f) = r.borrow().as_ref() {
+                f();
+            }
+        });
+    });
+    if let Some(w) = web_sys::window() {
+        let _ = w.add_event_listener_with_callback("resize", cb.as_ref().unchecked_ref());
+    }
+    cb.forget();
 }
 
 /// Hands a worker reply to the mounted timeline view; false when it is not one of its replies.
@@ -52,268 +80,8 @@ pub fn deliver(msg: &JsValue) -> bool {
     true
 }
 
-/// The view's state outside the reactive graph (it changes on every frame).
-struct State {
-    meta: Arc<TimelineMeta>,
-    labels: Vec<String>,
-    layout: Layout,
-    bounds: Window,
-    window: Window,
-    frame: Option<FrameData>,
-    worker: Option<Worker>,
-    canvas: Option<HtmlCanvasElement>,
-    seq: u32,
-    click_seq: u32,
-    in_flight: bool,
-    dirty: bool,
-    /// When the window first changed since the last complete frame (performance.now()).
-    changed_at: Option<f64>,
-    frames: u64,
-    /// When the frame in flight was requested (performance.now()).
-    sent_at: f64,
-    /// (pointer x at the press, window then, moved far enough to be a drag).
-    drag: Option<(f64, Window, bool)>,
-    pointer: (f64, f64),
-    mark: Option<Mark>,
-    ui: Ui,
-}
-
-/// The reactive bits the template shows.
-#[derive(Clone, Copy)]
-struct Ui {
-    range: RwSignal<String>,
-    hover: RwSignal<Option<(f64, f64, String)>>,
-    picked: RwSignal<Option<Value>>,
-    select_op: Callback<usize>,
-}
-
-fn now() -> f64 {
-    web_sys::window()
-        .and_then(|w| w.performance())
-        .map_or(0.0, |p| p.now())
-}
-
-impl State {
-    fn plot_width(&self) -> f64 {
-        let css = self
-            .canvas
-            .as_ref()
-            .map_or(1000.0, |c| f64::from(c.client_width()));
-        (css - GUTTER).max(100.0)
-    }
-
-    fn request(&mut self) {
-        if self.in_flight {
-            self.dirty = true;
-            return;
-        }
-        let Some(worker) = &self.worker else {
-            return;
-        };
-        self.seq += 1;
-        let req = js_sys::Object::new();
-        let set = |k: &str, v: JsValue| {
-            let _ = js_sys::Reflect::set(&req, &k.into(), &v);
-        };
-        set("seq", self.seq.into());
-        set("start", self.window.start.into());
-        set("end", self.window.end.into());
-        set("width", self.plot_width().round().into());
-        let rows = js_sys::Array::new();
-        for r in self.layout.shown_rows() {
-            rows.push(&r.into());
-        }
-        set("rows", rows.into());
-        let msg = js_sys::Object::new();
-        let _ = js_sys::Reflect::set(&msg, &"frame".into(), &req);
-        if worker.post_message(&msg).is_ok() {
-            self.sent_at = now();
-            self.in_flight = true;
-            self.dirty = false;
-        }
-    }
-
-    fn set_window(&mut self, w: Window) {
-        if w == self.window {
-            return;
-        }
-        self.window = w;
-        // Frame time is measured from the latest change to the exact frame showing it.
-        self.changed_at = Some(now());
-        self.paint();
-        self.request();
-    }
-
-    fn on_frame(&mut self, msg: &JsValue) {
-        self.in_flight = false;
-        let received = now();
-        let num = |k: &str| {
-            js_sys::Reflect::get(msg, &k.into())
-                .ok()
-                .and_then(|v| v.as_f64())
-                .unwrap_or(0.0)
-        };
-        let items = js_sys::Reflect::get(msg, &"items".into())
-            .ok()
-            .map(|a| js_sys::Float32Array::new(&a).to_vec())
-            .unwrap_or_default();
-        let window = Window {
-            start: num("start"),
-            end: num("end"),
-        };
-        self.frame = Some(FrameData {
-            items,
-            window,
-            width: num("width"),
-        });
-        self.paint();
-        if let Some(c) = &self.canvas {
-            // Where a frame's time goes: the worker's round trip, then painting.
-            let _ = c.set_attribute(
-                "data-last-roundtrip-ms",
-                &format!("{:.2}", received - self.sent_at),
-            );
-            let _ = c.set_attribute("data-last-paint-ms", &format!("{:.2}", now() - received));
-        }
-        let current =
-            window == self.window && (num("width") - self.plot_width().round()).abs() < 0.5;
-        if self.dirty || !current {
-            self.request();
-        } else if let Some(t) = self.changed_at.take() {
-            self.frames += 1;
-            if let Some(c) = &self.canvas {
-                let _ = c.set_attribute("data-frame-ms", &format!("{:.2}", now() - t));
-                let _ = c.set_attribute("data-frames", &self.frames.to_string());
-            }
-        }
-    }
-
-    fn on_pick(&mut self, msg: &JsValue) {
-        let Some(v) = msg
-            .as_string()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        else {
-            return;
-        };
-        let hit = v.get("hit").filter(|h| !h.is_null()).cloned();
-        if v["seq"].as_f64() == Some(f64::from(self.click_seq)) {
-            self.mark = hit.as_ref().map(|h| Mark {
-                row: h["row"].as_u64().unwrap_or(0) as u32,
-                start: h["start_ns"].as_f64().unwrap_or(0.0),
-                end: h["start_ns"].as_f64().unwrap_or(0.0) + h["dur_ns"].as_f64().unwrap_or(0.0),
-            });
-            if let Some(op) = hit.as_ref().and_then(|h| h["op_row"].as_u64()) {
-                self.ui.select_op.run(op as usize);
-            }
-            self.ui.picked.set(hit);
-            self.paint();
-        } else {
-            let (x, y) = self.pointer;
-            self.ui.hover.set(hit.map(|h| {
-                let text = format!(
-                    "{} · {} · {:.2} µs",
-                    h["name"].as_str().unwrap_or_default(),
-                    h["class"].as_str().unwrap_or_default(),
-                    h["dur_ns"].as_f64().unwrap_or(0.0) / 1e3
-                );
-                (x, y, text)
-            }));
-        }
-    }
-
-    fn pick(&mut self, x: f64, y: f64, click: bool) {
-        let (Some(row), Some(worker)) = (self.layout.row_at(y), &self.worker) else {
-            if click {
-                self.ui.picked.set(None);
-                self.mark = None;
-                self.paint();
-            }
-            return;
-        };
-        let px_ns = self.window.span() / self.plot_width();
-        self.seq += 1;
-        if click {
-            self.click_seq = self.seq;
-        }
-        let req = js_sys::Object::new();
-        let set = |k: &str, v: JsValue| {
-            let _ = js_sys::Reflect::set(&req, &k.into(), &v);
-        };
-        set("seq", self.seq.into());
-        set("row", row.into());
-        set("t", (self.window.start + (x - GUTTER) * px_ns).into());
-        set("tolerance", (3.0 * px_ns).into());
-        let msg = js_sys::Object::new();
-        let _ = js_sys::Reflect::set(&msg, &"pick".into(), &req);
-        let _ = worker.post_message(&msg);
-    }
-
-    fn paint(&mut self) {
-        let Some(canvas) = self.canvas.clone() else {
-            return;
-        };
-        let css_w = f64::from(canvas.client_width()).max(GUTTER + 100.0);
-        let css_h = self.layout.height;
-        let dpr = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio());
-        let (pw, ph) = ((css_w * dpr).round() as u32, (css_h * dpr).round() as u32);
-        if canvas.width() != pw || canvas.height() != ph {
-            canvas.set_width(pw);
-            canvas.set_height(ph);
-            let _ =
-                web_sys::HtmlElement::style(&canvas).set_property("height", &format!("{css_h}px"));
-        }
-        let Some(ctx) = canvas
-            .get_context("2d")
-            .ok()
-            .flatten()
-            .and_then(|c| c.dyn_into::<CanvasRenderingContext2d>().ok())
-        else {
-            return;
-        };
-        let _ = ctx.set_transform(dpr, 0.0, 0.0, dpr, 0.0, 0.0);
-        let origin = self.meta.range.0 as f64;
-        let drawn = paint::paint(
-            &ctx,
-            &Scene {
-                layout: &self.layout,
-                labels: &self.labels,
-                names: &self.meta.names,
-                origin,
-                window: self.window,
-                width: css_w,
-                height: css_h,
-                frame: self.frame.as_ref(),
-                mark: self.mark,
-            },
-        );
-        let (s, e) = (self.window.start - origin, self.window.end - origin);
-        let _ = canvas.set_attribute("data-start-ns", &format!("{s:.0}"));
-        let _ = canvas.set_attribute("data-end-ns", &format!("{e:.0}"));
-        let _ = canvas.set_attribute("data-items", &drawn.to_string());
-        self.ui.range.set(format!(
-            "{:.3} – {:.3} ms ({:.3} ms shown of {:.3} ms)",
-            s / 1e6,
-            e / 1e6,
-            (e - s) / 1e6,
-            (self.meta.range.1 - self.meta.range.0) as f64 / 1e6
-        ));
-    }
-
-    fn frac_at(&self, x: f64) -> f64 {
-        ((x - GUTTER) / self.plot_width()).clamp(0.0, 1.0)
-    }
-}
-
-/// Maps a key to a window change; `None` for keys the view does not use.
-fn key_action(key: &str, w: Window, frac: f64, bounds: Window) -> Option<Window> {
-    Some(match key {
-        "w" | "W" | "+" | "=" => w.zoom(0.8, frac, bounds),
-        "s" | "S" | "-" | "_" => w.zoom(1.25, frac, bounds),
-        "a" | "A" | "ArrowLeft" => w.pan(-0.1, bounds),
-        "d" | "D" | "ArrowRight" => w.pan(0.1, bounds),
-        "0" | "Home" => bounds,
-        _ => return None,
-    })
+fn meta_has_host(st: &StoredValue<State, LocalStorage>) -> bool {
+    st.with_value(|s| s.meta.has_host())
 }
 
 #[component]
@@ -325,6 +93,8 @@ pub fn TimelineView(
     select_op: Callback<usize>,
     /// Opens an op in the ops view.
     open_op: Callback<usize>,
+    /// The window and host lanes, shared with the URL.
+    state: RwSignal<TimelineState>,
 ) -> impl IntoView {
     let Some(meta) = meta else {
         return view! {
@@ -334,12 +104,13 @@ pub fn TimelineView(
         }
         .into_any();
     };
-    let host = RwSignal::new(false);
+    let host = RwSignal::new(state.get_untracked().host && meta.has_host());
     let ui = Ui {
         range: RwSignal::new(String::new()),
         hover: RwSignal::new(None),
         picked: RwSignal::new(None),
         select_op,
+        state,
     };
     let bounds = Window::whole(meta.range);
     let st = StoredValue::new_local(State {
@@ -362,7 +133,10 @@ pub fn TimelineView(
         pointer: (0.0, 0.0),
         mark: None,
         ui,
+        save: None,
     });
+    // The URL's window (a link, a reload, back/forward) wins over the default whole trace.
+    st.update_value(|s| s.window = s.window_of(&state.get_untracked()));
     let canvas_ref = NodeRef::<leptos::html::Canvas>::new();
     Effect::new(move |_| {
         let Some(canvas) = canvas_ref.get() else {
@@ -379,6 +153,16 @@ pub fn TimelineView(
                 });
             }));
         });
+        hook_resize();
+        ON_RESIZE.with(|r| {
+            *r.borrow_mut() = Some(Box::new(move || {
+                st.try_update_value(|s| {
+                    s.changed_at = Some(now());
+                    s.paint();
+                    s.request();
+                });
+            }));
+        });
         st.update_value(|s| {
             s.canvas = Some(canvas);
             s.changed_at = Some(now());
@@ -386,7 +170,10 @@ pub fn TimelineView(
             s.request();
         });
     });
-    on_cleanup(|| SINK.with(|s| *s.borrow_mut() = None));
+    on_cleanup(|| {
+        SINK.with(|s| *s.borrow_mut() = None);
+        ON_RESIZE.with(|r| *r.borrow_mut() = None);
+    });
     Effect::new(move |_| {
         let show = host.get();
         st.update_value(|s| {
@@ -397,6 +184,19 @@ pub fn TimelineView(
         });
     });
 
+    // Back/forward: follow the URL's window and host lanes.
+    Effect::new(move |_| {
+        let t = state.get();
+        if t.host != host.get_untracked() {
+            host.set(t.host && meta_has_host(&st));
+        }
+        st.update_value(|s| {
+            if s.url_window() != t.window {
+                let w = s.window_of(&t);
+                s.set_window(w);
+            }
+        });
+    });
     let on_wheel = move |ev: web_sys::WheelEvent| {
         ev.prevent_default();
         let scale = if ev.delta_mode() == 1 { 16.0 } else { 1.0 };
@@ -516,7 +316,12 @@ pub fn TimelineView(
                 <button data-testid="timeline-reset" on:click=button("0")>"Whole trace (0)"</button>
                 {has_host.then(|| view! {
                     <label><input type="checkbox" data-testid="timeline-host"
-                        on:change=move |ev| host.set(event_target_checked(&ev))/>" CPU and python lanes"</label>
+                        prop:checked=move || host.get()
+                        on:change=move |ev| {
+                            let on = event_target_checked(&ev);
+                            host.set(on);
+                            state.update(|t| t.host = on);
+                        }/>" CPU and python lanes"</label>
                 })}
                 <span class="timeline-range" data-testid="timeline-range">{move || ui.range.get()}</span>
             </div>

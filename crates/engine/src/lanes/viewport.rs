@@ -54,6 +54,18 @@ impl Window {
         .within(bounds)
     }
 
+    /// A window from elsewhere (a link) made valid: at least [`MIN_SPAN_NS`] wide, inside
+    /// `bounds`.
+    pub fn clamped(self, bounds: Window) -> Window {
+        let mid = (self.start + self.end) / 2.0;
+        let half = (self.span().max(MIN_SPAN_NS)) / 2.0;
+        Window {
+            start: mid - half,
+            end: mid + half,
+        }
+        .within(bounds)
+    }
+
     /// Shifts (never scales, unless wider than `bounds`) the window into `bounds`.
     fn within(self, bounds: Window) -> Window {
         if self.span() >= bounds.span() {
@@ -143,6 +155,21 @@ mod tests {
         assert_eq!((right.start, right.end), (50_000.0, 150_000.0));
         assert_eq!(w.pan(-3.0, B), w);
         assert_eq!(w.pan(1e6, B).end, B.end);
+    }
+
+    #[test]
+    fn windows_from_links_are_made_valid() {
+        let w = Window {
+            start: 10.0,
+            end: 20.0,
+        };
+        assert_eq!(w.clamped(B).span(), MIN_SPAN_NS);
+        let outside = Window {
+            start: 2e6,
+            end: 3e6,
+        };
+        assert_eq!(outside.clamped(B).end, B.end);
+        assert_eq!(B.clamped(B), B);
     }
 
     #[test]
