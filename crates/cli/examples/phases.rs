@@ -1,9 +1,16 @@
 //! Times the import and analysis phases separately (profiling aid; not part of the product).
+//! `--lanes` also builds the timeline view's lanes (as the web worker does) and reports their size.
 use std::io::Read;
 use std::time::Instant;
 
 fn main() {
-    let path = std::env::args().nth(1).expect("trace path");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let lanes = args.iter().any(|a| a == "--lanes");
+    let path = args
+        .iter()
+        .find(|a| !a.starts_with("--"))
+        .expect("trace path")
+        .clone();
     let mut f = std::fs::File::open(&path).expect("open");
     let mut buf = vec![0u8; 16 << 20];
     let t0 = Instant::now();
@@ -20,7 +27,11 @@ fn main() {
     eprintln!("after import: {}", hwm());
     let events = trace.events.len();
     let heap = trace.heap_bytes();
-    let a = jarvis_engine::analyze_trace(trace);
+    let options = jarvis_engine::Options {
+        timeline_lanes: lanes,
+        ..Default::default()
+    };
+    let a = jarvis_engine::analyze_trace_with(trace, &options);
     let t2 = Instant::now();
     eprintln!("after analyze: {}", hwm());
     println!(
@@ -31,6 +42,17 @@ fn main() {
         (t2 - t1).as_secs_f64(),
         a.facts.json_bytes >> 20
     );
+    if let Some(l) = &a.lanes {
+        let slices: u64 = l.lanes.iter().map(|x| x.slices).sum();
+        println!(
+            "lanes: {} lanes, {} rows, {} slices, ~{} MB{}",
+            l.lanes.len(),
+            l.row_count(),
+            slices,
+            l.heap_bytes() >> 20,
+            l.note.as_ref().map_or(String::new(), |n| format!(" ({n})"))
+        );
+    }
 }
 
 fn hwm() -> String {

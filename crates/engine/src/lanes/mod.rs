@@ -230,7 +230,7 @@ pub fn build(trace: &Trace, tree: &CallTree, names: &NameClasses, ops: &OpIndex)
         );
         for (lane, ids) in streams {
             let (ids, depths) = nest(trace, ids.clone());
-            let rows = rows_of(trace, &ids, &depths, u16::MAX, |id, e| {
+            let rows = rows_of(trace, &ids, &depths, u16::MAX, &mut table, |id, e| {
                 let class = match e.kind {
                     EventKind::GpuMemcpy => SliceClass::Memcpy,
                     EventKind::GpuMemset => SliceClass::Memset,
@@ -244,11 +244,7 @@ pub fn build(trace: &Trace, tree: &CallTree, names: &NameClasses, ops: &OpIndex)
                 };
                 (class, ops.row_of(id).unwrap_or(NO_OP))
             });
-            out.add_lane(
-                stream_label(trace, *lane),
-                LaneKind::Gpu,
-                rows_named(rows, trace, &mut table),
-            );
+            out.add_lane(stream_label(trace, *lane), LaneKind::Gpu, rows);
         }
     }
 
@@ -277,7 +273,7 @@ pub fn build(trace: &Trace, tree: &CallTree, names: &NameClasses, ops: &OpIndex)
         ));
     }
     for (lane, ids, depths) in nested {
-        let rows = rows_of(trace, &ids, &depths, max_depth, |id, e| {
+        let rows = rows_of(trace, &ids, &depths, max_depth, &mut table, |id, e| {
             let class = match e.kind {
                 EventKind::CpuOp => SliceClass::CpuOp,
                 EventKind::PythonFunction => SliceClass::Python,
@@ -287,11 +283,7 @@ pub fn build(trace: &Trace, tree: &CallTree, names: &NameClasses, ops: &OpIndex)
             (class, ops.row_of(id).unwrap_or(NO_OP))
         });
         if !rows.is_empty() {
-            out.add_lane(
-                thread_label(trace, lane),
-                LaneKind::Host,
-                rows_named(rows, trace, &mut table),
-            );
+            out.add_lane(thread_label(trace, lane), LaneKind::Host, rows);
         }
     }
     out.names = table.table;
@@ -331,52 +323,41 @@ fn depth_within_budget(depths: impl Iterator<Item = u16>, total: usize, budget: 
     u16::MAX
 }
 
-/// Slices (with raw name ids) per depth.
-type RawRows = Vec<Vec<(Slice, StrId)>>;
-
+/// The rows of one lane: each kept event (depth at most `max_depth`) pushed into the row of its
+/// depth, named through `table`. Rows are sized exactly up front: on a big trace they hold
+/// millions of slices, and growth by doubling would waste up to half of that.
 fn rows_of(
     trace: &Trace,
     ids: &[u32],
     depths: &[u16],
     max_depth: u16,
+    table: &mut Names,
     classify: impl Fn(EventId, &crate::model::Event) -> (SliceClass, u32),
-) -> RawRows {
-    let mut rows: RawRows = Vec::new();
+) -> Vec<Row> {
+    let mut counts: Vec<usize> = Vec::new();
+    for &d in depths.iter().filter(|&&d| d <= max_depth) {
+        let d = d as usize;
+        if counts.len() <= d {
+            counts.resize(d + 1, 0);
+        }
+        counts[d] += 1;
+    }
+    let mut rows: Vec<Row> = counts.into_iter().map(Row::with_capacity).collect();
     for (&i, &d) in ids.iter().zip(depths) {
         if d > max_depth {
             continue;
         }
         let e = &trace.events[i as usize];
         let (class, op) = classify(EventId(i), e);
-        let d = d as usize;
-        if rows.len() <= d {
-            rows.resize_with(d + 1, Vec::new);
-        }
-        rows[d].push((
-            Slice {
-                start: e.ts,
-                end: e.end(),
-                name: 0,
-                op,
-                class,
-            },
-            e.name,
-        ));
+        rows[d as usize].push(Slice {
+            start: e.ts,
+            end: e.end(),
+            name: table.of(trace, e.name),
+            op,
+            class,
+        });
     }
     rows
-}
-
-fn rows_named(rows: RawRows, trace: &Trace, table: &mut Names) -> Vec<Row> {
-    rows.into_iter()
-        .map(|slices| {
-            let mut row = Row::default();
-            for (mut s, name) in slices {
-                s.name = table.of(trace, name);
-                row.push(s);
-            }
-            row
-        })
-        .collect()
 }
 
 /// The busy lane of one device: its linked GPU work as computation, exposed communication and

@@ -84,6 +84,18 @@ pub struct Row {
 }
 
 impl Row {
+    /// A row with room for `n` slices.
+    pub fn with_capacity(n: usize) -> Row {
+        Row {
+            start: Vec::with_capacity(n),
+            end: Vec::with_capacity(n),
+            name: Vec::with_capacity(n),
+            op: Vec::with_capacity(n),
+            class: Vec::with_capacity(n),
+            block_busy: Vec::with_capacity(n.div_ceil(BLOCK)),
+        }
+    }
+
     /// Appends a slice; callers push in start order without overlap (the lane builder assigns
     /// overlapping events to deeper rows).
     pub fn push(&mut self, s: Slice) {
