@@ -2,18 +2,16 @@
 // memory for the largest shared traces and for synthetic traces, in Debian's headless Chromium.
 // Usage (after `trunk build --release`): node e2e/bench.mjs [FILE ...]
 // Default inputs: the OWLv2 traces from ../shared and bench-out/synth_{1g,2g}.json if present.
-import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
-import { chromium } from 'playwright-core';
+import { startApp, stopApp, baseUrl, browserInstance } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(here, '..');
 const DIST = path.join(ROOT, 'dist');
 const SHARED = process.env.JARVIS_SHARED || path.resolve(ROOT, '..', 'shared');
-const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css', '.svg': 'image/svg+xml' };
 
 const defaults = [
   path.join(SHARED, 'traces/tracelens/mi300xvf_google_owlv2-large-patch14-ensemble__1016001.json.gz'),
@@ -23,21 +21,9 @@ const defaults = [
 ];
 const inputs = (process.argv.length > 2 ? process.argv.slice(2) : defaults).filter((f) => fs.existsSync(f));
 
-const server = http.createServer((req, res) => {
-  let file = path.join(DIST, decodeURIComponent(new URL(req.url, 'http://x').pathname));
-  if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
-  if (!file.startsWith(DIST) || !fs.existsSync(file)) { res.writeHead(404).end(); return; }
-  res.writeHead(200, { 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream' });
-  fs.createReadStream(file).pipe(res);
-});
-await new Promise((r) => server.listen(0, '127.0.0.1', r));
-const base = `http://127.0.0.1:${server.address().port}`;
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-});
+await startApp();
+const base = baseUrl();
+const browser = browserInstance();
 // Start-up: first contentful paint and time until the worker reports ready, from a cold
 // browser context (empty cache) on localhost; median of 5 loads.
 const loads = [];
@@ -73,5 +59,4 @@ for (const file of inputs) {
   console.log(`| ${path.basename(file)} | ${jsonMb.toFixed(1)} | ${(ms / 1000).toFixed(2)} | ${(parse / 1000).toFixed(2)} | ${(jsonMb / (ms / 1000)).toFixed(0)} | ${mem.toFixed(0)} |`);
   await page.close();
 }
-await browser.close();
-server.close();
+await stopApp();

@@ -6,17 +6,14 @@
 // exact frame showing it (median / 95th percentile), the worker's round trip and the paint.
 // Usage (after `trunk build --release` and `cargo build --release -p jarvis-cli`):
 //   node e2e/bench_timeline.mjs [TRACE]
-import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { startApp, stopApp, openApp } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(here, '..');
-const DIST = path.join(ROOT, 'dist');
-const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
 const STEPS = 6330;
 const FRAMES = 180;
 
@@ -30,23 +27,8 @@ if (!trace) {
   }
 }
 
-const server = http.createServer((req, res) => {
-  const url = new URL(req.url, 'http://x');
-  let file = path.join(DIST, decodeURIComponent(url.pathname));
-  if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
-  if (!file.startsWith(DIST) || !fs.existsSync(file)) { res.writeHead(404).end(); return; }
-  res.writeHead(200, { 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream' });
-  fs.createReadStream(file).pipe(res);
-});
-await new Promise((r) => server.listen(0, '127.0.0.1', r));
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-});
-const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
-await page.goto(`http://127.0.0.1:${server.address().port}/`);
+await startApp();
+const { page } = await openApp({ width: 1600, height: 1000 });
 await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 30000 });
 const loadStart = Date.now();
 await page.getByTestId('trace-input').setInputFiles(trace);
@@ -123,5 +105,4 @@ if (await page.getByTestId('timeline-host').count()) {
   rows.push(await scenario('drag, 1/10, host lanes on', 'drag', 10));
 }
 console.table(rows);
-await browser.close();
-server.close();
+await stopApp();

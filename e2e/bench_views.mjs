@@ -2,17 +2,14 @@
 // bundle whose jarvis.json holds 100,000 synthetic explorer rows is dropped on the page, then
 // the time from a sort click or a filter keystroke to the next painted frame is measured.
 // Usage (after `trunk build --release`): node e2e/bench_views.mjs [ROWS]
-import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { startApp, stopApp, openApp } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const DIST = path.resolve(here, '..', 'dist');
 const ROWS = Number(process.argv[2] || 100000);
-const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css' };
 
 // A zip of stored (uncompressed) entries: enough for the worker's reader.
 function zip(entries) {
@@ -65,20 +62,8 @@ const bundlePath = path.resolve(here, '..', 'bench-out', 'bench_views_bundle.zip
 fs.mkdirSync(path.dirname(bundlePath), { recursive: true });
 fs.writeFileSync(bundlePath, bundle);
 
-const server = http.createServer((req, res) => {
-  let file = path.join(DIST, decodeURIComponent(new URL(req.url, 'http://x').pathname));
-  if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
-  if (!file.startsWith(DIST) || !fs.existsSync(file)) { res.writeHead(404).end(); return; }
-  res.writeHead(200, { 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream' });
-  fs.createReadStream(file).pipe(res);
-});
-await new Promise((r) => server.listen(0, '127.0.0.1', r));
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking'],
-});
-const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-await page.goto(`http://127.0.0.1:${server.address().port}/`);
+await startApp();
+const { page } = await openApp({ width: 1400, height: 1000 });
 await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 60000 });
 await page.getByTestId('trace-input').setInputFiles(bundlePath);
 await page.getByTestId('tab-ops').waitFor({ timeout: 120000 });
@@ -98,5 +83,4 @@ for (let i = 1; i <= 5; i += 1) scrolls.push(await timed(() => page.locator('.op
 const rendered = await page.getByTestId('ops-row').count();
 const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 console.log(`${ROWS} rows (bundle ${(bundle.length / 1e6).toFixed(1)} MB): open the ops view ${open.toFixed(0)} ms; sort median ${med(sorts).toFixed(0)} ms (max ${Math.max(...sorts).toFixed(0)}); filter keystroke median ${med(filters).toFixed(0)} ms (max ${Math.max(...filters).toFixed(0)}); scroll jump median ${med(scrolls).toFixed(0)} ms; ${rendered} rows in the DOM`);
-await browser.close();
-server.close();
+await stopApp();

@@ -22,6 +22,8 @@ let server, browser, base;
 
 /** The served page's origin. */
 export const baseUrl = () => base;
+/** The browser startApp launched (benchmarks open their own contexts). */
+export const browserInstance = () => browser;
 
 export async function startApp() {
   assert.ok(fs.existsSync(path.join(DIST, 'index.html')), `run 'trunk build --release' first (${DIST})`);
@@ -51,8 +53,8 @@ export async function stopApp() {
 }
 
 // Opens the app; records console errors, page errors and every request's URL.
-export async function openApp() {
-  const page = await browser.newPage({ viewport: { width: 1200, height: 1000 } });
+export async function openApp(viewport = { width: 1200, height: 1000 }) {
+  const page = await browser.newPage({ viewport });
   const errors = [];
   const requests = [];
   page.on('pageerror', (e) => errors.push(String(e)));
