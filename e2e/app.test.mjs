@@ -9,6 +9,7 @@ import {
   OUT, JARVIS, QWEN, SHARED, ROOT, baseUrl, startApp, stopApp, openApp, assertLocalOnly, cliTimeline, cliSheet,
   parseCsv, timelineShown, dropFile,
 } from './harness.mjs';
+import { decodePng } from './png.mjs';
 
 before(startApp);
 after(stopApp);
@@ -85,6 +86,22 @@ test('a reference trace gives a comparison with the expected hardware ratios', {
   assert.equal(matchedRows, matchedCsv.length);
   const tl = cliTimeline(target);
   assert.equal(Number(await page.getByTestId('compare-timeline-total').textContent()), Number(tl.total_time.toFixed(3)));
+  // The two breakdown bars share one scale: their painted lengths are in the ratio of the totals
+  // (pixel check on a screenshot of each; the canvas background is #171f27).
+  const painted = async (id) => {
+    const img = decodePng(await page.getByTestId(id).screenshot());
+    let n = 0;
+    for (let x = 0; x < img.width; x += 1) {
+      const [r, g, b] = img.pixel(x, Math.floor(img.height / 2));
+      if (Math.abs(r - 23) + Math.abs(g - 31) + Math.abs(b - 39) > 12) n += 1;
+    }
+    return n / img.width;
+  };
+  const refTl = cliTimeline(QWEN);
+  const [refLen, targetLen] = [await painted('compare-bar-reference'), await painted('compare-bar-target')];
+  const longer = Math.max(refTl.total_time, tl.total_time);
+  assert.ok(Math.abs(refLen - refTl.total_time / longer) < 0.01, `reference bar ${refLen}`);
+  assert.ok(Math.abs(targetLen - tl.total_time / longer) < 0.01, `target bar ${targetLen}`);
   await page.screenshot({ path: path.join(OUT, 'compare-qwen.png'), fullPage: true });
   await comparison.scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(OUT, 'comparison-qwen.png') });

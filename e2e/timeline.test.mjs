@@ -123,6 +123,17 @@ test('the timeline draws the GPU lanes, zooms and pans, and a click selects the 
   assert.ok(unified.some((r) => r.name === op), `${op} is a unified row`);
   assert.match(op, /mm|linear|matmul/);
   assert.match(page.url(), /tab=timeline.*sel=\d+/);
+  // The selected op's kernels are marked (a white strip at the top of the stream row).
+  const sel = new URL(page.url()).hash.match(/sel=(\d+)/)[1];
+  await page.waitForFunction((s) => document.querySelector('[data-testid=timeline]').dataset.highlight === s, sel);
+  n = await frames(page);
+  await page.keyboard.press('0');
+  await nextFrame(page, n);
+  const marked = decodePng(await canvas.screenshot());
+  // (Row 2 of the 4 px strip: below the selection outline's top edge, whose sides add at most 4 px.)
+  const strip = count(marked, STREAM_Y - 6, [255, 255, 255]);
+  assert.ok(strip > 8, `the selected op is marked over ${strip} px`);
+  await page.screenshot({ path: path.join(OUT, 'timeline-qwen-whole.png'), fullPage: true });
   // Host lanes on demand make the canvas taller.
   const height = (await canvas.boundingBox()).height;
   n = await frames(page);

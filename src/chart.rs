@@ -13,8 +13,13 @@ const PARTS: [(&str, RGBColor); 4] = [
     ("idle_time", RGBColor(90, 100, 112)),
 ];
 
-/// Draws the breakdown into the canvas with id `canvas_id`.
-pub fn draw_breakdown(canvas_id: &str, rows: &[TimelineRow]) -> Result<(), String> {
+/// Draws the breakdown into the canvas with id `canvas_id`. With `scale_ns` the bar is that many
+/// nanoseconds wide (two traces drawn to one scale compare by length); else the full width.
+pub fn draw_breakdown(
+    canvas_id: &str,
+    rows: &[TimelineRow],
+    scale_ns: Option<f64>,
+) -> Result<(), String> {
     let backend = CanvasBackend::new(canvas_id).ok_or_else(|| format!("no canvas {canvas_id}"))?;
     let root = backend.into_drawing_area();
     root.fill(&RGBColor(23, 31, 39))
@@ -28,13 +33,14 @@ pub fn draw_breakdown(canvas_id: &str, rows: &[TimelineRow]) -> Result<(), Strin
     if total <= 0.0 {
         return root.present().map_err(|e| e.to_string());
     }
+    let scale = scale_ns.filter(|s| *s >= total).unwrap_or(total);
     let bar_h = h as i32;
     let mut x = 0f64;
     for (kind, colour) in PARTS {
         let Some(r) = rows.iter().find(|r| r.kind == kind) else {
             continue;
         };
-        let width = r.ns as f64 / total * f64::from(w);
+        let width = r.ns as f64 / scale * f64::from(w);
         let (x0, x1) = (x.round() as i32, (x + width).round() as i32);
         root.draw(&Rectangle::new([(x0, 0), (x1, bar_h)], colour.filled()))
             .map_err(|e| e.to_string())?;

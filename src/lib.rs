@@ -444,7 +444,8 @@ pub fn App() -> impl IntoView {
                             </section>
                         }.into_any(),
                         "timeline" => view! {
-                            <views::timeline::TimelineView meta=o.lanes ops=o.ops worker=worker select_op=select_op open_op=open_op state=timeline_state/>
+                            <views::timeline::TimelineView meta=o.lanes ops=o.ops worker=worker select_op=select_op open_op=open_op state=timeline_state
+                                selected=ops_state.get_untracked().selected_row/>
                         }.into_any(),
                         "roofline" => view! { <views::roofline::RooflineView ops=o.ops platform=o.spec open=open_op/> }.into_any(),
                         "ops" => view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations state=ops_state/> }.into_any(),

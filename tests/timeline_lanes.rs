@@ -122,11 +122,57 @@ fn frames_stay_within_two_items_per_pixel_at_any_zoom() {
             end: t0 + (t1 - t0) / zoom,
             width: 800,
         };
-        let f = lanes.frame(&view, rows.clone());
+        let f = lanes.frame(&view, rows.clone(), None);
         assert!(!f.is_empty());
         for r in rows.clone() {
             let n = (0..f.len()).filter(|&i| f.item(i)[0] == r as f32).count();
             assert!(n <= 2 * 800 + 2, "row {r}: {n} items at zoom {zoom}");
+        }
+    }
+}
+
+#[test]
+fn the_selected_ops_slices_are_highlighted_where_they_run() {
+    let (a, _) = analyzed(2);
+    let lanes = a.lanes.as_ref().expect("lanes");
+    let gpu_rows = rows_of(lanes, LaneKind::Gpu);
+    let op = lanes
+        .slices(gpu_rows[0])
+        .find(|s| s.class == SliceClass::Gemm)
+        .expect("a GEMM kernel")
+        .op;
+    let (t0, t1) = (lanes.range.0 as f64, lanes.range.1 as f64);
+    let view = View {
+        start: t0,
+        end: t1,
+        width: 1000,
+    };
+    let f = lanes.frame(&view, gpu_rows.iter().copied(), Some(op));
+    let px = (t1 - t0) / 1000.0;
+    let marks: Vec<_> = (0..f.len())
+        .map(|i| f.item(i))
+        .filter(|it| it[3] == 16.0)
+        .collect();
+    assert!(!marks.is_empty());
+    for m in &marks {
+        let (from, to) = (t0 + f64::from(m[1]) * px, t0 + f64::from(m[2]) * px);
+        assert!(
+            lanes
+                .slices(m[0] as u32)
+                .any(|s| s.op == op && (s.start as f64) < to && (s.end as f64) > from - px),
+            "highlight {m:?} covers no slice of op {op}"
+        );
+    }
+    // Every slice of the op is under some mark.
+    for &r in &gpu_rows {
+        for s in lanes.slices(r).filter(|s| s.op == op) {
+            let x = ((s.start as f64 - t0) / px).floor() as f32;
+            assert!(
+                marks
+                    .iter()
+                    .any(|m| m[0] == r as f32 && m[1] <= x && x < m[2]),
+                "{s:?} unmarked"
+            );
         }
     }
 }

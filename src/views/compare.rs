@@ -6,6 +6,8 @@
 use leptos::prelude::*;
 use serde_json::Value;
 
+use crate::analysis_view::TimelineRow;
+
 /// The engine's timeline fields, in TraceLens's row order.
 const TIMELINE: [(&str, &str); 5] = [
     ("computation", "computation"),
@@ -68,6 +70,34 @@ pub fn CompareView(comparison: Value, report_html: String) -> impl IntoView {
             }
         })
         .collect_view();
+    // Both breakdowns as bars on one scale (the longer trace's span): lengths compare directly.
+    let bars = |tl: &Value| -> Vec<TimelineRow> {
+        [
+            ("computation_time", "computation"),
+            ("exposed_comm_time", "exposed_comm"),
+            ("exposed_memcpy_time", "exposed_memcpy"),
+            ("idle_time", "idle"),
+        ]
+        .into_iter()
+        .map(|(kind, k)| TimelineRow {
+            kind,
+            ns: f(tl, k) as i64,
+            percent: 0.0,
+        })
+        .collect()
+    };
+    let (r_bars, t_bars) = (bars(&r_tl), bars(&t_tl));
+    let scale = f(&t_tl, "total").max(f(&r_tl, "total"));
+    Effect::new(move |_| {
+        for (id, rows) in [
+            ("compare-bar-reference", &r_bars),
+            ("compare-bar-target", &t_bars),
+        ] {
+            if let Err(e) = crate::chart::draw_breakdown(id, rows, Some(scale)) {
+                gloo::console::error!(format!("chart: {e}"));
+            }
+        }
+    });
     let matched: Vec<Value> = comparison
         .get("matched")
         .and_then(Value::as_array)
@@ -126,6 +156,10 @@ pub fn CompareView(comparison: Value, report_html: String) -> impl IntoView {
     view! {
         <section class="compare-view">
             <h2>{format!("GPU time: {rt} (reference) and {tt} (target), ms")}</h2>
+            <div class="compare-bars">
+                <span>{rt.clone()}</span><canvas id="compare-bar-reference" data-testid="compare-bar-reference" width="900" height="22"></canvas>
+                <span>{tt.clone()}</span><canvas id="compare-bar-target" data-testid="compare-bar-target" width="900" height="22"></canvas>
+            </div>
             <table class="timeline compare-timeline">
                 <thead><tr><th>"type"</th><th>{rt.clone()}</th><th>{tt.clone()}</th><th>"Δ"</th></tr></thead>
                 <tbody>{timeline}</tbody>

@@ -82,7 +82,7 @@ pub fn OverviewView(
     let more_diags = !overview.diagnostics.is_empty();
     let chart_rows = timeline.clone();
     Effect::new(move |_| {
-        if let Err(e) = crate::chart::draw_breakdown("gpu-chart", &chart_rows) {
+        if let Err(e) = crate::chart::draw_breakdown("gpu-chart", &chart_rows, None) {
             gloo::console::error!(format!("chart: {e}"));
         }
     });

@@ -21,11 +21,17 @@ pub fn meta(lanes: &Lanes) -> serde_json::Value {
         "names": lanes.names,
         "range": [lanes.range.0, lanes.range.1],
         "note": lanes.note,
-        "classes": SliceClass::ALL.iter().map(|(_, label)| *label).collect::<Vec<_>>(),
+        // The legend: every slice class, then the selected op's marks (`HIGHLIGHT_CLASS`).
+        "classes": SliceClass::ALL
+            .iter()
+            .map(|(_, label)| *label)
+            .chain(["selected op"])
+            .collect::<Vec<_>>(),
     })
 }
 
-/// Answers `{frame: {seq, start, end, width, rows}}` with `{kind: "frame", seq, start, end,
+/// Answers `{frame: {seq, start, end, width, rows, highlight}}` (`highlight`: an op row whose
+/// slices are marked, or absent) with `{kind: "frame", seq, start, end,
 /// width, items}`, `items` a transferred `Float32Array` (`lanes::frame::Frame`'s layout).
 pub fn frame(lanes: Option<&Lanes>, req: &JsValue, out: &dyn Outbox) {
     let view = View {
@@ -44,8 +50,11 @@ pub fn frame(lanes: Option<&Lanes>, req: &JsValue, out: &dyn Outbox) {
                 .collect()
         })
         .unwrap_or_default();
+    let highlight = number(req, "highlight")
+        .filter(|h| *h >= 0.0)
+        .map(|h| h as u32);
     let items = lanes
-        .map(|l| l.frame(&view, rows.iter().copied()).items)
+        .map(|l| l.frame(&view, rows.iter().copied(), highlight).items)
         .unwrap_or_default();
     let array = js_sys::Float32Array::from(items.as_slice());
     let msg = js_sys::Object::new();

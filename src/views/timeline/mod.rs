@@ -95,6 +95,8 @@ pub fn TimelineView(
     open_op: Callback<usize>,
     /// The window and host lanes, shared with the URL.
     state: RwSignal<TimelineState>,
+    /// The op selected when the view opens (its slices are marked).
+    selected: Option<usize>,
 ) -> impl IntoView {
     let Some(meta) = meta else {
         return view! {
@@ -131,7 +133,9 @@ pub fn TimelineView(
         sent_at: 0.0,
         drag: None,
         pointer: (0.0, 0.0),
+        pointer_client: (0.0, 0.0),
         mark: None,
+        highlight: selected.map(|r| r as u32),
         ui,
         save: None,
     });
@@ -164,6 +168,9 @@ pub fn TimelineView(
             }));
         });
         st.update_value(|s| {
+            if let Some(h) = s.highlight {
+                let _ = canvas.set_attribute("data-highlight", &h.to_string());
+            }
             s.canvas = Some(canvas);
             s.changed_at = Some(now());
             s.paint();
@@ -221,6 +228,7 @@ pub fn TimelineView(
         let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
         st.update_value(|s| {
             s.pointer = (x, y);
+            s.pointer_client = (f64::from(ev.client_x()), f64::from(ev.client_y()));
             match s.drag {
                 Some((x0, w0, moved)) => {
                     let moved = moved || (x - x0).abs() > 3.0;

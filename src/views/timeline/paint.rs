@@ -7,9 +7,11 @@ use web_sys::CanvasRenderingContext2d;
 
 use super::layout::{Layout, GUTTER, ROW_H, RULER_H};
 
-/// Colours by `SliceClass` number (crates/engine/src/lanes/row.rs). Idle is a pale red so gaps
-/// stand out against computation's green; exposed communication is the strongest red.
-pub const PALETTE: [&str; 16] = [
+/// Colours by `SliceClass` number (crates/engine/src/lanes/row.rs), then the highlight of the
+/// selected op (`lanes::frame::HIGHLIGHT_CLASS`, drawn last as a strip over the row). Idle is a
+/// pale red so gaps stand out against computation's green; exposed communication is the
+/// strongest red.
+pub const PALETTE: [&str; 17] = [
     "#f2b8b5", // idle
     "#3a9d5d", // computation
     "#d93025", // exposed communication
@@ -26,7 +28,11 @@ pub const PALETTE: [&str; 16] = [
     "#74b816", // python
     "#adb5bd", // runtime call
     "#e599f7", // annotation
+    "#ffffff", // selected op
 ];
+const HIGHLIGHT: usize = 16;
+/// Height of the selected op's strip at the top of its rows.
+const STRIP_H: f64 = 4.0;
 
 const BACKGROUND: &str = "#141b22";
 const TEXT: &str = "#dfe6ee";
@@ -112,7 +118,7 @@ fn items(
     // current window, so a pan or zoom repaints at once while the next frame is computed.
     let f_px = f.window.span() / f.width.max(1.0);
     let to_x = |x: f32| x_of(f.window.start + f64::from(x) * f_px);
-    let mut by_class: [Vec<usize>; 16] = Default::default();
+    let mut by_class: [Vec<usize>; 17] = Default::default();
     let n = f.items.len() / 6;
     for i in 0..n {
         let class = f.items[i * 6 + 3] as usize;
@@ -137,7 +143,9 @@ fn items(
             }
             let w = (x1 - x0).max(1.0);
             let coverage = f64::from(it[4]);
-            if coverage >= 1.0 {
+            if class == HIGHLIGHT {
+                ctx.fill_rect(x0, y, w, STRIP_H);
+            } else if coverage >= 1.0 {
                 ctx.fill_rect(x0, y + 1.0, w, ROW_H - 2.0);
                 if w > 48.0 {
                     labels.push((x0, w, y, it[5] as usize));

@@ -36,7 +36,12 @@ pub(super) struct State {
     /// (pointer x at the press, window then, moved far enough to be a drag).
     pub(super) drag: Option<(f64, Window, bool)>,
     pub(super) pointer: (f64, f64),
+    /// The pointer in viewport coordinates: the tooltip is fixed-positioned, so the canvas's
+    /// scrolling container cannot clip it.
+    pub(super) pointer_client: (f64, f64),
     pub(super) mark: Option<Mark>,
+    /// The op row whose slices the worker marks (the selected op).
+    pub(super) highlight: Option<u32>,
     pub(super) ui: Ui,
     /// Writes the window to the URL once panning or zooming pauses (a history entry per
     /// frame would be throttled by the browser, and useless).
@@ -85,6 +90,9 @@ impl State {
         set("start", self.window.start.into());
         set("end", self.window.end.into());
         set("width", self.plot_width().round().into());
+        if let Some(h) = self.highlight {
+            set("highlight", h.into());
+        }
         let rows = js_sys::Array::new();
         for r in self.layout.shown_rows() {
             rows.push(&r.into());
@@ -199,13 +207,22 @@ impl State {
                 start: h["start_ns"].as_f64().unwrap_or(0.0),
                 end: h["start_ns"].as_f64().unwrap_or(0.0) + h["dur_ns"].as_f64().unwrap_or(0.0),
             });
-            if let Some(op) = hit.as_ref().and_then(|h| h["op_row"].as_u64()) {
+            let op = hit.as_ref().and_then(|h| h["op_row"].as_u64());
+            if let Some(op) = op {
                 self.ui.select_op.run(op as usize);
+            }
+            if let Some(op) = op.filter(|&o| Some(o as u32) != self.highlight) {
+                self.highlight = Some(op as u32);
+                if let Some(c) = &self.canvas {
+                    let _ = c.set_attribute("data-highlight", &op.to_string());
+                }
+                self.changed_at = Some(now());
+                self.request();
             }
             self.ui.picked.set(hit);
             self.paint();
         } else {
-            let (x, y) = self.pointer;
+            let (x, y) = self.pointer_client;
             self.ui.hover.set(hit.map(|h| {
                 let text = format!(
                     "{} · {} · {:.2} µs",

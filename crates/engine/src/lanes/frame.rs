@@ -15,6 +15,9 @@ pub const MIN_BOX_PX: f64 = 1.0;
 pub const ITEM_FLOATS: usize = 6;
 /// Slices sampled to pick a bucket's colour and name (the longest of them wins).
 const BUCKET_SAMPLES: usize = 64;
+/// The class number of highlight items (after every `SliceClass`): where the selected op's
+/// slices are, drawn over the frame.
+pub const HIGHLIGHT_CLASS: u8 = 16;
 
 /// What to draw: a time range (absolute trace nanoseconds) at a width in pixels.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -106,6 +109,45 @@ pub fn draw_row(frame: &mut Frame, row_index: u32, row: &Row, view: &View) {
         frame.push(row_index, column, column + 1.0, &rep, coverage);
         i = j;
     }
+}
+
+/// Appends highlight items for the slices of `row` owned by op row `op` in `view`: one per run
+/// of pixel columns holding such slices (each at least a pixel wide), so the selected op stays
+/// visible at any zoom. Costs one pass over the slices in view.
+pub fn highlight_row(frame: &mut Frame, row_index: u32, row: &Row, view: &View, op: u32) {
+    if row.is_empty() || view.width == 0 || view.end <= view.start {
+        return;
+    }
+    let width = f64::from(view.width);
+    let mut run: Option<(f64, f64, u32)> = None;
+    let flush = |frame: &mut Frame, run: Option<(f64, f64, u32)>| {
+        if let Some((x0, x1, name)) = run {
+            frame.items.extend([
+                row_index as f32,
+                x0 as f32,
+                x1 as f32,
+                f32::from(HIGHLIGHT_CLASS),
+                1.0,
+                name as f32,
+            ]);
+        }
+    };
+    let mut i = row.first_ending_after(view.start.floor() as Nanos);
+    while i < row.len() && (row.start(i) as f64) < view.end {
+        if row.op(i) == op {
+            let x0 = view.x(row.start(i)).max(-1.0).floor();
+            let x1 = view.x(row.end(i)).min(width + 1.0).max(x0 + 1.0);
+            run = match run {
+                Some((a, b, name)) if x0 <= b => Some((a, b.max(x1), name)),
+                other => {
+                    flush(frame, other);
+                    Some((x0, x1, row.get(i).name))
+                }
+            };
+        }
+        i += 1;
+    }
+    flush(frame, run);
 }
 
 /// The longest of (a sample of) slices `i..j`: the bucket shows its colour and name.
@@ -247,6 +289,36 @@ mod tests {
         assert_eq!(f.len(), 2);
         assert_eq!(f.item(0)[4], 0.1);
         assert_eq!(&f.item(1)[..3], &[0.0, 0.9, 4.0]);
+    }
+
+    #[test]
+    fn highlights_merge_per_pixel_and_skip_other_ops() {
+        let mut row = Row::default();
+        // ops: 7 at 0-5 and 6-8 (same 10 ns column), 3 at 20-30, 7 at 50-80.
+        for (start, end, op) in [(0, 5, 7), (6, 8, 7), (20, 30, 3), (50, 80, 7)] {
+            row.push(Slice {
+                start,
+                end,
+                name: op,
+                op,
+                class: SliceClass::Gemm,
+            });
+        }
+        let mut f = Frame::default();
+        let view = View {
+            start: 0.0,
+            end: 100.0,
+            width: 10,
+        };
+        highlight_row(&mut f, 2, &row, &view, 7);
+        let items: Vec<_> = (0..f.len()).map(|i| f.item(i)).collect();
+        assert_eq!(
+            items,
+            vec![
+                [2.0, 0.0, 1.0, 16.0, 1.0, 7.0],
+                [2.0, 5.0, 8.0, 16.0, 1.0, 7.0]
+            ]
+        );
     }
 
     #[test]

@@ -467,12 +467,25 @@ impl Lanes {
             .find(|l| (l.first_row..l.first_row + l.rows).contains(&row))
     }
 
-    /// Draw items of `rows` for `view` (rows out of range are skipped).
-    pub fn frame(&self, view: &View, rows: impl IntoIterator<Item = u32>) -> Frame {
+    /// Draw items of `rows` for `view` (rows out of range are skipped), then highlight items
+    /// for the slices of op row `highlight`, if given.
+    pub fn frame(
+        &self,
+        view: &View,
+        rows: impl IntoIterator<Item = u32> + Clone,
+        highlight: Option<u32>,
+    ) -> Frame {
         let mut f = Frame::default();
-        for r in rows {
+        for r in rows.clone() {
             if let Some(row) = self.rows.get(r as usize) {
                 frame::draw_row(&mut f, r, row, view);
+            }
+        }
+        if let Some(op) = highlight {
+            for r in rows {
+                if let Some(row) = self.rows.get(r as usize) {
+                    frame::highlight_row(&mut f, r, row, view, op);
+                }
             }
         }
         f

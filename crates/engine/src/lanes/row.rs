@@ -145,6 +145,10 @@ impl Row {
         self.end[i]
     }
 
+    pub fn op(&self, i: usize) -> u32 {
+        self.op[i]
+    }
+
     pub fn class(&self, i: usize) -> SliceClass {
         self.class[i]
     }
