@@ -176,3 +176,53 @@ fn the_selected_ops_slices_are_highlighted_where_they_run() {
         }
     }
 }
+
+mod common;
+
+#[test]
+fn every_shared_trace_gets_lanes_whose_busy_split_is_the_gpu_timeline() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let options = Options {
+        timeline_lanes: true,
+        ..Default::default()
+    };
+    for path in common::all_traces(&shared) {
+        let name = path.display().to_string();
+        let trace = import_bytes(&common::read(&path)).expect("importable");
+        let a = analyze_trace_with(trace, &options);
+        let lanes = a.lanes.as_ref().expect("lanes asked for");
+        let busy = rows_of(lanes, LaneKind::GpuBusy);
+        // With one device the busy lane is the trace's gpu_timeline, drawn (with several, each
+        // device has its own and the timeline is their union).
+        if busy.len() == 1 {
+            let mut by_class = std::collections::BTreeMap::new();
+            for s in lanes.slices(busy[0]) {
+                *by_class.entry(s.class).or_insert(0i64) += s.end - s.start;
+            }
+            let got = |c| by_class.get(&c).copied().unwrap_or(0);
+            let t = &a.timeline;
+            assert_eq!(got(SliceClass::Computation), t.computation, "{name}");
+            assert_eq!(got(SliceClass::ExposedComm), t.exposed_comm, "{name}");
+            assert_eq!(got(SliceClass::ExposedMemcpy), t.exposed_memcpy, "{name}");
+            assert_eq!(got(SliceClass::Idle), t.idle, "{name}");
+        }
+        let kernels = rows_of(lanes, LaneKind::Gpu)
+            .into_iter()
+            .flat_map(|r| lanes.slices(r))
+            .count() as u64;
+        assert!(kernels >= a.facts.kernels, "{name}: {kernels} GPU slices");
+        let view = View {
+            start: lanes.range.0 as f64,
+            end: lanes.range.1 as f64,
+            width: 1200,
+        };
+        let f = lanes.frame(&view, 0..lanes.row_count() as u32, None);
+        assert!(
+            f.len() <= lanes.row_count() * 2 * 1202,
+            "{name}: {} items",
+            f.len()
+        );
+    }
+}
