@@ -145,6 +145,9 @@ test('the timeline draws the GPU lanes, zooms and pans, and a click selects the 
   await page.getByTestId('timeline-open-op').click();
   await page.getByTestId('call-stack').waitFor();
   assert.match(await page.getByTestId('call-stack').textContent(), /nn\.Module: Qwen2/);
+  // And back: the ops view sends the selected op to the timeline, marked.
+  await page.getByTestId('ops-show-timeline').click();
+  await page.waitForFunction((s) => document.querySelector('[data-testid=timeline]')?.dataset.highlight === s, sel);
 
   // The link, reloaded with the same trace, shows the same window.
   await page.goto(`${baseUrl()}/${new URL(link).hash}`);

@@ -448,7 +448,10 @@ pub fn App() -> impl IntoView {
                                 selected=ops_state.get_untracked().selected_row/>
                         }.into_any(),
                         "roofline" => view! { <views::roofline::RooflineView ops=o.ops platform=o.spec open=open_op/> }.into_any(),
-                        "ops" => view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations state=ops_state/> }.into_any(),
+                        "ops" => {
+                            let to_timeline = o.lanes.is_some().then(|| Callback::new(move |()| tab.set("timeline")));
+                            view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations state=ops_state show_in_timeline=to_timeline/> }.into_any()
+                        }
                         "kernels" => match o.kernel_table {
                             Some(k) => view! { <views::kernels::KernelsView table=k/> }.into_any(),
                             None => view! { <p class="facts" data-testid="kernels-table">"This trace has no kernels."</p> }.into_any(),

@@ -163,6 +163,8 @@ pub fn OpsView(
     recommendations: Vec<Recommendation>,
     /// Sort, filters and selection, shared with the URL.
     state: RwSignal<OpsState>,
+    /// Opens the timeline with the selected op marked (None without lanes: a bundle).
+    show_in_timeline: Option<Callback<()>>,
 ) -> impl IntoView {
     let ops = StoredValue::new(ops);
     let recs = StoredValue::new(recommendations);
@@ -277,7 +279,7 @@ pub fn OpsView(
                         .cloned()
                         .collect()
                 });
-                view! { <OpDetail op=op related=related/> }
+                view! { <OpDetail op=op related=related show_in_timeline=show_in_timeline/> }
             })
         })
     };
@@ -316,7 +318,11 @@ pub fn OpsView(
 
 /// The selected op: call stack, subtree and the recommendations about it.
 #[component]
-fn OpDetail(op: OpView, related: Vec<Recommendation>) -> impl IntoView {
+fn OpDetail(
+    op: OpView,
+    related: Vec<Recommendation>,
+    show_in_timeline: Option<Callback<()>>,
+) -> impl IntoView {
     let chain = op
         .parent_chain
         .iter()
@@ -355,6 +361,9 @@ fn OpDetail(op: OpView, related: Vec<Recommendation>) -> impl IntoView {
         <aside class="op-detail" data-testid="call-stack">
             <h3>{op.name.clone()}</h3>
             <p class="facts">{format!("{} calls · {:.3} ms of kernels · {} · shapes {}", op.count, op.kernel_ms, op.input_type, op.input_dims)}</p>
+            {show_in_timeline.map(|cb| view! {
+                <button data-testid="ops-show-timeline" on:click=move |_| cb.run(())>"Show where it runs on the timeline"</button>
+            })}
             <h4>"Call stack (outermost first)"</h4>
             <ul class="chain">{chain}</ul>
             <h4>"Subtree (ops and kernels below it, one instance)"</h4>
