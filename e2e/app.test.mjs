@@ -102,6 +102,23 @@ test('a reference trace gives a comparison with the expected hardware ratios', {
   const longer = Math.max(refTl.total_time, tl.total_time);
   assert.ok(Math.abs(refLen - refTl.total_time / longer) < 0.01, `reference bar ${refLen}`);
   assert.ok(Math.abs(targetLen - tl.total_time / longer) < 0.01, `target bar ${targetLen}`);
+  // Both GPU timelines are drawn, each from its own trace's lanes: the busy lane (row 26-44 px)
+  // and the first stream (50-68 px) are painted on both canvases.
+  for (const side of ['reference', 'target']) {
+    const canvas = page.getByTestId(`compare-timeline-${side}`).getByTestId('timeline');
+    await page.waitForFunction((s) => Number(document.querySelector(`[data-testid=compare-timeline-${s}] canvas`).dataset.frames) >= 1, side);
+    const img = decodePng(await canvas.screenshot());
+    for (const y of [35, 59]) {
+      let painted = 0;
+      for (let x = 212; x < img.width - 2; x += 1) {
+        const [r, g, b] = img.pixel(x, y);
+        if (Math.abs(r - 0x14) + Math.abs(g - 0x1b) + Math.abs(b - 0x22) > 12) painted += 1;
+      }
+      assert.ok(painted > (img.width - 214) * 0.3, `${side} row at ${y} px: ${painted} painted px`);
+    }
+  }
+  const spans = await page.locator('[data-testid^=compare-timeline-] canvas').evaluateAll((cs) => cs.map((c) => Number(c.dataset.endNs) - Number(c.dataset.startNs)));
+  assert.notEqual(spans[0], spans[1], 'each timeline spans its own trace');
   await page.screenshot({ path: path.join(OUT, 'compare-qwen.png'), fullPage: true });
   await comparison.scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(OUT, 'comparison-qwen.png') });

@@ -221,11 +221,7 @@ impl Overview {
                 .unwrap_or(0.0),
             report_html: str_of(reply, "report_html"),
             rough_html: str_of(reply, "rough_html"),
-            lanes: reply
-                .get("timeline")
-                .filter(|t| !t.is_null())
-                .and_then(|t| serde_json::from_value(t.clone()).ok())
-                .map(std::sync::Arc::new),
+            lanes: crate::timeline_meta(reply, "timeline"),
         })
     }
 }

@@ -47,6 +47,19 @@ struct Reference {
     comparison: RwSignal<String>,
     /// The comparison's data for the compare view (null until both traces are analyzed).
     data: RwSignal<serde_json::Value>,
+    /// The reference's timeline lanes, drawn beside the target's in the compare view.
+    lanes: RwSignal<Option<std::sync::Arc<views::timeline::TimelineMeta>>>,
+}
+
+/// A worker reply's timeline meta under `key`, if it has one.
+fn timeline_meta(
+    msg: &serde_json::Value,
+    key: &str,
+) -> Option<std::sync::Arc<views::timeline::TimelineMeta>> {
+    msg.get(key)
+        .filter(|t| !t.is_null())
+        .and_then(|t| serde_json::from_value(t.clone()).ok())
+        .map(std::sync::Arc::new)
 }
 
 fn spawn_worker(set_status: WriteSignal<Status>, reference: Reference) -> Option<Worker> {
@@ -92,6 +105,9 @@ fn spawn_worker(set_status: WriteSignal<Status>, reference: Reference) -> Option
             return;
         }
         if text_of("kind") == "result" {
+            reference
+                .lanes
+                .set(timeline_meta(&msg, "reference_timeline"));
             reference.comparison.set(text_of("comparison_html"));
             reference
                 .data
@@ -99,6 +115,7 @@ fn spawn_worker(set_status: WriteSignal<Status>, reference: Reference) -> Option
         }
         match msg.get("kind").and_then(serde_json::Value::as_str) {
             Some("reference") => {
+                reference.lanes.set(timeline_meta(&msg, "timeline"));
                 reference
                     .note
                     .set(format!("reference: {}", text_of("name")));
@@ -270,6 +287,7 @@ pub fn App() -> impl IntoView {
         note: RwSignal::new(String::new()),
         comparison: RwSignal::new(String::new()),
         data: RwSignal::new(serde_json::Value::Null),
+        lanes: RwSignal::new(None),
     };
     let worker = StoredValue::new_local(spawn_worker(set_status, reference));
     // The last target's `File` handle (not its contents): a platform change re-analyzes it.
@@ -310,6 +328,7 @@ pub fn App() -> impl IntoView {
         reference.note.set(String::new());
         reference.comparison.set(String::new());
         reference.data.set(serde_json::Value::Null);
+        reference.lanes.set(None);
         set_status.set(Status::Starting);
     };
     let open_sample = move |_| {
@@ -444,7 +463,7 @@ pub fn App() -> impl IntoView {
                             </section>
                         }.into_any(),
                         "timeline" => view! {
-                            <views::timeline::TimelineView meta=o.lanes ops=o.ops worker=worker select_op=select_op open_op=open_op state=timeline_state
+                            <views::timeline::TimelineView meta=o.lanes ops=o.ops worker=worker select_op=Some(select_op) open_op=Some(open_op) state=timeline_state
                                 selected=ops_state.get_untracked().selected_row/>
                         }.into_any(),
                         "roofline" => view! { <views::roofline::RooflineView ops=o.ops platform=o.spec open=open_op/> }.into_any(),
@@ -457,7 +476,8 @@ pub fn App() -> impl IntoView {
                             None => view! { <p class="facts" data-testid="kernels-table">"This trace has no kernels."</p> }.into_any(),
                         },
                         "compare" if !reference.comparison.get().is_empty() => view! {
-                            <views::compare::CompareView comparison=reference.data.get() report_html=reference.comparison.get()/>
+                            <views::compare::CompareView comparison=reference.data.get() report_html=reference.comparison.get()
+                                target_lanes=o.lanes.clone() reference_lanes=reference.lanes.get() worker=worker/>
                         }.into_any(),
                         _ => view! { <views::overview::OverviewView overview=o reanalyze=reanalyze show_diagnostics=show_diagnostics/> }.into_any(),
                     }

@@ -13,6 +13,7 @@ fn analyzed(steps: u32) -> (Analysis, jarvis_engine::synth::SynthTruth) {
     });
     let options = Options {
         timeline_lanes: true,
+        timeline_host_lanes: true,
         ..Default::default()
     };
     let trace = import_bytes(&bytes).expect("importable");
@@ -186,6 +187,7 @@ fn every_shared_trace_gets_lanes_whose_busy_split_is_the_gpu_timeline() {
     };
     let options = Options {
         timeline_lanes: true,
+        timeline_host_lanes: true,
         ..Default::default()
     };
     for path in common::all_traces(&shared) {
@@ -225,4 +227,22 @@ fn every_shared_trace_gets_lanes_whose_busy_split_is_the_gpu_timeline() {
             f.len()
         );
     }
+}
+
+#[test]
+fn without_host_lanes_only_the_gpu_lanes_are_built() {
+    let (bytes, truth) = trace_bytes(&SynthSpec::default());
+    let options = Options {
+        timeline_lanes: true,
+        ..Default::default()
+    };
+    let a = analyze_trace_with(import_bytes(&bytes).expect("importable"), &options);
+    let lanes = a.lanes.as_ref().expect("lanes");
+    assert!(lanes.lanes.iter().all(|l| l.kind != LaneKind::Host));
+    let kernels = rows_of(lanes, LaneKind::Gpu)
+        .into_iter()
+        .flat_map(|r| lanes.slices(r))
+        .filter(|s| !matches!(s.class, SliceClass::Memcpy | SliceClass::Memset))
+        .count() as u64;
+    assert_eq!(kernels, truth.kernels);
 }

@@ -6,7 +6,13 @@
 use leptos::prelude::*;
 use serde_json::Value;
 
+use std::sync::Arc;
+
+use web_sys::Worker;
+
 use crate::analysis_view::TimelineRow;
+use crate::url_state::TimelineState;
+use crate::views::timeline::{TimelineMeta, TimelineView};
 
 /// The engine's timeline fields, in TraceLens's row order.
 const TIMELINE: [(&str, &str); 5] = [
@@ -40,7 +46,14 @@ fn verdict(v: &str) -> (&'static str, &'static str) {
 }
 
 #[component]
-pub fn CompareView(comparison: Value, report_html: String) -> impl IntoView {
+pub fn CompareView(
+    comparison: Value,
+    report_html: String,
+    /// Both traces' timeline lanes (None for a reopened bundle, or before a reference is read).
+    target_lanes: Option<Arc<TimelineMeta>>,
+    reference_lanes: Option<Arc<TimelineMeta>>,
+    worker: StoredValue<Option<Worker>, LocalStorage>,
+) -> impl IntoView {
     let (tt, rt) = (
         s(&comparison, "target_tag"),
         s(&comparison, "reference_tag"),
@@ -164,6 +177,20 @@ pub fn CompareView(comparison: Value, report_html: String) -> impl IntoView {
                 <thead><tr><th>"type"</th><th>{rt.clone()}</th><th>{tt.clone()}</th><th>"Δ"</th></tr></thead>
                 <tbody>{timeline}</tbody>
             </table>
+            <h2>"GPU timelines"</h2>
+            <p class="facts">"Each zooms and pans on its own (wheel, drag, W/S, A/D); the reference is read without host lanes."</p>
+            <div class="compare-timelines">
+                <h3>{format!("{rt} (reference)")}</h3>
+                <div data-testid="compare-timeline-reference">
+                    <TimelineView meta=reference_lanes ops=Vec::new() worker=worker select_op=None open_op=None
+                        role="reference" state=RwSignal::new(TimelineState::default()) selected=None/>
+                </div>
+                <h3>{format!("{tt} (target)")}</h3>
+                <div data-testid="compare-timeline-target">
+                    <TimelineView meta=target_lanes ops=Vec::new() worker=worker select_op=None open_op=None
+                        state=RwSignal::new(TimelineState::default()) selected=None/>
+                </div>
+            </div>
             <h2>"Matched ops (largest unexplained target time first)"</h2>
             <div class="kernels-scroll">
                 <table class="kernels compare" data-testid="compare-table">

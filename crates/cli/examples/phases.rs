@@ -29,6 +29,7 @@ fn main() {
     let heap = trace.heap_bytes();
     let options = jarvis_engine::Options {
         timeline_lanes: lanes,
+        timeline_host_lanes: lanes,
         ..Default::default()
     };
     let a = jarvis_engine::analyze_trace_with(trace, &options);

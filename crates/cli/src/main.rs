@@ -91,6 +91,7 @@ fn main() -> ExitCode {
         } => platform_choice(&platform).and_then(|p| {
             let options = Options {
                 timeline_lanes: false,
+                timeline_host_lanes: false,
                 platform: p,
                 replay_ops: replay,
             };

@@ -64,11 +64,13 @@ impl Session {
         let get = |k: &str| js_sys::Reflect::get(data, &JsValue::from_str(k)).ok();
         let text = |k: &str| get(k).and_then(|v| v.as_string()).unwrap_or_default();
         if let Some(req) = get("frame").filter(|v| v.is_object()) {
-            crate::timeline::frame(self.lanes(), &req, out);
+            let lanes = self.lanes_for(&crate::timeline::role(&req, "role"));
+            crate::timeline::frame(lanes, &req, out);
             return;
         }
         if let Some(req) = get("pick").filter(|v| v.is_object()) {
-            send(out, crate::timeline::pick(self.lanes(), &req));
+            let lanes = self.lanes_for(&crate::timeline::role(&req, "role"));
+            send(out, crate::timeline::pick(lanes, &req));
             return;
         }
         if let Some(what) = get("export").and_then(|w| w.as_string()) {
@@ -187,6 +189,7 @@ impl Session {
             "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis, "reopened": reopened,
             "recommendations": recommendation_rows(&briefs), "ops": ops, "kernel_summary": kernels,
             "categories": categories, "timeline": self.lanes().map(crate::timeline::meta),
+            "reference_timeline": self.reference_timeline(),
             "report_html": report_html, "rough_html": rough_html, "comparison_html": comparison_html,
             "comparison": self.comparison_json()})
         .to_string())
@@ -209,7 +212,7 @@ impl Session {
         self.reference = Some((analysis, title_of(name)));
         Ok(
             json!({"kind": "reference", "name": name, "comparison_html": self.comparison_html(),
-                "comparison": self.comparison_json()})
+                "comparison": self.comparison_json(), "timeline": self.reference_timeline()})
             .to_string(),
         )
     }
@@ -255,6 +258,22 @@ impl Session {
             Loaded::Trace(a) => a.lanes.as_ref(),
             Loaded::Bundle(..) => None,
         }
+    }
+
+    /// The lanes a timeline request is for: the target's, or the reference's.
+    fn lanes_for(&self, role: &str) -> Option<&jarvis_engine::lanes::Lanes> {
+        if role == "reference" {
+            self.reference.as_ref().and_then(|(a, _)| a.lanes.as_ref())
+        } else {
+            self.lanes()
+        }
+    }
+
+    /// The reference's timeline meta (null without a reference).
+    fn reference_timeline(&self) -> serde_json::Value {
+        self.lanes_for("reference")
+            .map(crate::timeline::meta)
+            .unwrap_or_default()
     }
 
     /// The bytes and file name of one export of the target.
@@ -520,8 +539,10 @@ fn read_and_analyze(
         trace,
         &Options {
             platform,
-            // The reference is only compared, never drawn.
-            timeline_lanes: role == "target",
+            // Both are drawn; the reference (drawn beside the target in the compare view) without
+            // host lanes, to leave memory for two big traces.
+            timeline_lanes: true,
+            timeline_host_lanes: role == "target",
             ..Options::default()
         },
     );

@@ -14,6 +14,15 @@ fn number(obj: &JsValue, key: &str) -> Option<f64> {
         .and_then(|v| v.as_f64())
 }
 
+/// The request's `role` (`target` unless it says `reference`).
+pub fn role(obj: &JsValue, key: &str) -> String {
+    js_sys::Reflect::get(obj, &JsValue::from_str(key))
+        .ok()
+        .and_then(|v| v.as_string())
+        .filter(|r| r == "reference")
+        .unwrap_or_else(|| "target".to_owned())
+}
+
 /// What the page needs once per trace: lanes, the name table, the time range, the legend.
 pub fn meta(lanes: &Lanes) -> serde_json::Value {
     json!({
@@ -62,6 +71,7 @@ pub fn frame(lanes: Option<&Lanes>, req: &JsValue, out: &dyn Outbox) {
         let _ = js_sys::Reflect::set(&msg, &JsValue::from_str(k), v);
     };
     set("kind", &"frame".into());
+    set("role", &role(req, "role").into());
     set("seq", &number(req, "seq").unwrap_or(0.0).into());
     set("start", &view.start.into());
     set("end", &view.end.into());
@@ -80,5 +90,5 @@ pub fn pick(lanes: Option<&Lanes>, req: &JsValue) -> serde_json::Value {
             number(req, "tolerance").unwrap_or(0.0),
         )
     });
-    json!({"kind": "pick", "seq": number(req, "seq").unwrap_or(0.0), "hit": hit})
+    json!({"kind": "pick", "role": role(req, "role"), "seq": number(req, "seq").unwrap_or(0.0), "hit": hit})
 }

@@ -31,11 +31,20 @@ use state::{key_action, now, State, Ui};
 /// A mounted view's handler of worker replies.
 type Sink = Box<dyn Fn(&JsValue)>;
 
+/// One mounted view: its id, role (`target` or `reference`), reply and resize handlers.
+struct Mounted {
+    id: u64,
+    role: &'static str,
+    sink: Sink,
+    on_resize: Box<dyn Fn()>,
+}
+
 thread_local! {
-    /// Where the worker's frame and pick replies go while a timeline view is mounted.
-    static SINK: RefCell<Option<Sink>> = const { RefCell::new(None) };
-    /// What a window resize does while a timeline view is mounted.
-    static ON_RESIZE: RefCell<Option<Box<dyn Fn()>>> = const { RefCell::new(None) };
+    /// The mounted timeline views (the timeline tab's; or the compare view's two). Replies go
+    /// to the latest view of their role; each view removes only itself when unmounted (a new
+    /// view can mount before the old one's cleanup runs).
+    static MOUNTED: RefCell<Vec<Mounted>> = const { RefCell::new(Vec::new()) };
+    static NEXT_ID: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     static RESIZE_HOOKED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
@@ -46,9 +55,9 @@ fn hook_resize() {
         return;
     }
     let cb = Closure::<dyn Fn()>::new(|| {
-        ON_RESIZE.with(|r| {
-            if let Some(f) = r.borrow().as_ref() {
-                f();
+        MOUNTED.with(|m| {
+            for v in m.borrow().iter() {
+                (v.on_resize)();
             }
         });
     });
@@ -60,21 +69,25 @@ fn hook_resize() {
 
 /// Hands a worker reply to the mounted timeline view; false when it is not one of its replies.
 pub fn deliver(msg: &JsValue) -> bool {
-    let kind = if let Some(text) = msg.as_string() {
-        serde_json::from_str::<Value>(&text)
-            .ok()
-            .and_then(|v| v.get("kind").and_then(Value::as_str).map(str::to_owned))
+    let (kind, role) = if let Some(text) = msg.as_string() {
+        let v = serde_json::from_str::<Value>(&text).unwrap_or_default();
+        let field = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        (field("kind"), field("role"))
     } else {
-        js_sys::Reflect::get(msg, &"kind".into())
-            .ok()
-            .and_then(|k| k.as_string())
+        let field = |k: &str| {
+            js_sys::Reflect::get(msg, &k.into())
+                .ok()
+                .and_then(|v| v.as_string())
+        };
+        (field("kind"), field("role"))
     };
     if !matches!(kind.as_deref(), Some("frame" | "pick")) {
         return false;
     }
-    SINK.with(|s| {
-        if let Some(f) = s.borrow().as_ref() {
-            f(msg);
+    let role = role.unwrap_or_else(|| "target".to_owned());
+    MOUNTED.with(|m| {
+        if let Some(v) = m.borrow().iter().rev().find(|v| v.role == role) {
+            (v.sink)(msg);
         }
     });
     true
@@ -89,10 +102,14 @@ pub fn TimelineView(
     meta: Option<Arc<TimelineMeta>>,
     ops: Vec<OpView>,
     worker: StoredValue<Option<Worker>, LocalStorage>,
-    /// Selects an op (its unified row) without leaving the view.
-    select_op: Callback<usize>,
+    /// Selects an op (its unified row) without leaving the view (None: slices are not linked
+    /// to the ops view, as for a compared reference).
+    select_op: Option<Callback<usize>>,
     /// Opens an op in the ops view.
-    open_op: Callback<usize>,
+    open_op: Option<Callback<usize>>,
+    /// Whose lanes: `target` or `reference`.
+    #[prop(default = "target")]
+    role: &'static str,
     /// The window and host lanes, shared with the URL.
     state: RwSignal<TimelineState>,
     /// The op selected when the view opens (its slices are marked).
@@ -113,6 +130,7 @@ pub fn TimelineView(
         picked: RwSignal::new(None),
         select_op,
         state,
+        role,
     };
     let bounds = Window::whole(meta.range);
     let st = StoredValue::new_local(State {
@@ -142,30 +160,36 @@ pub fn TimelineView(
     // The URL's window (a link, a reload, back/forward) wins over the default whole trace.
     st.update_value(|s| s.window = s.window_of(&state.get_untracked()));
     let canvas_ref = NodeRef::<leptos::html::Canvas>::new();
+    let id = NEXT_ID.with(|n| {
+        n.set(n.get() + 1);
+        n.get()
+    });
     Effect::new(move |_| {
         let Some(canvas) = canvas_ref.get() else {
             return;
         };
-        SINK.with(|s| {
-            *s.borrow_mut() = Some(Box::new(move |msg: &JsValue| {
-                st.try_update_value(|s| {
-                    if msg.is_string() {
-                        s.on_pick(msg);
-                    } else {
-                        s.on_frame(msg);
-                    }
-                });
-            }));
-        });
         hook_resize();
-        ON_RESIZE.with(|r| {
-            *r.borrow_mut() = Some(Box::new(move || {
-                st.try_update_value(|s| {
-                    s.changed_at = Some(now());
-                    s.paint();
-                    s.request();
-                });
-            }));
+        MOUNTED.with(|m| {
+            m.borrow_mut().push(Mounted {
+                id,
+                role,
+                sink: Box::new(move |msg: &JsValue| {
+                    st.try_update_value(|s| {
+                        if msg.is_string() {
+                            s.on_pick(msg);
+                        } else {
+                            s.on_frame(msg);
+                        }
+                    });
+                }),
+                on_resize: Box::new(move || {
+                    st.try_update_value(|s| {
+                        s.changed_at = Some(now());
+                        s.paint();
+                        s.request();
+                    });
+                }),
+            });
         });
         st.update_value(|s| {
             if let Some(h) = s.highlight {
@@ -177,10 +201,7 @@ pub fn TimelineView(
             s.request();
         });
     });
-    on_cleanup(|| {
-        SINK.with(|s| *s.borrow_mut() = None);
-        ON_RESIZE.with(|r| *r.borrow_mut() = None);
-    });
+    on_cleanup(move || MOUNTED.with(|m| m.borrow_mut().retain(|v| v.id != id)));
     Effect::new(move |_| {
         let show = host.get();
         st.update_value(|s| {
@@ -302,12 +323,13 @@ pub fn TimelineView(
                         (h["start_ns"].as_f64().unwrap_or(0.0) - origin) / 1e6,
                         h["dur_ns"].as_f64().unwrap_or(0.0) / 1e3
                     )}</span>
-                    {match (op_row, op_name) {
-                        (Some(r), Some(name)) => view! {
+                    {match (op_row, op_name, open_op) {
+                        (Some(r), Some(name), Some(open)) => view! {
                             <span>" · op: " <span data-testid="timeline-op">{name}</span> " "
-                                <button data-testid="timeline-open-op" on:click=move |_| open_op.run(r)>"Open in ops view"</button>
+                                <button data-testid="timeline-open-op" on:click=move |_| open.run(r)>"Open in ops view"</button>
                             </span>
                         }.into_any(),
+                        (_, _, None) => ().into_any(),
                         _ => view! { <span>" · no op in the unified summary"</span> }.into_any(),
                     }}
                 </div>

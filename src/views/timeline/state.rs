@@ -54,7 +54,9 @@ pub(super) struct Ui {
     pub(super) range: RwSignal<String>,
     pub(super) hover: RwSignal<Option<(f64, f64, String)>>,
     pub(super) picked: RwSignal<Option<Value>>,
-    pub(super) select_op: Callback<usize>,
+    pub(super) select_op: Option<Callback<usize>>,
+    /// Whose lanes the worker draws: `target` or `reference`.
+    pub(super) role: &'static str,
     pub(super) state: RwSignal<TimelineState>,
 }
 
@@ -87,6 +89,7 @@ impl State {
             let _ = js_sys::Reflect::set(&req, &k.into(), &v);
         };
         set("seq", self.seq.into());
+        set("role", self.ui.role.into());
         set("start", self.window.start.into());
         set("end", self.window.end.into());
         set("width", self.plot_width().round().into());
@@ -209,7 +212,9 @@ impl State {
             });
             let op = hit.as_ref().and_then(|h| h["op_row"].as_u64());
             if let Some(op) = op {
-                self.ui.select_op.run(op as usize);
+                if let Some(select) = self.ui.select_op {
+                    select.run(op as usize);
+                }
             }
             if let Some(op) = op.filter(|&o| Some(o as u32) != self.highlight) {
                 self.highlight = Some(op as u32);
@@ -254,6 +259,7 @@ impl State {
             let _ = js_sys::Reflect::set(&req, &k.into(), &v);
         };
         set("seq", self.seq.into());
+        set("role", self.ui.role.into());
         set("row", row.into());
         set("t", (self.window.start + (x - GUTTER) * px_ns).into());
         set("tolerance", (3.0 * px_ns).into());

@@ -70,6 +70,8 @@ pub struct Options {
     pub replay_ops: Vec<String>,
     /// Build [`Analysis::lanes`] for the timeline view (the web worker does; the CLI does not).
     pub timeline_lanes: bool,
+    /// With `timeline_lanes`: the host threads' lanes too (CPU ops, python, runtime calls).
+    pub timeline_host_lanes: bool,
 }
 
 /// The platform used and how it was chosen.
@@ -216,9 +218,15 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
             trace.events.iter().map(|e| e.end()).max().unwrap_or(0),
         ),
     };
-    let lanes = options
-        .timeline_lanes
-        .then(|| crate::lanes::build(&trace, &tree, &names, &op_index));
+    let lanes = options.timeline_lanes.then(|| {
+        crate::lanes::build(
+            &trace,
+            &tree,
+            &names,
+            &op_index,
+            options.timeline_host_lanes,
+        )
+    });
     drop(op_index);
     let unified = sheets.iter().find(|s| s.name == "unified_perf_summary");
     let headline = headline::headline(&timeline, unified);

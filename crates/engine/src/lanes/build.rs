@@ -71,20 +71,28 @@ fn nest(trace: &Trace, mut ids: Vec<u32>) -> (Vec<u32>, Vec<u16>) {
     (ids, depths)
 }
 
-/// Builds the lanes. `ops` maps events to their unified rows (empty for GPU-only traces).
-pub fn build(trace: &Trace, tree: &CallTree, names: &NameClasses, ops: &OpIndex) -> Lanes {
+/// Builds the lanes. `ops` maps events to their unified rows (empty for GPU-only traces);
+/// `host`: also the host threads' lanes (a compared reference trace goes without them).
+pub fn build(
+    trace: &Trace,
+    tree: &CallTree,
+    names: &NameClasses,
+    ops: &OpIndex,
+    host: bool,
+) -> Lanes {
     // Keyed by lane and GPU-ness: a lane holding both (odd traces) becomes two lanes.
     let mut by_lane: HashMap<(LaneId, bool), Vec<u32>> = HashMap::default();
     for (i, e) in trace.events.iter().enumerate() {
         let keep = e.kind.is_gpu()
-            || matches!(
-                e.kind,
-                EventKind::CpuOp
-                    | EventKind::PythonFunction
-                    | EventKind::CudaRuntime
-                    | EventKind::CudaDriver
-                    | EventKind::UserAnnotation
-            );
+            || host
+                && matches!(
+                    e.kind,
+                    EventKind::CpuOp
+                        | EventKind::PythonFunction
+                        | EventKind::CudaRuntime
+                        | EventKind::CudaDriver
+                        | EventKind::UserAnnotation
+                );
         if keep && e.dur >= 0 {
             by_lane
                 .entry((e.lane, e.kind.is_gpu()))
