@@ -316,6 +316,34 @@ fn a_reference_is_kept_and_compared_with_the_target() {
         .as_array()
         .expect("t")
         .is_empty());
+    // The reference's lanes, GPU only, answer frames asked for with its role.
+    let lanes = done["timeline"]["lanes"]
+        .as_array()
+        .expect("reference lanes");
+    assert!(!lanes.is_empty() && lanes.iter().all(|l| l["kind"] != "host"));
+    let req = js_sys::Object::new();
+    for (k, v) in [
+        ("role", JsValue::from("reference")),
+        (
+            "start",
+            done["timeline"]["range"][0].as_f64().expect("start").into(),
+        ),
+        (
+            "end",
+            done["timeline"]["range"][1].as_f64().expect("end").into(),
+        ),
+        ("width", 300.into()),
+        ("rows", js_sys::Array::of1(&0.into()).into()),
+    ] {
+        js_sys::Reflect::set(&req, &k.into(), &v).expect("set");
+    }
+    let msg = js_sys::Object::new();
+    js_sys::Reflect::set(&msg, &"frame".into(), &req).expect("set");
+    s.handle(&msg.into(), &out);
+    let reply = out.0.borrow_mut().pop().expect("frame");
+    let get = |k: &str| js_sys::Reflect::get(&reply, &k.into()).expect(k);
+    assert_eq!(get("role").as_string().as_deref(), Some("reference"));
+    assert!(js_sys::Float32Array::new(&get("items")).length() > 0);
     s.handle(&export("comparison"), &out);
     assert_eq!(out.export().0, "jarvis_comparison.zip");
 }
