@@ -9,7 +9,7 @@ import {
   OUT, JARVIS, QWEN, SHARED, ROOT, baseUrl, startApp, stopApp, openApp, assertLocalOnly, cliTimeline, cliSheet,
   parseCsv, timelineShown, dropFile,
 } from './harness.mjs';
-import { decodePng } from './png.mjs';
+import { decodePng, near, countRow } from './png.mjs';
 
 before(startApp);
 after(stopApp);
@@ -90,12 +90,7 @@ test('a reference trace gives a comparison with the expected hardware ratios', {
   // (pixel check on a screenshot of each; the canvas background is #171f27).
   const painted = async (id) => {
     const img = decodePng(await page.getByTestId(id).screenshot());
-    let n = 0;
-    for (let x = 0; x < img.width; x += 1) {
-      const [r, g, b] = img.pixel(x, Math.floor(img.height / 2));
-      if (Math.abs(r - 23) + Math.abs(g - 31) + Math.abs(b - 39) > 12) n += 1;
-    }
-    return n / img.width;
+    return countRow(img, Math.floor(img.height / 2), 0, img.width, (p) => !near(p, [23, 31, 39], 4)) / img.width;
   };
   const refTl = cliTimeline(QWEN);
   const [refLen, targetLen] = [await painted('compare-bar-reference'), await painted('compare-bar-target')];
@@ -109,11 +104,7 @@ test('a reference trace gives a comparison with the expected hardware ratios', {
     await page.waitForFunction((s) => Number(document.querySelector(`[data-testid=compare-timeline-${s}] canvas`).dataset.frames) >= 1, side);
     const img = decodePng(await canvas.screenshot());
     for (const y of [35, 59]) {
-      let painted = 0;
-      for (let x = 212; x < img.width - 2; x += 1) {
-        const [r, g, b] = img.pixel(x, y);
-        if (Math.abs(r - 0x14) + Math.abs(g - 0x1b) + Math.abs(b - 0x22) > 12) painted += 1;
-      }
+      const painted = countRow(img, y, 212, img.width - 2, (p) => !near(p, [0x14, 0x1b, 0x22], 4));
       assert.ok(painted > (img.width - 214) * 0.3, `${side} row at ${y} px: ${painted} painted px`);
     }
   }

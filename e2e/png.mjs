@@ -44,3 +44,13 @@ export function decodePng(buf) {
   const pixel = (x, y) => { const o = y * stride + x * channels; return [out[o], out[o + 1], out[o + 2]]; };
   return { width, height, pixel };
 }
+
+/** Whether two [r, g, b] colours are within `tol` on every channel. */
+export const near = (a, b, tol = 2) => a.every((v, i) => Math.abs(v - b[i]) <= tol);
+
+/** How many pixels of row `y`, x in [from, to), satisfy `pred([r, g, b])`. */
+export function countRow(img, y, from, to, pred) {
+  let n = 0;
+  for (let x = from; x < to; x += 1) if (pred(img.pixel(x, y))) n += 1;
+  return n;
+}

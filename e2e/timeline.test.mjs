@@ -8,7 +8,7 @@ import path from 'node:path';
 import {
   OUT, QWEN, baseUrl, startApp, stopApp, openApp, assertLocalOnly, cliTimeline, cliSheet,
 } from './harness.mjs';
-import { decodePng } from './png.mjs';
+import { decodePng, near, countRow } from './png.mjs';
 
 before(startApp);
 after(stopApp);
@@ -18,7 +18,6 @@ const GUTTER = 210;
 const BUSY_Y = 26 + 9;
 const STREAM_Y = 26 + 18 + 6 + 9;
 const COLOURS = { computation: [0x3a, 0x9d, 0x5d], idle: [0xf2, 0xb8, 0xb5], gemm: [0x4f, 0x8f, 0xe6], background: [0x14, 0x1b, 0x22] };
-const same = (a, b) => a.every((v, i) => Math.abs(v - b[i]) <= 2);
 
 async function frames(page) {
   return Number(await page.getByTestId('timeline').getAttribute('data-frames'));
@@ -36,9 +35,7 @@ async function span(page) {
 
 // Counts the pixels of row `y` (between the gutter and the right edge) matching `colour`.
 function count(img, y, colour) {
-  let n = 0;
-  for (let x = GUTTER + 2; x < img.width - 2; x += 1) if (same(img.pixel(x, y), colour)) n += 1;
-  return n;
+  return countRow(img, y, GUTTER + 2, img.width - 2, (p) => near(p, colour));
 }
 
 test('the timeline draws the GPU lanes, zooms and pans, and a click selects the launching op', { skip: !fs.existsSync(QWEN) && !process.env.CI }, async () => {
@@ -111,7 +108,7 @@ test('the timeline draws the GPU lanes, zooms and pans, and a click selects the 
   }
   const zoomed = decodePng(await canvas.screenshot());
   let gemmX = -1;
-  for (let x = GUTTER + 2; x < zoomed.width - 2 && gemmX < 0; x += 1) if (same(zoomed.pixel(x, STREAM_Y), COLOURS.gemm)) gemmX = x;
+  for (let x = GUTTER + 2; x < zoomed.width - 2 && gemmX < 0; x += 1) if (near(zoomed.pixel(x, STREAM_Y), COLOURS.gemm)) gemmX = x;
   assert.ok(gemmX > 0, 'a GEMM kernel is drawn in the middle of the trace');
   await page.screenshot({ path: path.join(OUT, 'timeline-qwen-zoomed.png'), fullPage: true });
   await page.mouse.click(box.x + gemmX + 1, box.y + STREAM_Y);

@@ -66,19 +66,22 @@ fn spawn_worker(set_status: WriteSignal<Status>, reference: Reference) -> Option
     let worker = Worker::new(WORKER_URL).ok()?;
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let data = ev.data();
-        if views::timeline::deliver(&data) {
-            return;
-        }
         if !data.is_string() {
-            // Export bytes from the worker: hand them to the browser as a download.
-            download(&data);
+            // A timeline frame, or export bytes to hand to the browser as a download.
+            if !views::timeline::deliver_frame(&data) {
+                download(&data);
+            }
             return;
         }
+        // Parsed once here: a `result` can be megabytes of JSON.
         let text = data.as_string().unwrap_or_default();
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(&text) else {
             set_status.set(Status::Failed("the worker sent an unreadable reply".into()));
             return;
         };
+        if views::timeline::deliver_pick(&msg) {
+            return;
+        }
         let num = |k: &str| {
             msg.get(k)
                 .and_then(serde_json::Value::as_f64)

@@ -64,12 +64,12 @@ impl Session {
         let get = |k: &str| js_sys::Reflect::get(data, &JsValue::from_str(k)).ok();
         let text = |k: &str| get(k).and_then(|v| v.as_string()).unwrap_or_default();
         if let Some(req) = get("frame").filter(|v| v.is_object()) {
-            let lanes = self.lanes_for(&crate::timeline::role(&req, "role"));
+            let lanes = self.lanes_for(&crate::timeline::role(&req));
             crate::timeline::frame(lanes, &req, out);
             return;
         }
         if let Some(req) = get("pick").filter(|v| v.is_object()) {
-            let lanes = self.lanes_for(&crate::timeline::role(&req, "role"));
+            let lanes = self.lanes_for(&crate::timeline::role(&req));
             send(out, crate::timeline::pick(lanes, &req));
             return;
         }

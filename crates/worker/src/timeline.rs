@@ -15,8 +15,8 @@ fn number(obj: &JsValue, key: &str) -> Option<f64> {
 }
 
 /// The request's `role` (`target` unless it says `reference`).
-pub fn role(obj: &JsValue, key: &str) -> String {
-    js_sys::Reflect::get(obj, &JsValue::from_str(key))
+pub fn role(req: &JsValue) -> String {
+    js_sys::Reflect::get(req, &JsValue::from_str("role"))
         .ok()
         .and_then(|v| v.as_string())
         .filter(|r| r == "reference")
@@ -71,7 +71,7 @@ pub fn frame(lanes: Option<&Lanes>, req: &JsValue, out: &dyn Outbox) {
         let _ = js_sys::Reflect::set(&msg, &JsValue::from_str(k), v);
     };
     set("kind", &"frame".into());
-    set("role", &role(req, "role").into());
+    set("role", &role(req).into());
     set("seq", &number(req, "seq").unwrap_or(0.0).into());
     set("start", &view.start.into());
     set("end", &view.end.into());
@@ -90,5 +90,5 @@ pub fn pick(lanes: Option<&Lanes>, req: &JsValue) -> serde_json::Value {
             number(req, "tolerance").unwrap_or(0.0),
         )
     });
-    json!({"kind": "pick", "role": role(req, "role"), "seq": number(req, "seq").unwrap_or(0.0), "hit": hit})
+    json!({"kind": "pick", "role": role(req), "seq": number(req, "seq").unwrap_or(0.0), "hit": hit})
 }

@@ -28,14 +28,12 @@ pub use layout::TimelineMeta;
 use paint::PALETTE;
 use state::{key_action, now, State, Ui};
 
-/// A mounted view's handler of worker replies.
-type Sink = Box<dyn Fn(&JsValue)>;
-
 /// One mounted view: its id, role (`target` or `reference`), reply and resize handlers.
 struct Mounted {
     id: u64,
     role: &'static str,
-    sink: Sink,
+    on_frame: Box<dyn Fn(&JsValue)>,
+    on_pick: Box<dyn Fn(&Value)>,
     on_resize: Box<dyn Fn()>,
 }
 
@@ -67,28 +65,38 @@ fn hook_resize() {
     cb.forget();
 }
 
-/// Hands a worker reply to the mounted timeline view; false when it is not one of its replies.
-pub fn deliver(msg: &JsValue) -> bool {
-    let (kind, role) = if let Some(text) = msg.as_string() {
-        let v = serde_json::from_str::<Value>(&text).unwrap_or_default();
-        let field = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-        (field("kind"), field("role"))
-    } else {
-        let field = |k: &str| {
-            js_sys::Reflect::get(msg, &k.into())
-                .ok()
-                .and_then(|v| v.as_string())
-        };
-        (field("kind"), field("role"))
-    };
-    if !matches!(kind.as_deref(), Some("frame" | "pick")) {
-        return false;
-    }
-    let role = role.unwrap_or_else(|| "target".to_owned());
+/// The latest mounted view of `role` (`target` when the reply names none).
+fn with_view(role: Option<&str>, f: impl FnOnce(&Mounted)) {
+    let role = role.unwrap_or("target");
     MOUNTED.with(|m| {
         if let Some(v) = m.borrow().iter().rev().find(|v| v.role == role) {
-            (v.sink)(msg);
+            f(v);
         }
+    });
+}
+
+/// Hands a `frame` reply (an object carrying a `Float32Array`) to its view; false when `msg`
+/// is not a frame.
+pub fn deliver_frame(msg: &JsValue) -> bool {
+    let field = |k: &str| {
+        js_sys::Reflect::get(msg, &k.into())
+            .ok()
+            .and_then(|v| v.as_string())
+    };
+    if field("kind").as_deref() != Some("frame") {
+        return false;
+    }
+    with_view(field("role").as_deref(), |v| (v.on_frame)(msg));
+    true
+}
+
+/// Hands a parsed `pick` reply to its view; false when `msg` is not a pick.
+pub fn deliver_pick(msg: &Value) -> bool {
+    if msg.get("kind").and_then(Value::as_str) != Some("pick") {
+        return false;
+    }
+    with_view(msg.get("role").and_then(Value::as_str), |v| {
+        (v.on_pick)(msg)
     });
     true
 }
@@ -173,14 +181,11 @@ pub fn TimelineView(
             m.borrow_mut().push(Mounted {
                 id,
                 role,
-                sink: Box::new(move |msg: &JsValue| {
-                    st.try_update_value(|s| {
-                        if msg.is_string() {
-                            s.on_pick(msg);
-                        } else {
-                            s.on_frame(msg);
-                        }
-                    });
+                on_frame: Box::new(move |msg: &JsValue| {
+                    st.try_update_value(|s| s.on_frame(msg));
+                }),
+                on_pick: Box::new(move |msg: &Value| {
+                    st.try_update_value(|s| s.on_pick(msg));
                 }),
                 on_resize: Box::new(move || {
                     st.try_update_value(|s| {

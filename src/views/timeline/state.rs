@@ -196,13 +196,7 @@ impl State {
         }
     }
 
-    pub(super) fn on_pick(&mut self, msg: &JsValue) {
-        let Some(v) = msg
-            .as_string()
-            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        else {
-            return;
-        };
+    pub(super) fn on_pick(&mut self, v: &Value) {
         let hit = v.get("hit").filter(|h| !h.is_null()).cloned();
         if v["seq"].as_f64() == Some(f64::from(self.click_seq)) {
             self.mark = hit.as_ref().map(|h| Mark {

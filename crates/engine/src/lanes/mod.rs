@@ -170,7 +170,8 @@ impl Lanes {
     /// Every slice of `row` (tests and the CLI's checks).
     pub fn slices(&self, row: u32) -> impl Iterator<Item = Slice> + '_ {
         let r = self.rows.get(row as usize);
-        (0..r.map_or(0, Row::len)).filter_map(move |i| r.map(|r| r.get(i)))
+        r.into_iter()
+            .flat_map(|r| (0..r.len()).map(move |i| r.get(i)))
     }
 
     /// Approximate heap bytes held.
