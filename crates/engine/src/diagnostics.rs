@@ -60,6 +60,12 @@ pub enum DiagnosticKind {
     UnknownPlatform,
     /// Op instances that ran faster than the platform's peak allows.
     EfficiencyAbovePeak,
+    /// GPU idle gaps whose next work has no linked launch call: host wait cannot be told apart.
+    IdleWithoutLaunches,
+    /// No ProfilerStep / iteration markers: the step table holds the whole trace as one step.
+    NoStepMarkers,
+    /// Steps that launched no GPU work or under half the median step's.
+    IncompleteStep,
 }
 
 impl DiagnosticKind {
@@ -84,6 +90,9 @@ impl DiagnosticKind {
             DiagnosticKind::GpuOnlyTrace => "gpu_only_trace",
             DiagnosticKind::UnknownPlatform => "unknown_platform",
             DiagnosticKind::EfficiencyAbovePeak => "efficiency_above_peak",
+            DiagnosticKind::IdleWithoutLaunches => "idle_without_launches",
+            DiagnosticKind::NoStepMarkers => "no_step_markers",
+            DiagnosticKind::IncompleteStep => "incomplete_step",
         }
     }
 
@@ -101,10 +110,11 @@ impl DiagnosticKind {
             | TrailingData
             | KernelBeforeLaunch
             | UnknownPlatform
-            | EfficiencyAbovePeak => Severity::Warning,
-            RepairedJson | GraphLaunches | LinkedWithoutFlows | OpsWithoutShapes | GpuOnlyTrace => {
-                Severity::Info
-            }
+            | EfficiencyAbovePeak
+            | IncompleteStep
+            | IdleWithoutLaunches => Severity::Warning,
+            RepairedJson | GraphLaunches | LinkedWithoutFlows | OpsWithoutShapes | GpuOnlyTrace
+            | NoStepMarkers => Severity::Info,
         }
     }
 
@@ -130,6 +140,9 @@ impl DiagnosticKind {
             NoGpuEvents => "The trace has no GPU kernels, memcpys or memsets; there is no GPU time to analyze.",
             GpuOnlyTrace => "The trace has no CPU ops; only GPU-side sheets (timeline, kernels) are produced.",
             UnknownPlatform => "The GPU is not in Jarvis's platform table, so efficiency and roofline figures are not computed; choose a platform (or give its peaks) to get them.",
+            IdleWithoutLaunches => "GPU idle gaps were found but the work after them has no linked launch call, so host wait (a late launch) cannot be told apart from a dependency gap; the gaps are filed as kernel wait or other.",
+            NoStepMarkers => "The trace has no ProfilerStep#N, vLLM or SGLang step markers; the step table shows the whole trace as one step.",
+            IncompleteStep => "Some steps launched no GPU work, or under half of what the median step launched (a window cut mid-step, or missing kernels); they are left out of the step-to-step variation.",
             EfficiencyAbovePeak => "Some ops ran faster than the platform's peak allows: either the platform's peaks or the op's FLOP/byte model do not fit them, so their efficiency is not a fact.",
         }
     }

@@ -6,12 +6,16 @@ pub mod category_sheets;
 pub mod collectives;
 pub mod grouping;
 pub mod headline;
+pub mod host_wait;
+pub mod idle;
 pub mod intervals;
 pub mod kernel_tables;
+pub mod launch_stats;
 pub mod launchers;
 pub mod names;
 pub mod ops_tables;
 pub mod stats;
+pub mod steps;
 pub mod timeline;
 pub mod unified;
 
@@ -91,6 +95,10 @@ pub struct Analysis {
     /// The executive summary (docs/metrics.md).
     pub headline: headline::Headline,
     pub top_ops: Vec<TopOp>,
+    /// Why the GPU idles: host wait / kernel wait / other, host-wait causes, launch figures.
+    pub idle: idle::IdleReport,
+    /// Training steps or inference iterations.
+    pub steps: steps::Steps,
     pub report: PerfReport,
     /// The standalone analysis (findings, recommendations); absent for GPU-only traces. Not
     /// serialized with the analysis: its exports are the markdown reports and the output
@@ -194,6 +202,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
     if let Some(coll) = collectives::coll_analysis(&trace, 0) {
         sheets.push(coll);
     }
+    let (idle_report, steps) = idle_and_steps(&mut trace, &tree, &names, &mut sheets);
     // TraceLens leaves empty sheets out of the report, except the short-kernel ones.
     sheets.retain(|s| !s.rows.is_empty() || s.name.starts_with("short_kernel"));
 
@@ -248,11 +257,105 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         timeline,
         headline,
         top_ops,
+        idle: idle_report,
+        steps,
         report: PerfReport { sheets },
         standalone,
         diagnostics: trace.diagnostics.sorted(),
         lanes,
     }
+}
+
+/// The idle-time breakdown (trace level, per device, per stream), host-wait causes, launch
+/// statistics and steps, with their sheets and diagnostics.
+fn idle_and_steps(
+    trace: &mut Trace,
+    tree: &CallTree,
+    names: &names::NameClasses,
+    sheets: &mut Vec<Sheet>,
+) -> (idle::IdleReport, steps::Steps) {
+    let linked: Vec<crate::model::EventId> = (0..trace.events.len() as u32)
+        .map(crate::model::EventId)
+        .filter(|&id| trace.event(id).kind.is_gpu() && tree.is_linked(id))
+        .collect();
+    let gaps = idle::gaps(trace, tree, &linked);
+    let split = idle::split_of(&gaps);
+    let mut by_device: Vec<(crate::model::RawId, Vec<crate::model::EventId>)> = Vec::new();
+    for &id in &linked {
+        let pid = &trace.lane(trace.event(id).lane).pid;
+        match by_device.iter_mut().find(|(p, _)| p == pid) {
+            Some((_, v)) => v.push(id),
+            None => by_device.push((pid.clone(), vec![id])),
+        }
+    }
+    let devices = if by_device.len() > 1 {
+        by_device
+            .iter()
+            .map(|(pid, ids)| {
+                let label = trace
+                    .meta
+                    .process_labels
+                    .get(pid)
+                    .map(|s| trace.strings.get(*s).to_owned())
+                    .unwrap_or_else(|| format!("pid {}", trace.raw_id_text(pid)));
+                (label, idle::split_of(&idle::gaps(trace, tree, ids)))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let origin = linked
+        .iter()
+        .map(|&id| trace.event(id).ts)
+        .min()
+        .unwrap_or(0);
+    let causes = host_wait::causes(trace, tree, &gaps, origin);
+    let launches = launch_stats::launches(trace, tree, crate::model::Nanos::MAX);
+    let launch = launch_stats::summarize(&launches);
+    let streams = idle::stream_idle(trace, tree, crate::model::Nanos::MAX);
+    sheets.push(idle::idle_time_breakdown_sheet(0, &streams));
+    sheets.push(idle::idle_interval_stats_sheet(0, &streams));
+    sheets.push(launch_stats::kernel_launch_stats_sheet(trace, &launches));
+    drop(launches);
+    sheets.push(idle::host_wait_causes_sheet(&causes));
+    let steps = steps::steps(trace, tree, names, &gaps);
+    sheets.push(steps::steps_sheet(&steps));
+    let stream_gaps = streams
+        .iter()
+        .any(|s| s.intervals.iter().any(|v| !v.is_empty()));
+    if (split.gaps > 0 && gaps.iter().all(|g| g.launch.is_none()))
+        || (linked.is_empty() && stream_gaps)
+    {
+        trace
+            .diagnostics
+            .add(DiagnosticKind::IdleWithoutLaunches, split.gaps, None);
+    }
+    if steps.source == Some(steps::StepSource::WholeTrace) {
+        trace
+            .diagnostics
+            .add(DiagnosticKind::NoStepMarkers, 1, None);
+    }
+    for r in steps.rows.iter().filter(|r| r.incomplete) {
+        trace.diagnostics.add(
+            DiagnosticKind::IncompleteStep,
+            1,
+            Some(format!(
+                "{}: {} GPU events (median step: more than twice as many)",
+                r.name, r.gpu_events
+            )),
+        );
+    }
+    let launch_bound = idle::IdleReport::is_launch_bound(&split, &launch);
+    (
+        idle::IdleReport {
+            split,
+            devices,
+            causes,
+            launch,
+            launch_bound,
+        },
+        steps,
+    )
 }
 
 fn note_trace_quality(trace: &mut Trace, gpu_only: bool) {

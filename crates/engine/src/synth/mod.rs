@@ -99,7 +99,20 @@ pub struct SynthTruth {
     /// The planted tiny batched GEMM: how far below its roofline time it runs.
     pub tiny_bmm_slowdown: f64,
     pub all_reduces: u64,
+    /// Planted input stalls that idle the GPU (one per step after the first: the first step's
+    /// stall comes before any GPU work), each a `DataLoader` annotation of `INPUT_STALL`.
+    pub input_stalls: u64,
+    /// Total idle time of those gaps: from the previous step's last GPU end to the next GPU
+    /// start (data loading plus the host catching up after the step-end sync).
+    pub input_stall_gap_ns: Nanos,
+    /// Planted `loss.item()` syncs, one per step, and their idle gaps: from the read-back's
+    /// GPU end to the next GPU start.
+    pub item_syncs: u64,
+    pub item_sync_gap_ns: Nanos,
 }
+
+/// The data loader's stall per step, ns.
+pub use workload::INPUT_STALL;
 
 /// Writes a complete trace document to `w` and returns its ground truth.
 pub fn write_trace(spec: &SynthSpec, w: &mut impl Write) -> io::Result<SynthTruth> {

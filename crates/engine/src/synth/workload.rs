@@ -120,6 +120,10 @@ struct Gen<'a, W: Write> {
     last_gpu_end: Nanos,
     step_compute: Vec<(Nanos, Nanos)>,
     pending_comm: Vec<(Nanos, Nanos)>,
+    /// GPU end of the `.item()` read-back whose idle gap ends at the next GPU event.
+    pending_item: Option<Nanos>,
+    /// GPU end of the previous step's work, for the input-stall gap.
+    pending_stall: Option<Nanos>,
     jitter: u64,
     truth: SynthTruth,
 }
@@ -144,6 +148,8 @@ pub fn generate(spec: &SynthSpec, w: &mut impl Write) -> io::Result<SynthTruth> 
         last_gpu_end: BASE_TS,
         step_compute: Vec::new(),
         pending_comm: Vec::new(),
+        pending_item: None,
+        pending_stall: None,
         jitter: 0x9E37_79B9_7F4A_7C15,
         truth: SynthTruth {
             rmsnorm_kernels_per_instance: RMSNORM_KERNELS,
@@ -316,6 +322,12 @@ impl<W: Write> Gen<'_, W> {
             "\"External id\": {}, \"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": {stream}, \"correlation\": {corr}, \"registers per thread\": 128, \"shared memory\": 0, \"grid\": [132, 1, 1], \"block\": [256, 1, 1]{extra_args}",
             self.ext
         );
+        if let Some(end) = self.pending_item.take() {
+            self.truth.item_sync_gap_ns += start - end;
+        }
+        if let Some(end) = self.pending_stall.take() {
+            self.truth.input_stall_gap_ns += start - end;
+        }
         let cat = if api == self.hw.memcpy_api {
             "gpu_memcpy"
         } else {
@@ -357,7 +369,21 @@ impl<W: Write> Gen<'_, W> {
 
     fn step(&mut self, step: u32) -> io::Result<()> {
         let step_ts = self.cpu;
-        // The input pipeline keeps the CPU (and so the GPU) waiting.
+        // The input pipeline keeps the CPU (and so the GPU) waiting; the profiler records the
+        // DataLoader's iteration as an annotation.
+        self.ev.complete(
+            "user_annotation",
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+            CPU_PID,
+            CPU_TID,
+            self.cpu,
+            INPUT_STALL,
+            "",
+        )?;
+        if step > 0 {
+            self.pending_stall = Some(self.gpu.max(self.comm_gpu));
+            self.truth.input_stalls += 1;
+        }
         self.cpu += INPUT_STALL;
         let (b, s) = (self.spec.batch, self.spec.seq);
         let tokens = b * s;
@@ -392,6 +418,7 @@ impl<W: Write> Gen<'_, W> {
             }
             Ok(())
         })?;
+        self.loss_item()?;
         for layer in (0..self.spec.layers).rev() {
             self.block_backward()?;
             if layer == 1.min(self.spec.layers - 1) {
@@ -424,6 +451,51 @@ impl<W: Write> Gen<'_, W> {
             self.cpu - step_ts,
             "",
         )
+    }
+
+    /// `loss.item()` for logging: a 4-byte read-back and a stream sync, so the GPU drains and
+    /// then waits for the backward pass to be launched (the host-wait gap the analysis must
+    /// blame on `aten::item`).
+    fn loss_item(&mut self) -> io::Result<()> {
+        self.op("aten::item", &NO_SHAPES, |g| {
+            g.op("aten::_local_scalar_dense", &NO_SHAPES, |g| {
+                let api = g.hw.memcpy_api;
+                let (_, end) = g.launch(
+                    api,
+                    "Memcpy DtoH (Device -> Pageable)",
+                    1_216,
+                    COMPUTE_STREAM,
+                    "",
+                )?;
+                g.truth.memcpy_ns += 1_216;
+                let t = g
+                    .truth
+                    .ops
+                    .entry("aten::_local_scalar_dense".into())
+                    .or_default();
+                t.kernels += 1;
+                t.direct_ns += 1_216;
+                let from = g.cpu;
+                g.cpu = g.cpu.max(g.gpu) + 2_000;
+                let sync = if api.starts_with("hip") {
+                    "hipStreamSynchronize"
+                } else {
+                    "cudaStreamSynchronize"
+                };
+                g.ev.complete(
+                    "cuda_runtime",
+                    sync,
+                    CPU_PID,
+                    CPU_TID,
+                    from,
+                    g.cpu - from,
+                    "\"cbid\": 131, \"correlation\": 0",
+                )?;
+                g.pending_item = Some(end);
+                g.truth.item_syncs += 1;
+                Ok(())
+            })
+        })
     }
 
     /// RMSNorm written the unfused way (x * rsqrt(mean(x^2) + eps) * w): six kernels per call,

@@ -1,0 +1,387 @@
+//! Root cause of host-wait idle time: for each gap the GPU spent waiting for a launch, what the
+//! launching thread was doing. The rules (docs/analysis.md, "Idle time: host-wait causes"):
+//!
+//! 1. Time inside a data-loading event (`DataLoader` iteration) is **data loading**.
+//! 2. Time inside an optimizer event (`Optimizer.step`, `torch/optim/`) is **optimizer step**.
+//! 3. The rest of the gap goes to a **host synchronization** when one released during the gap
+//!    (a sync call, or `.item()` / a copy to host, ending within [`SYNC_TOLERANCE_NS`] before
+//!    the gap or inside it): the sync drained the GPU's queue, so the host had no lead left.
+//! 4. Otherwise the rest goes to the **CPU op** covering most of it (the root `cpu_op`), when
+//!    CPU ops cover at least half of it, else to **Python between launches** (no recorded op).
+
+use serde::{Deserialize, Serialize};
+
+use super::idle::{Gap, IdleCategory};
+use super::intervals::{length, merge, subtract, Span};
+use crate::model::tree::CallTree;
+use crate::model::{EventId, EventKind, LaneId, Nanos, Trace};
+
+/// A sync call that ended this long before the gap began still emptied the queue (the host
+/// and GPU clocks differ by a few microseconds).
+pub const SYNC_TOLERANCE_NS: Nanos = 10_000;
+
+/// What a host-wait gap's time is blamed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum CauseKind {
+    DataLoading,
+    OptimizerStep,
+    /// `.item()` / `aten::_local_scalar_dense`: a scalar read back to the host.
+    ItemSync,
+    /// A blocking device-to-host copy (`aten::copy_`, `.to("cpu")`, `.cpu()`).
+    CopyToHost,
+    /// An op whose output size depends on data (`nonzero`, `masked_select`, `unique`).
+    DataDependentSync,
+    /// An explicit synchronization call (`cudaStreamSynchronize`, `hipDeviceSynchronize`, ...).
+    ExplicitSync,
+    CpuOp,
+    Python,
+}
+
+impl CauseKind {
+    pub fn key(self) -> &'static str {
+        match self {
+            CauseKind::DataLoading => "data_loading",
+            CauseKind::OptimizerStep => "optimizer_step",
+            CauseKind::ItemSync => "item_sync",
+            CauseKind::CopyToHost => "copy_to_host",
+            CauseKind::DataDependentSync => "data_dependent_sync",
+            CauseKind::ExplicitSync => "explicit_sync",
+            CauseKind::CpuOp => "cpu_op",
+            CauseKind::Python => "python_between_launches",
+        }
+    }
+
+    /// Whether this cause is a host synchronization.
+    pub fn is_sync(self) -> bool {
+        matches!(
+            self,
+            CauseKind::ItemSync
+                | CauseKind::CopyToHost
+                | CauseKind::DataDependentSync
+                | CauseKind::ExplicitSync
+        )
+    }
+}
+
+/// One row of the cause table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostWaitCause {
+    pub kind: CauseKind,
+    /// The op, call or event the time is blamed on (empty for Python between launches).
+    pub label: String,
+    pub gaps: u64,
+    pub time_ns: Nanos,
+    /// Share of all host-wait time, %.
+    pub share_pct: f64,
+    /// Examples: (trace event index of the blamed event or of the late launch, gap start ns
+    /// from the first GPU event, gap length ns).
+    pub examples: Vec<(u32, Nanos, Nanos)>,
+}
+
+const MAX_EXAMPLES: usize = 3;
+
+/// Runtime calls that block the host until the GPU (or a stream) is done.
+pub fn is_sync_call(name: &str) -> bool {
+    matches!(
+        name,
+        "cudaDeviceSynchronize"
+            | "cudaStreamSynchronize"
+            | "cudaEventSynchronize"
+            | "cudaMemcpy"
+            | "cudaMemcpy2D"
+            | "cuCtxSynchronize"
+            | "cuStreamSynchronize"
+            | "cuEventSynchronize"
+            | "hipDeviceSynchronize"
+            | "hipStreamSynchronize"
+            | "hipEventSynchronize"
+            | "hipMemcpy"
+            | "hipMemcpyWithStream"
+    )
+}
+
+/// The kind of sync a CPU op stands for, if any.
+fn sync_op(name: &str) -> Option<CauseKind> {
+    Some(match name {
+        "aten::item" | "aten::_local_scalar_dense" => CauseKind::ItemSync,
+        "aten::copy_" | "aten::to" | "aten::_to_copy" | "aten::cpu" => CauseKind::CopyToHost,
+        "aten::nonzero"
+        | "aten::masked_select"
+        | "aten::unique"
+        | "aten::_unique2"
+        | "aten::unique_consecutive"
+        | "aten::repeat_interleave" => CauseKind::DataDependentSync,
+        _ => return None,
+    })
+}
+
+fn is_data_loading(name: &str) -> bool {
+    name.contains("DataLoader") || name.contains("dataloader.py") || name.contains("_next_data")
+}
+
+fn is_optimizer(name: &str) -> bool {
+    name.starts_with("Optimizer.")
+        || name.contains("torch/optim/")
+        || name.contains("optimizer.step")
+}
+
+/// Host events per thread, sorted by start (longer first on ties), each with its enclosing
+/// event, so "what contains time t" is a binary search and a walk up.
+struct ThreadIndex {
+    lanes: std::collections::HashMap<LaneId, Vec<u32>>,
+    parent: Vec<u32>,
+}
+
+const NO_PARENT: u32 = u32::MAX;
+
+impl ThreadIndex {
+    fn build(trace: &Trace) -> ThreadIndex {
+        let mut lanes: std::collections::HashMap<LaneId, Vec<u32>> = Default::default();
+        for (i, e) in trace.events.iter().enumerate() {
+            if matches!(
+                e.kind,
+                EventKind::CpuOp
+                    | EventKind::PythonFunction
+                    | EventKind::CudaRuntime
+                    | EventKind::CudaDriver
+                    | EventKind::UserAnnotation
+            ) {
+                lanes.entry(e.lane).or_default().push(i as u32);
+            }
+        }
+        let mut parent = vec![NO_PARENT; trace.events.len()];
+        for ids in lanes.values_mut() {
+            ids.sort_by_key(|&i| {
+                let e = &trace.events[i as usize];
+                (e.ts, -e.dur)
+            });
+            let mut stack: Vec<u32> = Vec::new();
+            for &i in ids.iter() {
+                let e = &trace.events[i as usize];
+                while let Some(&top) = stack.last() {
+                    if trace.events[top as usize].end() <= e.ts {
+                        stack.pop();
+                    } else {
+                        break;
+                    }
+                }
+                if let Some(&top) = stack.last() {
+                    parent[i as usize] = top;
+                }
+                stack.push(i);
+            }
+        }
+        ThreadIndex { lanes, parent }
+    }
+
+    fn has_cpu_op_ancestor(&self, trace: &Trace, mut i: u32) -> bool {
+        while let Some(&p) = Some(&self.parent[i as usize]).filter(|&&p| p != NO_PARENT) {
+            if trace.events[p as usize].kind == EventKind::CpuOp {
+                return true;
+            }
+            i = p;
+        }
+        false
+    }
+
+    /// Events on `lane` overlapping `[from, to)`: those containing `from` and those starting
+    /// inside the window.
+    fn overlapping(&self, trace: &Trace, lane: LaneId, from: Nanos, to: Nanos) -> Vec<u32> {
+        let Some(ids) = self.lanes.get(&lane) else {
+            return Vec::new();
+        };
+        let first_inside = ids.partition_point(|&i| trace.events[i as usize].ts < from);
+        let mut out = Vec::new();
+        // Containing `from`: walk up from the last event starting before it.
+        if first_inside > 0 {
+            let mut cur = ids[first_inside - 1];
+            loop {
+                if trace.events[cur as usize].end() > from {
+                    out.push(cur);
+                }
+                match self.parent[cur as usize] {
+                    NO_PARENT => break,
+                    p => cur = p,
+                }
+            }
+        }
+        for &i in &ids[first_inside..] {
+            if trace.events[i as usize].ts >= to {
+                break;
+            }
+            out.push(i);
+        }
+        out
+    }
+}
+
+/// The sync that released during a gap, labelled by the op it stands for (outermost wins).
+fn released_sync(
+    trace: &Trace,
+    tree: &CallTree,
+    candidates: &[u32],
+    gap: &Gap,
+) -> Option<(CauseKind, String, u32)> {
+    let mut best: Option<(CauseKind, String, u32)> = None;
+    for &i in candidates {
+        let e = &trace.events[i as usize];
+        if e.end() < gap.start - SYNC_TOLERANCE_NS || e.end() > gap.end {
+            continue;
+        }
+        let name = trace.name(e);
+        let found = if e.kind.is_runtime() && is_sync_call(name) {
+            // Walk up the call tree for the op the sync stands for.
+            let mut label = (CauseKind::ExplicitSync, name.to_owned(), i);
+            let mut cur = tree.parent(EventId(i));
+            while let Some(p) = cur {
+                let pe = trace.event(p);
+                if pe.kind == EventKind::CpuOp {
+                    if let Some(k) = sync_op(trace.name(pe)) {
+                        label = (k, trace.name(pe).to_owned(), p.0);
+                    }
+                }
+                cur = tree.parent(p);
+            }
+            Some(label)
+        } else if e.kind == EventKind::CpuOp && sync_op(trace.name(e)) == Some(CauseKind::ItemSync)
+        {
+            Some((CauseKind::ItemSync, name.to_owned(), i))
+        } else {
+            None
+        };
+        if let Some(f) = found {
+            // Prefer a named op over a bare call; otherwise the latest release.
+            let better = match &best {
+                None => true,
+                Some(b) => {
+                    (b.0 == CauseKind::ExplicitSync && f.0 != CauseKind::ExplicitSync)
+                        || (b.0 == f.0 && e.end() > trace.events[b.2 as usize].end())
+                }
+            };
+            if better {
+                best = Some(f);
+            }
+        }
+    }
+    best
+}
+
+/// Clipped union of the candidates passing `keep`, within `w`.
+fn union_of(trace: &Trace, candidates: &[u32], w: Span, keep: impl Fn(u32) -> bool) -> Vec<Span> {
+    merge(
+        candidates
+            .iter()
+            .filter(|&&i| keep(i))
+            .map(|&i| {
+                let e = &trace.events[i as usize];
+                (e.ts.max(w.0), e.end().min(w.1))
+            })
+            .filter(|(s, e)| e > s)
+            .collect(),
+    )
+}
+
+/// Blames every host-wait gap's time on causes; returns the table, largest first. `origin` is
+/// the time examples are measured from.
+pub fn causes(trace: &Trace, tree: &CallTree, gaps: &[Gap], origin: Nanos) -> Vec<HostWaitCause> {
+    let index = ThreadIndex::build(trace);
+    let mut table: std::collections::HashMap<(CauseKind, String), HostWaitCause> =
+        Default::default();
+    let mut total: Nanos = 0;
+    let mut blame = |kind: CauseKind, label: String, ns: Nanos, ex: u32, gap: &Gap| {
+        if ns <= 0 {
+            return;
+        }
+        let row = table
+            .entry((kind, label.clone()))
+            .or_insert_with(|| HostWaitCause {
+                kind,
+                label,
+                gaps: 0,
+                time_ns: 0,
+                share_pct: 0.0,
+                examples: Vec::new(),
+            });
+        row.gaps += 1;
+        row.time_ns += ns;
+        if row.examples.len() < MAX_EXAMPLES {
+            row.examples.push((
+                trace.events[ex as usize].uid,
+                gap.start - origin,
+                gap.end - gap.start,
+            ));
+        }
+    };
+    for gap in gaps.iter().filter(|g| g.category == IdleCategory::HostWait) {
+        let len = gap.end - gap.start;
+        total += len;
+        let Some(launch) = gap.launch else { continue };
+        let lane = trace.event(launch).lane;
+        let w = (gap.start, gap.end);
+        let cands = index.overlapping(trace, lane, gap.start - SYNC_TOLERANCE_NS, gap.end);
+        let name_of = |i: u32| trace.name(&trace.events[i as usize]);
+        let data = union_of(trace, &cands, w, |i| is_data_loading(name_of(i)));
+        let opt = subtract(
+            &union_of(trace, &cands, w, |i| is_optimizer(name_of(i))),
+            &data,
+        );
+        let first_of = |pred: &dyn Fn(&str) -> bool| {
+            cands
+                .iter()
+                .copied()
+                .find(|&i| pred(name_of(i)))
+                .unwrap_or(launch.0)
+        };
+        let d = length(&data);
+        if d > 0 {
+            let ex = first_of(&is_data_loading);
+            blame(CauseKind::DataLoading, name_of(ex).to_owned(), d, ex, gap);
+        }
+        let o = length(&opt);
+        if o > 0 {
+            let ex = first_of(&is_optimizer);
+            blame(CauseKind::OptimizerStep, name_of(ex).to_owned(), o, ex, gap);
+        }
+        let rest = len - d - o;
+        if rest <= 0 {
+            continue;
+        }
+        if let Some((kind, label, ex)) = released_sync(trace, tree, &cands, gap) {
+            blame(kind, label, rest, ex, gap);
+            continue;
+        }
+        // CPU ops (roots on this thread) over the part not yet blamed.
+        let taken = merge(data.iter().chain(opt.iter()).copied().collect());
+        let mut best: Option<(Nanos, u32)> = None;
+        let mut covered: Vec<Span> = Vec::new();
+        for &i in &cands {
+            let e = &trace.events[i as usize];
+            if e.kind != EventKind::CpuOp || index.has_cpu_op_ancestor(trace, i) {
+                continue;
+            }
+            let part = subtract(&[(e.ts.max(w.0), e.end().min(w.1))], &taken);
+            let l = length(&part);
+            covered.extend(part);
+            if l > 0 && best.is_none_or(|(b, _)| l > b) {
+                best = Some((l, i));
+            }
+        }
+        let cpu = length(&merge(covered));
+        match best {
+            Some((_, i)) if cpu * 2 >= rest => {
+                blame(CauseKind::CpuOp, name_of(i).to_owned(), rest, i, gap)
+            }
+            _ => blame(CauseKind::Python, String::new(), rest, launch.0, gap),
+        }
+    }
+    let mut rows: Vec<HostWaitCause> = table.into_values().collect();
+    for r in &mut rows {
+        r.share_pct = if total > 0 {
+            r.time_ns as f64 / total as f64 * 100.0
+        } else {
+            0.0
+        };
+    }
+    rows.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.label.cmp(&b.label)));
+    rows
+}

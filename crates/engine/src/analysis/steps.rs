@@ -1,0 +1,472 @@
+//! Steps of a training loop and iterations of an inference server, each with its share of the
+//! GPU timeline. Where the steps come from, in order (docs/analysis.md, "Steps and
+//! iterations"): `ProfilerStep#N` annotations; vLLM's `execute_..context_N(..)_generation_M(..)`
+//! annotations; SGLang's `step[EXTEND|DECODE|MIXED bs=..]`; else the whole trace is one step.
+//!
+//! A step's GPU window runs from the previous step's window end (the first step: its first GPU
+//! event) to the end of the last GPU event it launched, so the windows tile the GPU timeline
+//! and the gap a step opens with (an input stall) belongs to the step it delays.
+
+use serde::{Deserialize, Serialize};
+
+use super::idle::{split_within, Gap};
+use super::intervals::{length, merge, subtract, Span};
+use super::names::NameClasses;
+use super::timeline::GpuWork;
+use crate::model::tree::CallTree;
+use crate::model::{EventId, EventKind, Nanos, Trace};
+use crate::report::{Cell, Sheet};
+
+/// How a step was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StepSource {
+    ProfilerStep,
+    Vllm,
+    Sglang,
+    WholeTrace,
+}
+
+impl StepSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            StepSource::ProfilerStep => "ProfilerStep#N annotations (training steps)",
+            StepSource::Vllm => {
+                "vLLM execute_context/generation annotations (inference iterations)"
+            }
+            StepSource::Sglang => "SGLang step[...] annotations (inference iterations)",
+            StepSource::WholeTrace => "no step or iteration markers: the whole trace is one step",
+        }
+    }
+}
+
+/// What a step does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StepClass {
+    Train,
+    Prefill,
+    Decode,
+    Mixed,
+    Whole,
+}
+
+impl StepClass {
+    pub fn key(self) -> &'static str {
+        match self {
+            StepClass::Train => "train",
+            StepClass::Prefill => "prefill",
+            StepClass::Decode => "decode",
+            StepClass::Mixed => "mixed",
+            StepClass::Whole => "whole",
+        }
+    }
+}
+
+/// One step's row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRow {
+    pub name: String,
+    pub class: StepClass,
+    /// Requests in the batch (inference iterations that record it).
+    pub requests: Option<u64>,
+    /// The step's host span and its GPU window (trace clock, ns).
+    pub cpu: (Nanos, Nanos),
+    pub gpu: (Nanos, Nanos),
+    pub gpu_events: u64,
+    pub computation_ns: Nanos,
+    pub exposed_comm_ns: Nanos,
+    pub exposed_memcpy_ns: Nanos,
+    pub idle_ns: Nanos,
+    pub host_wait_ns: Nanos,
+    /// The root CPU op whose launches took the most GPU time in the step.
+    pub top_op: String,
+    /// Span more than [`OUTLIER_FACTOR`] away from the median of complete steps.
+    pub outlier: bool,
+    /// Launched no GPU work, or under half the median step's GPU events: left out of the
+    /// variation figures and reported as a diagnostic.
+    pub incomplete: bool,
+    /// Inside the steady-state window (request count within 10 % of the peak).
+    pub steady: bool,
+}
+
+impl StepRow {
+    pub fn span_ns(&self) -> Nanos {
+        self.gpu.1 - self.gpu.0
+    }
+}
+
+/// A step counts as an outlier when its GPU span differs from the median by more than this
+/// fraction of it.
+pub const OUTLIER_FACTOR: f64 = 0.2;
+/// Steady state: iterations whose request count is at least this share of the peak.
+pub const STEADY_SHARE: f64 = 0.9;
+
+/// The step table and its variation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Steps {
+    pub source: Option<StepSource>,
+    pub rows: Vec<StepRow>,
+    /// Over complete steps: mean and sample standard deviation of the GPU span, ms; CV %.
+    pub mean_ms: f64,
+    pub std_ms: f64,
+    pub cv_pct: f64,
+    pub median_ms: f64,
+}
+
+/// vLLM: `execute_context_N(..)_generation_M(..)` or `execute_K_context_N(..)_generation_M(..)`.
+fn vllm_counts(name: &str) -> Option<(u64, u64)> {
+    let rest = name.strip_prefix("execute_")?;
+    let ctx = rest.find("context_")? + "context_".len();
+    let gen = rest.find("_generation_")? + "_generation_".len();
+    let num = |s: &str| -> Option<u64> {
+        let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+        s[..end].parse().ok()
+    };
+    Some((num(&rest[ctx..])?, num(&rest[gen..])?))
+}
+
+/// SGLang: `step[DECODE bs=32]`, `step[EXTEND bs=4 toks=512]`, `step[MIXED ...]`.
+fn sglang_step(name: &str) -> Option<(StepClass, Option<u64>)> {
+    let inner = name.strip_prefix("step[")?.strip_suffix(']')?;
+    let mut words = inner.split_whitespace();
+    let class = match words.next()? {
+        "EXTEND" | "PREFILL" => StepClass::Prefill,
+        "DECODE" => StepClass::Decode,
+        "MIXED" => StepClass::Mixed,
+        _ => return None,
+    };
+    let bs = words
+        .find_map(|w| w.strip_prefix("bs="))
+        .and_then(|v| v.parse().ok());
+    Some((class, bs))
+}
+
+fn classify_vllm(ctx: u64, gen: u64) -> StepClass {
+    match (ctx > 0, gen > 0) {
+        (true, false) => StepClass::Prefill,
+        (false, true) => StepClass::Decode,
+        _ => StepClass::Mixed,
+    }
+}
+
+/// Host-side step markers, found in the order of the sources' precedence.
+fn markers(trace: &Trace) -> (Option<StepSource>, Vec<(EventId, StepClass, Option<u64>)>) {
+    let host =
+        |e: &crate::model::Event| matches!(e.kind, EventKind::UserAnnotation | EventKind::CpuOp);
+    let mut found: [Vec<(EventId, StepClass, Option<u64>)>; 3] = Default::default();
+    for (i, e) in trace.events.iter().enumerate() {
+        if !host(e) {
+            continue;
+        }
+        let name = trace.name(e);
+        let id = EventId(i as u32);
+        if name.starts_with("ProfilerStep#") {
+            found[0].push((id, StepClass::Train, None));
+        } else if let Some((c, g)) = vllm_counts(name) {
+            found[1].push((id, classify_vllm(c, g), Some(c + g)));
+        } else if let Some((class, bs)) = sglang_step(name) {
+            found[2].push((id, class, bs));
+        }
+    }
+    let sources = [
+        StepSource::ProfilerStep,
+        StepSource::Vllm,
+        StepSource::Sglang,
+    ];
+    for (src, mut list) in sources.into_iter().zip(found) {
+        if !list.is_empty() {
+            list.sort_by_key(|(id, _, _)| trace.event(*id).ts);
+            return (Some(src), list);
+        }
+    }
+    (None, Vec::new())
+}
+
+/// The root CPU op above an event.
+fn root_op(trace: &Trace, tree: &CallTree, id: EventId) -> Option<EventId> {
+    let mut cur = tree.nearest_cpu_op(trace, id);
+    let mut root = None;
+    while let Some(op) = cur {
+        root = Some(op);
+        cur = tree.nearest_cpu_op(trace, op);
+    }
+    root
+}
+
+/// Unions of the linked GPU work by class (what `gpu_timeline` splits).
+struct WorkUnions {
+    comp: Vec<Span>,
+    comm: Vec<Span>,
+    copy: Vec<Span>,
+}
+
+fn clip(u: &[Span], w: Span) -> Vec<Span> {
+    u.iter()
+        .filter(|s| s.1 > w.0 && s.0 < w.1)
+        .map(|s| (s.0.max(w.0), s.1.min(w.1)))
+        .collect()
+}
+
+/// Builds the step table. `gaps` are the trace-level idle gaps (`idle::gaps`).
+pub fn steps(trace: &Trace, tree: &CallTree, names: &NameClasses, gaps: &[Gap]) -> Steps {
+    let linked: Vec<EventId> = (0..trace.events.len() as u32)
+        .map(EventId)
+        .filter(|&id| trace.event(id).kind.is_gpu() && tree.is_linked(id))
+        .collect();
+    if linked.is_empty() {
+        return Steps {
+            source: Some(StepSource::WholeTrace),
+            ..Steps::default()
+        };
+    }
+    let mut work = WorkUnions {
+        comp: Vec::new(),
+        comm: Vec::new(),
+        copy: Vec::new(),
+    };
+    for &id in &linked {
+        let e = trace.event(id);
+        let span = (e.ts, e.end());
+        match names.work(trace, e) {
+            GpuWork::Computation => work.comp.push(span),
+            GpuWork::Communication => work.comm.push(span),
+            GpuWork::Memcpy => work.copy.push(span),
+        }
+    }
+    work.comp = merge(std::mem::take(&mut work.comp));
+    work.comm = merge(std::mem::take(&mut work.comm));
+    work.copy = merge(std::mem::take(&mut work.copy));
+
+    let (source, marks) = markers(trace);
+    // Each linked GPU event belongs to the step whose host span holds its launch call.
+    let mut spans: Vec<(EventId, StepClass, Option<u64>, Span)> = marks
+        .into_iter()
+        .map(|(id, c, r)| {
+            let e = trace.event(id);
+            (id, c, r, (e.ts, e.end()))
+        })
+        .collect();
+    let whole = spans.is_empty();
+    if whole {
+        let (lo, hi) = linked
+            .iter()
+            .fold((Nanos::MAX, Nanos::MIN), |(lo, hi), &id| {
+                let e = trace.event(id);
+                (lo.min(e.ts), hi.max(e.end()))
+            });
+        spans.push((linked[0], StepClass::Whole, None, (lo, hi)));
+    }
+    let starts: Vec<Nanos> = spans.iter().map(|s| s.3 .0).collect();
+    let mut per_step: Vec<Vec<EventId>> = vec![Vec::new(); spans.len()];
+    for &id in &linked {
+        let t = if whole {
+            spans[0].3 .0
+        } else {
+            match super::idle::launch_of(trace, tree, id) {
+                Some(l) => trace.event(l).ts,
+                None => continue,
+            }
+        };
+        let k = starts.partition_point(|&s| s <= t);
+        if k == 0 {
+            continue;
+        }
+        if t < spans[k - 1].3 .1 || whole {
+            per_step[k - 1].push(id);
+        }
+    }
+    let mut prev_end: Option<Nanos> = None;
+    let mut rows = Vec::new();
+    for (k, (id, class, requests, cpu)) in spans.iter().enumerate() {
+        let ids = &per_step[k];
+        let first = ids.iter().map(|&i| trace.event(i).ts).min();
+        let last_end = ids.iter().map(|&i| trace.event(i).end()).max();
+        // From the previous step's last GPU end, so the gap a step opens with is its own.
+        let window = match (first, last_end) {
+            (Some(f), Some(l)) => {
+                let start = prev_end.map_or(f, |p| p.min(f));
+                (start, l.max(start))
+            }
+            _ => {
+                let at = prev_end.unwrap_or(cpu.0);
+                (at, at)
+            }
+        };
+        prev_end = Some(window.1);
+        let comp = clip(&work.comp, window);
+        let comm = clip(&work.comm, window);
+        let copy = clip(&work.copy, window);
+        let busy = length(&merge(
+            comp.iter().chain(&comm).chain(&copy).copied().collect(),
+        ));
+        let mut by_op: std::collections::HashMap<EventId, Nanos> = Default::default();
+        for &g in ids {
+            if let Some(r) = root_op(trace, tree, g) {
+                *by_op.entry(r).or_default() += trace.event(g).dur;
+            }
+        }
+        let top_op = by_op
+            .into_iter()
+            .max_by_key(|&(op, ns)| (ns, std::cmp::Reverse(op)))
+            .map(|(op, _)| trace.name(trace.event(op)).to_owned())
+            .unwrap_or_default();
+        rows.push(StepRow {
+            name: if whole {
+                "whole trace".into()
+            } else {
+                trace.name(trace.event(*id)).to_owned()
+            },
+            class: *class,
+            requests: *requests,
+            cpu: *cpu,
+            gpu: window,
+            gpu_events: ids.len() as u64,
+            computation_ns: length(&comp),
+            exposed_comm_ns: length(&subtract(&comm, &comp)),
+            exposed_memcpy_ns: length(&subtract(&subtract(&copy, &comp), &comm)),
+            idle_ns: (window.1 - window.0) - busy,
+            host_wait_ns: split_within(gaps, window).host_wait,
+            top_op,
+            outlier: false,
+            incomplete: false,
+            steady: true,
+        });
+    }
+    finish(Steps {
+        source: Some(source.unwrap_or(StepSource::WholeTrace)),
+        rows,
+        ..Steps::default()
+    })
+}
+
+fn median_of(v: &mut [f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Flags incomplete and outlier steps, the steady-state window, and the variation figures.
+fn finish(mut s: Steps) -> Steps {
+    let mut counts: Vec<f64> = s.rows.iter().map(|r| r.gpu_events as f64).collect();
+    let median_events = median_of(&mut counts);
+    for r in &mut s.rows {
+        r.incomplete = r.gpu_events == 0 || (r.gpu_events as f64) < median_events / 2.0;
+    }
+    let peak = s.rows.iter().filter_map(|r| r.requests).max();
+    for r in &mut s.rows {
+        r.steady = match (peak, r.requests) {
+            (Some(p), Some(q)) => q as f64 >= STEADY_SHARE * p as f64,
+            _ => true,
+        };
+    }
+    let mut spans: Vec<f64> = s
+        .rows
+        .iter()
+        .filter(|r| !r.incomplete)
+        .map(|r| r.span_ns() as f64 / 1e6)
+        .collect();
+    let n = spans.len();
+    if n > 0 {
+        let mean = spans.iter().sum::<f64>() / n as f64;
+        let std = if n > 1 {
+            (spans.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        let median = median_of(&mut spans);
+        s.mean_ms = mean;
+        s.std_ms = std;
+        s.cv_pct = if mean > 0.0 { std / mean * 100.0 } else { 0.0 };
+        s.median_ms = median;
+        for r in &mut s.rows {
+            let ms = r.span_ns() as f64 / 1e6;
+            r.outlier = !r.incomplete && n >= 3 && (ms - median).abs() > OUTLIER_FACTOR * median;
+        }
+    }
+    s
+}
+
+/// The `steps` sheet.
+pub fn steps_sheet(s: &Steps) -> Sheet {
+    let mut sheet = Sheet::new(
+        "steps",
+        &[
+            "step",
+            "class",
+            "requests",
+            "gpu_span_ms",
+            "cpu_span_ms",
+            "computation_ms",
+            "exposed_comm_ms",
+            "exposed_memcpy_ms",
+            "idle_ms",
+            "host_wait_ms",
+            "gpu_events",
+            "top_op",
+            "outlier",
+            "incomplete",
+            "steady_state",
+        ],
+    );
+    let ms = |ns: Nanos| Cell::f(ns as f64 / 1e6);
+    for r in &s.rows {
+        sheet.rows.push(vec![
+            Cell::s(&r.name),
+            Cell::s(r.class.key()),
+            r.requests.map_or(Cell::Empty, |q| Cell::Int(q as i64)),
+            ms(r.span_ns()),
+            ms(r.cpu.1 - r.cpu.0),
+            ms(r.computation_ns),
+            ms(r.exposed_comm_ns),
+            ms(r.exposed_memcpy_ns),
+            ms(r.idle_ns),
+            ms(r.host_wait_ns),
+            Cell::Int(r.gpu_events as i64),
+            Cell::s(&r.top_op),
+            Cell::s(if r.outlier { "True" } else { "False" }),
+            Cell::s(if r.incomplete { "True" } else { "False" }),
+            Cell::s(if r.steady { "True" } else { "False" }),
+        ]);
+    }
+    sheet
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vllm_annotations_give_request_counts() {
+        assert_eq!(
+            vllm_counts("execute_context_1(888_788544)_generation_0(0)"),
+            Some((1, 0))
+        );
+        assert_eq!(
+            vllm_counts("execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086)"),
+            Some((0, 32))
+        );
+        assert_eq!(vllm_counts("execute_model"), None);
+        assert_eq!(classify_vllm(1, 0), StepClass::Prefill);
+        assert_eq!(classify_vllm(0, 32), StepClass::Decode);
+        assert_eq!(classify_vllm(2, 30), StepClass::Mixed);
+    }
+
+    #[test]
+    fn sglang_steps_name_their_mode() {
+        assert_eq!(
+            sglang_step("step[DECODE bs=32]"),
+            Some((StepClass::Decode, Some(32)))
+        );
+        assert_eq!(
+            sglang_step("step[EXTEND bs=4 toks=512]"),
+            Some((StepClass::Prefill, Some(4)))
+        );
+        assert_eq!(sglang_step("step[IDLE]"), None);
+    }
+}
