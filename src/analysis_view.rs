@@ -53,6 +53,9 @@ pub struct Overview {
     /// Executive-summary figures: (engine key, label, value shown, exact value for tests).
     pub headline: Vec<(&'static str, &'static str, String, String)>,
     pub top_ops: Vec<TopOp>,
+    /// Idle time by category and cause (absent in bundles of older versions).
+    pub idle: jarvis_engine::analysis::idle::IdleReport,
+    pub steps: jarvis_engine::analysis::steps::Steps,
     pub recommendations: Vec<Recommendation>,
     /// The ops explorer's rows (`unified_perf_summary` with call stacks).
     pub ops: Vec<jarvis_engine::standalone::explorer::OpView>,
@@ -176,6 +179,14 @@ impl Overview {
             timeline,
             headline,
             top_ops,
+            idle: a
+                .get("idle")
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default(),
+            steps: a
+                .get("steps")
+                .and_then(|v| serde_json::from_value(v.clone()).ok())
+                .unwrap_or_default(),
             recommendations: reply
                 .get("recommendations")
                 .and_then(Value::as_array)

@@ -195,8 +195,9 @@ fn mb(bytes: f64) -> f64 {
 }
 
 /// The views of an analysis: (tab key, label). `tab-<key>` is each tab's test hook.
-const TABS: [(&str, &str); 10] = [
+const TABS: [(&str, &str); 11] = [
     ("overview", "Overview"),
+    ("steps", "Steps"),
     ("categories", "Categories"),
     ("ops", "Ops"),
     ("kernels", "Kernels"),
@@ -469,6 +470,14 @@ pub fn App() -> impl IntoView {
                             <views::timeline::TimelineView meta=o.lanes ops=o.ops worker=worker select_op=Some(select_op) open_op=Some(open_op) state=timeline_state
                                 selected=ops_state.get_untracked().selected_row/>
                         }.into_any(),
+                        "steps" => {
+                            let origin = o.lanes.as_ref().map(|m| m.range.0);
+                            let zoom = origin.map(|origin| Callback::new(move |(a, b): (i64, i64)| {
+                                timeline_state.update(|t| t.window = Some((a - origin, b - origin)));
+                                tab.set("timeline");
+                            }));
+                            view! { <views::steps::StepsView steps=o.steps zoom=zoom/> }.into_any()
+                        }
                         "roofline" => view! { <views::roofline::RooflineView ops=o.ops platform=o.spec open=open_op/> }.into_any(),
                         "ops" => {
                             let to_timeline = o.lanes.is_some().then(|| Callback::new(move |()| tab.set("timeline")));

@@ -3,9 +3,11 @@
 pub mod categories;
 pub mod compare;
 pub mod diagnostics;
+pub mod idle;
 pub mod kernels;
 pub mod ops;
 pub mod overview;
 pub mod platform;
 pub mod roofline;
+pub mod steps;
 pub mod timeline;

@@ -120,6 +120,8 @@ pub fn OverviewView(
                 <thead><tr><th>"type"</th><th>"time ms"</th><th>"percent"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
+            <h2>"Why the GPU idles"</h2>
+            <crate::views::idle::IdleSection idle=overview.idle.clone()/>
             <h2>"Top operations by GPU kernel time"</h2>
             <table class="top-ops" data-testid="top-ops">
                 <thead><tr><th>"#"</th><th>"op"</th><th>"category"</th><th>"count"</th><th>"ms"</th><th>"share"</th></tr></thead>

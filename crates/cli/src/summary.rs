@@ -103,6 +103,7 @@ pub fn render(a: &Analysis) -> String {
             let _ = writeln!(s, "  … {} more", st.recommendations.len() - 8);
         }
     }
+    idle_block(&mut s, a);
     let _ = writeln!(s, "\nDiagnostics");
     if a.diagnostics.is_empty() {
         let _ = writeln!(s, "  none");
@@ -115,6 +116,82 @@ pub fn render(a: &Analysis) -> String {
         }
     }
     s
+}
+
+/// Idle time by category and cause, launch figures, and the slowest steps.
+fn idle_block(s: &mut String, a: &Analysis) {
+    let i = &a.idle;
+    let total = i.split.total();
+    if total > 0 {
+        let pct = |ns: i64| ns as f64 / total as f64 * 100.0;
+        let _ = writeln!(
+            s,
+            "\nIdle time {:.3} ms: host wait {:.3} ms ({:.1} %), kernel wait {:.3} ms ({:.1} %), other {:.3} ms ({:.1} %)",
+            total as f64 / 1e6,
+            i.split.host_wait as f64 / 1e6,
+            pct(i.split.host_wait),
+            i.split.kernel_wait as f64 / 1e6,
+            pct(i.split.kernel_wait),
+            i.split.other as f64 / 1e6,
+            pct(i.split.other)
+        );
+        for c in i.causes.iter().take(5) {
+            let label = if c.label.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", clip(&c.label, 60))
+            };
+            let _ = writeln!(
+                s,
+                "  host wait: {:<24}{label:<61} {:>9.3} ms {:>5.1} % ({} gaps)",
+                c.kind.key(),
+                c.time_ns as f64 / 1e6,
+                c.share_pct,
+                c.gaps
+            );
+        }
+    }
+    let l = &i.launch;
+    if l.launches > 0 {
+        let _ = writeln!(
+            s,
+            "Launches: {} (median call {:.1} µs, kernel {:.1} µs, delay {:.1} µs); {} run shorter than their launch, {} calls over 50 µs, {} delays over 100 µs{}",
+            l.launches,
+            l.median_cpu_us,
+            l.median_gpu_us,
+            l.median_delay_us,
+            l.shorter_than_launch,
+            l.slow_calls,
+            l.long_delays,
+            if i.launch_bound { "; launch-bound" } else { "" }
+        );
+    }
+    let st = &a.steps;
+    if let Some(src) = st.source {
+        let _ = writeln!(s, "\nSteps: {} from {}", st.rows.len(), src.describe());
+        if st.rows.len() > 1 {
+            let _ = writeln!(
+                s,
+                "  GPU span per step: mean {:.3} ms, median {:.3} ms, std {:.3} ms (CV {:.1} %)",
+                st.mean_ms, st.median_ms, st.std_ms, st.cv_pct
+            );
+        }
+        let mut rows: Vec<_> = st.rows.iter().collect();
+        rows.sort_by_key(|r| std::cmp::Reverse(r.span_ns()));
+        for r in rows.into_iter().take(3) {
+            let _ = writeln!(
+                s,
+                "  {:<40} {:<8} {:>9.3} ms  idle {:>8.3} ms  host wait {:>8.3} ms{}{}",
+                clip(&r.name, 40),
+                r.class.key(),
+                r.span_ns() as f64 / 1e6,
+                r.idle_ns as f64 / 1e6,
+                r.host_wait_ns as f64 / 1e6,
+                if r.outlier { "  outlier" } else { "" },
+                if r.incomplete { "  incomplete" } else { "" }
+            );
+        }
+    }
 }
 
 fn clip(s: &str, n: usize) -> String {

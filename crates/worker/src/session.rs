@@ -162,7 +162,7 @@ impl Session {
         };
         let (analysis, reopened, briefs, ops, kernels) = match &target.loaded {
             Loaded::Trace(a) => (
-                serde_json::to_value(a).map_err(|e| e.to_string())?,
+                analysis_json(a)?,
                 false,
                 a.standalone
                     .as_ref()
@@ -429,6 +429,16 @@ fn bundle_category_rows(r: &Reopened) -> Vec<serde_json::Value> {
 
 fn markdown_html(md: &str) -> String {
     jarvis_export::html::markdown_html(md)
+}
+
+/// The analysis as the page reads it: everything but the perf report's sheets, which the page
+/// never reads (the exports are built here from the kept analysis) and which can be large.
+fn analysis_json(a: &jarvis_engine::Analysis) -> Result<serde_json::Value, String> {
+    let mut v = serde_json::to_value(a).map_err(|e| e.to_string())?;
+    if let Some(o) = v.as_object_mut() {
+        o.remove("report");
+    }
+    Ok(v)
 }
 
 /// The fair report of an analysis, as markdown (empty for GPU-only traces).

@@ -244,6 +244,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
             trace: &trace,
             tree: &tree,
             timeline: &timeline,
+            idle: &idle_report,
             unified,
             coll: sheets.iter().find(|s| s.name == "coll_analysis"),
             top_ops: &top_ops,

@@ -38,6 +38,8 @@ pub fn bundle_zip(analysis: &Analysis, title: &str) -> Result<Vec<u8>, ExportErr
         "timeline": analysis.timeline,
         "headline": analysis.headline,
         "top_ops": analysis.top_ops,
+        "idle": analysis.idle,
+        "steps": analysis.steps,
         "diagnostics": analysis.diagnostics,
         "recommendations": analysis.standalone.as_ref().map(|st| st.briefs()).unwrap_or_default(),
         "ops": analysis.standalone.as_ref().map(crate::standalone::explorer::op_views).unwrap_or_default(),

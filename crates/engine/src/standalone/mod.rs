@@ -180,6 +180,8 @@ pub struct Sources<'a> {
     pub trace: &'a Trace,
     pub tree: &'a CallTree,
     pub timeline: &'a GpuTimeline,
+    /// The idle-time breakdown and host-wait causes (names the idle finding's cause).
+    pub idle: &'a crate::analysis::idle::IdleReport,
     pub unified: &'a Sheet,
     pub coll: Option<&'a Sheet>,
     pub top_ops: &'a [TopOp],
@@ -230,6 +232,7 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
     let inputs = findings::Inputs {
         rows: &rows,
         timeline: src.timeline,
+        idle: src.idle,
         platform: src.platform,
         patterns: &patterns,
         top_op_names: &top_names,

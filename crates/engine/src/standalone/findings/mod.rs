@@ -1,0 +1,194 @@
+//! Category analyses (seeds 000, 001, 003 and the category notes of 002): for each seed
+//! category, its share of compute, its validated bottlenecks with Issue / Path A / Path B and
+//! priorities, and its notes. Texts are markdown; names from the trace go through [`md`].
+
+mod notes;
+mod ops;
+mod patterns;
+mod timeline;
+
+use serde::Serialize;
+
+use super::md::{code, short};
+use super::ops::{Bound, OpRow, SeedCategory};
+use super::patterns::{Patterns, SHORT_KERNEL_US};
+use super::rules::{self, Priority, Projection};
+use crate::analysis::timeline::GpuTimeline;
+use crate::perf::platform::Platform;
+use crate::report::Sheet;
+
+use notes::add_notes;
+pub use ops::{baseline, compact_dims, shape_summary};
+use ops::{groups, op_bottleneck};
+use patterns::add_patterns;
+pub use timeline::{timeline_findings, timeline_priority};
+
+/// The bandwidth simple elementwise ops reach in this trace (seed 000's baseline technique).
+#[derive(Debug, Clone, Serialize)]
+pub struct Baseline {
+    /// Σ bytes / Σ kernel time over the baseline ops' signatures, TB/s.
+    pub tb_s: f64,
+    /// Against the platform's peak HBM bandwidth, %.
+    pub pct_of_peak: Option<f64>,
+    pub signatures: usize,
+    pub kernel_ms: f64,
+    /// No baseline op moves [`rules::BASELINE_MIN_MB`] per call: the figure reflects small
+    /// tensors and understates what the hardware can do.
+    pub small_tensors_only: bool,
+}
+
+/// What a projection table assumes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ProjectionKind {
+    /// Rows are target efficiencies (% of peak).
+    Efficiency,
+    /// Rows are speed-up factors.
+    Speedup,
+    /// One row: the time after removing the waste.
+    Saving,
+}
+
+/// One validated bottleneck with both optimization paths.
+#[derive(Debug, Clone, Serialize)]
+pub struct Bottleneck {
+    pub category: SeedCategory,
+    /// Short title (markdown).
+    pub title: String,
+    /// The op name as in the trace (empty for timeline findings and patterns).
+    pub op_name: String,
+    /// Unified row of the op, for op findings.
+    pub row: Option<usize>,
+    pub time_ms: f64,
+    /// Share of computation time, or of trace time where `share_of` says so, %.
+    pub share_pct: f64,
+    pub share_of: &'static str,
+    pub efficiency_pct: Option<f64>,
+    /// What the efficiency is measured against (markdown).
+    pub efficiency_basis: String,
+    pub issue: String,
+    pub path_a: String,
+    pub path_b: String,
+    pub pattern: bool,
+    pub in_top_ops: bool,
+    pub category_priority: Priority,
+    pub priority: Priority,
+    pub projection_kind: ProjectionKind,
+    pub projection: Vec<Projection>,
+    /// A replay package is produced for it.
+    pub replay: bool,
+}
+
+impl Bottleneck {
+    /// Time saved in the best row of the projection, ms.
+    pub fn best_saving_ms(&self) -> f64 {
+        self.projection
+            .iter()
+            .map(|p| self.time_ms - p.time_ms)
+            .fold(0.0, f64::max)
+    }
+}
+
+/// One seed category: its ops, share and findings.
+#[derive(Debug, Clone, Serialize)]
+pub struct CategoryFindings {
+    pub category: SeedCategory,
+    /// Unified rows of the category, longest first.
+    pub rows: Vec<usize>,
+    pub calls: u64,
+    pub time_ms: f64,
+    pub share_pct: f64,
+    /// Time-weighted roofline efficiency of the rows that have one, %.
+    pub efficiency_pct: Option<f64>,
+    pub bottlenecks: Vec<Bottleneck>,
+    /// Additional notes (markdown).
+    pub notes: Vec<String>,
+}
+
+/// Inputs shared by the category analyses.
+pub struct Inputs<'a> {
+    pub rows: &'a [OpRow],
+    pub timeline: &'a GpuTimeline,
+    pub idle: &'a crate::analysis::idle::IdleReport,
+    pub platform: Option<&'a Platform>,
+    pub patterns: &'a Patterns,
+    pub top_op_names: &'a [String],
+    pub coll: Option<&'a Sheet>,
+    pub replay_names: &'a [String],
+}
+
+impl Inputs<'_> {
+    fn compute_ms(&self) -> f64 {
+        self.timeline.computation as f64 / 1e6
+    }
+    fn total_ms(&self) -> f64 {
+        self.timeline.total as f64 / 1e6
+    }
+    fn share(&self, ms: f64) -> f64 {
+        let c = self.compute_ms();
+        if c > 0.0 {
+            ms / c * 100.0
+        } else {
+            0.0
+        }
+    }
+    fn trace_share(&self, ms: f64) -> f64 {
+        let t = self.total_ms();
+        if t > 0.0 {
+            ms / t * 100.0
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Whether an op is worth a finding: big enough, and not already excellent unless it is big.
+pub(super) fn is_candidate(r: &OpRow, inp: &Inputs<'_>) -> bool {
+    let share = inp.share(r.kernel_us / 1e3);
+    share >= rules::MIN_SHARE_PCT
+        && (r.efficiency_pct().is_none_or(|e| e < rules::EXCELLENT_PCT) || share >= 10.0)
+}
+
+/// Bottlenecks reported per category, at most.
+pub(super) const MAX_PER_CATEGORY: usize = 5;
+
+/// Runs every category analysis.
+pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<CategoryFindings> {
+    let mut out = Vec::new();
+    for cat in SeedCategory::ALL {
+        let mut rows: Vec<&OpRow> = inp.rows.iter().filter(|r| r.category == cat).collect();
+        rows.sort_by(|a, b| b.kernel_us.total_cmp(&a.kernel_us));
+        let time_ms: f64 = rows.iter().map(|r| r.kernel_us).sum::<f64>() / 1e3;
+        let (ideal, measured) = rows
+            .iter()
+            .filter_map(|r| Some((r.roofline_total_us()?, r.kernel_us)))
+            .fold((0.0, 0.0), |a, (i, m)| (a.0 + i, a.1 + m));
+        let mut f = CategoryFindings {
+            category: cat,
+            rows: rows.iter().map(|r| r.row).collect(),
+            calls: rows.iter().map(|r| r.count).sum(),
+            time_ms,
+            share_pct: inp.share(time_ms),
+            efficiency_pct: (measured > 0.0).then(|| ideal / measured * 100.0),
+            bottlenecks: groups(&rows)
+                .iter()
+                .map(|g| (g, g.merged()))
+                .filter(|(_, merged)| is_candidate(merged, inp))
+                .take(MAX_PER_CATEGORY)
+                .map(|(g, merged)| op_bottleneck(g, &merged, base, inp))
+                .collect(),
+            notes: Vec::new(),
+        };
+        add_patterns(&mut f, inp);
+        add_notes(&mut f, &rows, base, inp);
+        if f.rows.is_empty() && f.bottlenecks.is_empty() {
+            continue;
+        }
+        f.bottlenecks.sort_by(|a, b| {
+            a.category_priority
+                .cmp(&b.category_priority)
+                .then(b.time_ms.total_cmp(&a.time_ms))
+        });
+        out.push(f);
+    }
+    out
+}

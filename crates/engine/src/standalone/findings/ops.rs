@@ -1,0 +1,452 @@
+//! Op findings: the elementwise baseline, shape summaries, grouping of op rows by signature,
+//! and each group's Issue / Path A / Path B texts and projection.
+
+use super::*;
+
+/// The elementwise baseline, when the trace has modelled simple elementwise ops.
+pub fn baseline(rows: &[OpRow], platform: Option<&Platform>) -> Option<Baseline> {
+    let simple = |r: &&OpRow| {
+        rules::BASELINE_OPS.contains(&r.name.as_str())
+            && r.kernel_us > 0.0
+            && r.data_mb.is_some_and(|m| m > 0.0)
+    };
+    let large = |r: &&OpRow| r.data_mb.is_some_and(|m| m >= rules::BASELINE_MIN_MB);
+    let small_tensors_only = !rows.iter().filter(simple).any(|r| large(&r));
+    let mut bytes = 0.0;
+    let mut us = 0.0;
+    let mut n = 0;
+    for r in rows.iter().filter(simple) {
+        if !small_tensors_only && !large(&r) {
+            continue;
+        }
+        let Some(mb) = r.data_mb else {
+            continue;
+        };
+        bytes += mb * 1e6 * r.count as f64;
+        us += r.kernel_us;
+        n += 1;
+    }
+    (n > 0 && us > 0.0).then(|| {
+        let tb_s = bytes / (us * 1e-6) / 1e12;
+        Baseline {
+            tb_s,
+            pct_of_peak: platform.map(|p| tb_s / p.hbm_tbps.0 * 100.0),
+            signatures: n,
+            kernel_ms: us / 1e3,
+            small_tensors_only,
+        }
+    })
+}
+
+pub(super) fn fmt_pct(x: Option<f64>) -> String {
+    x.map_or("n/a (no perf model)".to_owned(), |e| format!("{e:.1}%"))
+}
+
+/// Achieved TB/s of one signature: bytes of all instances over their kernel time.
+pub(super) fn achieved_tb_s(r: &OpRow) -> Option<f64> {
+    let mb = r.data_mb?;
+    (r.kernel_us > 0.0).then(|| mb * 1e6 * r.count as f64 / (r.kernel_us * 1e-6) / 1e12)
+}
+
+pub(super) fn basis(r: &OpRow, p: Option<&Platform>) -> String {
+    let Some(p) = p else {
+        return "no platform chosen".to_owned();
+    };
+    match r.bound {
+        Some(Bound::Compute) => format!(
+            "of peak MAF ({}, {:.0} TFLOPS/s)",
+            r.compute_spec,
+            p.peak_tflops(&r.compute_spec).unwrap_or(f64::NAN)
+        ),
+        Some(Bound::Memory) => format!("of peak HBM bandwidth ({:.2} TB/s)", p.hbm_tbps.0),
+        None => "no perf model".to_owned(),
+    }
+}
+
+/// A one-line description of an op's shapes for headings and tables.
+pub fn shape_summary(r: &OpRow) -> String {
+    let p = |k: &str| r.param(k);
+    match r.category {
+        SeedCategory::Gemm => match (p("M"), p("N"), p("K")) {
+            (Some(m), Some(n), Some(k)) => {
+                let b = p("B")
+                    .filter(|b| *b > 1)
+                    .map(|b| format!("B={b} "))
+                    .unwrap_or_default();
+                format!("{b}M={m} N={n} K={k}")
+            }
+            _ => compact_dims(&r.input_dims),
+        },
+        SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => {
+            match (p("B"), p("N_Q"), p("H_Q"), p("d_h_qk")) {
+                (Some(b), Some(n), Some(h), Some(d)) => {
+                    let causal = r.perf_params.contains("'causal': True");
+                    format!(
+                        "B={b} N_Q={n} N_KV={} H_Q={h} H_KV={} d={d}{}",
+                        p("N_KV").unwrap_or(n),
+                        p("H_KV").unwrap_or(h),
+                        if causal { " causal" } else { "" }
+                    )
+                }
+                _ => compact_dims(&r.input_dims),
+            }
+        }
+        _ => compact_dims(&r.input_dims),
+    }
+}
+
+/// `((10, 64, 56, 56), (64, 64, 3, 3))` from `((10, 64, 56, 56), (64, 64, 3, 3), (), ())`:
+/// the empty entries of non-tensor arguments dropped.
+pub fn compact_dims(dims: &str) -> String {
+    let mut s = dims.replace(", ()", "").replace("(), ", "");
+    if s == "(())" {
+        s = "()".into();
+    }
+    s
+}
+
+pub(super) fn is_tiny_batched(r: &OpRow) -> bool {
+    let (Some(b), Some(m), Some(n), Some(k)) =
+        (r.param("B"), r.param("M"), r.param("N"), r.param("K"))
+    else {
+        return false;
+    };
+    b >= 32 && m <= 128 && n <= 128 && k <= 128
+}
+
+pub(super) struct OpTexts {
+    title: String,
+    issue: String,
+    path_a: String,
+    path_b: String,
+    pattern: bool,
+}
+
+pub(super) fn op_texts(
+    r: &OpRow,
+    shape_text: &str,
+    eff: Option<f64>,
+    base: Option<&Baseline>,
+    inp: &Inputs<'_>,
+) -> OpTexts {
+    let name = code(&r.name);
+    let shape = code(shape_text);
+    let kernel = code(&short(main_kernel(&r.kernels), 70));
+    let e = fmt_pct(eff);
+    let band = eff.map(rules::efficiency_band).unwrap_or("unknown");
+    let intensity = r
+        .flops_per_byte
+        .map(|f| format!("{f:.1} FLOPS/Byte, {}", rules::intensity_band(f)))
+        .unwrap_or_else(|| "intensity unknown".into());
+    let replay_b = format!(
+        "Generate a replay artifact for the kernel team to tune kernel selection and tile sizes (kernel {kernel}); profile it with rocprof / Nsight Compute to find the cause."
+    );
+    let baseline_note = |r: &OpRow| -> String {
+        match (base, achieved_tb_s(r)) {
+            (Some(b), Some(bw)) => format!(
+                " It moves {bw:.2} TB/s against the trace's elementwise baseline of {:.2} TB/s ({:.0}% of it).",
+                b.tb_s,
+                bw / b.tb_s * 100.0
+            ),
+            _ => String::new(),
+        }
+    };
+    match r.category {
+        SeedCategory::Gemm if is_tiny_batched(r) => OpTexts {
+            title: format!("Tiny batched GEMM {name} {shape}"),
+            issue: format!(
+                "Tiny batched GEMM ({shape}): {} small matrices per call cannot fill the GPU; {e} efficient.",
+                r.param("B").unwrap_or(0)
+            ),
+            path_a: "Batch the small GEMMs into fewer, larger ones (concatenate along M or N, or use a grouped GEMM), or let `torch.compile` fuse the surrounding ops.".into(),
+            path_b: replay_b,
+            pattern: true,
+        },
+        SeedCategory::Gemm => {
+            let q = if r.is_quantized() { "Quantized " } else { "" };
+            let (issue, a) = match r.bound {
+                Some(Bound::Memory) => (
+                    format!("{q}GEMM {shape} is memory-bound ({intensity}) at {e} {} ({band}).", basis(r, inp.platform)),
+                    "Fuse it with its neighbours to cut memory traffic, or lower the precision of the weights (FP8 / W8A8) to move fewer bytes.".to_owned(),
+                ),
+                _ => (
+                    format!("{q}GEMM {shape} ({intensity}) at {e} {} ({band}).", basis(r, inp.platform)),
+                    if eff.is_some_and(|x| x >= rules::EXCELLENT_PCT) {
+                        "The kernel is already near peak: gains must come from fewer FLOPs (smaller or fewer projections) or lower precision (FP8 doubles peak MAF on recent GPUs).".to_owned()
+                    } else {
+                        "Check whether larger shapes are possible (batch more tokens per GEMM) and whether lower precision (FP8) is acceptable.".to_owned()
+                    },
+                ),
+            };
+            OpTexts { title: format!("{q}GEMM {name}"), issue, path_a: a, path_b: replay_b, pattern: r.is_quantized() }
+        }
+        SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => {
+            let n = r.param("N_Q");
+            let short_seq = n.is_some_and(|n| n < rules::SHORT_SEQUENCE);
+            let issue = if short_seq {
+                format!("Short-sequence attention ({shape}): flash-attention efficiency drops for sequences under {} tokens; {e} efficient.", rules::SHORT_SEQUENCE)
+            } else if eff.is_none() {
+                format!("Attention op {name} ({shape}) has no perf model on this trace, so its efficiency is unknown.")
+            } else {
+                format!("Attention {shape} at {e} {} ({band}).", basis(r, inp.platform))
+            };
+            OpTexts {
+                title: format!("Attention {name}"),
+                issue,
+                path_a: if short_seq {
+                    "Pack sequences (variable-length / nested-tensor attention) so each kernel sees longer sequences, or batch more requests together.".into()
+                } else {
+                    "Attention is already fused; check that `F.scaled_dot_product_attention` picks the flash backend for this head dim and dtype.".into()
+                },
+                path_b: format!("Generate a replay artifact of this attention shape for the kernel team (kernel {kernel})."),
+                pattern: short_seq,
+            }
+        }
+        SeedCategory::Batchnorm => OpTexts {
+            title: format!("BatchNorm {name}"),
+            issue: format!("BatchNorm {shape} at {e} {}.{}", basis(r, inp.platform), baseline_note(r)),
+            path_a: "Fold BatchNorm into the preceding convolution for inference, or fuse Conv+BN+ReLU (`torch.compile`); GroupNorm / LayerNorm may have better-tuned kernels.".into(),
+            path_b: format!("Compare with the elementwise baseline: a BatchNorm far below it is a kernel issue. Generate a replay artifact (kernel {kernel})."),
+            pattern: false,
+        },
+        SeedCategory::Convolution => OpTexts {
+            title: format!("Convolution {name}"),
+            issue: format!("Convolution {shape} ({intensity}) at {e} {} ({band}).", basis(r, inp.platform)),
+            path_a: "Use channels_last (`model.to(memory_format=torch.channels_last)`) so the library runs NHWC kernels without layout transposes; fuse Conv+BN+activation with `torch.compile`.".into(),
+            path_b: format!("Generate a replay artifact for the kernel team to check the algorithm MIOpen / cuDNN selects (kernel {kernel})."),
+            pattern: false,
+        },
+        _ => {
+            let kind = match r.bound {
+                Some(Bound::Memory) => "memory-bound",
+                Some(Bound::Compute) => "compute-bound",
+                None => "unmodelled",
+            };
+            let issue = if eff.is_none() {
+                format!("{name} ({} calls) has no perf model, so its efficiency is unknown; it is judged by time alone.", r.count)
+            } else {
+                format!("{name} ({} calls) is {kind} at {e} {} ({band}).{}", r.count, basis(r, inp.platform), baseline_note(r))
+            };
+            OpTexts {
+                title: name.clone(),
+                issue,
+                path_a: "Fuse it with neighbouring elementwise ops (`torch.compile`, or a fused kernel) so the data crosses memory once.".into(),
+                path_b: format!("Generate a replay artifact if it stays well below the elementwise baseline (kernel {kernel})."),
+                pattern: false,
+            }
+        }
+    }
+}
+
+/// The op's main kernel in a `trunc_kernel_details` cell: the one with the longest mean
+/// duration (a GEMM often launches a short memset first), else the first listed.
+pub(super) fn main_kernel(details: &str) -> &str {
+    let mut best: Option<(&str, f64)> = None;
+    for entry in details.split("{'name': '").skip(1) {
+        let Some((name, rest)) = entry.split_once('\'') else {
+            continue;
+        };
+        let dur = rest
+            .split("'mean_duration_us': ")
+            .nth(1)
+            .map(|d| d.trim_start_matches("np.float64("))
+            .and_then(|d| d.split([')', ',', '}']).next())
+            .and_then(|d| d.trim().parse::<f64>().ok())
+            .unwrap_or(0.0);
+        if best.is_none_or(|(_, b)| dur > b) {
+            best = Some((name, dur));
+        }
+    }
+    best.map_or(details, |(n, _)| n)
+}
+
+/// One op name's signatures in a category, merged: times and roofline times add up, per-call
+/// figures are count-weighted, so the merged efficiency is the time-weighted one.
+pub(super) struct Group<'a> {
+    rows: Vec<&'a OpRow>,
+    tiny: bool,
+}
+
+impl Group<'_> {
+    pub(super) fn merged(&self) -> OpRow {
+        let first = self.rows[0];
+        if self.rows.len() == 1 {
+            return first.clone();
+        }
+        let count: u64 = self.rows.iter().map(|r| r.count).sum();
+        let n = count.max(1) as f64;
+        let weighted = |f: &dyn Fn(&OpRow) -> Option<f64>| -> Option<f64> {
+            let mut acc = 0.0;
+            for r in &self.rows {
+                acc += f(r)? * r.count as f64;
+            }
+            Some(acc / n)
+        };
+        let gflops = weighted(&|r| r.gflops);
+        let data_mb = weighted(&|r| r.data_mb);
+        let mut m = first.clone();
+        m.count = count;
+        m.kernel_us = self.rows.iter().map(|r| r.kernel_us).sum();
+        m.roofline_us = weighted(&|r| r.roofline_us);
+        m.gflops = gflops;
+        m.data_mb = data_mb;
+        m.flops_per_byte = match (gflops, data_mb) {
+            (Some(g), Some(d)) if d > 0.0 => Some(g * 1e9 / (d * 1e6)),
+            _ => None,
+        };
+        m.tb_s = None;
+        m.tflops_s = None;
+        for r in &self.rows[1..] {
+            for n in &r.sub_ops {
+                if !m.sub_ops.contains(n) {
+                    m.sub_ops.push(n.clone());
+                }
+            }
+        }
+        m
+    }
+
+    fn shape_text(&self) -> String {
+        if self.rows.len() == 1 {
+            return shape_summary(self.rows[0]);
+        }
+        let shown: Vec<String> = self.rows.iter().take(3).map(|r| shape_summary(r)).collect();
+        format!(
+            "{} signatures: {}{}",
+            self.rows.len(),
+            shown.join("; "),
+            if self.rows.len() > 3 { "; …" } else { "" }
+        )
+    }
+}
+
+pub(super) fn groups<'a>(rows: &[&'a OpRow]) -> Vec<Group<'a>> {
+    let mut out: Vec<Group<'a>> = Vec::new();
+    for r in rows {
+        let tiny = is_tiny_batched(r);
+        match out
+            .iter_mut()
+            .find(|g| g.rows[0].name == r.name && g.tiny == tiny)
+        {
+            Some(g) => g.rows.push(r),
+            None => out.push(Group {
+                rows: vec![r],
+                tiny,
+            }),
+        }
+    }
+    out
+}
+
+/// The finding of one op: `r` is the group's merged row.
+pub(super) fn op_bottleneck(
+    g: &Group<'_>,
+    r: &OpRow,
+    base: Option<&Baseline>,
+    inp: &Inputs<'_>,
+) -> Bottleneck {
+    let eff = r.efficiency_pct();
+    let time_ms = r.kernel_us / 1e3;
+    let share = inp.share(time_ms);
+    let t = op_texts(r, &g.shape_text(), eff, base, inp);
+    // Cross-reference with the top operations (seed 004): by name, or through the ops below it
+    // that `ops_summary` credits with its kernels.
+    let in_top = inp.top_op_names.contains(&r.name)
+        || r.sub_ops.iter().any(|n| inp.top_op_names.contains(n));
+    let projection = r
+        .roofline_total_us()
+        .map(|roof| rules::efficiency_projection(time_ms, roof / 1e3, inp.compute_ms()))
+        .unwrap_or_default();
+    let replay = (share > rules::REPLAY_MIN_SHARE_PCT
+        && eff.is_some_and(|e| e < rules::REPLAY_MAX_EFFICIENCY))
+        || inp.replay_names.contains(&r.name);
+    Bottleneck {
+        category: r.category,
+        title: t.title,
+        op_name: r.name.clone(),
+        row: Some(r.row),
+        time_ms,
+        share_pct: share,
+        share_of: "compute",
+        efficiency_pct: eff,
+        efficiency_basis: basis(r, inp.platform),
+        issue: t.issue,
+        path_a: t.path_a,
+        path_b: t.path_b,
+        pattern: t.pattern,
+        in_top_ops: in_top,
+        category_priority: rules::category_priority(share, eff, t.pattern),
+        priority: rules::overall_priority(in_top, share, eff, t.pattern),
+        projection_kind: ProjectionKind::Efficiency,
+        projection,
+        replay,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_main_kernel_is_the_longest() {
+        let d = "[{'name': 'Memset (Device)', 'stream': 7, 'mean_duration_us': np.float64(0.83)}, {'name': 'sm90_xmma_gemm', 'stream': 7, 'mean_duration_us': np.float64(83.66)}]";
+        assert_eq!(main_kernel(d), "sm90_xmma_gemm");
+        assert_eq!(main_kernel("[{'name': 'k', 'stream': 7}]"), "k");
+    }
+
+    fn row(name: &str, mb: f64, count: u64, kernel_us: f64) -> OpRow {
+        OpRow {
+            row: 0,
+            name: name.into(),
+            tracelens_category: "elementwise".into(),
+            category: SeedCategory::Elementwise,
+            input_dims: String::new(),
+            input_type: String::new(),
+            input_strides: String::new(),
+            concrete_inputs: String::new(),
+            ex_uid: 0,
+            count,
+            kernel_us,
+            gflops: None,
+            data_mb: Some(mb),
+            flops_per_byte: None,
+            compute_spec: String::new(),
+            tb_s: None,
+            tflops_s: None,
+            roofline_us: None,
+            bound: None,
+            has_model: true,
+            kernels: String::new(),
+            perf_params: String::new(),
+            sub_ops: Vec::new(),
+            module_path: String::new(),
+        }
+    }
+
+    #[test]
+    fn baseline_is_time_weighted_over_large_simple_ops() {
+        let rows = [
+            // 10 calls x 100 MB in 500 µs: 1 GB / 0.5 ms = 2 TB/s.
+            row("aten::add", 100.0, 10, 500.0),
+            // A small copy at 0.01 TB/s would drag a plain mean of TB/s down to ~1 TB/s.
+            row("aten::copy_", 0.1, 10, 100.0),
+            // Not a baseline op.
+            row("aten::gelu", 100.0, 10, 5000.0),
+        ];
+        let b = baseline(&rows, None).expect("baseline");
+        assert!((b.tb_s - 2.0).abs() < 1e-12);
+        assert_eq!((b.signatures, b.small_tensors_only), (1, false));
+        // Only small tensors: all of them count, flagged.
+        let small = baseline(&rows[1..2], None).expect("baseline");
+        assert!(small.small_tensors_only);
+        assert!((small.tb_s - 0.01).abs() < 1e-12);
+    }
+
+    #[test]
+    fn compact_shapes_drop_non_tensor_arguments() {
+        assert_eq!(
+            compact_dims("((10, 64, 56, 56), (64, 64, 3, 3), (), (), ())"),
+            "((10, 64, 56, 56), (64, 64, 3, 3))"
+        );
+    }
+}

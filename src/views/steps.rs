@@ -1,0 +1,112 @@
+//! The Steps view: training steps (`ProfilerStep#N`) or inference iterations (vLLM, SGLang)
+//! with each one's GPU window split like the breakdown, host wait, top op, and flags for
+//! outliers and incomplete steps. Clicking a row zooms the timeline to the step's window.
+
+use jarvis_engine::analysis::steps::{StepRow, Steps};
+use leptos::prelude::*;
+
+fn ms(ns: i64) -> String {
+    format!("{:.3}", ns as f64 / 1e6)
+}
+
+/// Per class (prefill, decode, ...): steps and mean GPU span, over steady-state steps.
+fn class_summary(rows: &[StepRow]) -> Vec<(String, usize, f64)> {
+    let mut out: Vec<(String, usize, f64)> = Vec::new();
+    for r in rows.iter().filter(|r| r.steady && !r.incomplete) {
+        let key = r.class.key().to_owned();
+        let ms = r.span_ns() as f64 / 1e6;
+        match out.iter_mut().find(|(k, _, _)| *k == key) {
+            Some(e) => {
+                e.2 = (e.2 * e.1 as f64 + ms) / (e.1 + 1) as f64;
+                e.1 += 1;
+            }
+            None => out.push((key, 1, ms)),
+        }
+    }
+    out
+}
+
+#[component]
+pub fn StepsView(
+    steps: Steps,
+    /// Zooms the timeline to a GPU window (trace clock, ns); absent for bundles.
+    zoom: Option<Callback<(i64, i64)>>,
+) -> impl IntoView {
+    let Some(source) = steps.source else {
+        return view! { <p class="facts" data-testid="steps-table">"No GPU work: no steps to show."</p> }.into_any();
+    };
+    let summary = if steps.rows.len() > 1 {
+        format!(
+            "{} steps from {}. GPU span per step: mean {:.3} ms, median {:.3} ms, std {:.3} ms (CV {:.1} %); outliers differ from the median by more than 20 %.",
+            steps.rows.len(), source.describe(), steps.mean_ms, steps.median_ms, steps.std_ms, steps.cv_pct
+        )
+    } else {
+        format!("{} step from {}.", steps.rows.len(), source.describe())
+    };
+    let classes = class_summary(&steps.rows);
+    let by_class = (classes.len() > 1 || classes.first().is_some_and(|c| c.0 != "train" && c.0 != "whole"))
+        .then(|| {
+            let items = classes
+                .into_iter()
+                .map(|(k, n, mean)| format!("{k}: {n} steps, mean {mean:.3} ms"))
+                .collect::<Vec<_>>()
+                .join(" · ");
+            view! { <p class="facts" data-testid="steps-classes">{format!("Steady state: {items}")}</p> }
+        });
+    let rows = steps
+        .rows
+        .iter()
+        .map(|r| {
+            let window = r.gpu;
+            let click = move |_| {
+                if let Some(z) = zoom {
+                    z.run(window);
+                }
+            };
+            let flags = [
+                r.outlier.then_some("outlier"),
+                r.incomplete.then_some("incomplete"),
+                (!r.steady).then_some("outside steady state"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(", ");
+            view! {
+                <tr data-testid="step-row" class:outlier=r.outlier class:clickable=zoom.is_some() on:click=click
+                    data-gpu-start=r.gpu.0.to_string() data-gpu-end=r.gpu.1.to_string()>
+                    <td>{r.name.clone()}</td>
+                    <td>{r.class.key()}</td>
+                    <td class="num">{r.requests.map(|q| q.to_string()).unwrap_or_default()}</td>
+                    <td class="num">{ms(r.span_ns())}</td>
+                    <td class="num">{ms(r.computation_ns)}</td>
+                    <td class="num">{ms(r.exposed_comm_ns)}</td>
+                    <td class="num">{ms(r.exposed_memcpy_ns)}</td>
+                    <td class="num">{ms(r.idle_ns)}</td>
+                    <td class="num">{ms(r.host_wait_ns)}</td>
+                    <td class="num">{r.gpu_events}</td>
+                    <td><code>{r.top_op.clone()}</code></td>
+                    <td>{flags}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <section class="steps-view">
+            <p class="facts" data-testid="steps-summary">{summary}</p>
+            {by_class}
+            <div class="table-scroll">
+                <table class="steps" data-testid="steps-table">
+                    <thead><tr>
+                        <th>"step"</th><th>"class"</th><th>"requests"</th><th>"GPU span ms"</th><th>"computation ms"</th>
+                        <th>"exposed comm ms"</th><th>"exposed memcpy ms"</th><th>"idle ms"</th><th>"host wait ms"</th>
+                        <th>"GPU events"</th><th>"top op"</th><th>"flags"</th>
+                    </tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+            {zoom.is_some().then(|| view! { <p class="hint">"Click a step to see it on the timeline."</p> })}
+        </section>
+    }
+    .into_any()
+}
