@@ -309,3 +309,22 @@ fn gpu_work_without_launches_gets_every_figure_it_can_and_says_why() {
         .any(|d| d.key == "idle_without_launches"));
     assert_eq!(a.idle.causes.len(), 0);
 }
+
+#[test]
+fn on_every_shared_trace_the_idle_split_and_causes_add_up() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    for path in common::all_traces(&shared) {
+        let name = path.display().to_string();
+        let a = analyze_trace(import_bytes(&common::read(&path)).expect("importable"));
+        assert_eq!(a.idle.split.total(), a.timeline.idle, "{name}");
+        let causes: Nanos = a.idle.causes.iter().map(|c| c.time_ns).sum();
+        // Host-wait gaps always have a launch, so every one is blamed whole.
+        assert_eq!(causes, a.idle.split.host_wait, "{name}");
+        let steps_idle: Nanos = a.steps.rows.iter().map(|r| r.idle_ns).sum();
+        assert!(steps_idle <= a.timeline.idle, "{name}: steps idle {steps_idle}");
+        let l = &a.idle.launch;
+        assert!(l.shorter_than_launch <= l.launches, "{name}");
+    }
+}

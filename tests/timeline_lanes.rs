@@ -42,8 +42,46 @@ fn the_busy_lane_splits_gpu_time_as_the_generator_scheduled_it() {
     assert_eq!(by_class[&SliceClass::Computation], truth.computation_ns);
     assert_eq!(by_class[&SliceClass::ExposedComm], truth.exposed_comm_ns);
     assert_eq!(by_class[&SliceClass::ExposedMemcpy], truth.memcpy_ns);
-    assert_eq!(by_class[&SliceClass::Idle], truth.idle_ns);
+    // Idle gaps are coloured by HTA's category and add up to the generator's idle time.
+    let idle_of = |c: SliceClass| by_class.get(&c).copied().unwrap_or(0);
+    assert_eq!(
+        idle_of(SliceClass::Idle)
+            + idle_of(SliceClass::IdleHostWait)
+            + idle_of(SliceClass::IdleKernelWait),
+        truth.idle_ns
+    );
+    assert_eq!(idle_of(SliceClass::IdleHostWait), a.idle.split.host_wait);
+    assert_eq!(
+        idle_of(SliceClass::IdleKernelWait),
+        a.idle.split.kernel_wait
+    );
     assert!(lanes.range.1 - lanes.range.0 >= truth.total_ns);
+}
+
+#[test]
+fn a_host_wait_gap_names_what_the_host_was_doing() {
+    let (a, _) = analyzed(2);
+    let lanes = a.lanes.as_ref().expect("lanes");
+    let texts: Vec<&str> = rows_of(lanes, LaneKind::GpuBusy)
+        .into_iter()
+        .flat_map(|r| lanes.slices(r).collect::<Vec<_>>())
+        .filter(|s| s.class == SliceClass::IdleHostWait)
+        .map(|s| lanes.names[s.name as usize].as_str())
+        .collect();
+    // The step boundary: data loading, then the step-end sync; after the forward: `.item()`.
+    assert!(
+        texts.iter().any(
+            |t| t.starts_with("host wait: data loading: enumerate(DataLoader)")
+                && t.contains("explicit sync: cudaDeviceSynchronize")
+        ),
+        "{texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with("host wait: item sync: aten::item")),
+        "{texts:?}"
+    );
 }
 
 #[test]
@@ -152,7 +190,7 @@ fn the_selected_ops_slices_are_highlighted_where_they_run() {
     let px = (t1 - t0) / 1000.0;
     let marks: Vec<_> = (0..f.len())
         .map(|i| f.item(i))
-        .filter(|it| it[3] == 16.0)
+        .filter(|it| it[3] == f32::from(jarvis_engine::lanes::frame::HIGHLIGHT_CLASS))
         .collect();
     assert!(!marks.is_empty());
     for m in &marks {
@@ -208,7 +246,24 @@ fn every_shared_trace_gets_lanes_whose_busy_split_is_the_gpu_timeline() {
             assert_eq!(got(SliceClass::Computation), t.computation, "{name}");
             assert_eq!(got(SliceClass::ExposedComm), t.exposed_comm, "{name}");
             assert_eq!(got(SliceClass::ExposedMemcpy), t.exposed_memcpy, "{name}");
-            assert_eq!(got(SliceClass::Idle), t.idle, "{name}");
+            assert_eq!(
+                got(SliceClass::Idle)
+                    + got(SliceClass::IdleHostWait)
+                    + got(SliceClass::IdleKernelWait),
+                t.idle,
+                "{name}"
+            );
+            // The gaps' colours are the overview's idle split.
+            assert_eq!(
+                got(SliceClass::IdleHostWait),
+                a.idle.split.host_wait,
+                "{name}"
+            );
+            assert_eq!(
+                got(SliceClass::IdleKernelWait),
+                a.idle.split.kernel_wait,
+                "{name}"
+            );
         }
         let kernels = rows_of(lanes, LaneKind::Gpu)
             .into_iter()

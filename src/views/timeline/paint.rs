@@ -11,8 +11,8 @@ use super::layout::{Layout, GUTTER, ROW_H, RULER_H};
 /// selected op (`lanes::frame::HIGHLIGHT_CLASS`, drawn last as a strip over the row). Idle is a
 /// pale red so gaps stand out against computation's green; exposed communication is the
 /// strongest red.
-pub const PALETTE: [&str; 17] = [
-    "#f2b8b5", // idle
+pub const PALETTE: [&str; 19] = [
+    "#f2b8b5", // idle (other)
     "#3a9d5d", // computation
     "#d93025", // exposed communication
     "#f29900", // exposed memcpy
@@ -28,9 +28,11 @@ pub const PALETTE: [&str; 17] = [
     "#74b816", // python
     "#adb5bd", // runtime call
     "#e599f7", // annotation
+    "#ff6b6b", // idle: host wait (the host was late: the strongest idle colour)
+    "#c9a7a4", // idle: kernel wait
     "#ffffff", // selected op
 ];
-const HIGHLIGHT: usize = 16;
+const HIGHLIGHT: usize = 18;
 /// Height of the selected op's strip at the top of its rows.
 const STRIP_H: f64 = 4.0;
 

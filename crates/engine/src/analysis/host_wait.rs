@@ -281,6 +281,91 @@ fn union_of(trace: &Trace, candidates: &[u32], w: Span, keep: impl Fn(u32) -> bo
     )
 }
 
+/// A share of one gap's time blamed on one cause.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Blame {
+    pub kind: CauseKind,
+    pub label: String,
+    pub ns: Nanos,
+    /// Trace event index of the blamed event (or of the late launch).
+    pub event: u32,
+}
+
+/// Applies the rules to one host-wait gap: its time split over at most three causes.
+fn blame_gap(trace: &Trace, tree: &CallTree, index: &ThreadIndex, gap: &Gap) -> Vec<Blame> {
+    let mut out = Vec::new();
+    let len = gap.end - gap.start;
+    let Some(launch) = gap.launch else {
+        return out;
+    };
+    let lane = trace.event(launch).lane;
+    let w = (gap.start, gap.end);
+    let cands = index.overlapping(trace, lane, gap.start - SYNC_TOLERANCE_NS, gap.end);
+    let name_of = |i: u32| trace.name(&trace.events[i as usize]);
+    let data = union_of(trace, &cands, w, |i| is_data_loading(name_of(i)));
+    let opt = subtract(
+        &union_of(trace, &cands, w, |i| is_optimizer(name_of(i))),
+        &data,
+    );
+    let first_of = |pred: &dyn Fn(&str) -> bool| {
+        cands
+            .iter()
+            .copied()
+            .find(|&i| pred(name_of(i)))
+            .unwrap_or(launch.0)
+    };
+    let mut push = |kind: CauseKind, event: u32, ns: Nanos, label: String| {
+        if ns > 0 {
+            out.push(Blame {
+                kind,
+                label,
+                ns,
+                event,
+            });
+        }
+    };
+    let d = length(&data);
+    if d > 0 {
+        let ex = first_of(&is_data_loading);
+        push(CauseKind::DataLoading, ex, d, name_of(ex).to_owned());
+    }
+    let o = length(&opt);
+    if o > 0 {
+        let ex = first_of(&is_optimizer);
+        push(CauseKind::OptimizerStep, ex, o, name_of(ex).to_owned());
+    }
+    let rest = len - d - o;
+    if rest <= 0 {
+        return out;
+    }
+    if let Some((kind, label, ex)) = released_sync(trace, tree, &cands, gap) {
+        push(kind, ex, rest, label);
+        return out;
+    }
+    // CPU ops (roots on this thread) over the part not yet blamed.
+    let taken = merge(data.iter().chain(opt.iter()).copied().collect());
+    let mut best: Option<(Nanos, u32)> = None;
+    let mut covered: Vec<Span> = Vec::new();
+    for &i in &cands {
+        let e = &trace.events[i as usize];
+        if e.kind != EventKind::CpuOp || index.has_cpu_op_ancestor(trace, i) {
+            continue;
+        }
+        let part = subtract(&[(e.ts.max(w.0), e.end().min(w.1))], &taken);
+        let l = length(&part);
+        covered.extend(part);
+        if l > 0 && best.is_none_or(|(b, _)| l > b) {
+            best = Some((l, i));
+        }
+    }
+    let cpu = length(&merge(covered));
+    match best {
+        Some((_, i)) if cpu * 2 >= rest => push(CauseKind::CpuOp, i, rest, name_of(i).to_owned()),
+        _ => push(CauseKind::Python, launch.0, rest, String::new()),
+    }
+    out
+}
+
 /// Blames every host-wait gap's time on causes; returns the table, largest first. `origin` is
 /// the time examples are measured from.
 pub fn causes(trace: &Trace, tree: &CallTree, gaps: &[Gap], origin: Nanos) -> Vec<HostWaitCause> {
@@ -288,90 +373,28 @@ pub fn causes(trace: &Trace, tree: &CallTree, gaps: &[Gap], origin: Nanos) -> Ve
     let mut table: std::collections::HashMap<(CauseKind, String), HostWaitCause> =
         Default::default();
     let mut total: Nanos = 0;
-    let mut blame = |kind: CauseKind, label: String, ns: Nanos, ex: u32, gap: &Gap| {
-        if ns <= 0 {
-            return;
-        }
-        let row = table
-            .entry((kind, label.clone()))
-            .or_insert_with(|| HostWaitCause {
-                kind,
-                label,
-                gaps: 0,
-                time_ns: 0,
-                share_pct: 0.0,
-                examples: Vec::new(),
-            });
-        row.gaps += 1;
-        row.time_ns += ns;
-        if row.examples.len() < MAX_EXAMPLES {
-            row.examples.push((
-                trace.events[ex as usize].uid,
-                gap.start - origin,
-                gap.end - gap.start,
-            ));
-        }
-    };
     for gap in gaps.iter().filter(|g| g.category == IdleCategory::HostWait) {
-        let len = gap.end - gap.start;
-        total += len;
-        let Some(launch) = gap.launch else { continue };
-        let lane = trace.event(launch).lane;
-        let w = (gap.start, gap.end);
-        let cands = index.overlapping(trace, lane, gap.start - SYNC_TOLERANCE_NS, gap.end);
-        let name_of = |i: u32| trace.name(&trace.events[i as usize]);
-        let data = union_of(trace, &cands, w, |i| is_data_loading(name_of(i)));
-        let opt = subtract(
-            &union_of(trace, &cands, w, |i| is_optimizer(name_of(i))),
-            &data,
-        );
-        let first_of = |pred: &dyn Fn(&str) -> bool| {
-            cands
-                .iter()
-                .copied()
-                .find(|&i| pred(name_of(i)))
-                .unwrap_or(launch.0)
-        };
-        let d = length(&data);
-        if d > 0 {
-            let ex = first_of(&is_data_loading);
-            blame(CauseKind::DataLoading, name_of(ex).to_owned(), d, ex, gap);
-        }
-        let o = length(&opt);
-        if o > 0 {
-            let ex = first_of(&is_optimizer);
-            blame(CauseKind::OptimizerStep, name_of(ex).to_owned(), o, ex, gap);
-        }
-        let rest = len - d - o;
-        if rest <= 0 {
-            continue;
-        }
-        if let Some((kind, label, ex)) = released_sync(trace, tree, &cands, gap) {
-            blame(kind, label, rest, ex, gap);
-            continue;
-        }
-        // CPU ops (roots on this thread) over the part not yet blamed.
-        let taken = merge(data.iter().chain(opt.iter()).copied().collect());
-        let mut best: Option<(Nanos, u32)> = None;
-        let mut covered: Vec<Span> = Vec::new();
-        for &i in &cands {
-            let e = &trace.events[i as usize];
-            if e.kind != EventKind::CpuOp || index.has_cpu_op_ancestor(trace, i) {
-                continue;
+        total += gap.end - gap.start;
+        for b in blame_gap(trace, tree, &index, gap) {
+            let row = table
+                .entry((b.kind, b.label.clone()))
+                .or_insert_with(|| HostWaitCause {
+                    kind: b.kind,
+                    label: b.label,
+                    gaps: 0,
+                    time_ns: 0,
+                    share_pct: 0.0,
+                    examples: Vec::new(),
+                });
+            row.gaps += 1;
+            row.time_ns += b.ns;
+            if row.examples.len() < MAX_EXAMPLES {
+                row.examples.push((
+                    trace.events[b.event as usize].uid,
+                    gap.start - origin,
+                    gap.end - gap.start,
+                ));
             }
-            let part = subtract(&[(e.ts.max(w.0), e.end().min(w.1))], &taken);
-            let l = length(&part);
-            covered.extend(part);
-            if l > 0 && best.is_none_or(|(b, _)| l > b) {
-                best = Some((l, i));
-            }
-        }
-        let cpu = length(&merge(covered));
-        match best {
-            Some((_, i)) if cpu * 2 >= rest => {
-                blame(CauseKind::CpuOp, name_of(i).to_owned(), rest, i, gap)
-            }
-            _ => blame(CauseKind::Python, String::new(), rest, launch.0, gap),
         }
     }
     let mut rows: Vec<HostWaitCause> = table.into_values().collect();
@@ -384,4 +407,40 @@ pub fn causes(trace: &Trace, tree: &CallTree, gaps: &[Gap], origin: Nanos) -> Ve
     }
     rows.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.label.cmp(&b.label)));
     rows
+}
+
+/// One line per gap saying what the host did (host-wait gaps) or why the GPU waited (the
+/// others), for the timeline's hover.
+pub fn describe_gaps(trace: &Trace, tree: &CallTree, gaps: &[Gap]) -> Vec<String> {
+    let index = ThreadIndex::build(trace);
+    gaps.iter()
+        .map(|gap| match gap.category {
+            IdleCategory::HostWait => {
+                let mut parts = blame_gap(trace, tree, &index, gap);
+                parts.sort_by_key(|b| std::cmp::Reverse(b.ns));
+                let text: Vec<String> = parts
+                    .iter()
+                    .map(|b| {
+                        let what = b.kind.key().replace('_', " ");
+                        if b.label.is_empty() {
+                            format!("{what} {:.1} µs", b.ns as f64 / 1e3)
+                        } else {
+                            format!("{what}: {} {:.1} µs", b.label, b.ns as f64 / 1e3)
+                        }
+                    })
+                    .collect();
+                if text.is_empty() {
+                    "host wait".to_owned()
+                } else {
+                    format!("host wait: {}", text.join(", "))
+                }
+            }
+            IdleCategory::KernelWait => {
+                "kernel wait: the next work was queued (gap under 30 µs)".to_owned()
+            }
+            IdleCategory::Other => {
+                "idle with work queued (a dependency: event, other stream, NCCL)".to_owned()
+            }
+        })
+        .collect()
 }

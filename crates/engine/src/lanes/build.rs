@@ -5,6 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::row::{Row, Slice, SliceClass, NO_OP};
 use super::{LaneKind, Lanes, OpIndex, HOST_BUDGET};
+use crate::analysis::idle::IdleCategory;
 use crate::analysis::intervals::{merge, subtract, Span};
 use crate::analysis::names::NameClasses;
 use crate::analysis::timeline::GpuWork;
@@ -138,7 +139,27 @@ pub fn build(
             .filter(|(l, _)| trace.lane(*l).pid == pid)
             .collect();
         let ids = streams.iter().flat_map(|(_, ids)| ids.iter().copied());
-        let busy = busy_row(trace, tree, names, ids, &busy_names);
+        // The idle gaps of this device with their HTA category and what the host did.
+        let linked: Vec<EventId> = ids
+            .clone()
+            .map(EventId)
+            .filter(|&id| tree.is_linked(id))
+            .collect();
+        let gaps = crate::analysis::idle::gaps(trace, tree, &linked);
+        let texts = crate::analysis::host_wait::describe_gaps(trace, tree, &gaps);
+        let gap_info: Vec<(Nanos, SliceClass, u32)> = gaps
+            .iter()
+            .zip(texts)
+            .map(|(g, text)| {
+                let class = match g.category {
+                    IdleCategory::HostWait => SliceClass::IdleHostWait,
+                    IdleCategory::KernelWait => SliceClass::IdleKernelWait,
+                    IdleCategory::Other => SliceClass::Idle,
+                };
+                (g.start, class, table.fixed(&text))
+            })
+            .collect();
+        let busy = busy_row(trace, tree, names, ids, &busy_names, &gap_info);
         out.add_lane(
             format!("{} busy", process_label(trace, &pid)),
             LaneKind::GpuBusy,
@@ -284,6 +305,7 @@ fn busy_row(
     names: &NameClasses,
     ids: impl Iterator<Item = u32>,
     busy_names: &[u32; 4],
+    gaps: &[(Nanos, SliceClass, u32)],
 ) -> Row {
     let (mut comp, mut comm, mut copy): (Vec<Span>, Vec<Span>, Vec<Span>) = Default::default();
     for i in ids {
@@ -312,12 +334,18 @@ fn busy_row(
     let mut last_end: Option<Nanos> = None;
     for ((start, end), class) in parts {
         if let Some(prev) = last_end.filter(|&p| p < start) {
+            // The same union as `idle::gaps`, so each gap is found by its start.
+            let (class, name) = gaps
+                .binary_search_by_key(&prev, |g| g.0)
+                .map_or((SliceClass::Idle, busy_names[0]), |i| {
+                    (gaps[i].1, gaps[i].2)
+                });
             row.push(Slice {
                 start: prev,
                 end: start,
-                name: busy_names[0],
+                name,
                 op: NO_OP,
-                class: SliceClass::Idle,
+                class,
             });
         }
         row.push(Slice {

@@ -17,7 +17,7 @@ pub const ITEM_FLOATS: usize = 6;
 const BUCKET_SAMPLES: usize = 64;
 /// The class number of highlight items (after every `SliceClass`): where the selected op's
 /// slices are, drawn over the frame.
-pub const HIGHLIGHT_CLASS: u8 = 16;
+pub const HIGHLIGHT_CLASS: u8 = 18;
 
 /// What to draw: a time range (absolute trace nanoseconds) at a width in pixels.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -315,8 +315,8 @@ mod tests {
         assert_eq!(
             items,
             vec![
-                [2.0, 0.0, 1.0, 16.0, 1.0, 7.0],
-                [2.0, 5.0, 8.0, 16.0, 1.0, 7.0]
+                [2.0, 0.0, 1.0, 18.0, 1.0, 7.0],
+                [2.0, 5.0, 8.0, 18.0, 1.0, 7.0]
             ]
         );
     }

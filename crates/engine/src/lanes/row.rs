@@ -28,12 +28,15 @@ pub enum SliceClass {
     Python = 13,
     Runtime = 14,
     Annotation = 15,
+    /// Idle gaps by HTA's category (class 0 is the rest, "other").
+    IdleHostWait = 16,
+    IdleKernelWait = 17,
 }
 
 impl SliceClass {
     /// Every class in wire order, with the legend's words.
-    pub const ALL: [(SliceClass, &'static str); 16] = [
-        (SliceClass::Idle, "idle"),
+    pub const ALL: [(SliceClass, &'static str); 18] = [
+        (SliceClass::Idle, "idle (other)"),
         (SliceClass::Computation, "computation"),
         (SliceClass::ExposedComm, "exposed communication"),
         (SliceClass::ExposedMemcpy, "exposed memcpy"),
@@ -49,6 +52,8 @@ impl SliceClass {
         (SliceClass::Python, "python"),
         (SliceClass::Runtime, "runtime call"),
         (SliceClass::Annotation, "annotation"),
+        (SliceClass::IdleHostWait, "idle: host wait"),
+        (SliceClass::IdleKernelWait, "idle: kernel wait"),
     ];
 
     pub fn label(self) -> &'static str {
