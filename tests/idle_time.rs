@@ -323,7 +323,10 @@ fn on_every_shared_trace_the_idle_split_and_causes_add_up() {
         // Host-wait gaps always have a launch, so every one is blamed whole.
         assert_eq!(causes, a.idle.split.host_wait, "{name}");
         let steps_idle: Nanos = a.steps.rows.iter().map(|r| r.idle_ns).sum();
-        assert!(steps_idle <= a.timeline.idle, "{name}: steps idle {steps_idle}");
+        assert!(
+            steps_idle <= a.timeline.idle,
+            "{name}: steps idle {steps_idle}"
+        );
         let l = &a.idle.launch;
         assert!(l.shorter_than_launch <= l.launches, "{name}");
     }

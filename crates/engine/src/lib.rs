@@ -41,10 +41,11 @@ pub mod perf;
 pub mod report;
 pub mod standalone;
 pub mod synth;
+pub mod trace_analysis;
 
-pub use analysis::{analyze_trace, analyze_trace_with, Analysis, Options, PlatformChoice};
 pub use error::ImportError;
 pub use import::Importer;
+pub use trace_analysis::{analyze_trace, analyze_trace_with, Analysis, Options, PlatformChoice};
 
 /// Imports and analyzes a whole in-memory trace (`.json` or `.json.gz` bytes).
 pub fn analyze(bytes: &[u8]) -> Result<Analysis, ImportError> {

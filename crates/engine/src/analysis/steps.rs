@@ -148,11 +148,14 @@ fn classify_vllm(ctx: u64, gen: u64) -> StepClass {
     }
 }
 
+/// A step marker: the event, its class and its request count.
+type Marker = (EventId, StepClass, Option<u64>);
+
 /// Host-side step markers, found in the order of the sources' precedence.
-fn markers(trace: &Trace) -> (Option<StepSource>, Vec<(EventId, StepClass, Option<u64>)>) {
+fn markers(trace: &Trace) -> (Option<StepSource>, Vec<Marker>) {
     let host =
         |e: &crate::model::Event| matches!(e.kind, EventKind::UserAnnotation | EventKind::CpuOp);
-    let mut found: [Vec<(EventId, StepClass, Option<u64>)>; 3] = Default::default();
+    let mut found: [Vec<Marker>; 3] = Default::default();
     for (i, e) in trace.events.iter().enumerate() {
         if !host(e) {
             continue;

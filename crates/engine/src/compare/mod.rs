@@ -9,10 +9,10 @@ pub mod tracelens;
 use serde::Serialize;
 
 use crate::analysis::timeline::GpuTimeline;
-use crate::analysis::Analysis;
 use crate::perf::platform::Platform;
 use crate::standalone::findings::shape_summary;
 use crate::standalone::ops::{Bound, OpRow, SeedCategory};
+use crate::trace_analysis::Analysis;
 
 /// Target over expected time above this: "much slower than expected" (seed 002: > 100 % slower
 /// than the hardware explains points at the kernel or the software).

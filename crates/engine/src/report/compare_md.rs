@@ -442,8 +442,8 @@ pub fn sheets(c: &Comparison) -> Vec<Sheet> {
 /// reports.
 pub fn comparison_files(
     c: &Comparison,
-    target: &crate::analysis::Analysis,
-    reference: &crate::analysis::Analysis,
+    target: &crate::trace_analysis::Analysis,
+    reference: &crate::trace_analysis::Analysis,
     title: &str,
 ) -> Vec<super::contract::OutputFile> {
     let mut files: Vec<super::contract::OutputFile> = sheets(c)

@@ -7,9 +7,9 @@ use serde_json::json;
 
 use super::export::ExportError;
 use super::{Cell, Sheet};
-use crate::analysis::Analysis;
 use crate::standalone::findings::CategoryFindings;
 use crate::standalone::Standalone;
+use crate::trace_analysis::Analysis;
 
 /// One output file.
 pub type OutputFile = (String, Vec<u8>);

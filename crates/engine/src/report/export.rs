@@ -6,7 +6,7 @@ use std::io::{Cursor, Write};
 
 use zip::write::SimpleFileOptions;
 
-use crate::analysis::Analysis;
+use crate::trace_analysis::Analysis;
 
 /// Why an export could not be written.
 #[derive(Debug, thiserror::Error)]

@@ -5,11 +5,11 @@
 use std::fmt::Write;
 
 use super::findings_md::findings_body;
-use crate::analysis::Analysis;
 use crate::standalone::md::{anchor, cell, code, code_cell};
 use crate::standalone::ops::SeedCategory;
 use crate::standalone::rules::Priority;
 use crate::standalone::{findings::ProjectionKind, Standalone};
+use crate::trace_analysis::Analysis;
 
 /// Recommendations shown in full in the fair report; the rest are counted.
 const MAX_RECOMMENDATIONS: usize = 10;

@@ -6,10 +6,10 @@ use std::fmt::Write;
 
 use super::findings_md::{ops_table, projection_table};
 use super::standalone_fair::platform_label;
-use crate::analysis::Analysis;
 use crate::standalone::md::{cell, code, fenced, short};
 use crate::standalone::rules;
 use crate::standalone::Standalone;
+use crate::trace_analysis::Analysis;
 
 /// Tree entries shown per category.
 const TREES_PER_CATEGORY: usize = 3;

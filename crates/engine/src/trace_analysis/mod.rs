@@ -1,0 +1,248 @@
+//! One trace's whole analysis: the platform chosen, the call tree built, every analysis of
+//! `crate::analysis` run in TraceLens's order, the timeline lanes, the standalone findings, and
+//! the result assembled as an [`Analysis`]. It sits above `analysis`, `lanes` and `standalone`
+//! (ARCHITECTURE.md's layer order), which never call back into it.
+
+mod quality;
+mod sheets;
+
+use serde::Serialize;
+
+use crate::analysis::categories::Registry;
+use crate::analysis::timeline::{self, GpuTimeline};
+use crate::analysis::{collectives, device_names, timeline_sheet, top_ops_of, TopOp};
+use crate::analysis::{headline, idle, kernel_tables, launchers, names, ops_tables, steps};
+use crate::diagnostics::{Diagnostic, DiagnosticKind};
+use crate::model::tree::CallTree;
+use crate::model::{EventKind, Trace};
+use crate::perf::platform::Platform;
+use crate::report::{PerfReport, Sheet};
+use quality::note_trace_quality;
+use sheets::{idle_and_steps, perf_sheets};
+
+/// Figures about the trace itself.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceFacts {
+    pub json_bytes: u64,
+    pub total_events: u64,
+    pub kept_events: u64,
+    pub kernels: u64,
+    pub cpu_ops: u64,
+    pub gpu_only: bool,
+    pub device_names: Vec<String>,
+    /// Earliest start and latest end over all kept events (trace clock, nanoseconds).
+    pub time_range_ns: (i64, i64),
+}
+
+/// Which hardware platform efficiency figures are computed against.
+#[derive(Debug, Clone, Default)]
+pub enum PlatformChoice {
+    /// Detect from `deviceProperties`; unknown devices get a diagnostic and no efficiency.
+    #[default]
+    Auto,
+    /// Use this platform whatever the trace says.
+    Given(Platform),
+    /// Compute no efficiency figures.
+    None,
+}
+
+/// Options of an analysis run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub platform: PlatformChoice,
+    /// Ops to build replay packages for whatever the rules say (`--replay`).
+    pub replay_ops: Vec<String>,
+    /// Build [`Analysis::lanes`] for the timeline view (the web worker does; the CLI does not).
+    pub timeline_lanes: bool,
+    /// With `timeline_lanes`: the host threads' lanes too (CPU ops, python, runtime calls).
+    pub timeline_host_lanes: bool,
+}
+
+/// The platform used and how it was chosen.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlatformUsed {
+    pub platform: Platform,
+    /// `auto-detected from "NVIDIA H100 80GB HBM3"` or `given`.
+    pub how: String,
+}
+
+/// Everything computed for one trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct Analysis {
+    pub facts: TraceFacts,
+    pub platform: Option<PlatformUsed>,
+    pub timeline: GpuTimeline,
+    /// The executive summary (docs/metrics.md).
+    pub headline: headline::Headline,
+    pub top_ops: Vec<TopOp>,
+    /// Why the GPU idles: host wait / kernel wait / other, host-wait causes, launch figures.
+    pub idle: idle::IdleReport,
+    /// Training steps or inference iterations.
+    pub steps: steps::Steps,
+    pub report: PerfReport,
+    /// The standalone analysis (findings, recommendations); absent for GPU-only traces. Not
+    /// serialized with the analysis: its exports are the markdown reports and the output
+    /// contract (`report::contract`), which keeps the worker's reply small.
+    #[serde(skip)]
+    pub standalone: Option<crate::standalone::Standalone>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// The timeline view's lanes, when [`Options::timeline_lanes`] asked for them.
+    #[serde(skip)]
+    pub lanes: Option<crate::lanes::Lanes>,
+}
+
+/// Builds the tree and runs every analysis on an imported trace, detecting the platform.
+pub fn analyze_trace(trace: Trace) -> Analysis {
+    analyze_trace_with(trace, &Options::default())
+}
+
+fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<PlatformUsed> {
+    match choice {
+        PlatformChoice::None => None,
+        PlatformChoice::Given(p) => Some(PlatformUsed {
+            platform: p.clone(),
+            how: "given".into(),
+        }),
+        PlatformChoice::Auto => {
+            let names = device_names(trace);
+            let first = names.first().cloned().unwrap_or_default();
+            match crate::perf::platform::detect(&first) {
+                Some(p) => Some(PlatformUsed {
+                    platform: p,
+                    how: format!("auto-detected from {first:?}"),
+                }),
+                None => {
+                    let shown = if first.is_empty() {
+                        "no device name".to_owned()
+                    } else {
+                        format!("device {first:?}")
+                    };
+                    trace
+                        .diagnostics
+                        .add(DiagnosticKind::UnknownPlatform, 1, Some(shown));
+                    None
+                }
+            }
+        }
+    }
+}
+
+/// [`analyze_trace`] with explicit options.
+pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
+    let platform = choose_platform(&mut trace, &options.platform);
+    let tree = CallTree::build(&mut trace);
+    // Launch flows only serve linking; free them before the analyses allocate.
+    trace.flows = Default::default();
+    let registry = Registry::new();
+    let gpu_only = !trace.has_cpu_ops();
+    note_trace_quality(&mut trace, gpu_only);
+
+    let names = names::NameClasses::new(&trace);
+    let timeline = timeline::gpu_timeline(&trace, &tree, &names);
+    let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
+    let mut top_ops = Vec::new();
+    let launchers = launchers::kernel_launchers(&trace, &tree, &registry, &names);
+    if !gpu_only {
+        let summary = ops_tables::ops_summary(&trace, &launchers.list);
+        top_ops = top_ops_of(&summary);
+        sheets.push(ops_tables::ops_summary_by_category(&launchers.list));
+        sheets.push(summary);
+        sheets.push(ops_tables::ops_unique_args(&trace, &launchers));
+    }
+    // Kernel sheets before the perf sheets, so the launcher lists can be dropped first (peak
+    // memory); the report keeps TraceLens's sheet order.
+    let rows = kernel_tables::kernel_rows(&trace, &tree, &registry, &launchers);
+    let kernel_sheets = [
+        kernel_tables::kernel_summary(&trace, &rows, timeline.total, gpu_only),
+        kernel_tables::short_kernel_histogram(&trace, &rows),
+        kernel_tables::short_kernels_summary(&trace, &rows, timeline.total, gpu_only),
+    ];
+    drop(rows);
+    let mut launchers = launchers;
+    launchers.keep_first_kernels_only();
+    let mut op_index = crate::lanes::OpIndex::default();
+    if !gpu_only {
+        let (anomalies, index) = perf_sheets(
+            &trace,
+            &tree,
+            &registry,
+            &names,
+            &launchers,
+            platform.as_ref(),
+            &mut sheets,
+        );
+        op_index = index;
+        for (n, ex) in anomalies {
+            trace
+                .diagnostics
+                .add(DiagnosticKind::EfficiencyAbovePeak, n, ex);
+        }
+    }
+    sheets.extend(kernel_sheets);
+    if let Some(coll) = collectives::coll_analysis(&trace, 0) {
+        sheets.push(coll);
+    }
+    let (idle_report, steps) = idle_and_steps(&mut trace, &tree, &names, &mut sheets);
+    // TraceLens leaves empty sheets out of the report, except the short-kernel ones.
+    sheets.retain(|s| !s.rows.is_empty() || s.name.starts_with("short_kernel"));
+
+    let facts = TraceFacts {
+        json_bytes: trace.meta.json_bytes,
+        total_events: trace.meta.total_events,
+        kept_events: trace.events.len() as u64,
+        kernels: trace
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::Kernel)
+            .count() as u64,
+        cpu_ops: trace
+            .events
+            .iter()
+            .filter(|e| e.kind == EventKind::CpuOp)
+            .count() as u64,
+        gpu_only,
+        device_names: device_names(&trace),
+        time_range_ns: (
+            trace.events.iter().map(|e| e.ts).min().unwrap_or(0),
+            trace.events.iter().map(|e| e.end()).max().unwrap_or(0),
+        ),
+    };
+    let lanes = options.timeline_lanes.then(|| {
+        crate::lanes::build(
+            &trace,
+            &tree,
+            &names,
+            &op_index,
+            options.timeline_host_lanes,
+        )
+    });
+    drop(op_index);
+    let unified = sheets.iter().find(|s| s.name == "unified_perf_summary");
+    let headline = headline::headline(&timeline, unified);
+    let standalone = unified.map(|unified| {
+        crate::standalone::analyze(&crate::standalone::Sources {
+            trace: &trace,
+            tree: &tree,
+            timeline: &timeline,
+            idle: &idle_report,
+            unified,
+            coll: sheets.iter().find(|s| s.name == "coll_analysis"),
+            top_ops: &top_ops,
+            platform: platform.as_ref().map(|p| &p.platform),
+            replay_names: &options.replay_ops,
+        })
+    });
+    Analysis {
+        facts,
+        platform,
+        timeline,
+        headline,
+        top_ops,
+        idle: idle_report,
+        steps,
+        report: PerfReport { sheets },
+        standalone,
+        diagnostics: trace.diagnostics.sorted(),
+        lanes,
+    }
+}

@@ -1,0 +1,186 @@
+//! The sheets assembled around the analyses: idle time, launches and steps; the perf-model
+//! sheets (`unified_perf_summary` and the per-category ones).
+
+use crate::analysis::categories::Registry;
+use crate::analysis::{
+    category_sheets, host_wait, idle, launch_stats, launchers, names, steps, unified,
+};
+use crate::diagnostics::DiagnosticKind;
+use crate::model::tree::CallTree;
+use crate::model::Trace;
+use crate::report::Sheet;
+
+use super::PlatformUsed;
+
+/// The idle-time breakdown (trace level, per device, per stream), host-wait causes, launch
+/// statistics and steps, with their sheets and diagnostics.
+pub(super) fn idle_and_steps(
+    trace: &mut Trace,
+    tree: &CallTree,
+    names: &names::NameClasses,
+    sheets: &mut Vec<Sheet>,
+) -> (idle::IdleReport, steps::Steps) {
+    let linked: Vec<crate::model::EventId> = (0..trace.events.len() as u32)
+        .map(crate::model::EventId)
+        .filter(|&id| trace.event(id).kind.is_gpu() && tree.is_linked(id))
+        .collect();
+    let gaps = idle::gaps(trace, tree, &linked);
+    let split = idle::split_of(&gaps);
+    let mut by_device: Vec<(crate::model::RawId, Vec<crate::model::EventId>)> = Vec::new();
+    for &id in &linked {
+        let pid = &trace.lane(trace.event(id).lane).pid;
+        match by_device.iter_mut().find(|(p, _)| p == pid) {
+            Some((_, v)) => v.push(id),
+            None => by_device.push((pid.clone(), vec![id])),
+        }
+    }
+    let devices = if by_device.len() > 1 {
+        by_device
+            .iter()
+            .map(|(pid, ids)| {
+                let label = trace
+                    .meta
+                    .process_labels
+                    .get(pid)
+                    .map(|s| trace.strings.get(*s).to_owned())
+                    .unwrap_or_else(|| format!("pid {}", trace.raw_id_text(pid)));
+                (label, idle::split_of(&idle::gaps(trace, tree, ids)))
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let origin = linked
+        .iter()
+        .map(|&id| trace.event(id).ts)
+        .min()
+        .unwrap_or(0);
+    let causes = host_wait::causes(trace, tree, &gaps, origin);
+    let launches = launch_stats::launches(trace, tree, crate::model::Nanos::MAX);
+    let launch = launch_stats::summarize(&launches);
+    let streams = idle::stream_idle(trace, tree, crate::model::Nanos::MAX);
+    sheets.push(idle::idle_time_breakdown_sheet(0, &streams));
+    sheets.push(idle::idle_interval_stats_sheet(0, &streams));
+    sheets.push(launch_stats::kernel_launch_stats_sheet(trace, &launches));
+    drop(launches);
+    sheets.push(idle::host_wait_causes_sheet(&causes));
+    let steps = steps::steps(trace, tree, names, &gaps);
+    sheets.push(steps::steps_sheet(&steps));
+    let stream_gaps = streams
+        .iter()
+        .any(|s| s.intervals.iter().any(|v| !v.is_empty()));
+    if (split.gaps > 0 && gaps.iter().all(|g| g.launch.is_none()))
+        || (linked.is_empty() && stream_gaps)
+    {
+        trace
+            .diagnostics
+            .add(DiagnosticKind::IdleWithoutLaunches, split.gaps, None);
+    }
+    if steps.source == Some(steps::StepSource::WholeTrace) {
+        trace
+            .diagnostics
+            .add(DiagnosticKind::NoStepMarkers, 1, None);
+    }
+    for r in steps.rows.iter().filter(|r| r.incomplete) {
+        trace.diagnostics.add(
+            DiagnosticKind::IncompleteStep,
+            1,
+            Some(format!(
+                "{}: {} GPU events (median step: more than twice as many)",
+                r.name, r.gpu_events
+            )),
+        );
+    }
+    let launch_bound = idle::IdleReport::is_launch_bound(&split, &launch);
+    (
+        idle::IdleReport {
+            split,
+            devices,
+            causes,
+            launch,
+            launch_bound,
+        },
+        steps,
+    )
+}
+
+/// `unified_perf_summary` and the per-category sheets (TraceLens's workbook order). Returns the
+/// efficiency anomalies found (efficiency above 100 % is reported, never shown as fact).
+pub(super) fn perf_sheets(
+    trace: &Trace,
+    tree: &CallTree,
+    registry: &Registry,
+    names: &names::NameClasses,
+    launchers: &launchers::Launchers,
+    platform: Option<&PlatformUsed>,
+    sheets: &mut Vec<Sheet>,
+) -> (Vec<(u64, Option<String>)>, crate::lanes::OpIndex) {
+    let autograd = crate::model::autograd::AutogradLinks::build(trace);
+    let cache = category_sheets::MetricsCache::default();
+    let ctx = category_sheets::SheetContext {
+        trace,
+        tree,
+        registry,
+        autograd: &autograd,
+        cache: &cache,
+    };
+    let p = platform.map(|p| &p.platform);
+    let unified_rows = unified::unified_rows(&ctx, names, launchers);
+    let unified = unified::unified_sheet(&ctx, &unified_rows, p);
+    sheets.push(unified.sheet);
+    let op_index = crate::lanes::OpIndex::new(unified.owner, unified.categories);
+    let mut anomalies = Vec::new();
+    // (model family in the registry, sheet name)
+    for (family, sheet) in [
+        ("GEMM", "GEMM"),
+        ("SDPA", "SDPA_fwd"),
+        ("SDPA", "SDPA_bwd"),
+        ("CONV", "CONV_fwd"),
+        ("CONV", "CONV_bwd"),
+        ("BinaryElementwise", "BinaryElementwise"),
+        ("UnaryElementwise", "UnaryElementwise"),
+        ("Normalization", "Normalization"),
+        ("Reduce", "Reduce_fwd"),
+        ("Reduce", "Reduce_bwd"),
+        // Families modelled forward only (spec §6.10-6.11): their `_bwd` sheets would be empty,
+        // and TraceLens leaves empty sheets out.
+        ("GroupedGEMM", "GroupedGEMM_fwd"),
+        ("MoE_fused", "MoE_fused_fwd"),
+        ("MoE_comm", "MoE_comm_fwd"),
+        ("SSM", "SSM_fwd"),
+        ("RoPE", "RoPE_fwd"),
+        ("CrossEntropy", "CrossEntropy_fwd"),
+    ] {
+        let rows = category_sheets::perf_rows(&ctx, family, sheet);
+        if rows.is_empty() {
+            continue;
+        }
+        if let Some(p) = p {
+            for r in &rows {
+                let Some(bytes) = r.metrics.bytes else {
+                    continue;
+                };
+                let roof = crate::perf::platform::roofline(
+                    p,
+                    &r.metrics.compute_spec,
+                    r.metrics.flops,
+                    bytes,
+                    r.kernel_time_us,
+                );
+                if let Some(roof) = roof.filter(|x| x.efficiency_pct > 100.0) {
+                    let e = trace.event(r.event);
+                    let ex = format!(
+                        "{} (event {}): {:.0} % of {} peak",
+                        trace.name(e),
+                        e.uid,
+                        roof.efficiency_pct,
+                        p.name
+                    );
+                    anomalies.push((1, Some(ex)));
+                }
+            }
+        }
+        sheets.push(category_sheets::summarize(&ctx, sheet, &rows, p));
+    }
+    (anomalies, op_index)
+}
