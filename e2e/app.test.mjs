@@ -143,7 +143,7 @@ test('the embedded sample opens, and a synthetic drop works', async () => {
   // Every view opens (the comparison tab only exists with a reference trace).
   assert.equal(await page.getByTestId('tab-compare').isVisible(), false);
   for (const [tab, id] of [['report', 'report'], ['rough', 'report-rough'], ['categories', 'categories'], ['ops', 'ops-table'],
-    ['kernels', 'kernels-table'], ['roofline', 'roofline'], ['diagnostics', 'diagnostics-view'], ['overview', 'gpu-timeline']]) {
+    ['kernels', 'kernels-table'], ['steps', 'steps-table'], ['roofline', 'roofline'], ['diagnostics', 'diagnostics-view'], ['overview', 'gpu-timeline']]) {
     await page.getByTestId(`tab-${tab}`).click();
     await page.getByTestId(id).waitFor({ timeout: 10000 });
   }

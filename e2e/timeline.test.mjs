@@ -17,7 +17,7 @@ after(stopApp);
 const GUTTER = 210;
 const BUSY_Y = 26 + 9;
 const STREAM_Y = 26 + 18 + 6 + 9;
-const COLOURS = { computation: [0x3a, 0x9d, 0x5d], idle: [0xf2, 0xb8, 0xb5], gemm: [0x4f, 0x8f, 0xe6], background: [0x14, 0x1b, 0x22] };
+const COLOURS = { computation: [0x3a, 0x9d, 0x5d], idle: [0xf2, 0xb8, 0xb5], hostWait: [0xff, 0x6b, 0x6b], kernelWait: [0xc9, 0xa7, 0xa4], gemm: [0x4f, 0x8f, 0xe6], background: [0x14, 0x1b, 0x22] };
 
 async function frames(page) {
   return Number(await page.getByTestId('timeline').getAttribute('data-frames'));
@@ -48,13 +48,15 @@ test('the timeline draws the GPU lanes, zooms and pans, and a click selects the 
   await nextFrame(page, 0);
 
   // The screenshot: the busy lane is computation green over most of its width, with idle gaps
-  // in pale red (the trace has idle time); the stream row holds kernels.
+  // coloured by idle category (the trace has idle time); the stream row holds kernels.
   const img = decodePng(await canvas.screenshot());
   const plot = img.width - GUTTER - 4;
   const green = count(img, BUSY_Y, COLOURS.computation);
   assert.ok(green > plot * 0.3, `computation covers ${green} of ${plot} px`);
   assert.ok(breakdown.idle_time > 0);
-  assert.ok(count(img, BUSY_Y, COLOURS.idle) > 0, 'idle gaps are drawn');
+  // Idle gaps are coloured by category (host wait, kernel wait, other).
+  const idlePx = count(img, BUSY_Y, COLOURS.idle) + count(img, BUSY_Y, COLOURS.hostWait) + count(img, BUSY_Y, COLOURS.kernelWait);
+  assert.ok(idlePx > 0, 'idle gaps are drawn');
   const painted = plot - count(img, STREAM_Y, COLOURS.background);
   assert.ok(painted > plot * 0.5, `stream row: ${painted} of ${plot} px painted`);
   // The range label starts with the whole trace: the CLI's total time plus the 1 % margins.

@@ -131,9 +131,13 @@ fn a_trace_reports_progress_then_the_engines_result() {
     assert_eq!(result["reopened"], false);
     let native =
         serde_json::to_value(jarvis_engine::analyze(&json).expect("analyzes")).expect("json");
-    for k in ["timeline", "top_ops", "headline", "platform"] {
+    for k in [
+        "timeline", "top_ops", "headline", "platform", "idle", "steps",
+    ] {
         assert_eq!(result["analysis"][k], native[k], "{k}");
     }
+    // The perf report's sheets stay in the worker (exports are built there).
+    assert!(result["analysis"].get("report").is_none());
     assert_eq!(
         result["analysis"]["facts"]["json_bytes"].as_u64(),
         Some(json.len() as u64)
@@ -219,6 +223,8 @@ fn an_exported_bundle_reopens_with_the_same_views_and_exports() {
         "platform",
         "facts",
         "diagnostics",
+        "idle",
+        "steps",
     ] {
         assert_eq!(again["analysis"][k], first["analysis"][k], "{k}");
     }

@@ -120,7 +120,7 @@ fn items(
     // current window, so a pan or zoom repaints at once while the next frame is computed.
     let f_px = f.window.span() / f.width.max(1.0);
     let to_x = |x: f32| x_of(f.window.start + f64::from(x) * f_px);
-    let mut by_class: [Vec<usize>; 17] = Default::default();
+    let mut by_class: [Vec<usize>; PALETTE.len()] = Default::default();
     let n = f.items.len() / 6;
     for i in 0..n {
         let class = f.items[i * 6 + 3] as usize;
