@@ -8,6 +8,7 @@ pub mod analysis_view;
 mod chart;
 pub mod url_state;
 pub mod views;
+mod worker_queue;
 
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
@@ -63,7 +64,9 @@ fn timeline_meta(
 }
 
 fn spawn_worker(set_status: WriteSignal<Status>, reference: Reference) -> Option<Worker> {
+    worker_queue::starting();
     let worker = Worker::new(WORKER_URL).ok()?;
+    let this = worker.clone();
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let data = ev.data();
         if !data.is_string() {
@@ -127,7 +130,9 @@ fn spawn_worker(set_status: WriteSignal<Status>, reference: Reference) -> Option
                     .data
                     .set(msg.get("comparison").cloned().unwrap_or_default());
             }
-            Some("ready") => set_status.set(Status::Ready),
+            // A file handed over while the worker started is analyzed now (its progress
+            // follows); otherwise the page is ready.
+            Some("ready") if worker_queue::ready(&this) == 0 => set_status.set(Status::Ready),
             Some("progress") => set_status.set(Status::Loading {
                 phase: msg
                     .get("phase")
@@ -312,7 +317,7 @@ pub fn App() -> impl IntoView {
         let _ = js_sys::Reflect::set(&msg, &"name".into(), &name.into());
         worker.with_value(|w| {
             if let Some(w) = w {
-                if w.post_message(&msg).is_err() {
+                if worker_queue::post(w, &msg).is_err() {
                     set_status.set(Status::Failed(
                         "could not hand the file to the worker".into(),
                     ));
@@ -383,7 +388,7 @@ pub fn App() -> impl IntoView {
         let _ = js_sys::Reflect::set(&msg, &"role".into(), &"reference".into());
         worker.with_value(|w| {
             if let Some(w) = w {
-                let _ = w.post_message(&msg);
+                let _ = worker_queue::post(w, &msg);
             }
         });
     };
@@ -431,7 +436,7 @@ pub fn App() -> impl IntoView {
                 let _ = js_sys::Reflect::set(&msg, &"export".into(), &what.into());
                 worker.with_value(|w| {
                     if let Some(w) = w {
-                        let _ = w.post_message(&msg);
+                        let _ = worker_queue::post(w, &msg);
                     }
                 });
             };
