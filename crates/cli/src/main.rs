@@ -343,11 +343,10 @@ fn write_report(analysis: &jarvis_engine::Analysis, out: &Path, title: &str) -> 
         fs::remove_dir_all(&staging)?;
     }
     fs::create_dir_all(&staging)?;
-    for sheet in &analysis.report.sheets {
-        let path = staging.join(format!("{}.csv", sheet.name));
-        fs::write(&path, sheet.to_csv())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-    }
+    analysis.write_csv_sheets(|name, csv| {
+        let path = staging.join(format!("{name}.csv"));
+        fs::write(&path, csv).with_context(|| format!("cannot write {}", path.display()))
+    })?;
     if final_dir.exists() {
         fs::remove_dir_all(&final_dir)
             .with_context(|| format!("cannot replace {}", final_dir.display()))?;

@@ -53,30 +53,85 @@ pub fn launches(trace: &Trace, tree: &CallTree, cutoff: Nanos) -> Vec<Launch> {
     out
 }
 
-/// HTA's columns, then the call and the GPU event's names.
-pub fn kernel_launch_stats_sheet(trace: &Trace, launches: &[Launch]) -> Sheet {
-    let mut sheet = Sheet::new(
-        "kernel_launch_stats",
-        &[
-            "correlation",
-            "cpu_duration",
-            "gpu_duration",
-            "launch_delay",
-            "runtime_call",
-            "name",
-        ],
-    );
-    for l in launches {
-        sheet.rows.push(vec![
-            Cell::Int(l.correlation),
-            Cell::f(us(l.cpu_ns)),
-            Cell::f(us(l.gpu_ns)),
-            Cell::f(us(l.delay_ns)),
-            Cell::s(trace.name(trace.event(l.call))),
-            Cell::s(trace.name(trace.event(l.gpu))),
-        ]);
+/// The launches as a compact table (40 bytes a row: a trace can hold millions), rendered to
+/// the `kernel_launch_stats` sheet only when written (CSV, bundle).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LaunchTable {
+    /// Distinct launch-call names.
+    pub calls: Vec<String>,
+    pub rows: Vec<LaunchRow>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LaunchRow {
+    pub correlation: i64,
+    pub cpu_ns: Nanos,
+    pub gpu_ns: Nanos,
+    pub delay_ns: Nanos,
+    /// Index into [`LaunchTable::calls`].
+    pub call: u32,
+}
+
+/// The sheet's name and columns: HTA's, then the launch call.
+pub const SHEET: &str = "kernel_launch_stats";
+pub const COLUMNS: [&str; 5] = [
+    "correlation",
+    "cpu_duration",
+    "gpu_duration",
+    "launch_delay",
+    "runtime_call",
+];
+
+impl LaunchTable {
+    pub fn new(trace: &Trace, launches: &[Launch]) -> LaunchTable {
+        let mut t = LaunchTable::default();
+        let mut ids: std::collections::HashMap<&str, u32> = Default::default();
+        for l in launches {
+            let name = trace.name(trace.event(l.call));
+            let call = *ids.entry(name).or_insert_with(|| {
+                t.calls.push(name.to_owned());
+                t.calls.len() as u32 - 1
+            });
+            t.rows.push(LaunchRow {
+                correlation: l.correlation,
+                cpu_ns: l.cpu_ns,
+                gpu_ns: l.gpu_ns,
+                delay_ns: l.delay_ns,
+                call,
+            });
+        }
+        t
     }
-    sheet
+
+    fn cells(&self, r: &LaunchRow) -> [Cell; 5] {
+        [
+            Cell::Int(r.correlation),
+            Cell::f(us(r.cpu_ns)),
+            Cell::f(us(r.gpu_ns)),
+            Cell::f(us(r.delay_ns)),
+            Cell::s(self.calls.get(r.call as usize).map_or("", String::as_str)),
+        ]
+    }
+
+    /// The `kernel_launch_stats` sheet, built on demand.
+    pub fn to_sheet(&self) -> Sheet {
+        let mut sheet = Sheet::new(SHEET, &COLUMNS);
+        sheet.rows = self.rows.iter().map(|r| self.cells(r).to_vec()).collect();
+        sheet
+    }
+
+    /// The sheet's CSV, written row by row (the same bytes as `to_sheet().to_csv()`).
+    pub fn to_csv(&self) -> Vec<u8> {
+        let mut w = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(Vec::with_capacity(self.rows.len() * 40 + 64));
+        // Writing into a Vec cannot fail.
+        let _ = w.write_record(COLUMNS);
+        for r in &self.rows {
+            let _ = w.write_record(self.cells(r).iter().map(Cell::csv_text));
+        }
+        w.into_inner().unwrap_or_default()
+    }
 }
 
 /// The figures the summary and the rules read.

@@ -21,11 +21,11 @@ pub fn bundle_zip(analysis: &Analysis, title: &str) -> Result<Vec<u8>, ExportErr
     let err = |e: &dyn std::fmt::Display| ExportError(e.to_string());
     let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let opts = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
-    for sheet in &analysis.report.sheets {
-        zip.start_file(format!("perf_report_csvs/{}.csv", sheet.name), opts)
+    analysis.write_csv_sheets(|name, csv| {
+        zip.start_file(format!("perf_report_csvs/{name}.csv"), opts)
             .map_err(|e| err(&e))?;
-        zip.write_all(&sheet.to_csv()).map_err(|e| err(&e))?;
-    }
+        zip.write_all(csv).map_err(|e| err(&e))
+    })?;
     for (path, bytes) in super::contract::standalone_files(analysis, title)? {
         zip.start_file(path, opts).map_err(|e| err(&e))?;
         zip.write_all(&bytes).map_err(|e| err(&e))?;
@@ -43,7 +43,7 @@ pub fn bundle_zip(analysis: &Analysis, title: &str) -> Result<Vec<u8>, ExportErr
         "diagnostics": analysis.diagnostics,
         "recommendations": analysis.standalone.as_ref().map(|st| st.briefs()).unwrap_or_default(),
         "ops": analysis.standalone.as_ref().map(crate::standalone::explorer::op_views).unwrap_or_default(),
-        "sheets": analysis.report.sheets.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+        "sheets": analysis.csv_sheet_names(),
     });
     zip.start_file("jarvis.json", opts).map_err(|e| err(&e))?;
     zip.write_all(

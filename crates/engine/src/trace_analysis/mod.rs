@@ -79,6 +79,10 @@ pub struct Analysis {
     pub idle: idle::IdleReport,
     /// Training steps or inference iterations.
     pub steps: steps::Steps,
+    /// Every launch (HTA's `kernel_launch_stats`), kept compact: written as that sheet's CSV by
+    /// the CLI and the bundle ([`Analysis::csv_sheets`]), not held as a [`Sheet`].
+    #[serde(skip)]
+    pub launch_table: crate::analysis::launch_stats::LaunchTable,
     pub report: PerfReport,
     /// The standalone analysis (findings, recommendations); absent for GPU-only traces. Not
     /// serialized with the analysis: its exports are the markdown reports and the output
@@ -89,6 +93,37 @@ pub struct Analysis {
     /// The timeline view's lanes, when [`Options::timeline_lanes`] asked for them.
     #[serde(skip)]
     pub lanes: Option<crate::lanes::Lanes>,
+}
+
+impl Analysis {
+    /// Names of the sheets written as CSV, in order: the perf report's, then
+    /// `kernel_launch_stats` when the trace has launches.
+    pub fn csv_sheet_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.report.sheets.iter().map(|s| s.name.clone()).collect();
+        if !self.launch_table.rows.is_empty() {
+            names.push(crate::analysis::launch_stats::SHEET.to_owned());
+        }
+        names
+    }
+
+    /// Hands each CSV sheet (name, bytes) to `write`, one at a time, in
+    /// [`Analysis::csv_sheet_names`]'s order; the launch table is rendered only here, so it is
+    /// never held as cells.
+    pub fn write_csv_sheets<E>(
+        &self,
+        mut write: impl FnMut(&str, &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for s in &self.report.sheets {
+            write(&s.name, &s.to_csv())?;
+        }
+        if !self.launch_table.rows.is_empty() {
+            write(
+                crate::analysis::launch_stats::SHEET,
+                &self.launch_table.to_csv(),
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// Builds the tree and runs every analysis on an imported trace, detecting the platform.
@@ -182,7 +217,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
     if let Some(coll) = collectives::coll_analysis(&trace, 0) {
         sheets.push(coll);
     }
-    let (idle_report, steps) = idle_and_steps(&mut trace, &tree, &names, &mut sheets);
+    let (idle_report, steps, launch_table) = idle_and_steps(&mut trace, &tree, &names, &mut sheets);
     // TraceLens leaves empty sheets out of the report, except the short-kernel ones.
     sheets.retain(|s| !s.rows.is_empty() || s.name.starts_with("short_kernel"));
 
@@ -240,6 +275,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         top_ops,
         idle: idle_report,
         steps,
+        launch_table,
         report: PerfReport { sheets },
         standalone,
         diagnostics: trace.diagnostics.sorted(),

@@ -19,7 +19,7 @@ pub(super) fn idle_and_steps(
     tree: &CallTree,
     names: &names::NameClasses,
     sheets: &mut Vec<Sheet>,
-) -> (idle::IdleReport, steps::Steps) {
+) -> (idle::IdleReport, steps::Steps, launch_stats::LaunchTable) {
     let linked: Vec<crate::model::EventId> = (0..trace.events.len() as u32)
         .map(crate::model::EventId)
         .filter(|&id| trace.event(id).kind.is_gpu() && tree.is_linked(id))
@@ -61,7 +61,7 @@ pub(super) fn idle_and_steps(
     let streams = idle::stream_idle(trace, tree, crate::model::Nanos::MAX);
     sheets.push(idle::idle_time_breakdown_sheet(0, &streams));
     sheets.push(idle::idle_interval_stats_sheet(0, &streams));
-    sheets.push(launch_stats::kernel_launch_stats_sheet(trace, &launches));
+    let table = launch_stats::LaunchTable::new(trace, &launches);
     drop(launches);
     sheets.push(idle::host_wait_causes_sheet(&causes));
     let steps = steps::steps(trace, tree, names, &gaps);
@@ -101,6 +101,7 @@ pub(super) fn idle_and_steps(
             launch_bound,
         },
         steps,
+        table,
     )
 }
 
