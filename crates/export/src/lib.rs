@@ -13,7 +13,13 @@ pub fn perf_report_xlsx(report: &PerfReport) -> Result<Vec<u8>, ExportError> {
     // A fixed creation date, so the same analysis always exports the same bytes.
     let created = ExcelDateTime::from_ymd(2024, 1, 1).map_err(|e| ExportError(e.to_string()))?;
     book.set_properties(&DocProperties::new().set_creation_datetime(&created));
-    for sheet in &report.sheets {
+    // The per-launch table (a reopened bundle carries it) can pass Excel's 1,048,576 rows and
+    // is not in TraceLens's workbook: CSV only.
+    for sheet in report
+        .sheets
+        .iter()
+        .filter(|s| s.name != jarvis_engine::analysis::launch_stats::SHEET)
+    {
         let ws = book.add_worksheet();
         let name: String = sheet.name.chars().take(31).collect();
         ws.set_name(&name).map_err(|e| ExportError(e.to_string()))?;
