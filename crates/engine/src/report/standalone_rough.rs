@@ -97,10 +97,9 @@ pub fn rough_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     let _ = writeln!(
         s,
         "\n### Step 2: Generate Reports\n\nPerf report sheets: {}.\n",
-        a.report
-            .sheets
+        a.csv_sheet_names()
             .iter()
-            .map(|x| code(&x.name))
+            .map(|x| code(x))
             .collect::<Vec<_>>()
             .join(", ")
     );
