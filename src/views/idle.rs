@@ -36,18 +36,7 @@ pub fn IdleSection(idle: IdleReport) -> impl IntoView {
         .iter()
         .take(8)
         .map(|c| {
-            let examples = c
-                .examples
-                .iter()
-                .map(|(uid, at, len)| {
-                    format!(
-                        "event {uid} at {:.3} ms ({:.1} µs)",
-                        *at as f64 / 1e6,
-                        *len as f64 / 1e3
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; ");
+            let examples = c.examples_text();
             view! {
                 <tr data-testid="idle-cause" data-kind=c.kind.key() data-ns=c.time_ns.to_string()>
                     <td>{c.kind.key().replace('_', " ")}</td>

@@ -80,6 +80,23 @@ pub struct HostWaitCause {
 
 const MAX_EXAMPLES: usize = 3;
 
+impl HostWaitCause {
+    /// The examples as text: `event 1268 at 1.603 ms (86.0 µs gap)`, joined by `; `.
+    pub fn examples_text(&self) -> String {
+        self.examples
+            .iter()
+            .map(|(uid, at, len)| {
+                format!(
+                    "event {uid} at {:.3} ms ({:.1} µs gap)",
+                    *at as f64 / 1e6,
+                    *len as f64 / 1e3
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
 /// Runtime calls that block the host until the GPU (or a stream) is done.
 pub fn is_sync_call(name: &str) -> bool {
     matches!(
@@ -138,14 +155,7 @@ impl ThreadIndex {
     fn build(trace: &Trace) -> ThreadIndex {
         let mut lanes: std::collections::HashMap<LaneId, Vec<u32>> = Default::default();
         for (i, e) in trace.events.iter().enumerate() {
-            if matches!(
-                e.kind,
-                EventKind::CpuOp
-                    | EventKind::PythonFunction
-                    | EventKind::CudaRuntime
-                    | EventKind::CudaDriver
-                    | EventKind::UserAnnotation
-            ) {
+            if e.kind.is_host_activity() {
                 lanes.entry(e.lane).or_default().push(i as u32);
             }
         }

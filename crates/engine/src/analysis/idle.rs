@@ -381,18 +381,7 @@ pub fn host_wait_causes_sheet(causes: &[super::host_wait::HostWaitCause]) -> She
         ],
     );
     for c in causes {
-        let ex = c
-            .examples
-            .iter()
-            .map(|(uid, at, len)| {
-                format!(
-                    "event {uid} at {:.3} ms ({:.1} µs gap)",
-                    *at as f64 / 1e6,
-                    *len as f64 / 1e3
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
+        let ex = c.examples_text();
         sheet.rows.push(vec![
             Cell::s(c.kind.key()),
             Cell::s(&c.label),

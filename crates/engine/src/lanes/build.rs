@@ -84,16 +84,7 @@ pub fn build(
     // Keyed by lane and GPU-ness: a lane holding both (odd traces) becomes two lanes.
     let mut by_lane: HashMap<(LaneId, bool), Vec<u32>> = HashMap::default();
     for (i, e) in trace.events.iter().enumerate() {
-        let keep = e.kind.is_gpu()
-            || host
-                && matches!(
-                    e.kind,
-                    EventKind::CpuOp
-                        | EventKind::PythonFunction
-                        | EventKind::CudaRuntime
-                        | EventKind::CudaDriver
-                        | EventKind::UserAnnotation
-                );
+        let keep = e.kind.is_gpu() || host && e.kind.is_host_activity();
         if keep && e.dur >= 0 {
             by_lane
                 .entry((e.lane, e.kind.is_gpu()))

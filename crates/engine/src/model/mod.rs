@@ -65,6 +65,19 @@ impl EventKind {
         )
     }
 
+    /// What a host thread records: CPU ops, python functions, runtime and driver calls, user
+    /// annotations.
+    pub fn is_host_activity(self) -> bool {
+        matches!(
+            self,
+            EventKind::CpuOp
+                | EventKind::PythonFunction
+                | EventKind::CudaRuntime
+                | EventKind::CudaDriver
+                | EventKind::UserAnnotation
+        )
+    }
+
     /// Host-side runtime or driver API calls (launches, copies, syncs).
     pub fn is_runtime(self) -> bool {
         matches!(self, EventKind::CudaRuntime | EventKind::CudaDriver)
