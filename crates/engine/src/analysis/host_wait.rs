@@ -419,38 +419,47 @@ pub fn causes(trace: &Trace, tree: &CallTree, gaps: &[Gap], origin: Nanos) -> Ve
     rows
 }
 
-/// One line per gap saying what the host did (host-wait gaps) or why the GPU waited (the
-/// others), for the timeline's hover.
-pub fn describe_gaps(trace: &Trace, tree: &CallTree, gaps: &[Gap]) -> Vec<String> {
-    let index = ThreadIndex::build(trace);
-    gaps.iter()
-        .map(|gap| match gap.category {
-            IdleCategory::HostWait => {
-                let mut parts = blame_gap(trace, tree, &index, gap);
-                parts.sort_by_key(|b| std::cmp::Reverse(b.ns));
-                let text: Vec<String> = parts
-                    .iter()
-                    .map(|b| {
-                        let what = b.kind.key().replace('_', " ");
-                        if b.label.is_empty() {
-                            format!("{what} {:.1} µs", b.ns as f64 / 1e3)
-                        } else {
-                            format!("{what}: {} {:.1} µs", b.label, b.ns as f64 / 1e3)
-                        }
-                    })
-                    .collect();
-                if text.is_empty() {
-                    "host wait".to_owned()
-                } else {
-                    format!("host wait: {}", text.join(", "))
+/// Describes gaps for the timeline's hover; holds the host-thread index, built once per trace
+/// however many devices' gaps it describes.
+pub struct GapDescriber(ThreadIndex);
+
+impl GapDescriber {
+    pub fn new(trace: &Trace) -> GapDescriber {
+        GapDescriber(ThreadIndex::build(trace))
+    }
+
+    /// One line per gap saying what the host did (host-wait gaps) or why the GPU waited (the
+    /// others).
+    pub fn describe(&self, trace: &Trace, tree: &CallTree, gaps: &[Gap]) -> Vec<String> {
+        gaps.iter()
+            .map(|gap| match gap.category {
+                IdleCategory::HostWait => {
+                    let mut parts = blame_gap(trace, tree, &self.0, gap);
+                    parts.sort_by_key(|b| std::cmp::Reverse(b.ns));
+                    let text: Vec<String> = parts
+                        .iter()
+                        .map(|b| {
+                            let what = b.kind.key().replace('_', " ");
+                            if b.label.is_empty() {
+                                format!("{what} {:.1} µs", b.ns as f64 / 1e3)
+                            } else {
+                                format!("{what}: {} {:.1} µs", b.label, b.ns as f64 / 1e3)
+                            }
+                        })
+                        .collect();
+                    if text.is_empty() {
+                        "host wait".to_owned()
+                    } else {
+                        format!("host wait: {}", text.join(", "))
+                    }
                 }
-            }
-            IdleCategory::KernelWait => {
-                "kernel wait: the next work was queued (gap under 30 µs)".to_owned()
-            }
-            IdleCategory::Other => {
-                "idle with work queued (a dependency: event, other stream, NCCL)".to_owned()
-            }
-        })
-        .collect()
+                IdleCategory::KernelWait => {
+                    "kernel wait: the next work was queued (gap under 30 µs)".to_owned()
+                }
+                IdleCategory::Other => {
+                    "idle with work queued (a dependency: event, other stream, NCCL)".to_owned()
+                }
+            })
+            .collect()
+    }
 }

@@ -98,35 +98,35 @@ pub fn launch_of(trace: &Trace, tree: &CallTree, id: EventId) -> Option<EventId>
 /// The gaps of the union of the given GPU events, each categorized. Their lengths add up to
 /// the span of the events minus their busy time: `gpu_timeline`'s idle time for linked events.
 pub fn gaps(trace: &Trace, tree: &CallTree, events: &[EventId]) -> Vec<Gap> {
-    let mut order: Vec<(Nanos, Nanos, EventId)> = events
+    // (start, launch start, event, launch): the launch is looked up once per event.
+    let mut order: Vec<(Nanos, Nanos, EventId, Option<EventId>)> = events
         .iter()
         .map(|&id| {
-            let e = trace.event(id);
-            let launch = launch_of(trace, tree, id).map_or(Nanos::MAX, |l| trace.event(l).ts);
-            (e.ts, launch, id)
+            let launch = launch_of(trace, tree, id);
+            let at = launch.map_or(Nanos::MAX, |l| trace.event(l).ts);
+            (trace.event(id).ts, at, id, launch)
         })
         .collect();
     // Ties on start: the earliest-launched event decides whether the host was late.
-    order.sort_unstable();
+    order.sort_unstable_by_key(|&(ts, at, id, _)| (ts, at, id));
     let mut out = Vec::new();
     let mut busy_to: Option<Nanos> = None;
-    for (ts, _, id) in order {
-        let e = trace.event(id);
+    for (ts, at, id, launch) in order {
+        let end = trace.event(id).end();
         match busy_to {
-            Some(end) if ts > end => {
-                let launch = launch_of(trace, tree, id);
-                let category = categorize(end, ts - end, launch.map(|l| trace.event(l).ts));
+            Some(prev) if ts > prev => {
+                let launched = launch.map(|_| at);
                 out.push(Gap {
-                    start: end,
+                    start: prev,
                     end: ts,
-                    category,
+                    category: categorize(prev, ts - prev, launched),
                     next: id,
                     launch,
                 });
-                busy_to = Some(e.end());
+                busy_to = Some(end);
             }
-            Some(end) => busy_to = Some(end.max(e.end())),
-            None => busy_to = Some(e.end()),
+            Some(prev) => busy_to = Some(prev.max(end)),
+            None => busy_to = Some(end),
         }
     }
     out

@@ -124,6 +124,7 @@ pub fn build(
         .map(|(l, _)| trace.lane(*l).pid.clone())
         .collect();
     pids.dedup();
+    let describer = crate::analysis::host_wait::GapDescriber::new(trace);
     for pid in pids {
         let streams: Vec<&(LaneId, Vec<u32>)> = gpu
             .iter()
@@ -137,7 +138,7 @@ pub fn build(
             .filter(|&id| tree.is_linked(id))
             .collect();
         let gaps = crate::analysis::idle::gaps(trace, tree, &linked);
-        let texts = crate::analysis::host_wait::describe_gaps(trace, tree, &gaps);
+        let texts = describer.describe(trace, tree, &gaps);
         let gap_info: Vec<(Nanos, SliceClass, u32)> = gaps
             .iter()
             .zip(texts)
