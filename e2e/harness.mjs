@@ -71,10 +71,10 @@ export function assertLocalOnly(requests) {
   }
 }
 
-// The CLI's gpu_timeline.csv for a trace, as { type: ms }.
-export function cliTimeline(trace) {
+// The CLI's gpu_timeline.csv for a trace, as { type: ms } (`extra`: more CLI flags).
+export function cliTimeline(trace, extra = []) {
   const dir = fs.mkdtempSync(path.join(OUT, 'cli-'));
-  execFileSync(JARVIS, ['report', trace, '--out', dir, '--platform', 'none'], { stdio: 'ignore' });
+  execFileSync(JARVIS, ['report', trace, '--out', dir, '--platform', 'none', ...extra], { stdio: 'ignore' });
   const lines = fs.readFileSync(path.join(dir, 'perf_report_csvs', 'gpu_timeline.csv'), 'utf8').trim().split('\n').slice(1);
   fs.rmSync(dir, { recursive: true, force: true });
   return Object.fromEntries(lines.map((l) => { const [type, ms] = l.split(','); return [type, Number(ms)]; }));

@@ -50,6 +50,9 @@ pub struct Overview {
     pub events: u64,
     pub kernels: u64,
     pub timeline: Vec<TimelineRow>,
+    /// Which GPU events the breakdown counts, and the unlinked ones (absent in older bundles:
+    /// then nothing is said).
+    pub unlinked: Option<jarvis_engine::analysis::timeline::UnlinkedWork>,
     /// Executive-summary figures: (engine key, label, value shown, exact value for tests).
     pub headline: Vec<(&'static str, &'static str, String, String)>,
     pub top_ops: Vec<TopOp>,
@@ -177,6 +180,9 @@ impl Overview {
                 .unwrap_or(0),
             kernels: facts.get("kernels").and_then(Value::as_u64).unwrap_or(0),
             timeline,
+            unlinked: a
+                .get("unlinked")
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
             headline,
             top_ops,
             idle: a

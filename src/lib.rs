@@ -299,11 +299,14 @@ pub fn App() -> impl IntoView {
         lanes: RwSignal::new(None),
     };
     let worker = StoredValue::new_local(spawn_worker(set_status, reference));
-    // The last target's `File` handle (not its contents): a platform change re-analyzes it.
-    let last_file = StoredValue::new_local(None::<(Blob, String)>);
+    // The last target's `File` handle (not its contents) and platform: a platform change or the
+    // unlinked-work switch re-analyzes it.
+    let last_file = StoredValue::new_local(None::<(Blob, String, String)>);
+    // Count GPU events without a linked launch (`GpuScope::All`); kept for the next files too.
+    let include_unlinked = RwSignal::new(false);
 
     let send = move |blob: Blob, name: String, platform: String| {
-        last_file.set_value(Some((blob.clone(), name.clone())));
+        last_file.set_value(Some((blob.clone(), name.clone(), platform.clone())));
         set_file_name.set(name.clone());
         set_status.set(Status::Loading {
             phase: "reading".into(),
@@ -315,6 +318,11 @@ pub fn App() -> impl IntoView {
         let _ = js_sys::Reflect::set(&msg, &"file".into(), &blob);
         let _ = js_sys::Reflect::set(&msg, &"platform".into(), &platform.into());
         let _ = js_sys::Reflect::set(&msg, &"name".into(), &name.into());
+        let _ = js_sys::Reflect::set(
+            &msg,
+            &"include_unlinked".into(),
+            &include_unlinked.get_untracked().into(),
+        );
         worker.with_value(|w| {
             if let Some(w) = w {
                 if worker_queue::post(w, &msg).is_err() {
@@ -370,7 +378,13 @@ pub fn App() -> impl IntoView {
         }
     };
     let reanalyze = Callback::new(move |platform: String| {
-        if let Some((blob, name)) = last_file.get_value() {
+        if let Some((blob, name, _)) = last_file.get_value() {
+            send(blob, name, platform);
+        }
+    });
+    let set_unlinked = Callback::new(move |on: bool| {
+        include_unlinked.set(on);
+        if let Some((blob, name, platform)) = last_file.get_value() {
             send(blob, name, platform);
         }
     });
@@ -386,6 +400,11 @@ pub fn App() -> impl IntoView {
         let _ = js_sys::Reflect::set(&msg, &"platform".into(), &"auto".into());
         let _ = js_sys::Reflect::set(&msg, &"name".into(), &name.into());
         let _ = js_sys::Reflect::set(&msg, &"role".into(), &"reference".into());
+        let _ = js_sys::Reflect::set(
+            &msg,
+            &"include_unlinked".into(),
+            &include_unlinked.get_untracked().into(),
+        );
         worker.with_value(|w| {
             if let Some(w) = w {
                 let _ = worker_queue::post(w, &msg);
@@ -496,7 +515,7 @@ pub fn App() -> impl IntoView {
                             <views::compare::CompareView comparison=reference.data.get() report_html=reference.comparison.get()
                                 target_lanes=o.lanes.clone() reference_lanes=reference.lanes.get() worker=worker/>
                         }.into_any(),
-                        _ => view! { <views::overview::OverviewView overview=o reanalyze=reanalyze show_diagnostics=show_diagnostics/> }.into_any(),
+                        _ => view! { <views::overview::OverviewView overview=o reanalyze=reanalyze include_unlinked=set_unlinked show_diagnostics=show_diagnostics/> }.into_any(),
                     }
                 }}
             }

@@ -11,6 +11,8 @@ use crate::views::platform::PlatformPanel;
 pub fn OverviewView(
     overview: Overview,
     reanalyze: Callback<String>,
+    /// Re-analyzes the same file counting (true) or leaving out unlinked GPU work.
+    include_unlinked: Callback<bool>,
     /// Opens the diagnostics tab.
     show_diagnostics: Callback<()>,
 ) -> impl IntoView {
@@ -120,6 +122,7 @@ pub fn OverviewView(
                 <thead><tr><th>"type"</th><th>"time ms"</th><th>"percent"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
+            {overview.unlinked.map(|u| view! { <GpuScopeNote unlinked=u reopened=overview.reopened include=include_unlinked/> })}
             <h2>"Why the GPU idles"</h2>
             <crate::views::idle::IdleSection idle=overview.idle.clone()/>
             <h2>"Top operations by GPU kernel time"</h2>
@@ -133,5 +136,55 @@ pub fn OverviewView(
             </p>
             <DiagnosticsList diagnostics=first_diags examples=1/>
         </section>
+    }
+}
+
+/// Says which GPU events the breakdown counts; when some have no linked launch, how much time
+/// they hold and a switch to count them (docs/metrics.md, "Unlinked GPU work").
+#[component]
+fn GpuScopeNote(
+    unlinked: jarvis_engine::analysis::timeline::UnlinkedWork,
+    reopened: bool,
+    include: Callback<bool>,
+) -> impl IntoView {
+    use jarvis_engine::GpuScope;
+    let u = unlinked;
+    let all = u.scope == GpuScope::All;
+    let ms = |ns: i64| ns as f64 / 1e6;
+    let text = if u.events == 0 {
+        "Counted: every GPU event (each is linked to the launch that queued it).".to_owned()
+    } else {
+        let share = if u.all_time > 0 {
+            100.0 * u.time as f64 / u.all_time as f64
+        } else {
+            0.0
+        };
+        let what = format!(
+            "{} of {} GPU events have no linked launch ({:.3} ms, {share:.1} % of all GPU event time; {:.3} ms of busy time)",
+            u.events,
+            u.all_events,
+            ms(u.time),
+            ms(u.busy_all - u.busy_linked)
+        );
+        if all {
+            format!("Counted: every GPU event. {what}: included here; TraceLens's default leaves them out.")
+        } else {
+            format!("Counted: GPU events linked to a launch (TraceLens's default). {what}: left out.")
+        }
+    };
+    let scope = if all { "all" } else { "linked" };
+    view! {
+        <p class="facts" data-testid="gpu-scope" data-scope=scope data-unlinked-events=u.events.to_string()
+            data-busy-all=u.busy_all.to_string() data-busy-linked=u.busy_linked.to_string()>
+            {text}
+            {(u.events > 0 && !reopened).then(|| view! {
+                " "
+                <label class="switch">
+                    <input type="checkbox" data-testid="include-unlinked" prop:checked=all
+                        on:change=move |ev| include.run(event_target_checked(&ev))/>
+                    " count unlinked GPU work"
+                </label>
+            })}
+        </p>
     }
 }

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use jarvis_engine::{analyze_trace_with, Importer, Options, PlatformChoice};
+use jarvis_engine::{analyze_trace_with, GpuScope, Importer, Options, PlatformChoice};
 
 #[derive(Parser)]
 #[command(
@@ -42,6 +42,10 @@ enum Command {
         /// Build replay packages for these ops (e.g. `aten::mm`) whatever the rules say.
         #[arg(long, num_args = 1.., value_name = "OP")]
         replay: Vec<String>,
+        /// Count GPU events without a linked launch in the GPU breakdown, idle time, steps
+        /// (TraceLens's `--include_unlinked_kernels`); by default only linked ones count.
+        #[arg(long)]
+        include_unlinked: bool,
     },
     /// Compare a target trace with a reference trace of the same workload on another platform.
     Compare {
@@ -62,6 +66,9 @@ enum Command {
         /// Platform of the reference trace.
         #[arg(long, default_value = "auto")]
         reference_platform: String,
+        /// Count GPU events without a linked launch in both traces' breakdowns.
+        #[arg(long)]
+        include_unlinked: bool,
     },
     /// List the built-in hardware platforms and their peaks.
     Platforms,
@@ -88,12 +95,14 @@ fn main() -> ExitCode {
             no_files,
             platform,
             replay,
+            include_unlinked,
         } => platform_choice(&platform).and_then(|p| {
             let options = Options {
                 timeline_lanes: false,
                 timeline_host_lanes: false,
                 platform: p,
                 replay_ops: replay,
+                gpu_scope: scope(include_unlinked),
             };
             report(&trace, out, no_files, &options)
         }),
@@ -104,13 +113,14 @@ fn main() -> ExitCode {
             names,
             target_platform,
             reference_platform,
+            include_unlinked,
         } => compare(
             &target,
             &reference,
             &out,
             &names,
-            &target_platform,
-            &reference_platform,
+            (&target_platform, &reference_platform),
+            scope(include_unlinked),
         ),
         Command::Platforms => {
             say(&summary::platforms());
@@ -134,6 +144,15 @@ fn main() -> ExitCode {
 /// Writes to stdout; a closed pipe (`jarvis report … | head`) just ends the output.
 fn say(text: &str) {
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// `--include-unlinked` as the engine's scope.
+fn scope(include_unlinked: bool) -> GpuScope {
+    if include_unlinked {
+        GpuScope::All
+    } else {
+        GpuScope::Linked
+    }
 }
 
 /// Resolves `--platform`: `auto`, `none`, a built-in name, or a JSON file.
@@ -219,12 +238,13 @@ fn compare(
     reference: &Path,
     out: &Path,
     names: &[String],
-    target_platform: &str,
-    reference_platform: &str,
+    (target_platform, reference_platform): (&str, &str),
+    gpu_scope: GpuScope,
 ) -> Result<()> {
     let run = |trace: &Path, platform: &str| -> Result<jarvis_engine::Analysis> {
         let options = Options {
             platform: platform_choice(platform)?,
+            gpu_scope,
             ..Options::default()
         };
         Ok(analyze_trace_with(import(trace)?, &options))

@@ -41,7 +41,19 @@ pub fn render(a: &Analysis) -> String {
         }
     }
     let t = &a.timeline;
-    let _ = writeln!(s, "\nGPU timeline (TraceLens definitions)");
+    let u = &a.unlinked;
+    let counted = match (u.scope, u.events) {
+        (_, 0) => "every GPU event is linked to a launch".to_owned(),
+        (jarvis_engine::GpuScope::Linked, n) => format!(
+            "linked GPU events only; {n} unlinked ({:.3} ms) left out, see --include-unlinked",
+            u.time as f64 / 1e6
+        ),
+        (jarvis_engine::GpuScope::All, n) => format!(
+            "all GPU events, including {n} unlinked ({:.3} ms)",
+            u.time as f64 / 1e6
+        ),
+    };
+    let _ = writeln!(s, "\nGPU timeline (TraceLens definitions; {counted})");
     for (name, ns) in t.rows() {
         let pct = if t.total > 0 {
             ns as f64 / t.total as f64 * 100.0

@@ -43,6 +43,7 @@ pub mod standalone;
 pub mod synth;
 pub mod trace_analysis;
 
+pub use analysis::timeline::GpuScope;
 pub use error::ImportError;
 pub use import::Importer;
 pub use trace_analysis::{analyze_trace, analyze_trace_with, Analysis, Options, PlatformChoice};

@@ -4,16 +4,17 @@
 //! | request                                   | answers                                              |
 //! |-------------------------------------------|------------------------------------------------------|
 //! | (worker start)                            | `ready`                                              |
-//! | `{file, name, platform}`                  | `progress {phase, done, total, elapsed_ms}`…, then `result {analysis, elapsed_ms, parse_ms, input_bytes, wasm_memory_bytes, recommendations, report_html, rough_html, comparison_html, reopened, timeline, reference_timeline}` or `error {message}` |
-//! | `{file, name, platform, role: "reference"}` | `progress {role: "reference"}`…, then `reference {name, comparison_html, comparison, timeline}` or `error {role: "reference"}` |
+//! | `{file, name, platform, include_unlinked}` | `progress {phase, done, total, elapsed_ms}`…, then `result {analysis, elapsed_ms, parse_ms, input_bytes, wasm_memory_bytes, recommendations, report_html, rough_html, comparison_html, reopened, timeline, reference_timeline}` or `error {message}` |
+//! | `{file, name, platform, include_unlinked, role: "reference"}` | `progress {role: "reference"}`…, then `reference {name, comparison_html, comparison, timeline}` or `error {role: "reference"}` |
 //! | `{export: "bundle" \| "xlsx" \| "html" \| "analysis" \| "comparison"}` | `{kind: "export", name, bytes}` or `error` |
-//! | `{frame: {seq, role, start, end, width, rows, highlight}}` | `{kind: "frame", seq, role, start, end, width, items}` (`items` a transferred `Float32Array`, 6 floats per item: row, x0, x1, class, coverage, name; class 16 marks where the op row `highlight` runs) |
+//! | `{frame: {seq, role, start, end, width, rows, highlight}}` | `{kind: "frame", seq, role, start, end, width, items}` (`items` a transferred `Float32Array`, 6 floats per item: row, x0, x1, class, coverage, name; class 18 (`lanes::HIGHLIGHT_CLASS`) marks where the op row `highlight` runs) |
 //! | `{pick: {seq, role, row, t, tolerance}}`   | `{kind: "pick", seq, role, hit}` (`hit`: lane, name, class, start_ns, dur_ns, op_row, or null) |
 //!
 //! `file` is a `Blob`: a trace (`.json`, `.json.gz`), read in 16 MiB slices (the page never
 //! holds its contents), or a bundle this worker exported (`jarvis_bundle.zip`), reopened
 //! without its trace. `platform` is `auto`, a built-in name, or a platform as JSON (the page's
-//! edited peaks). Cancelling is terminating the worker: the analysis loop is synchronous.
+//! edited peaks). `include_unlinked` (optional, default false) counts GPU events without a linked launch
+//! in the breakdown (`GpuScope::All`). Cancelling is terminating the worker: the analysis loop is synchronous.
 
 #[cfg(target_arch = "wasm32")]
 mod session;

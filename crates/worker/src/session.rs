@@ -3,7 +3,7 @@
 
 use jarvis_engine::report::reopen::{looks_like_zip, open_bundle, Reopened};
 use jarvis_engine::standalone::Brief;
-use jarvis_engine::{analyze_trace_with, Analysis, Importer, Options, PlatformChoice};
+use jarvis_engine::{analyze_trace_with, Analysis, GpuScope, Importer, Options, PlatformChoice};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -96,12 +96,17 @@ impl Session {
             return;
         };
         let (name, platform) = (text("name"), text("platform"));
+        let scope = if get("include_unlinked").and_then(|v| v.as_bool()) == Some(true) {
+            GpuScope::All
+        } else {
+            GpuScope::Linked
+        };
         let done = if role == "reference" {
-            self.analyze_reference(&file, &platform, &name, out)
+            self.analyze_reference(&file, (&platform, scope), &name, out)
         } else {
             // A new target: drop the previous one before reading (its memory is reused).
             self.target = None;
-            self.analyze(&file, &platform, &name, out)
+            self.analyze(&file, (&platform, scope), &name, out)
         };
         match done {
             Ok(reply) => out.post(&JsValue::from_str(&reply), None),
@@ -115,7 +120,7 @@ impl Session {
     fn analyze(
         &mut self,
         file: &Blob,
-        platform: &str,
+        (platform, scope): (&str, GpuScope),
         name: &str,
         out: &dyn Outbox,
     ) -> Result<String, String> {
@@ -129,7 +134,7 @@ impl Session {
             Loaded::Bundle(Box::new(reopened), bytes)
         } else {
             let choice = platform_choice(platform)?;
-            let (analysis, parsed) = read_and_analyze(file, choice, "target", out)?;
+            let (analysis, parsed) = read_and_analyze(file, (choice, scope), "target", out)?;
             parse_ms = parsed;
             Loaded::Trace(Box::new(analysis))
         };
@@ -199,7 +204,7 @@ impl Session {
     fn analyze_reference(
         &mut self,
         file: &Blob,
-        platform: &str,
+        (platform, scope): (&str, GpuScope),
         name: &str,
         out: &dyn Outbox,
     ) -> Result<String, String> {
@@ -208,7 +213,7 @@ impl Session {
             return Err("a reference must be a trace (.json or .json.gz), not a bundle".into());
         }
         let choice = platform_choice(platform)?;
-        let (analysis, _) = read_and_analyze(file, choice, "reference", out)?;
+        let (analysis, _) = read_and_analyze(file, (choice, scope), "reference", out)?;
         self.reference = Some((analysis, title_of(name)));
         Ok(
             json!({"kind": "reference", "name": name, "comparison_html": self.comparison_html(),
@@ -516,7 +521,7 @@ fn read_all(file: &Blob) -> Result<Vec<u8>, String> {
 /// and parsing (the rest of the time is the analysis).
 fn read_and_analyze(
     file: &Blob,
-    platform: PlatformChoice,
+    (platform, gpu_scope): (PlatformChoice, GpuScope),
     role: &str,
     out: &dyn Outbox,
 ) -> Result<(Analysis, f64), String> {
@@ -553,6 +558,7 @@ fn read_and_analyze(
             // host lanes, to leave memory for two big traces.
             timeline_lanes: true,
             timeline_host_lanes: role == "target",
+            gpu_scope,
             ..Options::default()
         },
     );

@@ -209,12 +209,18 @@ fn clip(u: &[Span], w: Span) -> Vec<Span> {
         .collect()
 }
 
-/// Builds the step table. `gaps` are the trace-level idle gaps (`idle::gaps`).
-pub fn steps(trace: &Trace, tree: &CallTree, names: &NameClasses, gaps: &[Gap]) -> Steps {
-    let linked: Vec<EventId> = (0..trace.events.len() as u32)
-        .map(EventId)
-        .filter(|&id| trace.event(id).kind.is_gpu() && tree.is_linked(id))
-        .collect();
+/// Builds the step table over the GPU events the timeline counts (`counted`, from
+/// `timeline::counted_gpu_events`). `gaps` are the trace-level idle gaps (`idle::gaps`).
+/// Unlinked events (counted under `GpuScope::All`) have no launch to place them in a step: they
+/// count in the work of the step windows they fall in.
+pub fn steps(
+    trace: &Trace,
+    tree: &CallTree,
+    names: &NameClasses,
+    counted: &[EventId],
+    gaps: &[Gap],
+) -> Steps {
+    let linked = counted;
     if linked.is_empty() {
         return Steps {
             source: Some(StepSource::WholeTrace),
@@ -226,7 +232,7 @@ pub fn steps(trace: &Trace, tree: &CallTree, names: &NameClasses, gaps: &[Gap]) 
         comm: Vec::new(),
         copy: Vec::new(),
     };
-    for &id in &linked {
+    for &id in linked {
         let e = trace.event(id);
         let span = (e.ts, e.end());
         match names.work(trace, e) {
@@ -260,7 +266,7 @@ pub fn steps(trace: &Trace, tree: &CallTree, names: &NameClasses, gaps: &[Gap]) 
     }
     let starts: Vec<Nanos> = spans.iter().map(|s| s.3 .0).collect();
     let mut per_step: Vec<Vec<EventId>> = vec![Vec::new(); spans.len()];
-    for &id in &linked {
+    for &id in linked {
         let t = if whole {
             spans[0].3 .0
         } else {

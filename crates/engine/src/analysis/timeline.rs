@@ -1,7 +1,8 @@
 //! GPU time breakdown (`gpu_timeline`, spec §3): computation, exposed communication, exposed
-//! memcpy and idle time over the union of all linked GPU events.
+//! memcpy and idle time over the union of the GPU events counted: linked ones (TraceLens's
+//! default) or all (`GpuScope::All`, TraceLens's `--include_unlinked_kernels`).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::categories::{is_communication, is_rocm_copy_kernel, is_rocm_fill_kernel};
 use super::intervals::{length, merge, subtract, Span};
@@ -98,10 +99,91 @@ pub fn timeline_of(
     }
 }
 
-/// The trace's timeline over linked GPU events (TraceLens excludes unlinked ones).
-pub fn gpu_timeline(trace: &Trace, tree: &CallTree, names: &NameClasses) -> GpuTimeline {
-    let ids = (0..trace.events.len() as u32)
+/// Which GPU events the timeline, the idle analysis, the steps and the busy lanes count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuScope {
+    /// Only GPU events linked to a launch (TraceLens's default).
+    #[default]
+    Linked,
+    /// Every GPU event (TraceLens's `--include_unlinked_kernels`).
+    All,
+}
+
+impl GpuScope {
+    /// Whether the GPU event `id` is counted under this scope.
+    pub fn counts(self, tree: &CallTree, id: EventId) -> bool {
+        self == GpuScope::All || tree.is_linked(id)
+    }
+}
+
+/// The GPU events counted under `scope`, in trace order.
+pub fn counted_gpu_events(trace: &Trace, tree: &CallTree, scope: GpuScope) -> Vec<EventId> {
+    (0..trace.events.len() as u32)
         .map(EventId)
-        .filter(|&id| trace.event(id).kind.is_gpu() && tree.is_linked(id));
-    timeline_of(trace, names, ids)
+        .filter(|&id| trace.event(id).kind.is_gpu() && scope.counts(tree, id))
+        .collect()
+}
+
+/// The trace's timeline over the GPU events `scope` counts (TraceLens: linked ones).
+pub fn gpu_timeline(
+    trace: &Trace,
+    tree: &CallTree,
+    names: &NameClasses,
+    scope: GpuScope,
+) -> GpuTimeline {
+    timeline_of(trace, names, counted_gpu_events(trace, tree, scope))
+}
+
+/// GPU events without a linked launch, and what counting them changes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnlinkedWork {
+    /// Which events the breakdown shown counts.
+    pub scope: GpuScope,
+    /// GPU events (kernels, copies, sets) without a linked launch, and all GPU events.
+    pub events: u64,
+    pub all_events: u64,
+    /// Sum of their durations, and of all GPU events' durations.
+    pub time: Nanos,
+    pub all_time: Nanos,
+    /// Busy time (union) of the linked GPU events, and of every GPU event: the difference is the
+    /// busy time the linked-only breakdown leaves out.
+    pub busy_linked: Nanos,
+    pub busy_all: Nanos,
+}
+
+/// Counts the unlinked GPU work; `shown` is the timeline already computed under `scope`.
+pub fn unlinked_work(
+    trace: &Trace,
+    tree: &CallTree,
+    scope: GpuScope,
+    shown: &GpuTimeline,
+) -> UnlinkedWork {
+    let mut w = UnlinkedWork {
+        scope,
+        ..UnlinkedWork::default()
+    };
+    // The union not already computed as `shown`: of every GPU event, or of the linked ones.
+    let mut other: Vec<Span> = Vec::new();
+    for (i, e) in trace.events.iter().enumerate() {
+        if !e.kind.is_gpu() {
+            continue;
+        }
+        w.all_events += 1;
+        w.all_time += e.dur;
+        let linked = tree.is_linked(EventId(i as u32));
+        if !linked {
+            w.events += 1;
+            w.time += e.dur;
+        }
+        if scope == GpuScope::Linked || linked {
+            other.push((e.ts, e.end()));
+        }
+    }
+    (w.busy_linked, w.busy_all) = match (scope, w.events) {
+        (_, 0) => (shown.busy, shown.busy),
+        (GpuScope::Linked, _) => (shown.busy, length(&merge(other))),
+        (GpuScope::All, _) => (length(&merge(other)), shown.busy),
+    };
+    w
 }

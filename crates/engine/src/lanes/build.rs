@@ -8,7 +8,7 @@ use super::{LaneKind, Lanes, OpIndex, HOST_BUDGET};
 use crate::analysis::idle::IdleCategory;
 use crate::analysis::intervals::{merge, subtract, Span};
 use crate::analysis::names::NameClasses;
-use crate::analysis::timeline::GpuWork;
+use crate::analysis::timeline::{GpuScope, GpuWork};
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, LaneId, Nanos, RawId, StrId, Trace};
 
@@ -73,13 +73,15 @@ fn nest(trace: &Trace, mut ids: Vec<u32>) -> (Vec<u32>, Vec<u16>) {
 }
 
 /// Builds the lanes. `ops` maps events to their unified rows (empty for GPU-only traces);
-/// `host`: also the host threads' lanes (a compared reference trace goes without them).
+/// `host`: also the host threads' lanes (a compared reference trace goes without them). The busy
+/// lanes count the GPU events `scope` counts, as the GPU timeline does.
 pub fn build(
     trace: &Trace,
     tree: &CallTree,
     names: &NameClasses,
     ops: &OpIndex,
     host: bool,
+    scope: GpuScope,
 ) -> Lanes {
     // Keyed by lane and GPU-ness: a lane holding both (odd traces) becomes two lanes.
     let mut by_lane: HashMap<(LaneId, bool), Vec<u32>> = HashMap::default();
@@ -135,7 +137,7 @@ pub fn build(
         let linked: Vec<EventId> = ids
             .clone()
             .map(EventId)
-            .filter(|&id| tree.is_linked(id))
+            .filter(|&id| scope.counts(tree, id))
             .collect();
         let gaps = crate::analysis::idle::gaps(trace, tree, &linked);
         let texts = describer.describe(trace, tree, &gaps);
@@ -151,7 +153,7 @@ pub fn build(
                 (g.start, class, table.fixed(&text))
             })
             .collect();
-        let busy = busy_row(trace, tree, names, ids, &busy_names, &gap_info);
+        let busy = busy_row(trace, tree, names, scope, ids, &busy_names, &gap_info);
         out.add_lane(
             format!("{} busy", process_label(trace, &pid)),
             LaneKind::GpuBusy,
@@ -295,6 +297,7 @@ fn busy_row(
     trace: &Trace,
     tree: &CallTree,
     names: &NameClasses,
+    scope: GpuScope,
     ids: impl Iterator<Item = u32>,
     busy_names: &[u32; 4],
     gaps: &[(Nanos, SliceClass, u32)],
@@ -302,7 +305,7 @@ fn busy_row(
     let (mut comp, mut comm, mut copy): (Vec<Span>, Vec<Span>, Vec<Span>) = Default::default();
     for i in ids {
         let e = &trace.events[i as usize];
-        if !tree.is_linked(EventId(i)) {
+        if !scope.counts(tree, EventId(i)) {
             continue;
         }
         let span = (e.ts, e.end());

@@ -221,17 +221,11 @@ impl CallTree {
             );
         }
         if !unlinked.is_empty() {
+            // The message, with the time involved, is written once the timeline is known
+            // (`trace_analysis::quality::note_unlinked`).
             trace
                 .diagnostics
                 .add(K::KernelWithoutLaunch, unlinked.len() as u64, None);
-            trace.diagnostics.set_message(
-                K::KernelWithoutLaunch,
-                format!(
-                    "{} of {} GPU events have no linked launch (often work queued before profiling started); like TraceLens, they are left out of the GPU timeline and op tables.",
-                    unlinked.len(),
-                    gpu_total
-                ),
-            );
         }
         if graph_launches > 0 {
             trace

@@ -36,6 +36,7 @@ pub fn bundle_zip(analysis: &Analysis, title: &str) -> Result<Vec<u8>, ExportErr
         "facts": analysis.facts,
         "platform": analysis.platform,
         "timeline": analysis.timeline,
+        "unlinked": analysis.unlinked,
         "headline": analysis.headline,
         "top_ops": analysis.top_ops,
         "idle": analysis.idle,

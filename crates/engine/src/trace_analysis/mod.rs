@@ -9,7 +9,7 @@ mod sheets;
 use serde::Serialize;
 
 use crate::analysis::categories::Registry;
-use crate::analysis::timeline::{self, GpuTimeline};
+use crate::analysis::timeline::{self, GpuScope, GpuTimeline, UnlinkedWork};
 use crate::analysis::{collectives, device_names, timeline_sheet, top_ops_of, TopOp};
 use crate::analysis::{headline, idle, kernel_tables, launchers, names, ops_tables, steps};
 use crate::diagnostics::{Diagnostic, DiagnosticKind};
@@ -56,6 +56,9 @@ pub struct Options {
     pub timeline_lanes: bool,
     /// With `timeline_lanes`: the host threads' lanes too (CPU ops, python, runtime calls).
     pub timeline_host_lanes: bool,
+    /// Which GPU events the breakdown, idle analysis, steps and busy lanes count (TraceLens:
+    /// linked ones; `--include-unlinked`: all).
+    pub gpu_scope: GpuScope,
 }
 
 /// The platform used and how it was chosen.
@@ -72,6 +75,8 @@ pub struct Analysis {
     pub facts: TraceFacts,
     pub platform: Option<PlatformUsed>,
     pub timeline: GpuTimeline,
+    /// GPU work without a linked launch and which definition `timeline` uses.
+    pub unlinked: UnlinkedWork,
     /// The executive summary (docs/metrics.md).
     pub headline: headline::Headline,
     pub top_ops: Vec<TopOp>,
@@ -173,7 +178,9 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
     note_trace_quality(&mut trace, gpu_only);
 
     let names = names::NameClasses::new(&trace);
-    let timeline = timeline::gpu_timeline(&trace, &tree, &names);
+    let timeline = timeline::gpu_timeline(&trace, &tree, &names, options.gpu_scope);
+    let unlinked = timeline::unlinked_work(&trace, &tree, options.gpu_scope, &timeline);
+    quality::note_unlinked(&mut trace, &unlinked);
     let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
     let mut top_ops = Vec::new();
     let launchers = launchers::kernel_launchers(&trace, &tree, &registry, &names);
@@ -217,7 +224,8 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
     if let Some(coll) = collectives::coll_analysis(&trace, 0) {
         sheets.push(coll);
     }
-    let (idle_report, steps, launch_table) = idle_and_steps(&mut trace, &tree, &names, &mut sheets);
+    let (idle_report, steps, launch_table) =
+        idle_and_steps(&mut trace, &tree, &names, options.gpu_scope, &mut sheets);
     // TraceLens leaves empty sheets out of the report, except the short-kernel ones.
     sheets.retain(|s| !s.rows.is_empty() || s.name.starts_with("short_kernel"));
 
@@ -249,6 +257,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
             &names,
             &op_index,
             options.timeline_host_lanes,
+            options.gpu_scope,
         )
     });
     drop(op_index);
@@ -271,6 +280,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         facts,
         platform,
         timeline,
+        unlinked,
         headline,
         top_ops,
         idle: idle_report,

@@ -1,5 +1,6 @@
 //! Trace-quality diagnostics found before the analyses run.
 
+use crate::analysis::timeline::{GpuScope, UnlinkedWork};
 use crate::diagnostics::DiagnosticKind;
 use crate::model::{EventKind, Trace};
 
@@ -56,4 +57,37 @@ pub(super) fn note_trace_quality(trace: &mut Trace, gpu_only: bool) {
             .diagnostics
             .add(DiagnosticKind::OverlappingStreamEvents, overlaps, None);
     }
+}
+
+/// States the unlinked GPU work with its time and share, and which definition the breakdown uses
+/// (the call tree has already counted the events and listed examples).
+pub(super) fn note_unlinked(trace: &mut Trace, w: &UnlinkedWork) {
+    if w.events == 0 {
+        return;
+    }
+    let ms = |ns: i64| ns as f64 / 1e6;
+    let share = if w.all_time > 0 {
+        100.0 * w.time as f64 / w.all_time as f64
+    } else {
+        0.0
+    };
+    let effect = match w.scope {
+        GpuScope::Linked => format!(
+            "like TraceLens, the GPU breakdown leaves them out: {:.3} ms of GPU busy time is not in it (include them with --include-unlinked or the page's switch)",
+            ms(w.busy_all - w.busy_linked)
+        ),
+        GpuScope::All => format!(
+            "the GPU breakdown includes them (--include-unlinked): {:.3} ms of its busy time comes from them alone",
+            ms(w.busy_all - w.busy_linked)
+        ),
+    };
+    trace.diagnostics.set_message(
+        DiagnosticKind::KernelWithoutLaunch,
+        format!(
+            "{} of {} GPU events have no linked launch (often work queued before profiling started, or flows stripped): {:.3} ms, {share:.1} % of all GPU event time; {effect}. The op tables never include them.",
+            w.events,
+            w.all_events,
+            ms(w.time),
+        ),
+    );
 }

@@ -2,6 +2,7 @@
 //! sheets (`unified_perf_summary` and the per-category ones).
 
 use crate::analysis::categories::Registry;
+use crate::analysis::timeline::{counted_gpu_events, GpuScope};
 use crate::analysis::{
     category_sheets, host_wait, idle, launch_stats, launchers, names, steps, unified,
 };
@@ -18,12 +19,10 @@ pub(super) fn idle_and_steps(
     trace: &mut Trace,
     tree: &CallTree,
     names: &names::NameClasses,
+    scope: GpuScope,
     sheets: &mut Vec<Sheet>,
 ) -> (idle::IdleReport, steps::Steps, launch_stats::LaunchTable) {
-    let linked: Vec<crate::model::EventId> = (0..trace.events.len() as u32)
-        .map(crate::model::EventId)
-        .filter(|&id| trace.event(id).kind.is_gpu() && tree.is_linked(id))
-        .collect();
+    let linked = counted_gpu_events(trace, tree, scope);
     let gaps = idle::gaps(trace, tree, &linked);
     let split = idle::split_of(&gaps);
     let mut by_device: Vec<(crate::model::RawId, Vec<crate::model::EventId>)> = Vec::new();
@@ -64,7 +63,7 @@ pub(super) fn idle_and_steps(
     let table = launch_stats::LaunchTable::new(trace, &launches);
     drop(launches);
     sheets.push(idle::host_wait_causes_sheet(&causes));
-    let steps = steps::steps(trace, tree, names, &gaps);
+    let steps = steps::steps(trace, tree, names, &linked, &gaps);
     sheets.push(steps::steps_sheet(&steps));
     let stream_gaps = streams
         .iter()
