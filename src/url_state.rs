@@ -58,14 +58,28 @@ impl Default for UrlState {
 
 const VERSION: &str = "v1";
 
+/// What `encodeURIComponent` escapes: everything but ASCII letters, digits and `-_.!~*'()`.
+/// (In Rust, not JavaScript's, so the parser runs and is fuzzed natively.)
+const COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'!')
+    .remove(b'~')
+    .remove(b'*')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')');
+
 fn escape(s: &str) -> String {
-    js_sys::encode_uri_component(s).into()
+    percent_encoding::utf8_percent_encode(s, COMPONENT).to_string()
 }
 
+/// Decodes a value; one that is not UTF-8 once decoded reads as empty.
 fn unescape(s: &str) -> String {
-    js_sys::decode_uri_component(s)
-        .ok()
-        .and_then(|v| v.as_string())
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .map(|c| c.into_owned())
         .unwrap_or_default()
 }
 
@@ -129,5 +143,65 @@ impl UrlState {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn known_fragments() {
+        let s = UrlState::from_fragment(
+            "#v1&tab=ops&sort=count&desc=0&q=a%20b%26c&sel=12&tl=5_9&host=1",
+        );
+        assert_eq!(s.tab, "ops");
+        assert_eq!(s.ops.text, "a b&c");
+        assert!(!s.ops.descending);
+        assert_eq!(s.ops.selected_row, Some(12));
+        assert_eq!(s.timeline.window, Some((5, 9)));
+        assert!(s.timeline.host);
+        // Another version, reversed windows, bad UTF-8 and bad numbers give defaults.
+        assert_eq!(UrlState::from_fragment("#v2&tab=ops"), UrlState::default());
+        let s = UrlState::from_fragment("v1&tl=9_5&q=%FF&sel=-1");
+        assert_eq!(
+            (s.timeline.window, s.ops.text.as_str(), s.ops.selected_row),
+            (None, "", None)
+        );
+    }
+
+    fn cases() -> u32 {
+        std::env::var("JARVIS_FUZZ_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(500)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Fuzz target (issue #14): any fragment at all parses without a panic.
+        #[test]
+        fn any_fragment_parses(raw in ".*", tail in "(&[a-z]{1,5}=[^&]{0,12}){0,8}") {
+            let _ = UrlState::from_fragment(&raw);
+            let _ = UrlState::from_fragment(&format!("#v1{tail}"));
+        }
+
+        /// Whatever the state (any text in every field), writing and reading it back gives it.
+        #[test]
+        fn any_state_round_trips(
+            tab in ".*", sort in ".*", text in ".*", category in ".*", bound in ".*",
+            descending in any::<bool>(), sel in prop::option::of(any::<usize>()),
+            window in prop::option::of((any::<i64>(), any::<i64>()).prop_filter("ordered", |(a, b)| a < b)),
+            host in any::<bool>(),
+        ) {
+            let s = UrlState {
+                tab,
+                ops: OpsState { sort, descending, text, category, bound, selected_row: sel },
+                timeline: TimelineState { window, host },
+            };
+            prop_assert_eq!(UrlState::from_fragment(&s.to_fragment()), s);
+        }
     }
 }

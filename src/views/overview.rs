@@ -169,7 +169,9 @@ fn GpuScopeNote(
         if all {
             format!("Counted: every GPU event. {what}: included here; TraceLens's default leaves them out.")
         } else {
-            format!("Counted: GPU events linked to a launch (TraceLens's default). {what}: left out.")
+            format!(
+                "Counted: GPU events linked to a launch (TraceLens's default). {what}: left out."
+            )
         }
     };
     let scope = if all { "all" } else { "linked" };

@@ -30,10 +30,16 @@ pub enum DiagnosticKind {
     InvalidUtf8,
     /// Events that could not be parsed and were dropped.
     MalformedEvent,
+    /// Events longer than `import::framer::MAX_EVENT`, skipped unread.
+    OversizedEvent,
+    /// Event names longer than `import::kineto::MAX_NAME` bytes, cut.
+    LongName,
     /// Duration events without a usable `ts` (dropped) or `dur` (read as 0).
     MissingTimestamp,
     /// The file ended before the trace closed (killed job, cut download).
     TruncatedTrace,
+    /// More events than `import::MAX_EVENTS`: the rest of the file was not read.
+    TooManyEvents,
     /// Bytes after the end of the trace document, ignored.
     TrailingData,
     /// GPU events no runtime launch could be linked to (excluded from the timeline and ops).
@@ -75,8 +81,11 @@ impl DiagnosticKind {
             DiagnosticKind::NonJsonValues => "non_json_values",
             DiagnosticKind::InvalidUtf8 => "invalid_utf8",
             DiagnosticKind::MalformedEvent => "malformed_event",
+            DiagnosticKind::OversizedEvent => "oversized_event",
+            DiagnosticKind::LongName => "long_name",
             DiagnosticKind::MissingTimestamp => "missing_timestamp",
             DiagnosticKind::TruncatedTrace => "truncated_trace",
+            DiagnosticKind::TooManyEvents => "too_many_events",
             DiagnosticKind::TrailingData => "trailing_data",
             DiagnosticKind::KernelWithoutLaunch => "kernel_without_launch",
             DiagnosticKind::GraphLaunches => "graph_launches",
@@ -99,7 +108,9 @@ impl DiagnosticKind {
     pub fn severity(self) -> Severity {
         use DiagnosticKind::*;
         match self {
-            MalformedEvent | MissingTimestamp | TruncatedTrace => Severity::DataLoss,
+            MalformedEvent | OversizedEvent | MissingTimestamp | TruncatedTrace | TooManyEvents => {
+                Severity::DataLoss
+            }
             KernelWithoutLaunch
             | InvalidUtf8
             | NonJsonValues
@@ -112,7 +123,8 @@ impl DiagnosticKind {
             | UnknownPlatform
             | EfficiencyAbovePeak
             | IncompleteStep
-            | IdleWithoutLaunches => Severity::Warning,
+            | IdleWithoutLaunches
+            | LongName => Severity::Warning,
             RepairedJson | GraphLaunches | LinkedWithoutFlows | OpsWithoutShapes | GpuOnlyTrace
             | NoStepMarkers => Severity::Info,
         }
@@ -126,8 +138,11 @@ impl DiagnosticKind {
             NonJsonValues => "Some values are not JSON numbers (inf, NaN, N/A) and were read as missing.",
             InvalidUtf8 => "Some strings are not valid UTF-8; the bad bytes are shown as \u{FFFD}.",
             MalformedEvent => "Some events could not be parsed and were left out of the analysis.",
+            OversizedEvent => "Some events are longer than 64 MiB (no profiler writes such events); they were skipped unread so one event cannot exhaust memory.",
+            LongName => "Some event names are longer than 16 KiB; they were cut there (with a note of how much) so tables and exports stay usable.",
             MissingTimestamp => "Some duration events lack a usable timestamp or duration.",
             TruncatedTrace => "The file ends before the trace closes; everything up to the cut was analyzed.",
+            TooManyEvents => "The trace holds more events than Jarvis keeps (16,777,216, about 2 GB of working memory); the events up to the limit were analyzed and the rest of the file was not read.",
             TrailingData => "There are bytes after the end of the trace document; they were ignored.",
             KernelWithoutLaunch => "Some GPU events have no linked launch (often work queued before profiling started); like TraceLens, they are left out of the GPU timeline and op tables.",
             GraphLaunches => "CUDA/HIP graph launches replay many kernels under one host call; their kernels are attributed to the graph launch.",

@@ -1,7 +1,7 @@
 //! The timeline view's requests: frames (what to draw for a range at a width) and picks (the
 //! slice under the pointer), answered from the target's [`Lanes`].
 
-use jarvis_engine::lanes::frame::View;
+use jarvis_engine::lanes::viewport::{frame_request, row_index};
 use jarvis_engine::lanes::{Lanes, SliceClass};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
@@ -43,11 +43,12 @@ pub fn meta(lanes: &Lanes) -> serde_json::Value {
 /// slices are marked, or absent) with `{kind: "frame", seq, start, end,
 /// width, items}`, `items` a transferred `Float32Array` (`lanes::frame::Frame`'s layout).
 pub fn frame(lanes: Option<&Lanes>, req: &JsValue, out: &dyn Outbox) {
-    let view = View {
-        start: number(req, "start").unwrap_or(0.0),
-        end: number(req, "end").unwrap_or(0.0),
-        width: number(req, "width").unwrap_or(0.0).clamp(0.0, 16384.0) as u32,
-    };
+    let (view, highlight) = frame_request(
+        number(req, "start"),
+        number(req, "end"),
+        number(req, "width"),
+        number(req, "highlight"),
+    );
     let rows: Vec<u32> = js_sys::Reflect::get(req, &"rows".into())
         .ok()
         .filter(|v| v.is_array())
@@ -55,13 +56,10 @@ pub fn frame(lanes: Option<&Lanes>, req: &JsValue, out: &dyn Outbox) {
             js_sys::Array::from(&v)
                 .iter()
                 .filter_map(|r| r.as_f64())
-                .map(|r| r as u32)
+                .map(row_index)
                 .collect()
         })
         .unwrap_or_default();
-    let highlight = number(req, "highlight")
-        .filter(|h| *h >= 0.0)
-        .map(|h| h as u32);
     let items = lanes
         .map(|l| l.frame(&view, rows.iter().copied(), highlight).items)
         .unwrap_or_default();
@@ -85,7 +83,7 @@ pub fn frame(lanes: Option<&Lanes>, req: &JsValue, out: &dyn Outbox) {
 pub fn pick(lanes: Option<&Lanes>, req: &JsValue) -> serde_json::Value {
     let hit = lanes.and_then(|l| {
         l.pick(
-            number(req, "row")? as u32,
+            row_index(number(req, "row")?),
             number(req, "t")?,
             number(req, "tolerance").unwrap_or(0.0),
         )

@@ -22,7 +22,13 @@ pub trait FrameSink {
     }
     /// A kept top-level key and the raw JSON text of its value.
     fn top_level(&mut self, key: &str, value: &[u8]);
+    /// An element of the events array longer than [`MAX_EVENT`] bytes, skipped unread (no
+    /// Kineto event comes near it; holding it would let one hostile event take the memory).
+    fn oversized_event(&mut self, _index: u64, _offset: u64, _len: u64) {}
 }
+
+/// The longest event the framer hands on; longer ones are skipped ([`FrameSink::oversized_event`]).
+pub const MAX_EVENT: usize = 64 << 20;
 
 /// A framing error: the document is not shaped like a trace at `offset`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -280,9 +286,11 @@ impl Framer {
                 if !done {
                     if cap.keep {
                         cap.buf.extend_from_slice(&chunk[start..i]);
-                        if !matches!(cap.target, Target::Event { .. })
-                            && cap.buf.len() > MAX_KEPT_VALUE
-                        {
+                        let limit = match cap.target {
+                            Target::Event { .. } => MAX_EVENT,
+                            _ => MAX_KEPT_VALUE,
+                        };
+                        if cap.buf.len() > limit {
                             cap.keep = false;
                             cap.buf = Vec::new();
                         }
@@ -290,13 +298,19 @@ impl Framer {
                     continue;
                 }
                 let mut cap = self.cap.take().unwrap_or_else(unreachable_capture);
-                let whole: &[u8] = if cap.buf.is_empty() {
+                if matches!(cap.target, Target::Event { .. })
+                    && cap.buf.len() + (i - start) > MAX_EVENT
+                {
+                    cap.keep = false;
+                }
+                let whole: &[u8] = if !cap.keep || cap.buf.is_empty() {
                     &chunk[start..i]
                 } else {
                     cap.buf.extend_from_slice(&chunk[start..i]);
                     &cap.buf
                 };
-                self.complete(&cap.target, cap.keep, whole, cap.start_offset, sink)?;
+                let span = (cap.start_offset, base + i as u64);
+                self.complete(&cap.target, cap.keep, whole, span, sink)?;
                 continue;
             }
             let c = chunk[i];
@@ -393,7 +407,12 @@ impl Framer {
                         self.end_array(top);
                         i += 1;
                     } else if let Some(len) = (c == b'{')
-                        .then(|| sink.try_event(self.events_seen, &chunk[i..], at))
+                        // At most `MAX_EVENT` bytes: a longer event is "cut" and goes to the
+                        // capture, which skips it.
+                        .then(|| {
+                            let window = &chunk[i..n.min(i + MAX_EVENT)];
+                            sink.try_event(self.events_seen, window, at)
+                        })
                         .flatten()
                     {
                         self.events_seen += 1;
@@ -449,7 +468,7 @@ impl Framer {
         target: &Target,
         keep: bool,
         bytes: &[u8],
-        at: u64,
+        (at, end): (u64, u64),
         sink: &mut impl FrameSink,
     ) -> Result<(), FrameError> {
         match target {
@@ -469,7 +488,12 @@ impl Framer {
                 self.state = State::ObjAfterValue;
             }
             Target::Event { top } => {
-                sink.event(self.events_seen, bytes, at);
+                if keep {
+                    sink.event(self.events_seen, bytes, at);
+                } else {
+                    // Dropped while capturing: `bytes` is only its tail.
+                    sink.oversized_event(self.events_seen, at, end.saturating_sub(at));
+                }
                 self.events_seen += 1;
                 self.state = State::ArrAfterElem { top: *top };
             }

@@ -50,6 +50,10 @@ pub struct TraceBuilder {
     lanes: HashMap<Lane, LaneId>,
     op_args: HashMap<OpArgs, usize>,
     pub kept_events: u64,
+    /// At most this many events are kept (None: no limit).
+    pub max_events: Option<u64>,
+    /// Where the limit was reached: (event index, byte offset); later events are ignored.
+    pub full_at: Option<(u64, u64)>,
 }
 
 impl TraceBuilder {
@@ -182,7 +186,18 @@ impl TraceBuilder {
                 .diagnostics
                 .add(K::ZeroTimestamp, 1, Some(format!("event {index}")));
         }
-        let name = self.trace.strings.intern(ev.name.as_deref().unwrap_or(""));
+        let raw_name = ev.name.as_deref().unwrap_or("");
+        if raw_name.len() > MAX_NAME {
+            self.trace.diagnostics.add(
+                K::LongName,
+                1,
+                Some(format!(
+                    "event {index} at byte {offset}: {} bytes",
+                    raw_name.len()
+                )),
+            );
+        }
+        let name = self.trace.strings.intern(&bounded_name(raw_name));
         let lane = self.lane(ev);
         let uid = u32::try_from(index).unwrap_or(u32::MAX);
         let mut e = Event::new(uid, kind, name, lane, ts, dur);
@@ -289,10 +304,42 @@ impl FrameSink for TraceBuilder {
     fn top_level(&mut self, key: &str, value: &[u8]) {
         self.top_level_value(key, value);
     }
+
+    fn oversized_event(&mut self, index: u64, offset: u64, len: u64) {
+        self.trace.meta.total_events = index + 1;
+        self.trace.diagnostics.add(
+            K::OversizedEvent,
+            1,
+            Some(format!(
+                "event {index} at byte {offset} is {:.1} MB",
+                len as f64 / 1e6
+            )),
+        );
+    }
+}
+
+/// Event names longer than this are cut (diagnostic `long_name`): real kernel names (C++
+/// templates) stay under a few KiB, and a name is shown in tables, hovers and exports.
+pub const MAX_NAME: usize = 16 << 10;
+
+/// `name` cut to [`MAX_NAME`] bytes at a character boundary, with how much was cut.
+fn bounded_name(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() <= MAX_NAME {
+        return name.into();
+    }
+    let mut cut = MAX_NAME;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}… [{} more bytes]", &name[..cut], name.len() - cut).into()
 }
 
 impl TraceBuilder {
     fn accept(&mut self, index: u64, offset: u64, ev: RawEvent<'_>) {
+        if self.max_events.is_some_and(|m| self.kept_events >= m) {
+            self.full_at.get_or_insert((index, offset));
+            return;
+        }
         let r = ev.repairs;
         if r.trailing_comma || r.control_chars {
             self.trace.diagnostics.add(

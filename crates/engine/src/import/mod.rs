@@ -90,12 +90,26 @@ impl Default for Importer {
     }
 }
 
+/// The most events an import keeps (64 bytes each in the event table, about 120 bytes of peak
+/// working memory each through the analysis: ~2 GB, half of what a WebAssembly page can hold).
+/// A trace with more ends with diagnostic `too_many_events` and the events up to the limit.
+pub const MAX_EVENTS: u64 = 1 << 24;
+
 impl Importer {
     pub fn new() -> Importer {
+        Importer::with_max_events(MAX_EVENTS)
+    }
+
+    /// An importer keeping at most `max_events` events (tests of the limit use a small one).
+    pub fn with_max_events(max_events: u64) -> Importer {
         Importer {
             stage: Stage::Sniffing(Vec::new()),
             framer: Framer::new(),
-            builder: TraceBuilder::default(),
+            builder: {
+                let mut b = TraceBuilder::default();
+                b.max_events = Some(max_events);
+                b
+            },
             input_bytes: 0,
         }
     }
@@ -162,13 +176,25 @@ impl Importer {
         let res = match &mut self.stage {
             Stage::Json => framer.feed(data, builder).map_err(Stop::Frame),
             Stage::Gzip(gz) => {
-                let mut emit = |out: &[u8]| framer.feed(out, builder);
+                // Once the event limit is reached, inflating stops at the next block (a gzip
+                // bomb is not expanded past it).
+                let mut emit = |out: &[u8]| {
+                    if builder.full_at.is_some() {
+                        return Err(None);
+                    }
+                    framer.feed(out, builder).map_err(Some)
+                };
                 gz.feed(data, &mut emit).map_err(|e| match e {
                     DecodeStop::Corrupt(c) => Stop::Gzip(c.offset, c.message),
-                    DecodeStop::Sink(f) => Stop::Frame(f),
+                    DecodeStop::Sink(Some(f)) => Stop::Frame(f),
+                    DecodeStop::Sink(None) => Stop::Full,
                 })
             }
             Stage::Sniffing(_) | Stage::Stopped => Ok(()),
+        };
+        let res = match res {
+            Ok(()) if self.builder.full_at.is_some() => Err(Stop::Full),
+            other => other,
         };
         match res {
             Ok(()) => Ok(()),
@@ -182,6 +208,18 @@ impl Importer {
         let events = self.framer.events_seen();
         self.stage = Stage::Stopped;
         let (err, text) = match stop {
+            Stop::Full => {
+                let (index, offset) = self.builder.full_at.unwrap_or_default();
+                let kept = self.builder.kept_events;
+                self.builder.trace.diagnostics.add(
+                    K::TooManyEvents,
+                    1,
+                    Some(format!(
+                        "{kept} events kept; reading stopped at event {index} (byte {offset} of the JSON)"
+                    )),
+                );
+                return Ok(());
+            }
             Stop::Frame(FrameError { offset, message }) => (
                 ImportError::InvalidJson { offset, message: message.clone() },
                 format!("invalid JSON at byte {offset}: {message}; the rest of the file was not read"),
@@ -288,6 +326,8 @@ impl Importer {
 enum Stop {
     Frame(FrameError),
     Gzip(u64, String),
+    /// The event limit was reached.
+    Full,
 }
 
 fn hex_prefix(head: &[u8]) -> String {

@@ -13,6 +13,9 @@ pub const BUNDLE_VERSION: u64 = 1;
 
 /// The largest file a bundle may unpack (a bundle holds CSVs and reports, never a trace).
 const MAX_ENTRY: u64 = 512 << 20;
+/// The most a bundle may unpack in all (entries can lie about their sizes, and there can be
+/// thousands of them).
+const MAX_TOTAL: u64 = 1 << 30;
 
 /// A bundle read back.
 #[derive(Debug, Clone)]
@@ -46,7 +49,8 @@ pub fn looks_like_zip(bytes: &[u8]) -> bool {
 pub fn open_bundle(bytes: &[u8]) -> Result<Reopened, ExportError> {
     let bad = |what: String| ExportError(format!("not a Jarvis bundle: {what}"));
     let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| bad(e.to_string()))?;
-    let mut entries: Vec<(String, Vec<u8>)> = Vec::with_capacity(zip.len());
+    let mut entries: Vec<(String, Vec<u8>)> = Vec::with_capacity(zip.len().min(4096));
+    let mut total = 0u64;
     for i in 0..zip.len() {
         let mut f = zip.by_index(i).map_err(|e| bad(e.to_string()))?;
         if f.is_dir() {
@@ -56,10 +60,11 @@ pub fn open_bundle(bytes: &[u8]) -> Result<Reopened, ExportError> {
         if f.size() > MAX_ENTRY {
             return Err(bad(format!("{name} unpacks to {} bytes", f.size())));
         }
-        let mut data = Vec::with_capacity(f.size() as usize);
-        // The header's size may lie: never read past the limit either way.
+        // The header's size may lie: reserve little up front and never read past the limits.
+        let mut data = Vec::with_capacity(f.size().min(64 << 10) as usize);
+        let room = MAX_ENTRY.min(MAX_TOTAL - total);
         (&mut f)
-            .take(MAX_ENTRY + 1)
+            .take(room + 1)
             .read_to_end(&mut data)
             .map_err(|e| bad(format!("{name}: {e}")))?;
         if data.len() as u64 > MAX_ENTRY {
@@ -67,6 +72,12 @@ pub fn open_bundle(bytes: &[u8]) -> Result<Reopened, ExportError> {
                 "{name} unpacks to more than {MAX_ENTRY} bytes"
             )));
         }
+        if data.len() as u64 > room {
+            return Err(bad(format!(
+                "its files unpack to more than {MAX_TOTAL} bytes in all (at {name})"
+            )));
+        }
+        total += data.len() as u64;
         entries.push((name, data));
     }
     let pos = entries

@@ -1,0 +1,103 @@
+// Reliability in the page (issue #14): hostile files end in a clear message and the tab lives
+// on; and a soak of 50 loads in a row (mixed sizes, cancels, bad files) leaves the page's memory
+// where one trace's worth puts it. Memory is read two ways: the worker's WebAssembly memory
+// (reported with each result; it is the analysis's peak and never shrinks, so a leak grows it),
+// and the main thread's JS heap after a forced garbage collection (CDP).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { QWEN, ROOT, OUT, startApp, stopApp, openApp, assertLocalOnly } from './harness.mjs';
+
+before(startApp);
+after(stopApp);
+
+const SAMPLE = path.join(ROOT, 'public', 'sample_trace.json.gz');
+const EVENT = '{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":1,"dur":1}';
+
+async function load(page, file) {
+  await page.getByTestId('trace-input').setInputFiles(file);
+  // A result (the overview) or an error panel.
+  await page.waitForSelector('[data-testid=gpu-timeline-total_time], [data-testid=error-panel]', { timeout: 120000 });
+}
+
+async function heapAfterGc(cdp) {
+  await cdp.send('HeapProfiler.collectGarbage');
+  const { usedSize } = await cdp.send('Runtime.getHeapUsage');
+  return usedSize;
+}
+
+const wasmMemory = async (page) => Number(await page.locator('[data-wasm-memory]').getAttribute('data-wasm-memory'));
+
+test('hostile files end in a clear message and the tab goes on working', async () => {
+  const dir = fs.mkdtempSync(path.join(OUT, 'hostile-'));
+  const files = {
+    // 100 MB in one string: one oversized event, skipped.
+    'big_string.json': `{"traceEvents":[${EVENT},{"ph":"X","cat":"cpu_op","name":"${'A'.repeat(100_000_000)}","pid":1,"tid":1,"ts":1,"dur":1}]}`,
+    // Nesting 10^6 deep as an event.
+    'deep.json': `{"traceEvents":[${'['.repeat(1_000_000)}${']'.repeat(1_000_000)},${EVENT}]}`,
+  };
+  for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), text);
+  // A gzip bomb: 4 GB of whitespace from a 4 MB file (1,000 identical gzip members).
+  const member = zlib.gzipSync(Buffer.alloc(4_000_000, 0x20), { level: 9 });
+  const bomb = Buffer.concat([zlib.gzipSync('{"traceEvents":['), ...Array(1000).fill(member)]);
+  fs.writeFileSync(path.join(dir, 'bomb.json.gz'), bomb);
+
+  const { page, errors, requests } = await openApp();
+  await load(page, path.join(dir, 'big_string.json'));
+  assert.match(await page.getByTestId('diagnostics-summary').textContent(), /./);
+  assert.ok(await page.locator('text=oversized_event').count() > 0 || (await page.content()).includes('oversized_event'), 'the oversized event is named');
+  await load(page, path.join(dir, 'deep.json'));
+  assert.ok((await page.content()).includes('malformed_event'), 'the deep element is named');
+  // The bomb: whitespace forever, then the file ends inside the events array with none.
+  await load(page, path.join(dir, 'bomb.json.gz'));
+  const panel = await page.getByTestId('error-panel').textContent();
+  assert.match(panel, /ends|events/i, panel);
+  // The tab still works: the sample loads after all three.
+  await load(page, SAMPLE);
+  await page.getByTestId('gpu-timeline-total_time').waitFor();
+  assert.ok(await wasmMemory(page) < 2e9, `worker memory ${await wasmMemory(page)}`);
+  assert.deepEqual(errors, []);
+  assertLocalOnly(requests);
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('50 loads in a row do not grow the page beyond one trace', { skip: !fs.existsSync(QWEN) && !process.env.CI }, async () => {
+  const dir = fs.mkdtempSync(path.join(OUT, 'soak-'));
+  const bad = path.join(dir, 'not_a_trace.json');
+  fs.writeFileSync(bad, 'this is not JSON');
+  const cut = path.join(dir, 'cut.json.gz');
+  fs.writeFileSync(cut, fs.readFileSync(QWEN).subarray(0, 200_000));
+  const { page, errors } = await openApp();
+  const cdp = await page.context().newCDPSession(page);
+  const plan = [];
+  for (let i = 0; i < 50; i += 1) {
+    plan.push(i % 10 === 3 ? 'bad' : i % 10 === 6 ? 'cancel' : i % 10 === 8 ? 'cut' : i % 2 ? 'qwen' : 'sample');
+  }
+  const wasm = [];
+  const heap = [];
+  for (const step of plan) {
+    if (step === 'cancel') {
+      await page.getByTestId('trace-input').setInputFiles(QWEN);
+      await page.getByTestId('cancel').click();
+      await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 30000 });
+      continue;
+    }
+    await load(page, { bad, cut, qwen: QWEN, sample: SAMPLE }[step]);
+    if (step === 'qwen') {
+      await page.getByTestId('gpu-timeline-total_time').waitFor();
+      wasm.push(await wasmMemory(page));
+      heap.push(await heapAfterGc(cdp));
+    }
+  }
+  // The worker's memory after the first load of the big trace is one trace's worth; it must
+  // not grow across the next 19 (a leak of even 1 MB a load would show).
+  const [first, last, max] = [wasm[0], wasm[wasm.length - 1], Math.max(...wasm)];
+  assert.ok(max <= first * 1.05, `worker memory grew: ${wasm.map((x) => (x / 1e6).toFixed(0)).join(', ')} MB`);
+  const heapGrowth = heap[heap.length - 1] - heap[0];
+  assert.ok(heapGrowth < 20e6, `main-thread heap grew ${(heapGrowth / 1e6).toFixed(1)} MB: ${heap.map((x) => (x / 1e6).toFixed(1)).join(', ')} MB`);
+  fs.writeFileSync(path.join(OUT, 'soak.json'), JSON.stringify({ wasm_mb: wasm.map((x) => x / 1e6), heap_mb: heap.map((x) => x / 1e6), first, last }, null, 1));
+  assert.deepEqual(errors, []);
+  fs.rmSync(dir, { recursive: true, force: true });
+});
