@@ -21,20 +21,22 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Value};
 
-fn cases() -> u32 {
-    std::env::var("JARVIS_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
+/// Cases for a target: `JARVIS_FUZZ_CASES_<TARGET>` (e.g. `_TRACE`), else `JARVIS_FUZZ_CASES`,
+/// else 200.
+fn cases(target: &str) -> u32 {
+    let var = |k: &str| std::env::var(k).ok().and_then(|v| v.parse().ok());
+    var(&format!("JARVIS_FUZZ_CASES_{target}"))
+        .or_else(|| var("JARVIS_FUZZ_CASES"))
         .unwrap_or(200)
 }
 
 fn long_run() -> bool {
-    std::env::var_os("JARVIS_FUZZ_CASES").is_some()
+    std::env::vars().any(|(k, _)| k.starts_with("JARVIS_FUZZ_CASES"))
 }
 
-fn runner() -> TestRunner {
+fn runner(target: &str) -> TestRunner {
     TestRunner::new(Config {
-        cases: cases(),
+        cases: cases(target),
         failure_persistence: None,
         // Shrinking a failing document is worth it; keep it bounded.
         max_shrink_iters: 2000,
@@ -283,17 +285,33 @@ fn import_in(bytes: &[u8], sizes: &[usize]) -> Result<jarvis_engine::model::Trac
 
 #[test]
 fn fuzz_trace_import_and_analysis() {
-    runner()
+    runner("TRACE")
         .run(&document_strategy(), |(doc, gz, chunks)| {
             let bytes = if gz { gzip(&doc) } else { doc };
             let start = Instant::now();
             let whole = import_in(&bytes, &[bytes.len().max(1)]);
             let chunked = import_in(&bytes, &chunks);
+            if let Some(dir) = std::env::var_os("JARVIS_FUZZ_SAVE") {
+                let same = match (&whole, &chunked) {
+                    (Ok(a), Ok(b)) => a.events.len() == b.events.len(),
+                    (Err(a), Err(b)) => a == b,
+                    _ => false,
+                };
+                if !same {
+                    let _ = std::fs::write(
+                        std::path::Path::new(&dir).join(format!("chunks_{chunks:?}.bin")),
+                        &bytes,
+                    );
+                }
+            }
             match (&whole, &chunked) {
-                (Ok(a), Ok(b)) => prop_assert_eq!(
-                    (a.events.len(), a.meta.total_events, a.diagnostics.sorted()),
-                    (b.events.len(), b.meta.total_events, b.diagnostics.sorted())
-                ),
+                (Ok(a), Ok(b)) => {
+                    let id = |t: &jarvis_engine::model::Trace| {
+                        let d = serde_json::to_string(&t.diagnostics.sorted()).expect("json");
+                        (t.events.len(), t.meta.total_events, d)
+                    };
+                    prop_assert_eq!(id(a), id(b))
+                }
                 (Err(a), Err(b)) => prop_assert_eq!(a, b),
                 _ => prop_assert!(
                     false,
@@ -325,7 +343,7 @@ fn fuzz_bundle_reopen() {
         jarvis_engine::report::export::bundle_zip(&jarvis_engine::analyze_trace(trace), "seed")
             .expect("bundle");
     jarvis_engine::report::reopen::open_bundle(&seed).expect("the seed reopens");
-    runner()
+    runner("BUNDLE")
         .run(&prop::collection::vec(edit_strategy(), 1..8), |edits| {
             let bytes = apply(seed.clone(), &edits);
             let start = Instant::now();
@@ -361,7 +379,7 @@ fn fuzz_platform_json() {
                 .expect("json")
         });
     let doc = prop_oneof![generated, prop::sample::select(seeds)];
-    runner()
+    runner("PLATFORM")
         .run(
             &(doc, prop::collection::vec(edit_strategy(), 0..4)),
             |(doc, edits)| {
@@ -408,7 +426,7 @@ fn fuzz_worker_frame_and_pick_requests() {
         prop::collection::vec(num.clone(), 0..8),
         (num.clone(), num.clone(), num),
     );
-    runner()
+    runner("REQUEST")
         .run(
             &request,
             |(start, end, width, highlight, rows, (row, t, tol))| {
@@ -420,4 +438,56 @@ fn fuzz_worker_frame_and_pick_requests() {
             },
         )
         .expect("no failure");
+}
+
+/// Replays a document saved by `JARVIS_FUZZ_SAVE` (`JARVIS_FUZZ_REPLAY=file`, chunk sizes in
+/// `JARVIS_FUZZ_CHUNKS=a,b,c`): prints both outcomes.
+#[test]
+fn replay_saved_case() {
+    let (Some(file), Some(chunks)) = (
+        std::env::var_os("JARVIS_FUZZ_REPLAY"),
+        std::env::var("JARVIS_FUZZ_CHUNKS").ok(),
+    ) else {
+        return;
+    };
+    let bytes = std::fs::read(file).expect("saved case");
+    let sizes: Vec<usize> = chunks
+        .split(',')
+        .filter_map(|c| c.trim().parse().ok())
+        .collect();
+    for (label, r) in [
+        ("whole", import_in(&bytes, &[bytes.len()])),
+        ("chunked", import_in(&bytes, &sizes)),
+    ] {
+        match r {
+            Ok(t) => eprintln!(
+                "{label}: {} events kept, {} seen, {}",
+                t.events.len(),
+                t.meta.total_events,
+                serde_json::to_string(&t.diagnostics.sorted()).expect("json")
+            ),
+            Err(e) => eprintln!("{label}: error {e}"),
+        }
+    }
+}
+
+/// Regression (found by this fuzzer): damaged events (a `{` closed by `]`, a bare `#kernel"`)
+/// were split differently when a chunk boundary fell inside them. Every split point now gives
+/// the one-chunk result.
+#[test]
+fn damaged_events_split_the_same_at_every_chunk_boundary() {
+    let good = r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":10,"dur":5}"#;
+    for bad in [
+        r#"{"ph":"X","cat":"cpu_op","name":"x","pid":1,"tid":1,"ts":1,"dur":1,"args":{"Input Dims":[[1],{2,3],[4]]}}"#,
+        r#"{"ph":"X","cat":#kernel","name":"x","pid":1,"tid":1,"ts":1,"dur":1}"#,
+    ] {
+        let doc = format!(r#"{{"traceEvents":[{good},{bad},{good},{good}]}}"#);
+        let bytes = doc.as_bytes();
+        let whole = import_in(bytes, &[bytes.len()]).map(|t| (t.events.len(), t.meta.total_events));
+        for k in 1..bytes.len() {
+            let split =
+                import_in(bytes, &[k, bytes.len()]).map(|t| (t.events.len(), t.meta.total_events));
+            assert_eq!(split, whole, "{bad}: split at byte {k}");
+        }
+    }
 }

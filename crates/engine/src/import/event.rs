@@ -417,15 +417,31 @@ impl<'a> Cursor<'a> {
                 Ok(())
             }
             Some(b'{' | b'[') => {
-                let mut depth = 0usize;
+                // Open brackets as a bit stack (1 = brace; deeper than 128 levels spill to a
+                // Vec): a closer must match its opener, as the framer's count assumes (a `{`
+                // closed by `]` is damage, not an event).
+                let (mut depth, mut braces, mut deep) = (0usize, 0u128, Vec::<bool>::new());
                 while let Some(c) = self.peek() {
                     match c {
                         b'"' => {
                             self.skip_string()?;
                             continue;
                         }
-                        b'{' | b'[' => depth += 1,
+                        b'{' | b'[' => {
+                            if depth >= 128 {
+                                deep.push(braces >> 127 == 1);
+                            }
+                            braces = (braces << 1) | u128::from(c == b'{');
+                            depth += 1;
+                        }
                         b'}' | b']' => {
+                            if (braces & 1 == 1) != (c == b'}') {
+                                return self.err("mismatched bracket");
+                            }
+                            braces >>= 1;
+                            if depth > 128 {
+                                braces |= u128::from(deep.pop().unwrap_or(false)) << 127;
+                            }
                             depth -= 1;
                             if depth == 0 {
                                 self.pos += 1;

@@ -16,7 +16,9 @@ pub trait FrameSink {
     fn event(&mut self, index: u64, bytes: &[u8], offset: u64);
     /// Optionally consumes the event at the start of `bytes` (which may run past it) without a
     /// framing pass, returning its length; `None` when it cannot (cut by the chunk end, or
-    /// malformed), in which case the framer frames it and calls [`FrameSink::event`].
+    /// malformed), in which case the framer frames it and calls [`FrameSink::event`]. It must
+    /// accept only well-formed events, whose end the framer would find at the same byte:
+    /// otherwise where chunks are cut would change the result.
     fn try_event(&mut self, _index: u64, _bytes: &[u8], _offset: u64) -> Option<usize> {
         None
     }

@@ -276,6 +276,13 @@ fn id_value(v: &RawValue<'_>) -> Option<i64> {
 impl FrameSink for TraceBuilder {
     fn try_event(&mut self, index: u64, bytes: &[u8], offset: u64) -> Option<usize> {
         let (ev, len) = parse_event_prefix(bytes, wanted_arg).ok()?;
+        // A bare non-JSON token (`NaN`, or damage such as `#kernel"`) may hold a quote, and then
+        // the parser and the framer's count can end the event at different bytes: such events
+        // take the framer's path, whatever the chunking (found by fuzzing: results depended on
+        // where chunks were cut). Mismatched brackets fail the parse (`skip_value`).
+        if ev.repairs.invalid_scalar {
+            return None;
+        }
         self.trace.meta.total_events = index + 1;
         self.accept(index, offset, ev);
         Some(len)
