@@ -432,7 +432,7 @@ fn fuzz_worker_frame_and_pick_requests() {
             |(start, end, width, highlight, rows, (row, t, tol))| {
                 let (view, highlight) = frame_request(start, end, width, highlight);
                 let frame = lanes.frame(&view, rows.iter().map(|&r| row_index(r)), highlight);
-                prop_assert!(frame.items.len() % 6 == 0);
+                prop_assert!(frame.items.len().is_multiple_of(6));
                 let _ = lanes.pick(row_index(row), t, tol);
                 Ok(())
             },

@@ -113,6 +113,32 @@ pub fn tick_label(t_ns: f64, step_ns: f64) -> String {
     format!("{:.*} {unit}", decimals, t_ns / scale + 0.0)
 }
 
+/// The widest frame the worker draws, in pixels.
+pub const MAX_FRAME_WIDTH: f64 = 16384.0;
+
+/// A `{frame}` request's numbers as the page sends them (any f64, NaN and infinities included:
+/// a message is untrusted) turned into what `Lanes::frame` takes. Missing numbers are 0; the
+/// width is clamped to [`MAX_FRAME_WIDTH`]; rows and the highlighted op row saturate to `u32`
+/// (a negative highlight means none).
+pub fn frame_request(
+    start: Option<f64>,
+    end: Option<f64>,
+    width: Option<f64>,
+    highlight: Option<f64>,
+) -> (super::frame::View, Option<u32>) {
+    let view = super::frame::View {
+        start: start.unwrap_or(0.0),
+        end: end.unwrap_or(0.0),
+        width: width.unwrap_or(0.0).clamp(0.0, MAX_FRAME_WIDTH) as u32,
+    };
+    (view, highlight.filter(|h| *h >= 0.0).map(|h| h as u32))
+}
+
+/// A row number from a request (NaN and negatives are 0, huge values saturate).
+pub fn row_index(x: f64) -> u32 {
+    x as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,30 +216,4 @@ mod tests {
         assert_eq!(tick_label(50.0, 10.0), "50 ns");
         assert_eq!(tick_label(-0.0, 1e6), "0 ms");
     }
-}
-
-/// The widest frame the worker draws, in pixels.
-pub const MAX_FRAME_WIDTH: f64 = 16384.0;
-
-/// A `{frame}` request's numbers as the page sends them (any f64, NaN and infinities included:
-/// a message is untrusted) turned into what `Lanes::frame` takes. Missing numbers are 0; the
-/// width is clamped to [`MAX_FRAME_WIDTH`]; rows and the highlighted op row saturate to `u32`
-/// (a negative highlight means none).
-pub fn frame_request(
-    start: Option<f64>,
-    end: Option<f64>,
-    width: Option<f64>,
-    highlight: Option<f64>,
-) -> (super::frame::View, Option<u32>) {
-    let view = super::frame::View {
-        start: start.unwrap_or(0.0),
-        end: end.unwrap_or(0.0),
-        width: width.unwrap_or(0.0).clamp(0.0, MAX_FRAME_WIDTH) as u32,
-    };
-    (view, highlight.filter(|h| *h >= 0.0).map(|h| h as u32))
-}
-
-/// A row number from a request (NaN and negatives are 0, huge values saturate).
-pub fn row_index(x: f64) -> u32 {
-    x as u32
 }
