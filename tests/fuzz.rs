@@ -491,3 +491,24 @@ fn damaged_events_split_the_same_at_every_chunk_boundary() {
         }
     }
 }
+
+/// Regression (found by this fuzzer): a non-trace's error quoted only the bytes of the first
+/// chunk ("first bytes: \"\"" when fed a byte at a time).
+#[test]
+fn a_non_traces_error_does_not_depend_on_chunking() {
+    for doc in [
+        &b"\"deviceProperties\": []"[..],
+        b"hello world",
+        b"<html><body>",
+        b"PK\x03\x04zip!",
+    ] {
+        let whole = import_in(doc, &[doc.len()]).map(|t| t.events.len());
+        for k in 1..doc.len() {
+            assert_eq!(
+                import_in(doc, &[k]).map(|t| t.events.len()),
+                whole,
+                "chunks of {k}"
+            );
+        }
+    }
+}

@@ -151,7 +151,9 @@ fn GpuScopeNote(
     let u = unlinked;
     let all = u.scope == GpuScope::All;
     let ms = |ns: i64| ns as f64 / 1e6;
-    let text = if u.events == 0 {
+    let text = if u.all_events == 0 {
+        "The trace has no GPU events.".to_owned()
+    } else if u.events == 0 {
         "Counted: every GPU event (each is linked to the launch that queued it).".to_owned()
     } else {
         let share = if u.all_time > 0 {

@@ -43,6 +43,7 @@ pub fn render(a: &Analysis) -> String {
     let t = &a.timeline;
     let u = &a.unlinked;
     let counted = match (u.scope, u.events) {
+        _ if u.all_events == 0 => "the trace has no GPU events".to_owned(),
         (_, 0) => "every GPU event is linked to a launch".to_owned(),
         (jarvis_engine::GpuScope::Linked, n) => format!(
             "linked GPU events only; {n} unlinked ({:.3} ms) left out, see --include-unlinked",

@@ -130,6 +130,11 @@ impl Importer {
             let Some(kind) = sniff(buf, false) else {
                 return Ok(());
             };
+            // An error names the first 8 bytes: wait for them, so the message does not depend
+            // on how the input was chunked (found by fuzzing).
+            if !matches!(kind, Sniffed::Json | Sniffed::Gzip) && buf.len() < 8 {
+                return Ok(());
+            }
             let head = std::mem::take(buf);
             self.start(kind, &head)?;
             return self.push(&head);
