@@ -263,6 +263,18 @@ fn document_strategy() -> impl Strategy<Value = (Vec<u8>, bool, Vec<usize>)> {
         .prop_map(|(doc, edits, gz, chunks)| (apply(doc, &edits), gz, chunks))
 }
 
+/// The whole analysis as the worker runs it: with every timeline lane.
+fn analyze_with_lanes(trace: jarvis_engine::model::Trace) -> jarvis_engine::Analysis {
+    analyze_trace_with(
+        trace,
+        &Options {
+            timeline_lanes: true,
+            timeline_host_lanes: true,
+            ..Options::default()
+        },
+    )
+}
+
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     e.write_all(bytes).expect("gzip");
@@ -319,14 +331,7 @@ fn fuzz_trace_import_and_analysis() {
                 ),
             }
             if let Ok(trace) = whole {
-                let a = analyze_trace_with(
-                    trace,
-                    &Options {
-                        timeline_lanes: true,
-                        timeline_host_lanes: true,
-                        ..Options::default()
-                    },
-                );
+                let a = analyze_with_lanes(trace);
                 // The exports a user can ask for must render too.
                 let _ = jarvis_engine::report::export::bundle_zip(&a, "fuzz");
             }
@@ -402,14 +407,7 @@ fn fuzz_platform_json() {
 fn fuzz_worker_frame_and_pick_requests() {
     // Lanes of a corpus trace with every kind of lane; requests with any numbers at all.
     let trace = jarvis_engine::import::import_bytes(&corpus("trace")[0]).expect("seed imports");
-    let a = analyze_trace_with(
-        trace,
-        &Options {
-            timeline_lanes: true,
-            timeline_host_lanes: true,
-            ..Options::default()
-        },
-    );
+    let a = analyze_with_lanes(trace);
     let lanes = a.lanes.expect("lanes");
     let num = prop_oneof![
         4 => any::<f64>(),
@@ -441,8 +439,9 @@ fn fuzz_worker_frame_and_pick_requests() {
 }
 
 /// Replays a document saved by `JARVIS_FUZZ_SAVE` (`JARVIS_FUZZ_REPLAY=file`, chunk sizes in
-/// `JARVIS_FUZZ_CHUNKS=a,b,c`): prints both outcomes.
+/// `JARVIS_FUZZ_CHUNKS=a,b,c`): prints both outcomes. A tool, not a check: run with `--ignored`.
 #[test]
+#[ignore = "replays a saved fuzz input; set JARVIS_FUZZ_REPLAY and JARVIS_FUZZ_CHUNKS"]
 fn replay_saved_case() {
     let (Some(file), Some(chunks)) = (
         std::env::var_os("JARVIS_FUZZ_REPLAY"),

@@ -24,31 +24,36 @@ fn has(a: &Analysis, k: K) -> bool {
     a.diagnostics.iter().any(|d| d.kind == k)
 }
 
+/// The first example of diagnostic `k` (which must be there).
+fn example(a: &Analysis, k: K) -> String {
+    let d = a.diagnostics.iter().find(|d| d.kind == k);
+    let d = d.unwrap_or_else(|| panic!("no {k:?} diagnostic"));
+    d.examples.first().cloned().unwrap_or_default()
+}
+
 const OK_EVENT: &str =
     r#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":10,"dur":5}"#;
 
 #[test]
 fn an_event_over_64_mib_is_skipped_unread_and_named() {
     for whole_in_one_chunk in [false, true] {
-        let big = "A".repeat(MAX_EVENT + 1000);
-        let doc = format!(
-            r#"{{"traceEvents":[{OK_EVENT},{{"ph":"X","cat":"cpu_op","name":"{big}","pid":1,"tid":1,"ts":1,"dur":1}},{OK_EVENT}]}}"#
+        let big = format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"{}","pid":1,"tid":1,"ts":1,"dur":1}}"#,
+            "A".repeat(MAX_EVENT + 1000)
         );
+        let doc = format!(r#"{{"traceEvents":[{OK_EVENT},{big},{OK_EVENT}]}}"#);
         let a = if whole_in_one_chunk {
             analyze_trace(jarvis_engine::import::import_bytes(doc.as_bytes()).expect("imports"))
         } else {
             analyze_doc(doc.as_bytes())
         };
         assert_eq!(a.facts.cpu_ops, 2, "the two small events are kept");
-        let d = a
-            .diagnostics
-            .iter()
-            .find(|d| d.kind == K::OversizedEvent)
-            .expect("diagnostic");
-        assert!(
-            d.examples[0].starts_with("event 1 at byte ") && d.examples[0].ends_with(" MB"),
-            "{:?}",
-            d.examples
+        // It starts after `{"traceEvents":[` (16 bytes), the first event and its comma.
+        let at = 16 + OK_EVENT.len() + 1;
+        let mb = big.len() as f64 / 1e6;
+        assert_eq!(
+            example(&a, K::OversizedEvent),
+            format!("event 1 at byte {at} is {mb:.1} MB")
         );
     }
 }
@@ -144,12 +149,11 @@ fn a_gzip_bomb_stops_at_the_event_limit_without_inflating_the_rest() {
         "{inflated} bytes inflated for 25,000 events"
     );
     let a = analyze_trace(trace);
-    let d = a
-        .diagnostics
-        .iter()
-        .find(|d| d.kind == K::TooManyEvents)
-        .expect("diagnostic");
-    assert!(d.examples[0].starts_with("25000 events kept; reading stopped at event 25000"));
+    let ex = example(&a, K::TooManyEvents);
+    assert!(
+        ex.starts_with("25000 events kept; reading stopped at event 25000"),
+        "{ex}"
+    );
 }
 
 #[test]

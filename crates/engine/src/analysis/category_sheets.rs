@@ -126,11 +126,9 @@ fn kernels_for(ctx: &SheetContext<'_>, id: EventId, backward: bool) -> Vec<Event
     let (trace, tree) = (ctx.trace, ctx.tree);
     let mut kernels: Vec<EventId> = if backward {
         let bwd = ctx.autograd.subtree_backward(trace, tree, id);
-        bwd.iter()
-            .flat_map(|b| tree.gpu_events_under(trace, *b))
-            .collect()
+        bwd.iter().flat_map(|b| tree.gpu_events_under(*b)).collect()
     } else {
-        tree.gpu_events_under(trace, id)
+        tree.gpu_events_under(id)
     };
     kernels.sort_by_key(|k| (trace.event(*k).ts, k.0));
     kernels.dedup();

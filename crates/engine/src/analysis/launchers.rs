@@ -101,7 +101,7 @@ pub fn kernel_launchers(
         let l = EventId(run[0].0);
         let own = &kernels[from..from + run.len()];
         let direct_time = busy_time(own.iter().map(span));
-        let subtree_time = busy_time(tree.gpu_events_under(trace, l).iter().map(span));
+        let subtree_time = busy_time(tree.gpu_events_under(l).iter().map(span));
         let first = own.first().map(|k| trace.name(trace.event(*k)));
         let category = registry.categorize(trace.name(trace.event(l)), first);
         list.push(Launcher {

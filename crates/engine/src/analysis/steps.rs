@@ -195,7 +195,7 @@ fn root_op(trace: &Trace, tree: &CallTree, id: EventId) -> Option<EventId> {
     root
 }
 
-/// Unions of the linked GPU work by class (what `gpu_timeline` splits).
+/// Unions of the counted GPU work by class (what `gpu_timeline` splits).
 struct WorkUnions {
     comp: Vec<Span>,
     comm: Vec<Span>,
@@ -220,8 +220,7 @@ pub fn steps(
     counted: &[EventId],
     gaps: &[Gap],
 ) -> Steps {
-    let linked = counted;
-    if linked.is_empty() {
+    if counted.is_empty() {
         return Steps {
             source: Some(StepSource::WholeTrace),
             ..Steps::default()
@@ -232,7 +231,7 @@ pub fn steps(
         comm: Vec::new(),
         copy: Vec::new(),
     };
-    for &id in linked {
+    for &id in counted {
         let e = trace.event(id);
         let span = (e.ts, e.end());
         match names.work(trace, e) {
@@ -256,17 +255,17 @@ pub fn steps(
         .collect();
     let whole = spans.is_empty();
     if whole {
-        let (lo, hi) = linked
+        let (lo, hi) = counted
             .iter()
             .fold((Nanos::MAX, Nanos::MIN), |(lo, hi), &id| {
                 let e = trace.event(id);
                 (lo.min(e.ts), hi.max(e.end()))
             });
-        spans.push((linked[0], StepClass::Whole, None, (lo, hi)));
+        spans.push((counted[0], StepClass::Whole, None, (lo, hi)));
     }
     let starts: Vec<Nanos> = spans.iter().map(|s| s.3 .0).collect();
     let mut per_step: Vec<Vec<EventId>> = vec![Vec::new(); spans.len()];
-    for &id in linked {
+    for &id in counted {
         let t = if whole {
             spans[0].3 .0
         } else {

@@ -125,16 +125,6 @@ pub fn counted_gpu_events(trace: &Trace, tree: &CallTree, scope: GpuScope) -> Ve
         .collect()
 }
 
-/// The trace's timeline over the GPU events `scope` counts (TraceLens: linked ones).
-pub fn gpu_timeline(
-    trace: &Trace,
-    tree: &CallTree,
-    names: &NameClasses,
-    scope: GpuScope,
-) -> GpuTimeline {
-    timeline_of(trace, names, counted_gpu_events(trace, tree, scope))
-}
-
 /// GPU events without a linked launch, and what counting them changes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnlinkedWork {

@@ -55,7 +55,7 @@ impl UnifiedRows {
     pub fn gpu(&self, ctx: &SheetContext<'_>, r: &UnifiedRow) -> Vec<EventId> {
         match r.synthetic.and_then(|i| self.synthetic.get(i as usize)) {
             Some((_, k)) => vec![*k],
-            None => ctx.tree.gpu_events_under(ctx.trace, r.event),
+            None => ctx.tree.gpu_events_under(r.event),
         }
     }
 }
@@ -126,7 +126,7 @@ impl Walk<'_, '_> {
     }
 
     fn gpu_under(&self, id: EventId) -> Vec<EventId> {
-        self.ctx.tree.gpu_events_under(self.trace(), id)
+        self.ctx.tree.gpu_events_under(id)
     }
 
     /// If `id` is the only GPU-launching op named after its autograd node, the forward op whose

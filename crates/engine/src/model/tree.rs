@@ -335,7 +335,7 @@ impl CallTree {
     }
 
     /// All GPU events in the subtree of `id` (including `id` itself if it is one), depth first.
-    pub fn gpu_events_under(&self, _trace: &Trace, id: EventId) -> Vec<EventId> {
+    pub fn gpu_events_under(&self, id: EventId) -> Vec<EventId> {
         let (Some(&lo), Some(&hi)) = (self.first.get(id.idx()), self.end.get(id.idx())) else {
             return Vec::new();
         };

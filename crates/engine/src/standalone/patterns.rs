@@ -158,7 +158,7 @@ impl Patterns {
             let Some(frame) = modules.frame_of_root(root) else {
                 continue;
             };
-            for k in tree.gpu_events_under(trace, root) {
+            for k in tree.gpu_events_under(root) {
                 let e = trace.event(k);
                 if e.kind != EventKind::Kernel {
                     continue;

@@ -178,7 +178,9 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
     note_trace_quality(&mut trace, gpu_only);
 
     let names = names::NameClasses::new(&trace);
-    let timeline = timeline::gpu_timeline(&trace, &tree, &names, options.gpu_scope);
+    // The GPU events the breakdown counts, listed once for the timeline, idle time and steps.
+    let counted = timeline::counted_gpu_events(&trace, &tree, options.gpu_scope);
+    let timeline = timeline::timeline_of(&trace, &names, counted.iter().copied());
     let unlinked = timeline::unlinked_work(&trace, &tree, options.gpu_scope, &timeline);
     quality::note_unlinked(&mut trace, &unlinked);
     let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
@@ -225,7 +227,8 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         sheets.push(coll);
     }
     let (idle_report, steps, launch_table) =
-        idle_and_steps(&mut trace, &tree, &names, options.gpu_scope, &mut sheets);
+        idle_and_steps(&mut trace, &tree, &names, &counted, &mut sheets);
+    drop(counted);
     // TraceLens leaves empty sheets out of the report, except the short-kernel ones.
     sheets.retain(|s| !s.rows.is_empty() || s.name.starts_with("short_kernel"));
 

@@ -2,7 +2,6 @@
 //! sheets (`unified_perf_summary` and the per-category ones).
 
 use crate::analysis::categories::Registry;
-use crate::analysis::timeline::{counted_gpu_events, GpuScope};
 use crate::analysis::{
     category_sheets, host_wait, idle, launch_stats, launchers, names, steps, unified,
 };
@@ -14,19 +13,19 @@ use crate::report::Sheet;
 use super::PlatformUsed;
 
 /// The idle-time breakdown (trace level, per device, per stream), host-wait causes, launch
-/// statistics and steps, with their sheets and diagnostics.
+/// statistics and steps, with their sheets and diagnostics. `counted`: the GPU events the
+/// timeline counts (`timeline::counted_gpu_events`; all of them under `GpuScope::All`).
 pub(super) fn idle_and_steps(
     trace: &mut Trace,
     tree: &CallTree,
     names: &names::NameClasses,
-    scope: GpuScope,
+    counted: &[crate::model::EventId],
     sheets: &mut Vec<Sheet>,
 ) -> (idle::IdleReport, steps::Steps, launch_stats::LaunchTable) {
-    let linked = counted_gpu_events(trace, tree, scope);
-    let gaps = idle::gaps(trace, tree, &linked);
+    let gaps = idle::gaps(trace, tree, counted);
     let split = idle::split_of(&gaps);
     let mut by_device: Vec<(crate::model::RawId, Vec<crate::model::EventId>)> = Vec::new();
-    for &id in &linked {
+    for &id in counted {
         let pid = &trace.lane(trace.event(id).lane).pid;
         match by_device.iter_mut().find(|(p, _)| p == pid) {
             Some((_, v)) => v.push(id),
@@ -49,7 +48,7 @@ pub(super) fn idle_and_steps(
     } else {
         Vec::new()
     };
-    let origin = linked
+    let origin = counted
         .iter()
         .map(|&id| trace.event(id).ts)
         .min()
@@ -63,13 +62,13 @@ pub(super) fn idle_and_steps(
     let table = launch_stats::LaunchTable::new(trace, &launches);
     drop(launches);
     sheets.push(idle::host_wait_causes_sheet(&causes));
-    let steps = steps::steps(trace, tree, names, &linked, &gaps);
+    let steps = steps::steps(trace, tree, names, counted, &gaps);
     sheets.push(steps::steps_sheet(&steps));
     let stream_gaps = streams
         .iter()
         .any(|s| s.intervals.iter().any(|v| !v.is_empty()));
     if (split.gaps > 0 && gaps.iter().all(|g| g.launch.is_none()))
-        || (linked.is_empty() && stream_gaps)
+        || (counted.is_empty() && stream_gaps)
     {
         trace
             .diagnostics
