@@ -287,14 +287,23 @@ impl Framer {
                 i += used;
                 if !done {
                     if cap.keep {
-                        cap.buf.extend_from_slice(&chunk[start..i]);
                         let limit = match cap.target {
                             Target::Event { .. } => MAX_EVENT,
                             _ => MAX_KEPT_VALUE,
                         };
-                        if cap.buf.len() > limit {
+                        let want = cap.buf.len() + (i - start);
+                        if want > limit {
                             cap.keep = false;
                             cap.buf = Vec::new();
+                        } else {
+                            // Grow by doubling but never past the limit: in WebAssembly a
+                            // reallocation copies, and memory never shrinks (a 100 MB event
+                            // took the worker to 287 MB with unbounded doubling).
+                            if want > cap.buf.capacity() {
+                                let to = want.max(cap.buf.capacity() * 2).min(limit);
+                                cap.buf.reserve_exact(to - cap.buf.len());
+                            }
+                            cap.buf.extend_from_slice(&chunk[start..i]);
                         }
                     }
                     continue;
