@@ -27,6 +27,10 @@ test('a real trace by file input matches the CLI to the nanosecond', { skip: !fs
   const util = Number(await page.getByTestId('headline-gpu_utilization_pct').getAttribute('data-value'));
   const want = expected.busy_time / expected.total_time * 100;
   assert.ok(Math.abs(util - want) <= 1e-9 * want, `utilization ${util} vs ${want}`);
+  // Kernel time with FLOPs computed never exceeds kernel time with a perf model.
+  const share = async (k) => Number(await page.getByTestId(`headline-${k}`).getAttribute('data-value'));
+  const [modelled, computed] = [await share('modelled_share_pct'), await share('computed_share_pct')];
+  assert.ok(computed > 0 && computed <= modelled, `computed ${computed} vs modelled ${modelled}`);
   const top = await page.getByTestId('top-ops').textContent();
   assert.match(top, /aten::mul/);
   assert.match(await page.getByTestId('platform').textContent(), /H100 SXM/);

@@ -246,13 +246,18 @@ impl Overview {
 /// The engine's `headline` (docs/metrics.md) as labelled rows; figures the trace or the platform
 /// does not allow (null) are left out.
 fn headline_rows(h: &Value) -> Vec<(&'static str, &'static str, String, String)> {
-    const ROWS: [(&str, &str, &str); 9] = [
+    const ROWS: [(&str, &str, &str); 10] = [
         ("gpu_utilization_pct", "GPU utilization", "%"),
         ("idle_pct", "GPU idle", "%"),
         ("exposed_comm_pct", "exposed communication", "%"),
         ("exposed_memcpy_pct", "exposed memcpy", "%"),
         ("op_kernel_ms", "kernel time in ops", "ms"),
         ("modelled_share_pct", "of it with a perf model", "%"),
+        (
+            "computed_share_pct",
+            "of it with FLOPs computed from the trace",
+            "%",
+        ),
         (
             "roofline_efficiency_pct",
             "roofline efficiency (time-weighted)",

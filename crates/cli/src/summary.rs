@@ -68,9 +68,10 @@ pub fn render(a: &Analysis) -> String {
         let _ = writeln!(s, "\nPerf models (docs/metrics.md)");
         let _ = writeln!(
             s,
-            "  kernel time in ops {:.3} ms, {:.1} % of it modelled",
+            "  kernel time in ops {:.3} ms: {:.1} % with a perf model, {:.1} % with FLOPs computed from the recorded inputs",
             h.op_kernel_ms,
-            h.modelled_share_pct.unwrap_or(0.0)
+            h.modelled_share_pct.unwrap_or(0.0),
+            h.computed_share_pct.unwrap_or(0.0)
         );
         if let (Some(eff), Some(headroom)) = (h.roofline_efficiency_pct, h.roofline_headroom_ms) {
             let _ = writeln!(

@@ -58,6 +58,8 @@ pub enum DiagnosticKind {
     OverlappingStreamEvents,
     /// CPU ops recorded without shapes (`record_shapes=False`).
     OpsWithoutShapes,
+    /// Ops with a perf model whose recorded inputs do not give its FLOPs and bytes.
+    UnmodelledOps,
     /// No kernel, memcpy or memset at all.
     NoGpuEvents,
     /// No `cpu_op` events: only the GPU-side sheets can be produced.
@@ -95,6 +97,7 @@ impl DiagnosticKind {
             DiagnosticKind::OverlappingHostEvents => "overlapping_host_events",
             DiagnosticKind::OverlappingStreamEvents => "overlapping_stream_events",
             DiagnosticKind::OpsWithoutShapes => "ops_without_shapes",
+            DiagnosticKind::UnmodelledOps => "unmodelled_ops",
             DiagnosticKind::NoGpuEvents => "no_gpu_events",
             DiagnosticKind::GpuOnlyTrace => "gpu_only_trace",
             DiagnosticKind::UnknownPlatform => "unknown_platform",
@@ -124,6 +127,7 @@ impl DiagnosticKind {
             | EfficiencyAbovePeak
             | IncompleteStep
             | IdleWithoutLaunches
+            | UnmodelledOps
             | LongName => Severity::Warning,
             RepairedJson | GraphLaunches | LinkedWithoutFlows | OpsWithoutShapes | GpuOnlyTrace
             | NoStepMarkers => Severity::Info,
@@ -152,6 +156,7 @@ impl DiagnosticKind {
             OverlappingHostEvents => "Some host events overlap their enclosing event on the same thread; they were left out of the call tree (TraceLens's rule).",
             OverlappingStreamEvents => "Some GPU events overlap the previous event on the same stream, which a stream cannot do; their durations are suspect.",
             OpsWithoutShapes => "Some CPU ops carry no input shapes (record_shapes was off); shape-based grouping and perf models are limited.",
+            UnmodelledOps => "Some ops that have a perf model could not be modelled from what the trace records; they have no FLOPs, bytes or efficiency, and their kernel time counts as unmodelled.",
             NoGpuEvents => "The trace has no GPU kernels, memcpys or memsets; there is no GPU time to analyze.",
             GpuOnlyTrace => "The trace has no CPU ops; only GPU-side sheets (timeline, kernels) are produced.",
             UnknownPlatform => "The GPU is not in Jarvis's platform table, so efficiency and roofline figures are not computed; choose a platform (or give its peaks) to get them.",

@@ -46,7 +46,9 @@ pub mod trace_analysis;
 pub use analysis::timeline::GpuScope;
 pub use error::ImportError;
 pub use import::Importer;
-pub use trace_analysis::{analyze_trace, analyze_trace_with, Analysis, Options, PlatformChoice};
+pub use trace_analysis::{
+    analyze_trace, analyze_trace_with, Analysis, Options, PlatformChoice, UnmodelledOp,
+};
 
 /// Imports and analyzes a whole in-memory trace (`.json` or `.json.gz` bytes).
 pub fn analyze(bytes: &[u8]) -> Result<Analysis, ImportError> {

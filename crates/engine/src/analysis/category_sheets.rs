@@ -32,15 +32,27 @@ pub struct PerfRow {
     pub kernel_time_us: f64,
 }
 
-/// (op name, interned inputs, backward, GEMM transpose hint).
-type MetricsKey = (StrId, Option<usize>, bool, Option<(bool, bool)>);
+/// What a model reads from an op's kernel names, so it is part of the memo key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum KernelHint {
+    /// A GEMM's operand layout (transpose A, transpose B).
+    Transpose(bool, bool),
+    /// A BatchNorm's training flag, when the trace does not record it.
+    Training(bool),
+}
+
+/// (op name, interned inputs, backward, kernel-name hint).
+type MetricsKey = (StrId, Option<usize>, bool, Option<KernelHint>);
 
 /// Perf metrics memoized per (op name, recorded inputs, direction, GEMM layout hint): a trace
 /// runs the same few thousand shapes millions of times.
 #[derive(Debug, Default)]
 pub struct MetricsCache {
-    map: RefCell<FxHashMap<MetricsKey, Option<Rc<Metrics>>>>,
+    map: RefCell<FxHashMap<MetricsKey, Modelled>>,
 }
+
+/// An op's metrics, or why its model could not compute them.
+pub type Modelled = Result<Rc<Metrics>, &'static str>;
 
 impl MetricsCache {
     /// Metrics of op `id` (forward, or backward with `backward`); `kernels` are its GPU event
@@ -52,14 +64,19 @@ impl MetricsCache {
         id: EventId,
         backward: bool,
         kernels: &[&str],
-    ) -> Option<Rc<Metrics>> {
+    ) -> Modelled {
         let e = trace.event(id);
         let gemm = matches!(
             class,
             "aten_mm" | "aten_addmm" | "aten_bmm" | "aten_baddbmm" | "aten_scaled_mm"
         );
         let hint = if gemm {
-            kernels.iter().find_map(|k| transpose_from_kernel(k))
+            kernels
+                .iter()
+                .find_map(|k| transpose_from_kernel(k))
+                .map(|(a, b)| KernelHint::Transpose(a, b))
+        } else if matches!(class, "BatchNorm" | "InstanceNorm") {
+            crate::perf::norm::training_from_kernels(kernels).map(KernelHint::Training)
         } else {
             None
         };
@@ -74,7 +91,8 @@ impl MetricsCache {
         } else {
             crate::perf::forward(class, name, &inputs, kernels)
         }
-        .map(Rc::new);
+        .map(Rc::new)
+        .ok_or_else(|| crate::perf::unmodelled_reason(&inputs));
         self.map.borrow_mut().insert(key, m.clone());
         m
     }
@@ -138,7 +156,13 @@ fn kernels_for(ctx: &SheetContext<'_>, id: EventId, backward: bool) -> Vec<Event
 /// Computes the rows of one per-category sheet, in file order: every op of the model family the
 /// sheet holds, with forward metrics over its subtree's GPU time; `_bwd` sheets add forward ops'
 /// backward metrics over the GPU time of their linked autograd backward calls.
-pub fn perf_rows(ctx: &SheetContext<'_>, family: &str, sheet: &str) -> Vec<PerfRow> {
+/// Instances whose model cannot compute metrics are counted in `unmodelled`.
+pub fn perf_rows(
+    ctx: &SheetContext<'_>,
+    family: &str,
+    sheet: &str,
+    unmodelled: &mut Unmodelled,
+) -> Vec<PerfRow> {
     let trace = ctx.trace;
     let backward_sheet = sheet.ends_with("_bwd");
     let mut out = Vec::new();
@@ -175,17 +199,36 @@ pub fn perf_rows(ctx: &SheetContext<'_>, family: &str, sheet: &str) -> Vec<PerfR
             .iter()
             .map(|k| trace.name(trace.event(*k)))
             .collect();
-        let Some(metrics) = ctx.cache.get(trace, class, id, backward, &names) else {
-            continue;
-        };
-        out.push(PerfRow {
-            event: id,
-            metrics,
-            backward,
-            kernel_time_us: span_us(trace, &kernels),
-        });
+        let kernel_time_us = span_us(trace, &kernels);
+        match ctx.cache.get(trace, class, id, backward, &names) {
+            Ok(metrics) => out.push(PerfRow {
+                event: id,
+                metrics,
+                backward,
+                kernel_time_us,
+            }),
+            // A forward row is the op's own model; backward rows are optional extras.
+            Err(reason) if !backward => unmodelled.add(e.name, reason, kernel_time_us, e.uid),
+            Err(_) => {}
+        }
     }
     out
+}
+
+/// Op instances with a perf model that got no metrics from it, per (op name, reason): what the
+/// `unmodelled_ops` diagnostic reports.
+#[derive(Debug, Default)]
+pub struct Unmodelled {
+    /// (op name, reason) → (instances, summed kernel time µs, first instance's UID).
+    pub by_op: std::collections::BTreeMap<(StrId, &'static str), (u64, f64, u32)>,
+}
+
+impl Unmodelled {
+    fn add(&mut self, name: StrId, reason: &'static str, kernel_us: f64, uid: u32) {
+        let slot = self.by_op.entry((name, reason)).or_insert((0, 0.0, uid));
+        slot.0 += 1;
+        slot.1 += kernel_us;
+    }
 }
 
 /// What the per-category sheets read.

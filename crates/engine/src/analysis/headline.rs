@@ -23,6 +23,11 @@ pub struct Headline {
     pub modelled_kernel_ms: f64,
     /// modelled_kernel_ms / op_kernel_ms.
     pub modelled_share_pct: Option<f64>,
+    /// The part of `op_kernel_ms` whose perf model computed FLOPs from the recorded inputs (ms):
+    /// below `modelled_kernel_ms` when shapes, dtypes or Concrete Inputs are missing.
+    pub computed_kernel_ms: f64,
+    /// computed_kernel_ms / op_kernel_ms.
+    pub computed_share_pct: Option<f64>,
     /// Kernel time of the ops that have a roofline on the chosen platform (ms).
     pub roofline_measured_ms: f64,
     /// What those ops would take at their roofline: Σ roofline time × count (ms).
@@ -61,12 +66,19 @@ pub fn headline(timeline: &GpuTimeline, unified: Option<&Sheet>) -> Headline {
         return h;
     };
     let roof = sheet.column("Roofline Time (µs)");
+    let gflops = sheet.column("GFLOPS");
     let mut headroom_ms = 0.0;
     for row in &sheet.rows {
         let kt_us = row[kt].as_f64().filter(|x| x.is_finite()).unwrap_or(0.0);
         h.op_kernel_ms += kt_us / 1e3;
         if row[model].as_str() == Some("True") {
             h.modelled_kernel_ms += kt_us / 1e3;
+            if gflops
+                .and_then(|c| row[c].as_f64())
+                .is_some_and(f64::is_finite)
+            {
+                h.computed_kernel_ms += kt_us / 1e3;
+            }
         }
         let ideal = roof.and_then(|c| row[c].as_f64()).filter(|x| x.is_finite());
         let n = row[count].as_f64().unwrap_or(0.0);
@@ -77,6 +89,7 @@ pub fn headline(timeline: &GpuTimeline, unified: Option<&Sheet>) -> Headline {
         }
     }
     h.modelled_share_pct = pct(h.modelled_kernel_ms, h.op_kernel_ms);
+    h.computed_share_pct = pct(h.computed_kernel_ms, h.op_kernel_ms);
     if roof.is_some() {
         h.roofline_efficiency_pct = pct(h.roofline_ideal_ms, h.roofline_measured_ms);
         h.roofline_headroom_ms = Some(headroom_ms);

@@ -179,7 +179,7 @@ impl Walk<'_, '_> {
             Some((fwd, bwd_category)) => {
                 let class = model_class(ctx, trace.name(trace.event(fwd))).unwrap_or("");
                 (
-                    ctx.cache.get(trace, class, fwd, true, &[]),
+                    ctx.cache.get(trace, class, fwd, true, &[]).ok(),
                     true,
                     bwd_category,
                 )
@@ -200,7 +200,7 @@ impl Walk<'_, '_> {
                             .map(|k| trace.name(trace.event(*k)))
                             .collect();
                         (
-                            ctx.cache.get(trace, class, id, false, &names),
+                            ctx.cache.get(trace, class, id, false, &names).ok(),
                             true,
                             category,
                         )

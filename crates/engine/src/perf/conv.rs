@@ -110,6 +110,12 @@ pub fn metrics(class: &str, x: &OpInputs) -> Option<Metrics> {
     if tx != tw {
         return None;
     }
+    // Stride, padding and dilation live in Concrete Inputs; a trace from a PyTorch release that
+    // does not record them says nothing about them, and defaults would be silently wrong for
+    // every strided or padded convolution (TraceLens raises and skips the op).
+    if !x.has_concrete() {
+        return None;
+    }
     let n = input.len() - 2;
     let conv = Conv {
         stride: int_list(x.concrete(opt), n, 1)?,

@@ -50,6 +50,12 @@ impl OpInputs {
         self.concrete.get(i).and_then(Value::as_str).unwrap_or("")
     }
 
+    /// The trace recorded `Concrete Inputs` for this op (PyTorch 2.x does; older releases do not,
+    /// and a model must then not read their absence as default values).
+    pub fn has_concrete(&self) -> bool {
+        !self.concrete.is_empty()
+    }
+
     /// Strides at slot `i`, as recorded (JSON), `None` when absent.
     pub fn stride(&self, i: usize) -> Option<&Value> {
         self.strides.get(i)

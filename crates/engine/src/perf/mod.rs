@@ -92,7 +92,7 @@ pub fn forward(class: &str, op: &str, inputs: &OpInputs, kernels: &[&str]) -> Op
         .or_else(|| elementwise::unary(class, inputs))
         .or_else(|| elementwise::binary(class, inputs))
         .or_else(|| sdpa::forward(class, inputs))
-        .or_else(|| norm::metrics(class, inputs))
+        .or_else(|| norm::metrics(class, op, inputs, kernels))
         .or_else(|| conv::metrics(class, inputs))
         .or_else(|| reduce::metrics(class, op, inputs, false))
         .or_else(|| gemm_ext::forward(class, inputs))
@@ -105,4 +105,19 @@ pub fn forward(class: &str, op: &str, inputs: &OpInputs, kernels: &[&str]) -> Op
 /// that model it; `None` otherwise (GEMMs: backward GEMMs are their own ops).
 pub fn backward(class: &str, op: &str, inputs: &OpInputs) -> Option<Metrics> {
     sdpa::backward(class, inputs).or_else(|| reduce::metrics(class, op, inputs, true))
+}
+
+/// Why a model got no metrics from an op's recorded inputs, for the `unmodelled_ops`
+/// diagnostic: the first thing missing that models read, in the order they read it.
+pub fn unmodelled_reason(x: &OpInputs) -> &'static str {
+    let blank = |v: &serde_json::Value| v.as_str().is_none_or(str::is_empty);
+    if x.dims.is_empty() {
+        "no input shapes (recorded without record_shapes)"
+    } else if x.types.iter().all(blank) {
+        "no input dtypes"
+    } else if !x.has_concrete() {
+        "no Concrete Inputs (scalar arguments such as stride, is_causal or training; older PyTorch releases do not record them)"
+    } else {
+        "inputs the model cannot read (shapes, dtypes or arguments of an unexpected form)"
+    }
 }

@@ -101,16 +101,61 @@ fn channel_param(c: f64) -> Param {
     }
 }
 
-/// Forward or backward metrics of a normalization op.
-pub fn metrics(class: &str, x: &OpInputs) -> Option<Metrics> {
+/// Training (`true`) or inference, read from the kernels a BatchNorm launched: cuDNN's
+/// `bn_fw_tr_*` / `bn_fw_inf_*`, MIOpen's `BatchNormFwdTrain*` / `BatchNormFwdInfer*`, and
+/// PyTorch's own `batch_norm_collect_statistics*` (batch statistics: training only). `None` when
+/// no kernel says.
+pub fn training_from_kernels(kernels: &[&str]) -> Option<bool> {
+    kernels.iter().find_map(|k| {
+        if k.contains("bn_fw_tr_")
+            || k.contains("BatchNormFwdTrain")
+            || k.contains("batch_norm_collect_statistics")
+        {
+            Some(true)
+        } else if k.contains("bn_fw_inf_") || k.contains("BatchNormFwdInfer") {
+            Some(false)
+        } else {
+            None
+        }
+    })
+}
+
+/// The `training` argument of a BatchNorm or InstanceNorm (slot 5): from Concrete Inputs when
+/// the trace records them; older PyTorch releases do not, and then the kernels decide
+/// (deviation D12). `None`: unknown, so the op is not modelled rather than guessed.
+fn training_flag(x: &OpInputs, kernels: &[&str]) -> Option<bool> {
+    if x.has_concrete() {
+        Some(flag(x.concrete(5)))
+    } else {
+        training_from_kernels(kernels)
+    }
+}
+
+/// LayerNorm's normalized size: the product of `normalized_shape` (Concrete Inputs slot 1), or,
+/// when the trace records no Concrete Inputs, of the weight's shape, which PyTorch requires to
+/// equal it (deviation D12). A LayerNorm without weight and without Concrete Inputs is unknown.
+fn layer_norm_size(x: &OpInputs) -> Option<f64> {
+    if x.has_concrete() {
+        return list_product(x.concrete(1));
+    }
+    let weight = x
+        .shape(2)
+        .filter(|w| !w.is_empty() && !x.dtype(2).is_empty())?;
+    Some(numel(&weight))
+}
+
+/// Forward or backward metrics of normalization op `op`; `kernels` are its GPU event names.
+pub fn metrics(class: &str, op: &str, x: &OpInputs, kernels: &[&str]) -> Option<Metrics> {
     let backward = class.ends_with("Bwd");
     let slot = match class {
         "BatchNormBwd" | "LayerNormBwd" | "GroupNormBwd" | "RMSNormBwd" => 1,
         "BatchNorm" | "LayerNorm" | "GroupNorm" | "InstanceNorm" | "RMSNorm" => 0,
         _ => return None,
     };
-    // cudnn/miopen BatchNorm backward lists the input first and has no training flag.
-    let vendor_bn_bwd = class == "BatchNormBwd" && x.dims.len() == 8;
+    // cudnn/miopen BatchNorm backward lists the input first and has no training flag (eight
+    // arguments today, nine with `reserveSpace` in 2021 releases: the name decides).
+    let vendor_bn_bwd = class == "BatchNormBwd"
+        && (x.dims.len() == 8 || op.contains("cudnn_") || op.contains("miopen_"));
     let slot = if vendor_bn_bwd { 0 } else { slot };
     let shape = x.shape(slot)?;
     let t = x.dtype(slot);
@@ -119,10 +164,11 @@ pub fn metrics(class: &str, x: &OpInputs) -> Option<Metrics> {
     let dim1 = shape.get(1).map(|&c| c as f64);
     let (c, affine, has_bias, training, mask): (f64, bool, bool, bool, Option<Vec<bool>>) =
         match class {
-            "BatchNorm" => (dim1?, present(x, 2), true, flag(x.concrete(5)), None),
-            "InstanceNorm" => (dim1?, present(x, 2), true, flag(x.concrete(5)), None),
+            "BatchNorm" | "InstanceNorm" => {
+                (dim1?, present(x, 2), true, training_flag(x, kernels)?, None)
+            }
             "LayerNorm" => (
-                list_product(x.concrete(1))?,
+                layer_norm_size(x)?,
                 present(x, 2),
                 present(x, 3),
                 true,
@@ -137,6 +183,10 @@ pub fn metrics(class: &str, x: &OpInputs) -> Option<Metrics> {
                 None,
             ),
             "BatchNormBwd" => {
+                // The native op's `train` flag (slot 7) is unknown without Concrete Inputs.
+                if !vendor_bn_bwd && !x.has_concrete() {
+                    return None;
+                }
                 let training = !vendor_bn_bwd && flag(x.concrete(7));
                 (dim1?, true, true, training, Some(vec![present(x, 0)]))
             }

@@ -39,14 +39,18 @@ fn reduced_dims(s: &str, rank: usize) -> Option<Vec<usize>> {
         .collect()
 }
 
-/// Output elements of a reduction of `shape` by op `op` with inputs `x`.
-fn output_elems(op: &str, shape: &[i64], x: &OpInputs) -> f64 {
+/// Output elements of a reduction of `shape` by op `op` with inputs `x`; `None` when the trace
+/// records no Concrete Inputs, so `dim` is unknown (older PyTorch releases; deviation D12).
+fn output_elems(op: &str, shape: &[i64], x: &OpInputs) -> Option<f64> {
     if op.contains("cumsum") || op.contains("cumprod") {
-        return numel(shape);
+        return Some(numel(shape));
+    }
+    if !x.has_concrete() {
+        return None;
     }
     // `linalg_norm(self, ord, dim, ...)` / `norm(self, p, dim, ...)` record `dim` in slot 2.
     let slot = if op.contains("norm") { 2 } else { 1 };
-    match reduced_dims(x.concrete(slot), shape.len()) {
+    Some(match reduced_dims(x.concrete(slot), shape.len()) {
         Some(dims) => shape
             .iter()
             .enumerate()
@@ -54,7 +58,7 @@ fn output_elems(op: &str, shape: &[i64], x: &OpInputs) -> f64 {
             .map(|(_, &d)| d as f64)
             .product(),
         None => 1.0,
-    }
+    })
 }
 
 /// Forward (or, with `backward`, backward) metrics of a reduction op named `op`.
@@ -66,11 +70,14 @@ pub fn metrics(class: &str, op: &str, x: &OpInputs, backward: bool) -> Option<Me
     let t = x.dtype(0);
     let n_in = numel(&shape);
     let n_out = output_elems(op, &shape, x);
-    let bytes = bytes_per_element(t).map(|b| n_in * b + n_out * b);
+    let bytes = n_out.and_then(|n_out| bytes_per_element(t).map(|b| n_in * b + n_out * b));
     let _ = backward; // forward and backward move the same data (spec §6.8).
     let params = vec![
         ("num_input_elems", Param::Int(n_in as i64)),
-        ("num_output_elems", Param::Int(n_out as i64)),
+        (
+            "num_output_elems",
+            n_out.map_or(Param::None, |n| Param::Int(n as i64)),
+        ),
         ("dtype_in_out", dtypes(&[Some(t), None])),
         ("reduce_type", Param::Str(reduce_type(op).to_owned())),
     ];

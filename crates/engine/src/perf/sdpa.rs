@@ -183,6 +183,10 @@ fn metrics(e: &Entry, x: &OpInputs, backward: bool) -> Option<Metrics> {
         return None;
     }
     let f = |i: i64| i as f64;
+    // Without Concrete Inputs `is_causal` is unknown: guessing would be 2x off either way.
+    if e.causal.is_some() && !x.has_concrete() {
+        return None;
+    }
     let causal = match e.causal.map(|i| x.concrete(i).trim()) {
         Some("") | None => e.causal_default,
         Some(c) => truthy(c),

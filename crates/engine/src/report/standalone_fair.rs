@@ -164,6 +164,12 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         h.modelled_share_pct
             .map_or("–".into(), |x| format!("{x:.1}%"))
     );
+    let _ = writeln!(
+        s,
+        "| Kernel time with FLOPs computed from the trace | {} |",
+        h.computed_share_pct
+            .map_or("–".into(), |x| format!("{x:.1}%"))
+    );
     let _ = writeln!(s, "\n### Top Operations\n**These operations consume the most GPU time - prioritize optimizations here**\n");
     let _ = writeln!(s, "| Rank | Operation | Category | Time (ms) | % of Total Compute |\n|------|-----------|----------|-----------|-------------------|");
     for t in &st.top_operations {

@@ -69,6 +69,18 @@ pub struct PlatformUsed {
     pub how: String,
 }
 
+/// Instances of one op that has a perf model but could not be modelled, for one reason.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UnmodelledOp {
+    pub op: String,
+    pub reason: &'static str,
+    pub instances: u64,
+    /// Kernel time of the instances' subtrees, summed (nested instances count again).
+    pub kernel_ms: f64,
+    /// UID of the first instance.
+    pub example_uid: u32,
+}
+
 /// Everything computed for one trace.
 #[derive(Debug, Clone, Serialize)]
 pub struct Analysis {
@@ -77,6 +89,8 @@ pub struct Analysis {
     pub timeline: GpuTimeline,
     /// GPU work without a linked launch and which definition `timeline` uses.
     pub unlinked: UnlinkedWork,
+    /// Ops with a perf model that got no FLOPs or bytes from it, and why (longest time first).
+    pub unmodelled_ops: Vec<UnmodelledOp>,
     /// The executive summary (docs/metrics.md).
     pub headline: headline::Headline,
     pub top_ops: Vec<TopOp>,
@@ -205,8 +219,9 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
     let mut launchers = launchers;
     launchers.keep_first_kernels_only();
     let mut op_index = crate::lanes::OpIndex::default();
+    let mut unmodelled_ops = Vec::new();
     if !gpu_only {
-        let (anomalies, index) = perf_sheets(
+        let (anomalies, index, unmodelled) = perf_sheets(
             &trace,
             &tree,
             &registry,
@@ -216,6 +231,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
             &mut sheets,
         );
         op_index = index;
+        unmodelled_ops = sheets::note_unmodelled(&mut trace, &unmodelled);
         for (n, ex) in anomalies {
             trace
                 .diagnostics
@@ -284,6 +300,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         platform,
         timeline,
         unlinked,
+        unmodelled_ops,
         headline,
         top_ops,
         idle: idle_report,

@@ -113,7 +113,11 @@ pub(super) fn perf_sheets(
     launchers: &launchers::Launchers,
     platform: Option<&PlatformUsed>,
     sheets: &mut Vec<Sheet>,
-) -> (Vec<(u64, Option<String>)>, crate::lanes::OpIndex) {
+) -> (
+    Vec<(u64, Option<String>)>,
+    crate::lanes::OpIndex,
+    category_sheets::Unmodelled,
+) {
     let autograd = crate::model::autograd::AutogradLinks::build(trace);
     let cache = category_sheets::MetricsCache::default();
     let ctx = category_sheets::SheetContext {
@@ -129,6 +133,7 @@ pub(super) fn perf_sheets(
     sheets.push(unified.sheet);
     let op_index = crate::lanes::OpIndex::new(unified.owner, unified.categories);
     let mut anomalies = Vec::new();
+    let mut unmodelled = category_sheets::Unmodelled::default();
     // (model family in the registry, sheet name)
     for (family, sheet) in [
         ("GEMM", "GEMM"),
@@ -150,7 +155,7 @@ pub(super) fn perf_sheets(
         ("RoPE", "RoPE_fwd"),
         ("CrossEntropy", "CrossEntropy_fwd"),
     ] {
-        let rows = category_sheets::perf_rows(&ctx, family, sheet);
+        let rows = category_sheets::perf_rows(&ctx, family, sheet, &mut unmodelled);
         if rows.is_empty() {
             continue;
         }
@@ -181,5 +186,50 @@ pub(super) fn perf_sheets(
         }
         sheets.push(category_sheets::summarize(&ctx, sheet, &rows, p));
     }
-    (anomalies, op_index)
+    (anomalies, op_index, unmodelled)
+}
+
+/// The `unmodelled_ops` diagnostic (one example line per (op, reason), longest kernel time
+/// first) and the same list for [`super::Analysis::unmodelled_ops`].
+pub(super) fn note_unmodelled(
+    trace: &mut Trace,
+    unmodelled: &category_sheets::Unmodelled,
+) -> Vec<super::UnmodelledOp> {
+    let mut ops: Vec<super::UnmodelledOp> = unmodelled
+        .by_op
+        .iter()
+        .map(
+            |((name, reason), (n, kernel_us, uid))| super::UnmodelledOp {
+                op: trace.strings.get(*name).to_owned(),
+                reason,
+                instances: *n,
+                kernel_ms: kernel_us / 1e3,
+                example_uid: *uid,
+            },
+        )
+        .collect();
+    ops.sort_by(|a, b| b.kernel_ms.total_cmp(&a.kernel_ms).then(a.op.cmp(&b.op)));
+    for o in &ops {
+        let ex = format!(
+            "{} x{} ({:.3} ms of kernel time, e.g. event {}): {}",
+            o.op, o.instances, o.kernel_ms, o.example_uid, o.reason
+        );
+        trace
+            .diagnostics
+            .add(DiagnosticKind::UnmodelledOps, 0, Some(ex));
+    }
+    let total: u64 = ops.iter().map(|o| o.instances).sum();
+    if total > 0 {
+        let kernel_ms: f64 = ops.iter().map(|o| o.kernel_ms).sum();
+        trace
+            .diagnostics
+            .add(DiagnosticKind::UnmodelledOps, total, None);
+        trace.diagnostics.set_message(
+            DiagnosticKind::UnmodelledOps,
+            format!(
+                "{total} instances of ops that have a perf model ({kernel_ms:.3} ms of kernel time, summed per op) could not be modelled from what the trace records; they have no FLOPs, bytes or efficiency. Reasons per op below."
+            ),
+        );
+    }
+    ops
 }
