@@ -6,6 +6,7 @@
 
 pub mod analysis_view;
 mod chart;
+mod shortcuts;
 pub mod url_state;
 pub mod views;
 mod worker_queue;
@@ -291,6 +292,7 @@ pub fn App() -> impl IntoView {
         ops_state.update(|s| s.selected_row = Some(row));
     });
     let (status, set_status) = signal(Status::Starting);
+    let help = RwSignal::new(false);
     let (file_name, set_file_name) = signal(String::new());
     let reference = Reference {
         note: RwSignal::new(String::new()),
@@ -423,6 +425,19 @@ pub fn App() -> impl IntoView {
         }
     };
 
+    // Number keys switch among the tabs on screen: none before a result, no Compare without a
+    // reference.
+    shortcuts::install(tab, help, move || {
+        if !status.with_untracked(|s| matches!(s, Status::Done(_))) {
+            return Vec::new();
+        }
+        let compare = !reference.comparison.get_untracked().is_empty();
+        TABS.iter()
+            .map(|(k, _)| *k)
+            .filter(|k| *k != "compare" || compare)
+            .collect()
+    });
+
     let body = move || {
         match status.get() {
         Status::Starting => view! { <p class="status" data-testid="app-status">"Starting the analysis worker…"</p> }.into_any(),
@@ -527,6 +542,8 @@ pub fn App() -> impl IntoView {
     view! {
         <main class="app">
             <header>
+                <button class="help-button" data-testid="help-open" aria-label="Keyboard shortcuts (?)"
+                    title="Keyboard shortcuts (?)" on:click=move |_| help.update(|h| *h = !*h)>"?"</button>
                 <h1>"Jarvis"</h1>
                 <p class="tagline">"Where does the GPU time of your PyTorch workload go?"</p>
                 <p class="privacy" data-testid="privacy-note">"Traces never leave your machine: everything runs in this page."</p>
@@ -541,7 +558,8 @@ pub fn App() -> impl IntoView {
                 <span class="hint" data-testid="reference-status">{move || reference.note.get()}</span>
             </section>
             {body}
-            <footer>"engine " {ENGINE_VERSION}</footer>
+            <footer>"engine " {ENGINE_VERSION} " · press ? for keyboard shortcuts"</footer>
+            <shortcuts::HelpOverlay open=help/>
         </main>
     }
 }
