@@ -39,7 +39,6 @@ test('shortcuts: ? lists them, digits switch tabs, fields and the timeline keep 
   await page.keyboard.press('Enter');
   await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
   const tabs = await page.locator('[role=tab]:not(.hidden)').evaluateAll((els) => els.map((e) => e.getAttribute('data-testid')));
-  await page.locator('body').focus();
   for (let i = 0; i < 40 && tabs.length; i++) {
     await page.keyboard.press('Tab');
     const id = await page.evaluate(() => document.activeElement?.getAttribute('data-testid'));

@@ -388,6 +388,28 @@ fn deviation_d12_missing_concrete_inputs_are_not_defaults() {
     let a = analyze(&bytes);
     let ln = sheet_rows(&a, "Normalization", "aten::native_layer_norm");
     assert!(!ln.is_empty(), "LayerNorm modelled from its weight's shape");
+    // Hand check of every row (spec §6.9, training): C = the weight's element count (the last
+    // input dim here), FLOPs = 3C + 3N + 3C + 2N with N the input's element count.
+    let norm = a.report.sheets.iter().find(|s| s.name == "Normalization").unwrap();
+    let (c_col, shape_col, gflops_col) = (
+        norm.column("param: num_channels").unwrap(),
+        norm.column("param: op_shape").unwrap(),
+        norm.column("GFLOPS_first").unwrap(),
+    );
+    for r in &ln {
+        let dims: Vec<f64> = r[shape_col]
+            .as_str()
+            .unwrap()
+            .trim_matches(|c| c == '(' || c == ')')
+            .split(',')
+            .filter(|d| !d.trim().is_empty())
+            .map(|d| d.trim().parse().unwrap())
+            .collect();
+        let (n, c) = (dims.iter().product::<f64>(), *dims.last().unwrap());
+        assert_eq!(r[c_col].as_str(), Some(format!("{c}").as_str()), "{dims:?}");
+        let want = (6.0 * c + 5.0 * n) / 1e9;
+        assert!((r[gflops_col].as_f64().unwrap() - want).abs() < 1e-12, "{dims:?}");
+    }
     // Its backward needs the output mask (Concrete Inputs slot 7): said unmodelled.
     assert!(a
         .unmodelled_ops
