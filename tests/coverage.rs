@@ -390,7 +390,12 @@ fn deviation_d12_missing_concrete_inputs_are_not_defaults() {
     assert!(!ln.is_empty(), "LayerNorm modelled from its weight's shape");
     // Hand check of every row (spec §6.9, training): C = the weight's element count (the last
     // input dim here), FLOPs = 3C + 3N + 3C + 2N with N the input's element count.
-    let norm = a.report.sheets.iter().find(|s| s.name == "Normalization").unwrap();
+    let norm = a
+        .report
+        .sheets
+        .iter()
+        .find(|s| s.name == "Normalization")
+        .unwrap();
     let (c_col, shape_col, gflops_col) = (
         norm.column("param: num_channels").unwrap(),
         norm.column("param: op_shape").unwrap(),
@@ -408,7 +413,10 @@ fn deviation_d12_missing_concrete_inputs_are_not_defaults() {
         let (n, c) = (dims.iter().product::<f64>(), *dims.last().unwrap());
         assert_eq!(r[c_col].as_str(), Some(format!("{c}").as_str()), "{dims:?}");
         let want = (6.0 * c + 5.0 * n) / 1e9;
-        assert!((r[gflops_col].as_f64().unwrap() - want).abs() < 1e-12, "{dims:?}");
+        assert!(
+            (r[gflops_col].as_f64().unwrap() - want).abs() < 1e-12,
+            "{dims:?}"
+        );
     }
     // Its backward needs the output mask (Concrete Inputs slot 7): said unmodelled.
     assert!(a
