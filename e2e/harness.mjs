@@ -114,6 +114,9 @@ export async function timelineShown(page) {
 
 // Drops a file onto the drop zone as a browser would (a synthetic DataTransfer).
 export async function dropFile(page, bytes, name, type) {
+  // A person can drop only on a zone they see: wait until the app has mounted it (the race the
+  // load test is about is the worker not being ready, not the page not being drawn).
+  await page.getByTestId('drop-zone').waitFor({ state: 'attached' });
   await page.evaluate(([data, name, type]) => {
     const dt = new DataTransfer();
     dt.items.add(new File([new Uint8Array(data)], name, { type }));
