@@ -1,6 +1,7 @@
 //! `jarvis`: the native command line of Jarvis. The only code that touches files; all analysis
 //! is in `jarvis-engine`.
 
+mod ranks;
 mod summary;
 
 use std::fs;
@@ -70,6 +71,32 @@ enum Command {
         #[arg(long)]
         include_unlinked: bool,
     },
+    /// Analyze every rank of a distributed job together: per-rank table, the straggler,
+    /// collectives matched across ranks, TraceLens's multi-rank sheets, distributed findings.
+    Ranks {
+        /// Rank traces, or folders holding them (.json, .json.gz).
+        #[arg(required = true)]
+        traces: Vec<PathBuf>,
+        /// Output folder (default: jarvis_ranks).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Ranks analyzed at once, one thread each (default: the CPU count). Memory: one trace
+        /// per thread plus the summaries.
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Hardware for efficiency and link bandwidth (`auto`, `none`, a name, a JSON file).
+        #[arg(long, default_value = "auto")]
+        platform: String,
+        /// GPUs per node for node_id / node_span (default: the first trace's device count).
+        #[arg(long)]
+        gpus_per_node: Option<u32>,
+        /// Print the summary only; write no files.
+        #[arg(long)]
+        no_files: bool,
+        /// Also write each rank's summary (JSON) into rank_summaries/.
+        #[arg(long)]
+        keep_summaries: bool,
+    },
     /// List the built-in hardware platforms and their peaks.
     Platforms,
     /// Write a synthetic transformer-training trace whose ground truth is known.
@@ -83,6 +110,16 @@ enum Command {
         /// Training steps; the file grows linearly with it.
         #[arg(long, default_value_t = 1)]
         steps: u32,
+        /// Write a job of this many ranks into the folder `--out` (rank-<r>.json), with a
+        /// planted straggler (rank 1), an input stall (rank 2) and an all-reduce of known size.
+        #[arg(long)]
+        ranks: Option<u32>,
+        /// With --ranks: compress the rank traces (.json.gz).
+        #[arg(long)]
+        gzip: bool,
+        /// With --ranks: transformer layers per rank (default 2).
+        #[arg(long)]
+        layers: Option<u32>,
     },
 }
 
@@ -126,10 +163,43 @@ fn main() -> ExitCode {
             say(&summary::platforms());
             Ok(())
         }
+        Command::Ranks {
+            traces,
+            out,
+            jobs,
+            platform,
+            gpus_per_node,
+            no_files,
+            keep_summaries,
+        } => platform_choice(&platform).and_then(|platform| {
+            ranks::ranks(ranks::RanksArgs {
+                inputs: traces,
+                out,
+                jobs,
+                platform,
+                gpus_per_node,
+                no_files,
+                keep_summaries,
+            })
+        }),
         Command::Synth {
             out,
             platform,
             steps,
+            ranks: Some(n),
+            gzip,
+            layers,
+        } => match jarvis_engine::synth::SynthPlatform::from_name(&platform) {
+            Some(p) => ranks::synth_job(&out, p, steps, n, gzip, layers),
+            None => Err(anyhow::anyhow!(
+                "unknown platform {platform:?} (use h100 or mi300x)"
+            )),
+        },
+        Command::Synth {
+            out,
+            platform,
+            steps,
+            ..
         } => synth(&out, &platform, steps),
     };
     match res {

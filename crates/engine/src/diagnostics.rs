@@ -74,6 +74,25 @@ pub enum DiagnosticKind {
     NoStepMarkers,
     /// Steps that launched no GPU work or under half the median step's.
     IncompleteStep,
+    // Job-level diagnostics (multi-rank analysis).
+    /// A file that is not a readable trace; the other ranks go on.
+    RankUnreadable,
+    /// Files of another job (world size, process-group configuration) or outside the world.
+    OtherJob,
+    /// Two files claim one rank: the first (by name) is kept.
+    DuplicateRank,
+    /// Ranks of the world size with no file.
+    MissingRanks,
+    /// Ranks read from the file name because the trace records none.
+    RankFromFileName,
+    /// Files with no rank in the trace or the name: numbered by position.
+    RankByPosition,
+    /// Collective kernels without NCCL metadata: no sizes, so no bandwidth.
+    CollectivesWithoutMetadata,
+    /// Matched collectives whose ranks record different metadata (a misaligned sequence).
+    CollectiveMismatch,
+    /// Collectives found on only some of the ranks.
+    UnmatchedCollectives,
 }
 
 impl DiagnosticKind {
@@ -105,15 +124,23 @@ impl DiagnosticKind {
             DiagnosticKind::IdleWithoutLaunches => "idle_without_launches",
             DiagnosticKind::NoStepMarkers => "no_step_markers",
             DiagnosticKind::IncompleteStep => "incomplete_step",
+            DiagnosticKind::RankUnreadable => "rank_unreadable",
+            DiagnosticKind::OtherJob => "other_job",
+            DiagnosticKind::DuplicateRank => "duplicate_rank",
+            DiagnosticKind::MissingRanks => "missing_ranks",
+            DiagnosticKind::RankFromFileName => "rank_from_file_name",
+            DiagnosticKind::RankByPosition => "rank_by_position",
+            DiagnosticKind::CollectivesWithoutMetadata => "collectives_without_metadata",
+            DiagnosticKind::CollectiveMismatch => "collective_mismatch",
+            DiagnosticKind::UnmatchedCollectives => "unmatched_collectives",
         }
     }
 
     pub fn severity(self) -> Severity {
         use DiagnosticKind::*;
         match self {
-            MalformedEvent | OversizedEvent | MissingTimestamp | TruncatedTrace | TooManyEvents => {
-                Severity::DataLoss
-            }
+            MalformedEvent | OversizedEvent | MissingTimestamp | TruncatedTrace | TooManyEvents
+            | RankUnreadable | OtherJob | DuplicateRank => Severity::DataLoss,
             KernelWithoutLaunch
             | InvalidUtf8
             | NonJsonValues
@@ -128,9 +155,14 @@ impl DiagnosticKind {
             | IncompleteStep
             | IdleWithoutLaunches
             | UnmodelledOps
-            | LongName => Severity::Warning,
+            | LongName
+            | MissingRanks
+            | RankByPosition
+            | CollectivesWithoutMetadata
+            | CollectiveMismatch
+            | UnmatchedCollectives => Severity::Warning,
             RepairedJson | GraphLaunches | LinkedWithoutFlows | OpsWithoutShapes | GpuOnlyTrace
-            | NoStepMarkers => Severity::Info,
+            | NoStepMarkers | RankFromFileName => Severity::Info,
         }
     }
 
@@ -163,6 +195,15 @@ impl DiagnosticKind {
             IdleWithoutLaunches => "GPU idle gaps were found but the work after them has no linked launch call, so host wait (a late launch) cannot be told apart from a dependency gap; the gaps are filed as kernel wait or other.",
             NoStepMarkers => "The trace has no ProfilerStep#N, vLLM or SGLang step markers; the step table shows the whole trace as one step.",
             IncompleteStep => "Some steps launched no GPU work, or under half of what the median step launched (a window cut mid-step, or missing kernels); they are left out of the step-to-step variation.",
+            RankUnreadable => "Some files could not be analyzed as traces; the job is analyzed without them.",
+            OtherJob => "Some files belong to another job (another world size or process-group configuration, or a rank outside the world); they were left out rather than merged.",
+            DuplicateRank => "Two files claim the same rank; the first by name was kept and the other left out.",
+            MissingRanks => "Some ranks of the world size have no file: cross-rank figures cover only the ranks given.",
+            RankFromFileName => "Some traces record no rank (distributedInfo); their rank was read from the file name.",
+            RankByPosition => "Some files have no rank in the trace or the file name; they were given the lowest free ranks in name order, which may not be their real ranks.",
+            CollectivesWithoutMetadata => "Some collective kernels record no NCCL metadata (older PyTorch): they are matched by order, with durations, skew and waits, but without sizes there is no bandwidth.",
+            CollectiveMismatch => "Some matched collectives record different metadata on different ranks (a rank with an extra or missing collective shifts the sequence); their pairing is suspect.",
+            UnmatchedCollectives => "Some collectives were found on only some ranks (a profiling window cut at different points, or different work per rank); their figures use the ranks present.",
             EfficiencyAbovePeak => "Some ops ran faster than the platform's peak allows: either the platform's peaks or the op's FLOP/byte model do not fit them, so their efficiency is not a fact.",
         }
     }

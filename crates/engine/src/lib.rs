@@ -37,6 +37,7 @@ pub mod error;
 pub mod import;
 pub mod lanes;
 pub mod model;
+pub mod multirank;
 pub mod perf;
 pub mod report;
 pub mod standalone;

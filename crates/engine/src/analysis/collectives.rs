@@ -19,13 +19,7 @@ pub fn dtype_bytes(dtype: &str) -> Option<f64> {
     })
 }
 
-/// The raw JSON arg text as a plain cell value (strings unquoted).
-fn plain(raw: &str) -> String {
-    match serde_json::from_str::<serde_json::Value>(raw) {
-        Ok(serde_json::Value::String(s)) => s,
-        _ => raw.to_owned(),
-    }
-}
+use super::comm_kernels::plain;
 
 fn number(raw: &str) -> Option<f64> {
     plain(raw).trim().parse::<f64>().ok()

@@ -4,6 +4,7 @@
 pub mod categories;
 pub mod category_sheets;
 pub mod collectives;
+pub mod comm_kernels;
 pub mod grouping;
 pub mod headline;
 pub mod host_wait;

@@ -27,6 +27,10 @@ pub struct Platform {
     pub memory_gb: Option<f64>,
     /// Peak HBM bandwidth, TB/s.
     pub hbm_tbps: Sourced,
+    /// Peak GPU-to-GPU link bandwidth in one direction, GB/s (decimal): what NCCL's bus
+    /// bandwidth is judged against. Absent where the table has no figure.
+    #[serde(default)]
+    pub link_gbps: Option<Sourced>,
     /// Peak TFLOPS by `Compute Spec` key (`matrix_bf16`, `vector_fp32`, ...).
     pub tflops: BTreeMap<String, Sourced>,
 }

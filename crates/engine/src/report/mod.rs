@@ -3,6 +3,7 @@
 
 pub mod compare_md;
 pub mod contract;
+pub mod distributed_md;
 pub mod export;
 pub mod findings_md;
 pub mod pyrepr;

@@ -7,6 +7,7 @@
 //! partly hidden behind backward compute). `steps` repeats the step, so file size scales
 //! linearly; it feeds benchmarks, the web app's sample and the planted-problem tests.
 
+pub mod job;
 mod workload;
 pub mod writer;
 
@@ -46,6 +47,13 @@ pub struct SynthSpec {
     /// The residual `aten::add` runs this many times slower than normal (1.0: not planted);
     /// comparative tests plant a target-only slowdown with it.
     pub residual_add_slowdown: f64,
+    /// `distributedInfo` of the trace (a job's ranks differ here).
+    pub rank: u32,
+    pub world_size: u32,
+    /// Compute kernels take this many times their normal duration (a straggler rank).
+    pub compute_scale: f64,
+    /// An extra input stall (step, ns) on this rank (a rank with a slow input pipeline).
+    pub extra_stall: Option<(u32, Nanos)>,
 }
 
 impl Default for SynthSpec {
@@ -59,6 +67,10 @@ impl Default for SynthSpec {
             hidden: 2048,
             heads: 16,
             residual_add_slowdown: 1.0,
+            rank: 0,
+            world_size: 8,
+            compute_scale: 1.0,
+            extra_stall: None,
         }
     }
 }

@@ -18,6 +18,8 @@ const COMM_STREAM: i64 = 20;
 const BASE_TS: Nanos = 1_731_000_000_000_000_123;
 const LAUNCH_DUR: Nanos = 4_211;
 const LAUNCH_LATENCY: Nanos = 2_903;
+/// CPU time from an op's start to its body.
+const OP_ENTRY: Nanos = 1_337;
 /// GPU idle per step while the (slow) input pipeline produces the next batch.
 pub const INPUT_STALL: Nanos = 1_500_000;
 /// The planted tiny batched GEMM runs this much slower than its roofline time.
@@ -105,7 +107,7 @@ struct Shapes<'a> {
     concrete: &'a str,
 }
 
-struct Gen<'a, W: Write> {
+pub(super) struct Gen<'a, W: Write> {
     ev: EventWriter<'a, W>,
     hw: Hw,
     spec: SynthSpec,
@@ -124,51 +126,83 @@ struct Gen<'a, W: Write> {
     pending_item: Option<Nanos>,
     /// GPU end of the previous step's work, for the input-stall gap.
     pending_stall: Option<Nanos>,
+    /// CPU start of the current step (its ProfilerStep annotation).
+    step_ts: Nanos,
+    /// The all-reduce kernel's duration when a job fixes it (wait + transfer).
+    comm_dur: Option<Nanos>,
     jitter: u64,
     truth: SynthTruth,
 }
 
+/// Elements of the per-step gradient all-reduce (BFloat16).
+pub fn all_reduce_nelems(spec: &SynthSpec) -> u64 {
+    12 * spec.hidden * spec.hidden * u64::from(spec.layers)
+}
+
 pub fn generate(spec: &SynthSpec, w: &mut impl Write) -> io::Result<SynthTruth> {
-    let hw = hw(spec.platform);
-    w.write_all(b"{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    ")?;
-    w.write_all(hw.device_json.as_bytes())?;
-    w.write_all(b"\n  ],\n  \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 8},\n  \"traceEvents\": [\n")?;
-    let mut g = Gen {
-        ev: EventWriter::new(w),
-        hw,
-        spec: spec.clone(),
-        cpu: BASE_TS,
-        gpu: BASE_TS,
-        comm_gpu: BASE_TS,
-        corr: 100,
-        ext: 1,
-        py_id: 1,
-        ops: Vec::new(),
-        first_gpu: None,
-        last_gpu_end: BASE_TS,
-        step_compute: Vec::new(),
-        pending_comm: Vec::new(),
-        pending_item: None,
-        pending_stall: None,
-        jitter: 0x9E37_79B9_7F4A_7C15,
-        truth: SynthTruth {
-            rmsnorm_kernels_per_instance: RMSNORM_KERNELS,
-            tiny_bmm_slowdown: TINY_BMM_SLOWDOWN,
-            ..Default::default()
-        },
-    };
-    g.metadata()?;
+    let mut g = Gen::start(spec, w)?;
     for step in 0..spec.steps {
-        g.step(step)?;
+        g.step_head(step)?;
+        g.step_tail(step, None)?;
     }
-    let events = g.ev.events;
-    g.ev.raw("\n  ],\n  \"traceName\": \"jarvis synth\",\n  \"displayTimeUnit\": \"ms\"\n}\n")?;
-    let mut truth = g.truth;
-    truth.events = events;
-    truth.total_ns = g.last_gpu_end - g.first_gpu.unwrap_or(BASE_TS);
-    truth.busy_ns = truth.computation_ns + truth.exposed_comm_ns + truth.memcpy_ns;
-    truth.idle_ns = truth.total_ns - truth.busy_ns;
-    Ok(truth)
+    g.finish()
+}
+
+impl<'a, W: Write> Gen<'a, W> {
+    /// Writes the document's head and metadata events.
+    pub(super) fn start(spec: &SynthSpec, w: &'a mut W) -> io::Result<Self> {
+        let hw = hw(spec.platform);
+        w.write_all(b"{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    ")?;
+        w.write_all(hw.device_json.as_bytes())?;
+        write!(
+            w,
+            "\n  ],\n  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {}}},\n  \"traceEvents\": [\n",
+            spec.rank, spec.world_size
+        )?;
+        let mut g = Gen {
+            ev: EventWriter::new(w),
+            hw,
+            spec: spec.clone(),
+            cpu: BASE_TS,
+            gpu: BASE_TS,
+            comm_gpu: BASE_TS,
+            corr: 100,
+            ext: 1,
+            py_id: 1,
+            ops: Vec::new(),
+            first_gpu: None,
+            last_gpu_end: BASE_TS,
+            step_compute: Vec::new(),
+            pending_comm: Vec::new(),
+            pending_item: None,
+            pending_stall: None,
+            step_ts: BASE_TS,
+            comm_dur: None,
+            // Rank 0 keeps the single-trace generator's sequence.
+            jitter: 0x9E37_79B9_7F4A_7C15 ^ (u64::from(spec.rank) * 0x2545_F491_4F6C_DD1D),
+            truth: SynthTruth {
+                rmsnorm_kernels_per_instance: RMSNORM_KERNELS,
+                tiny_bmm_slowdown: TINY_BMM_SLOWDOWN,
+                ..Default::default()
+            },
+        };
+        g.metadata()?;
+        Ok(g)
+    }
+
+    /// Closes the document and returns the truth.
+    pub(super) fn finish(mut self) -> io::Result<SynthTruth> {
+        let events = self.ev.events;
+        self.ev.raw(
+            "\n  ],\n  \"traceName\": \"jarvis synth\",\n  \"displayTimeUnit\": \"ms\"\n}\n",
+        )?;
+        let mut truth = self.truth;
+        truth.events = events;
+        truth.total_ns = self.last_gpu_end - self.first_gpu.unwrap_or(BASE_TS);
+        truth.busy_ns = truth.computation_ns + truth.exposed_comm_ns + truth.memcpy_ns;
+        truth.idle_ns = truth.total_ns - truth.busy_ns;
+        Ok(truth)
+    }
 }
 
 impl<W: Write> Gen<'_, W> {
@@ -225,7 +259,7 @@ impl<W: Write> Gen<'_, W> {
         let ts = self.cpu;
         let ext = self.ext;
         self.ext += 1;
-        self.cpu += 1_337;
+        self.cpu += OP_ENTRY;
         self.ops.push(name.to_owned());
         body(self)?;
         self.ops.pop();
@@ -352,6 +386,11 @@ impl<W: Write> Gen<'_, W> {
 
     /// A compute kernel attributed to the innermost op.
     fn kernel(&mut self, kernel: &str, dur: Nanos) -> io::Result<()> {
+        let dur = if self.spec.compute_scale == 1.0 {
+            dur
+        } else {
+            (dur as f64 * self.spec.compute_scale).round() as Nanos
+        };
         let api = if kernel == self.hw.gemm_kernel {
             self.hw.gemm_launch
         } else {
@@ -367,8 +406,14 @@ impl<W: Write> Gen<'_, W> {
         Ok(())
     }
 
-    fn step(&mut self, step: u32) -> io::Result<()> {
-        let step_ts = self.cpu;
+    /// The step up to the gradient all-reduce (a job lines its ranks up there).
+    pub(super) fn step_head(&mut self, step: u32) -> io::Result<()> {
+        self.step_ts = self.cpu;
+        let stall = INPUT_STALL
+            + match self.spec.extra_stall {
+                Some((s, extra)) if s == step => extra,
+                _ => 0,
+            };
         // The input pipeline keeps the CPU (and so the GPU) waiting; the profiler records the
         // DataLoader's iteration as an annotation.
         self.ev.complete(
@@ -377,14 +422,14 @@ impl<W: Write> Gen<'_, W> {
             CPU_PID,
             CPU_TID,
             self.cpu,
-            INPUT_STALL,
+            stall,
             "",
         )?;
         if step > 0 {
             self.pending_stall = Some(self.gpu.max(self.comm_gpu));
             self.truth.input_stalls += 1;
         }
-        self.cpu += INPUT_STALL;
+        self.cpu += stall;
         let (b, s) = (self.spec.batch, self.spec.seq);
         let tokens = b * s;
         let dims = format!("[{b}, {s}], [{b}, {s}], [], [], []");
@@ -419,11 +464,32 @@ impl<W: Write> Gen<'_, W> {
             Ok(())
         })?;
         self.loss_item()?;
-        for layer in (0..self.spec.layers).rev() {
+        for _ in self.all_reduce_layer()..self.spec.layers {
             self.block_backward()?;
-            if layer == 1.min(self.spec.layers - 1) {
-                self.all_reduce()?;
-            }
+        }
+        Ok(())
+    }
+
+    /// Backward layers run from the last down; the all-reduce is launched after this one.
+    fn all_reduce_layer(&self) -> u32 {
+        1.min(self.spec.layers - 1)
+    }
+
+    /// Where the next all-reduce kernel will start on the GPU: what [`Gen::launch`] computes
+    /// for it (two op entries, then the launch call and its latency).
+    pub(super) fn comm_arrival(&self) -> Nanos {
+        (self.cpu + 2 * OP_ENTRY + LAUNCH_LATENCY)
+            .max(self.comm_gpu)
+            .max(self.gpu)
+    }
+
+    /// The rest of the step from the all-reduce; `comm_dur` fixes the all-reduce kernel's
+    /// duration (a job: the wait for the last rank plus the transfer).
+    pub(super) fn step_tail(&mut self, step: u32, comm_dur: Option<Nanos>) -> io::Result<()> {
+        self.comm_dur = comm_dur;
+        self.all_reduce()?;
+        for _ in 0..self.all_reduce_layer() {
+            self.block_backward()?;
         }
         self.optimizer()?;
         // The all-reduce must finish before the next step reads the weights, and the loop syncs
@@ -442,6 +508,7 @@ impl<W: Write> Gen<'_, W> {
             "\"cbid\": 165, \"correlation\": 0",
         )?;
         self.step_compute.clear();
+        let step_ts = self.step_ts;
         self.ev.complete(
             "user_annotation",
             &format!("ProfilerStep#{step}"),
@@ -732,13 +799,16 @@ impl<W: Write> Gen<'_, W> {
     }
 
     fn all_reduce(&mut self) -> io::Result<()> {
-        let h = self.spec.hidden;
-        let nelems = 12 * h * h * self.spec.layers as u64;
+        let nelems = all_reduce_nelems(&self.spec);
         let bytes = nelems * 2;
         // Ring all-reduce over 8 GPUs at ~90 GB/s bus bandwidth: 2(n-1)/n of the bytes.
         let dur = self.jittered(bytes as f64 * 1.75 / 90.0 + 20_000.0);
+        let dur = self.comm_dur.take().unwrap_or(dur);
+        let n = self.spec.world_size;
+        let ranks: Vec<String> = (0..n).map(|r| r.to_string()).collect();
         let args = format!(
-            ", \"Collective name\": \"allreduce\", \"Process Group Name\": \"0\", \"Process Group Desc\": \"default_pg\", \"Process Group Ranks\": \"[0, 1, 2, 3, 4, 5, 6, 7]\", \"Group size\": 8, \"dtype\": \"BFloat16\", \"In msg nelems\": {nelems}, \"Out msg nelems\": {nelems}, \"In split size\": \"[]\", \"Out split size\": \"[]\""
+            ", \"Collective name\": \"allreduce\", \"Process Group Name\": \"0\", \"Process Group Desc\": \"default_pg\", \"Process Group Ranks\": \"[{}]\", \"Group size\": {n}, \"dtype\": \"BFloat16\", \"In msg nelems\": {nelems}, \"Out msg nelems\": {nelems}, \"In split size\": \"[]\", \"Out split size\": \"[]\"",
+            ranks.join(", ")
         );
         let dims = format!("[[{nelems}]]");
         let kern = self.hw.nccl_kernel;

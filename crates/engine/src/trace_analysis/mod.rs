@@ -81,6 +81,37 @@ pub struct UnmodelledOp {
     pub example_uid: u32,
 }
 
+/// The trace's `distributedInfo`, read leniently (ranks written as strings are accepted).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct DistributedInfo {
+    pub rank: Option<i64>,
+    pub world_size: Option<i64>,
+    pub backend: Option<String>,
+    /// The process-group configuration (`pg_config`) as compact JSON: ranks of one job share it.
+    pub pg_config: Option<String>,
+}
+
+impl DistributedInfo {
+    pub fn parse(raw: &str) -> Option<DistributedInfo> {
+        let v: serde_json::Value = serde_json::from_str(raw).ok()?;
+        let obj = v.as_object()?;
+        let int = |k: &str| match obj.get(k)? {
+            serde_json::Value::Number(n) => n.as_i64(),
+            serde_json::Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        };
+        Some(DistributedInfo {
+            rank: int("rank"),
+            world_size: int("world_size"),
+            backend: obj
+                .get("backend")
+                .and_then(|b| b.as_str())
+                .map(str::to_owned),
+            pg_config: obj.get("pg_config").map(|c| c.to_string()),
+        })
+    }
+}
+
 /// Everything computed for one trace.
 #[derive(Debug, Clone, Serialize)]
 pub struct Analysis {
@@ -98,6 +129,14 @@ pub struct Analysis {
     pub idle: idle::IdleReport,
     /// Training steps or inference iterations.
     pub steps: steps::Steps,
+    /// Collective kernels and comm/compute overlap: what a multi-rank analysis reads
+    /// (`multirank::RankSummary`); kept out of the page's reply.
+    #[serde(skip)]
+    pub comm: crate::analysis::comm_kernels::CommFacts,
+    /// `distributedInfo` as recorded (rank, world size, backend, process-group config).
+    pub distributed: Option<DistributedInfo>,
+    /// Length of the `deviceProperties` list: the GPUs the process could see.
+    pub visible_devices: usize,
     /// Every launch (HTA's `kernel_launch_stats`), kept compact: written as that sheet's CSV by
     /// the CLI and the bundle ([`Analysis::csv_sheets`]), not held as a [`Sheet`].
     #[serde(skip)]
@@ -242,6 +281,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
     if let Some(coll) = collectives::coll_analysis(&trace, 0) {
         sheets.push(coll);
     }
+    let comm = crate::analysis::comm_kernels::comm_facts(&trace, &names);
     let (idle_report, steps, launch_table) =
         idle_and_steps(&mut trace, &tree, &names, &counted, &mut sheets);
     drop(counted);
@@ -295,6 +335,17 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
             replay_names: &options.replay_ops,
         })
     });
+    let distributed = trace
+        .meta
+        .distributed_info
+        .as_deref()
+        .and_then(DistributedInfo::parse);
+    let visible_devices = trace
+        .meta
+        .device_properties
+        .as_deref()
+        .and_then(|raw| serde_json::from_str::<Vec<serde_json::Value>>(raw).ok())
+        .map_or(0, |v| v.len());
     Analysis {
         facts,
         platform,
@@ -305,6 +356,9 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         top_ops,
         idle: idle_report,
         steps,
+        comm,
+        distributed,
+        visible_devices,
         launch_table,
         report: PerfReport { sheets },
         standalone,

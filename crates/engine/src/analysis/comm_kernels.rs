@@ -1,0 +1,126 @@
+//! What a multi-rank analysis needs from one rank's trace: its collective kernels with their
+//! NCCL/RCCL metadata (multirank spec §2, TraceLens's filter) and how much of its communication
+//! overlaps computation (HTA's `comp_comm_overlap_pctg`, spec §6).
+
+use serde::{Deserialize, Serialize};
+
+use super::categories::is_communication;
+use super::intervals::{self, Span};
+use super::timeline::GpuWork;
+use crate::model::{EventKind, Nanos, Trace, COLLECTIVE_ARG_KEYS};
+
+/// One collective kernel as TraceLens's `nccl_long` reads it: times from the event, the
+/// metadata keys (`COLLECTIVE_ARG_KEYS` order, `stream` last) verbatim from `args`, strings
+/// unquoted, `None` when absent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectiveKernel {
+    pub ts: Nanos,
+    pub dur: Nanos,
+    pub meta: [Option<String>; 10],
+}
+
+/// Index of a key in [`CollectiveKernel::meta`].
+pub mod key {
+    pub const PG_NAME: usize = 0;
+    pub const PG_RANKS: usize = 1;
+    pub const NAME: usize = 2;
+    pub const GROUP_SIZE: usize = 3;
+    pub const DTYPE: usize = 4;
+    pub const IN_NELEMS: usize = 5;
+    pub const OUT_NELEMS: usize = 6;
+    pub const IN_SPLIT: usize = 7;
+    pub const OUT_SPLIT: usize = 8;
+    pub const STREAM: usize = 9;
+}
+
+impl CollectiveKernel {
+    pub fn get(&self, k: usize) -> Option<&str> {
+        self.meta.get(k).and_then(|v| v.as_deref())
+    }
+    pub fn end(&self) -> Nanos {
+        self.ts + self.dur
+    }
+}
+
+/// A rank's communication facts.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct CommFacts {
+    /// Collective kernels in trace-file order.
+    pub kernels: Vec<CollectiveKernel>,
+    /// Busy time of communication kernels (union), ns.
+    pub comm_ns: Nanos,
+    /// Part of `comm_ns` during which a computation kernel also runs, ns.
+    pub overlap_ns: Nanos,
+    /// Kernels whose name says NCCL/RCCL but that carry no collective metadata at all.
+    pub without_metadata: u64,
+}
+
+impl CommFacts {
+    /// HTA's `comp_comm_overlap_pctg`: overlap over communication time, %; `None` without
+    /// communication (HTA writes a blank).
+    pub fn overlap_pct(&self) -> Option<f64> {
+        (self.comm_ns > 0).then(|| self.overlap_ns as f64 / self.comm_ns as f64 * 100.0)
+    }
+}
+
+/// The raw JSON arg text as TraceLens's cell value: strings unquoted, other values as written.
+pub fn plain(raw: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => raw.to_owned(),
+    }
+}
+
+/// Collects the rank's collective kernels and its comm/compute overlap.
+pub fn comm_facts(trace: &Trace, names: &super::names::NameClasses) -> CommFacts {
+    let mut meta_of = rustc_hash::FxHashMap::default();
+    for (i, c) in trace.collective_args.iter().enumerate() {
+        meta_of.insert(c.event, i);
+    }
+    let mut facts = CommFacts::default();
+    let (mut comm, mut comp): (Vec<Span>, Vec<Span>) = (Vec::new(), Vec::new());
+    for (idx, e) in trace.events.iter().enumerate() {
+        if !e.kind.is_gpu() {
+            continue;
+        }
+        match names.work(trace, e) {
+            GpuWork::Communication => comm.push((e.ts, e.end())),
+            GpuWork::Computation if e.kind == EventKind::Kernel => comp.push((e.ts, e.end())),
+            _ => {}
+        }
+        let name = trace.name(e);
+        if e.kind != EventKind::Kernel
+            || !is_communication(name)
+            || (e.correlation().is_none() && e.external_id().is_none())
+        {
+            continue;
+        }
+        let mut meta: [Option<String>; 10] = Default::default();
+        match meta_of.get(&(idx as u32)) {
+            Some(&i) => {
+                for (slot, v) in meta.iter_mut().zip(trace.collective_args[i].values) {
+                    *slot = v.map(|s| plain(trace.strings.get(s)));
+                }
+            }
+            None => facts.without_metadata += 1,
+        }
+        if meta[key::STREAM].is_none() {
+            meta[key::STREAM] = e.stream().map(|s| s.to_string());
+        }
+        // The vLLM custom all-reduce records no collective name (spec §2, name inference).
+        if meta[key::NAME].is_none() && name.to_ascii_lowercase().contains("cross_device_reduce") {
+            meta[key::NAME] = Some("allreduce".to_owned());
+        }
+        facts.kernels.push(CollectiveKernel {
+            ts: e.ts,
+            dur: e.dur,
+            meta,
+        });
+    }
+    let comm = intervals::merge(comm);
+    let comp = intervals::merge(comp);
+    facts.comm_ns = intervals::length(&comm);
+    facts.overlap_ns = facts.comm_ns - intervals::length(&intervals::subtract(&comm, &comp));
+    debug_assert_eq!(COLLECTIVE_ARG_KEYS[key::STREAM], "stream");
+    facts
+}
