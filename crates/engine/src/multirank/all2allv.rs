@@ -190,7 +190,11 @@ pub fn sheets(inp: &Input<'_>, diags: &mut Diagnostics) -> Option<(Sheet, Sheet)
             t(key::DTYPE),
             t(key::STREAM),
         ];
-        cells.extend(row.metrics.iter().map(|m| opt(*m)));
+        // Times (wall, rank durations, skews) print as TraceLens's integer columns do.
+        cells.extend(row.metrics.iter().enumerate().map(|(i, m)| match (i, m) {
+            (2 | 3 | 4 | 10 | 11, Some(v)) => us_cell(*v),
+            _ => opt(*m),
+        }));
         let min_ts = row
             .parts
             .iter()
