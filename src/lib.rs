@@ -6,6 +6,7 @@
 
 pub mod analysis_view;
 mod chart;
+mod job;
 mod shortcuts;
 pub mod url_state;
 pub mod views;
@@ -21,7 +22,7 @@ use analysis_view::Overview;
 /// Version of the engine compiled into this page.
 pub const ENGINE_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The worker loader trunk generates (`data-loader-shim`).
-const WORKER_URL: &str = "./worker_loader.js";
+pub(crate) const WORKER_URL: &str = "./worker_loader.js";
 /// A trace Jarvis generated itself (`jarvis synth`), shipped with the page.
 const SAMPLE_URL: &str = "./sample_trace.json.gz";
 
@@ -38,6 +39,10 @@ pub enum Status {
     },
     Failed(String),
     Done(Box<Overview>),
+    /// A multi-rank load: the worker pool is analyzing the ranks (rows in `job::RankLoad`).
+    Ranks,
+    /// A job analysis is shown (the Ranks view), no single rank opened.
+    Job,
 }
 
 /// The reference trace's state and the comparison it enables (issue #5 in the page).
@@ -64,7 +69,11 @@ fn timeline_meta(
         .map(std::sync::Arc::new)
 }
 
-fn spawn_worker(set_status: WriteSignal<Status>, reference: Reference) -> Option<Worker> {
+fn spawn_worker(
+    set_status: WriteSignal<Status>,
+    reference: Reference,
+    job: RwSignal<Option<views::ranks::JobData>>,
+) -> Option<Worker> {
     worker_queue::starting();
     let worker = Worker::new(WORKER_URL).ok()?;
     let this = worker.clone();
@@ -97,6 +106,16 @@ fn spawn_worker(set_status: WriteSignal<Status>, reference: Reference) -> Option
                 .unwrap_or_default()
                 .to_owned()
         };
+        if text_of("kind") == "job" {
+            match views::ranks::JobData::from_reply(&msg) {
+                Some(j) => {
+                    job.set(Some(j));
+                    set_status.set(Status::Job);
+                }
+                None => set_status.set(Status::Failed("the job analysis could not be read".into())),
+            }
+            return;
+        }
         if text_of("role") == "reference" {
             match text_of("kind").as_str() {
                 "progress" => reference.note.set(format!(
@@ -201,8 +220,9 @@ fn mb(bytes: f64) -> f64 {
 }
 
 /// The views of an analysis: (tab key, label). `tab-<key>` is each tab's test hook.
-const TABS: [(&str, &str); 11] = [
+const TABS: [(&str, &str); 12] = [
     ("overview", "Overview"),
+    ("ranks", "Ranks"),
     ("steps", "Steps"),
     ("categories", "Categories"),
     ("ops", "Ops"),
@@ -300,7 +320,13 @@ pub fn App() -> impl IntoView {
         data: RwSignal::new(serde_json::Value::Null),
         lanes: RwSignal::new(None),
     };
-    let worker = StoredValue::new_local(spawn_worker(set_status, reference));
+    // A multi-rank job: its analysis, the rank files (handles only, to open a rank on demand),
+    // the pool analyzing them and its progress rows.
+    let job = RwSignal::new(None::<views::ranks::JobData>);
+    let rank_files = StoredValue::new_local(Vec::<(Blob, String)>::new());
+    let pool = StoredValue::new_local(None::<job::Pool>);
+    let rank_rows = RwSignal::new(Vec::<job::RankLoad>::new());
+    let worker = StoredValue::new_local(spawn_worker(set_status, reference, job));
     // The last target's `File` handle (not its contents) and platform: a platform change or the
     // unlinked-work switch re-analyzes it.
     let last_file = StoredValue::new_local(None::<(Blob, String, String)>);
@@ -336,12 +362,16 @@ pub fn App() -> impl IntoView {
         });
     };
     let cancel = move |_| {
+        if let Some(p) = pool.get_value() {
+            p.cancel();
+        }
+        pool.set_value(None);
         // The worker's loop is synchronous: cancelling is replacing it.
         worker.update_value(|w| {
             if let Some(old) = w.take() {
                 old.terminate();
             }
-            *w = spawn_worker(set_status, reference);
+            *w = spawn_worker(set_status, reference, job);
         });
         // The new worker holds no reference.
         reference.note.set(String::new());
@@ -350,6 +380,43 @@ pub fn App() -> impl IntoView {
         reference.lanes.set(None);
         set_status.set(Status::Starting);
     };
+    // Several files at once: a job. The pool sends back summaries; the main worker matches them.
+    let start_job = move |files: Vec<(Blob, String)>| {
+        if let Some(p) = pool.get_value() {
+            p.cancel();
+        }
+        job.set(None);
+        set_file_name.set(format!("{} rank traces", files.len()));
+        rank_files.set_value(files.clone());
+        set_status.set(Status::Ranks);
+        let on_done = Callback::new(move |summaries: Vec<String>| {
+            pool.set_value(None);
+            if summaries.is_empty() {
+                set_status.set(Status::Failed("none of the files could be analyzed as a trace".into()));
+                return;
+            }
+            let list = js_sys::Array::new();
+            for s in summaries {
+                list.push(&JsValue::from_str(&s));
+            }
+            let msg = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&msg, &"job".into(), &list);
+            let _ = js_sys::Reflect::set(&msg, &"title".into(), &"job".into());
+            worker.with_value(|w| {
+                if let Some(w) = w {
+                    let _ = worker_queue::post(w, &msg);
+                }
+            });
+        });
+        pool.set_value(job::Pool::start(files, "auto".into(), rank_rows, on_done));
+    };
+    let open_rank = Callback::new(move |source: String| {
+        let file = rank_files.with_value(|f| f.iter().find(|(_, n)| *n == source).cloned());
+        if let Some((blob, name)) = file {
+            tab.set("overview");
+            send(blob, name, "auto".into());
+        }
+    });
     let open_sample = move |_| {
         leptos::task::spawn_local(async move {
             let fetched = async {
@@ -372,12 +439,25 @@ pub fn App() -> impl IntoView {
             }
         });
     };
+    let take_files = move |list: Option<web_sys::FileList>| {
+        let files: Vec<(Blob, String)> = list
+            .map(|l| (0..l.length()).filter_map(|i| l.get(i)).map(|f| {
+                let name = f.name();
+                (Blob::from(f), name)
+            }).collect())
+            .unwrap_or_default();
+        match files.len() {
+            0 => {}
+            1 => {
+                let (blob, name) = files.into_iter().next().unwrap_or_else(|| unreachable!());
+                send(blob, name, "auto".into());
+            }
+            _ => start_job(files),
+        }
+    };
     let on_input = move |ev: Event| {
         let input: HtmlInputElement = event_target(&ev);
-        if let Some(f) = input.files().and_then(|l| l.get(0)) {
-            let name = f.name();
-            send(f.into(), name, "auto".into());
-        }
+        take_files(input.files());
     };
     let reanalyze = Callback::new(move |platform: String| {
         if let Some((blob, name, _)) = last_file.get_value() {
@@ -415,14 +495,7 @@ pub fn App() -> impl IntoView {
     };
     let on_drop = move |ev: DragEvent| {
         ev.prevent_default();
-        if let Some(f) = ev
-            .data_transfer()
-            .and_then(|dt| dt.files())
-            .and_then(|l| l.get(0))
-        {
-            let name = f.name();
-            send(f.into(), name, "auto".into());
-        }
+        take_files(ev.data_transfer().and_then(|dt| dt.files()));
     };
 
     // Number keys switch among the tabs on screen: none before a result, no Compare without a
@@ -432,9 +505,10 @@ pub fn App() -> impl IntoView {
             return Vec::new();
         }
         let compare = !reference.comparison.get_untracked().is_empty();
+        let ranks = job.with_untracked(Option::is_some);
         TABS.iter()
             .map(|(k, _)| *k)
-            .filter(|k| *k != "compare" || compare)
+            .filter(|k| (*k != "compare" || compare) && (*k != "ranks" || ranks))
             .collect()
     });
 
@@ -454,6 +528,47 @@ pub fn App() -> impl IntoView {
                     <span>{format!("{phase} {}: {:.1} / {:.1} MB ({rate:.0} MB/s)", file_name.get(), mb(done), mb(total))}</span>
                     <button on:click=cancel data-testid="cancel">"Cancel"</button>
                 </div>
+            }
+            .into_any()
+        }
+        Status::Ranks => view! {
+            <div class="progress" data-testid="progress">
+                <span>{move || {
+                    let rows = rank_rows.get();
+                    let done = rows.iter().filter(|r| r.done || r.failed).count();
+                    format!("Analyzing {} ranks in {} workers: {done} finished", rows.len(), job::pool_size(rows.len()))
+                }}</span>
+                <button on:click=cancel data-testid="cancel">"Cancel"</button>
+            </div>
+            <table class="data" data-testid="rank-progress">
+                <thead><tr><th>"File"</th><th>"State"</th></tr></thead>
+                <tbody>{move || rank_rows.get().into_iter().map(|r| view! {
+                    <tr data-testid="rank-progress-row" class:failed=r.failed><td>{r.name}</td><td>{r.state}</td></tr>
+                }).collect_view()}</tbody>
+            </table>
+        }
+        .into_any(),
+        Status::Job => {
+            let ask_job = move |_| {
+                let msg = js_sys::Object::new();
+                let _ = js_sys::Reflect::set(&msg, &"export".into(), &"job".into());
+                worker.with_value(|w| {
+                    if let Some(w) = w {
+                        let _ = worker_queue::post(w, &msg);
+                    }
+                });
+            };
+            view! {
+                <div class="exports">
+                    <button data-testid="export-job" on:click=ask_job>"Download job (.zip)"</button>
+                </div>
+                <nav class="tabs" role="tablist">
+                    <button role="tab" data-testid="tab-ranks" class="active">"Ranks"</button>
+                </nav>
+                {move || job.get().map(|j| {
+                    let open = (!j.reopened).then_some(open_rank);
+                    view! { <views::ranks::RanksView job=j open_rank=open/> }
+                })}
             }
             .into_any()
         }
@@ -483,10 +598,14 @@ pub fn App() -> impl IntoView {
                     {move || (!reference.comparison.get().is_empty()).then(|| view! {
                         <button data-testid="export-comparison" on:click=move |_| ask("comparison")>"Download comparison (.zip)"</button>
                     })}
+                    {move || job.with(Option::is_some).then(|| view! {
+                        <button data-testid="export-job" on:click=move |_| ask("job")>"Download job (.zip)"</button>
+                    })}
                 </div>
                 <nav class="tabs" role="tablist">
                     {TABS.iter().map(|&(key, label)| {
-                        let hidden = move || key == "compare" && reference.comparison.get().is_empty();
+                        let hidden = move || (key == "compare" && reference.comparison.get().is_empty())
+                            || (key == "ranks" && job.with(Option::is_none));
                         view! {
                             <button role="tab" data-testid=format!("tab-{key}") class:active=move || tab.get() == key
                                 class:hidden=hidden on:click=move |_| tab.set(key)>{label}</button>
@@ -497,6 +616,11 @@ pub fn App() -> impl IntoView {
                     let o = (*overview).clone();
                     match tab.get() {
                         "report" => view! { <article class="report" data-testid="report" inner_html=o.report_html></article> }.into_any(),
+                        "ranks" if job.with(Option::is_some) => {
+                            let j = job.get().unwrap_or_else(|| unreachable!());
+                            let open = (!j.reopened).then_some(open_rank);
+                            view! { <views::ranks::RanksView job=j open_rank=open/> }.into_any()
+                        }
                         "rough" => view! { <article class="report" data-testid="report-rough" inner_html=o.rough_html></article> }.into_any(),
                         "categories" => view! { <views::categories::CategoriesView categories=o.categories/> }.into_any(),
                         "diagnostics" => view! {
@@ -549,9 +673,9 @@ pub fn App() -> impl IntoView {
                 <p class="privacy" data-testid="privacy-note">"Traces never leave your machine: everything runs in this page."</p>
             </header>
             <section class="load" data-testid="drop-zone" on:dragover=move |ev: DragEvent| ev.prevent_default() on:drop=on_drop>
-                <label>"Trace or exported bundle " <input type="file" accept=".json,.gz,.zip,application/json,application/gzip,application/zip" data-testid="trace-input" on:change=on_input/></label>
+                <label>"Trace or exported bundle " <input type="file" accept=".json,.gz,.zip,application/json,application/gzip,application/zip" data-testid="trace-input" multiple on:change=on_input/></label>
                 <button data-testid="open-sample" on:click=open_sample>"Open sample trace"</button>
-                <span class="hint">"or drop a trace (.json, .json.gz) or a Jarvis bundle (.zip) here"</span>
+                <span class="hint">"or drop a trace (.json, .json.gz), every rank trace of a job at once, or a Jarvis bundle (.zip) here"</span>
             </section>
             <section class="load reference">
                 <label>"Reference trace (optional, another platform) " <input type="file" accept=".json,.gz,application/json,application/gzip" data-testid="reference-input" on:change=on_reference/></label>

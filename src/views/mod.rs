@@ -8,6 +8,7 @@ pub mod kernels;
 pub mod ops;
 pub mod overview;
 pub mod platform;
+pub mod ranks;
 pub mod roofline;
 pub mod steps;
 pub mod timeline;

@@ -131,24 +131,14 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 fn write_job(job: &JobAnalysis, out: &Path, summaries: Option<&[RankSummary]>) -> Result<()> {
-    let csvs = out.join("multirank_csvs");
-    fs::create_dir_all(&csvs).with_context(|| format!("cannot create {}", csvs.display()))?;
-    for s in &job.sheets {
-        write_file(
-            &csvs.join(format!("{}.csv", s.name)),
-            &JobAnalysis::sheet_csv(s),
-        )?;
+    let files = jarvis_engine::report::job_bundle::job_files(job, "job")?;
+    for (rel, bytes) in &files {
+        let path = out.join(rel);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        write_file(&path, bytes)?;
     }
-    write_file(&out.join("ranks.csv"), &job.ranks_sheet().to_csv())?;
-    write_file(
-        &out.join("collectives.csv"),
-        &job.collectives_sheet().to_csv(),
-    )?;
-    let title = "job";
-    let md = jarvis_engine::report::distributed_md::distributed_findings_md(job, title);
-    write_file(&out.join("distributed_findings.md"), md.as_bytes())?;
-    let rough = jarvis_engine::report::distributed_md::distributed_rough_md(job, title);
-    write_file(&out.join("distributed_report_rough.md"), rough.as_bytes())?;
     if let Some(list) = summaries {
         let dir = out.join("rank_summaries");
         fs::create_dir_all(&dir)?;

@@ -50,6 +50,8 @@ struct Target {
 pub struct Session {
     target: Option<Target>,
     reference: Option<(Analysis, String)>,
+    /// The job analysis of a multi-rank load (or a reopened job bundle's files).
+    job: Option<Vec<jarvis_engine::report::contract::OutputFile>>,
 }
 
 impl Session {
@@ -73,8 +75,24 @@ impl Session {
             send(out, crate::timeline::pick(lanes, &req));
             return;
         }
+        if let Some(list) = get("job").filter(|v| js_sys::Array::is_array(v)) {
+            let reply = self.analyze_job(&js_sys::Array::from(&list), &text("title"));
+            match reply {
+                Ok(reply) => out.post(&JsValue::from_str(&reply), None),
+                Err(message) => send(
+                    out,
+                    json!({"kind": "error", "role": "job", "message": message}),
+                ),
+            }
+            return;
+        }
         if let Some(what) = get("export").and_then(|w| w.as_string()) {
-            match self.export(&what) {
+            let exported = if what == "job" {
+                self.export_job()
+            } else {
+                self.export(&what)
+            };
+            match exported {
                 Ok((name, bytes)) => {
                     let msg = js_sys::Object::new();
                     let array = js_sys::Uint8Array::from(bytes.as_slice());
@@ -103,6 +121,8 @@ impl Session {
         };
         let done = if role == "reference" {
             self.analyze_reference(&file, (&platform, scope), &name, out)
+        } else if role == "rank" {
+            rank_summary(&file, (&platform, scope), &name, out)
         } else {
             // A new target: drop the previous one before reading (its memory is reused).
             self.target = None;
@@ -130,6 +150,16 @@ impl Session {
         let mut parse_ms = 0.0;
         let loaded = if is_bundle(file)? {
             let bytes = read_all(file)?;
+            // A job bundle reopens the Ranks tab.
+            if let Some(doc) =
+                jarvis_engine::report::job_bundle::reopen_job(&bytes).map_err(|e| e.to_string())?
+            {
+                self.job = Some(
+                    jarvis_engine::report::reopen::zip_entries(&bytes)
+                        .map_err(|e| e.to_string())?,
+                );
+                return Ok(json!({"kind": "job", "job": doc, "reopened": true}).to_string());
+            }
             let reopened = open_bundle(&bytes).map_err(|e| e.to_string())?;
             Loaded::Bundle(Box::new(reopened), bytes)
         } else {
@@ -279,6 +309,41 @@ impl Session {
         self.lanes_for("reference")
             .map(crate::timeline::meta)
             .unwrap_or_default()
+    }
+
+    /// Analyzes a job from its ranks' summaries (JSON strings) and keeps its files for export.
+    fn analyze_job(&mut self, list: &js_sys::Array, title: &str) -> Result<String, String> {
+        let mut summaries = Vec::new();
+        for v in list.iter() {
+            let text = v.as_string().ok_or("a rank summary is not text")?;
+            summaries.push(jarvis_engine::multirank::RankSummary::from_json(
+                text.as_bytes(),
+            )?);
+        }
+        let unreadable = Vec::new();
+        let job = jarvis_engine::multirank::analyze_job(
+            summaries,
+            &jarvis_engine::multirank::JobOptions {
+                gpus_per_node: None,
+                unreadable,
+            },
+        );
+        let files =
+            jarvis_engine::report::job_bundle::job_files(&job, title).map_err(|e| e.to_string())?;
+        let doc = files
+            .iter()
+            .find(|(p, _)| p == "jarvis_job.json")
+            .and_then(|(_, b)| serde_json::from_slice::<serde_json::Value>(b).ok())
+            .unwrap_or_default();
+        self.job = Some(files);
+        Ok(json!({"kind": "job", "job": doc, "reopened": false}).to_string())
+    }
+
+    fn export_job(&self) -> Result<(&'static str, Vec<u8>), String> {
+        let files = self.job.as_ref().ok_or("no job analysis to export yet")?;
+        jarvis_engine::report::contract::contract_zip(files)
+            .map(|b| ("jarvis_job.zip", b))
+            .map_err(|e| e.to_string())
     }
 
     /// The bytes and file name of one export of the target.
@@ -556,13 +621,33 @@ fn read_and_analyze(
             platform,
             // Both are drawn; the reference (drawn beside the target in the compare view) without
             // host lanes, to leave memory for two big traces.
-            timeline_lanes: true,
+            // A rank of a job needs no lanes (only its summary is kept).
+            timeline_lanes: role != "rank",
             timeline_host_lanes: role == "target",
             gpu_scope,
             ..Options::default()
         },
     );
     Ok((analysis, parse_ms))
+}
+
+/// Analyzes one rank of a job and answers with its summary only (the trace and its analysis
+/// are dropped before the reply): a pool worker's whole job.
+fn rank_summary(
+    file: &Blob,
+    (platform, scope): (&str, GpuScope),
+    name: &str,
+    out: &dyn Outbox,
+) -> Result<String, String> {
+    if is_bundle(file)? {
+        return Err("a bundle is not a rank trace".into());
+    }
+    let choice = platform_choice(platform)?;
+    let (analysis, _) = read_and_analyze(file, (choice, scope), "rank", out)?;
+    let summary = jarvis_engine::multirank::RankSummary::of(&analysis, name);
+    drop(analysis);
+    let text = serde_json::to_string(&summary).map_err(|e| e.to_string())?;
+    Ok(json!({"kind": "rank_summary", "role": "rank", "summary": text}).to_string())
 }
 
 /// Starts the worker: listens, announces `ready`, and answers each message with the session.

@@ -45,8 +45,9 @@ pub fn looks_like_zip(bytes: &[u8]) -> bool {
     bytes.starts_with(b"PK\x03\x04")
 }
 
-/// Reads a bundle. Errors name what is missing or malformed.
-pub fn open_bundle(bytes: &[u8]) -> Result<Reopened, ExportError> {
+/// Every file of a zip, unpacked within the limits (512 MiB a file, 1 GiB in all; a header
+/// that lies about sizes is caught while reading).
+pub fn zip_entries(bytes: &[u8]) -> Result<Vec<(String, Vec<u8>)>, ExportError> {
     let bad = |what: String| ExportError(format!("not a Jarvis bundle: {what}"));
     let mut zip = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|e| bad(e.to_string()))?;
     let mut entries: Vec<(String, Vec<u8>)> = Vec::with_capacity(zip.len().min(4096));
@@ -80,6 +81,13 @@ pub fn open_bundle(bytes: &[u8]) -> Result<Reopened, ExportError> {
         total += data.len() as u64;
         entries.push((name, data));
     }
+    Ok(entries)
+}
+
+/// Reads a bundle. Errors name what is missing or malformed.
+pub fn open_bundle(bytes: &[u8]) -> Result<Reopened, ExportError> {
+    let bad = |what: String| ExportError(format!("not a Jarvis bundle: {what}"));
+    let mut entries = zip_entries(bytes)?;
     let pos = entries
         .iter()
         .position(|(n, _)| n == "jarvis.json")
