@@ -30,7 +30,7 @@ struct Inner {
     /// The file each worker is analyzing.
     busy: Vec<Option<usize>>,
     rows: RwSignal<Vec<RankLoad>>,
-    on_done: Callback<Vec<String>>,
+    on_done: Callback<(Vec<String>, Vec<(String, String)>)>,
 }
 
 /// A running pool; dropping it does not stop it, [`Pool::cancel`] does.
@@ -47,12 +47,12 @@ pub fn pool_size(ranks: usize) -> usize {
 
 impl Pool {
     /// Starts the pool on `files`; `on_done` gets the summaries (JSON) of the files that worked,
-    /// in file order, once every file has finished or failed.
+    /// in file order, and (name, error) of those that failed, once every file has finished.
     pub fn start(
         files: Vec<(Blob, String)>,
         platform: String,
         rows: RwSignal<Vec<RankLoad>>,
-        on_done: Callback<Vec<String>>,
+        on_done: Callback<(Vec<String>, Vec<(String, String)>)>,
     ) -> Option<Pool> {
         rows.set(
             files
@@ -170,18 +170,25 @@ impl Pool {
     }
 
     fn finish_if_done(&self) {
-        let (done, on_done, summaries) = {
+        let (done, on_done, summaries, rows) = {
             let s = self.0.borrow();
             (
                 s.finished >= s.files.len(),
                 s.on_done,
                 s.summaries.iter().flatten().cloned().collect::<Vec<_>>(),
+                s.rows,
             )
         };
         if done {
             // Each worker's memory goes with it: the page keeps only the summaries.
             self.cancel();
-            on_done.run(summaries);
+            let failed = rows.with_untracked(|r| {
+                r.iter()
+                    .filter(|x| x.failed)
+                    .map(|x| (x.name.clone(), x.state.clone()))
+                    .collect()
+            });
+            on_done.run((summaries, failed));
         }
     }
 }

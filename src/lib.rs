@@ -389,25 +389,34 @@ pub fn App() -> impl IntoView {
         set_file_name.set(format!("{} rank traces", files.len()));
         rank_files.set_value(files.clone());
         set_status.set(Status::Ranks);
-        let on_done = Callback::new(move |summaries: Vec<String>| {
-            pool.set_value(None);
-            if summaries.is_empty() {
-                set_status.set(Status::Failed("none of the files could be analyzed as a trace".into()));
-                return;
-            }
-            let list = js_sys::Array::new();
-            for s in summaries {
-                list.push(&JsValue::from_str(&s));
-            }
-            let msg = js_sys::Object::new();
-            let _ = js_sys::Reflect::set(&msg, &"job".into(), &list);
-            let _ = js_sys::Reflect::set(&msg, &"title".into(), &"job".into());
-            worker.with_value(|w| {
-                if let Some(w) = w {
-                    let _ = worker_queue::post(w, &msg);
+        let on_done = Callback::new(
+            move |(summaries, failed): (Vec<String>, Vec<(String, String)>)| {
+                pool.set_value(None);
+                if summaries.is_empty() {
+                    set_status.set(Status::Failed(
+                        "none of the files could be analyzed as a trace".into(),
+                    ));
+                    return;
                 }
-            });
-        });
+                let list = js_sys::Array::new();
+                for s in summaries {
+                    list.push(&JsValue::from_str(&s));
+                }
+                let msg = js_sys::Object::new();
+                let _ = js_sys::Reflect::set(&msg, &"job".into(), &list);
+                let _ = js_sys::Reflect::set(&msg, &"title".into(), &"job".into());
+                let bad = js_sys::Array::new();
+                for (name, error) in failed {
+                    bad.push(&js_sys::Array::of2(&name.into(), &error.into()));
+                }
+                let _ = js_sys::Reflect::set(&msg, &"failed".into(), &bad);
+                worker.with_value(|w| {
+                    if let Some(w) = w {
+                        let _ = worker_queue::post(w, &msg);
+                    }
+                });
+            },
+        );
         pool.set_value(job::Pool::start(files, "auto".into(), rank_rows, on_done));
     };
     let open_rank = Callback::new(move |source: String| {
@@ -441,10 +450,15 @@ pub fn App() -> impl IntoView {
     };
     let take_files = move |list: Option<web_sys::FileList>| {
         let files: Vec<(Blob, String)> = list
-            .map(|l| (0..l.length()).filter_map(|i| l.get(i)).map(|f| {
-                let name = f.name();
-                (Blob::from(f), name)
-            }).collect())
+            .map(|l| {
+                (0..l.length())
+                    .filter_map(|i| l.get(i))
+                    .map(|f| {
+                        let name = f.name();
+                        (Blob::from(f), name)
+                    })
+                    .collect()
+            })
             .unwrap_or_default();
         match files.len() {
             0 => {}

@@ -313,3 +313,55 @@ fn compare_writes_sheets_and_both_reports() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn synth_ranks_then_ranks_writes_the_job() {
+    let dir = scratch("job");
+    let traces = dir.join("traces");
+    run_ok(&[
+        "synth".as_ref(),
+        "--ranks".as_ref(),
+        "3".as_ref(),
+        "--steps".as_ref(),
+        "4".as_ref(),
+        "--out".as_ref(),
+        traces.as_os_str(),
+    ]);
+    // A file that is not a trace fails alone; the job goes on.
+    std::fs::write(traces.join("notes.json"), "not a trace").unwrap();
+    let out = dir.join("out");
+    for jobs in ["1", "2"] {
+        let o = run_ok(&[
+            "ranks".as_ref(),
+            traces.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+            "--jobs".as_ref(),
+            jobs.as_ref(),
+            "--keep-summaries".as_ref(),
+        ]);
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(text.contains("Straggler: rank 1"), "{text}");
+        assert!(text.contains("rank_unreadable"), "{text}");
+    }
+    for f in [
+        "multirank_csvs/nccl_long.csv",
+        "multirank_csvs/nccl_implicit_sync.csv",
+        "multirank_csvs/nccl_summary_implicit_sync.csv",
+        "multirank_csvs/nccl_summary_long.csv",
+        "multirank_csvs/straggler_summary.csv",
+        "ranks.csv",
+        "collectives.csv",
+        "distributed_findings.md",
+        "distributed_report_rough.md",
+        "jarvis_job.json",
+        "rank_summaries/rank-2.json.summary.json",
+    ] {
+        assert!(out.join(f).is_file(), "{f}");
+    }
+    let ranks = std::fs::read_to_string(out.join("ranks.csv")).unwrap();
+    assert_eq!(ranks.lines().count(), 4, "{ranks}");
+    let md = std::fs::read_to_string(out.join("distributed_findings.md")).unwrap();
+    assert!(md.contains("Rank 1 is the straggler"), "{md}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -89,7 +89,11 @@ impl JobData {
                         message: d["message"].as_str().unwrap_or_default().to_owned(),
                         examples: d["examples"]
                             .as_array()
-                            .map(|e| e.iter().filter_map(|x| x.as_str().map(str::to_owned)).collect())
+                            .map(|e| {
+                                e.iter()
+                                    .filter_map(|x| x.as_str().map(str::to_owned))
+                                    .collect()
+                            })
                             .unwrap_or_default(),
                     })
                     .collect()
@@ -145,7 +149,16 @@ fn pct(x: Option<f64>) -> String {
 
 /// One stacked bar: the rank's span split on a scale where `max_ms` fills the cell.
 fn bar(r: &RankLine, max_ms: f64) -> impl IntoView {
-    let w = |ms: f64| format!("width: {:.3}%", if max_ms > 0.0 { ms / max_ms * 100.0 } else { 0.0 });
+    let w = |ms: f64| {
+        format!(
+            "width: {:.3}%",
+            if max_ms > 0.0 {
+                ms / max_ms * 100.0
+            } else {
+                0.0
+            }
+        )
+    };
     let title = format!(
         "computation {:.2} ms · exposed comm {:.2} ms · exposed memcpy {:.2} ms · idle {:.2} ms",
         r.computation_ms, r.exposed_comm_ms, r.exposed_memcpy_ms, r.idle_ms
@@ -173,7 +186,9 @@ pub fn RanksView(
         job.ranks.len(),
         job.world_size,
         job.implicit,
-        job.platform.as_ref().map_or(String::new(), |p| format!(" on {p}")),
+        job.platform
+            .as_ref()
+            .map_or(String::new(), |p| format!(" on {p}")),
         match job.straggler {
             Some(r) => format!("Straggler: rank {r}."),
             None => "No straggler rank.".to_owned(),

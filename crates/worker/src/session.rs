@@ -76,7 +76,22 @@ impl Session {
             return;
         }
         if let Some(list) = get("job").filter(|v| js_sys::Array::is_array(v)) {
-            let reply = self.analyze_job(&js_sys::Array::from(&list), &text("title"));
+            let failed: Vec<(String, String)> = get("failed")
+                .filter(|v| js_sys::Array::is_array(v))
+                .map(|v| {
+                    js_sys::Array::from(&v)
+                        .iter()
+                        .map(|pair| {
+                            let pair = js_sys::Array::from(&pair);
+                            (
+                                pair.get(0).as_string().unwrap_or_default(),
+                                pair.get(1).as_string().unwrap_or_default(),
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let reply = self.analyze_job(&js_sys::Array::from(&list), &text("title"), failed);
             match reply {
                 Ok(reply) => out.post(&JsValue::from_str(&reply), None),
                 Err(message) => send(
@@ -312,7 +327,12 @@ impl Session {
     }
 
     /// Analyzes a job from its ranks' summaries (JSON strings) and keeps its files for export.
-    fn analyze_job(&mut self, list: &js_sys::Array, title: &str) -> Result<String, String> {
+    fn analyze_job(
+        &mut self,
+        list: &js_sys::Array,
+        title: &str,
+        unreadable: Vec<(String, String)>,
+    ) -> Result<String, String> {
         let mut summaries = Vec::new();
         for v in list.iter() {
             let text = v.as_string().ok_or("a rank summary is not text")?;
@@ -320,7 +340,6 @@ impl Session {
                 text.as_bytes(),
             )?);
         }
-        let unreadable = Vec::new();
         let job = jarvis_engine::multirank::analyze_job(
             summaries,
             &jarvis_engine::multirank::JobOptions {
