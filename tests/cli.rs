@@ -363,5 +363,17 @@ fn synth_ranks_then_ranks_writes_the_job() {
     assert_eq!(ranks.lines().count(), 4, "{ranks}");
     let md = std::fs::read_to_string(out.join("distributed_findings.md")).unwrap();
     assert!(md.contains("Rank 1 is the straggler"), "{md}");
+    // The reduce step: the kept summaries alone give the same per-rank table.
+    let again = dir.join("again");
+    run_ok(&[
+        "ranks".as_ref(),
+        out.join("rank_summaries").as_os_str(),
+        "--out".as_ref(),
+        again.as_os_str(),
+    ]);
+    assert_eq!(
+        std::fs::read_to_string(again.join("ranks.csv")).unwrap(),
+        ranks
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -194,9 +194,9 @@ fn tracelens_sheets_have_its_names_headers_and_values() {
 
 /// A hand-made collective kernel.
 fn kernel(ts_us: i64, dur_us: i64, meta: &[(usize, &str)]) -> CollectiveKernel {
-    let mut m: [Option<String>; 10] = Default::default();
+    let mut m: jarvis_engine::analysis::comm_kernels::Meta = Default::default();
     for (k, v) in meta {
-        m[*k] = Some((*v).to_owned());
+        m[*k] = Some((*v).into());
     }
     CollectiveKernel {
         ts: ts_us * 1000,

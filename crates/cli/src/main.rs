@@ -74,7 +74,8 @@ enum Command {
     /// Analyze every rank of a distributed job together: per-rank table, the straggler,
     /// collectives matched across ranks, TraceLens's multi-rank sheets, distributed findings.
     Ranks {
-        /// Rank traces, or folders holding them (.json, .json.gz).
+        /// Rank traces, or folders holding them (.json, .json.gz); rank summaries written by
+        /// --keep-summaries (.summary.json) are read as they are.
         #[arg(required = true)]
         traces: Vec<PathBuf>,
         /// Output folder (default: jarvis_ranks).

@@ -13,7 +13,7 @@ use jarvis_engine::multirank::{analyze_job, JobAnalysis, JobOptions, RankSummary
 use jarvis_engine::{analyze_trace_with, Options, PlatformChoice};
 
 /// The trace files named on the command line: files as given, folders' `.json` / `.json.gz`
-/// files (sorted).
+/// files (sorted), rank summaries (`.summary.json`) included.
 pub fn trace_files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for a in args {
@@ -57,9 +57,17 @@ pub fn summarize(
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(path) = files.get(i) else { break };
                 let name = path.display().to_string();
-                let r = super::import(path)
-                    .map(|t| RankSummary::of(&analyze_trace_with(t, &options), &name))
-                    .map_err(|e| format!("{e:#}"));
+                // A summary written by `--keep-summaries` is read as it is (the reduce step
+                // of a job analyzed in shards: docs/scaling.md).
+                let r = if name.ends_with(".summary.json") {
+                    fs::read(path)
+                        .map_err(|e| format!("cannot read {name}: {e}"))
+                        .and_then(|b| RankSummary::from_json(&b))
+                } else {
+                    super::import(path)
+                        .map(|t| RankSummary::of(&analyze_trace_with(t, &options), &name))
+                        .map_err(|e| format!("{e:#}"))
+                };
                 if let Ok(mut v) = results.lock() {
                     v.push((i, r));
                 }

@@ -2,7 +2,7 @@
 //! NCCL/RCCL metadata (multirank spec §2, TraceLens's filter) and how much of its communication
 //! overlaps computation (HTA's `comp_comm_overlap_pctg`, spec §6).
 
-use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 use super::categories::is_communication;
 use super::intervals::{self, Span};
@@ -11,13 +11,17 @@ use crate::model::{EventKind, Nanos, Trace, COLLECTIVE_ARG_KEYS};
 
 /// One collective kernel as TraceLens's `nccl_long` reads it: times from the event, the
 /// metadata keys (`COLLECTIVE_ARG_KEYS` order, `stream` last) verbatim from `args`, strings
-/// unquoted, `None` when absent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// unquoted, `None` when absent. Values are shared (`Arc<str>`): a rank's kernels repeat the
+/// same few, and a process group's rank list can be 100 KB of text.
+#[derive(Debug, Clone, PartialEq)]
 pub struct CollectiveKernel {
     pub ts: Nanos,
     pub dur: Nanos,
-    pub meta: [Option<String>; 10],
+    pub meta: Meta,
 }
+
+/// The metadata values of a collective kernel, in [`COLLECTIVE_ARG_KEYS`] order.
+pub type Meta = [Option<Arc<str>>; 10];
 
 /// Index of a key in [`CollectiveKernel::meta`].
 pub mod key {
@@ -43,7 +47,7 @@ impl CollectiveKernel {
 }
 
 /// A rank's communication facts.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default)]
 pub struct CommFacts {
     /// Collective kernels in trace-file order.
     pub kernels: Vec<CollectiveKernel>,
@@ -78,6 +82,13 @@ pub fn comm_facts(trace: &Trace, names: &super::names::NameClasses) -> CommFacts
         meta_of.insert(c.event, i);
     }
     let mut facts = CommFacts::default();
+    let mut shared: rustc_hash::FxHashMap<String, Arc<str>> = Default::default();
+    let mut share = |v: String| -> Arc<str> {
+        shared
+            .entry(v)
+            .or_insert_with_key(|k| Arc::from(k.as_str()))
+            .clone()
+    };
     let (mut comm, mut comp): (Vec<Span>, Vec<Span>) = (Vec::new(), Vec::new());
     for (idx, e) in trace.events.iter().enumerate() {
         if !e.kind.is_gpu() {
@@ -95,21 +106,21 @@ pub fn comm_facts(trace: &Trace, names: &super::names::NameClasses) -> CommFacts
         {
             continue;
         }
-        let mut meta: [Option<String>; 10] = Default::default();
+        let mut meta: Meta = Default::default();
         match meta_of.get(&(idx as u32)) {
             Some(&i) => {
                 for (slot, v) in meta.iter_mut().zip(trace.collective_args[i].values) {
-                    *slot = v.map(|s| plain(trace.strings.get(s)));
+                    *slot = v.map(|s| share(plain(trace.strings.get(s))));
                 }
             }
             None => facts.without_metadata += 1,
         }
         if meta[key::STREAM].is_none() {
-            meta[key::STREAM] = e.stream().map(|s| s.to_string());
+            meta[key::STREAM] = e.stream().map(|s| share(s.to_string()));
         }
         // The vLLM custom all-reduce records no collective name (spec §2, name inference).
         if meta[key::NAME].is_none() && name.to_ascii_lowercase().contains("cross_device_reduce") {
-            meta[key::NAME] = Some("allreduce".to_owned());
+            meta[key::NAME] = Some(share("allreduce".to_owned()));
         }
         facts.kernels.push(CollectiveKernel {
             ts: e.ts,

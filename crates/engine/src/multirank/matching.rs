@@ -282,7 +282,7 @@ mod tests {
         inn: &str,
         out: &str,
     ) -> CollectiveKernel {
-        let mut meta: [Option<String>; 10] = Default::default();
+        let mut meta: crate::analysis::comm_kernels::Meta = Default::default();
         meta[key::PG_NAME] = Some("0".into());
         meta[key::NAME] = Some(name.into());
         meta[key::GROUP_SIZE] = Some("4".into());

@@ -25,6 +25,8 @@ pub struct RankSummary {
     pub trace_rank: Option<i64>,
     pub world_size: Option<i64>,
     pub backend: Option<String>,
+    /// What every rank of one job records alike: the process groups spanning the whole world
+    /// (name, description, backend), from `distributedInfo.pg_config` ([`job_fingerprint`]).
     pub pg_config: Option<String>,
     /// First device name of `deviceProperties` ("" when absent).
     pub device: String,
@@ -52,7 +54,9 @@ pub struct RankSummary {
     /// Steps found and their median duration, ms.
     pub steps: u64,
     pub step_median_ms: f64,
-    /// Collective kernels (TraceLens's filter), file order.
+    /// Collective kernels (TraceLens's filter), file order. Serialized with their metadata
+    /// interned (`compact`): a process group's rank list is written once, not per kernel.
+    #[serde(with = "compact")]
     pub collectives: Vec<CollectiveKernel>,
     /// NCCL/RCCL kernels that record no collective metadata.
     pub collectives_without_metadata: u64,
@@ -79,7 +83,10 @@ impl RankSummary {
             trace_rank: dist.rank,
             world_size: dist.world_size,
             backend: dist.backend,
-            pg_config: dist.pg_config,
+            pg_config: dist
+                .pg_config
+                .as_deref()
+                .and_then(|c| job_fingerprint(c, dist.world_size)),
             device: a.facts.device_names.first().cloned().unwrap_or_default(),
             visible_devices: a.visible_devices,
             platform: a.platform.as_ref().map(|p| p.platform.name.clone()),
@@ -136,10 +143,123 @@ impl RankSummary {
     }
 }
 
+/// The part of a `pg_config` that is the same on every rank of a job: the groups whose size
+/// is the world size, as (name, description, backend), sorted. Groups of fewer ranks differ
+/// between ranks by design (a rank lists its own tensor-parallel group, `ranks: [3]`), so they
+/// cannot tell jobs apart.
+pub fn job_fingerprint(pg_config: &str, world_size: Option<i64>) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(pg_config).ok()?;
+    let world = world_size?;
+    let mut groups: Vec<String> = v
+        .as_array()?
+        .iter()
+        .filter(|g| g["pg_size"].as_i64() == Some(world))
+        .map(|g| {
+            format!(
+                "{}|{}|{}",
+                g["pg_name"].as_str().unwrap_or(""),
+                g["pg_desc"].as_str().unwrap_or(""),
+                g["backend_config"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    groups.sort();
+    (!groups.is_empty()).then(|| groups.join(";"))
+}
+
 pub(crate) fn pct(part: Nanos, whole: Nanos) -> f64 {
     if whole > 0 {
         part as f64 / whole as f64 * 100.0
     } else {
         0.0
+    }
+}
+
+/// The collectives of a summary as `{"strings": [...], "kernels": [[ts, dur, m0, ..., m9]]}`,
+/// each `m` an index into `strings` or -1: metadata repeats across a rank's collectives (a
+/// 1,024-rank group's `Process Group Ranks` alone is ~6 KB), so it is written once.
+mod compact {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use std::sync::Arc;
+
+    use crate::analysis::comm_kernels::{CollectiveKernel, Meta};
+
+    #[derive(Serialize, Deserialize)]
+    struct Compact {
+        strings: Vec<String>,
+        kernels: Vec<Vec<i64>>,
+    }
+
+    pub fn serialize<S: Serializer>(ks: &[CollectiveKernel], s: S) -> Result<S::Ok, S::Error> {
+        let mut index = std::collections::HashMap::<&str, i64>::new();
+        let mut strings: Vec<String> = Vec::new();
+        let kernels = ks
+            .iter()
+            .map(|k| {
+                let mut row = vec![k.ts, k.dur];
+                row.extend(k.meta.iter().map(|m| match m {
+                    None => -1,
+                    Some(v) => *index.entry(v).or_insert_with(|| {
+                        strings.push(v.to_string());
+                        strings.len() as i64 - 1
+                    }),
+                }));
+                row
+            })
+            .collect();
+        Compact { strings, kernels }.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<CollectiveKernel>, D::Error> {
+        let c = Compact::deserialize(d)?;
+        // Each distinct value once in memory too, shared by the kernels that carry it.
+        let shared: Vec<Arc<str>> = c.strings.iter().map(|s| Arc::from(s.as_str())).collect();
+        c.kernels
+            .into_iter()
+            .map(|row| {
+                if row.len() != 12 {
+                    return Err(serde::de::Error::custom("a collective has 12 fields"));
+                }
+                let mut meta: Meta = Default::default();
+                for (slot, &i) in meta.iter_mut().zip(&row[2..]) {
+                    if i >= 0 {
+                        let v = shared.get(i as usize).ok_or_else(|| {
+                            serde::de::Error::custom(format!("string {i} out of range"))
+                        })?;
+                        *slot = Some(v.clone());
+                    }
+                }
+                Ok(CollectiveKernel {
+                    ts: row[0],
+                    dur: row[1],
+                    meta,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::job_fingerprint;
+
+    #[test]
+    fn fingerprint_ignores_groups_smaller_than_the_world() {
+        let rank0 = r#"[{"backend_config":"cuda:nccl","pg_desc":"default_pg","pg_name":"0","pg_size":2,"ranks":[0,1]},
+            {"backend_config":"cuda:nccl","pg_desc":"undefined","pg_name":"5","pg_size":1,"ranks":[0]}]"#;
+        let rank1 = r#"[{"backend_config":"cuda:nccl","pg_desc":"default_pg","pg_name":"0","pg_size":2,"ranks":[0,1]},
+            {"backend_config":"cuda:nccl","pg_desc":"undefined","pg_name":"5","pg_size":1,"ranks":[1]}]"#;
+        let gloo = r#"[{"backend_config":"cpu:gloo","pg_desc":"default_pg","pg_name":"0","pg_size":2,"ranks":[0,1]}]"#;
+        assert_eq!(
+            job_fingerprint(rank0, Some(2)),
+            job_fingerprint(rank1, Some(2))
+        );
+        assert!(job_fingerprint(rank0, Some(2)).is_some());
+        assert_ne!(
+            job_fingerprint(rank0, Some(2)),
+            job_fingerprint(gloo, Some(2))
+        );
+        assert_eq!(job_fingerprint(rank0, None), None);
     }
 }
