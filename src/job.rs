@@ -20,6 +20,10 @@ pub struct RankLoad {
     pub failed: bool,
 }
 
+/// What a finished pool hands over: the summaries (JSON) of the files that worked, and
+/// (name, error) of those that failed.
+pub type Finished = (Vec<String>, Vec<(String, String)>);
+
 struct Inner {
     files: Vec<(Blob, String)>,
     platform: String,
@@ -30,7 +34,7 @@ struct Inner {
     /// The file each worker is analyzing.
     busy: Vec<Option<usize>>,
     rows: RwSignal<Vec<RankLoad>>,
-    on_done: Callback<(Vec<String>, Vec<(String, String)>)>,
+    on_done: Callback<Finished>,
 }
 
 /// A running pool; dropping it does not stop it, [`Pool::cancel`] does.
@@ -52,7 +56,7 @@ impl Pool {
         files: Vec<(Blob, String)>,
         platform: String,
         rows: RwSignal<Vec<RankLoad>>,
-        on_done: Callback<(Vec<String>, Vec<(String, String)>)>,
+        on_done: Callback<Finished>,
     ) -> Option<Pool> {
         rows.set(
             files

@@ -75,9 +75,9 @@ impl Session {
             send(out, crate::timeline::pick(lanes, &req));
             return;
         }
-        if let Some(list) = get("job").filter(|v| js_sys::Array::is_array(v)) {
+        if let Some(list) = get("job").filter(js_sys::Array::is_array) {
             let failed: Vec<(String, String)> = get("failed")
-                .filter(|v| js_sys::Array::is_array(v))
+                .filter(js_sys::Array::is_array)
                 .map(|v| {
                     js_sys::Array::from(&v)
                         .iter()

@@ -30,7 +30,7 @@ fn opt(x: Option<f64>) -> Cell {
 }
 
 fn text(v: Option<&str>) -> Cell {
-    v.map_or(Cell::Empty, |s| Cell::s(s))
+    v.map_or(Cell::Empty, Cell::s)
 }
 
 /// numpy's `round(x, 1)`: half to even on x·10.
@@ -480,8 +480,9 @@ pub fn nccl_summary_long(inp: &Input<'_>) -> Sheet {
         key::STREAM,
     ];
     // Keyed by (rank, the ten keys); rows with a null key are dropped (quirk Q5).
-    let mut groups: BTreeMap<(u32, Vec<String>), (Option<f64>, Option<f64>, Vec<f64>)> =
-        BTreeMap::new();
+    // Per (rank, keys): the first row's In/Out MB and every duration.
+    type Group = (Option<f64>, Option<f64>, Vec<f64>);
+    let mut groups: BTreeMap<(u32, Vec<String>), Group> = BTreeMap::new();
     let mut order: Vec<(u32, Vec<String>)> = Vec::new();
     for (i, r) in inp.matching.long.iter().enumerate() {
         let k = inp.kernel(i);
