@@ -215,7 +215,10 @@ fn bare_summary(
         ranks: 1,
         ..JobSpec::default()
     });
-    let mut s = RankSummary::of(&jarvis_engine::analyze(&bufs[0]).unwrap(), source);
+    let mut s = RankSummary::of(
+        &jarvis_engine::analyze(&bufs[0]).expect("synthetic rank"),
+        source,
+    );
     s.trace_rank = rank;
     s.world_size = world;
     s.collectives = kernels;
@@ -524,9 +527,13 @@ fn first_step_only(gz: &[u8]) -> Vec<u8> {
     let mut text = Vec::new();
     flate2::read::GzDecoder::new(gz)
         .read_to_end(&mut text)
-        .unwrap();
-    let mut doc: serde_json::Value = serde_json::from_slice(&text).unwrap();
-    let events = doc["traceEvents"].as_array().unwrap().clone();
+        .expect("the shared trace is well formed");
+    let mut doc: serde_json::Value =
+        serde_json::from_slice(&text).expect("the shared trace is well formed");
+    let events = doc["traceEvents"]
+        .as_array()
+        .expect("the shared trace is well formed")
+        .clone();
     let step = events
         .iter()
         .filter(|e| {
@@ -537,13 +544,20 @@ fn first_step_only(gz: &[u8]) -> Vec<u8> {
         .min_by(|a, b| {
             a["ts"]
                 .as_f64()
-                .unwrap()
-                .total_cmp(&b["ts"].as_f64().unwrap())
+                .expect("the shared trace is well formed")
+                .total_cmp(&b["ts"].as_f64().expect("the shared trace is well formed"))
         })
-        .unwrap();
+        .expect("the shared trace is well formed");
     let (lo, hi) = (
-        step["ts"].as_f64().unwrap(),
-        step["ts"].as_f64().unwrap() + step["dur"].as_f64().unwrap(),
+        step["ts"]
+            .as_f64()
+            .expect("the shared trace is well formed"),
+        step["ts"]
+            .as_f64()
+            .expect("the shared trace is well formed")
+            + step["dur"]
+                .as_f64()
+                .expect("the shared trace is well formed"),
     );
     let launched: std::collections::HashSet<i64> = events
         .iter()
@@ -561,5 +575,5 @@ fn first_step_only(gz: &[u8]) -> Vec<u8> {
         })
         .collect();
     doc["traceEvents"] = serde_json::Value::Array(kept);
-    serde_json::to_vec(&doc).unwrap()
+    serde_json::to_vec(&doc).expect("the shared trace is well formed")
 }
