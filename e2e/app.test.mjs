@@ -7,7 +7,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import {
   OUT, JARVIS, QWEN, SHARED, ROOT, baseUrl, startApp, stopApp, openApp, assertLocalOnly, cliTimeline, cliSheet,
-  parseCsv, timelineShown, dropFile,
+  parseCsv, timelineShown, dropFile, exportFile,
 } from './harness.mjs';
 import { decodePng, near, countRow } from './png.mjs';
 
@@ -74,9 +74,8 @@ test('a reference trace gives a comparison with the expected hardware ratios', {
   const op = first.match(/`([^`]+)`/)[1];
   const pageFirst = await comparison.locator('h3').filter({ hasText: 'Priority 1:' }).textContent();
   assert.ok(pageFirst.includes(op), `${pageFirst} vs CLI ${first}`);
-  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId('export-comparison').click()]);
-  assert.equal(download.suggestedFilename(), 'jarvis_comparison.zip');
-  const zip = fs.readFileSync(await download.path());
+  const { name: zipName, bytes: zip } = await exportFile(page, 'export-comparison');
+  assert.equal(zipName, 'jarvis_comparison.zip');
   for (const entry of ['comparative_analysis_fair.md', 'tracelens_compare_csvs/GEMM_intersect_mi300x.csv', 'comparison_csvs/ops_matched.csv']) {
     assert.ok(zip.includes(Buffer.from(entry)), `${entry} missing from the comparison zip`);
   }
@@ -198,10 +197,7 @@ test('exports: the bundle, the workbook, the report and the analysis files downl
   const { page, errors, requests } = await openApp();
   await page.getByTestId('open-sample').click();
   await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
-  const save = async (id) => {
-    const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId(id).click()]);
-    return { name: download.suggestedFilename(), bytes: fs.readFileSync(await download.path()) };
-  };
+  const save = (id) => exportFile(page, id);
   const bundle = await save('export-bundle');
   assert.equal(bundle.name, 'jarvis_bundle.zip');
   assert.ok(bundle.bytes.subarray(0, 2).equals(Buffer.from('PK')));

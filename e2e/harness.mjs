@@ -53,8 +53,9 @@ export async function stopApp() {
 }
 
 // Opens the app; records console errors, page errors and every request's URL.
-export async function openApp(viewport = { width: 1200, height: 1000 }) {
-  const page = await browser.newPage({ viewport });
+// `options`: more browser-context options (colorScheme, permissions).
+export async function openApp(viewport = { width: 1200, height: 1000 }, options = {}) {
+  const page = await browser.newPage({ viewport, ...options });
   const errors = [];
   const requests = [];
   page.on('pageerror', (e) => errors.push(String(e)));
@@ -112,16 +113,24 @@ export async function timelineShown(page) {
   return Object.fromEntries(cells);
 }
 
-// Drops a file onto the drop zone as a browser would (a synthetic DataTransfer).
-export async function dropFile(page, bytes, name, type) {
-  // A person can drop only on a zone they see: wait until the app has mounted it (the race the
+// Drops a file on the page as a browser would (a synthetic DataTransfer): the whole window
+// takes drops, so by default it lands on the app's root; `target` picks another element.
+export async function dropFile(page, bytes, name, type, target = 'main.app') {
+  // A person can drop only on a page they see: wait until the app has mounted it (the race the
   // load test is about is the worker not being ready, not the page not being drawn).
-  await page.getByTestId('drop-zone').waitFor({ state: 'attached' });
-  await page.evaluate(([data, name, type]) => {
+  await page.locator(target).first().waitFor({ state: 'attached' });
+  await page.evaluate(([data, name, type, target]) => {
     const dt = new DataTransfer();
     dt.items.add(new File([new Uint8Array(data)], name, { type }));
-    const zone = document.querySelector('[data-testid=drop-zone]');
+    const zone = document.querySelector(target);
     zone.dispatchEvent(new DragEvent('dragover', { dataTransfer: dt, bubbles: true, cancelable: true }));
     zone.dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
-  }, [Array.from(bytes), name, type]);
+  }, [Array.from(bytes), name, type, target]);
+}
+
+// Downloads one export from the top bar's menu: { name, bytes }.
+export async function exportFile(page, id) {
+  await page.getByTestId('export-menu').locator('summary').click();
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByTestId(id).click()]);
+  return { name: download.suggestedFilename(), bytes: fs.readFileSync(await download.path()) };
 }

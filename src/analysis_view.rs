@@ -246,39 +246,12 @@ impl Overview {
 /// The engine's `headline` (docs/metrics.md) as labelled rows; figures the trace or the platform
 /// does not allow (null) are left out.
 fn headline_rows(h: &Value) -> Vec<(&'static str, &'static str, String, String)> {
-    const ROWS: [(&str, &str, &str); 10] = [
-        ("gpu_utilization_pct", "GPU utilization", "%"),
-        ("idle_pct", "GPU idle", "%"),
-        ("exposed_comm_pct", "exposed communication", "%"),
-        ("exposed_memcpy_pct", "exposed memcpy", "%"),
-        ("op_kernel_ms", "kernel time in ops", "ms"),
-        ("modelled_share_pct", "of it with a perf model", "%"),
-        (
-            "computed_share_pct",
-            "of it with FLOPs computed from the trace",
-            "%",
-        ),
-        (
-            "roofline_efficiency_pct",
-            "roofline efficiency (time-weighted)",
-            "%",
-        ),
-        ("roofline_ideal_ms", "modelled ops at roofline", "ms"),
-        (
-            "roofline_headroom_ms",
-            "headroom: time above roofline",
-            "ms",
-        ),
-    ];
-    ROWS.iter()
+    use jarvis_engine::analysis::headline::{shown, SHOWN};
+    SHOWN
+        .iter()
         .filter_map(|(key, label, unit)| {
             let x = h.get(*key)?.as_f64()?;
-            let shown = if *unit == "%" {
-                format!("{x:.1} %")
-            } else {
-                format!("{x:.3} ms")
-            };
-            Some((*key, *label, shown, x.to_string()))
+            Some((*key, *label, shown(x, unit), x.to_string()))
         })
         .collect()
 }

@@ -4,6 +4,7 @@ use plotters::prelude::*;
 use plotters_canvas::CanvasBackend;
 
 use crate::analysis_view::TimelineRow;
+use crate::theme::Theme;
 
 /// Colours of computation, exposed communication, exposed memcpy, idle.
 const PARTS: [(&str, RGBColor); 4] = [
@@ -21,8 +22,27 @@ pub fn draw_breakdown(
     scale_ns: Option<f64>,
 ) -> Result<(), String> {
     let backend = CanvasBackend::new(canvas_id).ok_or_else(|| format!("no canvas {canvas_id}"))?;
+    draw(backend, rows, scale_ns, crate::theme::current())
+}
+
+/// The breakdown on a canvas of its own (the HTML snapshot draws one off screen).
+pub fn draw_breakdown_on(
+    canvas: web_sys::HtmlCanvasElement,
+    rows: &[TimelineRow],
+    theme: Theme,
+) -> Result<(), String> {
+    let backend = CanvasBackend::with_canvas_object(canvas).ok_or("no 2d context")?;
+    draw(backend, rows, None, theme)
+}
+
+fn draw(
+    backend: CanvasBackend,
+    rows: &[TimelineRow],
+    scale_ns: Option<f64>,
+    theme: Theme,
+) -> Result<(), String> {
     let root = backend.into_drawing_area();
-    root.fill(&RGBColor(23, 31, 39))
+    root.fill(&Theme::rgb(theme.background))
         .map_err(|e| e.to_string())?;
     let (w, h) = root.dim_in_pixel();
     let total: f64 = PARTS

@@ -8,6 +8,9 @@ pub mod analysis_view;
 mod chart;
 mod job;
 mod shortcuts;
+mod snapshot;
+mod theme;
+mod topbar;
 pub mod url_state;
 pub mod views;
 mod worker_queue;
@@ -47,9 +50,9 @@ pub enum Status {
 
 /// The reference trace's state and the comparison it enables (issue #5 in the page).
 #[derive(Clone, Copy)]
-struct Reference {
+pub(crate) struct Reference {
     /// What the page says about the reference (empty: none given).
-    note: RwSignal<String>,
+    pub(crate) note: RwSignal<String>,
     /// The comparative fair report as HTML (empty until both traces are analyzed).
     comparison: RwSignal<String>,
     /// The comparison's data for the compare view (null until both traces are analyzed).
@@ -314,6 +317,8 @@ pub fn App() -> impl IntoView {
     let (status, set_status) = signal(Status::Starting);
     let help = RwSignal::new(false);
     let (file_name, set_file_name) = signal(String::new());
+    let file_bytes = RwSignal::new(0.0_f64);
+    let dragging = RwSignal::new(false);
     let reference = Reference {
         note: RwSignal::new(String::new()),
         comparison: RwSignal::new(String::new()),
@@ -336,6 +341,7 @@ pub fn App() -> impl IntoView {
     let send = move |blob: Blob, name: String, platform: String| {
         last_file.set_value(Some((blob.clone(), name.clone(), platform.clone())));
         set_file_name.set(name.clone());
+        file_bytes.set(blob.size());
         set_status.set(Status::Loading {
             phase: "reading".into(),
             done: 0.0,
@@ -387,6 +393,7 @@ pub fn App() -> impl IntoView {
         }
         job.set(None);
         set_file_name.set(format!("{} rank traces", files.len()));
+        file_bytes.set(files.iter().map(|(b, _)| b.size()).sum());
         rank_files.set_value(files.clone());
         set_status.set(Status::Ranks);
         let on_done = Callback::new(
@@ -509,6 +516,7 @@ pub fn App() -> impl IntoView {
     };
     let on_drop = move |ev: DragEvent| {
         ev.prevent_default();
+        dragging.set(false);
         take_files(ev.data_transfer().and_then(|dt| dt.files()));
     };
 
@@ -526,6 +534,72 @@ pub fn App() -> impl IntoView {
             .collect()
     });
 
+    // The export menu: what the loaded analysis offers. A snapshot carries the charts, drawn
+    // here (the worker has no canvas).
+    let exports = Signal::derive(move || {
+        let mut list: Vec<topbar::ExportItem> = Vec::new();
+        if status.with(|s| matches!(s, Status::Done(_))) {
+            list.extend(topbar::TRACE_EXPORTS);
+            if !reference.comparison.get().is_empty() {
+                list.push(topbar::COMPARISON_EXPORT);
+            }
+        }
+        if job.with(Option::is_some) {
+            list.push(topbar::JOB_EXPORT);
+        }
+        list
+    });
+    let ask = Callback::new(move |what: &'static str| {
+        let msg = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&msg, &"export".into(), &what.into());
+        if what == "snapshot" {
+            status.with_untracked(|s| {
+                if let Status::Done(o) = s {
+                    snapshot::attach(&msg, o);
+                }
+            });
+        }
+        worker.with_value(|w| {
+            if let Some(w) = w {
+                let _ = worker_queue::post(w, &msg);
+            }
+        });
+    });
+    let platform = Signal::derive(move || {
+        status.with(|s| match s {
+            Status::Done(o) => o.spec.as_ref().map(|p| p.name.clone()).unwrap_or_default(),
+            _ => String::new(),
+        })
+    });
+    // Once something is loaded the page is a workspace: a top bar, tabs, and the view.
+    let workspace = Memo::new(move |_| status.with(|s| matches!(s, Status::Done(_) | Status::Job)));
+    let shown_tab = move || {
+        status.with(|s| match s {
+            Status::Job => "ranks",
+            Status::Done(_) => tab.get(),
+            _ => "landing",
+        })
+    };
+    let tabs = move || {
+        let only_ranks = status.with(|s| matches!(s, Status::Job));
+        view! {
+            <nav class="tabs" role="tablist" aria-label="Views">
+                {TABS.iter().map(|&(key, label)| {
+                    let hidden = move || if only_ranks { key != "ranks" } else {
+                        (key == "compare" && reference.comparison.get().is_empty())
+                            || (key == "ranks" && job.with(Option::is_none))
+                    };
+                    let active = move || shown_tab() == key;
+                    view! {
+                        <button role="tab" data-testid=format!("tab-{key}") class:active=active
+                            aria-selected=move || active().to_string()
+                            class:hidden=hidden on:click=move |_| tab.set(key)>{label}</button>
+                    }
+                }).collect_view()}
+            </nav>
+        }
+    };
+
     let body = move || {
         match status.get() {
         Status::Starting => view! { <p class="status" data-testid="app-status">"Starting the analysis worker…"</p> }.into_any(),
@@ -538,7 +612,7 @@ pub fn App() -> impl IntoView {
             let rate = if elapsed_ms > 0.0 { mb(done) / (elapsed_ms / 1000.0) } else { 0.0 };
             view! {
                 <div class="progress" data-testid="progress">
-                    <progress max="100" value=pct></progress>
+                    <progress max="100" value=pct aria-label="analysis progress"></progress>
                     <span>{format!("{phase} {}: {:.1} / {:.1} MB ({rate:.0} MB/s)", file_name.get(), mb(done), mb(total))}</span>
                     <button on:click=cancel data-testid="cancel">"Cancel"</button>
                 </div>
@@ -562,30 +636,13 @@ pub fn App() -> impl IntoView {
             </table>
         }
         .into_any(),
-        Status::Job => {
-            let ask_job = move |_| {
-                let msg = js_sys::Object::new();
-                let _ = js_sys::Reflect::set(&msg, &"export".into(), &"job".into());
-                worker.with_value(|w| {
-                    if let Some(w) = w {
-                        let _ = worker_queue::post(w, &msg);
-                    }
-                });
-            };
-            view! {
-                <div class="exports">
-                    <button data-testid="export-job" on:click=ask_job>"Download job (.zip)"</button>
-                </div>
-                <nav class="tabs" role="tablist">
-                    <button role="tab" data-testid="tab-ranks" class="active">"Ranks"</button>
-                </nav>
-                {move || job.get().map(|j| {
-                    let open = (!j.reopened).then_some(open_rank);
-                    view! { <views::ranks::RanksView job=j open_rank=open/> }
-                })}
-            }
-            .into_any()
+        Status::Job => view! {
+            {move || job.get().map(|j| {
+                let open = (!j.reopened).then_some(open_rank);
+                view! { <views::ranks::RanksView job=j open_rank=open/> }
+            })}
         }
+        .into_any(),
         Status::Failed(message) => view! {
             <div class="error-panel" data-testid="error-panel" role="alert">
                 <strong>{format!("{} could not be analyzed", file_name.get())}</strong>
@@ -593,92 +650,59 @@ pub fn App() -> impl IntoView {
             </div>
         }
         .into_any(),
-        Status::Done(overview) => {
-            let ask = move |what: &'static str| {
-                let msg = js_sys::Object::new();
-                let _ = js_sys::Reflect::set(&msg, &"export".into(), &what.into());
-                worker.with_value(|w| {
-                    if let Some(w) = w {
-                        let _ = worker_queue::post(w, &msg);
+        Status::Done(overview) => view! {
+            {move || {
+                let o = (*overview).clone();
+                match tab.get() {
+                    "report" => view! { <article class="report" data-testid="report" inner_html=o.report_html></article> }.into_any(),
+                    "ranks" if job.with(Option::is_some) => {
+                        let j = job.get().unwrap_or_else(|| unreachable!());
+                        let open = (!j.reopened).then_some(open_rank);
+                        view! { <views::ranks::RanksView job=j open_rank=open/> }.into_any()
                     }
-                });
-            };
-            view! {
-                <div class="exports">
-                    <button data-testid="export-bundle" on:click=move |_| ask("bundle")>"Download bundle (.zip)"</button>
-                    <button data-testid="export-xlsx" on:click=move |_| ask("xlsx")>"Download perf_report.xlsx"</button>
-                    <button data-testid="export-html" on:click=move |_| ask("html")>"Download report (.html)"</button>
-                    <button data-testid="export-analysis" on:click=move |_| ask("analysis")>"Download analysis files (.zip)"</button>
-                    {move || (!reference.comparison.get().is_empty()).then(|| view! {
-                        <button data-testid="export-comparison" on:click=move |_| ask("comparison")>"Download comparison (.zip)"</button>
-                    })}
-                    {move || job.with(Option::is_some).then(|| view! {
-                        <button data-testid="export-job" on:click=move |_| ask("job")>"Download job (.zip)"</button>
-                    })}
-                </div>
-                <nav class="tabs" role="tablist">
-                    {TABS.iter().map(|&(key, label)| {
-                        let hidden = move || (key == "compare" && reference.comparison.get().is_empty())
-                            || (key == "ranks" && job.with(Option::is_none));
-                        view! {
-                            <button role="tab" data-testid=format!("tab-{key}") class:active=move || tab.get() == key
-                                class:hidden=hidden on:click=move |_| tab.set(key)>{label}</button>
-                        }
-                    }).collect_view()}
-                </nav>
-                {move || {
-                    let o = (*overview).clone();
-                    match tab.get() {
-                        "report" => view! { <article class="report" data-testid="report" inner_html=o.report_html></article> }.into_any(),
-                        "ranks" if job.with(Option::is_some) => {
-                            let j = job.get().unwrap_or_else(|| unreachable!());
-                            let open = (!j.reopened).then_some(open_rank);
-                            view! { <views::ranks::RanksView job=j open_rank=open/> }.into_any()
-                        }
-                        "rough" => view! { <article class="report" data-testid="report-rough" inner_html=o.rough_html></article> }.into_any(),
-                        "categories" => view! { <views::categories::CategoriesView categories=o.categories/> }.into_any(),
-                        "diagnostics" => view! {
-                            <section class="diagnostics-view" data-testid="diagnostics-view">
-                                <p class="facts">{views::diagnostics::summary(&o.diagnostics)}</p>
-                                <views::diagnostics::DiagnosticsList diagnostics=o.diagnostics examples=10/>
-                            </section>
-                        }.into_any(),
-                        "timeline" => view! {
-                            <views::timeline::TimelineView meta=o.lanes ops=o.ops worker=worker select_op=Some(select_op) open_op=Some(open_op) state=timeline_state
-                                selected=ops_state.get_untracked().selected_row/>
-                        }.into_any(),
-                        "steps" => {
-                            let origin = o.lanes.as_ref().map(|m| m.range.0);
-                            let zoom = origin.map(|origin| Callback::new(move |(a, b): (i64, i64)| {
-                                timeline_state.update(|t| t.window = Some((a - origin, b - origin)));
-                                tab.set("timeline");
-                            }));
-                            view! { <views::steps::StepsView steps=o.steps zoom=zoom/> }.into_any()
-                        }
-                        "roofline" => view! { <views::roofline::RooflineView ops=o.ops platform=o.spec open=open_op/> }.into_any(),
-                        "ops" => {
-                            let to_timeline = o.lanes.is_some().then(|| Callback::new(move |()| tab.set("timeline")));
-                            view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations state=ops_state show_in_timeline=to_timeline/> }.into_any()
-                        }
-                        "kernels" => match o.kernel_table {
-                            Some(k) => view! { <views::kernels::KernelsView table=k/> }.into_any(),
-                            None => view! { <p class="facts" data-testid="kernels-table">"This trace has no kernels."</p> }.into_any(),
-                        },
-                        "compare" if !reference.comparison.get().is_empty() => view! {
-                            <views::compare::CompareView comparison=reference.data.get() report_html=reference.comparison.get()
-                                target_lanes=o.lanes.clone() reference_lanes=reference.lanes.get() worker=worker/>
-                        }.into_any(),
-                        _ => view! { <views::overview::OverviewView overview=o reanalyze=reanalyze include_unlinked=set_unlinked show_diagnostics=show_diagnostics/> }.into_any(),
+                    "rough" => view! { <article class="report" data-testid="report-rough" inner_html=o.rough_html></article> }.into_any(),
+                    "categories" => view! { <views::categories::CategoriesView categories=o.categories/> }.into_any(),
+                    "diagnostics" => view! {
+                        <section class="diagnostics-view" data-testid="diagnostics-view">
+                            <p class="facts">{views::diagnostics::summary(&o.diagnostics)}</p>
+                            <views::diagnostics::DiagnosticsList diagnostics=o.diagnostics examples=10/>
+                        </section>
+                    }.into_any(),
+                    "timeline" => view! {
+                        <views::timeline::TimelineView meta=o.lanes ops=o.ops worker=worker select_op=Some(select_op) open_op=Some(open_op) state=timeline_state
+                            selected=ops_state.get_untracked().selected_row/>
+                    }.into_any(),
+                    "steps" => {
+                        let origin = o.lanes.as_ref().map(|m| m.range.0);
+                        let zoom = origin.map(|origin| Callback::new(move |(a, b): (i64, i64)| {
+                            timeline_state.update(|t| t.window = Some((a - origin, b - origin)));
+                            tab.set("timeline");
+                        }));
+                        view! { <views::steps::StepsView steps=o.steps zoom=zoom/> }.into_any()
                     }
-                }}
-            }
-            .into_any()
+                    "roofline" => view! { <views::roofline::RooflineView ops=o.ops platform=o.spec open=open_op/> }.into_any(),
+                    "ops" => {
+                        let to_timeline = o.lanes.is_some().then(|| Callback::new(move |()| tab.set("timeline")));
+                        view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations state=ops_state show_in_timeline=to_timeline/> }.into_any()
+                    }
+                    "kernels" => match o.kernel_table {
+                        Some(k) => view! { <views::kernels::KernelsView table=k/> }.into_any(),
+                        None => view! { <p class="facts" data-testid="kernels-table">"This trace has no kernels."</p> }.into_any(),
+                    },
+                    "compare" if !reference.comparison.get().is_empty() => view! {
+                        <views::compare::CompareView comparison=reference.data.get() report_html=reference.comparison.get()
+                            target_lanes=o.lanes.clone() reference_lanes=reference.lanes.get() worker=worker/>
+                    }.into_any(),
+                    _ => view! { <views::overview::OverviewView overview=o reanalyze=reanalyze include_unlinked=set_unlinked show_diagnostics=show_diagnostics/> }.into_any(),
+                }
+            }}
         }
+        .into_any(),
     }
     };
 
-    view! {
-        <main class="app">
+    let landing = move || {
+        view! {
             <header>
                 <button class="help-button" data-testid="help-open" aria-label="Keyboard shortcuts (?)"
                     title="Keyboard shortcuts (?)" on:click=move |_| help.update(|h| *h = !*h)>"?"</button>
@@ -686,17 +710,44 @@ pub fn App() -> impl IntoView {
                 <p class="tagline">"Where does the GPU time of your PyTorch workload go?"</p>
                 <p class="privacy" data-testid="privacy-note">"Traces never leave your machine: everything runs in this page."</p>
             </header>
-            <section class="load" data-testid="drop-zone" on:dragover=move |ev: DragEvent| ev.prevent_default() on:drop=on_drop>
+            <section class="load" data-testid="drop-zone">
                 <label>"Trace or exported bundle " <input type="file" accept=".json,.gz,.zip,application/json,application/gzip,application/zip" data-testid="trace-input" multiple on:change=on_input/></label>
                 <button data-testid="open-sample" on:click=open_sample>"Open sample trace"</button>
-                <span class="hint">"or drop a trace (.json, .json.gz), every rank trace of a job at once, or a Jarvis bundle (.zip) here"</span>
+                <span class="hint">"or drop a trace (.json, .json.gz), every rank trace of a job at once, or a Jarvis bundle (.zip) anywhere on this page"</span>
             </section>
             <section class="load reference">
                 <label>"Reference trace (optional, another platform) " <input type="file" accept=".json,.gz,application/json,application/gzip" data-testid="reference-input" on:change=on_reference/></label>
                 <span class="hint" data-testid="reference-status">{move || reference.note.get()}</span>
             </section>
-            {body}
-            <footer>"engine " {ENGINE_VERSION} " · press ? for keyboard shortcuts"</footer>
+        }
+    };
+    let on_open = Callback::new(on_input);
+    let on_ref = Callback::new(on_reference);
+
+    view! {
+        <main class="app" class:workspace=move || workspace.get() class:dragging=move || dragging.get()
+            on:dragover=move |ev: DragEvent| { ev.prevent_default(); dragging.set(true); }
+            on:dragleave=move |ev: DragEvent| {
+                // Leaving for a child is not leaving the page.
+                if ev.related_target().is_none() { dragging.set(false); }
+            }
+            on:drop=on_drop>
+            {move || if workspace.get() {
+                view! {
+                    <topbar::TopBar name=file_name bytes=file_bytes platform=platform reference=reference exports=exports
+                        ask=ask on_open=on_open on_reference=on_ref help=help/>
+                    {tabs}
+                }.into_any()
+            } else {
+                landing().into_any()
+            }}
+            <div class="view" role=move || workspace.get().then_some("tabpanel") data-view=shown_tab
+                // The view scrolls: focusable, so the keyboard can scroll it too.
+                tabindex=move || workspace.get().then_some("0")>{body}</div>
+            {move || (!workspace.get()).then(|| view! {
+                <footer>"engine " {ENGINE_VERSION} " · press ? for keyboard shortcuts"</footer>
+            })}
+            <div class="drop-overlay" aria-hidden="true">"Drop to open"</div>
             <shortcuts::HelpOverlay open=help/>
         </main>
     }

@@ -204,7 +204,7 @@ pub fn OpsView(
         .iter()
         .map(|c| {
             let key = c.key;
-            let click = move |_| {
+            let sort = move || {
                 state.update(|s| {
                     if s.sort == key {
                         s.descending = !s.descending;
@@ -223,7 +223,19 @@ pub fn OpsView(
                 })
             };
             view! {
-                <div class="cell head" role="columnheader" data-testid=format!("ops-sort-{key}") on:click=click>
+                <div class="cell head" role="columnheader" tabindex="0" data-testid=format!("ops-sort-{key}")
+                    aria-sort=move || state.with(|s| match (s.sort == key, s.descending) {
+                        (true, true) => "descending",
+                        (true, false) => "ascending",
+                        _ => "none",
+                    })
+                    on:click=move |_| sort()
+                    on:keydown=move |ev: web_sys::KeyboardEvent| {
+                        if ev.key() == "Enter" || ev.key() == " " {
+                            ev.prevent_default();
+                            sort();
+                        }
+                    }>
                     {c.label}{arrow}
                 </div>
             }
@@ -250,14 +262,22 @@ pub fn OpsView(
                             } else {
                                 "cell"
                             };
-                            view! { <div class=class title=(c.text)(op)>{(c.text)(op)}</div> }
+                            view! { <div class=class role="cell" title=(c.text)(op)>{(c.text)(op)}</div> }
                         })
                         .collect_view();
                     let row = op.row;
                     view! {
-                        <div class="row" role="row" data-testid="ops-row" data-row=op.row
+                        <div class="row" role="row" data-testid="ops-row" data-row=op.row tabindex="0"
+                            aria-selected=move || (selected.get() == Some(i)).to_string()
                             class:selected=move || selected.get() == Some(i)
-                            on:click=move |_| state.update(|s| s.selected_row = Some(row))>
+                            on:click=move |_| state.update(|s| s.selected_row = Some(row))
+                            on:keydown=move |ev: web_sys::KeyboardEvent| {
+                                // Enter or Space opens the row, as a click does.
+                                if ev.key() == "Enter" || ev.key() == " " {
+                                    ev.prevent_default();
+                                    state.update(|s| s.selected_row = Some(row));
+                                }
+                            }>
                             {cells}
                         </div>
                     }
@@ -286,15 +306,15 @@ pub fn OpsView(
     view! {
         <section class="ops-view">
             <div class="filters">
-                <input type="search" placeholder="filter: op name, shape or module" data-testid="ops-filter"
+                <input type="search" placeholder="filter: op name, shape or module" data-testid="ops-filter" aria-label="filter ops"
                     prop:value=move || state.with(|s| s.text.clone())
                     on:input=move |ev| state.update(|s| s.text = event_target_value(&ev))/>
-                <select data-testid="ops-category" prop:value=move || state.with(|s| s.category.clone())
+                <select data-testid="ops-category" aria-label="category" prop:value=move || state.with(|s| s.category.clone())
                     on:change=move |ev| state.update(|s| s.category = event_target_value(&ev))>
                     <option value="">"all categories"</option>
                     {categories.into_iter().map(|c| view! { <option value=c.clone()>{c.clone()}</option> }).collect_view()}
                 </select>
-                <select data-testid="ops-bound" prop:value=move || state.with(|s| s.bound.clone())
+                <select data-testid="ops-bound" aria-label="bound" prop:value=move || state.with(|s| s.bound.clone())
                     on:change=move |ev| state.update(|s| s.bound = event_target_value(&ev))>
                     <option value="">"any bound"</option>
                     <option value="compute">"compute-bound"</option>

@@ -10,6 +10,8 @@ use leptos::prelude::*;
 use plotters::prelude::*;
 use plotters_canvas::CanvasBackend;
 
+use crate::theme::Theme;
+
 const CANVAS: &str = "roofline-canvas";
 const W: u32 = 960;
 const H: u32 = 540;
@@ -73,11 +75,30 @@ fn colour(spec: &str) -> RGBColor {
 }
 
 /// Draws the chart; returns each point's pixel position (same order as `pts`).
-fn draw(pts: &[Point], platform: Option<&Platform>) -> Result<Vec<(i32, i32)>, String> {
+/// The roofline on a canvas of its own, at the view's size (the HTML snapshot draws one off
+/// screen).
+pub fn draw_on(
+    canvas: web_sys::HtmlCanvasElement,
+    ops: &[OpView],
+    platform: Option<&Platform>,
+    theme: Theme,
+) -> Result<(), String> {
+    canvas.set_width(W);
+    canvas.set_height(H);
+    let backend = CanvasBackend::with_canvas_object(canvas).ok_or("no 2d context")?;
+    draw(backend, &points(ops), platform, theme).map(|_| ())
+}
+
+fn draw(
+    backend: CanvasBackend,
+    pts: &[Point],
+    platform: Option<&Platform>,
+    theme: Theme,
+) -> Result<Vec<(i32, i32)>, String> {
     let e = |e: &dyn std::fmt::Display| e.to_string();
-    let backend = CanvasBackend::new(CANVAS).ok_or("no roofline canvas")?;
     let root = backend.into_drawing_area();
-    root.fill(&RGBColor(20, 27, 34)).map_err(|x| e(&x))?;
+    root.fill(&Theme::rgb(theme.background))
+        .map_err(|x| e(&x))?;
     let roofs = platform.map(|p| ceilings(p, pts)).unwrap_or_default();
     let bw = platform.map(|p| p.hbm_tbps.0);
     let peak_max = roofs.iter().map(|r| r.1).fold(0.0, f64::max);
@@ -88,7 +109,7 @@ fn draw(pts: &[Point], platform: Option<&Platform>) -> Result<Vec<(i32, i32)>, S
     let x_max = fold(&mut pts.iter().map(|p| p.x), ridge_max, f64::max) * 4.0;
     let y_min = fold(&mut pts.iter().map(|p| p.y), 1.0, f64::min) / 4.0;
     let y_max = fold(&mut pts.iter().map(|p| p.y), peak_max.max(1.0), f64::max) * 2.0;
-    let text = RGBColor(200, 210, 220);
+    let text = Theme::rgb(theme.text);
     let mut chart = ChartBuilder::on(&root)
         .margin(12)
         .x_label_area_size(42)
@@ -101,9 +122,9 @@ fn draw(pts: &[Point], platform: Option<&Platform>) -> Result<Vec<(i32, i32)>, S
         .y_desc("achieved TFLOPS/s")
         .axis_desc_style(("sans-serif", 14).into_font().color(&text))
         .label_style(("sans-serif", 12).into_font().color(&text))
-        .bold_line_style(RGBColor(45, 56, 68))
-        .light_line_style(RGBColor(30, 39, 48))
-        .axis_style(RGBColor(90, 100, 112))
+        .bold_line_style(Theme::rgb(theme.grid))
+        .light_line_style(theme.faint_grid())
+        .axis_style(RGBColor(120, 130, 142))
         .draw()
         .map_err(|x| e(&x))?;
     if let Some(bw) = bw {
@@ -152,9 +173,14 @@ pub fn RooflineView(
     let hovered = RwSignal::new(None::<usize>);
     let drawn = pts.clone();
     let spec = platform.clone();
-    Effect::new(move |_| match draw(&drawn, spec.as_ref()) {
-        Ok(px) => pixels.set(px),
-        Err(err) => gloo::console::error!(format!("roofline: {err}")),
+    Effect::new(move |_| {
+        let result = CanvasBackend::new(CANVAS)
+            .ok_or_else(|| "no roofline canvas".to_owned())
+            .and_then(|b| draw(b, &drawn, spec.as_ref(), crate::theme::current()));
+        match result {
+            Ok(px) => pixels.set(px),
+            Err(err) => gloo::console::error!(format!("roofline: {err}")),
+        }
     });
     let pts = StoredValue::new(pts);
     let ops = StoredValue::new(ops);
@@ -174,10 +200,12 @@ pub fn RooflineView(
                 .map(|(i, _)| i)
         })
     };
-    let canvas_xy = |ev: &web_sys::MouseEvent| {
+    let css_scale = RwSignal::new(1.0_f64);
+    let canvas_xy = move |ev: &web_sys::MouseEvent| {
         // Canvas pixels may be scaled by CSS: map client offsets to the canvas's own pixels.
         let el: web_sys::HtmlCanvasElement = event_target(ev);
         let scale = f64::from(el.width()) / f64::from(el.client_width().max(1));
+        css_scale.set(1.0 / scale);
         (
             f64::from(ev.offset_x()) * scale,
             f64::from(ev.offset_y()) * scale,
@@ -189,10 +217,14 @@ pub fn RooflineView(
             let name = ops.with_value(|o| o[p.op].name.clone());
             let dims = ops.with_value(|o| o[p.op].input_dims.clone());
             // Right of the point, or left of it in the right part of the chart.
+            // The canvas may be drawn smaller than its pixels (it fits the view): place the
+            // tip in CSS pixels.
+            let k = css_scale.get();
+            let (x, y) = (f64::from(px) * k, f64::from(py) * k);
             let place = if f64::from(px) > f64::from(W) * 0.6 {
-                format!("right: {}px; top: {}px", W as i32 - px + 14, py + 14)
+                format!("right: {:.0}px; top: {:.0}px", f64::from(W) * k - x + 14.0, y + 14.0)
             } else {
-                format!("left: {}px; top: {}px", px + 14, py + 14)
+                format!("left: {:.0}px; top: {:.0}px", x + 14.0, y + 14.0)
             };
             view! {
                 <div class="roofline-tip" data-testid="roofline-tip" style=place>

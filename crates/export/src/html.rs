@@ -85,6 +85,14 @@ fn anchor_of(inner_html: &str) -> String {
     jarvis_engine::standalone::md::anchor(&text)
 }
 
+/// Text as HTML text or attribute value.
+pub fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
 const STYLE: &str = "body{font:15px/1.5 system-ui,sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;color:#1d2330}\
 table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccd;padding:.2rem .5rem;text-align:left;vertical-align:top}\
 code{background:#f1f3f7;padding:0 .2rem;border-radius:3px;word-break:break-all}pre{background:#f1f3f7;padding:.6rem;overflow:auto}\
@@ -93,11 +101,7 @@ h1,h2,h3{line-height:1.25}";
 /// A self-contained HTML document of a report: no scripts, no external resources, and a
 /// Content-Security-Policy that forbids both.
 pub fn report_document(title: &str, md: &str) -> String {
-    let esc = title
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;");
+    let esc = escape(title);
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\

@@ -2,6 +2,7 @@
 //! sheet of the perf report. Kept out of the engine because the xlsx writer reads a clock.
 
 pub mod html;
+pub mod snapshot;
 
 use jarvis_engine::report::export::ExportError;
 use jarvis_engine::report::{Cell, PerfReport};

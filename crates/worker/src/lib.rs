@@ -7,6 +7,7 @@
 //! | `{file, name, platform, include_unlinked}` | `progress {phase, done, total, elapsed_ms}`…, then `result {analysis, elapsed_ms, parse_ms, input_bytes, wasm_memory_bytes, recommendations, report_html, rough_html, comparison_html, reopened, timeline, reference_timeline}` or `error {message}` |
 //! | `{file, name, platform, include_unlinked, role: "reference"}` | `progress {role: "reference"}`…, then `reference {name, comparison_html, comparison, timeline}` or `error {role: "reference"}` |
 //! | `{export: "bundle" \| "xlsx" \| "html" \| "analysis" \| "comparison"}` | `{kind: "export", name, bytes}` or `error` |
+//! | `{export: "snapshot", link, images: [[caption, "data:image/png;base64,…"], …]}` | the same, `jarvis_snapshot.html` |
 //! | `{frame: {seq, role, start, end, width, rows, highlight}}` | `{kind: "frame", seq, role, start, end, width, items}` (`items` a transferred `Float32Array`, 6 floats per item: row, x0, x1, class, coverage, name; class 18 (`lanes::HIGHLIGHT_CLASS`) marks where the op row `highlight` runs) |
 //! | `{pick: {seq, role, row, t, tolerance}}`   | `{kind: "pick", seq, role, hit}` (`hit`: lane, name, class, start_ns, dur_ns, op_row, or null) |
 //!

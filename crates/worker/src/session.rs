@@ -102,10 +102,10 @@ impl Session {
             return;
         }
         if let Some(what) = get("export").and_then(|w| w.as_string()) {
-            let exported = if what == "job" {
-                self.export_job()
-            } else {
-                self.export(&what)
+            let exported = match what.as_str() {
+                "job" => self.export_job(),
+                "snapshot" => self.export_snapshot(&text("link"), &images_of(get("images"))),
+                _ => self.export(&what),
             };
             match exported {
                 Ok((name, bytes)) => {
@@ -365,6 +365,29 @@ impl Session {
             .map_err(|e| e.to_string())
     }
 
+    /// The self-contained HTML snapshot of the target (jarvis_export::snapshot), with the
+    /// charts the page drew.
+    fn export_snapshot(
+        &self,
+        link: &str,
+        images: &[(String, String)],
+    ) -> Result<(&'static str, Vec<u8>), String> {
+        let target = self.target.as_ref().ok_or("no analysis to export yet")?;
+        let (analysis, report_md) = match &target.loaded {
+            Loaded::Trace(a) => (analysis_json(a)?, fair_md(a, &target.title)),
+            Loaded::Bundle(r, _) => (r.analysis.clone(), r.text("standalone_analysis_fair.md")),
+        };
+        let doc = jarvis_export::snapshot::snapshot_document(&jarvis_export::snapshot::Snapshot {
+            title: &target.title,
+            link,
+            analysis: &analysis,
+            report_md: &report_md,
+            images,
+            version: env!("CARGO_PKG_VERSION"),
+        });
+        Ok(("jarvis_snapshot.html", doc.into_bytes()))
+    }
+
     /// The bytes and file name of one export of the target.
     fn export(&self, what: &str) -> Result<(&'static str, Vec<u8>), String> {
         use jarvis_engine::report::contract::{contract_zip, standalone_files};
@@ -514,6 +537,21 @@ fn bundle_category_rows(r: &Reopened) -> Vec<serde_json::Value> {
             .total_cmp(&a["share_pct"].as_f64().unwrap_or(0.0))
     });
     rows
+}
+
+/// The `images` of a snapshot request: `[[caption, data URL], …]` (anything else is skipped).
+fn images_of(list: Option<JsValue>) -> Vec<(String, String)> {
+    list.filter(js_sys::Array::is_array)
+        .map(|v| {
+            js_sys::Array::from(&v)
+                .iter()
+                .filter_map(|pair| {
+                    let pair = js_sys::Array::from(&pair);
+                    Some((pair.get(0).as_string()?, pair.get(1).as_string()?))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn markdown_html(md: &str) -> String {

@@ -5,7 +5,9 @@
 //! the window moves and paints what comes back. While a frame is being computed the previous
 //! one is repainted mapped to the new window, so panning answers at once; requests are
 //! coalesced (one in flight, the latest window next). Zoom: wheel, W/S, +/-; pan: drag,
-//! shift+wheel, A/D, arrows; reset: 0 or Home. Clicking a slice selects it and its op.
+//! shift+wheel, A/D, arrows; reset: 0 or Home. Clicking a slice selects it and its op. The
+//! lanes fill the view; a lane label folds its nested rows; a group's lower edge in the label
+//! gutter drags to resize the group's rows.
 
 mod layout;
 mod paint;
@@ -23,8 +25,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::Worker;
 
-use layout::Layout;
 pub use layout::TimelineMeta;
+use layout::{Layout, LayoutOpts};
 use paint::PALETTE;
 use state::{key_action, now, State, Ui};
 
@@ -143,7 +145,9 @@ pub fn TimelineView(
     let bounds = Window::whole(meta.range);
     let st = StoredValue::new_local(State {
         labels: meta.lanes.iter().map(|l| l.label.clone()).collect(),
-        layout: Layout::new(&meta, false),
+        layout: Layout::new(&meta, &LayoutOpts::default()),
+        opts: LayoutOpts::default(),
+        resizing: None,
         meta: meta.clone(),
         bounds,
         window: bounds,
@@ -210,10 +214,8 @@ pub fn TimelineView(
     Effect::new(move |_| {
         let show = host.get();
         st.update_value(|s| {
-            s.layout = Layout::new(&s.meta, show);
-            s.changed_at.get_or_insert_with(now);
-            s.paint();
-            s.request();
+            s.opts.host = show;
+            s.relayout();
         });
     });
 
@@ -247,7 +249,12 @@ pub fn TimelineView(
     };
     let on_down = move |ev: web_sys::MouseEvent| {
         if ev.button() == 0 {
-            st.update_value(|s| s.drag = Some((f64::from(ev.offset_x()), s.window, false)));
+            let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
+            st.update_value(|s| {
+                if !s.gutter_press(x, y) {
+                    s.drag = Some((x, s.window, false));
+                }
+            });
         }
     };
     let on_move = move |ev: web_sys::MouseEvent| {
@@ -255,6 +262,14 @@ pub fn TimelineView(
         st.update_value(|s| {
             s.pointer = (x, y);
             s.pointer_client = (f64::from(ev.client_x()), f64::from(ev.client_y()));
+            if let Some(c) = &s.canvas {
+                let _ =
+                    web_sys::HtmlElement::style(c).set_property("cursor", s.gutter_cursor(x, y));
+            }
+            if let Some(g) = s.resizing {
+                s.drag_edge(g, y);
+                return;
+            }
             match s.drag {
                 Some((x0, w0, moved)) => {
                     let moved = moved || (x - x0).abs() > 3.0;
@@ -276,10 +291,14 @@ pub fn TimelineView(
                 s.pick(x, y, true);
             }
             s.drag = None;
+            s.resizing = None;
         });
     };
     let on_leave = move |_| {
-        st.update_value(|s| s.drag = None);
+        st.update_value(|s| {
+            s.drag = None;
+            s.resizing = None;
+        });
         ui.hover.set(None);
     };
     let on_key = move |ev: web_sys::KeyboardEvent| {
@@ -349,6 +368,24 @@ pub fn TimelineView(
                 <button data-testid="timeline-left" on:click=button("a")>"◀ (A)"</button>
                 <button data-testid="timeline-right" on:click=button("d")>"▶ (D)"</button>
                 <button data-testid="timeline-reset" on:click=button("0")>"Whole trace (0)"</button>
+                <button data-testid="timeline-fit" title="Rows fit the view again (undoes dragged lane heights)"
+                    on:click=move |_| st.update_value(|s| {
+                        s.opts.row_h = [None, None];
+                        s.relayout();
+                    })>"Fit lanes"</button>
+                {has_host.then(|| view! {
+                    <button data-testid="timeline-fold" title="Fold every CPU thread to its top row, or unfold them"
+                        on:click=move |_| st.update_value(|s| {
+                            let host: Vec<usize> = s.meta.lanes.iter().enumerate()
+                                .filter(|(_, l)| l.kind == "host" && l.rows > 1).map(|(i, _)| i).collect();
+                            let all = host.iter().all(|i| s.opts.folded.contains(i));
+                            s.opts.folded.retain(|i| !host.contains(i));
+                            if !all {
+                                s.opts.folded.extend(host);
+                            }
+                            s.relayout();
+                        })>"Fold threads"</button>
+                }) }
                 {has_host.then(|| view! {
                     <label><input type="checkbox" data-testid="timeline-host"
                         prop:checked=move || host.get()

@@ -5,7 +5,8 @@
 use jarvis_engine::lanes::viewport::{tick_label, tick_step, Window};
 use web_sys::CanvasRenderingContext2d;
 
-use super::layout::{Layout, GUTTER, ROW_H, RULER_H};
+use super::layout::{Layout, GUTTER, RULER_H};
+use crate::theme::Theme;
 
 /// Colours by `SliceClass` number (crates/engine/src/lanes/row.rs), then the highlight of the
 /// selected op (`lanes::frame::HIGHLIGHT_CLASS`, drawn last as a strip over the row). Idle is a
@@ -30,15 +31,11 @@ pub const PALETTE: [&str; 19] = [
     "#e599f7", // annotation
     "#ff6b6b", // idle: host wait (the host was late: the strongest idle colour)
     "#c9a7a4", // idle: kernel wait
-    "#ffffff", // selected op
+    "#ffffff", // selected op (drawn in the theme's mark colour)
 ];
 const HIGHLIGHT: usize = 18;
 /// Height of the selected op's strip at the top of its rows.
 const STRIP_H: f64 = 4.0;
-
-const BACKGROUND: &str = "#141b22";
-const TEXT: &str = "#dfe6ee";
-const GRID: &str = "#2a3440";
 
 /// The frame items to draw and the window they were computed for.
 pub struct FrameData {
@@ -67,11 +64,12 @@ pub struct Scene<'a> {
     pub height: f64,
     pub frame: Option<&'a FrameData>,
     pub mark: Option<Mark>,
+    pub theme: Theme,
 }
 
 /// Paints the scene; returns the number of items drawn.
 pub fn paint(ctx: &CanvasRenderingContext2d, s: &Scene<'_>) -> usize {
-    ctx.set_fill_style_str(BACKGROUND);
+    ctx.set_fill_style_str(s.theme.background);
     ctx.fill_rect(0.0, 0.0, s.width, s.height);
     let plot_w = (s.width - GUTTER).max(1.0);
     let px_ns = s.window.span() / plot_w;
@@ -79,11 +77,11 @@ pub fn paint(ctx: &CanvasRenderingContext2d, s: &Scene<'_>) -> usize {
     ruler(ctx, s, plot_w, x_of);
     let drawn = s.frame.map_or(0, |f| items(ctx, s, f, x_of));
     if let Some(m) = s.mark {
-        if let Some(y) = s.layout.y_of(m.row) {
+        if let Some((y, h)) = s.layout.y_of(m.row) {
             let (x0, x1) = (x_of(m.start), x_of(m.end));
-            ctx.set_stroke_style_str("#ffffff");
+            ctx.set_stroke_style_str(s.theme.mark);
             ctx.set_line_width(2.0);
-            ctx.stroke_rect(x0 - 1.0, y, (x1 - x0).max(1.0) + 2.0, ROW_H);
+            ctx.stroke_rect(x0 - 1.0, y, (x1 - x0).max(1.0) + 2.0, h);
         }
     }
     gutter(ctx, s);
@@ -94,14 +92,14 @@ fn ruler(ctx: &CanvasRenderingContext2d, s: &Scene<'_>, plot_w: f64, x_of: impl 
     let step = tick_step(s.window.span(), plot_w, 110.0);
     let first = ((s.window.start - s.origin) / step).ceil() * step;
     ctx.set_font("11px system-ui, sans-serif");
-    ctx.set_fill_style_str(GRID);
+    ctx.set_fill_style_str(s.theme.grid);
     let mut t = first;
     while t + s.origin <= s.window.end {
         let x = x_of(t + s.origin);
         ctx.fill_rect(x, RULER_H - 6.0, 1.0, s.height);
         t += step;
     }
-    ctx.set_fill_style_str(TEXT);
+    ctx.set_fill_style_str(s.theme.text);
     let mut t = first;
     while t + s.origin <= s.window.end {
         let x = x_of(t + s.origin);
@@ -133,10 +131,14 @@ fn items(
         if list.is_empty() {
             continue;
         }
-        ctx.set_fill_style_str(PALETTE[class]);
+        ctx.set_fill_style_str(if class == HIGHLIGHT {
+            s.theme.mark
+        } else {
+            PALETTE[class]
+        });
         for &i in list {
             let it = &f.items[i * 6..i * 6 + 6];
-            let Some(y) = s.layout.y_of(it[0] as u32) else {
+            let Some((y, row_h)) = s.layout.y_of(it[0] as u32) else {
                 continue;
             };
             let (x0, x1) = (to_x(it[1]).max(GUTTER), to_x(it[2]));
@@ -148,20 +150,20 @@ fn items(
             if class == HIGHLIGHT {
                 ctx.fill_rect(x0, y, w, STRIP_H);
             } else if coverage >= 1.0 {
-                ctx.fill_rect(x0, y + 1.0, w, ROW_H - 2.0);
-                if w > 48.0 {
-                    labels.push((x0, w, y, it[5] as usize));
+                ctx.fill_rect(x0, y + 1.0, w, row_h - 2.0);
+                if w > 48.0 && row_h >= 12.0 {
+                    labels.push((x0, w, y + row_h / 2.0 + 3.5, it[5] as usize));
                 }
             } else {
                 // A bucket: a bar as tall as the share of the column that is busy.
-                let h = ((ROW_H - 2.0) * coverage).max(2.0);
-                ctx.fill_rect(x0, y + ROW_H - 1.0 - h, w, h);
+                let h = ((row_h - 2.0) * coverage).max(2.0);
+                ctx.fill_rect(x0, y + row_h - 1.0 - h, w, h);
             }
         }
     }
     ctx.set_font("10px system-ui, sans-serif");
     ctx.set_fill_style_str("#0b0f14");
-    for (x, w, y, name) in labels {
+    for (x, w, baseline, name) in labels {
         let text = s.names.get(name).map_or("", String::as_str);
         let fit = ((w - 6.0) / 5.6) as usize;
         let shown: String = if text.chars().count() > fit {
@@ -171,21 +173,27 @@ fn items(
         } else {
             text.to_owned()
         };
-        let _ = ctx.fill_text(&shown, x + 3.0, y + ROW_H - 4.5);
+        let _ = ctx.fill_text(&shown, x + 3.0, baseline);
     }
     n
 }
 
+/// Lane labels; a lane with nested rows shows whether it is folded (click the label to switch).
 fn gutter(ctx: &CanvasRenderingContext2d, s: &Scene<'_>) {
-    ctx.set_fill_style_str(BACKGROUND);
+    ctx.set_fill_style_str(s.theme.background);
     ctx.fill_rect(0.0, 0.0, GUTTER, s.height);
     ctx.set_font("11px system-ui, sans-serif");
-    ctx.set_fill_style_str(TEXT);
-    for (lane, y) in s.layout.lane_tops() {
-        let label = s.labels.get(lane).map_or("", String::as_str);
-        let shown: String = label.chars().take(30).collect();
-        let _ = ctx.fill_text(&shown, 6.0, y + ROW_H - 4.0);
+    ctx.set_fill_style_str(s.theme.text);
+    for lane in s.layout.lane_tops() {
+        let label = s.labels.get(lane.lane).map_or("", String::as_str);
+        let shown: String = label.chars().take(28).collect();
+        let text = match (lane.rows > 1, lane.folded) {
+            (false, _) => format!("  {shown}"),
+            (true, false) => format!("\u{25be} {shown}"),
+            (true, true) => format!("\u{25b8} {shown} ({})", lane.rows),
+        };
+        let _ = ctx.fill_text(&text, 6.0, lane.y + lane.h.min(18.0) - 4.0);
     }
-    ctx.set_fill_style_str(GRID);
+    ctx.set_fill_style_str(s.theme.grid);
     ctx.fill_rect(GUTTER - 1.0, 0.0, 1.0, s.height);
 }

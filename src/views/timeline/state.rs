@@ -10,7 +10,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, Worker};
 
-use super::layout::{Layout, TimelineMeta, GUTTER};
+use super::layout::{Layout, LayoutOpts, TimelineMeta, GUTTER};
 use super::paint::{self, FrameData, Mark, Scene};
 use crate::url_state::TimelineState;
 
@@ -19,6 +19,10 @@ pub(super) struct State {
     pub(super) meta: Arc<TimelineMeta>,
     pub(super) labels: Vec<String>,
     pub(super) layout: Layout,
+    /// Host lanes, folded lanes, dragged row heights, and the room the lanes fill.
+    pub(super) opts: LayoutOpts,
+    /// The lane group whose lower edge is being dragged.
+    pub(super) resizing: Option<usize>,
     pub(super) bounds: Window,
     pub(super) window: Window,
     pub(super) frame: Option<FrameData>,
@@ -267,7 +271,15 @@ impl State {
             return;
         };
         let css_w = f64::from(canvas.client_width()).max(GUTTER + 100.0);
-        let css_h = self.layout.height;
+        // The lanes fill the view: lay them out again when its height changed (a resize).
+        let avail = canvas
+            .parent_element()
+            .map_or(0.0, |p| f64::from(p.client_height()));
+        if (avail - self.opts.avail).abs() > 0.5 {
+            self.opts.avail = avail;
+            self.layout = Layout::new(&self.meta, &self.opts);
+        }
+        let css_h = self.layout.height.max(avail);
         let dpr = web_sys::window().map_or(1.0, |w| w.device_pixel_ratio());
         let (pw, ph) = ((css_w * dpr).round() as u32, (css_h * dpr).round() as u32);
         if canvas.width() != pw || canvas.height() != ph {
@@ -298,12 +310,19 @@ impl State {
                 height: css_h,
                 frame: self.frame.as_ref(),
                 mark: self.mark,
+                theme: crate::theme::current(),
             },
         );
         let (s, e) = (self.window.start - origin, self.window.end - origin);
         let _ = canvas.set_attribute("data-start-ns", &format!("{s:.0}"));
         let _ = canvas.set_attribute("data-end-ns", &format!("{e:.0}"));
         let _ = canvas.set_attribute("data-items", &drawn.to_string());
+        // The lanes' geometry, for tests and for whoever inspects the page.
+        let _ = canvas.set_attribute("data-rows", &self.layout.shown_rows().count().to_string());
+        let first_h = self.layout.lane_tops().next().map_or(0.0, |l| l.h);
+        let _ = canvas.set_attribute("data-row-h", &format!("{first_h:.1}"));
+        let edge = self.layout.group_edge(0).unwrap_or(0.0);
+        let _ = canvas.set_attribute("data-gpu-edge", &format!("{edge:.1}"));
         self.ui.range.set(format!(
             "{:.3} – {:.3} ms ({:.3} ms shown of {:.3} ms)",
             s / 1e6,
@@ -311,6 +330,62 @@ impl State {
             (e - s) / 1e6,
             (self.meta.range.1 - self.meta.range.0) as f64 / 1e6
         ));
+    }
+
+    /// Lays the lanes out again after a change of `opts`, and asks for the rows now shown.
+    pub(super) fn relayout(&mut self) {
+        let rows: Vec<u32> = self.layout.shown_rows().collect();
+        self.layout = Layout::new(&self.meta, &self.opts);
+        self.changed_at.get_or_insert_with(now);
+        self.paint();
+        if !self.layout.shown_rows().eq(rows) {
+            self.request();
+        }
+    }
+
+    /// A press in the lane-label gutter: starts dragging a group's edge, or folds or unfolds
+    /// the lane whose label was pressed. False when the press was not on either.
+    pub(super) fn gutter_press(&mut self, x: f64, y: f64) -> bool {
+        if x >= GUTTER {
+            return false;
+        }
+        if let Some(g) = self.layout.edge_at(y) {
+            self.resizing = Some(g);
+            return true;
+        }
+        let Some(lane) = self.layout.foldable_at(y) else {
+            return false;
+        };
+        if let Some(i) = self.opts.folded.iter().position(|&l| l == lane) {
+            self.opts.folded.swap_remove(i);
+        } else {
+            self.opts.folded.push(lane);
+        }
+        self.relayout();
+        true
+    }
+
+    /// Moves the dragged group edge to `y`.
+    pub(super) fn drag_edge(&mut self, group: usize, y: f64) {
+        if let Some(h) = self.layout.row_h_for_edge(group, y) {
+            self.opts.row_h[group] = Some(h);
+            self.layout = Layout::new(&self.meta, &self.opts);
+            self.paint();
+        }
+    }
+
+    /// The pointer's cursor over the gutter: a resize arrow on group edges, a hand on labels.
+    pub(super) fn gutter_cursor(&self, x: f64, y: f64) -> &'static str {
+        if x >= GUTTER {
+            return "grab";
+        }
+        if self.resizing.is_some() || self.layout.edge_at(y).is_some() {
+            "row-resize"
+        } else if self.layout.foldable_at(y).is_some() {
+            "pointer"
+        } else {
+            "default"
+        }
     }
 
     pub(super) fn frac_at(&self, x: f64) -> f64 {

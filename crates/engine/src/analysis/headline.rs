@@ -8,6 +8,41 @@ use serde::Serialize;
 use super::timeline::GpuTimeline;
 use crate::report::Sheet;
 
+/// The figures the page and the snapshot show, in order: (JSON key, label, unit `%` or `ms`).
+pub const SHOWN: [(&str, &str, &str); 10] = [
+    ("gpu_utilization_pct", "GPU utilization", "%"),
+    ("idle_pct", "GPU idle", "%"),
+    ("exposed_comm_pct", "exposed communication", "%"),
+    ("exposed_memcpy_pct", "exposed memcpy", "%"),
+    ("op_kernel_ms", "kernel time in ops", "ms"),
+    ("modelled_share_pct", "of it with a perf model", "%"),
+    (
+        "computed_share_pct",
+        "of it with FLOPs computed from the trace",
+        "%",
+    ),
+    (
+        "roofline_efficiency_pct",
+        "roofline efficiency (time-weighted)",
+        "%",
+    ),
+    ("roofline_ideal_ms", "modelled ops at roofline", "ms"),
+    (
+        "roofline_headroom_ms",
+        "headroom: time above roofline",
+        "ms",
+    ),
+];
+
+/// A shown figure as text: one decimal for percentages, three for milliseconds.
+pub fn shown(value: f64, unit: &str) -> String {
+    if unit == "%" {
+        format!("{value:.1} %")
+    } else {
+        format!("{value:.3} ms")
+    }
+}
+
 /// Headline figures of one trace. Percentages are of the GPU timeline's total unless named
 /// otherwise; `None` where the trace or the platform does not allow the figure.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -1,0 +1,271 @@
+//! The page's "HTML snapshot": one self-contained document of the current analysis (figures,
+//! GPU time breakdown, top ops, the charts as images, the fair report) that opens offline in any
+//! browser. Nothing in it can run or fetch: no scripts, images only as inline `data:image/png`,
+//! and a Content-Security-Policy that forbids the rest. Every text from the trace is escaped.
+
+use serde_json::Value;
+
+use crate::html::{escape, markdown_html};
+
+/// What a snapshot holds.
+pub struct Snapshot<'a> {
+    /// The trace's title (its file name without extensions).
+    pub title: &'a str,
+    /// The page's address with the view state (tab, sort, window), for whoever has the trace.
+    pub link: &'a str,
+    /// The analysis as the worker hands it to the page (`facts`, `timeline`, `headline`,
+    /// `top_ops`, `platform`), from a trace or from a reopened bundle.
+    pub analysis: &'a Value,
+    /// The fair standalone report, as markdown.
+    pub report_md: &'a str,
+    /// Charts drawn by the page: (caption, `data:image/png;base64,…`). Anything else is dropped.
+    pub images: &'a [(String, String)],
+    /// The Jarvis version that made it.
+    pub version: &'a str,
+}
+
+const STYLE: &str = "body{font:15px/1.5 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#1d2330;background:#fff}\
+table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccd;padding:.2rem .5rem;text-align:left;vertical-align:top}\
+td.num{text-align:right;font-variant-numeric:tabular-nums}code{background:#f1f3f7;padding:0 .2rem;border-radius:3px;word-break:break-all}\
+pre{background:#f1f3f7;padding:.6rem;overflow:auto}h1,h2,h3{line-height:1.25}.meta{color:#555f6b}\
+figure{margin:1rem 0}figure img{max-width:100%;border:1px solid #ccd;border-radius:4px}figcaption{color:#555f6b;font-size:.9rem}\
+@media (prefers-color-scheme:dark){body{background:#0f1419;color:#e6edf3}td,th{border-color:#3b4b5b}code,pre{background:#1b242d}.meta,figcaption{color:#9aa7b4}a{color:#4fb3ff}}";
+
+/// An image the snapshot may embed: a base64 PNG data URL and nothing else.
+fn safe_png(url: &str) -> Option<&str> {
+    let data = url.strip_prefix("data:image/png;base64,")?;
+    let ok = !data.is_empty()
+        && data
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='));
+    ok.then_some(url)
+}
+
+/// The link shown as a link only when it is a web address; otherwise as text.
+fn link_html(link: &str) -> String {
+    let text = escape(link);
+    if link.starts_with("http://") || link.starts_with("https://") {
+        format!("<a href=\"{text}\">{text}</a>")
+    } else {
+        format!("<code>{text}</code>")
+    }
+}
+
+fn num(v: &Value, path: &str) -> Option<f64> {
+    v.pointer(path).and_then(Value::as_f64)
+}
+
+fn text<'v>(v: &'v Value, path: &str) -> &'v str {
+    v.pointer(path).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The figures of the executive summary that the analysis has.
+fn headline_html(a: &Value) -> String {
+    use jarvis_engine::analysis::headline::{shown, SHOWN};
+    let rows: String = SHOWN
+        .iter()
+        .filter_map(|(key, label, unit)| {
+            let x = num(a, &format!("/headline/{key}"))?;
+            Some(format!(
+                "<tr><td>{label}</td><td class=\"num\">{}</td></tr>",
+                shown(x, unit)
+            ))
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!("<h2>Summary</h2>\n<table>{rows}</table>\n")
+}
+
+/// The GPU time breakdown in TraceLens's order (ms and % of the total).
+fn breakdown_html(a: &Value) -> String {
+    const ROWS: [(&str, &str); 8] = [
+        ("computation", "computation_time"),
+        ("exposed_comm", "exposed_comm_time"),
+        ("exposed_memcpy", "exposed_memcpy_time"),
+        ("busy", "busy_time"),
+        ("idle", "idle_time"),
+        ("total", "total_time"),
+        ("total_comm", "total_comm_time"),
+        ("total_memcpy", "total_memcpy_time"),
+    ];
+    let Some(total) = num(a, "/timeline/total") else {
+        return String::new();
+    };
+    let rows: String = ROWS
+        .iter()
+        .map(|(field, label)| {
+            let ns = num(a, &format!("/timeline/{field}")).unwrap_or(0.0);
+            let pct = if total > 0.0 { ns / total * 100.0 } else { 0.0 };
+            format!(
+                "<tr><td>{label}</td><td class=\"num\">{:.3}</td><td class=\"num\">{pct:.2} %</td></tr>",
+                ns / 1e6
+            )
+        })
+        .collect();
+    format!("<h2>GPU time breakdown</h2>\n<table><tr><th>type</th><th>time ms</th><th>percent</th></tr>{rows}</table>\n")
+}
+
+/// The ops with the most GPU time.
+fn top_ops_html(a: &Value) -> String {
+    let Some(ops) = a
+        .get("top_ops")
+        .and_then(Value::as_array)
+        .filter(|o| !o.is_empty())
+    else {
+        return String::new();
+    };
+    let rows: String = ops
+        .iter()
+        .map(|o| {
+            format!(
+                "<tr><td><code>{}</code></td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{:.3}</td><td class=\"num\">{:.2} %</td></tr>",
+                escape(text(o, "/name")),
+                escape(text(o, "/category")),
+                num(o, "/count").unwrap_or(0.0),
+                num(o, "/direct_ms").unwrap_or(0.0),
+                num(o, "/percent").unwrap_or(0.0)
+            )
+        })
+        .collect();
+    format!("<h2>Top ops by GPU time</h2>\n<table><tr><th>op</th><th>category</th><th>count</th><th>kernel ms</th><th>of GPU time</th></tr>{rows}</table>\n")
+}
+
+/// The snapshot as one HTML document.
+pub fn snapshot_document(s: &Snapshot<'_>) -> String {
+    let a = s.analysis;
+    let device = a
+        .pointer("/facts/device_names/0")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown device");
+    let platform = text(a, "/platform/platform/name");
+    let mut meta = format!(
+        "{} · {} events · {} kernels",
+        escape(device),
+        num(a, "/facts/total_events").unwrap_or(0.0),
+        num(a, "/facts/kernels").unwrap_or(0.0)
+    );
+    if !platform.is_empty() {
+        meta.push_str(&format!(" · efficiency against {}", escape(platform)));
+    }
+    let figures: String = s
+        .images
+        .iter()
+        .filter_map(|(caption, url)| {
+            let url = safe_png(url)?;
+            let caption = escape(caption);
+            Some(format!(
+                "<figure><img src=\"{url}\" alt=\"{caption}\"><figcaption>{caption}</figcaption></figure>\n"
+            ))
+        })
+        .collect();
+    let title = escape(s.title);
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title} · Jarvis snapshot</title><style>{STYLE}</style></head><body>\n\
+         <h1>{title}</h1>\n<p class=\"meta\">{meta}</p>\n\
+         <p class=\"meta\">A snapshot made by Jarvis {version}. The same view, for whoever has the trace: {link}</p>\n\
+         {headline}{breakdown}{figures}{top}<hr>\n{report}</body></html>\n",
+        version = escape(s.version),
+        link = link_html(s.link),
+        headline = headline_html(a),
+        breakdown = breakdown_html(a),
+        top = top_ops_html(a),
+        report = markdown_html(s.report_md),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn analysis() -> Value {
+        json!({
+            "facts": {"device_names": ["NVIDIA <H100>"], "total_events": 12, "kernels": 3},
+            "platform": {"platform": {"name": "H100 SXM"}},
+            "timeline": {"computation": 3_000_000, "exposed_comm": 0, "exposed_memcpy": 0,
+                "busy": 3_000_000, "idle": 1_000_000, "total": 4_000_000, "total_comm": 0, "total_memcpy": 0},
+            "headline": {"gpu_utilization_pct": 75.0, "idle_pct": 25.0, "op_kernel_ms": 2.5, "modelled_share_pct": null},
+            "top_ops": [{"name": "aten::mm<script>", "category": "GEMM", "count": 2, "direct_ms": 2.5, "percent": 62.5}]
+        })
+    }
+
+    #[test]
+    fn holds_the_figures_breakdown_ops_report_and_charts() {
+        let a = analysis();
+        let images = [(
+            "GPU time breakdown".to_owned(),
+            "data:image/png;base64,iVBORw0KGgo=".to_owned(),
+        )];
+        let d = snapshot_document(&Snapshot {
+            title: "run",
+            link: "http://127.0.0.1:8080/#tab=ops",
+            analysis: &a,
+            report_md: "# Report\n\nbody",
+            images: &images,
+            version: "0.1.0",
+        });
+        assert!(
+            d.contains("<tr><td>GPU utilization</td><td class=\"num\">75.0 %</td></tr>"),
+            "{d}"
+        );
+        assert!(d.contains("<tr><td>kernel time in ops</td><td class=\"num\">2.500 ms</td></tr>"));
+        assert!(
+            !d.contains("of it with a perf model"),
+            "a null figure is left out"
+        );
+        assert!(d.contains("<tr><td>computation_time</td><td class=\"num\">3.000</td><td class=\"num\">75.00 %</td></tr>"));
+        assert!(d.contains(
+            "<tr><td>idle_time</td><td class=\"num\">1.000</td><td class=\"num\">25.00 %</td></tr>"
+        ));
+        assert!(d.contains(
+            "<img src=\"data:image/png;base64,iVBORw0KGgo=\" alt=\"GPU time breakdown\">"
+        ));
+        assert!(d.contains("<h1 id=\"report\">Report</h1>"));
+        assert!(d.contains("<a href=\"http://127.0.0.1:8080/#tab=ops\">"));
+        assert!(d.contains("efficiency against H100 SXM"));
+    }
+
+    #[test]
+    fn text_from_the_trace_is_escaped_and_nothing_can_run_or_fetch() {
+        let a = analysis();
+        let images = [
+            (
+                "<b>x</b>".to_owned(),
+                "data:image/png;base64,AAAA".to_owned(),
+            ),
+            ("remote".to_owned(), "https://evil.example/x.png".to_owned()),
+            (
+                "svg".to_owned(),
+                "data:image/svg+xml;base64,AAAA".to_owned(),
+            ),
+            (
+                "quote".to_owned(),
+                "data:image/png;base64,AA\"onerror=\"x".to_owned(),
+            ),
+        ];
+        let d = snapshot_document(&Snapshot {
+            title: "t<script>",
+            link: "javascript:alert(1)",
+            analysis: &a,
+            report_md: "<script>alert(1)</script>",
+            images: &images,
+            version: "0",
+        });
+        assert!(!d.contains("<script"), "{d}");
+        assert!(d.contains("aten::mm&lt;script&gt;") && d.contains("NVIDIA &lt;H100&gt;"));
+        assert!(d.contains("alt=\"&lt;b&gt;x&lt;/b&gt;\""));
+        assert_eq!(
+            d.matches("<img ").count(),
+            1,
+            "only the PNG data URL is kept"
+        );
+        assert!(!d.contains("evil.example") && !d.contains("onerror"));
+        assert!(!d.contains("href=\"javascript"), "a non-web link is text");
+        assert!(d.contains("default-src 'none'; img-src data:"));
+    }
+}
