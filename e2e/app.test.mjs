@@ -17,7 +17,7 @@ after(stopApp);
 test('a real trace by file input matches the CLI to the nanosecond', { skip: !fs.existsSync(QWEN) && !process.env.CI }, async () => {
   const { page, errors, requests } = await openApp();
   await page.getByTestId('trace-input').setInputFiles(QWEN);
-  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 60000 });
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 60000 });
   const expected = cliTimeline(QWEN);
   for (const [type, ms] of Object.entries(expected)) {
     const shown = Number(await page.getByTestId(`gpu-timeline-${type}`).getAttribute('data-value'));
@@ -141,7 +141,7 @@ test('the embedded sample opens, and a synthetic drop works', async () => {
   }
   assert.match(await rows.nth(0).textContent(), /Path A:.*Path B:/s);
   await dropFile(page, fs.readFileSync(path.join(ROOT, 'public', 'sample_trace.json.gz')), 'dropped.json.gz', 'application/gzip');
-  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 30000 });
   await page.screenshot({ path: path.join(OUT, 'overview-sample.png'), fullPage: true });
   // Every view opens (the comparison tab only exists with a reference trace).
   assert.equal(await page.getByTestId('tab-compare').isVisible(), false);
@@ -196,7 +196,7 @@ test('a kernel name with markup is shown as text', async () => {
 test('exports: the bundle, the workbook, the report and the analysis files download', async () => {
   const { page, errors, requests } = await openApp();
   await page.getByTestId('open-sample').click();
-  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 30000 });
   const save = (id) => exportFile(page, id);
   const bundle = await save('export-bundle');
   assert.equal(bundle.name, 'jarvis_bundle.zip');
@@ -226,6 +226,7 @@ test('exports: the bundle, the workbook, the report and the analysis files downl
   await page.getByTestId('tab-overview').click();
   await dropFile(page, bundle.bytes, 'jarvis_bundle.zip', 'application/zip');
   await page.getByText('Reopened from a bundle:').waitFor({ timeout: 30000 });
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 30000 });
   assert.deepEqual(await timelineShown(page), before);
   assert.match(await page.getByTestId('top-ops').textContent(), /aten::mm/);
   await page.getByTestId('tab-report').click();
@@ -242,7 +243,7 @@ test('exports: the bundle, the workbook, the report and the analysis files downl
 test('choosing a platform and editing its peaks re-analyzes like the CLI with that platform', async () => {
   const { page, errors, requests } = await openApp();
   await page.getByTestId('open-sample').click();
-  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 30000 });
   assert.match(await page.getByTestId('platform').textContent(), /H100 SXM \(auto-detected/);
   const sample = path.join(ROOT, 'public', 'sample_trace.json.gz');
   const cliRoofline = (platform) => {
@@ -286,7 +287,7 @@ test('cancel stops a long load and the page takes the next file', async () => {
   assert.equal(await page.getByTestId('overview').count(), 0);
   fs.rmSync(big, { force: true });
   await page.getByTestId('open-sample').click();
-  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 30000 });
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -294,7 +295,7 @@ test('cancel stops a long load and the page takes the next file', async () => {
 test('the ops, kernels, categories and roofline views against the CLI', { skip: !fs.existsSync(QWEN) && !process.env.CI }, async () => {
   const { page, errors, requests } = await openApp();
   await page.getByTestId('trace-input').setInputFiles(QWEN);
-  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 60000 });
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 60000 });
   const unified = cliSheet(QWEN, 'unified_perf_summary');
   await page.getByTestId('tab-ops').click();
   const table = page.getByTestId('ops-table');
@@ -391,7 +392,7 @@ test('the ops, kernels, categories and roofline views against the CLI', { skip: 
 test('view state lives in the URL: back/forward and a reload with the same trace restore it', { skip: !fs.existsSync(QWEN) && !process.env.CI }, async () => {
   const { page, errors, requests } = await openApp();
   await page.getByTestId('trace-input').setInputFiles(QWEN);
-  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 60000 });
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 60000 });
   await page.getByTestId('tab-ops').click();
   await page.getByTestId('ops-sort-count').click();
   await page.getByTestId('ops-filter').fill('mm');

@@ -6,7 +6,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
-import { startApp, stopApp, baseUrl, browserInstance } from './harness.mjs';
+import { execFileSync } from 'node:child_process';
+import { startApp, stopApp, baseUrl, browserInstance, JARVIS } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(here, '..');
@@ -43,8 +44,8 @@ const gz = (re) => fs.readdirSync(DIST).filter((f) => re.test(f))
 console.log(`first contentful paint ${median(loads.map((l) => l.fcp)).toFixed(0)} ms, worker ready ${median(loads.map((l) => l.ready)).toFixed(0)} ms (median of 5 cold loads)`);
 console.log(`gzipped: page bundle (html, js, css, app wasm) ${(gz(/^(index\.html|app-.*\.(js|wasm)|.*\.css)$/) / 1e3).toFixed(0)} kB, worker ${(gz(/^worker.*\.(js|wasm)$/) / 1e3).toFixed(0)} kB`);
 console.log('');
-console.log('| input | JSON MB | in-browser s | of it reading + parsing s | MB/s | worker WASM memory MB |');
-console.log('|---|---|---|---|---|---|');
+console.log('| input | JSON MB | in-browser s | of it reading + parsing s | MB/s | worker WASM memory MB | file chosen → overview painted s | → every view ready s | native `jarvis report --no-files` s | overview / native |');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const file of inputs) {
   const page = await browser.newPage();
   await page.goto(base + '/');
@@ -56,7 +57,15 @@ for (const file of inputs) {
   const parse = Number(await cost.getAttribute('data-parse-ms'));
   const jsonMb = Number(await cost.getAttribute('data-json-bytes')) / 1e6;
   const mem = Number(await cost.getAttribute('data-wasm-memory')) / 1e6;
-  console.log(`| ${path.basename(file)} | ${jsonMb.toFixed(1)} | ${(ms / 1000).toFixed(2)} | ${(parse / 1000).toFixed(2)} | ${(jsonMb / (ms / 1000)).toFixed(0)} | ${mem.toFixed(0)} |`);
+  // What a person waits for (src/timing.rs): from handing the file to the worker to the overview
+  // painted, and to the rest of the result painted.
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 600000 });
+  const [first, complete] = await page.evaluate(() => [document.body.dataset.firstAnswerMs, document.body.dataset.completeMs].map(Number));
+  // The native CLI on the same file, in the same run (wall clock, process start included).
+  const t0 = performance.now();
+  execFileSync(JARVIS, ['report', file, '--no-files'], { stdio: 'ignore' });
+  const native = (performance.now() - t0) / 1000;
+  console.log(`| ${path.basename(file)} | ${jsonMb.toFixed(1)} | ${(ms / 1000).toFixed(2)} | ${(parse / 1000).toFixed(2)} | ${(jsonMb / (ms / 1000)).toFixed(0)} | ${mem.toFixed(0)} | ${(first / 1000).toFixed(2)} | ${(complete / 1000).toFixed(2)} | ${native.toFixed(2)} | ${(first / 1000 / native).toFixed(2)}× |`);
   await page.close();
 }
 await stopApp();

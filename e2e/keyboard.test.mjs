@@ -37,7 +37,7 @@ test('shortcuts: ? lists them, digits switch tabs, fields and the timeline keep 
   for (const id of ['help-open', 'trace-input', 'open-sample']) assert.ok(reached.has(id), `${id} not reachable: ${[...reached]}`);
   await page.getByTestId('open-sample').focus();
   await page.keyboard.press('Enter');
-  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 30000 });
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 30000 });
   const tabs = await page.locator('[role=tab]:not(.hidden)').evaluateAll((els) => els.map((e) => e.getAttribute('data-testid')));
   for (let i = 0; i < 40 && tabs.length; i++) {
     await page.keyboard.press('Tab');

@@ -72,7 +72,7 @@ test('hostile files end in a clear message and the tab goes on working', async (
   await page.screenshot({ path: path.join(OUT, 'hostile-bomb.png') });
   // The tab still works: the sample loads after all three.
   await load(page, SAMPLE);
-  await page.getByTestId('gpu-timeline-total_time').waitFor();
+  await page.locator('body[data-complete-ms]').waitFor();
   assert.deepEqual(errors, []);
   assertLocalOnly(requests);
   fs.rmSync(dir, { recursive: true, force: true });
@@ -107,7 +107,7 @@ test('50 loads in a row do not grow the page beyond one trace', { skip: !fs.exis
     }
     await load(page, { bad, cut, qwen: QWEN, sample: SAMPLE }[step]);
     if (step === 'qwen') {
-      await page.getByTestId('gpu-timeline-total_time').waitFor();
+      await page.locator('body[data-complete-ms]').waitFor();
       wasm.push(await wasmMemory(page));
       heap.push(await heapAfterGc(cdp));
     }

@@ -41,7 +41,7 @@ function count(img, y, colour) {
 test('the timeline draws the GPU lanes, zooms and pans, and a click selects the launching op', { skip: !fs.existsSync(QWEN) && !process.env.CI }, async () => {
   const { page, errors, requests } = await openApp();
   await page.getByTestId('trace-input').setInputFiles(QWEN);
-  await page.getByTestId('gpu-timeline-total_time').waitFor({ timeout: 60000 });
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 60000 });
   const breakdown = cliTimeline(QWEN);
   await page.getByTestId('tab-timeline').click();
   const canvas = page.getByTestId('timeline');

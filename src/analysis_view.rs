@@ -80,6 +80,33 @@ pub struct Overview {
     pub rough_html: String,
     /// The timeline view's lanes (None for a reopened bundle: it has no events).
     pub lanes: Option<std::sync::Arc<crate::views::timeline::TimelineMeta>>,
+    /// The rest of the result (explorer rows, kernels, categories, lanes, reports) has arrived;
+    /// until then the overview is shown and the other views say they are being prepared.
+    pub complete: bool,
+}
+
+/// The second part of a result (`result_rest`), read straight into the page's types: no JSON
+/// tree of it is built on the main thread.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct Rest {
+    #[serde(default)]
+    pub ops: Vec<jarvis_engine::standalone::explorer::OpView>,
+    #[serde(default)]
+    pub kernel_summary: Option<Value>,
+    #[serde(default)]
+    pub categories: Option<Value>,
+    #[serde(default)]
+    pub timeline: Option<crate::views::timeline::TimelineMeta>,
+    #[serde(default)]
+    pub reference_timeline: Option<crate::views::timeline::TimelineMeta>,
+    #[serde(default)]
+    pub report_html: String,
+    #[serde(default)]
+    pub rough_html: String,
+    #[serde(default)]
+    pub comparison_html: String,
+    #[serde(default)]
+    pub comparison: Value,
 }
 
 const TIMELINE: [(&str, &str); 8] = [
@@ -215,14 +242,9 @@ impl Overview {
                 })
                 .unwrap_or_default(),
             diagnostics,
-            ops: reply
-                .get("ops")
-                .and_then(|o| serde_json::from_value(o.clone()).ok())
-                .unwrap_or_default(),
-            categories: crate::views::categories::CategoryRow::list(reply.get("categories")),
-            kernel_table: reply
-                .get("kernel_summary")
-                .and_then(crate::views::kernels::KernelTable::from_sheet),
+            ops: Vec::new(),
+            categories: Vec::new(),
+            kernel_table: None,
             elapsed_ms: reply
                 .get("elapsed_ms")
                 .and_then(Value::as_f64)
@@ -236,10 +258,25 @@ impl Overview {
                 .get("wasm_memory_bytes")
                 .and_then(Value::as_f64)
                 .unwrap_or(0.0),
-            report_html: str_of(reply, "report_html"),
-            rough_html: str_of(reply, "rough_html"),
-            lanes: crate::timeline_meta(reply, "timeline"),
+            report_html: String::new(),
+            rough_html: String::new(),
+            lanes: None,
+            complete: false,
         })
+    }
+
+    /// Takes in the second part of the result.
+    pub fn fill(&mut self, rest: &mut Rest) {
+        self.ops = std::mem::take(&mut rest.ops);
+        self.categories = crate::views::categories::CategoryRow::list(rest.categories.as_ref());
+        self.kernel_table = rest
+            .kernel_summary
+            .as_ref()
+            .and_then(crate::views::kernels::KernelTable::from_sheet);
+        self.report_html = std::mem::take(&mut rest.report_html);
+        self.rough_html = std::mem::take(&mut rest.rough_html);
+        self.lanes = rest.timeline.take().map(std::sync::Arc::new);
+        self.complete = true;
     }
 }
 

@@ -10,6 +10,7 @@ mod job;
 mod shortcuts;
 mod snapshot;
 mod theme;
+mod timing;
 mod topbar;
 pub mod url_state;
 pub mod views;
@@ -82,6 +83,15 @@ fn spawn_worker(
     let this = worker.clone();
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let data = ev.data();
+        if js_sys::Reflect::get(&data, &"kind".into())
+            .ok()
+            .and_then(|k| k.as_string())
+            .as_deref()
+            == Some("result_rest")
+        {
+            take_rest(&data, set_status, reference);
+            return;
+        }
         if !data.is_string() {
             // A timeline frame, or export bytes to hand to the browser as a download.
             if !views::timeline::deliver_frame(&data) {
@@ -133,15 +143,6 @@ fn spawn_worker(
             }
             return;
         }
-        if text_of("kind") == "result" {
-            reference
-                .lanes
-                .set(timeline_meta(&msg, "reference_timeline"));
-            reference.comparison.set(text_of("comparison_html"));
-            reference
-                .data
-                .set(msg.get("comparison").cloned().unwrap_or_default());
-        }
         match msg.get("kind").and_then(serde_json::Value::as_str) {
             Some("reference") => {
                 reference.lanes.set(timeline_meta(&msg, "timeline"));
@@ -167,7 +168,10 @@ fn spawn_worker(
                 elapsed_ms: num("elapsed_ms"),
             }),
             Some("result") => match Overview::from_reply(&msg) {
-                Some(o) => set_status.set(Status::Done(Box::new(o))),
+                Some(o) => {
+                    set_status.set(Status::Done(Box::new(o)));
+                    timing::painted("data-first-answer-ms");
+                }
                 None => set_status.set(Status::Failed("the analysis could not be read".into())),
             },
             Some("error") => set_status.set(Status::Failed(
@@ -182,6 +186,33 @@ fn spawn_worker(
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     Some(worker)
+}
+
+/// The second part of a result: the explorer rows, kernels, categories, lanes, reports and the
+/// comparison, parsed straight into the page's types.
+fn take_rest(data: &JsValue, set_status: WriteSignal<Status>, reference: Reference) {
+    let text = js_sys::Reflect::get(data, &"json".into())
+        .ok()
+        .and_then(|j| j.as_string())
+        .unwrap_or_default();
+    let Ok(mut rest) = serde_json::from_str::<analysis_view::Rest>(&text) else {
+        set_status.set(Status::Failed("the analysis could not be read".into()));
+        return;
+    };
+    drop(text);
+    reference
+        .lanes
+        .set(rest.reference_timeline.take().map(std::sync::Arc::new));
+    reference
+        .comparison
+        .set(std::mem::take(&mut rest.comparison_html));
+    reference.data.set(std::mem::take(&mut rest.comparison));
+    set_status.update(|s| {
+        if let Status::Done(o) = s {
+            o.fill(&mut rest);
+        }
+    });
+    timing::painted("data-complete-ms");
 }
 
 /// Saves an export (`{name, bytes}` from the worker) through a temporary object URL.
@@ -339,6 +370,7 @@ pub fn App() -> impl IntoView {
     let include_unlinked = RwSignal::new(false);
 
     let send = move |blob: Blob, name: String, platform: String| {
+        timing::handed_over();
         last_file.set_value(Some((blob.clone(), name.clone(), platform.clone())));
         set_file_name.set(name.clone());
         file_bytes.set(blob.size());
@@ -653,7 +685,12 @@ pub fn App() -> impl IntoView {
         Status::Done(overview) => view! {
             {move || {
                 let o = (*overview).clone();
-                match tab.get() {
+                let shown = tab.get();
+                // The overview's part of a result comes first; the other views wait for the rest.
+                if !o.complete && !matches!(shown, "overview" | "steps" | "diagnostics" | "ranks") {
+                    return view! { <p class="facts" data-testid="preparing">"Preparing this view…"</p> }.into_any();
+                }
+                match shown {
                     "report" => view! { <article class="report" data-testid="report" inner_html=o.report_html></article> }.into_any(),
                     "ranks" if job.with(Option::is_some) => {
                         let j = job.get().unwrap_or_else(|| unreachable!());

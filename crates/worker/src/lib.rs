@@ -4,7 +4,7 @@
 //! | request                                   | answers                                              |
 //! |-------------------------------------------|------------------------------------------------------|
 //! | (worker start)                            | `ready`                                              |
-//! | `{file, name, platform, include_unlinked}` | `progress {phase, done, total, elapsed_ms}`…, then `result {analysis, elapsed_ms, parse_ms, input_bytes, wasm_memory_bytes, recommendations, report_html, rough_html, comparison_html, reopened, timeline, reference_timeline}` or `error {message}` |
+//! | `{file, name, platform, include_unlinked}` | `progress {phase, done, total, elapsed_ms}`…, then `result {partial: true, analysis, elapsed_ms, parse_ms, input_bytes, wasm_memory_bytes, recommendations, reopened}` (what the overview shows, sent as soon as the analysis is done), then the object `{kind: "result_rest", json}` whose JSON holds `ops, kernel_summary, categories, timeline, reference_timeline, report_html, rough_html, comparison_html, comparison`; or `error {message}` |
 //! | `{file, name, platform, include_unlinked, role: "reference"}` | `progress {role: "reference"}`…, then `reference {name, comparison_html, comparison, timeline}` or `error {role: "reference"}` |
 //! | `{export: "bundle" \| "xlsx" \| "html" \| "analysis" \| "comparison"}` | `{kind: "export", name, bytes}` or `error` |
 //! | `{export: "snapshot", link, images: [[caption, "data:image/png;base64,…"], …]}` | the same, `jarvis_snapshot.html` |

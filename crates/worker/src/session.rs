@@ -40,6 +40,14 @@ enum Loaded {
     Bundle(Box<Reopened>, Vec<u8>),
 }
 
+/// What `analyze` leaves to send once the overview's part is posted.
+enum Answer {
+    /// The rest of a trace's or bundle's result, as JSON.
+    Rest(String),
+    /// A reopened job bundle: its whole reply.
+    Job(String),
+}
+
 struct Target {
     loaded: Loaded,
     title: String,
@@ -141,7 +149,19 @@ impl Session {
         } else {
             // A new target: drop the previous one before reading (its memory is reused).
             self.target = None;
-            self.analyze(&file, (&platform, scope), &name, out)
+            match self.analyze(&file, (&platform, scope), &name, out) {
+                // The overview went first; the rest is an object whose `json` the page parses
+                // straight into its own types.
+                Ok(Answer::Rest(rest)) => {
+                    let msg = js_sys::Object::new();
+                    let _ = js_sys::Reflect::set(&msg, &"kind".into(), &"result_rest".into());
+                    let _ = js_sys::Reflect::set(&msg, &"json".into(), &rest.into());
+                    out.post(&msg, None);
+                    return;
+                }
+                Ok(Answer::Job(reply)) => Ok(reply),
+                Err(e) => Err(e),
+            }
         };
         match done {
             Ok(reply) => out.post(&JsValue::from_str(&reply), None),
@@ -158,7 +178,7 @@ impl Session {
         (platform, scope): (&str, GpuScope),
         name: &str,
         out: &dyn Outbox,
-    ) -> Result<String, String> {
+    ) -> Result<Answer, String> {
         let total = file.size();
         let start = js_sys::Date::now();
         let title = title_of(name);
@@ -173,7 +193,9 @@ impl Session {
                     jarvis_engine::report::reopen::zip_entries(&bytes)
                         .map_err(|e| e.to_string())?,
                 );
-                return Ok(json!({"kind": "job", "job": doc, "reopened": true}).to_string());
+                return Ok(Answer::Job(
+                    json!({"kind": "job", "job": doc, "reopened": true}).to_string(),
+                ));
             }
             let reopened = open_bundle(&bytes).map_err(|e| e.to_string())?;
             Loaded::Bundle(Box::new(reopened), bytes)
@@ -184,14 +206,41 @@ impl Session {
             Loaded::Trace(Box::new(analysis))
         };
         let elapsed = js_sys::Date::now() - start;
-        let (report_html, rough_html) = match &loaded {
+        self.target = Some(Target { loaded, title });
+        let Some(target) = &self.target else {
+            return Err("the analysis was lost".into());
+        };
+        // First what the overview shows, so the page paints it while the rest is prepared
+        // (rendering the reports, the explorer rows and the lanes' names is the larger part).
+        let (analysis, reopened, briefs) = match &target.loaded {
             Loaded::Trace(a) => (
-                markdown_html(&fair_md(a, &title)),
+                analysis_json(a)?,
+                false,
+                a.standalone
+                    .as_ref()
+                    .map(|st| st.briefs())
+                    .unwrap_or_default(),
+            ),
+            Loaded::Bundle(r, _) => (
+                r.analysis.clone(),
+                true,
+                serde_json::from_value(r.analysis["recommendations"].clone()).unwrap_or_default(),
+            ),
+        };
+        let first = json!({"kind": "result", "partial": true, "elapsed_ms": elapsed, "input_bytes": total,
+            "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis,
+            "reopened": reopened, "recommendations": recommendation_rows(&briefs)});
+        out.post(&JsValue::from_str(&first.to_string()), None);
+        drop(first);
+        let title = &target.title;
+        let (report_html, rough_html) = match &target.loaded {
+            Loaded::Trace(a) => (
+                markdown_html(&fair_md(a, title)),
                 a.standalone
                     .as_ref()
                     .map(|st| {
                         markdown_html(&jarvis_engine::report::standalone_rough::rough_md(
-                            a, st, &title,
+                            a, st, title,
                         ))
                     })
                     .unwrap_or_default(),
@@ -201,23 +250,12 @@ impl Session {
                 markdown_html(&r.text("standalone_analysis_rough.md")),
             ),
         };
-        self.target = Some(Target { loaded, title });
-        let comparison_html = self.comparison_html();
-        let Some(target) = &self.target else {
-            return Err("the analysis was lost".into());
-        };
         let categories = match &target.loaded {
             Loaded::Trace(a) => a.standalone.as_ref().map(category_rows).unwrap_or_default(),
             Loaded::Bundle(r, _) => bundle_category_rows(r),
         };
-        let (analysis, reopened, briefs, ops, kernels) = match &target.loaded {
+        let (ops, kernels) = match &target.loaded {
             Loaded::Trace(a) => (
-                analysis_json(a)?,
-                false,
-                a.standalone
-                    .as_ref()
-                    .map(|st| st.briefs())
-                    .unwrap_or_default(),
                 a.standalone
                     .as_ref()
                     .map(jarvis_engine::standalone::explorer::op_views)
@@ -225,9 +263,6 @@ impl Session {
                 a.report.sheet("kernel_summary").cloned(),
             ),
             Loaded::Bundle(r, _) => (
-                r.analysis.clone(),
-                true,
-                serde_json::from_value(r.analysis["recommendations"].clone()).unwrap_or_default(),
                 serde_json::from_value::<Vec<jarvis_engine::standalone::explorer::OpView>>(
                     r.analysis["ops"].clone(),
                 )
@@ -235,14 +270,12 @@ impl Session {
                 r.report.sheet("kernel_summary").cloned(),
             ),
         };
-        Ok(json!({"kind": "result", "elapsed_ms": elapsed, "input_bytes": total,
-            "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis, "reopened": reopened,
-            "recommendations": recommendation_rows(&briefs), "ops": ops, "kernel_summary": kernels,
+        Ok(Answer::Rest(json!({"ops": ops, "kernel_summary": kernels,
             "categories": categories, "timeline": self.lanes().map(crate::timeline::meta),
             "reference_timeline": self.reference_timeline(),
-            "report_html": report_html, "rough_html": rough_html, "comparison_html": comparison_html,
+            "report_html": report_html, "rough_html": rough_html, "comparison_html": self.comparison_html(),
             "comparison": self.comparison_json()})
-        .to_string())
+        .to_string()))
     }
 
     /// Analyzes a reference trace, keeps it, and answers `reference`.
@@ -561,11 +594,22 @@ fn markdown_html(md: &str) -> String {
 /// The analysis as the page reads it: everything but the perf report's sheets, which the page
 /// never reads (the exports are built here from the kept analysis) and which can be large.
 fn analysis_json(a: &jarvis_engine::Analysis) -> Result<serde_json::Value, String> {
-    let mut v = serde_json::to_value(a).map_err(|e| e.to_string())?;
-    if let Some(o) = v.as_object_mut() {
-        o.remove("report");
-    }
-    Ok(v)
+    // Field by field: serializing the whole analysis would build the sheets only to drop them.
+    let v = |x: Result<serde_json::Value, serde_json::Error>| x.map_err(|e| e.to_string());
+    Ok(json!({
+        "facts": v(serde_json::to_value(&a.facts))?,
+        "platform": v(serde_json::to_value(&a.platform))?,
+        "timeline": v(serde_json::to_value(a.timeline))?,
+        "unlinked": v(serde_json::to_value(&a.unlinked))?,
+        "unmodelled_ops": v(serde_json::to_value(&a.unmodelled_ops))?,
+        "headline": v(serde_json::to_value(&a.headline))?,
+        "top_ops": v(serde_json::to_value(&a.top_ops))?,
+        "idle": v(serde_json::to_value(&a.idle))?,
+        "steps": v(serde_json::to_value(&a.steps))?,
+        "distributed": v(serde_json::to_value(&a.distributed))?,
+        "visible_devices": a.visible_devices,
+        "diagnostics": v(serde_json::to_value(&a.diagnostics))?,
+    }))
 }
 
 /// The fair report of an analysis, as markdown (empty for GPU-only traces).
