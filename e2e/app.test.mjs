@@ -90,10 +90,10 @@ test('a reference trace gives a comparison with the expected hardware ratios', {
   const tl = cliTimeline(target);
   assert.equal(Number(await page.getByTestId('compare-timeline-total').textContent()), Number(tl.total_time.toFixed(3)));
   // The two breakdown bars share one scale: their painted lengths are in the ratio of the totals
-  // (pixel check on a screenshot of each; the canvas background is #171f27).
+  // (pixel check on a screenshot of each; the canvas background is the dark theme's #141b22).
   const painted = async (id) => {
     const img = decodePng(await page.getByTestId(id).screenshot());
-    return countRow(img, Math.floor(img.height / 2), 0, img.width, (p) => !near(p, [23, 31, 39], 4)) / img.width;
+    return countRow(img, Math.floor(img.height / 2), 0, img.width, (p) => !near(p, [20, 27, 34], 4)) / img.width;
   };
   const refTl = cliTimeline(QWEN);
   const [refLen, targetLen] = [await painted('compare-bar-reference'), await painted('compare-bar-target')];

@@ -53,9 +53,10 @@ export async function stopApp() {
 }
 
 // Opens the app; records console errors, page errors and every request's URL.
-// `options`: more browser-context options (colorScheme, permissions).
+// `options`: more browser-context options (colorScheme, permissions). The scheme is dark unless
+// asked (the page's default; pixel checks assume its colours).
 export async function openApp(viewport = { width: 1200, height: 1000 }, options = {}) {
-  const page = await browser.newPage({ viewport, ...options });
+  const page = await browser.newPage({ viewport, colorScheme: 'dark', ...options });
   const errors = [];
   const requests = [];
   page.on('pageerror', (e) => errors.push(String(e)));

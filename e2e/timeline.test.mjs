@@ -15,8 +15,17 @@ after(stopApp);
 
 // src/views/timeline/{layout,paint}.rs: gutter width, row tops, class colours.
 const GUTTER = 210;
-const BUSY_Y = 26 + 9;
-const STREAM_Y = 26 + 18 + 6 + 9;
+// Rows grow to fill the view (src/views/timeline/layout.rs): the middle of the busy row and of
+// the first stream row follow the row height the canvas reports (ruler 26 px, lane gap 6 px).
+let BUSY_Y = 26 + 9;
+let STREAM_Y = 26 + 18 + 6 + 9;
+let ROW_TOP = 26 + 18 + 6;
+async function rowsOf(canvas) {
+  const h = Number(await canvas.getAttribute('data-row-h'));
+  BUSY_Y = Math.round(26 + h / 2);
+  ROW_TOP = 26 + h + 6;
+  STREAM_Y = Math.round(ROW_TOP + h / 2);
+}
 const COLOURS = { computation: [0x3a, 0x9d, 0x5d], idle: [0xf2, 0xb8, 0xb5], hostWait: [0xff, 0x6b, 0x6b], kernelWait: [0xc9, 0xa7, 0xa4], gemm: [0x4f, 0x8f, 0xe6], background: [0x14, 0x1b, 0x22] };
 
 async function frames(page) {
@@ -46,6 +55,7 @@ test('the timeline draws the GPU lanes, zooms and pans, and a click selects the 
   await page.getByTestId('tab-timeline').click();
   const canvas = page.getByTestId('timeline');
   await nextFrame(page, 0);
+  await rowsOf(canvas);
 
   // The screenshot: the busy lane is computation green over most of its width, with idle gaps
   // coloured by idle category (the trace has idle time); the stream row holds kernels.
@@ -130,7 +140,7 @@ test('the timeline draws the GPU lanes, zooms and pans, and a click selects the 
   await nextFrame(page, n);
   const marked = decodePng(await canvas.screenshot());
   // (Row 2 of the 4 px strip: below the selection outline's top edge, whose sides add at most 4 px.)
-  const strip = count(marked, STREAM_Y - 6, [255, 255, 255]);
+  const strip = count(marked, ROW_TOP + 3, [255, 255, 255]);
   assert.ok(strip > 8, `the selected op is marked over ${strip} px`);
   await page.screenshot({ path: path.join(OUT, 'timeline-qwen-whole.png'), fullPage: true });
   // Host lanes on demand make the canvas taller.
