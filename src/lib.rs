@@ -129,6 +129,11 @@ fn spawn_worker(
             }
             return;
         }
+        if text_of("role") == "rest" {
+            // The rest of a result the worker no longer holds (a newer file replaced it).
+            gloo::console::warn!(text_of("message"));
+            return;
+        }
         if text_of("role") == "reference" {
             match text_of("kind").as_str() {
                 "progress" => reference.note.set(format!(
@@ -170,7 +175,16 @@ fn spawn_worker(
             Some("result") => match Overview::from_reply(&msg) {
                 Some(o) => {
                     set_status.set(Status::Done(Box::new(o)));
-                    timing::painted("data-first-answer-ms");
+                    // Once the overview is on screen, ask for the rest of the result.
+                    let w = this.clone();
+                    timing::painted(
+                        "data-first-answer-ms",
+                        Some(Box::new(move || {
+                            let msg = js_sys::Object::new();
+                            let _ = js_sys::Reflect::set(&msg, &"rest".into(), &true.into());
+                            let _ = worker_queue::post(&w, &msg);
+                        })),
+                    );
                 }
                 None => set_status.set(Status::Failed("the analysis could not be read".into())),
             },
@@ -212,7 +226,7 @@ fn take_rest(data: &JsValue, set_status: WriteSignal<Status>, reference: Referen
             o.fill(&mut rest);
         }
     });
-    timing::painted("data-complete-ms");
+    timing::painted("data-complete-ms", None);
 }
 
 /// Saves an export (`{name, bytes}` from the worker) through a temporary object URL.

@@ -30,18 +30,18 @@ pub fn handed_over() {
 }
 
 /// Writes the time since the hand-over under `attr` once what was just rendered is painted:
-/// after the next frame's paint, i.e. at the start of the frame after it.
-pub fn painted(attr: &'static str) {
+/// after the next frame's paint, i.e. at the start of the frame after it; then runs `then`.
+pub fn painted(attr: &'static str, then: Option<Box<dyn FnOnce()>>) {
     let start = HANDED_AT.with(Cell::get);
-    if start.is_nan() {
-        return;
-    }
     let Some(window) = web_sys::window() else {
         return;
     };
     let inner = Closure::once_into_js(move || {
-        if let Some(b) = body() {
+        if let Some(b) = body().filter(|_| !start.is_nan()) {
             let _ = b.set_attribute(attr, &format!("{:.1}", now() - start));
+        }
+        if let Some(then) = then {
+            then();
         }
     });
     let outer = Closure::once_into_js(move || {

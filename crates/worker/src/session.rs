@@ -40,11 +40,11 @@ enum Loaded {
     Bundle(Box<Reopened>, Vec<u8>),
 }
 
-/// What `analyze` leaves to send once the overview's part is posted.
+/// What `analyze` did.
 enum Answer {
-    /// The rest of a trace's or bundle's result, as JSON.
-    Rest(String),
-    /// A reopened job bundle: its whole reply.
+    /// Posted the overview's part of the result; the rest follows on `{rest}`.
+    Posted,
+    /// A reopened job bundle: its whole reply, to send.
     Job(String),
 }
 
@@ -109,6 +109,23 @@ impl Session {
             }
             return;
         }
+        // The page asks for the rest of a result once it has painted the overview (so the
+        // overview's paint does not compete with preparing the rest for the CPU).
+        if get("rest").is_some_and(|v| v.is_truthy()) {
+            match self.rest() {
+                Ok(rest) => {
+                    let msg = js_sys::Object::new();
+                    let _ = js_sys::Reflect::set(&msg, &"kind".into(), &"result_rest".into());
+                    let _ = js_sys::Reflect::set(&msg, &"json".into(), &rest.into());
+                    out.post(&msg, None);
+                }
+                Err(message) => send(
+                    out,
+                    json!({"kind": "error", "role": "rest", "message": message}),
+                ),
+            }
+            return;
+        }
         if let Some(what) = get("export").and_then(|w| w.as_string()) {
             let exported = match what.as_str() {
                 "job" => self.export_job(),
@@ -150,15 +167,8 @@ impl Session {
             // A new target: drop the previous one before reading (its memory is reused).
             self.target = None;
             match self.analyze(&file, (&platform, scope), &name, out) {
-                // The overview went first; the rest is an object whose `json` the page parses
-                // straight into its own types.
-                Ok(Answer::Rest(rest)) => {
-                    let msg = js_sys::Object::new();
-                    let _ = js_sys::Reflect::set(&msg, &"kind".into(), &"result_rest".into());
-                    let _ = js_sys::Reflect::set(&msg, &"json".into(), &rest.into());
-                    out.post(&msg, None);
-                    return;
-                }
+                // The overview's part is posted; the rest waits for the page's `{rest}`.
+                Ok(Answer::Posted) => return,
                 Ok(Answer::Job(reply)) => Ok(reply),
                 Err(e) => Err(e),
             }
@@ -231,7 +241,13 @@ impl Session {
             "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis,
             "reopened": reopened, "recommendations": recommendation_rows(&briefs)});
         out.post(&JsValue::from_str(&first.to_string()), None);
-        drop(first);
+        Ok(Answer::Posted)
+    }
+
+    /// The rest of the target's result (`result_rest`'s JSON): explorer rows, kernels,
+    /// categories, lanes, the rendered reports and the comparison.
+    fn rest(&self) -> Result<String, String> {
+        let target = self.target.as_ref().ok_or("no analysis yet")?;
         let title = &target.title;
         let (report_html, rough_html) = match &target.loaded {
             Loaded::Trace(a) => (
@@ -270,12 +286,12 @@ impl Session {
                 r.report.sheet("kernel_summary").cloned(),
             ),
         };
-        Ok(Answer::Rest(json!({"ops": ops, "kernel_summary": kernels,
+        Ok(json!({"ops": ops, "kernel_summary": kernels,
             "categories": categories, "timeline": self.lanes().map(crate::timeline::meta),
             "reference_timeline": self.reference_timeline(),
             "report_html": report_html, "rough_html": rough_html, "comparison_html": self.comparison_html(),
             "comparison": self.comparison_json()})
-        .to_string()))
+        .to_string())
     }
 
     /// Analyzes a reference trace, keeps it, and answers `reference`.
@@ -600,7 +616,7 @@ fn analysis_json(a: &jarvis_engine::Analysis) -> Result<serde_json::Value, Strin
         "facts": v(serde_json::to_value(&a.facts))?,
         "platform": v(serde_json::to_value(&a.platform))?,
         "timeline": v(serde_json::to_value(a.timeline))?,
-        "unlinked": v(serde_json::to_value(&a.unlinked))?,
+        "unlinked": v(serde_json::to_value(a.unlinked))?,
         "unmodelled_ops": v(serde_json::to_value(&a.unmodelled_ops))?,
         "headline": v(serde_json::to_value(&a.headline))?,
         "top_ops": v(serde_json::to_value(&a.top_ops))?,

@@ -81,12 +81,35 @@ fn synth() -> Vec<u8> {
     trace_bytes(&SynthSpec::default()).0
 }
 
-/// Sends a trace as the target and returns (progress messages, final message).
+/// Sends a trace as the target and returns (progress messages, final message): a result is the
+/// overview's part and the rest (asked for with `{rest}`, as the page does after painting the
+/// overview) merged into one object.
 fn load(s: &mut Session, out: &Collected, bytes: &[u8], platform: &str) -> (Vec<Value>, Value) {
     s.handle(&request(&blob(bytes), "t.json.gz", platform, ""), out);
     let mut msgs = out.json();
     let last = msgs.pop().expect("an answer");
-    (msgs, last)
+    (msgs, with_rest(s, out, last))
+}
+
+/// A `result` (the overview's part) completed with the rest the session sends on `{rest}`.
+fn with_rest(s: &mut Session, out: &Collected, mut result: Value) -> Value {
+    if result["kind"] != "result" {
+        return result;
+    }
+    assert_eq!(result["partial"], true, "the overview's part comes alone");
+    assert!(result.get("ops").is_none() && result.get("report_html").is_none());
+    let ask = js_sys::Object::new();
+    js_sys::Reflect::set(&ask, &"rest".into(), &true.into()).expect("set");
+    s.handle(&ask.into(), out);
+    let msg = out.0.borrow_mut().pop().expect("the rest");
+    let field = |k: &str| js_sys::Reflect::get(&msg, &k.into()).expect(k);
+    assert_eq!(field("kind").as_string().as_deref(), Some("result_rest"));
+    let rest: Value =
+        serde_json::from_str(&field("json").as_string().expect("json")).expect("the rest is JSON");
+    for (k, v) in rest.as_object().expect("an object") {
+        result[k] = v.clone();
+    }
+    result
 }
 
 fn native_analysis_rows(json: &[u8]) -> usize {
@@ -187,6 +210,15 @@ fn bad_input_is_an_error_and_partial_input_a_diagnosed_result() {
     // Nothing was kept: there is nothing to export.
     s.handle(&export("bundle"), &out);
     assert_eq!(out.json()[0]["message"], "no analysis to export yet");
+    // Nor a rest of a result to send.
+    let ask = js_sys::Object::new();
+    js_sys::Reflect::set(&ask, &"rest".into(), &true.into()).expect("set");
+    s.handle(&ask.into(), &out);
+    let err = out.json().pop().expect("error");
+    assert_eq!(
+        (err["kind"].as_str(), err["role"].as_str()),
+        (Some("error"), Some("rest"))
+    );
     // A broken event: a result, with a diagnostic that says where.
     let (_, partial) = load(
         &mut s,
@@ -206,6 +238,30 @@ fn bad_input_is_an_error_and_partial_input_a_diagnosed_result() {
 fn an_exported_bundle_reopens_with_the_same_views_and_exports() {
     let (mut s, out) = (Session::default(), Collected::default());
     let (_, first) = load(&mut s, &out, &synth(), "auto");
+    // The HTML snapshot: the page's link and charts, the analysis's figures and top ops.
+    let snap = js_sys::Object::new();
+    js_sys::Reflect::set(&snap, &"export".into(), &"snapshot".into()).expect("set");
+    js_sys::Reflect::set(
+        &snap,
+        &"link".into(),
+        &"http://127.0.0.1/#v1&tab=ops".into(),
+    )
+    .expect("set");
+    let images = js_sys::Array::of1(&js_sys::Array::of2(
+        &"breakdown".into(),
+        &"data:image/png;base64,iVBORw0KGgo=".into(),
+    ));
+    js_sys::Reflect::set(&snap, &"images".into(), &images).expect("set");
+    s.handle(&snap.into(), &out);
+    let (name, doc) = out.export();
+    let doc = String::from_utf8(doc).expect("utf8");
+    assert_eq!(name, "jarvis_snapshot.html");
+    let top = first["analysis"]["top_ops"][0]["name"]
+        .as_str()
+        .expect("a top op");
+    assert!(doc.contains(&format!("<code>{top}</code>")), "{top}");
+    assert!(doc.contains("<img src=\"data:image/png;base64,iVBORw0KGgo=\" alt=\"breakdown\">"));
+    assert!(doc.contains("#v1&amp;tab=ops"));
     s.handle(&export("bundle"), &out);
     let (name, bundle) = out.export();
     assert_eq!(name, "jarvis_bundle.zip");
@@ -214,6 +270,7 @@ fn an_exported_bundle_reopens_with_the_same_views_and_exports() {
         &out,
     );
     let again = out.json().pop().expect("result");
+    let again = with_rest(&mut s, &out, again);
     assert_eq!(again["kind"], "result", "{again}");
     assert_eq!(again["reopened"], true);
     for k in [
