@@ -30,6 +30,21 @@ pub const SHORTCUTS: &[(&str, &str, &str)] = &[
         "click",
         "select a slice and the op that launched it",
     ),
+    (
+        "Timeline",
+        "click a lane label",
+        "fold or unfold its nested rows (or the Fold threads button)",
+    ),
+    (
+        "Timeline",
+        "drag a lane group's lower edge in the labels",
+        "resize that group's rows (Fit lanes undoes it)",
+    ),
+    (
+        "Top bar",
+        "Export, Copy link",
+        "downloads (HTML snapshot, report, bundle, …); the view's address to the clipboard",
+    ),
 ];
 
 /// The tab a digit key selects among the tabs shown, in order (`1` is the first).
