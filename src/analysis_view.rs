@@ -1,6 +1,7 @@
 //! The slice of an engine `Analysis` the page shows, read from the worker's JSON reply.
 //! (The engine's result types are the contract; the page reads only the fields it displays.)
 
+use jarvis_engine::analysis::timeline::GpuTimeline;
 use jarvis_engine::analysis::TopOp;
 use jarvis_engine::perf::platform::Platform;
 use serde_json::Value;
@@ -109,30 +110,18 @@ pub struct Rest {
     pub comparison: Value,
 }
 
-const TIMELINE: [(&str, &str); 8] = [
-    ("computation_time", "computation"),
-    ("exposed_comm_time", "exposed_comm"),
-    ("exposed_memcpy_time", "exposed_memcpy"),
-    ("busy_time", "busy"),
-    ("idle_time", "idle"),
-    ("total_time", "total"),
-    ("total_comm_time", "total_comm"),
-    ("total_memcpy_time", "total_memcpy"),
-];
-
 impl Overview {
     /// Reads the worker's `result` message.
     pub fn from_reply(reply: &Value) -> Option<Overview> {
         let a = reply.get("analysis")?;
         let facts = a.get("facts")?;
-        let t = a.get("timeline")?;
-        let total = t.get("total").and_then(Value::as_i64).unwrap_or(0);
-        let timeline = TIMELINE
-            .iter()
-            .map(|(kind, field)| {
-                let ns = t.get(*field).and_then(Value::as_i64).unwrap_or(0);
-                let percent = if total > 0 {
-                    ns as f64 / total as f64 * 100.0
+        let t: GpuTimeline = serde_json::from_value(a.get("timeline")?.clone()).ok()?;
+        let timeline = t
+            .rows()
+            .into_iter()
+            .map(|(kind, ns)| {
+                let percent = if t.total > 0 {
+                    ns as f64 / t.total as f64 * 100.0
                 } else {
                     0.0
                 };

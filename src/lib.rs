@@ -42,7 +42,8 @@ pub enum Status {
         elapsed_ms: f64,
     },
     Failed(String),
-    Done(Box<Overview>),
+    /// Shared, not copied: every render of a view reads it.
+    Done(std::sync::Arc<Overview>),
     /// A multi-rank load: the worker pool is analyzing the ranks (rows in `job::RankLoad`).
     Ranks,
     /// A job analysis is shown (the Ranks view), no single rank opened.
@@ -83,18 +84,18 @@ fn spawn_worker(
     let this = worker.clone();
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let data = ev.data();
-        if js_sys::Reflect::get(&data, &"kind".into())
-            .ok()
-            .and_then(|k| k.as_string())
-            .as_deref()
-            == Some("result_rest")
-        {
-            take_rest(&data, set_status, reference);
-            return;
-        }
         if !data.is_string() {
-            // A timeline frame, or export bytes to hand to the browser as a download.
-            if !views::timeline::deliver_frame(&data) {
+            // A timeline frame, the rest of a result, or export bytes to hand to the browser
+            // as a download.
+            if views::timeline::deliver_frame(&data) {
+                return;
+            }
+            let kind = js_sys::Reflect::get(&data, &"kind".into())
+                .ok()
+                .and_then(|k| k.as_string());
+            if kind.as_deref() == Some("result_rest") {
+                take_rest(&data, set_status, reference);
+            } else {
                 download(&data);
             }
             return;
@@ -174,7 +175,7 @@ fn spawn_worker(
             }),
             Some("result") => match Overview::from_reply(&msg) {
                 Some(o) => {
-                    set_status.set(Status::Done(Box::new(o)));
+                    set_status.set(Status::Done(std::sync::Arc::new(o)));
                     // Once the overview is on screen, ask for the rest of the result.
                     let w = this.clone();
                     timing::painted(
@@ -223,7 +224,8 @@ fn take_rest(data: &JsValue, set_status: WriteSignal<Status>, reference: Referen
     reference.data.set(std::mem::take(&mut rest.comparison));
     set_status.update(|s| {
         if let Status::Done(o) = s {
-            o.fill(&mut rest);
+            // Copies only the overview's small part if a render still holds it.
+            std::sync::Arc::make_mut(o).fill(&mut rest);
         }
     });
     timing::painted("data-complete-ms", None);
@@ -698,29 +700,29 @@ pub fn App() -> impl IntoView {
         .into_any(),
         Status::Done(overview) => view! {
             {move || {
-                let o = (*overview).clone();
+                let o = overview.clone();
                 let shown = tab.get();
                 // The overview's part of a result comes first; the other views wait for the rest.
                 if !o.complete && !matches!(shown, "overview" | "steps" | "diagnostics" | "ranks") {
                     return view! { <p class="facts" data-testid="preparing">"Preparing this view…"</p> }.into_any();
                 }
                 match shown {
-                    "report" => view! { <article class="report" data-testid="report" inner_html=o.report_html></article> }.into_any(),
+                    "report" => view! { <article class="report" data-testid="report" inner_html=o.report_html.clone()></article> }.into_any(),
                     "ranks" if job.with(Option::is_some) => {
                         let j = job.get().unwrap_or_else(|| unreachable!());
                         let open = (!j.reopened).then_some(open_rank);
                         view! { <views::ranks::RanksView job=j open_rank=open/> }.into_any()
                     }
-                    "rough" => view! { <article class="report" data-testid="report-rough" inner_html=o.rough_html></article> }.into_any(),
-                    "categories" => view! { <views::categories::CategoriesView categories=o.categories/> }.into_any(),
+                    "rough" => view! { <article class="report" data-testid="report-rough" inner_html=o.rough_html.clone()></article> }.into_any(),
+                    "categories" => view! { <views::categories::CategoriesView categories=o.categories.clone()/> }.into_any(),
                     "diagnostics" => view! {
                         <section class="diagnostics-view" data-testid="diagnostics-view">
                             <p class="facts">{views::diagnostics::summary(&o.diagnostics)}</p>
-                            <views::diagnostics::DiagnosticsList diagnostics=o.diagnostics examples=10/>
+                            <views::diagnostics::DiagnosticsList diagnostics=o.diagnostics.clone() examples=10/>
                         </section>
                     }.into_any(),
                     "timeline" => view! {
-                        <views::timeline::TimelineView meta=o.lanes ops=o.ops worker=worker select_op=Some(select_op) open_op=Some(open_op) state=timeline_state
+                        <views::timeline::TimelineView meta=o.lanes.clone() ops=o.ops.clone() worker=worker select_op=Some(select_op) open_op=Some(open_op) state=timeline_state
                             selected=ops_state.get_untracked().selected_row/>
                     }.into_any(),
                     "steps" => {
@@ -729,14 +731,14 @@ pub fn App() -> impl IntoView {
                             timeline_state.update(|t| t.window = Some((a - origin, b - origin)));
                             tab.set("timeline");
                         }));
-                        view! { <views::steps::StepsView steps=o.steps zoom=zoom/> }.into_any()
+                        view! { <views::steps::StepsView steps=o.steps.clone() zoom=zoom/> }.into_any()
                     }
-                    "roofline" => view! { <views::roofline::RooflineView ops=o.ops platform=o.spec open=open_op/> }.into_any(),
+                    "roofline" => view! { <views::roofline::RooflineView ops=o.ops.clone() platform=o.spec.clone() open=open_op/> }.into_any(),
                     "ops" => {
                         let to_timeline = o.lanes.is_some().then(|| Callback::new(move |()| tab.set("timeline")));
-                        view! { <views::ops::OpsView ops=o.ops recommendations=o.recommendations state=ops_state show_in_timeline=to_timeline/> }.into_any()
+                        view! { <views::ops::OpsView ops=o.ops.clone() recommendations=o.recommendations.clone() state=ops_state show_in_timeline=to_timeline/> }.into_any()
                     }
-                    "kernels" => match o.kernel_table {
+                    "kernels" => match o.kernel_table.clone() {
                         Some(k) => view! { <views::kernels::KernelsView table=k/> }.into_any(),
                         None => view! { <p class="facts" data-testid="kernels-table">"This trace has no kernels."</p> }.into_any(),
                     },

@@ -53,20 +53,42 @@ impl Theme {
     }
 }
 
-/// The scheme the browser asks for now (dark where it cannot tell: the page's default).
-pub fn current() -> Theme {
-    let light = web_sys::window()
-        .and_then(|w| {
-            w.match_media("(prefers-color-scheme: light)")
-                .ok()
-                .flatten()
-        })
-        .is_some_and(|m| m.matches());
+thread_local! {
+    /// The scheme, read once and then kept current by the media query's `change` event: the
+    /// timeline paints up to 60 times a second and should not query the media each time.
+    static CURRENT: std::cell::Cell<Option<Theme>> = const { std::cell::Cell::new(None) };
+}
+
+fn of(light: bool) -> Theme {
     if light {
         Theme::LIGHT
     } else {
         Theme::DARK
     }
+}
+
+/// The scheme the browser asks for now (dark where it cannot tell: the page's default).
+pub fn current() -> Theme {
+    if let Some(t) = CURRENT.with(std::cell::Cell::get) {
+        return t;
+    }
+    let query = web_sys::window().and_then(|w| {
+        w.match_media("(prefers-color-scheme: light)")
+            .ok()
+            .flatten()
+    });
+    let theme = of(query.as_ref().is_some_and(web_sys::MediaQueryList::matches));
+    if let Some(q) = query {
+        use wasm_bindgen::JsCast;
+        let on_change = wasm_bindgen::closure::Closure::<dyn Fn(web_sys::MediaQueryListEvent)>::new(
+            |ev: web_sys::MediaQueryListEvent| CURRENT.with(|c| c.set(Some(of(ev.matches())))),
+        );
+        let _ = q.add_event_listener_with_callback("change", on_change.as_ref().unchecked_ref());
+        // Lives as long as the page.
+        on_change.forget();
+    }
+    CURRENT.with(|c| c.set(Some(theme)));
+    theme
 }
 
 #[cfg(test)]

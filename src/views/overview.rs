@@ -9,7 +9,7 @@ use crate::views::platform::PlatformPanel;
 
 #[component]
 pub fn OverviewView(
-    overview: Overview,
+    overview: std::sync::Arc<Overview>,
     reanalyze: Callback<String>,
     /// Re-analyzes the same file counting (true) or leaving out unlinked GPU work.
     include_unlinked: Callback<bool>,

@@ -3,6 +3,7 @@
 //! browser. Nothing in it can run or fetch: no scripts, images only as inline `data:image/png`,
 //! and a Content-Security-Policy that forbids the rest. Every text from the trace is escaped.
 
+use jarvis_engine::analysis::timeline::GpuTimeline;
 use serde_json::Value;
 
 use crate::html::{escape, markdown_html};
@@ -80,27 +81,24 @@ fn headline_html(a: &Value) -> String {
 
 /// The GPU time breakdown in TraceLens's order (ms and % of the total).
 fn breakdown_html(a: &Value) -> String {
-    const ROWS: [(&str, &str); 8] = [
-        ("computation", "computation_time"),
-        ("exposed_comm", "exposed_comm_time"),
-        ("exposed_memcpy", "exposed_memcpy_time"),
-        ("busy", "busy_time"),
-        ("idle", "idle_time"),
-        ("total", "total_time"),
-        ("total_comm", "total_comm_time"),
-        ("total_memcpy", "total_memcpy_time"),
-    ];
-    let Some(total) = num(a, "/timeline/total") else {
+    let Some(t) = a
+        .get("timeline")
+        .and_then(|t| serde_json::from_value::<GpuTimeline>(t.clone()).ok())
+    else {
         return String::new();
     };
-    let rows: String = ROWS
+    let rows: String = t
+        .rows()
         .iter()
-        .map(|(field, label)| {
-            let ns = num(a, &format!("/timeline/{field}")).unwrap_or(0.0);
-            let pct = if total > 0.0 { ns / total * 100.0 } else { 0.0 };
+        .map(|(label, ns)| {
+            let pct = if t.total > 0 {
+                *ns as f64 / t.total as f64 * 100.0
+            } else {
+                0.0
+            };
             format!(
                 "<tr><td>{label}</td><td class=\"num\">{:.3}</td><td class=\"num\">{pct:.2} %</td></tr>",
-                ns / 1e6
+                *ns as f64 / 1e6
             )
         })
         .collect();

@@ -84,21 +84,7 @@ impl Session {
             return;
         }
         if let Some(list) = get("job").filter(js_sys::Array::is_array) {
-            let failed: Vec<(String, String)> = get("failed")
-                .filter(js_sys::Array::is_array)
-                .map(|v| {
-                    js_sys::Array::from(&v)
-                        .iter()
-                        .map(|pair| {
-                            let pair = js_sys::Array::from(&pair);
-                            (
-                                pair.get(0).as_string().unwrap_or_default(),
-                                pair.get(1).as_string().unwrap_or_default(),
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
+            let failed = string_pairs(get("failed"));
             let reply = self.analyze_job(&js_sys::Array::from(&list), &text("title"), failed);
             match reply {
                 Ok(reply) => out.post(&JsValue::from_str(&reply), None),
@@ -129,7 +115,7 @@ impl Session {
         if let Some(what) = get("export").and_then(|w| w.as_string()) {
             let exported = match what.as_str() {
                 "job" => self.export_job(),
-                "snapshot" => self.export_snapshot(&text("link"), &images_of(get("images"))),
+                "snapshot" => self.export_snapshot(&text("link"), &string_pairs(get("images"))),
                 _ => self.export(&what),
             };
             match exported {
@@ -224,7 +210,7 @@ impl Session {
         // (rendering the reports, the explorer rows and the lanes' names is the larger part).
         let (analysis, reopened, briefs) = match &target.loaded {
             Loaded::Trace(a) => (
-                analysis_json(a)?,
+                a.page_json(),
                 false,
                 a.standalone
                     .as_ref()
@@ -423,7 +409,7 @@ impl Session {
     ) -> Result<(&'static str, Vec<u8>), String> {
         let target = self.target.as_ref().ok_or("no analysis to export yet")?;
         let (analysis, report_md) = match &target.loaded {
-            Loaded::Trace(a) => (analysis_json(a)?, fair_md(a, &target.title)),
+            Loaded::Trace(a) => (a.page_json(), fair_md(a, &target.title)),
             Loaded::Bundle(r, _) => (r.analysis.clone(), r.text("standalone_analysis_fair.md")),
         };
         let doc = jarvis_export::snapshot::snapshot_document(&jarvis_export::snapshot::Snapshot {
@@ -588,8 +574,9 @@ fn bundle_category_rows(r: &Reopened) -> Vec<serde_json::Value> {
     rows
 }
 
-/// The `images` of a snapshot request: `[[caption, data URL], …]` (anything else is skipped).
-fn images_of(list: Option<JsValue>) -> Vec<(String, String)> {
+/// A request's list of string pairs (a job's `failed` files with their errors, a snapshot's
+/// `images` with their captions): `[[a, b], …]`; anything else is skipped.
+fn string_pairs(list: Option<JsValue>) -> Vec<(String, String)> {
     list.filter(js_sys::Array::is_array)
         .map(|v| {
             js_sys::Array::from(&v)
@@ -605,27 +592,6 @@ fn images_of(list: Option<JsValue>) -> Vec<(String, String)> {
 
 fn markdown_html(md: &str) -> String {
     jarvis_export::html::markdown_html(md)
-}
-
-/// The analysis as the page reads it: everything but the perf report's sheets, which the page
-/// never reads (the exports are built here from the kept analysis) and which can be large.
-fn analysis_json(a: &jarvis_engine::Analysis) -> Result<serde_json::Value, String> {
-    // Field by field: serializing the whole analysis would build the sheets only to drop them.
-    let v = |x: Result<serde_json::Value, serde_json::Error>| x.map_err(|e| e.to_string());
-    Ok(json!({
-        "facts": v(serde_json::to_value(&a.facts))?,
-        "platform": v(serde_json::to_value(&a.platform))?,
-        "timeline": v(serde_json::to_value(a.timeline))?,
-        "unlinked": v(serde_json::to_value(a.unlinked))?,
-        "unmodelled_ops": v(serde_json::to_value(&a.unmodelled_ops))?,
-        "headline": v(serde_json::to_value(&a.headline))?,
-        "top_ops": v(serde_json::to_value(&a.top_ops))?,
-        "idle": v(serde_json::to_value(&a.idle))?,
-        "steps": v(serde_json::to_value(&a.steps))?,
-        "distributed": v(serde_json::to_value(&a.distributed))?,
-        "visible_devices": a.visible_devices,
-        "diagnostics": v(serde_json::to_value(&a.diagnostics))?,
-    }))
 }
 
 /// The fair report of an analysis, as markdown (empty for GPU-only traces).

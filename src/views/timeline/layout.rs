@@ -240,34 +240,24 @@ mod tests {
     fn rows_fill_the_view_up_to_a_bound_and_never_shrink_below_the_default() {
         let m = meta();
         // GPU only: 3 rows, 2 lanes; overhead = ruler + 3 gaps = 44.
-        let roomy = Layout::new(
-            &m,
-            &LayoutOpts {
-                avail: 44.0 + 3.0 * 30.0,
-                ..LayoutOpts::default()
-            },
-        );
+        let fit = |avail: f64| {
+            Layout::new(
+                &m,
+                &LayoutOpts {
+                    avail,
+                    ..LayoutOpts::default()
+                },
+            )
+        };
+        let roomy = fit(44.0 + 3.0 * 30.0);
         assert_eq!(roomy.y_of(0), Some((RULER_H, 30.0)));
         assert_eq!(
             roomy.y_of(2),
             Some((RULER_H + 30.0 + LANE_GAP + 30.0, 30.0))
         );
         assert_eq!(roomy.y_of(3), None, "host rows hidden");
-        let huge = Layout::new(
-            &m,
-            &LayoutOpts {
-                avail: 5000.0,
-                ..LayoutOpts::default()
-            },
-        );
-        assert_eq!(huge.y_of(0).map(|r| r.1), Some(AUTO_MAX_H));
-        let tight = Layout::new(
-            &m,
-            &LayoutOpts {
-                avail: 50.0,
-                ..LayoutOpts::default()
-            },
-        );
+        assert_eq!(fit(5000.0).y_of(0).map(|r| r.1), Some(AUTO_MAX_H));
+        let tight = fit(50.0);
         assert_eq!(tight.y_of(0).map(|r| r.1), Some(ROW_H));
         assert_eq!(tight.height, RULER_H + 3.0 * ROW_H + 3.0 * LANE_GAP);
     }

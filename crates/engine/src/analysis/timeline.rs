@@ -35,7 +35,8 @@ pub fn classify_with(kind: EventKind, name: &str, is_comm: bool) -> GpuWork {
 }
 
 /// The breakdown, in nanoseconds. `computation + exposed_comm + exposed_memcpy + idle == total`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+/// (Deserialize: the page and the HTML snapshot read it back from the worker's JSON.)
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GpuTimeline {
     pub computation: Nanos,
     pub exposed_comm: Nanos,

@@ -30,22 +30,31 @@ pub fn bundle_zip(analysis: &Analysis, title: &str) -> Result<Vec<u8>, ExportErr
         zip.start_file(path, opts).map_err(|e| err(&e))?;
         zip.write_all(&bytes).map_err(|e| err(&e))?;
     }
-    let compact = serde_json::json!({
-        "format": "jarvis-analysis",
-        "version": 1,
-        "facts": analysis.facts,
-        "platform": analysis.platform,
-        "timeline": analysis.timeline,
-        "unlinked": analysis.unlinked,
-        "headline": analysis.headline,
-        "top_ops": analysis.top_ops,
-        "idle": analysis.idle,
-        "steps": analysis.steps,
-        "diagnostics": analysis.diagnostics,
-        "recommendations": analysis.standalone.as_ref().map(|st| st.briefs()).unwrap_or_default(),
-        "ops": analysis.standalone.as_ref().map(crate::standalone::explorer::op_views).unwrap_or_default(),
-        "sheets": analysis.csv_sheet_names(),
-    });
+    let mut compact = analysis.page_json();
+    if let Some(o) = compact.as_object_mut() {
+        o.insert("format".into(), "jarvis-analysis".into());
+        o.insert("version".into(), 1.into());
+        o.insert(
+            "recommendations".into(),
+            serde_json::json!(analysis
+                .standalone
+                .as_ref()
+                .map(|st| st.briefs())
+                .unwrap_or_default()),
+        );
+        o.insert(
+            "ops".into(),
+            serde_json::json!(analysis
+                .standalone
+                .as_ref()
+                .map(crate::standalone::explorer::op_views)
+                .unwrap_or_default()),
+        );
+        o.insert(
+            "sheets".into(),
+            serde_json::json!(analysis.csv_sheet_names()),
+        );
+    }
     zip.start_file("jarvis.json", opts).map_err(|e| err(&e))?;
     zip.write_all(
         serde_json::to_string_pretty(&compact)

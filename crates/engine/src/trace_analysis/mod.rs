@@ -154,6 +154,26 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// The analysis as the page reads it and a bundle's `jarvis.json` keeps it: every field
+    /// but the perf report's sheets (the CSVs carry them; serializing them only to drop them
+    /// would cost more than the rest together on a large trace).
+    pub fn page_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "facts": self.facts,
+            "platform": self.platform,
+            "timeline": self.timeline,
+            "unlinked": self.unlinked,
+            "unmodelled_ops": self.unmodelled_ops,
+            "headline": self.headline,
+            "top_ops": self.top_ops,
+            "idle": self.idle,
+            "steps": self.steps,
+            "distributed": self.distributed,
+            "visible_devices": self.visible_devices,
+            "diagnostics": self.diagnostics,
+        })
+    }
+
     /// Names of the sheets written as CSV, in order: the perf report's, then
     /// `kernel_launch_stats` when the trace has launches.
     pub fn csv_sheet_names(&self) -> Vec<String> {
@@ -364,5 +384,21 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         standalone,
         diagnostics: trace.diagnostics.sorted(),
         lanes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::synth::{trace_bytes, SynthSpec};
+
+    /// The page's JSON is the serialized analysis less its sheets: the same value for every
+    /// other field, so nothing the page or a bundle reads can drift from `Analysis`.
+    #[test]
+    fn page_json_is_the_analysis_without_its_sheets() {
+        let a = crate::analyze(&trace_bytes(&SynthSpec::default()).0).expect("analyzes");
+        let mut whole = serde_json::to_value(&a).expect("serializes");
+        let fields = whole.as_object_mut().expect("an object");
+        assert!(fields.remove("report").is_some());
+        assert_eq!(&a.page_json(), &whole);
     }
 }
