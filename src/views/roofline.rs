@@ -141,7 +141,9 @@ fn draw(
                 .draw_series(std::iter::once(Text::new(
                     format!("{spec} {peak:.0} TFLOPS/s"),
                     (ridge * 1.3, *peak * 1.12),
-                    ("sans-serif", 12).into_font().color(&colour(spec)),
+                    // In the text colour: the light ceiling colours are unreadable as text on
+                    // the light scheme's white; the line beside it says which ceiling it is.
+                    ("sans-serif", 12).into_font().color(&text),
                 )))
                 .map_err(|x| e(&x))?;
         }
