@@ -158,6 +158,28 @@ test('the embedded sample opens, and a synthetic drop works', async () => {
   await page.close();
 });
 
+test('while the page waits for a file the worker warms up, unseen, and the file is then its own', async () => {
+  const { page, errors, requests } = await openApp();
+  // The worker analyzes its synthetic warm-up trace in steps the page asks for while Ready.
+  await page.locator('body[data-worker-warm-ms]').waitFor({ timeout: 60000 });
+  assert.ok(Number(await page.locator('body').getAttribute('data-worker-warm-ms')) > 0);
+  // The page rendered the warm-up's overview off screen only: nothing of it is in the document.
+  await page.getByTestId('app-status').getByText('Ready').waitFor();
+  for (const id of ['overview', 'recommendation', 'gpu-timeline', 'analysis-cost']) {
+    assert.equal(await page.getByTestId(id).count(), 0, id);
+  }
+  // A file after the warm-up shows its own figures (the CLI's), not the warm-up trace's.
+  const sample = path.join(ROOT, 'public', 'sample_trace.json.gz');
+  await page.getByTestId('trace-input').setInputFiles(sample);
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 30000 });
+  for (const [type, ms] of Object.entries(cliTimeline(sample))) {
+    assert.equal(Number(await page.getByTestId(`gpu-timeline-${type}`).getAttribute('data-value')), ms, type);
+  }
+  assert.deepEqual(errors, []);
+  assertLocalOnly(requests);
+  await page.close();
+});
+
 test('a malformed file shows the error panel and nothing half-rendered', async () => {
   const { page, errors } = await openApp();
   await page.getByTestId('trace-input').setInputFiles({ name: 'page.json', mimeType: 'text/html', buffer: Buffer.from('<html>404</html>') });

@@ -75,7 +75,7 @@ fn timeline_meta(
 }
 
 fn spawn_worker(
-    set_status: WriteSignal<Status>,
+    (status, set_status): (ReadSignal<Status>, WriteSignal<Status>),
     reference: Reference,
     job: RwSignal<Option<views::ranks::JobData>>,
 ) -> Option<Worker> {
@@ -130,8 +130,9 @@ fn spawn_worker(
             }
             return;
         }
-        if text_of("role") == "rest" {
-            // The rest of a result the worker no longer holds (a newer file replaced it).
+        // The rest of a result the worker no longer holds (a newer file replaced it), or a
+        // warm-up that failed (the analysis still works, only cold).
+        if matches!(text_of("role").as_str(), "rest" | "warm") {
             gloo::console::warn!(text_of("message"));
             return;
         }
@@ -162,7 +163,22 @@ fn spawn_worker(
             }
             // A file handed over while the worker started is analyzed now (its progress
             // follows); otherwise the page is ready.
-            Some("ready") if worker_queue::ready(&this) == 0 => set_status.set(Status::Ready),
+            Some("ready") if worker_queue::ready(&this) == 0 => {
+                set_status.set(Status::Ready);
+                warm(&this);
+            }
+            // The worker warms its code up in steps while the page waits for a file
+            // (crates/worker/src/warmup.rs); once a file is on its way the page stops asking.
+            Some("warm") if msg.get("done") == Some(&serde_json::Value::Bool(true)) => {
+                if let Some(o) = msg
+                    .get("overview")
+                    .filter(|_| status.with_untracked(|s| matches!(s, Status::Ready)))
+                {
+                    views::overview::rehearse(o);
+                }
+                timing::warmed(num("worked_ms"));
+            }
+            Some("warm") if status.with_untracked(|s| matches!(s, Status::Ready)) => warm(&this),
             Some("progress") => set_status.set(Status::Loading {
                 phase: msg
                     .get("phase")
@@ -201,6 +217,13 @@ fn spawn_worker(
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     Some(worker)
+}
+
+/// Asks the worker for one more step of its warm-up.
+fn warm(worker: &Worker) {
+    let msg = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&msg, &"warm".into(), &true.into());
+    let _ = worker_queue::post(worker, &msg);
 }
 
 /// The second part of a result: the explorer rows, kernels, categories, lanes, reports and the
@@ -378,7 +401,7 @@ pub fn App() -> impl IntoView {
     let rank_files = StoredValue::new_local(Vec::<(Blob, String)>::new());
     let pool = StoredValue::new_local(None::<job::Pool>);
     let rank_rows = RwSignal::new(Vec::<job::RankLoad>::new());
-    let worker = StoredValue::new_local(spawn_worker(set_status, reference, job));
+    let worker = StoredValue::new_local(spawn_worker((status, set_status), reference, job));
     // The last target's `File` handle (not its contents) and platform: a platform change or the
     // unlinked-work switch re-analyzes it.
     let last_file = StoredValue::new_local(None::<(Blob, String, String)>);
@@ -425,7 +448,7 @@ pub fn App() -> impl IntoView {
             if let Some(old) = w.take() {
                 old.terminate();
             }
-            *w = spawn_worker(set_status, reference, job);
+            *w = spawn_worker((status, set_status), reference, job);
         });
         // The new worker holds no reference.
         reference.note.set(String::new());

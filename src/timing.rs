@@ -29,6 +29,14 @@ pub fn handed_over() {
     }
 }
 
+/// The worker finished warming up after `worked_ms` of work: written as `data-worker-warm-ms`
+/// (the benchmark hands its file over after it, as a person choosing a file would).
+pub fn warmed(worked_ms: f64) {
+    if let Some(b) = body() {
+        let _ = b.set_attribute("data-worker-warm-ms", &format!("{worked_ms:.1}"));
+    }
+}
+
 /// Writes the time since the hand-over under `attr` once what was just rendered is painted:
 /// after the next frame's paint, i.e. at the start of the frame after it; then runs `then`.
 pub fn painted(attr: &'static str, then: Option<Box<dyn FnOnce()>>) {

@@ -4,6 +4,7 @@
 //! | request                                   | answers                                              |
 //! |-------------------------------------------|------------------------------------------------------|
 //! | (worker start)                            | `ready`                                              |
+//! | `{warm: true}` (while waiting for a file)  | `warm {done, worked_ms, overview}` after one step (~40 ms) of analyzing a small synthetic trace so V8 optimizes the engine's code before the first file (`warmup.rs`); the page asks again until `done`, whose `overview` is the warm-up trace's `result` (the page renders it once off screen); any other request ends it |
 //! | `{file, name, platform, include_unlinked}` | `progress {phase, done, total, elapsed_ms}`…, then `result {partial: true, analysis, elapsed_ms, parse_ms, input_bytes, wasm_memory_bytes, recommendations, reopened}` (what the overview shows, sent as soon as the analysis is done); then, when the page asks with `{rest: true}` (after painting the overview), the object `{kind: "result_rest", json}` whose JSON holds `ops, kernel_summary, categories, timeline, reference_timeline, report_html, rough_html, comparison_html, comparison`; or `error {message}` |
 //! | `{file, name, platform, include_unlinked, role: "reference"}` | `progress {role: "reference"}`…, then `reference {name, comparison_html, comparison, timeline}` or `error {role: "reference"}` |
 //! | `{export: "bundle" \| "xlsx" \| "html" \| "analysis" \| "comparison"}` | `{kind: "export", name, bytes}` or `error` |
@@ -21,6 +22,8 @@
 mod session;
 #[cfg(target_arch = "wasm32")]
 mod timeline;
+#[cfg(target_arch = "wasm32")]
+mod warmup;
 
 #[cfg(target_arch = "wasm32")]
 pub use session::{run, Outbox, Session};

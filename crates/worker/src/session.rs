@@ -60,6 +60,10 @@ pub struct Session {
     reference: Option<(Analysis, String)>,
     /// The job analysis of a multi-rank load (or a reopened job bundle's files).
     job: Option<Vec<jarvis_engine::report::contract::OutputFile>>,
+    /// A warm-up in progress (`{warm: true}`); any other request ends it.
+    warmup: Option<crate::warmup::Warmup>,
+    /// The warm-up is complete (later `{warm}` requests are answered at once).
+    warmed: bool,
 }
 
 impl Session {
@@ -69,10 +73,27 @@ impl Session {
         send(out, json!({"kind": "ready"}));
     }
 
+    /// A session holding `analysis` as its target (the warm-up renders its result through it).
+    pub(crate) fn holding(analysis: Analysis, title: &str) -> Session {
+        Session {
+            target: Some(Target {
+                loaded: Loaded::Trace(Box::new(analysis)),
+                title: title.to_owned(),
+            }),
+            ..Session::default()
+        }
+    }
+
     /// Answers one request from the page.
     pub fn handle(&mut self, data: &JsValue, out: &dyn Outbox) {
         let get = |k: &str| js_sys::Reflect::get(data, &JsValue::from_str(k)).ok();
         let text = |k: &str| get(k).and_then(|v| v.as_string()).unwrap_or_default();
+        if get("warm").is_some_and(|v| v.is_truthy()) {
+            self.warm_step(out);
+            return;
+        }
+        // Real work ends a warm-up in progress (its memory goes back to the allocator).
+        self.warmup = None;
         if let Some(req) = get("frame").filter(|v| v.is_object()) {
             let lanes = self.lanes_for(&crate::timeline::role(&req));
             crate::timeline::frame(lanes, &req, out);
@@ -203,11 +224,50 @@ impl Session {
         };
         let elapsed = js_sys::Date::now() - start;
         self.target = Some(Target { loaded, title });
-        let Some(target) = &self.target else {
-            return Err("the analysis was lost".into());
-        };
         // First what the overview shows, so the page paints it while the rest is prepared
         // (rendering the reports, the explorer rows and the lanes' names is the larger part).
+        let first = self.first_part(elapsed, parse_ms, total)?;
+        out.post(&JsValue::from_str(&first.to_string()), None);
+        Ok(Answer::Posted)
+    }
+
+    /// One step of the warm-up: `warm {done, worked_ms}`, or `error {role: "warm"}`.
+    fn warm_step(&mut self, out: &dyn Outbox) {
+        if self.warmed {
+            send(out, json!({"kind": "warm", "done": true}));
+            return;
+        }
+        let warmup = self.warmup.get_or_insert_with(Default::default);
+        match warmup.step() {
+            Ok(done) => {
+                send(
+                    out,
+                    json!({"kind": "warm", "done": done, "worked_ms": warmup.worked_ms(),
+                        "overview": warmup.take_overview()}),
+                );
+                if done {
+                    self.warmup = None;
+                    self.warmed = true;
+                }
+            }
+            Err(message) => {
+                self.warmup = None;
+                send(
+                    out,
+                    json!({"kind": "error", "role": "warm", "message": message}),
+                );
+            }
+        }
+    }
+
+    /// The overview's part of the target's result (`result {partial: true}`).
+    pub(crate) fn first_part(
+        &self,
+        elapsed: f64,
+        parse_ms: f64,
+        total: f64,
+    ) -> Result<serde_json::Value, String> {
+        let target = self.target.as_ref().ok_or("no analysis yet")?;
         let (analysis, reopened, briefs) = match &target.loaded {
             Loaded::Trace(a) => (
                 a.page_json(),
@@ -223,16 +283,16 @@ impl Session {
                 serde_json::from_value(r.analysis["recommendations"].clone()).unwrap_or_default(),
             ),
         };
-        let first = json!({"kind": "result", "partial": true, "elapsed_ms": elapsed, "input_bytes": total,
+        Ok(
+            json!({"kind": "result", "partial": true, "elapsed_ms": elapsed, "input_bytes": total,
             "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis,
-            "reopened": reopened, "recommendations": recommendation_rows(&briefs)});
-        out.post(&JsValue::from_str(&first.to_string()), None);
-        Ok(Answer::Posted)
+            "reopened": reopened, "recommendations": recommendation_rows(&briefs)}),
+        )
     }
 
     /// The rest of the target's result (`result_rest`'s JSON): explorer rows, kernels,
     /// categories, lanes, the rendered reports and the comparison.
-    fn rest(&self) -> Result<String, String> {
+    pub(crate) fn rest(&self) -> Result<String, String> {
         let target = self.target.as_ref().ok_or("no analysis yet")?;
         let title = &target.title;
         let (report_html, rough_html) = match &target.loaded {
@@ -698,20 +758,22 @@ fn read_and_analyze(
         json!({"kind": "progress", "role": role, "phase": "analyzing", "done": total, "total": total,
             "elapsed_ms": js_sys::Date::now() - start}),
     );
-    let analysis = analyze_trace_with(
-        trace,
-        &Options {
-            platform,
-            // Both are drawn; the reference (drawn beside the target in the compare view) without
-            // host lanes, to leave memory for two big traces.
-            // A rank of a job needs no lanes (only its summary is kept).
-            timeline_lanes: role != "rank",
-            timeline_host_lanes: role == "target",
-            gpu_scope,
-            ..Options::default()
-        },
-    );
+    let analysis = analyze_trace_with(trace, &options_for(role, platform, gpu_scope));
     Ok((analysis, parse_ms))
+}
+
+/// The analysis options for a trace in `role` (`target`, `reference` or `rank`).
+pub(crate) fn options_for(role: &str, platform: PlatformChoice, gpu_scope: GpuScope) -> Options {
+    Options {
+        platform,
+        // Both are drawn; the reference (drawn beside the target in the compare view) without
+        // host lanes, to leave memory for two big traces.
+        // A rank of a job needs no lanes (only its summary is kept).
+        timeline_lanes: role != "rank",
+        timeline_host_lanes: role == "target",
+        gpu_scope,
+        ..Options::default()
+    }
 }
 
 /// Analyzes one rank of a job and answers with its summary only (the trace and its analysis

@@ -129,6 +129,93 @@ fn ready_is_announced() {
     assert_eq!(out.json(), vec![serde_json::json!({"kind": "ready"})]);
 }
 
+fn warm_request() -> JsValue {
+    let msg = js_sys::Object::new();
+    js_sys::Reflect::set(&msg, &"warm".into(), &true.into()).expect("set");
+    msg.into()
+}
+
+/// Asks for warm-up steps until one says `done` (at most `limit`); returns every reply.
+fn warm_until_done(s: &mut Session, out: &Collected, limit: usize) -> Vec<Value> {
+    let mut replies = Vec::new();
+    for _ in 0..limit {
+        s.handle(&warm_request(), out);
+        let mut msgs = out.json();
+        assert_eq!(msgs.len(), 1, "one reply per step: {msgs:?}");
+        let reply = msgs.remove(0);
+        let done = reply["done"] == true;
+        replies.push(reply);
+        if done {
+            return replies;
+        }
+    }
+    panic!("the warm-up did not end in {limit} steps");
+}
+
+#[wasm_bindgen_test]
+fn the_warm_up_runs_in_steps_to_an_overview_and_keeps_nothing() {
+    let (mut s, out) = (Session::default(), Collected::default());
+    let replies = warm_until_done(&mut s, &out, 2000);
+    // Several steps (the synthetic trace is fed in slices), each a `warm` reply with the work so far.
+    assert!(replies.len() > 3, "{} steps", replies.len());
+    assert!(replies.iter().all(|r| r["kind"] == "warm"));
+    let worked: Vec<f64> = replies
+        .iter()
+        .map(|r| r["worked_ms"].as_f64().expect("worked_ms"))
+        .collect();
+    assert!(worked.windows(2).all(|w| w[0] <= w[1]), "{worked:?}");
+    assert!(replies[..replies.len() - 1]
+        .iter()
+        .all(|r| r["done"] == false && r["overview"].is_null()));
+    // The last carries the warm-up trace's overview part, as a real `result` would.
+    let overview = &replies[replies.len() - 1]["overview"];
+    assert_eq!(overview["kind"], "result");
+    assert_eq!(overview["partial"], true);
+    assert!(
+        overview["analysis"]["facts"]["kernels"]
+            .as_u64()
+            .expect("kernels")
+            > 1000
+    );
+    assert!(overview["recommendations"]
+        .as_array()
+        .is_some_and(|r| !r.is_empty()));
+    // Nothing is kept: there is no target to ask the rest of or to export.
+    let ask = js_sys::Object::new();
+    js_sys::Reflect::set(&ask, &"rest".into(), &true.into()).expect("set");
+    s.handle(&ask.into(), &out);
+    assert_eq!(out.json()[0]["role"], "rest");
+    s.handle(&export("bundle"), &out);
+    assert_eq!(out.json()[0]["kind"], "error");
+    // Once warm, a further request is answered at once.
+    s.handle(&warm_request(), &out);
+    assert_eq!(
+        out.json(),
+        vec![serde_json::json!({"kind": "warm", "done": true})]
+    );
+}
+
+#[wasm_bindgen_test]
+fn a_file_ends_a_warm_up_in_progress() {
+    let (mut s, out) = (Session::default(), Collected::default());
+    s.handle(&warm_request(), &out);
+    assert_eq!(out.json()[0]["done"], false);
+    // The file is analyzed as usual: its own result, not the warm-up's.
+    let json = synth();
+    let (_, result) = load(&mut s, &out, &gzip(&json), "auto");
+    assert_eq!(result["kind"], "result");
+    assert_eq!(
+        result["analysis"]["facts"]["kernels"],
+        jarvis_engine::analyze(&json)
+            .expect("analyzes")
+            .facts
+            .kernels
+    );
+    // A later warm-up starts over and ends.
+    let replies = warm_until_done(&mut s, &out, 2000);
+    assert!(replies.len() > 1 && replies[0]["done"] == false);
+}
+
 #[wasm_bindgen_test]
 fn a_trace_reports_progress_then_the_engines_result() {
     let json = synth();

@@ -1,0 +1,146 @@
+//! Warming the engine's WebAssembly up while the page waits for a file (`{warm: true}`).
+//!
+//! V8 first runs a WebAssembly function as baseline code (Liftoff) and optimizes it (TurboFan)
+//! only once it has run enough (dynamic tiering); a call that started in baseline code finishes
+//! there. So a worker's first trace ran mostly in baseline code: on the 56 MB OWLv2 trace its
+//! reading took 0.72–0.84 s against 0.36 s for the same file a second time, and its analysis
+//! 0.44 s against 0.10–0.19 s (README, "Time to first answer"). Before any file comes, the worker
+//! analyzes a small synthetic trace (gzipped, as most traces are) through the same code: slices
+//! through the importer, the analysis with the target's options, the overview's part and the
+//! rest of the result, all thrown away. It works in steps of about [`STEP_MS`], each one request
+//! from the page, so a file handed over meanwhile waits for one step at most, and the page stops
+//! asking once a file is on its way.
+
+use std::io::Write;
+
+use jarvis_engine::synth::{trace_bytes, SynthSpec};
+use jarvis_engine::{analyze_trace_with, Analysis, GpuScope, Importer, PlatformChoice};
+
+use crate::session::{options_for, Session};
+
+/// A step's time budget: what a file handed over during a step may wait, at most (steps that
+/// cannot be cut, the analysis and the rendering, take about this long before warming too).
+pub const STEP_MS: f64 = 40.0;
+
+/// The slices fed per importer call: small, so a step can stop between them.
+const SLICE: usize = 64 * 1024;
+
+/// The warm-up trace: 24 training steps of the synthetic transformer (about 22,000 events,
+/// 6 MB of JSON, 0.7 MB gzipped): enough calls for V8 to optimize the per-event functions
+/// (2 steps, 1,800 events, left the first real trace's reading 1.5× slower than a second
+/// reading); 0.3–0.7 s of work on a 2-core machine, in the background of a page waiting for a
+/// file.
+fn spec() -> SynthSpec {
+    SynthSpec {
+        steps: 24,
+        ..SynthSpec::default()
+    }
+}
+
+enum Stage {
+    Start,
+    Feed {
+        gz: Vec<u8>,
+        at: usize,
+        importer: Box<Importer>,
+    },
+    Analyze(Box<Importer>),
+    Render(Box<Analysis>),
+    Done,
+}
+
+/// A warm-up in progress.
+pub struct Warmup {
+    stage: Stage,
+    /// Milliseconds of work so far (steps only, not the waits between them).
+    worked_ms: f64,
+    /// The warm-up trace's overview part, once rendered: the page renders it once off screen,
+    /// so its own code is compiled before the first real overview too.
+    overview: Option<serde_json::Value>,
+}
+
+impl Default for Warmup {
+    fn default() -> Self {
+        Warmup {
+            stage: Stage::Start,
+            worked_ms: 0.0,
+            overview: None,
+        }
+    }
+}
+
+impl Warmup {
+    /// Does about [`STEP_MS`] of the warm-up; returns whether it is complete.
+    pub fn step(&mut self) -> Result<bool, String> {
+        let start = js_sys::Date::now();
+        let done = loop {
+            self.stage = advance(
+                std::mem::replace(&mut self.stage, Stage::Done),
+                &mut self.overview,
+            )?;
+            if matches!(self.stage, Stage::Done) {
+                break true;
+            }
+            if js_sys::Date::now() - start >= STEP_MS {
+                break false;
+            }
+        };
+        self.worked_ms += js_sys::Date::now() - start;
+        Ok(done)
+    }
+
+    /// Milliseconds of work so far.
+    pub fn worked_ms(&self) -> f64 {
+        self.worked_ms
+    }
+
+    /// The warm-up trace's `result` (overview part), once the warm-up is complete.
+    pub fn take_overview(&mut self) -> Option<serde_json::Value> {
+        self.overview.take()
+    }
+}
+
+fn advance(stage: Stage, overview: &mut Option<serde_json::Value>) -> Result<Stage, String> {
+    Ok(match stage {
+        Stage::Start => Stage::Feed {
+            gz: gzip(&trace_bytes(&spec()).0)?,
+            at: 0,
+            importer: Box::new(Importer::new()),
+        },
+        Stage::Feed {
+            gz,
+            at,
+            mut importer,
+        } => {
+            let end = (at + SLICE).min(gz.len());
+            importer.feed(&gz[at..end]).map_err(|e| e.to_string())?;
+            if end == gz.len() {
+                Stage::Analyze(importer)
+            } else {
+                Stage::Feed {
+                    gz,
+                    at: end,
+                    importer,
+                }
+            }
+        }
+        Stage::Analyze(importer) => {
+            let trace = importer.finish().map_err(|e| e.to_string())?;
+            let options = options_for("target", PlatformChoice::Auto, GpuScope::Linked);
+            Stage::Render(Box::new(analyze_trace_with(trace, &options)))
+        }
+        Stage::Render(analysis) => {
+            let session = Session::holding(*analysis, "warm-up");
+            *overview = Some(session.first_part(0.0, 0.0, 0.0)?);
+            session.rest()?;
+            Stage::Done
+        }
+        Stage::Done => Stage::Done,
+    })
+}
+
+fn gzip(json: &[u8]) -> Result<Vec<u8>, String> {
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(json).map_err(|e| e.to_string())?;
+    enc.finish().map_err(|e| e.to_string())
+}
