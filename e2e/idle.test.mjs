@@ -1,11 +1,14 @@
 // End-to-end test of "why the GPU idles" on the embedded sample (a synthetic trace with a planted
 // DataLoader stall and a loss.item() sync): the overview's idle split and host-wait causes equal
 // the CLI's sheets, the Steps tab lists the CLI's steps, and a click on a step zooms the
-// timeline to that step's GPU window.
+// timeline to that step's GPU window. A trace of many steps: the Steps table is windowed and
+// still shows every step where it belongs.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT, OUT, startApp, stopApp, openApp, assertLocalOnly, cliSheet } from './harness.mjs';
+import { execFileSync } from 'node:child_process';
+import { ROOT, OUT, JARVIS, startApp, stopApp, openApp, assertLocalOnly, cliSheet } from './harness.mjs';
 
 before(startApp);
 after(stopApp);
@@ -58,4 +61,52 @@ test('the idle card and the Steps tab match the CLI, and a step opens on the tim
   assert.match(page.url(), /tab=timeline/);
   assert.deepEqual(errors, []);
   assertLocalOnly(requests);
+});
+
+test('a trace of many steps: the Steps table holds only the rows in view, each where it belongs', async () => {
+  const trace = path.join(OUT, 'steps-150.json');
+  if (!fs.existsSync(trace)) execFileSync(JARVIS, ['synth', '--out', trace, '--steps', '150'], { stdio: 'ignore' });
+  const steps = cliSheet(trace, 'steps');
+  const { page, errors } = await openApp({ width: 1280, height: 720 });
+  await page.getByTestId('trace-input').setInputFiles(trace);
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 120000 });
+  await page.getByTestId('tab-steps').click();
+  const table = page.getByTestId('steps-table');
+  await table.waitFor();
+  assert.equal(Number(await table.getAttribute('data-rows')), steps.length);
+  const rows = page.getByTestId('step-row');
+  const inDom = await rows.count();
+  assert.ok(inDom < steps.length && inDom >= 720 / 28, `${inDom} of ${steps.length} rows in the DOM`);
+  // Every row is exactly the height the window is computed with.
+  const heights = await rows.evaluateAll((rs) => rs.map((r) => r.getBoundingClientRect().height));
+  assert.ok(heights.every((h) => Math.abs(h - 28) < 0.01), heights.join(','));
+  // Scrolled anywhere, every row in the DOM sits where its step belongs (index × 28 px from
+  // the top of the table body) and the rows cover the scroller's whole height.
+  const scroller = page.getByTestId('steps-scroll');
+  const index = new Map(steps.map((st, i) => [st.step, i]));
+  for (const target of [40, 97, steps.length - 1]) {
+    const g = await scroller.evaluate((el, t) => {
+      el.scrollTop = t * 28;
+      return new Promise((resolve) => setTimeout(() => {
+        const box = el.getBoundingClientRect();
+        const body = el.querySelector('tbody').getBoundingClientRect().top;
+        const rows = [...el.querySelectorAll('[data-testid=step-row]')].map((r) => {
+          const b = r.getBoundingClientRect();
+          return [r.cells[0].textContent, b.top - body, b.top, b.bottom];
+        });
+        resolve({ top: box.top, bottom: box.bottom, rows, scrolled: el.scrollTop, max: el.scrollHeight - el.clientHeight });
+      }, 100));
+    }, target);
+    // The offset stays where it was put (scroll anchoring once ran the window away to the end).
+    assert.ok(Math.abs(g.scrolled - Math.min(target * 28, g.max)) <= 1, `scrollTop ${g.scrolled} for row ${target}`);
+    for (const [name, y] of g.rows) assert.ok(Math.abs(y - index.get(name) * 28) < 0.5, `${name} at ${y} px (row ${target})`);
+    const first = g.rows[0];
+    const last = g.rows[g.rows.length - 1];
+    assert.ok(first[2] <= g.top || index.get(first[0]) === 0, `rows start below the scroller's top (row ${target})`);
+    assert.ok(last[3] >= g.bottom || index.get(last[0]) === steps.length - 1, `rows end above the scroller's bottom (row ${target})`);
+  }
+  // The last step is in the DOM once scrolled to the end.
+  assert.equal(await rows.last().evaluate((r) => r.cells[0].textContent), steps[steps.length - 1].step);
+  assert.deepEqual(errors, []);
+  await page.close();
 });

@@ -152,6 +152,7 @@ fn spawn_worker(
         }
         match msg.get("kind").and_then(serde_json::Value::as_str) {
             Some("reference") => {
+                views::timeline::forget_frames();
                 reference.lanes.set(timeline_meta(&msg, "timeline"));
                 reference
                     .note
@@ -238,6 +239,8 @@ fn take_rest(data: &JsValue, set_status: WriteSignal<Status>, reference: Referen
         return;
     };
     drop(text);
+    // New lanes: frames kept from the previous ones are stale.
+    views::timeline::forget_frames();
     reference
         .lanes
         .set(rest.reference_timeline.take().map(std::sync::Arc::new));

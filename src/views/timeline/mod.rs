@@ -9,6 +9,7 @@
 //! lanes fill the view; a lane label folds its nested rows; a group's lower edge in the label
 //! gutter drags to resize the group's rows.
 
+mod frame_cache;
 mod layout;
 mod paint;
 mod state;
@@ -76,6 +77,8 @@ fn with_view(role: Option<&str>, f: impl FnOnce(&Mounted)) {
         }
     });
 }
+
+pub use frame_cache::forget as forget_frames;
 
 /// Hands a `frame` reply (an object carrying a `Float32Array`) to its view; false when `msg`
 /// is not a frame.
@@ -152,6 +155,7 @@ pub fn TimelineView(
         bounds,
         window: bounds,
         frame: None,
+        asked: None,
         worker: worker.get_value(),
         canvas: None,
         seq: 0,
@@ -206,6 +210,8 @@ pub fn TimelineView(
             }
             s.canvas = Some(canvas);
             s.changed_at = Some(now());
+            // Opened again on the same window: the last frame is the picture, at once.
+            s.frame = s.frame.take().or_else(|| frame_cache::recall(&s.key()));
             s.paint();
             s.request();
         });

@@ -38,6 +38,7 @@ const HIGHLIGHT: usize = 18;
 const STRIP_H: f64 = 4.0;
 
 /// The frame items to draw and the window they were computed for.
+#[derive(Debug, Clone, PartialEq)]
 pub struct FrameData {
     pub items: Vec<f32>,
     pub window: Window,

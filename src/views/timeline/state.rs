@@ -10,6 +10,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement, Worker};
 
+use super::frame_cache::{self, FrameKey};
 use super::layout::{Layout, LayoutOpts, TimelineMeta, GUTTER};
 use super::paint::{self, FrameData, Mark, Scene};
 use crate::url_state::TimelineState;
@@ -26,6 +27,8 @@ pub(super) struct State {
     pub(super) bounds: Window,
     pub(super) window: Window,
     pub(super) frame: Option<FrameData>,
+    /// What the frame in flight (or the last one) was asked for.
+    pub(super) asked: Option<FrameKey>,
     pub(super) worker: Option<Worker>,
     pub(super) canvas: Option<HtmlCanvasElement>,
     pub(super) seq: u32,
@@ -79,6 +82,18 @@ impl State {
         (css - GUTTER).max(100.0)
     }
 
+    /// What a frame request now asks for.
+    pub(super) fn key(&self) -> FrameKey {
+        FrameKey {
+            role: self.ui.role,
+            start: self.window.start,
+            end: self.window.end,
+            width: self.plot_width().round(),
+            rows: self.layout.shown_rows().collect(),
+            highlight: self.highlight,
+        }
+    }
+
     pub(super) fn request(&mut self) {
         if self.in_flight {
             self.dirty = true;
@@ -108,6 +123,7 @@ impl State {
         let msg = js_sys::Object::new();
         let _ = js_sys::Reflect::set(&msg, &"frame".into(), &req);
         if worker.post_message(&msg).is_ok() {
+            self.asked = Some(self.key());
             self.sent_at = now();
             self.in_flight = true;
             self.dirty = false;
@@ -191,7 +207,12 @@ impl State {
             window == self.window && (num("width") - self.plot_width().round()).abs() < 0.5;
         if self.dirty || !current {
             self.request();
-        } else if let Some(t) = self.changed_at.take() {
+            return;
+        }
+        if let (Some(key), Some(frame)) = (&self.asked, &self.frame) {
+            frame_cache::remember(key.clone(), frame);
+        }
+        if let Some(t) = self.changed_at.take() {
             self.frames += 1;
             if let Some(c) = &self.canvas {
                 let _ = c.set_attribute("data-frame-ms", &format!("{:.2}", now() - t));
