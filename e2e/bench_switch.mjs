@@ -5,30 +5,16 @@
 // lanes drawn: the first time a round trip to the worker, later the frame it kept), median and worst.
 // Usage (after `trunk build --release` and `cargo build --release -p jarvis-cli`):
 //   node e2e/bench_switch.mjs [TRACE]
-import fs from 'node:fs';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { startApp, stopApp, openApp } from './harness.mjs';
+import { startApp, stopApp, openApp, millionKernelTrace } from './harness.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(here, '..');
-const STEPS = 6330;
 const ROUNDS = 3;
 // Tab → the element that shows it is there.
 const TABS = [['overview', 'gpu-timeline'], ['steps', 'steps-table'], ['categories', 'categories'], ['ops', 'ops-table'],
   ['kernels', 'kernels-table'], ['roofline', 'roofline'], ['timeline', 'timeline'], ['report', 'report'],
   ['rough', 'report-rough'], ['diagnostics', 'diagnostics-view']];
 
-let trace = process.argv[2];
-if (!trace) {
-  trace = path.join(ROOT, 'bench-out', 'synth_1m_kernels.json.gz');
-  if (!fs.existsSync(trace)) {
-    fs.mkdirSync(path.dirname(trace), { recursive: true });
-    console.log(execFileSync(path.join(ROOT, 'target', 'release', 'jarvis'),
-      ['synth', '--out', trace, '--steps', String(STEPS)]).toString().trim());
-  }
-}
+const trace = process.argv[2] || millionKernelTrace('json.gz');
 
 await startApp();
 const { page, errors } = await openApp({ width: 1600, height: 1000 });

@@ -6,26 +6,12 @@
 // exact frame showing it (median / 95th percentile), the worker's round trip and the paint.
 // Usage (after `trunk build --release` and `cargo build --release -p jarvis-cli`):
 //   node e2e/bench_timeline.mjs [TRACE]
-import fs from 'node:fs';
 import path from 'node:path';
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { startApp, stopApp, openApp } from './harness.mjs';
+import { startApp, stopApp, openApp, millionKernelTrace } from './harness.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(here, '..');
-const STEPS = 6330;
 const FRAMES = 180;
 
-let trace = process.argv[2];
-if (!trace) {
-  trace = path.join(ROOT, 'bench-out', 'synth_1m_kernels.json');
-  if (!fs.existsSync(trace)) {
-    fs.mkdirSync(path.dirname(trace), { recursive: true });
-    console.log(execFileSync(path.join(ROOT, 'target', 'release', 'jarvis'),
-      ['synth', '--out', trace, '--steps', String(STEPS)]).toString().trim());
-  }
-}
+const trace = process.argv[2] || millionKernelTrace('json');
 
 await startApp();
 const { page } = await openApp({ width: 1600, height: 1000 });

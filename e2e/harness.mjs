@@ -16,6 +16,16 @@ export const SHARED = process.env.JARVIS_SHARED || path.resolve(ROOT, '..', 'sha
 export const JARVIS = path.join(ROOT, 'target', 'release', 'jarvis');
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css',
   '.svg': 'image/svg+xml', '.gz': 'application/gzip', '.txt': 'text/plain', '.json': 'application/json' };
+/** The million-kernel synthetic trace the benchmarks load (`jarvis synth --steps 6330`, 1,000,140
+ * kernels) as bench-out/synth_1m_kernels.<ext>, written by the CLI when missing. */
+export function millionKernelTrace(ext) {
+  const trace = path.join(ROOT, 'bench-out', `synth_1m_kernels.${ext}`);
+  if (!fs.existsSync(trace)) {
+    fs.mkdirSync(path.dirname(trace), { recursive: true });
+    console.log(execFileSync(JARVIS, ['synth', '--out', trace, '--steps', '6330']).toString().trim());
+  }
+  return trace;
+}
 export const QWEN = path.join(SHARED, 'traces', 'tracelens', 'h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz');
 
 let server, browser, base;
