@@ -27,3 +27,5 @@ mod warmup;
 
 #[cfg(target_arch = "wasm32")]
 pub use session::{run, Outbox, Session};
+#[cfg(target_arch = "wasm32")]
+pub use warmup::spec as warmup_spec;

@@ -18,8 +18,13 @@ use jarvis_engine::{analyze_trace_with, Analysis, GpuScope, Importer, PlatformCh
 
 use crate::session::{options_for, Session};
 
-/// A step's time budget: what a file handed over during a step may wait, at most (steps that
-/// cannot be cut, the analysis and the rendering, take about this long before warming too).
+/// A step's time budget: a step stops at the first point it may after this long. Three pieces
+/// cannot be cut: writing and gzipping the trace (70–105 ms cold), its analysis (165–340 ms
+/// cold, six page loads in Chromium on a 2-core machine) and rendering its result (30–85 ms); a file
+/// handed over during one of them waits for it. (Analyzing a 4-step trace six times instead
+/// brought the longest piece to 120–210 ms only, the first analysis being mostly V8 compiling the
+/// engine's functions, and gave no measurable gain on the first real trace: 0.45–0.75 s to the
+/// OWLv2 overview, inside this machine's spread for the kept version, 0.41–0.74 s; kept as is.)
 pub const STEP_MS: f64 = 40.0;
 
 /// The slices fed per importer call: small, so a step can stop between them.
@@ -30,7 +35,7 @@ const SLICE: usize = 64 * 1024;
 /// (2 steps, 1,800 events, left the first real trace's reading 1.5× slower than a second
 /// reading); 0.3–0.7 s of work on a 2-core machine, in the background of a page waiting for a
 /// file.
-fn spec() -> SynthSpec {
+pub fn spec() -> SynthSpec {
     SynthSpec {
         steps: 24,
         ..SynthSpec::default()
