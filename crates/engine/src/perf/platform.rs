@@ -33,6 +33,19 @@ pub struct Platform {
     pub link_gbps: Option<Sourced>,
     /// Peak TFLOPS by `Compute Spec` key (`matrix_bf16`, `vector_fp32`, ...).
     pub tflops: BTreeMap<String, Sourced>,
+    /// Compute units (AMD CUs) or streaming multiprocessors (NVIDIA SMs): what a kernel's
+    /// workgroups fill in waves (the diagnosis rules' wave and occupancy arithmetic).
+    #[serde(default)]
+    pub compute_units: Option<Sourced>,
+    /// LDS (AMD) or shared memory (NVIDIA) per compute unit, KiB.
+    #[serde(default)]
+    pub lds_kib: Option<Sourced>,
+    /// L2 cache, MiB.
+    #[serde(default)]
+    pub l2_mib: Option<Sourced>,
+    /// The matrix instruction granularity the tile rules assume, and its source.
+    #[serde(default)]
+    pub matrix_instruction: Option<(String, String)>,
 }
 
 #[derive(Deserialize)]
@@ -113,6 +126,31 @@ impl Platform {
     pub fn hbm_bytes_per_s(&self) -> f64 {
         self.hbm_tbps.0 * 1e12
     }
+
+    /// The ridge point of this platform's roofline for a `Compute Spec`: peak FLOPs over peak
+    /// HBM bytes per second, FLOPs/byte. An op whose arithmetic intensity is below it is
+    /// memory-bound on this platform (the same test the `Roofline Bound` column makes).
+    pub fn ridge(&self, compute_spec: &str) -> Option<f64> {
+        let peak = self.peak_tflops(compute_spec)?;
+        (self.hbm_tbps.0 > 0.0).then(|| peak / self.hbm_tbps.0)
+    }
+
+    /// Compute units (CUs or SMs) as a count.
+    pub fn units(&self) -> Option<u64> {
+        self.compute_units
+            .as_ref()
+            .map(|c| c.0 as u64)
+            .filter(|&n| n > 0)
+    }
+
+    /// `CU` on AMD, `SM` on NVIDIA: how findings name the compute unit.
+    pub fn unit_name(&self) -> &'static str {
+        if self.vendor == "AMD" {
+            "CU"
+        } else {
+            "SM"
+        }
+    }
 }
 
 /// Roofline and efficiency of one op instance on a platform.
@@ -186,6 +224,26 @@ mod tests {
         assert!(p.patterns.is_empty() && detect("NVIDIA H100 80GB HBM3").is_some());
         // Editing again does not stack the suffix.
         assert_eq!(p.edited(3.0, &[]).name, "H100 SXM (edited)");
+    }
+
+    #[test]
+    fn ridge_points_and_compute_units_come_from_the_table() {
+        let h100 = by_name("h100").expect("h100");
+        // 989 TFLOPS / 3.35 TB/s = 295 FLOPs per byte (hardware_facts.md §1d).
+        assert_eq!(h100.ridge("matrix_bf16").map(f64::round), Some(295.0));
+        // fp32 on the vector units: 66.9 / 3.35 = 20.
+        assert_eq!(h100.ridge("vector_fp32").map(f64::round), Some(20.0));
+        assert_eq!((h100.units(), h100.unit_name()), (Some(132), "SM"));
+        let mi = by_name("mi300x").expect("mi300x");
+        // The seed's achievable bf16 peak over 5.3 TB/s.
+        assert!((mi.ridge("matrix_bf16").expect("ridge") - 708.0 / 5.3).abs() < 1e-9);
+        assert_eq!((mi.units(), mi.unit_name()), (Some(304), "CU"));
+        assert_eq!(mi.lds_kib.as_ref().map(|l| l.0), Some(64.0));
+        // Every platform with a full table names its compute units and their source.
+        for p in builtin().iter().filter(|p| p.name != "MI400") {
+            let c = p.compute_units.as_ref().expect("compute units");
+            assert!(c.0 > 0.0 && !c.1.is_empty(), "{}", p.name);
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! docs/analysis.md. Rendering (markdown reports, the output contract) is in `report`.
 
 pub mod context;
+pub mod diagnosis;
 pub mod explorer;
 pub mod findings;
 pub mod md;
@@ -198,6 +199,7 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
     for r in &mut rows {
         if let Some(&ev) = events.get(&r.ex_uid) {
             r.sub_ops = sub_ops(src.trace, src.tree, ev);
+            r.kernel_names = kernel_names(src.trace, src.tree, ev);
             let frame = context::cpu_root(src.trace, src.tree, ev)
                 .and_then(|root| modules.frame_of_root(root));
             r.module_path = modules.chain(src.trace, frame).join(" > ");
@@ -268,6 +270,9 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
                 .then(b.time_ms.total_cmp(&a.time_ms))
         });
     }
+    for b in categories.iter_mut().flat_map(|c| c.bottlenecks.iter_mut()) {
+        b.impact = findings::Impact::of(b, utilization.total_ms);
+    }
     let mut recommendations: Vec<(usize, usize)> = categories
         .iter()
         .enumerate()
@@ -336,6 +341,17 @@ fn events_by_uid(trace: &Trace, rows: &[OpRow]) -> HashMap<u32, EventId> {
         .enumerate()
         .filter(|(_, e)| e.kind == EventKind::CpuOp && want.contains(&e.uid))
         .map(|(i, e)| (e.uid, EventId(i as u32)))
+        .collect()
+}
+
+/// The GPU kernels under `id` (full names, µs), in launch order.
+fn kernel_names(trace: &Trace, tree: &CallTree, id: EventId) -> Vec<(String, f64)> {
+    tree.gpu_events_under(id)
+        .into_iter()
+        .map(|g| {
+            let e = trace.event(g);
+            (trace.name(e).to_owned(), e.dur as f64 / 1e3)
+        })
         .collect()
 }
 

@@ -166,6 +166,11 @@ pub struct OpRow {
     /// `aten::_scaled_dot_product_flash_attention`); filled by the standalone analysis.
     #[serde(skip)]
     pub sub_ops: Vec<String>,
+    /// Full names of the GPU kernels of the row's example instance with their time there (µs),
+    /// in launch order (`trunc_kernel_details` cuts names at 64 characters; the diagnosis rules
+    /// read tiles and alignment from the whole name); filled by the standalone analysis.
+    #[serde(skip)]
+    pub kernel_names: Vec<(String, f64)>,
     /// The `nn.Module` frames around the op, outermost first, joined with ` > ` (empty when
     /// the trace has none there); filled by the standalone analysis.
     pub module_path: String,
@@ -286,6 +291,7 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
                 kernels: s(kern),
                 perf_params: s(params),
                 sub_ops: Vec::new(),
+                kernel_names: Vec::new(),
                 module_path: String::new(),
             }
         })

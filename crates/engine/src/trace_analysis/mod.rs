@@ -35,6 +35,8 @@ pub struct TraceFacts {
 }
 
 /// Which hardware platform efficiency figures are computed against.
+// One value per analysis run: boxing the platform would save nothing worth an indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Default)]
 pub enum PlatformChoice {
     /// Detect from `deviceProperties`; unknown devices get a diagnostic and no efficiency.

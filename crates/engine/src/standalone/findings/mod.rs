@@ -9,6 +9,7 @@ mod timeline;
 
 use serde::Serialize;
 
+use super::diagnosis::{Cause, Confidence};
 use super::md::{code, short};
 use super::ops::{Bound, OpRow, SeedCategory};
 use super::patterns::{Patterns, SHORT_KERNEL_US};
@@ -76,6 +77,93 @@ pub struct Bottleneck {
     pub projection: Vec<Projection>,
     /// A replay package is produced for it.
     pub replay: bool,
+    /// The root causes the diagnosis rules name for it, most costly first (op findings).
+    pub causes: Vec<Cause>,
+    /// What fixing it may save, as a range over the trace's time (set once every finding
+    /// exists: [`Impact::of`]).
+    pub impact: Impact,
+}
+
+/// How an impact range was estimated (docs/analysis.md, "Impact ranges").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImpactMethod {
+    /// The named causes' own estimates of the time they waste.
+    Cause,
+    /// The gap to the roofline, scaled 0.75 / 0.875 / 1 (TraceLens's analysis agent).
+    Roofline,
+    /// The finding's own projection (patterns, idle, exposed copies and communication).
+    Projection,
+    /// No perf model: 0.15 / 0.30 / 0.45 of the op's share of the trace (TraceLens's agent).
+    #[default]
+    Heuristic,
+}
+
+/// Impact of a finding: the share of the whole trace's time it may save, low / mid / high, %.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct Impact {
+    pub low_pct: f64,
+    pub mid_pct: f64,
+    pub high_pct: f64,
+    pub method: ImpactMethod,
+    pub confidence: Option<Confidence>,
+}
+
+impl Impact {
+    /// The impact range of `b` against a trace of `total_ms`.
+    pub fn of(b: &Bottleneck, total_ms: f64) -> Impact {
+        let of_trace = |ms: f64| {
+            if total_ms > 0.0 {
+                (ms / total_ms * 100.0).max(0.0)
+            } else {
+                0.0
+            }
+        };
+        let gap = b.efficiency_pct.map(|e| (1.0 - e / 100.0).clamp(0.0, 1.0));
+        let wastes: Vec<f64> = b.causes.iter().filter_map(|c| c.waste).collect();
+        if let Some(&largest) = wastes.first() {
+            let sum: f64 = wastes.iter().sum::<f64>().min(1.0);
+            let high = gap.map_or(sum, |g| sum.min(g));
+            let low = largest.min(high);
+            return Impact {
+                low_pct: of_trace(low * b.time_ms),
+                mid_pct: of_trace((low + high) / 2.0 * b.time_ms),
+                high_pct: of_trace(high * b.time_ms),
+                method: ImpactMethod::Cause,
+                confidence: b.causes.first().map(|c| c.confidence),
+            };
+        }
+        let confidence = b.causes.first().map(|c| c.confidence);
+        if let (Some(g), ProjectionKind::Efficiency) = (gap, b.projection_kind) {
+            let high = of_trace(g * b.time_ms);
+            return Impact {
+                low_pct: 0.75 * high,
+                mid_pct: 0.875 * high,
+                high_pct: high,
+                method: ImpactMethod::Roofline,
+                confidence: confidence.or(Some(Confidence::Medium)),
+            };
+        }
+        let saving = b.best_saving_ms();
+        if saving > 0.0 {
+            let high = of_trace(saving);
+            return Impact {
+                low_pct: 0.5 * high,
+                mid_pct: 0.75 * high,
+                high_pct: high,
+                method: ImpactMethod::Projection,
+                confidence: confidence.or(Some(Confidence::Medium)),
+            };
+        }
+        let share = of_trace(b.time_ms);
+        Impact {
+            low_pct: 0.15 * share,
+            mid_pct: 0.30 * share,
+            high_pct: 0.45 * share,
+            method: ImpactMethod::Heuristic,
+            confidence: confidence.or(Some(Confidence::Low)),
+        }
+    }
 }
 
 impl Bottleneck {

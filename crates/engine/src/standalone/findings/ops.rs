@@ -22,7 +22,8 @@ pub fn baseline(rows: &[OpRow], platform: Option<&Platform>) -> Option<Baseline>
         let Some(mb) = r.data_mb else {
             continue;
         };
-        bytes += mb * 1e6 * r.count as f64;
+        // `Data Moved (MB)` is in MiB (TraceLens divides bytes by 2^20).
+        bytes += mb * MIB * r.count as f64;
         us += r.kernel_us;
         n += 1;
     }
@@ -42,11 +43,9 @@ pub(super) fn fmt_pct(x: Option<f64>) -> String {
     x.map_or("n/a (no perf model)".to_owned(), |e| format!("{e:.1}%"))
 }
 
-/// Achieved TB/s of one signature: bytes of all instances over their kernel time.
-pub(super) fn achieved_tb_s(r: &OpRow) -> Option<f64> {
-    let mb = r.data_mb?;
-    (r.kernel_us > 0.0).then(|| mb * 1e6 * r.count as f64 / (r.kernel_us * 1e-6) / 1e12)
-}
+use crate::standalone::diagnosis::elementwise::{achieved_tb_s, MIB};
+use crate::standalone::diagnosis::kernels::is_split_k_reduction;
+use crate::standalone::diagnosis::{self, ridge_phrase, Cause};
 
 pub(super) fn basis(r: &OpRow, p: Option<&Platform>) -> String {
     let Some(p) = p else {
@@ -131,12 +130,16 @@ pub(super) fn op_texts(
 ) -> OpTexts {
     let name = code(&r.name);
     let shape = code(shape_text);
-    let kernel = code(&short(main_kernel(&r.kernels), 70));
+    let kernel = code(&short(&main_kernel_of(r), 70));
     let e = fmt_pct(eff);
     let band = eff.map(rules::efficiency_band).unwrap_or("unknown");
-    let intensity = r
-        .flops_per_byte
-        .map(|f| format!("{f:.1} FLOPS/Byte, {}", rules::intensity_band(f)))
+    // Against the platform's own ridge point when one is chosen; the seeds' fixed bands only
+    // without a platform.
+    let intensity = ridge_phrase(r, inp.platform)
+        .or_else(|| {
+            r.flops_per_byte
+                .map(|f| format!("{f:.1} FLOPS/Byte, {}", rules::intensity_band(f)))
+        })
         .unwrap_or_else(|| "intensity unknown".into());
     let replay_b = format!(
         "Generate a replay artifact for the kernel team to tune kernel selection and tile sizes (kernel {kernel}); profile it with rocprof / Nsight Compute to find the cause."
@@ -238,6 +241,22 @@ pub(super) fn op_texts(
     }
 }
 
+/// The op's main kernel: the longest of its example instance's kernels that is not a split-K
+/// reduction (a split-K GEMM's 5 µs `PostGSU` kernel is not the one to tune), else the
+/// `trunc_kernel_details` cell's longest.
+pub(super) fn main_kernel_of(r: &OpRow) -> String {
+    let mut best: Option<(&str, f64)> = None;
+    for (n, us) in &r.kernel_names {
+        if is_split_k_reduction(n) {
+            continue;
+        }
+        if best.is_none_or(|(_, b)| *us > b) {
+            best = Some((n, *us));
+        }
+    }
+    best.map_or_else(|| main_kernel(&r.kernels).to_owned(), |(n, _)| n.to_owned())
+}
+
 /// The op's main kernel in a `trunc_kernel_details` cell: the one with the longest mean
 /// duration (a GEMM often launches a short memset first), else the first listed.
 pub(super) fn main_kernel(details: &str) -> &str {
@@ -291,7 +310,7 @@ impl Group<'_> {
         m.gflops = gflops;
         m.data_mb = data_mb;
         m.flops_per_byte = match (gflops, data_mb) {
-            (Some(g), Some(d)) if d > 0.0 => Some(g * 1e9 / (d * 1e6)),
+            (Some(g), Some(d)) if d > 0.0 => Some(g * 1e9 / (d * MIB)),
             _ => None,
         };
         m.tb_s = None;
@@ -304,6 +323,15 @@ impl Group<'_> {
             }
         }
         m
+    }
+
+    /// The group's longest signature: the shapes and kernels the diagnosis reads.
+    pub(super) fn largest(&self) -> &OpRow {
+        self.rows
+            .iter()
+            .max_by(|a, b| a.kernel_us.total_cmp(&b.kernel_us))
+            .copied()
+            .unwrap_or(self.rows[0])
     }
 
     fn shape_text(&self) -> String {
@@ -348,7 +376,16 @@ pub(super) fn op_bottleneck(
     let eff = r.efficiency_pct();
     let time_ms = r.kernel_us / 1e3;
     let share = inp.share(time_ms);
-    let t = op_texts(r, &g.shape_text(), eff, base, inp);
+    let mut t = op_texts(r, &g.shape_text(), eff, base, inp);
+    let causes = diagnosis::diagnose(
+        r,
+        g.largest(),
+        &diagnosis::Context {
+            platform: inp.platform,
+            baseline_tb_s: base.map(|b| b.tb_s),
+        },
+    );
+    with_causes(&mut t, &causes);
     // Cross-reference with the top operations (seed 004): by name, or through the ops below it
     // that `ops_summary` credits with its kernels.
     let in_top = inp.top_op_names.contains(&r.name)
@@ -380,6 +417,43 @@ pub(super) fn op_bottleneck(
         projection_kind: ProjectionKind::Efficiency,
         projection,
         replay,
+        causes,
+        impact: super::Impact::default(),
+    }
+}
+
+/// Names the root causes in a finding's texts: the title gets the main cause, the issue its
+/// evidence (and the others'), Path A their actions instead of the generic advice.
+fn with_causes(t: &mut OpTexts, causes: &[Cause]) {
+    let Some(top) = causes.first() else {
+        return;
+    };
+    t.title = format!("{}: {}", t.title, top.title);
+    let mut issue = format!(
+        "{} **Root cause: {}.** {}",
+        t.issue,
+        top.title,
+        capital(&top.evidence)
+    );
+    for c in &causes[1..] {
+        issue.push_str(&format!(" **Also: {}.** {}", c.title, capital(&c.evidence)));
+    }
+    t.issue = issue;
+    let mut actions: Vec<&str> = Vec::new();
+    for c in causes {
+        if !actions.contains(&c.action.as_str()) {
+            actions.push(&c.action);
+        }
+    }
+    t.path_a = actions.join(" ");
+}
+
+/// The text with its first letter in upper case.
+fn capital(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
     }
 }
 
@@ -419,6 +493,7 @@ mod tests {
             kernels: String::new(),
             perf_params: String::new(),
             sub_ops: Vec::new(),
+            kernel_names: Vec::new(),
             module_path: String::new(),
         }
     }
@@ -426,7 +501,8 @@ mod tests {
     #[test]
     fn baseline_is_time_weighted_over_large_simple_ops() {
         let rows = [
-            // 10 calls x 100 MB in 500 µs: 1 GB / 0.5 ms = 2 TB/s.
+            // 10 calls x 100 MiB in 500 µs: 1.048576 GB / 0.5 ms = 2.097152 TB/s (the column
+            // is in MiB, as TraceLens writes it).
             row("aten::add", 100.0, 10, 500.0),
             // A small copy at 0.01 TB/s would drag a plain mean of TB/s down to ~1 TB/s.
             row("aten::copy_", 0.1, 10, 100.0),
@@ -434,12 +510,12 @@ mod tests {
             row("aten::gelu", 100.0, 10, 5000.0),
         ];
         let b = baseline(&rows, None).expect("baseline");
-        assert!((b.tb_s - 2.0).abs() < 1e-12);
+        assert!((b.tb_s - 2.097152).abs() < 1e-12, "{}", b.tb_s);
         assert_eq!((b.signatures, b.small_tensors_only), (1, false));
         // Only small tensors: all of them count, flagged.
         let small = baseline(&rows[1..2], None).expect("baseline");
         assert!(small.small_tensors_only);
-        assert!((small.tb_s - 0.01).abs() < 1e-12);
+        assert!((small.tb_s - 0.01048576).abs() < 1e-12);
     }
 
     #[test]

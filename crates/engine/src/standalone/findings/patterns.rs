@@ -44,6 +44,8 @@ pub(super) fn pattern_bottleneck(
         projection_kind: kind,
         projection,
         replay: false,
+        causes: Vec::new(),
+        impact: Impact::default(),
     }
 }
 

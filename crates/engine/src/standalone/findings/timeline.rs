@@ -48,6 +48,8 @@ pub(super) fn timeline_bottleneck(
         projection_kind: ProjectionKind::Saving,
         projection: rules::saving_projection(ms, 0.0, total),
         replay: false,
+        causes: Vec::new(),
+        impact: Impact::default(),
     }
 }
 

@@ -1,0 +1,160 @@
+//! Attention root causes: the backend the kernels reveal (unfused math, memory-efficient,
+//! flash, CK, Triton, paged), head dim against the sizes the backend has kernels for, large head
+//! dims against LDS / shared memory, short sequences, too few work items for the compute units,
+//! and decode shapes (hardware_facts.md §4).
+
+use super::kernels::{attention_backend, AttentionBackend};
+use super::*;
+
+/// Queries per workgroup tile assumed for the work-item count (FA2/CK/Triton use 128 at head
+/// dims up to 128, 64 above).
+pub fn query_tile(d: i64) -> i64 {
+    if d > 128 {
+        64
+    } else {
+        128
+    }
+}
+/// Keys per inner step assumed for the K/V tile size at large head dims.
+pub const KEY_TILE: i64 = 64;
+/// Head dims above this make kernels cut their tiles (FA2 hd256: 64×64 tiles; CK and Triton
+/// likewise), hardware_facts.md §4a.
+pub const LARGE_HEAD_DIM: i64 = 128;
+/// Queries per sequence at most this is a decode step.
+pub const DECODE_MAX_QUERIES: i64 = 16;
+
+pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let p = |k: &str| shape.param(k);
+    let backend = attention_backend(shape.kernel_names.iter().map(|(n, _)| n.as_str()));
+    let (Some(b), Some(nq), Some(hq), Some(d)) = (p("B"), p("N_Q"), p("H_Q"), p("d_h_qk")) else {
+        return out;
+    };
+    let nkv = p("N_KV").unwrap_or(nq);
+    let hkv = p("H_KV").unwrap_or(hq);
+    let causal = param_bool(&shape.perf_params, "causal").unwrap_or(false);
+    let bpe = spec_bytes(&shape.compute_spec).unwrap_or(2) as i64;
+    let units = ctx.platform.and_then(Platform::units);
+    let unit = ctx.platform.map_or("CU", Platform::unit_name);
+    let via = backend
+        .map(|b| format!(" ({})", b.label()))
+        .unwrap_or_default();
+
+    if backend == Some(AttentionBackend::Unfused) {
+        let scores = (b * hq) as f64 * nq as f64 * nkv as f64 * bpe as f64;
+        out.push(Cause {
+            key: "attention_unfused",
+            title: "unfused attention: the score matrix goes through memory".into(),
+            evidence: format!(
+                "the kernels are batched GEMMs and a softmax: {b}×{hq} heads × {nq}×{nkv} scores = {:.1} MB written and read back per call{}.",
+                scores / 1e6,
+                if causal { ", half of it masked out by the causal mask" } else { "" }
+            ),
+            action: "Call `torch.nn.functional.scaled_dot_product_attention` (or the model's flash/sdpa attention implementation) so one fused kernel keeps the scores on chip.".into(),
+            waste: None,
+            confidence: Confidence::High,
+        });
+    }
+    if let Some(sizes) = backend.and_then(AttentionBackend::head_dims) {
+        if let Some(&padded) = sizes.iter().find(|&&s| s as i64 >= d) {
+            if padded as i64 > d {
+                let waste = 1.0 - d as f64 / padded as f64;
+                out.push(Cause {
+                    key: "attention_head_dim_padding",
+                    title: format!("head dim {d} padded to {padded}"),
+                    evidence: format!(
+                        "the {} has kernels for head dims {}; {d} runs the {padded} kernel, so {} of every Q·Kᵀ and P·V product is padding.",
+                        backend.map_or("backend", AttentionBackend::label),
+                        sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
+                        pct(waste)
+                    ),
+                    action: format!("Use a head dim the kernels support exactly ({}) where the model allows, or a backend with a {d} kernel.", sizes.iter().filter(|&&s| s as i64 <= d.max(64) * 2).map(u64::to_string).collect::<Vec<_>>().join(" / ")),
+                    waste: Some(waste),
+                    confidence: Confidence::Medium,
+                });
+            }
+        }
+    }
+    if d > LARGE_HEAD_DIM {
+        let kv_tile_kib = (2 * KEY_TILE * d * bpe) as f64 / 1024.0;
+        let lds = ctx.platform.and_then(|p| p.lds_kib.as_ref().map(|l| l.0));
+        let fit = lds.map(|l| (l / kv_tile_kib).floor());
+        let occupancy = match (lds, fit) {
+            (Some(l), Some(f)) if f < 1.0 => format!(" That is more than the {l:.0} KiB of LDS/shared memory per {unit}: the kernel must shrink its tiles further or spill."),
+            (Some(l), Some(f)) if f < 2.0 => format!(" That fills the {l:.0} KiB of LDS/shared memory per {unit}: one workgroup per {unit}, with no room to prefetch the next tile."),
+            (Some(l), Some(f)) => format!(" {} such tiles fit in the {l:.0} KiB per {unit}.", f as i64),
+            _ => String::new(),
+        };
+        out.push(Cause {
+            key: "attention_large_head_dim",
+            title: format!("large head dim {d}"),
+            evidence: format!(
+                "head dim {d} > {LARGE_HEAD_DIM}: kernels halve their query tile to {} and a {KEY_TILE}-key K and V tile of {d} columns takes {kv_tile_kib:.0} KiB.{occupancy} Fewer queries per tile means K and V are read {}× as often.",
+                query_tile(d),
+                128 / query_tile(d)
+            ),
+            action: format!("Where the model is still being designed, prefer head dim ≤ {LARGE_HEAD_DIM} (more heads of a smaller dim keep the FLOPs); otherwise use the backend tuned for this head dim (FlashAttention-3 on Hopper, CK/aiter FMHA on MI300) and check the kernel picks its large-head-dim tile."),
+            waste: None,
+            confidence: Confidence::Medium,
+        });
+    }
+    let per_seq_q = nq;
+    if per_seq_q <= DECODE_MAX_QUERIES {
+        let kv_bytes = 2.0 * (b * hkv) as f64 * nkv as f64 * d as f64 * bpe as f64;
+        out.push(Cause {
+            key: "attention_decode",
+            title: format!("decode attention: {nq} quer{} per sequence", if nq == 1 { "y" } else { "ies" }),
+            evidence: format!(
+                "{nq} quer{} against {nkv} cached keys × {hkv} KV heads: the kernel streams {:.1} MB of K/V cache per call for {} FLOPs per byte; it is bound by memory bandwidth, not by the matrix units{}.",
+                if nq == 1 { "y" } else { "ies" },
+                kv_bytes / 1e6,
+                if nq * hq / hkv.max(1) <= 1 { "about 1" } else { "a few" },
+                ctx.platform.map(|p| format!(" ({:.2} TB/s on {})", p.hbm_tbps.0, p.name)).unwrap_or_default()
+            ),
+            action: "Judge it against memory bandwidth; use a split-KV / paged decode kernel (FlashDecoding, vLLM paged attention), an FP8 KV cache to halve the bytes, and larger decode batches to share the launch.".into(),
+            waste: None,
+            confidence: Confidence::High,
+        });
+    } else if nq < crate::standalone::rules::SHORT_SEQUENCE {
+        out.push(Cause {
+            key: "attention_short_sequence",
+            title: format!("short sequence: {nq} tokens"),
+            evidence: format!(
+                "{nq} queries per sequence is under {}: per-tile set-up and the softmax epilogue weigh more than the matrix work{via}.",
+                crate::standalone::rules::SHORT_SEQUENCE
+            ),
+            action: "Pack several sequences into one call (variable-length / nested-tensor attention) or batch more requests so each kernel sees more tokens.".into(),
+            waste: None,
+            confidence: Confidence::Medium,
+        });
+    }
+    if let Some(units) = units {
+        let qt = query_tile(d);
+        let work = (b * hq) as u64 * ceil_div(nq.max(1) as u64, qt as u64);
+        if work < units {
+            out.push(Cause {
+                key: "attention_few_work_items",
+                title: format!("{work} work items for {units} {unit}s"),
+                evidence: format!(
+                    "batch {b} × {hq} heads × ⌈{nq}/{qt}⌉ query tiles = {work} workgroups for {units} {unit}s: {} of the {unit}s have nothing to do.",
+                    pct(1.0 - work as f64 / units as f64)
+                ),
+                action: "Batch more sequences per call, or use a split-KV kernel that also splits the keys across workgroups.".into(),
+                waste: Some(1.0 - work as f64 / units as f64),
+                confidence: Confidence::Medium,
+            });
+        }
+    }
+    if hq != hkv && hkv > 0 && backend == Some(AttentionBackend::Unfused) {
+        out.push(Cause {
+            key: "attention_gqa_expanded",
+            title: format!("grouped-query attention expanded ({hq}/{hkv} heads)"),
+            evidence: format!("{hq} query heads share {hkv} KV heads (ratio {}), but the unfused path repeats K and V {}× in memory first.", hq / hkv, hq / hkv),
+            action: "Use an SDPA backend with native GQA (`enable_gqa=True`, flash / CK kernels) instead of repeating K and V.".into(),
+            waste: None,
+            confidence: Confidence::Medium,
+        });
+    }
+    let _ = r;
+    out
+}

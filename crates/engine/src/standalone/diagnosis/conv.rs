@@ -1,0 +1,228 @@
+//! Convolution root causes, reading each convolution as the implicit GEMM the libraries run
+//! (M = N·Ho·Wo output pixels, N = C_out, K = C_in/groups·kh·kw): depthwise and grouped forms,
+//! few input channels, misaligned channels, few output pixels (few tiles), layout transposes
+//! among its kernels, and intensity against the ridge point.
+
+use super::kernels::is_layout_kernel;
+use super::*;
+
+/// Output-pixel × channel tile assumed for the few-tiles rule (the common 128×128 implicit-GEMM
+/// tile of MIOpen iGEMM, CK and cuDNN).
+pub const CONV_TILE: u64 = 128;
+/// Input channels at most this are a stem convolution (RGB images, audio).
+pub const FEW_CHANNELS: i64 = 4;
+/// A conv's layout kernels are a cause when they take at least this share of its time.
+pub const LAYOUT_SHARE: f64 = 0.1;
+
+/// The implicit GEMM of a convolution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImplicitGemm {
+    pub m: i64,
+    pub n: i64,
+    pub k: i64,
+}
+
+/// Output spatial sizes of a (non-transposed) convolution.
+fn out_spatial(x: &[i64], w: &[i64], s: &[i64], p: &[i64], dl: &[i64]) -> Option<Vec<i64>> {
+    let n = x.len().checked_sub(2)?;
+    (0..n)
+        .map(|i| {
+            let (inp, k) = (*x.get(2 + i)?, *w.get(2 + i)?);
+            let g = |v: &[i64], d: i64| v.get(i).or(v.first()).copied().unwrap_or(d);
+            let (st, pd, dd) = (g(s, 1).max(1), g(p, 0), g(dl, 1));
+            Some((inp + 2 * pd - dd * (k - 1) - 1) / st + 1)
+        })
+        .collect()
+}
+
+pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let pp = &shape.perf_params;
+    let (Some(x), Some(w)) = (
+        param_tuple(pp, "input_shape"),
+        param_tuple(pp, "filter_shape"),
+    ) else {
+        return out;
+    };
+    if x.len() < 3 || w.len() != x.len() {
+        return out;
+    }
+    let groups = shape.param("groups").unwrap_or(1).max(1);
+    let transposed = param_bool(pp, "transposed_conv").unwrap_or(false);
+    let stride = param_tuple(pp, "stride").unwrap_or_default();
+    let padding = param_tuple(pp, "padding").unwrap_or_default();
+    let dilation = param_tuple(pp, "dilation").unwrap_or_default();
+    let (cin, cout) = (x[1], if transposed { w[1] * groups } else { w[0] });
+    let kernel: Vec<i64> = w[2..].to_vec();
+    let ksize: i64 = kernel.iter().product();
+    let ks = kernel
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join("×");
+    let spatial = if transposed {
+        None
+    } else {
+        out_spatial(&x, &w, &stride, &padding, &dilation)
+    };
+    let gemm = spatial.as_ref().map(|o| ImplicitGemm {
+        m: x[0] * o.iter().product::<i64>(),
+        n: cout,
+        k: cin / groups * ksize,
+    });
+    let gemm_text = gemm
+        .map(|g| {
+            format!(
+                " As an implicit GEMM: M = {} output pixels, N = {} channels, K = {}.",
+                g.m, g.n, g.k
+            )
+        })
+        .unwrap_or_default();
+    let ridge = ridge_phrase(shape, ctx.platform);
+    let units = ctx.platform.and_then(Platform::units);
+    let unit = ctx.platform.map_or("CU", Platform::unit_name);
+
+    if groups > 1 && groups == cin {
+        out.push(Cause {
+            key: "conv_depthwise",
+            title: format!("depthwise {ks} convolution ({cin} channels)"),
+            evidence: format!(
+                "groups = C_in = {cin}: each output needs only {ksize} multiply-adds (K = {ksize}), far too few for the matrix units{}.{gemm_text}",
+                ridge.as_ref().map(|s| format!("; {s}")).unwrap_or_default()
+            ),
+            action: "Judge it against memory bandwidth, not peak FLOPs: keep activations channels_last, fuse it with the following pointwise conv / norm / activation (`torch.compile`), or replace depthwise+pointwise pairs with a dense conv where accuracy allows.".into(),
+            waste: None,
+            confidence: Confidence::High,
+        });
+    } else if groups > 1 {
+        out.push(Cause {
+            key: "conv_grouped",
+            title: format!("grouped convolution: {groups} groups of {} channels", cin / groups),
+            evidence: format!(
+                "{groups} groups leave K = {} per group (C_in/groups × {ks}); each group is a small GEMM.{gemm_text}",
+                cin / groups * ksize
+            ),
+            action: "Check the library has a grouped kernel for this group size (cuDNN / MIOpen grouped implicit GEMM); fewer, larger groups use the matrix units better.".into(),
+            waste: None,
+            confidence: Confidence::Medium,
+        });
+    }
+    let bpe = spec_bytes(&shape.compute_spec).unwrap_or(2) as i64;
+    let need = (16 / bpe).max(1);
+    if cin <= FEW_CHANNELS && groups == 1 {
+        let padded = need.max(4);
+        out.push(Cause {
+            key: "conv_few_input_channels",
+            title: format!("{cin} input channels (stem convolution)"),
+            evidence: format!(
+                "C_in = {cin}: K = {cin}·{ksize} = {}; tensor-core / MFMA kernels pad the channels to {padded}, so {} of the input-side work is padding.{gemm_text}",
+                cin * ksize,
+                pct(1.0 - cin as f64 / padded as f64)
+            ),
+            action: format!("Pad the input to {padded} channels in channels_last yourself (a zero channel costs less than the library's padding path), or fold the stem into a patchify/space-to-depth layer with more channels."),
+            waste: Some(1.0 - cin as f64 / padded as f64),
+            confidence: Confidence::Medium,
+        });
+    } else {
+        let off: Vec<String> = [("C_in", cin / groups), ("C_out", cout / groups)]
+            .iter()
+            .filter(|(_, c)| c % need != 0)
+            .map(|(l, c)| format!("{l} = {c}"))
+            .collect();
+        if !off.is_empty() && groups < cin {
+            out.push(Cause {
+                key: "conv_channel_alignment",
+                title: format!("channels not a multiple of {need} ({})", off.join(", ")),
+                evidence: format!("{} per group {} not a multiple of {need} {} elements (16 bytes): the NHWC implicit-GEMM kernels need aligned channels and fall back to slower paths.", off.join(", "), if off.len() == 1 { "is" } else { "are" }, spec_dtype(&shape.compute_spec)),
+                action: format!("Pad channel counts to a multiple of {need} (better 64)."),
+                waste: None,
+                confidence: Confidence::Medium,
+            });
+        }
+    }
+    if let (Some(g), Some(units)) = (gemm, units) {
+        let tiles = ceil_div(g.m.max(1) as u64, CONV_TILE) * ceil_div(g.n.max(1) as u64, CONV_TILE);
+        if tiles < units && groups == 1 {
+            out.push(Cause {
+                key: "conv_few_tiles",
+                title: format!("few output tiles: {tiles} for {units} {unit}s"),
+                evidence: format!(
+                    "{} output pixels × {} channels in {CONV_TILE}×{CONV_TILE} tiles = {tiles} tiles for {units} {unit}s: {} of the {unit}s idle (batch {} at {} output).",
+                    g.m,
+                    g.n,
+                    pct(1.0 - tiles as f64 / units as f64),
+                    x[0],
+                    spatial.as_ref().map(|o| o.iter().map(i64::to_string).collect::<Vec<_>>().join("×")).unwrap_or_default()
+                ),
+                action: "Raise the batch size (more output pixels per call), or let the library split K (MIOpen `gkgs`, cuDNN split-K algorithms) for these late, small-resolution layers.".into(),
+                waste: Some(1.0 - tiles as f64 / units as f64),
+                confidence: Confidence::Medium,
+            });
+        }
+    }
+    let total: f64 = shape.kernel_names.iter().map(|(_, us)| us).sum();
+    let layout: f64 = shape
+        .kernel_names
+        .iter()
+        .filter(|(n, _)| is_layout_kernel(n))
+        .map(|(_, us)| us)
+        .sum();
+    if total > 0.0 && layout / total >= LAYOUT_SHARE {
+        let names: Vec<String> = shape
+            .kernel_names
+            .iter()
+            .filter(|(n, _)| is_layout_kernel(n))
+            .map(|(n, _)| crate::standalone::md::code(&crate::standalone::md::short(n, 40)))
+            .take(2)
+            .collect();
+        out.push(Cause {
+            key: "conv_layout_transposes",
+            title: format!("layout transposes take {} of the convolution", pct(layout / total)),
+            evidence: format!("{} of this convolution's {:.1} µs of kernels are layout conversions ({}): the tensors are NCHW and the fast kernels are NHWC.", pct(layout / total), total, names.join(", ")),
+            action: "Convert the model and its inputs to channels_last (`model.to(memory_format=torch.channels_last)`) so no transposes run around each convolution.".into(),
+            waste: Some(layout / total),
+            confidence: Confidence::High,
+        });
+    }
+    if transposed || dilation.iter().any(|&d| d > 1) || kernel.windows(2).any(|k| k[0] != k[1]) {
+        let form = if transposed {
+            "transposed (deconvolution)".to_owned()
+        } else if dilation.iter().any(|&d| d > 1) {
+            format!(
+                "dilated ({})",
+                dilation
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join("×")
+            )
+        } else {
+            format!("asymmetric {ks} kernel")
+        };
+        out.push(Cause {
+            key: "conv_uncommon_form",
+            title: format!("{form} convolution"),
+            evidence: format!("a {form} convolution has fewer tuned kernels than a dense square one: libraries often run a generic or im2col path for it.{gemm_text}"),
+            action: "Check which algorithm the library picked (MIOpen find-db / cuDNN benchmark mode `torch.backends.cudnn.benchmark = True`); a transposed conv can often be rewritten as an upsample plus a dense conv.".into(),
+            waste: None,
+            confidence: Confidence::Low,
+        });
+    }
+    if let (Some(s), true) = (
+        ridge,
+        shape.bound == Some(crate::standalone::ops::Bound::Memory),
+    ) {
+        if !out.iter().any(|c| c.key == "conv_depthwise") {
+            out.push(Cause {
+                key: "conv_memory_bound",
+                title: "memory-bound convolution".into(),
+                evidence: format!("{s}: activations and weights are large for the work done on them.{gemm_text}"),
+                action: "Fuse it with the surrounding norm/activation (`torch.compile`) so activations are read once, and use channels_last.".into(),
+                waste: None,
+                confidence: Confidence::Medium,
+            });
+        }
+    }
+    let _ = r;
+    out
+}

@@ -1,0 +1,153 @@
+//! Elementwise, normalization, reduce, Triton and other ops: achieved bandwidth against the
+//! trace's elementwise baseline, broadcast and non-contiguous inputs (from the recorded strides),
+//! dtype conversions, and tiny launch-bound tensors.
+
+use super::*;
+
+/// An op moving less than this per call (MB) is a tiny tensor...
+pub const TINY_MB: f64 = 1.0;
+/// ...and launch-bound when its kernels average less than this (µs).
+pub const TINY_US: f64 = 5.0;
+/// Below this share of the elementwise baseline, the kernel itself is slow.
+pub const BELOW_BASELINE: f64 = 0.5;
+
+/// Contiguous (row-major) strides of a shape.
+fn contiguous(shape: &[i64]) -> Vec<i64> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1].max(1);
+    }
+    s
+}
+
+/// `((8, 4096), (1, 4096))` → shapes; `[[8, 4096], [1, 4096]]` too.
+fn shapes(text: &str) -> Vec<Vec<i64>> {
+    let t = text.replace(['(', '['], "[").replace([')', ']'], "]");
+    let Ok(serde_json::Value::Array(v)) =
+        serde_json::from_str::<serde_json::Value>(&t.replace(",]", "]"))
+    else {
+        return Vec::new();
+    };
+    v.iter()
+        .map(|s| {
+            s.as_array()
+                .map(|a| a.iter().filter_map(|x| x.as_i64()).collect())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let calls = r.count.max(1) as f64;
+    let mean_us = r.kernel_us / calls;
+    if let Some(mb) = shape.data_mb {
+        // `Data Moved (MB)` is in MiB (TraceLens divides by 2^20).
+        let bytes = mb * MIB;
+        if mb < TINY_MB && mean_us < TINY_US && r.count >= 10 {
+            out.push(Cause {
+                key: "tiny_launch_bound",
+                title: format!("tiny tensors: {:.0} KB per call in {mean_us:.1} µs", bytes / 1e3),
+                evidence: format!("{} calls each move {:.0} KB in {mean_us:.1} µs: the launch and the kernel's start-up dominate, whatever the bandwidth.", r.count, bytes / 1e3),
+                action: "Fuse these small ops with their neighbours (`torch.compile`, a foreach/multi-tensor kernel) or capture them in a CUDA/HIP graph.".into(),
+                waste: None,
+                confidence: Confidence::High,
+            });
+        }
+    }
+    if let (Some(base), Some(bw)) = (ctx.baseline_tb_s, achieved_tb_s(shape)) {
+        if bw < BELOW_BASELINE * base && shape.data_mb.is_some_and(|m| m >= TINY_MB) {
+            let dims = shapes(&shape.input_dims);
+            let strides = shapes(&shape.input_strides);
+            let strided: Vec<usize> = dims
+                .iter()
+                .zip(&strides)
+                .enumerate()
+                .filter(|(_, (d, s))| !d.is_empty() && d.len() == s.len() && contiguous(d) != **s)
+                .map(|(i, _)| i)
+                .collect();
+            let full = dims.iter().map(|d| d.len()).max().unwrap_or(0);
+            let broadcast = dims.len() > 1
+                && dims
+                    .iter()
+                    .any(|d| !d.is_empty() && (d.len() < full || d.contains(&1)))
+                && dims.iter().any(|d| d.len() == full && !d.contains(&1));
+            let types: Vec<&str> = shape
+                .input_type
+                .split('\'')
+                .filter(|t| t.contains("::") || t.starts_with("float") || t.starts_with("Half"))
+                .collect();
+            let convert = types.windows(2).any(|w| w[0] != w[1])
+                || ["aten::to", "aten::_to_copy", "aten::copy_"].contains(&r.name.as_str())
+                    && types.len() >= 2
+                    && types[0] != types[1];
+            let why = if !strided.is_empty() {
+                format!("input {} {} not contiguous (strides {} for shape {}): the kernel gathers instead of streaming", strided.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(", "), if strided.len() == 1 { "is" } else { "are" }, shape_text(&strides[strided[0]]), shape_text(&dims[strided[0]]))
+            } else if broadcast {
+                "one input is broadcast against the other (a size-1 or missing dimension), which PyTorch's generic kernel handles with index arithmetic per element".to_owned()
+            } else if convert {
+                format!(
+                    "it converts dtypes ({}), reading one width and writing another",
+                    types.join(" → ")
+                )
+            } else {
+                "no layout reason is visible in the recorded shapes and strides".to_owned()
+            };
+            let key = if !strided.is_empty() {
+                "elementwise_non_contiguous"
+            } else if broadcast {
+                "elementwise_broadcast"
+            } else if convert {
+                "elementwise_dtype_conversion"
+            } else {
+                "elementwise_below_baseline"
+            };
+            out.push(Cause {
+                key,
+                title: format!("{:.0}% of the trace's elementwise bandwidth", bw / base * 100.0),
+                evidence: format!("it moves {bw:.2} TB/s where the trace's simple elementwise ops reach {base:.2} TB/s; {why}."),
+                action: if !strided.is_empty() {
+                    "Make the input contiguous where it is produced (avoid a transpose/permute right before), or fuse the layout change into the producer.".into()
+                } else if convert {
+                    "Keep tensors in one dtype across the region (autocast boundaries), or fuse the cast into its producer or consumer.".into()
+                } else {
+                    "Fuse it with its neighbours (`torch.compile`) so the data crosses memory once; if it stays slow, replay it for the kernel team.".into()
+                },
+                waste: Some(1.0 - bw / base),
+                confidence: if key == "elementwise_below_baseline" { Confidence::Low } else { Confidence::Medium },
+            });
+        }
+    }
+    out
+}
+
+fn shape_text(v: &[i64]) -> String {
+    format!(
+        "({})",
+        v.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// Bytes in one unit of the `Data Moved (MB)` column: TraceLens divides bytes by 2^20.
+pub const MIB: f64 = 1024.0 * 1024.0;
+
+/// Achieved TB/s (decimal) of one signature: the bytes of all its instances over their kernel
+/// time, `Data Moved (MB)` read as MiB.
+pub fn achieved_tb_s(r: &OpRow) -> Option<f64> {
+    let mb = r.data_mb?;
+    (r.kernel_us > 0.0).then(|| mb * MIB * r.count as f64 / (r.kernel_us * 1e-6) / 1e12)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strides_and_shapes() {
+        assert_eq!(contiguous(&[8, 4096]), vec![4096, 1]);
+        assert_eq!(
+            shapes("((8, 4096), (1, 4096), ())"),
+            vec![vec![8, 4096], vec![1, 4096], vec![]]
+        );
+    }
+}

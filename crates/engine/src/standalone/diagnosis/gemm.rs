@@ -1,0 +1,317 @@
+//! GEMM root causes: few output tiles for the compute units, wave quantization, tile
+//! quantization, misaligned dimensions, shapes below the ridge point (GEMV-like, small K),
+//! fp32 on CUDA cores, and launch-bound tiny GEMMs. Formulas from the Matrix Multiplication
+//! Background guide (§3) and Tensile's granularity model (hardware_facts.md §3).
+
+use super::kernels::{gemm_kernel, is_split_k_reduction, GemmKernel};
+use super::*;
+use crate::standalone::md::code;
+
+/// A wave rule fires when less than this share of the compute-unit slots does work.
+pub const WAVE_EFFICIENCY_BELOW: f64 = 0.9;
+/// Wave quantization matters while the GEMM runs in at most this many waves (beyond it the
+/// last wave's loss is small however it falls).
+pub const WAVE_RULE_MAX_WAVES: u64 = 8;
+/// A tile rule fires when less than this share of the computed output is useful.
+pub const TILE_USEFUL_BELOW: f64 = 0.9;
+/// Bytes a tensor-core / MFMA kernel wants each row aligned to (16-byte vector loads).
+pub const ALIGN_BYTES: u64 = 16;
+/// Shapes whose smaller output dimension is at most this are matrix-vector-like.
+pub const GEMV_MAX_ROWS: i64 = 16;
+/// K at most this is a small-K GEMM.
+pub const SMALL_K: i64 = 64;
+/// A GEMM is launch-bound when its kernels average less than this per call...
+pub const LAUNCH_BOUND_US: f64 = 10.0;
+/// ...over at least this many calls.
+pub const LAUNCH_BOUND_CALLS: u64 = 20;
+
+/// The main GEMM kernel of an op: its longest kernel whose name reads as a GEMM.
+fn main_gemm(shape: &OpRow) -> Option<(String, GemmKernel)> {
+    kernels_by_time(shape)
+        .into_iter()
+        .find_map(|(n, _)| gemm_kernel(n).map(|k| (n.to_owned(), k)))
+}
+
+fn kernel_label(name: &str) -> String {
+    code(&crate::standalone::md::short(name, 60))
+}
+
+pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
+    let mut out = Vec::new();
+    let dims = (shape.param("M"), shape.param("N"), shape.param("K"));
+    let main = main_gemm(shape);
+    let split_reduce = shape
+        .kernel_names
+        .iter()
+        .find(|(n, _)| is_split_k_reduction(n));
+    let units = ctx.platform.and_then(Platform::units);
+    let unit = ctx.platform.map_or("CU", Platform::unit_name);
+    if let ((Some(m), Some(n), Some(k)), Some((kname, kern))) = (dims, main.as_ref()) {
+        let b = shape.param("B").unwrap_or(1).max(1) as u64;
+        let (m, n, k) = (m.max(1) as u64, n.max(1) as u64, k.max(1) as u64);
+        if let Some((t0, t1)) = kern.tile.filter(|&(a, b)| a > 0 && b > 0) {
+            // Column-major BLAS: the first tile dimension runs along torch N. CK is row-major.
+            let (along_n, along_m) = if kern.library == "CK" {
+                (t1, t0)
+            } else {
+                (t0, t1)
+            };
+            let (tn, tm) = (ceil_div(n, along_n), ceil_div(m, along_m));
+            let tiles = b * tn * tm;
+            let split = kern.split_k.filter(|&s| s > 1);
+            let wgs = tiles * split.unwrap_or(1);
+            let batch = if b > 1 {
+                format!("{b} batches × ")
+            } else {
+                String::new()
+            };
+            let split_text = match (split, split_reduce) {
+                (Some(s), _) => format!(", split-K {s} → {wgs} workgroups"),
+                (None, Some((rn, _))) => {
+                    format!(", split-K (reduction kernel {})", kernel_label(rn))
+                }
+                (None, None) => String::new(),
+            };
+            let tiling = format!(
+                "the {m}×{n} output (M×N) in {along_m}×{along_n} tiles ({} {}): {batch}{tm}×{tn} = {tiles} tiles{split_text}",
+                kern.library,
+                kernel_label(kname)
+            );
+            if let Some(units) = units {
+                if wgs < units {
+                    let idle = units - wgs;
+                    let k_heavy = k >= 8 * m.max(n);
+                    let action = if k_heavy {
+                        let want = ceil_div(units, tiles).max(2);
+                        format!(
+                            "K = {k} is {:.0}× the larger output dimension: split K so at least {units} workgroups run (split-K ≈ {want}: Tensile/hipBLASLt GSU, cuBLAS split-K, or a stream-K kernel), or batch independent GEMMs of this shape into one grouped/batched call.",
+                            k as f64 / m.max(n) as f64
+                        )
+                    } else {
+                        format!("Give the GPU more output tiles: batch more rows (tokens) per call, merge GEMMs that share an input (e.g. Q/K/V or gate/up projections) into one, or let the library pick a smaller tile; {units} {unit}s need at least {units} tiles.")
+                    };
+                    out.push(Cause {
+                        key: "gemm_few_tiles",
+                        title: format!(
+                            "too few output tiles: {wgs} workgroups for {units} {unit}s"
+                        ),
+                        evidence: format!(
+                            "{tiling}; {idle} of {units} {unit}s ({}) have nothing to do.",
+                            pct(idle as f64 / units as f64)
+                        ),
+                        action,
+                        waste: Some(1.0 - wgs as f64 / units as f64),
+                        confidence: Confidence::High,
+                    });
+                } else if !kern.persistent {
+                    let w = waves(wgs, units);
+                    if w.efficiency < WAVE_EFFICIENCY_BELOW && w.waves <= WAVE_RULE_MAX_WAVES {
+                        out.push(Cause {
+                            key: "gemm_wave_quantization",
+                            title: format!(
+                                "wave quantization: the last of {} waves is {} full",
+                                w.waves,
+                                pct(w.last as f64 / units as f64)
+                            ),
+                            evidence: format!(
+                                "{tiling} on {units} {unit}s = {:.2} waves, run as {}; the last wave fills {} of {units} {unit}s, so {} of the {unit} slots idle (one workgroup per {unit} assumed).",
+                                wgs as f64 / units as f64,
+                                w.waves,
+                                w.last,
+                                pct(1.0 - w.efficiency)
+                            ),
+                            action: format!("Make the tile count a multiple of {units} (adjust M or N, or batch), or use a stream-K kernel (hipBLASLt `SK`, cuBLAS stream-K) that spreads the last wave over all {unit}s."),
+                            waste: Some(1.0 - w.efficiency),
+                            confidence: Confidence::Medium,
+                        });
+                    }
+                }
+            }
+            let useful = (m * n) as f64 / ((tm * along_m) * (tn * along_n)) as f64;
+            if useful < TILE_USEFUL_BELOW {
+                let off = |d: u64, t: u64| -> String {
+                    match d % t {
+                        0 => format!("{d} is a multiple of {t}"),
+                        1 => format!("{d} is one past a multiple of {t}"),
+                        rem => format!("{d} leaves {rem} of {t} in its last tile"),
+                    }
+                };
+                out.push(Cause {
+                    key: "gemm_tile_quantization",
+                    title: format!("tile quantization: {} of the computed output is padding", pct(1.0 - useful)),
+                    evidence: format!(
+                        "M = {} and N = {}: {tm}×{tn} tiles of {along_m}×{along_n} are computed for {:.2}×{:.2} tiles of work, so {} of the computed output is thrown away.",
+                        off(m, along_m),
+                        off(n, along_n),
+                        m as f64 / along_m as f64,
+                        n as f64 / along_n as f64,
+                        pct(1.0 - useful)
+                    ),
+                    action: format!(
+                        "Pad M and N to multiples of the tile ({} and {}), or trim them to the multiple below ({} and {}) where the model allows (e.g. a vocabulary or hidden size padded to a multiple of 128).",
+                        tm * along_m,
+                        tn * along_n,
+                        m / along_m * along_m,
+                        n / along_n * along_n
+                    ),
+                    waste: Some(1.0 - useful),
+                    confidence: Confidence::High,
+                });
+            }
+        }
+    }
+    if let (Some(m), Some(n), Some(k)) = dims {
+        if let Some(c) = alignment(r, m, n, k, main.as_ref()) {
+            out.push(c);
+        }
+        if let Some(c) = below_ridge(r, m, n, k, ctx) {
+            out.push(c);
+        }
+    }
+    if let Some(c) = fp32(r, main.as_ref(), ctx) {
+        out.push(c);
+    }
+    let mean_us = r.kernel_us / r.count.max(1) as f64;
+    if r.count >= LAUNCH_BOUND_CALLS && mean_us < LAUNCH_BOUND_US {
+        out.push(Cause {
+            key: "gemm_launch_bound",
+            title: format!("launch-bound: {} calls of {mean_us:.1} µs", r.count),
+            evidence: format!("{} calls average {mean_us:.1} µs of kernel time each: kernel start-up and the launch itself cost as much as the math.", r.count),
+            action: "Batch these GEMMs into one batched or grouped GEMM (or concatenate along M), and capture the loop in a CUDA/HIP graph to remove launch gaps.".into(),
+            waste: None,
+            confidence: Confidence::Medium,
+        });
+    }
+    out
+}
+
+fn alignment(
+    r: &OpRow,
+    m: i64,
+    n: i64,
+    k: i64,
+    main: Option<&(String, GemmKernel)>,
+) -> Option<Cause> {
+    let bpe = spec_bytes(&r.compute_spec)?;
+    let need = (ALIGN_BYTES / bpe).max(1) as i64;
+    let off: Vec<String> = [("M", m), ("N", n), ("K", k)]
+        .iter()
+        .filter(|(_, d)| d % need != 0)
+        .map(|(l, d)| format!("{l} = {d}"))
+        .collect();
+    if off.is_empty() {
+        return None;
+    }
+    let dtype = spec_dtype(&r.compute_spec);
+    let kernel_says = main.and_then(|(name, k)| {
+        k.align
+            .filter(|&a| (a as i64) < need)
+            .map(|a| format!(" The kernel chosen assumes only {a}-element alignment ({}): the edge-checked general path with narrow loads.", kernel_label(name)))
+    });
+    let pad = |d: i64| (d + 63) / 64 * 64;
+    Some(Cause {
+        key: "gemm_alignment",
+        title: format!("misaligned dimensions ({})", off.join(", ")),
+        evidence: format!(
+            "{} {} not a multiple of {need} {dtype} elements ({ALIGN_BYTES} bytes): rows cannot be read with {ALIGN_BYTES}-byte vector loads and the fast kernels that assume aligned sizes are ruled out.{}",
+            off.join(", "),
+            if off.len() == 1 { "is" } else { "are" },
+            kernel_says.clone().unwrap_or_default()
+        ),
+        action: format!(
+            "Pad the misaligned dimensions to a multiple of 64 elements (128 bytes): {}.",
+            [("M", m), ("N", n), ("K", k)]
+                .iter()
+                .filter(|(_, d)| d % need != 0)
+                .map(|(l, d)| format!("{l} {d} → {}", pad(*d)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        waste: None,
+        confidence: if kernel_says.is_some() {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        },
+    })
+}
+
+fn below_ridge(r: &OpRow, m: i64, n: i64, k: i64, ctx: &Context<'_>) -> Option<Cause> {
+    let p = ctx.platform?;
+    let f = r.flops_per_byte?;
+    let ridge = p.ridge(&r.compute_spec)?;
+    if f >= ridge {
+        return None;
+    }
+    let phrase = ridge_phrase(r, Some(p))?;
+    let rows = m.min(n);
+    let (key, title, why, action) = if rows <= GEMV_MAX_ROWS {
+        (
+            "gemm_gemv_shape",
+            format!("matrix-vector shape: {} = {rows}", if m <= n { "M" } else { "N" }),
+            format!("with {rows} row(s) on one side each weight element is used {rows} time(s), so the GEMM streams its {}×{} weight from memory", k, m.max(n)),
+            "Batch more rows (tokens, requests) into each call; lower the weight precision (FP8, INT4) to move fewer bytes; for decode, a skinny-GEMM kernel (vLLM wvSplitK, cuBLAS gemv) is the right tool.",
+        )
+    } else if k <= SMALL_K {
+        (
+            "gemm_small_k",
+            format!("small K = {k}"),
+            format!("each output element takes only {k} multiply-adds, so reading A and writing C dominate"),
+            "Fuse this GEMM with its producer or consumer (the output is written and read again), or restructure so K grows (e.g. merge the small-K projections).",
+        )
+    } else {
+        (
+            "gemm_memory_bound_shape",
+            format!("memory-bound shape ({m}×{n}×{k})"),
+            "the operands are large for the work done on them".to_owned(),
+            "Increase the rows per call (batch), fuse with neighbours so operands are not re-read, or lower the precision to move fewer bytes.",
+        )
+    };
+    Some(Cause {
+        key,
+        title,
+        evidence: format!("{phrase}; {why}."),
+        action: action.into(),
+        waste: None,
+        confidence: Confidence::High,
+    })
+}
+
+fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Option<Cause> {
+    let simt = main.is_some_and(|(_, k)| k.simt_fp32);
+    if !(simt || r.compute_spec == "matrix_fp32") {
+        return None;
+    }
+    let p = ctx.platform;
+    let peak = |s: &str| p.and_then(|p| p.peak_tflops(s));
+    let figures = match (
+        peak("matrix_fp32").or(peak("vector_fp32")),
+        peak("matrix_tf32"),
+        peak("matrix_bf16"),
+    ) {
+        (Some(f), Some(t), Some(b)) => format!(
+            " On {}: fp32 {f:.0} TFLOPS, tf32 {t:.0}, bf16 {b:.0}.",
+            p.map_or("", |p| p.name.as_str())
+        ),
+        (Some(f), None, Some(b)) => format!(
+            " On {}: fp32 {f:.0} TFLOPS, bf16 {b:.0}.",
+            p.map_or("", |p| p.name.as_str())
+        ),
+        _ => String::new(),
+    };
+    Some(Cause {
+        key: "gemm_fp32",
+        title: "fp32 GEMM where tf32 or bf16 would do".into(),
+        evidence: format!(
+            "the GEMM runs in fp32{}.{figures}",
+            if simt {
+                " on the vector (SIMT) units (`sgemm` kernel, no tensor-core shape in its name)"
+            } else {
+                ""
+            }
+        ),
+        action: "Allow TF32 (`torch.set_float32_matmul_precision(\"high\")` or `torch.backends.cuda.matmul.allow_tf32 = True`) or run the model under bf16 autocast.".into(),
+        waste: None,
+        confidence: Confidence::High,
+    })
+}

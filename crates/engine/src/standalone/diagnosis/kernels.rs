@@ -1,0 +1,310 @@
+//! What a kernel's name says about how it runs: the GEMM library, its output tile, split-K,
+//! stream-K, the alignment it assumed, and the attention backend. Conventions (with sources) in
+//! `../shared/docs/hardware_facts.md` §2 and §4; the readings Jarvis relies on are in
+//! docs/analysis.md ("Diagnosis").
+
+/// A GEMM kernel read from its name.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GemmKernel {
+    /// `hipBLASLt/Tensile`, `CUTLASS`, `cuBLAS (sm90 xmma)`, `cuBLAS (nvjet)`, `cuBLAS`, `CK`.
+    pub library: &'static str,
+    /// Output tile as the library names it: (along the BLAS M = torch N, along the BLAS N =
+    /// torch M). BLAS libraries are column-major, so `out[M, N] = x[M, K] · W` is computed as
+    /// its transpose (hardware_facts.md §2a).
+    pub tile: Option<(u64, u64)>,
+    /// K consumed per main-loop iteration (Tensile DepthU, CUTLASS K tile).
+    pub tile_k: Option<u64>,
+    /// Split-K factor named in the kernel (`GSU2`), if any.
+    pub split_k: Option<u64>,
+    /// Stream-K or a persistent kernel (grid = compute units): wave quantization is hidden
+    /// inside the kernel.
+    pub persistent: bool,
+    /// The smallest alignment (elements) the kernel assumed for its dimensions: CUTLASS
+    /// `align{n}`, Tensile `AF0EM`/`AF1EM`/`ASEM`/`AFEM` (1 = the edge-checked general kernel).
+    pub align: Option<u64>,
+    /// fp32 on CUDA cores / SIMT (`sgemm` without a tensor-op MMA shape).
+    pub simt_fp32: bool,
+    /// Matrix-vector path (`gemv`, `gemmk1`).
+    pub gemv: bool,
+}
+
+/// `256x128` → (256, 128).
+fn pair(t: &str) -> Option<(u64, u64)> {
+    let (a, b) = t.split_once('x')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+/// `256x128x64` → (256, 128, 64).
+fn triple(t: &str) -> Option<(u64, u64, u64)> {
+    let mut it = t.split('x');
+    let a = it.next()?.parse().ok()?;
+    let b = it.next()?.parse().ok()?;
+    let c = it.next()?.parse().ok()?;
+    Some((a, b, c))
+}
+
+/// The number after `prefix` at the start of `token` (`GSU2` → 2), only if the rest is digits.
+fn num_after(token: &str, prefix: &str) -> Option<u64> {
+    let rest = token.strip_prefix(prefix)?;
+    (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| rest.parse().ok())
+        .flatten()
+}
+
+fn min_opt(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+/// Reads a GEMM kernel name; `None` when it is not a GEMM kernel Jarvis can read.
+pub fn gemm_kernel(name: &str) -> Option<GemmKernel> {
+    let lower = name.to_ascii_lowercase();
+    if is_split_k_reduction(name) {
+        return None;
+    }
+    let tokens: Vec<&str> = name.split(['_', ' ', '<', '>', ',', '(', ')']).collect();
+    let mut k = GemmKernel::default();
+    if name.starts_with("Cijk_") {
+        k.library = "hipBLASLt/Tensile";
+        for t in &tokens {
+            if let Some(rest) = t.strip_prefix("MT") {
+                if let Some((a, b, c)) = triple(rest) {
+                    k.tile = Some((a, b));
+                    k.tile_k = Some(c);
+                }
+            }
+            if let Some(n) = num_after(t, "GSU") {
+                k.split_k = Some(n);
+            }
+            if let Some(n) = num_after(t, "SK") {
+                k.persistent |= n > 0;
+            }
+            for p in ["AF0EM", "AF1EM", "ASEM", "AFEM"] {
+                if let Some(n) = num_after(t, p) {
+                    k.align = min_opt(k.align, Some(n));
+                }
+            }
+        }
+        return Some(k);
+    }
+    let gemm_like = ["gemm", "gemv", "nvjet", "xmma", "matmul", "cutlass"]
+        .iter()
+        .any(|w| lower.contains(w));
+    if !gemm_like || lower.contains("fprop") || lower.contains("dgrad") || lower.contains("wgrad") {
+        return None;
+    }
+    k.library = if lower.contains("nvjet") {
+        k.persistent = true;
+        "cuBLAS (nvjet)"
+    } else if lower.contains("xmma") {
+        k.persistent = true;
+        "cuBLAS (sm90 xmma)"
+    } else if lower.contains("cutlass") {
+        "CUTLASS"
+    } else if lower.contains("ck::") || lower.contains("_zn2ck") {
+        "CK"
+    } else {
+        "cuBLAS"
+    };
+    k.gemv = lower.contains("gemv") || lower.contains("gemmk1");
+    k.simt_fp32 = lower.contains("sgemm") && !lower.contains("tensorop");
+    for t in &tokens {
+        if k.tile.is_none() {
+            if let Some(rest) = t.strip_prefix("tilesize") {
+                if let Some((a, b, c)) = triple(rest) {
+                    k.tile = Some((a, b));
+                    k.tile_k = Some(c);
+                }
+            } else if let Some(p) = pair(t) {
+                k.tile = Some(p);
+            }
+        }
+        if let Some(n) = num_after(t, "align") {
+            k.align = min_opt(k.align, Some(n));
+        }
+    }
+    if lower.contains("splitk") || lower.contains("segment_k_on") {
+        k.split_k = Some(k.split_k.unwrap_or(2));
+    }
+    Some(k)
+}
+
+/// The reduction kernel that follows a split-K GEMM (Tensile `PostGSU`, cuBLAS `splitKreduce`).
+pub fn is_split_k_reduction(name: &str) -> bool {
+    name.contains("PostGSU") || name.contains("splitKreduce") || name.contains("BetaOnly")
+}
+
+/// Where a kernel name shows a layout transpose or copy (NCHW ↔ NHWC, batched transposes).
+pub fn is_layout_kernel(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    ["transpose", "nchwtonhwc", "nhwctonchw", "nchw2", "nhwc2"]
+        .iter()
+        .any(|k| l.contains(k))
+}
+
+/// The attention backend a kernel name reveals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttentionBackend {
+    /// FlashAttention-2 (CUDA): `flash_fwd_kernel`, `pytorch_flash::`.
+    Flash2,
+    /// FlashAttention-3 (Hopper).
+    Flash3,
+    /// cuDNN SDPA.
+    Cudnn,
+    /// PyTorch's memory-efficient (CUTLASS `fmha_cutlass*`).
+    MemEfficient,
+    /// ROCm AOTriton / Triton flash (`attn_fwd`).
+    TritonFlash,
+    /// Composable Kernel / ck_tile FMHA.
+    Ck,
+    /// aiter assembly FMHA.
+    Aiter,
+    /// Paged / decode kernels (vLLM, SGLang, FlashInfer).
+    Paged,
+    /// The math path: batched GEMMs and a softmax kernel (the score matrix in memory).
+    Unfused,
+}
+
+impl AttentionBackend {
+    pub fn label(self) -> &'static str {
+        match self {
+            AttentionBackend::Flash2 => "FlashAttention-2",
+            AttentionBackend::Flash3 => "FlashAttention-3",
+            AttentionBackend::Cudnn => "cuDNN attention",
+            AttentionBackend::MemEfficient => "memory-efficient (CUTLASS) attention",
+            AttentionBackend::TritonFlash => "Triton/AOTriton flash attention",
+            AttentionBackend::Ck => "CK flash attention",
+            AttentionBackend::Aiter => "aiter flash attention",
+            AttentionBackend::Paged => "paged (decode) attention",
+            AttentionBackend::Unfused => "unfused math attention (bmm + softmax)",
+        }
+    }
+
+    /// The head dims the backend has kernels for; a head dim between them is padded up to the
+    /// next (hardware_facts.md §4a-4d). `None`: any multiple of 8.
+    pub fn head_dims(self) -> Option<&'static [u64]> {
+        match self {
+            AttentionBackend::Flash2 => Some(&[32, 64, 96, 128, 160, 192, 224, 256]),
+            AttentionBackend::Flash3 => Some(&[64, 96, 128, 192, 256]),
+            AttentionBackend::Ck | AttentionBackend::TritonFlash => {
+                Some(&[16, 32, 64, 128, 256, 512])
+            }
+            AttentionBackend::Aiter => Some(&[64, 128, 192, 256]),
+            _ => None,
+        }
+    }
+}
+
+/// The attention backend of an op from its kernels' names.
+pub fn attention_backend<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<AttentionBackend> {
+    let mut gemm = false;
+    let mut softmax = false;
+    for n in names {
+        let l = n.to_ascii_lowercase();
+        let b = if l.contains("paged_attention")
+            || l.contains("decode") && l.contains("attention")
+            || l.contains("unified_attention")
+            || l.contains("batchdecode")
+            || l.contains("pagedkv")
+        {
+            Some(AttentionBackend::Paged)
+        } else if l.contains("flash3") || l.contains("flash::") && l.contains("sm90") {
+            Some(AttentionBackend::Flash3)
+        } else if l.contains("flash_fwd") || l.contains("flash_bwd") || l.contains("pytorch_flash")
+        {
+            Some(AttentionBackend::Flash2)
+        } else if l.contains("cudnn") && l.contains("sdpa") {
+            Some(AttentionBackend::Cudnn)
+        } else if l.contains("fmha_cutlass") {
+            Some(AttentionBackend::MemEfficient)
+        } else if l.contains("aiter") && l.contains("fmha") {
+            Some(AttentionBackend::Aiter)
+        } else if l.contains("fmha") || l.contains("ck_tile") {
+            Some(AttentionBackend::Ck)
+        } else if l.starts_with("attn_fwd") || l.starts_with("attn_bwd") || l.contains("_attn_fwd")
+        {
+            Some(AttentionBackend::TritonFlash)
+        } else {
+            None
+        };
+        if b.is_some() {
+            return b;
+        }
+        gemm |= l.contains("gemm") || l.contains("cijk") || l.contains("nvjet");
+        softmax |= l.contains("softmax");
+    }
+    (gemm && softmax).then_some(AttentionBackend::Unfused)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tensile_names() {
+        let k = gemm_kernel("Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI16x16x16x1_SN_1LDSB0_AF0EM8_AF1EM8_ASEM64_GSU2_GSUAMB_ISA942_WG64_4_1").expect("gemm");
+        assert_eq!(k.library, "hipBLASLt/Tensile");
+        assert_eq!(
+            (k.tile, k.tile_k, k.split_k, k.align),
+            (Some((256, 128)), Some(64), Some(2), Some(8))
+        );
+        let n = gemm_kernel("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x192x64_MI16x16x1_SN_LDSB1_AFC1_AFEM1_AFEM1_ASEM1_CLR1_SK3_WG32_8_1").expect("gemm");
+        assert_eq!(
+            (n.tile, n.align, n.persistent),
+            (Some((256, 192)), Some(1), true)
+        );
+        assert!(gemm_kernel("Cijk_B_PostGSU2").is_none());
+        assert!(is_split_k_reduction("Cijk_B_PostGSU2"));
+    }
+
+    #[test]
+    fn nvidia_names() {
+        let c = gemm_kernel("cutlass_80_tensorop_bf16_s16816gemm_bf16_256x128_64x3_tn_align2")
+            .expect("cutlass");
+        assert_eq!(
+            (c.library, c.tile, c.align),
+            ("CUTLASS", Some((256, 128)), Some(2))
+        );
+        let x = gemm_kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas").expect("xmma");
+        assert_eq!(
+            (x.tile, x.tile_k, x.split_k, x.persistent),
+            (Some((128, 128)), Some(64), None, true)
+        );
+        let j = gemm_kernel("nvjet_tst_192x8_64x8_4x1_v_bz_TNT").expect("nvjet");
+        assert_eq!(j.tile, Some((192, 8)));
+        let s = gemm_kernel("ampere_sgemm_128x64_nn").expect("sgemm");
+        assert!(s.simt_fp32 && s.tile == Some((128, 64)));
+        assert!(
+            gemm_kernel("gemv2T_kernel_val<int, int, float, float, float, 128, 16, 4, 4, false>")
+                .expect("gemv")
+                .gemv
+        );
+        assert!(gemm_kernel("vectorized_elementwise_kernel").is_none());
+    }
+
+    #[test]
+    fn attention_backends() {
+        let b = |n: &[&str]| attention_backend(n.iter().copied());
+        assert_eq!(
+            b(&["pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128>>"]),
+            Some(AttentionBackend::Flash2)
+        );
+        assert_eq!(b(&["attn_fwd.kd"]), Some(AttentionBackend::TritonFlash));
+        assert_eq!(
+            b(&["fmha_cutlassF_bf16_aligned_64x64_rf_sm80"]),
+            Some(AttentionBackend::MemEfficient)
+        );
+        assert_eq!(
+            b(&["Cijk_Ailk_Bljk_BBS_MT64x64x32", "softmax_warp_forward"]),
+            Some(AttentionBackend::Unfused)
+        );
+        assert_eq!(
+            b(&["paged_attention_ll4mi_QKV_mfma16_kernel"]),
+            Some(AttentionBackend::Paged)
+        );
+        assert_eq!(b(&["elementwise_kernel"]), None);
+    }
+}

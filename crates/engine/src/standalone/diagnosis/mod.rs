@@ -1,0 +1,248 @@
+//! The diagnosis layer: for each significant op group, the root causes that explain its gap to
+//! the roofline, each with the numbers that prove it and its specific action. Pure rules over an
+//! op row (shapes, dtypes, kernel names) and the platform's hardware facts; one file per
+//! category, as the seeds have one skill per category. Every rule, threshold and source is in
+//! docs/analysis.md ("Diagnosis").
+
+mod attention;
+mod conv;
+pub mod elementwise;
+mod gemm;
+pub mod kernels;
+mod moe;
+
+use serde::Serialize;
+
+use super::ops::{OpRow, SeedCategory};
+use crate::perf::platform::Platform;
+
+/// How sure a rule is of its cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Confidence {
+    /// The trace shows it directly (shapes and the kernel's own name agree).
+    High,
+    /// Derived from shapes and hardware facts with a documented assumption (e.g. one
+    /// workgroup per compute unit).
+    Medium,
+    /// A plausible reading the trace cannot confirm.
+    Low,
+}
+
+impl Confidence {
+    pub fn label(self) -> &'static str {
+        match self {
+            Confidence::High => "high",
+            Confidence::Medium => "medium",
+            Confidence::Low => "low",
+        }
+    }
+}
+
+/// One root cause of an op group's gap to the roofline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cause {
+    /// Stable key of the rule (`gemm_tile_quantization`), as docs/analysis.md lists it.
+    pub key: &'static str,
+    /// What the cause is, in a few words (markdown).
+    pub title: String,
+    /// The numbers that prove it (markdown).
+    pub evidence: String,
+    /// The specific action (markdown).
+    pub action: String,
+    /// Share of the op's measured time this cause accounts for (0–1), where the rule can
+    /// estimate it; never more than the op's gap to the roofline.
+    pub waste: Option<f64>,
+    pub confidence: Confidence,
+}
+
+/// What the rules read besides the op row.
+pub struct Context<'a> {
+    pub platform: Option<&'a Platform>,
+    /// The trace's elementwise baseline bandwidth, TB/s (seed 000's technique).
+    pub baseline_tb_s: Option<f64>,
+}
+
+/// The causes of one op group's gap (`r` is the group's merged row; `shape` its largest
+/// signature, whose shapes and kernels the rules read), most costly first.
+pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
+    let mut out = match r.category {
+        SeedCategory::Gemm => gemm::causes(r, shape, ctx),
+        SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => attention::causes(r, shape, ctx),
+        SeedCategory::Convolution => conv::causes(r, shape, ctx),
+        SeedCategory::MoeFused => moe::causes(r, shape, ctx),
+        SeedCategory::Elementwise
+        | SeedCategory::Reduce
+        | SeedCategory::Batchnorm
+        | SeedCategory::Triton
+        | SeedCategory::Other => elementwise::causes(r, shape, ctx),
+        SeedCategory::Communication => Vec::new(),
+    };
+    let gap = gap(r);
+    for c in &mut out {
+        if let (Some(w), Some(g)) = (c.waste, gap) {
+            c.waste = Some(w.min(g).max(0.0));
+        }
+    }
+    out.sort_by(|a, b| {
+        b.waste
+            .unwrap_or(-1.0)
+            .total_cmp(&a.waste.unwrap_or(-1.0))
+            .then(a.confidence.cmp(&b.confidence))
+    });
+    out
+}
+
+/// The op's gap to the roofline as a share of its time (1 − efficiency), when modelled.
+pub fn gap(r: &OpRow) -> Option<f64> {
+    r.efficiency_pct()
+        .map(|e| (1.0 - e / 100.0).clamp(0.0, 1.0))
+}
+
+/// ⌈a / b⌉ for positive integers.
+pub(super) fn ceil_div(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        0
+    } else {
+        a.div_ceil(b)
+    }
+}
+
+/// How `work` items (tiles, workgroups) fill `units` compute units, one item per unit at a
+/// time (the documented assumption of the wave rules).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Waves {
+    pub work: u64,
+    pub units: u64,
+    pub waves: u64,
+    /// Items in the last wave.
+    pub last: u64,
+    /// work / (waves × units).
+    pub efficiency: f64,
+}
+
+pub(super) fn waves(work: u64, units: u64) -> Waves {
+    let w = ceil_div(work, units).max(1);
+    Waves {
+        work,
+        units,
+        waves: w,
+        last: work - (w - 1) * units,
+        efficiency: work as f64 / (w * units) as f64,
+    }
+}
+
+/// Bytes per element of a `Compute Spec` (`matrix_bf16` → 2).
+pub(super) fn spec_bytes(spec: &str) -> Option<u64> {
+    let p = spec.rsplit('_').next()?;
+    Some(match p {
+        "fp64" => 8,
+        "fp32" | "tf32" | "xf32" => 4,
+        "bf16" | "fp16" => 2,
+        "fp8" | "int8" => 1,
+        _ => return None,
+    })
+}
+
+/// The precision of a `Compute Spec` (`matrix_bf16` → `bf16`).
+pub(super) fn spec_dtype(spec: &str) -> &str {
+    spec.rsplit('_').next().unwrap_or(spec)
+}
+
+/// `x` as a percentage with one decimal.
+pub(super) fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// "12.4 FLOPs/byte, below MI300X's bf16 ridge point of 134 FLOPs/byte": where the op's
+/// arithmetic intensity sits against the platform's ridge point for its precision. `None`
+/// without intensity or platform.
+pub fn ridge_phrase(r: &OpRow, p: Option<&Platform>) -> Option<String> {
+    let f = r.flops_per_byte?;
+    let p = p?;
+    let ridge = p.ridge(&r.compute_spec)?;
+    let side = if f < ridge { "below" } else { "above" };
+    let bound = if f < ridge {
+        "memory-bound"
+    } else {
+        "compute-bound"
+    };
+    Some(format!(
+        "{f:.1} FLOPs/byte, {side} {}'s {} ridge point of {ridge:.0} FLOPs/byte: {bound}",
+        p.name,
+        spec_dtype(&r.compute_spec)
+    ))
+}
+
+/// The op's kernels as (name, µs in the example instance), longest first.
+pub(super) fn kernels_by_time(r: &OpRow) -> Vec<(&str, f64)> {
+    let mut k: Vec<(&str, f64)> = r
+        .kernel_names
+        .iter()
+        .map(|(n, us)| (n.as_str(), *us))
+        .collect();
+    k.sort_by(|a, b| b.1.total_cmp(&a.1));
+    k
+}
+
+/// Reads `'key': (1, 2, 3)` (or a list) out of a `perf_params` dict repr.
+pub(super) fn param_tuple(params: &str, key: &str) -> Option<Vec<i64>> {
+    let pat = format!("'{key}': ");
+    let at = params.find(&pat)? + pat.len();
+    let rest = &params[at..];
+    let open = rest.chars().next()?;
+    let close = match open {
+        '(' => ')',
+        '[' => ']',
+        _ => return None,
+    };
+    let end = rest.find(close)?;
+    rest[1..end]
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().ok())
+        .collect()
+}
+
+/// Reads `'key': True` out of a `perf_params` dict repr.
+pub(super) fn param_bool(params: &str, key: &str) -> Option<bool> {
+    let pat = format!("'{key}': ");
+    let at = params.find(&pat)? + pat.len();
+    let rest = &params[at..];
+    if rest.starts_with("True") {
+        Some(true)
+    } else if rest.starts_with("False") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wave_arithmetic() {
+        // 1089 tiles on 304 CUs: 4 waves, the last holds 177.
+        let w = waves(1089, 304);
+        assert_eq!((w.waves, w.last), (4, 177));
+        assert!((w.efficiency - 1089.0 / 1216.0).abs() < 1e-12);
+        // Exactly full.
+        assert_eq!(waves(608, 304).efficiency, 1.0);
+        // Fewer items than units: one partial wave.
+        let few = waves(8, 304);
+        assert_eq!((few.waves, few.last), (1, 8));
+    }
+
+    #[test]
+    fn params_from_reprs() {
+        let p = "{'input_shape': (10, 3, 224, 224), 'stride': (2, 2), 'transposed_conv': False, 'groups': 1}";
+        assert_eq!(param_tuple(p, "input_shape"), Some(vec![10, 3, 224, 224]));
+        assert_eq!(param_tuple(p, "stride"), Some(vec![2, 2]));
+        assert_eq!(param_bool(p, "transposed_conv"), Some(false));
+        assert_eq!(spec_bytes("matrix_bf16"), Some(2));
+        assert_eq!(spec_dtype("vector_fp32"), "fp32");
+    }
+}
