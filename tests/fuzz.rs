@@ -8,7 +8,7 @@
 //! worker's `{frame}` / `{pick}` request numbers (the URL-state parser is fuzzed in
 //! `src/url_state.rs`). Each case asserts no panic; the importer also that any chunking gives
 //! the result of one chunk. Cases per target: `JARVIS_FUZZ_CASES` (default 200, what CI runs);
-//! with it set, a case slower than 1 s per MB (at least 1 s) fails as a hang. README "Fuzzing"
+//! with it set, a case slower than 1 s per MB (at least 1 s) fails as a hang. docs/testing.md "Fuzzing"
 //! says what was run.
 
 use std::io::Write;

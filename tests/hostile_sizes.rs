@@ -2,7 +2,7 @@
 //! million nested ops, a bundle whose entries claim huge sizes. Each ends in a clear error or a
 //! bounded result with a named diagnostic; the limits are `import::MAX_EVENTS`,
 //! `import::framer::MAX_EVENT`, `import::kineto::MAX_NAME` and the bundle's 512 MiB per entry.
-//! (Peak memory of each, measured natively, is in the README.)
+//! (Peak memory of each, measured natively, is in docs/performance.md.)
 
 use std::io::Write;
 

@@ -196,7 +196,7 @@ fn GpuScopeNote(
 /// Renders the worker's warm-up overview (`warm {done, overview}`) once into a detached element
 /// and unmounts it at once: nothing is shown, but the page's own WebAssembly (reading a result,
 /// building this view) is compiled before the first real overview, which then paints sooner
-/// (README, "Time to first answer").
+/// (docs/performance.md, "Time to first answer").
 pub fn rehearse(reply: &serde_json::Value) {
     let Some(overview) = Overview::from_reply(reply) else {
         return;

@@ -121,6 +121,10 @@ enum Command {
         /// With --ranks: transformer layers per rank (default 2).
         #[arg(long)]
         layers: Option<u32>,
+        /// Write instead one of the small planted-problem traces the diagnosis rules are tested
+        /// on (`--planted list` names them).
+        #[arg(long)]
+        planted: Option<String>,
     },
 }
 
@@ -185,11 +189,17 @@ fn main() -> ExitCode {
         }),
         Command::Synth {
             out,
+            planted: Some(name),
+            ..
+        } => planted(&out, &name),
+        Command::Synth {
+            out,
             platform,
             steps,
             ranks: Some(n),
             gzip,
             layers,
+            ..
         } => match jarvis_engine::synth::SynthPlatform::from_name(&platform) {
             Some(p) => ranks::synth_job(&out, p, steps, n, gzip, layers),
             None => Err(anyhow::anyhow!(
@@ -210,6 +220,32 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Writes a planted-problem trace (`jarvis synth --planted NAME --out FILE`).
+fn planted(out: &Path, name: &str) -> anyhow::Result<()> {
+    use jarvis_engine::synth::planted;
+    let Some(case) = planted::case(name) else {
+        let names: Vec<&str> = planted::cases().iter().map(|c| c.name).collect();
+        if name == "list" {
+            println!("{}", names.join("\n"));
+            return Ok(());
+        }
+        anyhow::bail!(
+            "unknown planted case {name:?}; one of: {}",
+            names.join(", ")
+        );
+    };
+    std::fs::write(out, planted::case_bytes(&case))
+        .with_context(|| format!("writing {}", out.display()))?;
+    println!(
+        "Wrote {} ({} on {}): plants {}",
+        out.display(),
+        case.name,
+        case.device,
+        case.planted.unwrap_or("nothing (a healthy counterpart)")
+    );
+    Ok(())
 }
 
 /// Writes to stdout; a closed pipe (`jarvis report … | head`) just ends the output.

@@ -112,6 +112,11 @@ pub fn render(a: &Analysis) -> String {
                 b.share_pct,
                 b.share_of
             );
+            let _ = writeln!(s, "           may save {}", b.impact.text());
+            if let Some(c) = b.causes.first() {
+                let _ = writeln!(s, "           cause: {}", c.evidence.replace('`', ""));
+                let _ = writeln!(s, "           action: {}", c.action.replace('`', ""));
+            }
         }
         if st.recommendations.len() > 8 {
             let _ = writeln!(s, "  … {} more", st.recommendations.len() - 8);

@@ -2,7 +2,7 @@
 //! the library (`lib.rs`).
 
 /// talc instead of the default dlmalloc: the importer and the analysis allocate many small
-/// strings and tables; see README (browser benchmark) for the measured effect.
+/// strings and tables; see docs/performance.md (browser benchmark) for the measured effect.
 #[cfg(target_arch = "wasm32")]
 #[global_allocator]
 #[allow(unsafe_code)]

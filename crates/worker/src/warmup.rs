@@ -4,7 +4,7 @@
 //! only once it has run enough (dynamic tiering); a call that started in baseline code finishes
 //! there. So a worker's first trace ran mostly in baseline code: on the 56 MB OWLv2 trace its
 //! reading took 0.72–0.84 s against 0.36 s for the same file a second time, and its analysis
-//! 0.44 s against 0.10–0.19 s (README, "Time to first answer"). Before any file comes, the worker
+//! 0.44 s against 0.10–0.19 s (docs/performance.md, "Time to first answer"). Before any file comes, the worker
 //! analyzes a small synthetic trace (gzipped, as most traces are) through the same code: slices
 //! through the importer, the analysis with the target's options, the overview's part and the
 //! rest of the result, all thrown away. It works in steps of about [`STEP_MS`], each one request

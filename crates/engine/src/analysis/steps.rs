@@ -43,6 +43,8 @@ impl StepSource {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StepClass {
     Train,
+    /// A `ProfilerStep#N` of a trace with no backward pass and no optimizer step.
+    Inference,
     Prefill,
     Decode,
     Mixed,
@@ -53,6 +55,7 @@ impl StepClass {
     pub fn key(self) -> &'static str {
         match self {
             StepClass::Train => "train",
+            StepClass::Inference => "inference",
             StepClass::Prefill => "prefill",
             StepClass::Decode => "decode",
             StepClass::Mixed => "mixed",
@@ -148,6 +151,22 @@ fn classify_vllm(ctx: u64, gen: u64) -> StepClass {
     }
 }
 
+/// Whether the trace shows training: an autograd backward node or an optimizer step on the host.
+fn trains(trace: &Trace) -> bool {
+    trace.events.iter().any(|e| {
+        matches!(
+            e.kind,
+            EventKind::CpuOp | EventKind::UserAnnotation | EventKind::PythonFunction
+        ) && {
+            let n = trace.name(e);
+            n.starts_with("autograd::engine::evaluate_function")
+                || n.contains("Backward0")
+                || n.starts_with("Optimizer.step")
+                || n.contains("optimizer.step")
+        }
+    })
+}
+
 /// A step marker: the event, its class and its request count.
 type Marker = (EventId, StepClass, Option<u64>);
 
@@ -168,6 +187,13 @@ fn markers(trace: &Trace) -> (Option<StepSource>, Vec<Marker>) {
             found[1].push((id, classify_vllm(c, g), Some(c + g)));
         } else if let Some((class, bs)) = sglang_step(name) {
             found[2].push((id, class, bs));
+        }
+    }
+    // A profiler step is a training step only if the trace trains: backward ops (autograd
+    // nodes) or an optimizer step; otherwise (OWLv2-style inference loops) it is inference.
+    if !found[0].is_empty() && !trains(trace) {
+        for m in &mut found[0] {
+            m.1 = StepClass::Inference;
         }
     }
     let sources = [

@@ -12,13 +12,19 @@ use super::inputs::{numel, OpInputs};
 use super::params::{dtypes, stride, Param};
 use super::Metrics;
 
-/// Parses `"[2, 2]"` (or `"2"`) into `n` values, broadcasting a single value; `default` if empty.
+/// Parses `"[2, 2]"`, a Python tuple `"(2,2)"` / `"(2,)"` (hand-written and older traces write
+/// them so; TraceLens reads both with `literal_eval`) or `"2"` into `n` values, broadcasting a
+/// single value; `default` if empty.
 fn int_list(s: &str, n: usize, default: i64) -> Option<Vec<i64>> {
     let s = s.trim();
     if s.is_empty() {
         return Some(vec![default; n]);
     }
-    let v: Vec<i64> = match serde_json::from_str::<Value>(s).ok()? {
+    let json = match s.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
+        Some(inner) => format!("[{}]", inner.trim().trim_end_matches(',')),
+        None => s.to_owned(),
+    };
+    let v: Vec<i64> = match serde_json::from_str::<Value>(&json).ok()? {
         Value::Array(a) => a.iter().map(Value::as_i64).collect::<Option<_>>()?,
         Value::Number(x) => vec![x.as_i64()?],
         _ => return None,
@@ -178,5 +184,9 @@ mod tests {
         assert_eq!(c.out_shape(), vec![10, 128, 28, 28]);
         assert_eq!(int_list("[2]", 2, 1), Some(vec![2, 2]));
         assert_eq!(int_list("", 3, 0), Some(vec![0, 0, 0]));
+        // Python tuples, as hand-written traces record them.
+        assert_eq!(int_list("(1,1)", 2, 0), Some(vec![1, 1]));
+        assert_eq!(int_list("(2,)", 2, 1), Some(vec![2, 2]));
+        assert_eq!(int_list("( 3, 3 )", 2, 0), Some(vec![3, 3]));
     }
 }

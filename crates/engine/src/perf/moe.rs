@@ -20,6 +20,7 @@ pub fn forward(class: &str, x: &OpInputs) -> Option<Metrics> {
     match class {
         "primus_turbo_grouped_gemm" => grouped_gemm(x),
         "moe_aiter_fused_blockscale" => fused_moe(x),
+        "moe_fused_experts" => fused_experts(x),
         "moe_dispatch" | "moe_combine" => {
             let t = x.shape(0)?;
             let bytes = numel(&t) * bytes_per_element(x.dtype(0))?;
@@ -68,8 +69,34 @@ fn grouped_gemm(x: &OpInputs) -> Option<Metrics> {
     ))
 }
 
+/// vLLM's fused-experts ops (`vllm::rocm_aiter_fused_moe`, `vllm::inplace_fused_experts`,
+/// `vllm::outplace_fused_experts`, D17): `hidden[T, H]`, `w1[E, 2I or I, H]`, `w2[E, H, I]`,
+/// `topk_weights[T, k]`: the same arithmetic as aiter's fused MoE, top-k from the routing
+/// weights' shape.
+fn fused_experts(x: &OpInputs) -> Option<Metrics> {
+    let topk = *x.shape(3)?.get(1)?;
+    moe_metrics(
+        (x.shape(0)?, x.shape(1)?, x.shape(2)?),
+        topk as f64,
+        (x.dtype(0), x.dtype(1), x.dtype(0)),
+    )
+}
+
 fn fused_moe(x: &OpInputs) -> Option<Metrics> {
-    let (input, w1, w2) = (x.shape(1)?, x.shape(2)?, x.shape(3)?);
+    let topk: f64 = x.concrete(8).trim().parse().ok()?;
+    moe_metrics(
+        (x.shape(1)?, x.shape(2)?, x.shape(3)?),
+        topk,
+        (x.dtype(1), x.dtype(2), x.dtype(0)),
+    )
+}
+
+/// A fused MoE layer from its (input, w1, w2) shapes, top-k and (input, weight, output) dtypes.
+fn moe_metrics(
+    (input, w1, w2): (Vec<i64>, Vec<i64>, Vec<i64>),
+    topk: f64,
+    (t_in, t_w, t_out): (&str, &str, &str),
+) -> Option<Metrics> {
     let (&[m, k], &[e, up_rows, k1], &[e2, k2, n]) =
         (input.as_slice(), w1.as_slice(), w2.as_slice())
     else {
@@ -79,17 +106,16 @@ fn fused_moe(x: &OpInputs) -> Option<Metrics> {
     if e != e2 || k1 != k || k2 != k || !(gated || up_rows == n) {
         return None;
     }
-    let topk: f64 = x.concrete(8).trim().parse().ok()?;
+    if topk < 1.0 {
+        return None;
+    }
     let (mf, kf, nf, ef) = (m as f64, k as f64, n as f64, e as f64);
     let g = if gated { 2.0 } else { 1.0 };
     let flops =
         2.0 * mf * kf * nf * topk * g + 2.0 * mf * kf * nf * topk + mf * kf * (2.0 * topk - 1.0);
     let active = ef * (1.0 - ((ef - topk) / ef).powf(mf));
-    let (bpe_in, bpe_w) = (
-        bytes_per_element(x.dtype(1))?,
-        bytes_per_element(x.dtype(2))?,
-    );
-    let bpe_out = bytes_per_element(x.dtype(0))?;
+    let (bpe_in, bpe_w) = (bytes_per_element(t_in)?, bytes_per_element(t_w)?);
+    let bpe_out = bytes_per_element(t_out)?;
     let bytes = mf * kf * bpe_in
         + active * nf * kf * bpe_w * g
         + active * nf * kf * bpe_w
@@ -101,13 +127,7 @@ fn fused_moe(x: &OpInputs) -> Option<Metrics> {
         ("E", Param::Int(e)),
         ("topk", Param::Int(topk as i64)),
         ("gated", Param::Bool(gated)),
-        ("dtype_A_B", dtypes(&[Some(x.dtype(1)), Some(x.dtype(2))])),
+        ("dtype_A_B", dtypes(&[Some(t_in), Some(t_w)])),
     ];
-    Some(Metrics::new(
-        flops,
-        Some(bytes),
-        params,
-        "matrix",
-        x.dtype(2),
-    ))
+    Some(Metrics::new(flops, Some(bytes), params, "matrix", t_w))
 }

@@ -113,6 +113,15 @@ pub fn standalone_files(a: &Analysis, title: &str) -> Result<Vec<OutputFile>, Ex
             "pct_of_compute": f.share_pct,
             "efficiency_pct": f.efficiency_pct,
             "bottlenecks": f.bottlenecks.len(),
+            // Each finding's root causes (key, evidence, action, estimate) and impact range.
+            "findings": f.bottlenecks.iter().map(|b| json!({
+                "title": b.title,
+                "op_name": b.op_name,
+                "time_ms": b.time_ms,
+                "priority": b.priority.label(),
+                "impact": b.impact,
+                "root_causes": b.causes,
+            })).collect::<Vec<_>>(),
             "files": {"ops": ops, "metadata": meta, "tree_data": tree, "findings": findings},
         }));
     }

@@ -84,6 +84,23 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
         }
     }
     let _ = writeln!(s, "- **Issue:** {}", b.issue);
+    if !b.causes.is_empty() {
+        let _ = writeln!(s, "- **Root causes:**");
+        for c in &b.causes {
+            let _ = writeln!(
+                s,
+                "  - **{}** ({} confidence{}): {} *Action:* {}",
+                c.title,
+                c.confidence.label(),
+                c.waste
+                    .map(|w| format!(", about {:.1}% of its time", w * 100.0))
+                    .unwrap_or_default(),
+                c.evidence,
+                c.action
+            );
+        }
+    }
+    let _ = writeln!(s, "- **Impact:** may save {}", b.impact.text());
     let _ = writeln!(s, "- **Path A:** {}", b.path_a);
     let _ = writeln!(s, "- **Path B:** {}", b.path_b);
     let _ = writeln!(

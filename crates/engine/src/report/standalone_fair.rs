@@ -155,8 +155,14 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     let _ = writeln!(
         s,
         "| Roofline efficiency (time-weighted) | {} |",
-        h.roofline_efficiency_pct
-            .map_or("– (no platform)".into(), |x| format!("{x:.1}%"))
+        h.roofline_efficiency_pct.map_or_else(
+            || if st.platform.is_some() {
+                "– (no op with a perf model)".to_owned()
+            } else {
+                "– (no platform)".to_owned()
+            },
+            |x| format!("{x:.1}%")
+        )
     );
     let _ = writeln!(
         s,
@@ -214,7 +220,12 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             b.path_a
         );
         let _ = writeln!(s, "**Action (Path B, kernel only)**: {}  ", b.path_b);
-        let _ = writeln!(s, "**Impact**: {}  ", impact_line(st, b));
+        let _ = writeln!(
+            s,
+            "**Impact**: {} May save {}.  ",
+            impact_line(st, b),
+            b.impact.text()
+        );
         let _ = writeln!(
             s,
             "→ *See [Detailed Analysis: {}](#{}) for details*\n\n---\n",

@@ -240,6 +240,14 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
         top_op_names: &top_names,
         coll: src.coll,
         replay_names: src.replay_names,
+        gpu_streams: src
+            .trace
+            .events
+            .iter()
+            .filter(|e| e.kind.is_gpu())
+            .filter_map(|e| e.stream())
+            .collect::<rustc_hash::FxHashSet<i64>>()
+            .len(),
     };
     let mut categories = findings::analyze_categories(&inputs, baseline.as_ref());
     let timeline = findings::timeline_findings(&inputs);

@@ -298,6 +298,42 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
         .collect()
 }
 
+/// An empty row for unit tests.
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+
+    pub fn row(name: &str) -> OpRow {
+        OpRow {
+            row: 0,
+            name: name.into(),
+            tracelens_category: String::new(),
+            category: SeedCategory::Other,
+            input_dims: String::new(),
+            input_type: String::new(),
+            input_strides: String::new(),
+            concrete_inputs: String::new(),
+            ex_uid: 0,
+            count: 1,
+            kernel_us: 1.0,
+            gflops: None,
+            data_mb: None,
+            flops_per_byte: None,
+            compute_spec: String::new(),
+            tb_s: None,
+            tflops_s: None,
+            roofline_us: None,
+            bound: None,
+            has_model: false,
+            kernels: String::new(),
+            perf_params: String::new(),
+            sub_ops: Vec::new(),
+            kernel_names: Vec::new(),
+            module_path: String::new(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@
 //! linearly; it feeds benchmarks, the web app's sample and the planted-problem tests.
 
 pub mod job;
+pub mod planted;
 mod workload;
 pub mod writer;
 

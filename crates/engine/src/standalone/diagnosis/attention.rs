@@ -53,6 +53,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             action: "Call `torch.nn.functional.scaled_dot_product_attention` (or the model's flash/sdpa attention implementation) so one fused kernel keeps the scores on chip.".into(),
             waste: None,
             confidence: Confidence::High,
+            bounds_all: false,
         });
     }
     if let Some(sizes) = backend.and_then(AttentionBackend::head_dims) {
@@ -71,6 +72,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                     action: format!("Use a head dim the kernels support exactly ({}) where the model allows, or a backend with a {d} kernel.", sizes.iter().filter(|&&s| s as i64 <= d.max(64) * 2).map(u64::to_string).collect::<Vec<_>>().join(" / ")),
                     waste: Some(waste),
                     confidence: Confidence::Medium,
+                    bounds_all: false,
                 });
             }
         }
@@ -96,6 +98,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             action: format!("Where the model is still being designed, prefer head dim ≤ {LARGE_HEAD_DIM} (more heads of a smaller dim keep the FLOPs); otherwise use the backend tuned for this head dim (FlashAttention-3 on Hopper, CK/aiter FMHA on MI300) and check the kernel picks its large-head-dim tile."),
             waste: None,
             confidence: Confidence::Medium,
+            bounds_all: false,
         });
     }
     let per_seq_q = nq;
@@ -114,6 +117,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             action: "Judge it against memory bandwidth; use a split-KV / paged decode kernel (FlashDecoding, vLLM paged attention), an FP8 KV cache to halve the bytes, and larger decode batches to share the launch.".into(),
             waste: None,
             confidence: Confidence::High,
+            bounds_all: true,
         });
     } else if nq < crate::standalone::rules::SHORT_SEQUENCE {
         out.push(Cause {
@@ -126,6 +130,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             action: "Pack several sequences into one call (variable-length / nested-tensor attention) or batch more requests so each kernel sees more tokens.".into(),
             waste: None,
             confidence: Confidence::Medium,
+            bounds_all: false,
         });
     }
     if let Some(units) = units {
@@ -142,6 +147,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 action: "Batch more sequences per call, or use a split-KV kernel that also splits the keys across workgroups.".into(),
                 waste: Some(1.0 - work as f64 / units as f64),
                 confidence: Confidence::Medium,
+                bounds_all: false,
             });
         }
     }
@@ -153,6 +159,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             action: "Use an SDPA backend with native GQA (`enable_gqa=True`, flash / CK kernels) instead of repeating K and V.".into(),
             waste: None,
             confidence: Confidence::Medium,
+            bounds_all: false,
         });
     }
     let _ = r;

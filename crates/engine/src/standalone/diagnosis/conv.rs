@@ -82,6 +82,24 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     let units = ctx.platform.and_then(Platform::units);
     let unit = ctx.platform.map_or("CU", Platform::unit_name);
 
+    if let Some((name, _)) = shape
+        .kernel_names
+        .iter()
+        .find(|(n, _)| n.contains("naive_conv") || n.contains("ConvDirectNaive"))
+    {
+        out.push(Cause {
+            key: "conv_naive_fallback",
+            title: "the library fell back to its naive reference kernel".into(),
+            evidence: format!(
+                "the kernel is {}, MIOpen's reference convolution: no tuned solver (implicit GEMM, Winograd, direct) accepted this configuration.",
+                crate::standalone::md::code(&crate::standalone::md::short(name, 60))
+            ),
+            action: "Find out why no tuned solver applies (run with `MIOPEN_LOG_LEVEL=5`, tune with `MIOPEN_FIND_ENFORCE=3`); channels_last inputs and channel counts that are multiples of 8 are accepted by the most solvers.".into(),
+            waste: None,
+            confidence: Confidence::High,
+            bounds_all: false,
+        });
+    }
     if groups > 1 && groups == cin {
         out.push(Cause {
             key: "conv_depthwise",
@@ -93,6 +111,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             action: "Judge it against memory bandwidth, not peak FLOPs: keep activations channels_last, fuse it with the following pointwise conv / norm / activation (`torch.compile`), or replace depthwise+pointwise pairs with a dense conv where accuracy allows.".into(),
             waste: None,
             confidence: Confidence::High,
+            bounds_all: true,
         });
     } else if groups > 1 {
         out.push(Cause {
@@ -105,6 +124,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             action: "Check the library has a grouped kernel for this group size (cuDNN / MIOpen grouped implicit GEMM); fewer, larger groups use the matrix units better.".into(),
             waste: None,
             confidence: Confidence::Medium,
+            bounds_all: false,
         });
     }
     let bpe = spec_bytes(&shape.compute_spec).unwrap_or(2) as i64;
@@ -122,6 +142,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             action: format!("Pad the input to {padded} channels in channels_last yourself (a zero channel costs less than the library's padding path), or fold the stem into a patchify/space-to-depth layer with more channels."),
             waste: Some(1.0 - cin as f64 / padded as f64),
             confidence: Confidence::Medium,
+            bounds_all: false,
         });
     } else {
         let off: Vec<String> = [("C_in", cin / groups), ("C_out", cout / groups)]
@@ -137,6 +158,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 action: format!("Pad channel counts to a multiple of {need} (better 64)."),
                 waste: None,
                 confidence: Confidence::Medium,
+                bounds_all: false,
             });
         }
     }
@@ -157,6 +179,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 action: "Raise the batch size (more output pixels per call), or let the library split K (MIOpen `gkgs`, cuDNN split-K algorithms) for these late, small-resolution layers.".into(),
                 waste: Some(1.0 - tiles as f64 / units as f64),
                 confidence: Confidence::Medium,
+                bounds_all: false,
             });
         }
     }
@@ -182,6 +205,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             action: "Convert the model and its inputs to channels_last (`model.to(memory_format=torch.channels_last)`) so no transposes run around each convolution.".into(),
             waste: Some(layout / total),
             confidence: Confidence::High,
+            bounds_all: false,
         });
     }
     if transposed || dilation.iter().any(|&d| d > 1) || kernel.windows(2).any(|k| k[0] != k[1]) {
@@ -206,6 +230,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             action: "Check which algorithm the library picked (MIOpen find-db / cuDNN benchmark mode `torch.backends.cudnn.benchmark = True`); a transposed conv can often be rewritten as an upsample plus a dense conv.".into(),
             waste: None,
             confidence: Confidence::Low,
+            bounds_all: false,
         });
     }
     if let (Some(s), true) = (
@@ -220,6 +245,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 action: "Fuse it with the surrounding norm/activation (`torch.compile`) so activations are read once, and use channels_last.".into(),
                 waste: None,
                 confidence: Confidence::Medium,
+                bounds_all: false,
             });
         }
     }

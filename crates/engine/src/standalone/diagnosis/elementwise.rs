@@ -52,6 +52,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 action: "Fuse these small ops with their neighbours (`torch.compile`, a foreach/multi-tensor kernel) or capture them in a CUDA/HIP graph.".into(),
                 waste: None,
                 confidence: Confidence::High,
+                bounds_all: false,
             });
         }
     }
@@ -115,6 +116,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 },
                 waste: Some(1.0 - bw / base),
                 confidence: if key == "elementwise_below_baseline" { Confidence::Low } else { Confidence::Medium },
+                bounds_all: false,
             });
         }
     }

@@ -12,8 +12,12 @@ pub const WAVE_EFFICIENCY_BELOW: f64 = 0.9;
 /// Wave quantization matters while the GEMM runs in at most this many waves (beyond it the
 /// last wave's loss is small however it falls).
 pub const WAVE_RULE_MAX_WAVES: u64 = 8;
-/// A tile rule fires when less than this share of the computed output is useful.
+/// A tile rule fires when less than this share of the computed output is useful...
 pub const TILE_USEFUL_BELOW: f64 = 0.9;
+/// ...or when a dimension's last row or column of tiles is less than this full (nearly empty
+/// tiles) and the useful share is below [`NEARLY_EMPTY_USEFUL_BELOW`].
+pub const NEARLY_EMPTY_TILE: f64 = 0.25;
+pub const NEARLY_EMPTY_USEFUL_BELOW: f64 = 0.98;
 /// Bytes a tensor-core / MFMA kernel wants each row aligned to (16-byte vector loads).
 pub const ALIGN_BYTES: u64 = 16;
 /// Shapes whose smaller output dimension is at most this are matrix-vector-like.
@@ -102,6 +106,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                         action,
                         waste: Some(1.0 - wgs as f64 / units as f64),
                         confidence: Confidence::High,
+                        bounds_all: false,
                     });
                 } else if !kern.persistent {
                     let w = waves(wgs, units);
@@ -123,12 +128,18 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                             action: format!("Make the tile count a multiple of {units} (adjust M or N, or batch), or use a stream-K kernel (hipBLASLt `SK`, cuBLAS stream-K) that spreads the last wave over all {unit}s."),
                             waste: Some(1.0 - w.efficiency),
                             confidence: Confidence::Medium,
+                            bounds_all: false,
                         });
                     }
                 }
             }
             let useful = (m * n) as f64 / ((tm * along_m) * (tn * along_n)) as f64;
-            if useful < TILE_USEFUL_BELOW {
+            let last_fill = |d: u64, t: u64| match d % t {
+                0 => 1.0,
+                r => r as f64 / t as f64,
+            };
+            let nearly_empty = last_fill(m, along_m).min(last_fill(n, along_n)) < NEARLY_EMPTY_TILE;
+            if useful < TILE_USEFUL_BELOW || nearly_empty && useful < NEARLY_EMPTY_USEFUL_BELOW {
                 let off = |d: u64, t: u64| -> String {
                     match d % t {
                         0 => format!("{d} is a multiple of {t}"),
@@ -156,6 +167,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                     ),
                     waste: Some(1.0 - useful),
                     confidence: Confidence::High,
+                    bounds_all: false,
                 });
             }
         }
@@ -180,6 +192,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             action: "Batch these GEMMs into one batched or grouped GEMM (or concatenate along M), and capture the loop in a CUDA/HIP graph to remove launch gaps.".into(),
             waste: None,
             confidence: Confidence::Medium,
+            bounds_all: false,
         });
     }
     out
@@ -204,9 +217,24 @@ fn alignment(
     }
     let dtype = spec_dtype(&r.compute_spec);
     let kernel_says = main.and_then(|(name, k)| {
-        k.align
-            .filter(|&a| (a as i64) < need)
-            .map(|a| format!(" The kernel chosen assumes only {a}-element alignment ({}): the edge-checked general path with narrow loads.", kernel_label(name)))
+        let a = k.align.filter(|&a| (a as i64) < need)?;
+        // The name's own alignment tokens (`AF0EM1`, `ASEM1`, `align2`), which a cut name hides.
+        let tokens: Vec<String> = name
+            .split('_')
+            .filter(|t| {
+                ["AF0EM", "AF1EM", "ASEM", "AFEM", "align"].iter().any(|p| {
+                    t.strip_prefix(p)
+                        .and_then(|v| v.parse::<i64>().ok())
+                        .is_some_and(|v| v < need)
+                })
+            })
+            .map(code)
+            .collect();
+        Some(format!(
+            " The kernel chosen assumes only {a}-element alignment ({} in {}): the edge-checked general path with narrow loads.",
+            tokens.join(", "),
+            kernel_label(name)
+        ))
     });
     let pad = |d: i64| (d + 63) / 64 * 64;
     Some(Cause {
@@ -233,6 +261,7 @@ fn alignment(
         } else {
             Confidence::Medium
         },
+        bounds_all: false,
     })
 }
 
@@ -245,7 +274,15 @@ fn below_ridge(r: &OpRow, m: i64, n: i64, k: i64, ctx: &Context<'_>) -> Option<C
     }
     let phrase = ridge_phrase(r, Some(p))?;
     let rows = m.min(n);
-    let (key, title, why, action) = if rows <= GEMV_MAX_ROWS {
+    let b = r.param("B").unwrap_or(1);
+    let (key, title, why, action) = if b >= 32 && m.max(n).max(k) <= 128 {
+        (
+            "gemm_tiny_batched",
+            format!("{b} tiny GEMMs of {m}×{n}×{k} per call"),
+            format!("each of the {b} matrices is smaller than one output tile, so every tile is mostly padding and the operands are read for very little work"),
+            "Batch the small GEMMs into fewer, larger ones (concatenate along M or N, or a grouped GEMM), or let `torch.compile` fuse them with the surrounding ops.",
+        )
+    } else if rows <= GEMV_MAX_ROWS {
         (
             "gemm_gemv_shape",
             format!("matrix-vector shape: {} = {rows}", if m <= n { "M" } else { "N" }),
@@ -274,6 +311,7 @@ fn below_ridge(r: &OpRow, m: i64, n: i64, k: i64, ctx: &Context<'_>) -> Option<C
         action: action.into(),
         waste: None,
         confidence: Confidence::High,
+        bounds_all: true,
     })
 }
 
@@ -313,5 +351,6 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
         action: "Allow TF32 (`torch.set_float32_matmul_precision(\"high\")` or `torch.backends.cuda.matmul.allow_tf32 = True`) or run the model under bf16 autocast.".into(),
         waste: None,
         confidence: Confidence::High,
+        bounds_all: false,
     })
 }

@@ -110,7 +110,12 @@ pub fn gemm_kernel(name: &str) -> Option<GemmKernel> {
         "cuBLAS"
     };
     k.gemv = lower.contains("gemv") || lower.contains("gemmk1");
-    k.simt_fp32 = lower.contains("sgemm") && !lower.contains("tensorop");
+    // A token that is (or starts) `sgemm`: `ampere_sgemm_128x64_nn`, `cutlass_80_simt_sgemm_…`,
+    // `sgemm_largek_lds64`; not the `sgemm` inside `cublasGemmSmallNParams`.
+    k.simt_fp32 = !lower.contains("tensorop")
+        && lower
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|t| t.starts_with("sgemm"));
     for t in &tokens {
         if k.tile.is_none() {
             if let Some(rest) = t.strip_prefix("tilesize") {
@@ -277,6 +282,8 @@ mod tests {
         assert_eq!(j.tile, Some((192, 8)));
         let s = gemm_kernel("ampere_sgemm_128x64_nn").expect("sgemm");
         assert!(s.simt_fp32 && s.tile == Some((128, 64)));
+        let small_n = gemm_kernel("void gemmSN_TN_kernel<float, 128, 16, 2, 4, 8, 9, false, cublasGemvTensorStridedBatched<__nv_bfloat16 const>>(cublasGemmSmallNParams<float>)").expect("gemm");
+        assert!(!small_n.simt_fp32, "cublasGemm… is not an sgemm");
         assert!(
             gemm_kernel("gemv2T_kernel_val<int, int, float, float, float, 128, 16, 4, 4, false>")
                 .expect("gemv")

@@ -54,6 +54,10 @@ pub struct Cause {
     /// estimate it; never more than the op's gap to the roofline.
     pub waste: Option<f64>,
     pub confidence: Confidence,
+    /// A cause that bounds what any kernel could do (a shape below the ridge point) ranks
+    /// before the costed ones: the expert names it first.
+    #[serde(skip)]
+    pub bounds_all: bool,
 }
 
 /// What the rules read besides the op row.
@@ -85,9 +89,9 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         }
     }
     out.sort_by(|a, b| {
-        b.waste
-            .unwrap_or(-1.0)
-            .total_cmp(&a.waste.unwrap_or(-1.0))
+        b.bounds_all
+            .cmp(&a.bounds_all)
+            .then(b.waste.unwrap_or(-1.0).total_cmp(&a.waste.unwrap_or(-1.0)))
             .then(a.confidence.cmp(&b.confidence))
     });
     out
@@ -234,6 +238,26 @@ mod tests {
         // Fewer items than units: one partial wave.
         let few = waves(8, 304);
         assert_eq!((few.waves, few.last), (1, 8));
+    }
+
+    #[test]
+    fn intensity_is_judged_against_the_precisions_own_ridge() {
+        let mi = crate::perf::platform::by_name("mi300x").expect("mi300x");
+        let mut r = crate::standalone::ops::tests_support::row("aten::convolution");
+        // An fp32 convolution at 62 FLOPs/byte: MI300X's fp32 matrix ridge is 163 / 5.3 = 31,
+        // so it is compute-bound (the seeds' bands would say "between the bands").
+        r.compute_spec = "matrix_fp32".into();
+        r.flops_per_byte = Some(62.0);
+        let s = ridge_phrase(&r, Some(&mi)).expect("phrase");
+        assert_eq!(
+            s,
+            "62.0 FLOPs/byte, above MI300X's fp32 ridge point of 31 FLOPs/byte: compute-bound"
+        );
+        r.compute_spec = "matrix_bf16".into();
+        assert!(ridge_phrase(&r, Some(&mi))
+            .expect("phrase")
+            .contains("below MI300X's bf16 ridge point of 134"));
+        assert_eq!(ridge_phrase(&r, None), None);
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             ),
             waste: Some(pad_waste.clamp(0.0, 1.0)),
             confidence: Confidence::Medium,
+            bounds_all: false,
         });
     }
     let _ = r;

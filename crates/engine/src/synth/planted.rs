@@ -1,0 +1,253 @@
+//! Small traces each built around one known problem (and healthy counterparts), for the
+//! diagnosis rules' tests and `jarvis synth --planted NAME`. Each op is a `cpu_op` with the
+//! recorded inputs a real PyTorch trace carries, launching its kernels through the runtime with
+//! flow links; kernel names follow the real libraries' conventions (hardware_facts.md §2), and
+//! durations are chosen for a stated efficiency. What each case plants is in its `truth`.
+
+use std::io::{self, Write};
+
+use super::writer::{json_str, EventWriter};
+use crate::model::Nanos;
+
+const PID: i64 = 100;
+const TID: i64 = 100;
+const GPU_PID: i64 = 0;
+const STREAM: i64 = 7;
+
+/// One op called `calls` times, each call launching `kernels` (name, ns) in order.
+#[derive(Debug, Clone)]
+pub struct PlantedOp {
+    pub name: String,
+    /// `Input Dims` as JSON text.
+    pub dims: String,
+    /// `Input type` as JSON text.
+    pub types: String,
+    /// `Input Strides` as JSON text (empty: not recorded).
+    pub strides: String,
+    /// `Concrete Inputs` as JSON text (empty: not recorded).
+    pub concrete: String,
+    pub kernels: Vec<(String, Nanos)>,
+    pub calls: u32,
+}
+
+/// A planted-problem trace: the device it claims and its ops, and what it plants.
+#[derive(Debug, Clone)]
+pub struct PlantedCase {
+    pub name: &'static str,
+    /// `deviceProperties` name (the platform the analysis detects).
+    pub device: &'static str,
+    pub ops: Vec<PlantedOp>,
+    /// The diagnosis key the case plants (`None` for a healthy counterpart).
+    pub planted: Option<&'static str>,
+    /// Numbers the finding must quote.
+    pub key_numbers: Vec<&'static str>,
+}
+
+fn op(
+    name: &str,
+    dims: &str,
+    types: &str,
+    concrete: &str,
+    kernels: &[(&str, Nanos)],
+    calls: u32,
+) -> PlantedOp {
+    PlantedOp {
+        name: name.into(),
+        dims: dims.into(),
+        types: types.into(),
+        strides: String::new(),
+        concrete: concrete.into(),
+        kernels: kernels.iter().map(|(n, d)| ((*n).to_owned(), *d)).collect(),
+        calls,
+    }
+}
+
+/// ns for `flops` at `eff` of `tflops`.
+fn at(flops: f64, tflops: f64, eff: f64) -> Nanos {
+    (flops / (tflops * 1e12 * eff) * 1e9).round() as Nanos
+}
+
+const MI300X: &str = "AMD Instinct MI300X";
+const BF16: &str = "\"c10::BFloat16\"";
+
+/// hipBLASLt kernel names with a given tile and alignment assumption.
+fn tensile(mt: &str, align: u32) -> String {
+    format!("Cijk_Ailk_Bljk_BBS_BH_MT{mt}_MI32x32x8x1_SN_1LDSB0_AF0EM{align}_AF1EM{align}_ASEM{align}_GSU1_GSUAMB_ISA942_IU1_K1_SK0_TT4_64_WG64_4_1_WGM8")
+}
+
+/// Every planted case.
+pub fn cases() -> Vec<PlantedCase> {
+    let gemm = |m: i64, n: i64, k: i64| 2.0 * (m * n * k) as f64;
+    let odd = tensile("256x256x64", 1);
+    let healthy = tensile("256x256x64", 8);
+    let few = "Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI16x16x16x1_SN_1LDSB0_AF0EM8_AF1EM8_ASEM64_GSU2_GSUAMB_ISA942_IU1_K1_WG64_4_1_WGM1";
+    let flash_concrete = "[\"\", \"\", \"\", \"0.\", \"False\", \"False\", \"0.0625\"]";
+    let attn = |d: i64, s: i64, h: i64| {
+        let dims =
+            format!("[[1, {h}, {s}, {d}], [1, {h}, {s}, {d}], [1, {h}, {s}, {d}], [], [], [], []]");
+        let flops = 4.0 * (h * s * s * d) as f64;
+        (dims, flops)
+    };
+    let (hd256, f256) = attn(256, 4096, 32);
+    let (hd80, f80) = attn(80, 4096, 48);
+    let conv_types = format!("[{BF16}, {BF16}, \"\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\", \"ScalarList\", \"Scalar\"]");
+    vec![
+        PlantedCase {
+            name: "gemm_odd_dims",
+            device: MI300X,
+            ops: vec![op("aten::mm", "[[8193, 8193], [8193, 8193]]", &format!("[{BF16}, {BF16}]"), "[\"\", \"\"]", &[(&odd, at(gemm(8193, 8193, 8193), 708.0, 0.5))], 10)],
+            planted: Some("gemm_wave_quantization"),
+            key_numbers: vec!["1089 tiles", "4 waves", "8193 is one past a multiple of 256", "K = 8193", "8193 → 8256"],
+        },
+        PlantedCase {
+            name: "gemm_healthy",
+            device: MI300X,
+            ops: vec![op("aten::mm", "[[4864, 4096], [4096, 4096]]", &format!("[{BF16}, {BF16}]"), "[\"\", \"\"]", &[(&healthy, at(gemm(4864, 4096, 4096), 708.0, 0.85))], 10)],
+            planted: None,
+            key_numbers: vec![],
+        },
+        PlantedCase {
+            name: "gemm_few_tiles",
+            device: MI300X,
+            ops: vec![op("aten::mm", "[[256, 131072], [131072, 512]]", &format!("[{BF16}, {BF16}]"), "[\"\", \"\"]", &[(few, at(gemm(256, 512, 131072), 708.0, 0.045)), ("Cijk_B_PostGSU2", 5_000)], 10)],
+            planted: Some("gemm_few_tiles"),
+            key_numbers: vec!["8 workgroups", "304 CUs", "split-K 2"],
+        },
+        PlantedCase {
+            name: "gemm_decode_gemv",
+            device: MI300X,
+            ops: vec![op("aten::mm", "[[1, 4096], [4096, 11008]]", &format!("[{BF16}, {BF16}]"), "[\"\", \"\"]", &[(&tensile("256x16x64", 8), 40_000)], 50)],
+            planted: Some("gemm_gemv_shape"),
+            key_numbers: vec!["M = 1", "ridge point of 134"],
+        },
+        PlantedCase {
+            name: "attention_large_head_dim",
+            device: MI300X,
+            ops: vec![op("aten::_scaled_dot_product_flash_attention", &hd256, &format!("[{BF16}, {BF16}, {BF16}, \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"]"), flash_concrete, &[("attn_fwd.kd", at(f256, 708.0, 0.12))], 10)],
+            planted: Some("attention_large_head_dim"),
+            key_numbers: vec!["head dim 256", "64 KiB"],
+        },
+        PlantedCase {
+            name: "attention_head_dim_padding",
+            device: MI300X,
+            ops: vec![op("aten::_scaled_dot_product_flash_attention", &hd80, &format!("[{BF16}, {BF16}, {BF16}, \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"]"), flash_concrete, &[("attn_fwd.kd", at(f80, 708.0, 0.3))], 10)],
+            planted: Some("attention_head_dim_padding"),
+            key_numbers: vec!["head dim 80 padded to 128", "37.5%"],
+        },
+        PlantedCase {
+            name: "conv_stem_tuple_inputs",
+            device: MI300X,
+            ops: vec![PlantedOp {
+                strides: String::new(),
+                ..op("aten::convolution", "[[64, 3, 224, 224], [64, 3, 7, 7]]", &conv_types, "[\"\", \"\", \"\", \"(2,2)\", \"(3,3)\", \"(1,1)\", \"False\", \"(0,0)\", \"1\"]", &[("igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt256x128x32_wt32x32x8_ws2x1_wr2x2_ta1x8x4x1_1x4x1x64_tb1x8x2x1_1x4x1x64", at(2.0 * (64 * 64 * 112 * 112 * 3 * 49_i64) as f64, 708.0, 0.1))], 10)
+            }],
+            planted: Some("conv_few_input_channels"),
+            key_numbers: vec!["C_in = 3", "62.5%"],
+        },
+        PlantedCase {
+            name: "conv_depthwise",
+            device: MI300X,
+            ops: vec![op("aten::convolution", "[[32, 256, 56, 56], [256, 1, 3, 3], [], [], [], [], [], [], []]", &conv_types, "[\"\", \"\", \"\", \"[1, 1]\", \"[1, 1]\", \"[1, 1]\", \"False\", \"[0, 0]\", \"256\"]", &[("naive_conv_ab_nonpacked_fwd_nchw_bf16_float_bf16", 900_000)], 10)],
+            planted: Some("conv_depthwise"),
+            key_numbers: vec!["= C_in = 256", "K = 9", "naive"],
+        },
+        PlantedCase {
+            name: "moe_few_tokens",
+            device: MI300X,
+            ops: vec![op("vllm::rocm_aiter_fused_moe", "[[8, 4096], [128, 3072, 4096], [128, 4096, 1536], [8, 8], [8, 8], [], [], [], []]", &format!("[{BF16}, {BF16}, {BF16}, \"float\", \"int\", \"\", \"Scalar\", \"Scalar\", \"Scalar\"]"), "[\"\", \"\", \"\", \"\", \"\", \"\", \"0\", \"0\", \"False\"]", &[("moe_sorting_kernel", 8_000), ("_ZN5aiter50fmoe_bf16_pertokenMXfp4_g1u1_flat_novs_silu_16x128E", 900_000)], 20)],
+            planted: Some("moe_few_tokens_per_expert"),
+            key_numbers: vec!["8 tokens × top-8 over 128 experts", "tokens per active expert"],
+        },
+        PlantedCase {
+            name: "elementwise_non_contiguous",
+            device: MI300X,
+            ops: vec![
+                op("aten::mul", "[[8192, 8192], [8192, 8192]]", &format!("[{BF16}, {BF16}]"), "[\"\", \"\"]", &[("vectorized_elementwise_kernel<4, mul_kernel>", 100_000)], 20),
+                PlantedOp {
+                    strides: "[[1, 8192]]".into(),
+                    ..op("aten::silu", "[[8192, 8192]]", &format!("[{BF16}]"), "[\"\"]", &[("elementwise_kernel<128, 4, silu_kernel>", 400_000)], 20)
+                },
+            ],
+            planted: Some("elementwise_non_contiguous"),
+            key_numbers: vec!["not contiguous", "strides (1, 8192)"],
+        },
+    ]
+}
+
+/// The case named `name`.
+pub fn case(name: &str) -> Option<PlantedCase> {
+    cases().into_iter().find(|c| c.name == name)
+}
+
+/// Writes a case's trace.
+pub fn write_case(c: &PlantedCase, w: &mut impl Write) -> io::Result<()> {
+    write!(
+        w,
+        "{{\"schemaVersion\": 1, \"deviceProperties\": [{{\"id\": 0, \"name\": {}}}],\n\"traceEvents\": [\n",
+        json_str(c.device)
+    )?;
+    let mut ev = EventWriter::new(w);
+    let mut cpu: Nanos = 1_000_000;
+    let mut gpu: Nanos = 1_000_000;
+    let mut ext: i64 = 1;
+    let mut corr: i64 = 1;
+    for o in &c.ops {
+        for _ in 0..o.calls {
+            let start = cpu;
+            let mut launches = Vec::new();
+            cpu += 2_000;
+            for (k, dur) in &o.kernels {
+                let ts = cpu;
+                ev.complete(
+                    "cuda_runtime",
+                    "hipLaunchKernel",
+                    PID,
+                    TID,
+                    ts,
+                    3_000,
+                    &format!("\"External id\": {ext}, \"correlation\": {corr}"),
+                )?;
+                ev.flow("s", corr, PID, TID, ts)?;
+                let kstart = gpu.max(ts + 5_000);
+                ev.complete("kernel", k, GPU_PID, STREAM, kstart, *dur, &format!("\"External id\": {ext}, \"correlation\": {corr}, \"device\": 0, \"stream\": {STREAM}"))?;
+                ev.flow("f", corr, GPU_PID, STREAM, kstart)?;
+                gpu = kstart + dur + 1_000;
+                launches.push(corr);
+                corr += 1;
+                cpu += 4_000;
+            }
+            let mut args = format!(
+                "\"External id\": {ext}, \"Input Dims\": {}, \"Input type\": {}",
+                o.dims, o.types
+            );
+            if !o.strides.is_empty() {
+                args.push_str(&format!(", \"Input Strides\": {}", o.strides));
+            }
+            if !o.concrete.is_empty() {
+                args.push_str(&format!(", \"Concrete Inputs\": {}", o.concrete));
+            }
+            ev.complete(
+                "cpu_op",
+                &o.name,
+                PID,
+                TID,
+                start,
+                cpu - start + 1_000,
+                &args,
+            )?;
+            ext += 1;
+            cpu += 3_000;
+            // The host keeps ahead of the GPU: the next call is issued while this one runs.
+            cpu = cpu.max(gpu - 50_000);
+        }
+    }
+    ev.raw("\n]}\n")
+}
+
+/// A case's trace as bytes.
+pub fn case_bytes(c: &PlantedCase) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = write_case(c, &mut out);
+    out
+}

@@ -1,0 +1,284 @@
+//! The diagnosis rules (issue #24): each planted-problem trace gets its cause named, with the
+//! right numbers, in the top recommendation on MI300X; each healthy counterpart triggers none;
+//! the real TraceLens eval fixtures (a few-tiles GEMM, a large-head-dim SDPA) are diagnosed as
+//! an expert would.
+
+mod common;
+
+use jarvis_engine::perf::platform::by_name;
+use jarvis_engine::standalone::findings::{Bottleneck, ImpactMethod};
+use jarvis_engine::standalone::Standalone;
+use jarvis_engine::synth::planted::{case, case_bytes, cases};
+use jarvis_engine::{analyze_trace_with, import, Analysis, Options, PlatformChoice};
+
+fn analyze_on(bytes: &[u8], platform: &str) -> Analysis {
+    let trace = import::import_bytes(bytes).expect("trace imports");
+    analyze_trace_with(
+        trace,
+        &Options {
+            platform: PlatformChoice::Given(by_name(platform).expect("platform")),
+            ..Options::default()
+        },
+    )
+}
+
+fn standalone(a: &Analysis) -> &Standalone {
+    a.standalone.as_ref().expect("standalone analysis")
+}
+
+fn top(st: &Standalone) -> &Bottleneck {
+    st.bottleneck(*st.recommendations.first().expect("a recommendation"))
+}
+
+fn keys(b: &Bottleneck) -> Vec<&str> {
+    b.causes.iter().map(|c| c.key).collect()
+}
+
+/// Every text a reader sees of a finding.
+fn text(b: &Bottleneck) -> String {
+    format!("{}\n{}\n{}", b.title, b.issue, b.path_a)
+}
+
+#[test]
+fn every_planted_case_names_its_cause_in_the_top_recommendation() {
+    for c in cases() {
+        let a = analyze_on(&case_bytes(&c), "mi300x");
+        let st = standalone(&a);
+        let b = top(st);
+        match c.planted {
+            Some(key) => {
+                assert!(
+                    keys(b).contains(&key),
+                    "{}: {:?}\n{}",
+                    c.name,
+                    keys(b),
+                    text(b)
+                );
+                let t = text(b);
+                for n in &c.key_numbers {
+                    assert!(t.contains(n), "{}: {n:?} missing from\n{t}", c.name);
+                }
+            }
+            None => {
+                // A healthy op: the finding may exist (it is most of the trace) but no cause.
+                for f in st.categories.iter().flat_map(|f| &f.bottlenecks) {
+                    assert!(f.causes.is_empty(), "{}: {:?}", c.name, keys(f));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn odd_gemm_dimensions_give_tile_wave_and_alignment_numbers() {
+    let a = analyze_on(&case_bytes(&case("gemm_odd_dims").expect("case")), "mi300x");
+    let b = top(standalone(&a));
+    // 8193 = 32·256 + 1: 33 × 33 = 1089 tiles of 256×256 on 304 CUs = 3.58 waves → 4, the last
+    // holding 177; useful output 8193² / 8448² = 94.05 %.
+    assert_eq!(
+        keys(b),
+        [
+            "gemm_wave_quantization",
+            "gemm_tile_quantization",
+            "gemm_alignment"
+        ]
+    );
+    let wave = &b.causes[0];
+    assert!((wave.waste.expect("estimate") - (1.0 - 1089.0 / 1216.0)).abs() < 1e-12);
+    assert!(
+        wave.evidence.contains("3.58 waves, run as 4"),
+        "{}",
+        wave.evidence
+    );
+    assert!(
+        wave.evidence.contains("fills 177 of 304 CUs"),
+        "{}",
+        wave.evidence
+    );
+    let tile = &b.causes[1];
+    let useful = 8193.0f64 * 8193.0 / (8448.0 * 8448.0);
+    assert!((tile.waste.expect("estimate") - (1.0 - useful)).abs() < 1e-12);
+    assert!(tile.evidence.contains("33×33 tiles"), "{}", tile.evidence);
+    let align = &b.causes[2];
+    assert!(
+        align.evidence.contains("M = 8193, N = 8193, K = 8193"),
+        "{}",
+        align.evidence
+    );
+    assert!(
+        align.evidence.contains("`AF0EM1`, `AF1EM1`, `ASEM1`"),
+        "names the kernel's own assumption: {}",
+        align.evidence
+    );
+    // The impact range comes from the causes' estimates, within the gap to the roofline.
+    assert_eq!(b.impact.method, ImpactMethod::Cause);
+    let share = b.time_ms / standalone(&a).utilization.total_ms * 100.0;
+    let high = (1.0 - 1089.0 / 1216.0 + 1.0 - useful) * share;
+    assert!(
+        (b.impact.high_pct - high).abs() < 1e-9,
+        "{} vs {high}",
+        b.impact.high_pct
+    );
+    assert!(b.impact.low_pct < b.impact.mid_pct && b.impact.mid_pct < b.impact.high_pct);
+}
+
+#[test]
+fn the_ridge_point_is_the_platforms_not_the_seed_bands() {
+    // M = 1: 2·1·4096·11008 FLOPs over (4096 + 4096·11008 + 11008)·2 bytes ≈ 1.0 FLOPs/byte.
+    let a = analyze_on(
+        &case_bytes(&case("gemm_decode_gemv").expect("case")),
+        "mi300x",
+    );
+    let b = top(standalone(&a));
+    assert!(
+        b.issue
+            .contains("below MI300X's bf16 ridge point of 134 FLOPs/byte"),
+        "{}",
+        b.issue
+    );
+    assert!(!b.issue.contains("between the bands"));
+    // The same trace on H100: 989 / 3.35 = 295.
+    let h = analyze_on(
+        &case_bytes(&case("gemm_decode_gemv").expect("case")),
+        "h100",
+    );
+    assert!(top(standalone(&h))
+        .issue
+        .contains("ridge point of 295 FLOPs/byte"));
+}
+
+#[test]
+fn tuple_written_convolution_inputs_are_modelled() {
+    let a = analyze_on(
+        &case_bytes(&case("conv_stem_tuple_inputs").expect("case")),
+        "mi300x",
+    );
+    let st = standalone(&a);
+    let row = st
+        .rows
+        .iter()
+        .find(|r| r.name == "aten::convolution")
+        .expect("conv row");
+    // 7×7 stride 2 pad 3 on 224² → 112²: 2·(3·7·7)·(64·64·112·112) FLOPs.
+    let flops = 2.0 * (3.0 * 49.0) * (64.0 * 64.0 * 112.0 * 112.0);
+    assert!(
+        (row.gflops.expect("modelled") - flops / 1e9).abs() < 1e-6,
+        "{:?}",
+        row.gflops
+    );
+    assert!(a.unmodelled_ops.iter().all(|u| u.op != "aten::convolution"));
+}
+
+#[test]
+fn fused_moe_ops_get_a_model_and_tokens_per_expert() {
+    let a = analyze_on(
+        &case_bytes(&case("moe_few_tokens").expect("case")),
+        "mi300x",
+    );
+    let st = standalone(&a);
+    let row = st
+        .rows
+        .iter()
+        .find(|r| r.name == "vllm::rocm_aiter_fused_moe")
+        .expect("moe row");
+    assert!(row.gflops.is_some() && row.has_model);
+    let b = top(st);
+    let c = &b.causes[0];
+    assert_eq!(c.key, "moe_few_tokens_per_expert");
+    // Uniform routing: 128·(1 − (120/128)^8) = 51.5 experts hit; 64 routed tokens / 51.5.
+    let active = 128.0 * (1.0 - (120.0f64 / 128.0).powi(8));
+    assert!(
+        c.title
+            .contains(&format!("{:.1} tokens per active expert", 64.0 / active)),
+        "{}",
+        c.title
+    );
+}
+
+#[test]
+fn real_eval_fixtures_are_diagnosed() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let dir = shared.join("traces/tracelens");
+    // TraceLens's "compute few tiles" GEMM: aten::mm [256,131072]x[131072,512], MT256x128 with
+    // split-K 2 on MI300X: 2×2 tiles → 8 workgroups for 304 CUs.
+    let a = analyze_on(
+        &common::read(&dir.join("amd_trimmed_gemm_01_compute_few_tiles.json")),
+        "mi300x",
+    );
+    let b = top(standalone(&a));
+    assert_eq!(b.causes[0].key, "gemm_few_tiles", "{}", text(b));
+    assert!(
+        b.causes[0]
+            .evidence
+            .contains("split-K 2 → 8 workgroups; 296 of 304 CUs (97.4%)"),
+        "{}",
+        b.causes[0].evidence
+    );
+    assert!(
+        !b.path_b.contains("PostGSU"),
+        "the main kernel is the GEMM, not its reduction: {}",
+        b.path_b
+    );
+    // TraceLens's large-head-dim SDPA: head dim 256 on MI300X.
+    let a = analyze_on(
+        &common::read(&dir.join("mi300x_rocprofsdk_sdpa_04_large_head_dim.json")),
+        "mi300x",
+    );
+    let b = top(standalone(&a));
+    assert_eq!(b.causes[0].key, "attention_large_head_dim", "{}", text(b));
+    assert!(
+        b.causes[0].evidence.contains("256 columns takes 64 KiB"),
+        "{}",
+        b.causes[0].evidence
+    );
+}
+
+#[test]
+fn defects_found_on_the_way_stay_fixed() {
+    // A single-stream trace with no collectives is never told to look for cross-stream or NCCL
+    // waits.
+    for c in cases() {
+        let a = analyze_on(&case_bytes(&c), "mi300x");
+        for b in standalone(&a)
+            .categories
+            .iter()
+            .flat_map(|f| &f.bottlenecks)
+        {
+            assert!(!b.path_a.contains("NCCL"), "{}: {}", c.name, b.path_a);
+        }
+    }
+    // With a platform given and no modelled op, the fair report does not claim no platform.
+    let mut unmodelled = case("gemm_healthy").expect("case");
+    unmodelled.ops[0].name = "myext::custom_matmul".into();
+    let a = analyze_on(&case_bytes(&unmodelled), "mi300x");
+    let md = jarvis_engine::report::standalone_fair::fair_md(&a, standalone(&a), "t");
+    assert!(md.contains("– (no op with a perf model)"), "{md}");
+    assert!(!md.contains("(no platform)"));
+    // Planted traces have no backward pass: whatever their markers, never "train".
+    assert!(a.steps.rows.iter().all(|r| r.class.key() != "train"));
+}
+
+#[test]
+fn profiler_steps_without_backward_are_inference() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let trace = common::read(
+        &shared.join("traces/tracelens/h100_gaunernst_bert-small-uncased__1016001.json.gz"),
+    );
+    let a = analyze_on(&trace, "h100");
+    assert!(!a.steps.rows.is_empty());
+    for r in &a.steps.rows {
+        assert!(
+            r.class.key() == "inference" || r.class.key() == "whole",
+            "{}",
+            r.class.key()
+        );
+    }
+    // A synthetic training step keeps its class.
+    let (bytes, _) = jarvis_engine::synth::trace_bytes(&jarvis_engine::synth::SynthSpec::default());
+    let t = analyze_on(&bytes, "h100");
+    assert!(t.steps.rows.iter().any(|r| r.class.key() == "train"));
+}
