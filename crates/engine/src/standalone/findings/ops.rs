@@ -470,31 +470,13 @@ mod tests {
 
     fn row(name: &str, mb: f64, count: u64, kernel_us: f64) -> OpRow {
         OpRow {
-            row: 0,
-            name: name.into(),
             tracelens_category: "elementwise".into(),
             category: SeedCategory::Elementwise,
-            input_dims: String::new(),
-            input_type: String::new(),
-            input_strides: String::new(),
-            concrete_inputs: String::new(),
-            ex_uid: 0,
             count,
             kernel_us,
-            gflops: None,
             data_mb: Some(mb),
-            flops_per_byte: None,
-            compute_spec: String::new(),
-            tb_s: None,
-            tflops_s: None,
-            roofline_us: None,
-            bound: None,
             has_model: true,
-            kernels: String::new(),
-            perf_params: String::new(),
-            sub_ops: Vec::new(),
-            kernel_names: Vec::new(),
-            module_path: String::new(),
+            ..crate::standalone::ops::tests_support::row(name)
         }
     }
 
