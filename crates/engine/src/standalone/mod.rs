@@ -240,14 +240,7 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
         top_op_names: &top_names,
         coll: src.coll,
         replay_names: src.replay_names,
-        gpu_streams: src
-            .trace
-            .events
-            .iter()
-            .filter(|e| e.kind.is_gpu())
-            .filter_map(|e| e.stream())
-            .collect::<rustc_hash::FxHashSet<i64>>()
-            .len(),
+        multi_stream: multi_stream(src.trace),
     };
     let mut categories = findings::analyze_categories(&inputs, baseline.as_ref());
     let timeline = findings::timeline_findings(&inputs);
@@ -350,6 +343,19 @@ fn events_by_uid(trace: &Trace, rows: &[OpRow]) -> HashMap<u32, EventId> {
         .filter(|(_, e)| e.kind == EventKind::CpuOp && want.contains(&e.uid))
         .map(|(i, e)| (e.uid, EventId(i as u32)))
         .collect()
+}
+
+/// Whether GPU events ran on two or more streams (stops at the second stream it sees).
+fn multi_stream(trace: &Trace) -> bool {
+    let mut streams = trace
+        .events
+        .iter()
+        .filter(|e| e.kind.is_gpu())
+        .filter_map(|e| e.stream());
+    match streams.next() {
+        Some(first) => streams.any(|s| s != first),
+        None => false,
+    }
 }
 
 /// The GPU kernels under `id` (full names, µs), in launch order.

@@ -194,6 +194,49 @@ impl OpRow {
         param_int(&self.perf_params, key)
     }
 
+    /// A batched GEMM of many tiny matrices (B ≥ 32, M, N, K ≤ 128): each is smaller than one
+    /// output tile, so no kernel fills the GPU with them.
+    pub fn is_tiny_batched(&self) -> bool {
+        let (Some(b), Some(m), Some(n), Some(k)) = (
+            self.param("B"),
+            self.param("M"),
+            self.param("N"),
+            self.param("K"),
+        ) else {
+            return false;
+        };
+        b >= 32 && m <= 128 && n <= 128 && k <= 128
+    }
+
+    /// A tuple or list entry of the `perf_params` dict (`'stride': (2, 2)`).
+    pub fn param_tuple(&self, key: &str) -> Option<Vec<i64>> {
+        let rest = param_value(&self.perf_params, key)?;
+        let close = match rest.chars().next()? {
+            '(' => ')',
+            '[' => ']',
+            _ => return None,
+        };
+        let end = rest.find(close)?;
+        rest[1..end]
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().ok())
+            .collect()
+    }
+
+    /// A boolean entry of the `perf_params` dict (`'causal': True`).
+    pub fn param_bool(&self, key: &str) -> Option<bool> {
+        let rest = param_value(&self.perf_params, key)?;
+        if rest.starts_with("True") {
+            Some(true)
+        } else if rest.starts_with("False") {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
     /// Whether the op's precision is 8 bits or less, or its name says it is a scaled GEMM.
     pub fn is_quantized(&self) -> bool {
         let n = self.name.to_ascii_lowercase();
@@ -207,11 +250,16 @@ impl OpRow {
     }
 }
 
-/// Reads `'key': <integer>` out of a Python dict repr.
-pub fn param_int(params: &str, key: &str) -> Option<i64> {
+/// The text after `'key': ` in a Python dict repr.
+fn param_value<'a>(params: &'a str, key: &str) -> Option<&'a str> {
     let pat = format!("'{key}': ");
     let at = params.find(&pat)? + pat.len();
-    let rest = &params[at..];
+    Some(&params[at..])
+}
+
+/// Reads `'key': <integer>` out of a Python dict repr.
+pub fn param_int(params: &str, key: &str) -> Option<i64> {
+    let rest = param_value(params, key)?;
     let end = rest
         .find(|c: char| !(c.is_ascii_digit() || c == '-'))
         .unwrap_or(rest.len());
@@ -373,5 +421,12 @@ mod tests {
         assert_eq!(param_int(p, "B"), Some(64));
         assert_eq!(param_int(p, "K"), Some(8));
         assert_eq!(param_int(p, "N_Q"), None);
+        let mut r = tests_support::row("aten::convolution");
+        r.perf_params =
+            "{'input_shape': (10, 3, 224, 224), 'stride': [2, 2], 'transposed_conv': False}".into();
+        assert_eq!(r.param_tuple("input_shape"), Some(vec![10, 3, 224, 224]));
+        assert_eq!(r.param_tuple("stride"), Some(vec![2, 2]));
+        assert_eq!(r.param_bool("transposed_conv"), Some(false));
+        assert_eq!(r.param_bool("causal"), None);
     }
 }

@@ -28,6 +28,9 @@ pub struct PlantedOp {
     pub concrete: String,
     pub kernels: Vec<(String, Nanos)>,
     pub calls: u32,
+    /// Extra time each kernel waits on the GPU after it could start (a queued kernel held
+    /// back): idle time that is neither host wait nor kernel wait.
+    pub gpu_delay: Nanos,
 }
 
 /// A planted-problem trace: the device it claims and its ops, and what it plants.
@@ -59,6 +62,7 @@ fn op(
         concrete: concrete.into(),
         kernels: kernels.iter().map(|(n, d)| ((*n).to_owned(), *d)).collect(),
         calls,
+        gpu_delay: 0,
     }
 }
 
@@ -75,102 +79,147 @@ fn tensile(mt: &str, align: u32) -> String {
     format!("Cijk_Ailk_Bljk_BBS_BH_MT{mt}_MI32x32x8x1_SN_1LDSB0_AF0EM{align}_AF1EM{align}_ASEM{align}_GSU1_GSUAMB_ISA942_IU1_K1_SK0_TT4_64_WG64_4_1_WGM8")
 }
 
+/// `aten::mm` of bf16 `[m, k] × [k, n]`: the main kernel at `eff` of MI300X's 708 TFLOPS, then
+/// any `extra` kernels (a split-K reduction).
+fn mm(
+    m: i64,
+    k: i64,
+    n: i64,
+    kernel: &str,
+    eff: f64,
+    extra: &[(&str, Nanos)],
+    calls: u32,
+) -> PlantedOp {
+    let ns = at(2.0 * (m * n * k) as f64, 708.0, eff);
+    let mut kernels = vec![(kernel, ns)];
+    kernels.extend_from_slice(extra);
+    op(
+        "aten::mm",
+        &format!("[[{m}, {k}], [{k}, {n}]]"),
+        &format!("[{BF16}, {BF16}]"),
+        "[\"\", \"\"]",
+        &kernels,
+        calls,
+    )
+}
+
+/// `aten::_scaled_dot_product_flash_attention` of bf16 `[1, h, s, d]` (not causal) in one
+/// AOTriton `attn_fwd` kernel at `eff` of 708 TFLOPS (4·h·s²·d FLOPs).
+fn flash(h: i64, s: i64, d: i64, eff: f64) -> PlantedOp {
+    let q = format!("[1, {h}, {s}, {d}]");
+    op(
+        "aten::_scaled_dot_product_flash_attention",
+        &format!("[{q}, {q}, {q}, [], [], [], []]"),
+        &format!("[{BF16}, {BF16}, {BF16}, \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"]"),
+        "[\"\", \"\", \"\", \"0.\", \"False\", \"False\", \"0.0625\"]",
+        &[("attn_fwd.kd", at(4.0 * (h * s * s * d) as f64, 708.0, eff))],
+        10,
+    )
+}
+
+/// `aten::convolution` of bf16 `x` and `w` with Concrete Inputs as given.
+fn conv(dims: &str, concrete: &str, kernel: &str, ns: Nanos) -> PlantedOp {
+    let types = format!("[{BF16}, {BF16}, \"\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\", \"ScalarList\", \"Scalar\"]");
+    op(
+        "aten::convolution",
+        dims,
+        &types,
+        concrete,
+        &[(kernel, ns)],
+        10,
+    )
+}
+
+fn case_of(
+    name: &'static str,
+    ops: Vec<PlantedOp>,
+    planted: Option<&'static str>,
+    key_numbers: &[&'static str],
+) -> PlantedCase {
+    PlantedCase {
+        name,
+        device: MI300X,
+        ops,
+        planted,
+        key_numbers: key_numbers.to_vec(),
+    }
+}
+
 /// Every planted case.
 pub fn cases() -> Vec<PlantedCase> {
-    let gemm = |m: i64, n: i64, k: i64| 2.0 * (m * n * k) as f64;
-    let odd = tensile("256x256x64", 1);
-    let healthy = tensile("256x256x64", 8);
     let few = "Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI16x16x16x1_SN_1LDSB0_AF0EM8_AF1EM8_ASEM64_GSU2_GSUAMB_ISA942_IU1_K1_WG64_4_1_WGM1";
-    let flash_concrete = "[\"\", \"\", \"\", \"0.\", \"False\", \"False\", \"0.0625\"]";
-    let attn = |d: i64, s: i64, h: i64| {
-        let dims =
-            format!("[[1, {h}, {s}, {d}], [1, {h}, {s}, {d}], [1, {h}, {s}, {d}], [], [], [], []]");
-        let flops = 4.0 * (h * s * s * d) as f64;
-        (dims, flops)
-    };
-    let (hd256, f256) = attn(256, 4096, 32);
-    let (hd80, f80) = attn(80, 4096, 48);
-    let conv_types = format!("[{BF16}, {BF16}, \"\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\", \"ScalarList\", \"Scalar\"]");
+    let igemm = "igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt256x128x32_wt32x32x8_ws2x1_wr2x2_ta1x8x4x1_1x4x1x64_tb1x8x2x1_1x4x1x64";
+    // 7×7 stride 2 on 64 × 3 × 224²: 2·(3·7·7)·(64·64·112·112) FLOPs, at 10 %.
+    let stem_ns = at(2.0 * (64 * 64 * 112 * 112 * 3 * 49_i64) as f64, 708.0, 0.1);
     vec![
-        PlantedCase {
-            name: "gemm_odd_dims",
-            device: MI300X,
-            ops: vec![op("aten::mm", "[[8193, 8193], [8193, 8193]]", &format!("[{BF16}, {BF16}]"), "[\"\", \"\"]", &[(&odd, at(gemm(8193, 8193, 8193), 708.0, 0.5))], 10)],
-            planted: Some("gemm_wave_quantization"),
-            key_numbers: vec!["1089 tiles", "4 waves", "8193 is one past a multiple of 256", "K = 8193", "8193 → 8256"],
-        },
-        PlantedCase {
-            name: "gemm_healthy",
-            device: MI300X,
-            ops: vec![op("aten::mm", "[[4864, 4096], [4096, 4096]]", &format!("[{BF16}, {BF16}]"), "[\"\", \"\"]", &[(&healthy, at(gemm(4864, 4096, 4096), 708.0, 0.85))], 10)],
-            planted: None,
-            key_numbers: vec![],
-        },
-        PlantedCase {
-            name: "gemm_few_tiles",
-            device: MI300X,
-            ops: vec![op("aten::mm", "[[256, 131072], [131072, 512]]", &format!("[{BF16}, {BF16}]"), "[\"\", \"\"]", &[(few, at(gemm(256, 512, 131072), 708.0, 0.045)), ("Cijk_B_PostGSU2", 5_000)], 10)],
-            planted: Some("gemm_few_tiles"),
-            key_numbers: vec!["8 workgroups", "304 CUs", "split-K 2"],
-        },
-        PlantedCase {
-            name: "gemm_decode_gemv",
-            device: MI300X,
-            ops: vec![op("aten::mm", "[[1, 4096], [4096, 11008]]", &format!("[{BF16}, {BF16}]"), "[\"\", \"\"]", &[(&tensile("256x16x64", 8), 40_000)], 50)],
-            planted: Some("gemm_gemv_shape"),
-            key_numbers: vec!["M = 1", "ridge point of 134"],
-        },
-        PlantedCase {
-            name: "attention_large_head_dim",
-            device: MI300X,
-            ops: vec![op("aten::_scaled_dot_product_flash_attention", &hd256, &format!("[{BF16}, {BF16}, {BF16}, \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"]"), flash_concrete, &[("attn_fwd.kd", at(f256, 708.0, 0.12))], 10)],
-            planted: Some("attention_large_head_dim"),
-            key_numbers: vec!["head dim 256", "64 KiB"],
-        },
-        PlantedCase {
-            name: "attention_head_dim_padding",
-            device: MI300X,
-            ops: vec![op("aten::_scaled_dot_product_flash_attention", &hd80, &format!("[{BF16}, {BF16}, {BF16}, \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"]"), flash_concrete, &[("attn_fwd.kd", at(f80, 708.0, 0.3))], 10)],
-            planted: Some("attention_head_dim_padding"),
-            key_numbers: vec!["head dim 80 padded to 128", "37.5%"],
-        },
-        PlantedCase {
-            name: "conv_stem_tuple_inputs",
-            device: MI300X,
-            ops: vec![PlantedOp {
-                strides: String::new(),
-                ..op("aten::convolution", "[[64, 3, 224, 224], [64, 3, 7, 7]]", &conv_types, "[\"\", \"\", \"\", \"(2,2)\", \"(3,3)\", \"(1,1)\", \"False\", \"(0,0)\", \"1\"]", &[("igemm_fwd_gtcx3_nhwc_bf16_bx0_ex1_bt256x128x32_wt32x32x8_ws2x1_wr2x2_ta1x8x4x1_1x4x1x64_tb1x8x2x1_1x4x1x64", at(2.0 * (64 * 64 * 112 * 112 * 3 * 49_i64) as f64, 708.0, 0.1))], 10)
-            }],
-            planted: Some("conv_few_input_channels"),
-            key_numbers: vec!["C_in = 3", "62.5%"],
-        },
-        PlantedCase {
-            name: "conv_depthwise",
-            device: MI300X,
-            ops: vec![op("aten::convolution", "[[32, 256, 56, 56], [256, 1, 3, 3], [], [], [], [], [], [], []]", &conv_types, "[\"\", \"\", \"\", \"[1, 1]\", \"[1, 1]\", \"[1, 1]\", \"False\", \"[0, 0]\", \"256\"]", &[("naive_conv_ab_nonpacked_fwd_nchw_bf16_float_bf16", 900_000)], 10)],
-            planted: Some("conv_depthwise"),
-            key_numbers: vec!["= C_in = 256", "K = 9", "naive"],
-        },
-        PlantedCase {
-            name: "moe_few_tokens",
-            device: MI300X,
-            ops: vec![op("vllm::rocm_aiter_fused_moe", "[[8, 4096], [128, 3072, 4096], [128, 4096, 1536], [8, 8], [8, 8], [], [], [], []]", &format!("[{BF16}, {BF16}, {BF16}, \"float\", \"int\", \"\", \"Scalar\", \"Scalar\", \"Scalar\"]"), "[\"\", \"\", \"\", \"\", \"\", \"\", \"0\", \"0\", \"False\"]", &[("moe_sorting_kernel", 8_000), ("_ZN5aiter50fmoe_bf16_pertokenMXfp4_g1u1_flat_novs_silu_16x128E", 900_000)], 20)],
-            planted: Some("moe_few_tokens_per_expert"),
-            key_numbers: vec!["8 tokens × top-8 over 128 experts", "tokens per active expert"],
-        },
-        PlantedCase {
-            name: "elementwise_non_contiguous",
-            device: MI300X,
-            ops: vec![
+        case_of(
+            "gemm_odd_dims",
+            vec![mm(8193, 8193, 8193, &tensile("256x256x64", 1), 0.5, &[], 10)],
+            Some("gemm_wave_quantization"),
+            &["1089 tiles", "4 waves", "8193 is one past a multiple of 256", "K = 8193", "8193 → 8256"],
+        ),
+        case_of(
+            "gemm_healthy",
+            vec![mm(4864, 4096, 4096, &tensile("256x256x64", 8), 0.85, &[], 10)],
+            None,
+            &[],
+        ),
+        case_of(
+            "gemm_few_tiles",
+            vec![mm(256, 131072, 512, few, 0.045, &[("Cijk_B_PostGSU2", 5_000)], 10)],
+            Some("gemm_few_tiles"),
+            &["8 workgroups", "304 CUs", "split-K 2"],
+        ),
+        case_of(
+            "gemm_decode_gemv",
+            // 2·4096·11008 FLOPs in 40 µs.
+            vec![mm(1, 4096, 11008, &tensile("256x16x64", 8), 2.0 * 4096.0 * 11008.0 / (708e12 * 40e-6), &[], 50)],
+            Some("gemm_gemv_shape"),
+            &["M = 1", "ridge point of 134"],
+        ),
+        case_of(
+            "attention_large_head_dim",
+            vec![flash(32, 4096, 256, 0.12)],
+            Some("attention_large_head_dim"),
+            &["head dim 256", "64 KiB"],
+        ),
+        case_of(
+            "attention_head_dim_padding",
+            vec![flash(48, 4096, 80, 0.3)],
+            Some("attention_head_dim_padding"),
+            &["head dim 80 padded to 128", "37.5%"],
+        ),
+        case_of(
+            "conv_stem_tuple_inputs",
+            // Python tuples in Concrete Inputs, Input Dims for the tensors only.
+            vec![conv("[[64, 3, 224, 224], [64, 3, 7, 7]]", "[\"\", \"\", \"\", \"(2,2)\", \"(3,3)\", \"(1,1)\", \"False\", \"(0,0)\", \"1\"]", igemm, stem_ns)],
+            Some("conv_few_input_channels"),
+            &["C_in = 3", "62.5%"],
+        ),
+        case_of(
+            "conv_depthwise",
+            vec![conv("[[32, 256, 56, 56], [256, 1, 3, 3], [], [], [], [], [], [], []]", "[\"\", \"\", \"\", \"[1, 1]\", \"[1, 1]\", \"[1, 1]\", \"False\", \"[0, 0]\", \"256\"]", "naive_conv_ab_nonpacked_fwd_nchw_bf16_float_bf16", 900_000)],
+            Some("conv_depthwise"),
+            &["= C_in = 256", "K = 9", "naive"],
+        ),
+        case_of(
+            "moe_few_tokens",
+            vec![op("vllm::rocm_aiter_fused_moe", "[[8, 4096], [128, 3072, 4096], [128, 4096, 1536], [8, 8], [8, 8], [], [], [], []]", &format!("[{BF16}, {BF16}, {BF16}, \"float\", \"int\", \"\", \"Scalar\", \"Scalar\", \"Scalar\"]"), "[\"\", \"\", \"\", \"\", \"\", \"\", \"0\", \"0\", \"False\"]", &[("moe_sorting_kernel", 8_000), ("_ZN5aiter50fmoe_bf16_pertokenMXfp4_g1u1_flat_novs_silu_16x128E", 900_000)], 20)],
+            Some("moe_few_tokens_per_expert"),
+            &["8 tokens × top-8 over 128 experts", "tokens per active expert"],
+        ),
+        case_of(
+            "elementwise_non_contiguous",
+            vec![
                 op("aten::mul", "[[8192, 8192], [8192, 8192]]", &format!("[{BF16}, {BF16}]"), "[\"\", \"\"]", &[("vectorized_elementwise_kernel<4, mul_kernel>", 100_000)], 20),
                 PlantedOp {
                     strides: "[[1, 8192]]".into(),
                     ..op("aten::silu", "[[8192, 8192]]", &format!("[{BF16}]"), "[\"\"]", &[("elementwise_kernel<128, 4, silu_kernel>", 400_000)], 20)
                 },
             ],
-            planted: Some("elementwise_non_contiguous"),
-            key_numbers: vec!["not contiguous", "strides (1, 8192)"],
-        },
+            Some("elementwise_non_contiguous"),
+            &["not contiguous", "strides (1, 8192)"],
+        ),
     ]
 }
 
@@ -208,7 +257,7 @@ pub fn write_case(c: &PlantedCase, w: &mut impl Write) -> io::Result<()> {
                     &format!("\"External id\": {ext}, \"correlation\": {corr}"),
                 )?;
                 ev.flow("s", corr, PID, TID, ts)?;
-                let kstart = gpu.max(ts + 5_000);
+                let kstart = gpu.max(ts + 5_000) + o.gpu_delay;
                 ev.complete("kernel", k, GPU_PID, STREAM, kstart, *dur, &format!("\"External id\": {ext}, \"correlation\": {corr}, \"device\": 0, \"stream\": {STREAM}"))?;
                 ev.flow("f", corr, GPU_PID, STREAM, kstart)?;
                 gpu = kstart + dur + 1_000;

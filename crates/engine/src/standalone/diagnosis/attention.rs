@@ -23,7 +23,7 @@ pub const LARGE_HEAD_DIM: i64 = 128;
 /// Queries per sequence at most this is a decode step.
 pub const DECODE_MAX_QUERIES: i64 = 16;
 
-pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
+pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
     let p = |k: &str| shape.param(k);
     let backend = attention_backend(shape.kernel_names.iter().map(|(n, _)| n.as_str()));
@@ -32,7 +32,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     };
     let nkv = p("N_KV").unwrap_or(nq);
     let hkv = p("H_KV").unwrap_or(hq);
-    let causal = param_bool(&shape.perf_params, "causal").unwrap_or(false);
+    let causal = shape.param_bool("causal").unwrap_or(false);
     let bpe = spec_bytes(&shape.compute_spec).unwrap_or(2) as i64;
     let units = ctx.platform.and_then(Platform::units);
     let unit = ctx.platform.map_or("CU", Platform::unit_name);
@@ -69,7 +69,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                         sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
                         pct(waste)
                     ),
-                    action: format!("Use a head dim the kernels support exactly ({}) where the model allows, or a backend with a {d} kernel.", sizes.iter().filter(|&&s| s as i64 <= d.max(64) * 2).map(u64::to_string).collect::<Vec<_>>().join(" / ")),
+                    action: format!("Use a head dim the kernels have exactly ({}{padded}) where the model allows, or a backend with a {d} kernel.", sizes.iter().rev().find(|&&s| (s as i64) < d).map(|s| format!("{s} or ")).unwrap_or_default()),
                     waste: Some(waste),
                     confidence: Confidence::Medium,
                     bounds_all: false,
@@ -103,15 +103,17 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     }
     let per_seq_q = nq;
     if per_seq_q <= DECODE_MAX_QUERIES {
+        // Q·Kᵀ and P·V: 4·B·H_q·N_q·N_kv·d FLOPs over the K and V cache read once.
         let kv_bytes = 2.0 * (b * hkv) as f64 * nkv as f64 * d as f64 * bpe as f64;
+        let flops = 4.0 * (b * hq) as f64 * nq as f64 * nkv as f64 * d as f64;
         out.push(Cause {
             key: "attention_decode",
             title: format!("decode attention: {nq} quer{} per sequence", if nq == 1 { "y" } else { "ies" }),
             evidence: format!(
-                "{nq} quer{} against {nkv} cached keys × {hkv} KV heads: the kernel streams {:.1} MB of K/V cache per call for {} FLOPs per byte; it is bound by memory bandwidth, not by the matrix units{}.",
+                "{nq} quer{} against {nkv} cached keys × {hkv} KV heads: the kernel streams {:.1} MB of K/V cache per call for {:.1} FLOPs per byte; it is bound by memory bandwidth, not by the matrix units{}.",
                 if nq == 1 { "y" } else { "ies" },
                 kv_bytes / 1e6,
-                if nq * hq / hkv.max(1) <= 1 { "about 1" } else { "a few" },
+                flops / kv_bytes,
                 ctx.platform.map(|p| format!(" ({:.2} TB/s on {})", p.hbm_tbps.0, p.name)).unwrap_or_default()
             ),
             action: "Judge it against memory bandwidth; use a split-KV / paged decode kernel (FlashDecoding, vLLM paged attention), an FP8 KV cache to halve the bytes, and larger decode batches to share the launch.".into(),
@@ -162,6 +164,5 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             bounds_all: false,
         });
     }
-    let _ = r;
     out
 }

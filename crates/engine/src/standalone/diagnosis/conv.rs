@@ -35,12 +35,11 @@ fn out_spatial(x: &[i64], w: &[i64], s: &[i64], p: &[i64], dl: &[i64]) -> Option
         .collect()
 }
 
-pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
+pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
-    let pp = &shape.perf_params;
     let (Some(x), Some(w)) = (
-        param_tuple(pp, "input_shape"),
-        param_tuple(pp, "filter_shape"),
+        shape.param_tuple("input_shape"),
+        shape.param_tuple("filter_shape"),
     ) else {
         return out;
     };
@@ -48,10 +47,10 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         return out;
     }
     let groups = shape.param("groups").unwrap_or(1).max(1);
-    let transposed = param_bool(pp, "transposed_conv").unwrap_or(false);
-    let stride = param_tuple(pp, "stride").unwrap_or_default();
-    let padding = param_tuple(pp, "padding").unwrap_or_default();
-    let dilation = param_tuple(pp, "dilation").unwrap_or_default();
+    let transposed = shape.param_bool("transposed_conv").unwrap_or(false);
+    let stride = shape.param_tuple("stride").unwrap_or_default();
+    let padding = shape.param_tuple("padding").unwrap_or_default();
+    let dilation = shape.param_tuple("dilation").unwrap_or_default();
     let (cin, cout) = (x[1], if transposed { w[1] * groups } else { w[0] });
     let kernel: Vec<i64> = w[2..].to_vec();
     let ksize: i64 = kernel.iter().product();
@@ -249,6 +248,5 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             });
         }
     }
-    let _ = r;
     out
 }

@@ -20,6 +20,19 @@ fn contiguous(shape: &[i64]) -> Vec<i64> {
     s
 }
 
+/// Whether recorded strides are those of a contiguous tensor, ignoring size-1 dimensions (their
+/// stride is arbitrary) and tensors whose strides were not recorded.
+fn contiguous_where_it_matters(shape: &[i64], strides: &[i64]) -> bool {
+    if shape.is_empty() || shape.len() != strides.len() {
+        return true;
+    }
+    contiguous(shape)
+        .iter()
+        .zip(strides)
+        .zip(shape)
+        .all(|((c, s), &d)| d <= 1 || c == s)
+}
+
 /// `((8, 4096), (1, 4096))` → shapes; `[[8, 4096], [1, 4096]]` too.
 fn shapes(text: &str) -> Vec<Vec<i64>> {
     let t = text.replace(['(', '['], "[").replace([')', ']'], "]");
@@ -64,24 +77,23 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 .iter()
                 .zip(&strides)
                 .enumerate()
-                .filter(|(_, (d, s))| !d.is_empty() && d.len() == s.len() && contiguous(d) != **s)
+                .filter(|(_, (d, st))| !contiguous_where_it_matters(d, st))
                 .map(|(i, _)| i)
                 .collect();
-            let full = dims.iter().map(|d| d.len()).max().unwrap_or(0);
-            let broadcast = dims.len() > 1
-                && dims
-                    .iter()
-                    .any(|d| !d.is_empty() && (d.len() < full || d.contains(&1)))
-                && dims.iter().any(|d| d.len() == full && !d.contains(&1));
+            // Tensor inputs of different sizes: one is broadcast against the other.
+            let sizes: Vec<i64> = dims
+                .iter()
+                .filter(|d| !d.is_empty())
+                .map(|d| d.iter().product())
+                .collect();
+            let broadcast = sizes.windows(2).any(|w| w[0] != w[1]);
+            // Tensor inputs of different dtypes (`copy_` from bf16 into fp32, mixed adds).
             let types: Vec<&str> = shape
                 .input_type
                 .split('\'')
                 .filter(|t| t.contains("::") || t.starts_with("float") || t.starts_with("Half"))
                 .collect();
-            let convert = types.windows(2).any(|w| w[0] != w[1])
-                || ["aten::to", "aten::_to_copy", "aten::copy_"].contains(&r.name.as_str())
-                    && types.len() >= 2
-                    && types[0] != types[1];
+            let convert = types.windows(2).any(|w| w[0] != w[1]);
             let why = if !strided.is_empty() {
                 format!("input {} {} not contiguous (strides {} for shape {}): the kernel gathers instead of streaming", strided.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(", "), if strided.len() == 1 { "is" } else { "are" }, shape_text(&strides[strided[0]]), shape_text(&dims[strided[0]]))
             } else if broadcast {
@@ -147,6 +159,11 @@ mod tests {
     #[test]
     fn strides_and_shapes() {
         assert_eq!(contiguous(&[8, 4096]), vec![4096, 1]);
+        assert!(contiguous_where_it_matters(&[8, 4096], &[4096, 1]));
+        // A transposed view.
+        assert!(!contiguous_where_it_matters(&[8192, 8192], &[1, 8192]));
+        // A size-1 dimension's stride says nothing.
+        assert!(contiguous_where_it_matters(&[1, 4096], &[1, 1]));
         assert_eq!(
             shapes("((8, 4096), (1, 4096), ())"),
             vec![vec![8, 4096], vec![1, 4096], vec![]]

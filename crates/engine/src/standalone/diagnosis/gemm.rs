@@ -31,9 +31,12 @@ pub const LAUNCH_BOUND_CALLS: u64 = 20;
 
 /// The main GEMM kernel of an op: its longest kernel whose name reads as a GEMM.
 fn main_gemm(shape: &OpRow) -> Option<(String, GemmKernel)> {
-    kernels_by_time(shape)
-        .into_iter()
-        .find_map(|(n, _)| gemm_kernel(n).map(|k| (n.to_owned(), k)))
+    shape
+        .kernel_names
+        .iter()
+        .filter_map(|(n, us)| Some((n, *us, gemm_kernel(n)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(n, _, k)| (n.clone(), k))
 }
 
 fn kernel_label(name: &str) -> String {
@@ -173,14 +176,15 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         }
     }
     if let (Some(m), Some(n), Some(k)) = dims {
-        if let Some(c) = alignment(r, m, n, k, main.as_ref()) {
+        // The shape's own figures (the merged row's intensity is an average over signatures).
+        if let Some(c) = alignment(shape, m, n, k, main.as_ref()) {
             out.push(c);
         }
-        if let Some(c) = below_ridge(r, m, n, k, ctx) {
+        if let Some(c) = below_ridge(shape, m, n, k, ctx) {
             out.push(c);
         }
     }
-    if let Some(c) = fp32(r, main.as_ref(), ctx) {
+    if let Some(c) = fp32(shape, main.as_ref(), ctx) {
         out.push(c);
     }
     let mean_us = r.kernel_us / r.count.max(1) as f64;
@@ -275,7 +279,7 @@ fn below_ridge(r: &OpRow, m: i64, n: i64, k: i64, ctx: &Context<'_>) -> Option<C
     let phrase = ridge_phrase(r, Some(p))?;
     let rows = m.min(n);
     let b = r.param("B").unwrap_or(1);
-    let (key, title, why, action) = if b >= 32 && m.max(n).max(k) <= 128 {
+    let (key, title, why, action) = if r.is_tiny_batched() {
         (
             "gemm_tiny_batched",
             format!("{b} tiny GEMMs of {m}×{n}×{k} per call"),

@@ -72,9 +72,9 @@ pub struct Context<'a> {
 pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = match r.category {
         SeedCategory::Gemm => gemm::causes(r, shape, ctx),
-        SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => attention::causes(r, shape, ctx),
-        SeedCategory::Convolution => conv::causes(r, shape, ctx),
-        SeedCategory::MoeFused => moe::causes(r, shape, ctx),
+        SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => attention::causes(shape, ctx),
+        SeedCategory::Convolution => conv::causes(shape, ctx),
+        SeedCategory::MoeFused => moe::causes(shape, ctx),
         SeedCategory::Elementwise
         | SeedCategory::Reduce
         | SeedCategory::Batchnorm
@@ -82,7 +82,7 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         | SeedCategory::Other => elementwise::causes(r, shape, ctx),
         SeedCategory::Communication => Vec::new(),
     };
-    let gap = gap(r);
+    let gap = gap(r.efficiency_pct());
     for c in &mut out {
         if let (Some(w), Some(g)) = (c.waste, gap) {
             c.waste = Some(w.min(g).max(0.0));
@@ -97,10 +97,9 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     out
 }
 
-/// The op's gap to the roofline as a share of its time (1 − efficiency), when modelled.
-pub fn gap(r: &OpRow) -> Option<f64> {
-    r.efficiency_pct()
-        .map(|e| (1.0 - e / 100.0).clamp(0.0, 1.0))
+/// The gap to the roofline as a share of the op's time (1 − efficiency), when modelled.
+pub fn gap(efficiency_pct: Option<f64>) -> Option<f64> {
+    efficiency_pct.map(|e| (1.0 - e / 100.0).clamp(0.0, 1.0))
 }
 
 /// ⌈a / b⌉ for positive integers.
@@ -116,8 +115,6 @@ pub(super) fn ceil_div(a: u64, b: u64) -> u64 {
 /// time (the documented assumption of the wave rules).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Waves {
-    pub work: u64,
-    pub units: u64,
     pub waves: u64,
     /// Items in the last wave.
     pub last: u64,
@@ -128,8 +125,6 @@ pub(super) struct Waves {
 pub(super) fn waves(work: u64, units: u64) -> Waves {
     let w = ceil_div(work, units).max(1);
     Waves {
-        work,
-        units,
         waves: w,
         last: work - (w - 1) * units,
         efficiency: work as f64 / (w * units) as f64,
@@ -178,51 +173,6 @@ pub fn ridge_phrase(r: &OpRow, p: Option<&Platform>) -> Option<String> {
     ))
 }
 
-/// The op's kernels as (name, µs in the example instance), longest first.
-pub(super) fn kernels_by_time(r: &OpRow) -> Vec<(&str, f64)> {
-    let mut k: Vec<(&str, f64)> = r
-        .kernel_names
-        .iter()
-        .map(|(n, us)| (n.as_str(), *us))
-        .collect();
-    k.sort_by(|a, b| b.1.total_cmp(&a.1));
-    k
-}
-
-/// Reads `'key': (1, 2, 3)` (or a list) out of a `perf_params` dict repr.
-pub(super) fn param_tuple(params: &str, key: &str) -> Option<Vec<i64>> {
-    let pat = format!("'{key}': ");
-    let at = params.find(&pat)? + pat.len();
-    let rest = &params[at..];
-    let open = rest.chars().next()?;
-    let close = match open {
-        '(' => ')',
-        '[' => ']',
-        _ => return None,
-    };
-    let end = rest.find(close)?;
-    rest[1..end]
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(|s| s.parse().ok())
-        .collect()
-}
-
-/// Reads `'key': True` out of a `perf_params` dict repr.
-pub(super) fn param_bool(params: &str, key: &str) -> Option<bool> {
-    let pat = format!("'{key}': ");
-    let at = params.find(&pat)? + pat.len();
-    let rest = &params[at..];
-    if rest.starts_with("True") {
-        Some(true)
-    } else if rest.starts_with("False") {
-        Some(false)
-    } else {
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,12 +211,10 @@ mod tests {
     }
 
     #[test]
-    fn params_from_reprs() {
-        let p = "{'input_shape': (10, 3, 224, 224), 'stride': (2, 2), 'transposed_conv': False, 'groups': 1}";
-        assert_eq!(param_tuple(p, "input_shape"), Some(vec![10, 3, 224, 224]));
-        assert_eq!(param_tuple(p, "stride"), Some(vec![2, 2]));
-        assert_eq!(param_bool(p, "transposed_conv"), Some(false));
+    fn compute_specs() {
         assert_eq!(spec_bytes("matrix_bf16"), Some(2));
+        assert_eq!(spec_bytes("matrix_fp8"), Some(1));
+        assert_eq!(spec_bytes("vector_unknown"), None);
         assert_eq!(spec_dtype("vector_fp32"), "fp32");
     }
 }

@@ -9,7 +9,7 @@ pub const EXPERT_BLOCK_M: f64 = 32.0;
 /// Tokens per active expert below this leave the expert GEMMs weight-streaming.
 pub const FEW_TOKENS_PER_EXPERT: f64 = 64.0;
 
-pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
+pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
     let p = |k: &str| shape.param(k);
     let (Some(t), Some(h), Some(i), Some(e), Some(k)) = (p("M"), p("K"), p("N"), p("E"), p("topk"))
@@ -23,7 +23,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     // Expected experts hit under uniform routing: E·(1 − (1 − k/E)^T).
     let active = ef * (1.0 - (1.0 - kf / ef).powf(tf));
     let per_expert = tf * kf / active.max(1.0);
-    let gated = param_bool(&shape.perf_params, "gated").unwrap_or(true);
+    let gated = shape.param_bool("gated").unwrap_or(true);
     let mats = if gated { 3.0 } else { 2.0 };
     let bpe = spec_bytes(&shape.compute_spec)
         .map(|b| b as f64)
@@ -48,11 +48,12 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             action: format!(
                 "Route more tokens per step (larger decode batch, or expert parallelism so each rank holds fewer experts with more tokens each: {FEW_TOKENS_PER_EXPERT:.0}+ tokens per expert make the expert GEMMs compute-bound); lower the expert weights' precision (FP8 / MXFP4) to halve or quarter the bytes; make sure the kernel's block size matches the tokens per expert (a smaller `block_m` for decode)."
             ),
-            waste: Some(pad_waste.clamp(0.0, 1.0)),
+            // Weight-streaming: the time goes to bytes, so the padded rows are not what it
+            // costs; the impact falls back to the roofline gap.
+            waste: None,
             confidence: Confidence::Medium,
             bounds_all: false,
         });
     }
-    let _ = r;
     out
 }

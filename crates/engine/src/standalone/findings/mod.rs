@@ -137,6 +137,22 @@ pub struct Impact {
 }
 
 impl Impact {
+    /// `high` (% of trace time) scaled by `low` and `mid` factors.
+    fn scaled(
+        high: f64,
+        (low, mid): (f64, f64),
+        method: ImpactMethod,
+        c: Option<Confidence>,
+    ) -> Impact {
+        Impact {
+            low_pct: low * high,
+            mid_pct: mid * high,
+            high_pct: high,
+            method,
+            confidence: c,
+        }
+    }
+
     /// The impact range of `b` against a trace of `total_ms`.
     pub fn of(b: &Bottleneck, total_ms: f64) -> Impact {
         let of_trace = |ms: f64| {
@@ -146,50 +162,42 @@ impl Impact {
                 0.0
             }
         };
-        let gap = b.efficiency_pct.map(|e| (1.0 - e / 100.0).clamp(0.0, 1.0));
-        let wastes: Vec<f64> = b.causes.iter().filter_map(|c| c.waste).collect();
-        if let Some(&largest) = wastes.first() {
-            let sum: f64 = wastes.iter().sum::<f64>().min(1.0);
-            let high = gap.map_or(sum, |g| sum.min(g));
+        let gap = super::diagnosis::gap(b.efficiency_pct);
+        let first = b.causes.first().map(|c| c.confidence);
+        let wastes = b.causes.iter().filter_map(|c| c.waste);
+        // Causes are ordered with shape bounds first, so the largest estimate is not the first.
+        if let Some(largest) = wastes.clone().reduce(f64::max) {
+            let high = wastes.sum::<f64>().min(gap.unwrap_or(1.0)).min(1.0);
             let low = largest.min(high);
             return Impact {
                 low_pct: of_trace(low * b.time_ms),
                 mid_pct: of_trace((low + high) / 2.0 * b.time_ms),
                 high_pct: of_trace(high * b.time_ms),
                 method: ImpactMethod::Cause,
-                confidence: b.causes.first().map(|c| c.confidence),
+                confidence: first,
             };
         }
-        let confidence = b.causes.first().map(|c| c.confidence);
         if let (Some(g), ProjectionKind::Efficiency) = (gap, b.projection_kind) {
-            let high = of_trace(g * b.time_ms);
-            return Impact {
-                low_pct: 0.75 * high,
-                mid_pct: 0.875 * high,
-                high_pct: high,
-                method: ImpactMethod::Roofline,
-                confidence: confidence.or(Some(Confidence::Medium)),
-            };
+            let c = first.or(Some(Confidence::Medium));
+            return Impact::scaled(
+                of_trace(g * b.time_ms),
+                (0.75, 0.875),
+                ImpactMethod::Roofline,
+                c,
+            );
         }
         let saving = b.best_saving_ms();
         if saving > 0.0 {
-            let high = of_trace(saving);
-            return Impact {
-                low_pct: 0.5 * high,
-                mid_pct: 0.75 * high,
-                high_pct: high,
-                method: ImpactMethod::Projection,
-                confidence: confidence.or(Some(Confidence::Medium)),
-            };
+            let c = first.or(Some(Confidence::Medium));
+            return Impact::scaled(of_trace(saving), (0.5, 0.75), ImpactMethod::Projection, c);
         }
-        let share = of_trace(b.time_ms);
-        Impact {
-            low_pct: 0.15 * share,
-            mid_pct: 0.30 * share,
-            high_pct: 0.45 * share,
-            method: ImpactMethod::Heuristic,
-            confidence: confidence.or(Some(Confidence::Low)),
-        }
+        let c = first.or(Some(Confidence::Low));
+        Impact::scaled(
+            0.45 * of_trace(b.time_ms),
+            (1.0 / 3.0, 2.0 / 3.0),
+            ImpactMethod::Heuristic,
+            c,
+        )
     }
 }
 
@@ -229,9 +237,9 @@ pub struct Inputs<'a> {
     pub top_op_names: &'a [String],
     pub coll: Option<&'a Sheet>,
     pub replay_names: &'a [String],
-    /// GPU streams that ran kernels or copies: a single-stream trace cannot wait across
+    /// GPU work ran on more than one stream: a single-stream trace cannot wait across
     /// streams, so its idle advice does not suggest it.
-    pub gpu_streams: usize,
+    pub multi_stream: bool,
 }
 
 impl Inputs<'_> {

@@ -1,7 +1,6 @@
 //! Category notes: what a category's table alone does not say (baselines, precision mix,
 //! coverage of the perf models).
 
-use super::ops::is_tiny_batched;
 use super::*;
 
 pub(super) fn add_notes(
@@ -29,7 +28,7 @@ pub(super) fn add_notes(
     match f.category {
         SeedCategory::Gemm => {
             let q = rows.iter().filter(|r| r.is_quantized()).count();
-            let tiny = rows.iter().filter(|r| is_tiny_batched(r)).count();
+            let tiny = rows.iter().filter(|r| r.is_tiny_batched()).count();
             f.notes
                 .push(format!("Quantized GEMM signatures detected: {q}."));
             f.notes.push(format!(

@@ -2,6 +2,9 @@
 //! and each group's Issue / Path A / Path B texts and projection.
 
 use super::*;
+use crate::standalone::diagnosis::elementwise::{achieved_tb_s, MIB};
+use crate::standalone::diagnosis::kernels::is_split_k_reduction;
+use crate::standalone::diagnosis::{self, ridge_phrase, Cause};
 
 /// The elementwise baseline, when the trace has modelled simple elementwise ops.
 pub fn baseline(rows: &[OpRow], platform: Option<&Platform>) -> Option<Baseline> {
@@ -42,10 +45,6 @@ pub fn baseline(rows: &[OpRow], platform: Option<&Platform>) -> Option<Baseline>
 pub(super) fn fmt_pct(x: Option<f64>) -> String {
     x.map_or("n/a (no perf model)".to_owned(), |e| format!("{e:.1}%"))
 }
-
-use crate::standalone::diagnosis::elementwise::{achieved_tb_s, MIB};
-use crate::standalone::diagnosis::kernels::is_split_k_reduction;
-use crate::standalone::diagnosis::{self, ridge_phrase, Cause};
 
 pub(super) fn basis(r: &OpRow, p: Option<&Platform>) -> String {
     let Some(p) = p else {
@@ -104,15 +103,6 @@ pub fn compact_dims(dims: &str) -> String {
     s
 }
 
-pub(super) fn is_tiny_batched(r: &OpRow) -> bool {
-    let (Some(b), Some(m), Some(n), Some(k)) =
-        (r.param("B"), r.param("M"), r.param("N"), r.param("K"))
-    else {
-        return false;
-    };
-    b >= 32 && m <= 128 && n <= 128 && k <= 128
-}
-
 pub(super) struct OpTexts {
     title: String,
     issue: String,
@@ -155,7 +145,7 @@ pub(super) fn op_texts(
         }
     };
     match r.category {
-        SeedCategory::Gemm if is_tiny_batched(r) => OpTexts {
+        SeedCategory::Gemm if r.is_tiny_batched() => OpTexts {
             title: format!("Tiny batched GEMM {name} {shape}"),
             issue: format!(
                 "Tiny batched GEMM ({shape}): {} small matrices per call cannot fill the GPU; {e} efficient.",
@@ -351,7 +341,7 @@ impl Group<'_> {
 pub(super) fn groups<'a>(rows: &[&'a OpRow]) -> Vec<Group<'a>> {
     let mut out: Vec<Group<'a>> = Vec::new();
     for r in rows {
-        let tiny = is_tiny_batched(r);
+        let tiny = r.is_tiny_batched();
         match out
             .iter_mut()
             .find(|g| g.rows[0].name == r.name && g.tiny == tiny)

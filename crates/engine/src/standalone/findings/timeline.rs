@@ -126,7 +126,7 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
     if idle.split.host_wait * 2 < total {
         let a = if idle.split.kernel_wait >= idle.split.other {
             "Gaps between queued kernels dominate: fuse small kernels (`torch.compile`) or capture them in a CUDA / HIP graph."
-        } else if inp.gpu_streams <= 1 && inp.coll.is_none() {
+        } else if !inp.multi_stream && inp.coll.is_none() {
             // One stream and no collectives: nothing on the GPU can be waited for.
             "Gaps that are neither host wait nor kernel wait dominate on the trace's single stream: open the timeline at the longest gaps and see what the host did while the GPU sat empty (unrecorded Python, I/O, a profiler flush)."
         } else {
