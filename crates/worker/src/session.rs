@@ -560,10 +560,13 @@ fn recommendation_rows(briefs: &[Brief]) -> serde_json::Value {
     briefs
         .iter()
         .map(|b| {
-            let md = format!(
+            let mut md = format!(
                 "**{}**: {}\n\n- **Path A:** {}\n- **Path B:** {}\n",
                 b.title, b.issue, b.path_a, b.path_b
             );
+            if !b.impact.is_empty() {
+                md.push_str(&format!("- **Impact:** may save {}\n", b.impact));
+            }
             json!({"rank": b.rank, "priority": b.priority, "category": b.category,
                 "time_ms": b.time_ms, "share_pct": b.share_pct, "share_of": b.share_of,
                 "saving_ms": b.saving_ms, "html": markdown_html(&md)})

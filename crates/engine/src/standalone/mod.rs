@@ -140,6 +140,10 @@ pub struct Brief {
     pub issue: String,
     pub path_a: String,
     pub path_b: String,
+    /// What fixing it may save, as its impact range reads (`Impact::text`); empty in bundles
+    /// written before impact ranges existed.
+    #[serde(default)]
+    pub impact: String,
 }
 
 impl Standalone {
@@ -162,6 +166,7 @@ impl Standalone {
                     issue: b.issue.clone(),
                     path_a: b.path_a.clone(),
                     path_b: b.path_b.clone(),
+                    impact: b.impact.text(),
                 }
             })
             .collect()

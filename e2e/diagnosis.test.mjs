@@ -1,0 +1,42 @@
+// The diagnosis in the page (issue #24): a planted-problem trace (a bf16 GEMM whose dimensions
+// are one past a multiple of its kernel's tile, on MI300X) dropped on the page gets the root
+// causes the CLI names, with their numbers, in its first recommendation.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { OUT, JARVIS, startApp, stopApp, openApp, assertLocalOnly, dropFile } from './harness.mjs';
+
+before(startApp);
+after(stopApp);
+
+test('a planted GEMM problem shows its root causes in the first recommendation', async () => {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'jarvis-e2e-')), 'gemm_odd_dims.json');
+  execFileSync(JARVIS, ['synth', '--planted', 'gemm_odd_dims', '--out', file]);
+  const cli = execFileSync(JARVIS, ['report', file, '--no-files'], { encoding: 'utf8' });
+  // The CLI's first recommendation line: "  High     GEMM aten::mm: wave quantization: … 31.071 ms …".
+  const first = cli.split('Recommendations (')[1].split('\n')[1];
+  const title = first.trim().split(/\s{2,}/)[1];
+  assert.match(title, /wave quantization: the last of 4 waves is 58\.2% full/);
+
+  const { page, errors, requests } = await openApp({ width: 1440, height: 900 });
+  await dropFile(page, fs.readFileSync(file), 'gemm_odd_dims.json', 'application/json');
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 30000 });
+  assert.match(await page.getByTestId('platform').textContent(), /MI300X/);
+  const rec = await page.getByTestId('recommendation').first().textContent();
+  assert.ok(rec.includes(title), `page shows ${rec.slice(0, 200)}…, CLI ${title}`);
+  for (const n of ['1089 tiles', '3.58 waves, run as 4', '8193 is one past a multiple of 256', 'AF0EM1', '8193 → 8256']) {
+    assert.ok(rec.includes(n), `${n} missing from the page's recommendation`);
+  }
+  // The impact range the CLI prints under the recommendation.
+  const range = cli.split('may save ')[1].split('\n')[0];
+  assert.ok(rec.includes(`Impact: may save ${range}`), `impact range ${range} missing`);
+  // Trace text (the kernel name) is rendered as text inside code spans, never as markup.
+  assert.equal(await page.getByTestId('recommendation').first().locator('script, img').count(), 0);
+  await page.screenshot({ path: path.join(OUT, 'overview-diagnosis.png'), fullPage: false });
+  assert.deepEqual(errors, []);
+  assertLocalOnly(requests);
+  await page.close();
+});
