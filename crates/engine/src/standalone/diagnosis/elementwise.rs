@@ -52,6 +52,30 @@ fn shapes(text: &str) -> Vec<Vec<i64>> {
 
 pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
+    // A copy between host and device runs at the link's speed, not HBM's: judged apart.
+    let transfers: Vec<&str> = shape
+        .kernel_names
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| is_host_device_copy(n))
+        .collect();
+    if let Some(kind) = transfers.first() {
+        let mb = shape.data_mb.map(|m| m * MIB / 1e6);
+        out.push(Cause {
+            key: "host_device_copy",
+            title: format!("a host↔device copy ({kind})"),
+            evidence: format!(
+                "its kernel is {}{}: the data crosses the host link (PCIe or the CPU-GPU fabric), an order of magnitude slower than HBM, and the GPU waits for it.",
+                crate::standalone::md::code(kind),
+                mb.map(|m| format!(", {m:.1} MB per call")).unwrap_or_default()
+            ),
+            action: "Keep the tensor on the GPU (create it there, cache it across steps); where a copy is needed, copy from pinned memory with `non_blocking=True` on a side stream so it overlaps compute.".into(),
+            waste: None,
+            confidence: Confidence::High,
+            bounds_all: true,
+        });
+        return out;
+    }
     let calls = r.count.max(1) as f64;
     let mean_us = r.kernel_us / calls;
     if let Some(mb) = shape.data_mb {
@@ -86,7 +110,9 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 .filter(|d| !d.is_empty())
                 .map(|d| d.iter().product())
                 .collect();
-            let broadcast = sizes.windows(2).any(|w| w[0] != w[1]);
+            // Only between the operands of an elementwise op: a norm's weight is smaller by design.
+            let broadcast = shape.category == SeedCategory::Elementwise
+                && sizes.windows(2).any(|w| w[0] != w[1]);
             // Tensor inputs of different dtypes (`copy_` from bf16 into fp32, mixed adds).
             let types: Vec<&str> = shape
                 .input_type
@@ -135,6 +161,15 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     out
 }
 
+/// A runtime copy between host and device (`Memcpy HtoD (Pageable -> Device)`, `hipMemcpyDtoH`).
+fn is_host_device_copy(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.contains("memcpy")
+        && ["htod", "dtoh", "host", "pageable", "pinned"]
+            .iter()
+            .any(|k| n.contains(k))
+}
+
 fn shape_text(v: &[i64]) -> String {
     format!(
         "({})",
@@ -155,6 +190,14 @@ pub fn achieved_tb_s(r: &OpRow) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_device_copies() {
+        assert!(is_host_device_copy("Memcpy HtoD (Pageable -> Device)"));
+        assert!(is_host_device_copy("Memcpy DtoH (Device -> Pinned)"));
+        assert!(!is_host_device_copy("Memcpy DtoD (Device -> Device)"));
+        assert!(!is_host_device_copy("vectorized_elementwise_kernel"));
+    }
 
     #[test]
     fn strides_and_shapes() {

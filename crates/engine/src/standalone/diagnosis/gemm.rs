@@ -211,7 +211,20 @@ fn alignment(
 ) -> Option<Cause> {
     let bpe = spec_bytes(&r.compute_spec)?;
     let need = (ALIGN_BYTES / bpe).max(1) as i64;
-    let off: Vec<String> = [("M", m), ("N", n), ("K", k)]
+    let stated = main.and_then(|(_, k)| k.align);
+    if stated.is_some_and(|a| a as i64 >= need) {
+        // The kernel's name says it runs the aligned path: the sizes did not stop it.
+        return None;
+    }
+    // Where the kernel does not say, only the contiguous dimensions matter to vector loads:
+    // K (rows of both operands) and N (rows of the output) in `x[M, K] · W[N, K]ᵀ`; an odd
+    // token count M alone costs nothing.
+    let dims: &[(&str, i64)] = if stated.is_some() {
+        &[("M", m), ("N", n), ("K", k)]
+    } else {
+        &[("N", n), ("K", k)]
+    };
+    let off: Vec<String> = dims
         .iter()
         .filter(|(_, d)| d % need != 0)
         .map(|(l, d)| format!("{l} = {d}"))
@@ -252,8 +265,7 @@ fn alignment(
         ),
         action: format!(
             "Pad the misaligned dimensions to a multiple of 64 elements (128 bytes): {}.",
-            [("M", m), ("N", n), ("K", k)]
-                .iter()
+            dims.iter()
                 .filter(|(_, d)| d % need != 0)
                 .map(|(l, d)| format!("{l} {d} → {}", pad(*d)))
                 .collect::<Vec<_>>()
@@ -282,8 +294,9 @@ fn below_ridge(r: &OpRow, m: i64, n: i64, k: i64, ctx: &Context<'_>) -> Option<C
     let (key, title, why, action) = if r.is_tiny_batched() {
         (
             "gemm_tiny_batched",
-            format!("{b} tiny GEMMs of {m}×{n}×{k} per call"),
-            format!("each of the {b} matrices is smaller than one output tile, so every tile is mostly padding and the operands are read for very little work"),
+            // The finding's own title already says "tiny batched GEMM": name why it is slow.
+            "each matrix is smaller than one output tile".to_owned(),
+            format!("each of the {b} {m}×{n}×{k} products is smaller than one output tile, so every tile is mostly padding and the operands are read for very little work"),
             "Batch the small GEMMs into fewer, larger ones (concatenate along M or N, or a grouped GEMM), or let `torch.compile` fuse them with the surrounding ops.",
         )
     } else if rows <= GEMV_MAX_ROWS {

@@ -167,7 +167,11 @@ impl Impact {
         let wastes = b.causes.iter().filter_map(|c| c.waste);
         // Causes are ordered with shape bounds first, so the largest estimate is not the first.
         if let Some(largest) = wastes.clone().reduce(f64::max) {
-            let high = wastes.sum::<f64>().min(gap.unwrap_or(1.0)).min(1.0);
+            // A cause the rules cannot cost (misalignment, a shape below the ridge) may explain
+            // the rest of the gap: the high end is then the whole gap.
+            let uncosted = b.causes.iter().any(|c| c.waste.is_none());
+            let all = if uncosted { 1.0 } else { wastes.sum::<f64>() };
+            let high = all.min(gap.unwrap_or(1.0)).min(1.0);
             let low = largest.min(high);
             return Impact {
                 low_pct: of_trace(low * b.time_ms),
