@@ -43,6 +43,7 @@ pub mod report;
 pub mod standalone;
 pub mod synth;
 pub mod trace_analysis;
+pub mod tracediff;
 
 pub use analysis::timeline::GpuScope;
 pub use error::ImportError;

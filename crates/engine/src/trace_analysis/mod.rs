@@ -61,6 +61,8 @@ pub struct Options {
     /// Which GPU events the breakdown, idle analysis, steps and busy lanes count (TraceLens:
     /// linked ones; `--include-unlinked`: all).
     pub gpu_scope: GpuScope,
+    /// Keep the call tree TraceDiff merges ([`Analysis::diff_side`]; `jarvis compare` asks).
+    pub diff_tree: bool,
 }
 
 /// The platform used and how it was chosen.
@@ -153,6 +155,9 @@ pub struct Analysis {
     /// The timeline view's lanes, when [`Options::timeline_lanes`] asked for them.
     #[serde(skip)]
     pub lanes: Option<crate::lanes::Lanes>,
+    /// The call tree TraceDiff merges, when [`Options::diff_tree`] asked for it.
+    #[serde(skip)]
+    pub diff_side: Option<crate::tracediff::DiffSide>,
 }
 
 impl Analysis {
@@ -246,6 +251,9 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
 pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
     let platform = choose_platform(&mut trace, &options.platform);
     let tree = CallTree::build(&mut trace);
+    let diff_side = options
+        .diff_tree
+        .then(|| crate::tracediff::DiffSide::extract(&trace, &tree));
     // Launch flows only serve linking; free them before the analyses allocate.
     trace.flows = Default::default();
     let registry = Registry::new();
@@ -386,6 +394,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         standalone,
         diagnostics: trace.diagnostics.sorted(),
         lanes,
+        diff_side,
     }
 }
 

@@ -1,0 +1,141 @@
+//! TraceDiff: the two traces' call trees merged level by level, every diverging kernel charged
+//! to the lowest common ancestor (LCA) of the two sides, and TraceLens's six files
+//! (`../shared/docs/tracediff_spec.md`; target = TraceLens's trace1, reference = trace2).
+//!
+//! Each side is a [`DiffSide`], copied from the trace and its call tree while the analysis
+//! holds them (`Options::diff_tree`); [`diff`] merges two of them. Pure and deterministic: where
+//! TraceLens's order depends on Python's string hashing (spec Q1), ambiguous names are walked
+//! in code-point order.
+
+mod align;
+mod files;
+mod lca;
+mod merge;
+mod names;
+mod pyset;
+mod side;
+
+pub use lca::DiffRow;
+pub use merge::{Merged, MergedNode};
+pub use side::DiffSide;
+
+use names::NameIds;
+
+/// Both sides with their shared name ids.
+pub(crate) struct Sides {
+    pub(crate) sides: [DiffSide; 2],
+    pub(crate) ids: NameIds,
+}
+
+impl Sides {
+    /// The normalised (or stripped) name id of node `x` of side `k`.
+    pub(crate) fn name_id(&self, k: usize, x: u32, strip: bool) -> u32 {
+        let local = self.sides[k].node(x).name as usize;
+        if strip {
+            self.ids.strip[k][local]
+        } else {
+            self.ids.norm[k][local]
+        }
+    }
+
+    pub(crate) fn norm_text(&self, id: u32) -> &str {
+        &self.ids.norm_text[id as usize]
+    }
+}
+
+/// Why two traces cannot be diffed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DiffError {
+    #[error("the {0} trace has no CPU ops to anchor the call tree (a GPU-only trace); TraceDiff needs both sides' ops")]
+    NoCpuRoots(&'static str),
+}
+
+/// The merged tree, its LCA rows and what the files need.
+pub struct TraceDiff {
+    sides: Sides,
+    pub merged: Merged,
+    /// `diff_stats` rows in traversal order, both sides (also when `identical`).
+    pub rows: Vec<DiffRow>,
+    /// Both sides gave the same rows (TraceLens then writes trace1's only, without `source`).
+    pub identical: bool,
+    /// Every GPU duration on both sides is a whole number of µs.
+    pub(crate) whole_durations: bool,
+}
+
+/// Merges two traces' trees (target = trace1, reference = trace2).
+pub fn diff(target: &DiffSide, reference: &DiffSide) -> Result<TraceDiff, DiffError> {
+    if target.cpu_roots.is_empty() {
+        return Err(DiffError::NoCpuRoots("target"));
+    }
+    if reference.cpu_roots.is_empty() {
+        return Err(DiffError::NoCpuRoots("reference"));
+    }
+    let pair = [target.clone(), reference.clone()];
+    let ids = NameIds::new(&pair);
+    let mut sides = Sides { sides: pair, ids };
+    let merged = merge::merge(&mut sides);
+    let rows = lca::attribute(&sides, &merged);
+    let identical = same_rows(&rows);
+    let whole_durations = sides.sides.iter().all(|s| s.whole_durations);
+    Ok(TraceDiff {
+        sides,
+        merged,
+        rows,
+        identical,
+        whole_durations,
+    })
+}
+
+/// TraceLens's "identical traces" test: side 1's rows equal side 2's, cell by cell, `source`
+/// aside.
+fn same_rows(rows: &[DiffRow]) -> bool {
+    let a: Vec<&DiffRow> = rows.iter().filter(|r| r.source == 0).collect();
+    let b: Vec<&DiffRow> = rows.iter().filter(|r| r.source == 1).collect();
+    a.len() == b.len()
+        && a.iter().zip(&b).all(|(x, y)| {
+            let mut y = (*y).clone();
+            y.source = 0;
+            **x == y
+        })
+}
+
+impl TraceDiff {
+    /// `merged_tree_output.txt`.
+    pub fn tree_text(&self) -> String {
+        files::tree_text(&self.sides, &self.merged)
+    }
+
+    /// TraceLens's files, as (name, bytes), in the order it writes them. Without any row (no
+    /// GPU work under corresponding ops) only the merged tree is written; TraceLens stops with
+    /// an error there (spec Q6, deviation D18).
+    pub fn files(&self) -> Vec<(String, Vec<u8>)> {
+        let mut out = Vec::new();
+        if !self.rows.is_empty() {
+            let groups = files::summary_rows(self);
+            let rename = files::rename_map(&self.rows);
+            out.push((
+                "diff_stats.csv".to_owned(),
+                files::diff_stats(self).to_csv(),
+            ));
+            out.push((
+                "diff_stats_unique_args_summary.csv".to_owned(),
+                files::summary_sheet(self, &groups, &rename).to_csv(),
+            ));
+            out.push((
+                "cpu_op_map.json".to_owned(),
+                files::combined_map(self, &groups, &rename).into_bytes(),
+            ));
+            for k in 0..2 {
+                out.push((
+                    format!("cpu_op_map_trace{}.json", k + 1),
+                    files::side_map(self, &groups, k).into_bytes(),
+                ));
+            }
+        }
+        out.push((
+            "merged_tree_output.txt".to_owned(),
+            self.tree_text().into_bytes(),
+        ));
+        out
+    }
+}
