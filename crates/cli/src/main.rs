@@ -145,6 +145,7 @@ fn main() -> ExitCode {
                 platform: p,
                 replay_ops: replay,
                 gpu_scope: scope(include_unlinked),
+                diff_tree: false,
             };
             report(&trace, out, no_files, &options)
         }),
@@ -352,6 +353,7 @@ fn compare(
         let options = Options {
             platform: platform_choice(platform)?,
             gpu_scope,
+            diff_tree: true,
             ..Options::default()
         };
         Ok(analyze_trace_with(import(trace)?, &options))
@@ -387,6 +389,9 @@ fn compare(
             )
         })
         .collect::<String>();
+    if let Some(note) = &c.tracediff_note {
+        say(&format!("TraceDiff skipped: {note}\n"));
+    }
     say(&format!(
         "Compared {} (target, {tt}) with {} (reference, {rt}): {} matched, {} target-only, {} reference-only ops\n{slower}wrote {} files into {}\n",
         target.display(),

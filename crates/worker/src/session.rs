@@ -774,6 +774,8 @@ pub(crate) fn options_for(role: &str, platform: PlatformChoice, gpu_scope: GpuSc
         // A rank of a job needs no lanes (only its summary is kept).
         timeline_lanes: role != "rank",
         timeline_host_lanes: role == "target",
+        // Target and reference keep their call trees for TraceDiff's correspondence.
+        diff_tree: role != "rank",
         gpu_scope,
         ..Options::default()
     }

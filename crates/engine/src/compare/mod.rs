@@ -4,6 +4,7 @@
 //! op names differ across vendors; each match gets the ratio the two platforms' peaks predict and
 //! a verdict. Unmatched work is listed, never dropped. Rules in docs/analysis.md.
 
+pub mod correspond;
 pub mod tracelens;
 
 use serde::Serialize;
@@ -31,6 +32,9 @@ pub enum MatchKind {
     Signature,
     /// Same `nn.Module` path and seed category (op or kernel names differ across vendors).
     CallStack,
+    /// The ops launching the kernels under one lowest common ancestor of the merged call tree
+    /// (TraceDiff): the work corresponds whatever the ops are called.
+    Correspondence,
 }
 
 /// What the hardware ratio says about a matched op.
@@ -84,6 +88,10 @@ pub struct Matched {
     /// Target time beyond what the hardware ratio explains (µs, ≥ 0); without an expectation,
     /// target time beyond the reference's when the target is more than 100 % slower.
     pub excess_us: f64,
+    /// For [`MatchKind::Correspondence`]: the merged-tree node where the two sides meet.
+    pub lca: Option<String>,
+    /// One side runs the work fused (fewer kernels from fewer ops): what and how much longer.
+    pub structure: Option<String>,
 }
 
 /// Unmatched work of one side.
@@ -111,6 +119,13 @@ pub struct Comparison {
     pub hbm_ratio: Option<f64>,
     /// Most target time at stake first.
     pub matched: Vec<Matched>,
+    /// TraceDiff's correspondences (largest target time first), when both analyses kept their
+    /// call trees ([`crate::Options::diff_tree`]).
+    pub correspondences: Vec<correspond::Correspondence>,
+    /// TraceLens's TraceDiff files (`tracediff/…`), or why there are none.
+    #[serde(skip)]
+    pub tracediff_files: Vec<(String, Vec<u8>)>,
+    pub tracediff_note: Option<String>,
     pub target_only: Vec<Unmatched>,
     pub reference_only: Vec<Unmatched>,
 }
@@ -216,7 +231,67 @@ fn matched(
         actual_ratio: actual,
         verdict: v,
         excess_us,
+        lca: None,
+        structure: None,
     }
+}
+
+fn owned_key(r: &OpRow) -> correspond::OpKey {
+    (
+        r.name.clone(),
+        r.input_dims.clone(),
+        r.input_type.clone(),
+        r.input_strides.clone(),
+        r.concrete_inputs.clone(),
+    )
+}
+
+fn fmt_per(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+/// "The reference runs this as 1 kernel; the target runs 3 taking 2.3× longer: use the fused
+/// path" (or the other way round), when one side is the fused form.
+fn structure_note(c: &correspond::Correspondence, m: &Matched) -> Option<String> {
+    let fused = c.fused_side()?;
+    let other = 1 - fused;
+    let side = ["target", "reference"];
+    let ops = |k: usize| c.ops[k].join(", ");
+    let (fast, slow) = if fused == 1 {
+        (m.reference_us, m.target_us)
+    } else {
+        (m.target_us, m.reference_us)
+    };
+    let ratio = if fast > 0.0 {
+        slow / fast
+    } else {
+        f64::INFINITY
+    };
+    let advice = if fused == 1 && ratio > 1.0 {
+        format!("taking {ratio:.1}× longer: use the fused path on the target")
+    } else if fused == 1 {
+        format!(
+            "yet {:.1}× faster: the target's unfused kernels are not the problem here",
+            1.0 / ratio.max(f64::MIN_POSITIVE)
+        )
+    } else {
+        format!("{ratio:.1}× as long as the target's fused form")
+    };
+    Some(format!(
+        "the {} runs {} as {} kernel(s) per instance ({}); the {} runs {} kernels per instance ({}), {}",
+        side[fused],
+        c.lca_name,
+        fmt_per(c.kernels_per_instance(fused)),
+        ops(fused),
+        side[other],
+        fmt_per(c.kernels_per_instance(other)),
+        ops(other),
+        advice
+    ))
 }
 
 fn unmatched(r: &OpRow) -> Unmatched {
@@ -264,7 +339,43 @@ pub fn compare(
             out.push(matched(MatchKind::Signature, &[t], &[&r_rows[j]], tp, rp));
         }
     }
-    // 2. Call-stack position: the rest grouped by module path and category.
+    // 2. Correspondence in the merged call tree.
+    let (correspondences, tracediff_files, tracediff_note) =
+        match (&target.diff_side, &reference.diff_side) {
+            (Some(a), Some(b)) => match crate::tracediff::diff(a, b) {
+                Ok(d) => (correspond::correspondences(&d), d.files(), None),
+                Err(e) => (Vec::new(), Vec::new(), Some(e.to_string())),
+            },
+            _ => (Vec::new(), Vec::new(), None),
+        };
+    for c in &correspondences {
+        let pick = |rows: &[OpRow], used: &[bool], keys: &[correspond::OpKey]| -> Vec<usize> {
+            (0..rows.len())
+                .filter(|&i| !used[i] && keys.binary_search(&owned_key(&rows[i])).is_ok())
+                .collect()
+        };
+        let ti = pick(&t_rows, &t_used, &c.keys[0]);
+        let ri = pick(&r_rows, &r_used, &c.keys[1]);
+        if ti.is_empty() || ri.is_empty() {
+            continue;
+        }
+        let t: Vec<&OpRow> = ti.iter().map(|&i| &t_rows[i]).collect();
+        let r: Vec<&OpRow> = ri.iter().map(|&i| &r_rows[i]).collect();
+        ti.iter().for_each(|&i| t_used[i] = true);
+        ri.iter().for_each(|&i| r_used[i] = true);
+        let mut m = matched(MatchKind::Correspondence, &t, &r, tp, rp);
+        m.shape = format!(
+            "under `{}` ({} × {} target / {} reference kernels)",
+            c.lca_name,
+            c.instances,
+            fmt_per(c.kernels_per_instance(0)),
+            fmt_per(c.kernels_per_instance(1))
+        );
+        m.lca = Some(c.lca_name.clone());
+        m.structure = structure_note(c, &m);
+        out.push(m);
+    }
+    // 3. Call-stack position: the rest grouped by module path and category.
     let groups = |rows: &[OpRow], used: &[bool]| {
         let mut g: Vec<((String, SeedCategory), Vec<usize>)> = Vec::new();
         for (i, r) in rows.iter().enumerate() {
@@ -313,6 +424,9 @@ pub fn compare(
         reference_timeline: reference.timeline,
         hbm_ratio: tp.zip(rp).map(|(t, r)| r.hbm_tbps.0 / t.hbm_tbps.0),
         matched: out,
+        correspondences,
+        tracediff_files,
+        tracediff_note,
         target_only: left(&t_rows, &t_used),
         reference_only: left(&r_rows, &r_used),
     }

@@ -65,6 +65,11 @@ fn title_of(m: &Matched) -> String {
             cell(m.category.title()),
             code(&short(&m.module_path, 80))
         ),
+        MatchKind::Correspondence => format!(
+            "{} under {}",
+            cell(m.category.title()),
+            code(&short(m.lca.as_deref().unwrap_or(""), 80))
+        ),
     }
 }
 
@@ -230,12 +235,12 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
             s,
             "\nVerdict: {}. Matched by {}.{}\n",
             m.verdict.label(),
-            if m.kind == MatchKind::Signature {
-                "name and argument signature"
-            } else {
-                "call-stack position"
+            match m.kind {
+                MatchKind::Signature => "name and argument signature",
+                MatchKind::CallStack => "call-stack position",
+                MatchKind::Correspondence => "correspondence in the merged call tree (TraceDiff)",
             },
-            if m.kind == MatchKind::CallStack {
+            if m.kind != MatchKind::Signature {
                 format!(
                     " Target ops: {}; reference ops: {}.",
                     code(&m.target_name),
@@ -245,6 +250,9 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
                 String::new()
             }
         );
+        if let Some(note) = &m.structure {
+            let _ = writeln!(s, "Structure: {}.\n", cell(note));
+        }
     }
     let _ = writeln!(
         s,
@@ -274,7 +282,7 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
             }
         }
     }
-    let _ = writeln!(s, "\n### Methodology\n\nOps are matched by name and argument signature, then the rest by `nn.Module` path and category. The expected target/reference time is the reference/target ratio of peak HBM bandwidth for memory-bound ops and of peak compute at the op's precision for compute-bound ops. Target time over expected above 2x is \"much slower\", above 1.25x \"slower\", below 0.8x \"faster than expected\"; without a perf model a difference above +100% is flagged. Rules: docs/analysis.md.");
+    let _ = writeln!(s, "\n### Methodology\n\nOps are matched by name and argument signature, then by correspondence in the two traces' merged call tree (TraceDiff: the ops whose kernels meet under one lowest common ancestor, whatever they are called), then the rest by `nn.Module` path and category. The expected target/reference time is the reference/target ratio of peak HBM bandwidth for memory-bound ops and of peak compute at the op's precision for compute-bound ops. Target time over expected above 2x is \"much slower\", above 1.25x \"slower\", below 0.8x \"faster than expected\"; without a perf model a difference above +100% is flagged. Rules: docs/analysis.md.");
     s
 }
 
@@ -459,6 +467,11 @@ pub fn comparison_files(
         )
         .iter()
         .map(|s| (format!("tracelens_compare_csvs/{}.csv", s.name), s.to_csv())),
+    );
+    files.extend(
+        c.tracediff_files
+            .iter()
+            .map(|(name, bytes)| (format!("tracediff/{name}"), bytes.clone())),
     );
     files.push((
         "comparative_analysis_fair.md".into(),

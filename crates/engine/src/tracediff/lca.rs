@@ -26,6 +26,9 @@ pub struct DiffRow {
     pub lca_name: Option<String>,
     pub lca_id: Option<u32>,
     pub gpu_op_uid: u32,
+    /// The `cpu_op`s above the GPU event, nearest first (node indices of its side): the op
+    /// summaries may name any of them (`aten::convolution` for a `miopen_convolution` kernel).
+    pub(crate) ops: Vec<u32>,
 }
 
 /// `re.sub(r"\(\d+\)", "", s)`.
@@ -92,6 +95,14 @@ fn rows_for(s: &Sides, k: usize, events: &[u32], lca: &Lca, out: &mut Vec<DiffRo
         if p == NONE {
             continue;
         }
+        let mut ops = vec![p];
+        let mut up = side.node(p).parent;
+        while up != NONE {
+            if side.node(up).kind == super::side::Kind::CpuOp {
+                ops.push(up);
+            }
+            up = side.node(up).parent;
+        }
         let op = side.node(p);
         let args = side.args.get(op.args as usize).cloned().unwrap_or_default();
         out.push(DiffRow {
@@ -108,6 +119,7 @@ fn rows_for(s: &Sides, k: usize, events: &[u32], lca: &Lca, out: &mut Vec<DiffRo
             lca_name: lca.name.clone(),
             lca_id: lca.id,
             gpu_op_uid: side.node(g).uid,
+            ops,
         });
     }
 }

@@ -9,7 +9,6 @@ use super::Sides;
 #[derive(Debug, Clone)]
 pub struct MergedNode {
     pub(crate) u: [u32; 2],
-    pub(crate) parent: u32,
     pub(crate) children: Vec<u32>,
 }
 
@@ -87,7 +86,6 @@ pub(crate) fn merge(s: &mut Sides) -> Merged {
         let (u, kids) = child_pairs(s, u);
         out.nodes.push(MergedNode {
             u,
-            parent,
             children: Vec::new(),
         });
         if parent == NONE {

@@ -91,15 +91,49 @@ pub fn diff(target: &DiffSide, reference: &DiffSide) -> Result<TraceDiff, DiffEr
 fn same_rows(rows: &[DiffRow]) -> bool {
     let a: Vec<&DiffRow> = rows.iter().filter(|r| r.source == 0).collect();
     let b: Vec<&DiffRow> = rows.iter().filter(|r| r.source == 1).collect();
-    a.len() == b.len()
-        && a.iter().zip(&b).all(|(x, y)| {
-            let mut y = (*y).clone();
-            y.source = 0;
-            **x == y
-        })
+    fn cells(r: &DiffRow) -> impl PartialEq + '_ {
+        (
+            &r.name,
+            &r.cpu_op_name,
+            r.cpu_op_uid,
+            [
+                &r.input_dims,
+                &r.input_strides,
+                &r.input_type,
+                &r.concrete_inputs,
+            ],
+            r.kernel_time.to_bits(),
+            r.busy_time.to_bits(),
+            &r.lca_name,
+            r.lca_id,
+            r.gpu_op_uid,
+        )
+    }
+    a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| cells(x) == cells(y))
 }
 
 impl TraceDiff {
+    /// Name and recorded arguments of a side's `cpu_op` node, as the op summaries key them.
+    pub(crate) fn op_key(
+        &self,
+        side: usize,
+        node: u32,
+    ) -> (String, String, String, String, String) {
+        let s = &self.sides.sides[side];
+        let args = s
+            .args
+            .get(s.node(node).args as usize)
+            .cloned()
+            .unwrap_or_default();
+        (
+            s.name(node).to_owned(),
+            args.dims,
+            args.types,
+            args.strides,
+            args.concrete,
+        )
+    }
+
     /// `merged_tree_output.txt`.
     pub fn tree_text(&self) -> String {
         files::tree_text(&self.sides, &self.merged)
