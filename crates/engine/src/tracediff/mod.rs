@@ -173,3 +173,82 @@ impl TraceDiff {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::tree::CallTree;
+
+    /// A trace from (op name, ts, dur, kernel) rows: each op launches its kernel (if any) by
+    /// `cudaLaunchKernel` 1 µs in; ops nest by time on one thread.
+    fn side(ops: &[(&str, u64, u64, Option<&str>)]) -> DiffSide {
+        let mut ev = Vec::new();
+        for (c, &(name, ts, dur, kernel)) in ops.iter().enumerate() {
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":{ts},"dur":{dur}}}"#
+            ));
+            if let Some(k) = kernel {
+                let l = ts + 1;
+                ev.push(format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{l},"dur":1,"args":{{"correlation":{c}}}}}"#));
+                ev.push(format!(
+                    r#"{{"ph":"s","cat":"ac2g","id":{c},"pid":1,"tid":1,"ts":{l}}}"#
+                ));
+                ev.push(format!(
+                    r#"{{"ph":"f","cat":"ac2g","id":{c},"pid":0,"tid":7,"ts":{l},"bp":"e"}}"#
+                ));
+                ev.push(format!(r#"{{"ph":"X","cat":"kernel","name":"{k}","pid":0,"tid":7,"ts":{},"dur":5,"args":{{"correlation":{c},"stream":7}}}}"#, 1000 + ts));
+            }
+        }
+        let text = format!(r#"{{"traceEvents":[{}]}}"#, ev.join(","));
+        let mut trace = crate::import::import_bytes(text.as_bytes()).expect("imports");
+        let tree = CallTree::build(&mut trace);
+        DiffSide::extract(&trace, &tree)
+    }
+
+    #[test]
+    fn no_rows_writes_only_the_tree() {
+        let a = side(&[("aten::empty", 0, 5, None)]);
+        let d = diff(&a, &a).expect("diffs");
+        assert!(d.rows.is_empty());
+        let names: Vec<String> = d.files().into_iter().map(|f| f.0).collect();
+        assert_eq!(names, ["merged_tree_output.txt"]);
+        assert_eq!(d.tree_text(), "└── aten::empty\n");
+    }
+
+    #[test]
+    fn gpu_only_traces_cannot_be_diffed() {
+        let a = side(&[("aten::mm", 0, 5, Some("gemm"))]);
+        assert_eq!(
+            diff(&DiffSide::default(), &a).err(),
+            Some(DiffError::NoCpuRoots("target"))
+        );
+    }
+
+    /// Repeated names are re-paired by what runs below them: the edit distance pairs the two
+    /// `aten::add`s in order, their kernels say they are crossed.
+    #[test]
+    fn repeated_names_pair_by_their_subtrees() {
+        let t = side(&[
+            ("parent", 0, 100, None),
+            ("aten::add", 10, 10, Some("k1")),
+            ("aten::add", 30, 10, Some("k2")),
+            ("aten::mul", 50, 10, Some("k3")),
+        ]);
+        let r = side(&[
+            ("parent", 0, 100, None),
+            ("aten::add", 10, 10, Some("k2")),
+            ("aten::add", 30, 10, Some("k1")),
+        ]);
+        let d = diff(&t, &r).expect("diffs");
+        let text = d.tree_text();
+        assert!(!text.contains("combined: k"), "{text}");
+        assert_eq!(
+            text,
+            "└── parent\n    ├── aten::add\n    │   └── cudaLaunchKernel\n    │       └── k1\n    ├── aten::add\n    │   └── cudaLaunchKernel\n    │       └── k2\n    └── >> trace1: aten::mul\n        └── >> trace1: cudaLaunchKernel\n            └── >> trace1: k3\n"
+        );
+        // The ops come out as the untouched delete (`mul`), then the new matches in CPython's
+        // set order: `mul`'s subtree takes the first ids after the parent.
+        let mul = d.merged.nodes[1].u[0];
+        assert_eq!(d.sides.sides[0].name(mul), "aten::mul");
+    }
+}
