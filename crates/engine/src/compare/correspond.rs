@@ -52,7 +52,7 @@ impl Correspondence {
 /// first. Rows without an LCA (one-sided roots) correspond to nothing.
 pub fn correspondences(d: &TraceDiff) -> Vec<Correspondence> {
     let mut per_lca: Vec<(u32, Vec<&DiffRow>)> = Vec::new();
-    let mut slot: std::collections::HashMap<u32, usize> = Default::default();
+    let mut slot: rustc_hash::FxHashMap<u32, usize> = Default::default();
     for r in &d.rows {
         let Some(id) = r.lca_id else { continue };
         let i = *slot.entry(id).or_insert_with(|| {
@@ -63,7 +63,7 @@ pub fn correspondences(d: &TraceDiff) -> Vec<Correspondence> {
     }
     let mut out: Vec<Correspondence> = Vec::new();
     type GroupKey = (String, Vec<OpKey>, Vec<OpKey>);
-    let mut groups: std::collections::HashMap<GroupKey, usize> = Default::default();
+    let mut groups: rustc_hash::FxHashMap<GroupKey, usize> = Default::default();
     for (id, rows) in per_lca {
         let side = |k: usize| -> (Vec<OpKey>, Vec<String>, u64, f64) {
             let mine: Vec<&&DiffRow> = rows.iter().filter(|r| r.source == k).collect();

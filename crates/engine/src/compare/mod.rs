@@ -122,9 +122,10 @@ pub struct Comparison {
     /// TraceDiff's correspondences (largest target time first), when both analyses kept their
     /// call trees ([`crate::Options::diff_tree`]).
     pub correspondences: Vec<correspond::Correspondence>,
-    /// TraceLens's TraceDiff files (`tracediff/…`), or why there are none.
+    /// The merged call tree (its files are rendered on demand: `report::compare_md`), or why
+    /// there is none.
     #[serde(skip)]
-    pub tracediff_files: Vec<(String, Vec<u8>)>,
+    pub tracediff: Option<std::sync::Arc<crate::tracediff::TraceDiff>>,
     pub tracediff_note: Option<String>,
     pub target_only: Vec<Unmatched>,
     pub reference_only: Vec<Unmatched>,
@@ -340,13 +341,17 @@ pub fn compare(
         }
     }
     // 2. Correspondence in the merged call tree.
-    let (correspondences, tracediff_files, tracediff_note) =
+    let (correspondences, tracediff, tracediff_note) =
         match (&target.diff_side, &reference.diff_side) {
             (Some(a), Some(b)) => match crate::tracediff::diff(a, b) {
-                Ok(d) => (correspond::correspondences(&d), d.files(), None),
-                Err(e) => (Vec::new(), Vec::new(), Some(e.to_string())),
+                Ok(d) => (
+                    correspond::correspondences(&d),
+                    Some(std::sync::Arc::new(d)),
+                    None,
+                ),
+                Err(e) => (Vec::new(), None, Some(e.to_string())),
             },
-            _ => (Vec::new(), Vec::new(), None),
+            _ => (Vec::new(), None, None),
         };
     for c in &correspondences {
         let pick = |rows: &[OpRow], used: &[bool], keys: &[correspond::OpKey]| -> Vec<usize> {
@@ -425,7 +430,7 @@ pub fn compare(
         hbm_ratio: tp.zip(rp).map(|(t, r)| r.hbm_tbps.0 / t.hbm_tbps.0),
         matched: out,
         correspondences,
-        tracediff_files,
+        tracediff,
         tracediff_note,
         target_only: left(&t_rows, &t_used),
         reference_only: left(&r_rows, &r_used),

@@ -468,11 +468,13 @@ pub fn comparison_files(
         .iter()
         .map(|s| (format!("tracelens_compare_csvs/{}.csv", s.name), s.to_csv())),
     );
-    files.extend(
-        c.tracediff_files
-            .iter()
-            .map(|(name, bytes)| (format!("tracediff/{name}"), bytes.clone())),
-    );
+    if let Some(d) = &c.tracediff {
+        files.extend(
+            d.files()
+                .into_iter()
+                .map(|(name, bytes)| (format!("tracediff/{name}"), bytes)),
+        );
+    }
     files.push((
         "comparative_analysis_fair.md".into(),
         fair_md(c, title).into_bytes(),

@@ -157,7 +157,6 @@ impl SummaryRow {
 /// Groups the rows by every column except the kernel time, ids and GPU uid; sorted by total
 /// kernel time, ties by the other columns' text (spec §4.3).
 pub(crate) fn summary_rows(d: &TraceDiff) -> Vec<SummaryRow> {
-    use std::collections::HashMap;
     type Key<'a> = (
         &'a str,
         &'a str,
@@ -176,7 +175,7 @@ pub(crate) fn summary_rows(d: &TraceDiff) -> Vec<SummaryRow> {
         .enumerate()
         .filter(|(_, r)| !d.identical || r.source == 0)
         .collect();
-    let mut groups: HashMap<Key, Vec<usize>> = HashMap::new();
+    let mut groups: rustc_hash::FxHashMap<Key, Vec<usize>> = Default::default();
     let mut order: Vec<Key> = Vec::new();
     for (i, &(_, r)) in rows.iter().enumerate() {
         let key: Key = (
@@ -299,22 +298,16 @@ pub(crate) fn summary_sheet(d: &TraceDiff, groups: &[SummaryRow], rename: &Renam
 /// TraceLens's op renaming (spec §4.5): ops that correspond at an LCA share one name.
 #[derive(Debug, Default)]
 pub(crate) struct Rename {
-    map: Vec<(String, String)>,
+    map: rustc_hash::FxHashMap<String, String>,
 }
 
 impl Rename {
     fn set(&mut self, from: &str, to: &str) {
-        match self.map.iter_mut().find(|(f, _)| f == from) {
-            Some(e) => e.1 = to.to_owned(),
-            None => self.map.push((from.to_owned(), to.to_owned())),
-        }
+        self.map.insert(from.to_owned(), to.to_owned());
     }
 
     pub(crate) fn apply<'a>(&'a self, name: &'a str) -> &'a str {
-        self.map
-            .iter()
-            .find(|(f, _)| f == name)
-            .map_or(name, |(_, t)| t.as_str())
+        self.map.get(name).map_or(name, String::as_str)
     }
 }
 
@@ -341,29 +334,22 @@ fn common(a: &str, b: &str) -> Option<String> {
 
 pub(crate) fn rename_map(rows: &[DiffRow]) -> Rename {
     let mut rename = Rename::default();
-    let mut ids: Vec<u32> = Vec::new();
+    // Per LCA id, in order of first appearance: each side's op names in order of appearance.
+    let mut per_id: Vec<[Vec<&str>; 2]> = Vec::new();
+    let mut slot: rustc_hash::FxHashMap<u32, usize> = Default::default();
     for r in rows {
-        if let Some(id) = r.lca_id {
-            if !ids.contains(&id) {
-                ids.push(id);
-            }
+        let Some(id) = r.lca_id else { continue };
+        let i = *slot.entry(id).or_insert_with(|| {
+            per_id.push([Vec::new(), Vec::new()]);
+            per_id.len() - 1
+        });
+        let names = &mut per_id[i][r.source];
+        if !names.contains(&r.cpu_op_name.as_str()) {
+            names.push(&r.cpu_op_name);
         }
     }
-    let mut seen: Vec<&str> = Vec::new();
-    for id in ids {
-        let names = |k: usize| -> Vec<&str> {
-            let mut v: Vec<&str> = Vec::new();
-            for r in rows
-                .iter()
-                .filter(|r| r.lca_id == Some(id) && r.source == k)
-            {
-                if !v.contains(&r.cpu_op_name.as_str()) {
-                    v.push(&r.cpu_op_name);
-                }
-            }
-            v
-        };
-        let (mut l1, mut l2) = (names(0), names(1));
+    let mut seen: rustc_hash::FxHashSet<&str> = Default::default();
+    for [mut l1, mut l2] in per_id {
         if l1.is_empty() || l2.is_empty() || l1.iter().chain(&l2).all(|n| seen.contains(n)) {
             continue;
         }
@@ -460,21 +446,21 @@ fn sorted_unique<'a>(it: impl Iterator<Item = &'a str>) -> Vec<String> {
 /// `cpu_op_map_trace{1,2}.json`: op → its kernels, from one side's summary rows (before
 /// renaming), keys sorted.
 pub(crate) fn side_map(d: &TraceDiff, groups: &[SummaryRow], k: usize) -> String {
-    let rows: Vec<&DiffRow> = groups
+    let mut ops: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for r in groups
         .iter()
         .map(|g| g.key(&d.rows))
         .filter(|r| r.source == k)
-        .collect();
-    let ops = sorted_unique(rows.iter().map(|r| r.cpu_op_name.as_str()));
+    {
+        ops.entry(&r.cpu_op_name).or_default().push(&r.name);
+    }
     let obj = Json::Obj(
         ops.into_iter()
-            .map(|op| {
-                let kernels = sorted_unique(
-                    rows.iter()
-                        .filter(|r| r.cpu_op_name == op)
-                        .map(|r| r.name.as_str()),
-                );
-                (op, Json::List(kernels))
+            .map(|(op, kernels)| {
+                (
+                    op.to_owned(),
+                    Json::List(sorted_unique(kernels.into_iter())),
+                )
             })
             .collect(),
     );
@@ -485,24 +471,23 @@ pub(crate) fn side_map(d: &TraceDiff, groups: &[SummaryRow], k: usize) -> String
 
 /// `cpu_op_map.json`: renamed op → per side, its kernels and module parents.
 pub(crate) fn combined_map(d: &TraceDiff, groups: &[SummaryRow], rename: &Rename) -> String {
-    let rows: Vec<&DiffRow> = groups.iter().map(|g| g.key(&d.rows)).collect();
-    let mut ops: Vec<&str> = Vec::new();
-    for r in &rows {
+    // Renamed op → per side, its kernels; ops in order of first appearance.
+    let mut ops: Vec<(&str, [Vec<&str>; 2])> = Vec::new();
+    let mut slot: rustc_hash::FxHashMap<&str, usize> = Default::default();
+    for r in groups.iter().map(|g| g.key(&d.rows)) {
         let op = rename.apply(&r.cpu_op_name);
-        if !ops.contains(&op) {
-            ops.push(op);
-        }
+        let i = *slot.entry(op).or_insert_with(|| {
+            ops.push((op, [Vec::new(), Vec::new()]));
+            ops.len() - 1
+        });
+        ops[i].1[r.source].push(&r.name);
     }
-    let entry = |op: &str, k: usize| -> Option<Json> {
-        let mine: Vec<&&DiffRow> = rows
-            .iter()
-            .filter(|r| r.source == k && rename.apply(&r.cpu_op_name) == op)
-            .collect();
-        (!mine.is_empty()).then(|| {
+    let entry = |kernels: &[&str]| -> Option<Json> {
+        (!kernels.is_empty()).then(|| {
             Json::Obj(vec![
                 (
                     "kernels".to_owned(),
-                    Json::List(sorted_unique(mine.iter().map(|r| r.name.as_str()))),
+                    Json::List(sorted_unique(kernels.iter().copied())),
                 ),
                 (
                     "nn_module_parents".to_owned(),
@@ -513,17 +498,17 @@ pub(crate) fn combined_map(d: &TraceDiff, groups: &[SummaryRow], rename: &Rename
     };
     let obj = Json::Obj(
         ops.iter()
-            .map(|&op| {
+            .map(|(op, sides)| {
                 let v = if d.identical {
-                    entry(op, 0).unwrap_or(Json::Obj(Vec::new()))
+                    entry(&sides[0]).unwrap_or(Json::Obj(Vec::new()))
                 } else {
                     Json::Obj(
                         (0..2)
-                            .filter_map(|k| entry(op, k).map(|e| (SOURCES[k].to_owned(), e)))
+                            .filter_map(|k| entry(&sides[k]).map(|e| (SOURCES[k].to_owned(), e)))
                             .collect(),
                     )
                 };
-                (op.to_owned(), v)
+                ((*op).to_owned(), v)
             })
             .collect(),
     );

@@ -34,6 +34,7 @@ pub struct Merged {
 /// becomes the root and hands its children to the top. Deduplicated, first wins.
 fn roots_of(s: &mut Sides, k: usize) -> Vec<u32> {
     let mut roots: Vec<u32> = Vec::new();
+    let mut seen: rustc_hash::FxHashSet<u32> = Default::default();
     for r in s.sides[k].cpu_roots.clone() {
         let side = &mut s.sides[k];
         let mut top = r;
@@ -59,7 +60,7 @@ fn roots_of(s: &mut Sides, k: usize) -> Vec<u32> {
         } else {
             top
         };
-        if !roots.contains(&root) {
+        if seen.insert(root) {
             roots.push(root);
         }
     }

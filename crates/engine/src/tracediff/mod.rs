@@ -62,6 +62,16 @@ pub struct TraceDiff {
     pub(crate) whole_durations: bool,
 }
 
+impl std::fmt::Debug for TraceDiff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TraceDiff")
+            .field("merged_nodes", &self.merged.nodes.len())
+            .field("rows", &self.rows.len())
+            .field("identical", &self.identical)
+            .finish()
+    }
+}
+
 /// Merges two traces' trees (target = trace1, reference = trace2).
 pub fn diff(target: &DiffSide, reference: &DiffSide) -> Result<TraceDiff, DiffError> {
     if target.cpu_roots.is_empty() {

@@ -9,6 +9,13 @@ use crate::model::tree::{is_graph_launch, CallTree};
 use crate::model::{EventId, EventKind, Nanos, Trace};
 use crate::report::pyrepr::json_as_py_tuple;
 
+type ArgKey = (
+    Option<crate::model::StrId>,
+    Option<crate::model::StrId>,
+    Option<crate::model::StrId>,
+    Option<crate::model::StrId>,
+);
+
 /// Sentinel for "no node".
 pub(crate) const NONE: u32 = u32::MAX;
 
@@ -81,6 +88,11 @@ pub struct DiffSide {
 /// Microseconds as the f64 Python parses from the trace's decimal text (exact: via the decimal
 /// string, never through `ns as f64 / 1000`, which rounds twice for epoch timestamps).
 pub(crate) fn micros(ns: Nanos) -> f64 {
+    // Below 2^53 the integer is exact in an f64 and one division rounds once, to the same
+    // value as parsing the decimal text.
+    if ns.unsigned_abs() < 1 << 53 {
+        return ns as f64 / 1000.0;
+    }
     let sign = if ns < 0 { "-" } else { "" };
     let a = ns.unsigned_abs();
     format!("{sign}{}.{:03}", a / 1000, a % 1000)
@@ -106,6 +118,7 @@ impl DiffSide {
         let mut index: Vec<u32> = vec![NONE; trace.events.len()];
         let mut events: Vec<EventId> = Vec::new();
         let mut name_ids: HashMap<crate::model::StrId, u32> = HashMap::default();
+        let mut arg_ids: HashMap<ArgKey, u32> = HashMap::default();
         let mut stack: Vec<EventId> = Vec::new();
         for &r in &tree.cpu_roots {
             let mut top = r;
@@ -117,7 +130,7 @@ impl DiffSide {
                 if index[e.idx()] != NONE {
                     continue;
                 }
-                index[e.idx()] = side.push_node(trace, tree, e, &mut name_ids);
+                index[e.idx()] = side.push_node(trace, tree, e, (&mut name_ids, &mut arg_ids));
                 events.push(e);
                 stack.extend(tree.children(e).rev());
             }
@@ -147,7 +160,10 @@ impl DiffSide {
         trace: &Trace,
         tree: &CallTree,
         id: EventId,
-        name_ids: &mut HashMap<crate::model::StrId, u32>,
+        (name_ids, arg_ids): (
+            &mut HashMap<crate::model::StrId, u32>,
+            &mut HashMap<ArgKey, u32>,
+        ),
     ) -> u32 {
         let e = trace.event(id);
         let raw = trace.strings.get(e.name);
@@ -165,15 +181,23 @@ impl DiffSide {
             self.names.push(raw.to_owned());
         }
         let args = match trace.op_args_of(e) {
-            Some(a) if kind == Kind::CpuOp => {
-                self.args.push(ArgText {
-                    dims: arg_text(trace, a.input_dims),
-                    strides: arg_text(trace, a.input_strides),
-                    types: arg_text(trace, a.input_type),
-                    concrete: arg_text(trace, a.concrete_inputs),
-                });
-                self.args.len() as u32 - 1
-            }
+            // Ops share a few thousand distinct argument lists: rendered once each.
+            Some(a) if kind == Kind::CpuOp => *arg_ids
+                .entry((
+                    a.input_dims,
+                    a.input_strides,
+                    a.input_type,
+                    a.concrete_inputs,
+                ))
+                .or_insert_with(|| {
+                    self.args.push(ArgText {
+                        dims: arg_text(trace, a.input_dims),
+                        strides: arg_text(trace, a.input_strides),
+                        types: arg_text(trace, a.input_type),
+                        concrete: arg_text(trace, a.concrete_inputs),
+                    });
+                    self.args.len() as u32 - 1
+                }),
             _ => NONE,
         };
         if kind.is_gpu() && e.dur % 1000 != 0 {
