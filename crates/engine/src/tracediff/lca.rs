@@ -160,9 +160,9 @@ pub(crate) fn attribute(s: &Sides, m: &Merged) -> Vec<DiffRow> {
                         name: Some(if n1 == n2 { n1 } else { format!("{n1} | {n2}") }),
                         id: Some(id),
                     };
-                    for k in 0..2 {
+                    for (k, ok) in o.iter().enumerate() {
                         let mut events = Vec::new();
-                        for &c in &o[k] {
+                        for &c in ok {
                             let x = m.nodes[c as usize].u[k];
                             events.extend(s.sides[k].gpu_events(x));
                             if kernel_like(k, x) {
@@ -173,7 +173,7 @@ pub(crate) fn attribute(s: &Sides, m: &Merged) -> Vec<DiffRow> {
                             events.push(node.u[k]);
                         }
                         rows_for(s, k, &events, &lca, &mut out);
-                        for &c in &o[k] {
+                        for &c in ok {
                             visited[c as usize] = true;
                         }
                     }
