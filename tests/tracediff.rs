@@ -240,3 +240,38 @@ fn differently_spelled_gemms_pair_up_with_their_layout_kernel() {
     assert!(c.reference_only.is_empty(), "{:?}", c.reference_only);
     assert!(c.target_only.is_empty(), "{:?}", c.target_only);
 }
+
+/// The Diff view's roots carry all the GPU time TraceDiff attributes: on a cross-vendor pair
+/// (every kernel is a row, spec Q5) their times add up to each side's rows.
+#[test]
+fn diff_view_roots_add_up_to_the_rows() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let traces = shared.join("traces/tracelens");
+    let t1 = side(&traces.join("mi300xvf_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"));
+    let t2 = side(&traces.join("h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"));
+    let d = diff(&t1, &t2).expect("diffs");
+    let view = d.tree_rows();
+    // Each kept node adds at most one folded row for its left-out children.
+    assert!(view.len() <= 2 * jarvis_engine::tracediff::MAX_ROWS);
+    assert!(view.iter().any(|r| r.side == "folded"));
+    for k in 0..2 {
+        let roots: f64 = view
+            .iter()
+            .filter(|r| r.parent.is_none())
+            .map(|r| if k == 0 { r.target_us } else { r.reference_us })
+            .sum();
+        let rows: f64 = d
+            .rows
+            .iter()
+            .filter(|r| r.source == k)
+            .map(|r| r.kernel_time)
+            .sum();
+        assert!(
+            (roots - rows).abs() < 1e-6 * rows,
+            "side {k}: view {roots} µs, rows {rows} µs, {} view rows",
+            view.len()
+        );
+    }
+}

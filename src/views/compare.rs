@@ -166,6 +166,17 @@ pub fn CompareView(
             .collect_view()
     };
     let (target_only, reference_only) = (unmatched("target_only"), unmatched("reference_only"));
+    let diff_rows: Vec<Value> = comparison
+        .get("diff_tree")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let diff_note = s(&comparison, "tracediff_note");
+    let diff = if diff_rows.is_empty() {
+        view! { <p class="facts">{if diff_note.is_empty() { "No merged call tree for this pair.".to_owned() } else { diff_note }}</p> }.into_any()
+    } else {
+        view! { <crate::views::diff_tree::DiffTree rows=diff_rows target=tt.clone() reference=rt.clone()/> }.into_any()
+    };
     view! {
         <section class="compare-view">
             <h2>{format!("GPU time: {rt} (reference) and {tt} (target), ms")}</h2>
@@ -199,6 +210,9 @@ pub fn CompareView(
                     <tbody>{rows}</tbody>
                 </table>
             </div>
+            <h2>"Merged call tree (TraceDiff)"</h2>
+            <p class="facts">"Both traces' call trees merged where they correspond; each node's GPU time on each side. A node found on one side only is where the two runs diverge: its time is charged to the parent both share."</p>
+            {diff}
             <h2>{format!("Only in {tt}")}</h2>
             <table class="kernels"><thead><tr><th>"op"</th><th>"shapes"</th><th>"calls"</th><th>"ms"</th></tr></thead><tbody>{target_only}</tbody></table>
             <h2>{format!("Only in {rt}")}</h2>

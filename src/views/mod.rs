@@ -3,6 +3,7 @@
 pub mod categories;
 pub mod compare;
 pub mod diagnostics;
+pub mod diff_tree;
 pub mod idle;
 pub mod kernels;
 pub mod ops;

@@ -127,6 +127,8 @@ pub struct Comparison {
     #[serde(skip)]
     pub tracediff: Option<std::sync::Arc<crate::tracediff::TraceDiff>>,
     pub tracediff_note: Option<String>,
+    /// The Diff view's rows (`tracediff::TraceDiff::tree_rows`); empty without TraceDiff.
+    pub diff_tree: Vec<crate::tracediff::DiffTreeRow>,
     pub target_only: Vec<Unmatched>,
     pub reference_only: Vec<Unmatched>,
 }
@@ -430,6 +432,10 @@ pub fn compare(
         hbm_ratio: tp.zip(rp).map(|(t, r)| r.hbm_tbps.0 / t.hbm_tbps.0),
         matched: out,
         correspondences,
+        diff_tree: tracediff
+            .as_ref()
+            .map(|d| d.tree_rows())
+            .unwrap_or_default(),
         tracediff,
         tracediff_note,
         target_only: left(&t_rows, &t_used),

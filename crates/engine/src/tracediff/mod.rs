@@ -14,10 +14,12 @@ mod merge;
 mod names;
 mod pyset;
 mod side;
+mod view;
 
 pub use lca::DiffRow;
 pub use merge::{Merged, MergedNode};
 pub use side::DiffSide;
+pub use view::{DiffTreeRow, MAX_ROWS};
 
 use names::NameIds;
 
@@ -260,5 +262,20 @@ mod tests {
         // set order: `mul`'s subtree takes the first ids after the parent.
         let mul = d.merged.nodes[1].u[0];
         assert_eq!(d.sides.sides[0].name(mul), "aten::mul");
+        // The Diff view: both sides' time per node, the crossed kernels on the right adds.
+        let rows = d.tree_rows();
+        let labels: Vec<(&str, &str, f64, f64)> = rows
+            .iter()
+            .map(|r| (r.label.as_str(), r.side, r.target_us, r.reference_us))
+            .collect();
+        assert_eq!(labels[0], ("parent", "combined", 15.0, 10.0));
+        assert_eq!(labels[1], ("aten::mul", "target", 5.0, 0.0));
+        assert_eq!(rows[1].parent, Some(0));
+        assert_eq!(rows[1].target_kernels, [("k3".to_owned(), 5.0)]);
+        let add = rows
+            .iter()
+            .position(|r| r.label == "aten::add")
+            .expect("an add");
+        assert_eq!(rows[add].target_kernels, rows[add].reference_kernels);
     }
 }
