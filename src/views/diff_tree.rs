@@ -88,7 +88,9 @@ fn visible(
     let order = |list: &[usize]| {
         let mut v: Vec<usize> = list.iter().copied().filter(|&i| wanted[i]).collect();
         if by_delta {
-            v.sort_by(|&a, &b| delta(b).total_cmp(&delta(a)));
+            // The folded row (the smaller siblings together) stays last.
+            let folded = |i: usize| nodes[i].side == "folded";
+            v.sort_by(|&a, &b| folded(a).cmp(&folded(b)).then(delta(b).total_cmp(&delta(a))));
         }
         v
     };
@@ -165,7 +167,7 @@ pub fn DiffTree(rows: Vec<Value>, target: String, reference: String) -> impl Int
                         <td class="num">{ms(n.reference_us)}</td>
                         <td class="num">{ms(n.target_us)}</td>
                         <td class="num" data-testid="diff-delta">{format!("{:+.3}", delta / 1e3)}</td>
-                        <td class="num">{n.id}</td>
+                        <td class="num">{(n.side != "folded").then_some(n.id)}</td>
                     </tr>
                 }
             })
