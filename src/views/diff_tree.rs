@@ -90,7 +90,11 @@ fn visible(
         if by_delta {
             // The folded row (the smaller siblings together) stays last.
             let folded = |i: usize| nodes[i].side == "folded";
-            v.sort_by(|&a, &b| folded(a).cmp(&folded(b)).then(delta(b).total_cmp(&delta(a))));
+            v.sort_by(|&a, &b| {
+                folded(a)
+                    .cmp(&folded(b))
+                    .then(delta(b).total_cmp(&delta(a)))
+            });
         }
         v
     };
