@@ -19,6 +19,19 @@ impl Op {
     }
 }
 
+/// The deleted (side 0) and inserted (side 1) positions of an alignment, in op order.
+pub(crate) fn unmatched(ops: &[Op]) -> (Vec<usize>, Vec<usize>) {
+    let (mut dels, mut ins) = (Vec::new(), Vec::new());
+    for op in ops {
+        match *op {
+            Op::Delete(i) => dels.push(i),
+            Op::Insert(j) => ins.push(j),
+            Op::Match(..) => {}
+        }
+    }
+    (dels, ins)
+}
+
 /// Edit-distance alignment of `a` (side 0 nodes) and `b` (side 1 nodes) by normalised names
 /// (`strip`: the stripped form), then disambiguation. No substitution is ever emitted: equal
 /// names at the backtrack position always match, even where the table disagrees.

@@ -1,7 +1,7 @@
 //! The merged call tree (spec §2.2–2.3): roots paired by position, then each pair of nodes'
 //! children aligned (S0–S4) and merged in pre-order, so merged ids are TraceLens's.
 
-use super::align::{wf, Op};
+use super::align::{unmatched, wf, Op};
 use super::side::{Kind, NONE};
 use super::Sides;
 
@@ -181,20 +181,7 @@ fn child_lists(s: &Sides, u: [u32; 2]) -> [Vec<u32>; 2] {
 /// S3: a wrapper op on one side whose children match the other side's node (or whose children
 /// match the other wrapper's) is replaced by its children; surviving matches stay pinned.
 fn reconcile_wrappers(s: &Sides, c: &mut [Vec<u32>; 2], ops: Vec<Op>) -> Vec<Op> {
-    let dels: Vec<usize> = ops
-        .iter()
-        .filter_map(|o| match o {
-            Op::Delete(i) => Some(*i),
-            _ => None,
-        })
-        .collect();
-    let ins: Vec<usize> = ops
-        .iter()
-        .filter_map(|o| match o {
-            Op::Insert(j) => Some(*j),
-            _ => None,
-        })
-        .collect();
+    let (dels, ins) = unmatched(&ops);
     let skipped =
         |k: usize, x: u32| matches!(s.sides[k].node(x).kind, Kind::Kernel | Kind::Dispatch);
     let mut sub = [vec![false; c[0].len()], vec![false; c[1].len()]];
@@ -278,20 +265,7 @@ fn remap(ops: Vec<Op>, a: &[usize], b: &[usize]) -> Vec<Op> {
 /// S4: unmatched children become their collapsed nodes and are aligned again, by name and
 /// then by stripped name.
 fn canonicalise_leftovers(s: &Sides, c: &mut [Vec<u32>; 2], ops: Vec<Op>) -> Vec<Op> {
-    let dels: Vec<usize> = ops
-        .iter()
-        .filter_map(|o| match o {
-            Op::Delete(i) => Some(*i),
-            _ => None,
-        })
-        .collect();
-    let ins: Vec<usize> = ops
-        .iter()
-        .filter_map(|o| match o {
-            Op::Insert(j) => Some(*j),
-            _ => None,
-        })
-        .collect();
+    let (dels, ins) = unmatched(&ops);
     if dels.is_empty() || ins.is_empty() {
         return ops;
     }
@@ -306,20 +280,7 @@ fn canonicalise_leftovers(s: &Sides, c: &mut [Vec<u32>; 2], ops: Vec<Op>) -> Vec
     let b: Vec<u32> = ins.iter().map(|&i| c[1][i]).collect();
     let pass1 = remap(wf(s, &a, &b, false), &dels, &ins);
     out.extend(pass1.iter().copied().filter(|o| o.is_match()));
-    let left_d: Vec<usize> = pass1
-        .iter()
-        .filter_map(|o| match o {
-            Op::Delete(i) => Some(*i),
-            _ => None,
-        })
-        .collect();
-    let left_i: Vec<usize> = pass1
-        .iter()
-        .filter_map(|o| match o {
-            Op::Insert(j) => Some(*j),
-            _ => None,
-        })
-        .collect();
+    let (left_d, left_i) = unmatched(&pass1);
     if !left_d.is_empty() && !left_i.is_empty() {
         let a: Vec<u32> = left_d.iter().map(|&d| c[0][d]).collect();
         let b: Vec<u32> = left_i.iter().map(|&i| c[1][i]).collect();
