@@ -60,8 +60,15 @@ test('the compare view shows the merged call tree with both sides\' time per nod
     .filter((tr) => parseFloat(tr.querySelector('td').style.paddingLeft) <= 0.5 && !tr.classList.contains('diff-folded'))
     .map((tr) => Math.abs(Number(tr.querySelector('[data-testid=diff-delta]').textContent))));
   assert.deepEqual(deltas, [...deltas].sort((a, b) => b - a));
-  // Clicking a node lists both sides' longest kernels.
+  // Clicking a node lists both sides' longest kernels and opens both timelines on its GPU work.
+  const refTimeline = page.getByTestId('compare-timeline-reference').locator('canvas').first();
+  const targetTimeline = page.getByTestId('compare-timeline-target').locator('canvas').first();
+  const before = [await refTimeline.screenshot(), await targetTimeline.screenshot()];
   await rows.first().click();
+  await page.waitForTimeout(800);
+  const after = [await refTimeline.screenshot(), await targetTimeline.screenshot()];
+  assert.ok(!before[0].equals(after[0]), 'the reference timeline moved to the node');
+  assert.ok(!before[1].equals(after[1]), 'the target timeline moved to the node');
   const detail = page.getByTestId('diff-detail');
   await detail.waitFor();
   assert.match(await detail.textContent(), /\(reference\): longest GPU work.*\(target\): longest GPU work/s);

@@ -172,10 +172,28 @@ pub fn CompareView(
         .cloned()
         .unwrap_or_default();
     let diff_note = s(&comparison, "tracediff_note");
+    // The two timelines' windows, which a click in the Diff view sets to the node's GPU work.
+    let (t_state, r_state) = (
+        RwSignal::new(TimelineState::default()),
+        RwSignal::new(TimelineState::default()),
+    );
+    let origins = [
+        target_lanes.as_ref().map(|m| m.range.0),
+        reference_lanes.as_ref().map(|m| m.range.0),
+    ];
+    let on_pick = Callback::new(move |spans: [Option<(i64, i64)>; 2]| {
+        for (k, state) in [t_state, r_state].into_iter().enumerate() {
+            if let (Some((a, b)), Some(origin)) = (spans[k], origins[k]) {
+                // A tenth of the span on each side, so the node's first and last kernels show.
+                let pad = ((b - a) / 10).max(1_000);
+                state.update(|s| s.window = Some((a - origin - pad, b - origin + pad)));
+            }
+        }
+    });
     let diff = if diff_rows.is_empty() {
         view! { <p class="facts">{if diff_note.is_empty() { "No merged call tree for this pair.".to_owned() } else { diff_note }}</p> }.into_any()
     } else {
-        view! { <crate::views::diff_tree::DiffTree rows=diff_rows target=tt.clone() reference=rt.clone()/> }.into_any()
+        view! { <crate::views::diff_tree::DiffTree rows=diff_rows target=tt.clone() reference=rt.clone() on_pick=on_pick/> }.into_any()
     };
     view! {
         <section class="compare-view">
@@ -194,12 +212,12 @@ pub fn CompareView(
                 <h3>{format!("{rt} (reference)")}</h3>
                 <div data-testid="compare-timeline-reference">
                     <TimelineView meta=reference_lanes ops=Vec::new() worker=worker select_op=None open_op=None
-                        role="reference" state=RwSignal::new(TimelineState::default()) selected=None/>
+                        role="reference" state=r_state selected=None/>
                 </div>
                 <h3>{format!("{tt} (target)")}</h3>
                 <div data-testid="compare-timeline-target">
                     <TimelineView meta=target_lanes ops=Vec::new() worker=worker select_op=None open_op=None
-                        state=RwSignal::new(TimelineState::default()) selected=None/>
+                        state=t_state selected=None/>
                 </div>
             </div>
             <h2>"Matched ops (largest unexplained target time first)"</h2>

@@ -20,6 +20,13 @@ struct Node {
     target_us: f64,
     reference_us: f64,
     kernels: [Vec<(String, f64)>; 2],
+    /// GPU work's first start and last end per side (target, reference), trace ns.
+    spans: [Option<(i64, i64)>; 2],
+}
+
+fn span(v: &Value, k: &str) -> Option<(i64, i64)> {
+    let a = v.get(k)?.as_array()?;
+    Some((a.first()?.as_i64()?, a.get(1)?.as_i64()?))
 }
 
 fn parse(rows: &[Value]) -> Vec<Node> {
@@ -54,6 +61,7 @@ fn parse(rows: &[Value]) -> Vec<Node> {
                 kernels(v, "target_kernels"),
                 kernels(v, "reference_kernels"),
             ],
+            spans: [span(v, "target_span_ns"), span(v, "reference_span_ns")],
         })
         .collect()
 }
@@ -117,7 +125,13 @@ fn ms(us: f64) -> String {
 }
 
 #[component]
-pub fn DiffTree(rows: Vec<Value>, target: String, reference: String) -> impl IntoView {
+pub fn DiffTree(
+    rows: Vec<Value>,
+    target: String,
+    reference: String,
+    /// Called with a clicked node's GPU spans (target, reference) to show them on the timelines.
+    on_pick: Callback<[Option<(i64, i64)>; 2]>,
+) -> impl IntoView {
     let nodes = parse(&rows);
     let mut kids: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     let mut roots = Vec::new();
@@ -159,7 +173,10 @@ pub fn DiffTree(rows: Vec<Value>, target: String, reference: String) -> impl Int
                 view! {
                     <tr data-testid="diff-row" class=format!("diff-{}", n.side)
                         class:selected=move || selected.get() == Some(i)
-                        on:click=move |_| selected.set(Some(i))>
+                        on:click=move |_| {
+                            selected.set(Some(i));
+                            on_pick.run(nodes.with_value(|n| n[i].spans));
+                        }>
                         <td class="name" style=format!("padding-left: {}em", 0.3 + n.depth as f64 * 1.1)>
                             {has_kids.then(|| view! {
                                 <button class="diff-toggle" data-testid="diff-toggle" on:click=toggle

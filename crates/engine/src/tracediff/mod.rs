@@ -272,6 +272,9 @@ mod tests {
         assert_eq!(labels[1], ("aten::mul", "target", 5.0, 0.0));
         assert_eq!(rows[1].parent, Some(0));
         assert_eq!(rows[1].target_kernels, [("k3".to_owned(), 5.0)]);
+        // k3 runs 1050..1055 µs.
+        assert_eq!(rows[1].target_span_ns, Some((1_050_000, 1_055_000)));
+        assert_eq!(rows[1].reference_span_ns, None);
         let add = rows
             .iter()
             .position(|r| r.label == "aten::add")

@@ -61,6 +61,8 @@ pub(crate) struct Node {
     pub ts: f64,
     pub t_end: f64,
     pub dur: f64,
+    /// The same span in the model's exact nanoseconds (for the page's timelines).
+    pub span_ns: (Nanos, Nanos),
     pub parent: u32,
     pub children: Vec<u32>,
     /// Has GPU work under it (or is GPU work).
@@ -217,6 +219,7 @@ impl DiffSide {
             ts,
             t_end: ts + dur,
             dur,
+            span_ns: (e.ts, e.end()),
             parent: NONE,
             children: Vec::new(),
             on_gpu_path: kind.is_gpu(),

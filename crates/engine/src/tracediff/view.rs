@@ -31,6 +31,10 @@ pub struct DiffTreeRow {
     /// The longest GPU events under the node per side: (name, µs), longest first.
     pub target_kernels: Vec<(String, f64)>,
     pub reference_kernels: Vec<(String, f64)>,
+    /// First start and last end of the GPU work under the node per side, ns as in the trace
+    /// (the page opens both timelines on them).
+    pub target_span_ns: Option<(i64, i64)>,
+    pub reference_span_ns: Option<(i64, i64)>,
 }
 
 enum Item {
@@ -61,6 +65,17 @@ fn subtree_us(side: &DiffSide) -> Vec<f64> {
         };
     }
     us
+}
+
+fn gpu_span(side: &DiffSide, x: u32) -> Option<(i64, i64)> {
+    let events = if side.node(x).kind.is_gpu() {
+        vec![x]
+    } else {
+        side.gpu_events(x)
+    };
+    let start = events.iter().map(|&g| side.node(g).span_ns.0).min()?;
+    let end = events.iter().map(|&g| side.node(g).span_ns.1).max()?;
+    Some((start, end))
 }
 
 fn top_kernels(side: &DiffSide, x: u32) -> Vec<(String, f64)> {
@@ -166,6 +181,8 @@ impl TraceDiff {
                         reference_us: us[1],
                         target_kernels: Vec::new(),
                         reference_kernels: Vec::new(),
+                        target_span_ns: None,
+                        reference_span_ns: None,
                     });
                     continue;
                 }
@@ -189,6 +206,11 @@ impl TraceDiff {
                     top_kernels(&s.sides[k], node.u[k])
                 }
             };
+            let span = |k: usize| {
+                (node.u[k] != NONE)
+                    .then(|| gpu_span(&s.sides[k], node.u[k]))
+                    .flatten()
+            };
             rows.push(DiffTreeRow {
                 id,
                 parent: up,
@@ -199,6 +221,8 @@ impl TraceDiff {
                 reference_us: time(id, 1),
                 target_kernels: kernels(0),
                 reference_kernels: kernels(1),
+                target_span_ns: span(0),
+                reference_span_ns: span(1),
             });
             let me = rows.len() - 1;
             push_level(&mut stack, &node.children, Some(me), depth + 1);
