@@ -64,6 +64,20 @@ pub(crate) fn tree_text(s: &Sides, m: &Merged) -> String {
     out
 }
 
+/// `source` (absent for identical traces) and the four recorded-argument cells, shared by
+/// both CSVs.
+fn source_and_args(d: &TraceDiff, r: &DiffRow, row: &mut Vec<Cell>) {
+    if !d.identical {
+        row.push(Cell::s(SOURCES[r.source]));
+    }
+    row.extend([
+        Cell::s(&r.input_dims),
+        Cell::s(&r.input_strides),
+        Cell::s(&r.input_type),
+        Cell::s(&r.concrete_inputs),
+    ]);
+}
+
 fn time_cell(x: f64, ints: bool) -> Cell {
     if ints {
         Cell::Int(x as i64)
@@ -102,14 +116,8 @@ pub(crate) fn diff_stats(d: &TraceDiff) -> Sheet {
             Cell::s(&r.cpu_op_name),
             Cell::Int(i64::from(r.cpu_op_uid)),
         ];
-        if !d.identical {
-            row.push(Cell::s(SOURCES[r.source]));
-        }
+        source_and_args(d, r, &mut row);
         row.extend([
-            Cell::s(&r.input_dims),
-            Cell::s(&r.input_strides),
-            Cell::s(&r.input_type),
-            Cell::s(&r.concrete_inputs),
             time_cell(r.kernel_time, d.whole_durations),
             Cell::Float(r.busy_time),
             r.lca_name.clone().map_or(Cell::Empty, Cell::Str),
@@ -275,14 +283,8 @@ pub(crate) fn summary_sheet(d: &TraceDiff, groups: &[SummaryRow], rename: &Renam
             Cell::s(rename.apply(&r.cpu_op_name)),
             Cell::Int(i64::from(r.cpu_op_uid)),
         ];
-        if !d.identical {
-            row.push(Cell::s(SOURCES[r.source]));
-        }
+        source_and_args(d, r, &mut row);
         row.extend([
-            Cell::s(&r.input_dims),
-            Cell::s(&r.input_strides),
-            Cell::s(&r.input_type),
-            Cell::s(&r.concrete_inputs),
             Cell::Float(r.busy_time),
             r.lca_name.clone().map_or(Cell::Empty, Cell::Str),
             Cell::s(NO_MODULE),
