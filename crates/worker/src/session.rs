@@ -332,11 +332,12 @@ impl Session {
                 r.report.sheet("kernel_summary").cloned(),
             ),
         };
+        let (comparison_html, comparison) = self.comparison_parts();
         Ok(json!({"ops": ops, "kernel_summary": kernels,
             "categories": categories, "timeline": self.lanes().map(crate::timeline::meta),
             "reference_timeline": self.reference_timeline(),
-            "report_html": report_html, "rough_html": rough_html, "comparison_html": self.comparison_html(),
-            "comparison": self.comparison_json()})
+            "report_html": report_html, "rough_html": rough_html, "comparison_html": comparison_html,
+            "comparison": comparison})
         .to_string())
     }
 
@@ -355,28 +356,26 @@ impl Session {
         let choice = platform_choice(platform)?;
         let (analysis, _) = read_and_analyze(file, (choice, scope), "reference", out)?;
         self.reference = Some((analysis, title_of(name)));
+        let (comparison_html, comparison) = self.comparison_parts();
         Ok(
-            json!({"kind": "reference", "name": name, "comparison_html": self.comparison_html(),
-                "comparison": self.comparison_json(), "timeline": self.reference_timeline()})
+            json!({"kind": "reference", "name": name, "comparison_html": comparison_html,
+                "comparison": comparison, "timeline": self.reference_timeline()})
             .to_string(),
         )
     }
 
-    /// The comparative fair report of the target against the reference, as HTML (empty unless
-    /// both are analyzed traces).
-    fn comparison_html(&self) -> String {
+    /// The comparative fair report as HTML and the comparison itself (matched and unmatched
+    /// work, timelines, the merged call tree) for the compare view, from one comparison (it
+    /// merges both call trees: not to be done twice); empty and null unless both are analyzed
+    /// traces.
+    fn comparison_parts(&self) -> (String, serde_json::Value) {
         self.comparison()
             .map(|(c, title)| {
-                markdown_html(&jarvis_engine::report::compare_md::fair_md(&c, &title))
+                (
+                    markdown_html(&jarvis_engine::report::compare_md::fair_md(&c, &title)),
+                    serde_json::to_value(&c).unwrap_or_default(),
+                )
             })
-            .unwrap_or_default()
-    }
-
-    /// The comparison itself (matched and unmatched work, timelines) for the compare view; null
-    /// unless both are analyzed traces.
-    fn comparison_json(&self) -> serde_json::Value {
-        self.comparison()
-            .and_then(|(c, _)| serde_json::to_value(&c).ok())
             .unwrap_or_default()
     }
 

@@ -67,10 +67,11 @@ pub fn correspondences(d: &TraceDiff) -> Vec<Correspondence> {
     for (id, rows) in per_lca {
         let side = |k: usize| -> (Vec<OpKey>, Vec<String>, u64, f64) {
             let mine: Vec<&&DiffRow> = rows.iter().filter(|r| r.source == k).collect();
-            let mut keys: Vec<OpKey> = mine
-                .iter()
-                .flat_map(|r| r.ops.iter().map(|&op| d.op_key(k, op)))
-                .collect();
+            // Distinct op nodes first: each row repeats its whole chain of ancestors.
+            let mut nodes: Vec<u32> = mine.iter().flat_map(|r| r.ops.iter().copied()).collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            let mut keys: Vec<OpKey> = nodes.into_iter().map(|op| d.op_key(k, op)).collect();
             keys.sort();
             keys.dedup();
             let mut ops: Vec<String> = mine.iter().map(|r| r.cpu_op_name.clone()).collect();

@@ -389,22 +389,10 @@ enum Json {
     List(Vec<String>),
 }
 
+/// A JSON string as Python's `json.dump(ensure_ascii=False)` writes it: serde_json escapes
+/// the same characters (`"`, `\\`, control characters, with the same short forms).
 fn json_str(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    out.push_str(&serde_json::to_string(s).unwrap_or_default());
 }
 
 /// Python's `json.dump(indent=2, ensure_ascii=False)`.
