@@ -42,6 +42,8 @@ pub struct Recommendation {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Overview {
     pub devices: String,
+    /// What the trace ran (absent for GPU-only traces and older bundles).
+    pub workload: Option<jarvis_engine::standalone::workload::Workload>,
     /// The platform efficiency is computed against, and how it was chosen (None: no figures).
     pub spec: Option<Platform>,
     pub how: String,
@@ -179,6 +181,9 @@ impl Overview {
         let headline = headline_rows(a.get("headline").unwrap_or(&Value::Null));
         Some(Overview {
             devices,
+            workload: a
+                .get("workload")
+                .and_then(|w| serde_json::from_value(w.clone()).ok()),
             spec,
             how,
             reopened: reply

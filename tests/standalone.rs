@@ -348,7 +348,7 @@ fn an_exported_bundle_reopens_to_the_same_analysis() {
     }
     assert!(back
         .text("standalone_analysis_fair.md")
-        .starts_with("# synth - H100 SXM Standalone Analysis"));
+        .starts_with("# Transformer - H100 SXM Standalone Analysis"));
     assert!(back
         .files
         .iter()

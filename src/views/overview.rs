@@ -97,6 +97,11 @@ pub fn OverviewView(
                     if overview.reopened { "reopened from a bundle" } else { "analyzed" }, overview.elapsed_ms
                 )}
             </p>
+            {overview.workload.clone().map(|w| view! {
+                <p class="facts workload" data-testid="workload" title=w.evidence.join("\n")>
+                    {format!("{}: {} · {} · {} · {}", w.title(), w.architecture, w.scale, w.precision, w.mode.label())}
+                </p>
+            })}
             <PlatformPanel spec=overview.spec.clone() how=overview.how.clone() reopened=overview.reopened reanalyze=reanalyze/>
             <p class="perf" data-testid="analysis-cost" data-elapsed-ms=overview.elapsed_ms.to_string() data-parse-ms=overview.parse_ms.to_string()
                 data-json-bytes=(overview.json_mb * 1e6).to_string() data-wasm-memory=overview.wasm_memory_bytes.to_string()>

@@ -40,6 +40,18 @@ pub fn render(a: &Analysis) -> String {
             );
         }
     }
+    if let Some(st) = &a.standalone {
+        let w = &st.workload;
+        let _ = writeln!(
+            s,
+            "Workload: {} ({}; {}; {}; {})",
+            w.model,
+            w.architecture,
+            w.scale,
+            w.precision,
+            w.mode.label()
+        );
+    }
     let t = &a.timeline;
     let u = &a.unlinked;
     let counted = match (u.scope, u.events) {

@@ -270,7 +270,11 @@ impl Session {
         let target = self.target.as_ref().ok_or("no analysis yet")?;
         let (analysis, reopened, briefs) = match &target.loaded {
             Loaded::Trace(a) => (
-                a.page_json(),
+                {
+                    let mut j = a.page_json();
+                    j["workload"] = json!(a.standalone.as_ref().map(|st| &st.workload));
+                    j
+                },
                 false,
                 a.standalone
                     .as_ref()

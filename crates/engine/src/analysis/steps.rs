@@ -152,7 +152,7 @@ fn classify_vllm(ctx: u64, gen: u64) -> StepClass {
 }
 
 /// Whether the trace shows training: an autograd backward node or an optimizer step on the host.
-fn trains(trace: &Trace) -> bool {
+pub(crate) fn trains(trace: &Trace) -> bool {
     trace.events.iter().any(|e| {
         matches!(
             e.kind,

@@ -155,6 +155,11 @@ pub fn standalone_files(a: &Analysis, title: &str) -> Result<Vec<OutputFile>, Ex
             })
         })
         .collect();
+    // TraceLens's agent's model identity (its four fields), here from rules.
+    out.push((
+        "metadata/model_info.json".into(),
+        pretty(&st.workload.model_info())?,
+    ));
     out.push((
         "category_manifest.json".into(),
         pretty(&json!({
@@ -163,6 +168,7 @@ pub fn standalone_files(a: &Analysis, title: &str) -> Result<Vec<OutputFile>, Ex
             "trace": title,
             "platform": platform_json(a),
             "gpu_utilization": st.utilization,
+            "workload": st.workload,
             "categories": manifest_cats,
             "top_operations": st.top_operations,
             "recommendations": recs,

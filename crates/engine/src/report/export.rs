@@ -43,6 +43,10 @@ pub fn bundle_zip(analysis: &Analysis, title: &str) -> Result<Vec<u8>, ExportErr
                 .unwrap_or_default()),
         );
         o.insert(
+            "workload".into(),
+            serde_json::json!(analysis.standalone.as_ref().map(|st| &st.workload)),
+        );
+        o.insert(
             "ops".into(),
             serde_json::json!(analysis
                 .standalone

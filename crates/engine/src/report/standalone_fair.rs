@@ -91,15 +91,34 @@ fn impact_line(st: &Standalone, b: &crate::standalone::findings::Bottleneck) -> 
     }
 }
 
+/// The report's `<Model>`: the model the trace names, else the trace's own name.
+pub(crate) fn heading_name<'a>(w: &'a crate::standalone::workload::Workload, title: &'a str) -> &'a str {
+    if w.model == crate::standalone::workload::UNKNOWN {
+        title
+    } else {
+        &w.model
+    }
+}
+
 /// Renders the fair report.
 pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     let mut s = String::new();
     let platform = platform_label(a);
+    let w = &st.workload;
     let _ = writeln!(
         s,
         "# {} - {} Standalone Analysis\n",
-        cell(title),
+        cell(heading_name(w, title)),
         cell(&platform)
+    );
+    let _ = writeln!(
+        s,
+        "Trace {}: {}, {}, {}; {} (Appendix: Model Architecture).\n",
+        code(title),
+        cell(&w.architecture),
+        w.mode.label(),
+        cell(&w.precision),
+        cell(&w.scale)
     );
     let u = &st.utilization;
     let top_cat = st
@@ -271,6 +290,15 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         None => {
             let _ = writeln!(s, "- **Platform**: none chosen; efficiency figures are absent. Give one with `--platform`.");
         }
+    }
+    let _ = writeln!(s, "\n### Model Architecture");
+    let _ = writeln!(s, "- **Model**: {}", cell(&w.model));
+    let _ = writeln!(s, "- **Architecture**: {}", cell(&w.architecture));
+    let _ = writeln!(s, "- **Scale**: {}", cell(&w.scale));
+    let _ = writeln!(s, "- **Precision**: {}", cell(&w.precision));
+    let _ = writeln!(s, "- **Mode**: {}", w.mode.label());
+    for e in &w.evidence {
+        let _ = writeln!(s, "  - {}", cell(e));
     }
     let _ = writeln!(s, "\n### Replay Artifacts");
     if st.replay.is_empty() {

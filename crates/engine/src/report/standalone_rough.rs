@@ -50,7 +50,7 @@ pub fn rough_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     let _ = writeln!(
         s,
         "# {} - {} Standalone Analysis (Rough)\n",
-        cell(title),
+        cell(super::standalone_fair::heading_name(&st.workload, title)),
         cell(&platform_label(a))
     );
     let _ = writeln!(
@@ -67,6 +67,16 @@ pub fn rough_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         f.kept_events,
         f.kernels,
         f.cpu_ops
+    );
+    let w = &st.workload;
+    let _ = writeln!(
+        s,
+        "- Workload: model {}; {}; {}; {}; {}",
+        cell(&w.model),
+        cell(&w.architecture),
+        cell(&w.scale),
+        cell(&w.precision),
+        w.mode.label()
     );
     let _ = writeln!(
         s,

@@ -109,6 +109,11 @@ impl Modules {
         self.innermost.get(&root).copied()
     }
 
+    /// Every top-level CPU op with a module frame around it, and its innermost frame.
+    pub fn framed_roots(&self) -> impl Iterator<Item = (EventId, u32)> + '_ {
+        self.innermost.iter().map(|(&r, &f)| (r, f))
+    }
+
     /// Frame names from the outermost to the innermost.
     pub fn chain(&self, trace: &Trace, frame: Option<u32>) -> Vec<String> {
         let mut out = Vec::new();

@@ -12,6 +12,7 @@ pub mod md;
 pub mod ops;
 pub mod patterns;
 pub mod rules;
+pub mod workload;
 
 use rustc_hash::FxHashMap as HashMap;
 use serde::{Deserialize, Serialize};
@@ -114,6 +115,8 @@ pub struct Standalone {
     /// Every bottleneck as (category index, bottleneck index), most urgent first.
     pub recommendations: Vec<(usize, usize)>,
     pub tree_data: Vec<(SeedCategory, Vec<TreeEntry>)>,
+    /// What the trace ran (model, architecture, scale, precision, mode).
+    pub workload: workload::Workload,
     pub replay: Vec<ReplayOp>,
     /// The `unified_perf_summary` rows the findings refer to (by `row`).
     pub rows: Vec<OpRow>,
@@ -211,6 +214,12 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
         }
     }
     let patterns = patterns::find(src.trace, src.tree, &modules);
+    let workload = workload::identify(
+        src.trace,
+        &rows,
+        &modules,
+        crate::analysis::steps::trains(src.trace),
+    );
     let utilization = Utilization::of(src.timeline);
     let compute_ms = utilization.computation_ms;
     let top_operations: Vec<TopOperation> = src
@@ -333,6 +342,7 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
         categories,
         recommendations,
         tree_data,
+        workload,
         replay,
         rows,
         call_stacks,

@@ -131,6 +131,11 @@ pub(super) struct Gen<'a, W: Write> {
     /// The all-reduce kernel's duration when a job fixes it (wait + transfer).
     comm_dur: Option<Nanos>,
     jitter: u64,
+    /// The block being written: module instances are numbered per class across the model, as
+    /// PyTorch's profiler names them (`Linear_0` … `Linear_{4L-1}`), the same in every step.
+    layer: u64,
+    /// RMSNorms written so far in this block.
+    layer_norms: u64,
     truth: SynthTruth,
 }
 
@@ -180,6 +185,8 @@ impl<'a, W: Write> Gen<'a, W> {
             comm_dur: None,
             // Rank 0 keeps the single-trace generator's sequence.
             jitter: 0x9E37_79B9_7F4A_7C15 ^ (u64::from(spec.rank) * 0x2545_F491_4F6C_DD1D),
+            layer: 0,
+            layer_norms: 0,
             truth: SynthTruth {
                 rmsnorm_kernels_per_instance: RMSNORM_KERNELS,
                 tiny_bmm_slowdown: TINY_BMM_SLOWDOWN,
@@ -459,6 +466,8 @@ impl<W: Write> Gen<'_, W> {
         })?;
         self.module("Transformer_0", |g| {
             for layer in 0..g.spec.layers {
+                g.layer = u64::from(layer);
+                g.layer_norms = 0;
                 g.module(&format!("Block_{layer}"), |g| g.block_forward())?;
             }
             Ok(())
@@ -584,7 +593,9 @@ impl<W: Write> Gen<'_, W> {
             ("aten::mul", EW_MUL, elems, 3, format!("{x}, [{h}]"), format!("{xs}, [1]"), format!("{bf16}, {bf16}"), "\"\", \"\""),
         ];
         self.truth.rmsnorm_instances += 1;
-        self.module("RMSNorm_0", |g| {
+        let name = format!("RMSNorm_{}", 2 * self.layer + self.layer_norms);
+        self.layer_norms += 1;
+        self.module(&name, |g| {
             let mut longest = 0;
             for (op, kernel, n, tensors, dims, strides, types, concrete) in &pieces {
                 let ns = g.eltwise_ns(*n, *tensors);
@@ -628,8 +639,9 @@ impl<W: Write> Gen<'_, W> {
         let (b, s, h, heads) = self.dims();
         let d = h / heads;
         self.rmsnorm()?;
-        self.module("Attention_0", |g| {
-            g.linear("Linear_0", h, 3 * h)?;
+        let l = self.layer;
+        self.module(&format!("Attention_{l}"), |g| {
+            g.linear(&format!("Linear_{}", 4 * l), h, 3 * h)?;
             let dims = format!("[{b}, {s}, {heads}, {d}], [{b}, {s}, {heads}, {d}], [{b}, {s}, {heads}, {d}], [], [], [], [], [], [], [], [], [], [], [], []");
             let st = format!("[{0}, {1}, {d}, 1], [{0}, {1}, {d}, 1], [{0}, {1}, {d}, 1], [], [], [], [], [], [], [], [], [], [], [], []", s * 3 * h, 3 * h);
             let flops = 4.0 * (b * heads * s * s * d) as f64 / 2.0;
@@ -663,16 +675,16 @@ impl<W: Write> Gen<'_, W> {
             g.truth.tiny_bmm_ns += ns;
             let dims = format!("[{bb}, {mm}, {kk}], [{bb}, {kk}, {mm}]");
             let st = format!("[{}, {kk}, 1], [{}, {mm}, 1]", mm * kk, mm * kk);
-            g.module("HeadGate_0", |g| {
+            g.module(&format!("HeadGate_{l}"), |g| {
                 g.op_kernel("aten::bmm", &Shapes { dims: &dims, types: "\"c10::BFloat16\", \"c10::BFloat16\"", strides: &st, concrete: "\"\", \"\"" }, BMM_SMALL, ns)
             })?;
-            g.linear("Linear_1", h, h)
+            g.linear(&format!("Linear_{}", 4 * l + 1), h, h)
         })?;
         let e = b * s * h;
         self.residual_add()?;
         self.rmsnorm()?;
-        self.module("MLP_0", |g| {
-            g.linear("Linear_0", h, 4 * h)?;
+        self.module(&format!("MLP_{l}"), |g| {
+            g.linear(&format!("Linear_{}", 4 * l + 2), h, 4 * h)?;
             let dims = format!("[{b}, {s}, {}], []", 4 * h);
             let st = format!("[{}, {}, 1], []", s * 4 * h, 4 * h);
             let ns = g.eltwise_ns(4 * e, 2);
@@ -687,7 +699,7 @@ impl<W: Write> Gen<'_, W> {
                 EW_GELU,
                 ns,
             )?;
-            g.linear("Linear_1", 4 * h, h)
+            g.linear(&format!("Linear_{}", 4 * l + 3), 4 * h, h)
         })?;
         self.residual_add()
     }

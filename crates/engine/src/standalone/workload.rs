@@ -1,0 +1,517 @@
+//! What the trace ran: model, architecture, scale, precision, training or inference, each
+//! read from the trace by a stated rule (docs/analysis.md, "The workload") or the literal
+//! [`UNKNOWN`]. TraceLens's agent asks an LLM for these four fields (`model_info.json`); here
+//! they are rules, so two runs agree and every field says why it reads as it does.
+
+use rustc_hash::FxHashMap as HashMap;
+use serde::{Deserialize, Serialize};
+
+use super::context::{module_class, Modules};
+use super::ops::{OpRow, SeedCategory};
+use crate::model::Trace;
+
+/// What a field reads when the trace does not tell (TraceLens's agent's wording; its eval 13
+/// skips such fields).
+pub const UNKNOWN: &str = "Cannot be inferred from trace";
+
+/// The model is named only if its root module encloses at least this share of the kernel time
+/// recorded under any module (a `Sampler` wrapping 1 % of a graph-mode decode is not the model).
+const ROOT_MIN_SHARE: f64 = 0.5;
+/// ... and module-framed ops make at least this share of all kernel time (a training step's
+/// forward is about a third; a trace that frames only its loss is not a model).
+const FRAMED_MIN_SHARE: f64 = 0.2;
+/// Convolutions above this share of matrix time make a network convolutional.
+const CONV_MIN_SHARE: f64 = 0.3;
+/// A second precision is named when it has at least this share of matrix time.
+const MIXED_MIN_SHARE: f64 = 0.2;
+
+/// Modules that wrap a model without being it: the root is the first frame below them.
+const WRAPPERS: [&str; 9] = [
+    "DistributedDataParallel",
+    "DataParallel",
+    "FullyShardedDataParallel",
+    "CheckpointWrapper",
+    "OptimizedModule",
+    "Sequential",
+    "ModuleList",
+    "ModuleDict",
+    "Module",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Training,
+    Inference,
+}
+
+impl Mode {
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::Training => "training",
+            Mode::Inference => "inference",
+        }
+    }
+}
+
+/// The workload's identity. Every text field is a finding or [`UNKNOWN`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    pub model: String,
+    pub architecture: String,
+    pub scale: String,
+    pub precision: String,
+    pub mode: Mode,
+    /// One line per field: the evidence it was read from.
+    pub evidence: Vec<String>,
+}
+
+impl Workload {
+    /// The name for titles: the model, or "Workload" (TraceLens's agent's fallback).
+    pub fn title(&self) -> &str {
+        if self.model == UNKNOWN {
+            "Workload"
+        } else {
+            &self.model
+        }
+    }
+
+    /// `metadata/model_info.json`'s object, TraceLens's agent's four fields.
+    pub fn model_info(&self) -> serde_json::Value {
+        serde_json::json!({
+            "model": self.model,
+            "architecture": self.architecture,
+            "scale": self.scale,
+            "precision": self.precision,
+        })
+    }
+}
+
+/// Reads the workload from the op rows (with their module paths) and the module frames.
+pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) -> Workload {
+    let mut evidence = Vec::new();
+    let model = model(rows, &mut evidence);
+    let architecture = architecture(rows, modules, &mut evidence);
+    let scale = scale(trace, rows, modules, architecture.as_deref(), &mut evidence);
+    let precision = precision(rows, &mut evidence);
+    let mode = if trains {
+        Mode::Training
+    } else {
+        Mode::Inference
+    };
+    evidence.push(if trains {
+        "mode: the host runs autograd backward nodes or an optimizer step".into()
+    } else {
+        "mode: no backward op and no optimizer step".into()
+    });
+    let or_unknown = |s: Option<String>| s.unwrap_or_else(|| UNKNOWN.to_owned());
+    Workload {
+        model: or_unknown(model),
+        architecture: or_unknown(architecture),
+        scale: or_unknown(scale),
+        precision: or_unknown(precision),
+        mode,
+        evidence,
+    }
+}
+
+/// The path's classes outermost first (`nn.Module: BertModel_0 > …` → `BertModel`, …).
+fn classes(path: &str) -> impl Iterator<Item = &str> {
+    path.split(" > ")
+        .filter(|s| !s.is_empty())
+        .map(|s| module_class(s.strip_prefix("nn.Module: ").unwrap_or(s)))
+}
+
+/// The first non-wrapper class of a module path.
+fn root_class(path: &str) -> Option<&str> {
+    classes(path).find(|c| !WRAPPERS.contains(c))
+}
+
+/// The root module class enclosing most module-framed kernel time.
+fn model(rows: &[OpRow], ev: &mut Vec<String>) -> Option<String> {
+    let total: f64 = rows.iter().map(|r| r.kernel_us).sum();
+    let mut by_root: HashMap<&str, f64> = HashMap::default();
+    let mut framed = 0.0;
+    for r in rows {
+        if let Some(c) = root_class(&r.module_path) {
+            *by_root.entry(c).or_default() += r.kernel_us;
+            framed += r.kernel_us;
+        }
+    }
+    let best = by_root
+        .into_iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(a.0)));
+    let Some((class, us)) = best else {
+        ev.push("model: the trace records no nn.Module frames".into());
+        return None;
+    };
+    if framed < FRAMED_MIN_SHARE * total || us < ROOT_MIN_SHARE * framed {
+        ev.push(format!(
+            "model: module frames cover {:.0}% of kernel time and the largest root ({class}) {:.0}% of that, too little to name the model",
+            pct(framed, total),
+            pct(us, framed)
+        ));
+        return None;
+    }
+    ev.push(format!(
+        "model: the root nn.Module {class} encloses {:.0}% of the module-framed kernel time",
+        pct(us, framed)
+    ));
+    Some(class.to_owned())
+}
+
+fn pct(x: f64, of: f64) -> f64 {
+    if of > 0.0 {
+        x / of * 100.0
+    } else {
+        0.0
+    }
+}
+
+fn is_matrix(c: SeedCategory) -> bool {
+    matches!(
+        c,
+        SeedCategory::Gemm
+            | SeedCategory::SdpaFwd
+            | SeedCategory::SdpaBwd
+            | SeedCategory::Convolution
+            | SeedCategory::MoeFused
+    )
+}
+
+/// Architecture from the op mix and the module classes.
+fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Option<String> {
+    let time = |pred: &dyn Fn(&OpRow) -> bool| -> f64 {
+        // fold from +0.0: an empty f64 sum is -0.0, which prints as "-0%".
+        rows.iter()
+            .filter(|r| pred(r))
+            .fold(0.0, |acc, r| acc + r.kernel_us)
+    };
+    let matrix = time(&|r| is_matrix(r.category));
+    let conv = time(&|r| r.category == SeedCategory::Convolution);
+    let sdpa = time(&|r| matches!(r.category, SeedCategory::SdpaFwd | SeedCategory::SdpaBwd));
+    let moe = time(&|r| r.category == SeedCategory::MoeFused);
+    // Unfused attention: a 4-D batched matmul followed by a softmax over the scores.
+    let unfused = rows
+        .iter()
+        .any(|r| r.name.contains("softmax") && dims_rank(&r.input_dims) == Some(4));
+    let has_class = |pat: &[&str]| {
+        modules
+            .frames
+            .iter()
+            .any(|f| pat.iter().any(|p| f.class.contains(p)))
+    };
+    let embedding_bag = rows.iter().any(|r| r.name.contains("embedding_bag"));
+    let attention = sdpa > 0.0 || unfused || has_class(&["Attention", "Transformer"]);
+    let experts = moe > 0.0 || has_class(&["MoE", "Moe", "Expert"]);
+    let conv_share = if matrix > 0.0 { conv / matrix } else { 0.0 };
+    let base = if embedding_bag {
+        "Recommendation model (embedding bags)".to_owned()
+    } else if attention {
+        let mut kind = if experts {
+            "Mixture-of-Experts Transformer".to_owned()
+        } else {
+            "Transformer".to_owned()
+        };
+        let decoder = has_class(&["DecoderLayer", "ForCausalLM", "CausalLM"]);
+        let encoder = has_class(&["EncoderLayer", "Encoder"]);
+        let role = match (encoder, decoder) {
+            (true, true) => Some("encoder-decoder"),
+            (true, false) => Some("encoder"),
+            (false, true) => Some("decoder-only"),
+            _ => None,
+        };
+        if let Some(role) = role {
+            kind = format!("{kind} ({role})");
+        }
+        if conv_share >= CONV_MIN_SHARE {
+            format!("Hybrid CNN + {kind}")
+        } else if conv > 0.0 {
+            format!("{kind} with a convolutional stem")
+        } else {
+            kind
+        }
+    } else if conv_share >= CONV_MIN_SHARE {
+        "CNN".to_owned()
+    } else if matrix > 0.0 {
+        "MLP (GEMMs only, no attention or convolution)".to_owned()
+    } else {
+        ev.push("architecture: no GEMM, attention or convolution ran".into());
+        return None;
+    };
+    ev.push(format!(
+        "architecture: of matrix time, convolution {:.0}%, attention kernels {:.0}%, MoE {:.0}%{}",
+        pct(conv, matrix),
+        pct(sdpa, matrix),
+        pct(moe, matrix),
+        if unfused {
+            "; a softmax over 4-D scores (unfused attention)"
+        } else {
+            ""
+        }
+    ));
+    Some(base)
+}
+
+/// Rank of the first tensor of an `Input Dims` cell (`((1, 8, 141, 141), …)` → 4).
+fn dims_rank(dims: &str) -> Option<usize> {
+    let inner = dims.strip_prefix('(')?;
+    let first = inner.strip_prefix('(')?;
+    let end = first.find(')')?;
+    Some(first[..end].split(',').filter(|s| !s.trim().is_empty()).count())
+}
+
+/// Parameters in Linear and convolution weights (each module instance once), hidden size and
+/// the repeated block.
+fn scale(
+    trace: &Trace,
+    rows: &[OpRow],
+    modules: &Modules,
+    architecture: Option<&str>,
+    ev: &mut Vec<String>,
+) -> Option<String> {
+    let mut parts = Vec::new();
+    let (params, linear, conv) = layer_weights(trace, modules);
+    if params > 0 {
+        let plural = |n: usize, one: &str, many: &str| {
+            format!("{n} {}", if n == 1 { one } else { many })
+        };
+        let (l, c) = (
+            plural(linear, "Linear layer", "Linear layers"),
+            plural(conv, "convolution", "convolutions"),
+        );
+        let layers = match (linear, conv) {
+            (_, 0) => l,
+            (0, _) => c,
+            _ => format!("{l} and {c}"),
+        };
+        parts.push(format!("≈{} parameters in {layers}", human(params as f64)));
+        ev.push("scale: the weight shape (second input) of the op each Linear / Conv module instance runs, each instance counted once (embeddings and norms not counted)".into());
+    }
+    // Hidden size means something for transformers and MLPs; a CNN's classifier width is not one.
+    let sequence_model = architecture.is_some_and(|a| a.contains("Transformer") || a.starts_with("MLP"));
+    if sequence_model {
+        let mut k_counts: HashMap<i64, u64> = HashMap::default();
+        for r in rows.iter().filter(|r| {
+            r.category == SeedCategory::Gemm
+                && classes(&r.module_path)
+                    .last()
+                    .is_some_and(|c| c.contains("Linear"))
+        }) {
+            if let Some(k) = r.param("K") {
+                *k_counts.entry(k).or_default() += r.count;
+            }
+        }
+        if let Some((&hidden, _)) = k_counts
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+        {
+            parts.push(format!("hidden size {hidden}"));
+            ev.push("scale: hidden size is the most frequent K of the Linear GEMMs".into());
+        }
+    }
+    if let Some((class, n)) = repeated_block(trace, modules) {
+        parts.push(format!("{n} × {class}"));
+        ev.push(format!("scale: {class} is the …Layer/…Block class with the most instances"));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// Σ weight elements over distinct Linear and Conv module instances, and how many of each.
+fn layer_weights(trace: &Trace, modules: &Modules) -> (u64, usize, usize) {
+    let mut per_instance: HashMap<&str, (bool, u64)> = HashMap::default();
+    for (root, f) in modules.framed_roots() {
+        let class = modules.frames[f as usize].class.as_str();
+        let is_linear = class.contains("Linear");
+        if !(is_linear || class.starts_with("Conv")) {
+            continue;
+        }
+        let e = trace.event(root);
+        let Some(numel) = trace
+            .op_args_of(e)
+            .and_then(|a| a.input_dims)
+            .and_then(|d| weight_numel(trace.strings.get(d)))
+        else {
+            continue;
+        };
+        let name = trace.name(trace.event(modules.frames[f as usize].event));
+        let slot = per_instance.entry(name).or_insert((is_linear, 0));
+        slot.1 = slot.1.max(numel);
+    }
+    let linear = per_instance.values().filter(|v| v.0).count();
+    let total = per_instance.values().map(|v| v.1).sum();
+    (total, linear, per_instance.len() - linear)
+}
+
+/// Elements of the second input of an `Input Dims` array (`[[1,141,512],[512,512],[512]]` →
+/// 262144) when it has two or more dimensions: the weight of `aten::linear` / `aten::conv2d`.
+fn weight_numel(dims: &str) -> Option<u64> {
+    let v: Vec<serde_json::Value> = serde_json::from_str(dims).ok()?;
+    let w = v.get(1)?.as_array()?;
+    if w.len() < 2 {
+        return None;
+    }
+    w.iter()
+        .map(|x| x.as_u64())
+        .try_fold(1u64, |acc, x| acc.checked_mul(x?))
+}
+
+/// The `…Layer` / `…Block` class with the most distinct instances.
+fn repeated_block(trace: &Trace, modules: &Modules) -> Option<(String, usize)> {
+    let mut instances: HashMap<&str, rustc_hash::FxHashSet<&str>> = HashMap::default();
+    for f in &modules.frames {
+        if f.class.ends_with("Layer") || f.class.ends_with("Block") {
+            instances
+                .entry(f.class.as_str())
+                .or_default()
+                .insert(trace.name(trace.event(f.event)));
+        }
+    }
+    instances
+        .into_iter()
+        .map(|(c, s)| (c, s.len()))
+        .filter(|&(_, n)| n >= 2)
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0)))
+        .map(|(c, n)| (c.to_owned(), n))
+}
+
+/// `29.4M`, `1.2B`.
+fn human(x: f64) -> String {
+    if x >= 1e9 {
+        format!("{:.1}B", x / 1e9)
+    } else if x >= 1e6 {
+        format!("{:.1}M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.0}K", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// The precision of most matrix time (from the perf model's compute spec, else the first
+/// input's dtype), with a second one named when it has a fifth or more.
+fn precision(rows: &[OpRow], ev: &mut Vec<String>) -> Option<String> {
+    let mut by: HashMap<&'static str, f64> = HashMap::default();
+    let mut total = 0.0;
+    for r in rows.iter().filter(|r| is_matrix(r.category)) {
+        if let Some(p) = row_dtype(r) {
+            *by.entry(p).or_default() += r.kernel_us;
+            total += r.kernel_us;
+        }
+    }
+    let source = if total > 0.0 {
+        "matrix"
+    } else {
+        // No GEMM, attention or convolution: the dtype of all kernel time.
+        for r in rows {
+            if let Some(p) = dtype_label(&r.input_type).or_else(|| kernel_dtype(r)) {
+                *by.entry(p).or_default() += r.kernel_us;
+                total += r.kernel_us;
+            }
+        }
+        "kernel"
+    };
+    let mut v: Vec<(&str, f64)> = by.into_iter().collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    let (first, t1) = *v.first()?;
+    if total <= 0.0 {
+        return None;
+    }
+    ev.push(format!(
+        "precision: {first} on {:.0}% of {source} time{}",
+        pct(t1, total),
+        v.get(1)
+            .map(|(p, t)| format!(", {p} on {:.0}%", pct(*t, total)))
+            .unwrap_or_default()
+    ));
+    Some(match v.get(1) {
+        Some(&(second, t2)) if t2 >= MIXED_MIN_SHARE * total => {
+            format!("{first} (mixed with {second}, {:.0}% of {source} time)", pct(t2, total))
+        }
+        _ => first.to_owned(),
+    })
+}
+
+/// A matrix op's precision: its perf model's compute spec, its first input's dtype, or the
+/// type its kernels' names spell.
+fn row_dtype(r: &OpRow) -> Option<&'static str> {
+    dtype_label(&r.compute_spec)
+        .or_else(|| dtype_label(&r.input_type))
+        .or_else(|| kernel_dtype(r))
+}
+
+/// The element type a kernel name spells (`__hip_bfloat16`, `c10::Half`, `fp8`), for ops with
+/// no recorded inputs (graph replays).
+fn kernel_dtype(r: &OpRow) -> Option<&'static str> {
+    let names = format!("{} {}", r.name, r.kernels).to_ascii_lowercase();
+    // Explicit FP8 formats first; then the 16-bit types; a bare `fp8` last, since template
+    // arguments such as `Fp8KVCacheDataType)0` (FP8 cache off) spell it in bf16 kernels.
+    [
+        ("float8", "FP8"),
+        ("e4m3", "FP8"),
+        ("e5m2", "FP8"),
+        ("bfloat16", "BF16"),
+        ("bf16", "BF16"),
+        ("__half", "FP16"),
+        ("c10::half", "FP16"),
+        ("fp8", "FP8"),
+    ]
+    .into_iter()
+    .find(|(k, _)| names.contains(k))
+    .map(|(_, v)| v)
+}
+
+/// `BF16` from a compute spec (`matrix_bf16`) or an `Input type` cell (`('c10::BFloat16', …)`).
+fn dtype_label(s: &str) -> Option<&'static str> {
+    let l = s.to_ascii_lowercase();
+    let first = l.split(',').next().unwrap_or("");
+    let probe = if l.starts_with("matrix_") || l.starts_with("vector_") {
+        l.as_str()
+    } else {
+        first
+    };
+    [
+        ("float8", "FP8"),
+        ("fp8", "FP8"),
+        ("fp4", "FP4"),
+        ("bfloat16", "BF16"),
+        ("bf16", "BF16"),
+        ("half", "FP16"),
+        ("fp16", "FP16"),
+        ("tf32", "TF32"),
+        ("fp32", "FP32"),
+        ("'float'", "FP32"),
+        ("int8", "INT8"),
+        ("double", "FP64"),
+        ("fp64", "FP64"),
+    ]
+    .into_iter()
+    .find(|(k, _)| probe.contains(k))
+    .map(|(_, v)| v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dtype_labels() {
+        assert_eq!(dtype_label("matrix_bf16"), Some("BF16"));
+        assert_eq!(dtype_label("('c10::BFloat16', 'c10::BFloat16')"), Some("BF16"));
+        assert_eq!(dtype_label("('float', 'float', '')"), Some("FP32"));
+        assert_eq!(dtype_label("('c10::Half', 'float')"), Some("FP16"));
+        assert_eq!(dtype_label("('c10::Float8_e4m3fn',)"), Some("FP8"));
+        assert_eq!(dtype_label("('long int',)"), None);
+    }
+
+    #[test]
+    fn module_paths() {
+        let p = "nn.Module: DistributedDataParallel_0 > nn.Module: ResNet_0 > nn.Module: Conv2d_3";
+        assert_eq!(root_class(p), Some("ResNet"));
+        assert_eq!(classes(p).last(), Some("Conv2d"));
+        assert_eq!(root_class(""), None);
+        assert_eq!(dims_rank("((1, 8, 141, 141), (), ())"), Some(4));
+        assert_eq!(human(29_360_128.0), "29.4M");
+        assert_eq!(human(1.5e9), "1.5B");
+    }
+}

@@ -1,0 +1,144 @@
+//! The workload's identity (docs/analysis.md, "The workload"): model, architecture, scale,
+//! precision and mode read by rules, checked against a generated trace whose model is known
+//! and against real traces whose models are public (BERT-small, ResNet-18).
+
+mod common;
+
+use jarvis_engine::report::contract::standalone_files;
+use jarvis_engine::standalone::workload::{Mode, Workload, UNKNOWN};
+use jarvis_engine::synth::{trace_bytes, SynthPlatform, SynthSpec};
+use jarvis_engine::{analyze_trace_with, import, Analysis, Options};
+
+fn analyze(bytes: &[u8]) -> Analysis {
+    let trace = import::import_bytes(bytes).expect("trace imports");
+    analyze_trace_with(trace, &Options::default())
+}
+
+fn workload(a: &Analysis) -> &Workload {
+    &a.standalone.as_ref().expect("standalone analysis").workload
+}
+
+fn shared_trace(name: &str) -> Option<Analysis> {
+    let dir = common::shared_dir()?;
+    Some(analyze(&common::read(&dir.join("traces/tracelens").join(name))))
+}
+
+#[test]
+fn generated_transformer_is_identified_with_its_exact_size() {
+    let spec = SynthSpec {
+        platform: SynthPlatform::H100,
+        steps: 2,
+        ..SynthSpec::default()
+    };
+    let (bytes, _) = trace_bytes(&spec);
+    let a = analyze(&bytes);
+    let w = workload(&a);
+    let h = spec.hidden;
+    // Per block: QKV h×3h, output h×h, MLP up h×4h and down 4h×h = 12h² weights.
+    let params = 12 * h * h * u64::from(spec.layers);
+    assert_eq!(params, 201_326_592);
+    assert_eq!(w.model, "Transformer");
+    assert!(w.architecture.starts_with("Transformer"), "{}", w.architecture);
+    assert_eq!(
+        w.scale,
+        format!(
+            "≈201.3M parameters in {} Linear layers, hidden size {h}, {} × Block",
+            4 * spec.layers,
+            spec.layers
+        )
+    );
+    assert_eq!(w.precision, "BF16");
+    // The generated step runs a backward pass.
+    assert_eq!(w.mode, Mode::Training);
+    // Every field says where it came from.
+    for field in ["model:", "architecture:", "scale:", "precision:", "mode:"] {
+        assert!(w.evidence.iter().any(|e| e.starts_with(field)), "{field}");
+    }
+}
+
+#[test]
+fn a_trace_without_module_frames_does_not_name_a_model() {
+    // The same generated trace with its nn.Module frames removed.
+    let (bytes, _) = trace_bytes(&SynthSpec::default());
+    let text = String::from_utf8(bytes).unwrap();
+    let stripped = text.replace("\"nn.Module: ", "\"module_removed: ");
+    let a = analyze(stripped.as_bytes());
+    let w = workload(&a);
+    assert_eq!(w.model, UNKNOWN);
+    assert_eq!(w.title(), "Workload");
+    // The op mix still tells the architecture and the dtypes the precision.
+    assert!(w.architecture.starts_with("Transformer"), "{}", w.architecture);
+    assert_eq!(w.precision, "BF16");
+    assert!(!w.scale.contains("Linear layers"), "{}", w.scale);
+}
+
+#[test]
+fn bert_small_is_a_28_5m_encoder() {
+    let Some(a) = shared_trace("h100_gaunernst_bert-small-uncased__1016001.json.gz") else {
+        return;
+    };
+    let w = workload(&a);
+    assert_eq!(w.model, "BertLMHeadModel");
+    assert_eq!(w.architecture, "Transformer (encoder)");
+    // 4 layers × (4·512² + 2·512·2048) + head transform 512² + decoder 512·30522 = 28,472,320.
+    assert_eq!(
+        w.scale,
+        "≈28.5M parameters in 26 Linear layers, hidden size 512, 4 × BertLayer"
+    );
+    assert_eq!(w.precision, "BF16");
+    assert_eq!(w.mode, Mode::Inference);
+    // The contract's model_info.json holds TraceLens's agent's four fields.
+    let files = standalone_files(&a, "bert").unwrap();
+    let (_, info) = files
+        .iter()
+        .find(|(p, _)| p == "metadata/model_info.json")
+        .expect("model_info.json");
+    let v: serde_json::Value = serde_json::from_slice(info).unwrap();
+    assert_eq!(v["model"], "BertLMHeadModel");
+    assert_eq!(v["precision"], "BF16");
+    assert_eq!(v.as_object().unwrap().len(), 4);
+    // The fair report is titled with the model and lists the identity in its appendix.
+    let (_, fair) = files
+        .iter()
+        .find(|(p, _)| p == "standalone_analysis_fair.md")
+        .unwrap();
+    let fair = String::from_utf8_lossy(fair);
+    assert!(fair.starts_with("# BertLMHeadModel - "), "{}", &fair[..80]);
+    let appendix = &fair[fair.find("## Appendix").unwrap()..];
+    for value in [&w.model, &w.architecture, &w.scale, &w.precision] {
+        assert!(appendix.contains(value.as_str()), "{value}");
+    }
+}
+
+#[test]
+fn resnet18_training_is_a_11_7m_cnn() {
+    let Some(a) = shared_trace("mi300x_ddp_resnet18_train.json.gz") else {
+        return;
+    };
+    let w = workload(&a);
+    assert_eq!(w.model, "ResNet");
+    assert_eq!(w.architecture, "CNN");
+    // ResNet-18's conv and fc weights: 11,679,912 (torchvision's 11,689,512 less BN and bias).
+    assert_eq!(
+        w.scale,
+        "≈11.7M parameters in 1 Linear layer and 20 convolutions, 8 × BasicBlock"
+    );
+    assert_eq!(w.mode, Mode::Training);
+    // Activation checkpointing re-runs the forward: each module instance still counts once.
+    let Some(b) = shared_trace("mi300x_resnet_act_checkpoint.json.gz") else {
+        return;
+    };
+    assert_eq!(workload(&b).scale, w.scale);
+}
+
+#[test]
+fn graph_decode_without_a_model_frame_reads_precision_from_kernel_names() {
+    let Some(a) = shared_trace("mi300x_sglang_Qwen3-8B_decode.json.gz") else {
+        return;
+    };
+    let w = workload(&a);
+    // Only the sampler is framed: too little of the time to be the model.
+    assert_eq!(w.model, UNKNOWN);
+    // `paged_attention…<…, __hip_bfloat16, …, Fp8KVCacheDataType)0, …>` is a bf16 kernel.
+    assert_eq!(w.precision, "BF16");
+}
