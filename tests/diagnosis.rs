@@ -319,3 +319,77 @@ fn profiler_steps_without_backward_are_inference() {
     let t = analyze_on(&bytes, "h100");
     assert!(t.steps.rows.iter().any(|r| r.class.key() == "train"));
 }
+
+/// One cause, one finding: the bmm and softmax findings of an unfused attention are folded into
+/// the attention finding, which names the score matrix with its size and traffic.
+#[test]
+fn unfused_attention_absorbs_its_bmm_and_softmax_findings() {
+    let c = case("attention_unfused").expect("case");
+    let a = analyze_on(&case_bytes(&c), "mi300x");
+    let st = standalone(&a);
+    assert_eq!(st.recommendations.len(), 1, "{:?}", st.briefs());
+    let b = top(st);
+    assert_eq!(keys(b)[0], "attention_materializes_scores");
+    let mut absorbed: Vec<&str> = b.absorbed.iter().map(|x| x.op_name.as_str()).collect();
+    absorbed.sort();
+    // Op findings group an op's signatures: QKᵀ and PV are one `aten::bmm` finding.
+    assert_eq!(absorbed, ["aten::_softmax", "aten::bmm"]);
+    // The merged finding is as urgent as the most urgent finding it absorbed.
+    let most_urgent = b.absorbed.iter().map(|x| x.priority).min().unwrap();
+    assert!(b.priority <= most_urgent);
+    // 16 heads × 4096² scores × 2 bytes = 536,870,912 B; written by QKᵀ, read and written by
+    // the softmax, read by PV: 4 passes = 2.147 GB per call, 12 calls = 25.77 GB, at least
+    // 4.86 ms at 5.3 TB/s.
+    let e = &b.causes[0].evidence;
+    for n in [
+        "16 × 4096 × 4096",
+        "536.9 MB",
+        "2.15 GB through memory per call",
+        "25.8 GB over 12 calls",
+        "at least 4.9 ms",
+    ] {
+        assert!(e.contains(n), "{n:?} missing from {e}");
+    }
+    // Without the module frame there is no attention pattern: the op findings stay separate.
+    let loose = jarvis_engine::synth::planted::PlantedCase { module: None, ..c };
+    let a = analyze_on(&case_bytes(&loose), "mi300x");
+    let st = standalone(&a);
+    assert!(st.recommendations.len() > 1);
+    assert!(st
+        .categories
+        .iter()
+        .flat_map(|f| &f.bottlenecks)
+        .all(|b| b.absorbed.is_empty()));
+}
+
+#[test]
+fn owlv2_attention_is_one_finding_with_its_score_matrix() {
+    let Some(bytes) = fixture("h100_google_owlv2-large-patch14-ensemble__1016001.json.gz") else {
+        return;
+    };
+    let a = analyze_on(&bytes, "h100");
+    let st = standalone(&a);
+    let briefs = st.briefs();
+    // No separate bmm or softmax recommendation: both are the attention's.
+    assert!(
+        !briefs
+            .iter()
+            .any(|b| b.title.contains("aten::bmm") || b.title.contains("aten::_softmax")),
+        "{:#?}",
+        briefs.iter().map(|b| &b.title).collect::<Vec<_>>()
+    );
+    let att = st
+        .categories
+        .iter()
+        .flat_map(|f| &f.bottlenecks)
+        .find(|b| b.title.starts_with("Unfused attention"))
+        .expect("attention finding");
+    let names: Vec<&str> = att.absorbed.iter().map(|x| x.op_name.as_str()).collect();
+    assert!(names.contains(&"aten::bmm") && names.contains(&"aten::_softmax"), "{names:?}");
+    // B = 16 heads, 5185 tokens (1 + 72²  patches), head dim 64: 16·5185²·2 B = 860.3 MB.
+    let e = &att.causes[0].evidence;
+    assert!(e.contains("B=16, M=5185, N=5185, K=64"), "{e}");
+    assert!(e.contains("860.3 MB"), "{e}");
+    // The bmm finding was Critical; the merged one is too.
+    assert_eq!(att.priority.label(), "Critical");
+}

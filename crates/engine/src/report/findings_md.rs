@@ -100,6 +100,27 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
             );
         }
     }
+    if !b.absorbed.is_empty() {
+        let _ = writeln!(s, "- **Covers these op findings (same cause):**");
+        for x in &b.absorbed {
+            let _ = writeln!(
+                s,
+                "  - {} ({} ms, {:.1}% of {}{}; was {}): {}",
+                x.title,
+                ms(x.time_ms),
+                x.share_pct,
+                x.share_of,
+                x.efficiency_pct
+                    .map(|e| format!(", {e:.1}% efficiency"))
+                    .unwrap_or_default(),
+                x.priority.label(),
+                x.causes
+                    .first()
+                    .map(|c| c.evidence.as_str())
+                    .unwrap_or(x.issue.as_str())
+            );
+        }
+    }
     let _ = writeln!(s, "- **Impact:** may save {}", b.impact.text());
     let _ = writeln!(s, "- **Path A:** {}", b.path_a);
     let _ = writeln!(s, "- **Path B:** {}", b.path_b);

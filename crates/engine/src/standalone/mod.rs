@@ -285,8 +285,12 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
                 .then(b.time_ms.total_cmp(&a.time_ms))
         });
     }
+    findings::merge::one_cause_one_finding(&mut categories, &rows, src.platform);
     for b in categories.iter_mut().flat_map(|c| c.bottlenecks.iter_mut()) {
         b.impact = findings::Impact::of(b, utilization.total_ms);
+        for x in &mut b.absorbed {
+            x.impact = findings::Impact::of(x, utilization.total_ms);
+        }
     }
     let mut recommendations: Vec<(usize, usize)> = categories
         .iter()
@@ -413,7 +417,12 @@ fn replay_ops(
     categories: &[CategoryFindings],
 ) -> Vec<ReplayOp> {
     let mut wanted: Vec<(String, String)> = Vec::new();
-    for b in categories.iter().flat_map(|c| &c.bottlenecks) {
+    // Absorbed op findings keep their replay packages: the kernels still exist until fixed.
+    for b in categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .flat_map(|b| std::iter::once(b).chain(&b.absorbed))
+    {
         if b.replay && !b.op_name.is_empty() && !wanted.iter().any(|(n, _)| *n == b.op_name) {
             let reason = if src.replay_names.contains(&b.op_name) {
                 "named by the user".to_owned()

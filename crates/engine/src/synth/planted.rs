@@ -44,6 +44,9 @@ pub struct PlantedCase {
     pub planted: Option<&'static str>,
     /// Numbers the finding must quote.
     pub key_numbers: Vec<&'static str>,
+    /// An `nn.Module` class whose one instance runs one call of every op per forward: the ops
+    /// are then written interleaved (call 1 of each, call 2 of each, …) inside its frames.
+    pub module: Option<&'static str>,
 }
 
 fn op(
@@ -142,7 +145,46 @@ fn case_of(
         ops,
         planted,
         key_numbers: key_numbers.to_vec(),
+        module: None,
     }
+}
+
+/// Attention written op by op, as eager models without SDPA run it: QKᵀ (bmm), softmax over
+/// the scores, PV (bmm), for 16 heads of 4096 tokens with head dim 64, memory-bound kernels at
+/// the stated share of MI300X's 5.3 TB/s.
+fn unfused_attention(heads: i64, s: i64, d: i64, calls: u32) -> Vec<PlantedOp> {
+    let scores = (heads * s * s * 2) as f64;
+    let bw = 5.3e12;
+    let ns = |bytes: f64, eff: f64| (bytes / (bw * eff) * 1e9).round() as Nanos;
+    let qk_kernel = "Cijk_Ailk_Bjlk_BBS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB1_AF0EM8_AF1EM8_ASEM8_GSU1_GSUAMB_ISA942_IU1_K1_SK0_WG32_8_1_WGM8";
+    let pv_kernel = "Cijk_Ailk_Bljk_BBS_BH_MT128x64x64_MI32x32x8x1_SN_1LDSB1_AF0EM8_AF1EM8_ASEM8_GSU1_GSUAMB_ISA942_IU1_K1_SK0_WG32_8_1_WGM8";
+    let two = format!("[{BF16}, {BF16}]");
+    vec![
+        op(
+            "aten::bmm",
+            &format!("[[{heads}, {s}, {d}], [{heads}, {d}, {s}]]"),
+            &two,
+            "[\"\", \"\"]",
+            &[(qk_kernel, ns(scores, 0.45))],
+            calls,
+        ),
+        op(
+            "aten::_softmax",
+            &format!("[[{heads}, {s}, {s}], [], []]"),
+            &format!("[{BF16}, \"Scalar\", \"Scalar\"]"),
+            "[\"\", \"-1\", \"False\"]",
+            &[("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, c10::BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, c10::BFloat16 const*, int)", ns(2.0 * scores, 0.6))],
+            calls,
+        ),
+        op(
+            "aten::bmm",
+            &format!("[[{heads}, {s}, {s}], [{heads}, {s}, {d}]]"),
+            &two,
+            "[\"\", \"\"]",
+            &[(pv_kernel, ns(scores, 0.45))],
+            calls,
+        ),
+    ]
 }
 
 /// Every planted case.
@@ -208,6 +250,15 @@ pub fn cases() -> Vec<PlantedCase> {
             Some("moe_few_tokens_per_expert"),
             &["8 tokens × top-8 over 128 experts", "tokens per active expert"],
         ),
+        PlantedCase {
+            module: Some("SelfAttention"),
+            ..case_of(
+                "attention_unfused",
+                unfused_attention(16, 4096, 64, 12),
+                Some("attention_materializes_scores"),
+                &["4096 × 4096 score matrix", "536.9 MB", "2.15 GB through memory per call"],
+            )
+        },
         case_of(
             "elementwise_non_contiguous",
             vec![
@@ -236,61 +287,101 @@ pub fn write_case(c: &PlantedCase, w: &mut impl Write) -> io::Result<()> {
         json_str(c.device)
     )?;
     let mut ev = EventWriter::new(w);
-    let mut cpu: Nanos = 1_000_000;
-    let mut gpu: Nanos = 1_000_000;
-    let mut ext: i64 = 1;
-    let mut corr: i64 = 1;
-    for o in &c.ops {
-        for _ in 0..o.calls {
-            let start = cpu;
-            let mut launches = Vec::new();
-            cpu += 2_000;
-            for (k, dur) in &o.kernels {
-                let ts = cpu;
+    let mut st = Clock {
+        cpu: 1_000_000,
+        gpu: 1_000_000,
+        ext: 1,
+        corr: 1,
+    };
+    match c.module {
+        None => {
+            for o in &c.ops {
+                for _ in 0..o.calls {
+                    write_call(&mut ev, o, &mut st)?;
+                }
+            }
+        }
+        Some(class) => {
+            let rounds = c.ops.iter().map(|o| o.calls).max().unwrap_or(0);
+            for round in 0..rounds {
+                let start = st.cpu;
+                st.cpu += 1_000;
+                for o in c.ops.iter().filter(|o| round < o.calls) {
+                    write_call(&mut ev, o, &mut st)?;
+                }
+                st.cpu += 1_000;
                 ev.complete(
-                    "cuda_runtime",
-                    "hipLaunchKernel",
+                    "python_function",
+                    &format!("nn.Module: {class}_0"),
                     PID,
                     TID,
-                    ts,
-                    3_000,
-                    &format!("\"External id\": {ext}, \"correlation\": {corr}"),
+                    start,
+                    st.cpu - start,
+                    &format!("\"Python id\": {}, \"Python parent id\": 0, \"Python thread\": 0", round + 1),
                 )?;
-                ev.flow("s", corr, PID, TID, ts)?;
-                let kstart = gpu.max(ts + 5_000) + o.gpu_delay;
-                ev.complete("kernel", k, GPU_PID, STREAM, kstart, *dur, &format!("\"External id\": {ext}, \"correlation\": {corr}, \"device\": 0, \"stream\": {STREAM}"))?;
-                ev.flow("f", corr, GPU_PID, STREAM, kstart)?;
-                gpu = kstart + dur + 1_000;
-                launches.push(corr);
-                corr += 1;
-                cpu += 4_000;
+                st.cpu += 1_000;
             }
-            let mut args = format!(
-                "\"External id\": {ext}, \"Input Dims\": {}, \"Input type\": {}",
-                o.dims, o.types
-            );
-            if !o.strides.is_empty() {
-                args.push_str(&format!(", \"Input Strides\": {}", o.strides));
-            }
-            if !o.concrete.is_empty() {
-                args.push_str(&format!(", \"Concrete Inputs\": {}", o.concrete));
-            }
-            ev.complete(
-                "cpu_op",
-                &o.name,
-                PID,
-                TID,
-                start,
-                cpu - start + 1_000,
-                &args,
-            )?;
-            ext += 1;
-            cpu += 3_000;
-            // The host keeps ahead of the GPU: the next call is issued while this one runs.
-            cpu = cpu.max(gpu - 50_000);
         }
     }
     ev.raw("\n]}\n")
+}
+
+/// Where the host and the GPU are, and the next ids.
+struct Clock {
+    cpu: Nanos,
+    gpu: Nanos,
+    ext: i64,
+    corr: i64,
+}
+
+/// One call of an op: its launches, kernels with flow links, then the `cpu_op` around them.
+fn write_call<W: Write>(ev: &mut EventWriter<'_, W>, o: &PlantedOp, st: &mut Clock) -> io::Result<()> {
+    let start = st.cpu;
+    st.cpu += 2_000;
+    for (k, dur) in &o.kernels {
+        let ts = st.cpu;
+        let (ext, corr) = (st.ext, st.corr);
+        ev.complete(
+            "cuda_runtime",
+            "hipLaunchKernel",
+            PID,
+            TID,
+            ts,
+            3_000,
+            &format!("\"External id\": {ext}, \"correlation\": {corr}"),
+        )?;
+        ev.flow("s", corr, PID, TID, ts)?;
+        let kstart = st.gpu.max(ts + 5_000) + o.gpu_delay;
+        ev.complete("kernel", k, GPU_PID, STREAM, kstart, *dur, &format!("\"External id\": {ext}, \"correlation\": {corr}, \"device\": 0, \"stream\": {STREAM}"))?;
+        ev.flow("f", corr, GPU_PID, STREAM, kstart)?;
+        st.gpu = kstart + dur + 1_000;
+        st.corr += 1;
+        st.cpu += 4_000;
+    }
+    let mut args = format!(
+        "\"External id\": {}, \"Input Dims\": {}, \"Input type\": {}",
+        st.ext, o.dims, o.types
+    );
+    if !o.strides.is_empty() {
+        args.push_str(&format!(", \"Input Strides\": {}", o.strides));
+    }
+    if !o.concrete.is_empty() {
+        args.push_str(&format!(", \"Concrete Inputs\": {}", o.concrete));
+    }
+    ev.complete(
+        "cpu_op",
+        &o.name,
+        PID,
+        TID,
+        start,
+        st.cpu - start + 1_000,
+        &args,
+    )?;
+    st.ext += 1;
+    st.cpu += 3_000;
+    // The host keeps ahead of the GPU: the next call is issued while this one runs.
+    st.cpu = st.cpu.max(st.gpu - 50_000);
+    Ok(())
 }
 
 /// A case's trace as bytes.

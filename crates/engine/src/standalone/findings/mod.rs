@@ -2,6 +2,7 @@
 //! category, its share of compute, its validated bottlenecks with Issue / Path A / Path B and
 //! priorities, and its notes. Texts are markdown; names from the trace go through [`md`].
 
+pub mod merge;
 mod notes;
 mod ops;
 mod patterns;
@@ -82,6 +83,12 @@ pub struct Bottleneck {
     /// What fixing it may save, as a range over the trace's time (set once every finding
     /// exists: [`Impact::of`]).
     pub impact: Impact,
+    /// For a pattern over a module class: the class and its ops' kernel time there, which
+    /// decide the op findings it absorbs ([`merge::one_cause_one_finding`]).
+    #[serde(skip)]
+    pub scope: Option<merge::Scope>,
+    /// Op findings folded into this one because they share its cause, most urgent first.
+    pub absorbed: Vec<Bottleneck>,
 }
 
 /// How an impact range was estimated (docs/analysis.md, "Impact ranges").

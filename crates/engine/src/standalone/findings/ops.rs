@@ -409,6 +409,8 @@ pub(super) fn op_bottleneck(
         replay,
         causes,
         impact: super::Impact::default(),
+        scope: None,
+        absorbed: Vec::new(),
     }
 }
 

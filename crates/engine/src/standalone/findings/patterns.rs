@@ -46,6 +46,8 @@ pub(super) fn pattern_bottleneck(
         replay: false,
         causes: Vec::new(),
         impact: Impact::default(),
+        scope: None,
+        absorbed: Vec::new(),
     }
 }
 
@@ -62,6 +64,20 @@ pub(super) fn op_list(ops: &[crate::standalone::patterns::OpShare]) -> (String, 
     )
 }
 
+fn scope_of(
+    class: &str,
+    instances: u64,
+    ops: &[crate::standalone::patterns::OpShare],
+    unfused_attention: bool,
+) -> super::merge::Scope {
+    super::merge::Scope {
+        class: class.to_owned(),
+        ops: ops.iter().map(|o| (o.name.clone(), o.ms)).collect(),
+        instances,
+        unfused_attention,
+    }
+}
+
 pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     let compute = inp.compute_ms();
     let p = inp.patterns;
@@ -73,7 +89,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                 .filter(|c| inp.share(c.savings_ms()) >= rules::MIN_SHARE_PCT)
             {
                 let (ops, names) = op_list(&c.ops);
-                f.bottlenecks.push(pattern_bottleneck(
+                let mut b = pattern_bottleneck(
                     f.category,
                     &names,
                     format!("Unfused module {}", code(&c.class)),
@@ -87,7 +103,9 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     ProjectionKind::Saving,
                     rules::saving_projection(c.total_ms, c.fused_ms, compute),
                     inp,
-                ));
+                );
+                b.scope = Some(scope_of(&c.class, c.instances, &c.ops, false));
+                f.bottlenecks.push(b);
             }
         }
         SeedCategory::SdpaFwd => {
@@ -97,7 +115,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                 .filter(|a| inp.share(a.core_ms) >= rules::MIN_SHARE_PCT)
             {
                 let (ops, names) = op_list(&a.ops);
-                f.bottlenecks.push(pattern_bottleneck(
+                let mut b = pattern_bottleneck(
                     f.category,
                     &names,
                     format!("Unfused attention in {}", code(&a.class)),
@@ -111,7 +129,9 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     ProjectionKind::Speedup,
                     rules::speedup_projection(a.core_ms, &[3.0, 10.0], compute),
                     inp,
-                ));
+                );
+                b.scope = Some(scope_of(&a.class, a.instances, &a.ops, true));
+                f.bottlenecks.push(b);
             }
         }
         SeedCategory::Convolution => {

@@ -50,6 +50,8 @@ pub(super) fn timeline_bottleneck(
         replay: false,
         causes: Vec::new(),
         impact: Impact::default(),
+        scope: None,
+        absorbed: Vec::new(),
     }
 }
 

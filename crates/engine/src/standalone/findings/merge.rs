@@ -1,0 +1,207 @@
+//! One cause, one finding (docs/analysis.md): an op finding whose time lies inside a pattern
+//! finding's module (the `aten::bmm` and `aten::_softmax` of an unfused attention, the `aten::mul`
+//! of an unfused RMSNorm) is the same cause seen op by op. It is folded into the pattern, which
+//! takes the most urgent priority of the two and, for attention, names the cause with its
+//! numbers: the score matrix the op-by-op path writes to memory.
+
+use super::super::diagnosis::{self, Cause, Confidence};
+use super::super::md::code;
+use super::super::ops::OpRow;
+use super::{Bottleneck, CategoryFindings};
+use crate::perf::platform::Platform;
+
+/// An op finding is absorbed when at least this share of its time runs inside the pattern's
+/// module (the rest is the same op elsewhere, which stays its own finding if it is large).
+pub const ABSORB_MIN_SHARE: f64 = 0.5;
+
+/// What a pattern finding covers: a module class and its ops' kernel time there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scope {
+    pub class: String,
+    /// (op name, ms inside the class's instances).
+    pub ops: Vec<(String, f64)>,
+    pub instances: u64,
+    /// The pattern is attention computed op by op.
+    pub unfused_attention: bool,
+}
+
+/// Folds op findings into the pattern findings that share their cause, in place.
+pub fn one_cause_one_finding(
+    categories: &mut [CategoryFindings],
+    rows: &[OpRow],
+    platform: Option<&Platform>,
+) {
+    // Patterns by time, largest first: an op finding goes to the largest pattern covering it.
+    let mut patterns: Vec<(usize, usize)> = categories
+        .iter()
+        .enumerate()
+        .flat_map(|(c, f)| {
+            f.bottlenecks
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.scope.is_some())
+                .map(move |(b, _)| (c, b))
+        })
+        .collect();
+    patterns.sort_by(|x, y| {
+        let t = |p: &(usize, usize)| categories[p.0].bottlenecks[p.1].time_ms;
+        t(y).total_cmp(&t(x))
+    });
+    let mut taken: Vec<(usize, usize, usize, usize)> = Vec::new(); // (pc, pb, c, b)
+    for &(pc, pb) in &patterns {
+        let Some(scope) = categories[pc].bottlenecks[pb].scope.clone() else {
+            continue;
+        };
+        for (c, f) in categories.iter().enumerate() {
+            for (b, x) in f.bottlenecks.iter().enumerate() {
+                if x.pattern || taken.iter().any(|t| (t.2, t.3) == (c, b)) {
+                    continue;
+                }
+                if covers(&scope, x, rows) {
+                    taken.push((pc, pb, c, b));
+                }
+            }
+        }
+    }
+    // Move the absorbed findings, removing from the back so indices stay valid.
+    let mut order = taken.clone();
+    order.sort_by(|a, b| (b.2, b.3).cmp(&(a.2, a.3)));
+    let mut moved: Vec<((usize, usize), Bottleneck)> = order
+        .into_iter()
+        .map(|(pc, pb, c, b)| ((pc, pb), categories[c].bottlenecks.remove(b)))
+        .collect();
+    // Removing shifted the patterns' indices within their own category by the number of
+    // findings removed before them (patterns themselves are never removed).
+    moved.reverse();
+    for ((pc, pb), x) in moved {
+        let shift = taken.iter().filter(|t| t.2 == pc && t.3 < pb).count();
+        let p = &mut categories[pc].bottlenecks[pb - shift];
+        p.priority = p.priority.min(x.priority);
+        p.category_priority = p.category_priority.min(x.category_priority);
+        p.in_top_ops |= x.in_top_ops;
+        p.absorbed.push(x);
+    }
+    for f in categories.iter_mut() {
+        for p in f.bottlenecks.iter_mut().filter(|p| p.scope.is_some()) {
+            if p.scope.as_ref().is_some_and(|s| s.unfused_attention) {
+                if let Some(cause) = scores_cause(p, rows, platform) {
+                    // The finding names its cause as op findings do (title, issue, Path A).
+                    p.title = format!("{}: {}", p.title, cause.title);
+                    p.issue = format!("{} {}", p.issue, cause.evidence);
+                    p.path_a = cause.action.clone();
+                    p.causes.insert(0, cause);
+                }
+            }
+            if p.absorbed.is_empty() {
+                continue;
+            }
+            p.absorbed.sort_by(|a, b| {
+                a.priority
+                    .cmp(&b.priority)
+                    .then(b.time_ms.total_cmp(&a.time_ms))
+            });
+            let list = p
+                .absorbed
+                .iter()
+                .map(|a| format!("{} ({:.3} ms)", code(&a.op_name), a.time_ms))
+                .collect::<Vec<_>>()
+                .join(", ");
+            p.issue.push_str(&format!(
+                " The op findings for {list} are this cause seen op by op and are folded in here."
+            ));
+        }
+        f.bottlenecks.sort_by(|a, b| {
+            a.category_priority
+                .cmp(&b.category_priority)
+                .then(b.time_ms.total_cmp(&a.time_ms))
+        });
+    }
+}
+
+/// Whether the pattern's module holds most of the op finding's time.
+fn covers(scope: &Scope, x: &Bottleneck, rows: &[OpRow]) -> bool {
+    let Some(row) = x.row.and_then(|i| rows.iter().find(|r| r.row == i)) else {
+        return false;
+    };
+    let in_class = row.module_path.split(" > ").any(|frame| {
+        let inst = frame.strip_prefix("nn.Module: ").unwrap_or(frame);
+        super::super::context::module_class(inst) == scope.class
+    });
+    let inside_ms: f64 = scope
+        .ops
+        .iter()
+        .filter(|(n, _)| *n == x.op_name)
+        .map(|(_, ms)| ms)
+        .sum();
+    in_class && x.time_ms > 0.0 && inside_ms >= ABSORB_MIN_SHARE * x.time_ms
+}
+
+/// The unfused attention's cause with its numbers: QKᵀ writes a B·M·N score matrix per call,
+/// the softmax reads and writes it and PV reads it again: four passes through HBM that a fused
+/// kernel keeps on chip.
+fn scores_cause(p: &Bottleneck, rows: &[OpRow], platform: Option<&Platform>) -> Option<Cause> {
+    let scope = p.scope.as_ref()?;
+    // QKᵀ: the batched matmul of the class with the largest output (N = keys, K = head dim).
+    let qk = rows
+        .iter()
+        .filter(|r| {
+            let n = r.name.trim_start_matches("aten::");
+            matches!(n, "bmm" | "baddbmm" | "matmul")
+                && r.module_path.contains(&format!("nn.Module: {}_", scope.class))
+        })
+        .filter_map(|r| {
+            let (b, m, n, k) = (r.param("B")?, r.param("M")?, r.param("N")?, r.param("K")?);
+            (b > 0 && m > 0 && n > 0 && k > 0).then_some((r, b, m, n, k))
+        })
+        .max_by_key(|&(_, b, m, n, _)| b * m * n)?;
+    let (r, b, m, n, k) = qk;
+    let bytes = diagnosis::spec_bytes(&r.compute_spec).unwrap_or(2);
+    let dtype = r
+        .compute_spec
+        .rsplit('_')
+        .next()
+        .unwrap_or("bf16")
+        .to_owned();
+    let scores_bytes = (b * m * n) as f64 * bytes as f64;
+    let traffic_per_call = 4.0 * scores_bytes;
+    let calls = scope.instances.max(1) as f64;
+    let mut evidence = format!(
+        "QKᵀ ({} B={b}, M={m}, N={n}, K={k}) writes a {b} × {m} × {n} score matrix per call ({:.1} MB in {dtype}); the softmax reads and writes it and PV reads it again: {:.2} GB through memory per call, {:.1} GB over {} calls.",
+        code(&r.name),
+        scores_bytes / 1e6,
+        traffic_per_call / 1e9,
+        traffic_per_call * calls / 1e9,
+        scope.instances
+    );
+    if let Some(pl) = platform {
+        let bw = pl.hbm_tbps.0 * 1e12;
+        let floor_ms = traffic_per_call * calls / bw * 1e3;
+        // The fused kernel's floor: QKᵀ and PV FLOPs at the matrix peak, or reading Q, K, V
+        // and writing O once, whichever is slower.
+        let flops = 4.0 * (b * m * n * k) as f64 * calls;
+        let io = (b * (2 * m + 2 * n) * k) as f64 * bytes as f64 * calls;
+        let peak = pl.peak_tflops(&format!("matrix_{dtype}")).map(|t| t * 1e12);
+        let fused_ms = peak.map(|pk| (flops / pk).max(io / bw) * 1e3);
+        evidence.push_str(&format!(
+            " At {}'s {} TB/s that traffic alone takes at least {floor_ms:.1} ms of the {:.1} ms measured",
+            code(&pl.name),
+            pl.hbm_tbps.0,
+            p.time_ms
+        ));
+        match fused_ms {
+            Some(f) => evidence.push_str(&format!(
+                "; a fused kernel, which keeps the scores on chip, is bounded by {f:.1} ms (its FLOPs at the {dtype} peak, Q/K/V/O read and written once)."
+            )),
+            None => evidence.push('.'),
+        }
+    }
+    Some(Cause {
+        key: "attention_materializes_scores",
+        title: format!("attention materializes the {m} × {n} score matrix per head"),
+        evidence,
+        action: "Call `torch.nn.functional.scaled_dot_product_attention` (flash or memory-efficient backend) instead of bmm → softmax → bmm, so the scores never leave on-chip memory; on ROCm make sure the flash/CK backend is enabled.".into(),
+        waste: None,
+        confidence: Confidence::High,
+        bounds_all: false,
+    })
+}
