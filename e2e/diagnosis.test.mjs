@@ -36,6 +36,17 @@ test('a planted GEMM problem shows its root causes in the first recommendation',
   // Trace text (the kernel name) is rendered as text inside code spans, never as markup.
   assert.equal(await page.getByTestId('recommendation').first().locator('script, img').count(), 0);
   await page.screenshot({ path: path.join(OUT, 'overview-diagnosis.png'), fullPage: false });
+  // The ops table shows the GEMM's tiles, waves and alignment: 33×33 tiles of 256×256 on 304
+  // CUs = 3.58 waves, the last 58% full; 8193² of 8448² useful = 94%; all three dims odd.
+  await page.getByTestId('tab-ops').click();
+  await page.getByTestId('ops-table').waitFor();
+  const row = page.getByTestId('ops-row').filter({ hasText: 'aten::mm' }).first();
+  const cells = await row.locator('.cell').allTextContents();
+  assert.equal(cells[13].trim(), '1089 tiles of 256×256 · 3.58 waves (last 58%) · 94% useful');
+  assert.equal(cells[14].trim(), 'M = 8193, N = 8193, K = 8193');
+  await row.click();
+  assert.match(await page.getByTestId('op-gemm-tiling').textContent(), /hipBLASLt\/Tensile kernel: 1089 tiles .* 33 × 33 tiles along M × N; not a multiple of 16 bytes: M = 8193/);
+  await page.screenshot({ path: path.join(OUT, 'ops-gemm-tiling.png'), fullPage: false });
   assert.deepEqual(errors, []);
   assertLocalOnly(requests);
   await page.close();

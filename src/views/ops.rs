@@ -30,7 +30,7 @@ fn fmt(x: Option<f64>, digits: usize) -> String {
         .map_or_else(String::new, |v| format!("{v:.digits$}"))
 }
 
-const COLUMNS: [Column; 13] = [
+const COLUMNS: [Column; 15] = [
     Column {
         key: "name",
         label: "op",
@@ -109,10 +109,51 @@ const COLUMNS: [Column; 13] = [
         num: |_| None,
         text: |o| o.input_type.clone(),
     },
+    Column {
+        key: "gemm_waves",
+        label: "tiles · waves",
+        num: |o| o.gemm.as_ref().and_then(|g| g.waves),
+        text: |o| o.gemm.as_ref().map(tiling_text).unwrap_or_default(),
+    },
+    Column {
+        key: "gemm_misaligned",
+        label: "misaligned",
+        num: |_| None,
+        text: |o| {
+            o.gemm
+                .as_ref()
+                .map(|g| g.misaligned.join(", "))
+                .unwrap_or_default()
+        },
+    },
 ];
 
+/// `1089 tiles of 256×256 · 3.58 waves (last 58%) · 94% useful`.
+fn tiling_text(g: &jarvis_engine::standalone::diagnosis::GemmTiling) -> String {
+    let mut s = format!("{} tiles of {}×{}", g.tiles, g.tile_m, g.tile_n);
+    if g.split_k > 1 {
+        s.push_str(&format!(" × split-K {}", g.split_k));
+    }
+    match (g.waves, g.last_wave_fill, g.persistent) {
+        (_, _, true) => s.push_str(" · persistent"),
+        (Some(w), Some(f), false) => s.push_str(&format!(" · {w:.2} waves (last {:.0}%)", f * 100.0)),
+        _ => {}
+    }
+    if g.useful < 0.995 {
+        s.push_str(&format!(" · {:.0}% useful", g.useful * 100.0));
+    }
+    s
+}
+
 /// Columns sorted alphabetically (ascending) on first click.
-const TEXT_COLUMNS: [&str; 5] = ["name", "category", "bound", "input_dims", "input_type"];
+const TEXT_COLUMNS: [&str; 6] = [
+    "name",
+    "category",
+    "bound",
+    "input_dims",
+    "input_type",
+    "gemm_misaligned",
+];
 
 fn column(key: &str) -> &'static Column {
     COLUMNS.iter().find(|c| c.key == key).unwrap_or(&COLUMNS[3])
@@ -383,6 +424,12 @@ fn OpDetail(
             <p class="facts">{format!("{} calls · {:.3} ms of kernels · {} · shapes {}", op.count, op.kernel_ms, op.input_type, op.input_dims)}</p>
             {show_in_timeline.map(|cb| view! {
                 <button data-testid="ops-show-timeline" on:click=move |_| cb.run(())>"Show where it runs on the timeline"</button>
+            })}
+            {op.gemm.as_ref().map(|g| view! {
+                <p class="facts" data-testid="op-gemm-tiling">
+                    {format!("{} kernel: {}; {} × {} tiles along M × N{}", g.library, tiling_text(g), g.tiles_m, g.tiles_n,
+                        if g.misaligned.is_empty() { String::new() } else { format!("; not a multiple of 16 bytes: {}", g.misaligned.join(", ")) })}
+                </p>
             })}
             <h4>"Call stack (outermost first)"</h4>
             <ul class="chain">{chain}</ul>

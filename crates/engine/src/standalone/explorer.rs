@@ -1,6 +1,7 @@
 //! The ops explorer's rows (the page's ops view): every `unified_perf_summary` row with its
 //! figures, its call stack and subtree, and the recommendations that concern it.
 
+use super::diagnosis::{tiling, GemmTiling};
 use serde::{Deserialize, Serialize};
 
 use super::ops::Bound;
@@ -54,6 +55,10 @@ pub struct OpView {
     pub subtree: Vec<SubtreeView>,
     /// Ranks (1-based, as in `Standalone::briefs`) of the recommendations about this op.
     pub recommendations: Vec<usize>,
+    /// A GEMM's tiles, waves and alignment, where its kernel name gives the tile (absent in
+    /// bundles written before they were shown).
+    #[serde(default)]
+    pub gemm: Option<GemmTiling>,
 }
 
 fn finite(x: Option<f64>) -> Option<f64> {
@@ -128,6 +133,9 @@ pub fn op_views(st: &Standalone) -> Vec<OpView> {
                     })
                     .unwrap_or_default(),
                 recommendations,
+                gemm: (r.category == super::ops::SeedCategory::Gemm)
+                    .then(|| tiling(r, st.platform.as_ref()))
+                    .flatten(),
             }
         })
         .collect()

@@ -43,6 +43,80 @@ fn kernel_label(name: &str) -> String {
     code(&crate::standalone::md::short(name, 60))
 }
 
+/// How a GEMM's output maps onto its kernel's tiles and the GPU's compute units: what the
+/// wave and tile rules read, and what the ops explorer shows.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct GemmTiling {
+    pub library: String,
+    /// Output tile in torch terms (rows along M, columns along N).
+    pub tile_m: u64,
+    pub tile_n: u64,
+    /// Tiles along M and N, and in all (× batch).
+    pub tiles_m: u64,
+    pub tiles_n: u64,
+    pub tiles: u64,
+    /// Split-K factor the kernel names (1 without).
+    pub split_k: u64,
+    /// Workgroups = tiles × split-K.
+    pub workgroups: u64,
+    /// Stream-K or persistent: waves are hidden inside the kernel.
+    pub persistent: bool,
+    /// Workgroups over the platform's compute units, and the fill of the last wave (0–1),
+    /// where the platform is known.
+    pub waves: Option<f64>,
+    pub last_wave_fill: Option<f64>,
+    /// Useful share of the computed output (M·N over the tiled area).
+    pub useful: f64,
+    /// Dimensions not a multiple of 16 bytes of the precision (`K = 8193`).
+    pub misaligned: Vec<String>,
+}
+
+/// The tiling of a GEMM row's longest signature, where its kernel name gives a tile.
+pub fn tiling(shape: &OpRow, platform: Option<&Platform>) -> Option<GemmTiling> {
+    let (m, n, k) = (shape.param("M")?, shape.param("N")?, shape.param("K")?);
+    let (_, kern) = main_gemm(shape)?;
+    let (t0, t1) = kern.tile.filter(|&(a, b)| a > 0 && b > 0)?;
+    let b = shape.param("B").unwrap_or(1).max(1) as u64;
+    let (mu, nu) = (m.max(1) as u64, n.max(1) as u64);
+    // Column-major BLAS: the first tile dimension runs along torch N. CK is row-major.
+    let (along_n, along_m) = if kern.library == "CK" {
+        (t1, t0)
+    } else {
+        (t0, t1)
+    };
+    let (tiles_n, tiles_m) = (ceil_div(nu, along_n), ceil_div(mu, along_m));
+    let tiles = b * tiles_n * tiles_m;
+    let split_k = kern.split_k.filter(|&s| s > 1).unwrap_or(1);
+    let workgroups = tiles * split_k;
+    let units = platform.and_then(Platform::units);
+    let w = units.map(|u| (u, waves(workgroups, u)));
+    let need = spec_bytes(&shape.compute_spec).map(|bpe| (ALIGN_BYTES / bpe).max(1) as i64);
+    let misaligned = need
+        .map(|need| {
+            [("M", m), ("N", n), ("K", k)]
+                .iter()
+                .filter(|(_, d)| d % need != 0)
+                .map(|(l, d)| format!("{l} = {d}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    Some(GemmTiling {
+        library: kern.library.to_owned(),
+        tile_m: along_m,
+        tile_n: along_n,
+        tiles_m,
+        tiles_n,
+        tiles,
+        split_k,
+        workgroups,
+        persistent: kern.persistent,
+        waves: w.map(|(u, _)| workgroups as f64 / u as f64),
+        last_wave_fill: w.map(|(u, w)| w.last as f64 / u as f64),
+        useful: (mu * nu) as f64 / ((tiles_m * along_m) * (tiles_n * along_n)) as f64,
+        misaligned,
+    })
+}
+
 pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
     let dims = (shape.param("M"), shape.param("N"), shape.param("K"));
@@ -53,20 +127,17 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         .find(|(n, _)| is_split_k_reduction(n));
     let units = ctx.platform.and_then(Platform::units);
     let unit = ctx.platform.map_or("CU", Platform::unit_name);
-    if let ((Some(m), Some(n), Some(k)), Some((kname, kern))) = (dims, main.as_ref()) {
+    if let (Some(t), Some((kname, kern))) = (tiling(shape, ctx.platform), main.as_ref()) {
+        let (m, n, k) = (
+            dims.0.unwrap_or(1).max(1) as u64,
+            dims.1.unwrap_or(1).max(1) as u64,
+            dims.2.unwrap_or(1).max(1) as u64,
+        );
         let b = shape.param("B").unwrap_or(1).max(1) as u64;
-        let (m, n, k) = (m.max(1) as u64, n.max(1) as u64, k.max(1) as u64);
-        if let Some((t0, t1)) = kern.tile.filter(|&(a, b)| a > 0 && b > 0) {
-            // Column-major BLAS: the first tile dimension runs along torch N. CK is row-major.
-            let (along_n, along_m) = if kern.library == "CK" {
-                (t1, t0)
-            } else {
-                (t0, t1)
-            };
-            let (tn, tm) = (ceil_div(n, along_n), ceil_div(m, along_m));
-            let tiles = b * tn * tm;
-            let split = kern.split_k.filter(|&s| s > 1);
-            let wgs = tiles * split.unwrap_or(1);
+        {
+            let (along_m, along_n, tm, tn, tiles, wgs) =
+                (t.tile_m, t.tile_n, t.tiles_m, t.tiles_n, t.tiles, t.workgroups);
+            let split = (t.split_k > 1).then_some(t.split_k);
             let batch = if b > 1 {
                 format!("{b} batches × ")
             } else {
@@ -136,7 +207,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                     }
                 }
             }
-            let useful = (m * n) as f64 / ((tm * along_m) * (tn * along_n)) as f64;
+            let useful = t.useful;
             let last_fill = |d: u64, t: u64| match d % t {
                 0 => 1.0,
                 r => r as f64 / t as f64,

@@ -8,6 +8,7 @@ mod attention;
 mod conv;
 pub mod elementwise;
 mod gemm;
+pub use gemm::{tiling, GemmTiling};
 pub mod kernels;
 mod moe;
 

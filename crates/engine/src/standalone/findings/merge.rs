@@ -65,7 +65,7 @@ pub fn one_cause_one_finding(
     }
     // Move the absorbed findings, removing from the back so indices stay valid.
     let mut order = taken.clone();
-    order.sort_by(|a, b| (b.2, b.3).cmp(&(a.2, a.3)));
+    order.sort_by_key(|t| std::cmp::Reverse((t.2, t.3)));
     let mut moved: Vec<((usize, usize), Bottleneck)> = order
         .into_iter()
         .map(|(pc, pb, c, b)| ((pc, pb), categories[c].bottlenecks.remove(b)))
