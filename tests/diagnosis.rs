@@ -351,7 +351,7 @@ fn unfused_attention_absorbs_its_bmm_and_softmax_findings() {
         assert!(e.contains(n), "{n:?} missing from {e}");
     }
     // Without the module frame there is no attention pattern: the op findings stay separate.
-    let loose = jarvis_engine::synth::planted::PlantedCase { module: None, ..c };
+    let loose = jarvis_engine::synth::planted::PlantedCase { group: None, ..c };
     let a = analyze_on(&case_bytes(&loose), "mi300x");
     let st = standalone(&a);
     assert!(st.recommendations.len() > 1);
@@ -385,11 +385,63 @@ fn owlv2_attention_is_one_finding_with_its_score_matrix() {
         .find(|b| b.title.starts_with("Unfused attention"))
         .expect("attention finding");
     let names: Vec<&str> = att.absorbed.iter().map(|x| x.op_name.as_str()).collect();
-    assert!(names.contains(&"aten::bmm") && names.contains(&"aten::_softmax"), "{names:?}");
+    assert!(
+        names.contains(&"aten::bmm") && names.contains(&"aten::_softmax"),
+        "{names:?}"
+    );
     // B = 16 heads, 5185 tokens (1 + 72²  patches), head dim 64: 16·5185²·2 B = 860.3 MB.
     let e = &att.causes[0].evidence;
     assert!(e.contains("B=16, M=5185, N=5185, K=64"), "{e}");
     assert!(e.contains("860.3 MB"), "{e}");
     // The bmm finding was Critical; the merged one is too.
     assert_eq!(att.priority.label(), "Critical");
+}
+
+/// Copies that materialize a GEMM operand inside `aten::matmul` are one finding (the copy op's
+/// own finding folds into it), measured against the GEMMs they feed.
+#[test]
+fn layout_copies_feeding_gemms_are_found_and_absorb_the_copy_finding() {
+    let a = analyze_on(
+        &case_bytes(&case("gemm_layout_copy").expect("case")),
+        "mi300x",
+    );
+    let st = standalone(&a);
+    let b = top(st);
+    assert_eq!(keys(b), ["gemm_layout_copies"]);
+    // 20 copies of 2 × 128 MiB at 30% of 5.3 TB/s = 168.8 µs each, against 20 GEMMs of
+    // 2·16384·4096² FLOPs at 85% of 708 TFLOPS = 913.5 µs each: 18.48%.
+    let g = st.patterns.gemm_copies.as_ref().expect("copies");
+    assert!(
+        (g.copy_ms / g.gemm_ms - 0.1848).abs() < 5e-4,
+        "{}",
+        g.copy_ms / g.gemm_ms
+    );
+    assert_eq!(b.absorbed.len(), 1);
+    assert_eq!(b.absorbed[0].op_name, "aten::copy_");
+    assert!(!st.briefs().iter().any(|x| x.title == "`aten::copy_`"));
+}
+
+#[test]
+fn timesformer_matmul_copies_are_named() {
+    let Some(bytes) = fixture("h100_facebook_timesformer-base-finetuned-k400__1016002.json.gz")
+    else {
+        return;
+    };
+    let a = analyze_on(&bytes, "h100");
+    let st = standalone(&a);
+    let g = st
+        .patterns
+        .gemm_copies
+        .as_ref()
+        .expect("copies under aten::matmul");
+    assert_eq!(g.callers.len(), 1);
+    assert_eq!(g.callers[0].name, "aten::matmul");
+    assert!((g.copy_ms - 5.278).abs() < 1e-3, "{}", g.copy_ms);
+    let f = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| b.title.starts_with("Layout copies feeding GEMMs"))
+        .expect("finding");
+    assert!(f.title.contains("9.9% on top of the GEMMs"), "{}", f.title);
 }

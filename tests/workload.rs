@@ -20,7 +20,9 @@ fn workload(a: &Analysis) -> &Workload {
 
 fn shared_trace(name: &str) -> Option<Analysis> {
     let dir = common::shared_dir()?;
-    Some(analyze(&common::read(&dir.join("traces/tracelens").join(name))))
+    Some(analyze(&common::read(
+        &dir.join("traces/tracelens").join(name),
+    )))
 }
 
 #[test]
@@ -38,7 +40,11 @@ fn generated_transformer_is_identified_with_its_exact_size() {
     let params = 12 * h * h * u64::from(spec.layers);
     assert_eq!(params, 201_326_592);
     assert_eq!(w.model, "Transformer");
-    assert!(w.architecture.starts_with("Transformer"), "{}", w.architecture);
+    assert!(
+        w.architecture.starts_with("Transformer"),
+        "{}",
+        w.architecture
+    );
     assert_eq!(
         w.scale,
         format!(
@@ -67,7 +73,11 @@ fn a_trace_without_module_frames_does_not_name_a_model() {
     assert_eq!(w.model, UNKNOWN);
     assert_eq!(w.title(), "Workload");
     // The op mix still tells the architecture and the dtypes the precision.
-    assert!(w.architecture.starts_with("Transformer"), "{}", w.architecture);
+    assert!(
+        w.architecture.starts_with("Transformer"),
+        "{}",
+        w.architecture
+    );
     assert_eq!(w.precision, "BF16");
     assert!(!w.scale.contains("Linear layers"), "{}", w.scale);
 }

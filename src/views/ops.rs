@@ -136,7 +136,9 @@ fn tiling_text(g: &jarvis_engine::standalone::diagnosis::GemmTiling) -> String {
     }
     match (g.waves, g.last_wave_fill, g.persistent) {
         (_, _, true) => s.push_str(" · persistent"),
-        (Some(w), Some(f), false) => s.push_str(&format!(" · {w:.2} waves (last {:.0}%)", f * 100.0)),
+        (Some(w), Some(f), false) => {
+            s.push_str(&format!(" · {w:.2} waves (last {:.0}%)", f * 100.0))
+        }
         _ => {}
     }
     if g.useful < 0.995 {

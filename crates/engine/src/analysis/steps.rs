@@ -29,7 +29,9 @@ pub enum StepSource {
 impl StepSource {
     pub fn describe(self) -> &'static str {
         match self {
-            StepSource::ProfilerStep => "ProfilerStep#N annotations (profiler steps; each is classed train or inference)",
+            StepSource::ProfilerStep => {
+                "ProfilerStep#N annotations (profiler steps; each is classed train or inference)"
+            }
             StepSource::Vllm => {
                 "vLLM execute_context/generation annotations (inference iterations)"
             }

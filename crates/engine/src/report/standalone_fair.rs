@@ -92,7 +92,10 @@ fn impact_line(st: &Standalone, b: &crate::standalone::findings::Bottleneck) -> 
 }
 
 /// The report's `<Model>`: the model the trace names, else the trace's own name.
-pub(crate) fn heading_name<'a>(w: &'a crate::standalone::workload::Workload, title: &'a str) -> &'a str {
+pub(crate) fn heading_name<'a>(
+    w: &'a crate::standalone::workload::Workload,
+    title: &'a str,
+) -> &'a str {
     if w.model == crate::standalone::workload::UNKNOWN {
         title
     } else {

@@ -69,6 +69,21 @@ pub struct ConvTransposes {
     pub conv_ms: f64,
 }
 
+/// Copies that make a GEMM's operand contiguous inside the op that calls the GEMM
+/// (`aten::linear` / `aten::matmul` / `aten::einsum` → `aten::copy_` before `aten::mm`).
+#[derive(Debug, Clone, Serialize)]
+pub struct GemmCopies {
+    /// The copy kernels.
+    pub kernels: Vec<OpShare>,
+    /// The calling ops, with their copy time.
+    pub callers: Vec<OpShare>,
+    /// The copying ops (`aten::copy_`), with their time inside the callers.
+    pub copy_ops: Vec<OpShare>,
+    pub copy_ms: f64,
+    /// Kernel time of the GEMMs under the same calling ops, ms.
+    pub gemm_ms: f64,
+}
+
 /// Kernels shorter than [`SHORT_KERNEL_US`].
 #[derive(Debug, Clone, Serialize)]
 pub struct ShortKernels {
@@ -83,6 +98,7 @@ pub struct Patterns {
     pub fusion: Vec<FusionCandidate>,
     pub unfused_attention: Vec<UnfusedAttention>,
     pub conv_transposes: Option<ConvTransposes>,
+    pub gemm_copies: Option<GemmCopies>,
     pub short_kernels: Option<ShortKernels>,
 }
 
@@ -142,6 +158,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         fusion: Vec::new(),
         unfused_attention: Vec::new(),
         conv_transposes: conv_transposes(trace, tree),
+        gemm_copies: gemm_copies(trace, tree),
         short_kernels: short_kernels(trace),
     }
     .with_module_patterns(trace, tree, modules)
@@ -280,6 +297,105 @@ fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {
         transpose_ms: kernels.iter().map(|k| k.ms).sum(),
         kernels,
         conv_ms: conv_ns as f64 / 1e6,
+    })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OpRole {
+    /// Calls a GEMM and may first make its operands contiguous.
+    GemmCaller,
+    Gemm,
+    /// Materializes a tensor (a layout copy when under a GEMM caller).
+    Copy,
+    /// A dtype conversion (a copy, but not a layout one).
+    Cast,
+    Other,
+}
+
+fn op_role(name: &str) -> OpRole {
+    match name.trim_start_matches("aten::") {
+        "matmul" | "linear" | "einsum" | "tensordot" | "bilinear" | "chain_matmul" => {
+            OpRole::GemmCaller
+        }
+        "mm" | "bmm" | "addmm" | "baddbmm" | "addbmm" | "_scaled_mm" | "addmv" | "mv" => {
+            OpRole::Gemm
+        }
+        "copy_" | "clone" | "contiguous" | "_reshape_copy" => OpRole::Copy,
+        "to" | "_to_copy" | "type_as" => OpRole::Cast,
+        _ => OpRole::Other,
+    }
+}
+
+fn gemm_copies(trace: &Trace, tree: &CallTree) -> Option<GemmCopies> {
+    // Roles decided once per distinct op name.
+    let mut roles: HashMap<crate::model::strings::StrId, OpRole> = HashMap::default();
+    for e in trace.events.iter().filter(|e| e.kind == EventKind::CpuOp) {
+        roles
+            .entry(e.name)
+            .or_insert_with(|| op_role(trace.name(e)));
+    }
+    if !roles.values().any(|r| *r == OpRole::GemmCaller) {
+        return None;
+    }
+    let mut gemm_ns = 0i64;
+    let mut copies: Vec<(String, i64)> = Vec::new();
+    let mut callers: Vec<(String, i64)> = Vec::new();
+    let mut copy_ops: Vec<(String, i64)> = Vec::new();
+    for (i, e) in trace.events.iter().enumerate() {
+        if e.kind != EventKind::Kernel {
+            continue;
+        }
+        // The innermost CPU op and its role, whether a cast lies between it and the caller,
+        // and the calling op above it.
+        let mut innermost: Option<OpRole> = None;
+        let mut innermost_op = None;
+        let mut cast = false;
+        let mut caller = None;
+        let mut cur = tree.parent(EventId(i as u32));
+        while let Some(p) = cur {
+            let pe = trace.event(p);
+            if pe.kind == EventKind::CpuOp {
+                let role = roles.get(&pe.name).copied().unwrap_or(OpRole::Other);
+                if role == OpRole::GemmCaller {
+                    caller = Some(p);
+                    break;
+                }
+                cast |= role == OpRole::Cast;
+                if innermost.is_none() {
+                    innermost = Some(role);
+                    innermost_op = Some(p);
+                }
+            }
+            cur = tree.parent(p);
+        }
+        let Some(caller) = caller else {
+            continue;
+        };
+        match innermost {
+            Some(OpRole::Gemm) => gemm_ns += e.dur,
+            Some(OpRole::Copy) if !cast => {
+                copies.push((trace.name(e).to_owned(), e.dur));
+                callers.push((trace.name(trace.event(caller)).to_owned(), e.dur));
+                if let Some(op) = innermost_op {
+                    copy_ops.push((trace.name(trace.event(op)).to_owned(), e.dur));
+                }
+            }
+            _ => {}
+        }
+    }
+    if copies.is_empty() || gemm_ns == 0 {
+        return None;
+    }
+    let mut kernels = shares(copies.into_iter());
+    kernels.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+    let mut callers = shares(callers.into_iter());
+    callers.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+    Some(GemmCopies {
+        copy_ms: kernels.iter().map(|k| k.ms).sum(),
+        kernels,
+        callers,
+        copy_ops: shares(copy_ops.into_iter()),
+        gemm_ms: gemm_ns as f64 / 1e6,
     })
 }
 

@@ -258,7 +258,12 @@ fn dims_rank(dims: &str) -> Option<usize> {
     let inner = dims.strip_prefix('(')?;
     let first = inner.strip_prefix('(')?;
     let end = first.find(')')?;
-    Some(first[..end].split(',').filter(|s| !s.trim().is_empty()).count())
+    Some(
+        first[..end]
+            .split(',')
+            .filter(|s| !s.trim().is_empty())
+            .count(),
+    )
 }
 
 /// Parameters in Linear and convolution weights (each module instance once), hidden size and
@@ -273,9 +278,8 @@ fn scale(
     let mut parts = Vec::new();
     let (params, linear, conv) = layer_weights(trace, modules);
     if params > 0 {
-        let plural = |n: usize, one: &str, many: &str| {
-            format!("{n} {}", if n == 1 { one } else { many })
-        };
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         let (l, c) = (
             plural(linear, "Linear layer", "Linear layers"),
             plural(conv, "convolution", "convolutions"),
@@ -289,7 +293,8 @@ fn scale(
         ev.push("scale: the weight shape (second input) of the op each Linear / Conv module instance runs, each instance counted once (embeddings and norms not counted)".into());
     }
     // Hidden size means something for transformers and MLPs; a CNN's classifier width is not one.
-    let sequence_model = architecture.is_some_and(|a| a.contains("Transformer") || a.starts_with("MLP"));
+    let sequence_model =
+        architecture.is_some_and(|a| a.contains("Transformer") || a.starts_with("MLP"));
     if sequence_model {
         let mut k_counts: HashMap<i64, u64> = HashMap::default();
         for r in rows.iter().filter(|r| {
@@ -312,7 +317,9 @@ fn scale(
     }
     if let Some((class, n)) = repeated_block(trace, modules) {
         parts.push(format!("{n} × {class}"));
-        ev.push(format!("scale: {class} is the …Layer/…Block class with the most instances"));
+        ev.push(format!(
+            "scale: {class} is the …Layer/…Block class with the most instances"
+        ));
     }
     (!parts.is_empty()).then(|| parts.join(", "))
 }
@@ -426,7 +433,10 @@ fn precision(rows: &[OpRow], ev: &mut Vec<String>) -> Option<String> {
     ));
     Some(match v.get(1) {
         Some(&(second, t2)) if t2 >= MIXED_MIN_SHARE * total => {
-            format!("{first} (mixed with {second}, {:.0}% of {source} time)", pct(t2, total))
+            format!(
+                "{first} (mixed with {second}, {:.0}% of {source} time)",
+                pct(t2, total)
+            )
         }
         _ => first.to_owned(),
     })
@@ -497,7 +507,10 @@ mod tests {
     #[test]
     fn dtype_labels() {
         assert_eq!(dtype_label("matrix_bf16"), Some("BF16"));
-        assert_eq!(dtype_label("('c10::BFloat16', 'c10::BFloat16')"), Some("BF16"));
+        assert_eq!(
+            dtype_label("('c10::BFloat16', 'c10::BFloat16')"),
+            Some("BF16")
+        );
         assert_eq!(dtype_label("('float', 'float', '')"), Some("FP32"));
         assert_eq!(dtype_label("('c10::Half', 'float')"), Some("FP16"));
         assert_eq!(dtype_label("('c10::Float8_e4m3fn',)"), Some("FP8"));

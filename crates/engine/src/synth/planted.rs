@@ -44,9 +44,18 @@ pub struct PlantedCase {
     pub planted: Option<&'static str>,
     /// Numbers the finding must quote.
     pub key_numbers: Vec<&'static str>,
-    /// An `nn.Module` class whose one instance runs one call of every op per forward: the ops
-    /// are then written interleaved (call 1 of each, call 2 of each, …) inside its frames.
-    pub module: Option<&'static str>,
+    /// A frame around one call of every op: the ops are then written interleaved (call 1 of
+    /// each, call 2 of each, …) inside it.
+    pub group: Option<Group>,
+}
+
+/// What encloses one call of each op of a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Group {
+    /// One instance of an `nn.Module` class (`nn.Module: {class}_0`).
+    Module(&'static str),
+    /// A CPU op that calls the others (`aten::matmul` around a copy and a GEMM).
+    Op(&'static str),
 }
 
 fn op(
@@ -145,7 +154,7 @@ fn case_of(
         ops,
         planted,
         key_numbers: key_numbers.to_vec(),
-        module: None,
+        group: None,
     }
 }
 
@@ -251,12 +260,33 @@ pub fn cases() -> Vec<PlantedCase> {
             &["8 tokens × top-8 over 128 experts", "tokens per active expert"],
         ),
         PlantedCase {
-            module: Some("SelfAttention"),
+            group: Some(Group::Module("SelfAttention")),
             ..case_of(
                 "attention_unfused",
                 unfused_attention(16, 4096, 64, 12),
                 Some("attention_materializes_scores"),
                 &["4096 × 4096 score matrix", "536.9 MB", "2.15 GB through memory per call"],
+            )
+        },
+        PlantedCase {
+            group: Some(Group::Op("aten::matmul")),
+            ..case_of(
+                "gemm_layout_copy",
+                // x [8, 4096, 2048] viewed as [8, 2048, 4096] (transposed) times W [4096, 4096]:
+                // matmul materializes x (2 × 128 MiB at 30% of 5.3 TB/s: a strided read) before
+                // one 16384×4096×4096 GEMM at 85% of the bf16 peak; tiles 128×128 over 304 CUs in
+                // 13.5 waves.
+                vec![
+                    PlantedOp {
+                        strides: "[[8388608, 1, 2048], [8388608, 4096, 1], []]".into(),
+                        ..op("aten::copy_", "[[8, 2048, 4096], [8, 2048, 4096], []]", &format!("[{BF16}, {BF16}, \"Scalar\"]"), "[\"\", \"\", \"False\"]",
+                            &[("void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda(c10::BFloat16)#1}>>(int, at::native::gpu_kernel_impl_nocast<…>)",
+                              (2.0 * 134_217_728.0 / (5.3e12 * 0.3) * 1e9) as Nanos)], 20)
+                    },
+                    mm(16384, 4096, 4096, &tensile("128x128x64", 8), 0.85, &[], 20),
+                ],
+                Some("gemm_layout_copies"),
+                &["run inside `aten::matmul`", "18.5% on top of the GEMMs"],
             )
         },
         case_of(
@@ -293,7 +323,7 @@ pub fn write_case(c: &PlantedCase, w: &mut impl Write) -> io::Result<()> {
         ext: 1,
         corr: 1,
     };
-    match c.module {
+    match c.group {
         None => {
             for o in &c.ops {
                 for _ in 0..o.calls {
@@ -301,7 +331,7 @@ pub fn write_case(c: &PlantedCase, w: &mut impl Write) -> io::Result<()> {
                 }
             }
         }
-        Some(class) => {
+        Some(group) => {
             let rounds = c.ops.iter().map(|o| o.calls).max().unwrap_or(0);
             for round in 0..rounds {
                 let start = st.cpu;
@@ -310,15 +340,32 @@ pub fn write_case(c: &PlantedCase, w: &mut impl Write) -> io::Result<()> {
                     write_call(&mut ev, o, &mut st)?;
                 }
                 st.cpu += 1_000;
-                ev.complete(
-                    "python_function",
-                    &format!("nn.Module: {class}_0"),
-                    PID,
-                    TID,
-                    start,
-                    st.cpu - start,
-                    &format!("\"Python id\": {}, \"Python parent id\": 0, \"Python thread\": 0", round + 1),
-                )?;
+                match group {
+                    Group::Module(class) => ev.complete(
+                        "python_function",
+                        &format!("nn.Module: {class}_0"),
+                        PID,
+                        TID,
+                        start,
+                        st.cpu - start,
+                        &format!(
+                            "\"Python id\": {}, \"Python parent id\": 0, \"Python thread\": 0",
+                            round + 1
+                        ),
+                    )?,
+                    Group::Op(name) => {
+                        ev.complete(
+                            "cpu_op",
+                            name,
+                            PID,
+                            TID,
+                            start,
+                            st.cpu - start,
+                            &format!("\"External id\": {}", st.ext),
+                        )?;
+                        st.ext += 1;
+                    }
+                }
                 st.cpu += 1_000;
             }
         }
@@ -335,7 +382,11 @@ struct Clock {
 }
 
 /// One call of an op: its launches, kernels with flow links, then the `cpu_op` around them.
-fn write_call<W: Write>(ev: &mut EventWriter<'_, W>, o: &PlantedOp, st: &mut Clock) -> io::Result<()> {
+fn write_call<W: Write>(
+    ev: &mut EventWriter<'_, W>,
+    o: &PlantedOp,
+    st: &mut Clock,
+) -> io::Result<()> {
     let start = st.cpu;
     st.cpu += 2_000;
     for (k, dur) in &o.kernels {

@@ -135,8 +135,14 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         );
         let b = shape.param("B").unwrap_or(1).max(1) as u64;
         {
-            let (along_m, along_n, tm, tn, tiles, wgs) =
-                (t.tile_m, t.tile_n, t.tiles_m, t.tiles_n, t.tiles, t.workgroups);
+            let (along_m, along_n, tm, tn, tiles, wgs) = (
+                t.tile_m,
+                t.tile_n,
+                t.tiles_m,
+                t.tiles_n,
+                t.tiles,
+                t.workgroups,
+            );
             let split = (t.split_k > 1).then_some(t.split_k);
             let batch = if b > 1 {
                 format!("{b} batches × ")

@@ -14,11 +14,14 @@ use crate::perf::platform::Platform;
 /// module (the rest is the same op elsewhere, which stays its own finding if it is large).
 pub const ABSORB_MIN_SHARE: f64 = 0.5;
 
-/// What a pattern finding covers: a module class and its ops' kernel time there.
+/// What a pattern finding covers: the ops' kernel time inside a module class's instances, or
+/// inside calling ops (`aten::matmul` around its layout copies).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scope {
+    /// The module class; empty when the pattern is not a module's (its ops' time is then
+    /// known inside their callers, which is all `covers` needs).
     pub class: String,
-    /// (op name, ms inside the class's instances).
+    /// (op name, ms inside the scope).
     pub ops: Vec<(String, f64)>,
     pub instances: u64,
     /// The pattern is attention computed op by op.
@@ -123,10 +126,11 @@ fn covers(scope: &Scope, x: &Bottleneck, rows: &[OpRow]) -> bool {
     let Some(row) = x.row.and_then(|i| rows.iter().find(|r| r.row == i)) else {
         return false;
     };
-    let in_class = row.module_path.split(" > ").any(|frame| {
-        let inst = frame.strip_prefix("nn.Module: ").unwrap_or(frame);
-        super::super::context::module_class(inst) == scope.class
-    });
+    let in_class = scope.class.is_empty()
+        || row.module_path.split(" > ").any(|frame| {
+            let inst = frame.strip_prefix("nn.Module: ").unwrap_or(frame);
+            super::super::context::module_class(inst) == scope.class
+        });
     let inside_ms: f64 = scope
         .ops
         .iter()
@@ -147,7 +151,8 @@ fn scores_cause(p: &Bottleneck, rows: &[OpRow], platform: Option<&Platform>) -> 
         .filter(|r| {
             let n = r.name.trim_start_matches("aten::");
             matches!(n, "bmm" | "baddbmm" | "matmul")
-                && r.module_path.contains(&format!("nn.Module: {}_", scope.class))
+                && r.module_path
+                    .contains(&format!("nn.Module: {}_", scope.class))
         })
         .filter_map(|r| {
             let (b, m, n, k) = (r.param("B")?, r.param("M")?, r.param("N")?, r.param("K")?);

@@ -1,8 +1,12 @@
-//! Pattern findings: fusion candidates, unfused attention, layout transposes and short kernels
+//! Pattern findings: fusion candidates, unfused attention, layout transposes, layout copies
+//! feeding GEMMs and short kernels
 //! found in the call tree, filed under their seed category; collectives' notes.
 
 use super::timeline::timeline_bottleneck;
 use super::*;
+
+/// Layout copies inside GEMM callers become a finding at this share of those GEMMs' time.
+pub const GEMM_COPY_MIN_PCT: f64 = 5.0;
 
 #[allow(clippy::too_many_arguments)]
 pub(super) fn pattern_bottleneck(
@@ -132,6 +136,57 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                 );
                 b.scope = Some(scope_of(&a.class, a.instances, &a.ops, true));
                 f.bottlenecks.push(b);
+            }
+        }
+        SeedCategory::Gemm => {
+            if let Some(g) = p.gemm_copies.as_ref() {
+                let share_of_gemm = g.copy_ms / g.gemm_ms * 100.0;
+                if share_of_gemm >= GEMM_COPY_MIN_PCT
+                    && inp.share(g.copy_ms) >= rules::MIN_SHARE_PCT
+                {
+                    let callers = g
+                        .callers
+                        .iter()
+                        .map(|c| format!("{} ({:.3} ms)", code(&c.name), c.ms))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let top = g
+                        .kernels
+                        .first()
+                        .map(|k| code(&short(&k.name, 70)))
+                        .unwrap_or_default();
+                    let calls: u64 = g.kernels.iter().map(|k| k.kernels).sum();
+                    let evidence = format!(
+                        "{:.3} ms of copy kernels ({calls} calls, e.g. {top}) run inside {callers} before their GEMMs: {share_of_gemm:.1}% of the {:.3} ms those GEMMs take. The operand reaches the GEMM as a view (transposed, permuted or sliced) that the GEMM cannot read in place, so it is materialized every call.",
+                        g.copy_ms, g.gemm_ms
+                    );
+                    let action = "Produce the operand in the layout the GEMM reads: keep activations contiguous in [tokens, features] (avoid `.transpose()`/`.permute()` right before a matmul, or fold it into the previous op's output layout), store a weight that is used transposed in that orientation once, and prefer `torch.bmm`/`linear` on tensors whose last dimension is contiguous (the libraries take transposed operands by flag, not by copy).";
+                    let mut b = pattern_bottleneck(
+                        f.category,
+                        &g.callers.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+                        format!("Layout copies feeding GEMMs ({share_of_gemm:.1}% on top of the GEMMs)"),
+                        g.copy_ms,
+                        evidence.clone(),
+                        action,
+                        "The copies are not the GEMM kernel's; tuning the GEMM does not remove them.",
+                        ProjectionKind::Saving,
+                        rules::saving_projection(g.copy_ms, 0.0, compute),
+                        inp,
+                    );
+                    b.scope = Some(scope_of("", 0, &g.copy_ops, false));
+                    b.causes.push(Cause {
+                        key: "gemm_layout_copies",
+                        title: format!(
+                            "operands copied into layout: {share_of_gemm:.1}% on top of the GEMMs"
+                        ),
+                        evidence,
+                        action: action.into(),
+                        waste: None,
+                        confidence: Confidence::High,
+                        bounds_all: false,
+                    });
+                    f.bottlenecks.push(b);
+                }
             }
         }
         SeedCategory::Convolution => {
