@@ -241,6 +241,22 @@ pub fn cases() -> Vec<PlantedCase> {
             &["head dim 80 padded to 128", "37.5%"],
         ),
         case_of(
+            "attention_decode",
+            // One new token per sequence for 4 sequences, 32 query heads sharing 8 KV heads, an
+            // 8192-token cache, head dim 128: K and V are 2·4·8·8192·128·2 B = 134.2 MB per call,
+            // streamed at 20% of 5.3 TB/s.
+            vec![op(
+                "aten::_scaled_dot_product_flash_attention",
+                "[[4, 32, 1, 128], [4, 8, 8192, 128], [4, 8, 8192, 128], [], [], [], []]",
+                &format!("[{BF16}, {BF16}, {BF16}, \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"]"),
+                "[\"\", \"\", \"\", \"0.\", \"False\", \"False\", \"0.0884\"]",
+                &[("attn_fwd.kd", (134_217_728.0 / (5.3e12 * 0.2) * 1e9) as Nanos)],
+                50,
+            )],
+            Some("attention_decode"),
+            &["1 query against 8192 cached keys", "134.2 MB of K/V cache per call"],
+        ),
+        case_of(
             "conv_stem_tuple_inputs",
             // Python tuples in Concrete Inputs, Input Dims for the tensors only.
             vec![conv("[[64, 3, 224, 224], [64, 3, 7, 7]]", "[\"\", \"\", \"\", \"(2,2)\", \"(3,3)\", \"(1,1)\", \"False\", \"(0,0)\", \"1\"]", igemm, stem_ns)],
