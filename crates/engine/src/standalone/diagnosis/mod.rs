@@ -5,6 +5,7 @@
 //! docs/analysis.md ("Diagnosis").
 
 mod attention;
+pub use attention::DECODE_MAX_QUERIES;
 mod conv;
 pub mod elementwise;
 mod gemm;

@@ -176,7 +176,13 @@ pub(super) fn op_texts(
         SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => {
             let n = r.param("N_Q");
             let short_seq = n.is_some_and(|n| n < rules::SHORT_SEQUENCE);
-            let issue = if short_seq {
+            // A decode step (a few new tokens against a long cache) is not a short sequence:
+            // it streams the cache and is judged against memory bandwidth.
+            let decode = n.is_some_and(|n| n <= super::super::diagnosis::DECODE_MAX_QUERIES)
+                && r.param("N_KV").is_some_and(|kv| kv >= rules::SHORT_SEQUENCE);
+            let issue = if decode {
+                format!("Decode attention ({shape}) at {e} {}.", basis(r, inp.platform))
+            } else if short_seq {
                 format!("Short-sequence attention ({shape}): flash-attention efficiency drops for sequences under {} tokens; {e} efficient.", rules::SHORT_SEQUENCE)
             } else if eff.is_none() {
                 format!("Attention op {name} ({shape}) has no perf model on this trace, so its efficiency is unknown.")
