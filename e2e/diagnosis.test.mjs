@@ -25,6 +25,9 @@ test('a planted GEMM problem shows its root causes in the first recommendation',
   await dropFile(page, fs.readFileSync(file), 'gemm_odd_dims.json', 'application/json');
   await page.locator('body[data-complete-ms]').waitFor({ timeout: 30000 });
   assert.match(await page.getByTestId('platform').textContent(), /MI300X/);
+  // The workload line: one bf16 GEMM, no model frames.
+  assert.equal((await page.getByTestId('workload').textContent()).trim(),
+    'Workload: GEMM-only workload (no attention or convolution) · Cannot be inferred from trace · BF16 · inference');
   const rec = await page.getByTestId('recommendation').first().textContent();
   assert.ok(rec.includes(title), `page shows ${rec.slice(0, 200)}…, CLI ${title}`);
   for (const n of ['1089 tiles', '3.58 waves, run as 4', '8193 is one past a multiple of 256', 'AF0EM1', '8193 → 8256']) {

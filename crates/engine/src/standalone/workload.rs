@@ -234,7 +234,7 @@ fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Opti
     } else if conv_share >= CONV_MIN_SHARE {
         "CNN".to_owned()
     } else if matrix > 0.0 {
-        "MLP (GEMMs only, no attention or convolution)".to_owned()
+        "GEMM-only workload (no attention or convolution)".to_owned()
     } else {
         ev.push("architecture: no GEMM, attention or convolution ran".into());
         return None;
@@ -294,7 +294,7 @@ fn scale(
     }
     // Hidden size means something for transformers and MLPs; a CNN's classifier width is not one.
     let sequence_model =
-        architecture.is_some_and(|a| a.contains("Transformer") || a.starts_with("MLP"));
+        architecture.is_some_and(|a| a.contains("Transformer") || a.starts_with("GEMM-only"));
     if sequence_model {
         let mut k_counts: HashMap<i64, u64> = HashMap::default();
         for r in rows.iter().filter(|r| {
