@@ -419,6 +419,17 @@ fn layout_copies_feeding_gemms_are_found_and_absorb_the_copy_finding() {
     assert_eq!(b.absorbed.len(), 1);
     assert_eq!(b.absorbed[0].op_name, "aten::copy_");
     assert!(!st.briefs().iter().any(|x| x.title == "`aten::copy_`"));
+    // Healthy counterpart: the same matmul fed a contiguous operand (no copy) has no such finding.
+    let mut healthy = case("gemm_layout_copy").expect("case");
+    healthy.ops.retain(|o| o.name != "aten::copy_");
+    let a = analyze_on(&case_bytes(&healthy), "mi300x");
+    let st = standalone(&a);
+    assert!(st.patterns.gemm_copies.is_none());
+    assert!(st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .all(|b| !keys(b).contains(&"gemm_layout_copies")));
 }
 
 #[test]
