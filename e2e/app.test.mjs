@@ -3,6 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import {
@@ -152,6 +153,21 @@ test('the embedded sample opens, and a synthetic drop works', async () => {
   }
   await page.getByTestId('tab-rough').click();
   assert.match(await page.getByTestId('report-rough').textContent(), /Tree Analysis/);
+  // The Report tab also shows analysis.md in TraceLens's agent's format: the CLI's P1 card.
+  const outDir = fs.mkdtempSync(path.join(os.tmpdir(), 'jarvis-agent-'));
+  execFileSync(JARVIS, ['report', path.join(ROOT, 'public', 'sample_trace.json.gz'), '--out', outDir]);
+  const analysisMd = fs.readFileSync(path.join(outDir, 'analysis.md'), 'utf8');
+  const p1 = analysisMd.split('\n').find((l) => l.startsWith('### 🔴 P1:')).slice(4).replaceAll('`', '');
+  await page.getByTestId('tab-report').click();
+  await page.getByTestId('report-show-agent').click();
+  const agentText = await page.getByTestId('report-agent').textContent();
+  for (const h of ['Executive Summary', 'Compute Kernel Optimizations', 'Kernel Fusion Opportunities (Experimental)', 'System-Level Optimizations', 'Detailed Analysis', 'Appendix']) {
+    assert.ok(agentText.includes(h), `${h} missing from the agent report`);
+  }
+  assert.ok(agentText.includes(p1), `page lacks the CLI's ${p1}`);
+  await page.screenshot({ path: path.join(OUT, 'report-agent.png'), fullPage: false });
+  await page.getByTestId('report-show-fair').click();
+  await page.getByTestId('report').waitFor();
   await page.getByTestId('tab-overview').click();
   assert.deepEqual(errors, []);
   assertLocalOnly(requests);
@@ -235,11 +251,14 @@ test('exports: the bundle, the workbook, the report and the analysis files downl
   const doc = html.bytes.toString('utf8');
   assert.match(doc, /^<!DOCTYPE html>/);
   assert.match(doc, /default-src 'none'/);
-  assert.match(doc, /sample_trace - H100 SXM Standalone Analysis/);
+  // Titled with the model the trace names (the seeds' <Model>), the trace's name below it.
+  assert.match(doc, /Transformer - H100 SXM Standalone Analysis/);
+  assert.match(doc, /Trace <code>sample_trace<\/code>/);
   assert.doesNotMatch(doc, /<script|src=/);
   const files = await save('export-analysis');
   assert.equal(files.name, 'jarvis_analysis.zip');
-  for (const entry of ['standalone_analysis_fair.md', 'standalone_analysis_rough.md', 'category_manifest.json', 'category_findings/gemm_findings.md', 'category_data/gemm_tree_data.json']) {
+  for (const entry of ['standalone_analysis_fair.md', 'standalone_analysis_rough.md', 'category_manifest.json', 'category_findings/gemm_findings.md', 'category_data/gemm_tree_data.json',
+    'analysis.md', 'priority_data.json', 'perf_improvement.png', 'category_data/category_manifest.json', 'system_findings/cpu_idle_findings.md', 'metadata/model_info.json']) {
     assert.ok(files.bytes.includes(Buffer.from(entry)), `${entry} missing from the analysis zip`);
   }
   // Dropping the bundle back reopens the same views without the trace.

@@ -81,6 +81,9 @@ pub struct Overview {
     pub report_html: String,
     /// The rough report (working notes), rendered the same way.
     pub rough_html: String,
+    /// `analysis.md` in TraceLens's analysis agent's contract, rendered the same way (empty for
+    /// GPU-only traces and bundles written before it existed).
+    pub agent_html: String,
     /// The timeline view's lanes (None for a reopened bundle: it has no events).
     pub lanes: Option<std::sync::Arc<crate::views::timeline::TimelineMeta>>,
     /// The rest of the result (explorer rows, kernels, categories, lanes, reports) has arrived;
@@ -106,6 +109,8 @@ pub struct Rest {
     pub report_html: String,
     #[serde(default)]
     pub rough_html: String,
+    #[serde(default)]
+    pub agent_html: String,
     #[serde(default)]
     pub comparison_html: String,
     #[serde(default)]
@@ -254,6 +259,7 @@ impl Overview {
                 .unwrap_or(0.0),
             report_html: String::new(),
             rough_html: String::new(),
+            agent_html: String::new(),
             lanes: None,
             complete: false,
         })
@@ -269,6 +275,7 @@ impl Overview {
             .and_then(crate::views::kernels::KernelTable::from_sheet);
         self.report_html = std::mem::take(&mut rest.report_html);
         self.rough_html = std::mem::take(&mut rest.rough_html);
+        self.agent_html = std::mem::take(&mut rest.agent_html);
         self.lanes = rest.timeline.take().map(std::sync::Arc::new);
         self.complete = true;
     }

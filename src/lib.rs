@@ -374,6 +374,8 @@ pub fn App() -> impl IntoView {
     // The view state starts from the URL (a reload or a shared link) and is written back to it.
     let initial = url_state::UrlState::from_fragment(&current_fragment());
     let tab = RwSignal::new(tab_key(&initial.tab));
+    // The Report tab shows the seeds' fair report or TraceLens's agent's analysis.md.
+    let agent_report = RwSignal::new(false);
     let ops_state = RwSignal::new(initial.ops);
     let timeline_state = RwSignal::new(initial.timeline);
     sync_url(tab, ops_state, timeline_state);
@@ -733,7 +735,24 @@ pub fn App() -> impl IntoView {
                     return view! { <p class="facts" data-testid="preparing">"Preparing this view…"</p> }.into_any();
                 }
                 match shown {
-                    "report" => view! { <article class="report" data-testid="report" inner_html=o.report_html.clone()></article> }.into_any(),
+                    "report" => {
+                        let (fair, agent) = (o.report_html.clone(), o.agent_html.clone());
+                        let has_agent = !agent.is_empty();
+                        view! {
+                            {has_agent.then(|| view! {
+                                <div class="report-switch" role="group" aria-label="Report format">
+                                    <button data-testid="report-show-fair" class:active=move || !agent_report.get() on:click=move |_| agent_report.set(false)>"Fair report (seeds)"</button>
+                                    <button data-testid="report-show-agent" class:active=move || agent_report.get() on:click=move |_| agent_report.set(true)>"analysis.md (TraceLens agent)"</button>
+                                </div>
+                            })}
+                            {move || if agent_report.get() && has_agent {
+                                view! { <article class="report" data-testid="report-agent" inner_html=agent.clone()></article> }.into_any()
+                            } else {
+                                view! { <article class="report" data-testid="report" inner_html=fair.clone()></article> }.into_any()
+                            }}
+                        }
+                        .into_any()
+                    }
                     "ranks" if job.with(Option::is_some) => {
                         let j = job.get().unwrap_or_else(|| unreachable!());
                         let open = (!j.reopened).then_some(open_rank);

@@ -316,6 +316,16 @@ impl Session {
                 markdown_html(&r.text("standalone_analysis_rough.md")),
             ),
         };
+        let agent_html = match &target.loaded {
+            Loaded::Trace(a) => a
+                .standalone
+                .as_ref()
+                .and_then(|st| jarvis_engine::report::agent::agent_files(a, st, title).ok())
+                .and_then(|files| files.into_iter().find(|(p, _)| p == "analysis.md"))
+                .map(|(_, md)| markdown_html(&for_reading(&String::from_utf8_lossy(&md))))
+                .unwrap_or_default(),
+            Loaded::Bundle(r, _) => markdown_html(&for_reading(&r.text("analysis.md"))),
+        };
         let categories = match &target.loaded {
             Loaded::Trace(a) => a.standalone.as_ref().map(category_rows).unwrap_or_default(),
             Loaded::Bundle(r, _) => bundle_category_rows(r),
@@ -340,7 +350,7 @@ impl Session {
         Ok(json!({"ops": ops, "kernel_summary": kernels,
             "categories": categories, "timeline": self.lanes().map(crate::timeline::meta),
             "reference_timeline": self.reference_timeline(),
-            "report_html": report_html, "rough_html": rough_html, "comparison_html": comparison_html,
+            "report_html": report_html, "rough_html": rough_html, "agent_html": agent_html, "comparison_html": comparison_html,
             "comparison": comparison})
         .to_string())
     }
@@ -555,6 +565,15 @@ fn platform_choice(platform: &str) -> Result<PlatformChoice, String> {
             .map(PlatformChoice::Given)
             .ok_or_else(|| format!("unknown platform {name:?}")),
     }
+}
+
+/// `analysis.md` without what is there for machines (impact markers, reasoning-candidate
+/// comments, anchors), which the page's renderer would show as text.
+fn for_reading(md: &str) -> String {
+    md.lines()
+        .filter(|l| !(l.starts_with("<!--") || l.starts_with("<a id=")))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The recommendations as the overview lists them: figures, and the finding (title, issue, both

@@ -175,6 +175,8 @@ pub fn standalone_files(a: &Analysis, title: &str) -> Result<Vec<OutputFile>, Ex
             "replay_packages": replay_files,
         }))?,
     ));
+    // TraceLens's analysis agent's report and directory contract, from the same findings.
+    out.extend(super::agent::agent_files(a, st, title)?);
     out.push((
         "standalone_analysis_fair.md".into(),
         super::standalone_fair::fair_md(a, st, title).into_bytes(),

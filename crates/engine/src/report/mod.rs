@@ -1,6 +1,7 @@
 //! Report tables: the stable output contract every renderer (CSV, the CLI summary, the web app)
 //! reads. A [`Sheet`] is named and laid out exactly like the TraceLens sheet it mirrors.
 
+pub mod agent;
 pub mod compare_md;
 pub mod contract;
 pub mod distributed_md;

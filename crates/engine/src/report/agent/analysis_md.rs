@@ -1,0 +1,631 @@
+//! `analysis.md` in the contract of TraceLens's analysis agent (`tracelens_agent_spec.md` §3):
+//! the six sections, the Executive Summary metrics from `gpu_timeline`, one compute card per
+//! `priority_data.json` finding in order with its impact markers, fusion and system cards, the
+//! detailed blocks and the appendix. Every sentence comes from Jarvis's rules (the diagnosis's
+//! root causes where a member op has one), so two runs write the same bytes.
+
+use std::fmt::Write;
+
+use super::fusion::Opportunity;
+use super::priority::{Finding, PriorityData};
+use super::system::System;
+use crate::standalone::md::{cell, code, code_cell, short};
+use crate::standalone::ops::SeedCategory;
+use crate::standalone::Standalone;
+use crate::trace_analysis::Analysis;
+
+/// The six section headers, in order.
+pub const HEADERS: [&str; 6] = [
+    "Executive Summary",
+    "Compute Kernel Optimizations",
+    "Kernel Fusion Opportunities (Experimental)",
+    "System-Level Optimizations",
+    "Detailed Analysis",
+    "Appendix",
+];
+
+pub struct Inputs<'a> {
+    pub a: &'a Analysis,
+    pub st: &'a Standalone,
+    pub title: &'a str,
+    pub priority: &'a PriorityData,
+    pub fusion: &'a [Opportunity],
+    pub system: &'a System,
+    /// The stacked bar as a PNG, embedded as a data URI.
+    pub plot_png: Option<&'a [u8]>,
+    /// (category title, ms, share of the trace %, colour) of the plot's segments.
+    pub legend: &'a [(String, f64, f64, String)],
+}
+
+fn icon(n: usize) -> &'static str {
+    match n {
+        1 => "🔴",
+        2 => "🟡",
+        _ => "🟢",
+    }
+}
+
+fn conf_icon(c: &str) -> &'static str {
+    match c {
+        "high" => "🔴",
+        "medium" => "🟡",
+        _ => "🟢",
+    }
+}
+
+fn cat_title(key: &str) -> &'static str {
+    SeedCategory::ALL
+        .iter()
+        .find(|c| c.key() == key)
+        .map_or("Other ops", |c| c.title())
+}
+
+/// The Jarvis finding (with its root causes) about the finding's largest member, if any.
+fn named_cause<'a>(
+    st: &'a Standalone,
+    f: &Finding,
+) -> Option<&'a crate::standalone::findings::Bottleneck> {
+    let top = f.members.first()?;
+    let row = st.rows.get(top.row)?.row;
+    st.categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .flat_map(|b| std::iter::once(b).chain(&b.absorbed))
+        .find(|b| b.row == Some(row) && !b.causes.is_empty())
+}
+
+fn card_title(st: &Standalone, f: &Finding) -> String {
+    let base = match named_cause(st, f) {
+        Some(b) => format!("{}: {}", code(&f.members[0].name), b.causes[0].title),
+        None if f.bound_type == "unmodeled" => {
+            format!("{} without a perf model", code(&f.members[0].name))
+        }
+        None => format!(
+            "{}-bound {} ops at {}% of roofline",
+            capitalize(&f.bound_type),
+            cat_title(&f.category),
+            f.eff_bucket
+        ),
+    };
+    if f.library == "Unknown" {
+        base
+    } else {
+        format!("{base} ({})", f.library)
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => String::new(),
+    }
+}
+
+fn insight(st: &Standalone, f: &Finding) -> String {
+    let n = f.members.len();
+    let eff = f
+        .members
+        .iter()
+        .filter_map(|m| m.efficiency_percent.map(|e| (e, m.time_ms)))
+        .fold((0.0, 0.0), |acc, (e, t)| (acc.0 + e * t, acc.1 + t));
+    let mut s = format!(
+        "{n} op signature(s) take {:.3} ms ({:.2}% of the trace)",
+        f.time_ms,
+        f.members.iter().map(|m| m.percent_of_total).sum::<f64>()
+    );
+    if eff.1 > 0.0 {
+        let _ = write!(
+            s,
+            " at {:.1}% of the {} roofline (time-weighted)",
+            eff.0 / eff.1,
+            f.bound_type
+        );
+    } else {
+        s.push_str(" with no perf model, so their efficiency is unknown");
+    }
+    s.push('.');
+    if let Some(b) = named_cause(st, f) {
+        let _ = write!(s, " Root cause: {}", b.causes[0].evidence);
+    }
+    s
+}
+
+fn action(st: &Standalone, f: &Finding) -> String {
+    if let Some(b) = named_cause(st, f) {
+        return b.causes[0].action.clone();
+    }
+    match f.bound_type.as_str() {
+        "compute" => "Check the kernel's tile choice and wave occupancy for these shapes (replay them), and whether a lower precision (BF16 → FP8) is acceptable.".into(),
+        "memory" => "Cut the bytes moved: fuse these ops with their neighbours so intermediates stay on chip, make inputs contiguous, and use a lower precision where acceptable.".into(),
+        _ => "Find what the op does (it has no perf model): replay it to measure it in isolation, and check whether a fused or library implementation exists.".into(),
+    }
+}
+
+fn pct_of(x: f64, of: f64) -> f64 {
+    if of > 0.0 {
+        x / of * 100.0
+    } else {
+        0.0
+    }
+}
+
+/// "(1, 141, 512) bf16<br>(512, 512) bf16" from the recorded dims and types.
+fn args(dims: &str, types: &str) -> String {
+    let d = crate::standalone::findings::compact_dims(dims);
+    let t: Vec<&str> = types
+        .trim_matches(|c| c == '(' || c == ')' || c == '[' || c == ']')
+        .split(',')
+        .map(|x| x.trim().trim_matches('\'').trim_matches('"'))
+        .collect();
+    let first_t = t
+        .iter()
+        .find(|x| !x.is_empty() && **x != "Scalar")
+        .copied()
+        .unwrap_or("");
+    let dt = first_t
+        .trim_start_matches("c10::")
+        .replace("BFloat16", "bf16")
+        .replace("Half", "fp16")
+        .replace("float", "fp32");
+    format!("{d} {dt}").trim().to_owned()
+}
+
+pub fn render(i: &Inputs<'_>) -> String {
+    let (a, st, p) = (i.a, i.st, i.priority);
+    let u = &st.utilization;
+    let w = &st.workload;
+    let platform = super::super::standalone_fair::platform_label(a);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# {} - {} Standalone Analysis\n",
+        cell(w.title()),
+        cell(&platform)
+    );
+
+    // Executive Summary.
+    let _ = writeln!(s, "## {}\n", HEADERS[0]);
+    let top = st
+        .categories
+        .iter()
+        .filter(|c| !c.rows.is_empty())
+        .max_by(|x, y| x.time_ms.total_cmp(&y.time_ms));
+    let _ = writeln!(
+        s,
+        "Trace {} ({}, {}, {}): {:.3} ms of GPU time, {:.2}% of it computation. {} compute P-item(s) from {} op estimates, {} fusion opportunit{}, {} system flag(s). Every number is computed by Jarvis's rules (docs/analysis.md); two runs give the same report.\n",
+        code(i.title),
+        cell(&w.architecture),
+        w.mode.label(),
+        cell(&w.precision),
+        u.total_ms,
+        u.computation_pct,
+        p.findings.len(),
+        p.all_estimates.len(),
+        i.fusion.len(),
+        if i.fusion.len() == 1 { "y" } else { "ies" },
+        i.system.flags.len()
+    );
+    let _ = writeln!(s, "| Metric | Value |\n|--------|-------|");
+    let _ = writeln!(s, "| Total Time | {:.3} ms |", u.total_ms);
+    let _ = writeln!(s, "| Compute % | {:.2}% |", u.computation_pct);
+    let _ = writeln!(s, "| Idle % | {:.2}% |", u.idle_pct);
+    let _ = writeln!(
+        s,
+        "| Exposed Communication % | {:.2}% |",
+        u.exposed_comm_pct
+    );
+    let _ = writeln!(
+        s,
+        "| Top Bottleneck Category | {} |\n",
+        top.map_or("none".to_owned(), |c| format!(
+            "{} ({:.1}%)",
+            c.category.title(),
+            pct_of(c.time_ms, u.computation_ms)
+        ))
+    );
+    if let Some(png) = i.plot_png {
+        let _ = writeln!(
+            s,
+            "![Performance breakdown](data:image/png;base64,{})\n",
+            base64(png)
+        );
+        let _ = writeln!(
+            s,
+            "| Colour | Category | GPU time | Share of the trace |\n|---|---|---|---|"
+        );
+        for (name, ms, pct, colour) in i.legend {
+            let _ = writeln!(s, "| {colour} | {} | {ms:.3} ms | {pct:.1}% |", cell(name));
+        }
+        s.push('\n');
+    }
+
+    // Compute Kernel Optimizations.
+    let _ = writeln!(s, "## {}\n", HEADERS[1]);
+    let _ = writeln!(s, "P-items group ops by bound, library and efficiency (unmodelled ops by name); impact is the share of the trace recoverable by closing the gap to the roofline (low / mid / high = 75 / 87.5 / 100 % of it; unmodelled: 15 / 30 / 45 % of the op's share).\n");
+    let _ = writeln!(
+        s,
+        "### Top Operations\n\n<!-- impact-begin kind=top_ops -->"
+    );
+    let _ = writeln!(
+        s,
+        "| Rank | Category | Time (ms) | % of Compute Time | Ops |\n|---|---|---|---|---|"
+    );
+    for (n, r) in p.priorities.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {:.3} | {:.1}% | {} |",
+            n + 1,
+            cat_title(&r.category),
+            r.gpu_kernel_time_ms,
+            pct_of(r.gpu_kernel_time_ms, u.computation_ms),
+            r.ops_count
+        );
+        let v = |x: Option<f64>| x.map_or("null".to_owned(), |x| format!("{x:.2}"));
+        let _ = writeln!(
+            s,
+            "<!-- top-ops-row low={} high={} -->",
+            v(r.impact_score_low),
+            v(r.impact_score_high)
+        );
+    }
+    let _ = writeln!(s, "<!-- impact-end -->\n");
+    if p.findings.is_empty() {
+        let _ = writeln!(s, "✅ No compute kernel optimization opportunities identified. All categories are within target performance bounds.\n");
+    }
+    for (n, f) in p.findings.iter().enumerate() {
+        let k = n + 1;
+        let _ = writeln!(s, "### {} P{k}: {}\n", icon(k), card_title(st, f));
+        let _ = writeln!(s, "**Insight**: {}\n", insight(st, f));
+        let _ = writeln!(s, "**Action**: {}\n", action(st, f));
+        let _ = writeln!(
+            s,
+            "<!-- impact-begin kind=p_item category={} low={:.2} mid={:.2} high={:.2} -->\n**Impact**: impact_score: {:.1} (range {:.2}–{:.2}% of the trace)\n<!-- impact-end -->\n",
+            f.category, f.impact_score_low, f.impact_score, f.impact_score_high, f.impact_score, f.impact_score_low, f.impact_score_high
+        );
+        if f.covered_by_fusion {
+            let _ = writeln!(s, "*These ops are the kernel fusion opportunity's below (all compute here is inside it); listed so the plan has a compute card. Its impact is part of the fusion's, not additional.*\n");
+        } else if f.below_threshold {
+            let _ = writeln!(s, "*The largest compute opportunity, kept although under the 0.5 impact_score that makes a P-item: the trace's time goes elsewhere (see System-Level Optimizations).*\n");
+        }
+        if f.estimate_method == "heuristic" {
+            let _ = writeln!(
+                s,
+                "*No perf model: estimated from its share of the trace.*\n"
+            );
+        }
+        let _ = writeln!(
+            s,
+            "→ *See [Detailed Analysis: Compute kernel insights > P{k}](#detailed-analysis-compute-p{k})*\n\n---\n"
+        );
+    }
+
+    // Kernel Fusion Opportunities.
+    let _ = writeln!(s, "## {}\n", HEADERS[2]);
+    let _ = writeln!(s, "Fused time is modelled per module call: a fused norm or elementwise chain still reads its input and writes its output once (its longest kernel); a fused attention is taken at a third of the op-by-op time (flash attention's 3–10×, low end).\n");
+    if i.fusion.is_empty() {
+        let _ = writeln!(s, "No kernel fusion opportunities detected.\n");
+    }
+    for (n, o) in i.fusion.iter().enumerate() {
+        let k = n + 1;
+        let _ = writeln!(
+            s,
+            "### {} P{k}: {} ({})\n",
+            conf_icon(o.confidence),
+            code(&o.name),
+            o.pattern
+        );
+        let _ = writeln!(
+            s,
+            "**Insight**: {} calls run {} kernels for {:.3} ms; fused, about {:.3} ms.\n",
+            o.instances, o.kernels, o.time_ms, o.fused_ms
+        );
+        let _ = writeln!(
+            s,
+            "**Action**: {}\n",
+            if o.pattern == "attention" {
+                "Use `torch.nn.functional.scaled_dot_product_attention` (flash / memory-efficient backends) instead of bmm → softmax → bmm."
+            } else {
+                "Fuse the module: `torch.compile` it or use a fused kernel for the pattern (fused RMSNorm/LayerNorm, fused activation)."
+            }
+        );
+        let _ = writeln!(
+            s,
+            "<!-- impact-begin kind=p_item low={:.2} mid={:.2} high={:.2} -->\n**Impact**: impact_score: {:.1} (perf-model coverage {}/{} kernels)\n<!-- impact-end -->\n",
+            o.impact_score_low, o.impact_score, o.impact_score_high, o.impact_score, modelled(st, o), o.kernels
+        );
+        let _ = writeln!(s, "**Confidence**: {}\n", o.confidence);
+        let _ = writeln!(
+            s,
+            "→ *See [Detailed Analysis: Kernel fusion insights > P{k}](#detailed-analysis-fusion-p{k})*\n\n---\n"
+        );
+    }
+
+    // System-Level Optimizations.
+    let _ = writeln!(s, "## {}\n", HEADERS[3]);
+    if i.system.flags.is_empty() {
+        let _ = writeln!(
+            s,
+            "✅ No system-level bottlenecks detected. GPU activity breakdown shows {:.2}% computation, with negligible memcpy and communication overhead.\n",
+            u.computation_pct
+        );
+    }
+    for (n, f) in i.system.flags.iter().enumerate() {
+        let k = n + 1;
+        let _ = writeln!(s, "### {} P{k}: {}\n", icon(k), cell(&f.title));
+        let _ = writeln!(s, "**Insight**: {}\n", f.insight);
+        let _ = writeln!(s, "**Action**: {}\n", f.action);
+        let _ = writeln!(s, "<!-- impact-begin kind=p_item low=null mid=null high=null -->\n**Impact**: Not quantifiable from trace data\n<!-- impact-end -->\n");
+        let _ = writeln!(
+            s,
+            "→ *See [Detailed Analysis: System-level insights > P{k}](#detailed-analysis-system-p{k})*\n\n---\n"
+        );
+    }
+
+    // Detailed Analysis.
+    let _ = writeln!(s, "## {}\n", HEADERS[4]);
+    let _ = writeln!(s, "### Compute Kernel Insights\n");
+    for (n, f) in p.findings.iter().enumerate() {
+        let k = n + 1;
+        let _ = writeln!(
+            s,
+            "<a id=\"detailed-analysis-compute-p{k}\"></a>\n<!-- reasoning-candidate tier=compute rank={k} -->\n#### {} P{k}: {}\n",
+            icon(k),
+            card_title(st, f)
+        );
+        let first = f.members.first().and_then(|m| st.rows.get(m.row));
+        let module = first
+            .map(|r| r.module_path.as_str())
+            .filter(|m| !m.is_empty());
+        let kind = match f.bound_type.as_str() {
+            "unmodeled" => "without a perf model".to_owned(),
+            b => format!("{b}-bound at {}% of roofline", f.eff_bucket),
+        };
+        let _ = writeln!(
+            s,
+            "**Identification:**\n{} signature(s) of the {} category, {kind}{}; library {} (source: `priority_data.json` → `findings[{n}]`).\n",
+            f.members.len(),
+            cat_title(&f.category),
+            module.map_or(String::new(), |m| format!(", under {}", code(&short(m, 120)))),
+            f.library
+        );
+        let _ = writeln!(s, "**Data:**\n");
+        let _ = writeln!(s, "| Operation | Args | Kernel Path | Kernel Name | Time (ms) | %E2E | Count | FLOPS/Byte | Efficiency | Bound |\n|---|---|---|---|---|---|---|---|---|---|");
+        for m in &f.members {
+            let Some(r) = st.rows.get(m.row) else {
+                continue;
+            };
+            let path = if r.module_path.is_empty() {
+                format!("{} (vendor)", m.library)
+            } else {
+                r.module_path
+                    .split(" > ")
+                    .take(3)
+                    .collect::<Vec<_>>()
+                    .join(" > ")
+            };
+            let kernel = r
+                .kernel_names
+                .iter()
+                .max_by(|x, y| x.1.total_cmp(&y.1))
+                .map(|(k, _)| short(k, 75))
+                .unwrap_or_else(|| short(&r.kernels, 75));
+            let peak = match (r.bound, &st.platform) {
+                (Some(crate::standalone::ops::Bound::Memory), Some(pl)) => {
+                    format!(" of {} TB/s", pl.hbm_tbps.0)
+                }
+                (Some(_), Some(pl)) => pl
+                    .peak_tflops(&r.compute_spec)
+                    .map_or(String::new(), |t| format!(" of {t} TFLOPS")),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {:.3} | {:.2}% | {} | {} | {} | {} |",
+                code_cell(&m.name),
+                code_cell(&args(&r.input_dims, &r.input_type)),
+                code_cell(&path),
+                code_cell(&kernel),
+                m.time_ms,
+                m.percent_of_total,
+                r.count,
+                r.flops_per_byte
+                    .filter(|x| x.is_finite())
+                    .map_or("—".to_owned(), |x| format!("{x:.1}")),
+                m.efficiency_percent
+                    .map_or("—".to_owned(), |e| format!("{e:.2}%{peak}")),
+                m.bound_type
+                    .map_or("—".to_owned(), |b| format!("{b}-bound"))
+            );
+        }
+        let _ = writeln!(s, "\n**Reasoning for Slowdown:**\n{}\n", insight(st, f));
+        if let Some(b) = named_cause(st, f) {
+            for c in b.causes.iter().skip(1) {
+                let _ = writeln!(s, "- {}: {}", c.title, c.evidence);
+            }
+            if b.causes.len() > 1 {
+                s.push('\n');
+            }
+        }
+        let _ = writeln!(s, "**Resolution:**\n{}\n", action(st, f));
+        let _ = writeln!(
+            s,
+            "**Impact estimate:**\n<!-- impact-begin kind=detail_estimate low={:.2} high={:.2} -->\n- Low end impact_score: {:.2}\n- High end impact_score: {:.2}\n<!-- impact-end -->\n",
+            f.impact_score_low, f.impact_score_high, f.impact_score_low, f.impact_score_high
+        );
+    }
+    let _ = writeln!(s, "### Kernel Fusion Insights\n");
+    for (n, o) in i.fusion.iter().enumerate() {
+        let k = n + 1;
+        let _ = writeln!(
+            s,
+            "<a id=\"detailed-analysis-fusion-p{k}\"></a>\n<!-- reasoning-candidate tier=fusion rank={k} -->\n#### {} P{k}: {}\n",
+            conf_icon(o.confidence),
+            code(&o.name)
+        );
+        let _ = writeln!(s, "**Identification:**\nThe {} module class runs its work op by op (source: `standalone_analysis_fair.md` → patterns).\n", code(&o.name));
+        let _ = writeln!(
+            s,
+            "**Data:**\n\n| Kernel | Type | Duration (us) | Perf model |\n|---|---|---|---|"
+        );
+        for (name, kernels, ms) in &o.ops {
+            let _ = writeln!(
+                s,
+                "| {} | {} kernels | {:.1} | {} |",
+                code_cell(&short(name, 60)),
+                kernels,
+                ms * 1e3,
+                if has_model(st, name) { "yes" } else { "no" }
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\n**Impact estimate:**\n<!-- impact-begin kind=detail_estimate low={:.2} high={:.2} -->\n- Low end impact_score: {:.2}\n- High end impact_score: {:.2}\n<!-- impact-end -->\n\n**Fusion pattern:** {}\n\n**Confidence:** {}\n",
+            o.impact_score_low, o.impact_score_high, o.impact_score_low, o.impact_score_high, o.pattern, o.confidence
+        );
+    }
+    let _ = writeln!(s, "### System-Level Insights\n");
+    for (n, f) in i.system.flags.iter().enumerate() {
+        let k = n + 1;
+        let _ = writeln!(
+            s,
+            "<a id=\"detailed-analysis-system-p{k}\"></a>\n<!-- reasoning-candidate tier=system rank={k} -->\n#### {} P{k}: {}\n",
+            icon(k),
+            cell(&f.title)
+        );
+        let _ = writeln!(s, "**Identification:**\nPattern `{}` (source: `category_data/{}_metrics.json` → `flags`).\n", f.pattern, f.category);
+        let _ = writeln!(
+            s,
+            "**Data:**\n\n| Metric | Value | Flagged |\n|---|---|---|"
+        );
+        for (m, v, flagged) in &f.data {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} |",
+                cell(m),
+                cell(v),
+                if *flagged { "yes" } else { "no" }
+            );
+        }
+        let _ = writeln!(s, "\n**Resolution:**\n{}\n\n**Impact estimate:**\nImpact estimate is not quantifiable from trace data.\n", f.action);
+    }
+
+    // Appendix.
+    let _ = writeln!(s, "## {}\n", HEADERS[5]);
+    let _ = writeln!(s, "### Model Architecture\n");
+    let _ = writeln!(s, "- **Model**: {}", code(&w.model));
+    let _ = writeln!(s, "- **Architecture**: {}", code(&w.architecture));
+    let _ = writeln!(s, "- **Scale**: {}", code(&w.scale));
+    let _ = writeln!(s, "- **Precision**: {}", code(&w.precision));
+    let _ = writeln!(s, "- **Mode**: {}\n", w.mode.label());
+    let _ = writeln!(s, "### Hardware Reference\n");
+    match &st.platform {
+        Some(pl) => {
+            let _ = writeln!(s, "- **Platform**: {}", cell(&pl.name));
+            let _ = writeln!(s, "- **Peak HBM BW**: {} TB/s", pl.hbm_tbps.0);
+            for (spec, label) in [
+                ("matrix_bf16", "BF16"),
+                ("matrix_fp8", "FP8"),
+                ("matrix_fp4", "FP4"),
+            ] {
+                if let Some(t) = pl.peak_tflops(spec) {
+                    let _ = writeln!(s, "- **Peak MAF ({label})**: {t} TFLOPS");
+                }
+            }
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "- **Platform**: none chosen; efficiency figures are absent."
+            );
+        }
+    }
+    s
+}
+
+fn has_model(st: &Standalone, op: &str) -> bool {
+    st.rows.iter().any(|r| r.name == op && r.has_model)
+}
+
+/// Kernels of the opportunity whose op has a perf model.
+fn modelled(st: &Standalone, o: &Opportunity) -> u64 {
+    o.ops
+        .iter()
+        .filter(|(n, _, _)| has_model(st, n))
+        .map(|o| o.1)
+        .sum()
+}
+
+/// Standard base64 (RFC 4648, with padding).
+pub fn base64(bytes: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// A system category's findings file.
+pub fn system_findings_md(
+    category: &str,
+    flags: &[&super::system::Flag],
+    u: &crate::standalone::Utilization,
+) -> String {
+    let mut s = format!(
+        "# {} findings\n\n## Recommendations\n\n",
+        capitalize(&category.replace('_', " "))
+    );
+    if flags.is_empty() {
+        let _ = writeln!(
+            s,
+            "No system-level bottleneck of this kind: computation is {:.2}% of the trace, idle {:.2}%, exposed communication {:.2}%, exposed memcpy {:.2}%.\n",
+            u.computation_pct, u.idle_pct, u.exposed_comm_pct, u.exposed_memcpy_pct
+        );
+    }
+    for (n, f) in flags.iter().enumerate() {
+        let _ = writeln!(s, "### {} P{}: {}\n\n**Insight**: {}\n\n**Action**: {}\n\n**Impact**: Not quantifiable from trace data\n", icon(n + 1), n + 1, cell(&f.title), f.insight, f.action);
+    }
+    let _ = writeln!(s, "## Detailed Analysis\n");
+    for f in flags {
+        let _ = writeln!(s, "| Metric | Value | Flagged |\n|---|---|---|");
+        for (m, v, flagged) in &f.data {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} |",
+                cell(m),
+                cell(v),
+                if *flagged { "yes" } else { "no" }
+            );
+        }
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn base64_matches_rfc4648_vectors() {
+        for (i, o) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(super::base64(i.as_bytes()), o);
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! The system tier of TraceLens's agent (`tracelens_agent_spec.md` §2.7): idle time, host↔device
+//! copies, exposed communication and its overlap, each a flag with its numbers. Jarvis names the
+//! idle time's cause from its own host-wait analysis.
+
+use serde::Serialize;
+
+use crate::standalone::Standalone;
+use crate::trace_analysis::Analysis;
+
+/// Idle above this share of the trace is flagged.
+pub const IDLE_FLAG_PCT: f64 = 15.0;
+/// A copy direction is flagged above this share of the trace, or above this many copies.
+pub const MEMCPY_FLAG_PCT: f64 = 5.0;
+pub const MEMCPY_FLAG_COUNT: u64 = 10;
+/// Exposed communication above this share of the trace blocks compute.
+pub const COMM_BLOCKING_PCT: f64 = 5.0;
+/// Communication hidden below this share of itself overlaps poorly (with at least 100 µs of it).
+pub const OVERLAP_MIN_RATIO: f64 = 0.70;
+
+/// Copies of one direction.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Copies {
+    pub direction: &'static str,
+    pub count: u64,
+    pub total_us: f64,
+}
+
+/// One system flag: what is wrong, the numbers, what to do.
+#[derive(Debug, Clone, Serialize)]
+pub struct Flag {
+    /// `cpu_idle` or `multi_kernel`.
+    pub category: &'static str,
+    pub pattern: &'static str,
+    pub title: String,
+    pub insight: String,
+    pub action: String,
+    /// (metric, value, flagged) rows for the detailed block.
+    pub data: Vec<(String, String, bool)>,
+}
+
+/// What the system tier measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct System {
+    pub idle_pct: f64,
+    pub copies: Vec<Copies>,
+    pub nccl_count: u64,
+    pub comm_overlap_ratio: Option<f64>,
+    pub exposed_comm_pct: f64,
+    pub flags: Vec<Flag>,
+}
+
+fn direction(name: &str) -> Option<&'static str> {
+    let l = name.to_ascii_lowercase();
+    if !l.contains("memcpy") {
+        return None;
+    }
+    Some(
+        if l.contains("dtoh") || l.contains("device -> host") || l.contains("devicetohost") {
+            "D2H"
+        } else if l.contains("htod") || l.contains("host -> device") || l.contains("hosttodevice") {
+            "H2D"
+        } else if l.contains("dtod") || l.contains("device -> device") {
+            "D2D"
+        } else {
+            "other"
+        },
+    )
+}
+
+/// Reads the system flags from the analysis.
+pub fn system(a: &Analysis, st: &Standalone) -> System {
+    let u = &st.utilization;
+    let total_us = u.total_ms * 1e3;
+    let mut copies: Vec<Copies> = Vec::new();
+    let mut nccl_count = 0u64;
+    if let Some(k) = a.report.sheet("kernel_summary") {
+        let (name, sum, count) = (
+            k.column("Kernel name"),
+            k.column("Kernel duration (µs)_sum"),
+            k.column("Kernel duration (µs)_count"),
+        );
+        if let (Some(n), Some(s), Some(c)) = (name, sum, count) {
+            for row in &k.rows {
+                let kname = row[n].as_str().unwrap_or_default();
+                let us = row[s].as_f64().unwrap_or(0.0);
+                let cnt = row[c].as_f64().unwrap_or(0.0) as u64;
+                let l = kname.to_ascii_lowercase();
+                if l.contains("nccl") || l.contains("rccl") {
+                    nccl_count += cnt;
+                }
+                if let Some(d) = direction(kname) {
+                    match copies.iter_mut().find(|x| x.direction == d) {
+                        Some(x) => {
+                            x.count += cnt;
+                            x.total_us += us;
+                        }
+                        None => copies.push(Copies {
+                            direction: d,
+                            count: cnt,
+                            total_us: us,
+                        }),
+                    }
+                }
+            }
+        }
+    }
+    copies.sort_by_key(|c| c.direction);
+    let t = &a.timeline;
+    let comm_overlap_ratio =
+        (t.total_comm > 0).then(|| 1.0 - t.exposed_comm as f64 / t.total_comm as f64);
+    let mut flags = Vec::new();
+    if u.idle_pct > IDLE_FLAG_PCT {
+        // Jarvis's idle finding names the cause (host wait: data loading, synchronization, …).
+        let idle = st
+            .categories
+            .iter()
+            .flat_map(|c| &c.bottlenecks)
+            .find(|b| b.title == "GPU idle time");
+        flags.push(Flag {
+            category: "cpu_idle",
+            pattern: "high_idle",
+            title: format!("GPU idle {:.1}% of the trace", u.idle_pct),
+            insight: idle.map_or_else(
+                || format!("The GPU is idle for {:.1}% of the trace ({:.3} ms).", u.idle_pct, u.total_ms * u.idle_pct / 100.0),
+                |b| b.issue.clone(),
+            ),
+            action: idle.map_or_else(
+                || "Keep the GPU fed: capture the step in a CUDA/HIP graph, remove host synchronizations, overlap input loading with compute.".to_owned(),
+                |b| b.path_a.clone(),
+            ),
+            data: vec![
+                ("Idle %".into(), format!("{:.2}%", u.idle_pct), true),
+                ("Computation %".into(), format!("{:.2}%", u.computation_pct), false),
+            ],
+        });
+    }
+    for c in &copies {
+        let pct = if total_us > 0.0 {
+            c.total_us / total_us * 100.0
+        } else {
+            0.0
+        };
+        if matches!(c.direction, "D2H" | "H2D")
+            && (pct > MEMCPY_FLAG_PCT || c.count > MEMCPY_FLAG_COUNT)
+        {
+            let (pattern, what) = if c.direction == "D2H" {
+                ("high_d2h_memcpy", "device-to-host")
+            } else {
+                ("high_h2d_memcpy", "host-to-device")
+            };
+            flags.push(Flag {
+                category: "multi_kernel",
+                pattern,
+                title: format!("{} {what} copies", c.count),
+                insight: format!(
+                    "{} {what} copies take {:.3} ms ({pct:.2}% of the trace); each crosses the host link and, from pageable memory, stalls the stream.",
+                    c.count,
+                    c.total_us / 1e3
+                ),
+                action: "Keep tensors on the GPU across steps; where a copy is needed use pinned memory with non_blocking=True on a side stream, and avoid .item()/.cpu() inside the loop.".into(),
+                data: vec![
+                    (format!("{} count", c.direction), c.count.to_string(), c.count > MEMCPY_FLAG_COUNT),
+                    (format!("{} time", c.direction), format!("{:.3} ms ({pct:.2}%)", c.total_us / 1e3), pct > MEMCPY_FLAG_PCT),
+                ],
+            });
+        }
+    }
+    if u.exposed_comm_pct > COMM_BLOCKING_PCT {
+        flags.push(Flag {
+            category: "multi_kernel",
+            pattern: "nccl_blocking_compute",
+            title: format!("Exposed communication {:.1}% of the trace", u.exposed_comm_pct),
+            insight: format!("{:.2}% of the trace is communication that no compute hides.", u.exposed_comm_pct),
+            action: "Overlap collectives with compute (bucketed all-reduce during backward, prefetching all-gathers), or shrink what is communicated.".into(),
+            data: vec![("Exposed communication %".into(), format!("{:.2}%", u.exposed_comm_pct), true)],
+        });
+    }
+    if let Some(r) = comm_overlap_ratio {
+        if r < OVERLAP_MIN_RATIO && t.total_comm >= 100_000 {
+            flags.push(Flag {
+                category: "multi_kernel",
+                pattern: "poor_comm_compute_overlap",
+                title: format!("Communication {:.0}% overlapped", r * 100.0),
+                insight: format!(
+                    "Only {:.1}% of {:.3} ms of communication runs under compute.",
+                    r * 100.0,
+                    t.total_comm as f64 / 1e6
+                ),
+                action: "Issue collectives earlier on their own stream so compute runs meanwhile; check that nothing synchronizes on them prematurely.".into(),
+                data: vec![("Communication overlap".into(), format!("{:.1}%", r * 100.0), true)],
+            });
+        }
+    }
+    System {
+        idle_pct: u.idle_pct,
+        copies,
+        nccl_count,
+        comm_overlap_ratio,
+        exposed_comm_pct: u.exposed_comm_pct,
+        flags,
+    }
+}

@@ -1,0 +1,180 @@
+//! TraceLens's analysis-agent report from Jarvis (issue #25): TraceLens's own scripted workflow
+//! and marker checks (restated in `agent_checks.rs`) pass on every shared trace that has
+//! TraceLens references; `analysis.md`'s metrics are `gpu_timeline.csv`'s; its P-items are
+//! `priority_data.json`'s findings, in order, with the same impact numbers; two runs write the
+//! same bytes; golden snapshots of two reports.
+
+mod agent_checks;
+mod common;
+
+use agent_checks::Files;
+use jarvis_engine::report::contract::standalone_files;
+use jarvis_engine::synth::planted::{case, case_bytes};
+use jarvis_engine::synth::{trace_bytes, SynthPlatform, SynthSpec};
+use jarvis_engine::{analyze_trace_with, import, Analysis, Options};
+
+fn analyze(bytes: &[u8]) -> Analysis {
+    analyze_trace_with(
+        import::import_bytes(bytes).expect("imports"),
+        &Options::default(),
+    )
+}
+
+/// Every file `jarvis report` writes for the analysis (CSVs under `perf_report_csvs/`).
+fn files(a: &Analysis, title: &str) -> Files {
+    let mut out = Files::new();
+    a.write_csv_sheets(|name, csv| {
+        out.insert(format!("perf_report_csvs/{name}.csv"), csv.to_vec());
+        Ok::<(), ()>(())
+    })
+    .expect("csv");
+    for (p, b) in standalone_files(a, title).expect("files") {
+        assert!(out.insert(p.clone(), b).is_none(), "{p} written twice");
+    }
+    out
+}
+
+fn failures(f: &Files) -> Vec<String> {
+    agent_checks::run(f, false)
+        .into_iter()
+        .filter(|r| !r.1)
+        .map(|r| format!("{} {}", r.0, r.2))
+        .collect()
+}
+
+fn text(f: &Files, p: &str) -> String {
+    String::from_utf8(f[p].clone()).expect("UTF-8")
+}
+
+#[test]
+fn every_check_passes_on_every_shared_trace_with_references() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let refs = shared.join("reference/tracelens");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&refs).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let trace = shared
+            .join("traces/tracelens")
+            .join(format!("{name}.json.gz"));
+        if !trace.exists() {
+            continue; // comparison references
+        }
+        let a = analyze(&common::read(&trace));
+        if a.standalone.is_none() {
+            // A GPU-only trace (no CPU ops): no op-level analysis to report on.
+            assert!(name.contains("gpu_only"), "{name}");
+            continue;
+        }
+        let f = files(&a, &name);
+        let fails = failures(&f);
+        assert!(fails.is_empty(), "{name}: {fails:#?}");
+        checked += 1;
+    }
+    assert!(checked >= 12, "{checked}");
+}
+
+#[test]
+fn metrics_and_p_items_agree_with_their_sources_and_runs_are_identical() {
+    let (bytes, _) = trace_bytes(&SynthSpec {
+        platform: SynthPlatform::H100,
+        steps: 3,
+        ..SynthSpec::default()
+    });
+    let a = analyze(&bytes);
+    let f = files(&a, "synth");
+    assert!(failures(&f).is_empty(), "{:#?}", failures(&f));
+    let md = text(&f, "analysis.md");
+    // The Executive Summary's percentages are gpu_timeline.csv's, rounded to 2 decimals.
+    let csv = text(&f, "perf_report_csvs/gpu_timeline.csv");
+    let pct = |t: &str| -> f64 {
+        csv.lines()
+            .find(|l| l.starts_with(&format!("{t},")))
+            .and_then(|l| l.rsplit(',').next())
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(md.contains(&format!("| Compute % | {:.2}% |", pct("computation_time"))));
+    assert!(md.contains(&format!("| Idle % | {:.2}% |", pct("idle_time"))));
+    assert!(md.contains(&format!(
+        "| Exposed Communication % | {:.2}% |",
+        pct("exposed_comm_time")
+    )));
+    // P1..Pn of the compute section are priority_data.json's findings, in order, same numbers.
+    let p: serde_json::Value = serde_json::from_slice(&f["priority_data.json"]).unwrap();
+    let findings = p["findings"].as_array().unwrap();
+    assert!(!findings.is_empty());
+    let compute = &md
+        [md.find("## Compute Kernel Optimizations").unwrap()..md.find("## Kernel Fusion").unwrap()];
+    let markers: Vec<&str> = compute
+        .lines()
+        .filter(|l| l.starts_with("<!-- impact-begin kind=p_item"))
+        .collect();
+    assert_eq!(markers.len(), findings.len());
+    for (m, f) in markers.iter().zip(findings) {
+        let want = format!(
+            "<!-- impact-begin kind=p_item category={} low={:.2} mid={:.2} high={:.2} -->",
+            f["category"].as_str().unwrap(),
+            f["impact_score_low"].as_f64().unwrap(),
+            f["impact_score"].as_f64().unwrap(),
+            f["impact_score_high"].as_f64().unwrap()
+        );
+        assert_eq!(*m, want);
+    }
+    // Global ranks are 1..n, mids non-increasing.
+    for (i, f) in findings.iter().enumerate() {
+        assert_eq!(f["global_rank"].as_u64().unwrap() as usize, i + 1);
+        if i > 0 {
+            assert!(f["impact_score"].as_f64() <= findings[i - 1]["impact_score"].as_f64());
+        }
+    }
+    // Byte-identical on a second run.
+    let again = files(&analyze(&bytes), "synth");
+    assert_eq!(f, again);
+}
+
+#[test]
+fn the_plan_names_the_planted_cause() {
+    let a = analyze(&case_bytes(&case("gemm_odd_dims").unwrap()));
+    let f = files(&a, "gemm_odd_dims");
+    assert!(failures(&f).is_empty(), "{:#?}", failures(&f));
+    let md = text(&f, "analysis.md");
+    let p1 = md.lines().find(|l| l.starts_with("### 🔴 P1:")).unwrap();
+    assert!(p1.contains("wave quantization"), "{p1}");
+    assert!(md.contains("1089 tiles"));
+}
+
+/// The report without its embedded plot (a PNG, tested on its own in `report::agent::png`).
+fn snapshot_text(f: &Files) -> String {
+    text(f, "analysis.md")
+        .lines()
+        .map(|l| {
+            if l.starts_with("![Performance breakdown](data:image/png;base64,") {
+                "![Performance breakdown](data:image/png;base64,…)"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn golden_reports() {
+    let (bytes, _) = trace_bytes(&SynthSpec {
+        platform: SynthPlatform::H100,
+        steps: 3,
+        ..SynthSpec::default()
+    });
+    insta::assert_snapshot!(
+        "agent_synth",
+        snapshot_text(&files(&analyze(&bytes), "synth"))
+    );
+    let a = analyze(&case_bytes(&case("attention_unfused").unwrap()));
+    insta::assert_snapshot!(
+        "agent_attention_unfused",
+        snapshot_text(&files(&a, "attention_unfused"))
+    );
+}
