@@ -31,7 +31,7 @@ pub struct Inputs<'a> {
     pub priority: &'a PriorityData,
     pub fusion: &'a [Opportunity],
     pub system: &'a System,
-    /// The stacked bar as a PNG, embedded as a data URI.
+    /// The stacked bar (written beside the report; its legend is a table in the report).
     pub plot_png: Option<&'a [u8]>,
     /// (category title, ms, share of the trace %, colour) of the plot's segments.
     pub legend: &'a [(String, f64, f64, String)],
@@ -136,7 +136,7 @@ fn action(st: &Standalone, f: &Finding) -> String {
         return b.causes[0].action.clone();
     }
     match f.bound_type.as_str() {
-        "compute" => "Check the kernel's tile choice and wave occupancy for these shapes (replay them), and whether a lower precision (BF16 → FP8) is acceptable.".into(),
+        "compute" => "Check the kernel's tile choice and how its tiles fill the compute units for these shapes (replay them), and whether a lower precision (BF16 → FP8) is acceptable.".into(),
         "memory" => "Cut the bytes moved: fuse these ops with their neighbours so intermediates stay on chip, make inputs contiguous, and use a lower precision where acceptable.".into(),
         _ => "Find what the op does (it has no perf model): replay it to measure it in isolation, and check whether a fused or library implementation exists.".into(),
     }
@@ -224,11 +224,12 @@ pub fn render(i: &Inputs<'_>) -> String {
             pct_of(c.time_ms, u.computation_ms)
         ))
     );
-    if let Some(png) = i.plot_png {
+    if i.plot_png.is_some() {
+        // The plot is `perf_improvement.png` beside this file, not embedded: Jarvis's markdown
+        // carries no images, so it renders inert anywhere; its numbers are this table.
         let _ = writeln!(
             s,
-            "![Performance breakdown](data:image/png;base64,{})\n",
-            base64(png)
+            "GPU time by category (the bar of `perf_improvement.png`):\n"
         );
         let _ = writeln!(
             s,
@@ -556,25 +557,6 @@ fn modelled(st: &Standalone, o: &Opportunity) -> u64 {
         .sum()
 }
 
-/// Standard base64 (RFC 4648, with padding).
-pub fn base64(bytes: &[u8]) -> String {
-    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for c in bytes.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(T[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 /// A system category's findings file.
 pub fn system_findings_md(
     category: &str,
@@ -610,22 +592,4 @@ pub fn system_findings_md(
         s.push('\n');
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn base64_matches_rfc4648_vectors() {
-        for (i, o) in [
-            ("", ""),
-            ("f", "Zg=="),
-            ("fo", "Zm8="),
-            ("foo", "Zm9v"),
-            ("foob", "Zm9vYg=="),
-            ("fooba", "Zm9vYmE="),
-            ("foobar", "Zm9vYmFy"),
-        ] {
-            assert_eq!(super::base64(i.as_bytes()), o);
-        }
-    }
 }
