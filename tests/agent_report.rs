@@ -167,3 +167,47 @@ fn golden_reports() {
         snapshot_text(&files(&a, "attention_unfused"))
     );
 }
+
+#[test]
+fn every_check_passes_on_the_comparative_pairs() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    for model in [
+        "Qwen_Qwen1.5-0.5B-Chat__1016005",
+        "gaunernst_bert-small-uncased__1016001",
+        "google_owlv2-large-patch14-ensemble__1016001",
+    ] {
+        let dir = shared.join("traces/tracelens");
+        let t = analyze(&common::read(
+            &dir.join(format!("mi300xvf_{model}.json.gz")),
+        ));
+        let r = analyze(&common::read(&dir.join(format!("h100_{model}.json.gz"))));
+        let c = jarvis_engine::compare::compare(&t, &r, "MI300X", "H100");
+        let f: Files = jarvis_engine::report::compare_md::comparison_files(&c, &t, &r, model)
+            .into_iter()
+            .collect();
+        let fails: Vec<String> = agent_checks::run(&f, true)
+            .into_iter()
+            .filter(|r| !r.1)
+            .map(|r| format!("{} {}", r.0, r.2))
+            .collect();
+        assert!(fails.is_empty(), "{model}: {fails:#?}");
+        // The Difference column is trace 2 − trace 1.
+        let md = text(&f, "analysis.md");
+        let (st1, st2) = (
+            t.standalone.as_ref().unwrap(),
+            r.standalone.as_ref().unwrap(),
+        );
+        let d = st2.utilization.total_ms - st1.utilization.total_ms;
+        let want = format!(
+            "| Total Time | {:.3} ms | {:.3} ms | {}{:.3} ms",
+            st1.utilization.total_ms,
+            st2.utilization.total_ms,
+            if d >= 0.0 { "+" } else { "-" },
+            d.abs()
+        );
+        assert!(md.contains(&want), "{model}: {want}");
+        assert!(f.contains_key("perf_report_trace2_csvs/gpu_timeline.csv"));
+    }
+}

@@ -475,6 +475,11 @@ pub fn comparison_files(
                 .map(|(name, bytes)| (format!("tracediff/{name}"), bytes)),
         );
     }
+    // TraceLens's agent's comparative contract (analysis.md, both traces' CSVs, trace 1's
+    // directories). Its only error source is writing zips into memory, which cannot fail.
+    if let Ok(agent) = super::agent::comparative::files(c, target, reference, title) {
+        files.extend(agent);
+    }
     files.push((
         "comparative_analysis_fair.md".into(),
         fair_md(c, title).into_bytes(),

@@ -6,6 +6,7 @@
 //! files and `metadata/` are shared. Everything is deterministic.
 
 pub mod analysis_md;
+pub mod comparative;
 pub mod fusion;
 pub mod png;
 pub mod priority;
