@@ -222,13 +222,22 @@ fn report_writes_the_standalone_output_contract_and_replay_packages() {
         "category_findings/gemm_findings.md",
         "replay_packages/aten_bmm_replay_package.zip",
         "replay_packages/aten_gelu_replay_package.zip",
+        // TraceLens's agent's contract beside the seeds'.
+        "analysis.md",
+        "priority_data.json",
+        "perf_improvement.png",
+        "category_data/category_manifest.json",
+        "category_data/gemm_metrics.json",
+        "system_findings/cpu_idle_findings.md",
+        "metadata/model_info.json",
     ] {
         assert!(out_dir.join(f).is_file(), "{f}");
     }
     assert!(!out_dir.join(".standalone.partial").exists());
     let fair = std::fs::read_to_string(out_dir.join("standalone_analysis_fair.md")).expect("fair");
+    // Titled with the model the trace names (the seeds' <Model>), the trace's name under it.
     assert!(
-        fair.starts_with("# t - H100 SXM Standalone Analysis"),
+        fair.starts_with("# Transformer - H100 SXM Standalone Analysis\n\nTrace `t`: "),
         "{}",
         &fair[..80]
     );

@@ -449,11 +449,7 @@ pub fn render(i: &Inputs<'_>) -> String {
             }
         }
         let _ = writeln!(s, "**Resolution:**\n{}\n", action(st, f));
-        let _ = writeln!(
-            s,
-            "**Impact estimate:**\n<!-- impact-begin kind=detail_estimate low={:.2} high={:.2} -->\n- Low end impact_score: {:.2}\n- High end impact_score: {:.2}\n<!-- impact-end -->\n",
-            f.impact_score_low, f.impact_score_high, f.impact_score_low, f.impact_score_high
-        );
+        s.push_str(&detail_estimate(f.impact_score_low, f.impact_score_high));
     }
     let _ = writeln!(s, "### Kernel Fusion Insights\n");
     for (n, o) in i.fusion.iter().enumerate() {
@@ -479,10 +475,12 @@ pub fn render(i: &Inputs<'_>) -> String {
                 if has_model(st, name) { "yes" } else { "no" }
             );
         }
+        s.push('\n');
+        s.push_str(&detail_estimate(o.impact_score_low, o.impact_score_high));
         let _ = writeln!(
             s,
-            "\n**Impact estimate:**\n<!-- impact-begin kind=detail_estimate low={:.2} high={:.2} -->\n- Low end impact_score: {:.2}\n- High end impact_score: {:.2}\n<!-- impact-end -->\n\n**Fusion pattern:** {}\n\n**Confidence:** {}\n",
-            o.impact_score_low, o.impact_score_high, o.impact_score_low, o.impact_score_high, o.pattern, o.confidence
+            "**Fusion pattern:** {}\n\n**Confidence:** {}\n",
+            o.pattern, o.confidence
         );
     }
     let _ = writeln!(s, "### System-Level Insights\n");
@@ -542,6 +540,11 @@ pub fn render(i: &Inputs<'_>) -> String {
         }
     }
     s
+}
+
+/// A detailed block's impact estimate with its `detail_estimate` marker.
+pub fn detail_estimate(low: f64, high: f64) -> String {
+    format!("**Impact estimate:**\n<!-- impact-begin kind=detail_estimate low={low:.2} high={high:.2} -->\n- Low end impact_score: {low:.2}\n- High end impact_score: {high:.2}\n<!-- impact-end -->\n\n")
 }
 
 fn has_model(st: &Standalone, op: &str) -> bool {

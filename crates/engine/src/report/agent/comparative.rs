@@ -399,13 +399,13 @@ pub fn render(
         }
         let _ = writeln!(
             s,
-            "\n**Reasoning for Slowdown:**\nTrace 1 spends {:.3} ms more on these ops than trace 2.\n\n**Resolution:**\nSee the comparative fair report (`comparative_analysis_fair.md`) for each pair's expected ratio from the platforms' peaks and its verdict.\n\n**Impact estimate:**\n<!-- impact-begin kind=detail_estimate low={:.2} high={:.2} -->\n- Low end impact_score: {:.2}\n- High end impact_score: {:.2}\n<!-- impact-end -->\n",
-            -f.members.iter().map(|m| m.difference_ms).sum::<f64>(),
+            "\n**Reasoning for Slowdown:**\nTrace 1 spends {:.3} ms more on these ops than trace 2.\n\n**Resolution:**\nSee the comparative fair report (`comparative_analysis_fair.md`) for each pair's expected ratio from the platforms' peaks and its verdict.\n",
+            -f.members.iter().map(|m| m.difference_ms).sum::<f64>()
+        );
+        s.push_str(&super::analysis_md::detail_estimate(
             f.impact_score_low,
             f.impact_score_high,
-            f.impact_score_low,
-            f.impact_score_high
-        );
+        ));
     }
     let _ = writeln!(
         s,
