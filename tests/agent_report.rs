@@ -140,6 +140,27 @@ fn the_plan_names_the_planted_cause() {
     let a = analyze(&case_bytes(&case("gemm_odd_dims").unwrap()));
     let f = files(&a, "gemm_odd_dims");
     assert!(failures(&f).is_empty(), "{:#?}", failures(&f));
+    // Its impact, by hand: 10 calls of 2·8193³ FLOPs at 50 % of 708 TFLOPS, over the trace's
+    // total GPU time; high = (1 − 0.5) × that share, mid and low 87.5 % and 75 % of it.
+    let csv = text(&f, "perf_report_csvs/gpu_timeline.csv");
+    let total_ms: f64 = csv
+        .lines()
+        .find(|l| l.starts_with("total_time,"))
+        .and_then(|l| l.split(',').nth(1))
+        .and_then(|v| v.parse().ok())
+        .expect("total_time");
+    let kernel_ms = 10.0 * 2.0 * 8193f64.powi(3) / (708e12 * 0.5) * 1e3;
+    let high = 0.5 * kernel_ms / total_ms * 100.0;
+    let p: serde_json::Value = serde_json::from_slice(&f["priority_data.json"]).expect("json");
+    let p1 = &p["findings"][0];
+    let got = |k: &str| p1[k].as_f64().expect(k);
+    assert!(
+        (got("impact_score_high") - high).abs() < 0.01,
+        "{} vs {high}",
+        got("impact_score_high")
+    );
+    assert!((got("impact_score") - 0.875 * high).abs() < 0.01);
+    assert!((got("impact_score_low") - 0.75 * high).abs() < 0.01);
     let md = text(&f, "analysis.md");
     let p1 = md.lines().find(|l| l.starts_with("### 🔴 P1:")).unwrap();
     assert!(p1.contains("wave quantization"), "{p1}");
@@ -209,5 +230,23 @@ fn every_check_passes_on_the_comparative_pairs() {
         );
         assert!(md.contains(&want), "{model}: {want}");
         assert!(f.contains_key("perf_report_trace2_csvs/gpu_timeline.csv"));
+        // Each P-item's high impact is Σ (T1 − T2) / trace 1's total over its members, %.
+        let p: serde_json::Value = serde_json::from_slice(&f["priority_data.json"]).expect("json");
+        for g in p["findings"].as_array().expect("findings") {
+            let members = g["members"].as_array().expect("members");
+            let want: f64 = members
+                .iter()
+                .map(|m| {
+                    let t1 = m["t1_time_ms"].as_f64().unwrap();
+                    let t2 = m["t2_time_ms"].as_f64().unwrap();
+                    (t1 - t2) / st1.utilization.total_ms * 100.0
+                })
+                .sum();
+            let got = g["impact_score_high"].as_f64().unwrap();
+            assert!(
+                got > 0.0 && (got - want).abs() <= 0.01 * members.len() as f64,
+                "{model}: {got} vs {want}"
+            );
+        }
     }
 }

@@ -320,9 +320,11 @@ impl Session {
             Loaded::Trace(a) => a
                 .standalone
                 .as_ref()
-                .and_then(|st| jarvis_engine::report::agent::agent_files(a, st, title).ok())
-                .and_then(|files| files.into_iter().find(|(p, _)| p == "analysis.md"))
-                .map(|(_, md)| markdown_html(&for_reading(&String::from_utf8_lossy(&md))))
+                .map(|st| {
+                    markdown_html(&for_reading(&jarvis_engine::report::agent::analysis_md(
+                        a, st, title,
+                    )))
+                })
                 .unwrap_or_default(),
             Loaded::Bundle(r, _) => markdown_html(&for_reading(&r.text("analysis.md"))),
         };

@@ -103,6 +103,30 @@ pub(crate) fn heading_name<'a>(
     }
 }
 
+/// The appendix's `### Model Architecture` block (every report that has an appendix). Values
+/// are code spans, so they read verbatim (TraceLens's eval 13 looks for them as written).
+pub(crate) fn model_architecture(
+    w: &crate::standalone::workload::Workload,
+    evidence: bool,
+) -> String {
+    let mut s = String::from("### Model Architecture\n");
+    for (label, v) in [
+        ("Model", &w.model),
+        ("Architecture", &w.architecture),
+        ("Scale", &w.scale),
+        ("Precision", &w.precision),
+    ] {
+        let _ = writeln!(s, "- **{label}**: {}", code(v));
+    }
+    let _ = writeln!(s, "- **Mode**: {}", w.mode.label());
+    if evidence {
+        for e in &w.evidence {
+            let _ = writeln!(s, "  - {}", cell(e));
+        }
+    }
+    s
+}
+
 /// Renders the fair report.
 pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     let mut s = String::new();
@@ -294,15 +318,8 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             let _ = writeln!(s, "- **Platform**: none chosen; efficiency figures are absent. Give one with `--platform`.");
         }
     }
-    let _ = writeln!(s, "\n### Model Architecture");
-    let _ = writeln!(s, "- **Model**: {}", cell(&w.model));
-    let _ = writeln!(s, "- **Architecture**: {}", cell(&w.architecture));
-    let _ = writeln!(s, "- **Scale**: {}", cell(&w.scale));
-    let _ = writeln!(s, "- **Precision**: {}", cell(&w.precision));
-    let _ = writeln!(s, "- **Mode**: {}", w.mode.label());
-    for e in &w.evidence {
-        let _ = writeln!(s, "  - {}", cell(e));
-    }
+    s.push('\n');
+    s.push_str(&model_architecture(w, true));
     let _ = writeln!(s, "\n### Replay Artifacts");
     if st.replay.is_empty() {
         let _ = writeln!(s, "- None: no op is above 10% of compute and below 30% efficiency (use `--replay OP` to force one).");

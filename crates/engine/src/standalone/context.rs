@@ -37,6 +37,13 @@ pub fn module_class(instance: &str) -> &str {
     }
 }
 
+/// Whether a module path (`nn.Module: A_0 > nn.Module: B_3`, as `OpRow::module_path` holds it)
+/// passes through an instance of `class`.
+pub fn path_has_class(path: &str, class: &str) -> bool {
+    path.split(" > ")
+        .any(|frame| module_class(frame.strip_prefix(MODULE_PREFIX).unwrap_or(frame)) == class)
+}
+
 impl Modules {
     /// One sweep per thread over module frames and top-level CPU ops in time order.
     pub fn build(trace: &Trace, tree: &CallTree) -> Modules {
@@ -227,7 +234,17 @@ pub fn tree_entry(
 
 #[cfg(test)]
 mod tests {
-    use super::module_class;
+    use super::{module_class, path_has_class};
+
+    #[test]
+    fn paths_through_a_class() {
+        let p = "nn.Module: Owlv2Model_0 > nn.Module: Owlv2Attention_11";
+        assert!(path_has_class(p, "Owlv2Attention"));
+        assert!(path_has_class(p, "Owlv2Model"));
+        // A class whose name another one extends is not that class.
+        assert!(!path_has_class(p, "Owlv2"));
+        assert!(!path_has_class("", "Owlv2Attention"));
+    }
 
     #[test]
     fn module_classes() {

@@ -191,10 +191,10 @@ fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Opti
     let conv = time(&|r| r.category == SeedCategory::Convolution);
     let sdpa = time(&|r| matches!(r.category, SeedCategory::SdpaFwd | SeedCategory::SdpaBwd));
     let moe = time(&|r| r.category == SeedCategory::MoeFused);
-    // Unfused attention: a 4-D batched matmul followed by a softmax over the scores.
+    // Unfused attention: a softmax over square score matrices (…, S, S) of batched matmuls.
     let unfused = rows
         .iter()
-        .any(|r| r.name.contains("softmax") && dims_rank(&r.input_dims) == Some(4));
+        .any(|r| r.name.contains("softmax") && is_score_matrix(&r.input_dims));
     let has_class = |pat: &[&str]| {
         modules
             .frames
@@ -202,7 +202,8 @@ fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Opti
             .any(|f| pat.iter().any(|p| f.class.contains(p)))
     };
     let embedding_bag = rows.iter().any(|r| r.name.contains("embedding_bag"));
-    let attention = sdpa > 0.0 || unfused || has_class(&["Attention", "Transformer"]);
+    let attention_modules = has_class(&["Attention", "Transformer"]);
+    let attention = sdpa > 0.0 || unfused || attention_modules;
     let experts = moe > 0.0 || has_class(&["MoE", "Moe", "Expert"]);
     let conv_share = if matrix > 0.0 { conv / matrix } else { 0.0 };
     let base = if embedding_bag {
@@ -240,12 +241,17 @@ fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Opti
         return None;
     };
     ev.push(format!(
-        "architecture: of matrix time, convolution {:.0}%, attention kernels {:.0}%, MoE {:.0}%{}",
+        "architecture: of matrix time, convolution {:.0}%, attention kernels {:.0}%, MoE {:.0}%{}{}",
         pct(conv, matrix),
         pct(sdpa, matrix),
         pct(moe, matrix),
         if unfused {
-            "; a softmax over 4-D scores (unfused attention)"
+            "; a softmax over square score matrices (unfused attention)"
+        } else {
+            ""
+        },
+        if attention_modules {
+            "; modules named …Attention or …Transformer"
         } else {
             ""
         }
@@ -253,17 +259,18 @@ fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Opti
     Some(base)
 }
 
-/// Rank of the first tensor of an `Input Dims` cell (`((1, 8, 141, 141), …)` → 4).
-fn dims_rank(dims: &str) -> Option<usize> {
-    let inner = dims.strip_prefix('(')?;
-    let first = inner.strip_prefix('(')?;
-    let end = first.find(')')?;
-    Some(
-        first[..end]
-            .split(',')
-            .filter(|s| !s.trim().is_empty())
-            .count(),
-    )
+/// Whether the first tensor of an `Input Dims` cell is a stack of square matrices of rank ≥ 3
+/// (`((16, 5185, 5185), …)`): attention scores.
+fn is_score_matrix(dims: &str) -> bool {
+    let Some(first) = dims.strip_prefix("((").and_then(|d| d.split(')').next()) else {
+        return false;
+    };
+    let d: Vec<&str> = first
+        .split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .collect();
+    d.len() >= 3 && d[d.len() - 1] == d[d.len() - 2] && d[d.len() - 1] != "1"
 }
 
 /// Parameters in Linear and convolution weights (each module instance once), hidden size and
@@ -523,7 +530,10 @@ mod tests {
         assert_eq!(root_class(p), Some("ResNet"));
         assert_eq!(classes(p).last(), Some("Conv2d"));
         assert_eq!(root_class(""), None);
-        assert_eq!(dims_rank("((1, 8, 141, 141), (), ())"), Some(4));
+        assert!(is_score_matrix("((1, 8, 141, 141), (), ())"));
+        assert!(is_score_matrix("((16, 5185, 5185), (), ())"));
+        assert!(!is_score_matrix("((8, 1024, 4096), (), ())"));
+        assert!(!is_score_matrix("((4096, 4096), (), ())"));
         assert_eq!(human(29_360_128.0), "29.4M");
         assert_eq!(human(1.5e9), "1.5B");
     }

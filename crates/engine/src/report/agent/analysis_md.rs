@@ -31,9 +31,8 @@ pub struct Inputs<'a> {
     pub priority: &'a PriorityData,
     pub fusion: &'a [Opportunity],
     pub system: &'a System,
-    /// The stacked bar (written beside the report; its legend is a table in the report).
-    pub plot_png: Option<&'a [u8]>,
-    /// (category title, ms, share of the trace %, colour) of the plot's segments.
+    /// (category title, ms, share of the trace %, colour) of the segments of
+    /// `perf_improvement.png`, written beside the report.
     pub legend: &'a [(String, f64, f64, String)],
 }
 
@@ -224,7 +223,7 @@ pub fn render(i: &Inputs<'_>) -> String {
             pct_of(c.time_ms, u.computation_ms)
         ))
     );
-    if i.plot_png.is_some() {
+    if !i.legend.is_empty() {
         // The plot is `perf_improvement.png` beside this file, not embedded: Jarvis's markdown
         // carries no images, so it renders inert anywhere; its numbers are this table.
         let _ = writeln!(
@@ -511,12 +510,11 @@ pub fn render(i: &Inputs<'_>) -> String {
 
     // Appendix.
     let _ = writeln!(s, "## {}\n", HEADERS[5]);
-    let _ = writeln!(s, "### Model Architecture\n");
-    let _ = writeln!(s, "- **Model**: {}", code(&w.model));
-    let _ = writeln!(s, "- **Architecture**: {}", code(&w.architecture));
-    let _ = writeln!(s, "- **Scale**: {}", code(&w.scale));
-    let _ = writeln!(s, "- **Precision**: {}", code(&w.precision));
-    let _ = writeln!(s, "- **Mode**: {}\n", w.mode.label());
+    let _ = writeln!(
+        s,
+        "{}",
+        super::super::standalone_fair::model_architecture(w, true)
+    );
     let _ = writeln!(s, "### Hardware Reference\n");
     match &st.platform {
         Some(pl) => {

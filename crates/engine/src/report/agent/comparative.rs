@@ -411,15 +411,11 @@ pub fn render(
         s,
         "### Kernel Fusion Insights\n\n### System-Level Insights\n"
     );
-    let _ = writeln!(s, "## {}\n\n### Model Architecture\n", HEADERS[5]);
-    let _ = writeln!(s, "- **Model**: {}", code(&w.model));
-    let _ = writeln!(s, "- **Architecture**: {}", code(&w.architecture));
-    let _ = writeln!(s, "- **Scale**: {}", code(&w.scale));
-    let _ = writeln!(s, "- **Precision**: {}", code(&w.precision));
     let _ = writeln!(
         s,
-        "- **Mode**: {}\n\n### Hardware Reference\n",
-        w.mode.label()
+        "## {}\n\n{}\n### Hardware Reference\n",
+        HEADERS[5],
+        crate::report::standalone_fair::model_architecture(w, true)
     );
     for (tag, p) in [(&p1, &c.target_platform), (&p2, &c.reference_platform)] {
         match p {

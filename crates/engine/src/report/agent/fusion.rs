@@ -26,8 +26,7 @@ pub struct Opportunity {
     pub impact_score_high: f64,
     /// `high`, `medium` or `low`.
     pub confidence: &'static str,
-    /// Kernels with a perf model / all kernels of one call (the module's ops all have one in
-    /// Jarvis's unified sheet when they are elementwise or reduce ops).
+    /// The module's ops: (name, kernels over all calls, kernel time ms).
     pub ops: Vec<(String, u64, f64)>,
 }
 

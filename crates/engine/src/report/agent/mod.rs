@@ -23,15 +23,20 @@ fn pretty(v: &serde_json::Value) -> Result<Vec<u8>, ExportError> {
     serde_json::to_vec_pretty(v).map_err(|e| ExportError(e.to_string()))
 }
 
-/// The agent's files for one trace (standalone scope).
-pub fn agent_files(
-    a: &Analysis,
-    st: &Standalone,
-    title: &str,
-) -> Result<Vec<OutputFile>, ExportError> {
+/// What the agent's report is built from, computed once.
+struct Plan {
+    fusion: Vec<fusion::Opportunity>,
+    priority: priority::PriorityData,
+    system: system::System,
+    /// The plot's compute segments (ms), largest first, and its legend rows.
+    segments: Vec<f64>,
+    legend: Vec<(String, f64, f64, String)>,
+}
+
+fn plan(a: &Analysis, st: &Standalone) -> Plan {
     let fusion = fusion::opportunities(st);
-    let p = priority::priority_data(st, &fusion);
-    let sys = system::system(a, st);
+    let priority = priority::priority_data(st, &fusion);
+    let system = system::system(a, st);
     let u = &st.utilization;
     // The plot: compute categories largest first, then the non-computing rest.
     let mut cats: Vec<_> = st
@@ -58,23 +63,59 @@ pub fn agent_files(
                 c.category.title().to_owned(),
                 c.time_ms,
                 share(c.time_ms),
-                png::HEX[i % png::HEX.len()].to_owned(),
+                png::hex(png::colour(i)),
             )
         })
         .collect();
     let rest = (u.total_ms - segments.iter().sum::<f64>()).max(0.0);
-    legend.push(("Non-computing".into(), rest, share(rest), "#aab7c4".into()));
-    let plot = png::stacked_bar(&segments, u.total_ms);
-    let md = analysis_md::render(&analysis_md::Inputs {
+    legend.push((
+        "Non-computing".into(),
+        rest,
+        share(rest),
+        png::hex(png::GREY),
+    ));
+    Plan {
+        fusion,
+        priority,
+        system,
+        segments,
+        legend,
+    }
+}
+
+fn render(a: &Analysis, st: &Standalone, title: &str, p: &Plan) -> String {
+    analysis_md::render(&analysis_md::Inputs {
         a,
         st,
         title,
-        priority: &p,
-        fusion: &fusion,
-        system: &sys,
-        plot_png: Some(&plot),
-        legend: &legend,
-    });
+        priority: &p.priority,
+        fusion: &p.fusion,
+        system: &p.system,
+        legend: &p.legend,
+    })
+}
+
+/// `analysis.md` alone (the page's Report tab): no plot is encoded, no JSON written.
+pub fn analysis_md(a: &Analysis, st: &Standalone, title: &str) -> String {
+    render(a, st, title, &plan(a, st))
+}
+
+/// The agent's files for one trace (standalone scope).
+pub fn agent_files(
+    a: &Analysis,
+    st: &Standalone,
+    title: &str,
+) -> Result<Vec<OutputFile>, ExportError> {
+    let pl = plan(a, st);
+    let md = render(a, st, title, &pl);
+    let plot = png::stacked_bar(&pl.segments, st.utilization.total_ms);
+    let Plan {
+        fusion,
+        priority: p,
+        system: sys,
+        ..
+    } = pl;
+    let u = &st.utilization;
 
     let mut out: Vec<OutputFile> = vec![
         ("analysis.md".into(), md.into_bytes()),

@@ -16,9 +16,16 @@ pub const COLOURS: [[u8; 3]; 8] = [
     [0x34, 0x98, 0xdb],
 ];
 pub const GREY: [u8; 3] = [0xaa, 0xb7, 0xc4];
-pub const HEX: [&str; 8] = [
-    "#e74c3c", "#e67e22", "#f1c40f", "#2ecc71", "#9b59b6", "#1abc9c", "#e84393", "#3498db",
-];
+
+/// The colour of segment `i` (cycling through [`COLOURS`]).
+pub fn colour(i: usize) -> [u8; 3] {
+    COLOURS[i % COLOURS.len()]
+}
+
+/// `#e74c3c`.
+pub fn hex(c: [u8; 3]) -> String {
+    format!("#{:02x}{:02x}{:02x}", c[0], c[1], c[2])
+}
 
 const WIDTH: usize = 1800;
 const HEIGHT: usize = 450;
@@ -46,7 +53,7 @@ pub fn stacked_bar(segments: &[f64], total_ms: f64) -> Vec<u8> {
         for (i, &ms) in segments.iter().enumerate() {
             at += ms.max(0.0);
             let end = x0 + (at / total * span).round() as usize;
-            fill(x, end, COLOURS[i % COLOURS.len()]);
+            fill(x, end, colour(i));
             x = end;
         }
     }
@@ -140,5 +147,7 @@ mod tests {
         assert_eq!(at(MARGIN + (0.35 * span) as usize), COLOURS[1]);
         assert_eq!(at(MARGIN + (0.7 * span) as usize), GREY);
         assert_eq!(at(10), [255, 255, 255]);
+        assert_eq!(hex(COLOURS[0]), "#e74c3c");
+        assert_eq!(hex(GREY), "#aab7c4");
     }
 }

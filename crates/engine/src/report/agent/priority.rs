@@ -229,41 +229,43 @@ fn bucket(eff: Option<f64>) -> &'static str {
 
 /// Groups estimates into P-items per category, ranks them within it and globally.
 pub fn findings(estimates: &[Estimate]) -> Vec<Finding> {
-    // Groups in first-seen order (estimates are sorted), so ties keep a stable order.
+    // Groups in first-seen order (estimates are sorted), so ties keep a stable order; the map
+    // finds an estimate's group in one lookup.
     let mut groups: Vec<Finding> = Vec::new();
+    let mut index: rustc_hash::FxHashMap<(&str, &str, &str, &str, &str), usize> =
+        Default::default();
     for e in estimates {
-        let (bound, lib, bucket) = match e.estimate_method {
+        let (bound, bucket, name) = match e.estimate_method {
             "quantified" => (
-                e.bound_type.unwrap_or("unknown").to_owned(),
-                e.library,
+                e.bound_type.unwrap_or("unknown"),
                 bucket(e.efficiency_percent),
+                "",
             ),
             // Heuristic estimates group by op name.
-            _ => (format!("unmodeled:{}", e.name), e.library, "unknown"),
+            _ => ("unmodeled", "unknown", e.name.as_str()),
         };
-        match groups.iter_mut().find(|g| {
-            g.category == e.category
-                && g.bound_type == bound
-                && g.library == lib
-                && g.eff_bucket == bucket
-        }) {
-            Some(g) => g.members.push(e.clone()),
-            None => groups.push(Finding {
-                category: e.category.clone(),
-                category_rank: 0,
-                global_rank: 0,
-                bound_type: bound,
-                library: lib,
-                eff_bucket: bucket,
-                impact_score_low: 0.0,
-                impact_score: 0.0,
-                impact_score_high: 0.0,
-                estimate_method: e.estimate_method,
-                time_ms: 0.0,
-                below_threshold: false,
-                covered_by_fusion: false,
-                members: vec![e.clone()],
-            }),
+        let key = (e.category.as_str(), bound, e.library, bucket, name);
+        match index.get(&key) {
+            Some(&g) => groups[g].members.push(e.clone()),
+            None => {
+                index.insert(key, groups.len());
+                groups.push(Finding {
+                    category: e.category.clone(),
+                    category_rank: 0,
+                    global_rank: 0,
+                    bound_type: bound.to_owned(),
+                    library: e.library,
+                    eff_bucket: bucket,
+                    impact_score_low: 0.0,
+                    impact_score: 0.0,
+                    impact_score_high: 0.0,
+                    estimate_method: e.estimate_method,
+                    time_ms: 0.0,
+                    below_threshold: false,
+                    covered_by_fusion: false,
+                    members: vec![e.clone()],
+                });
+            }
         }
     }
     for g in &mut groups {
@@ -271,9 +273,6 @@ pub fn findings(estimates: &[Estimate]) -> Vec<Finding> {
         g.impact_score = round2(g.members.iter().map(|m| m.impact_score).sum());
         g.impact_score_high = round2(g.members.iter().map(|m| m.impact_score_high).sum());
         g.time_ms = g.members.iter().map(|m| m.time_ms).sum();
-        if g.bound_type.starts_with("unmodeled:") {
-            g.bound_type = "unmodeled".into();
-        }
     }
     groups.sort_by(|a, b| {
         b.impact_score
@@ -375,7 +374,7 @@ pub fn top_rows(st: &Standalone, findings: &[Finding]) -> Vec<TopRow> {
 /// op name): the agent leaves such ops to the fusion section, so they are not counted twice.
 pub fn fusion_flagged(r: &OpRow, fusion: &[super::fusion::Opportunity]) -> bool {
     fusion.iter().filter(|o| o.confidence == "high").any(|o| {
-        r.module_path.contains(&format!("nn.Module: {}_", o.name))
+        crate::standalone::context::path_has_class(&r.module_path, &o.name)
             && o.ops.iter().any(|(n, _, _)| *n == r.name)
     })
 }

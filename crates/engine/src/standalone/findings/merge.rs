@@ -18,14 +18,24 @@ pub const ABSORB_MIN_SHARE: f64 = 0.5;
 /// inside calling ops (`aten::matmul` around its layout copies).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scope {
-    /// The module class; empty when the pattern is not a module's (its ops' time is then
+    /// The module class; `None` when the pattern is not a module's (its ops' time is then
     /// known inside their callers, which is all `covers` needs).
-    pub class: String,
+    pub class: Option<String>,
     /// (op name, ms inside the scope).
     pub ops: Vec<(String, f64)>,
     pub instances: u64,
     /// The pattern is attention computed op by op.
     pub unfused_attention: bool,
+}
+
+impl Scope {
+    /// Whether the row's example instance runs inside the scope's module class (any row, for a
+    /// scope without one).
+    fn holds(&self, row: &OpRow) -> bool {
+        self.class
+            .as_deref()
+            .is_none_or(|c| super::super::context::path_has_class(&row.module_path, c))
+    }
 }
 
 /// Folds op findings into the pattern findings that share their cause, in place.
@@ -126,11 +136,7 @@ fn covers(scope: &Scope, x: &Bottleneck, rows: &[OpRow]) -> bool {
     let Some(row) = x.row.and_then(|i| rows.iter().find(|r| r.row == i)) else {
         return false;
     };
-    let in_class = scope.class.is_empty()
-        || row.module_path.split(" > ").any(|frame| {
-            let inst = frame.strip_prefix("nn.Module: ").unwrap_or(frame);
-            super::super::context::module_class(inst) == scope.class
-        });
+    let in_class = scope.holds(row);
     let inside_ms: f64 = scope
         .ops
         .iter()
@@ -150,9 +156,7 @@ fn scores_cause(p: &Bottleneck, rows: &[OpRow], platform: Option<&Platform>) -> 
         .iter()
         .filter(|r| {
             let n = r.name.trim_start_matches("aten::");
-            matches!(n, "bmm" | "baddbmm" | "matmul")
-                && r.module_path
-                    .contains(&format!("nn.Module: {}_", scope.class))
+            matches!(n, "bmm" | "baddbmm" | "matmul") && scope.holds(r)
         })
         .filter_map(|r| {
             let (b, m, n, k) = (r.param("B")?, r.param("M")?, r.param("N")?, r.param("K")?);

@@ -69,13 +69,13 @@ pub(super) fn op_list(ops: &[crate::standalone::patterns::OpShare]) -> (String, 
 }
 
 fn scope_of(
-    class: &str,
+    class: Option<&str>,
     instances: u64,
     ops: &[crate::standalone::patterns::OpShare],
     unfused_attention: bool,
 ) -> super::merge::Scope {
     super::merge::Scope {
-        class: class.to_owned(),
+        class: class.map(str::to_owned),
         ops: ops.iter().map(|o| (o.name.clone(), o.ms)).collect(),
         instances,
         unfused_attention,
@@ -108,7 +108,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     rules::saving_projection(c.total_ms, c.fused_ms, compute),
                     inp,
                 );
-                b.scope = Some(scope_of(&c.class, c.instances, &c.ops, false));
+                b.scope = Some(scope_of(Some(&c.class), c.instances, &c.ops, false));
                 f.bottlenecks.push(b);
             }
         }
@@ -134,7 +134,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     rules::speedup_projection(a.core_ms, &[3.0, 10.0], compute),
                     inp,
                 );
-                b.scope = Some(scope_of(&a.class, a.instances, &a.ops, true));
+                b.scope = Some(scope_of(Some(&a.class), a.instances, &a.ops, true));
                 f.bottlenecks.push(b);
             }
         }
@@ -173,7 +173,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         rules::saving_projection(g.copy_ms, 0.0, compute),
                         inp,
                     );
-                    b.scope = Some(scope_of("", 0, &g.copy_ops, false));
+                    b.scope = Some(scope_of(None, 0, &g.copy_ops, false));
                     b.causes.push(Cause {
                         key: "gemm_layout_copies",
                         title: format!(
