@@ -49,3 +49,20 @@ pub fn all_traces(shared: &std::path::Path) -> Vec<PathBuf> {
 pub fn read(path: &std::path::Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
+
+/// Every file `jarvis report` writes for an analysis, by path (CSVs under `perf_report_csvs/`).
+pub fn report_files(
+    a: &jarvis_engine::Analysis,
+    title: &str,
+) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    a.write_csv_sheets(|name, csv| {
+        out.insert(format!("perf_report_csvs/{name}.csv"), csv.to_vec());
+        Ok::<(), ()>(())
+    })
+    .expect("csv");
+    for (p, b) in jarvis_engine::report::contract::standalone_files(a, title).expect("files") {
+        assert!(out.insert(p.clone(), b).is_none(), "{p} written twice");
+    }
+    out
+}

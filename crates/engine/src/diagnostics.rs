@@ -190,7 +190,7 @@ impl DiagnosticKind {
             OpsWithoutShapes => "Some CPU ops carry no input shapes (record_shapes was off); shape-based grouping and perf models are limited.",
             UnmodelledOps => "Some ops that have a perf model could not be modelled from what the trace records; they have no FLOPs, bytes or efficiency, and their kernel time counts as unmodelled.",
             NoGpuEvents => "The trace has no GPU kernels, memcpys or memsets; there is no GPU time to analyze.",
-            GpuOnlyTrace => "The trace has no CPU ops; only GPU-side sheets (timeline, kernels) are produced.",
+            GpuOnlyTrace => "The trace has no CPU ops: no op sheets, shapes or perf models. unified_perf_summary is kernel-level (one row per kernel, filed by its name), and the analysis reasons about kernels.",
             UnknownPlatform => "The GPU is not in Jarvis's platform table, so efficiency and roofline figures are not computed; choose a platform (or give its peaks) to get them.",
             IdleWithoutLaunches => "GPU idle gaps were found but the work after them has no linked launch call, so host wait (a late launch) cannot be told apart from a dependency gap; the gaps are filed as kernel wait or other.",
             NoStepMarkers => "The trace has no ProfilerStep#N, vLLM or SGLang step markers; the step table shows the whole trace as one step.",

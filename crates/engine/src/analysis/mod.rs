@@ -10,6 +10,8 @@ pub mod headline;
 pub mod host_wait;
 pub mod idle;
 pub mod intervals;
+pub mod kernel_kinds;
+pub mod kernel_ops;
 pub mod kernel_tables;
 pub mod launch_stats;
 pub mod launchers;

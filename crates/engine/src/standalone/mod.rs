@@ -205,7 +205,14 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
     let events = events_by_uid(src.trace, &rows);
     let modules = Modules::build(src.trace, src.tree);
     for r in &mut rows {
-        if let Some(&ev) = events.get(&r.ex_uid) {
+        let Some(&ev) = events.get(&r.ex_uid) else {
+            continue;
+        };
+        if src.trace.event(ev).kind.is_gpu() {
+            // A GPU-only trace's kernel-level row: the kernel is its own example instance.
+            let e = src.trace.event(ev);
+            r.kernel_names = vec![(src.trace.name(e).to_owned(), e.dur as f64 / 1e3)];
+        } else {
             r.sub_ops = sub_ops(src.trace, src.tree, ev);
             r.kernel_names = kernel_names(src.trace, src.tree, ev);
             let frame = context::cpu_root(src.trace, src.tree, ev)
@@ -314,6 +321,9 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
         .iter()
         .map(|r| {
             let ev = *events.get(&r.ex_uid)?;
+            if src.trace.event(ev).kind.is_gpu() {
+                return None;
+            }
             Some(context::tree_entry(
                 src.trace,
                 src.tree,
@@ -359,7 +369,9 @@ fn events_by_uid(trace: &Trace, rows: &[OpRow]) -> HashMap<u32, EventId> {
         .events
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.kind == EventKind::CpuOp && want.contains(&e.uid))
+        .filter(|(_, e)| {
+            (e.kind == EventKind::CpuOp || e.kind == EventKind::Kernel) && want.contains(&e.uid)
+        })
         .map(|(i, e)| (e.uid, EventId(i as u32)))
         .collect()
 }

@@ -260,6 +260,9 @@ fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {
             .entry(e.name)
             .or_insert_with(|| trace.name(e).to_ascii_lowercase().contains("conv"));
     }
+    if is_conv.is_empty() {
+        return conv_transposes_by_adjacency(trace);
+    }
     if !is_conv.values().any(|c| *c) {
         return None;
     }
@@ -286,6 +289,83 @@ fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {
         let name = trace.name(e);
         if is_transpose_kernel(name) {
             transposes.push((name.to_owned(), e.dur));
+        }
+    }
+    if conv_ns == 0 {
+        return None;
+    }
+    let mut kernels = shares(transposes.into_iter());
+    kernels.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+    Some(ConvTransposes {
+        transpose_ms: kernels.iter().map(|k| k.ms).sum(),
+        kernels,
+        conv_ms: conv_ns as f64 / 1e6,
+    })
+}
+
+/// What a kernel is to a convolution when no call tree says which op launched it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ConvRole {
+    Conv,
+    /// A layout transform or a MIOpen `SubTensorOp*` helper (zero-fill before a split-K
+    /// `gkgs` kernel's atomic adds, cast of its fp32 result): work a library launches around
+    /// its convolution kernel.
+    Helper,
+    Other,
+}
+
+/// [`conv_transposes`] for a trace without CPU ops: on each stream, the helper kernels that run
+/// back to back with a convolution kernel (no other kernel between) belong to it. MIOpen runs
+/// `SubTensorOpWithScalar1d`, input and weight transposes, `igemm_*`, then the output
+/// transpose: one unbroken run per convolution.
+fn conv_transposes_by_adjacency(trace: &Trace) -> Option<ConvTransposes> {
+    use crate::analysis::kernel_kinds::kernel_op_category;
+    let role = |name: &str| match kernel_op_category(name) {
+        "CONV_fwd" | "CONV_bwd" => ConvRole::Conv,
+        "layout" => ConvRole::Helper,
+        _ if name.starts_with("SubTensorOp") => ConvRole::Helper,
+        _ => ConvRole::Other,
+    };
+    let mut streams: HashMap<i64, Vec<(i64, i64, ConvRole, usize)>> = HashMap::default();
+    for (i, e) in trace.events.iter().enumerate() {
+        if e.kind == EventKind::Kernel {
+            streams.entry(e.stream().unwrap_or(-1)).or_default().push((
+                e.ts,
+                e.dur,
+                role(trace.name(e)),
+                i,
+            ));
+        }
+    }
+    let mut conv_ns = 0i64;
+    let mut transposes: Vec<(String, i64)> = Vec::new();
+    let mut keys: Vec<i64> = streams.keys().copied().collect();
+    keys.sort_unstable();
+    for k in keys {
+        let mut ks = streams.remove(&k).unwrap_or_default();
+        ks.sort_by_key(|&(ts, _, _, i)| (ts, i));
+        // Runs of helpers and convolutions; a run with a convolution is one convolution's work.
+        let mut start = 0;
+        while start < ks.len() {
+            if ks[start].2 == ConvRole::Other {
+                start += 1;
+                continue;
+            }
+            let end = ks[start..]
+                .iter()
+                .position(|k| k.2 == ConvRole::Other)
+                .map_or(ks.len(), |p| start + p);
+            let run = &ks[start..end];
+            if run.iter().any(|k| k.2 == ConvRole::Conv) {
+                for &(_, dur, r, i) in run {
+                    conv_ns += dur;
+                    let name = trace.name(&trace.events[i]);
+                    if r == ConvRole::Helper && is_transpose_kernel(name) {
+                        transposes.push((name.to_owned(), dur));
+                    }
+                }
+            }
+            start = end;
         }
     }
     if conv_ns == 0 {

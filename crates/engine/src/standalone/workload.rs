@@ -94,13 +94,29 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
     let architecture = architecture(rows, modules, &mut evidence);
     let scale = scale(trace, rows, modules, architecture.as_deref(), &mut evidence);
     let precision = precision(rows, &mut evidence);
-    let mode = if trains {
+    // Without host ops (a GPU-only trace) the backward pass shows in its kernels' categories.
+    let backward_kernels = rows
+        .iter()
+        .filter(|r| r.tracelens_category.ends_with("_bwd"))
+        .map(|r| r.name.as_str())
+        .take(2)
+        .collect::<Vec<_>>();
+    let mode = if trains || !backward_kernels.is_empty() {
         Mode::Training
     } else {
         Mode::Inference
     };
     evidence.push(if trains {
         "mode: the host runs autograd backward nodes or an optimizer step".into()
+    } else if !backward_kernels.is_empty() {
+        format!(
+            "mode: backward ops run ({})",
+            backward_kernels
+                .iter()
+                .map(|n| super::md::code(n))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
     } else {
         "mode: no backward op and no optimizer step".into()
     });
@@ -460,7 +476,12 @@ fn row_dtype(r: &OpRow) -> Option<&'static str> {
 /// The element type a kernel name spells (`__hip_bfloat16`, `c10::Half`, `fp8`), for ops with
 /// no recorded inputs (graph replays).
 fn kernel_dtype(r: &OpRow) -> Option<&'static str> {
-    let names = format!("{} {}", r.name, r.kernels).to_ascii_lowercase();
+    let mut names = format!("{} {}", r.name, r.kernels);
+    for (k, _) in &r.kernel_names {
+        names.push(' ');
+        names.push_str(k);
+    }
+    let names = names.to_ascii_lowercase();
     // Explicit FP8 formats first; then the 16-bit types; a bare `fp8` last, since template
     // arguments such as `Fp8KVCacheDataType)0` (FP8 cache off) spell it in bf16 kernels.
     [

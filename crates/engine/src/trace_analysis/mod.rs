@@ -267,7 +267,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
     let unlinked = timeline::unlinked_work(&trace, &tree, options.gpu_scope, &timeline);
     quality::note_unlinked(&mut trace, &unlinked);
     let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
-    let mut top_ops = Vec::new();
+    let top_ops;
     let launchers = launchers::kernel_launchers(&trace, &tree, &registry, &names);
     if !gpu_only {
         let summary = ops_tables::ops_summary(&trace, &launchers.list);
@@ -275,6 +275,11 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         sheets.push(ops_tables::ops_summary_by_category(&launchers.list));
         sheets.push(summary);
         sheets.push(ops_tables::ops_unique_args(&trace, &launchers));
+    } else {
+        // No ops to report: the kernels stand in for them (docs/deviations.md).
+        let unified = crate::analysis::kernel_ops::kernel_level_unified(&trace);
+        top_ops = crate::analysis::kernel_ops::top_kernel_families(&unified);
+        sheets.push(unified);
     }
     // Kernel sheets before the perf sheets, so the launcher lists can be dropped first (peak
     // memory); the report keeps TraceLens's sheet order.

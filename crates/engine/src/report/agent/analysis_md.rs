@@ -59,23 +59,49 @@ fn cat_title(key: &str) -> &'static str {
         .map_or("Other ops", |c| c.title())
 }
 
-/// The Jarvis finding (with its root causes) about the finding's largest member, if any.
-fn named_cause<'a>(
-    st: &'a Standalone,
-    f: &Finding,
-) -> Option<&'a crate::standalone::findings::Bottleneck> {
+/// A root cause Jarvis named for a P-item: the first diagnosed cause of the finding about its
+/// largest member, or the pattern finding that absorbed that finding (the same cause seen
+/// across ops: layout transposes around convolutions, an unfused module).
+struct NamedCause<'a> {
+    title: &'a str,
+    evidence: &'a str,
+    action: &'a str,
+    /// The further causes (title, evidence) of a diagnosed finding.
+    more: Vec<(&'a str, &'a str)>,
+}
+
+fn named_cause<'a>(st: &'a Standalone, f: &Finding) -> Option<NamedCause<'a>> {
     let top = f.members.first()?;
     let row = st.rows.get(top.row)?.row;
-    st.categories
-        .iter()
-        .flat_map(|c| &c.bottlenecks)
+    let all = || st.categories.iter().flat_map(|c| &c.bottlenecks);
+    if let Some(b) = all()
         .flat_map(|b| std::iter::once(b).chain(&b.absorbed))
         .find(|b| b.row == Some(row) && !b.causes.is_empty())
+    {
+        return Some(NamedCause {
+            title: &b.causes[0].title,
+            evidence: &b.causes[0].evidence,
+            action: &b.causes[0].action,
+            more: b
+                .causes
+                .iter()
+                .skip(1)
+                .map(|c| (c.title.as_str(), c.evidence.as_str()))
+                .collect(),
+        });
+    }
+    let p = all().find(|p| p.pattern && p.absorbed.iter().any(|x| x.row == Some(row)))?;
+    Some(NamedCause {
+        title: &p.title,
+        evidence: &p.issue,
+        action: &p.path_a,
+        more: Vec::new(),
+    })
 }
 
 fn card_title(st: &Standalone, f: &Finding) -> String {
     let base = match named_cause(st, f) {
-        Some(b) => format!("{}: {}", code(&f.members[0].name), b.causes[0].title),
+        Some(c) => format!("{}: {}", code(&f.members[0].name), c.title),
         None if f.bound_type == "unmodeled" => {
             format!("{} without a perf model", code(&f.members[0].name))
         }
@@ -124,15 +150,15 @@ fn insight(st: &Standalone, f: &Finding) -> String {
         s.push_str(" with no perf model, so their efficiency is unknown");
     }
     s.push('.');
-    if let Some(b) = named_cause(st, f) {
-        let _ = write!(s, " Root cause: {}", b.causes[0].evidence);
+    if let Some(c) = named_cause(st, f) {
+        let _ = write!(s, " Root cause: {}", c.evidence);
     }
     s
 }
 
 fn action(st: &Standalone, f: &Finding) -> String {
-    if let Some(b) = named_cause(st, f) {
-        return b.causes[0].action.clone();
+    if let Some(c) = named_cause(st, f) {
+        return c.action.to_owned();
     }
     match f.bound_type.as_str() {
         "compute" => "Check the kernel's tile choice and how its tiles fill the compute units for these shapes (replay them), and whether a lower precision (BF16 → FP8) is acceptable.".into(),
@@ -439,11 +465,11 @@ pub fn render(i: &Inputs<'_>) -> String {
             );
         }
         let _ = writeln!(s, "\n**Reasoning for Slowdown:**\n{}\n", insight(st, f));
-        if let Some(b) = named_cause(st, f) {
-            for c in b.causes.iter().skip(1) {
-                let _ = writeln!(s, "- {}: {}", c.title, c.evidence);
+        if let Some(c) = named_cause(st, f) {
+            for (title, evidence) in &c.more {
+                let _ = writeln!(s, "- {title}: {evidence}");
             }
-            if b.causes.len() > 1 {
+            if !c.more.is_empty() {
                 s.push('\n');
             }
         }

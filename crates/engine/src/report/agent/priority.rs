@@ -349,11 +349,20 @@ pub fn top_rows(st: &Standalone, findings: &[Finding]) -> Vec<TopRow> {
     });
     rows.truncate(MAX_TOP_ROWS);
     let threshold = st.utilization.computation_ms * 0.05;
+    // The agent's fallback takes categories with no finding at all. When no finding is
+    // quantified (no perf model anywhere: a GPU-only trace) that leaves the table empty and
+    // fails the agent's own marker check; then a category without a quantified finding counts.
+    let none_quantified = rows.is_empty();
     let mut fallback: Vec<TopRow> = st
         .categories
         .iter()
         .filter(|c| !c.rows.is_empty())
-        .filter(|c| !findings.iter().any(|f| f.category == c.category.key()))
+        .filter(|c| {
+            !findings.iter().any(|f| {
+                f.category == c.category.key()
+                    && (!none_quantified || f.estimate_method == "quantified")
+            })
+        })
         .filter(|c| c.time_ms >= threshold)
         .map(|c| TopRow {
             category: c.category.key().to_owned(),

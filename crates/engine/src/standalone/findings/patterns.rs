@@ -198,13 +198,13 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         .first()
                         .map(|k| code(&short(&k.name, 70)))
                         .unwrap_or_default();
-                    f.bottlenecks.push(pattern_bottleneck(
+                    let mut b = pattern_bottleneck(
                         f.category,
                         &["conv"],
                         "Layout transposes around convolutions".into(),
                         t.transpose_ms,
                         format!(
-                            "{:.3} ms of layout-transpose kernels ({} kernels, e.g. {top}) run inside convolutions: {share_of_conv:.1}% of convolution time. The library converts NCHW tensors to the NHWC layout its kernels prefer.",
+                            "{:.3} ms of layout-transpose kernels ({} kernels, e.g. {top}) run as part of convolutions (inside the convolution ops, or back to back with the convolution kernels in a trace without ops): {share_of_conv:.1}% of convolution time. The library converts NCHW tensors to the NHWC layout its kernels prefer.",
                             t.transpose_ms, t.kernels.iter().map(|k| k.kernels).sum::<u64>()
                         ),
                         "Convert model and inputs to channels_last (`model.to(memory_format=torch.channels_last)`, `x.to(memory_format=torch.channels_last)`) so the transposes disappear.",
@@ -212,7 +212,24 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         ProjectionKind::Saving,
                         rules::saving_projection(t.transpose_ms, 0.0, compute),
                         inp,
-                    ));
+                    );
+                    // In a GPU-only trace the transposes are kernel-level rows of their own
+                    // (named by kernel family): the same cause, folded in here.
+                    let mut by_family: Vec<(String, f64)> = Vec::new();
+                    for k in &t.kernels {
+                        let fam = crate::analysis::kernel_kinds::kernel_family(&k.name);
+                        match by_family.iter_mut().find(|(n, _)| *n == fam) {
+                            Some((_, ms)) => *ms += k.ms,
+                            None => by_family.push((fam, k.ms)),
+                        }
+                    }
+                    b.scope = Some(super::merge::Scope {
+                        class: None,
+                        ops: by_family,
+                        instances: t.kernels.iter().map(|k| k.kernels).sum(),
+                        unfused_attention: false,
+                    });
+                    f.bottlenecks.push(b);
                 }
             }
         }
