@@ -118,6 +118,23 @@ fn kernels_stand_in_for_ops() {
         .collect();
     assert_eq!(top[0], ("igemm_fwd", 10, 400.0));
     assert_eq!(top[1], ("batched_transpose", 50, 350.0));
+    // The family's finding says what its kernels are and what the trace cannot tell.
+    let fwd = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| b.op_name == "igemm_fwd")
+        .expect("igemm_fwd finding");
+    assert_eq!(fwd.title, "Convolution kernels `igemm_fwd`");
+    assert!(
+        fwd.issue.starts_with(&format!(
+            "1 kernel variant of `igemm_fwd` (CONV_fwd) run 10 times for 0.400 ms ({:.1}% of compute)",
+            400.0 / truth * 100.0
+        )),
+        "{}",
+        fwd.issue
+    );
+    assert!(fwd.efficiency_pct.is_none() && !fwd.replay);
 }
 
 #[test]

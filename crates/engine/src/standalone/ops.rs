@@ -174,6 +174,8 @@ pub struct OpRow {
     /// The `nn.Module` frames around the op, outermost first, joined with ` > ` (empty when
     /// the trace has none there); filled by the standalone analysis.
     pub module_path: String,
+    /// A GPU-only trace's kernel-level row (`name` is a kernel family; no shapes).
+    pub kernel_level: bool,
 }
 
 impl OpRow {
@@ -284,6 +286,8 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
         c("Data Moved (MB)"),
         c("FLOPS/Byte"),
     );
+    // Only the kernel-level sheet of a GPU-only trace has this column.
+    let kernel_level = c("Kernel name").is_some();
     let (spec, tbs, tfl, roof, bound, model, kern, params) = (
         c("Compute Spec"),
         c("TB/s_mean"),
@@ -341,6 +345,7 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
                 sub_ops: Vec::new(),
                 kernel_names: Vec::new(),
                 module_path: String::new(),
+                kernel_level,
             }
         })
         .collect()
@@ -378,6 +383,7 @@ pub(crate) mod tests_support {
             sub_ops: Vec::new(),
             kernel_names: Vec::new(),
             module_path: String::new(),
+            kernel_level: false,
         }
     }
 }

@@ -373,6 +373,9 @@ pub(super) fn op_bottleneck(
     let time_ms = r.kernel_us / 1e3;
     let share = inp.share(time_ms);
     let mut t = op_texts(r, &g.shape_text(), eff, base, inp);
+    if r.kernel_level {
+        kernel_level_texts(&mut t, g, r, inp);
+    }
     let causes = diagnosis::diagnose(
         r,
         g.largest(),
@@ -418,6 +421,24 @@ pub(super) fn op_bottleneck(
         scope: None,
         absorbed: Vec::new(),
     }
+}
+
+/// A GPU-only trace's kernel family: what its kernels are and what the trace cannot say (no
+/// shapes, so no perf model and no replay); the category's Path A stays.
+fn kernel_level_texts(t: &mut OpTexts, g: &Group<'_>, r: &OpRow, inp: &Inputs<'_>) {
+    let name = code(&r.name);
+    let variants = g.rows.len();
+    t.title = format!("{} kernels {name}", r.category.title());
+    t.issue = format!(
+        "{variants} kernel variant{} of {name} ({}) run {} times for {:.3} ms ({:.1}% of compute); the longest is {}. The trace has no CPU ops, so no shapes: no perf model applies and the efficiency is unknown.",
+        if variants == 1 { "" } else { "s" },
+        r.tracelens_category,
+        r.count,
+        r.kernel_us / 1e3,
+        inp.share(r.kernel_us / 1e3),
+        code(&short(&main_kernel_of(g.largest()), 70)),
+    );
+    t.path_b = "Profile again with CPU activity and shapes (`activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]`, `record_shapes=True`) to get a perf model, an efficiency and a replay artifact for these kernels.".into();
 }
 
 /// Names the root causes in a finding's texts: the title gets the main cause, the issue its
