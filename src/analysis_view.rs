@@ -60,7 +60,7 @@ pub struct Overview {
     pub headline: Vec<(&'static str, &'static str, String, String)>,
     pub top_ops: Vec<TopOp>,
     /// Idle time by category and cause (absent in bundles of older versions).
-    pub idle: jarvis_engine::analysis::idle::IdleReport,
+    pub idle: jarvis_engine::analysis::idle_report::IdleReport,
     pub steps: jarvis_engine::analysis::steps::Steps,
     pub recommendations: Vec<Recommendation>,
     /// The ops explorer's rows (`unified_perf_summary` with call stacks).

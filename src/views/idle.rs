@@ -2,7 +2,7 @@
 //! categories over all GPU work, summing to the breakdown's idle time), the causes of host
 //! wait, and the launch figures.
 
-use jarvis_engine::analysis::idle::IdleReport;
+use jarvis_engine::analysis::idle_report::IdleReport;
 use leptos::prelude::*;
 
 fn ms(ns: i64) -> String {

@@ -4,7 +4,7 @@
 pub mod html;
 pub mod snapshot;
 
-use jarvis_engine::report::export::ExportError;
+use jarvis_engine::report::files::ExportError;
 use jarvis_engine::report::{Cell, PerfReport};
 use rust_xlsxwriter::{DocProperties, ExcelDateTime, Workbook};
 

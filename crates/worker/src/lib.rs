@@ -19,6 +19,8 @@
 //! in the breakdown (`GpuScope::All`). Cancelling is terminating the worker: the analysis loop is synchronous.
 
 #[cfg(target_arch = "wasm32")]
+mod outbox;
+#[cfg(target_arch = "wasm32")]
 mod session;
 #[cfg(target_arch = "wasm32")]
 mod timeline;

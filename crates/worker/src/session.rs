@@ -1,5 +1,6 @@
 //! One worker's state (the target and reference it holds) and its answers to each request.
-//! Messages go out through an [`Outbox`], so tests can run a session inside a test worker.
+//! Messages go out through an [`Outbox`] (`outbox.rs`), so tests can run a session inside a
+//! test worker.
 
 use jarvis_engine::report::reopen::{looks_like_zip, open_bundle, Reopened};
 use jarvis_engine::standalone::Brief;
@@ -9,29 +10,12 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{Blob, DedicatedWorkerGlobalScope, FileReaderSync, MessageEvent};
 
+use crate::outbox::send;
+pub use crate::outbox::Outbox;
+
 const SLICE: f64 = 16.0 * 1024.0 * 1024.0;
 /// A bundle is read whole (it holds CSVs and reports, not a trace); larger zips are refused.
 const MAX_BUNDLE: f64 = 512.0 * 1024.0 * 1024.0;
-
-/// Where a session's messages go: the worker's global scope, or a test's collector.
-pub trait Outbox {
-    /// Posts `msg`, transferring the buffers in `transfer` (not copying them).
-    fn post(&self, msg: &JsValue, transfer: Option<&js_sys::Array>);
-}
-
-impl Outbox for DedicatedWorkerGlobalScope {
-    fn post(&self, msg: &JsValue, transfer: Option<&js_sys::Array>) {
-        // A failed post means the page is gone; nothing is left to tell.
-        let _ = match transfer {
-            Some(t) => self.post_message_with_transfer(msg, t),
-            None => self.post_message(msg),
-        };
-    }
-}
-
-fn send(out: &dyn Outbox, msg: serde_json::Value) {
-    out.post(&JsValue::from_str(&msg.to_string()), None);
-}
 
 /// What the target is: an analyzed trace, or a reopened bundle (with its bytes, re-exported as
 /// they came).
@@ -59,7 +43,7 @@ pub struct Session {
     target: Option<Target>,
     reference: Option<(Analysis, String)>,
     /// The job analysis of a multi-rank load (or a reopened job bundle's files).
-    job: Option<Vec<jarvis_engine::report::contract::OutputFile>>,
+    job: Option<Vec<jarvis_engine::report::files::OutputFile>>,
     /// A warm-up in progress (`{warm: true}`); any other request ends it.
     warmup: Option<crate::warmup::Warmup>,
     /// The warm-up is complete (later `{warm}` requests are answered at once).
@@ -74,7 +58,7 @@ impl Session {
     }
 
     /// A session holding `analysis` as its target (the warm-up renders its result through it).
-    pub(crate) fn holding(analysis: Analysis, title: &str) -> Session {
+    fn holding(analysis: Analysis, title: &str) -> Session {
         Session {
             target: Some(Target {
                 loaded: Loaded::Trace(Box::new(analysis)),
@@ -238,7 +222,15 @@ impl Session {
             return;
         }
         let warmup = self.warmup.get_or_insert_with(Default::default);
-        match warmup.step() {
+        let options = options_for("target", PlatformChoice::Auto, GpuScope::Linked);
+        // The warm-up trace's result goes through the same rendering as a real one.
+        let render = |analysis: Analysis| -> Result<serde_json::Value, String> {
+            let session = Session::holding(analysis, "warm-up");
+            let overview = session.first_part(0.0, 0.0, 0.0)?;
+            session.rest()?;
+            Ok(overview)
+        };
+        match warmup.step(&options, &render) {
             Ok(done) => {
                 send(
                     out,
@@ -261,7 +253,7 @@ impl Session {
     }
 
     /// The overview's part of the target's result (`result {partial: true}`).
-    pub(crate) fn first_part(
+    fn first_part(
         &self,
         elapsed: f64,
         parse_ms: f64,
@@ -296,7 +288,7 @@ impl Session {
 
     /// The rest of the target's result (`result_rest`'s JSON): explorer rows, kernels,
     /// categories, lanes, the rendered reports and the comparison.
-    pub(crate) fn rest(&self) -> Result<String, String> {
+    fn rest(&self) -> Result<String, String> {
         let target = self.target.as_ref().ok_or("no analysis yet")?;
         let title = &target.title;
         let (report_html, rough_html) = match &target.loaded {
@@ -506,7 +498,7 @@ impl Session {
             .as_ref()
             .ok_or_else(|| "no analysis to export yet".to_owned())?;
         let title = &target.title;
-        let err = |e: jarvis_engine::report::export::ExportError| e.to_string();
+        let err = |e: jarvis_engine::report::files::ExportError| e.to_string();
         match (&target.loaded, what) {
             (Loaded::Trace(a), "html") => Ok((
                 "standalone_analysis_fair.html",
@@ -790,7 +782,7 @@ fn read_and_analyze(
 }
 
 /// The analysis options for a trace in `role` (`target`, `reference` or `rank`).
-pub(crate) fn options_for(role: &str, platform: PlatformChoice, gpu_scope: GpuScope) -> Options {
+fn options_for(role: &str, platform: PlatformChoice, gpu_scope: GpuScope) -> Options {
     Options {
         platform,
         // Both are drawn; the reference (drawn beside the target in the compare view) without

@@ -6,7 +6,7 @@ use jarvis_engine::lanes::{Lanes, SliceClass};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 
-use crate::session::Outbox;
+use crate::outbox::Outbox;
 
 fn number(obj: &JsValue, key: &str) -> Option<f64> {
     js_sys::Reflect::get(obj, &JsValue::from_str(key))

@@ -14,9 +14,11 @@
 use std::io::Write;
 
 use jarvis_engine::synth::{trace_bytes, SynthSpec};
-use jarvis_engine::{analyze_trace_with, Analysis, GpuScope, Importer, PlatformChoice};
+use jarvis_engine::{analyze_trace_with, Analysis, Importer, Options};
 
-use crate::session::{options_for, Session};
+/// Renders an analysis as the page's first answer does, returning its overview part (the
+/// session's rendering, passed in so this module needs nothing of the session's).
+pub type Render<'a> = dyn Fn(Analysis) -> Result<serde_json::Value, String> + 'a;
 
 /// A step's time budget: a step stops at the first point it may after this long. Three pieces
 /// cannot be cut: writing and gzipping the trace (70–105 ms cold), its analysis (165–340 ms
@@ -75,13 +77,16 @@ impl Default for Warmup {
 }
 
 impl Warmup {
-    /// Does about [`STEP_MS`] of the warm-up; returns whether it is complete.
-    pub fn step(&mut self) -> Result<bool, String> {
+    /// Does about [`STEP_MS`] of the warm-up, analyzing with `options` (the target's) and
+    /// rendering with `render`; returns whether it is complete.
+    pub fn step(&mut self, options: &Options, render: &Render<'_>) -> Result<bool, String> {
         let start = js_sys::Date::now();
         let done = loop {
             self.stage = advance(
                 std::mem::replace(&mut self.stage, Stage::Done),
                 &mut self.overview,
+                options,
+                render,
             )?;
             if matches!(self.stage, Stage::Done) {
                 break true;
@@ -105,7 +110,12 @@ impl Warmup {
     }
 }
 
-fn advance(stage: Stage, overview: &mut Option<serde_json::Value>) -> Result<Stage, String> {
+fn advance(
+    stage: Stage,
+    overview: &mut Option<serde_json::Value>,
+    options: &Options,
+    render: &Render<'_>,
+) -> Result<Stage, String> {
     Ok(match stage {
         Stage::Start => Stage::Feed {
             gz: gzip(&trace_bytes(&spec()).0)?,
@@ -131,13 +141,10 @@ fn advance(stage: Stage, overview: &mut Option<serde_json::Value>) -> Result<Sta
         }
         Stage::Analyze(importer) => {
             let trace = importer.finish().map_err(|e| e.to_string())?;
-            let options = options_for("target", PlatformChoice::Auto, GpuScope::Linked);
-            Stage::Render(Box::new(analyze_trace_with(trace, &options)))
+            Stage::Render(Box::new(analyze_trace_with(trace, options)))
         }
         Stage::Render(analysis) => {
-            let session = Session::holding(*analysis, "warm-up");
-            *overview = Some(session.first_part(0.0, 0.0, 0.0)?);
-            session.rest()?;
+            *overview = Some(render(*analysis)?);
             Stage::Done
         }
         Stage::Done => Stage::Done,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::categories::is_communication;
 use super::intervals::{self, Span};
-use super::timeline::GpuWork;
+use super::names::GpuWork;
 use crate::model::{EventKind, Nanos, Trace, COLLECTIVE_ARG_KEYS};
 
 /// One collective kernel as TraceLens's `nccl_long` reads it: times from the event, the

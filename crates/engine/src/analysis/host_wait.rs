@@ -15,6 +15,7 @@ use super::idle::{Gap, IdleCategory};
 use super::intervals::{length, merge, subtract, Span};
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, LaneId, Nanos, Trace};
+use crate::report::{Cell, Sheet};
 
 /// A sync call that ended this long before the gap began still emptied the queue (the host
 /// and GPU clocks differ by a few microseconds).
@@ -462,4 +463,31 @@ impl GapDescriber {
             })
             .collect()
     }
+}
+
+/// The `host_wait_causes` sheet.
+pub fn causes_sheet(causes: &[HostWaitCause]) -> Sheet {
+    let mut sheet = Sheet::new(
+        "host_wait_causes",
+        &[
+            "cause",
+            "label",
+            "gaps",
+            "time_ms",
+            "share_of_host_wait_pct",
+            "examples",
+        ],
+    );
+    for c in causes {
+        let ex = c.examples_text();
+        sheet.rows.push(vec![
+            Cell::s(c.kind.key()),
+            Cell::s(&c.label),
+            Cell::Int(c.gaps as i64),
+            Cell::f(c.time_ns as f64 / 1e6),
+            Cell::f(c.share_pct),
+            Cell::s(ex),
+        ]);
+    }
+    sheet
 }

@@ -9,6 +9,7 @@ pub mod grouping;
 pub mod headline;
 pub mod host_wait;
 pub mod idle;
+pub mod idle_report;
 pub mod intervals;
 pub mod kernel_kinds;
 pub mod kernel_ops;

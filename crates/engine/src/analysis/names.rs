@@ -1,9 +1,34 @@
 //! Per-name classifications, computed once per distinct name rather than once per event:
 //! a million kernels share a few thousand names.
 
-use super::categories::is_communication;
-use super::timeline::{classify_with, GpuWork};
-use crate::model::{Event, Trace};
+use serde::Serialize;
+
+use super::categories::{is_communication, is_rocm_copy_kernel, is_rocm_fill_kernel};
+use crate::model::{Event, EventKind, Trace};
+
+/// Where a GPU event's time goes in the breakdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum GpuWork {
+    Computation,
+    Communication,
+    Memcpy,
+}
+
+/// Classifies one GPU event (spec §3b).
+pub fn classify(kind: EventKind, name: &str) -> GpuWork {
+    classify_with(kind, name, is_communication(name))
+}
+
+/// [`classify`] with the communication test already done (see [`NameClasses`]).
+pub fn classify_with(kind: EventKind, name: &str, is_comm: bool) -> GpuWork {
+    match kind {
+        EventKind::GpuMemcpy => GpuWork::Memcpy,
+        EventKind::Kernel if is_rocm_copy_kernel(name) => GpuWork::Memcpy,
+        EventKind::Kernel if is_rocm_fill_kernel(name) => GpuWork::Computation,
+        _ if is_comm => GpuWork::Communication,
+        _ => GpuWork::Computation,
+    }
+}
 
 /// Memoized name tests for one trace.
 #[derive(Debug)]

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::idle::{split_within, Gap};
 use super::intervals::{length, merge, subtract, Span};
+use super::names::GpuWork;
 use super::names::NameClasses;
-use super::timeline::GpuWork;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Nanos, Trace};
 use crate::report::{Cell, Sheet};

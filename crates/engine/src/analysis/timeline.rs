@@ -4,35 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::categories::{is_communication, is_rocm_copy_kernel, is_rocm_fill_kernel};
 use super::intervals::{length, merge, subtract, Span};
-use super::names::NameClasses;
+use super::names::{GpuWork, NameClasses};
 use crate::model::tree::CallTree;
-use crate::model::{EventId, EventKind, Nanos, Trace};
-
-/// Where a GPU event's time goes in the breakdown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum GpuWork {
-    Computation,
-    Communication,
-    Memcpy,
-}
-
-/// Classifies one GPU event (spec §3b).
-pub fn classify(kind: EventKind, name: &str) -> GpuWork {
-    classify_with(kind, name, is_communication(name))
-}
-
-/// [`classify`] with the communication test already done (see `names::NameClasses`).
-pub fn classify_with(kind: EventKind, name: &str, is_comm: bool) -> GpuWork {
-    match kind {
-        EventKind::GpuMemcpy => GpuWork::Memcpy,
-        EventKind::Kernel if is_rocm_copy_kernel(name) => GpuWork::Memcpy,
-        EventKind::Kernel if is_rocm_fill_kernel(name) => GpuWork::Computation,
-        _ if is_comm => GpuWork::Communication,
-        _ => GpuWork::Computation,
-    }
-}
+use crate::model::{EventId, Nanos, Trace};
 
 /// The breakdown, in nanoseconds. `computation + exposed_comm + exposed_memcpy + idle == total`.
 /// (Deserialize: the page and the HTML snapshot read it back from the worker's JSON.)

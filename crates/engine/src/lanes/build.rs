@@ -7,8 +7,9 @@ use super::row::{Row, Slice, SliceClass, NO_OP};
 use super::{LaneKind, Lanes, OpIndex, HOST_BUDGET};
 use crate::analysis::idle::IdleCategory;
 use crate::analysis::intervals::{merge, subtract, Span};
+use crate::analysis::names::GpuWork;
 use crate::analysis::names::NameClasses;
-use crate::analysis::timeline::{GpuScope, GpuWork};
+use crate::analysis::timeline::GpuScope;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, LaneId, Nanos, RawId, StrId, Trace};
 

@@ -453,8 +453,8 @@ pub fn comparison_files(
     target: &crate::trace_analysis::Analysis,
     reference: &crate::trace_analysis::Analysis,
     title: &str,
-) -> Vec<super::contract::OutputFile> {
-    let mut files: Vec<super::contract::OutputFile> = sheets(c)
+) -> Vec<super::files::OutputFile> {
+    let mut files: Vec<super::files::OutputFile> = sheets(c)
         .iter()
         .map(|s| (format!("comparison_csvs/{}.csv", s.name), s.to_csv()))
         .collect();
@@ -477,7 +477,9 @@ pub fn comparison_files(
     }
     // TraceLens's agent's comparative contract (analysis.md, both traces' CSVs, trace 1's
     // directories). Its only error source is writing zips into memory, which cannot fail.
-    if let Ok(agent) = super::agent::comparative::files(c, target, reference, title) {
+    if let Ok(agent) = super::contract::standalone_files(target, title)
+        .and_then(|trace1| super::agent::comparative::files(c, target, reference, trace1))
+    {
         files.extend(agent);
     }
     files.push((

@@ -5,14 +5,13 @@
 
 use serde_json::json;
 
-use super::export::ExportError;
+use super::files::ExportError;
 use super::{Cell, Sheet};
 use crate::standalone::findings::CategoryFindings;
 use crate::standalone::Standalone;
 use crate::trace_analysis::Analysis;
 
-/// One output file.
-pub type OutputFile = (String, Vec<u8>);
+use super::files::OutputFile;
 
 fn ops_csv(unified: &Sheet, st: &Standalone, f: &CategoryFindings) -> Vec<u8> {
     let mut cols: Vec<&str> = unified.columns.iter().map(String::as_str).collect();

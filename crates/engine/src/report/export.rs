@@ -8,10 +8,7 @@ use zip::write::SimpleFileOptions;
 
 use crate::trace_analysis::Analysis;
 
-/// Why an export could not be written.
-#[derive(Debug, thiserror::Error)]
-#[error("export failed: {0}")]
-pub struct ExportError(pub String);
+use super::files::ExportError;
 
 /// The zip bundle: `perf_report_csvs/<sheet>.csv`, the standalone output contract (both
 /// reports, category data, metadata, findings, manifest, replay packages; see

@@ -5,9 +5,9 @@
 
 use std::io::{Cursor, Read};
 
-use super::contract::OutputFile;
 use super::distributed_md::{distributed_findings_md, distributed_rough_md};
-use super::export::ExportError;
+use super::files::ExportError;
+use super::files::OutputFile;
 use crate::multirank::JobAnalysis;
 
 pub const JOB_FORMAT: &str = "jarvis-job";

@@ -6,6 +6,7 @@ pub mod compare_md;
 pub mod contract;
 pub mod distributed_md;
 pub mod export;
+pub mod files;
 pub mod findings_md;
 pub mod job_bundle;
 pub mod pyrepr;

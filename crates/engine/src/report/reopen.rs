@@ -4,7 +4,7 @@
 
 use std::io::{Cursor, Read};
 
-use super::export::ExportError;
+use super::files::ExportError;
 use super::{Cell, PerfReport, Sheet};
 
 /// The `format` field `bundle_zip` writes into `jarvis.json`, and the version this engine reads.

@@ -7,7 +7,7 @@ use std::io::{Cursor, Write};
 
 use zip::write::SimpleFileOptions;
 
-use super::export::ExportError;
+use super::files::ExportError;
 use crate::standalone::ReplayOp;
 
 const SCRIPT: &str = include_str!("replay.py");

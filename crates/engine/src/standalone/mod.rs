@@ -190,7 +190,7 @@ pub struct Sources<'a> {
     pub tree: &'a CallTree,
     pub timeline: &'a GpuTimeline,
     /// The idle-time breakdown and host-wait causes (names the idle finding's cause).
-    pub idle: &'a crate::analysis::idle::IdleReport,
+    pub idle: &'a crate::analysis::idle_report::IdleReport,
     pub unified: &'a Sheet,
     pub coll: Option<&'a Sheet>,
     pub top_ops: &'a [TopOp],

@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::analysis::categories::Registry;
 use crate::analysis::timeline::{self, GpuScope, GpuTimeline, UnlinkedWork};
 use crate::analysis::{collectives, device_names, timeline_sheet, top_ops_of, TopOp};
-use crate::analysis::{headline, idle, kernel_tables, launchers, names, ops_tables, steps};
+use crate::analysis::{headline, kernel_tables, launchers, names, ops_tables, steps};
 use crate::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::model::tree::CallTree;
 use crate::model::{EventKind, Trace};
@@ -130,7 +130,7 @@ pub struct Analysis {
     pub headline: headline::Headline,
     pub top_ops: Vec<TopOp>,
     /// Why the GPU idles: host wait / kernel wait / other, host-wait causes, launch figures.
-    pub idle: idle::IdleReport,
+    pub idle: crate::analysis::idle_report::IdleReport,
     /// Training steps or inference iterations.
     pub steps: steps::Steps,
     /// Collective kernels and comm/compute overlap: what a multi-rank analysis reads

@@ -3,7 +3,7 @@
 
 use crate::analysis::categories::Registry;
 use crate::analysis::{
-    category_sheets, host_wait, idle, launch_stats, launchers, names, steps, unified,
+    category_sheets, host_wait, idle, idle_report, launch_stats, launchers, names, steps, unified,
 };
 use crate::diagnostics::DiagnosticKind;
 use crate::model::tree::CallTree;
@@ -21,7 +21,11 @@ pub(super) fn idle_and_steps(
     names: &names::NameClasses,
     counted: &[crate::model::EventId],
     sheets: &mut Vec<Sheet>,
-) -> (idle::IdleReport, steps::Steps, launch_stats::LaunchTable) {
+) -> (
+    idle_report::IdleReport,
+    steps::Steps,
+    launch_stats::LaunchTable,
+) {
     let gaps = idle::gaps(trace, tree, counted);
     let split = idle::split_of(&gaps);
     let mut by_device: Vec<(crate::model::RawId, Vec<crate::model::EventId>)> = Vec::new();
@@ -61,7 +65,7 @@ pub(super) fn idle_and_steps(
     sheets.push(idle::idle_interval_stats_sheet(0, &streams));
     let table = launch_stats::LaunchTable::new(trace, &launches);
     drop(launches);
-    sheets.push(idle::host_wait_causes_sheet(&causes));
+    sheets.push(host_wait::causes_sheet(&causes));
     let steps = steps::steps(trace, tree, names, counted, &gaps);
     sheets.push(steps::steps_sheet(&steps));
     let stream_gaps = streams
@@ -89,9 +93,9 @@ pub(super) fn idle_and_steps(
             )),
         );
     }
-    let launch_bound = idle::IdleReport::is_launch_bound(&split, &launch);
+    let launch_bound = idle_report::IdleReport::is_launch_bound(&split, &launch);
     (
-        idle::IdleReport {
+        idle_report::IdleReport {
             split,
             devices,
             causes,

@@ -12,8 +12,7 @@ use serde_json::json;
 
 use super::analysis_md::HEADERS;
 use crate::compare::Comparison;
-use crate::report::contract::OutputFile;
-use crate::report::export::ExportError;
+use crate::report::files::{ExportError, OutputFile};
 use crate::standalone::md::{cell, code, code_cell};
 use crate::standalone::ops::{Bound, SeedCategory};
 use crate::standalone::Standalone;
@@ -447,18 +446,19 @@ fn icon(n: usize) -> &'static str {
     }
 }
 
-/// The comparative output: trace 1's directory contract, the comparative `analysis.md` and
+/// The comparative output: trace 1's directory contract (from `trace1`, the standalone files
+/// `report::contract` writes for the target), the comparative `analysis.md` and
 /// `priority_data.json`, and both traces' CSVs.
 pub fn files(
     c: &Comparison,
     target: &Analysis,
     reference: &Analysis,
-    title: &str,
+    trace1: Vec<OutputFile>,
 ) -> Result<Vec<OutputFile>, ExportError> {
     let (Some(st1), Some(st2)) = (&target.standalone, &reference.standalone) else {
         return Ok(Vec::new());
     };
-    let mut out: Vec<OutputFile> = crate::report::contract::standalone_files(target, title)?
+    let mut out: Vec<OutputFile> = trace1
         .into_iter()
         .filter(|(p, _)| {
             [

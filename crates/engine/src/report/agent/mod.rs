@@ -14,8 +14,7 @@ pub mod system;
 
 use serde_json::json;
 
-use super::contract::OutputFile;
-use super::export::ExportError;
+use super::files::{ExportError, OutputFile};
 use crate::standalone::Standalone;
 use crate::trace_analysis::Analysis;
 

@@ -242,7 +242,7 @@ pub struct CategoryFindings {
 pub struct Inputs<'a> {
     pub rows: &'a [OpRow],
     pub timeline: &'a GpuTimeline,
-    pub idle: &'a crate::analysis::idle::IdleReport,
+    pub idle: &'a crate::analysis::idle_report::IdleReport,
     pub platform: Option<&'a Platform>,
     pub patterns: &'a Patterns,
     pub top_op_names: &'a [String],

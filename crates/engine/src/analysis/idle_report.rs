@@ -1,0 +1,35 @@
+//! What the idle-time analysis reports for one trace: the split of idle time (`idle`), its
+//! host-wait causes (`host_wait`) and the launch statistics (`launch_stats`), with the
+//! launch-bound rule over them. Kept apart from its parts so they depend on each other in one
+//! direction only (`host_wait` reads `idle`'s gaps).
+
+use serde::{Deserialize, Serialize};
+
+use super::host_wait::HostWaitCause;
+use super::idle::IdleSplit;
+use super::launch_stats::LaunchSummary;
+
+/// Everything the idle-time analysis reports for one trace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IdleReport {
+    /// Over all linked GPU work: sums to `gpu_timeline`'s idle time.
+    pub split: IdleSplit,
+    /// Per device (process label or pid), when the trace has more than one.
+    pub devices: Vec<(String, IdleSplit)>,
+    /// Host-wait time by cause, largest first (sums to `split.host_wait`).
+    pub causes: Vec<HostWaitCause>,
+    pub launch: LaunchSummary,
+    /// Most kernels are shorter than their launch call and host wait is most of the idle time.
+    pub launch_bound: bool,
+}
+
+impl IdleReport {
+    /// The launch-bound rule (docs/analysis.md): at least half the launched GPU events run
+    /// shorter than their launch call, and host wait is at least half of the idle time.
+    pub fn is_launch_bound(split: &IdleSplit, launch: &LaunchSummary) -> bool {
+        launch.launches > 0
+            && launch.shorter_than_launch * 2 >= launch.launches
+            && split.host_wait > 0
+            && split.host_wait * 2 >= split.total()
+    }
+}
