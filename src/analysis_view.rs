@@ -66,9 +66,9 @@ pub struct Overview {
     /// The ops explorer's rows (`unified_perf_summary` with call stacks).
     pub ops: Vec<jarvis_engine::standalone::explorer::OpView>,
     /// TraceLens's `kernel_summary`.
-    pub kernel_table: Option<crate::views::kernels::KernelTable>,
+    pub kernel_table: Option<crate::reply_parts::KernelTable>,
     /// The seeds' categories with their findings.
-    pub categories: Vec<crate::views::categories::CategoryRow>,
+    pub categories: Vec<crate::reply_parts::CategoryRow>,
     pub diagnostics: Vec<Diag>,
     pub elapsed_ms: f64,
     /// Of it, reading and parsing the file (the rest is the analysis).
@@ -85,7 +85,7 @@ pub struct Overview {
     /// GPU-only traces and bundles written before it existed).
     pub agent_html: String,
     /// The timeline view's lanes (None for a reopened bundle: it has no events).
-    pub lanes: Option<std::sync::Arc<crate::views::timeline::TimelineMeta>>,
+    pub lanes: Option<std::sync::Arc<crate::reply_parts::TimelineMeta>>,
     /// The rest of the result (explorer rows, kernels, categories, lanes, reports) has arrived;
     /// until then the overview is shown and the other views say they are being prepared.
     pub complete: bool,
@@ -102,9 +102,9 @@ pub struct Rest {
     #[serde(default)]
     pub categories: Option<Value>,
     #[serde(default)]
-    pub timeline: Option<crate::views::timeline::TimelineMeta>,
+    pub timeline: Option<crate::reply_parts::TimelineMeta>,
     #[serde(default)]
-    pub reference_timeline: Option<crate::views::timeline::TimelineMeta>,
+    pub reference_timeline: Option<crate::reply_parts::TimelineMeta>,
     #[serde(default)]
     pub report_html: String,
     #[serde(default)]
@@ -268,11 +268,11 @@ impl Overview {
     /// Takes in the second part of the result.
     pub fn fill(&mut self, rest: &mut Rest) {
         self.ops = std::mem::take(&mut rest.ops);
-        self.categories = crate::views::categories::CategoryRow::list(rest.categories.as_ref());
+        self.categories = crate::reply_parts::CategoryRow::list(rest.categories.as_ref());
         self.kernel_table = rest
             .kernel_summary
             .as_ref()
-            .and_then(crate::views::kernels::KernelTable::from_sheet);
+            .and_then(crate::reply_parts::KernelTable::from_sheet);
         self.report_html = std::mem::take(&mut rest.report_html);
         self.rough_html = std::mem::take(&mut rest.rough_html);
         self.agent_html = std::mem::take(&mut rest.agent_html);

@@ -7,6 +7,7 @@
 pub mod analysis_view;
 mod chart;
 mod job;
+pub mod reply_parts;
 mod shortcuts;
 mod snapshot;
 mod theme;

@@ -3,37 +3,8 @@
 //! projections, ops table), largest share first. The findings are the worker's inert HTML.
 
 use leptos::prelude::*;
-use serde_json::Value;
 
-/// One category as the worker sends it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CategoryRow {
-    pub key: String,
-    pub time_ms: f64,
-    pub share_pct: f64,
-    pub efficiency_pct: Option<f64>,
-    pub calls: u64,
-    pub html: String,
-}
-
-impl CategoryRow {
-    pub fn list(v: Option<&Value>) -> Vec<CategoryRow> {
-        v.and_then(Value::as_array)
-            .map(|rows| {
-                rows.iter()
-                    .map(|r| CategoryRow {
-                        key: r["key"].as_str().unwrap_or_default().to_owned(),
-                        time_ms: r["time_ms"].as_f64().unwrap_or(0.0),
-                        share_pct: r["share_pct"].as_f64().unwrap_or(0.0),
-                        efficiency_pct: r["efficiency_pct"].as_f64(),
-                        calls: r["calls"].as_u64().unwrap_or(0),
-                        html: r["html"].as_str().unwrap_or_default().to_owned(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-}
+use crate::reply_parts::CategoryRow;
 
 #[component]
 pub fn CategoriesView(categories: Vec<CategoryRow>) -> impl IntoView {

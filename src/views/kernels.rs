@@ -4,30 +4,7 @@
 use leptos::prelude::*;
 use serde_json::Value;
 
-/// `kernel_summary` as sent by the worker: column names and rows of JSON cells.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct KernelTable {
-    pub columns: Vec<String>,
-    pub rows: Vec<Vec<Value>>,
-}
-
-impl KernelTable {
-    pub fn from_sheet(sheet: &Value) -> Option<KernelTable> {
-        let columns = sheet
-            .get("columns")?
-            .as_array()?
-            .iter()
-            .filter_map(|c| c.as_str().map(str::to_owned))
-            .collect();
-        let rows = sheet
-            .get("rows")?
-            .as_array()?
-            .iter()
-            .filter_map(|r| r.as_array().cloned())
-            .collect();
-        Some(KernelTable { columns, rows })
-    }
-}
+use crate::reply_parts::KernelTable;
 
 /// The columns shown, in order: (sheet column, header).
 const SHOWN: [(&str, &str); 9] = [

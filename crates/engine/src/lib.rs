@@ -40,6 +40,7 @@ pub mod model;
 pub mod multirank;
 pub mod perf;
 pub mod report;
+pub mod sheet;
 pub mod standalone;
 pub mod synth;
 pub mod trace_analysis;

@@ -4,7 +4,7 @@
 //! grow to fill the view when there is room (up to `AUTO_MAX_H`); dragging a group's lower edge
 //! sets that group's row height; a lane with several rows (nesting depth) folds to its first.
 
-use serde::Deserialize;
+pub use crate::reply_parts::{LaneMeta, TimelineMeta};
 
 /// Width of the lane-label gutter, CSS pixels.
 pub const GUTTER: f64 = 210.0;
@@ -21,33 +21,6 @@ pub const RULER_H: f64 = 26.0;
 const LANE_GAP: f64 = 6.0;
 /// How close (CSS px) to a group's lower edge the pointer must be to drag it.
 const EDGE_GRAB: f64 = 4.0;
-
-/// One lane as the worker describes it (`jarvis_engine::lanes::LaneInfo`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct LaneMeta {
-    pub label: String,
-    /// `gpu_busy`, `gpu` or `host`.
-    pub kind: String,
-    pub first_row: u32,
-    pub rows: u32,
-    pub slices: u64,
-}
-
-/// The timeline part of the worker's `result` (`crates/worker/src/timeline.rs`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct TimelineMeta {
-    pub lanes: Vec<LaneMeta>,
-    pub names: Vec<String>,
-    pub range: (i64, i64),
-    pub note: Option<String>,
-    pub classes: Vec<String>,
-}
-
-impl TimelineMeta {
-    pub fn has_host(&self) -> bool {
-        self.lanes.iter().any(|l| l.kind == "host")
-    }
-}
 
 /// A lane group: 0 GPU, 1 host.
 fn group_of(lane: &LaneMeta) -> usize {

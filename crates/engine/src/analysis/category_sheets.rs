@@ -17,8 +17,8 @@ use crate::perf::gemm::transpose_from_kernel;
 use crate::perf::inputs::OpInputs;
 use crate::perf::platform::{roofline, Platform, Roofline};
 use crate::perf::Metrics;
-use crate::report::pyrepr::{arg_as_py_tuple, json_as_py_list};
-use crate::report::{Cell, Sheet};
+use crate::sheet::pyrepr::{arg_as_py_tuple, json_as_py_list};
+use crate::sheet::{Cell, Sheet};
 
 use super::categories::Registry;
 

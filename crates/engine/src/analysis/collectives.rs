@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use super::categories::is_communication;
 use super::stats::{us, Agg};
 use crate::model::{Trace, COLLECTIVE_ARG_KEYS};
-use crate::report::{Cell, Sheet};
+use crate::sheet::{Cell, Sheet};
 
 /// Bytes per element of the dtype names NCCL metadata uses.
 pub fn dtype_bytes(dtype: &str) -> Option<f64> {

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::timeline::GpuTimeline;
-use crate::report::Sheet;
+use crate::sheet::Sheet;
 
 /// The figures the page and the snapshot show, in order: (JSON key, label, unit `%` or `ms`).
 pub const SHOWN: [(&str, &str, &str); 10] = [

@@ -15,7 +15,7 @@ use super::idle::{Gap, IdleCategory};
 use super::intervals::{length, merge, subtract, Span};
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, LaneId, Nanos, Trace};
-use crate::report::{Cell, Sheet};
+use crate::sheet::{Cell, Sheet};
 
 /// A sync call that ended this long before the gap began still emptied the queue (the host
 /// and GPU clocks differ by a few microseconds).

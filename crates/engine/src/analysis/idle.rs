@@ -9,7 +9,7 @@ use super::intervals::Span;
 use super::stats::us;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, Nanos, RawId, Trace};
-use crate::report::{Cell, Sheet};
+use crate::sheet::{Cell, Sheet};
 
 /// HTA's `consecutive_kernel_delay`: a gap shorter than this whose work was already queued is
 /// the cost of starting back-to-back kernels (kernel wait).

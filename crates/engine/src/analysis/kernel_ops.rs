@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 use super::kernel_kinds::{kernel_family, kernel_op_category};
 use super::stats::us;
 use crate::model::{EventKind, Nanos, StrId, Trace};
-use crate::report::{Cell, Sheet};
+use crate::sheet::{Cell, Sheet};
 
 /// Columns: the names TraceLens's `unified_perf_summary` gives the same quantities.
 /// `name` is the kernel's family ([`kernel_family`]), so tile variants group as an op's shapes

@@ -8,8 +8,8 @@ use super::launchers::Launchers;
 use super::stats::us;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Nanos, StrId, Trace};
-use crate::report::pyrepr::arg_as_py_tuple;
-use crate::report::{Cell, Sheet};
+use crate::sheet::pyrepr::arg_as_py_tuple;
+use crate::sheet::{Cell, Sheet};
 
 /// Kernels under this many nanoseconds are "short" (TraceLens's default 10 µs).
 pub const SHORT_KERNEL_THRESHOLD: Nanos = 10_000;

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::stats::us;
 use crate::model::tree::{is_graph_launch, CallTree};
 use crate::model::{EventId, Nanos, Trace};
-use crate::report::{Cell, Sheet};
+use crate::sheet::{Cell, Sheet};
 
 /// HTA's `runtime_cutoff`: a launch call longer than this is an outlier.
 pub const RUNTIME_OUTLIER_NS: Nanos = 50_000;

@@ -26,7 +26,7 @@ pub mod unified;
 use serde::{Deserialize, Serialize};
 
 use crate::model::Trace;
-use crate::report::{Cell, Sheet};
+use crate::sheet::{Cell, Sheet};
 use timeline::GpuTimeline;
 
 /// A ranked op for summaries: name and direct GPU time. (Deserialize: the web page reads it

@@ -7,8 +7,8 @@ use super::grouping::group_by_key;
 use super::launchers::{Launcher, Launchers};
 use super::stats::{ms, percentages, us, Agg};
 use crate::model::{EventId, Trace};
-use crate::report::pyrepr::{arg_as_py_tuple, py_float, py_str};
-use crate::report::{Cell, Sheet};
+use crate::sheet::pyrepr::{arg_as_py_tuple, py_float, py_str};
+use crate::sheet::{Cell, Sheet};
 
 /// `ops_summary_by_category`.
 pub fn ops_summary_by_category(launchers: &[Launcher]) -> Sheet {

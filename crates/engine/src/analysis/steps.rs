@@ -15,7 +15,7 @@ use super::names::GpuWork;
 use super::names::NameClasses;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Nanos, Trace};
-use crate::report::{Cell, Sheet};
+use crate::sheet::{Cell, Sheet};
 
 /// How a step was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

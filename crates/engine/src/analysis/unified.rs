@@ -19,8 +19,8 @@ use crate::perf::inputs::OpInputs;
 use crate::perf::params::Param;
 use crate::perf::platform::Platform;
 use crate::perf::Metrics;
-use crate::report::pyrepr::py_str;
-use crate::report::{Cell, Sheet};
+use crate::sheet::pyrepr::py_str;
+use crate::sheet::{Cell, Sheet};
 
 /// One instance row before grouping.
 #[derive(Debug, Clone)]

@@ -5,7 +5,7 @@
 
 use std::cmp::Ordering;
 
-use crate::report::{Cell, PerfReport, Sheet};
+use crate::sheet::{Cell, PerfReport, Sheet};
 
 /// A merge recipe: keys, diff columns, columns each side drops, and the split sort column.
 struct Recipe<'a> {

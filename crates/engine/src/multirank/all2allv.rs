@@ -8,7 +8,7 @@ use super::sheets::{us_cell, Input};
 use crate::analysis::comm_kernels::{key, CollectiveKernel};
 use crate::analysis::stats::Agg;
 use crate::diagnostics::{DiagnosticKind, Diagnostics};
-use crate::report::{Cell, Sheet};
+use crate::sheet::{Cell, Sheet};
 
 const AGGS: [&str; 4] = ["mean", "median", "min", "max"];
 const METRICS: [&str; 12] = [

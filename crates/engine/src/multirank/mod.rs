@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use crate::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::perf::platform::Sourced;
-use crate::report::{Cell, Sheet};
+use crate::sheet::{Cell, Sheet};
 pub use discovery::{rank_from_name, RankFrom};
 pub use summary::RankSummary;
 

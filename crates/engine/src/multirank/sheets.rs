@@ -11,7 +11,7 @@ use super::matching::{msg_mb, sync_figures, us, CollType, Matching, SyncFigures}
 use crate::analysis::comm_kernels::{key, CollectiveKernel};
 use crate::analysis::stats::Agg;
 use crate::diagnostics::{DiagnosticKind, Diagnostics};
-use crate::report::{Cell, Sheet};
+use crate::sheet::{Cell, Sheet};
 
 /// `--agg_metrics`' default: the summaries' aggregates, in order.
 const AGGS: [&str; 4] = ["mean", "median", "min", "max"];

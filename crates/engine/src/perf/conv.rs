@@ -138,7 +138,7 @@ pub fn metrics(class: &str, x: &OpInputs) -> Option<Metrics> {
     let (bias, bias_param) = if backward {
         let v = x.dims.get(3).cloned().unwrap_or(Value::Null);
         let has = v.as_array().is_some_and(|a| !a.is_empty());
-        (has, Param::Str(crate::report::pyrepr::json_as_py_list(&v)))
+        (has, Param::Str(crate::sheet::pyrepr::json_as_py_list(&v)))
     } else {
         let has = x.shape(2).is_some_and(|s| !s.is_empty());
         (has, Param::Bool(has))

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::report::pyrepr::{json_as_py_tuple, py_float, py_str};
+use crate::sheet::pyrepr::{json_as_py_tuple, py_float, py_str};
 
 /// One parameter value.
 #[derive(Debug, Clone, PartialEq)]

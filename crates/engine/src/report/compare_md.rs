@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use super::{Cell, Sheet};
 use crate::compare::{priority, Comparison, MatchKind, Matched, Verdict};
+use crate::sheet::{Cell, Sheet};
 use crate::standalone::md::{cell, code, code_cell, short};
 use crate::standalone::ops::Bound;
 

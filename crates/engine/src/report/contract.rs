@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use super::files::ExportError;
-use super::{Cell, Sheet};
+use crate::sheet::{Cell, Sheet};
 use crate::standalone::findings::CategoryFindings;
 use crate::standalone::Standalone;
 use crate::trace_analysis::Analysis;

@@ -155,7 +155,7 @@ fn cell_of(text: &str) -> Cell {
     }
     match text.parse::<f64>() {
         // Only where the float writes back as the same text (`1e-05`, `0.5`; not `00.5`).
-        Ok(f) if super::pyrepr::py_float(f) == text => Cell::Float(f),
+        Ok(f) if crate::sheet::pyrepr::py_float(f) == text => Cell::Float(f),
         _ => Cell::s(text),
     }
 }

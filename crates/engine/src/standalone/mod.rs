@@ -22,7 +22,7 @@ use crate::analysis::TopOp;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Trace};
 use crate::perf::platform::Platform;
-use crate::report::Sheet;
+use crate::sheet::Sheet;
 use context::{Modules, TreeEntry};
 use findings::{Baseline, Bottleneck, CategoryFindings};
 use ops::{OpRow, SeedCategory};

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::report::Sheet;
+use crate::sheet::Sheet;
 
 /// The seeds' analysis categories (seed 004, step 5), in report order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -16,7 +16,7 @@ use crate::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::model::tree::CallTree;
 use crate::model::{EventKind, Trace};
 use crate::perf::platform::Platform;
-use crate::report::{PerfReport, Sheet};
+use crate::sheet::{PerfReport, Sheet};
 use quality::note_trace_quality;
 use sheets::{idle_and_steps, perf_sheets};
 

@@ -8,7 +8,7 @@ use crate::analysis::{
 use crate::diagnostics::DiagnosticKind;
 use crate::model::tree::CallTree;
 use crate::model::Trace;
-use crate::report::Sheet;
+use crate::sheet::Sheet;
 
 use super::PlatformUsed;
 

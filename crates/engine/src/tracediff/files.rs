@@ -5,8 +5,8 @@ use super::lca::DiffRow;
 use super::merge::Merged;
 use super::side::NONE;
 use super::{Sides, TraceDiff};
-use crate::report::pyrepr::py_float;
-use crate::report::{Cell, Sheet};
+use crate::sheet::pyrepr::py_float;
+use crate::sheet::{Cell, Sheet};
 
 const SOURCES: [&str; 2] = ["trace1", "trace2"];
 /// Without python function nodes every op's module stack is TraceLens's placeholder.

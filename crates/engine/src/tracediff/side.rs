@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::model::tree::{is_graph_launch, CallTree};
 use crate::model::{EventId, EventKind, Nanos, Trace};
-use crate::report::pyrepr::json_as_py_tuple;
+use crate::sheet::pyrepr::json_as_py_tuple;
 
 type ArgKey = (
     Option<crate::model::StrId>,

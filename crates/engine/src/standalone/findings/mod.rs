@@ -17,7 +17,7 @@ use super::patterns::{Patterns, SHORT_KERNEL_US};
 use super::rules::{self, Priority, Projection};
 use crate::analysis::timeline::GpuTimeline;
 use crate::perf::platform::Platform;
-use crate::report::Sheet;
+use crate::sheet::Sheet;
 
 use notes::add_notes;
 pub use ops::{baseline, compact_dims, shape_summary};
