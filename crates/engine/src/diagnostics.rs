@@ -181,7 +181,7 @@ impl DiagnosticKind {
             TooManyEvents => "The trace holds more events than Jarvis keeps (16,777,216, about 2 GB of working memory); the events up to the limit were analyzed and the rest of the file was not read.",
             TrailingData => "There are bytes after the end of the trace document; they were ignored.",
             KernelWithoutLaunch => "Some GPU events have no linked launch (often work queued before profiling started); like TraceLens, they are left out of the GPU timeline and op tables.",
-            GraphLaunches => "CUDA/HIP graph launches replay many kernels under one host call; their kernels are attributed to the graph launch.",
+            GraphLaunches => "CUDA/HIP graph launches replay many kernels under one host call; their kernels are attributed to the graph launch, and the analysis files them by their kernels' names. Their ops, shapes and call stacks are in the trace recorded while the graph was captured, which Jarvis cannot merge yet.",
             LinkedWithoutFlows => "The trace has no launch flow events; launches were linked to GPU work by correlation id alone.",
             ZeroTimestamp => "Some events have timestamp 0, which usually means a profiler fault.",
             KernelBeforeLaunch => "Some GPU events start before the host call that launched them: the host and GPU clocks disagree, so host-to-GPU latencies are unreliable (GPU-side times are unaffected).",

@@ -278,7 +278,7 @@ impl CallTree {
                 .add(K::GraphLaunches, graph_launches, None);
             trace.diagnostics.set_message(
                 K::GraphLaunches,
-                format!("{graph_launches} CUDA/HIP graph launches own {graph_events} GPU events between them; those kernels are attributed to the graph launch."),
+                format!("{graph_launches} CUDA/HIP graph launches own {graph_events} GPU events between them; those kernels are attributed to the graph launch and filed by their names. Their ops, shapes and call stacks are in the trace recorded while the graph was captured, which Jarvis cannot merge yet."),
             );
         }
         if flowless && flowless_links > 0 {

@@ -100,6 +100,14 @@ pub fn seed_category(name: &str, tracelens_category: &str) -> SeedCategory {
     if is_communication(name) {
         return SeedCategory::Communication;
     }
+    // A synthetic op (a kernel no op covers: a CUDA/HIP graph replay's, without its capture) is
+    // what its kernel's name says it is (`analysis::kernel_kinds`), where TraceLens says `other`.
+    if let Some((_, kernel)) = synthetic_parts(name).filter(|_| tracelens_category == "other") {
+        return seed_category(
+            kernel,
+            crate::analysis::kernel_kinds::kernel_op_category(kernel),
+        );
+    }
     match tracelens_category {
         "GEMM" => return SeedCategory::Gemm,
         "SDPA_fwd" | "InferenceAttention" => return SeedCategory::SdpaFwd,
@@ -124,6 +132,11 @@ pub fn seed_category(name: &str, tracelens_category: &str) -> SeedCategory {
     } else {
         SeedCategory::Other
     }
+}
+
+/// The host call and kernel of a synthetic op's name (`launcher->kernel (Synthetic Op)`).
+pub fn synthetic_parts(name: &str) -> Option<(&str, &str)> {
+    name.strip_suffix(" (Synthetic Op)")?.split_once("->")
 }
 
 /// Whether the roofline says an op is limited by compute or by memory bandwidth.
@@ -411,6 +424,23 @@ mod tests {
             seed_category("aten::_flash_attention_forward", "other"),
             SeedCategory::SdpaFwd
         );
+        // Graph-replayed kernels without an op: their kernel's name decides.
+        for (kernel, want) in [
+            (
+                "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu",
+                SeedCategory::MoeFused,
+            ),
+            (
+                "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT32x32x256",
+                SeedCategory::Gemm,
+            ),
+            ("kernel_unified_attention_3d", SeedCategory::SdpaFwd),
+            ("triton_poi_fused__to_copy_1", SeedCategory::Triton),
+            ("some_kernel", SeedCategory::Other),
+        ] {
+            let name = format!("hipGraphLaunch->{kernel} (Synthetic Op)");
+            assert_eq!(seed_category(&name, "other"), want, "{kernel}");
+        }
         assert_eq!(
             seed_category("nccl:all_reduce", "other"),
             SeedCategory::Communication

@@ -103,6 +103,18 @@ pub fn compact_dims(dims: &str) -> String {
     s
 }
 
+/// An op's name as findings show it: a synthetic op (`launcher->kernel (Synthetic Op)`, a
+/// kernel no op covers, such as a graph replay's) as its kernel, cut to 60 characters, and the
+/// host call it ran under; other ops by name.
+fn op_display(name: &str) -> String {
+    match crate::standalone::ops::synthetic_parts(name) {
+        Some((launcher, kernel)) => {
+            format!("{} under {}", code(&short(kernel, 60)), code(launcher))
+        }
+        None => code(name),
+    }
+}
+
 pub(super) struct OpTexts {
     title: String,
     issue: String,
@@ -118,7 +130,7 @@ pub(super) fn op_texts(
     base: Option<&Baseline>,
     inp: &Inputs<'_>,
 ) -> OpTexts {
-    let name = code(&r.name);
+    let name = op_display(&r.name);
     let shape = code(shape_text);
     let kernel = code(&short(&main_kernel_of(r), 70));
     let e = fmt_pct(eff);
@@ -375,6 +387,8 @@ pub(super) fn op_bottleneck(
     let mut t = op_texts(r, &g.shape_text(), eff, base, inp);
     if r.kernel_level {
         kernel_level_texts(&mut t, g, r, inp);
+    } else if let Some((launcher, _)) = crate::standalone::ops::synthetic_parts(&r.name) {
+        graph_kernel_texts(&mut t, r, launcher, inp);
     }
     let causes = diagnosis::diagnose(
         r,
@@ -439,6 +453,32 @@ fn kernel_level_texts(t: &mut OpTexts, g: &Group<'_>, r: &OpRow, inp: &Inputs<'_
         code(&short(&main_kernel_of(g.largest()), 70)),
     );
     t.path_b = "Profile again with CPU activity and shapes (`activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]`, `record_shapes=True`) to get a perf model, an efficiency and a replay artifact for these kernels.".into();
+}
+
+/// A kernel no op covers (a synthetic op: most often a CUDA/HIP graph replay's kernel whose
+/// capture is not merged): what it is by its name, what the trace cannot say, and the action
+/// its kind calls for instead of the elementwise default.
+fn graph_kernel_texts(t: &mut OpTexts, r: &OpRow, launcher: &str, inp: &Inputs<'_>) {
+    t.issue = format!(
+        "{} ({}, {} calls, {:.3} ms, {:.1}% of compute) is credited to no op ({} {} it), so the trace records no shapes for it, no perf model applies and its efficiency is unknown.",
+        op_display(&r.name),
+        crate::analysis::kernel_kinds::kernel_op_category(
+            crate::standalone::ops::synthetic_parts(&r.name).map_or("", |(_, k)| k)
+        ),
+        r.count,
+        r.kernel_us / 1e3,
+        inp.share(r.kernel_us / 1e3),
+        code(launcher),
+        if launcher.to_ascii_lowercase().contains("graph") {
+            "replayed"
+        } else {
+            "launched"
+        },
+    );
+    if r.category == SeedCategory::MoeFused {
+        t.path_a = "Check the tokens each expert gets per step (tokens × top-k / experts): below about 64–128 the expert GEMMs stream their weights with mostly empty tiles, so batch more tokens per step or use an MoE kernel tuned for decode batch sizes.".into();
+    }
+    t.path_b = "Merge the trace recorded while the graph was captured (its ops, shapes and call stacks), or profile one step without the graph, to get a perf model, an efficiency and a replay artifact for this kernel.".into();
 }
 
 /// Names the root causes in a finding's texts: the title gets the main cause, the issue its
