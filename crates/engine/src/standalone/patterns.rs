@@ -69,6 +69,23 @@ pub struct ConvTransposes {
     pub conv_ms: f64,
 }
 
+impl ConvTransposes {
+    /// From the convolutions' kernel time and their transpose kernels (name, ns); `None`
+    /// without convolution time.
+    fn of(conv_ns: i64, transposes: Vec<(String, i64)>) -> Option<ConvTransposes> {
+        if conv_ns == 0 {
+            return None;
+        }
+        let mut kernels = shares(transposes.into_iter());
+        kernels.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+        Some(ConvTransposes {
+            transpose_ms: kernels.iter().map(|k| k.ms).sum(),
+            kernels,
+            conv_ms: conv_ns as f64 / 1e6,
+        })
+    }
+}
+
 /// Copies that make a GEMM's operand contiguous inside the op that calls the GEMM
 /// (`aten::linear` / `aten::matmul` / `aten::einsum` → `aten::copy_` before `aten::mm`).
 #[derive(Debug, Clone, Serialize)]
@@ -291,16 +308,7 @@ fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {
             transposes.push((name.to_owned(), e.dur));
         }
     }
-    if conv_ns == 0 {
-        return None;
-    }
-    let mut kernels = shares(transposes.into_iter());
-    kernels.sort_by(|a, b| b.ms.total_cmp(&a.ms));
-    Some(ConvTransposes {
-        transpose_ms: kernels.iter().map(|k| k.ms).sum(),
-        kernels,
-        conv_ms: conv_ns as f64 / 1e6,
-    })
+    ConvTransposes::of(conv_ns, transposes)
 }
 
 /// What a kernel is to a convolution when no call tree says which op launched it.
@@ -368,16 +376,7 @@ fn conv_transposes_by_adjacency(trace: &Trace) -> Option<ConvTransposes> {
             start = end;
         }
     }
-    if conv_ns == 0 {
-        return None;
-    }
-    let mut kernels = shares(transposes.into_iter());
-    kernels.sort_by(|a, b| b.ms.total_cmp(&a.ms));
-    Some(ConvTransposes {
-        transpose_ms: kernels.iter().map(|k| k.ms).sum(),
-        kernels,
-        conv_ms: conv_ns as f64 / 1e6,
-    })
+    ConvTransposes::of(conv_ns, transposes)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
