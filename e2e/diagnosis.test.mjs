@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { OUT, JARVIS, startApp, stopApp, openApp, assertLocalOnly, dropFile } from './harness.mjs';
+import { OUT, JARVIS, SHARED, startApp, stopApp, openApp, assertLocalOnly, dropFile } from './harness.mjs';
 
 before(startApp);
 after(stopApp);
@@ -50,6 +50,32 @@ test('a planted GEMM problem shows its root causes in the first recommendation',
   await row.click();
   assert.match(await page.getByTestId('op-gemm-tiling').textContent(), /hipBLASLt\/Tensile kernel: 1089 tiles .* 33 × 33 tiles along M × N; not a multiple of 16 bytes: M = 8193/);
   await page.screenshot({ path: path.join(OUT, 'ops-gemm-tiling.png'), fullPage: false });
+  assert.deepEqual(errors, []);
+  assertLocalOnly(requests);
+  await page.close();
+});
+
+test('a GPU-only trace gets its kernel-level analysis: layout transposes around the convolutions', async (t) => {
+  const trace = path.join(SHARED, 'traces', 'tracelens', 'mi210_gpu_only_trace.json.gz');
+  if (!fs.existsSync(trace)) {
+    t.skip('shared traces not present');
+    return;
+  }
+  const cli = execFileSync(JARVIS, ['report', trace, '--no-files'], { encoding: 'utf8' });
+  assert.match(cli, /Layout transposes around convolutions\s+0\.822 ms/);
+  const { page, errors, requests } = await openApp({ width: 1440, height: 900 });
+  await dropFile(page, fs.readFileSync(trace), 'mi210_gpu_only_trace.json.gz', 'application/gzip');
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 30000 });
+  // No CPU ops: the workload is read from the kernels (backward kernels, bf16 names).
+  assert.match(await page.getByTestId('workload').textContent(), /CNN · .* · BF16 · training/);
+  const recs = await page.getByTestId('recommendation').allTextContents();
+  const layout = recs.find((r) => r.includes('Layout transposes around convolutions'));
+  assert.ok(layout, `no layout finding among ${recs.map((r) => r.slice(0, 80)).join(' | ')}`);
+  assert.ok(layout.includes('28.0% of convolution time'), layout.slice(0, 400));
+  await page.screenshot({ path: path.join(OUT, 'overview-gpu-only.png'), fullPage: false });
+  // The categories view has the kernel-level categories.
+  await page.getByTestId('tab-categories').click();
+  await page.getByTestId('category-convolution').waitFor();
   assert.deepEqual(errors, []);
   assertLocalOnly(requests);
   await page.close();
