@@ -42,6 +42,18 @@ pub fn short(text: &str, max: usize) -> String {
     }
 }
 
+/// An op's name as findings show it, in code spans: a synthetic op (`launcher->kernel
+/// (Synthetic Op)`, a kernel no op covers, such as a graph replay's) as its kernel, cut to 60
+/// characters, and the host call it ran under; other ops by name.
+pub fn op_name(name: &str) -> String {
+    match super::ops::synthetic_parts(name) {
+        Some((launcher, kernel)) => {
+            format!("{} under {}", code(&short(kernel, 60)), code(launcher))
+        }
+        None => code(name),
+    }
+}
+
 /// A GitHub-style heading anchor for `heading`.
 pub fn anchor(heading: &str) -> String {
     heading

@@ -9,7 +9,7 @@ use std::fmt::Write;
 use super::fusion::Opportunity;
 use super::priority::{Finding, PriorityData};
 use super::system::System;
-use crate::standalone::md::{cell, code, code_cell, short};
+use crate::standalone::md::{cell, code, code_cell, op_name, short};
 use crate::standalone::ops::SeedCategory;
 use crate::standalone::Standalone;
 use crate::trace_analysis::Analysis;
@@ -101,9 +101,9 @@ fn named_cause<'a>(st: &'a Standalone, f: &Finding) -> Option<NamedCause<'a>> {
 
 fn card_title(st: &Standalone, f: &Finding) -> String {
     let base = match named_cause(st, f) {
-        Some(c) => format!("{}: {}", code(&f.members[0].name), c.title),
+        Some(c) => format!("{}: {}", op_name(&f.members[0].name), c.title),
         None if f.bound_type == "unmodeled" => {
-            format!("{} without a perf model", code(&f.members[0].name))
+            format!("{} without a perf model", op_name(&f.members[0].name))
         }
         None => format!(
             "{}-bound {} ops at {}% of roofline",

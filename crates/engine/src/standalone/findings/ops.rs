@@ -103,18 +103,6 @@ pub fn compact_dims(dims: &str) -> String {
     s
 }
 
-/// An op's name as findings show it: a synthetic op (`launcher->kernel (Synthetic Op)`, a
-/// kernel no op covers, such as a graph replay's) as its kernel, cut to 60 characters, and the
-/// host call it ran under; other ops by name.
-fn op_display(name: &str) -> String {
-    match crate::standalone::ops::synthetic_parts(name) {
-        Some((launcher, kernel)) => {
-            format!("{} under {}", code(&short(kernel, 60)), code(launcher))
-        }
-        None => code(name),
-    }
-}
-
 pub(super) struct OpTexts {
     title: String,
     issue: String,
@@ -130,7 +118,7 @@ pub(super) fn op_texts(
     base: Option<&Baseline>,
     inp: &Inputs<'_>,
 ) -> OpTexts {
-    let name = op_display(&r.name);
+    let name = crate::standalone::md::op_name(&r.name);
     let shape = code(shape_text);
     let kernel = code(&short(&main_kernel_of(r), 70));
     let e = fmt_pct(eff);
@@ -461,7 +449,7 @@ fn kernel_level_texts(t: &mut OpTexts, g: &Group<'_>, r: &OpRow, inp: &Inputs<'_
 fn graph_kernel_texts(t: &mut OpTexts, r: &OpRow, launcher: &str, inp: &Inputs<'_>) {
     t.issue = format!(
         "{} ({}, {} calls, {:.3} ms, {:.1}% of compute) is credited to no op ({} {} it), so the trace records no shapes for it, no perf model applies and its efficiency is unknown.",
-        op_display(&r.name),
+        crate::standalone::md::op_name(&r.name),
         crate::analysis::kernel_kinds::kernel_op_category(
             crate::standalone::ops::synthetic_parts(&r.name).map_or("", |(_, k)| k)
         ),
