@@ -117,18 +117,20 @@ fn is_convolution(n: &str) -> bool {
         && !n.contains("convert")
 }
 
-/// Layout transforms: MIOpen's `batched_transpose_*` and `transpose_NCHW2CNHW_*`, cuDNN's
-/// `nchwToNhwcKernel`, `Im2d2Col`.
+/// Layout transforms: conversions (below) and the im2col lowering of a convolution.
 fn is_layout(n: &str) -> bool {
-    [
-        "transpose",
-        "nchwtonhwc",
-        "nhwctonchw",
-        "im2col",
-        "im2d2col",
-    ]
-    .iter()
-    .any(|w| n.contains(w))
+    is_layout_conversion(n) || n.contains("im2col") || n.contains("im2d2col")
+}
+
+/// Kernels that only change a tensor's layout: MIOpen's `batched_transpose_*` and
+/// `transpose_NCHW2CNHW_*`, cuDNN's `nchwToNhwcKernel` / `nhwcToNchwKernel`, other NCHW ↔ NHWC
+/// conversions. What channels_last removes around a convolution; the one list the diagnosis,
+/// the patterns and this classifier read.
+pub fn is_layout_conversion(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    ["transpose", "nchwtonhwc", "nhwctonchw", "nchw2", "nhwc2"]
+        .iter()
+        .any(|w| n.contains(w))
 }
 
 #[cfg(test)]

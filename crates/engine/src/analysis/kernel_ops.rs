@@ -29,10 +29,12 @@ pub const COLUMNS: [&str; 11] = [
 ];
 
 struct Group {
-    durs: Vec<Nanos>,
+    calls: i64,
+    sum: Nanos,
+    shortest: Nanos,
+    longest: Nanos,
     /// uid of the longest instance (the first of equals).
     ex_uid: u32,
-    longest: Nanos,
 }
 
 /// One row per kernel name, longest total first (then by name, so the order is stable).
@@ -42,38 +44,39 @@ pub fn kernel_level_unified(trace: &Trace) -> Sheet {
     for e in trace.events.iter().filter(|e| e.kind == EventKind::Kernel) {
         total += e.dur;
         let g = groups.entry(e.name).or_insert(Group {
-            durs: Vec::new(),
-            ex_uid: e.uid,
+            calls: 0,
+            sum: 0,
+            shortest: e.dur,
             longest: e.dur,
+            ex_uid: e.uid,
         });
         if e.dur > g.longest {
             g.longest = e.dur;
             g.ex_uid = e.uid;
         }
-        g.durs.push(e.dur);
+        g.shortest = g.shortest.min(e.dur);
+        g.sum += e.dur;
+        g.calls += 1;
     }
-    let mut rows: Vec<(StrId, Nanos, Group)> = groups
-        .into_iter()
-        .map(|(n, g)| (n, g.durs.iter().sum(), g))
-        .collect();
+    let mut rows: Vec<(StrId, Group)> = groups.into_iter().collect();
     rows.sort_by(|a, b| {
-        b.1.cmp(&a.1)
+        b.1.sum
+            .cmp(&a.1.sum)
             .then_with(|| trace.strings.get(a.0).cmp(trace.strings.get(b.0)))
     });
     let mut sheet = Sheet::new("unified_perf_summary", &COLUMNS);
-    for (name, sum, g) in rows {
+    for (name, g) in rows {
         let text = trace.strings.get(name);
-        let n = g.durs.len();
-        let min = g.durs.iter().copied().min().unwrap_or(0);
+        let sum = g.sum;
         sheet.rows.push(vec![
             Cell::s(kernel_family(text)),
             Cell::s(text),
             Cell::s(kernel_op_category(text)),
             Cell::Int(i64::from(g.ex_uid)),
-            Cell::Int(n as i64),
+            Cell::Int(g.calls),
             Cell::f(us(sum)),
-            Cell::f(us(sum) / n.max(1) as f64),
-            Cell::f(us(min)),
+            Cell::f(us(sum) / g.calls.max(1) as f64),
+            Cell::f(us(g.shortest)),
             Cell::f(us(g.longest)),
             Cell::s("False"),
             Cell::f(if total > 0 {
@@ -100,24 +103,28 @@ pub fn top_kernel_families(unified: &Sheet) -> Vec<super::TopOp> {
         return Vec::new();
     };
     let mut fams: Vec<super::TopOp> = Vec::new();
+    let mut at: FxHashMap<&str, usize> = FxHashMap::default();
     let mut total_ms = 0.0;
     for r in &unified.rows {
         let n = r[name].as_str().unwrap_or_default();
         let ms = r[sum].as_f64().unwrap_or(0.0) / 1e3;
         let calls = r[count].as_f64().unwrap_or(0.0) as i64;
         total_ms += ms;
-        match fams.iter_mut().find(|t| t.name == n) {
-            Some(t) => {
-                t.count += calls;
-                t.direct_ms += ms;
+        match at.get(n) {
+            Some(&i) => {
+                fams[i].count += calls;
+                fams[i].direct_ms += ms;
             }
-            None => fams.push(super::TopOp {
-                name: n.to_owned(),
-                category: r[cat].as_str().unwrap_or_default().to_owned(),
-                count: calls,
-                direct_ms: ms,
-                percent: 0.0,
-            }),
+            None => {
+                at.insert(n, fams.len());
+                fams.push(super::TopOp {
+                    name: n.to_owned(),
+                    category: r[cat].as_str().unwrap_or_default().to_owned(),
+                    count: calls,
+                    direct_ms: ms,
+                    percent: 0.0,
+                });
+            }
         }
     }
     fams.sort_by(|a, b| {

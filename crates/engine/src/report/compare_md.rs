@@ -477,7 +477,7 @@ pub fn comparison_files(
     }
     // TraceLens's agent's comparative contract (analysis.md, both traces' CSVs, trace 1's
     // directories). Its only error source is writing zips into memory, which cannot fail.
-    if let Ok(agent) = super::contract::standalone_files(target, title)
+    if let Ok(agent) = super::contract::agent_directories(target, title)
         .and_then(|trace1| super::agent::comparative::files(c, target, reference, trace1))
     {
         files.extend(agent);

@@ -51,12 +51,15 @@ fn pretty(v: &serde_json::Value) -> Result<Vec<u8>, ExportError> {
     serde_json::to_vec_pretty(v).map_err(|e| ExportError(e.to_string()))
 }
 
-/// All files of the standalone output contract. Empty when the trace has no standalone
-/// analysis (GPU-only traces).
-pub fn standalone_files(a: &Analysis, title: &str) -> Result<Vec<OutputFile>, ExportError> {
-    let (Some(st), Some(unified)) = (&a.standalone, a.report.sheet("unified_perf_summary")) else {
-        return Ok(Vec::new());
-    };
+/// Each category's files (`category_data/<cat>_ops.csv`, `_tree_data.json`,
+/// `metadata/<cat>_metadata.json`, `category_findings/<cat>_findings.md`) and its manifest
+/// entry.
+fn category_files(
+    a: &Analysis,
+    st: &Standalone,
+    unified: &Sheet,
+    title: &str,
+) -> Result<(Vec<OutputFile>, Vec<serde_json::Value>), ExportError> {
     let mut out: Vec<OutputFile> = Vec::new();
     let mut manifest_cats = Vec::new();
     for f in &st.categories {
@@ -124,6 +127,37 @@ pub fn standalone_files(a: &Analysis, title: &str) -> Result<Vec<OutputFile>, Ex
             "files": {"ops": ops, "metadata": meta, "tree_data": tree, "findings": findings},
         }));
     }
+    // TraceLens's agent's model identity (its four fields, here from rules).
+    out.push((
+        "metadata/model_info.json".into(),
+        pretty(&st.workload.model_info())?,
+    ));
+    Ok((out, manifest_cats))
+}
+
+/// The directories of TraceLens's agent's contract for one trace (`metadata/`,
+/// `category_data/`, `category_findings/`, `system_findings/`) and `perf_improvement.png`:
+/// what a comparison carries of its target. Builds neither the reports nor the replay packages.
+pub fn agent_directories(a: &Analysis, title: &str) -> Result<Vec<OutputFile>, ExportError> {
+    let (Some(st), Some(unified)) = (&a.standalone, a.report.sheet("unified_perf_summary")) else {
+        return Ok(Vec::new());
+    };
+    let (mut out, _) = category_files(a, st, unified, title)?;
+    out.extend(
+        super::agent::agent_files(a, st, title)?
+            .into_iter()
+            .filter(|(p, _)| p.contains('/') || p == "perf_improvement.png"),
+    );
+    Ok(out)
+}
+
+/// All files of the standalone output contract. Empty when the trace has no standalone
+/// analysis (no `unified_perf_summary`: a trace without GPU kernels).
+pub fn standalone_files(a: &Analysis, title: &str) -> Result<Vec<OutputFile>, ExportError> {
+    let (Some(st), Some(unified)) = (&a.standalone, a.report.sheet("unified_perf_summary")) else {
+        return Ok(Vec::new());
+    };
+    let (mut out, manifest_cats) = category_files(a, st, unified, title)?;
     let mut replay_files = Vec::new();
     for r in &st.replay {
         let path = format!(
@@ -154,11 +188,6 @@ pub fn standalone_files(a: &Analysis, title: &str) -> Result<Vec<OutputFile>, Ex
             })
         })
         .collect();
-    // TraceLens's agent's model identity (its four fields), here from rules.
-    out.push((
-        "metadata/model_info.json".into(),
-        pretty(&st.workload.model_info())?,
-    ));
     out.push((
         "category_manifest.json".into(),
         pretty(&json!({

@@ -365,13 +365,17 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
 
 fn events_by_uid(trace: &Trace, rows: &[OpRow]) -> HashMap<u32, EventId> {
     let want: rustc_hash::FxHashSet<u32> = rows.iter().map(|r| r.ex_uid).collect();
+    // A GPU-only trace's kernel-level rows name kernels; every other row names a CPU op.
+    let example = if rows.first().is_some_and(|r| r.kernel_level) {
+        EventKind::Kernel
+    } else {
+        EventKind::CpuOp
+    };
     trace
         .events
         .iter()
         .enumerate()
-        .filter(|(_, e)| {
-            (e.kind == EventKind::CpuOp || e.kind == EventKind::Kernel) && want.contains(&e.uid)
-        })
+        .filter(|(_, e)| e.kind == example && want.contains(&e.uid))
         .map(|(i, e)| (e.uid, EventId(i as u32)))
         .collect()
 }

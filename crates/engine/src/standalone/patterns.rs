@@ -7,6 +7,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use super::context::Modules;
+use crate::analysis::kernel_kinds::is_layout_conversion;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Trace};
 
@@ -130,19 +131,6 @@ fn is_heavy_op(name: &str) -> bool {
         || n.contains("norm")
         || n.contains("conv")
         || n.contains("gemm")
-}
-
-fn is_transpose_kernel(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    [
-        "transpose",
-        "nchwtonhwc",
-        "nhwctonchw",
-        "nchw2nhwc",
-        "nhwc2nchw",
-    ]
-    .iter()
-    .any(|k| n.contains(k))
 }
 
 #[derive(Default)]
@@ -304,7 +292,7 @@ fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {
         }
         conv_ns += e.dur;
         let name = trace.name(e);
-        if is_transpose_kernel(name) {
+        if is_layout_conversion(name) {
             transposes.push((name.to_owned(), e.dur));
         }
     }
@@ -334,15 +322,16 @@ fn conv_transposes_by_adjacency(trace: &Trace) -> Option<ConvTransposes> {
         _ if name.starts_with("SubTensorOp") => ConvRole::Helper,
         _ => ConvRole::Other,
     };
+    // Decided once per distinct name: a million kernels share a few thousand names.
+    let mut roles: HashMap<crate::model::strings::StrId, ConvRole> = HashMap::default();
     let mut streams: HashMap<i64, Vec<(i64, i64, ConvRole, usize)>> = HashMap::default();
     for (i, e) in trace.events.iter().enumerate() {
         if e.kind == EventKind::Kernel {
-            streams.entry(e.stream().unwrap_or(-1)).or_default().push((
-                e.ts,
-                e.dur,
-                role(trace.name(e)),
-                i,
-            ));
+            let r = *roles.entry(e.name).or_insert_with(|| role(trace.name(e)));
+            streams
+                .entry(e.stream().unwrap_or(-1))
+                .or_default()
+                .push((e.ts, e.dur, r, i));
         }
     }
     let mut conv_ns = 0i64;
@@ -368,7 +357,7 @@ fn conv_transposes_by_adjacency(trace: &Trace) -> Option<ConvTransposes> {
                 for &(_, dur, r, i) in run {
                     conv_ns += dur;
                     let name = trace.name(&trace.events[i]);
-                    if r == ConvRole::Helper && is_transpose_kernel(name) {
+                    if r == ConvRole::Helper && is_layout_conversion(name) {
                         transposes.push((name.to_owned(), dur));
                     }
                 }

@@ -446,8 +446,8 @@ fn icon(n: usize) -> &'static str {
     }
 }
 
-/// The comparative output: trace 1's directory contract (from `trace1`, the standalone files
-/// `report::contract` writes for the target), the comparative `analysis.md` and
+/// The comparative output: trace 1's directory contract (`trace1`, from
+/// `report::contract::agent_directories`), the comparative `analysis.md` and
 /// `priority_data.json`, and both traces' CSVs.
 pub fn files(
     c: &Comparison,
@@ -458,20 +458,7 @@ pub fn files(
     let (Some(st1), Some(st2)) = (&target.standalone, &reference.standalone) else {
         return Ok(Vec::new());
     };
-    let mut out: Vec<OutputFile> = trace1
-        .into_iter()
-        .filter(|(p, _)| {
-            [
-                "metadata/",
-                "category_data/",
-                "category_findings/",
-                "system_findings/",
-            ]
-            .iter()
-            .any(|d| p.starts_with(d))
-                || p == "perf_improvement.png"
-        })
-        .collect();
+    let mut out = trace1;
     for (dir, a) in [
         ("perf_report_trace1_csvs", target),
         ("perf_report_trace2_csvs", reference),

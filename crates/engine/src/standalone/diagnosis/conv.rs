@@ -3,8 +3,8 @@
 //! few input channels, misaligned channels, few output pixels (few tiles), layout transposes
 //! among its kernels, and intensity against the ridge point.
 
-use super::kernels::is_layout_kernel;
 use super::*;
+use crate::analysis::kernel_kinds::is_layout_conversion;
 
 /// Output-pixel × channel tile assumed for the few-tiles rule (the common 128×128 implicit-GEMM
 /// tile of MIOpen iGEMM, CK and cuDNN).
@@ -186,14 +186,14 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let layout: f64 = shape
         .kernel_names
         .iter()
-        .filter(|(n, _)| is_layout_kernel(n))
+        .filter(|(n, _)| is_layout_conversion(n))
         .map(|(_, us)| us)
         .sum();
     if total > 0.0 && layout / total >= LAYOUT_SHARE {
         let names: Vec<String> = shape
             .kernel_names
             .iter()
-            .filter(|(n, _)| is_layout_kernel(n))
+            .filter(|(n, _)| is_layout_conversion(n))
             .map(|(n, _)| crate::standalone::md::code(&crate::standalone::md::short(n, 40)))
             .take(2)
             .collect();

@@ -142,14 +142,6 @@ pub fn is_split_k_reduction(name: &str) -> bool {
     name.contains("PostGSU") || name.contains("splitKreduce") || name.contains("BetaOnly")
 }
 
-/// Where a kernel name shows a layout transpose or copy (NCHW ↔ NHWC, batched transposes).
-pub fn is_layout_kernel(name: &str) -> bool {
-    let l = name.to_ascii_lowercase();
-    ["transpose", "nchwtonhwc", "nhwctonchw", "nchw2", "nhwc2"]
-        .iter()
-        .any(|k| l.contains(k))
-}
-
 /// The attention backend a kernel name reveals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AttentionBackend {
