@@ -47,6 +47,10 @@ enum Command {
         /// (TraceLens's `--include_unlinked_kernels`); by default only linked ones count.
         #[arg(long)]
         include_unlinked: bool,
+        /// TraceLens's inference report: ops grouped by parent module and kernel count, call
+        /// stacks, the inference categories' sheets (InferenceAttention_fwd, RMSNorm_fwd, ...).
+        #[arg(long)]
+        inference: bool,
     },
     /// Compare a target trace with a reference trace of the same workload on another platform.
     Compare {
@@ -138,6 +142,7 @@ fn main() -> ExitCode {
             platform,
             replay,
             include_unlinked,
+            inference,
         } => platform_choice(&platform).and_then(|p| {
             let options = Options {
                 timeline_lanes: false,
@@ -146,6 +151,7 @@ fn main() -> ExitCode {
                 replay_ops: replay,
                 gpu_scope: scope(include_unlinked),
                 diff_tree: false,
+                inference,
             };
             report(&trace, out, no_files, &options)
         }),

@@ -35,6 +35,7 @@ pub mod compare;
 pub mod diagnostics;
 pub mod error;
 pub mod import;
+pub mod inference;
 pub mod lanes;
 pub mod model;
 pub mod multirank;

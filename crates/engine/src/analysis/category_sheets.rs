@@ -39,6 +39,8 @@ enum KernelHint {
     Transpose(bool, bool),
     /// A BatchNorm's training flag, when the trace does not record it.
     Training(bool),
+    /// An inference attention op's iteration annotation (its token counts).
+    Annotation(StrId),
 }
 
 /// (op name, interned inputs, backward, kernel-name hint).
@@ -49,6 +51,8 @@ type MetricsKey = (StrId, Option<usize>, bool, Option<KernelHint>);
 #[derive(Debug, Default)]
 pub struct MetricsCache {
     map: RefCell<FxHashMap<MetricsKey, Modelled>>,
+    /// The iteration annotation around each annotated op (inference report only).
+    pub annotations: FxHashMap<EventId, StrId>,
 }
 
 /// An op's metrics, or why its model could not compute them.
@@ -68,8 +72,17 @@ impl MetricsCache {
         let e = trace.event(id);
         let gemm = matches!(
             class,
-            "aten_mm" | "aten_addmm" | "aten_bmm" | "aten_baddbmm" | "aten_scaled_mm"
+            "aten_mm"
+                | "aten_addmm"
+                | "aten_bmm"
+                | "aten_baddbmm"
+                | "aten_scaled_mm"
+                | "gemm_a16w16"
+                | "gemm_a16w16_asm"
+                | "gemm_a16w16_atomic_"
+                | "vllm_rocm_unquantized_gemm"
         );
+        let annotation = self.annotations.get(&id).copied();
         let hint = if gemm {
             kernels
                 .iter()
@@ -78,14 +91,16 @@ impl MetricsCache {
         } else if matches!(class, "BatchNorm" | "InstanceNorm") {
             crate::perf::norm::training_from_kernels(kernels).map(KernelHint::Training)
         } else {
-            None
+            annotation.map(KernelHint::Annotation)
         };
         let key = (e.name, e.op_args(), backward, hint);
         if let Some(hit) = self.map.borrow().get(&key) {
             return hit.clone();
         }
         let name = trace.name(e);
-        let inputs = OpInputs::of(trace, e);
+        let mut inputs = OpInputs::of(trace, e);
+        inputs.iteration =
+            annotation.and_then(|a| crate::perf::inference::Iteration::parse(trace.strings.get(a)));
         let m = if backward {
             crate::perf::backward(class, name, &inputs)
         } else {
@@ -238,6 +253,9 @@ pub struct SheetContext<'a> {
     pub registry: &'a Registry,
     pub autograd: &'a crate::model::autograd::AutogradLinks,
     pub cache: &'a MetricsCache,
+    /// TraceLens's inference report: groups also by the number of kernels in the op's subtree
+    /// (a `num_kernels` column after the parameters), and the unified sheet adds call stacks.
+    pub inference: bool,
 }
 
 /// Order of the `Pct Roofline_*` aggregates: TraceLens's per-category sheets list
@@ -314,23 +332,65 @@ pub fn summarize(
             }
         }
     }
+    // pandas upcasts an integer column with a missing value to float, and the inference report
+    // prints params with `astype(str)`: `32.0` (inference_report_spec.md §6.2).
+    let upcast: Vec<bool> = param_cols
+        .iter()
+        .map(|col| {
+            ctx.inference && {
+                let vals: Vec<Option<&crate::perf::params::Param>> = rows
+                    .iter()
+                    .map(|r| {
+                        r.metrics
+                            .params
+                            .iter()
+                            .find(|(k, _)| k == col)
+                            .map(|p| &p.1)
+                    })
+                    .collect();
+                vals.iter().any(Option::is_none)
+                    && vals
+                        .iter()
+                        .flatten()
+                        .all(|p| matches!(p, crate::perf::params::Param::Int(_)))
+            }
+        })
+        .collect();
+    let num_kernels = |r: &PerfRow| {
+        if ctx.inference {
+            row_kernels(ctx, r).len()
+        } else {
+            0
+        }
+    };
     let key_of = |r: &PerfRow| -> Vec<String> {
         let mut key = vec![trace.name(trace.event(r.event)).to_owned()];
-        for col in &param_cols {
-            key.push(
-                r.metrics
-                    .params
-                    .iter()
-                    .find(|(k, _)| k == col)
-                    .map_or("nan".to_owned(), |(_, v)| v.py()),
-            );
+        for (col, up) in param_cols.iter().zip(&upcast) {
+            key.push(r.metrics.params.iter().find(|(k, _)| k == col).map_or(
+                "nan".to_owned(),
+                |(_, v)| match v {
+                    crate::perf::params::Param::Int(i) if *up => {
+                        crate::sheet::pyrepr::py_float(*i as f64)
+                    }
+                    v => v.py(),
+                },
+            ));
+        }
+        if ctx.inference {
+            key.push(num_kernels(r).to_string());
         }
         key
     };
     // Shared metrics identify equal params cheaply; the printed key once per group.
     let groups: Vec<(Vec<String>, Vec<&PerfRow>)> = group_by_key(
         rows,
-        |r| (trace.event(r.event).name, Rc::as_ptr(&r.metrics) as usize),
+        |r| {
+            (
+                trace.event(r.event).name,
+                Rc::as_ptr(&r.metrics) as usize,
+                num_kernels(r),
+            )
+        },
         |r| key_of(r),
     )
     .into_iter()
@@ -338,6 +398,9 @@ pub fn summarize(
     .collect();
     let mut cols: Vec<String> = vec!["name".into()];
     cols.extend(param_cols.iter().map(|c| format!("param: {c}")));
+    if ctx.inference {
+        cols.push("num_kernels".into());
+    }
     for c in ["GFLOPS_first", "Data Moved (MB)_first", "FLOPS/Byte_first"] {
         cols.push(c.into());
     }

@@ -16,6 +16,8 @@ pub mod kernel_ops;
 pub mod kernel_tables;
 pub mod launch_stats;
 pub mod launchers;
+pub mod module_path;
+pub mod module_tables;
 pub mod names;
 pub mod ops_tables;
 pub mod stats;

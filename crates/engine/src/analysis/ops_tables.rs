@@ -241,31 +241,52 @@ pub fn round2(x: f64) -> f64 {
     (x * 100.0).round_ties_even() / 100.0
 }
 
-/// `ops_unique_args`.
-pub fn ops_unique_args(trace: &Trace, table: &Launchers) -> Sheet {
+/// `ops_unique_args`. With `modules` (the inference report), the key also holds the parent
+/// module (after the category) and the number of direct kernels (after the inputs), and each
+/// group shows its first call stack (spec §1.4 of `inference_report_spec.md`).
+pub fn ops_unique_args(
+    trace: &Trace,
+    table: &Launchers,
+    modules: Option<&super::module_tables::LauncherModules>,
+) -> Sheet {
     let launchers = &table.list[..];
+    let extra = |i: usize| -> (String, usize) {
+        modules.map_or((String::new(), 0), |m| {
+            (m.parents[i].clone(), table.kernels_of(&launchers[i]).len())
+        })
+    };
     // Cheap ids (name, category, lane, interned args) first; the printed key once per group.
-    let groups: Vec<([String; 9], Vec<&Launcher>)> = group_by_key(
-        launchers,
-        |l| {
+    let indices: Vec<usize> = (0..launchers.len()).collect();
+    let groups: Vec<(([String; 9], String, usize), Vec<usize>)> = group_by_key(
+        &indices,
+        |&i| {
+            let l = &launchers[i];
             let e = trace.event(l.event);
-            (e.name, l.category, e.lane, e.op_args())
+            (e.name, l.category, e.lane, e.op_args(), extra(i))
         },
-        |l| unique_args_key(trace, l.event, l.category),
-    )
-    .into_iter()
-    .map(|(k, m)| (k, m.into_iter().map(|i| &launchers[i]).collect()))
-    .collect();
+        |&i| {
+            let l = &launchers[i];
+            let (parent, n) = extra(i);
+            (unique_args_key(trace, l.event, l.category), parent, n)
+        },
+    );
     let mut columns: Vec<String> = UNIQUE_ARGS_KEY_COLUMNS.map(String::from).to_vec();
+    if modules.is_some() {
+        columns.insert(2, "parent_module".into());
+        columns.push("num_kernels".into());
+    }
     columns.push("operation_count".into());
     for stat in ["mean", "median", "std", "min", "max", "sum"] {
         for which in ["direct", "subtree"] {
             columns.push(format!("total_{which}_kernel_time_{stat}"));
         }
     }
+    columns.push("ex_UID".into());
+    if modules.is_some() {
+        columns.push("call_stack".into());
+    }
     columns.extend(
         [
-            "ex_UID",
             "kernel_details_summary",
             "trunc_kernel_details",
             "Percentage (%)",
@@ -274,16 +295,18 @@ pub fn ops_unique_args(trace: &Trace, table: &Launchers) -> Sheet {
         .map(String::from),
     );
     struct Row {
-        key: [String; 9],
+        key: ([String; 9], String, usize),
         count: usize,
         direct: Agg,
         subtree: Agg,
         ex_uid: u32,
+        stack: Option<String>,
         details: (Cell, Cell),
     }
     let mut rows: Vec<Row> = groups
         .into_iter()
-        .map(|(key, ls)| {
+        .map(|(key, members)| {
+            let ls: Vec<&Launcher> = members.iter().map(|&i| &launchers[i]).collect();
             let d: Vec<f64> = ls.iter().map(|l| us(l.direct_time)).collect();
             let s: Vec<f64> = ls.iter().map(|l| us(l.subtree_time)).collect();
             let inst: Vec<Vec<KernelDetail>> = ls
@@ -296,6 +319,7 @@ pub fn ops_unique_args(trace: &Trace, table: &Launchers) -> Sheet {
                 direct: Agg::of(&d),
                 subtree: Agg::of(&s),
                 ex_uid: trace.event(ls[0].event).uid,
+                stack: modules.map(|m| m.stacks[members[0]].clone()),
                 details: summarize_kernel_details(&inst),
             }
         })
@@ -309,7 +333,12 @@ pub fn ops_unique_args(trace: &Trace, table: &Launchers) -> Sheet {
     let pct = percentages(&rows.iter().map(|r| r.direct.sum).collect::<Vec<_>>());
     let mut sheet = Sheet::new("ops_unique_args", &columns);
     for (r, (p, c)) in rows.into_iter().zip(pct) {
-        let mut cells: Vec<Cell> = r.key.into_iter().map(Cell::Str).collect();
+        let (key, parent, n) = r.key;
+        let mut cells: Vec<Cell> = key.into_iter().map(Cell::Str).collect();
+        if modules.is_some() {
+            cells.insert(2, Cell::Str(parent));
+            cells.push(Cell::Int(n as i64));
+        }
         cells.push(Cell::Int(r.count as i64));
         for (a, b) in [
             (r.direct.mean, r.subtree.mean),
@@ -323,6 +352,9 @@ pub fn ops_unique_args(trace: &Trace, table: &Launchers) -> Sheet {
             cells.push(Cell::f(b));
         }
         cells.push(Cell::Int(i64::from(r.ex_uid)));
+        if let Some(stack) = r.stack {
+            cells.push(Cell::Str(stack));
+        }
         cells.push(r.details.0);
         cells.push(r.details.1);
         cells.push(Cell::f(p));

@@ -41,6 +41,13 @@ pub fn is_graph_launch(name: &str) -> bool {
 impl CallTree {
     /// Builds the tree. Python functions are not placed (TraceLens's perf report default).
     pub fn build(trace: &mut Trace) -> CallTree {
+        CallTree::build_with(trace, false)
+    }
+
+    /// Builds the tree; with `python`, python functions are nested with the host events
+    /// (TraceLens's `add_python_func`, which its inference report always sets), so an op's
+    /// `nn.Module` frames are its ancestors.
+    pub fn build_with(trace: &mut Trace, python: bool) -> CallTree {
         let n = trace.events.len();
         let mut tree = CallTree {
             parent: vec![NO_PARENT; n],
@@ -49,7 +56,7 @@ impl CallTree {
             ..CallTree::default()
         };
         let mut edges: Vec<(u32, u32)> = Vec::new();
-        tree.nest_host_events(trace, &mut edges);
+        tree.nest_host_events(trace, python, &mut edges);
         tree.link_gpu_events(trace, &mut edges);
         tree.index_children(n, &edges);
         tree.index_preorder(trace);
@@ -92,13 +99,12 @@ impl CallTree {
         self.gpu_preorder = gpu;
     }
 
-    fn nest_host_events(&mut self, trace: &mut Trace, edges: &mut Vec<(u32, u32)>) {
+    fn nest_host_events(&mut self, trace: &mut Trace, python: bool, edges: &mut Vec<(u32, u32)>) {
         let mut order: Vec<u32> = (0..trace.events.len() as u32)
-            .filter(|&i| {
-                matches!(
-                    trace.events[i as usize].kind,
-                    EventKind::CpuOp | EventKind::CudaRuntime | EventKind::CudaDriver
-                )
+            .filter(|&i| match trace.events[i as usize].kind {
+                EventKind::CpuOp | EventKind::CudaRuntime | EventKind::CudaDriver => true,
+                EventKind::PythonFunction => python,
+                _ => false,
             })
             .collect();
         order.sort_by_key(|&i| trace.events[i as usize].ts);

@@ -13,6 +13,9 @@ pub struct OpInputs {
     pub types: Vec<Value>,
     pub strides: Vec<Value>,
     pub concrete: Vec<Value>,
+    /// The serving iteration the op ran in, from the user annotation around it (inference
+    /// attention models read its token counts; set only by the inference report).
+    pub iteration: Option<super::inference::Iteration>,
 }
 
 fn parse_list(trace: &Trace, id: Option<crate::model::StrId>) -> Vec<Value> {
@@ -32,6 +35,7 @@ impl OpInputs {
             types: parse_list(trace, a.input_type),
             strides: parse_list(trace, a.input_strides),
             concrete: parse_list(trace, a.concrete_inputs),
+            iteration: None,
         }
     }
 

@@ -9,6 +9,7 @@ pub mod elementwise;
 pub mod fused;
 pub mod gemm;
 pub mod gemm_ext;
+pub mod inference;
 pub mod inputs;
 pub mod moe;
 pub mod norm;
@@ -88,7 +89,11 @@ impl Metrics {
 /// inputs do not parse. `kernels` are the op's GPU event names in timestamp order (some models
 /// read layout hints from them).
 pub fn forward(class: &str, op: &str, inputs: &OpInputs, kernels: &[&str]) -> Option<Metrics> {
+    let transpose = || kernels.iter().find_map(|k| gemm::transpose_from_kernel(k));
     gemm::forward(class, inputs, kernels)
+        .or_else(|| inference::wrapper_gemm(class, inputs, transpose()))
+        .or_else(|| inference::attention(class, inputs, inputs.iteration.as_ref()))
+        .or_else(|| inference::forward(class, inputs))
         .or_else(|| elementwise::unary(class, inputs))
         .or_else(|| elementwise::binary(class, inputs))
         .or_else(|| sdpa::forward(class, inputs))

@@ -11,7 +11,9 @@ use serde::Serialize;
 use crate::analysis::categories::Registry;
 use crate::analysis::timeline::{self, GpuScope, GpuTimeline, UnlinkedWork};
 use crate::analysis::{collectives, device_names, timeline_sheet, top_ops_of, TopOp};
-use crate::analysis::{headline, kernel_tables, launchers, names, ops_tables, steps};
+use crate::analysis::{
+    headline, kernel_tables, launchers, module_tables, names, ops_tables, steps,
+};
 use crate::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::model::tree::CallTree;
 use crate::model::{EventKind, Trace};
@@ -63,6 +65,11 @@ pub struct Options {
     pub gpu_scope: GpuScope,
     /// Keep the call tree TraceDiff merges ([`Analysis::diff_side`]; `jarvis compare` asks).
     pub diff_tree: bool,
+    /// TraceLens's inference report (`--inference`): python functions in the call tree, SGLang
+    /// op names without their layer numbers, ops grouped by parent module and kernel count,
+    /// call stacks, the inference perf models' `<family>_fwd` sheets
+    /// (`../shared/docs/inference_report_spec.md`).
+    pub inference: bool,
 }
 
 /// The platform used and how it was chosen.
@@ -250,7 +257,10 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
 /// [`analyze_trace`] with explicit options.
 pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
     let platform = choose_platform(&mut trace, &options.platform);
-    let tree = CallTree::build(&mut trace);
+    if options.inference {
+        crate::inference::normalize_sglang_names(&mut trace);
+    }
+    let tree = CallTree::build_with(&mut trace, options.inference);
     let diff_side = options
         .diff_tree
         .then(|| crate::tracediff::DiffSide::extract(&trace, &tree));
@@ -269,12 +279,26 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
     let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
     let top_ops;
     let launchers = launchers::kernel_launchers(&trace, &tree, &registry, &names);
-    if !gpu_only {
+    if !gpu_only && options.inference {
+        let modules = module_tables::LauncherModules::of(&trace, &tree, &launchers.list);
+        let summary = module_tables::ops_summary(&trace, &launchers.list, &modules);
+        top_ops = top_ops_of(&summary);
+        sheets.push(module_tables::ops_summary_by_category(
+            &launchers.list,
+            &modules,
+        ));
+        sheets.push(summary);
+        sheets.push(ops_tables::ops_unique_args(
+            &trace,
+            &launchers,
+            Some(&modules),
+        ));
+    } else if !gpu_only {
         let summary = ops_tables::ops_summary(&trace, &launchers.list);
         top_ops = top_ops_of(&summary);
         sheets.push(ops_tables::ops_summary_by_category(&launchers.list));
         sheets.push(summary);
-        sheets.push(ops_tables::ops_unique_args(&trace, &launchers));
+        sheets.push(ops_tables::ops_unique_args(&trace, &launchers, None));
     } else {
         // No ops to report: the kernels stand in for them (docs/deviations.md).
         let unified = crate::analysis::kernel_ops::kernel_level_unified(&trace);
@@ -302,6 +326,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
             &names,
             &launchers,
             platform.as_ref(),
+            options.inference,
             &mut sheets,
         );
         op_index = index;

@@ -107,6 +107,56 @@ pub(super) fn idle_and_steps(
     )
 }
 
+/// (model family in the registry, sheet name), in TraceLens's workbook order.
+const DEFAULT_SHEETS: &[(&str, &str)] = &[
+    ("GEMM", "GEMM"),
+    ("SDPA", "SDPA_fwd"),
+    ("SDPA", "SDPA_bwd"),
+    ("CONV", "CONV_fwd"),
+    ("CONV", "CONV_bwd"),
+    ("BinaryElementwise", "BinaryElementwise"),
+    ("UnaryElementwise", "UnaryElementwise"),
+    ("Normalization", "Normalization"),
+    ("Reduce", "Reduce_fwd"),
+    ("Reduce", "Reduce_bwd"),
+    // Families modelled forward only (spec §6.10-6.11): their `_bwd` sheets would be empty,
+    // and TraceLens leaves empty sheets out.
+    ("GroupedGEMM", "GroupedGEMM_fwd"),
+    ("MoE_fused", "MoE_fused_fwd"),
+    ("MoE_comm", "MoE_comm_fwd"),
+    ("SSM", "SSM_fwd"),
+    ("RoPE", "RoPE_fwd"),
+    ("CrossEntropy", "CrossEntropy_fwd"),
+];
+
+/// The inference report's sheets (inference_report_spec.md §1.2): only GEMM and the
+/// elementwise families are single sheets, every other family gets only `<family>_fwd`, in
+/// the order the families first appear in TraceLens's op map.
+const INFERENCE_SHEETS: &[(&str, &str)] = &[
+    ("GEMM", "GEMM"),
+    ("SDPA", "SDPA_fwd"),
+    ("CONV", "CONV_fwd"),
+    ("InferenceAttention", "InferenceAttention_fwd"),
+    ("BinaryElementwise", "BinaryElementwise"),
+    ("GroupedGEMM", "GroupedGEMM_fwd"),
+    ("MoE_comm", "MoE_comm_fwd"),
+    ("SSM", "SSM_fwd"),
+    ("RoPE", "RoPE_fwd"),
+    ("CrossEntropy", "CrossEntropy_fwd"),
+    ("UnaryElementwise", "UnaryElementwise"),
+    ("MoE_fused", "MoE_fused_fwd"),
+    ("MoE_unfused", "MoE_unfused_fwd"),
+    ("MoE_aux", "MoE_aux_fwd"),
+    ("RMSNorm", "RMSNorm_fwd"),
+    ("elementwise", "elementwise_fwd"),
+    ("GroupQuant", "GroupQuant_fwd"),
+    ("FusedRoPE", "FusedRoPE_fwd"),
+    ("CustomCollective", "CustomCollective_fwd"),
+    ("mHC", "mHC_fwd"),
+    ("Normalization", "Normalization_fwd"),
+    ("Reduce", "Reduce_fwd"),
+];
+
 /// `unified_perf_summary` and the per-category sheets (TraceLens's workbook order). Returns the
 /// efficiency anomalies found (efficiency above 100 % is reported, never shown as fact).
 pub(super) fn perf_sheets(
@@ -116,6 +166,7 @@ pub(super) fn perf_sheets(
     names: &names::NameClasses,
     launchers: &launchers::Launchers,
     platform: Option<&PlatformUsed>,
+    inference: bool,
     sheets: &mut Vec<Sheet>,
 ) -> (
     Vec<(u64, Option<String>)>,
@@ -123,13 +174,17 @@ pub(super) fn perf_sheets(
     category_sheets::Unmodelled,
 ) {
     let autograd = crate::model::autograd::AutogradLinks::build(trace);
-    let cache = category_sheets::MetricsCache::default();
+    let mut cache = category_sheets::MetricsCache::default();
+    if inference {
+        cache.annotations = crate::inference::iteration_annotations(trace);
+    }
     let ctx = category_sheets::SheetContext {
         trace,
         tree,
         registry,
         autograd: &autograd,
         cache: &cache,
+        inference,
     };
     let p = platform.map(|p| &p.platform);
     let unified_rows = unified::unified_rows(&ctx, names, launchers);
@@ -138,27 +193,12 @@ pub(super) fn perf_sheets(
     let op_index = crate::lanes::OpIndex::new(unified.owner, unified.categories);
     let mut anomalies = Vec::new();
     let mut unmodelled = category_sheets::Unmodelled::default();
-    // (model family in the registry, sheet name)
-    for (family, sheet) in [
-        ("GEMM", "GEMM"),
-        ("SDPA", "SDPA_fwd"),
-        ("SDPA", "SDPA_bwd"),
-        ("CONV", "CONV_fwd"),
-        ("CONV", "CONV_bwd"),
-        ("BinaryElementwise", "BinaryElementwise"),
-        ("UnaryElementwise", "UnaryElementwise"),
-        ("Normalization", "Normalization"),
-        ("Reduce", "Reduce_fwd"),
-        ("Reduce", "Reduce_bwd"),
-        // Families modelled forward only (spec §6.10-6.11): their `_bwd` sheets would be empty,
-        // and TraceLens leaves empty sheets out.
-        ("GroupedGEMM", "GroupedGEMM_fwd"),
-        ("MoE_fused", "MoE_fused_fwd"),
-        ("MoE_comm", "MoE_comm_fwd"),
-        ("SSM", "SSM_fwd"),
-        ("RoPE", "RoPE_fwd"),
-        ("CrossEntropy", "CrossEntropy_fwd"),
-    ] {
+    let families = if inference {
+        INFERENCE_SHEETS
+    } else {
+        DEFAULT_SHEETS
+    };
+    for &(family, sheet) in families {
         let rows = category_sheets::perf_rows(&ctx, family, sheet, &mut unmodelled);
         if rows.is_empty() {
             continue;

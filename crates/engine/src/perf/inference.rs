@@ -1,0 +1,330 @@
+//! The inference perf models TraceLens's extensions add (`../shared/docs/inference_report_spec.md`
+//! §3): attention over a paged KV cache with the iteration's token counts from its annotation,
+//! SGLang's KV-cache store, aiter's RMSNorms, SGLang's rotary embedding, the fused gated
+//! activations, and aiter/vLLM GEMM wrappers.
+
+use super::dtype::bytes_per_element;
+use super::inputs::{numel, OpInputs};
+use super::params::{dtypes, stride, Param};
+use super::Metrics;
+
+/// Token counts of one serving iteration, parsed from its annotation: context (prefill) and
+/// generation (decode) requests' query and key lengths and the sums of their products.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Iteration {
+    pub c_sq: i64,
+    pub c_sk: i64,
+    pub c_sqsq: i64,
+    pub c_sqsk: i64,
+    pub g_sq: i64,
+    pub g_sk: i64,
+    pub g_sqsq: i64,
+    pub g_sqsk: i64,
+}
+
+impl Iteration {
+    /// vLLM's detailed iteration annotation
+    /// `execute_<bs>_context_<n>(sq<a>sk<b>sqsq<c>sqsk<d>)_generation_<m>(sq..sk..sqsq..sqsk..)`:
+    /// brackets and every run of the letters s, q, k become `_`, and the fields are the
+    /// `_`-separated tokens 5-8 (context) and 13-16 (generation). `None` for any other form
+    /// (the native `execute_<n>` names carry no token counts).
+    pub fn parse(name: &str) -> Option<Iteration> {
+        if !name.starts_with("execute_") || !name.contains("_context_") {
+            return None;
+        }
+        let mut flat = String::with_capacity(name.len());
+        let mut in_run = false;
+        for ch in name.chars() {
+            if matches!(ch, 's' | 'q' | 'k') {
+                if !in_run {
+                    flat.push('_');
+                }
+                in_run = true;
+                continue;
+            }
+            in_run = false;
+            flat.push(if matches!(ch, '(' | ')') { '_' } else { ch });
+        }
+        let t: Vec<&str> = flat.split('_').collect();
+        let n = |i: usize| -> Option<i64> { t.get(i)?.parse().ok() };
+        Some(Iteration {
+            c_sq: n(5)?,
+            c_sk: n(6)?,
+            c_sqsq: n(7)?,
+            c_sqsk: n(8)?,
+            g_sq: n(13)?,
+            g_sk: n(14)?,
+            g_sqsq: n(15)?,
+            g_sqsk: n(16)?,
+        })
+    }
+}
+
+fn last3(s: &[i64]) -> Option<(i64, i64, i64)> {
+    let n = s.len();
+    (n >= 3).then(|| (s[n - 3], s[n - 2], s[n - 1]))
+}
+
+/// Attention over a paged KV cache (`InferenceAttention`): FLOPs of the context (causal) and
+/// generation parts, bytes of Q, K, V and output plus the KV cache read.
+pub fn attention(class: &str, x: &OpInputs, iteration: Option<&Iteration>) -> Option<Metrics> {
+    let it = iteration?;
+    let (q, n_kv, h_kv, d_v, dtype_q, dtype_kv) = match class {
+        "aiter_paged_attention_ragged" => {
+            let q = x.shape(2)?;
+            let cache = x.shape(3)?;
+            let h_kv = *cache.get(cache.len().checked_sub(2)?)?;
+            let d_v = *x.shape(4)?.last()?;
+            (q, it.c_sk + it.g_sk, h_kv, d_v, x.dtype(2), None)
+        }
+        "vllm_vllm_unified_attention_with_output"
+        | "vllm_unified_attention_with_output"
+        | "mha_varlen_fwd"
+        | "mla_decode_fwd"
+        | "aiter_mha_batch_prefill"
+        | "aiter_fmha_v3_varlen_fwd"
+        | "pseudo_mla_prefill_fwd" => {
+            let q = x.shape(0)?;
+            let (n_kv, h_kv, mut d_v) = last3(&x.shape(1)?)?;
+            if matches!(
+                class,
+                "aiter_mha_batch_prefill" | "aiter_fmha_v3_varlen_fwd" | "pseudo_mla_prefill_fwd"
+            ) {
+                d_v = *x.shape(2)?.last()?;
+            }
+            let t1 = x.dtype(1);
+            let kv = if t1.is_empty() { x.dtype(0) } else { t1 };
+            (q, n_kv, h_kv, d_v, x.dtype(0), Some(kv))
+        }
+        _ => return None,
+    };
+    let (n_q, h_q, d_qk) = (*q.first()?, *q.get(1)?, *q.get(2)?);
+    if it.c_sq == 0 && it.g_sq == 0 {
+        return None;
+    }
+    let (hq, dqk, dv, hkv) = (h_q as f64, d_qk as f64, d_v as f64, h_kv as f64);
+    let f = |v: i64| v as f64;
+    let flops = hq
+        * (2.0 * f(it.c_sqsk) * dqk + 2.0 * f(it.c_sqsk) * dv
+            - f(it.c_sqsq) * dqk
+            - f(it.c_sqsq) * dv)
+        + hq * (2.0 * f(it.g_sqsk) * dqk + 2.0 * f(it.g_sqsk) * dv);
+    let q_el = f(it.c_sq + it.g_sq) * (hq * dqk + hq * dv + hkv * dqk + hkv * dv);
+    let kv_el = f((it.c_sk - it.c_sq) + (it.g_sk - it.g_sq)) * hkv * (dqk + dv);
+    let bpe_q = bytes_per_element(dtype_q).unwrap_or(2.0);
+    let bpe_kv = dtype_kv.and_then(bytes_per_element).unwrap_or(bpe_q);
+    let bytes = q_el * bpe_q + kv_el * bpe_kv;
+    let mut params = vec![
+        ("B", Param::Int(1)),
+        ("N_Q", Param::Int(n_q)),
+        ("H_Q", Param::Int(h_q)),
+        ("H_V", Param::Int(h_kv)),
+        ("H_K", Param::Int(h_kv)),
+        ("N_KV", Param::Int(n_kv)),
+        ("H_KV", Param::Int(h_kv)),
+        ("d_h_qk", Param::Int(d_qk)),
+        ("d_h_v", Param::Int(d_v)),
+        ("dropout", Param::Float(0.0)),
+        ("causal", Param::Bool(false)),
+        ("flash_impl", Param::Bool(true)),
+        ("c_sq", Param::Int(it.c_sq)),
+        ("c_sk", Param::Int(it.c_sk)),
+        ("c_sqsq", Param::Int(it.c_sqsq)),
+        ("c_sqsk", Param::Int(it.c_sqsk)),
+        ("g_sq", Param::Int(it.g_sq)),
+        ("g_sk", Param::Int(it.g_sk)),
+        ("g_sqsq", Param::Int(it.g_sqsq)),
+        ("g_sqsk", Param::Int(it.g_sqsk)),
+        ("dtype_Q", Param::Str(dtype_q.to_owned())),
+    ];
+    if let Some(kv) = dtype_kv {
+        params.push(("dtype_KV", Param::Str(kv.to_owned())));
+    }
+    Some(Metrics::new(flops, Some(bytes), params, "matrix", dtype_q))
+}
+
+/// Everything but attention: `None` when `class` is not one of these models.
+pub fn forward(class: &str, x: &OpInputs) -> Option<Metrics> {
+    match class {
+        "sglang_store_cache" => store_cache(x),
+        "aiter_rms_norm" | "aiter_rmsnorm" | "aiter_rmsnorm2d_fwd_with_add_ck" => {
+            rms_norm(class, x)
+        }
+        "sgl_kernel_rotary_embedding" => rotary_embedding(x),
+        "aiter_silu_and_mul" | "sgl_kernel_silu_and_mul" => gated_activation(x),
+        _ => None,
+    }
+}
+
+/// SGLang's KV-cache store: reads K and V, writes them into the cache (four tensors' worth).
+fn store_cache(x: &OpInputs) -> Option<Metrics> {
+    let shape = x.shape(0)?;
+    let nelems = numel(&shape);
+    let dtype = x.dtype(0);
+    let bpe = bytes_per_element(dtype).unwrap_or(2.0);
+    let params = vec![
+        ("op_shape", Param::Json(x.dims.first()?.clone())),
+        ("nelems", Param::Int(nelems as i64)),
+        ("dtype", Param::Str(dtype.to_owned())),
+    ];
+    Some(Metrics::new(
+        0.0,
+        Some(4.0 * nelems * bpe),
+        params,
+        "vector",
+        dtype,
+    ))
+}
+
+/// aiter RMSNorms: `rms_norm(x, w)`, `rmsnorm(out, x, w)` and the fused residual add
+/// `(out, x, residual_in, residual_out, w)`, which reads and writes twice as much.
+fn rms_norm(class: &str, x: &OpInputs) -> Option<Metrics> {
+    let (slot, w_slot, add) = match class {
+        "aiter_rms_norm" => (0, 1, false),
+        "aiter_rmsnorm" => (1, 2, false),
+        _ => (1, 4, true),
+    };
+    let shape = x.shape(slot)?;
+    let c = *x.shape(w_slot)?.first()?;
+    let dtype = x.dtype(slot);
+    let b = bytes_per_element(dtype)?;
+    let (e, cf) = (numel(&shape), c as f64);
+    let norm = (e / cf) * (2.0 * cf + 2.0) + 2.0 * e;
+    let (flops, bytes) = if add {
+        (e + norm, 4.0 * e * b + cf * b)
+    } else {
+        (norm, 2.0 * e * b + cf * b)
+    };
+    let params = vec![
+        ("op_shape", Param::Json(x.dims.get(slot)?.clone())),
+        ("dtype_in_out", dtypes(&[Some(dtype), None])),
+        ("stride_input", stride(x.stride(slot))),
+        ("stride_output", Param::None),
+        ("num_channels", Param::Int(c)),
+        ("has_bias", Param::Bool(false)),
+        ("is_affine", Param::Bool(true)),
+        ("is_training", Param::Bool(false)),
+    ];
+    Some(Metrics::new(flops, Some(bytes), params, "vector", dtype))
+}
+
+/// SGLang's `rotary_embedding(positions, q, k, head_size, cos_sin_cache, is_neox)`: three FLOPs
+/// per rotated element, each read and written once.
+fn rotary_embedding(x: &OpInputs) -> Option<Metrics> {
+    let (q, k) = (x.shape(1)?, x.shape(2)?);
+    let head = match x.concrete(3).trim() {
+        "" => *q.last()?,
+        h => h.parse().ok()?,
+    };
+    if head == 0 {
+        return None;
+    }
+    let rot = x.shape(4).and_then(|c| c.get(1).copied()).unwrap_or(head);
+    let n = q.first()? * (q.get(1)? / head + k.get(1)? / head) * rot;
+    let dtype = x.dtype(1);
+    let bpe = bytes_per_element(dtype).unwrap_or(2.0);
+    let params = vec![("num_elements", Param::Int(n))];
+    let n = n as f64;
+    Some(Metrics::new(
+        3.0 * n,
+        Some(2.0 * n * bpe),
+        params,
+        "vector",
+        dtype,
+    ))
+}
+
+/// `silu_and_mul(out, x)` and the GELU variants: `out = act(x[..., :d]) * x[..., d:]`, five
+/// FLOPs per output element; reads twice the output's elements.
+fn gated_activation(x: &OpInputs) -> Option<Metrics> {
+    let out = x.shape(0)?;
+    let (t_out, t_in) = (x.dtype(0), x.dtype(1));
+    let e = numel(&out);
+    let bytes = 2.0 * e * bytes_per_element(t_in)? + e * bytes_per_element(t_out)?;
+    let params = vec![
+        ("op_shape", Param::Json(x.dims.first()?.clone())),
+        ("dtype_in_out", dtypes(&[Some(t_in), Some(t_out)])),
+        ("stride_input", stride(x.stride(1))),
+        ("stride_output", stride(x.stride(0))),
+    ];
+    Some(Metrics::new(5.0 * e, Some(bytes), params, "vector", t_in))
+}
+
+/// aiter's `gemm_a16w16(x[M, K], w[N, K], bias?, ...)` and vLLM's
+/// `rocm_unquantized_gemm(x, w, bias?)`: weights N-major; `transpose` is read from the kernel
+/// name as for `aten::mm`.
+pub fn wrapper_gemm(class: &str, x: &OpInputs, transpose: Option<(bool, bool)>) -> Option<Metrics> {
+    let vllm = class == "vllm_rocm_unquantized_gemm";
+    if !vllm
+        && !matches!(
+            class,
+            "gemm_a16w16" | "gemm_a16w16_asm" | "gemm_a16w16_atomic_"
+        )
+    {
+        return None;
+    }
+    let (a, w) = (x.shape(0)?, x.shape(1)?);
+    let (m, k, n) = (*a.first()?, *a.get(1)?, *w.first()?);
+    let bias = x.shape(2).is_some_and(|b| !b.is_empty());
+    let (t0, t1, t2) = (x.dtype(0), x.dtype(1), x.dtype(2));
+    let (b1, b2) = (bytes_per_element(t0)?, bytes_per_element(t1)?);
+    let (dtype_ab, bo) = if vllm {
+        let bo = if bias {
+            bytes_per_element(t2)
+        } else {
+            Some(b2)
+        };
+        (dtypes(&[Some(t0), Some(t1), Some(t2)]), bo?)
+    } else {
+        (dtypes(&[Some(t0), Some(t1), Some(t0)]), b1)
+    };
+    let (mf, nf, kf) = (m as f64, n as f64, k as f64);
+    let mut flops = 2.0 * mf * nf * kf;
+    let mut bytes = mf * kf * b1 + kf * nf * b2 + mf * nf * bo;
+    if bias {
+        flops += mf * nf;
+        bytes += nf * bo;
+    }
+    let core = [
+        ("M", Param::Int(m)),
+        ("N", Param::Int(n)),
+        ("K", Param::Int(k)),
+        ("bias", Param::Bool(bias)),
+        ("dtype_A_B", dtype_ab),
+    ];
+    let mut params = Vec::new();
+    if vllm {
+        params.extend(core);
+        params.push(("B", Param::Int(1)));
+    } else {
+        params.push(("B", Param::Int(1)));
+        params.extend(core);
+    }
+    if let Some((ta, tb)) = transpose {
+        params.push((
+            "transpose",
+            Param::Tuple(vec![Param::Bool(ta), Param::Bool(tb)]),
+        ));
+    }
+    Some(Metrics::new(flops, Some(bytes), params, "matrix", t0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vllm_iteration_annotation() {
+        let it = Iteration::parse(
+            "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)",
+        )
+        .expect("parses");
+        assert_eq!((it.c_sq, it.c_sk, it.c_sqsq, it.c_sqsk), (0, 0, 0, 0));
+        assert_eq!(
+            (it.g_sq, it.g_sk, it.g_sqsq, it.g_sqsk),
+            (32, 32785, 32, 32785)
+        );
+        assert_eq!(Iteration::parse("step[DECODE bs=32]"), None);
+        assert_eq!(Iteration::parse("execute_32"), None);
+    }
+}

@@ -1,0 +1,184 @@
+//! TraceLens's inference report (`jarvis report --inference`) against TraceLens's own regression
+//! expectations (`../shared/reference/tracelens_inference/<case>/`), compared as its test does:
+//! every column both sides have, every reference row, numbers within 1e-6 relative (plus the
+//! D1 allowance for time-derived cells, as in `tests/parity.rs`), `*UID*` columns within 10.
+//! The bar: at least 99 % of the compared cells of each case agree.
+
+#[path = "common/cells.rs"]
+mod cells;
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use cells::{cell_diff, column_tolerance, normalize_key, rate_tolerance, read_csv, Csv};
+use jarvis_engine::report::Sheet;
+
+/// Columns that identify a row, where a sheet has them.
+fn is_key_column(col: &str) -> bool {
+    col.starts_with("param: ")
+        || matches!(
+            col,
+            "name"
+                | "type"
+                | "op category"
+                | "parent_module"
+                | "process_name"
+                | "process_label"
+                | "thread_name"
+                | "Input Dims"
+                | "Input type"
+                | "Input Strides"
+                | "Concrete Inputs"
+                | "num_kernels"
+        )
+}
+
+/// (cells compared, cells that agree, the first differences).
+fn compare(
+    sheet: &Sheet,
+    reference: &Csv,
+    tol_us: f64,
+    total_us: f64,
+) -> (usize, usize, Vec<String>) {
+    let ours: Vec<Vec<String>> = sheet
+        .rows
+        .iter()
+        .map(|r| r.iter().map(|c| c.csv_text()).collect())
+        .collect();
+    let key_of = |header: &[String], row: &[String]| -> String {
+        header
+            .iter()
+            .zip(row)
+            .filter(|(h, _)| is_key_column(h) && reference.header.contains(h))
+            .map(|(_, v)| normalize_key(v))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    };
+    // Equal keys (if any) pair up in order.
+    let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, r) in ours.iter().enumerate() {
+        by_key.entry(key_of(&sheet.columns, r)).or_default().push(i);
+    }
+    let mut used: HashMap<String, usize> = HashMap::new();
+    let (mut total, mut agree, mut diffs) = (0, 0, Vec::new());
+    for rrow in &reference.rows {
+        let k = key_of(&reference.header, rrow);
+        let n = used.entry(k.clone()).or_default();
+        let orow = by_key.get(&k).and_then(|v| v.get(*n)).map(|&i| &ours[i]);
+        *n += 1;
+        for (c, col) in reference.header.iter().enumerate() {
+            total += 1;
+            let Some(orow) = orow else { continue };
+            let Some(oc) = sheet.columns.iter().position(|h| h == col) else {
+                if diffs.len() < 40 {
+                    diffs.push(format!("{}: no column {col}", sheet.name));
+                }
+                continue;
+            };
+            let (a, b) = (&orow[oc], &rrow[c]);
+            if col.contains("UID") {
+                if let (Ok(x), Ok(y)) = (a.parse::<f64>(), b.parse::<f64>()) {
+                    if (x - y).abs() <= 10.0 {
+                        agree += 1;
+                        continue;
+                    }
+                }
+            }
+            let mut tol = column_tolerance(col, tol_us, total_us);
+            if let Some(t) = rate_tolerance(col, rrow, &reference.header, tol_us) {
+                tol = t;
+            }
+            match cell_diff(col, a, b, tol) {
+                None => agree += 1,
+                Some(msg) if diffs.len() < 40 => {
+                    diffs.push(format!("{} [{}] {col}: {msg}", sheet.name, cells::clip(&k)))
+                }
+                Some(_) => {}
+            }
+        }
+        if orow.is_none() && diffs.len() < 40 {
+            diffs.push(format!(
+                "{}: reference row missing: {}",
+                sheet.name,
+                cells::clip(&k)
+            ));
+        }
+    }
+    (total, agree, diffs)
+}
+
+/// Analyzes a case as TraceLens made its references (no GPU arch: no roofline columns).
+fn analyze_case(trace: &Path) -> (jarvis_engine::Analysis, Vec<u8>) {
+    let bytes = common::read(trace);
+    let imported = jarvis_engine::import::import_bytes(&bytes).expect("imports");
+    let options = jarvis_engine::Options {
+        platform: jarvis_engine::PlatformChoice::None,
+        inference: true,
+        ..Default::default()
+    };
+    (jarvis_engine::analyze_trace_with(imported, &options), bytes)
+}
+
+/// Share of agreeing cells over every reference sheet of a case; panics below `bar`.
+fn check_case(shared: &Path, case: &str, trace: &str, bar: f64) {
+    let (analysis, bytes) = analyze_case(
+        &shared
+            .join("traces/tracelens_inference")
+            .join(case)
+            .join(trace),
+    );
+    let tol_us = cells::time_tolerance_us(&bytes);
+    let total_us = analysis.timeline.computation as f64 / 1000.0;
+    let dir = shared.join("reference/tracelens_inference").join(case);
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("reference dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+        .collect();
+    files.sort();
+    let (mut total, mut agree, mut report) = (0, 0, Vec::new());
+    for path in files {
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        let reference = read_csv(&common::read(&path));
+        let cells_here = reference.rows.len() * reference.header.len();
+        let Some(sheet) = analysis.report.sheet(name) else {
+            total += cells_here;
+            report.push(format!("{case}/{name}: missing ({cells_here} cells)"));
+            continue;
+        };
+        let (t, a, diffs) = compare(sheet, &reference, tol_us, total_us);
+        total += t;
+        agree += a;
+        report.push(format!("{case}/{name}: {a}/{t}"));
+        report.extend(diffs.into_iter().take(8).map(|d| format!("    {d}")));
+    }
+    let share = agree as f64 / total.max(1) as f64;
+    eprintln!(
+        "{case}: {agree}/{total} cells agree ({:.2} %)\n{}",
+        share * 100.0,
+        report.join("\n")
+    );
+    assert!(
+        share >= bar,
+        "{case}: only {:.2} % of {total} cells agree with TraceLens's inference report\n{}",
+        share * 100.0,
+        report.join("\n")
+    );
+}
+
+#[test]
+fn eager_prefill_decode_matches_tracelens() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    check_case(
+        &shared,
+        "sglang_prefilldecode",
+        "sglang_Qwen3-8B_prefilldecode.json.gz",
+        0.99,
+    );
+}
