@@ -154,7 +154,7 @@ fn check_case(shared: &Path, case: &str, trace: &str, bar: f64) {
         total += t;
         agree += a;
         report.push(format!("{case}/{name}: {a}/{t}"));
-        report.extend(diffs.into_iter().take(8).map(|d| format!("    {d}")));
+        report.extend(diffs.into_iter().take(30).map(|d| format!("    {d}")));
     }
     let share = agree as f64 / total.max(1) as f64;
     eprintln!(

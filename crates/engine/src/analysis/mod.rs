@@ -1,6 +1,7 @@
 //! Analyses over the model. Each module computes one result; `crate::trace_analysis` runs them
 //! in TraceLens's order and assembles the perf report.
 
+pub mod call_stacks;
 pub mod categories;
 pub mod category_sheets;
 pub mod collectives;

@@ -171,26 +171,12 @@ pub fn kernel_details(trace: &Trace, kernels: &[EventId]) -> Vec<KernelDetail> {
 /// the Python list-of-dicts repr, plus the truncated variant. Instances whose kernel count differs
 /// from the first non-empty one are skipped (TraceLens does the same, with a warning).
 pub fn summarize_kernel_details(instances: &[Vec<KernelDetail>]) -> (Cell, Cell) {
-    let Some(template) = instances.iter().find(|v| !v.is_empty()) else {
+    let Some((t, order, aggs)) = kernel_details_template(instances) else {
         // An empty summary list; its truncated form is None (an empty cell).
         return (Cell::s("[]"), Cell::Empty);
     };
-    let mut durs: Vec<Vec<f64>> = vec![Vec::new(); template.len()];
-    for inst in instances.iter().filter(|v| v.len() == template.len()) {
-        for (i, k) in inst.iter().enumerate() {
-            durs[i].push(k.dur_us);
-        }
-    }
-    let mut entries: Vec<(&KernelDetail, Agg)> = template
-        .iter()
-        .zip(durs.iter())
-        .map(|(k, d)| (k, Agg::of(d)))
-        .collect();
-    entries.sort_by(|a, b| {
-        a.1.sum
-            .total_cmp(&b.1.sum)
-            .then_with(|| a.0.name.cmp(&b.0.name))
-    });
+    let entries: Vec<(&KernelDetail, Agg)> =
+        order.iter().map(|&i| (&instances[t][i], aggs[i])).collect();
     let stream = |s: Option<i64>| s.map_or("None".to_owned(), |v| v.to_string());
     let full = entries
         .iter()
@@ -223,6 +209,31 @@ pub fn summarize_kernel_details(instances: &[Vec<KernelDetail>]) -> (Cell, Cell)
         .collect::<Vec<_>>()
         .join(", ");
     (Cell::s(format!("[{full}]")), Cell::s(format!("[{trunc}]")))
+}
+
+/// The summary's template: the first instance with kernels, the order its kernels are listed in
+/// (by total duration over the instances of the same length, then name) and each position's
+/// aggregate. `None` when no instance has kernels.
+pub fn kernel_details_template(
+    instances: &[Vec<KernelDetail>],
+) -> Option<(usize, Vec<usize>, Vec<Agg>)> {
+    let t = instances.iter().position(|v| !v.is_empty())?;
+    let template = &instances[t];
+    let mut durs: Vec<Vec<f64>> = vec![Vec::new(); template.len()];
+    for inst in instances.iter().filter(|v| v.len() == template.len()) {
+        for (i, k) in inst.iter().enumerate() {
+            durs[i].push(k.dur_us);
+        }
+    }
+    let aggs: Vec<Agg> = durs.iter().map(|d| Agg::of(d)).collect();
+    let mut order: Vec<usize> = (0..template.len()).collect();
+    order.sort_by(|&a, &b| {
+        aggs[a]
+            .sum
+            .total_cmp(&aggs[b].sum)
+            .then_with(|| template[a].name.cmp(&template[b].name))
+    });
+    Some((t, order, aggs))
 }
 
 /// Kernel names longer than 64 characters are cut to 64 plus "...".

@@ -4,6 +4,7 @@
 
 use std::rc::Rc;
 
+use super::call_stacks;
 use super::category_sheets::SheetContext;
 use super::category_sheets::{roofline_cells, PctOrder};
 use super::grouping::group_by_key;
@@ -33,6 +34,8 @@ pub struct UnifiedRow {
     pub uid: u32,
     pub metrics: Option<Rc<Metrics>>,
     pub has_model: bool,
+    /// Inference report: the op's stack from the root of the DFS (filtered names, the op last).
+    pub stack: Option<Rc<[String]>>,
 }
 
 /// The unified rows, with the names and GPU events of synthetic ops kept aside (rows stay small).
@@ -67,6 +70,10 @@ struct Walk<'a, 'b> {
     gpu_count: Vec<u32>,
     visited: Vec<bool>,
     rows: Vec<UnifiedRow>,
+    /// Python functions are in the tree (inference report): they are walked through, and the
+    /// walk keeps its path for the rows' call stacks.
+    python: bool,
+    path: Vec<String>,
 }
 
 const BACKWARD_PREFIX: &str = "autograd::engine::evaluate_function: ";
@@ -88,12 +95,26 @@ impl Walk<'_, '_> {
         self.gpu_count[id.idx()] > 0
     }
 
+    /// CPU-op children, looking through python functions when they are in the tree.
     fn cpu_children(&self, id: EventId) -> Vec<EventId> {
-        self.ctx
-            .tree
-            .children(id)
-            .filter(|c| self.is_op(*c))
-            .collect()
+        if !self.python {
+            return self
+                .ctx
+                .tree
+                .children(id)
+                .filter(|c| self.is_op(*c))
+                .collect();
+        }
+        let mut out = Vec::new();
+        let mut stack: Vec<EventId> = self.ctx.tree.children(id).rev().collect();
+        while let Some(c) = stack.pop() {
+            match self.trace().event(c).kind {
+                EventKind::CpuOp => out.push(c),
+                EventKind::PythonFunction => stack.extend(self.ctx.tree.children(c).rev()),
+                _ => {}
+            }
+        }
+        out
     }
 
     /// Some cpu_op below `id` has its own model and GPU work.
@@ -117,7 +138,9 @@ impl Walk<'_, '_> {
                 if e.kind.is_gpu() {
                     return true;
                 }
-                if e.kind == EventKind::CudaRuntime && depth < 10 {
+                let through = e.kind == EventKind::CudaRuntime
+                    || (self.python && e.kind == EventKind::PythonFunction);
+                if through && depth < 10 {
                     stack.push((c, depth + 1));
                 }
             }
@@ -209,6 +232,7 @@ impl Walk<'_, '_> {
                 }
             }
         };
+        let stack = self.python.then(|| Rc::from(self.path.as_slice()));
         self.rows.push(UnifiedRow {
             event: id,
             synthetic: None,
@@ -216,6 +240,7 @@ impl Walk<'_, '_> {
             uid: e.uid,
             metrics,
             has_model,
+            stack,
         });
     }
 
@@ -224,9 +249,26 @@ impl Walk<'_, '_> {
             return;
         }
         self.visited[id.idx()] = true;
-        if !self.is_op(id) || !self.has_work(id) {
+        let kind = self.trace().event(id).kind;
+        let walked = kind == EventKind::CpuOp || (self.python && kind == EventKind::PythonFunction);
+        if !walked || !self.has_work(id) {
             return;
         }
+        let shown = self.python && call_stacks::shows_in_stack(self.trace(), id);
+        if shown {
+            self.path.push(call_stacks::stack_name(self.trace(), id));
+        }
+        if kind == EventKind::PythonFunction {
+            self.visit_children(id, false);
+        } else {
+            self.visit_op(id);
+        }
+        if shown {
+            self.path.pop();
+        }
+    }
+
+    fn visit_op(&mut self, id: EventId) {
         if self.model_class(id).is_some() {
             self.collect(id, None);
             return;
@@ -313,7 +355,24 @@ pub fn unified_rows(
         gpu_count,
         visited: vec![false; n],
         rows: Vec::new(),
+        python: ctx.inference,
+        path: Vec::new(),
     };
+    if walk.python {
+        // Parentless python functions with GPU work first, in time order.
+        let mut roots: Vec<EventId> = (0..n as u32)
+            .map(EventId)
+            .filter(|&i| {
+                trace.event(i).kind == EventKind::PythonFunction
+                    && ctx.tree.parent(i).is_none()
+                    && walk.has_work(i)
+            })
+            .collect();
+        roots.sort_by_key(|&i| trace.event(i).ts);
+        for root in roots {
+            walk.visit(root);
+        }
+    }
     for &root in &ctx.tree.cpu_roots {
         walk.visit(root);
     }
@@ -352,10 +411,30 @@ pub fn unified_rows(
             uid: next_uid,
             metrics: None,
             has_model: false,
+            stack: None,
         });
         next_uid = next_uid.saturating_add(1);
     }
     out
+}
+
+/// The chain of every kernel of the group's template instance, in `kernel_details_summary`
+/// order (inference report).
+fn group_chains(
+    ctx: &SheetContext<'_>,
+    members: &[&UnifiedRow],
+    gpus: &[Vec<EventId>],
+    inst: &[Vec<super::ops_tables::KernelDetail>],
+) -> Vec<Vec<String>> {
+    let Some((t, order, _)) = super::ops_tables::kernel_details_template(inst) else {
+        return Vec::new();
+    };
+    let row = members[t];
+    let (op, stack): (EventId, &[String]) = (row.event, row.stack.as_deref().unwrap_or(&[]));
+    order
+        .iter()
+        .map(|&i| call_stacks::kernel_chain(ctx.trace, ctx.tree, stack, Some(op), gpus[t][i]))
+        .collect()
 }
 
 fn perf_params(m: &Metrics) -> String {
@@ -449,6 +528,10 @@ pub fn unified_sheet(
         ]
         .map(String::from),
     );
+    if ctx.inference {
+        cols.push("entry_point".into());
+        cols.push("call_stack_full".into());
+    }
     if platform.is_some() {
         cols.push("Roofline Time (µs)".into());
         cols.push("Roofline Bound".into());
@@ -550,6 +633,14 @@ pub fn unified_sheet(
                 .find_map(|r| r.metrics.as_deref().map(perf_params));
             cells.push(params.map_or(Cell::Empty, Cell::Str));
             cells.push(Cell::s(if first.has_model { "True" } else { "False" }));
+            if ctx.inference {
+                let chains = group_chains(ctx, &members, &gpus, &inst);
+                cells.push(Cell::s(call_stacks::entry_point(
+                    &chains,
+                    table.name(trace, first),
+                )));
+                cells.push(Cell::s(call_stacks::render(&chains)));
+            }
             if let Some(p) = platform {
                 let metrics: Vec<Option<&Metrics>> =
                     members.iter().map(|r| r.metrics.as_deref()).collect();
