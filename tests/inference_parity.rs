@@ -108,7 +108,8 @@ fn compare(
     (total, agree, diffs)
 }
 
-/// Analyzes a case as TraceLens made its references (no GPU arch: no roofline columns).
+/// Analyzes a case as TraceLens made its references (no GPU arch: no roofline columns), with
+/// its `capture_traces/` folder when it has one.
 fn analyze_case(trace: &Path) -> (jarvis_engine::Analysis, Vec<u8>) {
     let bytes = common::read(trace);
     let imported = jarvis_engine::import::import_bytes(&bytes).expect("imports");
@@ -117,7 +118,29 @@ fn analyze_case(trace: &Path) -> (jarvis_engine::Analysis, Vec<u8>) {
         inference: true,
         ..Default::default()
     };
-    (jarvis_engine::analyze_trace_with(imported, &options), bytes)
+    let dir = trace.parent().expect("case folder").join("capture_traces");
+    if !dir.is_dir() {
+        return (jarvis_engine::analyze_trace_with(imported, &options), bytes);
+    }
+    let details = std::fs::read_to_string(dir.join("execution_details.json")).ok();
+    let mut traces = Vec::new();
+    for f in std::fs::read_dir(&dir).expect("capture dir") {
+        let p = f.expect("entry").path();
+        let name = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        if name.ends_with(".json.gz") {
+            let t =
+                jarvis_engine::import::import_bytes(&common::read(&p)).expect("capture imports");
+            traces.push((name, t));
+        }
+    }
+    let captures = jarvis_engine::inference::capture::captures_of(details.as_deref(), traces)
+        .expect("captures");
+    let a = jarvis_engine::analyze_with_captures(imported, &captures, &options);
+    (a, bytes)
 }
 
 /// Share of agreeing cells over every reference sheet of a case; panics below `bar`.
@@ -179,6 +202,19 @@ fn eager_prefill_decode_matches_tracelens() {
         &shared,
         "sglang_prefilldecode",
         "sglang_Qwen3-8B_prefilldecode.json.gz",
+        0.99,
+    );
+}
+
+#[test]
+fn sglang_graph_decode_with_its_capture_matches_tracelens() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    check_case(
+        &shared,
+        "sglang_decode",
+        "sglang_Qwen3-8B_decode.json.gz",
         0.99,
     );
 }

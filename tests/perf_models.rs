@@ -12,6 +12,7 @@ fn inputs(dims: Value, types: Value, strides: Value, concrete: Value) -> OpInput
         types: list(types),
         strides: list(strides),
         concrete: list(concrete),
+        iteration: None,
     }
 }
 
@@ -689,4 +690,108 @@ fn deviation_d9_triton_kernels() {
     .expect("modelled");
     assert_eq!(r.flops, 5.0 * 888.0);
     assert_eq!(r.bytes, None);
+}
+
+/// SGLang decode attention over a paged KV cache (32 requests, 32785 keys each, GQA 32/8 heads,
+/// d 128): QK^T and PV are 2·d FLOPs per (query, key) pair and head each; bytes are Q, K, V and
+/// output of the 32 new tokens plus every cached key and value read once.
+#[test]
+fn paged_decode_attention_from_the_iteration_annotation() {
+    let mut x = inputs(
+        json!([
+            [32, 32, 128],
+            [10905190400i64],
+            [32, 32, 128],
+            [835874, 1, 8, 128],
+            [835874, 1, 8, 128]
+        ]),
+        json!([
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "c10::BFloat16"
+        ]),
+        json!([]),
+        json!([]),
+    );
+    x.iteration = jarvis_engine::perf::inference::Iteration::parse(
+        "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)",
+    );
+    let m = forward(
+        "aiter_paged_attention_ragged",
+        "sglang_profiler::attention_paged_attention_ragged",
+        &x,
+        &[],
+    )
+    .expect("modelled");
+    // 32 heads · (2·32785·128 + 2·32785·128) summed over the 32 queries' keys.
+    assert_eq!(m.flops, 32.0 * (4.0 * 32785.0 * 128.0));
+    // Q, K, V, O of 32 tokens: 32·(4096 + 4096 + 1024 + 1024); cached K and V: (32785 − 32)·8·256.
+    let elems = 32.0 * 10240.0 + (32785.0 - 32.0) * 8.0 * 256.0;
+    assert_eq!(m.bytes, Some(2.0 * elems));
+    assert_eq!(m.compute_spec, "matrix_bf16");
+    // Without the annotation there are no token counts: no model.
+    x.iteration = None;
+    assert!(forward("aiter_paged_attention_ragged", "x", &x, &[]).is_none());
+}
+
+/// aiter's fused residual add + RMSNorm over (32, 4096) bf16: the add (E FLOPs), the mean of
+/// squares and scale per row ((2C + 2) per row) and the weight multiply (2E); it reads x and the
+/// residual and writes both (4E elements) plus the weight (C).
+#[test]
+fn fused_add_rmsnorm() {
+    let x = inputs(
+        json!([[32, 4096], [32, 4096], [32, 4096], [32, 4096], [4096], []]),
+        json!([
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "Scalar"
+        ]),
+        json!([[4096, 1], [4096, 1], [4096, 1], [4096, 1], [1], []]),
+        json!(["", "", "", "", "", "1e-06"]),
+    );
+    let m = forward(
+        "aiter_rmsnorm2d_fwd_with_add_ck",
+        "aiter::add_rmsnorm",
+        &x,
+        &[],
+    )
+    .expect("modelled");
+    let e = 32.0 * 4096.0;
+    assert_eq!(m.flops, e + 32.0 * (2.0 * 4096.0 + 2.0) + 2.0 * e);
+    assert_eq!(m.bytes, Some(4.0 * e * 2.0 + 4096.0 * 2.0));
+    assert_eq!(m.compute_spec, "vector_bf16");
+}
+
+/// SGLang's rotary embedding on 32 tokens of 32 query and 8 key heads of 128: every element of
+/// q and k rotated (3 FLOPs), read and written once.
+#[test]
+fn rotary_embedding_of_queries_and_keys() {
+    let x = inputs(
+        json!([[32], [32, 4096], [32, 1024], [], [41216, 128], []]),
+        json!([
+            "long int",
+            "c10::BFloat16",
+            "c10::BFloat16",
+            "Scalar",
+            "c10::BFloat16",
+            "Scalar"
+        ]),
+        json!([]),
+        json!(["", "", "", "128", "", "True"]),
+    );
+    let m = forward(
+        "sgl_kernel_rotary_embedding",
+        "sgl_kernel::rotary_embedding",
+        &x,
+        &[],
+    )
+    .expect("modelled");
+    let n = 32.0 * (32.0 + 8.0) * 128.0;
+    assert_eq!(m.flops, 3.0 * n);
+    assert_eq!(m.bytes, Some(2.0 * n * 2.0));
 }

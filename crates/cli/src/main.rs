@@ -51,6 +51,11 @@ enum Command {
         /// stacks, the inference categories' sheets (InferenceAttention_fwd, RMSNorm_fwd, ...).
         #[arg(long)]
         inference: bool,
+        /// A folder of graph-capture traces (with or without TraceLens's
+        /// execution_details.json): each graph replay's kernels get the ops, shapes and call
+        /// stacks recorded when the graph was captured. Implies --inference.
+        #[arg(long, value_name = "DIR")]
+        capture: Option<PathBuf>,
     },
     /// Compare a target trace with a reference trace of the same workload on another platform.
     Compare {
@@ -143,6 +148,7 @@ fn main() -> ExitCode {
             replay,
             include_unlinked,
             inference,
+            capture,
         } => platform_choice(&platform).and_then(|p| {
             let options = Options {
                 timeline_lanes: false,
@@ -151,9 +157,9 @@ fn main() -> ExitCode {
                 replay_ops: replay,
                 gpu_scope: scope(include_unlinked),
                 diff_tree: false,
-                inference,
+                inference: inference || capture.is_some(),
             };
-            report(&trace, out, no_files, &options)
+            report(&trace, out, no_files, capture.as_deref(), &options)
         }),
         Command::Compare {
             target,
@@ -320,8 +326,20 @@ fn default_out(trace: &Path) -> PathBuf {
     PathBuf::from(format!("{stem}_jarvis"))
 }
 
-fn report(trace: &Path, out: Option<PathBuf>, no_files: bool, options: &Options) -> Result<()> {
-    let analysis = analyze_trace_with(import(trace)?, options);
+fn report(
+    trace: &Path,
+    out: Option<PathBuf>,
+    no_files: bool,
+    capture: Option<&Path>,
+    options: &Options,
+) -> Result<()> {
+    let analysis = match capture {
+        Some(dir) => {
+            let captures = load_captures(dir)?;
+            jarvis_engine::analyze_with_captures(import(trace)?, &captures, options)
+        }
+        None => analyze_trace_with(import(trace)?, options),
+    };
     say(&summary::render(&analysis));
     if no_files {
         return Ok(());
@@ -338,6 +356,40 @@ fn report(trace: &Path, out: Option<PathBuf>, no_files: bool, options: &Options)
         out.display()
     ));
     Ok(())
+}
+
+/// The capture traces in `dir` (`execution_details.json` says what each captured, else their
+/// content does).
+fn load_captures(dir: &Path) -> Result<Vec<jarvis_engine::inference::capture::Capture>> {
+    let details_path = dir.join("execution_details.json");
+    let details = if details_path.exists() {
+        Some(
+            fs::read_to_string(&details_path)
+                .with_context(|| format!("cannot read {}", details_path.display()))?,
+        )
+    } else {
+        None
+    };
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .with_context(|| format!("cannot read the capture folder {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.to_string_lossy();
+            n.ends_with(".json.gz")
+                || (n.ends_with(".json") && !n.ends_with("execution_details.json"))
+        })
+        .collect();
+    files.sort();
+    let mut traces = Vec::new();
+    for f in files {
+        let name = f
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        traces.push((name, import(&f)?));
+    }
+    jarvis_engine::inference::capture::captures_of(details.as_deref(), traces)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))
 }
 
 /// A sheet-safe tag from a platform name (`H100 SXM` → `h100_sxm`).

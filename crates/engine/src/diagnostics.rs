@@ -46,6 +46,10 @@ pub enum DiagnosticKind {
     KernelWithoutLaunch,
     /// CUDA/HIP graph launches and the GPU events each owns.
     GraphLaunches,
+    /// Graph replays whose kernels got their captured ops from capture traces.
+    CaptureMerged,
+    /// Graph replays the capture traces given could not be merged with (kernels stay unmerged).
+    CaptureNotMerged,
     /// Launches linked by correlation id alone because the trace has no launch flows.
     LinkedWithoutFlows,
     /// Events at timestamp 0.
@@ -110,6 +114,8 @@ impl DiagnosticKind {
             DiagnosticKind::TrailingData => "trailing_data",
             DiagnosticKind::KernelWithoutLaunch => "kernel_without_launch",
             DiagnosticKind::GraphLaunches => "graph_launches",
+            DiagnosticKind::CaptureMerged => "capture_merged",
+            DiagnosticKind::CaptureNotMerged => "capture_not_merged",
             DiagnosticKind::LinkedWithoutFlows => "linked_without_flows",
             DiagnosticKind::ZeroTimestamp => "zero_timestamp",
             DiagnosticKind::KernelBeforeLaunch => "kernel_before_launch",
@@ -160,9 +166,10 @@ impl DiagnosticKind {
             | RankByPosition
             | CollectivesWithoutMetadata
             | CollectiveMismatch
-            | UnmatchedCollectives => Severity::Warning,
-            RepairedJson | GraphLaunches | LinkedWithoutFlows | OpsWithoutShapes | GpuOnlyTrace
-            | NoStepMarkers | RankFromFileName => Severity::Info,
+            | UnmatchedCollectives
+            | CaptureNotMerged => Severity::Warning,
+            RepairedJson | GraphLaunches | CaptureMerged | LinkedWithoutFlows
+            | OpsWithoutShapes | GpuOnlyTrace | NoStepMarkers | RankFromFileName => Severity::Info,
         }
     }
 
@@ -181,7 +188,9 @@ impl DiagnosticKind {
             TooManyEvents => "The trace holds more events than Jarvis keeps (16,777,216, about 2 GB of working memory); the events up to the limit were analyzed and the rest of the file was not read.",
             TrailingData => "There are bytes after the end of the trace document; they were ignored.",
             KernelWithoutLaunch => "Some GPU events have no linked launch (often work queued before profiling started); like TraceLens, they are left out of the GPU timeline and op tables.",
-            GraphLaunches => "CUDA/HIP graph launches replay many kernels under one host call; their kernels are attributed to the graph launch, and the analysis files them by their kernels' names. Their ops, shapes and call stacks are in the trace recorded while the graph was captured, which Jarvis cannot merge yet.",
+            GraphLaunches => "CUDA/HIP graph launches replay many kernels under one host call; their kernels are attributed to the graph launch, and the analysis files them by their kernels' names. Their ops, shapes and call stacks are in the trace recorded while the graph was captured: give it with the trace (`jarvis report --capture DIR`, or drop both on the page) and Jarvis merges them.",
+            CaptureMerged => "Graph replays were merged with the capture traces that recorded them: their kernels carry the captured ops, shapes and call stacks (recorded at the capture's batch size), and the captured ops' CPU times are the graph launch's.",
+            CaptureNotMerged => "Some graph replays could not be merged with the capture traces given; their kernels stay under the graph launch, filed by their names.",
             LinkedWithoutFlows => "The trace has no launch flow events; launches were linked to GPU work by correlation id alone.",
             ZeroTimestamp => "Some events have timestamp 0, which usually means a profiler fault.",
             KernelBeforeLaunch => "Some GPU events start before the host call that launched them: the host and GPU clocks disagree, so host-to-GPU latencies are unreliable (GPU-side times are unaffected).",

@@ -51,7 +51,8 @@ pub use analysis::timeline::GpuScope;
 pub use error::ImportError;
 pub use import::Importer;
 pub use trace_analysis::{
-    analyze_trace, analyze_trace_with, Analysis, Options, PlatformChoice, UnmodelledOp,
+    analyze_trace, analyze_trace_with, analyze_with_captures, Analysis, Options, PlatformChoice,
+    UnmodelledOp,
 };
 
 /// Imports and analyzes a whole in-memory trace (`.json` or `.json.gz` bytes).

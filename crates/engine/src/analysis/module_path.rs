@@ -75,7 +75,7 @@ mod tests {
             strip_instance_numbers("nn.Module: Qwen3DecoderLayer_12"),
             "nn.Module: Qwen3DecoderLayer"
         );
-        assert_eq!(strip_instance_numbers("a_1_b_22c_"), "abc_");
+        assert_eq!(strip_instance_numbers("a_1_b_22c_"), "a_bc_");
         assert_eq!(parent_module(&["aten::mm".to_owned()]), "NA");
         assert_eq!(
             stack_repr(&["aten::mm".into(), "nn.Module: Linear_0".into()]),

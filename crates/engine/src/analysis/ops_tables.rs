@@ -225,7 +225,7 @@ pub fn kernel_details_template(
             durs[i].push(k.dur_us);
         }
     }
-    let aggs: Vec<Agg> = durs.iter().map(|d| Agg::of(d)).collect();
+    let aggs: Vec<Agg> = durs.iter().map(|d| Agg::numpy(d)).collect();
     let mut order: Vec<usize> = (0..template.len()).collect();
     order.sort_by(|&a, &b| {
         aggs[a]

@@ -17,7 +17,27 @@ pub struct Agg {
 }
 
 impl Agg {
+    /// pandas' groupby aggregates: Kahan-compensated sum and mean, Welford's sample std (its
+    /// Cython kernels), so a group of equal values has a std of exactly 0.
     pub fn of(values: &[f64]) -> Agg {
+        let mut a = Agg::numpy(values);
+        if values.is_empty() {
+            return a;
+        }
+        let n = values.len() as f64;
+        a.sum = kahan_sum(values);
+        a.mean = a.sum / n;
+        a.std = if values.len() > 1 {
+            welford_variance(values).sqrt()
+        } else {
+            f64::NAN
+        };
+        a
+    }
+
+    /// numpy's aggregates over an array (`np.sum`, `np.mean`, `np.std`): pairwise summation,
+    /// two-pass standard deviations.
+    pub fn numpy(values: &[f64]) -> Agg {
         let n = values.len();
         if n == 0 {
             return Agg {
@@ -57,6 +77,30 @@ impl Agg {
             max: sorted[n - 1],
         }
     }
+}
+
+/// Kahan-compensated summation, as pandas sums a group.
+pub fn kahan_sum(values: &[f64]) -> f64 {
+    let (mut s, mut c) = (0.0f64, 0.0f64);
+    for &x in values {
+        let y = x - c;
+        let t = s + y;
+        c = (t - s) - y;
+        s = t;
+    }
+    s
+}
+
+/// Welford's running sample variance (ddof 1), as pandas computes a group's std.
+fn welford_variance(values: &[f64]) -> f64 {
+    let (mut n, mut mean, mut m2) = (0.0f64, 0.0f64, 0.0f64);
+    for &x in values {
+        n += 1.0;
+        let d = x - mean;
+        mean += d / n;
+        m2 += d * (x - mean);
+    }
+    m2 / (n - 1.0)
 }
 
 /// numpy's pairwise summation (`np.sum` / `np.mean` over a contiguous float64 array), so sums,
@@ -126,6 +170,10 @@ mod tests {
     fn pandas_semantics() {
         let a = Agg::of(&[1.0, 2.0, 3.0, 4.0]);
         assert_eq!(a.median, 2.5);
+        // Equal values: Welford's std is exactly 0 where the two-pass one may not be.
+        let same = Agg::of(&[1572.609; 36]);
+        assert_eq!(same.std, 0.0);
+        assert_eq!(same.mean, 1572.609);
         assert!((a.std - 1.2909944487358056).abs() < 1e-15);
         assert!((a.pstd - 1.118033988749895).abs() < 1e-15);
         assert!(Agg::of(&[5.0]).std.is_nan());

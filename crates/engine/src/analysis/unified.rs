@@ -250,7 +250,10 @@ impl Walk<'_, '_> {
         }
         self.visited[id.idx()] = true;
         let kind = self.trace().event(id).kind;
-        let walked = kind == EventKind::CpuOp || (self.python && kind == EventKind::PythonFunction);
+        // With python functions in the tree every host node is walked (TraceLens's rule 1 only
+        // skips non-ops without them): python frames, and runtime calls such as a graph launch
+        // with its captured ops grafted below.
+        let walked = kind == EventKind::CpuOp || (self.python && !kind.is_gpu());
         if !walked || !self.has_work(id) {
             return;
         }
@@ -258,7 +261,7 @@ impl Walk<'_, '_> {
         if shown {
             self.path.push(call_stacks::stack_name(self.trace(), id));
         }
-        if kind == EventKind::PythonFunction {
+        if kind != EventKind::CpuOp {
             self.visit_children(id, false);
         } else {
             self.visit_op(id);

@@ -29,6 +29,7 @@ fn wanted_arg(key: &[u8]) -> bool {
             | b"Input type"
             | b"Input Strides"
             | b"Concrete Inputs"
+            | b"kernel"
             | b"name"
             | b"labels"
             | b"Process Group Name"
@@ -227,6 +228,11 @@ impl TraceBuilder {
                 "Input type" => op.input_type = self.arg_text(v),
                 "Input Strides" => op.input_strides = self.arg_text(v),
                 "Concrete Inputs" => op.concrete_inputs = self.arg_text(v),
+                "kernel" if kind.is_runtime() => {
+                    if let RawValue::Str(name) = v {
+                        op.kernel = Some(self.trace.strings.intern(&bounded_name(name)));
+                    }
+                }
                 _ => {}
             }
             if k == "stream" {

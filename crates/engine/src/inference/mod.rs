@@ -2,6 +2,9 @@
 //! (`../shared/docs/inference_report_spec.md`): SGLang op names without their layer numbers,
 //! and each attention op's iteration annotation (the token counts its perf model reads).
 
+pub mod align;
+pub mod capture;
+
 use rustc_hash::FxHashMap;
 
 use crate::model::{EventId, EventKind, StrId, Trace};
@@ -56,6 +59,37 @@ pub fn normalize_sglang_names(trace: &mut Trace) {
         if let Some(&to) = renamed.get(&e.name) {
             e.name = to;
         }
+    }
+}
+
+/// Diagnostics for a capture merge: what was merged, and why any replay was not.
+pub fn note_merge(trace: &mut Trace, merge: &capture::MergeReport) {
+    use crate::diagnostics::DiagnosticKind as K;
+    if merge.merged > 0 {
+        let files: Vec<String> = merge
+            .captures
+            .iter()
+            .map(|c| format!("{} (batch size {}, {})", c.file, c.batch_size, c.mode))
+            .collect();
+        trace
+            .diagnostics
+            .add(K::CaptureMerged, merge.merged as u64, None);
+        trace.diagnostics.set_message(
+            K::CaptureMerged,
+            format!(
+                "{} of {} graph launches merged with {}: {} replayed kernels got their captured ops ({} captured events copied under the replays). The captured ops' shapes are the capture's batch size, and their CPU times are the graph launch's.",
+                merge.merged,
+                merge.graph_launches,
+                files.join(", "),
+                merge.kernels,
+                merge.inserted_events
+            ),
+        );
+    }
+    for why in &merge.skipped {
+        trace
+            .diagnostics
+            .add(K::CaptureNotMerged, 1, Some(why.clone()));
     }
 }
 

@@ -237,6 +237,9 @@ pub struct OpArgs {
     pub input_type: Option<StrId>,
     pub input_strides: Option<StrId>,
     pub concrete_inputs: Option<StrId>,
+    /// `args.kernel` of a launch call (`hipModuleLaunchKernel` and friends name the kernel they
+    /// launch): how a graph's captured launches are matched to its replayed kernels.
+    pub kernel: Option<StrId>,
 }
 
 /// NCCL/RCCL metadata recorded on collective kernels, each as raw JSON text.

@@ -33,6 +33,43 @@ pub struct CallTree {
     gpu_preorder: Vec<(u32, u32)>,
 }
 
+/// A call tree's links as plain lists: each event's parent and ordered children. The graph
+/// capture merge grafts the captured ops under their replays with these.
+#[derive(Debug, Clone, Default)]
+pub struct TreeLinks {
+    parent: Vec<u32>,
+    pub children: Vec<Vec<u32>>,
+    pub cpu_roots: Vec<EventId>,
+    pub in_tree: Vec<bool>,
+    pub link_by_correlation: bool,
+}
+
+impl TreeLinks {
+    pub fn parent(&self, id: usize) -> Option<u32> {
+        self.parent.get(id).copied().filter(|&p| p != NO_PARENT)
+    }
+
+    /// Sets `id`'s parent pointer (its parent's child list is the caller's to edit).
+    pub fn set_parent(&mut self, id: usize, parent: Option<u32>) {
+        self.parent[id] = parent.unwrap_or(NO_PARENT);
+    }
+
+    /// Room for one more event (appended to the trace), with no links yet.
+    pub fn push_event(&mut self) {
+        self.parent.push(NO_PARENT);
+        self.children.push(Vec::new());
+        self.in_tree.push(true);
+    }
+
+    pub fn len(&self) -> usize {
+        self.parent.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.parent.is_empty()
+    }
+}
+
 /// Names of graph-replay launches: every GPU event sharing their correlation id is theirs.
 pub fn is_graph_launch(name: &str) -> bool {
     matches!(name, "cudaGraphLaunch" | "hipGraphLaunch")
@@ -284,7 +321,7 @@ impl CallTree {
                 .add(K::GraphLaunches, graph_launches, None);
             trace.diagnostics.set_message(
                 K::GraphLaunches,
-                format!("{graph_launches} CUDA/HIP graph launches own {graph_events} GPU events between them; those kernels are attributed to the graph launch and filed by their names. Their ops, shapes and call stacks are in the trace recorded while the graph was captured, which Jarvis cannot merge yet."),
+                format!("{graph_launches} CUDA/HIP graph launches own {graph_events} GPU events between them; those kernels are attributed to the graph launch and filed by their names. Their ops, shapes and call stacks are in the trace recorded while the graph was captured, which Jarvis merges when given (`jarvis report --capture DIR`, or dropped on the page with this trace)."),
             );
         }
         if flowless && flowless_links > 0 {
@@ -318,6 +355,40 @@ impl CallTree {
             fill[p as usize] += 1;
         }
         self.child_start = counts;
+    }
+
+    /// The tree's links as editable lists, for a rewritten tree ([`CallTree::from_links`]).
+    pub fn links(&self) -> TreeLinks {
+        let n = self.parent.len();
+        TreeLinks {
+            parent: self.parent.clone(),
+            children: (0..n)
+                .map(|i| self.child_slice(EventId(i as u32)).to_vec())
+                .collect(),
+            cpu_roots: self.cpu_roots.clone(),
+            in_tree: self.in_tree.clone(),
+            link_by_correlation: self.link_by_correlation,
+        }
+    }
+
+    /// A tree with the given links (events added after the first build included), indexed as
+    /// [`CallTree::build`] indexes its own.
+    pub fn from_links(trace: &Trace, links: TreeLinks) -> CallTree {
+        let n = links.parent.len();
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        for (p, kids) in links.children.iter().enumerate() {
+            edges.extend(kids.iter().map(|&c| (p as u32, c)));
+        }
+        let mut tree = CallTree {
+            parent: links.parent,
+            cpu_roots: links.cpu_roots,
+            in_tree: links.in_tree,
+            link_by_correlation: links.link_by_correlation,
+            ..CallTree::default()
+        };
+        tree.index_children(n, &edges);
+        tree.index_preorder(trace);
+        tree
     }
 
     pub fn parent(&self, id: EventId) -> Option<EventId> {

@@ -15,7 +15,7 @@ pub struct OpInputs {
     pub concrete: Vec<Value>,
     /// The serving iteration the op ran in, from the user annotation around it (inference
     /// attention models read its token counts; set only by the inference report).
-    pub iteration: Option<super::inference::Iteration>,
+    pub iteration: Option<super::iteration::Iteration>,
 }
 
 fn parse_list(trace: &Trace, id: Option<crate::model::StrId>) -> Vec<Value> {

@@ -11,6 +11,7 @@ pub mod gemm;
 pub mod gemm_ext;
 pub mod inference;
 pub mod inputs;
+pub mod iteration;
 pub mod moe;
 pub mod norm;
 pub mod params;

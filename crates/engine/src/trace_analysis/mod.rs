@@ -165,6 +165,8 @@ pub struct Analysis {
     /// The call tree TraceDiff merges, when [`Options::diff_tree`] asked for it.
     #[serde(skip)]
     pub diff_side: Option<crate::tracediff::DiffSide>,
+    /// What merging capture traces did ([`analyze_with_captures`]); `None` without captures.
+    pub capture_merge: Option<crate::inference::capture::MergeReport>,
 }
 
 impl Analysis {
@@ -185,6 +187,7 @@ impl Analysis {
             "distributed": self.distributed,
             "visible_devices": self.visible_devices,
             "diagnostics": self.diagnostics,
+            "capture_merge": self.capture_merge,
         })
     }
 
@@ -256,11 +259,36 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
 
 /// [`analyze_trace`] with explicit options.
 pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
-    let platform = choose_platform(&mut trace, &options.platform);
     if options.inference {
         crate::inference::normalize_sglang_names(&mut trace);
     }
     let tree = CallTree::build_with(&mut trace, options.inference);
+    analyze_tree(trace, tree, options)
+}
+
+/// A serving trace that replays CUDA/HIP graphs, analyzed with the capture traces that recorded
+/// them (TraceLens's inference report; `options.inference` is implied): each replay's kernels
+/// get their captured ops, shapes and call stacks (`inference::capture`).
+pub fn analyze_with_captures(
+    mut trace: Trace,
+    captures: &[crate::inference::capture::Capture],
+    options: &Options,
+) -> Analysis {
+    let options = Options {
+        inference: true,
+        ..options.clone()
+    };
+    let (tree, merge) = crate::inference::capture::merge(&mut trace, captures);
+    crate::inference::normalize_sglang_names(&mut trace);
+    crate::inference::note_merge(&mut trace, &merge);
+    let mut analysis = analyze_tree(trace, tree, &options);
+    analysis.capture_merge = Some(merge);
+    analysis
+}
+
+/// Every analysis over a trace and its call tree.
+fn analyze_tree(mut trace: Trace, tree: CallTree, options: &Options) -> Analysis {
+    let platform = choose_platform(&mut trace, &options.platform);
     let diff_side = options
         .diff_tree
         .then(|| crate::tracediff::DiffSide::extract(&trace, &tree));
@@ -425,6 +453,7 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         diagnostics: trace.diagnostics.sorted(),
         lanes,
         diff_side,
+        capture_merge: None,
     }
 }
 
