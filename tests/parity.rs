@@ -12,8 +12,8 @@ mod cells;
 mod common;
 
 use cells::{
-    cell_diff, clip, close, column_tolerance, normalize_key, rate_tolerance, read_csv,
-    time_tolerance_us, Csv,
+    cell_diff, clip, close, column_tolerance, deviation_columns, normalize_key, rate_tolerance,
+    read_csv, time_tolerance_us, Csv,
 };
 
 use std::collections::HashMap;
@@ -224,111 +224,6 @@ fn kernel_level_matches_kernel_summary(
         }
     }
     errors
-}
-
-/// The `unified_perf_summary` columns a perf model fills.
-const UNIFIED_MODEL_COLUMNS: &[&str] = &[
-    "GFLOPS",
-    "Data Moved (MB)",
-    "FLOPS/Byte",
-    "Compute Spec",
-    "TB/s_mean",
-    "TB/s_std",
-    "TB/s_median",
-    "TB/s_min",
-    "TB/s_max",
-    "TFLOPS/s_mean",
-    "TFLOPS/s_std",
-    "TFLOPS/s_median",
-    "TFLOPS/s_min",
-    "TFLOPS/s_max",
-    "perf_params",
-];
-
-/// Columns a documented deviation changes on a reference row (docs/deviations.md); they are
-/// asserted by the deviation's own test instead.
-fn deviation_columns(sheet: &str, header: &[String], row: &[String]) -> Vec<&'static str> {
-    let col = |name: &str| {
-        header
-            .iter()
-            .position(|h| h == name)
-            .map(|i| row[i].as_str())
-    };
-    // D6: TraceLens never counts a convolution's bias tensor.
-    if sheet == "CONV_fwd"
-        && col("Input Dims_first").is_some_and(|d| d.starts_with('[') && conv_bias_present(d))
-    {
-        return vec![
-            "param: bias",
-            "GFLOPS_first",
-            "Data Moved (MB)_first",
-            "FLOPS/Byte_first",
-            "TB/s_mean",
-            "TB/s_median",
-            "TB/s_std",
-            "TB/s_min",
-            "TB/s_max",
-            "TFLOPS/s_mean",
-            "TFLOPS/s_median",
-            "TFLOPS/s_std",
-            "TFLOPS/s_min",
-            "TFLOPS/s_max",
-        ];
-    }
-    if sheet == "unified_perf_summary" {
-        // D6/D7 change the model columns but Compute Spec.
-        let rates = || {
-            UNIFIED_MODEL_COLUMNS
-                .iter()
-                .copied()
-                .filter(|c| *c != "Compute Spec")
-                .collect()
-        };
-        // D9: Jarvis models Inductor's Triton kernels from the trace alone. The fused ops and
-        // their sizes (`perf_params`) are TraceLens's, asserted here; FLOPs per op, bytes and
-        // Compute Spec follow Jarvis's documented rules (`deviation_d9_triton_kernels`).
-        if col("name").is_some_and(|n| n.starts_with("triton_")) {
-            return UNIFIED_MODEL_COLUMNS
-                .iter()
-                .copied()
-                .filter(|c| *c != "perf_params")
-                .collect();
-        }
-        // D7 (reductions) and D6 (convolutions with a bias tensor) change these columns.
-        if col("op category") == Some("reduce") && col("has_perf_model") == Some("True") {
-            return rates();
-        }
-        let dims = col("Input Dims")
-            .unwrap_or("")
-            .replace('(', "[")
-            .replace(')', "]")
-            .replace(",]", "]");
-        if col("name") == Some("aten::convolution") && conv_bias_present(&dims) {
-            return rates();
-        }
-    }
-    // D7: TraceLens reports one output element for every non-cumulative reduction.
-    if sheet.starts_with("Reduce_") {
-        return vec![
-            "param: num_output_elems",
-            "Data Moved (MB)_first",
-            "FLOPS/Byte_first",
-            "TB/s_mean",
-            "TB/s_median",
-            "TB/s_std",
-            "TB/s_min",
-            "TB/s_max",
-        ];
-    }
-    Vec::new()
-}
-
-/// Whether the third `Input Dims` slot of a convolution holds a tensor shape.
-fn conv_bias_present(dims: &str) -> bool {
-    let v: serde_json::Value = serde_json::from_str(dims).unwrap_or_default();
-    v.get(2)
-        .and_then(|s| s.as_array())
-        .is_some_and(|a| !a.is_empty())
 }
 
 fn compare_sheet(

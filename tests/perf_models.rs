@@ -13,6 +13,7 @@ fn inputs(dims: Value, types: Value, strides: Value, concrete: Value) -> OpInput
         strides: list(strides),
         concrete: list(concrete),
         iteration: None,
+        moe: None,
     }
 }
 

@@ -45,10 +45,8 @@ pub fn kernel_chain(
         }
         cur = tree.parent(p);
     }
-    if op.is_some() && cur.is_none() {
-        // The kernel is not below the op: only its own name.
-        suffix.clear();
-    }
+    // A pseudo op is not on its kernel's parent chain: the walk then reaches the root and the
+    // chain holds the path twice, as TraceLens's does.
     suffix.reverse();
     let mut chain = op_stack.to_vec();
     chain.extend(suffix);

@@ -41,6 +41,8 @@ enum KernelHint {
     Training(bool),
     /// An inference attention op's iteration annotation (its token counts).
     Annotation(StrId),
+    /// A MoE GEMM pseudo op's routing (experts per token, gated).
+    Moe(crate::perf::inputs::MoeGemm),
 }
 
 /// (op name, interned inputs, backward, kernel-name hint).
@@ -53,6 +55,8 @@ pub struct MetricsCache {
     map: RefCell<FxHashMap<MetricsKey, Modelled>>,
     /// The iteration annotation around each annotated op (inference report only).
     pub annotations: FxHashMap<EventId, StrId>,
+    /// MoE GEMM pseudo ops' routing (inference report only).
+    pub moe: FxHashMap<EventId, crate::perf::inputs::MoeGemm>,
 }
 
 /// An op's metrics, or why its model could not compute them.
@@ -83,6 +87,7 @@ impl MetricsCache {
                 | "vllm_rocm_unquantized_gemm"
         );
         let annotation = self.annotations.get(&id).copied();
+        let moe = self.moe.get(&id).copied();
         let hint = if gemm {
             kernels
                 .iter()
@@ -90,6 +95,8 @@ impl MetricsCache {
                 .map(|(a, b)| KernelHint::Transpose(a, b))
         } else if matches!(class, "BatchNorm" | "InstanceNorm") {
             crate::perf::norm::training_from_kernels(kernels).map(KernelHint::Training)
+        } else if let Some(m) = moe {
+            Some(KernelHint::Moe(m))
         } else {
             annotation.map(KernelHint::Annotation)
         };
@@ -99,6 +106,7 @@ impl MetricsCache {
         }
         let name = trace.name(e);
         let mut inputs = OpInputs::of(trace, e);
+        inputs.moe = moe;
         inputs.iteration =
             annotation.and_then(|a| crate::perf::inference::Iteration::parse(trace.strings.get(a)));
         let m = if backward {

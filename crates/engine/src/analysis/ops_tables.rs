@@ -252,6 +252,10 @@ pub fn round2(x: f64) -> f64 {
     (x * 100.0).round_ties_even() / 100.0
 }
 
+/// A row key of `ops_unique_args`: the nine shared columns, the parent module and the number of
+/// direct kernels (both empty/0 outside the inference report).
+type UniqueKey = ([String; 9], String, usize);
+
 /// `ops_unique_args`. With `modules` (the inference report), the key also holds the parent
 /// module (after the category) and the number of direct kernels (after the inputs), and each
 /// group shows its first call stack (spec §1.4 of `inference_report_spec.md`).
@@ -268,7 +272,7 @@ pub fn ops_unique_args(
     };
     // Cheap ids (name, category, lane, interned args) first; the printed key once per group.
     let indices: Vec<usize> = (0..launchers.len()).collect();
-    let groups: Vec<(([String; 9], String, usize), Vec<usize>)> = group_by_key(
+    let groups: Vec<(UniqueKey, Vec<usize>)> = group_by_key(
         &indices,
         |&i| {
             let l = &launchers[i];
@@ -306,7 +310,7 @@ pub fn ops_unique_args(
         .map(String::from),
     );
     struct Row {
-        key: ([String; 9], String, usize),
+        key: UniqueKey,
         count: usize,
         direct: Agg,
         subtree: Agg,

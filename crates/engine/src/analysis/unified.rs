@@ -326,10 +326,7 @@ fn model_class(ctx: &SheetContext<'_>, name: &str) -> Option<&'static str> {
     if let Some(class) = ctx.registry.get(name).and_then(|i| i.model_class) {
         return Some(class);
     }
-    ["triton_poi_", "triton_red_", "triton_per_"]
-        .iter()
-        .any(|p| name.starts_with(p))
-        .then_some("TritonCompiledPerfModel")
+    crate::perf::triton::names_fused_ops(name).then_some("TritonCompiledPerfModel")
 }
 
 /// The unified rows: collected ops in traversal order, then synthetic ops for uncovered GPU work.
@@ -340,17 +337,11 @@ pub fn unified_rows(
 ) -> UnifiedRows {
     let trace = ctx.trace;
     let n = trace.events.len();
-    let mut gpu_count = vec![0u32; n];
-    for (i, e) in trace.events.iter().enumerate() {
-        if !e.kind.is_gpu() {
-            continue;
-        }
-        let mut cur = ctx.tree.parent(EventId(i as u32));
-        while let Some(p) = cur {
-            gpu_count[p.idx()] += 1;
-            cur = ctx.tree.parent(p);
-        }
-    }
+    // GPU events below each node, top-down (a pseudo op sits above its kernel's launch only in
+    // its parent's child list).
+    let gpu_count: Vec<u32> = (0..n as u32)
+        .map(|i| ctx.tree.gpu_count_under(EventId(i)) as u32)
+        .collect();
     let mut walk = Walk {
         ctx,
         names,
@@ -572,9 +563,11 @@ pub fn unified_sheet(
         .map(|(key, members)| {
             let gpus: Vec<Vec<EventId>> = members.iter().map(|r| table.gpu(ctx, r)).collect();
             let kt: Vec<f64> = gpus.iter().map(|g| span(g)).collect();
+            // A pseudo op has no CPU time: NaN, skipped as pandas skips it.
             let dur: Vec<f64> = members
                 .iter()
-                .map(|r| us(trace.event(r.event).dur))
+                .map(|r| trace.event(r.event))
+                .map(|e| if e.has_time() { us(e.dur) } else { f64::NAN })
                 .collect();
             let m = |f: &dyn Fn(&Metrics, f64) -> f64| -> Vec<f64> {
                 members
@@ -588,7 +581,7 @@ pub fn unified_sheet(
             let ai = m(&|x, _| x.flops_per_byte());
             let tb = m(&|x, k| x.tb_per_s(k));
             let tf = m(&|x, k| x.tflops_per_s(k));
-            let (a_tb, a_tf, a_kt, a_dur) = (skipna(&tb), skipna(&tf), Agg::of(&kt), Agg::of(&dur));
+            let (a_tb, a_tf, a_kt, a_dur) = (skipna(&tb), skipna(&tf), Agg::of(&kt), skipna(&dur));
             let first = members[0];
             let mut cells: Vec<Cell> = key
                 .into_iter()

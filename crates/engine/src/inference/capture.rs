@@ -284,7 +284,7 @@ fn iteration_batch(name: &str) -> Option<Option<i64>> {
     }
     if let Some(rest) = name.strip_prefix("step[") {
         let bs = rest
-            .split(|c: char| c == ' ' || c == ']')
+            .split([' ', ']'])
             .find_map(|t| t.strip_prefix("bs="))
             .and_then(|v| v.parse().ok());
         return Some(bs);

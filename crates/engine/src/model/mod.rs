@@ -107,6 +107,10 @@ const NONE_I32: i32 = i32::MIN;
 const LINK_IS_CORRELATION: u8 = 1;
 /// `Event::flags`: `link` holds the `External id` arg (no correlation on this event).
 const LINK_IS_EXTERNAL_ID: u8 = 2;
+const LINK_BITS: u8 = LINK_IS_CORRELATION | LINK_IS_EXTERNAL_ID;
+/// `Event::flags`: an op the analysis inserted without a time of its own (TraceLens's pseudo
+/// ops); `ts`/`dur` are its launch's, for placement only, and its CPU duration is unknown.
+const NO_TIME: u8 = 4;
 
 /// One duration event (`ph: "X"`) the analyses use. Kept to 48 bytes: memory grows with the
 /// number of these, so optional fields use sentinels behind accessor methods, and the launch
@@ -170,13 +174,20 @@ impl Event {
 
     pub fn set_correlation(&mut self, v: i64) {
         self.link = v;
-        self.flags = LINK_IS_CORRELATION;
+        self.flags = (self.flags & !LINK_BITS) | LINK_IS_CORRELATION;
     }
     pub fn set_external_id(&mut self, v: i64) {
         if self.flags & LINK_IS_CORRELATION == 0 {
             self.link = v;
-            self.flags = LINK_IS_EXTERNAL_ID;
+            self.flags = (self.flags & !LINK_BITS) | LINK_IS_EXTERNAL_ID;
         }
+    }
+    /// Whether the event has a CPU time of its own (not an inserted pseudo op).
+    pub fn has_time(&self) -> bool {
+        self.flags & NO_TIME == 0
+    }
+    pub fn set_no_time(&mut self) {
+        self.flags |= NO_TIME;
     }
     pub fn set_stream(&mut self, v: i64) {
         self.stream = i32::try_from(v).unwrap_or(NONE_I32);

@@ -424,6 +424,16 @@ impl CallTree {
             .collect()
     }
 
+    /// How many GPU events lie in the subtree of `id` (top-down, through child lists).
+    pub fn gpu_count_under(&self, id: EventId) -> usize {
+        let (Some(&lo), Some(&hi)) = (self.first.get(id.idx()), self.end.get(id.idx())) else {
+            return 0;
+        };
+        let a = self.gpu_preorder.partition_point(|&(p, _)| p < lo);
+        let b = self.gpu_preorder.partition_point(|&(p, _)| p < hi);
+        b - a
+    }
+
     /// The nearest `cpu_op` ancestor of an event (not the event itself).
     pub fn nearest_cpu_op(&self, trace: &Trace, id: EventId) -> Option<EventId> {
         let mut cur = self.parent(id);

@@ -106,6 +106,86 @@ pub fn forward(class: &str, x: &OpInputs) -> Option<Metrics> {
     }
 }
 
+/// Bytes per element of the MoE models' dtype names (TraceLens's own table: weight dtypes are
+/// read from kernel names as `FP4` / `FP8`).
+fn moe_bytes(dtype: &str) -> Option<f64> {
+    Some(match dtype {
+        "FP4" | "c10::Float4_e2m1fn_x2" => 0.5,
+        "FP8" => 1.0,
+        d if d.starts_with("Float8_") || d.starts_with("c10::Float8_") => 1.0,
+        "c10::BFloat16" | "BFloat16" | "Float16" | "Half" | "c10::Half" => 2.0,
+        "Float32" | "Float" | "float" => 4.0,
+        _ => return None,
+    })
+}
+
+/// A Triton MoE expert GEMM split out of vLLM's `moe_forward(hidden[M, K], router_logits[M, E],
+/// ...)` (a pseudo op): `up` is the (gated) up-projection, `down` the down-projection. The
+/// intermediate size is taken equal to the hidden size (TraceLens's assumption; the op does not
+/// record it). Weights are read once per active expert: E·(1 − ((E − topk)/E)^M) experts get a
+/// token when M tokens each pick topk of E uniformly.
+pub fn moe_triton_unfused(class: &str, x: &OpInputs, kernels: &[&str]) -> Option<Metrics> {
+    let up = match class {
+        "moe_triton_unfused_up" => true,
+        "moe_triton_unfused_down" => false,
+        _ => return None,
+    };
+    let moe = x.moe?;
+    let hidden = x.shape(0)?;
+    let (m, k) = (*hidden.first()?, *hidden.get(1)?);
+    let e = *x.shape(1)?.get(1)?;
+    let n = k;
+    let input_dtype = x.dtype(0);
+    let first = kernels
+        .first()
+        .map(|k| k.to_ascii_lowercase())
+        .unwrap_or_default();
+    let weight_dtype = if first.contains("mxfp4") || first.contains("fp4") {
+        Some("FP4")
+    } else if first.contains("fp8") || first.contains("e4m3") {
+        Some("FP8")
+    } else {
+        None
+    };
+    let bi = moe_bytes(input_dtype)?;
+    let bw = moe_bytes(weight_dtype?)?;
+    let gated = moe.gated;
+    let g = if gated { 2.0 } else { 1.0 };
+    let (mf, kf, nf, ef, topk) = (m as f64, k as f64, n as f64, e as f64, moe.topk as f64);
+    let e_act = ef * (1.0 - ((ef - topk) / ef).powf(mf));
+    let (flops, bytes) = if up {
+        (
+            2.0 * mf * kf * nf * topk * g,
+            mf * kf * bi + e_act * g * kf * nf * bw + mf * nf * topk * bi,
+        )
+    } else {
+        (
+            2.0 * mf * nf * kf * topk,
+            mf * nf * topk * bi + e_act * nf * kf * bw + mf * kf * bi,
+        )
+    };
+    let params = vec![
+        ("num_tokens", Param::Int(m)),
+        ("hidden_dim", Param::Int(k)),
+        ("inter_dim", Param::Int(n)),
+        ("num_experts", Param::Int(e)),
+        ("topk", Param::Int(moe.topk)),
+        ("gated", Param::Bool(gated)),
+        ("input_dtype", Param::Str(input_dtype.to_owned())),
+        (
+            "weight_dtype",
+            weight_dtype.map_or(Param::None, |w| Param::Str(w.to_owned())),
+        ),
+    ];
+    Some(Metrics::new(
+        flops,
+        Some(bytes),
+        params,
+        "matrix",
+        weight_dtype?,
+    ))
+}
+
 /// SGLang's KV-cache store: reads K and V, writes them into the cache (four tensors' worth).
 fn store_cache(x: &OpInputs) -> Option<Metrics> {
     let shape = x.shape(0)?;

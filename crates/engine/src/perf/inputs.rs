@@ -16,6 +16,16 @@ pub struct OpInputs {
     /// The serving iteration the op ran in, from the user annotation around it (inference
     /// attention models read its token counts; set only by the inference report).
     pub iteration: Option<super::iteration::Iteration>,
+    /// For a MoE GEMM pseudo op: what the MoE around it routes (set by the inference report).
+    pub moe: Option<MoeGemm>,
+}
+
+/// A MoE expert GEMM split out of a fused MoE op: experts per token and whether the GEMM is the
+/// gated up-projection (its kernel applies SwiGLU/GLU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MoeGemm {
+    pub topk: i64,
+    pub gated: bool,
 }
 
 fn parse_list(trace: &Trace, id: Option<crate::model::StrId>) -> Vec<Value> {
@@ -36,6 +46,7 @@ impl OpInputs {
             strides: parse_list(trace, a.input_strides),
             concrete: parse_list(trace, a.concrete_inputs),
             iteration: None,
+            moe: None,
         }
     }
 

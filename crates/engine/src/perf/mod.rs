@@ -95,6 +95,7 @@ pub fn forward(class: &str, op: &str, inputs: &OpInputs, kernels: &[&str]) -> Op
         .or_else(|| inference::wrapper_gemm(class, inputs, transpose()))
         .or_else(|| inference::attention(class, inputs, inputs.iteration.as_ref()))
         .or_else(|| inference::forward(class, inputs))
+        .or_else(|| inference::moe_triton_unfused(class, inputs, kernels))
         .or_else(|| elementwise::unary(class, inputs))
         .or_else(|| elementwise::binary(class, inputs))
         .or_else(|| sdpa::forward(class, inputs))

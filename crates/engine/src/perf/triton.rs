@@ -72,6 +72,130 @@ const MULTI_WORD: &[&str] = &[
     "clamp_max",
 ];
 
+/// Single-word aten ops Inductor names fused kernels after (with the [`MULTI_WORD`] ones and
+/// those [`flops_per_element`] lists). Other words in a kernel name are not aten ops: with
+/// descriptive names Inductor also uses the names of custom ops and functions the kernel came
+/// from (`triton_poi_fused_constant_pad_nd_moe_forward_0` pads the input of vLLM's
+/// `moe_forward`), which do no arithmetic of their own.
+const ATEN_WORDS: &[&str] = &[
+    "abs",
+    "acos",
+    "add",
+    "addcmul",
+    "addcdiv",
+    "all",
+    "amax",
+    "amin",
+    "any",
+    "argmax",
+    "argmin",
+    "asin",
+    "atan",
+    "atan2",
+    "avg",
+    "baddbmm",
+    "bmm",
+    "bucketize",
+    "ceil",
+    "clamp",
+    "cos",
+    "cosh",
+    "cumprod",
+    "cumsum",
+    "div",
+    "dropout",
+    "elu",
+    "eq",
+    "erf",
+    "erfinv",
+    "exp",
+    "exp2",
+    "expm1",
+    "floor",
+    "fmod",
+    "frac",
+    "ge",
+    "gelu",
+    "gt",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "isinf",
+    "isnan",
+    "le",
+    "leaky",
+    "lerp",
+    "lgamma",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "logsumexp",
+    "lt",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "mm",
+    "mish",
+    "mul",
+    "nan",
+    "ne",
+    "neg",
+    "norm",
+    "pow",
+    "prod",
+    "rand",
+    "randn",
+    "reciprocal",
+    "relu",
+    "remainder",
+    "round",
+    "rsqrt",
+    "rsub",
+    "sigmoid",
+    "sign",
+    "silu",
+    "sin",
+    "sinh",
+    "softmax",
+    "softplus",
+    "sort",
+    "sqrt",
+    "square",
+    "std",
+    "sub",
+    "sum",
+    "tan",
+    "tanh",
+    "topk",
+    "tril",
+    "triu",
+    "trunc",
+    "var",
+    "xlogy",
+];
+
+fn is_aten_word(word: &str) -> bool {
+    ATEN_WORDS.contains(&word) || MULTI_WORD.contains(&word) || flops_per_element(word) != 1.0
+}
+
+/// Whether an Inductor kernel name names what it fused (`triton_poi_fused_0` names nothing;
+/// TraceLens gives it no perf model).
+pub fn names_fused_ops(kernel: &str) -> bool {
+    ["poi", "red", "per"].iter().any(|k| {
+        kernel
+            .strip_prefix("triton_")
+            .and_then(|r| r.strip_prefix(k))
+            .and_then(|r| r.strip_prefix("_fused_"))
+            .is_some_and(|r| {
+                r.split('_')
+                    .any(|w| !w.is_empty() && !w.bytes().all(|b| b.is_ascii_digit()))
+            })
+    })
+}
+
 /// The fused ops named by a kernel: `triton_red_fused__unsafe_view_add_mean_1` →
 /// `["_unsafe_view", "add", "mean"]`; `None` for other names.
 pub fn fused_ops(kernel: &str) -> Option<(&'static str, Vec<String>)> {
@@ -97,7 +221,7 @@ pub fn fused_ops(kernel: &str) -> Option<(&'static str, Vec<String>)> {
             .max_by_key(|w| w.len())
             .copied()
             .unwrap_or_else(|| s.split('_').next().unwrap_or(s));
-        if !word.is_empty() {
+        if !word.is_empty() && is_aten_word(word) {
             ops.push(word.to_owned());
         }
         s = s[word.len()..]
@@ -178,6 +302,11 @@ mod tests {
             Some(("per", "_log_softmax,native_layer_norm".into()))
         );
         assert_eq!(ops("triton_tem_fused_mm_0"), None);
+        // Custom-op and function names in a descriptive kernel name are not aten ops.
+        assert_eq!(
+            ops("triton_poi_fused_constant_pad_nd_moe_forward_0"),
+            Some(("poi", "constant_pad_nd".into()))
+        );
     }
 
     #[test]

@@ -263,7 +263,22 @@ pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
         crate::inference::normalize_sglang_names(&mut trace);
     }
     let tree = CallTree::build_with(&mut trace, options.inference);
-    analyze_tree(trace, tree, options)
+    if !options.inference {
+        return analyze_tree(trace, tree, options, None);
+    }
+    let (tree, pseudo) = with_pseudo_ops(&mut trace, tree);
+    analyze_tree(trace, tree, options, Some(pseudo))
+}
+
+/// The inference report's pseudo ops inserted into a tree (the tree unchanged when none apply).
+fn with_pseudo_ops(
+    trace: &mut Trace,
+    tree: CallTree,
+) -> (CallTree, crate::inference::pseudo_ops::PseudoOps) {
+    match crate::inference::pseudo_ops::insert(trace, &tree) {
+        Some((t, p)) => (t, p),
+        None => (tree, Default::default()),
+    }
 }
 
 /// A serving trace that replays CUDA/HIP graphs, analyzed with the capture traces that recorded
@@ -281,13 +296,19 @@ pub fn analyze_with_captures(
     let (tree, merge) = crate::inference::capture::merge(&mut trace, captures);
     crate::inference::normalize_sglang_names(&mut trace);
     crate::inference::note_merge(&mut trace, &merge);
-    let mut analysis = analyze_tree(trace, tree, &options);
+    let (tree, pseudo) = with_pseudo_ops(&mut trace, tree);
+    let mut analysis = analyze_tree(trace, tree, &options, Some(pseudo));
     analysis.capture_merge = Some(merge);
     analysis
 }
 
-/// Every analysis over a trace and its call tree.
-fn analyze_tree(mut trace: Trace, tree: CallTree, options: &Options) -> Analysis {
+/// Every analysis over a trace and its call tree (`pseudo`: the inference report's pseudo ops).
+fn analyze_tree(
+    mut trace: Trace,
+    tree: CallTree,
+    options: &Options,
+    pseudo: Option<crate::inference::pseudo_ops::PseudoOps>,
+) -> Analysis {
     let platform = choose_platform(&mut trace, &options.platform);
     let diff_side = options
         .diff_tree
@@ -347,19 +368,19 @@ fn analyze_tree(mut trace: Trace, tree: CallTree, options: &Options) -> Analysis
     let mut op_index = crate::lanes::OpIndex::default();
     let mut unmodelled_ops = Vec::new();
     if !gpu_only {
-        let (anomalies, index, unmodelled) = perf_sheets(
+        let perf = perf_sheets(
             &trace,
             &tree,
             &registry,
             &names,
             &launchers,
             platform.as_ref(),
-            options.inference,
-            &mut sheets,
+            pseudo.as_ref(),
         );
-        op_index = index;
-        unmodelled_ops = sheets::note_unmodelled(&mut trace, &unmodelled);
-        for (n, ex) in anomalies {
+        sheets.extend(perf.sheets);
+        op_index = perf.op_index;
+        unmodelled_ops = sheets::note_unmodelled(&mut trace, &perf.unmodelled);
+        for (n, ex) in perf.anomalies {
             trace
                 .diagnostics
                 .add(DiagnosticKind::EfficiencyAbovePeak, n, ex);

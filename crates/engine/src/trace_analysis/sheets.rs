@@ -157,8 +157,18 @@ const INFERENCE_SHEETS: &[(&str, &str)] = &[
     ("Reduce", "Reduce_fwd"),
 ];
 
-/// `unified_perf_summary` and the per-category sheets (TraceLens's workbook order). Returns the
-/// efficiency anomalies found (efficiency above 100 % is reported, never shown as fact).
+/// What [`perf_sheets`] produces.
+pub(super) struct PerfSheets {
+    /// `unified_perf_summary`, then the per-category sheets, in TraceLens's workbook order.
+    pub sheets: Vec<Sheet>,
+    /// Efficiency above 100 % (reported, never shown as fact): (count, example).
+    pub anomalies: Vec<(u64, Option<String>)>,
+    pub op_index: crate::lanes::OpIndex,
+    pub unmodelled: category_sheets::Unmodelled,
+}
+
+/// `unified_perf_summary` and the per-category sheets. `inference`: the inference report's
+/// pseudo ops (and its sheet layout).
 pub(super) fn perf_sheets(
     trace: &Trace,
     tree: &CallTree,
@@ -166,18 +176,16 @@ pub(super) fn perf_sheets(
     names: &names::NameClasses,
     launchers: &launchers::Launchers,
     platform: Option<&PlatformUsed>,
-    inference: bool,
-    sheets: &mut Vec<Sheet>,
-) -> (
-    Vec<(u64, Option<String>)>,
-    crate::lanes::OpIndex,
-    category_sheets::Unmodelled,
-) {
+    inference: Option<&crate::inference::pseudo_ops::PseudoOps>,
+) -> PerfSheets {
+    let mut sheets = Vec::new();
     let autograd = crate::model::autograd::AutogradLinks::build(trace);
     let mut cache = category_sheets::MetricsCache::default();
-    if inference {
+    if let Some(pseudo) = inference {
         cache.annotations = crate::inference::iteration_annotations(trace);
+        cache.moe = pseudo.moe.clone();
     }
+    let inference = inference.is_some();
     let ctx = category_sheets::SheetContext {
         trace,
         tree,
@@ -230,7 +238,12 @@ pub(super) fn perf_sheets(
         }
         sheets.push(category_sheets::summarize(&ctx, sheet, &rows, p));
     }
-    (anomalies, op_index, unmodelled)
+    PerfSheets {
+        sheets,
+        anomalies,
+        op_index,
+        unmodelled,
+    }
 }
 
 /// The `unmodelled_ops` diagnostic (one example line per (op, reason), longest kernel time
