@@ -233,3 +233,50 @@ fn vllm_graph_decode_with_its_capture_matches_tracelens() {
     };
     check_case(&shared, "vllm_decode_full", "graph_execution.json.gz", 0.99);
 }
+
+/// Capture traces are told from serving traces by their content, without
+/// `execution_details.json`: the merge classifies them (FULL, batch size 32) and gives the same
+/// sheets as with TraceLens's file.
+#[test]
+fn capture_traces_are_recognised_by_content() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let case = shared.join("traces/tracelens_inference/sglang_decode");
+    let dir = case.join("capture_traces");
+    let mut traces = Vec::new();
+    for f in std::fs::read_dir(&dir).expect("capture dir") {
+        let p = f.expect("entry").path();
+        let name = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        if name.ends_with(".json.gz") {
+            let t = jarvis_engine::import::import_bytes(&common::read(&p)).expect("imports");
+            assert!(jarvis_engine::inference::capture::is_capture_trace(&t));
+            traces.push((name, t));
+        }
+    }
+    let exec_bytes = common::read(&case.join("sglang_Qwen3-8B_decode.json.gz"));
+    let exec = jarvis_engine::import::import_bytes(&exec_bytes).expect("imports");
+    assert!(!jarvis_engine::inference::capture::is_capture_trace(&exec));
+    let captures = jarvis_engine::inference::capture::captures_of(None, traces).expect("captures");
+    assert_eq!(captures[0].entry.batch_size, 32);
+    assert_eq!(captures[0].entry.mode, "FULL");
+    let options = jarvis_engine::Options {
+        platform: jarvis_engine::PlatformChoice::None,
+        ..Default::default()
+    };
+    let a = jarvis_engine::analyze_with_captures(exec, &captures, &options);
+    let merge = a.capture_merge.as_ref().expect("merged");
+    assert_eq!((merge.merged, merge.kernels), (1, 544));
+    let (b, _) = analyze_case(&case.join("sglang_Qwen3-8B_decode.json.gz"));
+    for name in ["unified_perf_summary", "GEMM", "ops_unique_args"] {
+        let (x, y) = (
+            a.report.sheet(name).expect("sheet"),
+            b.report.sheet(name).expect("sheet"),
+        );
+        assert_eq!(x.rows.len(), y.rows.len(), "{name}");
+    }
+}

@@ -156,7 +156,9 @@ impl ThreadIndex {
     fn build(trace: &Trace) -> ThreadIndex {
         let mut lanes: std::collections::HashMap<LaneId, Vec<u32>> = Default::default();
         for (i, e) in trace.events.iter().enumerate() {
-            if e.kind.is_host_activity() {
+            // Captured events (copied under a graph launch, at its time) are not what the host
+            // thread did while the GPU waited.
+            if e.kind.is_host_activity() && !e.is_captured() {
                 lanes.entry(e.lane).or_default().push(i as u32);
             }
         }

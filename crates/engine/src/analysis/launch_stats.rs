@@ -37,7 +37,13 @@ pub fn launches(trace: &Trace, tree: &CallTree, cutoff: Nanos) -> Vec<Launch> {
             continue;
         };
         let c = trace.event(call);
-        if !c.kind.is_runtime() || c.ts >= cutoff || is_graph_launch(trace.name(c)) {
+        // A replayed kernel's captured launch is not a host call of this trace (its graph launch
+        // is, and graph launches are left out as before the merge).
+        if !c.kind.is_runtime()
+            || c.ts >= cutoff
+            || c.is_captured()
+            || is_graph_launch(trace.name(c))
+        {
             continue;
         }
         out.push(Launch {

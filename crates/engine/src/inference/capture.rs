@@ -52,13 +52,36 @@ fn runtime_named(trace: &Trace, e: &Event, part: &str) -> bool {
     e.kind.is_runtime() && trace.name(e).contains(part)
 }
 
-/// Whether a trace is a graph capture: it begins a stream capture and runs no kernels.
+/// Whether a trace is a graph capture: it begins a stream capture, and most of its launch
+/// calls lie inside capture windows (a capture trace may end with a few kernels run after the
+/// capture; a training trace that captures a graph once launches most of its work outside).
 pub fn is_capture_trace(trace: &Trace) -> bool {
-    trace
+    let begins: Vec<i64> = trace
         .events
         .iter()
-        .any(|e| runtime_named(trace, e, "StreamBeginCapture"))
-        && !trace.events.iter().any(|e| e.kind == EventKind::Kernel)
+        .filter(|e| runtime_named(trace, e, "StreamBeginCapture"))
+        .map(Event::end)
+        .collect();
+    let ends: Vec<i64> = trace
+        .events
+        .iter()
+        .filter(|e| runtime_named(trace, e, "StreamEndCapture"))
+        .map(|e| e.ts)
+        .collect();
+    if begins.is_empty() {
+        return false;
+    }
+    let windows: Vec<(i64, i64)> = begins.into_iter().zip(ends).collect();
+    let (mut inside, mut all) = (0usize, 0usize);
+    for e in &trace.events {
+        if e.kind.is_runtime() && trace.name(e).to_ascii_lowercase().contains("launch") {
+            all += 1;
+            if windows.iter().any(|&(lo, hi)| e.ts >= lo && e.end() <= hi) {
+                inside += 1;
+            }
+        }
+    }
+    all > 0 && inside * 2 >= all
 }
 
 /// What a capture trace captured, read from its content when no `execution_details.json` says:
@@ -255,7 +278,7 @@ pub fn captures_of(
         }
     }
     if out.is_empty() {
-        return Err("no capture trace found: a capture trace begins a stream capture (hipStreamBeginCapture / cudaStreamBeginCapture) and runs no kernels".to_owned());
+        return Err("no capture trace found: a capture trace begins a stream capture (hipStreamBeginCapture / cudaStreamBeginCapture) and makes most of its launches inside it".to_owned());
     }
     Ok(out)
 }
@@ -536,13 +559,15 @@ fn graft(
     // The synthetic root first (UID `start`), then the captured events in time order.
     let base = exec.events.len();
     let root_name = exec.strings.intern("CaptureRoot");
-    let capture_root = Event::new(start, EventKind::CudaRuntime, root_name, lane, ts, dur);
+    let mut capture_root = Event::new(start, EventKind::CudaRuntime, root_name, lane, ts, dur);
+    capture_root.set_captured();
     exec.events.push(capture_root);
     links.push_event();
     let mut index: FxHashMap<EventId, u32> = FxHashMap::default();
     for (i, &src) in root.events.iter().enumerate() {
         let uid = start.saturating_add(1 + i as u32);
-        let e = copier.event(exec, cap.trace.event(src), uid, ts, dur);
+        let mut e = copier.event(exec, cap.trace.event(src), uid, ts, dur);
+        e.set_captured();
         exec.events.push(e);
         links.push_event();
         index.insert(src, (base + 1 + i) as u32);
@@ -575,9 +600,8 @@ fn graft(
         let Some(&at) = index.get(&src) else { continue };
         links.children[at as usize] = vec![k.0];
         links.set_parent(k.idx(), Some(at));
-        if let Some(c) = cap.trace.event(src).correlation() {
-            exec.events[k.idx()].set_correlation(c);
-        }
+        // TraceLens also gives the kernel the captured launch's correlation id; Jarvis keeps the
+        // replay's, which pairs it with the graph launch that really ran it (launch statistics).
     }
     for r in &cap.tree.cpu_roots {
         if let Some(&at) = index.get(r) {

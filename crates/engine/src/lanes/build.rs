@@ -87,7 +87,9 @@ pub fn build(
     // Keyed by lane and GPU-ness: a lane holding both (odd traces) becomes two lanes.
     let mut by_lane: HashMap<(LaneId, bool), Vec<u32>> = HashMap::default();
     for (i, e) in trace.events.iter().enumerate() {
-        let keep = e.kind.is_gpu() || host && e.kind.is_host_activity();
+        // Captured events copied under a graph launch all carry the launch's time: the lane
+        // shows the launch, not its graph's captured call stack.
+        let keep = e.kind.is_gpu() || host && e.kind.is_host_activity() && !e.is_captured();
         if keep && e.dur >= 0 {
             by_lane
                 .entry((e.lane, e.kind.is_gpu()))

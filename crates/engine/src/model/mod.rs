@@ -111,6 +111,9 @@ const LINK_BITS: u8 = LINK_IS_CORRELATION | LINK_IS_EXTERNAL_ID;
 /// `Event::flags`: an op the analysis inserted without a time of its own (TraceLens's pseudo
 /// ops); `ts`/`dur` are its launch's, for placement only, and its CPU duration is unknown.
 const NO_TIME: u8 = 4;
+/// `Event::flags`: a copy of an event of a graph-capture trace grafted under the graph launch
+/// that replays it; its time is the launch's, so host-side timing analyses leave it out.
+const CAPTURED: u8 = 8;
 
 /// One duration event (`ph: "X"`) the analyses use. Kept to 48 bytes: memory grows with the
 /// number of these, so optional fields use sentinels behind accessor methods, and the launch
@@ -188,6 +191,13 @@ impl Event {
     }
     pub fn set_no_time(&mut self) {
         self.flags |= NO_TIME;
+    }
+    /// Whether the event was copied from a graph-capture trace (its host time is not its own).
+    pub fn is_captured(&self) -> bool {
+        self.flags & CAPTURED != 0
+    }
+    pub fn set_captured(&mut self) {
+        self.flags |= CAPTURED;
     }
     pub fn set_stream(&mut self, v: i64) {
         self.stream = i32::try_from(v).unwrap_or(NONE_I32);

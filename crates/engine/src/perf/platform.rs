@@ -102,7 +102,13 @@ impl Platform {
         if compute_spec.starts_with("vector_") {
             return self.tflops.get("vector_fp32").map(|v| v.0);
         }
-        None
+        // A GPU without FP4 (or FP8) matrix units runs such GEMMs by widening the narrow
+        // operand to BF16 (weight-only quantization: MXFP4 experts on MI300X are dequantized and
+        // multiplied in BF16), so its BF16 peak bounds them.
+        match compute_spec {
+            "matrix_fp4" | "matrix_fp8" => self.tflops.get("matrix_bf16").map(|v| v.0),
+            _ => None,
+        }
     }
 
     /// This platform with edited peaks (the page's peak editor), each labelled `custom`, named

@@ -168,10 +168,17 @@ pub fn ridge_phrase(r: &OpRow, p: Option<&Platform>) -> Option<String> {
     } else {
         "compute-bound"
     };
+    let dtype = spec_dtype(&r.compute_spec);
+    // A precision the GPU has no matrix units for runs (and is bounded) as BF16.
+    let widened =
+        if r.compute_spec.starts_with("matrix_") && !p.tflops.contains_key(&r.compute_spec) {
+            format!("{dtype} (run as bf16)")
+        } else {
+            dtype.to_owned()
+        };
     Some(format!(
-        "{f:.1} FLOPs/byte, {side} {}'s {} ridge point of {ridge:.0} FLOPs/byte: {bound}",
-        p.name,
-        spec_dtype(&r.compute_spec)
+        "{f:.1} FLOPs/byte, {side} {}'s {widened} ridge point of {ridge:.0} FLOPs/byte: {bound}",
+        p.name
     ))
 }
 

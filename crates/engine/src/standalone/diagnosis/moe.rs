@@ -12,8 +12,16 @@ pub const FEW_TOKENS_PER_EXPERT: f64 = 64.0;
 pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
     let p = |k: &str| shape.param(k);
-    let (Some(t), Some(h), Some(i), Some(e), Some(k)) = (p("M"), p("K"), p("N"), p("E"), p("topk"))
-    else {
+    // The fused MoE models name the shape M, K, N, E; the expert GEMMs split out of a fused
+    // MoE (pseudo ops) num_tokens, hidden_dim, inter_dim, num_experts.
+    let either = |a: &str, b: &str| p(a).or_else(|| p(b));
+    let (Some(t), Some(h), Some(i), Some(e), Some(k)) = (
+        either("M", "num_tokens"),
+        either("K", "hidden_dim"),
+        either("N", "inter_dim"),
+        either("E", "num_experts"),
+        p("topk"),
+    ) else {
         return out;
     };
     if t <= 0 || e <= 0 || k <= 0 {
@@ -25,9 +33,13 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let per_expert = tf * kf / active.max(1.0);
     let gated = shape.param_bool("gated").unwrap_or(true);
     let mats = if gated { 3.0 } else { 2.0 };
-    let bpe = spec_bytes(&shape.compute_spec)
-        .map(|b| b as f64)
-        .unwrap_or(2.0);
+    let bpe = if shape.compute_spec.ends_with("fp4") {
+        0.5
+    } else {
+        spec_bytes(&shape.compute_spec)
+            .map(|b| b as f64)
+            .unwrap_or(2.0)
+    };
     let weight_bytes = active * mats * h as f64 * i as f64 * bpe;
     if per_expert < FEW_TOKENS_PER_EXPERT {
         let padded = active * (per_expert / EXPERT_BLOCK_M).ceil().max(1.0) * EXPERT_BLOCK_M;

@@ -134,8 +134,14 @@ pub(super) fn op_texts(
     let replay_b = format!(
         "Generate a replay artifact for the kernel team to tune kernel selection and tile sizes (kernel {kernel}); profile it with rocprof / Nsight Compute to find the cause."
     );
+    // The elementwise baseline compares memory-bound vector kernels with each other; a MoE
+    // expert GEMM is not one, and a baseline under 0.01 TB/s (a trace of tiny elementwise ops)
+    // compares with nothing.
     let baseline_note = |r: &OpRow| -> String {
-        match (base, achieved_tb_s(r)) {
+        if r.category == SeedCategory::MoeFused {
+            return String::new();
+        }
+        match (base.filter(|b| b.tb_s >= 0.01), achieved_tb_s(r)) {
             (Some(b), Some(bw)) => format!(
                 " It moves {bw:.2} TB/s against the trace's elementwise baseline of {:.2} TB/s ({:.0}% of it).",
                 b.tb_s,
@@ -223,14 +229,24 @@ pub(super) fn op_texts(
             };
             let issue = if eff.is_none() {
                 format!("{name} ({} calls) has no perf model, so its efficiency is unknown; it is judged by time alone.", r.count)
+            } else if r.category == SeedCategory::MoeFused {
+                format!("MoE {name} ({} calls, {shape}) is {kind} at {e} {} ({band}).", r.count, basis(r, inp.platform))
             } else {
                 format!("{name} ({} calls) is {kind} at {e} {} ({band}).{}", r.count, basis(r, inp.platform), baseline_note(r))
             };
             OpTexts {
                 title: name.clone(),
                 issue,
-                path_a: "Fuse it with neighbouring elementwise ops (`torch.compile`, or a fused kernel) so the data crosses memory once.".into(),
-                path_b: format!("Generate a replay artifact if it stays well below the elementwise baseline (kernel {kernel})."),
+                path_a: if r.category == SeedCategory::MoeFused {
+                    "Check the tokens each expert gets per step (tokens × top-k / experts): below about 64–128 the expert GEMMs stream their weights with mostly empty tiles, so batch more tokens per step or use an MoE kernel tuned for decode batch sizes.".into()
+                } else {
+                    "Fuse it with neighbouring elementwise ops (`torch.compile`, or a fused kernel) so the data crosses memory once.".into()
+                },
+                path_b: if r.category == SeedCategory::MoeFused {
+                    format!("Generate a replay artifact of this expert GEMM for the kernel team (tile size against the tokens per expert, weight dequantization; kernel {kernel}).")
+                } else {
+                    format!("Generate a replay artifact if it stays well below the elementwise baseline (kernel {kernel}).")
+                },
                 pattern: false,
             }
         }
