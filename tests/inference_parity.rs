@@ -115,6 +115,25 @@ fn compare(
     (total, agree, diffs)
 }
 
+/// Every `.json.gz` of a capture folder, imported, with its file name, in name order.
+fn capture_folder(dir: &Path) -> Vec<(String, jarvis_engine::model::Trace)> {
+    let mut traces = Vec::new();
+    for f in std::fs::read_dir(dir).expect("capture dir") {
+        let p = f.expect("entry").path();
+        let name = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        if name.ends_with(".json.gz") {
+            let t = jarvis_engine::import::import_bytes(&common::read(&p)).expect("imports");
+            traces.push((name, t));
+        }
+    }
+    traces.sort_by(|a, b| a.0.cmp(&b.0));
+    traces
+}
+
 /// Analyzes a case as TraceLens made its references (no GPU arch: no roofline columns), with
 /// its `capture_traces/` folder when it has one.
 fn analyze_case(trace: &Path) -> (jarvis_engine::Analysis, Vec<u8>) {
@@ -130,20 +149,7 @@ fn analyze_case(trace: &Path) -> (jarvis_engine::Analysis, Vec<u8>) {
         return (jarvis_engine::analyze_trace_with(imported, &options), bytes);
     }
     let details = std::fs::read_to_string(dir.join("execution_details.json")).ok();
-    let mut traces = Vec::new();
-    for f in std::fs::read_dir(&dir).expect("capture dir") {
-        let p = f.expect("entry").path();
-        let name = p
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_owned();
-        if name.ends_with(".json.gz") {
-            let t =
-                jarvis_engine::import::import_bytes(&common::read(&p)).expect("capture imports");
-            traces.push((name, t));
-        }
-    }
+    let traces = capture_folder(&dir);
     let captures = jarvis_engine::inference::capture::captures_of(details.as_deref(), traces)
         .expect("captures");
     let a = jarvis_engine::analyze_with_captures(imported, &captures, &options);
@@ -244,19 +250,9 @@ fn capture_traces_are_recognised_by_content() {
     };
     let case = shared.join("traces/tracelens_inference/sglang_decode");
     let dir = case.join("capture_traces");
-    let mut traces = Vec::new();
-    for f in std::fs::read_dir(&dir).expect("capture dir") {
-        let p = f.expect("entry").path();
-        let name = p
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_owned();
-        if name.ends_with(".json.gz") {
-            let t = jarvis_engine::import::import_bytes(&common::read(&p)).expect("imports");
-            assert!(jarvis_engine::inference::capture::is_capture_trace(&t));
-            traces.push((name, t));
-        }
+    let traces = capture_folder(&dir);
+    for (_, t) in &traces {
+        assert!(jarvis_engine::inference::capture::is_capture_trace(t));
     }
     let exec_bytes = common::read(&case.join("sglang_Qwen3-8B_decode.json.gz"));
     let exec = jarvis_engine::import::import_bytes(&exec_bytes).expect("imports");
@@ -271,6 +267,17 @@ fn capture_traces_are_recognised_by_content() {
     let a = jarvis_engine::analyze_with_captures(exec, &captures, &options);
     let merge = a.capture_merge.as_ref().expect("merged");
     assert_eq!((merge.merged, merge.kernels), (1, 544));
+    // D22: the captured launches (copies at the graph launch's time) are not host calls of the
+    // serving trace: launch statistics are those of the trace without the merge.
+    let unmerged = jarvis_engine::analyze_trace_with(
+        jarvis_engine::import::import_bytes(&exec_bytes).expect("imports"),
+        &jarvis_engine::Options {
+            platform: jarvis_engine::PlatformChoice::None,
+            inference: true,
+            ..Default::default()
+        },
+    );
+    assert_eq!(a.launch_table.rows, unmerged.launch_table.rows);
     let (b, _) = analyze_case(&case.join("sglang_Qwen3-8B_decode.json.gz"));
     for name in ["unified_perf_summary", "GEMM", "ops_unique_args"] {
         let (x, y) = (

@@ -265,9 +265,9 @@ pub fn ops_unique_args(
     modules: Option<&super::module_tables::LauncherModules>,
 ) -> Sheet {
     let launchers = &table.list[..];
-    let extra = |i: usize| -> (String, usize) {
-        modules.map_or((String::new(), 0), |m| {
-            (m.parents[i].clone(), table.kernels_of(&launchers[i]).len())
+    let extra = |i: usize| -> (&str, usize) {
+        modules.map_or(("", 0), |m| {
+            (m.parents[i].as_str(), table.kernels_of(&launchers[i]).len())
         })
     };
     // Cheap ids (name, category, lane, interned args) first; the printed key once per group.
@@ -282,7 +282,11 @@ pub fn ops_unique_args(
         |&i| {
             let l = &launchers[i];
             let (parent, n) = extra(i);
-            (unique_args_key(trace, l.event, l.category), parent, n)
+            (
+                unique_args_key(trace, l.event, l.category),
+                parent.to_owned(),
+                n,
+            )
         },
     );
     let mut columns: Vec<String> = UNIQUE_ARGS_KEY_COLUMNS.map(String::from).to_vec();

@@ -20,7 +20,7 @@ impl Agg {
     /// pandas' groupby aggregates: Kahan-compensated sum and mean, Welford's sample std (its
     /// Cython kernels), so a group of equal values has a std of exactly 0.
     pub fn of(values: &[f64]) -> Agg {
-        let mut a = Agg::numpy(values);
+        let mut a = Agg::order_stats(values);
         if values.is_empty() {
             return a;
         }
@@ -32,12 +32,36 @@ impl Agg {
         } else {
             f64::NAN
         };
+        // pandas has no population std; `pstd` is numpy's (kernel details use `numpy`).
+        a.pstd = f64::NAN;
         a
     }
 
     /// numpy's aggregates over an array (`np.sum`, `np.mean`, `np.std`): pairwise summation,
     /// two-pass standard deviations.
     pub fn numpy(values: &[f64]) -> Agg {
+        let mut a = Agg::order_stats(values);
+        let n = values.len();
+        if n == 0 {
+            return a;
+        }
+        let sum = pairwise_sum(values);
+        let mean = sum / n as f64;
+        let sq: Vec<f64> = values.iter().map(|v| (v - mean) * (v - mean)).collect();
+        let ss = pairwise_sum(&sq);
+        a.sum = sum;
+        a.mean = mean;
+        a.std = if n > 1 {
+            (ss / (n - 1) as f64).sqrt()
+        } else {
+            f64::NAN
+        };
+        a.pstd = (ss / n as f64).sqrt();
+        a
+    }
+
+    /// Count, median, min and max (shared by both flavours); sums and spreads NaN / 0.
+    fn order_stats(values: &[f64]) -> Agg {
         let n = values.len();
         if n == 0 {
             return Agg {
@@ -51,10 +75,6 @@ impl Agg {
                 max: f64::NAN,
             };
         }
-        let sum = pairwise_sum(values);
-        let mean = sum / n as f64;
-        let sq: Vec<f64> = values.iter().map(|v| (v - mean) * (v - mean)).collect();
-        let ss = pairwise_sum(&sq);
         let mut sorted = values.to_vec();
         sorted.sort_by(f64::total_cmp);
         let median = if n % 2 == 1 {
@@ -64,15 +84,11 @@ impl Agg {
         };
         Agg {
             count: n,
-            sum,
-            mean,
+            sum: f64::NAN,
+            mean: f64::NAN,
             median,
-            std: if n > 1 {
-                (ss / (n - 1) as f64).sqrt()
-            } else {
-                f64::NAN
-            },
-            pstd: (ss / n as f64).sqrt(),
+            std: f64::NAN,
+            pstd: f64::NAN,
             min: sorted[0],
             max: sorted[n - 1],
         }
@@ -175,8 +191,8 @@ mod tests {
         assert_eq!(same.std, 0.0);
         assert_eq!(same.mean, 1572.609);
         assert!((a.std - 1.2909944487358056).abs() < 1e-15);
-        assert!((a.pstd - 1.118033988749895).abs() < 1e-15);
+        assert!((Agg::numpy(&[1.0, 2.0, 3.0, 4.0]).pstd - 1.118033988749895).abs() < 1e-15);
         assert!(Agg::of(&[5.0]).std.is_nan());
-        assert_eq!(Agg::of(&[5.0]).pstd, 0.0);
+        assert_eq!(Agg::numpy(&[5.0]).pstd, 0.0);
     }
 }

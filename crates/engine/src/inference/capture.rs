@@ -431,9 +431,9 @@ pub fn merge(exec: &mut Trace, captures: &[Capture]) -> (CallTree, MergeReport) 
     let launches: Vec<EventId> = (0..exec.events.len() as u32)
         .map(EventId)
         .filter(|&id| {
-            exec.name(exec.event(id))
-                .to_ascii_lowercase()
-                .contains("graphlaunch")
+            let e = exec.event(id);
+            // Graph launches are runtime calls: no other event's name is lower-cased.
+            e.kind.is_runtime() && exec.name(e).to_ascii_lowercase().contains("graphlaunch")
         })
         .collect();
     let mut links = tree.links();

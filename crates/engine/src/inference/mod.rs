@@ -75,6 +75,12 @@ pub fn note_merge(trace: &mut Trace, merge: &capture::MergeReport) {
         trace
             .diagnostics
             .add(K::CaptureMerged, merge.merged as u64, None);
+        if merge.merged == merge.graph_launches {
+            trace.diagnostics.set_message(
+                K::GraphLaunches,
+                format!("{} CUDA/HIP graph launches replay {} GPU events; every replay was merged with its capture trace, so their kernels carry the captured ops.", merge.graph_launches, merge.kernels),
+            );
+        }
         trace.diagnostics.set_message(
             K::CaptureMerged,
             format!(

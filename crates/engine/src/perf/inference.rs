@@ -27,8 +27,7 @@ pub fn attention(class: &str, x: &OpInputs, iteration: Option<&Iteration>) -> Op
             let d_v = *x.shape(4)?.last()?;
             (q, it.c_sk + it.g_sk, h_kv, d_v, x.dtype(2), None)
         }
-        "vllm_vllm_unified_attention_with_output"
-        | "vllm_unified_attention_with_output"
+        "vllm_unified_attention_with_output"
         | "mha_varlen_fwd"
         | "mla_decode_fwd"
         | "aiter_mha_batch_prefill"

@@ -215,6 +215,17 @@ pub fn roofline(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn precisions_without_matrix_units_are_bounded_by_bf16() {
+        let mi300x = by_name("MI300X").expect("built in");
+        let bf16 = mi300x.peak_tflops("matrix_bf16").expect("bf16 peak");
+        assert!(!mi300x.tflops.contains_key("matrix_fp4"));
+        assert_eq!(mi300x.peak_tflops("matrix_fp4"), Some(bf16));
+        // A precision it has keeps its own peak.
+        let fp8 = mi300x.peak_tflops("matrix_fp8").expect("fp8 peak");
+        assert!(fp8 > bf16);
+    }
+
     use super::*;
 
     #[test]

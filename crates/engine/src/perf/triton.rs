@@ -302,6 +302,8 @@ mod tests {
             Some(("per", "_log_softmax,native_layer_norm".into()))
         );
         assert_eq!(ops("triton_tem_fused_mm_0"), None);
+        assert!(!names_fused_ops("triton_poi_fused_0"));
+        assert!(names_fused_ops("triton_poi_fused_add_0"));
         // Custom-op and function names in a descriptive kernel name are not aten ops.
         assert_eq!(
             ops("triton_poi_fused_constant_pad_nd_moe_forward_0"),
