@@ -70,6 +70,8 @@ pub struct Overview {
     /// The seeds' categories with their findings.
     pub categories: Vec<crate::reply_parts::CategoryRow>,
     pub diagnostics: Vec<Diag>,
+    /// What merging the graph-capture traces did (None: analyzed without captures).
+    pub capture_merge: Option<jarvis_engine::inference::capture::MergeReport>,
     pub elapsed_ms: f64,
     /// Of it, reading and parsing the file (the rest is the analysis).
     pub parse_ms: f64,
@@ -241,6 +243,9 @@ impl Overview {
                 })
                 .unwrap_or_default(),
             diagnostics,
+            capture_merge: a
+                .get("capture_merge")
+                .and_then(|m| serde_json::from_value(m.clone()).ok()),
             ops: Vec::new(),
             categories: Vec::new(),
             kernel_table: None,

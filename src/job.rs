@@ -2,6 +2,8 @@
 //! Workers (at least 2), each analyzing one rank at a time and posting back only its summary,
 //! so no rank's trace or analysis outlives its turn. A progress row per rank; a file that is not
 //! a trace fails in its own row and the others go on; cancelling terminates the whole pool.
+//! Files that turn out to be graph-capture traces (by content) are handed back apart: with one
+//! serving trace they are its captures, not ranks.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -20,9 +22,17 @@ pub struct RankLoad {
     pub failed: bool,
 }
 
-/// What a finished pool hands over: the summaries (JSON) of the files that worked, and
-/// (name, error) of those that failed.
-pub type Finished = (Vec<String>, Vec<(String, String)>);
+/// What a finished pool hands over.
+pub struct Finished {
+    /// The summaries (JSON) of the files analyzed as traces, in file order.
+    pub summaries: Vec<String>,
+    /// Those files themselves (handles only), in the same order.
+    pub traces: Vec<(Blob, String)>,
+    /// (name, error) of the files that failed.
+    pub failed: Vec<(String, String)>,
+    /// The files that are graph-capture traces (by content), not ranks.
+    pub captures: Vec<(Blob, String)>,
+}
 
 struct Inner {
     files: Vec<(Blob, String)>,
@@ -30,6 +40,8 @@ struct Inner {
     next: usize,
     finished: usize,
     summaries: Vec<Option<String>>,
+    /// The files recognised as graph captures.
+    captures: Vec<bool>,
     workers: Vec<Worker>,
     /// The file each worker is analyzing.
     busy: Vec<Option<usize>>,
@@ -50,8 +62,7 @@ pub fn pool_size(ranks: usize) -> usize {
 }
 
 impl Pool {
-    /// Starts the pool on `files`; `on_done` gets the summaries (JSON) of the files that worked,
-    /// in file order, and (name, error) of those that failed, once every file has finished.
+    /// Starts the pool on `files`; `on_done` gets what it found once every file has finished.
     pub fn start(
         files: Vec<(Blob, String)>,
         platform: String,
@@ -72,6 +83,7 @@ impl Pool {
         let n = pool_size(files.len());
         let pool = Pool(Rc::new(RefCell::new(Inner {
             summaries: vec![None; files.len()],
+            captures: vec![false; files.len()],
             files,
             platform,
             next: 0,
@@ -150,10 +162,13 @@ impl Pool {
             }
             "rank_summary" | "error" => {
                 let ok = kind == "rank_summary";
+                let capture = ok && msg["capture"].as_bool() == Some(true);
                 rows.update(|r| {
                     r[idx].done = ok;
                     r[idx].failed = !ok;
-                    r[idx].state = if ok {
+                    r[idx].state = if capture {
+                        "graph capture".into()
+                    } else if ok {
                         "done".into()
                     } else {
                         msg["message"].as_str().unwrap_or("failed").to_owned()
@@ -161,7 +176,9 @@ impl Pool {
                 });
                 {
                     let mut s = self.0.borrow_mut();
-                    if ok {
+                    if capture {
+                        s.captures[idx] = true;
+                    } else if ok {
                         s.summaries[idx] = msg["summary"].as_str().map(str::to_owned);
                     }
                     s.finished += 1;
@@ -174,25 +191,35 @@ impl Pool {
     }
 
     fn finish_if_done(&self) {
-        let (done, on_done, summaries, rows) = {
+        let finished = {
             let s = self.0.borrow();
-            (
-                s.finished >= s.files.len(),
-                s.on_done,
-                s.summaries.iter().flatten().cloned().collect::<Vec<_>>(),
-                s.rows,
-            )
+            if s.finished < s.files.len() {
+                return;
+            }
+            let mut f = Finished {
+                summaries: Vec::new(),
+                traces: Vec::new(),
+                failed: s.rows.with_untracked(|r| {
+                    r.iter()
+                        .filter(|x| x.failed)
+                        .map(|x| (x.name.clone(), x.state.clone()))
+                        .collect()
+                }),
+                captures: Vec::new(),
+            };
+            for (i, file) in s.files.iter().enumerate() {
+                if s.captures[i] {
+                    f.captures.push(file.clone());
+                } else if let Some(summary) = &s.summaries[i] {
+                    f.summaries.push(summary.clone());
+                    f.traces.push(file.clone());
+                }
+            }
+            f
         };
-        if done {
-            // Each worker's memory goes with it: the page keeps only the summaries.
-            self.cancel();
-            let failed = rows.with_untracked(|r| {
-                r.iter()
-                    .filter(|x| x.failed)
-                    .map(|x| (x.name.clone(), x.state.clone()))
-                    .collect()
-            });
-            on_done.run((summaries, failed));
-        }
+        // Each worker's memory goes with it: the page keeps only the summaries.
+        self.cancel();
+        let on_done = self.0.borrow().on_done;
+        on_done.run(finished);
     }
 }

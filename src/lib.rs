@@ -65,6 +65,33 @@ pub(crate) struct Reference {
 }
 
 /// A worker reply's timeline meta under `key`, if it has one.
+/// A serving trace's graph-capture traces (and TraceLens's `execution_details.json`), sent
+/// with it on every analysis: the worker merges them (`crates/worker/src/import.rs`).
+#[derive(Clone, Default)]
+struct CaptureGroup {
+    files: Vec<(Blob, String)>,
+    details: Option<Blob>,
+}
+
+impl CaptureGroup {
+    /// Adds `captures`, `capture_names` and `details` to a request (nothing when empty).
+    fn attach(&self, msg: &js_sys::Object) {
+        if self.files.is_empty() {
+            return;
+        }
+        let (blobs, names) = (js_sys::Array::new(), js_sys::Array::new());
+        for (b, n) in &self.files {
+            blobs.push(b);
+            names.push(&JsValue::from_str(n));
+        }
+        let _ = js_sys::Reflect::set(msg, &"captures".into(), &blobs);
+        let _ = js_sys::Reflect::set(msg, &"capture_names".into(), &names);
+        if let Some(d) = &self.details {
+            let _ = js_sys::Reflect::set(msg, &"details".into(), d);
+        }
+    }
+}
+
 fn timeline_meta(
     msg: &serde_json::Value,
     key: &str,
@@ -413,11 +440,19 @@ pub fn App() -> impl IntoView {
     let last_file = StoredValue::new_local(None::<(Blob, String, String)>);
     // Count GPU events without a linked launch (`GpuScope::All`); kept for the next files too.
     let include_unlinked = RwSignal::new(false);
+    // The graph-capture traces of the target (a serving trace dropped with them) and
+    // TraceLens's `execution_details.json` if one came along: sent with every (re-)analysis.
+    let captures = StoredValue::new_local(CaptureGroup::default());
 
     let send = move |blob: Blob, name: String, platform: String| {
         timing::handed_over();
         last_file.set_value(Some((blob.clone(), name.clone(), platform.clone())));
-        set_file_name.set(name.clone());
+        let with = captures.with_value(|c| c.files.len());
+        set_file_name.set(match with {
+            0 => name.clone(),
+            1 => format!("{name} + its graph capture"),
+            n => format!("{name} + {n} graph captures"),
+        });
         file_bytes.set(blob.size());
         set_status.set(Status::Loading {
             phase: "reading".into(),
@@ -434,6 +469,7 @@ pub fn App() -> impl IntoView {
             &"include_unlinked".into(),
             &include_unlinked.get_untracked().into(),
         );
+        captures.with_value(|c| c.attach(&msg));
         worker.with_value(|w| {
             if let Some(w) = w {
                 if worker_queue::post(w, &msg).is_err() {
@@ -464,49 +500,80 @@ pub fn App() -> impl IntoView {
         set_status.set(Status::Starting);
     };
     // Several files at once: a job. The pool sends back summaries; the main worker matches them.
-    let start_job = move |files: Vec<(Blob, String)>| {
+    // Several files at once: a job, or a serving trace with its graph captures. The pool
+    // analyzes each file and tells capture traces apart by content; one serving trace with
+    // captures is analyzed with them (merged), otherwise the main worker matches the ranks.
+    let start_job = move |files: Vec<(Blob, String)>, details: Option<Blob>| {
         if let Some(p) = pool.get_value() {
             p.cancel();
         }
         job.set(None);
-        set_file_name.set(format!("{} rank traces", files.len()));
+        captures.set_value(CaptureGroup::default());
+        set_file_name.set(format!("{} traces", files.len()));
         file_bytes.set(files.iter().map(|(b, _)| b.size()).sum());
         rank_files.set_value(files.clone());
         set_status.set(Status::Ranks);
-        let on_done = Callback::new(
-            move |(summaries, failed): (Vec<String>, Vec<(String, String)>)| {
-                pool.set_value(None);
-                if summaries.is_empty() {
-                    set_status.set(Status::Failed(
-                        "none of the files could be analyzed as a trace".into(),
-                    ));
-                    return;
-                }
-                let list = js_sys::Array::new();
-                for s in summaries {
-                    list.push(&JsValue::from_str(&s));
-                }
-                let msg = js_sys::Object::new();
-                let _ = js_sys::Reflect::set(&msg, &"job".into(), &list);
-                let _ = js_sys::Reflect::set(&msg, &"title".into(), &"job".into());
-                let bad = js_sys::Array::new();
-                for (name, error) in failed {
-                    bad.push(&js_sys::Array::of2(&name.into(), &error.into()));
-                }
-                let _ = js_sys::Reflect::set(&msg, &"failed".into(), &bad);
-                worker.with_value(|w| {
-                    if let Some(w) = w {
-                        let _ = worker_queue::post(w, &msg);
-                    }
+        let on_done = Callback::new(move |done: job::Finished| {
+            pool.set_value(None);
+            let job::Finished {
+                summaries,
+                mut traces,
+                mut failed,
+                captures: found,
+            } = done;
+            if !found.is_empty() && traces.len() == 1 {
+                let (blob, name) = traces.remove(0);
+                captures.set_value(CaptureGroup {
+                    files: found,
+                    details: details.clone(),
                 });
-            },
-        );
+                send(blob, name, "auto".into());
+                return;
+            }
+            if summaries.is_empty() {
+                set_status.set(Status::Failed(if found.is_empty() {
+                    "none of the files could be analyzed as a trace".into()
+                } else {
+                    format!(
+                        "these are {} graph-capture traces without the serving trace that replays them: drop it with them",
+                        found.len()
+                    )
+                }));
+                return;
+            }
+            // Captures beside several ranks: which rank replays them is not known.
+            failed.extend(found.into_iter().map(|(_, name)| {
+                (
+                    name,
+                    "a graph-capture trace, set aside: a capture merge takes one serving trace"
+                        .to_owned(),
+                )
+            }));
+            let list = js_sys::Array::new();
+            for s in summaries {
+                list.push(&JsValue::from_str(&s));
+            }
+            let msg = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&msg, &"job".into(), &list);
+            let _ = js_sys::Reflect::set(&msg, &"title".into(), &"job".into());
+            let bad = js_sys::Array::new();
+            for (name, error) in failed {
+                bad.push(&js_sys::Array::of2(&name.into(), &error.into()));
+            }
+            let _ = js_sys::Reflect::set(&msg, &"failed".into(), &bad);
+            worker.with_value(|w| {
+                if let Some(w) = w {
+                    let _ = worker_queue::post(w, &msg);
+                }
+            });
+        });
         pool.set_value(job::Pool::start(files, "auto".into(), rank_rows, on_done));
     };
     let open_rank = Callback::new(move |source: String| {
         let file = rank_files.with_value(|f| f.iter().find(|(_, n)| *n == source).cloned());
         if let Some((blob, name)) = file {
             tab.set("overview");
+            captures.set_value(CaptureGroup::default());
             send(blob, name, "auto".into());
         }
     });
@@ -525,7 +592,10 @@ pub fn App() -> impl IntoView {
                 blob.dyn_into::<Blob>().map_err(|_| "not a blob")
             };
             match fetched.await {
-                Ok(blob) => send(blob, "sample_trace.json.gz".into(), "auto".into()),
+                Ok(blob) => {
+                    captures.set_value(CaptureGroup::default());
+                    send(blob, "sample_trace.json.gz".into(), "auto".into())
+                }
                 Err(e) => set_status.set(Status::Failed(format!(
                     "the sample trace could not be loaded: {e}"
                 ))),
@@ -544,13 +614,18 @@ pub fn App() -> impl IntoView {
                     .collect()
             })
             .unwrap_or_default();
+        // TraceLens's list of what each capture trace captured travels beside them.
+        let (details, mut files): (Vec<_>, Vec<_>) = files
+            .into_iter()
+            .partition(|(_, n)| n == "execution_details.json");
         match files.len() {
             0 => {}
             1 => {
-                let (blob, name) = files.into_iter().next().unwrap_or_else(|| unreachable!());
+                let (blob, name) = files.remove(0);
+                captures.set_value(CaptureGroup::default());
                 send(blob, name, "auto".into());
             }
-            _ => start_job(files),
+            _ => start_job(files, details.into_iter().next().map(|(b, _)| b)),
         }
     };
     let on_input = move |ev: Event| {
@@ -701,7 +776,7 @@ pub fn App() -> impl IntoView {
                 <span>{move || {
                     let rows = rank_rows.get();
                     let done = rows.iter().filter(|r| r.done || r.failed).count();
-                    format!("Analyzing {} ranks in {} workers: {done} finished", rows.len(), job::pool_size(rows.len()))
+                    format!("Analyzing {} traces in {} workers: {done} finished", rows.len(), job::pool_size(rows.len()))
                 }}</span>
                 <button on:click=cancel data-testid="cancel">"Cancel"</button>
             </div>

@@ -102,6 +102,7 @@ pub fn OverviewView(
                     {format!("{}: {} · {} · {} · {}", w.title(), w.architecture, w.scale, w.precision, w.mode.label())}
                 </p>
             })}
+            {overview.capture_merge.clone().map(|m| view! { <CaptureNote merge=m/> })}
             <PlatformPanel spec=overview.spec.clone() how=overview.how.clone() reopened=overview.reopened reanalyze=reanalyze/>
             <p class="perf" data-testid="analysis-cost" data-elapsed-ms=overview.elapsed_ms.to_string() data-parse-ms=overview.parse_ms.to_string()
                 data-json-bytes=(overview.json_mb * 1e6).to_string() data-wasm-memory=overview.wasm_memory_bytes.to_string()>
@@ -141,6 +142,36 @@ pub fn OverviewView(
             </p>
             <DiagnosticsList diagnostics=first_diags examples=1/>
         </section>
+    }
+}
+
+/// Says that the trace was analyzed with its graph captures, and how much of it they covered.
+#[component]
+fn CaptureNote(merge: jarvis_engine::inference::capture::MergeReport) -> impl IntoView {
+    let files = merge
+        .captures
+        .iter()
+        .map(|c| format!("{} (batch size {}, {})", c.file, c.batch_size, c.mode))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let n = merge.captures.len();
+    let text = if merge.merged == 0 {
+        format!(
+            "A serving trace with {n} graph-capture trace{}, but no graph launch could be merged with them (see the diagnostics): replayed kernels keep only their names.",
+            if n == 1 { "" } else { "s" }
+        )
+    } else {
+        format!(
+            "A serving trace with its graph captures, analyzed as one: {} of {} graph launches merged, {} replayed kernels got their captured ops and shapes.",
+            merge.merged, merge.graph_launches, merge.kernels
+        )
+    };
+    view! {
+        <p class="facts" data-testid="capture-merge" data-merged=merge.merged.to_string()
+            data-graph-launches=merge.graph_launches.to_string() data-kernels=merge.kernels.to_string()
+            title=files>
+            {text}
+        </p>
     }
 }
 

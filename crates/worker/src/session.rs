@@ -2,20 +2,17 @@
 //! Messages go out through an [`Outbox`] (`outbox.rs`), so tests can run a session inside a
 //! test worker.
 
-use jarvis_engine::report::reopen::{looks_like_zip, open_bundle, Reopened};
+use jarvis_engine::report::reopen::{open_bundle, Reopened};
 use jarvis_engine::standalone::Brief;
-use jarvis_engine::{analyze_trace_with, Analysis, GpuScope, Importer, Options, PlatformChoice};
+use jarvis_engine::{analyze_trace_with, Analysis, GpuScope, Options, PlatformChoice};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{Blob, DedicatedWorkerGlobalScope, FileReaderSync, MessageEvent};
+use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 
+use crate::import::{is_bundle, read_all, read_trace, CaptureFiles};
 use crate::outbox::send;
 pub use crate::outbox::Outbox;
-
-const SLICE: f64 = 16.0 * 1024.0 * 1024.0;
-/// A bundle is read whole (it holds CSVs and reports, not a trace); larger zips are refused.
-const MAX_BUNDLE: f64 = 512.0 * 1024.0 * 1024.0;
 
 /// What the target is: an analyzed trace, or a reopened bundle (with its bytes, re-exported as
 /// they came).
@@ -157,7 +154,8 @@ impl Session {
         } else {
             // A new target: drop the previous one before reading (its memory is reused).
             self.target = None;
-            match self.analyze(&file, (&platform, scope), &name, out) {
+            let captures = CaptureFiles::of_request(&get);
+            match self.analyze(&file, &captures, (&platform, scope), &name, out) {
                 // The overview's part is posted; the rest waits for the page's `{rest}`.
                 Ok(Answer::Posted) => return,
                 Ok(Answer::Job(reply)) => Ok(reply),
@@ -176,6 +174,7 @@ impl Session {
     fn analyze(
         &mut self,
         file: &Blob,
+        captures: &CaptureFiles,
         (platform, scope): (&str, GpuScope),
         name: &str,
         out: &dyn Outbox,
@@ -202,7 +201,8 @@ impl Session {
             Loaded::Bundle(Box::new(reopened), bytes)
         } else {
             let choice = platform_choice(platform)?;
-            let (analysis, parsed) = read_and_analyze(file, (choice, scope), "target", out)?;
+            let (analysis, parsed) =
+                read_and_analyze(file, captures, (choice, scope), "target", out)?;
             parse_ms = parsed;
             Loaded::Trace(Box::new(analysis))
         };
@@ -362,7 +362,8 @@ impl Session {
             return Err("a reference must be a trace (.json or .json.gz), not a bundle".into());
         }
         let choice = platform_choice(platform)?;
-        let (analysis, _) = read_and_analyze(file, (choice, scope), "reference", out)?;
+        let none = CaptureFiles::default();
+        let (analysis, _) = read_and_analyze(file, &none, (choice, scope), "reference", out)?;
         self.reference = Some((analysis, title_of(name)));
         let (comparison_html, comparison) = self.comparison_parts();
         Ok(
@@ -709,75 +710,35 @@ fn wasm_memory_bytes() -> f64 {
         .unwrap_or(0.0)
 }
 
-fn reader() -> Result<FileReaderSync, String> {
-    FileReaderSync::new().map_err(|e| format!("cannot read the file: {e:?}"))
-}
-
-fn read_range(reader: &FileReaderSync, file: &Blob, from: f64, to: f64) -> Result<Vec<u8>, String> {
-    let slice = file
-        .slice_with_f64_and_f64(from, to)
-        .map_err(|e| format!("cannot slice the file: {e:?}"))?;
-    let buf = reader
-        .read_as_array_buffer(&slice)
-        .map_err(|e| format!("cannot read the file: {e:?}"))?;
-    Ok(js_sys::Uint8Array::new(&buf).to_vec())
-}
-
-/// Whether the file is a zip (an exported bundle) rather than a trace.
-fn is_bundle(file: &Blob) -> Result<bool, String> {
-    Ok(looks_like_zip(&read_range(
-        &reader()?,
-        file,
-        0.0,
-        file.size().min(4.0),
-    )?))
-}
-
-fn read_all(file: &Blob) -> Result<Vec<u8>, String> {
-    if file.size() > MAX_BUNDLE {
-        return Err(format!(
-            "this zip is {:.0} MB; a Jarvis bundle is far smaller (open the trace itself)",
-            file.size() / 1e6
-        ));
-    }
-    read_range(&reader()?, file, 0.0, file.size())
-}
-
-/// Reads `file` in slices through the importer and analyzes it, posting progress tagged with
-/// `role` (`target` or `reference`). Returns the analysis and the milliseconds spent reading
-/// and parsing (the rest of the time is the analysis).
+/// Reads `file` and analyzes it (with its graph captures, if any), posting progress tagged
+/// with `role` (`target` or `reference`). Returns the analysis and the milliseconds spent
+/// reading and parsing (the rest of the time is the analysis).
 fn read_and_analyze(
     file: &Blob,
+    captures: &CaptureFiles,
     (platform, gpu_scope): (PlatformChoice, GpuScope),
     role: &str,
     out: &dyn Outbox,
 ) -> Result<(Analysis, f64), String> {
-    let reader = reader()?;
-    let total = file.size();
     let start = js_sys::Date::now();
-    let mut importer = Importer::new();
-    let mut done = 0.0;
-    while done < total {
-        let end = (done + SLICE).min(total);
-        importer
-            .feed(&read_range(&reader, file, done, end)?)
-            .map_err(|e| e.to_string())?;
-        done = end;
-        let p = importer.progress();
-        send(
-            out,
-            json!({"kind": "progress", "role": role, "phase": "parsing", "done": done, "total": total,
-                "json_bytes": p.json_bytes, "events": p.events, "elapsed_ms": js_sys::Date::now() - start}),
-        );
-    }
-    let trace = importer.finish().map_err(|e| e.to_string())?;
+    let captured = if captures.is_empty() {
+        None
+    } else {
+        Some(captures.read(role, out)?)
+    };
+    let (trace, _) = read_trace(file, role, "parsing", out)?;
     let parse_ms = js_sys::Date::now() - start;
+    let total = file.size();
     send(
         out,
         json!({"kind": "progress", "role": role, "phase": "analyzing", "done": total, "total": total,
             "elapsed_ms": js_sys::Date::now() - start}),
     );
-    let analysis = analyze_trace_with(trace, &options_for(role, platform, gpu_scope));
+    let options = options_for(role, platform, gpu_scope);
+    let analysis = match captured {
+        Some(c) => jarvis_engine::analyze_with_captures(trace, &c, &options),
+        None => analyze_trace_with(trace, &options),
+    };
     Ok((analysis, parse_ms))
 }
 
@@ -809,7 +770,13 @@ fn rank_summary(
         return Err("a bundle is not a rank trace".into());
     }
     let choice = platform_choice(platform)?;
-    let (analysis, _) = read_and_analyze(file, (choice, scope), "rank", out)?;
+    let (trace, _) = read_trace(file, "rank", "parsing", out)?;
+    // Graph captures dropped with their serving trace: the page merges them instead of
+    // counting them as ranks.
+    if jarvis_engine::inference::capture::is_capture_trace(&trace) {
+        return Ok(json!({"kind": "rank_summary", "role": "rank", "capture": true}).to_string());
+    }
+    let analysis = analyze_trace_with(trace, &options_for("rank", choice, scope));
     let summary = jarvis_engine::multirank::RankSummary::of(&analysis, name);
     drop(analysis);
     let text = serde_json::to_string(&summary).map_err(|e| e.to_string())?;

@@ -95,8 +95,32 @@ pub fn device_names(trace: &Trace) -> Vec<String> {
     match serde_json::from_str::<serde_json::Value>(raw) {
         Ok(serde_json::Value::Array(devs)) => devs
             .iter()
-            .filter_map(|d| d.get("name").and_then(|n| n.as_str()).map(str::to_owned))
+            .filter_map(|d| d.get("name").and_then(|n| n.as_str()))
+            // Some runtimes record devices without a name (the vLLM ROCm traces): counted, and
+            // said to be unnamed rather than shown as an empty string.
+            .map(|n| {
+                if n.trim().is_empty() {
+                    "unnamed GPU"
+                } else {
+                    n
+                }
+                .to_owned()
+            })
             .collect(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn device_names_count_unnamed_devices() {
+        let json = br#"{"deviceProperties": [{"id": 0, "name": "AMD Instinct MI300X"}, {"id": 1, "name": ""}], "traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"device": 0}}]}"#;
+        let trace = crate::import::import_bytes(json).expect("a trace");
+        assert_eq!(
+            super::device_names(&trace),
+            ["AMD Instinct MI300X", "unnamed GPU"]
+        );
     }
 }

@@ -13,7 +13,7 @@ use crate::perf::inference::Iteration;
 
 /// One capture trace: the batch size it captured and how (`FULL`: the whole forward pass is one
 /// graph; `PIECEWISE`: one graph per piece between attention calls).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CaptureEntry {
     pub file: String,
     pub batch_size: i64,
@@ -284,7 +284,7 @@ pub fn captures_of(
 }
 
 /// What the merge did, for the report's diagnostics and the page.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MergeReport {
     /// Graph launches in the serving trace's iterations.
     pub graph_launches: usize,

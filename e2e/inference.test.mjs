@@ -1,0 +1,101 @@
+// Graph-mode inference in the page (issue #27): a vLLM decode step replayed as one HIP graph,
+// dropped together with the trace that captured the graph (and TraceLens's
+// execution_details.json), is analyzed as one: the pool tells the capture trace from a rank by
+// its content, the main worker merges it, and the page shows GEMM, attention and MoE with their
+// efficiency, the same figures as `jarvis report --capture`.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import zlib from 'node:zlib';
+import { execFileSync } from 'node:child_process';
+import { OUT, JARVIS, SHARED, startApp, stopApp, openApp, assertLocalOnly, exportFile } from './harness.mjs';
+
+before(startApp);
+after(stopApp);
+
+const CASE = path.join(SHARED, 'traces', 'tracelens_inference', 'vllm_decode_full');
+
+/** One entry of a zip (found through the central directory, so data descriptors do not matter). */
+function zipEntry(bytes, name) {
+  for (let at = bytes.indexOf('PK\x01\x02'); at >= 0; at = bytes.indexOf('PK\x01\x02', at + 4)) {
+    const len = bytes.readUInt16LE(at + 28);
+    if (bytes.toString('utf8', at + 46, at + 46 + len) !== name) continue;
+    const [method, size, local] = [bytes.readUInt16LE(at + 10), bytes.readUInt32LE(at + 20), bytes.readUInt32LE(at + 42)];
+    const start = local + 30 + bytes.readUInt16LE(local + 26) + bytes.readUInt16LE(local + 28);
+    const data = bytes.subarray(start, start + size);
+    return (method === 8 ? zlib.inflateRawSync(data) : data).toString('utf8');
+  }
+  return null;
+}
+
+test('a vLLM serving trace dropped with its graph capture is merged and shows GEMM, attention and MoE with efficiency', async (t) => {
+  const exec = path.join(CASE, 'graph_execution.json.gz');
+  if (!fs.existsSync(exec)) {
+    t.skip('shared inference traces not present');
+    return;
+  }
+  const dir = path.join(CASE, 'capture_traces');
+  const captures = fs.readdirSync(dir).map((f) => path.join(dir, f));
+  // What the CLI says with the same platform: each category's efficiency and the first finding.
+  const out = fs.mkdtempSync(path.join(OUT, 'inference-'));
+  const cli = execFileSync(JARVIS, ['report', exec, '--capture', dir, '--platform', 'MI300X', '--out', out], { encoding: 'utf8' });
+  const efficiency = Object.fromEntries(['gemm', 'sdpa_fwd', 'moe_fused'].map((key) =>
+    [key, JSON.parse(fs.readFileSync(path.join(out, 'metadata', `${key}_metadata.json`), 'utf8')).config.efficiency_pct]));
+  const first = cli.split('Recommendations (')[1].split('\n')[1].trim().split(/\s{2,}/)[1];
+  assert.match(first, /tokens per active expert/);
+  fs.rmSync(out, { recursive: true, force: true });
+
+  const { page, errors, requests } = await openApp({ width: 1440, height: 900 });
+  // Chosen together, in one pick (the folder's files and the serving trace).
+  await page.getByTestId('trace-input').setInputFiles([exec, ...captures]);
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 60000 });
+  // The pool found the capture by content; the page says it merged it.
+  const note = page.getByTestId('capture-merge');
+  assert.match(await note.textContent(), /serving trace with its graph captures, analyzed as one: 1 of 1 graph launches merged, 421 replayed kernels/);
+  // The trace names no device: efficiency needs a platform (the capture goes along again).
+  await page.getByTestId('platform-select').selectOption('MI300X');
+  await page.getByTestId('platform').getByText('MI300X (given)').waitFor({ timeout: 60000 });
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 60000 });
+  assert.equal(await page.getByTestId('capture-merge').getAttribute('data-kernels'), '421');
+  const rec = await page.getByTestId('recommendation').first().textContent();
+  assert.ok(rec.includes(first), `page's first recommendation ${rec.slice(0, 200)}…, CLI's ${first}`);
+  await page.screenshot({ path: path.join(OUT, 'overview-inference-merged.png'), fullPage: false });
+  await page.getByTestId('tab-categories').click();
+  for (const key of ['gemm', 'sdpa_fwd', 'moe_fused']) {
+    const text = await page.getByTestId(`category-${key}`).locator('summary').textContent();
+    const eff = efficiency[key];
+    assert.ok(eff > 0, `the CLI has no efficiency for ${key}`);
+    assert.ok(text.includes(`${eff.toFixed(1)} % of roofline`), `${key}: ${text} (CLI ${eff.toFixed(1)} %)`);
+  }
+  await page.screenshot({ path: path.join(OUT, 'categories-inference-merged.png'), fullPage: false });
+  // The exports carry the inference report's sheets.
+  const bundle = (await exportFile(page, 'export-bundle')).bytes;
+  for (const sheet of ['InferenceAttention_fwd', 'MoE_unfused_fwd', 'RMSNorm_fwd', 'GEMM']) {
+    assert.ok(zipEntry(bundle, `perf_report_csvs/${sheet}.csv`), `${sheet}.csv missing from the bundle`);
+  }
+  const workbook = zipEntry((await exportFile(page, 'export-xlsx')).bytes, 'xl/workbook.xml');
+  assert.match(workbook, /name="InferenceAttention_fwd"/);
+  assert.deepEqual(errors, []);
+  assertLocalOnly(requests);
+  await page.close();
+});
+
+test('capture traces alone are named as such, not analyzed as ranks', async (t) => {
+  const dir = path.join(CASE, 'capture_traces');
+  if (!fs.existsSync(dir)) {
+    t.skip('shared inference traces not present');
+    return;
+  }
+  const capture = fs.readdirSync(dir).find((f) => f.endsWith('.json.gz'));
+  const { page, errors } = await openApp();
+  // The same capture twice (under two names): two files, both captures, no serving trace.
+  const bytes = fs.readFileSync(path.join(dir, capture));
+  await page.getByTestId('trace-input').setInputFiles([
+    { name: 'a.json.gz', mimeType: 'application/gzip', buffer: bytes },
+    { name: 'b.json.gz', mimeType: 'application/gzip', buffer: bytes },
+  ]);
+  await page.getByText('2 graph-capture traces without the serving trace').waitFor({ timeout: 60000 });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
