@@ -4,7 +4,7 @@
 //! The table is windowed: only the rows in view (and a few around) are in the DOM, so a trace
 //! of thousands of steps opens as fast as one of ten (6,330 steps took 3.4 s to show whole).
 
-use jarvis_engine::analysis::steps::{StepRow, Steps};
+use jarvis_engine::analysis::steps::{ClassStats, StepClass, StepRow, Steps};
 use leptos::prelude::*;
 
 /// Row height in pixels, fixed by the stylesheet (`table.steps td`): the window's positions are
@@ -27,21 +27,46 @@ fn ms(ns: i64) -> String {
     format!("{:.3}", ns as f64 / 1e6)
 }
 
-/// Per class (prefill, decode, ...): steps and mean GPU span, over steady-state steps.
-fn class_summary(rows: &[StepRow]) -> Vec<(String, usize, f64)> {
-    let mut out: Vec<(String, usize, f64)> = Vec::new();
-    for r in rows.iter().filter(|r| r.steady && !r.incomplete) {
-        let key = r.class.key().to_owned();
-        let ms = r.span_ns() as f64 / 1e6;
-        match out.iter_mut().find(|(k, _, _)| *k == key) {
-            Some(e) => {
-                e.2 = (e.2 * e.1 as f64 + ms) / (e.1 + 1) as f64;
-                e.1 += 1;
-            }
-            None => out.push((key, 1, ms)),
-        }
+/// Prefill, decode and mixed iterations (or train steps) side by side, each judged against its
+/// own class (`Steps::classes`): shown when the trace has more than one class, or inference
+/// iterations.
+fn class_table(classes: &[ClassStats]) -> Option<impl IntoView> {
+    let shown = classes.len() > 1
+        || classes
+            .first()
+            .is_some_and(|c| !matches!(c.class, StepClass::Train | StepClass::Whole));
+    if !shown {
+        return None;
     }
-    out
+    let rows = classes
+        .iter()
+        .map(|c| {
+            let key = c.class.key();
+            view! {
+                <tr data-testid=format!("steps-class-{key}")>
+                    <td>{key}</td>
+                    <td class="num">{c.steps}</td>
+                    <td class="num">{c.steady}</td>
+                    <td class="num" data-value=c.share_pct.to_string()>{format!("{:.1}", c.share_pct)}</td>
+                    <td class="num" data-value=c.mean_ms.to_string()>{format!("{:.3}", c.mean_ms)}</td>
+                    <td class="num">{format!("{:.3}", c.median_ms)}</td>
+                    <td class="num">{format!("{:.1}", c.cv_pct)}</td>
+                    <td class="num">{format!("{:.3}", c.idle_ms)}</td>
+                    <td class="num">{format!("{:.3}", c.host_wait_ms)}</td>
+                    <td class="num">{c.mean_requests.map(|q| format!("{q:.1}")).unwrap_or_default()}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    Some(view! {
+        <table class="data step-classes" data-testid="steps-classes">
+            <thead><tr>
+                <th>"class"</th><th>"steps"</th><th>"steady"</th><th>"% of time"</th><th>"mean ms"</th><th>"median ms"</th>
+                <th>"CV %"</th><th>"idle ms"</th><th>"host wait ms"</th><th>"requests"</th>
+            </tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+    })
 }
 
 #[component]
@@ -53,7 +78,12 @@ pub fn StepsView(
     let Some(source) = steps.source else {
         return view! { <p class="facts" data-testid="steps-table">"No GPU work: no steps to show."</p> }.into_any();
     };
-    let summary = if steps.rows.len() > 1 {
+    let summary = if steps.classes.len() > 1 {
+        format!(
+            "{} steps from {}. Each class is judged against its own: outliers differ from their class's median GPU span by more than 20 %.",
+            steps.rows.len(), source.describe()
+        )
+    } else if steps.rows.len() > 1 {
         format!(
             "{} steps from {}. GPU span per step: mean {:.3} ms, median {:.3} ms, std {:.3} ms (CV {:.1} %); outliers differ from the median by more than 20 %.",
             steps.rows.len(), source.describe(), steps.mean_ms, steps.median_ms, steps.std_ms, steps.cv_pct
@@ -61,16 +91,7 @@ pub fn StepsView(
     } else {
         format!("{} step from {}.", steps.rows.len(), source.describe())
     };
-    let classes = class_summary(&steps.rows);
-    let by_class = (classes.len() > 1 || classes.first().is_some_and(|c| c.0 != "train" && c.0 != "whole"))
-        .then(|| {
-            let items = classes
-                .into_iter()
-                .map(|(k, n, mean)| format!("{k}: {n} steps, mean {mean:.3} ms"))
-                .collect::<Vec<_>>()
-                .join(" · ");
-            view! { <p class="facts" data-testid="steps-classes">{format!("Steady state: {items}")}</p> }
-        });
+    let by_class = class_table(&steps.classes);
     let total = steps.rows.len();
     let all = StoredValue::new(steps.rows);
     let scroll = RwSignal::new(0.0_f64);

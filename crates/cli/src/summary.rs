@@ -200,7 +200,25 @@ fn idle_block(s: &mut String, a: &Analysis) {
     let st = &a.steps;
     if let Some(src) = st.source {
         let _ = writeln!(s, "\nSteps: {} from {}", st.rows.len(), src.describe());
-        if st.rows.len() > 1 {
+        if st.classes.len() > 1 {
+            // Prefill and decode (and mixed) iterations are different work: one line each.
+            for c in &st.classes {
+                let _ = writeln!(
+                    s,
+                    "  {:<8} {:>5} steps {:>5.1} % of the time: mean {:.3} ms, median {:.3} ms, std {:.3} ms (CV {:.1} %){}",
+                    c.class.key(),
+                    c.steps,
+                    c.share_pct,
+                    c.mean_ms,
+                    c.median_ms,
+                    c.std_ms,
+                    c.cv_pct,
+                    c.mean_requests
+                        .map(|q| format!(", {q:.1} requests"))
+                        .unwrap_or_default()
+                );
+            }
+        } else if st.rows.len() > 1 {
             let _ = writeln!(
                 s,
                 "  GPU span per step: mean {:.3} ms, median {:.3} ms, std {:.3} ms (CV {:.1} %)",

@@ -33,7 +33,7 @@ impl StepSource {
                 "ProfilerStep#N annotations (profiler steps; each is classed train or inference)"
             }
             StepSource::Vllm => {
-                "vLLM execute_context/generation annotations (inference iterations)"
+                "execute_…context_N…generation_M annotations (inference iterations, vLLM's form)"
             }
             StepSource::Sglang => "SGLang step[...] annotations (inference iterations)",
             StepSource::WholeTrace => "no step or iteration markers: the whole trace is one step",
@@ -115,6 +115,32 @@ pub struct Steps {
     pub std_ms: f64,
     pub cv_pct: f64,
     pub median_ms: f64,
+    /// The same figures per class (prefill, decode, …), in the order classes first appear: an
+    /// inference trace's prefill and decode iterations are different work, so each class is
+    /// judged against its own (empty in bundles of older versions).
+    #[serde(default)]
+    pub classes: Vec<ClassStats>,
+}
+
+/// The variation of one class of steps, over its complete steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassStats {
+    pub class: StepClass,
+    /// Complete steps of the class, and of them those in the steady state.
+    pub steps: usize,
+    pub steady: usize,
+    /// Their GPU spans summed, and that sum's share of all complete steps' (%).
+    pub total_ms: f64,
+    pub share_pct: f64,
+    pub mean_ms: f64,
+    pub median_ms: f64,
+    pub std_ms: f64,
+    pub cv_pct: f64,
+    /// Idle and host-wait time inside their windows, summed.
+    pub idle_ms: f64,
+    pub host_wait_ms: f64,
+    /// Mean requests per step (iterations that record it).
+    pub mean_requests: Option<f64>,
 }
 
 /// vLLM: `execute_context_N(..)_generation_M(..)` or `execute_K_context_N(..)_generation_M(..)`.
@@ -387,44 +413,116 @@ fn median_of(v: &mut [f64]) -> f64 {
     }
 }
 
-/// Flags incomplete and outlier steps, the steady-state window, and the variation figures.
-fn finish(mut s: Steps) -> Steps {
-    let mut counts: Vec<f64> = s.rows.iter().map(|r| r.gpu_events as f64).collect();
-    let median_events = median_of(&mut counts);
-    for r in &mut s.rows {
-        r.incomplete = r.gpu_events == 0 || (r.gpu_events as f64) < median_events / 2.0;
-    }
-    let peak = s.rows.iter().filter_map(|r| r.requests).max();
-    for r in &mut s.rows {
-        r.steady = match (peak, r.requests) {
-            (Some(p), Some(q)) => q as f64 >= STEADY_SHARE * p as f64,
-            _ => true,
-        };
-    }
-    let mut spans: Vec<f64> = s
-        .rows
-        .iter()
-        .filter(|r| !r.incomplete)
-        .map(|r| r.span_ns() as f64 / 1e6)
-        .collect();
+/// Mean, sample standard deviation, CV % and median of `spans` (ms); zeros when empty.
+fn variation(spans: &mut [f64]) -> (f64, f64, f64, f64) {
     let n = spans.len();
-    if n > 0 {
-        let mean = spans.iter().sum::<f64>() / n as f64;
-        let std = if n > 1 {
-            (spans.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-        } else {
-            0.0
-        };
-        let median = median_of(&mut spans);
-        s.mean_ms = mean;
-        s.std_ms = std;
-        s.cv_pct = if mean > 0.0 { std / mean * 100.0 } else { 0.0 };
-        s.median_ms = median;
-        for r in &mut s.rows {
-            let ms = r.span_ns() as f64 / 1e6;
-            r.outlier = !r.incomplete && n >= 3 && (ms - median).abs() > OUTLIER_FACTOR * median;
+    if n == 0 {
+        return (0.0, 0.0, 0.0, 0.0);
+    }
+    let mean = spans.iter().sum::<f64>() / n as f64;
+    let std = if n > 1 {
+        (spans.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+    } else {
+        0.0
+    };
+    let cv = if mean > 0.0 { std / mean * 100.0 } else { 0.0 };
+    (mean, std, cv, median_of(spans))
+}
+
+/// The classes of `rows` in the order they first appear.
+fn classes_of(rows: &[StepRow]) -> Vec<StepClass> {
+    let mut out: Vec<StepClass> = Vec::new();
+    for r in rows {
+        if !out.contains(&r.class) {
+            out.push(r.class);
         }
     }
+    out
+}
+
+/// Flags incomplete and outlier steps and the steady-state window, each against the step's own
+/// class (a prefill iteration is neither incomplete nor an outlier for differing from decode
+/// iterations, and its request count is not a decode batch's), and the variation figures: over
+/// all complete steps, and per class.
+fn finish(mut s: Steps) -> Steps {
+    let ms = |r: &StepRow| r.span_ns() as f64 / 1e6;
+    let classes = classes_of(&s.rows);
+    for &class in &classes {
+        let of_class = |r: &&mut StepRow| r.class == class;
+        let mut counts: Vec<f64> = s
+            .rows
+            .iter_mut()
+            .filter(of_class)
+            .map(|r| r.gpu_events as f64)
+            .collect();
+        let median_events = median_of(&mut counts);
+        let peak = s
+            .rows
+            .iter_mut()
+            .filter(of_class)
+            .filter_map(|r| r.requests)
+            .max();
+        for r in s.rows.iter_mut().filter(of_class) {
+            r.incomplete = r.gpu_events == 0 || (r.gpu_events as f64) < median_events / 2.0;
+            r.steady = match (peak, r.requests) {
+                (Some(p), Some(q)) => q as f64 >= STEADY_SHARE * p as f64,
+                _ => true,
+            };
+        }
+        let mut spans: Vec<f64> = s
+            .rows
+            .iter_mut()
+            .filter(of_class)
+            .filter(|r| !r.incomplete)
+            .map(|r| ms(r))
+            .collect();
+        let n = spans.len();
+        let (_, _, _, median) = variation(&mut spans);
+        for r in s.rows.iter_mut().filter(of_class) {
+            r.outlier = !r.incomplete && n >= 3 && (ms(r) - median).abs() > OUTLIER_FACTOR * median;
+        }
+    }
+    let mut spans: Vec<f64> = s.rows.iter().filter(|r| !r.incomplete).map(ms).collect();
+    let all_ms: f64 = spans.iter().sum();
+    (s.mean_ms, s.std_ms, s.cv_pct, s.median_ms) = variation(&mut spans);
+    s.classes = classes
+        .into_iter()
+        .filter_map(|class| {
+            let rows: Vec<&StepRow> = s
+                .rows
+                .iter()
+                .filter(|r| r.class == class && !r.incomplete)
+                .collect();
+            if rows.is_empty() {
+                return None;
+            }
+            let mut spans: Vec<f64> = rows.iter().map(|r| ms(r)).collect();
+            let total_ms: f64 = spans.iter().sum();
+            let (mean_ms, std_ms, cv_pct, median_ms) = variation(&mut spans);
+            let requests: Vec<u64> = rows.iter().filter_map(|r| r.requests).collect();
+            let sum_ns =
+                |f: fn(&StepRow) -> Nanos| rows.iter().map(|r| f(r)).sum::<Nanos>() as f64 / 1e6;
+            Some(ClassStats {
+                class,
+                steps: rows.len(),
+                steady: rows.iter().filter(|r| r.steady).count(),
+                total_ms,
+                share_pct: if all_ms > 0.0 {
+                    total_ms / all_ms * 100.0
+                } else {
+                    0.0
+                },
+                mean_ms,
+                median_ms,
+                std_ms,
+                cv_pct,
+                idle_ms: sum_ns(|r| r.idle_ns),
+                host_wait_ms: sum_ns(|r| r.host_wait_ns),
+                mean_requests: (!requests.is_empty())
+                    .then(|| requests.iter().sum::<u64>() as f64 / requests.len() as f64),
+            })
+        })
+        .collect();
     s
 }
 
@@ -491,6 +589,69 @@ mod tests {
         assert_eq!(classify_vllm(1, 0), StepClass::Prefill);
         assert_eq!(classify_vllm(0, 32), StepClass::Decode);
         assert_eq!(classify_vllm(2, 30), StepClass::Mixed);
+    }
+
+    fn row(class: StepClass, span_ms: i64, events: u64, requests: u64) -> StepRow {
+        StepRow {
+            name: class.key().into(),
+            class,
+            requests: Some(requests),
+            cpu: (0, 0),
+            gpu: (0, span_ms * 1_000_000),
+            gpu_events: events,
+            computation_ns: span_ms * 1_000_000,
+            exposed_comm_ns: 0,
+            exposed_memcpy_ns: 0,
+            idle_ns: 1_000_000,
+            host_wait_ns: 500_000,
+            top_op: String::new(),
+            outlier: false,
+            incomplete: false,
+            steady: false,
+        }
+    }
+
+    #[test]
+    fn prefill_and_decode_are_judged_apart() {
+        use StepClass::{Decode, Prefill};
+        // Two prefills of a few requests, 50 and 52 ms; five decodes of 32 requests, one 14 ms
+        // (40 % above the decode median of 10 ms) and one half-finished (20 of 400 events).
+        let rows = vec![
+            row(Prefill, 50, 300, 2),
+            row(Decode, 10, 400, 32),
+            row(Decode, 10, 400, 32),
+            row(Decode, 14, 400, 32),
+            row(Decode, 9, 400, 30),
+            row(Prefill, 52, 300, 2),
+            row(Decode, 1, 20, 32),
+        ];
+        let s = finish(Steps {
+            rows,
+            ..Steps::default()
+        });
+        let flags: Vec<(bool, bool, bool)> = s
+            .rows
+            .iter()
+            .map(|r| (r.outlier, r.incomplete, r.steady))
+            .collect();
+        // Prefills: steady (their own peak is 2 requests), not outliers, not incomplete (their
+        // median is 300 events, not the decodes' 400).
+        assert_eq!(flags[0], (false, false, true));
+        assert_eq!(flags[5], (false, false, true));
+        assert_eq!(flags[3], (true, false, true));
+        assert_eq!(flags[6], (false, true, true));
+        assert_eq!(s.classes.len(), 2);
+        let (p, d) = (&s.classes[0], &s.classes[1]);
+        assert_eq!((p.class, p.steps, p.steady), (Prefill, 2, 2));
+        assert_eq!((d.class, d.steps, d.steady), (Decode, 4, 4));
+        assert!((p.mean_ms - 51.0).abs() < 1e-9 && (p.median_ms - 51.0).abs() < 1e-9);
+        assert!((p.std_ms - 2f64.sqrt()).abs() < 1e-9);
+        assert!((d.total_ms - 43.0).abs() < 1e-9 && (d.median_ms - 10.0).abs() < 1e-9);
+        assert!((p.share_pct - 102.0 / 145.0 * 100.0).abs() < 1e-9);
+        assert!((d.idle_ms - 4.0).abs() < 1e-9 && (d.host_wait_ms - 2.0).abs() < 1e-9);
+        assert_eq!(d.mean_requests, Some(31.5));
+        // Over all complete steps (the six): the median lies between the classes.
+        assert!((s.median_ms - 12.0).abs() < 1e-9);
     }
 
     #[test]
