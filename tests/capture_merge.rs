@@ -1,98 +1,23 @@
-//! The graph-capture merge on generated traces whose truth is known by construction: a vLLM
-//! PIECEWISE iteration (two graphs with an eager op between them), a FULL graph replayed twice,
-//! and a capture whose launches do not match the replay (left unmerged, said so). The shared
-//! vLLM and SGLang cases (FULL, one replay) are in `inference_parity.rs`.
+//! The graph-capture merge on generated traces whose truth is known by construction
+//! (`jarvis_engine::synth::graph_capture`): a vLLM PIECEWISE iteration (two graphs with an eager
+//! op between them), a FULL graph replayed twice, a capture whose launches do not match the
+//! replay (left unmerged, said so), and a capture for a smaller batch. The shared vLLM and SGLang
+//! cases (FULL, one replay) are in `inference_parity.rs`.
 
 use jarvis_engine::inference::capture::{captures_of, merge, Capture};
+use jarvis_engine::model::tree::CallTree;
 use jarvis_engine::model::{EventId, EventKind, Trace};
-use serde_json::{json, Value};
+use jarvis_engine::synth::graph_capture::{
+    capture, decode_iteration, graph_launch, kernel, piecewise, trace,
+};
+use serde_json::Value;
 
-fn import(events: Vec<Value>) -> Trace {
-    let doc = json!({"traceEvents": events});
+fn import(doc: &Value) -> Trace {
     jarvis_engine::import::import_bytes(doc.to_string().as_bytes()).expect("a trace")
 }
 
-fn x(cat: &str, name: &str, ts: i64, dur: i64, args: Value) -> Value {
-    json!({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args})
-}
-
-fn op(name: &str, ts: i64, dims: Value) -> Value {
-    x(
-        "cpu_op",
-        name,
-        ts,
-        50,
-        json!({"Input Dims": dims, "Input type": ["c10::BFloat16"]}),
-    )
-}
-
-fn launch(ts: i64, corr: i64, kernel: &str) -> Value {
-    x(
-        "cuda_runtime",
-        "hipLaunchKernel",
-        ts,
-        10,
-        json!({"correlation": corr, "kernel": kernel}),
-    )
-}
-
-fn kernel(name: &str, ts: i64, dur: i64, corr: i64) -> Value {
-    json!({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
-        "args": {"correlation": corr, "stream": 7, "device": 0}})
-}
-
-/// A capture trace: a `_dummy_run` frame holding one capture window per list of
-/// (op, kernel) launches.
-fn capture_trace(windows: &[&[(&str, &str)]]) -> Trace {
-    let mut ev = vec![x(
-        "python_function",
-        "vllm/v1/worker/gpu_model_runner.py(100): _dummy_run",
-        0,
-        10_000,
-        json!({}),
-    )];
-    let (mut t, mut corr) = (10, 1);
-    for w in windows {
-        ev.push(x("cuda_runtime", "hipStreamBeginCapture", t, 5, json!({})));
-        t += 20;
-        for (name, k) in *w {
-            ev.push(op(name, t, json!([[4, 64], [64, 64]])));
-            ev.push(launch(t + 10, corr, k));
-            corr += 1;
-            t += 100;
-        }
-        ev.push(x("cuda_runtime", "hipStreamEndCapture", t, 5, json!({})));
-        t += 100;
-    }
-    import(ev)
-}
-
-fn graph_launch(ts: i64, corr: i64) -> Value {
-    x(
-        "cuda_runtime",
-        "hipGraphLaunch",
-        ts,
-        20,
-        json!({"correlation": corr}),
-    )
-}
-
-/// A decode iteration of 4 requests.
-fn iteration(dur: i64) -> Value {
-    x(
-        "user_annotation",
-        "execute_4_context_0(sq0sk0sqsq0sqsk0)_generation_4(sq4sk100sqsq4sqsk400)",
-        0,
-        dur,
-        json!({}),
-    )
-}
-
-/// The CPU op each kernel (by name) hangs under after the merge.
-fn ops_of_kernels(
-    trace: &Trace,
-    tree: &jarvis_engine::model::tree::CallTree,
-) -> Vec<(String, String)> {
+/// The CPU op each kernel hangs under after the merge, in GPU order.
+fn ops_of_kernels(trace: &Trace, tree: &CallTree) -> Vec<(String, String)> {
     let mut out: Vec<(i64, String, String)> = (0..trace.events.len() as u32)
         .map(EventId)
         .filter(|&id| trace.event(id).kind == EventKind::Kernel)
@@ -109,34 +34,33 @@ fn ops_of_kernels(
     out.into_iter().map(|(_, k, o)| (k, o)).collect()
 }
 
-fn captures(traces: Vec<(&str, Trace)>) -> Vec<Capture> {
-    let named = traces.into_iter().map(|(n, t)| (n.to_owned(), t)).collect();
-    captures_of(None, named).expect("captures")
+fn captures(doc: &Value) -> Vec<Capture> {
+    captures_of(None, vec![("capture.json".to_owned(), import(doc))]).expect("captures")
+}
+
+/// Two kernels of one graph, replayed at `ts` with correlation `corr`.
+fn replay(ts: i64, corr: i64) -> Vec<Value> {
+    vec![
+        graph_launch(ts, corr),
+        kernel("gemm_A", ts + 30, 40, corr),
+        kernel("add_B", ts + 75, 20, corr),
+    ]
+}
+
+fn one_graph() -> Value {
+    capture(&[&[("aten::mm", "gemm_A"), ("aten::add", "add_B")]])
 }
 
 #[test]
 fn piecewise_graphs_pair_with_their_capture_windows_in_order() {
-    let cap = capture_trace(&[
-        &[("aten::mm", "gemm_A"), ("aten::add", "add_B")],
-        &[("aten::silu", "silu_C")],
-    ]);
-    let caps = captures(vec![("capture.json", cap)]);
+    let (exec, cap, truth) = piecewise();
+    let caps = captures(&cap);
     // Two windows: PIECEWISE, at the most common leading dimension of the captured ops.
     assert_eq!(
         (caps[0].entry.mode.as_str(), caps[0].entry.batch_size),
         ("PIECEWISE", 4)
     );
-    let mut exec = import(vec![
-        iteration(2000),
-        graph_launch(100, 10),
-        op("aten::mul", 300, json!([[4, 64], [4, 64]])),
-        launch(310, 11, "mul_D"),
-        graph_launch(500, 12),
-        kernel("gemm_A", 130, 40, 10),
-        kernel("add_B", 175, 20, 10),
-        kernel("mul_D", 330, 10, 11),
-        kernel("silu_C", 530, 15, 12),
-    ]);
+    let mut exec = import(&exec);
     let (tree, report) = merge(&mut exec, &caps);
     assert_eq!(
         (report.graph_launches, report.merged, report.kernels),
@@ -144,30 +68,21 @@ fn piecewise_graphs_pair_with_their_capture_windows_in_order() {
         "{:?}",
         report.skipped
     );
-    let pairs = ops_of_kernels(&exec, &tree);
-    let expect = [
-        ("gemm_A", "aten::mm"),
-        ("add_B", "aten::add"),
-        ("mul_D", "aten::mul"),
-        ("silu_C", "aten::silu"),
-    ];
-    assert_eq!(pairs, expect.map(|(k, o)| (k.to_owned(), o.to_owned())));
+    let want: Vec<(String, String)> = truth
+        .iter()
+        .map(|(k, o)| (k.to_string(), o.to_string()))
+        .collect();
+    assert_eq!(ops_of_kernels(&exec, &tree), want);
 }
 
 #[test]
 fn a_full_graph_replayed_twice_gets_a_copy_per_replay() {
-    let cap = capture_trace(&[&[("aten::mm", "gemm_A"), ("aten::add", "add_B")]]);
-    let caps = captures(vec![("capture.json", cap)]);
+    let caps = captures(&one_graph());
     assert_eq!(caps[0].entry.mode, "FULL");
-    let mut exec = import(vec![
-        iteration(2000),
-        graph_launch(100, 10),
-        graph_launch(500, 12),
-        kernel("gemm_A", 130, 40, 10),
-        kernel("add_B", 175, 20, 10),
-        kernel("gemm_A", 530, 40, 12),
-        kernel("add_B", 575, 20, 12),
-    ]);
+    let mut events = vec![decode_iteration(4, 2000)];
+    events.extend(replay(100, 10));
+    events.extend(replay(500, 12));
+    let mut exec = import(&trace(events));
     let before = exec.events.len();
     let (tree, report) = merge(&mut exec, &caps);
     assert_eq!(
@@ -180,7 +95,6 @@ fn a_full_graph_replayed_twice_gets_a_copy_per_replay() {
     // Each replay gets its own copy of the captured subtree (CaptureRoot, two ops, two launches).
     assert_eq!(report.inserted_events, 2 * 5);
     assert_eq!(exec.events.len(), before + report.inserted_events);
-    // The copies of one replay are distinct events: the two gemm_A kernels have different ops.
     let mm: Vec<EventId> = (0..exec.events.len() as u32)
         .map(EventId)
         .filter(|&id| exec.name(exec.event(id)) == "gemm_A")
@@ -190,17 +104,19 @@ fn a_full_graph_replayed_twice_gets_a_copy_per_replay() {
     assert_ne!(mm[0], mm[1]);
 }
 
-#[test]
-fn a_replay_that_does_not_match_its_capture_stays_unmerged_and_says_why() {
-    let cap = capture_trace(&[&[("aten::mm", "gemm_A"), ("aten::add", "add_B")]]);
-    let caps = captures(vec![("capture.json", cap)]);
-    let mut exec = import(vec![
-        iteration(2000),
+fn mismatched() -> Value {
+    trace(vec![
+        decode_iteration(4, 2000),
         graph_launch(100, 10),
         kernel("gemm_A", 130, 40, 10),
         kernel("other_kernel", 175, 20, 10),
-    ]);
-    let (tree, report) = merge(&mut exec, &caps);
+    ])
+}
+
+#[test]
+fn a_replay_that_does_not_match_its_capture_stays_unmerged_and_says_why() {
+    let mut exec = import(&mismatched());
+    let (tree, report) = merge(&mut exec, &captures(&one_graph()));
     assert_eq!(
         (report.graph_launches, report.merged, report.kernels),
         (1, 0, 0)
@@ -211,15 +127,11 @@ fn a_replay_that_does_not_match_its_capture_stays_unmerged_and_says_why() {
         .iter()
         .all(|(_, o)| o.is_empty()));
     // Through the whole analysis: the diagnostic names the failure.
-    let cap = capture_trace(&[&[("aten::mm", "gemm_A"), ("aten::add", "add_B")]]);
-    let caps = captures(vec![("capture.json", cap)]);
-    let exec = import(vec![
-        iteration(2000),
-        graph_launch(100, 10),
-        kernel("gemm_A", 130, 40, 10),
-        kernel("other_kernel", 175, 20, 10),
-    ]);
-    let a = jarvis_engine::analyze_with_captures(exec, &caps, &Default::default());
+    let a = jarvis_engine::analyze_with_captures(
+        import(&mismatched()),
+        &captures(&one_graph()),
+        &Default::default(),
+    );
     let keys: Vec<&str> = a.diagnostics.iter().map(|d| d.kind.key()).collect();
     assert!(keys.contains(&"capture_not_merged"), "{keys:?}");
 }
@@ -227,20 +139,10 @@ fn a_replay_that_does_not_match_its_capture_stays_unmerged_and_says_why() {
 #[test]
 fn a_capture_for_a_smaller_batch_is_not_used() {
     // Captured at batch size 4; the iteration runs 8 requests: no capture fits.
-    let cap = capture_trace(&[&[("aten::mm", "gemm_A")]]);
-    let caps = captures(vec![("capture.json", cap)]);
-    let mut exec = import(vec![
-        x(
-            "user_annotation",
-            "execute_8_context_0(sq0sk0sqsq0sqsk0)_generation_8(sq8sk100sqsq8sqsk800)",
-            0,
-            2000,
-            json!({}),
-        ),
-        graph_launch(100, 10),
-        kernel("gemm_A", 130, 40, 10),
-    ]);
-    let (_, report) = merge(&mut exec, &caps);
+    let mut events = vec![decode_iteration(8, 2000)];
+    events.extend(replay(100, 10));
+    let mut exec = import(&trace(events));
+    let (_, report) = merge(&mut exec, &captures(&one_graph()));
     assert_eq!(report.merged, 0);
     assert!(
         report.skipped[0].contains("no capture trace for batch size 8"),

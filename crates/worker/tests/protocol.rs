@@ -563,3 +563,56 @@ fn timeline_frames_and_picks_answer_from_the_targets_lanes() {
     assert_eq!(answer["hit"]["name"], names[first[5] as usize]);
     assert!(answer["hit"]["op_row"].is_u64(), "{answer}");
 }
+
+#[wasm_bindgen_test]
+fn a_serving_trace_with_its_graph_captures_is_merged_and_a_pool_worker_tells_captures_apart() {
+    use jarvis_engine::synth::graph_capture::piecewise;
+    let (exec, capture, _) = piecewise();
+    let (exec, capture) = (
+        exec.to_string().into_bytes(),
+        capture.to_string().into_bytes(),
+    );
+    let (mut s, out) = (Session::default(), Collected::default());
+    // A pool worker answers a capture trace without analyzing it, and a serving trace with its
+    // summary.
+    s.handle(
+        &request(&blob(&capture), "capture.json", "auto", "rank"),
+        &out,
+    );
+    let reply = out.json().pop().expect("a reply");
+    assert_eq!(
+        (reply["kind"].as_str(), reply["capture"].as_bool()),
+        (Some("rank_summary"), Some(true)),
+        "{reply}"
+    );
+    assert!(reply.get("summary").is_none());
+    s.handle(&request(&blob(&exec), "exec.json", "auto", "rank"), &out);
+    let reply = out.json().pop().expect("a reply");
+    assert_eq!(reply["kind"], "rank_summary");
+    assert!(reply["summary"].is_string() && reply.get("capture").is_none());
+    // The main worker, given the serving trace with its capture: read, merged, analyzed.
+    let msg = request(&blob(&exec), "exec.json", "auto", "");
+    let captures = js_sys::Array::of1(&blob(&capture));
+    let names = js_sys::Array::of1(&"capture.json".into());
+    js_sys::Reflect::set(&msg, &"captures".into(), &captures).expect("set");
+    js_sys::Reflect::set(&msg, &"capture_names".into(), &names).expect("set");
+    s.handle(&msg, &out);
+    let mut msgs = out.json();
+    let result = msgs.pop().expect("a result");
+    assert!(msgs.iter().any(|p| p["phase"] == "reading capture 1 of 1"));
+    assert_eq!(result["kind"], "result", "{result}");
+    let merge = &result["analysis"]["capture_merge"];
+    assert_eq!(
+        (
+            merge["graph_launches"].as_u64(),
+            merge["merged"].as_u64(),
+            merge["kernels"].as_u64()
+        ),
+        (Some(2), Some(2), Some(3)),
+        "{merge}"
+    );
+    assert_eq!(merge["captures"][0]["mode"], "PIECEWISE");
+    // Without the captures the same trace is not merged.
+    let (_, plain) = load(&mut s, &out, &exec, "auto");
+    assert!(plain["analysis"]["capture_merge"].is_null());
+}

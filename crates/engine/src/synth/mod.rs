@@ -7,6 +7,7 @@
 //! partly hidden behind backward compute). `steps` repeats the step, so file size scales
 //! linearly; it feeds benchmarks, the web app's sample and the planted-problem tests.
 
+pub mod graph_capture;
 pub mod job;
 pub mod planted;
 mod workload;
