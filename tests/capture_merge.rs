@@ -8,7 +8,7 @@ use jarvis_engine::inference::capture::{captures_of, merge, Capture};
 use jarvis_engine::model::tree::CallTree;
 use jarvis_engine::model::{EventId, EventKind, Trace};
 use jarvis_engine::synth::graph_capture::{
-    capture, decode_iteration, graph_launch, kernel, piecewise, trace,
+    capture, decode_iteration, graph_launch, host, kernel, piecewise, trace,
 };
 use serde_json::Value;
 
@@ -149,4 +149,48 @@ fn a_capture_for_a_smaller_batch_is_not_used() {
         "{:?}",
         report.skipped
     );
+}
+
+#[test]
+fn sglang_and_atom_iterations_are_execution_roots_too() {
+    // The batch a graph is captured for is the step's tokens: 4 decode tokens in each form.
+    for name in [
+        "step[DECODE bs=4]",
+        "step[DECODE bs=4 g_sq=4 g_sk=400 g_sqsq=4 g_sqsk=400]",
+        "decode[bs=4/8 tok=4 d=4]",
+        "decode[bs=4 tok=4 d=4 sqsq=4 sqsk=400 sk=400]",
+    ] {
+        let mut events = vec![host(
+            "user_annotation",
+            name,
+            0,
+            2000,
+            serde_json::json!({}),
+        )];
+        events.extend(replay(100, 10));
+        let mut exec = import(&trace(events));
+        let (tree, report) = merge(&mut exec, &captures(&one_graph()));
+        assert_eq!(
+            (report.merged, report.kernels),
+            (1, 2),
+            "{name}: {:?}",
+            report.skipped
+        );
+        assert_eq!(
+            ops_of_kernels(&exec, &tree)[0],
+            ("gemm_A".to_owned(), "aten::mm".to_owned()),
+            "{name}"
+        );
+    }
+    // A step of 8 tokens finds no capture of 4.
+    let mut events = vec![host(
+        "user_annotation",
+        "step[EXTEND bs=2 toks=8]",
+        0,
+        2000,
+        serde_json::json!({}),
+    )];
+    events.extend(replay(100, 10));
+    let (_, report) = merge(&mut import(&trace(events)), &captures(&one_graph()));
+    assert_eq!(report.merged, 0);
 }

@@ -1,7 +1,8 @@
 //! Steps of a training loop and iterations of an inference server, each with its share of the
 //! GPU timeline. Where the steps come from, in order (docs/analysis.md, "Steps and
 //! iterations"): `ProfilerStep#N` annotations; vLLM's `execute_..context_N(..)_generation_M(..)`
-//! annotations; SGLang's `step[EXTEND|DECODE|MIXED bs=..]`; else the whole trace is one step.
+//! annotations; SGLang's `step[EXTEND|DECODE|MIXED bs=..]`; ATOM's `prefill[..]` / `decode[..]`;
+//! else the whole trace is one step.
 //!
 //! A step's GPU window runs from the previous step's window end (the first step: its first GPU
 //! event) to the end of the last GPU event it launched, so the windows tile the GPU timeline
@@ -23,6 +24,7 @@ pub enum StepSource {
     ProfilerStep,
     Vllm,
     Sglang,
+    Atom,
     WholeTrace,
 }
 
@@ -36,6 +38,9 @@ impl StepSource {
                 "execute_…context_N…generation_M annotations (inference iterations, vLLM's form)"
             }
             StepSource::Sglang => "SGLang step[...] annotations (inference iterations)",
+            StepSource::Atom => {
+                "ATOM prefill[...] / decode[...] annotations (inference iterations)"
+            }
             StepSource::WholeTrace => "no step or iteration markers: the whole trace is one step",
         }
     }
@@ -171,6 +176,17 @@ fn sglang_step(name: &str) -> Option<(StepClass, Option<u64>)> {
     Some((class, bs))
 }
 
+/// ATOM: `prefill[bs=2 tok=14721 …]`, `decode[bs=117/128 tok=117 …]` (its class and requests).
+fn atom_step(name: &str) -> Option<(StepClass, u64)> {
+    use crate::perf::iteration::{Annotation, Engine};
+    let a = Annotation::parse(name).filter(|a| a.engine == Engine::Atom)?;
+    let (ctx, gen) = (
+        a.context_requests.max(0) as u64,
+        a.generation_requests.max(0) as u64,
+    );
+    Some((classify_vllm(ctx, gen), ctx + gen))
+}
+
 fn classify_vllm(ctx: u64, gen: u64) -> StepClass {
     match (ctx > 0, gen > 0) {
         (true, false) => StepClass::Prefill,
@@ -202,7 +218,7 @@ type Marker = (EventId, StepClass, Option<u64>);
 fn markers(trace: &Trace) -> (Option<StepSource>, Vec<Marker>) {
     let host =
         |e: &crate::model::Event| matches!(e.kind, EventKind::UserAnnotation | EventKind::CpuOp);
-    let mut found: [Vec<Marker>; 3] = Default::default();
+    let mut found: [Vec<Marker>; 4] = Default::default();
     for (i, e) in trace.events.iter().enumerate() {
         if !host(e) {
             continue;
@@ -215,6 +231,8 @@ fn markers(trace: &Trace) -> (Option<StepSource>, Vec<Marker>) {
             found[1].push((id, classify_vllm(c, g), Some(c + g)));
         } else if let Some((class, bs)) = sglang_step(name) {
             found[2].push((id, class, bs));
+        } else if let Some(a) = atom_step(name) {
+            found[3].push((id, a.0, Some(a.1)));
         }
     }
     // A profiler step is a training step only if the trace trains: backward ops (autograd
@@ -228,6 +246,7 @@ fn markers(trace: &Trace) -> (Option<StepSource>, Vec<Marker>) {
         StepSource::ProfilerStep,
         StepSource::Vllm,
         StepSource::Sglang,
+        StepSource::Atom,
     ];
     for (src, mut list) in sources.into_iter().zip(found) {
         if !list.is_empty() {
@@ -665,5 +684,14 @@ mod tests {
             Some((StepClass::Prefill, Some(4)))
         );
         assert_eq!(sglang_step("step[IDLE]"), None);
+        assert_eq!(
+            atom_step("decode[bs=117/128 tok=117 d=117]"),
+            Some((StepClass::Decode, 117))
+        );
+        assert_eq!(
+            atom_step("prefill[bs=2 tok=14721 ctx=[7803, 6918]]"),
+            Some((StepClass::Prefill, 2))
+        );
+        assert_eq!(atom_step("step[DECODE bs=32]"), None);
     }
 }

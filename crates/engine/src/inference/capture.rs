@@ -9,7 +9,7 @@ use rustc_hash::FxHashMap;
 use super::align::{align, CapturedLaunch, Replayed};
 use crate::model::tree::{CallTree, TreeLinks};
 use crate::model::{Event, EventId, EventKind, Lane, LaneId, OpArgs, RawId, StrId, Trace};
-use crate::perf::inference::Iteration;
+use crate::perf::iteration::Annotation;
 
 /// One capture trace: the batch size it captured and how (`FULL`: the whole forward pass is one
 /// graph; `PIECEWISE`: one graph per piece between attention calls).
@@ -300,24 +300,6 @@ pub struct MergeReport {
     pub captures: Vec<CaptureEntry>,
 }
 
-/// An iteration annotation of a serving engine and the batch size it ran.
-fn iteration_batch(name: &str) -> Option<Option<i64>> {
-    if let Some(it) = Iteration::parse(name) {
-        return Some(Some(it.c_sq + it.g_sq));
-    }
-    if let Some(rest) = name.strip_prefix("step[") {
-        let bs = rest
-            .split([' ', ']'])
-            .find_map(|t| t.strip_prefix("bs="))
-            .and_then(|v| v.parse().ok());
-        return Some(bs);
-    }
-    if name.starts_with("execute_") || name.starts_with("prefill[") || name.starts_with("decode[") {
-        return Some(name.split('_').nth(1).and_then(|v| v.parse().ok()));
-    }
-    None
-}
-
 /// Copies capture events into the serving trace, re-interning their strings.
 struct Copier<'a> {
     from: &'a Trace,
@@ -411,14 +393,14 @@ pub fn merge(exec: &mut Trace, captures: &[Capture]) -> (CallTree, MergeReport) 
         captures: captures.iter().map(|c| c.entry.clone()).collect(),
         ..MergeReport::default()
     };
-    // Execution roots: detailed iteration annotations, else the native ones.
+    // Execution roots: detailed iteration annotations (`perf::iteration`'s forms), else the
+    // native ones; each with the batch it ran (its tokens: what a graph is captured for).
     let annotations: Vec<(EventId, Option<i64>, bool)> = (0..exec.events.len() as u32)
         .map(EventId)
         .filter(|&id| exec.event(id).kind == EventKind::UserAnnotation)
         .filter_map(|id| {
-            let name = exec.name(exec.event(id));
-            let detailed = Iteration::parse(name).is_some() || name.contains("sqsq=");
-            iteration_batch(name).map(|bs| (id, bs, detailed))
+            let a = Annotation::parse(exec.name(exec.event(id)))?;
+            Some((id, Some(a.batch_size), a.detailed))
         })
         .collect();
     let any_detailed = annotations.iter().any(|a| a.2);
