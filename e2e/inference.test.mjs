@@ -99,3 +99,45 @@ test('capture traces alone are named as such, not analyzed as ranks', async (t) 
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+/** A vLLM serving trace: each iteration one GEMM, prefills of a few long requests among decodes of
+ * 32; `gpu` is each iteration's kernel time in µs (iterations are 80 µs apart on the host). */
+function servingTrace(plan) {
+  const ev = [];
+  let t = 0;
+  plan.forEach(([kind, n, gpu], i) => {
+    const corr = i + 1;
+    const name = kind === 'prefill'
+      ? `execute_${n * 512}_context_${n}(sq${n * 512}sk${n * 512}sqsq${n * 512 * 512}sqsk${n * 512 * 512})_generation_0(sq0sk0sqsq0sqsk0)`
+      : `execute_${n}_context_0(sq0sk0sqsq0sqsk0)_generation_${n}(sq${n}sk${n * 100}sqsq${n}sqsk${n * 100})`;
+    const host = (cat, nm, ts, dur, args) => ev.push({ ph: 'X', cat, name: nm, pid: 1, tid: 1, ts, dur, args });
+    host('user_annotation', name, t, gpu + 60, {});
+    host('cpu_op', 'aten::mm', t + 5, 20, { 'Input Dims': [[n, 4096], [4096, 4096]], 'Input type': ['c10::BFloat16', 'c10::BFloat16'] });
+    host('cuda_runtime', 'cudaLaunchKernel', t + 10, 5, { correlation: corr });
+    ev.push({ ph: 'X', cat: 'kernel', name: 'sm90_xmma_gemm_bf16bf16_bf16f32', pid: 0, tid: 7, ts: t + 30, dur: gpu, args: { correlation: corr, stream: 7, device: 0 } });
+    t += gpu + 80;
+  });
+  return Buffer.from(JSON.stringify({ deviceProperties: [{ id: 0, name: 'NVIDIA H100 80GB HBM3' }], traceEvents: ev }));
+}
+
+test('the Steps view judges prefill and decode iterations each against their own class', async () => {
+  // Decode GPU spans: 180, 185, 178, 220 (the 140 µs kernel: 22 % over the decode median), 181, 179 µs.
+  const plan = [['prefill', 2, 600], ['decode', 32, 100], ['decode', 32, 105], ['decode', 32, 98],
+    ['prefill', 1, 400], ['decode', 32, 140], ['decode', 32, 101], ['decode', 30, 99]];
+  const { page, errors } = await openApp({ width: 1300, height: 800 });
+  await page.getByTestId('trace-input').setInputFiles({ name: 'serving.json', mimeType: 'application/json', buffer: servingTrace(plan) });
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 60000 });
+  await page.getByTestId('tab-steps').click();
+  const cells = async (key) => (await page.getByTestId(`steps-class-${key}`).locator('td').allTextContents()).map((c) => c.trim());
+  // class, steps, steady, % of time, mean, median, CV, idle, host wait, requests.
+  assert.deepEqual((await cells('prefill')).slice(0, 2), ['prefill', '2']);
+  assert.deepEqual((await cells('decode')).slice(0, 2), ['decode', '6']);
+  assert.equal((await cells('decode'))[5], '0.180');
+  assert.equal((await cells('decode'))[9], '31.7');
+  // Only the slow decode is an outlier: the prefills, 2.7× the decode median, are not.
+  const flags = await page.getByTestId('step-row').evaluateAll((rows) => rows.map((r) => r.classList.contains('outlier')));
+  assert.deepEqual(flags, [false, false, false, false, false, true, false, false]);
+  await page.screenshot({ path: path.join(OUT, 'steps-prefill-decode.png'), fullPage: false });
+  assert.deepEqual(errors, []);
+  await page.close();
+});
