@@ -247,24 +247,22 @@ fn atom(name: &str) -> Option<Annotation> {
         generation_requests: 0,
         batch_size: tokens,
     };
-    if prefill {
-        a.context_requests = bs;
-        a.counts = Iteration {
-            c_sq: tokens,
-            c_sk: sk,
-            c_sqsq: sqsq,
-            c_sqsk: sqsk,
-            ..Iteration::default()
-        };
+    // A step is all prefill or all decode: its counts go to that side.
+    let c = &mut a.counts;
+    let (requests, side) = if prefill {
+        (
+            &mut a.context_requests,
+            [&mut c.c_sq, &mut c.c_sk, &mut c.c_sqsq, &mut c.c_sqsk],
+        )
     } else {
-        a.generation_requests = bs;
-        a.counts = Iteration {
-            g_sq: tokens,
-            g_sk: sk,
-            g_sqsq: sqsq,
-            g_sqsk: sqsk,
-            ..Iteration::default()
-        };
+        (
+            &mut a.generation_requests,
+            [&mut c.g_sq, &mut c.g_sk, &mut c.g_sqsq, &mut c.g_sqsk],
+        )
+    };
+    *requests = bs;
+    for (field, v) in side.into_iter().zip([tokens, sk, sqsq, sqsk]) {
+        *field = v;
     }
     Some(a)
 }
