@@ -26,6 +26,8 @@ mod import;
 #[cfg(target_arch = "wasm32")]
 mod outbox;
 #[cfg(target_arch = "wasm32")]
+mod rendered;
+#[cfg(target_arch = "wasm32")]
 mod session;
 #[cfg(target_arch = "wasm32")]
 mod timeline;

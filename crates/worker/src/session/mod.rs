@@ -3,7 +3,6 @@
 //! test worker.
 
 use jarvis_engine::report::reopen::{open_bundle, Reopened};
-use jarvis_engine::standalone::Brief;
 use jarvis_engine::{analyze_trace_with, Analysis, GpuScope, Options, PlatformChoice};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
@@ -13,6 +12,11 @@ use web_sys::{Blob, DedicatedWorkerGlobalScope, MessageEvent};
 use crate::import::{is_bundle, read_all, read_trace, CaptureFiles};
 use crate::outbox::send;
 pub use crate::outbox::Outbox;
+use crate::rendered::{
+    bundle_category_rows, category_rows, fair_md, for_reading, markdown_html, recommendation_rows,
+};
+
+mod exports;
 
 /// What the target is: an analyzed trace, or a reopened bundle (with its bytes, re-exported as
 /// they came).
@@ -460,90 +464,6 @@ impl Session {
         self.job = Some(files);
         Ok(json!({"kind": "job", "job": doc, "reopened": false}).to_string())
     }
-
-    fn export_job(&self) -> Result<(&'static str, Vec<u8>), String> {
-        let files = self.job.as_ref().ok_or("no job analysis to export yet")?;
-        jarvis_engine::report::contract::contract_zip(files)
-            .map(|b| ("jarvis_job.zip", b))
-            .map_err(|e| e.to_string())
-    }
-
-    /// The self-contained HTML snapshot of the target (jarvis_export::snapshot), with the
-    /// charts the page drew.
-    fn export_snapshot(
-        &self,
-        link: &str,
-        images: &[(String, String)],
-    ) -> Result<(&'static str, Vec<u8>), String> {
-        let target = self.target.as_ref().ok_or("no analysis to export yet")?;
-        let (analysis, report_md) = match &target.loaded {
-            Loaded::Trace(a) => (a.page_json(), fair_md(a, &target.title)),
-            Loaded::Bundle(r, _) => (r.analysis.clone(), r.text("standalone_analysis_fair.md")),
-        };
-        let doc = jarvis_export::snapshot::snapshot_document(&jarvis_export::snapshot::Snapshot {
-            title: &target.title,
-            link,
-            analysis: &analysis,
-            report_md: &report_md,
-            images,
-            version: env!("CARGO_PKG_VERSION"),
-        });
-        Ok(("jarvis_snapshot.html", doc.into_bytes()))
-    }
-
-    /// The bytes and file name of one export of the target.
-    fn export(&self, what: &str) -> Result<(&'static str, Vec<u8>), String> {
-        use jarvis_engine::report::contract::{contract_zip, standalone_files};
-        let target = self
-            .target
-            .as_ref()
-            .ok_or_else(|| "no analysis to export yet".to_owned())?;
-        let title = &target.title;
-        let err = |e: jarvis_engine::report::files::ExportError| e.to_string();
-        match (&target.loaded, what) {
-            (Loaded::Trace(a), "html") => Ok((
-                "standalone_analysis_fair.html",
-                jarvis_export::html::report_document(title, &fair_md(a, title)).into_bytes(),
-            )),
-            (Loaded::Bundle(r, _), "html") => Ok((
-                "standalone_analysis_fair.html",
-                jarvis_export::html::report_document(title, &r.text("standalone_analysis_fair.md"))
-                    .into_bytes(),
-            )),
-            (Loaded::Trace(a), "comparison") => {
-                let (r, rt) = self
-                    .reference
-                    .as_ref()
-                    .ok_or_else(|| "no reference trace yet".to_owned())?;
-                let c = jarvis_engine::compare::compare(a, r, &tag_of(a, title), &tag_of(r, rt));
-                let files = jarvis_engine::report::compare_md::comparison_files(&c, a, r, title);
-                contract_zip(&files)
-                    .map(|b| ("jarvis_comparison.zip", b))
-                    .map_err(err)
-            }
-            (Loaded::Bundle(..), "comparison") => {
-                Err("a reopened bundle cannot be compared: load its trace instead".into())
-            }
-            (Loaded::Trace(a), "analysis") => standalone_files(a, title)
-                .and_then(|f| contract_zip(&f))
-                .map(|b| ("jarvis_analysis.zip", b))
-                .map_err(err),
-            (Loaded::Bundle(r, _), "analysis") => contract_zip(&r.files)
-                .map(|b| ("jarvis_analysis.zip", b))
-                .map_err(err),
-            (Loaded::Trace(a), "xlsx") => jarvis_export::perf_report_xlsx(&a.report)
-                .map(|b| ("perf_report.xlsx", b))
-                .map_err(|e| e.to_string()),
-            (Loaded::Bundle(r, _), "xlsx") => jarvis_export::perf_report_xlsx(&r.report)
-                .map(|b| ("perf_report.xlsx", b))
-                .map_err(|e| e.to_string()),
-            (Loaded::Trace(a), "bundle") => jarvis_engine::report::export::bundle_zip(a, title)
-                .map(|b| ("jarvis_bundle.zip", b))
-                .map_err(err),
-            (Loaded::Bundle(_, bytes), "bundle") => Ok(("jarvis_bundle.zip", bytes.clone())),
-            (_, other) => Err(format!("unknown export {other:?}")),
-        }
-    }
 }
 
 /// `auto`, a built-in platform's name, or a platform as JSON; anything else is an error (the
@@ -562,98 +482,6 @@ fn platform_choice(platform: &str) -> Result<PlatformChoice, String> {
     }
 }
 
-/// `analysis.md` without what is there for machines (impact markers, reasoning-candidate
-/// comments, anchors), which the page's renderer would show as text.
-fn for_reading(md: &str) -> String {
-    md.lines()
-        .filter(|l| !(l.starts_with("<!--") || l.starts_with("<a id=")))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// The recommendations as the overview lists them: figures, and the finding (title, issue, both
-/// paths) rendered from markdown to safe HTML.
-fn recommendation_rows(briefs: &[Brief]) -> serde_json::Value {
-    briefs
-        .iter()
-        .map(|b| {
-            let mut md = format!(
-                "**{}**: {}\n\n- **Path A:** {}\n- **Path B:** {}\n",
-                b.title, b.issue, b.path_a, b.path_b
-            );
-            if !b.impact.is_empty() {
-                md.push_str(&format!("- **Impact:** may save {}\n", b.impact));
-            }
-            json!({"rank": b.rank, "priority": b.priority, "category": b.category,
-                "time_ms": b.time_ms, "share_pct": b.share_pct, "share_of": b.share_of,
-                "saving_ms": b.saving_ms, "html": markdown_html(&md)})
-        })
-        .collect()
-}
-
-/// One category of the standalone analysis for the categories view: its figures and its
-/// findings (overview, bottlenecks with both paths and projections, ops table) as HTML.
-fn category_row(
-    key: &str,
-    time_ms: f64,
-    share_pct: f64,
-    efficiency_pct: Option<f64>,
-    calls: u64,
-    md: &str,
-) -> serde_json::Value {
-    json!({"key": key, "time_ms": time_ms, "share_pct": share_pct, "efficiency_pct": efficiency_pct,
-        "calls": calls, "html": markdown_html(md)})
-}
-
-fn category_rows(st: &jarvis_engine::standalone::Standalone) -> Vec<serde_json::Value> {
-    let mut cats: Vec<&jarvis_engine::standalone::findings::CategoryFindings> =
-        st.categories.iter().collect();
-    cats.sort_by(|a, b| b.share_pct.total_cmp(&a.share_pct));
-    cats.into_iter()
-        .map(|f| {
-            category_row(
-                f.category.key(),
-                f.time_ms,
-                f.share_pct,
-                f.efficiency_pct,
-                f.calls,
-                &jarvis_engine::report::findings_md::findings_md(st, f),
-            )
-        })
-        .collect()
-}
-
-/// The same rows from a bundle's `metadata/` and `category_findings/` files.
-fn bundle_category_rows(r: &Reopened) -> Vec<serde_json::Value> {
-    let mut rows: Vec<serde_json::Value> = r
-        .files
-        .iter()
-        .filter_map(|(path, _)| {
-            let key = path
-                .strip_prefix("category_findings/")?
-                .strip_suffix("_findings.md")?;
-            let meta: serde_json::Value =
-                serde_json::from_str(&r.text(&format!("metadata/{key}_metadata.json"))).ok()?;
-            let c = &meta["config"];
-            Some(category_row(
-                key,
-                c["time_ms"].as_f64().unwrap_or(0.0),
-                c["pct_of_compute"].as_f64().unwrap_or(0.0),
-                c["efficiency_pct"].as_f64(),
-                c["calls"].as_u64().unwrap_or(0),
-                &r.text(path),
-            ))
-        })
-        .collect();
-    rows.sort_by(|a, b| {
-        b["share_pct"]
-            .as_f64()
-            .unwrap_or(0.0)
-            .total_cmp(&a["share_pct"].as_f64().unwrap_or(0.0))
-    });
-    rows
-}
-
 /// A request's list of string pairs (a job's `failed` files with their errors, a snapshot's
 /// `images` with their captions): `[[a, b], …]`; anything else is skipped.
 fn string_pairs(list: Option<JsValue>) -> Vec<(String, String)> {
@@ -667,18 +495,6 @@ fn string_pairs(list: Option<JsValue>) -> Vec<(String, String)> {
                 })
                 .collect()
         })
-        .unwrap_or_default()
-}
-
-fn markdown_html(md: &str) -> String {
-    jarvis_export::html::markdown_html(md)
-}
-
-/// The fair report of an analysis, as markdown (empty for GPU-only traces).
-fn fair_md(a: &Analysis, title: &str) -> String {
-    a.standalone
-        .as_ref()
-        .map(|st| jarvis_engine::report::standalone_fair::fair_md(a, st, title))
         .unwrap_or_default()
 }
 
