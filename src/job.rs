@@ -223,3 +223,30 @@ impl Pool {
         on_done.run(finished);
     }
 }
+
+/// A serving trace's graph-capture traces (and TraceLens's `execution_details.json`), sent
+/// with it on every analysis: the worker merges them (`crates/worker/src/import.rs`).
+#[derive(Clone, Default)]
+pub struct CaptureGroup {
+    pub files: Vec<(Blob, String)>,
+    pub details: Option<Blob>,
+}
+
+impl CaptureGroup {
+    /// Adds `captures`, `capture_names` and `details` to a request (nothing when empty).
+    pub fn attach(&self, msg: &js_sys::Object) {
+        if self.files.is_empty() {
+            return;
+        }
+        let (blobs, names) = (js_sys::Array::new(), js_sys::Array::new());
+        for (b, n) in &self.files {
+            blobs.push(b);
+            names.push(&JsValue::from_str(n));
+        }
+        let _ = js_sys::Reflect::set(msg, &"captures".into(), &blobs);
+        let _ = js_sys::Reflect::set(msg, &"capture_names".into(), &names);
+        if let Some(d) = &self.details {
+            let _ = js_sys::Reflect::set(msg, &"details".into(), d);
+        }
+    }
+}

@@ -15,12 +15,13 @@ mod timing;
 mod topbar;
 pub mod url_state;
 pub mod views;
+mod worker_link;
 mod worker_queue;
 
 use leptos::prelude::*;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{Blob, DragEvent, Event, HtmlInputElement, MessageEvent, Worker};
+use web_sys::{Blob, DragEvent, Event, HtmlInputElement};
 
 use analysis_view::Overview;
 
@@ -62,261 +63,6 @@ pub(crate) struct Reference {
     data: RwSignal<serde_json::Value>,
     /// The reference's timeline lanes, drawn beside the target's in the compare view.
     lanes: RwSignal<Option<std::sync::Arc<views::timeline::TimelineMeta>>>,
-}
-
-/// A worker reply's timeline meta under `key`, if it has one.
-/// A serving trace's graph-capture traces (and TraceLens's `execution_details.json`), sent
-/// with it on every analysis: the worker merges them (`crates/worker/src/import.rs`).
-#[derive(Clone, Default)]
-struct CaptureGroup {
-    files: Vec<(Blob, String)>,
-    details: Option<Blob>,
-}
-
-impl CaptureGroup {
-    /// Adds `captures`, `capture_names` and `details` to a request (nothing when empty).
-    fn attach(&self, msg: &js_sys::Object) {
-        if self.files.is_empty() {
-            return;
-        }
-        let (blobs, names) = (js_sys::Array::new(), js_sys::Array::new());
-        for (b, n) in &self.files {
-            blobs.push(b);
-            names.push(&JsValue::from_str(n));
-        }
-        let _ = js_sys::Reflect::set(msg, &"captures".into(), &blobs);
-        let _ = js_sys::Reflect::set(msg, &"capture_names".into(), &names);
-        if let Some(d) = &self.details {
-            let _ = js_sys::Reflect::set(msg, &"details".into(), d);
-        }
-    }
-}
-
-fn timeline_meta(
-    msg: &serde_json::Value,
-    key: &str,
-) -> Option<std::sync::Arc<views::timeline::TimelineMeta>> {
-    msg.get(key)
-        .filter(|t| !t.is_null())
-        .and_then(|t| serde_json::from_value(t.clone()).ok())
-        .map(std::sync::Arc::new)
-}
-
-fn spawn_worker(
-    (status, set_status): (ReadSignal<Status>, WriteSignal<Status>),
-    reference: Reference,
-    job: RwSignal<Option<views::ranks::JobData>>,
-) -> Option<Worker> {
-    worker_queue::starting();
-    let worker = Worker::new(WORKER_URL).ok()?;
-    let this = worker.clone();
-    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-        let data = ev.data();
-        if !data.is_string() {
-            // A timeline frame, the rest of a result, or export bytes to hand to the browser
-            // as a download.
-            if views::timeline::deliver_frame(&data) {
-                return;
-            }
-            let kind = js_sys::Reflect::get(&data, &"kind".into())
-                .ok()
-                .and_then(|k| k.as_string());
-            if kind.as_deref() == Some("result_rest") {
-                take_rest(&data, set_status, reference);
-            } else {
-                download(&data);
-            }
-            return;
-        }
-        // Parsed once here: a `result` can be megabytes of JSON.
-        let text = data.as_string().unwrap_or_default();
-        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&text) else {
-            set_status.set(Status::Failed("the worker sent an unreadable reply".into()));
-            return;
-        };
-        if views::timeline::deliver_pick(&msg) {
-            return;
-        }
-        let num = |k: &str| {
-            msg.get(k)
-                .and_then(serde_json::Value::as_f64)
-                .unwrap_or(0.0)
-        };
-        let text_of = |k: &str| {
-            msg.get(k)
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        if text_of("kind") == "job" {
-            match views::ranks::JobData::from_reply(&msg) {
-                Some(j) => {
-                    job.set(Some(j));
-                    set_status.set(Status::Job);
-                }
-                None => set_status.set(Status::Failed("the job analysis could not be read".into())),
-            }
-            return;
-        }
-        // The rest of a result the worker no longer holds (a newer file replaced it), or a
-        // warm-up that failed (the analysis still works, only cold).
-        if matches!(text_of("role").as_str(), "rest" | "warm") {
-            gloo::console::warn!(text_of("message"));
-            return;
-        }
-        if text_of("role") == "reference" {
-            match text_of("kind").as_str() {
-                "progress" => reference.note.set(format!(
-                    "reading the reference: {:.0} %",
-                    num("done") / num("total").max(1.0) * 100.0
-                )),
-                "error" => reference.note.set(format!(
-                    "the reference could not be analyzed: {}",
-                    text_of("message")
-                )),
-                _ => {}
-            }
-            return;
-        }
-        match msg.get("kind").and_then(serde_json::Value::as_str) {
-            Some("reference") => {
-                views::timeline::forget_frames();
-                reference.lanes.set(timeline_meta(&msg, "timeline"));
-                reference
-                    .note
-                    .set(format!("reference: {}", text_of("name")));
-                reference.comparison.set(text_of("comparison_html"));
-                reference
-                    .data
-                    .set(msg.get("comparison").cloned().unwrap_or_default());
-            }
-            // A file handed over while the worker started is analyzed now (its progress
-            // follows); otherwise the page is ready.
-            Some("ready") if worker_queue::ready(&this) == 0 => {
-                set_status.set(Status::Ready);
-                warm(&this);
-            }
-            // The worker warms its code up in steps while the page waits for a file
-            // (crates/worker/src/warmup.rs); once a file is on its way the page stops asking.
-            Some("warm") if msg.get("done") == Some(&serde_json::Value::Bool(true)) => {
-                if let Some(o) = msg
-                    .get("overview")
-                    .filter(|_| status.with_untracked(|s| matches!(s, Status::Ready)))
-                {
-                    views::overview::rehearse(o);
-                }
-                timing::warmed(num("worked_ms"));
-            }
-            Some("warm") if status.with_untracked(|s| matches!(s, Status::Ready)) => warm(&this),
-            Some("progress") => set_status.set(Status::Loading {
-                phase: msg
-                    .get("phase")
-                    .and_then(|p| p.as_str())
-                    .unwrap_or("reading")
-                    .to_owned(),
-                done: num("done"),
-                total: num("total"),
-                elapsed_ms: num("elapsed_ms"),
-            }),
-            Some("result") => match Overview::from_reply(&msg) {
-                Some(o) => {
-                    set_status.set(Status::Done(std::sync::Arc::new(o)));
-                    // Once the overview is on screen, ask for the rest of the result.
-                    let w = this.clone();
-                    timing::painted(
-                        "data-first-answer-ms",
-                        Some(Box::new(move || {
-                            let msg = js_sys::Object::new();
-                            let _ = js_sys::Reflect::set(&msg, &"rest".into(), &true.into());
-                            let _ = worker_queue::post(&w, &msg);
-                        })),
-                    );
-                }
-                None => set_status.set(Status::Failed("the analysis could not be read".into())),
-            },
-            Some("error") => set_status.set(Status::Failed(
-                msg.get("message")
-                    .and_then(|m| m.as_str())
-                    .unwrap_or("unknown error")
-                    .to_owned(),
-            )),
-            _ => {}
-        }
-    });
-    worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    on_message.forget();
-    Some(worker)
-}
-
-/// Asks the worker for one more step of its warm-up.
-fn warm(worker: &Worker) {
-    let msg = js_sys::Object::new();
-    let _ = js_sys::Reflect::set(&msg, &"warm".into(), &true.into());
-    let _ = worker_queue::post(worker, &msg);
-}
-
-/// The second part of a result: the explorer rows, kernels, categories, lanes, reports and the
-/// comparison, parsed straight into the page's types.
-fn take_rest(data: &JsValue, set_status: WriteSignal<Status>, reference: Reference) {
-    let text = js_sys::Reflect::get(data, &"json".into())
-        .ok()
-        .and_then(|j| j.as_string())
-        .unwrap_or_default();
-    let Ok(mut rest) = serde_json::from_str::<analysis_view::Rest>(&text) else {
-        set_status.set(Status::Failed("the analysis could not be read".into()));
-        return;
-    };
-    drop(text);
-    // New lanes: frames kept from the previous ones are stale.
-    views::timeline::forget_frames();
-    reference
-        .lanes
-        .set(rest.reference_timeline.take().map(std::sync::Arc::new));
-    reference
-        .comparison
-        .set(std::mem::take(&mut rest.comparison_html));
-    reference.data.set(std::mem::take(&mut rest.comparison));
-    set_status.update(|s| {
-        if let Status::Done(o) = s {
-            // Copies only the overview's small part if a render still holds it.
-            std::sync::Arc::make_mut(o).fill(&mut rest);
-        }
-    });
-    timing::painted("data-complete-ms", None);
-}
-
-/// Saves an export (`{name, bytes}` from the worker) through a temporary object URL.
-fn download(msg: &JsValue) {
-    let get = |k: &str| js_sys::Reflect::get(msg, &JsValue::from_str(k)).ok();
-    let (Some(name), Some(bytes)) = (get("name").and_then(|n| n.as_string()), get("bytes")) else {
-        return;
-    };
-    let parts = js_sys::Array::of1(&bytes);
-    let Ok(blob) = Blob::new_with_u8_array_sequence(&parts) else {
-        return;
-    };
-    let Ok(url) = web_sys::Url::create_object_url_with_blob(&blob) else {
-        return;
-    };
-    let anchor = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.create_element("a").ok())
-        .and_then(|a| a.dyn_into::<web_sys::HtmlAnchorElement>().ok());
-    let body = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.body());
-    if let (Some(a), Some(body)) = (anchor, body) {
-        a.set_href(&url);
-        a.set_download(&name);
-        let _ = body.append_child(&a);
-        a.click();
-        a.remove();
-    }
-    // Revoking right away can cancel the download: free the URL a minute later.
-    gloo::timers::callback::Timeout::new(60_000, move || {
-        let _ = web_sys::Url::revoke_object_url(&url);
-    })
-    .forget();
 }
 
 fn mb(bytes: f64) -> f64 {
@@ -434,7 +180,11 @@ pub fn App() -> impl IntoView {
     let rank_files = StoredValue::new_local(Vec::<(Blob, String)>::new());
     let pool = StoredValue::new_local(None::<job::Pool>);
     let rank_rows = RwSignal::new(Vec::<job::RankLoad>::new());
-    let worker = StoredValue::new_local(spawn_worker((status, set_status), reference, job));
+    let worker = StoredValue::new_local(worker_link::spawn_worker(
+        (status, set_status),
+        reference,
+        job,
+    ));
     // The last target's `File` handle (not its contents) and platform: a platform change or the
     // unlinked-work switch re-analyzes it.
     let last_file = StoredValue::new_local(None::<(Blob, String, String)>);
@@ -442,7 +192,7 @@ pub fn App() -> impl IntoView {
     let include_unlinked = RwSignal::new(false);
     // The graph-capture traces of the target (a serving trace dropped with them) and
     // TraceLens's `execution_details.json` if one came along: sent with every (re-)analysis.
-    let captures = StoredValue::new_local(CaptureGroup::default());
+    let captures = StoredValue::new_local(job::CaptureGroup::default());
 
     let send = move |blob: Blob, name: String, platform: String| {
         timing::handed_over();
@@ -490,7 +240,7 @@ pub fn App() -> impl IntoView {
             if let Some(old) = w.take() {
                 old.terminate();
             }
-            *w = spawn_worker((status, set_status), reference, job);
+            *w = worker_link::spawn_worker((status, set_status), reference, job);
         });
         // The new worker holds no reference.
         reference.note.set(String::new());
@@ -508,7 +258,7 @@ pub fn App() -> impl IntoView {
             p.cancel();
         }
         job.set(None);
-        captures.set_value(CaptureGroup::default());
+        captures.set_value(job::CaptureGroup::default());
         set_file_name.set(format!("{} traces", files.len()));
         file_bytes.set(files.iter().map(|(b, _)| b.size()).sum());
         rank_files.set_value(files.clone());
@@ -523,7 +273,7 @@ pub fn App() -> impl IntoView {
             } = done;
             if !found.is_empty() && traces.len() == 1 {
                 let (blob, name) = traces.remove(0);
-                captures.set_value(CaptureGroup {
+                captures.set_value(job::CaptureGroup {
                     files: found,
                     details: details.clone(),
                 });
@@ -573,7 +323,7 @@ pub fn App() -> impl IntoView {
         let file = rank_files.with_value(|f| f.iter().find(|(_, n)| *n == source).cloned());
         if let Some((blob, name)) = file {
             tab.set("overview");
-            captures.set_value(CaptureGroup::default());
+            captures.set_value(job::CaptureGroup::default());
             send(blob, name, "auto".into());
         }
     });
@@ -593,7 +343,7 @@ pub fn App() -> impl IntoView {
             };
             match fetched.await {
                 Ok(blob) => {
-                    captures.set_value(CaptureGroup::default());
+                    captures.set_value(job::CaptureGroup::default());
                     send(blob, "sample_trace.json.gz".into(), "auto".into())
                 }
                 Err(e) => set_status.set(Status::Failed(format!(
@@ -622,7 +372,7 @@ pub fn App() -> impl IntoView {
             0 => {}
             1 => {
                 let (blob, name) = files.remove(0);
-                captures.set_value(CaptureGroup::default());
+                captures.set_value(job::CaptureGroup::default());
                 send(blob, name, "auto".into());
             }
             _ => start_job(files, details.into_iter().next().map(|(b, _)| b)),
