@@ -16,6 +16,7 @@ use super::names::GpuWork;
 use super::names::NameClasses;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Nanos, Trace};
+use crate::perf::iteration::{Annotation, Engine, Mode};
 use crate::sheet::{Cell, Sheet};
 
 /// How a step was found.
@@ -148,51 +149,17 @@ pub struct ClassStats {
     pub mean_requests: Option<f64>,
 }
 
-/// vLLM: `execute_context_N(..)_generation_M(..)` or `execute_K_context_N(..)_generation_M(..)`.
-fn vllm_counts(name: &str) -> Option<(u64, u64)> {
-    let rest = name.strip_prefix("execute_")?;
-    let ctx = rest.find("context_")? + "context_".len();
-    let gen = rest.find("_generation_")? + "_generation_".len();
-    let num = |s: &str| -> Option<u64> {
-        let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-        s[..end].parse().ok()
+/// An inference iteration's marker (`perf::iteration`'s forms): which engine wrote it, what the
+/// step runs and its requests.
+fn iteration_step(name: &str) -> Option<(Engine, StepClass, u64)> {
+    let a = Annotation::parse(name)?;
+    let class = match a.mode {
+        Mode::Prefill => StepClass::Prefill,
+        Mode::Decode => StepClass::Decode,
+        Mode::Mixed => StepClass::Mixed,
     };
-    Some((num(&rest[ctx..])?, num(&rest[gen..])?))
-}
-
-/// SGLang: `step[DECODE bs=32]`, `step[EXTEND bs=4 toks=512]`, `step[MIXED ...]`.
-fn sglang_step(name: &str) -> Option<(StepClass, Option<u64>)> {
-    let inner = name.strip_prefix("step[")?.strip_suffix(']')?;
-    let mut words = inner.split_whitespace();
-    let class = match words.next()? {
-        "EXTEND" | "PREFILL" => StepClass::Prefill,
-        "DECODE" => StepClass::Decode,
-        "MIXED" => StepClass::Mixed,
-        _ => return None,
-    };
-    let bs = words
-        .find_map(|w| w.strip_prefix("bs="))
-        .and_then(|v| v.parse().ok());
-    Some((class, bs))
-}
-
-/// ATOM: `prefill[bs=2 tok=14721 …]`, `decode[bs=117/128 tok=117 …]` (its class and requests).
-fn atom_step(name: &str) -> Option<(StepClass, u64)> {
-    use crate::perf::iteration::{Annotation, Engine};
-    let a = Annotation::parse(name).filter(|a| a.engine == Engine::Atom)?;
-    let (ctx, gen) = (
-        a.context_requests.max(0) as u64,
-        a.generation_requests.max(0) as u64,
-    );
-    Some((classify_vllm(ctx, gen), ctx + gen))
-}
-
-fn classify_vllm(ctx: u64, gen: u64) -> StepClass {
-    match (ctx > 0, gen > 0) {
-        (true, false) => StepClass::Prefill,
-        (false, true) => StepClass::Decode,
-        _ => StepClass::Mixed,
-    }
+    let requests = (a.context_requests + a.generation_requests).max(0) as u64;
+    Some((a.engine, class, requests))
 }
 
 /// Whether the trace shows training: an autograd backward node or an optimizer step on the host.
@@ -227,12 +194,13 @@ fn markers(trace: &Trace) -> (Option<StepSource>, Vec<Marker>) {
         let id = EventId(i as u32);
         if name.starts_with("ProfilerStep#") {
             found[0].push((id, StepClass::Train, None));
-        } else if let Some((c, g)) = vllm_counts(name) {
-            found[1].push((id, classify_vllm(c, g), Some(c + g)));
-        } else if let Some((class, bs)) = sglang_step(name) {
-            found[2].push((id, class, bs));
-        } else if let Some(a) = atom_step(name) {
-            found[3].push((id, a.0, Some(a.1)));
+        } else if let Some((engine, class, requests)) = iteration_step(name) {
+            let source = match engine {
+                Engine::Vllm => 1,
+                Engine::Sglang => 2,
+                Engine::Atom => 3,
+            };
+            found[source].push((id, class, Some(requests)));
         }
     }
     // A profiler step is a training step only if the trace trains: backward ops (autograd
@@ -465,83 +433,59 @@ fn classes_of(rows: &[StepRow]) -> Vec<StepClass> {
 /// all complete steps, and per class.
 fn finish(mut s: Steps) -> Steps {
     let ms = |r: &StepRow| r.span_ns() as f64 / 1e6;
-    let classes = classes_of(&s.rows);
-    for &class in &classes {
-        let of_class = |r: &&mut StepRow| r.class == class;
-        let mut counts: Vec<f64> = s
-            .rows
-            .iter_mut()
-            .filter(of_class)
-            .map(|r| r.gpu_events as f64)
-            .collect();
+    for class in classes_of(&s.rows) {
+        let mut rows: Vec<&mut StepRow> = s.rows.iter_mut().filter(|r| r.class == class).collect();
+        let mut counts: Vec<f64> = rows.iter().map(|r| r.gpu_events as f64).collect();
         let median_events = median_of(&mut counts);
-        let peak = s
-            .rows
-            .iter_mut()
-            .filter(of_class)
-            .filter_map(|r| r.requests)
-            .max();
-        for r in s.rows.iter_mut().filter(of_class) {
+        let peak = rows.iter().filter_map(|r| r.requests).max();
+        for r in rows.iter_mut() {
             r.incomplete = r.gpu_events == 0 || (r.gpu_events as f64) < median_events / 2.0;
             r.steady = match (peak, r.requests) {
                 (Some(p), Some(q)) => q as f64 >= STEADY_SHARE * p as f64,
                 _ => true,
             };
         }
-        let mut spans: Vec<f64> = s
-            .rows
-            .iter_mut()
-            .filter(of_class)
-            .filter(|r| !r.incomplete)
-            .map(|r| ms(r))
-            .collect();
-        let n = spans.len();
-        let (_, _, _, median) = variation(&mut spans);
-        for r in s.rows.iter_mut().filter(of_class) {
-            r.outlier = !r.incomplete && n >= 3 && (ms(r) - median).abs() > OUTLIER_FACTOR * median;
+        rows.retain(|r| !r.incomplete);
+        if rows.is_empty() {
+            continue;
         }
+        let mut spans: Vec<f64> = rows.iter().map(|r| ms(r)).collect();
+        let total_ms: f64 = spans.iter().sum();
+        let (mean_ms, std_ms, cv_pct, median_ms) = variation(&mut spans);
+        let many = rows.len() >= 3;
+        for r in rows.iter_mut() {
+            r.outlier = many && (ms(r) - median_ms).abs() > OUTLIER_FACTOR * median_ms;
+        }
+        let requests: Vec<u64> = rows.iter().filter_map(|r| r.requests).collect();
+        let sum_ms =
+            |f: fn(&StepRow) -> Nanos| rows.iter().map(|r| f(r)).sum::<Nanos>() as f64 / 1e6;
+        s.classes.push(ClassStats {
+            class,
+            steps: rows.len(),
+            steady: rows.iter().filter(|r| r.steady).count(),
+            total_ms,
+            // Set below, once every class's total is known.
+            share_pct: 0.0,
+            mean_ms,
+            median_ms,
+            std_ms,
+            cv_pct,
+            idle_ms: sum_ms(|r| r.idle_ns),
+            host_wait_ms: sum_ms(|r| r.host_wait_ns),
+            mean_requests: (!requests.is_empty())
+                .then(|| requests.iter().sum::<u64>() as f64 / requests.len() as f64),
+        });
     }
     let mut spans: Vec<f64> = s.rows.iter().filter(|r| !r.incomplete).map(ms).collect();
-    let all_ms: f64 = spans.iter().sum();
     (s.mean_ms, s.std_ms, s.cv_pct, s.median_ms) = variation(&mut spans);
-    s.classes = classes
-        .into_iter()
-        .filter_map(|class| {
-            let rows: Vec<&StepRow> = s
-                .rows
-                .iter()
-                .filter(|r| r.class == class && !r.incomplete)
-                .collect();
-            if rows.is_empty() {
-                return None;
-            }
-            let mut spans: Vec<f64> = rows.iter().map(|r| ms(r)).collect();
-            let total_ms: f64 = spans.iter().sum();
-            let (mean_ms, std_ms, cv_pct, median_ms) = variation(&mut spans);
-            let requests: Vec<u64> = rows.iter().filter_map(|r| r.requests).collect();
-            let sum_ns =
-                |f: fn(&StepRow) -> Nanos| rows.iter().map(|r| f(r)).sum::<Nanos>() as f64 / 1e6;
-            Some(ClassStats {
-                class,
-                steps: rows.len(),
-                steady: rows.iter().filter(|r| r.steady).count(),
-                total_ms,
-                share_pct: if all_ms > 0.0 {
-                    total_ms / all_ms * 100.0
-                } else {
-                    0.0
-                },
-                mean_ms,
-                median_ms,
-                std_ms,
-                cv_pct,
-                idle_ms: sum_ns(|r| r.idle_ns),
-                host_wait_ms: sum_ns(|r| r.host_wait_ns),
-                mean_requests: (!requests.is_empty())
-                    .then(|| requests.iter().sum::<u64>() as f64 / requests.len() as f64),
-            })
-        })
-        .collect();
+    let all_ms: f64 = s.classes.iter().map(|c| c.total_ms).sum();
+    for c in &mut s.classes {
+        c.share_pct = if all_ms > 0.0 {
+            c.total_ms / all_ms * 100.0
+        } else {
+            0.0
+        };
+    }
     s
 }
 
@@ -595,19 +539,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn vllm_annotations_give_request_counts() {
+    fn iteration_markers_give_class_and_requests() {
+        use StepClass::{Decode, Mixed, Prefill};
+        let step = |n: &str| iteration_step(n).map(|(_, c, r)| (c, r));
         assert_eq!(
-            vllm_counts("execute_context_1(888_788544)_generation_0(0)"),
-            Some((1, 0))
+            step("execute_context_1(888_788544)_generation_0(0)"),
+            Some((Prefill, 1))
         );
         assert_eq!(
-            vllm_counts("execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086)"),
-            Some((0, 32))
+            step(
+                "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086sqsq32sqsk55086)"
+            ),
+            Some((Decode, 32))
         );
-        assert_eq!(vllm_counts("execute_model"), None);
-        assert_eq!(classify_vllm(1, 0), StepClass::Prefill);
-        assert_eq!(classify_vllm(0, 32), StepClass::Decode);
-        assert_eq!(classify_vllm(2, 30), StepClass::Mixed);
+        assert_eq!(
+            step("execute_context_2(6144)_generation_30(30)"),
+            Some((Mixed, 32))
+        );
+        assert_eq!(step("execute_model"), None);
+        assert_eq!(step("step[DECODE bs=32]"), Some((Decode, 32)));
+        assert_eq!(step("step[EXTEND bs=4 toks=512]"), Some((Prefill, 4)));
+        assert_eq!(step("step[MIXED bs=3]"), Some((Mixed, 3)));
+        assert_eq!(step("step[IDLE]"), None);
+        assert_eq!(
+            step("decode[bs=117/128 tok=117 d=117]"),
+            Some((Decode, 117))
+        );
+        assert_eq!(
+            step("prefill[bs=2 tok=14721 ctx=[7803, 6918]]"),
+            Some((Prefill, 2))
+        );
     }
 
     fn row(class: StepClass, span_ms: i64, events: u64, requests: u64) -> StepRow {
@@ -671,27 +632,5 @@ mod tests {
         assert_eq!(d.mean_requests, Some(31.5));
         // Over all complete steps (the six): the median lies between the classes.
         assert!((s.median_ms - 12.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn sglang_steps_name_their_mode() {
-        assert_eq!(
-            sglang_step("step[DECODE bs=32]"),
-            Some((StepClass::Decode, Some(32)))
-        );
-        assert_eq!(
-            sglang_step("step[EXTEND bs=4 toks=512]"),
-            Some((StepClass::Prefill, Some(4)))
-        );
-        assert_eq!(sglang_step("step[IDLE]"), None);
-        assert_eq!(
-            atom_step("decode[bs=117/128 tok=117 d=117]"),
-            Some((StepClass::Decode, 117))
-        );
-        assert_eq!(
-            atom_step("prefill[bs=2 tok=14721 ctx=[7803, 6918]]"),
-            Some((StepClass::Prefill, 2))
-        );
-        assert_eq!(atom_step("step[DECODE bs=32]"), None);
     }
 }

@@ -6,8 +6,8 @@
 //!
 //! | engine | detailed | native |
 //! |---|---|---|
-//! | vLLM | `execute_<bs>_context_<n>(sq..sk..sqsq..sqsk..)_generation_<m>(sq..sk..sqsq..sqsk..)` | `execute_context_<n>(<tokens>)_generation_<m>(<tokens>)` |
-//! | SGLang | `step[EXTEND\|DECODE\|MIXED bs=.. c_sq=.. c_sqsq=.. …]` (`key=value`, any order) | `step[EXTEND bs=2 toks=14721]`, `step[DECODE bs=64]` |
+//! | vLLM | `execute_<bs>_context_<n>(sq..sk..sqsq..sqsk..)_generation_<m>(sq..sk..sqsq..sqsk..)` | `execute_context_<n>(<tokens>)_generation_<m>(<tokens>)` (older: `(<tokens>_<more>)`) |
+//! | SGLang | `step[EXTEND\|DECODE\|MIXED bs=.. c_sq=.. c_sqsq=.. …]` (`key=value`, any order) | `step[EXTEND bs=2 toks=14721]`, `step[DECODE bs=64]` (`PREFILL` read as `EXTEND`) |
 //! | ATOM | `prefill[bs=2 tok=14721 ctx=[..] sqsq=.. sqsk=.. sk=..]`, `decode[bs=32 tok=128 d=32 sqsq=.. sqsk=.. sk=..]` | the same without `sqsq`/`sqsk` |
 
 /// Token counts of one serving iteration, parsed from its annotation: context (prefill) and
@@ -32,10 +32,30 @@ pub enum Engine {
     Atom,
 }
 
+/// What an iteration runs: prompts (prefill), one more token per request (decode), or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Prefill,
+    Decode,
+    Mixed,
+}
+
+impl Mode {
+    /// From the requests of each kind (an iteration with neither counts as mixed).
+    fn of(context_requests: i64, generation_requests: i64) -> Mode {
+        match (context_requests > 0, generation_requests > 0) {
+            (true, false) => Mode::Prefill,
+            (false, true) => Mode::Decode,
+            _ => Mode::Mixed,
+        }
+    }
+}
+
 /// Everything an iteration annotation says.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Annotation {
     pub engine: Engine,
+    pub mode: Mode,
     /// The token counts and their sums are all there (the attention models can use them).
     pub detailed: bool,
     pub counts: Iteration,
@@ -44,11 +64,6 @@ pub struct Annotation {
     pub generation_requests: i64,
     /// The batch dimension the step ran: its tokens (what a captured graph is sized for).
     pub batch_size: i64,
-}
-
-/// `name` from its first character; `rest` after the literal `prefix`.
-fn after<'a>(name: &'a str, prefix: &str) -> Option<&'a str> {
-    name.strip_prefix(prefix)
 }
 
 /// The first run of digits in `v` (`117/128` → 117: a CUDA graph padded 117 requests to 128).
@@ -104,7 +119,7 @@ impl Annotation {
 /// vLLM's detailed form: brackets and every run of the letters s, q, k become `_`, and the
 /// fields are the `_`-separated tokens 3, 5-8 (context) and 11, 13-16 (generation).
 fn vllm_detailed(name: &str) -> Option<Annotation> {
-    let rest = after(name, "execute_")?;
+    let rest = name.strip_prefix("execute_")?;
     if !rest.starts_with(|c: char| c.is_ascii_digit()) || !name.contains("_context_") {
         return None;
     }
@@ -133,52 +148,63 @@ fn vllm_detailed(name: &str) -> Option<Annotation> {
         g_sqsq: n(15)?,
         g_sqsk: n(16)?,
     };
+    let (context_requests, generation_requests) = (n(3)?, n(11)?);
     Some(Annotation {
         engine: Engine::Vllm,
+        mode: Mode::of(context_requests, generation_requests),
         detailed: true,
         counts,
-        context_requests: n(3)?,
-        generation_requests: n(11)?,
+        context_requests,
+        generation_requests,
         batch_size: counts.c_sq + counts.g_sq,
     })
 }
 
-/// vLLM's native form `execute_context_<n>(<tokens>)_generation_<m>(<tokens>)`.
+/// vLLM's native form `execute_context_<n>(<tokens>)_generation_<m>(<tokens>)` (older vLLM
+/// writes more `_`-separated numbers in the brackets, `(888_788544)`: the first is the tokens).
 fn vllm_native(name: &str) -> Option<Annotation> {
-    let rest = after(name, "execute_context_")?;
+    let rest = name.strip_prefix("execute_context_")?;
     let (ctx, rest) = rest.split_once('(')?;
     let (c_tokens, rest) = rest.split_once(')')?;
-    let rest = after(rest, "_generation_")?;
+    let rest = rest.strip_prefix("_generation_")?;
     let (gen, rest) = rest.split_once('(')?;
     let (g_tokens, _) = rest.split_once(')')?;
     let num = |s: &str| s.parse::<i64>().ok();
+    let tokens = |s: &str| num(s.split('_').next()?);
     let counts = Iteration {
-        c_sq: num(c_tokens)?,
-        g_sq: num(g_tokens)?,
+        c_sq: tokens(c_tokens)?,
+        g_sq: tokens(g_tokens)?,
         ..Iteration::default()
     };
+    let (context_requests, generation_requests) = (num(ctx)?, num(gen)?);
     Some(Annotation {
         engine: Engine::Vllm,
+        mode: Mode::of(context_requests, generation_requests),
         detailed: false,
         counts,
-        context_requests: num(ctx)?,
-        generation_requests: num(gen)?,
+        context_requests,
+        generation_requests,
         batch_size: counts.c_sq + counts.g_sq,
     })
 }
 
 /// SGLang's `step[MODE key=value …]`, detailed when it carries `sqsq=`.
 fn sglang(name: &str) -> Option<Annotation> {
-    let body = after(name, "step[")?.strip_suffix(']')?;
-    let mode = body.split_whitespace().next()?;
-    if !matches!(mode, "EXTEND" | "DECODE" | "MIXED") {
-        return None;
-    }
+    let body = name.strip_prefix("step[")?.strip_suffix(']')?;
+    // The mode word says what the step runs (a MIXED step without counts is still mixed).
+    let word = body.split_whitespace().next()?;
+    let mode = match word {
+        "EXTEND" | "PREFILL" => Mode::Prefill,
+        "DECODE" => Mode::Decode,
+        "MIXED" => Mode::Mixed,
+        _ => return None,
+    };
     let kv = pairs(body);
     let (bs, toks) = (get(&kv, "bs"), get(&kv, "toks"));
     let detailed = kv.iter().any(|(k, _)| k.ends_with("sqsq"));
     let mut a = Annotation {
         engine: Engine::Sglang,
+        mode,
         detailed,
         counts: Iteration::default(),
         context_requests: 0,
@@ -197,10 +223,10 @@ fn sglang(name: &str) -> Option<Annotation> {
             g_sqsk: get(&kv, "g_sqsk"),
         };
         match mode {
-            "DECODE" => a.generation_requests = bs,
-            "EXTEND" => a.context_requests = bs,
+            Mode::Decode => a.generation_requests = bs,
+            Mode::Prefill => a.context_requests = bs,
             // MIXED: c= and g= count the requests of each kind.
-            _ => {
+            Mode::Mixed => {
                 a.context_requests = get(&kv, "c");
                 a.generation_requests = get(&kv, "g");
             }
@@ -210,7 +236,7 @@ fn sglang(name: &str) -> Option<Annotation> {
             .into_iter()
             .find(|&v| v != 0)
             .unwrap_or(0);
-    } else if mode == "DECODE" {
+    } else if mode == Mode::Decode {
         a.generation_requests = bs;
         a.counts.g_sq = bs;
         a.batch_size = bs;
@@ -225,10 +251,10 @@ fn sglang(name: &str) -> Option<Annotation> {
 
 /// ATOM's `prefill[…]` / `decode[…]`, detailed with `sqsq=` and `sqsk=`.
 fn atom(name: &str) -> Option<Annotation> {
-    let (prefill, body) = if let Some(b) = after(name, "prefill[") {
+    let (prefill, body) = if let Some(b) = name.strip_prefix("prefill[") {
         (true, b)
     } else {
-        (false, after(name, "decode[")?)
+        (false, name.strip_prefix("decode[")?)
     };
     let body = body.strip_suffix(']')?;
     let kv = pairs(body);
@@ -241,6 +267,7 @@ fn atom(name: &str) -> Option<Annotation> {
     let detailed = kv.iter().any(|(k, _)| *k == "sqsq") && kv.iter().any(|(k, _)| *k == "sqsk");
     let mut a = Annotation {
         engine: Engine::Atom,
+        mode: if prefill { Mode::Prefill } else { Mode::Decode },
         detailed,
         counts: Iteration::default(),
         context_requests: 0,
@@ -318,6 +345,13 @@ mod tests {
             Iteration::parse("execute_context_2(6144)_generation_3(3)"),
             None
         );
+        assert_eq!(a.mode, Mode::Mixed);
+        let old =
+            Annotation::parse("execute_context_1(888_788544)_generation_0(0)").expect("parses");
+        assert_eq!(
+            (old.mode, old.context_requests, old.batch_size),
+            (Mode::Prefill, 1, 888)
+        );
     }
 
     #[test]
@@ -363,6 +397,15 @@ mod tests {
         let decode = Annotation::parse("step[DECODE bs=64]").expect("parses");
         assert_eq!((decode.generation_requests, decode.batch_size), (64, 64));
         assert_eq!(Annotation::parse("step[IDLE]"), None);
+        assert_eq!(mixed.mode, Mode::Mixed);
+        assert_eq!(
+            Annotation::parse("step[MIXED bs=2]").map(|a| a.mode),
+            Some(Mode::Mixed)
+        );
+        assert_eq!(
+            Annotation::parse("step[PREFILL bs=4]").map(|a| a.mode),
+            Some(Mode::Prefill)
+        );
     }
 
     #[test]
