@@ -1,6 +1,6 @@
 //! A serving iteration's token counts, read from the annotation the serving engine writes
 //! around it; the inference attention models need them (`../shared/docs/inference_report_spec.md`
-//! §3.3), the capture merge its batch size, the steps table its requests.
+//! §3.3), the capture merge its batch size, the steps table its mode and requests.
 //!
 //! The forms, first match wins (detailed forms carry the sums the attention model needs):
 //!
