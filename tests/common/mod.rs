@@ -45,6 +45,25 @@ pub fn all_traces(shared: &std::path::Path) -> Vec<PathBuf> {
     out
 }
 
+/// Every trace file anywhere under `shared/traces` (capture traces included), sorted.
+pub fn all_traces_deep(shared: &std::path::Path) -> Vec<PathBuf> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).expect("dir") {
+            let p = e.expect("entry").path();
+            let name = p.to_string_lossy().to_string();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if name.ends_with(".json") || name.ends_with(".json.gz") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&shared.join("traces"), &mut out);
+    out.sort();
+    out
+}
+
 /// Reads a whole file.
 pub fn read(path: &std::path::Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))

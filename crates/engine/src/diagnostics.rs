@@ -263,6 +263,18 @@ impl Diagnostics {
         }
     }
 
+    /// Adds another collection's entries after this one's, as if its `add` calls had followed
+    /// (`fix` rewrites each example on the way: a parallel import's ranges make their event
+    /// indices global).
+    pub fn absorb(&mut self, other: Diagnostics, fix: impl Fn(String) -> String) {
+        for d in other.entries {
+            self.add(d.kind, d.count, None);
+            for ex in d.examples {
+                self.add(d.kind, 0, Some(fix(ex)));
+            }
+        }
+    }
+
     /// Replaces the message of `kind` (for diagnostics whose sentence carries figures).
     pub fn set_message(&mut self, kind: DiagnosticKind, message: String) {
         if let Some(d) = self.entries.iter_mut().find(|d| d.kind == kind) {

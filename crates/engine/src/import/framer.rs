@@ -250,6 +250,34 @@ impl Framer {
         }
     }
 
+    /// A framer that starts inside the events array at byte `offset`, where an element begins
+    /// (`top`: the array is the whole document rather than `traceEvents`). Events are numbered
+    /// from 0 again: a parallel import adds the events of the ranges before it when it merges.
+    pub fn resume_in_events(offset: u64, top: bool) -> Framer {
+        Framer {
+            state: State::ArrElem { first: false, top },
+            offset,
+            saw_events_array: true,
+            ..Framer::new()
+        }
+    }
+
+    /// Whether the framer stands between two elements of the events array, after a comma: the
+    /// only place a range read by [`Framer::resume_in_events`] may follow on.
+    pub fn between_events(&self) -> bool {
+        matches!(self.state, State::ArrElem { first: false, .. }) && self.cap.is_none()
+    }
+
+    /// Takes over the state of `next`, the framer that read the text following this one's,
+    /// started by [`Framer::resume_in_events`] where this one stopped between events.
+    pub fn follow(&mut self, next: Framer) {
+        let seen = self.events_seen;
+        *self = Framer {
+            events_seen: seen + next.events_seen,
+            ..next
+        };
+    }
+
     /// Number of event elements framed so far.
     pub fn events_seen(&self) -> u64 {
         self.events_seen

@@ -48,16 +48,32 @@ fn wanted_arg(key: &[u8]) -> bool {
 #[derive(Default)]
 pub struct TraceBuilder {
     pub trace: Trace,
-    lanes: HashMap<Lane, LaneId>,
-    op_args: HashMap<OpArgs, usize>,
+    pub(super) lanes: HashMap<Lane, LaneId>,
+    pub(super) op_args: HashMap<OpArgs, usize>,
     pub kept_events: u64,
     /// At most this many events are kept (None: no limit).
     pub max_events: Option<u64>,
     /// Where the limit was reached: (event index, byte offset); later events are ignored.
     pub full_at: Option<(u64, u64)>,
+    /// Reading a range after the first of a parallel import: event indices count from the
+    /// range's start, so they are written marked (`merge` adds the events before the range), and
+    /// top-level keys are kept in order for the merge to apply.
+    pub(super) local: Option<Vec<(String, Vec<u8>)>>,
 }
 
+/// Marks an event index written by a range's builder, until the merge knows the events before it.
+pub(super) const LOCAL_INDEX: char = '\u{1}';
+
 impl TraceBuilder {
+    /// "event N" for a diagnostic example (marked while N is local to a range).
+    fn event_ref(&self, index: u64) -> String {
+        if self.local.is_some() {
+            format!("event {LOCAL_INDEX}{index}{LOCAL_INDEX}")
+        } else {
+            format!("event {index}")
+        }
+    }
+
     fn raw_id(&mut self, v: Option<&RawValue<'_>>) -> RawId {
         match v {
             Some(RawValue::Num(t)) => match parse_integer(t).and_then(|i| i64::try_from(i).ok()) {
@@ -159,7 +175,8 @@ impl TraceBuilder {
                 K::MissingTimestamp,
                 1,
                 Some(format!(
-                    "event {index} at byte {offset} has no usable ts; dropped"
+                    "{} at byte {offset} has no usable ts; dropped",
+                    self.event_ref(index)
                 )),
             );
             return;
@@ -176,7 +193,8 @@ impl TraceBuilder {
                     K::MissingTimestamp,
                     1,
                     Some(format!(
-                        "event {index} at byte {offset} has no usable dur; read as 0"
+                        "{} at byte {offset} has no usable dur; read as 0",
+                        self.event_ref(index)
                     )),
                 );
                 0
@@ -185,7 +203,7 @@ impl TraceBuilder {
         if ts == 0 {
             self.trace
                 .diagnostics
-                .add(K::ZeroTimestamp, 1, Some(format!("event {index}")));
+                .add(K::ZeroTimestamp, 1, Some(self.event_ref(index)));
         }
         let raw_name = ev.name.as_deref().unwrap_or("");
         if raw_name.len() > MAX_NAME {
@@ -193,7 +211,8 @@ impl TraceBuilder {
                 K::LongName,
                 1,
                 Some(format!(
-                    "event {index} at byte {offset}: {} bytes",
+                    "{} at byte {offset}: {} bytes",
+                    self.event_ref(index),
                     raw_name.len()
                 )),
             );
@@ -303,7 +322,8 @@ impl FrameSink for TraceBuilder {
                     K::MalformedEvent,
                     1,
                     Some(format!(
-                        "event {index} at byte {}: {}",
+                        "{} at byte {}: {}",
+                        self.event_ref(index),
                         offset + err.offset as u64,
                         err.what
                     )),
@@ -315,7 +335,10 @@ impl FrameSink for TraceBuilder {
     }
 
     fn top_level(&mut self, key: &str, value: &[u8]) {
-        self.top_level_value(key, value);
+        match &mut self.local {
+            Some(tops) => tops.push((key.to_owned(), value.to_vec())),
+            None => self.top_level_value(key, value),
+        }
     }
 
     fn oversized_event(&mut self, index: u64, offset: u64, len: u64) {
@@ -324,7 +347,8 @@ impl FrameSink for TraceBuilder {
             K::OversizedEvent,
             1,
             Some(format!(
-                "event {index} at byte {offset} is {:.1} MB",
+                "{} at byte {offset} is {:.1} MB",
+                self.event_ref(index),
                 len as f64 / 1e6
             )),
         );
@@ -358,21 +382,21 @@ impl TraceBuilder {
             self.trace.diagnostics.add(
                 K::RepairedJson,
                 1,
-                Some(format!("event {index} at byte {offset}")),
+                Some(format!("{} at byte {offset}", self.event_ref(index))),
             );
         }
         if r.invalid_scalar {
             self.trace.diagnostics.add(
                 K::NonJsonValues,
                 1,
-                Some(format!("event {index} at byte {offset}")),
+                Some(format!("{} at byte {offset}", self.event_ref(index))),
             );
         }
         if r.invalid_utf8 {
             self.trace.diagnostics.add(
                 K::InvalidUtf8,
                 1,
-                Some(format!("event {index} at byte {offset}")),
+                Some(format!("{} at byte {offset}", self.event_ref(index))),
             );
         }
         let ph = ev.ph.as_deref().unwrap_or("");
@@ -390,7 +414,7 @@ impl TraceBuilder {
         }
     }
 
-    fn top_level_value(&mut self, key: &str, value: &[u8]) {
+    pub(super) fn top_level_value(&mut self, key: &str, value: &[u8]) {
         let text = String::from_utf8_lossy(value).into_owned();
         let meta = &mut self.trace.meta;
         match key {

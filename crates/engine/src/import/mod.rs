@@ -1,21 +1,29 @@
 //! Import: trace bytes (JSON or gzip-compressed JSON, in chunks of any size) → [`Trace`].
 //!
-//! The pipeline is sniff → inflate (gzip only) → frame (`framer`) → parse one event (`event`) →
-//! map to the model (`kineto`). Memory grows with the events kept, not with the file: the
-//! decompressed text is never held whole, and no JSON DOM is built.
+//! The pipeline is sniff → inflate (gzip only; `front`) → frame (`framer`) → parse one event
+//! (`event`) → map to the model (`kineto`), with `reader` deciding what the document's shape
+//! means. `split` and `merge` run the same pipeline on several threads: the text is cut into
+//! ranges at event boundaries, each range is read into its own tables, and the tables are merged
+//! in order into exactly the trace a serial import gives.
+//!
+//! Memory grows with the events kept, not with the file: the decompressed text is never held
+//! whole, and no JSON DOM is built.
 
 pub mod event;
 pub mod framer;
+mod front;
 pub mod inflate;
 pub mod kineto;
+pub mod merge;
 pub mod number;
+mod reader;
+pub mod split;
 
-use crate::diagnostics::DiagnosticKind as K;
 use crate::error::ImportError;
 use crate::model::Trace;
-use framer::{FrameEnd, FrameError, Framer};
-use inflate::{DecodeStop, GzipDecoder, GZIP_MAGIC};
-use kineto::TraceBuilder;
+use front::{Front, FrontError};
+use inflate::GZIP_MAGIC;
+use reader::{Reader, Stop};
 
 /// What the input looks like, from its first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,20 +76,10 @@ pub struct ImportProgress {
     pub events: u64,
 }
 
-enum Stage {
-    Sniffing(Vec<u8>),
-    Json,
-    Gzip(Box<GzipDecoder>),
-    /// Input after a data-losing stop is ignored.
-    Stopped,
-}
-
 /// Streaming importer: `feed` chunks, then `finish`.
 pub struct Importer {
-    stage: Stage,
-    framer: Framer,
-    builder: TraceBuilder,
-    input_bytes: u64,
+    front: Front,
+    reader: Reader,
 }
 
 impl Default for Importer {
@@ -103,236 +101,43 @@ impl Importer {
     /// An importer keeping at most `max_events` events (tests of the limit use a small one).
     pub fn with_max_events(max_events: u64) -> Importer {
         Importer {
-            stage: Stage::Sniffing(Vec::new()),
-            framer: Framer::new(),
-            builder: {
-                let mut b = TraceBuilder::default();
-                b.max_events = Some(max_events);
-                b
-            },
-            input_bytes: 0,
+            front: Front::new(),
+            reader: Reader::new(max_events),
         }
     }
 
     pub fn progress(&self) -> ImportProgress {
         ImportProgress {
-            input_bytes: self.input_bytes,
-            json_bytes: self.framer.offset(),
-            events: self.framer.events_seen(),
+            input_bytes: self.front.input_bytes,
+            json_bytes: self.reader.framer.offset(),
+            events: self.reader.framer.events_seen(),
         }
     }
 
     /// Feeds the next chunk of the file.
     pub fn feed(&mut self, chunk: &[u8]) -> Result<(), ImportError> {
-        self.input_bytes += chunk.len() as u64;
-        if let Stage::Sniffing(buf) = &mut self.stage {
-            buf.extend_from_slice(chunk);
-            let Some(kind) = sniff(buf, false) else {
-                return Ok(());
-            };
-            // An error names the first 8 bytes: wait for them, so the message does not depend
-            // on how the input was chunked (found by fuzzing).
-            if !matches!(kind, Sniffed::Json | Sniffed::Gzip) && buf.len() < 8 {
-                return Ok(());
-            }
-            let head = std::mem::take(buf);
-            self.start(kind, &head)?;
-            return self.push(&head);
-        }
-        self.push(chunk)
+        let reader = &mut self.reader;
+        let res = self.front.feed(chunk, &mut |text| reader.feed(text));
+        self.settle(res)
     }
 
-    fn start(&mut self, kind: Sniffed, head: &[u8]) -> Result<(), ImportError> {
-        let prefix = hex_prefix(head);
-        self.stage = match kind {
-            Sniffed::Json => Stage::Json,
-            Sniffed::Gzip => Stage::Gzip(Box::default()),
-            Sniffed::Zip => {
-                return Err(ImportError::NotATrace {
-                    found: "a zip archive",
-                    prefix,
-                });
-            }
-            Sniffed::Html => {
-                return Err(ImportError::NotATrace {
-                    found: "an HTML or XML document",
-                    prefix,
-                });
-            }
-            Sniffed::Binary => {
-                return Err(ImportError::NotATrace {
-                    found: "binary data",
-                    prefix,
-                });
-            }
-            Sniffed::Text => {
-                return Err(ImportError::NotATrace {
-                    found: "text that is not JSON",
-                    prefix,
-                });
-            }
-        };
-        Ok(())
-    }
-
-    fn push(&mut self, data: &[u8]) -> Result<(), ImportError> {
-        let framer = &mut self.framer;
-        let builder = &mut self.builder;
-        let res = match &mut self.stage {
-            Stage::Json => framer.feed(data, builder).map_err(Stop::Frame),
-            Stage::Gzip(gz) => {
-                // Once the event limit is reached, inflating stops at the next block (a gzip
-                // bomb is not expanded past it).
-                let mut emit = |out: &[u8]| {
-                    if builder.full_at.is_some() {
-                        return Err(None);
-                    }
-                    framer.feed(out, builder).map_err(Some)
-                };
-                gz.feed(data, &mut emit).map_err(|e| match e {
-                    DecodeStop::Corrupt(c) => Stop::Gzip(c.offset, c.message),
-                    DecodeStop::Sink(Some(f)) => Stop::Frame(f),
-                    DecodeStop::Sink(None) => Stop::Full,
-                })
-            }
-            Stage::Sniffing(_) | Stage::Stopped => Ok(()),
-        };
-        let res = match res {
-            Ok(()) if self.builder.full_at.is_some() => Err(Stop::Full),
-            other => other,
-        };
+    /// Applies how the input side ended a step: a refusal is returned, a stop is recorded.
+    fn settle(&mut self, res: Result<(), FrontError<Stop>>) -> Result<(), ImportError> {
         match res {
             Ok(()) => Ok(()),
-            Err(stop) => self.stop(stop),
+            Err(FrontError::Fatal(e)) => Err(e),
+            Err(FrontError::Gzip(offset, message)) => self.reader.stop(Stop::Gzip(offset, message)),
+            Err(FrontError::Sink(stop)) => self.reader.stop(stop),
         }
-    }
-
-    /// A fatal problem in the middle of the input: an error if nothing was read yet, otherwise
-    /// a data-loss diagnostic and the rest of the input is ignored.
-    fn stop(&mut self, stop: Stop) -> Result<(), ImportError> {
-        let events = self.framer.events_seen();
-        self.stage = Stage::Stopped;
-        let (err, text) = match stop {
-            Stop::Full => {
-                let (index, offset) = self.builder.full_at.unwrap_or_default();
-                let kept = self.builder.kept_events;
-                self.builder.trace.diagnostics.add(
-                    K::TooManyEvents,
-                    1,
-                    Some(format!(
-                        "{kept} events kept; reading stopped at event {index} (byte {offset} of the JSON)"
-                    )),
-                );
-                return Ok(());
-            }
-            Stop::Frame(FrameError { offset, message }) => (
-                ImportError::InvalidJson { offset, message: message.clone() },
-                format!("invalid JSON at byte {offset}: {message}; the rest of the file was not read"),
-            ),
-            Stop::Gzip(offset, message) => (
-                ImportError::CorruptGzip { offset, message: message.clone() },
-                format!("corrupt gzip data at compressed byte {offset}: {message}; the rest of the file was not read"),
-            ),
-        };
-        if events == 0 {
-            return Err(err);
-        }
-        self.builder
-            .trace
-            .diagnostics
-            .add(K::TruncatedTrace, 1, Some(text));
-        Ok(())
     }
 
     /// Ends the input and returns the imported trace.
     pub fn finish(mut self) -> Result<Trace, ImportError> {
-        if let Stage::Sniffing(buf) = &self.stage {
-            let head = buf.clone();
-            if head.iter().all(|c| c.is_ascii_whitespace()) {
-                return Err(ImportError::Empty);
-            }
-            let kind = sniff(&head, true).unwrap_or(Sniffed::Text);
-            self.start(kind, &head)?;
-            self.push(&head)?;
-        }
-        let stopped = matches!(self.stage, Stage::Stopped);
-        let gzip_incomplete = matches!(&self.stage, Stage::Gzip(gz) if !gz.is_complete());
-        let end = self.framer.finish();
-        let events = self.framer.events_seen();
-        let json_bytes = self.framer.offset();
-        let diags = &mut self.builder.trace.diagnostics;
-        if !stopped {
-            match end {
-                FrameEnd::Complete => {
-                    if gzip_incomplete {
-                        diags.add(
-                            K::TruncatedTrace,
-                            1,
-                            Some("the gzip stream ends without its trailer; the JSON inside is complete".into()),
-                        );
-                    }
-                }
-                FrameEnd::Empty => return Err(ImportError::Empty),
-                FrameEnd::TruncatedInEvents { partial_bytes } => {
-                    if events == 0 {
-                        return Err(ImportError::TruncatedBeforeEvents { offset: json_bytes });
-                    }
-                    diags.add(
-                        K::TruncatedTrace,
-                        1,
-                        Some(format!(
-                            "the file ends at byte {json_bytes} inside the events array after {events} complete events; {partial_bytes} bytes of a partial event were dropped{}",
-                            if gzip_incomplete { " (the gzip stream is cut too)" } else { "" }
-                        )),
-                    );
-                }
-                FrameEnd::TruncatedOutsideEvents => {
-                    if !self.framer.saw_events_array() {
-                        return Err(ImportError::TruncatedBeforeEvents { offset: json_bytes });
-                    }
-                    diags.add(
-                        K::TruncatedTrace,
-                        1,
-                        Some(format!("the file ends at byte {json_bytes} after the events array, before the document closes; no events were lost")),
-                    );
-                }
-            }
-        }
-        if !self.framer.saw_events_array() {
-            return Err(ImportError::NoEventsArray);
-        }
-        if events == 0 {
-            return Err(ImportError::NoUsableEvents { total: 0 });
-        }
-        if self.framer.trailing_comma_in_events {
-            diags.add(
-                K::RepairedJson,
-                1,
-                Some("trailing comma before the end of traceEvents".into()),
-            );
-        }
-        if self.framer.trailing_garbage_bytes > 0 {
-            diags.add(
-                K::TrailingData,
-                self.framer.trailing_garbage_bytes,
-                Some(format!(
-                    "{} non-whitespace bytes after the document",
-                    self.framer.trailing_garbage_bytes
-                )),
-            );
-        }
-        let mut trace = self.builder.trace;
-        trace.meta.total_events = events;
-        trace.meta.json_bytes = json_bytes;
-        Ok(trace)
+        let reader = &mut self.reader;
+        let res = self.front.finish(&mut |text| reader.feed(text));
+        self.settle(res)?;
+        self.reader.finish(self.front.gzip_incomplete())
     }
-}
-
-enum Stop {
-    Frame(FrameError),
-    Gzip(u64, String),
-    /// The event limit was reached.
-    Full,
 }
 
 fn hex_prefix(head: &[u8]) -> String {

@@ -36,6 +36,11 @@ impl Interner {
         self.strings.get(id.0 as usize).map_or("", |s| s)
     }
 
+    /// Every string, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.strings.iter().map(|s| &**s)
+    }
+
     pub fn len(&self) -> usize {
         self.strings.len()
     }
