@@ -386,3 +386,78 @@ fn synth_ranks_then_ranks_writes_the_job() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every file of `dir` (recursively) by relative path.
+fn files_under(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("dir") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).expect("under").display().to_string();
+                out.insert(rel, std::fs::read(&p).expect("file"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn threads_change_nothing_but_the_time() {
+    let dir = scratch("threads");
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    for name in ["t.json", "t.json.gz"] {
+        let trace = dir.join(name);
+        // ~10 MB of JSON: three ranges of the parallel import.
+        run_ok(&[
+            os("synth"),
+            os("--steps"),
+            os("40"),
+            os("-o"),
+            trace.as_os_str(),
+        ]);
+        let mut outputs = Vec::new();
+        for threads in ["1", "3"] {
+            let out_dir = dir.join(format!("{name}-{threads}"));
+            let out = run_ok(&[
+                os("report"),
+                trace.as_os_str(),
+                os("--out"),
+                out_dir.as_os_str(),
+                os("--threads"),
+                std::ffi::OsStr::new(threads),
+                os("--timings"),
+            ]);
+            let timings = String::from_utf8_lossy(&out.stderr).into_owned();
+            assert!(timings.contains(&format!("{threads} threads")), "{timings}");
+            assert!(timings.contains("timing: analysis"), "{timings}");
+            if threads == "3" {
+                assert!(!timings.contains(" 1 ranges"), "{timings}");
+            }
+            // The summary names the output folder, which differs: leave that line out.
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            let summary = stdout
+                .rsplit_once("\nwrote ")
+                .expect("wrote line")
+                .0
+                .to_owned();
+            outputs.push((summary, files_under(&out_dir)));
+        }
+        let ((s1, f1), (s3, f3)) = (&outputs[0], &outputs[1]);
+        assert_eq!(s1, s3);
+        assert_eq!(f1.keys().collect::<Vec<_>>(), f3.keys().collect::<Vec<_>>());
+        for (path, bytes) in f1 {
+            // The workbook and the bundle are zip files that stamp the time they were written.
+            if path.ends_with(".xlsx") || path.ends_with(".zip") {
+                continue;
+            }
+            assert!(
+                bytes == &f3[path],
+                "{name}: {path} differs between 1 and 3 threads"
+            );
+        }
+    }
+}

@@ -1,17 +1,18 @@
 //! `jarvis`: the native command line of Jarvis. The only code that touches files; all analysis
 //! is in `jarvis-engine`.
 
+mod import;
 mod ranks;
 mod summary;
 
 use std::fs;
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use jarvis_engine::{analyze_trace_with, GpuScope, Importer, Options, PlatformChoice};
+use jarvis_engine::{analyze_trace_with, GpuScope, Options, PlatformChoice};
 
 #[derive(Parser)]
 #[command(
@@ -22,6 +23,13 @@ use jarvis_engine::{analyze_trace_with, GpuScope, Importer, Options, PlatformCho
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Threads that read a trace (default: every core; 1 reads serially). The result is the
+    /// same whatever the number.
+    #[arg(long, global = true)]
+    threads: Option<usize>,
+    /// Print how long each phase took (import, analysis, writing) to stderr.
+    #[arg(long, global = true)]
+    timings: bool,
 }
 
 #[derive(Subcommand)]
@@ -139,6 +147,12 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let threads = cli
+        .threads
+        .filter(|&n| n > 0)
+        .unwrap_or_else(import::default_threads);
+    THREADS.store(threads, std::sync::atomic::Ordering::Relaxed);
+    TIMINGS.store(cli.timings, std::sync::atomic::Ordering::Relaxed);
     let res = match cli.command {
         Command::Report {
             trace,
@@ -295,26 +309,49 @@ fn platform_choice(arg: &str) -> Result<PlatformChoice> {
     })
 }
 
-/// Streams the file through the importer in 16 MiB slices (as the web worker does).
+/// Reads a trace on the threads `--threads` asked for (global: every command reads the same way).
 fn import(path: &Path) -> Result<jarvis_engine::model::Trace> {
-    let mut file =
-        fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut importer = Importer::new();
-    let mut buf = vec![0u8; 16 << 20];
-    loop {
-        let n = file
-            .read(&mut buf)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        importer
-            .feed(&buf[..n])
-            .with_context(|| format!("{} is not a usable trace", path.display()))?;
+    import_on(path, threads())
+}
+
+/// `--threads`.
+fn threads() -> usize {
+    THREADS.load(std::sync::atomic::Ordering::Relaxed).max(1)
+}
+
+/// Reads a trace on `threads` threads.
+fn import_on(path: &Path, threads: usize) -> Result<jarvis_engine::model::Trace> {
+    let (trace, stats) = import::import(path, threads)?;
+    if TIMINGS.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "timing: import {:.3} s ({} MB JSON, {} events; {} threads, {} ranges{})",
+            stats.seconds,
+            trace.meta.json_bytes / 1_000_000,
+            trace.meta.total_events,
+            stats.threads,
+            stats.ranges,
+            if stats.reread > 0 {
+                format!(", {} read again", stats.reread)
+            } else {
+                String::new()
+            }
+        );
     }
-    importer
-        .finish()
-        .with_context(|| format!("{} is not a usable trace", path.display()))
+    Ok(trace)
+}
+
+/// `--threads` (0: every core) and `--timings`, set once from the command line.
+static THREADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+static TIMINGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Runs `f`, printing how long it took under `--timings`.
+fn timed<T>(phase: &str, f: impl FnOnce() -> T) -> T {
+    let start = std::time::Instant::now();
+    let out = f();
+    if TIMINGS.load(std::sync::atomic::Ordering::Relaxed) {
+        eprintln!("timing: {phase} {:.3} s", start.elapsed().as_secs_f64());
+    }
+    out
 }
 
 fn default_out(trace: &Path) -> PathBuf {
@@ -336,9 +373,15 @@ fn report(
     let analysis = match capture {
         Some(dir) => {
             let captures = load_captures(dir)?;
-            jarvis_engine::analyze_with_captures(import(trace)?, &captures, options)
+            let trace = import(trace)?;
+            timed("analysis", || {
+                jarvis_engine::analyze_with_captures(trace, &captures, options)
+            })
         }
-        None => analyze_trace_with(import(trace)?, options),
+        None => {
+            let trace = import(trace)?;
+            timed("analysis", || analyze_trace_with(trace, options))
+        }
     };
     say(&summary::render(&analysis));
     if no_files {
@@ -346,9 +389,12 @@ fn report(
     }
     let out = out.unwrap_or_else(|| default_out(trace));
     let title = title_of(trace);
-    write_report(&analysis, &out, &title)?;
-    let files = jarvis_engine::report::contract::standalone_files(&analysis, &title)?;
-    write_contract(&files, &out)?;
+    let files = timed("writing", || -> Result<_> {
+        write_report(&analysis, &out, &title)?;
+        let files = jarvis_engine::report::contract::standalone_files(&analysis, &title)?;
+        write_contract(&files, &out)?;
+        Ok(files)
+    })?;
     say(&format!(
         "\nwrote {} and {} analysis files into {}\n",
         out.join("perf_report_csvs").display(),
@@ -414,7 +460,8 @@ fn compare(
             diff_tree: true,
             ..Options::default()
         };
-        Ok(analyze_trace_with(import(trace)?, &options))
+        let trace = import(trace)?;
+        Ok(timed("analysis", || analyze_trace_with(trace, &options)))
     };
     let t = run(target, target_platform)?;
     let r = run(reference, reference_platform)?;

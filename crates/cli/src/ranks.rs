@@ -51,8 +51,11 @@ pub fn summarize(
         platform: platform.clone(),
         ..Options::default()
     };
+    let jobs = jobs.max(1).min(files.len());
+    // The cores are shared: ranks in parallel first, the threads left over read each rank.
+    let per_rank = (super::threads() / jobs).max(1);
     std::thread::scope(|s| {
-        for _ in 0..jobs.max(1).min(files.len()) {
+        for _ in 0..jobs {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(path) = files.get(i) else { break };
@@ -64,7 +67,7 @@ pub fn summarize(
                         .map_err(|e| format!("cannot read {name}: {e}"))
                         .and_then(|b| RankSummary::from_json(&b))
                 } else {
-                    super::import(path)
+                    super::import_on(path, per_rank)
                         .map(|t| RankSummary::of(&analyze_trace_with(t, &options), &name))
                         .map_err(|e| format!("{e:#}"))
                 };

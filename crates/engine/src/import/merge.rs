@@ -85,6 +85,11 @@ impl Merger {
         }
     }
 
+    /// Ranges merged so far (the next one to merge).
+    pub fn merged(&self) -> u32 {
+        self.next
+    }
+
     /// Ranges read but still waiting for an earlier one.
     pub fn waiting(&self) -> usize {
         self.waiting.len()
