@@ -1,7 +1,7 @@
 //! The parallel import (text cut into ranges, each read into its own tables, merged in order)
 //! gives exactly the serial import's trace: the same tables, and every file `jarvis report`
 //! writes byte for byte, on every shared trace, whatever the range size and the order in which
-//! the ranges finish.
+//! the ranges finish; and the analysis's independent passes run on threads give the same files.
 
 mod common;
 
@@ -52,6 +52,23 @@ fn import_parallel_with(
     }
     let reread = merger.reread;
     Ok((merger.finish(end)?, reread))
+}
+
+/// Both sides of every join on their own threads.
+struct OnThreads;
+
+impl jarvis_engine::fork::Fork for OnThreads {
+    fn join<A: Send, B: Send>(
+        &self,
+        a: impl FnOnce() -> A + Send,
+        b: impl FnOnce() -> B + Send,
+    ) -> (A, B) {
+        std::thread::scope(|s| {
+            let b = s.spawn(b);
+            let a = a();
+            (a, b.join().expect("the other side"))
+        })
+    }
 }
 
 /// The trace's tables as text (maps sorted), for an exact comparison.
@@ -134,7 +151,14 @@ fn every_shared_trace_imports_identically_in_ranges() {
             let (t, reread) = import_parallel(&bytes, block, order).expect("imports");
             assert_eq!(reread, 0, "{name}: a cut was not at an event boundary");
             assert_eq!(tables(&t), serial_tables, "{name}, block {block}");
-            let files = common::report_files(&analyze_trace(t), "t");
+            // The analysis's independent passes on threads give the same files too.
+            let a = if block == usize::MAX {
+                let options = jarvis_engine::Options::default();
+                jarvis_engine::trace_analysis::analyze_trace_on(t, &options, &OnThreads)
+            } else {
+                analyze_trace(t)
+            };
+            let files = common::report_files(&a, "t");
             assert_eq!(
                 files.keys().collect::<Vec<_>>(),
                 serial_files.keys().collect::<Vec<_>>(),

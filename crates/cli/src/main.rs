@@ -4,6 +4,7 @@
 mod import;
 mod ranks;
 mod summary;
+mod threads;
 
 use std::fs;
 use std::io::{BufWriter, Write};
@@ -12,7 +13,8 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use jarvis_engine::{analyze_trace_with, GpuScope, Options, PlatformChoice};
+use jarvis_engine::trace_analysis::analyze_trace_on;
+use jarvis_engine::{GpuScope, Options, PlatformChoice};
 
 #[derive(Parser)]
 #[command(
@@ -324,7 +326,7 @@ fn import_on(path: &Path, threads: usize) -> Result<jarvis_engine::model::Trace>
     let (trace, stats) = import::import(path, threads)?;
     if TIMINGS.load(std::sync::atomic::Ordering::Relaxed) {
         eprintln!(
-            "timing: import {:.3} s ({} MB JSON, {} events; {} threads, {} ranges{})",
+            "timing: import {:.3} s ({} MB JSON, {} events; {} threads, {} ranges{}){}",
             stats.seconds,
             trace.meta.json_bytes / 1_000_000,
             trace.meta.total_events,
@@ -334,7 +336,8 @@ fn import_on(path: &Path, threads: usize) -> Result<jarvis_engine::model::Trace>
                 format!(", {} read again", stats.reread)
             } else {
                 String::new()
-            }
+            },
+            peak_memory()
         );
     }
     Ok(trace)
@@ -349,9 +352,25 @@ fn timed<T>(phase: &str, f: impl FnOnce() -> T) -> T {
     let start = std::time::Instant::now();
     let out = f();
     if TIMINGS.load(std::sync::atomic::Ordering::Relaxed) {
-        eprintln!("timing: {phase} {:.3} s", start.elapsed().as_secs_f64());
+        eprintln!(
+            "timing: {phase} {:.3} s{}",
+            start.elapsed().as_secs_f64(),
+            peak_memory()
+        );
     }
     out
+}
+
+/// "; peak memory N MB" so far, where the system says (Linux's `VmHWM`), for `--timings`.
+fn peak_memory() -> String {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(format!("; peak memory so far {} MB", kb / 1024))
+        })
+        .unwrap_or_default()
 }
 
 fn default_out(trace: &Path) -> PathBuf {
@@ -375,12 +394,19 @@ fn report(
             let captures = load_captures(dir)?;
             let trace = import(trace)?;
             timed("analysis", || {
-                jarvis_engine::analyze_with_captures(trace, &captures, options)
+                jarvis_engine::trace_analysis::analyze_with_captures_on(
+                    trace,
+                    &captures,
+                    options,
+                    &threads::Threads::new(threads()),
+                )
             })
         }
         None => {
             let trace = import(trace)?;
-            timed("analysis", || analyze_trace_with(trace, options))
+            timed("analysis", || {
+                analyze_trace_on(trace, options, &threads::Threads::new(threads()))
+            })
         }
     };
     say(&summary::render(&analysis));
@@ -461,7 +487,9 @@ fn compare(
             ..Options::default()
         };
         let trace = import(trace)?;
-        Ok(timed("analysis", || analyze_trace_with(trace, &options)))
+        Ok(timed("analysis", || {
+            analyze_trace_on(trace, &options, &threads::Threads::new(threads()))
+        }))
     };
     let t = run(target, target_platform)?;
     let r = run(reference, reference_platform)?;

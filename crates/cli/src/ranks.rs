@@ -10,7 +10,8 @@ use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 use jarvis_engine::multirank::{analyze_job, JobAnalysis, JobOptions, RankSummary};
-use jarvis_engine::{analyze_trace_with, Options, PlatformChoice};
+use jarvis_engine::trace_analysis::analyze_trace_on;
+use jarvis_engine::{Options, PlatformChoice};
 
 /// The trace files named on the command line: files as given, folders' `.json` / `.json.gz`
 /// files (sorted), rank summaries (`.summary.json`) included.
@@ -68,7 +69,10 @@ pub fn summarize(
                         .and_then(|b| RankSummary::from_json(&b))
                 } else {
                     super::import_on(path, per_rank)
-                        .map(|t| RankSummary::of(&analyze_trace_with(t, &options), &name))
+                        .map(|t| {
+                            let fork = super::threads::Threads::new(per_rank);
+                            RankSummary::of(&analyze_trace_on(t, &options, &fork), &name)
+                        })
                         .map_err(|e| format!("{e:#}"))
                 };
                 if let Ok(mut v) = results.lock() {

@@ -34,6 +34,7 @@ pub mod analysis;
 pub mod compare;
 pub mod diagnostics;
 pub mod error;
+pub mod fork;
 pub mod import;
 pub mod inference;
 pub mod lanes;

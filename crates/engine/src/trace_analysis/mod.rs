@@ -15,6 +15,7 @@ use crate::analysis::{
     headline, kernel_tables, launchers, module_tables, names, ops_tables, steps,
 };
 use crate::diagnostics::{Diagnostic, DiagnosticKind};
+use crate::fork::{Fork, Serial};
 use crate::model::tree::CallTree;
 use crate::model::{EventKind, Trace};
 use crate::perf::platform::Platform;
@@ -258,16 +259,22 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
 }
 
 /// [`analyze_trace`] with explicit options.
-pub fn analyze_trace_with(mut trace: Trace, options: &Options) -> Analysis {
+pub fn analyze_trace_with(trace: Trace, options: &Options) -> Analysis {
+    analyze_trace_on(trace, options, &Serial)
+}
+
+/// [`analyze_trace_with`], running independent analyses as `fork` can (on threads natively);
+/// the result is the same for any [`Fork`].
+pub fn analyze_trace_on(mut trace: Trace, options: &Options, fork: &impl Fork) -> Analysis {
     if options.inference {
         crate::inference::normalize_sglang_names(&mut trace);
     }
     let tree = CallTree::build_with(&mut trace, options.inference);
     if !options.inference {
-        return analyze_tree(trace, tree, options, None);
+        return analyze_tree(trace, tree, options, None, fork);
     }
     let (tree, pseudo) = with_pseudo_ops(&mut trace, tree);
-    analyze_tree(trace, tree, options, Some(pseudo))
+    analyze_tree(trace, tree, options, Some(pseudo), fork)
 }
 
 /// The inference report's pseudo ops inserted into a tree (the tree unchanged when none apply).
@@ -285,9 +292,19 @@ fn with_pseudo_ops(
 /// them (TraceLens's inference report; `options.inference` is implied): each replay's kernels
 /// get their captured ops, shapes and call stacks (`inference::capture`).
 pub fn analyze_with_captures(
+    trace: Trace,
+    captures: &[crate::inference::capture::Capture],
+    options: &Options,
+) -> Analysis {
+    analyze_with_captures_on(trace, captures, options, &Serial)
+}
+
+/// [`analyze_with_captures`] with independent analyses run as `fork` can.
+pub fn analyze_with_captures_on(
     mut trace: Trace,
     captures: &[crate::inference::capture::Capture],
     options: &Options,
+    fork: &impl Fork,
 ) -> Analysis {
     let options = Options {
         inference: true,
@@ -297,9 +314,39 @@ pub fn analyze_with_captures(
     crate::inference::normalize_sglang_names(&mut trace);
     crate::inference::note_merge(&mut trace, &merge);
     let (tree, pseudo) = with_pseudo_ops(&mut trace, tree);
-    let mut analysis = analyze_tree(trace, tree, &options, Some(pseudo));
+    let mut analysis = analyze_tree(trace, tree, &options, Some(pseudo), fork);
     analysis.capture_merge = Some(merge);
     analysis
+}
+
+/// The op sheets (`ops_summary_by_category`, `ops_summary`, `ops_unique_args`; the
+/// kernel-level stand-in on a GPU-only trace) and the top ops they rank.
+fn op_sheets(
+    trace: &Trace,
+    tree: &CallTree,
+    launchers: &launchers::Launchers,
+    gpu_only: bool,
+    options: &Options,
+) -> (Vec<TopOp>, Vec<Sheet>) {
+    if !gpu_only && options.inference {
+        let modules = module_tables::LauncherModules::of(trace, tree, &launchers.list);
+        let summary = module_tables::ops_summary(trace, &launchers.list, &modules);
+        let top_ops = top_ops_of(&summary);
+        let by_category = module_tables::ops_summary_by_category(&launchers.list, &modules);
+        let unique = ops_tables::ops_unique_args(trace, launchers, Some(&modules));
+        (top_ops, vec![by_category, summary, unique])
+    } else if !gpu_only {
+        let summary = ops_tables::ops_summary(trace, &launchers.list);
+        let top_ops = top_ops_of(&summary);
+        let by_category = ops_tables::ops_summary_by_category(&launchers.list);
+        let unique = ops_tables::ops_unique_args(trace, launchers, None);
+        (top_ops, vec![by_category, summary, unique])
+    } else {
+        // No ops to report: the kernels stand in for them (docs/deviations.md).
+        let unified = crate::analysis::kernel_ops::kernel_level_unified(trace);
+        let top_ops = crate::analysis::kernel_ops::top_kernel_families(&unified);
+        (top_ops, vec![unified])
+    }
 }
 
 /// Every analysis over a trace and its call tree (`pseudo`: the inference report's pseudo ops).
@@ -308,6 +355,7 @@ fn analyze_tree(
     tree: CallTree,
     options: &Options,
     pseudo: Option<crate::inference::pseudo_ops::PseudoOps>,
+    fork: &impl Fork,
 ) -> Analysis {
     let platform = choose_platform(&mut trace, &options.platform);
     let diff_side = options
@@ -325,58 +373,46 @@ fn analyze_tree(
     let timeline = timeline::timeline_of(&trace, &names, counted.iter().copied());
     let unlinked = timeline::unlinked_work(&trace, &tree, options.gpu_scope, &timeline);
     quality::note_unlinked(&mut trace, &unlinked);
-    let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
-    let top_ops;
     let launchers = launchers::kernel_launchers(&trace, &tree, &registry, &names);
-    if !gpu_only && options.inference {
-        let modules = module_tables::LauncherModules::of(&trace, &tree, &launchers.list);
-        let summary = module_tables::ops_summary(&trace, &launchers.list, &modules);
-        top_ops = top_ops_of(&summary);
-        sheets.push(module_tables::ops_summary_by_category(
-            &launchers.list,
-            &modules,
-        ));
-        sheets.push(summary);
-        sheets.push(ops_tables::ops_unique_args(
-            &trace,
-            &launchers,
-            Some(&modules),
-        ));
-    } else if !gpu_only {
-        let summary = ops_tables::ops_summary(&trace, &launchers.list);
-        top_ops = top_ops_of(&summary);
-        sheets.push(ops_tables::ops_summary_by_category(&launchers.list));
-        sheets.push(summary);
-        sheets.push(ops_tables::ops_unique_args(&trace, &launchers, None));
-    } else {
-        // No ops to report: the kernels stand in for them (docs/deviations.md).
-        let unified = crate::analysis::kernel_ops::kernel_level_unified(&trace);
-        top_ops = crate::analysis::kernel_ops::top_kernel_families(&unified);
-        sheets.push(unified);
-    }
-    // Kernel sheets before the perf sheets, so the launcher lists can be dropped first (peak
-    // memory); the report keeps TraceLens's sheet order.
-    let rows = kernel_tables::kernel_rows(&trace, &tree, &registry, &launchers);
-    let kernel_sheets = [
-        kernel_tables::kernel_summary(&trace, &rows, timeline.total, gpu_only),
-        kernel_tables::short_kernel_histogram(&trace, &rows),
-        kernel_tables::short_kernels_summary(&trace, &rows, timeline.total, gpu_only),
-    ];
-    drop(rows);
-    let mut launchers = launchers;
-    launchers.keep_first_kernels_only();
+    // The perf-model sheets (most of the analysis's time) need nothing the other sheets make.
+    let (perf, rest) = fork.join(
+        || {
+            (!gpu_only).then(|| {
+                perf_sheets(
+                    &trace,
+                    &tree,
+                    &registry,
+                    &names,
+                    &launchers,
+                    platform.as_ref(),
+                    pseudo.as_ref(),
+                    fork,
+                )
+            })
+        },
+        || {
+            let (top_ops, op_sheets) = op_sheets(&trace, &tree, &launchers, gpu_only, options);
+            let rows = kernel_tables::kernel_rows(&trace, &tree, &registry, &launchers);
+            let kernel_sheets = [
+                kernel_tables::kernel_summary(&trace, &rows, timeline.total, gpu_only),
+                kernel_tables::short_kernel_histogram(&trace, &rows),
+                kernel_tables::short_kernels_summary(&trace, &rows, timeline.total, gpu_only),
+            ];
+            drop(rows);
+            let coll = collectives::coll_analysis(&trace, 0);
+            let comm = crate::analysis::comm_kernels::comm_facts(&trace, &names);
+            let idle = idle_and_steps(&trace, &tree, &names, &counted);
+            (top_ops, op_sheets, kernel_sheets, coll, comm, idle)
+        },
+    );
+    drop(launchers);
+    drop(counted);
+    let (top_ops, op_sheets, kernel_sheets, coll, comm, idle) = rest;
+    let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
+    sheets.extend(op_sheets);
     let mut op_index = crate::lanes::OpIndex::default();
     let mut unmodelled_ops = Vec::new();
-    if !gpu_only {
-        let perf = perf_sheets(
-            &trace,
-            &tree,
-            &registry,
-            &names,
-            &launchers,
-            platform.as_ref(),
-            pseudo.as_ref(),
-        );
+    if let Some(perf) = perf {
         sheets.extend(perf.sheets);
         op_index = perf.op_index;
         unmodelled_ops = sheets::note_unmodelled(&mut trace, &perf.unmodelled);
@@ -387,13 +423,12 @@ fn analyze_tree(
         }
     }
     sheets.extend(kernel_sheets);
-    if let Some(coll) = collectives::coll_analysis(&trace, 0) {
-        sheets.push(coll);
+    sheets.extend(coll);
+    sheets.extend(idle.sheets);
+    for (kind, n, ex) in idle.diagnostics {
+        trace.diagnostics.add(kind, n, ex);
     }
-    let comm = crate::analysis::comm_kernels::comm_facts(&trace, &names);
-    let (idle_report, steps, launch_table) =
-        idle_and_steps(&mut trace, &tree, &names, &counted, &mut sheets);
-    drop(counted);
+    let (idle_report, steps, launch_table) = (idle.report, idle.steps, idle.launch_table);
     // TraceLens leaves empty sheets out of the report, except the short-kernel ones.
     sheets.retain(|s| !s.rows.is_empty() || s.name.starts_with("short_kernel"));
 

@@ -11,21 +11,20 @@ use crate::model::Trace;
 use crate::sheet::Sheet;
 
 use super::PlatformUsed;
+use crate::fork::Fork;
+use crate::perf::platform::Platform;
 
 /// The idle-time breakdown (trace level, per device, per stream), host-wait causes, launch
 /// statistics and steps, with their sheets and diagnostics. `counted`: the GPU events the
 /// timeline counts (`timeline::counted_gpu_events`; all of them under `GpuScope::All`).
 pub(super) fn idle_and_steps(
-    trace: &mut Trace,
+    trace: &Trace,
     tree: &CallTree,
     names: &names::NameClasses,
     counted: &[crate::model::EventId],
-    sheets: &mut Vec<Sheet>,
-) -> (
-    idle_report::IdleReport,
-    steps::Steps,
-    launch_stats::LaunchTable,
-) {
+) -> IdleAndSteps {
+    let mut sheets = Vec::new();
+    let mut diagnostics = Vec::new();
     let gaps = idle::gaps(trace, tree, counted);
     let split = idle::split_of(&gaps);
     let mut by_device: Vec<(crate::model::RawId, Vec<crate::model::EventId>)> = Vec::new();
@@ -74,28 +73,24 @@ pub(super) fn idle_and_steps(
     if (split.gaps > 0 && gaps.iter().all(|g| g.launch.is_none()))
         || (counted.is_empty() && stream_gaps)
     {
-        trace
-            .diagnostics
-            .add(DiagnosticKind::IdleWithoutLaunches, split.gaps, None);
+        diagnostics.push((DiagnosticKind::IdleWithoutLaunches, split.gaps, None));
     }
     if steps.source == Some(steps::StepSource::WholeTrace) {
-        trace
-            .diagnostics
-            .add(DiagnosticKind::NoStepMarkers, 1, None);
+        diagnostics.push((DiagnosticKind::NoStepMarkers, 1, None));
     }
     for r in steps.rows.iter().filter(|r| r.incomplete) {
-        trace.diagnostics.add(
+        diagnostics.push((
             DiagnosticKind::IncompleteStep,
             1,
             Some(format!(
                 "{}: {} GPU events (median step: more than twice as many)",
                 r.name, r.gpu_events
             )),
-        );
+        ));
     }
     let launch_bound = idle_report::IdleReport::is_launch_bound(&split, &launch);
-    (
-        idle_report::IdleReport {
+    IdleAndSteps {
+        report: idle_report::IdleReport {
             split,
             devices,
             causes,
@@ -103,8 +98,21 @@ pub(super) fn idle_and_steps(
             launch_bound,
         },
         steps,
-        table,
-    )
+        launch_table: table,
+        sheets,
+        diagnostics,
+    }
+}
+
+/// What [`idle_and_steps`] produces.
+pub(super) struct IdleAndSteps {
+    pub report: idle_report::IdleReport,
+    pub steps: steps::Steps,
+    pub launch_table: launch_stats::LaunchTable,
+    /// The idle, launch, host-wait and steps sheets, in report order.
+    pub sheets: Vec<Sheet>,
+    /// Diagnostics for the trace (added by the caller, which holds it mutably).
+    pub diagnostics: Vec<(DiagnosticKind, u64, Option<String>)>,
 }
 
 /// (model family in the registry, sheet name), in TraceLens's workbook order.
@@ -169,6 +177,7 @@ pub(super) struct PerfSheets {
 
 /// `unified_perf_summary` and the per-category sheets. `inference`: the inference report's
 /// pseudo ops (and its sheet layout).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn perf_sheets(
     trace: &Trace,
     tree: &CallTree,
@@ -177,37 +186,73 @@ pub(super) fn perf_sheets(
     launchers: &launchers::Launchers,
     platform: Option<&PlatformUsed>,
     inference: Option<&crate::inference::pseudo_ops::PseudoOps>,
+    fork: &impl Fork,
 ) -> PerfSheets {
-    let mut sheets = Vec::new();
     let autograd = crate::model::autograd::AutogradLinks::build(trace);
-    let mut cache = category_sheets::MetricsCache::default();
-    if let Some(pseudo) = inference {
-        cache.annotations = crate::inference::iteration_annotations(trace);
-        cache.moe = pseudo.moe.clone();
-    }
-    let inference = inference.is_some();
-    let ctx = category_sheets::SheetContext {
+    let annotations = inference.map(|_| crate::inference::iteration_annotations(trace));
+    // Each side memoizes its own metrics: a memo shared across threads would cost a lock per op,
+    // and a trace has only a few thousand distinct shapes to model twice.
+    let cache = || {
+        let mut cache = category_sheets::MetricsCache::default();
+        if let (Some(pseudo), Some(annotations)) = (inference, &annotations) {
+            cache.annotations = annotations.clone();
+            cache.moe = pseudo.moe.clone();
+        }
+        cache
+    };
+    let parts = (trace, tree, registry, &autograd, inference.is_some());
+    let p = platform.map(|p| &p.platform);
+    // The unified sheet and the per-category sheets read the same tables and nothing of each
+    // other's.
+    let (unified, mut families) = fork.join(
+        || {
+            let cache = cache();
+            let ctx = context(parts, &cache);
+            let rows = unified::unified_rows(&ctx, names, launchers);
+            unified::unified_sheet(&ctx, &rows, p)
+        },
+        || category_tables(&context(parts, &cache()), p),
+    );
+    families.sheets.insert(0, unified.sheet);
+    families.op_index = crate::lanes::OpIndex::new(unified.owner, unified.categories);
+    families
+}
+
+/// The tables a sheet reads, with a metrics memo (each thread has its own: it is not shared).
+fn context<'a>(
+    (trace, tree, registry, autograd, inference): (
+        &'a Trace,
+        &'a CallTree,
+        &'a Registry,
+        &'a crate::model::autograd::AutogradLinks,
+        bool,
+    ),
+    cache: &'a category_sheets::MetricsCache,
+) -> category_sheets::SheetContext<'a> {
+    category_sheets::SheetContext {
         trace,
         tree,
         registry,
-        autograd: &autograd,
-        cache: &cache,
+        autograd,
+        cache,
         inference,
-    };
-    let p = platform.map(|p| &p.platform);
-    let unified_rows = unified::unified_rows(&ctx, names, launchers);
-    let unified = unified::unified_sheet(&ctx, &unified_rows, p);
-    sheets.push(unified.sheet);
-    let op_index = crate::lanes::OpIndex::new(unified.owner, unified.categories);
+    }
+}
+
+/// The per-category perf sheets (GEMM, SDPA_fwd, ...) with the ops above a peak and the ops no
+/// model covers; `op_index` is left for [`perf_sheets`] to fill.
+fn category_tables(ctx: &category_sheets::SheetContext<'_>, p: Option<&Platform>) -> PerfSheets {
+    let trace = ctx.trace;
+    let mut sheets = Vec::new();
     let mut anomalies = Vec::new();
     let mut unmodelled = category_sheets::Unmodelled::default();
-    let families = if inference {
+    let families = if ctx.inference {
         INFERENCE_SHEETS
     } else {
         DEFAULT_SHEETS
     };
     for &(family, sheet) in families {
-        let rows = category_sheets::perf_rows(&ctx, family, sheet, &mut unmodelled);
+        let rows = category_sheets::perf_rows(ctx, family, sheet, &mut unmodelled);
         if rows.is_empty() {
             continue;
         }
@@ -236,12 +281,12 @@ pub(super) fn perf_sheets(
                 }
             }
         }
-        sheets.push(category_sheets::summarize(&ctx, sheet, &rows, p));
+        sheets.push(category_sheets::summarize(ctx, sheet, &rows, p));
     }
     PerfSheets {
         sheets,
         anomalies,
-        op_index,
+        op_index: Default::default(),
         unmodelled,
     }
 }
