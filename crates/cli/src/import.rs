@@ -17,9 +17,20 @@ use jarvis_engine::import::MAX_EVENTS;
 use jarvis_engine::model::Trace;
 use jarvis_engine::Importer;
 
-/// Text per range: small enough that 16 threads share a 100 MB trace, large enough that a
-/// range's own tables (each holds the trace's few thousand distinct names) stay a small cost.
-const BLOCK: usize = 4 << 20;
+/// Text per range: about eight ranges per thread so that they share the work evenly, between
+/// 1 MiB (a range's own tables hold the trace's few thousand distinct names: a fixed cost) and
+/// 4 MiB (the text of the unmerged ranges is what the import holds beyond the trace).
+fn block_size(path: &Path, threads: usize) -> usize {
+    let bytes = fs::metadata(path).map_or(0, |m| m.len());
+    // Kineto's JSON compresses about 15-fold.
+    let json = if path.extension().is_some_and(|e| e == "gz") {
+        bytes.saturating_mul(15)
+    } else {
+        bytes
+    };
+    let per = json / (8 * threads as u64).max(1);
+    per.clamp(1 << 20, 4 << 20) as usize
+}
 
 /// How an import went, for `--timings`.
 pub struct ImportStats {
@@ -64,8 +75,9 @@ pub fn import(path: &Path, threads: usize) -> Result<(Trace, ImportStats)> {
         };
         return Ok((trace, stats));
     }
-    // At most this many ranges are cut and not yet merged: what bounds the text in memory.
-    let in_flight = 2 * threads;
+    // At most this many ranges are cut and not yet merged (one per worker and two waiting):
+    // what bounds the text in memory.
+    let in_flight = threads + 2;
     let (range_tx, range_rx) = sync_channel(threads);
     let range_rx = Mutex::new(range_rx);
     let (part_tx, part_rx) = channel();
@@ -97,14 +109,15 @@ pub fn import(path: &Path, threads: usize) -> Result<(Trace, ImportStats)> {
             }
             merger
         });
-        let mut splitter = Splitter::new(BLOCK);
+        let block = block_size(path, threads);
+        let mut splitter = Splitter::new(block);
         let mut send = |r| {
             // Wait until fewer than `in_flight` ranges are unmerged.
             let _ = token_rx.recv();
             let _ = range_tx.send(r);
         };
         // Reading in blocks lets the splitter cut each one once.
-        let mut buf = vec![0u8; BLOCK];
+        let mut buf = vec![0u8; block];
         let split = (|| -> Result<_> {
             loop {
                 let n = read(&mut buf)?;
