@@ -228,7 +228,13 @@ pub struct Framer {
     pub trailing_comma_in_events: bool,
     /// Non-whitespace bytes after the document closed.
     pub trailing_garbage_bytes: u64,
+    /// Started inside the events array ([`Framer::resume_in_events`]): event numbers are local.
+    resumed: bool,
 }
+
+/// Marks an event index counted from a range's start in a message, until the merge knows the
+/// events before the range (`merge` rewrites it).
+pub(super) const LOCAL_INDEX: char = '\u{1}';
 
 impl Default for Framer {
     fn default() -> Self {
@@ -247,6 +253,7 @@ impl Framer {
             saw_events_array: false,
             trailing_comma_in_events: false,
             trailing_garbage_bytes: 0,
+            resumed: false,
         }
     }
 
@@ -258,7 +265,17 @@ impl Framer {
             state: State::ArrElem { first: false, top },
             offset,
             saw_events_array: true,
+            resumed: true,
             ..Framer::new()
+        }
+    }
+
+    /// "event N" for a message (marked with [`LOCAL_INDEX`] while N counts from a range's start).
+    fn event_ref(&self, index: u64) -> String {
+        if self.resumed {
+            format!("event {LOCAL_INDEX}{index}{LOCAL_INDEX}")
+        } else {
+            format!("event {index}")
         }
     }
 
@@ -274,6 +291,7 @@ impl Framer {
         let seen = self.events_seen;
         *self = Framer {
             events_seen: seen + next.events_seen,
+            resumed: self.resumed,
             ..next
         };
     }
@@ -293,7 +311,10 @@ impl Framer {
         self.offset
     }
 
-    fn fail<T>(&self, at: u64, message: String) -> Result<T, FrameError> {
+    /// Stops at `at`: the framer's offset is the error's, whatever chunk it was found in (so
+    /// what a stopped import reports does not depend on how the input was cut).
+    fn fail<T>(&mut self, at: u64, message: String) -> Result<T, FrameError> {
+        self.offset = at;
         Err(FrameError {
             offset: at,
             message,
@@ -469,8 +490,8 @@ impl Framer {
                             return self.fail(
                                 at,
                                 format!(
-                                    "expected ',' or ']' after event {}, found {}",
-                                    self.events_seen.saturating_sub(1),
+                                    "expected ',' or ']' after {}, found {}",
+                                    self.event_ref(self.events_seen.saturating_sub(1)),
                                     describe(c)
                                 ),
                             )

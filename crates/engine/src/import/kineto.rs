@@ -8,7 +8,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::event::{parse_event, parse_event_prefix, RawEvent, RawValue};
-use super::framer::FrameSink;
+use super::framer::{FrameSink, LOCAL_INDEX};
 use super::number::{micros_text_to_nanos, parse_integer};
 use crate::diagnostics::DiagnosticKind as K;
 use crate::model::{
@@ -60,9 +60,6 @@ pub struct TraceBuilder {
     /// top-level keys are kept in order for the merge to apply.
     pub(super) local: Option<Vec<(String, Vec<u8>)>>,
 }
-
-/// Marks an event index written by a range's builder, until the merge knows the events before it.
-pub(super) const LOCAL_INDEX: char = '\u{1}';
 
 impl TraceBuilder {
     /// "event N" for a diagnostic example (marked while N is local to a range).

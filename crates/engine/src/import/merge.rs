@@ -13,8 +13,8 @@
 
 use std::collections::BTreeMap;
 
-use super::framer::{FrameError, Framer};
-use super::kineto::{TraceBuilder, LOCAL_INDEX};
+use super::framer::{FrameError, Framer, LOCAL_INDEX};
+use super::kineto::TraceBuilder;
 use super::reader::{Reader, Stop};
 use super::split::{Range, SplitEnd};
 use crate::error::ImportError;
@@ -132,7 +132,10 @@ impl Merger {
             let base = reader.framer.events_seen();
             absorb(&mut reader.builder, p.reader.builder, base);
             reader.framer.follow(p.reader.framer);
-            p.error.map(Stop::Frame)
+            p.error.map(|mut e| {
+                e.message = global_indices(e.message, base);
+                Stop::Frame(e)
+            })
         } else {
             self.reread += 1;
             reader.feed(&p.bytes).err()
