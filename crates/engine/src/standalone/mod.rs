@@ -199,11 +199,27 @@ pub struct Sources<'a> {
     pub replay_names: &'a [String],
 }
 
+/// What the standalone analysis reads from the trace and its call tree alone: the module frames
+/// and the call-stack patterns. Nothing else of the analysis is needed, so it is computed beside
+/// the perf sheets rather than after them.
+pub struct Structure {
+    modules: Modules,
+    patterns: Patterns,
+}
+
+impl Structure {
+    pub fn of(trace: &Trace, tree: &CallTree) -> Structure {
+        let modules = Modules::build(trace, tree);
+        let patterns = patterns::find(trace, tree, &modules);
+        Structure { modules, patterns }
+    }
+}
+
 /// Runs the standalone analysis.
-pub fn analyze(src: &Sources<'_>) -> Standalone {
+pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
+    let Structure { modules, patterns } = structure;
     let mut rows = ops::op_rows(src.unified);
     let events = events_by_uid(src.trace, &rows);
-    let modules = Modules::build(src.trace, src.tree);
     for r in &mut rows {
         let Some(&ev) = events.get(&r.ex_uid) else {
             continue;
@@ -220,7 +236,6 @@ pub fn analyze(src: &Sources<'_>) -> Standalone {
             r.module_path = modules.chain(src.trace, frame).join(" > ");
         }
     }
-    let patterns = patterns::find(src.trace, src.tree, &modules);
     let workload = workload::identify(
         src.trace,
         &rows,

@@ -374,7 +374,9 @@ fn analyze_tree(
     let unlinked = timeline::unlinked_work(&trace, &tree, options.gpu_scope, &timeline);
     quality::note_unlinked(&mut trace, &unlinked);
     let launchers = launchers::kernel_launchers(&trace, &tree, &registry, &names);
-    // The perf-model sheets (most of the analysis's time) need nothing the other sheets make.
+    // The perf-model sheets (most of the analysis's time) need nothing the other sheets make;
+    // beside them: the op, kernel, collective, idle and steps sheets and the standalone
+    // analysis's module frames and call-stack patterns.
     let (perf, rest) = fork.join(
         || {
             (!gpu_only).then(|| {
@@ -402,12 +404,21 @@ fn analyze_tree(
             let coll = collectives::coll_analysis(&trace, 0);
             let comm = crate::analysis::comm_kernels::comm_facts(&trace, &names);
             let idle = idle_and_steps(&trace, &tree, &names, &counted);
-            (top_ops, op_sheets, kernel_sheets, coll, comm, idle)
+            let structure = crate::standalone::Structure::of(&trace, &tree);
+            (
+                top_ops,
+                op_sheets,
+                kernel_sheets,
+                coll,
+                comm,
+                idle,
+                structure,
+            )
         },
     );
     drop(launchers);
     drop(counted);
-    let (top_ops, op_sheets, kernel_sheets, coll, comm, idle) = rest;
+    let (top_ops, op_sheets, kernel_sheets, coll, comm, idle, structure) = rest;
     let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
     sheets.extend(op_sheets);
     let mut op_index = crate::lanes::OpIndex::default();
@@ -467,7 +478,7 @@ fn analyze_tree(
     let unified = sheets.iter().find(|s| s.name == "unified_perf_summary");
     let headline = headline::headline(&timeline, unified);
     let standalone = unified.map(|unified| {
-        crate::standalone::analyze(&crate::standalone::Sources {
+        let src = crate::standalone::Sources {
             trace: &trace,
             tree: &tree,
             timeline: &timeline,
@@ -477,7 +488,8 @@ fn analyze_tree(
             top_ops: &top_ops,
             platform: platform.as_ref().map(|p| &p.platform),
             replay_names: &options.replay_ops,
-        })
+        };
+        crate::standalone::analyze(&src, structure)
     });
     let distributed = trace
         .meta
