@@ -37,10 +37,14 @@ impl Launchers {
         &self.kernels[from..from + l.kernels_len as usize]
     }
 
-    /// Frees the per-launcher lists, keeping only what [`Launchers::first_kernel_of`] needs.
-    pub fn keep_first_kernels_only(&mut self) {
-        self.list = Vec::new();
-        self.kernels = Vec::new();
+    /// A copy holding only what [`Launchers::first_kernel_of`] needs (a pair per launcher), for
+    /// passes that run while the full lists are used, or after they are freed.
+    pub fn first_kernels_only(&self) -> Launchers {
+        Launchers {
+            list: Vec::new(),
+            kernels: Vec::new(),
+            by_event: self.by_event.clone(),
+        }
     }
 
     /// The first direct GPU event of the launcher `event`, if it is one.

@@ -377,34 +377,28 @@ fn analyze_tree(
     // The perf-model sheets (most of the analysis's time) need nothing the other sheets make;
     // beside them: the op, kernel, collective, idle and steps sheets and the standalone
     // analysis's module frames and call-stack patterns.
-    let (perf, rest) = fork.join(
-        || {
-            (!gpu_only).then(|| {
-                perf_sheets(
-                    &trace,
-                    &tree,
-                    &registry,
-                    &names,
-                    &launchers,
-                    platform.as_ref(),
-                    pseudo.as_ref(),
-                    fork,
-                )
-            })
-        },
-        || {
-            let (top_ops, op_sheets) = op_sheets(&trace, &tree, &launchers, gpu_only, options);
-            let rows = kernel_tables::kernel_rows(&trace, &tree, &registry, &launchers);
+    // The perf sheets read only each launcher's first kernel: they get a copy of that index, and
+    // the other side owns the launcher lists and frees them as soon as its op and kernel sheets
+    // are made (run one after the other, the perf sheets then never see the lists).
+    let first_kernels = launchers.first_kernels_only();
+    let (t, tr, reg, nm, total) = (&trace, &tree, &registry, &names, timeline.total);
+    let (rest, perf) = fork.join(
+        // Owns the launcher lists and the counted events, and frees them when done with them.
+        move || {
+            let (top_ops, op_sheets) = op_sheets(t, tr, &launchers, gpu_only, options);
+            let rows = kernel_tables::kernel_rows(t, tr, reg, &launchers);
+            drop(launchers);
             let kernel_sheets = [
-                kernel_tables::kernel_summary(&trace, &rows, timeline.total, gpu_only),
-                kernel_tables::short_kernel_histogram(&trace, &rows),
-                kernel_tables::short_kernels_summary(&trace, &rows, timeline.total, gpu_only),
+                kernel_tables::kernel_summary(t, &rows, total, gpu_only),
+                kernel_tables::short_kernel_histogram(t, &rows),
+                kernel_tables::short_kernels_summary(t, &rows, total, gpu_only),
             ];
             drop(rows);
-            let coll = collectives::coll_analysis(&trace, 0);
-            let comm = crate::analysis::comm_kernels::comm_facts(&trace, &names);
-            let idle = idle_and_steps(&trace, &tree, &names, &counted);
-            let structure = crate::standalone::Structure::of(&trace, &tree);
+            let coll = collectives::coll_analysis(t, 0);
+            let comm = crate::analysis::comm_kernels::comm_facts(t, nm);
+            let idle = idle_and_steps(t, tr, nm, &counted);
+            drop(counted);
+            let structure = crate::standalone::Structure::of(t, tr);
             (
                 top_ops,
                 op_sheets,
@@ -415,9 +409,22 @@ fn analyze_tree(
                 structure,
             )
         },
+        || {
+            (!gpu_only).then(|| {
+                perf_sheets(
+                    &trace,
+                    &tree,
+                    &registry,
+                    &names,
+                    &first_kernels,
+                    platform.as_ref(),
+                    pseudo.as_ref(),
+                    fork,
+                )
+            })
+        },
     );
-    drop(launchers);
-    drop(counted);
+    drop(first_kernels);
     let (top_ops, op_sheets, kernel_sheets, coll, comm, idle, structure) = rest;
     let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
     sheets.extend(op_sheets);
