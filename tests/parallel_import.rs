@@ -1,11 +1,13 @@
 //! The parallel import (text cut into ranges, each read into its own tables, merged in order)
 //! gives exactly the serial import's trace: the same tables, and every file `jarvis report`
 //! writes byte for byte, on every shared trace, whatever the range size and the order in which
-//! the ranges finish; and the analysis's independent passes run on threads give the same files.
+//! the ranges finish, and whether the partial reads travel as bytes (`import::wire`, how the
+//! page's import workers send them) or not; and the analysis's independent passes run on threads
+//! give the same files.
 
 mod common;
 
-use jarvis_engine::import::merge::{read_range, Merger};
+use jarvis_engine::import::merge::{read_range, Merger, Partial};
 use jarvis_engine::import::split::{Range, Splitter};
 use jarvis_engine::import::{import_bytes, MAX_EVENTS};
 use jarvis_engine::model::Trace;
@@ -18,12 +20,19 @@ fn import_parallel(
     block: usize,
     order: impl Fn(&mut Vec<Range>),
 ) -> Result<(Trace, u32), ImportError> {
-    import_parallel_with(bytes, block, 777_777, MAX_EVENTS, order)
+    import_parallel_with(bytes, (block, false), 777_777, MAX_EVENTS, order)
 }
 
+/// Through the wire form and back, as between the page's workers.
+fn over_wire(p: Partial) -> Partial {
+    let (wire, text) = jarvis_engine::import::wire::encode(p);
+    jarvis_engine::import::wire::decode(&wire, text).expect("decodes")
+}
+
+/// `(block, wire)`: the range size, and whether partial reads go through [`over_wire`].
 fn import_parallel_with(
     bytes: &[u8],
-    block: usize,
+    (block, wire): (usize, bool),
     chunk: usize,
     max_events: u64,
     order: impl Fn(&mut Vec<Range>),
@@ -48,7 +57,8 @@ fn import_parallel_with(
     order(&mut ranges);
     let mut merger = Merger::new(max_events);
     for r in ranges {
-        merger.push(read_range(r, max_events));
+        let p = read_range(r, max_events);
+        merger.push(if wire { over_wire(p) } else { p });
     }
     let reread = merger.reread;
     Ok((merger.finish(end)?, reread))
@@ -143,12 +153,14 @@ fn every_shared_trace_imports_identically_in_ranges() {
         };
         let reverse = |rs: &mut Vec<Range>| rs.reverse();
         let odd_first = |rs: &mut Vec<Range>| rs.sort_by_key(|r| (r.seq % 2 == 0, r.seq));
-        for (block, order) in [
-            (64 << 10, &reverse as &dyn Fn(&mut Vec<Range>)),
-            (1 << 20, &odd_first),
-            (usize::MAX, &reverse),
+        for (block, wire, order) in [
+            (64 << 10, true, &reverse as &dyn Fn(&mut Vec<Range>)),
+            (1 << 20, false, &odd_first),
+            (usize::MAX, false, &reverse),
         ] {
-            let (t, reread) = import_parallel(&bytes, block, order).expect("imports");
+            let (t, reread) =
+                import_parallel_with(&bytes, (block, wire), 777_777, MAX_EVENTS, order)
+                    .expect("imports");
             assert_eq!(reread, 0, "{name}: a cut was not at an event boundary");
             assert_eq!(tables(&t), serial_tables, "{name}, block {block}");
             // The analysis's independent passes on threads give the same files too.
@@ -232,8 +244,13 @@ fn cuts_in_the_wrong_place_and_damage_give_the_serial_result() {
             let serial = imp.feed(doc.as_bytes()).and_then(|()| imp.finish());
             for block in [1, 7, 64, 300, 5000] {
                 for chunk in [1, 13, 4096] {
+                    // One chunking sends the partial reads over the wire: the damaged ranges'
+                    // states (mid-event, errors, the limit) travel too.
+                    let wire = chunk == 13;
                     let par =
-                        import_parallel_with(doc.as_bytes(), block, chunk, max, |rs| rs.reverse());
+                        import_parallel_with(doc.as_bytes(), (block, wire), chunk, max, |rs| {
+                            rs.reverse()
+                        });
                     let what = format!("doc {d}, max {max}, block {block}, chunk {chunk}");
                     match (&serial, par) {
                         (Ok(s), Ok((p, reread))) => {
@@ -301,6 +318,7 @@ proptest::proptest! {
         gz in proptest::prelude::any::<bool>(),
         damage in 0usize..5,
         at in 0.0f64..1.0,
+        wire in proptest::prelude::any::<bool>(),
     ) {
         let mut doc = small_traces()[layout].clone();
         let pos = ((doc.len() as f64) * at) as usize;
@@ -327,7 +345,7 @@ proptest::proptest! {
                 (x ^ (x >> 31), r.seq)
             });
         };
-        let par = import_parallel_with(&bytes, block, 1 << 30, MAX_EVENTS, order);
+        let par = import_parallel_with(&bytes, (block, wire), 1 << 30, MAX_EVENTS, order);
         match (&serial, par) {
             (Ok(s), Ok((p, _))) => proptest::prop_assert_eq!(tables(&p), tables(s)),
             (Err(s), Err(p)) => proptest::prop_assert_eq!(&p, s),

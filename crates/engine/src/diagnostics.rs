@@ -4,7 +4,7 @@
 //! users. Importer and analyses add to one [`Diagnostics`] collector, which travels with every
 //! result. A few examples (event index, byte offset, name) are kept per kind.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How much a diagnostic matters for the numbers shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -19,7 +19,7 @@ pub enum Severity {
 }
 
 /// Every kind of diagnostic Jarvis can report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DiagnosticKind {
     /// JSON damage that was repaired: trailing commas, raw control characters in strings.
@@ -272,6 +272,20 @@ impl Diagnostics {
             for ex in d.examples {
                 self.add(d.kind, 0, Some(fix(ex)));
             }
+        }
+    }
+
+    /// The entries in the order they were first added (for `import::wire`, which carries them
+    /// between workers as they are).
+    pub(crate) fn entries(&self) -> &[Diagnostic] {
+        &self.entries
+    }
+
+    /// Appends an entry as it was carried (`import::wire`); a kind already present is not
+    /// duplicated.
+    pub(crate) fn push_entry(&mut self, d: Diagnostic) {
+        if self.get(d.kind).is_none() {
+            self.entries.push(d);
         }
     }
 

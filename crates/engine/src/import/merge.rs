@@ -22,12 +22,12 @@ use crate::model::{Lane, LaneId, OpArgs, RawId, StrId, Trace};
 
 /// One range, read.
 pub struct Partial {
-    seq: u32,
-    reader: Reader,
+    pub(super) seq: u32,
+    pub(super) reader: Reader,
     /// The framing error that ended the range early, if any.
-    error: Option<FrameError>,
+    pub(super) error: Option<FrameError>,
     /// The range's text, kept in case it has to be read again in order.
-    bytes: Vec<u8>,
+    pub(super) bytes: Vec<u8>,
 }
 
 impl Partial {

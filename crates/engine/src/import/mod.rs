@@ -18,6 +18,7 @@ pub mod merge;
 pub mod number;
 mod reader;
 pub mod split;
+pub mod wire;
 
 use crate::error::ImportError;
 use crate::model::Trace;

@@ -40,6 +40,19 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// Every kind, in declaration order (a kind's index here is its number on the wire).
+    pub const ALL: [EventKind; 9] = [
+        EventKind::CpuOp,
+        EventKind::PythonFunction,
+        EventKind::CudaRuntime,
+        EventKind::CudaDriver,
+        EventKind::Kernel,
+        EventKind::GpuMemcpy,
+        EventKind::GpuMemset,
+        EventKind::UserAnnotation,
+        EventKind::GpuUserAnnotation,
+    ];
+
     /// Maps a Kineto `cat` string (2021 and current schemas) to a kind; `None` for categories
     /// no analysis reads (instant events, overhead markers, ...).
     pub fn from_category(cat: &str) -> Option<EventKind> {
@@ -134,6 +147,15 @@ pub struct Event {
     flags: u8,
 }
 
+/// The fields of an [`Event`] kept behind accessors, as stored.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StoredEvent {
+    pub link: i64,
+    pub op_args: u32,
+    pub stream: i32,
+    pub flags: u8,
+}
+
 impl Event {
     pub fn new(
         uid: u32,
@@ -159,6 +181,28 @@ impl Event {
 
     pub fn end(&self) -> Nanos {
         self.ts + self.dur
+    }
+
+    /// The fields as stored (sentinels included): how `import::wire` carries an event between
+    /// workers unchanged.
+    pub(crate) fn stored(&self) -> StoredEvent {
+        StoredEvent {
+            link: self.link,
+            op_args: self.op_args,
+            stream: self.stream,
+            flags: self.flags,
+        }
+    }
+
+    /// An event from its stored fields ([`Event::stored`]).
+    pub(crate) fn from_stored(base: Event, stored: StoredEvent) -> Event {
+        Event {
+            link: stored.link,
+            op_args: stored.op_args,
+            stream: stored.stream,
+            flags: stored.flags,
+            ..base
+        }
     }
 
     pub fn correlation(&self) -> Option<i64> {

@@ -9,6 +9,8 @@
 //! `{"traceEvents": [...], "deviceProperties": [...], ...}` and a bare `[...]` of events.
 //! Trailing commas before `]` are tolerated and reported.
 
+mod wire;
+
 /// Receives what the framer cuts out of the document.
 pub trait FrameSink {
     /// One element of the events array: `index` is its position (the TraceLens UID),
