@@ -65,14 +65,15 @@ export async function stopApp() {
 // Opens the app; records console errors, page errors and every request's URL.
 // `options`: more browser-context options (colorScheme, permissions). The scheme is dark unless
 // asked (the page's default; pixel checks assume its colours).
-export async function openApp(viewport = { width: 1200, height: 1000 }, options = {}) {
+// `query`: the page address's query (`?threads=2`: the worker's import workers).
+export async function openApp(viewport = { width: 1200, height: 1000 }, options = {}, query = '') {
   const page = await browser.newPage({ viewport, colorScheme: 'dark', ...options });
   const errors = [];
   const requests = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   page.on('request', (r) => requests.push(r.url()));
-  await page.goto(base + '/');
+  await page.goto(base + '/' + query);
   await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 30000 });
   return { page, errors, requests };
 }

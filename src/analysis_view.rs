@@ -78,6 +78,9 @@ pub struct Overview {
     /// Decompressed JSON bytes analyzed, and the worker's WebAssembly memory at the end (its peak).
     pub input_bytes: f64,
     pub wasm_memory_bytes: f64,
+    /// Import workers that read the trace beside the worker (0: the worker alone; their own
+    /// memory is not in `wasm_memory_bytes`).
+    pub import_workers: f64,
     /// The fair standalone report, rendered to safe HTML by the worker (jarvis-export::html:
     /// raw HTML shown as text, no external links or images). Empty for GPU-only traces.
     pub report_html: String,
@@ -260,6 +263,10 @@ impl Overview {
                 .unwrap_or(0.0),
             wasm_memory_bytes: reply
                 .get("wasm_memory_bytes")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0),
+            import_workers: reply
+                .get("import_workers")
                 .and_then(Value::as_f64)
                 .unwrap_or(0.0),
             report_html: String::new(),

@@ -146,10 +146,31 @@ impl UrlState {
     }
 }
 
+/// `threads=N` in the page address's query (`?threads=2`): how many import workers the worker
+/// may use (1: none), to compare the page with `jarvis --threads N`; `None` when absent or not
+/// a count from 1 to 64 (the worker then uses the browser's core count).
+pub fn threads_in_query(search: &str) -> Option<u32> {
+    search
+        .trim_start_matches('?')
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("threads=")?.parse::<u32>().ok())
+        .filter(|n| (1..=64).contains(n))
+}
+
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn threads_come_from_the_query() {
+        assert_eq!(threads_in_query("?threads=2"), Some(2));
+        assert_eq!(threads_in_query("?a=1&threads=16"), Some(16));
+        assert_eq!(threads_in_query(""), None);
+        assert_eq!(threads_in_query("?threads=0"), None);
+        assert_eq!(threads_in_query("?threads=x"), None);
+        assert_eq!(threads_in_query("?xthreads=3"), None);
+    }
 
     #[test]
     fn known_fragments() {

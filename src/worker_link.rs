@@ -98,6 +98,9 @@ pub(crate) fn spawn_worker(
             }
             return;
         }
+        if msg.get("kind").and_then(serde_json::Value::as_str) == Some("ready") {
+            configure(&this);
+        }
         match msg.get("kind").and_then(serde_json::Value::as_str) {
             Some("reference") => {
                 views::timeline::forget_frames();
@@ -166,6 +169,20 @@ pub(crate) fn spawn_worker(
     worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     Some(worker)
+}
+
+/// Tells a worker that just said `ready`, before anything else, how many import workers it may
+/// use when the page's address asks (`?threads=N`: benchmarks against `jarvis --threads N`).
+fn configure(worker: &Worker) {
+    let search = web_sys::window().and_then(|w| w.location().search().ok());
+    if let Some(n) = search
+        .as_deref()
+        .and_then(crate::url_state::threads_in_query)
+    {
+        let msg = js_sys::Object::new();
+        let _ = js_sys::Reflect::set(&msg, &"import_threads".into(), &n.into());
+        let _ = worker.post_message(&msg);
+    }
 }
 
 /// Asks the worker for one more step of its warm-up.

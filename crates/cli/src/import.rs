@@ -17,19 +17,11 @@ use jarvis_engine::import::MAX_EVENTS;
 use jarvis_engine::model::Trace;
 use jarvis_engine::Importer;
 
-/// Text per range: about eight ranges per thread so that they share the work evenly, between
-/// 1 MiB (a range's own tables hold the trace's few thousand distinct names: a fixed cost) and
-/// 4 MiB (the text of the unmerged ranges is what the import holds beyond the trace).
+/// Text per range (`split::block_size`).
 fn block_size(path: &Path, threads: usize) -> usize {
     let bytes = fs::metadata(path).map_or(0, |m| m.len());
-    // Kineto's JSON compresses about 15-fold.
-    let json = if path.extension().is_some_and(|e| e == "gz") {
-        bytes.saturating_mul(15)
-    } else {
-        bytes
-    };
-    let per = json / (8 * threads as u64).max(1);
-    per.clamp(1 << 20, 4 << 20) as usize
+    let gzip = path.extension().is_some_and(|e| e == "gz");
+    jarvis_engine::import::split::block_size(bytes, gzip, threads)
 }
 
 /// How an import went, for `--timings`.

@@ -14,6 +14,18 @@
 //! | `{export: "snapshot", link, images: [[caption, "data:image/png;base64,…"], …]}` | the same, `jarvis_snapshot.html` |
 //! | `{frame: {seq, role, start, end, width, rows, highlight}}` | `{kind: "frame", seq, role, start, end, width, items}` (`items` a transferred `Float32Array`, 6 floats per item: row, x0, x1, class, coverage, name; class 18 (`lanes::HIGHLIGHT_CLASS`) marks where the op row `highlight` runs) |
 //! | `{pick: {seq, role, row, t, tolerance}}`   | `{kind: "pick", seq, role, hit}` (`hit`: lane, name, class, start_ns, dur_ns, op_row, or null) |
+//! | `{import_threads: n}` (the page's `?threads=n`) | nothing; a target or reference trace of 4 MB or more is then read by `n` import workers (1: by this worker alone; default: the browser's core count) |
+//!
+//! Import workers run this same program, started by the main worker (`pool.rs`) at its first
+//! warm-up step or its first large trace; their requests come from it:
+//!
+//! | request                                   | answers                                              |
+//! |-------------------------------------------|------------------------------------------------------|
+//! | `{warm_import: true}` (once it said `ready`) | `warm_import {bytes, worked_ms}` after reading a small synthetic trace in ranges |
+//! | `{import_range: true, seq, offset, top, text}` (`text` a transferred `Uint8Array`: a range of the trace's text cut at an event boundary) | `{kind: "partial", wire, text}` (the range's tables in `import::wire`'s form and its text, both transferred), or `{kind: "partial", message}` |
+//!
+//! While import workers read a trace, the main worker answers no other request: those that come
+//! meanwhile are answered in order once the trace is read.
 //!
 //! `file` is a `Blob`: a trace (`.json`, `.json.gz`), read in 16 MiB slices (the page never
 //! holds its contents), or a bundle this worker exported (`jarvis_bundle.zip`), reopened
@@ -25,6 +37,8 @@
 mod import;
 #[cfg(target_arch = "wasm32")]
 mod outbox;
+#[cfg(target_arch = "wasm32")]
+mod pool;
 #[cfg(target_arch = "wasm32")]
 mod rendered;
 #[cfg(target_arch = "wasm32")]

@@ -42,6 +42,21 @@ pub struct SplitEnd {
     pub input_bytes: u64,
 }
 
+/// Text per range for an input of `input_bytes` read on `threads` threads: about eight ranges
+/// per thread so that they share the work evenly, between 1 MiB (a range's own tables hold the
+/// trace's few thousand distinct names: a fixed cost) and 4 MiB (the text of the unmerged
+/// ranges is what the import holds beyond the trace).
+pub fn block_size(input_bytes: u64, gzip: bool, threads: usize) -> usize {
+    // Kineto's JSON compresses about 15-fold.
+    let json = if gzip {
+        input_bytes.saturating_mul(15)
+    } else {
+        input_bytes
+    };
+    let per = json / (8 * threads as u64).max(1);
+    per.clamp(1 << 20, 4 << 20) as usize
+}
+
 /// Sniffs and inflates the input like [`super::Importer`], and hands the text on in ranges of
 /// about `block` bytes.
 pub struct Splitter {

@@ -17,6 +17,7 @@ use crate::rendered::{
 };
 
 mod exports;
+mod pooled;
 
 /// What the target is: an analyzed trace, or a reopened bundle (with its bytes, re-exported as
 /// they came).
@@ -49,6 +50,21 @@ pub struct Session {
     warmup: Option<crate::warmup::Warmup>,
     /// The warm-up is complete (later `{warm}` requests are answered at once).
     warmed: bool,
+    /// Import workers for a target or reference trace (`{import_threads: n}`; default the
+    /// browser's core count; 1: none, the file is read here).
+    threads: Option<usize>,
+    /// How the pool's workers reach this session (set by `run`; tests have none: no pool).
+    link: Option<crate::pool::Link>,
+    pool: Option<crate::pool::Pool>,
+    /// A trace being read by the pool.
+    importing: Option<crate::pool::PooledImport>,
+    /// Requests that came while the pool was reading, answered in order after it.
+    held: std::collections::VecDeque<JsValue>,
+    /// The trace the pool read, for the request that asked for it (handled again once the
+    /// trace is here).
+    preloaded: Option<pooled::Preloaded>,
+    /// Import workers that read the target (0: this worker alone), for the result.
+    read_by: usize,
 }
 
 impl Session {
@@ -69,10 +85,27 @@ impl Session {
         }
     }
 
-    /// Answers one request from the page.
+    /// Answers one request from the page (or, in an import worker, from the main worker).
     pub fn handle(&mut self, data: &JsValue, out: &dyn Outbox) {
         let get = |k: &str| js_sys::Reflect::get(data, &JsValue::from_str(k)).ok();
         let text = |k: &str| get(k).and_then(|v| v.as_string()).unwrap_or_default();
+        // An import worker's requests.
+        if get("import_range").is_some_and(|v| v.is_truthy()) {
+            crate::pool::answer_range(data, out);
+            return;
+        }
+        if get("warm_import").is_some_and(|v| v.is_truthy()) {
+            crate::pool::warm(out);
+            return;
+        }
+        if let Some(n) = get("import_threads").and_then(|v| v.as_f64()) {
+            self.threads = Some((n as usize).max(1));
+            return;
+        }
+        if self.importing.is_some() {
+            self.held.push_back(data.clone());
+            return;
+        }
         if get("warm").is_some_and(|v| v.is_truthy()) {
             self.warm_step(out);
             return;
@@ -151,6 +184,19 @@ impl Session {
         } else {
             GpuScope::Linked
         };
+        if role != "rank" && self.preloaded.is_none() {
+            match self.pooled(data, &file, &role, out) {
+                Ok(true) => return,
+                Ok(false) => {}
+                Err(message) => {
+                    send(
+                        out,
+                        json!({"kind": "error", "role": role, "message": message}),
+                    );
+                    return;
+                }
+            }
+        }
         let done = if role == "reference" {
             self.analyze_reference(&file, (&platform, scope), &name, out)
         } else if role == "rank" {
@@ -184,7 +230,8 @@ impl Session {
         out: &dyn Outbox,
     ) -> Result<Answer, String> {
         let total = file.size();
-        let start = js_sys::Date::now();
+        let start = (self.preloaded.as_ref()).map_or(js_sys::Date::now(), |p| p.started);
+        self.read_by = self.preloaded.as_ref().map_or(0, |p| p.workers);
         let title = title_of(name);
         let mut parse_ms = 0.0;
         let loaded = if is_bundle(file)? {
@@ -205,8 +252,9 @@ impl Session {
             Loaded::Bundle(Box::new(reopened), bytes)
         } else {
             let choice = platform_choice(platform)?;
+            let preloaded = self.preloaded.take();
             let (analysis, parsed) =
-                read_and_analyze(file, captures, (choice, scope), "target", out)?;
+                read_and_analyze(file, captures, (choice, scope), "target", preloaded, out)?;
             parse_ms = parsed;
             Loaded::Trace(Box::new(analysis))
         };
@@ -225,6 +273,8 @@ impl Session {
             send(out, json!({"kind": "warm", "done": true}));
             return;
         }
+        // The import workers start (and warm up) beside this worker's warm-up.
+        self.ensure_pool();
         let warmup = self.warmup.get_or_insert_with(Default::default);
         let options = options_for("target", PlatformChoice::Auto, GpuScope::Linked);
         // The warm-up trace's result goes through the same rendering as a real one.
@@ -286,6 +336,7 @@ impl Session {
         Ok(
             json!({"kind": "result", "partial": true, "elapsed_ms": elapsed, "input_bytes": total,
             "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis,
+            "import_workers": self.read_by,
             "reopened": reopened, "recommendations": recommendation_rows(&briefs)}),
         )
     }
@@ -367,7 +418,9 @@ impl Session {
         }
         let choice = platform_choice(platform)?;
         let none = CaptureFiles::default();
-        let (analysis, _) = read_and_analyze(file, &none, (choice, scope), "reference", out)?;
+        let preloaded = self.preloaded.take();
+        let (analysis, _) =
+            read_and_analyze(file, &none, (choice, scope), "reference", preloaded, out)?;
         self.reference = Some((analysis, title_of(name)));
         let (comparison_html, comparison) = self.comparison_parts();
         Ok(
@@ -526,23 +579,30 @@ fn wasm_memory_bytes() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Reads `file` and analyzes it (with its graph captures, if any), posting progress tagged
-/// with `role` (`target` or `reference`). Returns the analysis and the milliseconds spent
-/// reading and parsing (the rest of the time is the analysis).
+/// Reads `file` (unless the pool has: `preloaded`) and analyzes it (with
+/// its graph captures, if any), posting progress tagged with `role` (`target` or `reference`).
+/// Returns the analysis and the milliseconds spent reading and parsing (the rest of the time
+/// is the analysis).
 fn read_and_analyze(
     file: &Blob,
     captures: &CaptureFiles,
     (platform, gpu_scope): (PlatformChoice, GpuScope),
     role: &str,
+    preloaded: Option<pooled::Preloaded>,
     out: &dyn Outbox,
 ) -> Result<(Analysis, f64), String> {
-    let start = js_sys::Date::now();
+    let start = preloaded
+        .as_ref()
+        .map_or(js_sys::Date::now(), |p| p.started);
     let captured = if captures.is_empty() {
         None
     } else {
         Some(captures.read(role, out)?)
     };
-    let (trace, _) = read_trace(file, role, "parsing", out)?;
+    let trace = match preloaded {
+        Some(p) => p.trace,
+        None => read_trace(file, role, "parsing", out)?.0,
+    };
     let parse_ms = js_sys::Date::now() - start;
     let total = file.size();
     send(
@@ -599,14 +659,24 @@ fn rank_summary(
     Ok(json!({"kind": "rank_summary", "role": "rank", "summary": text}).to_string())
 }
 
-/// Starts the worker: listens, announces `ready`, and answers each message with the session.
+/// Starts the worker: listens, announces `ready`, and answers each message with the session
+/// (and its import workers' replies, `pool`).
 pub fn run() {
     console_error_panic_hook::set_once();
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
-    let mut session = Session::default();
+    let session = std::rc::Rc::new(std::cell::RefCell::new(Session::default()));
+    let weak = std::rc::Rc::downgrade(&session);
+    let to = scope.clone();
+    // Each reply is its own event: none arrives while the session is borrowed.
+    let link: crate::pool::Link = std::rc::Rc::new(move |i, data| {
+        if let Some(s) = weak.upgrade() {
+            s.borrow_mut().on_pool_message(i, data, &to);
+        }
+    });
+    session.borrow_mut().link = Some(link);
     let reply = scope.clone();
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-        session.handle(&ev.data(), &reply);
+        session.borrow_mut().handle(&ev.data(), &reply);
     });
     scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();

@@ -1,0 +1,359 @@
+//! The import workers: the main worker cuts a trace's text into ranges at event boundaries
+//! (`split`), hands them to a pool of workers running this same program, and merges their
+//! partial reads (`merge`) into the trace a serial import gives.
+//!
+//! The page's workers share no memory: a static host cannot send the headers that would allow
+//! `SharedArrayBuffer`. So a range's text goes to its worker as a transferred buffer, and comes
+//! back, with the range's tables in their wire form (`import::wire`), the same way; the merge
+//! needs the text again only when a cut turns out not to be an event boundary.
+//!
+//! The main worker only reads the file, inflates gzip and merges, and hands out at most
+//! [`IN_FLIGHT`] ranges per worker at a time, so the text waiting in messages stays a few
+//! ranges per worker. The import is driven by the workers' replies: the main worker returns to
+//! its event loop between them, and requests from the page that come meanwhile wait for the
+//! import's end (`Session::held`). A worker that fails to start leaves the import to the
+//! others; with none left, the file is read again on the main worker alone.
+
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use jarvis_engine::import::merge::{read_range, Merger};
+use jarvis_engine::import::split::{block_size, Range, SplitEnd, Splitter};
+use jarvis_engine::import::{wire, MAX_EVENTS};
+use jarvis_engine::model::Trace;
+use serde_json::json;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{Blob, FileReaderSync, MessageEvent, Worker};
+
+use crate::import::{read_range as read_bytes, reader};
+use crate::outbox::{send, Outbox};
+
+/// Traces with less JSON than this (estimated for gzip) are read on the main worker alone: a
+/// few ranges gain nothing over the messages' cost.
+pub const MIN_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
+/// Ranges handed to one worker and not yet answered.
+const IN_FLIGHT: u32 = 2;
+/// The file is read in slices of this size (inflated, for gzip, as they come).
+const SLICE: f64 = 4.0 * 1024.0 * 1024.0;
+/// At most this many import workers, whatever the core count: each one is a WebAssembly
+/// instance with its own memory.
+const MAX_WORKERS: usize = 16;
+
+/// How a pool worker's message reaches the session: (worker number, message; `None` when the
+/// worker failed).
+pub type Link = Rc<dyn Fn(usize, Option<JsValue>)>;
+
+struct Member {
+    worker: Worker,
+    ready: bool,
+    failed: bool,
+    in_flight: u32,
+}
+
+/// The import workers.
+pub struct Pool {
+    members: Vec<Member>,
+}
+
+impl Pool {
+    /// Starts `n` workers running this program (the page's loader script, as this worker was
+    /// started); their replies go to `link`. `None` if workers cannot be started here.
+    pub fn start(n: usize, link: &Link) -> Option<Pool> {
+        let url = js_sys::global()
+            .unchecked_into::<web_sys::WorkerGlobalScope>()
+            .location()
+            .href();
+        let mut members = Vec::new();
+        for i in 0..n.clamp(1, MAX_WORKERS) {
+            let worker = Worker::new(&url).ok()?;
+            let to = link.clone();
+            let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+                to(i, Some(ev.data()));
+            });
+            worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+            on_message.forget();
+            let to = link.clone();
+            let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| to(i, None));
+            worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
+            on_error.forget();
+            members.push(Member {
+                worker,
+                ready: false,
+                failed: false,
+                in_flight: 0,
+            });
+        }
+        Some(Pool { members })
+    }
+
+    /// Workers started or starting (not failed).
+    pub fn alive(&self) -> usize {
+        self.members.iter().filter(|m| !m.failed).count()
+    }
+
+    /// Worker `i` said `ready`: it warms its import code up at once (a range then waits behind
+    /// the warm-up, 0.1–0.3 s, only if the file comes before it is done).
+    pub fn ready(&mut self, i: usize) {
+        if let Some(m) = self.members.get_mut(i) {
+            m.ready = true;
+            let msg = js_sys::Object::new();
+            let _ = js_sys::Reflect::set(&msg, &"warm_import".into(), &true.into());
+            let _ = m.worker.post_message(&msg);
+        }
+    }
+
+    pub fn failed(&mut self, i: usize) {
+        if let Some(m) = self.members.get_mut(i) {
+            m.failed = true;
+            m.ready = false;
+        }
+    }
+
+    /// Hands `range` to the ready worker with the fewest ranges in flight, if one has room;
+    /// gives it back otherwise.
+    fn send(&mut self, range: Range) -> Result<(), Range> {
+        let Some(m) = (self.members.iter_mut())
+            .filter(|m| m.ready && m.in_flight < IN_FLIGHT)
+            .min_by_key(|m| m.in_flight)
+        else {
+            return Err(range);
+        };
+        let text = js_sys::Uint8Array::from(range.bytes.as_slice());
+        let msg = js_sys::Object::new();
+        let set = |k: &str, v: &JsValue| {
+            let _ = js_sys::Reflect::set(&msg, &k.into(), v);
+        };
+        set("import_range", &true.into());
+        set("seq", &range.seq.into());
+        set("offset", &(range.offset as f64).into());
+        set("top", &range.top.into());
+        set("text", &text);
+        m.worker
+            .post_message_with_transfer(&msg, &js_sys::Array::of1(&text.buffer()))
+            .map_err(|_| range_back(&msg, text))?;
+        m.in_flight += 1;
+        Ok(())
+    }
+
+    fn answered(&mut self, i: usize) {
+        if let Some(m) = self.members.get_mut(i) {
+            m.in_flight = m.in_flight.saturating_sub(1);
+        }
+    }
+}
+
+/// A range whose message could not be posted (its buffer was not transferred).
+fn range_back(msg: &js_sys::Object, text: js_sys::Uint8Array) -> Range {
+    let num = |k: &str| {
+        js_sys::Reflect::get(msg, &k.into())
+            .ok()
+            .and_then(|v| v.as_f64())
+            .unwrap_or(0.0)
+    };
+    Range {
+        seq: num("seq") as u32,
+        offset: num("offset") as u64,
+        top: js_sys::Reflect::get(msg, &"top".into()).is_ok_and(|v| v.is_truthy()),
+        bytes: text.to_vec(),
+    }
+}
+
+/// An import spread over the pool, driven by its workers' replies.
+pub struct PooledImport {
+    /// The page's request it answers (handled again with the trace once read).
+    pub request: JsValue,
+    pub role: String,
+    /// When it started (`js_sys::Date::now()`).
+    pub started: f64,
+    file: Blob,
+    reader: FileReaderSync,
+    read: f64,
+    splitter: Option<Splitter>,
+    end: Option<SplitEnd>,
+    merger: Merger,
+    /// Ranges cut but not yet handed out (every worker has [`IN_FLIGHT`]).
+    waiting: VecDeque<Range>,
+    in_flight: u32,
+}
+
+/// Whether `file` is gzip-compressed, from its first bytes.
+pub fn is_gzip(file: &Blob) -> Result<bool, String> {
+    Ok(read_bytes(&reader()?, file, 0.0, file.size().min(2.0))?
+        == jarvis_engine::import::inflate::GZIP_MAGIC)
+}
+
+/// About how much JSON `file` holds (Kineto's JSON compresses about 15-fold).
+pub fn json_estimate(file: &Blob) -> Result<f64, String> {
+    Ok(if is_gzip(file)? {
+        file.size() * 15.0
+    } else {
+        file.size()
+    })
+}
+
+impl PooledImport {
+    pub fn new(request: JsValue, file: Blob, role: &str, threads: usize) -> Result<Self, String> {
+        let block = block_size(file.size() as u64, is_gzip(&file)?, threads);
+        Ok(PooledImport {
+            request,
+            role: role.to_owned(),
+            started: js_sys::Date::now(),
+            reader: reader()?,
+            file,
+            read: 0.0,
+            splitter: Some(Splitter::new(block)),
+            end: None,
+            merger: Merger::new(MAX_EVENTS),
+            waiting: VecDeque::new(),
+            in_flight: 0,
+        })
+    }
+
+    /// Hands out ranges while workers have room, reading more of the file as needed.
+    pub fn pump(&mut self, pool: &mut Pool, out: &dyn Outbox) -> Result<(), String> {
+        loop {
+            while let Some(r) = self.waiting.pop_front() {
+                if let Err(r) = pool.send(r) {
+                    self.waiting.push_front(r);
+                    return Ok(());
+                }
+                self.in_flight += 1;
+            }
+            let Some(splitter) = self.splitter.as_mut() else {
+                return Ok(());
+            };
+            let total = self.file.size();
+            let to = (self.read + SLICE).min(total);
+            let bytes = read_bytes(&self.reader, &self.file, self.read, to)?;
+            let waiting = &mut self.waiting;
+            splitter
+                .feed(&bytes, &mut |r| waiting.push_back(r))
+                .map_err(|e| e.to_string())?;
+            self.read = to;
+            if to >= total {
+                let splitter = self.splitter.take().ok_or("split twice")?;
+                let end = splitter
+                    .finish(&mut |r| waiting.push_back(r))
+                    .map_err(|e| e.to_string())?;
+                self.end = Some(end);
+            }
+            send(
+                out,
+                json!({"kind": "progress", "role": self.role, "phase": "parsing", "done": self.read,
+                    "total": total, "events": self.merger.events(),
+                    "elapsed_ms": js_sys::Date::now() - self.started}),
+            );
+        }
+    }
+
+    /// Takes worker `i`'s reply; returns the trace once every range is merged.
+    pub fn answer(
+        &mut self,
+        pool: &mut Pool,
+        i: usize,
+        data: &JsValue,
+        out: &dyn Outbox,
+    ) -> Option<Result<Trace, String>> {
+        pool.answered(i);
+        self.in_flight = self.in_flight.saturating_sub(1);
+        let get = |k: &str| js_sys::Reflect::get(data, &k.into()).ok();
+        let bytes = |k: &str| {
+            get(k)
+                .and_then(|v| v.dyn_into::<js_sys::Uint8Array>().ok())
+                .map(|a| a.to_vec())
+        };
+        let (Some(table), Some(text)) = (bytes("wire"), bytes("text")) else {
+            let why = get("message").and_then(|m| m.as_string());
+            return Some(Err(
+                why.unwrap_or_else(|| "an import worker sent no tables".into())
+            ));
+        };
+        match wire::decode(&table, text) {
+            Ok(p) => self.merger.push(p),
+            Err(e) => return Some(Err(e.to_string())),
+        }
+        if let Err(e) = self.pump(pool, out) {
+            return Some(Err(e));
+        }
+        self.finished()
+    }
+
+    /// The trace, once the file is split and every range is back.
+    fn finished(&mut self) -> Option<Result<Trace, String>> {
+        if self.in_flight > 0 || !self.waiting.is_empty() {
+            return None;
+        }
+        let end = self.end.take()?;
+        let merger = std::mem::replace(&mut self.merger, Merger::new(MAX_EVENTS));
+        Some(merger.finish(end).map_err(|e| e.to_string()))
+    }
+}
+
+/// An import worker's job: reads the range in `data` and answers with its tables and text
+/// (both transferred), or `{kind: "partial", message}`.
+pub fn answer_range(data: &JsValue, out: &dyn Outbox) {
+    let get = |k: &str| js_sys::Reflect::get(data, &k.into()).ok();
+    let Some(text) = get("text").and_then(|v| v.dyn_into::<js_sys::Uint8Array>().ok()) else {
+        send(
+            out,
+            json!({"kind": "partial", "message": "a range came without its text"}),
+        );
+        return;
+    };
+    let range = Range {
+        seq: get("seq").and_then(|v| v.as_f64()).unwrap_or(0.0) as u32,
+        offset: get("offset").and_then(|v| v.as_f64()).unwrap_or(0.0) as u64,
+        top: get("top").is_some_and(|v| v.is_truthy()),
+        bytes: text.to_vec(),
+    };
+    drop(text);
+    let (table, text) = wire::encode(read_range(range, MAX_EVENTS));
+    let (table, text) = (
+        js_sys::Uint8Array::from(table.as_slice()),
+        js_sys::Uint8Array::from(text.as_slice()),
+    );
+    let msg = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&msg, &"kind".into(), &"partial".into());
+    let _ = js_sys::Reflect::set(&msg, &"wire".into(), &table);
+    let _ = js_sys::Reflect::set(&msg, &"text".into(), &text);
+    out.post(
+        &msg,
+        Some(&js_sys::Array::of2(&table.buffer(), &text.buffer())),
+    );
+}
+
+/// An import worker's warm-up: reads a small synthetic trace in ranges through the same code
+/// as a real import (V8 optimizes a function only after it has run a while; see `warmup`).
+pub fn warm(out: &dyn Outbox) {
+    let start = js_sys::Date::now();
+    let spec = jarvis_engine::synth::SynthSpec {
+        steps: 8,
+        ..jarvis_engine::synth::SynthSpec::default()
+    };
+    let (doc, _) = jarvis_engine::synth::trace_bytes(&spec);
+    let mut splitter = Splitter::new(64 << 10);
+    let mut ranges = Vec::new();
+    let fed = splitter
+        .feed(&doc, &mut |r| ranges.push(r))
+        .and_then(|()| splitter.finish(&mut |r| ranges.push(r)));
+    let mut bytes = 0;
+    if fed.is_ok() {
+        for r in ranges {
+            let (table, text) = wire::encode(read_range(r, MAX_EVENTS));
+            bytes += table.len() + text.len();
+        }
+    }
+    send(
+        out,
+        json!({"kind": "warm_import", "bytes": bytes, "worked_ms": js_sys::Date::now() - start}),
+    );
+}
+
+/// The browser's core count (what `--threads` defaults to natively).
+pub fn cores() -> usize {
+    js_sys::global()
+        .unchecked_into::<web_sys::WorkerGlobalScope>()
+        .navigator()
+        .hardware_concurrency() as usize
+}

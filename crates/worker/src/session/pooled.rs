@@ -1,0 +1,148 @@
+//! The session's side of the import pool (`pool`): when a target or reference trace is read by
+//! import workers, the requests that wait for it, and what happens when it is read.
+
+use serde_json::json;
+use wasm_bindgen::prelude::*;
+use web_sys::Blob;
+
+use super::Session;
+use crate::import::is_bundle;
+use crate::outbox::{send, Outbox};
+use crate::pool::{cores, json_estimate, Pool, PooledImport, MIN_BYTES};
+
+/// A trace the pool read.
+pub(super) struct Preloaded {
+    pub trace: jarvis_engine::model::Trace,
+    /// When its import started (`js_sys::Date::now()`).
+    pub started: f64,
+    /// The import workers that read it.
+    pub workers: usize,
+}
+
+impl Session {
+    /// The import threads asked for (`{import_threads}`), else the browser's cores.
+    fn threads(&self) -> usize {
+        self.threads.unwrap_or_else(cores)
+    }
+
+    /// Starts the import workers once (only where this session has a link for their replies,
+    /// and more than one thread is allowed).
+    pub(super) fn ensure_pool(&mut self) {
+        let threads = self.threads();
+        if self.pool.is_some() || threads < 2 {
+            return;
+        }
+        if let Some(link) = &self.link {
+            self.pool = Pool::start(threads, link);
+        }
+    }
+
+    /// Starts reading `file` on the pool if it is worth it (a trace of at least
+    /// [`MIN_BYTES`], more than one thread, workers that started): `Ok(true)`, the request is
+    /// answered once the trace is read (`on_pool_message`); `Ok(false)`: read it here.
+    pub(super) fn pooled(
+        &mut self,
+        request: &JsValue,
+        file: &Blob,
+        role: &str,
+        out: &dyn Outbox,
+    ) -> Result<bool, String> {
+        if self.threads() < 2 || is_bundle(file)? || json_estimate(file)? < MIN_BYTES {
+            return Ok(false);
+        }
+        self.ensure_pool();
+        let threads = self.threads();
+        if role != "reference" {
+            // A new target: drop the previous one before reading (its memory is reused).
+            self.target = None;
+        }
+        let Some(pool) = self.pool.as_mut().filter(|p| p.alive() > 0) else {
+            return Ok(false);
+        };
+        let mut import = PooledImport::new(request.clone(), file.clone(), role, threads)?;
+        import.pump(pool, out)?;
+        self.importing = Some(import);
+        Ok(true)
+    }
+
+    /// A message from import worker `i` (`None`: it failed).
+    pub(super) fn on_pool_message(&mut self, i: usize, data: Option<JsValue>, out: &dyn Outbox) {
+        let Some(pool) = self.pool.as_mut() else {
+            return;
+        };
+        let Some(data) = data else {
+            pool.failed(i);
+            if pool.alive() == 0 {
+                // No worker left: the file is read here, from the start.
+                self.pool = None;
+                self.threads = Some(1);
+                if let Some(import) = self.importing.take() {
+                    self.handle(&import.request, out);
+                    self.release_held(out);
+                }
+            }
+            return;
+        };
+        // An import worker announces itself with the same `ready` as this worker (a string).
+        if let Some(text) = data.as_string() {
+            if text.contains("\"ready\"") {
+                pool.ready(i);
+                if let Some(import) = self.importing.as_mut() {
+                    if let Err(message) = import.pump(pool, out) {
+                        let role = import.role.clone();
+                        self.importing = None;
+                        fail(out, &role, &message);
+                        self.release_held(out);
+                    }
+                }
+            }
+            return;
+        }
+        let kind = js_sys::Reflect::get(&data, &"kind".into())
+            .ok()
+            .and_then(|k| k.as_string());
+        if kind.as_deref() != Some("partial") {
+            return;
+        }
+        let Some(import) = self.importing.as_mut() else {
+            return;
+        };
+        let Some(read) = import.answer(pool, i, &data, out) else {
+            return;
+        };
+        let Some(import) = self.importing.take() else {
+            return;
+        };
+        match read {
+            Ok(trace) => {
+                self.preloaded = Some(Preloaded {
+                    trace,
+                    started: import.started,
+                    workers: pool.alive(),
+                });
+                self.handle(&import.request, out);
+                self.preloaded = None;
+            }
+            Err(message) => fail(out, &import.role, &message),
+        }
+        self.release_held(out);
+    }
+
+    /// Answers the requests that waited for the pool, in order, until one starts another
+    /// pooled import.
+    fn release_held(&mut self, out: &dyn Outbox) {
+        while self.importing.is_none() {
+            let Some(request) = self.held.pop_front() else {
+                return;
+            };
+            self.handle(&request, out);
+        }
+    }
+}
+
+fn fail(out: &dyn Outbox, role: &str, message: &str) {
+    send(
+        out,
+        json!({"kind": "error", "role": role, "message": message}),
+    );
+}

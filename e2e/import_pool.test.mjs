@@ -1,0 +1,56 @@
+// The import workers (crates/worker/src/pool.rs): the main worker cuts a large trace into ranges
+// that a pool of workers reads, and merges what they send back. The page must show exactly what
+// the worker alone shows (?threads=1) and what the CLI computes, for a target and a reference.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { SHARED, startApp, stopApp, openApp, assertLocalOnly, cliTimeline } from './harness.mjs';
+
+const OWL = path.join(SHARED, 'traces', 'tracelens', 'h100_google_owlv2-large-patch14-ensemble__1016001.json.gz');
+const OWL_MI = path.join(SHARED, 'traces', 'tracelens', 'mi300xvf_google_owlv2-large-patch14-ensemble__1016001.json.gz');
+const present = fs.existsSync(OWL) && fs.existsSync(OWL_MI);
+
+await startApp();
+after(stopApp);
+
+// What the overview shows: the GPU timeline, the headline and the top ops, as text.
+async function overview(page) {
+  const shown = {};
+  for (const type of Object.keys(cliTimeline(OWL))) {
+    shown[type] = Number(await page.getByTestId(`gpu-timeline-${type}`).getAttribute('data-value'));
+  }
+  return {
+    timeline: shown,
+    headline: await page.getByTestId('headline').textContent(),
+    top: await page.getByTestId('top-ops').textContent(),
+  };
+}
+
+test('import workers read a large trace and its reference to the CLI\'s numbers, as the worker alone does', { skip: !present && !process.env.CI }, async () => {
+  const expected = cliTimeline(OWL);
+  const seen = [];
+  for (const threads of [2, 1]) {
+    const { page, errors, requests } = await openApp(undefined, {}, `?threads=${threads}`);
+    await page.getByTestId('trace-input').setInputFiles(OWL);
+    // The reference at once: with the pool, its request waits in the worker until the target is
+    // read, then goes through the pool too.
+    await page.getByTestId('reference-input').setInputFiles(OWL_MI);
+    await page.locator('body[data-complete-ms]').waitFor({ timeout: 120000 });
+    const workers = Number(await page.getByTestId('analysis-cost').getAttribute('data-import-workers'));
+    assert.equal(workers, threads === 1 ? 0 : threads, `import workers with ?threads=${threads}`);
+    const o = await overview(page);
+    assert.deepEqual(o.timeline, expected, `?threads=${threads}`);
+    await page.getByTestId('tab-compare').waitFor({ state: 'visible', timeout: 120000 });
+    await page.getByTestId('tab-compare').click();
+    const comparison = page.getByTestId('comparison');
+    await comparison.waitFor({ timeout: 60000 });
+    o.comparison = await comparison.textContent();
+    assert.match(o.comparison, /Performance Comparison: mi300x vs h100_sxm/);
+    seen.push(o);
+    assert.deepEqual(errors, []);
+    assertLocalOnly(requests);
+    await page.close();
+  }
+  assert.deepEqual(seen[0], seen[1]);
+});
