@@ -1,6 +1,8 @@
 // In-browser benchmark (not a test): analysis time, MB/s of JSON and the worker's WebAssembly
 // memory for the largest shared traces and for synthetic traces, in Debian's headless Chromium.
-// Usage (after `trunk build --release`): node e2e/bench.mjs [FILE ...]
+// Usage (after `trunk build --release`): [THREADS=N] node e2e/bench.mjs [FILE ...]
+// THREADS: the page's import workers (`?threads=N`, 1: the worker alone) and the CLI's `--threads N`;
+// unset: both use every core.
 // Default inputs: the OWLv2 traces from ../shared and bench-out/synth_{1g,2g}.json if present.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -20,6 +22,9 @@ const defaults = [
   path.join(ROOT, 'bench-out/synth_1g.json'),
   path.join(ROOT, 'bench-out/synth_2g.json'),
 ];
+const THREADS = process.env.THREADS;
+const query = THREADS ? `?threads=${THREADS}` : '';
+const nativeThreads = THREADS ? ['--threads', THREADS] : [];
 const inputs = (process.argv.length > 2 ? process.argv.slice(2) : defaults).filter((f) => fs.existsSync(f));
 
 await startApp();
@@ -47,12 +52,13 @@ console.log('');
 // Each input twice: handed over as soon as the page says Ready (the worker cold, one warm-up
 // step possibly running), and at a person's pace: 2 s after the worker's warm-up is complete
 // (crates/worker/src/warmup.rs), by which time V8 has optimized the hot code in the background.
+console.log(`threads: ${THREADS ?? 'every core'} (page: ?threads, native: --threads)`);
 console.log('| input | JSON MB | handed over | in-browser s | of it reading + parsing s | MB/s | worker WASM memory MB | file chosen → overview painted s | → every view ready s | native `jarvis report --no-files` s | overview / native |');
 console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (const file of inputs) {
   for (const when of ['at Ready', 'warmed + 2 s']) {
     const page = await browser.newPage();
-    await page.goto(base + '/');
+    await page.goto(base + '/' + query);
     await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 60000 });
     if (when !== 'at Ready') {
       await page.locator('body[data-worker-warm-ms]').waitFor({ timeout: 60000 });
@@ -72,7 +78,7 @@ for (const file of inputs) {
     await page.close();
     // The native CLI on the same file, in the same run (wall clock, process start included).
     const t0 = performance.now();
-    execFileSync(JARVIS, ['report', file, '--no-files'], { stdio: 'ignore' });
+    execFileSync(JARVIS, ['report', file, '--no-files', ...nativeThreads], { stdio: 'ignore' });
     const native = (performance.now() - t0) / 1000;
     console.log(`| ${path.basename(file)} | ${jsonMb.toFixed(1)} | ${when} | ${(ms / 1000).toFixed(2)} | ${(parse / 1000).toFixed(2)} | ${(jsonMb / (ms / 1000)).toFixed(0)} | ${mem.toFixed(0)} | ${(first / 1000).toFixed(2)} | ${(complete / 1000).toFixed(2)} | ${native.toFixed(2)} | ${(first / 1000 / native).toFixed(2)}× |`);
   }
