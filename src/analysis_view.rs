@@ -81,6 +81,10 @@ pub struct Overview {
     /// Import workers that read the trace beside the worker (0: the worker alone; their own
     /// memory is not in `wasm_memory_bytes`).
     pub import_workers: f64,
+    /// Of the reading, the worker's own milliseconds cutting the file into ranges and merging
+    /// the import workers' partial reads (the rest it waited for them).
+    pub import_split_ms: f64,
+    pub import_merge_ms: f64,
     /// The fair standalone report, rendered to safe HTML by the worker (jarvis-export::html:
     /// raw HTML shown as text, no external links or images). Empty for GPU-only traces.
     pub report_html: String,
@@ -267,6 +271,14 @@ impl Overview {
                 .unwrap_or(0.0),
             import_workers: reply
                 .get("import_workers")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0),
+            import_split_ms: reply
+                .get("import_split_ms")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0),
+            import_merge_ms: reply
+                .get("import_merge_ms")
                 .and_then(Value::as_f64)
                 .unwrap_or(0.0),
             report_html: String::new(),

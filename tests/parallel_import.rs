@@ -7,8 +7,10 @@
 
 mod common;
 
+use std::io::Read;
+
 use jarvis_engine::import::merge::{read_range, Merger, Partial};
-use jarvis_engine::import::split::{Range, Splitter};
+use jarvis_engine::import::split::{plan_cuts, Range, SplitEnd, Splitter};
 use jarvis_engine::import::{import_bytes, MAX_EVENTS};
 use jarvis_engine::model::Trace;
 use jarvis_engine::{analyze_trace, ImportError};
@@ -62,6 +64,45 @@ fn import_parallel_with(
     }
     let reread = merger.reread;
     Ok((merger.finish(end)?, reread))
+}
+
+/// The page's way with a plain file: ranges planned from windows of it (`plan_cuts`), each read
+/// from the text on its own, sent back over the wire without its text, and merged in reverse
+/// order, fetching a range's text again only if it must be reread. `None`: no plan (the head
+/// shows no layout).
+fn import_planned(bytes: &[u8], block: u64) -> Option<Result<Trace, ImportError>> {
+    let len = bytes.len() as u64;
+    let plan = plan_cuts(len, block, &mut |a, b| {
+        assert!(a <= b && b <= len, "window {a}..{b} of {len}");
+        Ok::<_, ()>(bytes[a as usize..b as usize].to_vec())
+    })
+    .expect("reads")?;
+    let starts = &plan.starts;
+    assert_eq!(starts[0], 0);
+    assert!(starts.windows(2).all(|w| w[0] < w[1]), "{starts:?}");
+    let text = |seq: u32| {
+        let i = seq as usize;
+        let end = starts.get(i + 1).copied().unwrap_or(len);
+        bytes[starts[i] as usize..end as usize].to_vec()
+    };
+    let mut merger = Merger::new(MAX_EVENTS);
+    for seq in (0..starts.len() as u32).rev() {
+        let range = Range {
+            seq,
+            offset: starts[seq as usize],
+            bytes: text(seq),
+            top: plan.top,
+        };
+        let (wire, _) = jarvis_engine::import::wire::encode(read_range(range, MAX_EVENTS));
+        let p = jarvis_engine::import::wire::decode(&wire, Vec::new()).expect("decodes");
+        merger.push_fetching(p, &mut |s| text(s));
+    }
+    let end = SplitEnd {
+        ranges: starts.len() as u32,
+        input_bytes: len,
+        ..SplitEnd::default()
+    };
+    Some(merger.finish(end))
 }
 
 /// Both sides of every join on their own threads.
@@ -134,7 +175,7 @@ fn every_shared_trace_imports_identically_in_ranges() {
     };
     let traces = common::all_traces_deep(&shared);
     assert!(traces.len() >= 40, "{} traces", traces.len());
-    let mut cut = 0;
+    let (mut cut, mut planned) = (0, 0);
     for path in &traces {
         let bytes = common::read(path);
         let name = path.display().to_string();
@@ -151,6 +192,22 @@ fn every_shared_trace_imports_identically_in_ranges() {
                 continue;
             }
         };
+        // The page's plan on the plain text: the same tables.
+        let mut plain = Vec::new();
+        if flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_end(&mut plain)
+            .is_err()
+        {
+            plain = bytes.clone();
+        }
+        if let Some(t) = import_planned(&plain, 64 << 10) {
+            assert_eq!(
+                tables(&t.expect("imports")),
+                serial_tables,
+                "{name}, planned"
+            );
+            planned += 1;
+        }
         let reverse = |rs: &mut Vec<Range>| rs.reverse();
         let odd_first = |rs: &mut Vec<Range>| rs.sort_by_key(|r| (r.seq % 2 == 0, r.seq));
         for (block, wire, order) in [
@@ -183,6 +240,7 @@ fn every_shared_trace_imports_identically_in_ranges() {
         cut += 1;
     }
     assert!(cut >= 40, "{cut} traces compared");
+    assert!(planned >= 40, "{planned} traces planned");
 }
 
 /// Documents that make cuts land where they must not (look-alike separators in nested arrays,
@@ -243,6 +301,24 @@ fn cuts_in_the_wrong_place_and_damage_give_the_serial_result() {
             let mut imp = jarvis_engine::Importer::with_max_events(max);
             let serial = imp.feed(doc.as_bytes()).and_then(|()| imp.finish());
             for block in [1, 7, 64, 300, 5000] {
+                // The page's plan from windows: the same tables or error.
+                if max == MAX_EVENTS {
+                    if let Some(planned) = import_planned(doc.as_bytes(), block as u64) {
+                        match (&serial, planned) {
+                            (Ok(s), Ok(p)) => {
+                                assert_eq!(tables(&p), tables(s), "doc {d}, block {block}, planned")
+                            }
+                            (Err(s), Err(p)) => {
+                                assert_eq!(&p, s, "doc {d}, block {block}, planned")
+                            }
+                            (s, p) => panic!(
+                                "doc {d}, block {block}: serial {:?}, planned {:?}",
+                                s.as_ref().err(),
+                                p.err()
+                            ),
+                        }
+                    }
+                }
                 for chunk in [1, 13, 4096] {
                     // One chunking sends the partial reads over the wire: the damaged ranges'
                     // states (mid-event, errors, the limit) travel too.
@@ -345,6 +421,16 @@ proptest::proptest! {
                 (x ^ (x >> 31), r.seq)
             });
         };
+        // The page's plan for a plain file, from windows: the same tables or error.
+        if !gz {
+            if let Some(planned) = import_planned(&bytes, block as u64) {
+                match (&serial, planned) {
+                    (Ok(s), Ok(p)) => proptest::prop_assert_eq!(tables(&p), tables(s)),
+                    (Err(s), Err(p)) => proptest::prop_assert_eq!(&p, s),
+                    (s, p) => proptest::prop_assert!(false, "serial {:?}, planned {:?}", s.as_ref().err(), p.err()),
+                }
+            }
+        }
         let par = import_parallel_with(&bytes, (block, wire), 1 << 30, MAX_EVENTS, order);
         match (&serial, par) {
             (Ok(s), Ok((p, _))) => proptest::prop_assert_eq!(tables(&p), tables(s)),

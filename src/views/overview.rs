@@ -106,7 +106,8 @@ pub fn OverviewView(
             <PlatformPanel spec=overview.spec.clone() how=overview.how.clone() reopened=overview.reopened reanalyze=reanalyze/>
             <p class="perf" data-testid="analysis-cost" data-elapsed-ms=overview.elapsed_ms.to_string() data-parse-ms=overview.parse_ms.to_string()
                 data-json-bytes=(overview.json_mb * 1e6).to_string() data-wasm-memory=overview.wasm_memory_bytes.to_string()
-                data-import-workers=overview.import_workers.to_string()>
+                data-import-workers=overview.import_workers.to_string()
+                data-import-split-ms=overview.import_split_ms.to_string() data-import-merge-ms=overview.import_merge_ms.to_string()>
                 {match overview.import_workers as u32 {
                     0 => format!("worker memory {:.0} MB", overview.wasm_memory_bytes / 1e6),
                     n => format!("read by {n} import workers · worker memory {:.0} MB", overview.wasm_memory_bytes / 1e6),

@@ -175,6 +175,10 @@ pub struct PooledImport {
     /// Ranges cut but not yet handed out (every worker has [`IN_FLIGHT`]).
     waiting: VecDeque<Range>,
     in_flight: u32,
+    /// Milliseconds this worker spent reading and cutting the file, and taking the partial
+    /// reads in (copying, decoding, merging): the rest of the import it waits for the pool.
+    pub split_ms: f64,
+    pub merge_ms: f64,
 }
 
 /// Whether `file` is gzip-compressed, from its first bytes.
@@ -207,6 +211,8 @@ impl PooledImport {
             merger: Merger::new(MAX_EVENTS),
             waiting: VecDeque::new(),
             in_flight: 0,
+            split_ms: 0.0,
+            merge_ms: 0.0,
         })
     }
 
@@ -224,6 +230,7 @@ impl PooledImport {
                 return Ok(());
             };
             let total = self.file.size();
+            let t0 = js_sys::Date::now();
             let to = (self.read + SLICE).min(total);
             let bytes = read_bytes(&self.reader, &self.file, self.read, to)?;
             let waiting = &mut self.waiting;
@@ -238,6 +245,7 @@ impl PooledImport {
                     .map_err(|e| e.to_string())?;
                 self.end = Some(end);
             }
+            self.split_ms += js_sys::Date::now() - t0;
             send(
                 out,
                 json!({"kind": "progress", "role": self.role, "phase": "parsing", "done": self.read,
@@ -257,6 +265,7 @@ impl PooledImport {
     ) -> Option<Result<Trace, String>> {
         pool.answered(i);
         self.in_flight = self.in_flight.saturating_sub(1);
+        let t0 = js_sys::Date::now();
         let get = |k: &str| js_sys::Reflect::get(data, &k.into()).ok();
         let bytes = |k: &str| {
             get(k)
@@ -273,6 +282,7 @@ impl PooledImport {
             Ok(p) => self.merger.push(p),
             Err(e) => return Some(Err(e.to_string())),
         }
+        self.merge_ms += js_sys::Date::now() - t0;
         if let Err(e) = self.pump(pool, out) {
             return Some(Err(e));
         }

@@ -103,14 +103,21 @@ impl Merger {
     /// Takes one partial read; merges it (and those waiting for it) once the ranges before it
     /// are merged.
     pub fn push(&mut self, partial: Partial) {
+        self.push_fetching(partial, &mut |_| Vec::new());
+    }
+
+    /// Like [`Merger::push`], for partial reads that came without their text (a worker that
+    /// read its range from the file itself): `text(seq)` gives a range's text when it has to be
+    /// read again.
+    pub fn push_fetching(&mut self, partial: Partial, text: &mut dyn FnMut(u32) -> Vec<u8>) {
         self.waiting.insert(partial.seq, partial);
         while let Some(p) = self.waiting.remove(&self.next) {
             self.next += 1;
-            self.merge(p);
+            self.merge(p, text);
         }
     }
 
-    fn merge(&mut self, p: Partial) {
+    fn merge(&mut self, p: Partial, text: &mut dyn FnMut(u32) -> Vec<u8>) {
         let Some(reader) = self.reader.as_mut() else {
             let mut reader = p.reader;
             let stop = match p.error {
@@ -138,7 +145,14 @@ impl Merger {
             })
         } else {
             self.reread += 1;
-            reader.feed(&p.bytes).err()
+            let fetched;
+            let bytes = if p.bytes.is_empty() {
+                fetched = text(p.seq);
+                &fetched
+            } else {
+                &p.bytes
+            };
+            reader.feed(bytes).err()
         };
         if let Some(stop) = stop {
             self.fatal = reader.stop(stop).err();

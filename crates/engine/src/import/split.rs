@@ -124,6 +124,67 @@ impl Splitter {
     }
 }
 
+/// Where a plain (uncompressed) document is cut, planned from small windows of it: for a host
+/// that hands each worker a slice of the file to read itself (the page's workers read slices of
+/// the `File`), so the text never passes through the thread that cuts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Where each range starts (the first at 0); the last runs to the end.
+    pub starts: Vec<u64>,
+    /// The events array is the whole document (`[...]`).
+    pub top: bool,
+}
+
+/// Plans the ranges of a plain document of `size` bytes, about `block` bytes each, reading only
+/// its head and a window after each nominal cut (`read(from, to)`). `None` when the head shows
+/// no layout to cut at (the document is then read another way, and reports its own errors).
+pub fn plan_cuts<E>(
+    size: u64,
+    block: u64,
+    read: &mut impl FnMut(u64, u64) -> Result<Vec<u8>, E>,
+) -> Result<Option<Plan>, E> {
+    let block = block.max(1);
+    let mut head_len = (1u64 << 20).min(size);
+    let boundary = loop {
+        let head = read(0, head_len)?;
+        match learn_layout(&head) {
+            Layout::Boundary(b) => break b,
+            Layout::Unknown { .. } if head_len < size && head_len < MAX_HEAD as u64 => {
+                head_len = (head_len * 4).min(size);
+            }
+            _ => return Ok(None),
+        }
+    };
+    let first = read(0, 64.min(size))?;
+    let top = first
+        .iter()
+        .find(|c| !c.is_ascii_whitespace() && !matches!(c, 0xEF | 0xBB | 0xBF))
+        .is_some_and(|&c| c == b'[');
+    let n = boundary.needle().len() as u64;
+    let mut starts = vec![0];
+    let mut pos = block;
+    'ranges: while pos < size {
+        // The needle may straddle `pos`: the window starts before it.
+        let from = pos.saturating_sub(n - 1).max(1);
+        let mut len = 64u64 << 10;
+        loop {
+            let to = (from + len).min(size);
+            let window = read(from, to)?;
+            if let Some(at) = boundary.find(&window) {
+                let cut = from + at as u64 + n - 1;
+                starts.push(cut);
+                pos = cut + block;
+                break;
+            }
+            if to >= size {
+                break 'ranges;
+            }
+            len *= 4;
+        }
+    }
+    Ok(Some(Plan { starts, top }))
+}
+
 /// The head of the document must show its second event within this many bytes, or the document
 /// is read as one range (a trace whose metadata alone is this large is not a Kineto layout).
 const MAX_HEAD: usize = 64 << 20;

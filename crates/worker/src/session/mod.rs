@@ -63,8 +63,9 @@ pub struct Session {
     /// The trace the pool read, for the request that asked for it (handled again once the
     /// trace is here).
     preloaded: Option<pooled::Preloaded>,
-    /// Import workers that read the target (0: this worker alone), for the result.
-    read_by: usize,
+    /// Import workers that read the target (0: this worker alone) and this worker's share of
+    /// that import (milliseconds cutting, merging), for the result.
+    read_by: (usize, f64, f64),
 }
 
 impl Session {
@@ -231,7 +232,8 @@ impl Session {
     ) -> Result<Answer, String> {
         let total = file.size();
         let start = (self.preloaded.as_ref()).map_or(js_sys::Date::now(), |p| p.started);
-        self.read_by = self.preloaded.as_ref().map_or(0, |p| p.workers);
+        self.read_by = (self.preloaded.as_ref())
+            .map_or((0, 0.0, 0.0), |p| (p.workers, p.split_ms, p.merge_ms));
         let title = title_of(name);
         let mut parse_ms = 0.0;
         let loaded = if is_bundle(file)? {
@@ -336,7 +338,8 @@ impl Session {
         Ok(
             json!({"kind": "result", "partial": true, "elapsed_ms": elapsed, "input_bytes": total,
             "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis,
-            "import_workers": self.read_by,
+            "import_workers": self.read_by.0, "import_split_ms": self.read_by.1,
+            "import_merge_ms": self.read_by.2,
             "reopened": reopened, "recommendations": recommendation_rows(&briefs)}),
         )
     }

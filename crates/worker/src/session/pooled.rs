@@ -17,10 +17,15 @@ pub(super) struct Preloaded {
     pub started: f64,
     /// The import workers that read it.
     pub workers: usize,
+    /// Of the import, this worker's milliseconds reading and cutting the file, and taking the
+    /// partial reads in.
+    pub split_ms: f64,
+    pub merge_ms: f64,
 }
 
 impl Session {
-    /// The import threads asked for (`{import_threads}`), else the browser's cores.
+    /// The threads an import may use (`{import_threads}`), else the browser's cores: this
+    /// worker (reading, inflating, cutting, merging) and `threads - 1` import workers.
     fn threads(&self) -> usize {
         self.threads.unwrap_or_else(cores)
     }
@@ -33,7 +38,7 @@ impl Session {
             return;
         }
         if let Some(link) = &self.link {
-            self.pool = Pool::start(threads, link);
+            self.pool = Pool::start(threads - 1, link);
         }
     }
 
@@ -119,6 +124,8 @@ impl Session {
                     trace,
                     started: import.started,
                     workers: pool.alive(),
+                    split_ms: import.split_ms,
+                    merge_ms: import.merge_ms,
                 });
                 self.handle(&import.request, out);
                 self.preloaded = None;
