@@ -18,8 +18,8 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 use jarvis_engine::import::merge::{read_range, Merger};
-use jarvis_engine::import::split::{block_size, Range, SplitEnd, Splitter};
-use jarvis_engine::import::{wire, MAX_EVENTS};
+use jarvis_engine::import::split::{block_size, plan_cuts, Plan, Range, SplitEnd, Splitter};
+use jarvis_engine::import::{sniff, wire, Sniffed, MAX_EVENTS};
 use jarvis_engine::model::Trace;
 use serde_json::json;
 use wasm_bindgen::prelude::*;
@@ -110,28 +110,53 @@ impl Pool {
         }
     }
 
-    /// Hands `range` to the ready worker with the fewest ranges in flight, if one has room;
+    /// Hands `job` to the ready worker with the fewest ranges in flight, if one has room;
     /// gives it back otherwise.
-    fn send(&mut self, range: Range) -> Result<(), Range> {
+    fn send(&mut self, job: Job) -> Result<(), Job> {
         let Some(m) = (self.members.iter_mut())
             .filter(|m| m.ready && m.in_flight < IN_FLIGHT)
             .min_by_key(|m| m.in_flight)
         else {
-            return Err(range);
+            return Err(job);
         };
-        let text = js_sys::Uint8Array::from(range.bytes.as_slice());
         let msg = js_sys::Object::new();
         let set = |k: &str, v: &JsValue| {
             let _ = js_sys::Reflect::set(&msg, &k.into(), v);
         };
         set("import_range", &true.into());
-        set("seq", &range.seq.into());
-        set("offset", &(range.offset as f64).into());
-        set("top", &range.top.into());
-        set("text", &text);
-        m.worker
-            .post_message_with_transfer(&msg, &js_sys::Array::of1(&text.buffer()))
-            .map_err(|_| range_back(&msg, text))?;
+        let posted = match &job {
+            Job::Text(range) => {
+                // A copy in the worker's memory: `range` stays here until the post succeeds.
+                let text = js_sys::Uint8Array::from(range.bytes.as_slice());
+                set("seq", &range.seq.into());
+                set("offset", &(range.offset as f64).into());
+                set("top", &range.top.into());
+                set("text", &text);
+                m.worker
+                    .post_message_with_transfer(&msg, &js_sys::Array::of1(&text.buffer()))
+            }
+            Job::Slice {
+                seq,
+                start,
+                end,
+                top,
+                file,
+            } => {
+                set("seq", &(*seq).into());
+                set("offset", &(*start as f64).into());
+                set("top", &(*top).into());
+                match file.slice_with_f64_and_f64(*start as f64, *end as f64) {
+                    Ok(slice) => {
+                        set("file", &slice);
+                        m.worker.post_message(&msg)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        if posted.is_err() {
+            return Err(job);
+        }
         m.in_flight += 1;
         Ok(())
     }
@@ -143,20 +168,18 @@ impl Pool {
     }
 }
 
-/// A range whose message could not be posted (its buffer was not transferred).
-fn range_back(msg: &js_sys::Object, text: js_sys::Uint8Array) -> Range {
-    let num = |k: &str| {
-        js_sys::Reflect::get(msg, &k.into())
-            .ok()
-            .and_then(|v| v.as_f64())
-            .unwrap_or(0.0)
-    };
-    Range {
-        seq: num("seq") as u32,
-        offset: num("offset") as u64,
-        top: js_sys::Reflect::get(msg, &"top".into()).is_ok_and(|v| v.is_truthy()),
-        bytes: text.to_vec(),
-    }
+/// A range for an import worker: its text (cut here from inflated gzip), or, for a plain file,
+/// where it lies in the file (the worker reads that slice itself: the text never passes through
+/// this worker).
+enum Job {
+    Text(Range),
+    Slice {
+        seq: u32,
+        start: u64,
+        end: u64,
+        top: bool,
+        file: Blob,
+    },
 }
 
 /// An import spread over the pool, driven by its workers' replies.
@@ -169,11 +192,14 @@ pub struct PooledImport {
     file: Blob,
     reader: FileReaderSync,
     read: f64,
+    /// Cutting gzip (or a plain file without a plan) as it is read and inflated.
     splitter: Option<Splitter>,
+    /// A plain file's ranges, planned from windows of it (`split::plan_cuts`).
+    plan: Option<Plan>,
     end: Option<SplitEnd>,
     merger: Merger,
     /// Ranges cut but not yet handed out (every worker has [`IN_FLIGHT`]).
-    waiting: VecDeque<Range>,
+    waiting: VecDeque<Job>,
     in_flight: u32,
     /// Milliseconds this worker spent reading and cutting the file, and taking the partial
     /// reads in (copying, decoding, merging): the rest of the import it waits for the pool.
@@ -198,20 +224,53 @@ pub fn json_estimate(file: &Blob) -> Result<f64, String> {
 
 impl PooledImport {
     pub fn new(request: JsValue, file: Blob, role: &str, threads: usize) -> Result<Self, String> {
-        let block = block_size(file.size() as u64, is_gzip(&file)?, threads);
+        let started = js_sys::Date::now();
+        let gzip = is_gzip(&file)?;
+        let size = file.size() as u64;
+        let block = block_size(size, gzip, threads);
+        let reader = reader()?;
+        let head = read_bytes(&reader, &file, 0.0, file.size().min(64.0))?;
+        let plain = !gzip && sniff(&head, head.len() as u64 == size) == Some(Sniffed::Json);
+        let plan = if plain {
+            plan_cuts(size, block as u64, &mut |a, b| {
+                read_bytes(&reader, &file, a as f64, b as f64)
+            })?
+        } else {
+            None
+        };
+        let mut waiting = VecDeque::new();
+        let mut end = None;
+        if let Some(plan) = &plan {
+            let n = plan.starts.len();
+            for (i, &start) in plan.starts.iter().enumerate() {
+                waiting.push_back(Job::Slice {
+                    seq: i as u32,
+                    start,
+                    end: plan.starts.get(i + 1).copied().unwrap_or(size),
+                    top: plan.top,
+                    file: file.clone(),
+                });
+            }
+            end = Some(SplitEnd {
+                ranges: n as u32,
+                input_bytes: size,
+                ..SplitEnd::default()
+            });
+        }
         Ok(PooledImport {
             request,
             role: role.to_owned(),
-            started: js_sys::Date::now(),
-            reader: reader()?,
+            started,
+            reader,
             file,
             read: 0.0,
-            splitter: Some(Splitter::new(block)),
-            end: None,
+            splitter: plan.is_none().then(|| Splitter::new(block)),
+            plan,
+            end,
             merger: Merger::new(MAX_EVENTS),
-            waiting: VecDeque::new(),
+            waiting,
             in_flight: 0,
-            split_ms: 0.0,
+            split_ms: js_sys::Date::now() - started,
             merge_ms: 0.0,
         })
     }
@@ -235,13 +294,13 @@ impl PooledImport {
             let bytes = read_bytes(&self.reader, &self.file, self.read, to)?;
             let waiting = &mut self.waiting;
             splitter
-                .feed(&bytes, &mut |r| waiting.push_back(r))
+                .feed(&bytes, &mut |r| waiting.push_back(Job::Text(r)))
                 .map_err(|e| e.to_string())?;
             self.read = to;
             if to >= total {
                 let splitter = self.splitter.take().ok_or("split twice")?;
                 let end = splitter
-                    .finish(&mut |r| waiting.push_back(r))
+                    .finish(&mut |r| waiting.push_back(Job::Text(r)))
                     .map_err(|e| e.to_string())?;
                 self.end = Some(end);
             }
@@ -272,15 +331,37 @@ impl PooledImport {
                 .and_then(|v| v.dyn_into::<js_sys::Uint8Array>().ok())
                 .map(|a| a.to_vec())
         };
-        let (Some(table), Some(text)) = (bytes("wire"), bytes("text")) else {
+        let Some(table) = bytes("wire") else {
             let why = get("message").and_then(|m| m.as_string());
             return Some(Err(
                 why.unwrap_or_else(|| "an import worker sent no tables".into())
             ));
         };
+        // A range read from a slice of the file comes without its text: read again from the
+        // file if the merge needs it.
+        let text = bytes("text").unwrap_or_default();
+        let (plan, file, reader) = (&self.plan, &self.file, &self.reader);
+        let size = file.size() as u64;
+        let mut failed = None;
+        let mut fetch = |seq: u32| {
+            let starts = plan.as_ref().map_or(&[][..], |p| &p.starts[..]);
+            let i = seq as usize;
+            let Some(&a) = starts.get(i) else {
+                return Vec::new();
+            };
+            let b = starts.get(i + 1).copied().unwrap_or(size);
+            read_bytes(reader, file, a as f64, b as f64).unwrap_or_else(|e| {
+                failed = Some(e);
+                Vec::new()
+            })
+        };
         match wire::decode(&table, text) {
-            Ok(p) => self.merger.push(p),
+            Ok(p) => self.merger.push_fetching(p, &mut fetch),
             Err(e) => return Some(Err(e.to_string())),
+        }
+        // The text could not be read again: no result rather than one missing a range.
+        if let Some(e) = failed {
+            return Some(Err(e));
         }
         self.merge_ms += js_sys::Date::now() - t0;
         if let Err(e) = self.pump(pool, out) {
@@ -304,33 +385,43 @@ impl PooledImport {
 /// (both transferred), or `{kind: "partial", message}`.
 pub fn answer_range(data: &JsValue, out: &dyn Outbox) {
     let get = |k: &str| js_sys::Reflect::get(data, &k.into()).ok();
-    let Some(text) = get("text").and_then(|v| v.dyn_into::<js_sys::Uint8Array>().ok()) else {
-        send(
-            out,
-            json!({"kind": "partial", "message": "a range came without its text"}),
-        );
-        return;
+    let text = get("text").and_then(|v| v.dyn_into::<js_sys::Uint8Array>().ok());
+    let slice = get("file").and_then(|v| v.dyn_into::<Blob>().ok());
+    // A slice of the file is read here; its text is not sent back (the main worker can read
+    // it again from the file).
+    let (bytes, send_text) = match (text, slice) {
+        (Some(text), _) => (Ok(text.to_vec()), true),
+        (None, Some(slice)) => (
+            reader().and_then(|r| read_bytes(&r, &slice, 0.0, slice.size())),
+            false,
+        ),
+        (None, None) => (Err("a range came without its text".to_owned()), false),
+    };
+    let bytes = match bytes {
+        Ok(b) => b,
+        Err(message) => {
+            send(out, json!({"kind": "partial", "message": message}));
+            return;
+        }
     };
     let range = Range {
         seq: get("seq").and_then(|v| v.as_f64()).unwrap_or(0.0) as u32,
         offset: get("offset").and_then(|v| v.as_f64()).unwrap_or(0.0) as u64,
         top: get("top").is_some_and(|v| v.is_truthy()),
-        bytes: text.to_vec(),
+        bytes,
     };
-    drop(text);
     let (table, text) = wire::encode(read_range(range, MAX_EVENTS));
-    let (table, text) = (
-        js_sys::Uint8Array::from(table.as_slice()),
-        js_sys::Uint8Array::from(text.as_slice()),
-    );
+    let table = js_sys::Uint8Array::from(table.as_slice());
     let msg = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&msg, &"kind".into(), &"partial".into());
     let _ = js_sys::Reflect::set(&msg, &"wire".into(), &table);
-    let _ = js_sys::Reflect::set(&msg, &"text".into(), &text);
-    out.post(
-        &msg,
-        Some(&js_sys::Array::of2(&table.buffer(), &text.buffer())),
-    );
+    let transfer = js_sys::Array::of1(&table.buffer());
+    if send_text {
+        let text = js_sys::Uint8Array::from(text.as_slice());
+        let _ = js_sys::Reflect::set(&msg, &"text".into(), &text);
+        transfer.push(&text.buffer());
+    }
+    out.post(&msg, Some(&transfer));
 }
 
 /// An import worker's warm-up: reads a small synthetic trace in ranges through the same code
@@ -338,7 +429,7 @@ pub fn answer_range(data: &JsValue, out: &dyn Outbox) {
 pub fn warm(out: &dyn Outbox) {
     let start = js_sys::Date::now();
     let spec = jarvis_engine::synth::SynthSpec {
-        steps: 8,
+        steps: 24,
         ..jarvis_engine::synth::SynthSpec::default()
     };
     let (doc, _) = jarvis_engine::synth::trace_bytes(&spec);
