@@ -1,11 +1,13 @@
 // The import workers (crates/worker/src/pool.rs): the main worker cuts a large trace into ranges
 // that a pool of workers reads, and merges what they send back. The page must show exactly what
-// the worker alone shows (?threads=1) and what the CLI computes, for a target and a reference.
+// the worker alone shows (?threads=1) and what the CLI computes, for a target (plain-file
+// slices read by the workers) and a reference (gzip, inflated and cut by the main worker).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { SHARED, startApp, stopApp, openApp, assertLocalOnly, cliTimeline } from './harness.mjs';
+import zlib from 'node:zlib';
+import { OUT, SHARED, startApp, stopApp, openApp, assertLocalOnly, cliTimeline } from './harness.mjs';
 
 const OWL = path.join(SHARED, 'traces', 'tracelens', 'h100_google_owlv2-large-patch14-ensemble__1016001.json.gz');
 const OWL_MI = path.join(SHARED, 'traces', 'tracelens', 'mi300xvf_google_owlv2-large-patch14-ensemble__1016001.json.gz');
@@ -28,17 +30,21 @@ async function overview(page) {
 }
 
 test('import workers read a large trace and its reference to the CLI\'s numbers, as the worker alone does', { skip: !present && !process.env.CI }, async () => {
-  const expected = cliTimeline(OWL);
+  // The target as plain JSON (60 MB): its ranges are slices of the file.
+  const plain = path.join(OUT, 'owlv2_h100.json');
+  fs.writeFileSync(plain, zlib.gunzipSync(fs.readFileSync(OWL)));
+  const expected = cliTimeline(plain);
   const seen = [];
-  for (const threads of [2, 1]) {
+  for (const threads of [3, 1]) {
     const { page, errors, requests } = await openApp(undefined, {}, `?threads=${threads}`);
-    await page.getByTestId('trace-input').setInputFiles(OWL);
+    await page.getByTestId('trace-input').setInputFiles(plain);
     // The reference at once: with the pool, its request waits in the worker until the target is
     // read, then goes through the pool too.
     await page.getByTestId('reference-input').setInputFiles(OWL_MI);
     await page.locator('body[data-complete-ms]').waitFor({ timeout: 120000 });
     const workers = Number(await page.getByTestId('analysis-cost').getAttribute('data-import-workers'));
-    assert.equal(workers, threads === 1 ? 0 : threads, `import workers with ?threads=${threads}`);
+    // ?threads=N: the worker and N - 1 import workers (none for 1).
+    assert.equal(workers, threads - 1, `import workers with ?threads=${threads}`);
     const o = await overview(page);
     assert.deepEqual(o.timeline, expected, `?threads=${threads}`);
     await page.getByTestId('tab-compare').waitFor({ state: 'visible', timeout: 120000 });
@@ -53,4 +59,5 @@ test('import workers read a large trace and its reference to the CLI\'s numbers,
     await page.close();
   }
   assert.deepEqual(seen[0], seen[1]);
+  fs.rmSync(plain, { force: true });
 });

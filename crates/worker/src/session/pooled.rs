@@ -10,6 +10,12 @@ use crate::import::is_bundle;
 use crate::outbox::{send, Outbox};
 use crate::pool::{cores, json_estimate, Pool, PooledImport, MIN_BYTES};
 
+/// Import workers by default only from this many cores. On 2 cores (the only machine measured,
+/// docs/performance.md) the pool was slower than this worker alone: one import worker adds the
+/// messages and the merge to the same work (OWLv2 JSON 0.40 s against 0.22 s), and two share
+/// the cores with this worker (0.31 s). With 4 or more, three or more workers read at once.
+const DEFAULT_MIN_CORES: usize = 4;
+
 /// A trace the pool read.
 pub(super) struct Preloaded {
     pub trace: jarvis_engine::model::Trace,
@@ -24,10 +30,18 @@ pub(super) struct Preloaded {
 }
 
 impl Session {
-    /// The threads an import may use (`{import_threads}`), else the browser's cores: this
-    /// worker (reading, inflating, cutting, merging) and `threads - 1` import workers.
+    /// The threads an import may use (`{import_threads}`): this worker (reading, inflating,
+    /// cutting, merging) and `threads - 1` import workers. Unasked, the browser's cores from
+    /// [`DEFAULT_MIN_CORES`] on, else 1 (this worker alone).
     fn threads(&self) -> usize {
-        self.threads.unwrap_or_else(cores)
+        self.threads.unwrap_or_else(|| {
+            let n = cores();
+            if n >= DEFAULT_MIN_CORES {
+                n
+            } else {
+                1
+            }
+        })
     }
 
     /// Starts the import workers once (only where this session has a link for their replies,
