@@ -9,6 +9,7 @@
 //! Memory grows with the events kept, not with the file: the decompressed text is never held
 //! whole, and no JSON DOM is built.
 
+mod codec;
 pub mod event;
 pub mod framer;
 mod front;

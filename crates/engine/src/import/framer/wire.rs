@@ -1,9 +1,9 @@
-//! The framer's state on the wire (`import::wire`): a range's framer travels with its tables,
+//! The framer's state in `import::codec`'s bytes (for `import::wire`): a range's framer travels with its tables,
 //! because the merge continues from it (`Framer::follow`), mid-event or after the events array
 //! included.
 
 use super::{Capture, Framer, Mode, State, Target};
-use crate::import::wire::{In, Out, WireError};
+use crate::import::codec::{In, Out, WireError};
 
 impl Framer {
     pub(crate) fn write(&self, o: &mut Out) {
