@@ -193,6 +193,8 @@ impl Overview {
             .unwrap_or_default()
             .to_owned();
         let headline = headline_rows(a.get("headline").unwrap_or(&Value::Null));
+        // The reply's figures about the load itself (0 when absent).
+        let num = |k: &str| reply.get(k).and_then(Value::as_f64).unwrap_or(0.0);
         Some(Overview {
             devices,
             workload: a
@@ -256,31 +258,13 @@ impl Overview {
             ops: Vec::new(),
             categories: Vec::new(),
             kernel_table: None,
-            elapsed_ms: reply
-                .get("elapsed_ms")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0),
-            parse_ms: reply.get("parse_ms").and_then(Value::as_f64).unwrap_or(0.0),
-            input_bytes: reply
-                .get("input_bytes")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0),
-            wasm_memory_bytes: reply
-                .get("wasm_memory_bytes")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0),
-            import_workers: reply
-                .get("import_workers")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0),
-            import_split_ms: reply
-                .get("import_split_ms")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0),
-            import_merge_ms: reply
-                .get("import_merge_ms")
-                .and_then(Value::as_f64)
-                .unwrap_or(0.0),
+            elapsed_ms: num("elapsed_ms"),
+            parse_ms: num("parse_ms"),
+            input_bytes: num("input_bytes"),
+            wasm_memory_bytes: num("wasm_memory_bytes"),
+            import_workers: num("import_workers"),
+            import_split_ms: num("import_split_ms"),
+            import_merge_ms: num("import_merge_ms"),
             report_html: String::new(),
             rough_html: String::new(),
             agent_html: String::new(),
