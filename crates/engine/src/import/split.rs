@@ -145,21 +145,17 @@ pub fn plan_cuts<E>(
 ) -> Result<Option<Plan>, E> {
     let block = block.max(1);
     let mut head_len = (1u64 << 20).min(size);
-    let boundary = loop {
+    let (boundary, head) = loop {
         let head = read(0, head_len)?;
         match learn_layout(&head) {
-            Layout::Boundary(b) => break b,
+            Layout::Boundary(b) => break (b, head),
             Layout::Unknown { .. } if head_len < size && head_len < MAX_HEAD as u64 => {
                 head_len = (head_len * 4).min(size);
             }
             _ => return Ok(None),
         }
     };
-    let first = read(0, 64.min(size))?;
-    let top = first
-        .iter()
-        .find(|c| !c.is_ascii_whitespace() && !matches!(c, 0xEF | 0xBB | 0xBF))
-        .is_some_and(|&c| c == b'[');
+    let top = opens_array(&head).unwrap_or(false);
     let n = boundary.needle().len() as u64;
     let mut starts = vec![0];
     let mut pos = block;
@@ -183,6 +179,14 @@ pub fn plan_cuts<E>(
         }
     }
     Ok(Some(Plan { starts, top }))
+}
+
+/// Whether the document is a bare array of events (`[...]`): its first byte that is neither
+/// whitespace nor a byte-order mark is `[`. `None` while `text` holds no such byte.
+fn opens_array(text: &[u8]) -> Option<bool> {
+    text.iter()
+        .find(|c| !c.is_ascii_whitespace() && !matches!(c, 0xEF | 0xBB | 0xBF))
+        .map(|&c| c == b'[')
 }
 
 /// The head of the document must show its second event within this many bytes, or the document
@@ -226,11 +230,7 @@ impl Cutter {
 
     fn push(&mut self, text: &[u8], emit: &mut impl FnMut(Range)) {
         if self.top.is_none() {
-            // The first byte that is neither whitespace nor a byte-order mark opens the document.
-            let first = text
-                .iter()
-                .find(|c| !c.is_ascii_whitespace() && !matches!(c, 0xEF | 0xBB | 0xBF));
-            self.top = first.map(|&c| c == b'[');
+            self.top = opens_array(text);
         }
         self.pending.extend_from_slice(text);
         if self.pending.len() < self.block {

@@ -40,19 +40,6 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    /// Every kind, in declaration order (a kind's index here is its number on the wire).
-    pub const ALL: [EventKind; 9] = [
-        EventKind::CpuOp,
-        EventKind::PythonFunction,
-        EventKind::CudaRuntime,
-        EventKind::CudaDriver,
-        EventKind::Kernel,
-        EventKind::GpuMemcpy,
-        EventKind::GpuMemset,
-        EventKind::UserAnnotation,
-        EventKind::GpuUserAnnotation,
-    ];
-
     /// Maps a Kineto `cat` string (2021 and current schemas) to a kind; `None` for categories
     /// no analysis reads (instant events, overhead markers, ...).
     pub fn from_category(cat: &str) -> Option<EventKind> {
