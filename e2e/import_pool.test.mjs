@@ -45,6 +45,9 @@ test('import workers read a large trace and its reference to the CLI\'s numbers,
     const workers = Number(await page.getByTestId('analysis-cost').getAttribute('data-import-workers'));
     // ?threads=N: the worker and N - 1 import workers (none for 1).
     assert.equal(workers, threads - 1, `import workers with ?threads=${threads}`);
+    const cost = await page.getByTestId('analysis-cost').textContent();
+    assert.match(cost, threads > 1 ? new RegExp(`read by ${threads - 1} import workers`) : /^worker memory/);
+    await page.screenshot({ path: path.join(OUT, `import-pool-threads${threads}.png`) });
     const o = await overview(page);
     assert.deepEqual(o.timeline, expected, `?threads=${threads}`);
     await page.getByTestId('tab-compare').waitFor({ state: 'visible', timeout: 120000 });

@@ -110,7 +110,7 @@ pub fn OverviewView(
                 data-import-split-ms=overview.import_split_ms.to_string() data-import-merge-ms=overview.import_merge_ms.to_string()>
                 {match overview.import_workers as u32 {
                     0 => format!("worker memory {:.0} MB", overview.wasm_memory_bytes / 1e6),
-                    n => format!("read by {n} import workers · worker memory {:.0} MB", overview.wasm_memory_bytes / 1e6),
+                    n => format!("read by {n} import workers · main worker memory {:.0} MB (theirs not counted)", overview.wasm_memory_bytes / 1e6),
                 }}
             </p>
             <h2>"Summary"</h2>

@@ -14,15 +14,15 @@
 //! | `{export: "snapshot", link, images: [[caption, "data:image/png;base64,…"], …]}` | the same, `jarvis_snapshot.html` |
 //! | `{frame: {seq, role, start, end, width, rows, highlight}}` | `{kind: "frame", seq, role, start, end, width, items}` (`items` a transferred `Float32Array`, 6 floats per item: row, x0, x1, class, coverage, name; class 18 (`lanes::HIGHLIGHT_CLASS`) marks where the op row `highlight` runs) |
 //! | `{pick: {seq, role, row, t, tolerance}}`   | `{kind: "pick", seq, role, hit}` (`hit`: lane, name, class, start_ns, dur_ns, op_row, or null) |
-//! | `{import_threads: n}` (the page's `?threads=n`) | nothing; a target or reference trace of 4 MB or more is then read by `n` import workers (1: by this worker alone; default: the browser's core count) |
+//! | `{import_threads: n}` (the page's `?threads=n`, sent right after `ready`) | nothing; a target or reference trace of 4 MB of JSON or more (15× a gzip file's size) is then read by this worker and `n - 1` import workers (1: this worker alone; unset: every core from 4 cores, this worker alone below) |
 //!
 //! Import workers run this same program, started by the main worker (`pool.rs`) at its first
 //! warm-up step or its first large trace; their requests come from it:
 //!
 //! | request                                   | answers                                              |
 //! |-------------------------------------------|------------------------------------------------------|
-//! | `{warm_import: true}` (once it said `ready`) | `warm_import {bytes, worked_ms}` after reading a small synthetic trace in ranges |
-//! | `{import_range: true, seq, offset, top, text}` (`text` a transferred `Uint8Array`: a range of the trace's text cut at an event boundary) | `{kind: "partial", wire, text}` (the range's tables in `import::wire`'s form and its text, both transferred), or `{kind: "partial", message}` |
+//! | `{warm_import: true}` (once it said `ready`) | `warm_import {bytes, worked_ms}` after reading the warm-up's synthetic trace in ranges |
+//! | `{import_range: true, import, seq, offset, top, text \| file}` (`text` a transferred `Uint8Array`: a range of inflated text cut at an event boundary; `file` a `Blob` slice of a plain trace, read by the import worker itself) | `{kind: "partial", import, wire[, text]}` (the range's tables in `import::wire`'s form, and its text when it came as `text`; transferred), or `{kind: "partial", import, message}` |
 //!
 //! While import workers read a trace, the main worker answers no other request: those that come
 //! meanwhile are answered in order once the trace is read.

@@ -1,18 +1,23 @@
-//! The import workers: the main worker cuts a trace's text into ranges at event boundaries
-//! (`split`), hands them to a pool of workers running this same program, and merges their
-//! partial reads (`merge`) into the trace a serial import gives.
+//! The import workers: the main worker splits a trace into ranges that start where an event
+//! starts, hands them to a pool of workers running this same program, and merges their partial
+//! reads (`merge`) into the trace a serial import gives.
 //!
 //! The page's workers share no memory: a static host cannot send the headers that would allow
-//! `SharedArrayBuffer`. So a range's text goes to its worker as a transferred buffer, and comes
-//! back, with the range's tables in their wire form (`import::wire`), the same way; the merge
-//! needs the text again only when a cut turns out not to be an event boundary.
+//! `SharedArrayBuffer`. A plain `.json` is planned from small windows of the file
+//! (`split::plan_cuts`) and each worker reads its own slice of the `File`, so the text never
+//! passes through the main worker; gzip is inflated and cut here (`split::Splitter`) and each
+//! range's text goes to its worker as a transferred buffer. The range's tables come back in
+//! their wire form (`import::wire`, transferred), with the text only when it was sent; the merge
+//! needs the text again only when a cut turns out not to be an event boundary (read again from
+//! the file for a plain trace).
 //!
-//! The main worker only reads the file, inflates gzip and merges, and hands out at most
-//! [`IN_FLIGHT`] ranges per worker at a time, so the text waiting in messages stays a few
-//! ranges per worker. The import is driven by the workers' replies: the main worker returns to
-//! its event loop between them, and requests from the page that come meanwhile wait for the
-//! import's end (`Session::held`). A worker that fails to start leaves the import to the
-//! others; with none left, the file is read again on the main worker alone.
+//! At most [`IN_FLIGHT`] ranges per worker are handed out at a time, so the text waiting in
+//! messages stays a few ranges per worker. The import is driven by the workers' replies: the
+//! main worker returns to its event loop between them, and requests from the page that come
+//! meanwhile wait for the import's end (`Session::held`). Every range carries its import's
+//! number, so a late reply to an import that ended in an error is not merged into the next. A
+//! worker that fails during an import ends the pool: the trace is read again on the main worker
+//! alone, and so are later ones.
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -112,7 +117,7 @@ impl Pool {
 
     /// Hands `job` to the ready worker with the fewest ranges in flight, if one has room;
     /// gives it back otherwise.
-    fn send(&mut self, job: Job) -> Result<(), Job> {
+    fn send(&mut self, job: Job, import: u32) -> Result<(), Job> {
         let Some(m) = (self.members.iter_mut())
             .filter(|m| m.ready && m.in_flight < IN_FLIGHT)
             .min_by_key(|m| m.in_flight)
@@ -124,6 +129,7 @@ impl Pool {
             let _ = js_sys::Reflect::set(&msg, &k.into(), v);
         };
         set("import_range", &true.into());
+        set("import", &import.into());
         let posted = match &job {
             Job::Text(range) => {
                 // A copy in the worker's memory: `range` stays here until the post succeeds.
@@ -161,9 +167,19 @@ impl Pool {
         Ok(())
     }
 
-    fn answered(&mut self, i: usize) {
+    /// Worker `i` answered a range.
+    pub fn answered(&mut self, i: usize) {
         if let Some(m) = self.members.get_mut(i) {
             m.in_flight = m.in_flight.saturating_sub(1);
+        }
+    }
+}
+
+impl Drop for Pool {
+    /// The workers go with the pool (a worker's own workers are not ended with its handle).
+    fn drop(&mut self) {
+        for m in &self.members {
+            m.worker.terminate();
         }
     }
 }
@@ -184,6 +200,8 @@ enum Job {
 
 /// An import spread over the pool, driven by its workers' replies.
 pub struct PooledImport {
+    /// Its number: replies carry it, so a late one of an earlier import is told apart.
+    pub id: u32,
     /// The page's request it answers (handled again with the trace once read).
     pub request: JsValue,
     pub role: String,
@@ -207,31 +225,38 @@ pub struct PooledImport {
     pub merge_ms: f64,
 }
 
-/// Whether `file` is gzip-compressed, from its first bytes.
-pub fn is_gzip(file: &Blob) -> Result<bool, String> {
-    Ok(read_bytes(&reader()?, file, 0.0, file.size().min(2.0))?
-        == jarvis_engine::import::inflate::GZIP_MAGIC)
+/// The first bytes of `file`: enough to tell what it is (`import::sniff`).
+pub fn head(file: &Blob) -> Result<Vec<u8>, String> {
+    read_bytes(&reader()?, file, 0.0, file.size().min(64.0))
+}
+
+/// What `file` is, from its `head`.
+fn sniffed(head: &[u8], file: &Blob) -> Option<Sniffed> {
+    sniff(head, head.len() as f64 >= file.size())
 }
 
 /// About how much JSON `file` holds (Kineto's JSON compresses about 15-fold).
-pub fn json_estimate(file: &Blob) -> Result<f64, String> {
-    Ok(if is_gzip(file)? {
-        file.size() * 15.0
-    } else {
-        file.size()
-    })
+pub fn json_estimate(head: &[u8], file: &Blob) -> f64 {
+    match sniffed(head, file) {
+        Some(Sniffed::Gzip) => file.size() * 15.0,
+        _ => file.size(),
+    }
 }
 
 impl PooledImport {
-    pub fn new(request: JsValue, file: Blob, role: &str, threads: usize) -> Result<Self, String> {
+    /// Import number `id` of `file`, whose first bytes are `head`.
+    pub fn new(
+        (id, request): (u32, JsValue),
+        (file, head): (Blob, &[u8]),
+        role: &str,
+        threads: usize,
+    ) -> Result<Self, String> {
         let started = js_sys::Date::now();
-        let gzip = is_gzip(&file)?;
+        let kind = sniffed(head, &file);
         let size = file.size() as u64;
-        let block = block_size(size, gzip, threads);
+        let block = block_size(size, kind == Some(Sniffed::Gzip), threads);
         let reader = reader()?;
-        let head = read_bytes(&reader, &file, 0.0, file.size().min(64.0))?;
-        let plain = !gzip && sniff(&head, head.len() as u64 == size) == Some(Sniffed::Json);
-        let plan = if plain {
+        let plan = if kind == Some(Sniffed::Json) {
             plan_cuts(size, block as u64, &mut |a, b| {
                 read_bytes(&reader, &file, a as f64, b as f64)
             })?
@@ -258,6 +283,7 @@ impl PooledImport {
             });
         }
         Ok(PooledImport {
+            id,
             request,
             role: role.to_owned(),
             started,
@@ -279,7 +305,7 @@ impl PooledImport {
     pub fn pump(&mut self, pool: &mut Pool, out: &dyn Outbox) -> Result<(), String> {
         loop {
             while let Some(r) = self.waiting.pop_front() {
-                if let Err(r) = pool.send(r) {
+                if let Err(r) = pool.send(r, self.id) {
                     self.waiting.push_front(r);
                     return Ok(());
                 }
@@ -381,10 +407,14 @@ impl PooledImport {
     }
 }
 
-/// An import worker's job: reads the range in `data` and answers with its tables and text
-/// (both transferred), or `{kind: "partial", message}`.
+/// An import worker's job: reads the range in `data` and answers with its tables (and its text
+/// when it came as text; both transferred), or `{kind: "partial", message}`; either carries the
+/// request's `import` number.
 pub fn answer_range(data: &JsValue, out: &dyn Outbox) {
     let get = |k: &str| js_sys::Reflect::get(data, &k.into()).ok();
+    let msg = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&msg, &"kind".into(), &"partial".into());
+    let _ = js_sys::Reflect::set(&msg, &"import".into(), &get("import").unwrap_or_default());
     let text = get("text").and_then(|v| v.dyn_into::<js_sys::Uint8Array>().ok());
     let slice = get("file").and_then(|v| v.dyn_into::<Blob>().ok());
     // A slice of the file is read here; its text is not sent back (the main worker can read
@@ -400,7 +430,8 @@ pub fn answer_range(data: &JsValue, out: &dyn Outbox) {
     let bytes = match bytes {
         Ok(b) => b,
         Err(message) => {
-            send(out, json!({"kind": "partial", "message": message}));
+            let _ = js_sys::Reflect::set(&msg, &"message".into(), &message.into());
+            out.post(&msg, None);
             return;
         }
     };
@@ -412,8 +443,6 @@ pub fn answer_range(data: &JsValue, out: &dyn Outbox) {
     };
     let (table, text) = wire::encode(read_range(range, MAX_EVENTS));
     let table = js_sys::Uint8Array::from(table.as_slice());
-    let msg = js_sys::Object::new();
-    let _ = js_sys::Reflect::set(&msg, &"kind".into(), &"partial".into());
     let _ = js_sys::Reflect::set(&msg, &"wire".into(), &table);
     let transfer = js_sys::Array::of1(&table.buffer());
     if send_text {

@@ -50,14 +50,16 @@ pub struct Session {
     warmup: Option<crate::warmup::Warmup>,
     /// The warm-up is complete (later `{warm}` requests are answered at once).
     warmed: bool,
-    /// Import workers for a target or reference trace (`{import_threads: n}`; default the
-    /// browser's core count; 1: none, the file is read here).
+    /// Threads for reading a target or reference trace (`{import_threads: n}`: this worker and
+    /// n - 1 import workers; 1: this worker alone; unset: `pooled::threads`'s default).
     threads: Option<usize>,
     /// How the pool's workers reach this session (set by `run`; tests have none: no pool).
     link: Option<crate::pool::Link>,
     pool: Option<crate::pool::Pool>,
     /// A trace being read by the pool.
     importing: Option<crate::pool::PooledImport>,
+    /// Pooled imports started so far (the last one's number).
+    imports: u32,
     /// Requests that came while the pool was reading, answered in order after it.
     held: std::collections::VecDeque<JsValue>,
     /// The trace the pool read, for the request that asked for it (handled again once the

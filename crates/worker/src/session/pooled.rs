@@ -6,9 +6,8 @@ use wasm_bindgen::prelude::*;
 use web_sys::Blob;
 
 use super::Session;
-use crate::import::is_bundle;
 use crate::outbox::{send, Outbox};
-use crate::pool::{cores, json_estimate, Pool, PooledImport, MIN_BYTES};
+use crate::pool::{cores, head, json_estimate, Pool, PooledImport, MIN_BYTES};
 
 /// Import workers by default only from this many cores. On 2 cores (the only machine measured,
 /// docs/performance.md) the pool was slower than this worker alone: one import worker adds the
@@ -66,7 +65,12 @@ impl Session {
         role: &str,
         out: &dyn Outbox,
     ) -> Result<bool, String> {
-        if self.threads() < 2 || is_bundle(file)? || json_estimate(file)? < MIN_BYTES {
+        if self.threads() < 2 {
+            return Ok(false);
+        }
+        let head = head(file)?;
+        let bundle = jarvis_engine::report::reopen::looks_like_zip(&head);
+        if bundle || json_estimate(&head, file) < MIN_BYTES {
             return Ok(false);
         }
         self.ensure_pool();
@@ -78,7 +82,13 @@ impl Session {
         let Some(pool) = self.pool.as_mut().filter(|p| p.alive() > 0) else {
             return Ok(false);
         };
-        let mut import = PooledImport::new(request.clone(), file.clone(), role, threads)?;
+        self.imports += 1;
+        let mut import = PooledImport::new(
+            (self.imports, request.clone()),
+            (file.clone(), &head),
+            role,
+            threads,
+        )?;
         import.pump(pool, out)?;
         self.importing = Some(import);
         Ok(true)
@@ -91,8 +101,9 @@ impl Session {
         };
         let Some(data) = data else {
             pool.failed(i);
-            if pool.alive() == 0 {
-                // No worker left: the file is read here, from the start.
+            // Its ranges in flight are lost: a failure during an import (or of every worker)
+            // ends the pool, and the file is read here, from the start.
+            if self.importing.is_some() || pool.alive() == 0 {
                 self.pool = None;
                 self.threads = Some(1);
                 if let Some(import) = self.importing.take() {
@@ -123,7 +134,13 @@ impl Session {
         if kind.as_deref() != Some("partial") {
             return;
         }
-        let Some(import) = self.importing.as_mut() else {
+        // A late reply to an import that already ended (in an error) is not this one's.
+        let number = js_sys::Reflect::get(&data, &"import".into())
+            .ok()
+            .and_then(|n| n.as_f64());
+        let Some(import) = (self.importing.as_mut()).filter(|im| number == Some(f64::from(im.id)))
+        else {
+            pool.answered(i);
             return;
         };
         let Some(read) = import.answer(pool, i, &data, out) else {
