@@ -461,3 +461,45 @@ fn threads_change_nothing_but_the_time() {
         }
     }
 }
+
+/// A plain file is read in ranges planned from windows of it, each thread reading its own from
+/// the file; a plan that cut inside an event (a string holding the writer's separator) has that
+/// range read again from the file, and the report is the serial one.
+#[test]
+fn planned_ranges_cut_at_a_look_alike_are_read_again_from_the_file() {
+    let dir = scratch("planned");
+    let trace = dir.join("t.json");
+    // ~3.6 MB of compact JSON (ranges of 1 MiB); every op's args end in a string holding `},{`,
+    // the separator this layout is cut at, so most planned cuts land inside an event.
+    let events: Vec<String> = (0..12_000)
+        .map(|i| {
+            let ts = 1_000 + 10 * i;
+            format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":{ts},"dur":5,"args":{{"Input Dims":[[64,64],[64,64]],"pad":"{}","note":"a}},{{b"}}}}"#,
+                "x".repeat(200)
+            )
+        })
+        .collect();
+    let doc = format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
+    std::fs::write(&trace, doc).expect("writes");
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    let mut summaries = Vec::new();
+    for threads in ["1", "2"] {
+        let out = run_ok(&[
+            os("report"),
+            trace.as_os_str(),
+            os("--no-files"),
+            os("--threads"),
+            std::ffi::OsStr::new(threads),
+            os("--timings"),
+        ]);
+        let timings = String::from_utf8_lossy(&out.stderr).into_owned();
+        if threads == "2" {
+            assert!(timings.contains("4 ranges"), "{timings}");
+            assert!(timings.contains("read again"), "{timings}");
+        }
+        summaries.push(String::from_utf8_lossy(&out.stdout).into_owned());
+    }
+    assert!(summaries[0].contains("12000 CPU ops"), "{}", summaries[0]);
+    assert_eq!(summaries[0], summaries[1]);
+}

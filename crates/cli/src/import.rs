@@ -1,19 +1,23 @@
 //! Reading a trace file into the engine: serially, or on several threads (the engine stays
-//! thread-free; the threads live here). One thread reads the file (and inflates gzip) and cuts
-//! the text into ranges (`import::split`); worker threads read ranges into partial tables
-//! (`import::merge::read_range`); one thread merges them in order while the others still read.
+//! thread-free; the threads live here). A plain JSON file is cut where a plan from small
+//! windows of it says (`split::plan_cuts`): each thread reads its next range straight from the
+//! file into a buffer it keeps and parses it into partial tables (`merge::read_text`), and this
+//! thread merges them in order while the others still read. A gzip file (or a plain one without
+//! a layout to plan from) is inflated and cut by one thread (`split::Splitter`) while the others
+//! parse what it has cut.
 
-use std::fs;
-use std::io::Read;
+use std::fs::{self, File};
+use std::io::{self, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, sync_channel};
 use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{anyhow, Context, Result};
-use jarvis_engine::import::merge::{read_range, Merger};
-use jarvis_engine::import::split::Splitter;
-use jarvis_engine::import::MAX_EVENTS;
+use jarvis_engine::import::merge::{read_range, read_text, Merger};
+use jarvis_engine::import::split::{plan_cuts, Plan, SplitEnd, Splitter};
+use jarvis_engine::import::{sniff, Sniffed, MAX_EVENTS};
 use jarvis_engine::model::Trace;
 use jarvis_engine::Importer;
 
@@ -42,10 +46,10 @@ pub fn default_threads() -> usize {
 pub fn import(path: &Path, threads: usize) -> Result<(Trace, ImportStats)> {
     let start = Instant::now();
     let what = || format!("{} is not a usable trace", path.display());
-    let mut file =
-        fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let mut read = |buf: &mut [u8]| {
-        file.read(buf)
+    let file = File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let read = |buf: &mut [u8]| {
+        (&file)
+            .read(buf)
             .with_context(|| format!("cannot read {}", path.display()))
     };
     if threads <= 1 {
@@ -63,6 +67,15 @@ pub fn import(path: &Path, threads: usize) -> Result<(Trace, ImportStats)> {
             threads: 1,
             ranges: 1,
             reread: 0,
+            seconds: start.elapsed().as_secs_f64(),
+        };
+        return Ok((trace, stats));
+    }
+    if let Some((trace, ranges)) = planned(&file, threads).with_context(what)? {
+        let stats = ImportStats {
+            threads,
+            ranges: ranges.0,
+            reread: ranges.1,
             seconds: start.elapsed().as_secs_f64(),
         };
         return Ok((trace, stats));
@@ -135,4 +148,107 @@ pub fn import(path: &Path, threads: usize) -> Result<(Trace, ImportStats)> {
         seconds: start.elapsed().as_secs_f64(),
     };
     Ok((trace, stats))
+}
+
+/// Reads a plain JSON file in the ranges `split::plan_cuts` plans from windows of it, each
+/// thread reading its next range from the file itself; `None` for gzip, or a document without a
+/// layout to plan from (the splitter's pipeline reads those). Returns the trace and (ranges,
+/// ranges read again).
+fn planned(file: &File, threads: usize) -> Result<Option<(Trace, (u32, u32))>> {
+    let size = file.metadata()?.len();
+    let mut head = vec![0u8; size.min(64) as usize];
+    read_exact_at(file, &mut head, 0)?;
+    if sniff(&head, head.len() as u64 >= size) != Some(Sniffed::Json) {
+        return Ok(None);
+    }
+    let block = jarvis_engine::import::split::block_size(size, false, threads) as u64;
+    let Some(plan) = plan_cuts(size, block, &mut |from, to| read_span(file, from, to))? else {
+        return Ok(None);
+    };
+    let Plan { starts, top } = &plan;
+    let span = |i: usize| (starts[i], starts.get(i + 1).copied().unwrap_or(size));
+    // Threads take ranges in order, so partials arrive about in order and few wait to merge.
+    let next = AtomicUsize::new(0);
+    let (part_tx, part_rx) = channel();
+    let merged = std::thread::scope(|s| {
+        for _ in 0..threads {
+            let part_tx = part_tx.clone();
+            let next = &next;
+            s.spawn(move || {
+                // One buffer per thread, reused: a fresh one per range costs its page faults.
+                let mut buf = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= starts.len() {
+                        break;
+                    }
+                    let (from, to) = span(i);
+                    let part = read_into(file, from, to, &mut buf)
+                        .map(|()| read_text(i as u32, from, *top, &buf, MAX_EVENTS));
+                    if part_tx.send(part).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(part_tx);
+        let mut merger = Merger::new(MAX_EVENTS);
+        let mut failed = None;
+        for part in part_rx {
+            // A range read again (its cut was not an event boundary) is read from the file.
+            let mut text = |seq: u32| {
+                let (from, to) = span(seq as usize);
+                read_span(file, from, to).unwrap_or_else(|e| {
+                    failed = Some(e);
+                    Vec::new()
+                })
+            };
+            merger.push_fetching(part?, &mut text);
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(merger),
+        }
+    })?;
+    let reread = merged.reread;
+    let end = SplitEnd {
+        ranges: starts.len() as u32,
+        input_bytes: size,
+        ..SplitEnd::default()
+    };
+    let trace = merged.finish(end)?;
+    Ok(Some((trace, (starts.len() as u32, reread))))
+}
+
+/// Bytes `from..to` of `file`.
+fn read_span(file: &File, from: u64, to: u64) -> io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    read_into(file, from, to, &mut buf)?;
+    Ok(buf)
+}
+
+/// Bytes `from..to` of `file` into `buf` (resized to fit).
+fn read_into(file: &File, from: u64, to: u64, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.resize((to - from) as usize, 0);
+    read_exact_at(file, buf, from)
+}
+
+/// Fills `buf` from byte `offset` of `file` without moving a shared cursor, so threads read
+/// their own ranges of one handle.
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Result<()> {
+    while !buf.is_empty() {
+        #[cfg(unix)]
+        let n = std::os::unix::fs::FileExt::read_at(file, buf, offset)?;
+        #[cfg(windows)]
+        let n = std::os::windows::fs::FileExt::seek_read(file, buf, offset)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the file got shorter while it was read",
+            ));
+        }
+        buf = &mut buf[n..];
+        offset += n as u64;
+    }
+    Ok(())
 }

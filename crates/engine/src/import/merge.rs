@@ -38,25 +38,30 @@ impl Partial {
 
 /// Reads one range into its own tables (`max_events`: the import's event limit).
 pub fn read_range(range: Range, max_events: u64) -> Partial {
-    let mut reader = if range.seq == 0 {
+    let mut partial = read_text(range.seq, range.offset, range.top, &range.bytes, max_events);
+    partial.bytes = range.bytes;
+    partial
+}
+
+/// Reads the text of range `seq` (starting at byte `offset`; `top`: the document is a bare
+/// array) into its own tables, without keeping the text: for a host that can read it again
+/// (from the file) if the merge asks ([`Merger::push_fetching`]), and that reuses its buffer.
+pub fn read_text(seq: u32, offset: u64, top: bool, text: &[u8], max_events: u64) -> Partial {
+    let mut reader = if seq == 0 {
         Reader::new(max_events)
     } else {
         let builder = TraceBuilder {
             local: Some(Vec::new()),
             ..TraceBuilder::default()
         };
-        Reader::with(
-            Framer::resume_in_events(range.offset, range.top),
-            builder,
-            max_events,
-        )
+        Reader::with(Framer::resume_in_events(offset, top), builder, max_events)
     };
-    let error = reader.framer.feed(&range.bytes, &mut reader.builder).err();
+    let error = reader.framer.feed(text, &mut reader.builder).err();
     Partial {
-        seq: range.seq,
+        seq,
         reader,
         error,
-        bytes: range.bytes,
+        bytes: Vec::new(),
     }
 }
 

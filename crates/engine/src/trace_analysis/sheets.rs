@@ -251,8 +251,9 @@ fn category_tables(ctx: &category_sheets::SheetContext<'_>, p: Option<&Platform>
     } else {
         DEFAULT_SHEETS
     };
+    let ops = category_sheets::FamilyOps::of_trace(trace, ctx.registry);
     for &(family, sheet) in families {
-        let rows = category_sheets::perf_rows(ctx, family, sheet, &mut unmodelled);
+        let rows = category_sheets::perf_rows(ctx, &ops, family, sheet, &mut unmodelled);
         if rows.is_empty() {
             continue;
         }
