@@ -1,27 +1,29 @@
-//! The engine's [`Fork`] on native threads: the two sides of a join run at once while a thread
-//! is free, so `--threads N` means at most N threads busy, however the joins nest.
-
-use std::sync::atomic::{AtomicUsize, Ordering};
+//! The engine's [`Fork`] on native threads: a work-stealing pool of `--threads N` threads
+//! (rayon), so every join the analysis nests can run beside the others whenever a thread is
+//! free, not only when one was free at the moment the join began. The engine stays thread-free:
+//! it only says which work is independent of which.
 
 use jarvis_engine::fork::Fork;
 
-/// At most `n` threads at once (the caller's included).
+/// At most `n` threads at once: a join from outside the pool waits for the pool, and the joins
+/// nested in it run on the pool's threads.
 pub struct Threads {
-    spare: AtomicUsize,
+    /// `None` for one thread: the caller's, as in the serial build (a pool thread would
+    /// allocate from its own heap arena, beside the one the import filled).
+    pool: Option<rayon::ThreadPool>,
 }
 
 impl Threads {
     pub fn new(n: usize) -> Threads {
-        Threads {
-            spare: AtomicUsize::new(n.saturating_sub(1)),
-        }
-    }
-
-    /// Takes a spare thread, if there is one.
-    fn take(&self) -> bool {
-        self.spare
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
-            .is_ok()
+        let pool = (n > 1).then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(|i| format!("jarvis-analysis-{i}"))
+                .build()
+                // Only fails when the system cannot start a thread at all.
+                .expect("starts the analysis threads")
+        });
+        Threads { pool }
     }
 }
 
@@ -31,19 +33,10 @@ impl Fork for Threads {
         a: impl FnOnce() -> A + Send,
         b: impl FnOnce() -> B + Send,
     ) -> (A, B) {
-        if !self.take() {
-            return (a(), b());
-        }
-        let out = std::thread::scope(|s| {
-            let other = s.spawn(b);
-            let first = a();
-            other.join().map(|second| (first, second))
-        });
-        self.spare.fetch_add(1, Ordering::AcqRel);
-        match out {
-            Ok(both) => both,
-            // A panic on the other side is the same bug as one on this side: pass it on.
-            Err(payload) => std::panic::resume_unwind(payload),
+        match &self.pool {
+            // A panic on either side is passed on.
+            Some(pool) => pool.join(a, b),
+            None => (a(), b()),
         }
     }
 }

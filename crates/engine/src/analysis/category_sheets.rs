@@ -190,8 +190,11 @@ pub fn perf_rows(
     let trace = ctx.trace;
     let backward_sheet = sheet.ends_with("_bwd");
     let mut out = Vec::new();
-    for &(id, class) in ops.of(family) {
+    for &id in ops.of(family) {
         let e = trace.event(id);
+        let Some(class) = ops.class(e.name) else {
+            continue;
+        };
         let name = trace.name(e);
         let backward = if sheet_holds(sheet, name) {
             false
@@ -227,12 +230,15 @@ pub fn perf_rows(
     out
 }
 
-/// The CPU ops of each model family (the registry's `sheet`), in file order, with their model
-/// class: found in one pass over the trace, so a sheet reads only its own ops (scanning every
-/// event per sheet cost ~20 ms a sheet on a million-op trace, most of them empty).
+/// The CPU ops of each model family (the registry's `sheet`), in file order, with each op
+/// name's model class: found in one pass over the trace, so a sheet reads only its own ops
+/// (scanning every event per sheet cost ~20 ms a sheet on a million-op trace, most of them
+/// empty).
 #[derive(Debug, Default)]
 pub struct FamilyOps {
-    by_family: FxHashMap<&'static str, Vec<(EventId, &'static str)>>,
+    /// Op name → (family, model class), for the names that have a model.
+    modelled: FxHashMap<StrId, (&'static str, &'static str)>,
+    by_family: FxHashMap<&'static str, Vec<EventId>>,
 }
 
 impl FamilyOps {
@@ -240,8 +246,7 @@ impl FamilyOps {
         // The registry answer per op name, looked up once per name rather than once per op.
         let mut by_name: FxHashMap<StrId, Option<(&'static str, &'static str)>> =
             FxHashMap::default();
-        let mut by_family: FxHashMap<&'static str, Vec<(EventId, &'static str)>> =
-            FxHashMap::default();
+        let mut by_family: FxHashMap<&'static str, Vec<EventId>> = FxHashMap::default();
         for (i, e) in trace.events.iter().enumerate() {
             if e.kind != EventKind::CpuOp {
                 continue;
@@ -250,19 +255,28 @@ impl FamilyOps {
                 let info = registry.get(trace.name(e))?;
                 Some((info.sheet?, info.model_class?))
             });
-            if let Some((family, class)) = modelled {
-                by_family
-                    .entry(family)
-                    .or_default()
-                    .push((EventId(i as u32), class));
+            if let Some((family, _)) = modelled {
+                by_family.entry(family).or_default().push(EventId(i as u32));
             }
         }
-        FamilyOps { by_family }
+        let modelled = by_name
+            .into_iter()
+            .filter_map(|(name, m)| Some((name, m?)))
+            .collect();
+        FamilyOps {
+            modelled,
+            by_family,
+        }
     }
 
     /// The ops of `family` in file order (none for a family the trace does not run).
-    pub fn of(&self, family: &str) -> &[(EventId, &'static str)] {
+    pub fn of(&self, family: &str) -> &[EventId] {
         self.by_family.get(family).map_or(&[], Vec::as_slice)
+    }
+
+    /// The model class of an op of one of the families.
+    fn class(&self, name: StrId) -> Option<&'static str> {
+        self.modelled.get(&name).map(|m| m.1)
     }
 }
 
@@ -279,6 +293,15 @@ impl Unmodelled {
         let slot = self.by_op.entry((name, reason)).or_insert((0, 0.0, uid));
         slot.0 += 1;
         slot.1 += kernel_us;
+    }
+
+    /// Adds the ops of sheets that come after this one's (the first instance's UID stays).
+    pub fn absorb(&mut self, later: Unmodelled) {
+        for (key, (n, kernel_us, uid)) in later.by_op {
+            let slot = self.by_op.entry(key).or_insert((0, 0.0, uid));
+            slot.0 += n;
+            slot.1 += kernel_us;
+        }
     }
 }
 

@@ -85,16 +85,41 @@ impl CallTree {
     /// (TraceLens's `add_python_func`, which its inference report always sets), so an op's
     /// `nn.Module` frames are its ancestors.
     pub fn build_with(trace: &mut Trace, python: bool) -> CallTree {
+        CallTree::build_on(trace, python, &crate::fork::Serial)
+    }
+
+    /// [`CallTree::build_with`], nesting the host events and linking the GPU events (which
+    /// read nothing of each other's) as `fork` can.
+    pub fn build_on(trace: &mut Trace, python: bool, fork: &impl crate::fork::Fork) -> CallTree {
         let n = trace.events.len();
+        let (nested, links) = {
+            let t: &Trace = trace;
+            fork.join(|| nest_host_events(t, python), || gpu_links(t))
+        };
         let mut tree = CallTree {
             parent: vec![NO_PARENT; n],
-            in_tree: vec![false; n],
-            link_by_correlation: true,
+            in_tree: trace.events.iter().map(|e| hosts(e.kind, python)).collect(),
+            link_by_correlation: links.by_correlation,
             ..CallTree::default()
         };
-        let mut edges: Vec<(u32, u32)> = Vec::new();
-        tree.nest_host_events(trace, python, &mut edges);
-        tree.link_gpu_events(trace, &mut edges);
+        // Host edges first, then launches: a runtime call's driver calls come before its
+        // kernels among its children, as when one pass found both.
+        let mut edges = nested.edges;
+        tree.cpu_roots = nested.cpu_roots;
+        for ex in nested.examples {
+            trace.diagnostics.add(K::OverlappingHostEvents, 0, Some(ex));
+        }
+        if nested.overhang > 0 {
+            trace
+                .diagnostics
+                .add(K::OverlappingHostEvents, nested.overhang, None);
+        }
+        edges.extend_from_slice(&links.edges);
+        // Later links win, as TraceLens's map does.
+        for &(p, c) in &edges {
+            tree.parent[c as usize] = p;
+        }
+        tree.note_links(trace, links);
         tree.index_children(n, &edges);
         tree.index_preorder(trace);
         tree
@@ -136,166 +161,18 @@ impl CallTree {
         self.gpu_preorder = gpu;
     }
 
-    fn nest_host_events(&mut self, trace: &mut Trace, python: bool, edges: &mut Vec<(u32, u32)>) {
-        let mut order: Vec<u32> = (0..trace.events.len() as u32)
-            .filter(|&i| match trace.events[i as usize].kind {
-                EventKind::CpuOp | EventKind::CudaRuntime | EventKind::CudaDriver => true,
-                EventKind::PythonFunction => python,
-                _ => false,
-            })
-            .collect();
-        order.sort_by_key(|&i| trace.events[i as usize].ts);
-        struct LaneStack {
-            stack: Vec<u32>,
-            cpu_ops: usize,
-        }
-        let mut stacks: HashMap<LaneId, LaneStack> = HashMap::default();
-        let mut overhang = 0u64;
-        for &i in &order {
-            let e = &trace.events[i as usize];
-            let (ts, end) = (e.ts, e.end());
-            let st = stacks.entry(e.lane).or_insert(LaneStack {
-                stack: Vec::new(),
-                cpu_ops: 0,
-            });
-            self.in_tree[i as usize] = true;
-            while let Some(&top) = st.stack.last() {
-                if ts >= trace.events[top as usize].end() {
-                    st.stack.pop();
-                    if trace.events[top as usize].kind == EventKind::CpuOp {
-                        st.cpu_ops -= 1;
-                    }
-                } else {
-                    break;
-                }
-            }
-            if let Some(&top) = st.stack.last() {
-                let top_end = trace.events[top as usize].end();
-                if end > top_end {
-                    if top_end - ts < BLEED_TOLERANCE && st.stack.len() >= 2 {
-                        st.stack.pop();
-                        if trace.events[top as usize].kind == EventKind::CpuOp {
-                            st.cpu_ops -= 1;
-                        }
-                    } else {
-                        overhang += 1;
-                        if overhang <= 5 {
-                            let ex = format!(
-                                "event {} ({}) overhangs event {} by {} ns",
-                                e.uid,
-                                trace.strings.get(e.name),
-                                trace.events[top as usize].uid,
-                                end - top_end
-                            );
-                            trace.diagnostics.add(K::OverlappingHostEvents, 0, Some(ex));
-                        }
-                        continue;
-                    }
-                }
-            }
-            if let Some(&top) = st.stack.last() {
-                self.parent[i as usize] = top;
-                edges.push((top, i));
-            }
-            st.stack.push(i);
-            if e.kind == EventKind::CpuOp {
-                if st.cpu_ops == 0 {
-                    self.cpu_roots.push(EventId(i));
-                }
-                st.cpu_ops += 1;
-            }
-        }
-        if overhang > 0 {
-            trace
-                .diagnostics
-                .add(K::OverlappingHostEvents, overhang, None);
-        }
-    }
-
-    fn link_gpu_events(&mut self, trace: &mut Trace, edges: &mut Vec<(u32, u32)>) {
-        // TraceLens picks the linking arg from the first launch-like runtime call.
-        let first_launch = trace.events.iter().find(|e| {
-            e.kind.is_runtime()
-                && trace
-                    .strings
-                    .get(e.name)
-                    .to_ascii_lowercase()
-                    .contains("launch")
-        });
-        self.link_by_correlation = first_launch.is_none_or(|e| e.correlation().is_some());
-        let by_corr = self.link_by_correlation;
-        let link_of = |e: &super::Event| {
-            if by_corr {
-                e.correlation()
-            } else {
-                e.external_id()
-            }
-        };
-
-        // GPU events by (link id, lane, file index): a sorted table instead of a hash map keeps
-        // this at 16 bytes per GPU event. TraceLens keys its map by (pid, tid, id), last one wins.
-        let mut gpu_by_link: Vec<(i64, LaneId, u32)> = trace
-            .events
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.kind.is_gpu())
-            .filter_map(|(i, e)| link_of(e).map(|l| (l, e.lane, i as u32)))
-            .collect();
-        gpu_by_link.sort_unstable();
-        let range_of = |link: i64| -> &[(i64, LaneId, u32)] {
-            let lo = gpu_by_link.partition_point(|x| x.0 < link);
-            let hi = gpu_by_link.partition_point(|x| x.0 <= link);
-            &gpu_by_link[lo..hi]
-        };
+    /// Records how the GPU events were linked ([`gpu_links`]; the links already applied) and
+    /// what the trace's diagnostics say about it.
+    fn note_links(&mut self, trace: &mut Trace, links: Links) {
+        let Links {
+            graph_launches,
+            graph_events,
+            flowless_links,
+            skewed,
+            skew_examples,
+            ..
+        } = links;
         let flowless = trace.flows.is_empty();
-        let (mut graph_launches, mut graph_events, mut flowless_links) = (0u64, 0u64, 0u64);
-        let mut targets: Vec<u32> = Vec::new();
-        let (mut skewed, mut skew_examples) = (0u64, Vec::new());
-        for r in 0..trace.events.len() {
-            let e = &trace.events[r];
-            if !e.kind.is_runtime() {
-                continue;
-            }
-            let Some(link) = link_of(e) else { continue };
-            targets.clear();
-            if is_graph_launch(trace.strings.get(e.name)) {
-                // Every GPU event of the replayed graph shares the launch's id, in file order.
-                let mut all: Vec<u32> = range_of(link).iter().map(|x| x.2).collect();
-                all.sort_unstable();
-                graph_launches += 1;
-                graph_events += all.len() as u64;
-                targets.extend(all);
-            } else if flowless {
-                let found = range_of(link);
-                flowless_links += found.len() as u64;
-                targets.extend(found.iter().map(|x| x.2));
-            } else if let Some(lane) = trace
-                .flows
-                .get(&link)
-                .filter(|f| f.has_start)
-                .and_then(|f| f.end_lane)
-            {
-                if let Some(x) = range_of(link).iter().rev().find(|x| x.1 == lane) {
-                    targets.push(x.2);
-                }
-            }
-            for &g in &targets {
-                self.parent[g as usize] = r as u32;
-                edges.push((r as u32, g));
-                let (gpu, host) = (&trace.events[g as usize], &trace.events[r]);
-                if gpu.ts < host.ts {
-                    skewed += 1;
-                    if skewed <= 5 {
-                        skew_examples.push(format!(
-                            "event {} starts {} ns before its launch (event {})",
-                            gpu.uid,
-                            host.ts - gpu.ts,
-                            host.uid
-                        ));
-                    }
-                }
-            }
-        }
         let gpu_total = trace.events.iter().filter(|e| e.kind.is_gpu()).count();
         let unlinked: Vec<usize> = (0..trace.events.len())
             .filter(|&i| trace.events[i].kind.is_gpu() && self.parent[i] == NO_PARENT)
@@ -444,5 +321,206 @@ impl CallTree {
             cur = self.parent(p);
         }
         None
+    }
+}
+
+/// Whether events of `kind` are nested on the host (python functions only when asked).
+fn hosts(kind: EventKind, python: bool) -> bool {
+    match kind {
+        EventKind::CpuOp | EventKind::CudaRuntime | EventKind::CudaDriver => true,
+        EventKind::PythonFunction => python,
+        _ => false,
+    }
+}
+
+/// What nesting the host events by time found.
+struct Nested {
+    /// (parent, child), in the order found.
+    edges: Vec<(u32, u32)>,
+    cpu_roots: Vec<EventId>,
+    /// Events that overhang the stack top (left out of the tree), and up to five examples.
+    overhang: u64,
+    examples: Vec<String>,
+}
+
+/// Nests the host events per thread by time containment (spec §2a).
+fn nest_host_events(trace: &Trace, python: bool) -> Nested {
+    let mut order: Vec<u32> = (0..trace.events.len() as u32)
+        .filter(|&i| hosts(trace.events[i as usize].kind, python))
+        .collect();
+    let (mut edges, mut cpu_roots, mut examples) = (Vec::new(), Vec::new(), Vec::new());
+    order.sort_by_key(|&i| trace.events[i as usize].ts);
+    struct LaneStack {
+        stack: Vec<u32>,
+        cpu_ops: usize,
+    }
+    let mut stacks: HashMap<LaneId, LaneStack> = HashMap::default();
+    let mut overhang = 0u64;
+    for &i in &order {
+        let e = &trace.events[i as usize];
+        let (ts, end) = (e.ts, e.end());
+        let st = stacks.entry(e.lane).or_insert(LaneStack {
+            stack: Vec::new(),
+            cpu_ops: 0,
+        });
+        while let Some(&top) = st.stack.last() {
+            if ts >= trace.events[top as usize].end() {
+                st.stack.pop();
+                if trace.events[top as usize].kind == EventKind::CpuOp {
+                    st.cpu_ops -= 1;
+                }
+            } else {
+                break;
+            }
+        }
+        if let Some(&top) = st.stack.last() {
+            let top_end = trace.events[top as usize].end();
+            if end > top_end {
+                if top_end - ts < BLEED_TOLERANCE && st.stack.len() >= 2 {
+                    st.stack.pop();
+                    if trace.events[top as usize].kind == EventKind::CpuOp {
+                        st.cpu_ops -= 1;
+                    }
+                } else {
+                    overhang += 1;
+                    if overhang <= 5 {
+                        let ex = format!(
+                            "event {} ({}) overhangs event {} by {} ns",
+                            e.uid,
+                            trace.strings.get(e.name),
+                            trace.events[top as usize].uid,
+                            end - top_end
+                        );
+                        examples.push(ex);
+                    }
+                    continue;
+                }
+            }
+        }
+        if let Some(&top) = st.stack.last() {
+            edges.push((top, i));
+        }
+        st.stack.push(i);
+        if e.kind == EventKind::CpuOp {
+            if st.cpu_ops == 0 {
+                cpu_roots.push(EventId(i));
+            }
+            st.cpu_ops += 1;
+        }
+    }
+    Nested {
+        edges,
+        cpu_roots,
+        overhang,
+        examples,
+    }
+}
+
+/// What linking the GPU events to their launches found.
+struct Links {
+    /// Linked by correlation (else by External id).
+    by_correlation: bool,
+    /// (launch, GPU event), in the order found.
+    edges: Vec<(u32, u32)>,
+    graph_launches: u64,
+    graph_events: u64,
+    flowless_links: u64,
+    /// GPU events that start before their launch, and up to five examples.
+    skewed: u64,
+    skew_examples: Vec<String>,
+}
+
+/// Links each GPU event to the runtime call that launched it (spec §2b).
+fn gpu_links(trace: &Trace) -> Links {
+    // TraceLens picks the linking arg from the first launch-like runtime call.
+    let first_launch = trace.events.iter().find(|e| {
+        e.kind.is_runtime()
+            && trace
+                .strings
+                .get(e.name)
+                .to_ascii_lowercase()
+                .contains("launch")
+    });
+    let by_corr = first_launch.is_none_or(|e| e.correlation().is_some());
+    let mut edges = Vec::new();
+    let link_of = |e: &super::Event| {
+        if by_corr {
+            e.correlation()
+        } else {
+            e.external_id()
+        }
+    };
+
+    // GPU events by (link id, lane, file index): a sorted table instead of a hash map keeps
+    // this at 16 bytes per GPU event. TraceLens keys its map by (pid, tid, id), last one wins.
+    let mut gpu_by_link: Vec<(i64, LaneId, u32)> = trace
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind.is_gpu())
+        .filter_map(|(i, e)| link_of(e).map(|l| (l, e.lane, i as u32)))
+        .collect();
+    gpu_by_link.sort_unstable();
+    let range_of = |link: i64| -> &[(i64, LaneId, u32)] {
+        let lo = gpu_by_link.partition_point(|x| x.0 < link);
+        let hi = gpu_by_link.partition_point(|x| x.0 <= link);
+        &gpu_by_link[lo..hi]
+    };
+    let flowless = trace.flows.is_empty();
+    let (mut graph_launches, mut graph_events, mut flowless_links) = (0u64, 0u64, 0u64);
+    let mut targets: Vec<u32> = Vec::new();
+    let (mut skewed, mut skew_examples) = (0u64, Vec::new());
+    for r in 0..trace.events.len() {
+        let e = &trace.events[r];
+        if !e.kind.is_runtime() {
+            continue;
+        }
+        let Some(link) = link_of(e) else { continue };
+        targets.clear();
+        if is_graph_launch(trace.strings.get(e.name)) {
+            // Every GPU event of the replayed graph shares the launch's id, in file order.
+            let mut all: Vec<u32> = range_of(link).iter().map(|x| x.2).collect();
+            all.sort_unstable();
+            graph_launches += 1;
+            graph_events += all.len() as u64;
+            targets.extend(all);
+        } else if flowless {
+            let found = range_of(link);
+            flowless_links += found.len() as u64;
+            targets.extend(found.iter().map(|x| x.2));
+        } else if let Some(lane) = trace
+            .flows
+            .get(&link)
+            .filter(|f| f.has_start)
+            .and_then(|f| f.end_lane)
+        {
+            if let Some(x) = range_of(link).iter().rev().find(|x| x.1 == lane) {
+                targets.push(x.2);
+            }
+        }
+        for &g in &targets {
+            edges.push((r as u32, g));
+            let (gpu, host) = (&trace.events[g as usize], &trace.events[r]);
+            if gpu.ts < host.ts {
+                skewed += 1;
+                if skewed <= 5 {
+                    skew_examples.push(format!(
+                        "event {} starts {} ns before its launch (event {})",
+                        gpu.uid,
+                        host.ts - gpu.ts,
+                        host.uid
+                    ));
+                }
+            }
+        }
+    }
+    Links {
+        by_correlation: by_corr,
+        edges,
+        graph_launches,
+        graph_events,
+        flowless_links,
+        skewed,
+        skew_examples,
     }
 }

@@ -269,7 +269,7 @@ pub fn analyze_trace_on(mut trace: Trace, options: &Options, fork: &impl Fork) -
     if options.inference {
         crate::inference::normalize_sglang_names(&mut trace);
     }
-    let tree = CallTree::build_with(&mut trace, options.inference);
+    let tree = CallTree::build_on(&mut trace, options.inference, fork);
     if !options.inference {
         return analyze_tree(trace, tree, options, None, fork);
     }
@@ -368,12 +368,21 @@ fn analyze_tree(
     note_trace_quality(&mut trace, gpu_only);
 
     let names = names::NameClasses::new(&trace);
-    // The GPU events the breakdown counts, listed once for the timeline, idle time and steps.
-    let counted = timeline::counted_gpu_events(&trace, &tree, options.gpu_scope);
-    let timeline = timeline::timeline_of(&trace, &names, counted.iter().copied());
-    let unlinked = timeline::unlinked_work(&trace, &tree, options.gpu_scope, &timeline);
+    // The GPU timeline (over the events the breakdown counts, listed once for the timeline,
+    // idle time and steps) beside the kernels' launchers: neither reads the other.
+    let ((counted, timeline, unlinked), launchers) = {
+        let (t, tr, nm, reg) = (&trace, &tree, &names, &registry);
+        fork.join(
+            || {
+                let counted = timeline::counted_gpu_events(t, tr, options.gpu_scope);
+                let timeline = timeline::timeline_of(t, nm, counted.iter().copied());
+                let unlinked = timeline::unlinked_work(t, tr, options.gpu_scope, &timeline);
+                (counted, timeline, unlinked)
+            },
+            || launchers::kernel_launchers(t, tr, reg, nm),
+        )
+    };
     quality::note_unlinked(&mut trace, &unlinked);
-    let launchers = launchers::kernel_launchers(&trace, &tree, &registry, &names);
     // The perf-model sheets (most of the analysis's time) need nothing the other sheets make;
     // beside them: the op, kernel, collective, idle and steps sheets and the standalone
     // analysis's module frames and call-stack patterns.

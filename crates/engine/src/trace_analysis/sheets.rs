@@ -190,8 +190,8 @@ pub(super) fn perf_sheets(
 ) -> PerfSheets {
     let autograd = crate::model::autograd::AutogradLinks::build(trace);
     let annotations = inference.map(|_| crate::inference::iteration_annotations(trace));
-    // Each side memoizes its own metrics: a memo shared across threads would cost a lock per op,
-    // and a trace has only a few thousand distinct shapes to model twice.
+    // Each task memoizes its own metrics: a memo shared across threads would cost a lock per
+    // op, and a trace has only a few thousand distinct shapes to model again.
     let cache = || {
         let mut cache = category_sheets::MetricsCache::default();
         if let (Some(pseudo), Some(annotations)) = (inference, &annotations) {
@@ -202,6 +202,18 @@ pub(super) fn perf_sheets(
     };
     let parts = (trace, tree, registry, &autograd, inference.is_some());
     let p = platform.map(|p| &p.platform);
+    let families = if inference.is_some() {
+        INFERENCE_SHEETS
+    } else {
+        DEFAULT_SHEETS
+    };
+    let ops = category_sheets::FamilyOps::of_trace(trace, registry);
+    // The sheets of families the trace runs, weighed by their ops.
+    let families: Vec<(&str, &str, usize)> = families
+        .iter()
+        .map(|&(f, sheet)| (f, sheet, ops.of(f).len()))
+        .filter(|x| x.2 > 0)
+        .collect();
     // The unified sheet and the per-category sheets read the same tables and nothing of each
     // other's.
     let (unified, mut families) = fork.join(
@@ -211,7 +223,7 @@ pub(super) fn perf_sheets(
             let rows = unified::unified_rows(&ctx, names, launchers);
             unified::unified_sheet(&ctx, &rows, p)
         },
-        || category_tables(&context(parts, &cache()), p),
+        || category_tables(parts, &cache, &ops, &families, p, fork),
     );
     families.sheets.insert(0, unified.sheet);
     families.op_index = crate::lanes::OpIndex::new(unified.owner, unified.categories);
@@ -220,13 +232,7 @@ pub(super) fn perf_sheets(
 
 /// The tables a sheet reads, with a metrics memo (each thread has its own: it is not shared).
 fn context<'a>(
-    (trace, tree, registry, autograd, inference): (
-        &'a Trace,
-        &'a CallTree,
-        &'a Registry,
-        &'a crate::model::autograd::AutogradLinks,
-        bool,
-    ),
+    (trace, tree, registry, autograd, inference): Parts<'a>,
     cache: &'a category_sheets::MetricsCache,
 ) -> category_sheets::SheetContext<'a> {
     category_sheets::SheetContext {
@@ -239,21 +245,61 @@ fn context<'a>(
     }
 }
 
-/// The per-category perf sheets (GEMM, SDPA_fwd, ...) with the ops above a peak and the ops no
-/// model covers; `op_index` is left for [`perf_sheets`] to fill.
-fn category_tables(ctx: &category_sheets::SheetContext<'_>, p: Option<&Platform>) -> PerfSheets {
+/// The tables every sheet reads.
+type Parts<'a> = (
+    &'a Trace,
+    &'a CallTree,
+    &'a Registry,
+    &'a crate::model::autograd::AutogradLinks,
+    bool,
+);
+
+/// The per-category perf sheets of `families` (family, sheet, ops; in workbook order), split
+/// in two by ops while more than one family is left, the halves run as `fork` can; each part
+/// memoizes its own metrics (`cache`), which loses nothing: no op belongs to two families.
+fn category_tables(
+    parts: Parts<'_>,
+    cache: &(impl Fn() -> category_sheets::MetricsCache + Sync),
+    ops: &category_sheets::FamilyOps,
+    families: &[(&str, &str, usize)],
+    p: Option<&Platform>,
+    fork: &impl Fork,
+) -> PerfSheets {
+    // A family's `_fwd` and `_bwd` sheets stay together; split where half the ops are behind.
+    let total: usize = families.iter().map(|f| f.2).sum();
+    let ahead = |i: usize| families[..i].iter().map(|f| f.2).sum::<usize>();
+    let mut splits = (1..families.len()).filter(|&i| families[i].0 != families[i - 1].0);
+    let mid = splits
+        .clone()
+        .find(|&i| 2 * ahead(i) >= total)
+        .or(splits.next_back());
+    let Some(mid) = mid else {
+        return family_tables(&context(parts, &cache()), ops, families, p);
+    };
+    let (mut a, b) = fork.join(
+        || category_tables(parts, cache, ops, &families[..mid], p, fork),
+        || category_tables(parts, cache, ops, &families[mid..], p, fork),
+    );
+    a.sheets.extend(b.sheets);
+    a.anomalies.extend(b.anomalies);
+    a.unmodelled.absorb(b.unmodelled);
+    a
+}
+
+/// The per-category perf sheets of `families` with the ops above a peak and the ops no model
+/// covers; `op_index` is left for [`perf_sheets`] to fill.
+fn family_tables(
+    ctx: &category_sheets::SheetContext<'_>,
+    ops: &category_sheets::FamilyOps,
+    families: &[(&str, &str, usize)],
+    p: Option<&Platform>,
+) -> PerfSheets {
     let trace = ctx.trace;
     let mut sheets = Vec::new();
     let mut anomalies = Vec::new();
     let mut unmodelled = category_sheets::Unmodelled::default();
-    let families = if ctx.inference {
-        INFERENCE_SHEETS
-    } else {
-        DEFAULT_SHEETS
-    };
-    let ops = category_sheets::FamilyOps::of_trace(trace, ctx.registry);
-    for &(family, sheet) in families {
-        let rows = category_sheets::perf_rows(ctx, &ops, family, sheet, &mut unmodelled);
+    for &(family, sheet, _) in families {
+        let rows = category_sheets::perf_rows(ctx, ops, family, sheet, &mut unmodelled);
         if rows.is_empty() {
             continue;
         }
