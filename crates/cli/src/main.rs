@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
+use jarvis_engine::fork::Fork;
 use jarvis_engine::trace_analysis::analyze_trace_on;
 use jarvis_engine::{GpuScope, Options, PlatformChoice};
 
@@ -389,24 +390,20 @@ fn report(
     capture: Option<&Path>,
     options: &Options,
 ) -> Result<()> {
+    let fork = threads::Threads::new(threads());
     let analysis = match capture {
         Some(dir) => {
             let captures = load_captures(dir)?;
             let trace = import(trace)?;
             timed("analysis", || {
                 jarvis_engine::trace_analysis::analyze_with_captures_on(
-                    trace,
-                    &captures,
-                    options,
-                    &threads::Threads::new(threads()),
+                    trace, &captures, options, &fork,
                 )
             })
         }
         None => {
             let trace = import(trace)?;
-            timed("analysis", || {
-                analyze_trace_on(trace, options, &threads::Threads::new(threads()))
-            })
+            timed("analysis", || analyze_trace_on(trace, options, &fork))
         }
     };
     say(&summary::render(&analysis));
@@ -416,10 +413,7 @@ fn report(
     let out = out.unwrap_or_else(|| default_out(trace));
     let title = title_of(trace);
     let files = timed("writing", || -> Result<_> {
-        write_report(&analysis, &out, &title)?;
-        let files = jarvis_engine::report::contract::standalone_files(&analysis, &title)?;
-        write_contract(&files, &out)?;
-        Ok(files)
+        write_report(&analysis, &out, &title, &fork)
     })?;
     say(&format!(
         "\nwrote {} and {} analysis files into {}\n",
@@ -600,8 +594,49 @@ fn write_contract(files: &[(String, Vec<u8>)], out: &Path) -> Result<()> {
 
 /// Writes into a staging folder and renames it into place, so a failure never leaves output that
 /// looks complete.
-fn write_report(analysis: &jarvis_engine::Analysis, out: &Path, title: &str) -> Result<()> {
+/// Writes every file of a report into `out` (the CSVs, the workbook, the bundle and the
+/// analysis files, made side by side as `fork` allows) and returns the analysis files.
+fn write_report(
+    analysis: &jarvis_engine::Analysis,
+    out: &Path,
+    title: &str,
+    fork: &threads::Threads,
+) -> Result<Vec<(String, Vec<u8>)>> {
     fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let ((csvs, xlsx), (bundle, files)) = fork.join(
+        || {
+            fork.join(
+                || write_csvs(analysis, out),
+                || -> Result<Vec<u8>> { Ok(jarvis_export::perf_report_xlsx(&analysis.report)?) },
+            )
+        },
+        || {
+            fork.join(
+                || -> Result<Vec<u8>> {
+                    Ok(jarvis_engine::report::export::bundle_zip(analysis, title)?)
+                },
+                || -> Result<Vec<(String, Vec<u8>)>> {
+                    Ok(jarvis_engine::report::contract::standalone_files(
+                        analysis, title,
+                    )?)
+                },
+            )
+        },
+    );
+    csvs?;
+    // The workbook and the shareable bundle, each written beside and then renamed into place.
+    for (name, bytes) in [("perf_report.xlsx", xlsx?), ("jarvis_bundle.zip", bundle?)] {
+        let tmp = out.join(format!(".{name}.partial"));
+        fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
+        fs::rename(&tmp, out.join(name))?;
+    }
+    let files = files?;
+    write_contract(&files, out)?;
+    Ok(files)
+}
+
+/// The TraceLens CSVs, written beside and then renamed into place.
+fn write_csvs(analysis: &jarvis_engine::Analysis, out: &Path) -> Result<()> {
     let final_dir = out.join("perf_report_csvs");
     let staging = out.join(".perf_report_csvs.partial");
     if staging.exists() {
@@ -617,22 +652,6 @@ fn write_report(analysis: &jarvis_engine::Analysis, out: &Path, title: &str) -> 
             .with_context(|| format!("cannot replace {}", final_dir.display()))?;
     }
     fs::rename(&staging, &final_dir)?;
-    // The workbook and the shareable bundle, each written beside and then renamed into place.
-    let exports: [(&str, Vec<u8>); 2] = [
-        (
-            "perf_report.xlsx",
-            jarvis_export::perf_report_xlsx(&analysis.report)?,
-        ),
-        (
-            "jarvis_bundle.zip",
-            jarvis_engine::report::export::bundle_zip(analysis, title)?,
-        ),
-    ];
-    for (name, bytes) in exports {
-        let tmp = out.join(format!(".{name}.partial"));
-        fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
-        fs::rename(&tmp, out.join(name))?;
-    }
     Ok(())
 }
 
