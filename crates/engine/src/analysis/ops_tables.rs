@@ -147,19 +147,20 @@ pub fn unique_args_key(trace: &Trace, id: EventId, category: &str) -> [String; 9
 
 /// One GPU event as TraceLens lists it in `kernel_details`.
 #[derive(Debug, Clone)]
-pub struct KernelDetail {
-    pub name: String,
+pub struct KernelDetail<'a> {
+    /// Borrowed from the trace: a group of a million instances lists millions of these at once.
+    pub name: &'a str,
     pub dur_us: f64,
     pub stream: Option<i64>,
 }
 
-pub fn kernel_details(trace: &Trace, kernels: &[EventId]) -> Vec<KernelDetail> {
+pub fn kernel_details<'a>(trace: &'a Trace, kernels: &[EventId]) -> Vec<KernelDetail<'a>> {
     kernels
         .iter()
         .map(|k| {
             let e = trace.event(*k);
             KernelDetail {
-                name: trace.name(e).to_owned(),
+                name: trace.name(e),
                 dur_us: us(e.dur),
                 stream: e.stream(),
             }
@@ -170,12 +171,12 @@ pub fn kernel_details(trace: &Trace, kernels: &[EventId]) -> Vec<KernelDetail> {
 /// TraceLens's `_summarize_kernel_stats` over a group's per-instance kernel lists, rendered as
 /// the Python list-of-dicts repr, plus the truncated variant. Instances whose kernel count differs
 /// from the first non-empty one are skipped (TraceLens does the same, with a warning).
-pub fn summarize_kernel_details(instances: &[Vec<KernelDetail>]) -> (Cell, Cell) {
+pub fn summarize_kernel_details(instances: &[Vec<KernelDetail<'_>>]) -> (Cell, Cell) {
     let Some((t, order, aggs)) = kernel_details_template(instances) else {
         // An empty summary list; its truncated form is None (an empty cell).
         return (Cell::s("[]"), Cell::Empty);
     };
-    let entries: Vec<(&KernelDetail, Agg)> =
+    let entries: Vec<(&KernelDetail<'_>, Agg)> =
         order.iter().map(|&i| (&instances[t][i], aggs[i])).collect();
     let stream = |s: Option<i64>| s.map_or("None".to_owned(), |v| v.to_string());
     let full = entries
@@ -215,7 +216,7 @@ pub fn summarize_kernel_details(instances: &[Vec<KernelDetail>]) -> (Cell, Cell)
 /// (by total duration over the instances of the same length, then name) and each position's
 /// aggregate. `None` when no instance has kernels.
 pub fn kernel_details_template(
-    instances: &[Vec<KernelDetail>],
+    instances: &[Vec<KernelDetail<'_>>],
 ) -> Option<(usize, Vec<usize>, Vec<Agg>)> {
     let t = instances.iter().position(|v| !v.is_empty())?;
     let template = &instances[t];
@@ -328,7 +329,7 @@ pub fn ops_unique_args(
             let ls: Vec<&Launcher> = members.iter().map(|&i| &launchers[i]).collect();
             let d: Vec<f64> = ls.iter().map(|l| us(l.direct_time)).collect();
             let s: Vec<f64> = ls.iter().map(|l| us(l.subtree_time)).collect();
-            let inst: Vec<Vec<KernelDetail>> = ls
+            let inst: Vec<Vec<KernelDetail<'_>>> = ls
                 .iter()
                 .map(|l| kernel_details(trace, table.kernels_of(l)))
                 .collect();

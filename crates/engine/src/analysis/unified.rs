@@ -418,7 +418,7 @@ fn group_chains(
     ctx: &SheetContext<'_>,
     members: &[&UnifiedRow],
     gpus: &[Vec<EventId>],
-    inst: &[Vec<super::ops_tables::KernelDetail>],
+    inst: &[Vec<super::ops_tables::KernelDetail<'_>>],
 ) -> Vec<Vec<String>> {
     let Some((t, order, _)) = super::ops_tables::kernel_details_template(inst) else {
         return Vec::new();
