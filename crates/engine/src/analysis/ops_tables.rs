@@ -184,7 +184,7 @@ pub fn summarize_kernel_details(instances: &[Vec<KernelDetail<'_>>]) -> (Cell, C
         .map(|(k, a)| {
             format!(
                 "{{'name': {}, 'stream': {}, 'count': {}, 'total_duration_us': {}, 'mean_duration_us': {}, 'median_duration_us': {}, 'std_dev_duration_us': {}, 'min_duration_us': {}, 'max_duration_us': {}}}",
-                py_str(&k.name),
+                py_str(k.name),
                 stream(k.stream),
                 a.count,
                 py_float(a.sum),
@@ -202,7 +202,7 @@ pub fn summarize_kernel_details(instances: &[Vec<KernelDetail<'_>>]) -> (Cell, C
         .map(|(k, a)| {
             format!(
                 "{{'name': {}, 'stream': {}, 'mean_duration_us': {}}}",
-                py_str(&truncate_name(&k.name)),
+                py_str(&truncate_name(k.name)),
                 stream(k.stream),
                 py_float(round2(a.mean))
             )
@@ -232,7 +232,7 @@ pub fn kernel_details_template(
         aggs[a]
             .sum
             .total_cmp(&aggs[b].sum)
-            .then_with(|| template[a].name.cmp(&template[b].name))
+            .then_with(|| template[a].name.cmp(template[b].name))
     });
     Some((t, order, aggs))
 }
