@@ -28,14 +28,39 @@ use crate::sheet::{Cell, Sheet};
 pub struct UnifiedRow {
     /// The event whose name, args and CPU duration the row carries.
     pub event: EventId,
-    /// For a synthetic op: its index in [`UnifiedRows::synthetic`].
-    pub synthetic: Option<u32>,
-    pub category: &'static str,
+    /// For a synthetic op: its index in [`UnifiedRows::synthetic`] ([`NOT_SYNTHETIC`] else).
+    synthetic: u32,
+    /// Index into [`UnifiedRows::categories`].
+    category: u16,
     pub uid: u32,
     pub metrics: Option<Rc<Metrics>>,
     pub has_model: bool,
     /// Inference report: the op's stack from the root of the DFS (filtered names, the op last).
-    pub stack: Option<Rc<[String]>>,
+    pub stack: Option<Rc<Vec<String>>>,
+}
+
+/// A row that is an op of the trace, not a synthetic one.
+const NOT_SYNTHETIC: u32 = u32::MAX;
+
+impl UnifiedRow {
+    /// For a synthetic op, its index in [`UnifiedRows::synthetic`].
+    pub fn synthetic(&self) -> Option<u32> {
+        (self.synthetic != NOT_SYNTHETIC).then_some(self.synthetic)
+    }
+}
+
+// A trace has a row per op (a million on the 1 GB synthetic trace): 32 bytes each, not 64.
+const _: () = assert!(std::mem::size_of::<UnifiedRow>() <= 32);
+
+/// The index of `category` in `categories`, added if new (a trace has a few dozen).
+fn category_index(categories: &mut Vec<&'static str>, category: &'static str) -> u16 {
+    match categories.iter().position(|&c| c == category) {
+        Some(i) => i as u16,
+        None => {
+            categories.push(category);
+            (categories.len() - 1) as u16
+        }
+    }
 }
 
 /// The unified rows, with the names and GPU events of synthetic ops kept aside (rows stay small).
@@ -44,11 +69,18 @@ pub struct UnifiedRows {
     pub rows: Vec<UnifiedRow>,
     /// Synthetic ops: `parent->kernel (Synthetic Op)` and their one GPU event.
     pub synthetic: Vec<(String, EventId)>,
+    /// The rows' TraceLens categories, each once.
+    categories: Vec<&'static str>,
 }
 
 impl UnifiedRows {
+    /// A row's TraceLens category.
+    pub fn category(&self, r: &UnifiedRow) -> &'static str {
+        self.categories[usize::from(r.category)]
+    }
+
     pub fn name<'t>(&'t self, trace: &'t Trace, r: &UnifiedRow) -> &'t str {
-        match r.synthetic.and_then(|i| self.synthetic.get(i as usize)) {
+        match r.synthetic().and_then(|i| self.synthetic.get(i as usize)) {
             Some((n, _)) => n,
             None => trace.name(trace.event(r.event)),
         }
@@ -56,7 +88,7 @@ impl UnifiedRows {
 
     /// GPU events credited to a row, in launch order.
     pub fn gpu(&self, ctx: &SheetContext<'_>, r: &UnifiedRow) -> Vec<EventId> {
-        match r.synthetic.and_then(|i| self.synthetic.get(i as usize)) {
+        match r.synthetic().and_then(|i| self.synthetic.get(i as usize)) {
             Some((_, k)) => vec![*k],
             None => ctx.tree.gpu_events_under(r.event),
         }
@@ -70,6 +102,7 @@ struct Walk<'a, 'b> {
     gpu_count: Vec<u32>,
     visited: Vec<bool>,
     rows: Vec<UnifiedRow>,
+    categories: Vec<&'static str>,
     /// Python functions are in the tree (inference report): they are walked through, and the
     /// walk keeps its path for the rows' call stacks.
     python: bool,
@@ -232,10 +265,11 @@ impl Walk<'_, '_> {
                 }
             }
         };
-        let stack = self.python.then(|| Rc::from(self.path.as_slice()));
+        let stack = self.python.then(|| Rc::new(self.path.clone()));
+        let category = category_index(&mut self.categories, category);
         self.rows.push(UnifiedRow {
             event: id,
-            synthetic: None,
+            synthetic: NOT_SYNTHETIC,
             category,
             uid: e.uid,
             metrics,
@@ -349,6 +383,7 @@ pub fn unified_rows(
         gpu_count,
         visited: vec![false; n],
         rows: Vec::new(),
+        categories: Vec::new(),
         python: ctx.inference,
         path: Vec::new(),
     };
@@ -373,6 +408,7 @@ pub fn unified_rows(
     let mut out = UnifiedRows {
         rows: walk.rows,
         synthetic: Vec::new(),
+        categories: walk.categories,
     };
     // Synthetic ops for linked, non-communication GPU events no row covers.
     let mut covered = vec![false; n];
@@ -396,11 +432,14 @@ pub fn unified_rows(
             trace.name(trace.event(base)),
             trace.name(e)
         );
-        let category = ctx.registry.categorize(&name, Some(trace.name(e)));
+        let category = category_index(
+            &mut out.categories,
+            ctx.registry.categorize(&name, Some(trace.name(e))),
+        );
         out.synthetic.push((name, id));
         out.rows.push(UnifiedRow {
             event: base,
-            synthetic: Some(out.synthetic.len() as u32 - 1),
+            synthetic: out.synthetic.len() as u32 - 1,
             category,
             uid: next_uid,
             metrics: None,
@@ -424,7 +463,10 @@ fn group_chains(
         return Vec::new();
     };
     let row = members[t];
-    let (op, stack): (EventId, &[String]) = (row.event, row.stack.as_deref().unwrap_or(&[]));
+    let (op, stack): (EventId, &[String]) = (
+        row.event,
+        row.stack.as_deref().map_or(&[][..], Vec::as_slice),
+    );
     order
         .iter()
         .map(|&i| call_stacks::kernel_chain(ctx.trace, ctx.tree, stack, Some(op), gpus[t][i]))
@@ -471,12 +513,12 @@ pub fn unified_sheet(
         |r| {
             let e = trace.event(r.event);
             let name = r
-                .synthetic
+                .synthetic()
                 .map_or(u64::from(e.name.0), |i| (1u64 << 40) + u64::from(i));
             (name, r.category, e.lane, e.op_args())
         },
         |r| {
-            let mut key = unique_args_key(trace, r.event, r.category);
+            let mut key = unique_args_key(trace, r.event, table.category(r));
             key[0] = table.name(trace, r).to_owned();
             key
         },
@@ -644,7 +686,7 @@ pub fn unified_sheet(
             }
             let owned = members
                 .iter()
-                .filter(|r| r.synthetic.is_none())
+                .filter(|r| r.synthetic().is_none())
                 .map(|r| r.event.0)
                 .chain(gpus.iter().flatten().map(|g| g.0))
                 .collect();
@@ -653,7 +695,7 @@ pub fn unified_sheet(
                 kt_sum: a_kt.sum,
                 uid: first.uid,
                 owned,
-                category: first.category,
+                category: table.category(first),
             }
         })
         .collect();
