@@ -592,10 +592,10 @@ fn write_contract(files: &[(String, Vec<u8>)], out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes into a staging folder and renames it into place, so a failure never leaves output that
-/// looks complete.
 /// Writes every file of a report into `out` (the CSVs, the workbook, the bundle and the
-/// analysis files, made side by side as `fork` allows) and returns the analysis files.
+/// analysis files, made side by side as `fork` allows) and returns the analysis files. Each is
+/// written beside its place and renamed into it, so a failure never leaves output that looks
+/// complete.
 fn write_report(
     analysis: &jarvis_engine::Analysis,
     out: &Path,
@@ -635,7 +635,7 @@ fn write_report(
     Ok(files)
 }
 
-/// The TraceLens CSVs, written beside and then renamed into place.
+/// The TraceLens CSVs, written into a staging folder that is then renamed into place.
 fn write_csvs(analysis: &jarvis_engine::Analysis, out: &Path) -> Result<()> {
     let final_dir = out.join("perf_report_csvs");
     let staging = out.join(".perf_report_csvs.partial");

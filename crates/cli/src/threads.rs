@@ -15,14 +15,17 @@ pub struct Threads {
 
 impl Threads {
     pub fn new(n: usize) -> Threads {
-        let pool = (n > 1).then(|| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .thread_name(|i| format!("jarvis-analysis-{i}"))
-                .build()
-                // Only fails when the system cannot start a thread at all.
-                .expect("starts the analysis threads")
-        });
+        let pool = (n > 1)
+            .then(|| {
+                rayon::ThreadPoolBuilder::new()
+                    .num_threads(n)
+                    .thread_name(|i| format!("jarvis-analysis-{i}"))
+                    .build()
+                    // A system that cannot start the threads gets the serial analysis, the same
+                    // result, rather than an abort.
+                    .ok()
+            })
+            .flatten();
         Threads { pool }
     }
 }
