@@ -20,7 +20,7 @@ fn import(doc: &Value) -> Trace {
 fn ops_of_kernels(trace: &Trace, tree: &CallTree) -> Vec<(String, String)> {
     let mut out: Vec<(i64, String, String)> = (0..trace.events.len() as u32)
         .map(EventId)
-        .filter(|&id| trace.event(id).kind == EventKind::Kernel)
+        .filter(|&id| trace.event(id).kind() == EventKind::Kernel)
         .map(|id| {
             let e = trace.event(id);
             let op = tree

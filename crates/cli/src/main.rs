@@ -2,6 +2,7 @@
 //! is in `jarvis-engine`.
 
 mod import;
+mod memory;
 mod ranks;
 mod summary;
 mod threads;
@@ -149,6 +150,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    memory::return_large_blocks_to_the_system();
     let cli = Cli::parse();
     let threads = cli
         .threads

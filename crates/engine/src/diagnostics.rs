@@ -40,6 +40,9 @@ pub enum DiagnosticKind {
     TruncatedTrace,
     /// More events than `import::MAX_EVENTS`: the rest of the file was not read.
     TooManyEvents,
+    /// More distinct (pid, tid) lanes than `model::MAX_LANES`: events on the later lanes were
+    /// read as on the last one.
+    TooManyLanes,
     /// Bytes after the end of the trace document, ignored.
     TrailingData,
     /// GPU events no runtime launch could be linked to (excluded from the timeline and ops).
@@ -111,6 +114,7 @@ impl DiagnosticKind {
             DiagnosticKind::MissingTimestamp => "missing_timestamp",
             DiagnosticKind::TruncatedTrace => "truncated_trace",
             DiagnosticKind::TooManyEvents => "too_many_events",
+            DiagnosticKind::TooManyLanes => "too_many_lanes",
             DiagnosticKind::TrailingData => "trailing_data",
             DiagnosticKind::KernelWithoutLaunch => "kernel_without_launch",
             DiagnosticKind::GraphLaunches => "graph_launches",
@@ -146,7 +150,7 @@ impl DiagnosticKind {
         use DiagnosticKind::*;
         match self {
             MalformedEvent | OversizedEvent | MissingTimestamp | TruncatedTrace | TooManyEvents
-            | RankUnreadable | OtherJob | DuplicateRank => Severity::DataLoss,
+            | TooManyLanes | RankUnreadable | OtherJob | DuplicateRank => Severity::DataLoss,
             KernelWithoutLaunch
             | InvalidUtf8
             | NonJsonValues
@@ -186,6 +190,7 @@ impl DiagnosticKind {
             MissingTimestamp => "Some duration events lack a usable timestamp or duration.",
             TruncatedTrace => "The file ends before the trace closes; everything up to the cut was analyzed.",
             TooManyEvents => "The trace holds more events than Jarvis keeps (16,777,216, about 2 GB of working memory); the events up to the limit were analyzed and the rest of the file was not read.",
+            TooManyLanes => "The trace names more distinct (process, thread) pairs than Jarvis keeps apart (16,777,216; no profiler writes that many); events on the later ones were analyzed as if on the last one kept, so their nesting may be wrong.",
             TrailingData => "There are bytes after the end of the trace document; they were ignored.",
             KernelWithoutLaunch => "Some GPU events have no linked launch (often work queued before profiling started); like TraceLens, they are left out of the GPU timeline and op tables.",
             GraphLaunches => "CUDA/HIP graph launches replay many kernels under one host call; their kernels are attributed to the graph launch, and the analysis files them by their kernels' names. Their ops, shapes and call stacks are in the trace recorded while the graph was captured: give it with the trace (`jarvis report --capture DIR`, or drop both on the page) and Jarvis merges them.",

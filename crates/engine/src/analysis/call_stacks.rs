@@ -14,7 +14,7 @@ use crate::sheet::pyrepr::py_str;
 pub fn shows_in_stack(trace: &Trace, id: EventId) -> bool {
     let e = trace.event(id);
     let name = trace.name(e);
-    e.kind == EventKind::CpuOp
+    e.kind() == EventKind::CpuOp
         || name.contains("nn.Module")
         || name.contains("::")
         || name.contains('/')

@@ -248,7 +248,7 @@ impl FamilyOps {
             FxHashMap::default();
         let mut by_family: FxHashMap<&'static str, Vec<EventId>> = FxHashMap::default();
         for (i, e) in trace.events.iter().enumerate() {
-            if e.kind != EventKind::CpuOp {
+            if e.kind() != EventKind::CpuOp {
                 continue;
             }
             let modelled = *by_name.entry(e.name).or_insert_with(|| {

@@ -91,16 +91,16 @@ pub fn comm_facts(trace: &Trace, names: &super::names::NameClasses) -> CommFacts
     };
     let (mut comm, mut comp): (Vec<Span>, Vec<Span>) = (Vec::new(), Vec::new());
     for (idx, e) in trace.events.iter().enumerate() {
-        if !e.kind.is_gpu() {
+        if !e.kind().is_gpu() {
             continue;
         }
         match names.work(trace, e) {
             GpuWork::Communication => comm.push((e.ts, e.end())),
-            GpuWork::Computation if e.kind == EventKind::Kernel => comp.push((e.ts, e.end())),
+            GpuWork::Computation if e.kind() == EventKind::Kernel => comp.push((e.ts, e.end())),
             _ => {}
         }
         let name = trace.name(e);
-        if e.kind != EventKind::Kernel
+        if e.kind() != EventKind::Kernel
             || !is_communication(name)
             || (e.correlation().is_none() && e.external_id().is_none())
         {

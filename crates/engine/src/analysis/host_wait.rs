@@ -158,8 +158,8 @@ impl ThreadIndex {
         for (i, e) in trace.events.iter().enumerate() {
             // Captured events (copied under a graph launch, at its time) are not what the host
             // thread did while the GPU waited.
-            if e.kind.is_host_activity() && !e.is_captured() {
-                lanes.entry(e.lane).or_default().push(i as u32);
+            if e.kind().is_host_activity() && !e.is_captured() {
+                lanes.entry(e.lane()).or_default().push(i as u32);
             }
         }
         let mut parent = vec![NO_PARENT; trace.events.len()];
@@ -189,7 +189,7 @@ impl ThreadIndex {
 
     fn has_cpu_op_ancestor(&self, trace: &Trace, mut i: u32) -> bool {
         while let Some(&p) = Some(&self.parent[i as usize]).filter(|&&p| p != NO_PARENT) {
-            if trace.events[p as usize].kind == EventKind::CpuOp {
+            if trace.events[p as usize].kind() == EventKind::CpuOp {
                 return true;
             }
             i = p;
@@ -242,13 +242,13 @@ fn released_sync(
             continue;
         }
         let name = trace.name(e);
-        let found = if e.kind.is_runtime() && is_sync_call(name) {
+        let found = if e.kind().is_runtime() && is_sync_call(name) {
             // Walk up the call tree for the op the sync stands for.
             let mut label = (CauseKind::ExplicitSync, name.to_owned(), i);
             let mut cur = tree.parent(EventId(i));
             while let Some(p) = cur {
                 let pe = trace.event(p);
-                if pe.kind == EventKind::CpuOp {
+                if pe.kind() == EventKind::CpuOp {
                     if let Some(k) = sync_op(trace.name(pe)) {
                         label = (k, trace.name(pe).to_owned(), p.0);
                     }
@@ -256,7 +256,8 @@ fn released_sync(
                 cur = tree.parent(p);
             }
             Some(label)
-        } else if e.kind == EventKind::CpuOp && sync_op(trace.name(e)) == Some(CauseKind::ItemSync)
+        } else if e.kind() == EventKind::CpuOp
+            && sync_op(trace.name(e)) == Some(CauseKind::ItemSync)
         {
             Some((CauseKind::ItemSync, name.to_owned(), i))
         } else {
@@ -311,7 +312,7 @@ fn blame_gap(trace: &Trace, tree: &CallTree, index: &ThreadIndex, gap: &Gap) -> 
     let Some(launch) = gap.launch else {
         return out;
     };
-    let lane = trace.event(launch).lane;
+    let lane = trace.event(launch).lane();
     let w = (gap.start, gap.end);
     let cands = index.overlapping(trace, lane, gap.start - SYNC_TOLERANCE_NS, gap.end);
     let name_of = |i: u32| trace.name(&trace.events[i as usize]);
@@ -361,7 +362,7 @@ fn blame_gap(trace: &Trace, tree: &CallTree, index: &ThreadIndex, gap: &Gap) -> 
     let mut covered: Vec<Span> = Vec::new();
     for &i in &cands {
         let e = &trace.events[i as usize];
-        if e.kind != EventKind::CpuOp || index.has_cpu_op_ancestor(trace, i) {
+        if e.kind() != EventKind::CpuOp || index.has_cpu_op_ancestor(trace, i) {
             continue;
         }
         let part = subtract(&[(e.ts.max(w.0), e.end().min(w.1))], &taken);

@@ -92,7 +92,7 @@ impl IdleSplit {
 /// The launch call of a GPU event: its tree parent when that is a runtime call.
 pub fn launch_of(trace: &Trace, tree: &CallTree, id: EventId) -> Option<EventId> {
     tree.parent(id)
-        .filter(|&p| trace.event(p).kind.is_runtime())
+        .filter(|&p| trace.event(p).kind().is_runtime())
 }
 
 /// The gaps of the union of the given GPU events, each categorized. Their lengths add up to
@@ -158,13 +158,13 @@ pub fn stream_idle(trace: &Trace, tree: &CallTree, cutoff: Nanos) -> Vec<StreamI
     let mut streams: Vec<((RawId, i64), Vec<EventId>)> = Vec::new();
     let mut index: std::collections::HashMap<(RawId, i64), usize> = Default::default();
     let mut gpu: Vec<usize> = (0..trace.events.len())
-        .filter(|&i| trace.events[i].kind.is_gpu() && trace.events[i].ts < cutoff)
+        .filter(|&i| trace.events[i].kind().is_gpu() && trace.events[i].ts < cutoff)
         .collect();
     gpu.sort_by_key(|&i| trace.events[i].ts);
     for i in gpu {
         let e = &trace.events[i];
         let Some(stream) = e.stream() else { continue };
-        let key = (trace.lane(e.lane).pid.clone(), stream);
+        let key = (trace.lane(e.lane()).pid.clone(), stream);
         let slot = *index.entry(key.clone()).or_insert_with(|| {
             streams.push((key, Vec::new()));
             streams.len() - 1

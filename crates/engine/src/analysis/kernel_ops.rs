@@ -41,7 +41,11 @@ struct Group {
 pub fn kernel_level_unified(trace: &Trace) -> Sheet {
     let mut groups: FxHashMap<StrId, Group> = FxHashMap::default();
     let mut total: Nanos = 0;
-    for e in trace.events.iter().filter(|e| e.kind == EventKind::Kernel) {
+    for e in trace
+        .events
+        .iter()
+        .filter(|e| e.kind() == EventKind::Kernel)
+    {
         total += e.dur;
         let g = groups.entry(e.name).or_insert(Group {
             calls: 0,

@@ -38,7 +38,7 @@ pub fn kernel_rows(
         .events
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.kind == EventKind::Kernel)
+        .filter(|(_, e)| e.kind() == EventKind::Kernel)
         .map(|(i, _)| {
             let id = EventId(i as u32);
             let Some(runtime) = tree.parent(id) else {

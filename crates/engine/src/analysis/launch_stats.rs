@@ -29,7 +29,7 @@ pub struct Launch {
 pub fn launches(trace: &Trace, tree: &CallTree, cutoff: Nanos) -> Vec<Launch> {
     let mut out = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
-        if !e.kind.is_gpu() || e.ts >= cutoff {
+        if !e.kind().is_gpu() || e.ts >= cutoff {
             continue;
         }
         let id = EventId(i as u32);
@@ -39,7 +39,7 @@ pub fn launches(trace: &Trace, tree: &CallTree, cutoff: Nanos) -> Vec<Launch> {
         let c = trace.event(call);
         // A replayed kernel's captured launch is not a host call of this trace (its graph launch
         // is, and graph launches are left out as before the merge).
-        if !c.kind.is_runtime()
+        if !c.kind().is_runtime()
             || c.ts >= cutoff
             || c.is_captured()
             || is_graph_launch(trace.name(c))
@@ -59,24 +59,16 @@ pub fn launches(trace: &Trace, tree: &CallTree, cutoff: Nanos) -> Vec<Launch> {
     out
 }
 
-/// The launches as a compact table (40 bytes a row: a trace can hold millions), rendered to
-/// the `kernel_launch_stats` sheet only when written (CSV, bundle).
+/// The launches as a compact table (a trace can hold millions: rows packed, `launch_rows`),
+/// rendered to the `kernel_launch_stats` sheet only when written (CSV, bundle).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LaunchTable {
     /// Distinct launch-call names.
     pub calls: Vec<String>,
-    pub rows: Vec<LaunchRow>,
+    pub rows: super::launch_rows::LaunchRows,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LaunchRow {
-    pub correlation: i64,
-    pub cpu_ns: Nanos,
-    pub gpu_ns: Nanos,
-    pub delay_ns: Nanos,
-    /// Index into [`LaunchTable::calls`].
-    pub call: u32,
-}
+pub use super::launch_rows::LaunchRow;
 
 /// The sheet's name and columns: HTA's, then the launch call.
 pub const SHEET: &str = "kernel_launch_stats";
@@ -98,7 +90,7 @@ impl LaunchTable {
                 t.calls.push(name.to_owned());
                 t.calls.len() as u32 - 1
             });
-            t.rows.push(LaunchRow {
+            t.rows.push(&LaunchRow {
                 correlation: l.correlation,
                 cpu_ns: l.cpu_ns,
                 gpu_ns: l.gpu_ns,
@@ -106,6 +98,7 @@ impl LaunchTable {
                 call,
             });
         }
+        t.rows.shrink_to_fit();
         t
     }
 
@@ -122,7 +115,7 @@ impl LaunchTable {
     /// The `kernel_launch_stats` sheet, built on demand.
     pub fn to_sheet(&self) -> Sheet {
         let mut sheet = Sheet::new(SHEET, &COLUMNS);
-        sheet.rows = self.rows.iter().map(|r| self.cells(r).to_vec()).collect();
+        sheet.rows = self.rows.iter().map(|r| self.cells(&r).to_vec()).collect();
         sheet
     }
 
@@ -133,8 +126,8 @@ impl LaunchTable {
             .from_writer(Vec::with_capacity(self.rows.len() * 40 + 64));
         // Writing into a Vec cannot fail.
         let _ = w.write_record(COLUMNS);
-        for r in &self.rows {
-            let _ = w.write_record(self.cells(r).iter().map(Cell::csv_text));
+        for r in self.rows.iter() {
+            let _ = w.write_record(self.cells(&r).iter().map(Cell::csv_text));
         }
         w.into_inner().unwrap_or_default()
     }

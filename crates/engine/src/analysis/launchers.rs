@@ -65,7 +65,7 @@ pub fn launcher_of(trace: &Trace, tree: &CallTree, gpu: EventId) -> Option<Event
     let mut cur = tree.parent(runtime);
     while let Some(p) = cur {
         let e = trace.event(p);
-        match e.kind {
+        match e.kind() {
             EventKind::CpuOp if trace.name(e) == "execute" => cur = tree.parent(p),
             EventKind::CpuOp => return Some(p),
             EventKind::PythonFunction => cur = tree.parent(p),
@@ -86,7 +86,7 @@ pub fn kernel_launchers(
     // timestamp order. 16 bytes per GPU event instead of a map of vectors.
     let mut pairs: Vec<(u32, Nanos, u32)> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
-        if !e.kind.is_gpu() || names.is_comm(trace, e) {
+        if !e.kind().is_gpu() || names.is_comm(trace, e) {
             continue;
         }
         if let Some(l) = launcher_of(trace, tree, EventId(i as u32)) {

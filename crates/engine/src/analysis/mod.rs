@@ -15,6 +15,7 @@ pub mod intervals;
 pub mod kernel_kinds;
 pub mod kernel_ops;
 pub mod kernel_tables;
+pub mod launch_rows;
 pub mod launch_stats;
 pub mod launchers;
 pub mod module_path;

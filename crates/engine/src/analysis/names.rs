@@ -41,7 +41,7 @@ impl NameClasses {
     pub fn new(trace: &Trace) -> NameClasses {
         let mut comm = vec![0u8; trace.strings.len()];
         for e in &trace.events {
-            if e.kind.is_gpu() {
+            if e.kind().is_gpu() {
                 let slot = &mut comm[e.name.0 as usize];
                 if *slot == 0 {
                     *slot = 1 + u8::from(is_communication(trace.strings.get(e.name)));
@@ -61,6 +61,6 @@ impl NameClasses {
 
     /// The timeline bucket of a GPU event.
     pub fn work(&self, trace: &Trace, e: &Event) -> GpuWork {
-        classify_with(e.kind, trace.name(e), self.is_comm(trace, e))
+        classify_with(e.kind(), trace.name(e), self.is_comm(trace, e))
     }
 }

@@ -278,7 +278,7 @@ pub fn ops_unique_args(
         |&i| {
             let l = &launchers[i];
             let e = trace.event(l.event);
-            (e.name, l.category, e.lane, e.op_args(), extra(i))
+            (e.name, l.category, e.lane(), e.op_args(), extra(i))
         },
         |&i| {
             let l = &launchers[i];

@@ -166,7 +166,7 @@ fn iteration_step(name: &str) -> Option<(Engine, StepClass, u64)> {
 pub(crate) fn trains(trace: &Trace) -> bool {
     trace.events.iter().any(|e| {
         matches!(
-            e.kind,
+            e.kind(),
             EventKind::CpuOp | EventKind::UserAnnotation | EventKind::PythonFunction
         ) && {
             let n = trace.name(e);
@@ -184,7 +184,7 @@ type Marker = (EventId, StepClass, Option<u64>);
 /// Host-side step markers, found in the order of the sources' precedence.
 fn markers(trace: &Trace) -> (Option<StepSource>, Vec<Marker>) {
     let host =
-        |e: &crate::model::Event| matches!(e.kind, EventKind::UserAnnotation | EventKind::CpuOp);
+        |e: &crate::model::Event| matches!(e.kind(), EventKind::UserAnnotation | EventKind::CpuOp);
     let mut found: [Vec<Marker>; 4] = Default::default();
     for (i, e) in trace.events.iter().enumerate() {
         if !host(e) {

@@ -97,7 +97,7 @@ impl GpuScope {
 pub fn counted_gpu_events(trace: &Trace, tree: &CallTree, scope: GpuScope) -> Vec<EventId> {
     (0..trace.events.len() as u32)
         .map(EventId)
-        .filter(|&id| trace.event(id).kind.is_gpu() && scope.counts(tree, id))
+        .filter(|&id| trace.event(id).kind().is_gpu() && scope.counts(tree, id))
         .collect()
 }
 
@@ -132,7 +132,7 @@ pub fn unlinked_work(
     // The union not already computed as `shown`: of every GPU event, or of the linked ones.
     let mut other: Vec<Span> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
-        if !e.kind.is_gpu() {
+        if !e.kind().is_gpu() {
             continue;
         }
         w.all_events += 1;

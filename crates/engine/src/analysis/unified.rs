@@ -117,7 +117,7 @@ impl Walk<'_, '_> {
     }
 
     fn is_op(&self, id: EventId) -> bool {
-        self.trace().event(id).kind == EventKind::CpuOp
+        self.trace().event(id).kind() == EventKind::CpuOp
     }
 
     fn model_class(&self, id: EventId) -> Option<&'static str> {
@@ -141,7 +141,7 @@ impl Walk<'_, '_> {
         let mut out = Vec::new();
         let mut stack: Vec<EventId> = self.ctx.tree.children(id).rev().collect();
         while let Some(c) = stack.pop() {
-            match self.trace().event(c).kind {
+            match self.trace().event(c).kind() {
                 EventKind::CpuOp => out.push(c),
                 EventKind::PythonFunction => stack.extend(self.ctx.tree.children(c).rev()),
                 _ => {}
@@ -168,11 +168,11 @@ impl Walk<'_, '_> {
         while let Some((x, depth)) = stack.pop() {
             for c in self.ctx.tree.children(x) {
                 let e = self.trace().event(c);
-                if e.kind.is_gpu() {
+                if e.kind().is_gpu() {
                     return true;
                 }
-                let through = e.kind == EventKind::CudaRuntime
-                    || (self.python && e.kind == EventKind::PythonFunction);
+                let through = e.kind() == EventKind::CudaRuntime
+                    || (self.python && e.kind() == EventKind::PythonFunction);
                 if through && depth < 10 {
                     stack.push((c, depth + 1));
                 }
@@ -283,7 +283,7 @@ impl Walk<'_, '_> {
             return;
         }
         self.visited[id.idx()] = true;
-        let kind = self.trace().event(id).kind;
+        let kind = self.trace().event(id).kind();
         // With python functions in the tree every host node is walked (TraceLens's rule 1 only
         // skips non-ops without them): python frames, and runtime calls such as a graph launch
         // with its captured ops grafted below.
@@ -392,7 +392,7 @@ pub fn unified_rows(
         let mut roots: Vec<EventId> = (0..n as u32)
             .map(EventId)
             .filter(|&i| {
-                trace.event(i).kind == EventKind::PythonFunction
+                trace.event(i).kind() == EventKind::PythonFunction
                     && ctx.tree.parent(i).is_none()
                     && walk.has_work(i)
             })
@@ -420,7 +420,7 @@ pub fn unified_rows(
     let mut next_uid = u32::try_from(trace.meta.total_events).unwrap_or(u32::MAX);
     for (i, e) in trace.events.iter().enumerate() {
         let id = EventId(i as u32);
-        if !e.kind.is_gpu() || covered[i] || names.is_comm(trace, e) {
+        if !e.kind().is_gpu() || covered[i] || names.is_comm(trace, e) {
             continue;
         }
         let Some(runtime) = ctx.tree.parent(id) else {
@@ -515,7 +515,7 @@ pub fn unified_sheet(
             let name = r
                 .synthetic()
                 .map_or(u64::from(e.name.0), |i| (1u64 << 40) + u64::from(i));
-            (name, r.category, e.lane, e.op_args())
+            (name, r.category, e.lane(), e.op_args())
         },
         |r| {
             let mut key = unique_args_key(trace, r.event, table.category(r));

@@ -249,7 +249,7 @@ fn absorb(main: &mut TraceBuilder, part: TraceBuilder, base: u64) {
     m.events.extend(t.events.into_iter().map(|mut e| {
         e.uid = u32::try_from(u64::from(e.uid) + base).unwrap_or(u32::MAX);
         e.name = s(e.name);
-        e.lane = lanes[e.lane.0 as usize];
+        e.set_lane(lanes[e.lane().0 as usize]);
         if let Some(i) = e.op_args() {
             e.set_op_args(args[i]);
         }

@@ -97,6 +97,7 @@ impl Reader {
         let end = self.framer.finish();
         let events = self.framer.events_seen();
         let json_bytes = self.framer.offset();
+        note_folded_lanes(&mut self.builder.trace, crate::model::MAX_LANES as usize);
         let diags = &mut self.builder.trace.diagnostics;
         if !self.stopped {
             match end {
@@ -162,5 +163,44 @@ impl Reader {
         trace.meta.total_events = events;
         trace.meta.json_bytes = json_bytes;
         Ok(trace)
+    }
+}
+
+/// Says so when the trace has more lanes than an event can name (`Event::set_lane` folds the
+/// later ones into the last): checked once on the whole lane table, so a parallel import, whose
+/// merged table is the same, says the same.
+fn note_folded_lanes(trace: &mut crate::model::Trace, max: usize) {
+    if trace.lanes.len() > max {
+        let folded = trace.lanes.len() - max;
+        trace.diagnostics.add(
+            K::TooManyLanes,
+            folded as u64,
+            Some(format!(
+                "{} lanes; the last {folded} share lane {}",
+                trace.lanes.len(),
+                max - 1
+            )),
+        );
+    }
+}
+
+#[cfg(test)]
+mod lane_tests {
+    use super::*;
+    use crate::model::{Lane, RawId, Trace};
+
+    #[test]
+    fn lanes_past_the_limit_are_reported_once_with_their_number() {
+        let mut t = Trace::default();
+        for i in 0..5 {
+            t.lanes.push(Lane {
+                pid: RawId::Int(0),
+                tid: RawId::Int(i),
+            });
+        }
+        note_folded_lanes(&mut t, 5);
+        assert_eq!(t.diagnostics.count(K::TooManyLanes), 0);
+        note_folded_lanes(&mut t, 3);
+        assert_eq!(t.diagnostics.count(K::TooManyLanes), 2);
     }
 }

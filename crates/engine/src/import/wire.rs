@@ -154,10 +154,9 @@ fn write_trace(o: &mut Out, t: &Trace) {
         o.i64(s.link);
         o.u32(e.uid);
         o.u32(e.name.0);
-        o.u32(e.lane.0);
-        o.u32(s.op_args);
-        o.u32(s.stream as u32);
-        o.u8(kind_number(e.kind));
+        o.u32(e.lane().0);
+        o.u32(s.aux);
+        o.u8(kind_number(e.kind()));
         o.u8(s.flags);
     }
     o.len(t.lanes.len());
@@ -217,16 +216,15 @@ fn read_trace(i: &mut In<'_>) -> Result<Trace, WireError> {
             return Err(i.bad("repeated string"));
         }
     }
-    let n = i.len(46)?;
+    let n = i.len(42)?;
     t.events.reserve_exact(n);
     for _ in 0..n {
         let (ts, dur, link) = (i.i64()?, i.i64()?, i.i64()?);
-        let (uid, name, lane, op_args, stream) = (i.u32()?, i.u32()?, i.u32()?, i.u32()?, i.u32()?);
+        let (uid, name, lane, aux) = (i.u32()?, i.u32()?, i.u32()?, i.u32()?);
         let kind = kind_of(i.u8()?).ok_or_else(|| i.bad("event kind"))?;
         let stored = StoredEvent {
             link,
-            op_args,
-            stream: stream as i32,
+            aux,
             flags: i.u8()?,
         };
         let base = Event::new(uid, kind, StrId(name), LaneId(lane), ts, dur);

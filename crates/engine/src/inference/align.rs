@@ -32,7 +32,7 @@ impl Replayed<'_> {
         Replayed {
             event: id,
             name: trace.name(e),
-            kind: e.kind,
+            kind: e.kind(),
             stream: e.stream(),
         }
     }

@@ -49,7 +49,7 @@ pub fn parse_details(text: &str) -> Result<Vec<CaptureEntry>, String> {
 }
 
 fn runtime_named(trace: &Trace, e: &Event, part: &str) -> bool {
-    e.kind.is_runtime() && trace.name(e).contains(part)
+    e.kind().is_runtime() && trace.name(e).contains(part)
 }
 
 /// Whether a trace is a graph capture: it begins a stream capture, and most of its launch
@@ -74,7 +74,7 @@ pub fn is_capture_trace(trace: &Trace) -> bool {
     let windows: Vec<(i64, i64)> = begins.into_iter().zip(ends).collect();
     let (mut inside, mut all) = (0usize, 0usize);
     for e in &trace.events {
-        if e.kind.is_runtime() && trace.name(e).to_ascii_lowercase().contains("launch") {
+        if e.kind().is_runtime() && trace.name(e).to_ascii_lowercase().contains("launch") {
             all += 1;
             if windows.iter().any(|&(lo, hi)| e.ts >= lo && e.end() <= hi) {
                 inside += 1;
@@ -99,7 +99,7 @@ pub fn classify(file: &str, trace: &Trace) -> CaptureEntry {
     let annotations: Vec<(i64, String)> = trace
         .events
         .iter()
-        .filter(|e| e.kind == EventKind::UserAnnotation)
+        .filter(|e| e.kind() == EventKind::UserAnnotation)
         .filter_map(|e| {
             let rest = trace.name(e).strip_prefix("capture_")?;
             let (bs, mode) = rest.split_once('_')?;
@@ -120,7 +120,7 @@ pub fn classify(file: &str, trace: &Trace) -> CaptureEntry {
         .filter(|e| runtime_named(trace, e, "StreamBeginCapture"))
         .count();
     let mut counts: Vec<(i64, usize)> = Vec::new();
-    for e in trace.events.iter().filter(|e| e.kind == EventKind::CpuOp) {
+    for e in trace.events.iter().filter(|e| e.kind() == EventKind::CpuOp) {
         let Some(dims) = trace.op_args_of(e).and_then(|a| a.input_dims) else {
             continue;
         };
@@ -183,7 +183,7 @@ fn capture_roots(trace: &Trace, tree: &CallTree) -> Vec<CaptureRoot> {
     for (b, e) in begins.iter().zip(&ends) {
         let (lo, hi) = (b.end(), e.ts);
         let inside = |ev: &Event| {
-            matches!(ev.kind, EventKind::CpuOp | EventKind::PythonFunction)
+            matches!(ev.kind(), EventKind::CpuOp | EventKind::PythonFunction)
                 && ev.ts >= lo
                 && ev.end() <= hi
         };
@@ -204,7 +204,7 @@ fn capture_roots(trace: &Trace, tree: &CallTree) -> Vec<CaptureRoot> {
             .filter(|&&x| {
                 let ev = trace.event(x);
                 let n = trace.name(ev).to_ascii_lowercase();
-                ev.kind.is_runtime()
+                ev.kind().is_runtime()
                     && (n.contains("launch") || n.contains("memcpy") || n.contains("memset"))
             })
             .map(|&x| {
@@ -365,8 +365,8 @@ impl Copier<'_> {
     /// A copy of `src` with the replay's time, UID `uid`.
     fn event(&mut self, to: &mut Trace, src: &Event, uid: u32, ts: i64, dur: i64) -> Event {
         let name = self.string(to, src.name);
-        let lane = self.lane(to, src.lane);
-        let mut e = Event::new(uid, src.kind, name, lane, ts, dur);
+        let lane = self.lane(to, src.lane());
+        let mut e = Event::new(uid, src.kind(), name, lane, ts, dur);
         if let Some(c) = src.correlation() {
             e.set_correlation(c);
         }
@@ -397,7 +397,7 @@ pub fn merge(exec: &mut Trace, captures: &[Capture]) -> (CallTree, MergeReport) 
     // native ones; each with the batch it ran (its tokens: what a graph is captured for).
     let annotations: Vec<(EventId, Option<i64>, bool)> = (0..exec.events.len() as u32)
         .map(EventId)
-        .filter(|&id| exec.event(id).kind == EventKind::UserAnnotation)
+        .filter(|&id| exec.event(id).kind() == EventKind::UserAnnotation)
         .filter_map(|id| {
             let a = Annotation::parse(exec.name(exec.event(id)))?;
             Some((id, Some(a.batch_size), a.detailed))
@@ -415,7 +415,7 @@ pub fn merge(exec: &mut Trace, captures: &[Capture]) -> (CallTree, MergeReport) 
         .filter(|&id| {
             let e = exec.event(id);
             // Graph launches are runtime calls: no other event's name is lower-cased.
-            e.kind.is_runtime() && exec.name(e).to_ascii_lowercase().contains("graphlaunch")
+            e.kind().is_runtime() && exec.name(e).to_ascii_lowercase().contains("graphlaunch")
         })
         .collect();
     let mut links = tree.links();
@@ -529,7 +529,7 @@ fn graft(
     let root = &cap.roots[ri];
     let (ts, dur, lane) = {
         let l = exec.event(launch);
-        (l.ts, l.dur, l.lane)
+        (l.ts, l.dur, l.lane())
     };
     let start = u32::try_from(exec.meta.total_events).unwrap_or(u32::MAX);
     let mut copier = Copier {

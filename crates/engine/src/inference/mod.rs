@@ -36,7 +36,7 @@ const SGLANG_PREFIX: &str = "sglang_profiler::";
 pub fn normalize_sglang_names(trace: &mut Trace) {
     let mut first_kind: FxHashMap<StrId, EventKind> = FxHashMap::default();
     for e in &trace.events {
-        first_kind.entry(e.name).or_insert(e.kind);
+        first_kind.entry(e.name).or_insert(e.kind());
     }
     let mut renamed: FxHashMap<StrId, StrId> = FxHashMap::default();
     for (name, kind) in first_kind {
@@ -117,7 +117,7 @@ pub fn iteration_annotations(trace: &Trace) -> FxHashMap<EventId, StrId> {
         .iter()
         .filter(|e| {
             matches!(
-                e.kind,
+                e.kind(),
                 EventKind::UserAnnotation | EventKind::GpuUserAnnotation
             )
         })
@@ -128,7 +128,7 @@ pub fn iteration_annotations(trace: &Trace) -> FxHashMap<EventId, StrId> {
     let mut out = FxHashMap::default();
     let mut annotated_names: FxHashMap<StrId, bool> = FxHashMap::default();
     for (i, e) in trace.events.iter().enumerate() {
-        if e.kind.is_gpu() {
+        if e.kind().is_gpu() {
             continue;
         }
         let listed = *annotated_names.entry(e.name).or_insert_with(|| {

@@ -44,7 +44,7 @@ fn topk_below(trace: &Trace, tree: &CallTree, op: EventId) -> i64 {
 }
 
 fn kernel_has(trace: &Trace, e: &Event, part: &str) -> bool {
-    e.kind == EventKind::Kernel && trace.name(e).to_ascii_lowercase().contains(part)
+    e.kind() == EventKind::Kernel && trace.name(e).to_ascii_lowercase().contains(part)
 }
 
 /// Inserts the pseudo ops; returns the rebuilt tree when any was inserted.
@@ -68,7 +68,7 @@ pub fn insert(trace: &mut Trace, tree: &CallTree) -> Option<(CallTree, PseudoOps
     let moe_name = trace.strings.find("vllm::moe_forward")?;
     let moes: Vec<EventId> = (0..trace.events.len() as u32)
         .map(EventId)
-        .filter(|&i| trace.event(i).name == moe_name && trace.event(i).kind == EventKind::CpuOp)
+        .filter(|&i| trace.event(i).name == moe_name && trace.event(i).kind() == EventKind::CpuOp)
         .collect();
     let mut links = tree.links();
     let mut out = PseudoOps::default();
@@ -114,7 +114,7 @@ pub fn insert(trace: &mut Trace, tree: &CallTree) -> Option<(CallTree, PseudoOps
             };
             let (lane, ts, dur) = {
                 let l = trace.event(launch);
-                (trace.event(above).lane, l.ts, l.dur)
+                (trace.event(above).lane(), l.ts, l.dur)
             };
             let uid = u32::try_from(trace.meta.total_events).unwrap_or(u32::MAX);
             let name_id = trace.strings.intern(name);

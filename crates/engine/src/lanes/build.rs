@@ -89,10 +89,10 @@ pub fn build(
     for (i, e) in trace.events.iter().enumerate() {
         // Captured events copied under a graph launch all carry the launch's time: the lane
         // shows the launch, not its graph's captured call stack.
-        let keep = e.kind.is_gpu() || host && e.kind.is_host_activity() && !e.is_captured();
+        let keep = e.kind().is_gpu() || host && e.kind().is_host_activity() && !e.is_captured();
         if keep && e.dur >= 0 {
             by_lane
-                .entry((e.lane, e.kind.is_gpu()))
+                .entry((e.lane(), e.kind().is_gpu()))
                 .or_default()
                 .push(i as u32);
         }
@@ -165,7 +165,7 @@ pub fn build(
         for (lane, ids) in streams {
             let (ids, depths) = nest(trace, ids.clone());
             let rows = rows_of(trace, &ids, &depths, u16::MAX, &mut table, |id, e| {
-                let class = match e.kind {
+                let class = match e.kind() {
                     EventKind::GpuMemcpy => SliceClass::Memcpy,
                     EventKind::GpuMemset => SliceClass::Memset,
                     _ => match names.work(trace, e) {
@@ -208,7 +208,7 @@ pub fn build(
     }
     for (lane, ids, depths) in nested {
         let rows = rows_of(trace, &ids, &depths, max_depth, &mut table, |id, e| {
-            let class = match e.kind {
+            let class = match e.kind() {
                 EventKind::CpuOp => SliceClass::CpuOp,
                 EventKind::PythonFunction => SliceClass::Python,
                 EventKind::UserAnnotation => SliceClass::Annotation,

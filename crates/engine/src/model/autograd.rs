@@ -34,11 +34,11 @@ impl AutogradLinks {
             }) else {
                 continue;
             };
-            let lane = trace.events[bwd as usize].lane;
+            let lane = trace.events[bwd as usize].lane();
             let fwd = members
                 .iter()
                 .copied()
-                .filter(|&i| i != bwd && trace.events[i as usize].lane != lane)
+                .filter(|&i| i != bwd && trace.events[i as usize].lane() != lane)
                 .max_by_key(|&i| (trace.events[i as usize].ts, std::cmp::Reverse(i)));
             if let Some(f) = fwd {
                 links.fwd_of.insert(EventId(bwd), EventId(f));
@@ -62,7 +62,7 @@ impl AutogradLinks {
             }
             stack.extend(
                 tree.children(x)
-                    .filter(|c| trace.event(*c).kind == EventKind::CpuOp),
+                    .filter(|c| trace.event(*c).kind() == EventKind::CpuOp),
             );
         }
         out.sort_unstable();

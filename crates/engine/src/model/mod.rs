@@ -115,10 +115,47 @@ const NO_TIME: u8 = 4;
 /// that replays it; its time is the launch's, so host-side timing analyses leave it out.
 const CAPTURED: u8 = 8;
 
-/// One duration event (`ph: "X"`) the analyses use. Kept to 48 bytes: memory grows with the
-/// number of these, so optional fields use sentinels behind accessor methods, and the launch
-/// link stores the correlation id, or the External id where an event has no correlation (the
-/// only case in which TraceLens links by External id).
+/// Lanes an event can name: its lane shares a word with its kind and flags (24 bits). The
+/// importer folds events of later lanes into the last one, with a diagnostic; a trace keeps at
+/// most `import::MAX_EVENTS` (also 2²⁴) events, so only metadata could ever reach it.
+pub const MAX_LANES: u32 = 1 << 24;
+const LANE_MASK: u32 = MAX_LANES - 1;
+const KIND_SHIFT: u32 = 24;
+const FLAGS_SHIFT: u32 = 28;
+/// Every kind, in the order of its number in [`Event`]'s packed word.
+const KINDS: [EventKind; 9] = [
+    EventKind::CpuOp,
+    EventKind::PythonFunction,
+    EventKind::CudaRuntime,
+    EventKind::CudaDriver,
+    EventKind::Kernel,
+    EventKind::GpuMemcpy,
+    EventKind::GpuMemset,
+    EventKind::UserAnnotation,
+    EventKind::GpuUserAnnotation,
+];
+
+fn kind_number(k: EventKind) -> u32 {
+    // A match, so that a new kind cannot go unnumbered (the test checks it against `KINDS`).
+    match k {
+        EventKind::CpuOp => 0,
+        EventKind::PythonFunction => 1,
+        EventKind::CudaRuntime => 2,
+        EventKind::CudaDriver => 3,
+        EventKind::Kernel => 4,
+        EventKind::GpuMemcpy => 5,
+        EventKind::GpuMemset => 6,
+        EventKind::UserAnnotation => 7,
+        EventKind::GpuUserAnnotation => 8,
+    }
+}
+
+/// One duration event (`ph: "X"`) the analyses use. Kept to 40 bytes: memory grows with the
+/// number of these (2.6 M on the 1 GB benchmark trace), so optional fields use sentinels behind
+/// accessor methods; a GPU event's stream and any other event's op-args index share a field
+/// (no kind has both); lane, kind and flags share one word; and the launch link stores the
+/// correlation id, or the External id where an event has no correlation (the only case in
+/// which TraceLens links by External id).
 #[derive(Debug, Clone)]
 pub struct Event {
     pub ts: Nanos,
@@ -127,19 +164,17 @@ pub struct Event {
     /// Position in the `traceEvents` array, counting every element (TraceLens's UID).
     pub uid: u32,
     pub name: StrId,
-    pub lane: LaneId,
-    op_args: u32,
-    stream: i32,
-    pub kind: EventKind,
-    flags: u8,
+    /// The stream (`i32` bits) of a GPU event; the op-args index of any other.
+    aux: u32,
+    /// Lane (low 24 bits), kind (4 bits), flags (high 4 bits).
+    packed: u32,
 }
 
 /// The fields of an [`Event`] kept behind accessors, as stored.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct StoredEvent {
     pub link: i64,
-    pub op_args: u32,
-    pub stream: i32,
+    pub aux: u32,
     pub flags: u8,
 }
 
@@ -152,22 +187,47 @@ impl Event {
         ts: Nanos,
         dur: Nanos,
     ) -> Event {
-        Event {
+        let mut e = Event {
             ts,
             dur,
             link: NONE_I64,
             uid,
             name,
-            lane,
-            op_args: NONE_U32,
-            stream: NONE_I32,
-            kind,
-            flags: 0,
-        }
+            aux: if kind.is_gpu() {
+                NONE_I32 as u32
+            } else {
+                NONE_U32
+            },
+            packed: kind_number(kind) << KIND_SHIFT,
+        };
+        e.set_lane(lane);
+        e
     }
 
     pub fn end(&self) -> Nanos {
         self.ts + self.dur
+    }
+
+    pub fn kind(&self) -> EventKind {
+        KINDS[((self.packed >> KIND_SHIFT) & 0xf) as usize]
+    }
+
+    pub fn lane(&self) -> LaneId {
+        LaneId(self.packed & LANE_MASK)
+    }
+
+    /// Sets the lane; one at or past [`MAX_LANES`] becomes the last (the importer says so).
+    pub fn set_lane(&mut self, lane: LaneId) {
+        self.packed = (self.packed & !LANE_MASK) | lane.0.min(LANE_MASK);
+    }
+
+    fn flags(&self) -> u8 {
+        (self.packed >> FLAGS_SHIFT) as u8
+    }
+
+    fn set_flags(&mut self, flags: u8) {
+        self.packed =
+            (self.packed & !(0xf << FLAGS_SHIFT)) | (u32::from(flags & 0xf) << FLAGS_SHIFT);
     }
 
     /// The fields as stored (sentinels included): how `import::wire` carries an event between
@@ -175,66 +235,75 @@ impl Event {
     pub(crate) fn stored(&self) -> StoredEvent {
         StoredEvent {
             link: self.link,
-            op_args: self.op_args,
-            stream: self.stream,
-            flags: self.flags,
+            aux: self.aux,
+            flags: self.flags(),
         }
     }
 
     /// An event from its stored fields ([`Event::stored`]).
     pub(crate) fn from_stored(base: Event, stored: StoredEvent) -> Event {
-        Event {
+        let mut e = Event {
             link: stored.link,
-            op_args: stored.op_args,
-            stream: stored.stream,
-            flags: stored.flags,
+            aux: stored.aux,
             ..base
-        }
+        };
+        e.set_flags(stored.flags);
+        e
     }
 
     pub fn correlation(&self) -> Option<i64> {
-        (self.flags & LINK_IS_CORRELATION != 0).then_some(self.link)
+        (self.flags() & LINK_IS_CORRELATION != 0).then_some(self.link)
     }
     /// The `External id`, kept only for events without a correlation id.
     pub fn external_id(&self) -> Option<i64> {
-        (self.flags & LINK_IS_EXTERNAL_ID != 0).then_some(self.link)
+        (self.flags() & LINK_IS_EXTERNAL_ID != 0).then_some(self.link)
     }
+    /// The stream of a GPU event (`None` for other kinds).
     pub fn stream(&self) -> Option<i64> {
-        (self.stream != NONE_I32).then_some(i64::from(self.stream))
+        let s = self.aux as i32;
+        (self.kind().is_gpu() && s != NONE_I32).then_some(i64::from(s))
     }
+    /// The op-args index of a host event (`None` for GPU events).
     pub fn op_args(&self) -> Option<usize> {
-        (self.op_args != NONE_U32).then_some(self.op_args as usize)
+        (!self.kind().is_gpu() && self.aux != NONE_U32).then_some(self.aux as usize)
     }
 
     pub fn set_correlation(&mut self, v: i64) {
         self.link = v;
-        self.flags = (self.flags & !LINK_BITS) | LINK_IS_CORRELATION;
+        self.set_flags((self.flags() & !LINK_BITS) | LINK_IS_CORRELATION);
     }
     pub fn set_external_id(&mut self, v: i64) {
-        if self.flags & LINK_IS_CORRELATION == 0 {
+        if self.flags() & LINK_IS_CORRELATION == 0 {
             self.link = v;
-            self.flags = (self.flags & !LINK_BITS) | LINK_IS_EXTERNAL_ID;
+            self.set_flags((self.flags() & !LINK_BITS) | LINK_IS_EXTERNAL_ID);
         }
     }
     /// Whether the event has a CPU time of its own (not an inserted pseudo op).
     pub fn has_time(&self) -> bool {
-        self.flags & NO_TIME == 0
+        self.flags() & NO_TIME == 0
     }
     pub fn set_no_time(&mut self) {
-        self.flags |= NO_TIME;
+        self.set_flags(self.flags() | NO_TIME);
     }
     /// Whether the event was copied from a graph-capture trace (its host time is not its own).
     pub fn is_captured(&self) -> bool {
-        self.flags & CAPTURED != 0
+        self.flags() & CAPTURED != 0
     }
     pub fn set_captured(&mut self) {
-        self.flags |= CAPTURED;
+        self.set_flags(self.flags() | CAPTURED);
     }
+    /// Sets the stream of a GPU event (other kinds have none; a value outside `i32` reads as
+    /// none).
     pub fn set_stream(&mut self, v: i64) {
-        self.stream = i32::try_from(v).unwrap_or(NONE_I32);
+        if self.kind().is_gpu() {
+            self.aux = i32::try_from(v).unwrap_or(NONE_I32) as u32;
+        }
     }
+    /// Sets the op-args index of a host event (GPU events have none).
     pub fn set_op_args(&mut self, index: usize) {
-        self.op_args = u32::try_from(index).unwrap_or(NONE_U32);
+        if !self.kind().is_gpu() {
+            self.aux = u32::try_from(index).unwrap_or(NONE_U32);
+        }
     }
 }
 
@@ -245,10 +314,48 @@ mod tests {
     #[test]
     fn events_stay_compact() {
         assert!(
-            std::mem::size_of::<Event>() <= 48,
+            std::mem::size_of::<Event>() <= 40,
             "{}",
             std::mem::size_of::<Event>()
         );
+    }
+
+    #[test]
+    fn every_kind_reads_back_with_its_lane_and_flags() {
+        for (n, &kind) in KINDS.iter().enumerate() {
+            assert_eq!(kind_number(kind) as usize, n);
+            let mut e = Event::new(1, kind, StrId(2), LaneId(MAX_LANES - 1), 3, 4);
+            e.set_captured();
+            e.set_correlation(-7);
+            assert_eq!(
+                (e.kind(), e.lane(), e.is_captured(), e.has_time()),
+                (kind, LaneId(MAX_LANES - 1), true, true)
+            );
+            assert_eq!(e.correlation(), Some(-7));
+        }
+        let mut e = Event::new(0, EventKind::CpuOp, StrId(0), LaneId(MAX_LANES + 5), 0, 0);
+        assert_eq!(e.lane(), LaneId(MAX_LANES - 1));
+        e.set_lane(LaneId(3));
+        e.set_no_time();
+        assert_eq!(
+            (e.lane(), e.kind(), e.has_time()),
+            (LaneId(3), EventKind::CpuOp, false)
+        );
+    }
+
+    #[test]
+    fn streams_belong_to_gpu_events_and_op_args_to_the_others() {
+        let mut k = Event::new(0, EventKind::Kernel, StrId(0), LaneId(0), 0, 0);
+        assert_eq!((k.stream(), k.op_args()), (None, None));
+        k.set_stream(-3);
+        k.set_op_args(5);
+        assert_eq!((k.stream(), k.op_args()), (Some(-3), None));
+        k.set_stream(i64::from(i32::MAX) + 1);
+        assert_eq!(k.stream(), None);
+        let mut op = Event::new(0, EventKind::CpuOp, StrId(0), LaneId(0), 0, 0);
+        op.set_stream(7);
+        op.set_op_args(0);
+        assert_eq!((op.stream(), op.op_args()), (None, Some(0)));
     }
 
     #[test]
@@ -387,7 +494,7 @@ impl Trace {
 
     /// `process_name` of the event's process, "Unknown" when absent (TraceLens's default).
     pub fn process_name(&self, e: &Event) -> &str {
-        let pid = &self.lane(e.lane).pid;
+        let pid = &self.lane(e.lane()).pid;
         self.meta
             .process_names
             .get(pid)
@@ -395,7 +502,7 @@ impl Trace {
     }
 
     pub fn process_label(&self, e: &Event) -> &str {
-        let pid = &self.lane(e.lane).pid;
+        let pid = &self.lane(e.lane()).pid;
         self.meta
             .process_labels
             .get(pid)
@@ -405,13 +512,13 @@ impl Trace {
     pub fn thread_name(&self, e: &Event) -> &str {
         self.meta
             .thread_names
-            .get(&e.lane)
+            .get(&e.lane())
             .map_or("Unknown", |s| self.strings.get(*s))
     }
 
     /// Whether the trace records any `cpu_op` (TraceLens's "GPU-only trace" test).
     pub fn has_cpu_ops(&self) -> bool {
-        self.events.iter().any(|e| e.kind == EventKind::CpuOp)
+        self.events.iter().any(|e| e.kind() == EventKind::CpuOp)
     }
 
     /// Approximate heap bytes held by the model (for benchmarks and the memory budget).

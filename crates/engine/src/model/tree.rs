@@ -98,7 +98,11 @@ impl CallTree {
         };
         let mut tree = CallTree {
             parent: vec![NO_PARENT; n],
-            in_tree: trace.events.iter().map(|e| hosts(e.kind, python)).collect(),
+            in_tree: trace
+                .events
+                .iter()
+                .map(|e| hosts(e.kind(), python))
+                .collect(),
             link_by_correlation: links.by_correlation,
             ..CallTree::default()
         };
@@ -154,7 +158,7 @@ impl CallTree {
             }
         }
         let mut gpu: Vec<(u32, u32)> = (0..n as u32)
-            .filter(|&i| trace.events[i as usize].kind.is_gpu())
+            .filter(|&i| trace.events[i as usize].kind().is_gpu())
             .map(|i| (self.first[i as usize], i))
             .collect();
         gpu.sort_unstable();
@@ -173,9 +177,9 @@ impl CallTree {
             ..
         } = links;
         let flowless = trace.flows.is_empty();
-        let gpu_total = trace.events.iter().filter(|e| e.kind.is_gpu()).count();
+        let gpu_total = trace.events.iter().filter(|e| e.kind().is_gpu()).count();
         let unlinked: Vec<usize> = (0..trace.events.len())
-            .filter(|&i| trace.events[i].kind.is_gpu() && self.parent[i] == NO_PARENT)
+            .filter(|&i| trace.events[i].kind().is_gpu() && self.parent[i] == NO_PARENT)
             .collect();
         for &i in unlinked.iter().take(5) {
             let e = &trace.events[i];
@@ -315,7 +319,7 @@ impl CallTree {
     pub fn nearest_cpu_op(&self, trace: &Trace, id: EventId) -> Option<EventId> {
         let mut cur = self.parent(id);
         while let Some(p) = cur {
-            if trace.event(p).kind == EventKind::CpuOp {
+            if trace.event(p).kind() == EventKind::CpuOp {
                 return Some(p);
             }
             cur = self.parent(p);
@@ -346,7 +350,7 @@ struct Nested {
 /// Nests the host events per thread by time containment (spec §2a).
 fn nest_host_events(trace: &Trace, python: bool) -> Nested {
     let mut order: Vec<u32> = (0..trace.events.len() as u32)
-        .filter(|&i| hosts(trace.events[i as usize].kind, python))
+        .filter(|&i| hosts(trace.events[i as usize].kind(), python))
         .collect();
     let (mut edges, mut cpu_roots, mut examples) = (Vec::new(), Vec::new(), Vec::new());
     order.sort_by_key(|&i| trace.events[i as usize].ts);
@@ -359,14 +363,14 @@ fn nest_host_events(trace: &Trace, python: bool) -> Nested {
     for &i in &order {
         let e = &trace.events[i as usize];
         let (ts, end) = (e.ts, e.end());
-        let st = stacks.entry(e.lane).or_insert(LaneStack {
+        let st = stacks.entry(e.lane()).or_insert(LaneStack {
             stack: Vec::new(),
             cpu_ops: 0,
         });
         while let Some(&top) = st.stack.last() {
             if ts >= trace.events[top as usize].end() {
                 st.stack.pop();
-                if trace.events[top as usize].kind == EventKind::CpuOp {
+                if trace.events[top as usize].kind() == EventKind::CpuOp {
                     st.cpu_ops -= 1;
                 }
             } else {
@@ -378,7 +382,7 @@ fn nest_host_events(trace: &Trace, python: bool) -> Nested {
             if end > top_end {
                 if top_end - ts < BLEED_TOLERANCE && st.stack.len() >= 2 {
                     st.stack.pop();
-                    if trace.events[top as usize].kind == EventKind::CpuOp {
+                    if trace.events[top as usize].kind() == EventKind::CpuOp {
                         st.cpu_ops -= 1;
                     }
                 } else {
@@ -401,7 +405,7 @@ fn nest_host_events(trace: &Trace, python: bool) -> Nested {
             edges.push((top, i));
         }
         st.stack.push(i);
-        if e.kind == EventKind::CpuOp {
+        if e.kind() == EventKind::CpuOp {
             if st.cpu_ops == 0 {
                 cpu_roots.push(EventId(i));
             }
@@ -434,7 +438,7 @@ struct Links {
 fn gpu_links(trace: &Trace) -> Links {
     // TraceLens picks the linking arg from the first launch-like runtime call.
     let first_launch = trace.events.iter().find(|e| {
-        e.kind.is_runtime()
+        e.kind().is_runtime()
             && trace
                 .strings
                 .get(e.name)
@@ -457,8 +461,8 @@ fn gpu_links(trace: &Trace) -> Links {
         .events
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.kind.is_gpu())
-        .filter_map(|(i, e)| link_of(e).map(|l| (l, e.lane, i as u32)))
+        .filter(|(_, e)| e.kind().is_gpu())
+        .filter_map(|(i, e)| link_of(e).map(|l| (l, e.lane(), i as u32)))
         .collect();
     gpu_by_link.sort_unstable();
     let range_of = |link: i64| -> &[(i64, LaneId, u32)] {
@@ -472,7 +476,7 @@ fn gpu_links(trace: &Trace) -> Links {
     let (mut skewed, mut skew_examples) = (0u64, Vec::new());
     for r in 0..trace.events.len() {
         let e = &trace.events[r];
-        if !e.kind.is_runtime() {
+        if !e.kind().is_runtime() {
             continue;
         }
         let Some(link) = link_of(e) else { continue };

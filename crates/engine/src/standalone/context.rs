@@ -54,9 +54,9 @@ impl Modules {
         }
         let mut by_lane: HashMap<LaneId, Vec<Item>> = HashMap::default();
         for (i, e) in trace.events.iter().enumerate() {
-            if e.kind == EventKind::PythonFunction && trace.name(e).starts_with(MODULE_PREFIX) {
+            if e.kind() == EventKind::PythonFunction && trace.name(e).starts_with(MODULE_PREFIX) {
                 by_lane
-                    .entry(e.lane)
+                    .entry(e.lane())
                     .or_default()
                     .push(Item::Frame(EventId(i as u32)));
             }
@@ -65,7 +65,7 @@ impl Modules {
             return Modules::default();
         }
         for &r in &tree.cpu_roots {
-            if let Some(items) = by_lane.get_mut(&trace.event(r).lane) {
+            if let Some(items) = by_lane.get_mut(&trace.event(r).lane()) {
                 items.push(Item::Root(r));
             }
         }
@@ -137,10 +137,10 @@ impl Modules {
 
 /// The top-level CPU op above an event (itself if it is one).
 pub fn cpu_root(trace: &Trace, tree: &CallTree, id: EventId) -> Option<EventId> {
-    let mut root = (trace.event(id).kind == EventKind::CpuOp).then_some(id);
+    let mut root = (trace.event(id).kind() == EventKind::CpuOp).then_some(id);
     let mut cur = tree.parent(id);
     while let Some(p) = cur {
-        if trace.event(p).kind == EventKind::CpuOp {
+        if trace.event(p).kind() == EventKind::CpuOp {
             root = Some(p);
         }
         cur = tree.parent(p);
@@ -189,7 +189,7 @@ pub fn tree_entry(
     let mut ops = Vec::new();
     let mut cur = Some(event);
     while let Some(x) = cur {
-        if trace.event(x).kind == EventKind::CpuOp {
+        if trace.event(x).kind() == EventKind::CpuOp {
             ops.push(trace.name(trace.event(x)).to_owned());
         }
         cur = tree.parent(x);
@@ -203,7 +203,7 @@ pub fn tree_entry(
             break;
         }
         let ev = trace.event(x);
-        let args = (ev.kind == EventKind::CpuOp)
+        let args = (ev.kind() == EventKind::CpuOp)
             .then(|| trace.op_args_of(ev))
             .flatten();
         let text = |s: Option<crate::model::strings::StrId>| {
@@ -212,11 +212,11 @@ pub fn tree_entry(
         };
         subtree.push(SubtreeLine {
             depth,
-            kind: ev.kind.category_name(),
+            kind: ev.kind().category_name(),
             name: trace.name(ev).to_owned(),
             input_dims: text(args.and_then(|a| a.input_dims)),
             input_type: text(args.and_then(|a| a.input_type)),
-            gpu_us: ev.kind.is_gpu().then(|| ev.dur as f64 / 1e3),
+            gpu_us: ev.kind().is_gpu().then(|| ev.dur as f64 / 1e3),
         });
         for c in tree.children(x).rev() {
             stack.push((c, depth + 1));

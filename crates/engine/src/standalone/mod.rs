@@ -224,7 +224,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         let Some(&ev) = events.get(&r.ex_uid) else {
             continue;
         };
-        if src.trace.event(ev).kind.is_gpu() {
+        if src.trace.event(ev).kind().is_gpu() {
             // A GPU-only trace's kernel-level row: the kernel is its own example instance.
             let e = src.trace.event(ev);
             r.kernel_names = vec![(src.trace.name(e).to_owned(), e.dur as f64 / 1e3)];
@@ -336,7 +336,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         .iter()
         .map(|r| {
             let ev = *events.get(&r.ex_uid)?;
-            if src.trace.event(ev).kind.is_gpu() {
+            if src.trace.event(ev).kind().is_gpu() {
                 return None;
             }
             Some(context::tree_entry(
@@ -390,7 +390,7 @@ fn events_by_uid(trace: &Trace, rows: &[OpRow]) -> HashMap<u32, EventId> {
         .events
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.kind == example && want.contains(&e.uid))
+        .filter(|(_, e)| e.kind() == example && want.contains(&e.uid))
         .map(|(i, e)| (e.uid, EventId(i as u32)))
         .collect()
 }
@@ -400,7 +400,7 @@ fn multi_stream(trace: &Trace) -> bool {
     let mut streams = trace
         .events
         .iter()
-        .filter(|e| e.kind.is_gpu())
+        .filter(|e| e.kind().is_gpu())
         .filter_map(|e| e.stream());
     match streams.next() {
         Some(first) => streams.any(|s| s != first),
@@ -425,7 +425,7 @@ fn sub_ops(trace: &Trace, tree: &CallTree, id: EventId) -> Vec<String> {
     let mut stack: Vec<EventId> = tree.children(id).collect();
     while let Some(x) = stack.pop() {
         let e = trace.event(x);
-        if e.kind == EventKind::CpuOp {
+        if e.kind() == EventKind::CpuOp {
             let n = trace.name(e);
             if !out.iter().any(|o| o == n) {
                 out.push(n.to_owned());

@@ -182,7 +182,7 @@ impl Patterns {
             };
             for k in tree.gpu_events_under(root) {
                 let e = trace.event(k);
-                if e.kind != EventKind::Kernel {
+                if e.kind() != EventKind::Kernel {
                     continue;
                 }
                 let op = tree.nearest_cpu_op(trace, k).unwrap_or(root);
@@ -260,7 +260,7 @@ fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {
     // Which op names are convolutions, decided once per distinct name (not per kernel and
     // ancestor: this runs over every kernel of the trace).
     let mut is_conv: HashMap<crate::model::strings::StrId, bool> = HashMap::default();
-    for e in trace.events.iter().filter(|e| e.kind == EventKind::CpuOp) {
+    for e in trace.events.iter().filter(|e| e.kind() == EventKind::CpuOp) {
         is_conv
             .entry(e.name)
             .or_insert_with(|| trace.name(e).to_ascii_lowercase().contains("conv"));
@@ -274,14 +274,14 @@ fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {
     let mut conv_ns = 0i64;
     let mut transposes: Vec<(String, i64)> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
-        if e.kind != EventKind::Kernel {
+        if e.kind() != EventKind::Kernel {
             continue;
         }
         let mut under_conv = false;
         let mut cur = tree.parent(EventId(i as u32));
         while let Some(p) = cur {
             let pe = trace.event(p);
-            if pe.kind == EventKind::CpuOp && is_conv.get(&pe.name).copied().unwrap_or(false) {
+            if pe.kind() == EventKind::CpuOp && is_conv.get(&pe.name).copied().unwrap_or(false) {
                 under_conv = true;
                 break;
             }
@@ -326,7 +326,7 @@ fn conv_transposes_by_adjacency(trace: &Trace) -> Option<ConvTransposes> {
     let mut roles: HashMap<crate::model::strings::StrId, ConvRole> = HashMap::default();
     let mut streams: HashMap<i64, Vec<(i64, i64, ConvRole, usize)>> = HashMap::default();
     for (i, e) in trace.events.iter().enumerate() {
-        if e.kind == EventKind::Kernel {
+        if e.kind() == EventKind::Kernel {
             let r = *roles.entry(e.name).or_insert_with(|| role(trace.name(e)));
             streams
                 .entry(e.stream().unwrap_or(-1))
@@ -397,7 +397,7 @@ fn op_role(name: &str) -> OpRole {
 fn gemm_copies(trace: &Trace, tree: &CallTree) -> Option<GemmCopies> {
     // Roles decided once per distinct op name.
     let mut roles: HashMap<crate::model::strings::StrId, OpRole> = HashMap::default();
-    for e in trace.events.iter().filter(|e| e.kind == EventKind::CpuOp) {
+    for e in trace.events.iter().filter(|e| e.kind() == EventKind::CpuOp) {
         roles
             .entry(e.name)
             .or_insert_with(|| op_role(trace.name(e)));
@@ -410,7 +410,7 @@ fn gemm_copies(trace: &Trace, tree: &CallTree) -> Option<GemmCopies> {
     let mut callers: Vec<(String, i64)> = Vec::new();
     let mut copy_ops: Vec<(String, i64)> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
-        if e.kind != EventKind::Kernel {
+        if e.kind() != EventKind::Kernel {
             continue;
         }
         // The innermost CPU op and its role, whether a cast lies between it and the caller,
@@ -422,7 +422,7 @@ fn gemm_copies(trace: &Trace, tree: &CallTree) -> Option<GemmCopies> {
         let mut cur = tree.parent(EventId(i as u32));
         while let Some(p) = cur {
             let pe = trace.event(p);
-            if pe.kind == EventKind::CpuOp {
+            if pe.kind() == EventKind::CpuOp {
                 let role = roles.get(&pe.name).copied().unwrap_or(OpRole::Other);
                 if role == OpRole::GemmCaller {
                     caller = Some(p);
@@ -474,7 +474,11 @@ fn short_kernels(trace: &Trace) -> Option<ShortKernels> {
         total_kernels: 0,
         ms: 0.0,
     };
-    for e in trace.events.iter().filter(|e| e.kind == EventKind::Kernel) {
+    for e in trace
+        .events
+        .iter()
+        .filter(|e| e.kind() == EventKind::Kernel)
+    {
         s.total_kernels += 1;
         if e.dur < limit {
             s.count += 1;

@@ -466,12 +466,12 @@ fn analyze_tree(
         kernels: trace
             .events
             .iter()
-            .filter(|e| e.kind == EventKind::Kernel)
+            .filter(|e| e.kind() == EventKind::Kernel)
             .count() as u64,
         cpu_ops: trace
             .events
             .iter()
-            .filter(|e| e.kind == EventKind::CpuOp)
+            .filter(|e| e.kind() == EventKind::CpuOp)
             .count() as u64,
         gpu_only,
         device_names: device_names(&trace),

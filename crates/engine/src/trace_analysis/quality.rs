@@ -5,13 +5,13 @@ use crate::diagnostics::DiagnosticKind;
 use crate::model::{EventKind, Trace};
 
 pub(super) fn note_trace_quality(trace: &mut Trace, gpu_only: bool) {
-    if gpu_only && trace.events.iter().any(|e| e.kind.is_gpu()) {
+    if gpu_only && trace.events.iter().any(|e| e.kind().is_gpu()) {
         trace.diagnostics.add(DiagnosticKind::GpuOnlyTrace, 1, None);
     }
     let without_shapes = trace
         .events
         .iter()
-        .filter(|e| e.kind == EventKind::CpuOp && e.op_args().is_none())
+        .filter(|e| e.kind() == EventKind::CpuOp && e.op_args().is_none())
         .count() as u64;
     if without_shapes > 0 {
         trace
@@ -23,8 +23,8 @@ pub(super) fn note_trace_quality(trace: &mut Trace, gpu_only: bool) {
     let mut by_lane: std::collections::HashMap<crate::model::LaneId, Vec<usize>> =
         Default::default();
     for (i, e) in trace.events.iter().enumerate() {
-        if e.kind.is_gpu() {
-            by_lane.entry(e.lane).or_default().push(i);
+        if e.kind().is_gpu() {
+            by_lane.entry(e.lane()).or_default().push(i);
         }
     }
     let mut overlaps = 0u64;

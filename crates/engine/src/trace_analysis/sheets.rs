@@ -29,7 +29,7 @@ pub(super) fn idle_and_steps(
     let split = idle::split_of(&gaps);
     let mut by_device: Vec<(crate::model::RawId, Vec<crate::model::EventId>)> = Vec::new();
     for &id in counted {
-        let pid = &trace.lane(trace.event(id).lane).pid;
+        let pid = &trace.lane(trace.event(id).lane()).pid;
         match by_device.iter_mut().find(|(p, _)| p == pid) {
             Some((_, v)) => v.push(id),
             None => by_device.push((pid.clone(), vec![id])),

@@ -169,7 +169,7 @@ impl DiffSide {
     ) -> u32 {
         let e = trace.event(id);
         let raw = trace.strings.get(e.name);
-        let kind = match e.kind {
+        let kind = match e.kind() {
             EventKind::CpuOp => Kind::CpuOp,
             EventKind::Kernel => Kind::Kernel,
             EventKind::GpuMemcpy => Kind::Memcpy,
