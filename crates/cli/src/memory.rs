@@ -7,8 +7,9 @@
 //! resident. An analysis frees and allocates many tables of 1–30 MB in turn (partial import
 //! tables, per-sheet working sets), so under the raised threshold the process kept tens of MB it
 //! no longer used (and more with threads: each has its own arena). Pinning the threshold keeps
-//! large tables on `mmap`: on the 1 GB synthetic trace peak RSS fell 332 → 304 MiB on one thread
-//! and 404 → 333 MiB on two (docs/performance.md), with no measurable change in time.
+//! large tables on `mmap`: on the 1 GB synthetic trace peak RSS fell 332 → 305 MiB on one thread
+//! and 394–401 → 330–333 MiB on two (docs/performance.md), with no change in time beyond the
+//! machine's noise (thresholds of 1, 4 and 32 MiB measured no faster and kept more).
 
 /// Pins glibc's mmap threshold at its initial 128 KiB. Call before any thread starts.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
