@@ -156,7 +156,7 @@ fn write_trace(o: &mut Out, t: &Trace) {
         o.u32(e.name.0);
         o.u32(e.lane().0);
         o.u32(s.aux);
-        o.u8(kind_number(e.kind()));
+        o.u8(e.kind().number());
         o.u8(s.flags);
     }
     o.len(t.lanes.len());
@@ -221,7 +221,7 @@ fn read_trace(i: &mut In<'_>) -> Result<Trace, WireError> {
     for _ in 0..n {
         let (ts, dur, link) = (i.i64()?, i.i64()?, i.i64()?);
         let (uid, name, lane, aux) = (i.u32()?, i.u32()?, i.u32()?, i.u32()?);
-        let kind = kind_of(i.u8()?).ok_or_else(|| i.bad("event kind"))?;
+        let kind = EventKind::from_number(i.u8()?).ok_or_else(|| i.bad("event kind"))?;
         let stored = StoredEvent {
             link,
             aux,
@@ -292,36 +292,6 @@ fn read_trace(i: &mut In<'_>) -> Result<Trace, WireError> {
         });
     }
     Ok(t)
-}
-
-/// An event kind's number on the wire (a match, so that a new kind cannot go unnumbered).
-fn kind_number(k: EventKind) -> u8 {
-    match k {
-        EventKind::CpuOp => 0,
-        EventKind::PythonFunction => 1,
-        EventKind::CudaRuntime => 2,
-        EventKind::CudaDriver => 3,
-        EventKind::Kernel => 4,
-        EventKind::GpuMemcpy => 5,
-        EventKind::GpuMemset => 6,
-        EventKind::UserAnnotation => 7,
-        EventKind::GpuUserAnnotation => 8,
-    }
-}
-
-fn kind_of(n: u8) -> Option<EventKind> {
-    Some(match n {
-        0 => EventKind::CpuOp,
-        1 => EventKind::PythonFunction,
-        2 => EventKind::CudaRuntime,
-        3 => EventKind::CudaDriver,
-        4 => EventKind::Kernel,
-        5 => EventKind::GpuMemcpy,
-        6 => EventKind::GpuMemset,
-        7 => EventKind::UserAnnotation,
-        8 => EventKind::GpuUserAnnotation,
-        _ => return None,
-    })
 }
 
 fn write_meta(o: &mut Out, m: &TraceMeta) {
@@ -436,11 +406,11 @@ mod tests {
     #[test]
     fn every_event_kind_has_its_own_number() {
         for n in 0..=u8::MAX {
-            if let Some(k) = kind_of(n) {
-                assert_eq!(kind_number(k), n);
+            if let Some(k) = EventKind::from_number(n) {
+                assert_eq!(k.number(), n);
             }
         }
-        assert_eq!((0..=u8::MAX).filter_map(kind_of).count(), 9);
+        assert_eq!((0..=u8::MAX).filter_map(EventKind::from_number).count(), 9);
     }
 
     #[test]

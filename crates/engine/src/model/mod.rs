@@ -83,6 +83,26 @@ impl EventKind {
         matches!(self, EventKind::CudaRuntime | EventKind::CudaDriver)
     }
 
+    /// The kind's number: its place in an [`Event`]'s packed word and on `import::wire` (a
+    /// match, so that a new kind cannot go unnumbered; [`EventKind::from_number`] reads it).
+    pub(crate) fn number(self) -> u8 {
+        match self {
+            EventKind::CpuOp => 0,
+            EventKind::PythonFunction => 1,
+            EventKind::CudaRuntime => 2,
+            EventKind::CudaDriver => 3,
+            EventKind::Kernel => 4,
+            EventKind::GpuMemcpy => 5,
+            EventKind::GpuMemset => 6,
+            EventKind::UserAnnotation => 7,
+            EventKind::GpuUserAnnotation => 8,
+        }
+    }
+
+    pub(crate) fn from_number(n: u8) -> Option<EventKind> {
+        KINDS.get(usize::from(n)).copied()
+    }
+
     /// The canonical (current Kineto) category name.
     pub fn category_name(self) -> &'static str {
         match self {
@@ -122,7 +142,7 @@ pub const MAX_LANES: u32 = 1 << 24;
 const LANE_MASK: u32 = MAX_LANES - 1;
 const KIND_SHIFT: u32 = 24;
 const FLAGS_SHIFT: u32 = 28;
-/// Every kind, in the order of its number in [`Event`]'s packed word.
+/// Every kind, in the order of its number ([`EventKind::number`]).
 const KINDS: [EventKind; 9] = [
     EventKind::CpuOp,
     EventKind::PythonFunction,
@@ -134,21 +154,6 @@ const KINDS: [EventKind; 9] = [
     EventKind::UserAnnotation,
     EventKind::GpuUserAnnotation,
 ];
-
-fn kind_number(k: EventKind) -> u32 {
-    // A match, so that a new kind cannot go unnumbered (the test checks it against `KINDS`).
-    match k {
-        EventKind::CpuOp => 0,
-        EventKind::PythonFunction => 1,
-        EventKind::CudaRuntime => 2,
-        EventKind::CudaDriver => 3,
-        EventKind::Kernel => 4,
-        EventKind::GpuMemcpy => 5,
-        EventKind::GpuMemset => 6,
-        EventKind::UserAnnotation => 7,
-        EventKind::GpuUserAnnotation => 8,
-    }
-}
 
 /// One duration event (`ph: "X"`) the analyses use. Kept to 40 bytes: memory grows with the
 /// number of these (2.6 M on the 1 GB benchmark trace), so optional fields use sentinels behind
@@ -198,7 +203,7 @@ impl Event {
             } else {
                 NONE_U32
             },
-            packed: kind_number(kind) << KIND_SHIFT,
+            packed: u32::from(kind.number()) << KIND_SHIFT,
         };
         e.set_lane(lane);
         e
@@ -323,7 +328,7 @@ mod tests {
     #[test]
     fn every_kind_reads_back_with_its_lane_and_flags() {
         for (n, &kind) in KINDS.iter().enumerate() {
-            assert_eq!(kind_number(kind) as usize, n);
+            assert_eq!(kind.number() as usize, n);
             let mut e = Event::new(1, kind, StrId(2), LaneId(MAX_LANES - 1), 3, 4);
             e.set_captured();
             e.set_correlation(-7);
