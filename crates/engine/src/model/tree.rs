@@ -19,8 +19,6 @@ pub struct CallTree {
     children: Vec<u32>,
     /// `cpu_op` events with no `cpu_op` ancestor, in timestamp order.
     pub cpu_roots: Vec<EventId>,
-    /// Host events placed in the tree (false for python functions and overhanging events).
-    pub in_tree: Vec<bool>,
     /// The arg used to link launches to GPU work: correlation (all modern traces) or External id.
     pub link_by_correlation: bool,
     /// Pre-order position of each event in a depth-first walk of the forest, and the end of
@@ -40,7 +38,6 @@ pub struct TreeLinks {
     parent: Vec<u32>,
     pub children: Vec<Vec<u32>>,
     pub cpu_roots: Vec<EventId>,
-    pub in_tree: Vec<bool>,
     pub link_by_correlation: bool,
 }
 
@@ -58,7 +55,6 @@ impl TreeLinks {
     pub fn push_event(&mut self) {
         self.parent.push(NO_PARENT);
         self.children.push(Vec::new());
-        self.in_tree.push(true);
     }
 
     pub fn len(&self) -> usize {
@@ -98,11 +94,6 @@ impl CallTree {
         };
         let mut tree = CallTree {
             parent: vec![NO_PARENT; n],
-            in_tree: trace
-                .events
-                .iter()
-                .map(|e| hosts(e.kind(), python))
-                .collect(),
             link_by_correlation: links.by_correlation,
             ..CallTree::default()
         };
@@ -247,7 +238,6 @@ impl CallTree {
                 .map(|i| self.child_slice(EventId(i as u32)).to_vec())
                 .collect(),
             cpu_roots: self.cpu_roots.clone(),
-            in_tree: self.in_tree.clone(),
             link_by_correlation: self.link_by_correlation,
         }
     }
@@ -263,7 +253,6 @@ impl CallTree {
         let mut tree = CallTree {
             parent: links.parent,
             cpu_roots: links.cpu_roots,
-            in_tree: links.in_tree,
             link_by_correlation: links.link_by_correlation,
             ..CallTree::default()
         };
