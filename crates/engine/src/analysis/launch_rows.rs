@@ -56,7 +56,7 @@ impl LaunchRows {
         self.len == 0
     }
 
-    /// Bytes held (for the memory figures).
+    /// Bytes the rows take (what the packing is for; the size test checks it).
     pub fn packed_bytes(&self) -> usize {
         self.bytes.len()
     }
