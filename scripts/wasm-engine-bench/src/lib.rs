@@ -25,10 +25,10 @@ pub fn inflate_ms(bytes: &[u8]) -> f64 {
 }
 
 /// Reads `bytes` through the importer in 16 MiB slices (as the worker does) and analyzes the
-/// trace with the target's options (timeline lanes with host lanes); returns
-/// `[read_ms, analysis_ms]`, or an error message.
+/// trace with the target's options (timeline lanes with host lanes; without any lanes when
+/// `lanes` is false, as the CLI analyzes); returns `[read_ms, analysis_ms]`, or an error message.
 #[wasm_bindgen]
-pub fn phases(bytes: &[u8]) -> Result<Vec<f64>, String> {
+pub fn phases(bytes: &[u8], lanes: bool) -> Result<Vec<f64>, String> {
     let t = now();
     let mut importer = Importer::new();
     for chunk in bytes.chunks(16 << 20) {
@@ -37,8 +37,8 @@ pub fn phases(bytes: &[u8]) -> Result<Vec<f64>, String> {
     let trace = importer.finish().map_err(|e| e.to_string())?;
     let read = now() - t;
     let options = Options {
-        timeline_lanes: true,
-        timeline_host_lanes: true,
+        timeline_lanes: lanes,
+        timeline_host_lanes: lanes,
         ..Options::default()
     };
     let analysis = analyze_trace_with(trace, &options);

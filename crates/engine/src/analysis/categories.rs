@@ -94,9 +94,13 @@ impl Registry {
 }
 
 /// TraceLens's communication-kernel test (case-insensitive `nccl`, `rccl`, `cross_device_reduce`).
+/// Compares in place rather than searching a lowered copy: it runs per kernel where the answer
+/// is not memoized (`names::NameClasses`), and kernel names run to hundreds of bytes.
 pub fn is_communication(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    lower.contains("nccl") || lower.contains("rccl") || lower.contains("cross_device_reduce")
+    let has = |needle: &[u8]| {
+        (name.as_bytes().windows(needle.len())).any(|w| w.eq_ignore_ascii_case(needle))
+    };
+    has(b"nccl") || has(b"rccl") || has(b"cross_device_reduce")
 }
 
 /// ROCm 7.1 reports some copies as kernels; TraceLens counts them as memcpy.
@@ -158,6 +162,11 @@ mod tests {
         assert!(is_communication("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"));
         assert!(is_communication("void RCCL_kernel"));
         assert!(!is_communication("void at::native::add"));
+        // Any case, anywhere; not across a non-ASCII letter's bytes.
+        assert!(is_communication("NCCL"));
+        assert!(is_communication("x_Cross_Device_Reduce_1stage"));
+        assert!(!is_communication("ncc"));
+        assert!(!is_communication("nçcl"));
         assert!(is_rocm_copy_kernel("__amd_rocclr_copyBufferAligned.kd"));
         assert!(!is_rocm_copy_kernel("__amd_rocclr_copyBufferX"));
         assert!(is_rocm_fill_kernel("__amd_rocclr_fillBuffer.kd"));

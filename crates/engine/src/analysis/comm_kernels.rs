@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use super::categories::is_communication;
 use super::intervals::{self, Span};
 use super::names::GpuWork;
 use crate::model::{EventKind, Nanos, Trace, COLLECTIVE_ARG_KEYS};
@@ -101,7 +100,7 @@ pub fn comm_facts(trace: &Trace, names: &super::names::NameClasses) -> CommFacts
         }
         let name = trace.name(e);
         if e.kind() != EventKind::Kernel
-            || !is_communication(name)
+            || !names.is_comm(trace, e)
             || (e.correlation().is_none() && e.external_id().is_none())
         {
             continue;

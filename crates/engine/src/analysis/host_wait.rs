@@ -148,18 +148,36 @@ fn is_optimizer(name: &str) -> bool {
 struct ThreadIndex {
     lanes: std::collections::HashMap<LaneId, Vec<u32>>,
     parent: Vec<u32>,
+    /// Per interned name of an indexed event: [`DATA_LOADING`] | [`OPTIMIZER`] | [`TESTED`].
+    /// Tested once per distinct name, not once per candidate of every gap (a substring
+    /// search costs a searcher's set-up per call).
+    names: Vec<u8>,
 }
 
 const NO_PARENT: u32 = u32::MAX;
+const DATA_LOADING: u8 = 1;
+const OPTIMIZER: u8 = 2;
+const TESTED: u8 = 4;
 
 impl ThreadIndex {
     fn build(trace: &Trace) -> ThreadIndex {
         let mut lanes: std::collections::HashMap<LaneId, Vec<u32>> = Default::default();
+        let mut names = vec![0u8; trace.strings.len()];
         for (i, e) in trace.events.iter().enumerate() {
             // Captured events (copied under a graph launch, at its time) are not what the host
             // thread did while the GPU waited.
             if e.kind().is_host_activity() && !e.is_captured() {
                 lanes.entry(e.lane()).or_default().push(i as u32);
+                if let Some(slot) = names.get_mut(e.name.0 as usize).filter(|s| **s == 0) {
+                    let name = trace.name(e);
+                    *slot = TESTED
+                        | if is_data_loading(name) {
+                            DATA_LOADING
+                        } else {
+                            0
+                        }
+                        | if is_optimizer(name) { OPTIMIZER } else { 0 };
+                }
             }
         }
         let mut parent = vec![NO_PARENT; trace.events.len()];
@@ -184,7 +202,24 @@ impl ThreadIndex {
                 stack.push(i);
             }
         }
-        ThreadIndex { lanes, parent }
+        ThreadIndex {
+            lanes,
+            parent,
+            names,
+        }
+    }
+
+    /// Whether indexed event `i`'s name has `flag` ([`DATA_LOADING`], [`OPTIMIZER`]).
+    fn named(&self, trace: &Trace, i: u32, flag: u8) -> bool {
+        let e = &trace.events[i as usize];
+        match self.names.get(e.name.0 as usize) {
+            Some(&v) if v & TESTED != 0 => v & flag != 0,
+            // Not an indexed event's name (no candidate is): tested now.
+            _ => match flag {
+                DATA_LOADING => is_data_loading(trace.name(e)),
+                _ => is_optimizer(trace.name(e)),
+            },
+        }
     }
 
     fn has_cpu_op_ancestor(&self, trace: &Trace, mut i: u32) -> bool {
@@ -316,16 +351,16 @@ fn blame_gap(trace: &Trace, tree: &CallTree, index: &ThreadIndex, gap: &Gap) -> 
     let w = (gap.start, gap.end);
     let cands = index.overlapping(trace, lane, gap.start - SYNC_TOLERANCE_NS, gap.end);
     let name_of = |i: u32| trace.name(&trace.events[i as usize]);
-    let data = union_of(trace, &cands, w, |i| is_data_loading(name_of(i)));
+    let data = union_of(trace, &cands, w, |i| index.named(trace, i, DATA_LOADING));
     let opt = subtract(
-        &union_of(trace, &cands, w, |i| is_optimizer(name_of(i))),
+        &union_of(trace, &cands, w, |i| index.named(trace, i, OPTIMIZER)),
         &data,
     );
-    let first_of = |pred: &dyn Fn(&str) -> bool| {
+    let first_of = |flag: u8| {
         cands
             .iter()
             .copied()
-            .find(|&i| pred(name_of(i)))
+            .find(|&i| index.named(trace, i, flag))
             .unwrap_or(launch.0)
     };
     let mut push = |kind: CauseKind, event: u32, ns: Nanos, label: String| {
@@ -340,12 +375,12 @@ fn blame_gap(trace: &Trace, tree: &CallTree, index: &ThreadIndex, gap: &Gap) -> 
     };
     let d = length(&data);
     if d > 0 {
-        let ex = first_of(&is_data_loading);
+        let ex = first_of(DATA_LOADING);
         push(CauseKind::DataLoading, ex, d, name_of(ex).to_owned());
     }
     let o = length(&opt);
     if o > 0 {
-        let ex = first_of(&is_optimizer);
+        let ex = first_of(OPTIMIZER);
         push(CauseKind::OptimizerStep, ex, o, name_of(ex).to_owned());
     }
     let rest = len - d - o;
