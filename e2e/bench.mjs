@@ -74,7 +74,7 @@ for (const file of inputs) {
     // With import workers: how many, and the main worker's own part of the reading.
     const workers = Number(await cost.getAttribute('data-import-workers'));
     const own = workers
-      ? ` (${workers} import workers; cutting ${(Number(await cost.getAttribute('data-import-split-ms')) / 1000).toFixed(2)}, merging ${(Number(await cost.getAttribute('data-import-merge-ms')) / 1000).toFixed(2)})`
+      ? ` (${workers} import workers; main worker: cutting ${(Number(await cost.getAttribute('data-import-split-ms')) / 1000).toFixed(2)}, merging ${(Number(await cost.getAttribute('data-import-merge-ms')) / 1000).toFixed(2)}, reading ${await cost.getAttribute('data-import-own-ranges')} ranges ${(Number(await cost.getAttribute('data-import-own-ms')) / 1000).toFixed(2)})`
       : '';
     // What a person waits for (src/timing.rs): from handing the file to the worker to the overview
     // painted, and to the rest of the result painted.

@@ -85,6 +85,10 @@ pub struct Overview {
     /// the import workers' partial reads (the rest it waited for them).
     pub import_split_ms: f64,
     pub import_merge_ms: f64,
+    /// The ranges the worker read itself while every import worker had its own, and their
+    /// milliseconds.
+    pub import_own_ranges: f64,
+    pub import_own_ms: f64,
     /// The fair standalone report, rendered to safe HTML by the worker (jarvis-export::html:
     /// raw HTML shown as text, no external links or images). Empty for GPU-only traces.
     pub report_html: String,
@@ -265,6 +269,8 @@ impl Overview {
             import_workers: num("import_workers"),
             import_split_ms: num("import_split_ms"),
             import_merge_ms: num("import_merge_ms"),
+            import_own_ranges: num("import_own_ranges"),
+            import_own_ms: num("import_own_ms"),
             report_html: String::new(),
             rough_html: String::new(),
             agent_html: String::new(),

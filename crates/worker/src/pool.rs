@@ -12,9 +12,13 @@
 //! the file for a plain trace).
 //!
 //! At most [`IN_FLIGHT`] ranges per worker are handed out at a time, so the text waiting in
-//! messages stays a few ranges per worker. The import is driven by the workers' replies: the
-//! main worker returns to its event loop between them, and requests from the page that come
-//! meanwhile wait for the import's end (`Session::held`). Every range carries its import's
+//! messages stays a few ranges per worker. While every worker has its ranges, the main worker
+//! reads the next range itself, one at a time, returning to its event loop after each (a
+//! message to itself, [`OWN`]) so the replies that came meanwhile are merged and answered with
+//! new ranges first: the main worker is one of the import's threads, as the CLI's are, rather
+//! than waiting on the pool (and before the workers are ready, it reads alone). The import is
+//! driven by these messages: requests from the page that come meanwhile wait for the import's
+//! end (`Session::held`). Every range carries its import's
 //! number, so a late reply to an import that ended in an error is not merged into the next. A
 //! worker that fails during an import ends the pool: the trace is read again on the main worker
 //! alone, and so are later ones.
@@ -22,14 +26,14 @@
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use jarvis_engine::import::merge::{read_range, Merger};
+use jarvis_engine::import::merge::{read_range, read_text, Merger, Partial};
 use jarvis_engine::import::split::{block_size, plan_cuts, Plan, Range, SplitEnd, Splitter};
 use jarvis_engine::import::{sniff, wire, Sniffed, MAX_EVENTS};
 use jarvis_engine::model::Trace;
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{Blob, FileReaderSync, MessageEvent, Worker};
+use web_sys::{Blob, FileReaderSync, MessageChannel, MessageEvent, Worker};
 
 use crate::import::{read_range as read_bytes, reader};
 use crate::outbox::{send, Outbox};
@@ -49,6 +53,10 @@ const MAX_WORKERS: usize = 16;
 /// worker failed).
 pub type Link = Rc<dyn Fn(usize, Option<JsValue>)>;
 
+/// The worker number of the main worker's message to itself ([`Pool::again`]): read a range
+/// here.
+pub const OWN: usize = usize::MAX;
+
 struct Member {
     worker: Worker,
     ready: bool,
@@ -59,6 +67,9 @@ struct Member {
 /// The import workers.
 pub struct Pool {
     members: Vec<Member>,
+    /// A channel whose message comes back to this worker as [`OWN`] on its link: a task queued
+    /// behind the messages already waiting (unlike `setTimeout`, never delayed by nesting).
+    again: MessageChannel,
 }
 
 impl Pool {
@@ -89,7 +100,23 @@ impl Pool {
                 in_flight: 0,
             });
         }
-        Some(Pool { members })
+        let again = MessageChannel::new().ok()?;
+        let to = link.clone();
+        let on_again = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+            to(OWN, Some(ev.data()));
+        });
+        again
+            .port1()
+            .set_onmessage(Some(on_again.as_ref().unchecked_ref()));
+        on_again.forget();
+        Some(Pool { members, again })
+    }
+
+    /// Queues a message to this worker itself, answered as [`OWN`] once the messages already
+    /// waiting (workers' replies, the page's requests) are handled.
+    fn again(&self) -> Result<(), String> {
+        (self.again.port2().post_message(&JsValue::UNDEFINED))
+            .map_err(|e| format!("cannot continue the import: {e:?}"))
     }
 
     /// Workers started or starting (not failed).
@@ -181,6 +208,7 @@ impl Drop for Pool {
         for m in &self.members {
             m.worker.terminate();
         }
+        self.again.port1().set_onmessage(None);
     }
 }
 
@@ -219,10 +247,15 @@ pub struct PooledImport {
     /// Ranges cut but not yet handed out (every worker has [`IN_FLIGHT`]).
     waiting: VecDeque<Job>,
     in_flight: u32,
+    /// A message to itself ([`OWN`]) is queued.
+    again: bool,
     /// Milliseconds this worker spent reading and cutting the file, and taking the partial
     /// reads in (copying, decoding, merging): the rest of the import it waits for the pool.
     pub split_ms: f64,
     pub merge_ms: f64,
+    /// Ranges this worker read itself, and the milliseconds it took (merging included).
+    pub own_ranges: u32,
+    pub own_ms: f64,
 }
 
 /// The first bytes of `file`: enough to tell what it is (`import::sniff`).
@@ -296,17 +329,25 @@ impl PooledImport {
             merger: Merger::new(MAX_EVENTS),
             waiting,
             in_flight: 0,
+            again: false,
             split_ms: js_sys::Date::now() - started,
             merge_ms: 0.0,
+            own_ranges: 0,
+            own_ms: 0.0,
         })
     }
 
-    /// Hands out ranges while workers have room, reading more of the file as needed.
+    /// Hands out ranges while workers have room, reading more of the file as needed; once every
+    /// worker has its ranges and one is still waiting, asks to read it here ([`OWN`]).
     pub fn pump(&mut self, pool: &mut Pool, out: &dyn Outbox) -> Result<(), String> {
         loop {
             while let Some(r) = self.waiting.pop_front() {
                 if let Err(r) = pool.send(r, self.id) {
                     self.waiting.push_front(r);
+                    if !self.again {
+                        pool.again()?;
+                        self.again = true;
+                    }
                     return Ok(());
                 }
                 self.in_flight += 1;
@@ -340,6 +381,66 @@ impl PooledImport {
         }
     }
 
+    /// The message to itself ([`OWN`]): reads the next waiting range here (every worker had
+    /// its ranges when it was queued), then hands out more; returns the trace once every range
+    /// is merged.
+    pub fn own(&mut self, pool: &mut Pool, out: &dyn Outbox) -> Option<Result<Trace, String>> {
+        self.again = false;
+        if let Some(job) = self.waiting.pop_front() {
+            let t0 = js_sys::Date::now();
+            if let Err(e) = self.read_here(job) {
+                return Some(Err(e));
+            }
+            self.own_ranges += 1;
+            self.own_ms += js_sys::Date::now() - t0;
+        }
+        if let Err(e) = self.pump(pool, out) {
+            return Some(Err(e));
+        }
+        self.finished()
+    }
+
+    /// Reads one range on this worker and merges it.
+    fn read_here(&mut self, job: Job) -> Result<(), String> {
+        let partial = match job {
+            Job::Text(range) => read_range(range, MAX_EVENTS),
+            Job::Slice {
+                seq,
+                start,
+                end,
+                top,
+                file,
+            } => {
+                let text = read_bytes(&self.reader, &file, start as f64, end as f64)?;
+                read_text(seq, start, top, &text, MAX_EVENTS)
+            }
+        };
+        self.push(partial)
+    }
+
+    /// Merges a partial read (a plain file's range without its text is read again from the
+    /// file if the merge needs it).
+    fn push(&mut self, partial: Partial) -> Result<(), String> {
+        let (plan, file, reader) = (&self.plan, &self.file, &self.reader);
+        let size = file.size() as u64;
+        let mut failed = None;
+        let mut fetch = |seq: u32| {
+            let starts = plan.as_ref().map_or(&[][..], |p| &p.starts[..]);
+            let i = seq as usize;
+            let Some(&a) = starts.get(i) else {
+                return Vec::new();
+            };
+            let b = starts.get(i + 1).copied().unwrap_or(size);
+            read_bytes(reader, file, a as f64, b as f64).unwrap_or_else(|e| {
+                failed = Some(e);
+                Vec::new()
+            })
+        };
+        self.merger.push_fetching(partial, &mut fetch);
+        // The text could not be read again: no result rather than one missing a range.
+        failed.map_or(Ok(()), Err)
+    }
+
     /// Takes worker `i`'s reply; returns the trace once every range is merged.
     pub fn answer(
         &mut self,
@@ -366,27 +467,11 @@ impl PooledImport {
         // A range read from a slice of the file comes without its text: read again from the
         // file if the merge needs it.
         let text = bytes("text").unwrap_or_default();
-        let (plan, file, reader) = (&self.plan, &self.file, &self.reader);
-        let size = file.size() as u64;
-        let mut failed = None;
-        let mut fetch = |seq: u32| {
-            let starts = plan.as_ref().map_or(&[][..], |p| &p.starts[..]);
-            let i = seq as usize;
-            let Some(&a) = starts.get(i) else {
-                return Vec::new();
-            };
-            let b = starts.get(i + 1).copied().unwrap_or(size);
-            read_bytes(reader, file, a as f64, b as f64).unwrap_or_else(|e| {
-                failed = Some(e);
-                Vec::new()
-            })
+        let merged = match wire::decode(&table, text) {
+            Ok(p) => self.push(p),
+            Err(e) => Err(e.to_string()),
         };
-        match wire::decode(&table, text) {
-            Ok(p) => self.merger.push_fetching(p, &mut fetch),
-            Err(e) => return Some(Err(e.to_string())),
-        }
-        // The text could not be read again: no result rather than one missing a range.
-        if let Some(e) = failed {
+        if let Err(e) = merged {
             return Some(Err(e));
         }
         self.merge_ms += js_sys::Date::now() - t0;

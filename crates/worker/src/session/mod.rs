@@ -66,8 +66,20 @@ pub struct Session {
     /// trace is here).
     preloaded: Option<pooled::Preloaded>,
     /// Import workers that read the target (0: this worker alone) and this worker's share of
-    /// that import (milliseconds cutting, merging), for the result.
-    read_by: (usize, f64, f64),
+    /// that import, for the result.
+    read_by: ReadBy,
+}
+
+/// How the pool read the target: its import workers (0: this worker alone), and this worker's
+/// milliseconds cutting the file and merging the partial reads, and the ranges it read itself
+/// (with their milliseconds).
+#[derive(Default)]
+struct ReadBy {
+    workers: usize,
+    split_ms: f64,
+    merge_ms: f64,
+    own_ranges: u32,
+    own_ms: f64,
 }
 
 impl Session {
@@ -234,8 +246,13 @@ impl Session {
     ) -> Result<Answer, String> {
         let total = file.size();
         let start = (self.preloaded.as_ref()).map_or(js_sys::Date::now(), |p| p.started);
-        self.read_by = (self.preloaded.as_ref())
-            .map_or((0, 0.0, 0.0), |p| (p.workers, p.split_ms, p.merge_ms));
+        self.read_by = (self.preloaded.as_ref()).map_or(ReadBy::default(), |p| ReadBy {
+            workers: p.workers,
+            split_ms: p.split_ms,
+            merge_ms: p.merge_ms,
+            own_ranges: p.own_ranges,
+            own_ms: p.own_ms,
+        });
         let title = title_of(name);
         let mut parse_ms = 0.0;
         let loaded = if is_bundle(file)? {
@@ -340,8 +357,9 @@ impl Session {
         Ok(
             json!({"kind": "result", "partial": true, "elapsed_ms": elapsed, "input_bytes": total,
             "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis,
-            "import_workers": self.read_by.0, "import_split_ms": self.read_by.1,
-            "import_merge_ms": self.read_by.2,
+            "import_workers": self.read_by.workers, "import_split_ms": self.read_by.split_ms,
+            "import_merge_ms": self.read_by.merge_ms, "import_own_ranges": self.read_by.own_ranges,
+            "import_own_ms": self.read_by.own_ms,
             "reopened": reopened, "recommendations": recommendation_rows(&briefs)}),
         )
     }

@@ -7,7 +7,7 @@ use web_sys::Blob;
 
 use super::Session;
 use crate::outbox::{send, Outbox};
-use crate::pool::{cores, head, json_estimate, Pool, PooledImport, MIN_BYTES};
+use crate::pool::{cores, head, json_estimate, Pool, PooledImport, MIN_BYTES, OWN};
 
 /// Import workers by default only from this many cores. On 2 cores (the only machine measured,
 /// docs/performance.md) the pool was slower than this worker alone: one import worker adds the
@@ -26,6 +26,9 @@ pub(super) struct Preloaded {
     /// partial reads in.
     pub split_ms: f64,
     pub merge_ms: f64,
+    /// The ranges this worker read itself, and their milliseconds.
+    pub own_ranges: u32,
+    pub own_ms: f64,
 }
 
 impl Session {
@@ -94,11 +97,22 @@ impl Session {
         Ok(true)
     }
 
-    /// A message from import worker `i` (`None`: it failed).
+    /// A message from import worker `i` (`None`: it failed), or this worker's message to
+    /// itself (`i` = [`OWN`]: read a range here).
     pub(super) fn on_pool_message(&mut self, i: usize, data: Option<JsValue>, out: &dyn Outbox) {
         let Some(pool) = self.pool.as_mut() else {
             return;
         };
+        if i == OWN {
+            // A continuation of an import that has ended since finds nothing to do.
+            let Some(import) = self.importing.as_mut() else {
+                return;
+            };
+            if let Some(read) = import.own(pool, out) {
+                self.imported(read, out);
+            }
+            return;
+        }
         let Some(data) = data else {
             pool.failed(i);
             // Its ranges in flight are lost: a failure during an import (or of every worker)
@@ -143,9 +157,14 @@ impl Session {
             pool.answered(i);
             return;
         };
-        let Some(read) = import.answer(pool, i, &data, out) else {
-            return;
-        };
+        if let Some(read) = import.answer(pool, i, &data, out) {
+            self.imported(read, out);
+        }
+    }
+
+    /// The pooled import ended: answers its request with the trace (or the error), then the
+    /// requests that waited.
+    fn imported(&mut self, read: Result<jarvis_engine::model::Trace, String>, out: &dyn Outbox) {
         let Some(import) = self.importing.take() else {
             return;
         };
@@ -154,9 +173,11 @@ impl Session {
                 self.preloaded = Some(Preloaded {
                     trace,
                     started: import.started,
-                    workers: pool.alive(),
+                    workers: self.pool.as_ref().map_or(0, Pool::alive),
                     split_ms: import.split_ms,
                     merge_ms: import.merge_ms,
+                    own_ranges: import.own_ranges,
+                    own_ms: import.own_ms,
                 });
                 self.handle(&import.request, out);
                 self.preloaded = None;
