@@ -301,3 +301,42 @@ fn without_host_lanes_only_the_gpu_lanes_are_built() {
         .count() as u64;
     assert_eq!(kernels, truth.kernels);
 }
+
+#[test]
+fn lanes_built_after_the_analysis_are_the_lanes_built_with_it() {
+    // The web worker posts the overview first, then builds the lanes (`Options::lanes_later`).
+    let (bytes, _) = trace_bytes(&SynthSpec {
+        steps: 3,
+        ..Default::default()
+    });
+    let options = Options {
+        timeline_lanes: true,
+        timeline_host_lanes: true,
+        ..Default::default()
+    };
+    let now = analyze_trace_with(import_bytes(&bytes).expect("importable"), &options);
+    let later_options = Options {
+        lanes_later: true,
+        ..options
+    };
+    let mut later = analyze_trace_with(import_bytes(&bytes).expect("importable"), &later_options);
+    assert!(later.lanes.is_none() && later.pending_lanes.is_some());
+    assert_eq!(later.page_json(), now.page_json());
+    later.finish_lanes();
+    assert!(later.pending_lanes.is_none());
+    let built = later.lanes.as_ref().expect("lanes built");
+    assert!(built.row_count() > 0);
+    assert_eq!(
+        format!("{built:?}"),
+        format!("{:?}", now.lanes.as_ref().expect("lanes"))
+    );
+    // Without lanes asked for, nothing is kept for them.
+    let bare = analyze_trace_with(
+        import_bytes(&bytes).expect("importable"),
+        &Options {
+            lanes_later: true,
+            ..Default::default()
+        },
+    );
+    assert!(bare.lanes.is_none() && bare.pending_lanes.is_none());
+}

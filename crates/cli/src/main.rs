@@ -172,6 +172,7 @@ fn main() -> ExitCode {
             let options = Options {
                 timeline_lanes: false,
                 timeline_host_lanes: false,
+                lanes_later: false,
                 platform: p,
                 replay_ops: replay,
                 gpu_scope: scope(include_unlinked),

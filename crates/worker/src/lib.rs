@@ -44,6 +44,8 @@ mod rendered;
 #[cfg(target_arch = "wasm32")]
 mod session;
 #[cfg(target_arch = "wasm32")]
+mod stream;
+#[cfg(target_arch = "wasm32")]
 mod timeline;
 #[cfg(target_arch = "wasm32")]
 mod warmup;

@@ -9,6 +9,7 @@ mod sheets;
 use serde::Serialize;
 
 use crate::analysis::categories::Registry;
+use crate::analysis::names::NameClasses;
 use crate::analysis::timeline::{self, GpuScope, GpuTimeline, UnlinkedWork};
 use crate::analysis::{collectives, device_names, timeline_sheet, top_ops_of, TopOp};
 use crate::analysis::{
@@ -61,6 +62,10 @@ pub struct Options {
     pub timeline_lanes: bool,
     /// With `timeline_lanes`: the host threads' lanes too (CPU ops, python, runtime calls).
     pub timeline_host_lanes: bool,
+    /// With `timeline_lanes`: leave building them to [`Analysis::finish_lanes`], keeping the
+    /// trace and its call tree until then, so that a host can show the analysis first (the web
+    /// worker posts the overview, then builds the lanes while the page paints it).
+    pub lanes_later: bool,
     /// Which GPU events the breakdown, idle analysis, steps and busy lanes count (TraceLens:
     /// linked ones; `--include-unlinked`: all).
     pub gpu_scope: GpuScope,
@@ -125,7 +130,7 @@ impl DistributedInfo {
 }
 
 /// Everything computed for one trace.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Serialize)]
 pub struct Analysis {
     pub facts: TraceFacts,
     pub platform: Option<PlatformUsed>,
@@ -160,9 +165,14 @@ pub struct Analysis {
     #[serde(skip)]
     pub standalone: Option<crate::standalone::Standalone>,
     pub diagnostics: Vec<Diagnostic>,
-    /// The timeline view's lanes, when [`Options::timeline_lanes`] asked for them.
+    /// The timeline view's lanes, when [`Options::timeline_lanes`] asked for them (after
+    /// [`Analysis::finish_lanes`] with [`Options::lanes_later`]).
     #[serde(skip)]
     pub lanes: Option<crate::lanes::Lanes>,
+    /// What the lanes are built from, kept until [`Analysis::finish_lanes`] when
+    /// [`Options::lanes_later`] asked.
+    #[serde(skip)]
+    pub pending_lanes: Option<Box<PendingLanes>>,
     /// The call tree TraceDiff merges, when [`Options::diff_tree`] asked for it.
     #[serde(skip)]
     pub diff_side: Option<crate::tracediff::DiffSide>,
@@ -170,7 +180,37 @@ pub struct Analysis {
     pub capture_merge: Option<crate::inference::capture::MergeReport>,
 }
 
+/// The trace and call tree the timeline lanes are built from, kept by an analysis asked for
+/// [`Options::lanes_later`].
+#[derive(Debug)]
+pub struct PendingLanes {
+    trace: Trace,
+    tree: CallTree,
+    names: NameClasses,
+    ops: crate::lanes::OpIndex,
+    host: bool,
+    scope: GpuScope,
+}
+
 impl Analysis {
+    /// Builds the lanes [`Options::lanes_later`] left for later and drops the trace and call
+    /// tree kept for them; nothing if none are pending.
+    pub fn finish_lanes(&mut self) {
+        if let Some(p) = self.pending_lanes.take() {
+            let PendingLanes {
+                trace,
+                tree,
+                names,
+                ops,
+                host,
+                scope,
+            } = *p;
+            self.lanes = Some(crate::lanes::build(
+                &trace, &tree, &names, &ops, host, scope,
+            ));
+        }
+    }
+
     /// The analysis as the page reads it and a bundle's `jarvis.json` keeps it: every field
     /// but the perf report's sheets (the CSVs carry them; serializing them only to drop them
     /// would cost more than the rest together on a large trace).
@@ -480,7 +520,7 @@ fn analyze_tree(
             trace.events.iter().map(|e| e.end()).max().unwrap_or(0),
         ),
     };
-    let lanes = options.timeline_lanes.then(|| {
+    let lanes = (options.timeline_lanes && !options.lanes_later).then(|| {
         crate::lanes::build(
             &trace,
             &tree,
@@ -490,7 +530,7 @@ fn analyze_tree(
             options.gpu_scope,
         )
     });
-    drop(op_index);
+    let lane_ops = (options.timeline_lanes && options.lanes_later).then_some(op_index);
     let unified = sheets.iter().find(|s| s.name == "unified_perf_summary");
     let headline = headline::headline(&timeline, unified);
     let standalone = unified.map(|unified| {
@@ -518,6 +558,17 @@ fn analyze_tree(
         .as_deref()
         .and_then(|raw| serde_json::from_str::<Vec<serde_json::Value>>(raw).ok())
         .map_or(0, |v| v.len());
+    let diagnostics = trace.diagnostics.sorted();
+    let pending_lanes = lane_ops.map(|ops| {
+        Box::new(PendingLanes {
+            trace,
+            tree,
+            names,
+            ops,
+            host: options.timeline_host_lanes,
+            scope: options.gpu_scope,
+        })
+    });
     Analysis {
         facts,
         platform,
@@ -534,8 +585,9 @@ fn analyze_tree(
         launch_table,
         report: PerfReport { sheets },
         standalone,
-        diagnostics: trace.diagnostics.sorted(),
+        diagnostics,
         lanes,
+        pending_lanes,
         diff_side,
         capture_merge: None,
     }

@@ -18,6 +18,7 @@ use crate::rendered::{
 
 mod exports;
 mod pooled;
+mod streamed;
 
 /// What the target is: an analyzed trace, or a reopened bundle (with its bytes, re-exported as
 /// they came).
@@ -58,6 +59,8 @@ pub struct Session {
     pool: Option<crate::pool::Pool>,
     /// A trace being read by the pool.
     importing: Option<crate::pool::PooledImport>,
+    /// A trace being read from its stream on this worker alone.
+    streaming: Option<crate::stream::StreamedImport>,
     /// Pooled imports started so far (the last one's number).
     imports: u32,
     /// Requests that came while the pool was reading, answered in order after it.
@@ -117,7 +120,7 @@ impl Session {
             self.threads = Some((n as usize).max(1));
             return;
         }
-        if self.importing.is_some() {
+        if self.importing.is_some() || self.streaming.is_some() {
             self.held.push_back(data.clone());
             return;
         }
@@ -200,7 +203,11 @@ impl Session {
             GpuScope::Linked
         };
         if role != "rank" && self.preloaded.is_none() {
-            match self.pooled(data, &file, &role, out) {
+            let started = match self.pooled(data, &file, &role, out) {
+                Ok(false) => self.streamed(data, &file, &role),
+                pooled => pooled,
+            };
+            match started {
                 Ok(true) => return,
                 Ok(false) => {}
                 Err(message) => {
@@ -285,6 +292,15 @@ impl Session {
         // (rendering the reports, the explorer rows and the lanes' names is the larger part).
         let first = self.first_part(elapsed, parse_ms, total)?;
         out.post(&JsValue::from_str(&first.to_string()), None);
+        // Then the timeline's lanes, while the page paints the overview (before any request
+        // that reads them: this task runs to its end first).
+        if let Some(Target {
+            loaded: Loaded::Trace(a),
+            ..
+        }) = self.target.as_mut()
+        {
+            a.finish_lanes();
+        }
         Ok(Answer::Posted)
     }
 
@@ -650,6 +666,9 @@ fn options_for(role: &str, platform: PlatformChoice, gpu_scope: GpuScope) -> Opt
         // A rank of a job needs no lanes (only its summary is kept).
         timeline_lanes: role != "rank",
         timeline_host_lanes: role == "target",
+        // The target's lanes are built once its overview is posted (`analyze`); the reference's
+        // reply carries its lanes' description, so they are built with its analysis.
+        lanes_later: role == "target",
         // Target and reference keep their call trees for TraceDiff's correspondence.
         diff_tree: role != "rank",
         gpu_scope,

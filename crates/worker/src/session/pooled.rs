@@ -8,6 +8,7 @@ use web_sys::Blob;
 use super::Session;
 use crate::outbox::{send, Outbox};
 use crate::pool::{cores, head, json_estimate, Pool, PooledImport, MIN_BYTES, OWN};
+use crate::stream::{STREAM, STREAM_FAILED};
 
 /// Import workers by default only from this many cores. On 2 cores (the only machine measured,
 /// docs/performance.md) the pool was slower than this worker alone: one import worker adds the
@@ -100,6 +101,11 @@ impl Session {
     /// A message from import worker `i` (`None`: it failed), or this worker's message to
     /// itself (`i` = [`OWN`]: read a range here).
     pub(super) fn on_pool_message(&mut self, i: usize, data: Option<JsValue>, out: &dyn Outbox) {
+        // The file stream's replies share the link (`stream`).
+        if i == STREAM || i == STREAM_FAILED {
+            self.on_stream(i, &data.unwrap_or_default(), out);
+            return;
+        }
         let Some(pool) = self.pool.as_mut() else {
             return;
         };
@@ -187,10 +193,10 @@ impl Session {
         self.release_held(out);
     }
 
-    /// Answers the requests that waited for the pool, in order, until one starts another
-    /// pooled import.
-    fn release_held(&mut self, out: &dyn Outbox) {
-        while self.importing.is_none() {
+    /// Answers the requests that waited for the pool or a streamed import, in order, until one
+    /// starts another such import.
+    pub(super) fn release_held(&mut self, out: &dyn Outbox) {
+        while self.importing.is_none() && self.streaming.is_none() {
             let Some(request) = self.held.pop_front() else {
                 return;
             };
