@@ -27,11 +27,12 @@
 //! While import workers read a trace, the main worker answers no other request: those that come
 //! meanwhile are answered in order once the trace is read.
 //!
-//! `file` is a `Blob`: a trace (`.json`, `.json.gz`), read in 16 MiB slices (the page never
-//! holds its contents), or a bundle this worker exported (`jarvis_bundle.zip`), reopened
+//! `file` is a `Blob`: a trace (`.json`, `.json.gz`), read through its stream (`stream.rs`;
+//! in 16 MiB slices where the session has no link for the stream's replies, as in the protocol
+//! tests, and for ranks; the page never holds its contents), or a bundle this worker exported (`jarvis_bundle.zip`), reopened
 //! without its trace. `platform` is `auto`, a built-in name, or a platform as JSON (the page's
 //! edited peaks). `include_unlinked` (optional, default false) counts GPU events without a linked launch
-//! in the breakdown (`GpuScope::All`). Cancelling is terminating the worker: the analysis loop is synchronous.
+//! in the breakdown (`GpuScope::All`). Cancelling is terminating the worker: the analysis is synchronous.
 
 #[cfg(target_arch = "wasm32")]
 mod import;

@@ -86,6 +86,8 @@ impl StreamedImport {
     pub fn chunk(&mut self, result: &JsValue, out: &dyn Outbox) -> Option<Result<Trace, String>> {
         let get = |k: &str| js_sys::Reflect::get(result, &k.into()).ok();
         if get("done").is_some_and(|d| d.is_truthy()) {
+            // The progress bar ends at the file's size (the messages above are rationed).
+            self.progress(js_sys::Date::now(), out);
             let importer = std::mem::take(&mut self.importer);
             return Some(importer.finish().map_err(|e| e.to_string()));
         }
@@ -103,17 +105,21 @@ impl StreamedImport {
         self.read += self.buf.len() as f64;
         let now = js_sys::Date::now();
         if now - self.progress_at >= PROGRESS_MS {
-            self.progress_at = now;
-            let p = self.importer.progress();
-            send(
-                out,
-                json!({"kind": "progress", "role": self.role, "phase": "parsing", "done": self.read,
-                    "total": self.total, "json_bytes": p.json_bytes, "events": p.events,
-                    "elapsed_ms": now - self.started}),
-            );
+            self.progress(now, out);
         }
         self.ask();
         None
+    }
+
+    fn progress(&mut self, now: f64, out: &dyn Outbox) {
+        self.progress_at = now;
+        let p = self.importer.progress();
+        send(
+            out,
+            json!({"kind": "progress", "role": self.role, "phase": "parsing", "done": self.read,
+                "total": self.total, "json_bytes": p.json_bytes, "events": p.events,
+                "elapsed_ms": now - self.started}),
+        );
     }
 
     /// A read failed (the file changed or went away while it was read).

@@ -1,0 +1,54 @@
+// Probe (not a test): what reading a picked File costs a Web Worker in Debian's headless
+// Chromium, by method, with a busy loop standing in for the parse (2.2 ms per MB, the engine's
+// WebAssembly import of OWLv2). Why the worker reads a trace through `Blob.stream()`
+// (crates/worker/src/stream.rs; docs/performance.md, "The page closer to native").
+// Usage: node e2e/read_probe.mjs FILE
+import { chromium } from 'playwright-core';
+
+const file = process.argv[2];
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking'],
+});
+const page = await browser.newPage();
+await page.setContent('<input type=file id=f>');
+await page.locator('#f').setInputFiles(file);
+const r = await page.evaluate(async () => {
+  const src = `
+  const spin = (ms) => { const t = performance.now(); while (performance.now() - t < ms) {} };
+  const PER_MB = 2.2;
+  const parse = (bytes) => spin(bytes / 1e6 * PER_MB);
+  onmessage = async (e) => {
+    const f = e.data.f; const out = {};
+    for (const S of [16, 64]) {
+      const B = S * 1024 * 1024;
+      let t = performance.now(); const r = new FileReaderSync();
+      for (let a = 0; a < f.size; a += B) {
+        const b = r.readAsArrayBuffer(f.slice(a, Math.min(f.size, a + B)));
+        const c = new Uint8Array(b.byteLength); c.set(new Uint8Array(b)); parse(c.length);
+      }
+      out['FileReaderSync ' + S + ' MiB slices'] = performance.now() - t;
+      t = performance.now(); let next = f.slice(0, Math.min(f.size, B)).arrayBuffer();
+      for (let a = 0; a < f.size; a += B) {
+        const b = await next; const n = a + B;
+        if (n < f.size) next = f.slice(n, Math.min(f.size, n + B)).arrayBuffer();
+        const c = new Uint8Array(b.byteLength); c.set(new Uint8Array(b)); parse(c.length);
+      }
+      out['arrayBuffer() ' + S + ' MiB, next prefetched'] = performance.now() - t;
+    }
+    let t = performance.now(); const rd = f.stream().getReader(); let chunks = 0;
+    for (;;) { const { done, value } = await rd.read(); if (done) break; chunks++; parse(value.length); }
+    out['stream() (' + chunks + ' chunks)'] = performance.now() - t;
+    t = performance.now(); const rd2 = f.stream().getReader();
+    for (;;) { const { done } = await rd2.read(); if (done) break; }
+    out['stream() read alone'] = performance.now() - t;
+    t = performance.now(); parse(f.size); out['the parse alone'] = performance.now() - t;
+    postMessage(out);
+  };`;
+  const w = new Worker(URL.createObjectURL(new Blob([src])));
+  const f = document.getElementById('f').files[0];
+  return await new Promise((res) => { w.onmessage = (e) => res(e.data); w.postMessage({ f }); });
+});
+for (const [k, v] of Object.entries(r)) console.log(`${k}: ${v.toFixed(0)} ms`);
+await browser.close();
