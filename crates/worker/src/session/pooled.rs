@@ -168,27 +168,39 @@ impl Session {
         }
     }
 
-    /// The pooled import ended: answers its request with the trace (or the error), then the
-    /// requests that waited.
+    /// The pooled import ended.
     fn imported(&mut self, read: Result<jarvis_engine::model::Trace, String>, out: &dyn Outbox) {
         let Some(import) = self.importing.take() else {
             return;
         };
+        let workers = self.pool.as_ref().map_or(0, Pool::alive);
+        let read = read.map(|trace| Preloaded {
+            trace,
+            started: import.started,
+            workers,
+            split_ms: import.split_ms,
+            merge_ms: import.merge_ms,
+            own_ranges: import.own_ranges,
+            own_ms: import.own_ms,
+        });
+        self.read_done(read, (&import.request, &import.role), out);
+    }
+
+    /// An import this session drove (pooled or streamed) ended: answers its request with the
+    /// trace (or the error), then the requests that waited.
+    pub(super) fn read_done(
+        &mut self,
+        read: Result<Preloaded, String>,
+        (request, role): (&JsValue, &str),
+        out: &dyn Outbox,
+    ) {
         match read {
-            Ok(trace) => {
-                self.preloaded = Some(Preloaded {
-                    trace,
-                    started: import.started,
-                    workers: self.pool.as_ref().map_or(0, Pool::alive),
-                    split_ms: import.split_ms,
-                    merge_ms: import.merge_ms,
-                    own_ranges: import.own_ranges,
-                    own_ms: import.own_ms,
-                });
-                self.handle(&import.request, out);
+            Ok(preloaded) => {
+                self.preloaded = Some(preloaded);
+                self.handle(request, out);
                 self.preloaded = None;
             }
-            Err(message) => fail(out, &import.role, &message),
+            Err(message) => fail(out, role, &message),
         }
         self.release_held(out);
     }

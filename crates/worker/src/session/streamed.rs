@@ -1,14 +1,13 @@
 //! The session's side of a streamed import (`stream`): a target or reference trace read on this
 //! worker alone, driven by the file stream's promises.
 
-use serde_json::json;
 use wasm_bindgen::prelude::*;
 use web_sys::Blob;
 
 use super::pooled::Preloaded;
 use super::Session;
 use crate::import::is_bundle;
-use crate::outbox::{send, Outbox};
+use crate::outbox::Outbox;
 use crate::stream::{StreamedImport, STREAM_FAILED};
 
 impl Session {
@@ -51,25 +50,15 @@ impl Session {
         let Some(import) = self.streaming.take() else {
             return;
         };
-        match read {
-            Ok(trace) => {
-                self.preloaded = Some(Preloaded {
-                    trace,
-                    started: import.started,
-                    workers: 0,
-                    split_ms: 0.0,
-                    merge_ms: 0.0,
-                    own_ranges: 0,
-                    own_ms: 0.0,
-                });
-                self.handle(&import.request, out);
-                self.preloaded = None;
-            }
-            Err(message) => send(
-                out,
-                json!({"kind": "error", "role": import.role, "message": message}),
-            ),
-        }
-        self.release_held(out);
+        let read = read.map(|trace| Preloaded {
+            trace,
+            started: import.started,
+            workers: 0,
+            split_ms: 0.0,
+            merge_ms: 0.0,
+            own_ranges: 0,
+            own_ms: 0.0,
+        });
+        self.read_done(read, (&import.request, &import.role), out);
     }
 }
