@@ -168,17 +168,11 @@ impl Pool {
                 m.worker
                     .post_message_with_transfer(&msg, &js_sys::Array::of1(&text.buffer()))
             }
-            Job::Slice {
-                seq,
-                start,
-                end,
-                top,
-                file,
-            } => {
-                set("seq", &(*seq).into());
-                set("offset", &(*start as f64).into());
-                set("top", &(*top).into());
-                match file.slice_with_f64_and_f64(*start as f64, *end as f64) {
+            Job::Slice(s) => {
+                set("seq", &s.seq.into());
+                set("offset", &(s.start as f64).into());
+                set("top", &s.top.into());
+                match s.file.slice_with_f64_and_f64(s.start as f64, s.end as f64) {
                     Ok(slice) => {
                         set("file", &slice);
                         m.worker.post_message(&msg)
@@ -217,13 +211,16 @@ impl Drop for Pool {
 /// this worker).
 enum Job {
     Text(Range),
-    Slice {
-        seq: u32,
-        start: u64,
-        end: u64,
-        top: bool,
-        file: Blob,
-    },
+    Slice(Slice),
+}
+
+/// Range `seq` of a plain file: bytes `start..end` (`top`: the document is a bare array).
+struct Slice {
+    seq: u32,
+    start: u64,
+    end: u64,
+    top: bool,
+    file: Blob,
 }
 
 /// An import spread over the pool, driven by its workers' replies.
@@ -301,13 +298,13 @@ impl PooledImport {
         if let Some(plan) = &plan {
             let n = plan.starts.len();
             for (i, &start) in plan.starts.iter().enumerate() {
-                waiting.push_back(Job::Slice {
+                waiting.push_back(Job::Slice(Slice {
                     seq: i as u32,
                     start,
                     end: plan.starts.get(i + 1).copied().unwrap_or(size),
                     top: plan.top,
                     file: file.clone(),
-                });
+                }));
             }
             end = Some(SplitEnd {
                 ranges: n as u32,
@@ -404,15 +401,9 @@ impl PooledImport {
     fn read_here(&mut self, job: Job) -> Result<(), String> {
         let partial = match job {
             Job::Text(range) => read_range(range, MAX_EVENTS),
-            Job::Slice {
-                seq,
-                start,
-                end,
-                top,
-                file,
-            } => {
-                let text = read_bytes(&self.reader, &file, start as f64, end as f64)?;
-                read_text(seq, start, top, &text, MAX_EVENTS)
+            Job::Slice(s) => {
+                let text = read_bytes(&self.reader, &s.file, s.start as f64, s.end as f64)?;
+                read_text(s.seq, s.start, s.top, &text, MAX_EVENTS)
             }
         };
         self.push(partial)
