@@ -14,7 +14,7 @@
 //! At most [`IN_FLIGHT`] ranges per worker are handed out at a time, so the text waiting in
 //! messages stays a few ranges per worker. While every worker has its ranges, the main worker
 //! reads the next range itself, one at a time, returning to its event loop after each (a
-//! message to itself, [`OWN`]) so the replies that came meanwhile are merged and answered with
+//! message to itself, [`Wake::Own`]) so the replies that came meanwhile are merged and answered with
 //! new ranges first: the main worker is one of the import's threads, as the CLI's are, rather
 //! than waiting on the pool (and before the workers are ready, it reads alone). The import is
 //! driven by these messages: requests from the page that come meanwhile wait for the import's
@@ -49,13 +49,21 @@ const SLICE: f64 = 4.0 * 1024.0 * 1024.0;
 /// instance with its own memory.
 const MAX_WORKERS: usize = 16;
 
-/// How a pool worker's message reaches the session: (worker number, message; `None` when the
-/// worker failed).
-pub type Link = Rc<dyn Fn(usize, Option<JsValue>)>;
+/// What reaches the session outside the page's requests, each in its own task (never while
+/// the session is borrowed).
+pub enum Wake {
+    /// Import worker `i` posted a message.
+    Worker(usize, JsValue),
+    /// Import worker `i` failed.
+    WorkerFailed(usize),
+    /// This worker's message to itself ([`Pool::again`]): read a range here.
+    Own,
+    /// A read of a trace's stream (`stream`) resolved with `{done, value}`, or failed.
+    Stream(Result<JsValue, JsValue>),
+}
 
-/// The worker number of the main worker's message to itself ([`Pool::again`]): read a range
-/// here.
-pub const OWN: usize = usize::MAX;
+/// How a [`Wake`] reaches the session.
+pub type Link = Rc<dyn Fn(Wake)>;
 
 struct Member {
     worker: Worker,
@@ -67,7 +75,7 @@ struct Member {
 /// The import workers.
 pub struct Pool {
     members: Vec<Member>,
-    /// A channel whose message comes back to this worker as [`OWN`] on its link: a task queued
+    /// A channel whose message comes back to this worker as [`Wake::Own`]: a task queued
     /// behind the messages already waiting (unlike `setTimeout`, never delayed by nesting).
     again: MessageChannel,
 }
@@ -85,12 +93,13 @@ impl Pool {
             let worker = Worker::new(&url).ok()?;
             let to = link.clone();
             let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-                to(i, Some(ev.data()));
+                to(Wake::Worker(i, ev.data()));
             });
             worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
             on_message.forget();
             let to = link.clone();
-            let on_error = Closure::<dyn FnMut(web_sys::Event)>::new(move |_| to(i, None));
+            let on_error =
+                Closure::<dyn FnMut(web_sys::Event)>::new(move |_| to(Wake::WorkerFailed(i)));
             worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
             on_error.forget();
             members.push(Member {
@@ -102,9 +111,7 @@ impl Pool {
         }
         let again = MessageChannel::new().ok()?;
         let to = link.clone();
-        let on_again = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-            to(OWN, Some(ev.data()));
-        });
+        let on_again = Closure::<dyn FnMut(MessageEvent)>::new(move |_| to(Wake::Own));
         again
             .port1()
             .set_onmessage(Some(on_again.as_ref().unchecked_ref()));
@@ -112,7 +119,7 @@ impl Pool {
         Some(Pool { members, again })
     }
 
-    /// Queues a message to this worker itself, answered as [`OWN`] once the messages already
+    /// Queues a message to this worker itself, answered as [`Wake::Own`] once the messages already
     /// waiting (workers' replies, the page's requests) are handled.
     fn again(&self) -> Result<(), String> {
         (self.again.port2().post_message(&JsValue::UNDEFINED))
@@ -244,7 +251,7 @@ pub struct PooledImport {
     /// Ranges cut but not yet handed out (every worker has [`IN_FLIGHT`]).
     waiting: VecDeque<Job>,
     in_flight: u32,
-    /// A message to itself ([`OWN`]) is queued.
+    /// A message to itself ([`Wake::Own`]) is queued.
     again: bool,
     /// Milliseconds this worker spent reading and cutting the file, and taking the partial
     /// reads in (copying, decoding, merging): the rest of the import it waits for the pool.
@@ -335,7 +342,7 @@ impl PooledImport {
     }
 
     /// Hands out ranges while workers have room, reading more of the file as needed; once every
-    /// worker has its ranges and one is still waiting, asks to read it here ([`OWN`]).
+    /// worker has its ranges and one is still waiting, asks to read it here ([`Wake::Own`]).
     pub fn pump(&mut self, pool: &mut Pool, out: &dyn Outbox) -> Result<(), String> {
         loop {
             while let Some(r) = self.waiting.pop_front() {
@@ -378,7 +385,7 @@ impl PooledImport {
         }
     }
 
-    /// The message to itself ([`OWN`]): reads the next waiting range here (every worker had
+    /// The message to itself ([`Wake::Own`]): reads the next waiting range here (every worker had
     /// its ranges when it was queued), then hands out more; returns the trace once every range
     /// is merged.
     pub fn own(&mut self, pool: &mut Pool, out: &dyn Outbox) -> Option<Result<Trace, String>> {

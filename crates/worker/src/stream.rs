@@ -6,9 +6,8 @@
 //! machine: 0.15 s of a 60 MB trace, 2.3 s of 1 GB, as much as parsing it), while the stream's
 //! chunks are filled by the browser beside the parse (0.05 s and 0.7 s over the parse alone;
 //! docs/performance.md). The price is that the read is asynchronous: the import is driven by
-//! the stream's promises, which reach the session through its link as [`STREAM`] /
-//! [`STREAM_FAILED`], and requests that come meanwhile wait (`Session::held`) as they do for the
-//! import pool.
+//! the stream's promises, which reach the session through its link (`Wake::Stream`), and
+//! requests that come meanwhile wait (`Session::held`) as they do for the import pool.
 
 use jarvis_engine::model::Trace;
 use jarvis_engine::Importer;
@@ -18,12 +17,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Blob, ReadableStreamDefaultReader};
 
 use crate::outbox::{send, Outbox};
-use crate::pool::Link;
-
-/// The link's worker number for a chunk (or the end) of the stream.
-pub const STREAM: usize = usize::MAX - 1;
-/// The link's worker number for a failed read.
-pub const STREAM_FAILED: usize = usize::MAX - 2;
+use crate::pool::{Link, Wake};
 /// At most one progress message per this many milliseconds (the stream's chunks are ~2 MB).
 const PROGRESS_MS: f64 = 50.0;
 
@@ -56,9 +50,9 @@ impl StreamedImport {
             .dyn_into::<ReadableStreamDefaultReader>()
             .map_err(|_| "cannot read the file as a stream".to_owned())?;
         let to = link.clone();
-        let on_chunk = Closure::<dyn FnMut(JsValue)>::new(move |v| to(STREAM, Some(v)));
+        let on_chunk = Closure::<dyn FnMut(JsValue)>::new(move |v| to(Wake::Stream(Ok(v))));
         let to = link.clone();
-        let on_fail = Closure::<dyn FnMut(JsValue)>::new(move |e| to(STREAM_FAILED, Some(e)));
+        let on_fail = Closure::<dyn FnMut(JsValue)>::new(move |e| to(Wake::Stream(Err(e))));
         let started = js_sys::Date::now();
         let import = StreamedImport {
             request: request.clone(),
@@ -121,13 +115,13 @@ impl StreamedImport {
                 "elapsed_ms": now - self.started}),
         );
     }
+}
 
-    /// A read failed (the file changed or went away while it was read).
-    pub fn failed(&self, error: &JsValue) -> String {
-        let why = js_sys::Reflect::get(error, &"message".into())
-            .ok()
-            .and_then(|m| m.as_string())
-            .unwrap_or_else(|| format!("{error:?}"));
-        format!("cannot read the file: {why}")
-    }
+/// Why a read failed (the file changed or went away while it was read).
+pub fn failure(error: &JsValue) -> String {
+    let why = js_sys::Reflect::get(error, &"message".into())
+        .ok()
+        .and_then(|m| m.as_string())
+        .unwrap_or_else(|| format!("{error:?}"));
+    format!("cannot read the file: {why}")
 }

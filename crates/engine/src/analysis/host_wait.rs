@@ -170,13 +170,10 @@ impl ThreadIndex {
                 lanes.entry(e.lane()).or_default().push(i as u32);
                 if let Some(slot) = names.get_mut(e.name.0 as usize).filter(|s| **s == 0) {
                     let name = trace.name(e);
+                    let flag = |yes: bool, flag: u8| if yes { flag } else { 0 };
                     *slot = TESTED
-                        | if is_data_loading(name) {
-                            DATA_LOADING
-                        } else {
-                            0
-                        }
-                        | if is_optimizer(name) { OPTIMIZER } else { 0 };
+                        | flag(is_data_loading(name), DATA_LOADING)
+                        | flag(is_optimizer(name), OPTIMIZER);
                 }
             }
         }
@@ -209,17 +206,13 @@ impl ThreadIndex {
         }
     }
 
-    /// Whether indexed event `i`'s name has `flag` ([`DATA_LOADING`], [`OPTIMIZER`]).
+    /// Whether indexed event `i`'s name has `flag` ([`DATA_LOADING`], [`OPTIMIZER`]); every
+    /// candidate of a gap is an indexed event, whose name `build` tested.
     fn named(&self, trace: &Trace, i: u32, flag: u8) -> bool {
-        let e = &trace.events[i as usize];
-        match self.names.get(e.name.0 as usize) {
-            Some(&v) if v & TESTED != 0 => v & flag != 0,
-            // Not an indexed event's name (no candidate is): tested now.
-            _ => match flag {
-                DATA_LOADING => is_data_loading(trace.name(e)),
-                _ => is_optimizer(trace.name(e)),
-            },
-        }
+        let name = trace.events[i as usize].name;
+        self.names
+            .get(name.0 as usize)
+            .is_some_and(|v| v & flag != 0)
     }
 
     fn has_cpu_op_ancestor(&self, trace: &Trace, mut i: u32) -> bool {

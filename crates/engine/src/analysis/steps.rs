@@ -166,7 +166,7 @@ fn iteration_step(name: &str) -> Option<(Engine, StepClass, u64)> {
 /// Each distinct name is tested once: an inference trace (where the answer is no) repeats a few
 /// thousand names over hundreds of thousands of host events, and a substring search costs a
 /// searcher's set-up per call (17 ms of a 60 ms analysis of OWLv2 in WebAssembly).
-pub(crate) fn trains(trace: &Trace) -> bool {
+pub fn trains(trace: &Trace) -> bool {
     let mut tested = vec![false; trace.strings.len()];
     trace.events.iter().any(|e| {
         if !matches!(
@@ -193,7 +193,8 @@ pub(crate) fn trains(trace: &Trace) -> bool {
 type Marker = (EventId, StepClass, Option<u64>);
 
 /// Host-side step markers, found in the order of the sources' precedence.
-fn markers(trace: &Trace) -> (Option<StepSource>, Vec<Marker>) {
+/// `trains`: whether the trace trains ([`trains`]), which decides a profiler step's class.
+fn markers(trace: &Trace, trains: bool) -> (Option<StepSource>, Vec<Marker>) {
     let host =
         |e: &crate::model::Event| matches!(e.kind(), EventKind::UserAnnotation | EventKind::CpuOp);
     let mut found: [Vec<Marker>; 4] = Default::default();
@@ -216,7 +217,7 @@ fn markers(trace: &Trace) -> (Option<StepSource>, Vec<Marker>) {
     }
     // A profiler step is a training step only if the trace trains: backward ops (autograd
     // nodes) or an optimizer step; otherwise (OWLv2-style inference loops) it is inference.
-    if !found[0].is_empty() && !trains(trace) {
+    if !trains {
         for m in &mut found[0] {
             m.1 = StepClass::Inference;
         }
@@ -264,13 +265,14 @@ fn clip(u: &[Span], w: Span) -> Vec<Span> {
 /// Builds the step table over the GPU events the timeline counts (`counted`, from
 /// `timeline::counted_gpu_events`). `gaps` are the trace-level idle gaps (`idle::gaps`).
 /// Unlinked events (counted under `GpuScope::All`) have no launch to place them in a step: they
-/// count in the work of the step windows they fall in.
+/// count in the work of the step windows they fall in. `trains`: [`trains`] of the trace
+/// (computed once by the caller, which the standalone analysis's workload also reads).
 pub fn steps(
     trace: &Trace,
     tree: &CallTree,
     names: &NameClasses,
     counted: &[EventId],
-    gaps: &[Gap],
+    (gaps, trains): (&[Gap], bool),
 ) -> Steps {
     if counted.is_empty() {
         return Steps {
@@ -296,7 +298,7 @@ pub fn steps(
     work.comm = merge(std::mem::take(&mut work.comm));
     work.copy = merge(std::mem::take(&mut work.copy));
 
-    let (source, marks) = markers(trace);
+    let (source, marks) = markers(trace, trains);
     // Each linked GPU event belongs to the step whose host span holds its launch call.
     let mut spans: Vec<(EventId, StepClass, Option<u64>, Span)> = marks
         .into_iter()

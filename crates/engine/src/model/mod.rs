@@ -326,6 +326,18 @@ mod tests {
     }
 
     #[test]
+    fn every_event_kind_has_its_own_number() {
+        // The packed word and `import::wire` both store it: a number reads back as its kind,
+        // and only the nine kinds have one.
+        for n in 0..=u8::MAX {
+            if let Some(k) = EventKind::from_number(n) {
+                assert_eq!(k.number(), n);
+            }
+        }
+        assert_eq!((0..=u8::MAX).filter_map(EventKind::from_number).count(), 9);
+    }
+
+    #[test]
     fn every_kind_reads_back_with_its_lane_and_flags() {
         for (n, &kind) in KINDS.iter().enumerate() {
             assert_eq!(kind.number() as usize, n);

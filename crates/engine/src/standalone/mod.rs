@@ -197,6 +197,8 @@ pub struct Sources<'a> {
     pub platform: Option<&'a Platform>,
     /// Ops the user wants replay packages for, whatever the rules say.
     pub replay_names: &'a [String],
+    /// Whether the trace trains (`analysis::steps::trains`, computed once for the steps too).
+    pub trains: bool,
 }
 
 /// What the standalone analysis reads from the trace and its call tree alone: the module frames
@@ -236,12 +238,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             r.module_path = modules.chain(src.trace, frame).join(" > ");
         }
     }
-    let workload = workload::identify(
-        src.trace,
-        &rows,
-        &modules,
-        crate::analysis::steps::trains(src.trace),
-    );
+    let workload = workload::identify(src.trace, &rows, &modules, src.trains);
     let utilization = Utilization::of(src.timeline);
     let compute_ms = utilization.computation_ms;
     let top_operations: Vec<TopOperation> = src

@@ -495,7 +495,8 @@ fn analyze_tree(
     for (kind, n, ex) in idle.diagnostics {
         trace.diagnostics.add(kind, n, ex);
     }
-    let (idle_report, steps, launch_table) = (idle.report, idle.steps, idle.launch_table);
+    let (idle_report, steps, launch_table, trains) =
+        (idle.report, idle.steps, idle.launch_table, idle.trains);
     // TraceLens leaves empty sheets out of the report, except the short-kernel ones.
     sheets.retain(|s| !s.rows.is_empty() || s.name.starts_with("short_kernel"));
 
@@ -520,17 +521,9 @@ fn analyze_tree(
             trace.events.iter().map(|e| e.end()).max().unwrap_or(0),
         ),
     };
-    let lanes = (options.timeline_lanes && !options.lanes_later).then(|| {
-        crate::lanes::build(
-            &trace,
-            &tree,
-            &names,
-            &op_index,
-            options.timeline_host_lanes,
-            options.gpu_scope,
-        )
-    });
-    let lane_ops = (options.timeline_lanes && options.lanes_later).then_some(op_index);
+    // The lanes are built from the trace and tree once the rest is done (`finish_lanes`: at the
+    // end of this function, or by the host with `lanes_later`).
+    let lane_ops = options.timeline_lanes.then_some(op_index);
     let unified = sheets.iter().find(|s| s.name == "unified_perf_summary");
     let headline = headline::headline(&timeline, unified);
     let standalone = unified.map(|unified| {
@@ -544,6 +537,7 @@ fn analyze_tree(
             top_ops: &top_ops,
             platform: platform.as_ref().map(|p| &p.platform),
             replay_names: &options.replay_ops,
+            trains,
         };
         crate::standalone::analyze(&src, structure)
     });
@@ -569,7 +563,7 @@ fn analyze_tree(
             scope: options.gpu_scope,
         })
     });
-    Analysis {
+    let mut analysis = Analysis {
         facts,
         platform,
         timeline,
@@ -586,11 +580,15 @@ fn analyze_tree(
         report: PerfReport { sheets },
         standalone,
         diagnostics,
-        lanes,
+        lanes: None,
         pending_lanes,
         diff_side,
         capture_merge: None,
+    };
+    if !options.lanes_later {
+        analysis.finish_lanes();
     }
+    analysis
 }
 
 #[cfg(test)]

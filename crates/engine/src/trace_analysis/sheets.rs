@@ -65,7 +65,8 @@ pub(super) fn idle_and_steps(
     let table = launch_stats::LaunchTable::new(trace, &launches);
     drop(launches);
     sheets.push(host_wait::causes_sheet(&causes));
-    let steps = steps::steps(trace, tree, names, counted, &gaps);
+    let trains = steps::trains(trace);
+    let steps = steps::steps(trace, tree, names, counted, (&gaps, trains));
     sheets.push(steps::steps_sheet(&steps));
     let stream_gaps = streams
         .iter()
@@ -98,6 +99,7 @@ pub(super) fn idle_and_steps(
             launch_bound,
         },
         steps,
+        trains,
         launch_table: table,
         sheets,
         diagnostics,
@@ -108,6 +110,8 @@ pub(super) fn idle_and_steps(
 pub(super) struct IdleAndSteps {
     pub report: idle_report::IdleReport,
     pub steps: steps::Steps,
+    /// Whether the trace trains (`steps::trains`: the steps' class and the workload's mode).
+    pub trains: bool,
     pub launch_table: launch_stats::LaunchTable,
     /// The idle, launch, host-wait and steps sheets, in report order.
     pub sheets: Vec<Sheet>,

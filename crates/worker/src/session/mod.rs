@@ -253,13 +253,8 @@ impl Session {
     ) -> Result<Answer, String> {
         let total = file.size();
         let start = (self.preloaded.as_ref()).map_or(js_sys::Date::now(), |p| p.started);
-        self.read_by = (self.preloaded.as_ref()).map_or(ReadBy::default(), |p| ReadBy {
-            workers: p.workers,
-            split_ms: p.split_ms,
-            merge_ms: p.merge_ms,
-            own_ranges: p.own_ranges,
-            own_ms: p.own_ms,
-        });
+        self.read_by =
+            (self.preloaded.as_mut()).map_or(ReadBy::default(), |p| std::mem::take(&mut p.read_by));
         let title = title_of(name);
         let mut parse_ms = 0.0;
         let loaded = if is_bundle(file)? {
@@ -710,9 +705,9 @@ pub fn run() {
     let weak = std::rc::Rc::downgrade(&session);
     let to = scope.clone();
     // Each reply is its own event: none arrives while the session is borrowed.
-    let link: crate::pool::Link = std::rc::Rc::new(move |i, data| {
+    let link: crate::pool::Link = std::rc::Rc::new(move |wake| {
         if let Some(s) = weak.upgrade() {
-            s.borrow_mut().on_pool_message(i, data, &to);
+            s.borrow_mut().on_wake(wake, &to);
         }
     });
     session.borrow_mut().link = Some(link);

@@ -5,10 +5,9 @@ use serde_json::json;
 use wasm_bindgen::prelude::*;
 use web_sys::Blob;
 
-use super::Session;
+use super::{ReadBy, Session};
 use crate::outbox::{send, Outbox};
-use crate::pool::{cores, head, json_estimate, Pool, PooledImport, MIN_BYTES, OWN};
-use crate::stream::{STREAM, STREAM_FAILED};
+use crate::pool::{cores, head, json_estimate, Pool, PooledImport, Wake, MIN_BYTES};
 
 /// Import workers by default only from this many cores. On 2 cores (the only machine measured,
 /// docs/performance.md) the pool was slower than this worker alone: one import worker adds the
@@ -16,20 +15,12 @@ use crate::stream::{STREAM, STREAM_FAILED};
 /// the cores with this worker (0.31 s). With 4 or more, three or more workers read at once.
 const DEFAULT_MIN_CORES: usize = 4;
 
-/// A trace the pool read.
+/// A trace read before its request is handled (by the pool, or from its stream).
 pub(super) struct Preloaded {
     pub trace: jarvis_engine::model::Trace,
     /// When its import started (`js_sys::Date::now()`).
     pub started: f64,
-    /// The import workers that read it.
-    pub workers: usize,
-    /// Of the import, this worker's milliseconds reading and cutting the file, and taking the
-    /// partial reads in.
-    pub split_ms: f64,
-    pub merge_ms: f64,
-    /// The ranges this worker read itself, and their milliseconds.
-    pub own_ranges: u32,
-    pub own_ms: f64,
+    pub read_by: ReadBy,
 }
 
 impl Session {
@@ -98,39 +89,48 @@ impl Session {
         Ok(true)
     }
 
-    /// A message from import worker `i` (`None`: it failed), or this worker's message to
-    /// itself (`i` = [`OWN`]: read a range here).
-    pub(super) fn on_pool_message(&mut self, i: usize, data: Option<JsValue>, out: &dyn Outbox) {
-        // The file stream's replies share the link (`stream`).
-        if i == STREAM || i == STREAM_FAILED {
-            self.on_stream(i, &data.unwrap_or_default(), out);
-            return;
+    /// What came through the link: an import worker's message or failure, this worker's
+    /// message to itself (read a range here), a read of a trace's stream.
+    pub(super) fn on_wake(&mut self, wake: Wake, out: &dyn Outbox) {
+        match wake {
+            Wake::Stream(result) => self.on_stream(result, out),
+            Wake::Own => self.on_own(out),
+            Wake::WorkerFailed(i) => self.on_worker_failed(i, out),
+            Wake::Worker(i, data) => self.on_worker(i, &data, out),
         }
+    }
+
+    /// Reads a range here (a continuation of an import that has ended since finds nothing to
+    /// do).
+    fn on_own(&mut self, out: &dyn Outbox) {
+        let (Some(pool), Some(import)) = (self.pool.as_mut(), self.importing.as_mut()) else {
+            return;
+        };
+        if let Some(read) = import.own(pool, out) {
+            self.imported(read, out);
+        }
+    }
+
+    /// Import worker `i` failed: its ranges in flight are lost, so a failure during an import
+    /// (or of every worker) ends the pool, and the file is read here, from the start.
+    fn on_worker_failed(&mut self, i: usize, out: &dyn Outbox) {
         let Some(pool) = self.pool.as_mut() else {
             return;
         };
-        if i == OWN {
-            // A continuation of an import that has ended since finds nothing to do.
-            let Some(import) = self.importing.as_mut() else {
-                return;
-            };
-            if let Some(read) = import.own(pool, out) {
-                self.imported(read, out);
+        pool.failed(i);
+        if self.importing.is_some() || pool.alive() == 0 {
+            self.pool = None;
+            self.threads = Some(1);
+            if let Some(import) = self.importing.take() {
+                self.handle(&import.request, out);
+                self.release_held(out);
             }
-            return;
         }
-        let Some(data) = data else {
-            pool.failed(i);
-            // Its ranges in flight are lost: a failure during an import (or of every worker)
-            // ends the pool, and the file is read here, from the start.
-            if self.importing.is_some() || pool.alive() == 0 {
-                self.pool = None;
-                self.threads = Some(1);
-                if let Some(import) = self.importing.take() {
-                    self.handle(&import.request, out);
-                    self.release_held(out);
-                }
-            }
+    }
+
+    /// A message from import worker `i`: `ready`, or a range's partial read.
+    fn on_worker(&mut self, i: usize, data: &JsValue, out: &dyn Outbox) {
+        let Some(pool) = self.pool.as_mut() else {
             return;
         };
         // An import worker announces itself with the same `ready` as this worker (a string).
@@ -148,14 +148,14 @@ impl Session {
             }
             return;
         }
-        let kind = js_sys::Reflect::get(&data, &"kind".into())
+        let kind = js_sys::Reflect::get(data, &"kind".into())
             .ok()
             .and_then(|k| k.as_string());
         if kind.as_deref() != Some("partial") {
             return;
         }
         // A late reply to an import that already ended (in an error) is not this one's.
-        let number = js_sys::Reflect::get(&data, &"import".into())
+        let number = js_sys::Reflect::get(data, &"import".into())
             .ok()
             .and_then(|n| n.as_f64());
         let Some(import) = (self.importing.as_mut()).filter(|im| number == Some(f64::from(im.id)))
@@ -163,7 +163,7 @@ impl Session {
             pool.answered(i);
             return;
         };
-        if let Some(read) = import.answer(pool, i, &data, out) {
+        if let Some(read) = import.answer(pool, i, data, out) {
             self.imported(read, out);
         }
     }
@@ -177,11 +177,13 @@ impl Session {
         let read = read.map(|trace| Preloaded {
             trace,
             started: import.started,
-            workers,
-            split_ms: import.split_ms,
-            merge_ms: import.merge_ms,
-            own_ranges: import.own_ranges,
-            own_ms: import.own_ms,
+            read_by: ReadBy {
+                workers,
+                split_ms: import.split_ms,
+                merge_ms: import.merge_ms,
+                own_ranges: import.own_ranges,
+                own_ms: import.own_ms,
+            },
         });
         self.read_done(read, (&import.request, &import.role), out);
     }

@@ -5,10 +5,10 @@ use wasm_bindgen::prelude::*;
 use web_sys::Blob;
 
 use super::pooled::Preloaded;
-use super::Session;
+use super::{ReadBy, Session};
 use crate::import::is_bundle;
 use crate::outbox::Outbox;
-use crate::stream::{StreamedImport, STREAM_FAILED};
+use crate::stream::{failure, StreamedImport};
 
 impl Session {
     /// Starts reading `file` from its stream: `Ok(true)`, the request is answered once the
@@ -34,15 +34,14 @@ impl Session {
         Ok(true)
     }
 
-    /// A read of the stream came back (`which`: `STREAM` or `STREAM_FAILED`).
-    pub(super) fn on_stream(&mut self, which: usize, data: &JsValue, out: &dyn Outbox) {
+    /// A read of the stream came back (`{done, value}`, or the error it failed with).
+    pub(super) fn on_stream(&mut self, result: Result<JsValue, JsValue>, out: &dyn Outbox) {
         let Some(import) = self.streaming.as_mut() else {
             return;
         };
-        let read = if which == STREAM_FAILED {
-            Some(Err(import.failed(data)))
-        } else {
-            import.chunk(data, out)
+        let read = match result {
+            Ok(data) => import.chunk(&data, out),
+            Err(e) => Some(Err(failure(&e))),
         };
         let Some(read) = read else {
             return;
@@ -53,11 +52,7 @@ impl Session {
         let read = read.map(|trace| Preloaded {
             trace,
             started: import.started,
-            workers: 0,
-            split_ms: 0.0,
-            merge_ms: 0.0,
-            own_ranges: 0,
-            own_ms: 0.0,
+            read_by: ReadBy::default(),
         });
         self.read_done(read, (&import.request, &import.role), out);
     }
