@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Context, Result};
 use jarvis_engine::import::merge::{read_range, read_text, Merger};
-use jarvis_engine::import::split::{plan_cuts, Plan, SplitEnd, Splitter};
+use jarvis_engine::import::split::{plan_cuts, tail_size, Plan, SplitEnd, Splitter};
 use jarvis_engine::import::{sniff, Sniffed, MAX_EVENTS};
 use jarvis_engine::model::Trace;
 use jarvis_engine::Importer;
@@ -161,8 +161,9 @@ fn planned(file: &File, threads: usize) -> Result<Option<(Trace, (u32, u32))>> {
     if sniff(&head, head.len() as u64 >= size) != Some(Sniffed::Json) {
         return Ok(None);
     }
-    let block = jarvis_engine::import::split::block_size(size, false, threads) as u64;
-    let Some(plan) = plan_cuts(size, block, &mut |from, to| read_span(file, from, to))? else {
+    let block = jarvis_engine::import::split::block_size(size, false, threads);
+    let blocks = (block as u64, tail_size(block, threads));
+    let Some(plan) = plan_cuts(size, blocks, &mut |from, to| read_span(file, from, to))? else {
         return Ok(None);
     };
     let Plan { starts, top } = &plan;

@@ -150,8 +150,22 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    memory::return_large_blocks_to_the_system();
     let cli = Cli::parse();
+    memory::bound_heap_for(match &cli.command {
+        Command::Report { trace, capture, .. } => {
+            let mut inputs = vec![trace.as_path()];
+            inputs.extend(capture.as_deref());
+            memory::json_bytes(&inputs)
+        }
+        Command::Compare {
+            target, reference, ..
+        } => memory::json_bytes(&[target, reference]),
+        Command::Ranks { traces, .. } => {
+            memory::json_bytes(&traces.iter().map(PathBuf::as_path).collect::<Vec<_>>())
+        }
+        // Nothing read: the synthetic writer keeps the lean heap it always had.
+        _ => u64::MAX,
+    });
     let threads = cli
         .threads
         .filter(|&n| n > 0)
@@ -406,7 +420,9 @@ fn report(
         }
         None => {
             let trace = import(trace)?;
-            timed("analysis", || analyze_trace_on(trace, options, &fork))
+            timed("analysis", || {
+                fork.run(|| analyze_trace_on(trace, options, &fork))
+            })
         }
     };
     say(&summary::render(&analysis));

@@ -27,7 +27,9 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 use jarvis_engine::import::merge::{read_range, read_text, Merger, Partial};
-use jarvis_engine::import::split::{block_size, plan_cuts, Plan, Range, SplitEnd, Splitter};
+use jarvis_engine::import::split::{
+    block_size, plan_cuts, tail_size, Plan, Range, SplitEnd, Splitter,
+};
 use jarvis_engine::import::{sniff, wire, Sniffed, MAX_EVENTS};
 use jarvis_engine::model::Trace;
 use serde_json::json;
@@ -294,9 +296,11 @@ impl PooledImport {
         let block = block_size(size, kind == Some(Sniffed::Gzip), threads);
         let reader = reader()?;
         let plan = if kind == Some(Sniffed::Json) {
-            plan_cuts(size, block as u64, &mut |a, b| {
-                read_bytes(&reader, &file, a as f64, b as f64)
-            })?
+            plan_cuts(
+                size,
+                (block as u64, tail_size(block, threads)),
+                &mut |a, b| read_bytes(&reader, &file, a as f64, b as f64),
+            )?
         } else {
             None
         };

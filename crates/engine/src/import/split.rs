@@ -135,16 +135,38 @@ pub struct Plan {
     pub top: bool,
 }
 
-/// Plans the ranges of a plain document of `size` bytes, about `block` bytes each, reading only
-/// its head and a window after each nominal cut (`read(from, to)`). `None` when the head shows
-/// no layout to cut at (the document is then read another way, and reports its own errors).
+/// The last bytes of a plain document read on `threads` threads in ranges of `block`
+/// ([`block_size`]) that [`plan_cuts`] cuts in quarter blocks: about one block per thread.
+/// Threads take ranges in order, so the last ranges decide when the import ends: with whole
+/// blocks there, one thread may still read a block while the others have nothing left.
+pub fn tail_size(block: usize, threads: usize) -> u64 {
+    if threads > 1 {
+        block as u64 * threads as u64
+    } else {
+        0
+    }
+}
+
+/// Plans the ranges of a plain document of `size` bytes, about `block` bytes each and a quarter
+/// of that in its last `tail` bytes ([`tail_size`]), reading only its head and a window after
+/// each nominal cut (`read(from, to)`). `None` when the head shows no layout to cut at (the
+/// document is then read another way, and reports its own errors).
 pub fn plan_cuts<E>(
     size: u64,
-    block: u64,
+    (block, tail): (u64, u64),
     read: &mut impl FnMut(u64, u64) -> Result<Vec<u8>, E>,
 ) -> Result<Option<Plan>, E> {
     let block = block.max(1);
-    let mut head_len = (1u64 << 20).min(size);
+    let step = |at: u64| {
+        if size - at.min(size) <= tail {
+            (block / 4).max(1)
+        } else {
+            block
+        }
+    };
+    // Most heads show three events within a few kilobytes; a larger one is read again, 4× as
+    // long each time.
+    let mut head_len = (64u64 << 10).min(size);
     let (boundary, head) = loop {
         let head = read(0, head_len)?;
         match learn_layout(&head) {
@@ -158,7 +180,7 @@ pub fn plan_cuts<E>(
     let top = opens_array(&head).unwrap_or(false);
     let n = boundary.needle().len() as u64;
     let mut starts = vec![0];
-    let mut pos = block;
+    let mut pos = step(0);
     'ranges: while pos < size {
         // The needle may straddle `pos`: the window starts before it.
         let from = pos.saturating_sub(n - 1).max(1);
@@ -169,7 +191,7 @@ pub fn plan_cuts<E>(
             if let Some(at) = boundary.find(&window) {
                 let cut = from + at as u64 + n - 1;
                 starts.push(cut);
-                pos = cut + block;
+                pos = cut + step(cut);
                 break;
             }
             if to >= size {
@@ -307,6 +329,9 @@ impl Cutter {
     }
 }
 
+/// How much of the head [`learn_layout`] frames at a time.
+const LEARN_PIECE: usize = 16 << 10;
+
 /// Learns how the writer separates events from the head of the document: the bytes between
 /// the second and the third event, if they are a comma and whitespace.
 fn learn_layout(head: &[u8]) -> Layout {
@@ -322,9 +347,16 @@ fn learn_layout(head: &[u8]) -> Layout {
     }
     let mut spans = Spans(Vec::new());
     let mut framer = Framer::new();
-    // A framing error is left to the real read, which reports it; the document is not cut.
-    if framer.feed(head, &mut spans).is_err() {
-        return Layout::Uncut;
+    // Framed in pieces, up to the third event: the rest of the head would cost a megabyte of
+    // framing for nothing. A framing error is left to the real read, which reports it; the
+    // document is not cut.
+    for piece in head.chunks(LEARN_PIECE) {
+        if framer.feed(piece, &mut spans).is_err() {
+            return Layout::Uncut;
+        }
+        if spans.0.len() >= 3 {
+            break;
+        }
     }
     let (Some(&(second, len)), Some(&(third, _))) = (spans.0.get(1), spans.0.get(2)) else {
         return if head.len() >= MAX_HEAD {
@@ -429,6 +461,96 @@ mod tests {
         // separator is the same), which the merge catches.
         assert!(starts.contains(&&b"{\"c\""[..]), "{starts:?}");
         assert!(starts.contains(&&b"{\"z\""[..]), "{starts:?}");
+    }
+
+    /// A Kineto-like document: a metadata string of `meta` bytes, then `events` events.
+    fn kineto_doc(meta: usize, events: usize) -> Vec<u8> {
+        let mut doc = format!(
+            "{{\n  \"schemaVersion\": 1,\n  \"note\": \"{}\",\n  \"traceEvents\": [\n",
+            "m".repeat(meta)
+        );
+        for i in 0..events {
+            if i > 0 {
+                doc.push_str(",\n  ");
+            }
+            doc.push_str(&format!(
+                "{{\"ph\": \"X\", \"name\": \"op{}\", \"ts\": {i}, \"dur\": 1}}",
+                i % 7
+            ));
+        }
+        doc.push_str("\n  ]\n}\n");
+        doc.into_bytes()
+    }
+
+    /// Plans `doc` and returns the plan with the windows it read.
+    fn plan(doc: &[u8], block: u64, tail: u64) -> (Plan, Vec<(u64, u64)>) {
+        let mut reads = Vec::new();
+        let plan = plan_cuts(doc.len() as u64, (block, tail), &mut |a, b| {
+            reads.push((a, b));
+            Ok::<_, ()>(doc[a as usize..b as usize].to_vec())
+        })
+        .unwrap()
+        .expect("a layout");
+        (plan, reads)
+    }
+
+    #[test]
+    fn plans_read_a_small_head_and_cut_the_tail_finer() {
+        let doc = kineto_doc(100, 40_000);
+        let size = doc.len() as u64;
+        let block = 128 << 10;
+        let (even, reads) = plan(&doc, block, 0);
+        // The head is read once, 64 KiB: its third event is within a few hundred bytes.
+        assert_eq!(reads[0], (0, 64 << 10));
+        assert!(reads[1..].iter().all(|&(a, _)| a > 0), "{reads:?}");
+        let (tapered, _) = plan(&doc, block, 4 * block);
+        for p in [&even, &tapered] {
+            assert_eq!(p.starts[0], 0);
+            for &cut in &p.starts[1..] {
+                assert!(doc[..cut as usize].ends_with(b"},\n  "));
+                assert!(doc[cut as usize..].starts_with(b"{\"ph\""));
+            }
+        }
+        let lengths = |p: &Plan| -> Vec<u64> {
+            let mut ends = p.starts[1..].to_vec();
+            ends.push(size);
+            ends.iter().zip(&p.starts).map(|(e, s)| e - s).collect()
+        };
+        // Whole blocks, but the last, ...
+        let whole = lengths(&even);
+        assert!(whole[..whole.len() - 1]
+            .iter()
+            .all(|&l| l >= block && l < block + 200));
+        // ... and quarter blocks in the last four blocks' worth: the same cuts before it.
+        let fine = lengths(&tapered);
+        let quarters = fine.iter().filter(|&&l| l < block / 2).count();
+        let fine_bytes: u64 = fine[fine.len() - quarters..].iter().sum();
+        assert!(
+            fine_bytes <= 4 * block && fine_bytes > 3 * block,
+            "{fine:?}"
+        );
+        assert!(quarters >= 12, "{fine:?}");
+        assert!(fine[..fine.len() - quarters].iter().all(|&l| l >= block));
+        assert_eq!(&tapered.starts[..4], &even.starts[..4]);
+        // Serial: no tail.
+        assert_eq!(tail_size(block as usize, 1), 0);
+        assert_eq!(tail_size(block as usize, 3), 3 * block);
+    }
+
+    #[test]
+    fn a_head_longer_than_the_first_read_is_read_again_longer() {
+        // The third event starts after 300 KB of metadata: 64 KiB, 256 KiB, then 1 MiB.
+        let doc = kineto_doc(300_000, 20_000);
+        let (p, reads) = plan(&doc, 64 << 10, 0);
+        assert_eq!(
+            &reads[..3],
+            &[(0, 64 << 10), (0, 256 << 10), (0, 1 << 20)],
+            "{reads:?}"
+        );
+        assert!(p.starts.len() > 3);
+        for &cut in &p.starts[1..] {
+            assert!(doc[cut as usize..].starts_with(b"{\"ph\""));
+        }
     }
 
     #[test]

@@ -268,6 +268,13 @@ impl Framer {
             offset,
             saw_events_array: true,
             resumed: true,
+            // Inside `traceEvents`' value, as a framer from the start would be: a message about
+            // what follows the array names the key.
+            current_key: if top {
+                String::new()
+            } else {
+                "traceEvents".to_owned()
+            },
             ..Framer::new()
         }
     }
@@ -618,6 +625,23 @@ mod tests {
             self.top
                 .push((key.to_owned(), String::from_utf8_lossy(value).into_owned()));
         }
+    }
+
+    /// A range framed from inside `traceEvents` reports what follows the array as a framer from
+    /// the document's start does (the parallel import's errors equal the serial import's).
+    #[test]
+    fn a_resumed_framer_knows_the_events_key() {
+        let doc = br#"{"traceEvents": [{"a": 1}, {"b": 2}] "x"}"#;
+        let cut = doc.iter().position(|&c| c == b'b').expect("b") - 2;
+        let whole = frame(doc, doc.len()).1.expect_err("damaged");
+        let mut f = Framer::resume_in_events(cut as u64, false);
+        let resumed = f
+            .feed(&doc[cut..], &mut Collect::default())
+            .expect_err("damaged");
+        assert_eq!(resumed.message, whole.message);
+        assert!(whole
+            .message
+            .contains(r#"after the value of "traceEvents""#));
     }
 
     fn frame(doc: &[u8], chunk: usize) -> (Collect, Result<FrameEnd, FrameError>) {
