@@ -162,8 +162,9 @@ fn planned(file: &File, threads: usize) -> Result<Option<(Trace, (u32, u32))>> {
         return Ok(None);
     }
     let block = jarvis_engine::import::split::block_size(size, false, threads);
-    let blocks = (block as u64, tail_size(block, threads));
-    let Some(plan) = plan_cuts(size, blocks, &mut |from, to| read_span(file, from, to))? else {
+    let tail = tail_size(block, threads);
+    let read = &mut |from, to| read_span(file, from, to);
+    let Some(plan) = plan_cuts(size, block as u64, tail, read)? else {
         return Ok(None);
     };
     let Plan { starts, top } = &plan;

@@ -420,9 +420,7 @@ fn report(
         }
         None => {
             let trace = import(trace)?;
-            timed("analysis", || {
-                fork.run(|| analyze_trace_on(trace, options, &fork))
-            })
+            timed("analysis", || analyze_trace_on(trace, options, &fork))
         }
     };
     say(&summary::render(&analysis));

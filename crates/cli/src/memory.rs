@@ -19,14 +19,13 @@
 
 use std::path::Path;
 
+use jarvis_engine::import::split::GZIP_RATIO;
+
 /// JSON this large or larger (all inputs together) has the threshold pinned.
 pub const PIN_FROM_BYTES: u64 = 100_000_000;
 
-/// Kineto's JSON compresses about 15-fold (as `split::block_size` assumes).
-const GZIP_RATIO: u64 = 15;
-
-/// The JSON bytes the files at `paths` hold, estimated from their sizes: a `.gz` file counts 15
-/// times its size, a folder the trace files in it (not below). Unreadable paths count nothing:
+/// The JSON bytes the files at `paths` hold, estimated from their sizes: a `.gz` file counts
+/// [`GZIP_RATIO`] times its size, a folder the trace files in it (not below). Unreadable paths count nothing:
 /// the import reports them.
 pub fn json_bytes(paths: &[&Path]) -> u64 {
     let file = |p: &Path, size: u64| {

@@ -30,18 +30,6 @@ impl Threads {
     }
 }
 
-impl Threads {
-    /// Runs `work` on one of the pool's threads (on the caller's with one thread), so the joins
-    /// it makes start from inside the pool: a join from outside it hands both sides to the pool
-    /// and waits for a sleeping thread to wake, and an analysis makes several in turn.
-    pub fn run<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
-        match &self.pool {
-            Some(pool) => pool.install(work),
-            None => work(),
-        }
-    }
-}
-
 impl Fork for Threads {
     fn join<A: Send, B: Send>(
         &self,

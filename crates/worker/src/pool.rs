@@ -298,7 +298,8 @@ impl PooledImport {
         let plan = if kind == Some(Sniffed::Json) {
             plan_cuts(
                 size,
-                (block as u64, tail_size(block, threads)),
+                block as u64,
+                tail_size(block, threads),
                 &mut |a, b| read_bytes(&reader, &file, a as f64, b as f64),
             )?
         } else {

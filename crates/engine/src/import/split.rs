@@ -42,14 +42,16 @@ pub struct SplitEnd {
     pub input_bytes: u64,
 }
 
+/// Kineto's JSON compresses about 15-fold: the text a gzip file of a given size holds, roughly.
+pub const GZIP_RATIO: u64 = 15;
+
 /// Text per range for an input of `input_bytes` read on `threads` threads: about eight ranges
 /// per thread so that they share the work evenly, between 1 MiB (a range's own tables hold the
 /// trace's few thousand distinct names: a fixed cost) and 4 MiB (the text of the unmerged
 /// ranges is what the import holds beyond the trace).
 pub fn block_size(input_bytes: u64, gzip: bool, threads: usize) -> usize {
-    // Kineto's JSON compresses about 15-fold.
     let json = if gzip {
-        input_bytes.saturating_mul(15)
+        input_bytes.saturating_mul(GZIP_RATIO)
     } else {
         input_bytes
     };
@@ -153,12 +155,13 @@ pub fn tail_size(block: usize, threads: usize) -> u64 {
 /// document is then read another way, and reports its own errors).
 pub fn plan_cuts<E>(
     size: u64,
-    (block, tail): (u64, u64),
+    block: u64,
+    tail: u64,
     read: &mut impl FnMut(u64, u64) -> Result<Vec<u8>, E>,
 ) -> Result<Option<Plan>, E> {
     let block = block.max(1);
     let step = |at: u64| {
-        if size - at.min(size) <= tail {
+        if size.saturating_sub(at) <= tail {
             (block / 4).max(1)
         } else {
             block
@@ -485,7 +488,7 @@ mod tests {
     /// Plans `doc` and returns the plan with the windows it read.
     fn plan(doc: &[u8], block: u64, tail: u64) -> (Plan, Vec<(u64, u64)>) {
         let mut reads = Vec::new();
-        let plan = plan_cuts(doc.len() as u64, (block, tail), &mut |a, b| {
+        let plan = plan_cuts(doc.len() as u64, block, tail, &mut |a, b| {
             reads.push((a, b));
             Ok::<_, ()>(doc[a as usize..b as usize].to_vec())
         })
