@@ -10,7 +10,7 @@ import { chromium } from 'playwright-core';
 
 export const here = path.dirname(fileURLToPath(import.meta.url));
 export const ROOT = path.resolve(here, '..');
-export const DIST = path.join(ROOT, 'dist');
+export const DIST = process.env.JARVIS_DIST || path.join(ROOT, 'dist');
 export const OUT = process.env.E2E_OUT || path.join(here, 'artifacts');
 export const SHARED = process.env.JARVIS_SHARED || path.resolve(ROOT, '..', 'shared');
 export const JARVIS = path.join(ROOT, 'target', 'release', 'jarvis');

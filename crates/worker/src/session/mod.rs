@@ -130,6 +130,12 @@ impl Session {
         }
         // Real work ends a warm-up in progress (its memory goes back to the allocator).
         self.warmup = None;
+        // The target's lanes wait for the page's next request (normally `rest`, sent once the
+        // overview is painted), so that building them does not compete with the paint; any
+        // request may read them. A new file replaces the target instead.
+        if !get("file").is_some_and(|f| f.is_object()) {
+            self.finish_lanes();
+        }
         if let Some(req) = get("frame").filter(|v| v.is_object()) {
             let lanes = self.lanes_for(&crate::timeline::role(&req));
             crate::timeline::frame(lanes, &req, out);
@@ -285,10 +291,14 @@ impl Session {
         self.target = Some(Target { loaded, title });
         // First what the overview shows, so the page paints it while the rest is prepared
         // (rendering the reports, the explorer rows and the lanes' names is the larger part).
+        // The timeline's lanes are built at the page's next request (`Session::handle`).
         let first = self.first_part(elapsed, parse_ms, total)?;
         out.post(&JsValue::from_str(&first.to_string()), None);
-        // Then the timeline's lanes, while the page paints the overview (before any request
-        // that reads them: this task runs to its end first).
+        Ok(Answer::Posted)
+    }
+
+    /// Builds the target's lanes if they were left for later.
+    fn finish_lanes(&mut self) {
         if let Some(Target {
             loaded: Loaded::Trace(a),
             ..
@@ -296,7 +306,6 @@ impl Session {
         {
             a.finish_lanes();
         }
-        Ok(Answer::Posted)
     }
 
     /// One step of the warm-up: `warm {done, worked_ms}`, or `error {role: "warm"}`.

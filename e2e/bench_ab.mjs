@@ -1,0 +1,70 @@
+// In-browser benchmark (not a test): the same trace loaded N times into each of several builds
+// of the page (dist folders), interleaved (build A, build B, A, B, …) so a noisy machine's drift
+// falls on all of them alike; medians per build. Each load is "warmed + 1.5 s" (the worker's
+// warm-up complete, as in e2e/bench.mjs).
+// Usage: [THREADS=N] node e2e/bench_ab.mjs FILE RUNS DIST [DIST …]
+// Prints per build the medians (ms) of reading + parsing, the worker's whole answer, file
+// chosen → overview painted and → every view ready, then each run's overview time.
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const [file, runs, ...dists] = process.argv.slice(2);
+if (!file || !Number(runs) || dists.length === 0) {
+  console.error('usage: node e2e/bench_ab.mjs FILE RUNS DIST [DIST …]');
+  process.exit(2);
+}
+const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css',
+  '.svg': 'image/svg+xml', '.gz': 'application/gzip' };
+// One static server per build, on its own port.
+const serve = (dist) => new Promise((resolve) => {
+  const server = http.createServer((req, res) => {
+    let f = path.join(dist, decodeURIComponent(new URL(req.url, 'http://x').pathname));
+    if (!f.startsWith(dist)) { res.writeHead(403).end(); return; }
+    if (fs.existsSync(f) && fs.statSync(f).isDirectory()) f = path.join(f, 'index.html');
+    if (!fs.existsSync(f)) { res.writeHead(404).end(); return; }
+    res.writeHead(200, { 'Content-Type': TYPES[path.extname(f)] || 'application/octet-stream' });
+    fs.createReadStream(f).pipe(res);
+  });
+  server.listen(0, '127.0.0.1', () => resolve({ server, base: `http://127.0.0.1:${server.address().port}` }));
+});
+const served = [];
+for (const d of dists) served.push(await serve(path.resolve(d)));
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
+});
+const query = process.env.THREADS ? `?threads=${process.env.THREADS}` : '';
+const results = dists.map(() => ({ parse: [], answer: [], overview: [], complete: [] }));
+for (let i = 0; i < Number(runs); i += 1) {
+  for (let k = 0; k < dists.length; k += 1) {
+    const page = await browser.newPage();
+    await page.goto(served[k].base + '/' + query);
+    await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 60000 });
+    await page.locator('body[data-worker-warm-ms]').waitFor({ timeout: 60000 });
+    await page.waitForTimeout(1500);
+    await page.getByTestId('trace-input').setInputFiles(file);
+    await page.locator('body[data-complete-ms]').waitFor({ timeout: 600000 });
+    const cost = page.getByTestId('analysis-cost');
+    results[k].parse.push(Number(await cost.getAttribute('data-parse-ms')));
+    results[k].answer.push(Number(await cost.getAttribute('data-elapsed-ms')));
+    const [overview, complete] = await page.evaluate(
+      () => [document.body.dataset.firstAnswerMs, document.body.dataset.completeMs].map(Number));
+    results[k].overview.push(overview);
+    results[k].complete.push(complete);
+    await page.close();
+  }
+}
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+console.log(`${path.basename(file)}, ${runs} interleaved loads per build, threads: ${process.env.THREADS ?? 'page default'}`);
+for (let k = 0; k < dists.length; k += 1) {
+  const r = results[k];
+  console.log(`${dists[k]}: reading + parsing ${median(r.parse).toFixed(0)} · worker's answer ${median(r.answer).toFixed(0)}`
+    + ` · overview ${median(r.overview).toFixed(0)} · every view ${median(r.complete).toFixed(0)} ms`
+    + ` (overview per run: ${r.overview.map((x) => x.toFixed(0)).join(' ')})`);
+}
+await browser.close();
+for (const s of served) s.server.close();
