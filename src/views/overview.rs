@@ -259,10 +259,7 @@ pub fn rehearse(reply: &serde_json::Value) {
     };
     // Laid out (so fonts load and text is shaped) but never seen, read aloud or painted.
     let _ = stage.set_attribute("aria-hidden", "true");
-    let _ = stage.set_attribute(
-        "style",
-        "position:absolute;left:-100000px;top:0;width:1200px;visibility:hidden;pointer-events:none",
-    );
+    let _ = stage.set_attribute("class", "rehearsal");
     if body.append_child(&stage).is_err() {
         return;
     }

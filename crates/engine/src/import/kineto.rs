@@ -7,7 +7,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::event::{parse_event, parse_event_prefix, RawEvent, RawValue};
+use super::event::{lossy, parse_event, parse_event_prefix, RawEvent, RawValue};
 use super::framer::{FrameSink, LOCAL_INDEX};
 use super::number::{micros_text_to_nanos, parse_integer};
 use crate::diagnostics::DiagnosticKind as K;
@@ -75,7 +75,7 @@ impl TraceBuilder {
         match v {
             Some(RawValue::Num(t)) => match parse_integer(t).and_then(|i| i64::try_from(i).ok()) {
                 Some(i) => RawId::Int(i),
-                None => RawId::Text(self.trace.strings.intern(&String::from_utf8_lossy(t))),
+                None => RawId::Text(self.trace.strings.intern(&lossy(t))),
             },
             Some(RawValue::Str(s)) => match s.trim().parse::<i64>() {
                 Ok(i) => RawId::Int(i),
@@ -102,7 +102,7 @@ impl TraceBuilder {
     fn arg_text(&mut self, v: &RawValue<'_>) -> Option<crate::model::StrId> {
         let s: std::borrow::Cow<'_, str> = match v {
             RawValue::Str(s) => std::borrow::Cow::Owned(serde_json::to_string(s.as_ref()).ok()?),
-            RawValue::Num(t) | RawValue::Composite(t) => String::from_utf8_lossy(t),
+            RawValue::Num(t) | RawValue::Composite(t) => lossy(t),
             RawValue::Bool(b) => std::borrow::Cow::Borrowed(if *b { "true" } else { "false" }),
             RawValue::Null | RawValue::Invalid(_) => return None,
         };
@@ -118,7 +118,7 @@ impl TraceBuilder {
                 .find(|(key, _)| key == k)
                 .and_then(|(_, v)| match v {
                     RawValue::Str(s) => Some(s.to_string()),
-                    RawValue::Num(t) => Some(String::from_utf8_lossy(t).into_owned()),
+                    RawValue::Num(t) => Some(lossy(t).into_owned()),
                     _ => None,
                 })
         };
