@@ -235,43 +235,27 @@ fn GpuScopeNote(
     }
 }
 
-/// Renders the worker's warm-up overview (`warm {done, overview}`) once, laid out in the
-/// document but out of sight, and removes it in the same task (so nothing can see it): the
-/// page's own WebAssembly (reading a result, building this view) is compiled, and the browser
-/// loads the fonts (bold, monospace) and warms the layout the overview needs, before the first
-/// real overview, which then paints sooner. Detached, as it was first, only the code was warm:
-/// the first real overview then took 38–48 ms to build and 35 ms to lay out on OWLv2 against
-/// 14 and 12 ms for the second in the same page (docs/performance.md, "The first overview").
+/// Renders the worker's warm-up overview (`warm {done, overview}`) once into a detached element
+/// and unmounts it at once: nothing is shown, but the page's own WebAssembly (reading a result,
+/// building this view) is compiled before the first real overview, which then paints sooner
+/// (docs/performance.md, "Time to first answer").
 pub fn rehearse(reply: &serde_json::Value) {
     let Some(overview) = Overview::from_reply(reply) else {
         return;
     };
-    let document = web_sys::window().and_then(|w| w.document());
-    let Some((document, body)) = document.and_then(|d| d.body().map(|b| (d, b))) else {
-        return;
-    };
-    let Some(stage) = document
-        .create_element("div")
-        .ok()
+    let Some(parent) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.create_element("div").ok())
         .and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(e).ok())
     else {
         return;
     };
-    // Laid out (so fonts load and text is shaped) but never seen, read aloud or painted.
-    let _ = stage.set_attribute("aria-hidden", "true");
-    let _ = stage.set_attribute("class", "rehearsal");
-    if body.append_child(&stage).is_err() {
-        return;
-    }
     let overview = std::sync::Arc::new(overview);
-    let handle = leptos::mount::mount_to(stage.clone(), move || {
+    let handle = leptos::mount::mount_to(parent, move || {
         view! {
             <OverviewView overview=overview reanalyze=Callback::new(|_| {})
                 include_unlinked=Callback::new(|_| {}) show_diagnostics=Callback::new(|()| {})/>
         }
     });
-    // Forces style and layout now, while it is in the document.
-    let _ = stage.offset_height();
     drop(handle);
-    stage.remove();
 }
