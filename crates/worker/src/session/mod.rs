@@ -672,8 +672,9 @@ fn options_for(role: &str, platform: PlatformChoice, gpu_scope: GpuScope) -> Opt
         // A rank of a job needs no lanes (only its summary is kept).
         timeline_lanes: role != "rank",
         timeline_host_lanes: role == "target",
-        // The target's lanes are built once its overview is posted (`analyze`); the reference's
-        // reply carries its lanes' description, so they are built with its analysis.
+        // The target's lanes are built at the page's next request after its overview is posted
+        // (`Session::handle`); the reference's reply carries its lanes' description, so they are
+        // built with its analysis.
         lanes_later: role == "target",
         // Target and reference keep their call trees for TraceDiff's correspondence.
         diff_tree: role != "rank",
