@@ -12,9 +12,9 @@
 //! The stream is read with a BYOB ("bring your own buffer") reader into one 4 MiB buffer that
 //! goes back and forth between the stream and this worker. The default reader allocates a
 //! fresh `ArrayBuffer` for every chunk (~0.2 MB each in Chromium): on OWLv2, 60 MB, its reads
-//! cost this worker 53–72 ms against 20–22 ms for the BYOB reader, with a parse-like load
-//! beside them (`node e2e/read_probe.mjs`; docs/performance.md). A browser whose file streams
-//! are not byte streams gets the default reader.
+//! cost this worker 46 ms against 8 ms for the BYOB reader, with a parse-like load beside them
+//! (`node e2e/read_probe.mjs`; docs/performance.md). A browser whose file streams are not byte
+//! streams gets the default reader.
 
 use jarvis_engine::model::Trace;
 use jarvis_engine::Importer;
