@@ -7,42 +7,19 @@
 // chosen → overview painted and → every view ready, then each run's overview time. NATIVE=1
 // also runs `jarvis report FILE --no-files [--threads N]` once per round (wall clock, process
 // start included) and gives each build's overview over the native median.
-import http from 'node:http';
-import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
-
-const JARVIS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'target', 'release', 'jarvis');
+import { JARVIS, serveDir, launchChromium } from './harness.mjs';
 
 const [file, runs, ...dists] = process.argv.slice(2);
 if (!file || !Number(runs) || dists.length === 0) {
   console.error('usage: node e2e/bench_ab.mjs FILE RUNS DIST [DIST …]');
   process.exit(2);
 }
-const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css',
-  '.svg': 'image/svg+xml', '.gz': 'application/gzip' };
 // One static server per build, on its own port.
-const serve = (dist) => new Promise((resolve) => {
-  const server = http.createServer((req, res) => {
-    let f = path.join(dist, decodeURIComponent(new URL(req.url, 'http://x').pathname));
-    if (!f.startsWith(dist)) { res.writeHead(403).end(); return; }
-    if (fs.existsSync(f) && fs.statSync(f).isDirectory()) f = path.join(f, 'index.html');
-    if (!fs.existsSync(f)) { res.writeHead(404).end(); return; }
-    res.writeHead(200, { 'Content-Type': TYPES[path.extname(f)] || 'application/octet-stream' });
-    fs.createReadStream(f).pipe(res);
-  });
-  server.listen(0, '127.0.0.1', () => resolve({ server, base: `http://127.0.0.1:${server.address().port}` }));
-});
 const served = [];
-for (const d of dists) served.push(await serve(path.resolve(d)));
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
-    '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
-});
+for (const d of dists) served.push(await serveDir(path.resolve(d)));
+const browser = await launchChromium();
 const query = process.env.THREADS ? `?threads=${process.env.THREADS}` : '';
 const results = dists.map(() => ({ parse: [], answer: [], overview: [], complete: [] }));
 const natives = [];

@@ -10,7 +10,7 @@ import { chromium } from 'playwright-core';
 
 export const here = path.dirname(fileURLToPath(import.meta.url));
 export const ROOT = path.resolve(here, '..');
-export const DIST = process.env.JARVIS_DIST || path.join(ROOT, 'dist');
+export const DIST = path.join(ROOT, 'dist');
 export const OUT = process.env.E2E_OUT || path.join(here, 'artifacts');
 export const SHARED = process.env.JARVIS_SHARED || path.resolve(ROOT, '..', 'shared');
 export const JARVIS = path.join(ROOT, 'target', 'release', 'jarvis');
@@ -35,26 +35,36 @@ export const baseUrl = () => base;
 /** The browser startApp launched (benchmarks open their own contexts). */
 export const browserInstance = () => browser;
 
-export async function startApp() {
-  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), `run 'trunk build --release' first (${DIST})`);
-  server = http.createServer((req, res) => {
+/** Serves the static folder `dist` on 127.0.0.1 (a free port): `{ server, base }`. */
+export async function serveDir(dist) {
+  const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
-    let file = path.join(DIST, decodeURIComponent(url.pathname));
-    if (!file.startsWith(DIST)) { res.writeHead(403).end(); return; }
+    let file = path.join(dist, decodeURIComponent(url.pathname));
+    if (!file.startsWith(dist)) { res.writeHead(403).end(); return; }
     if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
     if (!fs.existsSync(file)) { res.writeHead(404).end(); return; }
     res.writeHead(200, { 'Content-Type': TYPES[path.extname(file)] || 'application/octet-stream' });
     fs.createReadStream(file).pipe(res);
   });
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${server.address().port}`;
-  fs.mkdirSync(OUT, { recursive: true });
-  browser = await chromium.launch({
+  return { server, base: `http://127.0.0.1:${server.address().port}` };
+}
+
+/** Debian's headless Chromium with the offline flags (docs/toolchain.md). */
+export function launchChromium() {
+  return chromium.launch({
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
       '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-quic'],
   });
+}
+
+export async function startApp() {
+  assert.ok(fs.existsSync(path.join(DIST, 'index.html')), `run 'trunk build --release' first (${DIST})`);
+  ({ server, base } = await serveDir(DIST));
+  fs.mkdirSync(OUT, { recursive: true });
+  browser = await launchChromium();
 }
 
 export async function stopApp() {

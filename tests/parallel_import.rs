@@ -72,8 +72,9 @@ fn import_parallel_with(
 /// shows no layout).
 fn import_planned(bytes: &[u8], block: u64) -> Option<Result<Trace, ImportError>> {
     let len = bytes.len() as u64;
-    // The last three blocks' worth is cut in quarter blocks, as for three threads.
-    let plan = plan_cuts(len, block, 3 * block, &mut |a, b| {
+    // The tail cut in quarter blocks, as for three threads.
+    let tail = jarvis_engine::import::split::tail_size(block as usize, 3);
+    let plan = plan_cuts(len, block, tail, &mut |a, b| {
         assert!(a <= b && b <= len, "window {a}..{b} of {len}");
         Ok::<_, ()>(bytes[a as usize..b as usize].to_vec())
     })

@@ -237,8 +237,8 @@ fn GpuScopeNote(
 
 /// How many times the warm-up's overview is rendered: once compiles the page's own WebAssembly
 /// for it; more runs presumably let V8 move its hot parts to optimized code. With 8 instead of
-/// 1 the first real overview of OWLv2 came 10–13 ms sooner (three sets of 11 interleaved loads,
-/// docs/performance.md).
+/// 1 the first real overview of OWLv2 came 10–13 ms sooner (three sets of 11 interleaved loads),
+/// for ~35 ms more in the idle page's task that rehearses (docs/performance.md).
 const REHEARSALS: usize = 8;
 
 /// Renders the worker's warm-up overview (`warm {done, overview}`) [`REHEARSALS`] times into a
