@@ -10,6 +10,7 @@ mod job;
 pub mod reply_parts;
 mod shortcuts;
 mod snapshot;
+mod tab_view;
 mod theme;
 mod timing;
 mod topbar;
@@ -502,6 +503,21 @@ pub fn App() -> impl IntoView {
         }
     };
 
+    let tabs_ctx = tab_view::Tabs {
+        tab,
+        agent_report,
+        ops_state,
+        timeline_state,
+        reference,
+        job,
+        worker,
+        open_rank,
+        open_op,
+        select_op,
+        reanalyze,
+        include_unlinked: set_unlinked,
+        show_diagnostics,
+    };
     let body = move || {
         match status.get() {
         Status::Starting => view! { <p class="status" data-testid="app-status">"Starting the analysis worker…"</p> }.into_any(),
@@ -552,76 +568,7 @@ pub fn App() -> impl IntoView {
             </div>
         }
         .into_any(),
-        Status::Done(overview) => view! {
-            {move || {
-                let o = overview.clone();
-                let shown = tab.get();
-                // The overview's part of a result comes first; the other views wait for the rest.
-                if !o.complete && !matches!(shown, "overview" | "steps" | "diagnostics" | "ranks") {
-                    return view! { <p class="facts" data-testid="preparing">"Preparing this view…"</p> }.into_any();
-                }
-                match shown {
-                    "report" => {
-                        let (fair, agent) = (o.report_html.clone(), o.agent_html.clone());
-                        let has_agent = !agent.is_empty();
-                        view! {
-                            {has_agent.then(|| view! {
-                                <div class="report-switch" role="group" aria-label="Report format">
-                                    <button data-testid="report-show-fair" class:active=move || !agent_report.get() on:click=move |_| agent_report.set(false)>"Fair report (seeds)"</button>
-                                    <button data-testid="report-show-agent" class:active=move || agent_report.get() on:click=move |_| agent_report.set(true)>"analysis.md (TraceLens agent)"</button>
-                                </div>
-                            })}
-                            {move || if agent_report.get() && has_agent {
-                                view! { <article class="report" data-testid="report-agent" inner_html=agent.clone()></article> }.into_any()
-                            } else {
-                                view! { <article class="report" data-testid="report" inner_html=fair.clone()></article> }.into_any()
-                            }}
-                        }
-                        .into_any()
-                    }
-                    "ranks" if job.with(Option::is_some) => {
-                        let j = job.get().unwrap_or_else(|| unreachable!());
-                        let open = (!j.reopened).then_some(open_rank);
-                        view! { <views::ranks::RanksView job=j open_rank=open/> }.into_any()
-                    }
-                    "rough" => view! { <article class="report" data-testid="report-rough" inner_html=o.rough_html.clone()></article> }.into_any(),
-                    "categories" => view! { <views::categories::CategoriesView categories=o.categories.clone()/> }.into_any(),
-                    "diagnostics" => view! {
-                        <section class="diagnostics-view" data-testid="diagnostics-view">
-                            <p class="facts">{views::diagnostics::summary(&o.diagnostics)}</p>
-                            <views::diagnostics::DiagnosticsList diagnostics=o.diagnostics.clone() examples=10/>
-                        </section>
-                    }.into_any(),
-                    "timeline" => view! {
-                        <views::timeline::TimelineView meta=o.lanes.clone() ops=o.ops.clone() worker=worker select_op=Some(select_op) open_op=Some(open_op) state=timeline_state
-                            selected=ops_state.get_untracked().selected_row/>
-                    }.into_any(),
-                    "steps" => {
-                        let origin = o.lanes.as_ref().map(|m| m.range.0);
-                        let zoom = origin.map(|origin| Callback::new(move |(a, b): (i64, i64)| {
-                            timeline_state.update(|t| t.window = Some((a - origin, b - origin)));
-                            tab.set("timeline");
-                        }));
-                        view! { <views::steps::StepsView steps=o.steps.clone() zoom=zoom/> }.into_any()
-                    }
-                    "roofline" => view! { <views::roofline::RooflineView ops=o.ops.clone() platform=o.spec.clone() open=open_op/> }.into_any(),
-                    "ops" => {
-                        let to_timeline = o.lanes.is_some().then(|| Callback::new(move |()| tab.set("timeline")));
-                        view! { <views::ops::OpsView ops=o.ops.clone() recommendations=o.recommendations.clone() state=ops_state show_in_timeline=to_timeline/> }.into_any()
-                    }
-                    "kernels" => match o.kernel_table.clone() {
-                        Some(k) => view! { <views::kernels::KernelsView table=k/> }.into_any(),
-                        None => view! { <p class="facts" data-testid="kernels-table">"This trace has no kernels."</p> }.into_any(),
-                    },
-                    "compare" if !reference.comparison.get().is_empty() => view! {
-                        <views::compare::CompareView comparison=reference.data.get() report_html=reference.comparison.get()
-                            target_lanes=o.lanes.clone() reference_lanes=reference.lanes.get() worker=worker/>
-                    }.into_any(),
-                    _ => view! { <views::overview::OverviewView overview=o reanalyze=reanalyze include_unlinked=set_unlinked show_diagnostics=show_diagnostics/> }.into_any(),
-                }
-            }}
-        }
-        .into_any(),
+        Status::Done(overview) => view! { {move || tab_view::render(&overview, tab.get(), tabs_ctx)} }.into_any(),
     }
     };
 
