@@ -192,3 +192,20 @@ pub(crate) fn overview(o: &Arc<Overview>, t: Tabs) -> AnyView {
     }
     .into_any()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::VIEWS;
+    use crate::TABS;
+
+    /// A tab without an entry here would silently show the overview.
+    #[test]
+    fn every_tab_but_the_overview_has_its_view() {
+        let mut tabs: Vec<&str> = TABS.iter().map(|(k, _)| *k).collect();
+        tabs.retain(|k| *k != "overview");
+        tabs.sort_unstable();
+        let mut views: Vec<&str> = VIEWS.iter().map(|(k, _)| *k).collect();
+        views.sort_unstable();
+        assert_eq!(tabs, views);
+    }
+}
