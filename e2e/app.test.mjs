@@ -323,6 +323,10 @@ test('cancel stops a long load and the page takes the next file', async () => {
   const { page, errors } = await openApp();
   await page.getByTestId('trace-input').setInputFiles(big);
   await page.getByTestId('progress').waitFor({ timeout: 30000 });
+  // The workspace comes with the file: its bar names the file while the progress shows, and the
+  // tabs keep their place, hidden until there is a result.
+  assert.equal(await page.getByTestId('trace-name').textContent(), 'cancel-synth.json');
+  assert.equal(await page.locator('nav.tabs').evaluate((n) => getComputedStyle(n).visibility), 'hidden');
   await page.getByTestId('cancel').click();
   await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 30000 });
   assert.equal(await page.getByTestId('overview').count(), 0);

@@ -474,8 +474,13 @@ pub fn App() -> impl IntoView {
             _ => String::new(),
         })
     });
-    // Once something is loaded the page is a workspace: a top bar, tabs, and the view.
-    let workspace = Memo::new(move |_| status.with(|s| matches!(s, Status::Done(_) | Status::Job)));
+    // Once a file is chosen the page is a workspace: a top bar, tabs, and the view (the progress
+    // while the file loads). The top bar and tabs are built then, while the worker reads, not
+    // when the first answer comes (docs/performance.md), and a re-analysis keeps them.
+    let workspace = Memo::new(move |_| {
+        status.with(|s| matches!(s, Status::Done(_) | Status::Job | Status::Loading { .. }))
+    });
+    let loading = Memo::new(move |_| status.with(|s| matches!(s, Status::Loading { .. })));
     let shown_tab = move || {
         status.with(|s| match s {
             Status::Job => "ranks",
@@ -486,7 +491,7 @@ pub fn App() -> impl IntoView {
     let tabs = move || {
         let only_ranks = status.with(|s| matches!(s, Status::Job));
         view! {
-            <nav class="tabs" role="tablist" aria-label="Views">
+            <nav class="tabs" role="tablist" aria-label="Views" class:pending=move || loading.get()>
                 {TABS.iter().map(|&(key, label)| {
                     let hidden = move || if only_ranks { key != "ranks" } else {
                         (key == "compare" && reference.comparison.get().is_empty())
@@ -612,7 +617,7 @@ pub fn App() -> impl IntoView {
             } else {
                 landing().into_any()
             }}
-            <div class="view" role=move || workspace.get().then_some("tabpanel") data-view=shown_tab
+            <div class="view" role=move || (workspace.get() && !loading.get()).then_some("tabpanel") data-view=shown_tab
                 // The view scrolls: focusable, so the keyboard can scroll it too.
                 tabindex=move || workspace.get().then_some("0")>{body}</div>
             {move || (!workspace.get()).then(|| view! {
