@@ -488,8 +488,11 @@ pub fn App() -> impl IntoView {
             _ => "landing",
         })
     };
+    // A memo, not the status itself: the tab bar is on screen while a file loads, and would
+    // otherwise be rebuilt by every progress message.
+    let only_ranks = Memo::new(move |_| status.with(|s| matches!(s, Status::Job)));
     let tabs = move || {
-        let only_ranks = status.with(|s| matches!(s, Status::Job));
+        let only_ranks = only_ranks.get();
         view! {
             <nav class="tabs" role="tablist" aria-label="Views" class:pending=move || loading.get()>
                 {TABS.iter().map(|&(key, label)| {
