@@ -9,7 +9,7 @@
 // start included) and gives each build's overview over the native median.
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { JARVIS, serveDir, launchChromium } from './harness.mjs';
+import { JARVIS, serveDir, launchChromium, warmedPage, loadTimes } from './harness.mjs';
 
 const [file, runs, ...dists] = process.argv.slice(2);
 if (!file || !Number(runs) || dists.length === 0) {
@@ -31,20 +31,11 @@ for (let i = 0; i < Number(runs); i += 1) {
     natives.push(performance.now() - t0);
   }
   for (let k = 0; k < dists.length; k += 1) {
-    const page = await browser.newPage();
-    await page.goto(served[k].base + '/' + query);
-    await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 60000 });
-    await page.locator('body[data-worker-warm-ms]').waitFor({ timeout: 60000 });
-    await page.waitForTimeout(1500);
+    const page = await warmedPage(browser, served[k].base + '/' + query);
     await page.getByTestId('trace-input').setInputFiles(file);
     await page.locator('body[data-complete-ms]').waitFor({ timeout: 600000 });
-    const cost = page.getByTestId('analysis-cost');
-    results[k].parse.push(Number(await cost.getAttribute('data-parse-ms')));
-    results[k].answer.push(Number(await cost.getAttribute('data-elapsed-ms')));
-    const [overview, complete] = await page.evaluate(
-      () => [document.body.dataset.firstAnswerMs, document.body.dataset.completeMs].map(Number));
-    results[k].overview.push(overview);
-    results[k].complete.push(complete);
+    const t = await loadTimes(page);
+    for (const key of ['parse', 'answer', 'overview', 'complete']) results[k][key].push(t[key]);
     await page.close();
   }
 }

@@ -60,6 +60,31 @@ export function launchChromium() {
   });
 }
 
+/** A new page at `url`, its worker warmed up and 1.5 s more: how the benchmarks hand a file to
+ * a page a person has had open a moment. */
+export async function warmedPage(browser, url) {
+  const page = await browser.newPage();
+  await page.goto(url);
+  await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 60000 });
+  await page.locator('body[data-worker-warm-ms]').waitFor({ timeout: 60000 });
+  await page.waitForTimeout(1500);
+  return page;
+}
+
+/** A finished load's times (ms): reading + parsing and the worker's answer (the analysis-cost
+ * line), file chosen → overview painted and → every view ready (`src/timing.rs`). */
+export async function loadTimes(page) {
+  const cost = page.getByTestId('analysis-cost');
+  const [overview, complete] = await page.evaluate(
+    () => [document.body.dataset.firstAnswerMs, document.body.dataset.completeMs].map(Number));
+  return {
+    parse: Number(await cost.getAttribute('data-parse-ms')),
+    answer: Number(await cost.getAttribute('data-elapsed-ms')),
+    overview,
+    complete,
+  };
+}
+
 export async function startApp() {
   assert.ok(fs.existsSync(path.join(DIST, 'index.html')), `run 'trunk build --release' first (${DIST})`);
   ({ server, base } = await serveDir(DIST));

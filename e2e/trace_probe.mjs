@@ -6,7 +6,7 @@
 // Usage: node e2e/trace_probe.mjs FILE DIST OUT.json
 import fs from 'node:fs';
 import path from 'node:path';
-import { serveDir, launchChromium } from './harness.mjs';
+import { serveDir, launchChromium, warmedPage, loadTimes } from './harness.mjs';
 
 const [file, dist, out] = process.argv.slice(2);
 if (!file || !dist || !out) {
@@ -15,11 +15,7 @@ if (!file || !dist || !out) {
 }
 const served = await serveDir(path.resolve(dist));
 const browser = await launchChromium();
-const page = await browser.newPage();
-await page.goto(served.base + '/');
-await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 60000 });
-await page.locator('body[data-worker-warm-ms]').waitFor({ timeout: 60000 });
-await page.waitForTimeout(1500);
+const page = await warmedPage(browser, served.base + '/');
 await browser.startTracing(page, {
   path: out,
   categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8.execute',
@@ -29,11 +25,9 @@ for (let i = 0; i < 2; i += 1) {
   await page.evaluate((n) => performance.mark(`load${n}`), i);
   await page.getByTestId('trace-input').setInputFiles(file);
   await page.locator('body[data-complete-ms]').waitFor({ timeout: 600000 });
-  const cost = page.getByTestId('analysis-cost');
-  const [overview, complete] = await page.evaluate(
-    () => [document.body.dataset.firstAnswerMs, document.body.dataset.completeMs]);
-  console.log(`load ${i}: reading + parsing ${await cost.getAttribute('data-parse-ms')} · worker's answer `
-    + `${await cost.getAttribute('data-elapsed-ms')} · overview ${overview} · every view ${complete} ms`);
+  const t = await loadTimes(page);
+  console.log(`load ${i}: reading + parsing ${t.parse} · worker's answer ${t.answer} · overview ${t.overview}`
+    + ` · every view ${t.complete} ms`);
   await page.waitForTimeout(800);
 }
 await browser.stopTracing();

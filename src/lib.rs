@@ -25,6 +25,7 @@ use wasm_bindgen::JsCast;
 use web_sys::{Blob, DragEvent, Event, HtmlInputElement};
 
 use analysis_view::Overview;
+use tab_view::TABS;
 
 /// Version of the engine compiled into this page.
 pub const ENGINE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -70,27 +71,11 @@ fn mb(bytes: f64) -> f64 {
     bytes / 1e6
 }
 
-/// The views of an analysis: (tab key, label). `tab-<key>` is each tab's test hook.
-const TABS: [(&str, &str); 12] = [
-    ("overview", "Overview"),
-    ("ranks", "Ranks"),
-    ("steps", "Steps"),
-    ("categories", "Categories"),
-    ("ops", "Ops"),
-    ("kernels", "Kernels"),
-    ("timeline", "Timeline"),
-    ("roofline", "Roofline"),
-    ("report", "Report"),
-    ("rough", "Working notes"),
-    ("diagnostics", "Diagnostics"),
-    ("compare", "Compare"),
-];
-
 /// The tab key for a name from the URL (unknown names: the overview).
 fn tab_key(name: &str) -> &'static str {
     TABS.iter()
-        .find(|(k, _)| *k == name)
-        .map_or("overview", |(k, _)| k)
+        .find(|(k, _, _)| *k == name)
+        .map_or("overview", |(k, _, _)| k)
 }
 
 /// The URL's fragment without `#` (empty outside a window).
@@ -432,7 +417,7 @@ pub fn App() -> impl IntoView {
         let compare = !reference.comparison.get_untracked().is_empty();
         let ranks = job.with_untracked(Option::is_some);
         TABS.iter()
-            .map(|(k, _)| *k)
+            .map(|(k, _, _)| *k)
             .filter(|k| (*k != "compare" || compare) && (*k != "ranks" || ranks))
             .collect()
     });
@@ -495,7 +480,7 @@ pub fn App() -> impl IntoView {
         let only_ranks = only_ranks.get();
         view! {
             <nav class="tabs" role="tablist" aria-label="Views" class:pending=move || loading.get()>
-                {TABS.iter().map(|&(key, label)| {
+                {TABS.iter().map(|&(key, label, _)| {
                     let hidden = move || if only_ranks { key != "ranks" } else {
                         (key == "compare" && reference.comparison.get().is_empty())
                             || (key == "ranks" && job.with(Option::is_none))

@@ -249,11 +249,14 @@ pub fn rehearse(reply: &serde_json::Value) {
     let Some(overview) = Overview::from_reply(reply) else {
         return;
     };
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
     let overview = std::sync::Arc::new(overview);
     for _ in 0..REHEARSALS {
-        let Some(parent) = web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.create_element("div").ok())
+        let Some(parent) = document
+            .create_element("div")
+            .ok()
             .and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(e).ok())
         else {
             return;
