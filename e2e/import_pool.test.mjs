@@ -1,7 +1,8 @@
 // The import workers (crates/worker/src/pool.rs): the main worker cuts a large trace into ranges
 // that a pool of workers reads, and merges what they send back. The page must show exactly what
-// the worker alone shows (?threads=1) and what the CLI computes, for a target (plain-file
-// slices read by the workers) and a reference (gzip, inflated and cut by the main worker).
+// the worker alone shows (?threads=1) and what the CLI computes, for a target (a plain file whose
+// planned ranges the main worker reads from the file's stream and transfers: range_reader.rs)
+// and a reference (gzip, inflated and cut by the main worker).
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -30,7 +31,7 @@ async function overview(page) {
 }
 
 test('import workers read a large trace and its reference to the CLI\'s numbers, as the worker alone does', { skip: !present && !process.env.CI }, async () => {
-  // The target as plain JSON (60 MB): its ranges are slices of the file.
+  // The target as plain JSON (60 MB): its ranges are planned from windows of the file.
   const plain = path.join(OUT, 'owlv2_h100.json');
   fs.writeFileSync(plain, zlib.gunzipSync(fs.readFileSync(OWL)));
   const expected = cliTimeline(plain);

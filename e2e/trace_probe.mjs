@@ -3,7 +3,7 @@
 // what the second does not (code compiled on first use, first layout); comparing the two shows
 // what. Open the trace file in Perfetto or chrome://tracing for the full picture, with V8's
 // samples (a build keeping function names makes them readable: docs/performance.md).
-// Usage: node e2e/trace_probe.mjs FILE DIST OUT.json
+// Usage: [WASM=1] node e2e/trace_probe.mjs FILE DIST OUT.json
 import fs from 'node:fs';
 import path from 'node:path';
 import { serveDir, launchChromium, warmedPage, loadTimes } from './harness.mjs';
@@ -19,7 +19,10 @@ const page = await warmedPage(browser, served.base + '/');
 await browser.startTracing(page, {
   path: out,
   categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'v8.execute',
-    'blink.user_timing', 'disabled-by-default-v8.cpu_profiler', 'toplevel', 'blink', 'loading'],
+    'blink.user_timing', 'disabled-by-default-v8.cpu_profiler', 'toplevel', 'blink', 'loading',
+    // WASM=1: V8's WebAssembly compiles too (`wasm.CompileLazy` per function on first call,
+    // `wasm.TopTierCompilation` when one is optimized in the background).
+    ...(process.env.WASM ? ['v8.wasm', 'disabled-by-default-v8.wasm.detailed'] : [])],
 });
 for (let i = 0; i < 2; i += 1) {
   await page.evaluate((n) => performance.mark(`load${n}`), i);

@@ -22,7 +22,7 @@
 //! | request                                   | answers                                              |
 //! |-------------------------------------------|------------------------------------------------------|
 //! | `{warm_import: true}` (once it said `ready`) | `warm_import {bytes, worked_ms}` after reading the warm-up's synthetic trace in ranges |
-//! | `{import_range: true, import, seq, offset, top, text \| file}` (`text` a transferred `Uint8Array`: a range of inflated text cut at an event boundary; `file` a `Blob` slice of a plain trace, read by the import worker itself) | `{kind: "partial", import, wire[, text]}` (the range's tables in `import::wire`'s form, and its text when it came as `text`; transferred), or `{kind: "partial", import, message}` |
+//! | `{import_range: true, import, seq, offset, top, text \| file, text_back?}` (`text` a transferred `Uint8Array`: a range of inflated text cut at an event boundary, or a plain trace's planned range read by the main worker from the file's stream (then `text_back: false`); `file` a `Blob` slice of a plain trace, read by the import worker itself, where the file's stream is not a byte stream) | `{kind: "partial", import, wire[, text]}` (the range's tables in `import::wire`'s form, and its text when it came as `text` without `text_back: false`; transferred), or `{kind: "partial", import, message}` |
 //!
 //! While import workers read a trace, the main worker answers no other request: those that come
 //! meanwhile are answered in order once the trace is read.
@@ -41,6 +41,8 @@ mod outbox;
 #[cfg(target_arch = "wasm32")]
 mod pool;
 #[cfg(target_arch = "wasm32")]
+mod range_reader;
+#[cfg(target_arch = "wasm32")]
 mod rendered;
 #[cfg(target_arch = "wasm32")]
 mod session;
@@ -48,6 +50,8 @@ mod session;
 mod stream;
 #[cfg(target_arch = "wasm32")]
 mod timeline;
+#[cfg(target_arch = "wasm32")]
+mod wake;
 #[cfg(target_arch = "wasm32")]
 mod warmup;
 

@@ -4,10 +4,12 @@
 //!
 //! The page's workers share no memory: a static host cannot send the headers that would allow
 //! `SharedArrayBuffer`. A plain `.json` is planned from small windows of the file
-//! (`split::plan_cuts`) and each worker reads its own slice of the `File`, so the text never
-//! passes through the main worker; gzip is inflated and cut here (`split::Splitter`) and each
-//! range's text goes to its worker as a transferred buffer. The range's tables come back in
-//! their wire form (`import::wire`, transferred), with the text only when it was sent; the merge
+//! (`split::plan_cuts`) and its ranges are read here through the file's one stream, each into a
+//! buffer of its own that goes to its worker as a transfer (`range_reader`; [`READ_AHEAD`]
+//! ranges at most wait read); where the file's stream is not a byte stream, each worker reads
+//! its own slice of the `File` instead. gzip is inflated and cut here (`split::Splitter`) and
+//! each range's text goes to its worker as a transferred buffer. The range's tables come back
+//! in their wire form (`import::wire`, transferred), with the text only for gzip; the merge
 //! needs the text again only when a cut turns out not to be an event boundary (read again from
 //! the file for a plain trace).
 //!
@@ -24,7 +26,6 @@
 //! alone, and so are later ones.
 
 use std::collections::VecDeque;
-use std::rc::Rc;
 
 use jarvis_engine::import::merge::{read_range, read_text, Merger, Partial};
 use jarvis_engine::import::split::{
@@ -39,33 +40,24 @@ use web_sys::{Blob, FileReaderSync, MessageChannel, MessageEvent, Worker};
 
 use crate::import::{read_range as read_bytes, reader};
 use crate::outbox::{send, Outbox};
+use crate::range_reader::{Filled, RangeReader};
+use crate::wake::{Link, Wake};
 
 /// Traces with less JSON than this (estimated for gzip) are read on the main worker alone: a
 /// few ranges gain nothing over the messages' cost.
 pub const MIN_BYTES: f64 = 4.0 * 1024.0 * 1024.0;
 /// Ranges handed to one worker and not yet answered.
 const IN_FLIGHT: u32 = 2;
+/// At most one progress message per this many milliseconds while the ranges are read.
+const PROGRESS_MS: f64 = 50.0;
+/// Ranges read from the stream and waiting for a worker (or for this worker to read them): the
+/// stream is read no further ahead, so a trace never waits whole in memory.
+const READ_AHEAD: usize = 8;
 /// The file is read in slices of this size (inflated, for gzip, as they come).
 const SLICE: f64 = 4.0 * 1024.0 * 1024.0;
 /// At most this many import workers, whatever the core count: each one is a WebAssembly
 /// instance with its own memory.
 const MAX_WORKERS: usize = 16;
-
-/// What reaches the session outside the page's requests, each in its own task (never while
-/// the session is borrowed).
-pub enum Wake {
-    /// Import worker `i` posted a message.
-    Worker(usize, JsValue),
-    /// Import worker `i` failed.
-    WorkerFailed(usize),
-    /// This worker's message to itself ([`Pool::again`]): read a range here.
-    Own,
-    /// A read of a trace's stream (`stream`) resolved with `{done, value}`, or failed.
-    Stream(Result<JsValue, JsValue>),
-}
-
-/// How a [`Wake`] reaches the session.
-pub type Link = Rc<dyn Fn(Wake)>;
 
 struct Member {
     worker: Worker,
@@ -153,7 +145,7 @@ impl Pool {
 
     /// Hands `job` to the ready worker with the fewest ranges in flight, if one has room;
     /// gives it back otherwise.
-    fn send(&mut self, job: Job, import: u32) -> Result<(), Job> {
+    fn send(&mut self, job: Job, (import, top): (u32, bool)) -> Result<(), Job> {
         let Some(m) = (self.members.iter_mut())
             .filter(|m| m.ready && m.in_flight < IN_FLIGHT)
             .min_by_key(|m| m.in_flight)
@@ -176,6 +168,17 @@ impl Pool {
                 set("text", &text);
                 m.worker
                     .post_message_with_transfer(&msg, &js_sys::Array::of1(&text.buffer()))
+            }
+            Job::Buffer(f) => {
+                // Transferred, not copied; the range's text is not sent back (the merge reads
+                // it again from the file if it needs it).
+                set("seq", &f.seq.into());
+                set("offset", &(f.start as f64).into());
+                set("top", &top.into());
+                set("text", &js_sys::Uint8Array::new(&f.buf));
+                set("text_back", &false.into());
+                m.worker
+                    .post_message_with_transfer(&msg, &js_sys::Array::of1(&f.buf))
             }
             Job::Slice(s) => {
                 set("seq", &s.seq.into());
@@ -215,11 +218,12 @@ impl Drop for Pool {
     }
 }
 
-/// A range for an import worker: its text (cut here from inflated gzip), or, for a plain file,
-/// where it lies in the file (the worker reads that slice itself: the text never passes through
-/// this worker).
+/// A range for an import worker: its text (cut here from inflated gzip), a plain file's range
+/// read here from the file's stream (`range_reader`), or, where the file's stream cannot be read
+/// so, where the range lies in the file (the worker reads that slice itself).
 enum Job {
     Text(Range),
+    Buffer(Filled),
     Slice(Slice),
 }
 
@@ -248,6 +252,10 @@ pub struct PooledImport {
     splitter: Option<Splitter>,
     /// A plain file's ranges, planned from windows of it (`split::plan_cuts`).
     plan: Option<Plan>,
+    /// The planned ranges read through the file's stream (`None`: the workers read slices).
+    ranges: Option<RangeReader>,
+    /// When progress was last sent (`js_sys::Date::now()`).
+    progress_at: f64,
     end: Option<SplitEnd>,
     merger: Merger,
     /// Ranges cut but not yet handed out (every worker has [`IN_FLIGHT`]).
@@ -287,8 +295,8 @@ impl PooledImport {
     pub fn new(
         (id, request): (u32, JsValue),
         (file, head): (Blob, &[u8]),
-        role: &str,
-        threads: usize,
+        (role, threads): (&str, usize),
+        link: &Link,
     ) -> Result<Self, String> {
         let started = js_sys::Date::now();
         let kind = sniffed(head, &file);
@@ -307,9 +315,14 @@ impl PooledImport {
         };
         let mut waiting = VecDeque::new();
         let mut end = None;
+        let mut ranges = None;
         if let Some(plan) = &plan {
             let n = plan.starts.len();
+            ranges = RangeReader::open(&file, plan, size, id, link);
             for (i, &start) in plan.starts.iter().enumerate() {
+                if ranges.is_some() {
+                    break;
+                }
                 waiting.push_back(Job::Slice(Slice {
                     seq: i as u32,
                     start,
@@ -334,6 +347,8 @@ impl PooledImport {
             read: 0.0,
             splitter: plan.is_none().then(|| Splitter::new(block)),
             plan,
+            ranges,
+            progress_at: started,
             end,
             merger: Merger::new(MAX_EVENTS),
             waiting,
@@ -351,17 +366,20 @@ impl PooledImport {
     pub fn pump(&mut self, pool: &mut Pool, out: &dyn Outbox) -> Result<(), String> {
         loop {
             while let Some(r) = self.waiting.pop_front() {
-                if let Err(r) = pool.send(r, self.id) {
+                let top = self.plan.as_ref().is_some_and(|p| p.top);
+                if let Err(r) = pool.send(r, (self.id, top)) {
                     self.waiting.push_front(r);
                     if !self.again {
                         pool.again()?;
                         self.again = true;
                     }
+                    self.read_ahead();
                     return Ok(());
                 }
                 self.in_flight += 1;
             }
             let Some(splitter) = self.splitter.as_mut() else {
+                self.read_ahead();
                 return Ok(());
             };
             let total = self.file.size();
@@ -411,8 +429,13 @@ impl PooledImport {
 
     /// Reads one range on this worker and merges it.
     fn read_here(&mut self, job: Job) -> Result<(), String> {
+        let top = self.plan.as_ref().is_some_and(|p| p.top);
         let partial = match job {
             Job::Text(range) => read_range(range, MAX_EVENTS),
+            Job::Buffer(f) => {
+                let text = js_sys::Uint8Array::new(&f.buf).to_vec();
+                read_text(f.seq, f.start, top, &text, MAX_EVENTS)
+            }
             Job::Slice(s) => {
                 let text = read_bytes(&self.reader, &s.file, s.start as f64, s.end as f64)?;
                 read_text(s.seq, s.start, s.top, &text, MAX_EVENTS)
@@ -484,9 +507,51 @@ impl PooledImport {
         self.finished()
     }
 
+    /// Asks for the next read of the planned ranges while few wait.
+    fn read_ahead(&mut self) {
+        if let Some(r) = self
+            .ranges
+            .as_mut()
+            .filter(|_| self.waiting.len() < READ_AHEAD)
+        {
+            r.ask();
+        }
+    }
+
+    /// A read of the planned ranges came back: a range read whole is handed out (or read here);
+    /// returns the trace once every range is merged.
+    pub fn on_range(
+        &mut self,
+        pool: &mut Pool,
+        result: Result<JsValue, JsValue>,
+        out: &dyn Outbox,
+    ) -> Option<Result<Trace, String>> {
+        let ranges = self.ranges.as_mut()?;
+        match ranges.chunk(result) {
+            Err(e) => return Some(Err(e)),
+            Ok(Some(filled)) => self.waiting.push_back(Job::Buffer(filled)),
+            Ok(None) => {}
+        }
+        let (read, now) = (ranges.read, js_sys::Date::now());
+        if now - self.progress_at >= PROGRESS_MS {
+            self.progress_at = now;
+            send(
+                out,
+                json!({"kind": "progress", "role": self.role, "phase": "parsing", "done": read,
+                    "total": self.file.size(), "events": self.merger.events(),
+                    "elapsed_ms": now - self.started}),
+            );
+        }
+        if let Err(e) = self.pump(pool, out) {
+            return Some(Err(e));
+        }
+        self.finished()
+    }
+
     /// The trace, once the file is split and every range is back.
     fn finished(&mut self) -> Option<Result<Trace, String>> {
-        if self.in_flight > 0 || !self.waiting.is_empty() {
+        let reading = self.ranges.as_ref().is_some_and(|r| !r.done());
+        if self.in_flight > 0 || !self.waiting.is_empty() || reading {
             return None;
         }
         let end = self.end.take()?;
@@ -507,8 +572,9 @@ pub fn answer_range(data: &JsValue, out: &dyn Outbox) {
     let slice = get("file").and_then(|v| v.dyn_into::<Blob>().ok());
     // A slice of the file is read here; its text is not sent back (the main worker can read
     // it again from the file).
+    let text_back = get("text_back").is_none_or(|v| v.is_undefined() || v.is_truthy());
     let (bytes, send_text) = match (text, slice) {
-        (Some(text), _) => (Ok(text.to_vec()), true),
+        (Some(text), _) => (Ok(text.to_vec()), text_back),
         (None, Some(slice)) => (
             reader().and_then(|r| read_bytes(&r, &slice, 0.0, slice.size())),
             false,

@@ -27,7 +27,7 @@ use web_sys::{
 };
 
 use crate::outbox::{send, Outbox};
-use crate::pool::{Link, Wake};
+use crate::wake::{Link, Wake};
 /// At most one progress message per this many milliseconds (the stream's chunks are ~2 MB).
 const PROGRESS_MS: f64 = 50.0;
 /// The BYOB reader's buffer: large enough that a read rarely waits for less than the browser

@@ -55,7 +55,7 @@ pub struct Session {
     /// n - 1 import workers; 1: this worker alone; unset: `pooled::threads`'s default).
     threads: Option<usize>,
     /// How the pool's workers reach this session (set by `run`; tests have none: no pool).
-    link: Option<crate::pool::Link>,
+    link: Option<crate::wake::Link>,
     pool: Option<crate::pool::Pool>,
     /// A trace being read by the pool.
     importing: Option<crate::pool::PooledImport>,
@@ -717,7 +717,7 @@ pub fn run() {
     let weak = std::rc::Rc::downgrade(&session);
     let to = scope.clone();
     // Each reply is its own event: none arrives while the session is borrowed.
-    let link: crate::pool::Link = std::rc::Rc::new(move |wake| {
+    let link: crate::wake::Link = std::rc::Rc::new(move |wake| {
         if let Some(s) = weak.upgrade() {
             s.borrow_mut().on_wake(wake, &to);
         }

@@ -7,7 +7,8 @@ use web_sys::Blob;
 
 use super::{ReadBy, Session};
 use crate::outbox::{send, Outbox};
-use crate::pool::{cores, head, json_estimate, Pool, PooledImport, Wake, MIN_BYTES};
+use crate::pool::{cores, head, json_estimate, Pool, PooledImport, MIN_BYTES};
+use crate::wake::Wake;
 
 /// Import workers by default only from this many cores. On 2 cores (the only machine measured,
 /// docs/performance.md) the pool was slower than this worker alone: one import worker adds the
@@ -74,15 +75,16 @@ impl Session {
             // A new target: drop the previous one before reading (its memory is reused).
             self.target = None;
         }
-        let Some(pool) = self.pool.as_mut().filter(|p| p.alive() > 0) else {
+        let (Some(pool), Some(link)) = (self.pool.as_mut().filter(|p| p.alive() > 0), &self.link)
+        else {
             return Ok(false);
         };
         self.imports += 1;
         let mut import = PooledImport::new(
             (self.imports, request.clone()),
             (file.clone(), &head),
-            role,
-            threads,
+            (role, threads),
+            link,
         )?;
         import.pump(pool, out)?;
         self.importing = Some(import);
@@ -95,6 +97,7 @@ impl Session {
         match wake {
             Wake::Stream(result) => self.on_stream(result, out),
             Wake::Own => self.on_own(out),
+            Wake::Ranges(n, result) => self.on_ranges(n, result, out),
             Wake::WorkerFailed(i) => self.on_worker_failed(i, out),
             Wake::Worker(i, data) => self.on_worker(i, &data, out),
         }
@@ -107,6 +110,20 @@ impl Session {
             return;
         };
         if let Some(read) = import.own(pool, out) {
+            self.imported(read, out);
+        }
+    }
+
+    /// A read of import `n`'s planned ranges came back (one of an import that has ended is
+    /// dropped).
+    fn on_ranges(&mut self, n: u32, result: Result<JsValue, JsValue>, out: &dyn Outbox) {
+        let (Some(pool), Some(import)) = (self.pool.as_mut(), self.importing.as_mut()) else {
+            return;
+        };
+        if import.id != n {
+            return;
+        }
+        if let Some(read) = import.on_range(pool, result, out) {
             self.imported(read, out);
         }
     }
