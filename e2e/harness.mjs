@@ -60,6 +60,15 @@ export function launchChromium() {
   });
 }
 
+/** A blank page of `browser` whose file input `#f` holds `file`: what the read probes hand to
+ * the workers they start. */
+export async function filePage(browser, file) {
+  const page = await browser.newPage();
+  await page.setContent('<input type=file id=f>');
+  await page.locator('#f').setInputFiles(file);
+  return page;
+}
+
 /** A new page at `url`, its worker warmed up and 1.5 s more: how the benchmarks hand a file to
  * a page a person has had open a moment. */
 export async function warmedPage(browser, url) {

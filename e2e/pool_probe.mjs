@@ -7,7 +7,7 @@
 // does) or read by the first worker through one stream into a buffer per range, transferred to
 // the helper. docs/performance.md, "Two threads on two cores".
 // Usage: node e2e/pool_probe.mjs FILE [ROUNDS]
-import { chromium } from 'playwright-core';
+import { launchChromium, filePage } from './harness.mjs';
 
 const [file, rounds = '3'] = process.argv.slice(2);
 if (!file) {
@@ -16,14 +16,8 @@ if (!file) {
 }
 // One run of `mode` in a browser of its own: {ms, own, ranges, mb}, or null if the page closed.
 async function once(mode) {
-  const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking'],
-  });
-  const page = await browser.newPage();
-  await page.setContent('<input type=file id=f>');
-  await page.locator('#f').setInputFiles(file);
+  const browser = await launchChromium();
+  const page = await filePage(browser, file);
   const result = await page.evaluate(async ({ mode }) => {
     const common = `
       const spin = (ms) => { const t = performance.now(); while (performance.now() - t < ms) {} };

@@ -3,17 +3,11 @@
 // WebAssembly import of OWLv2). Why the worker reads a trace through `Blob.stream()`
 // (crates/worker/src/stream.rs; docs/performance.md, "The page closer to native").
 // Usage: node e2e/read_probe.mjs FILE
-import { chromium } from 'playwright-core';
+import { launchChromium, filePage } from './harness.mjs';
 
 const file = process.argv[2];
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking'],
-});
-const page = await browser.newPage();
-await page.setContent('<input type=file id=f>');
-await page.locator('#f').setInputFiles(file);
+const browser = await launchChromium();
+const page = await filePage(browser, file);
 const r = await page.evaluate(async () => {
   const src = `
   const spin = (ms) => { const t = performance.now(); while (performance.now() - t < ms) {} };
