@@ -53,6 +53,9 @@ test('import workers read a large trace and its reference to the CLI\'s numbers,
       // (crates/worker/src/pool.rs, OWN): with ~24 ranges that happens before any reply.
       const own = Number(await page.getByTestId('analysis-cost').getAttribute('data-import-own-ranges'));
       assert.ok(own >= 1, `ranges read by the main worker: ${own}`);
+      // The target's ranges came from the file's stream, through the main worker.
+      const streamed = Number(await page.getByTestId('analysis-cost').getAttribute('data-import-streamed-ranges'));
+      assert.ok(streamed >= 2, `ranges read from the file's stream: ${streamed}`);
     }
     await page.screenshot({ path: path.join(OUT, `import-pool-threads${threads}.png`) });
     const o = await overview(page);

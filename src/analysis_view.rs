@@ -89,6 +89,9 @@ pub struct Overview {
     /// milliseconds.
     pub import_own_ranges: f64,
     pub import_own_ms: f64,
+    /// The ranges the worker read from the file's stream and handed to the import workers (0:
+    /// they read their own slices, or the trace was gzip, cut by the worker).
+    pub import_streamed_ranges: f64,
     /// The fair standalone report, rendered to safe HTML by the worker (jarvis-export::html:
     /// raw HTML shown as text, no external links or images). Empty for GPU-only traces.
     pub report_html: String,
@@ -271,6 +274,7 @@ impl Overview {
             import_merge_ms: num("import_merge_ms"),
             import_own_ranges: num("import_own_ranges"),
             import_own_ms: num("import_own_ms"),
+            import_streamed_ranges: num("import_streamed_ranges"),
             report_html: String::new(),
             rough_html: String::new(),
             agent_html: String::new(),

@@ -108,7 +108,8 @@ pub fn OverviewView(
                 data-json-bytes=(overview.json_mb * 1e6).to_string() data-wasm-memory=overview.wasm_memory_bytes.to_string()
                 data-import-workers=overview.import_workers.to_string()
                 data-import-split-ms=overview.import_split_ms.to_string() data-import-merge-ms=overview.import_merge_ms.to_string()
-                data-import-own-ranges=overview.import_own_ranges.to_string() data-import-own-ms=overview.import_own_ms.to_string()>
+                data-import-own-ranges=overview.import_own_ranges.to_string() data-import-own-ms=overview.import_own_ms.to_string()
+                data-import-streamed-ranges=overview.import_streamed_ranges.to_string()>
                 {match overview.import_workers as u32 {
                     0 => format!("worker memory {:.0} MB", overview.wasm_memory_bytes / 1e6),
                     n => format!("read by {n} import workers and the main worker ({:.0} ranges) · main worker memory {:.0} MB (theirs not counted)", overview.import_own_ranges, overview.wasm_memory_bytes / 1e6),

@@ -270,6 +270,9 @@ pub struct PooledImport {
     /// Ranges this worker read itself, and the milliseconds it took (merging included).
     pub own_ranges: u32,
     pub own_ms: f64,
+    /// Ranges this worker read whole from the file's stream (`range_reader`; 0: the import
+    /// workers read slices, or gzip was cut here).
+    pub streamed_ranges: u32,
 }
 
 /// The first bytes of `file`: enough to tell what it is (`import::sniff`).
@@ -358,6 +361,7 @@ impl PooledImport {
             merge_ms: 0.0,
             own_ranges: 0,
             own_ms: 0.0,
+            streamed_ranges: 0,
         })
     }
 
@@ -529,7 +533,10 @@ impl PooledImport {
         let ranges = self.ranges.as_mut()?;
         match ranges.chunk(result) {
             Err(e) => return Some(Err(e)),
-            Ok(Some(filled)) => self.waiting.push_back(Job::Buffer(filled)),
+            Ok(Some(filled)) => {
+                self.streamed_ranges += 1;
+                self.waiting.push_back(Job::Buffer(filled));
+            }
             Ok(None) => {}
         }
         let (read, now) = (ranges.read, js_sys::Date::now());

@@ -83,6 +83,8 @@ struct ReadBy {
     merge_ms: f64,
     own_ranges: u32,
     own_ms: f64,
+    /// Ranges it read from the file's stream for the import workers.
+    streamed_ranges: u32,
 }
 
 impl Session {
@@ -381,7 +383,7 @@ impl Session {
             "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis,
             "import_workers": self.read_by.workers, "import_split_ms": self.read_by.split_ms,
             "import_merge_ms": self.read_by.merge_ms, "import_own_ranges": self.read_by.own_ranges,
-            "import_own_ms": self.read_by.own_ms,
+            "import_own_ms": self.read_by.own_ms, "import_streamed_ranges": self.read_by.streamed_ranges,
             "reopened": reopened, "recommendations": recommendation_rows(&briefs)}),
         )
     }

@@ -200,6 +200,7 @@ impl Session {
                 merge_ms: import.merge_ms,
                 own_ranges: import.own_ranges,
                 own_ms: import.own_ms,
+                streamed_ranges: import.streamed_ranges,
             },
         });
         self.read_done(read, (&import.request, &import.role), out);
