@@ -145,7 +145,7 @@ impl Pool {
 
     /// Hands `job` to the ready worker with the fewest ranges in flight, if one has room;
     /// gives it back otherwise.
-    fn send(&mut self, job: Job, (import, top): (u32, bool)) -> Result<(), Job> {
+    fn send(&mut self, job: Job, import: u32) -> Result<(), Job> {
         let Some(m) = (self.members.iter_mut())
             .filter(|m| m.ready && m.in_flight < IN_FLIGHT)
             .min_by_key(|m| m.in_flight)
@@ -174,7 +174,7 @@ impl Pool {
                 // it again from the file if it needs it).
                 set("seq", &f.seq.into());
                 set("offset", &(f.start as f64).into());
-                set("top", &top.into());
+                set("top", &f.top.into());
                 set("text", &js_sys::Uint8Array::new(&f.buf));
                 set("text_back", &false.into());
                 m.worker
@@ -322,10 +322,13 @@ impl PooledImport {
         if let Some(plan) = &plan {
             let n = plan.starts.len();
             ranges = RangeReader::open(&file, plan, size, id, link);
-            for (i, &start) in plan.starts.iter().enumerate() {
-                if ranges.is_some() {
-                    break;
-                }
+            // Without a byte stream, each worker reads its own slice.
+            let slices = if ranges.is_some() {
+                &[][..]
+            } else {
+                &plan.starts[..]
+            };
+            for (i, &start) in slices.iter().enumerate() {
                 waiting.push_back(Job::Slice(Slice {
                     seq: i as u32,
                     start,
@@ -370,8 +373,7 @@ impl PooledImport {
     pub fn pump(&mut self, pool: &mut Pool, out: &dyn Outbox) -> Result<(), String> {
         loop {
             while let Some(r) = self.waiting.pop_front() {
-                let top = self.plan.as_ref().is_some_and(|p| p.top);
-                if let Err(r) = pool.send(r, (self.id, top)) {
+                if let Err(r) = pool.send(r, self.id) {
                     self.waiting.push_front(r);
                     if !self.again {
                         pool.again()?;
@@ -403,12 +405,7 @@ impl PooledImport {
                 self.end = Some(end);
             }
             self.split_ms += js_sys::Date::now() - t0;
-            send(
-                out,
-                json!({"kind": "progress", "role": self.role, "phase": "parsing", "done": self.read,
-                    "total": total, "events": self.merger.events(),
-                    "elapsed_ms": js_sys::Date::now() - self.started}),
-            );
+            self.progress(self.read, out);
         }
     }
 
@@ -433,12 +430,11 @@ impl PooledImport {
 
     /// Reads one range on this worker and merges it.
     fn read_here(&mut self, job: Job) -> Result<(), String> {
-        let top = self.plan.as_ref().is_some_and(|p| p.top);
         let partial = match job {
             Job::Text(range) => read_range(range, MAX_EVENTS),
             Job::Buffer(f) => {
                 let text = js_sys::Uint8Array::new(&f.buf).to_vec();
-                read_text(f.seq, f.start, top, &text, MAX_EVENTS)
+                read_text(f.seq, f.start, f.top, &text, MAX_EVENTS)
             }
             Job::Slice(s) => {
                 let text = read_bytes(&self.reader, &s.file, s.start as f64, s.end as f64)?;
@@ -511,6 +507,16 @@ impl PooledImport {
         self.finished()
     }
 
+    /// Tells the page how much of the file is read (`done` bytes).
+    fn progress(&self, done: f64, out: &dyn Outbox) {
+        send(
+            out,
+            json!({"kind": "progress", "role": self.role, "phase": "parsing", "done": done,
+                "total": self.file.size(), "events": self.merger.events(),
+                "elapsed_ms": js_sys::Date::now() - self.started}),
+        );
+    }
+
     /// Asks for the next read of the planned ranges while few wait.
     fn read_ahead(&mut self) {
         if let Some(r) = self
@@ -542,12 +548,7 @@ impl PooledImport {
         let (read, now) = (ranges.read, js_sys::Date::now());
         if now - self.progress_at >= PROGRESS_MS {
             self.progress_at = now;
-            send(
-                out,
-                json!({"kind": "progress", "role": self.role, "phase": "parsing", "done": read,
-                    "total": self.file.size(), "events": self.merger.events(),
-                    "elapsed_ms": now - self.started}),
-            );
+            self.progress(read, out);
         }
         if let Err(e) = self.pump(pool, out) {
             return Some(Err(e));
@@ -579,7 +580,7 @@ pub fn answer_range(data: &JsValue, out: &dyn Outbox) {
     let slice = get("file").and_then(|v| v.dyn_into::<Blob>().ok());
     // A slice of the file is read here; its text is not sent back (the main worker can read
     // it again from the file).
-    let text_back = get("text_back").is_none_or(|v| v.is_undefined() || v.is_truthy());
+    let text_back = get("text_back").and_then(|v| v.as_bool()) != Some(false);
     let (bytes, send_text) = match (text, slice) {
         (Some(text), _) => (Ok(text.to_vec()), text_back),
         (None, Some(slice)) => (

@@ -17,14 +17,17 @@ use std::collections::VecDeque;
 use jarvis_engine::import::split::Plan;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{Blob, ReadableStreamByobReader, ReadableStreamGetReaderOptions};
+use web_sys::{Blob, ReadableStreamByobReader};
 
+use crate::stream::{byob_reader, failure};
 use crate::wake::{Link, Wake};
 
-/// A range read whole: `seq`, where it starts in the file, and its bytes.
+/// A range read whole: `seq`, where it starts in the file, whether the document is a bare
+/// array (`top`), and its bytes.
 pub struct Filled {
     pub seq: u32,
     pub start: u64,
+    pub top: bool,
     pub buf: js_sys::ArrayBuffer,
 }
 
@@ -33,6 +36,8 @@ pub struct RangeReader {
     reader: ReadableStreamByobReader,
     /// The ranges not yet read whole: (seq, start, end).
     ranges: VecDeque<(u32, u64, u64)>,
+    /// The plan's document is a bare array.
+    top: bool,
     /// The first range's buffer while no read holds it, and how many of its bytes are in.
     buf: Option<js_sys::ArrayBuffer>,
     at: u32,
@@ -49,18 +54,7 @@ impl RangeReader {
     /// first read asked for; `None` where the file's stream is not a byte stream (the import
     /// workers then read their slices themselves).
     pub fn open(file: &Blob, plan: &Plan, size: u64, id: u32, link: &Link) -> Option<Self> {
-        let stream = file.stream();
-        let options = ReadableStreamGetReaderOptions::new();
-        options.set_mode(web_sys::ReadableStreamReaderMode::Byob);
-        // `getReader({mode: "byob"})` throws on a stream that is not a byte stream.
-        let reader = js_sys::Reflect::get(&stream, &"getReader".into())
-            .ok()?
-            .dyn_into::<js_sys::Function>()
-            .ok()?
-            .call1(&stream, &options)
-            .ok()?
-            .dyn_into::<ReadableStreamByobReader>()
-            .ok()?;
+        let reader = byob_reader(&file.stream())?;
         let ranges: VecDeque<(u32, u64, u64)> = (plan.starts.iter().enumerate())
             .map(|(i, &start)| {
                 let end = plan.starts.get(i + 1).copied().unwrap_or(size);
@@ -77,6 +71,7 @@ impl RangeReader {
                 .front()
                 .map(|&(_, a, b)| js_sys::ArrayBuffer::new((b - a) as u32)),
             ranges,
+            top: plan.top,
             at: 0,
             pending: false,
             read: 0.0,
@@ -114,7 +109,7 @@ impl RangeReader {
     /// while it was read).
     pub fn chunk(&mut self, result: Result<JsValue, JsValue>) -> Result<Option<Filled>, String> {
         self.pending = false;
-        let data = result.map_err(|e| crate::stream::failure(&e))?;
+        let data = result.map_err(|e| failure(&e))?;
         let get = |k: &str| js_sys::Reflect::get(&data, &k.into()).ok();
         let value = get("value").and_then(|v| v.dyn_into::<js_sys::Uint8Array>().ok());
         let (false, Some(value)) = (get("done").is_some_and(|d| d.is_truthy()), value) else {
@@ -134,7 +129,12 @@ impl RangeReader {
         };
         self.at = 0;
         self.buf = (self.ranges.front()).map(|&(_, a, b)| js_sys::ArrayBuffer::new((b - a) as u32));
-        Ok(Some(Filled { seq, start, buf }))
+        Ok(Some(Filled {
+            seq,
+            start,
+            top: self.top,
+            buf,
+        }))
     }
 }
 

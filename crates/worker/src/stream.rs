@@ -47,15 +47,7 @@ enum Reader {
 
 impl Reader {
     fn open(stream: &ReadableStream) -> Result<Reader, String> {
-        let options = ReadableStreamGetReaderOptions::new();
-        options.set_mode(ReadableStreamReaderMode::Byob);
-        // `getReader({mode: "byob"})` throws on a stream that is not a byte stream.
-        let byob = js_sys::Reflect::get(stream, &"getReader".into())
-            .ok()
-            .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
-            .and_then(|f| f.call1(stream, &options).ok())
-            .and_then(|r| r.dyn_into::<ReadableStreamByobReader>().ok());
-        if let Some(reader) = byob {
+        if let Some(reader) = byob_reader(stream) {
             return Ok(Reader::Byob {
                 reader,
                 buffer: Some(js_sys::ArrayBuffer::new(READ_BUFFER)),
@@ -94,6 +86,21 @@ impl Reader {
             Reader::Default(reader) => reader.cancel(),
         };
     }
+}
+
+/// `stream`'s BYOB reader; `None` for a stream that is not a byte stream (where
+/// `getReader({mode: "byob"})` throws).
+pub fn byob_reader(stream: &ReadableStream) -> Option<ReadableStreamByobReader> {
+    let options = ReadableStreamGetReaderOptions::new();
+    options.set_mode(ReadableStreamReaderMode::Byob);
+    js_sys::Reflect::get(stream, &"getReader".into())
+        .ok()?
+        .dyn_into::<js_sys::Function>()
+        .ok()?
+        .call1(stream, &options)
+        .ok()?
+        .dyn_into::<ReadableStreamByobReader>()
+        .ok()
 }
 
 /// A trace being read from its stream.
