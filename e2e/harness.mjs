@@ -35,10 +35,17 @@ export const baseUrl = () => base;
 /** The browser startApp launched (benchmarks open their own contexts). */
 export const browserInstance = () => browser;
 
-/** Serves the static folder `dist` on 127.0.0.1 (a free port): `{ server, base }`. */
-export async function serveDir(dist) {
+/** Serves the static folder `dist` on 127.0.0.1 (a free port): `{ server, base }`. `replaced`
+ * maps a path (`/worker_loader.js`) to the text served instead of that file. */
+export async function serveDir(dist, replaced = {}) {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
+    const text = replaced[url.pathname];
+    if (text !== undefined) {
+      res.writeHead(200, { 'Content-Type': TYPES[path.extname(url.pathname)] || 'text/plain' });
+      res.end(text);
+      return;
+    }
     let file = path.join(dist, decodeURIComponent(url.pathname));
     if (!file.startsWith(dist)) { res.writeHead(403).end(); return; }
     if (fs.existsSync(file) && fs.statSync(file).isDirectory()) file = path.join(file, 'index.html');
@@ -111,20 +118,25 @@ export async function stopApp() {
 // asked (the page's default; pixel checks assume its colours).
 // `query`: the page address's query (`?threads=2`: the worker's import workers).
 export async function openApp(viewport = { width: 1200, height: 1000 }, options = {}, query = '') {
+  return openAt(base + '/' + query, viewport, options);
+}
+
+/** openApp for a page at `url` (another server's, as `serveDir` gives). */
+export async function openAt(url, viewport = { width: 1200, height: 1000 }, options = {}) {
   const page = await browser.newPage({ viewport, colorScheme: 'dark', ...options });
   const errors = [];
   const requests = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   page.on('request', (r) => requests.push(r.url()));
-  await page.goto(base + '/' + query);
+  await page.goto(url);
   await page.getByTestId('app-status').getByText('Ready').waitFor({ timeout: 30000 });
   return { page, errors, requests };
 }
 
-export function assertLocalOnly(requests) {
+export function assertLocalOnly(requests, origin = base) {
   for (const url of requests) {
-    assert.ok(url.startsWith(base + '/') || url.startsWith('blob:') || url.startsWith('data:'), `request left the page: ${url}`);
+    assert.ok(url.startsWith(origin + '/') || url.startsWith('blob:') || url.startsWith('data:'), `request left the page: ${url}`);
   }
 }
 

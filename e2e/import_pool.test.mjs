@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { OUT, SHARED, startApp, stopApp, openApp, assertLocalOnly, cliTimeline } from './harness.mjs';
+import { OUT, DIST, SHARED, startApp, stopApp, openApp, openAt, serveDir, assertLocalOnly, cliTimeline } from './harness.mjs';
 
 const OWL = path.join(SHARED, 'traces', 'tracelens', 'h100_google_owlv2-large-patch14-ensemble__1016001.json.gz');
 const OWL_MI = path.join(SHARED, 'traces', 'tracelens', 'mi300xvf_google_owlv2-large-patch14-ensemble__1016001.json.gz');
@@ -73,4 +73,54 @@ test('import workers read a large trace and its reference to the CLI\'s numbers,
   }
   assert.deepEqual(seen[0], seen[1]);
   fs.rmSync(plain, { force: true });
+});
+
+// A browser whose `Blob.stream()` is not a byte stream (no BYOB reader; Chromium's is one, so a
+// shim in the worker's loader stands in for such a browser, in the main worker and in the import
+// workers alike, which run the same loader). The worker alone then reads with the stream's
+// default reader (stream.rs), and the pool's import workers each read their own slice of the file
+// with FileReaderSync (range_reader.rs is not used): both must still give the CLI's numbers.
+const NO_BYTE_STREAMS = `{
+  const stream = Blob.prototype.stream;
+  Blob.prototype.stream = function () {
+    const r = stream.call(this).getReader();
+    return new ReadableStream({
+      async pull(c) { const { done, value } = await r.read(); if (done) c.close(); else c.enqueue(value); },
+      cancel(why) { return r.cancel(why); },
+    });
+  };
+}
+`;
+
+test('without byte streams the worker and the import workers read the file their other way, to the same numbers', { skip: !present && !process.env.CI }, async () => {
+  const loader = fs.readFileSync(path.join(DIST, 'worker_loader.js'), 'utf8');
+  const served = await serveDir(DIST, { '/worker_loader.js': NO_BYTE_STREAMS + loader });
+  const plain = path.join(OUT, 'owlv2_h100_nobyob.json');
+  fs.writeFileSync(plain, zlib.gunzipSync(fs.readFileSync(OWL)));
+  const expected = cliTimeline(plain);
+  const seen = [];
+  try {
+    for (const threads of [3, 1]) {
+      const { page, errors, requests } = await openAt(`${served.base}/?threads=${threads}`);
+      await page.getByTestId('trace-input').setInputFiles(plain);
+      await page.locator('body[data-complete-ms]').waitFor({ timeout: 120000 });
+      const cost = page.getByTestId('analysis-cost');
+      assert.equal(Number(await cost.getAttribute('data-import-workers')), threads - 1);
+      if (threads > 1) {
+        assert.match(await cost.textContent(), /read by 2 import workers and the main worker/);
+        // Every range was read by its worker from a slice, none from the main worker's stream.
+        assert.equal(Number(await cost.getAttribute('data-import-streamed-ranges')), 0);
+      }
+      const o = await overview(page);
+      assert.deepEqual(o.timeline, expected, `?threads=${threads} without byte streams`);
+      seen.push(o);
+      assert.deepEqual(errors, []);
+      assertLocalOnly(requests, served.base);
+      await page.close();
+    }
+    assert.deepEqual(seen[0], seen[1]);
+  } finally {
+    served.server.close();
+    fs.rmSync(plain, { force: true });
+  }
 });
