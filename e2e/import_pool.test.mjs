@@ -6,9 +6,10 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { OUT, DIST, SHARED, startApp, stopApp, openApp, openAt, serveDir, assertLocalOnly, cliTimeline } from './harness.mjs';
+import { OUT, DIST, SHARED, JARVIS, startApp, stopApp, openApp, openAt, serveDir, assertLocalOnly, cliTimeline } from './harness.mjs';
 
 const OWL = path.join(SHARED, 'traces', 'tracelens', 'h100_google_owlv2-large-patch14-ensemble__1016001.json.gz');
 const OWL_MI = path.join(SHARED, 'traces', 'tracelens', 'mi300xvf_google_owlv2-large-patch14-ensemble__1016001.json.gz');
@@ -122,5 +123,44 @@ test('without byte streams the worker and the import workers read the file their
   } finally {
     served.server.close();
     fs.rmSync(plain, { force: true });
+  }
+});
+
+// The CLI's example line of diagnostic `code` (`e.g. event N at byte B: …`), where it locates it.
+function cliExample(trace, code) {
+  const text = execFileSync(JARVIS, ['report', trace, '--no-files']).toString();
+  const lines = text.split('\n');
+  const at = lines.findIndex((l) => l.includes(`] ${code} `));
+  assert.ok(at >= 0, `the CLI reports ${code}: ${text.slice(-600)}`);
+  return lines[at + 1].trim().replace(/^e\.g\. /, '');
+}
+
+test('a damaged large trace read by import workers is located as the worker alone and the CLI locate it', { skip: !present && !process.env.CI }, async () => {
+  const whole = zlib.gunzipSync(fs.readFileSync(OWL));
+  // An event broken in the middle of the file (in some import worker's range, not the first),
+  // and the file cut short inside its events.
+  const at = whole.indexOf('"name"', 30_000_000);
+  const damaged = [
+    ['malformed_event', 'owlv2_broken.json', Buffer.concat([whole.subarray(0, at), Buffer.from('"name": @@@'), whole.subarray(at + 6)])],
+    ['truncated_trace', 'owlv2_cut.json', whole.subarray(0, 45_000_000)],
+  ];
+  for (const [code, name, bytes] of damaged) {
+    const file = path.join(OUT, name);
+    fs.writeFileSync(file, bytes);
+    const expected = cliExample(file, code);
+    assert.match(expected, /byte \d+/, `the CLI locates ${code}`);
+    for (const threads of [3, 1]) {
+      const { page, errors } = await openApp(undefined, {}, `?threads=${threads}`);
+      await page.getByTestId('trace-input').setInputFiles(file);
+      await page.locator('body[data-complete-ms]').waitFor({ timeout: 120000 });
+      assert.equal(Number(await page.getByTestId('analysis-cost').getAttribute('data-import-workers')), threads - 1);
+      await page.getByTestId('tab-diagnostics').click();
+      const shown = await page.getByTestId('diagnostics').textContent();
+      assert.ok(shown.includes(code) && shown.includes(expected),
+        `?threads=${threads}, ${name}: the page shows ${code} as "${expected}": ${shown.slice(0, 400)}`);
+      assert.deepEqual(errors, []);
+      await page.close();
+    }
+    fs.rmSync(file, { force: true });
   }
 });
