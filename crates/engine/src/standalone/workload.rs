@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::context::{module_class, Modules};
 use super::ops::{OpRow, SeedCategory};
-use crate::model::Trace;
+use crate::model::{StrId, Trace};
 
 /// What a field reads when the trace does not tell (TraceLens's agent's wording; its eval 13
 /// skips such fields).
@@ -211,12 +211,11 @@ fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Opti
     let unfused = rows
         .iter()
         .any(|r| r.name.contains("softmax") && is_score_matrix(&r.input_dims));
-    let has_class = |pat: &[&str]| {
-        modules
-            .frames
-            .iter()
-            .any(|f| pat.iter().any(|p| f.class.contains(p)))
-    };
+    // The questions below are about class names, of which a trace has a few dozen whatever its
+    // length: each is asked of the distinct classes, not of every frame.
+    let distinct: rustc_hash::FxHashSet<&str> =
+        modules.frames.iter().map(|f| f.class.as_str()).collect();
+    let has_class = |pat: &[&str]| distinct.iter().any(|c| pat.iter().any(|p| c.contains(p)));
     let embedding_bag = rows.iter().any(|r| r.name.contains("embedding_bag"));
     let attention_modules = has_class(&["Attention", "Transformer"]);
     let attention = sdpa > 0.0 || unfused || attention_modules;
@@ -350,17 +349,29 @@ fn scale(
 /// Σ weight elements over distinct Linear and Conv module instances, and how many of each.
 fn layer_weights(trace: &Trace, modules: &Modules) -> (u64, usize, usize) {
     let mut per_instance: HashMap<&str, (bool, u64)> = HashMap::default();
+    // A long trace runs the same few shapes in every step: each distinct `Input Dims` string is
+    // parsed once (a million-op trace has hundreds of thousands of framed roots).
+    let mut numel_of: HashMap<StrId, Option<u64>> = HashMap::default();
+    // Each frame's kind, from its class once (not once per root it encloses).
+    let kinds: Vec<Option<bool>> = (modules.frames.iter())
+        .map(|f| {
+            let is_linear = f.class.contains("Linear");
+            (is_linear || f.class.starts_with("Conv")).then_some(is_linear)
+        })
+        .collect();
     for (root, f) in modules.framed_roots() {
-        let class = modules.frames[f as usize].class.as_str();
-        let is_linear = class.contains("Linear");
-        if !(is_linear || class.starts_with("Conv")) {
+        let Some(is_linear) = kinds[f as usize] else {
             continue;
-        }
+        };
         let e = trace.event(root);
         let Some(numel) = trace
             .op_args_of(e)
             .and_then(|a| a.input_dims)
-            .and_then(|d| weight_numel(trace.strings.get(d)))
+            .and_then(|d| {
+                *numel_of
+                    .entry(d)
+                    .or_insert_with(|| weight_numel(trace.strings.get(d)))
+            })
         else {
             continue;
         };

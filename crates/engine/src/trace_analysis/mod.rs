@@ -18,7 +18,7 @@ use crate::analysis::{
 use crate::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::fork::{Fork, Serial};
 use crate::model::tree::CallTree;
-use crate::model::{EventKind, Trace};
+use crate::model::{EventKind, Nanos, Trace};
 use crate::perf::platform::Platform;
 use crate::sheet::{PerfReport, Sheet};
 use quality::note_trace_quality;
@@ -419,7 +419,7 @@ fn analyze_tree(
                 let unlinked = timeline::unlinked_work(t, tr, options.gpu_scope, &timeline);
                 (counted, timeline, unlinked)
             },
-            || launchers::kernel_launchers(t, tr, reg, nm),
+            || launchers::kernel_launchers(t, tr, reg, nm, fork),
         )
     };
     quality::note_unlinked(&mut trace, &unlinked);
@@ -500,26 +500,31 @@ fn analyze_tree(
     // TraceLens leaves empty sheets out of the report, except the short-kernel ones.
     sheets.retain(|s| !s.rows.is_empty() || s.name.starts_with("short_kernel"));
 
+    // One pass over the events for the counts and the time range (a long trace has millions).
+    let (kernels, cpu_ops, first, last) = trace.events.iter().fold(
+        (0u64, 0u64, Nanos::MAX, Nanos::MIN),
+        |(k, c, first, last), e| {
+            (
+                k + u64::from(e.kind() == EventKind::Kernel),
+                c + u64::from(e.kind() == EventKind::CpuOp),
+                first.min(e.ts),
+                last.max(e.end()),
+            )
+        },
+    );
     let facts = TraceFacts {
         json_bytes: trace.meta.json_bytes,
         total_events: trace.meta.total_events,
         kept_events: trace.events.len() as u64,
-        kernels: trace
-            .events
-            .iter()
-            .filter(|e| e.kind() == EventKind::Kernel)
-            .count() as u64,
-        cpu_ops: trace
-            .events
-            .iter()
-            .filter(|e| e.kind() == EventKind::CpuOp)
-            .count() as u64,
+        kernels,
+        cpu_ops,
         gpu_only,
         device_names: device_names(&trace),
-        time_range_ns: (
-            trace.events.iter().map(|e| e.ts).min().unwrap_or(0),
-            trace.events.iter().map(|e| e.end()).max().unwrap_or(0),
-        ),
+        time_range_ns: if trace.events.is_empty() {
+            (0, 0)
+        } else {
+            (first, last)
+        },
     };
     // The lanes are built from the trace and tree once the rest is done (`finish_lanes`: at the
     // end of this function, or by the host with `lanes_later`).
