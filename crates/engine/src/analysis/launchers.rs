@@ -4,7 +4,6 @@
 use super::categories::Registry;
 use super::intervals::busy_time;
 use super::names::NameClasses;
-use crate::fork::Fork;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Nanos, Trace};
 
@@ -76,29 +75,12 @@ pub fn launcher_of(trace: &Trace, tree: &CallTree, gpu: EventId) -> Option<Event
     Some(runtime)
 }
 
-/// Launchers measured in one piece of [`kernel_launchers`]'s split; smaller pieces are not
-/// worth a fork.
-const GRAIN: usize = 16 * 1024;
-
-/// All launchers, ordered by launcher timestamp. Measuring each launcher (its busy times and
-/// category) is independent of the others: `fork` runs halves of the list side by side.
+/// All launchers, ordered by launcher timestamp.
 pub fn kernel_launchers(
     trace: &Trace,
     tree: &CallTree,
     registry: &Registry,
     names: &NameClasses,
-    fork: &impl Fork,
-) -> Launchers {
-    launchers_in_pieces(trace, tree, (registry, names), fork, GRAIN)
-}
-
-/// [`kernel_launchers`] with pieces of at most `grain` launchers.
-fn launchers_in_pieces(
-    trace: &Trace,
-    tree: &CallTree,
-    (registry, names): (&Registry, &NameClasses),
-    fork: &impl Fork,
-    grain: usize,
 ) -> Launchers {
     // (launcher, kernel ts, kernel) sorted: each launcher's direct kernels become one run, in
     // timestamp order. 16 bytes per GPU event instead of a map of vectors.
@@ -112,17 +94,30 @@ fn launchers_in_pieces(
         }
     }
     pairs.sort_unstable();
+    let span = |k: &EventId| {
+        let e = trace.event(*k);
+        (e.ts, e.end())
+    };
     let kernels: Vec<EventId> = pairs.iter().map(|p| EventId(p.2)).collect();
-    // (launcher, its first kernel's index in `kernels`, how many): one per launcher.
-    let mut runs: Vec<(EventId, u32, u32)> = Vec::new();
-    let mut from = 0u32;
+    let mut list: Vec<Launcher> = Vec::new();
+    let mut from = 0usize;
     for run in pairs.chunk_by(|a, b| a.0 == b.0) {
-        runs.push((EventId(run[0].0), from, run.len() as u32));
-        from += run.len() as u32;
+        let l = EventId(run[0].0);
+        let own = &kernels[from..from + run.len()];
+        let direct_time = busy_time(own.iter().map(span));
+        let subtree_time = busy_time(tree.gpu_events_under(l).iter().map(span));
+        let first = own.first().map(|k| trace.name(trace.event(*k)));
+        let category = registry.categorize(trace.name(trace.event(l)), first);
+        list.push(Launcher {
+            event: l,
+            kernels_from: from as u32,
+            kernels_len: run.len() as u32,
+            direct_time,
+            subtree_time,
+            category,
+        });
+        from += run.len();
     }
-    drop(pairs);
-    let parts = (trace, tree, registry, &kernels[..]);
-    let mut list = measure(parts, &runs, fork, grain);
     let by_event = list
         .iter()
         .map(|l| (l.event, kernels[l.kernels_from as usize]))
@@ -132,82 +127,5 @@ fn launchers_in_pieces(
         list,
         kernels,
         by_event,
-    }
-}
-
-/// The launchers of `runs` (in their order), halves side by side as `fork` can.
-fn measure(
-    parts: (&Trace, &CallTree, &Registry, &[EventId]),
-    runs: &[(EventId, u32, u32)],
-    fork: &impl Fork,
-    grain: usize,
-) -> Vec<Launcher> {
-    if runs.len() > grain {
-        let (a, b) = runs.split_at(runs.len() / 2);
-        let (mut a, b) = fork.join(
-            || measure(parts, a, fork, grain),
-            || measure(parts, b, fork, grain),
-        );
-        a.extend(b);
-        return a;
-    }
-    let (trace, tree, registry, kernels) = parts;
-    let span = |k: &EventId| {
-        let e = trace.event(*k);
-        (e.ts, e.end())
-    };
-    (runs.iter())
-        .map(|&(l, from, len)| {
-            let own = &kernels[from as usize..(from + len) as usize];
-            let first = own.first().map(|k| trace.name(trace.event(*k)));
-            Launcher {
-                event: l,
-                kernels_from: from,
-                kernels_len: len,
-                direct_time: busy_time(own.iter().map(span)),
-                subtree_time: busy_time(tree.gpu_events_under(l).iter().map(span)),
-                category: registry.categorize(trace.name(trace.event(l)), first),
-            }
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::fork::Serial;
-    use crate::synth::{trace_bytes, SynthSpec};
-
-    /// Runs the second side first: a split that depended on the order its pieces ran in, or
-    /// lost their order when put back together, would show.
-    struct SecondFirst;
-
-    impl Fork for SecondFirst {
-        fn join<A: Send, B: Send>(
-            &self,
-            a: impl FnOnce() -> A + Send,
-            b: impl FnOnce() -> B + Send,
-        ) -> (A, B) {
-            let b = b();
-            (a(), b)
-        }
-    }
-
-    #[test]
-    fn launchers_measured_in_pieces_are_the_launchers_measured_whole() {
-        let (bytes, _) = trace_bytes(&SynthSpec {
-            steps: 3,
-            ..SynthSpec::default()
-        });
-        let mut trace = crate::import::import_bytes(&bytes).expect("imports");
-        let tree = CallTree::build(&mut trace);
-        let (registry, names) = (Registry::new(), NameClasses::new(&trace));
-        let whole = launchers_in_pieces(&trace, &tree, (&registry, &names), &Serial, usize::MAX);
-        assert!(whole.list.len() > 100, "{} launchers", whole.list.len());
-        for grain in [1, 7, 64] {
-            let pieces =
-                launchers_in_pieces(&trace, &tree, (&registry, &names), &SecondFirst, grain);
-            assert_eq!(format!("{pieces:?}"), format!("{whole:?}"), "grain {grain}");
-        }
     }
 }

@@ -419,7 +419,7 @@ fn analyze_tree(
                 let unlinked = timeline::unlinked_work(t, tr, options.gpu_scope, &timeline);
                 (counted, timeline, unlinked)
             },
-            || launchers::kernel_launchers(t, tr, reg, nm, fork),
+            || launchers::kernel_launchers(t, tr, reg, nm),
         )
     };
     quality::note_unlinked(&mut trace, &unlinked);
