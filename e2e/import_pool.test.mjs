@@ -18,10 +18,30 @@ const present = fs.existsSync(OWL) && fs.existsSync(OWL_MI);
 await startApp();
 after(stopApp);
 
+// The H100 trace as plain JSON (60 MB: its ranges are planned from windows of the file),
+// decompressed and written once for the tests that read it.
+const PLAIN = path.join(OUT, 'owlv2_h100.json');
+let owlText;
+function plainOwl() {
+  if (!owlText) {
+    owlText = zlib.gunzipSync(fs.readFileSync(OWL));
+    fs.writeFileSync(PLAIN, owlText);
+  }
+  return owlText;
+}
+after(() => fs.rmSync(PLAIN, { force: true }));
+// Its GPU timeline as the CLI computes it, once.
+let owlTimeline;
+function cliOwlTimeline() {
+  plainOwl();
+  owlTimeline ??= cliTimeline(PLAIN);
+  return owlTimeline;
+}
+
 // What the overview shows: the GPU timeline, the headline and the top ops, as text.
 async function overview(page) {
   const shown = {};
-  for (const type of Object.keys(cliTimeline(OWL))) {
+  for (const type of Object.keys(cliOwlTimeline())) {
     shown[type] = Number(await page.getByTestId(`gpu-timeline-${type}`).getAttribute('data-value'));
   }
   return {
@@ -32,10 +52,8 @@ async function overview(page) {
 }
 
 test('import workers read a large trace and its reference to the CLI\'s numbers, as the worker alone does', { skip: !present && !process.env.CI }, async () => {
-  // The target as plain JSON (60 MB): its ranges are planned from windows of the file.
-  const plain = path.join(OUT, 'owlv2_h100.json');
-  fs.writeFileSync(plain, zlib.gunzipSync(fs.readFileSync(OWL)));
-  const expected = cliTimeline(plain);
+  const plain = PLAIN;
+  const expected = cliOwlTimeline();
   const seen = [];
   for (const threads of [3, 1]) {
     const { page, errors, requests } = await openApp(undefined, {}, `?threads=${threads}`);
@@ -73,7 +91,6 @@ test('import workers read a large trace and its reference to the CLI\'s numbers,
     await page.close();
   }
   assert.deepEqual(seen[0], seen[1]);
-  fs.rmSync(plain, { force: true });
 });
 
 // A browser whose `Blob.stream()` is not a byte stream (no BYOB reader; Chromium's is one, so a
@@ -96,9 +113,8 @@ const NO_BYTE_STREAMS = `{
 test('without byte streams the worker and the import workers read the file their other way, to the same numbers', { skip: !present && !process.env.CI }, async () => {
   const loader = fs.readFileSync(path.join(DIST, 'worker_loader.js'), 'utf8');
   const served = await serveDir(DIST, { '/worker_loader.js': NO_BYTE_STREAMS + loader });
-  const plain = path.join(OUT, 'owlv2_h100_nobyob.json');
-  fs.writeFileSync(plain, zlib.gunzipSync(fs.readFileSync(OWL)));
-  const expected = cliTimeline(plain);
+  const plain = PLAIN;
+  const expected = cliOwlTimeline();
   const seen = [];
   try {
     for (const threads of [3, 1]) {
@@ -122,7 +138,6 @@ test('without byte streams the worker and the import workers read the file their
     assert.deepEqual(seen[0], seen[1]);
   } finally {
     served.server.close();
-    fs.rmSync(plain, { force: true });
   }
 });
 
@@ -136,7 +151,7 @@ function cliExample(trace, code) {
 }
 
 test('a damaged large trace read by import workers is located as the worker alone and the CLI locate it', { skip: !present && !process.env.CI }, async () => {
-  const whole = zlib.gunzipSync(fs.readFileSync(OWL));
+  const whole = plainOwl();
   // An event broken in the middle of the file (in some import worker's range, not the first),
   // the file cut short inside its events, and the gzip stream cut short (inflated and cut into
   // ranges by the main worker, a path of its own).

@@ -167,8 +167,8 @@ fn planned(file: &File, threads: usize) -> Result<Option<(Trace, (u32, u32))>> {
     let Some(plan) = plan_cuts(size, block as u64, tail, read)? else {
         return Ok(None);
     };
-    let Plan { starts, top } = &plan;
-    let span = |i: usize| (starts[i], starts.get(i + 1).copied().unwrap_or(size));
+    let plan = &plan;
+    let Plan { starts, top } = plan;
     // Threads take ranges in order, so partials arrive about in order and few wait to merge.
     let next = AtomicUsize::new(0);
     let (part_tx, part_rx) = channel();
@@ -181,10 +181,9 @@ fn planned(file: &File, threads: usize) -> Result<Option<(Trace, (u32, u32))>> {
                 let mut buf = Vec::new();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= starts.len() {
+                    let Some((from, to)) = plan.span(i, size) else {
                         break;
-                    }
-                    let (from, to) = span(i);
+                    };
                     let part = read_into(file, from, to, &mut buf)
                         .map(|()| read_text(i as u32, from, *top, &buf, MAX_EVENTS));
                     if part_tx.send(part).is_err() {
@@ -199,7 +198,9 @@ fn planned(file: &File, threads: usize) -> Result<Option<(Trace, (u32, u32))>> {
         for part in part_rx {
             // A range read again (its cut was not an event boundary) is read from the file.
             let mut text = |seq: u32| {
-                let (from, to) = span(seq as usize);
+                let Some((from, to)) = plan.span(seq as usize, size) else {
+                    return Vec::new();
+                };
                 read_span(file, from, to).unwrap_or_else(|e| {
                     failed = Some(e);
                     Vec::new()

@@ -323,19 +323,16 @@ impl PooledImport {
             let n = plan.starts.len();
             ranges = RangeReader::open(&file, plan, size, id, link);
             // Without a byte stream, each worker reads its own slice.
-            let slices = if ranges.is_some() {
-                &[][..]
-            } else {
-                &plan.starts[..]
-            };
-            for (i, &start) in slices.iter().enumerate() {
-                waiting.push_back(Job::Slice(Slice {
-                    seq: i as u32,
-                    start,
-                    end: plan.starts.get(i + 1).copied().unwrap_or(size),
-                    top: plan.top,
-                    file: file.clone(),
-                }));
+            if ranges.is_none() {
+                for (seq, start, end) in plan.spans(size) {
+                    waiting.push_back(Job::Slice(Slice {
+                        seq,
+                        start,
+                        end,
+                        top: plan.top,
+                        file: file.clone(),
+                    }));
+                }
             }
             end = Some(SplitEnd {
                 ranges: n as u32,
@@ -451,12 +448,9 @@ impl PooledImport {
         let size = file.size() as u64;
         let mut failed = None;
         let mut fetch = |seq: u32| {
-            let starts = plan.as_ref().map_or(&[][..], |p| &p.starts[..]);
-            let i = seq as usize;
-            let Some(&a) = starts.get(i) else {
+            let Some((a, b)) = plan.as_ref().and_then(|p| p.span(seq as usize, size)) else {
                 return Vec::new();
             };
-            let b = starts.get(i + 1).copied().unwrap_or(size);
             read_bytes(reader, file, a as f64, b as f64).unwrap_or_else(|e| {
                 failed = Some(e);
                 Vec::new()

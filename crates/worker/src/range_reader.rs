@@ -55,12 +55,7 @@ impl RangeReader {
     /// workers then read their slices themselves).
     pub fn open(file: &Blob, plan: &Plan, size: u64, id: u32, link: &Link) -> Option<Self> {
         let reader = byob_reader(&file.stream())?;
-        let ranges: VecDeque<(u32, u64, u64)> = (plan.starts.iter().enumerate())
-            .map(|(i, &start)| {
-                let end = plan.starts.get(i + 1).copied().unwrap_or(size);
-                (i as u32, start, end)
-            })
-            .collect();
+        let ranges: VecDeque<(u32, u64, u64)> = plan.spans(size).collect();
         let to = link.clone();
         let on_chunk = Closure::<dyn FnMut(JsValue)>::new(move |v| to(Wake::Ranges(id, Ok(v))));
         let to = link.clone();

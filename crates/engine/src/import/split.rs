@@ -137,6 +137,22 @@ pub struct Plan {
     pub top: bool,
 }
 
+impl Plan {
+    /// Range `i` of a document of `size` bytes: where it starts and ends (`None` past the last).
+    pub fn span(&self, i: usize, size: u64) -> Option<(u64, u64)> {
+        let start = *self.starts.get(i)?;
+        Some((start, self.starts.get(i + 1).copied().unwrap_or(size)))
+    }
+
+    /// Every range in order: (index, start, end).
+    pub fn spans(&self, size: u64) -> impl Iterator<Item = (u32, u64, u64)> + '_ {
+        (0..self.starts.len()).filter_map(move |i| {
+            let (a, b) = self.span(i, size)?;
+            Some((i as u32, a, b))
+        })
+    }
+}
+
 /// The last bytes of a plain document read on `threads` threads in ranges of `block`
 /// ([`block_size`]) that [`plan_cuts`] cuts in quarter blocks: about one block per thread.
 /// Threads take ranges in order, so the last ranges decide when the import ends: with whole
@@ -400,6 +416,20 @@ fn first_cut(text: &[u8], from: usize, boundary: &memchr::memmem::Finder<'_>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plans_ranges_run_from_each_start_to_the_next_and_the_last_to_the_end() {
+        let plan = Plan {
+            starts: vec![0, 10, 25],
+            top: false,
+        };
+        assert_eq!(
+            plan.spans(40).collect::<Vec<_>>(),
+            [(0, 0, 10), (1, 10, 25), (2, 25, 40)]
+        );
+        assert_eq!(plan.span(1, 40), Some((10, 25)));
+        assert_eq!(plan.span(3, 40), None);
+    }
 
     fn ranges(doc: &[u8], block: usize, chunk: usize) -> Vec<Range> {
         let mut s = Splitter::new(block);
