@@ -58,4 +58,4 @@ mod warmup;
 #[cfg(target_arch = "wasm32")]
 pub use session::{run, Outbox, Session};
 #[cfg(target_arch = "wasm32")]
-pub use warmup::spec as warmup_spec;
+pub use warmup::specs as warmup_specs;

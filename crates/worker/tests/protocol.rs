@@ -172,12 +172,21 @@ fn the_warm_up_runs_in_steps_to_an_overview_and_keeps_nothing() {
     let overview = &replies[replies.len() - 1]["overview"];
     assert_eq!(overview["kind"], "result");
     assert_eq!(overview["partial"], true);
-    // The warm-up trace's own figures: the engine's natively on the same synthetic trace.
-    let native = jarvis_engine::analyze(&trace_bytes(&jarvis_worker::warmup_spec()).0)
+    // The last warm-up trace's own figures: the engine's natively on the same synthetic trace.
+    let last = jarvis_worker::warmup_specs()
+        .last()
+        .cloned()
+        .expect("a warm-up trace");
+    let native = jarvis_engine::analyze(&trace_bytes(&last).0)
         .expect("analyzes")
-        .facts
-        .kernels;
-    assert_eq!(overview["analysis"]["facts"]["kernels"], native);
+        .facts;
+    assert_eq!(overview["analysis"]["facts"]["kernels"], native.kernels);
+    // The MI300X trace (the last), not the H100 one.
+    assert_eq!(
+        overview["analysis"]["facts"]["device_names"],
+        serde_json::json!(native.device_names)
+    );
+    assert!(native.device_names.iter().all(|d| d.contains("MI300X")));
     assert!(overview["recommendations"]
         .as_array()
         .is_some_and(|r| !r.is_empty()));
