@@ -48,9 +48,9 @@ pub fn spec() -> SynthSpec {
 /// same workload on MI300X. One analysis left functions that run per op or per kernel (the
 /// host-wait blame, the GEMM kernel diagnosis, number formatting) to be optimized during the
 /// first real trace, on a background thread beside its analysis and paint: a second one, whose
-/// kernels are named as ROCm names them (hipBLASLt, CK), brought the first OWLv2 overview 6–9 ms
-/// sooner and every view 15 ms sooner, for 380–510 ms of warm-up work instead of 280–370 ms
-/// (docs/performance.md, "The seventh session").
+/// kernels are named as ROCm names them (hipBLASLt's `Cijk_`, aiter's attention), brought the
+/// first OWLv2 overview 6–9 ms sooner and every view 15 ms sooner, for 380–510 ms of warm-up work
+/// instead of 280–370 ms (docs/performance.md, "The seventh session").
 pub fn specs() -> [SynthSpec; 2] {
     [
         spec(),
