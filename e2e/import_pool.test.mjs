@@ -52,12 +52,11 @@ async function overview(page) {
 }
 
 test('import workers read a large trace and its reference to the CLI\'s numbers, as the worker alone does', { skip: !present && !process.env.CI }, async () => {
-  const plain = PLAIN;
   const expected = cliOwlTimeline();
   const seen = [];
   for (const threads of [3, 1]) {
     const { page, errors, requests } = await openApp(undefined, {}, `?threads=${threads}`);
-    await page.getByTestId('trace-input').setInputFiles(plain);
+    await page.getByTestId('trace-input').setInputFiles(PLAIN);
     // The reference at once: with the pool, its request waits in the worker until the target is
     // read, then goes through the pool too.
     await page.getByTestId('reference-input').setInputFiles(OWL_MI);
@@ -113,13 +112,12 @@ const NO_BYTE_STREAMS = `{
 test('without byte streams the worker and the import workers read the file their other way, to the same numbers', { skip: !present && !process.env.CI }, async () => {
   const loader = fs.readFileSync(path.join(DIST, 'worker_loader.js'), 'utf8');
   const served = await serveDir(DIST, { '/worker_loader.js': NO_BYTE_STREAMS + loader });
-  const plain = PLAIN;
   const expected = cliOwlTimeline();
   const seen = [];
   try {
     for (const threads of [3, 1]) {
       const { page, errors, requests } = await openAt(`${served.base}/?threads=${threads}`);
-      await page.getByTestId('trace-input').setInputFiles(plain);
+      await page.getByTestId('trace-input').setInputFiles(PLAIN);
       await page.locator('body[data-complete-ms]').waitFor({ timeout: 120000 });
       const cost = page.getByTestId('analysis-cost');
       assert.equal(Number(await cost.getAttribute('data-import-workers')), threads - 1);

@@ -37,7 +37,7 @@ const SLICE: usize = 64 * 1024;
 /// (2 steps, 1,800 events, left the first real trace's reading 1.5× slower than a second
 /// reading); 0.3–0.7 s of work on a 2-core machine, in the background of a page waiting for a
 /// file.
-pub fn spec() -> SynthSpec {
+fn spec() -> SynthSpec {
     SynthSpec {
         steps: 24,
         ..SynthSpec::default()

@@ -27,7 +27,7 @@ fn hash(s: &str) -> u64 {
 /// compiler-builtins' `memcmp`, which compares a byte at a time, and every repeated name the
 /// importer interns is compared in full with the one stored (about 7% of the worker's parse of
 /// OWLv2; docs/performance.md).
-pub(crate) fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
