@@ -4,8 +4,11 @@
 use super::categories::Registry;
 use super::intervals::busy_time;
 use super::names::NameClasses;
+use crate::fork::Fork;
+use crate::model::strings::StrId;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Nanos, Trace};
+use rustc_hash::FxHashMap;
 
 /// A CPU op (or a bare runtime call) with the GPU work it launched directly.
 #[derive(Debug, Clone)]
@@ -75,12 +78,14 @@ pub fn launcher_of(trace: &Trace, tree: &CallTree, gpu: EventId) -> Option<Event
     Some(runtime)
 }
 
-/// All launchers, ordered by launcher timestamp.
+/// All launchers, ordered by launcher timestamp. The launchers' times and categories are worked
+/// out in two halves, run as `fork` can.
 pub fn kernel_launchers(
     trace: &Trace,
     tree: &CallTree,
     registry: &Registry,
     names: &NameClasses,
+    fork: &impl Fork,
 ) -> Launchers {
     // (launcher, kernel ts, kernel) sorted: each launcher's direct kernels become one run, in
     // timestamp order. 16 bytes per GPU event instead of a map of vectors.
@@ -94,30 +99,18 @@ pub fn kernel_launchers(
         }
     }
     pairs.sort_unstable();
-    let span = |k: &EventId| {
-        let e = trace.event(*k);
-        (e.ts, e.end())
-    };
     let kernels: Vec<EventId> = pairs.iter().map(|p| EventId(p.2)).collect();
-    let mut list: Vec<Launcher> = Vec::new();
-    let mut from = 0usize;
-    for run in pairs.chunk_by(|a, b| a.0 == b.0) {
-        let l = EventId(run[0].0);
-        let own = &kernels[from..from + run.len()];
-        let direct_time = busy_time(own.iter().map(span));
-        let subtree_time = busy_time(tree.gpu_events_under(l).iter().map(span));
-        let first = own.first().map(|k| trace.name(trace.event(*k)));
-        let category = registry.categorize(trace.name(trace.event(l)), first);
-        list.push(Launcher {
-            event: l,
-            kernels_from: from as u32,
-            kernels_len: run.len() as u32,
-            direct_time,
-            subtree_time,
-            category,
-        });
-        from += run.len();
+    // Split at the first launcher boundary past the middle, so no launcher's run is cut.
+    let mut mid = pairs.len() / 2;
+    while mid > 0 && mid < pairs.len() && pairs[mid].0 == pairs[mid - 1].0 {
+        mid += 1;
     }
+    let (mut list, rest) = fork.join(
+        || launcher_rows(trace, tree, registry, &pairs[..mid], 0),
+        || launcher_rows(trace, tree, registry, &pairs[mid..], mid),
+    );
+    list.extend(rest);
+    drop(pairs);
     let by_event = list
         .iter()
         .map(|l| (l.event, kernels[l.kernels_from as usize]))
@@ -128,4 +121,43 @@ pub fn kernel_launchers(
         kernels,
         by_event,
     }
+}
+
+/// The launchers of `pairs` (whole runs of [`kernel_launchers`]'s sorted pairs, the first at
+/// index `from` of the kernel list), in launcher order.
+fn launcher_rows(
+    trace: &Trace,
+    tree: &CallTree,
+    registry: &Registry,
+    pairs: &[(u32, Nanos, u32)],
+    mut from: usize,
+) -> Vec<Launcher> {
+    let span = |k: EventId| {
+        let e = trace.event(k);
+        (e.ts, e.end())
+    };
+    // A category depends only on the op's name and its first kernel's name: a trace has few of
+    // those pairs, and the registry's lookup hashes and compares the whole name.
+    let mut categories: FxHashMap<(StrId, Option<StrId>), &'static str> = FxHashMap::default();
+    let mut list: Vec<Launcher> = Vec::new();
+    for run in pairs.chunk_by(|a, b| a.0 == b.0) {
+        let l = EventId(run[0].0);
+        let direct_time = busy_time(run.iter().map(|p| span(EventId(p.2))));
+        let subtree_time = busy_time(tree.gpu_under(l).map(span));
+        let name = trace.event(l).name;
+        let first = run.first().map(|p| trace.event(EventId(p.2)).name);
+        let category = *categories.entry((name, first)).or_insert_with(|| {
+            registry.categorize(trace.strings.get(name), first.map(|k| trace.strings.get(k)))
+        });
+        list.push(Launcher {
+            event: l,
+            kernels_from: from as u32,
+            kernels_len: run.len() as u32,
+            direct_time,
+            subtree_time,
+            category,
+        });
+        from += run.len();
+    }
+    list
 }

@@ -2,7 +2,10 @@
 //! the level where a perf model applies (or at its leaf CPU op), with GPU work no collected op
 //! covers added as "(Synthetic Op)" rows.
 
+use std::cell::RefCell;
 use std::rc::Rc;
+
+use rustc_hash::FxHashMap;
 
 use super::call_stacks;
 use super::category_sheets::SheetContext;
@@ -15,6 +18,7 @@ use super::ops_tables::{
     kernel_details, summarize_kernel_details, unique_args_key, UNIQUE_ARGS_KEY_COLUMNS,
 };
 use super::stats::{percentages, us, Agg};
+use crate::model::strings::StrId;
 use crate::model::{EventId, EventKind, Trace};
 use crate::perf::inputs::OpInputs;
 use crate::perf::params::Param;
@@ -88,9 +92,16 @@ impl UnifiedRows {
 
     /// GPU events credited to a row, in launch order.
     pub fn gpu(&self, ctx: &SheetContext<'_>, r: &UnifiedRow) -> Vec<EventId> {
+        let mut out = Vec::new();
+        self.gpu_into(ctx, r, &mut out);
+        out
+    }
+
+    /// [`UnifiedRows::gpu`], appended to `out`.
+    pub fn gpu_into(&self, ctx: &SheetContext<'_>, r: &UnifiedRow, out: &mut Vec<EventId>) {
         match r.synthetic().and_then(|i| self.synthetic.get(i as usize)) {
-            Some((_, k)) => vec![*k],
-            None => ctx.tree.gpu_events_under(r.event),
+            Some((_, k)) => out.push(*k),
+            None => out.extend(ctx.tree.gpu_under(r.event)),
         }
     }
 }
@@ -107,6 +118,12 @@ struct Walk<'a, 'b> {
     /// walk keeps its path for the rows' call stacks.
     python: bool,
     path: Vec<String>,
+    /// Each op name's model class, looked up once (the registry hashes the whole name).
+    classes: RefCell<FxHashMap<StrId, Option<&'static str>>>,
+    /// Ops known to have no modelled op with GPU work below them: every op a fruitless
+    /// [`Walk::modelled_descendant`] search passed, so the walk's later searches from those
+    /// ops (it goes down through them) do not cover their subtrees again.
+    barren: Vec<bool>,
 }
 
 const BACKWARD_PREFIX: &str = "autograd::engine::evaluate_function: ";
@@ -121,7 +138,12 @@ impl Walk<'_, '_> {
     }
 
     fn model_class(&self, id: EventId) -> Option<&'static str> {
-        model_class(self.ctx, self.trace().name(self.trace().event(id)))
+        let name = self.trace().event(id).name;
+        *self
+            .classes
+            .borrow_mut()
+            .entry(name)
+            .or_insert_with(|| model_class(self.ctx, self.trace().strings.get(name)))
     }
 
     fn has_work(&self, id: EventId) -> bool {
@@ -151,13 +173,24 @@ impl Walk<'_, '_> {
     }
 
     /// Some cpu_op below `id` has its own model and GPU work.
-    fn modelled_descendant(&self, id: EventId) -> bool {
+    fn modelled_descendant(&mut self, id: EventId) -> bool {
+        if self.barren[id.idx()] {
+            return false;
+        }
+        let mut passed = vec![id];
         let mut stack = self.cpu_children(id);
         while let Some(x) = stack.pop() {
             if self.model_class(x).is_some() && self.has_work(x) {
                 return true;
             }
-            stack.extend(self.cpu_children(x));
+            passed.push(x);
+            if !self.barren[x.idx()] {
+                stack.extend(self.cpu_children(x));
+            }
+        }
+        // Nothing below `id`: nothing below any op under it either.
+        for x in passed {
+            self.barren[x.idx()] = true;
         }
         false
     }
@@ -373,9 +406,9 @@ pub fn unified_rows(
     let n = trace.events.len();
     // GPU events below each node, top-down (a pseudo op sits above its kernel's launch only in
     // its parent's child list).
-    let gpu_count: Vec<u32> = (0..n as u32)
-        .map(|i| ctx.tree.gpu_count_under(EventId(i)) as u32)
-        .collect();
+    let mut gpu_count = ctx.tree.gpu_counts();
+    // Events the tree does not index have none below them.
+    gpu_count.resize(n, 0);
     let mut walk = Walk {
         ctx,
         names,
@@ -386,6 +419,8 @@ pub fn unified_rows(
         categories: Vec::new(),
         python: ctx.inference,
         path: Vec::new(),
+        classes: RefCell::default(),
+        barren: vec![false; n],
     };
     if walk.python {
         // Parentless python functions with GPU work first, in time order.
@@ -413,7 +448,8 @@ pub fn unified_rows(
     // Synthetic ops for linked, non-communication GPU events no row covers.
     let mut covered = vec![false; n];
     for r in &out.rows {
-        for g in out.gpu(ctx, r) {
+        // Rows here are ops of the trace (synthetic ones come next).
+        for g in ctx.tree.gpu_under(r.event) {
             covered[g.idx()] = true;
         }
     }
@@ -456,8 +492,8 @@ pub fn unified_rows(
 fn group_chains(
     ctx: &SheetContext<'_>,
     members: &[&UnifiedRow],
-    gpus: &[Vec<EventId>],
-    inst: &[Vec<super::ops_tables::KernelDetail<'_>>],
+    gpus: &[&[EventId]],
+    inst: &[&[super::ops_tables::KernelDetail<'_>]],
 ) -> Vec<Vec<String>> {
     let Some((t, order, _)) = super::ops_tables::kernel_details_template(inst) else {
         return Vec::new();
@@ -603,7 +639,16 @@ pub fn unified_sheet(
     let mut out: Vec<Out> = groups
         .into_iter()
         .map(|(key, members)| {
-            let gpus: Vec<Vec<EventId>> = members.iter().map(|r| table.gpu(ctx, r)).collect();
+            // Every member's GPU events and kernel details in one vector each (a group can
+            // have a million members), sliced per member.
+            let mut flat: Vec<EventId> = Vec::with_capacity(members.len());
+            let mut bounds: Vec<usize> = Vec::with_capacity(members.len() + 1);
+            bounds.push(0);
+            for r in &members {
+                table.gpu_into(ctx, r, &mut flat);
+                bounds.push(flat.len());
+            }
+            let gpus: Vec<&[EventId]> = bounds.windows(2).map(|w| &flat[w[0]..w[1]]).collect();
             let kt: Vec<f64> = gpus.iter().map(|g| span(g)).collect();
             // A pseudo op has no CPU time: NaN, skipped as pandas skips it.
             let dur: Vec<f64> = members
@@ -662,7 +707,8 @@ pub fn unified_sheet(
             cells.extend([Cell::f(a_tb.median), Cell::f(a_tb.min), Cell::f(a_tb.max)]);
             cells.extend([Cell::f(a_tf.median), Cell::f(a_tf.min), Cell::f(a_tf.max)]);
             cells.extend([Cell::f(a_kt.median), Cell::f(a_kt.min), Cell::f(a_kt.max)]);
-            let inst: Vec<_> = gpus.iter().map(|g| kernel_details(trace, g)).collect();
+            let details = kernel_details(trace, &flat);
+            let inst: Vec<&[_]> = bounds.windows(2).map(|w| &details[w[0]..w[1]]).collect();
             let (full, trunc) = summarize_kernel_details(&inst);
             cells.push(full);
             cells.push(trunc);
@@ -688,7 +734,7 @@ pub fn unified_sheet(
                 .iter()
                 .filter(|r| r.synthetic().is_none())
                 .map(|r| r.event.0)
-                .chain(gpus.iter().flatten().map(|g| g.0))
+                .chain(flat.iter().map(|g| g.0))
                 .collect();
             Out {
                 cells,

@@ -21,14 +21,14 @@ pub struct CallTree {
     pub cpu_roots: Vec<EventId>,
     /// The arg used to link launches to GPU work: correlation (all modern traces) or External id.
     pub link_by_correlation: bool,
-    /// Pre-order position of each event in a depth-first walk of the forest, and the end of
-    /// its subtree's positions: the subtree of `e` is the positions `first[e]..end[e]`.
-    first: Vec<u32>,
-    end: Vec<u32>,
-    /// GPU events in pre-order (with their positions), so a subtree's GPU events are one
-    /// contiguous run: found by binary search, never by walking (a 10⁶-deep chain of ops
-    /// made the walk quadratic).
-    gpu_preorder: Vec<(u32, u32)>,
+    /// The GPU events of each event's subtree: `gpu_preorder[gpu_from[e]..gpu_to[e]]`. Found
+    /// by two reads, never by walking (a 10⁶-deep chain of ops made the walk quadratic) nor by
+    /// searching (a search per op was most of the unified sheet's time on large traces).
+    gpu_from: Vec<u32>,
+    gpu_to: Vec<u32>,
+    /// GPU events in the order of a depth-first walk of the forest, so a subtree's GPU events
+    /// are one contiguous run.
+    gpu_preorder: Vec<u32>,
 }
 
 /// A call tree's links as plain lists: each event's parent and ordered children. The graph
@@ -90,7 +90,7 @@ impl CallTree {
         let n = trace.events.len();
         let (nested, links) = {
             let t: &Trace = trace;
-            fork.join(|| nest_host_events(t, python), || gpu_links(t))
+            fork.join(|| nest_host_events(t, python), || gpu_links(t, fork))
         };
         let mut tree = CallTree {
             parent: vec![NO_PARENT; n],
@@ -120,40 +120,93 @@ impl CallTree {
         tree
     }
 
-    /// Fills `first`, `end` and `gpu_preorder` with one iterative depth-first walk (children in
-    /// their stored order, as `gpu_events_under` lists them).
+    /// Fills `gpu_from`, `gpu_to` and `gpu_preorder` with an iterative depth-first walk of the
+    /// forest (children in their stored order, as `gpu_events_under` lists them).
     fn index_preorder(&mut self, trace: &Trace) {
         let n = self.parent.len();
-        self.first = vec![0; n];
-        self.end = vec![0; n];
+        let is_gpu = |i: u32| trace.events[i as usize].kind().is_gpu();
+        // When the walk meets every event once, a subtree's GPU events are those listed
+        // between entering and leaving it.
+        let mut from = vec![0u32; n];
+        let mut to = vec![0u32; n];
+        let mut gpu: Vec<u32> = Vec::new();
+        let visits = self.walk(|e, entering| {
+            if !entering {
+                to[e as usize] = gpu.len() as u32;
+                return;
+            }
+            from[e as usize] = gpu.len() as u32;
+            if is_gpu(e) {
+                gpu.push(e);
+            }
+        });
+        if visits == n {
+            (self.gpu_from, self.gpu_to, self.gpu_preorder) = (from, to, gpu);
+            return;
+        }
+        // An event listed under two parents is met twice: each event then counts at its last
+        // position in the walk (`first[e]`, its subtree's positions `first[e]..end[e]`), the
+        // GPU events ordered by (position, event), placed by counting: `below[k]` of them have
+        // a position under `k`.
+        let (mut first, mut end) = (from, to);
+        first.fill(0);
+        end.fill(0);
         let mut next = 0u32;
+        self.walk(|e, entering| {
+            if entering {
+                first[e as usize] = next;
+                next += 1;
+            } else {
+                end[e as usize] = next;
+            }
+        });
+        let mut below = vec![0u32; next as usize + 1];
+        for i in (0..n as u32).filter(|&i| is_gpu(i)) {
+            below[first[i as usize] as usize + 1] += 1;
+        }
+        for k in 0..next as usize {
+            below[k + 1] += below[k];
+        }
+        let mut fill = below.clone();
+        gpu = vec![0u32; below[next as usize] as usize];
+        for i in (0..n as u32).filter(|&i| is_gpu(i)) {
+            let slot = &mut fill[first[i as usize] as usize];
+            gpu[*slot as usize] = i;
+            *slot += 1;
+        }
+        for i in 0..n {
+            first[i] = below[first[i] as usize];
+            end[i] = below[end[i] as usize];
+        }
+        (self.gpu_from, self.gpu_to, self.gpu_preorder) = (first, end, gpu);
+    }
+
+    /// Walks the forest depth first from each root in event order, calling `step(e, true)` as
+    /// an event is reached and `step(e, false)` once its subtree is done; returns how many
+    /// events it reached (an event listed under two parents counts twice).
+    fn walk(&self, mut step: impl FnMut(u32, bool)) -> usize {
+        let mut visits = 0;
         let mut stack: Vec<(u32, usize)> = Vec::new();
-        for root in 0..n as u32 {
+        for root in 0..self.parent.len() as u32 {
             if self.parent[root as usize] != NO_PARENT {
                 continue;
             }
             stack.push((root, 0));
-            self.first[root as usize] = next;
-            next += 1;
+            step(root, true);
+            visits += 1;
             while let Some(&mut (node, ref mut k)) = stack.last_mut() {
-                let kids = self.child_slice(EventId(node));
-                if let Some(&c) = kids.get(*k) {
+                if let Some(&c) = self.child_slice(EventId(node)).get(*k) {
                     *k += 1;
-                    self.first[c as usize] = next;
-                    next += 1;
+                    step(c, true);
+                    visits += 1;
                     stack.push((c, 0));
                 } else {
-                    self.end[node as usize] = next;
+                    step(node, false);
                     stack.pop();
                 }
             }
         }
-        let mut gpu: Vec<(u32, u32)> = (0..n as u32)
-            .filter(|&i| trace.events[i as usize].kind().is_gpu())
-            .map(|i| (self.first[i as usize], i))
-            .collect();
-        gpu.sort_unstable();
-        self.gpu_preorder = gpu;
+        visits
     }
 
     /// Records how the GPU events were linked ([`gpu_links`]; the links already applied) and
@@ -283,25 +336,28 @@ impl CallTree {
 
     /// All GPU events in the subtree of `id` (including `id` itself if it is one), depth first.
     pub fn gpu_events_under(&self, id: EventId) -> Vec<EventId> {
-        let (Some(&lo), Some(&hi)) = (self.first.get(id.idx()), self.end.get(id.idx())) else {
-            return Vec::new();
+        self.gpu_under(id).collect()
+    }
+
+    /// [`CallTree::gpu_events_under`] without a vector, for passes that only fold over them.
+    pub fn gpu_under(&self, id: EventId) -> impl ExactSizeIterator<Item = EventId> + '_ {
+        let (a, b) = match (self.gpu_from.get(id.idx()), self.gpu_to.get(id.idx())) {
+            (Some(&a), Some(&b)) => (a as usize, b as usize),
+            _ => (0, 0),
         };
-        let a = self.gpu_preorder.partition_point(|&(p, _)| p < lo);
-        let b = self.gpu_preorder.partition_point(|&(p, _)| p < hi);
-        self.gpu_preorder[a..b]
-            .iter()
-            .map(|&(_, e)| EventId(e))
-            .collect()
+        self.gpu_preorder[a..b].iter().map(|&e| EventId(e))
     }
 
     /// How many GPU events lie in the subtree of `id` (top-down, through child lists).
     pub fn gpu_count_under(&self, id: EventId) -> usize {
-        let (Some(&lo), Some(&hi)) = (self.first.get(id.idx()), self.end.get(id.idx())) else {
-            return 0;
-        };
-        let a = self.gpu_preorder.partition_point(|&(p, _)| p < lo);
-        let b = self.gpu_preorder.partition_point(|&(p, _)| p < hi);
-        b - a
+        self.gpu_under(id).len()
+    }
+
+    /// [`CallTree::gpu_count_under`] of every event the tree indexes.
+    pub fn gpu_counts(&self) -> Vec<u32> {
+        (self.gpu_from.iter().zip(&self.gpu_to))
+            .map(|(a, b)| b - a)
+            .collect()
     }
 
     /// The nearest `cpu_op` ancestor of an event (not the event itself).
@@ -423,8 +479,9 @@ struct Links {
     skew_examples: Vec<String>,
 }
 
-/// Links each GPU event to the runtime call that launched it (spec §2b).
-fn gpu_links(trace: &Trace) -> Links {
+/// Links each GPU event to the runtime call that launched it (spec §2b). The runtime calls are
+/// linked in parts, run as `fork` can, and the parts' findings joined in file order.
+fn gpu_links(trace: &Trace, fork: &impl crate::fork::Fork) -> Links {
     // TraceLens picks the linking arg from the first launch-like runtime call.
     let first_launch = trace.events.iter().find(|e| {
         e.kind().is_runtime()
@@ -435,7 +492,6 @@ fn gpu_links(trace: &Trace) -> Links {
                 .contains("launch")
     });
     let by_corr = first_launch.is_none_or(|e| e.correlation().is_some());
-    let mut edges = Vec::new();
     let link_of = |e: &super::Event| {
         if by_corr {
             e.correlation()
@@ -443,7 +499,6 @@ fn gpu_links(trace: &Trace) -> Links {
             e.external_id()
         }
     };
-
     // GPU events by (link id, lane, file index): a sorted table instead of a hash map keeps
     // this at 16 bytes per GPU event. TraceLens keys its map by (pid, tid, id), last one wins.
     let mut gpu_by_link: Vec<(i64, LaneId, u32)> = trace
@@ -453,22 +508,67 @@ fn gpu_links(trace: &Trace) -> Links {
         .filter(|(_, e)| e.kind().is_gpu())
         .filter_map(|(i, e)| link_of(e).map(|l| (l, e.lane(), i as u32)))
         .collect();
-    gpu_by_link.sort_unstable();
+    // A stable sort: GPU events mostly come in link order already, and it merges the runs it
+    // finds instead of partitioning (the entries are distinct, so the order is the same).
+    gpu_by_link.sort();
+    let link = |range| link_runtime_calls(trace, &gpu_by_link, by_corr, range);
+    in_parts(0..trace.events.len(), 3, &link, fork)
+}
+
+/// `link` over `range`, cut in halves `depth` times and joined as `fork` can: eight parts, so
+/// that a thread still busy with the host events' nesting when this starts finds parts left.
+fn in_parts(
+    range: std::ops::Range<usize>,
+    depth: u32,
+    link: &(impl Fn(std::ops::Range<usize>) -> Links + Sync),
+    fork: &impl crate::fork::Fork,
+) -> Links {
+    if depth == 0 {
+        return link(range);
+    }
+    let mid = range.start + range.len() / 2;
+    let (mut a, b) = fork.join(
+        || in_parts(range.start..mid, depth - 1, link, fork),
+        || in_parts(mid..range.end, depth - 1, link, fork),
+    );
+    a.edges.extend(b.edges);
+    a.graph_launches += b.graph_launches;
+    a.graph_events += b.graph_events;
+    a.flowless_links += b.flowless_links;
+    a.skewed += b.skewed;
+    a.skew_examples.extend(b.skew_examples);
+    a.skew_examples.truncate(5);
+    a
+}
+
+/// [`gpu_links`] for the runtime calls among the events `range`.
+fn link_runtime_calls(
+    trace: &Trace,
+    gpu_by_link: &[(i64, LaneId, u32)],
+    by_corr: bool,
+    range: std::ops::Range<usize>,
+) -> Links {
     let range_of = |link: i64| -> &[(i64, LaneId, u32)] {
         let lo = gpu_by_link.partition_point(|x| x.0 < link);
-        let hi = gpu_by_link.partition_point(|x| x.0 <= link);
+        let hi = lo + gpu_by_link[lo..].partition_point(|x| x.0 <= link);
         &gpu_by_link[lo..hi]
     };
     let flowless = trace.flows.is_empty();
+    let mut edges = Vec::new();
     let (mut graph_launches, mut graph_events, mut flowless_links) = (0u64, 0u64, 0u64);
     let mut targets: Vec<u32> = Vec::new();
     let (mut skewed, mut skew_examples) = (0u64, Vec::new());
-    for r in 0..trace.events.len() {
+    for r in range {
         let e = &trace.events[r];
         if !e.kind().is_runtime() {
             continue;
         }
-        let Some(link) = link_of(e) else { continue };
+        let link = if by_corr {
+            e.correlation()
+        } else {
+            e.external_id()
+        };
+        let Some(link) = link else { continue };
         targets.clear();
         if is_graph_launch(trace.strings.get(e.name)) {
             // Every GPU event of the replayed graph shares the launch's id, in file order.
@@ -515,5 +615,81 @@ fn gpu_links(trace: &Trace) -> Links {
         flowless_links,
         skewed,
         skew_examples,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::import_bytes;
+    use crate::synth::{trace_bytes, SynthSpec};
+
+    /// The GPU events below `id` by walking its child lists (itself first if it is one).
+    fn walked(trace: &Trace, tree: &CallTree, id: EventId, out: &mut Vec<EventId>) {
+        if trace.event(id).kind().is_gpu() {
+            out.push(id);
+        }
+        for c in tree.children(id) {
+            walked(trace, tree, c, out);
+        }
+    }
+
+    #[test]
+    fn subtree_gpu_events_are_those_the_child_lists_reach() {
+        let spec = SynthSpec {
+            steps: 2,
+            ..SynthSpec::default()
+        };
+        let mut trace = import_bytes(&trace_bytes(&spec).0).expect("imports");
+        let tree = CallTree::build(&mut trace);
+        let counts = tree.gpu_counts();
+        assert_eq!(counts.len(), trace.events.len());
+        let mut gpu_seen = 0;
+        for (i, &count) in counts.iter().enumerate() {
+            let id = EventId(i as u32);
+            let mut want = Vec::new();
+            walked(&trace, &tree, id, &mut want);
+            assert_eq!(tree.gpu_events_under(id), want, "event {i}");
+            assert_eq!(count as usize, want.len());
+            gpu_seen += usize::from(tree.parent(id).is_none()) * want.len();
+        }
+        let gpu_total = trace.events.iter().filter(|e| e.kind().is_gpu()).count();
+        assert!(gpu_total > 0);
+        assert_eq!(gpu_seen, gpu_total, "every GPU event lies under one root");
+    }
+
+    /// Without flows, a kernel is linked to every launch with its correlation id, so it is in
+    /// two child lists: it then counts under the launch the walk meets last only.
+    #[test]
+    fn an_event_in_two_child_lists_counts_once_under_the_last() {
+        let doc = r#"{"traceEvents": [
+          {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1,"dur":1,"args":{"correlation":5}},
+          {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":3,"dur":1,"args":{"correlation":5}},
+          {"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":5,"dur":1,"args":{"correlation":6}},
+          {"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":10,"dur":2,"args":{"stream":7,"correlation":5}},
+          {"ph":"X","cat":"kernel","name":"m","pid":0,"tid":7,"ts":13,"dur":2,"args":{"stream":7,"correlation":6}}
+        ]}"#;
+        let mut trace = import_bytes(doc.as_bytes()).expect("imports");
+        let tree = CallTree::build(&mut trace);
+        let find = |name: &str, ts: Nanos| {
+            (0..trace.events.len() as u32)
+                .map(EventId)
+                .find(|&i| trace.name(trace.event(i)) == name && trace.event(i).ts == ts)
+                .expect("present")
+        };
+        let (first, second, third) = (
+            find("cudaLaunchKernel", 1000),
+            find("cudaLaunchKernel", 3000),
+            find("cudaLaunchKernel", 5000),
+        );
+        let (k, m) = (find("k", 10_000), find("m", 13_000));
+        assert_eq!(tree.children(first).collect::<Vec<_>>(), vec![k]);
+        assert_eq!(tree.children(second).collect::<Vec<_>>(), vec![k]);
+        assert_eq!(tree.gpu_events_under(first), Vec::<EventId>::new());
+        assert_eq!(tree.gpu_events_under(second), vec![k]);
+        assert_eq!(tree.gpu_events_under(third), vec![m]);
+        assert_eq!(tree.gpu_events_under(k), vec![k]);
+        assert_eq!(tree.gpu_counts()[first.idx()], 0);
+        assert_eq!(tree.gpu_counts()[second.idx()], 1);
     }
 }

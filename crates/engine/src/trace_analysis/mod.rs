@@ -419,20 +419,20 @@ fn analyze_tree(
                 let unlinked = timeline::unlinked_work(t, tr, options.gpu_scope, &timeline);
                 (counted, timeline, unlinked)
             },
-            || launchers::kernel_launchers(t, tr, reg, nm),
+            || launchers::kernel_launchers(t, tr, reg, nm, fork),
         )
     };
     quality::note_unlinked(&mut trace, &unlinked);
     // The perf-model sheets (most of the analysis's time) need nothing the other sheets make;
-    // beside them: the op, kernel, collective, idle and steps sheets and the standalone
-    // analysis's module frames and call-stack patterns.
+    // beside them: the op, kernel, collective, idle and steps sheets. The standalone analysis's
+    // module frames and call-stack patterns run on the perf side, after the unified sheet: the
+    // per-category sheets, split finely, are then what a thread done with its own side takes.
     // The perf sheets read only each launcher's first kernel: they get a copy of that index, and
-    // the other side owns the launcher lists and frees them as soon as its op and kernel sheets
-    // are made (run one after the other, the perf sheets then never see the lists).
+    // the other side owns the launcher lists and the counted events and frees them as soon as
+    // its sheets are made (run one after the other, the perf sheets then never see the lists).
     let first_kernels = launchers.first_kernels_only();
     let (t, tr, reg, nm, total) = (&trace, &tree, &registry, &names, timeline.total);
-    let (rest, perf) = fork.join(
-        // Owns the launcher lists and the counted events, and frees them when done with them.
+    let (rest, (perf, structure)) = fork.join(
         move || {
             let (top_ops, op_sheets) = op_sheets(t, tr, &launchers, gpu_only, options);
             let rows = kernel_tables::kernel_rows(t, tr, reg, &launchers);
@@ -447,34 +447,29 @@ fn analyze_tree(
             let comm = crate::analysis::comm_kernels::comm_facts(t, nm);
             let idle = idle_and_steps(t, tr, nm, &counted);
             drop(counted);
-            let structure = crate::standalone::Structure::of(t, tr);
-            (
-                top_ops,
-                op_sheets,
-                kernel_sheets,
-                coll,
-                comm,
-                idle,
-                structure,
-            )
+            (top_ops, op_sheets, kernel_sheets, coll, comm, idle)
         },
         || {
-            (!gpu_only).then(|| {
-                perf_sheets(
-                    &trace,
-                    &tree,
-                    &registry,
-                    &names,
-                    &first_kernels,
-                    platform.as_ref(),
-                    pseudo.as_ref(),
-                    fork,
-                )
-            })
+            let structure = || crate::standalone::Structure::of(t, tr);
+            if gpu_only {
+                return (None, structure());
+            }
+            let (perf, structure) = perf_sheets(
+                t,
+                tr,
+                reg,
+                nm,
+                &first_kernels,
+                platform.as_ref(),
+                pseudo.as_ref(),
+                fork,
+                structure,
+            );
+            (Some(perf), structure)
         },
     );
     drop(first_kernels);
-    let (top_ops, op_sheets, kernel_sheets, coll, comm, idle, structure) = rest;
+    let (top_ops, op_sheets, kernel_sheets, coll, comm, idle) = rest;
     let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
     sheets.extend(op_sheets);
     let mut op_index = crate::lanes::OpIndex::default();

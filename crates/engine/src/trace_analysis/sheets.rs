@@ -179,10 +179,12 @@ pub(super) struct PerfSheets {
     pub unmodelled: category_sheets::Unmodelled,
 }
 
-/// `unified_perf_summary` and the per-category sheets. `inference`: the inference report's
-/// pseudo ops (and its sheet layout).
+/// `unified_perf_summary` and the per-category sheets, and `after_unified`'s result: work of
+/// the caller's run after the unified sheet, on its side of the fork, so that the category
+/// sheets (split finely) are left for a thread done with its own work. `inference`: the
+/// inference report's pseudo ops (and its sheet layout).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn perf_sheets(
+pub(super) fn perf_sheets<T: Send>(
     trace: &Trace,
     tree: &CallTree,
     registry: &Registry,
@@ -191,7 +193,8 @@ pub(super) fn perf_sheets(
     platform: Option<&PlatformUsed>,
     inference: Option<&crate::inference::pseudo_ops::PseudoOps>,
     fork: &impl Fork,
-) -> PerfSheets {
+    after_unified: impl FnOnce() -> T + Send,
+) -> (PerfSheets, T) {
     let autograd = crate::model::autograd::AutogradLinks::build(trace);
     let annotations = inference.map(|_| crate::inference::iteration_annotations(trace));
     // Each task memoizes its own metrics: a memo shared across threads would cost a lock per
@@ -220,18 +223,20 @@ pub(super) fn perf_sheets(
         .collect();
     // The unified sheet and the per-category sheets read the same tables and nothing of each
     // other's.
-    let (unified, mut families) = fork.join(
+    let ((unified, after), mut families) = fork.join(
         || {
             let cache = cache();
             let ctx = context(parts, &cache);
             let rows = unified::unified_rows(&ctx, names, launchers);
-            unified::unified_sheet(&ctx, &rows, p)
+            let unified = unified::unified_sheet(&ctx, &rows, p);
+            drop(rows);
+            (unified, after_unified())
         },
         || category_tables(parts, &cache, &ops, &families, p, fork),
     );
     families.sheets.insert(0, unified.sheet);
     families.op_index = crate::lanes::OpIndex::new(unified.owner, unified.categories);
-    families
+    (families, after)
 }
 
 /// The tables a sheet reads, with a metrics memo (each thread has its own: it is not shared).
