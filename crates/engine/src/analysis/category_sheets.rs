@@ -162,6 +162,19 @@ pub fn row_kernels(ctx: &SheetContext<'_>, row: &PerfRow) -> Vec<EventId> {
     kernels_for(ctx, row.event, row.backward)
 }
 
+/// [`kernels_for`], appended to `out` (a sheet's rows reuse one vector instead of one each).
+fn kernels_into(ctx: &SheetContext<'_>, id: EventId, backward: bool, out: &mut Vec<EventId>) {
+    if backward {
+        out.extend(kernels_for(ctx, id, true));
+        return;
+    }
+    // A subtree's run lists each GPU event once: sorted, it needs no dedup.
+    let trace = ctx.trace;
+    let start = out.len();
+    out.extend(ctx.tree.gpu_under(id));
+    out[start..].sort_by_key(|k| (trace.event(*k).ts, k.0));
+}
+
 /// GPU events of op `id`'s subtree, or with `backward` of its autograd backward calls.
 fn kernels_for(ctx: &SheetContext<'_>, id: EventId, backward: bool) -> Vec<EventId> {
     let (trace, tree) = (ctx.trace, ctx.tree);
@@ -190,6 +203,7 @@ pub fn perf_rows(
     let trace = ctx.trace;
     let backward_sheet = sheet.ends_with("_bwd");
     let mut out = Vec::new();
+    let (mut kernels, mut names): (Vec<EventId>, Vec<&str>) = (Vec::new(), Vec::new());
     for &id in ops.of(family) {
         let e = trace.event(id);
         let Some(class) = ops.class(e.name) else {
@@ -209,11 +223,10 @@ pub fn perf_rows(
         } else {
             continue;
         };
-        let kernels = kernels_for(ctx, id, backward);
-        let names: Vec<&str> = kernels
-            .iter()
-            .map(|k| trace.name(trace.event(*k)))
-            .collect();
+        kernels.clear();
+        kernels_into(ctx, id, backward, &mut kernels);
+        names.clear();
+        names.extend(kernels.iter().map(|k| trace.name(trace.event(*k))));
         let kernel_time_us = span_us(trace, &kernels);
         match ctx.cache.get(trace, class, id, backward, &names) {
             Ok(metrics) => out.push(PerfRow {
@@ -551,10 +564,16 @@ pub fn summarize(
             cells.push(Cell::s(trace.process_label(e)));
             cells.push(Cell::s(trace.thread_name(e)));
             cells.push(Cell::s(first.metrics.compute_spec.clone()));
-            let inst: Vec<_> = members
-                .iter()
-                .map(|r| kernel_details(trace, &row_kernels(ctx, r)))
-                .collect();
+            // Every member's kernels and their details in one vector each, sliced per member.
+            let mut flat: Vec<EventId> = Vec::with_capacity(members.len());
+            let mut bounds: Vec<usize> = Vec::with_capacity(members.len() + 1);
+            bounds.push(0);
+            for r in &members {
+                kernels_into(ctx, r.event, r.backward, &mut flat);
+                bounds.push(flat.len());
+            }
+            let details = kernel_details(trace, &flat);
+            let inst: Vec<&[_]> = bounds.windows(2).map(|w| &details[w[0]..w[1]]).collect();
             let (full, trunc) = summarize_kernel_details(&inst);
             cells.push(full);
             cells.push(trunc);

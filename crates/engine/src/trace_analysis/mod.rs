@@ -21,7 +21,7 @@ use crate::model::tree::CallTree;
 use crate::model::{EventKind, Nanos, Trace};
 use crate::perf::platform::Platform;
 use crate::sheet::{PerfReport, Sheet};
-use quality::note_trace_quality;
+use quality::trace_quality;
 use sheets::{idle_and_steps, perf_sheets};
 
 /// Figures about the trace itself.
@@ -405,23 +405,24 @@ fn analyze_tree(
     trace.flows = Default::default();
     let registry = Registry::new();
     let gpu_only = !trace.has_cpu_ops();
-    note_trace_quality(&mut trace, gpu_only);
 
     let names = names::NameClasses::new(&trace);
     // The GPU timeline (over the events the breakdown counts, listed once for the timeline,
     // idle time and steps) beside the kernels' launchers: neither reads the other.
-    let ((counted, timeline, unlinked), launchers) = {
+    // The trace's quality checks go with the timeline, the shorter side.
+    let ((counted, timeline, unlinked, checked), launchers) = {
         let (t, tr, nm, reg) = (&trace, &tree, &names, &registry);
         fork.join(
             || {
                 let counted = timeline::counted_gpu_events(t, tr, options.gpu_scope);
                 let timeline = timeline::timeline_of(t, nm, counted.iter().copied());
                 let unlinked = timeline::unlinked_work(t, tr, options.gpu_scope, &timeline);
-                (counted, timeline, unlinked)
+                (counted, timeline, unlinked, trace_quality(t, gpu_only))
             },
             || launchers::kernel_launchers(t, tr, reg, nm, fork),
         )
     };
+    checked.note(&mut trace);
     quality::note_unlinked(&mut trace, &unlinked);
     // The perf-model sheets (most of the analysis's time) need nothing the other sheets make;
     // beside them: the op, kernel, collective, idle and steps sheets. The standalone analysis's

@@ -13,6 +13,7 @@ use crate::sheet::Sheet;
 use super::PlatformUsed;
 use crate::fork::Fork;
 use crate::perf::platform::Platform;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The idle-time breakdown (trace level, per device, per stream), host-wait causes, launch
 /// statistics and steps, with their sheets and diagnostics. `counted`: the GPU events the
@@ -263,9 +264,12 @@ type Parts<'a> = (
     bool,
 );
 
-/// The per-category perf sheets of `families` (family, sheet, ops; in workbook order), split
-/// in two by ops while more than one family is left, the halves run as `fork` can; each part
-/// memoizes its own metrics (`cache`), which loses nothing: no op belongs to two families.
+/// The per-category perf sheets of `families` (family, sheet, ops; in workbook order). A
+/// family's `_fwd` and `_bwd` sheets are one unit; units are taken from a shared queue, most ops
+/// first, by as many workers as `fork` runs at once, so a thread done with its own side of the
+/// analysis takes the next unit and the last to finish waits on one unit at most (halves fixed
+/// by op counts left one thread with both of the largest sheets). Each unit memoizes its own
+/// metrics (`cache`), which loses nothing: no op belongs to two families.
 fn category_tables(
     parts: Parts<'_>,
     cache: &(impl Fn() -> category_sheets::MetricsCache + Sync),
@@ -274,24 +278,48 @@ fn category_tables(
     p: Option<&Platform>,
     fork: &impl Fork,
 ) -> PerfSheets {
-    // A family's `_fwd` and `_bwd` sheets stay together; split where half the ops are behind.
-    let total: usize = families.iter().map(|f| f.2).sum();
-    let ahead = |i: usize| families[..i].iter().map(|f| f.2).sum::<usize>();
-    let mut splits = (1..families.len()).filter(|&i| families[i].0 != families[i - 1].0);
-    let mid = splits
-        .clone()
-        .find(|&i| 2 * ahead(i) >= total)
-        .or(splits.next_back());
-    let Some(mid) = mid else {
-        return family_tables(&context(parts, &cache()), ops, families, p);
+    let units: Vec<&[(&str, &str, usize)]> = families.chunk_by(|a, b| a.0 == b.0).collect();
+    let mut queue: Vec<usize> = (0..units.len()).collect();
+    // Stable: units with as many ops keep their workbook order.
+    queue.sort_by_key(|&u| std::cmp::Reverse(units[u].iter().map(|f| f.2).sum::<usize>()));
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        while let Some(&u) = queue.get(next.fetch_add(1, Ordering::Relaxed)) {
+            done.push((
+                u,
+                family_tables(&context(parts, &cache()), ops, units[u], p),
+            ));
+        }
+        done
     };
-    let (mut a, b) = fork.join(
-        || category_tables(parts, cache, ops, &families[..mid], p, fork),
-        || category_tables(parts, cache, ops, &families[mid..], p, fork),
-    );
-    a.sheets.extend(b.sheets);
-    a.anomalies.extend(b.anomalies);
-    a.unmodelled.absorb(b.unmodelled);
+    let mut done = workers(QUEUE_WORKERS, &work, fork);
+    done.sort_by_key(|(u, _)| *u);
+    let mut all = PerfSheets {
+        sheets: Vec::new(),
+        anomalies: Vec::new(),
+        op_index: Default::default(),
+        unmodelled: Default::default(),
+    };
+    for (_, part) in done {
+        all.sheets.extend(part.sheets);
+        all.anomalies.extend(part.anomalies);
+        all.unmodelled.absorb(part.unmodelled);
+    }
+    all
+}
+
+/// How many workers take units from [`category_tables`]'s queue: the most threads `jarvis`
+/// runs with; a worker that finds the queue empty returns at once.
+const QUEUE_WORKERS: usize = 16;
+
+/// `work` run by `n` workers joined as `fork` can, their results in one list.
+fn workers<T: Send>(n: usize, work: &(impl Fn() -> Vec<T> + Sync), fork: &impl Fork) -> Vec<T> {
+    if n <= 1 {
+        return work();
+    }
+    let (mut a, b) = fork.join(work, || workers(n - 1, work, fork));
+    a.extend(b);
     a
 }
 
