@@ -427,7 +427,8 @@ fn analyze_tree(
     // The perf-model sheets (most of the analysis's time) need nothing the other sheets make;
     // beside them: the op, kernel, collective, idle and steps sheets. The standalone analysis's
     // module frames and call-stack patterns run on the perf side, after the unified sheet: the
-    // per-category sheets, split finely, are then what a thread done with its own side takes.
+    // per-category sheets, taken from a queue a family at a time, are then what a thread done
+    // with its own side takes.
     // The perf sheets read only each launcher's first kernel: they get a copy of that index, and
     // the other side owns the launcher lists and the counted events and frees them as soon as
     // its sheets are made (run one after the other, the perf sheets then never see the lists).

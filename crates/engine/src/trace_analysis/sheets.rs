@@ -182,7 +182,8 @@ pub(super) struct PerfSheets {
 
 /// `unified_perf_summary` and the per-category sheets, and `after_unified`'s result: work of
 /// the caller's run after the unified sheet, on its side of the fork, so that the category
-/// sheets (split finely) are left for a thread done with its own work. `inference`: the
+/// sheets (taken from a queue, a family at a time) are left for a thread done with its own
+/// work. `inference`: the
 /// inference report's pseudo ops (and its sheet layout).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn perf_sheets<T: Send>(
