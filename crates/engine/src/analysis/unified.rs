@@ -90,14 +90,7 @@ impl UnifiedRows {
         }
     }
 
-    /// GPU events credited to a row, in launch order.
-    pub fn gpu(&self, ctx: &SheetContext<'_>, r: &UnifiedRow) -> Vec<EventId> {
-        let mut out = Vec::new();
-        self.gpu_into(ctx, r, &mut out);
-        out
-    }
-
-    /// [`UnifiedRows::gpu`], appended to `out`.
+    /// GPU events credited to a row, in launch order, appended to `out`.
     pub fn gpu_into(&self, ctx: &SheetContext<'_>, r: &UnifiedRow, out: &mut Vec<EventId>) {
         match r.synthetic().and_then(|i| self.synthetic.get(i as usize)) {
             Some((_, k)) => out.push(*k),

@@ -492,13 +492,6 @@ fn gpu_links(trace: &Trace, fork: &impl crate::fork::Fork) -> Links {
                 .contains("launch")
     });
     let by_corr = first_launch.is_none_or(|e| e.correlation().is_some());
-    let link_of = |e: &super::Event| {
-        if by_corr {
-            e.correlation()
-        } else {
-            e.external_id()
-        }
-    };
     // GPU events by (link id, lane, file index): a sorted table instead of a hash map keeps
     // this at 16 bytes per GPU event. TraceLens keys its map by (pid, tid, id), last one wins.
     let mut gpu_by_link: Vec<(i64, LaneId, u32)> = trace
@@ -506,11 +499,9 @@ fn gpu_links(trace: &Trace, fork: &impl crate::fork::Fork) -> Links {
         .iter()
         .enumerate()
         .filter(|(_, e)| e.kind().is_gpu())
-        .filter_map(|(i, e)| link_of(e).map(|l| (l, e.lane(), i as u32)))
+        .filter_map(|(i, e)| link_id(e, by_corr).map(|l| (l, e.lane(), i as u32)))
         .collect();
-    // A stable sort: GPU events mostly come in link order already, and it merges the runs it
-    // finds instead of partitioning (the entries are distinct, so the order is the same).
-    gpu_by_link.sort();
+    gpu_by_link.sort_unstable();
     let link = |range| link_runtime_calls(trace, &gpu_by_link, by_corr, range);
     in_parts(0..trace.events.len(), 3, &link, fork)
 }
@@ -541,6 +532,15 @@ fn in_parts(
     a
 }
 
+/// The id an event is linked by: its correlation, or with `by_corr` false its External id.
+fn link_id(e: &super::Event, by_corr: bool) -> Option<i64> {
+    if by_corr {
+        e.correlation()
+    } else {
+        e.external_id()
+    }
+}
+
 /// [`gpu_links`] for the runtime calls among the events `range`.
 fn link_runtime_calls(
     trace: &Trace,
@@ -563,12 +563,9 @@ fn link_runtime_calls(
         if !e.kind().is_runtime() {
             continue;
         }
-        let link = if by_corr {
-            e.correlation()
-        } else {
-            e.external_id()
+        let Some(link) = link_id(e, by_corr) else {
+            continue;
         };
-        let Some(link) = link else { continue };
         targets.clear();
         if is_graph_launch(trace.strings.get(e.name)) {
             // Every GPU event of the replayed graph shares the launch's id, in file order.

@@ -267,7 +267,8 @@ type Parts<'a> = (
 
 /// The per-category perf sheets of `families` (family, sheet, ops; in workbook order). A
 /// family's `_fwd` and `_bwd` sheets are one unit; units are taken from a shared queue, most ops
-/// first, by as many workers as `fork` runs at once, so a thread done with its own side of the
+/// first, by a worker per unit, joined as `fork` can (a worker with nothing left returns at
+/// once), so a thread done with its own side of the
 /// analysis takes the next unit and the last to finish waits on one unit at most (halves fixed
 /// by op counts left one thread with both of the largest sheets). Each unit memoizes its own
 /// metrics (`cache`), which loses nothing: no op belongs to two families.
@@ -294,7 +295,7 @@ fn category_tables(
         }
         done
     };
-    let mut done = workers(QUEUE_WORKERS, &work, fork);
+    let mut done = workers(units.len(), &work, fork);
     done.sort_by_key(|(u, _)| *u);
     let mut all = PerfSheets {
         sheets: Vec::new(),
@@ -309,10 +310,6 @@ fn category_tables(
     }
     all
 }
-
-/// How many workers take units from [`category_tables`]'s queue: the most threads `jarvis`
-/// runs with; a worker that finds the queue empty returns at once.
-const QUEUE_WORKERS: usize = 16;
 
 /// `work` run by `n` workers joined as `fork` can, their results in one list.
 fn workers<T: Send>(n: usize, work: &(impl Fn() -> Vec<T> + Sync), fork: &impl Fork) -> Vec<T> {
