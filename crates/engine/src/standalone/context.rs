@@ -70,19 +70,35 @@ impl Modules {
             }
         }
         let mut m = Modules::default();
+        let mut classes: HashMap<crate::model::strings::StrId, String> = HashMap::default();
         let mut lanes: Vec<_> = by_lane.into_iter().collect();
         lanes.sort_by_key(|(l, _)| l.0);
-        for (_, mut items) in lanes {
+        for (_, items) in lanes {
             let id = |it: &Item| match *it {
                 Item::Frame(x) | Item::Root(x) => x,
             };
-            // Outer frames first at equal start; a frame before an op starting with it.
-            items.sort_by_key(|it| {
-                let e = trace.event(id(it));
-                (e.ts, std::cmp::Reverse(e.dur), matches!(it, Item::Root(_)))
-            });
+            // Outer frames first at equal start; a frame before an op starting with it; then
+            // the order listed (frames in file order, then roots). The keys are read once: a
+            // sort that looked them up in the event table per comparison missed the cache.
+            let mut keyed: Vec<_> = items
+                .into_iter()
+                .enumerate()
+                .map(|(seq, it)| {
+                    let e = trace.event(id(&it));
+                    (
+                        (
+                            e.ts,
+                            std::cmp::Reverse(e.dur),
+                            matches!(it, Item::Root(_)),
+                            seq,
+                        ),
+                        it,
+                    )
+                })
+                .collect();
+            keyed.sort_unstable_by_key(|(k, _)| *k);
             let mut stack: Vec<u32> = Vec::new();
-            for it in items {
+            for (_, it) in keyed {
                 let e = trace.event(id(&it));
                 while let Some(&top) = stack.last() {
                     if trace.event(m.frames[top as usize].event).end() >= e.end() {
@@ -92,11 +108,14 @@ impl Modules {
                 }
                 match it {
                     Item::Frame(f) => {
-                        let name = trace.name(e);
+                        // A class per distinct frame name, not per frame.
+                        let class = classes.entry(e.name).or_insert_with(|| {
+                            module_class(&trace.name(e)[MODULE_PREFIX.len()..]).into()
+                        });
                         m.frames.push(ModuleFrame {
                             event: f,
                             parent: stack.last().copied(),
-                            class: module_class(&name[MODULE_PREFIX.len()..]).to_owned(),
+                            class: class.clone(),
                         });
                         stack.push(m.frames.len() as u32 - 1);
                     }

@@ -3,11 +3,12 @@
 //! softmax + bmm (Flash Attention candidates), layout transposes around convolutions, and
 //! launch-bound streams of short kernels. Each rule is documented in docs/analysis.md.
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Serialize;
 
 use super::context::Modules;
 use crate::analysis::kernel_kinds::is_layout_conversion;
+use crate::model::strings::StrId;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Trace};
 
@@ -73,7 +74,7 @@ pub struct ConvTransposes {
 impl ConvTransposes {
     /// From the convolutions' kernel time and their transpose kernels (name, ns); `None`
     /// without convolution time.
-    fn of(conv_ns: i64, transposes: Vec<(String, i64)>) -> Option<ConvTransposes> {
+    fn of(conv_ns: i64, transposes: Vec<(&str, i64)>) -> Option<ConvTransposes> {
         if conv_ns == 0 {
             return None;
         }
@@ -133,26 +134,22 @@ fn is_heavy_op(name: &str) -> bool {
         || n.contains("gemm")
 }
 
-#[derive(Default)]
-struct FrameWork {
-    /// (leaf op name, kernel duration ns)
-    kernels: Vec<(String, i64)>,
-}
-
-fn shares(items: impl Iterator<Item = (String, i64)>) -> Vec<OpShare> {
+/// Kernel count and time per name, names in the order they first come (each name's time
+/// summed in item order).
+fn shares<'a>(items: impl Iterator<Item = (&'a str, i64)>) -> Vec<OpShare> {
     let mut by: Vec<OpShare> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::default();
     for (name, ns) in items {
-        match by.iter_mut().find(|s| s.name == name) {
-            Some(s) => {
-                s.kernels += 1;
-                s.ms += ns as f64 / 1e6;
-            }
-            None => by.push(OpShare {
-                name,
-                kernels: 1,
-                ms: ns as f64 / 1e6,
-            }),
-        }
+        let i = *at.entry(name).or_insert_with(|| {
+            by.push(OpShare {
+                name: name.to_owned(),
+                kernels: 0,
+                ms: 0.0,
+            });
+            by.len() - 1
+        });
+        by[i].kernels += 1;
+        by[i].ms += ns as f64 / 1e6;
     }
     by
 }
@@ -174,40 +171,49 @@ impl Patterns {
         if modules.frames.is_empty() {
             return self;
         }
-        // The kernels each frame launches through its own ops (not through child modules).
-        let mut work: HashMap<u32, FrameWork> = HashMap::default();
+        // The kernels each frame launches through its own ops (not through child modules), as
+        // (leaf op name, kernel ns): names stay interned ids, as a trace has millions of kernels
+        // and a few hundred op names.
+        let mut work: Vec<Vec<(StrId, i64)>> = vec![Vec::new(); modules.frames.len()];
         for &root in &tree.cpu_roots {
             let Some(frame) = modules.frame_of_root(root) else {
                 continue;
             };
-            for k in tree.gpu_events_under(root) {
+            let list = &mut work[frame as usize];
+            for k in tree.gpu_under(root) {
                 let e = trace.event(k);
-                if e.kind() != EventKind::Kernel {
-                    continue;
+                if e.kind() == EventKind::Kernel {
+                    let op = tree.nearest_cpu_op(trace, k).unwrap_or(root);
+                    list.push((trace.event(op).name, e.dur));
                 }
-                let op = tree.nearest_cpu_op(trace, k).unwrap_or(root);
-                work.entry(frame)
-                    .or_default()
-                    .kernels
-                    .push((trace.name(trace.event(op)).to_owned(), e.dur));
             }
         }
-        let mut frames: Vec<(u32, FrameWork)> = work.into_iter().collect();
-        frames.sort_by_key(|(f, _)| *f);
-        // Group instances by module class.
-        let mut classes: Vec<(String, Vec<FrameWork>)> = Vec::new();
+        // Frames in the order they were found; those without kernels are no instance.
+        let frames = work.into_iter().enumerate().filter(|(_, w)| !w.is_empty());
+        // Group instances by module class, classes in the order their first instance comes.
+        let mut classes: Vec<(&str, Vec<Vec<(StrId, i64)>>)> = Vec::new();
+        let mut class_at: HashMap<&str, usize> = HashMap::default();
         for (f, w) in frames {
-            let class = &modules.frames[f as usize].class;
-            match classes.iter_mut().find(|(c, _)| c == class) {
-                Some((_, v)) => v.push(w),
-                None => classes.push((class.clone(), vec![w])),
-            }
+            let class = modules.frames[f].class.as_str();
+            let at = *class_at.entry(class).or_insert_with(|| {
+                classes.push((class, Vec::new()));
+                classes.len() - 1
+            });
+            classes[at].1.push(w);
         }
         for (class, instances) in classes {
-            let all = || instances.iter().flat_map(|w| w.kernels.iter().cloned());
+            let all = || instances.iter().flat_map(|w| w.iter().copied());
             let n_kernels = all().count() as u64;
             let total_ns: i64 = all().map(|(_, d)| d).sum();
-            let names: Vec<String> = all().map(|(n, _)| n.to_ascii_lowercase()).collect();
+            // The rules ask whether any kernel's op is of a kind: each distinct name once.
+            let ids: HashSet<StrId> = all().map(|(n, _)| n).collect();
+            let mut names: Vec<String> = ids
+                .iter()
+                .map(|&n| trace.strings.get(n).to_ascii_lowercase())
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            let ops = || shares(all().map(|(n, d)| (trace.strings.get(n), d)));
             let has_softmax = names
                 .iter()
                 .any(|n| n.contains("softmax") && !n.contains("backward"));
@@ -219,30 +225,27 @@ impl Patterns {
                 .any(|n| n.contains("attention") || n.contains("scaled_dot_product"));
             if has_softmax && has_bmm && !has_fused_attention {
                 self.unfused_attention.push(UnfusedAttention {
-                    class: class.clone(),
+                    class: class.to_owned(),
                     instances: instances.len() as u64,
-                    ops: shares(all()),
+                    ops: ops(),
                     core_ms: total_ns as f64 / 1e6,
                 });
                 continue;
             }
             let per_instance = n_kernels as f64 / instances.len() as f64;
-            let mut distinct = names.clone();
-            distinct.sort();
-            distinct.dedup();
             if per_instance >= FUSION_MIN_KERNELS
-                && distinct.len() >= FUSION_MIN_OPS
+                && names.len() >= FUSION_MIN_OPS
                 && !names.iter().any(|n| is_heavy_op(n))
             {
                 let fused_ns: i64 = instances
                     .iter()
-                    .map(|w| w.kernels.iter().map(|(_, d)| *d).max().unwrap_or(0))
+                    .map(|w| w.iter().map(|(_, d)| *d).max().unwrap_or(0))
                     .sum();
                 self.fusion.push(FusionCandidate {
-                    class,
+                    class: class.to_owned(),
                     instances: instances.len() as u64,
                     kernels: n_kernels,
-                    ops: shares(all()),
+                    ops: ops(),
                     total_ms: total_ns as f64 / 1e6,
                     fused_ms: fused_ns as f64 / 1e6,
                 });
@@ -272,7 +275,7 @@ fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {
         return None;
     }
     let mut conv_ns = 0i64;
-    let mut transposes: Vec<(String, i64)> = Vec::new();
+    let mut transposes: Vec<(&str, i64)> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
         if e.kind() != EventKind::Kernel {
             continue;
@@ -293,7 +296,7 @@ fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {
         conv_ns += e.dur;
         let name = trace.name(e);
         if is_layout_conversion(name) {
-            transposes.push((name.to_owned(), e.dur));
+            transposes.push((name, e.dur));
         }
     }
     ConvTransposes::of(conv_ns, transposes)
@@ -335,7 +338,7 @@ fn conv_transposes_by_adjacency(trace: &Trace) -> Option<ConvTransposes> {
         }
     }
     let mut conv_ns = 0i64;
-    let mut transposes: Vec<(String, i64)> = Vec::new();
+    let mut transposes: Vec<(&str, i64)> = Vec::new();
     let mut keys: Vec<i64> = streams.keys().copied().collect();
     keys.sort_unstable();
     for k in keys {
@@ -358,7 +361,7 @@ fn conv_transposes_by_adjacency(trace: &Trace) -> Option<ConvTransposes> {
                     conv_ns += dur;
                     let name = trace.name(&trace.events[i]);
                     if r == ConvRole::Helper && is_layout_conversion(name) {
-                        transposes.push((name.to_owned(), dur));
+                        transposes.push((name, dur));
                     }
                 }
             }
@@ -406,9 +409,9 @@ fn gemm_copies(trace: &Trace, tree: &CallTree) -> Option<GemmCopies> {
         return None;
     }
     let mut gemm_ns = 0i64;
-    let mut copies: Vec<(String, i64)> = Vec::new();
-    let mut callers: Vec<(String, i64)> = Vec::new();
-    let mut copy_ops: Vec<(String, i64)> = Vec::new();
+    let mut copies: Vec<(&str, i64)> = Vec::new();
+    let mut callers: Vec<(&str, i64)> = Vec::new();
+    let mut copy_ops: Vec<(&str, i64)> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
         if e.kind() != EventKind::Kernel {
             continue;
@@ -442,10 +445,10 @@ fn gemm_copies(trace: &Trace, tree: &CallTree) -> Option<GemmCopies> {
         match innermost {
             Some(OpRole::Gemm) => gemm_ns += e.dur,
             Some(OpRole::Copy) if !cast => {
-                copies.push((trace.name(e).to_owned(), e.dur));
-                callers.push((trace.name(trace.event(caller)).to_owned(), e.dur));
+                copies.push((trace.name(e), e.dur));
+                callers.push((trace.name(trace.event(caller)), e.dur));
                 if let Some(op) = innermost_op {
-                    copy_ops.push((trace.name(trace.event(op)).to_owned(), e.dur));
+                    copy_ops.push((trace.name(trace.event(op)), e.dur));
                 }
             }
             _ => {}
