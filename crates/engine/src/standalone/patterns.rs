@@ -166,6 +166,9 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
     .with_module_patterns(trace, tree, modules)
 }
 
+/// The kernels a module frame launches through its own ops: (leaf op name, kernel ns).
+type FrameKernels = Vec<(StrId, i64)>;
+
 impl Patterns {
     fn with_module_patterns(mut self, trace: &Trace, tree: &CallTree, modules: &Modules) -> Self {
         if modules.frames.is_empty() {
@@ -174,7 +177,7 @@ impl Patterns {
         // The kernels each frame launches through its own ops (not through child modules), as
         // (leaf op name, kernel ns): names stay interned ids, as a trace has millions of kernels
         // and a few hundred op names.
-        let mut work: Vec<Vec<(StrId, i64)>> = vec![Vec::new(); modules.frames.len()];
+        let mut work: Vec<FrameKernels> = vec![Vec::new(); modules.frames.len()];
         for &root in &tree.cpu_roots {
             let Some(frame) = modules.frame_of_root(root) else {
                 continue;
@@ -191,7 +194,7 @@ impl Patterns {
         // Frames in the order they were found; those without kernels are no instance.
         let frames = work.into_iter().enumerate().filter(|(_, w)| !w.is_empty());
         // Group instances by module class, classes in the order their first instance comes.
-        let mut classes: Vec<(&str, Vec<Vec<(StrId, i64)>>)> = Vec::new();
+        let mut classes: Vec<(&str, Vec<FrameKernels>)> = Vec::new();
         let mut class_at: HashMap<&str, usize> = HashMap::default();
         for (f, w) in frames {
             let class = modules.frames[f].class.as_str();
