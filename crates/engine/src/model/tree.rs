@@ -87,37 +87,65 @@ impl CallTree {
     /// [`CallTree::build_with`], nesting the host events and linking the GPU events (which
     /// read nothing of each other's) as `fork` can.
     pub fn build_on(trace: &mut Trace, python: bool, fork: &impl crate::fork::Fork) -> CallTree {
+        CallTree::build_beside(trace, python, fork, |_| ()).0
+    }
+
+    /// [`CallTree::build_on`], running `beside`, which reads the trace and not the tree, as
+    /// `fork` can beside the tree's indexing (the child lists and the depth-first walk, which
+    /// are serial).
+    pub fn build_beside<T: Send>(
+        trace: &mut Trace,
+        python: bool,
+        fork: &impl crate::fork::Fork,
+        beside: impl FnOnce(&Trace) -> T + Send,
+    ) -> (CallTree, T) {
         let n = trace.events.len();
         let (nested, links) = {
             let t: &Trace = trace;
             fork.join(|| nest_host_events(t, python), || gpu_links(t, fork))
         };
-        let mut tree = CallTree {
-            parent: vec![NO_PARENT; n],
-            link_by_correlation: links.by_correlation,
-            ..CallTree::default()
+        let Nested {
+            edges: mut host_edges,
+            cpu_roots,
+            overhang,
+            examples,
+        } = nested;
+        let (mut tree, found) = {
+            let (t, link_edges) = (&*trace, &links.edges);
+            fork.join(
+                || {
+                    let mut tree = CallTree {
+                        parent: vec![NO_PARENT; n],
+                        cpu_roots,
+                        link_by_correlation: links.by_correlation,
+                        ..CallTree::default()
+                    };
+                    // Host edges first, then launches: a runtime call's driver calls come
+                    // before its kernels among its children, as when one pass found both.
+                    let edges = &mut host_edges;
+                    edges.extend_from_slice(link_edges);
+                    // Later links win, as TraceLens's map does.
+                    for &(p, c) in edges.iter() {
+                        tree.parent[c as usize] = p;
+                    }
+                    tree.index_children(n, edges);
+                    tree.index_preorder(t);
+                    tree
+                },
+                || beside(t),
+            )
         };
-        // Host edges first, then launches: a runtime call's driver calls come before its
-        // kernels among its children, as when one pass found both.
-        let mut edges = nested.edges;
-        tree.cpu_roots = nested.cpu_roots;
-        for ex in nested.examples {
+        drop(host_edges);
+        for ex in examples {
             trace.diagnostics.add(K::OverlappingHostEvents, 0, Some(ex));
         }
-        if nested.overhang > 0 {
+        if overhang > 0 {
             trace
                 .diagnostics
-                .add(K::OverlappingHostEvents, nested.overhang, None);
-        }
-        edges.extend_from_slice(&links.edges);
-        // Later links win, as TraceLens's map does.
-        for &(p, c) in &edges {
-            tree.parent[c as usize] = p;
+                .add(K::OverlappingHostEvents, overhang, None);
         }
         tree.note_links(trace, links);
-        tree.index_children(n, &edges);
-        tree.index_preorder(trace);
-        tree
+        (tree, found)
     }
 
     /// Fills `gpu_from`, `gpu_to` and `gpu_preorder` with an iterative depth-first walk of the

@@ -12,9 +12,7 @@ use crate::analysis::categories::Registry;
 use crate::analysis::names::NameClasses;
 use crate::analysis::timeline::{self, GpuScope, GpuTimeline, UnlinkedWork};
 use crate::analysis::{collectives, device_names, timeline_sheet, top_ops_of, TopOp};
-use crate::analysis::{
-    headline, kernel_tables, launchers, module_tables, names, ops_tables, steps,
-};
+use crate::analysis::{headline, kernel_tables, launchers, module_tables, ops_tables, steps};
 use crate::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::fork::{Fork, Serial};
 use crate::model::tree::CallTree;
@@ -306,15 +304,59 @@ pub fn analyze_trace_with(trace: Trace, options: &Options) -> Analysis {
 /// [`analyze_trace_with`], running independent analyses as `fork` can (on threads natively);
 /// the result is the same for any [`Fork`].
 pub fn analyze_trace_on(mut trace: Trace, options: &Options, fork: &impl Fork) -> Analysis {
-    if options.inference {
-        crate::inference::normalize_sglang_names(&mut trace);
-    }
-    let tree = CallTree::build_on(&mut trace, options.inference, fork);
     if !options.inference {
-        return analyze_tree(trace, tree, options, None, fork);
+        let (tree, only) = CallTree::build_beside(&mut trace, false, fork, TraceOnly::with_names);
+        return analyze_tree(trace, tree, options, None, Some(only), fork);
     }
+    crate::inference::normalize_sglang_names(&mut trace);
+    // The inference report's pseudo ops join the trace after the tree is built: what is read
+    // off the trace alone waits for them.
+    let tree = CallTree::build_on(&mut trace, true, fork);
     let (tree, pseudo) = with_pseudo_ops(&mut trace, tree);
-    analyze_tree(trace, tree, options, Some(pseudo), fork)
+    analyze_tree(trace, tree, options, Some(pseudo), None, fork)
+}
+
+/// What the analysis reads off the trace alone, not its call tree (beside the op names'
+/// classes, which it needs): found beside the tree's serial indexing
+/// ([`CallTree::build_beside`]) where the trace gains no events after it, else beside the
+/// kernels' launchers.
+struct TraceOnly {
+    quality: quality::TraceQuality,
+    /// Kernels, CPU ops, earliest start, latest end.
+    counts: (u64, u64, Nanos, Nanos),
+    coll: Option<Sheet>,
+    comm: crate::analysis::comm_kernels::CommFacts,
+}
+
+impl TraceOnly {
+    fn of(trace: &Trace, names: &NameClasses) -> TraceOnly {
+        // One pass over the events for the counts and the time range (a long trace has
+        // millions).
+        let counts = trace.events.iter().fold(
+            (0u64, 0u64, Nanos::MAX, Nanos::MIN),
+            |(k, c, first, last), e| {
+                (
+                    k + u64::from(e.kind() == EventKind::Kernel),
+                    c + u64::from(e.kind() == EventKind::CpuOp),
+                    first.min(e.ts),
+                    last.max(e.end()),
+                )
+            },
+        );
+        TraceOnly {
+            quality: trace_quality(trace, !trace.has_cpu_ops()),
+            counts,
+            coll: collectives::coll_analysis(trace, 0),
+            comm: crate::analysis::comm_kernels::comm_facts(trace, names),
+        }
+    }
+
+    /// The op names' classes and [`TraceOnly::of`].
+    fn with_names(trace: &Trace) -> (NameClasses, TraceOnly) {
+        let names = NameClasses::new(trace);
+        let only = TraceOnly::of(trace, &names);
+        (names, only)
+    }
 }
 
 /// The inference report's pseudo ops inserted into a tree (the tree unchanged when none apply).
@@ -354,7 +396,7 @@ pub fn analyze_with_captures_on(
     crate::inference::normalize_sglang_names(&mut trace);
     crate::inference::note_merge(&mut trace, &merge);
     let (tree, pseudo) = with_pseudo_ops(&mut trace, tree);
-    let mut analysis = analyze_tree(trace, tree, &options, Some(pseudo), fork);
+    let mut analysis = analyze_tree(trace, tree, &options, Some(pseudo), None, fork);
     analysis.capture_merge = Some(merge);
     analysis
 }
@@ -389,12 +431,14 @@ fn op_sheets(
     }
 }
 
-/// Every analysis over a trace and its call tree (`pseudo`: the inference report's pseudo ops).
+/// Every analysis over a trace and its call tree (`pseudo`: the inference report's pseudo ops;
+/// `trace_only`: what was read off the trace beside the tree, when it was).
 fn analyze_tree(
     mut trace: Trace,
     tree: CallTree,
     options: &Options,
     pseudo: Option<crate::inference::pseudo_ops::PseudoOps>,
+    trace_only: Option<(NameClasses, TraceOnly)>,
     fork: &impl Fork,
 ) -> Analysis {
     let platform = choose_platform(&mut trace, &options.platform);
@@ -405,23 +449,33 @@ fn analyze_tree(
     trace.flows = Default::default();
     let registry = Registry::new();
     let gpu_only = !trace.has_cpu_ops();
-
-    let names = names::NameClasses::new(&trace);
+    let (names, only) = match trace_only {
+        Some((names, only)) => (names, Some(only)),
+        None => (NameClasses::new(&trace), None),
+    };
     // The GPU timeline (over the events the breakdown counts, listed once for the timeline,
     // idle time and steps) beside the kernels' launchers: neither reads the other.
-    // The trace's quality checks go with the timeline, the shorter side.
-    let ((counted, timeline, unlinked, checked), launchers) = {
+    // What is read off the trace alone, unless found with the tree, goes with the timeline, the
+    // shorter side.
+    let ((counted, timeline, unlinked, only), launchers) = {
         let (t, tr, nm, reg) = (&trace, &tree, &names, &registry);
         fork.join(
             || {
                 let counted = timeline::counted_gpu_events(t, tr, options.gpu_scope);
                 let timeline = timeline::timeline_of(t, nm, counted.iter().copied());
                 let unlinked = timeline::unlinked_work(t, tr, options.gpu_scope, &timeline);
-                (counted, timeline, unlinked, trace_quality(t, gpu_only))
+                let only = only.unwrap_or_else(|| TraceOnly::of(t, nm));
+                (counted, timeline, unlinked, only)
             },
             || launchers::kernel_launchers(t, tr, reg, nm, fork),
         )
     };
+    let TraceOnly {
+        quality: checked,
+        counts: (kernels, cpu_ops, first, last),
+        coll,
+        comm,
+    } = only;
     checked.note(&mut trace);
     quality::note_unlinked(&mut trace, &unlinked);
     // The perf-model sheets (most of the analysis's time) need nothing the other sheets make;
@@ -445,11 +499,9 @@ fn analyze_tree(
                 kernel_tables::short_kernels_summary(t, &rows, total, gpu_only),
             ];
             drop(rows);
-            let coll = collectives::coll_analysis(t, 0);
-            let comm = crate::analysis::comm_kernels::comm_facts(t, nm);
             let idle = idle_and_steps(t, tr, nm, &counted);
             drop(counted);
-            (top_ops, op_sheets, kernel_sheets, coll, comm, idle)
+            (top_ops, op_sheets, kernel_sheets, idle)
         },
         || {
             let structure = || crate::standalone::Structure::of(t, tr);
@@ -471,7 +523,7 @@ fn analyze_tree(
         },
     );
     drop(first_kernels);
-    let (top_ops, op_sheets, kernel_sheets, coll, comm, idle) = rest;
+    let (top_ops, op_sheets, kernel_sheets, idle) = rest;
     let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
     sheets.extend(op_sheets);
     let mut op_index = crate::lanes::OpIndex::default();
@@ -497,18 +549,6 @@ fn analyze_tree(
     // TraceLens leaves empty sheets out of the report, except the short-kernel ones.
     sheets.retain(|s| !s.rows.is_empty() || s.name.starts_with("short_kernel"));
 
-    // One pass over the events for the counts and the time range (a long trace has millions).
-    let (kernels, cpu_ops, first, last) = trace.events.iter().fold(
-        (0u64, 0u64, Nanos::MAX, Nanos::MIN),
-        |(k, c, first, last), e| {
-            (
-                k + u64::from(e.kind() == EventKind::Kernel),
-                c + u64::from(e.kind() == EventKind::CpuOp),
-                first.min(e.ts),
-                last.max(e.end()),
-            )
-        },
-    );
     let facts = TraceFacts {
         json_bytes: trace.meta.json_bytes,
         total_events: trace.meta.total_events,
