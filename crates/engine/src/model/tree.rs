@@ -685,6 +685,58 @@ mod tests {
 
     /// Without flows, a kernel is linked to every launch with its correlation id, so it is in
     /// two child lists: it then counts under the launch the walk meets last only.
+    /// Runs the second side of each join first: a host whose threads finish in any order.
+    struct Reversed;
+
+    impl crate::fork::Fork for Reversed {
+        fn join<A: Send, B: Send>(
+            &self,
+            a: impl FnOnce() -> A + Send,
+            b: impl FnOnce() -> B + Send,
+        ) -> (A, B) {
+            let b = b();
+            (a(), b)
+        }
+    }
+
+    /// The tree built beside other work is the tree built alone, with the same diagnostics,
+    /// and the work beside it read the whole trace.
+    #[test]
+    fn a_tree_built_beside_other_work_is_the_same_tree() {
+        let spec = SynthSpec {
+            steps: 2,
+            ..SynthSpec::default()
+        };
+        let bytes = trace_bytes(&spec).0;
+        let mut alone = import_bytes(&bytes).expect("imports");
+        let expected = CallTree::build(&mut alone);
+        let mut trace = import_bytes(&bytes).expect("imports");
+        let (tree, kernels) = CallTree::build_beside(&mut trace, false, &Reversed, |t| {
+            t.events
+                .iter()
+                .filter(|e| e.kind() == EventKind::Kernel)
+                .count()
+        });
+        assert!(kernels > 0);
+        assert_eq!(
+            kernels,
+            alone
+                .events
+                .iter()
+                .filter(|e| e.kind() == EventKind::Kernel)
+                .count()
+        );
+        assert_eq!(tree.cpu_roots, expected.cpu_roots);
+        for i in 0..trace.events.len() as u32 {
+            let id = EventId(i);
+            assert_eq!(tree.parent(id), expected.parent(id));
+            assert!(tree.children(id).eq(expected.children(id)));
+            assert!(tree.gpu_under(id).eq(expected.gpu_under(id)));
+        }
+        let said = |t: &Trace| serde_json::to_string(&t.diagnostics.sorted()).expect("json");
+        assert_eq!(said(&trace), said(&alone));
+    }
+
     #[test]
     fn an_event_in_two_child_lists_counts_once_under_the_last() {
         let doc = r#"{"traceEvents": [
