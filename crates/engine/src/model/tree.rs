@@ -683,8 +683,6 @@ mod tests {
         assert_eq!(gpu_seen, gpu_total, "every GPU event lies under one root");
     }
 
-    /// Without flows, a kernel is linked to every launch with its correlation id, so it is in
-    /// two child lists: it then counts under the launch the walk meets last only.
     /// Runs the second side of each join first: a host whose threads finish in any order.
     struct Reversed;
 
@@ -737,6 +735,8 @@ mod tests {
         assert_eq!(said(&trace), said(&alone));
     }
 
+    /// Without flows, a kernel is linked to every launch with its correlation id, so it is in
+    /// two child lists: it then counts under the launch the walk meets last only.
     #[test]
     fn an_event_in_two_child_lists_counts_once_under_the_last() {
         let doc = r#"{"traceEvents": [
