@@ -105,7 +105,7 @@ impl CallTree {
             fork.join(|| nest_host_events(t, python), || gpu_links(t, fork))
         };
         let Nested {
-            edges: mut host_edges,
+            edges: host_edges,
             cpu_roots,
             overhang,
             examples,
@@ -122,20 +122,19 @@ impl CallTree {
                     };
                     // Host edges first, then launches: a runtime call's driver calls come
                     // before its kernels among its children, as when one pass found both.
-                    let edges = &mut host_edges;
+                    let mut edges = host_edges;
                     edges.extend_from_slice(link_edges);
                     // Later links win, as TraceLens's map does.
-                    for &(p, c) in edges.iter() {
+                    for &(p, c) in &edges {
                         tree.parent[c as usize] = p;
                     }
-                    tree.index_children(n, edges);
+                    tree.index_children(n, &edges);
                     tree.index_preorder(t);
                     tree
                 },
                 || beside(t),
             )
         };
-        drop(host_edges);
         for ex in examples {
             trace.diagnostics.add(K::OverlappingHostEvents, 0, Some(ex));
         }
@@ -709,21 +708,10 @@ mod tests {
         let mut alone = import_bytes(&bytes).expect("imports");
         let expected = CallTree::build(&mut alone);
         let mut trace = import_bytes(&bytes).expect("imports");
-        let (tree, kernels) = CallTree::build_beside(&mut trace, false, &Reversed, |t| {
-            t.events
-                .iter()
-                .filter(|e| e.kind() == EventKind::Kernel)
-                .count()
-        });
-        assert!(kernels > 0);
-        assert_eq!(
-            kernels,
-            alone
-                .events
-                .iter()
-                .filter(|e| e.kind() == EventKind::Kernel)
-                .count()
-        );
+        let gpu_events = |t: &Trace| t.events.iter().filter(|e| e.kind().is_gpu()).count();
+        let (tree, seen) = CallTree::build_beside(&mut trace, false, &Reversed, gpu_events);
+        assert!(seen > 0);
+        assert_eq!(seen, gpu_events(&alone));
         assert_eq!(tree.cpu_roots, expected.cpu_roots);
         for i in 0..trace.events.len() as u32 {
             let id = EventId(i);

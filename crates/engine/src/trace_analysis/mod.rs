@@ -316,10 +316,9 @@ pub fn analyze_trace_on(mut trace: Trace, options: &Options, fork: &impl Fork) -
     analyze_tree(trace, tree, options, Some(pseudo), None, fork)
 }
 
-/// What the analysis reads off the trace alone, not its call tree (beside the op names'
-/// classes, which it needs): found beside the tree's serial indexing
-/// ([`CallTree::build_beside`]) where the trace gains no events after it, else beside the
-/// kernels' launchers.
+/// What the analysis reads off the trace alone, without its call tree (given the op names'
+/// classes). Found beside the tree's serial indexing ([`CallTree::build_beside`]) where the
+/// trace gains no events after the tree is built, else beside the kernels' launchers.
 struct TraceOnly {
     quality: quality::TraceQuality,
     /// Kernels, CPU ops, earliest start, latest end.
@@ -344,7 +343,7 @@ impl TraceOnly {
             },
         );
         TraceOnly {
-            quality: trace_quality(trace, !trace.has_cpu_ops()),
+            quality: trace_quality(trace, counts.1 == 0),
             counts,
             coll: collectives::coll_analysis(trace, 0),
             comm: crate::analysis::comm_kernels::comm_facts(trace, names),
@@ -448,7 +447,6 @@ fn analyze_tree(
     // Launch flows only serve linking; free them before the analyses allocate.
     trace.flows = Default::default();
     let registry = Registry::new();
-    let gpu_only = !trace.has_cpu_ops();
     let (names, only) = match trace_only {
         Some((names, only)) => (names, Some(only)),
         None => (NameClasses::new(&trace), None),
@@ -476,10 +474,11 @@ fn analyze_tree(
         coll,
         comm,
     } = only;
+    let gpu_only = cpu_ops == 0;
     checked.note(&mut trace);
     quality::note_unlinked(&mut trace, &unlinked);
     // The perf-model sheets (most of the analysis's time) need nothing the other sheets make;
-    // beside them: the op, kernel, collective, idle and steps sheets. The standalone analysis's
+    // beside them: the op, kernel, idle and steps sheets. The standalone analysis's
     // module frames and call-stack patterns run on the perf side, after the unified sheet: the
     // per-category sheets, taken from a queue a family at a time, are then what a thread done
     // with its own side takes.

@@ -183,8 +183,7 @@ pub(super) struct PerfSheets {
 /// `unified_perf_summary` and the per-category sheets, and `after_unified`'s result: work of
 /// the caller's run after the unified sheet, on its side of the fork, so that the category
 /// sheets (taken from a queue, a family at a time) are left for a thread done with its own
-/// work. `inference`: the
-/// inference report's pseudo ops (and its sheet layout).
+/// work. `inference`: the inference report's pseudo ops (and its sheet layout).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn perf_sheets<T: Send>(
     trace: &Trace,
@@ -268,10 +267,10 @@ type Parts<'a> = (
 /// The per-category perf sheets of `families` (family, sheet, ops; in workbook order). A
 /// family's `_fwd` and `_bwd` sheets are one unit; units are taken from a shared queue, most ops
 /// first, by a worker per unit, joined as `fork` can (a worker with nothing left returns at
-/// once), so a thread done with its own side of the
-/// analysis takes the next unit and the last to finish waits on one unit at most (halves fixed
-/// by op counts left one thread with both of the largest sheets). Each unit memoizes its own
-/// metrics (`cache`), which loses nothing: no op belongs to two families.
+/// once), so a thread done with its own side of the analysis takes the next unit and the last
+/// to finish waits on one unit at most (halves fixed by op counts left one thread with both of
+/// the largest sheets). Each unit memoizes its own metrics (`cache`), which loses nothing: no
+/// op belongs to two families.
 fn category_tables(
     parts: Parts<'_>,
     cache: &(impl Fn() -> category_sheets::MetricsCache + Sync),
