@@ -100,6 +100,19 @@ pub enum DiagnosticKind {
     CollectiveMismatch,
     /// Collectives found on only some of the ranks.
     UnmatchedCollectives,
+    // Memory records (`[memory]` events; the memory view).
+    /// Memory records without `Addr` or totals (PyTorch before 1.10): statistics only.
+    MemoryRecordsIncomplete,
+    /// Frees whose address has no live allocation in the trace (allocated before it began).
+    MemoryFreeWithoutAllocation,
+    /// Allocations at an address already live on the same device (a free not recorded).
+    MemoryAllocationOverLive,
+    /// Frees whose size differs from the allocation they pair with.
+    MemorySizeMismatch,
+    /// Memory records that name no device type.
+    MemoryUnknownDevice,
+    /// `[OutOfMemory]` events: allocations that failed.
+    OutOfMemory,
 }
 
 impl DiagnosticKind {
@@ -143,6 +156,12 @@ impl DiagnosticKind {
             DiagnosticKind::CollectivesWithoutMetadata => "collectives_without_metadata",
             DiagnosticKind::CollectiveMismatch => "collective_mismatch",
             DiagnosticKind::UnmatchedCollectives => "unmatched_collectives",
+            DiagnosticKind::MemoryRecordsIncomplete => "memory_records_incomplete",
+            DiagnosticKind::MemoryFreeWithoutAllocation => "memory_free_without_allocation",
+            DiagnosticKind::MemoryAllocationOverLive => "memory_allocation_over_live",
+            DiagnosticKind::MemorySizeMismatch => "memory_size_mismatch",
+            DiagnosticKind::MemoryUnknownDevice => "memory_unknown_device",
+            DiagnosticKind::OutOfMemory => "out_of_memory",
         }
     }
 
@@ -171,9 +190,21 @@ impl DiagnosticKind {
             | CollectivesWithoutMetadata
             | CollectiveMismatch
             | UnmatchedCollectives
-            | CaptureNotMerged => Severity::Warning,
-            RepairedJson | GraphLaunches | CaptureMerged | LinkedWithoutFlows
-            | OpsWithoutShapes | GpuOnlyTrace | NoStepMarkers | RankFromFileName => Severity::Info,
+            | CaptureNotMerged
+            | MemoryRecordsIncomplete
+            | MemoryAllocationOverLive
+            | MemorySizeMismatch
+            | MemoryUnknownDevice
+            | OutOfMemory => Severity::Warning,
+            RepairedJson
+            | GraphLaunches
+            | CaptureMerged
+            | LinkedWithoutFlows
+            | OpsWithoutShapes
+            | GpuOnlyTrace
+            | NoStepMarkers
+            | RankFromFileName
+            | MemoryFreeWithoutAllocation => Severity::Info,
         }
     }
 
@@ -218,6 +249,12 @@ impl DiagnosticKind {
             CollectivesWithoutMetadata => "Some collective kernels record no NCCL metadata (older PyTorch): they are matched by order, with durations, skew and waits, but without sizes there is no bandwidth.",
             CollectiveMismatch => "Some matched collectives record different metadata on different ranks (a rank with an extra or missing collective shifts the sequence); their pairing is suspect.",
             UnmatchedCollectives => "Some collectives were found on only some ranks (a profiling window cut at different points, or different work per rank); their figures use the ranks present.",
+            MemoryRecordsIncomplete => "Some memory records carry no address or no allocator totals (PyTorch before 1.10): they count in the statistics by operator, but without an address they cannot be paired into lifetimes and without totals they add no point to the memory curve.",
+            MemoryFreeWithoutAllocation => "Some frees match no allocation in the trace (the memory was allocated before profiling began); they are listed in the events table without an allocation time.",
+            MemoryAllocationOverLive => "Some allocations reuse an address that is still live on the same device (its free was not recorded); the earlier allocation is listed as never freed.",
+            MemorySizeMismatch => "Some frees release a different number of bytes than the allocation they pair with; the events table shows the freed size.",
+            MemoryUnknownDevice => "Some memory records name no device type; they are left out of the memory view.",
+            OutOfMemory => "The trace records allocations that failed ([OutOfMemory] events): the workload ran out of device memory.",
             EfficiencyAbovePeak => "Some ops ran faster than the platform's peak allows: either the platform's peaks or the op's FLOP/byte model do not fit them, so their efficiency is not a fact.",
         }
     }

@@ -38,6 +38,7 @@ pub mod fork;
 pub mod import;
 pub mod inference;
 pub mod lanes;
+pub mod memory;
 pub mod model;
 pub mod multirank;
 pub mod perf;

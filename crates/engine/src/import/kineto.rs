@@ -11,6 +11,7 @@ use super::event::{lossy, parse_event, parse_event_prefix, RawEvent, RawValue};
 use super::framer::{FrameSink, LOCAL_INDEX};
 use super::number::{micros_text_to_nanos, parse_integer};
 use crate::diagnostics::DiagnosticKind as K;
+use crate::model::memory::MemoryRecord;
 use crate::model::{
     CollectiveArgs, Event, EventKind, Lane, LaneId, OpArgs, RawId, Trace, COLLECTIVE_ARG_KEYS,
 };
@@ -41,6 +42,12 @@ fn wanted_arg(key: &[u8]) -> bool {
             | b"Out msg nelems"
             | b"In split size"
             | b"Out split size"
+            | b"Addr"
+            | b"Bytes"
+            | b"Total Allocated"
+            | b"Total Reserved"
+            | b"Device Type"
+            | b"Device Id"
     )
 }
 
@@ -281,6 +288,62 @@ impl TraceBuilder {
     }
 }
 
+impl TraceBuilder {
+    /// A `[memory]` or `[OutOfMemory]` instant event; other instant events are not read.
+    fn memory(&mut self, index: u64, offset: u64, ev: &RawEvent<'_>) {
+        let out_of_memory = match ev.name.as_deref() {
+            Some("[memory]") => false,
+            Some("[OutOfMemory]") => true,
+            _ => return,
+        };
+        let ts = ev
+            .ts
+            .as_ref()
+            .and_then(|v| v.number_text())
+            .and_then(micros_text_to_nanos);
+        let Some(ts) = ts else {
+            self.trace.diagnostics.add(
+                K::MissingTimestamp,
+                1,
+                Some(format!(
+                    "{} at byte {offset} (a memory record) has no usable ts; dropped",
+                    self.event_ref(index)
+                )),
+            );
+            return;
+        };
+        let lane = self.lane(ev);
+        let mut r = MemoryRecord {
+            ts,
+            lane,
+            uid: u32::try_from(index).unwrap_or(u32::MAX),
+            addr: None,
+            bytes: 0,
+            total_allocated: None,
+            total_reserved: None,
+            device_type: None,
+            device_id: None,
+            out_of_memory,
+        };
+        for (k, v) in &ev.args {
+            let slot = match k.as_ref() {
+                "Addr" => &mut r.addr,
+                "Total Allocated" => &mut r.total_allocated,
+                "Total Reserved" => &mut r.total_reserved,
+                "Device Type" => &mut r.device_type,
+                "Device Id" => &mut r.device_id,
+                "Bytes" => {
+                    r.bytes = int_value(v).unwrap_or(0);
+                    continue;
+                }
+                _ => continue,
+            };
+            *slot = int_value(v);
+        }
+        self.trace.memory.push(r);
+    }
+}
+
 fn int_value(v: &RawValue<'_>) -> Option<i64> {
     let t = v.number_text()?;
     let i = parse_integer(t)?;
@@ -400,6 +463,7 @@ impl TraceBuilder {
         match ph {
             "X" => self.complete(index, offset, &ev),
             "M" => self.metadata(&ev),
+            "i" | "I" => self.memory(index, offset, &ev),
             "s" | "f" => {
                 let cat = ev.cat.as_deref().unwrap_or("");
                 let name = ev.name.as_deref().unwrap_or("");

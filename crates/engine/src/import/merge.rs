@@ -265,6 +265,11 @@ fn absorb(main: &mut TraceBuilder, part: TraceBuilder, base: u64) {
         }));
     m.sequence
         .extend(t.sequence.into_iter().map(|(i, n)| (i + first, n)));
+    m.memory.extend(t.memory.into_iter().map(|mut r| {
+        r.uid = u32::try_from(u64::from(r.uid) + base).unwrap_or(u32::MAX);
+        r.lane = lanes[r.lane.0 as usize];
+        r
+    }));
     for (id, f) in t.flows {
         let to = m.flows.entry(id).or_default();
         to.has_start |= f.has_start;

@@ -17,6 +17,7 @@ use super::kineto::TraceBuilder;
 use super::merge::Partial;
 use super::reader::Reader;
 use crate::diagnostics::{Diagnostic, DiagnosticKind};
+use crate::model::memory::MemoryRecord;
 use crate::model::{
     CollectiveArgs, Event, EventKind, Flow, Lane, LaneId, OpArgs, StoredEvent, StrId, Trace,
     TraceMeta,
@@ -194,6 +195,24 @@ fn write_trace(o: &mut Out, t: &Trace) {
         o.u32(*e);
         o.i64(*n);
     }
+    o.len(t.memory.len());
+    for r in &t.memory {
+        o.i64(r.ts);
+        o.u32(r.lane.0);
+        o.u32(r.uid);
+        o.i64(r.bytes);
+        for v in [
+            r.addr,
+            r.total_allocated,
+            r.total_reserved,
+            r.device_type,
+            r.device_id,
+        ] {
+            o.bool(v.is_some());
+            o.i64(v.unwrap_or(0));
+        }
+        o.bool(r.out_of_memory);
+    }
     write_meta(o, &t.meta);
     let entries = t.diagnostics.entries();
     o.len(entries.len());
@@ -270,6 +289,28 @@ fn read_trace(i: &mut In<'_>) -> Result<Trace, WireError> {
     }
     for _ in 0..i.len(12)? {
         t.sequence.push((i.u32()?, i.i64()?));
+    }
+    for _ in 0..i.len(70)? {
+        let (ts, lane, uid, bytes) = (i.i64()?, i.u32()?, i.u32()?, i.i64()?);
+        let mut opt = || -> Result<Option<i64>, WireError> {
+            let some = i.bool()?;
+            let v = i.i64()?;
+            Ok(some.then_some(v))
+        };
+        let (addr, total_allocated, total_reserved) = (opt()?, opt()?, opt()?);
+        let (device_type, device_id) = (opt()?, opt()?);
+        t.memory.push(MemoryRecord {
+            ts,
+            lane: LaneId(lane),
+            uid,
+            addr,
+            bytes,
+            total_allocated,
+            total_reserved,
+            device_type,
+            device_id,
+            out_of_memory: i.bool()?,
+        });
     }
     t.meta = read_meta(i)?;
     for _ in 0..i.len(8)? {

@@ -2,6 +2,7 @@
 //! tree built from them (`tree`). Import fills these tables; analysis only reads them.
 
 pub mod autograd;
+pub mod memory;
 pub mod strings;
 pub mod tree;
 
@@ -480,6 +481,8 @@ pub struct Trace {
     pub flows: HashMap<i64, Flow>,
     /// Autograd `Sequence number` of the events that record one: (event index, number).
     pub sequence: Vec<(u32, i64)>,
+    /// `[memory]` and `[OutOfMemory]` records in file order (`memory::MemoryRecord`).
+    pub memory: Vec<memory::MemoryRecord>,
     pub meta: TraceMeta,
     pub diagnostics: Diagnostics,
 }
@@ -545,5 +548,6 @@ impl Trace {
             + self.lanes.capacity() * std::mem::size_of::<Lane>()
             + self.op_args.capacity() * std::mem::size_of::<OpArgs>()
             + self.flows.capacity() * 24
+            + self.memory.capacity() * std::mem::size_of::<memory::MemoryRecord>()
     }
 }

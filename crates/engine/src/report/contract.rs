@@ -154,10 +154,17 @@ pub fn agent_directories(a: &Analysis, title: &str) -> Result<Vec<OutputFile>, E
 /// All files of the standalone output contract. Empty when the trace has no standalone
 /// analysis (no `unified_perf_summary`: a trace without GPU kernels).
 pub fn standalone_files(a: &Analysis, title: &str) -> Result<Vec<OutputFile>, ExportError> {
+    // The memory view's files come with any trace that has memory records.
+    let memory = a
+        .memory
+        .as_ref()
+        .map(super::memory::files)
+        .unwrap_or_default();
     let (Some(st), Some(unified)) = (&a.standalone, a.report.sheet("unified_perf_summary")) else {
-        return Ok(Vec::new());
+        return Ok(memory);
     };
     let (mut out, manifest_cats) = category_files(a, st, unified, title)?;
+    out.extend(memory);
     let mut replay_files = Vec::new();
     for r in &st.replay {
         let path = format!(

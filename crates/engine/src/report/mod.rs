@@ -10,6 +10,7 @@ pub mod export;
 pub mod files;
 pub mod findings_md;
 pub mod job_bundle;
+pub mod memory;
 pub mod reopen;
 pub mod replay;
 pub mod standalone_fair;

@@ -176,6 +176,11 @@ pub struct Analysis {
     pub diff_side: Option<crate::tracediff::DiffSide>,
     /// What merging capture traces did ([`analyze_with_captures`]); `None` without captures.
     pub capture_merge: Option<crate::inference::capture::MergeReport>,
+    /// The memory view (`crate::memory`); `None` when the trace has no `[memory]` records.
+    /// Not in [`Analysis::page_json`]: the worker sends it apart (its curve and tables are the
+    /// largest part of a reply).
+    #[serde(skip)]
+    pub memory: Option<crate::memory::MemoryView>,
 }
 
 /// The trace and call tree the timeline lanes are built from, kept by an analysis asked for
@@ -455,7 +460,8 @@ fn analyze_tree(
     // idle time and steps) beside the kernels' launchers: neither reads the other.
     // What is read off the trace alone, unless found with the tree, goes with the timeline, the
     // shorter side.
-    let ((counted, timeline, unlinked, only), launchers) = {
+    // The memory view reads only the trace: it goes there too.
+    let ((counted, timeline, unlinked, only, memory), launchers) = {
         let (t, tr, nm, reg) = (&trace, &tree, &names, &registry);
         fork.join(
             || {
@@ -463,7 +469,8 @@ fn analyze_tree(
                 let timeline = timeline::timeline_of(t, nm, counted.iter().copied());
                 let unlinked = timeline::unlinked_work(t, tr, options.gpu_scope, &timeline);
                 let only = only.unwrap_or_else(|| TraceOnly::of(t, nm));
-                (counted, timeline, unlinked, only)
+                let memory = crate::memory::analyze(t);
+                (counted, timeline, unlinked, only, memory)
             },
             || launchers::kernel_launchers(t, tr, reg, nm, fork),
         )
@@ -477,6 +484,12 @@ fn analyze_tree(
     let gpu_only = cpu_ops == 0;
     checked.note(&mut trace);
     quality::note_unlinked(&mut trace, &unlinked);
+    let memory = memory.map(|(view, found)| {
+        for (kind, n, example) in found {
+            trace.diagnostics.add(kind, n, example);
+        }
+        view
+    });
     // The perf-model sheets (most of the analysis's time) need nothing the other sheets make;
     // beside them: the op, kernel, idle and steps sheets. The standalone analysis's
     // module frames and call-stack patterns run on the perf side, after the unified sheet: the
@@ -625,6 +638,7 @@ fn analyze_tree(
         pending_lanes,
         diff_side,
         capture_merge: None,
+        memory,
     };
     if !options.lanes_later {
         analysis.finish_lanes();

@@ -1,0 +1,178 @@
+//! Each device's curve (one point per record with an address and both totals, the plugin's
+//! rule), its peaks, and what the reserved-minus-allocated gap says about fragmentation.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::attribute::{operator_label, Attribution};
+use super::lifetimes::DeviceLife;
+use super::tree::OpTrees;
+use super::{CurvePoint, DeviceMemory, LiveGroup};
+use crate::model::memory::{MemoryDevice, MemoryRecord};
+use crate::model::{Nanos, Trace};
+
+/// What the passes after attribution share.
+pub struct Context<'a> {
+    pub trace: &'a Trace,
+    pub trees: &'a OpTrees,
+    /// Record indices in time order.
+    pub order: &'a [u32],
+    pub attr: &'a Attribution,
+}
+
+impl Context<'_> {
+    pub fn record(&self, pos: usize) -> &MemoryRecord {
+        &self.trace.memory[self.order[pos] as usize]
+    }
+
+    /// The operator an allocation at `pos` is shown under (`<unknown>` for a free: the plugin
+    /// charges frees to no one).
+    pub fn label(&self, pos: usize) -> String {
+        let node = self.attr.node[pos].filter(|_| self.record(pos).bytes > 0);
+        operator_label(self.trace, self.trees, node)
+    }
+
+    pub fn module(&self, pos: usize) -> Option<String> {
+        self.attr.module[pos].map(|m| self.trace.strings.get(m).to_owned())
+    }
+}
+
+/// One device's records.
+#[derive(Debug)]
+pub struct DeviceRecords {
+    pub device: MemoryDevice,
+    /// Positions in the time order.
+    pub positions: Vec<usize>,
+    /// The first record reaching the highest `Total Allocated`.
+    pub peak: Option<usize>,
+}
+
+/// The records of each device, CPU first then GPUs by id.
+pub fn device_records(trace: &Trace, order: &[u32]) -> Vec<DeviceRecords> {
+    let mut by: HashMap<MemoryDevice, Vec<usize>> = HashMap::default();
+    for (pos, &i) in order.iter().enumerate() {
+        if let Some(d) = MemoryDevice::of(&trace.memory[i as usize]) {
+            by.entry(d).or_default().push(pos);
+        }
+    }
+    let mut out: Vec<DeviceRecords> = by
+        .into_iter()
+        .map(|(device, positions)| {
+            let mut peak: Option<(i64, usize)> = None;
+            for &p in &positions {
+                if let Some(a) = trace.memory[order[p] as usize].total_allocated {
+                    if peak.is_none_or(|(best, _)| a > best) {
+                        peak = Some((a, p));
+                    }
+                }
+            }
+            DeviceRecords {
+                device,
+                positions,
+                peak: peak.map(|(_, p)| p),
+            }
+        })
+        .collect();
+    out.sort_by_key(|d| d.device);
+    out
+}
+
+/// The curve, peaks, live-at-peak groups and fragmentation figures of one device.
+pub fn device_memory(ctx: &Context<'_>, d: &DeviceRecords, life: &DeviceLife) -> DeviceMemory {
+    let mut curve = Vec::new();
+    let (mut peak_allocated, mut peak_reserved) = (0i64, 0i64);
+    let (mut max_unused, mut max_unused_ts) = (0i64, None);
+    let (mut growths, mut growth_bytes) = (0u64, 0i64);
+    let mut last_reserved: Option<i64> = None;
+    for &p in &d.positions {
+        let r = ctx.record(p);
+        if let Some(a) = r.total_allocated {
+            peak_allocated = peak_allocated.max(a);
+        }
+        if let Some(res) = r.total_reserved {
+            peak_reserved = peak_reserved.max(res);
+            if let Some(prev) = last_reserved {
+                if res > prev {
+                    growths += 1;
+                    growth_bytes += res - prev;
+                }
+            }
+            last_reserved = Some(res);
+        }
+        let (Some(_), Some(allocated), Some(reserved)) =
+            (r.addr, r.total_allocated, r.total_reserved)
+        else {
+            continue;
+        };
+        curve.push(CurvePoint {
+            ts: r.ts,
+            allocated,
+            reserved,
+        });
+        if reserved - allocated > max_unused {
+            max_unused = reserved - allocated;
+            max_unused_ts = Some(r.ts);
+        }
+    }
+    let peak = d.peak.map(|p| ctx.record(p));
+    let live_at_peak = live_groups(ctx, &life.live_at_peak);
+    let live_bytes: i64 = live_at_peak.iter().map(|g| g.bytes).sum();
+    DeviceMemory {
+        device: d.device.name(),
+        curve,
+        peak_allocated,
+        peak_reserved,
+        peak_ts: peak.map(|r| r.ts),
+        operator_at_peak: d.peak.map(|p| ctx.label(p)),
+        live_at_peak,
+        live_at_peak_bytes: live_bytes,
+        allocated_before_trace: peak
+            .and_then(|r| r.total_allocated)
+            .map_or(0, |a| a - live_bytes),
+        unused_reserved_at_peak: peak.map_or(0, |r| {
+            r.total_reserved.unwrap_or(0) - r.total_allocated.unwrap_or(0)
+        }),
+        max_unused_reserved: max_unused,
+        max_unused_reserved_ts: max_unused_ts,
+        reserved_growths: growths,
+        reserved_growth_bytes: growth_bytes,
+        never_freed: life.never_freed.len() as u64,
+        never_freed_bytes: life.never_freed.iter().map(|&p| ctx.record(p).bytes).sum(),
+    }
+}
+
+/// Live allocations grouped by operator, module and stack; largest first.
+fn live_groups(ctx: &Context<'_>, live: &[usize]) -> Vec<LiveGroup> {
+    let mut groups: HashMap<(String, Option<String>, Option<String>), (u64, i64, i64, Nanos)> =
+        HashMap::default();
+    for &p in live {
+        let r = ctx.record(p);
+        let key = (ctx.label(p), ctx.module(p), ctx.attr.stack[p].clone());
+        let g = groups.entry(key).or_insert((0, 0, i64::MIN, r.ts));
+        g.0 += 1;
+        g.1 += r.bytes;
+        if r.bytes > g.2 {
+            g.2 = r.bytes;
+            g.3 = r.ts;
+        }
+    }
+    let mut out: Vec<LiveGroup> = groups
+        .into_iter()
+        .map(
+            |((operator, module, stack), (count, bytes, _, first_ts))| LiveGroup {
+                operator,
+                module,
+                stack,
+                count,
+                bytes,
+                first_ts,
+            },
+        )
+        .collect();
+    out.sort_by(|a, b| {
+        b.bytes
+            .cmp(&a.bytes)
+            .then(a.first_ts.cmp(&b.first_ts))
+            .then(a.operator.cmp(&b.operator))
+    });
+    out
+}

@@ -1,0 +1,339 @@
+//! The operator tree each memory record is charged to, built as PyTorch's TensorBoard plugin
+//! built it (its `tid2tree`), so that the statistics by operator agree with the plugin's:
+//! - one tree per host thread, of its `cpu_op` events, `ProfilerStep#N` markers, `nn.Module`
+//!   frames and collective annotations (`nccl:*`/`gloo:*`); plain python functions are not in it;
+//! - nesting by time containment over events sorted by (start, −end), an event that starts
+//!   inside another but ends after it left out;
+//! - a node with exactly one child of the same name (both `cpu_op`s) merged with it
+//!   (PyTorch's `_remove_dup_nodes`);
+//! - a record belongs to the innermost node whose `[start, end)` holds its time, if that node is
+//!   an operator (not a step marker, module, `Optimizer.*`, DataLoader or `DataParallel.forward`
+//!   frame); otherwise to no operator.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::model::{EventKind, LaneId, Nanos, StrId, Trace};
+
+/// What a tree node is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    /// An operator: records inside it are charged to it.
+    Op,
+    /// A `cpu_op` that is not an operator for the plugin (`Optimizer.*`, DataLoader,
+    /// `DataParallel.forward`); it still merges with a same-named child.
+    CpuFrame,
+    /// A step marker, `nn.Module` frame or collective annotation.
+    Frame,
+}
+
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// The event (index into `Trace::events`).
+    pub event: u32,
+    pub name: StrId,
+    pub start: Nanos,
+    pub end: Nanos,
+    pub kind: NodeKind,
+    /// Index of the parent node; `None` for a top-level node (the plugin's `CallTreeRoot`).
+    pub parent: Option<u32>,
+    children: Vec<u32>,
+}
+
+/// Every thread's tree, in one arena.
+#[derive(Debug, Default)]
+pub struct OpTrees {
+    pub nodes: Vec<Node>,
+    /// Top-level nodes per lane, in time order.
+    roots: HashMap<LaneId, Vec<u32>>,
+}
+
+/// A tree event before nesting: start, end, name, kind, event index.
+type Item = (Nanos, Nanos, StrId, NodeKind, u32);
+
+const EXCLUDED: [&str; 2] = ["DataParallel.forward", "DistributedDataParallel.forward"];
+const COLLECTIVES: [&str; 10] = [
+    "nccl:broadcast",
+    "nccl:reduce",
+    "nccl:all_reduce",
+    "nccl:all_gather",
+    "nccl:reduce_scatter",
+    "gloo:broadcast",
+    "gloo:reduce",
+    "gloo:all_reduce",
+    "gloo:all_gather",
+    "gloo:reduce_scatter",
+];
+
+fn node_kind(kind: EventKind, name: &str) -> Option<NodeKind> {
+    let step = name.starts_with("ProfilerStep#");
+    match kind {
+        EventKind::CpuOp if step => Some(NodeKind::Frame),
+        EventKind::CpuOp => {
+            let loader = (name.starts_with("enumerate(DataLoader)#")
+                && name.ends_with(".__next__"))
+                || name.starts_with("enumerate(DataPipe)#");
+            if loader || name.starts_with("Optimizer.") || EXCLUDED.contains(&name) {
+                Some(NodeKind::CpuFrame)
+            } else {
+                Some(NodeKind::Op)
+            }
+        }
+        EventKind::UserAnnotation if step || COLLECTIVES.contains(&name) => {
+            // A collective annotation is an operator node of the plugin's, of type
+            // user_annotation: it holds records but is not an operator (its type).
+            Some(NodeKind::Frame)
+        }
+        EventKind::PythonFunction if name.starts_with("nn.Module:") => Some(NodeKind::Frame),
+        _ => None,
+    }
+}
+
+impl OpTrees {
+    /// The trees of every host thread (all of them: the operators' call counts need every
+    /// instance, not only those a record falls in).
+    pub fn build(trace: &Trace) -> OpTrees {
+        let mut by_lane: HashMap<LaneId, Vec<Item>> = HashMap::default();
+        for (i, e) in trace.events.iter().enumerate() {
+            // Pseudo ops and captured ops have no host time of their own.
+            if !e.has_time() || e.is_captured() {
+                continue;
+            }
+            if let Some(kind) = node_kind(e.kind(), trace.name(e)) {
+                by_lane
+                    .entry(e.lane())
+                    .or_default()
+                    .push((e.ts, e.end(), e.name, kind, i as u32));
+            }
+        }
+        let mut trees = OpTrees::default();
+        let mut lanes: Vec<_> = by_lane.into_iter().collect();
+        lanes.sort_by_key(|(l, _)| *l);
+        for (lane, mut list) in lanes {
+            // Stable: events of equal span stay in file order, as Python's sort keeps them.
+            list.sort_by_key(|&(s, e, ..)| (s, std::cmp::Reverse(e)));
+            let roots = trees.nest(&list);
+            trees.roots.insert(lane, roots);
+        }
+        trees.merge_duplicates();
+        trees
+    }
+
+    /// Nests one thread's sorted events; returns its top-level nodes.
+    fn nest(&mut self, list: &[Item]) -> Vec<u32> {
+        let mut roots = Vec::new();
+        let mut stack: Vec<u32> = Vec::new();
+        for &(start, end, name, kind, event) in list {
+            loop {
+                let Some(&top) = stack.last() else {
+                    break;
+                };
+                let t = &self.nodes[top as usize];
+                if start < t.end {
+                    break;
+                }
+                stack.pop();
+            }
+            if let Some(&top) = stack.last() {
+                if end > self.nodes[top as usize].end {
+                    // Starts inside its would-be parent but ends after it: left out.
+                    continue;
+                }
+            }
+            let id = self.nodes.len() as u32;
+            let parent = stack.last().copied();
+            self.nodes.push(Node {
+                event,
+                name,
+                start,
+                end,
+                kind,
+                parent,
+                children: Vec::new(),
+            });
+            match parent {
+                Some(p) => self.nodes[p as usize].children.push(id),
+                None => roots.push(id),
+            }
+            stack.push(id);
+        }
+        roots
+    }
+
+    /// A `cpu_op` whose only child is a `cpu_op` of the same name takes that child's children
+    /// (repeatedly), as PyTorch's profiler and the plugin do.
+    fn merge_duplicates(&mut self) {
+        let mut todo: Vec<u32> = self.roots.values().flatten().copied().collect();
+        while let Some(n) = todo.pop() {
+            loop {
+                let node = &self.nodes[n as usize];
+                if node.children.len() != 1 || node.kind == NodeKind::Frame {
+                    break;
+                }
+                let c = node.children[0];
+                let child = &self.nodes[c as usize];
+                if child.name != node.name || child.kind == NodeKind::Frame {
+                    break;
+                }
+                let grand = std::mem::take(&mut self.nodes[c as usize].children);
+                for &g in &grand {
+                    self.nodes[g as usize].parent = Some(n);
+                }
+                // The merged child is no longer reachable from any root.
+                self.nodes[c as usize].parent = None;
+                self.nodes[c as usize].kind = NodeKind::Frame;
+                self.nodes[n as usize].children = grand;
+            }
+            todo.extend(self.nodes[n as usize].children.iter().copied());
+        }
+    }
+
+    /// Operator nodes reachable from the roots, counted by name (the statistics' `Calls`).
+    pub fn op_calls(&self) -> HashMap<StrId, u64> {
+        let mut calls: HashMap<StrId, u64> = HashMap::default();
+        let mut todo: Vec<u32> = self.roots.values().flatten().copied().collect();
+        while let Some(n) = todo.pop() {
+            let node = &self.nodes[n as usize];
+            if node.kind == NodeKind::Op {
+                *calls.entry(node.name).or_default() += 1;
+            }
+            todo.extend(node.children.iter().copied());
+        }
+        calls
+    }
+
+    /// The innermost node on `lane` whose `[start, end)` holds each time of `times` (sorted):
+    /// one walk down and along the tree for all of them.
+    pub fn innermost(&self, lane: LaneId, times: &[Nanos]) -> Vec<Option<u32>> {
+        let Some(roots) = self.roots.get(&lane) else {
+            return vec![None; times.len()];
+        };
+        let mut out = Vec::with_capacity(times.len());
+        // The path from a root down to the current node, with the next child to look at.
+        let mut path: Vec<(u32, usize)> = Vec::new();
+        let mut root_at = 0usize;
+        for &ts in times {
+            while let Some(&(n, _)) = path.last() {
+                let node = &self.nodes[n as usize];
+                if ts >= node.start && ts < node.end {
+                    break;
+                }
+                path.pop();
+            }
+            if path.is_empty() {
+                while root_at < roots.len() && self.nodes[roots[root_at] as usize].end <= ts {
+                    root_at += 1;
+                }
+                match roots.get(root_at) {
+                    Some(&r) if self.nodes[r as usize].start <= ts => path.push((r, 0)),
+                    _ => {
+                        out.push(None);
+                        continue;
+                    }
+                }
+            }
+            // Descend: children are in time order, and times only grow.
+            loop {
+                let (n, next) = *path.last().expect("path holds the root");
+                let children = &self.nodes[n as usize].children;
+                let mut i = next;
+                while i < children.len() && self.nodes[children[i] as usize].end <= ts {
+                    i += 1;
+                }
+                path.last_mut().expect("path holds the root").1 = i;
+                match children.get(i) {
+                    Some(&c) if self.nodes[c as usize].start <= ts => path.push((c, 0)),
+                    _ => break,
+                }
+            }
+            out.push(path.last().map(|&(n, _)| n));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::import::import_bytes;
+
+    fn trees(events: &str) -> (Trace, OpTrees) {
+        let json = format!("{{\"traceEvents\": [{events}]}}");
+        let trace = import_bytes(json.as_bytes()).unwrap();
+        let t = OpTrees::build(&trace);
+        (trace, t)
+    }
+
+    fn x(name: &str, cat: &str, ts: u32, dur: u32) -> String {
+        format!(
+            r#"{{"ph":"X","cat":"{cat}","name":"{name}","pid":1,"tid":1,"ts":{ts},"dur":{dur}}}"#
+        )
+    }
+
+    #[test]
+    fn records_go_to_the_innermost_operator_with_half_open_spans() {
+        let (trace, t) = trees(
+            &[
+                x("ProfilerStep#1", "user_annotation", 0, 100),
+                x("aten::linear", "cpu_op", 10, 40),
+                x("aten::mm", "cpu_op", 20, 10),
+                x("aten::add", "cpu_op", 50, 10),
+            ]
+            .join(","),
+        );
+        let lane = trace.events[0].lane();
+        let got = t.innermost(lane, &[5, 10, 20, 30, 49, 50, 60, 100]);
+        let names: Vec<&str> = got
+            .iter()
+            .map(|n| n.map_or("-", |n| trace.strings.get(t.nodes[n as usize].name)))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "ProfilerStep#1",
+                "aten::linear",
+                "aten::mm",
+                "aten::linear",
+                "aten::linear",
+                "aten::add",
+                "ProfilerStep#1",
+                "-"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_same_named_only_child_merges_and_counts_once() {
+        let (trace, t) = trees(
+            &[
+                x("aten::empty", "cpu_op", 0, 10),
+                x("aten::empty", "cpu_op", 1, 5),
+                x("aten::to", "cpu_op", 20, 10),
+                x("aten::copy_", "cpu_op", 21, 2),
+                x("python_thing", "python_function", 40, 10),
+            ]
+            .join(","),
+        );
+        let calls = t.op_calls();
+        let id = |s: &str| trace.strings.find(s).unwrap();
+        assert_eq!(calls[&id("aten::empty")], 1);
+        assert_eq!(calls[&id("aten::to")], 1);
+        assert_eq!(calls[&id("aten::copy_")], 1);
+        let lane = trace.events[0].lane();
+        // Inside the merged child: charged to the surviving parent, whose parent is the root.
+        let got = t.innermost(lane, &[2, 45]);
+        assert_eq!(t.nodes[got[0].unwrap() as usize].parent, None);
+        assert_eq!(got[1], None, "plain python functions are not in the tree");
+    }
+
+    #[test]
+    fn an_event_ending_after_its_parent_is_left_out() {
+        let (trace, t) = trees(&[x("a", "cpu_op", 0, 10), x("b", "cpu_op", 5, 10)].join(","));
+        let lane = trace.events[0].lane();
+        let got = t.innermost(lane, &[6, 12]);
+        assert_eq!(
+            trace.strings.get(t.nodes[got[0].unwrap() as usize].name),
+            "a"
+        );
+        assert_eq!(got[1], None);
+    }
+}

@@ -1,0 +1,218 @@
+//! The memory view's files: `memory/*.csv` (the plugin's three views, the peaks, what is live
+//! at each peak, memory per step) and `memory/memory_findings.md`. Times are microseconds as
+//! the trace writes them (exact, from integer nanoseconds), sizes bytes.
+
+use super::files::OutputFile;
+use crate::memory::{bytes_text, MemoryView};
+use crate::model::Nanos;
+use crate::sheet::{Cell, Sheet};
+use crate::standalone::md;
+use crate::synth::writer::micros;
+
+fn ts(ns: Option<Nanos>) -> Cell {
+    ns.map_or(Cell::Empty, |n| Cell::Str(micros(n)))
+}
+
+fn opt(s: &Option<String>) -> Cell {
+    s.as_ref().map_or(Cell::Empty, |s| Cell::s(s.as_str()))
+}
+
+/// The memory sheets, each named as its file (`memory_curve`, `memory_events`,
+/// `memory_by_op`, `peaks`, `live_at_peak`, `memory_steps`).
+pub fn sheets(v: &MemoryView) -> Vec<Sheet> {
+    let mut curve = Sheet::new(
+        "memory_curve",
+        &["device", "ts_us", "allocated_bytes", "reserved_bytes"],
+    );
+    let mut peaks = Sheet::new(
+        "peaks",
+        &[
+            "device",
+            "peak_allocated_bytes",
+            "peak_reserved_bytes",
+            "peak_ts_us",
+            "operator_at_peak",
+        ],
+    );
+    let mut live = Sheet::new(
+        "live_at_peak",
+        &[
+            "device", "operator", "module", "stack", "count", "bytes", "ts_us",
+        ],
+    );
+    for d in &v.devices {
+        for p in &d.curve {
+            curve.rows.push(vec![
+                Cell::s(d.device.as_str()),
+                Cell::Str(micros(p.ts)),
+                Cell::Int(p.allocated),
+                Cell::Int(p.reserved),
+            ]);
+        }
+        peaks.rows.push(vec![
+            Cell::s(d.device.as_str()),
+            Cell::Int(d.peak_allocated),
+            Cell::Int(d.peak_reserved),
+            ts(d.peak_ts),
+            opt(&d.operator_at_peak),
+        ]);
+        for g in &d.live_at_peak {
+            live.rows.push(vec![
+                Cell::s(d.device.as_str()),
+                Cell::s(g.operator.as_str()),
+                opt(&g.module),
+                opt(&g.stack),
+                Cell::Int(g.count as i64),
+                Cell::Int(g.bytes),
+                Cell::Str(micros(g.first_ts)),
+            ]);
+        }
+    }
+    let mut events = Sheet::new(
+        "memory_events",
+        &[
+            "device",
+            "operator",
+            "size_bytes",
+            "alloc_ts_us",
+            "free_ts_us",
+            "duration_us",
+        ],
+    );
+    for e in &v.events {
+        events.rows.push(vec![
+            Cell::s(e.device.as_str()),
+            Cell::s(e.operator.as_str()),
+            Cell::Int(e.size),
+            ts(e.alloc_ts),
+            ts(e.free_ts),
+            ts(e.duration()),
+        ]);
+    }
+    let mut by_op = Sheet::new(
+        "memory_by_op",
+        &[
+            "device",
+            "operator",
+            "calls",
+            "size_increase_bytes",
+            "self_size_increase_bytes",
+            "allocation_count",
+            "self_allocation_count",
+            "allocation_bytes",
+            "self_allocation_bytes",
+        ],
+    );
+    for r in &v.by_op {
+        by_op.rows.push(vec![
+            Cell::s(r.device.as_str()),
+            Cell::s(r.operator.as_str()),
+            Cell::Int(r.calls as i64),
+            Cell::Int(r.size_increase),
+            Cell::Int(r.self_size_increase),
+            Cell::Int(r.allocation_count),
+            Cell::Int(r.self_allocation_count),
+            Cell::Int(r.allocation_bytes),
+            Cell::Int(r.self_allocation_bytes),
+        ]);
+    }
+    let mut steps = Sheet::new(
+        "memory_steps",
+        &[
+            "step",
+            "device",
+            "start_us",
+            "end_us",
+            "allocated_at_start_bytes",
+            "allocated_at_end_bytes",
+            "peak_allocated_bytes",
+            "never_freed_count",
+            "never_freed_bytes",
+        ],
+    );
+    for s in &v.steps {
+        steps.rows.push(vec![
+            Cell::s(s.step.as_str()),
+            Cell::s(s.device.as_str()),
+            Cell::Str(micros(s.start)),
+            Cell::Str(micros(s.end)),
+            Cell::Int(s.allocated_at_start),
+            Cell::Int(s.allocated_at_end),
+            Cell::Int(s.peak_allocated),
+            Cell::Int(s.never_freed as i64),
+            Cell::Int(s.never_freed_bytes),
+        ]);
+    }
+    vec![curve, events, by_op, peaks, live, steps]
+}
+
+/// `memory/<sheet>.csv` for every sheet and `memory/memory_findings.md`.
+pub fn files(v: &MemoryView) -> Vec<OutputFile> {
+    let mut out: Vec<OutputFile> = sheets(v)
+        .into_iter()
+        .map(|s| (format!("memory/{}.csv", s.name), s.to_csv()))
+        .collect();
+    out.push((
+        "memory/memory_findings.md".into(),
+        findings_md(v).into_bytes(),
+    ));
+    out
+}
+
+/// The memory section of the reports: peaks per device, what is live at each peak, the
+/// findings. Trace text passes through `md::code_cell`/`md::cell`.
+pub fn findings_md(v: &MemoryView) -> String {
+    let mut s = String::from("## Memory\n\n");
+    s.push_str(&format!(
+        "{} allocator records ([memory] events). Peaks are the highest `Total Allocated` and `Total Reserved` any record reports.\n\n",
+        v.records
+    ));
+    s.push_str("| device | peak allocated | peak reserved | unused reserved at the peak | at | operator at the peak |\n|---|---|---|---|---|---|\n");
+    for d in &v.devices {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            d.device,
+            bytes_text(d.peak_allocated),
+            bytes_text(d.peak_reserved),
+            bytes_text(d.unused_reserved_at_peak),
+            d.peak_ts
+                .map_or("-".into(), |t| format!("{} µs", micros(t))),
+            d.operator_at_peak
+                .as_deref()
+                .map_or("-".into(), md::code_cell),
+        ));
+    }
+    for d in v.devices.iter().filter(|d| !d.live_at_peak.is_empty()) {
+        s.push_str(&format!(
+            "\n### Live at the {} peak\n\n{} in {} allocation(s) the trace saw made; {} allocated before the trace began.\n\n| operator | module | count | bytes |\n|---|---|---|---|\n",
+            d.device,
+            bytes_text(d.live_at_peak_bytes),
+            d.live_at_peak.iter().map(|g| g.count).sum::<u64>(),
+            bytes_text(d.allocated_before_trace),
+        ));
+        for g in d.live_at_peak.iter().take(10) {
+            s.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                md::code_cell(&g.operator),
+                g.module.as_deref().map_or("-".into(), md::code_cell),
+                g.count,
+                bytes_text(g.bytes)
+            ));
+        }
+    }
+    s.push_str("\n### Memory findings\n\n");
+    if v.findings.is_empty() {
+        s.push_str("None: no rule of docs/analysis.md (\"Memory findings\") fired.\n");
+    }
+    for f in &v.findings {
+        s.push_str(&format!(
+            "- **{}** ({}, {:.0}% of the peak): {} *Action:* {}\n",
+            md::cell(&f.title),
+            f.key,
+            100.0 * f.share_of_peak,
+            md::cell(&f.evidence),
+            md::cell(&f.action)
+        ));
+    }
+    s
+}
