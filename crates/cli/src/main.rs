@@ -624,7 +624,7 @@ fn write_report(
         || {
             fork.join(
                 || write_csvs(analysis, out),
-                || -> Result<Vec<u8>> { Ok(jarvis_export::perf_report_xlsx(&analysis.report)?) },
+                || -> Result<Vec<u8>> { Ok(jarvis_export::analysis_xlsx(analysis)?) },
             )
         },
         || {

@@ -5,11 +5,28 @@ pub mod html;
 pub mod snapshot;
 
 use jarvis_engine::report::files::ExportError;
-use jarvis_engine::report::{Cell, PerfReport};
+use jarvis_engine::report::{Cell, PerfReport, Sheet};
 use rust_xlsxwriter::{DocProperties, ExcelDateTime, Workbook};
 
 /// `perf_report.xlsx`: one worksheet per sheet, TraceLens's names (cut to Excel's 31 chars).
 pub fn perf_report_xlsx(report: &PerfReport) -> Result<Vec<u8>, ExportError> {
+    perf_report_xlsx_with(report, &[])
+}
+
+/// [`perf_report_xlsx`] for an analysis: TraceLens's sheets, then the memory view's
+/// (`memory_curve`, `memory_events`, `memory_by_op`, `peaks`, `live_at_peak`, `memory_steps`)
+/// when the trace has memory records.
+pub fn analysis_xlsx(a: &jarvis_engine::Analysis) -> Result<Vec<u8>, ExportError> {
+    let memory = a
+        .memory
+        .as_ref()
+        .map(jarvis_engine::report::memory::sheets)
+        .unwrap_or_default();
+    perf_report_xlsx_with(&a.report, &memory)
+}
+
+/// [`perf_report_xlsx`] with more sheets after TraceLens's.
+pub fn perf_report_xlsx_with(report: &PerfReport, extra: &[Sheet]) -> Result<Vec<u8>, ExportError> {
     let mut book = Workbook::new();
     // A fixed creation date, so the same analysis always exports the same bytes.
     let created = ExcelDateTime::from_ymd(2024, 1, 1).map_err(|e| ExportError(e.to_string()))?;
@@ -20,6 +37,7 @@ pub fn perf_report_xlsx(report: &PerfReport) -> Result<Vec<u8>, ExportError> {
         .sheets
         .iter()
         .filter(|s| s.name != jarvis_engine::analysis::launch_stats::SHEET)
+        .chain(extra)
     {
         let ws = book.add_worksheet();
         let name: String = sheet.name.chars().take(31).collect();

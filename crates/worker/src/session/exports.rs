@@ -75,7 +75,7 @@ impl Session {
             (Loaded::Bundle(r, _), "analysis") => contract_zip(&r.files)
                 .map(|b| ("jarvis_analysis.zip", b))
                 .map_err(err),
-            (Loaded::Trace(a), "xlsx") => jarvis_export::perf_report_xlsx(&a.report)
+            (Loaded::Trace(a), "xlsx") => jarvis_export::analysis_xlsx(a)
                 .map(|b| ("perf_report.xlsx", b))
                 .map_err(|e| e.to_string()),
             (Loaded::Bundle(r, _), "xlsx") => jarvis_export::perf_report_xlsx(&r.report)
