@@ -100,6 +100,10 @@ pub struct Overview {
     /// `analysis.md` in TraceLens's analysis agent's contract, rendered the same way (empty for
     /// GPU-only traces and bundles written before it existed).
     pub agent_html: String,
+    /// Where the memory view comes from and each device's peaks (None: no memory records).
+    pub memory: Option<crate::memory_parts::MemorySummary>,
+    /// The memory view whole (None until the rest arrives, and for a reopened bundle).
+    pub memory_view: Option<std::sync::Arc<crate::memory_parts::MemoryData>>,
     /// The timeline view's lanes (None for a reopened bundle: it has no events).
     pub lanes: Option<std::sync::Arc<crate::reply_parts::TimelineMeta>>,
     /// The rest of the result (explorer rows, kernels, categories, lanes, reports) has arrived;
@@ -131,6 +135,8 @@ pub struct Rest {
     pub comparison_html: String,
     #[serde(default)]
     pub comparison: Value,
+    #[serde(default)]
+    pub memory: Option<crate::memory_parts::MemoryData>,
 }
 
 impl Overview {
@@ -278,6 +284,10 @@ impl Overview {
             report_html: String::new(),
             rough_html: String::new(),
             agent_html: String::new(),
+            memory: reply
+                .get("memory")
+                .and_then(|m| serde_json::from_value(m.clone()).ok()),
+            memory_view: None,
             lanes: None,
             complete: false,
         })
@@ -295,6 +305,7 @@ impl Overview {
         self.rough_html = std::mem::take(&mut rest.rough_html);
         self.agent_html = std::mem::take(&mut rest.agent_html);
         self.lanes = rest.timeline.take().map(std::sync::Arc::new);
+        self.memory_view = rest.memory.take().map(std::sync::Arc::new);
         self.complete = true;
     }
 }

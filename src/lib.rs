@@ -7,6 +7,7 @@
 pub mod analysis_view;
 mod chart;
 mod job;
+pub mod memory_parts;
 pub mod reply_parts;
 mod shortcuts;
 mod snapshot;
@@ -65,6 +66,11 @@ pub(crate) struct Reference {
     data: RwSignal<serde_json::Value>,
     /// The reference's timeline lanes, drawn beside the target's in the compare view.
     lanes: RwSignal<Option<std::sync::Arc<views::timeline::TimelineMeta>>>,
+}
+
+/// Whether a loaded analysis has a memory view (its Memory tab is shown).
+fn has_memory(s: &Status) -> bool {
+    matches!(s, Status::Done(o) if o.memory.is_some())
 }
 
 fn mb(bytes: f64) -> f64 {
@@ -416,9 +422,14 @@ pub fn App() -> impl IntoView {
         }
         let compare = !reference.comparison.get_untracked().is_empty();
         let ranks = job.with_untracked(Option::is_some);
+        let memory = status.with_untracked(has_memory);
         TABS.iter()
             .map(|(k, _, _)| *k)
-            .filter(|k| (*k != "compare" || compare) && (*k != "ranks" || ranks))
+            .filter(|k| {
+                (*k != "compare" || compare)
+                    && (*k != "ranks" || ranks)
+                    && (*k != "memory" || memory)
+            })
             .collect()
     });
 
@@ -476,6 +487,8 @@ pub fn App() -> impl IntoView {
     // A memo, not the status itself: the tab bar is on screen while a file loads, and would
     // otherwise be rebuilt by every progress message.
     let only_ranks = Memo::new(move |_| status.with(|s| matches!(s, Status::Job)));
+    // The Memory tab is there when the analysis has memory records (or a bundle its peaks).
+    let memory_tab = Memo::new(move |_| status.with(has_memory));
     let tabs = move || {
         let only_ranks = only_ranks.get();
         view! {
@@ -484,6 +497,7 @@ pub fn App() -> impl IntoView {
                     let hidden = move || if only_ranks { key != "ranks" } else {
                         (key == "compare" && reference.comparison.get().is_empty())
                             || (key == "ranks" && job.with(Option::is_none))
+                            || (key == "memory" && !memory_tab.get())
                     };
                     let active = move || shown_tab() == key;
                     view! {

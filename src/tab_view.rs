@@ -41,7 +41,7 @@ type ViewFn = fn(&Arc<Overview>, Tabs) -> AnyView;
 
 /// The views of an analysis, in the tab bar's order: (key, label, view). `tab-<key>` is each
 /// tab's test hook; an unknown key shows the overview.
-pub(crate) const TABS: [(&str, &str, ViewFn); 12] = [
+pub(crate) const TABS: [(&str, &str, ViewFn); 13] = [
     ("overview", "Overview", overview),
     ("ranks", "Ranks", ranks),
     ("steps", "Steps", steps),
@@ -53,6 +53,7 @@ pub(crate) const TABS: [(&str, &str, ViewFn); 12] = [
     ("report", "Report", report),
     ("rough", "Working notes", rough),
     ("diagnostics", "Diagnostics", diagnostics),
+    ("memory", "Memory", memory),
     ("compare", "Compare", compare),
 ];
 
@@ -145,6 +146,21 @@ fn steps(o: &Arc<Overview>, t: Tabs) -> AnyView {
         })
     });
     view! { <views::steps::StepsView steps=o.steps.clone() zoom=zoom/> }.into_any()
+}
+
+/// The Memory tab: linked with the timeline through its window (`timeline_state`).
+fn memory(o: &Arc<Overview>, t: Tabs) -> AnyView {
+    let tab = t.tab;
+    let to_timeline = o
+        .lanes
+        .is_some()
+        .then(|| Callback::new(move |()| tab.set("timeline")));
+    view! {
+        <views::memory::MemoryView summary=o.memory.clone() data=o.memory_view.clone()
+            origin=o.lanes.as_ref().map(|m| m.range.0) timeline=t.timeline_state
+            show_in_timeline=to_timeline/>
+    }
+    .into_any()
 }
 
 fn roofline(o: &Arc<Overview>, t: Tabs) -> AnyView {

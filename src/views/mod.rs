@@ -6,6 +6,7 @@ pub mod diagnostics;
 pub mod diff_tree;
 pub mod idle;
 pub mod kernels;
+pub mod memory;
 pub mod ops;
 pub mod overview;
 pub mod platform;

@@ -78,6 +78,7 @@ pub fn OverviewView(
             }
         })
         .collect_view();
+    let memory = memory_peaks(overview.memory.as_ref());
     let no_recs = overview.recommendations.is_empty();
     let diag_summary = crate::views::diagnostics::summary(&overview.diagnostics);
     let first_diags: Vec<_> = overview.diagnostics.iter().take(3).cloned().collect();
@@ -117,6 +118,7 @@ pub fn OverviewView(
             </p>
             <h2>"Summary"</h2>
             <dl class="headline" data-testid="headline">{headline}</dl>
+            {memory}
             <h2>"Recommendations"</h2>
             {if no_recs {
                 view! { <p class="facts">"None: no bottleneck passed the rules (or the trace has no CPU ops to analyze)."</p> }.into_any()
@@ -150,6 +152,30 @@ pub fn OverviewView(
             <DiagnosticsList diagnostics=first_diags examples=1/>
         </section>
     }
+}
+
+/// The peak memory of each GPU (allocated and reserved), when the trace has memory records.
+fn memory_peaks(m: Option<&crate::memory_parts::MemorySummary>) -> Option<impl IntoView> {
+    use jarvis_engine::memory::bytes_text;
+    let m = m.filter(|m| m.gpus().next().is_some())?;
+    let items = m
+        .gpus()
+        .map(|p| {
+            view! {
+                <div class="metric">
+                    <dt>{format!("{} peak memory (allocated / reserved)", p.device)}</dt>
+                    <dd data-testid=format!("overview-memory-{}", p.device) data-allocated=p.allocated.to_string()
+                        data-reserved=p.reserved.to_string()>
+                        {format!("{} / {}", bytes_text(p.allocated), bytes_text(p.reserved))}
+                    </dd>
+                </div>
+            }
+        })
+        .collect_view();
+    Some(view! {
+        <h2>"Peak memory"</h2>
+        <dl class="headline" data-testid="overview-memory">{items}</dl>
+    })
 }
 
 /// Says that the trace was analyzed with its graph captures, and how much of it they covered.

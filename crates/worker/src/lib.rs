@@ -5,7 +5,7 @@
 //! |-------------------------------------------|------------------------------------------------------|
 //! | (worker start)                            | `ready`                                              |
 //! | `{warm: true}` (while waiting for a file)  | `warm {done, worked_ms, overview}` after one step (~40 ms) of analyzing a small synthetic trace so V8 optimizes the engine's code before the first file (`warmup.rs`); the page asks again until `done`, whose `overview` is the warm-up trace's `result` (the page renders it once off screen); any other request ends it |
-//! | `{file, name, platform, include_unlinked}` | `progress {phase, done, total, elapsed_ms}`…, then `result {partial: true, analysis, elapsed_ms, parse_ms, input_bytes, wasm_memory_bytes, recommendations, reopened}` (what the overview shows, sent as soon as the analysis is done); then, when the page asks with `{rest: true}` (after painting the overview), the object `{kind: "result_rest", json}` whose JSON holds `ops, kernel_summary, categories, timeline, reference_timeline, report_html, rough_html, comparison_html, comparison`; or `error {message}` |
+//! | `{file, name, platform, include_unlinked}` | `progress {phase, done, total, elapsed_ms}`…, then `result {partial: true, analysis, elapsed_ms, parse_ms, input_bytes, wasm_memory_bytes, recommendations, reopened, memory}` (what the overview shows, sent as soon as the analysis is done; `memory`: null without `[memory]` records, else `{source: "trace" \| "bundle", peaks: [{device, allocated, reserved}]}`, a bundle's from its `memory/peaks.csv`); then, when the page asks with `{rest: true}` (after painting the overview), the object `{kind: "result_rest", json}` whose JSON holds `ops, kernel_summary, categories, timeline, reference_timeline, report_html, rough_html, comparison_html, comparison, memory` (`memory`: the engine's `MemoryView` whole, times in ns on the trace's clock like the timeline's `range`; null for a reopened bundle or a trace without memory records); or `error {message}` |
 //! | the same with `captures: [Blob], capture_names: [string], details?: Blob` | a serving trace with its graph-capture traces (and TraceLens's `execution_details.json`): the captures are read first (`progress {phase: "reading capture i of n"}`), merged into the trace (`analyze_with_captures`), and the `result`'s `analysis.capture_merge` says what the merge did |
 //! | `{file, name, platform, role: "rank"}` (a job's pool worker) | `progress`…, then `rank_summary {summary}` (a `RankSummary` as JSON), `rank_summary {capture: true}` for a graph-capture trace (recognised by content; not analyzed), or `error` |
 //! | `{job: [summary…], title, failed: [[name, error]…]}` | `job {job, reopened: false}` (the job analysis; its files kept for `{export: "job"}`) |
@@ -36,6 +36,8 @@
 
 #[cfg(target_arch = "wasm32")]
 mod import;
+#[cfg(any(target_arch = "wasm32", test))]
+mod memory;
 #[cfg(target_arch = "wasm32")]
 mod outbox;
 #[cfg(target_arch = "wasm32")]

@@ -378,8 +378,13 @@ impl Session {
                 serde_json::from_value(r.analysis["recommendations"].clone()).unwrap_or_default(),
             ),
         };
+        let memory = match &target.loaded {
+            Loaded::Trace(a) => crate::memory::summary(a.memory.as_ref()),
+            Loaded::Bundle(r, _) => crate::memory::bundle_summary(r),
+        };
         Ok(
             json!({"kind": "result", "partial": true, "elapsed_ms": elapsed, "input_bytes": total,
+            "memory": memory,
             "parse_ms": parse_ms, "wasm_memory_bytes": wasm_memory_bytes(), "analysis": analysis,
             "import_workers": self.read_by.workers, "import_split_ms": self.read_by.split_ms,
             "import_merge_ms": self.read_by.merge_ms, "import_own_ranges": self.read_by.own_ranges,
@@ -443,7 +448,13 @@ impl Session {
             ),
         };
         let (comparison_html, comparison) = self.comparison_parts();
-        Ok(json!({"ops": ops, "kernel_summary": kernels,
+        // The memory view whole (curve, events, statistics, live at the peaks, findings); a
+        // reopened bundle has none (its memory/*.csv give the overview's peaks only).
+        let memory = match &target.loaded {
+            Loaded::Trace(a) => serde_json::to_value(&a.memory).map_err(|e| e.to_string())?,
+            Loaded::Bundle(..) => serde_json::Value::Null,
+        };
+        Ok(json!({"ops": ops, "kernel_summary": kernels, "memory": memory,
             "categories": categories, "timeline": self.lanes().map(crate::timeline::meta),
             "reference_timeline": self.reference_timeline(),
             "report_html": report_html, "rough_html": rough_html, "agent_html": agent_html, "comparison_html": comparison_html,
