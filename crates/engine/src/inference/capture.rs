@@ -7,9 +7,9 @@
 use rustc_hash::FxHashMap;
 
 use super::align::{align, CapturedLaunch, Replayed};
+use super::execution_roots::{batch_size, execution_roots};
 use crate::model::tree::{CallTree, TreeLinks};
 use crate::model::{Event, EventId, EventKind, Lane, LaneId, OpArgs, RawId, StrId, Trace};
-use crate::perf::iteration::Annotation;
 
 /// One capture trace: the batch size it captured and how (`FULL`: the whole forward pass is one
 /// graph; `PIECEWISE`: one graph per piece between attention calls).
@@ -20,7 +20,10 @@ pub struct CaptureEntry {
     pub mode: String,
 }
 
-/// Reads TraceLens's `execution_details.json` (a list of `{file, batch_size, mode}`).
+/// Reads TraceLens's `execution_details.json` (a list of `{file, batch_size, mode}`). As in
+/// TraceLens (spec §7.4), an entry whose mode is not `FULL` or `PIECEWISE`, or whose batch size
+/// is not an integer, is left out (a capture annotation's mode such as `DECODE` is never a
+/// candidate); an entry without one of the three keys is an error (TraceLens stops there).
 pub fn parse_details(text: &str) -> Result<Vec<CaptureEntry>, String> {
     let v: serde_json::Value =
         serde_json::from_str(text).map_err(|e| format!("execution_details.json: {e}"))?;
@@ -30,14 +33,19 @@ pub fn parse_details(text: &str) -> Result<Vec<CaptureEntry>, String> {
     let mut out = Vec::new();
     for (i, item) in list.iter().enumerate() {
         let field = |k: &str| item.get(k);
-        let (Some(file), Some(bs), Some(mode)) = (
-            field("file").and_then(|f| f.as_str()),
-            field("batch_size").and_then(serde_json::Value::as_i64),
-            field("mode").and_then(|m| m.as_str()),
-        ) else {
+        let (Some(file), Some(bs), Some(mode)) =
+            (field("file"), field("batch_size"), field("mode"))
+        else {
             return Err(format!(
-                "execution_details.json: entry {i} lacks file, an integer batch_size or mode"
+                "execution_details.json: entry {i} lacks file, batch_size or mode"
             ));
+        };
+        let (Some(file), Some(bs), Some(mode)) = (
+            file.as_str(),
+            bs.as_i64(),
+            mode.as_str().filter(|m| matches!(*m, "FULL" | "PIECEWISE")),
+        ) else {
+            continue;
         };
         out.push(CaptureEntry {
             file: file.to_owned(),
@@ -229,12 +237,20 @@ fn capture_roots(trace: &Trace, tree: &CallTree) -> Vec<CaptureRoot> {
     out
 }
 
-/// A loaded capture trace with its call tree and captured graphs.
-pub struct Capture {
-    pub entry: CaptureEntry,
+/// A capture trace with its call tree and captured graphs.
+struct Loaded {
     trace: Trace,
     tree: CallTree,
     roots: Vec<CaptureRoot>,
+}
+
+/// One capture of the folder: what it captured and, unless its file is missing, the trace.
+pub struct Capture {
+    pub entry: CaptureEntry,
+    /// `None` for an entry of `execution_details.json` whose file is not there: TraceLens still
+    /// counts its batch size when it chooses a capture (spec §7.4), so an iteration that rounds up
+    /// to it stays unmerged rather than taking the next size. Shared when a file is listed twice.
+    loaded: Option<std::sync::Arc<Loaded>>,
 }
 
 impl Capture {
@@ -243,16 +259,28 @@ impl Capture {
         let roots = capture_roots(&trace, &tree);
         Capture {
             entry,
-            trace,
-            tree,
-            roots,
+            loaded: Some(std::sync::Arc::new(Loaded { trace, tree, roots })),
         }
+    }
+
+    /// An entry of `execution_details.json` whose file is missing.
+    pub fn missing(entry: CaptureEntry) -> Capture {
+        Capture {
+            entry,
+            loaded: None,
+        }
+    }
+
+    /// Whether the capture trace is there.
+    pub fn is_loaded(&self) -> bool {
+        self.loaded.is_some()
     }
 }
 
 /// The capture traces of a folder: with its `execution_details.json` (`details`), the files it
-/// lists as it describes them; without, every trace that is a capture (by content), classified
-/// by content. `traces` are (file name, trace).
+/// lists as it describes them (an entry whose file is missing kept as [`Capture::missing`]);
+/// without, every trace that is a capture (by content), classified by content. `traces` are
+/// (file name, trace).
 pub fn captures_of(
     details: Option<&str>,
     traces: Vec<(String, Trace)>,
@@ -261,10 +289,22 @@ pub fn captures_of(
     match details.map(parse_details).transpose()? {
         Some(entries) => {
             let mut traces = traces;
+            let mut loaded: Vec<(String, std::sync::Arc<Loaded>)> = Vec::new();
             for entry in entries {
-                if let Some(i) = traces.iter().position(|(n, _)| *n == entry.file) {
-                    let (_, trace) = traces.swap_remove(i);
-                    out.push(Capture::new(entry, trace));
+                if let Some((_, l)) = loaded.iter().find(|(n, _)| *n == entry.file) {
+                    out.push(Capture {
+                        entry,
+                        loaded: Some(l.clone()),
+                    });
+                } else if let Some(i) = traces.iter().position(|(n, _)| *n == entry.file) {
+                    let (name, trace) = traces.swap_remove(i);
+                    let c = Capture::new(entry, trace);
+                    if let Some(l) = &c.loaded {
+                        loaded.push((name, l.clone()));
+                    }
+                    out.push(c);
+                } else {
+                    out.push(Capture::missing(entry));
                 }
             }
         }
@@ -277,7 +317,7 @@ pub fn captures_of(
             }
         }
     }
-    if out.is_empty() {
+    if !out.iter().any(Capture::is_loaded) {
         return Err("no capture trace found: a capture trace begins a stream capture (hipStreamBeginCapture / cudaStreamBeginCapture) and makes most of its launches inside it".to_owned());
     }
     Ok(out)
@@ -386,30 +426,19 @@ impl Copier<'_> {
 
 /// Merges capture traces into a serving trace: returns the tree of the merged trace (python
 /// functions included) and what was merged. Graph launches that cannot be aligned keep their
-/// kernels as before.
+/// kernels as before; so do those of a trace without execution roots, as in TraceLens (spec
+/// §7.1: no root is made up from the call tree or from the only capture).
 pub fn merge(exec: &mut Trace, captures: &[Capture]) -> (CallTree, MergeReport) {
     let tree = CallTree::build_with(exec, true);
     let mut report = MergeReport {
-        captures: captures.iter().map(|c| c.entry.clone()).collect(),
+        captures: captures
+            .iter()
+            .filter(|c| c.is_loaded())
+            .map(|c| c.entry.clone())
+            .collect(),
         ..MergeReport::default()
     };
-    // Execution roots: detailed iteration annotations (`perf::iteration`'s forms), else the
-    // native ones; each with the batch it ran (its tokens: what a graph is captured for).
-    let annotations: Vec<(EventId, Option<i64>, bool)> = (0..exec.events.len() as u32)
-        .map(EventId)
-        .filter(|&id| exec.event(id).kind() == EventKind::UserAnnotation)
-        .filter_map(|id| {
-            let a = Annotation::parse(exec.name(exec.event(id)))?;
-            Some((id, Some(a.batch_size), a.detailed))
-        })
-        .collect();
-    let any_detailed = annotations.iter().any(|a| a.2);
-    let mut roots: Vec<(EventId, Option<i64>)> = annotations
-        .into_iter()
-        .filter(|a| a.2 == any_detailed)
-        .map(|a| (a.0, a.1))
-        .collect();
-    roots.sort_by_key(|r| exec.event(r.0).ts);
+    let roots = execution_roots(exec);
     let launches: Vec<EventId> = (0..exec.events.len() as u32)
         .map(EventId)
         .filter(|&id| {
@@ -418,9 +447,15 @@ pub fn merge(exec: &mut Trace, captures: &[Capture]) -> (CallTree, MergeReport) 
             e.kind().is_runtime() && exec.name(e).to_ascii_lowercase().contains("graphlaunch")
         })
         .collect();
+    if roots.is_empty() && !launches.is_empty() {
+        report.skipped.push(format!(
+            "{} graph launches: the trace has no iteration annotation (vLLM, SGLang, ATOM or diffusion), so no replay is paired with a capture",
+            launches.len()
+        ));
+    }
     let mut links = tree.links();
     let mut plan: Vec<(EventId, usize, usize, Vec<usize>)> = Vec::new();
-    for (root, bs) in roots {
+    for root in roots {
         let r = exec.event(root);
         let (lo, hi) = (r.ts, r.end());
         let mut graph: Vec<EventId> = launches
@@ -433,30 +468,34 @@ pub fn merge(exec: &mut Trace, captures: &[Capture]) -> (CallTree, MergeReport) 
         if graph.is_empty() {
             continue;
         }
-        let Some(bs) = bs else {
-            report
-                .skipped
-                .push(format!("{}: no batch size in the annotation", exec.name(r)));
-            continue;
-        };
-        let Some(ci) = choose_capture(captures, bs, graph.len()) else {
+        let name = exec.name(r);
+        let Some(bs) = batch_size(name) else {
             report.skipped.push(format!(
-                "{}: no capture trace for batch size {bs} or larger",
-                exec.name(r)
+                "{name}: no batch size in the annotation ({} graph launches left unmerged)",
+                graph.len()
             ));
             continue;
         };
+        let ci = match choose_capture(captures, bs, graph.len()) {
+            Ok(ci) => ci,
+            Err(why) => {
+                report.skipped.push(format!("{name}: {why}"));
+                continue;
+            }
+        };
         let cap = &captures[ci];
-        let pairs: Vec<(EventId, usize)> = if cap.roots.len() == 1 {
+        let Some(loaded) = cap.loaded.as_deref() else {
+            continue;
+        };
+        let pairs: Vec<(EventId, usize)> = if loaded.roots.len() == 1 {
             graph.iter().map(|&g| (g, 0)).collect()
-        } else if cap.roots.len() == graph.len() {
+        } else if loaded.roots.len() == graph.len() {
             graph.iter().copied().zip(0..).collect()
         } else {
             report.skipped.push(format!(
-                "{}: {} graph launches but {} captured graphs in {}",
-                exec.name(r),
+                "{name}: {} graph launches but {} captured graphs in {}",
                 graph.len(),
-                cap.roots.len(),
+                loaded.roots.len(),
                 cap.entry.file
             ));
             continue;
@@ -465,25 +504,28 @@ pub fn merge(exec: &mut Trace, captures: &[Capture]) -> (CallTree, MergeReport) 
             let mut kernels = tree.gpu_events_under(launch);
             kernels.sort_by_key(|&k| (exec.event(k).ts, k.0));
             let replayed: Vec<Replayed> = kernels.iter().map(|&k| Replayed::of(exec, k)).collect();
-            match align(&cap.roots[ri].launches, &replayed) {
+            match align(&loaded.roots[ri].launches, &replayed) {
                 Some(order) => plan.push((launch, ci, ri, order)),
                 None => report.skipped.push(format!(
                     "graph launch (event {}): its {} kernels do not align with the {} launches captured in {}",
                     exec.event(launch).uid,
                     kernels.len(),
-                    cap.roots[ri].launches.len(),
+                    loaded.roots[ri].launches.len(),
                     cap.entry.file
                 )),
             }
         }
     }
     for (launch, ci, ri, order) in plan {
+        let Some(loaded) = captures[ci].loaded.as_deref() else {
+            continue;
+        };
         graft(
             exec,
             &tree,
             &mut links,
             launch,
-            &captures[ci],
+            loaded,
             ri,
             &order,
             &mut report,
@@ -492,24 +534,32 @@ pub fn merge(exec: &mut Trace, captures: &[Capture]) -> (CallTree, MergeReport) 
     (CallTree::from_links(exec, links), report)
 }
 
-/// The capture for an iteration of batch size `bs`: the smallest captured size at least `bs`;
-/// PIECEWISE over FULL unless the iteration replays a single graph.
-fn choose_capture(captures: &[Capture], bs: i64, launches: usize) -> Option<usize> {
+/// The capture for a root of batch size `bs` replaying `launches` graphs (spec §7.4): the
+/// smallest listed batch size at least `bs` (listed entries whose file is missing included, so
+/// the size never rounds past them), then its PIECEWISE capture unless the root replays exactly
+/// one graph and a FULL one exists; of several entries with one key, the last whose file is
+/// there. `Err` says why none.
+fn choose_capture(captures: &[Capture], bs: i64, launches: usize) -> Result<usize, String> {
+    let listed = |c: &&Capture| matches!(c.entry.mode.as_str(), "FULL" | "PIECEWISE");
     let size = captures
         .iter()
-        .filter(|c| matches!(c.entry.mode.as_str(), "FULL" | "PIECEWISE"))
+        .filter(listed)
         .map(|c| c.entry.batch_size)
         .filter(|&s| s >= bs)
-        .min()?;
+        .min()
+        .ok_or_else(|| format!("no capture trace for batch size {bs} or larger"))?;
     let of = |mode: &str| {
         captures
             .iter()
-            .position(|c| c.entry.batch_size == size && c.entry.mode == mode)
+            .rposition(|c| c.is_loaded() && c.entry.batch_size == size && c.entry.mode == mode)
     };
     match (of("FULL"), of("PIECEWISE")) {
-        (Some(f), Some(_)) if launches == 1 => Some(f),
-        (_, Some(p)) => Some(p),
-        (f, None) => f,
+        (Some(f), Some(_)) if launches == 1 => Ok(f),
+        (_, Some(p)) => Ok(p),
+        (Some(f), None) => Ok(f),
+        (None, None) => Err(format!(
+            "the capture trace for batch size {size} (the smallest listed at least {bs}) is missing"
+        )),
     }
 }
 
@@ -521,7 +571,7 @@ fn graft(
     tree: &CallTree,
     links: &mut TreeLinks,
     launch: EventId,
-    cap: &Capture,
+    cap: &Loaded,
     ri: usize,
     order: &[usize],
     report: &mut MergeReport,

@@ -4,6 +4,7 @@
 
 pub mod align;
 pub mod capture;
+pub mod execution_roots;
 pub mod pseudo_ops;
 
 use rustc_hash::FxHashMap;

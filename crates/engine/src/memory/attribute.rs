@@ -7,6 +7,9 @@ use rustc_hash::FxHashMap as HashMap;
 use super::tree::{NodeKind, OpTrees};
 use crate::model::{EventKind, LaneId, Nanos, StrId, Trace};
 
+/// How a module's python frame is named.
+pub const MODULE_PREFIX: &str = "nn.Module: ";
+
 /// Python frames kept per allocation, innermost first.
 const STACK_FRAMES: usize = 3;
 
@@ -15,7 +18,7 @@ const STACK_FRAMES: usize = 3;
 pub struct Attribution {
     /// The operator node the record is charged to (innermost node, if an operator).
     pub node: Vec<Option<u32>>,
-    /// The innermost `nn.Module` frame around an allocation (name without `nn.Module: `).
+    /// The innermost `nn.Module` frame around an allocation (its event name).
     pub module: Vec<Option<StrId>>,
     /// The innermost python frames (not modules) around an allocation, innermost first.
     pub stack: Vec<Option<String>>,
@@ -72,9 +75,9 @@ pub fn attribute(trace: &Trace, trees: &OpTrees, order: &[u32]) -> Attribution {
             let mut stack = Vec::new();
             for &(_, _, name) in open.iter().rev() {
                 let text = trace.strings.get(name);
-                if let Some(m) = text.strip_prefix("nn.Module: ") {
+                if text.starts_with(MODULE_PREFIX) {
                     if a.module[p].is_none() {
-                        a.module[p] = trace.strings.find(m).or(Some(name));
+                        a.module[p] = Some(name);
                     }
                 } else if stack.len() < STACK_FRAMES {
                     stack.push(text);

@@ -31,8 +31,14 @@ impl Context<'_> {
         operator_label(self.trace, self.trees, node)
     }
 
+    /// The module an allocation was made in (`Block_0` for `nn.Module: Block_0`).
     pub fn module(&self, pos: usize) -> Option<String> {
-        self.attr.module[pos].map(|m| self.trace.strings.get(m).to_owned())
+        self.attr.module[pos].map(|m| {
+            let name = self.trace.strings.get(m);
+            name.strip_prefix(super::attribute::MODULE_PREFIX)
+                .unwrap_or(name)
+                .to_owned()
+        })
     }
 }
 
@@ -83,12 +89,17 @@ pub fn device_memory(ctx: &Context<'_>, d: &DeviceRecords, life: &DeviceLife) ->
     let (mut max_unused, mut max_unused_ts) = (0i64, None);
     let (mut growths, mut growth_bytes) = (0u64, 0i64);
     let mut last_reserved: Option<i64> = None;
+    let mut at_reserved_peak: Option<(Nanos, i64)> = None;
     for &p in &d.positions {
         let r = ctx.record(p);
         if let Some(a) = r.total_allocated {
             peak_allocated = peak_allocated.max(a);
         }
         if let Some(res) = r.total_reserved {
+            if res > peak_reserved || at_reserved_peak.is_none() {
+                let unused = r.total_allocated.map_or(0, |a| res - a);
+                at_reserved_peak = Some((r.ts, unused));
+            }
             peak_reserved = peak_reserved.max(res);
             if let Some(prev) = last_reserved {
                 if res > prev {
@@ -133,6 +144,8 @@ pub fn device_memory(ctx: &Context<'_>, d: &DeviceRecords, life: &DeviceLife) ->
         }),
         max_unused_reserved: max_unused,
         max_unused_reserved_ts: max_unused_ts,
+        reserved_peak_ts: at_reserved_peak.map(|p| p.0),
+        unused_at_reserved_peak: at_reserved_peak.map_or(0, |p| p.1),
         reserved_growths: growths,
         reserved_growth_bytes: growth_bytes,
         never_freed: life.never_freed.len() as u64,

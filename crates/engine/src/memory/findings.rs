@@ -1,8 +1,10 @@
 //! What the memory view concludes, each rule with its evidence and thresholds (docs/analysis.md,
 //! "Memory findings"):
 //! - `out_of_memory`: the trace records failed allocations;
-//! - `fragmentation`: reserved far above allocated (≥ 256 MiB and ≥ 20 % of the reserved peak
-//!   unused at once) → allocator settings (`expandable_segments`);
+//! - `fragmentation`: when the reserve first reaches its peak, ≥ 256 MiB and ≥ 20 % of it sits
+//!   unused in cached blocks (the allocator reserved more although that much was free) →
+//!   allocator settings (`expandable_segments`); reserved above allocated after frees is the
+//!   cache working, not a finding;
 //! - `large_temporary`: an operator allocates tensors at least 4× the bytes of its inputs and
 //!   ≥ 5 % of the device's peak; an L×L score matrix from a (batched) matmul with L ≥ 256 is
 //!   named as an unfused attention's → the fused kernel;
@@ -76,12 +78,13 @@ pub fn find(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding> {
     for d in &view.devices {
         let peak = d.peak_allocated.max(1);
         let share = |b: i64| b as f64 / peak as f64;
-        if d.max_unused_reserved >= FRAGMENTATION_BYTES
-            && d.max_unused_reserved as f64 >= FRAGMENTATION_SHARE * d.peak_reserved as f64
+        let unused = d.unused_at_reserved_peak;
+        if unused >= FRAGMENTATION_BYTES
+            && unused as f64 >= FRAGMENTATION_SHARE * d.peak_reserved as f64
         {
-            let at = d.max_unused_reserved_ts.map_or(String::new(), |t| {
+            let at = d.reserved_peak_ts.map_or(String::new(), |t| {
                 format!(
-                    " (at {} from the trace's first record)",
+                    " ({} after the trace's first memory record)",
                     ms(t - first_ts(view))
                 )
             });
@@ -89,21 +92,21 @@ pub fn find(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding> {
                 key: "fragmentation",
                 device: d.device.clone(),
                 title: format!(
-                    "{} reserved but unused on {}",
-                    bytes_text(d.max_unused_reserved),
+                    "{} reserved but unused when the reserve peaked on {}",
+                    bytes_text(unused),
                     d.device
                 ),
                 evidence: format!(
-                    "The caching allocator held up to {} more than the tensors used{at}: {:.0}% of its {} reserved peak; it grew its reserve {} times by {} in all. Reserved memory no tensor uses is memory the next batch cannot have.",
-                    bytes_text(d.max_unused_reserved),
-                    100.0 * d.max_unused_reserved as f64 / d.peak_reserved.max(1) as f64,
+                    "The caching allocator took its reserve to {}{at} while {} of it ({:.0}%) sat in cached blocks no request could use: the new request fit none of them. It grew its reserve {} times, by {} in all.",
                     bytes_text(d.peak_reserved),
+                    bytes_text(unused),
+                    100.0 * unused as f64 / d.peak_reserved.max(1) as f64,
                     d.reserved_growths,
                     bytes_text(d.reserved_growth_bytes)
                 ),
                 action: "Let the allocator grow segments instead of caching blocks of many sizes: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PYTORCH_HIP_ALLOC_CONF on ROCm); where sizes vary step to step (dynamic shapes), pad them to a few buckets.".into(),
-                bytes: d.max_unused_reserved,
-                share_of_peak: share(d.max_unused_reserved),
+                bytes: unused,
+                share_of_peak: share(unused),
             });
         }
     }

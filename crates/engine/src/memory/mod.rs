@@ -66,6 +66,10 @@ pub struct DeviceMemory {
     pub unused_reserved_at_peak: i64,
     pub max_unused_reserved: i64,
     pub max_unused_reserved_ts: Option<Nanos>,
+    /// When `Total Reserved` first reached its peak, and how much of it was unused then: the
+    /// allocator reserved more while that much sat cached (fragmentation).
+    pub reserved_peak_ts: Option<Nanos>,
+    pub unused_at_reserved_peak: i64,
     /// Records after which `Total Reserved` grew (the caching allocator took more from the
     /// driver), and by how much in all.
     pub reserved_growths: u64,

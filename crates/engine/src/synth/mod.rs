@@ -7,8 +7,10 @@
 //! partly hidden behind backward compute). `steps` repeats the step, so file size scales
 //! linearly; it feeds benchmarks, the web app's sample and the planted-problem tests.
 
+pub mod diffusion_serving;
 pub mod graph_capture;
 pub mod job;
+pub mod memory_planted;
 pub mod planted;
 mod workload;
 pub mod writer;

@@ -81,6 +81,12 @@ impl<'w, W: Write> EventWriter<'w, W> {
         )
     }
 
+    /// One event written as given (a whole JSON object).
+    pub fn event_text(&mut self, text: &str) -> io::Result<()> {
+        self.sep()?;
+        self.w.write_all(text.as_bytes())
+    }
+
     pub fn raw(&mut self, text: &str) -> io::Result<()> {
         self.w.write_all(text.as_bytes())
     }
