@@ -135,6 +135,7 @@ pub fn render(a: &Analysis) -> String {
         }
     }
     idle_block(&mut s, a);
+    memory_block(&mut s, a);
     let _ = writeln!(s, "\nDiagnostics");
     if a.diagnostics.is_empty() {
         let _ = writeln!(s, "  none");
@@ -147,6 +148,48 @@ pub fn render(a: &Analysis) -> String {
         }
     }
     s
+}
+
+/// Each device's memory peaks, the largest group live at the peak, and the memory findings
+/// (memory/memory_findings.md).
+fn memory_block(s: &mut String, a: &Analysis) {
+    use jarvis_engine::memory::bytes_text;
+    let Some(v) = &a.memory else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "\nMemory ({} allocator records; memory/*.csv)",
+        v.records
+    );
+    for d in &v.devices {
+        let _ = writeln!(
+            s,
+            "  {:<6} peak allocated {:>11}  reserved {:>11}  at {}",
+            d.device,
+            bytes_text(d.peak_allocated),
+            bytes_text(d.peak_reserved),
+            d.operator_at_peak
+                .as_deref()
+                .map_or("-".into(), |o| clip(o, 60))
+        );
+        if let Some(g) = d.live_at_peak.first() {
+            let _ = writeln!(
+                s,
+                "         largest live at the peak: {} in {} × {}{}",
+                bytes_text(g.bytes),
+                g.count,
+                clip(&g.operator, 48),
+                g.module
+                    .as_deref()
+                    .map_or(String::new(), |m| format!(" ({})", clip(m, 32)))
+            );
+        }
+    }
+    for f in &v.findings {
+        let _ = writeln!(s, "  {}: {}", f.key, f.title);
+        let _ = writeln!(s, "           action: {}", f.action);
+    }
 }
 
 /// Idle time by category and cause, launch figures, and the slowest steps.

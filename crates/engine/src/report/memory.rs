@@ -152,17 +152,28 @@ pub fn files(v: &MemoryView) -> Vec<OutputFile> {
         .into_iter()
         .map(|s| (format!("memory/{}.csv", s.name), s.to_csv()))
         .collect();
-    out.push((
-        "memory/memory_findings.md".into(),
-        findings_md(v).into_bytes(),
-    ));
+    let md = format!("# Memory\n\n{}", section_md(v, "##"));
+    out.push(("memory/memory_findings.md".into(), md.into_bytes()));
     out
 }
 
-/// The memory section of the reports: peaks per device, what is live at each peak, the
-/// findings. Trace text passes through `md::code_cell`/`md::cell`.
+/// The memory section of the fair report and the agent's `analysis.md` (headings one level
+/// under `level`); empty without memory records.
+pub fn report_section(a: &crate::Analysis, level: &str) -> String {
+    a.memory.as_ref().map_or(String::new(), |v| {
+        format!("{level} Memory\n\n{}", section_md(v, &format!("{level}#")))
+    })
+}
+
+/// The memory section as the page renders it (headings from `##`).
 pub fn findings_md(v: &MemoryView) -> String {
-    let mut s = String::from("## Memory\n\n");
+    format!("## Memory\n\n{}", section_md(v, "###"))
+}
+
+/// The memory section's body: peaks per device, what is live at each peak, the findings, its
+/// subsections at heading level `h`. Trace text passes through `md::code_cell`/`md::cell`.
+pub fn section_md(v: &MemoryView, h: &str) -> String {
+    let mut s = String::new();
     s.push_str(&format!(
         "{} allocator records ([memory] events). Peaks are the highest `Total Allocated` and `Total Reserved` any record reports.\n\n",
         v.records
@@ -184,7 +195,7 @@ pub fn findings_md(v: &MemoryView) -> String {
     }
     for d in v.devices.iter().filter(|d| !d.live_at_peak.is_empty()) {
         s.push_str(&format!(
-            "\n### Live at the {} peak\n\n{} in {} allocation(s) the trace saw made; {} allocated before the trace began.\n\n| operator | module | count | bytes |\n|---|---|---|---|\n",
+            "\n{h} Live at the {} peak\n\n{} in {} allocation(s) the trace saw made; {} allocated before the trace began.\n\n| operator | module | count | bytes |\n|---|---|---|---|\n",
             d.device,
             bytes_text(d.live_at_peak_bytes),
             d.live_at_peak.iter().map(|g| g.count).sum::<u64>(),
@@ -200,7 +211,7 @@ pub fn findings_md(v: &MemoryView) -> String {
             ));
         }
     }
-    s.push_str("\n### Memory findings\n\n");
+    s.push_str(&format!("\n{h} Memory findings\n\n"));
     if v.findings.is_empty() {
         s.push_str("None: no rule of docs/analysis.md (\"Memory findings\") fired.\n");
     }

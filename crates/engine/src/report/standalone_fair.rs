@@ -292,6 +292,10 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         s.push_str(&findings_body(st, f, "####"));
         s.push('\n');
     }
+    let memory = super::memory::report_section(a, "##");
+    if !memory.is_empty() {
+        let _ = writeln!(s, "---\n\n{memory}");
+    }
     let _ = writeln!(s, "---\n\n## Appendix\n\n### Hardware Reference");
     match &st.platform {
         Some(p) => {

@@ -563,6 +563,10 @@ pub fn render(i: &Inputs<'_>) -> String {
             );
         }
     }
+    let memory = crate::report::memory::report_section(i.a, "###");
+    if !memory.is_empty() {
+        let _ = writeln!(s, "\n{memory}");
+    }
     s
 }
 
