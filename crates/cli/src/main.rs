@@ -271,9 +271,26 @@ fn main() -> ExitCode {
 
 /// Writes a planted-problem trace (`jarvis synth --planted NAME --out FILE`).
 fn planted(out: &Path, name: &str) -> anyhow::Result<()> {
-    use jarvis_engine::synth::planted;
+    use jarvis_engine::synth::{memory_planted, planted};
+    if let Some(case) = memory_planted::case(name) {
+        let (bytes, _) = memory_planted::case_bytes(&case);
+        std::fs::write(out, bytes).with_context(|| format!("writing {}", out.display()))?;
+        println!(
+            "Wrote {} ({} on {}): plants {}",
+            out.display(),
+            case.name,
+            case.device,
+            case.finding
+                .unwrap_or("no memory finding (a healthy or diagnostic case)")
+        );
+        return Ok(());
+    }
     let Some(case) = planted::case(name) else {
-        let names: Vec<&str> = planted::cases().iter().map(|c| c.name).collect();
+        let names: Vec<&str> = planted::cases()
+            .iter()
+            .map(|c| c.name)
+            .chain(memory_planted::cases().iter().map(|c| c.name))
+            .collect();
         if name == "list" {
             println!("{}", names.join("\n"));
             return Ok(());
