@@ -21,8 +21,8 @@ fn canvas(width: u32, height: u32) -> Option<HtmlCanvasElement> {
     Some(c)
 }
 
-/// The charts of an analysis as (caption, PNG data URL): the GPU time breakdown, and the
-/// roofline when any op has a place on it.
+/// The charts of an analysis as (caption, PNG data URL): the GPU time breakdown, the roofline
+/// when any op has a place on it, and the memory curve when the trace has memory records.
 fn charts(o: &Overview) -> Vec<(String, String)> {
     let mut out = Vec::new();
     if let Some(c) = canvas(960, 40) {
@@ -49,7 +49,32 @@ fn charts(o: &Overview) -> Vec<(String, String)> {
             }
         }
     }
+    if let Some(url) = memory_curve(o) {
+        out.push(url);
+    }
     out
+}
+
+/// The first GPU's memory curve (else the host's), whole, when the trace has memory records.
+fn memory_curve(o: &Overview) -> Option<(String, String)> {
+    let m = o.memory_view.as_ref()?;
+    let d = m
+        .devices
+        .iter()
+        .find(|d| d.device.starts_with("GPU"))
+        .or(m.devices.first())?;
+    let window = crate::views::memory::curve_span(d)?;
+    let origin = o.lanes.as_ref().map_or(window.0, |l| l.range.0);
+    let c = canvas(960, 300)?;
+    crate::views::memory::draw_curve_on(c.clone(), d, window, origin, Theme::LIGHT).ok()?;
+    let url = c.to_data_url().ok()?;
+    Some((
+        format!(
+            "Memory on {}: allocated (blue) and reserved (orange) over the trace, the peak marked",
+            d.device
+        ),
+        url,
+    ))
 }
 
 /// Adds the snapshot's `link` (this page's address, view state included) and `images` to an

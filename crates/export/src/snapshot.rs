@@ -23,6 +23,8 @@ pub struct Snapshot<'a> {
     pub images: &'a [(String, String)],
     /// The Jarvis version that made it.
     pub version: &'a str,
+    /// The memory view, when the trace has memory records: its peaks and findings are shown.
+    pub memory: Option<&'a jarvis_engine::memory::MemoryView>,
 }
 
 const STYLE: &str = "body{font:15px/1.5 system-ui,sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#1d2330;background:#fff}\
@@ -130,6 +132,59 @@ fn top_ops_html(a: &Value) -> String {
     format!("<h2>Top ops by GPU time</h2>\n<table><tr><th>op</th><th>category</th><th>count</th><th>kernel ms</th><th>of GPU time</th></tr>{rows}</table>\n")
 }
 
+/// Each device's memory peaks and the memory findings (title, evidence, action).
+fn memory_html(m: Option<&jarvis_engine::memory::MemoryView>) -> String {
+    use jarvis_engine::memory::bytes_text;
+    let Some(m) = m.filter(|m| !m.devices.is_empty()) else {
+        return String::new();
+    };
+    let start = m
+        .devices
+        .iter()
+        .filter_map(|d| d.curve.first())
+        .map(|p| p.ts)
+        .min()
+        .unwrap_or(0);
+    let rows: String = m
+        .devices
+        .iter()
+        .map(|d| {
+            format!(
+                "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td><code>{}</code></td></tr>",
+                escape(&d.device),
+                bytes_text(d.peak_allocated),
+                bytes_text(d.peak_reserved),
+                d.peak_ts.map_or(String::new(), |t| format!("{:.3}", (t - start) as f64 / 1e6)),
+                escape(d.operator_at_peak.as_deref().unwrap_or("")),
+            )
+        })
+        .collect();
+    let findings: String = m
+        .findings
+        .iter()
+        .map(|f| {
+            format!(
+                "<li><strong>{}: {}</strong><br>{}<br><em>Action:</em> {}</li>",
+                escape(&f.device),
+                escape(&f.title),
+                escape(&f.evidence),
+                escape(&f.action)
+            )
+        })
+        .collect();
+    let findings = if findings.is_empty() {
+        "<p>No memory finding.</p>".to_owned()
+    } else {
+        format!("<ul>{findings}</ul>")
+    };
+    format!(
+        "<h2>Memory</h2>\n<p class=\"meta\">{} allocator records; peaks are the highest Total Allocated and Total Reserved any record reports (ms from the first record).</p>\n\
+         <table><tr><th>device</th><th>peak allocated</th><th>peak reserved</th><th>at ms</th><th>operator at the peak</th></tr>{rows}</table>\n\
+         <h3>Memory findings</h3>\n{findings}\n",
+        m.records
+    )
+}
+
 /// The snapshot as one HTML document.
 pub fn snapshot_document(s: &Snapshot<'_>) -> String {
     let a = s.analysis;
@@ -166,12 +221,13 @@ pub fn snapshot_document(s: &Snapshot<'_>) -> String {
          <title>{title} · Jarvis snapshot</title><style>{STYLE}</style></head><body>\n\
          <h1>{title}</h1>\n<p class=\"meta\">{meta}</p>\n\
          <p class=\"meta\">A snapshot made by Jarvis {version}. The same view, for whoever has the trace: {link}</p>\n\
-         {headline}{breakdown}{figures}{top}<hr>\n{report}</body></html>\n",
+         {headline}{breakdown}{figures}{top}{memory}<hr>\n{report}</body></html>\n",
         version = escape(s.version),
         link = link_html(s.link),
         headline = headline_html(a),
         breakdown = breakdown_html(a),
         top = top_ops_html(a),
+        memory = memory_html(s.memory),
         report = markdown_html(s.report_md),
     )
 }
@@ -206,6 +262,7 @@ mod tests {
             report_md: "# Report\n\nbody",
             images: &images,
             version: "0.1.0",
+            memory: None,
         });
         assert!(
             d.contains("<tr><td>GPU utilization</td><td class=\"num\">75.0 %</td></tr>"),
@@ -226,6 +283,56 @@ mod tests {
         assert!(d.contains("<h1 id=\"report\">Report</h1>"));
         assert!(d.contains("<a href=\"http://127.0.0.1:8080/#tab=ops\">"));
         assert!(d.contains("efficiency against H100 SXM"));
+    }
+
+    #[test]
+    fn the_memory_peaks_and_findings_are_shown_escaped() {
+        let trace = br#"{"traceEvents": [
+            {"ph": "X", "cat": "cpu_op", "name": "aten::empty<script>", "pid": 1, "tid": 1, "ts": 100, "dur": 10, "args": {}},
+            {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 105,
+             "args": {"Total Reserved": 2097152, "Total Allocated": 1048576, "Bytes": 1048576, "Addr": 7, "Device Id": 0, "Device Type": 1}}
+        ]}"#;
+        let t = jarvis_engine::import::import_bytes(trace).expect("import");
+        let mut m = jarvis_engine::memory::analyze(&t)
+            .expect("memory records")
+            .0;
+        m.findings.push(jarvis_engine::memory::MemoryFinding {
+            key: "fragmentation",
+            device: "GPU0".into(),
+            title: "<b>title</b>".into(),
+            evidence: "evidence & more".into(),
+            action: "act <now>".into(),
+            bytes: 1,
+            share_of_peak: 0.5,
+        });
+        let a = analysis();
+        let d = snapshot_document(&Snapshot {
+            title: "t",
+            link: "",
+            analysis: &a,
+            report_md: "",
+            images: &[],
+            version: "0",
+            memory: Some(&m),
+        });
+        assert!(d.contains("<h2>Memory</h2>"), "{d}");
+        assert!(
+            d.contains("<td>GPU0</td><td class=\"num\">1.0 MiB</td><td class=\"num\">2.0 MiB</td>"),
+            "{d}"
+        );
+        assert!(d.contains("<code>aten::empty&lt;script&gt;</code>"), "{d}");
+        assert!(d.contains("&lt;b&gt;title&lt;/b&gt;") && d.contains("act &lt;now&gt;"));
+        assert!(!d.contains("<script") && !d.contains("<b>title"));
+        let none = snapshot_document(&Snapshot {
+            title: "t",
+            link: "",
+            analysis: &a,
+            report_md: "",
+            images: &[],
+            version: "0",
+            memory: None,
+        });
+        assert!(!none.contains("<h2>Memory</h2>"));
     }
 
     #[test]
@@ -253,6 +360,7 @@ mod tests {
             report_md: "<script>alert(1)</script>",
             images: &images,
             version: "0",
+            memory: None,
         });
         assert!(!d.contains("<script"), "{d}");
         assert!(d.contains("aten::mm&lt;script&gt;") && d.contains("NVIDIA &lt;H100&gt;"));

@@ -269,7 +269,7 @@ pub fn MemoryView(
             <div class="memory-curve-wrap">
                 <canvas node_ref=canvas_ref data-testid="memory-curve" height=curve::HEIGHT.to_string()
                     aria-label=move || format!("memory curve of {}", device_name())
-                    data-t0=move || plot.get().t0.to_string() data-t1=move || plot.get().t1.to_string()
+                    data-start-ns=move || (plot.get().t0 - origin).to_string() data-end-ns=move || (plot.get().t1 - origin).to_string()
                     data-left=move || plot.get().left.to_string() data-right=move || plot.get().right.to_string()
                     data-peak-x=move || plot.get().peak_x.map(|x| x.to_string())
                     on:mousedown=move |ev: web_sys::MouseEvent| {

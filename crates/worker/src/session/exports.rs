@@ -31,6 +31,10 @@ impl Session {
             report_md: &report_md,
             images,
             version: env!("CARGO_PKG_VERSION"),
+            memory: match &target.loaded {
+                Loaded::Trace(a) => a.memory.as_ref(),
+                Loaded::Bundle(..) => None,
+            },
         });
         Ok(("jarvis_snapshot.html", doc.into_bytes()))
     }
