@@ -625,3 +625,65 @@ fn a_serving_trace_with_its_graph_captures_is_merged_and_a_pool_worker_tells_cap
     let (_, plain) = load(&mut s, &out, &exec, "auto");
     assert!(plain["analysis"]["capture_merge"].is_null());
 }
+
+#[wasm_bindgen_test]
+fn a_trace_with_memory_records_sends_its_peaks_first_and_its_memory_view_with_the_rest() {
+    use jarvis_engine::synth::memory_planted;
+    let case = memory_planted::case("memory_activations").expect("a planted memory case");
+    let (bytes, truth) = memory_planted::case_bytes(&case);
+    let (mut s, out) = (Session::default(), Collected::default());
+    s.handle(&request(&blob(&bytes), "m.json", "auto", ""), &out);
+    let first = out.json().pop().expect("an answer");
+    // The first part: each device's peaks only (the view comes with the rest).
+    assert_eq!(first["memory"]["source"], "trace", "{}", first["memory"]);
+    let peaks = first["memory"]["peaks"].as_array().expect("peaks");
+    let gpu = peaks
+        .iter()
+        .find(|p| p["device"] == truth.device.as_str())
+        .expect("the planted device's peaks");
+    assert_eq!(gpu["allocated"], truth.peak_allocated);
+    assert_eq!(gpu["reserved"], truth.peak_reserved);
+    let whole = with_rest(&mut s, &out, first);
+    let view = &whole["memory"];
+    let device = view["devices"]
+        .as_array()
+        .expect("devices")
+        .iter()
+        .find(|d| d["device"] == truth.device.as_str())
+        .expect("the device's memory");
+    assert_eq!(device["peak_allocated"], truth.peak_allocated);
+    assert!(!device["curve"].as_array().expect("curve").is_empty());
+    assert!(!device["live_at_peak"].as_array().expect("live").is_empty());
+    assert!(!view["events"].as_array().expect("events").is_empty());
+    assert!(!view["by_op"].as_array().expect("by_op").is_empty());
+    assert!(view["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .any(|f| f["key"] == "activations_for_backward"));
+    // The curve's times are the trace's clock, as the lanes' range.
+    let range = &whole["timeline"]["range"];
+    let t = device["curve"][0]["ts"].as_i64().expect("ts");
+    assert!(range[0].as_i64().expect("start") <= t && t <= range[1].as_i64().expect("end"));
+    // The snapshot shows the peaks and the findings.
+    s.handle(&export("snapshot"), &out);
+    let (_, doc) = out.export();
+    let doc = String::from_utf8(doc).expect("utf8");
+    assert!(doc.contains("<h2>Memory</h2>") && doc.contains("Memory findings"));
+    // A reopened bundle: the peaks from its memory/peaks.csv, no view.
+    s.handle(&export("bundle"), &out);
+    let (_, bundle) = out.export();
+    s.handle(&request(&blob(&bundle), "b.zip", "auto", ""), &out);
+    let again = out.json().pop().expect("result");
+    assert_eq!(again["memory"]["source"], "bundle", "{again}");
+    assert_eq!(again["memory"]["peaks"], first_peaks(peaks));
+    let again = with_rest(&mut s, &out, again);
+    assert!(again["memory"].is_null());
+    // A trace without memory records: null in both parts.
+    let (_, plain) = load(&mut s, &out, &synth(), "auto");
+    assert!(plain["memory"].is_null());
+}
+
+fn first_peaks(peaks: &[Value]) -> Value {
+    Value::Array(peaks.to_vec())
+}
