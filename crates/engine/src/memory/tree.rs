@@ -95,10 +95,15 @@ impl OpTrees {
         let mut by_lane: HashMap<LaneId, Vec<Item>> = HashMap::default();
         for (i, e) in trace.events.iter().enumerate() {
             // Pseudo ops and captured ops have no host time of their own.
-            if !e.has_time() || e.is_captured() {
+            let kind = e.kind();
+            let candidate = matches!(
+                kind,
+                EventKind::CpuOp | EventKind::UserAnnotation | EventKind::PythonFunction
+            );
+            if !candidate || !e.has_time() || e.is_captured() {
                 continue;
             }
-            if let Some(kind) = node_kind(e.kind(), trace.name(e)) {
+            if let Some(kind) = node_kind(kind, trace.name(e)) {
                 by_lane
                     .entry(e.lane())
                     .or_default()
