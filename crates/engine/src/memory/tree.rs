@@ -268,6 +268,11 @@ mod tests {
         (trace, t)
     }
 
+    /// Microseconds (the trace's unit) as the model's nanoseconds.
+    fn us(t: &[i64]) -> Vec<Nanos> {
+        t.iter().map(|t| t * 1000).collect()
+    }
+
     fn x(name: &str, cat: &str, ts: u32, dur: u32) -> String {
         format!(
             r#"{{"ph":"X","cat":"{cat}","name":"{name}","pid":1,"tid":1,"ts":{ts},"dur":{dur}}}"#
@@ -286,7 +291,7 @@ mod tests {
             .join(","),
         );
         let lane = trace.events[0].lane();
-        let got = t.innermost(lane, &[5, 10, 20, 30, 49, 50, 60, 100]);
+        let got = t.innermost(lane, &us(&[5, 10, 20, 30, 49, 50, 60, 100]));
         let names: Vec<&str> = got
             .iter()
             .map(|n| n.map_or("-", |n| trace.strings.get(t.nodes[n as usize].name)))
@@ -325,7 +330,7 @@ mod tests {
         assert_eq!(calls[&id("aten::copy_")], 1);
         let lane = trace.events[0].lane();
         // Inside the merged child: charged to the surviving parent, whose parent is the root.
-        let got = t.innermost(lane, &[2, 45]);
+        let got = t.innermost(lane, &us(&[2, 45]));
         assert_eq!(t.nodes[got[0].unwrap() as usize].parent, None);
         assert_eq!(got[1], None, "plain python functions are not in the tree");
     }
@@ -334,7 +339,7 @@ mod tests {
     fn an_event_ending_after_its_parent_is_left_out() {
         let (trace, t) = trees(&[x("a", "cpu_op", 0, 10), x("b", "cpu_op", 5, 10)].join(","));
         let lane = trace.events[0].lane();
-        let got = t.innermost(lane, &[6, 12]);
+        let got = t.innermost(lane, &us(&[6, 12]));
         assert_eq!(
             trace.strings.get(t.nodes[got[0].unwrap() as usize].name),
             "a"
