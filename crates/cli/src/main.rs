@@ -146,6 +146,11 @@ enum Command {
         /// on (`--planted list` names them).
         #[arg(long)]
         planted: Option<String>,
+        /// Write instead a serving trace that replays CUDA/HIP graphs, with its capture folder,
+        /// into the folder `--out` (`diffusion`: a diffusion server's FULL graph replayed once per
+        /// denoising step, `--steps` of them; report it with `--capture OUT/capture_traces`).
+        #[arg(long)]
+        serving: Option<String>,
     },
 }
 
@@ -241,6 +246,12 @@ fn main() -> ExitCode {
         } => planted(&out, &name),
         Command::Synth {
             out,
+            serving: Some(name),
+            steps,
+            ..
+        } => serving(&out, &name, steps),
+        Command::Synth {
+            out,
             platform,
             steps,
             ranks: Some(n),
@@ -308,6 +319,27 @@ fn planted(out: &Path, name: &str) -> anyhow::Result<()> {
         case.name,
         case.device,
         case.planted.unwrap_or("nothing (a healthy counterpart)")
+    );
+    Ok(())
+}
+
+/// Writes a serving trace with its capture folder (`jarvis synth --serving NAME --out DIR`).
+fn serving(out: &Path, name: &str, steps: u32) -> anyhow::Result<()> {
+    if name != "diffusion" {
+        anyhow::bail!("unknown serving case {name:?}; one of: diffusion");
+    }
+    let case = jarvis_engine::synth::diffusion_serving::diffusion_full(steps.max(1));
+    for (file, text) in case.files() {
+        let path = out.join(file);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    println!(
+        "Wrote {}: serving.json replays {} FULL graphs under execute_diffusion_1_1024x1024; capture_traces/ holds their capture",
+        out.display(),
+        case.launches
     );
     Ok(())
 }
