@@ -1,86 +1,13 @@
 //! Each device's curve (one point per record with an address and both totals, the plugin's
-//! rule), its peaks, and what the reserved-minus-allocated gap says about fragmentation.
+//! rule), its peaks, what is live at the peak, and what the reserved-minus-allocated gap says
+//! about fragmentation.
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::attribute::{operator_label, Attribution};
 use super::lifetimes::DeviceLife;
-use super::tree::OpTrees;
+use super::records::{Context, DeviceRecords};
 use super::{CurvePoint, DeviceMemory, LiveGroup};
-use crate::model::memory::{MemoryDevice, MemoryRecord};
-use crate::model::{Nanos, Trace};
-
-/// What the passes after attribution share.
-pub struct Context<'a> {
-    pub trace: &'a Trace,
-    pub trees: &'a OpTrees,
-    /// Record indices in time order.
-    pub order: &'a [u32],
-    pub attr: &'a Attribution,
-}
-
-impl Context<'_> {
-    pub fn record(&self, pos: usize) -> &MemoryRecord {
-        &self.trace.memory[self.order[pos] as usize]
-    }
-
-    /// The operator an allocation at `pos` is shown under (`<unknown>` for a free: the plugin
-    /// charges frees to no one).
-    pub fn label(&self, pos: usize) -> String {
-        let node = self.attr.node[pos].filter(|_| self.record(pos).bytes > 0);
-        operator_label(self.trace, self.trees, node)
-    }
-
-    /// The module an allocation was made in (`Block_0` for `nn.Module: Block_0`).
-    pub fn module(&self, pos: usize) -> Option<String> {
-        self.attr.module[pos].map(|m| {
-            let name = self.trace.strings.get(m);
-            name.strip_prefix(super::attribute::MODULE_PREFIX)
-                .unwrap_or(name)
-                .to_owned()
-        })
-    }
-}
-
-/// One device's records.
-#[derive(Debug)]
-pub struct DeviceRecords {
-    pub device: MemoryDevice,
-    /// Positions in the time order.
-    pub positions: Vec<usize>,
-    /// The first record reaching the highest `Total Allocated`.
-    pub peak: Option<usize>,
-}
-
-/// The records of each device, CPU first then GPUs by id.
-pub fn device_records(trace: &Trace, order: &[u32]) -> Vec<DeviceRecords> {
-    let mut by: HashMap<MemoryDevice, Vec<usize>> = HashMap::default();
-    for (pos, &i) in order.iter().enumerate() {
-        if let Some(d) = MemoryDevice::of(&trace.memory[i as usize]) {
-            by.entry(d).or_default().push(pos);
-        }
-    }
-    let mut out: Vec<DeviceRecords> = by
-        .into_iter()
-        .map(|(device, positions)| {
-            let mut peak: Option<(i64, usize)> = None;
-            for &p in &positions {
-                if let Some(a) = trace.memory[order[p] as usize].total_allocated {
-                    if peak.is_none_or(|(best, _)| a > best) {
-                        peak = Some((a, p));
-                    }
-                }
-            }
-            DeviceRecords {
-                device,
-                positions,
-                peak: peak.map(|(_, p)| p),
-            }
-        })
-        .collect();
-    out.sort_by_key(|d| d.device);
-    out
-}
+use crate::model::Nanos;
 
 /// The curve, peaks, live-at-peak groups and fragmentation figures of one device.
 pub fn device_memory(ctx: &Context<'_>, d: &DeviceRecords, life: &DeviceLife) -> DeviceMemory {

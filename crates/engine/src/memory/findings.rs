@@ -17,7 +17,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
-use super::curve::Context;
+use super::records::Context;
 use super::{MemoryView, StepMemory};
 use crate::model::{EventKind, Nanos};
 use crate::perf::dtype::bytes_per_element;

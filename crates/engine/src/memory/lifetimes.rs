@@ -9,7 +9,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::curve::{Context, DeviceRecords};
+use super::records::{Context, DeviceRecords};
 use super::MemoryEventRow;
 use crate::diagnostics::DiagnosticKind as K;
 use crate::model::Trace;

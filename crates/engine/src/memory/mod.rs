@@ -13,6 +13,7 @@ mod attribute;
 mod curve;
 mod findings;
 mod lifetimes;
+mod records;
 mod stats;
 mod steps;
 pub mod tree;
@@ -210,9 +211,9 @@ pub fn analyze(trace: &Trace) -> Option<(MemoryView, Found)> {
 fn build(trace: &Trace, order: &[u32], ooms: &[u32]) -> (MemoryView, lifetimes::Found) {
     let trees = tree::OpTrees::build(trace);
     let attr = attribute::attribute(trace, &trees, order);
-    let devices = curve::device_records(trace, order);
+    let devices = records::device_records(trace, order);
     let life = lifetimes::pair(trace, order, &devices);
-    let ctx = curve::Context {
+    let ctx = records::Context {
         trace,
         trees: &trees,
         order,

@@ -1,8 +1,8 @@
 //! Memory per step (`ProfilerStep#N`): allocated at the step's start and end, its peak, and
 //! what it allocated that the trace never saw freed, so a leak shows as growth step over step.
 
-use super::curve::DeviceRecords;
 use super::lifetimes::Lifetimes;
+use super::records::DeviceRecords;
 use super::StepMemory;
 use crate::model::{EventKind, Nanos, Trace};
 
