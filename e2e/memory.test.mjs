@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import {
   OUT, SHARED, JARVIS, startApp, stopApp, openApp, assertLocalOnly, parseCsv,
 } from './harness.mjs';
@@ -19,6 +20,7 @@ const BERT = path.join(SHARED, 'traces', 'tracelens', 'h100_gaunernst_bert-small
 // src/views/memory/curve.rs: allocated and reserved; the dark scheme's canvas background
 // (src/theme.rs).
 const ALLOCATED = [79, 179, 255];
+const axeSource = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const RESERVED = [255, 166, 77];
 
 /** The CLI's memory/<name>.csv files for a trace, as rows of objects. */
@@ -56,7 +58,8 @@ test('the Memory tab draws the curve, lists what is live at the peak and links i
   const top = Math.max(...live.map((r) => r.bytes));
   const topOps = live.filter((r) => r.bytes === top).map((r) => r.operator);
 
-  const { page, errors, requests } = await openApp();
+  // bypassCSP lets axe-core in (the page's CSP forbids inline scripts).
+  const { page, errors, requests } = await openApp(undefined, { bypassCSP: true });
   await page.getByTestId('trace-input').setInputFiles(BERT);
   await page.locator('body[data-complete-ms]').waitFor({ timeout: 60000 });
 
@@ -156,13 +159,27 @@ test('the Memory tab draws the curve, lists what is live at the peak and links i
   assert.ok(names.every((n) => n.toLowerCase().includes(name.toLowerCase())), 'the filter keeps its operator');
   assert.ok(Number(await page.getByTestId('memory-ops').getAttribute('data-rows')) > 0, 'statistics by operator');
 
-  // The same view in the light scheme, for a look.
-  await page.emulateMedia({ colorScheme: 'light' });
-  await page.getByTestId('memory-device').selectOption({ label: 'CPU' });
-  await page.getByTestId('memory-device').selectOption({ label: 'GPU0' });
-  await page.getByTestId('memory-live-button').click();
-  await page.screenshot({ path: path.join(OUT, 'memory-light.png'), fullPage: true });
-
   assert.deepEqual(errors, []);
   assertLocalOnly(requests);
+
+  // The same view in the light scheme, for a look: opened from a link to the Memory tab.
+  const light = await openApp({ width: 1200, height: 1000 }, { colorScheme: 'light', bypassCSP: true });
+  await light.page.getByTestId('trace-input').setInputFiles(BERT);
+  await light.page.locator('body[data-complete-ms]').waitFor({ timeout: 60000 });
+  await light.page.getByTestId('tab-memory').click();
+  await light.page.waitForFunction(() => Number(document.querySelector('[data-testid=memory-curve]')?.dataset.endNs) > 0);
+  await light.page.getByTestId('memory-live-button').click();
+  await light.page.screenshot({ path: path.join(OUT, 'memory-light.png') });
+  const lightImg = decodePng(await light.page.getByTestId('memory-curve').screenshot());
+  assert.ok(pixels(lightImg, [255, 255, 255]) > lightImg.width * lightImg.height * 0.5, 'the light scheme paints a white canvas');
+  assert.deepEqual(light.errors, []);
+  // axe-core's rules on the Memory tab, both schemes: no serious or critical violation.
+  const problems = [];
+  for (const [scheme, p] of [['dark', page], ['light', light.page]]) {
+    await p.addScriptTag({ content: axeSource });
+    const result = await p.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+    problems.push(...result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${scheme}: ${v.id} (${v.impact}) ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`));
+  }
+  assert.deepEqual(problems, []);
 });

@@ -131,7 +131,9 @@ fn draw(
     let (w, _) = root.dim_in_pixel();
     let ms = |t: i64| (t - origin) as f64 / 1e6;
     let (x0, x1) = (ms(window.0), ms(window.1));
-    let top = d.peak_reserved.max(d.peak_allocated).max(1) as f64 * 1.12;
+    // The y axis counts in the largest binary unit under the top, so its ticks are round.
+    let (unit, unit_name) = unit(d.peak_reserved.max(d.peak_allocated));
+    let top = d.peak_reserved.max(d.peak_allocated).max(1) as f64 * 1.12 / unit;
     let text = Theme::rgb(theme.text);
     let mark = Theme::rgb(theme.mark);
     let mut chart = ChartBuilder::on(&root)
@@ -151,7 +153,7 @@ fn draw(
         .configure_mesh()
         .x_desc("ms from the trace's start (as the timeline)")
         .x_label_formatter(&|v| format!("{v:.digits$}"))
-        .y_label_formatter(&|v| jarvis_engine::memory::bytes_text(*v as i64))
+        .y_label_formatter(&|v| format!("{} {unit_name}", (v * 1000.0).round() / 1000.0))
         .axis_desc_style(("sans-serif", 13).into_font().color(&text))
         .label_style(("sans-serif", 12).into_font().color(&text))
         .bold_line_style(Theme::rgb(theme.grid))
@@ -166,7 +168,7 @@ fn draw(
     ] {
         let path: Vec<(f64, f64)> = step_path(&d.curve, value, window, columns)
             .into_iter()
-            .map(|(t, v)| (ms(t), v as f64))
+            .map(|(t, v)| (ms(t), v as f64 / unit))
             .collect();
         chart
             .draw_series(std::iter::once(PathElement::new(
@@ -177,7 +179,7 @@ fn draw(
     }
     let mut peak_x = None;
     if let Some(t) = d.peak_ts.filter(|t| (window.0..=window.1).contains(t)) {
-        let (x, y) = (ms(t), d.peak_allocated as f64);
+        let (x, y) = (ms(t), d.peak_allocated as f64 / unit);
         chart
             .draw_series(std::iter::once(PathElement::new(
                 vec![(x, 0.0), (x, top)],
@@ -214,6 +216,14 @@ fn draw(
         t1: window.1,
         peak_x,
     })
+}
+
+/// The largest binary unit not above `bytes` (at least bytes), and its name.
+fn unit(bytes: i64) -> (f64, &'static str) {
+    [(30, "GiB"), (20, "MiB"), (10, "KiB")]
+        .into_iter()
+        .find(|(shift, _)| bytes >= 1 << shift)
+        .map_or((1.0, "B"), |(shift, name)| ((1u64 << shift) as f64, name))
 }
 
 #[cfg(test)]
@@ -256,6 +266,13 @@ mod tests {
         assert!(path.len() < 20, "{}", path.len());
         assert_eq!(path.iter().map(|p| p.1).max(), Some(999));
         assert_eq!(path.last(), Some(&(1000, 999 % 7)));
+    }
+
+    #[test]
+    fn the_axis_counts_in_the_largest_unit_under_the_top() {
+        assert_eq!(unit(3 << 30), ((1u64 << 30) as f64, "GiB"));
+        assert_eq!(unit(116 << 20), ((1u64 << 20) as f64, "MiB"));
+        assert_eq!(unit(1023), (1.0, "B"));
     }
 
     #[test]

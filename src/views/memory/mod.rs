@@ -34,7 +34,11 @@ fn peaks_table(summary: &MemorySummary, data: Option<&MemoryData>, origin: i64) 
                 .map(|t| format!("{:.3}", (t - origin) as f64 / 1e6))
                 .unwrap_or_default();
             let op = d.and_then(|d| d.operator_at_peak.clone()).unwrap_or_default();
-            let unused = d.map(|d| bytes_text(d.unused_reserved_at_peak)).unwrap_or_default();
+            // Negative where the device reports no reserve (the host).
+            let unused = d
+                .filter(|d| d.unused_reserved_at_peak >= 0)
+                .map(|d| bytes_text(d.unused_reserved_at_peak))
+                .unwrap_or_default();
             let before = d.map(|d| bytes_text(d.allocated_before_trace)).unwrap_or_default();
             let never = d
                 .map(|d| format!("{} ({})", d.never_freed, bytes_text(d.never_freed_bytes)))
@@ -236,9 +240,9 @@ pub fn MemoryView(
             let ops = tables::op_rows(&m.by_op, &name);
             view! {
                 <h3>{format!("Allocations and releases on {name}")}</h3>
-                <tables::MemoryTable testid="memory-events" columns=tables::EVENT_COLUMNS rows=events sort=1/>
+                <tables::MemoryTable testid="memory-events" name="allocations and releases" columns=tables::EVENT_COLUMNS rows=events sort=1/>
                 <h3>{format!("Statistics by operator on {name}")}</h3>
-                <tables::MemoryTable testid="memory-ops" columns=tables::OP_COLUMNS rows=ops sort=2/>
+                <tables::MemoryTable testid="memory-ops" name="statistics by operator" columns=tables::OP_COLUMNS rows=ops sort=2/>
             }
         })
     };

@@ -226,6 +226,8 @@ fn window(scroll: f64, total: usize) -> (usize, usize) {
 #[component]
 pub fn MemoryTable(
     testid: &'static str,
+    /// What the table holds (its scrolling region's accessible name).
+    name: &'static str,
     columns: &'static [Column],
     rows: Vec<Vec<Cell>>,
     sort: usize,
@@ -304,7 +306,7 @@ pub fn MemoryTable(
                 on:input=move |ev| filter.set(event_target_value(&ev))/>
             <span data-testid=format!("{testid}-count")>{move || format!("{} of {all} rows", shown.with(Vec::len))}</span>
         </div>
-        <div class="table-scroll" on:scroll=move |ev| scroll.set(event_target::<web_sys::HtmlElement>(&ev).scroll_top() as f64)>
+        <div class="table-scroll" tabindex="0" role="region" aria-label=name on:scroll=move |ev| scroll.set(event_target::<web_sys::HtmlElement>(&ev).scroll_top() as f64)>
             <table class="data memory-rows" data-testid=testid data-rows=move || shown.with(Vec::len).to_string()>
                 <thead><tr>{head}</tr></thead>
                 <tbody>{body}</tbody>
