@@ -402,11 +402,13 @@ fn tagged_capture(tag: &str, windows: usize) -> Trace {
     import(&doc)
 }
 
-/// Merges `exec` with captures listed as (file, batch size, mode, windows, present).
-fn merge_with(
-    exec: &Value,
-    listed: &[(&str, i64, &str, usize, bool)],
-) -> (Vec<String>, Vec<String>) {
+/// A capture as `execution_details.json` lists it: (file, batch size, mode), then how many
+/// windows its trace holds and whether its file is there.
+type Listed<'a> = (&'a str, i64, &'a str, usize, bool);
+
+/// Merges `exec` with the `listed` captures; the op of each kernel in GPU order, and why
+/// anything stayed unmerged.
+fn merge_with(exec: &Value, listed: &[Listed<'_>]) -> (Vec<String>, Vec<String>) {
     let details: Vec<Value> = listed
         .iter()
         .map(|(f, bs, mode, _, _)| serde_json::json!({"file": f, "batch_size": bs, "mode": mode}))

@@ -85,9 +85,10 @@ fn module_name(frame: &str) -> String {
 /// The capture trace: the server's graph capture routine holding one stream capture of the
 /// block, each op inside its module frame and launching its kernel.
 fn capture() -> Value {
+    // No event at time 0: a profiler writes that only when it fails (`zero_timestamp`).
     let mut ev = vec![python(
         "sglang/multimodal_gen/runtime/cuda_graph.py(80): capture",
-        0,
+        1,
         10_000,
     )];
     ev.push(host(
@@ -123,7 +124,7 @@ pub fn diffusion_full(steps: u32) -> DiffusionCase {
     let mut ev = vec![host(
         "user_annotation",
         "execute_diffusion_1_1024x1024",
-        0,
+        10,
         total,
         json!({}),
     )];
