@@ -1,6 +1,8 @@
 //! A serving iteration's token counts, read from the annotation the serving engine writes
 //! around it; the inference attention models need them (`../shared/docs/inference_report_spec.md`
-//! §3.3), the capture merge its batch size, the steps table its mode and requests.
+//! §3.3), the steps table its mode and requests. The capture merge reads TraceLens's own root
+//! patterns and batch sizes instead (`inference::execution_roots`, spec §7), which differ in a
+//! few forms (the diffusion form, SGLang `PREFILL`, vLLM's older bracketed token lists).
 //!
 //! The forms, first match wins (detailed forms carry the sums the attention model needs):
 //!
