@@ -16,22 +16,24 @@ pub fn device_memory(ctx: &Context<'_>, d: &DeviceRecords, life: &DeviceLife) ->
     let (mut max_unused, mut max_unused_ts) = (0i64, None);
     let (mut growths, mut growth_bytes) = (0u64, 0i64);
     let mut last_reserved: Option<i64> = None;
-    let mut at_reserved_peak: Option<(Nanos, i64)> = None;
+    // The highest reserve the allocator grew to within the trace (a reserve already held at the
+    // first record was cached before the trace: nothing in it says why).
+    let mut at_reserved_peak: Option<(Nanos, i64, i64)> = None;
     for &p in &d.positions {
         let r = ctx.record(p);
         if let Some(a) = r.total_allocated {
             peak_allocated = peak_allocated.max(a);
         }
         if let Some(res) = r.total_reserved {
-            if res > peak_reserved || at_reserved_peak.is_none() {
-                let unused = r.total_allocated.map_or(0, |a| res - a);
-                at_reserved_peak = Some((r.ts, unused));
-            }
             peak_reserved = peak_reserved.max(res);
             if let Some(prev) = last_reserved {
                 if res > prev {
                     growths += 1;
                     growth_bytes += res - prev;
+                    if at_reserved_peak.is_none_or(|(_, best, _)| res > best) {
+                        let unused = r.total_allocated.map_or(0, |a| res - a);
+                        at_reserved_peak = Some((r.ts, res, unused));
+                    }
                 }
             }
             last_reserved = Some(res);
@@ -66,13 +68,14 @@ pub fn device_memory(ctx: &Context<'_>, d: &DeviceRecords, life: &DeviceLife) ->
         allocated_before_trace: peak
             .and_then(|r| r.total_allocated)
             .map_or(0, |a| a - live_bytes),
+        // A device without a reserve (the CPU allocator) has nothing unused.
         unused_reserved_at_peak: peak.map_or(0, |r| {
-            r.total_reserved.unwrap_or(0) - r.total_allocated.unwrap_or(0)
+            (r.total_reserved.unwrap_or(0) - r.total_allocated.unwrap_or(0)).max(0)
         }),
         max_unused_reserved: max_unused,
         max_unused_reserved_ts: max_unused_ts,
         reserved_peak_ts: at_reserved_peak.map(|p| p.0),
-        unused_at_reserved_peak: at_reserved_peak.map_or(0, |p| p.1),
+        unused_at_reserved_peak: at_reserved_peak.map_or(0, |p| p.2),
         reserved_growths: growths,
         reserved_growth_bytes: growth_bytes,
         never_freed: life.never_freed.len() as u64,

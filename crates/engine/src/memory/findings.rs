@@ -1,8 +1,9 @@
 //! What the memory view concludes, each rule with its evidence and thresholds (docs/analysis.md,
 //! "Memory findings"):
 //! - `out_of_memory`: the trace records failed allocations;
-//! - `fragmentation`: when the reserve first reaches its peak, ≥ 256 MiB and ≥ 20 % of it sits
-//!   unused in cached blocks (the allocator reserved more although that much was free) →
+//! - `fragmentation`: when the allocator grows its reserve to the highest it reaches by growing
+//!   in the trace, ≥ 256 MiB and ≥ 20 % of it sits unused in cached blocks (it reserved more
+//!   although that much was free; a reserve cached before the trace says nothing) →
 //!   allocator settings (`expandable_segments`); reserved above allocated after frees is the
 //!   cache working, not a finding;
 //! - `large_temporary`: an operator allocates tensors at least 4× the bytes of its inputs and
@@ -83,10 +84,7 @@ pub fn find(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding> {
             && unused as f64 >= FRAGMENTATION_SHARE * d.peak_reserved as f64
         {
             let at = d.reserved_peak_ts.map_or(String::new(), |t| {
-                format!(
-                    " ({} after the trace's first memory record)",
-                    ms(t - first_ts(view))
-                )
+                format!(" ({} into the trace)", ms(t - view.start))
             });
             out.push(MemoryFinding {
                 key: "fragmentation",
@@ -114,14 +112,6 @@ pub fn find(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding> {
     out.extend(activations(ctx, view));
     out.extend(growth(view));
     out
-}
-
-fn first_ts(view: &MemoryView) -> Nanos {
-    view.devices
-        .iter()
-        .filter_map(|d| d.curve.first().map(|p| p.ts))
-        .min()
-        .unwrap_or(0)
 }
 
 fn out_of_memory(view: &MemoryView) -> Vec<MemoryFinding> {
@@ -191,8 +181,8 @@ fn large_temporaries(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding>
         if peak <= 0 {
             continue;
         }
-        // The largest allocation per operator node event, over this device's records.
-        let mut best: HashMap<u32, (i64, u64)> = HashMap::default();
+        // The largest allocation per operator instance (its event), over this device's records.
+        let mut best: HashMap<u32, i64> = HashMap::default();
         for pos in 0..ctx.order.len() {
             let r = ctx.record(pos);
             if r.bytes <= 0
@@ -205,12 +195,11 @@ fn large_temporaries(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding>
                 continue;
             };
             let b = best.entry(ctx.trees.nodes[n as usize].event).or_default();
-            b.0 = b.0.max(r.bytes);
-            b.1 += 1;
+            *b = (*b).max(r.bytes);
         }
         // Group by op name: the largest instance's figures.
         let mut by_name: HashMap<String, (i64, f64, Option<i64>, u64)> = HashMap::default();
-        for (event, (size, n)) in best {
+        for (event, size) in best {
             if (size as f64) < TEMPORARY_SHARE * peak as f64 {
                 continue;
             }
@@ -223,7 +212,7 @@ fn large_temporaries(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding>
             if size > g.0 {
                 *g = (size, inputs, square, g.3);
             }
-            g.3 += n;
+            g.3 += 1;
         }
         let mut groups: Vec<_> = by_name.into_iter().collect();
         groups.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(&b.0)));
@@ -244,7 +233,7 @@ fn large_temporaries(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding>
                 device: d.device.clone(),
                 title,
                 evidence: format!(
-                    "Its largest allocation is {}, {ratio:.1}× the {} of its recorded inputs and {:.0}% of the {} peak ({count} allocation(s) of this op's instances).",
+                    "Its largest allocation is {}, {ratio:.1}× the {} of its recorded inputs and {:.0}% of the {} peak; {count} call(s) of it allocate such a temporary.",
                     bytes_text(size),
                     bytes_text(inputs as i64),
                     100.0 * size as f64 / peak as f64,

@@ -67,8 +67,9 @@ pub struct DeviceMemory {
     pub unused_reserved_at_peak: i64,
     pub max_unused_reserved: i64,
     pub max_unused_reserved_ts: Option<Nanos>,
-    /// When `Total Reserved` first reached its peak, and how much of it was unused then: the
-    /// allocator reserved more while that much sat cached (fragmentation).
+    /// When the allocator grew its reserve to the highest it reached by growing within the
+    /// trace, and how much of it was unused then: it reserved more while that much sat cached
+    /// (fragmentation). `None` / 0 when the reserve never grew in the trace.
     pub reserved_peak_ts: Option<Nanos>,
     pub unused_at_reserved_peak: i64,
     /// Records after which `Total Reserved` grew (the caching allocator took more from the
@@ -156,6 +157,8 @@ pub struct MemoryView {
     pub findings: Vec<MemoryFinding>,
     /// `[memory]` records read.
     pub records: u64,
+    /// The trace's earliest event or record (the timeline's origin), for relative times.
+    pub start: Nanos,
 }
 
 impl MemoryView {
@@ -219,8 +222,15 @@ fn build(trace: &Trace, order: &[u32], ooms: &[u32]) -> (MemoryView, lifetimes::
         order,
         attr: &attr,
     };
+    let first_event = trace.events.iter().map(|e| e.ts).min();
+    let first_record = order.first().map(|&i| trace.memory[i as usize].ts);
     let mut view = MemoryView {
         records: order.len() as u64,
+        start: first_event
+            .into_iter()
+            .chain(first_record)
+            .min()
+            .unwrap_or(0),
         devices: devices
             .iter()
             .zip(&life.devices)

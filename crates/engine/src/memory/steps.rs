@@ -47,6 +47,15 @@ pub fn per_step(
         if totals.is_empty() {
             continue;
         }
+        // Before its first record the device held its first total less that record's bytes.
+        let initial = d
+            .positions
+            .iter()
+            .find_map(|&p| {
+                let r = &trace.memory[order[p] as usize];
+                Some(r.total_allocated? - r.bytes)
+            })
+            .unwrap_or(0);
         let leaked: Vec<(Nanos, i64)> = l
             .never_freed
             .iter()
@@ -58,7 +67,7 @@ pub fn per_step(
         for (step, start, end) in &spans {
             let from = totals.partition_point(|t| t.0 < *start);
             let to = totals.partition_point(|t| t.0 < *end);
-            let before = from.checked_sub(1).map_or(0, |i| totals[i].1);
+            let before = from.checked_sub(1).map_or(initial, |i| totals[i].1);
             let inside = &totals[from..to];
             let (n, bytes) = leaked
                 .iter()

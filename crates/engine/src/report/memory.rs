@@ -185,9 +185,14 @@ pub fn section_md(v: &MemoryView, h: &str) -> String {
             d.device,
             bytes_text(d.peak_allocated),
             bytes_text(d.peak_reserved),
-            bytes_text(d.unused_reserved_at_peak),
-            d.peak_ts
-                .map_or("-".into(), |t| format!("{} µs", micros(t))),
+            if d.peak_reserved > 0 {
+                bytes_text(d.unused_reserved_at_peak)
+            } else {
+                "-".into()
+            },
+            d.peak_ts.map_or("-".into(), |t| {
+                format!("{:.3} ms into the trace", (t - v.start) as f64 / 1e6)
+            }),
             d.operator_at_peak
                 .as_deref()
                 .map_or("-".into(), md::code_cell),

@@ -87,6 +87,13 @@ pub fn cases() -> Vec<MemoryCase> {
             build: free_without_allocation,
         },
         MemoryCase {
+            name: "memory_warm_cache",
+            finding: None,
+            device: "NVIDIA H100 80GB HBM3",
+            device_type: 1,
+            build: warm_cache,
+        },
+        MemoryCase {
             name: "memory_healthy",
             finding: None,
             device: "AMD Instinct MI300X",
@@ -258,6 +265,16 @@ impl Writer<'_> {
         self.alloc.allocated -= bytes;
         self.truth.frees_without_allocation += 1;
         self.record(addr, -bytes)
+    }
+
+    /// A reserve cached before the trace began (a warm-up's): one free block the trace's
+    /// allocations are carved from. The reserve never grows in the trace.
+    fn warm_reserve(&mut self, bytes: i64) {
+        let a = &mut self.alloc;
+        a.segments += 1;
+        a.cached.insert(0x7d00_0000_0000, (bytes, a.segments));
+        a.reserved += bytes;
+        a.reserved_peak = a.reserved;
     }
 
     /// Memory allocated before the trace began.
@@ -450,6 +467,22 @@ fn free_without_allocation(w: &mut Writer<'_>) -> io::Result<()> {
             w.free_unseen(0x7e00_0100_0000, 20 * MIB)
         })
     })
+}
+
+/// A 4 GiB reserve cached before the trace, mostly unused while the steps run in it: the cache
+/// working (its reserve never grows here), not fragmentation.
+fn warm_cache(w: &mut Writer<'_>) -> io::Result<()> {
+    w.preallocated(512 * MIB);
+    w.warm_reserve(4096 * MIB);
+    for s in 1..=3 {
+        w.step(s, |w| {
+            w.op("aten::linear", "[[64, 4096], [4096, 4096]]", |w| {
+                let a = w.malloc(32 * MIB)?;
+                w.free(a)
+            })
+        })?;
+    }
+    Ok(())
 }
 
 /// Balanced inference steps whose temporaries reuse the cached blocks.
