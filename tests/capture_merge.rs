@@ -560,3 +560,66 @@ fn deviation_only_runtime_calls_are_graph_launches() {
         ("gemm_A".to_owned(), "aten::mm".to_owned())
     );
 }
+
+/// Spec §7.6: a kernel the capture launched outside any CPU op (from a python frame inside the
+/// capture window) has its captured launch call as launcher (the walk up passes the frame and
+/// stops at `CaptureRoot`, a runtime event), not the graph launch.
+#[test]
+fn a_kernel_captured_without_an_op_is_launched_by_its_captured_call() {
+    let cap = trace(vec![
+        host(
+            "python_function",
+            "vllm/v1/worker/gpu_model_runner.py(100): _dummy_run",
+            1,
+            10_000,
+            serde_json::json!({}),
+        ),
+        host(
+            "cuda_runtime",
+            "hipStreamBeginCapture",
+            10,
+            5,
+            serde_json::json!({}),
+        ),
+        jarvis_engine::synth::graph_capture::op(
+            "aten::mm",
+            30,
+            serde_json::json!([[4, 64], [64, 64]]),
+        ),
+        jarvis_engine::synth::graph_capture::launch(40, 1, "gemm_A"),
+        // A Triton kernel launched from python: no CPU op, a frame inside the window.
+        host(
+            "python_function",
+            "triton/runtime/jit.py(500): run",
+            120,
+            100,
+            serde_json::json!({}),
+        ),
+        jarvis_engine::synth::graph_capture::launch(130, 2, "add_B"),
+        host(
+            "cuda_runtime",
+            "hipStreamEndCapture",
+            300,
+            5,
+            serde_json::json!({}),
+        ),
+    ]);
+    let mut events = vec![decode_iteration(4, 2000)];
+    events.extend(replay(100, 10));
+    let a = jarvis_engine::analyze_with_captures(
+        import(&trace(events)),
+        &captures(&cap),
+        &inference_options(),
+    );
+    let merge = a.capture_merge.as_ref().expect("merged");
+    assert_eq!((merge.merged, merge.kernels), (1, 2));
+    let ops = column(&a, "ops_summary", "name");
+    assert!(ops.contains(&"aten::mm".to_owned()), "{ops:?}");
+    assert!(ops.contains(&"hipLaunchKernel".to_owned()), "{ops:?}");
+    assert!(!ops.contains(&"hipGraphLaunch".to_owned()), "{ops:?}");
+    let names = column(&a, "unified_perf_summary", "name");
+    assert!(
+        names.contains(&"hipLaunchKernel->add_B (Synthetic Op)".to_owned()),
+        "{names:?}"
+    );
+}
