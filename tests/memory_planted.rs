@@ -81,7 +81,7 @@ fn the_findings_quote_the_planted_numbers() {
     assert!(f.action.contains("scaled_dot_product_attention"));
     let (f, t) = find("memory_activations");
     assert!(f.evidence.contains("Block_"), "{}", f.evidence);
-    assert_eq!(f.bytes, 4 * 256 << 20);
+    assert_eq!(f.bytes, (4 * 256) << 20);
     assert!(t.peak_allocated > f.bytes);
     let (f, t) = find("memory_fragmentation");
     assert_eq!(f.bytes, t.unused_at_reserved_peak);

@@ -83,10 +83,13 @@ pub fn device_memory(ctx: &Context<'_>, d: &DeviceRecords, life: &DeviceLife) ->
     }
 }
 
+/// A live group's key: operator, module, stack.
+type GroupKey = (String, Option<String>, Option<String>);
+
 /// Live allocations grouped by operator, module and stack; largest first.
 fn live_groups(ctx: &Context<'_>, live: &[usize]) -> Vec<LiveGroup> {
-    let mut groups: HashMap<(String, Option<String>, Option<String>), (u64, i64, i64, Nanos)> =
-        HashMap::default();
+    // Count, bytes, the largest allocation and when it was made.
+    let mut groups: HashMap<GroupKey, (u64, i64, i64, Nanos)> = HashMap::default();
     for &p in live {
         let r = ctx.record(p);
         let key = (ctx.label(p), ctx.module(p), ctx.attr.stack[p].clone());

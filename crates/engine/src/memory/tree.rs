@@ -128,14 +128,11 @@ impl OpTrees {
         let mut roots = Vec::new();
         let mut stack: Vec<u32> = Vec::new();
         for &(start, end, name, kind, event) in list {
-            loop {
-                let Some(&top) = stack.last() else {
-                    break;
-                };
-                let t = &self.nodes[top as usize];
-                if start < t.end {
-                    break;
-                }
+            // Close the nodes that end before this one starts.
+            while stack
+                .last()
+                .is_some_and(|&top| start >= self.nodes[top as usize].end)
+            {
                 stack.pop();
             }
             if let Some(&top) = stack.last() {
