@@ -38,7 +38,12 @@ fn references(shared: &Path) -> Vec<std::path::PathBuf> {
     all.sort();
     let names: Vec<String> = all
         .iter()
-        .map(|p| p.file_name().expect("a file").to_string_lossy().into_owned())
+        .map(|p| {
+            p.file_name()
+                .expect("a file")
+                .to_string_lossy()
+                .into_owned()
+        })
         .collect();
     all.into_iter()
         .zip(&names)
