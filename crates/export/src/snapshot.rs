@@ -320,7 +320,7 @@ mod tests {
             d.contains("<td>GPU0</td><td class=\"num\">1.0 MiB</td><td class=\"num\">2.0 MiB</td>"),
             "{d}"
         );
-        assert!(d.contains("<code>aten::empty&lt;script&gt;</code>"), "{d}");
+        assert!(d.contains("aten::empty&lt;script&gt;)</code>"), "{d}");
         assert!(d.contains("&lt;b&gt;title&lt;/b&gt;") && d.contains("act &lt;now&gt;"));
         assert!(!d.contains("<script") && !d.contains("<b>title"));
         let none = snapshot_document(&Snapshot {

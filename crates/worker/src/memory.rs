@@ -2,6 +2,9 @@
 //! comes from and each device's peaks, for the overview and the Memory tab's presence. The view
 //! itself goes in `result_rest` (`memory`), from an analyzed trace only.
 
+// Natively only this module's tests compile it (the session that calls it is wasm32's).
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
 use jarvis_engine::memory::MemoryView;
 use jarvis_engine::report::reopen::Reopened;
 use serde_json::{json, Value};
