@@ -78,6 +78,13 @@ fn the_findings_quote_the_planted_numbers() {
         f.title
     );
     assert!(f.evidence.contains("32.0×"), "{}", f.evidence);
+    // At the peak the scores and their softmax copy (same size, same module) are both live.
+    assert_eq!(
+        (f.bytes, f.share_of_peak),
+        (1024 << 20, 1.0),
+        "{}",
+        f.evidence
+    );
     assert!(f.action.contains("scaled_dot_product_attention"));
     let (f, t) = find("memory_activations");
     assert!(f.evidence.contains("Block_"), "{}", f.evidence);
@@ -228,6 +235,8 @@ fn records_without_addresses_give_statistics_and_say_what_is_missing() {
     let a = jarvis_engine::analyze(json.as_bytes()).expect("import");
     let v = a.memory.as_ref().expect("records");
     assert!(v.events.is_empty() && v.device("GPU0").unwrap().curve.is_empty());
+    // The peaks are unknown, not 0.
+    assert!(!v.device("GPU0").unwrap().has_totals);
     assert_eq!(v.by_op[0].self_allocation_bytes, 512);
     let d = a
         .diagnostics

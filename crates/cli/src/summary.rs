@@ -154,6 +154,7 @@ pub fn render(a: &Analysis) -> String {
 /// (memory/memory_findings.md).
 fn memory_block(s: &mut String, a: &Analysis) {
     use jarvis_engine::memory::bytes_text;
+    use jarvis_engine::report::memory::peak_text;
     let Some(v) = &a.memory else {
         return;
     };
@@ -165,10 +166,10 @@ fn memory_block(s: &mut String, a: &Analysis) {
     for d in &v.devices {
         let _ = writeln!(
             s,
-            "  {:<6} peak allocated {:>11}  reserved {:>11}  at {}",
+            "  {:<6} peak allocated {}  reserved {}  at {}",
             d.device,
-            bytes_text(d.peak_allocated),
-            bytes_text(d.peak_reserved),
+            peak_text(d, d.peak_allocated),
+            peak_text(d, d.peak_reserved),
             d.operator_at_peak
                 .as_deref()
                 .map_or("-".into(), |o| clip(o, 60))

@@ -19,10 +19,16 @@ pub fn device_memory(ctx: &Context<'_>, d: &DeviceRecords, life: &DeviceLife) ->
     // The highest reserve the allocator grew to within the trace (a reserve already held at the
     // first record was cached before the trace: nothing in it says why).
     let mut at_reserved_peak: Option<(Nanos, i64, i64)> = None;
+    // The growth for a request smaller than what sat cached but unused just before it:
+    // (ts, unused before, request, reserve after), the largest unused.
+    let mut wasted: Option<(Nanos, i64, i64, i64)> = None;
+    let mut last_allocated: Option<i64> = None;
+    let mut has_totals = false;
     for &p in &d.positions {
         let r = ctx.record(p);
         if let Some(a) = r.total_allocated {
             peak_allocated = peak_allocated.max(a);
+            has_totals = true;
         }
         if let Some(res) = r.total_reserved {
             peak_reserved = peak_reserved.max(res);
@@ -30,6 +36,13 @@ pub fn device_memory(ctx: &Context<'_>, d: &DeviceRecords, life: &DeviceLife) ->
                 if res > prev {
                     growths += 1;
                     growth_bytes += res - prev;
+                    let unused = prev - last_allocated.unwrap_or(prev);
+                    if r.bytes > 0
+                        && unused >= r.bytes
+                        && wasted.is_none_or(|(_, best, ..)| unused > best)
+                    {
+                        wasted = Some((r.ts, unused, r.bytes, res));
+                    }
                     if at_reserved_peak.is_none_or(|(_, best, _)| res > best) {
                         let unused = r.total_allocated.map_or(0, |a| res - a);
                         at_reserved_peak = Some((r.ts, res, unused));
@@ -37,6 +50,7 @@ pub fn device_memory(ctx: &Context<'_>, d: &DeviceRecords, life: &DeviceLife) ->
                 }
             }
             last_reserved = Some(res);
+            last_allocated = r.total_allocated;
         }
         let (Some(_), Some(allocated), Some(reserved)) =
             (r.addr, r.total_allocated, r.total_reserved)
@@ -75,6 +89,12 @@ pub fn device_memory(ctx: &Context<'_>, d: &DeviceRecords, life: &DeviceLife) ->
         max_unused_reserved: max_unused,
         max_unused_reserved_ts: max_unused_ts,
         reserved_peak_ts: at_reserved_peak.map(|p| p.0),
+        growth_ts: wasted.map(|w| w.0),
+        unused_before_growth: wasted.map_or(0, |w| w.1),
+        growth_request: wasted.map_or(0, |w| w.2),
+        reserve_after_growth: wasted.map_or(0, |w| w.3),
+        has_totals,
+        capacity: ctx.capacity(d.device),
         unused_at_reserved_peak: at_reserved_peak.map_or(0, |p| p.2),
         reserved_growths: growths,
         reserved_growth_bytes: growth_bytes,

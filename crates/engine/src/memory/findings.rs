@@ -1,19 +1,21 @@
 //! What the memory view concludes, each rule with its evidence and thresholds (docs/analysis.md,
 //! "Memory findings"):
 //! - `out_of_memory`: the trace records failed allocations;
-//! - `fragmentation`: when the allocator grows its reserve to the highest it reaches by growing
-//!   in the trace, ≥ 256 MiB and ≥ 20 % of it sits unused in cached blocks (it reserved more
-//!   although that much was free; a reserve cached before the trace says nothing) →
+//! - `fragmentation`: the allocator grew its reserve for a request smaller than what it held
+//!   cached but unused (no block fit), with ≥ 256 MiB unused, ≥ 20 % of the reserve after the
+//!   growth; the largest such growth (a reserve cached before the trace says nothing) →
 //!   allocator settings (`expandable_segments`); reserved above allocated after frees is the
 //!   cache working, not a finding;
 //! - `large_temporary`: an operator allocates tensors at least 4× the bytes of its inputs and
 //!   ≥ 5 % of the device's peak; an L×L score matrix from a (batched) matmul with L ≥ 256 is
 //!   named as an unfused attention's → the fused kernel;
 //! - `activations_for_backward`: at a training step's peak, allocations made in the forward
-//!   and still live hold ≥ 50 % of what the trace saw allocated → activation checkpointing of
-//!   the modules that hold most;
-//! - `growth_per_step`: `Total Allocated` at the end of a step grows over at least 3
-//!   consecutive steps, each leaving allocations never freed → a leak across steps.
+//!   and still live hold ≥ 50 % of what the trace saw allocated and ≥ 25 % of the peak →
+//!   activation checkpointing of the modules that hold most;
+//! - `growth_per_step`: `Total Allocated` at the end of a step grows, by ≥ 1 MiB and ≥ 1 % of
+//!   the peak, over at least 3 consecutive steps, each leaving allocations never freed → a leak
+//!   across steps (a cache growing, as a KV cache does, where an inference run's `cat` makes
+//!   them), naming the operator that makes them.
 
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
@@ -35,8 +37,14 @@ const TEMPORARY_SHARE: f64 = 0.05;
 const SCORE_MIN_LEN: i64 = 256;
 /// Forward allocations live at the peak worth checkpointing: this share of the live bytes.
 const ACTIVATIONS_SHARE: f64 = 0.50;
-/// Steps of growth in a row that make a leak.
+/// ... and this share of the device's whole allocated peak (weights and optimizer state
+/// included): checkpointing a few percent of the peak is not worth a recomputation.
+const ACTIVATIONS_PEAK_SHARE: f64 = 0.25;
+/// Steps of growth in a row that make a leak, each growing at least this much (bytes and
+/// share of the peak).
 const GROWTH_STEPS: usize = 3;
+const GROWTH_MIN_BYTES: i64 = MIB;
+const GROWTH_MIN_SHARE: f64 = 0.01;
 
 /// One memory finding.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -74,31 +82,37 @@ fn ms(ns: Nanos) -> String {
 }
 
 pub fn find(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding> {
+    let trains = ctx
+        .trace
+        .events
+        .iter()
+        .any(|e| e.kind() == EventKind::CpuOp && is_backward(ctx.trace.name(e)));
     let mut out = Vec::new();
     out.extend(out_of_memory(view));
     for d in &view.devices {
         let peak = d.peak_allocated.max(1);
         let share = |b: i64| b as f64 / peak as f64;
-        let unused = d.unused_at_reserved_peak;
+        let unused = d.unused_before_growth;
         if unused >= FRAGMENTATION_BYTES
-            && unused as f64 >= FRAGMENTATION_SHARE * d.peak_reserved as f64
+            && unused as f64 >= FRAGMENTATION_SHARE * d.reserve_after_growth as f64
         {
-            let at = d.reserved_peak_ts.map_or(String::new(), |t| {
-                format!(" ({} into the trace)", ms(t - view.start))
+            let at = d.growth_ts.map_or(String::new(), |t| {
+                format!(" {} into the trace", ms(t - view.start))
             });
             out.push(MemoryFinding {
                 key: "fragmentation",
                 device: d.device.clone(),
                 title: format!(
-                    "{} reserved but unused when the reserve peaked on {}",
+                    "{} cached but unusable when the allocator grew its reserve on {}",
                     bytes_text(unused),
                     d.device
                 ),
                 evidence: format!(
-                    "The caching allocator took its reserve to {}{at} while {} of it ({:.0}%) sat in cached blocks no request could use: the new request fit none of them. It grew its reserve {} times, by {} in all.",
-                    bytes_text(d.peak_reserved),
+                    "A {} request could not be served from the {} the allocator held cached but unused (more than the request, in blocks none of which fit), so it reserved more{at}: the reserve reached {}, {:.0}% of it unused. It grew its reserve {} times, by {} in all.",
+                    bytes_text(d.growth_request),
                     bytes_text(unused),
-                    100.0 * unused as f64 / d.peak_reserved.max(1) as f64,
+                    bytes_text(d.reserve_after_growth),
+                    100.0 * unused as f64 / d.reserve_after_growth.max(1) as f64,
                     d.reserved_growths,
                     bytes_text(d.reserved_growth_bytes)
                 ),
@@ -110,7 +124,7 @@ pub fn find(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding> {
     }
     out.extend(large_temporaries(ctx, view));
     out.extend(activations(ctx, view));
-    out.extend(growth(view));
+    out.extend(growth(view, trains));
     out
 }
 
@@ -182,7 +196,7 @@ fn large_temporaries(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding>
             continue;
         }
         // The largest allocation per operator instance (its event), over this device's records.
-        let mut best: HashMap<u32, i64> = HashMap::default();
+        let mut best: HashMap<u32, (i64, Option<String>)> = HashMap::default();
         for pos in 0..ctx.order.len() {
             let r = ctx.record(pos);
             if r.bytes <= 0
@@ -195,11 +209,14 @@ fn large_temporaries(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding>
                 continue;
             };
             let b = best.entry(ctx.trees.nodes[n as usize].event).or_default();
-            *b = (*b).max(r.bytes);
+            if r.bytes > b.0 {
+                *b = (r.bytes, ctx.module(pos));
+            }
         }
         // Group by op name: the largest instance's figures.
-        let mut by_name: HashMap<String, (i64, f64, Option<i64>, u64)> = HashMap::default();
-        for (event, size) in best {
+        type Group = (i64, f64, Option<i64>, u64, Option<String>);
+        let mut by_name: HashMap<String, Group> = HashMap::default();
+        for (event, (size, module)) in best {
             if (size as f64) < TEMPORARY_SHARE * peak as f64 {
                 continue;
             }
@@ -208,16 +225,34 @@ fn large_temporaries(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding>
                 continue;
             }
             let name = ctx.trace.name(&ctx.trace.events[event as usize]).to_owned();
-            let g = by_name.entry(name).or_insert((0, 0.0, None, 0));
+            let g = by_name.entry(name).or_insert((0, 0.0, None, 0, None));
             if size > g.0 {
-                *g = (size, inputs, square, g.3);
+                *g = (size, inputs, square, g.3, module);
             }
             g.3 += 1;
         }
         let mut groups: Vec<_> = by_name.into_iter().collect();
         groups.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(&b.0)));
-        for (name, (size, inputs, square, count)) in groups.into_iter().take(3) {
+        for (name, (size, inputs, square, count, module)) in groups.into_iter().take(3) {
             let ratio = size as f64 / inputs;
+            // At the peak, tensors of this size made in the same module: the temporary and its
+            // same-shape copies (softmax, scaling, masking).
+            let (copies, live): (u64, i64) = d
+                .live_at_peak
+                .iter()
+                .filter(|g| g.module == module && g.count > 0 && g.bytes == size * g.count as i64)
+                .fold((0, 0), |(n, b), g| (n + g.count, b + g.bytes));
+            let at_peak = if live > 0 {
+                format!(
+                    " At the peak, {copies} tensor(s) of this size made in {} hold {}, {:.0}% of it.",
+                    module.as_deref().map_or("the same place".into(), |m| format!("module {m}")),
+                    bytes_text(live),
+                    100.0 * live as f64 / peak as f64
+                )
+            } else {
+                String::new()
+            };
+            let held = live.max(size);
             let (title, action) = match square {
                 Some(l) => (
                     format!("{name} materializes {l}×{l} attention scores ({} each) on {}", bytes_text(size), d.device),
@@ -233,15 +268,15 @@ fn large_temporaries(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding>
                 device: d.device.clone(),
                 title,
                 evidence: format!(
-                    "Its largest allocation is {}, {ratio:.1}× the {} of its recorded inputs and {:.0}% of the {} peak; {count} call(s) of it allocate such a temporary.",
+                    "Its largest allocation is {}, {ratio:.1}× the {} of its recorded inputs and {:.0}% of the {} peak; {count} call(s) of it allocate such a temporary.{at_peak}",
                     bytes_text(size),
                     bytes_text(inputs as i64),
                     100.0 * size as f64 / peak as f64,
                     bytes_text(peak),
                 ),
                 action,
-                bytes: size,
-                share_of_peak: size as f64 / peak as f64,
+                bytes: held,
+                share_of_peak: held as f64 / peak as f64,
             });
         }
     }
@@ -300,7 +335,10 @@ fn activations(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding> {
                 .entry(g.module.clone().unwrap_or_else(|| g.operator.clone()))
                 .or_default() += g.bytes;
         }
-        if live_bytes <= 0 || (fwd as f64) < ACTIVATIONS_SHARE * live_bytes as f64 {
+        if live_bytes <= 0
+            || (fwd as f64) < ACTIVATIONS_SHARE * live_bytes as f64
+            || (fwd as f64) < ACTIVATIONS_PEAK_SHARE * d.peak_allocated as f64
+        {
             continue;
         }
         let mut modules: Vec<(String, i64)> = by_module.into_iter().collect();
@@ -336,7 +374,7 @@ fn activations(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding> {
     out
 }
 
-fn growth(view: &MemoryView) -> Vec<MemoryFinding> {
+fn growth(view: &MemoryView, trains: bool) -> Vec<MemoryFinding> {
     let mut out = Vec::new();
     for d in &view.devices {
         let steps: Vec<&StepMemory> = view.steps.iter().filter(|s| s.device == d.device).collect();
@@ -344,11 +382,12 @@ fn growth(view: &MemoryView) -> Vec<MemoryFinding> {
         // than the one before.
         let mut best: (usize, usize) = (0, 0);
         let mut start: Option<usize> = None;
+        let min_growth = GROWTH_MIN_BYTES.max((GROWTH_MIN_SHARE * d.peak_allocated as f64) as i64);
         for i in 0..steps.len() {
             let leaks = steps[i].never_freed_bytes > 0;
             let continues = leaks
                 && start.is_some()
-                && steps[i].allocated_at_end > steps[i - 1].allocated_at_end;
+                && steps[i].allocated_at_end - steps[i - 1].allocated_at_end >= min_growth;
             if !continues {
                 start = leaks.then_some(i);
             }
@@ -366,24 +405,50 @@ fn growth(view: &MemoryView) -> Vec<MemoryFinding> {
         let last = run[run.len() - 1];
         let per_step = (last.allocated_at_end - first.allocated_at_end) / (run.len() as i64 - 1);
         let leaked: i64 = run.iter().map(|s| s.never_freed_bytes).sum();
+        // The operator that made most of the never-freed bytes in those steps.
+        let mut by_op: HashMap<&str, i64> = HashMap::default();
+        for e in view.events.iter().filter(|e| {
+            e.device == d.device
+                && e.free_ts.is_none()
+                && e.alloc_ts.is_some_and(|t| t >= first.start && t < last.end)
+        }) {
+            *by_op.entry(e.operator.as_str()).or_default() += e.size;
+        }
+        let top = by_op
+            .into_iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0)))
+            .map_or("<unknown>", |(op, _)| op);
+        // In an inference run a cache that grows by concatenation is the KV cache's way.
+        let cache = !trains && (top.contains("aten::cat") || top.contains("index_copy"));
+        let (what, action) = if cache {
+            (
+                "a cache growing by concatenation (as a KV cache does in decoding)",
+                "Expected while decoding with a concatenated KV cache; if memory limits the batch or sequence length, preallocate the cache (a static or paged KV cache) instead of concatenating each step.",
+            )
+        } else {
+            (
+                "a leak across steps",
+                "Find what keeps tensors across steps: a loss or metric accumulated without .item() or .detach(), outputs appended to a list, a cache that never evicts. The events table lists the never-freed allocations with the operator that made them.",
+            )
+        };
         out.push(MemoryFinding {
             key: "growth_per_step",
             device: d.device.clone(),
             title: format!(
-                "Memory grows {} per step on {} ({} steps)",
+                "Memory grows {} per step on {} ({} steps): {what}",
                 bytes_text(per_step),
                 d.device,
                 run.len()
             ),
             evidence: format!(
-                "Allocated at the end of {} is {}, at the end of {} {}; each of these steps left allocations the trace never saw freed ({} in all).",
+                "Allocated at the end of {} is {}, at the end of {} {}; each of these steps left allocations the trace never saw freed ({} in all), most made by {top}.",
                 first.step,
                 bytes_text(first.allocated_at_end),
                 last.step,
                 bytes_text(last.allocated_at_end),
                 bytes_text(leaked)
             ),
-            action: "Find what keeps tensors across steps: a loss or metric accumulated without .item() or .detach(), outputs appended to a list, a cache that never evicts. The events table lists the never-freed allocations with the operator that made them.".into(),
+            action: action.into(),
             bytes: leaked,
             share_of_peak: leaked as f64 / d.peak_allocated.max(1) as f64,
         });

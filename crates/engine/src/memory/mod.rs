@@ -72,6 +72,18 @@ pub struct DeviceMemory {
     /// (fragmentation). `None` / 0 when the reserve never grew in the trace.
     pub reserved_peak_ts: Option<Nanos>,
     pub unused_at_reserved_peak: i64,
+    /// The growth of the reserve that most looks like fragmentation: a request smaller than
+    /// what sat cached but unused just before it (no block fit), with when, that unused amount,
+    /// the request and the reserve after it; 0 / `None` when no growth was such.
+    pub growth_ts: Option<Nanos>,
+    pub unused_before_growth: i64,
+    pub growth_request: i64,
+    pub reserve_after_growth: i64,
+    /// Whether any record carries `Total Allocated` (records before PyTorch 1.10 do not: the
+    /// peaks are then unknown, not 0).
+    pub has_totals: bool,
+    /// The device's memory (`deviceProperties`' `totalGlobalMem`), for a GPU that lists it.
+    pub capacity: Option<i64>,
     /// Records after which `Total Reserved` grew (the caching allocator took more from the
     /// driver), and by how much in all.
     pub reserved_growths: u64,
@@ -218,6 +230,7 @@ fn build(trace: &Trace, order: &[u32], ooms: &[u32]) -> (MemoryView, lifetimes::
     let life = lifetimes::pair(trace, order, &devices);
     let ctx = records::Context {
         trace,
+        capacities: records::capacities(trace),
         trees: &trees,
         order,
         attr: &attr,

@@ -10,13 +10,36 @@ use crate::model::Trace;
 /// What the passes after attribution share.
 pub struct Context<'a> {
     pub trace: &'a Trace,
+    /// `totalGlobalMem` per GPU id, from `deviceProperties`.
+    pub capacities: Vec<(i64, i64)>,
     pub trees: &'a OpTrees,
     /// Record indices in time order.
     pub order: &'a [u32],
     pub attr: &'a Attribution,
 }
 
+/// `totalGlobalMem` of each GPU `deviceProperties` lists, by its `id`.
+pub fn capacities(trace: &Trace) -> Vec<(i64, i64)> {
+    let Some(raw) = trace.meta.device_properties.as_deref() else {
+        return Vec::new();
+    };
+    let Ok(serde_json::Value::Array(list)) = serde_json::from_str(raw) else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|d| Some((d.get("id")?.as_i64()?, d.get("totalGlobalMem")?.as_i64()?)))
+        .collect()
+}
+
 impl Context<'_> {
+    /// The memory of a GPU device, where the trace says.
+    pub fn capacity(&self, device: MemoryDevice) -> Option<i64> {
+        match device {
+            MemoryDevice::Gpu(id) => self.capacities.iter().find(|c| c.0 == id).map(|c| c.1),
+            _ => None,
+        }
+    }
+
     pub fn record(&self, pos: usize) -> &MemoryRecord {
         &self.trace.memory[self.order[pos] as usize]
     }

@@ -170,6 +170,23 @@ pub fn findings_md(v: &MemoryView) -> String {
     format!("## Memory\n\n{}", section_md(v, "###"))
 }
 
+/// A peak as text: with its share of the device's memory where known; `unknown` when the
+/// records carry no totals (PyTorch before 1.10).
+pub fn peak_text(d: &crate::memory::DeviceMemory, bytes: i64) -> String {
+    if !d.has_totals {
+        return "unknown (no totals recorded)".into();
+    }
+    match d.capacity {
+        Some(c) if c > 0 => format!(
+            "{} ({:.0}% of {})",
+            bytes_text(bytes),
+            100.0 * bytes as f64 / c as f64,
+            bytes_text(c)
+        ),
+        _ => bytes_text(bytes),
+    }
+}
+
 /// The memory section's body: peaks per device, what is live at each peak, the findings, its
 /// subsections at heading level `h`. Trace text passes through `md::code_cell`/`md::cell`.
 pub fn section_md(v: &MemoryView, h: &str) -> String {
@@ -183,8 +200,8 @@ pub fn section_md(v: &MemoryView, h: &str) -> String {
         s.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} |\n",
             d.device,
-            bytes_text(d.peak_allocated),
-            bytes_text(d.peak_reserved),
+            peak_text(d, d.peak_allocated),
+            peak_text(d, d.peak_reserved),
             if d.peak_reserved > 0 {
                 bytes_text(d.unused_reserved_at_peak)
             } else {
