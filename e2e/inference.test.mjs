@@ -141,3 +141,24 @@ test('the Steps view judges prefill and decode iterations each against their own
   assert.deepEqual(errors, []);
   await page.close();
 });
+
+test('a diffusion server whose only iteration annotation is execute_diffusion_* is merged with its FULL capture (issue #52)', async () => {
+  // Generated with known truth: every graph launch is merged and every replayed kernel gets its
+  // captured op (`jarvis synth --serving diffusion`; tests/capture_merge.rs checks the ops).
+  const dir = fs.mkdtempSync(path.join(OUT, 'diffusion-'));
+  execFileSync(JARVIS, ['synth', '--serving', 'diffusion', '--steps', '4', '--out', dir]);
+  const cli = execFileSync(JARVIS, ['report', path.join(dir, 'serving.json'), '--capture', path.join(dir, 'capture_traces'), '--no-files'], { encoding: 'utf8' });
+  const merged = cli.match(/(\d+) of (\d+) graph launches merged/);
+  assert.ok(merged && merged[1] === merged[2] && merged[1] === '4', `CLI: ${merged}`);
+  const kernels = cli.match(/merged with [^:]*: (\d+) replayed kernels/)[1];
+  const captures = fs.readdirSync(path.join(dir, 'capture_traces')).map((f) => path.join(dir, 'capture_traces', f));
+  const { page, errors, requests } = await openApp({ width: 1280, height: 800 });
+  await page.getByTestId('trace-input').setInputFiles([path.join(dir, 'serving.json'), ...captures]);
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 60000 });
+  const note = page.getByTestId('capture-merge');
+  assert.match(await note.textContent(), /analyzed as one: 4 of 4 graph launches merged/);
+  assert.equal(await note.getAttribute('data-kernels'), kernels);
+  assert.deepEqual(errors, []);
+  assertLocalOnly(requests);
+  fs.rmSync(dir, { recursive: true, force: true });
+});
