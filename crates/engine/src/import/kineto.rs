@@ -169,20 +169,7 @@ impl TraceBuilder {
         let Some(kind) = ev.cat.as_deref().and_then(EventKind::from_category) else {
             return;
         };
-        let ts = ev
-            .ts
-            .as_ref()
-            .and_then(|v| v.number_text())
-            .and_then(micros_text_to_nanos);
-        let Some(ts) = ts else {
-            self.trace.diagnostics.add(
-                K::MissingTimestamp,
-                1,
-                Some(format!(
-                    "{} at byte {offset} has no usable ts; dropped",
-                    self.event_ref(index)
-                )),
-            );
+        let Some(ts) = self.timestamp(index, offset, ev, "") else {
             return;
         };
         let dur = match ev
@@ -289,6 +276,27 @@ impl TraceBuilder {
 }
 
 impl TraceBuilder {
+    /// The event's `ts` in nanoseconds; without a usable one the event is dropped, and the
+    /// diagnostic says so (`what` names the event's kind where it helps).
+    fn timestamp(&mut self, index: u64, offset: u64, ev: &RawEvent<'_>, what: &str) -> Option<i64> {
+        let ts = ev
+            .ts
+            .as_ref()
+            .and_then(|v| v.number_text())
+            .and_then(micros_text_to_nanos);
+        if ts.is_none() {
+            self.trace.diagnostics.add(
+                K::MissingTimestamp,
+                1,
+                Some(format!(
+                    "{} at byte {offset}{what} has no usable ts; dropped",
+                    self.event_ref(index)
+                )),
+            );
+        }
+        ts
+    }
+
     /// A `[memory]` or `[OutOfMemory]` instant event; other instant events are not read.
     fn memory(&mut self, index: u64, offset: u64, ev: &RawEvent<'_>) {
         let out_of_memory = match ev.name.as_deref() {
@@ -296,20 +304,7 @@ impl TraceBuilder {
             Some("[OutOfMemory]") => true,
             _ => return,
         };
-        let ts = ev
-            .ts
-            .as_ref()
-            .and_then(|v| v.number_text())
-            .and_then(micros_text_to_nanos);
-        let Some(ts) = ts else {
-            self.trace.diagnostics.add(
-                K::MissingTimestamp,
-                1,
-                Some(format!(
-                    "{} at byte {offset} (a memory record) has no usable ts; dropped",
-                    self.event_ref(index)
-                )),
-            );
+        let Some(ts) = self.timestamp(index, offset, ev, " (a memory record)") else {
             return;
         };
         let lane = self.lane(ev);
