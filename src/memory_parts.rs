@@ -11,6 +11,42 @@ pub struct MemoryPeak {
     pub device: String,
     pub allocated: i64,
     pub reserved: i64,
+    /// False where no record carries the totals (before PyTorch 1.10): the peaks are unknown.
+    #[serde(default = "known")]
+    pub known: bool,
+    /// The device's memory, where the trace lists it.
+    #[serde(default)]
+    pub capacity: Option<i64>,
+}
+
+fn known() -> bool {
+    true
+}
+
+impl MemoryPeak {
+    /// The peaks as text: `allocated / reserved`, with the share of the device's memory.
+    pub fn text(&self) -> String {
+        use jarvis_engine::memory::bytes_text;
+        if !self.known {
+            return "unknown (the records carry no totals)".to_owned();
+        }
+        let share = self
+            .capacity
+            .filter(|c| *c > 0)
+            .map(|c| {
+                format!(
+                    " ({:.1} % of {})",
+                    100.0 * self.reserved.max(self.allocated) as f64 / c as f64,
+                    bytes_text(c)
+                )
+            })
+            .unwrap_or_default();
+        format!(
+            "{} / {}{share}",
+            bytes_text(self.allocated),
+            bytes_text(self.reserved)
+        )
+    }
 }
 
 /// `result.memory`: where the view comes from (`trace`, or `bundle`: peaks only) and the peaks.

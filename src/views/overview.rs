@@ -156,7 +156,6 @@ pub fn OverviewView(
 
 /// The peak memory of each GPU (allocated and reserved), when the trace has memory records.
 fn memory_peaks(m: Option<&crate::memory_parts::MemorySummary>) -> Option<impl IntoView> {
-    use jarvis_engine::memory::bytes_text;
     let m = m.filter(|m| m.gpus().next().is_some())?;
     let items = m
         .gpus()
@@ -166,7 +165,7 @@ fn memory_peaks(m: Option<&crate::memory_parts::MemorySummary>) -> Option<impl I
                     <dt>{format!("{} peak memory (allocated / reserved)", p.device)}</dt>
                     <dd data-testid=format!("overview-memory-{}", p.device) data-allocated=p.allocated.to_string()
                         data-reserved=p.reserved.to_string()>
-                        {format!("{} / {}", bytes_text(p.allocated), bytes_text(p.reserved))}
+                        {p.text()}
                     </dd>
                 </div>
             }

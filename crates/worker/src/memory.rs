@@ -9,7 +9,9 @@ use jarvis_engine::memory::MemoryView;
 use jarvis_engine::report::reopen::Reopened;
 use serde_json::{json, Value};
 
-/// `{source: "trace", peaks: [{device, allocated, reserved}]}`, or null without memory records.
+/// `{source: "trace", peaks: [{device, allocated, reserved, known, capacity}]}` (`known`: false
+/// where no record carries the totals, so the peaks are unknown; `capacity`: the device's
+/// memory, where the trace lists it), or null without memory records.
 pub fn summary(view: Option<&MemoryView>) -> Value {
     let Some(v) = view else {
         return Value::Null;
@@ -17,7 +19,10 @@ pub fn summary(view: Option<&MemoryView>) -> Value {
     let peaks: Vec<Value> = v
         .devices
         .iter()
-        .map(|d| json!({"device": d.device, "allocated": d.peak_allocated, "reserved": d.peak_reserved}))
+        .map(|d| {
+            json!({"device": d.device, "allocated": d.peak_allocated, "reserved": d.peak_reserved,
+                "known": d.has_totals, "capacity": d.capacity})
+        })
         .collect();
     json!({"source": "trace", "peaks": peaks})
 }

@@ -46,8 +46,9 @@ fn peaks_table(summary: &MemorySummary, data: Option<&MemoryData>, origin: i64) 
             view! {
                 <tr data-testid="memory-peak-row" data-device=p.device.clone()>
                     <td>{p.device.clone()}</td>
-                    <td class="num" data-value=p.allocated.to_string()>{bytes_text(p.allocated)}</td>
-                    <td class="num" data-value=p.reserved.to_string()>{bytes_text(p.reserved)}</td>
+                    <td class="num" data-value=p.allocated.to_string()>{if p.known { bytes_text(p.allocated) } else { "unknown".into() }}</td>
+                    <td class="num" data-value=p.reserved.to_string()>{if p.known { bytes_text(p.reserved) } else { "unknown".into() }}</td>
+                    <td class="num">{p.capacity.map(bytes_text).unwrap_or_default()}</td>
                     <td class="num">{at}</td>
                     <td class="name"><code>{op}</code></td>
                     <td class="num">{unused}</td>
@@ -60,7 +61,7 @@ fn peaks_table(summary: &MemorySummary, data: Option<&MemoryData>, origin: i64) 
     view! {
         <table class="data" data-testid="memory-peaks">
             <thead><tr>
-                <th>"device"</th><th>"peak allocated"</th><th>"peak reserved"</th><th>"at ms"</th><th>"operator at the peak"</th>
+                <th>"device"</th><th>"peak allocated"</th><th>"peak reserved"</th><th>"device memory"</th><th>"at ms"</th><th>"operator at the peak"</th>
                 <th>"unused reserved at the peak"</th><th>"allocated before the trace"</th><th>"never freed"</th>
             </tr></thead>
             <tbody>{rows}</tbody>
