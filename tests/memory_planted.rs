@@ -90,6 +90,10 @@ fn the_findings_quote_the_planted_numbers() {
     assert!(f.evidence.contains("Block_"), "{}", f.evidence);
     assert_eq!(f.bytes, (4 * 256) << 20);
     assert!(t.peak_allocated > f.bytes);
+    let (f, _) = find("memory_blas_workspace");
+    assert!(f.title.contains("76.0 MiB per GEMM call"), "{}", f.title);
+    assert!(f.evidence.starts_with("8 GEMM calls"), "{}", f.evidence);
+    assert!(f.action.contains("HIPBLASLT_WORKSPACE_SIZE"));
     let (f, t) = find("memory_fragmentation");
     assert_eq!(f.bytes, t.unused_at_reserved_peak);
     assert!(f.action.contains("expandable_segments"), "{}", f.action);

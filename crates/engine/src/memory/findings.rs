@@ -12,6 +12,9 @@
 //! - `activations_for_backward`: at a training step's peak, allocations made in the forward
 //!   and still live hold ≥ 50 % of what the trace saw allocated and ≥ 25 % of the peak →
 //!   activation checkpointing of the modules that hold most;
+//! - `blas_workspace`: GEMMs (`mm`, `addmm`, `bmm`, ...) allocate one size through their
+//!   `aten::empty` and free it before returning, in ≥ 3 calls, and it is ≥ 20 % of the peak →
+//!   the workspace size setting;
 //! - `growth_per_step`: `Total Allocated` at the end of a step grows, by ≥ 1 MiB and ≥ 1 % of
 //!   the peak, over at least 3 consecutive steps, each leaving allocations never freed → a leak
 //!   across steps (a cache growing, as a KV cache does, where an inference run's `cat` makes
@@ -123,6 +126,7 @@ pub fn find(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding> {
         }
     }
     out.extend(large_temporaries(ctx, view));
+    out.extend(blas_workspace(view));
     out.extend(activations(ctx, view));
     out.extend(growth(view, trains));
     out
@@ -279,6 +283,87 @@ fn large_temporaries(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding>
                 share_of_peak: held as f64 / peak as f64,
             });
         }
+    }
+    out
+}
+
+/// GEMM ops whose `aten::empty` child is the BLAS library's workspace.
+const GEMM_OPS: [&str; 7] = [
+    "aten::mm",
+    "aten::addmm",
+    "aten::bmm",
+    "aten::baddbmm",
+    "aten::matmul",
+    "aten::linear",
+    "aten::_scaled_mm",
+];
+/// A workspace worth a finding: this share of the device's peak.
+const WORKSPACE_SHARE: f64 = 0.20;
+
+/// Whether an events-table operator is a GEMM's own `aten::empty` (`"aten::addmm (aten::empty)"`).
+fn gemm_scratch(operator: &str) -> bool {
+    operator
+        .split_once(" (aten::empty")
+        .is_some_and(|(parent, _)| GEMM_OPS.contains(&parent))
+}
+
+fn blas_workspace(view: &MemoryView) -> Vec<MemoryFinding> {
+    let mut out = Vec::new();
+    for d in view.devices.iter().filter(|d| d.device.starts_with("GPU")) {
+        let peak = d.peak_allocated;
+        if peak <= 0 {
+            continue;
+        }
+        // The size GEMMs allocate most often through aten::empty and free before returning.
+        let mut sizes: HashMap<i64, u64> = HashMap::default();
+        for e in view.events.iter().filter(|e| {
+            e.device == d.device
+                && e.free_ts.is_some()
+                && e.alloc_ts.is_some()
+                && gemm_scratch(&e.operator)
+        }) {
+            *sizes.entry(e.size).or_default() += 1;
+        }
+        let Some((size, calls)) = sizes
+            .into_iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+        else {
+            continue;
+        };
+        if calls < 3 || (size as f64) < WORKSPACE_SHARE * peak as f64 {
+            continue;
+        }
+        let live: i64 = d
+            .live_at_peak
+            .iter()
+            .filter(|g| gemm_scratch(&g.operator) && g.bytes == size * g.count as i64)
+            .map(|g| g.bytes)
+            .sum();
+        let at_peak = if live > 0 {
+            format!(
+                " One is live at the peak: {:.0}% of it.",
+                100.0 * live as f64 / peak as f64
+            )
+        } else {
+            String::new()
+        };
+        out.push(MemoryFinding {
+            key: "blas_workspace",
+            device: d.device.clone(),
+            title: format!(
+                "The BLAS workspace takes {} per GEMM call on {} ({:.0}% of its peak)",
+                bytes_text(size),
+                d.device,
+                100.0 * size as f64 / peak as f64
+            ),
+            evidence: format!(
+                "{calls} GEMM calls each allocate {} through aten::empty and free it when they return: the BLAS library's workspace (PyTorch gives hipBLASLt 76 MiB on ROCm and cuBLASLt 1 MiB on CUDA by default).{at_peak}",
+                bytes_text(size)
+            ),
+            action: "Where memory limits the batch, give the workspace less: CUBLASLT_WORKSPACE_SIZE in KiB (PyTorch on ROCm also reads HIPBLASLT_WORKSPACE_SIZE), e.g. 32768 for 32 MiB; check that GEMM times hold, since some kernels need the workspace. On a small model it is the main difference between a ROCm and a CUDA peak.".into(),
+            bytes: live.max(size),
+            share_of_peak: live.max(size) as f64 / peak as f64,
+        });
     }
     out
 }

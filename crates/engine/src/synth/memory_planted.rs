@@ -87,6 +87,13 @@ pub fn cases() -> Vec<MemoryCase> {
             build: free_without_allocation,
         },
         MemoryCase {
+            name: "memory_blas_workspace",
+            finding: Some("blas_workspace"),
+            device: "AMD Instinct MI300X",
+            device_type: 6,
+            build: blas_workspace,
+        },
+        MemoryCase {
             name: "memory_warm_cache",
             finding: None,
             device: "NVIDIA H100 80GB HBM3",
@@ -468,6 +475,31 @@ fn free_without_allocation(w: &mut Writer<'_>) -> io::Result<()> {
             w.free_unseen(0x7e00_0100_0000, 20 * MIB)
         })
     })
+}
+
+/// A small model on ROCm: each addmm takes hipBLASLt's 76 MiB workspace through aten::empty
+/// for the call, far more than its 2 MiB output.
+fn blas_workspace(w: &mut Writer<'_>) -> io::Result<()> {
+    for s in 1..=2 {
+        w.step(s, |w| {
+            w.module("Linear_0", |w| {
+                for _ in 0..4 {
+                    w.op("aten::addmm", "[[1024], [512, 1024], [1024, 1024]]", |w| {
+                        let mut ws = 0;
+                        w.op("aten::empty", "[[]]", |w| {
+                            ws = w.malloc(76 * MIB)?;
+                            Ok(())
+                        })?;
+                        let out = w.malloc(MIB)?;
+                        w.free(ws)?;
+                        w.free(out)
+                    })?;
+                }
+                Ok(())
+            })
+        })?;
+    }
+    Ok(())
 }
 
 /// A 4 GiB reserve cached before the trace, mostly unused while the steps run in it: the cache
