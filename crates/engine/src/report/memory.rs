@@ -215,7 +215,12 @@ pub fn section_md(v: &MemoryView, h: &str) -> String {
                 .map_or("-".into(), md::code_cell),
         ));
     }
-    for d in v.devices.iter().filter(|d| !d.live_at_peak.is_empty()) {
+    // A device whose peak is under 1 MiB (the CPU rows of GPU workloads: a few seeds) is noise.
+    for d in v
+        .devices
+        .iter()
+        .filter(|d| !d.live_at_peak.is_empty() && d.peak_allocated >= 1 << 20)
+    {
         s.push_str(&format!(
             "\n{h} Live at the {} peak\n\n{} in {} allocation(s) the trace saw made; {} allocated before the trace began.\n\n| operator | module | count | bytes |\n|---|---|---|---|\n",
             d.device,
