@@ -177,12 +177,16 @@ pub fn peak_text(d: &crate::memory::DeviceMemory, bytes: i64) -> String {
         return "unknown (no totals recorded)".into();
     }
     match d.capacity {
-        Some(c) if c > 0 => format!(
-            "{} ({:.0}% of {})",
-            bytes_text(bytes),
-            100.0 * bytes as f64 / c as f64,
-            bytes_text(c)
-        ),
+        Some(c) if c > 0 => {
+            let pct = 100.0 * bytes as f64 / c as f64;
+            // Small shares keep a decimal: "0%" of a device would read as nothing.
+            let digits = if pct < 10.0 { 1 } else { 0 };
+            format!(
+                "{} ({pct:.digits$}% of {})",
+                bytes_text(bytes),
+                bytes_text(c)
+            )
+        }
         _ => bytes_text(bytes),
     }
 }
