@@ -20,8 +20,25 @@ pub struct Attribution {
     pub node: Vec<Option<u32>>,
     /// The innermost `nn.Module` frame around an allocation (its event name).
     pub module: Vec<Option<StrId>>,
-    /// The innermost python frames (not modules) around an allocation, innermost first.
-    pub stack: Vec<Option<String>>,
+    /// The innermost python frames (not modules) around an allocation, innermost first: a
+    /// range of `frames` (made into text only for what is shown).
+    pub stack: Vec<(u32, u8)>,
+    pub frames: Vec<StrId>,
+}
+
+impl Attribution {
+    /// The python stack of the record at `pos` as text (`f ← g ← h`), if it has one.
+    pub fn stack_text(&self, trace: &Trace, pos: usize) -> Option<String> {
+        let (at, n) = self.stack[pos];
+        if n == 0 {
+            return None;
+        }
+        let names: Vec<&str> = self.frames[at as usize..at as usize + usize::from(n)]
+            .iter()
+            .map(|&f| trace.strings.get(f))
+            .collect();
+        Some(names.join(" ← "))
+    }
 }
 
 /// Attributes the records `order` lists (indices into `Trace::memory`, sorted by time).
@@ -30,7 +47,8 @@ pub fn attribute(trace: &Trace, trees: &OpTrees, order: &[u32]) -> Attribution {
     let mut a = Attribution {
         node: vec![None; n],
         module: vec![None; n],
-        stack: vec![None; n],
+        stack: vec![(0, 0); n],
+        frames: Vec::new(),
     };
     // Positions per lane, in time order.
     let mut by_lane: HashMap<LaneId, Vec<usize>> = HashMap::default();
@@ -49,6 +67,13 @@ pub fn attribute(trace: &Trace, trees: &OpTrees, order: &[u32]) -> Attribution {
                 .push((e.ts, e.end(), e.name));
         }
     }
+    // Whether a frame is a module's, decided once per distinct name.
+    let mut modules: HashMap<StrId, bool> = HashMap::default();
+    let mut is_module = |name: StrId| {
+        *modules
+            .entry(name)
+            .or_insert_with(|| trace.strings.get(name).starts_with(MODULE_PREFIX))
+    };
     for (lane, positions) in &by_lane {
         let times: Vec<Nanos> = positions
             .iter()
@@ -60,7 +85,8 @@ pub fn attribute(trace: &Trace, trees: &OpTrees, order: &[u32]) -> Attribution {
         let Some(list) = frames.get_mut(lane) else {
             continue;
         };
-        list.sort_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
+        // Unstable: frames of one span are one frame's call for the stack's purpose.
+        list.sort_unstable_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
         let mut open: Vec<(Nanos, Nanos, StrId)> = Vec::new();
         let mut next = 0;
         for (&p, &ts) in positions.iter().zip(&times) {
@@ -72,20 +98,20 @@ pub fn attribute(trace: &Trace, trees: &OpTrees, order: &[u32]) -> Attribution {
             if trace.memory[order[p] as usize].bytes <= 0 {
                 continue;
             }
-            let mut stack = Vec::new();
+            let at = a.frames.len();
             for &(_, _, name) in open.iter().rev() {
-                let text = trace.strings.get(name);
-                if text.starts_with(MODULE_PREFIX) {
+                if is_module(name) {
                     if a.module[p].is_none() {
                         a.module[p] = Some(name);
                     }
-                } else if stack.len() < STACK_FRAMES {
-                    stack.push(text);
+                } else if a.frames.len() - at < STACK_FRAMES {
+                    a.frames.push(name);
+                }
+                if a.module[p].is_some() && a.frames.len() - at == STACK_FRAMES {
+                    break;
                 }
             }
-            if !stack.is_empty() {
-                a.stack[p] = Some(stack.join(" ← "));
-            }
+            a.stack[p] = (at as u32, (a.frames.len() - at) as u8);
         }
     }
     a

@@ -72,6 +72,7 @@ pub fn device_memory(ctx: &Context<'_>, d: &DeviceRecords, life: &DeviceLife) ->
     let live_bytes: i64 = live_at_peak.iter().map(|g| g.bytes).sum();
     DeviceMemory {
         device: d.device.name(),
+        id: d.device,
         curve,
         peak_allocated,
         peak_reserved,
@@ -112,7 +113,11 @@ fn live_groups(ctx: &Context<'_>, live: &[usize]) -> Vec<LiveGroup> {
     let mut groups: HashMap<GroupKey, (u64, i64, i64, Nanos)> = HashMap::default();
     for &p in live {
         let r = ctx.record(p);
-        let key = (ctx.label(p), ctx.module(p), ctx.attr.stack[p].clone());
+        let key = (
+            ctx.label(p),
+            ctx.module(p),
+            ctx.attr.stack_text(ctx.trace, p),
+        );
         let g = groups.entry(key).or_insert((0, 0, i64::MIN, r.ts));
         g.0 += 1;
         g.1 += r.bytes;

@@ -25,6 +25,7 @@ use serde::Serialize;
 
 use super::records::Context;
 use super::{MemoryView, StepMemory};
+use crate::model::memory::MemoryDevice;
 use crate::model::{EventKind, Nanos};
 use crate::perf::dtype::bytes_per_element;
 use crate::perf::inputs::{numel, OpInputs};
@@ -85,11 +86,16 @@ fn ms(ns: Nanos) -> String {
 }
 
 pub fn find(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding> {
-    let trains = ctx
+    // Backward ops' starts, in time order: the run trains when there are any.
+    let mut backward: Vec<Nanos> = ctx
         .trace
         .events
         .iter()
-        .any(|e| e.kind() == EventKind::CpuOp && is_backward(ctx.trace.name(e)));
+        .filter(|e| e.kind() == EventKind::CpuOp && is_backward(ctx.trace.name(e)))
+        .map(|e| e.ts)
+        .collect();
+    backward.sort_unstable();
+    let trains = !backward.is_empty();
     let mut out = Vec::new();
     out.extend(out_of_memory(view));
     for d in &view.devices {
@@ -127,7 +133,7 @@ pub fn find(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding> {
     }
     out.extend(large_temporaries(ctx, view));
     out.extend(blas_workspace(view));
-    out.extend(activations(ctx, view));
+    out.extend(activations(ctx, view, &backward));
     out.extend(growth(view, trains));
     out
 }
@@ -203,10 +209,7 @@ fn large_temporaries(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding>
         let mut best: HashMap<u32, (i64, Option<String>)> = HashMap::default();
         for pos in 0..ctx.order.len() {
             let r = ctx.record(pos);
-            if r.bytes <= 0
-                || crate::model::memory::MemoryDevice::of(r).map(|m| m.name())
-                    != Some(d.device.clone())
-            {
+            if r.bytes <= 0 || MemoryDevice::of(r) != Some(d.id) {
                 continue;
             }
             let Some(n) = ctx.attr.node[pos] else {
@@ -374,18 +377,7 @@ fn is_backward(name: &str) -> bool {
         || name.ends_with("Backward1")
 }
 
-fn activations(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding> {
-    let backward: Vec<Nanos> = {
-        let mut v: Vec<Nanos> = ctx
-            .trace
-            .events
-            .iter()
-            .filter(|e| e.kind() == EventKind::CpuOp && is_backward(ctx.trace.name(e)))
-            .map(|e| e.ts)
-            .collect();
-        v.sort_unstable();
-        v
-    };
+fn activations(ctx: &Context<'_>, view: &MemoryView, backward: &[Nanos]) -> Vec<MemoryFinding> {
     if backward.is_empty() {
         return Vec::new();
     }

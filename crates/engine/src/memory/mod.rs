@@ -51,6 +51,8 @@ pub struct LiveGroup {
 pub struct DeviceMemory {
     /// `CPU`, `GPU0`, ...
     pub device: String,
+    #[serde(skip)]
+    pub id: MemoryDevice,
     pub curve: Vec<CurvePoint>,
     /// The highest `Total Allocated` and `Total Reserved` of any record.
     pub peak_allocated: i64,

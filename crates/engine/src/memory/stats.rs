@@ -36,22 +36,35 @@ pub fn by_operator(
         };
         let (size, count) = if r.bytes > 0 { (r.bytes, 1) } else { (0, 0) };
         let own = per_node.entry((n, device)).or_default();
-        own[0] += r.bytes;
-        own[1] += size;
-        own[2] += count;
-        // Every operator above (and the node itself) counts it in its totals.
-        let mut up = Some(n);
-        while let Some(a) = up {
-            let node = &trees.nodes[a as usize];
-            if node.kind == NodeKind::Op {
-                let m = per_node.entry((a, device)).or_default();
-                m[3] += r.bytes;
-                m[4] += size;
-                m[5] += count;
-            }
-            up = node.parent;
+        for (m, v) in own
+            .iter_mut()
+            .zip([r.bytes, size, count, r.bytes, size, count])
+        {
+            *m += v;
         }
     }
+    // Subtree totals: a node's children come after it in the arena (trees are built in
+    // pre-order), so taking nodes from the last one up, each node's total is complete when it is
+    // passed to its parent.
+    let mut todo: std::collections::BinaryHeap<(u32, MemoryDevice)> =
+        per_node.keys().copied().collect();
+    // A node enters the heap once: with its own records, or when its first child passes it a
+    // total.
+    while let Some((n, device)) = todo.pop() {
+        let Some(parent) = trees.nodes[n as usize].parent else {
+            continue;
+        };
+        let total = per_node[&(n, device)];
+        let up = per_node.entry((parent, device)).or_insert_with(|| {
+            todo.push((parent, device));
+            Metrics::default()
+        });
+        for i in 3..6 {
+            up[i] += total[i];
+        }
+    }
+    // Only operators are rows; a frame's figures were passed on to its parents.
+    per_node.retain(|(n, _), _| trees.nodes[*n as usize].kind == NodeKind::Op);
     let mut by_name: HashMap<(MemoryDevice, StrId), Metrics> = HashMap::default();
     for ((n, device), m) in per_node {
         let sum = by_name
@@ -61,7 +74,7 @@ pub fn by_operator(
             *s += v;
         }
     }
-    let calls = trees.op_calls();
+    let calls = trees.op_calls(trace.strings.len());
     let mut rows: Vec<(MemoryDevice, &str, OpMemoryRow)> = by_name
         .into_iter()
         .filter(|(_, m)| m.iter().any(|&v| v != 0))
@@ -70,7 +83,7 @@ pub fn by_operator(
             let row = OpMemoryRow {
                 device: device.name(),
                 operator: operator.to_owned(),
-                calls: calls.get(&name).copied().unwrap_or(0),
+                calls: calls.get(name.0 as usize).copied().unwrap_or(0),
                 size_increase: m[3],
                 self_size_increase: m[0],
                 allocation_count: m[5],

@@ -93,6 +93,10 @@ impl OpTrees {
     /// instance, not only those a record falls in).
     pub fn build(trace: &Trace) -> OpTrees {
         let mut by_lane: HashMap<LaneId, Vec<Item>> = HashMap::default();
+        // Each distinct (kind, name) is classified once: a long trace repeats few names.
+        let mut memo: HashMap<(EventKind, StrId), Option<NodeKind>> = HashMap::default();
+        // Events of one lane come in runs: keep the last lane's list at hand.
+        let mut current: Option<(LaneId, Vec<Item>)> = None;
         for (i, e) in trace.events.iter().enumerate() {
             // Pseudo ops and captured ops have no host time of their own.
             let kind = e.kind();
@@ -103,12 +107,25 @@ impl OpTrees {
             if !candidate || !e.has_time() || e.is_captured() {
                 continue;
             }
-            if let Some(kind) = node_kind(kind, trace.name(e)) {
-                by_lane
-                    .entry(e.lane())
-                    .or_default()
-                    .push((e.ts, e.end(), e.name, kind, i as u32));
+            let class = *memo
+                .entry((kind, e.name))
+                .or_insert_with(|| node_kind(kind, trace.name(e)));
+            let Some(class) = class else {
+                continue;
+            };
+            let lane = e.lane();
+            if current.as_ref().is_none_or(|(l, _)| *l != lane) {
+                if let Some((l, list)) = current.take() {
+                    by_lane.insert(l, list);
+                }
+                current = Some((lane, by_lane.remove(&lane).unwrap_or_default()));
             }
+            if let Some((_, list)) = current.as_mut() {
+                list.push((e.ts, e.end(), e.name, class, i as u32));
+            }
+        }
+        if let Some((l, list)) = current {
+            by_lane.insert(l, list);
         }
         let mut trees = OpTrees::default();
         let mut lanes: Vec<_> = by_lane.into_iter().collect();
@@ -189,16 +206,15 @@ impl OpTrees {
         }
     }
 
-    /// Operator nodes reachable from the roots, counted by name (the statistics' `Calls`).
-    pub fn op_calls(&self) -> HashMap<StrId, u64> {
-        let mut calls: HashMap<StrId, u64> = HashMap::default();
-        let mut todo: Vec<u32> = self.roots.values().flatten().copied().collect();
-        while let Some(n) = todo.pop() {
-            let node = &self.nodes[n as usize];
-            if node.kind == NodeKind::Op {
-                *calls.entry(node.name).or_default() += 1;
+    /// Operator nodes counted by name (the statistics' `Calls`), indexed by the name's
+    /// [`StrId`] (`strings` names as many). A merged-away node is no longer an operator, so the
+    /// count is of the nodes the roots reach.
+    pub fn op_calls(&self, strings: usize) -> Vec<u64> {
+        let mut calls = vec![0u64; strings];
+        for node in self.nodes.iter().filter(|n| n.kind == NodeKind::Op) {
+            if let Some(c) = calls.get_mut(node.name.0 as usize) {
+                *c += 1;
             }
-            todo.extend(node.children.iter().copied());
         }
         calls
     }
@@ -320,11 +336,11 @@ mod tests {
             ]
             .join(","),
         );
-        let calls = t.op_calls();
-        let id = |s: &str| trace.strings.find(s).unwrap();
-        assert_eq!(calls[&id("aten::empty")], 1);
-        assert_eq!(calls[&id("aten::to")], 1);
-        assert_eq!(calls[&id("aten::copy_")], 1);
+        let calls = t.op_calls(trace.strings.len());
+        let id = |s: &str| trace.strings.find(s).unwrap().0 as usize;
+        assert_eq!(calls[id("aten::empty")], 1);
+        assert_eq!(calls[id("aten::to")], 1);
+        assert_eq!(calls[id("aten::copy_")], 1);
         let lane = trace.events[0].lane();
         // Inside the merged child: charged to the surviving parent, whose parent is the root.
         let got = t.innermost(lane, &us(&[2, 45]));
