@@ -658,6 +658,9 @@ fn write_contract(files: &[(String, Vec<u8>)], out: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A report's files as (path in the output contract, bytes).
+type ContractFiles = Vec<(String, Vec<u8>)>;
+
 /// Writes every file of a report into `out` (the CSVs, the workbook, the bundle and the
 /// analysis files, made side by side as `fork` allows) and returns the analysis files. Each is
 /// written beside its place and renamed into it, so a failure never leaves output that looks
@@ -667,36 +670,31 @@ fn write_report(
     out: &Path,
     title: &str,
     fork: &threads::Threads,
-) -> Result<Vec<(String, Vec<u8>)>> {
+) -> Result<ContractFiles> {
     fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let ((csvs, xlsx), (bundle, files)) = fork.join(
+    let ((csvs, xlsx), bundled) = fork.join(
         || {
             fork.join(
                 || write_csvs(analysis, out),
                 || -> Result<Vec<u8>> { Ok(jarvis_export::analysis_xlsx(analysis)?) },
             )
         },
-        || {
-            fork.join(
-                || -> Result<Vec<u8>> {
-                    Ok(jarvis_engine::report::export::bundle_zip(analysis, title)?)
-                },
-                || -> Result<Vec<(String, Vec<u8>)>> {
-                    Ok(jarvis_engine::report::contract::standalone_files(
-                        analysis, title,
-                    )?)
-                },
-            )
+        // The output contract is made once: written into `out` and zipped into the bundle.
+        || -> Result<(Vec<u8>, ContractFiles)> {
+            let files = jarvis_engine::report::contract::standalone_files(analysis, title)?;
+            let bundle = jarvis_engine::report::export::bundle_zip_with(analysis, &files)?;
+            Ok((bundle, files))
         },
     );
+
     csvs?;
+    let (bundle, files) = bundled?;
     // The workbook and the shareable bundle, each written beside and then renamed into place.
-    for (name, bytes) in [("perf_report.xlsx", xlsx?), ("jarvis_bundle.zip", bundle?)] {
+    for (name, bytes) in [("perf_report.xlsx", xlsx?), ("jarvis_bundle.zip", bundle)] {
         let tmp = out.join(format!(".{name}.partial"));
         fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", tmp.display()))?;
         fs::rename(&tmp, out.join(name))?;
     }
-    let files = files?;
     write_contract(&files, out)?;
     Ok(files)
 }

@@ -17,16 +17,11 @@ pub fn perf_report_xlsx(report: &PerfReport) -> Result<Vec<u8>, ExportError> {
 /// sheets (`memory_by_op`, `peaks`, `live_at_peak`, `memory_steps`) when the trace has memory
 /// records.
 pub fn analysis_xlsx(a: &jarvis_engine::Analysis) -> Result<Vec<u8>, ExportError> {
-    // The curve and the events table (tens of thousands of rows on a large trace) stay in the
-    // CSVs and the bundle: in the workbook they cost more to write than the rest of it.
-    let memory: Vec<Sheet> = a
+    let memory = a
         .memory
         .as_ref()
         .map(jarvis_engine::report::memory::sheets)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|s| !matches!(s.name.as_str(), "memory_curve" | "memory_events"))
-        .collect();
+        .unwrap_or_default();
     perf_report_xlsx_with(&a.report, &memory)
 }
 

@@ -94,12 +94,16 @@ pub fn attribute(trace: &Trace, trees: &OpTrees, order: &[u32]) -> Attribution {
                 open.push(list[next]);
                 next += 1;
             }
-            open.retain(|f| f.1 > ts);
+            // Frames nest: the ones closed by now are on top. One that does not nest and is
+            // closed under an open one is passed over below.
+            while open.last().is_some_and(|f| f.1 <= ts) {
+                open.pop();
+            }
             if trace.memory[order[p] as usize].bytes <= 0 {
                 continue;
             }
             let at = a.frames.len();
-            for &(_, _, name) in open.iter().rev() {
+            for &(_, _, name) in open.iter().rev().filter(|f| f.1 > ts) {
                 if is_module(name) {
                     if a.module[p].is_none() {
                         a.module[p] = Some(name);

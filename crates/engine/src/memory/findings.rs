@@ -381,7 +381,7 @@ fn activations(ctx: &Context<'_>, view: &MemoryView, backward: &[Nanos]) -> Vec<
     if backward.is_empty() {
         return Vec::new();
     }
-    let steps = super::steps::step_spans(ctx.trace);
+    let steps = &ctx.steps;
     let mut out = Vec::new();
     for d in &view.devices {
         let Some(peak_ts) = d.peak_ts else {

@@ -233,6 +233,7 @@ fn build(trace: &Trace, order: &[u32], ooms: &[u32]) -> (MemoryView, lifetimes::
     let ctx = records::Context {
         trace,
         capacities: records::capacities(trace),
+        steps: steps::step_spans(trace),
         trees: &trees,
         order,
         attr: &attr,
@@ -253,7 +254,7 @@ fn build(trace: &Trace, order: &[u32], ooms: &[u32]) -> (MemoryView, lifetimes::
             .collect(),
         events: lifetimes::rows(&ctx, &devices, &life),
         by_op: stats::by_operator(trace, &trees, order, &attr),
-        steps: steps::per_step(trace, order, &devices, &life),
+        steps: steps::per_step(trace, order, &ctx.steps, &devices, &life),
         out_of_memory: oom_rows(trace, ooms),
         findings: Vec::new(),
     };

@@ -12,6 +12,8 @@ pub struct Context<'a> {
     pub trace: &'a Trace,
     /// `totalGlobalMem` per GPU id, from `deviceProperties`.
     pub capacities: Vec<(i64, i64)>,
+    /// The steps' (name, start, end), by start (`steps::step_spans`).
+    pub steps: Vec<(String, crate::model::Nanos, crate::model::Nanos)>,
     pub trees: &'a OpTrees,
     /// Record indices in time order.
     pub order: &'a [u32],

@@ -25,53 +25,50 @@ pub fn by_operator(
     order: &[u32],
     attr: &Attribution,
 ) -> Vec<OpMemoryRow> {
-    let mut per_node: HashMap<(u32, MemoryDevice), Metrics> = HashMap::default();
-    for (pos, node) in attr.node.iter().enumerate() {
-        let Some(n) = *node else {
-            continue;
-        };
-        let r = &trace.memory[order[pos] as usize];
-        let Some(device) = MemoryDevice::of(r) else {
-            continue;
-        };
-        let (size, count) = if r.bytes > 0 { (r.bytes, 1) } else { (0, 0) };
-        let own = per_node.entry((n, device)).or_default();
-        for (m, v) in own
-            .iter_mut()
-            .zip([r.bytes, size, count, r.bytes, size, count])
-        {
-            *m += v;
-        }
-    }
-    // Subtree totals: a node's children come after it in the arena (trees are built in
-    // pre-order), so taking nodes from the last one up, each node's total is complete when it is
-    // passed to its parent.
-    let mut todo: std::collections::BinaryHeap<(u32, MemoryDevice)> =
-        per_node.keys().copied().collect();
-    // A node enters the heap once: with its own records, or when its first child passes it a
-    // total.
-    while let Some((n, device)) = todo.pop() {
-        let Some(parent) = trees.nodes[n as usize].parent else {
-            continue;
-        };
-        let total = per_node[&(n, device)];
-        let up = per_node.entry((parent, device)).or_insert_with(|| {
-            todo.push((parent, device));
-            Metrics::default()
-        });
-        for i in 3..6 {
-            up[i] += total[i];
-        }
-    }
-    // Only operators are rows; a frame's figures were passed on to its parents.
-    per_node.retain(|(n, _), _| trees.nodes[*n as usize].kind == NodeKind::Op);
+    let mut devices: Vec<MemoryDevice> = attr
+        .node
+        .iter()
+        .zip(order)
+        .filter(|(n, _)| n.is_some())
+        .filter_map(|(_, &i)| MemoryDevice::of(&trace.memory[i as usize]))
+        .collect();
+    devices.sort_unstable();
+    devices.dedup();
     let mut by_name: HashMap<(MemoryDevice, StrId), Metrics> = HashMap::default();
-    for ((n, device), m) in per_node {
-        let sum = by_name
-            .entry((device, trees.nodes[n as usize].name))
-            .or_default();
-        for (s, v) in sum.iter_mut().zip(m) {
-            *s += v;
+    for &device in &devices {
+        // Per node: its own records' figures, then (from the last node up: a child comes
+        // after its parent in the arena, the trees being built in pre-order) its subtree's.
+        let mut m: Vec<Metrics> = vec![Metrics::default(); trees.nodes.len()];
+        for (pos, node) in attr.node.iter().enumerate() {
+            let r = &trace.memory[order[pos] as usize];
+            let Some(n) = node.filter(|_| MemoryDevice::of(r) == Some(device)) else {
+                continue;
+            };
+            let (size, count) = if r.bytes > 0 { (r.bytes, 1) } else { (0, 0) };
+            for (x, v) in m[n as usize]
+                .iter_mut()
+                .zip([r.bytes, size, count, r.bytes, size, count])
+            {
+                *x += v;
+            }
+        }
+        for n in (0..trees.nodes.len()).rev() {
+            if let Some(p) = trees.nodes[n].parent {
+                let total = m[n];
+                for i in 3..6 {
+                    m[p as usize][i] += total[i];
+                }
+            }
+        }
+        // Only operators are rows; a frame's figures were passed on to its parents.
+        for (node, figures) in trees.nodes.iter().zip(&m) {
+            if node.kind != NodeKind::Op || figures.iter().all(|&v| v == 0) {
+                continue;
+            }
+            let sum = by_name.entry((device, node.name)).or_default();
+            for (s, v) in sum.iter_mut().zip(figures) {
+                *s += v;
+            }
         }
     }
     let calls = trees.op_calls(trace.strings.len());

@@ -26,10 +26,10 @@ pub fn step_spans(trace: &Trace) -> Vec<(String, Nanos, Nanos)> {
 pub fn per_step(
     trace: &Trace,
     order: &[u32],
+    spans: &[(String, Nanos, Nanos)],
     devices: &[DeviceRecords],
     life: &Lifetimes,
 ) -> Vec<StepMemory> {
-    let spans = step_spans(trace);
     let mut out = Vec::new();
     if spans.is_empty() {
         return out;
@@ -64,7 +64,7 @@ pub fn per_step(
                 (r.ts, r.bytes)
             })
             .collect();
-        for (step, start, end) in &spans {
+        for (step, start, end) in spans {
             let from = totals.partition_point(|t| t.0 < *start);
             let to = totals.partition_point(|t| t.0 < *end);
             let before = from.checked_sub(1).map_or(initial, |i| totals[i].1);

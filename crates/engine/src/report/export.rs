@@ -10,11 +10,26 @@ use crate::trace_analysis::Analysis;
 
 use super::files::ExportError;
 
+/// Contract files from this size on are deflated at the fastest level.
+const LARGE_ENTRY: usize = 256 << 10;
+
 /// The zip bundle: `perf_report_csvs/<sheet>.csv`, the standalone output contract (both
 /// reports, category data, metadata, findings, manifest, replay packages; see
 /// `report::contract`) and `jarvis.json` (the analysis without its sheets, which the CSVs carry).
 /// `title` names the reports (the trace's file name).
 pub fn bundle_zip(analysis: &Analysis, title: &str) -> Result<Vec<u8>, ExportError> {
+    bundle_zip_with(
+        analysis,
+        &super::contract::standalone_files(analysis, title)?,
+    )
+}
+
+/// [`bundle_zip`] with the output contract already made (`contract::standalone_files`): a host
+/// that writes the contract too makes it once.
+pub fn bundle_zip_with(
+    analysis: &Analysis,
+    contract: &[super::files::OutputFile],
+) -> Result<Vec<u8>, ExportError> {
     let err = |e: &dyn std::fmt::Display| ExportError(e.to_string());
     let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let opts = SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
@@ -23,9 +38,16 @@ pub fn bundle_zip(analysis: &Analysis, title: &str) -> Result<Vec<u8>, ExportErr
             .map_err(|e| err(&e))?;
         zip.write_all(csv).map_err(|e| err(&e))
     })?;
-    for (path, bytes) in super::contract::standalone_files(analysis, title)? {
-        zip.start_file(path, opts).map_err(|e| err(&e))?;
-        zip.write_all(&bytes).map_err(|e| err(&e))?;
+    for (path, bytes) in contract {
+        // Large tables (the memory curve and events: a row per record) at the fastest level:
+        // at the default one, deflating them cost more than making the rest of the bundle.
+        let opts = if bytes.len() >= LARGE_ENTRY {
+            opts.compression_level(Some(1))
+        } else {
+            opts
+        };
+        zip.start_file(path.as_str(), opts).map_err(|e| err(&e))?;
+        zip.write_all(bytes).map_err(|e| err(&e))?;
     }
     let mut compact = analysis.page_json();
     if let Some(o) = compact.as_object_mut() {

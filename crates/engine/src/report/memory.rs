@@ -17,13 +17,10 @@ fn opt(s: &Option<String>) -> Cell {
     s.as_ref().map_or(Cell::Empty, |s| Cell::s(s.as_str()))
 }
 
-/// The memory sheets, each named as its file (`memory_curve`, `memory_events`,
-/// `memory_by_op`, `peaks`, `live_at_peak`, `memory_steps`).
+/// The memory view's summary sheets, each named as its file (`memory_by_op`, `peaks`,
+/// `live_at_peak`, `memory_steps`): small enough for the workbook too. The curve and the events
+/// table, a row per record, are written straight to CSV ([`files`]).
 pub fn sheets(v: &MemoryView) -> Vec<Sheet> {
-    let mut curve = Sheet::new(
-        "memory_curve",
-        &["device", "ts_us", "allocated_bytes", "reserved_bytes"],
-    );
     let mut peaks = Sheet::new(
         "peaks",
         &[
@@ -41,14 +38,6 @@ pub fn sheets(v: &MemoryView) -> Vec<Sheet> {
         ],
     );
     for d in &v.devices {
-        for p in &d.curve {
-            curve.rows.push(vec![
-                Cell::s(d.device.as_str()),
-                Cell::Str(micros(p.ts)),
-                Cell::Int(p.allocated),
-                Cell::Int(p.reserved),
-            ]);
-        }
         peaks.rows.push(vec![
             Cell::s(d.device.as_str()),
             Cell::Int(d.peak_allocated),
@@ -67,27 +56,6 @@ pub fn sheets(v: &MemoryView) -> Vec<Sheet> {
                 Cell::Str(micros(g.first_ts)),
             ]);
         }
-    }
-    let mut events = Sheet::new(
-        "memory_events",
-        &[
-            "device",
-            "operator",
-            "size_bytes",
-            "alloc_ts_us",
-            "free_ts_us",
-            "duration_us",
-        ],
-    );
-    for e in &v.events {
-        events.rows.push(vec![
-            Cell::s(e.device.as_str()),
-            Cell::s(e.operator.as_str()),
-            Cell::Int(e.size),
-            ts(e.alloc_ts),
-            ts(e.free_ts),
-            ts(e.duration()),
-        ]);
     }
     let mut by_op = Sheet::new(
         "memory_by_op",
@@ -143,18 +111,99 @@ pub fn sheets(v: &MemoryView) -> Vec<Sheet> {
             Cell::Int(s.never_freed_bytes),
         ]);
     }
-    vec![curve, events, by_op, peaks, live, steps]
+    vec![by_op, peaks, live, steps]
 }
 
-/// `memory/<sheet>.csv` for every sheet and `memory/memory_findings.md`.
+/// `memory/memory_curve.csv`, `memory/memory_events.csv`, `memory/<sheet>.csv` for every
+/// summary sheet, and `memory/memory_findings.md`.
 pub fn files(v: &MemoryView) -> Vec<OutputFile> {
-    let mut out: Vec<OutputFile> = sheets(v)
-        .into_iter()
-        .map(|s| (format!("memory/{}.csv", s.name), s.to_csv()))
-        .collect();
+    let mut out: Vec<OutputFile> = vec![
+        ("memory/memory_curve.csv".into(), curve_csv(v)),
+        ("memory/memory_events.csv".into(), events_csv(v)),
+    ];
+    out.extend(
+        sheets(v)
+            .into_iter()
+            .map(|s| (format!("memory/{}.csv", s.name), s.to_csv())),
+    );
     let md = format!("# Memory\n\n{}", section_md(v, "##"));
     out.push(("memory/memory_findings.md".into(), md.into_bytes()));
     out
+}
+
+/// Writes `ns` as the trace's microseconds (`micros`) into `buf`, emptied first.
+fn micros_into(buf: &mut String, ns: Nanos) {
+    use std::fmt::Write;
+    buf.clear();
+    let sign = if ns < 0 { "-" } else { "" };
+    let a = ns.unsigned_abs();
+    let _ = write!(buf, "{sign}{}.{:03}", a / 1000, a % 1000);
+}
+
+/// Writes `n` into `buf`, emptied first.
+fn int_into(buf: &mut String, n: i64) {
+    use std::fmt::Write;
+    buf.clear();
+    let _ = write!(buf, "{n}");
+}
+
+/// A CSV writer as `Sheet::to_csv` makes one (the same quoting), into memory.
+fn csv_writer() -> csv::Writer<Vec<u8>> {
+    csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new())
+}
+
+/// `memory_curve.csv`: `device,ts_us,allocated_bytes,reserved_bytes`, a row per curve point,
+/// written field by field (tens of thousands of rows: no cell is allocated).
+fn curve_csv(v: &MemoryView) -> Vec<u8> {
+    let mut w = csv_writer();
+    let (mut ts, mut num) = (String::new(), String::new());
+    // Writing into a Vec cannot fail.
+    let _ = w.write_record(["device", "ts_us", "allocated_bytes", "reserved_bytes"]);
+    for d in &v.devices {
+        for p in &d.curve {
+            micros_into(&mut ts, p.ts);
+            let _ = w.write_field(&d.device);
+            let _ = w.write_field(&ts);
+            for n in [p.allocated, p.reserved] {
+                int_into(&mut num, n);
+                let _ = w.write_field(&num);
+            }
+            let _ = w.write_record(None::<&[u8]>);
+        }
+    }
+    w.into_inner().unwrap_or_default()
+}
+
+/// `memory_events.csv`: `device,operator,size_bytes,alloc_ts_us,free_ts_us,duration_us`, empty
+/// where a time is unknown.
+fn events_csv(v: &MemoryView) -> Vec<u8> {
+    let mut w = csv_writer();
+    let (mut t, mut num) = (String::new(), String::new());
+    let _ = w.write_record([
+        "device",
+        "operator",
+        "size_bytes",
+        "alloc_ts_us",
+        "free_ts_us",
+        "duration_us",
+    ]);
+    for e in &v.events {
+        let _ = w.write_field(&e.device);
+        let _ = w.write_field(&e.operator);
+        int_into(&mut num, e.size);
+        let _ = w.write_field(&num);
+        for x in [e.alloc_ts, e.free_ts, e.duration()] {
+            match x {
+                Some(ns) => micros_into(&mut t, ns),
+                None => t.clear(),
+            }
+            let _ = w.write_field(&t);
+        }
+        let _ = w.write_record(None::<&[u8]>);
+    }
+    w.into_inner().unwrap_or_default()
 }
 
 /// The memory section of the fair report and the agent's `analysis.md` (headings one level
