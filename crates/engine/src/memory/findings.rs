@@ -26,7 +26,7 @@ use serde::Serialize;
 use super::records::Context;
 use super::{MemoryView, StepMemory};
 use crate::model::memory::MemoryDevice;
-use crate::model::{EventKind, Nanos};
+use crate::model::{EventKind, Nanos, StrId};
 use crate::perf::dtype::bytes_per_element;
 use crate::perf::inputs::{numel, OpInputs};
 
@@ -87,11 +87,18 @@ fn ms(ns: Nanos) -> String {
 
 pub fn find(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding> {
     // Backward ops' starts, in time order: the run trains when there are any.
+    // Each distinct name is judged once: a long trace repeats few names.
+    let mut judged: HashMap<StrId, bool> = HashMap::default();
     let mut backward: Vec<Nanos> = ctx
         .trace
         .events
         .iter()
-        .filter(|e| e.kind() == EventKind::CpuOp && is_backward(ctx.trace.name(e)))
+        .filter(|e| {
+            e.kind() == EventKind::CpuOp
+                && *judged
+                    .entry(e.name)
+                    .or_insert_with(|| is_backward(ctx.trace.name(e)))
+        })
         .map(|e| e.ts)
         .collect();
     backward.sort_unstable();
@@ -209,7 +216,9 @@ fn large_temporaries(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding>
         let mut best: HashMap<u32, (i64, Option<String>)> = HashMap::default();
         for pos in 0..ctx.order.len() {
             let r = ctx.record(pos);
-            if r.bytes <= 0 || MemoryDevice::of(r) != Some(d.id) {
+            // Smaller ones can never make a group (the threshold below): skipped before hashing.
+            if (r.bytes as f64) < TEMPORARY_SHARE * peak as f64 || MemoryDevice::of(r) != Some(d.id)
+            {
                 continue;
             }
             let Some(n) = ctx.attr.node[pos] else {

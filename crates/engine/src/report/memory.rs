@@ -131,57 +131,109 @@ pub fn files(v: &MemoryView) -> Vec<OutputFile> {
     out
 }
 
-/// Writes `ns` as the trace's microseconds (`micros`) into `buf`, emptied first.
-fn micros_into(buf: &mut String, ns: Nanos) {
-    use std::fmt::Write;
-    buf.clear();
-    let sign = if ns < 0 { "-" } else { "" };
-    let a = ns.unsigned_abs();
-    let _ = write!(buf, "{sign}{}.{:03}", a / 1000, a % 1000);
+/// Rows of a large CSV written straight into bytes: numbers through `itoa` (no formatting
+/// machinery), text quoted as the `csv` crate quotes it for `Sheet::to_csv` (quotes only around text
+/// holding a comma, quote or line break; inner quotes doubled).
+struct Rows {
+    out: Vec<u8>,
+    first: bool,
+    int: itoa::Buffer,
 }
 
-/// Writes `n` into `buf`, emptied first.
-fn int_into(buf: &mut String, n: i64) {
-    use std::fmt::Write;
-    buf.clear();
-    let _ = write!(buf, "{n}");
-}
+impl Rows {
+    fn new(header: &[&str]) -> Rows {
+        let mut r = Rows {
+            out: Vec::with_capacity(1 << 16),
+            first: true,
+            int: itoa::Buffer::new(),
+        };
+        for h in header {
+            r.text(h);
+        }
+        r.end();
+        r
+    }
 
-/// A CSV writer as `Sheet::to_csv` makes one (the same quoting), into memory.
-fn csv_writer() -> csv::Writer<Vec<u8>> {
-    csv::WriterBuilder::new()
-        .terminator(csv::Terminator::Any(b'\n'))
-        .from_writer(Vec::new())
-}
+    fn sep(&mut self) {
+        if !self.first {
+            self.out.push(b',');
+        }
+        self.first = false;
+    }
 
-/// `memory_curve.csv`: `device,ts_us,allocated_bytes,reserved_bytes`, a row per curve point,
-/// written field by field (tens of thousands of rows: no cell is allocated).
-fn curve_csv(v: &MemoryView) -> Vec<u8> {
-    let mut w = csv_writer();
-    let (mut ts, mut num) = (String::new(), String::new());
-    // Writing into a Vec cannot fail.
-    let _ = w.write_record(["device", "ts_us", "allocated_bytes", "reserved_bytes"]);
-    for d in &v.devices {
-        for p in &d.curve {
-            micros_into(&mut ts, p.ts);
-            let _ = w.write_field(&d.device);
-            let _ = w.write_field(&ts);
-            for n in [p.allocated, p.reserved] {
-                int_into(&mut num, n);
-                let _ = w.write_field(&num);
+    fn text(&mut self, s: &str) {
+        self.sep();
+        if s.bytes().any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
+            self.out.push(b'"');
+            for b in s.bytes() {
+                if b == b'"' {
+                    self.out.push(b'"');
+                }
+                self.out.push(b);
             }
-            let _ = w.write_record(None::<&[u8]>);
+            self.out.push(b'"');
+        } else {
+            self.out.extend_from_slice(s.as_bytes());
         }
     }
-    w.into_inner().unwrap_or_default()
+
+    fn int(&mut self, n: i64) {
+        self.sep();
+        let Rows { out, int, .. } = self;
+        out.extend_from_slice(int.format(n).as_bytes());
+    }
+
+    /// Microseconds with three decimals, exact from integer nanoseconds.
+    fn micros(&mut self, ns: Nanos) {
+        self.sep();
+        if ns < 0 {
+            self.out.push(b'-');
+        }
+        let a = ns.unsigned_abs();
+        let Rows { out, int, .. } = self;
+        out.extend_from_slice(int.format(a / 1000).as_bytes());
+        let frac = a % 1000;
+        out.extend_from_slice(&[
+            b'.',
+            b'0' + (frac / 100) as u8,
+            b'0' + (frac / 10 % 10) as u8,
+            b'0' + (frac % 10) as u8,
+        ]);
+    }
+
+    fn opt_micros(&mut self, ns: Option<Nanos>) {
+        match ns {
+            Some(ns) => self.micros(ns),
+            None => self.sep(),
+        }
+    }
+
+    fn end(&mut self) {
+        self.out.push(b'\n');
+        self.first = true;
+    }
+}
+
+/// `memory_curve.csv`: `device,ts_us,allocated_bytes,reserved_bytes`, a row per curve point
+/// (tens of thousands of rows: no cell is allocated).
+fn curve_csv(v: &MemoryView) -> Vec<u8> {
+    let mut r = Rows::new(&["device", "ts_us", "allocated_bytes", "reserved_bytes"]);
+    for d in &v.devices {
+        for p in &d.curve {
+            r.text(&d.device);
+            r.micros(p.ts);
+            r.int(p.allocated);
+            r.int(p.reserved);
+            r.end();
+        }
+    }
+    r.out
 }
 
 /// `memory_events.csv`: `device,operator,size_bytes,alloc_ts_us,free_ts_us,duration_us`, empty
 /// where a time is unknown.
 fn events_csv(v: &MemoryView) -> Vec<u8> {
-    let mut w = csv_writer();
-    let (mut t, mut num) = (String::new(), String::new());
-    let _ = w.write_record([
+    let mut r = Rows::new(&[
         "device",
         "operator",
         "size_bytes",
@@ -190,20 +242,15 @@ fn events_csv(v: &MemoryView) -> Vec<u8> {
         "duration_us",
     ]);
     for e in &v.events {
-        let _ = w.write_field(&e.device);
-        let _ = w.write_field(&e.operator);
-        int_into(&mut num, e.size);
-        let _ = w.write_field(&num);
-        for x in [e.alloc_ts, e.free_ts, e.duration()] {
-            match x {
-                Some(ns) => micros_into(&mut t, ns),
-                None => t.clear(),
-            }
-            let _ = w.write_field(&t);
-        }
-        let _ = w.write_record(None::<&[u8]>);
+        r.text(&e.device);
+        r.text(&e.operator);
+        r.int(e.size);
+        r.opt_micros(e.alloc_ts);
+        r.opt_micros(e.free_ts);
+        r.opt_micros(e.duration());
+        r.end();
     }
-    w.into_inner().unwrap_or_default()
+    r.out
 }
 
 /// The memory section of the fair report and the agent's `analysis.md` (headings one level
@@ -306,4 +353,39 @@ pub fn section_md(v: &MemoryView, h: &str) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Rows;
+
+    #[test]
+    fn rows_quote_as_the_csv_crate_and_write_exact_micros() {
+        let mut r = Rows::new(&["a", "b,c"]);
+        r.text("aten::cat");
+        r.text("say \"hi\", then\nleave");
+        r.micros(-1_234_005);
+        r.micros(7);
+        r.opt_micros(None);
+        r.int(-42);
+        r.end();
+        let mut w = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::Any(b'\n'))
+            .flexible(true)
+            .from_writer(Vec::new());
+        w.write_record(["a", "b,c"]).unwrap();
+        w.write_record([
+            "aten::cat",
+            "say \"hi\", then\nleave",
+            "-1234.005",
+            "0.007",
+            "",
+            "-42",
+        ])
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(r.out).unwrap(),
+            String::from_utf8(w.into_inner().unwrap()).unwrap()
+        );
+    }
 }

@@ -460,8 +460,8 @@ fn analyze_tree(
     // idle time and steps) beside the kernels' launchers: neither reads the other.
     // What is read off the trace alone, unless found with the tree, goes with the timeline, the
     // shorter side.
-    // The memory view reads only the trace: it goes there too.
-    let ((counted, timeline, unlinked, only, memory), launchers) = {
+    // The memory view reads only the trace: a third piece, taken by whichever side is free.
+    let ((counted, timeline, unlinked, only), (launchers, memory)) = {
         let (t, tr, nm, reg) = (&trace, &tree, &names, &registry);
         fork.join(
             || {
@@ -469,10 +469,14 @@ fn analyze_tree(
                 let timeline = timeline::timeline_of(t, nm, counted.iter().copied());
                 let unlinked = timeline::unlinked_work(t, tr, options.gpu_scope, &timeline);
                 let only = only.unwrap_or_else(|| TraceOnly::of(t, nm));
-                let memory = crate::memory::analyze(t);
-                (counted, timeline, unlinked, only, memory)
+                (counted, timeline, unlinked, only)
             },
-            || launchers::kernel_launchers(t, tr, reg, nm, fork),
+            || {
+                fork.join(
+                    || launchers::kernel_launchers(t, tr, reg, nm, fork),
+                    || crate::memory::analyze(t),
+                )
+            },
         )
     };
     let TraceOnly {
