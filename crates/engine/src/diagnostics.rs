@@ -113,6 +113,11 @@ pub enum DiagnosticKind {
     MemoryUnknownDevice,
     /// `[OutOfMemory]` events: allocations that failed.
     OutOfMemory,
+    // The critical path (`crate::critical_path`).
+    /// No `cuda_sync` records (older traces): the critical path has no synchronisation edges.
+    CriticalPathWithoutSyncEvents,
+    /// Steps whose dependency graph has a cycle or a sync edge within one stream: no path.
+    CriticalPathInvalidGraph,
 }
 
 impl DiagnosticKind {
@@ -162,6 +167,8 @@ impl DiagnosticKind {
             DiagnosticKind::MemorySizeMismatch => "memory_size_mismatch",
             DiagnosticKind::MemoryUnknownDevice => "memory_unknown_device",
             DiagnosticKind::OutOfMemory => "out_of_memory",
+            DiagnosticKind::CriticalPathWithoutSyncEvents => "critical_path_without_sync_events",
+            DiagnosticKind::CriticalPathInvalidGraph => "critical_path_invalid_graph",
         }
     }
 
@@ -195,7 +202,9 @@ impl DiagnosticKind {
             | MemoryAllocationOverLive
             | MemorySizeMismatch
             | MemoryUnknownDevice
-            | OutOfMemory => Severity::Warning,
+            | OutOfMemory
+            | CriticalPathWithoutSyncEvents
+            | CriticalPathInvalidGraph => Severity::Warning,
             RepairedJson
             | GraphLaunches
             | CaptureMerged
@@ -255,6 +264,8 @@ impl DiagnosticKind {
             MemorySizeMismatch => "Some frees release a different number of bytes than the allocation they pair with; the events table shows the freed size.",
             MemoryUnknownDevice => "Some memory records name no device type; they are left out of the memory view.",
             OutOfMemory => "The trace records allocations that failed ([OutOfMemory] events): the workload ran out of device memory.",
+            CriticalPathWithoutSyncEvents => "The trace has no cuda_sync records (PyTorch before 2.1, or a ROCm trace): the critical path cannot see what a device, stream or event synchronize waited for, nor one stream waiting for another, so a step bound by such a wait shows its CPU side instead (HTA's rule: no sync edge is guessed).",
+            CriticalPathInvalidGraph => "The dependency graph of some steps has a cycle or a sync edge within one stream (host events recorded out of order); as HTA does, no critical path is given for them.",
             EfficiencyAbovePeak => "Some ops ran faster than the platform's peak allows: either the platform's peaks or the op's FLOP/byte model do not fit them, so their efficiency is not a fact.",
         }
     }

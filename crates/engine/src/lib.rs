@@ -32,6 +32,7 @@
 
 pub mod analysis;
 pub mod compare;
+pub mod critical_path;
 pub mod diagnostics;
 pub mod error;
 pub mod fork;

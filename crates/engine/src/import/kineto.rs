@@ -12,6 +12,7 @@ use super::framer::{FrameSink, LOCAL_INDEX};
 use super::number::{micros_text_to_nanos, parse_integer};
 use crate::diagnostics::DiagnosticKind as K;
 use crate::model::memory::MemoryRecord;
+use crate::model::sync::{SyncKind, SyncRecord};
 use crate::model::{
     CollectiveArgs, Event, EventKind, Lane, LaneId, OpArgs, RawId, Trace, COLLECTIVE_ARG_KEYS,
 };
@@ -48,6 +49,8 @@ fn wanted_arg(key: &[u8]) -> bool {
             | b"Total Reserved"
             | b"Device Type"
             | b"Device Id"
+            | b"wait_on_stream"
+            | b"wait_on_cuda_event_record_corr_id"
     )
 }
 
@@ -166,6 +169,10 @@ impl TraceBuilder {
     }
 
     fn complete(&mut self, index: u64, offset: u64, ev: &RawEvent<'_>) {
+        if ev.cat.as_deref() == Some("cuda_sync") {
+            self.sync(index, offset, ev);
+            return;
+        }
         let Some(kind) = ev.cat.as_deref().and_then(EventKind::from_category) else {
             return;
         };
@@ -248,6 +255,11 @@ impl TraceBuilder {
             if k == "stream" {
                 if let Some(i) = int_value(v) {
                     e.set_stream(i);
+                    if !kind.is_gpu() && i != -1 {
+                        self.trace
+                            .host_with_stream
+                            .push(self.trace.events.len() as u32);
+                    }
                 }
             }
             if kind == EventKind::Kernel {
@@ -336,6 +348,48 @@ impl TraceBuilder {
             *slot = int_value(v);
         }
         self.trace.memory.push(r);
+    }
+}
+
+impl TraceBuilder {
+    /// A `cuda_sync` record (what a synchronize waited for); other names are not read.
+    fn sync(&mut self, index: u64, offset: u64, ev: &RawEvent<'_>) {
+        let Some(kind) = ev.name.as_deref().and_then(SyncKind::from_name) else {
+            return;
+        };
+        let Some(ts) = self.timestamp(index, offset, ev, " (a sync record)") else {
+            return;
+        };
+        let dur = ev
+            .dur
+            .as_ref()
+            .and_then(|v| v.number_text())
+            .and_then(micros_text_to_nanos)
+            .filter(|d| *d >= 0)
+            .unwrap_or(0);
+        let lane = self.lane(ev);
+        let mut r = SyncRecord {
+            kind,
+            ts,
+            dur,
+            uid: u32::try_from(index).unwrap_or(u32::MAX),
+            pid: self.trace.lanes[lane.0 as usize].pid.clone(),
+            stream: None,
+            correlation: None,
+            wait_on_stream: None,
+            event_record_correlation: None,
+        };
+        for (k, v) in &ev.args {
+            let slot = match k.as_ref() {
+                "stream" => &mut r.stream,
+                "correlation" => &mut r.correlation,
+                "wait_on_stream" => &mut r.wait_on_stream,
+                "wait_on_cuda_event_record_corr_id" => &mut r.event_record_correlation,
+                _ => continue,
+            };
+            *slot = int_value(v);
+        }
+        self.trace.syncs.push(r);
     }
 }
 

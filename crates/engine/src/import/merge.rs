@@ -265,9 +265,16 @@ fn absorb(main: &mut TraceBuilder, part: TraceBuilder, base: u64) {
         }));
     m.sequence
         .extend(t.sequence.into_iter().map(|(i, n)| (i + first, n)));
+    m.host_with_stream
+        .extend(t.host_with_stream.into_iter().map(|i| i + first));
     m.memory.extend(t.memory.into_iter().map(|mut r| {
         r.uid = u32::try_from(u64::from(r.uid) + base).unwrap_or(u32::MAX);
         r.lane = lanes[r.lane.0 as usize];
+        r
+    }));
+    m.syncs.extend(t.syncs.into_iter().map(|mut r| {
+        r.uid = u32::try_from(u64::from(r.uid) + base).unwrap_or(u32::MAX);
+        r.pid = raw(&r.pid);
         r
     }));
     for (id, f) in t.flows {

@@ -18,6 +18,7 @@ use super::merge::Partial;
 use super::reader::Reader;
 use crate::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::model::memory::MemoryRecord;
+use crate::model::sync::{SyncKind, SyncRecord};
 use crate::model::{
     CollectiveArgs, Event, EventKind, Flow, Lane, LaneId, OpArgs, StoredEvent, StrId, Trace,
     TraceMeta,
@@ -190,6 +191,10 @@ fn write_trace(o: &mut Out, t: &Trace) {
         o.bool(f.has_start);
         o.u32(f.end_lane.map_or(NONE, |l| l.0));
     }
+    o.len(t.host_with_stream.len());
+    for e in &t.host_with_stream {
+        o.u32(*e);
+    }
     o.len(t.sequence.len());
     for (e, n) in &t.sequence {
         o.u32(*e);
@@ -212,6 +217,23 @@ fn write_trace(o: &mut Out, t: &Trace) {
             o.i64(v.unwrap_or(0));
         }
         o.bool(r.out_of_memory);
+    }
+    o.len(t.syncs.len());
+    for r in &t.syncs {
+        o.u8(r.kind.number());
+        o.i64(r.ts);
+        o.i64(r.dur);
+        o.u32(r.uid);
+        o.raw_id(&r.pid);
+        for v in [
+            r.stream,
+            r.correlation,
+            r.wait_on_stream,
+            r.event_record_correlation,
+        ] {
+            o.bool(v.is_some());
+            o.i64(v.unwrap_or(0));
+        }
     }
     write_meta(o, &t.meta);
     let entries = t.diagnostics.entries();
@@ -287,6 +309,9 @@ fn read_trace(i: &mut In<'_>) -> Result<Trace, WireError> {
             },
         );
     }
+    for _ in 0..i.len(4)? {
+        t.host_with_stream.push(i.u32()?);
+    }
     for _ in 0..i.len(12)? {
         t.sequence.push((i.u32()?, i.i64()?));
     }
@@ -310,6 +335,28 @@ fn read_trace(i: &mut In<'_>) -> Result<Trace, WireError> {
             device_type,
             device_id,
             out_of_memory: i.bool()?,
+        });
+    }
+    for _ in 0..i.len(30)? {
+        let kind = SyncKind::from_number(i.u8()?).ok_or_else(|| i.bad("sync kind"))?;
+        let (ts, dur, uid, pid) = (i.i64()?, i.i64()?, i.u32()?, i.raw_id()?);
+        let mut opt = || -> Result<Option<i64>, WireError> {
+            let some = i.bool()?;
+            let v = i.i64()?;
+            Ok(some.then_some(v))
+        };
+        let (stream, correlation) = (opt()?, opt()?);
+        let (wait_on_stream, event_record_correlation) = (opt()?, opt()?);
+        t.syncs.push(SyncRecord {
+            kind,
+            ts,
+            dur,
+            uid,
+            pid,
+            stream,
+            correlation,
+            wait_on_stream,
+            event_record_correlation,
         });
     }
     t.meta = read_meta(i)?;

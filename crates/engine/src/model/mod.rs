@@ -4,6 +4,7 @@
 pub mod autograd;
 pub mod memory;
 pub mod strings;
+pub mod sync;
 pub mod tree;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -481,8 +482,14 @@ pub struct Trace {
     pub flows: HashMap<i64, Flow>,
     /// Autograd `Sequence number` of the events that record one: (event index, number).
     pub sequence: Vec<(u32, i64)>,
+    /// Host events (CPU ops, runtime calls) that carry a `stream` arg other than -1 (Triton's
+    /// launch ops write `stream: 0`), by event index: HTA reads them as GPU-side events, so
+    /// the critical path leaves them out of the CPU call stacks as HTA does.
+    pub host_with_stream: Vec<u32>,
     /// `[memory]` and `[OutOfMemory]` records in file order (`memory::MemoryRecord`).
     pub memory: Vec<memory::MemoryRecord>,
+    /// `cuda_sync` records in file order (`sync::SyncRecord`): the critical path's sync edges.
+    pub syncs: Vec<sync::SyncRecord>,
     pub meta: TraceMeta,
     pub diagnostics: Diagnostics,
 }

@@ -1,0 +1,263 @@
+//! What the whole trace says once, before any window is analysed: every event's time in HTA's
+//! whole microseconds, each runtime call's GPU event and each GPU event's call (by correlation),
+//! the launch queue length HTA reads at each launch and kernel, the backward thread merged into
+//! the forward one, and the launches an event record or a stream wait refers to.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::calls;
+use crate::model::sync::SyncRecord;
+use crate::model::{EventKind, LaneId, Nanos, RawId, Trace};
+
+/// No value (an index or queue length HTA reads as missing).
+pub const NONE: u32 = u32::MAX;
+
+/// HTA reads times as float microseconds and, for nanosecond traces, shrinks every event to the
+/// whole microseconds inside it ("Rounding down ns resolution events due to issue with events
+/// overlapping"): its start rounded up, its end rounded down. Every weight is a difference of
+/// such values.
+pub fn start_us(ts: Nanos) -> i64 {
+    -(-ts).div_euclid(1000)
+}
+
+/// An event's end in HTA's whole microseconds (see [`start_us`]).
+pub fn end_us(ts: Nanos, dur: Nanos) -> i64 {
+    (ts + dur).div_euclid(1000)
+}
+
+/// The trace read once for every window.
+pub struct Context<'t> {
+    /// Start and end of each event in whole µs (end = floored start + floored duration).
+    pub ts: Vec<i64>,
+    pub end: Vec<i64>,
+    /// Host events a window can hold, by start (then file order).
+    pub host_by_ts: Vec<u32>,
+    /// The GPU event each runtime call's correlation points to (the last in the file, as HTA's
+    /// one-to-one index keeps), or [`NONE`].
+    pub gpu_of: Vec<u32>,
+    /// The runtime call of each GPU event, or [`NONE`].
+    pub call_of: Vec<u32>,
+    /// The launch queue length of the stream after each launch call and after each GPU event
+    /// started (HTA's `TraceCounters`); `i32::MIN` where HTA has none.
+    pub queue: Vec<i32>,
+    /// The thread each host event's call stack is built on (the backward thread merged).
+    pub thread: Vec<LaneId>,
+    /// Launch calls (with a GPU event) per (device, stream), by start: event records find
+    /// their previous launch here.
+    launches_by_stream: HashMap<(RawId, i64), Vec<u32>>,
+    /// Launch calls per (thread, stream), by start: a stream wait finds its next launch here.
+    launches_by_thread: HashMap<(LaneId, i64), Vec<u32>>,
+    /// Runtime calls by correlation id.
+    call_by_corr: HashMap<i64, u32>,
+    pub syncs: &'t [SyncRecord],
+}
+
+fn is_host(kind: EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::CpuOp
+            | EventKind::PythonFunction
+            | EventKind::CudaRuntime
+            | EventKind::CudaDriver
+            | EventKind::UserAnnotation
+    )
+}
+
+impl<'t> Context<'t> {
+    pub fn new(trace: &'t Trace) -> Context<'t> {
+        let n = trace.events.len();
+        let usable = |i: usize| {
+            let e = &trace.events[i];
+            e.has_time() && !e.is_captured()
+        };
+        let ts: Vec<i64> = trace.events.iter().map(|e| start_us(e.ts)).collect();
+        let end: Vec<i64> = trace.events.iter().map(|e| end_us(e.ts, e.dur)).collect();
+        // Host events with a `stream` arg are GPU-side events to HTA, with no launch: in no
+        // window.
+        let mut gpu_side = vec![false; n];
+        for &i in &trace.host_with_stream {
+            if let Some(g) = gpu_side.get_mut(i as usize) {
+                *g = true;
+            }
+        }
+        let mut host_by_ts: Vec<u32> = (0..n)
+            .filter(|&i| usable(i) && is_host(trace.events[i].kind()) && !gpu_side[i])
+            .map(|i| i as u32)
+            .collect();
+        host_by_ts.sort_by_key(|&i| (ts[i as usize], i));
+
+        // Correlation ids pair runtime calls with GPU events; a graph launch's id is shared by
+        // every kernel it replays, and HTA's index keeps the last of them.
+        let mut call_by_corr: HashMap<i64, u32> = HashMap::default();
+        let mut last_gpu: HashMap<i64, u32> = HashMap::default();
+        for (i, e) in trace.events.iter().enumerate() {
+            if !usable(i) {
+                continue;
+            }
+            let Some(c) = e.correlation() else { continue };
+            if e.kind().is_runtime() {
+                call_by_corr.insert(c, i as u32);
+            } else if e.kind().is_gpu() && e.stream().is_some() {
+                last_gpu.insert(c, i as u32);
+            }
+        }
+        let mut gpu_of = vec![NONE; n];
+        let mut call_of = vec![NONE; n];
+        for (&c, &call) in &call_by_corr {
+            if let Some(&g) = last_gpu.get(&c) {
+                gpu_of[call as usize] = g;
+                call_of[g as usize] = call;
+            }
+        }
+        let queue = queue_lengths(trace, &call_by_corr, &ts);
+        let thread = merged_threads(trace);
+        let mut launches_by_stream: HashMap<(RawId, i64), Vec<u32>> = HashMap::default();
+        let mut launches_by_thread: HashMap<(LaneId, i64), Vec<u32>> = HashMap::default();
+        for &i in &host_by_ts {
+            let e = &trace.events[i as usize];
+            let g = gpu_of[i as usize];
+            if g == NONE || !calls::is_launch(trace.name(e)) {
+                continue;
+            }
+            let k = &trace.events[g as usize];
+            let Some(stream) = k.stream() else { continue };
+            let device = trace.lane(k.lane()).pid.clone();
+            launches_by_stream
+                .entry((device, stream))
+                .or_default()
+                .push(i);
+            launches_by_thread
+                .entry((e.lane(), stream))
+                .or_default()
+                .push(i);
+        }
+        Context {
+            ts,
+            end,
+            host_by_ts,
+            gpu_of,
+            call_of,
+            queue,
+            thread,
+            launches_by_stream,
+            launches_by_thread,
+            call_by_corr,
+            syncs: &trace.syncs,
+        }
+    }
+
+    /// The runtime call with correlation id `corr`.
+    pub fn call(&self, corr: Option<i64>) -> Option<u32> {
+        corr.and_then(|c| self.call_by_corr.get(&c).copied())
+    }
+
+    /// The GPU event of the last launch onto `sync`'s recorded stream before the
+    /// cudaEventRecord it names (HTA's `index_previous_launch`).
+    pub fn recorded_kernel(&self, trace: &Trace, sync: &SyncRecord) -> Option<u32> {
+        let record = self.call(sync.event_record_correlation)?;
+        if !calls::is_event_record(trace.name(&trace.events[record as usize])) {
+            return None;
+        }
+        let stream = sync.wait_on_stream?;
+        let list = self.launches_by_stream.get(&(sync.pid.clone(), stream))?;
+        let at = self.ts[record as usize];
+        let before = list.partition_point(|&l| self.ts[l as usize] <= at);
+        let launch = *list.get(before.checked_sub(1)?)?;
+        Some(self.gpu_of[launch as usize])
+    }
+
+    /// The GPU event of the next launch the waiting thread makes onto the waiting stream after
+    /// its cudaStreamWaitEvent (HTA's `index_next_launch`).
+    pub fn waiting_kernel(&self, trace: &Trace, sync: &SyncRecord) -> Option<u32> {
+        let call = self.call(sync.correlation)?;
+        let lane = trace.events[call as usize].lane();
+        let list = self.launches_by_thread.get(&(lane, sync.stream?))?;
+        let at = self.ts[call as usize];
+        let next = list.partition_point(|&l| self.ts[l as usize] < at);
+        list.get(next).map(|&l| self.gpu_of[l as usize])
+    }
+}
+
+/// HTA's launch queue: per stream, +1 at each launch call that has a GPU event, −1 when each GPU
+/// event of such a call starts, summed in time order (launches first on a tie).
+fn queue_lengths(trace: &Trace, call_by_corr: &HashMap<i64, u32>, ts: &[i64]) -> Vec<i32> {
+    let mut queue = vec![i32::MIN; trace.events.len()];
+    let mut points: Vec<(i64, i64, u8, u32)> = Vec::new();
+    for (i, e) in trace.events.iter().enumerate() {
+        if !e.kind().is_gpu() || !e.has_time() || e.is_captured() {
+            continue;
+        }
+        let (Some(stream), Some(c)) = (e.stream(), e.correlation()) else {
+            continue;
+        };
+        let Some(&call) = call_by_corr.get(&c) else {
+            continue;
+        };
+        if !calls::is_launch(trace.name(&trace.events[call as usize])) {
+            continue;
+        }
+        points.push((stream, ts[call as usize], 0, call));
+        points.push((stream, ts[i], 1, i as u32));
+    }
+    points.sort_unstable();
+    let mut current: Option<(i64, i32)> = None;
+    for (stream, _, step, event) in points {
+        let len = match current {
+            Some((s, len)) if s == stream => len,
+            _ => 0,
+        } + if step == 0 { 1 } else { -1 };
+        current = Some((stream, len));
+        queue[event as usize] = len;
+    }
+    queue
+}
+
+/// Each event's call-stack thread: HTA head merges the one thread holding autograd events into
+/// the one holding the forward pass (the thread of the first ProfilerStep, else the one with
+/// the most CPU ops).
+fn merged_threads(trace: &Trace) -> Vec<LaneId> {
+    let mut lanes: Vec<LaneId> = trace.events.iter().map(|e| e.lane()).collect();
+    let mut backward: Option<LaneId> = None;
+    let mut several = false;
+    let mut ops: HashMap<LaneId, usize> = HashMap::default();
+    let mut step_lane: Option<(i64, LaneId)> = None;
+    for e in &trace.events {
+        match e.kind() {
+            EventKind::CpuOp => {
+                *ops.entry(e.lane()).or_default() += 1;
+                if calls::is_autograd(trace.name(e)) {
+                    match backward {
+                        Some(l) if l != e.lane() => several = true,
+                        _ => backward = Some(e.lane()),
+                    }
+                }
+            }
+            EventKind::UserAnnotation if trace.name(e).starts_with("ProfilerStep#") => {
+                if !matches!(step_lane, Some((t, _)) if t <= e.ts) {
+                    step_lane = Some((e.ts, e.lane()));
+                }
+            }
+            _ => {}
+        }
+    }
+    let (Some(backward), false) = (backward, several) else {
+        return lanes;
+    };
+    let forward = step_lane.map(|(_, l)| l).or_else(|| {
+        ops.iter()
+            .filter(|(l, _)| **l != backward)
+            .max_by_key(|(l, n)| (**n, std::cmp::Reverse(l.0)))
+            .map(|(l, _)| *l)
+    });
+    match forward {
+        Some(f) if f != backward && trace.lane(f).pid == trace.lane(backward).pid => {
+            for l in lanes.iter_mut() {
+                if *l == backward {
+                    *l = f;
+                }
+            }
+        }
+        _ => {}
+    }
+    lanes
+}
