@@ -282,7 +282,19 @@ fn main() -> ExitCode {
 
 /// Writes a planted-problem trace (`jarvis synth --planted NAME --out FILE`).
 fn planted(out: &Path, name: &str) -> anyhow::Result<()> {
-    use jarvis_engine::synth::{memory_planted, planted};
+    use jarvis_engine::synth::{host_planted, memory_planted, planted};
+    if let Some(case) = host_planted::case(name) {
+        std::fs::write(out, host_planted::case_bytes(&case))
+            .with_context(|| format!("writing {}", out.display()))?;
+        println!(
+            "Wrote {} ({} on {}): {}",
+            out.display(),
+            case.name,
+            case.device,
+            case.truth
+        );
+        return Ok(());
+    }
     if let Some(case) = memory_planted::case(name) {
         let (bytes, _) = memory_planted::case_bytes(&case);
         std::fs::write(out, bytes).with_context(|| format!("writing {}", out.display()))?;
@@ -301,6 +313,7 @@ fn planted(out: &Path, name: &str) -> anyhow::Result<()> {
             .iter()
             .map(|c| c.name)
             .chain(memory_planted::cases().iter().map(|c| c.name))
+            .chain(host_planted::cases().iter().map(|c| c.name))
             .collect();
         if name == "list" {
             println!("{}", names.join("\n"));

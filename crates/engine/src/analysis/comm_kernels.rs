@@ -66,6 +66,68 @@ impl CommFacts {
     }
 }
 
+/// Jarvis's own communication time (docs/analysis.md, "Categories"): every kernel a
+/// communication family names (`kernel_kinds::is_communication_kernel`: NCCL/RCCL, DeepEP,
+/// symmetric memory, custom all-reduce). TraceLens's `gpu_timeline` counts only NCCL/RCCL
+/// kernels as communication and stays so.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AllCommunication {
+    /// Union of the communication kernels, ns.
+    pub total_ns: Nanos,
+    /// The part of it no other kernel overlaps, ns.
+    pub exposed_ns: Nanos,
+    /// Summed kernel time of the communication kernels TraceLens's rule does not count, ns.
+    pub beyond_tracelens_ns: Nanos,
+    /// Kernel families (`kernel_kinds::kernel_family`) by summed kernel time, largest first:
+    /// (family, kernels, ns).
+    pub families: Vec<(String, u64, Nanos)>,
+}
+
+/// [`AllCommunication`] over `events` (the GPU events the timeline counts, so that its shares
+/// are of the same total).
+pub fn all_communication(trace: &Trace, events: &[crate::model::EventId]) -> AllCommunication {
+    let (mut comm, mut comp): (Vec<Span>, Vec<Span>) = (Vec::new(), Vec::new());
+    let mut by: rustc_hash::FxHashMap<crate::model::StrId, (u64, Nanos)> = Default::default();
+    let mut beyond: Nanos = 0;
+    for e in events
+        .iter()
+        .map(|&id| trace.event(id))
+        .filter(|e| e.kind() == EventKind::Kernel)
+    {
+        if super::kernel_kinds::is_communication_kernel(trace.name(e)) {
+            comm.push((e.ts, e.end()));
+            if !super::categories::is_communication(trace.name(e)) {
+                beyond += e.dur;
+            }
+            let f = by.entry(e.name).or_default();
+            f.0 += 1;
+            f.1 += e.dur;
+        } else {
+            comp.push((e.ts, e.end()));
+        }
+    }
+    let mut families: Vec<(String, u64, Nanos)> = Vec::new();
+    for (name, (n, ns)) in by {
+        let fam = super::kernel_kinds::kernel_family(trace.strings.get(name));
+        match families.iter_mut().find(|f| f.0 == fam) {
+            Some(f) => {
+                f.1 += n;
+                f.2 += ns;
+            }
+            None => families.push((fam, n, ns)),
+        }
+    }
+    families.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    let comm = intervals::merge(comm);
+    let comp = intervals::merge(comp);
+    AllCommunication {
+        total_ns: intervals::length(&comm),
+        exposed_ns: intervals::length(&intervals::subtract(&comm, &comp)),
+        beyond_tracelens_ns: beyond,
+        families,
+    }
+}
+
 /// The raw JSON arg text as TraceLens's cell value: strings unquoted, other values as written.
 pub fn plain(raw: &str) -> String {
     match serde_json::from_str::<serde_json::Value>(raw) {

@@ -137,6 +137,11 @@ fn is_data_loading(name: &str) -> bool {
     name.contains("DataLoader") || name.contains("dataloader.py") || name.contains("_next_data")
 }
 
+/// Dynamo's frame around compiled code (`Torch-Compiled Region: 0/0`).
+fn is_compiled_region(name: &str) -> bool {
+    name.starts_with("Torch-Compiled Region")
+}
+
 fn is_optimizer(name: &str) -> bool {
     name.starts_with("Optimizer.")
         || name.contains("torch/optim/")
@@ -158,6 +163,7 @@ const NO_PARENT: u32 = u32::MAX;
 const DATA_LOADING: u8 = 1;
 const OPTIMIZER: u8 = 2;
 const TESTED: u8 = 4;
+const COMPILED: u8 = 8;
 
 impl ThreadIndex {
     fn build(trace: &Trace) -> ThreadIndex {
@@ -173,7 +179,8 @@ impl ThreadIndex {
                     let flag = |yes: bool, flag: u8| if yes { flag } else { 0 };
                     *slot = TESTED
                         | flag(is_data_loading(name), DATA_LOADING)
-                        | flag(is_optimizer(name), OPTIMIZER);
+                        | flag(is_optimizer(name), OPTIMIZER)
+                        | flag(is_compiled_region(name), COMPILED);
                 }
             }
         }
@@ -411,13 +418,220 @@ fn blame_gap(trace: &Trace, tree: &CallTree, index: &ThreadIndex, gap: &Gap) -> 
 /// Blames every host-wait gap's time on causes; returns the table, largest first. `origin` is
 /// the time examples are measured from.
 pub fn causes(trace: &Trace, tree: &CallTree, gaps: &[Gap], origin: Nanos) -> Vec<HostWaitCause> {
+    causes_and_context(trace, tree, gaps, origin).0
+}
+
+/// What the idle finding needs beyond the cause table to give advice that agrees with the
+/// trace (docs/analysis.md, "Idle time: the finding's Path A"): the one-off stall, how much of
+/// the host wait is already inside compiled code or before graph replays, and where data
+/// loading spends its time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IdleContext {
+    /// The longest gap, when it alone is more than half of all idle time.
+    pub one_off: Option<OneOffStall>,
+    /// Host-wait time inside `Torch-Compiled Region` frames on the launching thread, ns.
+    pub compiled_ns: Nanos,
+    /// Host-wait time of gaps ended by a kernel a `cudaGraphLaunch` / `hipGraphLaunch`
+    /// replayed, ns.
+    pub before_graph_ns: Nanos,
+    /// GPU events replayed by graph launches, and all linked GPU events (the gaps' events).
+    pub graph_events: u64,
+    pub gpu_events: u64,
+    /// Where data loading spends its time: the deepest host event inside a data-loading
+    /// event that covers at least half of a gap's data-loading time, summed by name; the
+    /// largest, with its time and its call stack (outermost first).
+    pub data_hotspot: Option<(String, Nanos, Vec<String>)>,
+}
+
+/// One gap that holds more than half of the idle time (a warm-up or an outlier).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct OneOffStall {
+    /// Start from the first GPU event, and length, ns.
+    pub at: Nanos,
+    pub len: Nanos,
+    /// Whether the GPU waited for its host (a host-wait gap); else work was queued.
+    pub host_wait: bool,
+    /// The deepest host call covering at least half of the gap (empty when none does), its
+    /// duration, its call stack (outermost first, at most [`STACK_FRAMES`]) and its TraceLens
+    /// UID.
+    pub call: String,
+    pub call_ns: Nanos,
+    pub stack: Vec<String>,
+    pub uid: u32,
+    /// What the gap's time is blamed on in the cause table (kind, label, ns), to leave it out
+    /// of the steady state.
+    pub blame: Vec<(CauseKind, String, Nanos)>,
+}
+
+/// Frames of a call stack kept for a one-off stall or a data-loading hotspot.
+pub const STACK_FRAMES: usize = 8;
+
+/// A one-off stall holds more than this share of all idle time.
+pub const ONE_OFF_SHARE: f64 = 0.5;
+
+impl ThreadIndex {
+    /// The deepest event among `cands` (inside `within` when given) that covers at least half
+    /// of `w`, with its depth.
+    fn deepest_covering(
+        &self,
+        trace: &Trace,
+        cands: &[u32],
+        w: Span,
+        within: Option<&dyn Fn(u32) -> bool>,
+    ) -> Option<u32> {
+        let need = (w.1 - w.0 + 1) / 2;
+        let mut best: Option<(usize, u32)> = None;
+        for &i in cands {
+            let e = &trace.events[i as usize];
+            let part = e.end().min(w.1) - e.ts.max(w.0);
+            if part < need || part <= 0 {
+                continue;
+            }
+            if let Some(f) = within {
+                if !self.chain(i).any(f) {
+                    continue;
+                }
+            }
+            let depth = self.chain(i).count();
+            if best.is_none_or(|(d, _)| depth > d) {
+                best = Some((depth, i));
+            }
+        }
+        best.map(|(_, i)| i)
+    }
+
+    /// `i` and its enclosing events, innermost first.
+    fn chain(&self, i: u32) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors(Some(i), move |&c| {
+            Some(self.parent[c as usize]).filter(|&p| p != NO_PARENT)
+        })
+    }
+
+    /// The names of the events enclosing `i` (itself excluded), outermost first, the
+    /// innermost [`STACK_FRAMES`].
+    fn stack(&self, trace: &Trace, i: u32) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .chain(i)
+            .skip(1)
+            .take(STACK_FRAMES)
+            .map(|c| trace.name(&trace.events[c as usize]).to_owned())
+            .collect();
+        v.reverse();
+        v
+    }
+}
+
+/// The cause table and the idle context, from one index of the host threads.
+pub fn causes_and_context(
+    trace: &Trace,
+    tree: &CallTree,
+    gaps: &[Gap],
+    origin: Nanos,
+) -> (Vec<HostWaitCause>, IdleContext) {
     let index = ThreadIndex::build(trace);
+    let mut ctx = IdleContext::default();
+    let idle_total: Nanos = gaps.iter().map(|g| g.end - g.start).sum();
+    let longest = gaps
+        .iter()
+        .max_by_key(|g| (g.end - g.start, std::cmp::Reverse(g.start)));
+    if let Some(g) =
+        longest.filter(|g| (g.end - g.start) as f64 > ONE_OFF_SHARE * idle_total as f64)
+    {
+        let mut stall = OneOffStall {
+            at: g.start - origin,
+            len: g.end - g.start,
+            host_wait: g.category == IdleCategory::HostWait,
+            ..Default::default()
+        };
+        if let Some(launch) = g.launch {
+            let lane = trace.event(launch).lane();
+            let cands = index.overlapping(trace, lane, g.start, g.end);
+            if let Some(i) = index.deepest_covering(trace, &cands, (g.start, g.end), None) {
+                let e = &trace.events[i as usize];
+                stall.call = trace.name(e).to_owned();
+                stall.call_ns = e.dur;
+                stall.stack = index.stack(trace, i);
+                stall.uid = e.uid;
+            }
+            if stall.host_wait {
+                stall.blame = blame_gap(trace, tree, &index, g)
+                    .into_iter()
+                    .map(|b| (b.kind, b.label, b.ns))
+                    .collect();
+            }
+        }
+        ctx.one_off = Some(stall);
+    }
+    let mut hot: std::collections::HashMap<u32, (Nanos, u32)> = Default::default();
+    for g in gaps {
+        let Some(launch) = g.launch else {
+            continue;
+        };
+        let replayed = crate::model::tree::is_graph_launch(trace.name(trace.event(launch)));
+        if g.category != IdleCategory::HostWait {
+            continue;
+        }
+        let len = g.end - g.start;
+        if replayed {
+            ctx.before_graph_ns += len;
+        }
+        let lane = trace.event(launch).lane();
+        let w = (g.start, g.end);
+        let cands = index.overlapping(trace, lane, g.start, g.end);
+        ctx.compiled_ns += length(&union_of(trace, &cands, w, |i| {
+            index.named(trace, i, COMPILED)
+        }));
+        let data = union_of(trace, &cands, w, |i| index.named(trace, i, DATA_LOADING));
+        if let (Some(&(s, _)), Some(&(_, e))) = (data.first(), data.last()) {
+            let in_data = |c: u32| index.named(trace, c, DATA_LOADING);
+            if let Some(i) = index.deepest_covering(trace, &cands, (s, e), Some(&in_data)) {
+                let entry = hot.entry(trace.events[i as usize].name.0).or_insert((0, i));
+                entry.0 += length(&data);
+            }
+        }
+    }
+    // Graph replays: every GPU event a graph launch owns, not only those ending a gap.
+    ctx.graph_events = graph_replayed_events(trace, tree);
+    ctx.gpu_events = trace.events.iter().filter(|e| e.kind().is_gpu()).count() as u64;
+    ctx.data_hotspot = hot
+        .into_values()
+        .max_by_key(|&(ns, i)| (ns, std::cmp::Reverse(i)))
+        .map(|(ns, i)| {
+            (
+                trace.name(&trace.events[i as usize]).to_owned(),
+                ns,
+                index.stack(trace, i),
+            )
+        });
+    (causes_with(trace, tree, &index, gaps, origin), ctx)
+}
+
+/// GPU events whose launch is a graph launch.
+fn graph_replayed_events(trace: &Trace, tree: &CallTree) -> u64 {
+    trace
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            e.kind().is_runtime() && crate::model::tree::is_graph_launch(trace.name(e))
+        })
+        .map(|(i, _)| tree.gpu_count_under(EventId(i as u32)) as u64)
+        .sum()
+}
+
+fn causes_with(
+    trace: &Trace,
+    tree: &CallTree,
+    index: &ThreadIndex,
+    gaps: &[Gap],
+    origin: Nanos,
+) -> Vec<HostWaitCause> {
     let mut table: std::collections::HashMap<(CauseKind, String), HostWaitCause> =
         Default::default();
     let mut total: Nanos = 0;
     for gap in gaps.iter().filter(|g| g.category == IdleCategory::HostWait) {
         total += gap.end - gap.start;
-        for b in blame_gap(trace, tree, &index, gap) {
+        for b in blame_gap(trace, tree, index, gap) {
             let row = table
                 .entry((b.kind, b.label.clone()))
                 .or_insert_with(|| HostWaitCause {

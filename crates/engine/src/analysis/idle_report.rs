@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::host_wait::HostWaitCause;
+use super::host_wait::{HostWaitCause, IdleContext};
 use super::idle::IdleSplit;
 use super::launch_stats::LaunchSummary;
 
@@ -21,6 +21,14 @@ pub struct IdleReport {
     pub launch: LaunchSummary,
     /// Most kernels are shorter than their launch call and host wait is most of the idle time.
     pub launch_bound: bool,
+    /// The one-off stall, graph replays and compiled regions around the idle time
+    /// (`host_wait::IdleContext`): what the idle finding's advice must agree with.
+    #[serde(default)]
+    pub context: IdleContext,
+    /// Jarvis's own communication time over the same GPU events
+    /// (`comm_kernels::all_communication`): the exposed-communication finding's input.
+    #[serde(default)]
+    pub communication: super::comm_kernels::AllCommunication,
 }
 
 impl IdleReport {

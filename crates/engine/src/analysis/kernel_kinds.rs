@@ -7,6 +7,48 @@
 //! more specific families are tested first (`igemm_fwd` is a convolution before it is a GEMM,
 //! `fused_moe_kernel` is MoE before it is Triton).
 
+/// Communication kernels beyond TraceLens's test (`nccl`, `rccl`, `cross_device_reduce`, which
+/// stays as it is for TraceLens's sheets): DeepEP (`deep_ep`, `dpsk::ep`, `intranode` /
+/// `internode` dispatch, combine and notify), symmetric memory (`symm_mem`, `multimem`), custom
+/// all-reduce (vLLM `custom_ar`, aiter, SGLang and TensorRT-LLM all-reduce kernels, `quickreduce`,
+/// `mscclpp`) and any kernel whose name spells a collective (`all_reduce`, `allgather`,
+/// `reduce_scatter`, `all_to_all`, ...). Jarvis's categories use it (docs/analysis.md,
+/// "Categories"): communication is never compute.
+pub fn is_communication_kernel(name: &str) -> bool {
+    if super::categories::is_communication(name) {
+        return true;
+    }
+    let n = name.to_ascii_lowercase();
+    COMMUNICATION_WORDS.iter().any(|w| n.contains(w))
+}
+
+/// Name fragments of communication kernels and ops (lower case).
+pub const COMMUNICATION_WORDS: &[&str] = &[
+    "deep_ep",
+    "deepep",
+    "dpsk::ep",
+    "intranode::",
+    "internode::",
+    "intranode_",
+    "internode_",
+    "symm_mem",
+    "multimem",
+    "custom_ar",
+    "customallreduce",
+    "custom_all_reduce",
+    "quickreduce",
+    "quick_all_reduce",
+    "mscclpp",
+    "all_reduce",
+    "allreduce",
+    "all_gather",
+    "allgather",
+    "reduce_scatter",
+    "reducescatter",
+    "all_to_all",
+    "alltoall",
+];
+
 /// The op category of a kernel from its name. Categories are TraceLens's where one fits
 /// (`GEMM`, `CONV_fwd`, `CONV_bwd`, `SDPA_fwd`, `SDPA_bwd`, `NORM_fwd`, `NORM_bwd`,
 /// `elementwise`, `reduce`, `triton`, `MoE_fused`), else Jarvis's own: `layout` (transposes and
@@ -15,7 +57,7 @@ pub fn kernel_op_category(name: &str) -> &'static str {
     let n = name.to_ascii_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| n.contains(w));
     let backward = has(&["backward", "bwd", "bprop", "dgrad", "wgrad", "wrw"]);
-    if super::categories::is_communication(name) {
+    if is_communication_kernel(name) {
         "communication"
     } else if has(&["fused_moe", "fmoe", "moe_", "moe::", "matmul_ogs"]) {
         "MoE_fused"

@@ -20,8 +20,9 @@ pub struct Attribution {
     pub node: Vec<Option<u32>>,
     /// The innermost `nn.Module` frame around an allocation (its event name).
     pub module: Vec<Option<StrId>>,
-    /// The innermost python frames (not modules) around an allocation, innermost first: a
-    /// range of `frames` (made into text only for what is shown).
+    /// The innermost python frames of the workload's code around an allocation (not modules,
+    /// builtins or PyTorch's own files), innermost first: a range of `frames` (made into text
+    /// only for what is shown).
     pub stack: Vec<(u32, u8)>,
     pub frames: Vec<StrId>,
 }
@@ -38,6 +39,31 @@ impl Attribution {
             .map(|&f| trace.strings.get(f))
             .collect();
         Some(names.join(" ← "))
+    }
+}
+
+/// A python frame, as the live-at-peak view uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Frame {
+    /// An `nn.Module` frame: the module column.
+    Module,
+    /// A builtin (`<built-in method bmm of type object at 0x…>`, whose address differs between
+    /// otherwise equal stacks) or PyTorch's own code (`torch/utils/_device.py: __torch_function__`,
+    /// `torch/nn/functional.py: softmax`): the operator column already says what they would.
+    Library,
+    /// The workload's code (the model, its library, the script): the stack column.
+    Code,
+}
+
+impl Frame {
+    fn of(name: &str) -> Frame {
+        if name.starts_with(MODULE_PREFIX) {
+            Frame::Module
+        } else if name.starts_with('<') || name.starts_with("torch/") || name.contains("/torch/") {
+            Frame::Library
+        } else {
+            Frame::Code
+        }
     }
 }
 
@@ -67,12 +93,12 @@ pub fn attribute(trace: &Trace, trees: &OpTrees, order: &[u32]) -> Attribution {
                 .push((e.ts, e.end(), e.name));
         }
     }
-    // Whether a frame is a module's, decided once per distinct name.
-    let mut modules: HashMap<StrId, bool> = HashMap::default();
-    let mut is_module = |name: StrId| {
-        *modules
+    // What a frame is, decided once per distinct name.
+    let mut kinds: HashMap<StrId, Frame> = HashMap::default();
+    let mut kind_of = |name: StrId| {
+        *kinds
             .entry(name)
-            .or_insert_with(|| trace.strings.get(name).starts_with(MODULE_PREFIX))
+            .or_insert_with(|| Frame::of(trace.strings.get(name)))
     };
     for (lane, positions) in &by_lane {
         let times: Vec<Nanos> = positions
@@ -104,12 +130,14 @@ pub fn attribute(trace: &Trace, trees: &OpTrees, order: &[u32]) -> Attribution {
             }
             let at = a.frames.len();
             for &(_, _, name) in open.iter().rev().filter(|f| f.1 > ts) {
-                if is_module(name) {
-                    if a.module[p].is_none() {
-                        a.module[p] = Some(name);
+                match kind_of(name) {
+                    Frame::Module => {
+                        if a.module[p].is_none() {
+                            a.module[p] = Some(name);
+                        }
                     }
-                } else if a.frames.len() - at < STACK_FRAMES {
-                    a.frames.push(name);
+                    Frame::Code if a.frames.len() - at < STACK_FRAMES => a.frames.push(name),
+                    _ => {}
                 }
                 if a.module[p].is_some() && a.frames.len() - at == STACK_FRAMES {
                     break;

@@ -213,7 +213,7 @@ fn large_temporaries(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding>
             continue;
         }
         // The largest allocation per operator instance (its event), over this device's records.
-        let mut best: HashMap<u32, (i64, Option<String>)> = HashMap::default();
+        let mut best: HashMap<u32, i64> = HashMap::default();
         for pos in 0..ctx.order.len() {
             let r = ctx.record(pos);
             // Smaller ones can never make a group (the threshold below): skipped before hashing.
@@ -225,14 +225,12 @@ fn large_temporaries(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding>
                 continue;
             };
             let b = best.entry(ctx.trees.nodes[n as usize].event).or_default();
-            if r.bytes > b.0 {
-                *b = (r.bytes, ctx.module(pos));
-            }
+            *b = (*b).max(r.bytes);
         }
         // Group by op name: the largest instance's figures.
-        type Group = (i64, f64, Option<i64>, u64, Option<String>);
+        type Group = (i64, f64, Option<i64>, u64);
         let mut by_name: HashMap<String, Group> = HashMap::default();
-        for (event, (size, module)) in best {
+        for (event, size) in best {
             if (size as f64) < TEMPORARY_SHARE * peak as f64 {
                 continue;
             }
@@ -241,29 +239,39 @@ fn large_temporaries(ctx: &Context<'_>, view: &MemoryView) -> Vec<MemoryFinding>
                 continue;
             }
             let name = ctx.trace.name(&ctx.trace.events[event as usize]).to_owned();
-            let g = by_name.entry(name).or_insert((0, 0.0, None, 0, None));
+            let g = by_name.entry(name).or_insert((0, 0.0, None, 0));
             if size > g.0 {
-                *g = (size, inputs, square, g.3, module);
+                *g = (size, inputs, square, g.3);
             }
             g.3 += 1;
         }
         let mut groups: Vec<_> = by_name.into_iter().collect();
         groups.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then(a.0.cmp(&b.0)));
-        for (name, (size, inputs, square, count, module)) in groups.into_iter().take(3) {
+        for (name, (size, inputs, square, count)) in groups.into_iter().take(3) {
             let ratio = size as f64 / inputs;
             // At the peak, tensors of this size made in the same module: the temporary and its
-            // same-shape copies (softmax, scaling, masking).
-            let (copies, live): (u64, i64) = d
+            // same-shape copies (softmax, scaling, masking). Any module: the layer live at the
+            // peak is seldom the one whose call allocated the largest instance (OWLv2: layer 1's
+            // scores and softmax at the peak, layer 0's bmm the largest first).
+            let same: Vec<_> = d
                 .live_at_peak
                 .iter()
-                .filter(|g| g.module == module && g.count > 0 && g.bytes == size * g.count as i64)
-                .fold((0, 0), |(n, b), g| (n + g.count, b + g.bytes));
+                .filter(|g| g.count > 0 && g.bytes == size * g.count as i64)
+                .collect();
+            let copies: u64 = same.iter().map(|g| g.count).sum();
+            let live: i64 = same.iter().map(|g| g.bytes).sum();
+            let mut where_: Vec<&str> = same.iter().filter_map(|g| g.module.as_deref()).collect();
+            where_.dedup();
             let at_peak = if live > 0 {
                 format!(
-                    " At the peak, {copies} tensor(s) of this size made in {} hold {}, {:.0}% of it.",
-                    module.as_deref().map_or("the same place".into(), |m| format!("module {m}")),
+                    " At the peak, {copies} tensor(s) of this size hold {}, {:.0}% of it{}.",
                     bytes_text(live),
-                    100.0 * live as f64 / peak as f64
+                    100.0 * live as f64 / peak as f64,
+                    match where_.as_slice() {
+                        [] => String::new(),
+                        [m] => format!(" (made in module {m})"),
+                        ms => format!(" (made in modules {})", ms.join(", ")),
+                    }
                 )
             } else {
                 String::new()

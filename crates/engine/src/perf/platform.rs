@@ -25,6 +25,12 @@ pub struct Platform {
     #[serde(default)]
     pub exclude: Vec<String>,
     pub memory_gb: Option<f64>,
+    /// The `totalGlobalMem` range (GiB, inclusive) that tells this SKU from another of the same
+    /// name (A100 40 GB vs 80 GB, GH200 96 GB vs 144 GB). An entry with a range matches only a
+    /// device whose memory the trace states and that falls in it, and is tried before entries
+    /// without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_range_gib: Option<(f64, f64)>,
     /// Peak HBM bandwidth, TB/s.
     pub hbm_tbps: Sourced,
     /// Peak GPU-to-GPU link bandwidth in one direction, GB/s (decimal): what NCCL's bus
@@ -72,11 +78,18 @@ pub fn by_name(name: &str) -> Option<Platform> {
 /// Detects the platform from a device name such as `NVIDIA H100 80GB HBM3` or
 /// `AMD Instinct MI300X VF`. `None` for unknown or empty names: Jarvis asks rather than guesses.
 pub fn detect(device_name: &str) -> Option<Platform> {
+    detect_device(device_name, None)
+}
+
+/// [`detect`] with the device's `totalGlobalMem` (bytes) where `deviceProperties` gives it:
+/// entries with a memory range (the SKUs a name alone does not tell apart) are tried first.
+pub fn detect_device(device_name: &str, total_mem: Option<i64>) -> Option<Platform> {
     let upper = device_name.to_ascii_uppercase();
     if upper.trim().is_empty() {
         return None;
     }
-    builtin().into_iter().find(|p| {
+    let gib = total_mem.map(|b| b as f64 / (1u64 << 30) as f64);
+    let named = |p: &Platform| {
         p.patterns
             .iter()
             .any(|m| upper.contains(&m.to_ascii_uppercase()))
@@ -84,7 +97,18 @@ pub fn detect(device_name: &str) -> Option<Platform> {
                 .exclude
                 .iter()
                 .any(|x| upper.contains(&x.to_ascii_uppercase()))
-    })
+    };
+    let all = builtin();
+    all.iter()
+        .find(|p| {
+            p.memory_range_gib
+                .is_some_and(|(lo, hi)| gib.is_some_and(|g| g >= lo && g <= hi) && named(p))
+        })
+        .or_else(|| {
+            all.iter()
+                .find(|p| p.memory_range_gib.is_none() && named(p))
+        })
+        .cloned()
 }
 
 /// Parses a custom platform (same shape as a `platforms.json` entry).
@@ -294,9 +318,58 @@ mod tests {
         assert_eq!(name("AMD Instinct MI300X VF"), Some("MI300X".into()));
         assert_eq!(name("AMD Instinct MI210"), Some("MI210".into()));
         assert_eq!(name("NVIDIA B200"), Some("B200".into()));
-        assert_eq!(name("NVIDIA H100 PCIe"), None, "different bandwidth: ask");
+        assert_eq!(name("NVIDIA H100 PCIe"), Some("H100 PCIe".into()));
+        assert_eq!(name("NVIDIA H800"), Some("H800".into()));
+        assert_eq!(name("NVIDIA GH200 480GB"), Some("GH200".into()), "not H200");
+        assert_eq!(name("NVIDIA B300 SXM6 AC"), Some("B300".into()));
+        assert_eq!(name("AMD Instinct MI250X"), Some("MI250X".into()));
+        assert_eq!(name("NVIDIA A100 80GB PCIe"), Some("A100 PCIe 80GB".into()));
         assert_eq!(name(""), None);
         assert_eq!(name("Quadro GP100"), None);
+    }
+
+    /// SKUs one name does not tell apart are told by `totalGlobalMem` (hardware_facts.md §1b).
+    #[test]
+    fn detection_uses_device_memory() {
+        let gib = |g: f64| Some((g * (1u64 << 30) as f64) as i64);
+        let sku = |s: &str, m: Option<i64>| detect_device(s, m).map(|p| (p.name, p.hbm_tbps.0));
+        // The HTA A100 traces: 42297524224 bytes (39.4 GiB), the 40 GB part at 1.555 TB/s.
+        assert_eq!(
+            sku("NVIDIA A100-PG509-200", Some(42297524224)),
+            Some(("A100 40GB".into(), 1.555))
+        );
+        assert_eq!(
+            sku("NVIDIA A100-PCIE-40GB", gib(39.4)),
+            Some(("A100 40GB".into(), 1.555))
+        );
+        assert_eq!(
+            sku("NVIDIA A100-SXM4-80GB", gib(79.2)),
+            Some(("A100".into(), 2.0))
+        );
+        assert_eq!(
+            sku("NVIDIA A100-SXM4-80GB", None),
+            Some(("A100".into(), 2.0))
+        );
+        assert_eq!(
+            sku("NVIDIA A100 80GB PCIe", Some(84990623744)),
+            Some(("A100 PCIe 80GB".into(), 1.935))
+        );
+        assert_eq!(
+            sku("NVIDIA GH200 144G HBM3e", gib(143.0)),
+            Some(("GH200 144GB".into(), 4.9))
+        );
+        assert_eq!(
+            sku("NVIDIA GH200 480GB", gib(95.0)),
+            Some(("GH200".into(), 4.0))
+        );
+        assert_eq!(
+            sku("NVIDIA H200", gib(140.0)),
+            Some(("H200 SXM".into(), 4.8))
+        );
+        assert_eq!(
+            sku("NVIDIA H100 80GB HBM3", gib(79.2)),
+            Some(("H100 SXM".into(), 3.35))
+        );
     }
 
     #[test]

@@ -321,16 +321,27 @@ pub fn section_md(v: &MemoryView, h: &str) -> String {
         .iter()
         .filter(|d| !d.live_at_peak.is_empty() && d.peak_allocated >= 1 << 20)
     {
+        let shown = &d.live_at_peak[..d.live_at_peak.len().min(10)];
+        // Groups differ by their python stack too: shown where any has one, or two rows would
+        // read as one group listed twice.
+        let stacks = shown.iter().any(|g| g.stack.is_some());
         s.push_str(&format!(
-            "\n{h} Live at the {} peak\n\n{} in {} allocation(s) the trace saw made; {} allocated before the trace began.\n\n| operator | module | count | bytes |\n|---|---|---|---|\n",
+            "\n{h} Live at the {} peak\n\n{} in {} allocation(s) the trace saw made; {} allocated before the trace began.\n\n| operator | module |{} count | bytes |\n|---|---|{}---|---|\n",
             d.device,
             bytes_text(d.live_at_peak_bytes),
             d.live_at_peak.iter().map(|g| g.count).sum::<u64>(),
             bytes_text(d.allocated_before_trace),
+            if stacks { " python stack |" } else { "" },
+            if stacks { "---|" } else { "" },
         ));
-        for g in d.live_at_peak.iter().take(10) {
+        for g in shown {
+            let stack = match (&g.stack, stacks) {
+                (_, false) => String::new(),
+                (Some(st), true) => format!(" {} |", md::code_cell(st)),
+                (None, true) => " - |".into(),
+            };
             s.push_str(&format!(
-                "| {} | {} | {} | {} |\n",
+                "| {} | {} |{stack} {} | {} |\n",
                 md::code_cell(&g.operator),
                 g.module.as_deref().map_or("-".into(), md::code_cell),
                 g.count,

@@ -274,6 +274,8 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         coll: src.coll,
         replay_names: src.replay_names,
         multi_stream: multi_stream(src.trace),
+        trains: src.trains,
+        comm_all: &src.idle.communication,
     };
     let mut categories = findings::analyze_categories(&inputs, baseline.as_ref());
     let timeline = findings::timeline_findings(&inputs);

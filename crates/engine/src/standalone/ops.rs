@@ -73,24 +73,15 @@ impl SeedCategory {
     }
 }
 
-/// Collective ops and the host-side wrappers that launch NCCL/RCCL kernels.
+/// Collective ops and the host-side wrappers that launch communication kernels: NCCL/RCCL,
+/// `c10d::`, and every kernel family `analysis::kernel_kinds::is_communication_kernel` knows
+/// (DeepEP, symmetric memory, custom all-reduce).
 pub fn is_communication(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    [
-        "nccl",
-        "rccl",
-        "c10d::",
-        "record_param_comms",
-        "all_reduce",
-        "allreduce",
-        "all_gather",
-        "allgather",
-        "reduce_scatter",
-        "all_to_all",
-        "alltoall",
-    ]
-    .iter()
-    .any(|k| n.contains(k))
+    ["c10d::", "record_param_comms"]
+        .iter()
+        .any(|k| n.contains(k))
+        || crate::analysis::kernel_kinds::is_communication_kernel(name)
 }
 
 /// Files an op into a seed category from its TraceLens `op category` and, for ops TraceLens

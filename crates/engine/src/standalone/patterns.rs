@@ -132,6 +132,27 @@ fn is_heavy_op(name: &str) -> bool {
         || n.contains("norm")
         || n.contains("conv")
         || n.contains("gemm")
+        || is_fused_library_op(n)
+}
+
+/// Ops that already are a fused library implementation (docs/analysis.md, "Patterns"): an MoE
+/// layer run by vLLM's `FusedMoE` (`vllm::moe_forward`, `fused_experts`), a `fused_*` op
+/// (vLLM `_C::fused_add_rms_norm`, Inductor's `triton_*_fused_*`), or a trtllm / aiter / CK /
+/// FlashInfer op. A module running one is not told to fuse.
+pub fn is_fused_library_op(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    [
+        "moe",
+        "expert",
+        "fused",
+        "trtllm",
+        "aiter",
+        "ck::",
+        "ck_tile",
+        "flashinfer",
+    ]
+    .iter()
+    .any(|k| n.contains(k))
 }
 
 /// Kernel count and time per name, names in the order they first come (each name's time
@@ -238,6 +259,7 @@ impl Patterns {
             let per_instance = n_kernels as f64 / instances.len() as f64;
             if per_instance >= FUSION_MIN_KERNELS
                 && names.len() >= FUSION_MIN_OPS
+                && !is_fused_library_op(class)
                 && !names.iter().any(|n| is_heavy_op(n))
             {
                 let fused_ns: i64 = instances

@@ -9,6 +9,7 @@
 
 pub mod diffusion_serving;
 pub mod graph_capture;
+pub mod host_planted;
 pub mod job;
 pub mod memory_planted;
 pub mod planted;

@@ -280,7 +280,8 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
         PlatformChoice::Auto => {
             let names = device_names(trace);
             let first = names.first().cloned().unwrap_or_default();
-            match crate::perf::platform::detect(&first) {
+            let memory = first_device_memory(trace);
+            match crate::perf::platform::detect_device(&first, memory) {
                 Some(p) => Some(PlatformUsed {
                     platform: p,
                     how: format!("auto-detected from {first:?}"),
@@ -298,6 +299,16 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
                 }
             }
         }
+    }
+}
+
+/// `totalGlobalMem` of the first device `deviceProperties` lists (what tells SKUs of one name
+/// apart: A100 40 GB vs 80 GB).
+fn first_device_memory(trace: &Trace) -> Option<i64> {
+    let raw = trace.meta.device_properties.as_deref()?;
+    match serde_json::from_str::<serde_json::Value>(raw).ok()? {
+        serde_json::Value::Array(list) => list.first()?.get("totalGlobalMem")?.as_i64(),
+        _ => None,
     }
 }
 

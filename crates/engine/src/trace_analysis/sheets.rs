@@ -57,7 +57,7 @@ pub(super) fn idle_and_steps(
         .map(|&id| trace.event(id).ts)
         .min()
         .unwrap_or(0);
-    let causes = host_wait::causes(trace, tree, &gaps, origin);
+    let (causes, context) = host_wait::causes_and_context(trace, tree, &gaps, origin);
     let launches = launch_stats::launches(trace, tree, crate::model::Nanos::MAX);
     let launch = launch_stats::summarize(&launches);
     let streams = idle::stream_idle(trace, tree, crate::model::Nanos::MAX);
@@ -98,6 +98,8 @@ pub(super) fn idle_and_steps(
             causes,
             launch,
             launch_bound,
+            context,
+            communication: crate::analysis::comm_kernels::all_communication(trace, counted),
         },
         steps,
         trains,

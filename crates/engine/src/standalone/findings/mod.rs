@@ -251,6 +251,12 @@ pub struct Inputs<'a> {
     /// GPU work ran on more than one stream: a single-stream trace cannot wait across
     /// streams, so its idle advice does not suggest it.
     pub multi_stream: bool,
+    /// The trace trains (backward or optimizer): the idle advice is worded for the mode.
+    pub trains: bool,
+    /// Jarvis's own communication time and its exposed part, ns
+    /// (`analysis::comm_kernels::all_communication`: every communication family, not only
+    /// the NCCL/RCCL kernels TraceLens's timeline counts).
+    pub comm_all: &'a crate::analysis::comm_kernels::AllCommunication,
 }
 
 impl Inputs<'_> {

@@ -102,7 +102,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         "Each {} call runs {:.0} separate kernels ({}): {} kernels over {} calls take {:.3} ms; one fused kernel per call would take about {:.3} ms.",
                         code(&c.class), c.kernels_per_instance(), ops, c.kernels, c.instances, c.total_ms, c.fused_ms
                     ),
-                    "Fuse the module: `torch.compile` it, or use a fused implementation (e.g. `torch.nn.RMSNorm` / a fused RMSNorm or LayerNorm kernel).",
+                    fusion_action(&c.class),
                     "Each kernel is memory-bound and makes its own pass over the data; tuning them one by one cannot remove the extra passes. Fusion is the lever.",
                     ProjectionKind::Saving,
                     rules::saving_projection(c.total_ms, c.fused_ms, compute),
@@ -235,19 +235,44 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         }
         SeedCategory::Communication => {
             let tl = inp.timeline;
-            let exposed = tl.exposed_comm as f64 / 1e6;
+            // TraceLens's timeline counts NCCL/RCCL kernels only; Jarvis's own union counts
+            // every communication family (symmetric memory, custom all-reduce, DeepEP).
+            let all = inp.comm_all;
+            let counts_more = all.beyond_tracelens_ns > 0;
+            let pick = |tracelens: i64, jarvis: i64| {
+                if counts_more {
+                    tracelens.max(jarvis)
+                } else {
+                    tracelens
+                }
+            };
+            let exposed = pick(tl.exposed_comm, all.exposed_ns) as f64 / 1e6;
+            let total_comm = pick(tl.total_comm, all.total_ns) as f64 / 1e6;
+            let beyond = if counts_more && all.exposed_ns > tl.exposed_comm {
+                format!(
+                    " (with the communication kernels TraceLens's timeline files as computation; kernels: {})",
+                    all.families
+                        .iter()
+                        .take(3)
+                        .map(|(f, n, ns)| format!("{} ×{n}, {:.3} ms", code(&short(f, 60)), *ns as f64 / 1e6))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            } else {
+                String::new()
+            };
             if exposed > 0.0 && inp.trace_share(exposed) >= rules::TIMELINE_FINDING_PCT {
                 f.bottlenecks.push(timeline_bottleneck(
                     f.category,
                     "Exposed communication",
                     exposed,
                     format!(
-                        "{exposed:.3} ms of communication ({:.1}% of trace time) is not overlapped with compute, of {:.3} ms in total.{}",
+                        "{exposed:.3} ms of communication ({:.1}% of trace time) is not overlapped with compute, of {total_comm:.3} ms in total{beyond}.{}{}",
                         inp.trace_share(exposed),
-                        tl.total_comm as f64 / 1e6,
-                        collectives_text(inp.coll)
+                        collectives_text(inp.coll, inp.platform),
+                        small_batch_text(inp)
                     ),
-                    "Overlap communication with compute: tune DDP bucket sizes (`bucket_cap_mb`), reorder so gradients are ready earlier, skip synchronization on accumulation steps (`no_sync`), or prefetch in FSDP.",
+                    &communication_action(inp),
                     "One rank cannot tell slow transfers from waiting on a straggler: trace all ranks, and check the interconnect topology and NCCL / RCCL settings for these message sizes.",
                     inp,
                 ));
@@ -257,7 +282,49 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     }
 }
 
-pub(super) fn collectives_text(coll: Option<&Sheet>) -> String {
+/// The fusion action written for the module's kind, read from its class name
+/// (docs/analysis.md, "Patterns"): a norm, a rotary embedding, an activation / MLP, else the
+/// general one.
+pub(super) fn fusion_action(class: &str) -> &'static str {
+    let c = class.to_ascii_lowercase();
+    if c.contains("norm") {
+        "Fuse the norm: use a fused implementation (`torch.nn.RMSNorm` / `torch.nn.LayerNorm`, or the serving framework's fused add + norm kernel), or `torch.compile` the module."
+    } else if c.contains("rotary") || c.contains("rope") {
+        "Fuse the rotary embedding: apply it with one fused RoPE kernel (the serving framework's `rotary_embedding` op, or a Triton kernel), ideally fused with the Q/K projection epilogue; or `torch.compile` the module."
+    } else if ["mlp", "act", "gelu", "silu", "swiglu", "glu"]
+        .iter()
+        .any(|k| c.contains(k))
+    {
+        "Fuse the activation and its elementwise neighbours: a fused gated activation (e.g. `SiluAndMul`), or the GEMM epilogue (bias + activation); or `torch.compile` the module."
+    } else {
+        "Fuse the module's elementwise sequence: `torch.compile` it, or write one kernel for the sequence (Triton) so the data makes one pass through memory."
+    }
+}
+
+/// A collective's bus-bandwidth factor (NCCL's performance notes): all-reduce 2(n−1)/n;
+/// all-gather, reduce-scatter and all-to-all (n−1)/n; the rest 1.
+fn bus_factor(name: &str, ranks: f64) -> f64 {
+    let n = name.to_ascii_lowercase().replace(['_', ' '], "");
+    if ranks < 2.0 {
+        1.0
+    } else if n.contains("allreduce") {
+        2.0 * (ranks - 1.0) / ranks
+    } else if n.contains("allgather") || n.contains("reducescatter") || n.contains("alltoall") {
+        (ranks - 1.0) / ranks
+    } else {
+        1.0
+    }
+}
+
+/// Bus bandwidth under this share of the platform's link means the kernel mostly waited for
+/// the other ranks (docs/analysis.md, "Patterns").
+pub const WAITING_BELOW_LINK: f64 = 0.25;
+/// Messages below this many MiB are latency-bound: their bandwidth is not judged.
+pub const LATENCY_BOUND_MIB: f64 = 1.0;
+
+/// Each collective of `coll_analysis` (largest total time first, at most 5): size, calls, mean
+/// time, algorithm and bus bandwidth against the platform's link.
+pub(super) fn collectives_text(coll: Option<&Sheet>, platform: Option<&Platform>) -> String {
     let Some(s) = coll else {
         return String::new();
     };
@@ -268,22 +335,146 @@ pub(super) fn collectives_text(coll: Option<&Sheet>) -> String {
     ) else {
         return String::new();
     };
-    let items: Vec<String> = s
-        .rows
+    let out_mb = s.column("Out msg size (MB)_first");
+    let mean = s.column("dur_mean");
+    let sum = s.column("dur_sum");
+    let ranks = s.column("Group size");
+    let link = platform.and_then(|p| p.link_gbps.as_ref().map(|l| (p.name.clone(), l.0)));
+    let mut rows: Vec<&Vec<crate::sheet::Cell>> = s.rows.iter().collect();
+    if let Some(c) = sum {
+        rows.sort_by(|a, b| {
+            b[c].as_f64()
+                .unwrap_or(0.0)
+                .total_cmp(&a[c].as_f64().unwrap_or(0.0))
+        });
+    }
+    let items: Vec<String> = rows
         .iter()
         .take(5)
         .map(|r| {
-            format!(
-                "{} of {:.1} MB ×{}",
-                code(&r[name].csv_text()),
-                r[mb].as_f64().unwrap_or(f64::NAN),
+            let coll = r[name].csv_text();
+            let in_mib = r[mb].as_f64().unwrap_or(f64::NAN);
+            let size_mib = out_mb
+                .and_then(|c| r[c].as_f64())
+                .map_or(in_mib, |o| o.max(in_mib));
+            let mut text = format!(
+                "{} of {in_mib:.1} MB ×{}",
+                code(&coll),
                 r[n].as_f64().unwrap_or(0.0)
-            )
+            );
+            let us = mean.and_then(|c| r[c].as_f64()).filter(|t| *t > 0.0);
+            let group = ranks.and_then(|c| r[c].as_f64()).unwrap_or(0.0);
+            if let Some(us) = us {
+                let algbw = size_mib * 1_048_576.0 / (us * 1e-6) / 1e9;
+                let busbw = algbw * bus_factor(&coll, group);
+                text.push_str(&format!(
+                    " ({us:.1} µs each: algbw {algbw:.1} GB/s, busbw {busbw:.1} GB/s"
+                ));
+                match &link {
+                    Some((pname, peak)) if size_mib >= LATENCY_BOUND_MIB => {
+                        let pct = busbw / peak * 100.0;
+                        text.push_str(&format!(", {pct:.0}% of {pname}'s {peak:.0} GB/s link"));
+                        if busbw < WAITING_BELOW_LINK * peak {
+                            text.push_str(
+                                ": far below the link, so the kernel mostly waits on other ranks (skew or a slow rank)",
+                            );
+                        }
+                    }
+                    _ if size_mib < LATENCY_BOUND_MIB => {
+                        text.push_str(", under 1 MB: latency-bound")
+                    }
+                    _ => text.push_str(", no link peak known for this platform"),
+                }
+                text.push(')');
+            }
+            text
         })
         .collect();
     if items.is_empty() {
         String::new()
     } else {
-        format!(" Collectives: {}.", items.join(", "))
+        format!(" Collectives: {}.", items.join("; "))
     }
+}
+
+/// When a training step's computation is shorter than its communication, the per-GPU batch is
+/// too small to hide the all-reduce.
+fn small_batch_text(inp: &Inputs<'_>) -> String {
+    let tl = inp.timeline;
+    let comm = if inp.comm_all.beyond_tracelens_ns > 0 {
+        tl.total_comm.max(inp.comm_all.total_ns)
+    } else {
+        tl.total_comm
+    };
+    if inp.trains && comm > 0 && tl.computation < comm {
+        format!(
+            " The step computes for {:.3} ms but communicates for {:.3} ms: the per-GPU batch is too small to hide the gradient all-reduce behind the backward pass.",
+            tl.computation as f64 / 1e6,
+            comm as f64 / 1e6
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// The exposed-communication action, written for the collectives that take the time and the
+/// mode (docs/analysis.md, "Patterns").
+fn communication_action(inp: &Inputs<'_>) -> String {
+    let mut names: Vec<String> = inp
+        .coll
+        .and_then(|s| {
+            let c = s.column("Collective name")?;
+            Some(
+                s.rows
+                    .iter()
+                    .map(|r| r[c].csv_text().to_ascii_lowercase().replace(['_', ' '], ""))
+                    .collect(),
+            )
+        })
+        .unwrap_or_default();
+    // The kernels themselves (symmetric memory, custom all-reduce, DeepEP carry no metadata).
+    names.extend(inp.comm_all.families.iter().map(|(f, _, _)| {
+        let f = f.to_ascii_lowercase().replace(['_', ' '], "");
+        let ep = [
+            "deepep",
+            "dpsk",
+            "intranode",
+            "internode",
+            "dispatch",
+            "combine",
+        ];
+        if ep.iter().any(|k| f.contains(k)) {
+            "alltoall".to_owned()
+        } else {
+            f
+        }
+    }));
+    let has = |k: &str| names.iter().any(|n| n.contains(k));
+    let mut parts: Vec<&str> = Vec::new();
+    if has("alltoall") {
+        parts.push("pipeline the all-to-all with compute: split the batch into micro-batches so one's all-to-all runs while another computes (MoE expert-parallel two-batch overlap, DeepEP's low-latency kernels; for model-parallel embeddings, start the next batch's embedding all-to-all during this batch's dense part)");
+    }
+    if has("allreduce") || names.is_empty() {
+        if inp.trains {
+            parts.push("overlap the gradient all-reduce with the backward pass: tune DDP bucket sizes (`bucket_cap_mb`), reorder so gradients are ready earlier, skip synchronization on accumulation steps (`no_sync`), and raise the per-GPU batch if the backward is too short to hide it");
+        } else {
+            parts.push("overlap the tensor-parallel all-reduce with compute (async tensor parallelism, GEMM + all-reduce fused kernels), use a custom one-shot / two-shot all-reduce for small messages, and fuse the all-reduce with the following residual add and norm");
+        }
+    }
+    if has("allgather") || has("reducescatter") {
+        if inp.trains {
+            parts.push("prefetch the all-gathers (FSDP `forward_prefetch` / `backward_prefetch`, a larger unit of sharding) so they run under the previous layer's compute");
+        } else {
+            parts.push("overlap the all-gather / reduce-scatter with the neighbouring GEMMs (sequence parallelism with overlapped communication)");
+        }
+    }
+    if parts.is_empty() {
+        parts.push("overlap the collectives with independent compute on another stream, or batch small ones into fewer calls");
+    }
+    let mut a = parts.join("; ");
+    if let Some(first) = a.get(..1) {
+        a = first.to_uppercase() + &a[1..];
+    }
+    a.push('.');
+    a
 }

@@ -60,15 +60,30 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
     let tl = inp.timeline;
     let mut out = Vec::new();
     let idle = tl.idle as f64 / 1e6;
-    if inp.trace_share(idle) >= rules::TIMELINE_FINDING_PCT {
+    // A single gap holding more than half of the idle time is a one-off (a warm-up or an
+    // outlier): named on its own and left out of the steady state (docs/analysis.md).
+    let one_off = inp.idle.context.one_off.as_ref();
+    let one_off_ms = one_off.map_or(0.0, |o| o.len as f64 / 1e6);
+    let steady = (idle - one_off_ms).max(0.0);
+    if let Some(o) = one_off.filter(|_| inp.trace_share(idle) >= rules::TIMELINE_FINDING_PCT) {
+        out.push(one_off_finding(o, idle, inp));
+    }
+    if inp.trace_share(steady) >= rules::TIMELINE_FINDING_PCT {
         let (cause, path_a) = idle_cause(inp);
+        let apart = if one_off.is_some() {
+            format!(
+                " in the steady state (the one-off stall of {one_off_ms:.3} ms is left out: {idle:.3} ms in all)"
+            )
+        } else {
+            String::new()
+        };
         out.push(timeline_bottleneck(
             SeedCategory::Other,
             "GPU idle time",
-            idle,
+            steady,
             format!(
-                "The GPU is idle for {idle:.3} ms ({:.1}% of trace time){cause}.",
-                inp.trace_share(idle),
+                "The GPU is idle for {steady:.3} ms ({:.1}% of trace time){apart}{cause}.",
+                inp.trace_share(steady),
             ),
             &path_a,
             "Idle time is not a kernel issue. The Steps view and the timeline show which gaps are host wait and what the CPU was doing in them.",
@@ -93,12 +108,193 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
     out
 }
 
+/// The finding for one gap that holds more than half of the idle time: the call that took it,
+/// its stack and duration, said to be a one-off and costed at nothing in the steady state.
+fn one_off_finding(
+    o: &crate::analysis::host_wait::OneOffStall,
+    idle_ms: f64,
+    inp: &Inputs<'_>,
+) -> Bottleneck {
+    let ms = o.len as f64 / 1e6;
+    let share_of_idle = if idle_ms > 0.0 {
+        ms / idle_ms * 100.0
+    } else {
+        0.0
+    };
+    let call = if o.call.is_empty() {
+        String::new()
+    } else {
+        let stack = if o.stack.is_empty() {
+            String::new()
+        } else {
+            format!(", called from {}", stack_text(&o.stack, 5))
+        };
+        format!(
+            " The host spent it in {} ({:.3} ms, event {}){stack}.",
+            code(&short(&o.call, 90)),
+            o.call_ns as f64 / 1e6,
+            o.uid
+        )
+    };
+    let kind = one_off_kind(&o.call);
+    let title = if o.call.is_empty() {
+        format!("One-off stall of {ms:.3} ms")
+    } else {
+        format!(
+            "One-off stall in {} ({ms:.3} ms)",
+            code(&short(&o.call, 60))
+        )
+    };
+    let waited = if o.host_wait {
+        "the GPU waited for its host"
+    } else {
+        "work was queued but did not run (a dependency: an event, another stream, a collective)"
+    };
+    let issue = format!(
+        "One gap of {ms:.3} ms at {:.3} ms holds {share_of_idle:.0}% of the GPU's idle time ({idle_ms:.3} ms); {waited}.{call} A single gap this long is a one-off ({kind}), not the steady state: it is left out of the idle finding and of the steady-state impact.",
+        o.at as f64 / 1e6,
+    );
+    let action = "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`), so one-time work (library initialization and autotuning such as the first cuDNN / MIOpen call, lazy module loading, first-iteration allocations, input population with blocking copies) is outside the measured window. If it recurs in every run of the service, move it to start-up (warm-up requests, preallocated buffers, pinned non-blocking copies).";
+    let mut b = timeline_bottleneck(
+        SeedCategory::Other,
+        &title,
+        ms,
+        issue.clone(),
+        action,
+        "Not a kernel issue: the stall is host-side or a dependency, once.",
+        inp,
+    );
+    b.category_priority = Priority::Low;
+    b.priority = Priority::Low;
+    // Nothing saved in the steady state.
+    b.projection = rules::saving_projection(ms, ms, inp.total_ms());
+    b.causes.push(Cause {
+        key: "idle_one_off_stall",
+        title: format!("one-off stall: one gap holds {share_of_idle:.0}% of idle time"),
+        evidence: format!(
+            "one gap of {ms:.3} ms{}; left out of the steady state",
+            if o.call.is_empty() {
+                String::new()
+            } else {
+                format!(" in {}", code(&short(&o.call, 90)))
+            }
+        ),
+        action: action.into(),
+        // Nothing in the steady state.
+        waste: Some(0.0),
+        confidence: Confidence::Medium,
+        bounds_all: false,
+    });
+    b
+}
+
+/// The innermost `n` frames of a call stack (outermost first) as code spans joined by ` > `:
+/// Python frames by file name and function (`runner.py(276): populate`), repeats folded.
+fn stack_text(stack: &[String], n: usize) -> String {
+    let mut frames: Vec<&str> = Vec::new();
+    for f in stack {
+        let f = match f.find(".py(") {
+            Some(at) => f[..at]
+                .rfind('/')
+                .map_or(f.as_str(), |slash| &f[slash + 1..]),
+            None => f.as_str(),
+        };
+        if frames.last() != Some(&f) {
+            frames.push(f);
+        }
+    }
+    let from = frames.len().saturating_sub(n);
+    frames[from..]
+        .iter()
+        .map(|f| code(&short(f, 70)))
+        .collect::<Vec<_>>()
+        .join(" > ")
+}
+
+/// What kind of one-off a stalling call is, from its name.
+fn one_off_kind(call: &str) -> &'static str {
+    let n = call.to_ascii_lowercase();
+    if n.contains("cudnn") || n.contains("miopen") || n.contains("cublas") || n.contains("hipblas")
+    {
+        "a library's first call: initialization and algorithm search"
+    } else if n.contains("modulel")
+        || n.contains("module_load")
+        || n.contains("getfunction")
+        || n.contains("lazy")
+    {
+        "lazy module loading"
+    } else if n.contains("memcpy") || n.contains("copy_") || n.contains("aten::to") {
+        "a blocking copy, e.g. populating inputs"
+    } else if n.contains("malloc") || n.contains("empty") || n.contains("alloc") {
+        "a first-iteration allocation"
+    } else {
+        "a warm-up or an outlier"
+    }
+}
+
+/// What the trace already does about host overhead: graph replays and compiled regions
+/// (docs/analysis.md, "Idle time: the finding's Path A").
+struct AlreadyDone {
+    /// Most GPU events are replayed by graph launches.
+    graphs: bool,
+    /// Most of the host wait is inside `Torch-Compiled Region` frames.
+    compiled: bool,
+}
+
+impl AlreadyDone {
+    fn of(inp: &Inputs<'_>) -> AlreadyDone {
+        let ctx = &inp.idle.context;
+        let host_wait = inp.idle.split.host_wait
+            - ctx
+                .one_off
+                .as_ref()
+                .filter(|o| o.host_wait)
+                .map_or(0, |o| o.len);
+        AlreadyDone {
+            graphs: ctx.graph_events > 0 && ctx.graph_events * 2 >= ctx.gpu_events,
+            compiled: ctx.compiled_ns > 0 && ctx.compiled_ns * 2 >= host_wait.max(1),
+        }
+    }
+
+    /// The launch-overhead remedy that the trace does not already use.
+    fn launch_remedy(&self) -> &'static str {
+        match (self.graphs, self.compiled) {
+            (true, _) => "The kernels are already replayed by CUDA / HIP graphs, so launch overhead is not the lever: the idle is host work between replays (the scheduler, sampling, input preparation) and syncs. Overlap the host's next-step work with the GPU's current step (asynchronous / overlap scheduling in the serving engine), remove syncs between steps (`.item()`, `.cpu()`, `.tolist()` on GPU results), and capture more of the step (a FULL graph instead of piecewise ones) so fewer host round trips remain.",
+            (false, true) => "The host time is already inside `torch.compile`d code (`Torch-Compiled Region` frames): compiling again does not help. Use a graph-based compile mode (`torch.compile(mode=\"reduce-overhead\")`, CUDA / HIP graphs) to remove the launch overhead inside the compiled code, and look for graph breaks that leave eager code between compiled regions.",
+            (false, false) => "Remove launch overhead: capture the step in a CUDA / HIP graph (`torch.cuda.graphs`, or `torch.compile(mode=\"reduce-overhead\")`), and fuse small kernels so fewer are launched.",
+        }
+    }
+}
+
 /// What the idle finding says about its cause, and its Path A, chosen by rule from the
-/// largest share of idle time (docs/analysis.md, "Idle time: the finding's Path A").
+/// largest share of idle time, the one-off stall left out (docs/analysis.md, "Idle time: the
+/// finding's Path A").
 fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
     use crate::analysis::host_wait::CauseKind as C;
     let idle = inp.idle;
-    let total = idle.split.total();
+    let ctx = &idle.context;
+    let done = AlreadyDone::of(inp);
+    // The split and causes without the one-off gap.
+    let mut split = idle.split;
+    let mut causes = idle.causes.clone();
+    if let Some(o) = &ctx.one_off {
+        if o.host_wait {
+            split.host_wait -= o.len;
+        } else {
+            split.other -= o.len;
+        }
+        for (kind, label, ns) in &o.blame {
+            if let Some(c) = causes
+                .iter_mut()
+                .find(|c| c.kind == *kind && c.label == *label)
+            {
+                c.time_ns -= ns;
+            }
+        }
+        causes.retain(|c| c.time_ns > 0);
+        causes.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.label.cmp(&b.label)));
+    }
+    let total = split.total();
     let pct = |ns: i64| {
         if total > 0 {
             ns as f64 / total as f64 * 100.0
@@ -106,41 +302,80 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
             0.0
         }
     };
-    let feed = "Keep the GPU fed: more DataLoader workers, `pin_memory` and prefetching; remove host synchronizations (`.item()`, `.cpu()`) from the step; for launch-bound steps use CUDA / HIP graphs or `torch.compile(mode=\"reduce-overhead\")`.";
+    let feed = if inp.trains {
+        "Keep the GPU fed: more DataLoader workers, `pin_memory` and prefetching; remove host synchronizations (`.item()`, `.cpu()`) from the step; for launch-bound steps use CUDA / HIP graphs or `torch.compile(mode=\"reduce-overhead\")`."
+    } else {
+        "Keep the GPU fed: prepare the next inputs while the GPU runs, remove host synchronizations (`.item()`, `.cpu()`) from the step; for launch-bound steps use CUDA / HIP graphs or `torch.compile(mode=\"reduce-overhead\")`."
+    };
     if total == 0 {
         return (String::new(), feed.to_owned());
     }
-    let split = format!(
+    let split_text = format!(
         "; {:.0} % of it is host wait, {:.0} % kernel wait, {:.0} % other",
-        pct(idle.split.host_wait),
-        pct(idle.split.kernel_wait),
-        pct(idle.split.other)
+        pct(split.host_wait),
+        pct(split.kernel_wait),
+        pct(split.other)
     );
+    let already = match (done.graphs, done.compiled) {
+        (true, _) => format!(
+            ". {} of {} GPU events are replayed by CUDA / HIP graph launches",
+            ctx.graph_events, ctx.gpu_events
+        ),
+        (false, true) => format!(
+            ". {:.3} ms of the host wait is inside `Torch-Compiled Region` frames (compiled code)",
+            ctx.compiled_ns as f64 / 1e6
+        ),
+        _ => String::new(),
+    };
     if idle.launch_bound {
         return (
             format!(
-                "{split}. The step is launch-bound: {} of {} GPU events run shorter than the call that launched them",
+                "{split_text}{already}. The step is launch-bound: {} of {} GPU events run shorter than the call that launched them",
                 idle.launch.shorter_than_launch, idle.launch.launches
             ),
-            "Remove launch overhead: capture the step in a CUDA / HIP graph (`torch.cuda.graphs`, or `torch.compile(mode=\"reduce-overhead\")`), and fuse small kernels so fewer are launched.".to_owned(),
+            done.launch_remedy().to_owned(),
         );
     }
-    if idle.split.host_wait * 2 < total {
-        let a = if idle.split.kernel_wait >= idle.split.other {
-            "Gaps between queued kernels dominate: fuse small kernels (`torch.compile`) or capture them in a CUDA / HIP graph."
+    if split.host_wait * 2 < total {
+        let a = if split.kernel_wait >= split.other {
+            match (done.graphs, done.compiled) {
+                (true, _) => "Gaps between queued kernels dominate inside graph replays: fuse small kernels (fewer, larger kernels in the captured graph).",
+                (false, true) => "Gaps between queued kernels dominate: fuse small kernels further (Inductor's `max-autotune`, or hand-written fused kernels), or capture the compiled code in a CUDA / HIP graph (`mode=\"reduce-overhead\"`).",
+                _ => "Gaps between queued kernels dominate: fuse small kernels (`torch.compile`) or capture them in a CUDA / HIP graph.",
+            }
         } else if !inp.multi_stream && inp.coll.is_none() {
             // One stream and no collectives: nothing on the GPU can be waited for.
             "Gaps that are neither host wait nor kernel wait dominate on the trace's single stream: open the timeline at the longest gaps and see what the host did while the GPU sat empty (unrecorded Python, I/O, a profiler flush)."
         } else {
             "Gaps with work already queued dominate: look for cross-stream waits (events, NCCL) and host-side waits on other streams."
         };
-        return (split, a.to_owned());
+        return (format!("{split_text}{already}"), a.to_owned());
     }
-    let Some(top) = idle.causes.first() else {
-        return (split, feed.to_owned());
+    let Some(top) = causes.first() else {
+        return (format!("{split_text}{already}"), feed.to_owned());
     };
     let what = match top.kind {
-        C::DataLoading => format!("for the input pipeline ({})", code(&top.label)),
+        C::DataLoading => {
+            let hot = ctx
+                .data_hotspot
+                .as_ref()
+                .filter(|(name, _, _)| *name != top.label)
+                .map(|(name, ns, stack)| {
+                    let from = stack_text(stack, 3);
+                    let from = if from.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", under {from}")
+                    };
+                    format!(
+                        ", most of it in {} ({:.3} ms{from})",
+                        code(&short(name, 90)),
+                        *ns as f64 / 1e6
+                    )
+                })
+                .unwrap_or_default();
+            format!("for the input pipeline ({}{hot})", code(&top.label))
+        }
         C::OptimizerStep => format!("in the optimizer step ({})", code(&top.label)),
         C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync => {
             format!("while {} synchronizes", code(&top.label))
@@ -148,20 +383,28 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         C::CpuOp => format!("while the CPU runs {}", code(&top.label)),
         C::Python => "in Python between launches (no recorded op)".to_owned(),
     };
-    let a = match top.kind {
-        C::DataLoading => "Feed the GPU from the input pipeline: more DataLoader workers (`num_workers`), `pin_memory=True`, `persistent_workers=True` and a larger `prefetch_factor`; move decoding and augmentation off the training process.",
-        C::OptimizerStep => "Make the optimizer step cheap on the host: a fused or foreach optimizer (`fused=True`), and no per-parameter Python loops.",
-        C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync => "Remove host synchronizations from the step: keep losses and metrics on the GPU and read them every N steps, copy with `non_blocking=True` into pinned memory, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.",
-        C::CpuOp => "Cut the op's host cost: `torch.compile` it, or move its CPU-side work out of the step; a larger batch amortizes it.",
-        C::Python => "Cut Python overhead between launches: `torch.compile` the step, capture it in a CUDA / HIP graph, or raise the batch size so each launch carries more work.",
+    let a: String = match top.kind {
+        C::DataLoading if inp.trains => "Feed the GPU from the input pipeline: more DataLoader workers (`num_workers`), `pin_memory=True`, `persistent_workers=True` and a larger `prefetch_factor`; move decoding and augmentation off the training process.".into(),
+        C::DataLoading => "Take input preparation off the GPU's critical path: prepare the next request's inputs (decoding, resizing, tokenization) while the GPU runs the current one (a worker thread or process, `DataLoader` workers where one is used), do the preprocessing on the GPU where it is heavy, and copy inputs from pinned memory with `non_blocking=True`.".into(),
+        C::OptimizerStep => "Make the optimizer step cheap on the host: a fused or foreach optimizer (`fused=True`), and no per-parameter Python loops.".into(),
+        C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync => {
+            if inp.trains {
+                "Remove host synchronizations from the step: keep losses and metrics on the GPU and read them every N steps, copy with `non_blocking=True` into pinned memory, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.".into()
+            } else {
+                "Remove host synchronizations from the step: keep results on the GPU until they are needed (sampled tokens, stop checks), copy with `non_blocking=True` into pinned memory and overlap the copy with the next step, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.".into()
+            }
+        }
+        C::CpuOp | C::Python if done.graphs || done.compiled => done.launch_remedy().into(),
+        C::CpuOp => "Cut the op's host cost: `torch.compile` it, or move its CPU-side work out of the step; a larger batch amortizes it.".into(),
+        C::Python => "Cut Python overhead between launches: `torch.compile` the step, capture it in a CUDA / HIP graph, or raise the batch size so each launch carries more work.".into(),
     };
     (
         format!(
-            "{split}; {:.0} % of idle is host wait {what} ({} gaps, {:.3} ms)",
+            "{split_text}{already}; {:.0} % of idle is host wait {what} ({} gaps, {:.3} ms)",
             pct(top.time_ns),
             top.gaps,
             top.time_ns as f64 / 1e6
         ),
-        a.to_owned(),
+        a,
     )
 }

@@ -1,0 +1,488 @@
+//! Small traces each built around one known host-side or communication situation (and healthy
+//! counterparts), for the rules that keep advice in agreement with the trace (docs/analysis.md,
+//! "Idle time: the finding's Path A", "Patterns"): steps replayed by CUDA graphs, host time
+//! already inside `torch.compile`d code, a one-off stall, data loading in inference and in
+//! training, communication kernels TraceLens's timeline does not count. `jarvis synth --planted
+//! NAME` writes them; what each plants is in its `truth`.
+
+use std::io::{self, Write};
+
+use super::writer::{json_str, EventWriter};
+use crate::model::Nanos;
+
+const PID: i64 = 100;
+const TID: i64 = 100;
+const GPU_PID: i64 = 0;
+const STREAM: i64 = 7;
+const SIDE_STREAM: i64 = 9;
+
+/// How a step's kernels are launched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launch {
+    /// One `cudaLaunchKernel` per kernel, each under an `aten::mul` op.
+    Eager,
+    /// One `cudaGraphLaunch` replays every kernel of the step.
+    Graph,
+    /// Inductor's launches inside a `Torch-Compiled Region` frame.
+    Compiled,
+}
+
+/// A one-off stall before the second step (idle is measured from the first GPU event): a call under Python frames that blocks the host.
+#[derive(Debug, Clone)]
+pub struct Stall {
+    /// Enclosing frames, outermost first (`python_function` events).
+    pub frames: Vec<&'static str>,
+    /// The CPU op around the call, and the call itself (a runtime event).
+    pub op: &'static str,
+    pub call: &'static str,
+    pub ns: Nanos,
+}
+
+/// A host-side planted case.
+#[derive(Debug, Clone)]
+pub struct HostCase {
+    pub name: &'static str,
+    pub device: &'static str,
+    pub steps: u32,
+    pub kernels_per_step: u32,
+    pub kernel_ns: Nanos,
+    pub launch: Launch,
+    /// Backward ops in each step (the trace trains).
+    pub trains: bool,
+    /// Host work before each step's launches: enclosing frames (outermost first; the first
+    /// may be a `DataLoader` annotation) and its length.
+    pub host_frames: Vec<&'static str>,
+    pub host_ns: Nanos,
+    pub stall: Option<Stall>,
+    /// A communication kernel per step (name, ns), exposed on the compute stream or
+    /// overlapped on a side stream.
+    pub comm: Option<(&'static str, Nanos, bool)>,
+    /// What the case plants (`None` for a healthy counterpart), and what the findings must
+    /// and must not say.
+    pub truth: &'static str,
+}
+
+fn base(name: &'static str, truth: &'static str) -> HostCase {
+    HostCase {
+        name,
+        device: "NVIDIA H100 80GB HBM3",
+        steps: 8,
+        kernels_per_step: 40,
+        kernel_ns: 4_000,
+        launch: Launch::Eager,
+        trains: false,
+        host_frames: vec!["scheduler.py(120): schedule"],
+        host_ns: 600_000,
+        stall: None,
+        comm: None,
+        truth,
+    }
+}
+
+/// Every host-side case.
+pub fn cases() -> Vec<HostCase> {
+    let stall = Stall {
+        frames: vec![
+            "model_runner.py(1333): replay",
+            "model_runner.py(276): populate_inputs",
+        ],
+        op: "aten::copy_",
+        call: "cudaMemcpy",
+        ns: 60_000_000,
+    };
+    vec![
+        HostCase {
+            launch: Launch::Graph,
+            ..base(
+                "idle_graph_replayed",
+                "every step's kernels replayed by one cudaGraphLaunch; the idle is host work between replays: the idle finding says so and never advises graph capture",
+            )
+        },
+        base(
+            "idle_eager_launch_bound",
+            "healthy counterpart of idle_graph_replayed: eager launches, launch-bound; graph capture is the right advice",
+        ),
+        HostCase {
+            launch: Launch::Compiled,
+            host_frames: vec![],
+            host_ns: 20_000,
+            ..base(
+                "idle_compiled_region",
+                "launch-bound steps whose launches run inside Torch-Compiled Region: no plain torch.compile advice; reduce-overhead / graphs inside compiled code",
+            )
+        },
+        HostCase {
+            stall: Some(stall),
+            ..base(
+                "idle_one_off_stall",
+                "a 60 ms blocking cudaMemcpy before the second step (populate_inputs) holds most of the idle: a Low one-off finding names it with its stack; the steady state leaves it out",
+            )
+        },
+        base(
+            "idle_steady",
+            "healthy counterpart of idle_one_off_stall: no gap holds half of the idle; no one-off finding",
+        ),
+        HostCase {
+            host_frames: vec![
+                "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                "image_processing.py(50): __call__",
+                "image_transforms.py(300): resize",
+            ],
+            host_ns: 3_000_000,
+            kernel_ns: 20_000,
+            ..base(
+                "idle_data_loading_inference",
+                "inference waiting on its input pipeline, most of it in resize: the finding names resize and never speaks of augmentation or the training process",
+            )
+        },
+        HostCase {
+            host_frames: vec![
+                "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                "image_processing.py(50): __call__",
+                "image_transforms.py(300): resize",
+            ],
+            host_ns: 3_000_000,
+            kernel_ns: 20_000,
+            trains: true,
+            ..base(
+                "idle_data_loading_training",
+                "counterpart of idle_data_loading_inference in training: DataLoader workers advice",
+            )
+        },
+        HostCase {
+            host_frames: vec![],
+            host_ns: 5_000,
+            kernel_ns: 20_000,
+            comm: Some(("void multimem_all_reduce_kernel<__nv_bfloat16, 8>(...)", 400_000, true)),
+            ..base(
+                "comm_symm_mem_exposed",
+                "a symmetric-memory all-reduce kernel (no NCCL name) exposed on the compute stream: filed as communication, an exposed-communication finding with all-reduce advice for inference (no DDP buckets)",
+            )
+        },
+        HostCase {
+            host_frames: vec![],
+            host_ns: 5_000,
+            kernel_ns: 20_000,
+            comm: Some(("void multimem_all_reduce_kernel<__nv_bfloat16, 8>(...)", 400_000, false)),
+            ..base(
+                "comm_symm_mem_overlapped",
+                "healthy counterpart of comm_symm_mem_exposed: the same kernel on a side stream under compute; no exposed-communication finding",
+            )
+        },
+    ]
+}
+
+/// The case named `name`.
+pub fn case(name: &str) -> Option<HostCase> {
+    cases().into_iter().find(|c| c.name == name)
+}
+
+/// Ids and clocks while writing.
+struct Clock {
+    cpu: Nanos,
+    gpu: Nanos,
+    ext: i64,
+    corr: i64,
+}
+
+/// Writes a case's trace.
+pub fn write_case(c: &HostCase, w: &mut impl Write) -> io::Result<()> {
+    write!(
+        w,
+        "{{\"schemaVersion\": 1, \"deviceProperties\": [{{\"id\": 0, \"name\": {}, \"totalGlobalMem\": 85029158912, \"numSms\": 132}}],\n\"traceEvents\": [\n",
+        json_str(c.device)
+    )?;
+    let mut ev = EventWriter::new(w);
+    let mut st = Clock {
+        cpu: 1_000_000,
+        gpu: 1_000_000,
+        ext: 1,
+        corr: 1,
+    };
+    for step in 0..c.steps {
+        if step == 1 {
+            if let Some(s) = &c.stall {
+                write_stall(&mut ev, s, &mut st)?;
+            }
+        }
+        write_host(&mut ev, c, step, &mut st)?;
+        write_launches(&mut ev, c, &mut st)?;
+    }
+    ev.raw("\n]}\n")
+}
+
+fn py(
+    ev: &mut EventWriter<'_, impl Write>,
+    name: &str,
+    ts: Nanos,
+    dur: Nanos,
+    id: i64,
+) -> io::Result<()> {
+    ev.complete(
+        "python_function",
+        name,
+        PID,
+        TID,
+        ts,
+        dur,
+        &format!("\"Python id\": {id}, \"Python parent id\": 0, \"Python thread\": 0"),
+    )
+}
+
+/// The host's work before a step's launches, nested in its frames.
+fn write_host(
+    ev: &mut EventWriter<'_, impl Write>,
+    c: &HostCase,
+    step: u32,
+    st: &mut Clock,
+) -> io::Result<()> {
+    let (start, len) = (st.cpu, c.host_ns);
+    for (depth, f) in c.host_frames.iter().enumerate() {
+        let inset = depth as Nanos * 2_000;
+        let dur = len - 2 * inset;
+        if f.starts_with("enumerate(DataLoader)") {
+            ev.complete("user_annotation", f, PID, TID, start + inset, dur, "")?;
+        } else {
+            py(
+                ev,
+                f,
+                start + inset,
+                dur,
+                1000 + step as i64 * 10 + depth as i64,
+            )?;
+        }
+    }
+    st.cpu = start + len + 1_000;
+    Ok(())
+}
+
+/// The one-off stall: a blocking copy under Python frames.
+fn write_stall(ev: &mut EventWriter<'_, impl Write>, s: &Stall, st: &mut Clock) -> io::Result<()> {
+    let start = st.cpu;
+    let n = s.frames.len() as Nanos;
+    for (depth, f) in s.frames.iter().enumerate() {
+        let inset = depth as Nanos * 2_000;
+        py(
+            ev,
+            f,
+            start + inset,
+            s.ns + 2 * (n + 1) * 2_000 - 2 * inset,
+            900 + depth as i64,
+        )?;
+    }
+    let op_ts = start + n * 2_000;
+    ev.complete(
+        "cpu_op",
+        s.op,
+        PID,
+        TID,
+        op_ts,
+        s.ns + 4_000,
+        &format!("\"External id\": {}", st.ext),
+    )?;
+    ev.complete(
+        "cuda_runtime",
+        s.call,
+        PID,
+        TID,
+        op_ts + 2_000,
+        s.ns,
+        &format!("\"External id\": {}, \"correlation\": {}", st.ext, st.corr),
+    )?;
+    st.ext += 1;
+    st.corr += 1;
+    st.cpu = start + s.ns + 2 * (n + 1) * 2_000 + 1_000;
+    Ok(())
+}
+
+/// One kernel on the GPU, with its flow end; returns its end.
+fn kernel(
+    ev: &mut EventWriter<'_, impl Write>,
+    name: &str,
+    at: Nanos,
+    dur: Nanos,
+    stream: i64,
+    ext: i64,
+    corr: i64,
+) -> io::Result<Nanos> {
+    ev.complete(
+        "kernel",
+        name,
+        GPU_PID,
+        stream,
+        at,
+        dur,
+        &format!(
+            "\"External id\": {ext}, \"correlation\": {corr}, \"device\": 0, \"stream\": {stream}"
+        ),
+    )?;
+    ev.flow("f", corr, GPU_PID, stream, at)?;
+    Ok(at + dur)
+}
+
+/// A step's launches and kernels.
+fn write_launches(
+    ev: &mut EventWriter<'_, impl Write>,
+    c: &HostCase,
+    st: &mut Clock,
+) -> io::Result<()> {
+    let step_start = st.cpu;
+    let compute_name = match c.launch {
+        Launch::Compiled => "triton_poi_fused_add_mul_0",
+        _ if c.trains => "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float>>(...)",
+        _ => "void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<c10::BFloat16>>(...)",
+    };
+    let op_name = if c.trains {
+        "autograd::engine::evaluate_function: MulBackward0"
+    } else {
+        "aten::mul"
+    };
+    let gpu_start = st.gpu.max(st.cpu + 10_000);
+    match c.launch {
+        Launch::Graph => {
+            let (ext, corr) = (st.ext, st.corr);
+            let dur = 40_000;
+            ev.complete(
+                "cuda_runtime",
+                "cudaGraphLaunch",
+                PID,
+                TID,
+                st.cpu,
+                dur,
+                &format!("\"External id\": {ext}, \"correlation\": {corr}"),
+            )?;
+            ev.flow("s", corr, PID, TID, st.cpu)?;
+            let mut at = st.gpu.max(st.cpu + 10_000);
+            for _ in 0..c.kernels_per_step {
+                at = kernel(ev, compute_name, at, c.kernel_ns, STREAM, ext, corr)? + 1_000;
+            }
+            st.gpu = at;
+            st.ext += 1;
+            st.corr += 1;
+            st.cpu += dur + 1_000;
+        }
+        Launch::Eager | Launch::Compiled => {
+            let region = st.cpu;
+            if c.launch == Launch::Compiled {
+                st.cpu += 2_000;
+            }
+            for _ in 0..c.kernels_per_step {
+                let (ext, corr) = (st.ext, st.corr);
+                let op_ts = st.cpu;
+                let launch_ts = op_ts + 2_000;
+                let call = if c.launch == Launch::Compiled {
+                    "cuLaunchKernel"
+                } else {
+                    "cudaLaunchKernel"
+                };
+                ev.complete(
+                    "cuda_runtime",
+                    call,
+                    PID,
+                    TID,
+                    launch_ts,
+                    8_000,
+                    &format!("\"External id\": {ext}, \"correlation\": {corr}"),
+                )?;
+                ev.flow("s", corr, PID, TID, launch_ts)?;
+                if c.launch == Launch::Eager {
+                    ev.complete("cpu_op", op_name, PID, TID, op_ts, 12_000, &format!("\"External id\": {ext}, \"Input Dims\": [[4096, 1024], [4096, 1024]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]"))?;
+                }
+                let at = st.gpu.max(launch_ts + 5_000);
+                // Back to back where a collective must hide under them.
+                let gap = if c.comm.is_some() { 0 } else { 1_000 };
+                st.gpu = kernel(ev, compute_name, at, c.kernel_ns, STREAM, ext, corr)? + gap;
+                st.ext += 1;
+                st.corr += 1;
+                st.cpu = op_ts + 14_000;
+            }
+            if c.launch == Launch::Compiled {
+                st.cpu += 2_000;
+                ev.complete(
+                    "cpu_op",
+                    "Torch-Compiled Region: 0/0",
+                    PID,
+                    TID,
+                    region,
+                    st.cpu - region,
+                    &format!("\"External id\": {}", st.ext),
+                )?;
+                st.ext += 1;
+            }
+        }
+    }
+    // An overlapped collective runs on its own stream under the step's compute.
+    if let Some((name, ns, false)) = c.comm {
+        let (ext, corr) = (st.ext, st.corr);
+        ev.complete(
+            "cpu_op",
+            "symm_mem::multimem_all_reduce_",
+            PID,
+            TID,
+            step_start,
+            8_000,
+            &format!("\"External id\": {ext}"),
+        )?;
+        ev.complete(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            PID,
+            TID,
+            step_start + 2_000,
+            5_000,
+            &format!("\"External id\": {ext}, \"correlation\": {corr}"),
+        )?;
+        ev.flow("s", corr, PID, TID, step_start + 2_000)?;
+        let span = st.gpu - gpu_start;
+        kernel(
+            ev,
+            name,
+            gpu_start + c.kernel_ns,
+            ns.min(span / 2),
+            SIDE_STREAM,
+            ext,
+            corr,
+        )?;
+        st.ext += 1;
+        st.corr += 1;
+    }
+    // An exposed collective runs after the step's compute on the same stream.
+    if let Some((name, ns, true)) = c.comm {
+        let (ext, corr) = (st.ext, st.corr);
+        ev.complete(
+            "cpu_op",
+            "symm_mem::multimem_all_reduce_",
+            PID,
+            TID,
+            st.cpu,
+            8_000,
+            &format!("\"External id\": {ext}"),
+        )?;
+        ev.complete(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            PID,
+            TID,
+            st.cpu + 2_000,
+            5_000,
+            &format!("\"External id\": {ext}, \"correlation\": {corr}"),
+        )?;
+        ev.flow("s", corr, PID, TID, st.cpu + 2_000)?;
+        let at = st.gpu.max(st.cpu + 10_000);
+        st.gpu = kernel(ev, name, at, ns, STREAM, ext, corr)? + 1_000;
+        st.ext += 1;
+        st.corr += 1;
+        st.cpu += 10_000;
+    }
+    // The host waits for the step to finish before it starts the next one's host work.
+    st.cpu = st.cpu.max(st.gpu);
+    Ok(())
+}
+
+/// A case's trace as bytes.
+pub fn case_bytes(c: &HostCase) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = write_case(c, &mut out);
+    out
+}
