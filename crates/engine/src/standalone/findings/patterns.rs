@@ -376,7 +376,7 @@ pub(super) fn collectives_text(coll: Option<&Sheet>, platform: Option<&Platform>
                         text.push_str(&format!(", {pct:.0}% of {pname}'s {peak:.0} GB/s link"));
                         if busbw < WAITING_BELOW_LINK * peak {
                             text.push_str(
-                                ": far below the link, so the kernel mostly waits on other ranks (skew or a slow rank)",
+                                ": far below the link: the kernel mostly waits on other ranks (skew or a slow rank), unless the group spans nodes (the network then bounds it)",
                             );
                         }
                     }
