@@ -101,6 +101,7 @@ fn a_one_off_stall_is_named_and_left_out_of_the_steady_state() {
     assert!(one.title.contains("cudaMemcpy"), "{}", one.title);
     assert!(one.issue.contains("populate_inputs"), "{}", one.issue);
     assert!(one.issue.contains("60.000 ms"), "{}", one.issue);
+    assert!(one.issue.contains("a blocking copy"), "{}", one.issue);
     assert_eq!(
         one.priority,
         jarvis_engine::standalone::rules::Priority::Low

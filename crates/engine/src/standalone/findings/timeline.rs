@@ -136,7 +136,7 @@ fn one_off_finding(
             o.uid
         )
     };
-    let kind = one_off_kind(&o.call);
+    let kind = one_off_kind(&o.call, &o.stack);
     let title = if o.call.is_empty() {
         format!("One-off stall of {ms:.3} ms")
     } else {
@@ -211,22 +211,34 @@ fn stack_text(stack: &[String], n: usize) -> String {
         .join(" > ")
 }
 
-/// What kind of one-off a stalling call is, from its name.
-fn one_off_kind(call: &str) -> &'static str {
+/// What kind of one-off a stalling call is, from its name and the frames above it (a
+/// `cudaFree` inside the first `cudnn_convolution` is the library's first call).
+fn one_off_kind(call: &str, stack: &[String]) -> &'static str {
     let n = call.to_ascii_lowercase();
-    if n.contains("cudnn") || n.contains("miopen") || n.contains("cublas") || n.contains("hipblas")
-    {
-        "a library's first call: initialization and algorithm search"
-    } else if n.contains("modulel")
-        || n.contains("module_load")
-        || n.contains("getfunction")
-        || n.contains("lazy")
-    {
+    let above = |words: &[&str]| {
+        std::iter::once(&n)
+            .chain(
+                stack
+                    .iter()
+                    .map(|f| f.to_ascii_lowercase())
+                    .collect::<Vec<_>>()
+                    .iter(),
+            )
+            .any(|f| words.iter().any(|w| f.contains(w)))
+    };
+    if above(&["cudnn", "miopen", "cublas", "hipblas", "rocblas"]) {
+        "a library's first call: initialization, workspace allocation and algorithm search"
+    } else if above(&["moduleload", "module_load", "getfunction", "lazy"]) {
         "lazy module loading"
     } else if n.contains("memcpy") || n.contains("copy_") || n.contains("aten::to") {
         "a blocking copy, e.g. populating inputs"
-    } else if n.contains("malloc") || n.contains("empty") || n.contains("alloc") {
-        "a first-iteration allocation"
+    } else if ["malloc", "free", "empty", "alloc"]
+        .iter()
+        .any(|w| n.contains(w))
+    {
+        "a first-iteration allocation (the caching allocator growing or returning memory)"
+    } else if above(&["warmup", "warm_up", "compile", "autotune"]) {
+        "a warm-up"
     } else {
         "a warm-up or an outlier"
     }
