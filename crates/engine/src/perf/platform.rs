@@ -39,6 +39,11 @@ pub struct Platform {
     pub link_gbps: Option<Sourced>,
     /// Peak TFLOPS by `Compute Spec` key (`matrix_bf16`, `vector_fp32`, ...).
     pub tflops: BTreeMap<String, Sourced>,
+    /// The datasheet's dense peaks where `tflops` holds another one (the seeds' and TraceLens's
+    /// achievable peaks, MAF, on AMD): the diagnosis text states efficiency against the
+    /// datasheet on every vendor and shows both where they differ.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub datasheet_tflops: BTreeMap<String, Sourced>,
     /// Compute units (AMD CUs) or streaming multiprocessors (NVIDIA SMs): what a kernel's
     /// workgroups fill in waves (the diagnosis rules' wave and occupancy arithmetic).
     #[serde(default)]
@@ -117,6 +122,18 @@ pub fn from_json(text: &str) -> Result<Platform, String> {
 }
 
 impl Platform {
+    /// The datasheet's dense peak for a `Compute Spec`, where the table's peak is another one
+    /// (an achievable MAF); `None` where the table's peak is the datasheet's.
+    pub fn datasheet_tflops(&self, compute_spec: &str) -> Option<f64> {
+        self.datasheet_tflops
+            .get(compute_spec)
+            .map(|v| v.0)
+            .filter(|d| {
+                self.peak_tflops(compute_spec)
+                    .is_none_or(|p| (d - p).abs() > 1e-9)
+            })
+    }
+
     /// Peak TFLOPS for a `Compute Spec`; vector precisions not listed fall back to `vector_fp32`
     /// (PyTorch's elementwise kernels compute in fp32 whatever the storage type).
     pub fn peak_tflops(&self, compute_spec: &str) -> Option<f64> {
@@ -326,6 +343,27 @@ mod tests {
         assert_eq!(name("NVIDIA A100 80GB PCIe"), Some("A100 PCIe 80GB".into()));
         assert_eq!(name(""), None);
         assert_eq!(name("Quadro GP100"), None);
+    }
+
+    /// The datasheet's dense peak beside an achievable (MAF) table peak: MI300X bf16 708 vs
+    /// 1307.4 TFLOPS (hardware_facts.md §1c); none where the table's peak is the datasheet's.
+    #[test]
+    fn datasheet_peaks_beside_achievable_ones() {
+        let mi = by_name("MI300X").expect("MI300X");
+        assert_eq!(mi.peak_tflops("matrix_bf16"), Some(708.0));
+        assert_eq!(mi.datasheet_tflops("matrix_bf16"), Some(1307.4));
+        assert_eq!(mi.datasheet_tflops("matrix_fp8"), Some(2614.9));
+        assert_eq!(
+            mi.datasheet_tflops("matrix_tf32"),
+            None,
+            "the table holds the datasheet's"
+        );
+        let h = by_name("H100 SXM").expect("H100");
+        assert_eq!(h.datasheet_tflops("matrix_bf16"), None);
+        assert_eq!(
+            by_name("MI355X").and_then(|p| p.datasheet_tflops("matrix_bf16")),
+            Some(2500.0)
+        );
     }
 
     /// SKUs one name does not tell apart are told by `totalGlobalMem` (hardware_facts.md §1b).

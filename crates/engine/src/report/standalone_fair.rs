@@ -314,6 +314,14 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             if let Some(m) = p.tflops.get("matrix_bf16") {
                 let _ = writeln!(s, "- **Peak MAF**: {} TFLOPS/s BF16 ({})", m.0, cell(&m.1));
             }
+            if let Some(m) = p.datasheet_tflops.get("matrix_bf16") {
+                let _ = writeln!(
+                    s,
+                    "- **Datasheet dense peak**: {} TFLOPS/s BF16 ({}); the diagnosis states efficiency against both",
+                    m.0,
+                    cell(&m.1)
+                );
+            }
             if let Some(m) = p.memory_gb {
                 let _ = writeln!(s, "- **Memory**: {m} GB");
             }

@@ -51,11 +51,25 @@ pub(super) fn basis(r: &OpRow, p: Option<&Platform>) -> String {
         return "no platform chosen".to_owned();
     };
     match r.bound {
-        Some(Bound::Compute) => format!(
-            "of peak MAF ({}, {:.0} TFLOPS/s)",
-            r.compute_spec,
-            p.peak_tflops(&r.compute_spec).unwrap_or(f64::NAN)
-        ),
+        // One convention on every vendor: the datasheet's dense peak; where the table (and
+        // TraceLens's sheets) use an achievable peak (MAF), both, named (docs/analysis.md).
+        Some(Bound::Compute) => {
+            let spec = &r.compute_spec;
+            let peak = p.peak_tflops(spec).unwrap_or(f64::NAN);
+            match p.datasheet_tflops(spec) {
+                Some(ds) => format!(
+                    "of the achievable peak (MAF, as TraceLens: {spec}, {peak:.0} TFLOPS/s){}",
+                    r.efficiency_pct().map_or(String::new(), |e| format!(
+                        "; {:.1}% of the datasheet dense peak ({ds:.0} TFLOPS/s)",
+                        e * peak / ds
+                    ))
+                ),
+                None if p.tflops.get(spec.as_str()).is_some_and(|v| v.1 == "custom") => {
+                    format!("of the given peak ({spec}, {peak:.0} TFLOPS/s)")
+                }
+                None => format!("of the datasheet dense peak ({spec}, {peak:.0} TFLOPS/s)"),
+            }
+        }
         Some(Bound::Memory) => format!("of peak HBM bandwidth ({:.2} TB/s)", p.hbm_tbps.0),
         None => "no perf model".to_owned(),
     }
