@@ -401,16 +401,40 @@ pub(super) fn collectives_text(coll: Option<&Sheet>, platform: Option<&Platform>
 /// too small to hide the all-reduce.
 fn small_batch_text(inp: &Inputs<'_>) -> String {
     let tl = inp.timeline;
-    let comm = if inp.comm_all.beyond_tracelens_ns > 0 {
-        tl.total_comm.max(inp.comm_all.total_ns)
-    } else {
-        tl.total_comm
+    // The time the collectives need at the link's peak: only when that alone exceeds the
+    // step's computation is the batch too small (a slow collective that mostly waits on other
+    // ranks is skew, not a small batch).
+    let link = inp.platform.and_then(|p| p.link_gbps.as_ref()).map(|l| l.0);
+    let (Some(link), Some(s)) = (link, inp.coll) else {
+        return String::new();
     };
-    if inp.trains && comm > 0 && tl.computation < comm {
+    let (Some(name), Some(mb), Some(n)) = (
+        s.column("Collective name"),
+        s.column("In msg size (MB)_first"),
+        s.column("operation_count"),
+    ) else {
+        return String::new();
+    };
+    let out_mb = s.column("Out msg size (MB)_first");
+    let ranks = s.column("Group size");
+    let at_link_ns: f64 = s
+        .rows
+        .iter()
+        .map(|r| {
+            let size = r[mb].as_f64().unwrap_or(0.0);
+            let size = out_mb
+                .and_then(|c| r[c].as_f64())
+                .map_or(size, |o| o.max(size));
+            let group = ranks.and_then(|c| r[c].as_f64()).unwrap_or(0.0);
+            let bytes = size * 1_048_576.0 * bus_factor(&r[name].csv_text(), group);
+            bytes / (link * 1e9) * 1e9 * r[n].as_f64().unwrap_or(0.0)
+        })
+        .sum();
+    if inp.trains && at_link_ns > tl.computation as f64 && tl.computation > 0 {
         format!(
-            " The step computes for {:.3} ms but communicates for {:.3} ms: the per-GPU batch is too small to hide the gradient all-reduce behind the backward pass.",
-            tl.computation as f64 / 1e6,
-            comm as f64 / 1e6
+            " At the link's peak the collectives alone need {:.3} ms, more than the step's {:.3} ms of computation: the per-GPU batch is too small to hide the gradient all-reduce behind the backward pass.",
+            at_link_ns / 1e6,
+            tl.computation as f64 / 1e6
         )
     } else {
         String::new()
@@ -420,20 +444,28 @@ fn small_batch_text(inp: &Inputs<'_>) -> String {
 /// The exposed-communication action, written for the collectives that take the time and the
 /// mode (docs/analysis.md, "Patterns").
 fn communication_action(inp: &Inputs<'_>) -> String {
-    let mut names: Vec<String> = inp
+    // (name, time in ns) of each collective and communication kernel family; the advice is
+    // for those with at least a tenth of the largest one's time.
+    let mut timed: Vec<(String, f64)> = inp
         .coll
         .and_then(|s| {
             let c = s.column("Collective name")?;
+            let t = s.column("dur_sum");
             Some(
                 s.rows
                     .iter()
-                    .map(|r| r[c].csv_text().to_ascii_lowercase().replace(['_', ' '], ""))
+                    .map(|r| {
+                        (
+                            r[c].csv_text().to_ascii_lowercase().replace(['_', ' '], ""),
+                            t.and_then(|t| r[t].as_f64()).unwrap_or(0.0) * 1e3,
+                        )
+                    })
                     .collect(),
             )
         })
         .unwrap_or_default();
     // The kernels themselves (symmetric memory, custom all-reduce, DeepEP carry no metadata).
-    names.extend(inp.comm_all.families.iter().map(|(f, _, _)| {
+    timed.extend(inp.comm_all.families.iter().map(|(f, _, ns)| {
         let f = f.to_ascii_lowercase().replace(['_', ' '], "");
         let ep = [
             "deepep",
@@ -443,12 +475,19 @@ fn communication_action(inp: &Inputs<'_>) -> String {
             "dispatch",
             "combine",
         ];
-        if ep.iter().any(|k| f.contains(k)) {
+        let f = if ep.iter().any(|k| f.contains(k)) {
             "alltoall".to_owned()
         } else {
             f
-        }
+        };
+        (f, *ns as f64)
     }));
+    let top = timed.iter().map(|t| t.1).fold(0.0, f64::max);
+    let names: Vec<String> = timed
+        .into_iter()
+        .filter(|(_, t)| *t >= 0.1 * top)
+        .map(|(n, _)| n)
+        .collect();
     let has = |k: &str| names.iter().any(|n| n.contains(k));
     let mut parts: Vec<&str> = Vec::new();
     if has("alltoall") {
