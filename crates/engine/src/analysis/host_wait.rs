@@ -98,7 +98,9 @@ impl HostWaitCause {
     }
 }
 
-/// Runtime calls that block the host until the GPU (or a stream) is done.
+/// Runtime calls that block the host until the GPU (or a stream) is done. `cudaFree` /
+/// `hipFree` (and the pinned-host frees) synchronize the device before they free: the caching
+/// allocator returning memory stalls the host like an explicit sync.
 pub fn is_sync_call(name: &str) -> bool {
     matches!(
         name,
@@ -115,7 +117,32 @@ pub fn is_sync_call(name: &str) -> bool {
             | "hipEventSynchronize"
             | "hipMemcpy"
             | "hipMemcpyWithStream"
+            | "cudaFree"
+            | "cudaFreeHost"
+            | "cuMemFree"
+            | "cuMemFree_v2"
+            | "hipFree"
+            | "hipHostFree"
     )
+}
+
+#[cfg(test)]
+mod sync_call_tests {
+    #[test]
+    fn synchronizing_frees_are_sync_calls() {
+        for name in [
+            "cudaFree",
+            "hipFree",
+            "hipHostFree",
+            "cudaDeviceSynchronize",
+        ] {
+            assert!(super::is_sync_call(name), "{name}");
+        }
+        // Stream-ordered frees do not synchronize.
+        for name in ["cudaFreeAsync", "hipFreeAsync", "cudaLaunchKernel"] {
+            assert!(!super::is_sync_call(name), "{name}");
+        }
+    }
 }
 
 /// The kind of sync a CPU op stands for, if any.
