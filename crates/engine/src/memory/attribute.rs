@@ -131,11 +131,7 @@ pub fn attribute(trace: &Trace, trees: &OpTrees, order: &[u32]) -> Attribution {
             let at = a.frames.len();
             for &(_, _, name) in open.iter().rev().filter(|f| f.1 > ts) {
                 match kind_of(name) {
-                    Frame::Module => {
-                        if a.module[p].is_none() {
-                            a.module[p] = Some(name);
-                        }
-                    }
+                    Frame::Module if a.module[p].is_none() => a.module[p] = Some(name),
                     Frame::Code if a.frames.len() - at < STACK_FRAMES => a.frames.push(name),
                     _ => {}
                 }
