@@ -40,8 +40,11 @@ pub struct Context<'t> {
     /// The launch queue length of the stream after each launch call and after each GPU event
     /// started (HTA's `TraceCounters`); `i32::MIN` where HTA has none.
     pub queue: Vec<i32>,
-    /// The thread each host event's call stack is built on (the backward thread merged).
+    /// The thread each host event's runtime-lock calls count as (the backward thread merged).
     pub thread: Vec<LaneId>,
+    /// The thread each host event's call stack is built on (the backward thread merged only
+    /// where its ops record autograd sequence numbers).
+    pub stack_thread: Vec<LaneId>,
     /// Launch calls (with a GPU event) per (device, stream), by start: event records find
     /// their previous launch here.
     launches_by_stream: HashMap<(RawId, i64), Vec<u32>>,
@@ -110,7 +113,7 @@ impl<'t> Context<'t> {
             }
         }
         let queue = queue_lengths(trace, &call_by_corr, &ts);
-        let thread = merged_threads(trace);
+        let (thread, stack_thread) = merged_threads(trace);
         let mut launches_by_stream: HashMap<(RawId, i64), Vec<u32>> = HashMap::default();
         let mut launches_by_thread: HashMap<(LaneId, i64), Vec<u32>> = HashMap::default();
         for &i in &host_by_ts {
@@ -139,6 +142,7 @@ impl<'t> Context<'t> {
             call_of,
             queue,
             thread,
+            stack_thread,
             launches_by_stream,
             launches_by_thread,
             call_by_corr,
@@ -212,11 +216,21 @@ fn queue_lengths(trace: &Trace, call_by_corr: &HashMap<i64, u32>, ts: &[i64]) ->
     queue
 }
 
-/// Each event's call-stack thread: HTA head merges the one thread holding autograd events into
-/// the one holding the forward pass (the thread of the first ProfilerStep, else the one with
-/// the most CPU ops).
-fn merged_threads(trace: &Trace) -> Vec<LaneId> {
-    let mut lanes: Vec<LaneId> = trace.events.iter().map(|e| e.lane()).collect();
+/// Each event's thread for the runtime lock and for its call stack: HTA head merges the one
+/// thread holding autograd events into the one holding the forward pass (the thread of the
+/// first ProfilerStep, else the one with the most CPU ops). What HTA's references show (its
+/// source at head is not at hand): the lock treats the two as one thread only where the
+/// backward thread takes the lock (not on the shared ROCm traces), and their call stacks are
+/// walked as one only where its ops also record autograd sequence numbers (not on the GP100
+/// trace, which records none).
+fn merged_threads(trace: &Trace) -> (Vec<LaneId>, Vec<LaneId>) {
+    let lanes: Vec<LaneId> = trace.events.iter().map(|e| e.lane()).collect();
+    let merged = |from: LaneId, to: LaneId| -> Vec<LaneId> {
+        lanes
+            .iter()
+            .map(|&l| if l == from { to } else { l })
+            .collect()
+    };
     let mut backward: Option<LaneId> = None;
     let mut several = false;
     let mut ops: HashMap<LaneId, usize> = HashMap::default();
@@ -232,32 +246,49 @@ fn merged_threads(trace: &Trace) -> Vec<LaneId> {
                     }
                 }
             }
-            EventKind::UserAnnotation if trace.name(e).starts_with("ProfilerStep#") => {
-                if !matches!(step_lane, Some((t, _)) if t <= e.ts) {
-                    step_lane = Some((e.ts, e.lane()));
-                }
+            EventKind::UserAnnotation
+                if trace.name(e).starts_with("ProfilerStep#")
+                    && !matches!(step_lane, Some((t, _)) if t <= e.ts) =>
+            {
+                step_lane = Some((e.ts, e.lane()));
             }
             _ => {}
         }
     }
     let (Some(backward), false) = (backward, several) else {
-        return lanes;
+        return (lanes.clone(), lanes);
     };
+    // Only where the backward thread takes the CUDA runtime lock (HTA's merge comes with its
+    // lock edges: on the shared ROCm traces, whose launches take none, HTA keeps the threads
+    // apart).
+    let locks = trace.events.iter().any(|e| {
+        e.lane() == backward && e.kind().is_runtime() && calls::takes_runtime_lock(trace.name(e))
+    });
+    if !locks {
+        return (lanes.clone(), lanes);
+    }
     let forward = step_lane.map(|(_, l)| l).or_else(|| {
         ops.iter()
             .filter(|(l, _)| **l != backward)
             .max_by_key(|(l, n)| (**n, std::cmp::Reverse(l.0)))
             .map(|(l, _)| *l)
     });
-    match forward {
-        Some(f) if f != backward && trace.lane(f).pid == trace.lane(backward).pid => {
-            for l in lanes.iter_mut() {
-                if *l == backward {
-                    *l = f;
-                }
-            }
-        }
-        _ => {}
-    }
-    lanes
+    let Some(f) =
+        forward.filter(|&f| f != backward && trace.lane(f).pid == trace.lane(backward).pid)
+    else {
+        return (lanes.clone(), lanes);
+    };
+    let sequenced = trace.sequence.iter().any(|&(e, _)| {
+        trace
+            .events
+            .get(e as usize)
+            .is_some_and(|e| e.lane() == backward)
+    });
+    let lock = merged(backward, f);
+    let stack = if sequenced {
+        lock.clone()
+    } else {
+        lanes.clone()
+    };
+    (lock, stack)
 }

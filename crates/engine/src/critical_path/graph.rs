@@ -193,7 +193,7 @@ pub fn build(trace: &Trace, ctx: &Context<'_>, (start, end): (i64, i64)) -> Grap
 /// them never count).
 fn call_stacks(trace: &Trace, ctx: &Context<'_>, host: &[u32], g: &mut Graph) {
     let mut by_thread: Vec<u32> = host.to_vec();
-    let thread = |i: u32| ctx.thread[i as usize];
+    let thread = |i: u32| ctx.stack_thread[i as usize];
     by_thread.sort_by_key(|&i| {
         let (ts, end) = (ctx.ts[i as usize], ctx.end[i as usize]);
         (thread(i), ts, std::cmp::Reverse(end), i)

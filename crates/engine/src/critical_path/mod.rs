@@ -118,3 +118,87 @@ fn windows(trace: &Trace) -> Vec<(String, (i64, i64))> {
         _ => Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnostics::DiagnosticKind;
+
+    fn trace(text: &str) -> Trace {
+        crate::import::import_bytes(text.as_bytes()).expect("imports")
+    }
+
+    /// A step that launches one kernel and waits for it with a device synchronize, recorded
+    /// without `cuda_sync` events: the path is the CPU side and the launch, and the missing
+    /// sync events are a named diagnostic.
+    #[test]
+    fn a_trace_without_sync_events_gets_a_path_and_a_diagnostic() {
+        let t = trace(
+            r#"{"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 15, "dur": 5, "args": {"correlation": 7}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 22, "dur": 50, "args": {"correlation": 7, "stream": 7}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": 35, "dur": 40, "args": {"correlation": 8}}
+]}"#,
+        );
+        let (cp, found) = analyze(&t).expect("GPU work");
+        assert!(found
+            .iter()
+            .any(|(k, _, _)| *k == DiagnosticKind::CriticalPathWithoutSyncEvents));
+        let s = &cp.steps[0];
+        assert_eq!(s.step, "ProfilerStep#3");
+        // mm's start → launch start (5), launch delay (7), kernel (50).
+        assert_eq!(s.length_us, 62);
+        let by = |b| s.by_cause.iter().find(|(c, _)| *c == b).map_or(0, |c| c.1);
+        assert_eq!(by(BoundBy::CpuBound), 5);
+        assert_eq!(by(BoundBy::GpuKernelLaunchOverhead), 7);
+        assert_eq!(by(BoundBy::GpuComputeBound), 50);
+    }
+
+    /// With its `cuda_sync` record the synchronize waits for the kernel: the path runs through
+    /// the kernel to the end of the synchronize, and then to the next op.
+    #[test]
+    fn a_device_synchronize_waits_for_the_last_kernel() {
+        let t = trace(
+            r#"{"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 0, "dur": 200},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 15, "dur": 5, "args": {"correlation": 7}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 22, "dur": 50, "args": {"correlation": 7, "stream": 7}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": 35, "dur": 40, "args": {"correlation": 8}},
+  {"ph": "X", "cat": "cuda_sync", "name": "Context Sync", "pid": 0, "tid": 7, "ts": 72, "dur": 2, "args": {"correlation": 8, "stream": -1, "device": 0}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 80, "dur": 30}
+]}"#,
+        );
+        let (cp, found) = analyze(&t).expect("GPU work");
+        assert!(found.is_empty(), "{found:?}");
+        assert_eq!(cp.sync_events, 1);
+        let s = &cp.steps[0];
+        let kinds: Vec<&str> = s.edges.iter().map(|e| e.kind.hta_name()).collect();
+        assert!(
+            kinds.contains(&"critical_path_sync_dependency"),
+            "{kinds:?}"
+        );
+        // 5 (mm → launch) + 7 (launch delay) + 50 (gemm) + 30 (add).
+        assert_eq!(s.length_us, 92);
+        let replay = s.replay.expect("replayed");
+        assert_eq!(replay.recorded_us, 200);
+    }
+
+    /// Damaged input (a kernel without a launch, a launch without a kernel, a negative
+    /// duration) gives a path or a named reason, never a panic.
+    #[test]
+    fn damaged_input_never_panics() {
+        let t = trace(
+            r#"{"traceEvents": [
+  {"ph": "X", "cat": "kernel", "name": "orphan", "pid": 0, "tid": 7, "ts": 5, "dur": 5, "args": {"stream": 7}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": -4, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 7, "ts": 2, "dur": 1, "args": {"correlation": 99, "stream": 7}},
+  {"ph": "X", "cat": "cuda_sync", "name": "Event Sync", "pid": 0, "tid": 7, "ts": 2, "dur": 1, "args": {"correlation": 3, "wait_on_cuda_event_record_corr_id": 3}}
+]}"#,
+        );
+        let (cp, _) = analyze(&t).expect("GPU work");
+        assert_eq!(cp.steps.len(), 1);
+    }
+}

@@ -155,16 +155,23 @@ pub fn agent_directories(a: &Analysis, title: &str) -> Result<Vec<OutputFile>, E
 /// analysis (no `unified_perf_summary`: a trace without GPU kernels).
 pub fn standalone_files(a: &Analysis, title: &str) -> Result<Vec<OutputFile>, ExportError> {
     // The memory view's files come with any trace that has memory records.
-    let memory = a
+    let mut rooms = a
         .memory
         .as_ref()
         .map(super::memory::files)
         .unwrap_or_default();
+    // The critical path's files come with any trace that has GPU work.
+    rooms.extend(
+        a.critical_path
+            .as_ref()
+            .map(super::critical_path::files)
+            .unwrap_or_default(),
+    );
     let (Some(st), Some(unified)) = (&a.standalone, a.report.sheet("unified_perf_summary")) else {
-        return Ok(memory);
+        return Ok(rooms);
     };
     let (mut out, manifest_cats) = category_files(a, st, unified, title)?;
-    out.extend(memory);
+    out.extend(rooms);
     let mut replay_files = Vec::new();
     for r in &st.replay {
         let path = format!(

@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod compare_md;
 pub mod contract;
+pub mod critical_path;
 pub mod distributed_md;
 pub mod export;
 pub mod files;

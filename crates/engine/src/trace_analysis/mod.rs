@@ -181,6 +181,10 @@ pub struct Analysis {
     /// largest part of a reply).
     #[serde(skip)]
     pub memory: Option<crate::memory::MemoryView>,
+    /// The critical path of every step by HTA's rules (`crate::critical_path`); `None` without
+    /// GPU work. Written as `critical_path/*.csv` (`report::critical_path`).
+    #[serde(skip)]
+    pub critical_path: Option<crate::critical_path::CriticalPath>,
 }
 
 /// The trace and call tree the timeline lanes are built from, kept by an analysis asked for
@@ -471,8 +475,9 @@ fn analyze_tree(
     // idle time and steps) beside the kernels' launchers: neither reads the other.
     // What is read off the trace alone, unless found with the tree, goes with the timeline, the
     // shorter side.
-    // The memory view reads only the trace: a third piece, taken by whichever side is free.
-    let ((counted, timeline, unlinked, only), (launchers, memory)) = {
+    // The memory view reads only the trace: a third piece, taken by whichever side is free; the
+    // critical path (only the trace too) beside it.
+    let ((counted, timeline, unlinked, only), (launchers, (memory, critical_path))) = {
         let (t, tr, nm, reg) = (&trace, &tree, &names, &registry);
         fork.join(
             || {
@@ -485,7 +490,12 @@ fn analyze_tree(
             || {
                 fork.join(
                     || launchers::kernel_launchers(t, tr, reg, nm, fork),
-                    || crate::memory::analyze(t),
+                    || {
+                        fork.join(
+                            || crate::memory::analyze(t),
+                            || crate::critical_path::analyze(t),
+                        )
+                    },
                 )
             },
         )
@@ -499,6 +509,12 @@ fn analyze_tree(
     let gpu_only = cpu_ops == 0;
     checked.note(&mut trace);
     quality::note_unlinked(&mut trace, &unlinked);
+    let critical_path = critical_path.map(|(cp, found)| {
+        for (kind, n, example) in found {
+            trace.diagnostics.add(kind, n, example);
+        }
+        cp
+    });
     let memory = memory.map(|(view, found)| {
         for (kind, n, example) in found {
             trace.diagnostics.add(kind, n, example);
@@ -654,6 +670,7 @@ fn analyze_tree(
         diff_side,
         capture_merge: None,
         memory,
+        critical_path,
     };
     if !options.lanes_later {
         analysis.finish_lanes();
