@@ -49,6 +49,8 @@ fn wanted_arg(key: &[u8]) -> bool {
             | b"Total Reserved"
             | b"Device Type"
             | b"Device Id"
+            | b"grid"
+            | b"block"
             | b"wait_on_stream"
             | b"wait_on_cuda_event_record_corr_id"
     )
@@ -60,6 +62,7 @@ pub struct TraceBuilder {
     pub trace: Trace,
     pub(super) lanes: HashMap<Lane, LaneId>,
     pub(super) op_args: HashMap<OpArgs, usize>,
+    pub(super) launch_dims: HashMap<crate::model::LaunchDims, u32>,
     pub kept_events: u64,
     /// At most this many events are kept (None: no limit).
     pub max_events: Option<u64>,
@@ -222,6 +225,7 @@ impl TraceBuilder {
         let mut op = OpArgs::default();
         let mut coll = CollectiveArgs::default();
         let mut has_coll = false;
+        let mut launch: Option<crate::model::LaunchDims> = None;
         for (k, v) in &ev.args {
             match k.as_ref() {
                 "correlation" => {
@@ -262,6 +266,16 @@ impl TraceBuilder {
                     }
                 }
             }
+            if kind == EventKind::Kernel && matches!(k.as_ref(), "grid" | "block") {
+                if let Some(d) = dims_value(v) {
+                    let l = launch.get_or_insert_with(Default::default);
+                    if k == "grid" {
+                        l.grid = d;
+                    } else {
+                        l.block = d;
+                    }
+                }
+            }
             if kind == EventKind::Kernel {
                 if let Some(pos) = COLLECTIVE_ARG_KEYS.iter().position(|c| *c == k.as_ref()) {
                     coll.values[pos] = self.arg_text(v);
@@ -277,6 +291,16 @@ impl TraceBuilder {
                 self.trace.op_args.push(op);
             }
             e.set_op_args(idx);
+        }
+        if let Some(l) = launch.filter(|l| l.grid != [0; 3]) {
+            let next = self.trace.launch_dims.len() as u32;
+            let idx = *self.launch_dims.entry(l).or_insert(next);
+            if idx == next {
+                self.trace.launch_dims.push(l);
+            }
+            self.trace
+                .kernel_launch
+                .push((self.trace.events.len() as u32, idx));
         }
         if has_coll {
             coll.event = self.trace.events.len() as u32;
@@ -401,6 +425,28 @@ fn int_value(v: &RawValue<'_>) -> Option<i64> {
     i64::try_from(i)
         .ok()
         .or_else(|| u64::try_from(i).ok().map(|u| u as i64))
+}
+
+/// `[132, 1, 1]` (or a bare number) → [132, 1, 1]; missing dimensions 1. `None` when it
+/// holds anything but up to three non-negative integers.
+fn dims_value(v: &RawValue<'_>) -> Option<[u32; 3]> {
+    let text: &[u8] = match v {
+        RawValue::Composite(t) | RawValue::Num(t) => t,
+        _ => return None,
+    };
+    let mut out = [1u32; 3];
+    let mut n = 0;
+    for part in text
+        .split(|b| matches!(b, b'[' | b']' | b',' | b' ' | b'\n' | b'\t' | b'\r'))
+        .filter(|p| !p.is_empty())
+    {
+        if n == 3 {
+            return None;
+        }
+        out[n] = std::str::from_utf8(part).ok()?.parse().ok()?;
+        n += 1;
+    }
+    (n > 0).then_some(out)
 }
 
 fn id_value(v: &RawValue<'_>) -> Option<i64> {

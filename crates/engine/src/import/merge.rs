@@ -263,6 +263,13 @@ fn absorb(main: &mut TraceBuilder, part: TraceBuilder, base: u64) {
             }
             c
         }));
+    let dims = m.launch_dims.len() as u32;
+    m.launch_dims.extend(t.launch_dims);
+    m.kernel_launch.extend(
+        t.kernel_launch
+            .into_iter()
+            .map(|(e, l)| (e + first, l + dims)),
+    );
     m.sequence
         .extend(t.sequence.into_iter().map(|(i, n)| (i + first, n)));
     m.host_with_stream

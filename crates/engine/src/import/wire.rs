@@ -185,6 +185,17 @@ fn write_trace(o: &mut Out, t: &Trace) {
             o.opt_str(v);
         }
     }
+    o.len(t.launch_dims.len());
+    for l in &t.launch_dims {
+        for d in l.grid.iter().chain(&l.block) {
+            o.u32(*d);
+        }
+    }
+    o.len(t.kernel_launch.len());
+    for (e, l) in &t.kernel_launch {
+        o.u32(*e);
+        o.u32(*l);
+    }
     o.len(t.flows.len());
     for (id, f) in &t.flows {
         o.i64(*id);
@@ -295,6 +306,16 @@ fn read_trace(i: &mut In<'_>) -> Result<Trace, WireError> {
             *v = i.opt_str()?;
         }
         t.collective_args.push(c);
+    }
+    for _ in 0..i.len(24)? {
+        let mut l = crate::model::LaunchDims::default();
+        for d in l.grid.iter_mut().chain(l.block.iter_mut()) {
+            *d = i.u32()?;
+        }
+        t.launch_dims.push(l);
+    }
+    for _ in 0..i.len(8)? {
+        t.kernel_launch.push((i.u32()?, i.u32()?));
     }
     for _ in 0..i.len(13)? {
         let id = i.i64()?;

@@ -420,6 +420,26 @@ pub struct OpArgs {
     pub kernel: Option<StrId>,
 }
 
+/// A kernel's launch as Kineto records it: `grid` (thread blocks on CUDA; on ROCm work-items for
+/// kernels launched through `hipExtModuleLaunchKernel`, blocks otherwise) and `block` (threads),
+/// x, y, z; 0 where a field was absent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct LaunchDims {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+}
+
+impl LaunchDims {
+    /// Product of the grid's dimensions (absent ones count 1).
+    pub fn grid_size(&self) -> u64 {
+        self.grid.iter().map(|&d| u64::from(d.max(1))).product()
+    }
+    /// Product of the block's dimensions (absent ones count 1).
+    pub fn block_size(&self) -> u64 {
+        self.block.iter().map(|&d| u64::from(d.max(1))).product()
+    }
+}
+
 /// NCCL/RCCL metadata recorded on collective kernels, each as raw JSON text.
 #[derive(Debug, Clone, Default)]
 pub struct CollectiveArgs {
@@ -478,6 +498,11 @@ pub struct Trace {
     pub lanes: Vec<Lane>,
     pub op_args: Vec<OpArgs>,
     pub collective_args: Vec<CollectiveArgs>,
+    /// Distinct launch dimensions recorded on kernels (`args.grid`, `args.block`).
+    pub launch_dims: Vec<LaunchDims>,
+    /// (event index, index into `launch_dims`) of every kernel that records its grid, in event
+    /// order: 8 bytes per kernel, the dimensions themselves shared.
+    pub kernel_launch: Vec<(u32, u32)>,
     /// Launch flows by id.
     pub flows: HashMap<i64, Flow>,
     /// Autograd `Sequence number` of the events that record one: (event index, number).
@@ -509,6 +534,17 @@ impl Trace {
 
     pub fn op_args_of(&self, e: &Event) -> Option<&OpArgs> {
         e.op_args().and_then(|i| self.op_args.get(i))
+    }
+
+    /// The grid and block a kernel recorded, where it did.
+    pub fn launch_of(&self, id: EventId) -> Option<LaunchDims> {
+        let i = self
+            .kernel_launch
+            .binary_search_by_key(&id.0, |&(e, _)| e)
+            .ok()?;
+        self.launch_dims
+            .get(self.kernel_launch[i].1 as usize)
+            .copied()
     }
 
     /// Renders a raw id (`7`, `stream 7`) as text.
