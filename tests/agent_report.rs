@@ -236,3 +236,32 @@ fn every_check_passes_on_the_comparative_pairs() {
         }
     }
 }
+
+/// The agent's idle flag judges the steady state, as the fair report does: a one-off stall
+/// (one gap holding more than half of the idle) raises no "capture a graph" P-item, while the
+/// same idle spread over steady gaps does.
+#[test]
+fn the_idle_flag_leaves_a_one_off_stall_out() {
+    use jarvis_engine::synth::host_planted;
+    let flags = |name: &str| {
+        let c = host_planted::case(name).expect("case");
+        let a = analyze(&host_planted::case_bytes(&c));
+        let f = files(&a, name);
+        let metrics: serde_json::Value =
+            serde_json::from_slice(&f["category_data/cpu_idle_metrics.json"]).expect("JSON");
+        let patterns: Vec<String> = metrics["flags"]
+            .as_array()
+            .expect("flags")
+            .iter()
+            .map(|f| f["pattern"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        (metrics["idle_time_percent"].as_f64().unwrap_or(0.0), patterns)
+    };
+    let (idle, stalled) = flags("idle_one_off_stall");
+    assert!(idle > 15.0, "the planted stall makes the trace idle: {idle}");
+    assert!(!stalled.contains(&"high_idle".to_owned()), "{stalled:?}");
+    let (idle, steady) = flags("idle_steady");
+    assert!(idle > 15.0, "{idle}");
+    assert!(steady.contains(&"high_idle".to_owned()), "{steady:?}");
+}
+
