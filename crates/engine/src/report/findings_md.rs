@@ -126,11 +126,12 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
     let _ = writeln!(s, "- **Path B:** {}", b.path_b);
     let _ = writeln!(
         s,
-        "- **Priority:** {} in category; {} overall{}",
+        "- **Priority:** {} in category; {} overall (from its mid saving of {:.1}% of trace time){}",
         b.category_priority.label(),
         b.priority.label(),
+        b.impact.mid_pct,
         if b.in_top_ops {
-            " (in the top operations)"
+            "; in the top operations"
         } else {
             ""
         }
@@ -162,12 +163,9 @@ pub fn ops_table(st: &Standalone, f: &CategoryFindings, limit: usize) -> String 
     for &i in f.rows.iter().take(limit) {
         let r = &st.rows[i];
         let t = r.kernel_us / 1e3;
-        let kernel = r
-            .kernels
-            .split("'name': '")
-            .nth(1)
-            .and_then(|x| x.split('\'').next())
-            .unwrap_or("");
+        // The kernel that takes the op's time, not the first listed (a GEMM's memset).
+        let kernel = crate::standalone::findings::main_kernel_of(r);
+        let kernel = kernel.as_str();
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",

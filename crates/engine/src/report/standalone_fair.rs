@@ -7,8 +7,8 @@ use std::fmt::Write;
 use super::findings_md::findings_body;
 use crate::standalone::md::{anchor, cell, code, code_cell};
 use crate::standalone::ops::SeedCategory;
-use crate::standalone::rules::Priority;
-use crate::standalone::{findings::ProjectionKind, Standalone};
+use crate::standalone::rules::{self, Priority};
+use crate::standalone::Standalone;
 use crate::trace_analysis::Analysis;
 
 /// Recommendations shown in full in the fair report; the rest are counted.
@@ -45,49 +45,6 @@ pub fn flash_attention_usage(st: &Standalone) -> &'static str {
         (true, false) => "Partly (unfused attention also found)",
         (false, false) => "No (attention computed op by op)",
         (false, true) => "No attention ops",
-    }
-}
-
-fn impact_line(st: &Standalone, b: &crate::standalone::findings::Bottleneck) -> String {
-    let best = b
-        .projection
-        .iter()
-        .max_by(|x, y| x.e2e_pct.total_cmp(&y.e2e_pct));
-    let of = if b.share_of == "compute" {
-        "compute"
-    } else {
-        "trace"
-    };
-    match (best, b.projection_kind) {
-        (Some(p), ProjectionKind::Efficiency) => format!(
-            "{:.1}% of {of} time ({:.3} ms) if it reaches {:.0}% of peak; it is {:.1}% of {of} time today.",
-            p.e2e_pct,
-            b.time_ms - p.time_ms,
-            p.target,
-            b.share_pct
-        ),
-        (Some(p), ProjectionKind::Speedup) => {
-            let low = b.projection.first().map_or(0.0, |x| x.e2e_pct);
-            format!(
-                "{low:.1}-{:.1}% of {of} time at {:.0}-{:.0}x on these ops.",
-                p.e2e_pct,
-                b.projection.first().map_or(0.0, |x| x.target),
-                p.target
-            )
-        }
-        (Some(p), ProjectionKind::Saving) => format!(
-            "up to {:.1}% of {of} time ({:.3} ms).",
-            p.e2e_pct,
-            b.time_ms - p.time_ms
-        ),
-        (None, _) => {
-            let _ = st;
-            format!(
-                "{:.1}% of {of} time is at stake; each 10% faster gives {:.2}% end to end.",
-                b.share_pct,
-                b.share_pct / 10.0
-            )
-        }
     }
 }
 
@@ -236,7 +193,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         );
     }
     let _ = writeln!(s, "\n---\n\n## Recommendations\n");
-    let _ = writeln!(s, "**Note:** Recommendations are prioritized based on:\n1. Presence in Top Operations list (highest impact)\n2. Efficiency gap (how much improvement is possible)\n3. Category compute percentage\n");
+    let _ = writeln!(s, "**Note:** Recommendations are prioritized by the share of the trace's time fixing each may save (the mid figure of its impact range): Critical from {:.0}%, High from {:.0}%, Medium from {:.0}%, Low below. Findings that share a cause are one finding, and overlapping findings' savings are not additive.\n", rules::IMPACT_CRITICAL_PCT, rules::IMPACT_HIGH_PCT, rules::IMPACT_MEDIUM_PCT);
     if st.recommendations.is_empty() {
         let _ = writeln!(s, "No bottleneck passed the rules (docs/analysis.md): nothing reaches 1% of compute below 80% efficiency, and the GPU timeline has no idle, exposed communication or memcpy above 1%.\n");
     }
@@ -268,9 +225,9 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         let _ = writeln!(s, "**Action (Path B, kernel only)**: {}  ", b.path_b);
         let _ = writeln!(
             s,
-            "**Impact**: {} May save {}.  ",
-            impact_line(st, b),
-            b.impact.text()
+            "**Impact**: may save {} ({:.3} ms at the mid figure).  ",
+            b.impact.text(),
+            b.impact.mid_pct / 100.0 * st.utilization.total_ms
         );
         let _ = writeln!(
             s,

@@ -230,9 +230,10 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             // A GPU-only trace's kernel-level row: the kernel is its own example instance.
             let e = src.trace.event(ev);
             r.kernel_names = vec![(src.trace.name(e).to_owned(), e.dur as f64 / 1e3)];
+            r.kernel_launch = vec![src.trace.launch_of(ev)];
         } else {
             r.sub_ops = sub_ops(src.trace, src.tree, ev);
-            r.kernel_names = kernel_names(src.trace, src.tree, ev);
+            (r.kernel_names, r.kernel_launch) = kernel_names(src.trace, src.tree, ev);
             let frame = context::cpu_root(src.trace, src.tree, ev)
                 .and_then(|root| modules.frame_of_root(root));
             r.module_path = modules.chain(src.trace, frame).join(" > ");
@@ -309,8 +310,11 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     findings::merge::one_cause_one_finding(&mut categories, &rows, src.platform);
     for b in categories.iter_mut().flat_map(|c| c.bottlenecks.iter_mut()) {
         b.impact = findings::Impact::of(b, utilization.total_ms);
+        // Priority from the estimated saving (docs/analysis.md, "Priorities").
+        b.priority = rules::impact_priority(b.impact.mid_pct);
         for x in &mut b.absorbed {
             x.impact = findings::Impact::of(x, utilization.total_ms);
+            x.priority = rules::impact_priority(x.impact.mid_pct);
         }
     }
     let mut recommendations: Vec<(usize, usize)> = categories
@@ -325,7 +329,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         );
         a.priority
             .cmp(&b.priority)
-            .then(b.best_saving_ms().total_cmp(&a.best_saving_ms()))
+            .then(b.impact.mid_pct.total_cmp(&a.impact.mid_pct))
             .then(b.time_ms.total_cmp(&a.time_ms))
     });
 
@@ -408,14 +412,23 @@ fn multi_stream(trace: &Trace) -> bool {
 }
 
 /// The GPU kernels under `id` (full names, µs), in launch order.
-fn kernel_names(trace: &Trace, tree: &CallTree, id: EventId) -> Vec<(String, f64)> {
+/// The names and times (µs) of the GPU events under `id`, and the launch each recorded.
+#[allow(clippy::type_complexity)]
+fn kernel_names(
+    trace: &Trace,
+    tree: &CallTree,
+    id: EventId,
+) -> (Vec<(String, f64)>, Vec<Option<crate::model::LaunchDims>>) {
     tree.gpu_events_under(id)
         .into_iter()
         .map(|g| {
             let e = trace.event(g);
-            (trace.name(e).to_owned(), e.dur as f64 / 1e3)
+            (
+                (trace.name(e).to_owned(), e.dur as f64 / 1e3),
+                trace.launch_of(g),
+            )
         })
-        .collect()
+        .unzip()
 }
 
 /// Names of the CPU ops below `id` (not itself), deduplicated.

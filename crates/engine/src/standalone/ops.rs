@@ -175,6 +175,10 @@ pub struct OpRow {
     /// read tiles and alignment from the whole name); filled by the standalone analysis.
     #[serde(skip)]
     pub kernel_names: Vec<(String, f64)>,
+    /// The grid and block each of `kernel_names` recorded (`None` where the trace has none),
+    /// in the same order; filled by the standalone analysis.
+    #[serde(skip)]
+    pub kernel_launch: Vec<Option<crate::model::LaunchDims>>,
     /// The `nn.Module` frames around the op, outermost first, joined with ` > ` (empty when
     /// the trace has none there); filled by the standalone analysis.
     pub module_path: String,
@@ -348,6 +352,7 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
                 perf_params: s(params),
                 sub_ops: Vec::new(),
                 kernel_names: Vec::new(),
+                kernel_launch: Vec::new(),
                 module_path: String::new(),
                 kernel_level,
             }
@@ -386,6 +391,7 @@ pub(crate) mod tests_support {
             perf_params: String::new(),
             sub_ops: Vec::new(),
             kernel_names: Vec::new(),
+            kernel_launch: Vec::new(),
             module_path: String::new(),
             kernel_level: false,
         }

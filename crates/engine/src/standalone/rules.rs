@@ -120,6 +120,27 @@ pub fn overall_priority(
     }
 }
 
+/// A finding's priority from its estimated saving (the impact's mid figure, % of the trace's
+/// time): Critical from [`IMPACT_CRITICAL_PCT`], High from [`IMPACT_HIGH_PCT`], Medium from
+/// [`IMPACT_MEDIUM_PCT`], Low below. Nothing that saves under 1 % is High, and membership of
+/// the top-operations list plays no part.
+pub fn impact_priority(mid_pct: f64) -> Priority {
+    if mid_pct >= IMPACT_CRITICAL_PCT {
+        Priority::Critical
+    } else if mid_pct >= IMPACT_HIGH_PCT {
+        Priority::High
+    } else if mid_pct >= IMPACT_MEDIUM_PCT {
+        Priority::Medium
+    } else {
+        Priority::Low
+    }
+}
+
+/// Impact thresholds of [`impact_priority`], % of trace time.
+pub const IMPACT_CRITICAL_PCT: f64 = 10.0;
+pub const IMPACT_HIGH_PCT: f64 = 3.0;
+pub const IMPACT_MEDIUM_PCT: f64 = 1.0;
+
 /// One row of an impact projection table.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Projection {
@@ -245,6 +266,14 @@ mod tests {
             overall_priority(false, 2.0, Some(35.0), false),
             Priority::Low
         );
+    }
+
+    #[test]
+    fn priority_from_impact() {
+        assert_eq!(impact_priority(12.0), Priority::Critical);
+        assert_eq!(impact_priority(3.0), Priority::High);
+        assert_eq!(impact_priority(2.9), Priority::Medium);
+        assert_eq!(impact_priority(0.99), Priority::Low);
     }
 
     #[test]

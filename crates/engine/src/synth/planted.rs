@@ -31,6 +31,9 @@ pub struct PlantedOp {
     /// Extra time each kernel waits on the GPU after it could start (a queued kernel held
     /// back): idle time that is neither host wait nor kernel wait.
     pub gpu_delay: Nanos,
+    /// The `grid` and `block` each kernel records, in `kernels` order (empty, or `None` for a
+    /// kernel: not recorded, as in traces without them).
+    pub launch: Vec<Option<([u32; 3], [u32; 3])>>,
 }
 
 /// A planted-problem trace: the device it claims and its ops, and what it plants.
@@ -75,6 +78,7 @@ fn op(
         kernels: kernels.iter().map(|(n, d)| ((*n).to_owned(), *d)).collect(),
         calls,
         gpu_delay: 0,
+        launch: Vec::new(),
     }
 }
 
@@ -156,6 +160,37 @@ fn case_of(
         key_numbers: key_numbers.to_vec(),
         group: None,
     }
+}
+
+const H100: &str = "NVIDIA H100 80GB HBM3";
+
+/// `aten::mm` of `[m, k] × [k, n]` in `dtype` on an H100, one kernel recording `grid` (and a
+/// 128-thread block) at `tflops` achieved.
+fn h100_mm(
+    m: i64,
+    k: i64,
+    n: i64,
+    dtype: &str,
+    kernel: &str,
+    tflops: f64,
+    grid: Option<[u32; 3]>,
+) -> PlantedOp {
+    let ns = at(2.0 * (m * n * k) as f64, tflops, 1.0);
+    PlantedOp {
+        launch: vec![grid.map(|g| (g, [128, 1, 1]))],
+        ..op(
+            "aten::mm",
+            &format!("[[{m}, {k}], [{k}, {n}]]"),
+            &format!("[{dtype}, {dtype}]"),
+            "[\"\", \"\"]",
+            &[(kernel, ns)],
+            10,
+        )
+    }
+}
+
+fn on_h100(c: PlantedCase) -> PlantedCase {
+    PlantedCase { device: H100, ..c }
 }
 
 /// Attention written op by op, as eager models without SDPA run it: QKᵀ (bmm), softmax over
@@ -305,6 +340,40 @@ pub fn cases() -> Vec<PlantedCase> {
                 &["run inside `aten::matmul`", "18.5% on top of the GEMMs"],
             )
         },
+        on_h100(case_of(
+            "gemm_last_wave_recorded",
+            // 2304×2048 output in CUTLASS 128×128 tiles: the recorded grid [18, 16, 1] = 288 CTAs
+            // on 132 SMs = 2.18 waves, run as 3; the last holds 24 CTAs (82% of the SMs idle in
+            // it, 27.3% of the slots over the kernel). bf16 at 500 TFLOPS.
+            vec![h100_mm(2048, 8192, 2304, BF16, "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8::Params)", 500.0, Some([18, 16, 1]))],
+            Some("gemm_wave_quantization"),
+            &["grid [18, 16, 1] = 288 CTAs", "run as 3", "fills 24 of 132 SMs", "27.3%"],
+        )),
+        on_h100(case_of(
+            "gemm_split_k_in_grid",
+            // Healthy: the name's 128×128 tile gives 8×8 = 64 tiles for 132 SMs, but the
+            // recorded grid [8, 8, 2] runs split-K 2 in grid.z: 128 CTAs, 3% of the SMs idle,
+            // under the 25% the wave rules need.
+            vec![h100_mm(1024, 16384, 1024, BF16, "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8::Params)", 600.0, Some([8, 8, 2]))],
+            None,
+            &[],
+        )),
+        on_h100(case_of(
+            "gemm_fp32_simt",
+            // An fp32 GEMM on CUDA cores (TF32 off): `ampere_sgemm` at 55 TFLOPS, where H100's
+            // tf32 tensor cores offer 494.7.
+            vec![h100_mm(4096, 4096, 4096, "\"float\"", "ampere_sgemm_128x64_nn", 55.0, Some([64, 32, 1]))],
+            Some("gemm_fp32"),
+            &["on the vector (SIMT) units", "tf32 495", "the same efficiency on the tf32 peak"],
+        )),
+        on_h100(case_of(
+            "gemm_autocast_tensor_op",
+            // Healthy: the op records fp32 inputs, but the kernel is a bf16 tensor-op one (the
+            // precision is the kernel's): no fp32 lever.
+            vec![h100_mm(4096, 4096, 4096, "\"float\"", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", 700.0, Some([132, 1, 1]))],
+            None,
+            &[],
+        )),
         case_of(
             "elementwise_non_contiguous",
             vec![
@@ -405,8 +474,15 @@ fn write_call<W: Write>(
 ) -> io::Result<()> {
     let start = st.cpu;
     st.cpu += 2_000;
-    for (k, dur) in &o.kernels {
+    for (i, (k, dur)) in o.kernels.iter().enumerate() {
         let ts = st.cpu;
+        let launch = match o.launch.get(i).copied().flatten() {
+            Some((g, b)) => format!(
+                ", \"grid\": [{}, {}, {}], \"block\": [{}, {}, {}]",
+                g[0], g[1], g[2], b[0], b[1], b[2]
+            ),
+            None => String::new(),
+        };
         let (ext, corr) = (st.ext, st.corr);
         ev.complete(
             "cuda_runtime",
@@ -419,7 +495,7 @@ fn write_call<W: Write>(
         )?;
         ev.flow("s", corr, PID, TID, ts)?;
         let kstart = st.gpu.max(ts + 5_000) + o.gpu_delay;
-        ev.complete("kernel", k, GPU_PID, STREAM, kstart, *dur, &format!("\"External id\": {ext}, \"correlation\": {corr}, \"device\": 0, \"stream\": {STREAM}"))?;
+        ev.complete("kernel", k, GPU_PID, STREAM, kstart, *dur, &format!("\"External id\": {ext}, \"correlation\": {corr}, \"device\": 0, \"stream\": {STREAM}{launch}"))?;
         ev.flow("f", corr, GPU_PID, STREAM, kstart)?;
         st.gpu = kstart + dur + 1_000;
         st.corr += 1;

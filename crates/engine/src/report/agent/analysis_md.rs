@@ -430,12 +430,7 @@ pub fn render(i: &Inputs<'_>) -> String {
                     .collect::<Vec<_>>()
                     .join(" > ")
             };
-            let kernel = r
-                .kernel_names
-                .iter()
-                .max_by(|x, y| x.1.total_cmp(&y.1))
-                .map(|(k, _)| short(k, 75))
-                .unwrap_or_else(|| short(&r.kernels, 75));
+            let kernel = short(&crate::standalone::findings::main_kernel_of(r), 75);
             let peak = match (r.bound, &st.platform) {
                 (Some(crate::standalone::ops::Bound::Memory), Some(pl)) => {
                     format!(" of {} TB/s", pl.hbm_tbps.0)

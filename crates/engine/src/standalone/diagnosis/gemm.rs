@@ -3,12 +3,18 @@
 //! fp32 on CUDA cores, and launch-bound tiny GEMMs. Formulas from the Matrix Multiplication
 //! Background guide (§3) and Tensile's granularity model (hardware_facts.md §3).
 
-use super::kernels::{gemm_kernel, is_split_k_reduction, GemmKernel};
+use super::kernels::{
+    gemm_kernel, gemm_precision, is_split_k_reduction, GemmKernel, KernelPrecision,
+};
 use super::*;
+use crate::model::LaunchDims;
 use crate::standalone::md::code;
 
-/// A wave rule fires when less than this share of the compute-unit slots does work.
-pub const WAVE_EFFICIENCY_BELOW: f64 = 0.9;
+/// A wave or few-tiles rule fires when at least this share of the compute-unit slots idles in
+/// the last (or only) wave...
+pub const IDLE_SLOTS_MIN: f64 = 0.25;
+/// ...for a kernel that takes at least this share of compute time (%).
+pub const MATERIAL_KERNEL_PCT: f64 = 2.0;
 /// Wave quantization matters while the GEMM runs in at most this many waves (beyond it the
 /// last wave's loss is small however it falls).
 pub const WAVE_RULE_MAX_WAVES: u64 = 8;
@@ -29,14 +35,59 @@ pub const LAUNCH_BOUND_US: f64 = 10.0;
 /// ...over at least this many calls.
 pub const LAUNCH_BOUND_CALLS: u64 = 20;
 
-/// The main GEMM kernel of an op: its longest kernel whose name reads as a GEMM.
+/// The main GEMM kernel of an op: its longest kernel whose name reads as a GEMM, with the launch
+/// it recorded and its share of the example instance's kernel time.
 fn main_gemm(shape: &OpRow) -> Option<(String, GemmKernel)> {
-    shape
+    main_gemm_launch(shape).map(|m| (m.name, m.kernel))
+}
+
+/// The main GEMM kernel with what the trace recorded of its launch.
+pub(super) struct MainGemm {
+    pub name: String,
+    pub kernel: GemmKernel,
+    pub launch: Option<LaunchDims>,
+    /// The kernel's share of its op's kernel time (the example instance's), 0–1.
+    pub share: f64,
+}
+
+fn main_gemm_launch(shape: &OpRow) -> Option<MainGemm> {
+    let total: f64 = shape.kernel_names.iter().map(|(_, us)| us).sum();
+    let (i, us, k) = shape
         .kernel_names
         .iter()
-        .filter_map(|(n, us)| Some((n, *us, gemm_kernel(n)?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(n, _, k)| (n.clone(), k))
+        .enumerate()
+        .filter_map(|(i, (n, us))| Some((i, *us, gemm_kernel(n)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some(MainGemm {
+        name: shape.kernel_names[i].0.clone(),
+        kernel: k,
+        launch: shape.kernel_launch.get(i).copied().flatten(),
+        share: if total > 0.0 { us / total } else { 1.0 },
+    })
+}
+
+/// Workgroups (CTAs) a recorded launch ran: the product of the grid. On ROCm, kernels launched
+/// through `hipExtModuleLaunchKernel` (hipBLASLt/Tensile `Cijk_*`, MIOpen `igemm_*`) record the
+/// grid in work-items, so each dimension is divided by the block's (hardware_facts.md §2a).
+pub fn recorded_workgroups(name: &str, l: &LaunchDims) -> u64 {
+    let work_items = name.starts_with("Cijk_") || name.starts_with("igemm_");
+    l.grid
+        .iter()
+        .zip(&l.block)
+        .map(|(&g, &b)| {
+            let (g, b) = (u64::from(g.max(1)), u64::from(b.max(1)));
+            if work_items && g % b == 0 {
+                g / b
+            } else {
+                g
+            }
+        })
+        .product()
+}
+
+/// `[41, 1, 16]`.
+fn dims_text(d: &[u32; 3]) -> String {
+    format!("[{}, {}, {}]", d[0], d[1], d[2])
 }
 
 fn kernel_label(name: &str) -> String {
@@ -121,98 +172,150 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     let mut out = Vec::new();
     let dims = (shape.param("M"), shape.param("N"), shape.param("K"));
     let main = main_gemm(shape);
+    let launch = main_gemm_launch(shape);
     let split_reduce = shape
         .kernel_names
         .iter()
         .find(|(n, _)| is_split_k_reduction(n));
     let units = ctx.platform.and_then(Platform::units);
     let unit = ctx.platform.map_or("CU", Platform::unit_name);
-    if let (Some(t), Some((kname, kern))) = (tiling(shape, ctx.platform), main.as_ref()) {
-        let (m, n, k) = (
-            dims.0.unwrap_or(1).max(1) as u64,
-            dims.1.unwrap_or(1).max(1) as u64,
-            dims.2.unwrap_or(1).max(1) as u64,
-        );
-        let b = shape.param("B").unwrap_or(1).max(1) as u64;
-        {
-            let (along_m, along_n, tm, tn, tiles, wgs) = (
-                t.tile_m,
-                t.tile_n,
-                t.tiles_m,
-                t.tiles_n,
-                t.tiles,
-                t.workgroups,
+    // The main kernel's share of the op's time, and whether that kernel is a material share of
+    // compute: the wave rules judge the kernel, not the op's other kernels.
+    let k_share = launch.as_ref().map_or(1.0, |m| m.share);
+    let material = ctx
+        .compute_us
+        .filter(|&c| c > 0.0)
+        .is_none_or(|c| r.kernel_us * k_share / c * 100.0 >= MATERIAL_KERNEL_PCT);
+    let tiling_t = tiling(shape, ctx.platform);
+    // The launch as recorded: workgroups from the grid; the name's tile only explains them.
+    let recorded = launch.as_ref().and_then(|m| {
+        let l = m.launch?;
+        Some((l, recorded_workgroups(&m.name, &l)))
+    });
+    if let (Some(units), Some(m)) = (units, launch.as_ref()) {
+        let wgs = recorded
+            .map(|(_, w)| w)
+            .or(tiling_t.as_ref().map(|t| t.workgroups));
+        if let Some(wgs) = wgs.filter(|&w| w > 0) {
+            let (mm, nn, kk) = (
+                dims.0.unwrap_or(1).max(1) as u64,
+                dims.1.unwrap_or(1).max(1) as u64,
+                dims.2.unwrap_or(1).max(1) as u64,
             );
-            let split = (t.split_k > 1).then_some(t.split_k);
-            let batch = if b > 1 {
-                format!("{b} batches × ")
-            } else {
-                String::new()
-            };
-            let split_text = match (split, split_reduce) {
-                (Some(s), _) => format!(", split-K {s} → {wgs} workgroups"),
-                (None, Some((rn, _))) => {
-                    format!(", split-K (reduction kernel {})", kernel_label(rn))
+            let b = shape.param("B").unwrap_or(1).max(1) as u64;
+            let by_name = tiling_t.as_ref().map(|t| {
+                let batch = if b > 1 { format!("{b} batches × ") } else { String::new() };
+                let split_text = match ((t.split_k > 1).then_some(t.split_k), split_reduce) {
+                    (Some(s), _) => format!(", split-K {s} → {} workgroups", t.workgroups),
+                    (None, Some((rn, _))) => {
+                        format!(", split-K (reduction kernel {})", kernel_label(rn))
+                    }
+                    (None, None) => String::new(),
+                };
+                format!(
+                    "the {mm}×{nn} output (M×N) in {}×{} tiles ({} {}): {batch}{}×{} = {} tiles{split_text}",
+                    t.tile_m, t.tile_n, t.library, kernel_label(&m.name), t.tiles_m, t.tiles_n, t.tiles
+                )
+            });
+            let launch_text = match recorded {
+                Some((l, w)) => {
+                    let per = if l.grid_size() != w {
+                        format!(
+                            " work-items ÷ block {} = {w} workgroups",
+                            dims_text(&l.block)
+                        )
+                    } else {
+                        format!(
+                            " = {w} {}",
+                            if unit == "SM" { "CTAs" } else { "workgroups" }
+                        )
+                    };
+                    let split_z = if l.grid[2] > 1 && b == 1 && unit == "SM" {
+                        format!(" (grid.z = {}: split-K slices)", l.grid[2])
+                    } else {
+                        String::new()
+                    };
+                    let explain = by_name
+                        .as_ref()
+                        .map(|t| format!("; the name's tile explains it: {t}"))
+                        .unwrap_or_default();
+                    format!(
+                        "{} launched grid {}{per}{split_z}{explain}",
+                        kernel_label(&m.name),
+                        dims_text(&l.grid)
+                    )
                 }
-                (None, None) => String::new(),
+                None => by_name.clone().unwrap_or_default(),
             };
-            let tiling = format!(
-                "the {m}×{n} output (M×N) in {along_m}×{along_n} tiles ({} {}): {batch}{tm}×{tn} = {tiles} tiles{split_text}",
-                kern.library,
-                kernel_label(kname)
-            );
-            if let Some(units) = units {
-                if wgs < units {
-                    let idle = units - wgs;
-                    let k_heavy = k >= 8 * m.max(n);
+            let source = if recorded.is_some() {
+                "counted from the recorded grid"
+            } else {
+                "counted from the name's tile: the trace records no grid"
+            };
+            if wgs < units {
+                let idle = units - wgs;
+                let idle_share = idle as f64 / units as f64;
+                if idle_share >= IDLE_SLOTS_MIN && material {
+                    let k_heavy = kk >= 8 * mm.max(nn);
+                    let tiles = tiling_t.as_ref().map_or(wgs, |t| t.tiles).max(1);
                     let action = if k_heavy {
                         let want = ceil_div(units, tiles).max(2);
                         format!(
-                            "K = {k} is {:.0}× the larger output dimension: split K so at least {units} workgroups run (split-K ≈ {want}: Tensile/hipBLASLt GSU, cuBLAS split-K, or a stream-K kernel), or batch independent GEMMs of this shape into one grouped/batched call.",
-                            k as f64 / m.max(n) as f64
+                            "K = {kk} is {:.0}× the larger output dimension: split K so at least {units} workgroups run (split-K ≈ {want}: Tensile/hipBLASLt GSU, cuBLAS split-K, or a stream-K kernel), or batch independent GEMMs of this shape into one grouped/batched call.",
+                            kk as f64 / mm.max(nn) as f64
                         )
                     } else {
                         format!("Give the GPU more output tiles: batch more rows (tokens) per call, merge GEMMs that share an input (e.g. Q/K/V or gate/up projections) into one, or let the library pick a smaller tile; {units} {unit}s need at least {units} tiles.")
                     };
                     out.push(Cause {
                         key: "gemm_few_tiles",
-                        title: format!(
-                            "too few output tiles: {wgs} workgroups for {units} {unit}s"
-                        ),
+                        title: format!("too few output tiles: {wgs} workgroups for {units} {unit}s"),
                         evidence: format!(
-                            "{tiling}; {idle} of {units} {unit}s ({}) have nothing to do.",
-                            pct(idle as f64 / units as f64)
+                            "{launch_text}; {idle} of {units} {unit}s ({}) have nothing to do ({source}); the kernel is {} of the op's time.",
+                            pct(idle_share),
+                            pct(k_share)
                         ),
                         action,
-                        waste: Some(1.0 - wgs as f64 / units as f64),
-                        confidence: Confidence::High,
+                        waste: Some(idle_share * k_share),
+                        confidence: if recorded.is_some() { Confidence::High } else { Confidence::Medium },
                         bounds_all: false,
                     });
-                } else if !kern.persistent {
-                    let w = waves(wgs, units);
-                    if w.efficiency < WAVE_EFFICIENCY_BELOW && w.waves <= WAVE_RULE_MAX_WAVES {
-                        out.push(Cause {
-                            key: "gemm_wave_quantization",
-                            title: format!(
-                                "wave quantization: the last of {} waves is {} full",
-                                w.waves,
-                                pct(w.last as f64 / units as f64)
-                            ),
-                            evidence: format!(
-                                "{tiling} on {units} {unit}s = {:.2} waves, run as {}; the last wave fills {} of {units} {unit}s, so {} of the {unit} slots idle (one workgroup per {unit} assumed).",
-                                wgs as f64 / units as f64,
-                                w.waves,
-                                w.last,
-                                pct(1.0 - w.efficiency)
-                            ),
-                            action: format!("Make the tile count a multiple of {units} (adjust M or N, or batch), or use a stream-K kernel (hipBLASLt `SK`, cuBLAS stream-K) that spreads the last wave over all {unit}s."),
-                            waste: Some(1.0 - w.efficiency),
-                            confidence: Confidence::Medium,
-                            bounds_all: false,
-                        });
-                    }
+                }
+            } else if !m.kernel.persistent {
+                let w = waves(wgs, units);
+                let last_idle = (units - w.last) as f64 / units as f64;
+                if last_idle >= IDLE_SLOTS_MIN && w.waves <= WAVE_RULE_MAX_WAVES && material {
+                    out.push(Cause {
+                        key: "gemm_wave_quantization",
+                        title: format!(
+                            "wave quantization: the last of {} waves is {} full",
+                            w.waves,
+                            pct(w.last as f64 / units as f64)
+                        ),
+                        evidence: format!(
+                            "{launch_text}; {wgs} workgroups on {units} {unit}s = {:.2} waves, run as {}; the last wave fills {} of {units} {unit}s, so {} of the {unit} slots idle over the kernel (one workgroup per {unit} assumed; {source}); the kernel is {} of the op's time.",
+                            wgs as f64 / units as f64,
+                            w.waves,
+                            w.last,
+                            pct(1.0 - w.efficiency),
+                            pct(k_share)
+                        ),
+                        action: format!("Make the tile count a multiple of {units} (adjust M or N, or batch), or use a stream-K kernel (hipBLASLt `SK`, cuBLAS stream-K) that spreads the last wave over all {unit}s."),
+                        waste: Some((1.0 - w.efficiency) * k_share),
+                        confidence: Confidence::Medium,
+                        bounds_all: false,
+                    });
                 }
             }
+        }
+    }
+    if let (Some(t), Some((_, _kern))) = (tiling_t.as_ref(), main.as_ref()) {
+        let (m, n) = (
+            dims.0.unwrap_or(1).max(1) as u64,
+            dims.1.unwrap_or(1).max(1) as u64,
+        );
+        {
+            let (along_m, along_n, tm, tn) = (t.tile_m, t.tile_n, t.tiles_m, t.tiles_n);
             let useful = t.useful;
             let last_fill = |d: u64, t: u64| match d % t {
                 0 => 1.0,
@@ -245,7 +348,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                         m / along_m * along_m,
                         n / along_n * along_n
                     ),
-                    waste: Some(1.0 - useful),
+                    waste: Some((1.0 - useful) * k_share),
                     confidence: Confidence::High,
                     bounds_all: false,
                 });
@@ -409,42 +512,82 @@ fn below_ridge(r: &OpRow, m: i64, n: i64, k: i64, ctx: &Context<'_>) -> Option<C
     })
 }
 
+/// fp32 GEMMs: the TF32 / BF16 lever. The precision is the kernel's (its name), the op's
+/// compute spec only where the name says nothing; the saving is the op's time at the same
+/// efficiency on the faster peak (tf32 where the platform has one, else bf16), never below the
+/// time its bytes take at HBM bandwidth.
 fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Option<Cause> {
-    let simt = main.is_some_and(|(_, k)| k.simt_fp32);
-    if !(simt || r.compute_spec == "matrix_fp32") {
+    let named = main.and_then(|(n, _)| gemm_precision(n));
+    let is_fp32 = match named {
+        Some(p) => p.is_fp32(),
+        None => r.compute_spec == "matrix_fp32" || main.is_some_and(|(_, k)| k.simt_fp32),
+    };
+    // A matrix-vector kernel is bandwidth-bound whatever its precision.
+    if !is_fp32 || main.is_some_and(|(_, k)| k.gemv) {
         return None;
     }
+    let simt = named == Some(KernelPrecision::Fp32Simt) || main.is_some_and(|(_, k)| k.simt_fp32);
     let p = ctx.platform;
     let peak = |s: &str| p.and_then(|p| p.peak_tflops(s));
-    let figures = match (
-        peak("matrix_fp32").or(peak("vector_fp32")),
-        peak("matrix_tf32"),
+    let f32_peak = peak("matrix_fp32").or(peak("vector_fp32"));
+    let (t, b) = (
+        peak("matrix_tf32").or(peak("matrix_xf32")),
         peak("matrix_bf16"),
-    ) {
-        (Some(f), Some(t), Some(b)) => format!(
-            " On {}: fp32 {f:.0} TFLOPS, tf32 {t:.0}, bf16 {b:.0}.",
-            p.map_or("", |p| p.name.as_str())
-        ),
-        (Some(f), None, Some(b)) => format!(
-            " On {}: fp32 {f:.0} TFLOPS, bf16 {b:.0}.",
-            p.map_or("", |p| p.name.as_str())
-        ),
+    );
+    let name = p.map_or("", |p| p.name.as_str());
+    let figures = match (f32_peak, t, b) {
+        (Some(f), Some(t), Some(b)) => {
+            format!(" On {name}: fp32 {f:.0} TFLOPS, tf32 {t:.0}, bf16 {b:.0}.")
+        }
+        (Some(f), None, Some(b)) => {
+            format!(" On {name}: fp32 {f:.0} TFLOPS, bf16 {b:.0} (no tf32).")
+        }
         _ => String::new(),
+    };
+    // The saving at the same efficiency on the faster peak, floored by the op's bytes.
+    let (waste, lever) = match (f32_peak, t.or(b)) {
+        (Some(f), Some(fast)) if fast > f => {
+            let lever = if t.is_some() { "tf32" } else { "bf16" };
+            let per_call_us = r.kernel_us / r.count.max(1) as f64;
+            let floor_us = match (r.data_mb, p) {
+                (Some(mb), Some(p)) => mb * elementwise::MIB / (p.hbm_tbps.0 * 1e12) * 1e6,
+                _ => 0.0,
+            };
+            let new_us = (per_call_us * f / fast).max(floor_us).min(per_call_us);
+            let w = if per_call_us > 0.0 {
+                1.0 - new_us / per_call_us
+            } else {
+                0.0
+            };
+            (Some(w), format!(" At the same efficiency on the {lever} peak this GEMM would take {} of its time ({:.1}× the fp32 peak){}.", pct(1.0 - w), fast / f, if new_us > per_call_us * f / fast { ", floored by the time its bytes take at HBM bandwidth" } else { "" }))
+        }
+        _ => (None, String::new()),
+    };
+    let kernel = main
+        .map(|(n, _)| format!(" ({})", kernel_label(n)))
+        .unwrap_or_default();
+    let inputs = if r.compute_spec != "matrix_fp32" && !r.compute_spec.is_empty() {
+        format!(
+            " although the op's inputs are {}",
+            spec_dtype(&r.compute_spec)
+        )
+    } else {
+        String::new()
     };
     Some(Cause {
         key: "gemm_fp32",
         title: "fp32 GEMM where tf32 or bf16 would do".into(),
         evidence: format!(
-            "the GEMM runs in fp32{}.{figures}",
+            "the kernel{kernel} runs in fp32{}{inputs}.{figures}{lever}",
             if simt {
-                " on the vector (SIMT) units (`sgemm` kernel, no tensor-core shape in its name)"
+                " on the vector (SIMT) units (no tensor-core shape in its name)"
             } else {
                 ""
             }
         ),
-        action: "Allow TF32 (`torch.set_float32_matmul_precision(\"high\")` or `torch.backends.cuda.matmul.allow_tf32 = True`) or run the model under bf16 autocast.".into(),
-        waste: None,
-        confidence: Confidence::High,
+        action: "Allow TF32 (`torch.set_float32_matmul_precision(\"high\")` or `torch.backends.cuda.matmul.allow_tf32 = True`; on ROCm, where the GPU has XF32, `HIPBLASLT_ALLOW_TF32=1`) or run the model under bf16 autocast.".into(),
+        waste,
+        confidence: if named.is_some() { Confidence::High } else { Confidence::Medium },
         bounds_all: false,
     })
 }

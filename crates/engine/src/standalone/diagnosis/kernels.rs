@@ -137,6 +137,93 @@ pub fn gemm_kernel(name: &str) -> Option<GemmKernel> {
     Some(k)
 }
 
+/// The precision a GEMM kernel computes in, as its name spells it (hardware_facts.md §2b, §2f,
+/// §2g): what the kernel runs, whatever the op's recorded inputs say (under autocast an fp32
+/// op can run a bf16 tensor-op kernel, and a bf16 op an fp32 SIMT one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelPrecision {
+    /// fp32 on the vector (SIMT / FMA) units: `sgemm`, `ffma`, `f32f32` without a tensor-op
+    /// (`tensorop`, `wmma`, `mma`) or `tf32` token.
+    Fp32Simt,
+    /// fp32 data in a hipBLASLt/Tensile kernel (`S`, `SS`, `SB`, `S_B` types): MFMA or vector
+    /// fp32, at the fp32 peak either way.
+    Fp32,
+    Tf32,
+    Bf16,
+    Fp16,
+    Fp8,
+}
+
+impl KernelPrecision {
+    pub fn label(self) -> &'static str {
+        match self {
+            KernelPrecision::Fp32Simt => "fp32 (SIMT)",
+            KernelPrecision::Fp32 => "fp32",
+            KernelPrecision::Tf32 => "tf32",
+            KernelPrecision::Bf16 => "bf16",
+            KernelPrecision::Fp16 => "fp16",
+            KernelPrecision::Fp8 => "fp8",
+        }
+    }
+    /// Runs at the fp32 peak: the TF32 / BF16 lever applies.
+    pub fn is_fp32(self) -> bool {
+        matches!(self, KernelPrecision::Fp32Simt | KernelPrecision::Fp32)
+    }
+}
+
+/// The precision a GEMM kernel's name spells; `None` when it does not say.
+pub fn gemm_precision(name: &str) -> Option<KernelPrecision> {
+    use KernelPrecision as P;
+    if let Some(rest) = name.strip_prefix("Cijk_") {
+        // `Cijk_Ailk_Bljk_BBS_BH_…`, `Cijk_Alik_Bljk_B_BS_BH_…`, `Cijk_Ailk_Bljk_SB_…`: the
+        // first token after the two layout tokens starts with the data type.
+        let mut it = rest.split('_').skip(2);
+        let ty = it.next()?;
+        let next = it.next().unwrap_or("");
+        return match ty.as_bytes().first()? {
+            _ if ty.starts_with("F8") || ty.starts_with("B8") || ty.starts_with("I8") => {
+                Some(P::Fp8)
+            }
+            b'B' => Some(P::Bf16),
+            b'H' => Some(P::Fp16),
+            b'X' => Some(P::Tf32),
+            // `M{X}` after the type: fp32 data on XF32 MFMA.
+            b'S' if next.starts_with("MX") || ty.contains("MX") => Some(P::Tf32),
+            b'S' if matches!(ty, "S" | "SS" | "SB" | "SSS" | "SSB") => Some(P::Fp32),
+            _ => None,
+        };
+    }
+    let l = name.to_ascii_lowercase();
+    if ["e4m3", "e5m2", "fp8", "f8f6f4"]
+        .iter()
+        .any(|t| l.contains(t))
+    {
+        return Some(P::Fp8);
+    }
+    if l.contains("bf16") || l.contains("bfloat16") || l.contains("df16b") || l.contains("bhalf") {
+        return Some(P::Bf16);
+    }
+    if l.contains("tf32") || l.contains("xf32") {
+        return Some(P::Tf32);
+    }
+    let tensor_op = ["tensorop", "wmma", "mma"].iter().any(|t| l.contains(t));
+    let words: Vec<&str> = l.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+    if words.iter().any(|w| {
+        ["fp16", "f16", "half"].contains(w)
+            || w.starts_with("h884")
+            || w.starts_with("h1688")
+            || w.starts_with("h16816")
+            || w.starts_with("f16")
+    }) || l.contains("half_t")
+    {
+        return Some(P::Fp16);
+    }
+    let fp32_word = words
+        .iter()
+        .any(|w| w.starts_with("sgemm") || w.starts_with("ffma") || w.contains("f32f32"));
+    (fp32_word && !tensor_op).then_some(P::Fp32Simt)
+}
+
 /// The reduction kernel that follows a split-K GEMM (Tensile `PostGSU`, cuBLAS `splitKreduce`).
 pub fn is_split_k_reduction(name: &str) -> bool {
     name.contains("PostGSU") || name.contains("splitKreduce") || name.contains("BetaOnly")
@@ -282,6 +369,54 @@ mod tests {
                 .gemv
         );
         assert!(gemm_kernel("vectorized_elementwise_kernel").is_none());
+    }
+
+    #[test]
+    fn precision_from_the_kernel_name() {
+        let p = gemm_precision;
+        assert_eq!(p("ampere_sgemm_128x64_nn"), Some(KernelPrecision::Fp32Simt));
+        assert_eq!(
+            p("cutlass_80_simt_sgemm_128x32_8x5_nn_align1"),
+            Some(KernelPrecision::Fp32Simt)
+        );
+        assert_eq!(
+            p("cutlass_80_tensorop_s1688gemm_256x128_32x3_tn_align4"),
+            None,
+            "fp32 data on tensor cores (TF32 or fp16 by the data): not SIMT"
+        );
+        assert_eq!(
+            p("cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x6_tn_align8"),
+            Some(KernelPrecision::Bf16)
+        );
+        assert_eq!(
+            p("cutlass_70_wmma_tensorop_f16_s161616gemm_f16_32x32_64x2_tn_align8"),
+            Some(KernelPrecision::Fp16)
+        );
+        assert_eq!(
+            p("sm80_xmma_gemm_tf32f32_tf32f32_f32_tn_n_tilesize128x128x16"),
+            Some(KernelPrecision::Tf32)
+        );
+        assert_eq!(
+            p("Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI16x16x16x1_SN"),
+            Some(KernelPrecision::Bf16)
+        );
+        assert_eq!(
+            p("Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT64x288x64"),
+            Some(KernelPrecision::Bf16)
+        );
+        assert_eq!(
+            p("Cijk_Ailk_Bljk_SB_MT64x64x16_SN"),
+            Some(KernelPrecision::Fp32)
+        );
+        assert_eq!(
+            p("Cijk_Ailk_Bljk_S_B_MT64x64x16"),
+            Some(KernelPrecision::Fp32)
+        );
+        assert_eq!(
+            p("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32"),
+            Some(KernelPrecision::Fp16)
+        );
+        assert_eq!(p("nvjet_tst_192x8_64x8_4x1_v_bz_TNT"), None);
     }
 
     #[test]

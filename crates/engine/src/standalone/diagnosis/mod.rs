@@ -67,6 +67,8 @@ pub struct Context<'a> {
     pub platform: Option<&'a Platform>,
     /// The trace's elementwise baseline bandwidth, TB/s (seed 000's technique).
     pub baseline_tb_s: Option<f64>,
+    /// The trace's computation time, µs: what "a material share of compute" is judged against.
+    pub compute_us: Option<f64>,
 }
 
 /// The causes of one op group's gap (`r` is the group's merged row; `shape` its largest
@@ -86,6 +88,11 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     };
     let gap = gap(r.efficiency_pct());
     for c in &mut out {
+        // The TF32 / BF16 lever moves the roofline itself: its saving is not bounded by the gap
+        // to the fp32 one.
+        if c.key == "gemm_fp32" {
+            continue;
+        }
         if let (Some(w), Some(g)) = (c.waste, gap) {
             c.waste = Some(w.min(g).max(0.0));
         }

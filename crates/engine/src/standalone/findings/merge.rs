@@ -65,12 +65,19 @@ pub fn one_cause_one_finding(
         let Some(scope) = categories[pc].bottlenecks[pb].scope.clone() else {
             continue;
         };
+        // The layout transposes around convolutions are one cause: a convolution finding named
+        // after its transposes is that cause seen op by op.
+        let conv_transposes = categories[pc].category == super::SeedCategory::Convolution;
         for (c, f) in categories.iter().enumerate() {
             for (b, x) in f.bottlenecks.iter().enumerate() {
                 if x.pattern || taken.iter().any(|t| (t.2, t.3) == (c, b)) {
                     continue;
                 }
-                if covers(&scope, x, rows) {
+                let named_by_transposes = conv_transposes
+                    && x.causes
+                        .first()
+                        .is_some_and(|c| c.key == "conv_layout_transposes");
+                if named_by_transposes || covers(&scope, x, rows) {
                     taken.push((pc, pb, c, b));
                 }
             }
@@ -93,6 +100,49 @@ pub fn one_cause_one_finding(
         p.category_priority = p.category_priority.min(x.category_priority);
         p.in_top_ops |= x.in_top_ops;
         p.absorbed.push(x);
+    }
+    // An op finding with part of its time inside patterns' scopes (the `aten::mul` of an
+    // unfused RMSNorm, the rest elsewhere) keeps only the time outside them: the inside time's
+    // saving is the pattern's, and savings are never counted twice.
+    let scopes: Vec<(String, Scope)> = categories
+        .iter()
+        .flat_map(|f| f.bottlenecks.iter())
+        .filter_map(|p| Some((p.title.clone(), p.scope.clone()?)))
+        .filter(|(_, s)| s.class.is_some())
+        .collect();
+    for f in categories.iter_mut() {
+        for x in f
+            .bottlenecks
+            .iter_mut()
+            .filter(|x| !x.pattern && x.row.is_some())
+        {
+            let mut inside: Vec<(&str, f64)> = Vec::new();
+            for (title, scope) in &scopes {
+                let ms: f64 = scope
+                    .ops
+                    .iter()
+                    .filter(|(n, _)| *n == x.op_name)
+                    .map(|(_, ms)| ms)
+                    .sum();
+                if ms > 0.0 {
+                    inside.push((title, ms));
+                }
+            }
+            let total: f64 = inside.iter().map(|(_, ms)| ms).sum();
+            if total <= 0.0 || x.time_ms <= 0.0 {
+                continue;
+            }
+            let left = (x.time_ms - total).max(0.0);
+            x.share_pct *= left / x.time_ms;
+            x.issue.push_str(&format!(
+                " Of its {:.3} ms, {} run inside {}; that time is counted in {} and left out of this finding's impact.",
+                x.time_ms,
+                inside.iter().map(|(_, ms)| format!("{ms:.3} ms")).collect::<Vec<_>>().join(" and "),
+                inside.iter().map(|(t, _)| format!("\"{t}\"")).collect::<Vec<_>>().join(" and "),
+                if inside.len() == 1 { "that finding" } else { "those findings" }
+            ));
+            x.time_ms = left;
+        }
     }
     for f in categories.iter_mut() {
         for p in f.bottlenecks.iter_mut().filter(|p| p.scope.is_some()) {

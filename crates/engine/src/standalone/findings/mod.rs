@@ -20,7 +20,7 @@ use crate::perf::platform::Platform;
 use crate::sheet::Sheet;
 
 use notes::add_notes;
-pub use ops::{baseline, compact_dims, shape_summary};
+pub use ops::{baseline, compact_dims, main_kernel_of, shape_summary};
 use ops::{groups, op_bottleneck};
 use patterns::add_patterns;
 pub use timeline::{timeline_findings, timeline_priority};
@@ -173,12 +173,22 @@ impl Impact {
         let first = b.causes.first().map(|c| c.confidence);
         let wastes = b.causes.iter().filter_map(|c| c.waste);
         // Causes are ordered with shape bounds first, so the largest estimate is not the first.
-        if let Some(largest) = wastes.clone().reduce(f64::max) {
-            // A cause the rules cannot cost (misalignment, a shape below the ridge) may explain
-            // the rest of the gap: the high end is then the whole gap.
-            let uncosted = b.causes.iter().any(|c| c.waste.is_none());
-            let all = if uncosted { 1.0 } else { wastes.sum::<f64>() };
-            let high = all.min(gap.unwrap_or(1.0)).min(1.0);
+        // A first cause the rules cannot cost (a shape below the ridge point, misalignment)
+        // claims the whole gap: the roofline estimate below. Otherwise the costed causes' own
+        // estimates, summed and capped at the gap (the TF32 / BF16 lever moves the roofline, so
+        // its saving is not capped by the gap to the fp32 one).
+        let first_costed = b.causes.first().is_some_and(|c| c.waste.is_some());
+        if let Some(largest) = wastes.clone().reduce(f64::max).filter(|_| first_costed) {
+            let lever = b
+                .causes
+                .iter()
+                .filter(|c| c.key == "gemm_fp32")
+                .filter_map(|c| c.waste)
+                .fold(0.0, f64::max);
+            let high = wastes
+                .sum::<f64>()
+                .min(gap.unwrap_or(1.0).max(lever))
+                .min(1.0);
             let low = largest.min(high);
             return Impact {
                 low_pct: of_trace(low * b.time_ms),
@@ -315,7 +325,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
             bottlenecks: groups(&rows)
                 .iter()
                 .map(|g| (g, g.merged()))
-                .filter(|(_, merged)| is_candidate(merged, inp))
+                .filter(|(_, merged)| is_candidate(merged, inp) && !graph_replayed(merged))
                 .take(MAX_PER_CATEGORY)
                 .map(|(g, merged)| op_bottleneck(g, &merged, base, inp))
                 .collect(),
@@ -333,5 +343,48 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         });
         out.push(f);
     }
+    graph_replay_note(&mut out, inp);
     out
+}
+
+/// A synthetic op (a kernel no op covers) launched by a CUDA/HIP graph replay: without the
+/// capture trace it has no shapes, so it gets no finding of its own ([`graph_replay_note`]).
+fn graph_replayed(r: &OpRow) -> bool {
+    crate::standalone::ops::synthetic_parts(&r.name)
+        .is_some_and(|(launcher, _)| launcher.to_ascii_lowercase().contains("graph"))
+}
+
+/// One note for every graph-replayed kernel without its capture trace, on the category that
+/// holds most of their time, instead of one "no perf model" finding per kernel.
+fn graph_replay_note(cats: &mut [CategoryFindings], inp: &Inputs<'_>) {
+    let replayed: Vec<&OpRow> = inp.rows.iter().filter(|r| graph_replayed(r)).collect();
+    if replayed.is_empty() {
+        return;
+    }
+    let ms: f64 = replayed.iter().map(|r| r.kernel_us).sum::<f64>() / 1e3;
+    let calls: u64 = replayed.iter().map(|r| r.count).sum();
+    let mut by_cat: Vec<(SeedCategory, f64)> = Vec::new();
+    for r in &replayed {
+        match by_cat.iter_mut().find(|(c, _)| *c == r.category) {
+            Some((_, t)) => *t += r.kernel_us,
+            None => by_cat.push((r.category, r.kernel_us)),
+        }
+    }
+    by_cat.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let Some(target) = by_cat
+        .first()
+        .and_then(|(c, _)| cats.iter().position(|f| f.category == *c))
+    else {
+        return;
+    };
+    let split = by_cat
+        .iter()
+        .map(|(c, us)| format!("{} {:.3} ms", c.title(), us / 1e3))
+        .collect::<Vec<_>>()
+        .join(", ");
+    cats[target].notes.push(format!(
+        "These {} kernels ({calls} launches, {ms:.3} ms, {:.1}% of compute: {split}) are replayed by CUDA/HIP graphs and credited to no op, so they have no shapes and no perf model; add the capture traces (`jarvis report TRACE --capture DIR`) for op-level analysis.",
+        replayed.len(),
+        inp.share(ms),
+    ));
 }

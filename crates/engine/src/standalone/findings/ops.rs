@@ -146,7 +146,8 @@ pub(super) fn op_texts(
         })
         .unwrap_or_else(|| "intensity unknown".into());
     let replay_b = format!(
-        "Generate a replay artifact for the kernel team to tune kernel selection and tile sizes (kernel {kernel}); profile it with rocprof / Nsight Compute to find the cause."
+        "Generate a replay artifact for the kernel team to tune kernel selection and tile sizes (kernel {kernel}); profile it with {} to find the cause.",
+        kernel_profiler(inp.platform)
     );
     // The elementwise baseline compares memory-bound vector kernels with each other; a MoE
     // expert GEMM is not one, and a baseline under 0.01 TB/s (a trace of tiny elementwise ops)
@@ -267,13 +268,39 @@ pub(super) fn op_texts(
     }
 }
 
+/// The platform's own kernel profiler, for Path B.
+pub(super) fn kernel_profiler(p: Option<&Platform>) -> &'static str {
+    match p.map(|p| p.vendor.as_str()) {
+        Some("AMD") => "rocprof-compute (Omniperf)",
+        Some("NVIDIA") => "Nsight Compute (`ncu`)",
+        _ => "Nsight Compute on NVIDIA or rocprof-compute (Omniperf) on AMD",
+    }
+}
+
+/// Path B where no kernel-level path exists: communication kernels and copies are not tuned
+/// by replaying a kernel; `None` for every other op.
+pub(super) fn no_kernel_path(r: &OpRow) -> Option<&'static str> {
+    let main = main_kernel_of(r);
+    if r.category == SeedCategory::Communication {
+        Some("None at kernel level: collectives are tuned through the library's settings and the job's topology, not by replaying a kernel (trace every rank and run `jarvis ranks` to see waits and bus bandwidth).")
+    } else if main.starts_with("Memcpy") || main.starts_with("Memset") {
+        Some("None at kernel level: a copy runs at the speed of the link or memory it crosses; Path A (fewer or overlapped copies) is the lever.")
+    } else {
+        None
+    }
+}
+
 /// The op's main kernel: the longest of its example instance's kernels that is not a split-K
-/// reduction (a split-K GEMM's 5 µs `PostGSU` kernel is not the one to tune), else the
-/// `trunc_kernel_details` cell's longest.
-pub(super) fn main_kernel_of(r: &OpRow) -> String {
+/// reduction (a split-K GEMM's 5 µs `PostGSU` kernel is not the one to tune) nor a memset or
+/// memcpy beside other kernels (a GEMM's workspace memset), else the `trunc_kernel_details`
+/// cell's longest: the kernel that takes the op's time.
+pub fn main_kernel_of(r: &OpRow) -> String {
+    let helper =
+        |n: &str| is_split_k_reduction(n) || n.starts_with("Memset") || n.starts_with("Memcpy");
+    let any_main = r.kernel_names.iter().any(|(n, _)| !helper(n));
     let mut best: Option<(&str, f64)> = None;
     for (n, us) in &r.kernel_names {
-        if is_split_k_reduction(n) {
+        if any_main && helper(n) {
             continue;
         }
         if best.is_none_or(|(_, b)| *us > b) {
@@ -284,9 +311,10 @@ pub(super) fn main_kernel_of(r: &OpRow) -> String {
 }
 
 /// The op's main kernel in a `trunc_kernel_details` cell: the one with the longest mean
-/// duration (a GEMM often launches a short memset first), else the first listed.
+/// duration that is not a memset or memcpy (a GEMM often launches a short memset first), else
+/// the longest, else the first listed.
 pub(super) fn main_kernel(details: &str) -> &str {
-    let mut best: Option<(&str, f64)> = None;
+    let mut best: Option<(&str, f64, bool)> = None;
     for entry in details.split("{'name': '").skip(1) {
         let Some((name, rest)) = entry.split_once('\'') else {
             continue;
@@ -298,11 +326,12 @@ pub(super) fn main_kernel(details: &str) -> &str {
             .and_then(|d| d.split([')', ',', '}']).next())
             .and_then(|d| d.trim().parse::<f64>().ok())
             .unwrap_or(0.0);
-        if best.is_none_or(|(_, b)| dur > b) {
-            best = Some((name, dur));
+        let main = !(name.starts_with("Memset") || name.starts_with("Memcpy"));
+        if best.is_none_or(|(_, b, m)| (main, dur) > (m, b)) {
+            best = Some((name, dur, main));
         }
     }
-    best.map_or(details, |(n, _)| n)
+    best.map_or(details, |(n, _, _)| n)
 }
 
 /// One op name's signatures in a category, merged: times and roofline times add up, per-call
@@ -403,6 +432,9 @@ pub(super) fn op_bottleneck(
     let time_ms = r.kernel_us / 1e3;
     let share = inp.share(time_ms);
     let mut t = op_texts(r, &g.shape_text(), eff, base, inp);
+    if let Some(b) = no_kernel_path(r) {
+        t.path_b = b.into();
+    }
     if r.kernel_level {
         kernel_level_texts(&mut t, g, r, inp);
     } else if let Some((launcher, _)) = crate::standalone::ops::synthetic_parts(&r.name) {
@@ -414,6 +446,7 @@ pub(super) fn op_bottleneck(
         &diagnosis::Context {
             platform: inp.platform,
             baseline_tb_s: base.map(|b| b.tb_s),
+            compute_us: Some(inp.compute_ms() * 1e3),
         },
     );
     with_causes(&mut t, &causes);
