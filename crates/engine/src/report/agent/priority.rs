@@ -96,7 +96,12 @@ pub struct PriorityData {
 
 /// The library an op's kernels come from (§2.2: op-name substrings first, then kernel names).
 pub fn library(r: &OpRow) -> &'static str {
-    let n = r.name.to_ascii_lowercase();
+    library_of(&r.name, &r.kernels)
+}
+
+/// [`library`] from the op's name and its kernels' names.
+fn library_of(name: &str, kernels: &str) -> &'static str {
+    let n = name.to_ascii_lowercase();
     for (k, lib) in [
         ("aiter::", "AITER"),
         ("rocm_aiter", "AITER"),
@@ -108,7 +113,7 @@ pub fn library(r: &OpRow) -> &'static str {
             return lib;
         }
     }
-    let k = r.kernels.as_str();
+    let k = kernels;
     let kl = k.to_ascii_lowercase();
     if kl.contains("aiter") {
         "AITER"
@@ -125,6 +130,24 @@ pub fn library(r: &OpRow) -> &'static str {
         "rocPRIM"
     } else if k.contains("triton_") {
         "Triton"
+    } else if ["igemm_", "miopen", "naive_conv", "batched_transpose"]
+        .iter()
+        .any(|p| kl.contains(p))
+    {
+        "MIOpen"
+    } else if [
+        "fprop",
+        "dgrad",
+        "wgrad",
+        "implicit_convolve",
+        "cudnn",
+        "conv2d_",
+    ]
+    .iter()
+    .any(|p| kl.contains(p))
+    {
+        // cuDNN's convolution kernels (xmma/cutlass-named ones too): not a GEMM library's.
+        "cuDNN"
     } else if ["nvjet", "cutlass", "sm90_xmma", "sm80_xmma", "gemm"]
         .iter()
         .any(|p| kl.contains(p))
@@ -443,6 +466,40 @@ mod tests {
                 "heuristic"
             },
         }
+    }
+
+    #[test]
+    fn convolution_kernels_are_the_dnn_library_s_not_a_gemm_library_s() {
+        // cuDNN's implicit-GEMM convolutions carry xmma/cutlass names.
+        let conv =
+            "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64";
+        assert_eq!(library_of("aten::cudnn_convolution", conv), "cuDNN");
+        assert_eq!(
+            library_of(
+                "aten::convolution_backward",
+                "cutlass_tensorop_s1688dgrad_optimized"
+            ),
+            "cuDNN"
+        );
+        assert_eq!(
+            library_of("aten::convolution", "igemm_fwd_gtcx35_nhwc_bf16_bx0_ex1"),
+            "MIOpen"
+        );
+        // A GEMM's xmma/cutlass kernels stay cuBLAS's.
+        assert_eq!(
+            library_of(
+                "aten::mm",
+                "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"
+            ),
+            "cuBLAS"
+        );
+        assert_eq!(
+            library_of(
+                "aten::bmm",
+                "cutlass_75_tensorop_bf16_s1688gemm_bf16_64x64_align1"
+            ),
+            "cuBLAS"
+        );
     }
 
     #[test]
