@@ -255,13 +255,18 @@ fn the_idle_flag_leaves_a_one_off_stall_out() {
             .iter()
             .map(|f| f["pattern"].as_str().unwrap_or_default().to_owned())
             .collect();
-        (metrics["idle_time_percent"].as_f64().unwrap_or(0.0), patterns)
+        (
+            metrics["idle_time_percent"].as_f64().unwrap_or(0.0),
+            patterns,
+        )
     };
     let (idle, stalled) = flags("idle_one_off_stall");
-    assert!(idle > 15.0, "the planted stall makes the trace idle: {idle}");
+    assert!(
+        idle > 15.0,
+        "the planted stall makes the trace idle: {idle}"
+    );
     assert!(!stalled.contains(&"high_idle".to_owned()), "{stalled:?}");
     let (idle, steady) = flags("idle_steady");
     assert!(idle > 15.0, "{idle}");
     assert!(steady.contains(&"high_idle".to_owned()), "{steady:?}");
 }
-
