@@ -643,13 +643,20 @@ fn one_cause_is_one_finding_on_real_traces() {
         &Options::default(),
     );
     let st = standalone(&a);
-    let graph_findings = st
+    // Only replayed kernels that hold >= 10 % of compute on their own keep a finding (the MoE
+    // kernels, two thirds of this decode step); the rest are the note's.
+    let graph_findings: Vec<(String, f64)> = st
         .categories
         .iter()
         .flat_map(|f| &f.bottlenecks)
         .filter(|b| b.op_name.contains("Graph"))
-        .count();
-    assert_eq!(graph_findings, 0);
+        .map(|b| (b.op_name.clone(), b.share_pct))
+        .collect();
+    assert!(!graph_findings.is_empty());
+    assert!(
+        graph_findings.iter().all(|(_, share)| *share >= 10.0),
+        "{graph_findings:?}"
+    );
     let notes: Vec<&String> = st
         .categories
         .iter()

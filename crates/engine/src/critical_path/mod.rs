@@ -60,7 +60,17 @@ pub fn analyze(trace: &Trace) -> Option<(CriticalPath, Found)> {
     }
     let ctx = context::Context::new(trace);
     let mut found: Found = Vec::new();
-    if ctx.syncs.is_empty() {
+    // Missing records only matter where the host synchronized: a trace without a single
+    // synchronize or stream-wait call loses no edge.
+    let synchronizes = || {
+        trace.events.iter().any(|e| {
+            e.kind().is_runtime() && {
+                let n = trace.name(e);
+                n.contains("Synchronize") || n.contains("StreamWaitEvent")
+            }
+        })
+    };
+    if ctx.syncs.is_empty() && synchronizes() {
         found.push((
             DiagnosticKind::CriticalPathWithoutSyncEvents,
             1,
@@ -146,6 +156,15 @@ mod tests {
         assert!(found
             .iter()
             .any(|(k, _, _)| *k == DiagnosticKind::CriticalPathWithoutSyncEvents));
+        // Without the synchronize there is no edge to miss, and no diagnostic.
+        let quiet = trace(
+            r#"{"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 15, "dur": 5, "args": {"correlation": 7}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 22, "dur": 50, "args": {"correlation": 7, "stream": 7}}
+]}"#,
+        );
+        assert!(analyze(&quiet).expect("GPU work").1.is_empty());
         let s = &cp.steps[0];
         assert_eq!(s.step, "ProfilerStep#3");
         // mm's start → launch start (5), launch delay (7), kernel (50).

@@ -325,7 +325,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
             bottlenecks: groups(&rows)
                 .iter()
                 .map(|g| (g, g.merged()))
-                .filter(|(_, merged)| is_candidate(merged, inp) && !graph_replayed(merged))
+                .filter(|(_, merged)| is_candidate(merged, inp) && !folded_into_note(merged, inp))
                 .take(MAX_PER_CATEGORY)
                 .map(|(g, merged)| op_bottleneck(g, &merged, base, inp))
                 .collect(),
@@ -352,6 +352,16 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
 fn graph_replayed(r: &OpRow) -> bool {
     crate::standalone::ops::synthetic_parts(&r.name)
         .is_some_and(|(launcher, _)| launcher.to_ascii_lowercase().contains("graph"))
+}
+
+/// Share of compute from which a graph-replayed kernel keeps its own finding beside the note:
+/// one that holds this much (a decode step's MoE kernels: two thirds of compute) is the first
+/// thing to read, shapes or not.
+const REPLAYED_OWN_FINDING_PCT: f64 = 10.0;
+
+/// A graph-replayed kernel too small for a finding of its own: the note speaks for it.
+fn folded_into_note(r: &OpRow, inp: &Inputs<'_>) -> bool {
+    graph_replayed(r) && inp.share(r.kernel_us / 1e3) < REPLAYED_OWN_FINDING_PCT
 }
 
 /// One note for every graph-replayed kernel without its capture trace, on the category that
