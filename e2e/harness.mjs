@@ -13,7 +13,8 @@ export const ROOT = path.resolve(here, '..');
 export const DIST = path.join(ROOT, 'dist');
 export const OUT = process.env.E2E_OUT || path.join(here, 'artifacts');
 export const SHARED = process.env.JARVIS_SHARED || path.resolve(ROOT, '..', 'shared');
-export const JARVIS = path.join(ROOT, 'target', 'release', 'jarvis');
+// scripts/test builds the CLI in its `ci` profile and names it here; by hand, the release build.
+export const JARVIS = process.env.JARVIS_BIN || path.join(ROOT, 'target', 'release', 'jarvis');
 const TYPES = { '.html': 'text/html', '.js': 'text/javascript', '.wasm': 'application/wasm', '.css': 'text/css',
   '.svg': 'image/svg+xml', '.gz': 'application/gzip', '.txt': 'text/plain', '.json': 'application/json' };
 /** The million-kernel synthetic trace the benchmarks load (`jarvis synth --steps 6330`, 1,000,140

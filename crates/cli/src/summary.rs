@@ -117,17 +117,17 @@ pub fn render(a: &Analysis) -> String {
             let b = st.bottleneck(r);
             let _ = writeln!(
                 s,
-                "  {:<8} {:<52} {:>9.3} ms {:>5.1} % of {}",
+                "  {:<8}  {:<52}  {:>9.3} ms {:>5.1} % of {}",
                 b.priority.label(),
                 b.title.replace('`', ""),
                 b.time_ms,
                 b.share_pct,
                 b.share_of
             );
-            let _ = writeln!(s, "           may save {}", b.impact.text());
+            let _ = writeln!(s, "            may save {}", b.impact.text());
             if let Some(c) = b.causes.first() {
-                let _ = writeln!(s, "           cause: {}", c.evidence.replace('`', ""));
-                let _ = writeln!(s, "           action: {}", c.action.replace('`', ""));
+                let _ = writeln!(s, "            cause: {}", c.evidence.replace('`', ""));
+                let _ = writeln!(s, "            action: {}", c.action.replace('`', ""));
             }
         }
         if st.recommendations.len() > 8 {
@@ -189,7 +189,7 @@ fn memory_block(s: &mut String, a: &Analysis) {
     }
     for f in &v.findings {
         let _ = writeln!(s, "  {}: {}", f.key, f.title);
-        let _ = writeln!(s, "           action: {}", f.action);
+        let _ = writeln!(s, "            action: {}", f.action);
     }
 }
 
