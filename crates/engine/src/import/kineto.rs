@@ -56,11 +56,43 @@ fn wanted_arg(key: &[u8]) -> bool {
     )
 }
 
+/// A `pid` or `tid` exactly as written: whether it was a number or a string, and its text.
+#[derive(Default)]
+pub(super) struct RawKey {
+    kind: u8,
+    text: Vec<u8>,
+}
+
+impl RawKey {
+    fn parts<'v>(v: Option<&'v RawValue<'_>>) -> (u8, &'v [u8]) {
+        match v {
+            Some(RawValue::Num(t)) => (1, t),
+            Some(RawValue::Str(s)) => (2, s.as_bytes()),
+            _ => (0, b""),
+        }
+    }
+
+    fn is(&self, v: Option<&RawValue<'_>>) -> bool {
+        let (kind, text) = Self::parts(v);
+        kind == self.kind && text == self.text.as_slice()
+    }
+
+    fn set(&mut self, v: Option<&RawValue<'_>>) {
+        let (kind, text) = Self::parts(v);
+        self.kind = kind;
+        self.text.clear();
+        self.text.extend_from_slice(text);
+    }
+}
+
 /// Builds a [`Trace`] from framed events; the importer's [`FrameSink`].
 #[derive(Default)]
 pub struct TraceBuilder {
     pub trace: Trace,
     pub(super) lanes: HashMap<Lane, LaneId>,
+    /// The last event's `pid` and `tid` as written, with their lane: events come in runs from
+    /// one thread or stream, and comparing the raw text skips parsing and hashing the ids.
+    pub(super) last_lane: Option<(RawKey, RawKey, LaneId)>,
     pub(super) op_args: HashMap<OpArgs, usize>,
     pub(super) launch_dims: HashMap<crate::model::LaunchDims, u32>,
     pub kept_events: u64,
@@ -99,16 +131,32 @@ impl TraceBuilder {
     }
 
     fn lane(&mut self, ev: &RawEvent<'_>) -> LaneId {
+        if let Some((pid, tid, id)) = &self.last_lane {
+            if pid.is(ev.pid.as_ref()) && tid.is(ev.tid.as_ref()) {
+                return *id;
+            }
+        }
         let lane = Lane {
             pid: self.raw_id(ev.pid.as_ref()),
             tid: self.raw_id(ev.tid.as_ref()),
         };
-        if let Some(&id) = self.lanes.get(&lane) {
-            return id;
-        }
-        let id = LaneId(self.trace.lanes.len() as u32);
-        self.trace.lanes.push(lane.clone());
-        self.lanes.insert(lane, id);
+        let id = match self.lanes.get(&lane) {
+            Some(&id) => id,
+            None => {
+                let id = LaneId(self.trace.lanes.len() as u32);
+                self.trace.lanes.push(lane.clone());
+                self.lanes.insert(lane, id);
+                id
+            }
+        };
+        let (mut pid, mut tid) = self
+            .last_lane
+            .take()
+            .map(|(p, t, _)| (p, t))
+            .unwrap_or_default();
+        pid.set(ev.pid.as_ref());
+        tid.set(ev.tid.as_ref());
+        self.last_lane = Some((pid, tid, id));
         id
     }
 

@@ -160,13 +160,17 @@ fn scale_pow10(mantissa: i128, exp: i32) -> Option<i64> {
 /// Parses an integer token (possibly written as `12.0` or `1e3`); `None` if not integral or out of
 /// range. Kineto ids are integers but some writers emit them as floats.
 pub fn parse_integer(text: &[u8]) -> Option<i128> {
-    // Fast path: plain digits that fit comfortably in 64 bits.
-    if !text.is_empty() && text.len() <= 18 && text.iter().all(u8::is_ascii_digit) {
-        return Some(
-            text.iter()
-                .fold(0i64, |v, &c| v * 10 + i64::from(c - b'0'))
-                .into(),
-        );
+    // Fast path: plain digits that fit comfortably in 64 bits, negative ones too (a memory
+    // record's `Bytes` is negative for every free).
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    if !digits.is_empty() && digits.len() <= 18 && digits.iter().all(u8::is_ascii_digit) {
+        let v = digits
+            .iter()
+            .fold(0i64, |v, &c| v * 10 + i64::from(c - b'0'));
+        return Some(if negative { -v } else { v }.into());
     }
     let (m, e) = parse_decimal(text)?;
     if e >= 0 {
@@ -251,5 +255,10 @@ mod tests {
         assert_eq!(parse_integer(b"12.0"), Some(12));
         assert_eq!(parse_integer(b"12.5"), None);
         assert_eq!(parse_integer(b"-3"), Some(-3));
+        assert_eq!(parse_integer(b"-140234567890123"), Some(-140234567890123));
+        assert_eq!(parse_integer(b"-1e3"), Some(-1000));
+        assert_eq!(parse_integer(b"-"), None);
+        assert_eq!(parse_integer(b"--1"), None);
+        assert_eq!(parse_integer(b"-0"), Some(0));
     }
 }

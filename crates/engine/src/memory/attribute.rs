@@ -84,13 +84,14 @@ pub fn attribute(trace: &Trace, trees: &OpTrees, order: &[u32]) -> Attribution {
             .or_default()
             .push(pos);
     }
-    let mut frames: HashMap<LaneId, Vec<(Nanos, Nanos, StrId)>> = HashMap::default();
+    // The python frames of the lanes that have records (one lookup per frame).
+    let mut frames: HashMap<LaneId, Vec<(Nanos, Nanos, StrId)>> =
+        by_lane.keys().map(|&l| (l, Vec::new())).collect();
     for e in &trace.events {
-        if e.kind() == EventKind::PythonFunction && by_lane.contains_key(&e.lane()) {
-            frames
-                .entry(e.lane())
-                .or_default()
-                .push((e.ts, e.end(), e.name));
+        if e.kind() == EventKind::PythonFunction {
+            if let Some(list) = frames.get_mut(&e.lane()) {
+                list.push((e.ts, e.end(), e.name));
+            }
         }
     }
     // What a frame is, decided once per distinct name.

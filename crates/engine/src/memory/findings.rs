@@ -322,9 +322,15 @@ const WORKSPACE_SHARE: f64 = 0.20;
 
 /// Whether an events-table operator is a GEMM's own `aten::empty` (`"aten::addmm (aten::empty)"`).
 fn gemm_scratch(operator: &str) -> bool {
-    operator
-        .split_once(" (aten::empty")
-        .is_some_and(|(parent, _)| GEMM_OPS.contains(&parent))
+    // A byte search for the one `(` (memchr), not a substring searcher per row: this runs
+    // over every row of the events table.
+    let Some(open) = operator.find('(') else {
+        return false;
+    };
+    operator[open..].starts_with("(aten::empty")
+        && operator[..open]
+            .strip_suffix(' ')
+            .is_some_and(|parent| GEMM_OPS.contains(&parent))
 }
 
 fn blas_workspace(view: &MemoryView) -> Vec<MemoryFinding> {
@@ -548,4 +554,22 @@ fn growth(view: &MemoryView, trains: bool) -> Vec<MemoryFinding> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gemm_scratch;
+
+    #[test]
+    fn a_gemm_scratch_label_is_a_gemm_op_with_its_empty() {
+        assert!(gemm_scratch("aten::addmm (aten::empty)"));
+        assert!(gemm_scratch("aten::mm (aten::empty_strided)"));
+        assert!(!gemm_scratch("aten::add (aten::empty)"));
+        assert!(!gemm_scratch("aten::mm"));
+        assert!(!gemm_scratch(
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+        ));
+        assert!(!gemm_scratch("aten::mm (aten::zeros)"));
+        assert!(!gemm_scratch("CallTreeRoot (aten::empty)"));
+    }
 }

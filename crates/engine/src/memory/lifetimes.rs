@@ -9,6 +9,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::attribute::operator_label;
 use super::records::{Context, DeviceRecords};
 use super::MemoryEventRow;
 use crate::diagnostics::DiagnosticKind as K;
@@ -114,11 +115,19 @@ fn sorted_live(live: &HashMap<i64, usize>) -> Vec<usize> {
 /// never freed, then frees without an allocation.
 pub fn rows(ctx: &Context<'_>, devices: &[DeviceRecords], life: &Lifetimes) -> Vec<MemoryEventRow> {
     let mut out = Vec::new();
+    // Labels by operator node: a trace repeats few operators over thousands of allocations.
+    let mut labels: HashMap<Option<u32>, String> = HashMap::default();
     for (d, l) in devices.iter().zip(&life.devices) {
         let device = d.device.name();
-        let row = |alloc: Option<usize>, free: Option<usize>, size: i64| MemoryEventRow {
+        let mut row = |alloc: Option<usize>, free: Option<usize>, size: i64| MemoryEventRow {
             device: device.clone(),
-            operator: alloc.map_or_else(|| "<unknown>".to_owned(), |a| ctx.label(a)),
+            operator: match alloc {
+                None => "<unknown>".to_owned(),
+                Some(a) => labels
+                    .entry(ctx.operator_node(a))
+                    .or_insert_with_key(|&node| operator_label(ctx.trace, ctx.trees, node))
+                    .clone(),
+            },
             size,
             alloc_ts: alloc.map(|a| ctx.record(a).ts),
             free_ts: free.map(|f| ctx.record(f).ts),

@@ -49,8 +49,12 @@ impl Context<'_> {
     /// The operator an allocation at `pos` is shown under (`<unknown>` for a free: the plugin
     /// charges frees to no one).
     pub fn label(&self, pos: usize) -> String {
-        let node = self.attr.node[pos].filter(|_| self.record(pos).bytes > 0);
-        operator_label(self.trace, self.trees, node)
+        operator_label(self.trace, self.trees, self.operator_node(pos))
+    }
+
+    /// The operator node the record at `pos` is shown under (none for a free).
+    pub fn operator_node(&self, pos: usize) -> Option<u32> {
+        self.attr.node[pos].filter(|_| self.record(pos).bytes > 0)
     }
 
     /// The module an allocation was made in (`Block_0` for `nn.Module: Block_0`).

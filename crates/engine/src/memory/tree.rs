@@ -36,8 +36,14 @@ pub struct Node {
     pub kind: NodeKind,
     /// Index of the parent node; `None` for a top-level node (the plugin's `CallTreeRoot`).
     pub parent: Option<u32>,
-    children: Vec<u32>,
+    /// The first child and the next sibling, in time order ([`NONE`] for none): links, not a
+    /// list per node, so building tens of thousands of nodes allocates nothing per node.
+    first_child: u32,
+    next_sibling: u32,
 }
+
+/// No node.
+const NONE: u32 = u32::MAX;
 
 /// Every thread's tree, in one arena.
 #[derive(Debug, Default)]
@@ -45,6 +51,22 @@ pub struct OpTrees {
     pub nodes: Vec<Node>,
     /// Top-level nodes per lane, in time order.
     roots: HashMap<LaneId, Vec<u32>>,
+}
+
+/// A node's children, in time order.
+struct Children<'a> {
+    nodes: &'a [Node],
+    next: u32,
+}
+
+impl Iterator for Children<'_> {
+    type Item = u32;
+    fn next(&mut self) -> Option<u32> {
+        let n = self.next;
+        let node = self.nodes.get(n as usize)?;
+        self.next = node.next_sibling;
+        Some(n)
+    }
 }
 
 /// A tree event before nesting: start, end, name, kind, event index.
@@ -144,6 +166,8 @@ impl OpTrees {
     fn nest(&mut self, list: &[Item]) -> Vec<u32> {
         let mut roots = Vec::new();
         let mut stack: Vec<u32> = Vec::new();
+        // The last child of each open node (parallel to `stack`), to append the next one.
+        let mut last: Vec<u32> = Vec::new();
         for &(start, end, name, kind, event) in list {
             // Close the nodes that end before this one starts.
             while stack
@@ -151,6 +175,7 @@ impl OpTrees {
                 .is_some_and(|&top| start >= self.nodes[top as usize].end)
             {
                 stack.pop();
+                last.pop();
             }
             if let Some(&top) = stack.last() {
                 if end > self.nodes[top as usize].end {
@@ -167,13 +192,22 @@ impl OpTrees {
                 end,
                 kind,
                 parent,
-                children: Vec::new(),
+                first_child: NONE,
+                next_sibling: NONE,
             });
-            match parent {
-                Some(p) => self.nodes[p as usize].children.push(id),
-                None => roots.push(id),
+            match (parent, last.last_mut()) {
+                (Some(p), Some(prev)) => {
+                    if *prev == NONE {
+                        self.nodes[p as usize].first_child = id;
+                    } else {
+                        self.nodes[*prev as usize].next_sibling = id;
+                    }
+                    *prev = id;
+                }
+                _ => roots.push(id),
             }
             stack.push(id);
+            last.push(NONE);
         }
         roots
     }
@@ -185,24 +219,38 @@ impl OpTrees {
         while let Some(n) = todo.pop() {
             loop {
                 let node = &self.nodes[n as usize];
-                if node.children.len() != 1 || node.kind == NodeKind::Frame {
+                let c = node.first_child;
+                if c == NONE || node.kind == NodeKind::Frame {
                     break;
                 }
-                let c = node.children[0];
                 let child = &self.nodes[c as usize];
-                if child.name != node.name || child.kind == NodeKind::Frame {
+                if child.next_sibling != NONE
+                    || child.name != node.name
+                    || child.kind == NodeKind::Frame
+                {
                     break;
                 }
-                let grand = std::mem::take(&mut self.nodes[c as usize].children);
-                for &g in &grand {
+                let grand = child.first_child;
+                let mut g = grand;
+                while g != NONE {
                     self.nodes[g as usize].parent = Some(n);
+                    g = self.nodes[g as usize].next_sibling;
                 }
                 // The merged child is no longer reachable from any root.
-                self.nodes[c as usize].parent = None;
-                self.nodes[c as usize].kind = NodeKind::Frame;
-                self.nodes[n as usize].children = grand;
+                let child = &mut self.nodes[c as usize];
+                child.parent = None;
+                child.kind = NodeKind::Frame;
+                child.first_child = NONE;
+                self.nodes[n as usize].first_child = grand;
             }
-            todo.extend(self.nodes[n as usize].children.iter().copied());
+            todo.extend(self.children(n));
+        }
+    }
+
+    fn children(&self, n: u32) -> Children<'_> {
+        Children {
+            nodes: &self.nodes,
+            next: self.nodes[n as usize].first_child,
         }
     }
 
@@ -226,8 +274,9 @@ impl OpTrees {
             return vec![None; times.len()];
         };
         let mut out = Vec::with_capacity(times.len());
-        // The path from a root down to the current node, with the next child to look at.
-        let mut path: Vec<(u32, usize)> = Vec::new();
+        // The path from a root down to the current node, with the next child to look at
+        // ([`NONE`] when none is left).
+        let mut path: Vec<(u32, u32)> = Vec::new();
         let mut root_at = 0usize;
         for &ts in times {
             while let Some(&(n, _)) = path.last() {
@@ -242,7 +291,9 @@ impl OpTrees {
                     root_at += 1;
                 }
                 match roots.get(root_at) {
-                    Some(&r) if self.nodes[r as usize].start <= ts => path.push((r, 0)),
+                    Some(&r) if self.nodes[r as usize].start <= ts => {
+                        path.push((r, self.nodes[r as usize].first_child))
+                    }
                     _ => {
                         out.push(None);
                         continue;
@@ -251,15 +302,13 @@ impl OpTrees {
             }
             // Descend: children are in time order, and times only grow.
             loop {
-                let (n, next) = *path.last().expect("path holds the root");
-                let children = &self.nodes[n as usize].children;
-                let mut i = next;
-                while i < children.len() && self.nodes[children[i] as usize].end <= ts {
-                    i += 1;
+                let (_, mut c) = *path.last().expect("path holds the root");
+                while c != NONE && self.nodes[c as usize].end <= ts {
+                    c = self.nodes[c as usize].next_sibling;
                 }
-                path.last_mut().expect("path holds the root").1 = i;
-                match children.get(i) {
-                    Some(&c) if self.nodes[c as usize].start <= ts => path.push((c, 0)),
+                path.last_mut().expect("path holds the root").1 = c;
+                match self.nodes.get(c as usize) {
+                    Some(child) if child.start <= ts => path.push((c, child.first_child)),
                     _ => break,
                 }
             }
