@@ -115,6 +115,12 @@ pub fn parse_event_prefix<'a>(
                         {
                             Some(k) => {
                                 let v = c.value()?;
+                                // Room for every key an event kind reads at once (a memory
+                                // record has six, an op up to eight): one allocation, no
+                                // regrowth.
+                                if ev.args.capacity() == 0 {
+                                    ev.args.reserve_exact(8);
+                                }
                                 ev.args.push((k, v));
                             }
                             None => c.skip_value()?,

@@ -166,11 +166,21 @@ pub fn parse_integer(text: &[u8]) -> Option<i128> {
         Some((b'-', rest)) => (true, rest),
         _ => (false, text),
     };
-    if !digits.is_empty() && digits.len() <= 18 && digits.iter().all(u8::is_ascii_digit) {
-        let v = digits
-            .iter()
-            .fold(0i64, |v, &c| v * 10 + i64::from(c - b'0'));
-        return Some(if negative { -v } else { v }.into());
+    if !digits.is_empty() && digits.len() <= 18 {
+        // One pass: digits accumulate until a byte that is not one (then the general path).
+        let mut v = 0i64;
+        let mut plain = true;
+        for &c in digits {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                plain = false;
+                break;
+            }
+            v = v * 10 + i64::from(d);
+        }
+        if plain {
+            return Some(if negative { -v } else { v }.into());
+        }
     }
     let (m, e) = parse_decimal(text)?;
     if e >= 0 {
