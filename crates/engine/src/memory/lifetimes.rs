@@ -13,7 +13,7 @@ use super::attribute::operator_label;
 use super::records::{Context, DeviceRecords};
 use super::MemoryEventRow;
 use crate::diagnostics::DiagnosticKind as K;
-use crate::model::Trace;
+use crate::model::{StrId, Trace};
 
 /// Diagnostics found: kind, count, an example.
 pub type Found = Vec<(K, u64, Option<String>)>;
@@ -116,22 +116,40 @@ fn sorted_live(live: &HashMap<i64, usize>) -> Vec<usize> {
 pub fn rows(ctx: &Context<'_>, devices: &[DeviceRecords], life: &Lifetimes) -> Vec<MemoryEventRow> {
     let mut out = Vec::new();
     // Labels by operator node: a trace repeats few operators over thousands of allocations.
-    let mut labels: HashMap<Option<u32>, String> = HashMap::default();
+    // (Keyed by the names a label is made of, not by node: every call is its own node.)
+    let mut labels: HashMap<Option<(StrId, Option<StrId>)>, String> = HashMap::default();
+    let mut modules: HashMap<StrId, String> = HashMap::default();
     for (d, l) in devices.iter().zip(&life.devices) {
         let device = d.device.name();
         let mut row = |alloc: Option<usize>, free: Option<usize>, size: i64| MemoryEventRow {
             device: device.clone(),
             operator: match alloc {
                 None => "<unknown>".to_owned(),
-                Some(a) => labels
-                    .entry(ctx.operator_node(a))
-                    .or_insert_with_key(|&node| operator_label(ctx.trace, ctx.trees, node))
-                    .clone(),
+                Some(a) => {
+                    let node = ctx.operator_node(a);
+                    let nodes = &ctx.trees.nodes;
+                    let key = node.map(|n| {
+                        let n = &nodes[n as usize];
+                        (n.name, n.parent.map(|p| nodes[p as usize].name))
+                    });
+                    labels
+                        .entry(key)
+                        .or_insert_with(|| operator_label(ctx.trace, ctx.trees, node))
+                        .clone()
+                }
             },
             size,
             alloc_ts: alloc.map(|a| ctx.record(a).ts),
             free_ts: free.map(|f| ctx.record(f).ts),
-            module: alloc.and_then(|a| ctx.module(a)),
+            module: alloc.and_then(|a| {
+                let m = ctx.attr.module[a]?;
+                Some(
+                    modules
+                        .entry(m)
+                        .or_insert_with(|| ctx.module_name(m))
+                        .clone(),
+                )
+            }),
         };
         for &(a, f) in &l.paired {
             out.push(row(Some(a), Some(f), -ctx.record(f).bytes));

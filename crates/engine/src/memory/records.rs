@@ -59,12 +59,15 @@ impl Context<'_> {
 
     /// The module an allocation was made in (`Block_0` for `nn.Module: Block_0`).
     pub fn module(&self, pos: usize) -> Option<String> {
-        self.attr.module[pos].map(|m| {
-            let name = self.trace.strings.get(m);
-            name.strip_prefix(super::attribute::MODULE_PREFIX)
-                .unwrap_or(name)
-                .to_owned()
-        })
+        self.attr.module[pos].map(|m| self.module_name(m))
+    }
+
+    /// A module frame's name without its prefix.
+    pub fn module_name(&self, frame: crate::model::StrId) -> String {
+        let name = self.trace.strings.get(frame);
+        name.strip_prefix(super::attribute::MODULE_PREFIX)
+            .unwrap_or(name)
+            .to_owned()
     }
 }
 
