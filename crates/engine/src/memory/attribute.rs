@@ -94,12 +94,12 @@ pub fn attribute(trace: &Trace, trees: &OpTrees, order: &[u32]) -> Attribution {
             }
         }
     }
-    // What a frame is, decided once per distinct name.
-    let mut kinds: HashMap<StrId, Frame> = HashMap::default();
-    let mut kind_of = |name: StrId| {
-        *kinds
-            .entry(name)
-            .or_insert_with(|| Frame::of(trace.strings.get(name)))
+    // What a frame is, decided once per distinct name (a dense table by name id).
+    let mut kinds: Vec<Option<Frame>> = vec![None; trace.strings.len()];
+    let mut kind_of = |name: StrId| match kinds.get_mut(name.0 as usize) {
+        Some(Some(k)) => *k,
+        Some(slot) => *slot.insert(Frame::of(trace.strings.get(name))),
+        None => Frame::of(trace.strings.get(name)),
     };
     for (lane, positions) in &by_lane {
         let times: Vec<Nanos> = positions

@@ -11,7 +11,7 @@ use crate::model::Nanos;
 
 /// The curve, peaks, live-at-peak groups and fragmentation figures of one device.
 pub fn device_memory(ctx: &Context<'_>, d: &DeviceRecords, life: &DeviceLife) -> DeviceMemory {
-    let mut curve = Vec::new();
+    let mut curve = Vec::with_capacity(d.positions.len());
     let (mut peak_allocated, mut peak_reserved) = (0i64, 0i64);
     let (mut max_unused, mut max_unused_ts) = (0i64, None);
     let (mut growths, mut growth_bytes) = (0u64, 0i64);
