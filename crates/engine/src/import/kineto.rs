@@ -405,19 +405,22 @@ impl TraceBuilder {
             out_of_memory,
         };
         for (k, v) in &ev.args {
-            let slot = match k.as_ref() {
-                "Addr" => &mut r.addr,
-                "Total Allocated" => &mut r.total_allocated,
-                "Total Reserved" => &mut r.total_reserved,
-                "Device Type" => &mut r.device_type,
-                "Device Id" => &mut r.device_id,
-                "Bytes" => {
+            // The six keys differ in length: one length test and one comparison per key.
+            let (slot, name) = match k.len() {
+                4 => (&mut r.addr, "Addr"),
+                15 => (&mut r.total_allocated, "Total Allocated"),
+                14 => (&mut r.total_reserved, "Total Reserved"),
+                11 => (&mut r.device_type, "Device Type"),
+                9 => (&mut r.device_id, "Device Id"),
+                5 if k == "Bytes" => {
                     r.bytes = int_value(v).unwrap_or(0);
                     continue;
                 }
                 _ => continue,
             };
-            *slot = int_value(v);
+            if k == name {
+                *slot = int_value(v);
+            }
         }
         self.trace.memory.push(r);
     }

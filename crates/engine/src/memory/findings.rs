@@ -324,6 +324,9 @@ const WORKSPACE_SHARE: f64 = 0.20;
 fn gemm_scratch(operator: &str) -> bool {
     // A byte search for the one `(` (memchr), not a substring searcher per row: this runs
     // over every row of the events table.
+    if !operator.ends_with(')') {
+        return false;
+    }
     let Some(open) = operator.find('(') else {
         return false;
     };

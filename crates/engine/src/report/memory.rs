@@ -141,9 +141,10 @@ struct Rows {
 }
 
 impl Rows {
-    fn new(header: &[&str]) -> Rows {
+    /// Sized for `rows` rows of about `row_bytes` bytes (no regrowth while writing).
+    fn new(header: &[&str], rows: usize, row_bytes: usize) -> Rows {
         let mut r = Rows {
-            out: Vec::with_capacity(1 << 16),
+            out: Vec::with_capacity(256 + rows * row_bytes),
             first: true,
             int: itoa::Buffer::new(),
         };
@@ -217,7 +218,12 @@ impl Rows {
 /// `memory_curve.csv`: `device,ts_us,allocated_bytes,reserved_bytes`, a row per curve point
 /// (tens of thousands of rows: no cell is allocated).
 fn curve_csv(v: &MemoryView) -> Vec<u8> {
-    let mut r = Rows::new(&["device", "ts_us", "allocated_bytes", "reserved_bytes"]);
+    let points = v.devices.iter().map(|d| d.curve.len()).sum();
+    let mut r = Rows::new(
+        &["device", "ts_us", "allocated_bytes", "reserved_bytes"],
+        points,
+        48,
+    );
     for d in &v.devices {
         for p in &d.curve {
             r.text(&d.device);
@@ -233,14 +239,18 @@ fn curve_csv(v: &MemoryView) -> Vec<u8> {
 /// `memory_events.csv`: `device,operator,size_bytes,alloc_ts_us,free_ts_us,duration_us`, empty
 /// where a time is unknown.
 fn events_csv(v: &MemoryView) -> Vec<u8> {
-    let mut r = Rows::new(&[
-        "device",
-        "operator",
-        "size_bytes",
-        "alloc_ts_us",
-        "free_ts_us",
-        "duration_us",
-    ]);
+    let mut r = Rows::new(
+        &[
+            "device",
+            "operator",
+            "size_bytes",
+            "alloc_ts_us",
+            "free_ts_us",
+            "duration_us",
+        ],
+        v.events.len(),
+        80,
+    );
     for e in &v.events {
         r.text(&e.device);
         r.text(&e.operator);
@@ -372,7 +382,7 @@ mod tests {
 
     #[test]
     fn rows_quote_as_the_csv_crate_and_write_exact_micros() {
-        let mut r = Rows::new(&["a", "b,c"]);
+        let mut r = Rows::new(&["a", "b,c"], 1, 8);
         r.text("aten::cat");
         r.text("say \"hi\", then\nleave");
         r.micros(-1_234_005);
