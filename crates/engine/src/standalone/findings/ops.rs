@@ -188,7 +188,7 @@ pub(super) fn op_texts(
                     if eff.is_some_and(|x| x >= rules::EXCELLENT_PCT) {
                         "The kernel is already near peak: gains must come from fewer FLOPs (smaller or fewer projections) or lower precision (FP8 doubles peak MAF on recent GPUs).".to_owned()
                     } else {
-                        "Check whether larger shapes are possible (batch more tokens per GEMM) and whether lower precision (FP8) is acceptable.".to_owned()
+                        gemm_path_a(r)
                     },
                 ),
             };
@@ -225,7 +225,7 @@ pub(super) fn op_texts(
         SeedCategory::Batchnorm => OpTexts {
             title: format!("BatchNorm {name}"),
             issue: format!("BatchNorm {shape} at {e} {}.{}", basis(r, inp.platform), baseline_note(r)),
-            path_a: "Fold BatchNorm into the preceding convolution for inference, or fuse Conv+BN+ReLU (`torch.compile`); GroupNorm / LayerNorm may have better-tuned kernels.".into(),
+            path_a: batchnorm_path_a(inp.trains),
             path_b: format!("Compare with the elementwise baseline: a BatchNorm far below it is a kernel issue. Generate a replay artifact (kernel {kernel})."),
             pattern: false,
         },
@@ -252,11 +252,7 @@ pub(super) fn op_texts(
             OpTexts {
                 title: name.clone(),
                 issue,
-                path_a: if r.category == SeedCategory::MoeFused {
-                    "Check the tokens each expert gets per step (tokens × top-k / experts): below about 64–128 the expert GEMMs stream their weights with mostly empty tiles, so batch more tokens per step or use an MoE kernel tuned for decode batch sizes.".into()
-                } else {
-                    "Fuse it with neighbouring elementwise ops (`torch.compile`, or a fused kernel) so the data crosses memory once.".into()
-                },
+                path_a: other_path_a(r),
                 path_b: if r.category == SeedCategory::MoeFused {
                     format!("Generate a replay artifact of this expert GEMM for the kernel team (tile size against the tokens per expert, weight dequantization; kernel {kernel}).")
                 } else {
@@ -265,6 +261,53 @@ pub(super) fn op_texts(
                 pattern: false,
             }
         }
+    }
+}
+
+/// Rows (M) from which a GEMM is large enough that more tokens per call do not raise its
+/// efficiency: its tiles already fill every SM/CU many times over.
+const LARGE_GEMM_ROWS: i64 = 4096;
+
+/// Path A for a compute-bound GEMM below excellent: more rows per call only where the rows are
+/// few; a GEMM already thousands of rows tall is tuned through its kernel and precision.
+fn gemm_path_a(r: &OpRow) -> String {
+    match r.param("M") {
+        Some(m) if m >= LARGE_GEMM_ROWS => format!(
+            "The GEMM is already large (M = {m}): more tokens per call will not raise its efficiency. Check the kernel the library picked for this shape (tile size, split-K, alignment of N and K to multiples of 64) with Path B, and whether lower precision (FP8) is acceptable."
+        ),
+        _ => "Check whether larger shapes are possible (batch more tokens per GEMM) and whether lower precision (FP8) is acceptable.".to_owned(),
+    }
+}
+
+/// Path A for BatchNorm, by mode: folding into the convolution is an inference transform
+/// (training updates the statistics every step and cannot fold them).
+fn batchnorm_path_a(trains: bool) -> String {
+    if trains {
+        "In training BatchNorm cannot be folded into the convolution (its statistics change every step): fuse it with its activation (`torch.compile`), run the model channels_last so cuDNN / MIOpen use their NHWC batch-norm kernels, or use GroupNorm / LayerNorm where the model allows.".into()
+    } else {
+        "Fold BatchNorm into the preceding convolution (inference: its statistics are constants), or fuse Conv+BN+ReLU (`torch.compile`).".into()
+    }
+}
+
+/// Path A for the ops no category above covers, by what the op runs: a collective, a copy, a
+/// fill, a kernel that is already a fused library kernel, or plain elementwise work.
+fn other_path_a(r: &OpRow) -> String {
+    let main = main_kernel_of(r);
+    let lower = main.to_ascii_lowercase();
+    if r.category == SeedCategory::MoeFused {
+        "Check the tokens each expert gets per step (tokens × top-k / experts): below about 64–128 the expert GEMMs stream their weights with mostly empty tiles, so batch more tokens per step or use an MoE kernel tuned for decode batch sizes.".into()
+    } else if r.category == SeedCategory::Communication
+        || crate::analysis::kernel_kinds::is_communication_kernel(&main)
+    {
+        "A collective: overlap it with independent compute (the framework's bucketing and prefetch, or a separate stream), or move fewer bytes (lower-precision communication, a smaller group); fusing it with elementwise ops does not apply.".into()
+    } else if main.starts_with("Memcpy") {
+        "A copy across the host link: keep the tensor on the device, or copy from pinned memory with `non_blocking=True` so the copy overlaps compute.".into()
+    } else if main.starts_with("Memset") {
+        "A fill: allocate with `torch.empty` where every element is written anyway, instead of zero-filling.".into()
+    } else if lower.contains("fused") || lower.contains("fmha") || lower.contains("flash") {
+        format!("It already runs a fused kernel (`{}`): the remaining lever is that kernel's efficiency (Path B), or fusing a larger region (`torch.compile` over the module).", short(&main, 70))
+    } else {
+        "Fuse it with neighbouring elementwise ops (`torch.compile`, or a fused kernel) so the data crosses memory once.".into()
     }
 }
 
@@ -608,6 +651,65 @@ mod tests {
         let small = baseline(&rows[1..2], None).expect("baseline");
         assert!(small.small_tensors_only);
         assert!((small.tb_s - 0.01048576).abs() < 1e-12);
+    }
+
+    fn with_kernel(name: &str, category: SeedCategory, kernel: &str) -> OpRow {
+        OpRow {
+            category,
+            kernel_names: vec![(kernel.into(), 10.0)],
+            ..crate::standalone::ops::tests_support::row(name)
+        }
+    }
+
+    #[test]
+    fn path_a_fits_what_the_op_runs() {
+        let fuse = "Fuse it with neighbouring elementwise ops";
+        let plain = with_kernel("aten::add", SeedCategory::Elementwise, "elementwise_kernel");
+        assert!(other_path_a(&plain).starts_with(fuse));
+        // A collective (a multimem all-reduce, an NCCL kernel) is never told to fuse.
+        for k in [
+            "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+            "void multimem_all_reduce_kernel<bf16>",
+        ] {
+            let r = with_kernel("vllm::all_reduce", SeedCategory::Other, k);
+            let a = other_path_a(&r);
+            assert!(a.starts_with("A collective"), "{k}: {a}");
+        }
+        let copy = with_kernel(
+            "aten::copy_",
+            SeedCategory::Elementwise,
+            "Memcpy HtoD (Pageable -> Device)",
+        );
+        assert!(other_path_a(&copy).contains("pinned memory"));
+        let fill = with_kernel("aten::zero_", SeedCategory::Elementwise, "Memset (Device)");
+        assert!(other_path_a(&fill).contains("torch.empty"));
+        // An op that already runs a fused library kernel.
+        let moe = with_kernel("vllm::moe_forward", SeedCategory::Other, "fused_moe_kernel");
+        assert!(other_path_a(&moe).starts_with("It already runs a fused kernel"));
+    }
+
+    #[test]
+    fn batchnorm_is_folded_only_in_inference() {
+        assert!(batchnorm_path_a(false).starts_with("Fold BatchNorm"));
+        let t = batchnorm_path_a(true);
+        assert!(
+            t.contains("cannot be folded") && !t.starts_with("Fold"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn only_a_short_gemm_is_told_to_batch_more_tokens() {
+        let gemm = |m: i64| OpRow {
+            perf_params: format!("{{'M': {m}, 'N': 1024, 'K': 1024}}"),
+            ..crate::standalone::ops::tests_support::row("aten::mm")
+        };
+        assert!(gemm_path_a(&gemm(512)).contains("batch more tokens"));
+        let large = gemm_path_a(&gemm(25089));
+        assert!(
+            !large.contains("batch more tokens") && large.contains("M = 25089"),
+            "{large}"
+        );
     }
 
     #[test]
