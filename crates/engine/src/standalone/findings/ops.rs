@@ -232,7 +232,7 @@ pub(super) fn op_texts(
         SeedCategory::Convolution => OpTexts {
             title: format!("Convolution {name}"),
             issue: format!("Convolution {shape} ({intensity}) at {e} {} ({band}).", basis(r, inp.platform)),
-            path_a: "Use channels_last (`model.to(memory_format=torch.channels_last)`) so the library runs NHWC kernels without layout transposes; fuse Conv+BN+activation with `torch.compile`.".into(),
+            path_a: conv_path_a(r),
             path_b: format!("Generate a replay artifact for the kernel team to check the algorithm MIOpen / cuDNN selects (kernel {kernel})."),
             pattern: false,
         },
@@ -276,6 +276,26 @@ fn gemm_path_a(r: &OpRow) -> String {
             "The GEMM is already large (M = {m}): more tokens per call will not raise its efficiency. Check the kernel the library picked for this shape (tile size, split-K, alignment of N and K to multiples of 64) with Path B, and whether lower precision (FP8) is acceptable."
         ),
         _ => "Check whether larger shapes are possible (batch more tokens per GEMM) and whether lower precision (FP8) is acceptable.".to_owned(),
+    }
+}
+
+/// Path A for a convolution, by what its kernels show: channels_last only where layout
+/// transposes run beside it, the AMP lever where the convolution itself runs in fp32, else the
+/// algorithm choice.
+fn conv_path_a(r: &OpRow) -> String {
+    let main = main_kernel_of(r);
+    let transposes = r
+        .kernel_names
+        .iter()
+        .any(|(k, _)| crate::analysis::kernel_kinds::is_layout_conversion(k));
+    let fp32 =
+        crate::standalone::diagnosis::kernels::gemm_precision(&main).is_some_and(|p| p.is_fp32());
+    if transposes {
+        "Use channels_last (`model.to(memory_format=torch.channels_last)`) so the library runs NHWC kernels without layout transposes; fuse Conv+BN+activation with `torch.compile`.".into()
+    } else if fp32 {
+        format!("The convolution runs in fp32 (`{}`): autocast to bf16 / fp16 (`torch.autocast`) so it runs on the matrix units; channels_last helps once it does.", short(&main, 70))
+    } else {
+        "No layout transposes run beside it: the library already uses its preferred layout. Let it pick the fastest algorithm for the shape (`torch.backends.cudnn.benchmark = True`; MIOpen's find mode) and fuse Conv+BN+activation with `torch.compile`.".into()
     }
 }
 
@@ -686,6 +706,32 @@ mod tests {
         // An op that already runs a fused library kernel.
         let moe = with_kernel("vllm::moe_forward", SeedCategory::Other, "fused_moe_kernel");
         assert!(other_path_a(&moe).starts_with("It already runs a fused kernel"));
+    }
+
+    #[test]
+    fn channels_last_only_where_transposes_run() {
+        let conv = |kernels: &[&str]| OpRow {
+            category: SeedCategory::Convolution,
+            kernel_names: kernels.iter().map(|k| (k.to_string(), 5.0)).collect(),
+            ..crate::standalone::ops::tests_support::row("aten::convolution")
+        };
+        let nchw = conv(&[
+            "void cudnn::ops::nchwToNhwcKernel<__nv_bfloat16>",
+            "sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nchw",
+        ]);
+        assert!(conv_path_a(&nchw).starts_with("Use channels_last"));
+        let fp32 = conv(&["volta_sgemm_128x64_nn"]);
+        assert!(
+            conv_path_a(&fp32).contains("autocast"),
+            "{}",
+            conv_path_a(&fp32)
+        );
+        let nhwc = conv(&["sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc"]);
+        let a = conv_path_a(&nhwc);
+        assert!(
+            !a.contains("channels_last") && a.contains("benchmark"),
+            "{a}"
+        );
     }
 
     #[test]

@@ -496,6 +496,9 @@ fn communication_action(inp: &Inputs<'_>) -> String {
     if has("allreduce") || names.is_empty() {
         if inp.trains {
             parts.push("overlap the gradient all-reduce with the backward pass: tune DDP bucket sizes (`bucket_cap_mb`), reorder so gradients are ready earlier, skip synchronization on accumulation steps (`no_sync`), and raise the per-GPU batch if the backward is too short to hide it");
+        } else if custom_all_reduce(&names) {
+            // Already a one-shot / symmetric-memory path: advising it again contradicts the trace.
+            parts.push("overlap the tensor-parallel all-reduce with compute (async tensor parallelism, GEMM + all-reduce fused kernels) and fuse it with the following residual add and norm; the trace already runs a custom / symmetric-memory all-reduce, so the small-message path is not the lever");
         } else {
             parts.push("overlap the tensor-parallel all-reduce with compute (async tensor parallelism, GEMM + all-reduce fused kernels), use a custom one-shot / two-shot all-reduce for small messages, and fuse the all-reduce with the following residual add and norm");
         }
@@ -516,4 +519,43 @@ fn communication_action(inp: &Inputs<'_>) -> String {
     }
     a.push('.');
     a
+}
+
+/// Whether the timed collective families (lower case, no `_` or spaces) already include a
+/// custom one-shot / two-shot or symmetric-memory all-reduce (vLLM / SGLang custom all-reduce,
+/// `multimem` (NVLS), `symm_mem`, aiter's `cross_device_reduce`, quickreduce, mscclpp).
+fn custom_all_reduce(names: &[String]) -> bool {
+    const CUSTOM: [&str; 9] = [
+        "multimem",
+        "symmmem",
+        "customar",
+        "customallreduce",
+        "oneshot",
+        "twoshot",
+        "quickreduce",
+        "crossdevicereduce",
+        "mscclpp",
+    ];
+    names.iter().any(|n| CUSTOM.iter().any(|c| n.contains(c)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::custom_all_reduce;
+
+    #[test]
+    fn a_custom_or_symmetric_memory_all_reduce_is_recognized() {
+        let n = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(custom_all_reduce(&n(&["multimemallreducekernel"])));
+        assert!(custom_all_reduce(&n(&[
+            "allreduce",
+            "crossdevicereduce1stage"
+        ])));
+        assert!(custom_all_reduce(&n(&["vllm::customar"])));
+        assert!(!custom_all_reduce(&n(&[
+            "allreduce",
+            "ncclkernelallreduceringllsum"
+        ])));
+        assert!(!custom_all_reduce(&[]));
+    }
 }
