@@ -96,7 +96,7 @@ pub fn op_views(st: &Standalone) -> Vec<OpView> {
                     0.0
                 },
                 pct_compute: if compute_ms > 0.0 {
-                    r.kernel_us / 1e3 / compute_ms * 100.0
+                    r.compute_us() / 1e3 / compute_ms * 100.0
                 } else {
                     0.0
                 },

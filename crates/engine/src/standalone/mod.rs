@@ -246,21 +246,29 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         .top_ops
         .iter()
         .enumerate()
-        .map(|(i, t)| TopOperation {
-            rank: i + 1,
-            name: t.name.clone(),
-            category: rows
-                .iter()
-                .filter(|r| r.name == t.name)
-                .max_by(|a, b| a.kernel_us.total_cmp(&b.kernel_us))
-                .map_or_else(|| ops::seed_category(&t.name, &t.category), |r| r.category),
-            count: t.count,
-            time_ms: t.direct_ms,
-            share_pct: if compute_ms > 0.0 {
-                t.direct_ms / compute_ms * 100.0
-            } else {
-                0.0
-            },
+        .map(|(i, t)| {
+            let named: Vec<&OpRow> = rows.iter().filter(|r| r.name == t.name).collect();
+            // The share of compute counts the op's computation only (its rows' compute
+            // fraction): copies and collectives are not compute.
+            let (all, compute) = named.iter().fold((0.0, 0.0), |(a, c), r| {
+                (a + r.kernel_us, c + r.compute_us())
+            });
+            let fraction = if all > 0.0 { compute / all } else { 1.0 };
+            TopOperation {
+                rank: i + 1,
+                name: t.name.clone(),
+                category: named
+                    .iter()
+                    .max_by(|a, b| a.kernel_us.total_cmp(&b.kernel_us))
+                    .map_or_else(|| ops::seed_category(&t.name, &t.category), |r| r.category),
+                count: t.count,
+                time_ms: t.direct_ms,
+                share_pct: if compute_ms > 0.0 {
+                    t.direct_ms * fraction / compute_ms * 100.0
+                } else {
+                    0.0
+                },
+            }
         })
         .collect();
     let top_names: Vec<String> = top_operations.iter().map(|t| t.name.clone()).collect();

@@ -194,6 +194,24 @@ impl OpRow {
         (self.kernel_us > 0.0).then(|| r * self.count as f64 / self.kernel_us * 100.0)
     }
 
+    /// The op's kernel time that is computation, µs: its kernel time less the share its
+    /// example instance spends in copies and communication kernels (the GPU timeline's
+    /// computation excludes them, so a share "of compute" counts only this part: a pageable
+    /// `aten::copy_` is 0 % of compute, not 500 %). All of it when the instance lists no kernels.
+    pub fn compute_us(&self) -> f64 {
+        let total: f64 = self.kernel_names.iter().map(|(_, us)| us).sum();
+        if total <= 0.0 {
+            return self.kernel_us;
+        }
+        let other: f64 = self
+            .kernel_names
+            .iter()
+            .filter(|(k, _)| !is_compute_kernel(k))
+            .map(|(_, us)| us)
+            .sum();
+        self.kernel_us * (1.0 - other / total)
+    }
+
     /// What all instances would take at the roofline, µs.
     pub fn roofline_total_us(&self) -> Option<f64> {
         Some(self.roofline_us? * self.count as f64)
@@ -265,6 +283,13 @@ fn param_value<'a>(params: &'a str, key: &str) -> Option<&'a str> {
     let pat = format!("'{key}': ");
     let at = params.find(&pat)? + pat.len();
     Some(&params[at..])
+}
+
+/// Whether a kernel counts as computation on the GPU timeline (TraceLens's rule, memsets
+/// included): not a copy and not a communication kernel
+/// (`analysis::kernel_kinds::is_communication_kernel`).
+pub fn is_compute_kernel(name: &str) -> bool {
+    !(name.starts_with("Memcpy") || crate::analysis::kernel_kinds::is_communication_kernel(name))
 }
 
 /// Reads `'key': <integer>` out of a Python dict repr.

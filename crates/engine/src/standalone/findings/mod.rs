@@ -296,7 +296,9 @@ impl Inputs<'_> {
 
 /// Whether an op is worth a finding: big enough, and not already excellent unless it is big.
 pub(super) fn is_candidate(r: &OpRow, inp: &Inputs<'_>) -> bool {
-    let share = inp.share(r.kernel_us / 1e3);
+    // Of compute: a copy or a collective is never a compute finding (the timeline's exposed
+    // copies and communication findings carry what they cost).
+    let share = inp.share(r.compute_us() / 1e3);
     share >= rules::MIN_SHARE_PCT
         && (r.efficiency_pct().is_none_or(|e| e < rules::EXCELLENT_PCT) || share >= 10.0)
 }
@@ -320,7 +322,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
             rows: rows.iter().map(|r| r.row).collect(),
             calls: rows.iter().map(|r| r.count).sum(),
             time_ms,
-            share_pct: inp.share(time_ms),
+            share_pct: inp.share(rows.iter().map(|r| r.compute_us()).sum::<f64>() / 1e3),
             efficiency_pct: (measured > 0.0).then(|| ideal / measured * 100.0),
             bottlenecks: groups(&rows)
                 .iter()

@@ -493,7 +493,7 @@ pub(super) fn op_bottleneck(
 ) -> Bottleneck {
     let eff = r.efficiency_pct();
     let time_ms = r.kernel_us / 1e3;
-    let share = inp.share(time_ms);
+    let share = inp.share(r.compute_us() / 1e3);
     let mut t = op_texts(r, &g.shape_text(), eff, base, inp);
     if let Some(b) = no_kernel_path(r) {
         t.path_b = b.into();
@@ -706,6 +706,38 @@ mod tests {
         // An op that already runs a fused library kernel.
         let moe = with_kernel("vllm::moe_forward", SeedCategory::Other, "fused_moe_kernel");
         assert!(other_path_a(&moe).starts_with("It already runs a fused kernel"));
+    }
+
+    #[test]
+    fn a_share_of_compute_counts_computation_only() {
+        let op = |kernels: &[(&str, f64)]| OpRow {
+            kernel_us: 80.0,
+            kernel_names: kernels.iter().map(|(k, us)| (k.to_string(), *us)).collect(),
+            ..crate::standalone::ops::tests_support::row("aten::copy_")
+        };
+        // A pageable copy is no computation; a collective neither.
+        assert_eq!(
+            op(&[("Memcpy HtoD (Pageable -> Device)", 40.0)]).compute_us(),
+            0.0
+        );
+        assert_eq!(
+            op(&[("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 5.0)]).compute_us(),
+            0.0
+        );
+        // A quarter of the instance is a copy: three quarters of the op's time is computation;
+        // a memset is computation (TraceLens's timeline rule).
+        let mixed = op(&[
+            ("Memcpy DtoD (Device -> Device)", 10.0),
+            ("Memset (Device)", 5.0),
+            ("elementwise_kernel", 25.0),
+        ]);
+        assert!(
+            (mixed.compute_us() - 60.0).abs() < 1e-9,
+            "{}",
+            mixed.compute_us()
+        );
+        // No kernels listed: all of it.
+        assert_eq!(op(&[]).compute_us(), 80.0);
     }
 
     #[test]
