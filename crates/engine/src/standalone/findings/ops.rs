@@ -179,6 +179,10 @@ pub(super) fn op_texts(
         SeedCategory::Gemm => {
             let q = if r.is_quantized() { "Quantized " } else { "" };
             let (issue, a) = match r.bound {
+                _ if eff.is_none() => (
+                    unmodelled_issue(&format!("{q}GEMM"), &name, shape_text, inp),
+                    gemm_path_a(r),
+                ),
                 Some(Bound::Memory) => (
                     format!("{q}GEMM {shape} is memory-bound ({intensity}) at {e} {} ({band}).", basis(r, inp.platform)),
                     "Fuse it with its neighbours to cut memory traffic, or lower the precision of the weights (FP8 / W8A8) to move fewer bytes.".to_owned(),
@@ -224,14 +228,22 @@ pub(super) fn op_texts(
         }
         SeedCategory::Batchnorm => OpTexts {
             title: format!("BatchNorm {name}"),
-            issue: format!("BatchNorm {shape} at {e} {}.{}", basis(r, inp.platform), baseline_note(r)),
+            issue: if eff.is_none() {
+                unmodelled_issue("BatchNorm", &name, shape_text, inp)
+            } else {
+                format!("BatchNorm {shape} at {e} {}.{}", basis(r, inp.platform), baseline_note(r))
+            },
             path_a: batchnorm_path_a(inp.trains),
             path_b: format!("Compare with the elementwise baseline: a BatchNorm far below it is a kernel issue. Generate a replay artifact (kernel {kernel})."),
             pattern: false,
         },
         SeedCategory::Convolution => OpTexts {
             title: format!("Convolution {name}"),
-            issue: format!("Convolution {shape} ({intensity}) at {e} {} ({band}).", basis(r, inp.platform)),
+            issue: if eff.is_none() {
+                unmodelled_issue("Convolution", &name, shape_text, inp)
+            } else {
+                format!("Convolution {shape} ({intensity}) at {e} {} ({band}).", basis(r, inp.platform))
+            },
             path_a: conv_path_a(r),
             path_b: format!("Generate a replay artifact for the kernel team to check the algorithm MIOpen / cuDNN selects (kernel {kernel})."),
             pattern: false,
@@ -288,8 +300,7 @@ fn conv_path_a(r: &OpRow) -> String {
         .kernel_names
         .iter()
         .any(|(k, _)| crate::analysis::kernel_kinds::is_layout_conversion(k));
-    let fp32 =
-        crate::standalone::diagnosis::kernels::gemm_precision(&main).is_some_and(|p| p.is_fp32());
+    let fp32 = conv_runs_fp32(&main);
     if transposes {
         "Use channels_last (`model.to(memory_format=torch.channels_last)`) so the library runs NHWC kernels without layout transposes; fuse Conv+BN+activation with `torch.compile`.".into()
     } else if fp32 {
@@ -297,6 +308,36 @@ fn conv_path_a(r: &OpRow) -> String {
     } else {
         "No layout transposes run beside it: the library already uses its preferred layout. Let it pick the fastest algorithm for the shape (`torch.backends.cudnn.benchmark = True`; MIOpen's find mode) and fuse Conv+BN+activation with `torch.compile`.".into()
     }
+}
+
+/// Whether a convolution kernel's name says it runs in fp32: cuDNN's single-precision
+/// `scudnn` kernels, `sgemm`-based implicit convolutions, MIOpen's `_fp32` solvers, or a GEMM
+/// precision of fp32 (`gemm_precision`).
+fn conv_runs_fp32(kernel: &str) -> bool {
+    let l = kernel.to_ascii_lowercase();
+    l.contains("scudnn")
+        || l.contains("sgemm")
+        || l.contains("_fp32")
+        || crate::standalone::diagnosis::kernels::gemm_precision(kernel)
+            .is_some_and(|p| p.is_fp32())
+}
+
+/// The issue of a GEMM, convolution or BatchNorm without a perf model: what is missing, in
+/// words (no empty shape, no "n/a" efficiency).
+fn unmodelled_issue(kind: &str, name: &str, shape_text: &str, inp: &Inputs<'_>) -> String {
+    let why = if shape_text.trim().is_empty() {
+        "the trace records no input shapes for it"
+    } else if inp.platform.is_none() {
+        "no platform chosen"
+    } else {
+        "no model for these arguments"
+    };
+    let shape = if shape_text.trim().is_empty() {
+        String::new()
+    } else {
+        format!(" {}", code(shape_text))
+    };
+    format!("{kind} {name}{shape} has no perf model here ({why}), so its efficiency is unknown; it is judged by time alone.")
 }
 
 /// Path A for BatchNorm, by mode: folding into the convolution is an inference transform
@@ -752,6 +793,12 @@ mod tests {
             "sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nchw",
         ]);
         assert!(conv_path_a(&nchw).starts_with("Use channels_last"));
+        for k in [
+            "cudnn_volta_scudnn_128x64_relu_xregs_large_nn_v1",
+            "miopenSp3AsmConv_v21_1_3_gfx9_fp32_f2x3_stride1",
+        ] {
+            assert!(conv_path_a(&conv(&[k])).contains("autocast"), "{k}");
+        }
         let fp32 = conv(&["volta_sgemm_128x64_nn"]);
         assert!(
             conv_path_a(&fp32).contains("autocast"),
