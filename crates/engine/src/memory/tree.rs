@@ -116,8 +116,9 @@ impl OpTrees {
     pub fn build(trace: &Trace) -> OpTrees {
         let mut by_lane: HashMap<LaneId, Vec<Item>> = HashMap::default();
         // Each distinct (kind, name) is classified once: a long trace repeats few names. A
-        // dense table by name id and candidate kind (0: not yet, 1: none, 2 + kind).
-        let mut memo: Vec<[u8; 3]> = vec![[0; 3]; trace.strings.len()];
+        // dense table by name id, one slot per candidate kind (`None`: not classified yet).
+        type Memo = [Option<Option<NodeKind>>; 3];
+        let mut memo: Vec<Memo> = vec![[None; 3]; trace.strings.len()];
         // Events of one lane come in runs: keep the last lane's list at hand.
         let mut current: Option<(LaneId, Vec<Item>)> = None;
         for (i, e) in trace.events.iter().enumerate() {
@@ -135,26 +136,12 @@ impl OpTrees {
                 EventKind::UserAnnotation => 1,
                 _ => 2,
             };
-            let classify = || match node_kind(kind, trace.name(e)) {
-                None => 1,
-                Some(NodeKind::Op) => 2,
-                Some(NodeKind::CpuFrame) => 3,
-                Some(NodeKind::Frame) => 4,
+            let class = match memo.get_mut(e.name.0 as usize) {
+                Some(m) => *m[slot].get_or_insert_with(|| node_kind(kind, trace.name(e))),
+                None => node_kind(kind, trace.name(e)),
             };
-            let code = match memo.get_mut(e.name.0 as usize).map(|m| &mut m[slot]) {
-                Some(cached) => {
-                    if *cached == 0 {
-                        *cached = classify();
-                    }
-                    *cached
-                }
-                None => classify(),
-            };
-            let class = match code {
-                2 => NodeKind::Op,
-                3 => NodeKind::CpuFrame,
-                4 => NodeKind::Frame,
-                _ => continue,
+            let Some(class) = class else {
+                continue;
             };
             let lane = e.lane();
             if current.as_ref().is_none_or(|(l, _)| *l != lane) {
