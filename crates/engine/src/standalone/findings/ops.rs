@@ -153,7 +153,7 @@ pub(super) fn op_texts(
     // expert GEMM is not one, and a baseline under 0.01 TB/s (a trace of tiny elementwise ops)
     // compares with nothing.
     let baseline_note = |r: &OpRow| -> String {
-        if r.category == SeedCategory::MoeFused {
+        if is_moe(r) {
             return String::new();
         }
         match (base.filter(|b| b.tb_s >= 0.01), achieved_tb_s(r)) {
@@ -256,7 +256,7 @@ pub(super) fn op_texts(
             };
             let issue = if eff.is_none() {
                 format!("{name} ({} calls) has no perf model, so its efficiency is unknown; it is judged by time alone.", r.count)
-            } else if r.category == SeedCategory::MoeFused {
+            } else if is_moe(r) {
                 format!("MoE {name} ({} calls, {shape}) is {kind} at {e} {} ({band}).", r.count, basis(r, inp.platform))
             } else {
                 format!("{name} ({} calls) is {kind} at {e} {} ({band}).{}", r.count, basis(r, inp.platform), baseline_note(r))
@@ -265,7 +265,7 @@ pub(super) fn op_texts(
                 title: name.clone(),
                 issue,
                 path_a: other_path_a(r),
-                path_b: if r.category == SeedCategory::MoeFused {
+                path_b: if is_moe(r) {
                     format!("Generate a replay artifact of this expert GEMM for the kernel team (tile size against the tokens per expert, weight dequantization; kernel {kernel}).")
                 } else {
                     format!("Generate a replay artifact if it stays well below the elementwise baseline (kernel {kernel}).")
@@ -274,6 +274,13 @@ pub(super) fn op_texts(
             }
         }
     }
+}
+
+/// An MoE op: TraceLens's fused-MoE category, or an op named for it that lands elsewhere
+/// (vLLM's `moe_forward` wrapping a trtllm-gen MXFP4 `bmm_…` kernel, B200): its lever is the
+/// tokens per expert, never elementwise fusion or the elementwise baseline.
+fn is_moe(r: &OpRow) -> bool {
+    r.category == SeedCategory::MoeFused || r.name.to_ascii_lowercase().contains("moe")
 }
 
 /// Rows (M) from which a GEMM is large enough that more tokens per call do not raise its
@@ -355,7 +362,7 @@ fn batchnorm_path_a(trains: bool) -> String {
 fn other_path_a(r: &OpRow) -> String {
     let main = main_kernel_of(r);
     let lower = main.to_ascii_lowercase();
-    if r.category == SeedCategory::MoeFused {
+    if is_moe(r) {
         "Check the tokens each expert gets per step (tokens × top-k / experts): below about 64–128 the expert GEMMs stream their weights with mostly empty tiles, so batch more tokens per step or use an MoE kernel tuned for decode batch sizes.".into()
     } else if r.category == SeedCategory::Communication
         || crate::analysis::kernel_kinds::is_communication_kernel(&main)
@@ -630,7 +637,7 @@ fn graph_kernel_texts(t: &mut OpTexts, r: &OpRow, launcher: &str, inp: &Inputs<'
             "launched"
         },
     );
-    if r.category == SeedCategory::MoeFused {
+    if is_moe(r) {
         t.path_a = "Check the tokens each expert gets per step (tokens × top-k / experts): below about 64–128 the expert GEMMs stream their weights with mostly empty tiles, so batch more tokens per step or use an MoE kernel tuned for decode batch sizes.".into();
     }
     t.path_b = "Merge the trace recorded while the graph was captured (its ops, shapes and call stacks), or profile one step without the graph, to get a perf model, an efficiency and a replay artifact for this kernel.".into();
@@ -745,8 +752,19 @@ mod tests {
         let fill = with_kernel("aten::zero_", SeedCategory::Elementwise, "Memset (Device)");
         assert!(other_path_a(&fill).contains("torch.empty"));
         // An op that already runs a fused library kernel.
-        let moe = with_kernel("vllm::moe_forward", SeedCategory::Other, "fused_moe_kernel");
-        assert!(other_path_a(&moe).starts_with("It already runs a fused kernel"));
+        let norm = with_kernel(
+            "_C::fused_add_rms_norm",
+            SeedCategory::Other,
+            "fused_add_rms_norm_kernel",
+        );
+        assert!(other_path_a(&norm).starts_with("It already runs a fused kernel"));
+        // An MoE op outside TraceLens's MoE category: the tokens per expert, whatever its kernel.
+        let moe = with_kernel(
+            "vllm::moe_forward",
+            SeedCategory::Other,
+            "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3",
+        );
+        assert!(other_path_a(&moe).contains("tokens each expert gets"));
     }
 
     #[test]
