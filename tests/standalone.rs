@@ -648,3 +648,21 @@ fn reports_never_claim_what_needs_hardware_counters() {
         }
     }
 }
+
+/// TimeSformer's temporal attention runs 37,632 products of 8×64 per call: M = 8 is under one
+/// 16-row tile, so the tile cause never advises padding it or "trimming it to 0".
+#[test]
+fn a_dimension_under_one_tile_is_neither_padded_nor_trimmed() {
+    let Some(a) = real("h100_facebook_timesformer-base-finetuned-k400__1016002.json.gz") else {
+        return;
+    };
+    let st = standalone(&a);
+    let bmm = find(st, SeedCategory::Gemm, "Tiny batched GEMM");
+    let tile = bmm
+        .causes
+        .iter()
+        .find(|c| c.key == "gemm_tile_quantization")
+        .expect("the tile cause");
+    assert!(tile.action.contains("M = 8 is under one tile's 16"), "{}", tile.action);
+    assert!(!tile.action.contains("multiple below"), "{}", tile.action);
+}

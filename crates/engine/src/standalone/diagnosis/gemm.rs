@@ -341,13 +341,27 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                         n as f64 / along_n as f64,
                         pct(1.0 - useful)
                     ),
-                    action: format!(
-                        "Pad M and N to multiples of the tile ({} and {}), or trim them to the multiple below ({} and {}) where the model allows (e.g. a vocabulary or hidden size padded to a multiple of 128).",
-                        tm * along_m,
-                        tn * along_n,
-                        m / along_m * along_m,
-                        n / along_n * along_n
-                    ),
+                    action: if m < along_m || n < along_n {
+                        // A dimension under one tile: padding it computes zeros and trimming it
+                        // leaves nothing, so neither is advised.
+                        let under: Vec<String> = [("M", m, along_m), ("N", n, along_n)]
+                            .into_iter()
+                            .filter(|&(_, d, t)| d < t)
+                            .map(|(k, d, t)| format!("{k} = {d} is under one tile's {t}"))
+                            .collect();
+                        format!(
+                            "{}: padding computes only zeros and trimming leaves nothing; the lever is larger products (concatenate the small matrices, or a grouped GEMM).",
+                            under.join(" and ")
+                        )
+                    } else {
+                        format!(
+                            "Pad M and N to multiples of the tile ({} and {}), or trim them to the multiple below ({} and {}) where the model allows (e.g. a vocabulary or hidden size padded to a multiple of 128).",
+                            tm * along_m,
+                            tn * along_n,
+                            m / along_m * along_m,
+                            n / along_n * along_n
+                        )
+                    },
                     waste: Some((1.0 - useful) * k_share),
                     confidence: Confidence::High,
                     bounds_all: false,
