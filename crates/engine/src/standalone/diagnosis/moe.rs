@@ -58,7 +58,8 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 pct(pad_waste.max(0.0))
             ),
             action: format!(
-                "Route more tokens per step (larger decode batch, or expert parallelism so each rank holds fewer experts with more tokens each: {FEW_TOKENS_PER_EXPERT:.0}+ tokens per expert make the expert GEMMs compute-bound); lower the expert weights' precision (FP8 / MXFP4) to halve or quarter the bytes; make sure the kernel's block size matches the tokens per expert (a smaller `block_m` for decode)."
+                "Route more tokens per step (larger decode batch, or expert parallelism so each rank holds fewer experts with more tokens each: {FEW_TOKENS_PER_EXPERT:.0}+ tokens per expert make the expert GEMMs compute-bound);{} make sure the kernel's block size matches the tokens per expert (a smaller `block_m` for decode).",
+                lower_precision(bpe)
             ),
             // Weight-streaming: the time goes to bytes, so the padded rows are not what it
             // costs; the impact falls back to the roofline gap.
@@ -68,4 +69,29 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         });
     }
     out
+}
+
+/// The weight-precision lever for expert weights of `bpe` bytes per element: none for weights
+/// already in FP4 (MXFP4: advising it again contradicts the trace), MXFP4 for FP8 ones, either
+/// for 16-bit ones.
+fn lower_precision(bpe: f64) -> &'static str {
+    if bpe <= 0.5 {
+        ""
+    } else if bpe <= 1.0 {
+        " lower the expert weights to MXFP4 to halve the bytes;"
+    } else {
+        " lower the expert weights' precision (FP8 / MXFP4) to halve or quarter the bytes;"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lower_precision;
+
+    #[test]
+    fn weights_already_in_fp4_are_not_told_to_go_lower() {
+        assert_eq!(lower_precision(0.5), "");
+        assert!(lower_precision(1.0).contains("MXFP4") && !lower_precision(1.0).contains("FP8"));
+        assert!(lower_precision(2.0).contains("FP8 / MXFP4"));
+    }
 }
