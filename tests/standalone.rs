@@ -663,6 +663,10 @@ fn a_dimension_under_one_tile_is_neither_padded_nor_trimmed() {
         .iter()
         .find(|c| c.key == "gemm_tile_quantization")
         .expect("the tile cause");
-    assert!(tile.action.contains("M = 8 is under one tile's 16"), "{}", tile.action);
+    assert!(
+        tile.action.contains("M = 8 is under one tile's 16"),
+        "{}",
+        tile.action
+    );
     assert!(!tile.action.contains("multiple below"), "{}", tile.action);
 }
