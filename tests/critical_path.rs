@@ -96,7 +96,11 @@ fn critical_path_agrees_with_hta_on_every_shared_trace_it_handles() {
         let rel = rel.strip_prefix("shared/").unwrap_or(rel);
         let bytes = std::fs::read(shared.join(rel)).expect("trace");
         let trace = jarvis_engine::import::import_bytes(&bytes).expect("import");
-        let (cp, _) = critical_path::analyze(&trace).expect("GPU work");
+        let (cp, _) = critical_path::analyze(
+            &trace,
+            &jarvis_engine::analysis::kernel_kinds::is_communication_kernel,
+        )
+        .expect("GPU work");
         for hta in ok {
             let name = hta["instance_name"].as_str().expect("name");
             let want = if name == "(whole trace)" { "all" } else { name };
@@ -168,7 +172,11 @@ fn debug_one_path() {
         let trace =
             jarvis_engine::import::import_bytes(&std::fs::read(shared.join(rel)).expect("trace"))
                 .expect("import");
-        let (cp, _) = critical_path::analyze(&trace).expect("gpu");
+        let (cp, _) = critical_path::analyze(
+            &trace,
+            &jarvis_engine::analysis::kernel_kinds::is_communication_kernel,
+        )
+        .expect("gpu");
         let which: usize = std::env::var("CP_STEP")
             .ok()
             .and_then(|v| v.parse().ok())
@@ -233,7 +241,11 @@ fn cost_on_owlv2() {
     let mut times: Vec<f64> = (0..5)
         .map(|_| {
             let t = std::time::Instant::now();
-            let cp = critical_path::analyze(&trace).expect("gpu");
+            let cp = critical_path::analyze(
+                &trace,
+                &jarvis_engine::analysis::kernel_kinds::is_communication_kernel,
+            )
+            .expect("gpu");
             std::hint::black_box(&cp);
             t.elapsed().as_secs_f64() * 1e3
         })
@@ -287,7 +299,20 @@ fn the_output_contract_carries_the_critical_path_files() {
         path.starts_with("step,order,name,cat,ts_us,dur_us,pid,tid,stream,bound_by\n"),
         "{path}"
     );
-    assert!(replay.starts_with("step,recorded_us,replayed_us,error_pct\nProfilerStep#7,300,"));
+    assert_eq!(
+        replay,
+        "step,recorded_us,replayed_us,error_pct\nProfilerStep#7,300.000,300.000,0.000\n"
+    );
+    // Jarvis's own path: the step's annotation outlasts its GPU work (which ends at 84 µs), so
+    // the CPU holds the whole step.
+    let jarvis = file("critical_path/jarvis_summary.csv");
+    assert!(
+        jarvis.contains("ProfilerStep#7,cpu_bound,300.000,1.000000\n"),
+        "{jarvis}"
+    );
+    assert!(file("critical_path/jarvis_path.csv").starts_with(
+        "step,order,name,cat,ts_us,dur_us,pid,tid,stream,bound_by\nProfilerStep#7,0,"
+    ));
     // mm → launch (5), launch delay (7), gemm (50), kernel-kernel gap (2), add_kernel (10).
     let mut by_cause = std::collections::BTreeMap::new();
     for line in path.lines().skip(1) {

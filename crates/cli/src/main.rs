@@ -6,6 +6,7 @@ mod memory;
 mod ranks;
 mod summary;
 mod threads;
+mod whatif;
 
 use std::fs;
 use std::io::{BufWriter, Write};
@@ -119,6 +120,31 @@ enum Command {
         #[arg(long)]
         keep_summaries: bool,
     },
+    /// Replay a trace with changes and predict each step's time (docs/whatif.md). A selection
+    /// is op:NAME, module:TEXT, kernel:TEXT, category:NAME, stream:N, cpu:NAME, call:NAME or
+    /// all.
+    Whatif {
+        /// The trace file.
+        trace: PathBuf,
+        /// Multiply a selection's GPU time (cpu:NAME: its CPU time) by a factor: SEL=FACTOR.
+        #[arg(long, value_name = "SEL=FACTOR")]
+        scale: Vec<String>,
+        /// Run an op's kernels at this fraction of their roofline time: op:NAME=EFFICIENCY.
+        #[arg(long, value_name = "op:NAME=EFF")]
+        efficiency: Vec<String>,
+        /// Remove a selection's GPU work (its launches stay).
+        #[arg(long, value_name = "SEL")]
+        remove: Vec<String>,
+        /// Replace each instance's GPU work by one kernel of this many µs: SEL=US.
+        #[arg(long, value_name = "SEL=US")]
+        fuse: Vec<String>,
+        /// Synchronizes in a selection no longer wait for the GPU.
+        #[arg(long, value_name = "SEL")]
+        remove_sync: Vec<String>,
+        /// Hardware for --efficiency's roofline (`auto`, a name, or a JSON file).
+        #[arg(long, default_value = "auto")]
+        platform: String,
+    },
     /// List the built-in hardware platforms and their peaks.
     Platforms,
     /// Write a synthetic transformer-training trace whose ground truth is known.
@@ -216,6 +242,24 @@ fn main() -> ExitCode {
             (&target_platform, &reference_platform),
             scope(include_unlinked),
         ),
+        Command::Whatif {
+            trace,
+            scale,
+            efficiency,
+            remove,
+            fuse,
+            remove_sync,
+            platform,
+        } => platform_choice(&platform).and_then(|p| {
+            let flags = whatif::Flags {
+                scale: &scale,
+                efficiency: &efficiency,
+                remove: &remove,
+                fuse: &fuse,
+                remove_sync: &remove_sync,
+            };
+            whatif::run(&trace, &flags, p)
+        }),
         Command::Platforms => {
             say(&summary::platforms());
             Ok(())

@@ -49,6 +49,7 @@ pub mod standalone;
 pub mod synth;
 pub mod trace_analysis;
 pub mod tracediff;
+pub mod whatif;
 
 pub use analysis::timeline::GpuScope;
 pub use error::ImportError;

@@ -4,19 +4,27 @@
 //! reads what the whole trace says once (times in HTA's whole microseconds, launch ↔ GPU event
 //! by correlation, launch queue lengths, the backward thread's merge, sync records), `graph`
 //! builds one window's dependency graph, `path` finds its longest path and charges each edge to
-//! HTA's `bound_by` cause, and `replay` replays the graph with the recorded durations. The
-//! room reads only `model`; `report::critical_path` writes its files.
+//! HTA's `bound_by` cause. Beside HTA's rules, Jarvis's own: `simulate` turns the whole trace
+//! into a schedule that changed durations can rerun (`crate::whatif` applies the changes),
+//! and `replay` replays each step over it and finds Jarvis's critical path through the
+//! replayed schedule (graph-launched kernels joined to their launch, synchronizes tied to what
+//! they wait for even without `cuda_sync` records). The room reads only `model`;
+//! `report::critical_path` writes its files.
 
 pub mod calls;
 pub mod context;
 pub mod graph;
 pub mod path;
 pub mod replay;
+pub mod simulate;
 
 use crate::diagnostics::DiagnosticKind;
 use crate::model::{EventKind, Trace};
 
+use std::sync::Arc;
+
 pub use path::{BoundBy, PathEdge, PathEvent};
+pub use simulate::Simulation;
 
 /// The analysis of one window: a `ProfilerStep`, or the whole trace when it has none.
 #[derive(Debug, Clone)]
@@ -40,12 +48,48 @@ pub struct StepPath {
     pub replay: Option<replay::Replayed>,
 }
 
+/// One step by Jarvis's own rules: its span replayed, and the critical path through the
+/// replayed schedule.
+#[derive(Debug, Clone)]
+pub struct JarvisStep {
+    pub step: String,
+    pub replay: replay::Replayed,
+    /// The path's length (the step's replayed span, µs) and its time by cause, µs.
+    pub length_us: f64,
+    pub by_cause: Vec<(BoundBy, f64)>,
+    /// The path hop by hop: the event its time is charged to (`None` for a wait), where it
+    /// starts on the replay's clock (µs), its time on the path (µs) and its cause.
+    pub hops: Vec<(Option<PathEvent>, f64, f64, BoundBy)>,
+}
+
 /// The critical path of every step of a trace.
 #[derive(Debug, Clone, Default)]
 pub struct CriticalPath {
     pub steps: Vec<StepPath>,
     /// Kineto `cuda_sync` records the trace holds (0: no sync edge could be added).
     pub sync_events: usize,
+    /// Every step by Jarvis's rules.
+    pub jarvis: Vec<JarvisStep>,
+    /// The schedule what-if changes rerun, and its steps.
+    pub replay: Option<Replay>,
+}
+
+/// The simulation of a trace and its steps, shared by the report and what-if.
+#[derive(Clone)]
+pub struct Replay {
+    pub sim: Arc<Simulation>,
+    pub windows: Arc<Vec<replay::Window>>,
+}
+
+impl std::fmt::Debug for Replay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Replay({} points, {} steps)",
+            self.sim.points(),
+            self.windows.len()
+        )
+    }
 }
 
 /// Diagnostics the analysis found: (kind, count, example).
@@ -53,8 +97,9 @@ pub type Found = Vec<(DiagnosticKind, u64, Option<String>)>;
 
 /// The critical path of every CPU-side `ProfilerStep` of `trace`, or of the whole trace when it
 /// has none; `None` when the trace has no GPU work at all (nothing to put on a path beside the
-/// CPU, and HTA has nothing to say either).
-pub fn analyze(trace: &Trace) -> Option<(CriticalPath, Found)> {
+/// CPU, and HTA has nothing to say either). `is_comm` tells communication kernels for Jarvis's
+/// own path (HTA's rules read only `nccl…Kernel`).
+pub fn analyze(trace: &Trace, is_comm: &dyn Fn(&str) -> bool) -> Option<(CriticalPath, Found)> {
     if !trace.events.iter().any(|e| e.kind().is_gpu()) {
         return None;
     }
@@ -81,6 +126,13 @@ pub fn analyze(trace: &Trace) -> Option<(CriticalPath, Found)> {
             ),
         ));
     }
+    let sim = Simulation::new(trace, &ctx);
+    let sim_windows = replay::windows(trace, &sim);
+    let base = sim.run(&sim.offsets);
+    let jarvis: Vec<JarvisStep> = sim_windows
+        .iter()
+        .map(|w| jarvis_step(trace, &sim, w, &base, &sim.offsets, is_comm))
+        .collect();
     let mut steps = Vec::new();
     for (name, window) in windows(trace) {
         let g = graph::build(trace, &ctx, window);
@@ -91,13 +143,62 @@ pub fn analyze(trace: &Trace) -> Option<(CriticalPath, Found)> {
                 1,
                 Some(format!("{}: {why}", s.step)),
             ));
-        } else {
-            s.replay = Some(replay::replay(&g, window));
         }
+        s.replay = jarvis.iter().find(|j| j.step == s.step).map(|j| j.replay);
         steps.push(s);
     }
     let sync_events = ctx.syncs.len();
-    Some((CriticalPath { steps, sync_events }, found))
+    let replay = Replay {
+        sim: Arc::new(sim),
+        windows: Arc::new(sim_windows),
+    };
+    Some((
+        CriticalPath {
+            steps,
+            sync_events,
+            jarvis,
+            replay: Some(replay),
+        },
+        found,
+    ))
+}
+
+/// A step by Jarvis's rules in the schedule `times` (from `offsets`), beside its recorded span.
+pub fn jarvis_step(
+    trace: &Trace,
+    sim: &Simulation,
+    w: &replay::Window,
+    times: &[crate::model::Nanos],
+    offsets: &[crate::model::Nanos],
+    is_comm: &dyn Fn(&str) -> bool,
+) -> JarvisStep {
+    let (rs, re, _) = replay::span(sim, w, &sim.rec);
+    let (s, e, _) = replay::span(sim, w, times);
+    let hops = replay::path(trace, sim, w, times, offsets, is_comm);
+    let us = |ns: i64| ns as f64 / 1000.0;
+    JarvisStep {
+        step: w.name.clone(),
+        replay: replay::Replayed {
+            recorded_us: us(re - rs),
+            replayed_us: us(e - s),
+        },
+        length_us: us(e - s),
+        by_cause: replay::by_cause(&hops)
+            .into_iter()
+            .map(|(b, t)| (b, us(t)))
+            .collect(),
+        hops: hops
+            .iter()
+            .map(|h| {
+                let event = h
+                    .constraint
+                    .map(|k| sim.constraints[k].charged)
+                    .filter(|&c| c != context::NONE)
+                    .map(|c| path::path_event(trace, c));
+                (event, us(h.from_ns), us(h.dur_ns), h.bound_by)
+            })
+            .collect(),
+    }
 }
 
 /// Each CPU-side `ProfilerStep#N` annotation's window in start order (HTA's instance order), or
@@ -134,6 +235,10 @@ mod tests {
     use super::*;
     use crate::diagnostics::DiagnosticKind;
 
+    fn no_comm(_: &str) -> bool {
+        false
+    }
+
     fn trace(text: &str) -> Trace {
         crate::import::import_bytes(text.as_bytes()).expect("imports")
     }
@@ -152,7 +257,7 @@ mod tests {
   {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": 35, "dur": 40, "args": {"correlation": 8}}
 ]}"#,
         );
-        let (cp, found) = analyze(&t).expect("GPU work");
+        let (cp, found) = analyze(&t, &no_comm).expect("GPU work");
         assert!(found
             .iter()
             .any(|(k, _, _)| *k == DiagnosticKind::CriticalPathWithoutSyncEvents));
@@ -164,7 +269,7 @@ mod tests {
   {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 22, "dur": 50, "args": {"correlation": 7, "stream": 7}}
 ]}"#,
         );
-        assert!(analyze(&quiet).expect("GPU work").1.is_empty());
+        assert!(analyze(&quiet, &no_comm).expect("GPU work").1.is_empty());
         let s = &cp.steps[0];
         assert_eq!(s.step, "ProfilerStep#3");
         // mm's start → launch start (5), launch delay (7), kernel (50).
@@ -190,7 +295,7 @@ mod tests {
   {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 80, "dur": 30}
 ]}"#,
         );
-        let (cp, found) = analyze(&t).expect("GPU work");
+        let (cp, found) = analyze(&t, &no_comm).expect("GPU work");
         assert!(found.is_empty(), "{found:?}");
         assert_eq!(cp.sync_events, 1);
         let s = &cp.steps[0];
@@ -202,7 +307,8 @@ mod tests {
         // 5 (mm → launch) + 7 (launch delay) + 50 (gemm) + 30 (add).
         assert_eq!(s.length_us, 92);
         let replay = s.replay.expect("replayed");
-        assert_eq!(replay.recorded_us, 200);
+        assert_eq!(replay.recorded_us, 200.0);
+        assert_eq!(replay.replayed_us, 200.0);
     }
 
     /// Damaged input (a kernel without a launch, a launch without a kernel, a negative
@@ -217,7 +323,7 @@ mod tests {
   {"ph": "X", "cat": "cuda_sync", "name": "Event Sync", "pid": 0, "tid": 7, "ts": 2, "dur": 1, "args": {"correlation": 3, "wait_on_cuda_event_record_corr_id": 3}}
 ]}"#,
         );
-        let (cp, _) = analyze(&t).expect("GPU work");
+        let (cp, _) = analyze(&t, &no_comm).expect("GPU work");
         assert_eq!(cp.steps.len(), 1);
     }
 }

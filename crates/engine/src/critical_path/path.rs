@@ -251,7 +251,7 @@ fn bound_by(trace: &Trace, e: &Edge) -> BoundBy {
     }
 }
 
-fn path_event(trace: &Trace, i: u32) -> PathEvent {
+pub(crate) fn path_event(trace: &Trace, i: u32) -> PathEvent {
     let e = &trace.events[i as usize];
     let lane = trace.lane(e.lane());
     let id = |r: &RawId| trace.raw_id_text(r);

@@ -1,81 +1,217 @@
-//! The window replayed over its graph with the recorded durations: every node happens as soon
-//! as all its predecessors allow (an op's or kernel's recorded duration after its start, the
-//! recorded launch and queue delays, the recorded CPU gap between a thread's top-level ops, a
-//! synchronize's end no earlier than what it waited for); nodes with no predecessor at their
-//! recorded time. It checks that the graph explains the step (no edge pushes an event later
-//! than it ran, no wait is missing); it is not yet a simulator of changed durations.
+//! Steps replayed over the [`Simulation`]: each step's span (from its `ProfilerStep` annotation's
+//! start to the later of its end and the end of the last GPU work it launched; the whole trace
+//! when it has no steps), recorded and replayed, and Jarvis's own critical path through the
+//! replayed schedule: from the span's last point back along the constraints that set each
+//! point's time, to the span's start.
 
-use super::graph::{EdgeKind, Graph};
+use super::context::NONE;
+use super::path::BoundBy;
+use super::simulate::{Link, Simulation, DROPPED};
+use crate::model::{EventKind, Nanos, Trace};
 
 /// A step's recorded and replayed lengths (µs).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Replayed {
-    pub recorded_us: i64,
-    pub replayed_us: i64,
+    pub recorded_us: f64,
+    pub replayed_us: f64,
 }
 
 impl Replayed {
-    /// (replayed − recorded) / recorded, in percent (0 for an empty window).
+    /// (replayed − recorded) / recorded, in percent (0 for an empty span).
     pub fn error_pct(&self) -> f64 {
-        if self.recorded_us == 0 {
+        if self.recorded_us == 0.0 {
             return 0.0;
         }
-        (self.replayed_us - self.recorded_us) as f64 * 100.0 / self.recorded_us as f64
+        (self.replayed_us - self.recorded_us) * 100.0 / self.recorded_us
     }
 }
 
-/// Replays `g` over the window `(start, end)` (whole µs).
-pub fn replay(g: &Graph, (start, end): (i64, i64)) -> Replayed {
-    let n = g.nodes.len();
-    let mut indegree = vec![0u32; n];
-    let mut succ_start = vec![0u32; n + 1];
-    for e in &g.edges {
-        indegree[e.to as usize] += 1;
-        succ_start[e.from as usize + 1] += 1;
-    }
-    for i in 0..n {
-        succ_start[i + 1] += succ_start[i];
-    }
-    let mut fill = succ_start.clone();
-    let mut succ = vec![0u32; g.edges.len()];
-    for (i, e) in g.edges.iter().enumerate() {
-        succ[fill[e.from as usize] as usize] = i as u32;
-        fill[e.from as usize] += 1;
-    }
-    let mut time: Vec<Option<i64>> = vec![None; n];
-    let mut ready: Vec<u32> = (0..n as u32)
-        .filter(|&v| indegree[v as usize] == 0)
+/// A step of the simulation: its annotation's points and the ends of the GPU work it launched.
+#[derive(Debug, Clone)]
+pub struct Window {
+    pub name: String,
+    /// The annotation (`None`: the whole trace).
+    pub event: Option<u32>,
+    gpu_ends: Vec<u32>,
+}
+
+/// Each `ProfilerStep#N` annotation of the simulation, by start, or the whole trace as `all`.
+pub fn windows(trace: &Trace, sim: &Simulation) -> Vec<Window> {
+    let mut steps: Vec<(Nanos, u32)> = trace
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind() == EventKind::UserAnnotation && e.dur > 0)
+        .filter(|(i, e)| {
+            trace.name(e).starts_with("ProfilerStep#") && sim.points_of(*i as u32).is_some()
+        })
+        .map(|(i, e)| (e.ts, i as u32))
         .collect();
-    for &v in &ready {
-        time[v as usize] = Some(g.nodes[v as usize].ts);
+    steps.sort_unstable();
+    if steps.is_empty() {
+        return vec![Window {
+            name: "all".to_owned(),
+            event: None,
+            gpu_ends: Vec::new(),
+        }];
     }
-    let mut last = start;
-    while let Some(v) = ready.pop() {
-        let t = time[v as usize].unwrap_or(g.nodes[v as usize].ts);
-        last = last.max(t);
-        for &ei in &succ[succ_start[v as usize] as usize..succ_start[v as usize + 1] as usize] {
-            let e = &g.edges[ei as usize];
-            let recorded_gap = (g.nodes[e.to as usize].ts - g.nodes[e.from as usize].ts).max(0);
-            let delay = match e.kind {
-                EdgeKind::Sync => 0,
-                // HTA weighs these 0 for the path; a replay keeps the recorded gap.
-                EdgeKind::Dependency => recorded_gap,
-                _ => e
-                    .weight
-                    .max(0)
-                    .max(if e.weight == 0 { recorded_gap } else { 0 }),
-            };
-            let at = t + delay;
-            let slot = &mut time[e.to as usize];
-            *slot = Some(slot.map_or(at, |s| s.max(at)));
-            indegree[e.to as usize] -= 1;
-            if indegree[e.to as usize] == 0 {
-                ready.push(e.to);
+    // GPU work by the start of the call that launched it.
+    let mut launched: Vec<(Nanos, u32)> = (0..sim.points() as u32)
+        .filter_map(|p| {
+            let e = sim.event[p as usize];
+            let ev = &trace.events[e as usize];
+            let (s, end) = sim.points_of(e)?;
+            if !ev.kind().is_gpu() || s != p {
+                return None;
             }
+            let launch = sim
+                .constraints_of(s)
+                .find(|&k| sim.constraints[k].link == Link::Launch)?;
+            Some((sim.rec[sim.constraints[launch].from as usize], end))
+        })
+        .collect();
+    launched.sort_unstable();
+    steps
+        .into_iter()
+        .map(|(_, i)| {
+            let e = &trace.events[i as usize];
+            let a = launched.partition_point(|l| l.0 < e.ts);
+            let b = launched.partition_point(|l| l.0 <= e.end());
+            Window {
+                name: trace.name(e).to_owned(),
+                event: Some(i),
+                gpu_ends: launched[a..b].iter().map(|l| l.1).collect(),
+            }
+        })
+        .collect()
+}
+
+impl Window {
+    /// The end points of the GPU work the step launched, in launch order.
+    pub fn gpu_ends(&self) -> &[u32] {
+        &self.gpu_ends
+    }
+}
+
+/// A window's span in `times`: (start, end, the point that ends it).
+pub fn span(sim: &Simulation, w: &Window, times: &[Nanos]) -> (Nanos, Nanos, u32) {
+    match w.event.and_then(|e| sim.points_of(e)) {
+        Some((s, e)) => {
+            let mut last = (times[e as usize], e);
+            for &g in &w.gpu_ends {
+                if times[g as usize] > last.0 {
+                    last = (times[g as usize], g);
+                }
+            }
+            (times[s as usize], last.0, last.1)
+        }
+        None => {
+            let start = times.iter().copied().min().unwrap_or(0);
+            let (end, p) = times
+                .iter()
+                .enumerate()
+                .map(|(p, &t)| (t, p as u32))
+                .max()
+                .unwrap_or((0, NONE));
+            (start, end, p)
         }
     }
-    Replayed {
-        recorded_us: end - start,
-        replayed_us: last - start,
+}
+
+/// One constraint on a replayed path: its time there and its cause.
+#[derive(Debug, Clone, Copy)]
+pub struct Hop {
+    /// `None`: the time between the span's start and a path that begins later, at a point no
+    /// constraint explains (a thread's or stream's first recorded event).
+    pub constraint: Option<usize>,
+    /// Where its time starts (ns, the replay's clock) and how long it is on the path.
+    pub from_ns: Nanos,
+    pub dur_ns: Nanos,
+    pub bound_by: BoundBy,
+}
+
+/// Which link explains a point when several are tight: the GPU's before the CPU's.
+fn preference(l: Link) -> u8 {
+    match l {
+        Link::Sync => 0,
+        Link::StreamWait => 1,
+        Link::Duration => 2,
+        Link::Stream => 3,
+        Link::Launch => 4,
+        Link::Loading => 5,
+        Link::Thread => 6,
     }
+}
+
+/// The critical path of a window in a replayed schedule (`times` from `offsets`), in time order.
+/// `is_comm` tells communication kernels (charged to `gpu_communication_bound`).
+pub fn path(
+    trace: &Trace,
+    sim: &Simulation,
+    w: &Window,
+    times: &[Nanos],
+    offsets: &[Nanos],
+    is_comm: &dyn Fn(&str) -> bool,
+) -> Vec<Hop> {
+    let (start, _, mut p) = span(sim, w, times);
+    let mut hops = Vec::new();
+    while p != NONE && times[p as usize] > start {
+        let tight = sim
+            .constraints_of(p)
+            .filter(|&k| {
+                offsets[k] != DROPPED
+                    && times[sim.constraints[k].from as usize] + offsets[k] == times[p as usize]
+            })
+            .min_by_key(|&k| (preference(sim.constraints[k].link), k));
+        let Some(k) = tight else { break };
+        let c = sim.constraints[k];
+        let from = times[c.from as usize].max(start);
+        let bound_by = match c.link {
+            Link::Thread | Link::Sync => BoundBy::CpuBound,
+            Link::Loading => BoundBy::DataLoading,
+            Link::Duration => {
+                let name = trace.name(&trace.events[c.charged as usize]);
+                if is_comm(name) {
+                    BoundBy::GpuCommunicationBound
+                } else {
+                    BoundBy::GpuComputeBound
+                }
+            }
+            Link::Launch => BoundBy::GpuKernelLaunchOverhead,
+            Link::Stream | Link::StreamWait => BoundBy::GpuKernelKernelOverhead,
+        };
+        hops.push(Hop {
+            constraint: Some(k),
+            from_ns: from,
+            dur_ns: times[p as usize] - from,
+            bound_by,
+        });
+        p = c.from;
+    }
+    if p != NONE && times[p as usize] > start {
+        hops.push(Hop {
+            constraint: None,
+            from_ns: start,
+            dur_ns: times[p as usize] - start,
+            bound_by: BoundBy::None,
+        });
+    }
+    hops.reverse();
+    hops
+}
+
+/// Time on a path by cause (each cause once, in `BoundBy::ALL` order, without HTA's empty one).
+pub fn by_cause(hops: &[Hop]) -> Vec<(BoundBy, Nanos)> {
+    BoundBy::ALL
+        .iter()
+        .filter(|&&b| b != BoundBy::None)
+        .map(|&b| {
+            let t = hops
+                .iter()
+                .filter(|h| h.bound_by == b)
+                .map(|h| h.dur_ns)
+                .sum();
+            (b, t)
+        })
+        .collect()
 }

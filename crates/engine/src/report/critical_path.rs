@@ -1,6 +1,7 @@
 //! `CriticalPath` → `critical_path/summary.csv`, `path.csv` and `replay.csv`: the critical path
-//! of every step by HTA's rules, line by line comparable with HTA's breakdown
-//! (docs/critical_path.md, "Files").
+//! of every step by HTA's rules, line by line comparable with HTA's breakdown, and
+//! `jarvis_summary.csv` / `jarvis_path.csv`: Jarvis's own path through the replayed schedule,
+//! in the same columns (docs/critical_path.md, "Files").
 
 use super::files::OutputFile;
 use crate::critical_path::{BoundBy, CriticalPath};
@@ -11,7 +12,77 @@ pub fn files(cp: &CriticalPath) -> Vec<OutputFile> {
         ("critical_path/summary.csv".into(), summary_csv(cp)),
         ("critical_path/path.csv".into(), path_csv(cp)),
         ("critical_path/replay.csv".into(), replay_csv(cp)),
+        (
+            "critical_path/jarvis_summary.csv".into(),
+            jarvis_summary_csv(cp),
+        ),
+        ("critical_path/jarvis_path.csv".into(), jarvis_path_csv(cp)),
     ]
+}
+
+/// Jarvis's path by cause per step, in `summary.csv`'s columns (µs with three decimals: the
+/// replay keeps the trace's nanoseconds).
+pub fn jarvis_summary_csv(cp: &CriticalPath) -> Vec<u8> {
+    let mut w = writer();
+    let _ = w.write_record(["step", "bound_by", "duration_us", "share"]);
+    for s in &cp.jarvis {
+        for &(b, us) in &s.by_cause {
+            let share = if s.length_us == 0.0 {
+                0.0
+            } else {
+                us / s.length_us
+            };
+            let _ = w.write_record([
+                s.step.as_str(),
+                b.hta_name(),
+                &format!("{us:.3}"),
+                &format!("{share:.6}"),
+            ]);
+        }
+    }
+    bytes(w)
+}
+
+/// Jarvis's path hop by hop, in `path.csv`'s columns: a hop charged to no event (a wait) is
+/// named `wait`.
+pub fn jarvis_path_csv(cp: &CriticalPath) -> Vec<u8> {
+    let mut w = writer();
+    let _ = w.write_record([
+        "step", "order", "name", "cat", "ts_us", "dur_us", "pid", "tid", "stream", "bound_by",
+    ]);
+    for s in &cp.jarvis {
+        for (i, (event, ts, dur, b)) in s.hops.iter().enumerate() {
+            let (ts, dur, order) = (format!("{ts:.3}"), format!("{dur:.3}"), i.to_string());
+            let row: [&str; 10] = match event {
+                Some(ev) => [
+                    &s.step,
+                    &order,
+                    &ev.name,
+                    ev.cat,
+                    &ts,
+                    &dur,
+                    &ev.pid,
+                    &ev.tid,
+                    &ev.stream.to_string(),
+                    b.hta_name(),
+                ],
+                None => [
+                    &s.step,
+                    &order,
+                    "wait",
+                    "",
+                    &ts,
+                    &dur,
+                    "",
+                    "",
+                    "",
+                    b.hta_name(),
+                ],
+            };
+            let _ = w.write_record(row);
+        }
+    }
+    bytes(w)
 }
 
 fn writer() -> csv::Writer<Vec<u8>> {
@@ -101,8 +172,8 @@ pub fn replay_csv(cp: &CriticalPath) -> Vec<u8> {
         if let Some(r) = &s.replay {
             let _ = w.write_record([
                 s.step.as_str(),
-                &r.recorded_us.to_string(),
-                &r.replayed_us.to_string(),
+                &format!("{:.3}", r.recorded_us),
+                &format!("{:.3}", r.replayed_us),
                 &format!("{:.3}", r.error_pct()),
             ]);
         }

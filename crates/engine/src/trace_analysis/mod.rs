@@ -493,7 +493,12 @@ fn analyze_tree(
                     || {
                         fork.join(
                             || crate::memory::analyze(t),
-                            || crate::critical_path::analyze(t),
+                            || {
+                                crate::critical_path::analyze(
+                                    t,
+                                    &crate::analysis::kernel_kinds::is_communication_kernel,
+                                )
+                            },
                         )
                     },
                 )

@@ -1,0 +1,528 @@
+//! Jarvis's own replay: the trace as a schedule of points (each event's start and end) that a
+//! change can rerun (issue #50; `crate::whatif` applies the changes). Every CPU thread and GPU
+//! stream is a processor whose points follow one another; a point happens at the latest of its
+//! constraints, each a source point plus an offset:
+//!
+//! - **thread**: the previous point of the same CPU thread plus the CPU time between them (the
+//!   thread's own work and gaps, as recorded);
+//! - **duration**: a GPU event's start plus its duration;
+//! - **launch**: the runtime call that launched a GPU event (graph launches included: every
+//!   kernel a `cudaGraphLaunch` replays hangs on it) plus a launch latency;
+//! - **stream**: the previous GPU event of the stream plus the gap between them;
+//! - **stream wait**: a `cudaStreamWaitEvent`'s recorded kernel (from `cuda_sync` records);
+//! - **sync**: the GPU work a synchronize or blocking copy waited for, to the call's end.
+//!   From `cuda_sync` records where the trace has them; else inferred: a device synchronize
+//!   waits for the last work launched onto every stream before it, a stream or event
+//!   synchronize for the one of those that ended last, a blocking copy for its own copy.
+//!
+//! Offsets come from the recorded times. Of a point's constraints, the one that set its
+//! recorded time (the greatest source time plus its nominal offset: the launch latency the
+//! trace shows on idle streams, 1 µs between queued kernels, 2 µs of a blocking call's own
+//! work, 0 for waits) keeps the recorded gap; the others keep their nominal offset, or the
+//! recorded gap where that is smaller. With nothing changed every point is therefore at its
+//! recorded time; with a change, a kernel that was queued moves with its stream, one that waited
+//! for its launch stays with the CPU, and a synchronize ends when what it waits for ends.
+//! Threads are replayed apart: the hand-over between the forward thread and the autograd thread
+//! is not modelled (each keeps its own recorded timing unless a synchronize moves it).
+
+use super::context::{Context, NONE};
+use crate::model::sync::SyncKind;
+use crate::model::{LaneId, Nanos, Trace};
+
+/// Why a point waits for another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Link {
+    /// CPU time on a thread.
+    Thread,
+    /// CPU time on a thread inside a data-loading event (`enumerate(DataLoader)…`).
+    Loading,
+    Duration,
+    Launch,
+    Stream,
+    StreamWait,
+    Sync,
+}
+
+/// One constraint of a point: `from`'s time plus an offset (held apart, in
+/// [`Simulation::offsets`], so that a change edits a copy).
+#[derive(Debug, Clone, Copy)]
+pub struct Constraint {
+    pub from: u32,
+    pub link: Link,
+    /// The event the constraint's time belongs to: the GPU event for duration, launch and
+    /// stream links, the innermost open host event for thread links, the call for a sync.
+    pub charged: u32,
+}
+
+/// Nominal launch latency where a trace shows none (µs-scale: a launch call to its kernel's
+/// start on an idle stream).
+const LAUNCH_NS: Nanos = 5_000;
+/// Nominal gap between two queued kernels of a stream.
+const QUEUED_GAP_NS: Nanos = 1_000;
+/// Nominal own work of a blocking call that waited.
+const BLOCKING_CPU_NS: Nanos = 2_000;
+
+/// The trace as a replayable schedule.
+pub struct Simulation {
+    /// Each point's recorded time.
+    pub rec: Vec<Nanos>,
+    /// Each point's event (its position in `Trace::events`).
+    pub event: Vec<u32>,
+    /// Constraints of point `p`: `constraints[first[p]..first[p + 1]]`.
+    first: Vec<u32>,
+    pub constraints: Vec<Constraint>,
+    /// Each constraint's offset, from the recorded times.
+    pub offsets: Vec<Nanos>,
+    /// Points in an order where every constraint's source comes before its point.
+    order: Vec<u32>,
+    start_of: Vec<u32>,
+    end_of: Vec<u32>,
+    /// The launch latency used as the nominal offset (the trace's median on idle streams).
+    pub launch_ns: Nanos,
+    /// Synchronizes tied to GPU work from `cuda_sync` records, and by inference.
+    pub recorded_syncs: usize,
+    pub inferred_syncs: usize,
+    /// Constraints dropped to break a cycle (inconsistent timestamps).
+    pub broken: usize,
+}
+
+/// Blocking calls Jarvis ties to the GPU work they wait for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Blocking {
+    Device,
+    Stream,
+    Copy,
+}
+
+fn blocking(name: &str) -> Option<Blocking> {
+    Some(match name {
+        "cudaDeviceSynchronize" | "hipDeviceSynchronize" => Blocking::Device,
+        "cudaStreamSynchronize"
+        | "hipStreamSynchronize"
+        | "cudaEventSynchronize"
+        | "hipEventSynchronize" => Blocking::Stream,
+        "cudaMemcpy" | "hipMemcpy" | "hipMemcpyWithStream" | "cudaMemcpy2D" | "hipMemcpy2D" => {
+            Blocking::Copy
+        }
+        _ => return None,
+    })
+}
+
+/// Data loading as PyTorch's profiler names it.
+pub fn is_data_loading(name: &str) -> bool {
+    name.starts_with("enumerate(DataLoader)") || name.contains("dataloader.py(")
+}
+
+/// A constraint before its offset is fixed: (point, constraint, nominal offset).
+type Raw = (u32, Constraint, Nanos);
+
+impl Simulation {
+    pub fn new(trace: &Trace, ctx: &Context<'_>) -> Simulation {
+        let n = trace.events.len();
+        let usable = |e: &crate::model::Event| e.has_time() && !e.is_captured();
+        let mut sim = Simulation {
+            rec: Vec::new(),
+            event: Vec::new(),
+            first: Vec::new(),
+            constraints: Vec::new(),
+            offsets: Vec::new(),
+            order: Vec::new(),
+            start_of: vec![NONE; n],
+            end_of: vec![NONE; n],
+            launch_ns: LAUNCH_NS,
+            recorded_syncs: 0,
+            inferred_syncs: 0,
+            broken: 0,
+        };
+        let mut raw: Vec<Raw> = Vec::new();
+        // Host threads: each lane's points in time order (an end before a start at one time).
+        let mut host: Vec<(LaneId, Nanos, bool, u32)> = Vec::new();
+        let mut gpu: Vec<(LaneId, Nanos, u32)> = Vec::new();
+        for (i, e) in trace.events.iter().enumerate() {
+            if !usable(e) {
+                continue;
+            }
+            if e.kind().is_host_activity() {
+                host.push((e.lane(), e.ts, true, i as u32));
+                if e.dur > 0 {
+                    host.push((e.lane(), e.end(), false, i as u32));
+                }
+            } else if e.kind().is_gpu() {
+                gpu.push((e.lane(), e.ts, i as u32));
+            }
+        }
+        host.sort_unstable_by_key(|&(l, t, s, i)| (l, t, s, i));
+        let mut open: Vec<(u32, bool)> = Vec::new();
+        for (k, &(lane, t, is_start, i)) in host.iter().enumerate() {
+            let p = sim.point(t, i, is_start);
+            let same_lane = k > 0 && host[k - 1].0 == lane;
+            if !same_lane {
+                open.clear();
+            } else {
+                let charged = open.last().map_or(NONE, |o| o.0);
+                let link = if open.iter().any(|o| o.1) {
+                    Link::Loading
+                } else {
+                    Link::Thread
+                };
+                raw.push((
+                    p,
+                    Constraint {
+                        from: p - 1,
+                        link,
+                        charged,
+                    },
+                    Nanos::MAX,
+                ));
+            }
+            if is_start {
+                let e = &trace.events[i as usize];
+                if e.dur > 0 {
+                    open.push((i, is_data_loading(trace.name(e))));
+                }
+            } else if let Some(at) = open.iter().rposition(|o| o.0 == i) {
+                open.remove(at);
+            }
+        }
+        // GPU streams: each lane's events by start; when each was launched.
+        gpu.sort_unstable_by_key(|&(l, t, i)| (l, t, i));
+        let mut streams: Vec<Stream> = Vec::new();
+        let mut idle_delays: Vec<Nanos> = Vec::new();
+        for &(lane, t, i) in &gpu {
+            if streams.last().is_none_or(|s| s.lane != lane) {
+                streams.push(Stream {
+                    lane,
+                    events: Vec::new(),
+                    launched: Vec::new(),
+                    calls: Vec::new(),
+                });
+            }
+            // The runtime call that launched it (a graph launch for each kernel it replays).
+            let c = ctx
+                .call(trace.events[i as usize].correlation())
+                .filter(|&c| sim.start_of[c as usize] != NONE)
+                .unwrap_or(NONE);
+            let s = streams.last_mut().expect("pushed");
+            if c != NONE {
+                let launched = trace.events[c as usize].ts;
+                let prev_end = s.events.last().map(|&p| trace.events[p as usize].end());
+                if prev_end.is_none_or(|pe| pe <= launched) && t >= launched {
+                    idle_delays.push(t - launched);
+                }
+            }
+            s.launched.push(if c != NONE {
+                trace.events[c as usize].ts
+            } else {
+                t
+            });
+            s.events.push(i);
+            s.calls.push(c);
+        }
+        if !idle_delays.is_empty() {
+            let mid = idle_delays.len() / 2;
+            sim.launch_ns = *idle_delays.select_nth_unstable(mid).1;
+        }
+        for st in &streams {
+            let mut prev: Option<u32> = None;
+            for (&i, &c) in st.events.iter().zip(&st.calls) {
+                let e = &trace.events[i as usize];
+                let s = sim.point(e.ts, i, true);
+                let end = sim.point(e.end(), i, false);
+                let k = |from, link| Constraint {
+                    from,
+                    link,
+                    charged: i,
+                };
+                raw.push((end, k(s, Link::Duration), Nanos::MAX));
+                if c != NONE {
+                    raw.push((s, k(sim.start_of[c as usize], Link::Launch), sim.launch_ns));
+                }
+                if let Some(p) = prev {
+                    raw.push((s, k(sim.end_of[p as usize], Link::Stream), QUEUED_GAP_NS));
+                }
+                prev = Some(i);
+            }
+        }
+        sim.sync_constraints(trace, ctx, &streams, &mut raw);
+        sim.fix_offsets(raw);
+        sim.order_points();
+        sim
+    }
+
+    fn point(&mut self, t: Nanos, event: u32, is_start: bool) -> u32 {
+        let p = self.rec.len() as u32;
+        self.rec.push(t);
+        self.event.push(event);
+        if is_start {
+            self.start_of[event as usize] = p;
+            if self.end_of[event as usize] == NONE {
+                self.end_of[event as usize] = p;
+            }
+        } else {
+            self.end_of[event as usize] = p;
+        }
+        p
+    }
+
+    /// Synchronizes and stream waits: from `cuda_sync` records when the trace has any, else
+    /// inferred from the blocking calls.
+    fn sync_constraints(
+        &mut self,
+        trace: &Trace,
+        ctx: &Context<'_>,
+        streams: &[Stream],
+        raw: &mut Vec<Raw>,
+    ) {
+        // The last GPU event launched onto each stream before `at`.
+        let last_before = |at: Nanos| -> Vec<u32> {
+            streams
+                .iter()
+                .filter_map(|s| {
+                    let k = s.launched.partition_point(|&t| t <= at);
+                    k.checked_sub(1).map(|k| s.events[k])
+                })
+                .collect()
+        };
+        let wait = |sim: &mut Simulation, call: u32, targets: &[u32], raw: &mut Vec<Raw>| {
+            let to = sim.end_of[call as usize];
+            if to == NONE || to == sim.start_of[call as usize] {
+                return false;
+            }
+            for &g in targets {
+                let from = sim.end_of[g as usize];
+                if from != NONE {
+                    let c = Constraint {
+                        from,
+                        link: Link::Sync,
+                        charged: call,
+                    };
+                    raw.push((to, c, 0));
+                }
+            }
+            !targets.is_empty()
+        };
+        let end = |g: &u32| trace.events[*g as usize].end();
+        if !ctx.syncs.is_empty() {
+            for s in ctx.syncs {
+                let Some(call) = ctx.call(s.correlation) else {
+                    continue;
+                };
+                let at = trace.events[call as usize].ts;
+                let targets: Vec<u32> = match s.kind {
+                    SyncKind::Context => last_before(at),
+                    SyncKind::Stream => last_before(at)
+                        .into_iter()
+                        .filter(|&g| trace.events[g as usize].stream() == s.stream)
+                        .collect(),
+                    SyncKind::Event => ctx.recorded_kernel(trace, s).into_iter().collect(),
+                    SyncKind::StreamWaitEvent => {
+                        if let (Some(src), Some(dest)) =
+                            (ctx.recorded_kernel(trace, s), ctx.waiting_kernel(trace, s))
+                        {
+                            let (from, to) =
+                                (self.end_of[src as usize], self.start_of[dest as usize]);
+                            if from != NONE && to != NONE {
+                                let c = Constraint {
+                                    from,
+                                    link: Link::StreamWait,
+                                    charged: dest,
+                                };
+                                raw.push((to, c, 0));
+                                self.recorded_syncs += 1;
+                            }
+                        }
+                        continue;
+                    }
+                };
+                self.recorded_syncs += usize::from(wait(self, call, &targets, raw));
+            }
+        }
+        for (i, e) in trace.events.iter().enumerate() {
+            if !e.kind().is_runtime() || !e.has_time() || e.is_captured() {
+                continue;
+            }
+            let Some(b) = blocking(trace.name(e)) else {
+                continue;
+            };
+            let targets: Vec<u32> = match b {
+                Blocking::Copy => {
+                    let g = ctx.gpu_of[i];
+                    if g == NONE {
+                        continue;
+                    }
+                    vec![g]
+                }
+                _ if !ctx.syncs.is_empty() => continue,
+                Blocking::Device => last_before(e.ts),
+                Blocking::Stream => last_before(e.ts)
+                    .into_iter()
+                    .max_by_key(end)
+                    .into_iter()
+                    .collect(),
+            };
+            let tied = wait(self, i as u32, &targets, raw);
+            if b != Blocking::Copy {
+                self.inferred_syncs += usize::from(tied);
+            }
+        }
+    }
+
+    /// Sorts the constraints by point and fixes each offset: the constraint that set the
+    /// point's recorded time keeps the recorded gap, the others their nominal offset or the
+    /// recorded gap where smaller.
+    fn fix_offsets(&mut self, mut raw: Vec<Raw>) {
+        raw.sort_by_key(|r| r.0);
+        let np = self.rec.len();
+        self.first = vec![0; np + 1];
+        for r in &raw {
+            self.first[r.0 as usize + 1] += 1;
+        }
+        for p in 0..np {
+            self.first[p + 1] += self.first[p];
+        }
+        // A blocking call's own work is nominal only beside a sync.
+        let mut i = 0;
+        while i < raw.len() {
+            let p = raw[i].0;
+            let j = i + raw[i..].partition_point(|r| r.0 == p);
+            let group = &mut raw[i..j];
+            let synced = group.iter().any(|r| r.1.link == Link::Sync);
+            let at = self.rec[p as usize];
+            let mut best = (Nanos::MIN, 0);
+            for (k, r) in group.iter_mut().enumerate() {
+                if synced && matches!(r.1.link, Link::Thread | Link::Loading) {
+                    r.2 = BLOCKING_CPU_NS;
+                }
+                let gap = at - self.rec[r.1.from as usize];
+                let candidate = self.rec[r.1.from as usize].saturating_add(r.2.min(gap));
+                if candidate > best.0 {
+                    best = (candidate, k);
+                }
+            }
+            for (k, r) in group.iter().enumerate() {
+                let gap = at - self.rec[r.1.from as usize];
+                self.constraints.push(r.1);
+                self.offsets
+                    .push(if k == best.1 { gap } else { r.2.min(gap) });
+            }
+            i = j;
+        }
+    }
+
+    /// Kahn's order over the constraints; a cycle (timestamps that contradict the links) is
+    /// broken at its earliest recorded point, whose unmet constraints are dropped.
+    fn order_points(&mut self) {
+        let np = self.rec.len();
+        let mut indegree = vec![0u32; np];
+        let mut out_first = vec![0u32; np + 1];
+        for p in 0..np {
+            for c in &self.constraints[self.first[p] as usize..self.first[p + 1] as usize] {
+                indegree[p] += 1;
+                out_first[c.from as usize + 1] += 1;
+            }
+        }
+        for p in 0..np {
+            out_first[p + 1] += out_first[p];
+        }
+        let mut fill = out_first.clone();
+        let mut out = vec![0u32; self.constraints.len()];
+        for p in 0..np {
+            for c in &self.constraints[self.first[p] as usize..self.first[p + 1] as usize] {
+                out[fill[c.from as usize] as usize] = p as u32;
+                fill[c.from as usize] += 1;
+            }
+        }
+        let mut by_time: Vec<u32> = (0..np as u32).collect();
+        by_time.sort_unstable_by_key(|&p| (self.rec[p as usize], p));
+        let mut next_forced = 0;
+        let mut done = vec![false; np];
+        let mut ready: Vec<u32> = (0..np as u32)
+            .filter(|&p| indegree[p as usize] == 0)
+            .collect();
+        self.order.reserve(np);
+        while self.order.len() < np {
+            let p = match ready.pop() {
+                Some(p) => p,
+                None => {
+                    while done[by_time[next_forced] as usize] {
+                        next_forced += 1;
+                    }
+                    let p = by_time[next_forced];
+                    let (a, b) = (
+                        self.first[p as usize] as usize,
+                        self.first[p as usize + 1] as usize,
+                    );
+                    for k in a..b {
+                        if !done[self.constraints[k].from as usize] {
+                            self.offsets[k] = DROPPED;
+                            self.broken += 1;
+                        }
+                    }
+                    p
+                }
+            };
+            if done[p as usize] {
+                continue;
+            }
+            done[p as usize] = true;
+            self.order.push(p);
+            for &q in &out[out_first[p as usize] as usize..out_first[p as usize + 1] as usize] {
+                indegree[q as usize] -= 1;
+                if indegree[q as usize] == 0 && !done[q as usize] {
+                    ready.push(q);
+                }
+            }
+        }
+    }
+
+    /// Every point's time with `offsets` (the base ones, or a changed copy).
+    pub fn run(&self, offsets: &[Nanos]) -> Vec<Nanos> {
+        let mut t = self.rec.clone();
+        for &p in &self.order {
+            let (a, b) = (
+                self.first[p as usize] as usize,
+                self.first[p as usize + 1] as usize,
+            );
+            let mut best: Option<Nanos> = None;
+            for k in a..b {
+                if offsets[k] == DROPPED {
+                    continue;
+                }
+                let at = t[self.constraints[k].from as usize] + offsets[k];
+                best = Some(best.map_or(at, |x| x.max(at)));
+            }
+            if let Some(x) = best {
+                t[p as usize] = x;
+            }
+        }
+        t
+    }
+
+    /// The constraints of point `p` (indices into `constraints` and `offsets`).
+    pub fn constraints_of(&self, p: u32) -> std::ops::Range<usize> {
+        self.first[p as usize] as usize..self.first[p as usize + 1] as usize
+    }
+
+    /// An event's start and end points (`None` for an event the simulation does not hold).
+    pub fn points_of(&self, event: u32) -> Option<(u32, u32)> {
+        let s = *self.start_of.get(event as usize)?;
+        (s != NONE).then(|| (s, self.end_of[event as usize]))
+    }
+
+    pub fn points(&self) -> usize {
+        self.rec.len()
+    }
+}
+
+/// An offset that no longer binds (a constraint dropped to break a cycle, or removed by a
+/// change).
+pub const DROPPED: Nanos = Nanos::MIN;
+
+/// One GPU stream's events by start, with when each was launched (its call's start, or its
+/// own start without one) and its call.
+struct Stream {
+    lane: LaneId,
+    events: Vec<u32>,
+    launched: Vec<Nanos>,
+    calls: Vec<u32>,
+}

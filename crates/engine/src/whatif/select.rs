@@ -1,0 +1,201 @@
+//! What a what-if change applies to: a selection of the trace's events, written `kind:value`
+//! (docs/whatif.md). GPU selections resolve to groups of GPU events (a group is one op or
+//! module instance, or one kernel), host selections to host events.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::critical_path::simulate::{Link, Simulation};
+use crate::model::{EventKind, Trace};
+
+/// A selection, as parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Selector {
+    /// Host events with exactly this name (`aten::mm`): the GPU work they launch.
+    Op(String),
+    /// Python functions and annotations whose name contains this text (an `nn.Module`, a
+    /// `record_function` range): the GPU work they launch.
+    Module(String),
+    /// Kernels, copies and fills whose name contains this text (any case).
+    Kernel(String),
+    /// Kernels whose category (from the kernel's name, docs/analysis.md "Kernel-level
+    /// analysis") starts with this text (any case): `GEMM`, `CONV`, `SDPA`, `elementwise`,
+    /// `communication`, ...
+    Category(String),
+    /// The GPU work of one stream.
+    Stream(i64),
+    /// Host events with exactly this name, for their own CPU time (`cpu:aten::linear`).
+    Cpu(String),
+    /// Runtime calls with exactly this name (`call:cudaStreamSynchronize`).
+    Call(String),
+    /// Everything on the GPU (or every synchronize).
+    All,
+}
+
+impl Selector {
+    pub fn parse(text: &str) -> Result<Selector, String> {
+        if text == "all" {
+            return Ok(Selector::All);
+        }
+        let Some((kind, value)) = text.split_once(':') else {
+            return Err(format!(
+                "selection `{text}`: expected kind:value (op, module, kernel, category, stream, cpu, call) or all"
+            ));
+        };
+        if value.is_empty() {
+            return Err(format!("selection `{text}`: nothing after `{kind}:`"));
+        }
+        let v = value.to_owned();
+        Ok(match kind {
+            "op" => Selector::Op(v),
+            "module" => Selector::Module(v),
+            "kernel" => Selector::Kernel(v),
+            "category" => Selector::Category(v),
+            "stream" => Selector::Stream(
+                value
+                    .parse()
+                    .map_err(|_| format!("selection `{text}`: a stream is a number"))?,
+            ),
+            "cpu" => Selector::Cpu(v),
+            "call" => Selector::Call(v),
+            _ => {
+                return Err(format!(
+                    "selection `{text}`: unknown kind `{kind}` (op, module, kernel, category, stream, cpu, call)"
+                ))
+            }
+        })
+    }
+
+    /// Whether the selection names host events (rather than GPU work).
+    pub fn is_host(&self) -> bool {
+        matches!(self, Selector::Cpu(_) | Selector::Call(_))
+    }
+}
+
+/// The GPU work each runtime call launched, from the simulation's launch links.
+pub struct Launched(HashMap<u32, Vec<u32>>);
+
+impl Launched {
+    pub fn of(sim: &Simulation) -> Launched {
+        let mut m: HashMap<u32, Vec<u32>> = HashMap::default();
+        for p in 0..sim.points() as u32 {
+            for k in sim.constraints_of(p) {
+                let c = sim.constraints[k];
+                if c.link == Link::Launch {
+                    m.entry(sim.event[c.from as usize])
+                        .or_default()
+                        .push(c.charged);
+                }
+            }
+        }
+        Launched(m)
+    }
+}
+
+/// Host events whose name passes `keep`, outermost only (an instance inside another selected
+/// one is part of it), with the simulation's points.
+fn host_spans(trace: &Trace, sim: &Simulation, keep: &dyn Fn(&str, EventKind) -> bool) -> Vec<u32> {
+    let mut spans: Vec<(u32, u32, u32)> = trace
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind().is_host_activity() && keep(trace.name(e), e.kind()))
+        .filter_map(|(i, _)| sim.points_of(i as u32).map(|(s, e)| (s, e, i as u32)))
+        .collect();
+    spans.sort_unstable();
+    let mut out = Vec::new();
+    let mut until: Option<u32> = None;
+    for (s, e, i) in spans {
+        // Points of one thread are consecutive: a span inside the last kept one is nested.
+        if until.is_some_and(|u| s <= u) {
+            continue;
+        }
+        until = Some(e);
+        out.push(i);
+    }
+    out
+}
+
+/// The GPU work launched inside a host event (by its own thread's calls), in launch order.
+fn gpu_inside(sim: &Simulation, launched: &Launched, host: u32) -> Vec<u32> {
+    let Some((s, e)) = sim.points_of(host) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for p in s..=e {
+        let ev = sim.event[p as usize];
+        let is_start = sim.points_of(ev).is_some_and(|x| x.0 == p);
+        if let (true, Some(g)) = (is_start, launched.0.get(&ev)) {
+            out.extend_from_slice(g);
+        }
+    }
+    out
+}
+
+/// The GPU work a selection names, in groups (one op or module instance, or one GPU event).
+pub fn gpu_groups(
+    trace: &Trace,
+    sim: &Simulation,
+    launched: &Launched,
+    sel: &Selector,
+) -> Vec<Vec<u32>> {
+    let gpu = || {
+        trace
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(i, e)| e.kind().is_gpu() && sim.points_of(*i as u32).is_some())
+    };
+    let each = |keep: &dyn Fn(&str, &crate::model::Event) -> bool| -> Vec<Vec<u32>> {
+        gpu()
+            .filter(|(_, e)| keep(trace.name(e), e))
+            .map(|(i, _)| vec![i as u32])
+            .collect()
+    };
+    match sel {
+        Selector::Op(name) => host_spans(trace, sim, &|n, _| n == name)
+            .into_iter()
+            .map(|h| gpu_inside(sim, launched, h))
+            .filter(|g| !g.is_empty())
+            .collect(),
+        Selector::Module(text) => host_spans(trace, sim, &|n, k| {
+            matches!(k, EventKind::PythonFunction | EventKind::UserAnnotation)
+                && n.contains(text.as_str())
+        })
+        .into_iter()
+        .map(|h| gpu_inside(sim, launched, h))
+        .filter(|g| !g.is_empty())
+        .collect(),
+        Selector::Kernel(text) => {
+            let t = text.to_ascii_lowercase();
+            each(&|n, _| n.to_ascii_lowercase().contains(&t))
+        }
+        Selector::Category(c) => {
+            let c = c.to_ascii_lowercase();
+            each(&|n, _| {
+                crate::analysis::kernel_kinds::kernel_op_category(n)
+                    .to_ascii_lowercase()
+                    .starts_with(&c)
+            })
+        }
+        Selector::Stream(s) => each(&|_, e| e.stream() == Some(*s)),
+        Selector::All => each(&|_, _| true),
+        Selector::Cpu(_) | Selector::Call(_) => Vec::new(),
+    }
+}
+
+/// The host events a host selection names (`cpu:` outermost instances, `call:` every call),
+/// or, for a GPU selection, the op and module instances it names (where synchronizes sit).
+pub fn host_events(trace: &Trace, sim: &Simulation, sel: &Selector) -> Vec<u32> {
+    match sel {
+        Selector::Cpu(name) | Selector::Op(name) => host_spans(trace, sim, &|n, _| n == name),
+        Selector::Call(name) => host_spans(trace, sim, &|n, k| {
+            matches!(k, EventKind::CudaRuntime | EventKind::CudaDriver) && n == name
+        }),
+        Selector::Module(text) => host_spans(trace, sim, &|n, k| {
+            matches!(k, EventKind::PythonFunction | EventKind::UserAnnotation)
+                && n.contains(text.as_str())
+        }),
+        Selector::All => host_spans(trace, sim, &|_, k| k.is_runtime()),
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,291 @@
+//! What-if replay (issue #50, docs/whatif.md) on generated traces whose truth is known, and the
+//! replay's error and cross-step validation on every shared trace with GPU work.
+
+mod common;
+
+use jarvis_engine::analysis::kernel_kinds::is_communication_kernel;
+use jarvis_engine::critical_path::{self, BoundBy, CriticalPath};
+use jarvis_engine::model::Trace;
+use jarvis_engine::whatif::{self, validate, Change};
+
+fn trace(text: &str) -> Trace {
+    jarvis_engine::import::import_bytes(text.as_bytes()).expect("imports")
+}
+
+fn analyze(t: &Trace) -> CriticalPath {
+    critical_path::analyze(t, &is_communication_kernel)
+        .expect("GPU work")
+        .0
+}
+
+/// Each step's (replayed, predicted) µs under `changes`.
+fn predict(t: &Trace, changes: &[(&str, &str)]) -> Vec<(f64, f64)> {
+    let cp = analyze(t);
+    let changes: Vec<Change> = changes
+        .iter()
+        .map(|(k, s)| Change::parse(k, s).expect("parses"))
+        .collect();
+    let o = whatif::predict(
+        t,
+        cp.replay.as_ref().expect("replay"),
+        &[],
+        &changes,
+        &is_communication_kernel,
+    )
+    .expect("predicts");
+    o.steps
+        .iter()
+        .map(|s| {
+            assert_eq!(s.recorded_us, s.replayed_us, "{}", s.step);
+            (s.replayed_us, s.predicted_us)
+        })
+        .collect()
+}
+
+/// One step: `gemm_a` (100 µs) then `add_b` (50 µs, queued behind it) on one stream, a device
+/// synchronize (recorded without `cuda_sync` records: inferred), then a 20 µs CPU op.
+const SERIAL: &str = r#"{"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 205},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12, "dur": 5, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "gemm_a", "pid": 0, "tid": 7, "ts": 20, "dur": 100, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 35, "dur": 10},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 37, "dur": 4, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "kernel", "name": "add_b", "pid": 0, "tid": 7, "ts": 121, "dur": 50, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": 50, "dur": 125, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "pid": 1, "tid": 1, "ts": 180, "dur": 20}
+]}"#;
+
+/// A kernel on the critical path sped up 2× shortens the step by exactly the time it saves
+/// there (50 of its 100 µs); the queued kernel behind it moves with it.
+#[test]
+fn a_kernel_on_the_path_sped_up_shortens_the_step_by_its_saving() {
+    let t = trace(SERIAL);
+    assert_eq!(
+        predict(&t, &[("scale", "kernel:gemm_a=0.5")]),
+        vec![(205.0, 155.0)]
+    );
+    // The same kernel by its op.
+    assert_eq!(
+        predict(&t, &[("scale", "op:aten::mm=0.5")]),
+        vec![(205.0, 155.0)]
+    );
+    // Removed, it saves less than its 100 µs: add_b can start no earlier than its launch (37)
+    // plus the trace's launch latency (8, gemm_a's on an idle stream), so it runs 45-95 and
+    // the synchronize ends at 99 instead of 175: 76 µs saved.
+    assert_eq!(
+        predict(&t, &[("remove", "kernel:gemm_a")]),
+        vec![(205.0, 129.0)]
+    );
+    // Both kernels fused into one 60 µs kernel per instance of the step's ops: each op is its
+    // own instance, so fusing `aten::add`'s one kernel into 60 µs adds 10.
+    assert_eq!(
+        predict(&t, &[("fuse", "op:aten::add=60")]),
+        vec![(205.0, 215.0)]
+    );
+    // CPU time of the op after the synchronize halves: 10 µs.
+    assert_eq!(
+        predict(&t, &[("scale", "cpu:aten::copy_=0.5")]),
+        vec![(205.0, 195.0)]
+    );
+}
+
+/// Removing the synchronize lets the CPU run ahead: the copy starts as soon as the
+/// synchronize's own 2 µs are done, and the step ends when the queued kernel does (171 µs).
+#[test]
+fn removing_a_sync_lets_the_cpu_run_ahead() {
+    let t = trace(SERIAL);
+    assert_eq!(
+        predict(&t, &[("remove-sync", "call:cudaDeviceSynchronize")]),
+        vec![(205.0, 171.0)]
+    );
+    // The synchronize's op-level selection works as well.
+    assert_eq!(predict(&t, &[("remove-sync", "all")]), vec![(205.0, 171.0)]);
+}
+
+/// Two streams: `long_a` (150 µs) on one, `short_b` (50 µs) on the other, a device
+/// synchronize waits for both.
+const OVERLAPPED: &str = r#"{"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 205},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12, "dur": 5, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "long_a", "pid": 0, "tid": 7, "ts": 20, "dur": 150, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 20, "dur": 4, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "kernel", "name": "short_b", "pid": 0, "tid": 8, "ts": 28, "dur": 50, "args": {"correlation": 2, "stream": 8}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": 50, "dur": 125, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "pid": 1, "tid": 1, "ts": 180, "dur": 20}
+]}"#;
+
+/// A kernel hidden behind another stream's work changes nothing when sped up; the one that
+/// holds the synchronize shortens the step by its whole saving.
+#[test]
+fn a_hidden_kernel_sped_up_changes_nothing() {
+    let t = trace(OVERLAPPED);
+    assert_eq!(
+        predict(&t, &[("scale", "kernel:short_b=0.5")]),
+        vec![(205.0, 205.0)]
+    );
+    assert_eq!(
+        predict(&t, &[("scale", "stream:8=0")]),
+        vec![(205.0, 205.0)]
+    );
+    assert_eq!(
+        predict(&t, &[("scale", "kernel:long_a=0.5")]),
+        vec![(205.0, 130.0)]
+    );
+    // Once long_a is shorter than short_b, short_b holds the step.
+    assert_eq!(
+        predict(&t, &[("scale", "kernel:long_a=0.1")]),
+        vec![(205.0, 108.0)]
+    );
+}
+
+/// A CUDA graph replays three kernels under one `cudaGraphLaunch` (one correlation id); a
+/// stream synchronize waits for them.
+const GRAPH: &str = r#"{"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 215},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": 1, "tid": 1, "ts": 10, "dur": 10, "args": {"correlation": 5}},
+  {"ph": "X", "cat": "kernel", "name": "g_one", "pid": 0, "tid": 7, "ts": 30, "dur": 50, "args": {"correlation": 5, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "g_two", "pid": 0, "tid": 7, "ts": 81, "dur": 50, "args": {"correlation": 5, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "g_three", "pid": 0, "tid": 7, "ts": 132, "dur": 50, "args": {"correlation": 5, "stream": 7}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 1, "ts": 25, "dur": 162, "args": {"correlation": 6}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 190, "dur": 20}
+]}"#;
+
+/// Graph-launched kernels are joined to their launch (HTA leaves them unconnected): all three
+/// are on Jarvis's path, and speeding them up shortens the step.
+#[test]
+fn graph_launched_kernels_are_on_the_path() {
+    let t = trace(GRAPH);
+    let cp = analyze(&t);
+    let s = &cp.jarvis[0];
+    assert_eq!(s.step, "ProfilerStep#1");
+    assert_eq!(s.length_us, 215.0);
+    let by = |b| {
+        s.by_cause
+            .iter()
+            .find(|(c, _)| *c == b)
+            .map_or(0.0, |c| c.1)
+    };
+    assert_eq!(by(BoundBy::GpuComputeBound), 150.0);
+    assert_eq!(by(BoundBy::GpuKernelLaunchOverhead), 20.0);
+    assert_eq!(by(BoundBy::GpuKernelKernelOverhead), 2.0);
+    assert_eq!(by(BoundBy::CpuBound), 43.0);
+    let kernels: Vec<&str> = s
+        .hops
+        .iter()
+        .filter_map(|h| h.0.as_ref())
+        .filter(|e| e.cat == "kernel")
+        .map(|e| e.name.as_str())
+        .collect();
+    assert_eq!(
+        kernels,
+        ["g_one", "g_one", "g_two", "g_two", "g_three", "g_three"]
+    );
+    assert_eq!(
+        predict(&t, &[("scale", "kernel:g_=0.5")]),
+        vec![(215.0, 140.0)]
+    );
+    assert_eq!(
+        predict(&t, &[("scale", "op:cudaGraphLaunch=0.5")]),
+        vec![(215.0, 140.0)]
+    );
+}
+
+/// Selections and changes that cannot work say why.
+#[test]
+fn bad_changes_are_named() {
+    for (kind, spec, says) in [
+        ("scale", "kernel:x", "SELECTION=NUMBER"),
+        ("scale", "kernel:x=fast", "not a number"),
+        ("scale", "nothing=2", "kind:value"),
+        ("scale", "blob:x=2", "unknown kind"),
+        ("efficiency", "kernel:x=0.5", "op: selection"),
+        ("efficiency", "op:aten::mm=1.5", "(0, 1]"),
+        ("remove", "cpu:aten::mm", "does not apply"),
+        ("remove-sync", "kernel:x", "does not apply"),
+        ("scale", "stream:seven=2", "a stream is a number"),
+    ] {
+        let e = Change::parse(kind, spec).expect_err(spec);
+        assert!(e.contains(says), "{spec}: {e}");
+    }
+    // An efficiency without a perf model is refused with the op's name.
+    let t = trace(SERIAL);
+    let cp = analyze(&t);
+    let change = Change::parse("efficiency", "op:aten::mm=0.5").expect("parses");
+    let e = whatif::predict(
+        &t,
+        cp.replay.as_ref().expect("replay"),
+        &[],
+        &[change],
+        &is_communication_kernel,
+    )
+    .expect_err("no perf model");
+    assert!(e.contains("aten::mm") && e.contains("no perf model"), "{e}");
+}
+
+/// Every shared trace with GPU work: the replay with recorded durations reproduces each
+/// step's span (median error ≤ 1 %, worst ≤ 5 %), Jarvis's path is exactly as long as the
+/// replayed span, and each step predicted from the first step's model is reported
+/// (docs/whatif.md, "Validation").
+#[test]
+fn replay_reproduces_every_shared_trace() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let mut errors: Vec<f64> = Vec::new();
+    let mut cross: Vec<f64> = Vec::new();
+    let mut traces = 0;
+    for path in common::all_traces(&shared) {
+        let Ok(t) = jarvis_engine::import::import_bytes(&common::read(&path)) else {
+            continue;
+        };
+        let Some((cp, _)) = critical_path::analyze(&t, &is_communication_kernel) else {
+            continue;
+        };
+        traces += 1;
+        let replay = cp.replay.as_ref().expect("replay");
+        for s in &cp.jarvis {
+            errors.push(s.replay.error_pct().abs());
+            let path_len: f64 = s.hops.iter().map(|h| h.2).sum();
+            assert!(
+                (path_len - s.length_us).abs() < 1e-6 * s.length_us.max(1.0),
+                "{}: {} path {path_len} vs span {}",
+                path.display(),
+                s.step,
+                s.length_us
+            );
+        }
+        let (steps, skipped) = validate::cross_step(&t, replay);
+        for c in &steps {
+            cross.push(c.error_pct());
+        }
+        let rel = path.strip_prefix(&shared).unwrap_or(&path);
+        eprintln!(
+            "{:<80} steps {:>3}  worst replay error {:.3} %  broken {}  inferred syncs {}  cross-step {:?} (skipped {skipped})",
+            rel.display(),
+            cp.jarvis.len(),
+            cp.jarvis.iter().map(|s| s.replay.error_pct().abs()).fold(0.0, f64::max),
+            replay.sim.broken,
+            replay.sim.inferred_syncs,
+            steps.iter().map(|c| format!("{:+.2}", c.error_pct())).collect::<Vec<_>>()
+        );
+    }
+    errors.sort_by(f64::total_cmp);
+    let median = errors[errors.len() / 2];
+    let worst = errors.last().copied().unwrap_or(0.0);
+    let mut abs: Vec<f64> = cross.iter().map(|e| e.abs()).collect();
+    abs.sort_by(f64::total_cmp);
+    eprintln!(
+        "{traces} traces, {} steps: replay error median {median:.3} %, worst {worst:.3} %; cross-step {} steps, |error| median {:.2} %, p90 {:.2} %, worst {:.2} %",
+        errors.len(),
+        abs.len(),
+        abs.get(abs.len() / 2).copied().unwrap_or(0.0),
+        abs.get(abs.len() * 9 / 10).copied().unwrap_or(0.0),
+        abs.last().copied().unwrap_or(0.0)
+    );
+    assert!(traces >= 30, "traces with GPU work: {traces}");
+    assert!(
+        median <= 1.0 && worst <= 5.0,
+        "median {median} worst {worst}"
+    );
+}
