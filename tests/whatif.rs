@@ -289,3 +289,52 @@ fn replay_reproduces_every_shared_trace() {
         "median {median} worst {worst}"
     );
 }
+
+/// What the replay costs on OWLv2 H100 (132k events, one step): building the simulation, one
+/// replay, and a what-if (`cargo test --profile ci -p jarvis-engine --test whatif -- --ignored
+/// --nocapture cost`; docs/whatif.md, "Cost"). Medians of 5.
+#[test]
+#[ignore]
+fn cost_on_owlv2() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let bytes = common::read(
+        &shared.join("traces/tracelens/h100_google_owlv2-large-patch14-ensemble__1016001.json.gz"),
+    );
+    let t = jarvis_engine::import::import_bytes(&bytes).expect("import");
+    let median = |f: &mut dyn FnMut()| {
+        let mut v: Vec<f64> = (0..5)
+            .map(|_| {
+                let s = std::time::Instant::now();
+                f();
+                s.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v[2]
+    };
+    let ctx = critical_path::context::Context::new(&t);
+    let build = median(&mut || {
+        std::hint::black_box(critical_path::Simulation::new(&t, &ctx));
+    });
+    let sim = critical_path::Simulation::new(&t, &ctx);
+    let run = median(&mut || {
+        std::hint::black_box(sim.run(&sim.offsets));
+    });
+    let room = median(&mut || {
+        std::hint::black_box(critical_path::analyze(&t, &is_communication_kernel));
+    });
+    let cp = analyze(&t);
+    let replay = cp.replay.as_ref().expect("replay");
+    let change = [Change::parse("scale", "category:GEMM=0.5").expect("parses")];
+    let whatif = median(&mut || {
+        std::hint::black_box(
+            whatif::predict(&t, replay, &[], &change, &is_communication_kernel).expect("ok"),
+        );
+    });
+    eprintln!(
+        "OWLv2: {} points; simulation built {build:.1} ms, one run {run:.1} ms, the critical-path room (HTA's and Jarvis's) {room:.1} ms, a what-if (category:GEMM=0.5) {whatif:.1} ms",
+        sim.points()
+    );
+}

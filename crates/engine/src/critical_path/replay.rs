@@ -33,6 +33,10 @@ pub struct Window {
     /// The annotation (`None`: the whole trace).
     pub event: Option<u32>,
     gpu_ends: Vec<u32>,
+    /// For the whole trace: the points that can start or end it (every GPU event's, and the
+    /// first and last of each thread that launches or waits for GPU work; threads that do
+    /// neither run beside the work and would hold the span at their recorded times).
+    bounds: Vec<u32>,
 }
 
 /// Each `ProfilerStep#N` annotation of the simulation, by start, or the whole trace as `all`.
@@ -53,6 +57,7 @@ pub fn windows(trace: &Trace, sim: &Simulation) -> Vec<Window> {
             name: "all".to_owned(),
             event: None,
             gpu_ends: Vec::new(),
+            bounds: whole_trace_bounds(trace, sim),
         }];
     }
     // GPU work by the start of the call that launched it.
@@ -81,6 +86,7 @@ pub fn windows(trace: &Trace, sim: &Simulation) -> Vec<Window> {
                 name: trace.name(e).to_owned(),
                 event: Some(i),
                 gpu_ends: launched[a..b].iter().map(|l| l.1).collect(),
+                bounds: Vec::new(),
             }
         })
         .collect()
@@ -91,6 +97,46 @@ impl Window {
     pub fn gpu_ends(&self) -> &[u32] {
         &self.gpu_ends
     }
+}
+
+/// Every GPU event's points, and the first and last point of each thread that launches GPU
+/// work or waits for it.
+fn whole_trace_bounds(trace: &Trace, sim: &Simulation) -> Vec<u32> {
+    let mut drives = rustc_hash::FxHashSet::default();
+    let mut bounds = Vec::new();
+    for p in 0..sim.points() as u32 {
+        let ev = &trace.events[sim.event[p as usize] as usize];
+        if ev.kind().is_gpu() {
+            bounds.push(p);
+        }
+        for k in sim.constraints_of(p) {
+            let c = sim.constraints[k];
+            match c.link {
+                Link::Launch => {
+                    drives.insert(trace.events[sim.event[c.from as usize] as usize].lane());
+                }
+                Link::Sync => {
+                    drives.insert(ev.lane());
+                }
+                _ => {}
+            }
+        }
+    }
+    // A thread's points are consecutive.
+    let lane_of = |p: u32| trace.events[sim.event[p as usize] as usize].lane();
+    let n = sim.points() as u32;
+    for p in 0..n {
+        let e = &trace.events[sim.event[p as usize] as usize];
+        if e.kind().is_gpu() || !drives.contains(&e.lane()) {
+            continue;
+        }
+        let first = p == 0 || lane_of(p - 1) != e.lane();
+        let last = p + 1 == n || lane_of(p + 1) != e.lane();
+        if first || last {
+            bounds.push(p);
+        }
+    }
+    bounds
 }
 
 /// A window's span in `times`: (start, end, the point that ends it).
@@ -106,11 +152,16 @@ pub fn span(sim: &Simulation, w: &Window, times: &[Nanos]) -> (Nanos, Nanos, u32
             (times[s as usize], last.0, last.1)
         }
         None => {
-            let start = times.iter().copied().min().unwrap_or(0);
-            let (end, p) = times
+            let start = w
+                .bounds
                 .iter()
-                .enumerate()
-                .map(|(p, &t)| (t, p as u32))
+                .map(|&p| times[p as usize])
+                .min()
+                .unwrap_or(0);
+            let (end, p) = w
+                .bounds
+                .iter()
+                .map(|&p| (times[p as usize], p))
                 .max()
                 .unwrap_or((0, NONE));
             (start, end, p)
@@ -155,6 +206,8 @@ pub fn path(
 ) -> Vec<Hop> {
     let (start, _, mut p) = span(sim, w, times);
     let mut hops = Vec::new();
+    // Kernel names are long and a path holds thousands of hops of a few hundred kernels.
+    let mut comm: rustc_hash::FxHashMap<crate::model::StrId, bool> = Default::default();
     while p != NONE && times[p as usize] > start {
         let tight = sim
             .constraints_of(p)
@@ -170,8 +223,8 @@ pub fn path(
             Link::Thread | Link::Sync => BoundBy::CpuBound,
             Link::Loading => BoundBy::DataLoading,
             Link::Duration => {
-                let name = trace.name(&trace.events[c.charged as usize]);
-                if is_comm(name) {
+                let e = &trace.events[c.charged as usize];
+                if *comm.entry(e.name).or_insert_with(|| is_comm(trace.name(e))) {
                     BoundBy::GpuCommunicationBound
                 } else {
                     BoundBy::GpuComputeBound

@@ -152,15 +152,18 @@ impl Simulation {
             }
         }
         host.sort_unstable_by_key(|&(l, t, s, i)| (l, t, s, i));
+        // The thread's open events (innermost last) and how many of them load data.
         let mut open: Vec<(u32, bool)> = Vec::new();
+        let mut loading = 0usize;
+        let mut loads: rustc_hash::FxHashMap<crate::model::StrId, bool> = Default::default();
         for (k, &(lane, t, is_start, i)) in host.iter().enumerate() {
             let p = sim.point(t, i, is_start);
-            let same_lane = k > 0 && host[k - 1].0 == lane;
-            if !same_lane {
+            if k == 0 || host[k - 1].0 != lane {
                 open.clear();
+                loading = 0;
             } else {
                 let charged = open.last().map_or(NONE, |o| o.0);
-                let link = if open.iter().any(|o| o.1) {
+                let link = if loading > 0 {
                     Link::Loading
                 } else {
                     Link::Thread
@@ -178,9 +181,14 @@ impl Simulation {
             if is_start {
                 let e = &trace.events[i as usize];
                 if e.dur > 0 {
-                    open.push((i, is_data_loading(trace.name(e))));
+                    let dl = *loads
+                        .entry(e.name)
+                        .or_insert_with(|| is_data_loading(trace.name(e)));
+                    loading += usize::from(dl);
+                    open.push((i, dl));
                 }
             } else if let Some(at) = open.iter().rposition(|o| o.0 == i) {
+                loading -= usize::from(open[at].1);
                 open.remove(at);
             }
         }
@@ -370,8 +378,9 @@ impl Simulation {
     /// Sorts the constraints by point and fixes each offset: the constraint that set the
     /// point's recorded time keeps the recorded gap, the others their nominal offset or the
     /// recorded gap where smaller.
-    fn fix_offsets(&mut self, mut raw: Vec<Raw>) {
-        raw.sort_by_key(|r| r.0);
+    fn fix_offsets(&mut self, raw: Vec<Raw>) {
+        // Grouped by point with a counting sort (the constraints come nearly in point order;
+        // a comparison sort of them cost more than everything else here).
         let np = self.rec.len();
         self.first = vec![0; np + 1];
         for r in &raw {
@@ -380,32 +389,47 @@ impl Simulation {
         for p in 0..np {
             self.first[p + 1] += self.first[p];
         }
-        // A blocking call's own work is nominal only beside a sync.
-        let mut i = 0;
-        while i < raw.len() {
-            let p = raw[i].0;
-            let j = i + raw[i..].partition_point(|r| r.0 == p);
-            let group = &mut raw[i..j];
-            let synced = group.iter().any(|r| r.1.link == Link::Sync);
-            let at = self.rec[p as usize];
+        let mut fill = self.first.clone();
+        let mut grouped: Vec<(Constraint, Nanos)> = vec![
+            (
+                Constraint {
+                    from: 0,
+                    link: Link::Thread,
+                    charged: NONE,
+                },
+                0
+            );
+            raw.len()
+        ];
+        for r in raw {
+            let at = &mut fill[r.0 as usize];
+            grouped[*at as usize] = (r.1, r.2);
+            *at += 1;
+        }
+        self.constraints.reserve(grouped.len());
+        self.offsets.reserve(grouped.len());
+        for p in 0..np {
+            let group = &mut grouped[self.first[p] as usize..self.first[p + 1] as usize];
+            // A blocking call's own work is nominal only beside a sync.
+            let synced = group.iter().any(|r| r.0.link == Link::Sync);
+            let at = self.rec[p];
             let mut best = (Nanos::MIN, 0);
             for (k, r) in group.iter_mut().enumerate() {
-                if synced && matches!(r.1.link, Link::Thread | Link::Loading) {
-                    r.2 = BLOCKING_CPU_NS;
+                if synced && matches!(r.0.link, Link::Thread | Link::Loading) {
+                    r.1 = BLOCKING_CPU_NS;
                 }
-                let gap = at - self.rec[r.1.from as usize];
-                let candidate = self.rec[r.1.from as usize].saturating_add(r.2.min(gap));
+                let gap = at - self.rec[r.0.from as usize];
+                let candidate = self.rec[r.0.from as usize].saturating_add(r.1.min(gap));
                 if candidate > best.0 {
                     best = (candidate, k);
                 }
             }
             for (k, r) in group.iter().enumerate() {
-                let gap = at - self.rec[r.1.from as usize];
-                self.constraints.push(r.1);
+                let gap = at - self.rec[r.0.from as usize];
+                self.constraints.push(r.0);
                 self.offsets
-                    .push(if k == best.1 { gap } else { r.2.min(gap) });
+                    .push(if k == best.1 { gap } else { r.1.min(gap) });
             }
-            i = j;
         }
     }
 
@@ -432,8 +456,8 @@ impl Simulation {
                 fill[c.from as usize] += 1;
             }
         }
-        let mut by_time: Vec<u32> = (0..np as u32).collect();
-        by_time.sort_unstable_by_key(|&p| (self.rec[p as usize], p));
+        // Points by recorded time, sorted only if a cycle needs breaking.
+        let mut by_time: Vec<u32> = Vec::new();
         let mut next_forced = 0;
         let mut done = vec![false; np];
         let mut ready: Vec<u32> = (0..np as u32)
@@ -444,6 +468,10 @@ impl Simulation {
             let p = match ready.pop() {
                 Some(p) => p,
                 None => {
+                    if by_time.is_empty() {
+                        by_time = (0..np as u32).collect();
+                        by_time.sort_unstable_by_key(|&p| (self.rec[p as usize], p));
+                    }
                     while done[by_time[next_forced] as usize] {
                         next_forced += 1;
                     }

@@ -631,6 +631,14 @@ fn analyze_tree(
         };
         crate::standalone::analyze(&src, structure)
     });
+    // Each op finding's fix replayed over the trace's schedule (docs/whatif.md).
+    let mut standalone = standalone;
+    if let (Some(st), Some(replay)) = (
+        standalone.as_mut(),
+        critical_path.as_ref().and_then(|c| c.replay.as_ref()),
+    ) {
+        crate::whatif::impacts::replay_findings(&trace, replay, st);
+    }
     let distributed = trace
         .meta
         .distributed_info

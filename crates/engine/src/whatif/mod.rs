@@ -5,6 +5,7 @@
 //! of host ops, or drop the GPU waits of synchronizes. The method and its limits are in
 //! docs/whatif.md.
 
+pub mod impacts;
 pub mod select;
 pub mod validate;
 

@@ -145,9 +145,11 @@ pub fn gpu_groups(
             .enumerate()
             .filter(|(i, e)| e.kind().is_gpu() && sim.points_of(*i as u32).is_some())
     };
+    // Decided once per kernel name: names are long and repeat thousands of times.
     let each = |keep: &dyn Fn(&str, &crate::model::Event) -> bool| -> Vec<Vec<u32>> {
+        let mut seen: rustc_hash::FxHashMap<crate::model::StrId, bool> = Default::default();
         gpu()
-            .filter(|(_, e)| keep(trace.name(e), e))
+            .filter(|(_, e)| *seen.entry(e.name).or_insert_with(|| keep(trace.name(e), e)))
             .map(|(i, _)| vec![i as u32])
             .collect()
     };
@@ -177,8 +179,11 @@ pub fn gpu_groups(
                     .starts_with(&c)
             })
         }
-        Selector::Stream(s) => each(&|_, e| e.stream() == Some(*s)),
-        Selector::All => each(&|_, _| true),
+        Selector::Stream(s) => gpu()
+            .filter(|(_, e)| e.stream() == Some(*s))
+            .map(|(i, _)| vec![i as u32])
+            .collect(),
+        Selector::All => gpu().map(|(i, _)| vec![i as u32]).collect(),
         Selector::Cpu(_) | Selector::Call(_) => Vec::new(),
     }
 }

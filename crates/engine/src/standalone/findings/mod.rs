@@ -120,8 +120,21 @@ impl ImpactMethod {
 impl Impact {
     /// `10.4–16.4% of trace time (mid 13.4%; the named causes' own estimate, medium confidence)`.
     pub fn text(&self) -> String {
+        let replayed = match self.replayed {
+            Some(r) if r.saving_pct() < OVERLAPPED_PCT => format!(
+                "; replayed: overlapped, saves ~0 ({:.1} → {:.1} ms)",
+                r.before_ms, r.after_ms
+            ),
+            Some(r) => format!(
+                "; replayed: {:.1} → {:.1} ms (−{:.1}%)",
+                r.before_ms,
+                r.after_ms,
+                r.saving_pct()
+            ),
+            None => String::new(),
+        };
         format!(
-            "{:.1}–{:.1}% of trace time (mid {:.1}%; {}{})",
+            "{:.1}–{:.1}% of trace time (mid {:.1}%; {}{}){replayed}",
             self.low_pct,
             self.high_pct,
             self.mid_pct,
@@ -133,6 +146,29 @@ impl Impact {
     }
 }
 
+/// A replayed saving under this share of the trace is reported as overlapped (the fix is off
+/// the critical path).
+pub const OVERLAPPED_PCT: f64 = 0.1;
+
+/// The trace replayed with a finding's fix applied (`crate::whatif::impacts`): its steps'
+/// length (the whole trace's without steps) before and after, ms.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct ReplayedSaving {
+    pub before_ms: f64,
+    pub after_ms: f64,
+}
+
+impl ReplayedSaving {
+    /// The share of the trace the fix saves in the replay, %.
+    pub fn saving_pct(&self) -> f64 {
+        if self.before_ms <= 0.0 {
+            0.0
+        } else {
+            ((self.before_ms - self.after_ms) / self.before_ms * 100.0).max(0.0)
+        }
+    }
+}
+
 /// Impact of a finding: the share of the whole trace's time it may save, low / mid / high, %.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct Impact {
@@ -141,6 +177,8 @@ pub struct Impact {
     pub high_pct: f64,
     pub method: ImpactMethod,
     pub confidence: Option<Confidence>,
+    /// The saving replayed over the trace's schedule, where the fix can be replayed.
+    pub replayed: Option<ReplayedSaving>,
 }
 
 impl Impact {
@@ -157,6 +195,7 @@ impl Impact {
             high_pct: high,
             method,
             confidence: c,
+            replayed: None,
         }
     }
 
@@ -196,6 +235,7 @@ impl Impact {
                 high_pct: of_trace(high * b.time_ms),
                 method: ImpactMethod::Cause,
                 confidence: first,
+                replayed: None,
             };
         }
         if let (Some(g), ProjectionKind::Efficiency) = (gap, b.projection_kind) {
