@@ -338,3 +338,52 @@ fn cost_on_owlv2() {
         sim.points()
     );
 }
+
+/// Three `aten::mm` ops, each launching `kernels` kernels that together run 1,000 µs; each op
+/// starts again 17 µs before its predecessor's GPU work ends (the CPU in lockstep with the GPU,
+/// no synchronize recorded).
+fn lockstep(kernels: usize) -> String {
+    let mut ev = Vec::new();
+    let (mut corr, mut gpu_free) = (0, 7.0f64);
+    let per = 1000.0 / kernels as f64;
+    let mut op_start = 0.0f64;
+    for _ in 0..3 {
+        ev.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {op_start}, "dur": 7}}"#));
+        for k in 0..kernels {
+            corr += 1;
+            let launch = op_start + 2.0 + k as f64 * 0.4;
+            ev.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {launch}, "dur": 0.3, "args": {{"correlation": {corr}}}}}"#));
+            let start = gpu_free.max(launch + 5.0);
+            ev.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "gemm_k", "pid": 0, "tid": 7, "ts": {start}, "dur": {per}, "args": {{"correlation": {corr}, "stream": 7}}}}"#));
+            gpu_free = start + per + 1.0;
+        }
+        op_start = gpu_free - 1.0 - 17.0;
+    }
+    format!(r#"{{"traceEvents": [{}]}}"#, ev.join(",\n"))
+}
+
+/// A thread that sits idle while one long kernel it launched runs through the gap, and resumes
+/// just before that kernel ends, waits for it (an unrecorded synchronize or back-pressure):
+/// halving the kernels halves the trace. Where the gap is covered by many short kernels, no
+/// wait is inferred and the CPU keeps its recorded pace.
+#[test]
+fn a_thread_in_lockstep_with_one_long_kernel_waits_for_it() {
+    let t = trace(&lockstep(1));
+    let cp = analyze(&t);
+    assert_eq!(cp.replay.as_ref().expect("replay").sim.inferred_syncs, 2);
+    let [(before, after)] = predict(&t, &[("scale", "kernel:gemm_k=0.5")])[..] else {
+        panic!("one window");
+    };
+    assert_eq!(before, 3009.0);
+    // 7 + 500 (k1) − 17 → op 2 at 490, its kernel queued at 508 → 1008; op 3 at 995, its
+    // kernel at 1009 → 1509.
+    assert_eq!(after, 1509.0);
+    // Ten short kernels per op: no single kernel spans the gap.
+    let t = trace(&lockstep(10));
+    let cp = analyze(&t);
+    assert_eq!(cp.replay.as_ref().expect("replay").sim.inferred_syncs, 0);
+    let [(before, after)] = predict(&t, &[("scale", "kernel:gemm_k=0.5")])[..] else {
+        panic!("one window");
+    };
+    assert!(after > 0.75 * before, "{before} → {after}");
+}

@@ -59,6 +59,8 @@ pub struct Constraint {
 const LAUNCH_NS: Nanos = 5_000;
 /// Nominal gap between two queued kernels of a stream.
 const QUEUED_GAP_NS: Nanos = 1_000;
+/// A thread gap at least this long can be a wait behind a long kernel.
+const LONG_GAP_NS: Nanos = 50_000;
 /// Nominal own work of a blocking call that waited.
 const BLOCKING_CPU_NS: Nanos = 2_000;
 
@@ -252,6 +254,7 @@ impl Simulation {
             }
         }
         sim.sync_constraints(trace, ctx, &streams, &mut raw);
+        sim.waits_behind_long_kernels(trace, &host, &streams, &mut raw);
         sim.fix_offsets(raw);
         sim.order_points();
         sim
@@ -371,6 +374,74 @@ impl Simulation {
             let tied = wait(self, i as u32, &targets, raw);
             if b != Blocking::Copy {
                 self.inferred_syncs += usize::from(tied);
+            }
+        }
+    }
+
+    /// A thread that sits idle for a long gap between its top-level ops while one long kernel it
+    /// launched runs through the gap, and resumes within 5 % of the gap of that kernel's end, is
+    /// taken to wait for it (an unrecorded synchronize, or back-pressure): its next point gets
+    /// a sync constraint from the kernel's end. Short kernels never qualify, so a gap during a
+    /// stream of small kernels stays CPU time.
+    fn waits_behind_long_kernels(
+        &mut self,
+        trace: &Trace,
+        host: &[(LaneId, Nanos, bool, u32)],
+        streams: &[Stream],
+        raw: &mut Vec<Raw>,
+    ) {
+        let mut by_lane: rustc_hash::FxHashMap<LaneId, Vec<(Nanos, Nanos, u32)>> =
+            Default::default();
+        for st in streams {
+            for (&g, &c) in st.events.iter().zip(&st.calls) {
+                if c != NONE {
+                    let e = &trace.events[g as usize];
+                    by_lane
+                        .entry(trace.events[c as usize].lane())
+                        .or_default()
+                        .push((e.ts, e.end(), g));
+                }
+            }
+        }
+        for v in by_lane.values_mut() {
+            v.sort_unstable();
+        }
+        let mut depth = 0usize;
+        for k in 0..host.len() {
+            let (lane, t, is_start, i) = host[k];
+            if k > 0 && host[k - 1].0 != lane {
+                depth = 0;
+            }
+            if is_start {
+                // A zero-length event has no end point to close it.
+                depth += usize::from(trace.events[i as usize].dur > 0);
+            } else {
+                depth = depth.saturating_sub(1);
+            }
+            let Some(&(next_lane, next_t, next_start, _)) = host.get(k + 1) else {
+                continue;
+            };
+            let gap = next_t - t;
+            if depth != 0 || next_lane != lane || !next_start || gap < LONG_GAP_NS {
+                continue;
+            }
+            let Some(list) = by_lane.get(&lane) else {
+                continue;
+            };
+            let began = list.partition_point(|x| x.0 <= t + gap / 10);
+            let found = list[began.saturating_sub(4)..began]
+                .iter()
+                .rev()
+                .find(|x| x.1 >= t + gap / 2 && (x.1 - next_t).abs() <= gap / 20);
+            if let Some(&(_, _, g)) = found {
+                let from = self.end_of[g as usize];
+                let c = Constraint {
+                    from,
+                    link: Link::Sync,
+                    charged: NONE,
+                };
+                raw.push((k as u32 + 1, c, 0));
+                self.inferred_syncs += 1;
             }
         }
     }
