@@ -567,10 +567,7 @@ fn priority_follows_the_estimated_saving() {
         {
             // The replayed saving where the fix could be replayed (docs/whatif.md), else the
             // formula's mid figure.
-            let saving = f
-                .impact
-                .replayed
-                .map_or(f.impact.mid_pct, |r| r.saving_pct());
+            let saving = f.impact.ranked_pct();
             assert_eq!(f.priority, impact_priority(saving), "{}", f.title);
             if saving < 1.0 {
                 assert_eq!(f.priority, Priority::Low, "{}", f.title);

@@ -49,7 +49,7 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 
 /// The priority a finding's estimated saving gives (docs/analysis.md, "Priorities").
 fn by_impact(b: &jarvis_engine::standalone::findings::Bottleneck) -> Priority {
-    jarvis_engine::standalone::rules::impact_priority(b.impact.mid_pct)
+    jarvis_engine::standalone::rules::impact_priority(b.impact.ranked_pct())
 }
 
 #[test]
@@ -156,7 +156,7 @@ fn planted_problems_are_found_with_their_numbers_and_priorities() {
     // The most urgent recommendation saves the most time.
     let first = st.bottleneck(st.recommendations[0]);
     for &r in &st.recommendations[1..] {
-        assert!(st.bottleneck(r).impact.mid_pct <= first.impact.mid_pct + 1e-9);
+        assert!(st.bottleneck(r).impact.ranked_pct() <= first.impact.ranked_pct() + 1e-9);
     }
 }
 

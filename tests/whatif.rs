@@ -261,12 +261,13 @@ fn replay_reproduces_every_shared_trace() {
         }
         let rel = path.strip_prefix(&shared).unwrap_or(&path);
         eprintln!(
-            "{:<80} steps {:>3}  worst replay error {:.3} %  broken {}  inferred syncs {}  cross-step {:?} (skipped {skipped})",
+            "{:<80} steps {:>3}  worst replay error {:.3} %  broken {}  inferred syncs {}  waits {}  cross-step {:?} (skipped {skipped})",
             rel.display(),
             cp.jarvis.len(),
             cp.jarvis.iter().map(|s| s.replay.error_pct().abs()).fold(0.0, f64::max),
             replay.sim.broken,
             replay.sim.inferred_syncs,
+            replay.sim.inferred_waits,
             steps.iter().map(|c| format!("{:+.2}", c.error_pct())).collect::<Vec<_>>()
         );
     }

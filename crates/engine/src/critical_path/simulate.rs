@@ -59,6 +59,8 @@ pub struct Constraint {
 const LAUNCH_NS: Nanos = 5_000;
 /// Nominal gap between two queued kernels of a stream.
 const QUEUED_GAP_NS: Nanos = 1_000;
+/// A GPU event starting this much later than its launch and stream allow is unexplained.
+const UNEXPLAINED_NS: Nanos = 10_000;
 /// A thread gap at least this long can be a wait behind a long kernel.
 const LONG_GAP_NS: Nanos = 50_000;
 /// Nominal own work of a blocking call that waited.
@@ -84,6 +86,8 @@ pub struct Simulation {
     /// Synchronizes tied to GPU work from `cuda_sync` records, and by inference.
     pub recorded_syncs: usize,
     pub inferred_syncs: usize,
+    /// Cross-stream waits inferred without stream-wait records.
+    pub inferred_waits: usize,
     /// Constraints dropped to break a cycle (inconsistent timestamps).
     pub broken: usize,
 }
@@ -134,6 +138,7 @@ impl Simulation {
             launch_ns: LAUNCH_NS,
             recorded_syncs: 0,
             inferred_syncs: 0,
+            inferred_waits: 0,
             broken: 0,
         };
         let mut raw: Vec<Raw> = Vec::new();
@@ -254,6 +259,13 @@ impl Simulation {
             }
         }
         sim.sync_constraints(trace, ctx, &streams, &mut raw);
+        if !ctx
+            .syncs
+            .iter()
+            .any(|r| r.kind == SyncKind::StreamWaitEvent)
+        {
+            sim.cross_stream_waits(trace, &streams, &mut raw);
+        }
         sim.waits_behind_long_kernels(trace, &host, &streams, &mut raw);
         sim.fix_offsets(raw);
         sim.order_points();
@@ -374,6 +386,54 @@ impl Simulation {
             let tied = wait(self, i as u32, &targets, raw);
             if b != Blocking::Copy {
                 self.inferred_syncs += usize::from(tied);
+            }
+        }
+    }
+
+    /// Without stream-wait records, a GPU event whose start neither its launch nor its stream
+    /// explains (it starts more than [`UNEXPLAINED_NS`] after both allow) waits for the work on
+    /// another stream of its device that ended last before it started, if that ended after its
+    /// launch and stream allowed it to start (a `cudaStreamWaitEvent` the trace does not
+    /// record, as DDP's all-reduce waits for the gradients it sends; a copy on the null stream,
+    /// which waits for every other stream): a stream-wait constraint from its end.
+    fn cross_stream_waits(&mut self, trace: &Trace, streams: &[Stream], raw: &mut Vec<Raw>) {
+        let mut ends: Vec<(Nanos, u32)> = streams
+            .iter()
+            .flat_map(|st| st.events.iter())
+            .map(|&g| (trace.events[g as usize].end(), g))
+            .collect();
+        ends.sort_unstable();
+        let device = |g: u32| trace.lane(trace.events[g as usize].lane()).pid.clone();
+        for st in streams {
+            let mut prev_end: Option<Nanos> = None;
+            for (&g, &c) in st.events.iter().zip(&st.calls) {
+                let e = &trace.events[g as usize];
+                let launch = (c != NONE).then(|| trace.events[c as usize].ts + self.launch_ns);
+                let stream = prev_end.map(|p| p + QUEUED_GAP_NS);
+                prev_end = Some(e.end());
+                let Some(allowed) = launch.max(stream) else {
+                    continue;
+                };
+                if e.ts - allowed <= UNEXPLAINED_NS {
+                    continue;
+                }
+                let upto = ends.partition_point(|x| x.0 <= e.ts);
+                let src = ends[..upto]
+                    .iter()
+                    .rev()
+                    .take_while(|x| x.0 > allowed)
+                    .find(|x| {
+                        trace.events[x.1 as usize].lane() != st.lane && device(x.1) == device(g)
+                    });
+                if let Some(&(_, src)) = src {
+                    let c = Constraint {
+                        from: self.end_of[src as usize],
+                        link: Link::StreamWait,
+                        charged: g,
+                    };
+                    raw.push((self.start_of[g as usize], c, 0));
+                    self.inferred_waits += 1;
+                }
             }
         }
     }
@@ -508,13 +568,10 @@ impl Simulation {
     /// broken at its earliest recorded point, whose unmet constraints are dropped.
     fn order_points(&mut self) {
         let np = self.rec.len();
-        let mut indegree = vec![0u32; np];
+        let mut indegree: Vec<u32> = self.first.windows(2).map(|w| w[1] - w[0]).collect();
         let mut out_first = vec![0u32; np + 1];
-        for p in 0..np {
-            for c in &self.constraints[self.first[p] as usize..self.first[p + 1] as usize] {
-                indegree[p] += 1;
-                out_first[c.from as usize + 1] += 1;
-            }
+        for c in &self.constraints {
+            out_first[c.from as usize + 1] += 1;
         }
         for p in 0..np {
             out_first[p + 1] += out_first[p];

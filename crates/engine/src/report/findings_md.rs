@@ -126,10 +126,15 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
     let _ = writeln!(s, "- **Path B:** {}", b.path_b);
     let _ = writeln!(
         s,
-        "- **Priority:** {} in category; {} overall (from its mid saving of {:.1}% of trace time){}",
+        "- **Priority:** {} in category; {} overall (from its {} saving of {:.1}% of trace time){}",
         b.category_priority.label(),
         b.priority.label(),
-        b.impact.mid_pct,
+        if b.impact.replayed.is_some() {
+            "replayed"
+        } else {
+            "mid"
+        },
+        b.impact.ranked_pct(),
         if b.in_top_ops {
             "; in the top operations"
         } else {

@@ -74,11 +74,7 @@ pub fn replay_findings(trace: &Trace, replay: &Replay, st: &mut Standalone) {
         }
     }
     let cats = &st.categories;
-    let saving = |b: &Bottleneck| {
-        b.impact
-            .replayed
-            .map_or(b.impact.mid_pct, |r| r.saving_pct())
-    };
+    let saving = |b: &Bottleneck| b.impact.ranked_pct();
     st.recommendations.sort_by(|&x, &y| {
         let (a, b) = (&cats[x.0].bottlenecks[x.1], &cats[y.0].bottlenecks[y.1]);
         a.priority

@@ -131,7 +131,7 @@ impl StepOutcome {
 pub struct Outcome {
     pub steps: Vec<StepOutcome>,
     /// Each change's text and how many events it touched.
-    pub touched: Vec<(String, usize)>,
+    pub touched: Touched,
 }
 
 /// The per-op-name factor that puts an op's modelled instances at `efficiency` of their
@@ -152,13 +152,16 @@ fn efficiency_factor(rows: &[OpRow], name: &str, efficiency: f64) -> Result<f64,
     Ok(target / recorded)
 }
 
+/// Each change's text and how many events it touched.
+pub type Touched = Vec<(String, usize)>;
+
 /// The offsets of the replay with `changes` applied, and how many events each touched.
 pub fn apply(
     trace: &Trace,
     replay: &Replay,
     rows: &[OpRow],
     changes: &[Change],
-) -> Result<(Vec<Nanos>, Vec<(String, usize)>), String> {
+) -> Result<(Vec<Nanos>, Touched), String> {
     let sim = &replay.sim;
     let launched = Launched::of(sim);
     let mut off = sim.offsets.clone();

@@ -182,6 +182,12 @@ pub struct Impact {
 }
 
 impl Impact {
+    /// The saving a finding is ranked by: the replayed one where the fix could be replayed,
+    /// else the formula's mid figure, % of trace time.
+    pub fn ranked_pct(&self) -> f64 {
+        self.replayed.map_or(self.mid_pct, |r| r.saving_pct())
+    }
+
     /// `high` (% of trace time) scaled by `low` and `mid` factors.
     fn scaled(
         high: f64,
