@@ -388,3 +388,26 @@ fn a_thread_in_lockstep_with_one_long_kernel_waits_for_it() {
     };
     assert!(after > 0.75 * before, "{before} → {after}");
 }
+
+/// The forward thread launches a 100 µs kernel and waits for it; 92 µs later the autograd
+/// engine's thread runs a backward op that launches a 48 µs kernel. The hand-over makes the
+/// backward burst follow the forward thread: halving the forward kernel moves it, and the
+/// trace's end, 50 µs earlier.
+#[test]
+fn the_autograd_thread_follows_the_forward_thread() {
+    let t = trace(
+        r#"{"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 2, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "fwd_gemm", "pid": 0, "tid": 7, "ts": 5, "dur": 100, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 1, "ts": 12, "dur": 96, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: MmBackward0", "pid": 1, "tid": 2, "ts": 200, "dur": 20},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 201, "dur": 2, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "kernel", "name": "bwd_gemm", "pid": 0, "tid": 7, "ts": 204, "dur": 48, "args": {"correlation": 3, "stream": 7}}
+]}"#,
+    );
+    assert_eq!(
+        predict(&t, &[("scale", "kernel:fwd_gemm=0.5")]),
+        vec![(252.0, 202.0)]
+    );
+}

@@ -129,9 +129,12 @@ pub fn analyze(trace: &Trace, is_comm: &dyn Fn(&str) -> bool) -> Option<(Critica
     let sim = Simulation::new(trace, &ctx);
     let sim_windows = replay::windows(trace, &sim);
     let base = sim.run(&sim.offsets);
+    let recorded = replay::spans(&sim, &sim_windows, &sim.rec);
+    let replayed = replay::spans(&sim, &sim_windows, &base);
     let jarvis: Vec<JarvisStep> = sim_windows
         .iter()
-        .map(|w| jarvis_step(trace, &sim, w, &base, &sim.offsets, is_comm))
+        .zip(recorded.iter().zip(&replayed))
+        .map(|(w, (&r, &b))| jarvis_step(trace, &sim, w, (r, b), &base, &sim.offsets, is_comm))
         .collect();
     let mut steps = Vec::new();
     for (name, window) in windows(trace) {
@@ -163,18 +166,21 @@ pub fn analyze(trace: &Trace, is_comm: &dyn Fn(&str) -> bool) -> Option<(Critica
     ))
 }
 
+/// Spans of one window: as recorded and in the schedule (`replay::spans`).
+type SpanPair = ((i64, i64, u32), (i64, i64, u32));
+
 /// A step by Jarvis's rules in the schedule `times` (from `offsets`), beside its recorded span.
 pub fn jarvis_step(
     trace: &Trace,
     sim: &Simulation,
     w: &replay::Window,
+    ((rs, re, _), span): SpanPair,
     times: &[crate::model::Nanos],
     offsets: &[crate::model::Nanos],
     is_comm: &dyn Fn(&str) -> bool,
 ) -> JarvisStep {
-    let (rs, re, _) = replay::span(sim, w, &sim.rec);
-    let (s, e, _) = replay::span(sim, w, times);
-    let hops = replay::path(trace, sim, w, times, offsets, is_comm);
+    let (s, e, _) = span;
+    let hops = replay::path(trace, sim, span, times, offsets, is_comm);
     let us = |ns: i64| ns as f64 / 1000.0;
     JarvisStep {
         step: w.name.clone(),

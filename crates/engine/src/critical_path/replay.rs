@@ -139,8 +139,26 @@ fn whole_trace_bounds(trace: &Trace, sim: &Simulation) -> Vec<u32> {
     bounds
 }
 
-/// A window's span in `times`: (start, end, the point that ends it).
-pub fn span(sim: &Simulation, w: &Window, times: &[Nanos]) -> (Nanos, Nanos, u32) {
+/// Each window's span in `times`: (start, end, the point that ends it). A step starts at its
+/// annotation's start, or where the previous step's span ended if later (a CPU that runs ahead
+/// leaves the GPU finishing earlier steps' work inside the next step's annotation), so the
+/// spans never overlap and add up to the steps' whole length.
+pub fn spans(sim: &Simulation, windows: &[Window], times: &[Nanos]) -> Vec<(Nanos, Nanos, u32)> {
+    let mut prev_end: Option<Nanos> = None;
+    windows
+        .iter()
+        .map(|w| {
+            let (s, e, p) = span(sim, w, times);
+            let s = prev_end.map_or(s, |pe| s.max(pe));
+            let e = e.max(s);
+            prev_end = Some(e);
+            (s, e, p)
+        })
+        .collect()
+}
+
+/// A window's own span in `times`: (start, end, the point that ends it).
+fn span(sim: &Simulation, w: &Window, times: &[Nanos]) -> (Nanos, Nanos, u32) {
     match w.event.and_then(|e| sim.points_of(e)) {
         Some((s, e)) => {
             let mut last = (times[e as usize], e);
@@ -194,17 +212,17 @@ fn preference(l: Link) -> u8 {
     }
 }
 
-/// The critical path of a window in a replayed schedule (`times` from `offsets`), in time order.
+/// The critical path of a window's span (from [`spans`]) in a replayed schedule (`times` from
+/// `offsets`), in time order.
 /// `is_comm` tells communication kernels (charged to `gpu_communication_bound`).
 pub fn path(
     trace: &Trace,
     sim: &Simulation,
-    w: &Window,
+    (start, _, mut p): (Nanos, Nanos, u32),
     times: &[Nanos],
     offsets: &[Nanos],
     is_comm: &dyn Fn(&str) -> bool,
 ) -> Vec<Hop> {
-    let (start, _, mut p) = span(sim, w, times);
     let mut hops = Vec::new();
     // Kernel names are long and a path holds thousands of hops of a few hundred kernels.
     let mut comm: rustc_hash::FxHashMap<crate::model::StrId, bool> = Default::default();
@@ -253,11 +271,11 @@ pub fn path(
     hops
 }
 
-/// Time on a path by cause (each cause once, in `BoundBy::ALL` order, without HTA's empty one).
+/// Time on a path by cause (each cause once, in `BoundBy::ALL` order; `None` is the time
+/// before a path that starts after its span, unattributed).
 pub fn by_cause(hops: &[Hop]) -> Vec<(BoundBy, Nanos)> {
     BoundBy::ALL
         .iter()
-        .filter(|&&b| b != BoundBy::None)
         .map(|&b| {
             let t = hops
                 .iter()

@@ -22,8 +22,9 @@
 //! recorded gap where that is smaller. With nothing changed every point is therefore at its
 //! recorded time; with a change, a kernel that was queued moves with its stream, one that waited
 //! for its launch stays with the CPU, and a synchronize ends when what it waits for ends.
-//! Threads are replayed apart: the hand-over between the forward thread and the autograd thread
-//! is not modelled (each keeps its own recorded timing unless a synchronize moves it).
+//! Threads are replayed apart, but for synchronizes and the hand-over between the forward
+//! thread and the autograd engine's thread (`backward()` starts the one and returns to the
+//! other); other threads keep their recorded timing.
 
 use super::context::{Context, NONE};
 use crate::model::sync::SyncKind;
@@ -57,6 +58,12 @@ pub struct Constraint {
 /// Nominal launch latency where a trace shows none (µs-scale: a launch call to its kernel's
 /// start on an idle stream).
 const LAUNCH_NS: Nanos = 5_000;
+/// The most a nominal launch latency can be.
+const MAX_LAUNCH_NS: Nanos = 50_000;
+/// An async copy call that returns within this long of its copy's end, its copy pageable or
+/// started at least this long after the call, waited for it (pageable host memory makes
+/// `cudaMemcpyAsync` synchronous).
+const RETURNS_WITH_COPY_NS: Nanos = 50_000;
 /// Nominal gap between two queued kernels of a stream.
 const QUEUED_GAP_NS: Nanos = 1_000;
 /// A GPU event starting this much later than its launch and stream allow is unexplained.
@@ -233,9 +240,12 @@ impl Simulation {
             s.events.push(i);
             s.calls.push(c);
         }
+        // A delay of a millisecond or more on an idle stream is no launch latency (the GPU was
+        // busy with work the trace did not record, or the trace starts mid-flight).
+        idle_delays.retain(|&d| d < 1_000_000);
         if !idle_delays.is_empty() {
             let mid = idle_delays.len() / 2;
-            sim.launch_ns = *idle_delays.select_nth_unstable(mid).1;
+            sim.launch_ns = (*idle_delays.select_nth_unstable(mid).1).min(MAX_LAUNCH_NS);
         }
         for st in &streams {
             let mut prev: Option<u32> = None;
@@ -267,6 +277,7 @@ impl Simulation {
             sim.cross_stream_waits(trace, &streams, &mut raw);
         }
         sim.waits_behind_long_kernels(trace, &host, &streams, &mut raw);
+        sim.autograd_hand_over(trace, &host, &mut raw);
         sim.fix_offsets(raw);
         sim.order_points();
         sim
@@ -364,7 +375,23 @@ impl Simulation {
             if !e.kind().is_runtime() || !e.has_time() || e.is_captured() {
                 continue;
             }
-            let Some(b) = blocking(trace.name(e)) else {
+            let name = trace.name(e);
+            let Some(b) = blocking(name).or_else(|| {
+                // An async copy that returned with its copy (pageable memory) blocked.
+                let g = ctx.gpu_of[i];
+                let async_copy = matches!(name, "cudaMemcpyAsync" | "hipMemcpyAsync");
+                (async_copy && g != NONE)
+                    .then(|| &trace.events[g as usize])
+                    .filter(|c| {
+                        // The call ends with its copy (the runtime may return a few µs before
+                        // the last chunk lands), and the copy is pageable or waited long.
+                        c.ts >= e.ts
+                            && (e.end() - c.end()).abs() <= RETURNS_WITH_COPY_NS
+                            && (trace.name(c).contains("Pageable")
+                                || c.ts - e.ts >= RETURNS_WITH_COPY_NS)
+                    })
+                    .map(|_| Blocking::Copy)
+            }) else {
                 continue;
             };
             let targets: Vec<u32> = match b {
@@ -434,6 +461,108 @@ impl Simulation {
                     raw.push((self.start_of[g as usize], c, 0));
                     self.inferred_waits += 1;
                 }
+            }
+        }
+    }
+
+    /// The hand-over between the forward thread and the autograd engine's thread: each burst of
+    /// work the autograd thread starts after an idle gap (or its first) waits for the forward
+    /// thread's last point before it (`backward()` hands the graph over), and each burst the
+    /// forward thread starts after a gap in which the autograd thread ran waits for the
+    /// autograd thread's last point before it (`backward()` returns). The forward thread is the
+    /// one holding the first `ProfilerStep`, else the one with the most CPU ops.
+    fn autograd_hand_over(
+        &mut self,
+        trace: &Trace,
+        host: &[(LaneId, Nanos, bool, u32)],
+        raw: &mut Vec<Raw>,
+    ) {
+        let mut autograd: Option<LaneId> = None;
+        let mut ops: rustc_hash::FxHashMap<LaneId, usize> = Default::default();
+        let mut step: Option<(Nanos, LaneId)> = None;
+        for e in trace
+            .events
+            .iter()
+            .filter(|e| e.has_time() && !e.is_captured())
+        {
+            match e.kind() {
+                crate::model::EventKind::CpuOp => {
+                    *ops.entry(e.lane()).or_default() += 1;
+                    if super::calls::is_autograd(trace.name(e)) {
+                        if autograd.is_some_and(|l| l != e.lane()) {
+                            return; // several autograd threads: no single hand-over
+                        }
+                        autograd = Some(e.lane());
+                    }
+                }
+                crate::model::EventKind::UserAnnotation
+                    if trace.name(e).starts_with("ProfilerStep#")
+                        && step.is_none_or(|(t, _)| e.ts < t) =>
+                {
+                    step = Some((e.ts, e.lane()));
+                }
+                _ => {}
+            }
+        }
+        let Some(b) = autograd else { return };
+        let forward = step.map(|s| s.1).filter(|&l| l != b).or_else(|| {
+            ops.iter()
+                .filter(|(l, _)| **l != b)
+                .max_by_key(|(l, n)| (**n, std::cmp::Reverse(l.0)))
+                .map(|(l, _)| *l)
+        });
+        let Some(f) = forward.filter(|f| trace.lane(*f).pid == trace.lane(b).pid) else {
+            return;
+        };
+        // Each lane's points are one run of `host` (its point ids are the indices).
+        let range = |lane: LaneId| {
+            let a = host.partition_point(|h| h.0 < lane);
+            a..a + host[a..].partition_point(|h| h.0 == lane)
+        };
+        let (rf, rb) = (range(f), range(b));
+        // Points of `lane` that start a burst: its first, and any start after an idle gap.
+        let bursts = |r: std::ops::Range<usize>| -> Vec<usize> {
+            let mut depth = 0usize;
+            let mut out = Vec::new();
+            for k in r.clone() {
+                let (_, t, is_start, i) = host[k];
+                if is_start && (k == r.start || (depth == 0 && t - host[k - 1].1 >= LONG_GAP_NS)) {
+                    out.push(k);
+                }
+                if is_start {
+                    depth += usize::from(trace.events[i as usize].dur > 0);
+                } else {
+                    depth = depth.saturating_sub(1);
+                }
+            }
+            out
+        };
+        let last_before = |r: &std::ops::Range<usize>, t: Nanos| -> Option<usize> {
+            let n = host[r.clone()].partition_point(|h| h.1 <= t);
+            n.checked_sub(1).map(|n| r.start + n)
+        };
+        let mut link = |to: usize, from: usize| {
+            let c = Constraint {
+                from: from as u32,
+                link: Link::Sync,
+                charged: NONE,
+            };
+            raw.push((to as u32, c, 0));
+            self.inferred_syncs += 1;
+        };
+        for k in bursts(rb.clone()) {
+            if let Some(p) = last_before(&rf, host[k].1) {
+                link(k, p);
+            }
+        }
+        for k in bursts(rf.clone()) {
+            let prev_t = if k > rf.start {
+                host[k - 1].1
+            } else {
+                Nanos::MIN
+            };
+            if let Some(p) = last_before(&rb, host[k].1).filter(|&p| host[p].1 > prev_t) {
+                link(k, p);
             }
         }
     }

@@ -20,6 +20,15 @@ pub fn files(cp: &CriticalPath) -> Vec<OutputFile> {
     ]
 }
 
+/// A cause's name in Jarvis's files: HTA's, and `unattributed` for the time before a path
+/// that starts after its step (HTA's empty cause never holds time in Jarvis's path).
+fn jarvis_cause(b: BoundBy) -> &'static str {
+    match b {
+        BoundBy::None => "unattributed",
+        b => b.hta_name(),
+    }
+}
+
 /// Jarvis's path by cause per step, in `summary.csv`'s columns (µs with three decimals: the
 /// replay keeps the trace's nanoseconds).
 pub fn jarvis_summary_csv(cp: &CriticalPath) -> Vec<u8> {
@@ -34,7 +43,7 @@ pub fn jarvis_summary_csv(cp: &CriticalPath) -> Vec<u8> {
             };
             let _ = w.write_record([
                 s.step.as_str(),
-                b.hta_name(),
+                jarvis_cause(b),
                 &format!("{us:.3}"),
                 &format!("{share:.6}"),
             ]);

@@ -1,6 +1,6 @@
 //! Every op finding's impact from replay (issue #50 item 5): the finding's fix, its op's GPU
 //! time cut by the impact's mid saving (spread over every instance of the op), is replayed over
-//! the trace's schedule, and the steps' replayed length before and after (their spans summed;
+//! the trace's schedule, and the steps' replayed length before and after (their spans, which never overlap, summed;
 //! the whole trace's without steps) is kept beside the formula's range. The finding's priority then follows the replayed saving (the same
 //! thresholds as the mid figure's), so a fix off the critical path ("overlapped") no longer
 //! ranks by a saving it cannot make. Findings without an op (timeline, patterns) keep the
@@ -15,13 +15,9 @@ use crate::standalone::{rules, Standalone};
 
 /// The steps' summed spans in a schedule (the whole trace's when it has no steps), ns.
 fn length(replay: &Replay, times: &[Nanos]) -> Nanos {
-    replay
-        .windows
+    crate::critical_path::replay::spans(&replay.sim, &replay.windows, times)
         .iter()
-        .map(|w| {
-            let (s, e, _) = crate::critical_path::replay::span(&replay.sim, w, times);
-            e - s
-        })
+        .map(|(s, e, _)| e - s)
         .sum()
 }
 
@@ -38,11 +34,30 @@ pub fn replay_findings(trace: &Trace, replay: &Replay, st: &mut Standalone) {
         if b.op_name.is_empty() || b.impact.mid_pct <= 0.0 {
             return None;
         }
-        let sel = Selector::Op(b.op_name.clone());
-        let events: Vec<u32> = select::gpu_groups(trace, sim, &launched, &sel)
-            .into_iter()
-            .flatten()
-            .collect();
+        // A graph-replayed kernel without its capture is a synthetic op `launcher->kernel`: its
+        // kernels by name; any other op by its host events.
+        let events: Vec<u32> = match crate::standalone::ops::synthetic_parts(&b.op_name) {
+            Some((_, kernel)) => {
+                let mut seen: rustc_hash::FxHashMap<crate::model::StrId, bool> = Default::default();
+                (0..trace.events.len() as u32)
+                    .filter(|&g| {
+                        let e = &trace.events[g as usize];
+                        e.kind().is_gpu()
+                            && sim.points_of(g).is_some()
+                            && *seen
+                                .entry(e.name)
+                                .or_insert_with(|| trace.name(e) == kernel)
+                    })
+                    .collect()
+            }
+            None => {
+                let sel = Selector::Op(b.op_name.clone());
+                select::gpu_groups(trace, sim, &launched, &sel)
+                    .into_iter()
+                    .flatten()
+                    .collect()
+            }
+        };
         let duration = |g: u32| {
             let (_, end) = sim.points_of(g)?;
             sim.constraints_of(end)

@@ -272,14 +272,18 @@ pub fn predict(
     let base = sim.run(&sim.offsets);
     let times = sim.run(&off);
     let us = |ns: Nanos| ns as f64 / 1000.0;
+    let (rec, bas, pre) = (
+        replay::spans(sim, &replay.windows, &sim.rec),
+        replay::spans(sim, &replay.windows, &base),
+        replay::spans(sim, &replay.windows, &times),
+    );
     let steps = replay
         .windows
         .iter()
-        .map(|w| {
-            let (rs, re, _) = replay::span(sim, w, &sim.rec);
-            let (bs, be, _) = replay::span(sim, w, &base);
-            let (ps, pe, _) = replay::span(sim, w, &times);
-            let hops = replay::path(trace, sim, w, &times, &off, is_comm);
+        .enumerate()
+        .map(|(k, w)| {
+            let ((rs, re, _), (bs, be, _), (ps, pe, _)) = (rec[k], bas[k], pre[k]);
+            let hops = replay::path(trace, sim, pre[k], &times, &off, is_comm);
             StepOutcome {
                 step: w.name.clone(),
                 recorded_us: us(re - rs),

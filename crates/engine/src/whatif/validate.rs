@@ -71,7 +71,8 @@ pub fn cross_step(trace: &Trace, replay: &Replay) -> (Vec<CrossStep>, usize) {
         return (Vec::new(), 0);
     };
     let (mut out, mut skipped) = (Vec::new(), 0);
-    for w in windows.iter().skip(1).take(MAX_STEPS) {
+    let recorded = replay::spans(sim, windows, &sim.rec);
+    for (k, w) in windows.iter().enumerate().skip(1).take(MAX_STEPS) {
         let Some((gpu, block)) = shape(sim, w) else {
             skipped += 1;
             continue;
@@ -107,8 +108,8 @@ pub fn cross_step(trace: &Trace, replay: &Replay) -> (Vec<CrossStep>, usize) {
             copy(b1, b, Link::Sync);
         }
         let times = sim.run(&off);
-        let (rs, re, _) = replay::span(sim, w, &sim.rec);
-        let (ps, pe, _) = replay::span(sim, w, &times);
+        let (rs, re, _) = recorded[k];
+        let (ps, pe, _) = replay::spans(sim, windows, &times)[k];
         out.push(CrossStep {
             step: w.name.clone(),
             recorded_us: (re - rs) as f64 / 1000.0,
