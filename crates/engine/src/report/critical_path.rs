@@ -4,7 +4,7 @@
 //! in the same columns (docs/critical_path.md, "Files").
 
 use super::files::OutputFile;
-use crate::critical_path::{BoundBy, CriticalPath};
+use crate::critical_path::{BoundBy, CriticalPath, PathEvent};
 
 /// The room's files (none for a trace without GPU work).
 pub fn files(cp: &CriticalPath) -> Vec<OutputFile> {
@@ -32,21 +32,17 @@ fn jarvis_cause(b: BoundBy) -> &'static str {
 /// Jarvis's path by cause per step, in `summary.csv`'s columns (µs with three decimals: the
 /// replay keeps the trace's nanoseconds).
 pub fn jarvis_summary_csv(cp: &CriticalPath) -> Vec<u8> {
-    let mut w = writer();
-    let _ = w.write_record(["step", "bound_by", "duration_us", "share"]);
+    let mut w = summary_writer();
     for s in &cp.jarvis {
         for &(b, us) in &s.by_cause {
-            let share = if s.length_us == 0.0 {
-                0.0
-            } else {
-                us / s.length_us
-            };
-            let _ = w.write_record([
-                s.step.as_str(),
+            summary_row(
+                &mut w,
+                &s.step,
                 jarvis_cause(b),
                 &format!("{us:.3}"),
-                &format!("{share:.6}"),
-            ]);
+                us,
+                s.length_us,
+            );
         }
     }
     bytes(w)
@@ -55,43 +51,77 @@ pub fn jarvis_summary_csv(cp: &CriticalPath) -> Vec<u8> {
 /// Jarvis's path hop by hop, in `path.csv`'s columns: a hop charged to no event (a wait) is
 /// named `wait`.
 pub fn jarvis_path_csv(cp: &CriticalPath) -> Vec<u8> {
+    let mut w = path_writer();
+    for s in &cp.jarvis {
+        for (i, (event, ts, dur, b)) in s.hops.iter().enumerate() {
+            let (ts, dur) = (format!("{ts:.3}"), format!("{dur:.3}"));
+            path_row(
+                &mut w,
+                &s.step,
+                i,
+                event.as_ref(),
+                "wait",
+                (&ts, &dur),
+                jarvis_cause(*b),
+            );
+        }
+    }
+    bytes(w)
+}
+
+/// A `summary.csv` row: `share` is `part` of `whole` (0 for an empty path).
+fn summary_row(
+    w: &mut csv::Writer<Vec<u8>>,
+    step: &str,
+    cause: &str,
+    duration: &str,
+    part: f64,
+    whole: f64,
+) {
+    let share = if whole == 0.0 { 0.0 } else { part / whole };
+    let _ = w.write_record([step, cause, duration, &format!("{share:.6}")]);
+}
+
+/// A `path.csv` row: the event the time is charged to, or `name` and empty fields for none.
+fn path_row(
+    w: &mut csv::Writer<Vec<u8>>,
+    step: &str,
+    order: usize,
+    event: Option<&PathEvent>,
+    name: &str,
+    (ts, dur): (&str, &str),
+    cause: &str,
+) {
+    let order = order.to_string();
+    let _ = match event {
+        Some(ev) => w.write_record([
+            step,
+            &order,
+            &ev.name,
+            ev.cat,
+            ts,
+            dur,
+            &ev.pid,
+            &ev.tid,
+            &ev.stream.to_string(),
+            cause,
+        ]),
+        None => w.write_record([step, &order, name, "", ts, dur, "", "", "", cause]),
+    };
+}
+
+fn summary_writer() -> csv::Writer<Vec<u8>> {
+    let mut w = writer();
+    let _ = w.write_record(["step", "bound_by", "duration_us", "share"]);
+    w
+}
+
+fn path_writer() -> csv::Writer<Vec<u8>> {
     let mut w = writer();
     let _ = w.write_record([
         "step", "order", "name", "cat", "ts_us", "dur_us", "pid", "tid", "stream", "bound_by",
     ]);
-    for s in &cp.jarvis {
-        for (i, (event, ts, dur, b)) in s.hops.iter().enumerate() {
-            let (ts, dur, order) = (format!("{ts:.3}"), format!("{dur:.3}"), i.to_string());
-            let row: [&str; 10] = match event {
-                Some(ev) => [
-                    &s.step,
-                    &order,
-                    &ev.name,
-                    ev.cat,
-                    &ts,
-                    &dur,
-                    &ev.pid,
-                    &ev.tid,
-                    &ev.stream.to_string(),
-                    b.hta_name(),
-                ],
-                None => [
-                    &s.step,
-                    &order,
-                    "wait",
-                    "",
-                    &ts,
-                    &dur,
-                    "",
-                    "",
-                    "",
-                    b.hta_name(),
-                ],
-            };
-            let _ = w.write_record(row);
-        }
-    }
-    bytes(w)
+    w
 }
 
 fn writer() -> csv::Writer<Vec<u8>> {
@@ -108,21 +138,11 @@ fn bytes(w: csv::Writer<Vec<u8>>) -> Vec<u8> {
 /// Time on the path by cause per step: `step,bound_by,duration_us,share` (share of the path's
 /// length, 0–1). HTA's empty cause (dependency and sync edges, always 0 µs) is left out.
 pub fn summary_csv(cp: &CriticalPath) -> Vec<u8> {
-    let mut w = writer();
-    let _ = w.write_record(["step", "bound_by", "duration_us", "share"]);
+    let mut w = summary_writer();
     for s in cp.steps.iter().filter(|s| s.invalid.is_none()) {
         for &(b, us) in s.by_cause.iter().filter(|(b, _)| *b != BoundBy::None) {
-            let share = if s.length_us == 0 {
-                0.0
-            } else {
-                us as f64 / s.length_us as f64
-            };
-            let _ = w.write_record([
-                s.step.as_str(),
-                b.hta_name(),
-                &us.to_string(),
-                &format!("{share:.6}"),
-            ]);
+            let (part, whole) = (us as f64, s.length_us as f64);
+            summary_row(&mut w, &s.step, b.hta_name(), &us.to_string(), part, whole);
         }
     }
     bytes(w)
@@ -133,46 +153,26 @@ pub fn summary_csv(cp: &CriticalPath) -> Vec<u8> {
 /// HTA's clock); `name` … `stream` the event the time is charged to, or, for an edge charged to
 /// none (dependency, sync, launch delay), the edge's type as `name` and empty fields.
 pub fn path_csv(cp: &CriticalPath) -> Vec<u8> {
-    let mut w = writer();
-    let _ = w.write_record([
-        "step", "order", "name", "cat", "ts_us", "dur_us", "pid", "tid", "stream", "bound_by",
-    ]);
+    let mut w = path_writer();
     for s in cp.steps.iter().filter(|s| s.invalid.is_none()) {
         for (i, e) in s.edges.iter().enumerate() {
             let (ts, dur) = (e.from.2.to_string(), e.weight_us.to_string());
-            let row: [&str; 10] = match &e.event {
-                Some(ev) => [
-                    &s.step,
-                    &i.to_string(),
-                    &ev.name,
-                    ev.cat,
-                    &ts,
-                    &dur,
-                    &ev.pid,
-                    &ev.tid,
-                    &ev.stream.to_string(),
-                    e.bound_by.hta_name(),
-                ],
-                None => [
-                    &s.step,
-                    &i.to_string(),
-                    e.kind.hta_name(),
-                    "",
-                    &ts,
-                    &dur,
-                    "",
-                    "",
-                    "",
-                    e.bound_by.hta_name(),
-                ],
-            };
-            let _ = w.write_record(row);
+            let cause = e.bound_by.hta_name();
+            path_row(
+                &mut w,
+                &s.step,
+                i,
+                e.event.as_ref(),
+                e.kind.hta_name(),
+                (&ts, &dur),
+                cause,
+            );
         }
     }
     bytes(w)
 }
 
-/// Each step replayed over its graph with the recorded durations:
+/// Each step replayed over Jarvis's schedule with the recorded durations:
 /// `step,recorded_us,replayed_us,error_pct`.
 pub fn replay_csv(cp: &CriticalPath) -> Vec<u8> {
     let mut w = writer();
