@@ -98,32 +98,10 @@ impl HostWaitCause {
     }
 }
 
-/// Runtime calls that block the host until the GPU (or a stream) is done. `cudaFree` /
-/// `hipFree` (and the pinned-host frees) synchronize the device before they free: the caching
-/// allocator returning memory stalls the host like an explicit sync.
+/// Runtime calls that block the host until the GPU (or a stream) is done
+/// (`model::host_calls`, shared with the replay).
 pub fn is_sync_call(name: &str) -> bool {
-    matches!(
-        name,
-        "cudaDeviceSynchronize"
-            | "cudaStreamSynchronize"
-            | "cudaEventSynchronize"
-            | "cudaMemcpy"
-            | "cudaMemcpy2D"
-            | "cuCtxSynchronize"
-            | "cuStreamSynchronize"
-            | "cuEventSynchronize"
-            | "hipDeviceSynchronize"
-            | "hipStreamSynchronize"
-            | "hipEventSynchronize"
-            | "hipMemcpy"
-            | "hipMemcpyWithStream"
-            | "cudaFree"
-            | "cudaFreeHost"
-            | "cuMemFree"
-            | "cuMemFree_v2"
-            | "hipFree"
-            | "hipHostFree"
-    )
+    crate::model::host_calls::blocking_call(name).is_some()
 }
 
 #[cfg(test)]
@@ -158,10 +136,6 @@ fn sync_op(name: &str) -> Option<CauseKind> {
         | "aten::repeat_interleave" => CauseKind::DataDependentSync,
         _ => return None,
     })
-}
-
-fn is_data_loading(name: &str) -> bool {
-    name.contains("DataLoader") || name.contains("dataloader.py") || name.contains("_next_data")
 }
 
 /// Dynamo's frame around compiled code (`Torch-Compiled Region: 0/0`).
@@ -205,7 +179,10 @@ impl ThreadIndex {
                     let name = trace.name(e);
                     let flag = |yes: bool, flag: u8| if yes { flag } else { 0 };
                     *slot = TESTED
-                        | flag(is_data_loading(name), DATA_LOADING)
+                        | flag(
+                            crate::model::host_calls::is_data_loading(name),
+                            DATA_LOADING,
+                        )
                         | flag(is_optimizer(name), OPTIMIZER)
                         | flag(is_compiled_region(name), COMPILED);
                 }

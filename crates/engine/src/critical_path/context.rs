@@ -216,21 +216,11 @@ fn queue_lengths(trace: &Trace, call_by_corr: &HashMap<i64, u32>, ts: &[i64]) ->
     queue
 }
 
-/// Each event's thread for the runtime lock and for its call stack: HTA head merges the one
-/// thread holding autograd events into the one holding the forward pass (the thread of the
-/// first ProfilerStep, else the one with the most CPU ops). What HTA's references show (its
-/// source at head is not at hand): the lock treats the two as one thread only where the
-/// backward thread takes the lock (not on the shared ROCm traces), and their call stacks are
-/// walked as one only where its ops also record autograd sequence numbers (not on the GP100
-/// trace, which records none).
-fn merged_threads(trace: &Trace) -> (Vec<LaneId>, Vec<LaneId>) {
-    let lanes: Vec<LaneId> = trace.events.iter().map(|e| e.lane()).collect();
-    let merged = |from: LaneId, to: LaneId| -> Vec<LaneId> {
-        lanes
-            .iter()
-            .map(|&l| if l == from { to } else { l })
-            .collect()
-    };
+/// The forward thread and the autograd engine's thread: the one thread holding autograd
+/// events, and the thread of the first ProfilerStep, else the one with the most CPU ops, in
+/// the same process. `None` without exactly one autograd thread. HTA head's merge
+/// ([`merged_threads`]) and the replay's hand-over (`waits`) both start from it.
+pub fn autograd_threads(trace: &Trace) -> Option<(LaneId, LaneId)> {
     let mut backward: Option<LaneId> = None;
     let mut several = false;
     let mut ops: HashMap<LaneId, usize> = HashMap::default();
@@ -256,6 +246,34 @@ fn merged_threads(trace: &Trace) -> (Vec<LaneId>, Vec<LaneId>) {
         }
     }
     let (Some(backward), false) = (backward, several) else {
+        return None;
+    };
+    let forward = step_lane.map(|(_, l)| l).or_else(|| {
+        ops.iter()
+            .filter(|(l, _)| **l != backward)
+            .max_by_key(|(l, n)| (**n, std::cmp::Reverse(l.0)))
+            .map(|(l, _)| *l)
+    });
+    let f = forward.filter(|&f| f != backward && trace.lane(f).pid == trace.lane(backward).pid)?;
+    Some((f, backward))
+}
+
+/// Each event's thread for the runtime lock and for its call stack: HTA head merges the one
+/// thread holding autograd events into the one holding the forward pass (the thread of the
+/// first ProfilerStep, else the one with the most CPU ops). What HTA's references show (its
+/// source at head is not at hand): the lock treats the two as one thread only where the
+/// backward thread takes the lock (not on the shared ROCm traces), and their call stacks are
+/// walked as one only where its ops also record autograd sequence numbers (not on the GP100
+/// trace, which records none).
+fn merged_threads(trace: &Trace) -> (Vec<LaneId>, Vec<LaneId>) {
+    let lanes: Vec<LaneId> = trace.events.iter().map(|e| e.lane()).collect();
+    let merged = |from: LaneId, to: LaneId| -> Vec<LaneId> {
+        lanes
+            .iter()
+            .map(|&l| if l == from { to } else { l })
+            .collect()
+    };
+    let Some((f, backward)) = autograd_threads(trace) else {
         return (lanes.clone(), lanes);
     };
     // Only where the backward thread takes the CUDA runtime lock (HTA's merge comes with its
@@ -267,17 +285,6 @@ fn merged_threads(trace: &Trace) -> (Vec<LaneId>, Vec<LaneId>) {
     if !locks {
         return (lanes.clone(), lanes);
     }
-    let forward = step_lane.map(|(_, l)| l).or_else(|| {
-        ops.iter()
-            .filter(|(l, _)| **l != backward)
-            .max_by_key(|(l, n)| (**n, std::cmp::Reverse(l.0)))
-            .map(|(l, _)| *l)
-    });
-    let Some(f) =
-        forward.filter(|&f| f != backward && trace.lane(f).pid == trace.lane(backward).pid)
-    else {
-        return (lanes.clone(), lanes);
-    };
     let sequenced = trace.sequence.iter().any(|&(e, _)| {
         trace
             .events

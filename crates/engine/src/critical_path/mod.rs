@@ -17,6 +17,7 @@ pub mod graph;
 pub mod path;
 pub mod replay;
 pub mod simulate;
+mod waits;
 
 use crate::diagnostics::DiagnosticKind;
 use crate::model::{EventKind, Trace};

@@ -207,8 +207,9 @@ fn preference(l: Link) -> u8 {
         Link::Duration => 2,
         Link::Stream => 3,
         Link::Launch => 4,
-        Link::Loading => 5,
-        Link::Thread => 6,
+        Link::HandOver => 5,
+        Link::Loading => 6,
+        Link::Thread => 7,
     }
 }
 
@@ -238,7 +239,7 @@ pub fn path(
         let c = sim.constraints[k];
         let from = times[c.from as usize].max(start);
         let bound_by = match c.link {
-            Link::Thread | Link::Sync => BoundBy::CpuBound,
+            Link::Thread | Link::Sync | Link::HandOver => BoundBy::CpuBound,
             Link::Loading => BoundBy::DataLoading,
             Link::Duration => {
                 let e = &trace.events[c.charged as usize];

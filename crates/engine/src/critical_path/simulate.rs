@@ -27,6 +27,8 @@
 //! other); other threads keep their recorded timing.
 
 use super::context::{Context, NONE};
+use super::waits;
+use crate::model::host_calls;
 use crate::model::sync::SyncKind;
 use crate::model::{LaneId, Nanos, Trace};
 
@@ -42,6 +44,8 @@ pub enum Link {
     Stream,
     StreamWait,
     Sync,
+    /// The autograd hand-over between the forward thread and the autograd engine's thread.
+    HandOver,
 }
 
 /// One constraint of a point: `from`'s time plus an offset (held apart, in
@@ -60,14 +64,8 @@ pub struct Constraint {
 const LAUNCH_NS: Nanos = 5_000;
 /// The most a nominal launch latency can be.
 const MAX_LAUNCH_NS: Nanos = 50_000;
-/// An async copy call that returns within this long of its copy's end, its copy pageable or
-/// started at least this long after the call, waited for it (pageable host memory makes
-/// `cudaMemcpyAsync` synchronous).
-const RETURNS_WITH_COPY_NS: Nanos = 50_000;
 /// Nominal gap between two queued kernels of a stream.
-const QUEUED_GAP_NS: Nanos = 1_000;
-/// A GPU event starting this much later than its launch and stream allow is unexplained.
-const UNEXPLAINED_NS: Nanos = 10_000;
+pub(super) const QUEUED_GAP_NS: Nanos = 1_000;
 /// A thread gap at least this long can be a wait behind a long kernel.
 const LONG_GAP_NS: Nanos = 50_000;
 /// Nominal own work of a blocking call that waited.
@@ -95,39 +93,18 @@ pub struct Simulation {
     pub inferred_syncs: usize,
     /// Cross-stream waits inferred without stream-wait records.
     pub inferred_waits: usize,
+    /// Autograd hand-overs between the forward thread and the autograd thread.
+    pub hand_overs: usize,
     /// Constraints dropped to break a cycle (inconsistent timestamps).
     pub broken: usize,
 }
 
-/// Blocking calls Jarvis ties to the GPU work they wait for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Blocking {
-    Device,
-    Stream,
-    Copy,
-}
-
-fn blocking(name: &str) -> Option<Blocking> {
-    Some(match name {
-        "cudaDeviceSynchronize" | "hipDeviceSynchronize" => Blocking::Device,
-        "cudaStreamSynchronize"
-        | "hipStreamSynchronize"
-        | "cudaEventSynchronize"
-        | "hipEventSynchronize" => Blocking::Stream,
-        "cudaMemcpy" | "hipMemcpy" | "hipMemcpyWithStream" | "cudaMemcpy2D" | "hipMemcpy2D" => {
-            Blocking::Copy
-        }
-        _ => return None,
-    })
-}
-
-/// Data loading as PyTorch's profiler names it.
-pub fn is_data_loading(name: &str) -> bool {
-    name.starts_with("enumerate(DataLoader)") || name.contains("dataloader.py(")
-}
-
 /// A constraint before its offset is fixed: (point, constraint, nominal offset).
-type Raw = (u32, Constraint, Nanos);
+pub(super) type Raw = (u32, Constraint, Nanos);
+
+/// A host point before it has an id: (thread, time, is a start, event). Its id is its place in
+/// the sorted list.
+pub(super) type HostPoint = (LaneId, Nanos, bool, u32);
 
 impl Simulation {
     pub fn new(trace: &Trace, ctx: &Context<'_>) -> Simulation {
@@ -146,11 +123,12 @@ impl Simulation {
             recorded_syncs: 0,
             inferred_syncs: 0,
             inferred_waits: 0,
+            hand_overs: 0,
             broken: 0,
         };
         let mut raw: Vec<Raw> = Vec::new();
         // Host threads: each lane's points in time order (an end before a start at one time).
-        let mut host: Vec<(LaneId, Nanos, bool, u32)> = Vec::new();
+        let mut host: Vec<HostPoint> = Vec::new();
         let mut gpu: Vec<(LaneId, Nanos, u32)> = Vec::new();
         for (i, e) in trace.events.iter().enumerate() {
             if !usable(e) {
@@ -166,16 +144,21 @@ impl Simulation {
             }
         }
         host.sort_unstable_by_key(|&(l, t, s, i)| (l, t, s, i));
-        // The thread's open events (innermost last) and how many of them load data.
+        // The thread's open events (innermost last) and how many of them load data; which
+        // points resume a thread (its first, or a start after an idle gap of `LONG_GAP_NS` with
+        // nothing open), where the inferred waits attach.
         let mut open: Vec<(u32, bool)> = Vec::new();
         let mut loading = 0usize;
         let mut loads: rustc_hash::FxHashMap<crate::model::StrId, bool> = Default::default();
+        let mut resumes = vec![false; host.len()];
         for (k, &(lane, t, is_start, i)) in host.iter().enumerate() {
             let p = sim.point(t, i, is_start);
             if k == 0 || host[k - 1].0 != lane {
                 open.clear();
                 loading = 0;
+                resumes[k] = true;
             } else {
+                resumes[k] = is_start && open.is_empty() && t - host[k - 1].1 >= LONG_GAP_NS;
                 let charged = open.last().map_or(NONE, |o| o.0);
                 let link = if loading > 0 {
                     Link::Loading
@@ -197,7 +180,7 @@ impl Simulation {
                 if e.dur > 0 {
                     let dl = *loads
                         .entry(e.name)
-                        .or_insert_with(|| is_data_loading(trace.name(e)));
+                        .or_insert_with(|| host_calls::is_data_loading(trace.name(e)));
                     loading += usize::from(dl);
                     open.push((i, dl));
                 }
@@ -268,17 +251,25 @@ impl Simulation {
                 prev = Some(i);
             }
         }
-        sim.sync_constraints(trace, ctx, &streams, &mut raw);
+        let mut found = waits::Found {
+            raw,
+            ..Default::default()
+        };
+        waits::syncs(&sim, trace, ctx, &streams, &mut found);
         if !ctx
             .syncs
             .iter()
             .any(|r| r.kind == SyncKind::StreamWaitEvent)
         {
-            sim.cross_stream_waits(trace, &streams, &mut raw);
+            waits::across_streams(&sim, trace, &streams, &mut found);
         }
-        sim.waits_behind_long_kernels(trace, &host, &streams, &mut raw);
-        sim.autograd_hand_over(trace, &host, &mut raw);
-        sim.fix_offsets(raw);
+        waits::behind_long_kernels(&sim, trace, &host, &resumes, &streams, &mut found);
+        waits::autograd_hand_over(trace, &host, &resumes, &mut found);
+        sim.recorded_syncs = found.recorded_syncs;
+        sim.inferred_syncs = found.inferred_syncs;
+        sim.inferred_waits = found.inferred_waits;
+        sim.hand_overs = found.hand_overs;
+        sim.fix_offsets(found.raw);
         sim.order_points();
         sim
     }
@@ -296,343 +287,6 @@ impl Simulation {
             self.end_of[event as usize] = p;
         }
         p
-    }
-
-    /// Synchronizes and stream waits: from `cuda_sync` records when the trace has any, else
-    /// inferred from the blocking calls.
-    fn sync_constraints(
-        &mut self,
-        trace: &Trace,
-        ctx: &Context<'_>,
-        streams: &[Stream],
-        raw: &mut Vec<Raw>,
-    ) {
-        // The last GPU event launched onto each stream before `at`.
-        let last_before = |at: Nanos| -> Vec<u32> {
-            streams
-                .iter()
-                .filter_map(|s| {
-                    let k = s.launched.partition_point(|&t| t <= at);
-                    k.checked_sub(1).map(|k| s.events[k])
-                })
-                .collect()
-        };
-        let wait = |sim: &mut Simulation, call: u32, targets: &[u32], raw: &mut Vec<Raw>| {
-            let to = sim.end_of[call as usize];
-            if to == NONE || to == sim.start_of[call as usize] {
-                return false;
-            }
-            for &g in targets {
-                let from = sim.end_of[g as usize];
-                if from != NONE {
-                    let c = Constraint {
-                        from,
-                        link: Link::Sync,
-                        charged: call,
-                    };
-                    raw.push((to, c, 0));
-                }
-            }
-            !targets.is_empty()
-        };
-        let end = |g: &u32| trace.events[*g as usize].end();
-        if !ctx.syncs.is_empty() {
-            for s in ctx.syncs {
-                let Some(call) = ctx.call(s.correlation) else {
-                    continue;
-                };
-                let at = trace.events[call as usize].ts;
-                let targets: Vec<u32> = match s.kind {
-                    SyncKind::Context => last_before(at),
-                    SyncKind::Stream => last_before(at)
-                        .into_iter()
-                        .filter(|&g| trace.events[g as usize].stream() == s.stream)
-                        .collect(),
-                    SyncKind::Event => ctx.recorded_kernel(trace, s).into_iter().collect(),
-                    SyncKind::StreamWaitEvent => {
-                        if let (Some(src), Some(dest)) =
-                            (ctx.recorded_kernel(trace, s), ctx.waiting_kernel(trace, s))
-                        {
-                            let (from, to) =
-                                (self.end_of[src as usize], self.start_of[dest as usize]);
-                            if from != NONE && to != NONE {
-                                let c = Constraint {
-                                    from,
-                                    link: Link::StreamWait,
-                                    charged: dest,
-                                };
-                                raw.push((to, c, 0));
-                                self.recorded_syncs += 1;
-                            }
-                        }
-                        continue;
-                    }
-                };
-                self.recorded_syncs += usize::from(wait(self, call, &targets, raw));
-            }
-        }
-        for (i, e) in trace.events.iter().enumerate() {
-            if !e.kind().is_runtime() || !e.has_time() || e.is_captured() {
-                continue;
-            }
-            let name = trace.name(e);
-            let Some(b) = blocking(name).or_else(|| {
-                // An async copy that returned with its copy (pageable memory) blocked.
-                let g = ctx.gpu_of[i];
-                let async_copy = matches!(name, "cudaMemcpyAsync" | "hipMemcpyAsync");
-                (async_copy && g != NONE)
-                    .then(|| &trace.events[g as usize])
-                    .filter(|c| {
-                        // The call ends with its copy (the runtime may return a few µs before
-                        // the last chunk lands), and the copy is pageable or waited long.
-                        c.ts >= e.ts
-                            && (e.end() - c.end()).abs() <= RETURNS_WITH_COPY_NS
-                            && (trace.name(c).contains("Pageable")
-                                || c.ts - e.ts >= RETURNS_WITH_COPY_NS)
-                    })
-                    .map(|_| Blocking::Copy)
-            }) else {
-                continue;
-            };
-            let targets: Vec<u32> = match b {
-                Blocking::Copy => {
-                    let g = ctx.gpu_of[i];
-                    if g == NONE {
-                        continue;
-                    }
-                    vec![g]
-                }
-                _ if !ctx.syncs.is_empty() => continue,
-                Blocking::Device => last_before(e.ts),
-                Blocking::Stream => last_before(e.ts)
-                    .into_iter()
-                    .max_by_key(end)
-                    .into_iter()
-                    .collect(),
-            };
-            let tied = wait(self, i as u32, &targets, raw);
-            if b != Blocking::Copy {
-                self.inferred_syncs += usize::from(tied);
-            }
-        }
-    }
-
-    /// Without stream-wait records, a GPU event whose start neither its launch nor its stream
-    /// explains (it starts more than [`UNEXPLAINED_NS`] after both allow) waits for the work on
-    /// another stream of its device that ended last before it started, if that ended after its
-    /// launch and stream allowed it to start (a `cudaStreamWaitEvent` the trace does not
-    /// record, as DDP's all-reduce waits for the gradients it sends; a copy on the null stream,
-    /// which waits for every other stream): a stream-wait constraint from its end.
-    fn cross_stream_waits(&mut self, trace: &Trace, streams: &[Stream], raw: &mut Vec<Raw>) {
-        let mut ends: Vec<(Nanos, u32)> = streams
-            .iter()
-            .flat_map(|st| st.events.iter())
-            .map(|&g| (trace.events[g as usize].end(), g))
-            .collect();
-        ends.sort_unstable();
-        let device = |g: u32| trace.lane(trace.events[g as usize].lane()).pid.clone();
-        for st in streams {
-            let mut prev_end: Option<Nanos> = None;
-            for (&g, &c) in st.events.iter().zip(&st.calls) {
-                let e = &trace.events[g as usize];
-                let launch = (c != NONE).then(|| trace.events[c as usize].ts + self.launch_ns);
-                let stream = prev_end.map(|p| p + QUEUED_GAP_NS);
-                prev_end = Some(e.end());
-                let Some(allowed) = launch.max(stream) else {
-                    continue;
-                };
-                if e.ts - allowed <= UNEXPLAINED_NS {
-                    continue;
-                }
-                let upto = ends.partition_point(|x| x.0 <= e.ts);
-                let src = ends[..upto]
-                    .iter()
-                    .rev()
-                    .take_while(|x| x.0 > allowed)
-                    .find(|x| {
-                        trace.events[x.1 as usize].lane() != st.lane && device(x.1) == device(g)
-                    });
-                if let Some(&(_, src)) = src {
-                    let c = Constraint {
-                        from: self.end_of[src as usize],
-                        link: Link::StreamWait,
-                        charged: g,
-                    };
-                    raw.push((self.start_of[g as usize], c, 0));
-                    self.inferred_waits += 1;
-                }
-            }
-        }
-    }
-
-    /// The hand-over between the forward thread and the autograd engine's thread: each burst of
-    /// work the autograd thread starts after an idle gap (or its first) waits for the forward
-    /// thread's last point before it (`backward()` hands the graph over), and each burst the
-    /// forward thread starts after a gap in which the autograd thread ran waits for the
-    /// autograd thread's last point before it (`backward()` returns). The forward thread is the
-    /// one holding the first `ProfilerStep`, else the one with the most CPU ops.
-    fn autograd_hand_over(
-        &mut self,
-        trace: &Trace,
-        host: &[(LaneId, Nanos, bool, u32)],
-        raw: &mut Vec<Raw>,
-    ) {
-        let mut autograd: Option<LaneId> = None;
-        let mut ops: rustc_hash::FxHashMap<LaneId, usize> = Default::default();
-        let mut step: Option<(Nanos, LaneId)> = None;
-        for e in trace
-            .events
-            .iter()
-            .filter(|e| e.has_time() && !e.is_captured())
-        {
-            match e.kind() {
-                crate::model::EventKind::CpuOp => {
-                    *ops.entry(e.lane()).or_default() += 1;
-                    if super::calls::is_autograd(trace.name(e)) {
-                        if autograd.is_some_and(|l| l != e.lane()) {
-                            return; // several autograd threads: no single hand-over
-                        }
-                        autograd = Some(e.lane());
-                    }
-                }
-                crate::model::EventKind::UserAnnotation
-                    if trace.name(e).starts_with("ProfilerStep#")
-                        && step.is_none_or(|(t, _)| e.ts < t) =>
-                {
-                    step = Some((e.ts, e.lane()));
-                }
-                _ => {}
-            }
-        }
-        let Some(b) = autograd else { return };
-        let forward = step.map(|s| s.1).filter(|&l| l != b).or_else(|| {
-            ops.iter()
-                .filter(|(l, _)| **l != b)
-                .max_by_key(|(l, n)| (**n, std::cmp::Reverse(l.0)))
-                .map(|(l, _)| *l)
-        });
-        let Some(f) = forward.filter(|f| trace.lane(*f).pid == trace.lane(b).pid) else {
-            return;
-        };
-        // Each lane's points are one run of `host` (its point ids are the indices).
-        let range = |lane: LaneId| {
-            let a = host.partition_point(|h| h.0 < lane);
-            a..a + host[a..].partition_point(|h| h.0 == lane)
-        };
-        let (rf, rb) = (range(f), range(b));
-        // Points of `lane` that start a burst: its first, and any start after an idle gap.
-        let bursts = |r: std::ops::Range<usize>| -> Vec<usize> {
-            let mut depth = 0usize;
-            let mut out = Vec::new();
-            for k in r.clone() {
-                let (_, t, is_start, i) = host[k];
-                if is_start && (k == r.start || (depth == 0 && t - host[k - 1].1 >= LONG_GAP_NS)) {
-                    out.push(k);
-                }
-                if is_start {
-                    depth += usize::from(trace.events[i as usize].dur > 0);
-                } else {
-                    depth = depth.saturating_sub(1);
-                }
-            }
-            out
-        };
-        let last_before = |r: &std::ops::Range<usize>, t: Nanos| -> Option<usize> {
-            let n = host[r.clone()].partition_point(|h| h.1 <= t);
-            n.checked_sub(1).map(|n| r.start + n)
-        };
-        let mut link = |to: usize, from: usize| {
-            let c = Constraint {
-                from: from as u32,
-                link: Link::Sync,
-                charged: NONE,
-            };
-            raw.push((to as u32, c, 0));
-            self.inferred_syncs += 1;
-        };
-        for k in bursts(rb.clone()) {
-            if let Some(p) = last_before(&rf, host[k].1) {
-                link(k, p);
-            }
-        }
-        for k in bursts(rf.clone()) {
-            let prev_t = if k > rf.start {
-                host[k - 1].1
-            } else {
-                Nanos::MIN
-            };
-            if let Some(p) = last_before(&rb, host[k].1).filter(|&p| host[p].1 > prev_t) {
-                link(k, p);
-            }
-        }
-    }
-
-    /// A thread that sits idle for a long gap between its top-level ops while one long kernel it
-    /// launched runs through the gap, and resumes within 5 % of the gap of that kernel's end, is
-    /// taken to wait for it (an unrecorded synchronize, or back-pressure): its next point gets
-    /// a sync constraint from the kernel's end. Short kernels never qualify, so a gap during a
-    /// stream of small kernels stays CPU time.
-    fn waits_behind_long_kernels(
-        &mut self,
-        trace: &Trace,
-        host: &[(LaneId, Nanos, bool, u32)],
-        streams: &[Stream],
-        raw: &mut Vec<Raw>,
-    ) {
-        let mut by_lane: rustc_hash::FxHashMap<LaneId, Vec<(Nanos, Nanos, u32)>> =
-            Default::default();
-        for st in streams {
-            for (&g, &c) in st.events.iter().zip(&st.calls) {
-                if c != NONE {
-                    let e = &trace.events[g as usize];
-                    by_lane
-                        .entry(trace.events[c as usize].lane())
-                        .or_default()
-                        .push((e.ts, e.end(), g));
-                }
-            }
-        }
-        for v in by_lane.values_mut() {
-            v.sort_unstable();
-        }
-        let mut depth = 0usize;
-        for k in 0..host.len() {
-            let (lane, t, is_start, i) = host[k];
-            if k > 0 && host[k - 1].0 != lane {
-                depth = 0;
-            }
-            if is_start {
-                // A zero-length event has no end point to close it.
-                depth += usize::from(trace.events[i as usize].dur > 0);
-            } else {
-                depth = depth.saturating_sub(1);
-            }
-            let Some(&(next_lane, next_t, next_start, _)) = host.get(k + 1) else {
-                continue;
-            };
-            let gap = next_t - t;
-            if depth != 0 || next_lane != lane || !next_start || gap < LONG_GAP_NS {
-                continue;
-            }
-            let Some(list) = by_lane.get(&lane) else {
-                continue;
-            };
-            let began = list.partition_point(|x| x.0 <= t + gap / 10);
-            let found = list[began.saturating_sub(4)..began]
-                .iter()
-                .rev()
-                .find(|x| x.1 >= t + gap / 2 && (x.1 - next_t).abs() <= gap / 20);
-            if let Some(&(_, _, g)) = found {
-                let from = self.end_of[g as usize];
-                let c = Constraint {
-                    from,
-                    link: Link::Sync,
-                    charged: NONE,
-                };
-                raw.push((k as u32 + 1, c, 0));
-                self.inferred_syncs += 1;
-            }
-        }
     }
 
     /// Sorts the constraints by point and fixes each offset: the constraint that set the
@@ -670,8 +324,10 @@ impl Simulation {
         self.offsets.reserve(grouped.len());
         for p in 0..np {
             let group = &mut grouped[self.first[p] as usize..self.first[p + 1] as usize];
-            // A blocking call's own work is nominal only beside a sync.
-            let synced = group.iter().any(|r| r.0.link == Link::Sync);
+            // A blocking call's own work is nominal only beside a sync (or a hand-over).
+            let synced = group
+                .iter()
+                .any(|r| matches!(r.0.link, Link::Sync | Link::HandOver));
             let at = self.rec[p];
             let mut best = (Nanos::MIN, 0);
             for (k, r) in group.iter_mut().enumerate() {
@@ -797,6 +453,13 @@ impl Simulation {
     pub fn points(&self) -> usize {
         self.rec.len()
     }
+
+    /// The constraint holding a GPU event's duration (the one a change of its time edits).
+    pub fn duration_of(&self, gpu_event: u32) -> Option<usize> {
+        let (_, end) = self.points_of(gpu_event)?;
+        self.constraints_of(end)
+            .find(|&k| self.constraints[k].link == Link::Duration)
+    }
 }
 
 /// An offset that no longer binds (a constraint dropped to break a cycle, or removed by a
@@ -805,9 +468,9 @@ pub const DROPPED: Nanos = Nanos::MIN;
 
 /// One GPU stream's events by start, with when each was launched (its call's start, or its
 /// own start without one) and its call.
-struct Stream {
-    lane: LaneId,
-    events: Vec<u32>,
-    launched: Vec<Nanos>,
-    calls: Vec<u32>,
+pub(super) struct Stream {
+    pub lane: LaneId,
+    pub events: Vec<u32>,
+    pub launched: Vec<Nanos>,
+    pub calls: Vec<u32>,
 }

@@ -7,7 +7,6 @@
 //! formula's.
 
 use super::select::{self, Launched, Selector};
-use crate::critical_path::simulate::Link;
 use crate::critical_path::Replay;
 use crate::model::{Nanos, Trace};
 use crate::standalone::findings::{Bottleneck, ReplayedSaving};
@@ -37,33 +36,16 @@ pub fn replay_findings(trace: &Trace, replay: &Replay, st: &mut Standalone) {
         // A graph-replayed kernel without its capture is a synthetic op `launcher->kernel`: its
         // kernels by name; any other op by its host events.
         let events: Vec<u32> = match crate::standalone::ops::synthetic_parts(&b.op_name) {
-            Some((_, kernel)) => {
-                let mut seen: rustc_hash::FxHashMap<crate::model::StrId, bool> = Default::default();
-                (0..trace.events.len() as u32)
-                    .filter(|&g| {
-                        let e = &trace.events[g as usize];
-                        e.kind().is_gpu()
-                            && sim.points_of(g).is_some()
-                            && *seen
-                                .entry(e.name)
-                                .or_insert_with(|| trace.name(e) == kernel)
-                    })
-                    .collect()
-            }
+            Some((_, kernel)) => select::gpu_named(trace, sim, &|n| n == kernel),
             None => {
                 let sel = Selector::Op(b.op_name.clone());
-                select::gpu_groups(trace, sim, &launched, &sel)
+                select::gpu_groups(trace, sim, Some(&launched), &sel)
                     .into_iter()
                     .flatten()
                     .collect()
             }
         };
-        let duration = |g: u32| {
-            let (_, end) = sim.points_of(g)?;
-            sim.constraints_of(end)
-                .find(|&k| sim.constraints[k].link == Link::Duration)
-        };
-        let ks: Vec<usize> = events.iter().filter_map(|&g| duration(g)).collect();
+        let ks: Vec<usize> = events.iter().filter_map(|&g| sim.duration_of(g)).collect();
         let gpu_ns: Nanos = ks.iter().map(|&k| sim.offsets[k].max(0)).sum();
         if gpu_ns <= 0 {
             return None;
@@ -78,6 +60,7 @@ pub fn replay_findings(trace: &Trace, replay: &Replay, st: &mut Standalone) {
         Some(ReplayedSaving {
             before_ms: before as f64 / 1e6,
             after_ms: after as f64 / 1e6,
+            trace_ms: total_ms,
         })
     };
     for c in &mut st.categories {

@@ -163,14 +163,14 @@ pub fn apply(
     changes: &[Change],
 ) -> Result<(Vec<Nanos>, Touched), String> {
     let sim = &replay.sim;
-    let launched = Launched::of(sim);
+    // Which call launched what: only op and module selections need it.
+    let launched = changes
+        .iter()
+        .any(|c| matches!(c.selector, Selector::Op(_) | Selector::Module(_)))
+        .then(|| Launched::of(sim));
     let mut off = sim.offsets.clone();
     let mut touched = Vec::new();
-    let duration = |g: u32| -> Option<usize> {
-        let (_, end) = sim.points_of(g)?;
-        sim.constraints_of(end)
-            .find(|&k| sim.constraints[k].link == Link::Duration)
-    };
+    let duration = |g: u32| sim.duration_of(g);
     for ch in changes {
         let mut n = 0;
         match (&ch.action, &ch.selector) {
@@ -213,7 +213,7 @@ pub fn apply(
                 }
             }
             (action, sel) => {
-                let groups = select::gpu_groups(trace, sim, &launched, sel);
+                let groups = select::gpu_groups(trace, sim, launched.as_ref(), sel);
                 let factor = match (action, sel) {
                     (Action::Efficiency(e), Selector::Op(name)) => {
                         Some(efficiency_factor(rows, name, *e)?)

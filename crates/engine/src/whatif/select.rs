@@ -94,11 +94,18 @@ impl Launched {
 /// Host events whose name passes `keep`, outermost only (an instance inside another selected
 /// one is part of it), with the simulation's points.
 fn host_spans(trace: &Trace, sim: &Simulation, keep: &dyn Fn(&str, EventKind) -> bool) -> Vec<u32> {
+    // Decided once per (name, kind): an analysis asks this for every finding.
+    let mut seen: HashMap<(crate::model::StrId, EventKind), bool> = HashMap::default();
     let mut spans: Vec<(u32, u32, u32)> = trace
         .events
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.kind().is_host_activity() && keep(trace.name(e), e.kind()))
+        .filter(|(_, e)| {
+            e.kind().is_host_activity()
+                && *seen
+                    .entry((e.name, e.kind()))
+                    .or_insert_with(|| keep(trace.name(e), e.kind()))
+        })
         .filter_map(|(i, _)| sim.points_of(i as u32).map(|(s, e)| (s, e, i as u32)))
         .collect();
     spans.sort_unstable();
@@ -131,65 +138,68 @@ fn gpu_inside(sim: &Simulation, launched: &Launched, host: u32) -> Vec<u32> {
     out
 }
 
+/// Every GPU event of the simulation whose name passes `keep`, each its own group; `keep` is
+/// asked once per name (kernel names are long and repeat thousands of times).
+pub fn gpu_named(trace: &Trace, sim: &Simulation, keep: &dyn Fn(&str) -> bool) -> Vec<u32> {
+    let mut seen: HashMap<crate::model::StrId, bool> = HashMap::default();
+    (0..trace.events.len() as u32)
+        .filter(|&g| {
+            let e = &trace.events[g as usize];
+            e.kind().is_gpu()
+                && sim.points_of(g).is_some()
+                && *seen.entry(e.name).or_insert_with(|| keep(trace.name(e)))
+        })
+        .collect()
+}
+
 /// The GPU work a selection names, in groups (one op or module instance, or one GPU event).
+/// `launched` is needed for op and module selections (`Launched::of`).
 pub fn gpu_groups(
     trace: &Trace,
     sim: &Simulation,
-    launched: &Launched,
+    launched: Option<&Launched>,
     sel: &Selector,
 ) -> Vec<Vec<u32>> {
-    let gpu = || {
-        trace
-            .events
-            .iter()
-            .enumerate()
-            .filter(|(i, e)| e.kind().is_gpu() && sim.points_of(*i as u32).is_some())
-    };
-    // Decided once per kernel name: names are long and repeat thousands of times.
-    let each = |keep: &dyn Fn(&str, &crate::model::Event) -> bool| -> Vec<Vec<u32>> {
-        let mut seen: rustc_hash::FxHashMap<crate::model::StrId, bool> = Default::default();
-        gpu()
-            .filter(|(_, e)| *seen.entry(e.name).or_insert_with(|| keep(trace.name(e), e)))
-            .map(|(i, _)| vec![i as u32])
-            .collect()
-    };
+    let singles = |v: Vec<u32>| v.into_iter().map(|g| vec![g]).collect();
     match sel {
-        Selector::Op(name) => host_spans(trace, sim, &|n, _| n == name)
-            .into_iter()
-            .map(|h| gpu_inside(sim, launched, h))
-            .filter(|g| !g.is_empty())
-            .collect(),
-        Selector::Module(text) => host_spans(trace, sim, &|n, k| {
-            matches!(k, EventKind::PythonFunction | EventKind::UserAnnotation)
-                && n.contains(text.as_str())
-        })
-        .into_iter()
-        .map(|h| gpu_inside(sim, launched, h))
-        .filter(|g| !g.is_empty())
-        .collect(),
+        Selector::Op(_) | Selector::Module(_) => match launched {
+            Some(l) => host_events(trace, sim, sel)
+                .into_iter()
+                .map(|h| gpu_inside(sim, l, h))
+                .filter(|g| !g.is_empty())
+                .collect(),
+            None => Vec::new(),
+        },
         Selector::Kernel(text) => {
             let t = text.to_ascii_lowercase();
-            each(&|n, _| n.to_ascii_lowercase().contains(&t))
+            singles(gpu_named(trace, sim, &|n| {
+                n.to_ascii_lowercase().contains(&t)
+            }))
         }
         Selector::Category(c) => {
             let c = c.to_ascii_lowercase();
-            each(&|n, _| {
+            singles(gpu_named(trace, sim, &|n| {
                 crate::analysis::kernel_kinds::kernel_op_category(n)
                     .to_ascii_lowercase()
                     .starts_with(&c)
-            })
+            }))
         }
-        Selector::Stream(s) => gpu()
-            .filter(|(_, e)| e.stream() == Some(*s))
-            .map(|(i, _)| vec![i as u32])
-            .collect(),
-        Selector::All => gpu().map(|(i, _)| vec![i as u32]).collect(),
+        Selector::Stream(s) => singles(
+            (0..trace.events.len() as u32)
+                .filter(|&g| {
+                    let e = &trace.events[g as usize];
+                    e.kind().is_gpu() && sim.points_of(g).is_some() && e.stream() == Some(*s)
+                })
+                .collect(),
+        ),
+        Selector::All => singles(gpu_named(trace, sim, &|_| true)),
         Selector::Cpu(_) | Selector::Call(_) => Vec::new(),
     }
 }
 
-/// The host events a host selection names (`cpu:` outermost instances, `call:` every call),
-/// or, for a GPU selection, the op and module instances it names (where synchronizes sit).
+/// The host events a selection names, outermost instances: `cpu:` and `op:` by exact name,
+/// `module:` python frames and annotations by text, `call:` runtime calls by exact name, `all`
+/// every runtime call. Op and module selections reach their GPU work through these.
 pub fn host_events(trace: &Trace, sim: &Simulation, sel: &Selector) -> Vec<u32> {
     match sel {
         Selector::Cpu(name) | Selector::Op(name) => host_spans(trace, sim, &|n, _| n == name),

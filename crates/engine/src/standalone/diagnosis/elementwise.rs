@@ -50,6 +50,26 @@ fn shapes(text: &str) -> Vec<Vec<i64>> {
         .collect()
 }
 
+/// The dtypes of the activation-sized tensor inputs (those with the most elements), in order:
+/// a BatchNorm's float per-channel statistics beside bf16 activations are no conversion. Where
+/// the recorded types and shapes do not line up, every tensor input's dtype.
+fn activation_types<'a>(input_type: &'a str, dims: &[Vec<i64>]) -> Vec<&'a str> {
+    // `['c10::BFloat16', '', 'float']`: the quoted entries, one per input.
+    let entries: Vec<&str> = input_type.split('\'').skip(1).step_by(2).collect();
+    let is_dtype = |t: &str| t.contains("::") || t.starts_with("float") || t.starts_with("Half");
+    if entries.len() != dims.len() {
+        return entries.into_iter().filter(|t| is_dtype(t)).collect();
+    }
+    let numel = |d: &Vec<i64>| -> i64 { d.iter().product() };
+    let largest = dims.iter().filter(|d| !d.is_empty()).map(numel).max();
+    entries
+        .into_iter()
+        .zip(dims)
+        .filter(|(t, d)| is_dtype(t) && !d.is_empty() && Some(numel(d)) == largest)
+        .map(|(t, _)| t)
+        .collect()
+}
+
 pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
     // A copy between host and device runs at the link's speed, not HBM's: judged apart.
@@ -114,11 +134,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             let broadcast = shape.category == SeedCategory::Elementwise
                 && sizes.windows(2).any(|w| w[0] != w[1]);
             // Tensor inputs of different dtypes (`copy_` from bf16 into fp32, mixed adds).
-            let types: Vec<&str> = shape
-                .input_type
-                .split('\'')
-                .filter(|t| t.contains("::") || t.starts_with("float") || t.starts_with("Half"))
-                .collect();
+            let types = activation_types(&shape.input_type, &dims);
             let convert = types.windows(2).any(|w| w[0] != w[1]);
             let why = if !strided.is_empty() {
                 format!("input {} {} not contiguous (strides {} for shape {}): the kernel gathers instead of streaming", strided.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(", "), if strided.len() == 1 { "is" } else { "are" }, shape_text(&strides[strided[0]]), shape_text(&dims[strided[0]]))
@@ -197,6 +213,28 @@ mod tests {
         assert!(is_host_device_copy("Memcpy DtoH (Device -> Pinned)"));
         assert!(!is_host_device_copy("Memcpy DtoD (Device -> Device)"));
         assert!(!is_host_device_copy("vectorized_elementwise_kernel"));
+    }
+
+    #[test]
+    fn only_activation_sized_inputs_can_convert() {
+        let types = "['c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16', 'float', 'float']";
+        let dims = shapes("((10, 64, 112, 112), (10, 64, 112, 112), (64,), (64,), (64,))");
+        // BatchNorm backward: bf16 activations, float statistics: no conversion.
+        assert_eq!(
+            activation_types(types, &dims),
+            vec!["c10::BFloat16", "c10::BFloat16"]
+        );
+        // A copy_ from bf16 into an fp32 tensor of the same size converts.
+        let dims = shapes("((8, 4096), (8, 4096), ())");
+        assert_eq!(
+            activation_types("['float', 'c10::BFloat16', '']", &dims),
+            vec!["float", "c10::BFloat16"]
+        );
+        // Types and shapes that do not line up: every tensor dtype, as before.
+        assert_eq!(
+            activation_types("['float', 'c10::Half']", &shapes("((4,),)")),
+            vec!["float", "c10::Half"]
+        );
     }
 
     #[test]

@@ -121,14 +121,14 @@ impl Impact {
     /// `10.4–16.4% of trace time (mid 13.4%; the named causes' own estimate, medium confidence)`.
     pub fn text(&self) -> String {
         let replayed = match self.replayed {
-            Some(r) if r.saving_pct() < OVERLAPPED_PCT => format!(
-                "; replayed: overlapped, saves ~0 ({:.1} → {:.1} ms)",
-                r.before_ms, r.after_ms
-            ),
+            Some(r) if r.saving_pct() < OVERLAPPED_PCT => {
+                format!("; replayed: overlapped, saves ~0 ({:.3} ms)", r.saved_ms())
+            }
             Some(r) => format!(
-                "; replayed: {:.1} → {:.1} ms (−{:.1}%)",
+                "; replayed: {:.1} → {:.1} ms, saves {:.3} ms ({:.1}% of trace time)",
                 r.before_ms,
                 r.after_ms,
+                r.saved_ms(),
                 r.saving_pct()
             ),
             None => String::new(),
@@ -151,20 +151,29 @@ impl Impact {
 pub const OVERLAPPED_PCT: f64 = 0.1;
 
 /// The trace replayed with a finding's fix applied (`crate::whatif::impacts`): its steps'
-/// length (the whole trace's without steps) before and after, ms.
+/// length (the whole trace's without steps) before and after, and the trace time the formula's
+/// shares are of, ms.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct ReplayedSaving {
     pub before_ms: f64,
     pub after_ms: f64,
+    /// The GPU timeline's span (`Utilization::total_ms`): the formula's "% of trace time".
+    pub trace_ms: f64,
 }
 
 impl ReplayedSaving {
-    /// The share of the trace the fix saves in the replay, %.
+    /// Time the fix saves in the replay, ms (never negative).
+    pub fn saved_ms(&self) -> f64 {
+        (self.before_ms - self.after_ms).max(0.0)
+    }
+
+    /// That time as a share of the trace's time, %: the same denominator as the formula's
+    /// range, so the two compare and one set of priority thresholds serves both.
     pub fn saving_pct(&self) -> f64 {
-        if self.before_ms <= 0.0 {
+        if self.trace_ms <= 0.0 {
             0.0
         } else {
-            ((self.before_ms - self.after_ms) / self.before_ms * 100.0).max(0.0)
+            self.saved_ms() / self.trace_ms * 100.0
         }
     }
 }

@@ -1,0 +1,76 @@
+//! What a host event's name says it does, where several analyses must agree: the runtime and
+//! driver calls that block the host until the GPU is done (the idle analysis charges GPU idle
+//! to them, the replay ties them to the work they wait for), and PyTorch's data-loading
+//! events.
+
+/// What a blocking call waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocking {
+    /// Every stream of the device: device/context synchronizes, and the frees that
+    /// synchronize the device before they free (the caching allocator returning memory).
+    Device,
+    /// One stream, or the work before one recorded event.
+    Stream,
+    /// Its own copy (a synchronous `cudaMemcpy`).
+    Copy,
+}
+
+/// The runtime and driver calls that block the host until the GPU (or a stream) is done.
+/// Stream-ordered frees (`cudaFreeAsync`) do not synchronize.
+pub fn blocking_call(name: &str) -> Option<Blocking> {
+    Some(match name {
+        "cudaDeviceSynchronize"
+        | "cuCtxSynchronize"
+        | "hipDeviceSynchronize"
+        | "cudaFree"
+        | "cudaFreeHost"
+        | "cuMemFree"
+        | "cuMemFree_v2"
+        | "hipFree"
+        | "hipHostFree" => Blocking::Device,
+        "cudaStreamSynchronize"
+        | "cudaEventSynchronize"
+        | "cuStreamSynchronize"
+        | "cuEventSynchronize"
+        | "hipStreamSynchronize"
+        | "hipEventSynchronize" => Blocking::Stream,
+        "cudaMemcpy" | "cudaMemcpy2D" | "hipMemcpy" | "hipMemcpy2D" | "hipMemcpyWithStream" => {
+            Blocking::Copy
+        }
+        _ => return None,
+    })
+}
+
+/// PyTorch's data loading: the `enumerate(DataLoader)#…__next__` annotation, the DataLoader's
+/// Python frames, its `_next_data`.
+pub fn is_data_loading(name: &str) -> bool {
+    name.contains("DataLoader") || name.contains("dataloader.py") || name.contains("_next_data")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocking_calls_by_what_they_wait_for() {
+        for (name, want) in [
+            ("cudaDeviceSynchronize", Some(Blocking::Device)),
+            ("hipFree", Some(Blocking::Device)),
+            ("cudaStreamSynchronize", Some(Blocking::Stream)),
+            ("hipEventSynchronize", Some(Blocking::Stream)),
+            ("hipMemcpyWithStream", Some(Blocking::Copy)),
+            ("cudaFreeAsync", None),
+            ("cudaMemcpyAsync", None),
+            ("cudaLaunchKernel", None),
+        ] {
+            assert_eq!(blocking_call(name), want, "{name}");
+        }
+        assert!(is_data_loading(
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+        ));
+        assert!(is_data_loading(
+            "torch/utils/data/dataloader.py(733): __next__"
+        ));
+        assert!(!is_data_loading("aten::mm"));
+    }
+}
