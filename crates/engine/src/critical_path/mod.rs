@@ -15,6 +15,7 @@ pub mod calls;
 pub mod context;
 pub mod graph;
 pub mod path;
+mod points;
 pub mod replay;
 pub mod simulate;
 mod waits;

@@ -27,45 +27,19 @@
 //! other); other threads keep their recorded timing.
 
 use super::context::{Context, NONE};
+use super::points::{HostPoint, Points, Raw, Stream, QUEUED_GAP_NS};
 use super::waits;
 use crate::model::host_calls;
 use crate::model::sync::SyncKind;
 use crate::model::{LaneId, Nanos, Trace};
 
-/// Why a point waits for another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Link {
-    /// CPU time on a thread.
-    Thread,
-    /// CPU time on a thread inside a data-loading event (`enumerate(DataLoader)…`).
-    Loading,
-    Duration,
-    Launch,
-    Stream,
-    StreamWait,
-    Sync,
-    /// The autograd hand-over between the forward thread and the autograd engine's thread.
-    HandOver,
-}
-
-/// One constraint of a point: `from`'s time plus an offset (held apart, in
-/// [`Simulation::offsets`], so that a change edits a copy).
-#[derive(Debug, Clone, Copy)]
-pub struct Constraint {
-    pub from: u32,
-    pub link: Link,
-    /// The event the constraint's time belongs to: the GPU event for duration, launch and
-    /// stream links, the innermost open host event for thread links, the call for a sync.
-    pub charged: u32,
-}
+pub use super::points::{Constraint, Link};
 
 /// Nominal launch latency where a trace shows none (µs-scale: a launch call to its kernel's
 /// start on an idle stream).
 const LAUNCH_NS: Nanos = 5_000;
 /// The most a nominal launch latency can be.
 const MAX_LAUNCH_NS: Nanos = 50_000;
-/// Nominal gap between two queued kernels of a stream.
-pub(super) const QUEUED_GAP_NS: Nanos = 1_000;
 /// A thread gap at least this long can be a wait behind a long kernel.
 const LONG_GAP_NS: Nanos = 50_000;
 /// Nominal own work of a blocking call that waited.
@@ -98,13 +72,6 @@ pub struct Simulation {
     /// Constraints dropped to break a cycle (inconsistent timestamps).
     pub broken: usize,
 }
-
-/// A constraint before its offset is fixed: (point, constraint, nominal offset).
-pub(super) type Raw = (u32, Constraint, Nanos);
-
-/// A host point before it has an id: (thread, time, is a start, event). Its id is its place in
-/// the sorted list.
-pub(super) type HostPoint = (LaneId, Nanos, bool, u32);
 
 impl Simulation {
     pub fn new(trace: &Trace, ctx: &Context<'_>) -> Simulation {
@@ -255,15 +222,20 @@ impl Simulation {
             raw,
             ..Default::default()
         };
-        waits::syncs(&sim, trace, ctx, &streams, &mut found);
+        let view = Points {
+            start_of: &sim.start_of,
+            end_of: &sim.end_of,
+            launch_ns: sim.launch_ns,
+        };
+        waits::syncs(&view, trace, ctx, &streams, &mut found);
         if !ctx
             .syncs
             .iter()
             .any(|r| r.kind == SyncKind::StreamWaitEvent)
         {
-            waits::across_streams(&sim, trace, &streams, &mut found);
+            waits::across_streams(&view, trace, &streams, &mut found);
         }
-        waits::behind_long_kernels(&sim, trace, &host, &resumes, &streams, &mut found);
+        waits::behind_long_kernels(&view, trace, &host, &resumes, &streams, &mut found);
         waits::autograd_hand_over(trace, &host, &resumes, &mut found);
         sim.recorded_syncs = found.recorded_syncs;
         sim.inferred_syncs = found.inferred_syncs;
@@ -465,12 +437,3 @@ impl Simulation {
 /// An offset that no longer binds (a constraint dropped to break a cycle, or removed by a
 /// change).
 pub const DROPPED: Nanos = Nanos::MIN;
-
-/// One GPU stream's events by start, with when each was launched (its call's start, or its
-/// own start without one) and its call.
-pub(super) struct Stream {
-    pub lane: LaneId,
-    pub events: Vec<u32>,
-    pub launched: Vec<Nanos>,
-    pub calls: Vec<u32>,
-}

@@ -5,7 +5,7 @@
 //! rule is in docs/whatif.md ("The schedule").
 
 use super::context::{Context, NONE};
-use super::simulate::{Constraint, HostPoint, Link, Raw, Simulation, Stream, QUEUED_GAP_NS};
+use super::points::{Constraint, HostPoint, Link, Points, Raw, Stream, QUEUED_GAP_NS};
 use crate::model::host_calls::{blocking_call, Blocking};
 use crate::model::sync::SyncKind;
 use crate::model::{LaneId, Nanos, Trace};
@@ -30,7 +30,7 @@ pub(super) struct Found {
 /// Synchronizes and stream waits: from `cuda_sync` records when the trace has any, else
 /// inferred from the blocking calls.
 pub(super) fn syncs(
-    sim: &Simulation,
+    sim: &Points<'_>,
     trace: &Trace,
     ctx: &Context<'_>,
     streams: &[Stream],
@@ -151,7 +151,7 @@ pub(super) fn syncs(
 /// record, as DDP's all-reduce waits for the gradients it sends; a copy on the null stream,
 /// which waits for every other stream): a stream-wait constraint from its end.
 pub(super) fn across_streams(
-    sim: &Simulation,
+    sim: &Points<'_>,
     trace: &Trace,
     streams: &[Stream],
     found: &mut Found,
@@ -202,7 +202,7 @@ pub(super) fn across_streams(
 /// a sync constraint from the kernel's end. Short kernels never qualify, so a gap during a
 /// stream of small kernels stays CPU time.
 pub(super) fn behind_long_kernels(
-    sim: &Simulation,
+    sim: &Points<'_>,
     trace: &Trace,
     host: &[HostPoint],
     resumes: &[bool],
