@@ -36,6 +36,8 @@ pub struct Recommendation {
     pub saving_ms: f64,
     /// The finding (title, issue, Path A, Path B) rendered by the worker to inert HTML.
     pub html: String,
+    /// Its fix as a what-if change (kind, spec), where it was replayed.
+    pub whatif: Option<(String, String)>,
 }
 
 /// What the overview shows.
@@ -70,6 +72,8 @@ pub struct Overview {
     /// The seeds' categories with their findings.
     pub categories: Vec<crate::reply_parts::CategoryRow>,
     pub diagnostics: Vec<Diag>,
+    /// The critical path of every step (None: no GPU work, or a bundle written before it).
+    pub critical_path: Option<jarvis_engine::critical_path::summary::PathSummary>,
     /// What merging the graph-capture traces did (None: analyzed without captures).
     pub capture_merge: Option<jarvis_engine::inference::capture::MergeReport>,
     pub elapsed_ms: f64,
@@ -259,6 +263,9 @@ impl Overview {
                                 share_of: str_of(r, "share_of"),
                                 saving_ms: num("saving_ms"),
                                 html: str_of(r, "html"),
+                                whatif: r
+                                    .get("whatif")
+                                    .and_then(|w| serde_json::from_value(w.clone()).ok()),
                             }
                         })
                         .collect()
@@ -267,6 +274,9 @@ impl Overview {
             diagnostics,
             capture_merge: a
                 .get("capture_merge")
+                .and_then(|m| serde_json::from_value(m.clone()).ok()),
+            critical_path: a
+                .get("critical_path_summary")
                 .and_then(|m| serde_json::from_value(m.clone()).ok()),
             ops: Vec::new(),
             categories: Vec::new(),

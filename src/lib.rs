@@ -69,6 +69,10 @@ pub(crate) struct Reference {
 }
 
 /// Whether a loaded analysis has a memory view (its Memory tab is shown).
+fn has_critical_path(s: &Status) -> bool {
+    matches!(s, Status::Done(o) if o.critical_path.is_some())
+}
+
 fn has_memory(s: &Status) -> bool {
     matches!(s, Status::Done(o) if o.memory.is_some())
 }
@@ -423,12 +427,14 @@ pub fn App() -> impl IntoView {
         let compare = !reference.comparison.get_untracked().is_empty();
         let ranks = job.with_untracked(Option::is_some);
         let memory = status.with_untracked(has_memory);
+        let critical = status.with_untracked(has_critical_path);
         TABS.iter()
             .map(|(k, _, _)| *k)
             .filter(|k| {
                 (*k != "compare" || compare)
                     && (*k != "ranks" || ranks)
                     && (*k != "memory" || memory)
+                    && (*k != "critical" || critical)
             })
             .collect()
     });
@@ -489,6 +495,7 @@ pub fn App() -> impl IntoView {
     let only_ranks = Memo::new(move |_| status.with(|s| matches!(s, Status::Job)));
     // The Memory tab is there when the analysis has memory records (or a bundle its peaks).
     let memory_tab = Memo::new(move |_| status.with(has_memory));
+    let critical_tab = Memo::new(move |_| status.with(has_critical_path));
     let tabs = move || {
         let only_ranks = only_ranks.get();
         view! {
@@ -498,6 +505,7 @@ pub fn App() -> impl IntoView {
                         (key == "compare" && reference.comparison.get().is_empty())
                             || (key == "ranks" && job.with(Option::is_none))
                             || (key == "memory" && !memory_tab.get())
+                            || (key == "critical" && !critical_tab.get())
                     };
                     let active = move || shown_tab() == key;
                     view! {

@@ -41,7 +41,7 @@ type ViewFn = fn(&Arc<Overview>, Tabs) -> AnyView;
 
 /// The views of an analysis, in the tab bar's order: (key, label, view). `tab-<key>` is each
 /// tab's test hook; an unknown key shows the overview.
-pub(crate) const TABS: [(&str, &str, ViewFn); 13] = [
+pub(crate) const TABS: [(&str, &str, ViewFn); 14] = [
     ("overview", "Overview", overview),
     ("ranks", "Ranks", ranks),
     ("steps", "Steps", steps),
@@ -49,6 +49,7 @@ pub(crate) const TABS: [(&str, &str, ViewFn); 13] = [
     ("ops", "Ops", ops),
     ("kernels", "Kernels", kernels),
     ("timeline", "Timeline", timeline),
+    ("critical", "Critical path", critical),
     ("roofline", "Roofline", roofline),
     ("report", "Report", report),
     ("rough", "Working notes", rough),
@@ -61,7 +62,12 @@ pub(crate) const TABS: [(&str, &str, ViewFn); 13] = [
 /// on: the reference's comparison for Compare, the job for Ranks.
 pub(crate) fn render(o: &Arc<Overview>, shown: &'static str, t: Tabs) -> AnyView {
     // The overview's part of a result comes first; the other views wait for the rest.
-    if !o.complete && !matches!(shown, "overview" | "steps" | "diagnostics" | "ranks") {
+    if !o.complete
+        && !matches!(
+            shown,
+            "overview" | "steps" | "diagnostics" | "ranks" | "critical"
+        )
+    {
         return preparing();
     }
     // Through a pointer the optimizer cannot see (`black_box`): a direct call to a function
@@ -149,6 +155,42 @@ fn steps(o: &Arc<Overview>, t: Tabs) -> AnyView {
 }
 
 /// The Memory tab: linked with the timeline through its window (`timeline_state`).
+/// The Critical path tab (the overview where the analysis has none); the What-if panel offers
+/// the top ops and their categories as selections.
+fn critical(o: &Arc<Overview>, t: Tabs) -> AnyView {
+    let Some(summary) = o.critical_path.clone() else {
+        return overview(o, t);
+    };
+    let mut suggestions: Vec<String> = o
+        .top_ops
+        .iter()
+        .map(|op| format!("op:{}", op.name))
+        .collect();
+    for op in &o.top_ops {
+        let c = format!("category:{}", op.category);
+        if !suggestions.contains(&c) {
+            suggestions.push(c);
+        }
+    }
+    suggestions.push("all".into());
+    let fixes = o
+        .recommendations
+        .iter()
+        .filter_map(|r| {
+            let change = r.whatif.clone()?;
+            Some((
+                format!("#{} {}: {} {}", r.rank, r.category, change.0, change.1),
+                change,
+            ))
+        })
+        .collect();
+    view! {
+        <views::critical_path::CriticalPathView summary=summary worker=t.worker
+            reopened=o.reopened suggestions=suggestions fixes=fixes/>
+    }
+    .into_any()
+}
+
 fn memory(o: &Arc<Overview>, t: Tabs) -> AnyView {
     let tab = t.tab;
     let to_timeline = o

@@ -54,7 +54,7 @@ pub(crate) fn spawn_worker(
             set_status.set(Status::Failed("the worker sent an unreadable reply".into()));
             return;
         };
-        if views::timeline::deliver_pick(&msg) {
+        if views::timeline::deliver_pick(&msg) || views::critical_path::deliver(&msg) {
             return;
         }
         let num = |k: &str| {

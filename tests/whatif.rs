@@ -173,7 +173,7 @@ fn graph_launched_kernels_are_on_the_path() {
     let kernels: Vec<&str> = s
         .hops
         .iter()
-        .filter_map(|h| h.0.as_ref())
+        .filter_map(|h| h.event.as_ref())
         .filter(|e| e.cat == "kernel")
         .map(|e| e.name.as_str())
         .collect();
@@ -247,7 +247,7 @@ fn replay_reproduces_every_shared_trace() {
         let replay = cp.replay.as_ref().expect("replay");
         for s in &cp.jarvis {
             errors.push(s.replay.error_pct().abs());
-            let path_len: f64 = s.hops.iter().map(|h| h.2).sum();
+            let path_len: f64 = s.hops.iter().map(|h| h.dur_us).sum();
             assert!(
                 (path_len - s.length_us).abs() < 1e-6 * s.length_us.max(1.0),
                 "{}: {} path {path_len} vs span {}",
@@ -417,4 +417,75 @@ fn the_autograd_thread_follows_the_forward_thread() {
     // 2 µs (at 14), the backward op follows 92 µs later (106), launches at 107, and its
     // kernel starts after the trace's 3 µs launch latency: 110–158.
     assert_eq!(predict(&t, &[("remove-sync", "all")]), vec![(252.0, 158.0)]);
+}
+
+/// What the page shows of the path: the step's causes and the events holding it
+/// (`critical_path::summary`), and the path's own timeline lane, hop by hop on the trace's
+/// clock, each GPU hop linked to its op.
+#[test]
+fn the_pages_summary_and_lane_follow_the_path() {
+    let t = trace(GRAPH);
+    let s = critical_path::summary::summarize(&analyze(&t));
+    assert_eq!(s.steps.len(), 1);
+    let st = &s.steps[0];
+    assert_eq!(
+        (st.recorded_ms, st.replayed_ms, st.error_pct),
+        (0.215, 0.215, 0.0)
+    );
+    let cause = |k: &str| {
+        st.causes
+            .iter()
+            .find(|c| c.cause == k)
+            .map_or(0.0, |c| c.ms)
+    };
+    assert!((cause("gpu_compute_bound") - 0.150).abs() < 1e-12);
+    assert!((cause("cpu_bound") - 0.043).abs() < 1e-12);
+    let total: f64 = st.causes.iter().map(|c| c.ms).sum();
+    assert!((total - 0.215).abs() < 1e-12, "causes sum to the path");
+    let mut kernels: Vec<(&str, &str)> = st.top[..3]
+        .iter()
+        .map(|i| {
+            assert!((i.ms - 0.050).abs() < 1e-12, "{i:?}");
+            (i.name.as_str(), i.cause.as_str())
+        })
+        .collect();
+    kernels.sort_unstable();
+    assert_eq!(
+        kernels,
+        [
+            ("g_one", "gpu_compute_bound"),
+            ("g_three", "gpu_compute_bound"),
+            ("g_two", "gpu_compute_bound")
+        ]
+    );
+    assert_eq!((s.median_error_pct, s.worst_error_pct), (0.0, 0.0));
+
+    let a = jarvis_engine::trace_analysis::analyze_trace_with(
+        trace(GRAPH),
+        &jarvis_engine::Options {
+            timeline_lanes: true,
+            timeline_host_lanes: true,
+            ..Default::default()
+        },
+    );
+    let lanes = a.lanes.as_ref().expect("lanes");
+    let lane = lanes.lanes.last().expect("a lane");
+    assert_eq!(lane.label, jarvis_engine::lanes::CRITICAL_PATH_LABEL);
+    let slices: Vec<_> = lanes.slices(lane.first_row).collect();
+    assert_eq!(slices.len() as u64, lane.slices);
+    assert_eq!(slices.first().map(|s| s.start), Some(0));
+    assert_eq!(slices.last().map(|s| s.end), Some(215_000));
+    assert!(slices.windows(2).all(|w| w[0].end <= w[1].start));
+    let on_path: i64 = slices.iter().map(|s| s.end - s.start).sum();
+    assert_eq!(on_path, 215_000, "the lane covers the step without gaps");
+    let g_one = slices
+        .iter()
+        .find(|s| lanes.names[s.name as usize] == "gpu_compute_bound: g_one")
+        .expect("g_one's time on the path");
+    assert_eq!((g_one.start, g_one.end), (30_000, 80_000));
+    // Where the analysis has op rows, a path lane slice carries its op: the pick names it.
+    let picked = lanes
+        .pick(lane.first_row, 50_000.0, 0.0)
+        .expect("a slice at 50 µs");
+    assert_eq!(picked.name, "gpu_compute_bound: g_one");
 }

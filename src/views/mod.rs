@@ -2,6 +2,7 @@
 
 pub mod categories;
 pub mod compare;
+pub mod critical_path;
 pub mod diagnostics;
 pub mod diff_tree;
 pub mod idle;

@@ -140,6 +140,7 @@ pub fn OverviewView(
             {overview.unlinked.map(|u| view! { <GpuScopeNote unlinked=u reopened=overview.reopened include=include_unlinked/> })}
             <h2>"Why the GPU idles"</h2>
             <crate::views::idle::IdleSection idle=overview.idle.clone()/>
+            {overview.critical_path.clone().map(|s| view! { <crate::views::critical_path::PathCard summary=s/> })}
             <h2>"Top operations by GPU kernel time"</h2>
             <table class="top-ops" data-testid="top-ops">
                 <thead><tr><th>"#"</th><th>"op"</th><th>"category"</th><th>"count"</th><th>"ms"</th><th>"share"</th></tr></thead>

@@ -223,6 +223,7 @@ fn main() -> ExitCode {
                 gpu_scope: scope(include_unlinked),
                 diff_tree: false,
                 inference: inference || capture.is_some(),
+                whatif: false,
             };
             report(&trace, out, no_files, capture.as_deref(), &options)
         }),

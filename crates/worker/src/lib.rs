@@ -14,6 +14,7 @@
 //! | `{export: "snapshot", link, images: [[caption, "data:image/png;base64,…"], …]}` | the same, `jarvis_snapshot.html` |
 //! | `{frame: {seq, role, start, end, width, rows, highlight}}` | `{kind: "frame", seq, role, start, end, width, items}` (`items` a transferred `Float32Array`, 6 floats per item: row, x0, x1, class, coverage, name; class 18 (`lanes::HIGHLIGHT_CLASS`) marks where the op row `highlight` runs) |
 //! | `{pick: {seq, role, row, t, tolerance}}`   | `{kind: "pick", seq, role, hit}` (`hit`: lane, name, class, start_ns, dur_ns, op_row, or null) |
+//! | `{whatif: [[kind, spec], …]}` (kinds `scale`, `efficiency`, `remove`, `fuse`, `remove-sync`; specs as `jarvis whatif`'s flags, docs/whatif.md) | `{kind: "whatif", steps: [{step, recorded_ms, replayed_ms, predicted_ms, change_pct, causes: [{cause, ms}], top: [{name, cause, ms, hops}]}], touched: [[change, events]], elapsed_ms}` (the target's schedule rerun with the changes), or `error {role: "whatif", message}` |
 //! | `{import_threads: n}` (the page's `?threads=n`, sent right after `ready`) | nothing; a target or reference trace of 4 MB of JSON or more (15× a gzip file's size) is then read by this worker and `n - 1` import workers (1: this worker alone; unset: every core from 4 cores, this worker alone below) |
 //!
 //! Import workers run this same program, started by the main worker (`pool.rs`) at its first
@@ -56,6 +57,8 @@ mod timeline;
 mod wake;
 #[cfg(target_arch = "wasm32")]
 mod warmup;
+#[cfg(any(target_arch = "wasm32", test))]
+mod whatif;
 
 #[cfg(target_arch = "wasm32")]
 pub use session::{run, Outbox, Session};

@@ -18,6 +18,7 @@ pub mod path;
 mod points;
 pub mod replay;
 pub mod simulate;
+pub mod summary;
 mod waits;
 
 use crate::diagnostics::DiagnosticKind;
@@ -59,9 +60,21 @@ pub struct JarvisStep {
     /// The path's length (the step's replayed span, µs) and its time by cause, µs.
     pub length_us: f64,
     pub by_cause: Vec<(BoundBy, f64)>,
-    /// The path hop by hop: the event its time is charged to (`None` for a wait), where it
-    /// starts on the replay's clock (µs), its time on the path (µs) and its cause.
-    pub hops: Vec<(Option<PathEvent>, f64, f64, BoundBy)>,
+    /// The path hop by hop, in time order.
+    pub hops: Vec<PathHop>,
+}
+
+/// One hop of Jarvis's path.
+#[derive(Debug, Clone)]
+pub struct PathHop {
+    /// The event its time is charged to (`None` for a wait).
+    pub event: Option<PathEvent>,
+    /// That event's index in the trace's event table (for the timeline's op links).
+    pub index: Option<u32>,
+    /// Where it starts on the replay's clock (the trace's, µs) and its time on the path (µs).
+    pub start_us: f64,
+    pub dur_us: f64,
+    pub cause: BoundBy,
 }
 
 /// The critical path of every step of a trace.
@@ -198,12 +211,17 @@ pub fn jarvis_step(
         hops: hops
             .iter()
             .map(|h| {
-                let event = h
+                let index = h
                     .constraint
                     .map(|k| sim.constraints[k].charged)
-                    .filter(|&c| c != context::NONE)
-                    .map(|c| path::path_event(trace, c));
-                (event, us(h.from_ns), us(h.dur_ns), h.bound_by)
+                    .filter(|&c| c != context::NONE);
+                PathHop {
+                    event: index.map(|c| path::path_event(trace, c)),
+                    index,
+                    start_us: us(h.from_ns),
+                    dur_us: us(h.dur_ns),
+                    cause: h.bound_by,
+                }
             })
             .collect(),
     }

@@ -6,6 +6,7 @@
 
 mod build;
 pub mod frame;
+mod path;
 pub mod row;
 pub mod viewport;
 
@@ -14,6 +15,7 @@ use serde::Serialize;
 use crate::model::{EventId, Nanos};
 pub use build::build;
 use frame::{Frame, View};
+pub use path::{add_critical_path, LABEL as CRITICAL_PATH_LABEL};
 pub use row::{Row, Slice, SliceClass, NO_OP};
 
 /// Host slices kept at most. Beyond it the deepest host rows are dropped (whole rows, so
@@ -32,6 +34,8 @@ pub enum LaneKind {
     Gpu,
     /// One host thread: CPU ops, python functions, runtime calls, annotations by depth.
     Host,
+    /// Jarvis's critical path of every step, hop by hop, coloured by cause (`path`).
+    CriticalPath,
 }
 
 /// One lane: a label and a run of rows (depths).

@@ -4,6 +4,7 @@
 //! in the same columns (docs/critical_path.md, "Files").
 
 use super::files::OutputFile;
+use crate::critical_path::summary::cause_name;
 use crate::critical_path::{BoundBy, CriticalPath, PathEvent};
 
 /// The room's files (none for a trace without GPU work).
@@ -20,15 +21,6 @@ pub fn files(cp: &CriticalPath) -> Vec<OutputFile> {
     ]
 }
 
-/// A cause's name in Jarvis's files: HTA's, and `unattributed` for the time before a path
-/// that starts after its step (HTA's empty cause never holds time in Jarvis's path).
-fn jarvis_cause(b: BoundBy) -> &'static str {
-    match b {
-        BoundBy::None => "unattributed",
-        b => b.hta_name(),
-    }
-}
-
 /// Jarvis's path by cause per step, in `summary.csv`'s columns (µs with three decimals: the
 /// replay keeps the trace's nanoseconds).
 pub fn jarvis_summary_csv(cp: &CriticalPath) -> Vec<u8> {
@@ -38,7 +30,7 @@ pub fn jarvis_summary_csv(cp: &CriticalPath) -> Vec<u8> {
             summary_row(
                 &mut w,
                 &s.step,
-                jarvis_cause(b),
+                cause_name(b),
                 &format!("{us:.3}"),
                 us,
                 s.length_us,
@@ -53,16 +45,16 @@ pub fn jarvis_summary_csv(cp: &CriticalPath) -> Vec<u8> {
 pub fn jarvis_path_csv(cp: &CriticalPath) -> Vec<u8> {
     let mut w = path_writer();
     for s in &cp.jarvis {
-        for (i, (event, ts, dur, b)) in s.hops.iter().enumerate() {
-            let (ts, dur) = (format!("{ts:.3}"), format!("{dur:.3}"));
+        for (i, h) in s.hops.iter().enumerate() {
+            let (ts, dur) = (format!("{:.3}", h.start_us), format!("{:.3}", h.dur_us));
             path_row(
                 &mut w,
                 &s.step,
                 i,
-                event.as_ref(),
+                h.event.as_ref(),
                 "wait",
                 (&ts, &dur),
-                jarvis_cause(*b),
+                cause_name(h.cause),
             );
         }
     }

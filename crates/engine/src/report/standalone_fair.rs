@@ -34,6 +34,16 @@ fn category_heading(n: usize, st: &Standalone, c: usize) -> String {
     }
 }
 
+/// A share in percent with one decimal; a share that rounds to 0.0 but is not zero is
+/// "<0.1%" (an op listed among the top ones never reads as taking no time).
+fn share_text(pct: f64) -> String {
+    if pct > 0.0 && pct < 0.05 {
+        "<0.1%".to_owned()
+    } else {
+        format!("{pct:.1}%")
+    }
+}
+
 /// Whether the trace uses fused attention (seed 004's "Flash Attention Usage").
 pub fn flash_attention_usage(st: &Standalone) -> &'static str {
     let fused = st
@@ -184,12 +194,12 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     for t in &st.top_operations {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {:.3} | {:.1}% |",
+            "| {} | {} | {} | {:.3} | {} |",
             t.rank,
             code_cell(&t.name),
             t.category.key(),
             t.time_ms,
-            t.share_pct
+            share_text(t.share_pct)
         );
     }
     let _ = writeln!(s, "\n---\n\n## Recommendations\n");
@@ -304,4 +314,16 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    /// A tiny share never prints as 0.0 %; zero and ordinary shares print as they are.
+    #[test]
+    fn shares_that_round_to_zero_say_less_than_a_tenth() {
+        assert_eq!(super::share_text(0.0), "0.0%");
+        assert_eq!(super::share_text(0.01), "<0.1%");
+        assert_eq!(super::share_text(0.05), "0.1%");
+        assert_eq!(super::share_text(12.34), "12.3%");
+    }
 }

@@ -147,6 +147,11 @@ pub struct Brief {
     /// written before impact ranges existed.
     #[serde(default)]
     pub impact: String,
+    /// Its fix as a what-if change (kind, spec): the replayed factor on its op's GPU time
+    /// (`scale`, `op:NAME=F`, or `kernel:NAME=F` for a graph-replayed kernel without its
+    /// capture); none for findings without an op.
+    #[serde(default)]
+    pub whatif: Option<(String, String)>,
 }
 
 impl Standalone {
@@ -170,6 +175,13 @@ impl Standalone {
                     path_a: b.path_a.clone(),
                     path_b: b.path_b.clone(),
                     impact: b.impact.text(),
+                    whatif: b.impact.replayed.map(|r| {
+                        let sel = match ops::synthetic_parts(&b.op_name) {
+                            Some((_, kernel)) => format!("kernel:{kernel}"),
+                            None => format!("op:{}", b.op_name),
+                        };
+                        ("scale".to_owned(), format!("{sel}={:.4}", r.factor))
+                    }),
                 }
             })
             .collect()

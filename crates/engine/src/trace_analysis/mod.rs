@@ -7,6 +7,7 @@ mod quality;
 mod sheets;
 
 use serde::Serialize;
+use std::sync::Arc;
 
 use crate::analysis::categories::Registry;
 use crate::analysis::names::NameClasses;
@@ -74,6 +75,9 @@ pub struct Options {
     /// call stacks, the inference perf models' `<family>_fwd` sheets
     /// (`../shared/docs/inference_report_spec.md`).
     pub inference: bool,
+    /// Keep the trace and its schedule for what-ifs asked after the analysis
+    /// ([`Analysis::whatif`]; the page's worker does for its target).
+    pub whatif: bool,
 }
 
 /// The platform used and how it was chosen.
@@ -185,13 +189,19 @@ pub struct Analysis {
     /// GPU work. Written as `critical_path/*.csv` (`report::critical_path`).
     #[serde(skip)]
     pub critical_path: Option<crate::critical_path::CriticalPath>,
+    /// What the page shows of it: each step's replay and path by cause, and the events that
+    /// hold the path (`critical_path::summary`).
+    pub critical_path_summary: Option<crate::critical_path::summary::PathSummary>,
+    /// The trace and schedule kept for interactive what-ifs, when [`Options::whatif`] asked.
+    #[serde(skip)]
+    pub whatif: Option<crate::whatif::Replayer>,
 }
 
 /// The trace and call tree the timeline lanes are built from, kept by an analysis asked for
 /// [`Options::lanes_later`].
 #[derive(Debug)]
 pub struct PendingLanes {
-    trace: Trace,
+    trace: Arc<Trace>,
     tree: CallTree,
     names: NameClasses,
     ops: crate::lanes::OpIndex,
@@ -212,9 +222,11 @@ impl Analysis {
                 host,
                 scope,
             } = *p;
-            self.lanes = Some(crate::lanes::build(
-                &trace, &tree, &names, &ops, host, scope,
-            ));
+            let mut lanes = crate::lanes::build(&trace, &tree, &names, &ops, host, scope);
+            if let Some(cp) = &self.critical_path {
+                crate::lanes::add_critical_path(&mut lanes, &cp.jarvis, &ops);
+            }
+            self.lanes = Some(lanes);
         }
     }
 
@@ -236,6 +248,7 @@ impl Analysis {
             "visible_devices": self.visible_devices,
             "diagnostics": self.diagnostics,
             "capture_merge": self.capture_merge,
+            "critical_path_summary": self.critical_path_summary,
         })
     }
 
@@ -651,6 +664,18 @@ fn analyze_tree(
         .and_then(|raw| serde_json::from_str::<Vec<serde_json::Value>>(raw).ok())
         .map_or(0, |v| v.len());
     let diagnostics = trace.diagnostics.sorted();
+    let critical_path_summary = critical_path
+        .as_ref()
+        .map(crate::critical_path::summary::summarize);
+    let trace = Arc::new(trace);
+    let whatif = options
+        .whatif
+        .then(|| critical_path.as_ref().and_then(|c| c.replay.clone()))
+        .flatten()
+        .map(|replay| crate::whatif::Replayer {
+            trace: Arc::clone(&trace),
+            replay,
+        });
     let pending_lanes = lane_ops.map(|ops| {
         Box::new(PendingLanes {
             trace,
@@ -684,6 +709,8 @@ fn analyze_tree(
         capture_merge: None,
         memory,
         critical_path,
+        critical_path_summary,
+        whatif,
     };
     if !options.lanes_later {
         analysis.finish_lanes();

@@ -61,6 +61,7 @@ pub fn replay_findings(trace: &Trace, replay: &Replay, st: &mut Standalone) {
             before_ms: before as f64 / 1e6,
             after_ms: after as f64 / 1e6,
             trace_ms: total_ms,
+            factor,
         })
     };
     for c in &mut st.categories {

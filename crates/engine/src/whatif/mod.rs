@@ -11,10 +11,52 @@ pub mod validate;
 
 use crate::critical_path::path::BoundBy;
 use crate::critical_path::simulate::{Link, DROPPED};
+use crate::critical_path::summary::{top_items, PathItem, TOP_EVENTS};
 use crate::critical_path::{replay, Replay};
 use crate::model::{Nanos, Trace};
 use crate::standalone::ops::OpRow;
 use select::{Launched, Selector};
+
+/// What an interactive host keeps to answer what-ifs after the analysis: the trace (event
+/// names and kinds for the selections and the new path) and its schedule. The page's worker
+/// asks for it (`Options::whatif`); the CLI replays from the file.
+#[derive(Clone)]
+pub struct Replayer {
+    pub trace: std::sync::Arc<Trace>,
+    pub replay: Replay,
+}
+
+impl std::fmt::Debug for Replayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Replayer({} events, {:?})",
+            self.trace.events.len(),
+            self.replay
+        )
+    }
+}
+
+impl Replayer {
+    /// `changes` as (kind, spec) pairs, as `jarvis whatif`'s flags take them (`scale`,
+    /// `category:GEMM=0.5`), predicted; `rows` give the roofline times `efficiency` aims at.
+    pub fn predict(&self, rows: &[OpRow], changes: &[(String, String)]) -> Result<Outcome, String> {
+        if changes.is_empty() {
+            return Err("no change given".to_owned());
+        }
+        let changes = changes
+            .iter()
+            .map(|(kind, spec)| Change::parse(kind, spec))
+            .collect::<Result<Vec<_>, _>>()?;
+        predict(
+            &self.trace,
+            &self.replay,
+            rows,
+            &changes,
+            &crate::analysis::kernel_kinds::is_communication_kernel,
+        )
+    }
+}
 
 /// What a change does to its selection.
 #[derive(Debug, Clone, PartialEq)]
@@ -113,6 +155,8 @@ pub struct StepOutcome {
     pub predicted_us: f64,
     /// The predicted critical path's time by cause, µs.
     pub by_cause: Vec<(BoundBy, f64)>,
+    /// The events with the most time on the predicted path.
+    pub top: Vec<PathItem>,
 }
 
 impl StepOutcome {
@@ -293,6 +337,20 @@ pub fn predict(
                     .into_iter()
                     .map(|(b, t)| (b, us(t)))
                     .collect(),
+                top: top_items(
+                    hops.iter().map(|h| {
+                        let charged = h
+                            .constraint
+                            .map(|k| sim.constraints[k].charged)
+                            .filter(|&c| c != crate::critical_path::context::NONE);
+                        (
+                            charged.map(|c| trace.name(&trace.events[c as usize])),
+                            h.bound_by,
+                            us(h.dur_ns),
+                        )
+                    }),
+                    TOP_EVENTS,
+                ),
             }
         })
         .collect();

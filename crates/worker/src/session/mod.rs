@@ -148,6 +148,17 @@ impl Session {
             send(out, crate::timeline::pick(lanes, &req));
             return;
         }
+        if let Some(changes) = get("whatif").filter(js_sys::Array::is_array) {
+            let start = js_sys::Date::now();
+            let target = match self.target.as_ref().map(|t| &t.loaded) {
+                Some(Loaded::Trace(a)) => Some(&**a),
+                _ => None,
+            };
+            let mut reply = crate::whatif::answer(target, &string_pairs(Some(changes)));
+            reply["elapsed_ms"] = json!(js_sys::Date::now() - start);
+            send(out, reply);
+            return;
+        }
         if let Some(list) = get("job").filter(js_sys::Array::is_array) {
             let failed = string_pairs(get("failed"));
             let reply = self.analyze_job(&js_sys::Array::from(&list), &text("title"), failed);
@@ -691,6 +702,8 @@ fn options_for(role: &str, platform: PlatformChoice, gpu_scope: GpuScope) -> Opt
         lanes_later: role == "target",
         // Target and reference keep their call trees for TraceDiff's correspondence.
         diff_tree: role != "rank",
+        // The target answers the What-if panel from its kept trace and schedule.
+        whatif: role == "target",
         gpu_scope,
         ..Options::default()
     }

@@ -159,6 +159,8 @@ pub struct ReplayedSaving {
     pub after_ms: f64,
     /// The GPU timeline's span (`Utilization::total_ms`): the formula's "% of trace time".
     pub trace_ms: f64,
+    /// The factor the fix put on its op's GPU time (the What-if panel offers it as a change).
+    pub factor: f64,
 }
 
 impl ReplayedSaving {
