@@ -489,3 +489,35 @@ fn the_pages_summary_and_lane_follow_the_path() {
         .expect("a slice at 50 µs");
     assert_eq!(picked.name, "gpu_compute_bound: g_one");
 }
+
+/// Work queued before the trace began: `warm` runs with no recorded launch while the step's
+/// first call, a device synchronize, waits for it; the synchronize is tied to it (the stream's
+/// later kernel has a launch, so `warm` came before the trace), and halving it shortens the
+/// step by the 49 µs it saves.
+#[test]
+fn a_synchronize_waits_for_work_queued_before_the_trace() {
+    let t = trace(
+        r#"{"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 130},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": 0, "dur": 105, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "warm", "pid": 0, "tid": 7, "ts": 2, "dur": 98, "args": {"correlation": 99, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 110, "dur": 20},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 112, "dur": 4, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "kernel", "name": "next", "pid": 0, "tid": 7, "ts": 120, "dur": 5, "args": {"correlation": 2, "stream": 7}}
+]}"#,
+    );
+    let cp = analyze(&t);
+    let s = &cp.jarvis[0];
+    let warm: f64 = s
+        .hops
+        .iter()
+        .filter(|h| h.event.as_ref().is_some_and(|e| e.name == "warm"))
+        .filter(|h| h.cause == BoundBy::GpuComputeBound)
+        .map(|h| h.dur_us)
+        .sum();
+    assert_eq!(warm, 98.0, "the queued kernel is on the path");
+    assert_eq!(
+        predict(&t, &[("scale", "kernel:warm=0.5")]),
+        vec![(130.0, 81.0)]
+    );
+}

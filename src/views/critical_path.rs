@@ -100,7 +100,7 @@ fn items_table(items: &[PathItem], testid: &'static str) -> impl IntoView {
         .map(|i| {
             view! {
                 <tr data-testid="path-item">
-                    <td><code>{i.name.clone()}</code></td><td>{i.cause.clone()}</td>
+                    <td><code class="clip" title=i.name.clone()>{i.name.clone()}</code></td><td>{i.cause.clone()}</td>
                     <td class="num">{format!("{:.3}", i.ms)}</td><td class="num">{i.hops}</td>
                 </tr>
             }

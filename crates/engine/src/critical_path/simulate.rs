@@ -190,6 +190,17 @@ impl Simulation {
             s.events.push(i);
             s.calls.push(c);
         }
+        // GPU work with no recorded launch before a stream's first launched event was queued
+        // before the trace began: a synchronize at the trace's start waits for it. (A stream
+        // with no launched event at all tells nothing of when its work was queued.)
+        for st in &mut streams {
+            let Some(first) = st.calls.iter().position(|&c| c != NONE) else {
+                continue;
+            };
+            for t in &mut st.launched[..first] {
+                *t = Nanos::MIN;
+            }
+        }
         // A delay of a millisecond or more on an idle stream is no launch latency (the GPU was
         // busy with work the trace did not record, or the trace starts mid-flight).
         idle_delays.retain(|&d| d < 1_000_000);
