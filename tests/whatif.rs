@@ -521,3 +521,51 @@ fn a_synchronize_waits_for_work_queued_before_the_trace() {
         vec![(130.0, 81.0)]
     );
 }
+
+/// A launch delay of a millisecond or more is no launch latency: beyond the nominal latency
+/// (5 µs here: the trace has no shorter idle delay to measure), the time is the launching
+/// call's when the call still ran as the work started (a blocking copy the runtime held), and
+/// unattributed when the call had long returned (the stream waited on something unrecorded).
+#[test]
+fn long_launch_delays_are_the_calls_or_unattributed() {
+    let step = |calls: &str| {
+        trace(&format!(
+            r#"{{"traceEvents": [
+  {{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 2040}},
+  {calls},
+  {{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 2020, "dur": 20}}
+]}}"#
+        ))
+    };
+    let by = |t: &Trace, b: BoundBy| {
+        analyze(t).jarvis[0]
+            .by_cause
+            .iter()
+            .find(|(c, _)| *c == b)
+            .map_or(0.0, |c| c.1)
+    };
+    // A blocking copy call held for 1,890 µs before its copy ran.
+    let held = step(
+        r#"{"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpy", "pid": 1, "tid": 1, "ts": 10, "dur": 2000, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 1900, "dur": 100, "args": {"correlation": 1, "stream": 7}}"#,
+    );
+    assert_eq!(by(&held, BoundBy::GpuKernelLaunchOverhead), 5.0);
+    assert_eq!(by(&held, BoundBy::None), 0.0);
+    let copy_call: f64 = analyze(&held).jarvis[0]
+        .hops
+        .iter()
+        .filter(|h| h.event.as_ref().is_some_and(|e| e.name == "cudaMemcpy"))
+        .filter(|h| h.cause == BoundBy::CpuBound)
+        .map(|h| h.dur_us)
+        .sum();
+    assert!(copy_call >= 1885.0, "the call holds its copy: {copy_call} µs");
+    // A launch that returned at once, its kernel starting 1,890 µs later on an idle stream.
+    let stalled = step(
+        r#"{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "late", "pid": 0, "tid": 7, "ts": 1900, "dur": 100, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": 20, "dur": 1990, "args": {"correlation": 2}}"#,
+    );
+    assert_eq!(by(&stalled, BoundBy::GpuKernelLaunchOverhead), 5.0);
+    assert_eq!(by(&stalled, BoundBy::None), 1885.0);
+    assert_eq!(by(&stalled, BoundBy::GpuComputeBound), 100.0);
+}

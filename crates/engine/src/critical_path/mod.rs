@@ -211,10 +211,7 @@ pub fn jarvis_step(
         hops: hops
             .iter()
             .map(|h| {
-                let index = h
-                    .constraint
-                    .map(|k| sim.constraints[k].charged)
-                    .filter(|&c| c != context::NONE);
+                let index = (h.charged != context::NONE).then_some(h.charged);
                 PathHop {
                     event: index.map(|c| path::path_event(trace, c)),
                     index,

@@ -193,11 +193,16 @@ pub struct Hop {
     /// `None`: the time between the span's start and a path that begins later, at a point no
     /// constraint explains (a thread's or stream's first recorded event).
     pub constraint: Option<usize>,
+    /// The event its time is charged to (`NONE`: a wait no event explains).
+    pub charged: u32,
     /// Where its time starts (ns, the replay's clock) and how long it is on the path.
     pub from_ns: Nanos,
     pub dur_ns: Nanos,
     pub bound_by: BoundBy,
 }
+
+/// A launch delay at least this long is no launch latency (as `simulate` measures it).
+const LONG_LAUNCH_NS: Nanos = 1_000_000;
 
 /// Which link explains a point when several are tight: the GPU's before the CPU's.
 fn preference(l: Link) -> u8 {
@@ -238,6 +243,38 @@ pub fn path(
         let Some(k) = tight else { break };
         let c = sim.constraints[k];
         let from = times[c.from as usize].max(start);
+        // A launch delay of a millisecond or more is no launch latency (`simulate` leaves such
+        // delays out of the latency it measures): beyond the nominal latency, the time is the
+        // launching call's when the call was still running as the work started (the runtime
+        // held it: a blocking copy staging pageable memory, a call waiting on the device), and
+        // unattributed otherwise (work the trace did not record, or a trace starting mid-flight).
+        if c.link == Link::Launch && times[p as usize] - from >= LONG_LAUNCH_NS {
+            let launch_from = times[p as usize] - sim.launch_ns;
+            let call = sim.event[c.from as usize];
+            let held = sim
+                .points_of(call)
+                .is_some_and(|(_, end)| times[end as usize] >= launch_from);
+            hops.push(Hop {
+                constraint: Some(k),
+                charged: c.charged,
+                from_ns: launch_from,
+                dur_ns: sim.launch_ns,
+                bound_by: BoundBy::GpuKernelLaunchOverhead,
+            });
+            hops.push(Hop {
+                constraint: Some(k),
+                charged: if held { call } else { NONE },
+                from_ns: from,
+                dur_ns: launch_from - from,
+                bound_by: if held {
+                    BoundBy::CpuBound
+                } else {
+                    BoundBy::None
+                },
+            });
+            p = c.from;
+            continue;
+        }
         let bound_by = match c.link {
             Link::Thread | Link::Sync | Link::HandOver => BoundBy::CpuBound,
             Link::Loading => BoundBy::DataLoading,
@@ -254,6 +291,7 @@ pub fn path(
         };
         hops.push(Hop {
             constraint: Some(k),
+            charged: c.charged,
             from_ns: from,
             dur_ns: times[p as usize] - from,
             bound_by,
@@ -263,6 +301,7 @@ pub fn path(
     if p != NONE && times[p as usize] > start {
         hops.push(Hop {
             constraint: None,
+            charged: NONE,
             from_ns: start,
             dur_ns: times[p as usize] - start,
             bound_by: BoundBy::None,
