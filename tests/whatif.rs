@@ -459,6 +459,9 @@ fn the_pages_summary_and_lane_follow_the_path() {
         ]
     );
     assert_eq!((s.median_error_pct, s.worst_error_pct), (0.0, 0.0));
+    let (cause, pct) = critical_path::summary::dominant_cause(&analyze(&t).jarvis);
+    assert_eq!(cause, "gpu_compute_bound");
+    assert!((pct - 150.0 / 215.0 * 100.0).abs() < 1e-9);
 
     let a = jarvis_engine::trace_analysis::analyze_trace_with(
         trace(GRAPH),
@@ -558,7 +561,10 @@ fn long_launch_delays_are_the_calls_or_unattributed() {
         .filter(|h| h.cause == BoundBy::CpuBound)
         .map(|h| h.dur_us)
         .sum();
-    assert!(copy_call >= 1885.0, "the call holds its copy: {copy_call} µs");
+    assert!(
+        copy_call >= 1885.0,
+        "the call holds its copy: {copy_call} µs"
+    );
     // A launch that returned at once, its kernel starting 1,890 µs later on an idle stream.
     let stalled = step(
         r#"{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"correlation": 1}},

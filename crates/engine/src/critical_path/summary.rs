@@ -112,6 +112,31 @@ pub fn top_items<'a>(
     items
 }
 
+/// The cause holding most of the steps' paths together (HTA's word, `unattributed` for time
+/// no event explains) and its share of them, %; `("", 0)` for no path.
+pub fn dominant_cause(steps: &[super::JarvisStep]) -> (&'static str, f64) {
+    let total: f64 = steps.iter().map(|s| s.length_us).sum();
+    let Some((b, us)) = BoundBy::ALL
+        .iter()
+        .map(|&b| {
+            let us: f64 = steps
+                .iter()
+                .flat_map(|s| &s.by_cause)
+                .filter(|(c, _)| *c == b)
+                .map(|(_, t)| t)
+                .sum();
+            (b, us)
+        })
+        .max_by(|x, y| x.1.total_cmp(&y.1))
+    else {
+        return ("", 0.0);
+    };
+    if total <= 0.0 || us <= 0.0 {
+        return ("", 0.0);
+    }
+    (cause_name(b), us / total * 100.0)
+}
+
 /// The page's summary of `cp`.
 pub fn summarize(cp: &CriticalPath) -> PathSummary {
     let steps: Vec<StepSummary> = cp

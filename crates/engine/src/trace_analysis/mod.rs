@@ -650,7 +650,10 @@ fn analyze_tree(
         standalone.as_mut(),
         critical_path.as_ref().and_then(|c| c.replay.as_ref()),
     ) {
-        crate::whatif::impacts::replay_findings(&trace, replay, st);
+        let bound = critical_path.as_ref().map_or(("", 0.0), |c| {
+            crate::critical_path::summary::dominant_cause(&c.jarvis)
+        });
+        crate::whatif::impacts::replay_findings(&trace, replay, bound, st);
     }
     let distributed = trace
         .meta

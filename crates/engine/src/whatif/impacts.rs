@@ -21,7 +21,14 @@ fn length(replay: &Replay, times: &[Nanos]) -> Nanos {
 }
 
 /// Replays each op finding's fix and re-ranks the recommendations by the replayed savings.
-pub fn replay_findings(trace: &Trace, replay: &Replay, st: &mut Standalone) {
+/// `bound` is the cause holding most of the steps' critical path and its share, % (said
+/// where a fix saves nothing).
+pub fn replay_findings(
+    trace: &Trace,
+    replay: &Replay,
+    bound: (&'static str, f64),
+    st: &mut Standalone,
+) {
     let sim = &replay.sim;
     let launched = Launched::of(sim);
     let before = length(replay, &sim.run(&sim.offsets));
@@ -62,6 +69,9 @@ pub fn replay_findings(trace: &Trace, replay: &Replay, st: &mut Standalone) {
             after_ms: after as f64 / 1e6,
             trace_ms: total_ms,
             factor,
+            cut_ms: saving_ns.min(gpu_ns as f64) / 1e6,
+            bound_by: bound.0,
+            bound_pct: bound.1,
         })
     };
     for c in &mut st.categories {

@@ -339,8 +339,8 @@ pub fn predict(
                     .collect(),
                 top: top_items(
                     hops.iter().map(|h| {
-                        let charged = (h.charged != crate::critical_path::context::NONE)
-                            .then_some(h.charged);
+                        let charged =
+                            (h.charged != crate::critical_path::context::NONE).then_some(h.charged);
                         (
                             charged.map(|c| trace.name(&trace.events[c as usize])),
                             h.bound_by,

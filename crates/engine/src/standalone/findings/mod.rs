@@ -122,7 +122,22 @@ impl Impact {
     pub fn text(&self) -> String {
         let replayed = match self.replayed {
             Some(r) if r.saving_pct() < OVERLAPPED_PCT => {
-                format!("; replayed: overlapped, saves ~0 ({:.3} ms)", r.saved_ms())
+                // Why the cut saves nothing: a path the GPU holds means the cut work overlaps
+                // other work or is off the path; otherwise the path's own cause says it.
+                let why = match r.bound_by {
+                    "gpu_compute_bound" | "gpu_communication_bound" | "" => {
+                        "the cut work overlaps other work or is off the critical path".to_owned()
+                    }
+                    b => format!(
+                        "the replayed steps' critical path is {:.0}% {b}",
+                        r.bound_pct
+                    ),
+                };
+                format!(
+                    "; replayed: saves ~0 ({:.3} ms of the {:.3} ms cut: {why})",
+                    r.saved_ms(),
+                    r.cut_ms
+                )
             }
             Some(r) => format!(
                 "; replayed: {:.1} → {:.1} ms, saves {:.3} ms ({:.1}% of trace time)",
@@ -161,6 +176,12 @@ pub struct ReplayedSaving {
     pub trace_ms: f64,
     /// The factor the fix put on its op's GPU time (the What-if panel offers it as a change).
     pub factor: f64,
+    /// The GPU time the fix took off, ms.
+    pub cut_ms: f64,
+    /// The cause holding most of the replayed steps' critical path (HTA's word), and its share
+    /// of the path, %: why a cut may save nothing.
+    pub bound_by: &'static str,
+    pub bound_pct: f64,
 }
 
 impl ReplayedSaving {
@@ -456,4 +477,48 @@ fn graph_replay_note(cats: &mut [CategoryFindings], inp: &Inputs<'_>) {
         replayed.len(),
         inp.share(ms),
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn saving(saved_ms: f64, bound_by: &'static str, bound_pct: f64) -> Impact {
+        Impact {
+            low_pct: 1.0,
+            mid_pct: 2.0,
+            high_pct: 3.0,
+            replayed: Some(ReplayedSaving {
+                before_ms: 100.0,
+                after_ms: 100.0 - saved_ms,
+                trace_ms: 100.0,
+                factor: 0.5,
+                cut_ms: 2.0,
+                bound_by,
+                bound_pct,
+            }),
+            ..Impact::default()
+        }
+    }
+
+    /// A fix that saves nothing says why: the path's own cause where the host or the launches
+    /// hold it, overlap where the GPU does; one that saves says how much.
+    #[test]
+    fn a_replayed_saving_of_nothing_says_why() {
+        let cpu = saving(0.01, "cpu_bound", 99.94).text();
+        assert!(
+            cpu.ends_with("replayed: saves ~0 (0.010 ms of the 2.000 ms cut: the replayed steps' critical path is 100% cpu_bound)"),
+            "{cpu}"
+        );
+        let gpu = saving(0.01, "gpu_compute_bound", 80.0).text();
+        assert!(
+            gpu.contains("the cut work overlaps other work or is off the critical path"),
+            "{gpu}"
+        );
+        let saves = saving(1.5, "gpu_compute_bound", 80.0).text();
+        assert!(
+            saves.ends_with("replayed: 100.0 → 98.5 ms, saves 1.500 ms (1.5% of trace time)"),
+            "{saves}"
+        );
+    }
 }
