@@ -553,6 +553,32 @@ fn precision_is_read_from_the_kernel() {
     }
 }
 
+/// The fp32 lever is the one the GPU has: TF32 where it has TF32 (H100), XF32 on MI300X, bf16
+/// autocast on MI250X (no XF32), fp16 autocast on V100 (neither TF32 nor bf16); never "allow
+/// TF32" where it changes nothing.
+#[test]
+fn the_fp32_lever_is_the_one_the_gpu_has() {
+    let c = case("gemm_fp32_simt").expect("case");
+    for (platform, says, never) in [
+        ("H100 SXM", "Allow TF32", "XF32 on"),
+        ("mi300x", "Allow XF32 on MI300X", "Allow TF32 ("),
+        ("MI250X", "bf16 autocast", "Allow"),
+        ("V100", "fp16 autocast", "Allow"),
+    ] {
+        let a = analyze_on(&case_bytes(&c), platform);
+        let f = standalone(&a)
+            .categories
+            .iter()
+            .flat_map(|f| &f.bottlenecks)
+            .flat_map(|b| &b.causes)
+            .find(|c| c.key == "gemm_fp32")
+            .unwrap_or_else(|| panic!("{platform}: an fp32 cause"));
+        assert!(f.action.contains(says), "{platform}: {}", f.action);
+        assert!(!f.action.contains(never), "{platform}: {}", f.action);
+        assert!(f.waste.is_some_and(|w| w > 0.0), "{platform}: costed");
+    }
+}
+
 /// Issue #48 item 7: priority comes from the estimated saving, with stated thresholds.
 #[test]
 fn priority_follows_the_estimated_saving() {

@@ -544,9 +544,10 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
     let p = ctx.platform;
     let peak = |s: &str| p.and_then(|p| p.peak_tflops(s));
     let f32_peak = peak("matrix_fp32").or(peak("vector_fp32"));
-    let (t, b) = (
+    let (t, b, h) = (
         peak("matrix_tf32").or(peak("matrix_xf32")),
         peak("matrix_bf16"),
+        peak("matrix_fp16"),
     );
     let name = p.map_or("", |p| p.name.as_str());
     let figures = match (f32_peak, t, b) {
@@ -556,12 +557,20 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
         (Some(f), None, Some(b)) => {
             format!(" On {name}: fp32 {f:.0} TFLOPS, bf16 {b:.0} (no tf32).")
         }
+        (Some(f), None, None) => match h {
+            Some(h) => format!(" On {name}: fp32 {f:.0} TFLOPS, fp16 {h:.0} (no tf32, no bf16)."),
+            None => String::new(),
+        },
         _ => String::new(),
     };
     // The saving at the same efficiency on the faster peak, floored by the op's bytes.
-    let (waste, lever) = match (f32_peak, t.or(b)) {
+    let (waste, lever) = match (f32_peak, t.or(b).or(h)) {
         (Some(f), Some(fast)) if fast > f => {
-            let lever = if t.is_some() { "tf32" } else { "bf16" };
+            let lever = match (t, b) {
+                (Some(_), _) => "tf32",
+                (None, Some(_)) => "bf16",
+                (None, None) => "fp16",
+            };
             let per_call_us = r.kernel_us / r.count.max(1) as f64;
             let floor_us = match (r.data_mb, p) {
                 (Some(mb), Some(p)) => mb * elementwise::MIB / (p.hbm_tbps.0 * 1e12) * 1e6,
@@ -588,9 +597,35 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
     } else {
         String::new()
     };
+    // The lever the GPU has: TF32 (NVIDIA Ampere on) or XF32 (MI300), else bf16 autocast
+    // (MI200), else fp16 autocast (Volta, Turing); allowing TF32 on a GPU without it changes
+    // nothing.
+    let amd = p.is_some_and(|p| p.vendor.eq_ignore_ascii_case("amd"));
+    let (title, action) = match (p, t, b, h) {
+        (Some(_), Some(_), _, _) if amd => (
+            "fp32 GEMM where xf32 or bf16 would do",
+            format!("Allow XF32 on {name} (`HIPBLASLT_ALLOW_TF32=1`, or `torch.set_float32_matmul_precision(\"high\")` where the ROCm build maps it) or run the model under bf16 autocast."),
+        ),
+        (Some(_), Some(_), _, _) => (
+            "fp32 GEMM where tf32 or bf16 would do",
+            "Allow TF32 (`torch.set_float32_matmul_precision(\"high\")` or `torch.backends.cuda.matmul.allow_tf32 = True`) or run the model under bf16 autocast.".to_owned(),
+        ),
+        (Some(_), None, Some(_), _) => (
+            "fp32 GEMM where bf16 would do",
+            format!("Run the model under bf16 autocast (`torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16)`): {name} has no TF32/XF32 mode, so allowing TF32 changes nothing."),
+        ),
+        (Some(_), None, None, Some(_)) => (
+            "fp32 GEMM where fp16 would do",
+            format!("Run the model under fp16 autocast (`torch.autocast(device_type=\"cuda\", dtype=torch.float16)`, with a `GradScaler` when training): {name} has neither TF32 nor bf16 tensor cores."),
+        ),
+        _ => (
+            "fp32 GEMM where a tensor-core precision would do",
+            "Use the GPU's tensor-core precision: TF32 on NVIDIA Ampere or newer (`torch.set_float32_matmul_precision(\"high\")`), XF32 on MI300 (`HIPBLASLT_ALLOW_TF32=1`), else bf16 autocast (MI200) or fp16 autocast with a `GradScaler` (Volta, Turing); the GPU's peaks are unknown here (`--platform`).".to_owned(),
+        ),
+    };
     Some(Cause {
         key: "gemm_fp32",
-        title: "fp32 GEMM where tf32 or bf16 would do".into(),
+        title: title.into(),
         evidence: format!(
             "the kernel{kernel} runs in fp32{}{inputs}.{figures}{lever}",
             if simt {
@@ -599,7 +634,7 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
                 ""
             }
         ),
-        action: "Allow TF32 (`torch.set_float32_matmul_precision(\"high\")` or `torch.backends.cuda.matmul.allow_tf32 = True`; on ROCm, where the GPU has XF32, `HIPBLASLT_ALLOW_TF32=1`) or run the model under bf16 autocast.".into(),
+        action,
         waste,
         confidence: if named.is_some() { Confidence::High } else { Confidence::Medium },
         bounds_all: false,
