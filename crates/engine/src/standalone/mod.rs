@@ -297,6 +297,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         multi_stream: multi_stream(src.trace),
         trains: src.trains,
         comm_all: &src.idle.communication,
+        copies: findings::CopyMix::of(src.trace),
     };
     let mut categories = findings::analyze_categories(&inputs, baseline.as_ref());
     let timeline = findings::timeline_findings(&inputs);

@@ -636,7 +636,11 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
         ),
         action,
         waste,
-        confidence: if named.is_some() { Confidence::High } else { Confidence::Medium },
+        confidence: if named.is_some() {
+            Confidence::High
+        } else {
+            Confidence::Medium
+        },
         bounds_all: false,
     })
 }

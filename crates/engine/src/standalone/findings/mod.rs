@@ -345,6 +345,45 @@ pub struct Inputs<'a> {
     /// (`analysis::comm_kernels::all_communication`: every communication family, not only
     /// the NCCL/RCCL kernels TraceLens's timeline counts).
     pub comm_all: &'a crate::analysis::comm_kernels::AllCommunication,
+    /// The GPU copies by direction: the exposed-copy finding's advice follows the mix.
+    pub copies: CopyMix,
+}
+
+/// GPU copy time by direction, ns: across the host link (and of it, from or to pageable
+/// memory) or within the device (and peer copies).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CopyMix {
+    pub host_ns: i64,
+    pub pageable_ns: i64,
+    pub device_ns: i64,
+    pub device_count: u64,
+}
+
+impl CopyMix {
+    /// From the trace's GPU copy events' names (Kineto's `Memcpy HtoD (Pageable -> Device)`,
+    /// `Memcpy DtoD (Device -> Device)`, `Memcpy PtoP`; ROCm's `MEMORY_COPY_DEVICE_TO_DEVICE`).
+    pub fn of(trace: &crate::model::Trace) -> CopyMix {
+        let mut m = CopyMix::default();
+        for e in &trace.events {
+            if e.kind() != crate::model::EventKind::GpuMemcpy || e.dur <= 0 {
+                continue;
+            }
+            let n = trace.name(e);
+            let device = ["DtoD", "PtoP", "DEVICE_TO_DEVICE", "Peer"]
+                .iter()
+                .any(|w| n.contains(w));
+            if device {
+                m.device_ns += e.dur;
+                m.device_count += 1;
+            } else {
+                m.host_ns += e.dur;
+                if n.contains("Pageable") {
+                    m.pageable_ns += e.dur;
+                }
+            }
+        }
+        m
+    }
 }
 
 impl Inputs<'_> {

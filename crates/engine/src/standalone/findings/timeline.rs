@@ -92,20 +92,57 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
     }
     let memcpy = tl.exposed_memcpy as f64 / 1e6;
     if inp.trace_share(memcpy) >= rules::TIMELINE_FINDING_PCT {
+        let (mix, path_a, path_b) = copy_advice(&inp.copies);
         out.push(timeline_bottleneck(
             SeedCategory::Other,
             "Exposed memory copies",
             memcpy,
             format!(
-                "{memcpy:.3} ms of memory copies ({:.1}% of trace time) run while no kernel runs.",
+                "{memcpy:.3} ms of memory copies ({:.1}% of trace time) run while no kernel runs.{mix}",
                 inp.trace_share(memcpy)
             ),
-            "Overlap copies with compute (pinned host memory with `non_blocking=True` on a side stream), or keep the data on the GPU.",
-            "Copies are bound by the host link; check that pinned memory is used so they run at full PCIe / xGMI bandwidth.",
+            &path_a,
+            path_b,
             inp,
         ));
     }
     out
+}
+
+/// What the copies are and what to do, by their direction: copies within the device run at
+/// HBM speed and are removed, not pinned; copies across the host link overlap compute from
+/// pinned memory, and pageable ones are pinned first.
+fn copy_advice(c: &super::CopyMix) -> (String, String, &'static str) {
+    let ms = |ns: i64| ns as f64 / 1e6;
+    let all = c.host_ns + c.device_ns;
+    if all > 0 && c.device_ns * 2 >= all {
+        return (
+            format!(
+                " Of all copy time, {:.3} ms ({} copies) is device to device: within HBM, not across the host link.",
+                ms(c.device_ns),
+                c.device_count
+            ),
+            "Find what makes the device-to-device copies (the Ops view: `.contiguous()`, `clone()`, `copy_` into a buffer; DDP's gradient-bucket copies: `DistributedDataParallel(gradient_as_bucket_view=True)`; a symmetric-memory all-reduce's staging copies: have the producer write into the symmetric buffer) and remove them, or run them on a side stream beside compute.".to_owned(),
+            "A device-to-device copy runs at HBM speed: there is no kernel to tune, only copies to remove.",
+        );
+    }
+    let pageable = if c.pageable_ns > 0 {
+        format!(
+            " {:.3} ms of the copies use pageable host memory, which is synchronous and slow: pin it (`tensor.pin_memory()`, `DataLoader(pin_memory=True)`) first.",
+            ms(c.pageable_ns)
+        )
+    } else {
+        String::new()
+    };
+    (
+        if c.host_ns > 0 {
+            format!(" Of all copy time, {:.3} ms crosses the host link.", ms(c.host_ns))
+        } else {
+            String::new()
+        },
+        format!("Overlap copies with compute (pinned host memory with `non_blocking=True` on a side stream), or keep the data on the GPU.{pageable}"),
+        "Copies are bound by the host link; check that pinned memory is used so they run at full PCIe / xGMI bandwidth.",
+    )
 }
 
 /// The finding for one gap that holds more than half of the idle time: the call that took it,
@@ -420,4 +457,44 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         ),
         a,
     )
+}
+
+#[cfg(test)]
+mod copy_tests {
+    use super::super::CopyMix;
+    use super::copy_advice;
+
+    /// Device-to-device copies are removed, never pinned; host copies overlap from pinned
+    /// memory, and pageable ones are named with their time.
+    #[test]
+    fn copy_advice_follows_the_direction() {
+        let device = CopyMix {
+            host_ns: 1_000_000,
+            pageable_ns: 0,
+            device_ns: 3_000_000,
+            device_count: 366,
+        };
+        let (mix, a, b) = copy_advice(&device);
+        assert!(
+            mix.contains("3.000 ms (366 copies) is device to device"),
+            "{mix}"
+        );
+        assert!(
+            a.contains("gradient_as_bucket_view") && !a.contains("pinned"),
+            "{a}"
+        );
+        assert!(b.contains("HBM"), "{b}");
+        let host = CopyMix {
+            host_ns: 4_000_000,
+            pageable_ns: 3_460_000,
+            device_ns: 0,
+            device_count: 0,
+        };
+        let (mix, a, _) = copy_advice(&host);
+        assert!(mix.contains("4.000 ms crosses the host link"), "{mix}");
+        assert!(
+            a.contains("3.460 ms of the copies use pageable host memory"),
+            "{a}"
+        );
+    }
 }
