@@ -1,14 +1,16 @@
 //! Every op finding's impact from replay (issue #50 item 5): the finding's fix, its op's GPU
 //! time cut by the impact's mid saving (spread over every instance of the op), is replayed over
-//! the trace's schedule, and the steps' replayed length before and after (their spans, which never overlap, summed;
-//! the whole trace's without steps) is kept beside the formula's range. The finding's priority then follows the replayed saving (the same
-//! thresholds as the mid figure's), so a fix off the critical path ("overlapped") no longer
-//! ranks by a saving it cannot make. Findings without an op (timeline, patterns) keep the
-//! formula's.
+//! the trace's schedule, and the steps' replayed length before and after (their spans, which
+//! never overlap, summed; the whole trace's without steps) is kept beside the formula's range.
+//! Exposed communication and exposed copies are replayed with that work removed, the saving
+//! kept under the exposed time (hiding them saves no more). The finding's priority then follows
+//! the replayed saving (the same thresholds as the mid figure's), so a fix off the critical
+//! path no longer ranks by a saving it cannot make. Other findings without an op (idle time,
+//! patterns) keep the formula's.
 
 use super::select::{self, Launched, Selector};
 use crate::critical_path::Replay;
-use crate::model::{Nanos, Trace};
+use crate::model::{EventKind, Nanos, Trace};
 use crate::standalone::findings::{Bottleneck, ReplayedSaving};
 use crate::standalone::{rules, Standalone};
 
@@ -37,14 +39,32 @@ pub fn replay_findings(
         return;
     }
     let fix = |b: &Bottleneck| -> Option<ReplayedSaving> {
-        if b.op_name.is_empty() || b.impact.mid_pct <= 0.0 {
+        if b.impact.mid_pct <= 0.0 {
             return None;
         }
+        // Exposed communication or copies: hiding them saves at most their exposed time; the
+        // replay removes them all and keeps the saving under that bound, so a step the host
+        // holds is not promised what the GPU timeline shows exposed.
+        let hidden = match (b.op_name.is_empty(), b.title.as_str()) {
+            (true, "Exposed communication") => Some(select::gpu_named(
+                trace,
+                sim,
+                &crate::analysis::kernel_kinds::is_communication_kernel,
+            )),
+            (true, "Exposed memory copies") => Some(
+                (0..trace.events.len() as u32)
+                    .filter(|&i| trace.events[i as usize].kind() == EventKind::GpuMemcpy)
+                    .collect(),
+            ),
+            (true, _) => return None,
+            (false, _) => None,
+        };
         // A graph-replayed kernel without its capture is a synthetic op `launcher->kernel`: its
         // kernels by name; any other op by its host events.
-        let events: Vec<u32> = match crate::standalone::ops::synthetic_parts(&b.op_name) {
-            Some((_, kernel)) => select::gpu_named(trace, sim, &|n| n == kernel),
-            None => {
+        let events: Vec<u32> = match (&hidden, crate::standalone::ops::synthetic_parts(&b.op_name)) {
+            (Some(events), _) => events.clone(),
+            (None, Some((_, kernel))) => select::gpu_named(trace, sim, &|n| n == kernel),
+            (None, None) => {
                 let sel = Selector::Op(b.op_name.clone());
                 select::gpu_groups(trace, sim, Some(&launched), &sel)
                     .into_iter()
@@ -57,13 +77,20 @@ pub fn replay_findings(
         if gpu_ns <= 0 {
             return None;
         }
-        let saving_ns = b.impact.mid_pct / 100.0 * total_ms * 1e6;
+        let saving_ns = if hidden.is_some() {
+            gpu_ns as f64
+        } else {
+            b.impact.mid_pct / 100.0 * total_ms * 1e6
+        };
         let factor = (1.0 - saving_ns / gpu_ns as f64).max(0.0);
         let mut off = sim.offsets.clone();
         for k in ks {
             off[k] = (off[k] as f64 * factor).round() as Nanos;
         }
-        let after = length(replay, &sim.run(&off));
+        let mut after = length(replay, &sim.run(&off));
+        if hidden.is_some() {
+            after = after.max(before - (b.time_ms * 1e6) as Nanos);
+        }
         Some(ReplayedSaving {
             before_ms: before as f64 / 1e6,
             after_ms: after as f64 / 1e6,
