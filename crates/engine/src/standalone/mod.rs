@@ -175,13 +175,17 @@ impl Standalone {
                     path_a: b.path_a.clone(),
                     path_b: b.path_b.clone(),
                     impact: b.impact.text(),
-                    whatif: b.impact.replayed.filter(|_| !b.op_name.is_empty()).map(|r| {
-                        let sel = match ops::synthetic_parts(&b.op_name) {
-                            Some((_, kernel)) => format!("kernel:{kernel}"),
-                            None => format!("op:{}", b.op_name),
-                        };
-                        ("scale".to_owned(), format!("{sel}={:.4}", r.factor))
-                    }),
+                    whatif: b
+                        .impact
+                        .replayed
+                        .filter(|_| !b.op_name.is_empty())
+                        .map(|r| {
+                            let sel = match ops::synthetic_parts(&b.op_name) {
+                                Some((_, kernel)) => format!("kernel:{kernel}"),
+                                None => format!("op:{}", b.op_name),
+                            };
+                            ("scale".to_owned(), format!("{sel}={:.4}", r.factor))
+                        }),
                 }
             })
             .collect()

@@ -61,7 +61,8 @@ pub fn replay_findings(
         };
         // A graph-replayed kernel without its capture is a synthetic op `launcher->kernel`: its
         // kernels by name; any other op by its host events.
-        let events: Vec<u32> = match (&hidden, crate::standalone::ops::synthetic_parts(&b.op_name)) {
+        let events: Vec<u32> = match (&hidden, crate::standalone::ops::synthetic_parts(&b.op_name))
+        {
             (Some(events), _) => events.clone(),
             (None, Some((_, kernel))) => select::gpu_named(trace, sim, &|n| n == kernel),
             (None, None) => {

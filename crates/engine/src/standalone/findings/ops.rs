@@ -125,6 +125,53 @@ pub(super) struct OpTexts {
     pattern: bool,
 }
 
+/// What to do about a fused attention op, from what it runs: a serving engine's paged or
+/// decode kernel is judged on its KV-cache traffic and tuned through the engine, never through
+/// SDPA's backend choice; a flash kernel is already the fast backend; the memory-efficient or
+/// math backend says flash was not eligible.
+fn attention_path_a(op: &str, kernel: &str, decode: bool) -> String {
+    let (o, k) = (op.to_ascii_lowercase(), kernel.to_ascii_lowercase());
+    let has = |s: &str, words: &[&str]| words.iter().any(|w| s.contains(w));
+    const ENGINES: [&str; 6] = [
+        "vllm",
+        "sglang",
+        "flashinfer",
+        "aiter",
+        "unified_attention",
+        "paged",
+    ];
+    if has(&o, &ENGINES) || has(&k, &["paged", "flashinfer"]) {
+        return "This is a serving engine's paged/decode attention kernel, not PyTorch's SDPA: it streams the KV cache, so judge it on bytes moved against HBM bandwidth. The levers are the engine's attention backend (and its split-KV / partition settings for long contexts), an FP8 KV cache, and larger decode batches per kernel; SDPA's backend choice does not apply.".into();
+    }
+    if decode || has(&k, &["splitkv", "split_kv"]) {
+        return "Decode-shaped attention (a few queries against a long KV): the kernel streams K and V, so judge it on bytes moved against HBM bandwidth; it already splits the KV where its name says `splitkv`. The levers are fewer bytes (an FP8 or quantized KV cache, grouped-query heads) and more queries per kernel (larger decode batches), not a different SDPA backend.".into();
+    }
+    if has(&o, &["_flash_attention"])
+        || has(
+            &k,
+            &[
+                "flash_fwd",
+                "flash_bwd",
+                "flash::",
+                "fmha_fwd",
+                "fmha_bwd",
+                "fmhasm",
+            ],
+        )
+    {
+        return "Attention already runs a flash kernel. What is left is the shape (a head dim the kernel handles natively: 64, 128; sequences packed rather than padded) and a newer backend where the platform has one (FlashAttention-3 on Hopper, cuDNN attention via `torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)`, CK/aiter FMHA on MI300).".into();
+    }
+    if has(&o, &["efficient_attention"])
+        || has(&k, &["fmha_cutlass", "efficient_attention", "mem_eff"])
+    {
+        return "SDPA runs the memory-efficient backend, not flash: flash was not eligible (an explicit attention mask, fp32 inputs, or a head dim above the flash kernel's limit). Drop the mask for `is_causal=True`, run in bf16/fp16, or pad the head dim, and check with `torch.nn.attention.sdpa_kernel(SDPBackend.FLASH_ATTENTION)`.".into();
+    }
+    if has(&o, &["_math"]) {
+        return "SDPA fell back to its math path (unfused: scores materialized): flash was not eligible for these inputs; make them eligible (bf16/fp16, no explicit mask, supported head dim) and check with `torch.nn.attention.sdpa_kernel(SDPBackend.FLASH_ATTENTION)`.".into();
+    }
+    "Attention is already fused; check that `F.scaled_dot_product_attention` picks the flash backend for this head dim and dtype.".into()
+}
+
 pub(super) fn op_texts(
     r: &OpRow,
     shape_text: &str,
@@ -217,10 +264,10 @@ pub(super) fn op_texts(
             OpTexts {
                 title: format!("Attention {name}"),
                 issue,
-                path_a: if short_seq {
+                path_a: if short_seq && !decode {
                     "Pack sequences (variable-length / nested-tensor attention) so each kernel sees longer sequences, or batch more requests together.".into()
                 } else {
-                    "Attention is already fused; check that `F.scaled_dot_product_attention` picks the flash backend for this head dim and dtype.".into()
+                    attention_path_a(&r.name, &main_kernel_of(r), decode)
                 },
                 path_b: format!("Generate a replay artifact of this attention shape for the kernel team (kernel {kernel})."),
                 pattern: short_seq,
@@ -861,5 +908,46 @@ mod tests {
             compact_dims("((10, 64, 56, 56), (64, 64, 3, 3), (), (), ())"),
             "((10, 64, 56, 56), (64, 64, 3, 3))"
         );
+    }
+
+    /// Fused attention advice follows what runs: paged/decode kernels of serving engines are
+    /// never told about SDPA's backend; a flash kernel is already the fast one; the
+    /// memory-efficient and math backends say flash was not eligible.
+    #[test]
+    fn attention_advice_follows_the_kernel() {
+        for (op, kernel) in [
+            ("vllm::unified_attention_with_output", "fmhaSm100aKernel_QkvE4m3OBfloat16HQk64HV64HVPerCtaPagedKvSlidingOrChunkedCausalP32VarSeqQ128Kv128PersistentContext"),
+            ("aiter::paged_attention", "paged_attention_ll4mi_QKV_mfma16_kernel"),
+        ] {
+            let a = attention_path_a(op, kernel, false);
+            assert!(a.contains("paged/decode") && !a.contains("picks the flash"), "{op}: {a}");
+        }
+        for (kernel, decode) in [
+            ("flash_fwd_splitkv_kernel", false),
+            ("flash_fwd_kernel", true),
+        ] {
+            let a = attention_path_a("aten::_scaled_dot_product_flash_attention", kernel, decode);
+            assert!(
+                a.starts_with("Decode-shaped attention") && !a.contains("not PyTorch"),
+                "{kernel}: {a}"
+            );
+        }
+        let flash = attention_path_a(
+            "aten::_scaled_dot_product_flash_attention",
+            "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4> >",
+            false,
+        );
+        assert!(
+            flash.starts_with("Attention already runs a flash kernel"),
+            "{flash}"
+        );
+        let eff = attention_path_a(
+            "aten::_scaled_dot_product_efficient_attention",
+            "fmha_cutlassF_bf16_aligned_64x64_rf_sm80",
+            false,
+        );
+        assert!(eff.contains("memory-efficient backend"), "{eff}");
+        let math = attention_path_a("aten::_scaled_dot_product_attention_math", "", false);
+        assert!(math.contains("math path"), "{math}");
     }
 }
