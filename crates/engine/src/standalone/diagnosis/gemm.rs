@@ -396,6 +396,9 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     out
 }
 
+/// The smallest dimension a misalignment finding pads (docs/analysis.md).
+const MIN_PADDED_DIM: i64 = 64;
+
 fn alignment(
     r: &OpRow,
     m: i64,
@@ -418,9 +421,12 @@ fn alignment(
     } else {
         &[("N", n), ("K", k)]
     };
+    // A dimension under 64 elements is tiny, not misaligned: padding 5 to 8 adds 60 % more
+    // work to a GEMM whose size, not its alignment, sets its speed.
+    let misaligned = |d: i64| d % need != 0 && d >= MIN_PADDED_DIM;
     let off: Vec<String> = dims
         .iter()
-        .filter(|(_, d)| d % need != 0)
+        .filter(|(_, d)| misaligned(*d))
         .map(|(l, d)| format!("{l} = {d}"))
         .collect();
     if off.is_empty() {
@@ -447,7 +453,7 @@ fn alignment(
             kernel_label(name)
         ))
     });
-    let pad = |d: i64| (d + 63) / 64 * 64;
+    let pad = |d: i64| (d + need - 1) / need * need;
     Some(Cause {
         key: "gemm_alignment",
         title: format!("misaligned dimensions ({})", off.join(", ")),
@@ -458,9 +464,9 @@ fn alignment(
             kernel_says.clone().unwrap_or_default()
         ),
         action: format!(
-            "Pad the misaligned dimensions to a multiple of 64 elements (128 bytes): {}.",
+            "Pad the misaligned dimensions to a multiple of {need} elements ({ALIGN_BYTES} bytes; 64 where the tile fits better): {}.",
             dims.iter()
-                .filter(|(_, d)| d % need != 0)
+                .filter(|(_, d)| misaligned(*d))
                 .map(|(l, d)| format!("{l} {d} → {}", pad(*d)))
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -643,4 +649,25 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
         },
         bounds_all: false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::standalone::ops::tests_support::row;
+
+    /// A dimension under 64 elements is tiny, not misaligned; a large odd one is padded to the
+    /// alignment (8 bf16 elements), not to 64.
+    #[test]
+    fn alignment_pads_large_odd_dimensions_only() {
+        let mut r = row("aten::mm");
+        r.compute_spec = "matrix_bf16".into();
+        assert!(
+            alignment(&r, 4096, 4096, 5, None).is_none(),
+            "K = 5 is tiny"
+        );
+        let c = alignment(&r, 4096, 3137, 64, None).expect("N = 3137 is misaligned");
+        assert!(c.action.contains("N 3137 → 3144"), "{}", c.action);
+        assert!(!c.action.contains("K 64"), "{}", c.action);
+    }
 }

@@ -288,6 +288,9 @@ struct AlreadyDone {
     graphs: bool,
     /// Most of the host wait is inside `Torch-Compiled Region` frames.
     compiled: bool,
+    /// The serving engine whose custom ops the trace runs (`vllm::`, `sglang::`), whose own
+    /// switch turns its graph capture on.
+    engine: Option<&'static str>,
 }
 
 impl AlreadyDone {
@@ -299,9 +302,19 @@ impl AlreadyDone {
                 .as_ref()
                 .filter(|o| o.host_wait)
                 .map_or(0, |o| o.len);
+        let engine = inp.rows.iter().find_map(|r| {
+            if r.name.starts_with("vllm::") {
+                Some("vLLM")
+            } else if r.name.starts_with("sglang::") || r.name.starts_with("sgl_kernel::") {
+                Some("SGLang")
+            } else {
+                None
+            }
+        });
         AlreadyDone {
             graphs: ctx.graph_events > 0 && ctx.graph_events * 2 >= ctx.gpu_events,
             compiled: ctx.compiled_ns > 0 && ctx.compiled_ns * 2 >= host_wait.max(1),
+            engine,
         }
     }
 
@@ -310,7 +323,11 @@ impl AlreadyDone {
         match (self.graphs, self.compiled) {
             (true, _) => "The kernels are already replayed by CUDA / HIP graphs, so launch overhead is not the lever: the idle is host work between replays (the scheduler, sampling, input preparation) and syncs. Overlap the host's next-step work with the GPU's current step (asynchronous / overlap scheduling in the serving engine), remove syncs between steps (`.item()`, `.cpu()`, `.tolist()` on GPU results), and capture more of the step (a FULL graph instead of piecewise ones) so fewer host round trips remain.",
             (false, true) => "The host time is already inside `torch.compile`d code (`Torch-Compiled Region` frames): compiling again does not help. Use a graph-based compile mode (`torch.compile(mode=\"reduce-overhead\")`, CUDA / HIP graphs) to remove the launch overhead inside the compiled code, and look for graph breaks that leave eager code between compiled regions.",
-            (false, false) => "Remove launch overhead: capture the step in a CUDA / HIP graph (`torch.cuda.graphs`, or `torch.compile(mode=\"reduce-overhead\")`), and fuse small kernels so fewer are launched.",
+            (false, false) => match self.engine {
+                Some("vLLM") => "This vLLM run replays no graphs (eager): let vLLM capture its CUDA / HIP graphs (drop `enforce_eager=True` / `--enforce-eager`, and cover this batch size with `cudagraph_capture_sizes` / `max_seq_len_to_capture`; a long prefill runs piecewise graphs under `torch.compile`), rather than capturing the step by hand.",
+                Some(_) => "This SGLang run replays no graphs: let SGLang capture its CUDA / HIP graphs (drop `--disable-cuda-graph`, and raise `--cuda-graph-max-bs` to cover this batch), rather than capturing the step by hand.",
+                None => "Remove launch overhead: capture the step in a CUDA / HIP graph (`torch.cuda.graphs`, or `torch.compile(mode=\"reduce-overhead\")`), and fuse small kernels so fewer are launched.",
+            },
         }
     }
 }
@@ -462,7 +479,32 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
 #[cfg(test)]
 mod copy_tests {
     use super::super::CopyMix;
-    use super::copy_advice;
+    use super::{copy_advice, AlreadyDone};
+
+    /// An eager serving engine is told its own switch for graph capture; one already replaying
+    /// graphs is never told to capture them.
+    #[test]
+    fn graph_advice_names_the_engines_switch() {
+        let done = |graphs, engine| AlreadyDone {
+            graphs,
+            compiled: false,
+            engine,
+        };
+        assert!(done(false, Some("vLLM"))
+            .launch_remedy()
+            .contains("enforce_eager"));
+        assert!(done(false, Some("SGLang"))
+            .launch_remedy()
+            .contains("--disable-cuda-graph"));
+        assert!(done(false, None)
+            .launch_remedy()
+            .contains("torch.cuda.graphs"));
+        let replaying = done(true, Some("vLLM")).launch_remedy();
+        assert!(
+            replaying.starts_with("The kernels are already replayed")
+                && !replaying.contains("enforce_eager")
+        );
+    }
 
     /// Device-to-device copies are removed, never pinned; host copies overlap from pinned
     /// memory, and pageable ones are named with their time.
