@@ -44,6 +44,20 @@ fn share_text(pct: f64) -> String {
     }
 }
 
+/// The top-operations share cell: an op whose time is partly or wholly copies or collectives
+/// says so, so a 1.6 ms `aten::copy_` at "0.0%" of compute does not read as a wrong figure.
+fn share_cell(pct: f64, compute_fraction: f64) -> String {
+    if compute_fraction < 0.995 {
+        format!(
+            "{} ({:.0}% of its time is copies or communication, not compute)",
+            share_text(pct),
+            (1.0 - compute_fraction) * 100.0
+        )
+    } else {
+        share_text(pct)
+    }
+}
+
 /// Whether the trace uses fused attention (seed 004's "Flash Attention Usage").
 pub fn flash_attention_usage(st: &Standalone) -> &'static str {
     let fused = st
@@ -199,7 +213,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             code_cell(&t.name),
             t.category.key(),
             t.time_ms,
-            share_text(t.share_pct)
+            share_cell(t.share_pct, t.compute_fraction)
         );
     }
     let _ = writeln!(s, "\n---\n\n## Recommendations\n");
@@ -325,5 +339,10 @@ mod tests {
         assert_eq!(super::share_text(0.01), "<0.1%");
         assert_eq!(super::share_text(0.05), "0.1%");
         assert_eq!(super::share_text(12.34), "12.3%");
+        assert_eq!(
+            super::share_cell(0.0, 0.0),
+            "0.0% (100% of its time is copies or communication, not compute)"
+        );
+        assert_eq!(super::share_cell(12.34, 1.0), "12.3%");
     }
 }

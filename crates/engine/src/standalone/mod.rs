@@ -76,6 +76,8 @@ pub struct TopOperation {
     pub time_ms: f64,
     /// Of computation time, %.
     pub share_pct: f64,
+    /// The part of its time that is computation (copies and collectives are not), 0–1.
+    pub compute_fraction: f64,
 }
 
 /// One unique signature of an op to replay: the recorded inputs, raw, and what the trace measured.
@@ -284,6 +286,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
                 } else {
                     0.0
                 },
+                compute_fraction: fraction,
             }
         })
         .collect();
