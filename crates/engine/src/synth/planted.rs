@@ -242,7 +242,7 @@ pub fn cases() -> Vec<PlantedCase> {
             "gemm_odd_dims",
             vec![mm(8193, 8193, 8193, &tensile("256x256x64", 1), 0.5, &[], 10)],
             Some("gemm_wave_quantization"),
-            &["1089 tiles", "4 waves", "8193 is one past a multiple of 256", "K = 8193", "8193 → 8256"],
+            &["1089 tiles", "4 waves", "8193 is one past a multiple of 256", "K = 8193", "K 8193 → 8200"],
         ),
         case_of(
             "gemm_healthy",
