@@ -66,8 +66,9 @@ test('shortcuts: ? lists them, digits switch tabs, fields and the timeline keep 
   await page.locator('body').click({ position: { x: 5, y: 5 } });
   await page.keyboard.press('1');
   assert.equal(await activeTab(page), 'tab-overview');
+  // 9: the ninth visible tab (the Critical path tab follows the timeline's).
   await page.keyboard.press('9');
-  assert.equal(await activeTab(page), 'tab-rough');
+  assert.equal(await activeTab(page), 'tab-report');
   // The help button toggles the same list.
   await page.getByTestId('help-open').click();
   await page.getByTestId('help').waitFor();

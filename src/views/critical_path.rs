@@ -305,12 +305,12 @@ fn WhatIfPanel(
                 let unit = ACTIONS.iter().find(|a| a.0 == r.kind).map_or("", |a| a.2);
                 view! {
                     <div class="whatif-row" data-testid="whatif-row">
-                        <select data-testid="whatif-kind" on:change=move |ev| { let v = event_target_value(&ev); edit(i, Box::new(move |r| r.kind = v.clone())) }>{options}</select>
-                        <input type="text" list="whatif-selections" data-testid="whatif-selection" prop:value=r.selection.clone()
+                        <select data-testid="whatif-kind" aria-label="change" on:change=move |ev| { let v = event_target_value(&ev); edit(i, Box::new(move |r| r.kind = v.clone())) }>{options}</select>
+                        <input type="text" list="whatif-selections" data-testid="whatif-selection" aria-label="selection" prop:value=r.selection.clone()
                             placeholder="op:aten::mm · category:GEMM · kernel:gemm · module:… · all"
                             on:change=move |ev| { let v = event_target_value(&ev); edit(i, Box::new(move |r| r.selection = v.clone())) }/>
                         {(!unit.is_empty()).then(|| view! {
-                            <input type="text" class="whatif-value" data-testid="whatif-value" prop:value=r.value.clone() title=unit
+                            <input type="text" class="whatif-value" data-testid="whatif-value" aria-label=unit prop:value=r.value.clone() title=unit
                                 on:change=move |ev| { let v = event_target_value(&ev); edit(i, Box::new(move |r| r.value = v.clone())) }/>
                             <span class="hint">{unit}</span>
                         })}
@@ -357,7 +357,7 @@ fn WhatIfPanel(
             {row_views}
             <button class="link" data-testid="whatif-add" on:click=move |_| rows.update(|r| r.push(Row { kind: "scale".into(), selection: String::new(), value: "0.5".into() }))>"add a change"</button>
             {has_fixes.then(|| view! {
-                <select data-testid="whatif-fixes" on:change=add_fix>
+                <select data-testid="whatif-fixes" aria-label="add a recommendation's fix" on:change=add_fix>
                     <option value="">"add a recommendation's fix…"</option>
                     {fix_options}
                 </select>
