@@ -9,15 +9,20 @@ use leptos::prelude::*;
 use serde_json::Value;
 use web_sys::Worker;
 
-/// Causes in HTA's order, with the bar's colour class and the words the page uses.
+/// Causes in HTA's order, with the bar's colour class (the colours the timeline's path lane
+/// draws them in, `lanes::path`) and the words the page uses.
 const CAUSES: [(&str, &str, &str); 7] = [
-    ("cpu_bound", "cpu", "CPU"),
-    ("data_loading", "loading", "data loading"),
-    ("gpu_compute_bound", "computation", "GPU compute"),
-    ("gpu_communication_bound", "comm", "GPU communication"),
-    ("gpu_kernel_kernel_overhead", "queue", "between kernels"),
-    ("gpu_kernel_launch_overhead", "launch", "launch delay"),
-    ("unattributed", "idle", "unattributed"),
+    ("cpu_bound", "path-cpu", "CPU"),
+    ("data_loading", "path-loading", "data loading"),
+    ("gpu_compute_bound", "path-compute", "GPU compute"),
+    ("gpu_communication_bound", "path-comm", "GPU communication"),
+    (
+        "gpu_kernel_kernel_overhead",
+        "path-queue",
+        "between kernels",
+    ),
+    ("gpu_kernel_launch_overhead", "path-launch", "launch delay"),
+    ("unattributed", "path-none", "unattributed"),
 ];
 
 fn ms_of(causes: &[Cause], key: &str) -> f64 {

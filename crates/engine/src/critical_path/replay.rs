@@ -190,10 +190,9 @@ fn span(sim: &Simulation, w: &Window, times: &[Nanos]) -> (Nanos, Nanos, u32) {
 /// One constraint on a replayed path: its time there and its cause.
 #[derive(Debug, Clone, Copy)]
 pub struct Hop {
-    /// `None`: the time between the span's start and a path that begins later, at a point no
-    /// constraint explains (a thread's or stream's first recorded event).
-    pub constraint: Option<usize>,
-    /// The event its time is charged to (`NONE`: a wait no event explains).
+    /// The event its time is charged to (`NONE`: a wait no event explains, such as the time
+    /// between the span's start and a path that begins later, at a thread's or stream's first
+    /// recorded event).
     pub charged: u32,
     /// Where its time starts (ns, the replay's clock) and how long it is on the path.
     pub from_ns: Nanos,
@@ -255,14 +254,12 @@ pub fn path(
                 .points_of(call)
                 .is_some_and(|(_, end)| times[end as usize] >= launch_from);
             hops.push(Hop {
-                constraint: Some(k),
                 charged: c.charged,
                 from_ns: launch_from,
                 dur_ns: sim.launch_ns,
                 bound_by: BoundBy::GpuKernelLaunchOverhead,
             });
             hops.push(Hop {
-                constraint: Some(k),
                 charged: if held { call } else { NONE },
                 from_ns: from,
                 dur_ns: launch_from - from,
@@ -290,7 +287,6 @@ pub fn path(
             Link::Stream | Link::StreamWait => BoundBy::GpuKernelKernelOverhead,
         };
         hops.push(Hop {
-            constraint: Some(k),
             charged: c.charged,
             from_ns: from,
             dur_ns: times[p as usize] - from,
@@ -300,7 +296,6 @@ pub fn path(
     }
     if p != NONE && times[p as usize] > start {
         hops.push(Hop {
-            constraint: None,
             charged: NONE,
             from_ns: start,
             dur_ns: times[p as usize] - start,
