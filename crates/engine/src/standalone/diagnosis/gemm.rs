@@ -385,9 +385,11 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     if r.count >= LAUNCH_BOUND_CALLS && mean_us < LAUNCH_BOUND_US {
         out.push(Cause {
             key: "gemm_launch_bound",
-            title: format!("launch-bound: {} calls of {mean_us:.1} µs", r.count),
-            evidence: format!("{} calls average {mean_us:.1} µs of kernel time each: kernel start-up and the launch itself cost as much as the math.", r.count),
-            action: "Batch these GEMMs into one batched or grouped GEMM (or concatenate along M), and capture the loop in a CUDA/HIP graph to remove launch gaps.".into(),
+            title: format!("small GEMMs: {} calls of {mean_us:.1} µs", r.count),
+            evidence: format!("{} calls average {mean_us:.1} µs of kernel time each: at this size a kernel's fixed start-up (and, between kernels, the launch) costs as much as the math.", r.count),
+            // Whether the calls depend on one another is not in the trace's shapes: the
+            // concatenation is offered only for the independent ones.
+            action: "Where these GEMMs share their input (the q/k/v or gate/up projections of one layer), fuse them into one GEMM along N; dependent ones (one layer's output feeding the next) only gain from fewer launches: capture the step in a CUDA/HIP graph.".into(),
             waste: None,
             confidence: Confidence::Medium,
             bounds_all: false,

@@ -122,7 +122,7 @@ fn copy_advice(c: &super::CopyMix) -> (String, String, &'static str) {
                 ms(c.device_ns),
                 c.device_count
             ),
-            "Find what makes the device-to-device copies (the Ops view: `.contiguous()`, `clone()`, `copy_` into a buffer; DDP's gradient-bucket copies: `DistributedDataParallel(gradient_as_bucket_view=True)`; a symmetric-memory all-reduce's staging copies: have the producer write into the symmetric buffer) and remove them, or run them on a side stream beside compute.".to_owned(),
+            "Find what makes the device-to-device copies (the Ops view: `.contiguous()`, `clone()`, `copy_` into a buffer; DDP's gradient-bucket copies: `DistributedDataParallel(gradient_as_bucket_view=True)`; DDP's buffer broadcast before each forward: `broadcast_buffers=False` where the buffers need no sync, or SyncBatchNorm; a symmetric-memory all-reduce's staging copies: have the producer write into the symmetric buffer) and remove them, or run them on a side stream beside compute.".to_owned(),
             "A device-to-device copy runs at HBM speed: there is no kernel to tune, only copies to remove.",
         );
     }
