@@ -166,10 +166,11 @@ pub fn build(trace: &Trace, ctx: &Context<'_>, (start, end): (i64, i64)) -> Grap
         }))
         .collect();
     nodes.sort_by_key(|n| n.ts);
+    // Sized up front: growing these maps by rehashing cost more than filling them.
     let mut g = Graph {
-        start_of: HashMap::default(),
-        end_of: HashMap::default(),
-        pair: HashMap::default(),
+        start_of: HashMap::with_capacity_and_hasher(events.len(), Default::default()),
+        end_of: HashMap::with_capacity_and_hasher(events.len(), Default::default()),
+        pair: HashMap::with_capacity_and_hasher(nodes.len() * 3 / 2, Default::default()),
         edges: Vec::with_capacity(nodes.len() * 3 / 2),
         nodes,
         sync_within_stream: false,

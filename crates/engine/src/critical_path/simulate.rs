@@ -93,24 +93,54 @@ impl Simulation {
             hand_overs: 0,
             broken: 0,
         };
-        let mut raw: Vec<Raw> = Vec::new();
         // Host threads: each lane's points in time order (an end before a start at one time).
-        let mut host: Vec<HostPoint> = Vec::new();
-        let mut gpu: Vec<(LaneId, Nanos, u32)> = Vec::new();
+        // Sorted as packed keys (lane, time from the trace's first point, start, event): one
+        // integer comparison each, where the tuples' sort was the schedule's largest cost.
+        let (mut host_points, mut gpu_events) = (0usize, 0usize);
+        let mut t0 = Nanos::MAX;
+        for e in trace.events.iter().filter(|e| usable(e)) {
+            if e.kind().is_host_activity() {
+                host_points += 1 + usize::from(e.dur > 0);
+                t0 = t0.min(e.ts).min(e.end());
+            } else if e.kind().is_gpu() {
+                gpu_events += 1;
+            }
+        }
+        let mut keys: Vec<u128> = Vec::with_capacity(host_points);
+        let mut gpu: Vec<(LaneId, Nanos, u32)> = Vec::with_capacity(gpu_events);
+        let key = |lane: LaneId, t: Nanos, start: bool, i: usize| {
+            (u128::from(lane.0) << 96)
+                | (u128::from(t.abs_diff(t0)) << 32)
+                | (u128::from(start) << 31)
+                | i as u128
+        };
         for (i, e) in trace.events.iter().enumerate() {
             if !usable(e) {
                 continue;
             }
             if e.kind().is_host_activity() {
-                host.push((e.lane(), e.ts, true, i as u32));
+                keys.push(key(e.lane(), e.ts, true, i));
                 if e.dur > 0 {
-                    host.push((e.lane(), e.end(), false, i as u32));
+                    keys.push(key(e.lane(), e.end(), false, i));
                 }
             } else if e.kind().is_gpu() {
                 gpu.push((e.lane(), e.ts, i as u32));
             }
         }
-        host.sort_unstable_by_key(|&(l, t, s, i)| (l, t, s, i));
+        keys.sort_unstable();
+        let host: Vec<HostPoint> = keys
+            .iter()
+            .map(|&k| {
+                let i = (k as u32) & 0x7fff_ffff;
+                let e = &trace.events[i as usize];
+                let start = (k >> 31) & 1 == 1;
+                (e.lane(), if start { e.ts } else { e.end() }, start, i)
+            })
+            .collect();
+        drop(keys);
+        let mut raw: Vec<Raw> = Vec::with_capacity(host.len() + 3 * gpu.len());
+        sim.rec.reserve(host.len() + 2 * gpu.len());
+        sim.event.reserve(host.len() + 2 * gpu.len());
         // The thread's open events (innermost last) and how many of them load data; which
         // points resume a thread (its first, or a start after an idle gap of `LONG_GAP_NS` with
         // nothing open), where the inferred waits attach.

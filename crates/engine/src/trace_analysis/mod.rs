@@ -488,9 +488,8 @@ fn analyze_tree(
     // idle time and steps) beside the kernels' launchers: neither reads the other.
     // What is read off the trace alone, unless found with the tree, goes with the timeline, the
     // shorter side.
-    // The memory view reads only the trace: a third piece, taken by whichever side is free; the
-    // critical path (only the trace too) beside it.
-    let ((counted, timeline, unlinked, only), (launchers, (memory, critical_path))) = {
+    // The memory view reads only the trace: a third piece, taken by whichever side is free.
+    let ((counted, timeline, unlinked, only), (launchers, memory)) = {
         let (t, tr, nm, reg) = (&trace, &tree, &names, &registry);
         fork.join(
             || {
@@ -503,17 +502,7 @@ fn analyze_tree(
             || {
                 fork.join(
                     || launchers::kernel_launchers(t, tr, reg, nm, fork),
-                    || {
-                        fork.join(
-                            || crate::memory::analyze(t),
-                            || {
-                                crate::critical_path::analyze(
-                                    t,
-                                    &crate::analysis::kernel_kinds::is_communication_kernel,
-                                )
-                            },
-                        )
-                    },
+                    || crate::memory::analyze(t),
                 )
             },
         )
@@ -527,12 +516,6 @@ fn analyze_tree(
     let gpu_only = cpu_ops == 0;
     checked.note(&mut trace);
     quality::note_unlinked(&mut trace, &unlinked);
-    let critical_path = critical_path.map(|(cp, found)| {
-        for (kind, n, example) in found {
-            trace.diagnostics.add(kind, n, example);
-        }
-        cp
-    });
     let memory = memory.map(|(view, found)| {
         for (kind, n, example) in found {
             trace.diagnostics.add(kind, n, example);
@@ -549,40 +532,58 @@ fn analyze_tree(
     // its sheets are made (run one after the other, the perf sheets then never see the lists).
     let first_kernels = launchers.first_kernels_only();
     let (t, tr, reg, nm, total) = (&trace, &tree, &registry, &names, timeline.total);
-    let (rest, (perf, structure)) = fork.join(
-        move || {
-            let (top_ops, op_sheets) = op_sheets(t, tr, &launchers, gpu_only, options);
-            let rows = kernel_tables::kernel_rows(t, tr, reg, &launchers);
-            drop(launchers);
-            let kernel_sheets = [
-                kernel_tables::kernel_summary(t, &rows, total, gpu_only),
-                kernel_tables::short_kernel_histogram(t, &rows),
-                kernel_tables::short_kernels_summary(t, &rows, total, gpu_only),
-            ];
-            drop(rows);
-            let idle = idle_and_steps(t, tr, nm, &counted);
-            drop(counted);
-            (top_ops, op_sheets, kernel_sheets, idle)
+    // The critical path reads only the trace and is the longest single piece: it starts at
+    // once on this thread, and the sheets (both sides of them) are what a second thread takes.
+    let (critical_path, (rest, (perf, structure))) = fork.join(
+        || {
+            crate::critical_path::analyze(
+                t,
+                &crate::analysis::kernel_kinds::is_communication_kernel,
+            )
         },
         || {
-            let structure = || crate::standalone::Structure::of(t, tr);
-            if gpu_only {
-                return (None, structure());
-            }
-            let (perf, structure) = perf_sheets(
-                t,
-                tr,
-                reg,
-                nm,
-                &first_kernels,
-                platform.as_ref(),
-                pseudo.as_ref(),
-                fork,
-                structure,
-            );
-            (Some(perf), structure)
+            fork.join(
+                move || {
+                    let (top_ops, op_sheets) = op_sheets(t, tr, &launchers, gpu_only, options);
+                    let rows = kernel_tables::kernel_rows(t, tr, reg, &launchers);
+                    drop(launchers);
+                    let kernel_sheets = [
+                        kernel_tables::kernel_summary(t, &rows, total, gpu_only),
+                        kernel_tables::short_kernel_histogram(t, &rows),
+                        kernel_tables::short_kernels_summary(t, &rows, total, gpu_only),
+                    ];
+                    drop(rows);
+                    let idle = idle_and_steps(t, tr, nm, &counted);
+                    drop(counted);
+                    (top_ops, op_sheets, kernel_sheets, idle)
+                },
+                || {
+                    let structure = || crate::standalone::Structure::of(t, tr);
+                    if gpu_only {
+                        return (None, structure());
+                    }
+                    let (perf, structure) = perf_sheets(
+                        t,
+                        tr,
+                        reg,
+                        nm,
+                        &first_kernels,
+                        platform.as_ref(),
+                        pseudo.as_ref(),
+                        fork,
+                        structure,
+                    );
+                    (Some(perf), structure)
+                },
+            )
         },
     );
+    let critical_path = critical_path.map(|(cp, found)| {
+        for (kind, n, example) in found {
+            trace.diagnostics.add(kind, n, example);
+        }
+        cp
+    });
     drop(first_kernels);
     let (top_ops, op_sheets, kernel_sheets, idle) = rest;
     let mut sheets: Vec<Sheet> = vec![timeline_sheet(&timeline)];
