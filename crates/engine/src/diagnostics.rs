@@ -63,6 +63,9 @@ pub enum DiagnosticKind {
     OverlappingHostEvents,
     /// Kernels that overlap the previous kernel on the same stream (impossible durations).
     OverlappingStreamEvents,
+    /// Kernels launched with programmatic dependent launch that start before the previous kernel
+    /// on their stream ends (allowed on Hopper and later; not a recording error).
+    ProgrammaticDependentLaunch,
     /// CPU ops recorded without shapes (`record_shapes=False`).
     OpsWithoutShapes,
     /// Ops with a perf model whose recorded inputs do not give its FLOPs and bytes.
@@ -143,6 +146,7 @@ impl DiagnosticKind {
             DiagnosticKind::KernelBeforeLaunch => "kernel_before_launch",
             DiagnosticKind::OverlappingHostEvents => "overlapping_host_events",
             DiagnosticKind::OverlappingStreamEvents => "overlapping_stream_events",
+            DiagnosticKind::ProgrammaticDependentLaunch => "programmatic_dependent_launch",
             DiagnosticKind::OpsWithoutShapes => "ops_without_shapes",
             DiagnosticKind::UnmodelledOps => "unmodelled_ops",
             DiagnosticKind::NoGpuEvents => "no_gpu_events",
@@ -212,6 +216,7 @@ impl DiagnosticKind {
             | OpsWithoutShapes
             | GpuOnlyTrace
             | NoStepMarkers
+            | ProgrammaticDependentLaunch
             | RankFromFileName
             | MemoryFreeWithoutAllocation => Severity::Info,
         }
@@ -241,6 +246,7 @@ impl DiagnosticKind {
             KernelBeforeLaunch => "Some GPU events start before the host call that launched them: the host and GPU clocks disagree, so host-to-GPU latencies are unreliable (GPU-side times are unaffected).",
             OverlappingHostEvents => "Some host events overlap their enclosing event on the same thread; they were left out of the call tree (TraceLens's rule).",
             OverlappingStreamEvents => "Some GPU events overlap the previous event on the same stream, which a stream cannot do; their durations are suspect.",
+            ProgrammaticDependentLaunch => "Some kernels, launched with cudaLaunchKernelEx on a Hopper-or-later GPU, start before the previous kernel on their stream ends: programmatic dependent launch lets a kernel's prologue overlap its predecessor's tail. Not a recording error; such a kernel's duration includes its wait for the predecessor.",
             OpsWithoutShapes => "Some CPU ops carry no input shapes (record_shapes was off); shape-based grouping and perf models are limited.",
             UnmodelledOps => "Some ops that have a perf model could not be modelled from what the trace records; they have no FLOPs, bytes or efficiency, and their kernel time counts as unmodelled.",
             NoGpuEvents => "The trace has no GPU kernels, memcpys or memsets; there is no GPU time to analyze.",
