@@ -694,3 +694,45 @@ fn one_cause_is_one_finding_on_real_traces() {
         .collect();
     assert_eq!(notes.len(), 1, "{notes:?}");
 }
+
+/// Gradients zeroed by fill kernels inside `Optimizer.zero_grad` (issue #48/#49: an expert
+/// names `set_to_none=False`): one finding, the `aten::zero_` op finding folded into it, and
+/// its fix replayed without the fills and without the calls' host time (the planted trace is
+/// nothing but those calls, so almost all of it goes). The same fills outside `zero_grad` give
+/// no such finding.
+#[test]
+fn gradients_zeroed_by_kernels_are_one_replayed_finding() {
+    let c = case("zero_grad_fills").expect("case");
+    let a = analyze_on(&case_bytes(&c), platform_of(&c));
+    let st = standalone(&a);
+    let b = top(st);
+    assert_eq!(keys(b), ["zero_grad_fills"], "{}", text(b));
+    assert!(b.path_a.contains("set_to_none=True"), "{}", b.path_a);
+    assert!(b.issue.contains("80 kernels"), "{}", b.issue);
+    let all: Vec<&Bottleneck> = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .collect();
+    assert!(
+        !all.iter().any(|x| x.op_name == "aten::zero_"),
+        "the fills' op finding is folded in"
+    );
+    let r = b.impact.replayed.expect("replayed");
+    // 20 calls of 4 fills: the fills' 3.233 ms and the calls' host time, out of 3.3 ms.
+    assert!(
+        r.saved_ms() > 0.9 * r.before_ms,
+        "{} → {}",
+        r.before_ms,
+        r.after_ms
+    );
+
+    let c = case("zero_fills_healthy").expect("case");
+    let a = analyze_on(&case_bytes(&c), platform_of(&c));
+    let st = standalone(&a);
+    assert!(!st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .any(|x| x.title.starts_with("Gradients zeroed")));
+}

@@ -111,6 +111,21 @@ pub struct ShortKernels {
     pub ms: f64,
 }
 
+/// Gradients zeroed by kernels inside `Optimizer.zero_grad` (`set_to_none=False`): with
+/// `set_to_none=True` the call launches nothing.
+#[derive(Debug, Clone, Serialize)]
+pub struct ZeroGrad {
+    /// `zero_grad` calls that launched GPU work.
+    pub calls: u64,
+    /// The GPU events they launched and their time, ms.
+    pub kernels: u64,
+    pub gpu_ms: f64,
+    /// Host time of those calls (launching the fills), ms.
+    pub host_ms: f64,
+    /// The ops that launched them (`aten::zero_`, `aten::fill_`), with their GPU time.
+    pub ops: Vec<OpShare>,
+}
+
 /// Everything the tree patterns found.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Patterns {
@@ -119,6 +134,7 @@ pub struct Patterns {
     pub conv_transposes: Option<ConvTransposes>,
     pub gemm_copies: Option<GemmCopies>,
     pub short_kernels: Option<ShortKernels>,
+    pub zero_grad: Option<ZeroGrad>,
 }
 
 /// Ops whose kernels are the heavy lifting a fusion does not remove, or that are already one
@@ -183,6 +199,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         conv_transposes: conv_transposes(trace, tree),
         gemm_copies: gemm_copies(trace, tree),
         short_kernels: short_kernels(trace),
+        zero_grad: zero_grad(trace, tree),
     }
     .with_module_patterns(trace, tree, modules)
 }
@@ -492,6 +509,82 @@ fn gemm_copies(trace: &Trace, tree: &CallTree) -> Option<GemmCopies> {
         callers,
         copy_ops: shares(copy_ops.into_iter()),
         gemm_ms: gemm_ns as f64 / 1e6,
+    })
+}
+
+/// GPU work launched inside `Optimizer.zero_grad` (the annotation PyTorch's optimizers record,
+/// `Optimizer.zero_grad#SGD.zero_grad`): the launches that fall inside a call on its thread
+/// (by time: annotations are not parents in the call tree), and the GPU events they launched.
+fn zero_grad(trace: &Trace, tree: &CallTree) -> Option<ZeroGrad> {
+    // (thread, start, end, event) of each call, by thread and start.
+    let mut frames: Vec<(crate::model::LaneId, i64, i64, u32)> = trace
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            e.kind().is_host_activity()
+                && e.dur > 0
+                && trace.name(e).starts_with("Optimizer.zero_grad")
+        })
+        .map(|(i, e)| (e.lane(), e.ts, e.end(), i as u32))
+        .collect();
+    if frames.is_empty() {
+        return None;
+    }
+    frames.sort_unstable();
+    let frame_of = |lane, t: i64| {
+        let at = frames.partition_point(|f| (f.0, f.1) <= (lane, t));
+        let f = frames.get(at.checked_sub(1)?)?;
+        (f.0 == lane && t < f.2).then_some(f.3)
+    };
+    // Launch correlation → (call, the op that launched it).
+    let mut launched: HashMap<i64, (u32, &str)> = HashMap::default();
+    for (i, e) in trace.events.iter().enumerate() {
+        if !e.kind().is_runtime() {
+            continue;
+        }
+        let (Some(c), Some(f)) = (e.correlation(), frame_of(e.lane(), e.ts)) else {
+            continue;
+        };
+        let mut cur = tree.parent(EventId(i as u32));
+        let mut op = "(no op)";
+        while let Some(p) = cur {
+            let pe = trace.event(p);
+            if pe.kind() == EventKind::CpuOp {
+                op = trace.name(pe);
+                break;
+            }
+            cur = tree.parent(p);
+        }
+        launched.insert(c, (f, op));
+    }
+    let mut calls: HashSet<u32> = HashSet::default();
+    let mut ops: Vec<(&str, i64)> = Vec::new();
+    let (mut kernels, mut gpu_ns) = (0u64, 0i64);
+    for e in &trace.events {
+        if !matches!(e.kind(), EventKind::Kernel | EventKind::GpuMemset) {
+            continue;
+        }
+        let Some(&(f, op)) = e.correlation().and_then(|c| launched.get(&c)) else {
+            continue;
+        };
+        calls.insert(f);
+        kernels += 1;
+        gpu_ns += e.dur;
+        ops.push((op, e.dur));
+    }
+    if kernels == 0 {
+        return None;
+    }
+    let host_ns: i64 = calls.iter().map(|&f| trace.events[f as usize].dur).sum();
+    let mut ops = shares(ops.into_iter());
+    ops.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+    Some(ZeroGrad {
+        calls: calls.len() as u64,
+        kernels,
+        gpu_ms: gpu_ns as f64 / 1e6,
+        host_ms: host_ns as f64 / 1e6,
+        ops,
     })
 }
 

@@ -59,6 +59,9 @@ pub enum Group {
     Module(&'static str),
     /// A CPU op that calls the others (`aten::matmul` around a copy and a GEMM).
     Op(&'static str),
+    /// A `record_function` range (`user_annotation`), as optimizers record
+    /// `Optimizer.zero_grad#SGD.zero_grad`.
+    Annotation(&'static str),
 }
 
 fn op(
@@ -340,6 +343,17 @@ pub fn cases() -> Vec<PlantedCase> {
                 &["run inside `aten::matmul`", "18.5% on top of the GEMMs"],
             )
         },
+        PlantedCase {
+            group: Some(Group::Annotation("Optimizer.zero_grad#SGD.zero_grad")),
+            ..on_h100(case_of(
+                "zero_grad_fills",
+                zero_grad_fills(20),
+                Some("zero_grad_fills"),
+                &["4 GPU kernels per call", "over 20 calls", "set_to_none=True"],
+            ))
+        },
+        // The same fills outside any `zero_grad` (a model zeroing its buffers): no finding.
+        on_h100(case_of("zero_fills_healthy", zero_grad_fills(20), None, &[])),
         on_h100(case_of(
             "gemm_last_wave_recorded",
             // 2304×2048 output in CUTLASS 128×128 tiles: the recorded grid [18, 16, 1] = 288 CTAs
@@ -387,6 +401,36 @@ pub fn cases() -> Vec<PlantedCase> {
             &["not contiguous", "strides (1, 8192)"],
         ),
     ]
+}
+
+/// The fp32 gradients of two linear layers (4096 → 11008 with bias, 11008 → 4096 without) zeroed
+/// with fill kernels at 80 % of H100's 3.35 TB/s, `calls` times.
+fn zero_grad_fills(calls: u32) -> Vec<PlantedOp> {
+    let fill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)";
+    [
+        "[[11008, 4096]]",
+        "[[11008]]",
+        "[[4096, 11008]]",
+        "[[4096, 4096]]",
+    ]
+    .iter()
+    .map(|dims| {
+        let elements: i64 = dims
+            .trim_matches(['[', ']'])
+            .split(", ")
+            .map(|d| d.parse::<i64>().unwrap_or(1))
+            .product();
+        let ns = (elements as f64 * 4.0 / (3.35e12 * 0.8) * 1e9).round() as Nanos;
+        op(
+            "aten::zero_",
+            dims,
+            "[\"float\"]",
+            "[\"\"]",
+            &[(fill, ns.max(2_000))],
+            calls,
+        )
+    })
+    .collect()
 }
 
 /// The case named `name`.
@@ -438,9 +482,13 @@ pub fn write_case(c: &PlantedCase, w: &mut impl Write) -> io::Result<()> {
                             round + 1
                         ),
                     )?,
-                    Group::Op(name) => {
+                    Group::Op(name) | Group::Annotation(name) => {
+                        let cat = match group {
+                            Group::Annotation(_) => "user_annotation",
+                            _ => "cpu_op",
+                        };
                         ev.complete(
-                            "cpu_op",
+                            cat,
                             name,
                             PID,
                             TID,

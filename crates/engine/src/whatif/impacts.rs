@@ -22,6 +22,42 @@ fn length(replay: &Replay, times: &[Nanos]) -> Nanos {
         .sum()
 }
 
+/// The `zero_grad(set_to_none=True)` fix replayed: the GPU work launched inside
+/// `Optimizer.zero_grad` removed, and the calls' own host time with it.
+fn zero_grad_fix(
+    trace: &Trace,
+    replay: &Replay,
+    b: &Bottleneck,
+    before: Nanos,
+    total_ms: f64,
+    bound: (&'static str, f64),
+) -> Option<ReplayedSaving> {
+    let mut names: Vec<&str> = trace
+        .events
+        .iter()
+        .filter(|e| e.kind().is_host_activity())
+        .map(|e| trace.name(e))
+        .filter(|n| n.starts_with("Optimizer.zero_grad"))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let mut changes = vec![super::Change::parse("remove", "module:Optimizer.zero_grad").ok()?];
+    for n in names {
+        changes.push(super::Change::parse("scale", &format!("cpu:{n}=0")).ok()?);
+    }
+    let (off, _) = super::apply(trace, replay, &[], &changes).ok()?;
+    let after = length(replay, &replay.sim.run(&off));
+    Some(ReplayedSaving {
+        before_ms: before as f64 / 1e6,
+        after_ms: after as f64 / 1e6,
+        trace_ms: total_ms,
+        factor: 0.0,
+        cut_ms: b.time_ms,
+        bound_by: bound.0,
+        bound_pct: bound.1,
+    })
+}
+
 /// Replays each op finding's fix and re-ranks the recommendations by the replayed savings.
 /// `bound` is the cause holding most of the steps' critical path and its share, % (said
 /// where a fix saves nothing).
@@ -41,6 +77,11 @@ pub fn replay_findings(
     let fix = |b: &Bottleneck| -> Option<ReplayedSaving> {
         if b.impact.mid_pct <= 0.0 {
             return None;
+        }
+        // Gradients zeroed by kernels: `set_to_none=True` removes the fills and the host time
+        // of the `zero_grad` calls that launch them.
+        if b.causes.iter().any(|c| c.key == "zero_grad_fills") {
+            return zero_grad_fix(trace, replay, b, before, total_ms, bound);
         }
         // Exposed communication or copies: hiding them saves at most their exposed time; the
         // replay removes them all and keeps the saving under that bound, so a step the host

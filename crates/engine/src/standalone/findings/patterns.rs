@@ -111,6 +111,9 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                 b.scope = Some(scope_of(Some(&c.class), c.instances, &c.ops, false));
                 f.bottlenecks.push(b);
             }
+            if let Some(z) = p.zero_grad.as_ref() {
+                add_zero_grad(f, z, inp);
+            }
         }
         SeedCategory::SdpaFwd => {
             for a in p
@@ -285,6 +288,63 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
 /// The fusion action written for the module's kind, read from its class name
 /// (docs/analysis.md, "Patterns"): a norm, a rotary embedding, an activation / MLP, else the
 /// general one.
+/// The host time of the zero_grad calls that makes the finding worth stating on its own, as a
+/// share of the trace's span, % (the fills' GPU time is judged against compute as usual).
+pub const ZERO_GRAD_HOST_MIN_PCT: f64 = 1.0;
+
+/// Gradients zeroed by fill kernels (`zero_grad(set_to_none=False)`): the fills and their launch
+/// time disappear with `set_to_none=True`.
+fn add_zero_grad(
+    f: &mut CategoryFindings,
+    z: &crate::standalone::patterns::ZeroGrad,
+    inp: &Inputs<'_>,
+) {
+    let host_pct = if inp.total_ms() > 0.0 {
+        z.host_ms / inp.total_ms() * 100.0
+    } else {
+        0.0
+    };
+    if inp.share(z.gpu_ms) < rules::MIN_SHARE_PCT && host_pct < ZERO_GRAD_HOST_MIN_PCT {
+        return;
+    }
+    let (ops, names) = op_list(&z.ops);
+    let per_call = z.kernels as f64 / z.calls.max(1) as f64;
+    let evidence = format!(
+        "`Optimizer.zero_grad` launches {per_call:.0} GPU kernels per call ({}) over {} calls: {} kernels, {:.3} ms of GPU time, and {:.3} ms of host time in the calls ({host_pct:.1}% of the trace's span) to launch them. Every gradient is written with zeros before the backward pass adds into it.",
+        ops, z.calls, z.kernels, z.gpu_ms, z.host_ms
+    );
+    let action = "Zero gradients by dropping them: `optimizer.zero_grad(set_to_none=True)` (the default since PyTorch 2.0; also `model.zero_grad(set_to_none=True)`). The next backward then writes each gradient instead of adding it to a tensor of zeros: no fill kernels, no launches, and one read of each gradient less. (Only code that reads `.grad` between `zero_grad` and `backward` needs the zeros.)";
+    let mut b = pattern_bottleneck(
+        f.category,
+        &names,
+        format!(
+            "Gradients zeroed by kernels (`zero_grad(set_to_none=False)`, {} kernels per call)",
+            per_call.round()
+        ),
+        z.gpu_ms,
+        evidence.clone(),
+        action,
+        "Not a kernel issue: the fills run at memory speed, and removing them is the fix.",
+        ProjectionKind::Saving,
+        rules::saving_projection(z.gpu_ms, 0.0, inp.compute_ms()),
+        inp,
+    );
+    b.scope = Some(scope_of(None, 0, &z.ops, false));
+    b.causes.push(Cause {
+        key: "zero_grad_fills",
+        title: format!(
+            "gradients zeroed by {} fill kernels per call",
+            per_call.round()
+        ),
+        evidence,
+        action: action.to_owned(),
+        waste: Some(1.0),
+        confidence: Confidence::High,
+        bounds_all: false,
+    });
+    f.bottlenecks.push(b);
+}
+
 pub(super) fn fusion_action(class: &str) -> &'static str {
     let c = class.to_ascii_lowercase();
     if c.contains("norm") {
