@@ -709,11 +709,7 @@ fn gradients_zeroed_by_kernels_are_one_replayed_finding() {
     assert_eq!(keys(b), ["zero_grad_fills"], "{}", text(b));
     assert!(b.path_a.contains("set_to_none=True"), "{}", b.path_a);
     assert!(b.issue.contains("80 kernels"), "{}", b.issue);
-    let all: Vec<&Bottleneck> = st
-        .categories
-        .iter()
-        .flat_map(|c| &c.bottlenecks)
-        .collect();
+    let all: Vec<&Bottleneck> = st.categories.iter().flat_map(|c| &c.bottlenecks).collect();
     assert!(
         !all.iter().any(|x| x.op_name == "aten::zero_"),
         "the fills' op finding is folded in"
