@@ -124,6 +124,8 @@ pub struct ZeroGrad {
     pub host_ms: f64,
     /// The ops that launched them (`aten::zero_`, `aten::fill_`), with their GPU time.
     pub ops: Vec<OpShare>,
+    /// The ranges' names as recorded (`Optimizer.zero_grad#SGD.zero_grad`), each once.
+    pub names: Vec<String>,
 }
 
 /// Everything the tree patterns found.
@@ -577,6 +579,12 @@ fn zero_grad(trace: &Trace, tree: &CallTree) -> Option<ZeroGrad> {
         return None;
     }
     let host_ns: i64 = calls.iter().map(|&f| trace.events[f as usize].dur).sum();
+    let mut names: Vec<String> = calls
+        .iter()
+        .map(|&f| trace.name(&trace.events[f as usize]).to_owned())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
     let mut ops = shares(ops.into_iter());
     ops.sort_by(|a, b| b.ms.total_cmp(&a.ms));
     Some(ZeroGrad {
@@ -585,6 +593,7 @@ fn zero_grad(trace: &Trace, tree: &CallTree) -> Option<ZeroGrad> {
         gpu_ms: gpu_ns as f64 / 1e6,
         host_ms: host_ns as f64 / 1e6,
         ops,
+        names,
     })
 }
 

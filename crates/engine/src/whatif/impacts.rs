@@ -22,9 +22,9 @@ fn length(replay: &Replay, times: &[Nanos]) -> Nanos {
         .sum()
 }
 
-/// The `zero_grad(set_to_none=True)` fix replayed: the GPU work launched inside
-/// `Optimizer.zero_grad` removed, and the calls' own host time with it.
-fn zero_grad_fix(
+/// A finding's own fix (`Bottleneck::fix`: what-if changes, such as `zero_grad(set_to_none=True)`
+/// removing the GPU work inside the calls and their host time) replayed.
+fn stated_fix(
     trace: &Trace,
     replay: &Replay,
     b: &Bottleneck,
@@ -32,19 +32,12 @@ fn zero_grad_fix(
     total_ms: f64,
     bound: (&'static str, f64),
 ) -> Option<ReplayedSaving> {
-    let mut names: Vec<&str> = trace
-        .events
+    let changes = b
+        .fix
         .iter()
-        .filter(|e| e.kind().is_host_activity())
-        .map(|e| trace.name(e))
-        .filter(|n| n.starts_with("Optimizer.zero_grad"))
-        .collect();
-    names.sort_unstable();
-    names.dedup();
-    let mut changes = vec![super::Change::parse("remove", "module:Optimizer.zero_grad").ok()?];
-    for n in names {
-        changes.push(super::Change::parse("scale", &format!("cpu:{n}=0")).ok()?);
-    }
+        .map(|(kind, spec)| super::Change::parse(kind, spec))
+        .collect::<Result<Vec<_>, _>>()
+        .ok()?;
     let (off, _) = super::apply(trace, replay, &[], &changes).ok()?;
     let after = length(replay, &replay.sim.run(&off));
     Some(ReplayedSaving {
@@ -78,10 +71,9 @@ pub fn replay_findings(
         if b.impact.mid_pct <= 0.0 {
             return None;
         }
-        // Gradients zeroed by kernels: `set_to_none=True` removes the fills and the host time
-        // of the `zero_grad` calls that launch them.
-        if b.causes.iter().any(|c| c.key == "zero_grad_fills") {
-            return zero_grad_fix(trace, replay, b, before, total_ms, bound);
+        // A fix the rule states as what-if changes is replayed as stated.
+        if !b.fix.is_empty() {
+            return stated_fix(trace, replay, b, before, total_ms, bound);
         }
         // Exposed communication or copies: hiding them saves at most their exposed time; the
         // replay removes them all and keeps the saving under that bound, so a step the host

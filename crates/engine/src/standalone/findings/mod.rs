@@ -89,6 +89,10 @@ pub struct Bottleneck {
     pub scope: Option<merge::Scope>,
     /// Op findings folded into this one because they share its cause, most urgent first.
     pub absorbed: Vec<Bottleneck>,
+    /// The fix as what-if changes (kind, spec: `whatif::Change::parse`'s words), where the rule
+    /// states one beyond its op's GPU time; `whatif::impacts` replays them.
+    #[serde(skip)]
+    pub fix: Vec<(&'static str, String)>,
 }
 
 /// How an impact range was estimated (docs/analysis.md, "Impact ranges").

@@ -643,6 +643,7 @@ pub(super) fn op_bottleneck(
         impact: super::Impact::default(),
         scope: None,
         absorbed: Vec::new(),
+        fix: Vec::new(),
     }
 }
 

@@ -52,6 +52,7 @@ pub(super) fn pattern_bottleneck(
         impact: Impact::default(),
         scope: None,
         absorbed: Vec::new(),
+        fix: Vec::new(),
     }
 }
 
@@ -330,6 +331,10 @@ fn add_zero_grad(
         inp,
     );
     b.scope = Some(scope_of(None, 0, &z.ops, false));
+    // `set_to_none=True`: no GPU work inside the calls, and none of their host time.
+    b.fix = std::iter::once(("remove", "module:Optimizer.zero_grad".to_owned()))
+        .chain(z.names.iter().map(|n| ("scale", format!("cpu:{n}=0"))))
+        .collect();
     b.causes.push(Cause {
         key: "zero_grad_fills",
         title: format!(

@@ -52,6 +52,7 @@ pub(super) fn timeline_bottleneck(
         impact: Impact::default(),
         scope: None,
         absorbed: Vec::new(),
+        fix: Vec::new(),
     }
 }
 
