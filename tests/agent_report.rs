@@ -151,6 +151,38 @@ fn the_plan_names_the_planted_cause() {
     let p1 = md.lines().find(|l| l.starts_with("### 🔴 P1:")).unwrap();
     assert!(p1.contains("wave quantization"), "{p1}");
     assert!(md.contains("1089 tiles"));
+    // The card keeps TraceLens's impact_score and says what the replay of the op's fix found,
+    // with the fair report's priority from it (the two reports never disagree unseen).
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| b.op_name == "aten::mm")
+        .expect("the GEMM's finding");
+    let replayed = b.impact.replayed_text().expect("replayed");
+    let card = md
+        .split("### 🔴 P1:")
+        .nth(1)
+        .expect("P1")
+        .split("---")
+        .next()
+        .unwrap();
+    let line = card
+        .lines()
+        .find(|l| l.starts_with("*The fix of `aten::mm`, replayed over the trace's schedule: "))
+        .unwrap_or_else(|| panic!("{card}"));
+    assert!(
+        line.contains(replayed.trim_start_matches("replayed: ")),
+        "{line} / {replayed}"
+    );
+    assert!(
+        line.contains(&format!(
+            "the fair report ranks it {} by that",
+            b.priority.label()
+        )),
+        "{line}"
+    );
 }
 
 fn snapshot_text(f: &Files) -> String {

@@ -732,3 +732,63 @@ fn gradients_zeroed_by_kernels_are_one_replayed_finding() {
         .flat_map(|c| &c.bottlenecks)
         .any(|x| x.title.starts_with("Gradients zeroed")));
 }
+
+/// A replayed saving is a share of the length it was measured on, and without steps that
+/// length is the GPU timeline's span: the planted zero_grad trace with 19 ms of host setup
+/// before its first kernel (a script's imports and model build) states the same saving, of the
+/// same GPU timeline, as without the setup; the setup does not dilute it, and "before" is the
+/// span the percentage divides (before, the whole trace's span stood beside a share of the GPU
+/// timeline's).
+#[test]
+fn a_replayed_saving_is_a_share_of_what_it_was_measured_on() {
+    let c = case("zero_grad_fills").expect("case");
+    let plain = case_bytes(&c);
+    let mut doc: serde_json::Value = serde_json::from_slice(&plain).expect("json");
+    let events = doc["traceEvents"].as_array_mut().expect("events");
+    let (pid, tid) = {
+        let first = events
+            .iter()
+            .find(|e| e["cat"] == "cpu_op")
+            .expect("a cpu op");
+        (first["pid"].clone(), first["tid"].clone())
+    };
+    for e in events.iter_mut() {
+        if let Some(ts) = e["ts"].as_f64() {
+            e["ts"] = serde_json::json!(ts + 20_000.0);
+        }
+    }
+    events.push(serde_json::json!({
+        "ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": pid, "tid": tid,
+        "ts": 1000.0, "dur": 19_000.0
+    }));
+    let with_setup = serde_json::to_vec(&doc).expect("json");
+    let saving = |bytes: &[u8]| {
+        let a = analyze_on(bytes, platform_of(&c));
+        let st = standalone(&a);
+        let b = top(st).clone();
+        (b.impact.replayed.expect("replayed"), b.impact.text())
+    };
+    let (r0, _) = saving(&plain);
+    let (r, text) = saving(&with_setup);
+    assert!(!r.steps);
+    // "before" is the GPU timeline's span, which the formula's shares are of too.
+    assert!(
+        (r.before_ms - r.trace_ms).abs() < 0.02 * r.trace_ms,
+        "{} vs {}",
+        r.before_ms,
+        r.trace_ms
+    );
+    assert!((r.before_ms - r0.before_ms).abs() < 1e-6);
+    assert!((r.saving_pct() - r0.saving_pct()).abs() < 1e-6);
+    assert!((r.saving_pct() - r.saved_ms() / r.before_ms * 100.0).abs() < 1e-9);
+    assert!(
+        text.contains(&format!(
+            "{:.1} → {:.1} ms, saves {:.3} ms ({:.1}% of the GPU timeline)",
+            r.before_ms,
+            r.after_ms,
+            r.saved_ms(),
+            r.saving_pct()
+        )),
+        "{text}"
+    );
+}

@@ -35,8 +35,10 @@ pub struct Window {
     gpu_ends: Vec<u32>,
     /// For the whole trace: the points that can start or end it (every GPU event's, and the
     /// first and last of each thread that launches or waits for GPU work; threads that do
-    /// neither run beside the work and would hold the span at their recorded times).
+    /// neither run beside the work and would hold the span at their recorded times). The GPU
+    /// events' points come first, `gpu_bounds` of them.
     bounds: Vec<u32>,
+    gpu_bounds: usize,
 }
 
 /// Each `ProfilerStep#N` annotation of the simulation, by start, or the whole trace as `all`.
@@ -53,11 +55,13 @@ pub fn windows(trace: &Trace, sim: &Simulation) -> Vec<Window> {
         .collect();
     steps.sort_unstable();
     if steps.is_empty() {
+        let (bounds, gpu_bounds) = whole_trace_bounds(trace, sim);
         return vec![Window {
             name: "all".to_owned(),
             event: None,
             gpu_ends: Vec::new(),
-            bounds: whole_trace_bounds(trace, sim),
+            bounds,
+            gpu_bounds,
         }];
     }
     // GPU work by the start of the call that launched it.
@@ -87,6 +91,7 @@ pub fn windows(trace: &Trace, sim: &Simulation) -> Vec<Window> {
                 event: Some(i),
                 gpu_ends: launched[a..b].iter().map(|l| l.1).collect(),
                 bounds: Vec::new(),
+                gpu_bounds: 0,
             }
         })
         .collect()
@@ -99,9 +104,9 @@ impl Window {
     }
 }
 
-/// Every GPU event's points, and the first and last point of each thread that launches GPU
-/// work or waits for it.
-fn whole_trace_bounds(trace: &Trace, sim: &Simulation) -> Vec<u32> {
+/// Every GPU event's points, and after them the first and last point of each thread that
+/// launches GPU work or waits for it; with the count of the GPU events' points.
+fn whole_trace_bounds(trace: &Trace, sim: &Simulation) -> (Vec<u32>, usize) {
     let mut drives = rustc_hash::FxHashSet::default();
     let mut bounds = Vec::new();
     for p in 0..sim.points() as u32 {
@@ -122,6 +127,7 @@ fn whole_trace_bounds(trace: &Trace, sim: &Simulation) -> Vec<u32> {
             }
         }
     }
+    let gpu_bounds = bounds.len();
     // A thread's points are consecutive.
     let lane_of = |p: u32| trace.events[sim.event[p as usize] as usize].lane();
     let n = sim.points() as u32;
@@ -136,7 +142,30 @@ fn whole_trace_bounds(trace: &Trace, sim: &Simulation) -> Vec<u32> {
             bounds.push(p);
         }
     }
-    bounds
+    (bounds, gpu_bounds)
+}
+
+/// The length a fix's replayed saving is measured on (`whatif::impacts`), and whether it is the
+/// steps': the steps' spans summed; for a trace without steps, the GPU timeline's span in
+/// `times` (the first GPU event's start to the last one's end), the span the formula's "% of
+/// trace time" divides by, so host time before the first kernel (setup, the first import) does
+/// not dilute a saving.
+pub fn work_length(sim: &Simulation, windows: &[Window], times: &[Nanos]) -> (Nanos, bool) {
+    match windows {
+        [w] if w.event.is_none() => {
+            let gpu = &w.bounds[..w.gpu_bounds];
+            let start = gpu.iter().map(|&p| times[p as usize]).min();
+            let end = gpu.iter().map(|&p| times[p as usize]).max();
+            (end.zip(start).map_or(0, |(e, s)| e - s), false)
+        }
+        _ => (
+            spans(sim, windows, times)
+                .iter()
+                .map(|(s, e, _)| e - s)
+                .sum(),
+            true,
+        ),
+    }
 }
 
 /// Each window's span in `times`: (start, end, the point that ends it). A step starts at its

@@ -126,7 +126,7 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
     let _ = writeln!(s, "- **Path B:** {}", b.path_b);
     let _ = writeln!(
         s,
-        "- **Priority:** {} in category; {} overall (from its {} saving of {:.1}% of trace time){}",
+        "- **Priority:** {} in category; {} overall (from its {} saving of {:.1}% {}){}",
         b.category_priority.label(),
         b.priority.label(),
         if b.impact.replayed.is_some() {
@@ -135,6 +135,7 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
             "mid"
         },
         b.impact.ranked_pct(),
+        b.impact.replayed.map_or("of trace time", |r| r.of()),
         if b.in_top_ops {
             "; in the top operations"
         } else {

@@ -1,12 +1,14 @@
 //! Every op finding's impact from replay (issue #50 item 5): the finding's fix, its op's GPU
 //! time cut by the impact's mid saving (spread over every instance of the op), is replayed over
 //! the trace's schedule, and the steps' replayed length before and after (their spans, which
-//! never overlap, summed; the whole trace's without steps) is kept beside the formula's range.
+//! never overlap, summed; the GPU timeline's span without steps) is kept beside the formula's
+//! range.
 //! Exposed communication and exposed copies are replayed with that work removed, the saving
 //! kept under the exposed time (hiding them saves no more). The finding's priority then follows
 //! the replayed saving (the same thresholds as the mid figure's), so a fix off the critical
-//! path no longer ranks by a saving it cannot make. Other findings without an op (idle time,
-//! patterns) keep the formula's.
+//! path no longer ranks by a saving it cannot make. A finding that states its fix as what-if
+//! changes (`Bottleneck::fix`) is replayed as stated; other findings without an op (idle time,
+//! the other patterns) keep the formula's.
 
 use super::select::{self, Launched, Selector};
 use crate::critical_path::Replay;
@@ -14,12 +16,10 @@ use crate::model::{EventKind, Nanos, Trace};
 use crate::standalone::findings::{Bottleneck, ReplayedSaving};
 use crate::standalone::{rules, Standalone};
 
-/// The steps' summed spans in a schedule (the whole trace's when it has no steps), ns.
+/// The replayed length a saving is measured on (`replay::work_length`: the steps' summed spans,
+/// or the GPU timeline's span without steps), ns.
 fn length(replay: &Replay, times: &[Nanos]) -> Nanos {
-    crate::critical_path::replay::spans(&replay.sim, &replay.windows, times)
-        .iter()
-        .map(|(s, e, _)| e - s)
-        .sum()
+    crate::critical_path::replay::work_length(&replay.sim, &replay.windows, times).0
 }
 
 /// A finding's own fix (`Bottleneck::fix`: what-if changes, such as `zero_grad(set_to_none=True)`
@@ -28,7 +28,7 @@ fn stated_fix(
     trace: &Trace,
     replay: &Replay,
     b: &Bottleneck,
-    before: Nanos,
+    (before, steps): (Nanos, bool),
     total_ms: f64,
     bound: (&'static str, f64),
 ) -> Option<ReplayedSaving> {
@@ -43,6 +43,7 @@ fn stated_fix(
     Some(ReplayedSaving {
         before_ms: before as f64 / 1e6,
         after_ms: after as f64 / 1e6,
+        steps,
         trace_ms: total_ms,
         factor: 0.0,
         cut_ms: b.time_ms,
@@ -62,7 +63,11 @@ pub fn replay_findings(
 ) {
     let sim = &replay.sim;
     let launched = Launched::of(sim);
-    let before = length(replay, &sim.run(&sim.offsets));
+    let (before, steps) = crate::critical_path::replay::work_length(
+        &replay.sim,
+        &replay.windows,
+        &sim.run(&sim.offsets),
+    );
     let total_ms = st.utilization.total_ms;
     if before <= 0 || total_ms <= 0.0 {
         return;
@@ -73,7 +78,7 @@ pub fn replay_findings(
         }
         // A fix the rule states as what-if changes is replayed as stated.
         if !b.fix.is_empty() {
-            return stated_fix(trace, replay, b, before, total_ms, bound);
+            return stated_fix(trace, replay, b, (before, steps), total_ms, bound);
         }
         // Exposed communication or copies: hiding them saves at most their exposed time; the
         // replay removes them all and keeps the saving under that bound, so a step the host
@@ -128,6 +133,7 @@ pub fn replay_findings(
         Some(ReplayedSaving {
             before_ms: before as f64 / 1e6,
             after_ms: after as f64 / 1e6,
+            steps,
             trace_ms: total_ms,
             factor,
             cut_ms: saving_ns.min(gpu_ns as f64) / 1e6,

@@ -99,6 +99,27 @@ fn named_cause<'a>(st: &'a Standalone, f: &Finding) -> Option<NamedCause<'a>> {
     })
 }
 
+/// The P-item's largest op replayed (`whatif::impacts`): the P-items keep TraceLens's order
+/// and impact_score (its contract), and this line says what the replay of that op's fix
+/// found, and the priority the fair report gives it by that, so the two reports never
+/// disagree unseen (an fp32 GEMM P1 in a step its host holds saves ~0).
+fn replayed_line(st: &Standalone, f: &Finding) -> Option<String> {
+    let top = f.members.first()?;
+    let row = st.rows.get(top.row)?.row;
+    let b = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| b.row == Some(row))?;
+    let text = b.impact.replayed_text()?;
+    let text = text.trim_start_matches("replayed: ");
+    Some(format!(
+        "*The fix of {}, replayed over the trace's schedule: {text}; the fair report ranks it {} by that (docs/whatif.md).*",
+        op_name(&top.name),
+        b.priority.label()
+    ))
+}
+
 fn card_title(st: &Standalone, f: &Finding) -> String {
     let base = match named_cause(st, f) {
         Some(c) => format!("{}: {}", op_name(&f.members[0].name), c.title),
@@ -319,6 +340,9 @@ pub fn render(i: &Inputs<'_>) -> String {
                 s,
                 "*No perf model: estimated from its share of the trace.*\n"
             );
+        }
+        if let Some(line) = replayed_line(st, f) {
+            let _ = writeln!(s, "{line}\n");
         }
         let _ = writeln!(
             s,

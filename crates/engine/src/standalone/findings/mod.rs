@@ -122,36 +122,46 @@ impl ImpactMethod {
 }
 
 impl Impact {
-    /// `10.4–16.4% of trace time (mid 13.4%; the named causes' own estimate, medium confidence)`.
-    pub fn text(&self) -> String {
-        let replayed = match self.replayed {
-            Some(r) if r.saving_pct() < OVERLAPPED_PCT => {
-                // Why the cut saves nothing: a path the GPU holds means the cut work overlaps
-                // other work or is off the path; otherwise the path's own cause says it.
-                let why = match r.bound_by {
-                    "gpu_compute_bound" | "gpu_communication_bound" | "" => {
-                        "the cut work overlaps other work or is off the critical path".to_owned()
-                    }
-                    b => format!(
-                        "the replayed steps' critical path is {:.0}% {b}",
-                        r.bound_pct
-                    ),
-                };
-                format!(
-                    "; replayed: saves ~0 ({:.3} ms of the {:.3} ms cut: {why})",
-                    r.saved_ms(),
-                    r.cut_ms
-                )
-            }
-            Some(r) => format!(
-                "; replayed: {:.1} → {:.1} ms, saves {:.3} ms ({:.1}% of trace time)",
+    /// The replayed saving in words, where the fix was replayed: `replayed: 88.2 → 74.6 ms,
+    /// saves 13.558 ms (15.4% of the steps' time)`, or `replayed: saves ~0 (… : why)`.
+    pub fn replayed_text(&self) -> Option<String> {
+        let r = self.replayed?;
+        Some(if r.saving_pct() < OVERLAPPED_PCT {
+            // Why the cut saves nothing: a path the GPU holds means the cut work overlaps
+            // other work or is off the path; otherwise the path's own cause says it.
+            let why = match r.bound_by {
+                "gpu_compute_bound" | "gpu_communication_bound" | "" => {
+                    "the cut work overlaps other work or is off the critical path".to_owned()
+                }
+                b => format!(
+                    "the replayed {} critical path is {:.0}% {b}",
+                    if r.steps { "steps'" } else { "trace's" },
+                    r.bound_pct
+                ),
+            };
+            format!(
+                "replayed: saves ~0 ({:.3} ms of the {:.3} ms cut: {why})",
+                r.saved_ms(),
+                r.cut_ms
+            )
+        } else {
+            format!(
+                "replayed: {:.1} → {:.1} ms, saves {:.3} ms ({:.1}% {})",
                 r.before_ms,
                 r.after_ms,
                 r.saved_ms(),
-                r.saving_pct()
-            ),
-            None => String::new(),
-        };
+                r.saving_pct(),
+                r.of()
+            )
+        })
+    }
+
+    /// `10.4–16.4% of trace time (mid 13.4%; the named causes' own estimate, medium confidence)`.
+    pub fn text(&self) -> String {
+        let replayed = self
+            .replayed_text()
+            .map(|t| format!("; {t}"))
+            .unwrap_or_default();
         format!(
             "{:.1}–{:.1}% of trace time (mid {:.1}%; {}{}){replayed}",
             self.low_pct,
@@ -169,13 +179,15 @@ impl Impact {
 /// the critical path).
 pub const OVERLAPPED_PCT: f64 = 0.1;
 
-/// The trace replayed with a finding's fix applied (`crate::whatif::impacts`): its steps'
-/// length (the whole trace's without steps) before and after, and the trace time the formula's
-/// shares are of, ms.
+/// The trace replayed with a finding's fix applied (`crate::whatif::impacts`): the length it is
+/// measured on before and after (`critical_path::replay::work_length`: the steps' summed spans,
+/// or the GPU timeline's span without steps), ms.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
 pub struct ReplayedSaving {
     pub before_ms: f64,
     pub after_ms: f64,
+    /// Whether that length is the steps' (else the GPU timeline's span).
+    pub steps: bool,
     /// The GPU timeline's span (`Utilization::total_ms`): the formula's "% of trace time".
     pub trace_ms: f64,
     /// The factor the fix put on its op's GPU time (the What-if panel offers it as a change).
@@ -194,13 +206,25 @@ impl ReplayedSaving {
         (self.before_ms - self.after_ms).max(0.0)
     }
 
-    /// That time as a share of the trace's time, %: the same denominator as the formula's
-    /// range, so the two compare and one set of priority thresholds serves both.
+    /// That time as a share of the length it was measured on, %: what the fix takes off the
+    /// steps (or, without steps, off the GPU timeline, the formula's own denominator). A
+    /// step's host time before its first kernel makes the steps longer than the GPU timeline;
+    /// the saving is then a smaller share of them than of the GPU timeline, and this is the
+    /// share the run would see (docs/whatif.md, "Every recommendation's impact").
     pub fn saving_pct(&self) -> f64 {
-        if self.trace_ms <= 0.0 {
+        if self.before_ms <= 0.0 {
             0.0
         } else {
-            self.saved_ms() / self.trace_ms * 100.0
+            self.saved_ms() / self.before_ms * 100.0
+        }
+    }
+
+    /// What `saving_pct` is a share of, in words.
+    pub fn of(&self) -> &'static str {
+        if self.steps {
+            "of the steps' time"
+        } else {
+            "of the GPU timeline"
         }
     }
 }
@@ -532,8 +556,9 @@ mod tests {
             mid_pct: 2.0,
             high_pct: 3.0,
             replayed: Some(ReplayedSaving {
-                before_ms: 100.0,
-                after_ms: 100.0 - saved_ms,
+                before_ms: 150.0,
+                after_ms: 150.0 - saved_ms,
+                steps: true,
                 trace_ms: 100.0,
                 factor: 0.5,
                 cut_ms: 2.0,
@@ -545,7 +570,8 @@ mod tests {
     }
 
     /// A fix that saves nothing says why: the path's own cause where the host or the launches
-    /// hold it, overlap where the GPU does; one that saves says how much.
+    /// hold it, overlap where the GPU does; one that saves says how much, as a share of the
+    /// steps' replayed time it was measured on (150 ms), not of the GPU timeline (100 ms).
     #[test]
     fn a_replayed_saving_of_nothing_says_why() {
         let cpu = saving(0.01, "cpu_bound", 99.94).text();
@@ -560,7 +586,7 @@ mod tests {
         );
         let saves = saving(1.5, "gpu_compute_bound", 80.0).text();
         assert!(
-            saves.ends_with("replayed: 100.0 → 98.5 ms, saves 1.500 ms (1.5% of trace time)"),
+            saves.ends_with("replayed: 150.0 → 148.5 ms, saves 1.500 ms (1.0% of the steps' time)"),
             "{saves}"
         );
     }

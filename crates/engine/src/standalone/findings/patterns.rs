@@ -286,9 +286,6 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     }
 }
 
-/// The fusion action written for the module's kind, read from its class name
-/// (docs/analysis.md, "Patterns"): a norm, a rotary embedding, an activation / MLP, else the
-/// general one.
 /// The host time of the zero_grad calls that makes the finding worth stating on its own, as a
 /// share of the trace's span, % (the fills' GPU time is judged against compute as usual).
 pub const ZERO_GRAD_HOST_MIN_PCT: f64 = 1.0;
@@ -350,6 +347,9 @@ fn add_zero_grad(
     f.bottlenecks.push(b);
 }
 
+/// The fusion action written for the module's kind, read from its class name
+/// (docs/analysis.md, "Patterns"): a norm, a rotary embedding, an activation / MLP, else the
+/// general one.
 pub(super) fn fusion_action(class: &str) -> &'static str {
     let c = class.to_ascii_lowercase();
     if c.contains("norm") {
