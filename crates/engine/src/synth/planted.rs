@@ -323,6 +323,19 @@ pub fn cases() -> Vec<PlantedCase> {
             )
         },
         PlantedCase {
+            group: Some(Group::Module("SelfAttention")),
+            ..case_of(
+                "attention_unfused_divided",
+                // Divided space-time attention in one module class (TimeSformer's shape): 6
+                // calls over 4096 tokens and 12 over 8 frames (8192 = 16 heads × 512 patches).
+                // Truth: 4 passes of 536.9 MB × 6 + 4 × 1.05 MB × 12 = 12.93 GB over 18 calls;
+                // charging every module call the largest matrix said 25.8 GB.
+                [unfused_attention(16, 4096, 64, 6), unfused_attention(8192, 8, 64, 12)].concat(),
+                Some("attention_materializes_scores"),
+                &["4096 × 4096 score matrix", "12.9 GB through memory over 18 calls", "in 6 calls", "in 12 calls"],
+            )
+        },
+        PlantedCase {
             group: Some(Group::Op("aten::matmul")),
             ..case_of(
                 "gemm_layout_copy",

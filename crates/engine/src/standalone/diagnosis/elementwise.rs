@@ -34,7 +34,7 @@ fn contiguous_where_it_matters(shape: &[i64], strides: &[i64]) -> bool {
 }
 
 /// `((8, 4096), (1, 4096))` → shapes; `[[8, 4096], [1, 4096]]` too.
-fn shapes(text: &str) -> Vec<Vec<i64>> {
+pub(crate) fn shapes(text: &str) -> Vec<Vec<i64>> {
     let t = text.replace(['(', '['], "[").replace([')', ']'], "]");
     let Ok(serde_json::Value::Array(v)) =
         serde_json::from_str::<serde_json::Value>(&t.replace(",]", "]"))

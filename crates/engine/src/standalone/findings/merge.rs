@@ -4,7 +4,6 @@
 //! takes the most urgent priority of the two and, for attention, names the cause with its
 //! numbers: the score matrix the op-by-op path writes to memory.
 
-use super::super::diagnosis::{self, Cause, Confidence};
 use super::super::md::code;
 use super::super::ops::OpRow;
 use super::{Bottleneck, CategoryFindings};
@@ -31,7 +30,7 @@ pub struct Scope {
 impl Scope {
     /// Whether the row's example instance runs inside the scope's module class (any row, for a
     /// scope without one).
-    fn holds(&self, row: &OpRow) -> bool {
+    pub(super) fn holds(&self, row: &OpRow) -> bool {
         self.class
             .as_deref()
             .is_none_or(|c| super::super::context::path_has_class(&row.module_path, c))
@@ -147,7 +146,7 @@ pub fn one_cause_one_finding(
     for f in categories.iter_mut() {
         for p in f.bottlenecks.iter_mut().filter(|p| p.scope.is_some()) {
             if p.scope.as_ref().is_some_and(|s| s.unfused_attention) {
-                if let Some(cause) = scores_cause(p, rows, platform) {
+                if let Some(cause) = super::scores::cause(p, rows, platform) {
                     // The finding names its cause as op findings do (title, issue, Path A).
                     p.title = format!("{}: {}", p.title, cause.title);
                     p.issue = format!("{} {}", p.issue, cause.evidence);
@@ -194,73 +193,4 @@ fn covers(scope: &Scope, x: &Bottleneck, rows: &[OpRow]) -> bool {
         .map(|(_, ms)| ms)
         .sum();
     in_class && x.time_ms > 0.0 && inside_ms >= ABSORB_MIN_SHARE * x.time_ms
-}
-
-/// The unfused attention's cause with its numbers: QKᵀ writes a B·M·N score matrix per call,
-/// the softmax reads and writes it and PV reads it again: four passes through HBM that a fused
-/// kernel keeps on chip.
-fn scores_cause(p: &Bottleneck, rows: &[OpRow], platform: Option<&Platform>) -> Option<Cause> {
-    let scope = p.scope.as_ref()?;
-    // QKᵀ: the batched matmul of the class with the largest output (N = keys, K = head dim).
-    let qk = rows
-        .iter()
-        .filter(|r| {
-            let n = r.name.trim_start_matches("aten::");
-            matches!(n, "bmm" | "baddbmm" | "matmul") && scope.holds(r)
-        })
-        .filter_map(|r| {
-            let (b, m, n, k) = (r.param("B")?, r.param("M")?, r.param("N")?, r.param("K")?);
-            (b > 0 && m > 0 && n > 0 && k > 0).then_some((r, b, m, n, k))
-        })
-        .max_by_key(|&(_, b, m, n, _)| b * m * n)?;
-    let (r, b, m, n, k) = qk;
-    let bytes = diagnosis::spec_bytes(&r.compute_spec).unwrap_or(2);
-    let dtype = r
-        .compute_spec
-        .rsplit('_')
-        .next()
-        .unwrap_or("bf16")
-        .to_owned();
-    let scores_bytes = (b * m * n) as f64 * bytes as f64;
-    let traffic_per_call = 4.0 * scores_bytes;
-    let calls = scope.instances.max(1) as f64;
-    let mut evidence = format!(
-        "QKᵀ ({} B={b}, M={m}, N={n}, K={k}) writes a {b} × {m} × {n} score matrix per call ({:.1} MB in {dtype}); the softmax reads and writes it and PV reads it again: {:.2} GB through memory per call, {:.1} GB over {} calls.",
-        code(&r.name),
-        scores_bytes / 1e6,
-        traffic_per_call / 1e9,
-        traffic_per_call * calls / 1e9,
-        scope.instances
-    );
-    if let Some(pl) = platform {
-        let bw = pl.hbm_tbps.0 * 1e12;
-        let floor_ms = traffic_per_call * calls / bw * 1e3;
-        // The fused kernel's floor: QKᵀ and PV FLOPs at the matrix peak, or reading Q, K, V
-        // and writing O once, whichever is slower.
-        let flops = 4.0 * (b * m * n * k) as f64 * calls;
-        let io = (b * (2 * m + 2 * n) * k) as f64 * bytes as f64 * calls;
-        let peak = pl.peak_tflops(&format!("matrix_{dtype}")).map(|t| t * 1e12);
-        let fused_ms = peak.map(|pk| (flops / pk).max(io / bw) * 1e3);
-        evidence.push_str(&format!(
-            " At {}'s {} TB/s that traffic alone takes at least {floor_ms:.1} ms of the {:.1} ms measured",
-            code(&pl.name),
-            pl.hbm_tbps.0,
-            p.time_ms
-        ));
-        match fused_ms {
-            Some(f) => evidence.push_str(&format!(
-                "; a fused kernel, which keeps the scores on chip, is bounded by {f:.1} ms (its FLOPs at the {dtype} peak, Q/K/V/O read and written once)."
-            )),
-            None => evidence.push('.'),
-        }
-    }
-    Some(Cause {
-        key: "attention_materializes_scores",
-        title: format!("attention materializes the {m} × {n} score matrix per head"),
-        evidence,
-        action: "Call `torch.nn.functional.scaled_dot_product_attention` (flash or memory-efficient backend) instead of bmm → softmax → bmm, so the scores never leave on-chip memory; on ROCm make sure the flash/CK backend is enabled.".into(),
-        waste: None,
-        confidence: Confidence::High,
-        bounds_all: false,
-    })
 }

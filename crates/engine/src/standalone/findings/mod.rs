@@ -6,6 +6,7 @@ pub mod merge;
 mod notes;
 mod ops;
 mod patterns;
+mod scores;
 mod timeline;
 
 use serde::Serialize;
