@@ -10,6 +10,7 @@ pub mod explorer;
 pub mod findings;
 pub mod md;
 pub mod ops;
+pub mod own_models;
 pub mod patterns;
 pub mod rules;
 pub mod workload;
@@ -256,6 +257,9 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
                 .and_then(|root| modules.frame_of_root(root));
             r.module_path = modules.chain(src.trace, frame).join(" > ");
         }
+    }
+    for r in &mut rows {
+        own_models::apply(r, src.platform);
     }
     let workload = workload::identify(src.trace, &rows, &modules, src.trains);
     let utilization = Utilization::of(src.timeline);

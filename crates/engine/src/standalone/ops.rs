@@ -137,6 +137,30 @@ pub enum Bound {
     Memory,
 }
 
+/// Jarvis's own perf models (`standalone::own_models`; docs/metrics.md, "Jarvis's own models").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OwnModel {
+    /// Softmax and log-softmax forward: the input read and the output written once.
+    Softmax,
+    /// Their backward: the gradient and the output read, the input's gradient written.
+    SoftmaxBackward,
+}
+
+impl OwnModel {
+    /// The model in words, as the efficiency's basis names it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            OwnModel::Softmax => {
+                "Jarvis's softmax model: the input read and the output written once"
+            }
+            OwnModel::SoftmaxBackward => {
+                "Jarvis's softmax-backward model: the gradient and the output read, the input's gradient written once"
+            }
+        }
+    }
+}
+
 /// One `unified_perf_summary` row: an op name with one argument signature.
 #[derive(Debug, Clone, Serialize)]
 pub struct OpRow {
@@ -163,6 +187,10 @@ pub struct OpRow {
     pub roofline_us: Option<f64>,
     pub bound: Option<Bound>,
     pub has_model: bool,
+    /// Jarvis's own model of an op TraceLens leaves unmodelled (`own_models`), named: the row's
+    /// bytes, bandwidth, bound and roofline then come from it, and TraceLens's agent report
+    /// still treats the op as unmodelled.
+    pub own_model: Option<OwnModel>,
     pub kernels: String,
     pub perf_params: String,
     /// Names of the CPU ops below this one in the call tree (the ops `ops_summary` credits
@@ -373,6 +401,7 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
                     _ => None,
                 },
                 has_model: s(model) == "True",
+                own_model: None,
                 kernels: s(kern),
                 perf_params: s(params),
                 sub_ops: Vec::new(),
@@ -412,6 +441,7 @@ pub(crate) mod tests_support {
             roofline_us: None,
             bound: None,
             has_model: false,
+            own_model: None,
             kernels: String::new(),
             perf_params: String::new(),
             sub_ops: Vec::new(),

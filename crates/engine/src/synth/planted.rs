@@ -234,6 +234,23 @@ fn unfused_attention(heads: i64, s: i64, d: i64, calls: u32) -> Vec<PlantedOp> {
     ]
 }
 
+const GENERIC_SOFTMAX: &str = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, c10::BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, c10::BFloat16 const*, int)";
+const SMEM_SOFTMAX: &str = "void at::native::(anonymous namespace)::cunn_SoftMaxForwardSmem<8, c10::BFloat16, float, c10::BFloat16, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(c10::BFloat16*, c10::BFloat16 const*, int)";
+
+/// Ten softmaxes over 32 × 2048 × 2048 bf16 scores in `kernel`, at `eff` of H100's 3.35 TB/s
+/// by the model (the input read and the output written once).
+fn softmax(kernel: &str, eff: f64) -> PlantedOp {
+    let bytes = 32.0 * 2048.0 * 2048.0 * 4.0;
+    op(
+        "aten::_softmax",
+        "[[32, 2048, 2048], [], []]",
+        &format!("[{BF16}, \"Scalar\", \"Scalar\"]"),
+        "[\"\", \"-1\", \"False\"]",
+        &[(kernel, (bytes / (3.35e12 * eff) * 1e9).round() as Nanos)],
+        10,
+    )
+}
+
 /// Every planted case.
 pub fn cases() -> Vec<PlantedCase> {
     let few = "Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI16x16x16x1_SN_1LDSB0_AF0EM8_AF1EM8_ASEM64_GSU2_GSUAMB_ISA942_IU1_K1_WG64_4_1_WGM1";
@@ -367,6 +384,17 @@ pub fn cases() -> Vec<PlantedCase> {
         },
         // The same fills outside any `zero_grad` (a model zeroing its buffers): no finding.
         on_h100(case_of("zero_fills_healthy", zero_grad_fills(20), None, &[])),
+        // A softmax over 32 × 2048 × 2048 bf16 scores (134.2 M elements: 536.9 MB read and
+        // written by the model) in PyTorch's generic multi-pass kernel at 20% of H100's
+        // 3.35 TB/s: 0.67 TB/s by the model, 1.34 TB/s (40%) by the kernel's four passes.
+        on_h100(case_of(
+            "softmax_multipass",
+            vec![softmax(GENERIC_SOFTMAX, 0.2)],
+            Some("softmax_multipass"),
+            &["reads each row three times", "0.67 TB/s by the model's two passes", "1.34 TB/s by the kernel's four (40% of"],
+        )),
+        // The same softmax in the shared-memory kernel at 80%: no cause.
+        on_h100(case_of("softmax_one_pass", vec![softmax(SMEM_SOFTMAX, 0.8)], None, &[])),
         on_h100(case_of(
             "gemm_last_wave_recorded",
             // 2304×2048 output in CUTLASS 128×128 tiles: the recorded grid [18, 16, 1] = 288 CTAs

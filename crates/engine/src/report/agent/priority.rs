@@ -191,7 +191,9 @@ fn estimate(i: usize, r: &OpRow, baseline_ms: f64, floor: f64) -> Option<Estimat
         return None;
     }
     let pct = time_ms / baseline_ms * 100.0;
-    let eff = r.efficiency_pct();
+    // TraceLens's agent knows only TraceLens's models: an op Jarvis models on its own
+    // (`standalone::own_models`) is unmodelled here, as in the agent.
+    let eff = r.efficiency_pct().filter(|_| r.own_model.is_none());
     let base = |low: f64,
                 mid: f64,
                 high: f64,

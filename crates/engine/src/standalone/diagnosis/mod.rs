@@ -12,6 +12,7 @@ mod gemm;
 pub use gemm::{tiling, GemmTiling};
 pub mod kernels;
 mod moe;
+mod softmax;
 
 use serde::Serialize;
 
@@ -83,7 +84,15 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         | SeedCategory::Reduce
         | SeedCategory::Batchnorm
         | SeedCategory::Triton
-        | SeedCategory::Other => elementwise::causes(r, shape, ctx),
+        | SeedCategory::Other => {
+            // A softmax whose kernel explains its gap says so; the bandwidth rules otherwise.
+            let own = softmax::causes(shape, ctx);
+            if own.is_empty() {
+                elementwise::causes(r, shape, ctx)
+            } else {
+                own
+            }
+        }
         SeedCategory::Communication => Vec::new(),
     };
     let gap = gap(r.efficiency_pct());

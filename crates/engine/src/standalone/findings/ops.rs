@@ -70,7 +70,13 @@ pub(super) fn basis(r: &OpRow, p: Option<&Platform>) -> String {
                 None => format!("of the datasheet dense peak ({spec}, {peak:.0} TFLOPS/s)"),
             }
         }
-        Some(Bound::Memory) => format!("of peak HBM bandwidth ({:.2} TB/s)", p.hbm_tbps.0),
+        Some(Bound::Memory) => format!(
+            "of peak HBM bandwidth ({:.2} TB/s{})",
+            p.hbm_tbps.0,
+            r.own_model
+                .map(|m| format!("; {}", m.describe()))
+                .unwrap_or_default()
+        ),
         None => "no perf model".to_owned(),
     }
 }

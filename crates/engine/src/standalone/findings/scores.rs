@@ -8,7 +8,6 @@
 use super::super::diagnosis::{self, Cause, Confidence};
 use super::super::md::code;
 use super::super::ops::OpRow;
-use super::merge::Scope;
 use super::Bottleneck;
 use crate::perf::platform::Platform;
 
@@ -32,15 +31,15 @@ impl Scores<'_> {
     }
 }
 
-/// The batched matmuls of the scope, with their B, M, N, K.
+/// The batched matmuls of the scope (`holds`), with their B, M, N, K.
 fn matmuls<'r, 's>(
-    scope: &'s Scope,
+    holds: &'s dyn Fn(&OpRow) -> bool,
     rows: &'r [OpRow],
 ) -> impl Iterator<Item = (&'r OpRow, (i64, i64, i64, i64))> + use<'r, 's> {
     rows.iter()
         .filter(move |r| {
             let n = r.name.trim_start_matches("aten::");
-            matches!(n, "bmm" | "baddbmm" | "matmul") && scope.holds(r)
+            matches!(n, "bmm" | "baddbmm" | "matmul") && holds(r)
         })
         .filter_map(|r| {
             let (b, m, n, k) = (r.param("B")?, r.param("M")?, r.param("N")?, r.param("K")?);
@@ -62,14 +61,14 @@ fn dtype_bytes(t: &str) -> Option<(u64, &'static str)> {
 
 /// Each score matrix a softmax of the scope ran over (leading dims' product = B, then M, N),
 /// paired with the matmul that wrote it (the QKᵀ of that B, M, N); in the softmax's dtype.
-fn by_softmax<'r>(scope: &Scope, rows: &'r [OpRow]) -> Vec<Scores<'r>> {
-    let qks: Vec<_> = matmuls(scope, rows).collect();
+fn by_softmax<'r>(holds: &dyn Fn(&OpRow) -> bool, rows: &'r [OpRow]) -> Vec<Scores<'r>> {
+    let qks: Vec<_> = matmuls(holds, rows).collect();
     rows.iter()
         .filter(|r| {
             matches!(
                 r.name.trim_start_matches("aten::"),
                 "_softmax" | "softmax" | "_safe_softmax"
-            ) && scope.holds(r)
+            ) && holds(r)
         })
         .filter_map(|s| {
             let dims = diagnosis::elementwise::shapes(&s.input_dims);
@@ -107,11 +106,12 @@ fn spec_dtype(r: &OpRow) -> String {
 /// The cause for an unfused-attention pattern `p`.
 pub(super) fn cause(p: &Bottleneck, rows: &[OpRow], platform: Option<&Platform>) -> Option<Cause> {
     let scope = p.scope.as_ref()?;
-    let mut all = by_softmax(scope, rows);
+    let holds = |r: &OpRow| scope.holds(r);
+    let mut all = by_softmax(&holds, rows);
     if all.is_empty() {
         // No softmax shape recorded in the scope: the matmul with the largest output is QKᵀ,
         // once per call of the module.
-        let (qk, bmnk) = matmuls(scope, rows).max_by_key(|&(_, (b, m, n, _))| b * m * n)?;
+        let (qk, bmnk) = matmuls(&holds, rows).max_by_key(|&(_, (b, m, n, _))| b * m * n)?;
         all.push(Scores {
             qk,
             bmnk,

@@ -1,0 +1,143 @@
+//! Jarvis's own perf models for ops TraceLens leaves unmodelled (issue #49 item 3; docs/metrics.md,
+//! "Jarvis's own models"). TraceLens's sheets stay as they are: the model fills the op's row in
+//! Jarvis's analysis only (its bytes, achieved bandwidth, bound and roofline time), so the fair
+//! report, the tables and the diagnosis judge the op against the platform, while TraceLens's
+//! agent report keeps treating it as unmodelled, as TraceLens does.
+//!
+//! - **Softmax and log-softmax, forward** (`aten::_softmax`, `aten::_log_softmax`, their
+//!   composites, `aten::_safe_softmax`): a row reduction that needs its input read once and its
+//!   output written once (an implementation that keeps each row on chip does exactly that); the
+//!   output is fp32 when `half_to_float` is set.
+//! - **Their backward** (`aten::_softmax_backward_data`, `aten::_log_softmax_backward_data`): the
+//!   gradient and the forward's output read, the input's gradient written.
+//!
+//! Both are memory-bound by construction (a few FLOPs per element), so the roofline time is the
+//! bytes at the platform's HBM bandwidth.
+
+use super::diagnosis::elementwise::{shapes, MIB};
+use super::ops::{Bound, OpRow, OwnModel};
+use crate::perf::dtype::bytes_per_element;
+use crate::perf::platform::Platform;
+
+/// Bytes one instance of a softmax op moves, and the model's description.
+fn softmax_bytes(r: &OpRow) -> Option<(f64, OwnModel)> {
+    let op = r.name.trim_start_matches("aten::");
+    let backward = match op {
+        "_softmax" | "softmax" | "_log_softmax" | "log_softmax" | "_safe_softmax" => false,
+        "_softmax_backward_data" | "_log_softmax_backward_data" => true,
+        _ => return None,
+    };
+    let dims = shapes(&r.input_dims);
+    let numel: i64 = dims.first().filter(|d| !d.is_empty())?.iter().product();
+    if numel <= 0 {
+        return None;
+    }
+    // `('c10::BFloat16', 'Scalar', 'Scalar')`: the quoted entries, one per input.
+    let types: Vec<&str> = r.input_type.split('\'').skip(1).step_by(2).collect();
+    let elem = |i: usize| types.get(i).and_then(|t| bytes_per_element(t));
+    let n = numel as f64;
+    if backward {
+        let (grad, out) = (elem(0)?, elem(1).or(elem(0))?);
+        return Some((n * (grad + out + grad), OwnModel::SoftmaxBackward));
+    }
+    let input = elem(0)?;
+    // `half_to_float`, the third argument: the output is fp32.
+    let to_float = r
+        .concrete_inputs
+        .split(',')
+        .nth(2)
+        .is_some_and(|s| s.contains("True"));
+    let output = if to_float { 4.0 } else { input };
+    Some((n * (input + output), OwnModel::Softmax))
+}
+
+/// Fills an unmodelled row's model where Jarvis has one; rows TraceLens modelled are left alone.
+pub fn apply(r: &mut OpRow, platform: Option<&Platform>) {
+    if r.roofline_us.is_some() || r.data_mb.is_some() || r.kernel_level {
+        return;
+    }
+    let Some((bytes, model)) = softmax_bytes(r) else {
+        return;
+    };
+    r.data_mb = Some(bytes / MIB);
+    r.tb_s = (r.kernel_us > 0.0).then(|| bytes * r.count as f64 / (r.kernel_us * 1e-6) / 1e12);
+    r.bound = Some(Bound::Memory);
+    r.roofline_us = platform.map(|p| bytes / (p.hbm_tbps.0 * 1e12) * 1e6);
+    r.own_model = Some(model);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::standalone::ops::tests_support::row;
+
+    fn softmax(name: &str, dims: &str, types: &str, concrete: &str) -> OpRow {
+        let mut r = row(name);
+        r.input_dims = dims.into();
+        r.input_type = types.into();
+        r.concrete_inputs = concrete.into();
+        r.count = 10;
+        r.kernel_us = 1000.0;
+        r
+    }
+
+    /// 16 × 5185² bf16 scores: 430.1 M elements read and written at 2 bytes = 1.72 GB per call;
+    /// 10 calls in 1 ms is 17.2 TB/s, and at 3.35 TB/s one call takes 513.5 µs.
+    #[test]
+    fn softmax_reads_its_input_and_writes_its_output_once() {
+        let mut r = softmax(
+            "aten::_softmax",
+            "((16, 5185, 5185), (), ())",
+            "('c10::BFloat16', 'Scalar', 'Scalar')",
+            "('', '-1', 'False')",
+        );
+        let p = crate::perf::platform::by_name("h100").expect("h100");
+        apply(&mut r, Some(&p));
+        let bytes = 16.0 * 5185.0 * 5185.0 * 4.0;
+        assert!((r.data_mb.unwrap() * MIB - bytes).abs() < 1.0);
+        assert!((r.roofline_us.unwrap() - bytes / 3.35e12 * 1e6).abs() < 1e-6);
+        assert!((r.tb_s.unwrap() - bytes * 10.0 / 1e-3 / 1e12).abs() < 1e-9);
+        assert_eq!(r.bound, Some(Bound::Memory));
+        assert_eq!(r.own_model, Some(OwnModel::Softmax));
+        // half_to_float: fp32 out.
+        let mut f = softmax(
+            "aten::_softmax",
+            "((4, 1000), (), ())",
+            "('c10::Half', 'Scalar', 'Scalar')",
+            "('', '-1', 'True')",
+        );
+        apply(&mut f, None);
+        assert!((f.data_mb.unwrap() * MIB - 4000.0 * 6.0).abs() < 1e-6);
+        assert_eq!(f.roofline_us, None, "no platform, no roofline");
+        // Backward: gradient and output read, gradient written.
+        let mut b = softmax(
+            "aten::_softmax_backward_data",
+            "((8, 1024), (8, 1024), (), ())",
+            "('float', 'float', 'Scalar', 'Scalar')",
+            "",
+        );
+        apply(&mut b, None);
+        assert!((b.data_mb.unwrap() * MIB - 8192.0 * 12.0).abs() < 1e-6);
+        assert_eq!(b.own_model, Some(OwnModel::SoftmaxBackward));
+    }
+
+    /// Rows TraceLens modelled, other ops and rows without shapes are left alone.
+    #[test]
+    fn only_unmodelled_softmax_rows_get_the_model() {
+        let mut gemm = softmax("aten::mm", "((8, 8), (8, 8))", "('float', 'float')", "");
+        apply(&mut gemm, None);
+        assert_eq!(gemm.own_model, None);
+        let mut bare = softmax("aten::_softmax", "", "", "");
+        apply(&mut bare, None);
+        assert_eq!(bare.data_mb, None);
+        let mut modelled = softmax(
+            "aten::_softmax",
+            "((4, 1000), (), ())",
+            "('float', 'Scalar', 'Scalar')",
+            "",
+        );
+        modelled.data_mb = Some(1.0);
+        apply(&mut modelled, None);
+        assert_eq!(modelled.own_model, None);
+    }
+}
