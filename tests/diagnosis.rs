@@ -801,3 +801,33 @@ fn a_replayed_saving_is_a_share_of_what_it_was_measured_on() {
         "{text}"
     );
 }
+
+/// Activation checkpointing on a real trace (MI300X ResNet, non-reentrant
+/// `torch.utils.checkpoint`): the forward rerun inside the unpack hooks, checked by hand in the
+/// trace: 12 hook calls over 3 steps launch 615 kernels (`miopen_convolution`, `native_batch_norm`,
+/// `add_`, `clamp_min_`) for 4.21 ms; the fix is replayed and the finding ranks by that. A trace
+/// without checkpointing gets no such finding (planted `recompute_healthy` covers the hooks that
+/// recompute nothing).
+#[test]
+fn activations_recomputed_by_checkpointing_are_one_replayed_finding() {
+    let Some(bytes) = fixture("mi300x_resnet_act_checkpoint.json.gz") else {
+        return;
+    };
+    let a = analyze_on(&bytes, "mi300x");
+    let st = standalone(&a);
+    let b = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| keys(b).contains(&"activation_recompute"))
+        .expect("a recompute finding");
+    assert!(b.issue.contains("12 checkpointed regions"), "{}", b.issue);
+    assert!(b.issue.contains("615 kernels"), "{}", b.issue);
+    assert!((b.time_ms - 4.210).abs() < 0.001, "{}", b.time_ms);
+    let r = b.impact.replayed.expect("replayed");
+    assert!(r.saved_ms() > 0.0 && r.saved_ms() < b.time_ms, "{r:?}");
+    assert_eq!(
+        b.priority,
+        jarvis_engine::standalone::rules::impact_priority(r.saving_pct())
+    );
+}

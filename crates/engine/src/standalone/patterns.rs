@@ -111,18 +111,19 @@ pub struct ShortKernels {
     pub ms: f64,
 }
 
-/// Gradients zeroed by kernels inside `Optimizer.zero_grad` (`set_to_none=False`): with
-/// `set_to_none=True` the call launches nothing.
+/// GPU work launched inside named host ranges (`framed`): gradients zeroed by kernels inside
+/// `Optimizer.zero_grad` (`set_to_none=False`: with `set_to_none=True` the call launches
+/// nothing), activations recomputed inside `torch.utils.checkpoint`'s unpack hook.
 #[derive(Debug, Clone, Serialize)]
-pub struct ZeroGrad {
-    /// `zero_grad` calls that launched GPU work.
+pub struct FramedWork {
+    /// Ranges (nested ones merged) that launched GPU work.
     pub calls: u64,
     /// The GPU events they launched and their time, ms.
     pub kernels: u64,
     pub gpu_ms: f64,
-    /// Host time of those calls (launching the fills), ms.
+    /// Host time of those ranges (launching the work), ms.
     pub host_ms: f64,
-    /// The ops that launched them (`aten::zero_`, `aten::fill_`), with their GPU time.
+    /// The ops that launched the work (`aten::zero_`, `aten::fill_`), with their GPU time.
     pub ops: Vec<OpShare>,
     /// The ranges' names as recorded (`Optimizer.zero_grad#SGD.zero_grad`), each once.
     pub names: Vec<String>,
@@ -136,7 +137,9 @@ pub struct Patterns {
     pub conv_transposes: Option<ConvTransposes>,
     pub gemm_copies: Option<GemmCopies>,
     pub short_kernels: Option<ShortKernels>,
-    pub zero_grad: Option<ZeroGrad>,
+    pub zero_grad: Option<FramedWork>,
+    /// Forward work rerun in the backward pass by activation checkpointing.
+    pub recompute: Option<FramedWork>,
 }
 
 /// Ops whose kernels are the heavy lifting a fusion does not remove, or that are already one
@@ -201,7 +204,8 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         conv_transposes: conv_transposes(trace, tree),
         gemm_copies: gemm_copies(trace, tree),
         short_kernels: short_kernels(trace),
-        zero_grad: zero_grad(trace, tree),
+        zero_grad: framed(trace, tree, &|_, n| n.starts_with("Optimizer.zero_grad")),
+        recompute: framed(trace, tree, &is_recompute_frame),
     }
     .with_module_patterns(trace, tree, modules)
 }
@@ -514,19 +518,33 @@ fn gemm_copies(trace: &Trace, tree: &CallTree) -> Option<GemmCopies> {
     })
 }
 
-/// GPU work launched inside `Optimizer.zero_grad` (the annotation PyTorch's optimizers record,
-/// `Optimizer.zero_grad#SGD.zero_grad`): the launches that fall inside a call on its thread
-/// (by time: annotations are not parents in the call tree), and the GPU events they launched.
-fn zero_grad(trace: &Trace, tree: &CallTree) -> Option<ZeroGrad> {
-    // (thread, start, end, event) of each call, by thread and start.
+/// The frame in which non-reentrant activation checkpointing (`torch.utils.checkpoint`,
+/// `use_reentrant=False`) recomputes a region's forward: the saved-tensor hook's unpack, run by
+/// the backward pass when it first needs an activation the region did not keep
+/// (`torch/utils/checkpoint.py(1111): unpack_hook`; the line number varies by release).
+fn is_recompute_frame(kind: EventKind, name: &str) -> bool {
+    kind == EventKind::PythonFunction
+        && name.starts_with("torch/utils/checkpoint.py(")
+        && name.ends_with("): unpack_hook")
+}
+
+/// GPU work launched inside the host ranges `is_frame` names (by kind and name), found by
+/// time on their thread (annotations, and Python frames in traces recorded without them as
+/// parents, are not call-tree parents): the launches that fall inside a range, and the GPU
+/// events they launched. Nested ranges on one thread count as one.
+fn framed(
+    trace: &Trace,
+    tree: &CallTree,
+    is_frame: &dyn Fn(EventKind, &str) -> bool,
+) -> Option<FramedWork> {
+    // (thread, start, end, event) of each range, by thread and start; nested ones merged into
+    // the outermost.
     let mut frames: Vec<(crate::model::LaneId, i64, i64, u32)> = trace
         .events
         .iter()
         .enumerate()
         .filter(|(_, e)| {
-            e.kind().is_host_activity()
-                && e.dur > 0
-                && trace.name(e).starts_with("Optimizer.zero_grad")
+            e.kind().is_host_activity() && e.dur > 0 && is_frame(e.kind(), trace.name(e))
         })
         .map(|(i, e)| (e.lane(), e.ts, e.end(), i as u32))
         .collect();
@@ -534,13 +552,21 @@ fn zero_grad(trace: &Trace, tree: &CallTree) -> Option<ZeroGrad> {
         return None;
     }
     frames.sort_unstable();
+    frames.dedup_by(|later, kept| {
+        let inside = later.0 == kept.0 && later.1 < kept.2;
+        if inside {
+            kept.2 = kept.2.max(later.2);
+        }
+        inside
+    });
     let frame_of = |lane, t: i64| {
         let at = frames.partition_point(|f| (f.0, f.1) <= (lane, t));
-        let f = frames.get(at.checked_sub(1)?)?;
-        (f.0 == lane && t < f.2).then_some(f.3)
+        let i = at.checked_sub(1)?;
+        let f = frames.get(i)?;
+        (f.0 == lane && t < f.2).then_some(i)
     };
-    // Launch correlation → (call, the op that launched it).
-    let mut launched: HashMap<i64, (u32, &str)> = HashMap::default();
+    // Launch correlation → (range, the op that launched it).
+    let mut launched: HashMap<i64, (usize, &str)> = HashMap::default();
     for (i, e) in trace.events.iter().enumerate() {
         if !e.kind().is_runtime() {
             continue;
@@ -560,7 +586,7 @@ fn zero_grad(trace: &Trace, tree: &CallTree) -> Option<ZeroGrad> {
         }
         launched.insert(c, (f, op));
     }
-    let mut calls: HashSet<u32> = HashSet::default();
+    let mut calls: HashSet<usize> = HashSet::default();
     let mut ops: Vec<(&str, i64)> = Vec::new();
     let (mut kernels, mut gpu_ns) = (0u64, 0i64);
     for e in &trace.events {
@@ -578,16 +604,16 @@ fn zero_grad(trace: &Trace, tree: &CallTree) -> Option<ZeroGrad> {
     if kernels == 0 {
         return None;
     }
-    let host_ns: i64 = calls.iter().map(|&f| trace.events[f as usize].dur).sum();
+    let host_ns: i64 = calls.iter().map(|&f| frames[f].2 - frames[f].1).sum();
     let mut names: Vec<String> = calls
         .iter()
-        .map(|&f| trace.name(&trace.events[f as usize]).to_owned())
+        .map(|&f| trace.name(&trace.events[frames[f].3 as usize]).to_owned())
         .collect();
     names.sort_unstable();
     names.dedup();
     let mut ops = shares(ops.into_iter());
     ops.sort_by(|a, b| b.ms.total_cmp(&a.ms));
-    Some(ZeroGrad {
+    Some(FramedWork {
         calls: calls.len() as u64,
         kernels,
         gpu_ms: gpu_ns as f64 / 1e6,

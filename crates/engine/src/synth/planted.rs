@@ -62,6 +62,9 @@ pub enum Group {
     /// A `record_function` range (`user_annotation`), as optimizers record
     /// `Optimizer.zero_grad#SGD.zero_grad`.
     Annotation(&'static str),
+    /// A Python function frame (`python_function`), such as activation checkpointing's
+    /// `torch/utils/checkpoint.py(1111): unpack_hook`.
+    Python(&'static str),
 }
 
 fn op(
@@ -382,6 +385,23 @@ pub fn cases() -> Vec<PlantedCase> {
                 &["4 GPU kernels per call", "over 20 calls", "set_to_none=True"],
             ))
         },
+        // Activation checkpointing: the backward pass reruns 12 regions' forward (one 8192 ×
+        // 8192 bf16 multiply each, 402.7 MB at 80% of 3.35 TB/s = 150.2 µs) inside the
+        // unpack hook.
+        PlantedCase {
+            group: Some(Group::Python(UNPACK_HOOK)),
+            ..on_h100(case_of(
+                "activation_recompute",
+                recomputed_region(12),
+                Some("activation_recompute"),
+                &["12 checkpointed regions", "12 kernels (`aten::mul` ×12)", "1.803 ms of GPU time"],
+            ))
+        },
+        // The same work inside the pack hook (which saves, and recomputes nothing): no finding.
+        PlantedCase {
+            group: Some(Group::Python("torch/utils/checkpoint.py(1101): pack_hook")),
+            ..on_h100(case_of("recompute_healthy", recomputed_region(12), None, &[]))
+        },
         // The same fills outside any `zero_grad` (a model zeroing its buffers): no finding.
         on_h100(case_of("zero_fills_healthy", zero_grad_fills(20), None, &[])),
         // A softmax over 32 × 2048 × 2048 bf16 scores (134.2 M elements: 536.9 MB read and
@@ -446,6 +466,34 @@ pub fn cases() -> Vec<PlantedCase> {
 
 /// The fp32 gradients of two linear layers (4096 → 11008 with bias, 11008 → 4096 without) zeroed
 /// with fill kernels at 80 % of H100's 3.35 TB/s, `calls` times.
+const UNPACK_HOOK: &str = "torch/utils/checkpoint.py(1111): unpack_hook";
+
+/// One checkpointed region's forward, `calls` times: an 8192 × 8192 bf16 multiply (two inputs
+/// read, one output written: 402.7 MB) at 80% of H100's 3.35 TB/s, beside the autograd node
+/// that marks the trace as training.
+fn recomputed_region(calls: u32) -> Vec<PlantedOp> {
+    let mul = "void at::native::vectorized_elementwise_kernel<4, at::native::binary_internal::MulFunctor<c10::BFloat16>, at::detail::Array<char*, 3> >(int, at::native::binary_internal::MulFunctor<c10::BFloat16>, at::detail::Array<char*, 3>)";
+    let bytes: f64 = 3.0 * 8192.0 * 8192.0 * 2.0;
+    vec![
+        op(
+            "aten::mul",
+            "[[8192, 8192], [8192, 8192]]",
+            &format!("[{BF16}, {BF16}]"),
+            "[\"\", \"\"]",
+            &[(mul, (bytes / (3.35e12 * 0.8) * 1e9).round() as Nanos)],
+            calls,
+        ),
+        op(
+            "autograd::engine::evaluate_function: MulBackward0",
+            "[]",
+            "[]",
+            "[]",
+            &[],
+            calls,
+        ),
+    ]
+}
+
 fn zero_grad_fills(calls: u32) -> Vec<PlantedOp> {
     let fill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)";
     [
@@ -511,9 +559,13 @@ pub fn write_case(c: &PlantedCase, w: &mut impl Write) -> io::Result<()> {
                 }
                 st.cpu += 1_000;
                 match group {
-                    Group::Module(class) => ev.complete(
+                    Group::Module(_) | Group::Python(_) => ev.complete(
                         "python_function",
-                        &format!("nn.Module: {class}_0"),
+                        &match group {
+                            Group::Module(class) => format!("nn.Module: {class}_0"),
+                            Group::Python(name) => name.to_owned(),
+                            _ => unreachable!("matched above"),
+                        },
                         PID,
                         TID,
                         start,

@@ -86,6 +86,19 @@ fn scope_of(
 pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     let compute = inp.compute_ms();
     let p = inp.patterns;
+    // Recomputation spans categories: it is stated once, under its largest op's.
+    if let Some(r) = p.recompute.as_ref() {
+        // The launching op is a leaf (`aten::miopen_convolution`), seldom a row of its own.
+        let home = r.ops.first().map_or(SeedCategory::Other, |o| {
+            inp.rows.iter().find(|x| x.name == o.name).map_or_else(
+                || crate::standalone::ops::seed_category(&o.name, ""),
+                |x| x.category,
+            )
+        });
+        if home == f.category {
+            add_recompute(f, r, inp);
+        }
+    }
     match f.category {
         SeedCategory::Elementwise => {
             for c in p
@@ -294,7 +307,7 @@ pub const ZERO_GRAD_HOST_MIN_PCT: f64 = 1.0;
 /// time disappear with `set_to_none=True`.
 fn add_zero_grad(
     f: &mut CategoryFindings,
-    z: &crate::standalone::patterns::ZeroGrad,
+    z: &crate::standalone::patterns::FramedWork,
     inp: &Inputs<'_>,
 ) {
     let host_pct = if inp.total_ms() > 0.0 {
@@ -337,6 +350,76 @@ fn add_zero_grad(
         title: format!(
             "gradients zeroed by {} fill kernels per call",
             per_call.round()
+        ),
+        evidence,
+        action: action.to_owned(),
+        waste: Some(1.0),
+        confidence: Confidence::High,
+        bounds_all: false,
+    });
+    f.bottlenecks.push(b);
+}
+
+/// Activation checkpointing's recomputation: the forward work the backward pass reruns inside
+/// `torch.utils.checkpoint`'s unpack hook, the price of not keeping those regions'
+/// activations. Training only; from `MIN_SHARE_PCT` of compute. The op findings of the
+/// recomputed ops stay: their forward instances are theirs.
+fn add_recompute(
+    f: &mut CategoryFindings,
+    r: &crate::standalone::patterns::FramedWork,
+    inp: &Inputs<'_>,
+) {
+    if !inp.trains || inp.share(r.gpu_ms) < rules::MIN_SHARE_PCT {
+        return;
+    }
+    const LISTED: usize = 5;
+    let (ops, names) = op_list(&r.ops[..r.ops.len().min(LISTED)]);
+    let more = if r.ops.len() > LISTED {
+        format!(" and {} more ops", r.ops.len() - LISTED)
+    } else {
+        String::new()
+    };
+    let evidence = format!(
+        "The backward pass reruns the forward of {} checkpointed regions (`torch.utils.checkpoint`, non-reentrant: inside its unpack hook, when it first needs an activation the region did not keep): {} kernels ({ops}{more}) take {:.3} ms of GPU time ({:.1}% of compute), and the recomputation {:.3} ms of host time. This is memory traded for compute: those activations were not kept.",
+        r.calls,
+        r.kernels,
+        r.gpu_ms,
+        inp.share(r.gpu_ms),
+        r.host_ms
+    );
+    let action = "Where memory allows, recompute less: checkpoint fewer regions (every other block, or only the largest), or checkpoint selectively, keeping the expensive outputs (matmuls, attention) and recomputing only cheap ops (`torch.utils.checkpoint` with a `context_fn` from `torch.utils.checkpoint.create_selective_checkpoint_contexts`, or `torch.compile`'s activation memory budget). Check the memory view first: without checkpointing the activations must fit beside the peak.";
+    let mut b = pattern_bottleneck(
+        f.category,
+        &names,
+        format!(
+            "Activations recomputed by checkpointing ({} regions, {:.1}% of compute)",
+            r.calls,
+            inp.share(r.gpu_ms)
+        ),
+        r.gpu_ms,
+        evidence.clone(),
+        action,
+        "Not a kernel issue: the recomputed kernels are the forward's own; recomputing fewer regions is the lever.",
+        ProjectionKind::Saving,
+        rules::saving_projection(r.gpu_ms, 0.0, inp.compute_ms()),
+        inp,
+    );
+    // Without the recomputation: no GPU work inside the hooks, and none of their host time.
+    b.fix = r
+        .names
+        .iter()
+        .flat_map(|n| {
+            [
+                ("remove", format!("module:{n}")),
+                ("scale", format!("cpu:{n}=0")),
+            ]
+        })
+        .collect();
+    b.causes.push(Cause {
+        key: "activation_recompute",
+        title: format!(
+            "{} checkpointed regions recomputed in the backward pass",
+            r.calls
         ),
         evidence,
         action: action.to_owned(),
