@@ -90,10 +90,12 @@ fn bert_small_is_a_28_5m_encoder() {
     let w = workload(&a);
     assert_eq!(w.model, "BertLMHeadModel");
     assert_eq!(w.architecture, "Transformer (encoder)");
-    // 4 layers × (4·512² + 2·512·2048) + head transform 512² + decoder 512·30522 = 28,472,320.
+    // 4 layers × (4·512² + 2·512·2048) + head transform 512² + decoder 512·30522 = 28,472,320;
+    // the embedding tables apart: words 30522 × 512, positions 512 × 512, token types 2 × 512
+    // = 15,891,456.
     assert_eq!(
         w.scale,
-        "≈28.5M parameters in 26 Linear layers, hidden size 512, 4 × BertLayer"
+        "≈28.5M parameters in 26 Linear layers, embeddings of 30522 × 512, 512 × 512 and 2 × 512 (15.9M), hidden size 512, 4 × BertLayer"
     );
     assert_eq!(w.precision, "BF16");
     assert_eq!(w.mode, Mode::Inference);
@@ -128,7 +130,8 @@ fn resnet18_training_is_a_11_7m_cnn() {
     let w = workload(&a);
     assert_eq!(w.model, "ResNet");
     assert_eq!(w.architecture, "CNN");
-    // ResNet-18's conv and fc weights: 11,679,912 (torchvision's 11,689,512 less BN and bias).
+    // ResNet-18's conv and fc weights: 11,679,912 (torchvision's 11,689,512 less BN and bias);
+    // no embedding, no experts.
     assert_eq!(
         w.scale,
         "≈11.7M parameters in 1 Linear layer and 20 convolutions, 8 × BasicBlock"
@@ -151,4 +154,40 @@ fn graph_decode_without_a_model_frame_reads_precision_from_kernel_names() {
     assert_eq!(w.model, UNKNOWN);
     // `paged_attention…<…, __hip_bfloat16, …, Fp8KVCacheDataType)0, …>` is a bf16 kernel.
     assert_eq!(w.precision, "BF16");
+}
+
+/// A Mixture-of-Experts model is never described by its attention layers alone: where the
+/// fused MoE op records its stacked expert weights they are counted per layer (planted
+/// `moe_few_tokens`: `vllm::rocm_aiter_fused_moe` with w1 [128, 3072, 4096] and w2 [128, 4096,
+/// 1536]: 128 · (3072·4096 + 4096·1536) = 2,415,919,104), and where it records none (vLLM's
+/// `moe_forward` on the B200 gpt-oss trace: hidden states and router logits only) the scale says
+/// the expert weights are not counted, beside the embedding table (25136 × 2880, a
+/// tensor-parallel shard of gpt-oss's 201,088-token vocabulary).
+#[test]
+fn moe_expert_weights_are_counted_or_said_not_to_be() {
+    let c = jarvis_engine::synth::planted::case("moe_few_tokens").expect("case");
+    let a =
+        jarvis_engine::analyze(&jarvis_engine::synth::planted::case_bytes(&c)).expect("analysis");
+    let w = workload(&a);
+    assert!(
+        w.scale.contains(
+            "128 experts with 2.4B parameters per MoE layer (`vllm::rocm_aiter_fused_moe`)"
+        ),
+        "{}",
+        w.scale
+    );
+    let Some(b) = shared_trace("b200_eager_trace.json.gz") else {
+        return;
+    };
+    let w = workload(&b);
+    assert!(
+        w.scale.contains("expert weights not counted (`vllm::moe_forward` records none of them among its inputs)"),
+        "{}",
+        w.scale
+    );
+    assert!(
+        w.scale.contains("an embedding of 25136 × 2880 (72.4M)"),
+        "{}",
+        w.scale
+    );
 }

@@ -314,6 +314,7 @@ fn scale(
         parts.push(format!("≈{} parameters in {layers}", human(params as f64)));
         ev.push("scale: the weight shape (second input) of the op each Linear / Conv module instance runs, each instance counted once (embeddings and norms not counted)".into());
     }
+    parts.extend(embeddings_and_experts(trace, rows, ev));
     // Hidden size means something for transformers and MLPs; a CNN's classifier width is not one.
     let sequence_model =
         architecture.is_some_and(|a| a.contains("Transformer") || a.starts_with("GEMM-only"));
@@ -382,6 +383,97 @@ fn layer_weights(trace: &Trace, modules: &Modules) -> (u64, usize, usize) {
     let linear = per_instance.values().filter(|v| v.0).count();
     let total = per_instance.values().map(|v| v.1).sum();
     (total, linear, per_instance.len() - linear)
+}
+
+/// What the Linear / convolution count leaves out: embedding tables (each distinct shape once,
+/// stated apart), and Mixture-of-Experts weights: counted per layer where the fused MoE op
+/// records its stacked expert weights (a rank-3 input `[experts, …]`; packed 4-bit types hold
+/// two values a byte), else said not to be counted, so a 117 B-parameter MoE model is never
+/// described by its attention layers alone.
+fn embeddings_and_experts(trace: &Trace, rows: &[OpRow], ev: &mut Vec<String>) -> Vec<String> {
+    let shapes = super::diagnosis::elementwise::shapes;
+    let dims = |r: &OpRow| shapes(&r.input_dims);
+    let mut parts = Vec::new();
+    // From the trace's own calls: an embedding's kernels are seldom an op row of their own.
+    let embedding = trace.strings.find("aten::embedding");
+    let mut recorded: Vec<StrId> = trace
+        .events
+        .iter()
+        .filter(|e| Some(e.name) == embedding)
+        .filter_map(|e| trace.op_args_of(e).and_then(|a| a.input_dims))
+        .collect();
+    recorded.sort_unstable();
+    recorded.dedup();
+    let mut tables: Vec<(i64, i64)> = recorded
+        .into_iter()
+        .filter_map(
+            |d| match shapes(trace.strings.get(d)).first().map(Vec::as_slice) {
+                Some(&[v, h]) if v > 0 && h > 0 => Some((v, h)),
+                _ => None,
+            },
+        )
+        .collect();
+    tables.sort_unstable_by_key(|&(v, h)| std::cmp::Reverse(v * h));
+    tables.dedup();
+    let listed: Vec<String> = tables.iter().map(|(v, h)| format!("{v} × {h}")).collect();
+    let total: i64 = tables.iter().map(|(v, h)| v * h).sum();
+    match listed.as_slice() {
+        [] => {}
+        [one] => parts.push(format!("an embedding of {one} ({})", human(total as f64))),
+        [init @ .., last] => parts.push(format!(
+            "embeddings of {} and {last} ({})",
+            init.join(", "),
+            human(total as f64)
+        )),
+    }
+    if !tables.is_empty() {
+        ev.push("scale: embedding tables from `aten::embedding`'s weight (first input), each shape once".into());
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    let fused_moe = |r: &&OpRow| {
+        let n = r.name.to_ascii_lowercase();
+        r.category == SeedCategory::MoeFused
+            || n.contains("moe_forward")
+            || n.contains("fused_moe")
+            || n.contains("fmoe")
+    };
+    for r in rows.iter().filter(fused_moe) {
+        if seen.contains(&r.name.as_str()) {
+            continue;
+        }
+        seen.push(&r.name);
+        let types: Vec<&str> = r.input_type.split('\'').skip(1).step_by(2).collect();
+        let stacked: Vec<(i64, f64)> = dims(r)
+            .iter()
+            .enumerate()
+            .filter(|(_, d)| d.len() == 3 && d[0] >= 2)
+            .map(|(i, d)| {
+                let packed = types
+                    .get(i)
+                    .is_some_and(|t| t.to_ascii_lowercase().contains("float4"));
+                let n = (d[0] * d[1] * d[2]) as f64;
+                (d[0], if packed { 2.0 * n } else { n })
+            })
+            .collect();
+        let op = super::md::code(&r.name);
+        match stacked.first() {
+            Some(&(experts, _)) => {
+                let per_layer: f64 = stacked.iter().map(|s| s.1).sum();
+                parts.push(format!(
+                    "{experts} experts with {} parameters per MoE layer ({op})",
+                    human(per_layer)
+                ));
+                ev.push("scale: expert weights from the fused MoE op's rank-3 inputs [experts, …], per layer".into());
+            }
+            None => {
+                parts.push(format!(
+                    "expert weights not counted ({op} records none of them among its inputs)"
+                ));
+                ev.push(format!("scale: {} records no expert weights", r.name));
+            }
+        }
+    }
+    parts
 }
 
 /// Elements of the second input of an `Input Dims` array (`[[1,141,512],[512,512],[512]]` →
