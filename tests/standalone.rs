@@ -650,14 +650,35 @@ fn reports_never_claim_what_needs_hardware_counters() {
 }
 
 /// TimeSformer's temporal attention runs 37,632 products of 8×64 per call: M = 8 is under one
-/// 16-row tile, so the tile cause never advises padding it or "trimming it to 0".
+/// 16-row tile, so the tile cause never advises padding it or "trimming it to 0"; and the
+/// batch fills the GPU (issue #48: the rule said it "cannot fill the GPU").
 #[test]
 fn a_dimension_under_one_tile_is_neither_padded_nor_trimmed() {
     let Some(a) = real("h100_facebook_timesformer-base-finetuned-k400__1016002.json.gz") else {
         return;
     };
     let st = standalone(&a);
-    let bmm = find(st, SeedCategory::Gemm, "Tiny batched GEMM");
+    // It is the temporal half of the module's unfused attention: folded into that finding,
+    // and, with a recorded grid of [4, 1, 37632] (150,528 CTAs on 132 SMs), not said to leave
+    // the GPU unfilled nor told to batch a call that is already one batched GEMM.
+    let att = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| b.title.starts_with("Unfused attention"))
+        .expect("the attention finding");
+    let bmm = att
+        .absorbed
+        .iter()
+        .find(|b| b.title.contains("Tiny batched GEMM"))
+        .expect("the tiny batched bmm, folded into the attention");
+    assert!(
+        bmm.issue.contains("150528 workgroups fill the 132 CUs/SMs"),
+        "{}",
+        bmm.issue
+    );
+    assert!(!bmm.issue.contains("cannot fill"), "{}", bmm.issue);
+    assert!(!bmm.path_a.contains("fewer, larger"), "{}", bmm.path_a);
     let tile = bmm
         .causes
         .iter()

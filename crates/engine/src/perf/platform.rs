@@ -116,6 +116,39 @@ pub fn detect_device(device_name: &str, total_mem: Option<i64>) -> Option<Platfo
         .cloned()
 }
 
+/// GPUs told apart by what `deviceProperties` records when the name is empty: (architecture
+/// major, minor, compute units, memory range GiB, the platform's name in the table). On ROCm
+/// `computeMajor.computeMinor` is the gfx generation (9.4: gfx942, CDNA3); CU counts and memory
+/// from `../shared/docs/hardware_facts.md` (MI300X: 304 CUs, 192 GB; MI325X: 304 CUs, 256 GB).
+const FINGERPRINTS: &[(i64, i64, i64, (f64, f64), &str)] = &[
+    (9, 4, 304, (170.0, 200.0), "MI300X"),
+    (9, 4, 304, (230.0, 270.0), "MI325X"),
+];
+
+/// The platform whose architecture, compute-unit count and memory `deviceProperties` records,
+/// for a device without a name; `None` where they fit no single GPU (or the name is present:
+/// names are read by [`detect_device`]).
+pub fn identify(
+    name: &str,
+    major: i64,
+    minor: i64,
+    units: i64,
+    total_mem: Option<i64>,
+) -> Option<Platform> {
+    if !name.is_empty() {
+        return None;
+    }
+    let gib = total_mem? as f64 / (1u64 << 30) as f64;
+    let mut fits = FINGERPRINTS.iter().filter(|(a, b, u, (lo, hi), _)| {
+        (*a, *b, *u) == (major, minor, units) && gib >= *lo && gib <= *hi
+    });
+    let (.., platform) = fits.next()?;
+    if fits.next().is_some() {
+        return None;
+    }
+    by_name(platform)
+}
+
 /// Parses a custom platform (same shape as a `platforms.json` entry).
 pub fn from_json(text: &str) -> Result<Platform, String> {
     serde_json::from_str(text).map_err(|e| format!("invalid platform JSON: {e}"))
@@ -256,6 +289,29 @@ pub fn roofline(
 
 #[cfg(test)]
 mod tests {
+
+    /// A device without a name is identified by architecture, CUs and memory where they fit
+    /// one GPU (the AMD vLLM trace: gfx 9.4, 304 CUs, 206,141,652,992 B = 192 GiB → MI300X),
+    /// and by nothing else.
+    #[test]
+    fn an_unnamed_device_is_identified_by_its_properties() {
+        let gib = |g: i64| Some(g << 30);
+        let name = |p: Option<Platform>| p.map(|p| p.name);
+        assert_eq!(
+            name(identify("", 9, 4, 304, Some(206_141_652_992))).as_deref(),
+            Some("MI300X")
+        );
+        assert_eq!(
+            name(identify("", 9, 4, 304, gib(256))).as_deref(),
+            Some("MI325X")
+        );
+        // A name is read by `detect_device`; other architectures, CU counts or sizes are not guessed.
+        assert!(identify("AMD Instinct MI300X", 9, 4, 304, gib(192)).is_none());
+        assert!(identify("", 9, 4, 228, gib(128)).is_none());
+        assert!(identify("", 9, 0, 304, gib(192)).is_none());
+        assert!(identify("", 9, 4, 304, None).is_none());
+    }
+
     #[test]
     fn precisions_without_matrix_units_are_bounded_by_bf16() {
         let mi300x = by_name("MI300X").expect("built in");

@@ -298,11 +298,23 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
             let names = device_names(trace);
             let first = names.first().cloned().unwrap_or_default();
             let memory = first_device_memory(trace);
-            match crate::perf::platform::detect_device(&first, memory) {
-                Some(p) => Some(PlatformUsed {
-                    platform: p,
-                    how: format!("auto-detected from {first:?}"),
-                }),
+            let by_name = crate::perf::platform::detect_device(&first, memory).map(|p| {
+                let how = format!("auto-detected from {first:?}");
+                (p, how)
+            });
+            // An empty name (some ROCm builds write none): the architecture, compute-unit
+            // count and memory, where they identify one GPU.
+            let by_properties = || {
+                let (name, major, minor, units) = first_device_arch(trace)?;
+                let p = crate::perf::platform::identify(name.trim(), major, minor, units, memory)?;
+                let how = format!(
+                    "identified from deviceProperties (no device name; architecture {major}.{minor}, {units} compute units, {:.0} GiB)",
+                    memory.unwrap_or(0) as f64 / (1u64 << 30) as f64
+                );
+                Some((p, how))
+            };
+            match by_name.or_else(by_properties) {
+                Some((p, how)) => Some(PlatformUsed { platform: p, how }),
                 None => {
                     let shown = if first.is_empty() {
                         "no device name".to_owned()
@@ -327,6 +339,22 @@ fn first_device_memory(trace: &Trace) -> Option<i64> {
         serde_json::Value::Array(list) => list.first()?.get("totalGlobalMem")?.as_i64(),
         _ => None,
     }
+}
+
+/// The name as recorded, `computeMajor`, `computeMinor` and `numSms` of the first device
+/// `deviceProperties` lists.
+fn first_device_arch(trace: &Trace) -> Option<(String, i64, i64, i64)> {
+    let raw = trace.meta.device_properties.as_deref()?;
+    let v: serde_json::Value = serde_json::from_str(raw).ok()?;
+    let d = v.as_array()?.first()?;
+    let n = |k: &str| d.get(k).and_then(|x| x.as_i64());
+    let name = d.get("name").and_then(|x| x.as_str()).unwrap_or_default();
+    Some((
+        name.to_owned(),
+        n("computeMajor")?,
+        n("computeMinor")?,
+        n("numSms")?,
+    ))
 }
 
 /// [`analyze_trace`] with explicit options.

@@ -499,7 +499,8 @@ fn below_ridge(r: &OpRow, m: i64, n: i64, k: i64, ctx: &Context<'_>) -> Option<C
             // The finding's own title already says "tiny batched GEMM": name why it is slow.
             "each matrix is smaller than one output tile".to_owned(),
             format!("each of the {b} {m}×{n}×{k} products is smaller than one output tile, so every tile is mostly padding and the operands are read for very little work"),
-            "Batch the small GEMMs into fewer, larger ones (concatenate along M or N, or a grouped GEMM), or let `torch.compile` fuse them with the surrounding ops.",
+            // Larger products, not more of them: one call of B tiny products is already batched.
+            "Make each product larger rather than batching more of them: fuse the small products with their neighbours (`scaled_dot_product_attention` for attention over a short axis, else `torch.compile`), or concatenate the small matrices along M or N (a grouped GEMM where they differ).",
         )
     } else if rows <= GEMV_MAX_ROWS {
         (

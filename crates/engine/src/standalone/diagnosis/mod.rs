@@ -9,7 +9,7 @@ pub use attention::DECODE_MAX_QUERIES;
 mod conv;
 pub mod elementwise;
 mod gemm;
-pub use gemm::{tiling, GemmTiling};
+pub use gemm::{recorded_workgroups, tiling, GemmTiling};
 pub mod kernels;
 mod moe;
 mod softmax;

@@ -69,7 +69,9 @@ pub fn one_cause_one_finding(
         let conv_transposes = categories[pc].category == super::SeedCategory::Convolution;
         for (c, f) in categories.iter().enumerate() {
             for (b, x) in f.bottlenecks.iter().enumerate() {
-                if x.pattern || taken.iter().any(|t| (t.2, t.3) == (c, b)) {
+                // Op findings only (an op finding may be worded as a pattern, a tiny batched
+                // GEMM: it has its row); pattern findings are not absorbed by each other.
+                if x.row.is_none() || taken.iter().any(|t| (t.2, t.3) == (c, b)) {
                     continue;
                 }
                 let named_by_transposes = conv_transposes
@@ -110,11 +112,7 @@ pub fn one_cause_one_finding(
         .filter(|(_, s)| s.class.is_some())
         .collect();
     for f in categories.iter_mut() {
-        for x in f
-            .bottlenecks
-            .iter_mut()
-            .filter(|x| !x.pattern && x.row.is_some())
-        {
+        for x in f.bottlenecks.iter_mut().filter(|x| x.row.is_some()) {
             let mut inside: Vec<(&str, f64)> = Vec::new();
             for (title, scope) in &scopes {
                 let ms: f64 = scope

@@ -219,16 +219,32 @@ pub(super) fn op_texts(
         }
     };
     match r.category {
-        SeedCategory::Gemm if r.is_tiny_batched() => OpTexts {
-            title: format!("Tiny batched GEMM {name} {shape}"),
-            issue: format!(
-                "Tiny batched GEMM ({shape}): {} small matrices per call cannot fill the GPU; {e} efficient.",
-                r.param("B").unwrap_or(0)
-            ),
-            path_a: "Batch the small GEMMs into fewer, larger ones (concatenate along M or N, or use a grouped GEMM), or let `torch.compile` fuse the surrounding ops.".into(),
-            path_b: replay_b,
-            pattern: true,
-        },
+        SeedCategory::Gemm if r.is_tiny_batched() => {
+            let batch = r.param("B").unwrap_or(0);
+            match tiny_batch_fills(r, inp.platform) {
+                // Enough workgroups for every CU/SM: the GPU is full of tiles that are mostly
+                // padding; more of them (batching) is not the lever, larger ones are.
+                Some((w, units)) if w >= units => OpTexts {
+                    title: format!("Tiny batched GEMM {name} {shape}"),
+                    issue: format!(
+                        "Tiny batched GEMM ({shape}): each of its {batch} matrices is smaller than one output tile. The {w} workgroups fill the {units} CUs/SMs, but every tile is mostly padding: the kernel is bound by loading the small operands and by per-product overhead rather than by math; {e} efficient."
+                    ),
+                    path_a: "Make the matrices larger rather than more: such shapes are usually attention over a short axis or a per-head product, so fuse them with their neighbours (`scaled_dot_product_attention` for attention, `torch.compile`), or reshape so the small dimension joins a larger GEMM.".into(),
+                    path_b: replay_b,
+                    pattern: true,
+                },
+                filled => OpTexts {
+                    title: format!("Tiny batched GEMM {name} {shape}"),
+                    issue: format!(
+                        "Tiny batched GEMM ({shape}): {batch} small matrices per call{} cannot fill the GPU; {e} efficient.",
+                        filled.map_or(String::new(), |(w, u)| format!(" ({w} workgroups on {u} CUs/SMs)"))
+                    ),
+                    path_a: "Batch the small GEMMs into fewer, larger ones (concatenate along M or N, or use a grouped GEMM), or let `torch.compile` fuse the surrounding ops.".into(),
+                    path_b: replay_b,
+                    pattern: true,
+                },
+            }
+        }
         SeedCategory::Gemm => {
             let q = if r.is_quantized() { "Quantized " } else { "" };
             let (issue, a) = match r.bound {
@@ -334,6 +350,22 @@ pub(super) fn op_texts(
 /// tokens per expert, never elementwise fusion or the elementwise baseline.
 fn is_moe(r: &OpRow) -> bool {
     r.category == SeedCategory::MoeFused || r.name.to_ascii_lowercase().contains("moe")
+}
+
+/// A tiny batched GEMM's workgroups (the recorded grid of its main kernel, else one per matrix)
+/// and the platform's CUs/SMs, where the platform is known.
+fn tiny_batch_fills(r: &OpRow, platform: Option<&Platform>) -> Option<(u64, u64)> {
+    let units = platform?.units()?;
+    let main = main_kernel_of(r);
+    let recorded = r
+        .kernel_names
+        .iter()
+        .zip(&r.kernel_launch)
+        .find(|((n, _), _)| *n == main)
+        .and_then(|(_, l)| l.as_ref())
+        .map(|l| crate::standalone::diagnosis::recorded_workgroups(&main, l));
+    let w = recorded.or_else(|| r.param("B").map(|b| b.max(0) as u64))?;
+    Some((w, units))
 }
 
 /// Rows (M) from which a GEMM is large enough that more tokens per call do not raise its
