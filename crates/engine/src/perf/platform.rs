@@ -116,11 +116,14 @@ pub fn detect_device(device_name: &str, total_mem: Option<i64>) -> Option<Platfo
         .cloned()
 }
 
+/// (architecture major, minor, compute units, memory range GiB, platform name).
+type Fingerprint = (i64, i64, i64, (f64, f64), &'static str);
+
 /// GPUs told apart by what `deviceProperties` records when the name is empty: (architecture
 /// major, minor, compute units, memory range GiB, the platform's name in the table). On ROCm
 /// `computeMajor.computeMinor` is the gfx generation (9.4: gfx942, CDNA3); CU counts and memory
 /// from `../shared/docs/hardware_facts.md` (MI300X: 304 CUs, 192 GB; MI325X: 304 CUs, 256 GB).
-const FINGERPRINTS: &[(i64, i64, i64, (f64, f64), &str)] = &[
+const FINGERPRINTS: &[Fingerprint] = &[
     (9, 4, 304, (170.0, 200.0), "MI300X"),
     (9, 4, 304, (230.0, 270.0), "MI325X"),
 ];
