@@ -831,3 +831,41 @@ fn activations_recomputed_by_checkpointing_are_one_replayed_finding() {
         jarvis_engine::standalone::rules::impact_priority(r.saving_pct())
     );
 }
+
+/// The RTX 2080 Ti MLP zeroes its 42 gradients with fills every step, and the backward pass
+/// then adds into the zeros: checked in the trace, 1638 `aten::add_` kernels under
+/// `AccumulateGrad` (20.114 ms), one per zeroed gradient (1638 fills). `set_to_none=True` removes
+/// both, so the adds are the same finding: its time is the fills' and the adds', the `aten::add_`
+/// op finding (which told to "fuse it") folds in, and the fix removes the adds too.
+#[test]
+fn accumulation_into_zeroed_gradients_is_part_of_the_zero_grad_finding() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let bytes = common::read(&shared.join("traces/param/rtx2080ti_linear_kineto.json.gz"));
+    // The RTX 2080 Ti is not in the platform table: analysed without one.
+    let a = jarvis_engine::analyze(&bytes).expect("analysis");
+    let st = standalone(&a);
+    let b = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| keys(b).contains(&"zero_grad_fills"))
+        .expect("the zero_grad finding");
+    assert!(
+        b.issue
+            .contains("1638 accumulation kernels under `AccumulateGrad` (20.114 ms"),
+        "{}",
+        b.issue
+    );
+    assert!(
+        (b.time_ms - (8.964 + 20.114)).abs() < 0.002,
+        "{}",
+        b.time_ms
+    );
+    assert!(b.absorbed.iter().any(|x| x.op_name == "aten::add_"));
+    assert!(b
+        .fix
+        .iter()
+        .any(|(k, s)| *k == "remove" && s.ends_with("torch::autograd::AccumulateGrad")));
+}

@@ -140,6 +140,9 @@ pub struct Patterns {
     pub zero_grad: Option<FramedWork>,
     /// Forward work rerun in the backward pass by activation checkpointing.
     pub recompute: Option<FramedWork>,
+    /// Gradient accumulation into existing gradients (`AccumulateGrad` launching `add_`): found
+    /// where gradients were zeroed by kernels, whose zeros these adds then read.
+    pub accumulate: Option<FramedWork>,
 }
 
 /// Ops whose kernels are the heavy lifting a fusion does not remove, or that are already one
@@ -206,8 +209,26 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         short_kernels: short_kernels(trace),
         zero_grad: framed(trace, tree, &|_, n| n.starts_with("Optimizer.zero_grad")),
         recompute: framed(trace, tree, &is_recompute_frame),
+        accumulate: None,
     }
+    .with_accumulation(trace, tree)
     .with_module_patterns(trace, tree, modules)
+}
+
+/// The autograd node that adds an incoming gradient into an existing `.grad`.
+pub const ACCUMULATE_GRAD: &str =
+    "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad";
+
+impl Patterns {
+    /// Where gradients were zeroed by kernels, the adds that accumulate into them.
+    fn with_accumulation(mut self, trace: &Trace, tree: &CallTree) -> Self {
+        if self.zero_grad.is_some() {
+            self.accumulate = framed(trace, tree, &|k, n| {
+                k == EventKind::CpuOp && n == ACCUMULATE_GRAD
+            });
+        }
+        self
+    }
 }
 
 /// The kernels a module frame launches through its own ops: (leaf op name, kernel ns).

@@ -457,6 +457,11 @@ fn other_path_a(r: &OpRow) -> String {
         "A copy across the host link: keep the tensor on the device, or copy from pinned memory with `non_blocking=True` so the copy overlaps compute.".into()
     } else if main.starts_with("Memset") {
         "A fill: allocate with `torch.empty` where every element is written anyway, instead of zero-filling.".into()
+    } else if r.name.starts_with("aten::_foreach_")
+        || (lower.contains("multi_tensor_apply") && !r.name.contains("fused"))
+    {
+        // A foreach op (the optimizers' update) is already one launch over many tensors.
+        format!("It already updates many tensors per launch (`{}`, a multi-tensor kernel): the remaining levers are a fully fused optimizer (`fused=True` on `torch.optim.Adam` / `AdamW` / `SGD`, one kernel for the whole update) and fewer, larger parameter tensors.", short(&main, 70))
     } else if lower.contains("fused") || lower.contains("fmha") || lower.contains("flash") {
         format!("It already runs a fused kernel (`{}`): the remaining lever is that kernel's efficiency (Path B), or fusing a larger region (`torch.compile` over the module).", short(&main, 70))
     } else {
@@ -835,6 +840,15 @@ mod tests {
             "Memcpy HtoD (Pageable -> Device)",
         );
         assert!(other_path_a(&copy).contains("pinned memory"));
+        // The optimizers' foreach update is already one launch over many tensors: never
+        // "fuse it with neighbouring elementwise ops" (issue #48: advice the trace contradicts).
+        let foreach = with_kernel(
+            "aten::_foreach_add_",
+            SeedCategory::Other,
+            "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float>(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float)",
+        );
+        let a = other_path_a(&foreach);
+        assert!(!a.starts_with(fuse) && a.contains("fused=True"), "{a}");
         let fill = with_kernel("aten::zero_", SeedCategory::Elementwise, "Memset (Device)");
         assert!(other_path_a(&fill).contains("torch.empty"));
         // An op that already runs a fused library kernel.

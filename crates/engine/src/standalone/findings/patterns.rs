@@ -126,7 +126,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                 f.bottlenecks.push(b);
             }
             if let Some(z) = p.zero_grad.as_ref() {
-                add_zero_grad(f, z, inp);
+                add_zero_grad(f, z, p.accumulate.as_ref(), inp);
             }
         }
         SeedCategory::SdpaFwd => {
@@ -308,20 +308,36 @@ pub const ZERO_GRAD_HOST_MIN_PCT: f64 = 1.0;
 fn add_zero_grad(
     f: &mut CategoryFindings,
     z: &crate::standalone::patterns::FramedWork,
+    acc: Option<&crate::standalone::patterns::FramedWork>,
     inp: &Inputs<'_>,
 ) {
+    // The backward pass then adds into those zeros: one `add_` per zeroed gradient per call is
+    // what `set_to_none=True` removes too (the first gradient is stored, not added); more adds
+    // than that are gradient accumulation over micro-batches, which stays.
+    let (adds, adds_ms) = acc.map_or((0, 0.0), |a| {
+        let n = a.kernels.min(z.kernels);
+        (n, a.gpu_ms * n as f64 / a.kernels.max(1) as f64)
+    });
+    let gpu_ms = z.gpu_ms + adds_ms;
     let host_pct = if inp.total_ms() > 0.0 {
         z.host_ms / inp.total_ms() * 100.0
     } else {
         0.0
     };
-    if inp.share(z.gpu_ms) < rules::MIN_SHARE_PCT && host_pct < ZERO_GRAD_HOST_MIN_PCT {
+    if inp.share(gpu_ms) < rules::MIN_SHARE_PCT && host_pct < ZERO_GRAD_HOST_MIN_PCT {
         return;
     }
     let (ops, names) = op_list(&z.ops);
     let per_call = z.kernels as f64 / z.calls.max(1) as f64;
+    let accumulation = if adds > 0 {
+        format!(
+            " The backward pass then adds each new gradient into those zeros: {adds} accumulation kernels under `AccumulateGrad` ({adds_ms:.3} ms of GPU time), which `set_to_none=True` removes too (the gradient is then stored, not added)."
+        )
+    } else {
+        String::new()
+    };
     let evidence = format!(
-        "`Optimizer.zero_grad` launches {per_call:.0} GPU kernels per call ({}) over {} calls: {} kernels, {:.3} ms of GPU time, and {:.3} ms of host time in the calls ({host_pct:.1}% of the trace's span) to launch them. Every gradient is written with zeros before the backward pass adds into it.",
+        "`Optimizer.zero_grad` launches {per_call:.0} GPU kernels per call ({}) over {} calls: {} kernels, {:.3} ms of GPU time, and {:.3} ms of host time in the calls ({host_pct:.1}% of the trace's span) to launch them. Every gradient is written with zeros before the backward pass adds into it.{accumulation}",
         ops, z.calls, z.kernels, z.gpu_ms, z.host_ms
     );
     let action = "Zero gradients by dropping them: `optimizer.zero_grad(set_to_none=True)` (the default since PyTorch 2.0; also `model.zero_grad(set_to_none=True)`). The next backward then writes each gradient instead of adding it to a tensor of zeros: no fill kernels, no launches, and one read of each gradient less. (Only code that reads `.grad` between `zero_grad` and `backward` needs the zeros.)";
@@ -332,19 +348,38 @@ fn add_zero_grad(
             "Gradients zeroed by kernels (`zero_grad(set_to_none=False)`, {} kernels per call)",
             per_call.round()
         ),
-        z.gpu_ms,
+        gpu_ms,
         evidence.clone(),
         action,
         "Not a kernel issue: the fills run at memory speed, and removing them is the fix.",
         ProjectionKind::Saving,
-        rules::saving_projection(z.gpu_ms, 0.0, inp.compute_ms()),
+        rules::saving_projection(gpu_ms, 0.0, inp.compute_ms()),
         inp,
     );
-    b.scope = Some(scope_of(None, 0, &z.ops, false));
-    // `set_to_none=True`: no GPU work inside the calls, and none of their host time.
+    // The fills' ops and the accumulation's adds are this cause seen op by op.
+    let mut scope_ops = z.ops.clone();
+    if let Some(a) = acc.filter(|_| adds > 0) {
+        let keep = adds as f64 / a.kernels.max(1) as f64;
+        scope_ops.extend(a.ops.iter().map(|o| crate::standalone::patterns::OpShare {
+            ms: o.ms * keep,
+            ..o.clone()
+        }));
+    }
+    b.scope = Some(scope_of(None, 0, &scope_ops, false));
+    // `set_to_none=True`: no GPU work inside the calls, none of their host time, and the
+    // accumulation adds gone (all of them, or the share one per zeroed gradient is).
     b.fix = std::iter::once(("remove", "module:Optimizer.zero_grad".to_owned()))
         .chain(z.names.iter().map(|n| ("scale", format!("cpu:{n}=0"))))
         .collect();
+    if let Some(a) = acc.filter(|_| adds > 0) {
+        let op = crate::standalone::patterns::ACCUMULATE_GRAD;
+        if adds >= a.kernels {
+            b.fix.push(("remove", format!("op:{op}")));
+        } else {
+            let left = 1.0 - adds as f64 / a.kernels as f64;
+            b.fix.push(("scale", format!("op:{op}={left:.4}")));
+        }
+    }
     b.causes.push(Cause {
         key: "zero_grad_fills",
         title: format!(
