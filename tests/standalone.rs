@@ -72,6 +72,17 @@ fn planted_problems_are_found_with_their_numbers_and_priorities() {
         1e-12
     ));
     assert!(comm.share_pct > 10.0, "{}", comm.share_pct);
+    // Its all-reduce runs far below the link (the generator's single rank times it so): the
+    // advice leads with the slow rank, then the overlap.
+    assert!(
+        comm.path_a
+            .starts_with("The large collectives move data far below the link")
+            && comm
+                .path_a
+                .contains("Then: overlap the gradient all-reduce"),
+        "{}",
+        comm.path_a
+    );
     assert_eq!(
         comm.priority,
         by_impact(comm),

@@ -580,6 +580,42 @@ pub(super) fn collectives_text(coll: Option<&Sheet>, platform: Option<&Platform>
     }
 }
 
+/// The share of collective time (`dur_sum`) spent in collectives of at least 1 MiB whose bus
+/// bandwidth is far below the platform's link (`WAITING_BELOW_LINK`): time they spend waiting on
+/// other ranks, which no overlap or bucketing hides. `None` without sizes, times or a link.
+fn waiting_share(coll: Option<&Sheet>, platform: Option<&Platform>) -> Option<f64> {
+    let s = coll?;
+    let peak = platform?.link_gbps.as_ref()?.0;
+    let (name, mb, mean, sum) = (
+        s.column("Collective name")?,
+        s.column("In msg size (MB)_first")?,
+        s.column("dur_mean")?,
+        s.column("dur_sum")?,
+    );
+    let (out_mb, ranks) = (s.column("Out msg size (MB)_first"), s.column("Group size"));
+    let (mut waiting, mut total) = (0.0, 0.0);
+    for r in &s.rows {
+        let t = r[sum].as_f64().unwrap_or(0.0);
+        total += t;
+        let in_mib = r[mb].as_f64().unwrap_or(0.0);
+        let size_mib = out_mb
+            .and_then(|c| r[c].as_f64())
+            .map_or(in_mib, |o| o.max(in_mib));
+        let (Some(us), group) = (
+            r[mean].as_f64().filter(|t| *t > 0.0),
+            ranks.and_then(|c| r[c].as_f64()).unwrap_or(0.0),
+        ) else {
+            continue;
+        };
+        let coll = r[name].csv_text();
+        let busbw = size_mib * 1_048_576.0 / (us * 1e-6) / 1e9 * bus_factor(&coll, group);
+        if size_mib >= LATENCY_BOUND_MIB && busbw < WAITING_BELOW_LINK * peak {
+            waiting += t;
+        }
+    }
+    (total > 0.0).then(|| waiting / total)
+}
+
 /// When a training step's computation is shorter than its communication, the per-GPU batch is
 /// too small to hide the all-reduce.
 fn small_batch_text(inp: &Inputs<'_>) -> String {
@@ -701,8 +737,26 @@ fn communication_action(inp: &Inputs<'_>) -> String {
         a = first.to_uppercase() + &a[1..];
     }
     a.push('.');
+    // Collectives that mostly wait on other ranks: overlap and bucketing cannot hide a wait, so
+    // the slow rank comes first (and the overlap the trace already has is said).
+    if waiting_share(inp.coll, inp.platform).is_some_and(|w| w >= WAITING_LEADS) {
+        let tl = inp.timeline;
+        let overlapped = if tl.total_comm > 0 && tl.exposed_comm < tl.total_comm {
+            format!(
+                ", and already overlap compute for {:.0}% of their time",
+                (1.0 - tl.exposed_comm as f64 / tl.total_comm as f64) * 100.0
+            )
+        } else {
+            String::new()
+        };
+        a = format!("The large collectives move data far below the link{overlapped}: they mostly wait on other ranks. Find the slow rank or the skew first (trace every rank and compare them, `jarvis ranks`), and check the transport (NCCL / RCCL topology and settings for these sizes); overlapping or re-bucketing cannot hide a collective that waits. Then: {}{}", a.get(..1).map(str::to_lowercase).unwrap_or_default(), a.get(1..).unwrap_or_default());
+    }
     a
 }
+
+/// The share of collective time spent waiting (far below the link) from which the exposed
+/// communication's action leads with the slow rank.
+pub const WAITING_LEADS: f64 = 0.5;
 
 /// Whether the timed collective families (lower case, no `_` or spaces) already include a
 /// custom one-shot / two-shot or symmetric-memory all-reduce (vLLM / SGLang custom all-reduce,
