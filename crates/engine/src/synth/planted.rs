@@ -402,6 +402,16 @@ pub fn cases() -> Vec<PlantedCase> {
             group: Some(Group::Python("torch/utils/checkpoint.py(1101): pack_hook")),
             ..on_h100(case_of("recompute_healthy", recomputed_region(12), None, &[]))
         },
+        // PyTorch's NCHW BatchNorm over 64 channels: its statistics kernel records grid
+        // [64, 1, 1] (one block per channel) on H100's 132 SMs, 52% idle while it runs.
+        on_h100(case_of(
+            "batchnorm_channel_grid",
+            vec![batchnorm(false)],
+            Some("batchnorm_channel_grid"),
+            &["64 workgroups on `H100 SXM`'s 132 CUs/SMs", "52% of the GPU idles", "channels_last"],
+        )),
+        // The same BatchNorm channels-last: its kernels spread over the GPU, no cause.
+        on_h100(case_of("batchnorm_channels_last", vec![batchnorm(true)], None, &[])),
         // The same fills outside any `zero_grad` (a model zeroing its buffers): no finding.
         on_h100(case_of("zero_fills_healthy", zero_grad_fills(20), None, &[])),
         // A softmax over 32 × 2048 × 2048 bf16 scores (134.2 M elements: 536.9 MB read and
@@ -466,6 +476,28 @@ pub fn cases() -> Vec<PlantedCase> {
 
 /// The fp32 gradients of two linear layers (4096 → 11008 with bias, 11008 → 4096 without) zeroed
 /// with fill kernels at 80 % of H100's 3.35 TB/s, `calls` times.
+/// A training BatchNorm over [32, 64, 112, 112] bf16: statistics then normalization, ten calls,
+/// in PyTorch's NCHW kernels (one block per channel for the statistics) or its channels-last ones.
+fn batchnorm(channels_last: bool) -> PlantedOp {
+    let (stats, grid) = if channels_last {
+        ("void at::native::batch_norm_collect_statistics_channels_last_kernel<at::native::Var, c10::BFloat16, float, 4>(c10::BFloat16 const*, float*, float*, float volatile*, int*, int, int, double)", [64, 98, 1])
+    } else {
+        ("void at::native::batch_norm_collect_statistics_kernel<at::native::Var, c10::BFloat16, c10::BFloat16, float, int>(at::GenericPackedTensorAccessor<c10::BFloat16 const, 3, at::RestrictPtrTraits, int>, double, double, at::GenericPackedTensorAccessor<float, 1, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<float, 1, at::RestrictPtrTraits, int>)", [64, 1, 1])
+    };
+    let transform = "void at::native::batch_norm_transform_input_kernel<c10::BFloat16, c10::BFloat16, float, true, int>(at::GenericPackedTensorAccessor<c10::BFloat16 const, 3, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<c10::BFloat16, 3, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<float const, 1, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<float const, 1, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<c10::BFloat16 const, 1, at::RestrictPtrTraits, int>, at::GenericPackedTensorAccessor<c10::BFloat16 const, 1, at::RestrictPtrTraits, int>, float)";
+    PlantedOp {
+        launch: vec![Some((grid, [256, 1, 1])), Some(([64, 32, 1], [256, 1, 1]))],
+        ..op(
+            "aten::batch_norm",
+            "[[32, 64, 112, 112], [64], [64], [64], [64], [], [], [], []]",
+            &format!("[{BF16}, {BF16}, {BF16}, \"float\", \"float\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"]"),
+            "[\"\", \"\", \"\", \"\", \"\", \"True\", \"0.1\", \"1e-05\", \"True\"]",
+            &[(stats, if channels_last { 60_000 } else { 400_000 }), (transform, 60_000)],
+            10,
+        )
+    }
+}
+
 const UNPACK_HOOK: &str = "torch/utils/checkpoint.py(1111): unpack_hook";
 
 /// One checkpointed region's forward, `calls` times: an 8192 × 8192 bf16 multiply (two inputs

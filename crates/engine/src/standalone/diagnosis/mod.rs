@@ -5,6 +5,7 @@
 //! docs/analysis.md ("Diagnosis").
 
 mod attention;
+mod batchnorm;
 pub use attention::DECODE_MAX_QUERIES;
 mod conv;
 pub mod elementwise;
@@ -80,9 +81,21 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => attention::causes(shape, ctx),
         SeedCategory::Convolution => conv::causes(shape, ctx),
         SeedCategory::MoeFused => moe::causes(shape, ctx),
+        SeedCategory::Batchnorm => {
+            // A per-channel kernel that leaves most of the GPU idle explains the gap first;
+            // the bandwidth rules add what they find.
+            let mut own = batchnorm::causes(shape, ctx);
+            let per_channel = !own.is_empty();
+            // With the per-channel grid named, "no layout reason is visible" is not true.
+            own.extend(
+                elementwise::causes(r, shape, ctx)
+                    .into_iter()
+                    .filter(|c| !(per_channel && c.key == "elementwise_below_baseline")),
+            );
+            own
+        }
         SeedCategory::Elementwise
         | SeedCategory::Reduce
-        | SeedCategory::Batchnorm
         | SeedCategory::Triton
         | SeedCategory::Other => {
             // A softmax whose kernel explains its gap says so; the bandwidth rules otherwise.

@@ -1,0 +1,62 @@
+//! BatchNorm rows: PyTorch's native NCHW BatchNorm kernels (`batch_norm_collect_statistics_kernel`,
+//! `batch_norm_backward_kernel`) launch one workgroup per channel, each reducing over N·H·W;
+//! with fewer channels than compute units most of the GPU idles while they run. The
+//! channels-last kernels (`…_channels_last_kernel`) spread the reduction over the whole GPU.
+//! Read from the recorded grid (docs/analysis.md, `batchnorm_channel_grid`).
+
+use super::{Cause, Confidence, Context};
+use crate::standalone::md::{code, short};
+use crate::standalone::ops::OpRow;
+
+/// Whether a kernel is one of the per-channel NCHW BatchNorm reductions.
+fn is_per_channel(kernel: &str) -> bool {
+    (kernel.contains("batch_norm_collect_statistics_kernel")
+        || kernel.contains("batch_norm_backward_kernel")
+        || kernel.contains("batch_norm_backward_reduce_kernel"))
+        && !kernel.contains("channels_last")
+}
+
+pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
+    let Some(units) = ctx.platform.and_then(|p| p.units()) else {
+        return Vec::new();
+    };
+    let total: f64 = shape.kernel_names.iter().map(|(_, us)| us).sum();
+    // The per-channel kernels with a recorded grid under the CU count: (name, µs, workgroups).
+    let narrow: Vec<(&str, f64, u64)> = shape
+        .kernel_names
+        .iter()
+        .zip(&shape.kernel_launch)
+        .filter(|((n, _), _)| is_per_channel(n))
+        .filter_map(|((n, us), l)| {
+            let w = super::recorded_workgroups(n, l.as_ref()?);
+            (w < units).then_some((n.as_str(), *us, w))
+        })
+        .collect();
+    let Some(&(kernel, _, w)) = narrow.iter().max_by(|a, b| a.1.total_cmp(&b.1)) else {
+        return Vec::new();
+    };
+    if total <= 0.0 {
+        return Vec::new();
+    }
+    // Idle CUs while each narrow kernel runs, weighted by its share of the op's time.
+    let waste: f64 = narrow
+        .iter()
+        .map(|&(_, us, w)| (1.0 - w as f64 / units as f64) * us / total)
+        .sum();
+    let name = ctx.platform.map(|p| p.name.as_str()).unwrap_or("the GPU");
+    vec![Cause {
+        key: "batchnorm_channel_grid",
+        title: format!("one workgroup per channel: {w} of {units} CUs/SMs busy"),
+        evidence: format!(
+            "its kernel ({}) is PyTorch's NCHW BatchNorm, which reduces each channel in one workgroup: {w} workgroups on {}'s {units} CUs/SMs, so {:.0}% of the GPU idles while it runs ({:.0}% of the op's kernel time is in such kernels). The channels-last kernels reduce over N·H·W across the whole GPU.",
+            code(&short(kernel, 60)),
+            code(name),
+            (1.0 - w as f64 / units as f64) * 100.0,
+            narrow.iter().map(|n| n.1).sum::<f64>() / total * 100.0
+        ),
+        action: "Run the model and its inputs channels_last (`model.to(memory_format=torch.channels_last)`): PyTorch's NHWC BatchNorm kernels then spread the reduction over the GPU, and the convolutions lose their layout transposes too; a larger per-GPU batch also gives each workgroup more to do.".into(),
+        waste: Some(waste),
+        confidence: Confidence::High,
+        bounds_all: false,
+    }]
+}
