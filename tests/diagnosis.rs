@@ -418,6 +418,26 @@ fn owlv2_attention_is_one_finding_with_its_score_matrix() {
     }
     // The bmm finding was Critical; the merged one is too.
     assert_eq!(att.priority.label(), "Critical");
+    // The bmm is memory-bound (it writes the scores) but runs at 27.5% of that roofline: its
+    // first cause is the misaligned 5185 that sent cuBLAS to a Turing-generation `align1`
+    // CUTLASS kernel on this H100, not "memory-bound".
+    let bmm = att
+        .absorbed
+        .iter()
+        .find(|x| x.op_name == "aten::bmm")
+        .expect("the bmm finding");
+    assert_eq!(
+        bmm.causes[0].key, "gemm_alignment",
+        "{}",
+        bmm.causes[0].title
+    );
+    assert!(
+        bmm.causes[0]
+            .evidence
+            .contains("Turing-generation (`cutlass_75`) kernel"),
+        "{}",
+        bmm.causes[0].evidence
+    );
 }
 
 /// Copies that materialize a GEMM operand inside `aten::matmul` are one finding (the copy op's

@@ -371,7 +371,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     }
     if let (Some(m), Some(n), Some(k)) = dims {
         // The shape's own figures (the merged row's intensity is an average over signatures).
-        if let Some(c) = alignment(shape, m, n, k, main.as_ref()) {
+        if let Some(c) = alignment(shape, (m, n, k), main.as_ref(), ctx) {
             out.push(c);
         }
         if let Some(c) = below_ridge(shape, m, n, k, ctx) {
@@ -403,10 +403,9 @@ const MIN_PADDED_DIM: i64 = 64;
 
 fn alignment(
     r: &OpRow,
-    m: i64,
-    n: i64,
-    k: i64,
+    (m, n, k): (i64, i64, i64),
     main: Option<&(String, GemmKernel)>,
+    ctx: &Context<'_>,
 ) -> Option<Cause> {
     let bpe = spec_bytes(&r.compute_spec)?;
     let need = (ALIGN_BYTES / bpe).max(1) as i64;
@@ -449,10 +448,26 @@ fn alignment(
             })
             .map(code)
             .collect();
+        // A CUTLASS kernel built for Turing (`cutlass_75_…`, mma m16n8k8) on a newer GPU: the
+        // library had no kernel of the GPU's own generation for this alignment.
+        let older = (name.contains("cutlass_75_") || name.contains("turing_"))
+            && ctx.platform.is_some_and(|p| {
+                !["T4", "RTX 20", "TITAN RTX", "QUADRO RTX"]
+                    .iter()
+                    .any(|t| p.name.to_ascii_uppercase().contains(t))
+            });
+        let whose = if tokens.is_empty() {
+            format!("in {}", kernel_label(name))
+        } else {
+            format!("{} in {}", tokens.join(", "), kernel_label(name))
+        };
         Some(format!(
-            " The kernel chosen assumes only {a}-element alignment ({} in {}): the edge-checked general path with narrow loads.",
-            tokens.join(", "),
-            kernel_label(name)
+            " The kernel chosen assumes only {a}-element alignment ({whose}): the edge-checked general path with narrow loads{}.",
+            if older {
+                ", and a Turing-generation (`cutlass_75`) kernel on this GPU: none of its own generation takes this alignment"
+            } else {
+                ""
+            }
         ))
     });
     let pad = |d: i64| (d + need - 1) / need * need;
@@ -659,6 +674,14 @@ mod tests {
     use super::*;
     use crate::standalone::ops::tests_support::row;
 
+    fn no_platform() -> Context<'static> {
+        Context {
+            platform: None,
+            baseline_tb_s: None,
+            compute_us: None,
+        }
+    }
+
     /// A dimension under 64 elements is tiny, not misaligned; a large odd one is padded to the
     /// alignment (8 bf16 elements), not to 64.
     #[test]
@@ -666,10 +689,11 @@ mod tests {
         let mut r = row("aten::mm");
         r.compute_spec = "matrix_bf16".into();
         assert!(
-            alignment(&r, 4096, 4096, 5, None).is_none(),
+            alignment(&r, (4096, 4096, 5), None, &no_platform()).is_none(),
             "K = 5 is tiny"
         );
-        let c = alignment(&r, 4096, 3137, 64, None).expect("N = 3137 is misaligned");
+        let c =
+            alignment(&r, (4096, 3137, 64), None, &no_platform()).expect("N = 3137 is misaligned");
         assert!(c.action.contains("N 3137 → 3144"), "{}", c.action);
         assert!(!c.action.contains("K 64"), "{}", c.action);
     }

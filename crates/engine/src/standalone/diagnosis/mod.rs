@@ -119,14 +119,30 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             c.waste = Some(w.min(g).max(0.0));
         }
     }
+    // A bound (a memory-bound shape) is named first, except where the op runs far below it
+    // (under half its roofline) and its own kernel name says it took the narrow-load path
+    // (alignment, high confidence): a GEMM at 27 % of the memory roofline is explained by its
+    // misaligned fallback kernel, not by being memory-bound. (Tile and wave quantization waste
+    // computation, which a memory-bound kernel has to spare: they never lead it.)
+    let far_below = r.efficiency_pct().is_some_and(|e| e < BOUND_FIRST_MIN_PCT)
+        && out.iter().any(|c| c.bounds_all);
+    let leads = |c: &Cause| {
+        c.bounds_all || (far_below && c.key == "gemm_alignment" && c.confidence == Confidence::High)
+    };
+    let narrow_loads = out.iter().any(|c| !c.bounds_all && leads(c));
     out.sort_by(|a, b| {
-        b.bounds_all
-            .cmp(&a.bounds_all)
+        let rank = |c: &Cause| (leads(c), narrow_loads && !c.bounds_all && leads(c));
+        rank(b)
+            .cmp(&rank(a))
             .then(b.waste.unwrap_or(-1.0).total_cmp(&a.waste.unwrap_or(-1.0)))
             .then(a.confidence.cmp(&b.confidence))
     });
     out
 }
+
+/// The efficiency (% of the roofline) under which a kernel's own narrow-load (alignment) cause
+/// is named before the bound it runs far below.
+pub const BOUND_FIRST_MIN_PCT: f64 = 50.0;
 
 /// The gap to the roofline as a share of the op's time (1 − efficiency), when modelled.
 pub fn gap(efficiency_pct: Option<f64>) -> Option<f64> {
