@@ -380,19 +380,29 @@ fn add_zero_grad(
             b.fix.push(("scale", format!("op:{op}={left:.4}")));
         }
     }
-    b.causes.push(Cause {
-        key: "zero_grad_fills",
-        title: format!(
+    b.causes.push(wasted_work(
+        "zero_grad_fills",
+        format!(
             "gradients zeroed by {} fill kernels per call",
             per_call.round()
         ),
+        evidence,
+        action,
+    ));
+    f.bottlenecks.push(b);
+}
+
+/// A cause whose work the fix removes entirely, seen directly in the trace.
+fn wasted_work(key: &'static str, title: String, evidence: String, action: &str) -> Cause {
+    Cause {
+        key,
+        title,
         evidence,
         action: action.to_owned(),
         waste: Some(1.0),
         confidence: Confidence::High,
         bounds_all: false,
-    });
-    f.bottlenecks.push(b);
+    }
 }
 
 /// Activation checkpointing's recomputation: the forward work the backward pass reruns inside
@@ -450,18 +460,15 @@ fn add_recompute(
             ]
         })
         .collect();
-    b.causes.push(Cause {
-        key: "activation_recompute",
-        title: format!(
+    b.causes.push(wasted_work(
+        "activation_recompute",
+        format!(
             "{} checkpointed regions recomputed in the backward pass",
             r.calls
         ),
         evidence,
-        action: action.to_owned(),
-        waste: Some(1.0),
-        confidence: Confidence::High,
-        bounds_all: false,
-    });
+        action,
+    ));
     f.bottlenecks.push(b);
 }
 
