@@ -475,29 +475,35 @@ fn layout_copies_feeding_gemms_are_found_and_absorb_the_copy_finding() {
         .all(|b| !keys(b).contains(&"gemm_layout_copies")));
 }
 
+/// TimeSformer's 5.278 ms of copies under `aten::matmul` (72 calls) are the Q, K and V copies
+/// of its unfused attention (`TimesformerSelfAttention > aten::matmul > reshape > clone >
+/// copy_`): they belong to the attention finding, whose fix (SDPA, taking strided inputs)
+/// removes them, and are not counted again as "Layout copies feeding GEMMs" (the review found
+/// them counted twice).
 #[test]
-fn timesformer_matmul_copies_are_named() {
+fn timesformer_matmul_copies_are_the_attentions() {
     let Some(bytes) = fixture("h100_facebook_timesformer-base-finetuned-k400__1016002.json.gz")
     else {
         return;
     };
     let a = analyze_on(&bytes, "h100");
     let st = standalone(&a);
-    let g = st
-        .patterns
-        .gemm_copies
-        .as_ref()
-        .expect("copies under aten::matmul");
-    assert_eq!(g.callers.len(), 1);
-    assert_eq!(g.callers[0].name, "aten::matmul");
-    assert!((g.copy_ms - 5.278).abs() < 1e-3, "{}", g.copy_ms);
-    let f = st
+    assert!(st.patterns.gemm_copies.is_none());
+    let att = st
         .categories
         .iter()
         .flat_map(|c| &c.bottlenecks)
-        .find(|b| b.title.starts_with("Layout copies feeding GEMMs"))
-        .expect("finding");
-    assert!(f.title.contains("9.9% on top of the GEMMs"), "{}", f.title);
+        .find(|b| {
+            b.title
+                .starts_with("Unfused attention in `TimesformerSelfAttention`")
+        })
+        .expect("the attention finding");
+    assert!(att.issue.contains("`aten::copy_` ×96"), "{}", att.issue);
+    assert!(!st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .any(|b| b.title.starts_with("Layout copies feeding GEMMs")));
 }
 
 /// Issue #48 item 3: wave and tile findings read the recorded grid; the name's tile only

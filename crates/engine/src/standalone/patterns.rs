@@ -205,7 +205,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         fusion: Vec::new(),
         unfused_attention: Vec::new(),
         conv_transposes: conv_transposes(trace, tree),
-        gemm_copies: gemm_copies(trace, tree),
+        gemm_copies: None,
         short_kernels: short_kernels(trace),
         zero_grad: framed(trace, tree, &|_, n| n.starts_with("Optimizer.zero_grad")),
         recompute: framed(trace, tree, &is_recompute_frame),
@@ -213,6 +213,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
     }
     .with_accumulation(trace, tree)
     .with_module_patterns(trace, tree, modules)
+    .with_gemm_copies(trace, tree, modules)
 }
 
 /// The autograd node that adds an incoming gradient into an existing `.grad`.
@@ -220,6 +221,36 @@ pub const ACCUMULATE_GRAD: &str =
     "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad";
 
 impl Patterns {
+    /// The layout copies feeding GEMMs, outside the unfused attentions: the copies an unfused
+    /// attention makes of Q, K and V are that finding's (SDPA takes strided inputs), and
+    /// counting them again would double its saving.
+    fn with_gemm_copies(mut self, trace: &Trace, tree: &CallTree, modules: &Modules) -> Self {
+        let classes: Vec<&str> = self
+            .unfused_attention
+            .iter()
+            .map(|a| a.class.as_str())
+            .collect();
+        let inside = |op: EventId| {
+            if classes.is_empty() {
+                return false;
+            }
+            let Some(root) = super::context::cpu_root(trace, tree, op) else {
+                return false;
+            };
+            let mut cur = modules.frame_of_root(root);
+            while let Some(f) = cur {
+                let fr = &modules.frames[f as usize];
+                if classes.contains(&fr.class.as_str()) {
+                    return true;
+                }
+                cur = fr.parent;
+            }
+            false
+        };
+        self.gemm_copies = gemm_copies(trace, tree, &inside);
+        self
+    }
+
     /// Where gradients were zeroed by kernels, the adds that accumulate into them.
     fn with_accumulation(mut self, trace: &Trace, tree: &CallTree) -> Self {
         if self.zero_grad.is_some() {
@@ -466,7 +497,11 @@ fn op_role(name: &str) -> OpRole {
     }
 }
 
-fn gemm_copies(trace: &Trace, tree: &CallTree) -> Option<GemmCopies> {
+fn gemm_copies(
+    trace: &Trace,
+    tree: &CallTree,
+    excluded: &dyn Fn(EventId) -> bool,
+) -> Option<GemmCopies> {
     // Roles decided once per distinct op name.
     let mut roles: HashMap<crate::model::strings::StrId, OpRole> = HashMap::default();
     for e in trace.events.iter().filter(|e| e.kind() == EventKind::CpuOp) {
@@ -511,6 +546,9 @@ fn gemm_copies(trace: &Trace, tree: &CallTree) -> Option<GemmCopies> {
         let Some(caller) = caller else {
             continue;
         };
+        if excluded(caller) {
+            continue;
+        }
         match innermost {
             Some(OpRole::Gemm) => gemm_ns += e.dur,
             Some(OpRole::Copy) if !cast => {

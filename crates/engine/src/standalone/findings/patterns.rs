@@ -209,7 +209,9 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         SeedCategory::Convolution => {
             if let Some(t) = p.conv_transposes.as_ref().filter(|t| t.transpose_ms > 0.0) {
                 let share_of_conv = t.transpose_ms / t.conv_ms * 100.0;
-                if inp.share(t.transpose_ms) >= rules::MIN_SHARE_PCT || share_of_conv >= 10.0 {
+                // From 1 % of compute: a large share of a tiny convolution (a ViT's patch
+                // embedding) is noise, not a recommendation.
+                if inp.share(t.transpose_ms) >= rules::MIN_SHARE_PCT {
                     let top = t
                         .kernels
                         .first()
