@@ -595,8 +595,10 @@ pub fn write_case(c: &PlantedCase, w: &mut impl Write) -> io::Result<()> {
                         "python_function",
                         &match group {
                             Group::Module(class) => format!("nn.Module: {class}_0"),
-                            Group::Python(name) => name.to_owned(),
-                            _ => unreachable!("matched above"),
+                            // A Python frame, as recorded (the other kinds are not here).
+                            Group::Python(name) | Group::Op(name) | Group::Annotation(name) => {
+                                name.to_owned()
+                            }
                         },
                         PID,
                         TID,

@@ -47,16 +47,11 @@ fn matmuls<'r, 's>(
         })
 }
 
-/// The element size of a recorded dtype (`c10::BFloat16`, `float`, …).
+/// The element size and precision name of a recorded dtype (`c10::BFloat16`, `float`, …), from
+/// the perf models' own tables.
 fn dtype_bytes(t: &str) -> Option<(u64, &'static str)> {
-    let t = t.trim_start_matches("c10::");
-    Some(match t {
-        "BFloat16" => (2, "bf16"),
-        "Half" => (2, "fp16"),
-        "float" | "Float" => (4, "fp32"),
-        "double" | "Double" => (8, "fp64"),
-        _ => return None,
-    })
+    use crate::perf::dtype::{bytes_per_element, precision};
+    Some((bytes_per_element(t)? as u64, precision(t)?))
 }
 
 /// Each score matrix a softmax of the scope ran over (leading dims' product = B, then M, N),
