@@ -5,7 +5,7 @@
 //! named and left out of the steady state, and communication kernels without NCCL names are
 //! communication.
 
-use jarvis_engine::standalone::findings::Bottleneck;
+use jarvis_engine::standalone::findings::{Basis, Bottleneck};
 use jarvis_engine::standalone::ops::SeedCategory;
 use jarvis_engine::standalone::Standalone;
 use jarvis_engine::synth::host_planted::{case, case_bytes, cases};
@@ -119,11 +119,69 @@ fn a_one_off_stall_is_named_and_left_out_of_the_steady_state() {
         );
         assert!(idle.issue.contains("one-off stall"), "{}", idle.issue);
     }
+    // One denominator: every other share is of the trace without the stall.
+    let u = &st.utilization;
+    assert!((u.stall_ms - one.time_ms).abs() < 1e-9, "{u:?}");
+    assert!(
+        (u.steady_ms - (u.total_ms - u.stall_ms)).abs() < 1e-9,
+        "{u:?}"
+    );
+    for b in findings(st).into_iter().filter(|b| b.title != one.title) {
+        assert_eq!(
+            b.impact.basis,
+            Basis::Steady,
+            "{}: {}",
+            b.title,
+            b.impact.text()
+        );
+        assert!(
+            b.impact.text().contains("of the steady state"),
+            "{}",
+            b.impact.text()
+        );
+        if b.share_of != "compute" {
+            let want = b.time_ms / u.steady_ms * 100.0;
+            assert!(
+                (b.share_pct - want).abs() < 1e-6,
+                "{}: {} vs {want}",
+                b.title,
+                b.share_pct
+            );
+        }
+    }
+    // The stall is a share of the whole trace.
+    assert!((one.share_pct - one.time_ms / u.total_ms * 100.0).abs() < 1e-6);
+    // The host sat in a blocking copy while no traced GPU work ran: it waited for the
+    // device, not the reverse.
+    assert!(
+        one.issue.contains("the host was blocked in `cudaMemcpy`"),
+        "{}",
+        one.issue
+    );
+    assert!(
+        !one.issue.contains("the GPU waited for its host"),
+        "{}",
+        one.issue
+    );
+    // The same stall in a trace that marks no step: nothing to compare it with.
+    let a = analyze("idle_single_stall_unmarked");
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(find(st, "One-off stall").is_none(), "{}", all_text(st));
+    let single = find(st, "Single stall").expect("single stall");
+    assert!(single.issue.contains("marks no step"), "{}", single.issue);
+    assert!(
+        single.path_a.contains("Profile several steps"),
+        "{}",
+        single.path_a
+    );
+    assert!(st.utilization.stall_ms > 59.0);
     // The healthy counterpart: no gap holds half of the idle time.
     let a = analyze("idle_steady");
     let st = a.standalone.as_ref().expect("standalone");
     assert!(find(st, "One-off stall").is_none(), "{}", all_text(st));
     assert!(find(st, "GPU idle time").is_some());
+    assert_eq!(st.utilization.stall_ms, 0.0);
+    assert!(findings(st).iter().all(|b| b.impact.basis == Basis::Trace));
 }
 
 #[test]
@@ -243,4 +301,51 @@ fn fusion_advice_fits_the_module() {
     );
     let f = find(&norm, "Unfused module `LlamaRMSNorm`").expect("norm fusion finding");
     assert!(f.path_a.contains("Fuse the norm"), "{}", f.path_a);
+}
+
+/// Host time before the first kernel is outside the GPU timeline: a finding states it as a share
+/// of the steps' time and names where the host spent it; a first step with its usual setup
+/// (600 µs) gets none.
+#[test]
+fn host_time_before_the_first_kernel_is_a_share_of_the_steps() {
+    let a = analyze("lead_in_preprocess");
+    let st = a.standalone.as_ref().expect("standalone");
+    let lead = a.idle.lead_in.as_ref().expect("lead-in");
+    // 30 ms of host frames, inset 2 µs per level: the innermost covers 30 ms − 8 µs.
+    assert_eq!(lead.call, "image_transforms.py(300): resize");
+    assert_eq!(lead.step, "ProfilerStep#1");
+    assert!((lead.ns - 30_000_000).abs() < 50_000, "{}", lead.ns);
+    let b = find(st, "Host time before the first kernel").expect("lead-in finding");
+    let steps_ms = lead.steps_ns as f64 / 1e6;
+    assert_eq!(b.steps_ms, Some(steps_ms));
+    assert!((b.share_pct - b.time_ms / steps_ms * 100.0).abs() < 1e-9);
+    assert!(b.share_pct > 40.0 && b.share_pct < 55.0, "{}", b.share_pct);
+    assert_eq!(b.impact.basis, Basis::Steps);
+    assert!(
+        b.impact.text().contains("of the steps' time"),
+        "{}",
+        b.impact.text()
+    );
+    assert!((b.impact.high_pct - b.share_pct).abs() < 1e-6);
+    assert!(
+        b.issue.contains("`image_transforms.py(300): resize`"),
+        "{}",
+        b.issue
+    );
+    assert!(
+        b.issue.contains("no idle or utilisation figure"),
+        "{}",
+        b.issue
+    );
+    assert!(b.path_a.contains("use_fast=True"), "{}", b.path_a);
+    // The TraceLens timeline starts at the first kernel: the lead-in is not in it.
+    assert!(a.timeline.total < 40_000_000, "{}", a.timeline.total);
+    // Healthy: 8 marked steps whose first one sets up for 600 µs.
+    let a = analyze("idle_one_off_stall");
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(
+        find(st, "Host time before the first kernel").is_none(),
+        "{}",
+        all_text(st)
+    );
 }

@@ -152,7 +152,7 @@ fn odd_gemm_dimensions_give_tile_wave_and_alignment_numbers() {
     first_uncosted.causes.rotate_left(2);
     let i = jarvis_engine::standalone::findings::Impact::of(
         &first_uncosted,
-        standalone(&a).utilization.total_ms,
+        &standalone(&a).utilization,
     );
     assert_eq!(i.method, ImpactMethod::Roofline);
     assert!((i.high_pct - (1.0 - eff / 100.0) * share).abs() < 1e-6);

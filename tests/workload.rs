@@ -171,7 +171,7 @@ fn moe_expert_weights_are_counted_or_said_not_to_be() {
     let w = workload(&a);
     assert!(
         w.scale.contains(
-            "128 experts with 2.4B parameters per MoE layer (`vllm::rocm_aiter_fused_moe`)"
+            "128 experts with 2.4B parameters per MoE layer (vllm::rocm_aiter_fused_moe)"
         ),
         "{}",
         w.scale
@@ -181,7 +181,9 @@ fn moe_expert_weights_are_counted_or_said_not_to_be() {
     };
     let w = workload(&b);
     assert!(
-        w.scale.contains("expert weights not counted (`vllm::moe_forward` records none of them among its inputs)"),
+        w.scale.contains(
+            "expert weights not counted (the fused MoE op records none of them among its inputs)"
+        ),
         "{}",
         w.scale
     );

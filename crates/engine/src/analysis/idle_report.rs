@@ -29,6 +29,10 @@ pub struct IdleReport {
     /// (`comm_kernels::all_communication`): the exposed-communication finding's input.
     #[serde(default)]
     pub communication: super::comm_kernels::AllCommunication,
+    /// The first step's host time before its first launch, outside the timeline
+    /// (`lead_in::lead_in`).
+    #[serde(default)]
+    pub lead_in: Option<super::lead_in::LeadIn>,
 }
 
 impl IdleReport {

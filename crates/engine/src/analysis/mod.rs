@@ -18,6 +18,7 @@ pub mod kernel_tables;
 pub mod launch_rows;
 pub mod launch_stats;
 pub mod launchers;
+pub mod lead_in;
 pub mod module_path;
 pub mod module_tables;
 pub mod names;

@@ -135,7 +135,7 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
             "mid"
         },
         b.impact.ranked_pct(),
-        b.impact.replayed.map_or("of trace time", |r| r.of()),
+        b.impact.replayed.map_or(b.impact.share_of(), |r| r.of()),
         if b.in_top_ops {
             "; in the top operations"
         } else {

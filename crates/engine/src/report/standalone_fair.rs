@@ -217,7 +217,13 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         );
     }
     let _ = writeln!(s, "\n---\n\n## Recommendations\n");
-    let _ = writeln!(s, "**Note:** Recommendations are prioritized by the share of the trace's time fixing each may save (the mid figure of its impact range): Critical from {:.0}%, High from {:.0}%, Medium from {:.0}%, Low below. Findings that share a cause are one finding, and overlapping findings' savings are not additive.\n", rules::IMPACT_CRITICAL_PCT, rules::IMPACT_HIGH_PCT, rules::IMPACT_MEDIUM_PCT);
+    let u = &st.utilization;
+    let steady = if u.stall_ms > 0.0 {
+        format!(" Shares are of the steady state: the trace's {:.3} ms less the single stall of {:.3} ms named below, {:.3} ms.", u.total_ms, u.stall_ms, u.steady_ms)
+    } else {
+        String::new()
+    };
+    let _ = writeln!(s, "**Note:** Recommendations are prioritized by the share of the trace's time fixing each may save (the saving replayed over the trace's schedule where the fix can be replayed, else the mid figure of its impact range): Critical from {:.0}%, High from {:.0}%, Medium from {:.0}%, Low below.{steady} Findings that share a cause are one finding, and overlapping findings' savings are not additive.\n", rules::IMPACT_CRITICAL_PCT, rules::IMPACT_HIGH_PCT, rules::IMPACT_MEDIUM_PCT);
     if st.recommendations.is_empty() {
         let _ = writeln!(s, "No bottleneck passed the rules (docs/analysis.md): nothing reaches 1% of compute below 80% efficiency, and the GPU timeline has no idle, exposed communication or memcpy above 1%.\n");
     }
@@ -251,7 +257,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             s,
             "**Impact**: may save {} ({:.3} ms at the mid figure).  ",
             b.impact.text(),
-            b.impact.mid_pct / 100.0 * st.utilization.total_ms
+            b.impact.mid_pct / 100.0 * b.steps_ms.unwrap_or(st.utilization.steady_ms)
         );
         let _ = writeln!(
             s,

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::analysis::timeline::GpuTimeline;
 use crate::analysis::TopOp;
 use crate::model::tree::CallTree;
-use crate::model::{EventId, EventKind, Trace};
+use crate::model::{EventId, EventKind, Nanos, Trace};
 use crate::perf::platform::Platform;
 use crate::sheet::Sheet;
 use context::{Modules, TreeEntry};
@@ -43,10 +43,16 @@ pub struct Utilization {
     pub idle_pct: f64,
     /// Computation under [`rules::COMPUTE_TARGET_PCT`] of the timeline.
     pub below_target: bool,
+    /// The single stall left out of the steady state (`IdleContext::one_off`: one gap holding
+    /// more than half of the idle time), ms; 0 when there is none.
+    pub stall_ms: f64,
+    /// The timeline without that stall, ms: what findings' savings are shares of
+    /// (docs/analysis.md, "One denominator").
+    pub steady_ms: f64,
 }
 
 impl Utilization {
-    fn of(t: &GpuTimeline) -> Utilization {
+    fn of(t: &GpuTimeline, stall_ns: Nanos) -> Utilization {
         let total = t.total as f64;
         let pct = |x: i64| {
             if total > 0.0 {
@@ -63,6 +69,8 @@ impl Utilization {
             exposed_memcpy_pct: pct(t.exposed_memcpy),
             idle_pct: pct(t.idle),
             below_target: pct(t.computation) < rules::COMPUTE_TARGET_PCT,
+            stall_ms: stall_ns as f64 / 1e6,
+            steady_ms: (t.total - stall_ns).max(0) as f64 / 1e6,
         }
     }
 }
@@ -218,6 +226,8 @@ pub struct Sources<'a> {
     pub replay_names: &'a [String],
     /// Whether the trace trains (`analysis::steps::trains`, computed once for the steps too).
     pub trains: bool,
+    /// Steps or iterations the trace marks (0 when it marks none: the whole trace is one).
+    pub steps: usize,
 }
 
 /// What the standalone analysis reads from the trace and its call tree alone: the module frames
@@ -262,7 +272,8 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         own_models::apply(r, src.platform);
     }
     let workload = workload::identify(src.trace, &rows, &modules, src.trains);
-    let utilization = Utilization::of(src.timeline);
+    let stall = src.idle.context.one_off.as_ref().map_or(0, |o| o.len);
+    let utilization = Utilization::of(src.timeline, stall);
     let compute_ms = utilization.computation_ms;
     let top_operations: Vec<TopOperation> = src
         .top_ops
@@ -307,6 +318,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         replay_names: src.replay_names,
         multi_stream: multi_stream(src.trace),
         trains: src.trains,
+        steps: src.steps,
         comm_all: &src.idle.communication,
         copies: findings::CopyMix::of(src.trace),
     };
@@ -341,11 +353,11 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     }
     findings::merge::one_cause_one_finding(&mut categories, &rows, src.platform);
     for b in categories.iter_mut().flat_map(|c| c.bottlenecks.iter_mut()) {
-        b.impact = findings::Impact::of(b, utilization.total_ms);
+        b.impact = findings::Impact::of(b, &utilization);
         // Priority from the estimated saving (docs/analysis.md, "Priorities").
         b.priority = rules::impact_priority(b.impact.mid_pct);
         for x in &mut b.absorbed {
-            x.impact = findings::Impact::of(x, utilization.total_ms);
+            x.impact = findings::Impact::of(x, &utilization);
             x.priority = rules::impact_priority(x.impact.mid_pct);
         }
     }

@@ -42,6 +42,11 @@ pub const EXCELLENT_PCT: f64 = 80.0;
 pub const COMPUTE_TARGET_PCT: f64 = 95.0;
 /// Idle, exposed communication or exposed memcpy above this share of the timeline is a finding.
 pub const TIMELINE_FINDING_PCT: f64 = 1.0;
+/// The first step's host time before its first launch is a finding from this share of the
+/// steps' time and this many ms (a first step's usual setup, a short step's first op, stay
+/// under them).
+pub const LEAD_IN_FINDING_PCT: f64 = 5.0;
+pub const LEAD_IN_FINDING_MS: f64 = 1.0;
 /// Replay packages: ops above this share of compute and below [`REPLAY_MAX_EFFICIENCY`].
 pub const REPLAY_MIN_SHARE_PCT: f64 = 10.0;
 pub const REPLAY_MAX_EFFICIENCY: f64 = 30.0;

@@ -111,11 +111,8 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
     } else if !backward_kernels.is_empty() {
         format!(
             "mode: backward ops run ({})",
-            backward_kernels
-                .iter()
-                .map(|n| super::md::code(n))
-                .collect::<Vec<_>>()
-                .join(", ")
+            // Plain names: evidence is rendered as escaped cell text.
+            backward_kernels.join(", ")
         )
     } else {
         "mode: no backward op and no optimizer step".into()
@@ -430,6 +427,7 @@ fn embeddings_and_experts(trace: &Trace, rows: &[OpRow], ev: &mut Vec<String>) -
         ev.push("scale: embedding tables from `aten::embedding`'s weight (first input), each shape once".into());
     }
     let mut seen: Vec<&str> = Vec::new();
+    let mut uncounted = 0;
     let fused_moe = |r: &&OpRow| {
         let n = r.name.to_ascii_lowercase();
         r.category == SeedCategory::MoeFused
@@ -455,23 +453,32 @@ fn embeddings_and_experts(trace: &Trace, rows: &[OpRow], ev: &mut Vec<String>) -
                 (d[0], if packed { 2.0 * n } else { n })
             })
             .collect();
-        let op = super::md::code(&r.name);
         match stacked.first() {
             Some(&(experts, _)) => {
                 let per_layer: f64 = stacked.iter().map(|s| s.1).sum();
                 parts.push(format!(
-                    "{experts} experts with {} parameters per MoE layer ({op})",
-                    human(per_layer)
+                    "{experts} experts with {} parameters per MoE layer ({})",
+                    human(per_layer),
+                    r.name
                 ));
                 ev.push("scale: expert weights from the fused MoE op's rank-3 inputs [experts, …], per layer".into());
             }
             None => {
-                parts.push(format!(
-                    "expert weights not counted ({op} records none of them among its inputs)"
-                ));
+                uncounted += 1;
                 ev.push(format!("scale: {} records no expert weights", r.name));
             }
         }
+    }
+    // Plain words: the scale is rendered as escaped cell text, so it names no op in code.
+    match uncounted {
+        0 => {}
+        1 => parts.push(
+            "expert weights not counted (the fused MoE op records none of them among its inputs)"
+                .into(),
+        ),
+        n => parts.push(format!(
+            "expert weights not counted ({n} fused MoE ops record none of them among their inputs)"
+        )),
     }
     parts
 }
@@ -521,17 +528,27 @@ fn human(x: f64) -> String {
     }
 }
 
-/// The precision of most matrix time (from the perf model's compute spec, else the first
-/// input's dtype), with a second one named when it has a fifth or more.
+/// The precision of most matrix time (from the kernels' names where they spell it, else the
+/// perf model's compute spec, else the first input's dtype), with a second one named when it
+/// has a fifth or more, and packed low-bit weights (MXFP4, NVFP4, INT4) where the kernels
+/// name them on a fifth or more.
 fn precision(rows: &[OpRow], ev: &mut Vec<String>) -> Option<String> {
     let mut by: HashMap<&'static str, f64> = HashMap::default();
+    let mut weights: HashMap<&'static str, f64> = HashMap::default();
     let mut total = 0.0;
     for r in rows.iter().filter(|r| is_matrix(r.category)) {
         if let Some(p) = row_dtype(r) {
             *by.entry(p).or_default() += r.kernel_us;
             total += r.kernel_us;
+            if let Some(w) = weight_format(r) {
+                *weights.entry(w).or_default() += r.kernel_us;
+            }
         }
     }
+    let packed = weights
+        .into_iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(a.0)))
+        .filter(|&(_, t)| t >= MIXED_MIN_SHARE * total && total > 0.0);
     let source = if total > 0.0 {
         "matrix"
     } else {
@@ -550,14 +567,17 @@ fn precision(rows: &[OpRow], ev: &mut Vec<String>) -> Option<String> {
     if total <= 0.0 {
         return None;
     }
+    let packed_text = packed
+        .map(|(w, t)| format!(", {w} weights on {:.0}%", pct(t, total)))
+        .unwrap_or_default();
     ev.push(format!(
-        "precision: {first} on {:.0}% of {source} time{}",
+        "precision: {first} on {:.0}% of {source} time{}{packed_text}",
         pct(t1, total),
         v.get(1)
             .map(|(p, t)| format!(", {p} on {:.0}%", pct(*t, total)))
             .unwrap_or_default()
     ));
-    Some(match v.get(1) {
+    let main = match v.get(1) {
         Some(&(second, t2)) if t2 >= MIXED_MIN_SHARE * total => {
             format!(
                 "{first} (mixed with {second}, {:.0}% of {source} time)",
@@ -565,15 +585,74 @@ fn precision(rows: &[OpRow], ev: &mut Vec<String>) -> Option<String> {
             )
         }
         _ => first.to_owned(),
+    };
+    Some(match packed {
+        Some((w, t)) => format!(
+            "{main} with {w} weights ({:.0}% of {source} time)",
+            pct(t, total)
+        ),
+        None => main,
     })
 }
 
-/// A matrix op's precision: its perf model's compute spec, its first input's dtype, or the
-/// type its kernels' names spell.
+/// A matrix op's precision: what its kernels compute in as their names spell it (under
+/// autocast an fp32 op runs a bf16 kernel, and a trace without shapes still names its
+/// `sgemm`s), else its perf model's compute spec, its first input's dtype, or the element type
+/// its kernels' names spell.
 fn row_dtype(r: &OpRow) -> Option<&'static str> {
-    dtype_label(&r.compute_spec)
+    kernels_precision(r)
+        .or_else(|| dtype_label(&r.compute_spec))
         .or_else(|| dtype_label(&r.input_type))
         .or_else(|| kernel_dtype(r))
+}
+
+/// The precision the longest kernel of a GEMM or MoE row that spells one computes in
+/// (`diagnosis::kernels::gemm_precision`: `volta_sgemm_*` is fp32 on the SIMT units,
+/// `Cijk_…_BBS_…` bf16).
+fn kernels_precision(r: &OpRow) -> Option<&'static str> {
+    use super::diagnosis::kernels::{gemm_precision, KernelPrecision as P};
+    // GEMM names only: an attention kernel's template arguments can spell another type
+    // (`Fp8KVCacheDataType)0`, the FP8 cache switched off, in a bf16 paged-attention kernel).
+    if !matches!(r.category, SeedCategory::Gemm | SeedCategory::MoeFused) {
+        return None;
+    }
+    let mut ks: Vec<&(String, f64)> = r.kernel_names.iter().collect();
+    ks.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let launched = crate::standalone::ops::synthetic_parts(&r.name).map(|(_, k)| k);
+    launched
+        .into_iter()
+        .chain(ks.into_iter().map(|(k, _)| k.as_str()))
+        .find_map(gemm_precision)
+        .map(|p| match p {
+            P::Fp32Simt | P::Fp32 => "FP32",
+            P::Tf32 => "TF32",
+            P::Bf16 => "BF16",
+            P::Fp16 => "FP16",
+            P::Fp8 => "FP8",
+        })
+}
+
+/// Packed low-bit weights a matrix op's kernels name: `bf16xbf16xmxfp4` (activations ×
+/// activations × weights in Triton's `matmul_ogs`), `nvfp4`, W4A16 / GPTQ / AWQ / Marlin int4.
+fn weight_format(r: &OpRow) -> Option<&'static str> {
+    let names = std::iter::once(r.name.as_str())
+        .chain(r.kernel_names.iter().map(|(k, _)| k.as_str()))
+        .map(str::to_ascii_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ");
+    [
+        ("mxfp4", "MXFP4"),
+        ("nvfp4", "NVFP4"),
+        ("e2m1", "FP4"),
+        ("w4a16", "INT4"),
+        ("w4a8", "INT4"),
+        ("gptq", "INT4"),
+        ("awq", "INT4"),
+        ("marlin", "INT4"),
+    ]
+    .into_iter()
+    .find(|(k, _)| names.contains(k))
+    .map(|(_, v)| v)
 }
 
 /// The element type a kernel name spells (`__hip_bfloat16`, `c10::Half`, `fp8`), for ops with
@@ -646,6 +725,55 @@ mod tests {
         assert_eq!(dtype_label("('c10::Half', 'float')"), Some("FP16"));
         assert_eq!(dtype_label("('c10::Float8_e4m3fn',)"), Some("FP8"));
         assert_eq!(dtype_label("('long int',)"), None);
+    }
+
+    /// The precision is what the kernels compute in: a trace without shapes still names its
+    /// `sgemm`s (fp32 on the SIMT units), an fp32 op under autocast runs a bf16 tensor-op
+    /// kernel, and Triton's `matmul_ogs` spells bf16 activations with MXFP4 weights.
+    #[test]
+    fn precision_comes_from_the_kernels() {
+        use crate::standalone::ops::tests_support::row;
+        let gemm = |name: &str, types: &str, kernel: &str, us: f64| {
+            let mut r = row(name);
+            r.category = SeedCategory::Gemm;
+            r.input_type = types.into();
+            r.kernel_names = vec![(kernel.into(), us)];
+            r.kernel_us = us;
+            r
+        };
+        let mut ev = Vec::new();
+        let simt = [gemm("aten::mm", "", "volta_sgemm_128x64_nn", 100.0)];
+        assert_eq!(precision(&simt, &mut ev).as_deref(), Some("FP32"));
+        let autocast = [gemm(
+            "aten::addmm",
+            "('float', 'float', 'float')",
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64",
+            100.0,
+        )];
+        assert_eq!(precision(&autocast, &mut ev).as_deref(), Some("BF16"));
+        let mut moe = gemm(
+            "hipGraphLaunch->_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1 (Synthetic Op)",
+            "",
+            "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1",
+            80.0,
+        );
+        moe.category = SeedCategory::MoeFused;
+        let head = gemm(
+            "aten::mm",
+            "('c10::BFloat16', 'c10::BFloat16')",
+            "Cijk_Alik_Bljk_BBS_BH_MT64x64",
+            20.0,
+        );
+        assert_eq!(
+            precision(&[moe.clone(), head.clone()], &mut ev).as_deref(),
+            Some("BF16 with MXFP4 weights (80% of matrix time)")
+        );
+        // Under a fifth of matrix time, packed weights are not the workload's precision.
+        moe.kernel_us = 10.0;
+        moe.kernel_names[0].1 = 10.0;
+        let mut big = head;
+        big.kernel_us = 90.0;
+        assert_eq!(precision(&[moe, big], &mut ev).as_deref(), Some("BF16"));
     }
 
     #[test]

@@ -54,6 +54,8 @@ pub struct HostCase {
     pub host_frames: Vec<&'static str>,
     pub host_ns: Nanos,
     pub stall: Option<Stall>,
+    /// Each step inside a `ProfilerStep#N` annotation (else the trace marks no step).
+    pub marked: bool,
     /// A communication kernel per step (name, ns), exposed on the compute stream or
     /// overlapped on a side stream.
     pub comm: Option<(&'static str, Nanos, bool)>,
@@ -74,6 +76,7 @@ fn base(name: &'static str, truth: &'static str) -> HostCase {
         host_frames: vec!["scheduler.py(120): schedule"],
         host_ns: 600_000,
         stall: None,
+        marked: false,
         comm: None,
         truth,
     }
@@ -112,10 +115,18 @@ pub fn cases() -> Vec<HostCase> {
             )
         },
         HostCase {
-            stall: Some(stall),
+            stall: Some(stall.clone()),
+            marked: true,
             ..base(
                 "idle_one_off_stall",
-                "a 60 ms blocking cudaMemcpy before the second step (populate_inputs) holds most of the idle: a Low one-off finding names it with its stack; the steady state leaves it out",
+                "a 60 ms blocking cudaMemcpy in the second of 8 marked steps (populate_inputs) holds most of the idle: a Low one-off finding names it with its stack; the steady state leaves it out, and every other share is of the trace without it",
+            )
+        },
+        HostCase {
+            stall: Some(stall),
+            ..base(
+                "idle_single_stall_unmarked",
+                "the same stall in a trace that marks no step: named a single stall, not a one-off (nothing to compare it with), still left out of the steady state, with advice to profile several steps",
             )
         },
         base(
@@ -147,6 +158,20 @@ pub fn cases() -> Vec<HostCase> {
             ..base(
                 "idle_data_loading_training",
                 "counterpart of idle_data_loading_inference in training: DataLoader workers advice",
+            )
+        },
+        HostCase {
+            host_frames: vec![
+                "pipeline.py(120): preprocess",
+                "image_processing.py(235): preprocess",
+                "image_transforms.py(300): resize",
+            ],
+            host_ns: 30_000_000,
+            steps: 2,
+            marked: true,
+            ..base(
+                "lead_in_preprocess",
+                "two marked inference steps, each preparing its input on the host for 30 ms before its launches: the first step's 30 ms is before the first kernel (outside the GPU timeline), a finding names resize and states it as a share of the steps' time (about half); the second step's is idle inside the timeline",
             )
         },
         HostCase {
@@ -200,6 +225,7 @@ pub fn write_case(c: &HostCase, w: &mut impl Write) -> io::Result<()> {
         corr: 1,
     };
     for step in 0..c.steps {
+        let start = st.cpu;
         if step == 1 {
             if let Some(s) = &c.stall {
                 write_stall(&mut ev, s, &mut st)?;
@@ -207,6 +233,19 @@ pub fn write_case(c: &HostCase, w: &mut impl Write) -> io::Result<()> {
         }
         write_host(&mut ev, c, step, &mut st)?;
         write_launches(&mut ev, c, &mut st)?;
+        if c.marked {
+            let name = format!("ProfilerStep#{}", step + 1);
+            ev.complete(
+                "user_annotation",
+                &name,
+                PID,
+                TID,
+                start,
+                st.cpu - start,
+                "",
+            )?;
+            st.cpu += 1_000;
+        }
     }
     ev.raw("\n]}\n")
 }

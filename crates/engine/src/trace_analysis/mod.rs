@@ -670,6 +670,10 @@ fn analyze_tree(
             platform: platform.as_ref().map(|p| &p.platform),
             replay_names: &options.replay_ops,
             trains,
+            steps: match steps.source {
+                None | Some(steps::StepSource::WholeTrace) => 0,
+                Some(_) => steps.rows.len(),
+            },
         };
         crate::standalone::analyze(&src, structure)
     });

@@ -64,10 +64,11 @@ pub(super) fn idle_and_steps(
     sheets.push(idle::idle_time_breakdown_sheet(0, &streams));
     sheets.push(idle::idle_interval_stats_sheet(0, &streams));
     let table = launch_stats::LaunchTable::new(trace, &launches);
-    drop(launches);
     sheets.push(host_wait::causes_sheet(&causes));
     let trains = steps::trains(trace);
     let steps = steps::steps(trace, tree, names, counted, (&gaps, trains));
+    let lead_in = crate::analysis::lead_in::lead_in(trace, &steps, &launches, origin);
+    drop(launches);
     sheets.push(steps::steps_sheet(&steps));
     let stream_gaps = streams
         .iter()
@@ -100,6 +101,7 @@ pub(super) fn idle_and_steps(
             launch_bound,
             context,
             communication: crate::analysis::comm_kernels::all_communication(trace, counted),
+            lead_in,
         },
         steps,
         trains,

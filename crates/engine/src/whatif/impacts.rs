@@ -28,7 +28,7 @@ fn stated_fix(
     trace: &Trace,
     replay: &Replay,
     b: &Bottleneck,
-    (before, steps): (Nanos, bool),
+    (before, steps, stall): (Nanos, bool, Nanos),
     total_ms: f64,
     bound: (&'static str, f64),
 ) -> Option<ReplayedSaving> {
@@ -39,11 +39,12 @@ fn stated_fix(
         .collect::<Result<Vec<_>, _>>()
         .ok()?;
     let (off, _) = super::apply(trace, replay, &[], &changes).ok()?;
-    let after = length(replay, &replay.sim.run(&off));
+    let after = length(replay, &replay.sim.run(&off)) - stall;
     Some(ReplayedSaving {
         before_ms: before as f64 / 1e6,
         after_ms: after as f64 / 1e6,
         steps,
+        steady: stall > 0,
         trace_ms: total_ms,
         factor: 0.0,
         cut_ms: b.time_ms,
@@ -68,7 +69,18 @@ pub fn replay_findings(
         &replay.windows,
         &sim.run(&sim.offsets),
     );
-    let total_ms = st.utilization.total_ms;
+    // Without steps the length is the GPU timeline's span, which holds the single stall the
+    // findings leave out of the steady state: the saving is a share of the span without it,
+    // the formula's own denominator (`Utilization::steady_ms`).
+    let stall = if steps {
+        0
+    } else {
+        Some((st.utilization.stall_ms * 1e6) as Nanos)
+            .filter(|&s| s < before)
+            .unwrap_or(0)
+    };
+    let before = before - stall;
+    let total_ms = st.utilization.steady_ms;
     if before <= 0 || total_ms <= 0.0 {
         return;
     }
@@ -78,7 +90,7 @@ pub fn replay_findings(
         }
         // A fix the rule states as what-if changes is replayed as stated.
         if !b.fix.is_empty() {
-            return stated_fix(trace, replay, b, (before, steps), total_ms, bound);
+            return stated_fix(trace, replay, b, (before, steps, stall), total_ms, bound);
         }
         // Exposed communication or copies: hiding them saves at most their exposed time; the
         // replay removes them all and keeps the saving under that bound, so a step the host
@@ -126,7 +138,7 @@ pub fn replay_findings(
         for k in ks {
             off[k] = (off[k] as f64 * factor).round() as Nanos;
         }
-        let mut after = length(replay, &sim.run(&off));
+        let mut after = length(replay, &sim.run(&off)) - stall;
         if hidden.is_some() {
             after = after.max(before - (b.time_ms * 1e6) as Nanos);
         }
@@ -134,6 +146,7 @@ pub fn replay_findings(
             before_ms: before as f64 / 1e6,
             after_ms: after as f64 / 1e6,
             steps,
+            steady: stall > 0,
             trace_ms: total_ms,
             factor,
             cut_ms: saving_ns.min(gpu_ns as f64) / 1e6,

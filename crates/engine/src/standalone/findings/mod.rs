@@ -65,6 +65,9 @@ pub struct Bottleneck {
     /// Share of computation time, or of trace time where `share_of` says so, %.
     pub share_pct: f64,
     pub share_of: &'static str,
+    /// The steps' time, ms, for a finding about host time outside the GPU timeline: its
+    /// impact is a share of the steps, not of the timeline (`Impact::of`).
+    pub steps_ms: Option<f64>,
     pub efficiency_pct: Option<f64>,
     /// What the efficiency is measured against (markdown).
     pub efficiency_basis: String,
@@ -157,6 +160,15 @@ impl Impact {
         })
     }
 
+    /// What the formula's shares are of, in words.
+    pub fn share_of(&self) -> &'static str {
+        match self.basis {
+            Basis::Trace => "of trace time",
+            Basis::Steady => "of the steady state",
+            Basis::Steps => "of the steps' time",
+        }
+    }
+
     /// `10.4–16.4% of trace time (mid 13.4%; the named causes' own estimate, medium confidence)`.
     pub fn text(&self) -> String {
         let replayed = self
@@ -164,9 +176,10 @@ impl Impact {
             .map(|t| format!("; {t}"))
             .unwrap_or_default();
         format!(
-            "{:.1}–{:.1}% of trace time (mid {:.1}%; {}{}){replayed}",
+            "{:.1}–{:.1}% {} (mid {:.1}%; {}{}){replayed}",
             self.low_pct,
             self.high_pct,
+            self.share_of(),
             self.mid_pct,
             self.method.label(),
             self.confidence
@@ -189,6 +202,9 @@ pub struct ReplayedSaving {
     pub after_ms: f64,
     /// Whether that length is the steps' (else the GPU timeline's span).
     pub steps: bool,
+    /// Whether the GPU timeline's span is without the single stall left out of the steady
+    /// state (`Utilization::stall_ms`).
+    pub steady: bool,
     /// The GPU timeline's span (`Utilization::total_ms`): the formula's "% of trace time".
     pub trace_ms: f64,
     /// The factor the fix put on its op's GPU time (the What-if panel offers it as a change).
@@ -224,6 +240,8 @@ impl ReplayedSaving {
     pub fn of(&self) -> &'static str {
         if self.steps {
             "of the steps' time"
+        } else if self.steady {
+            "of the steady state"
         } else {
             "of the GPU timeline"
         }
@@ -240,6 +258,21 @@ pub struct Impact {
     pub confidence: Option<Confidence>,
     /// The saving replayed over the trace's schedule, where the fix can be replayed.
     pub replayed: Option<ReplayedSaving>,
+    /// What the shares are of.
+    pub basis: Basis,
+}
+
+/// What an impact's shares are of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// The GPU timeline's span (TraceLens's trace time).
+    #[default]
+    Trace,
+    /// That span less a single stall left out of the steady state.
+    Steady,
+    /// The marked steps' host spans: host time outside the GPU timeline is part of them.
+    Steps,
 }
 
 impl Impact {
@@ -263,11 +296,29 @@ impl Impact {
             method,
             confidence: c,
             replayed: None,
+            basis: Basis::Trace,
         }
     }
 
-    /// The impact range of `b` against a trace of `total_ms`.
-    pub fn of(b: &Bottleneck, total_ms: f64) -> Impact {
+    /// The impact range of `b` against the trace's steady state (`Utilization::steady_ms`:
+    /// its GPU timeline without a single stall left out of it).
+    /// A finding about host time outside the timeline (`Bottleneck::steps_ms`) is a share of
+    /// the steps' time instead.
+    pub fn of(b: &Bottleneck, u: &super::Utilization) -> Impact {
+        if let Some(steps) = b.steps_ms {
+            let mut i = Impact::against(b, steps);
+            i.basis = Basis::Steps;
+            return i;
+        }
+        let mut i = Impact::against(b, u.steady_ms);
+        if u.stall_ms > 0.0 {
+            i.basis = Basis::Steady;
+        }
+        i
+    }
+
+    /// The impact range of `b` against a length of `total_ms`.
+    fn against(b: &Bottleneck, total_ms: f64) -> Impact {
         let of_trace = |ms: f64| {
             if total_ms > 0.0 {
                 (ms / total_ms * 100.0).max(0.0)
@@ -303,6 +354,7 @@ impl Impact {
                 method: ImpactMethod::Cause,
                 confidence: first,
                 replayed: None,
+                basis: Basis::Trace,
             };
         }
         if let (Some(g), ProjectionKind::Efficiency) = (gap, b.projection_kind) {
@@ -370,6 +422,9 @@ pub struct Inputs<'a> {
     pub multi_stream: bool,
     /// The trace trains (backward or optimizer): the idle advice is worded for the mode.
     pub trains: bool,
+    /// Steps or iterations the trace marks (0 when none): a single stall is called a one-off
+    /// only when there are at least two to compare.
+    pub steps: usize,
     /// Jarvis's own communication time and its exposed part, ns
     /// (`analysis::comm_kernels::all_communication`: every communication family, not only
     /// the NCCL/RCCL kernels TraceLens's timeline counts).
@@ -419,8 +474,20 @@ impl Inputs<'_> {
     fn compute_ms(&self) -> f64 {
         self.timeline.computation as f64 / 1e6
     }
+    /// The timeline's span less a single stall left out of the steady state, ms: what the
+    /// timeline findings' shares are of, as every impact's (`Utilization::steady_ms`).
     fn total_ms(&self) -> f64 {
-        self.timeline.total as f64 / 1e6
+        let stall = self.idle.context.one_off.as_ref().map_or(0, |o| o.len);
+        (self.timeline.total - stall).max(0) as f64 / 1e6
+    }
+
+    /// What `trace_share` is a share of, in words.
+    fn share_of(&self) -> &'static str {
+        if self.idle.context.one_off.is_some() {
+            "of the steady state"
+        } else {
+            "of trace time"
+        }
     }
     fn share(&self, ms: f64) -> f64 {
         let c = self.compute_ms();
@@ -560,6 +627,7 @@ mod tests {
                 before_ms: 150.0,
                 after_ms: 150.0 - saved_ms,
                 steps: true,
+                steady: false,
                 trace_ms: 100.0,
                 factor: 0.5,
                 cut_ms: 2.0,

@@ -670,6 +670,7 @@ pub(super) fn op_bottleneck(
         time_ms,
         share_pct: share,
         share_of: "compute",
+        steps_ms: None,
         efficiency_pct: eff,
         efficiency_basis: basis(r, inp.platform),
         issue: t.issue,

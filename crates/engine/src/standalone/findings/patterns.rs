@@ -36,6 +36,7 @@ pub(super) fn pattern_bottleneck(
         time_ms,
         share_pct: share,
         share_of: "compute",
+        steps_ms: None,
         efficiency_pct: None,
         efficiency_basis: String::new(),
         issue,
@@ -286,8 +287,9 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     "Exposed communication",
                     exposed,
                     format!(
-                        "{exposed:.3} ms of communication ({:.1}% of trace time) is not overlapped with compute, of {total_comm:.3} ms in total{beyond}.{}{}",
+                        "{exposed:.3} ms of communication ({:.1}% {}) is not overlapped with compute, of {total_comm:.3} ms in total{beyond}.{}{}",
                         inp.trace_share(exposed),
+                        inp.share_of(),
                         collectives_text(inp.coll, inp.platform),
                         small_batch_text(inp)
                     ),

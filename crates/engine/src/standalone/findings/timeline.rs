@@ -35,7 +35,8 @@ pub(super) fn timeline_bottleneck(
         row: None,
         time_ms: ms,
         share_pct: share,
-        share_of: "trace time",
+        share_of: inp.share_of().trim_start_matches("of "),
+        steps_ms: None,
         efficiency_pct: None,
         efficiency_basis: String::new(),
         issue,
@@ -66,7 +67,9 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
     let one_off = inp.idle.context.one_off.as_ref();
     let one_off_ms = one_off.map_or(0.0, |o| o.len as f64 / 1e6);
     let steady = (idle - one_off_ms).max(0.0);
-    if let Some(o) = one_off.filter(|_| inp.trace_share(idle) >= rules::TIMELINE_FINDING_PCT) {
+    // Against the whole timeline: the stall is part of it here.
+    let of_all = |ms: f64| ms / (tl.total.max(1) as f64 / 1e6) * 100.0;
+    if let Some(o) = one_off.filter(|_| of_all(idle) >= rules::TIMELINE_FINDING_PCT) {
         out.push(one_off_finding(o, idle, inp));
     }
     if inp.trace_share(steady) >= rules::TIMELINE_FINDING_PCT {
@@ -83,13 +86,21 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
             "GPU idle time",
             steady,
             format!(
-                "The GPU is idle for {steady:.3} ms ({:.1}% of trace time){apart}{cause}.",
+                "The GPU is idle for {steady:.3} ms ({:.1}% {}){apart}{cause}.",
                 inp.trace_share(steady),
+                inp.share_of(),
             ),
             &path_a,
             "Idle time is not a kernel issue. The Steps view and the timeline show which gaps are host wait and what the CPU was doing in them.",
             inp,
         ));
+    }
+    if let Some(l) = inp.idle.lead_in.as_ref().filter(|l| {
+        l.steps_ns > 0
+            && l.ns as f64 / l.steps_ns as f64 * 100.0 >= rules::LEAD_IN_FINDING_PCT
+            && l.ns as f64 / 1e6 >= rules::LEAD_IN_FINDING_MS
+    }) {
+        out.push(lead_in_finding(l, inp));
     }
     let memcpy = tl.exposed_memcpy as f64 / 1e6;
     if inp.trace_share(memcpy) >= rules::TIMELINE_FINDING_PCT {
@@ -99,8 +110,9 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
             "Exposed memory copies",
             memcpy,
             format!(
-                "{memcpy:.3} ms of memory copies ({:.1}% of trace time) run while no kernel runs.{mix}",
-                inp.trace_share(memcpy)
+                "{memcpy:.3} ms of memory copies ({:.1}% {}) run while no kernel runs.{mix}",
+                inp.trace_share(memcpy),
+                inp.share_of()
             ),
             &path_a,
             path_b,
@@ -175,40 +187,78 @@ fn one_off_finding(
         )
     };
     let kind = one_off_kind(&o.call, &o.stack);
+    // A one-off needs steps to compare: with one step (or none marked) the stall may recur
+    // in every step (docs/analysis.md, "One-off stalls").
+    let compared = inp.steps >= 2;
+    let word = if compared { "One-off" } else { "Single" };
     let title = if o.call.is_empty() {
-        format!("One-off stall of {ms:.3} ms")
+        format!("{word} stall of {ms:.3} ms")
+    } else {
+        format!("{word} stall in {} ({ms:.3} ms)", code(&short(&o.call, 60)))
+    };
+    // The host inside a call that blocks until the device is done waited for the device, not
+    // the reverse; with no traced GPU work in the gap, that device work is outside the trace.
+    let blocked = crate::model::host_calls::blocking_call(&o.call).filter(|b| {
+        *b != crate::model::host_calls::Blocking::Device || o.call.contains("Synchronize")
+    });
+    let waited = match (o.host_wait, blocked.is_some()) {
+        (true, true) => format!(
+            "no traced GPU work ran in it, yet the host was blocked in {}, a call that returns only once the device work queued before it is done: it waited for device work the trace does not hold (queued before profiling began, or by another process)",
+            code(&short(&o.call, 60))
+        ),
+        (true, false) => "the GPU waited for its host".to_owned(),
+        (false, _) => "work was queued but did not run (a dependency: an event, another stream, a collective)".to_owned(),
+    };
+    let verdict = if compared {
+        format!("A single gap this long is a one-off ({kind}), not the steady state")
     } else {
         format!(
-            "One-off stall in {} ({ms:.3} ms)",
-            code(&short(&o.call, 60))
+            "The trace marks {} step, so a one-off ({kind}) cannot be told from a cost paid in every step; it is taken as a one-off",
+            if inp.steps == 1 { "one" } else { "no" }
         )
     };
-    let waited = if o.host_wait {
-        "the GPU waited for its host"
-    } else {
-        "work was queued but did not run (a dependency: an event, another stream, a collective)"
-    };
     let issue = format!(
-        "One gap of {ms:.3} ms at {:.3} ms holds {share_of_idle:.0}% of the GPU's idle time ({idle_ms:.3} ms); {waited}.{call} A single gap this long is a one-off ({kind}), not the steady state: it is left out of the idle finding and of the steady-state impact.",
+        "One gap of {ms:.3} ms at {:.3} ms holds {share_of_idle:.0}% of the GPU's idle time ({idle_ms:.3} ms); {waited}.{call} {verdict}: it is left out of the idle finding and of the steady-state impact, and every other share is of the trace without it.",
         o.at as f64 / 1e6,
     );
-    let action = "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`), so one-time work (library initialization and autotuning such as the first cuDNN / MIOpen call, lazy module loading, first-iteration allocations, input population with blocking copies) is outside the measured window. If it recurs in every run of the service, move it to start-up (warm-up requests, preallocated buffers, pinned non-blocking copies).";
+    let more_steps = if compared {
+        ""
+    } else {
+        "Profile several steps (`active=3` or more) to tell a warm-up from a per-step stall. "
+    };
+    let recurring = if blocked.is_some() && o.host_wait {
+        " If the blocking call recurs in every step, it is a per-step host–device sync: make it asynchronous (`non_blocking=True` into pinned memory) or move it off the step's critical path."
+    } else {
+        ""
+    };
+    let action = format!("{more_steps}Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`), so one-time work (library initialization and autotuning such as the first cuDNN / MIOpen call, lazy module loading, first-iteration allocations, input population with blocking copies) is outside the measured window. If it recurs in every run of the service, move it to start-up (warm-up requests, preallocated buffers, pinned non-blocking copies).{recurring}");
+    let action = action.as_str();
     let mut b = timeline_bottleneck(
         SeedCategory::Other,
         &title,
         ms,
         issue.clone(),
         action,
-        "Not a kernel issue: the stall is host-side or a dependency, once.",
+        if compared {
+            "Not a kernel issue: the stall is host-side or a dependency, once."
+        } else {
+            "Not a kernel issue: the stall is host-side or a dependency."
+        },
         inp,
     );
     b.category_priority = Priority::Low;
     b.priority = Priority::Low;
+    // The stall is a share of the whole timeline: the steady state leaves it out.
+    b.share_pct = ms / (inp.timeline.total.max(1) as f64 / 1e6) * 100.0;
+    b.share_of = "trace time";
     // Nothing saved in the steady state.
     b.projection = rules::saving_projection(ms, ms, inp.total_ms());
     b.causes.push(Cause {
         key: "idle_one_off_stall",
-        title: format!("one-off stall: one gap holds {share_of_idle:.0}% of idle time"),
+        title: format!(
+            "{} stall: one gap holds {share_of_idle:.0}% of idle time",
+            word.to_ascii_lowercase()
+        ),
         evidence: format!(
             "one gap of {ms:.3} ms{}; left out of the steady state",
             if o.call.is_empty() {
@@ -223,6 +273,74 @@ fn one_off_finding(
         confidence: Confidence::Medium,
         bounds_all: false,
     });
+    b
+}
+
+/// The finding for the first step's host time before its first launch: outside the GPU
+/// timeline, so in no idle or utilisation figure (docs/analysis.md, "Host time before the
+/// first kernel"). A share of the steps' time, which holds it.
+fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bottleneck {
+    let ms = l.ns as f64 / 1e6;
+    let steps_ms = l.steps_ns as f64 / 1e6;
+    let share = ms / steps_ms * 100.0;
+    let call = if l.call.is_empty() {
+        String::new()
+    } else {
+        let stack = if l.stack.is_empty() {
+            String::new()
+        } else {
+            format!(", called from {}", stack_text(&l.stack, 4))
+        };
+        format!(
+            " The host spent most of it in {} ({:.3} ms, event {}){stack}.",
+            code(&short(&l.call, 90)),
+            l.call_ns as f64 / 1e6,
+            l.uid
+        )
+    };
+    let steps = if l.steps == 1 {
+        format!("the step's {steps_ms:.3} ms")
+    } else {
+        format!("the {} marked steps' {steps_ms:.3} ms", l.steps)
+    };
+    let later = if l.steps > 1 {
+        " Later steps' host time before their kernels is inside the timeline, as idle time."
+    } else {
+        ""
+    };
+    let blocked = if l.blocked_ns > 0 {
+        format!(
+            " (besides {:.3} ms in calls that wait for the device, which with no traced GPU work yet wait for work queued before the trace, and are left out)",
+            l.blocked_ns as f64 / 1e6
+        )
+    } else {
+        String::new()
+    };
+    let issue = format!(
+        "{} spends {ms:.3} ms ({share:.0}% of {steps}) on the host before it launches its first kernel{blocked}.{call} The GPU timeline starts at the first kernel, so this time is in no idle or utilisation figure: those are of the GPU timeline's {:.3} ms, not of the step.{later}",
+        code(&l.step),
+        inp.timeline.total as f64 / 1e6,
+    );
+    let path_a = if inp.trains {
+        "Prepare batches in `DataLoader` workers (`num_workers`, `pin_memory=True`, `prefetch_factor`) so each step starts with its batch ready, and move heavy augmentation to the GPU."
+    } else {
+        "Take input preparation off the step: prepare the next inputs while the GPU runs the current ones (a `DataLoader` with `num_workers`, or a thread feeding a queue), use a GPU or fast preprocessor (Hugging Face's `use_fast=True` image processors, torchvision v2 transforms on GPU tensors, video decoded on the GPU), and profile a step that starts with its inputs ready to see the model alone."
+    };
+    let mut b = timeline_bottleneck(
+        SeedCategory::Other,
+        "Host time before the first kernel",
+        ms,
+        issue,
+        path_a,
+        "Not a kernel issue: the GPU has no work yet.",
+        inp,
+    );
+    b.share_pct = share;
+    b.share_of = "the steps' time";
+    b.steps_ms = Some(steps_ms);
+    b.category_priority = timeline_priority(share);
+    b.priority = timeline_priority(share);
+    b.projection = rules::saving_projection(ms, 0.0, steps_ms);
     b
 }
 

@@ -1,0 +1,141 @@
+//! Host time before a trace's first step launches anything (docs/analysis.md, "Host time
+//! before the first kernel"). The GPU timeline starts at the first GPU event, so whatever the
+//! host does in the first step before its first launch (reading and preprocessing inputs,
+//! building the batch) is in no idle figure: a step that spends most of its time there can
+//! still read "utilisation 99 %". Later steps' host time before their launches is inside the
+//! timeline, as idle, and the idle analysis blames it.
+
+use serde::{Deserialize, Serialize};
+
+use super::launch_stats::Launch;
+use super::steps::{StepSource, Steps};
+use crate::model::{Nanos, Trace};
+
+/// The first step's host time before its first launch, and where the host spent it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LeadIn {
+    /// The step, as its annotation names it.
+    pub step: String,
+    /// From the step's start to its first launch (or the first GPU event, if earlier), less
+    /// the time the host sat in calls that wait for the device (`host_calls::blocking_call`:
+    /// with no traced GPU work yet, they wait for work queued before the trace, such as a
+    /// profiling harness's `cudaDeviceSynchronize`), ns.
+    pub ns: Nanos,
+    /// That time in blocking calls, ns.
+    pub blocked_ns: Nanos,
+    /// Every marked step's span, summed, ns: what `ns` is a share of. A step spans its host
+    /// span and its GPU window together (a serving engine's iteration annotation covers only
+    /// the host's part, while the GPU runs on after it).
+    pub steps_ns: Nanos,
+    pub steps: usize,
+    /// The innermost host event on the launching thread covering at least half of that time
+    /// (empty when none does), its duration, its enclosing events (outermost first, the
+    /// innermost [`STACK_FRAMES`]) and its TraceLens UID.
+    pub call: String,
+    pub call_ns: Nanos,
+    pub stack: Vec<String>,
+    pub uid: u32,
+}
+
+/// Frames of the call stack kept.
+pub const STACK_FRAMES: usize = 8;
+
+/// The lead-in of the first marked step; `None` without step markers or when the step
+/// launches before it does anything else. `launches` are in call order; `origin` is the
+/// timeline's first GPU event.
+pub fn lead_in(trace: &Trace, steps: &Steps, launches: &[Launch], origin: Nanos) -> Option<LeadIn> {
+    if matches!(steps.source, None | Some(StepSource::WholeTrace)) {
+        return None;
+    }
+    let first = steps.rows.iter().min_by_key(|r| r.cpu.0)?;
+    let start = first.cpu.0;
+    let at = launches.partition_point(|l| trace.event(l.call).ts < start);
+    let launch = trace.event(launches.get(at)?.call);
+    let end = launch.ts.min(origin);
+    let ns = end - start;
+    if ns <= 0 {
+        return None;
+    }
+    let lane = launch.lane();
+    let blocked: Vec<(Nanos, Nanos)> = trace
+        .events
+        .iter()
+        .filter(|e| {
+            e.lane() == lane
+                && e.ts < end
+                && e.end() > start
+                && crate::model::host_calls::blocking_call(trace.name(e)).is_some()
+        })
+        .map(|e| (e.ts.max(start), e.end().min(end)))
+        .collect();
+    let blocked_ns = super::intervals::length(&super::intervals::merge(blocked));
+    let mut lead = LeadIn {
+        step: first.name.clone(),
+        ns: ns - blocked_ns,
+        blocked_ns,
+        steps_ns: steps
+            .rows
+            .iter()
+            .map(|r| {
+                let (s, e) = if r.gpu.1 > r.gpu.0 {
+                    (r.cpu.0.min(r.gpu.0), r.cpu.1.max(r.gpu.1))
+                } else {
+                    r.cpu
+                };
+                (e - s).max(0)
+            })
+            .sum(),
+        steps: steps.rows.len(),
+        ..Default::default()
+    };
+    // On one thread host events nest or are disjoint, so every event covering at least half
+    // of the lead-in contains the shortest one: the innermost is where the time goes.
+    let covering: Vec<u32> = trace
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| {
+            e.lane() == lane
+                && e.kind().is_host_activity()
+                && !e.is_captured()
+                && e.ts < end
+                && (e.end().min(end) - e.ts.max(start)) * 2 >= ns
+                && !trace.name(e).starts_with("ProfilerStep#")
+                && crate::model::host_calls::blocking_call(trace.name(e)).is_none()
+        })
+        .map(|(i, _)| i as u32)
+        .collect();
+    let ev = |i: &u32| &trace.events[*i as usize];
+    if let Some(&inner) = covering
+        .iter()
+        .min_by_key(|i| (ev(i).dur, std::cmp::Reverse(ev(i).ts)))
+    {
+        let c = ev(&inner);
+        lead.call = trace.name(c).to_owned();
+        lead.call_ns = c.dur;
+        lead.uid = c.uid;
+        let mut outer: Vec<u32> = trace
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(i, e)| {
+                *i as u32 != inner
+                    && e.lane() == lane
+                    && e.kind().is_host_activity()
+                    && !e.is_captured()
+                    && e.ts <= c.ts
+                    && e.end() >= c.end()
+                    && e.dur > c.dur
+                    && !trace.name(e).starts_with("ProfilerStep#")
+            })
+            .map(|(i, _)| i as u32)
+            .collect();
+        outer.sort_by_key(|i| std::cmp::Reverse(ev(i).dur));
+        let from = outer.len().saturating_sub(STACK_FRAMES);
+        lead.stack = outer[from..]
+            .iter()
+            .map(|i| trace.name(ev(i)).to_owned())
+            .collect();
+    }
+    Some(lead)
+}
