@@ -302,3 +302,33 @@ fn the_idle_flag_leaves_a_one_off_stall_out() {
     assert!(idle > 15.0, "{idle}");
     assert!(steady.contains(&"high_idle".to_owned()), "{steady:?}");
 }
+
+/// A P-item that is mostly copies says so: OWLv2's P1 is four pageable `aten::copy_`s judged
+/// against HBM bandwidth by TraceLens's model (0.3–1.4 % of 3.35 TB/s); the card stays (the
+/// contract) and says a host-link copy is not a fusion or layout opportunity. A compute P-item
+/// (the planted odd-dimension GEMM) says nothing of the kind.
+#[test]
+fn a_p_item_of_copies_says_it_is_copies() {
+    let a = analyze(&case_bytes(&case("gemm_odd_dims").unwrap()));
+    let md = text(&files(&a, "gemm_odd_dims"), "analysis.md");
+    assert!(!md.contains("is memory copies and transfers"), "{md}");
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let name = "h100_google_owlv2-large-patch14-ensemble__1016001";
+    let trace = shared.join(format!("traces/tracelens/{name}.json.gz"));
+    let a = analyze(&common::read(&trace));
+    let md = text(&files(&a, name), "analysis.md");
+    let p1 = md
+        .split("### 🔴 P1:")
+        .nth(1)
+        .expect("P1")
+        .split("---")
+        .next()
+        .unwrap();
+    assert!(p1.contains("Elementwise"), "{p1}");
+    assert!(
+        p1.contains("100% of this P-item's time is memory copies"),
+        "{p1}"
+    );
+}

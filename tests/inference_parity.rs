@@ -287,3 +287,49 @@ fn capture_traces_are_recognised_by_content() {
         assert_eq!(x.rows.len(), y.rows.len(), "{name}");
     }
 }
+
+/// The decode step against its memory floor (docs/analysis.md, "Decode step roofline"), by
+/// hand from Qwen3-8B's shapes as the merged capture records them: per layer qkv 6144 × 4096,
+/// o 4096 × 4096, gate_up 24576 × 4096, down 4096 × 12288, 36 layers, lm_head 151936 × 4096,
+/// bf16: 15.14 GB; KV cache 32785 tokens × 8 KV heads × 128 × (K, V) × 2 bytes × 36 layers:
+/// 4.83 GB. On MI300X (5.3 TB/s) about 3.8 ms against the step's 10.45 ms once the 463 ms
+/// stall before it is left out.
+#[test]
+fn a_decode_step_is_judged_against_its_weights_and_kv_cache() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let case = shared.join("traces/tracelens_inference/sglang_decode");
+    let dir = case.join("capture_traces");
+    let captures = jarvis_engine::inference::capture::captures_of(None, capture_folder(&dir))
+        .expect("captures");
+    let exec = jarvis_engine::import::import_bytes(&common::read(
+        &case.join("sglang_Qwen3-8B_decode.json.gz"),
+    ))
+    .expect("imports");
+    let a = jarvis_engine::analyze_with_captures(exec, &captures, &Default::default());
+    let st = a.standalone.as_ref().expect("standalone");
+    let d = st.decode_floor.as_ref().expect("decode floor");
+    let layer = 6144.0 * 4096.0 + 4096.0 * 4096.0 + 24576.0 * 4096.0 + 4096.0 * 12288.0;
+    let weights = (36.0 * layer + 151936.0 * 4096.0) * 2.0 / 1e9;
+    assert!(
+        (d.weight_gb - weights).abs() < 1e-6,
+        "{} vs {weights}",
+        d.weight_gb
+    );
+    let kv = 32785.0 * 8.0 * 128.0 * 2.0 * 2.0 * 36.0 / 1e9;
+    assert!((d.kv_gb - kv).abs() < 0.02 * kv, "{} vs {kv}", d.kv_gb);
+    assert_eq!(d.steps, 1);
+    assert!(
+        (d.step_ms - st.utilization.steady_ms).abs() < 0.01,
+        "{}",
+        d.step_ms
+    );
+    let floor = (d.weight_gb + d.kv_gb) * 1e9 / (d.hbm_tbps * 1e12) * 1e3;
+    assert!((d.floor_ms - floor).abs() < 1e-9);
+    assert!(
+        d.efficiency_pct > 30.0 && d.efficiency_pct < 45.0,
+        "{}",
+        d.efficiency_pct
+    );
+}

@@ -175,7 +175,7 @@ pub fn ops_table(st: &Standalone, f: &CategoryFindings, limit: usize) -> String 
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            code_cell(&r.name),
+            code_cell(&short(&r.name, 100)),
             code_cell(&short(&shape_summary(r), 60)),
             r.count,
             ms(t),

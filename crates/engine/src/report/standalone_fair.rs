@@ -203,6 +203,14 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         h.computed_share_pct
             .map_or("–".into(), |x| format!("{x:.1}%"))
     );
+    if let Some(d) = &st.decode_floor {
+        let _ = writeln!(
+            s,
+            "| Decode step vs its memory roofline | {:.0}% ({:.3} ms floor, {:.3} ms step) |",
+            d.efficiency_pct, d.floor_ms, d.step_ms
+        );
+        let _ = writeln!(s, "\n**Decode step roofline.** {}", d.text());
+    }
     let _ = writeln!(s, "\n### Top Operations\n**These operations consume the most GPU time - prioritize optimizations here**\n");
     let _ = writeln!(s, "| Rank | Operation | Category | Time (ms) | % of Total Compute |\n|------|-----------|----------|-----------|-------------------|");
     for t in &st.top_operations {

@@ -134,8 +134,14 @@ pub fn rough_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             c.efficiency_pct.map_or("–".into(), |e| format!("{e:.1}%"))
         );
     }
-    if let Some(b) = &st.baseline {
-        let _ = writeln!(s, "\nElementwise baseline: {:.3} TB/s over {} signatures of add / mul / copy_ ({:.3} ms){}.", b.tb_s, b.signatures, b.kernel_ms, b.pct_of_peak.map(|p| format!(", {p:.1}% of peak")).unwrap_or_default());
+    match &st.baseline {
+        Some(b) if b.small_tensors_only => {
+            let _ = writeln!(s, "\nElementwise baseline: none (every add / mul / copy_ moves under {} MB per call; {} signatures reach {:.3} TB/s in {:.3} ms).", rules::BASELINE_MIN_MB, b.signatures, b.tb_s, b.kernel_ms);
+        }
+        Some(b) => {
+            let _ = writeln!(s, "\nElementwise baseline: {:.3} TB/s over {} signatures of add / mul / copy_ ({:.3} ms){}.", b.tb_s, b.signatures, b.kernel_ms, b.pct_of_peak.map(|p| format!(", {p:.1}% of peak")).unwrap_or_default());
+        }
+        None => {}
     }
     let _ = writeln!(s, "\n### Step 6: Category Analyses\n");
     for c in &st.categories {

@@ -5,6 +5,7 @@
 //! docs/analysis.md. Rendering (markdown reports, the output contract) is in `report`.
 
 pub mod context;
+pub mod decode_floor;
 pub mod diagnosis;
 pub mod explorer;
 pub mod findings;
@@ -128,6 +129,8 @@ pub struct Standalone {
     pub tree_data: Vec<(SeedCategory, Vec<TreeEntry>)>,
     /// What the trace ran (model, architecture, scale, precision, mode).
     pub workload: workload::Workload,
+    /// Decode steps against their memory floor (weights and KV cache read once).
+    pub decode_floor: Option<decode_floor::DecodeFloor>,
     pub replay: Vec<ReplayOp>,
     /// The `unified_perf_summary` rows the findings refer to (by `row`).
     pub rows: Vec<OpRow>,
@@ -226,8 +229,8 @@ pub struct Sources<'a> {
     pub replay_names: &'a [String],
     /// Whether the trace trains (`analysis::steps::trains`, computed once for the steps too).
     pub trains: bool,
-    /// Steps or iterations the trace marks (0 when it marks none: the whole trace is one).
-    pub steps: usize,
+    /// The trace's steps or iterations (`analysis::steps`).
+    pub steps: &'a crate::analysis::steps::Steps,
 }
 
 /// What the standalone analysis reads from the trace and its call tree alone: the module frames
@@ -318,7 +321,10 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         replay_names: src.replay_names,
         multi_stream: multi_stream(src.trace),
         trains: src.trains,
-        steps: src.steps,
+        steps: match src.steps.source {
+            None | Some(crate::analysis::steps::StepSource::WholeTrace) => 0,
+            Some(_) => src.steps.rows.len(),
+        },
         comm_all: &src.idle.communication,
         copies: findings::CopyMix::of(src.trace),
     };
@@ -409,7 +415,10 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         })
         .collect();
     let replay = replay_ops(src, &rows, &events, &categories);
+    let decode_floor =
+        decode_floor::decode_floor(&rows, src.steps, src.platform, utilization.stall_ms);
     Standalone {
+        decode_floor,
         platform: src.platform.cloned(),
         utilization,
         top_operations,

@@ -670,10 +670,7 @@ fn analyze_tree(
             platform: platform.as_ref().map(|p| &p.platform),
             replay_names: &options.replay_ops,
             trains,
-            steps: match steps.source {
-                None | Some(steps::StepSource::WholeTrace) => 0,
-                Some(_) => steps.rows.len(),
-            },
+            steps: &steps,
         };
         crate::standalone::analyze(&src, structure)
     });

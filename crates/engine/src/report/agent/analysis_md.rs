@@ -99,6 +99,27 @@ fn named_cause<'a>(st: &'a Standalone, f: &Finding) -> Option<NamedCause<'a>> {
     })
 }
 
+/// A P-item whose time is mostly copies (`aten::copy_` running `Memcpy DtoH (Device ->
+/// Pageable)`): TraceLens's model judges them against HBM bandwidth, which a copy over the host
+/// link never reaches. The card stays (the agent's contract) and says so, so its "0–30 % of
+/// roofline" does not read as a fusion or layout opportunity.
+fn copies_line(st: &Standalone, f: &Finding) -> Option<String> {
+    let rows: Vec<_> = f
+        .members
+        .iter()
+        .filter_map(|m| st.rows.get(m.row))
+        .collect();
+    let all: f64 = rows.iter().map(|r| r.kernel_us).sum();
+    let copies: f64 = rows.iter().map(|r| r.kernel_us - r.compute_us()).sum();
+    if all <= 0.0 || copies * 2.0 < all {
+        return None;
+    }
+    Some(format!(
+        "*{:.0}% of this P-item's time is memory copies and transfers, not compute kernels: TraceLens's model measures them against HBM bandwidth, but a copy across the host link is bound by that link, and fusion or contiguity does not speed it. The fair report treats them as copies (Exposed memory copies: pinned memory, `non_blocking=True`, or not copying).*",
+        copies / all * 100.0
+    ))
+}
+
 /// The P-item's largest op replayed (`whatif::impacts`): the P-items keep TraceLens's order
 /// and impact_score (its contract), and this line says what the replay of that op's fix
 /// found, and the priority the fair report gives it by that, so the two reports never
@@ -340,6 +361,9 @@ pub fn render(i: &Inputs<'_>) -> String {
                 s,
                 "*No perf model: estimated from its share of the trace.*\n"
             );
+        }
+        if let Some(line) = copies_line(st, f) {
+            let _ = writeln!(s, "{line}\n");
         }
         if let Some(line) = replayed_line(st, f) {
             let _ = writeln!(s, "{line}\n");

@@ -12,7 +12,7 @@ pub(super) fn add_notes(
     let unmodelled: Vec<String> = rows
         .iter()
         .filter(|r| r.roofline_us.is_none() && inp.share(r.kernel_us / 1e3) >= rules::MIN_SHARE_PCT)
-        .map(|r| code(&r.name))
+        .map(|r| code(&short(&r.name, 100)))
         .collect();
     if !unmodelled.is_empty() {
         f.notes.push(format!(
@@ -39,19 +39,24 @@ pub(super) fn add_notes(
         | SeedCategory::Batchnorm
         | SeedCategory::Reduce
         | SeedCategory::Other => {
-            if let Some(b) = base {
-                f.notes.push(format!(
-                    "Elementwise baseline (add, mul, copy_ over {} signatures, {:.3} ms): {:.2} TB/s{}{}.",
+            // Ops too small to show the hardware's bandwidth are no baseline: their figure is
+            // stated as what they reached, not as a measure of the GPU.
+            match base {
+                Some(b) if b.small_tensors_only => f.notes.push(format!(
+                    "No elementwise baseline: every add, mul and copy_ ({} signatures, {:.3} ms) moves less than {} MB per call, too little to show the GPU's bandwidth (they reach {:.2} TB/s).",
+                    b.signatures,
+                    b.kernel_ms,
+                    rules::BASELINE_MIN_MB,
+                    b.tb_s
+                )),
+                Some(b) => f.notes.push(format!(
+                    "Elementwise baseline (add, mul, copy_ over {} signatures, {:.3} ms): {:.2} TB/s{}.",
                     b.signatures,
                     b.kernel_ms,
                     b.tb_s,
                     b.pct_of_peak.map(|p| format!(", {p:.1}% of peak HBM bandwidth")).unwrap_or_default(),
-                    if b.small_tensors_only {
-                        format!("; every baseline op moves less than {} MB per call, so the baseline understates the hardware", rules::BASELINE_MIN_MB)
-                    } else {
-                        String::new()
-                    }
-                ));
+                )),
+                None => {}
             }
         }
         SeedCategory::Communication => {
