@@ -349,3 +349,30 @@ fn host_time_before_the_first_kernel_is_a_share_of_the_steps() {
         all_text(st)
     );
 }
+
+/// A step that is launch-bound but waits mostly on its DataLoader is told to feed the GPU first:
+/// graph capture does not make an input pipeline faster. Without the DataLoader the same steps
+/// keep the graph-capture advice.
+#[test]
+fn a_dominant_host_wait_cause_comes_before_launch_overhead() {
+    let a = analyze("idle_data_loading_launch_bound");
+    assert!(a.idle.launch_bound, "the planted steps are launch-bound");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        idle.issue.contains("for the input pipeline"),
+        "{}",
+        idle.issue
+    );
+    assert!(
+        idle.issue.contains("launch overhead is next"),
+        "{}",
+        idle.issue
+    );
+    assert!(idle.path_a.contains("num_workers"), "{}", idle.path_a);
+    assert!(!idle.path_a.contains("graph"), "{}", idle.path_a);
+    let a = analyze("idle_eager_launch_bound");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(idle.path_a.contains("CUDA / HIP graph"), "{}", idle.path_a);
+}

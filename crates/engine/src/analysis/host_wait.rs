@@ -549,7 +549,16 @@ pub fn causes_and_context(
         };
         if let Some(launch) = g.launch {
             let lane = trace.event(launch).lane();
-            let cands = index.overlapping(trace, lane, g.start, g.end);
+            // A step annotation says nothing about where the time went.
+            let cands: Vec<u32> = index
+                .overlapping(trace, lane, g.start, g.end)
+                .into_iter()
+                .filter(|&i| {
+                    !trace
+                        .name(&trace.events[i as usize])
+                        .starts_with("ProfilerStep#")
+                })
+                .collect();
             if let Some(i) = index.deepest_covering(trace, &cands, (g.start, g.end), None) {
                 let e = &trace.events[i as usize];
                 stall.call = trace.name(e).to_owned();

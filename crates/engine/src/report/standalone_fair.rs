@@ -156,6 +156,19 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         counts(Priority::Medium),
         counts(Priority::Low)
     );
+    // One denominator: with a single stall left out, the steady state's own split is stated
+    // beside the whole trace's (docs/analysis.md, "One denominator").
+    if u.stall_ms > 0.0 && u.steady_ms > 0.0 {
+        let steady_idle = (u.idle_pct / 100.0 * u.total_ms - u.stall_ms).max(0.0);
+        let _ = writeln!(
+            s,
+            "Without the single stall of {:.3} ms (see its finding), the steady state is {:.3} ms: computation {:.1}%, idle {:.1}%. Every share below is of the steady state.\n",
+            u.stall_ms,
+            u.steady_ms,
+            u.computation_ms / u.steady_ms * 100.0,
+            steady_idle / u.steady_ms * 100.0
+        );
+    }
     let h = &a.headline;
     let _ = writeln!(s, "| Metric | Value |\n|--------|-------|");
     let _ = writeln!(s, "| Total Compute Time | {:.3} ms |", u.computation_ms);

@@ -181,6 +181,16 @@ fn pct(x: f64, of: f64) -> f64 {
     }
 }
 
+/// A fused MoE op: TraceLens's MoE category, or a serving engine's MoE op that TraceLens files
+/// under `other` (vLLM's `moe_forward` over trtllm-gen's MXFP4 `bmm_…`).
+fn is_fused_moe(r: &OpRow) -> bool {
+    let n = r.name.to_ascii_lowercase();
+    r.category == SeedCategory::MoeFused
+        || n.contains("moe_forward")
+        || n.contains("fused_moe")
+        || n.contains("fmoe")
+}
+
 fn is_matrix(c: SeedCategory) -> bool {
     matches!(
         c,
@@ -200,10 +210,10 @@ fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Opti
             .filter(|r| pred(r))
             .fold(0.0, |acc, r| acc + r.kernel_us)
     };
-    let matrix = time(&|r| is_matrix(r.category));
+    let matrix = time(&|r| is_matrix(r.category) || is_fused_moe(r));
     let conv = time(&|r| r.category == SeedCategory::Convolution);
     let sdpa = time(&|r| matches!(r.category, SeedCategory::SdpaFwd | SeedCategory::SdpaBwd));
-    let moe = time(&|r| r.category == SeedCategory::MoeFused);
+    let moe = time(&|r| is_fused_moe(r));
     // Unfused attention: a softmax over square score matrices (…, S, S) of batched matmuls.
     let unfused = rows
         .iter()
@@ -428,14 +438,7 @@ fn embeddings_and_experts(trace: &Trace, rows: &[OpRow], ev: &mut Vec<String>) -
     }
     let mut seen: Vec<&str> = Vec::new();
     let mut uncounted = 0;
-    let fused_moe = |r: &&OpRow| {
-        let n = r.name.to_ascii_lowercase();
-        r.category == SeedCategory::MoeFused
-            || n.contains("moe_forward")
-            || n.contains("fused_moe")
-            || n.contains("fmoe")
-    };
-    for r in rows.iter().filter(fused_moe) {
+    for r in rows.iter().filter(|r| is_fused_moe(r)) {
         if seen.contains(&r.name.as_str()) {
             continue;
         }
@@ -536,7 +539,10 @@ fn precision(rows: &[OpRow], ev: &mut Vec<String>) -> Option<String> {
     let mut by: HashMap<&'static str, f64> = HashMap::default();
     let mut weights: HashMap<&'static str, f64> = HashMap::default();
     let mut total = 0.0;
-    for r in rows.iter().filter(|r| is_matrix(r.category)) {
+    for r in rows
+        .iter()
+        .filter(|r| is_matrix(r.category) || is_fused_moe(r))
+    {
         if let Some(p) = row_dtype(r) {
             *by.entry(p).or_default() += r.kernel_us;
             total += r.kernel_us;
@@ -613,7 +619,7 @@ fn kernels_precision(r: &OpRow) -> Option<&'static str> {
     use super::diagnosis::kernels::{gemm_precision, KernelPrecision as P};
     // GEMM names only: an attention kernel's template arguments can spell another type
     // (`Fp8KVCacheDataType)0`, the FP8 cache switched off, in a bf16 paged-attention kernel).
-    if !matches!(r.category, SeedCategory::Gemm | SeedCategory::MoeFused) {
+    if r.category != SeedCategory::Gemm && !is_fused_moe(r) {
         return None;
     }
     let mut ks: Vec<&(String, f64)> = r.kernel_names.iter().collect();
@@ -642,6 +648,8 @@ fn weight_format(r: &OpRow) -> Option<&'static str> {
         .join(" ");
     [
         ("mxfp4", "MXFP4"),
+        // trtllm-gen's `bmm_…_MxE2m1MxE4m3_…`: MX-scaled E2M1 (4-bit) weights.
+        ("mxe2m1", "MXFP4"),
         ("nvfp4", "NVFP4"),
         ("e2m1", "FP4"),
         ("w4a16", "INT4"),
@@ -767,6 +775,19 @@ mod tests {
         assert_eq!(
             precision(&[moe.clone(), head.clone()], &mut ev).as_deref(),
             Some("BF16 with MXFP4 weights (80% of matrix time)")
+        );
+        // vLLM's `moe_forward` (TraceLens files it under `other`) over trtllm-gen's MX GEMM:
+        // MXFP8 activations with MXFP4 (E2M1) weights.
+        let mut trtllm = gemm(
+            "vllm::moe_forward",
+            "('c10::BFloat16', 'c10::BFloat16', '')",
+            "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_swiGlu_dynBatch_sm100f",
+            100.0,
+        );
+        trtllm.category = SeedCategory::Other;
+        assert_eq!(
+            precision(&[trtllm], &mut ev).as_deref(),
+            Some("FP8 with MXFP4 weights (100% of matrix time)")
         );
         // Under a fifth of matrix time, packed weights are not the workload's precision.
         moe.kernel_us = 10.0;

@@ -162,6 +162,18 @@ pub fn cases() -> Vec<HostCase> {
         },
         HostCase {
             host_frames: vec![
+                "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                "dataloader.py(700): _next_data",
+            ],
+            host_ns: 3_000_000,
+            trains: true,
+            ..base(
+                "idle_data_loading_launch_bound",
+                "launch-bound training steps (4 µs kernels) whose host wait is mostly a single-process DataLoader: the idle finding leads with DataLoader workers, not graph capture, and says launch overhead comes next (healthy counterpart: idle_eager_launch_bound keeps graph capture)",
+            )
+        },
+        HostCase {
+            host_frames: vec![
                 "pipeline.py(120): preprocess",
                 "image_processing.py(235): preprocess",
                 "image_transforms.py(300): resize",

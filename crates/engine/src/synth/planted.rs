@@ -425,6 +425,40 @@ pub fn cases() -> Vec<PlantedCase> {
         )),
         // The same softmax in the shared-memory kernel at 80%: no cause.
         on_h100(case_of("softmax_one_pass", vec![softmax(SMEM_SOFTMAX, 0.8)], None, &[])),
+        // A late 7×7 convolution (batch 8, 512 → 512 channels, 3×3): cuDNN's 256×64-tile
+        // kernel records grid [16, 3, 1] = 48 CTAs for 132 SMs (64% idle). The assumed 128×128
+        // tile would have said 16; the finding quotes the launch as recorded.
+        on_h100(case_of(
+            "conv_few_tiles_recorded",
+            vec![PlantedOp {
+                launch: vec![Some(([16, 3, 1], [128, 1, 1]))],
+                ..conv(
+                    "[[8, 512, 7, 7], [512, 512, 3, 3], [], [], [], [], [], [], []]",
+                    "[\"\", \"\", \"\", \"[1, 1]\", \"[1, 1]\", \"[1, 1]\", \"False\", \"[0, 0]\", \"1\"]",
+                    "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwc_tilesize256x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cudnn",
+                    100_000,
+                )
+            }],
+            Some("conv_few_tiles"),
+            &["ran 48 workgroups (grid [16, 3, 1])", "48 for 132"],
+        )),
+        // A ViT-base projection (788 × 768 × 768, bf16: 3.6 MB, 258 FLOPs/byte, below H100's
+        // ridge) in 8.4 µs: 0.43 TB/s, 13% of the memory roofline. Bytes do not limit it; it is
+        // too small for the GPU. Never called a memory-bound shape.
+        on_h100(case_of(
+            "gemm_small_far_below",
+            vec![h100_mm(788, 768, 768, BF16, "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x64_64x6_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x64_64x6_tn_align8::Params)", 110.0, None)],
+            Some("gemm_far_below_both_bounds"),
+            &["far below its memory roofline (13% of it)", "bytes do not limit it"],
+        )),
+        // Its counterpart near the memory roofline: 128 × 8192 × 8192 bf16 (138 MB, 124
+        // FLOPs/byte) at 70% of HBM bandwidth: a memory-bound shape.
+        on_h100(case_of(
+            "gemm_memory_bound_near_roofline",
+            vec![h100_mm(128, 8192, 8192, BF16, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", 291.0, None)],
+            Some("gemm_memory_bound_shape"),
+            &["memory-bound shape (128×8192×8192)"],
+        )),
         on_h100(case_of(
             "gemm_last_wave_recorded",
             // 2304×2048 output in CUTLASS 128×128 tiles: the recorded grid [18, 16, 1] = 288 CTAs

@@ -161,21 +161,47 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             });
         }
     }
+    // The launch as recorded: the convolution kernel's own grid where the trace has it (its
+    // tile is the library's choice, 256×64 as often as 128×128); the assumed tile otherwise.
+    let recorded = shape
+        .kernel_names
+        .iter()
+        .zip(&shape.kernel_launch)
+        .filter(|((n, _), _)| !is_layout_conversion(n))
+        .filter_map(|((n, us), l)| Some((n, *us, (*l)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(n, _, l)| (n, l, super::gemm::recorded_workgroups(n, &l)));
     if let (Some(g), Some(units)) = (gemm, units) {
-        let tiles = ceil_div(g.m.max(1) as u64, CONV_TILE) * ceil_div(g.n.max(1) as u64, CONV_TILE);
+        let (tiles, how) = match &recorded {
+            Some((n, l, wg)) => (
+                *wg,
+                format!(
+                    "its kernel {} ran {wg} workgroups (grid [{}, {}, {}])",
+                    crate::standalone::md::code(&crate::standalone::md::short(n, 60)),
+                    l.grid[0],
+                    l.grid[1],
+                    l.grid[2]
+                ),
+            ),
+            None => {
+                let t =
+                    ceil_div(g.m.max(1) as u64, CONV_TILE) * ceil_div(g.n.max(1) as u64, CONV_TILE);
+                (t, format!("in {CONV_TILE}×{CONV_TILE} tiles (assumed: the trace records no grid) = {t} tiles"))
+            }
+        };
         if tiles < units && groups == 1 {
             out.push(Cause {
                 key: "conv_few_tiles",
                 title: format!("few output tiles: {tiles} for {units} {unit}s"),
                 evidence: format!(
-                    "{} output pixels × {} channels in {CONV_TILE}×{CONV_TILE} tiles = {tiles} tiles for {units} {unit}s: {} of the {unit}s idle (batch {} at {} output).",
+                    "{} output pixels × {} channels: {how} for {units} {unit}s: {} of the {unit}s idle (batch {} at {} output).",
                     g.m,
                     g.n,
                     pct(1.0 - tiles as f64 / units as f64),
                     x[0],
                     spatial.as_ref().map(|o| o.iter().map(i64::to_string).collect::<Vec<_>>().join("×")).unwrap_or_default()
                 ),
-                action: "Raise the batch size (more output pixels per call), or let the library split K (MIOpen `gkgs`, cuDNN split-K algorithms) for these late, small-resolution layers.".into(),
+                action: "Raise the batch size (more output pixels per call), or let the library split K (MIOpen `gkgs`, cuDNN split-K algorithms) so more workgroups share each output tile.".into(),
                 waste: Some(1.0 - tiles as f64 / units as f64),
                 confidence: Confidence::Medium,
                 bounds_all: false,

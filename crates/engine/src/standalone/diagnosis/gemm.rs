@@ -30,6 +30,9 @@ pub const ALIGN_BYTES: u64 = 16;
 pub const GEMV_MAX_ROWS: i64 = 16;
 /// K at most this is a small-K GEMM.
 pub const SMALL_K: i64 = 64;
+/// A GEMM kernel shorter than this, µs, far below both its bounds, is too small for the GPU
+/// rather than bound by memory.
+pub const SHORT_GEMM_US: f64 = 20.0;
 /// A GEMM is launch-bound when its kernels average less than this per call...
 pub const LAUNCH_BOUND_US: f64 = 10.0;
 /// ...over at least this many calls.
@@ -388,8 +391,14 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             title: format!("small GEMMs: {} calls of {mean_us:.1} µs", r.count),
             evidence: format!("{} calls average {mean_us:.1} µs of kernel time each: at this size a kernel's fixed start-up (and, between kernels, the launch) costs as much as the math.", r.count),
             // Whether the calls depend on one another is not in the trace's shapes: the
-            // concatenation is offered only for the independent ones.
-            action: "Where these GEMMs share their input (the q/k/v or gate/up projections of one layer), fuse them into one GEMM along N; dependent ones (one layer's output feeding the next) only gain from fewer launches: capture the step in a CUDA/HIP graph.".into(),
+            // concatenation is offered only for the independent ones, and not where the
+            // module path says the projections are already one (`QKVParallelLinear`,
+            // `gate_up_proj`, GPT-2's `c_attn`).
+            action: if already_merged(&r.module_path) {
+                "These projections are already merged into one GEMM (the module path names a fused q/k/v or gate/up projection): the remaining lever is fewer launches: capture the step in a CUDA/HIP graph, or more tokens per call.".into()
+            } else {
+                "Where these GEMMs share their input (the q/k/v or gate/up projections of one layer), fuse them into one GEMM along N; dependent ones (one layer's output feeding the next) only gain from fewer launches: capture the step in a CUDA/HIP graph.".into()
+            },
             waste: None,
             confidence: Confidence::Medium,
             bounds_all: false,
@@ -531,6 +540,25 @@ fn below_ridge(r: &OpRow, m: i64, n: i64, k: i64, ctx: &Context<'_>) -> Option<C
             format!("each output element takes only {k} multiply-adds, so reading A and writing C dominate"),
             "Fuse this GEMM with its producer or consumer (the output is written and read again), or restructure so K grows (e.g. merge the small-K projections).",
         )
+    } else if let Some(eff) = r.efficiency_pct().filter(|&e| {
+        e < super::BOUND_FIRST_MIN_PCT && r.kernel_us / (r.count.max(1) as f64) < SHORT_GEMM_US
+    }) {
+        // Below the ridge yet far below the memory roofline too, in a short kernel: bytes do
+        // not limit it; it is too short or too small for the GPU (the grid and wave rules name
+        // the launch where the trace records it). A long kernel far below its roofline keeps
+        // the bound (its own kernel-name causes explain the rest).
+        let mean_us = r.kernel_us / r.count.max(1) as f64;
+        return Some(Cause {
+            key: "gemm_far_below_both_bounds",
+            title: format!("small GEMM far below its memory roofline ({eff:.0}% of it)"),
+            evidence: format!(
+                "{phrase}, yet it moves only {eff:.0}% of the memory bandwidth its roofline allows, in {mean_us:.1} µs per call: bytes do not limit it. A GEMM this small ({m}×{n}×{k}) finishes before the GPU is full or its pipeline has ramped up (too few tiles, latency)."
+            ),
+            action: "Give each call more work: batch more rows (tokens, images), merge GEMMs that share their input (Q/K/V, gate/up) into one, and capture the step in a CUDA/HIP graph; tuning the kernel's tile gains little at this size.".into(),
+            waste: None,
+            confidence: Confidence::Medium,
+            bounds_all: false,
+        });
     } else {
         (
             "gemm_memory_bound_shape",
@@ -669,8 +697,39 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
     })
 }
 
+/// Whether an op's module path names projections that already share one GEMM: vLLM's
+/// `QKVParallelLinear` / `MergedColumnParallelLinear`, `qkv_proj`, `gate_up_proj`, GPT-2's
+/// `c_attn`, `query_key_value`, `Wqkv`, `in_proj`.
+fn already_merged(module_path: &str) -> bool {
+    let l = module_path.to_ascii_lowercase();
+    [
+        "qkv",
+        "gate_up",
+        "gateup",
+        "mergedcolumn",
+        "c_attn",
+        "query_key_value",
+        "in_proj",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn merged_projections_are_read_from_the_module_path() {
+        assert!(super::already_merged(
+            "nn.Module: Qwen3Attention_0 > nn.Module: QKVParallelLinear_0"
+        ));
+        assert!(super::already_merged(
+            "nn.Module: GPT2Attention_0 > nn.Module: Conv1D_c_attn"
+        ));
+        assert!(!super::already_merged(
+            "nn.Module: ViTSelfAttention_0 > nn.Module: Linear_0"
+        ));
+    }
+
     use super::*;
     use crate::standalone::ops::tests_support::row;
 

@@ -105,7 +105,8 @@ pub struct Bottleneck {
 pub enum ImpactMethod {
     /// The named causes' own estimates of the time they waste.
     Cause,
-    /// The gap to the roofline, scaled 0.75 / 0.875 / 1 (TraceLens's analysis agent).
+    /// The gap to a tuned kernel's efficiency (80 % of the roofline), scaled 0.75 / 0.875 / 1
+    /// (TraceLens's analysis agent scales the whole gap to the roofline).
     Roofline,
     /// The finding's own projection (patterns, idle, exposed copies and communication).
     Projection,
@@ -118,7 +119,7 @@ impl ImpactMethod {
     pub fn label(self) -> &'static str {
         match self {
             ImpactMethod::Cause => "the named causes' own estimate",
-            ImpactMethod::Roofline => "gap to the roofline × 0.75 / 0.875 / 1",
+            ImpactMethod::Roofline => "gap to 80% of the roofline × 0.75 / 0.875 / 1",
             ImpactMethod::Projection => "the finding's projection",
             ImpactMethod::Heuristic => "no perf model: 0.15 / 0.30 / 0.45 of its share",
         }

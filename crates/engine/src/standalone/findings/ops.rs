@@ -146,8 +146,37 @@ fn attention_path_a(op: &str, kernel: &str, decode: bool) -> String {
         "unified_attention",
         "paged",
     ];
+    // What the kernel's name says it already is: a prefill (context) kernel, and one reading
+    // an FP8 KV cache (`QkvE4m3`, `Fp8KVCacheDataType)1`; `…)0` is the cache switched off).
+    let prefill = has(&k, &["context", "prefill"]);
+    let fp8_kv = has(
+        &k,
+        &[
+            "e4m3",
+            "e5m2",
+            "fp8kvcachedatatype)1",
+            "fp8kvcachedatatype)2",
+        ],
+    );
     if has(&o, &ENGINES) || has(&k, &["paged", "flashinfer"]) {
-        return "This is a serving engine's paged/decode attention kernel, not PyTorch's SDPA: it streams the KV cache, so judge it on bytes moved against HBM bandwidth. The levers are the engine's attention backend (and its split-KV / partition settings for long contexts), an FP8 KV cache, and larger decode batches per kernel; SDPA's backend choice does not apply.".into();
+        if prefill {
+            return format!(
+                "This is a serving engine's prefill (context) attention kernel, not PyTorch's SDPA: over the prompt's tokens it is bound by math, so judge it on FLOPs against the matrix peak. The lever is the engine's attention backend for prefill (FlashAttention-3 / 4, FlashInfer, trtllm-gen on Blackwell, CK / aiter on MI300){}; decode levers (KV-cache bytes, decode batch size) do not apply to it.",
+                if fp8_kv {
+                    "; it already runs in FP8"
+                } else {
+                    " and FP8 attention where accuracy allows"
+                }
+            );
+        }
+        return format!(
+            "This is a serving engine's paged/decode attention kernel, not PyTorch's SDPA: it streams the KV cache, so judge it on bytes moved against HBM bandwidth. The levers are the engine's attention backend (and its split-KV / partition settings for long contexts), {}, and larger decode batches per kernel; SDPA's backend choice does not apply.",
+            if fp8_kv {
+                "fewer KV bytes (the cache is already FP8: a smaller cache format or fewer KV heads)"
+            } else {
+                "an FP8 KV cache"
+            }
+        );
     }
     if decode || has(&k, &["splitkv", "split_kv"]) {
         return "Decode-shaped attention (a few queries against a long KV): the kernel streams K and V, so judge it on bytes moved against HBM bandwidth; it already splits the KV where its name says `splitkv`. The levers are fewer bytes (an FP8 or quantized KV cache, grouped-query heads) and more queries per kernel (larger decode batches), not a different SDPA backend.".into();
@@ -252,7 +281,9 @@ pub(super) fn op_texts(
                     unmodelled_issue(&format!("{q}GEMM"), &name, shape_text, inp),
                     gemm_path_a(r),
                 ),
-                Some(Bound::Memory) => (
+                // A group of signatures can be memory-bound by its roofline time while its
+                // summed intensity sits above the ridge: it is then not called memory-bound.
+                Some(Bound::Memory) if !intensity.ends_with("compute-bound") => (
                     format!("{q}GEMM {shape} is memory-bound ({intensity}) at {e} {} ({band}).", basis(r, inp.platform)),
                     "Fuse it with its neighbours to cut memory traffic, or lower the precision of the weights (FP8 / W8A8) to move fewer bytes.".to_owned(),
                 ),
@@ -442,13 +473,48 @@ fn batchnorm_path_a(trains: bool) -> String {
     }
 }
 
+/// Path A for a fused MoE op without shapes, from its kernel's name: a kernel that already runs
+/// a decode-sized expert block (`_matmul_ogs_…_16x128x256x1`: 16 token rows) is not told to
+/// use one; it streams its weights, and more tokens per step or smaller weights are the levers.
+fn moe_path_a(r: &OpRow) -> String {
+    let main = main_kernel_of(r);
+    // The token rows of the expert block: the first tile dimension (`_16x128x256x1`), or for
+    // trtllm-gen's `t128x16x256u2` with `transOut` (tokens along the output's columns) the
+    // second.
+    let trans_out = main.contains("transOut");
+    let block_m = main.split(['_', ' ', '<', '>', ',']).find_map(|t| {
+        let t = t.strip_prefix('t').unwrap_or(t);
+        let t = t.split_once('u').map_or(t, |(dims, _)| dims);
+        let dims: Vec<&str> = t.split('x').collect();
+        let digits = |d: &&str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+        (dims.len() >= 3 && dims.iter().all(digits))
+            .then(|| dims[usize::from(trans_out)].parse::<u64>().ok())
+            .flatten()
+    });
+    let lower = main.to_ascii_lowercase();
+    let smaller = if ["fp4", "e2m1", "int4", "w4a"]
+        .iter()
+        .any(|w| lower.contains(w))
+    {
+        ""
+    } else {
+        " and lower-precision expert weights (FP8, or MXFP4 / NVFP4 where the platform has it)"
+    };
+    match block_m {
+        Some(m) if m <= 32 => format!(
+            "The kernel already runs a decode-sized expert block ({m} token rows, from its name): with few tokens per expert the expert GEMMs stream their weights, so judge them by bytes against HBM bandwidth. The levers are more tokens per expert per step (a larger decode batch, or expert parallelism so each rank holds fewer experts){smaller}, not another tile."
+        ),
+        _ => "Check the tokens each expert gets per step (tokens × top-k / experts): below about 64–128 the expert GEMMs stream their weights with mostly empty tiles, so batch more tokens per step or use an MoE kernel tuned for decode batch sizes.".into(),
+    }
+}
+
 /// Path A for the ops no category above covers, by what the op runs: a collective, a copy, a
 /// fill, a kernel that is already a fused library kernel, or plain elementwise work.
 fn other_path_a(r: &OpRow) -> String {
     let main = main_kernel_of(r);
     let lower = main.to_ascii_lowercase();
     if is_moe(r) {
-        "Check the tokens each expert gets per step (tokens × top-k / experts): below about 64–128 the expert GEMMs stream their weights with mostly empty tiles, so batch more tokens per step or use an MoE kernel tuned for decode batch sizes.".into()
+        moe_path_a(r)
     } else if r.category == SeedCategory::Communication
         || crate::analysis::kernel_kinds::is_communication_kernel(&main)
     {
@@ -730,7 +796,7 @@ fn graph_kernel_texts(t: &mut OpTexts, r: &OpRow, launcher: &str, inp: &Inputs<'
         },
     );
     if is_moe(r) {
-        t.path_a = "Check the tokens each expert gets per step (tokens × top-k / experts): below about 64–128 the expert GEMMs stream their weights with mostly empty tiles, so batch more tokens per step or use an MoE kernel tuned for decode batch sizes.".into();
+        t.path_a = moe_path_a(r);
     }
     t.path_b = "Merge the trace recorded while the graph was captured (its ops, shapes and call stacks), or profile one step without the graph, to get a perf model, an efficiency and a replay artifact for this kernel.".into();
 }
@@ -773,6 +839,42 @@ fn capital(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fused MoE kernel that already runs a 16-row expert block is not told to use a decode
+    /// kernel, nor MXFP4 weights told to go lower; one whose name gives no block keeps the
+    /// tokens-per-expert check.
+    #[test]
+    fn moe_advice_reads_the_kernels_block() {
+        let moe = |kernel: &str| {
+            let mut r = crate::standalone::ops::tests_support::row(&format!(
+                "hipGraphLaunch->{kernel} (Synthetic Op)"
+            ));
+            r.category = SeedCategory::MoeFused;
+            r.kernel_names = vec![(kernel.into(), 100.0)];
+            moe_path_a(&r)
+        };
+        let decode = moe("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1");
+        assert!(
+            decode.contains("decode-sized expert block (16 token rows"),
+            "{decode}"
+        );
+        assert!(!decode.contains("MXFP4 / NVFP4"), "{decode}");
+        let bf16 = moe("_matmul_ogs_NNT_bf16xbf16xbf16_32x64x64x1");
+        assert!(
+            bf16.contains("(32 token rows") && bf16.contains("FP8"),
+            "{bf16}"
+        );
+        // trtllm-gen's MXFP4 GEMM with the tokens along the output's columns: a 16-token tile.
+        let trtllm = moe("bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_16dp256b_rM_TN_transOut_schedP2x1x2x3_biasM_bN_tma_tmaOpt_clmp_swiGlu_dynBatch_sm100f");
+        assert!(
+            trtllm.contains("(16 token rows") && !trtllm.contains("MXFP4 / NVFP4"),
+            "{trtllm}"
+        );
+        let big = moe("fused_moe_kernel_128x128x64");
+        assert!(big.contains("below about 64–128"), "{big}");
+        let unnamed = moe("fused_moe_kernel");
+        assert!(unnamed.contains("below about 64–128"), "{unnamed}");
+    }
 
     #[test]
     fn the_main_kernel_is_the_longest() {
@@ -969,13 +1071,41 @@ mod tests {
     /// memory-efficient and math backends say flash was not eligible.
     #[test]
     fn attention_advice_follows_the_kernel() {
-        for (op, kernel) in [
-            ("vllm::unified_attention_with_output", "fmhaSm100aKernel_QkvE4m3OBfloat16HQk64HV64HVPerCtaPagedKvSlidingOrChunkedCausalP32VarSeqQ128Kv128PersistentContext"),
-            ("aiter::paged_attention", "paged_attention_ll4mi_QKV_mfma16_kernel"),
-        ] {
-            let a = attention_path_a(op, kernel, false);
-            assert!(a.contains("paged/decode") && !a.contains("picks the flash"), "{op}: {a}");
-        }
+        let a = attention_path_a(
+            "aiter::paged_attention",
+            "paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0>",
+            false,
+        );
+        assert!(
+            a.contains("paged/decode") && !a.contains("picks the flash"),
+            "{a}"
+        );
+        assert!(a.contains("an FP8 KV cache"), "{a}");
+        // trtllm-gen's context kernel on an FP8 cache: a prefill kernel already in FP8 is told
+        // neither about decode batches nor about an FP8 KV cache.
+        let a = attention_path_a(
+            "vllm::unified_attention_with_output",
+            "fmhaSm100aKernel_QkvE4m3OBfloat16HQk64HV64HVPerCtaPagedKvSlidingOrChunkedCausalP32VarSeqQ128Kv128PersistentContext",
+            false,
+        );
+        assert!(
+            a.contains("prefill (context)") && a.contains("already runs in FP8"),
+            "{a}"
+        );
+        assert!(
+            !a.contains("decode batches per kernel") && !a.contains("an FP8 KV cache"),
+            "{a}"
+        );
+        // A decode kernel reading an FP8 cache is not told to use one.
+        let a = attention_path_a(
+            "sglang::paged_attention",
+            "paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>",
+            false,
+        );
+        assert!(
+            a.contains("already FP8") && !a.contains("an FP8 KV cache"),
+            "{a}"
+        );
         for (kernel, decode) in [
             ("flash_fwd_splitkv_kernel", false),
             ("flash_fwd_kernel", true),

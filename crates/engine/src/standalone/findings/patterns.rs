@@ -249,6 +249,13 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         instances: t.kernels.iter().map(|k| k.kernels).sum(),
                         unfused_attention: false,
                     });
+                    // channels_last removes the transposes: replayed as stated, so the finding
+                    // ranks by the same replayed saving as the op findings beside it.
+                    b.fix = t
+                        .kernels
+                        .iter()
+                        .map(|k| ("remove", format!("kernel:{}", k.name)))
+                        .collect();
                     f.bottlenecks.push(b);
                 }
             }

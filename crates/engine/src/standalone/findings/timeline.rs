@@ -512,7 +512,13 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         ),
         _ => String::new(),
     };
-    if idle.launch_bound {
+    // A cause the host wait is mostly spent in (the input pipeline, the optimizer step, a
+    // synchronization) is the lever before launch overhead: graphs do not make a DataLoader
+    // faster (docs/analysis.md, "Idle time: the finding's Path A").
+    let dominant = causes
+        .first()
+        .filter(|c| !matches!(c.kind, C::Python | C::CpuOp) && c.time_ns * 2 >= split.host_wait);
+    if idle.launch_bound && dominant.is_none() {
         return (
             format!(
                 "{split_text}{already}. The step is launch-bound: {} of {} GPU events run shorter than the call that launched them",
@@ -584,9 +590,17 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         C::CpuOp => "Cut the op's host cost: `torch.compile` it, or move its CPU-side work out of the step; a larger batch amortizes it.".into(),
         C::Python => "Cut Python overhead between launches: `torch.compile` the step, capture it in a CUDA / HIP graph, or raise the batch size so each launch carries more work.".into(),
     };
+    let then = if idle.launch_bound {
+        format!(
+            ". {} of {} GPU events also run shorter than the call that launched them: once the host wait is gone, launch overhead is next",
+            idle.launch.shorter_than_launch, idle.launch.launches
+        )
+    } else {
+        String::new()
+    };
     (
         format!(
-            "{split_text}{already}; {:.0} % of idle is host wait {what} ({} gaps, {:.3} ms)",
+            "{split_text}{already}; {:.0} % of idle is host wait {what} ({} gaps, {:.3} ms){then}",
             pct(top.time_ns),
             top.gaps,
             top.time_ns as f64 / 1e6
