@@ -31,6 +31,16 @@ fn failures(f: &Files) -> Vec<String> {
         .collect()
 }
 
+/// The P1 card of an `analysis.md`, up to its rule.
+fn p1_card(md: &str) -> &str {
+    md.split("### 🔴 P1:")
+        .nth(1)
+        .expect("P1")
+        .split("---")
+        .next()
+        .expect("the card's text")
+}
+
 fn text(f: &Files, p: &str) -> String {
     String::from_utf8(f[p].clone()).expect("UTF-8")
 }
@@ -161,13 +171,7 @@ fn the_plan_names_the_planted_cause() {
         .find(|b| b.op_name == "aten::mm")
         .expect("the GEMM's finding");
     let replayed = b.impact.replayed_text().expect("replayed");
-    let card = md
-        .split("### 🔴 P1:")
-        .nth(1)
-        .expect("P1")
-        .split("---")
-        .next()
-        .unwrap();
+    let card = p1_card(&md);
     let line = card
         .lines()
         .find(|l| l.starts_with("*The fix of `aten::mm`, replayed over the trace's schedule: "))
@@ -319,13 +323,7 @@ fn a_p_item_of_copies_says_it_is_copies() {
     let trace = shared.join(format!("traces/tracelens/{name}.json.gz"));
     let a = analyze(&common::read(&trace));
     let md = text(&files(&a, name), "analysis.md");
-    let p1 = md
-        .split("### 🔴 P1:")
-        .nth(1)
-        .expect("P1")
-        .split("---")
-        .next()
-        .unwrap();
+    let p1 = p1_card(&md);
     assert!(p1.contains("Elementwise"), "{p1}");
     assert!(
         p1.contains("100% of this P-item's time is memory copies"),

@@ -171,21 +171,7 @@ fn one_off_finding(
     } else {
         0.0
     };
-    let call = if o.call.is_empty() {
-        String::new()
-    } else {
-        let stack = if o.stack.is_empty() {
-            String::new()
-        } else {
-            format!(", called from {}", stack_text(&o.stack, 5))
-        };
-        format!(
-            " The host spent it in {} ({:.3} ms, event {}){stack}.",
-            code(&short(&o.call, 90)),
-            o.call_ns as f64 / 1e6,
-            o.uid
-        )
-    };
+    let call = host_call_text("it", (&o.call, o.call_ns, o.uid), &o.stack, 5);
     let kind = one_off_kind(&o.call, &o.stack);
     // A one-off needs steps to compare: with one step (or none marked) the stall may recur
     // in every step (docs/analysis.md, "One-off stalls").
@@ -283,21 +269,7 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
     let ms = l.ns as f64 / 1e6;
     let steps_ms = l.steps_ns as f64 / 1e6;
     let share = ms / steps_ms * 100.0;
-    let call = if l.call.is_empty() {
-        String::new()
-    } else {
-        let stack = if l.stack.is_empty() {
-            String::new()
-        } else {
-            format!(", called from {}", stack_text(&l.stack, 4))
-        };
-        format!(
-            " The host spent most of it in {} ({:.3} ms, event {}){stack}.",
-            code(&short(&l.call, 90)),
-            l.call_ns as f64 / 1e6,
-            l.uid
-        )
-    };
+    let call = host_call_text("most of it", (&l.call, l.call_ns, l.uid), &l.stack, 4);
     let steps = if l.steps == 1 {
         format!("the step's {steps_ms:.3} ms")
     } else {
@@ -342,6 +314,30 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
     b.priority = timeline_priority(share);
     b.projection = rules::saving_projection(ms, 0.0, steps_ms);
     b
+}
+
+/// " The host spent {how} in `CALL` (X ms, event N), called from `a` > `b`." for a host call
+/// (name, ns, TraceLens UID) with its stack (outermost first, the innermost `frames` shown);
+/// empty without a call.
+fn host_call_text(
+    how: &str,
+    (call, ns, uid): (&str, crate::model::Nanos, u32),
+    stack: &[String],
+    frames: usize,
+) -> String {
+    if call.is_empty() {
+        return String::new();
+    }
+    let from = if stack.is_empty() {
+        String::new()
+    } else {
+        format!(", called from {}", stack_text(stack, frames))
+    };
+    format!(
+        " The host spent {how} in {} ({:.3} ms, event {uid}){from}.",
+        code(&short(call, 90)),
+        ns as f64 / 1e6
+    )
 }
 
 /// The innermost `n` frames of a call stack (outermost first) as code spans joined by ` > `:
