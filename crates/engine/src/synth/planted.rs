@@ -408,7 +408,7 @@ pub fn cases() -> Vec<PlantedCase> {
             "batchnorm_channel_grid",
             vec![batchnorm(false)],
             Some("batchnorm_channel_grid"),
-            &["64 workgroups on `H100 SXM`'s 132 CUs/SMs", "52% of the GPU idles", "channels_last"],
+            &["64 workgroups on `H100 SXM`'s 132 CUs/SMs", "52% of the GPU idles", "channels_last", "A larger batch does not help here"],
         )),
         // The same BatchNorm channels-last: its kernels spread over the GPU, no cause.
         on_h100(case_of("batchnorm_channels_last", vec![batchnorm(true)], None, &[])),

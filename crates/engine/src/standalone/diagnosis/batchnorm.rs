@@ -54,7 +54,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             (1.0 - w as f64 / units as f64) * 100.0,
             narrow.iter().map(|n| n.1).sum::<f64>() / total * 100.0
         ),
-        action: "Run the model and its inputs channels_last (`model.to(memory_format=torch.channels_last)`): PyTorch's NHWC BatchNorm kernels then spread the reduction over the GPU, and the convolutions lose their layout transposes too; a larger per-GPU batch also gives each workgroup more to do.".into(),
+        action: "Run the model and its inputs channels_last (`model.to(memory_format=torch.channels_last)`): PyTorch's NHWC BatchNorm kernels then spread the reduction over the GPU, and the convolutions lose their layout transposes too. A larger batch does not help here: the grid stays one workgroup per channel, each with more to reduce.".into(),
         waste: Some(waste),
         confidence: Confidence::High,
         bounds_all: false,

@@ -344,7 +344,7 @@ pub(super) fn op_texts(
             } else {
                 format!("Convolution {shape} ({intensity}) at {e} {} ({band}).", basis(r, inp.platform))
             },
-            path_a: conv_path_a(r),
+            path_a: conv_path_a(r, inp.platform),
             path_b: format!("Generate a replay artifact for the kernel team to check the algorithm MIOpen / cuDNN selects (kernel {kernel})."),
             pattern: false,
         },
@@ -417,7 +417,7 @@ fn gemm_path_a(r: &OpRow) -> String {
 /// Path A for a convolution, by what its kernels show: channels_last only where layout
 /// transposes run beside it, the AMP lever where the convolution itself runs in fp32, else the
 /// algorithm choice.
-fn conv_path_a(r: &OpRow) -> String {
+fn conv_path_a(r: &OpRow, p: Option<&Platform>) -> String {
     let main = main_kernel_of(r);
     let transposes = r
         .kernel_names
@@ -427,7 +427,15 @@ fn conv_path_a(r: &OpRow) -> String {
     if transposes {
         "Use channels_last (`model.to(memory_format=torch.channels_last)`) so the library runs NHWC kernels without layout transposes; fuse Conv+BN+activation with `torch.compile`.".into()
     } else if fp32 {
-        format!("The convolution runs in fp32 (`{}`): autocast to bf16 / fp16 (`torch.autocast`) so it runs on the matrix units; channels_last helps once it does.", short(&main, 70))
+        // The half precision the GPU has matrix units for: fp16 only on Volta and Turing.
+        let half = match p {
+            Some(p) if p.tflops.contains_key("matrix_bf16") => "bf16",
+            Some(p) if p.tflops.contains_key("matrix_fp16") => {
+                "fp16 (with a `GradScaler` when training: this GPU has no bf16 matrix units)"
+            }
+            _ => "bf16 / fp16",
+        };
+        format!("The convolution runs in fp32 (`{}`): autocast to {half} (`torch.autocast`) so it runs on the matrix units; channels_last helps once it does.", short(&main, 70))
     } else {
         "No layout transposes run beside it: the library already uses its preferred layout. Let it pick the fastest algorithm for the shape (`torch.backends.cudnn.benchmark = True`; MIOpen's find mode) and fuse Conv+BN+activation with `torch.compile`.".into()
     }
@@ -1013,21 +1021,30 @@ mod tests {
             "void cudnn::ops::nchwToNhwcKernel<__nv_bfloat16>",
             "sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nchw",
         ]);
-        assert!(conv_path_a(&nchw).starts_with("Use channels_last"));
+        assert!(conv_path_a(&nchw, None).starts_with("Use channels_last"));
         for k in [
             "cudnn_volta_scudnn_128x64_relu_xregs_large_nn_v1",
             "miopenSp3AsmConv_v21_1_3_gfx9_fp32_f2x3_stride1",
         ] {
-            assert!(conv_path_a(&conv(&[k])).contains("autocast"), "{k}");
+            assert!(conv_path_a(&conv(&[k]), None).contains("autocast"), "{k}");
         }
         let fp32 = conv(&["volta_sgemm_128x64_nn"]);
         assert!(
-            conv_path_a(&fp32).contains("autocast"),
+            conv_path_a(&fp32, None).contains("autocast"),
             "{}",
-            conv_path_a(&fp32)
+            conv_path_a(&fp32, None)
         );
+        // V100 has fp16 matrix units only: never told to use bf16.
+        let v100 = crate::perf::platform::by_name("V100").expect("V100");
+        let a = conv_path_a(&fp32, Some(&v100));
+        assert!(
+            a.contains("autocast to fp16") && !a.contains("autocast to bf16"),
+            "{a}"
+        );
+        let a100 = crate::perf::platform::by_name("A100").expect("A100");
+        assert!(conv_path_a(&fp32, Some(&a100)).contains("autocast to bf16"));
         let nhwc = conv(&["sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc"]);
-        let a = conv_path_a(&nhwc);
+        let a = conv_path_a(&nhwc, None);
         assert!(
             !a.contains("channels_last") && a.contains("benchmark"),
             "{a}"
