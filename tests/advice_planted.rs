@@ -375,4 +375,16 @@ fn a_dominant_host_wait_cause_comes_before_launch_overhead() {
     let st = a.standalone.as_ref().expect("standalone");
     let idle = find(st, "GPU idle time").expect("idle finding");
     assert!(idle.path_a.contains("CUDA / HIP graph"), "{}", idle.path_a);
+    // Its host overhead was measured with Python stacks recorded (the planted scheduler
+    // frames): the finding says part of it is the profiler's.
+    assert!(
+        idle.issue.contains("`with_stack=True`: 8 Python frames"),
+        "{}",
+        idle.issue
+    );
+    // Without Python frames in the trace, nothing is said of the profiler.
+    let a = analyze("idle_compiled_region");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(!idle.issue.contains("with_stack"), "{}", idle.issue);
 }

@@ -325,6 +325,12 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             None | Some(crate::analysis::steps::StepSource::WholeTrace) => 0,
             Some(_) => src.steps.rows.len(),
         },
+        python_frames: src
+            .trace
+            .events
+            .iter()
+            .filter(|e| e.kind() == EventKind::PythonFunction)
+            .count() as u64,
         comm_all: &src.idle.communication,
         copies: findings::CopyMix::of(src.trace),
     };

@@ -81,12 +81,29 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
         } else {
             String::new()
         };
+        // Host overhead measured with the profiler's stack recording on is partly the
+        // profiler's: each op records its Python stack (docs/analysis.md, "Idle time").
+        use crate::analysis::host_wait::CauseKind as C;
+        let host_overhead = inp.idle.launch_bound
+            || inp
+                .idle
+                .causes
+                .first()
+                .is_some_and(|c| matches!(c.kind, C::Python | C::CpuOp));
+        let profiler = if host_overhead && inp.python_frames > 0 {
+            format!(
+                " The trace was recorded with Python stacks (`with_stack=True`: {} Python frames), which lengthens every op's host time: part of this host overhead is the profiler's, so size it on a step recorded without stacks before acting on it.",
+                inp.python_frames
+            )
+        } else {
+            String::new()
+        };
         out.push(timeline_bottleneck(
             SeedCategory::Other,
             "GPU idle time",
             steady,
             format!(
-                "The GPU is idle for {steady:.3} ms ({:.1}% {}){apart}{cause}.",
+                "The GPU is idle for {steady:.3} ms ({:.1}% {}){apart}{cause}.{profiler}",
                 inp.trace_share(steady),
                 inp.share_of(),
             ),
