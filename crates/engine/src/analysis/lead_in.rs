@@ -56,18 +56,25 @@ pub fn lead_in(trace: &Trace, steps: &Steps, launches: &[Launch], origin: Nanos)
     if ns <= 0 {
         return None;
     }
+    // One pass: the launching thread's host events overlapping the lead-in.
     let lane = launch.lane();
-    let blocked: Vec<(Nanos, Nanos)> = trace
-        .events
-        .iter()
-        .filter(|e| {
-            e.lane() == lane
-                && e.ts < end
-                && e.end() > start
-                && crate::model::host_calls::blocking_call(trace.name(e)).is_some()
-        })
-        .map(|e| (e.ts.max(start), e.end().min(end)))
-        .collect();
+    let mut blocked: Vec<(Nanos, Nanos)> = Vec::new();
+    let mut covering: Vec<u32> = Vec::new();
+    for (i, e) in trace.events.iter().enumerate() {
+        if e.lane() != lane || e.ts >= end || e.end() <= start {
+            continue;
+        }
+        let name = trace.name(e);
+        if crate::model::host_calls::blocking_call(name).is_some() {
+            blocked.push((e.ts.max(start), e.end().min(end)));
+        } else if e.kind().is_host_activity()
+            && !e.is_captured()
+            && (e.end().min(end) - e.ts.max(start)) * 2 >= ns
+            && !name.starts_with("ProfilerStep#")
+        {
+            covering.push(i as u32);
+        }
+    }
     let blocked_ns = super::intervals::length(&super::intervals::merge(blocked));
     let mut lead = LeadIn {
         step: first.name.clone(),
@@ -88,49 +95,16 @@ pub fn lead_in(trace: &Trace, steps: &Steps, launches: &[Launch], origin: Nanos)
         steps: steps.rows.len(),
         ..Default::default()
     };
-    // On one thread host events nest or are disjoint, so every event covering at least half
-    // of the lead-in contains the shortest one: the innermost is where the time goes.
-    let covering: Vec<u32> = trace
-        .events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| {
-            e.lane() == lane
-                && e.kind().is_host_activity()
-                && !e.is_captured()
-                && e.ts < end
-                && (e.end().min(end) - e.ts.max(start)) * 2 >= ns
-                && !trace.name(e).starts_with("ProfilerStep#")
-                && crate::model::host_calls::blocking_call(trace.name(e)).is_none()
-        })
-        .map(|(i, _)| i as u32)
-        .collect();
+    // On one thread host events nest or are disjoint, so the events covering at least half of
+    // the lead-in all contain the shortest of them: it is where the time goes, and the longer
+    // ones are its stack (outermost first).
     let ev = |i: &u32| &trace.events[*i as usize];
-    if let Some(&inner) = covering
-        .iter()
-        .min_by_key(|i| (ev(i).dur, std::cmp::Reverse(ev(i).ts)))
-    {
+    covering.sort_by_key(|i| (std::cmp::Reverse(ev(i).dur), ev(i).ts));
+    if let Some((&inner, outer)) = covering.split_last() {
         let c = ev(&inner);
         lead.call = trace.name(c).to_owned();
         lead.call_ns = c.dur;
         lead.uid = c.uid;
-        let mut outer: Vec<u32> = trace
-            .events
-            .iter()
-            .enumerate()
-            .filter(|(i, e)| {
-                *i as u32 != inner
-                    && e.lane() == lane
-                    && e.kind().is_host_activity()
-                    && !e.is_captured()
-                    && e.ts <= c.ts
-                    && e.end() >= c.end()
-                    && e.dur > c.dur
-                    && !trace.name(e).starts_with("ProfilerStep#")
-            })
-            .map(|(i, _)| i as u32)
-            .collect();
-        outer.sort_by_key(|i| std::cmp::Reverse(ev(i).dur));
         let from = outer.len().saturating_sub(STACK_FRAMES);
         lead.stack = outer[from..]
             .iter()

@@ -325,12 +325,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             None | Some(crate::analysis::steps::StepSource::WholeTrace) => 0,
             Some(_) => src.steps.rows.len(),
         },
-        python_frames: src
-            .trace
-            .events
-            .iter()
-            .filter(|e| e.kind() == EventKind::PythonFunction)
-            .count() as u64,
+        trace: src.trace,
         comm_all: &src.idle.communication,
         copies: findings::CopyMix::of(src.trace),
     };

@@ -250,6 +250,14 @@ impl OpRow {
         param_int(&self.perf_params, key)
     }
 
+    /// A Mixture-of-Experts op: TraceLens's MoE categories, or an op named for MoE that
+    /// TraceLens files under `other` (vLLM's `moe_forward` over trtllm-gen's MXFP4 `bmm_…`).
+    /// Its lever is the tokens per expert, never elementwise fusion nor the elementwise
+    /// baseline; its weights and time count as the workload's matrix work.
+    pub fn is_moe(&self) -> bool {
+        self.category == SeedCategory::MoeFused || self.name.to_ascii_lowercase().contains("moe")
+    }
+
     /// A batched GEMM of many tiny matrices (B ≥ 32, M, N, K ≤ 128): each is smaller than one
     /// output tile, so no kernel fills the GPU with them.
     pub fn is_tiny_batched(&self) -> bool {

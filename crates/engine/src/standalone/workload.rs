@@ -181,16 +181,6 @@ fn pct(x: f64, of: f64) -> f64 {
     }
 }
 
-/// A fused MoE op: TraceLens's MoE category, or a serving engine's MoE op that TraceLens files
-/// under `other` (vLLM's `moe_forward` over trtllm-gen's MXFP4 `bmm_…`).
-fn is_fused_moe(r: &OpRow) -> bool {
-    let n = r.name.to_ascii_lowercase();
-    r.category == SeedCategory::MoeFused
-        || n.contains("moe_forward")
-        || n.contains("fused_moe")
-        || n.contains("fmoe")
-}
-
 fn is_matrix(c: SeedCategory) -> bool {
     matches!(
         c,
@@ -210,10 +200,10 @@ fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Opti
             .filter(|r| pred(r))
             .fold(0.0, |acc, r| acc + r.kernel_us)
     };
-    let matrix = time(&|r| is_matrix(r.category) || is_fused_moe(r));
+    let matrix = time(&|r| is_matrix(r.category) || r.is_moe());
     let conv = time(&|r| r.category == SeedCategory::Convolution);
     let sdpa = time(&|r| matches!(r.category, SeedCategory::SdpaFwd | SeedCategory::SdpaBwd));
-    let moe = time(&|r| is_fused_moe(r));
+    let moe = time(&|r| r.is_moe());
     // Unfused attention: a softmax over square score matrices (…, S, S) of batched matmuls.
     let unfused = rows
         .iter()
@@ -438,7 +428,7 @@ fn embeddings_and_experts(trace: &Trace, rows: &[OpRow], ev: &mut Vec<String>) -
     }
     let mut seen: Vec<&str> = Vec::new();
     let mut uncounted = 0;
-    for r in rows.iter().filter(|r| is_fused_moe(r)) {
+    for r in rows.iter().filter(|r| r.is_moe()) {
         if seen.contains(&r.name.as_str()) {
             continue;
         }
@@ -539,10 +529,7 @@ fn precision(rows: &[OpRow], ev: &mut Vec<String>) -> Option<String> {
     let mut by: HashMap<&'static str, f64> = HashMap::default();
     let mut weights: HashMap<&'static str, f64> = HashMap::default();
     let mut total = 0.0;
-    for r in rows
-        .iter()
-        .filter(|r| is_matrix(r.category) || is_fused_moe(r))
-    {
+    for r in rows.iter().filter(|r| is_matrix(r.category) || r.is_moe()) {
         if let Some(p) = row_dtype(r) {
             *by.entry(p).or_default() += r.kernel_us;
             total += r.kernel_us;
@@ -619,7 +606,7 @@ fn kernels_precision(r: &OpRow) -> Option<&'static str> {
     use super::diagnosis::kernels::{gemm_precision, KernelPrecision as P};
     // GEMM names only: an attention kernel's template arguments can spell another type
     // (`Fp8KVCacheDataType)0`, the FP8 cache switched off, in a bf16 paged-attention kernel).
-    if r.category != SeedCategory::Gemm && !is_fused_moe(r) {
+    if r.category != SeedCategory::Gemm && !r.is_moe() {
         return None;
     }
     let mut ks: Vec<&(String, f64)> = r.kernel_names.iter().collect();

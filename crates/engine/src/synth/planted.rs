@@ -425,6 +425,28 @@ pub fn cases() -> Vec<PlantedCase> {
         )),
         // The same softmax in the shared-memory kernel at 80%: no cause.
         on_h100(case_of("softmax_one_pass", vec![softmax(SMEM_SOFTMAX, 0.8)], None, &[])),
+        // One 512-token sequence × 16 heads on MI300X: short, and the call batches nothing.
+        case_of(
+            "attention_short_single",
+            vec![flash(16, 512, 64, 0.1)],
+            Some("attention_short_sequence"),
+            &["short sequence: 512 tokens"],
+        ),
+        // 16 sequences of 559 tokens × 16 heads in one call (MI300X Qwen1.5's shape): already
+        // batched, 1280 work items for 304 CUs: never told to pack or batch.
+        case_of(
+            "attention_short_batched",
+            vec![op(
+                "aten::_scaled_dot_product_flash_attention",
+                "[[16, 16, 559, 64], [16, 16, 559, 64], [16, 16, 559, 64], [], [], [], []]",
+                &format!("[{BF16}, {BF16}, {BF16}, \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"]"),
+                "[\"\", \"\", \"\", \"0.\", \"False\", \"False\", \"0.125\"]",
+                &[("attn_fwd.kd", at(4.0 * 256.0 * 559.0 * 559.0 * 64.0, 708.0, 0.5))],
+                10,
+            )],
+            None,
+            &[],
+        ),
         // A late 7×7 convolution (batch 8, 512 → 512 channels, 3×3): cuDNN's 256×64-tile
         // kernel records grid [16, 3, 1] = 48 CTAs for 132 SMs (64% idle). The assumed 128×128
         // tile would have said 16; the finding quotes the launch as recorded.

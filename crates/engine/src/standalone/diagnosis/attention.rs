@@ -121,7 +121,11 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             confidence: Confidence::High,
             bounds_all: true,
         });
-    } else if nq < crate::standalone::rules::SHORT_SEQUENCE {
+    } else if nq < crate::standalone::rules::SHORT_SEQUENCE
+        // A call that already batches sequences and fills the GPU is not told to pack or
+        // batch them (issue #49: only where the call does not already batch them).
+        && !units.is_some_and(|u| b > 1 && (b * hq) as u64 * ceil_div(nq.max(1) as u64, query_tile(d) as u64) >= u)
+    {
         out.push(Cause {
             key: "attention_short_sequence",
             title: format!("short sequence: {nq} tokens"),

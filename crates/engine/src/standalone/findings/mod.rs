@@ -426,9 +426,9 @@ pub struct Inputs<'a> {
     /// Steps or iterations the trace marks (0 when none): a single stall is called a one-off
     /// only when there are at least two to compare.
     pub steps: usize,
-    /// `python_function` events: the trace was recorded with Python stacks, which inflates
-    /// host time (the idle finding says so where host overhead leads).
-    pub python_frames: u64,
+    /// The trace: the idle finding counts its `python_function` events (recorded with Python
+    /// stacks, which inflate host time) only where host overhead leads.
+    pub trace: &'a crate::model::Trace,
     /// Jarvis's own communication time and its exposed part, ns
     /// (`analysis::comm_kernels::all_communication`: every communication family, not only
     /// the NCCL/RCCL kernels TraceLens's timeline counts).

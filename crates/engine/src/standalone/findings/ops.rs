@@ -235,7 +235,7 @@ pub(super) fn op_texts(
     // expert GEMM is not one, and a baseline under 0.01 TB/s (a trace of tiny elementwise ops)
     // compares with nothing.
     let baseline_note = |r: &OpRow| -> String {
-        if is_moe(r) {
+        if r.is_moe() {
             return String::new();
         }
         match (base.filter(|b| b.tb_s >= 0.01), achieved_tb_s(r)) {
@@ -356,7 +356,7 @@ pub(super) fn op_texts(
             };
             let issue = if eff.is_none() {
                 format!("{name} ({} calls) has no perf model, so its efficiency is unknown; it is judged by time alone.", r.count)
-            } else if is_moe(r) {
+            } else if r.is_moe() {
                 format!("MoE {name} ({} calls, {shape}) is {kind} at {e} {} ({band}).", r.count, basis(r, inp.platform))
             } else {
                 format!("{name} ({} calls) is {kind} at {e} {} ({band}).{}", r.count, basis(r, inp.platform), baseline_note(r))
@@ -365,7 +365,7 @@ pub(super) fn op_texts(
                 title: name.clone(),
                 issue,
                 path_a: other_path_a(r),
-                path_b: if is_moe(r) {
+                path_b: if r.is_moe() {
                     format!("Generate a replay artifact of this expert GEMM for the kernel team (tile size against the tokens per expert, weight dequantization; kernel {kernel}).")
                 } else {
                     format!("Generate a replay artifact if it stays well below the elementwise baseline (kernel {kernel}).")
@@ -374,13 +374,6 @@ pub(super) fn op_texts(
             }
         }
     }
-}
-
-/// An MoE op: TraceLens's fused-MoE category, or an op named for it that lands elsewhere
-/// (vLLM's `moe_forward` wrapping a trtllm-gen MXFP4 `bmm_…` kernel, B200): its lever is the
-/// tokens per expert, never elementwise fusion or the elementwise baseline.
-fn is_moe(r: &OpRow) -> bool {
-    r.category == SeedCategory::MoeFused || r.name.to_ascii_lowercase().contains("moe")
 }
 
 /// A tiny batched GEMM's workgroups (the recorded grid of its main kernel, else one per matrix)
@@ -449,6 +442,8 @@ fn conv_runs_fp32(kernel: &str) -> bool {
     l.contains("scudnn")
         || l.contains("sgemm")
         || l.contains("_fp32")
+        // cuDNN's templated engines name their element type first: `dgrad_engine<float, …>`.
+        || l.contains("engine<float")
         || crate::standalone::diagnosis::kernels::gemm_precision(kernel)
             .is_some_and(|p| p.is_fp32())
 }
@@ -521,7 +516,7 @@ fn moe_path_a(r: &OpRow) -> String {
 fn other_path_a(r: &OpRow) -> String {
     let main = main_kernel_of(r);
     let lower = main.to_ascii_lowercase();
-    if is_moe(r) {
+    if r.is_moe() {
         moe_path_a(r)
     } else if r.category == SeedCategory::Communication
         || crate::analysis::kernel_kinds::is_communication_kernel(&main)
@@ -803,7 +798,7 @@ fn graph_kernel_texts(t: &mut OpTexts, r: &OpRow, launcher: &str, inp: &Inputs<'
             "launched"
         },
     );
-    if is_moe(r) {
+    if r.is_moe() {
         t.path_a = moe_path_a(r);
     }
     t.path_b = "Merge the trace recorded while the graph was captured (its ops, shapes and call stacks), or profile one step without the graph, to get a perf model, an efficiency and a replay artifact for this kernel.".into();
@@ -1024,6 +1019,7 @@ mod tests {
         assert!(conv_path_a(&nchw, None).starts_with("Use channels_last"));
         for k in [
             "cudnn_volta_scudnn_128x64_relu_xregs_large_nn_v1",
+            "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)",
             "miopenSp3AsmConv_v21_1_3_gfx9_fp32_f2x3_stride1",
         ] {
             assert!(conv_path_a(&conv(&[k]), None).contains("autocast"), "{k}");

@@ -90,10 +90,19 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
                 .causes
                 .first()
                 .is_some_and(|c| matches!(c.kind, C::Python | C::CpuOp));
-        let profiler = if host_overhead && inp.python_frames > 0 {
+        let frames = if host_overhead {
+            let python = crate::model::EventKind::PythonFunction;
+            inp.trace
+                .events
+                .iter()
+                .filter(|e| e.kind() == python)
+                .count()
+        } else {
+            0
+        };
+        let profiler = if frames > 0 {
             format!(
-                " The trace was recorded with Python stacks (`with_stack=True`: {} Python frames), which lengthens every op's host time: part of this host overhead is the profiler's, so size it on a step recorded without stacks before acting on it.",
-                inp.python_frames
+                " The trace was recorded with Python stacks (`with_stack=True`: {frames} Python frames), which lengthens every op's host time: part of this host overhead is the profiler's, so size it on a step recorded without stacks before acting on it."
             )
         } else {
             String::new()
