@@ -923,3 +923,21 @@ fn accumulation_into_zeroed_gradients_is_part_of_the_zero_grad_finding() {
         .iter()
         .any(|(k, s)| *k == "remove" && s.ends_with("torch::autograd::AccumulateGrad")));
 }
+
+/// Short sequences that one call already batches into a full GPU are not told to pack or
+/// batch them (neither as a cause nor in the op's own text); a single short sequence is.
+#[test]
+fn short_attention_is_told_to_pack_only_when_the_call_batches_nothing() {
+    let text_of = |name: &str| {
+        let c = jarvis_engine::synth::planted::case(name).expect("case");
+        let a = analyze_on(&case_bytes(&c), platform_of(&c));
+        text(top(standalone(&a)))
+    };
+    let batched = text_of("attention_short_batched");
+    assert!(
+        !batched.contains("Pack sequences") && !batched.contains("Short-sequence"),
+        "{batched}"
+    );
+    let single = text_of("attention_short_single");
+    assert!(single.contains("Short-sequence attention"), "{single}");
+}

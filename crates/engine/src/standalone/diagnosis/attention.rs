@@ -23,6 +23,22 @@ pub const LARGE_HEAD_DIM: i64 = 128;
 /// Queries per sequence at most this is a decode step.
 pub const DECODE_MAX_QUERIES: i64 = 16;
 
+/// Short sequences (under `rules::SHORT_SEQUENCE` queries) in a call that does not already
+/// batch them into at least one work item per CU/SM: the case where packing or batching helps
+/// (issue #49: a call of 16 sequences × 16 heads filling 304 CUs is not told to pack them).
+pub fn short_unbatched(shape: &OpRow, platform: Option<&Platform>) -> bool {
+    let p = |k: &str| shape.param(k);
+    let Some(nq) = p("N_Q") else {
+        return false;
+    };
+    let d = p("d_h_qk").unwrap_or(128);
+    let (b, hq) = (p("B").unwrap_or(1), p("H_Q").unwrap_or(1));
+    let batched_full = platform.and_then(Platform::units).is_some_and(|u| {
+        b > 1 && (b * hq) as u64 * ceil_div(nq.max(1) as u64, query_tile(d) as u64) >= u
+    });
+    nq < crate::standalone::rules::SHORT_SEQUENCE && !batched_full
+}
+
 pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
     let p = |k: &str| shape.param(k);
@@ -121,11 +137,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             confidence: Confidence::High,
             bounds_all: true,
         });
-    } else if nq < crate::standalone::rules::SHORT_SEQUENCE
-        // A call that already batches sequences and fills the GPU is not told to pack or
-        // batch them (issue #49: only where the call does not already batch them).
-        && !units.is_some_and(|u| b > 1 && (b * hq) as u64 * ceil_div(nq.max(1) as u64, query_tile(d) as u64) >= u)
-    {
+    } else if short_unbatched(shape, ctx.platform) {
         out.push(Cause {
             key: "attention_short_sequence",
             title: format!("short sequence: {nq} tokens"),

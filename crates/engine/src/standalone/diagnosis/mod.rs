@@ -5,6 +5,7 @@
 //! docs/analysis.md ("Diagnosis").
 
 mod attention;
+pub use attention::short_unbatched;
 mod batchnorm;
 pub use attention::DECODE_MAX_QUERIES;
 mod conv;

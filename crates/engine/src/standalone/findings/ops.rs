@@ -300,7 +300,7 @@ pub(super) fn op_texts(
         }
         SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => {
             let n = r.param("N_Q");
-            let short_seq = n.is_some_and(|n| n < rules::SHORT_SEQUENCE);
+            let short_seq = crate::standalone::diagnosis::short_unbatched(r, inp.platform);
             // A decode step (a few new tokens against a long cache) is not a short sequence:
             // it streams the cache and is judged against memory bandwidth.
             let decode = n.is_some_and(|n| n <= super::super::diagnosis::DECODE_MAX_QUERIES)
