@@ -941,3 +941,47 @@ fn short_attention_is_told_to_pack_only_when_the_call_batches_nothing() {
     let single = text_of("attention_short_single");
     assert!(single.contains("Short-sequence attention"), "{single}");
 }
+
+/// The shared MI300X ResNet-18 training trace frees device memory through `hipFree` 1360 times
+/// and records no GPU memory event although memory was profiled (its 210 records are all CPU):
+/// a bypassed or disabled caching allocator, named as such with its switch. The same trace with
+/// one GPU memory record (the allocator reporting its blocks, as a caching allocator does) keeps
+/// the general allocator advice.
+#[test]
+fn a_disabled_caching_allocator_is_named() {
+    let Some(bytes) = fixture("mi300x_ddp_resnet18_train.json.gz") else {
+        return;
+    };
+    let mut json = Vec::new();
+    jarvis_engine::import::inflate::GzipDecoder::new()
+        .feed(&bytes, &mut |b: &[u8]| {
+            json.extend_from_slice(b);
+            Ok::<(), ()>(())
+        })
+        .expect("gunzip");
+    let bytes = json;
+    let idle_text = |a: &Analysis| {
+        standalone(a)
+            .categories
+            .iter()
+            .flat_map(|c| &c.bottlenecks)
+            .find(|b| b.title.starts_with("GPU idle"))
+            .map(|b| b.path_a.clone())
+            .unwrap_or_default()
+    };
+    let a = analyze_on(&bytes, "mi300x");
+    let t = idle_text(&a);
+    assert!(
+        t.contains("1460 `hipMalloc` and 1360 `hipFree` calls")
+            && t.contains("`PYTORCH_NO_HIP_MEMORY_CACHING=1`"),
+        "{t}"
+    );
+    let text = String::from_utf8(bytes).expect("utf-8");
+    let events = text.find("\"traceEvents\"").expect("events");
+    let at = events + text[events..].find('[').expect("[") + 1;
+    let gpu_record = r#"{"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 108, "ts": 1305516338633.340, "args": {"Total Reserved": 2097152, "Total Allocated": 512, "Bytes": 512, "Device Id": 0, "Device Type": 6, "Addr": 1024}},"#;
+    let healthy = format!("{}{gpu_record}{}", &text[..at], &text[at..]);
+    let t = idle_text(&analyze_on(healthy.as_bytes(), "mi300x"));
+    assert!(!t.contains("looks bypassed or disabled"), "{t}");
+    assert!(t.contains("caching allocator is returning memory"), "{t}");
+}

@@ -244,6 +244,18 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     } else {
         String::new()
     };
+    // A replayed saving is a share of the steps' time less the host's wait for GPU work queued
+    // before the trace (the GPU timeline leaves that work out too).
+    let pre_trace = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .filter_map(|b| b.impact.replayed)
+        .map(|r| r.pre_trace_ms)
+        .find(|&ms| ms > 0.0)
+        .map(|ms| format!(" Replayed savings are shares of the steps' time less the {ms:.3} ms the first step's host waited in a blocking call for GPU work queued before the trace (kernels with no launch in it, which the GPU timeline leaves out as well)."))
+        .unwrap_or_default();
+    let steady = steady + &pre_trace;
     let _ = writeln!(s, "**Note:** Recommendations are prioritized by the share of the trace's time fixing each may save (the saving replayed over the trace's schedule where the fix can be replayed, else the mid figure of its impact range): Critical from {:.0}%, High from {:.0}%, Medium from {:.0}%, Low below.{steady} Findings that share a cause are one finding, and overlapping findings' savings are not additive.\n", rules::IMPACT_CRITICAL_PCT, rules::IMPACT_HIGH_PCT, rules::IMPACT_MEDIUM_PCT);
     if st.recommendations.is_empty() {
         let _ = writeln!(s, "No bottleneck passed the rules (docs/analysis.md): nothing reaches 1% of compute below 80% efficiency, and the GPU timeline has no idle, exposed communication or memcpy above 1%.\n");

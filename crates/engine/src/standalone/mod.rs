@@ -9,6 +9,7 @@ pub mod decode_floor;
 pub mod diagnosis;
 pub mod explorer;
 pub mod findings;
+pub mod functions;
 pub mod md;
 pub mod ops;
 pub mod own_models;

@@ -145,6 +145,9 @@ pub enum OwnModel {
     Softmax,
     /// Their backward: the gradient and the output read, the input's gradient written.
     SoftmaxBackward,
+    /// An Inductor pointwise kernel whose first full-size argument is its in-place buffer
+    /// (`in_out_ptr0`): read and written, on top of every argument once.
+    InductorInPlace,
 }
 
 impl OwnModel {
@@ -157,7 +160,17 @@ impl OwnModel {
             OwnModel::SoftmaxBackward => {
                 "Jarvis's softmax-backward model: the gradient and the output read, the input's gradient written once"
             }
+            OwnModel::InductorInPlace => {
+                "Jarvis's Inductor model: every argument once, the first full-size one also written in place"
+            }
         }
+    }
+
+    /// Whether TraceLens models the op too (its agent report then judges it as modelled): it
+    /// reads an Inductor kernel's source and counts the in-place buffer twice as well; softmax
+    /// it leaves unmodelled.
+    pub fn tracelens_models_it(self) -> bool {
+        matches!(self, OwnModel::InductorInPlace)
     }
 }
 

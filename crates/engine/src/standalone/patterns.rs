@@ -29,10 +29,15 @@ pub struct OpShare {
     pub ms: f64,
 }
 
-/// A module class whose instances run several light kernels that one fused kernel could do.
+/// A module class (or a user function) whose calls run several light kernels that one fused
+/// kernel could do.
 #[derive(Debug, Clone, Serialize)]
 pub struct FusionCandidate {
+    /// The module class, or the function's short name (`apply_rotary_pos_emb`).
     pub class: String,
+    /// For a user function, its frame as recorded
+    /// (`transformers/models/qwen2/modeling_qwen2.py(68): apply_rotary_pos_emb`).
+    pub function: Option<String>,
     pub instances: u64,
     pub kernels: u64,
     pub ops: Vec<OpShare>,
@@ -213,7 +218,132 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
     }
     .with_accumulation(trace, tree)
     .with_module_patterns(trace, tree, modules)
+    .with_function_patterns(trace, tree, modules)
     .with_gemm_copies(trace, tree, modules)
+}
+
+/// Kernels, time and ops of one user function over all its calls.
+#[derive(Default)]
+struct FunctionWork {
+    kernels: u64,
+    heavy: bool,
+    ops: HashSet<StrId>,
+}
+
+impl Patterns {
+    /// User functions (`functions::chains`) whose every call runs several light kernels: the
+    /// module rule's thresholds, applied to the outermost such function around each op (a
+    /// rotary embedding's `apply_rotary_pos_emb`, not the `rotate_half` it calls). Ops inside
+    /// a module class already found unfused (or computing attention op by op) are that
+    /// finding's and left out.
+    fn with_function_patterns(mut self, trace: &Trace, tree: &CallTree, modules: &Modules) -> Self {
+        let chains = super::functions::chains(trace, tree);
+        if chains.is_empty() {
+            return self;
+        }
+        let taken: HashSet<&str> = self
+            .fusion
+            .iter()
+            .map(|c| c.class.as_str())
+            .chain(self.unfused_attention.iter().map(|a| a.class.as_str()))
+            .collect();
+        let in_taken_module = |root: EventId| {
+            modules
+                .frame_of_root(root)
+                .is_some_and(|f| taken.contains(modules.frames[f as usize].class.as_str()))
+        };
+        let kernels_of = |root: EventId| {
+            tree.gpu_under(root).filter_map(move |k| {
+                let e = trace.event(k);
+                (e.kind() == EventKind::Kernel).then(|| {
+                    let op = tree.nearest_cpu_op(trace, k).unwrap_or(root);
+                    (trace.event(op).name, e.dur)
+                })
+            })
+        };
+        let mut roots: Vec<(&EventId, &Vec<EventId>)> = chains
+            .iter()
+            .filter(|(r, _)| !in_taken_module(**r))
+            .collect();
+        roots.sort_unstable_by_key(|(r, _)| **r);
+        // Pass 1: every function on a chain, over all its calls (recursion counted once).
+        let mut heavy_name: HashMap<StrId, bool> = HashMap::default();
+        let mut by_fn: HashMap<StrId, FunctionWork> = HashMap::default();
+        let mut calls: HashMap<StrId, HashSet<EventId>> = HashMap::default();
+        for (&root, chain) in &roots {
+            let mut names: Vec<StrId> = chain.iter().map(|&f| trace.event(f).name).collect();
+            names.sort_unstable();
+            names.dedup();
+            for &f in chain.iter() {
+                calls.entry(trace.event(f).name).or_default().insert(f);
+            }
+            for (op, _) in kernels_of(root) {
+                let heavy = *heavy_name
+                    .entry(op)
+                    .or_insert_with(|| is_heavy_op(&trace.strings.get(op).to_ascii_lowercase()));
+                for &n in &names {
+                    let w = by_fn.entry(n).or_default();
+                    w.kernels += 1;
+                    w.heavy |= heavy;
+                    w.ops.insert(op);
+                }
+            }
+        }
+        let candidate = |n: StrId| {
+            let Some(w) = by_fn.get(&n) else {
+                return false;
+            };
+            let instances = calls.get(&n).map_or(0, |c| c.len()).max(1);
+            let name = trace.strings.get(n);
+            !w.heavy
+                && w.kernels as f64 / instances as f64 >= FUSION_MIN_KERNELS
+                && w.ops.len() >= FUSION_MIN_OPS
+                && !is_fused_library_op(super::functions::function_name(name))
+        };
+        let is_candidate: HashMap<StrId, bool> = by_fn.keys().map(|&n| (n, candidate(n))).collect();
+        // Pass 2: each op's kernels go to the outermost candidate around it.
+        let mut per_call: HashMap<EventId, i64> = HashMap::default();
+        let mut found: Vec<(StrId, FrameKernels, HashSet<EventId>)> = Vec::new();
+        let mut at: HashMap<StrId, usize> = HashMap::default();
+        for (&root, chain) in &roots {
+            let Some(&frame) = chain
+                .iter()
+                .find(|&&f| is_candidate.get(&trace.event(f).name) == Some(&true))
+            else {
+                continue;
+            };
+            let n = trace.event(frame).name;
+            let i = *at.entry(n).or_insert_with(|| {
+                found.push((n, Vec::new(), HashSet::default()));
+                found.len() - 1
+            });
+            found[i].2.insert(frame);
+            for (op, dur) in kernels_of(root) {
+                found[i].1.push((op, dur));
+                let m = per_call.entry(frame).or_default();
+                *m = (*m).max(dur);
+            }
+        }
+        for (n, work, frames) in found {
+            if work.is_empty() {
+                continue;
+            }
+            let frame = trace.strings.get(n);
+            let fused_ns: i64 = frames.iter().filter_map(|f| per_call.get(f)).sum();
+            self.fusion.push(FusionCandidate {
+                class: super::functions::function_name(frame).to_owned(),
+                function: Some(frame.to_owned()),
+                instances: frames.len() as u64,
+                kernels: work.len() as u64,
+                ops: shares(work.iter().map(|&(o, d)| (trace.strings.get(o), d))),
+                total_ms: work.iter().map(|(_, d)| *d).sum::<i64>() as f64 / 1e6,
+                fused_ms: fused_ns as f64 / 1e6,
+            });
+        }
+        self.fusion
+            .sort_by(|a, b| b.savings_ms().total_cmp(&a.savings_ms()));
+        self
+    }
 }
 
 /// The autograd node that adds an incoming gradient into an existing `.grad`.
@@ -343,6 +473,7 @@ impl Patterns {
                     .sum();
                 self.fusion.push(FusionCandidate {
                     class: class.to_owned(),
+                    function: None,
                     instances: instances.len() as u64,
                     kernels: n_kernels,
                     ops: ops(),

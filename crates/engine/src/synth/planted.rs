@@ -425,6 +425,37 @@ pub fn cases() -> Vec<PlantedCase> {
         )),
         // The same softmax in the shared-memory kernel at 80%: no cause.
         on_h100(case_of("softmax_one_pass", vec![softmax(SMEM_SOFTMAX, 0.8)], None, &[])),
+        // A rotary embedding applied op by op in a helper function (HF's
+        // `apply_rotary_pos_emb`, 24 calls): q·cos + rotate_half(q)·sin is 2 multiplies, a
+        // negation, a concatenation and an add per call over q [8, 16, 2048, 128] bf16 (67.1 MB),
+        // 5 kernels at 75-80% of H100's 3.35 TB/s (a binary op moves 201 MB in 80 µs); one fused
+        // kernel per call takes about the longest (80 µs). Truth: 24 × 350 µs = 8.400 ms, fused
+        // 1.920 ms.
+        PlantedCase {
+            group: Some(Group::Python(ROPE_FRAME)),
+            ..on_h100(case_of(
+                "rope_unfused",
+                rope(&[
+                    ("aten::mul", "MulFunctor", 80_000),
+                    ("aten::neg", "NegFunctor", 50_000),
+                    ("aten::cat", "CatArrayBatchedCopy", 60_000),
+                    ("aten::mul", "MulFunctor", 80_000),
+                    ("aten::add", "AddFunctor", 80_000),
+                ]),
+                Some("unfused_function_chain"),
+                &["`apply_rotary_pos_emb` call", "runs 5 separate kernels", "120 kernels over 24 calls take 8.400 ms", "about 1.920 ms", "fused RoPE kernel"],
+            ))
+        },
+        // The same function running one fused rotary kernel per call: no finding.
+        PlantedCase {
+            group: Some(Group::Python(ROPE_FRAME)),
+            ..on_h100(case_of(
+                "rope_fused",
+                rope(&[("_C::rotary_embedding", "rotary_embedding_kernel", 90_000)]),
+                None,
+                &[],
+            ))
+        },
         // One 512-token sequence × 16 heads on MI300X: short, and the call batches nothing.
         case_of(
             "attention_short_single",
@@ -552,6 +583,26 @@ fn batchnorm(channels_last: bool) -> PlantedOp {
             10,
         )
     }
+}
+
+const ROPE_FRAME: &str = "transformers/models/llama/modeling_llama.py(68): apply_rotary_pos_emb";
+
+/// The ops of one rotary-embedding call on q [8, 16, 2048, 128] bf16 (each op's kernel named
+/// after its functor, with its duration), 24 calls.
+fn rope(ops: &[(&str, &str, Nanos)]) -> Vec<PlantedOp> {
+    let q = "[8, 16, 2048, 128]";
+    ops.iter()
+        .map(|&(name, functor, ns)| {
+            let kernel = format!("void at::native::vectorized_elementwise_kernel<4, at::native::{functor}<c10::BFloat16>, at::detail::Array<char*, 3> >(int, at::native::{functor}<c10::BFloat16>, at::detail::Array<char*, 3>)");
+            // `neg` takes one tensor; the others two.
+            let (dims, types, concrete) = if name == "aten::neg" {
+                (format!("[{q}]"), format!("[{BF16}]"), "[\"\"]")
+            } else {
+                (format!("[{q}, {q}]"), format!("[{BF16}, {BF16}]"), "[\"\", \"\"]")
+            };
+            op(name, &dims, &types, concrete, &[(kernel.as_str(), ns)], 24)
+        })
+        .collect()
 }
 
 const UNPACK_HOOK: &str = "torch/utils/checkpoint.py(1111): unpack_hook";

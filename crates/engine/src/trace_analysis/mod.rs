@@ -683,7 +683,8 @@ fn analyze_tree(
         let bound = critical_path.as_ref().map_or(("", 0.0), |c| {
             crate::critical_path::summary::dominant_cause(&c.jarvis)
         });
-        crate::whatif::impacts::replay_findings(&trace, replay, bound, st);
+        let pre_trace_wait = idle_report.lead_in.as_ref().map_or(0, |l| l.blocked_ns);
+        crate::whatif::impacts::replay_findings(&trace, replay, bound, pre_trace_wait, st);
     }
     let distributed = trace
         .meta

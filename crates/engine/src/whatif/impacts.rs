@@ -44,7 +44,8 @@ fn stated_fix(
         before_ms: before as f64 / 1e6,
         after_ms: after as f64 / 1e6,
         steps,
-        steady: stall > 0,
+        steady: stall > 0 && !steps,
+        pre_trace_ms: if steps { stall as f64 / 1e6 } else { 0.0 },
         trace_ms: total_ms,
         factor: 0.0,
         cut_ms: b.time_ms,
@@ -60,6 +61,7 @@ pub fn replay_findings(
     trace: &Trace,
     replay: &Replay,
     bound: (&'static str, f64),
+    pre_trace_wait: Nanos,
     st: &mut Standalone,
 ) {
     let sim = &replay.sim;
@@ -72,8 +74,15 @@ pub fn replay_findings(
     // Without steps the length is the GPU timeline's span, which holds the single stall the
     // findings leave out of the steady state: the saving is a share of the span without it,
     // the formula's own denominator (`Utilization::steady_ms`).
+    // With steps, the first step's host wait in blocking calls for GPU work queued before the
+    // trace (`LeadIn::blocked_ns`: a harness's `cudaDeviceSynchronize` draining the previous
+    // iteration's kernels, which have no launch in the trace) is left out the same way: the
+    // GPU timeline and the formula leave that work out, so a saving is a share of the same
+    // window on both sides.
     let stall = if steps {
-        0
+        Some(pre_trace_wait)
+            .filter(|&w| w > 0 && w < before)
+            .unwrap_or(0)
     } else {
         Some((st.utilization.stall_ms * 1e6) as Nanos)
             .filter(|&s| s < before)
@@ -146,7 +155,8 @@ pub fn replay_findings(
             before_ms: before as f64 / 1e6,
             after_ms: after as f64 / 1e6,
             steps,
-            steady: stall > 0,
+            steady: stall > 0 && !steps,
+            pre_trace_ms: if steps { stall as f64 / 1e6 } else { 0.0 },
             trace_ms: total_ms,
             factor,
             cut_ms: saving_ns.min(gpu_ns as f64) / 1e6,

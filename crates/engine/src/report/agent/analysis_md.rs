@@ -479,7 +479,9 @@ pub fn render(i: &Inputs<'_>) -> String {
                     .join(" > ")
             };
             let kernel = short(&crate::standalone::findings::main_kernel_of(r), 75);
-            let bound = r.bound.filter(|_| r.own_model.is_none());
+            let bound = r
+                .bound
+                .filter(|_| r.own_model.is_none_or(|m| m.tracelens_models_it()));
             let peak = match (bound, &st.platform) {
                 (Some(crate::standalone::ops::Bound::Memory), Some(pl)) => {
                     format!(" of {} TB/s", pl.hbm_tbps.0)

@@ -25,6 +25,8 @@ pub struct Scope {
     pub instances: u64,
     /// The pattern is attention computed op by op.
     pub unfused_attention: bool,
+    /// The pattern is a user function's (`ops` is its ops' time inside it).
+    pub function: bool,
 }
 
 impl Scope {
@@ -109,7 +111,7 @@ pub fn one_cause_one_finding(
         .iter()
         .flat_map(|f| f.bottlenecks.iter())
         .filter_map(|p| Some((p.title.clone(), p.scope.clone()?)))
-        .filter(|(_, s)| s.class.is_some())
+        .filter(|(_, s)| s.class.is_some() || s.function)
         .collect();
     for f in categories.iter_mut() {
         for x in f.bottlenecks.iter_mut().filter(|x| x.row.is_some()) {

@@ -206,6 +206,9 @@ pub struct ReplayedSaving {
     /// Whether the GPU timeline's span is without the single stall left out of the steady
     /// state (`Utilization::stall_ms`).
     pub steady: bool,
+    /// With steps: the first step's host wait for GPU work queued before the trace, left out
+    /// of the steps' time (`LeadIn::blocked_ns`), ms.
+    pub pre_trace_ms: f64,
     /// The GPU timeline's span (`Utilization::total_ms`): the formula's "% of trace time".
     pub trace_ms: f64,
     /// The factor the fix put on its op's GPU time (the What-if panel offers it as a change).

@@ -81,6 +81,7 @@ fn scope_of(
         ops: ops.iter().map(|o| (o.name.clone(), o.ms)).collect(),
         instances,
         unfused_attention,
+        function: false,
     }
 }
 
@@ -108,14 +109,32 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                 .filter(|c| inp.share(c.savings_ms()) >= rules::MIN_SHARE_PCT)
             {
                 let (ops, names) = op_list(&c.ops);
+                let (title, who) = match &c.function {
+                    Some(frame) => (
+                        format!("Unfused function {}", code(&c.class)),
+                        format!(
+                            "{} call (`{}`)",
+                            code(&c.class),
+                            frame
+                                .split_once("): ")
+                                .map_or(frame.as_str(), |(l, _)| l)
+                                .to_owned()
+                                + ")"
+                        ),
+                    ),
+                    None => (
+                        format!("Unfused module {}", code(&c.class)),
+                        format!("{} call", code(&c.class)),
+                    ),
+                };
                 let mut b = pattern_bottleneck(
                     f.category,
                     &names,
-                    format!("Unfused module {}", code(&c.class)),
+                    title,
                     c.total_ms,
                     format!(
-                        "Each {} call runs {:.0} separate kernels ({}): {} kernels over {} calls take {:.3} ms; one fused kernel per call would take about {:.3} ms.",
-                        code(&c.class), c.kernels_per_instance(), ops, c.kernels, c.instances, c.total_ms, c.fused_ms
+                        "Each {who} runs {:.0} separate kernels ({}): {} kernels over {} calls take {:.3} ms; one fused kernel per call would take about {:.3} ms.",
+                        c.kernels_per_instance(), ops, c.kernels, c.instances, c.total_ms, c.fused_ms
                     ),
                     fusion_action(&c.class),
                     "Each kernel is memory-bound and makes its own pass over the data; tuning them one by one cannot remove the extra passes. Fusion is the lever.",
@@ -123,7 +142,33 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     rules::saving_projection(c.total_ms, c.fused_ms, compute),
                     inp,
                 );
-                b.scope = Some(scope_of(Some(&c.class), c.instances, &c.ops, false));
+                if c.function.is_some() {
+                    // The action is the function's to take; the cause is named so the chain reads
+                    // as one (its op findings fold in below).
+                    b.path_a = b.path_a.replace("the module", "the function");
+                    b.causes.push(Cause {
+                        key: "unfused_function_chain",
+                        title: format!(
+                            "{:.0} elementwise kernels per call of {}",
+                            c.kernels_per_instance(),
+                            code(&c.class)
+                        ),
+                        evidence: b.issue.clone(),
+                        action: b.path_a.clone(),
+                        waste: None,
+                        confidence: Confidence::High,
+                        bounds_all: false,
+                    });
+                }
+                b.scope = Some(match c.function {
+                    // A function is not on the ops' module paths: its ops' time inside it says
+                    // which op findings it covers.
+                    Some(_) => super::merge::Scope {
+                        function: true,
+                        ..scope_of(None, c.instances, &c.ops, false)
+                    },
+                    None => scope_of(Some(&c.class), c.instances, &c.ops, false),
+                });
                 f.bottlenecks.push(b);
             }
             if let Some(z) = p.zero_grad.as_ref() {
@@ -248,6 +293,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         ops: by_family,
                         instances: t.kernels.iter().map(|k| k.kernels).sum(),
                         unfused_attention: false,
+                        function: false,
                     });
                     // channels_last removes the transposes: replayed as stated, so the finding
                     // ranks by the same replayed saving as the op findings beside it.

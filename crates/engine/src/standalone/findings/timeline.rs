@@ -476,6 +476,64 @@ impl AlreadyDone {
 /// What the idle finding says about its cause, and its Path A, chosen by rule from the
 /// largest share of idle time, the one-off stall left out (docs/analysis.md, "Idle time: the
 /// finding's Path A").
+/// Driver allocations repeated at least this many times per marked step (or in all, without
+/// steps) are no warm-up: a caching allocator serves a steady step from its cache.
+pub const UNCACHED_FREES_PER_STEP: usize = 10;
+
+/// The signature of a bypassed or disabled caching allocator (`PYTORCH_NO_CUDA_MEMORY_CACHING=1`
+/// / `PYTORCH_NO_HIP_MEMORY_CACHING=1`): device frees (`cudaFree` / `hipFree`) at least
+/// [`UNCACHED_FREES_PER_STEP`] per step, and no GPU memory records although memory was
+/// profiled (the trace has CPU ones): with caching the allocator reports every block it hands
+/// out, and after warm-up it neither mallocs nor frees. The advice names the switch first.
+fn uncached_allocator(inp: &Inputs<'_>) -> Option<String> {
+    let t = inp.trace;
+    let (mut mallocs, mut frees, mut free_name) = (0usize, 0usize, "");
+    for e in t.events.iter().filter(|e| e.kind().is_runtime()) {
+        match t.name(e) {
+            "cudaMalloc" | "hipMalloc" => mallocs += 1,
+            n @ ("cudaFree" | "hipFree") => {
+                frees += 1;
+                free_name = if n == "hipFree" {
+                    "hipFree"
+                } else {
+                    "cudaFree"
+                };
+            }
+            _ => {}
+        }
+    }
+    let steps = inp.steps.max(1);
+    let device = |r: &crate::model::memory::MemoryRecord| crate::model::memory::MemoryDevice::of(r);
+    let cpu_records = t
+        .memory
+        .iter()
+        .any(|r| device(r) == Some(crate::model::memory::MemoryDevice::Cpu));
+    let gpu_records = t
+        .memory
+        .iter()
+        .any(|r| matches!(device(r), Some(crate::model::memory::MemoryDevice::Gpu(_))));
+    if frees < UNCACHED_FREES_PER_STEP * steps || gpu_records || !cpu_records {
+        return None;
+    }
+    let (malloc, env) = if free_name == "hipFree" {
+        ("hipMalloc", "PYTORCH_NO_HIP_MEMORY_CACHING")
+    } else {
+        ("cudaMalloc", "PYTORCH_NO_CUDA_MEMORY_CACHING")
+    };
+    let per_step = if inp.steps > 0 {
+        format!(
+            " ({:.0} and {:.0} per step)",
+            mallocs as f64 / steps as f64,
+            frees as f64 / steps as f64
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "The caching allocator looks bypassed or disabled: the trace has {mallocs} `{malloc}` and {frees} `{free_name}` calls{per_step}, and no GPU memory records although memory was profiled (it has CPU ones), which is what `{env}=1` gives: every tensor is allocated from the driver and every free synchronizes the device. Unset `{env}` (and check for a custom allocator or `torch.cuda.memory` settings that bypass the cache); with caching, a steady step makes no driver allocations at all."
+    ))
+}
+
 fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
     use crate::analysis::host_wait::CauseKind as C;
     let idle = inp.idle;
@@ -600,6 +658,9 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         C::DataLoading if inp.trains => "Feed the GPU from the input pipeline: more DataLoader workers (`num_workers`), `pin_memory=True`, `persistent_workers=True` and a larger `prefetch_factor`; move decoding and augmentation off the training process.".into(),
         C::DataLoading => "Take input preparation off the GPU's critical path: prepare the next request's inputs (decoding, resizing, tokenization) while the GPU runs the current one (a worker thread or process, `DataLoader` workers where one is used), do the preprocessing on the GPU where it is heavy, and copy inputs from pinned memory with `non_blocking=True`.".into(),
         C::OptimizerStep => "Make the optimizer step cheap on the host: a fused or foreach optimizer (`fused=True`), and no per-parameter Python loops.".into(),
+        C::ExplicitSync if top.label.contains("Free") && uncached_allocator(inp).is_some() => {
+            uncached_allocator(inp).unwrap_or_default()
+        }
         C::ExplicitSync if top.label.contains("Free") => "The caching allocator is returning memory to the driver, and each free synchronizes the device: find what makes it free (a library workspace allocated per call, `torch.cuda.empty_cache()` in the loop, allocations near the memory limit that make the allocator release cached blocks) and keep the memory cached: `expandable_segments:True` (`PYTORCH_CUDA_ALLOC_CONF` / `PYTORCH_HIP_ALLOC_CONF`), fixed workspaces, no `empty_cache` in the step, a smaller batch if memory is at its limit.".into(),
         C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync => {
             if inp.trains {
