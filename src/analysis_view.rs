@@ -46,6 +46,9 @@ pub struct Overview {
     pub devices: String,
     /// What the trace ran (absent for GPU-only traces and older bundles).
     pub workload: Option<jarvis_engine::standalone::workload::Workload>,
+    /// The decode step's memory roofline in words (`standalone::decode_floor`), when every
+    /// step decodes and a platform is known.
+    pub decode_floor: Option<String>,
     /// The platform efficiency is computed against, and how it was chosen (None: no figures).
     pub spec: Option<Platform>,
     pub how: String,
@@ -217,6 +220,10 @@ impl Overview {
             workload: a
                 .get("workload")
                 .and_then(|w| serde_json::from_value(w.clone()).ok()),
+            decode_floor: a
+                .get("decode_floor")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             spec,
             how,
             reopened: reply

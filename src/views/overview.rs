@@ -103,6 +103,9 @@ pub fn OverviewView(
                     {format!("{}: {} · {} · {} · {}", w.title(), w.architecture, w.scale, w.precision, w.mode.label())}
                 </p>
             })}
+            {overview.decode_floor.clone().map(|d| view! {
+                <p class="facts decode-floor" data-testid="decode-floor">{d}</p>
+            })}
             {overview.capture_merge.clone().map(|m| view! { <CaptureNote merge=m/> })}
             <PlatformPanel spec=overview.spec.clone() how=overview.how.clone() reopened=overview.reopened reanalyze=reanalyze/>
             <p class="perf" data-testid="analysis-cost" data-elapsed-ms=overview.elapsed_ms.to_string() data-parse-ms=overview.parse_ms.to_string()

@@ -66,6 +66,14 @@ pub fn bundle_zip_with(
             serde_json::json!(analysis.standalone.as_ref().map(|st| &st.workload)),
         );
         o.insert(
+            "decode_floor".into(),
+            serde_json::json!(analysis
+                .standalone
+                .as_ref()
+                .and_then(|st| st.decode_floor.as_ref())
+                .map(|d| d.text())),
+        );
+        o.insert(
             "ops".into(),
             serde_json::json!(analysis
                 .standalone

@@ -375,6 +375,11 @@ impl Session {
                 {
                     let mut j = a.page_json();
                     j["workload"] = json!(a.standalone.as_ref().map(|st| &st.workload));
+                    j["decode_floor"] = json!(a
+                        .standalone
+                        .as_ref()
+                        .and_then(|st| st.decode_floor.as_ref())
+                        .map(|d| d.text()));
                     j
                 },
                 false,

@@ -113,7 +113,10 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             });
         }
     }
-    if let (Some(base), Some(bw)) = (ctx.baseline_tb_s, achieved_tb_s(shape)) {
+    // The finding's own figure (all its signatures together, as its Issue states it), so the
+    // cause and the Issue quote one bandwidth; the largest signature's where the group has none.
+    let achieved = achieved_tb_s(r).or_else(|| achieved_tb_s(shape));
+    if let (Some(base), Some(bw)) = (ctx.baseline_tb_s, achieved) {
         if bw < BELOW_BASELINE * base && shape.data_mb.is_some_and(|m| m >= TINY_MB) {
             let dims = shapes(&shape.input_dims);
             let strides = shapes(&shape.input_strides);

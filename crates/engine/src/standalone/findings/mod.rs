@@ -635,6 +635,7 @@ mod tests {
                 after_ms: 150.0 - saved_ms,
                 steps: true,
                 steady: false,
+                pre_trace_ms: 0.0,
                 trace_ms: 100.0,
                 factor: 0.5,
                 cut_ms: 2.0,
