@@ -4,12 +4,14 @@
 //! inputs. Every judgement the seeds leave to an LLM is a rule in [`rules`], documented in
 //! docs/analysis.md. Rendering (markdown reports, the output contract) is in `report`.
 
+pub mod attention_copies;
 pub mod context;
 pub mod decode_floor;
 pub mod diagnosis;
 pub mod explorer;
 pub mod findings;
 pub mod functions;
+pub mod gated_activations;
 pub mod md;
 pub mod ops;
 pub mod own_models;

@@ -141,6 +141,10 @@ pub struct Patterns {
     pub unfused_attention: Vec<UnfusedAttention>,
     pub conv_transposes: Option<ConvTransposes>,
     pub gemm_copies: Option<GemmCopies>,
+    /// Gated activations computed in two kernels (`gated_activations`).
+    pub gated_activations: Option<super::gated_activations::GatedActivations>,
+    /// Layout copies right before or after fused attention (`attention_copies`).
+    pub attention_copies: Option<super::attention_copies::AttentionCopies>,
     pub short_kernels: Option<ShortKernels>,
     pub zero_grad: Option<FramedWork>,
     /// Forward work rerun in the backward pass by activation checkpointing.
@@ -186,7 +190,7 @@ pub fn is_fused_library_op(name: &str) -> bool {
 
 /// Kernel count and time per name, names in the order they first come (each name's time
 /// summed in item order).
-fn shares<'a>(items: impl Iterator<Item = (&'a str, i64)>) -> Vec<OpShare> {
+pub(super) fn shares<'a>(items: impl Iterator<Item = (&'a str, i64)>) -> Vec<OpShare> {
     let mut by: Vec<OpShare> = Vec::new();
     let mut at: HashMap<&str, usize> = HashMap::default();
     for (name, ns) in items {
@@ -211,6 +215,8 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         unfused_attention: Vec::new(),
         conv_transposes: conv_transposes(trace, tree),
         gemm_copies: None,
+        attention_copies: super::attention_copies::find(trace, tree),
+        gated_activations: super::gated_activations::find(trace, tree),
         short_kernels: short_kernels(trace),
         zero_grad: framed(trace, tree, &|_, n| n.starts_with("Optimizer.zero_grad")),
         recompute: framed(trace, tree, &is_recompute_frame),

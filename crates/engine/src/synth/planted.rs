@@ -456,6 +456,44 @@ pub fn cases() -> Vec<PlantedCase> {
                 &[],
             ))
         },
+        // A SwiGLU MLP written as `down(silu(gate(x)) * up(x))` (HF Llama's), 16 calls over
+        // 16384 tokens × 11008 bf16 (360.7 MB per tensor): the silu (read + write, 721 MB) at
+        // 240 µs and the multiply (read 2, write 1: 1.08 GB) at 360 µs, both ~90% of H100's
+        // 3.35 TB/s. Truth: 16 × 600 µs = 9.600 ms in two kernels; fused, the multiply's
+        // traffic: 16 × 360 µs = 5.760 ms.
+        PlantedCase {
+            group: Some(Group::Module("LlamaMLP")),
+            ..on_h100(case_of(
+                "swiglu_unfused",
+                swiglu(false),
+                Some("gated_activation_unfused"),
+                &["16 times an activation (`aten::silu`)", "9.600 ms in two kernels", "about 5.760 ms", "act-and-mul kernel"],
+            ))
+        },
+        // The same MLP with one fused act-and-mul kernel (`_C::silu_and_mul`): no finding.
+        PlantedCase {
+            group: Some(Group::Module("LlamaMLP")),
+            ..on_h100(case_of("swiglu_fused", swiglu(true), None, &[]))
+        },
+        // Attention whose Q, K and V are made contiguous before SDPA (Hugging Face's masked SDPA
+        // path), 10 calls on MI300X: 3 copies of 32 heads × 4096 tokens × 128 bf16 (33.6 MB,
+        // read and written: 67.1 MB each) at 100 µs, beside flash attention at 50% of MI300X's
+        // 708 TFLOPS (4·32·4096²·128 = 274.9 GFLOP: 776.5 µs). Truth: 30 copies, 3.000 ms,
+        // 38.6% on top of attention's 7.765 ms.
+        PlantedCase {
+            group: Some(Group::Module("LlamaAttention")),
+            ..case_of(
+                "attention_layout_copies",
+                attention_with_copies(true),
+                Some("attention_layout_copies"),
+                &["3.000 ms of copy kernels (30 `aten::contiguous`", "38.6% on top of the 7.765 ms attention takes"],
+            )
+        },
+        // The same attention reading its strided inputs: no finding.
+        PlantedCase {
+            group: Some(Group::Module("LlamaAttention")),
+            ..case_of("attention_strided_inputs", attention_with_copies(false), None, &[])
+        },
         // One 512-token sequence × 16 heads on MI300X: short, and the call batches nothing.
         case_of(
             "attention_short_single",
@@ -583,6 +621,95 @@ fn batchnorm(channels_last: bool) -> PlantedOp {
             10,
         )
     }
+}
+
+/// One SwiGLU MLP call over 16384 tokens (hidden 4096, intermediate 11008, bf16): the gate
+/// and up GEMMs, then either `aten::silu` and `aten::mul` or one fused `_C::silu_and_mul`, then
+/// the down GEMM; 16 calls.
+fn swiglu(fused: bool) -> Vec<PlantedOp> {
+    let gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas";
+    let ew = |functor: &str| {
+        format!("void at::native::vectorized_elementwise_kernel<4, at::native::{functor}<c10::BFloat16>, at::detail::Array<char*, 3> >(int, at::native::{functor}<c10::BFloat16>, at::detail::Array<char*, 3>)")
+    };
+    let t = "[16384, 11008]";
+    let mm = |n: &str, k: &str| {
+        op(
+            "aten::mm",
+            &format!("[[16384, {k}], [{k}, {n}]]"),
+            &format!("[{BF16}, {BF16}]"),
+            "[\"\", \"\"]",
+            &[(gemm, 1_000_000)],
+            16,
+        )
+    };
+    let mut ops = vec![mm("11008", "4096")];
+    if fused {
+        ops.push(mm("11008", "4096"));
+        ops.push(op(
+            "_C::silu_and_mul",
+            "[[16384, 11008], [16384, 22016]]",
+            &format!("[{BF16}, {BF16}]"),
+            "[\"\", \"\"]",
+            &[("void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::silu_kernel<c10::BFloat16>, true>(c10::BFloat16*, c10::BFloat16 const*, int)", 360_000)],
+            16,
+        ));
+    } else {
+        ops.push(op(
+            "aten::silu",
+            &format!("[{t}]"),
+            &format!("[{BF16}]"),
+            "[\"\"]",
+            &[(ew("SiluFunctor").as_str(), 240_000)],
+            16,
+        ));
+        ops.push(mm("11008", "4096"));
+        ops.push(op(
+            "aten::mul",
+            &format!("[{t}, {t}]"),
+            &format!("[{BF16}, {BF16}]"),
+            "[\"\", \"\"]",
+            &[(ew("MulFunctor").as_str(), 360_000)],
+            16,
+        ));
+    }
+    ops.push(mm("4096", "11008"));
+    ops
+}
+
+/// Q/K/V projections, three `aten::contiguous` copies (when `copies`), flash attention over
+/// 32 heads × 4096 tokens × 128, and the output projection; 10 calls on MI300X.
+fn attention_with_copies(copies: bool) -> Vec<PlantedOp> {
+    let gemm = tensile("128x128x64", 8);
+    let proj = || {
+        op(
+            "aten::mm",
+            // 38 × 32 tiles of 128 × 128: exactly 4 waves on 304 CUs, at 77% of the peak.
+            "[[4864, 4096], [4096, 4096]]",
+            &format!("[{BF16}, {BF16}]"),
+            "[\"\", \"\"]",
+            &[(gemm.as_str(), 300_000)],
+            10,
+        )
+    };
+    let copy = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda(c10::BFloat16)#1}>>(int, at::native::gpu_kernel_impl_nocast<…>)";
+    let mut ops = vec![proj(), proj(), proj()];
+    if copies {
+        for _ in 0..3 {
+            ops.push(op(
+                "aten::contiguous",
+                "[[1, 32, 4096, 128], []]",
+                &format!("[{BF16}, \"Scalar\"]"),
+                "[\"\", \"0\"]",
+                &[(copy, 100_000)],
+                10,
+            ));
+        }
+    }
+    let mut attention = flash(32, 4096, 128, 0.5);
+    attention.calls = 10;
+    ops.push(attention);
+    ops.push(proj());
+    ops
 }
 
 const ROPE_FRAME: &str = "transformers/models/llama/modeling_llama.py(68): apply_rotary_pos_emb";

@@ -10,8 +10,10 @@ use super::{Bottleneck, CategoryFindings};
 use crate::perf::platform::Platform;
 
 /// An op finding is absorbed when at least this share of its time runs inside the pattern's
-/// module (the rest is the same op elsewhere, which stays its own finding if it is large).
-pub const ABSORB_MIN_SHARE: f64 = 0.5;
+/// module or function; below it the op finding stays, with only its time outside the pattern
+/// (an `aten::add` that is half a rotary embedding's and half residual adds keeps the residual
+/// half in a finding of its own).
+pub const ABSORB_MIN_SHARE: f64 = 0.8;
 
 /// What a pattern finding covers: the ops' kernel time inside a module class's instances, or
 /// inside calling ops (`aten::matmul` around its layout copies).
@@ -25,8 +27,9 @@ pub struct Scope {
     pub instances: u64,
     /// The pattern is attention computed op by op.
     pub unfused_attention: bool,
-    /// The pattern is a user function's (`ops` is its ops' time inside it).
-    pub function: bool,
+    /// The pattern is not a module class's but its ops' time inside it is known (a user
+    /// function's, the copies around attention): op findings keep only their time outside it.
+    pub subtracts: bool,
 }
 
 impl Scope {
@@ -111,7 +114,7 @@ pub fn one_cause_one_finding(
         .iter()
         .flat_map(|f| f.bottlenecks.iter())
         .filter_map(|p| Some((p.title.clone(), p.scope.clone()?)))
-        .filter(|(_, s)| s.class.is_some() || s.function)
+        .filter(|(_, s)| s.class.is_some() || s.subtracts)
         .collect();
     for f in categories.iter_mut() {
         for x in f.bottlenecks.iter_mut().filter(|x| x.row.is_some()) {

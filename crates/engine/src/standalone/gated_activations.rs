@@ -1,0 +1,123 @@
+//! Gated activations computed in two kernels (docs/analysis.md, "Patterns"): `act(gate) × up`
+//! of a SwiGLU / GeGLU MLP, where the activation (`aten::silu`, `aten::gelu`, `aten::sigmoid`)
+//! writes its result and an `aten::mul` of two tensors of the activation's shape reads it back
+//! a few ops later, with only GEMMs (the up projection) or kernel-less view ops (`chunk`)
+//! between them on the thread. One fused act-and-mul kernel reads gate and up once and writes
+//! once: the multiply's traffic; the activation's pass is what fusing saves.
+
+use rustc_hash::FxHashMap as HashMap;
+use serde::Serialize;
+
+use crate::model::tree::CallTree;
+use crate::model::{EventId, EventKind, LaneId, Trace};
+
+/// Ops that may sit between the activation and its multiply (besides ops without kernels).
+const BETWEEN_MAX: usize = 4;
+
+/// The pairs found.
+#[derive(Debug, Clone, Serialize)]
+pub struct GatedActivations {
+    /// The activation op (`aten::silu`) and how many pairs.
+    pub activation: String,
+    pub pairs: u64,
+    /// Kernel time of the activations and of their multiplies, ms.
+    pub activation_ms: f64,
+    pub mul_ms: f64,
+}
+
+impl GatedActivations {
+    /// What one fused kernel per pair would take: the multiply's passes (gate and up read,
+    /// the product written), ms.
+    pub fn fused_ms(&self) -> f64 {
+        self.mul_ms
+    }
+}
+
+fn is_activation(name: &str) -> bool {
+    matches!(
+        name,
+        "aten::silu" | "aten::gelu" | "aten::sigmoid" | "aten::silu_" | "aten::gelu_"
+    )
+}
+
+fn is_gemm(name: &str) -> bool {
+    matches!(
+        name.trim_start_matches("aten::"),
+        "linear" | "matmul" | "mm" | "addmm" | "bmm" | "_scaled_mm"
+    )
+}
+
+/// The tensor shapes of an op's recorded `Input Dims` (`[[16, 559, 2816], []]`); `None` when
+/// not recorded or not a list of shapes.
+fn shapes(trace: &Trace, op: EventId) -> Option<Vec<Vec<i64>>> {
+    let dims = trace.op_args_of(trace.event(op))?.input_dims?;
+    serde_json::from_str(trace.strings.get(dims)).ok()
+}
+
+/// Finds the activation-multiply pairs; `None` without any.
+pub fn find(trace: &Trace, tree: &CallTree) -> Option<GatedActivations> {
+    let kernel_ns = |r: EventId| -> i64 {
+        tree.gpu_under(r)
+            .map(|k| trace.event(k))
+            .filter(|e| e.kind() == EventKind::Kernel)
+            .map(|e| e.dur)
+            .sum()
+    };
+    let mut lanes: HashMap<LaneId, Vec<EventId>> = HashMap::default();
+    let mut any_activation = false;
+    for &r in &tree.cpu_roots {
+        let e = trace.event(r);
+        any_activation |= is_activation(trace.name(e));
+        lanes.entry(e.lane()).or_default().push(r);
+    }
+    if !any_activation {
+        return None;
+    }
+    let (mut pairs, mut act_ns, mut mul_ns) = (0u64, 0i64, 0i64);
+    let mut activation: Option<String> = None;
+    let mut keys: Vec<LaneId> = lanes.keys().copied().collect();
+    keys.sort_unstable_by_key(|l| l.0);
+    for lane in keys {
+        let mut seq = lanes.remove(&lane).unwrap_or_default();
+        seq.sort_unstable_by_key(|&r| (trace.event(r).ts, r));
+        for (i, &a) in seq.iter().enumerate() {
+            let name = trace.name(trace.event(a));
+            if !is_activation(name) {
+                continue;
+            }
+            let Some(shape) = shapes(trace, a).and_then(|s| s.into_iter().next()) else {
+                continue;
+            };
+            let a_ns = kernel_ns(a);
+            if a_ns <= 0 {
+                continue;
+            }
+            // The multiply, past at most BETWEEN_MAX GEMMs or kernel-less ops.
+            let mut between = 0;
+            for &m in &seq[i + 1..] {
+                let n = trace.name(trace.event(m));
+                if n == "aten::mul" {
+                    let both = shapes(trace, m)
+                        .is_some_and(|s| s.len() >= 2 && s[0] == shape && s[1] == shape);
+                    if both {
+                        pairs += 1;
+                        act_ns += a_ns;
+                        mul_ns += kernel_ns(m);
+                        activation.get_or_insert_with(|| name.to_owned());
+                    }
+                    break;
+                }
+                between += 1;
+                if between > BETWEEN_MAX || !(is_gemm(n) || kernel_ns(m) == 0) {
+                    break;
+                }
+            }
+        }
+    }
+    (pairs > 0).then(|| GatedActivations {
+        activation: activation.unwrap_or_default(),
+        pairs,
+        activation_ms: act_ns as f64 / 1e6,
+        mul_ms: mul_ns as f64 / 1e6,
+    })
+}
