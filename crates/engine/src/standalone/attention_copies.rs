@@ -10,7 +10,7 @@
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
-use super::patterns::OpShare;
+use super::op_shares::{shares, OpShare};
 use crate::model::strings::StrId;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, LaneId, Trace};
@@ -113,12 +113,12 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<AttentionCopies> {
     if copies.is_empty() || attention_ns == 0 {
         return None;
     }
-    let mut kernels = super::patterns::shares(copies.into_iter());
+    let mut kernels = shares(copies.into_iter());
     kernels.sort_by(|a, b| b.ms.total_cmp(&a.ms));
     Some(AttentionCopies {
         copy_ms: kernels.iter().map(|k| k.ms).sum(),
         kernels,
-        copy_ops: super::patterns::shares(copy_ops.into_iter()),
+        copy_ops: shares(copy_ops.into_iter()),
         calls,
         attention_ms: attention_ns as f64 / 1e6,
     })

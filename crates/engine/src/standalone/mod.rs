@@ -13,6 +13,7 @@ pub mod findings;
 pub mod functions;
 pub mod gated_activations;
 pub mod md;
+pub mod op_shares;
 pub mod ops;
 pub mod own_models;
 pub mod patterns;

@@ -91,7 +91,14 @@ pub fn apply(r: &mut OpRow, platform: Option<&Platform>) {
     let own = if r.roofline_us.is_none() && r.data_mb.is_none() {
         softmax_bytes(r)
     } else {
-        inductor_in_place_bytes(r).map(|b| (b, OwnModel::InductorInPlace))
+        // An in-place count that would put the kernel above the platform's bandwidth is not
+        // what ran: the kernel wrote a separate output, and the each-once bytes stand.
+        inductor_in_place_bytes(r)
+            .filter(|&b| {
+                let tb_s = b * r.count as f64 / (r.kernel_us * 1e-6) / 1e12;
+                platform.is_none_or(|p| r.kernel_us <= 0.0 || tb_s <= p.hbm_tbps.0)
+            })
+            .map(|b| (b, OwnModel::InductorInPlace))
     };
     let Some((bytes, model)) = own else {
         return;
@@ -176,6 +183,7 @@ mod tests {
         r.data_mb = Some(1024.0);
         r.gflops = Some(1.34217728);
         r.roofline_us = Some(1.0);
+        let r0 = r.clone();
         let p = crate::perf::platform::by_name("mi300x").expect("mi300x");
         apply(&mut r, Some(&p));
         assert_eq!(r.data_mb, Some(1536.0));
@@ -192,6 +200,12 @@ mod tests {
         apply(&mut red, Some(&p));
         assert_eq!(red.data_mb, Some(256.00390625));
         assert_eq!(red.own_model, None);
+        // Counted in place it would run above MI300X's 5.3 TB/s: it wrote a separate output.
+        let mut fast = r0.clone();
+        fast.kernel_us = 250.0;
+        apply(&mut fast, Some(&p));
+        assert_eq!(fast.data_mb, Some(1024.0));
+        assert_eq!(fast.own_model, None);
         // No argument of xnumel elements: nothing to say which one is in place.
         let mut odd = softmax(
             "triton_poi_fused_add_0",

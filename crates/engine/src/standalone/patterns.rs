@@ -7,6 +7,8 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde::Serialize;
 
 use super::context::Modules;
+use super::op_shares::shares;
+pub use super::op_shares::OpShare;
 use crate::analysis::kernel_kinds::is_layout_conversion;
 use crate::model::strings::StrId;
 use crate::model::tree::CallTree;
@@ -20,14 +22,6 @@ pub const FUSION_MIN_KERNELS: f64 = 4.0;
 pub const FUSION_MIN_OPS: usize = 3;
 /// Kernels shorter than this are "short" (TraceLens's short-kernel threshold).
 pub const SHORT_KERNEL_US: f64 = 10.0;
-
-/// Time and kernel count of one op name inside a pattern.
-#[derive(Debug, Clone, Serialize)]
-pub struct OpShare {
-    pub name: String,
-    pub kernels: u64,
-    pub ms: f64,
-}
 
 /// A module class (or a user function) whose calls run several light kernels that one fused
 /// kernel could do.
@@ -186,26 +180,6 @@ pub fn is_fused_library_op(name: &str) -> bool {
     ]
     .iter()
     .any(|k| n.contains(k))
-}
-
-/// Kernel count and time per name, names in the order they first come (each name's time
-/// summed in item order).
-pub(super) fn shares<'a>(items: impl Iterator<Item = (&'a str, i64)>) -> Vec<OpShare> {
-    let mut by: Vec<OpShare> = Vec::new();
-    let mut at: HashMap<&str, usize> = HashMap::default();
-    for (name, ns) in items {
-        let i = *at.entry(name).or_insert_with(|| {
-            by.push(OpShare {
-                name: name.to_owned(),
-                kernels: 0,
-                ms: 0.0,
-            });
-            by.len() - 1
-        });
-        by[i].kernels += 1;
-        by[i].ms += ns as f64 / 1e6;
-    }
-    by
 }
 
 /// Finds every pattern.

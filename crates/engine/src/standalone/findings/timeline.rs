@@ -530,7 +530,7 @@ fn uncached_allocator(inp: &Inputs<'_>) -> Option<String> {
         String::new()
     };
     Some(format!(
-        "The caching allocator looks bypassed or disabled: the trace has {mallocs} `{malloc}` and {frees} `{free_name}` calls{per_step}, and no GPU memory records although memory was profiled (it has CPU ones), which is what `{env}=1` gives: every tensor is allocated from the driver and every free synchronizes the device. Unset `{env}` (and check for a custom allocator or `torch.cuda.memory` settings that bypass the cache); with caching, a steady step makes no driver allocations at all."
+        "The caching allocator looks bypassed or disabled: the trace has {mallocs} `{malloc}` and {frees} `{free_name}` calls{per_step}, and no GPU memory records although memory was profiled (it has CPU ones), which is what `{env}=1` gives: every tensor is allocated from the driver and every free returns to it (a device synchronization and an unmap per call, slow in itself where the GPU is idle meanwhile). Unset `{env}` (and check for a custom allocator or `torch.cuda.memory` settings that bypass the cache); with caching, a steady step makes no driver allocations at all."
     ))
 }
 

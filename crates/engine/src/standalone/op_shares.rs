@@ -1,0 +1,33 @@
+//! Kernel count and time per op (or kernel) name: what every pattern lists of the work it
+//! covers.
+
+use rustc_hash::FxHashMap as HashMap;
+use serde::Serialize;
+
+/// Time and kernel count of one op name inside a pattern.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpShare {
+    pub name: String,
+    pub kernels: u64,
+    pub ms: f64,
+}
+
+/// Kernel count and time per name, names in the order they first come (each name's time
+/// summed in item order).
+pub fn shares<'a>(items: impl Iterator<Item = (&'a str, i64)>) -> Vec<OpShare> {
+    let mut by: Vec<OpShare> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::default();
+    for (name, ns) in items {
+        let i = *at.entry(name).or_insert_with(|| {
+            by.push(OpShare {
+                name: name.to_owned(),
+                kernels: 0,
+                ms: 0.0,
+            });
+            by.len() - 1
+        });
+        by[i].kernels += 1;
+        by[i].ms += ns as f64 / 1e6;
+    }
+    by
+}
