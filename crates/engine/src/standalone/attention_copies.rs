@@ -27,6 +27,9 @@ pub struct AttentionCopies {
     pub copy_ms: f64,
     /// Kernel time of the fused attention ops, ms.
     pub attention_ms: f64,
+    /// The attention is a serving engine's or a library's op (`vllm::unified_attention`), not
+    /// PyTorch's SDPA: the copies are the engine's, and so is the remedy.
+    pub engine: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -73,7 +76,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<AttentionCopies> {
             .filter(|&k| trace.event(k).kind() == EventKind::Kernel)
             .map(move |k| (k, trace.event(k).dur))
     };
-    let (mut attention_ns, mut calls) = (0i64, 0u64);
+    let (mut attention_ns, mut calls, mut aten_ns) = (0i64, 0u64, 0i64);
     let mut copies: Vec<(&str, i64)> = Vec::new();
     let mut copy_ops: Vec<(&str, i64)> = Vec::new();
     let mut keys: Vec<LaneId> = lanes.keys().copied().collect();
@@ -89,7 +92,13 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<AttentionCopies> {
             .collect();
         for (i, &(_, r, role)) in seq.iter().enumerate() {
             match role {
-                Role::Attention => attention_ns += kernels_of(r).map(|(_, d)| d).sum::<i64>(),
+                Role::Attention => {
+                    let ns: i64 = kernels_of(r).map(|(_, d)| d).sum();
+                    attention_ns += ns;
+                    if trace.name(trace.event(r)).starts_with("aten::") {
+                        aten_ns += ns;
+                    }
+                }
                 Role::Copy => {
                     let at = heavy.partition_point(|&(h, _)| h < i);
                     let before = at.checked_sub(1).map(|j| heavy[j].1);
@@ -121,5 +130,6 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<AttentionCopies> {
         copy_ops: shares(copy_ops.into_iter()),
         calls,
         attention_ms: attention_ns as f64 / 1e6,
+        engine: aten_ns * 2 < attention_ns,
     })
 }

@@ -1,5 +1,6 @@
-//! Gated activations computed in two kernels (docs/analysis.md, "Patterns"): `act(gate) × up`
-//! of a SwiGLU / GeGLU MLP, where the activation (`aten::silu`, `aten::gelu`, `aten::sigmoid`)
+//! Activations and the multiply that consumes them, in two kernels (docs/analysis.md,
+//! "Patterns"): `act(gate) × up` of a SwiGLU / GeGLU MLP (or an activation written by hand,
+//! CLIP's QuickGELU x·σ(1.702x)), where the activation (`aten::silu`, `aten::gelu`, `aten::sigmoid`)
 //! writes its result and an `aten::mul` of two tensors of the activation's shape reads it back
 //! a few ops later, with only GEMMs (the up projection) or kernel-less view ops (`chunk`)
 //! between them on the thread. One fused act-and-mul kernel reads gate and up once and writes
@@ -20,6 +21,9 @@ pub struct GatedActivations {
     /// The activation op (`aten::silu`) and how many pairs.
     pub activation: String,
     pub pairs: u64,
+    /// Pairs with a GEMM between the two (the up projection): a gated MLP for sure. Without one
+    /// the multiply may also be an activation written by hand (CLIP's QuickGELU, x·σ(1.702x)).
+    pub with_gemm_between: u64,
     /// Kernel time of the activations and of their multiplies, ms.
     pub activation_ms: f64,
     pub mul_ms: f64,
@@ -73,7 +77,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<GatedActivations> {
     if !any_activation {
         return None;
     }
-    let (mut pairs, mut act_ns, mut mul_ns) = (0u64, 0i64, 0i64);
+    let (mut pairs, mut gated, mut act_ns, mut mul_ns) = (0u64, 0u64, 0i64, 0i64);
     let mut activation: Option<String> = None;
     let mut keys: Vec<LaneId> = lanes.keys().copied().collect();
     keys.sort_unstable_by_key(|l| l.0);
@@ -93,7 +97,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<GatedActivations> {
                 continue;
             }
             // The multiply, past at most BETWEEN_MAX GEMMs or kernel-less ops.
-            let mut between = 0;
+            let (mut between, mut gemm) = (0, false);
             for &m in &seq[i + 1..] {
                 let n = trace.name(trace.event(m));
                 if n == "aten::mul" {
@@ -101,6 +105,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<GatedActivations> {
                         .is_some_and(|s| s.len() >= 2 && s[0] == shape && s[1] == shape);
                     if both {
                         pairs += 1;
+                        gated += u64::from(gemm);
                         act_ns += a_ns;
                         mul_ns += kernel_ns(m);
                         activation.get_or_insert_with(|| name.to_owned());
@@ -108,6 +113,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<GatedActivations> {
                     break;
                 }
                 between += 1;
+                gemm |= is_gemm(n);
                 if between > BETWEEN_MAX || !(is_gemm(n) || kernel_ns(m) == 0) {
                     break;
                 }
@@ -117,6 +123,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<GatedActivations> {
     (pairs > 0).then(|| GatedActivations {
         activation: activation.unwrap_or_default(),
         pairs,
+        with_gemm_between: gated,
         activation_ms: act_ns as f64 / 1e6,
         mul_ms: mul_ns as f64 / 1e6,
     })

@@ -548,15 +548,30 @@ fn add_gated_activation(
         return;
     }
     let act = code(&g.activation);
+    // A GEMM between the two in most pairs is the up projection: a gated MLP. Without one the
+    // multiply may as well be the rest of a hand-written activation.
+    let gated = g.with_gemm_between * 2 >= g.pairs;
+    let what = if gated {
+        "the gate × up of a SwiGLU / GeGLU MLP, the up projection computed between them"
+    } else {
+        "a hand-written activation such as CLIP's QuickGELU, x·σ(1.702x), or a gated MLP's act(gate) × up"
+    };
     let evidence = format!(
-        "{} times an activation ({act}) writes its result and an `aten::mul` of two tensors of its shape reads it back (the gate × up of a SwiGLU / GeGLU MLP): {total:.3} ms in two kernels ({:.3} ms activation, {:.3} ms multiply). One fused act-and-mul kernel reads gate and up once and writes once, the multiply's traffic: about {:.3} ms.",
+        "{} times an activation ({act}) writes its result and an `aten::mul` of two tensors of its shape reads it back ({what}): {total:.3} ms in two kernels ({:.3} ms activation, {:.3} ms multiply). One fused kernel reads the inputs once and writes once, the multiply's traffic: about {:.3} ms.",
         g.pairs, g.activation_ms, g.mul_ms, g.fused_ms()
     );
-    let action = "Fuse the gated activation: one act-and-mul kernel (a serving engine's `silu_and_mul` / `gelu_and_mul`, Liger-Kernel's SwiGLU / GeGLU, or a Triton kernel), or `torch.compile` the MLP, which also folds it into the neighbouring ops.";
+    let action = if gated {
+        "Fuse the gated activation: one act-and-mul kernel (a serving engine's `silu_and_mul` / `gelu_and_mul`, Liger-Kernel's SwiGLU / GeGLU, or a Triton kernel), or `torch.compile` the MLP, which also folds it into the neighbouring ops."
+    } else {
+        "Fuse the activation and its multiply into one kernel: a built-in activation where it is one (`F.silu` for x·σ(x); `nn.GELU(approximate=\"tanh\")` is close to QuickGELU but not equal, so check accuracy), an act-and-mul kernel for a gated MLP, or `torch.compile` the MLP."
+    };
     let mut b = pattern_bottleneck(
         f.category,
         &[g.activation.as_str(), "aten::mul"],
-        format!("Unfused gated activation ({act} × `aten::mul`)"),
+        format!(
+            "Unfused {} ({act} × `aten::mul`)",
+            if gated { "gated activation" } else { "activation and multiply" }
+        ),
         total,
         evidence.clone(),
         action,
@@ -577,7 +592,7 @@ fn add_gated_activation(
     });
     b.causes.push(Cause {
         key: "gated_activation_unfused",
-        title: format!("{act} and its gate multiply in two kernels"),
+        title: format!("{act} and its multiply in two kernels"),
         evidence,
         action: action.into(),
         waste: None,
@@ -609,7 +624,11 @@ fn add_attention_copies(
         "{:.3} ms of copy kernels ({} `aten::contiguous` / `aten::clone` calls, e.g. {top}) run right before or after fused attention, with no GEMM between: {share_of_attention:.1}% on top of the {:.3} ms attention takes. Q, K and V (or attention's output) arrive as transposed views and are materialized every call.",
         c.copy_ms, c.calls, c.attention_ms
     );
-    let action = "Drop the copies: SDPA's flash and memory-efficient kernels read strided Q/K/V (`[B, S, H, D]` memory viewed as `[B, H, S, D]`) without them. Hugging Face's SDPA path adds `.contiguous()` for a masked call: a causal call without an explicit mask, or `attn_implementation=\"flash_attention_2\"`, avoids it. Have the Q/K/V projection (or a fused QKV + RoPE kernel) write the layout attention reads, and reshape attention's output as a view where its memory is already `[B, S, H, D]`.";
+    let action = if c.engine {
+        "The engine makes a view contiguous (a slice of the fused QKV output, a transposed head layout) before or after its attention kernel: where the kernel takes a row stride, pass the view; otherwise have the QKV split (or the fused QKV + RoPE kernel) write that tensor contiguous where it is produced."
+    } else {
+        "Drop the copies: SDPA's flash and memory-efficient kernels read strided Q/K/V (`[B, S, H, D]` memory viewed as `[B, H, S, D]`) without them. Hugging Face's SDPA path adds `.contiguous()` for a masked call: a causal call without an explicit mask, or `attn_implementation=\"flash_attention_2\"`, avoids it. Have the Q/K/V projection (or a fused QKV + RoPE kernel) write the layout attention reads, and reshape attention's output as a view where its memory is already `[B, S, H, D]`."
+    };
     let mut b = pattern_bottleneck(
         f.category,
         &["aten::copy_"],
