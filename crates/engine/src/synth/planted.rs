@@ -494,6 +494,32 @@ pub fn cases() -> Vec<PlantedCase> {
             group: Some(Group::Module("LlamaAttention")),
             ..case_of("attention_strided_inputs", attention_with_copies(false), None, &[])
         },
+        // A ResNet block trained in fp32 on an H100: the forward convolution and its input and
+        // weight gradients run cuDNN's fp32 kernels (`implicit_convolve_sgemm<float…>`,
+        // `dgrad_engine<float…>`, `wgrad_alg0_engine<float…>`), 10 calls of 1 ms each. Truth:
+        // one finding for the three ops, 30.000 ms; H100's bf16 matrix peak is 989 / 67 =
+        // 14.8× its fp32 vector peak.
+        on_h100(case_of(
+            "conv_fp32",
+            conv_training(&[
+                ("aten::convolution", "void implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, float, float, int, float const*, float const*, bool, int, int)"),
+                ("aten::convolution_backward", "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int, int, float const*, int, float const*, int, float*, kernel_grad_params, unsigned long long, int, unsigned long long, int, float, int, int, int)"),
+                ("aten::cudnn_convolution_backward_weight", "void cudnn::detail::wgrad_alg0_engine<float, 128, 5, 5, 3, 3, 3, false, 512>(int, int, int, float const*, int, float*, float const*, kernel_grad_params, unsigned long long, int, float, int, int, int, int)"),
+            ]),
+            Some("conv_fp32"),
+            &["3 convolution ops run fp32 kernels", "30.000 ms", "14.8× its fp32 vector peak", "bf16 autocast"],
+        )),
+        // The same block under bf16 autocast: tensor-core kernels, no fp32 finding.
+        on_h100(case_of(
+            "conv_bf16",
+            conv_training(&[
+                ("aten::convolution", "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn"),
+                ("aten::convolution_backward", "sm90_xmma_dgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn"),
+                ("aten::cudnn_convolution_backward_weight", "sm90_xmma_wgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x64_warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn"),
+            ]),
+            None,
+            &[],
+        )),
         // One 512-token sequence × 16 heads on MI300X: short, and the call batches nothing.
         case_of(
             "attention_short_single",
@@ -710,6 +736,14 @@ fn attention_with_copies(copies: bool) -> Vec<PlantedOp> {
     ops.push(attention);
     ops.push(proj());
     ops
+}
+
+/// Convolution ops of a training step, each one kernel of 1 ms, 10 calls, without recorded
+/// shapes (as PyTorch 1.8 traces have them: no perf model, judged by their kernels).
+fn conv_training(ops: &[(&str, &str)]) -> Vec<PlantedOp> {
+    ops.iter()
+        .map(|&(name, kernel)| op(name, "[]", "[]", "[]", &[(kernel, 1_000_000)], 10))
+        .collect()
 }
 
 const ROPE_FRAME: &str = "transformers/models/llama/modeling_llama.py(68): apply_rotary_pos_emb";

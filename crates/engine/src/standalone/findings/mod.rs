@@ -6,6 +6,7 @@ pub mod merge;
 mod notes;
 mod ops;
 mod patterns;
+mod precision;
 mod scores;
 mod timeline;
 
@@ -554,6 +555,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
             notes: Vec::new(),
         };
         add_patterns(&mut f, inp);
+        precision::add_conv_fp32(&mut f, inp);
         add_notes(&mut f, &rows, base, inp);
         if f.rows.is_empty() && f.bottlenecks.is_empty() {
             continue;

@@ -437,7 +437,7 @@ fn conv_path_a(r: &OpRow, p: Option<&Platform>) -> String {
 /// Whether a convolution kernel's name says it runs in fp32: cuDNN's single-precision
 /// `scudnn` kernels, `sgemm`-based implicit convolutions, MIOpen's `_fp32` solvers, or a GEMM
 /// precision of fp32 (`gemm_precision`).
-fn conv_runs_fp32(kernel: &str) -> bool {
+pub(super) fn conv_runs_fp32(kernel: &str) -> bool {
     let l = kernel.to_ascii_lowercase();
     l.contains("scudnn")
         || l.contains("sgemm")

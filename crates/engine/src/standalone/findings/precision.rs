@@ -1,0 +1,120 @@
+//! Convolutions that run fp32 kernels on a GPU with matrix units: one cause, one finding
+//! (docs/analysis.md, "Convolutions in fp32"). The forward, input-gradient and weight-gradient
+//! ops of a model trained in fp32 all run fp32 kernels for the same reason, and one switch
+//! (autocast) moves them all, so they are stated once, with the lever the GPU has and a
+//! replayed saving; their op findings fold in.
+
+use super::patterns::pattern_bottleneck;
+use super::*;
+use crate::standalone::findings::ops::conv_runs_fp32;
+
+/// The speed-ups projected for convolutions moved from fp32 to the GPU's half-precision matrix
+/// units: 2× and 3× (tensor-core convolutions reach a smaller share of their much higher peak
+/// than fp32 ones of theirs), then the peak ratio itself (the same efficiency on both), at least 3×.
+pub const CONV_AMP_SPEEDUPS: [f64; 2] = [2.0, 3.0];
+
+pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
+    if f.category != SeedCategory::Convolution {
+        return;
+    }
+    let mut ops: Vec<(String, f64)> = Vec::new();
+    let mut kernels: Vec<String> = Vec::new();
+    for r in inp
+        .rows
+        .iter()
+        .filter(|r| r.category == SeedCategory::Convolution)
+    {
+        let main = main_kernel_of(r);
+        if !conv_runs_fp32(&main) {
+            continue;
+        }
+        match ops.iter_mut().find(|(n, _)| *n == r.name) {
+            Some((_, ms)) => *ms += r.kernel_us / 1e3,
+            None => {
+                ops.push((r.name.clone(), r.kernel_us / 1e3));
+                kernels.push(main);
+            }
+        }
+    }
+    let total: f64 = ops.iter().map(|(_, ms)| ms).sum();
+    if ops.is_empty() || inp.share(total) < rules::MIN_SHARE_PCT {
+        return;
+    }
+    let p = inp.platform;
+    // The half precision the GPU has matrix units for, and its peak over the fp32 vector peak.
+    let half = p.and_then(|p| {
+        ["matrix_bf16", "matrix_fp16"]
+            .iter()
+            .find_map(|s| Some((*s, p.peak_tflops(s)? / p.peak_tflops("vector_fp32")?)))
+    });
+    let mut speedups = CONV_AMP_SPEEDUPS.to_vec();
+    if let Some((_, ratio)) = half {
+        speedups.push(ratio.max(CONV_AMP_SPEEDUPS[1]));
+    }
+    let (dtype, autocast) = match half {
+        Some(("matrix_bf16", _)) => ("bf16", "bf16 autocast (`torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16)`)"),
+        Some(_) => ("fp16", "fp16 autocast (`torch.autocast(device_type=\"cuda\", dtype=torch.float16)`, with a `GradScaler` when training: this GPU has no bf16 matrix units)"),
+        None => ("bf16 / fp16", "autocast to the GPU's half precision (bf16 where it has bf16 matrix units, else fp16 with a `GradScaler`)"),
+    };
+    let names = ops
+        .iter()
+        .map(|(n, ms)| format!("{} ({ms:.3} ms)", code(n)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let examples = kernels
+        .iter()
+        .take(3)
+        .map(|k| code(&short(k, 60)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let peaks = match (half, p) {
+        (Some((spec, ratio)), Some(p)) => format!(
+            " {}'s {dtype} matrix peak is {ratio:.1}× its fp32 vector peak ({} vs {} TFLOPS/s); the projection takes 2× and 3× (half-precision convolutions seldom reach the share of their peak fp32 ones do) and, at most, that ratio.",
+            p.name,
+            p.peak_tflops(spec).unwrap_or(0.0),
+            p.peak_tflops("vector_fp32").unwrap_or(0.0)
+        ),
+        _ => " The projection takes 2× and 3× (the GPU's peaks are unknown here).".to_owned(),
+    };
+    let evidence = format!(
+        "{} convolution op{} run fp32 kernels ({examples}): {names}, {total:.3} ms.{peaks}",
+        ops.len(),
+        if ops.len() == 1 { "" } else { "s" },
+    );
+    let action = format!("Run the model under {autocast} so the convolutions use the matrix units; channels_last helps once they do.");
+    let op_names: Vec<&str> = ops.iter().map(|(n, _)| n.as_str()).collect();
+    let mut b = pattern_bottleneck(
+        f.category,
+        &op_names,
+        format!("Convolutions in fp32 ({} ops, {dtype} would use the matrix units)", ops.len()),
+        total,
+        evidence.clone(),
+        &action,
+        "The kernels are the fp32 ones the library has; no tuning moves them onto the matrix units.",
+        ProjectionKind::Speedup,
+        rules::speedup_projection(total, &speedups, inp.compute_ms()),
+        inp,
+    );
+    b.scope = Some(super::merge::Scope {
+        class: None,
+        ops: ops.clone(),
+        instances: 0,
+        unfused_attention: false,
+        subtracts: true,
+    });
+    // Replayed at the middle speed-up: every fp32 convolution op's kernels 3× faster.
+    b.fix = ops
+        .iter()
+        .map(|(n, _)| ("scale", format!("op:{n}={:.6}", 1.0 / CONV_AMP_SPEEDUPS[1])))
+        .collect();
+    b.causes.push(Cause {
+        key: "conv_fp32",
+        title: format!("convolutions run in fp32 where {dtype} would use the matrix units"),
+        evidence,
+        action,
+        waste: None,
+        confidence: Confidence::Medium,
+        bounds_all: false,
+    });
+    f.bottlenecks.push(b);
+}
