@@ -2,6 +2,7 @@
 //! category, its share of compute, its validated bottlenecks with Issue / Path A / Path B and
 //! priorities, and its notes. Texts are markdown; names from the trace go through [`md`].
 
+mod chains;
 pub mod merge;
 mod notes;
 mod ops;
@@ -555,6 +556,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
             notes: Vec::new(),
         };
         add_patterns(&mut f, inp);
+        chains::add_chains(&mut f, inp);
         precision::add_conv_fp32(&mut f, inp);
         add_notes(&mut f, &rows, base, inp);
         if f.rows.is_empty() && f.bottlenecks.is_empty() {

@@ -77,16 +77,28 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         _ => " The projection takes 2× and 3× (the GPU's peaks are unknown here).".to_owned(),
     };
     let evidence = format!(
-        "{} convolution op{} run fp32 kernels ({examples}): {names}, {total:.3} ms.{peaks}",
+        "{} convolution op{} fp32 kernels ({examples}): {names}, {total:.3} ms.{peaks}",
         ops.len(),
-        if ops.len() == 1 { "" } else { "s" },
+        if ops.len() == 1 { " runs" } else { "s run" },
     );
-    let action = format!("Run the model under {autocast} so the convolutions use the matrix units; channels_last helps once they do.");
+    // cuDNN runs fp32 convolutions in TF32 on GPUs that have it unless told not to: a full
+    // fp32 kernel there means `allow_tf32` was turned off.
+    let tf32 = p.is_some_and(|p| p.tflops.contains_key("matrix_tf32"))
+        && !p.is_some_and(|p| p.vendor.eq_ignore_ascii_case("amd"));
+    let action = if tf32 {
+        format!("cuDNN runs fp32 convolutions in TF32 on this GPU by default, so TF32 is off here: set `torch.backends.cudnn.allow_tf32 = True` (the default), or run the model under {autocast}; channels_last helps once the convolutions use the matrix units.")
+    } else {
+        format!("Run the model under {autocast} so the convolutions use the matrix units; channels_last helps once they do.")
+    };
     let op_names: Vec<&str> = ops.iter().map(|(n, _)| n.as_str()).collect();
     let mut b = pattern_bottleneck(
         f.category,
         &op_names,
-        format!("Convolutions in fp32 ({} ops, {dtype} would use the matrix units)", ops.len()),
+        format!(
+            "Convolutions in fp32 ({} op{}, {dtype} would use the matrix units)",
+            ops.len(),
+            if ops.len() == 1 { "" } else { "s" }
+        ),
         total,
         evidence.clone(),
         &action,

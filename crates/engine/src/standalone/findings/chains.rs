@@ -1,0 +1,153 @@
+//! Chains of small kernels a pattern names as one cause: an activation and the multiply that
+//! consumes it (`standalone::gated_activations`), and layout copies beside fused attention
+//! (`standalone::attention_copies`). Each is a pattern finding whose scope takes the op
+//! findings it covers (`merge`).
+
+use super::patterns::{pattern_bottleneck, scope_of, GEMM_COPY_MIN_PCT};
+use super::*;
+
+/// A cause the pattern itself establishes (read off the call order and the kernels): high
+/// confidence, no waste share of its own (the pattern's projection carries the saving).
+fn named(key: &'static str, title: String, evidence: String, action: &str) -> Cause {
+    Cause {
+        key,
+        title,
+        evidence,
+        action: action.into(),
+        waste: None,
+        confidence: Confidence::High,
+        bounds_all: false,
+    }
+}
+
+/// The chain findings of a category: gated activations under Elementwise, the copies around
+/// attention under SDPA forward.
+pub(super) fn add_chains(f: &mut CategoryFindings, inp: &Inputs<'_>) {
+    let p = inp.patterns;
+    match f.category {
+        SeedCategory::Elementwise => {
+            if let Some(g) = p.gated_activations.as_ref() {
+                add_gated_activation(f, g, inp);
+            }
+        }
+        SeedCategory::SdpaFwd => {
+            if let Some(c) = p.attention_copies.as_ref() {
+                add_attention_copies(f, c, inp);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn add_gated_activation(
+    f: &mut CategoryFindings,
+    g: &crate::standalone::gated_activations::GatedActivations,
+    inp: &Inputs<'_>,
+) {
+    let total = g.activation_ms + g.mul_ms;
+    if inp.share(g.activation_ms) < rules::MIN_SHARE_PCT {
+        return;
+    }
+    let act = code(&g.activation);
+    // A GEMM between the two in most pairs is the up projection: a gated MLP. Without one the
+    // multiply may as well be the rest of a hand-written activation.
+    let gated = g.with_gemm_between * 2 >= g.pairs;
+    let what = if gated {
+        "the gate × up of a SwiGLU / GeGLU MLP, the up projection computed between them"
+    } else {
+        "a hand-written activation such as CLIP's QuickGELU, x·σ(1.702x), or a gated MLP's act(gate) × up"
+    };
+    let evidence = format!(
+        "{} times an activation ({act}) writes its result and an `aten::mul` of two tensors of its shape reads it back ({what}): {total:.3} ms in two kernels ({:.3} ms activation, {:.3} ms multiply). One fused kernel reads the inputs once and writes once, the multiply's traffic: about {:.3} ms.",
+        g.pairs, g.activation_ms, g.mul_ms, g.fused_ms()
+    );
+    let action = if gated {
+        "Fuse the gated activation: one act-and-mul kernel (a serving engine's `silu_and_mul` / `gelu_and_mul`, Liger-Kernel's SwiGLU / GeGLU, or a Triton kernel), or `torch.compile` the MLP, which also folds it into the neighbouring ops."
+    } else {
+        "Fuse the activation and its multiply into one kernel: a built-in activation where it is one (`F.silu` for x·σ(x); `nn.GELU(approximate=\"tanh\")` is close to QuickGELU but not equal, so check accuracy), an act-and-mul kernel for a gated MLP, or `torch.compile` the MLP."
+    };
+    let mut b = pattern_bottleneck(
+        f.category,
+        &[g.activation.as_str(), "aten::mul"],
+        format!(
+            "Unfused {} ({act} × `aten::mul`)",
+            if gated { "gated activation" } else { "activation and multiply" }
+        ),
+        total,
+        evidence.clone(),
+        action,
+        "Each kernel is memory-bound and makes its own pass over the data; tuning them one by one cannot remove the extra passes. Fusion is the lever.",
+        ProjectionKind::Saving,
+        rules::saving_projection(total, g.fused_ms(), inp.compute_ms()),
+        inp,
+    );
+    b.scope = Some(super::merge::Scope {
+        class: None,
+        ops: vec![
+            (g.activation.clone(), g.activation_ms),
+            ("aten::mul".to_owned(), g.mul_ms),
+        ],
+        instances: g.pairs,
+        unfused_attention: false,
+        subtracts: true,
+    });
+    b.causes.push(named(
+        "gated_activation_unfused",
+        format!("{act} and its multiply in two kernels"),
+        evidence,
+        action,
+    ));
+    f.bottlenecks.push(b);
+}
+
+/// Copies around attention become a finding at this share of attention's kernel time (as the
+/// copies feeding GEMMs do).
+pub const ATTENTION_COPY_MIN_PCT: f64 = GEMM_COPY_MIN_PCT;
+
+fn add_attention_copies(
+    f: &mut CategoryFindings,
+    c: &crate::standalone::attention_copies::AttentionCopies,
+    inp: &Inputs<'_>,
+) {
+    let share_of_attention = c.copy_ms / c.attention_ms * 100.0;
+    if share_of_attention < ATTENTION_COPY_MIN_PCT || inp.share(c.copy_ms) < rules::MIN_SHARE_PCT {
+        return;
+    }
+    let top = c
+        .kernels
+        .first()
+        .map(|k| code(&short(&k.name, 70)))
+        .unwrap_or_default();
+    let evidence = format!(
+        "{:.3} ms of copy kernels ({} `aten::contiguous` / `aten::clone` calls, e.g. {top}) run right before or after fused attention, with no GEMM between: {share_of_attention:.1}% on top of the {:.3} ms attention takes. Q, K and V (or attention's output) arrive as transposed views and are materialized every call.",
+        c.copy_ms, c.calls, c.attention_ms
+    );
+    let action = if c.engine {
+        "The engine makes a view contiguous (a slice of the fused QKV output, a transposed head layout) before or after its attention kernel: where the kernel takes a row stride, pass the view; otherwise have the QKV split (or the fused QKV + RoPE kernel) write that tensor contiguous where it is produced."
+    } else {
+        "Drop the copies: SDPA's flash and memory-efficient kernels read strided Q/K/V (`[B, S, H, D]` memory viewed as `[B, H, S, D]`) without them. Hugging Face's SDPA path adds `.contiguous()` for a masked call: a causal call without an explicit mask, or `attn_implementation=\"flash_attention_2\"`, avoids it. Have the Q/K/V projection (or a fused QKV + RoPE kernel) write the layout attention reads, and reshape attention's output as a view where its memory is already `[B, S, H, D]`."
+    };
+    let mut b = pattern_bottleneck(
+        f.category,
+        &["aten::copy_"],
+        format!("Layout copies around attention ({share_of_attention:.1}% on top of attention)"),
+        c.copy_ms,
+        evidence.clone(),
+        action,
+        "The copies are not the attention kernel's; tuning it does not remove them.",
+        ProjectionKind::Saving,
+        rules::saving_projection(c.copy_ms, 0.0, inp.compute_ms()),
+        inp,
+    );
+    b.scope = Some(super::merge::Scope {
+        subtracts: true,
+        ..scope_of(None, c.calls, &c.copy_ops, false)
+    });
+    b.causes.push(named(
+        "attention_layout_copies",
+        format!("Q/K/V copied into layout: {share_of_attention:.1}% on top of attention"),
+        evidence,
+        action,
+    ));
+    f.bottlenecks.push(b);
+}
