@@ -117,7 +117,9 @@ fn odd_gemm_dimensions_give_tile_wave_and_alignment_numbers() {
     assert!(tile.evidence.contains("33×33 tiles"), "{}", tile.evidence);
     let align = &b.causes[2];
     assert!(
-        align.evidence.contains("M = 8193, N = 8193, K = 8193"),
+        // M, the row count, is never the misaligned one: it costs a partial tile, not loads.
+        align.evidence.contains("N = 8193, K = 8193 are not")
+            && !align.evidence.contains("M = 8193"),
         "{}",
         align.evidence
     );

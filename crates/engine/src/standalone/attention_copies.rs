@@ -30,6 +30,32 @@ pub struct AttentionCopies {
     /// The attention is a serving engine's or a library's op (`vllm::unified_attention`), not
     /// PyTorch's SDPA: the copies are the engine's, and so is the remedy.
     pub engine: bool,
+    /// Copies whose input is a slice (its last dimension contiguous, rows further apart than
+    /// they are wide: a part of a fused QKV output), against the rest (transposed or permuted
+    /// views), from the recorded `Input Strides`.
+    pub slices: u64,
+}
+
+/// Whether a copy's input, by its recorded shape and strides, is a slice of a wider tensor:
+/// the last dimension contiguous and the rows further apart than they are wide, the strides
+/// otherwise in descending order (not a transposed view).
+fn is_slice(trace: &Trace, op: EventId) -> bool {
+    let Some(args) = trace.op_args_of(trace.event(op)) else {
+        return false;
+    };
+    let parse = |id: Option<StrId>| -> Option<Vec<i64>> {
+        let v: Vec<Vec<i64>> = serde_json::from_str(trace.strings.get(id?)).ok()?;
+        v.into_iter().next()
+    };
+    let (Some(dims), Some(strides)) = (parse(args.input_dims), parse(args.input_strides)) else {
+        return false;
+    };
+    let n = dims.len();
+    n >= 2
+        && strides.len() == n
+        && strides[n - 1] == 1
+        && strides[n - 2] > dims[n - 1]
+        && strides.windows(2).all(|w| w[0] >= w[1])
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -76,7 +102,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<AttentionCopies> {
             .filter(|&k| trace.event(k).kind() == EventKind::Kernel)
             .map(move |k| (k, trace.event(k).dur))
     };
-    let (mut attention_ns, mut calls, mut aten_ns) = (0i64, 0u64, 0i64);
+    let (mut attention_ns, mut calls, mut aten_ns, mut slices) = (0i64, 0u64, 0i64, 0u64);
     let mut copies: Vec<(&str, i64)> = Vec::new();
     let mut copy_ops: Vec<(&str, i64)> = Vec::new();
     let mut keys: Vec<LaneId> = lanes.keys().copied().collect();
@@ -114,6 +140,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<AttentionCopies> {
                         copy_ops.push((trace.name(trace.event(op)), dur));
                     }
                     calls += u64::from(any);
+                    slices += u64::from(any && is_slice(trace, r));
                 }
                 _ => {}
             }
@@ -131,5 +158,6 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<AttentionCopies> {
         calls,
         attention_ms: attention_ns as f64 / 1e6,
         engine: aten_ns * 2 < attention_ns,
+        slices,
     })
 }

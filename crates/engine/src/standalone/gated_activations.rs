@@ -27,13 +27,19 @@ pub struct GatedActivations {
     /// Kernel time of the activations and of their multiplies, ms.
     pub activation_ms: f64,
     pub mul_ms: f64,
+    /// Kernel time of scalar multiplies right before the activation in pairs without a GEMM
+    /// between (QuickGELU's `x · 1.702`), part of the same hand-written activation, ms.
+    pub prescale_ms: f64,
+    /// What one fused kernel per pair would take, ms: a gated pair's multiply (gate and up
+    /// read, the product written); a hand-written activation's single pass (its input read,
+    /// its output written), the time its activation kernel takes.
+    pub fused_ms: f64,
 }
 
 impl GatedActivations {
-    /// What one fused kernel per pair would take: the multiply's passes (gate and up read,
-    /// the product written), ms.
-    pub fn fused_ms(&self) -> f64 {
-        self.mul_ms
+    /// Kernel time of every op in the pairs, ms.
+    pub fn total_ms(&self) -> f64 {
+        self.activation_ms + self.mul_ms + self.prescale_ms
     }
 }
 
@@ -78,6 +84,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<GatedActivations> {
         return None;
     }
     let (mut pairs, mut gated, mut act_ns, mut mul_ns) = (0u64, 0u64, 0i64, 0i64);
+    let (mut pre_ns, mut fused_ns) = (0i64, 0i64);
     let mut activation: Option<String> = None;
     let mut keys: Vec<LaneId> = lanes.keys().copied().collect();
     keys.sort_unstable_by_key(|l| l.0);
@@ -104,10 +111,29 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<GatedActivations> {
                     let both = shapes(trace, m)
                         .is_some_and(|s| s.len() >= 2 && s[0] == shape && s[1] == shape);
                     if both {
+                        let m_ns = kernel_ns(m);
                         pairs += 1;
                         gated += u64::from(gemm);
                         act_ns += a_ns;
-                        mul_ns += kernel_ns(m);
+                        mul_ns += m_ns;
+                        if gemm {
+                            fused_ns += m_ns;
+                        } else {
+                            // A scalar multiply of the activation's input just before it.
+                            let pre = i
+                                .checked_sub(1)
+                                .map(|j| seq[j])
+                                .filter(|&p| {
+                                    matches!(trace.name(trace.event(p)), "aten::mul" | "aten::div")
+                                        && shapes(trace, p).is_some_and(|s| {
+                                            s.first() == Some(&shape)
+                                                && s.get(1).is_none_or(|d| d.is_empty())
+                                        })
+                                })
+                                .map_or(0, kernel_ns);
+                            pre_ns += pre;
+                            fused_ns += a_ns;
+                        }
                         activation.get_or_insert_with(|| name.to_owned());
                     }
                     break;
@@ -126,5 +152,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<GatedActivations> {
         with_gemm_between: gated,
         activation_ms: act_ns as f64 / 1e6,
         mul_ms: mul_ns as f64 / 1e6,
+        prescale_ms: pre_ns as f64 / 1e6,
+        fused_ms: fused_ns as f64 / 1e6,
     })
 }

@@ -467,7 +467,20 @@ pub fn cases() -> Vec<PlantedCase> {
                 "swiglu_unfused",
                 swiglu(false),
                 Some("gated_activation_unfused"),
-                &["16 times an activation (`aten::silu`)", "9.600 ms in two kernels", "about 5.760 ms", "act-and-mul kernel"],
+                &["16 times an activation (`aten::silu`)", "9.600 ms in separate kernels", "about 5.760 ms", "act-and-mul kernel"],
+            ))
+        },
+        // CLIP's QuickGELU written by hand, x · σ(1.702 x), over 16384 × 4096 bf16 (134.2 MB)
+        // 16 calls: the scaling multiply and the sigmoid (read + write) at 100 µs each, the
+        // multiply (read 2, write 1) at 150 µs, no GEMM between. Truth: 16 × 350 µs = 5.600 ms;
+        // fused, one pass (the sigmoid's): 1.600 ms.
+        PlantedCase {
+            group: Some(Group::Module("QuickGELUActivation")),
+            ..on_h100(case_of(
+                "quick_gelu_unfused",
+                quick_gelu(),
+                Some("gated_activation_unfused"),
+                &["hand-written activation such as CLIP's QuickGELU", "5.600 ms in separate kernels", "1.600 ms scaling its input first", "about 1.600 ms"],
             ))
         },
         // The same MLP with one fused act-and-mul kernel (`_C::silu_and_mul`): no finding.
@@ -744,6 +757,41 @@ fn conv_training(ops: &[(&str, &str)]) -> Vec<PlantedOp> {
     ops.iter()
         .map(|&(name, kernel)| op(name, "[]", "[]", "[]", &[(kernel, 1_000_000)], 10))
         .collect()
+}
+
+/// QuickGELU over 16384 × 4096 bf16: `aten::mul` by 1.702, `aten::sigmoid`, `aten::mul`; 16
+/// calls.
+fn quick_gelu() -> Vec<PlantedOp> {
+    let ew = |functor: &str| {
+        format!("void at::native::vectorized_elementwise_kernel<4, at::native::{functor}<c10::BFloat16>, at::detail::Array<char*, 3> >(int, at::native::{functor}<c10::BFloat16>, at::detail::Array<char*, 3>)")
+    };
+    let x = "[16384, 4096]";
+    vec![
+        op(
+            "aten::mul",
+            &format!("[{x}, []]"),
+            &format!("[{BF16}, \"Scalar\"]"),
+            "[\"\", \"1.702\"]",
+            &[(ew("MulFunctor").as_str(), 100_000)],
+            16,
+        ),
+        op(
+            "aten::sigmoid",
+            &format!("[{x}]"),
+            &format!("[{BF16}]"),
+            "[\"\"]",
+            &[(ew("SigmoidFunctor").as_str(), 100_000)],
+            16,
+        ),
+        op(
+            "aten::mul",
+            &format!("[{x}, {x}]"),
+            &format!("[{BF16}, {BF16}]"),
+            "[\"\", \"\"]",
+            &[(ew("MulFunctor").as_str(), 150_000)],
+            16,
+        ),
+    ]
 }
 
 const ROPE_FRAME: &str = "transformers/models/llama/modeling_llama.py(68): apply_rotary_pos_emb";

@@ -412,7 +412,7 @@ const MIN_PADDED_DIM: i64 = 64;
 
 fn alignment(
     r: &OpRow,
-    (m, n, k): (i64, i64, i64),
+    (_m, n, k): (i64, i64, i64),
     main: Option<&(String, GemmKernel)>,
     ctx: &Context<'_>,
 ) -> Option<Cause> {
@@ -423,14 +423,10 @@ fn alignment(
         // The kernel's name says it runs the aligned path: the sizes did not stop it.
         return None;
     }
-    // Where the kernel does not say, only the contiguous dimensions matter to vector loads:
-    // K (rows of both operands) and N (rows of the output) in `x[M, K] · W[N, K]ᵀ`; an odd
-    // token count M alone costs nothing.
-    let dims: &[(&str, i64)] = if stated.is_some() {
-        &[("M", m), ("N", n), ("K", k)]
-    } else {
-        &[("N", n), ("K", k)]
-    };
+    // Only the contiguous dimensions matter to vector loads: K (rows of both operands) and N
+    // (rows of the output) in `x[M, K] · W[N, K]ᵀ`; an odd token count M costs a partial
+    // tile (the wave rules' matter), not narrow loads.
+    let dims: &[(&str, i64)] = &[("N", n), ("K", k)];
     // A dimension under 64 elements is tiny, not misaligned: padding 5 to 8 adds 60 % more
     // work to a GEMM whose size, not its alignment, sets its speed.
     let misaligned = |d: i64| d % need != 0 && d >= MIN_PADDED_DIM;
@@ -445,11 +441,17 @@ fn alignment(
     let dtype = spec_dtype(&r.compute_spec);
     let kernel_says = main.and_then(|(name, k)| {
         let a = k.align.filter(|&a| (a as i64) < need)?;
-        // The name's own alignment tokens (`AF0EM1`, `ASEM1`, `align2`), which a cut name hides.
+        // The name's own alignment tokens (`GRVWA1`, `AF0EM1`, `align2`), which a cut name hides.
+        // Where the name has read widths, they are the evidence (`kernels::gemm_kernel`).
+        let prefixes: &[&str] = if name.contains("GRVW") || name.contains("GLVW") {
+            &["GRVWA", "GRVWB", "GLVWA", "GLVWB"]
+        } else {
+            &["AF0EM", "AF1EM", "ASEM", "AFEM", "align"]
+        };
         let tokens: Vec<String> = name
             .split('_')
             .filter(|t| {
-                ["AF0EM", "AF1EM", "ASEM", "AFEM", "align"].iter().any(|p| {
+                prefixes.iter().any(|p| {
                     t.strip_prefix(p)
                         .and_then(|v| v.parse::<i64>().ok())
                         .is_some_and(|v| v < need)

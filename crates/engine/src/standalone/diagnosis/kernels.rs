@@ -88,6 +88,21 @@ pub fn gemm_kernel(name: &str) -> Option<GemmKernel> {
                 }
             }
         }
+        // The global read vector widths (`GRVWA8_GRVWB8`, older `GLVWA`/`GLVWB`), in elements,
+        // are what the kernel loads per access: where the name has them they decide. hipBLASLt's
+        // UserArgs kernels carry `AFEM1` / `ASEM1` whatever the sizes, so those are no evidence
+        // of a narrow path beside them.
+        let widths = tokens
+            .iter()
+            .filter_map(|t| {
+                ["GRVWA", "GRVWB", "GLVWA", "GLVWB"]
+                    .iter()
+                    .find_map(|p| num_after(t, p))
+            })
+            .min();
+        if widths.is_some() {
+            k.align = widths;
+        }
         return Some(k);
     }
     let gemm_like = ["gemm", "gemv", "nvjet", "xmma", "matmul", "cutlass"]
@@ -329,6 +344,12 @@ mod tests {
 
     #[test]
     fn tensile_names() {
+        // hipBLASLt's UserArgs kernels carry `AFEM1` whatever the sizes: the read widths decide
+        // (OWLv2 MI300X, M = 5185 with 16-byte loads).
+        let user_args = gemm_kernel("Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT128x160x64_MI16x16x1_SN_LDSB1_AFC1_AFEM1_AFEM1_ASEM1_CLR1_GRVWA8_GRVWB8_GSUAMB_ISA942_WG32_8_1").expect("gemm");
+        assert_eq!(user_args.align, Some(8));
+        let narrow = gemm_kernel("Cijk_Ailk_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x32_MI16x16x1_SN_LDSB0_AFC1_AFEM1_AFEM1_ASEM1_GRVWA1_GRVWB4_GSUAMB_ISA942_WG16_4_1").expect("gemm");
+        assert_eq!(narrow.align, Some(1));
         let k = gemm_kernel("Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI16x16x16x1_SN_1LDSB0_AF0EM8_AF1EM8_ASEM64_GSU2_GSUAMB_ISA942_WG64_4_1").expect("gemm");
         assert_eq!(k.library, "hipBLASLt/Tensile");
         assert_eq!(

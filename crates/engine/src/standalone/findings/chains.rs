@@ -44,27 +44,37 @@ fn add_gated_activation(
     g: &crate::standalone::gated_activations::GatedActivations,
     inp: &Inputs<'_>,
 ) {
-    let total = g.activation_ms + g.mul_ms;
-    if inp.share(g.activation_ms) < rules::MIN_SHARE_PCT {
+    let total = g.total_ms();
+    if inp.share(total - g.fused_ms) < rules::MIN_SHARE_PCT {
         return;
     }
     let act = code(&g.activation);
     // A GEMM between the two in most pairs is the up projection: a gated MLP. Without one the
-    // multiply may as well be the rest of a hand-written activation.
+    // multiply is more likely the rest of a hand-written activation.
     let gated = g.with_gemm_between * 2 >= g.pairs;
     let what = if gated {
         "the gate × up of a SwiGLU / GeGLU MLP, the up projection computed between them"
     } else {
-        "a hand-written activation such as CLIP's QuickGELU, x·σ(1.702x), or a gated MLP's act(gate) × up"
+        "with no GEMM between them: a hand-written activation such as CLIP's QuickGELU, x·σ(1.702x), or a gated MLP whose gate and up come from one GEMM"
+    };
+    let pre = if g.prescale_ms > 0.0 {
+        format!(", {:.3} ms scaling its input first", g.prescale_ms)
+    } else {
+        String::new()
+    };
+    let fused = if gated {
+        "One fused act-and-mul kernel reads gate and up once and writes once, the multiply's traffic"
+    } else {
+        "One fused kernel reads the input once and writes the output once, the activation's own traffic (a gated pair among them: the multiply's)"
     };
     let evidence = format!(
-        "{} times an activation ({act}) writes its result and an `aten::mul` of two tensors of its shape reads it back ({what}): {total:.3} ms in two kernels ({:.3} ms activation, {:.3} ms multiply). One fused kernel reads the inputs once and writes once, the multiply's traffic: about {:.3} ms.",
-        g.pairs, g.activation_ms, g.mul_ms, g.fused_ms()
+        "{} times an activation ({act}) writes its result and an `aten::mul` of two tensors of its shape reads it back ({what}): {total:.3} ms in separate kernels ({:.3} ms activation, {:.3} ms multiply{pre}). {fused}: about {:.3} ms.",
+        g.pairs, g.activation_ms, g.mul_ms, g.fused_ms
     );
     let action = if gated {
         "Fuse the gated activation: one act-and-mul kernel (a serving engine's `silu_and_mul` / `gelu_and_mul`, Liger-Kernel's SwiGLU / GeGLU, or a Triton kernel), or `torch.compile` the MLP, which also folds it into the neighbouring ops."
     } else {
-        "Fuse the activation and its multiply into one kernel: a built-in activation where it is one (`F.silu` for x·σ(x); `nn.GELU(approximate=\"tanh\")` is close to QuickGELU but not equal, so check accuracy), an act-and-mul kernel for a gated MLP, or `torch.compile` the MLP."
+        "Fuse the activation into one kernel: a built-in activation where it is one (`F.silu` for x·σ(x); `nn.GELU(approximate=\"tanh\")` is close to QuickGELU but not equal, so check accuracy), an act-and-mul kernel for a gated MLP, or `torch.compile` the MLP."
     };
     let mut b = pattern_bottleneck(
         f.category,
@@ -78,14 +88,15 @@ fn add_gated_activation(
         action,
         "Each kernel is memory-bound and makes its own pass over the data; tuning them one by one cannot remove the extra passes. Fusion is the lever.",
         ProjectionKind::Saving,
-        rules::saving_projection(total, g.fused_ms(), inp.compute_ms()),
+        rules::saving_projection(total, g.fused_ms, inp.compute_ms()),
         inp,
     );
     b.scope = Some(super::merge::Scope {
         class: None,
         ops: vec![
             (g.activation.clone(), g.activation_ms),
-            ("aten::mul".to_owned(), g.mul_ms),
+            // The scaling multiplies are `aten::mul` too.
+            ("aten::mul".to_owned(), g.mul_ms + g.prescale_ms),
         ],
         instances: g.pairs,
         unfused_attention: false,
@@ -93,7 +104,7 @@ fn add_gated_activation(
     });
     b.causes.push(named(
         "gated_activation_unfused",
-        format!("{act} and its multiply in two kernels"),
+        format!("{act} and its multiply in separate kernels"),
         evidence,
         action,
     ));
@@ -118,14 +129,20 @@ fn add_attention_copies(
         .first()
         .map(|k| code(&short(&k.name, 70)))
         .unwrap_or_default();
+    // What is copied, from the copies' recorded strides.
+    let what = if c.slices * 2 > c.calls {
+        "Their inputs are slices of a wider tensor (a part of a fused QKV output, its rows further apart than they are wide), materialized every call."
+    } else {
+        "Q, K and V (or attention's output) arrive as transposed views and are materialized every call."
+    };
     let evidence = format!(
-        "{:.3} ms of copy kernels ({} `aten::contiguous` / `aten::clone` calls, e.g. {top}) run right before or after fused attention, with no GEMM between: {share_of_attention:.1}% on top of the {:.3} ms attention takes. Q, K and V (or attention's output) arrive as transposed views and are materialized every call.",
+        "{:.3} ms of copy kernels ({} `aten::contiguous` / `aten::clone` calls, e.g. {top}) run right before or after fused attention, with no GEMM between: {share_of_attention:.1}% on top of the {:.3} ms attention takes. {what}",
         c.copy_ms, c.calls, c.attention_ms
     );
     let action = if c.engine {
         "The engine makes a view contiguous (a slice of the fused QKV output, a transposed head layout) before or after its attention kernel: where the kernel takes a row stride, pass the view; otherwise have the QKV split (or the fused QKV + RoPE kernel) write that tensor contiguous where it is produced."
     } else {
-        "Drop the copies: SDPA's flash and memory-efficient kernels read strided Q/K/V (`[B, S, H, D]` memory viewed as `[B, H, S, D]`) without them. Hugging Face's SDPA path adds `.contiguous()` for a masked call: a causal call without an explicit mask, or `attn_implementation=\"flash_attention_2\"`, avoids it. Have the Q/K/V projection (or a fused QKV + RoPE kernel) write the layout attention reads, and reshape attention's output as a view where its memory is already `[B, S, H, D]`."
+        "Drop the copies: SDPA's flash and memory-efficient kernels read strided Q/K/V (`[B, S, H, D]` memory viewed as `[B, H, S, D]`) without them. Hugging Face's SDPA integration (`sdpa_attention_forward`) makes them contiguous before the call (a workaround for a memory-efficient-backend bug with strided inputs, applied whatever the mask); its flash-attention-2 path (`attn_implementation=\"flash_attention_2\"`, which takes `[B, S, H, D]` as the projections write it) avoids them. Have the Q/K/V projection (or a fused QKV + RoPE kernel) write the layout attention reads, and reshape attention's output as a view where its memory is already `[B, S, H, D]`."
     };
     let mut b = pattern_bottleneck(
         f.category,

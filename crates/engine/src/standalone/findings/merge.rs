@@ -117,7 +117,15 @@ pub fn one_cause_one_finding(
         .filter(|(_, s)| s.class.is_some() || s.subtracts)
         .collect();
     for f in categories.iter_mut() {
-        for x in f.bottlenecks.iter_mut().filter(|x| x.row.is_some()) {
+        // Op findings left with too little outside the patterns to be reported on their own
+        // (the threshold every op finding meets to exist).
+        let mut too_small: Vec<usize> = Vec::new();
+        for (i, x) in f
+            .bottlenecks
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, x)| x.row.is_some())
+        {
             let mut inside: Vec<(&str, f64)> = Vec::new();
             for (title, scope) in &scopes {
                 let ms: f64 = scope
@@ -144,6 +152,12 @@ pub fn one_cause_one_finding(
                 if inside.len() == 1 { "that finding" } else { "those findings" }
             ));
             x.time_ms = left;
+            if x.share_pct < super::rules::MIN_SHARE_PCT {
+                too_small.push(i);
+            }
+        }
+        for i in too_small.into_iter().rev() {
+            f.bottlenecks.remove(i);
         }
     }
     for f in categories.iter_mut() {

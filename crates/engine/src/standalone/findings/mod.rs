@@ -152,13 +152,26 @@ impl Impact {
                 r.cut_ms
             )
         } else {
+            // A replay far under the formula's mid figure on a path the host holds: the GPU
+            // time cut mostly becomes idle, and the range is what it saves once the host no
+            // longer holds the step. Said, so the two figures do not read as a contradiction.
+            let held = match r.bound_by {
+                "gpu_compute_bound" | "gpu_communication_bound" | "" => None,
+                b if r.saving_pct() * 4.0 < self.mid_pct => Some(format!(
+                    ": the replayed {} critical path is {:.0}% {b}, so most of the GPU time cut turns into idle; the range above is what it saves once the host no longer holds the step",
+                    if r.steps { "steps'" } else { "trace's" },
+                    r.bound_pct
+                )),
+                _ => None,
+            };
             format!(
-                "replayed: {:.1} → {:.1} ms, saves {:.3} ms ({:.1}% {})",
+                "replayed: {:.1} → {:.1} ms, saves {:.3} ms ({:.1}% {}){}",
                 r.before_ms,
                 r.after_ms,
                 r.saved_ms(),
                 r.saving_pct(),
-                r.of()
+                r.of(),
+                held.unwrap_or_default()
             )
         })
     }

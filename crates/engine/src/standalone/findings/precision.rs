@@ -83,10 +83,21 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     );
     // cuDNN runs fp32 convolutions in TF32 on GPUs that have it unless told not to: a full
     // fp32 kernel there means `allow_tf32` was turned off.
-    let tf32 = p.is_some_and(|p| p.tflops.contains_key("matrix_tf32"))
+    // Decided over the trace: where any convolution runs a TF32 kernel, TF32 is on, and cuDNN
+    // picked fp32 kernels for these shapes (a first layer's 3 input channels, FFT or Winograd
+    // algorithms) for reasons of its own.
+    let tf32_gpu = p.is_some_and(|p| p.tflops.contains_key("matrix_tf32"))
         && !p.is_some_and(|p| p.vendor.eq_ignore_ascii_case("amd"));
-    let action = if tf32 {
-        format!("cuDNN runs fp32 convolutions in TF32 on this GPU by default, so TF32 is off here: set `torch.backends.cudnn.allow_tf32 = True` (the default), or run the model under {autocast}; channels_last helps once the convolutions use the matrix units.")
+    let tf32_seen = inp
+        .rows
+        .iter()
+        .filter(|r| r.category == SeedCategory::Convolution)
+        .flat_map(|r| r.kernel_names.iter())
+        .any(|(k, _)| k.to_ascii_lowercase().contains("tf32"));
+    let action = if tf32_gpu && tf32_seen {
+        format!("TF32 is on (other convolutions here run TF32 kernels): cuDNN chose fp32 kernels for these shapes (a first layer with 3 input channels, which tensor-core kernels pad; an FFT or Winograd algorithm). Run the model under {autocast}, or pad the input channels to 4 or 8, to move them onto the matrix units.")
+    } else if tf32_gpu {
+        format!("cuDNN runs fp32 convolutions in TF32 on this GPU by default, and no convolution here runs a TF32 kernel, so TF32 looks off: set `torch.backends.cudnn.allow_tf32 = True` (the default), or run the model under {autocast}; channels_last helps once the convolutions use the matrix units.")
     } else {
         format!("Run the model under {autocast} so the convolutions use the matrix units; channels_last helps once they do.")
     };
