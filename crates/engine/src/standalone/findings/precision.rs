@@ -28,12 +28,71 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         if !conv_runs_fp32(&main) {
             continue;
         }
+        // Only the fp32 kernels' share of the op's time (a row of several convolutions may run
+        // some in TF32), from its example instance's kernels.
+        let all: f64 = r.kernel_names.iter().map(|(_, us)| us).sum();
+        let fp32: f64 = r
+            .kernel_names
+            .iter()
+            .filter(|(k, _)| conv_runs_fp32(k))
+            .map(|(_, us)| us)
+            .sum();
+        let ms = r.kernel_us / 1e3 * if all > 0.0 { fp32 / all } else { 1.0 };
         match ops.iter_mut().find(|(n, _)| *n == r.name) {
-            Some((_, ms)) => *ms += r.kernel_us / 1e3,
+            Some((_, t)) => *t += ms,
             None => {
-                ops.push((r.name.clone(), r.kernel_us / 1e3));
+                ops.push((r.name.clone(), ms));
                 kernels.push(main);
             }
+        }
+    }
+    // The fp32 convolution kernels' own time, over every kernel of the trace: a row's example
+    // instance stands for all its calls only roughly (AlexNet's convolutions share one row).
+    // Over every kernel of the trace (an op row lists one instance's), each name once.
+    let tf32_seen = {
+        let t = inp.trace;
+        let mut seen = rustc_hash::FxHashSet::default();
+        t.events.iter().any(|e| {
+            e.kind() == crate::model::EventKind::Kernel && seen.insert(e.name) && {
+                let n = t.name(e).to_ascii_lowercase();
+                n.contains("tf32")
+                    && ["fprop", "dgrad", "wgrad", "conv"]
+                        .iter()
+                        .any(|w| n.contains(w))
+            }
+        })
+    };
+    // The kernels counted are the fp32 ones the convolution rows name (cuDNN's weight gradient
+    // may run `volta_sgemm_*`, which alone would read as a GEMM), summed over every call.
+    let exact_ms = {
+        let t = inp.trace;
+        let names: rustc_hash::FxHashSet<&str> = inp
+            .rows
+            .iter()
+            .filter(|r| r.category == SeedCategory::Convolution)
+            .flat_map(|r| r.kernel_names.iter())
+            .map(|(k, _)| k.as_str())
+            .filter(|k| conv_runs_fp32(k))
+            .collect();
+        let mut is: rustc_hash::FxHashMap<crate::model::strings::StrId, bool> = Default::default();
+        let ns: i64 = t
+            .events
+            .iter()
+            .filter(|e| e.kind() == crate::model::EventKind::Kernel)
+            .filter(|e| {
+                *is.entry(e.name)
+                    .or_insert_with(|| names.contains(t.name(e)))
+            })
+            .map(|e| e.dur)
+            .sum();
+        ns as f64 / 1e6
+    };
+    // Where every convolution runs fp32 (no TF32 kernel anywhere), the ops' whole time is; where
+    // some run TF32, only the fp32 kernels' time counts.
+    let estimated: f64 = ops.iter().map(|(_, ms)| ms).sum();
+    if tf32_seen && exact_ms > 0.0 && estimated > 0.0 {
+        for (_, ms) in &mut ops {
+            *ms *= exact_ms / estimated;
         }
     }
     let total: f64 = ops.iter().map(|(_, ms)| ms).sum();
@@ -88,12 +147,6 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     // algorithms) for reasons of its own.
     let tf32_gpu = p.is_some_and(|p| p.tflops.contains_key("matrix_tf32"))
         && !p.is_some_and(|p| p.vendor.eq_ignore_ascii_case("amd"));
-    let tf32_seen = inp
-        .rows
-        .iter()
-        .filter(|r| r.category == SeedCategory::Convolution)
-        .flat_map(|r| r.kernel_names.iter())
-        .any(|(k, _)| k.to_ascii_lowercase().contains("tf32"));
     let action = if tf32_gpu && tf32_seen {
         format!("TF32 is on (other convolutions here run TF32 kernels): cuDNN chose fp32 kernels for these shapes (a first layer with 3 input channels, which tensor-core kernels pad; an FFT or Winograd algorithm). Run the model under {autocast}, or pad the input channels to 4 or 8, to move them onto the matrix units.")
     } else if tf32_gpu {
