@@ -517,11 +517,17 @@ fn qwen_uses_flash_attention_and_runs_an_unfused_rmsnorm() {
         .find(|f| f.class == "Qwen2RMSNorm")
         .expect("rmsnorm");
     assert_eq!((rms.instances, rms.kernels), (49, 392));
-    // 7.4 ms of 34.9 ms fused to 1.6 ms: about 12 % of the trace at the mid figure.
-    assert_eq!(
-        find(st, SeedCategory::Elementwise, "Qwen2RMSNorm").priority,
-        Priority::Critical
+    // 7.4 ms of 34.9 ms fused to 1.6 ms: about 12 % of the trace at the mid figure; replayed
+    // (each call's kernels one kernel of its fused time) the step, 70 % held by its host,
+    // gains 4.5 %: High, from the replayed saving.
+    let b = find(st, SeedCategory::Elementwise, "Qwen2RMSNorm");
+    let r = b.impact.replayed.expect("the fusion is replayed");
+    assert!(
+        (3.0..10.0).contains(&r.saving_pct()),
+        "{}",
+        r.saving_pct()
     );
+    assert_eq!(b.priority, Priority::High);
     // The baseline over large add / mul / copy_ calls.
     let base = st.baseline.as_ref().expect("baseline");
     assert!(!base.small_tensors_only);

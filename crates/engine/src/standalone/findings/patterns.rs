@@ -169,6 +169,20 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     },
                     None => scope_of(Some(&c.class), c.instances, &c.ops, false),
                 });
+                // Replayed as stated: each call's kernels become one kernel of the call's
+                // fused time (the function's frame by its recorded name, a module's frames by
+                // `nn.Module: Class_`).
+                let frames = match &c.function {
+                    Some(frame) => frame.clone(),
+                    None => format!("nn.Module: {}_", c.class),
+                };
+                b.fix = vec![(
+                    "fuse",
+                    format!(
+                        "module:{frames}={:.3}",
+                        c.fused_ms * 1e3 / c.instances.max(1) as f64
+                    ),
+                )];
                 f.bottlenecks.push(b);
             }
             if let Some(z) = p.zero_grad.as_ref() {
