@@ -522,11 +522,7 @@ fn qwen_uses_flash_attention_and_runs_an_unfused_rmsnorm() {
     // gains 4.5 %: High, from the replayed saving.
     let b = find(st, SeedCategory::Elementwise, "Qwen2RMSNorm");
     let r = b.impact.replayed.expect("the fusion is replayed");
-    assert!(
-        (3.0..10.0).contains(&r.saving_pct()),
-        "{}",
-        r.saving_pct()
-    );
+    assert!((3.0..10.0).contains(&r.saving_pct()), "{}", r.saving_pct());
     assert_eq!(b.priority, Priority::High);
     // The baseline over large add / mul / copy_ calls.
     let base = st.baseline.as_ref().expect("baseline");

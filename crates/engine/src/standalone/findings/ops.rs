@@ -444,6 +444,10 @@ pub(super) fn conv_runs_fp32(kernel: &str) -> bool {
         || l.contains("_fp32")
         // cuDNN's templated engines name their element type first: `dgrad_engine<float, …>`.
         || l.contains("engine<float")
+        // FFT convolutions: complex single-precision GEMMs (`volta_gcgemm_32x32_nt`) between
+        // `fft2d_r2c_32x32<float, …>` transforms.
+        || l.contains("cgemm")
+        || (l.contains("fft") && l.contains("<float"))
         || crate::standalone::diagnosis::kernels::gemm_precision(kernel)
             .is_some_and(|p| p.is_fp32())
 }
@@ -1024,6 +1028,9 @@ mod tests {
             "cudnn_volta_scudnn_128x64_relu_xregs_large_nn_v1",
             "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)",
             "miopenSp3AsmConv_v21_1_3_gfx9_fp32_f2x3_stride1",
+            // An FFT convolution: a complex single-precision GEMM between fp32 transforms.
+            "volta_gcgemm_32x32_nt",
+            "void fft2d_r2c_32x32<float, false, 1u, true>(float2*, float const*, int)",
         ] {
             assert!(conv_path_a(&conv(&[k]), None).contains("autocast"), "{k}");
         }

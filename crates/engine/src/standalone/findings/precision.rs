@@ -120,10 +120,16 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         .map(|(n, ms)| format!("{} ({ms:.3} ms)", code(n)))
         .collect::<Vec<_>>()
         .join(", ");
-    let examples = kernels
+    let mut distinct: Vec<&String> = Vec::new();
+    for k in &kernels {
+        if !distinct.contains(&k) {
+            distinct.push(k);
+        }
+    }
+    let examples = distinct
         .iter()
         .take(3)
-        .map(|k| code(&short(k, 60)))
+        .map(|k| code(&short(k.as_str(), 60)))
         .collect::<Vec<_>>()
         .join(", ");
     let peaks = match (half, p) {
