@@ -463,6 +463,9 @@ pub struct CopyMix {
     pub pageable_ns: i64,
     pub device_ns: i64,
     pub device_count: u64,
+    /// Host-link copy time that ends before the trace's first kernel starts: the model and
+    /// its first inputs uploaded once, setup rather than the steady state.
+    pub setup_ns: i64,
 }
 
 impl CopyMix {
@@ -470,6 +473,13 @@ impl CopyMix {
     /// `Memcpy DtoD (Device -> Device)`, `Memcpy PtoP`; ROCm's `MEMORY_COPY_DEVICE_TO_DEVICE`).
     pub fn of(trace: &crate::model::Trace) -> CopyMix {
         let mut m = CopyMix::default();
+        let first_kernel = trace
+            .events
+            .iter()
+            .filter(|e| e.kind() == crate::model::EventKind::Kernel)
+            .map(|e| e.ts)
+            .min()
+            .unwrap_or(i64::MAX);
         for e in &trace.events {
             if e.kind() != crate::model::EventKind::GpuMemcpy || e.dur <= 0 {
                 continue;
@@ -483,6 +493,9 @@ impl CopyMix {
                 m.device_count += 1;
             } else {
                 m.host_ns += e.dur;
+                if e.end() <= first_kernel {
+                    m.setup_ns += e.dur;
+                }
                 if n.contains("Pageable") {
                     m.pageable_ns += e.dur;
                 }

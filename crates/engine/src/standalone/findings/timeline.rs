@@ -165,6 +165,19 @@ fn copy_advice(c: &super::CopyMix) -> (String, String, &'static str) {
             "A device-to-device copy runs at HBM speed: there is no kernel to tune, only copies to remove.",
         );
     }
+    // Copies that end before the first kernel: a one-time upload of the model and its first
+    // inputs. Pinning or overlapping a one-off upload is not the lever.
+    if c.host_ns > 0 && c.setup_ns * 10 >= c.host_ns * 8 {
+        return (
+            format!(
+                " Of all copy time, {:.3} ms crosses the host link, and {:.3} ms of it ends before the first kernel: the model and its first inputs uploaded once, setup rather than the steady state.",
+                ms(c.host_ns),
+                ms(c.setup_ns)
+            ),
+            "These copies are a one-time upload before the first kernel: measure steady steps (start the profiler after the upload, or mark steps) before acting on them; if start-up time matters, load the weights straight onto the GPU (`torch.load(..., map_location=\"cuda\")`, safetensors onto the device) instead of copying them from pageable host memory.".to_owned(),
+            "A one-time upload across the host link: there is no kernel to tune.",
+        );
+    }
     let pageable = if c.pageable_ns > 0 {
         format!(
             " {:.3} ms of the copies use pageable host memory, which is synchronous and slow: pin it (`tensor.pin_memory()`, `DataLoader(pin_memory=True)`) first.",
@@ -731,6 +744,7 @@ mod copy_tests {
             pageable_ns: 0,
             device_ns: 3_000_000,
             device_count: 366,
+            setup_ns: 0,
         };
         let (mix, a, b) = copy_advice(&device);
         assert!(
@@ -747,6 +761,7 @@ mod copy_tests {
             pageable_ns: 3_460_000,
             device_ns: 0,
             device_count: 0,
+            setup_ns: 0,
         };
         let (mix, a, _) = copy_advice(&host);
         assert!(mix.contains("4.000 ms crosses the host link"), "{mix}");
@@ -754,5 +769,26 @@ mod copy_tests {
             a.contains("3.460 ms of the copies use pageable host memory"),
             "{a}"
         );
+        // The same copies all ending before the first kernel: a one-time upload, never told
+        // to pin (A100 AlexNet's 54 ms of weights and inputs before its benchmark).
+        let upload = CopyMix {
+            setup_ns: 4_000_000,
+            ..host
+        };
+        let (mix, a, _) = copy_advice(&upload);
+        assert!(
+            mix.contains("4.000 ms of it ends before the first kernel"),
+            "{mix}"
+        );
+        assert!(
+            a.contains("one-time upload") && !a.contains("pin_memory"),
+            "{a}"
+        );
+        // Under 80 % of it before the first kernel: the steady-state advice.
+        let (_, a, _) = copy_advice(&CopyMix {
+            setup_ns: 3_000_000,
+            ..host
+        });
+        assert!(a.contains("pageable host memory"), "{a}");
     }
 }
