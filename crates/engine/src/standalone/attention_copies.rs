@@ -71,10 +71,7 @@ fn role(name: &str) -> Role {
     let op = n.trim_start_matches("aten::");
     if (n.contains("scaled_dot_product") || n.contains("attention")) && !n.contains("backward") {
         Role::Attention
-    } else if matches!(
-        op,
-        "matmul" | "linear" | "mm" | "bmm" | "addmm" | "baddbmm" | "einsum" | "_scaled_mm"
-    ) {
+    } else if super::ops::is_gemm_op(op) {
         Role::Gemm
     } else if matches!(op, "contiguous" | "clone") {
         Role::Copy

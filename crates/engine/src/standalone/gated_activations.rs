@@ -50,13 +50,6 @@ fn is_activation(name: &str) -> bool {
     )
 }
 
-fn is_gemm(name: &str) -> bool {
-    matches!(
-        name.trim_start_matches("aten::"),
-        "linear" | "matmul" | "mm" | "addmm" | "bmm" | "_scaled_mm"
-    )
-}
-
 /// The tensor shapes of an op's recorded `Input Dims` (`[[16, 559, 2816], []]`); `None` when
 /// not recorded or not a list of shapes.
 fn shapes(trace: &Trace, op: EventId) -> Option<Vec<Vec<i64>>> {
@@ -139,8 +132,8 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<GatedActivations> {
                     break;
                 }
                 between += 1;
-                gemm |= is_gemm(n);
-                if between > BETWEEN_MAX || !(is_gemm(n) || kernel_ns(m) == 0) {
+                gemm |= super::ops::is_gemm_op(n);
+                if between > BETWEEN_MAX || !(super::ops::is_gemm_op(n) || kernel_ns(m) == 0) {
                     break;
                 }
             }

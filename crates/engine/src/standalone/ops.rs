@@ -125,6 +125,27 @@ pub fn seed_category(name: &str, tracelens_category: &str) -> SeedCategory {
     }
 }
 
+/// Whether an op runs a GEMM or calls one (`aten::mm`, `bmm`, `addmm`, `baddbmm`, `_scaled_mm`,
+/// `mv`, and the callers `linear`, `matmul`, `einsum`, ...): the one list the pattern rules share.
+pub fn is_gemm_op(name: &str) -> bool {
+    matches!(
+        name.trim_start_matches("aten::"),
+        "mm" | "bmm"
+            | "addmm"
+            | "baddbmm"
+            | "addbmm"
+            | "_scaled_mm"
+            | "addmv"
+            | "mv"
+            | "matmul"
+            | "linear"
+            | "einsum"
+            | "tensordot"
+            | "bilinear"
+            | "chain_matmul"
+    )
+}
+
 /// The host call and kernel of a synthetic op's name (`launcher->kernel (Synthetic Op)`).
 pub fn synthetic_parts(name: &str) -> Option<(&str, &str)> {
     name.strip_suffix(" (Synthetic Op)")?.split_once("->")

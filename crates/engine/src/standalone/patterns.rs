@@ -152,10 +152,8 @@ pub struct Patterns {
 /// implementation of a whole norm (`native_batch_norm`, `native_layer_norm`, ...).
 fn is_heavy_op(name: &str) -> bool {
     let n = name.trim_start_matches("aten::");
-    matches!(
-        n,
-        "mm" | "bmm" | "addmm" | "baddbmm" | "matmul" | "linear" | "_scaled_mm" | "addbmm"
-    ) || n.contains("attention")
+    super::ops::is_gemm_op(n)
+        || n.contains("attention")
         || n.contains("norm")
         || n.contains("conv")
         || n.contains("gemm")

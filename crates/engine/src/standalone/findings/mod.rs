@@ -473,14 +473,15 @@ impl CopyMix {
     /// `Memcpy DtoD (Device -> Device)`, `Memcpy PtoP`; ROCm's `MEMORY_COPY_DEVICE_TO_DEVICE`).
     pub fn of(trace: &crate::model::Trace) -> CopyMix {
         let mut m = CopyMix::default();
-        let first_kernel = trace
-            .events
-            .iter()
-            .filter(|e| e.kind() == crate::model::EventKind::Kernel)
-            .map(|e| e.ts)
-            .min()
-            .unwrap_or(i64::MAX);
+        // One pass: the first kernel's start, and each host-link copy's end and length (a
+        // trace has few copies) to compare with it afterwards.
+        let mut first_kernel = i64::MAX;
+        let mut host: Vec<(i64, i64)> = Vec::new();
         for e in &trace.events {
+            if e.kind() == crate::model::EventKind::Kernel {
+                first_kernel = first_kernel.min(e.ts);
+                continue;
+            }
             if e.kind() != crate::model::EventKind::GpuMemcpy || e.dur <= 0 {
                 continue;
             }
@@ -493,14 +494,17 @@ impl CopyMix {
                 m.device_count += 1;
             } else {
                 m.host_ns += e.dur;
-                if e.end() <= first_kernel {
-                    m.setup_ns += e.dur;
-                }
+                host.push((e.end(), e.dur));
                 if n.contains("Pageable") {
                     m.pageable_ns += e.dur;
                 }
             }
         }
+        m.setup_ns = host
+            .iter()
+            .filter(|&&(end, _)| end <= first_kernel)
+            .map(|&(_, dur)| dur)
+            .sum();
         m
     }
 }

@@ -135,7 +135,7 @@ pub(super) struct OpTexts {
 /// decode kernel is judged on its KV-cache traffic and tuned through the engine, never through
 /// SDPA's backend choice; a flash kernel is already the fast backend; the memory-efficient or
 /// math backend says flash was not eligible.
-fn attention_path_a(op: &str, kernel: &str, decode: bool) -> String {
+fn attention_path_a(head_dim: Option<i64>, op: &str, kernel: &str, decode: bool) -> String {
     let (o, k) = (op.to_ascii_lowercase(), kernel.to_ascii_lowercase());
     let has = |s: &str, words: &[&str]| words.iter().any(|w| s.contains(w));
     const ENGINES: [&str; 6] = [
@@ -194,7 +194,15 @@ fn attention_path_a(op: &str, kernel: &str, decode: bool) -> String {
             ],
         )
     {
-        return "Attention already runs a flash kernel. What is left is the shape (a head dim the kernel handles natively: 64, 128; sequences packed rather than padded) and a newer backend where the platform has one (FlashAttention-3 on Hopper, cuDNN attention via `torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)`, CK/aiter FMHA on MI300).".into();
+        // The head dim is advice only where it is not one the kernels are built for.
+        let head_dim = match head_dim {
+            Some(64 | 128) => String::new(),
+            Some(d) => {
+                format!("a head dim the kernel handles natively (64, 128; this one is {d}); ")
+            }
+            None => "a head dim the kernel handles natively: 64, 128; ".to_owned(),
+        };
+        return format!("Attention already runs a flash kernel. What is left is the shape ({head_dim}sequences packed rather than padded, where they are padded) and a newer backend where the platform has one (FlashAttention-3 on Hopper, cuDNN attention via `torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)`, CK/aiter FMHA on MI300).");
     }
     if has(&o, &["efficient_attention"])
         || has(&k, &["fmha_cutlass", "efficient_attention", "mem_eff"])
@@ -320,7 +328,7 @@ pub(super) fn op_texts(
                 path_a: if short_seq && !decode {
                     "Pack sequences (variable-length / nested-tensor attention) so each kernel sees longer sequences, or batch more requests together.".into()
                 } else {
-                    attention_path_a(&r.name, &main_kernel_of(r), decode)
+                    attention_path_a(r.param("d_h_qk"), &r.name, &main_kernel_of(r), decode)
                 },
                 path_b: format!("Generate a replay artifact of this attention shape for the kernel team (kernel {kernel})."),
                 pattern: short_seq,
@@ -400,9 +408,21 @@ const LARGE_GEMM_ROWS: i64 = 4096;
 /// few; a GEMM already thousands of rows tall is tuned through its kernel and precision.
 fn gemm_path_a(r: &OpRow) -> String {
     match r.param("M") {
-        Some(m) if m >= LARGE_GEMM_ROWS => format!(
-            "The GEMM is already large (M = {m}): more tokens per call will not raise its efficiency. Check the kernel the library picked for this shape (tile size, split-K, alignment of N and K to multiples of 64) with Path B, and whether lower precision (FP8) is acceptable."
-        ),
+        Some(m) if m >= LARGE_GEMM_ROWS => {
+            // Alignment is named only where N or K is off a multiple of 64.
+            let off = [("N", r.param("N")), ("K", r.param("K"))]
+                .iter()
+                .filter_map(|(l, d)| d.filter(|d| d % 64 != 0).map(|d| format!("{l} = {d}")))
+                .collect::<Vec<_>>();
+            let align = if off.is_empty() {
+                String::new()
+            } else {
+                format!(", alignment of {} to a multiple of 64", off.join(" and "))
+            };
+            format!(
+                "The GEMM is already large (M = {m}): more tokens per call will not raise its efficiency. Check the kernel the library picked for this shape (tile size, split-K{align}) with Path B, and whether lower precision (FP8) is acceptable."
+            )
+        }
         _ => "Check whether larger shapes are possible (batch more tokens per GEMM) and whether lower precision (FP8) is acceptable.".to_owned(),
     }
 }
@@ -1079,6 +1099,17 @@ mod tests {
             !large.contains("batch more tokens") && large.contains("M = 25089"),
             "{large}"
         );
+        // N and K already multiples of 64: alignment is not advice; an odd K is, by its value.
+        assert!(!large.contains("alignment"), "{large}");
+        let odd = OpRow {
+            perf_params: "{'M': 8192, 'N': 1024, 'K': 1000}".into(),
+            ..crate::standalone::ops::tests_support::row("aten::mm")
+        };
+        let a = gemm_path_a(&odd);
+        assert!(
+            a.contains("alignment of K = 1000 to a multiple of 64"),
+            "{a}"
+        );
     }
 
     #[test]
@@ -1094,7 +1125,7 @@ mod tests {
     /// memory-efficient and math backends say flash was not eligible.
     #[test]
     fn attention_advice_follows_the_kernel() {
-        let a = attention_path_a(
+        let a = attention_path_a(None,
             "aiter::paged_attention",
             "paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0>",
             false,
@@ -1106,7 +1137,7 @@ mod tests {
         assert!(a.contains("an FP8 KV cache"), "{a}");
         // trtllm-gen's context kernel on an FP8 cache: a prefill kernel already in FP8 is told
         // neither about decode batches nor about an FP8 KV cache.
-        let a = attention_path_a(
+        let a = attention_path_a(None,
             "vllm::unified_attention_with_output",
             "fmhaSm100aKernel_QkvE4m3OBfloat16HQk64HV64HVPerCtaPagedKvSlidingOrChunkedCausalP32VarSeqQ128Kv128PersistentContext",
             false,
@@ -1120,7 +1151,7 @@ mod tests {
             "{a}"
         );
         // A decode kernel reading an FP8 cache is not told to use one.
-        let a = attention_path_a(
+        let a = attention_path_a(None,
             "sglang::paged_attention",
             "paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>",
             false,
@@ -1133,13 +1164,19 @@ mod tests {
             ("flash_fwd_splitkv_kernel", false),
             ("flash_fwd_kernel", true),
         ] {
-            let a = attention_path_a("aten::_scaled_dot_product_flash_attention", kernel, decode);
+            let a = attention_path_a(
+                None,
+                "aten::_scaled_dot_product_flash_attention",
+                kernel,
+                decode,
+            );
             assert!(
                 a.starts_with("Decode-shaped attention") && !a.contains("not PyTorch"),
                 "{kernel}: {a}"
             );
         }
         let flash = attention_path_a(
+            None,
             "aten::_scaled_dot_product_flash_attention",
             "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4> >",
             false,
@@ -1148,13 +1185,22 @@ mod tests {
             flash.starts_with("Attention already runs a flash kernel"),
             "{flash}"
         );
+        // A head dim the kernels are built for is never advice; another one is, by its value.
+        let kernel =
+            "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4> >";
+        let op = "aten::_scaled_dot_product_flash_attention";
+        let native = attention_path_a(Some(64), op, kernel, false);
+        assert!(!native.contains("head dim"), "{native}");
+        let odd = attention_path_a(Some(96), op, kernel, false);
+        assert!(odd.contains("64, 128; this one is 96"), "{odd}");
         let eff = attention_path_a(
+            None,
             "aten::_scaled_dot_product_efficient_attention",
             "fmha_cutlassF_bf16_aligned_64x64_rf_sm80",
             false,
         );
         assert!(eff.contains("memory-efficient backend"), "{eff}");
-        let math = attention_path_a("aten::_scaled_dot_product_attention_math", "", false);
+        let math = attention_path_a(None, "aten::_scaled_dot_product_attention_math", "", false);
         assert!(math.contains("math path"), "{math}");
     }
 }

@@ -439,7 +439,12 @@ fn add_zero_grad(
     b.scope = Some(scope_of(None, 0, &scope_ops, false));
     // `set_to_none=True`: no GPU work inside the calls, none of their host time, and the
     // accumulation adds gone (all of them, or the share one per zeroed gradient is).
-    b.fix = std::iter::once(("remove", "module:Optimizer.zero_grad".to_owned()))
+    // By the ranges' exact names, whatever kind the profiler recorded them as (a
+    // `user_annotation`, or an `Operator` in 2021 traces, which `module:` would not select).
+    b.fix = z
+        .names
+        .iter()
+        .map(|n| ("remove", format!("op:{n}")))
         .chain(z.names.iter().map(|n| ("scale", format!("cpu:{n}=0"))))
         .collect();
     if let Some(a) = acc.filter(|_| adds > 0) {
@@ -549,7 +554,7 @@ fn add_recompute(
 pub(super) fn fusion_action(class: &str) -> &'static str {
     let c = class.to_ascii_lowercase();
     if c.contains("norm") {
-        "Fuse the norm: use a fused implementation (`torch.nn.RMSNorm` / `torch.nn.LayerNorm`, or the serving framework's fused add + norm kernel), or `torch.compile` the module."
+        "Fuse the norm: use a fused implementation (`torch.nn.LayerNorm`; `torch.nn.RMSNorm`, one fused kernel in eager mode from PyTorch 2.8 and composite before it; a serving framework's fused add + norm kernel; Liger-Kernel's RMSNorm), or `torch.compile` the module."
     } else if c.contains("rotary") || c.contains("rope") {
         "Fuse the rotary embedding: one fused RoPE kernel for Q and K (a Triton kernel such as Liger-Kernel's or flash-attn's `apply_rotary_emb`; a serving engine's own `rotary_embedding` op), ideally fused with the Q/K projection's epilogue so Q and K are written once, in the layout attention reads; or `torch.compile` the module."
     } else if ["mlp", "act", "gelu", "silu", "swiglu", "glu"]

@@ -46,49 +46,51 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
             }
         }
     }
-    // The fp32 convolution kernels' own time, over every kernel of the trace: a row's example
+    if ops.is_empty() {
+        return;
+    }
+    // One pass over the trace's kernels, each name judged once: whether any convolution runs a
+    // TF32 kernel (then TF32 is on, and cuDNN chose fp32 kernels for these shapes), and the time
+    // of the fp32 kernels the convolution rows name (cuDNN's weight gradient may run
+    // `volta_sgemm_*`, which alone would read as a GEMM), over every call: a row's example
     // instance stands for all its calls only roughly (AlexNet's convolutions share one row).
-    // Over every kernel of the trace (an op row lists one instance's), each name once.
-    let tf32_seen = {
+    let fp32_names: rustc_hash::FxHashSet<&str> = inp
+        .rows
+        .iter()
+        .filter(|r| r.category == SeedCategory::Convolution)
+        .flat_map(|r| r.kernel_names.iter())
+        .map(|(k, _)| k.as_str())
+        .filter(|k| conv_runs_fp32(k))
+        .collect();
+    let (tf32_seen, exact_ms) = {
         let t = inp.trace;
-        let mut seen = rustc_hash::FxHashSet::default();
-        t.events.iter().any(|e| {
-            e.kind() == crate::model::EventKind::Kernel && seen.insert(e.name) && {
-                let n = t.name(e).to_ascii_lowercase();
-                n.contains("tf32")
-                    && ["fprop", "dgrad", "wgrad", "conv"]
-                        .iter()
-                        .any(|w| n.contains(w))
-            }
-        })
-    };
-    // The kernels counted are the fp32 ones the convolution rows name (cuDNN's weight gradient
-    // may run `volta_sgemm_*`, which alone would read as a GEMM), summed over every call.
-    let exact_ms = {
-        let t = inp.trace;
-        let names: rustc_hash::FxHashSet<&str> = inp
-            .rows
-            .iter()
-            .filter(|r| r.category == SeedCategory::Convolution)
-            .flat_map(|r| r.kernel_names.iter())
-            .map(|(k, _)| k.as_str())
-            .filter(|k| conv_runs_fp32(k))
-            .collect();
-        let mut is: rustc_hash::FxHashMap<crate::model::strings::StrId, bool> = Default::default();
-        let ns: i64 = t
+        // Per distinct name: (a TF32 convolution kernel, an fp32 one the rows name).
+        let mut kind: rustc_hash::FxHashMap<crate::model::strings::StrId, (bool, bool)> =
+            Default::default();
+        let (mut tf32, mut ns) = (false, 0i64);
+        for e in t
             .events
             .iter()
             .filter(|e| e.kind() == crate::model::EventKind::Kernel)
-            .filter(|e| {
-                *is.entry(e.name)
-                    .or_insert_with(|| names.contains(t.name(e)))
-            })
-            .map(|e| e.dur)
-            .sum();
-        ns as f64 / 1e6
+        {
+            let (is_tf32, is_fp32) = *kind.entry(e.name).or_insert_with(|| {
+                let name = t.name(e);
+                let l = name.to_ascii_lowercase();
+                let tf32 = l.contains("tf32")
+                    && ["fprop", "dgrad", "wgrad", "conv"]
+                        .iter()
+                        .any(|w| l.contains(w));
+                (tf32, fp32_names.contains(name))
+            });
+            tf32 |= is_tf32;
+            if is_fp32 {
+                ns += e.dur;
+            }
+        }
+        (tf32, ns as f64 / 1e6)
     };
-    // Where every convolution runs fp32 (no TF32 kernel anywhere), the ops' whole time is; where
-    // some run TF32, only the fp32 kernels' time counts.
+    // Where no convolution runs TF32, every convolution kernel is fp32 and the ops' time stands;
+    // where some do, only the fp32 kernels' own time counts.
     let estimated: f64 = ops.iter().map(|(_, ms)| ms).sum();
     if tf32_seen && exact_ms > 0.0 && estimated > 0.0 {
         for (_, ms) in &mut ops {
@@ -96,7 +98,7 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         }
     }
     let total: f64 = ops.iter().map(|(_, ms)| ms).sum();
-    if ops.is_empty() || inp.share(total) < rules::MIN_SHARE_PCT {
+    if inp.share(total) < rules::MIN_SHARE_PCT {
         return;
     }
     let p = inp.platform;
@@ -146,11 +148,8 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         ops.len(),
         if ops.len() == 1 { " runs" } else { "s run" },
     );
-    // cuDNN runs fp32 convolutions in TF32 on GPUs that have it unless told not to: a full
-    // fp32 kernel there means `allow_tf32` was turned off.
-    // Decided over the trace: where any convolution runs a TF32 kernel, TF32 is on, and cuDNN
-    // picked fp32 kernels for these shapes (a first layer's 3 input channels, FFT or Winograd
-    // algorithms) for reasons of its own.
+    // cuDNN runs fp32 convolutions in TF32 on GPUs that have it unless told not to: only where
+    // no convolution of the trace runs a TF32 kernel does that say `allow_tf32` was turned off.
     let tf32_gpu = p.is_some_and(|p| p.tflops.contains_key("matrix_tf32"))
         && !p.is_some_and(|p| p.vendor.eq_ignore_ascii_case("amd"));
     let action = if tf32_gpu && tf32_seen {
@@ -184,11 +183,21 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         unfused_attention: false,
         subtracts: true,
     });
-    // Replayed at the middle speed-up: every fp32 convolution op's kernels 3× faster.
-    b.fix = ops
-        .iter()
-        .map(|(n, _)| ("scale", format!("op:{n}={:.6}", 1.0 / CONV_AMP_SPEEDUPS[1])))
-        .collect();
+    // Replayed at the middle speed-up, on what the finding counts: every fp32 convolution op's
+    // kernels 3× faster, or where some convolutions run TF32, only the fp32 kernels.
+    let factor = 1.0 / CONV_AMP_SPEEDUPS[1];
+    b.fix = if tf32_seen {
+        let mut names: Vec<&str> = fp32_names.iter().copied().collect();
+        names.sort_unstable();
+        names
+            .into_iter()
+            .map(|k| ("scale", format!("kernel:{k}={factor:.6}")))
+            .collect()
+    } else {
+        ops.iter()
+            .map(|(n, _)| ("scale", format!("op:{n}={factor:.6}")))
+            .collect()
+    };
     b.causes.push(Cause {
         key: "conv_fp32",
         title: format!("convolutions run in fp32 where {dtype} would use the matrix units"),
