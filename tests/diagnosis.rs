@@ -871,8 +871,10 @@ fn activations_recomputed_by_checkpointing_are_one_replayed_finding() {
         jarvis_engine::standalone::rules::impact_priority(r.saving_pct())
     );
     // Its all-reduces of 16.8 and 5.5 MB run at 1 % and 0 % of the 448 GB/s link and already
-    // overlap the backward pass for a quarter of their time: the advice leads with the slow
-    // rank, not with overlap the trace already has.
+    // overlap the backward pass for a quarter of their time; the 16.8 MB one starts right
+    // after the 5.5 MB one ends, when the ranks have just synchronized, and is just as slow:
+    // a rank still computing or the transport, which one rank's trace cannot tell apart; the
+    // advice says how to tell them apart, not overlap the trace already has.
     let comm = st
         .categories
         .iter()
@@ -881,7 +883,7 @@ fn activations_recomputed_by_checkpointing_are_one_replayed_finding() {
         .expect("exposed communication");
     assert!(
         comm.path_a.starts_with(
-            "The large collectives move data far below the link, and already overlap compute for 25% of their time"
+            "The large collectives move data far below the link even when they start right after the previous one, when the ranks have just synchronized (they already overlap compute for 25% of their time): either another rank is still computing or the transport is slow"
         ),
         "{}",
         comm.path_a

@@ -270,7 +270,7 @@ impl DiagnosticKind {
             MemorySizeMismatch => "Some frees release a different number of bytes than the allocation they pair with; the events table shows the freed size.",
             MemoryUnknownDevice => "Some memory records name no device type; they are left out of the memory view.",
             OutOfMemory => "The trace records allocations that failed ([OutOfMemory] events): the workload ran out of device memory.",
-            CriticalPathWithoutSyncEvents => "The trace has no cuda_sync records (PyTorch before 2.1, or a ROCm trace): the critical path cannot see what a device, stream or event synchronize waited for, nor one stream waiting for another, so a step bound by such a wait shows its CPU side instead (HTA's rule: no sync edge is guessed).",
+            CriticalPathWithoutSyncEvents => "The trace has no cuda_sync records (the profiler records them only when asked: `experimental_config=torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)`, PyTorch 2.1 and later): the critical path cannot see what a device, stream or event synchronize waited for, nor one stream waiting for another, so a step bound by such a wait shows its CPU side instead (HTA's rule: no sync edge is guessed).",
             CriticalPathInvalidGraph => "The dependency graph of some steps has a cycle or a sync edge within one stream (host events recorded out of order); as HTA does, no critical path is given for them.",
             EfficiencyAbovePeak => "Some ops ran faster than the platform's peak allows: either the platform's peaks or the op's FLOP/byte model do not fit them, so their efficiency is not a fact.",
         }

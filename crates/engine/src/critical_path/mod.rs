@@ -136,7 +136,8 @@ pub fn analyze(trace: &Trace, is_comm: &dyn Fn(&str) -> bool) -> Option<(Critica
             1,
             Some(
                 "no cuda_sync events: the critical path has no GPU → CPU or stream-to-stream \
-                 synchronisation edge (record with a PyTorch that writes them, PR 105187)"
+                 synchronisation edge (record them with `experimental_config=torch._C._profiler.\
+                 _ExperimentalConfig(enable_cuda_sync_events=True)`, PyTorch 2.1 and later)"
                     .to_owned(),
             ),
         ));

@@ -57,6 +57,11 @@ pub struct Platform {
     /// The matrix instruction granularity the tile rules assume, and its source.
     #[serde(default)]
     pub matrix_instruction: Option<(String, String)>,
+    /// Exponentials per second of the special function units, 10^12/s: what a fused attention
+    /// kernel's softmax runs on (`standalone::diagnosis` attention ceiling). Absent where no
+    /// source gives the rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exp_tops: Option<Sourced>,
 }
 
 #[derive(Deserialize)]

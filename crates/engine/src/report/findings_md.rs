@@ -34,7 +34,14 @@ pub fn projection_table(b: &Bottleneck) -> String {
     let (head, target): (&str, Box<dyn Fn(f64) -> String>) = match b.projection_kind {
         ProjectionKind::Efficiency => (
             "Target efficiency",
-            Box::new(|t| format!("{t:.0}% of peak")),
+            // The usual 40 / 60 / 80 %, or a shape's own ceiling (fused attention) to a tenth.
+            Box::new(|t| {
+                if t.fract() == 0.0 {
+                    format!("{t:.0}% of peak")
+                } else {
+                    format!("{t:.1}% of peak")
+                }
+            }),
         ),
         ProjectionKind::Speedup => ("Speed-up", Box::new(|t| format!("{t:.0}x"))),
         ProjectionKind::Saving => ("Scenario", Box::new(|_| "waste removed".to_owned())),

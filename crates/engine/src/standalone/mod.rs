@@ -332,6 +332,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         trace: src.trace,
         comm_all: &src.idle.communication,
         copies: findings::CopyMix::of(src.trace),
+        kernel_floor_us: findings::kernel_floor_us(src.trace),
     };
     let mut categories = findings::analyze_categories(&inputs, baseline.as_ref());
     let timeline = findings::timeline_findings(&inputs);

@@ -169,6 +169,10 @@ pub enum OwnModel {
     /// An Inductor pointwise kernel whose first full-size argument is its in-place buffer
     /// (`in_out_ptr0`): read and written, on top of every argument once.
     InductorInPlace,
+    /// A fused (flash / memory-efficient / CK / Triton) attention kernel over a prefill: its
+    /// FLOPs at the matrix peak. TraceLens models it too, by the larger of its FLOP and
+    /// byte times; the row keeps that model in `OpRow::tracelens` for TraceLens's agent.
+    FusedAttention,
 }
 
 impl OwnModel {
@@ -184,6 +188,9 @@ impl OwnModel {
             OwnModel::InductorInPlace => {
                 "Jarvis's Inductor model: every argument once, the first full-size one also written in place"
             }
+            OwnModel::FusedAttention => {
+                "Jarvis's fused-attention model: its FLOPs at the matrix peak, the scores kept on chip"
+            }
         }
     }
 
@@ -191,8 +198,16 @@ impl OwnModel {
     /// reads an Inductor kernel's source and counts the in-place buffer twice as well; softmax
     /// it leaves unmodelled.
     pub fn tracelens_models_it(self) -> bool {
-        matches!(self, OwnModel::InductorInPlace)
+        matches!(self, OwnModel::InductorInPlace | OwnModel::FusedAttention)
     }
+}
+
+/// TraceLens's roofline time and bound of a row whose model Jarvis replaced (`OwnModel::
+/// FusedAttention`): what TraceLens's agent report judges the op by.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TraceLensModel {
+    pub roofline_us: Option<f64>,
+    pub bound: Option<Bound>,
 }
 
 /// One `unified_perf_summary` row: an op name with one argument signature.
@@ -246,6 +261,9 @@ pub struct OpRow {
     pub module_path: String,
     /// A GPU-only trace's kernel-level row (`name` is a kernel family; no shapes).
     pub kernel_level: bool,
+    /// TraceLens's model where Jarvis's own replaced it (`None`: the row's is TraceLens's).
+    #[serde(skip)]
+    pub tracelens: Option<TraceLensModel>,
 }
 
 impl OpRow {
@@ -254,6 +272,23 @@ impl OpRow {
     pub fn efficiency_pct(&self) -> Option<f64> {
         let r = self.roofline_us?;
         (self.kernel_us > 0.0).then(|| r * self.count as f64 / self.kernel_us * 100.0)
+    }
+
+    /// The roofline efficiency and bound TraceLens's agent report judges the op by: TraceLens's
+    /// model, so an op only Jarvis models (softmax) is unmodelled there, and a fused attention
+    /// Jarvis judges by its FLOPs keeps TraceLens's larger-of-FLOPs-and-bytes model.
+    pub fn tracelens_view(&self) -> (Option<f64>, Option<Bound>) {
+        if let Some(t) = self.tracelens {
+            let eff = t
+                .roofline_us
+                .filter(|_| self.kernel_us > 0.0)
+                .map(|r| r * self.count as f64 / self.kernel_us * 100.0);
+            return (eff, t.bound);
+        }
+        if self.own_model.is_some_and(|m| !m.tracelens_models_it()) {
+            return (None, None);
+        }
+        (self.efficiency_pct(), self.bound)
     }
 
     /// The op's kernel time that is computation, µs: its kernel time less the share its
@@ -451,6 +486,7 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
                 kernel_launch: Vec::new(),
                 module_path: String::new(),
                 kernel_level,
+                tracelens: None,
             }
         })
         .collect()
@@ -491,6 +527,7 @@ pub(crate) mod tests_support {
             kernel_launch: Vec::new(),
             module_path: String::new(),
             kernel_level: false,
+            tracelens: None,
         }
     }
 }

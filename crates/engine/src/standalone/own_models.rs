@@ -18,11 +18,22 @@
 //!   kernel's `xnumel` elements is taken as that buffer, read and written. TraceLens's sheets keep
 //!   Jarvis's each-argument-once bytes (deviation D9).
 //!
-//! All are memory-bound by construction (a few FLOPs per element), so the roofline time is the
+//! These are memory-bound by construction (a few FLOPs per element), so the roofline time is the
 //! bytes at the platform's HBM bandwidth.
+//!
+//! - **Fused attention over a prefill** (an SDPA row whose kernels are flash, memory-efficient,
+//!   cuDNN, CK, aiter or Triton attention, more than a decode's queries per sequence): its FLOPs
+//!   at the matrix peak. TraceLens takes the larger of its FLOP time and the time to move Q, K, V
+//!   and O once, which at a few hundred tokens can be the bytes; but a fused kernel keeps its
+//!   scores on chip and is bound by its matrix products and softmax, never by those bytes (its
+//!   K/V tiles are re-read from L2 once per query tile). TraceLens's model stays on the row for
+//!   its agent report (`OpRow::tracelens`); the ceiling the shape allows is the diagnosis's
+//!   `attention_ceiling`.
 
 use super::diagnosis::elementwise::{shapes, MIB};
-use super::ops::{Bound, OpRow, OwnModel};
+use super::diagnosis::kernels::{attention_backend, paged_prefill, AttentionBackend};
+use super::diagnosis::DECODE_MAX_QUERIES;
+use super::ops::{Bound, OpRow, OwnModel, SeedCategory, TraceLensModel};
 use crate::perf::dtype::bytes_per_element;
 use crate::perf::platform::Platform;
 
@@ -82,10 +93,38 @@ fn inductor_in_place_bytes(r: &OpRow) -> Option<f64> {
         .map(|elem| once + xnumel as f64 * elem)
 }
 
-/// Fills a row's model where Jarvis has one: softmax rows TraceLens leaves unmodelled, and the
-/// bytes of Inductor pointwise kernels.
+/// A fused prefill attention row's roofline time at the matrix peak, µs: `None` for the math
+/// path, a decode (a few queries per sequence against the cache), no FLOPs or no peak.
+fn fused_attention_roofline(r: &OpRow, platform: Option<&Platform>) -> Option<f64> {
+    if !matches!(r.category, SeedCategory::SdpaFwd | SeedCategory::SdpaBwd) {
+        return None;
+    }
+    let backend = attention_backend(r.kernel_names.iter().map(|(n, _)| n.as_str()))?;
+    if backend == AttentionBackend::Unfused
+        || r.param("N_Q")? <= DECODE_MAX_QUERIES
+        || (backend == AttentionBackend::Paged && !paged_prefill(r))
+    {
+        return None;
+    }
+    let peak = platform?.peak_tflops(&r.compute_spec)?;
+    let flops = r.gflops.filter(|g| *g > 0.0)? * 1e9;
+    Some(flops / (peak * 1e12) * 1e6)
+}
+
+/// Fills a row's model where Jarvis has one: softmax rows TraceLens leaves unmodelled, the
+/// bytes of Inductor pointwise kernels, and fused attention by its FLOPs.
 pub fn apply(r: &mut OpRow, platform: Option<&Platform>) {
     if r.kernel_level {
+        return;
+    }
+    if let Some(roofline) = fused_attention_roofline(r, platform) {
+        r.tracelens = Some(TraceLensModel {
+            roofline_us: r.roofline_us,
+            bound: r.bound,
+        });
+        r.roofline_us = Some(roofline);
+        r.bound = Some(Bound::Compute);
+        r.own_model = Some(OwnModel::FusedAttention);
         return;
     }
     let own = if r.roofline_us.is_none() && r.data_mb.is_none() {
@@ -164,6 +203,62 @@ mod tests {
         apply(&mut b, None);
         assert!((b.data_mb.unwrap() * MIB - 8192.0 * 12.0).abs() < 1e-6);
         assert_eq!(b.own_model, Some(OwnModel::SoftmaxBackward));
+    }
+
+    /// Qwen1.5's prefill on H100: 10.25 GFLOP per call in 113.5 µs, TraceLens's bytes model
+    /// putting it at 19.3 % of HBM bandwidth; by its FLOPs at the 989 TFLOPS bf16 peak it is
+    /// 10.36 µs of roofline, 9.1 %, compute-bound, and TraceLens's model stays on the row for
+    /// its agent. A decode call (1 query per sequence) and the math path keep TraceLens's.
+    #[test]
+    fn fused_prefill_attention_is_judged_by_its_flops() {
+        let flash = |nq: i64, kernel: &str| {
+            let mut r = crate::standalone::ops::tests_support::row(
+                "aten::_scaled_dot_product_flash_attention",
+            );
+            r.category = SeedCategory::SdpaFwd;
+            r.perf_params = format!("{{'B': 16, 'N_Q': {nq}, 'N_KV': 559, 'H_Q': 16, 'H_KV': 16, 'd_h_qk': 64, 'causal': True}}");
+            r.compute_spec = "matrix_bf16".into();
+            r.gflops = Some(10.25);
+            r.count = 24;
+            r.kernel_us = 24.0 * 113.5;
+            r.roofline_us = Some(113.5 * 0.193);
+            r.bound = Some(Bound::Memory);
+            r.kernel_names = vec![(kernel.into(), 113.5)];
+            r
+        };
+        let h100 = crate::perf::platform::by_name("h100").expect("h100");
+        let fa2 = "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t> >";
+        let mut r = flash(559, fa2);
+        apply(&mut r, Some(&h100));
+        assert_eq!(r.own_model, Some(OwnModel::FusedAttention));
+        assert_eq!(r.bound, Some(Bound::Compute));
+        assert!((r.roofline_us.unwrap() - 10.25e9 / 989e12 * 1e6).abs() < 1e-9);
+        let eff = r.efficiency_pct().expect("efficiency");
+        assert!((eff - 9.13).abs() < 0.01, "{eff}");
+        let (tl_eff, tl_bound) = r.tracelens_view();
+        assert!((tl_eff.expect("TraceLens's") - 19.3).abs() < 1e-9);
+        assert_eq!(tl_bound, Some(Bound::Memory));
+        let mut decode = flash(1, fa2);
+        apply(&mut decode, Some(&h100));
+        assert_eq!(decode.own_model, None);
+        // vLLM's unified attention over 32 decode sequences records 32 "queries": its paged
+        // kernel is no prefill, and keeps TraceLens's model; a context kernel is one.
+        let mut paged = flash(32, "kernel_unified_attention_3d");
+        apply(&mut paged, Some(&h100));
+        assert_eq!(paged.own_model, None);
+        let mut context = flash(
+            559,
+            "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext",
+        );
+        apply(&mut context, Some(&h100));
+        assert_eq!(context.own_model, Some(OwnModel::FusedAttention));
+        let mut math = flash(559, "softmax_warp_forward");
+        math.kernel_names.push((
+            "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_nn".into(),
+            50.0,
+        ));
+        apply(&mut math, Some(&h100));
+        assert_eq!(math.own_model, None);
     }
 
     /// `triton_poi_fused__unsafe_view_mul_silu_2(x[8, 4096, 8192], y[32768, 8192], xnumel)` of

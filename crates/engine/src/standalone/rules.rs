@@ -169,11 +169,22 @@ pub fn efficiency_projection(
     roofline_ms: f64,
     denominator_ms: f64,
 ) -> Vec<Projection> {
+    projection_at(time_ms, roofline_ms, denominator_ms, &TARGET_EFFICIENCIES)
+}
+
+/// [`efficiency_projection`] at the given targets (% of peak): an op whose shape caps it below
+/// the usual targets (fused attention's ceiling) is projected to what it can reach.
+pub fn projection_at(
+    time_ms: f64,
+    roofline_ms: f64,
+    denominator_ms: f64,
+    targets: &[f64],
+) -> Vec<Projection> {
     if time_ms <= 0.0 || roofline_ms <= 0.0 || denominator_ms <= 0.0 {
         return Vec::new();
     }
     let current = roofline_ms / time_ms * 100.0;
-    TARGET_EFFICIENCIES
+    targets
         .iter()
         .filter(|&&t| t > current)
         .map(|&t| {

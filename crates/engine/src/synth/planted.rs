@@ -139,6 +139,29 @@ fn flash(h: i64, s: i64, d: i64, eff: f64) -> PlantedOp {
     )
 }
 
+/// `aten::_scaled_dot_product_flash_attention` of bf16 `[b, h, s, d]` on an H100 in
+/// PyTorch's FlashAttention-2 kernel (its traits name the 128 × 128 tile at head dims up to 64,
+/// 128 × 64 above), at `eff` of the 989 TFLOPS bf16 peak (4·b·h·s²·d FLOPs, halved when causal).
+fn h100_fa2(b: i64, h: i64, s: i64, d: i64, causal: bool, eff: f64) -> PlantedCaseOps {
+    let q = format!("[{b}, {h}, {s}, {d}]");
+    let bn = if d <= 64 { 128 } else { 64 };
+    let kernel = format!("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<{d}, 128, {bn}, 4, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<{d}, 128, {bn}, 4, cutlass::bfloat16_t> >, false, {causal}, false, false, false, true, false, false>(pytorch_flash::Flash_fwd_params)");
+    let flops = 4.0 * (b * h * s * s * d) as f64 * if causal { 0.5 } else { 1.0 };
+    vec![op(
+        "aten::_scaled_dot_product_flash_attention",
+        &format!("[{q}, {q}, {q}, [], [], [], []]"),
+        &format!("[{BF16}, {BF16}, {BF16}, \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"]"),
+        &format!(
+            "[\"\", \"\", \"\", \"0.\", \"{}\", \"False\", \"0.125\"]",
+            if causal { "True" } else { "False" }
+        ),
+        &[(kernel.as_str(), at(flops, 989.0, eff))],
+        10,
+    )]
+}
+
+type PlantedCaseOps = Vec<PlantedOp>;
+
 /// `aten::convolution` of bf16 `x` and `w` with Concrete Inputs as given.
 fn conv(dims: &str, concrete: &str, kernel: &str, ns: Nanos) -> PlantedOp {
     let types = format!("[{BF16}, {BF16}, \"\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\", \"ScalarList\", \"Scalar\"]");
@@ -320,6 +343,14 @@ pub fn cases() -> Vec<PlantedCase> {
             vec![conv("[[64, 3, 224, 224], [64, 3, 7, 7]]", "[\"\", \"\", \"\", \"(2,2)\", \"(3,3)\", \"(1,1)\", \"False\", \"(0,0)\", \"1\"]", igemm, stem_ns)],
             Some("conv_few_input_channels"),
             &["C_in = 3", "62.5%"],
+        ),
+        // A ViT patch embedding: 16 × 16 patches at stride 16 over RGB, the same 3 channels,
+        // no overlap: one GEMM with K = 768, never told its channels are padded.
+        case_of(
+            "conv_patch_embedding",
+            vec![conv("[[4, 3, 224, 224], [768, 3, 16, 16], [768], [], [], [], [], [], []]", "[\"\", \"\", \"\", \"[16, 16]\", \"[0, 0]\", \"[1, 1]\", \"False\", \"[0, 0]\", \"1\"]", igemm, stem_ns)],
+            Some("conv_patch_embedding"),
+            &["K = 3·256 = 768"],
         ),
         case_of(
             "conv_depthwise",
@@ -555,6 +586,32 @@ pub fn cases() -> Vec<PlantedCase> {
             None,
             &[],
         ),
+        // Qwen1.5's prefill shape on H100 in FA2 at 9.1% of the bf16 peak: 16 × 16 heads × 559
+        // causal tokens at head dim 64, 15 of 25 128 × 128 tiles computed per head (63.6% of
+        // their work needed), 3 key tiles per query tile (60% of the time in the loop), the
+        // softmax's exponentials as long as the matrix products at d 64: a ceiling of 38.1% of
+        // the peak, the kernel at 9.1%.
+        PlantedCase {
+            device: H100,
+            ..case_of(
+                "attention_ceiling_short_causal",
+                h100_fa2(16, 16, 559, 64, true, 0.091),
+                Some("attention_ceiling"),
+                &["15 per sequence and head", "63.6%", "ceiling of 38.1%", "previous generation"],
+            )
+        },
+        // Long non-causal sequences at head dim 128 in FA2 at 45% of the peak: whole tiles, 64
+        // key tiles per query tile, the softmax half the matrix time: a ceiling of 97%, nothing
+        // the roofline gap does not already say.
+        PlantedCase {
+            device: H100,
+            ..case_of(
+                "attention_fa2_near_ceiling",
+                h100_fa2(4, 16, 4096, 128, false, 0.45),
+                None,
+                &[],
+            )
+        },
         // A late 7×7 convolution (batch 8, 512 → 512 channels, 3×3): cuDNN's 256×64-tile
         // kernel records grid [16, 3, 1] = 48 CTAs for 132 SMs (64% idle). The assumed 128×128
         // tile would have said 16; the finding quotes the launch as recorded.

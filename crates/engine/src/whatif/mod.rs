@@ -210,7 +210,12 @@ pub fn apply(
     // Which call launched what: only op and module selections need it.
     let launched = changes
         .iter()
-        .any(|c| matches!(c.selector, Selector::Op(_) | Selector::Module(_)))
+        .any(|c| {
+            matches!(
+                c.selector,
+                Selector::Op(_) | Selector::Module(_) | Selector::Own(_)
+            )
+        })
         .then(|| Launched::of(sim));
     let mut off = sim.offsets.clone();
     let mut touched = Vec::new();

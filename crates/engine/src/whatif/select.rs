@@ -15,6 +15,10 @@ pub enum Selector {
     /// Python functions and annotations whose name contains this text (an `nn.Module`, a
     /// `record_function` range): the GPU work they launch.
     Module(String),
+    /// As `Module`, but only the GPU work the frame launches through its own ops: what runs
+    /// inside a child `nn.Module` frame is left out (a module's elementwise chain fused
+    /// without its child Linear and attention modules).
+    Own(String),
     /// Kernels, copies and fills whose name contains this text (any case).
     Kernel(String),
     /// Kernels whose category (from the kernel's name, docs/analysis.md "Kernel-level
@@ -38,7 +42,7 @@ impl Selector {
         }
         let Some((kind, value)) = text.split_once(':') else {
             return Err(format!(
-                "selection `{text}`: expected kind:value (op, module, kernel, category, stream, cpu, call) or all"
+                "selection `{text}`: expected kind:value (op, module, own, kernel, category, stream, cpu, call) or all"
             ));
         };
         if value.is_empty() {
@@ -48,6 +52,7 @@ impl Selector {
         Ok(match kind {
             "op" => Selector::Op(v),
             "module" => Selector::Module(v),
+            "own" => Selector::Own(v),
             "kernel" => Selector::Kernel(v),
             "category" => Selector::Category(v),
             "stream" => Selector::Stream(
@@ -59,7 +64,7 @@ impl Selector {
             "call" => Selector::Call(v),
             _ => {
                 return Err(format!(
-                    "selection `{text}`: unknown kind `{kind}` (op, module, kernel, category, stream, cpu, call)"
+                    "selection `{text}`: unknown kind `{kind}` (op, module, own, kernel, category, stream, cpu, call)"
                 ))
             }
         })
@@ -122,18 +127,37 @@ fn host_spans(trace: &Trace, sim: &Simulation, keep: &dyn Fn(&str, EventKind) ->
     out
 }
 
-/// The GPU work launched inside a host event (by its own thread's calls), in launch order.
-fn gpu_inside(sim: &Simulation, launched: &Launched, host: u32) -> Vec<u32> {
+/// The GPU work launched inside a host event (by its own thread's calls), in launch order;
+/// with `own_only`, not what runs inside a child `nn.Module` frame.
+fn gpu_inside(
+    trace: &Trace,
+    sim: &Simulation,
+    launched: &Launched,
+    host: u32,
+    own_only: bool,
+) -> Vec<u32> {
     let Some((s, e)) = sim.points_of(host) else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for p in s..=e {
+    let mut p = s;
+    while p <= e {
         let ev = sim.event[p as usize];
-        let is_start = sim.points_of(ev).is_some_and(|x| x.0 == p);
-        if let (true, Some(g)) = (is_start, launched.0.get(&ev)) {
-            out.extend_from_slice(g);
+        let span = sim.points_of(ev).filter(|x| x.0 == p);
+        if let Some((_, end)) = span {
+            let child = own_only && ev != host && {
+                let x = &trace.events[ev as usize];
+                x.kind() == EventKind::PythonFunction && trace.name(x).starts_with("nn.Module: ")
+            };
+            if child {
+                p = end + 1;
+                continue;
+            }
+            if let Some(g) = launched.0.get(&ev) {
+                out.extend_from_slice(g);
+            }
         }
+        p += 1;
     }
     out
 }
@@ -162,10 +186,13 @@ pub fn gpu_groups(
 ) -> Vec<Vec<u32>> {
     let singles = |v: Vec<u32>| v.into_iter().map(|g| vec![g]).collect();
     match sel {
-        Selector::Op(_) | Selector::Module(_) => match launched {
+        Selector::Op(_) | Selector::Module(_) | Selector::Own(_) => match launched {
             Some(l) => host_events(trace, sim, sel)
                 .into_iter()
-                .map(|h| gpu_inside(sim, l, h))
+                .map(|h| {
+                    let own = matches!(sel, Selector::Own(_));
+                    gpu_inside(trace, sim, l, h, own)
+                })
                 .filter(|g| !g.is_empty())
                 .collect(),
             None => Vec::new(),
@@ -206,7 +233,7 @@ pub fn host_events(trace: &Trace, sim: &Simulation, sel: &Selector) -> Vec<u32> 
         Selector::Call(name) => host_spans(trace, sim, &|n, k| {
             matches!(k, EventKind::CudaRuntime | EventKind::CudaDriver) && n == name
         }),
-        Selector::Module(text) => host_spans(trace, sim, &|n, k| {
+        Selector::Module(text) | Selector::Own(text) => host_spans(trace, sim, &|n, k| {
             matches!(k, EventKind::PythonFunction | EventKind::UserAnnotation)
                 && n.contains(text.as_str())
         }),

@@ -479,9 +479,7 @@ pub fn render(i: &Inputs<'_>) -> String {
                     .join(" > ")
             };
             let kernel = short(&crate::standalone::findings::main_kernel_of(r), 75);
-            let bound = r
-                .bound
-                .filter(|_| r.own_model.is_none_or(|m| m.tracelens_models_it()));
+            let bound = r.tracelens_view().1;
             let peak = match (bound, &st.platform) {
                 (Some(crate::standalone::ops::Bound::Memory), Some(pl)) => {
                     format!(" of {} TB/s", pl.hbm_tbps.0)

@@ -193,9 +193,7 @@ fn estimate(i: usize, r: &OpRow, baseline_ms: f64, floor: f64) -> Option<Estimat
     let pct = time_ms / baseline_ms * 100.0;
     // TraceLens's agent knows only TraceLens's models: an op Jarvis models on its own
     // (`standalone::own_models`) is unmodelled here, as in the agent.
-    let eff = r
-        .efficiency_pct()
-        .filter(|_| r.own_model.is_none_or(|m| m.tracelens_models_it()));
+    let (eff, tl_bound) = r.tracelens_view();
     let base = |low: f64,
                 mid: f64,
                 high: f64,
@@ -222,7 +220,7 @@ fn estimate(i: usize, r: &OpRow, baseline_ms: f64, floor: f64) -> Option<Estimat
             if high < floor {
                 return None;
             }
-            let bound = r.bound.map(|b| match b {
+            let bound = tl_bound.map(|b| match b {
                 Bound::Compute => "compute",
                 Bound::Memory => "memory",
             });

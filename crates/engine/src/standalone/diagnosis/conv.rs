@@ -128,7 +128,28 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     }
     let bpe = spec_bytes(&shape.compute_spec).unwrap_or(2) as i64;
     let need = (16 / bpe).max(1);
-    if cin <= FEW_CHANNELS && groups == 1 {
+    // A patch embedding (stride = kernel, no padding or dilation, as ViTs' 16×16 stem): the
+    // patches do not overlap, so the convolution is exactly a GEMM over K = C_in·kh·kw, aligned
+    // here however few the channels: no channel padding is implied.
+    let patchify = !transposed
+        && ksize > 1
+        && stride == kernel
+        && padding.iter().all(|&p| p == 0)
+        && dilation.iter().all(|&d| d <= 1);
+    if patchify && cin <= FEW_CHANNELS && groups == 1 && (cin * ksize) % need == 0 {
+        out.push(Cause {
+            key: "conv_patch_embedding",
+            title: format!("patch embedding: {ks} patches over {cin} channels"),
+            evidence: format!(
+                "stride {ks} equals the kernel and nothing is padded: the patches do not overlap, so the convolution is one GEMM with K = {cin}·{ksize} = {} (aligned), not a stem whose few channels the kernel pads.{gemm_text}",
+                cin * ksize
+            ),
+            action: "Where the convolution kernel is slow for this shape, run it as the GEMM it is: reshape the image into patches (`x.unfold` or a view/permute) and call `F.linear` with the weight flattened to (C_out, K).".into(),
+            waste: None,
+            confidence: Confidence::High,
+            bounds_all: false,
+        });
+    } else if cin <= FEW_CHANNELS && groups == 1 {
         let padded = need.max(4);
         out.push(Cause {
             key: "conv_few_input_channels",
@@ -227,7 +248,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             key: "conv_layout_transposes",
             title: format!("layout transposes take {} of the convolution", pct(layout / total)),
             evidence: format!("{} of this convolution's {:.1} µs of kernels are layout conversions ({}): the tensors are NCHW and the fast kernels are NHWC.", pct(layout / total), total, names.join(", ")),
-            action: "Convert the model and its inputs to channels_last (`model.to(memory_format=torch.channels_last)`) so no transposes run around each convolution.".into(),
+            action: format!("Convert the model and its inputs to channels_last (`model.to(memory_format=torch.channels_last)`) so no transposes run around each convolution.{}", rocm_nhwc_note(ctx.platform)),
             waste: Some(layout / total),
             confidence: Confidence::High,
             bounds_all: false,

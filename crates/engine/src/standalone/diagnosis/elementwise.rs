@@ -148,11 +148,15 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                     "it converts dtypes ({}), reading one width and writing another",
                     types.join(" → ")
                 )
+            } else if let Some(rows) = row_per_workgroup(shape, &dims) {
+                rows
             } else {
                 "no layout reason is visible in the recorded shapes and strides".to_owned()
             };
             let key = if !strided.is_empty() {
                 "elementwise_non_contiguous"
+            } else if why.starts_with("the kernel runs one workgroup") {
+                "elementwise_row_per_workgroup"
             } else if broadcast {
                 "elementwise_broadcast"
             } else if convert {
@@ -168,6 +172,8 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                     "Make the input contiguous where it is produced (avoid a transpose/permute right before), or fuse the layout change into the producer.".into()
                 } else if convert {
                     "Keep tensors in one dtype across the region (autocast boundaries), or fuse the cast into its producer or consumer.".into()
+                } else if why.starts_with("the kernel runs one workgroup") {
+                    "Give each workgroup more of the row, or several rows (a kernel variant for short rows: one warp or wavefront per row, vectorized loads); where the library has such a variant or a fused neighbour (a norm with its residual add, a QK-norm fused with RoPE), use it; replay it for the kernel team.".into()
                 } else {
                     "Fuse it with its neighbours (`torch.compile`) so the data crosses memory once; if it stays slow, replay it for the kernel team.".into()
                 },
@@ -178,6 +184,40 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         }
     }
     out
+}
+
+/// Elements each thread of a one-row-per-workgroup kernel must handle, at least, to keep
+/// enough loads in flight (a 16-byte vector of bf16 is 8).
+const ROW_ELEMENTS_PER_THREAD: u64 = 8;
+
+/// "one workgroup of 512 threads per row of 128 elements …": where the main kernel's recorded
+/// grid is one workgroup per row of the first input (rows = elements / last dimension) and each
+/// thread has under [`ROW_ELEMENTS_PER_THREAD`] elements of its row, the launch explains the
+/// bandwidth: short rows on wide workgroups leave most threads idle or each with too little
+/// work to hide memory latency (Qwen3's per-head QK-norm: 491,520 rows of 128 on a 512-thread
+/// kernel). `None` where the trace records no launch or the grid is not one per row.
+fn row_per_workgroup(shape: &OpRow, dims: &[Vec<i64>]) -> Option<String> {
+    let d = dims.first().filter(|d| d.len() >= 2)?;
+    let row = *d.last()? as u64;
+    let rows: u64 = d[..d.len() - 1].iter().map(|&x| x.max(0) as u64).product();
+    let (name, launch) = shape
+        .kernel_names
+        .iter()
+        .zip(&shape.kernel_launch)
+        .filter_map(|((n, us), l)| l.map(|l| (n, us, l)))
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(n, _, l)| (n, l))?;
+    let workgroups = super::recorded_workgroups(name, &launch);
+    let threads = launch.block_size();
+    if rows == 0 || row == 0 || workgroups != rows || threads * ROW_ELEMENTS_PER_THREAD <= row {
+        return None;
+    }
+    Some(format!(
+        "the kernel runs one workgroup of {threads} threads per row (grid {} for {rows} rows of {row} elements): {:.2} elements per thread, too little work for each to keep its loads in flight{}",
+        workgroups,
+        row as f64 / threads as f64,
+        if threads > row { ", and most threads of each workgroup have no element at all" } else { "" }
+    ))
 }
 
 /// A runtime copy between host and device (`Memcpy HtoD (Pageable -> Device)`, `hipMemcpyDtoH`).
@@ -209,6 +249,30 @@ pub fn achieved_tb_s(r: &OpRow) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One 512-thread workgroup per 128-element row (491,520 rows): a quarter of an element
+    /// per thread; the same rows on 16-thread workgroups (8 each) are not named, nor a grid
+    /// that is not one per row.
+    #[test]
+    fn short_rows_on_wide_workgroups_are_the_reason() {
+        let norm = |grid: u32, block: u32| {
+            let mut r = crate::standalone::ops::tests_support::row("aiter::rmsnorm");
+            r.kernel_names = vec![("add_rmsnorm_quant_kernel".into(), 300.0)];
+            r.kernel_launch = vec![Some(crate::model::LaunchDims {
+                grid: [grid, 1, 1],
+                block: [block, 1, 1],
+            })];
+            r
+        };
+        let dims = vec![vec![491_520, 128], vec![128]];
+        let why = row_per_workgroup(&norm(491_520, 512), &dims).expect("one row each");
+        assert!(
+            why.contains("512 threads per row") && why.contains("0.25 elements per thread"),
+            "{why}"
+        );
+        assert_eq!(row_per_workgroup(&norm(491_520, 16), &dims), None);
+        assert_eq!(row_per_workgroup(&norm(1920, 512), &dims), None);
+    }
 
     #[test]
     fn host_device_copies() {

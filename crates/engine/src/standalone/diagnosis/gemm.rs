@@ -274,9 +274,13 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                         key: "gemm_few_tiles",
                         title: format!("too few output tiles: {wgs} workgroups for {units} {unit}s"),
                         evidence: format!(
-                            "{launch_text}; {idle} of {units} {unit}s ({}) have nothing to do ({source}); the kernel is {} of the op's time.",
+                            "{launch_text}; {idle} of {units} {unit}s ({}) have nothing to do ({source}); the kernel is {} of {}'s time.",
                             pct(idle_share),
-                            pct(k_share)
+                            pct(k_share),
+                            match (dims.0, dims.1, dims.2) {
+                                (Some(m), Some(n), Some(k)) if r.count != shape.count => format!("the M={m} N={n} K={k} signature"),
+                                _ => "the op".to_owned(),
+                            }
                         ),
                         action,
                         waste: Some(idle_share * k_share),
@@ -394,10 +398,11 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             // concatenation is offered only for the independent ones, and not where the
             // module path says the projections are already one (`QKVParallelLinear`,
             // `gate_up_proj`, GPT-2's `c_attn`).
-            action: if already_merged(&r.module_path) {
-                "These projections are already merged into one GEMM (the module path names a fused q/k/v or gate/up projection): the remaining lever is fewer launches: capture the step in a CUDA/HIP graph, or more tokens per call.".into()
-            } else {
-                "Where these GEMMs share their input (the q/k/v or gate/up projections of one layer), fuse them into one GEMM along N; dependent ones (one layer's output feeding the next) only gain from fewer launches: capture the step in a CUDA/HIP graph.".into()
+            action: match (already_merged(&r.module_path), graph_replayed(r)) {
+                (true, true) => "These projections are already merged into one GEMM (the module path names a fused q/k/v or gate/up projection) and already replayed by a graph: the remaining lever is more tokens per call.".into(),
+                (true, false) => "These projections are already merged into one GEMM (the module path names a fused q/k/v or gate/up projection): the remaining lever is fewer launches: capture the step in a CUDA/HIP graph, or more tokens per call.".into(),
+                (false, true) => "Where these GEMMs share their input (the q/k/v or gate/up projections of one layer), fuse them into one GEMM along N; they are already replayed by a graph, so launches are not what remains: more tokens per call is.".into(),
+                (false, false) => "Where these GEMMs share their input (the q/k/v or gate/up projections of one layer), fuse them into one GEMM along N; dependent ones (one layer's output feeding the next) only gain from fewer launches: capture the step in a CUDA/HIP graph.".into(),
             },
             waste: None,
             confidence: Confidence::Medium,
@@ -405,6 +410,24 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         });
     }
     out
+}
+
+/// The alignment cause of one signature of a GEMM group (`M=141 N=30522 K=512: misaligned
+/// dimensions (N = 30522)`), where its own kernel and sizes give one: a group's causes are read
+/// from its longest signature, and a smaller one can run the narrow-load path alone (BERT's
+/// vocabulary projection beside its hidden-size GEMMs).
+pub fn signature_alignment(shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
+    let (m, n, k) = (shape.param("M")?, shape.param("N")?, shape.param("K")?);
+    let mut c = alignment(shape, (m, n, k), main_gemm(shape).as_ref(), ctx)?;
+    c.title = format!("M={m} N={n} K={k}: {}", c.title);
+    Some(c)
+}
+
+/// Whether the op's kernels are replayed by a graph: a synthetic op under `cudaGraphLaunch` /
+/// `hipGraphLaunch` (its capture not merged), whose launches a graph already removed.
+fn graph_replayed(r: &OpRow) -> bool {
+    crate::standalone::ops::synthetic_parts(&r.name)
+        .is_some_and(|(launcher, _)| launcher.to_ascii_lowercase().contains("graph"))
 }
 
 /// The smallest dimension a misalignment finding pads (docs/analysis.md).
@@ -556,7 +579,15 @@ fn below_ridge(r: &OpRow, m: i64, n: i64, k: i64, ctx: &Context<'_>) -> Option<C
             evidence: format!(
                 "{phrase}, yet it moves only {eff:.0}% of the memory bandwidth its roofline allows, in {mean_us:.1} µs per call: bytes do not limit it. A GEMM this small ({m}×{n}×{k}) finishes before the GPU is full or its pipeline has ramped up (too few tiles, latency)."
             ),
-            action: "Give each call more work: batch more rows (tokens, images), merge GEMMs that share their input (Q/K/V, gate/up) into one, and capture the step in a CUDA/HIP graph; tuning the kernel's tile gains little at this size.".into(),
+            action: format!(
+                "Give each call more work: batch more rows (tokens, images){}; tuning the kernel's tile gains little at this size.",
+                match (already_merged(&r.module_path), graph_replayed(r)) {
+                    (true, true) => " (the projections are already merged and graph-replayed)",
+                    (true, false) => ", and capture the step in a CUDA/HIP graph",
+                    (false, true) => ", merge GEMMs that share their input (Q/K/V, gate/up) into one (launches are already graph-replayed)",
+                    (false, false) => ", merge GEMMs that share their input (Q/K/V, gate/up) into one, and capture the step in a CUDA/HIP graph",
+                }
+            ),
             waste: None,
             confidence: Confidence::Medium,
             bounds_all: false,
@@ -737,6 +768,7 @@ mod tests {
 
     fn no_platform() -> Context<'static> {
         Context {
+            kernel_floor_us: None,
             platform: None,
             baseline_tb_s: None,
             compute_us: None,

@@ -297,6 +297,16 @@ impl AttentionBackend {
     }
 }
 
+/// A serving engine's paged attention is a prefill only where its kernel says so (`Context`,
+/// `prefill`): its op's "queries" are the batch's tokens (vLLM's unified attention over 32
+/// decode sequences records `N_Q = 32`), so a decode batch is not told it is math-bound.
+pub fn paged_prefill(r: &crate::standalone::ops::OpRow) -> bool {
+    r.kernel_names.iter().any(|(n, _)| {
+        let l = n.to_ascii_lowercase();
+        l.contains("context") || l.contains("prefill")
+    })
+}
+
 /// The attention backend of an op from its kernels' names.
 pub fn attention_backend<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<AttentionBackend> {
     let mut gemm = false;

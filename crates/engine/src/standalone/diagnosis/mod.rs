@@ -5,13 +5,14 @@
 //! docs/analysis.md ("Diagnosis").
 
 mod attention;
+pub mod attention_ceiling;
 pub use attention::short_unbatched;
 mod batchnorm;
 pub use attention::DECODE_MAX_QUERIES;
 mod conv;
 pub mod elementwise;
 mod gemm;
-pub use gemm::{recorded_workgroups, tiling, GemmTiling};
+pub use gemm::{recorded_workgroups, signature_alignment, tiling, GemmTiling};
 pub mod kernels;
 mod moe;
 mod softmax;
@@ -72,6 +73,18 @@ pub struct Context<'a> {
     pub baseline_tb_s: Option<f64>,
     /// The trace's computation time, µs: what "a material share of compute" is judged against.
     pub compute_us: Option<f64>,
+    /// The trace's shortest kernel time, µs (`findings::kernel_floor_us`): no call gets below
+    /// it, so no cause saves more than the op's time above it.
+    pub kernel_floor_us: Option<f64>,
+}
+
+/// The share of an op's kernel time a change can save at most: what lies above the trace's
+/// kernel floor for each call (1 without a floor).
+pub fn above_floor(count: u64, kernel_us: f64, floor_us: Option<f64>) -> f64 {
+    match floor_us {
+        Some(f) if kernel_us > 0.0 => (1.0 - count as f64 * f / kernel_us).clamp(0.0, 1.0),
+        _ => 1.0,
+    }
 }
 
 /// The causes of one op group's gap (`r` is the group's merged row; `shape` its largest
@@ -79,7 +92,11 @@ pub struct Context<'a> {
 pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = match r.category {
         SeedCategory::Gemm => gemm::causes(r, shape, ctx),
-        SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => attention::causes(shape, ctx),
+        SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => {
+            let mut own = attention::causes(shape, ctx);
+            own.extend(attention_ceiling::cause(shape, r.efficiency_pct(), ctx));
+            own
+        }
         SeedCategory::Convolution => conv::causes(shape, ctx),
         SeedCategory::MoeFused => moe::causes(shape, ctx),
         SeedCategory::Batchnorm => {
@@ -109,11 +126,13 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         }
         SeedCategory::Communication => Vec::new(),
     };
-    let gap = gap(r.efficiency_pct());
+    let room = above_floor(r.count, r.kernel_us, ctx.kernel_floor_us);
+    let gap = gap(r.efficiency_pct()).map(|g| g.min(room));
     for c in &mut out {
         // The TF32 / BF16 lever moves the roofline itself: its saving is not bounded by the gap
         // to the fp32 one.
         if c.key == "gemm_fp32" {
+            c.waste = c.waste.map(|w| w.min(room));
             continue;
         }
         if let (Some(w), Some(g)) = (c.waste, gap) {
@@ -157,6 +176,18 @@ pub fn gap(efficiency_pct: Option<f64>) -> Option<f64> {
 /// What a tuned kernel reaches of its roofline, %: the band an efficiency is called excellent
 /// from (`rules::EXCELLENT_PCT`).
 pub const REACHABLE_PCT: f64 = super::rules::EXCELLENT_PCT;
+
+/// What channels_last advice adds on ROCm: PyTorch's MIOpen paths take NHWC only when asked
+/// (`PYTORCH_MIOPEN_SUGGEST_NHWC`, and `…_BATCHNORM` for BatchNorm) in the releases that gate
+/// it; without it the conversion can add copies instead of removing transposes. Empty
+/// elsewhere.
+pub fn rocm_nhwc_note(p: Option<&Platform>) -> &'static str {
+    if p.is_some_and(|p| p.vendor == "AMD") {
+        " On ROCm also set `PYTORCH_MIOPEN_SUGGEST_NHWC=1` (and `PYTORCH_MIOPEN_SUGGEST_NHWC_BATCHNORM=1`) where the PyTorch release gates MIOpen's NHWC path on them: without them the conversion can add copies rather than remove transposes."
+    } else {
+        ""
+    }
+}
 
 /// ⌈a / b⌉ for positive integers.
 pub(super) fn ceil_div(a: u64, b: u64) -> u64 {

@@ -99,6 +99,10 @@ pub struct Bottleneck {
     /// states one beyond its op's GPU time; `whatif::impacts` replays them.
     #[serde(skip)]
     pub fix: Vec<(&'static str, String)>,
+    /// The share of its time an op finding can save at most: its calls' time above the trace's
+    /// kernel floor (`diagnosis::above_floor`; 1 for other findings).
+    #[serde(skip)]
+    pub above_floor: f64,
 }
 
 /// How an impact range was estimated (docs/analysis.md, "Impact ranges").
@@ -345,7 +349,9 @@ impl Impact {
                 0.0
             }
         };
-        let gap = super::diagnosis::gap(b.efficiency_pct);
+        // Never more than the calls' time above the trace's kernel floor.
+        let room = b.above_floor.clamp(0.0, 1.0);
+        let gap = super::diagnosis::gap(b.efficiency_pct).map(|g| g.min(room));
         let first = b.causes.first().map(|c| c.confidence);
         let wastes = b.causes.iter().filter_map(|c| c.waste);
         // Causes are ordered with shape bounds first, so the largest estimate is not the first.
@@ -364,7 +370,7 @@ impl Impact {
             let high = wastes
                 .sum::<f64>()
                 .min(gap.unwrap_or(1.0).max(lever))
-                .min(1.0);
+                .min(room);
             let low = largest.min(high);
             return Impact {
                 low_pct: of_trace(low * b.time_ms),
@@ -453,6 +459,34 @@ pub struct Inputs<'a> {
     pub comm_all: &'a crate::analysis::comm_kernels::AllCommunication,
     /// The GPU copies by direction: the exposed-copy finding's advice follows the mix.
     pub copies: CopyMix,
+    /// The trace's shortest kernel time, µs ([`kernel_floor_us`]).
+    pub kernel_floor_us: Option<f64>,
+}
+
+/// Percentile of the trace's kernel durations taken as the time no kernel gets below.
+pub const FLOOR_PERCENTILE: usize = 5;
+/// The floor never exceeds this, µs: a trace whose shortest kernels are long (a benchmark of
+/// one large GEMM) shows what its work takes, not what a kernel's fixed cost is (an empty
+/// kernel's recorded time is 1–3 µs on current GPUs).
+pub const FLOOR_CAP_US: f64 = 3.0;
+
+/// The trace's own shortest kernel time, µs: the 5th percentile of its kernels' durations (the
+/// shortest where there are few), at most [`FLOOR_CAP_US`]. A kernel of this GPU and runtime takes at least about that,
+/// whatever its work (launch, ramp-up, drain), so an op's calls cannot get below it: the floor
+/// under every roofline target (docs/analysis.md, "Impact ranges"). `None` without kernels.
+pub fn kernel_floor_us(trace: &crate::model::Trace) -> Option<f64> {
+    let mut d: Vec<i64> = trace
+        .events
+        .iter()
+        .filter(|e| e.kind() == crate::model::EventKind::Kernel && e.dur > 0)
+        .map(|e| e.dur)
+        .collect();
+    if d.is_empty() {
+        return None;
+    }
+    let k = d.len() * FLOOR_PERCENTILE / 100;
+    let (_, v, _) = d.select_nth_unstable(k);
+    Some((*v as f64 / 1e3).min(FLOOR_CAP_US))
 }
 
 /// GPU copy time by direction, ns: across the host link (and of it, from or to pageable
@@ -466,6 +500,10 @@ pub struct CopyMix {
     /// Host-link copy time that ends before the trace's first kernel starts: the model and
     /// its first inputs uploaded once, setup rather than the steady state.
     pub setup_ns: i64,
+    /// How many copies end before the first kernel, and the longest of them, ns: a model's
+    /// weights come as one copy per tensor, a run's input as one large copy.
+    pub setup_count: u64,
+    pub setup_max_ns: i64,
 }
 
 impl CopyMix {
@@ -500,11 +538,11 @@ impl CopyMix {
                 }
             }
         }
-        m.setup_ns = host
-            .iter()
-            .filter(|&&(end, _)| end <= first_kernel)
-            .map(|&(_, dur)| dur)
-            .sum();
+        for &(_, dur) in host.iter().filter(|&&(end, _)| end <= first_kernel) {
+            m.setup_ns += dur;
+            m.setup_count += 1;
+            m.setup_max_ns = m.setup_max_ns.max(dur);
+        }
         m
     }
 }
@@ -658,6 +696,39 @@ fn graph_replay_note(cats: &mut [CategoryFindings], inp: &Inputs<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The floor is the trace's 5th-percentile kernel time; an op's saving is capped at its
+    /// calls' time above it: 10 calls of 6.8 µs over a 2.5 µs floor keep 63.2 %, one 1.8 µs
+    /// kernel alone in its trace (its own floor) nothing.
+    #[test]
+    fn the_kernel_floor_caps_a_saving() {
+        let kernels: Vec<String> = (0..100)
+            .map(|i| {
+                format!(
+                    r#"{{"ph": "X", "cat": "kernel", "name": "k{i}", "pid": 0, "tid": 7, "ts": {}, "dur": {}, "args": {{"stream": 7}}}}"#,
+                    i * 100,
+                    if i < 10 { 2.5 } else { 2.5 + i as f64 }
+                )
+            })
+            .collect();
+        let text = format!(r#"{{"traceEvents": [{}]}}"#, kernels.join(",\n"));
+        let t = crate::import::import_bytes(text.as_bytes()).expect("imports");
+        let floor = kernel_floor_us(&t).expect("kernels");
+        assert!((floor - 2.5).abs() < 1e-9, "{floor}");
+        let room = crate::standalone::diagnosis::above_floor(10, 68.0, Some(floor));
+        assert!((room - (1.0 - 25.0 / 68.0)).abs() < 1e-12, "{room}");
+        assert_eq!(
+            crate::standalone::diagnosis::above_floor(1, 1.8, Some(1.8)),
+            0.0
+        );
+        assert_eq!(crate::standalone::diagnosis::above_floor(1, 1.8, None), 1.0);
+        // A trace of long kernels only: the floor is the cap, not their time.
+        let long = crate::import::import_bytes(
+            br#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 0, "dur": 500, "args": {"stream": 7}}]}"#,
+        )
+        .expect("imports");
+        assert_eq!(kernel_floor_us(&long), Some(FLOOR_CAP_US));
+    }
 
     fn saving(saved_ms: f64, bound_by: &'static str, bound_pct: f64) -> Impact {
         Impact {

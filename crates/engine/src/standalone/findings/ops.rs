@@ -135,8 +135,15 @@ pub(super) struct OpTexts {
 /// decode kernel is judged on its KV-cache traffic and tuned through the engine, never through
 /// SDPA's backend choice; a flash kernel is already the fast backend; the memory-efficient or
 /// math backend says flash was not eligible.
-fn attention_path_a(head_dim: Option<i64>, op: &str, kernel: &str, decode: bool) -> String {
+fn attention_path_a(
+    head_dim: Option<i64>,
+    op: &str,
+    kernel: &str,
+    decode: bool,
+    platform: Option<&Platform>,
+) -> String {
     let (o, k) = (op.to_ascii_lowercase(), kernel.to_ascii_lowercase());
+    let faster = faster_attention(platform, &k);
     let has = |s: &str, words: &[&str]| words.iter().any(|w| s.contains(w));
     const ENGINES: [&str; 6] = [
         "vllm",
@@ -161,7 +168,7 @@ fn attention_path_a(head_dim: Option<i64>, op: &str, kernel: &str, decode: bool)
     if has(&o, &ENGINES) || has(&k, &["paged", "flashinfer"]) {
         if prefill {
             return format!(
-                "This is a serving engine's prefill (context) attention kernel, not PyTorch's SDPA: over the prompt's tokens it is bound by math, so judge it on FLOPs against the matrix peak. The lever is the engine's attention backend for prefill (FlashAttention-3 / 4, FlashInfer, trtllm-gen on Blackwell, CK / aiter on MI300){}; decode levers (KV-cache bytes, decode batch size) do not apply to it.",
+                "This is a serving engine's prefill (context) attention kernel, not PyTorch's SDPA: over the prompt's tokens it is bound by math, so judge it on FLOPs against the matrix peak. The lever is the engine's attention backend for prefill ({faster}){}; decode levers (KV-cache bytes, decode batch size) do not apply to it.",
                 if fp8_kv {
                     "; it already runs in FP8"
                 } else {
@@ -170,7 +177,7 @@ fn attention_path_a(head_dim: Option<i64>, op: &str, kernel: &str, decode: bool)
             );
         }
         return format!(
-            "This is a serving engine's paged/decode attention kernel, not PyTorch's SDPA: it streams the KV cache, so judge it on bytes moved against HBM bandwidth. The levers are the engine's attention backend (and its split-KV / partition settings for long contexts), {}, and larger decode batches per kernel; SDPA's backend choice does not apply.",
+            "This is a serving engine's paged/decode attention kernel, not PyTorch's SDPA: it streams the KV cache, so judge it on bytes moved against HBM bandwidth. The levers are the engine's attention backend (and its split-KV / partition settings for long contexts) and {}; a larger decode batch does not raise its efficiency (the KV bytes grow with the batch), and SDPA's backend choice does not apply.",
             if fp8_kv {
                 "fewer KV bytes (the cache is already FP8: a smaller cache format or fewer KV heads)"
             } else {
@@ -202,7 +209,7 @@ fn attention_path_a(head_dim: Option<i64>, op: &str, kernel: &str, decode: bool)
             }
             None => "a head dim the kernel handles natively: 64, 128; ".to_owned(),
         };
-        return format!("Attention already runs a flash kernel. What is left is the shape ({head_dim}sequences packed rather than padded, where they are padded) and a newer backend where the platform has one (FlashAttention-3 on Hopper, cuDNN attention via `torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)`, CK/aiter FMHA on MI300).");
+        return format!("Attention already runs a flash kernel. What is left is the shape ({head_dim}sequences packed rather than padded, where they are padded) and a faster backend where the platform has one ({faster}).");
     }
     if has(&o, &["efficient_attention"])
         || has(&k, &["fmha_cutlass", "efficient_attention", "mem_eff"])
@@ -213,6 +220,48 @@ fn attention_path_a(head_dim: Option<i64>, op: &str, kernel: &str, decode: bool)
         return "SDPA fell back to its math path (unfused: scores materialized): flash was not eligible for these inputs; make them eligible (bf16/fp16, no explicit mask, supported head dim) and check with `torch.nn.attention.sdpa_kernel(SDPBackend.FLASH_ATTENTION)`.".into();
     }
     "Attention is already fused; check that `F.scaled_dot_product_attention` picks the flash backend for this head dim and dtype.".into()
+}
+
+/// A signature of a GEMM group holding at least this share of the group's time has its own
+/// alignment named.
+const SIGNATURE_MATERIAL: f64 = 0.2;
+
+/// The faster attention backends of the platform, less the one the kernel already is: FA3 and
+/// cuDNN on Hopper, cuDNN and trtllm-gen / FlashAttention-4 on Blackwell, cuDNN on Ampere, CK /
+/// aiter FMHA on AMD; all of them, by platform, when the platform is unknown.
+fn faster_attention(platform: Option<&Platform>, kernel: &str) -> String {
+    let cudnn = "cuDNN attention via `torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)`";
+    let instr = platform
+        .and_then(|p| p.matrix_instruction.as_ref())
+        .map_or("", |(i, _)| i.as_str());
+    let list: Vec<&str> = match platform.map(|p| p.vendor.as_str()) {
+        Some("AMD") => vec!["CK / aiter FMHA (`aiter`'s flash attention)"],
+        Some("NVIDIA") if instr.contains("tcgen05") => vec![
+            cudnn,
+            "trtllm-gen FMHA or FlashAttention-4 through the engine (FlashInfer)",
+        ],
+        Some("NVIDIA") if instr.contains("wgmma") => vec!["FlashAttention-3", cudnn],
+        Some("NVIDIA") => vec![cudnn],
+        _ => vec![
+            "FlashAttention-3 on Hopper",
+            cudnn,
+            "CK / aiter FMHA on MI300",
+        ],
+    };
+    let running = |b: &str| {
+        (b.contains("trtllm") && kernel.contains("fmhasm100"))
+            || (b.starts_with("FlashAttention-3")
+                && kernel.contains("flash::")
+                && kernel.contains("sm90"))
+            || (b.starts_with("cuDNN") && kernel.contains("cudnn"))
+            || (b.starts_with("CK") && (kernel.contains("fmha") || kernel.contains("ck_tile")))
+    };
+    let left: Vec<&str> = list.into_iter().filter(|b| !running(b)).collect();
+    if left.is_empty() {
+        "the platform's fastest backend is the one running".to_owned()
+    } else {
+        left.join(", ")
+    }
 }
 
 pub(super) fn op_texts(
@@ -328,7 +377,13 @@ pub(super) fn op_texts(
                 path_a: if short_seq && !decode {
                     "Pack sequences (variable-length / nested-tensor attention) so each kernel sees longer sequences, or batch more requests together.".into()
                 } else {
-                    attention_path_a(r.param("d_h_qk"), &r.name, &main_kernel_of(r), decode)
+                    attention_path_a(
+                        r.param("d_h_qk"),
+                        &r.name,
+                        &main_kernel_of(r),
+                        decode,
+                        inp.platform,
+                    )
                 },
                 path_b: format!("Generate a replay artifact of this attention shape for the kernel team (kernel {kernel})."),
                 pattern: short_seq,
@@ -438,7 +493,7 @@ fn conv_path_a(r: &OpRow, p: Option<&Platform>) -> String {
         .any(|(k, _)| crate::analysis::kernel_kinds::is_layout_conversion(k));
     let fp32 = conv_runs_fp32(&main);
     if transposes {
-        "Use channels_last (`model.to(memory_format=torch.channels_last)`) so the library runs NHWC kernels without layout transposes; fuse Conv+BN+activation with `torch.compile`.".into()
+        format!("Use channels_last (`model.to(memory_format=torch.channels_last)`) so the library runs NHWC kernels without layout transposes; fuse Conv+BN+activation with `torch.compile`.{}", diagnosis::rocm_nhwc_note(p))
     } else if fp32 {
         // The half precision the GPU has matrix units for: fp16 only on Volta and Turing.
         let half = match p {
@@ -501,7 +556,7 @@ fn batchnorm_path_a(trains: bool) -> String {
 }
 
 /// Path A for a fused MoE op without shapes, from its kernel's name: a kernel that already runs
-/// a decode-sized expert block (`_matmul_ogs_…_16x128x256x1`: 16 token rows) is not told to
+/// a small expert block (`_matmul_ogs_…_16x128x256x1`: 16 token rows) is not told to
 /// use one; it streams its weights, and more tokens per step or smaller weights are the levers.
 fn moe_path_a(r: &OpRow) -> String {
     let main = main_kernel_of(r);
@@ -529,7 +584,7 @@ fn moe_path_a(r: &OpRow) -> String {
     };
     match block_m {
         Some(m) if m <= 32 => format!(
-            "The kernel already runs a decode-sized expert block ({m} token rows, from its name): with few tokens per expert the expert GEMMs stream their weights, so judge them by bytes against HBM bandwidth. The levers are more tokens per expert per step (a larger decode batch, or expert parallelism so each rank holds fewer experts){smaller}, not another tile."
+            "The kernel already runs a small expert block ({m} token rows, from its name: the library expects few tokens per expert): with few tokens per expert the expert GEMMs stream their weights, so judge them by bytes against HBM bandwidth. The levers are more tokens per expert per step (larger batches, or expert parallelism so each rank holds fewer experts){smaller}, not another tile."
         ),
         _ => "Check the tokens each expert gets per step (tokens × top-k / experts): below about 64–128 the expert GEMMs stream their weights with mostly empty tiles, so batch more tokens per step or use an MoE kernel tuned for decode batch sizes.".into(),
     }
@@ -555,14 +610,41 @@ fn other_path_a(r: &OpRow) -> String {
     {
         // A foreach op (the optimizers' update) is already one launch over many tensors.
         format!("It already updates many tensors per launch (`{}`, a multi-tensor kernel): the remaining levers are a fully fused optimizer (`fused=True` on `torch.optim.Adam` / `AdamW` / `SGD`, one kernel for the whole update) and fewer, larger parameter tensors.", short(&main, 70))
+    } else if r.name.contains("pool") && !lower.contains("fused") {
+        // Pooling is not elementwise work: in NCHW its backward scatters gradients through the
+        // saved indices with strided writes.
+        "A pooling op: judge it by bytes against HBM bandwidth; fusing elementwise ops does not apply. In NCHW, max-pooling's backward scatters its gradients through the saved indices with strided writes; channels_last (`model.to(memory_format=torch.channels_last)`) gives it the NHWC kernels, which read and write contiguously.".into()
     } else if main.starts_with("triton_") && lower.contains("fused") {
         // Inductor's own kernel: the region is already compiled.
         format!("It is Inductor's kernel of a compiled region (`{}`): the remaining levers are fusing it into the neighbouring GEMM's epilogue (`torch.compile(mode=\"max-autotune\")`) and its block size, or the kernel's efficiency (Path B).", short(&main, 70))
+    } else if is_engine_op(&r.name) {
+        // A serving engine's or kernel library's own op (SGLang's `silu_and_mul`, aiter's
+        // `add_rmsnorm`): one launch already, written for this; fusing or compiling around it
+        // is what the engine did.
+        format!("It is the serving engine's own kernel (`{}`, one launch already): fusing or compiling around it does not apply; the levers are that kernel's efficiency (Path B) and the engine's options for it (another backend, a fused neighbour such as a norm with its residual add or quantization).", short(&r.name, 60))
     } else if lower.contains("fused") || lower.contains("fmha") || lower.contains("flash") {
         format!("It already runs a fused kernel (`{}`): the remaining lever is that kernel's efficiency (Path B), or fusing a larger region (`torch.compile` over the module).", short(&main, 70))
     } else {
         "Fuse it with neighbouring elementwise ops (`torch.compile`, or a fused kernel) so the data crosses memory once.".into()
     }
+}
+
+/// An op a serving engine or kernel library registers (its namespace: `sgl_kernel::`,
+/// `sglang::`, `vllm::`, `_C::`, `_rocm_C::`, `aiter::`, `_moe_C::`, `trtllm::`,
+/// `flashinfer::`): its kernel is the engine's own, already fused for its job.
+pub(super) fn is_engine_op(name: &str) -> bool {
+    const ENGINES: [&str; 9] = [
+        "sgl_kernel::",
+        "sglang::",
+        "vllm::",
+        "_C::",
+        "_rocm_C::",
+        "aiter::",
+        "_moe_C::",
+        "trtllm::",
+        "flashinfer::",
+    ];
+    ENGINES.iter().any(|e| name.starts_with(e))
 }
 
 /// The platform's own kernel profiler, for Path B.
@@ -667,6 +749,19 @@ impl Group<'_> {
         };
         m.tb_s = None;
         m.tflops_s = None;
+        // The module path all signatures share: a claim made from it (merged q/k/v
+        // projections) must hold of every one of them.
+        let mut common: Vec<&str> = first.module_path.split(" > ").collect();
+        for r in &self.rows[1..] {
+            let theirs: Vec<&str> = r.module_path.split(" > ").collect();
+            let same = common
+                .iter()
+                .zip(&theirs)
+                .take_while(|(a, b)| a == b)
+                .count();
+            common.truncate(same);
+        }
+        m.module_path = common.join(" > ");
         for r in &self.rows[1..] {
             for n in &r.sub_ops {
                 if !m.sub_ops.contains(n) {
@@ -737,27 +832,58 @@ pub(super) fn op_bottleneck(
     } else if let Some((launcher, _)) = crate::standalone::ops::synthetic_parts(&r.name) {
         graph_kernel_texts(&mut t, r, launcher, inp);
     }
-    let causes = diagnosis::diagnose(
-        r,
-        g.largest(),
-        &diagnosis::Context {
-            platform: inp.platform,
-            baseline_tb_s: base.map(|b| b.tb_s),
-            compute_us: Some(inp.compute_ms() * 1e3),
-        },
-    );
+    let dctx = diagnosis::Context {
+        platform: inp.platform,
+        baseline_tb_s: base.map(|b| b.tb_s),
+        compute_us: Some(inp.compute_ms() * 1e3),
+        kernel_floor_us: inp.kernel_floor_us,
+    };
+    let mut causes = diagnosis::diagnose(r, g.largest(), &dctx);
+    // The group's other signatures that hold a material share of its time and run a
+    // misaligned kernel of their own are named too (their alignment is theirs alone).
+    if r.category == SeedCategory::Gemm && !causes.iter().any(|c| c.key == "gemm_alignment") {
+        let largest = g.largest();
+        let extra = g
+            .rows
+            .iter()
+            .filter(|x| !std::ptr::eq(**x, largest))
+            .filter(|x| x.kernel_us >= SIGNATURE_MATERIAL * r.kernel_us)
+            .find_map(|x| diagnosis::signature_alignment(x, &dctx));
+        causes.extend(extra);
+    }
     with_causes(&mut t, &causes);
     // Cross-reference with the top operations (seed 004): by name, or through the ops below it
     // that `ops_summary` credits with its kernels.
     let in_top = inp.top_op_names.contains(&r.name)
         || r.sub_ops.iter().any(|n| inp.top_op_names.contains(n));
+    // Fused attention is projected to 80 % of its shape's ceiling and to the ceiling itself,
+    // never to a share of the peak its tiles and softmax rule out.
+    let targets = diagnosis::attention_ceiling::ceiling(g.largest(), inp.platform)
+        .filter(|c| {
+            r.own_model == Some(crate::standalone::ops::OwnModel::FusedAttention)
+                && c.ceiling < diagnosis::attention_ceiling::MATERIAL_CEILING
+        })
+        .map_or(rules::TARGET_EFFICIENCIES.to_vec(), |c| {
+            vec![80.0 * c.ceiling, 100.0 * c.ceiling]
+        });
     let projection = r
         .roofline_total_us()
-        .map(|roof| rules::efficiency_projection(time_ms, roof / 1e3, inp.compute_ms()))
+        .map(|roof| rules::projection_at(time_ms, roof / 1e3, inp.compute_ms(), &targets))
         .unwrap_or_default();
     let replay = (share > rules::REPLAY_MIN_SHARE_PCT
         && eff.is_some_and(|e| e < rules::REPLAY_MAX_EFFICIENCY))
         || inp.replay_names.contains(&r.name);
+    // Calls within twice the trace's shortest kernel time: their fixed cost, not their work,
+    // sets their time, and the saving is capped at what lies above that floor.
+    let above_floor = diagnosis::above_floor(r.count, r.kernel_us, inp.kernel_floor_us);
+    let mut issue = t.issue;
+    if let (Some(floor), true) = (inp.kernel_floor_us, above_floor < 0.5 && r.count > 0) {
+        issue.push_str(&format!(
+            " **Near the kernel floor:** {:.1} µs per call, within twice the {floor:.1} µs the trace's shortest kernels take (its 5th percentile): a kernel's fixed cost (launch, ramp-up, drain) sets this time, so tuning saves at most the {:.0}% above the floor; fewer launches (fusion, graphs) save more.",
+            r.kernel_us / r.count as f64,
+            above_floor * 100.0
+        ));
+    }
     Bottleneck {
         category: r.category,
         title: t.title,
@@ -769,7 +895,7 @@ pub(super) fn op_bottleneck(
         steps_ms: None,
         efficiency_pct: eff,
         efficiency_basis: basis(r, inp.platform),
-        issue: t.issue,
+        issue,
         path_a: t.path_a,
         path_b: t.path_b,
         pattern: t.pattern,
@@ -784,6 +910,7 @@ pub(super) fn op_bottleneck(
         scope: None,
         absorbed: Vec::new(),
         fix: Vec::new(),
+        above_floor,
     }
 }
 
@@ -828,7 +955,14 @@ fn graph_kernel_texts(t: &mut OpTexts, r: &OpRow, launcher: &str, inp: &Inputs<'
     if r.is_moe() {
         t.path_a = moe_path_a(r);
     }
-    t.path_b = "Merge the trace recorded while the graph was captured (its ops, shapes and call stacks), or profile one step without the graph, to get a perf model, an efficiency and a replay artifact for this kernel.".into();
+    t.path_b = if launcher.to_ascii_lowercase().contains("graph") {
+        "Merge the trace recorded while the graph was captured (its ops, shapes and call stacks), or profile one step without the graph, to get a perf model, an efficiency and a replay artifact for this kernel.".into()
+    } else {
+        // No graph: a launch outside every recorded op, such as autograd summing the
+        // gradients of a tensor used twice (a residual join) on the backward thread, or a C++
+        // extension's own launch.
+        format!("No graph is involved: {} ran outside every recorded op (autograd summing the gradients of a tensor used twice, such as a residual join, launches this way on the backward thread; so does a C++ extension). Record with `with_stack=True` to see the Python frame around the launch; the kernel's name is the only shape information.", code(launcher))
+    };
 }
 
 /// Names the root causes in a finding's texts: the title gets the main cause, the issue its
@@ -885,7 +1019,7 @@ mod tests {
         };
         let decode = moe("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1");
         assert!(
-            decode.contains("decode-sized expert block (16 token rows"),
+            decode.contains("small expert block (16 token rows"),
             "{decode}"
         );
         assert!(!decode.contains("MXFP4 / NVFP4"), "{decode}");
@@ -984,13 +1118,24 @@ mod tests {
         assert!(!a.starts_with(fuse) && a.contains("fused=True"), "{a}");
         let fill = with_kernel("aten::zero_", SeedCategory::Elementwise, "Memset (Device)");
         assert!(other_path_a(&fill).contains("torch.empty"));
-        // An op that already runs a fused library kernel.
+        // An op that already runs a fused library kernel; a serving engine's own op (SGLang's
+        // act-and-mul) is the engine's kernel, never told to fuse or compile around it.
         let norm = with_kernel(
-            "_C::fused_add_rms_norm",
+            "my_ext::norm",
             SeedCategory::Other,
             "fused_add_rms_norm_kernel",
         );
         assert!(other_path_a(&norm).starts_with("It already runs a fused kernel"));
+        let engine = with_kernel(
+            "sgl_kernel::silu_and_mul",
+            SeedCategory::Other,
+            "act_and_mul_kernel",
+        );
+        let a = other_path_a(&engine);
+        assert!(
+            a.starts_with("It is the serving engine's own kernel") && !a.contains("torch.compile"),
+            "{a}"
+        );
         // An MoE op outside TraceLens's MoE category: the tokens per expert, whatever its kernel.
         let moe = with_kernel(
             "vllm::moe_forward",
@@ -1129,6 +1274,7 @@ mod tests {
             "aiter::paged_attention",
             "paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0>",
             false,
+            None,
         );
         assert!(
             a.contains("paged/decode") && !a.contains("picks the flash"),
@@ -1141,6 +1287,7 @@ mod tests {
             "vllm::unified_attention_with_output",
             "fmhaSm100aKernel_QkvE4m3OBfloat16HQk64HV64HVPerCtaPagedKvSlidingOrChunkedCausalP32VarSeqQ128Kv128PersistentContext",
             false,
+            None,
         );
         assert!(
             a.contains("prefill (context)") && a.contains("already runs in FP8"),
@@ -1155,6 +1302,7 @@ mod tests {
             "sglang::paged_attention",
             "paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>",
             false,
+            None,
         );
         assert!(
             a.contains("already FP8") && !a.contains("an FP8 KV cache"),
@@ -1169,6 +1317,7 @@ mod tests {
                 "aten::_scaled_dot_product_flash_attention",
                 kernel,
                 decode,
+                None,
             );
             assert!(
                 a.starts_with("Decode-shaped attention") && !a.contains("not PyTorch"),
@@ -1180,6 +1329,7 @@ mod tests {
             "aten::_scaled_dot_product_flash_attention",
             "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4> >",
             false,
+            None,
         );
         assert!(
             flash.starts_with("Attention already runs a flash kernel"),
@@ -1189,18 +1339,52 @@ mod tests {
         let kernel =
             "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4> >";
         let op = "aten::_scaled_dot_product_flash_attention";
-        let native = attention_path_a(Some(64), op, kernel, false);
+        let native = attention_path_a(Some(64), op, kernel, false, None);
         assert!(!native.contains("head dim"), "{native}");
-        let odd = attention_path_a(Some(96), op, kernel, false);
+        let odd = attention_path_a(Some(96), op, kernel, false, None);
         assert!(odd.contains("64, 128; this one is 96"), "{odd}");
+        // The faster backends are the platform's own, less the one already running.
+        let h100 = crate::perf::platform::by_name("h100");
+        let mi300 = crate::perf::platform::by_name("mi300x");
+        let b200 = crate::perf::platform::by_name("b200");
+        let on_h100 = attention_path_a(Some(64), op, kernel, false, h100.as_ref());
+        assert!(
+            on_h100.contains("FlashAttention-3") && !on_h100.contains("CK"),
+            "{on_h100}"
+        );
+        let on_mi300 = attention_path_a(Some(64), op, "attn_fwd", false, mi300.as_ref());
+        assert!(
+            on_mi300.contains("CK")
+                && !on_mi300.contains("FlashAttention-3")
+                && !on_mi300.contains("cuDNN"),
+            "{on_mi300}"
+        );
+        let trtllm = attention_path_a(
+            None,
+            "vllm::unified_attention_with_output",
+            "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext",
+            false,
+            b200.as_ref(),
+        );
+        assert!(
+            !trtllm.contains("trtllm-gen") && trtllm.contains("cuDNN"),
+            "{trtllm}"
+        );
         let eff = attention_path_a(
             None,
             "aten::_scaled_dot_product_efficient_attention",
             "fmha_cutlassF_bf16_aligned_64x64_rf_sm80",
             false,
+            None,
         );
         assert!(eff.contains("memory-efficient backend"), "{eff}");
-        let math = attention_path_a(None, "aten::_scaled_dot_product_attention_math", "", false);
+        let math = attention_path_a(
+            None,
+            "aten::_scaled_dot_product_attention_math",
+            "",
+            false,
+            None,
+        );
         assert!(math.contains("math path"), "{math}");
     }
 }

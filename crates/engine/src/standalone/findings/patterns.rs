@@ -54,6 +54,7 @@ pub(super) fn pattern_bottleneck(
         scope: None,
         absorbed: Vec::new(),
         fix: Vec::new(),
+        above_floor: 1.0,
     }
 }
 
@@ -170,16 +171,17 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     None => scope_of(Some(&c.class), c.instances, &c.ops, false),
                 });
                 // Replayed as stated: each call's kernels become one kernel of the call's
-                // fused time (the function's frame by its recorded name, a module's frames by
-                // `nn.Module: Class_`).
-                let frames = match &c.function {
-                    Some(frame) => frame.clone(),
-                    None => format!("nn.Module: {}_", c.class),
+                // fused time (the function's frame by its recorded name; a module's frames by
+                // `nn.Module: Class_`, their own ops only, as the candidate counts them: the
+                // Linear and attention child modules inside are not fused).
+                let target = match &c.function {
+                    Some(frame) => format!("module:{frame}"),
+                    None => format!("own:nn.Module: {}_", c.class),
                 };
                 b.fix = vec![(
                     "fuse",
                     format!(
-                        "module:{frames}={:.3}",
+                        "{target}={:.3}",
                         c.fused_ms * 1e3 / c.instances.max(1) as f64
                     ),
                 )];
@@ -286,7 +288,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                             "{:.3} ms of layout-transpose kernels ({} kernels, e.g. {top}) run as part of convolutions (inside the convolution ops, or back to back with the convolution kernels in a trace without ops): {share_of_conv:.1}% of convolution time. The library converts NCHW tensors to the NHWC layout its kernels prefer.",
                             t.transpose_ms, t.kernels.iter().map(|k| k.kernels).sum::<u64>()
                         ),
-                        "Convert model and inputs to channels_last (`model.to(memory_format=torch.channels_last)`, `x.to(memory_format=torch.channels_last)`) so the transposes disappear.",
+                        &format!("Convert model and inputs to channels_last (`model.to(memory_format=torch.channels_last)`, `x.to(memory_format=torch.channels_last)`) so the transposes disappear.{}", super::super::diagnosis::rocm_nhwc_note(inp.platform)),
                         "The transposes come from the layout, not from a slow kernel; tuning them gains little. Report the NCHW path to the library team if channels_last is not an option.",
                         ProjectionKind::Saving,
                         rules::saving_projection(t.transpose_ms, 0.0, compute),
@@ -357,7 +359,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         "{exposed:.3} ms of communication ({:.1}% {}) is not overlapped with compute, of {total_comm:.3} ms in total{beyond}.{}{}",
                         inp.trace_share(exposed),
                         inp.share_of(),
-                        collectives_text(inp.coll, inp.platform),
+                        collectives_text(inp.coll, inp.platform, back_to_back_share(inp.trace)),
                         small_batch_text(inp)
                     ),
                     &communication_action(inp),
@@ -590,7 +592,11 @@ pub const LATENCY_BOUND_MIB: f64 = 1.0;
 
 /// Each collective of `coll_analysis` (largest total time first, at most 5): size, calls, mean
 /// time, algorithm and bus bandwidth against the platform's link.
-pub(super) fn collectives_text(coll: Option<&Sheet>, platform: Option<&Platform>) -> String {
+pub(super) fn collectives_text(
+    coll: Option<&Sheet>,
+    platform: Option<&Platform>,
+    back_to_back: Option<f64>,
+) -> String {
     let Some(s) = coll else {
         return String::new();
     };
@@ -641,9 +647,7 @@ pub(super) fn collectives_text(coll: Option<&Sheet>, platform: Option<&Platform>
                         let pct = busbw / peak * 100.0;
                         text.push_str(&format!(", {pct:.0}% of {pname}'s {peak:.0} GB/s link"));
                         if busbw < WAITING_BELOW_LINK * peak {
-                            text.push_str(
-                                ": far below the link: the kernel mostly waits on other ranks (skew or a slow rank), unless the group spans nodes (the network then bounds it)",
-                            );
+                            text.push_str(&slow_link_reason(back_to_back));
                         }
                     }
                     _ if size_mib < LATENCY_BOUND_MIB => {
@@ -832,7 +836,16 @@ fn communication_action(inp: &Inputs<'_>) -> String {
         } else {
             String::new()
         };
-        a = format!("The large collectives move data far below the link{overlapped}: they mostly wait on other ranks. Find the slow rank or the skew first (trace every rank and compare them, `jarvis ranks`), and check the transport (NCCL / RCCL topology and settings for these sizes); overlapping or re-bucketing cannot hide a collective that waits. Then: {}{}", a.get(..1).map(str::to_lowercase).unwrap_or_default(), a.get(1..).unwrap_or_default());
+        let lead = if back_to_back_share(inp.trace).is_some_and(|b| b >= WAITING_LEADS) {
+            format!("The large collectives move data far below the link even when they start right after the previous one, when the ranks have just synchronized{}: either another rank is still computing or the transport is slow. Trace every rank (`jarvis ranks`): a rank whose compute ends later is the straggler; if every rank shows the same slow back-to-back collectives, check what NCCL / RCCL runs over (`NCCL_DEBUG=INFO` names the transport: a fallback to sockets or host memory, or peer-to-peer disabled, looks like this). Overlapping or re-bucketing hides neither", overlapped.replace(", and already overlap", " (they already overlap").replace("time", "time)"))
+        } else {
+            format!("The large collectives move data far below the link{overlapped}: they mostly wait on other ranks. Find the slow rank or the skew first (trace every rank and compare them, `jarvis ranks`), and check the transport (NCCL / RCCL topology and settings for these sizes); overlapping or re-bucketing cannot hide a collective that waits")
+        };
+        a = format!(
+            "{lead}. Then: {}{}",
+            a.get(..1).map(str::to_lowercase).unwrap_or_default(),
+            a.get(1..).unwrap_or_default()
+        );
     }
     a
 }
@@ -840,6 +853,60 @@ fn communication_action(inp: &Inputs<'_>) -> String {
 /// The share of collective time spent waiting (far below the link) from which the exposed
 /// communication's action leads with the slow rank.
 pub const WAITING_LEADS: f64 = 0.5;
+
+/// A collective that starts within this of the previous one's end on its stream runs right
+/// after the ranks synchronized in that one: no skew is left for it to wait out.
+pub const BACK_TO_BACK_NS: i64 = 100_000;
+
+/// The share of communication-kernel time in collectives that start within
+/// [`BACK_TO_BACK_NS`] of the previous collective's end on their stream. When it holds most of
+/// the time and the bandwidth is still far below the link, the transport is a suspect beside a
+/// rank still computing.
+pub fn back_to_back_share(trace: &crate::model::Trace) -> Option<f64> {
+    let mut is_comm: std::collections::HashMap<crate::model::StrId, bool> =
+        std::collections::HashMap::new();
+    let mut by_stream: std::collections::BTreeMap<i64, Vec<(i64, i64)>> =
+        std::collections::BTreeMap::new();
+    for e in &trace.events {
+        if e.kind() != crate::model::EventKind::Kernel || e.dur <= 0 {
+            continue;
+        }
+        let comm = *is_comm.entry(e.name).or_insert_with(|| {
+            crate::analysis::kernel_kinds::is_communication_kernel(trace.name(e))
+        });
+        if comm {
+            by_stream
+                .entry(e.stream().unwrap_or(-1))
+                .or_default()
+                .push((e.ts, e.end()));
+        }
+    }
+    let (mut b2b, mut total) = (0i64, 0i64);
+    for spans in by_stream.values_mut() {
+        spans.sort_unstable();
+        for (i, &(s, e)) in spans.iter().enumerate() {
+            total += e - s;
+            if i > 0 && s - spans[i - 1].1 <= BACK_TO_BACK_NS {
+                b2b += e - s;
+            }
+        }
+    }
+    (total > 0).then(|| b2b as f64 / total as f64)
+}
+
+/// Why collectives run far below the link: waiting on other ranks, or, where most of the time
+/// is in back-to-back collectives (whose ranks have just synchronized in the previous one, so
+/// only a rank still computing can hold them back), possibly the transport: one rank's trace
+/// cannot tell the two apart, and says so.
+fn slow_link_reason(back_to_back: Option<f64>) -> String {
+    match back_to_back.filter(|&b| b >= WAITING_LEADS) {
+        Some(b) => format!(
+            ": far below the link; {:.0}% of the collective time is in collectives that start right after the previous one ends, when the ranks have just synchronized, so either a rank still computing holds them back or the transport itself is slow (one rank's trace cannot tell which), unless the group spans nodes (the network then bounds it)",
+            b * 100.0
+        ),
+        None => ": far below the link: the kernel mostly waits on other ranks (skew or a slow rank), unless the group spans nodes (the network then bounds it)".to_owned(),
+    }
+}
 
 /// Whether the timed collective families (lower case, no `_` or spaces) already include a
 /// custom one-shot / two-shot or symmetric-memory all-reduce (vLLM / SGLang custom all-reduce,
@@ -861,7 +928,32 @@ fn custom_all_reduce(names: &[String]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::custom_all_reduce;
+    use super::{back_to_back_share, custom_all_reduce, slow_link_reason};
+
+    /// Two all-reduces on one stream, the second 18 µs after the first ends (the MI300X DDP
+    /// ResNet's 17.6 MB one, 9.2 ms at 3.4 GB/s): 9.2 of 10.2 ms of collective time is
+    /// back to back, and a slow link is then the transport's, not a straggler's. Spread out,
+    /// they keep the waiting reading.
+    #[test]
+    fn back_to_back_collectives_name_the_transport_as_a_suspect() {
+        let trace = |gap_us: i64| {
+            let text = format!(
+                r#"{{"traceEvents": [
+  {{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "pid": 0, "tid": 7, "ts": 0, "dur": 1000, "args": {{"stream": 7}}}},
+  {{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "pid": 0, "tid": 7, "ts": {}, "dur": 9200, "args": {{"stream": 7}}}},
+  {{"ph": "X", "cat": "kernel", "name": "elementwise_kernel", "pid": 0, "tid": 8, "ts": 0, "dur": 500, "args": {{"stream": 8}}}}
+]}}"#,
+                1000 + gap_us
+            );
+            crate::import::import_bytes(text.as_bytes()).expect("imports")
+        };
+        let b = back_to_back_share(&trace(18)).expect("collectives");
+        assert!((b - 9200.0 / 10200.0).abs() < 1e-9, "{b}");
+        assert!(slow_link_reason(Some(b)).contains("one rank's trace cannot tell which"));
+        let apart = back_to_back_share(&trace(5000)).expect("collectives");
+        assert_eq!(apart, 0.0);
+        assert!(slow_link_reason(Some(apart)).contains("waits on other ranks"));
+    }
 
     #[test]
     fn a_custom_or_symmetric_memory_all_reduce_is_recognized() {

@@ -187,7 +187,14 @@ pub(super) fn cause(p: &Bottleneck, rows: &[OpRow], platform: Option<&Platform>)
         key: "attention_materializes_scores",
         title: format!("attention materializes the {tm} × {tn} score matrix per head"),
         evidence,
-        action: "Call `torch.nn.functional.scaled_dot_product_attention` (flash or memory-efficient backend) instead of bmm → softmax → bmm, so the scores never leave on-chip memory; on ROCm make sure the flash/CK backend is enabled.".into(),
+        action: format!(
+            "Call `torch.nn.functional.scaled_dot_product_attention` (flash or memory-efficient backend) instead of bmm → softmax → bmm, so the scores never leave on-chip memory{}.",
+            match platform.map(|p| p.vendor.as_str()) {
+                Some("AMD") => "; check that PyTorch's ROCm flash backend (AOTriton / CK) is the one that runs",
+                Some(_) => "",
+                None => "; on ROCm check that the flash backend (AOTriton / CK) is the one that runs",
+            }
+        ),
         waste: None,
         confidence: Confidence::High,
         bounds_all: false,

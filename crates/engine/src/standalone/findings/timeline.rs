@@ -54,6 +54,7 @@ pub(super) fn timeline_bottleneck(
         scope: None,
         absorbed: Vec::new(),
         fix: Vec::new(),
+        above_floor: 1.0,
     }
 }
 
@@ -165,8 +166,29 @@ fn copy_advice(c: &super::CopyMix) -> (String, String, &'static str) {
             "A device-to-device copy runs at HBM speed: there is no kernel to tune, only copies to remove.",
         );
     }
-    // Copies that end before the first kernel: a one-time upload of the model and its first
-    // inputs. Pinning or overlapping a one-off upload is not the lever.
+    // Copies that end before the first kernel, one of which holds nearly all their time (or
+    // only a few): the run's input (a pipeline's video or image batch), uploaded with every
+    // request; pinning it, or preprocessing on the GPU, is the lever.
+    let input_upload = c.setup_count <= SETUP_INPUT_COPIES || c.setup_max_ns * 10 >= c.setup_ns * 8;
+    if c.host_ns > 0 && c.setup_ns * 10 >= c.host_ns * 8 && input_upload {
+        return (
+            format!(
+                " Of all copy time, {:.3} ms crosses the host link, and {:.3} ms of it ends before the first kernel in {} cop{} (the longest {:.3} ms): the run's input uploaded before the model starts, which every request or batch pays again, not a model's weights (those come as one copy per tensor).",
+                ms(c.host_ns),
+                ms(c.setup_ns),
+                c.setup_count,
+                if c.setup_count == 1 { "y" } else { "ies" },
+                ms(c.setup_max_ns)
+            ),
+            format!(
+                "The input crosses the host link before any kernel can start: {}copy it with `non_blocking=True` from pinned memory so it overlaps the previous request's work, or move the preprocessing (decoding, resizing, normalizing) onto the GPU so fewer bytes cross.",
+                if c.pageable_ns > 0 { "it is in pageable memory (a synchronous, staged copy): pin it (`tensor.pin_memory()`), then " } else { "" }
+            ),
+            "A copy across the host link: there is no kernel to tune.",
+        );
+    }
+    // Copies that end before the first kernel, many of them: a one-time upload of the model
+    // and its first inputs. Pinning or overlapping a one-off upload is not the lever.
     if c.host_ns > 0 && c.setup_ns * 10 >= c.host_ns * 8 {
         return (
             format!(
@@ -196,6 +218,10 @@ fn copy_advice(c: &super::CopyMix) -> (String, String, &'static str) {
         "Copies are bound by the host link; check that pinned memory is used so they run at full PCIe / xGMI bandwidth.",
     )
 }
+
+/// At most this many copies before the first kernel are a run's input rather than a model's
+/// weights (one copy per parameter tensor: AlexNet's 16, a transformer's hundreds).
+const SETUP_INPUT_COPIES: u64 = 4;
 
 /// The finding for one gap that holds more than half of the idle time: the call that took it,
 /// its stack and duration, said to be a one-off and costed at nothing in the steady state.
@@ -445,6 +471,29 @@ struct AlreadyDone {
     /// The serving engine whose custom ops the trace runs (`vllm::`, `sglang::`), whose own
     /// switch turns its graph capture on.
     engine: Option<&'static str>,
+    /// Graph replays hold nearly every GPU event (at least [`FULL_GRAPH_PCT`] %): the step is
+    /// one full graph, not piecewise ones.
+    full_graph: bool,
+    /// The host already overlaps its next step with the GPU: an engine's overlap or async
+    /// scheduler runs (its Python frames or annotations are in the trace).
+    overlapped: bool,
+}
+
+/// Graph-replayed share of GPU events (%) from which the step counts as one full graph.
+const FULL_GRAPH_PCT: u64 = 95;
+
+/// Frames and annotations of a serving engine's overlap / async scheduler: SGLang's
+/// `overlap_utils` (`resolve_future`, `event_loop_overlap`), vLLM's async scheduling.
+fn is_overlap_scheduler(name: &str) -> bool {
+    [
+        "overlap_utils",
+        "event_loop_overlap",
+        "resolve_future",
+        "async_scheduler",
+        "AsyncScheduler",
+    ]
+    .iter()
+    .any(|w| name.contains(w))
 }
 
 impl AlreadyDone {
@@ -465,23 +514,51 @@ impl AlreadyDone {
                 None
             }
         });
+        let graphs = ctx.graph_events > 0 && ctx.graph_events * 2 >= ctx.gpu_events;
+        // Each distinct frame name once: a trace has many frames and few names.
+        let mut seen = std::collections::HashSet::new();
+        let overlapped = graphs
+            && inp.trace.events.iter().any(|e| {
+                matches!(
+                    e.kind(),
+                    crate::model::EventKind::PythonFunction
+                        | crate::model::EventKind::UserAnnotation
+                ) && seen.insert(e.name)
+                    && is_overlap_scheduler(inp.trace.name(e))
+            });
         AlreadyDone {
-            graphs: ctx.graph_events > 0 && ctx.graph_events * 2 >= ctx.gpu_events,
+            graphs,
             compiled: ctx.compiled_ns > 0 && ctx.compiled_ns * 2 >= host_wait.max(1),
             engine,
+            full_graph: graphs && ctx.graph_events * 100 >= ctx.gpu_events * FULL_GRAPH_PCT,
+            overlapped,
         }
     }
 
     /// The launch-overhead remedy that the trace does not already use.
-    fn launch_remedy(&self) -> &'static str {
+    fn launch_remedy(&self) -> String {
         match (self.graphs, self.compiled) {
-            (true, _) => "The kernels are already replayed by CUDA / HIP graphs, so launch overhead is not the lever: the idle is host work between replays (the scheduler, sampling, input preparation) and syncs. Overlap the host's next-step work with the GPU's current step (asynchronous / overlap scheduling in the serving engine), remove syncs between steps (`.item()`, `.cpu()`, `.tolist()` on GPU results), and capture more of the step (a FULL graph instead of piecewise ones) so fewer host round trips remain.",
-            (false, true) => "The host time is already inside `torch.compile`d code (`Torch-Compiled Region` frames): compiling again does not help. Use a graph-based compile mode (`torch.compile(mode=\"reduce-overhead\")`, CUDA / HIP graphs) to remove the launch overhead inside the compiled code, and look for graph breaks that leave eager code between compiled regions.",
-            (false, false) => match self.engine {
+            (true, _) => format!(
+                "The kernels are already replayed by CUDA / HIP graphs{}, so launch overhead is not the lever: the idle is host work between replays (the scheduler, sampling, input preparation), syncs, and the graph launch call itself. {}Remove syncs between steps (`.item()`, `.cpu()`, `.tolist()` on GPU results){}.",
+                if self.full_graph { ", nearly every kernel in them (full graphs)" } else { "" },
+                if self.overlapped {
+                    "The engine already overlaps its next step's host work with the GPU (its overlap scheduler runs), so what is left is host work that scheduler cannot hide: shorten it (sampling, input preparation, a long graph launch call). "
+                } else {
+                    "Overlap the host's next-step work with the GPU's current step (asynchronous / overlap scheduling in the serving engine). "
+                },
+                if self.full_graph {
+                    ""
+                } else {
+                    ", and capture more of the step (a FULL graph instead of piecewise ones) so fewer host round trips remain"
+                }
+            ),
+            (false, true) => "The host time is already inside `torch.compile`d code (`Torch-Compiled Region` frames): compiling again does not help. Use a graph-based compile mode (`torch.compile(mode=\"reduce-overhead\")`, CUDA / HIP graphs) to remove the launch overhead inside the compiled code, and look for graph breaks that leave eager code between compiled regions.".to_owned(),
+            (false, false) => (match self.engine {
                 Some("vLLM") => "This vLLM run replays no graphs (eager): let vLLM capture its CUDA / HIP graphs (drop `enforce_eager=True` / `--enforce-eager`, and cover this batch size with `cudagraph_capture_sizes` / `max_seq_len_to_capture`; a long prefill runs piecewise graphs under `torch.compile`), rather than capturing the step by hand.",
                 Some(_) => "This SGLang run replays no graphs: let SGLang capture its CUDA / HIP graphs (drop `--disable-cuda-graph`, and raise `--cuda-graph-max-bs` to cover this batch), rather than capturing the step by hand.",
                 None => "Remove launch overhead: capture the step in a CUDA / HIP graph (`torch.cuda.graphs`, or `torch.compile(mode=\"reduce-overhead\")`), and fuse small kernels so fewer are launched.",
-            },
+            })
+            .to_owned(),
         }
     }
 }
@@ -617,7 +694,7 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
                 "{split_text}{already}. The step is launch-bound: {} of {} GPU events run shorter than the call that launched them",
                 idle.launch.shorter_than_launch, idle.launch.launches
             ),
-            done.launch_remedy().to_owned(),
+            done.launch_remedy(),
         );
     }
     if split.host_wait * 2 < total {
@@ -670,6 +747,9 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
     let a: String = match top.kind {
         C::DataLoading if inp.trains => "Feed the GPU from the input pipeline: more DataLoader workers (`num_workers`), `pin_memory=True`, `persistent_workers=True` and a larger `prefetch_factor`; move decoding and augmentation off the training process.".into(),
         C::DataLoading => "Take input preparation off the GPU's critical path: prepare the next request's inputs (decoding, resizing, tokenization) while the GPU runs the current one (a worker thread or process, `DataLoader` workers where one is used), do the preprocessing on the GPU where it is heavy, and copy inputs from pinned memory with `non_blocking=True`.".into(),
+        // Gradients zeroed one fill per parameter: dropping them is the fix, not a faster
+        // optimizer (V100 ResNet-50: 61 % of idle in `Optimizer.zero_grad#SGD.zero_grad`).
+        C::OptimizerStep if top.label.contains("zero_grad") => "The host wait is the gradients being zeroed one fill kernel per parameter: call `optimizer.zero_grad(set_to_none=True)` (the default since PyTorch 2.0) so no fills are launched at all; a fused optimizer does not touch this part.".into(),
         C::OptimizerStep => "Make the optimizer step cheap on the host: a fused or foreach optimizer (`fused=True`), and no per-parameter Python loops.".into(),
         // The trace is scanned for the allocator's signature once, and only here.
         C::ExplicitSync if top.label.contains("Free") => uncached_allocator(inp).unwrap_or_else(|| "The caching allocator is returning memory to the driver, and each free synchronizes the device: find what makes it free (a library workspace allocated per call, `torch.cuda.empty_cache()` in the loop, allocations near the memory limit that make the allocator release cached blocks) and keep the memory cached: `expandable_segments:True` (`PYTORCH_CUDA_ALLOC_CONF` / `PYTORCH_HIP_ALLOC_CONF`), fixed workspaces, no `empty_cache` in the step, a smaller batch if memory is at its limit.".into()),
@@ -680,7 +760,7 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
                 "Remove host synchronizations from the step: keep results on the GPU until they are needed (sampled tokens, stop checks), copy with `non_blocking=True` into pinned memory and overlap the copy with the next step, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.".into()
             }
         }
-        C::CpuOp | C::Python if done.graphs || done.compiled => done.launch_remedy().into(),
+        C::CpuOp | C::Python if done.graphs || done.compiled => done.launch_remedy(),
         C::CpuOp => "Cut the op's host cost: `torch.compile` it, or move its CPU-side work out of the step; a larger batch amortizes it.".into(),
         C::Python => "Cut Python overhead between launches: `torch.compile` the step, capture it in a CUDA / HIP graph, or raise the batch size so each launch carries more work.".into(),
     };
@@ -716,6 +796,8 @@ mod copy_tests {
             graphs,
             compiled: false,
             engine,
+            full_graph: false,
+            overlapped: false,
         };
         assert!(done(false, Some("vLLM"))
             .launch_remedy()
@@ -731,6 +813,25 @@ mod copy_tests {
             replaying.starts_with("The kernels are already replayed")
                 && !replaying.contains("enforce_eager")
         );
+        assert!(replaying.contains("FULL graph") && replaying.contains("overlap scheduling"));
+        // A full graph with SGLang's overlap scheduler running (MI300X Qwen3-8B decode: 544 of
+        // 558 kernels in one `hipGraphLaunch`, `overlap_utils.resolve_future` frames) is told
+        // neither.
+        let both = AlreadyDone {
+            full_graph: true,
+            overlapped: true,
+            ..done(true, Some("SGLang"))
+        }
+        .launch_remedy();
+        assert!(
+            !both.contains("FULL graph")
+                && !both.contains("Overlap the host")
+                && both.contains("already overlaps"),
+            "{both}"
+        );
+        assert!(super::is_overlap_scheduler(
+            "sglang/srt/managers/overlap_utils.py(87): resolve_future"
+        ));
     }
 
     /// Device-to-device copies are removed, never pinned; host copies overlap from pinned
@@ -742,7 +843,7 @@ mod copy_tests {
             pageable_ns: 0,
             device_ns: 3_000_000,
             device_count: 366,
-            setup_ns: 0,
+            ..CopyMix::default()
         };
         let (mix, a, b) = copy_advice(&device);
         assert!(
@@ -759,7 +860,7 @@ mod copy_tests {
             pageable_ns: 3_460_000,
             device_ns: 0,
             device_count: 0,
-            setup_ns: 0,
+            ..CopyMix::default()
         };
         let (mix, a, _) = copy_advice(&host);
         assert!(mix.contains("4.000 ms crosses the host link"), "{mix}");
@@ -771,6 +872,8 @@ mod copy_tests {
         // to pin (A100 AlexNet's 54 ms of weights and inputs before its benchmark).
         let upload = CopyMix {
             setup_ns: 4_000_000,
+            setup_count: 17,
+            setup_max_ns: 2_000_000,
             ..host
         };
         let (mix, a, _) = copy_advice(&upload);
@@ -780,6 +883,20 @@ mod copy_tests {
         );
         assert!(
             a.contains("one-time upload") && !a.contains("pin_memory"),
+            "{a}"
+        );
+        // One large copy before the first kernel (TimeSformer H100's pageable 128-frame video,
+        // 3.46 ms): the run's input, told to pin it, never to load weights onto the device.
+        let (mix, a, _) = copy_advice(&CopyMix {
+            setup_ns: 3_460_000,
+            setup_count: 1,
+            setup_max_ns: 3_460_000,
+            host_ns: 3_460_000,
+            ..host
+        });
+        assert!(mix.contains("the run's input uploaded"), "{mix}");
+        assert!(
+            a.contains("pin_memory") && !a.contains("map_location"),
             "{a}"
         );
         // Under 80 % of it before the first kernel: the steady-state advice.
