@@ -151,18 +151,55 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             bounds_all: false,
         });
     }
-    if let Some(units) = units {
+    // A serving engine's paged decode kernel: its op's "queries" are the batch's tokens, so the
+    // shape says nothing of its work items; only a recorded grid would.
+    let batch_of_decodes = backend == Some(AttentionBackend::Paged)
+        && !super::kernels::paged_prefill(shape)
+        && shape.kernel_launch.iter().all(Option::is_none);
+    // The kernel already splits the keys across workgroups (FA2's `splitkv`, vLLM's 3-D unified
+    // attention with its `reduce_segments`, a `combine` pass).
+    let splits_keys = shape.kernel_names.iter().any(|(n, _)| {
+        let l = n.to_ascii_lowercase();
+        ["splitkv", "split_kv", "reduce_segments", "_3d", "combine"]
+            .iter()
+            .any(|w| l.contains(w))
+    });
+    if let (Some(units), false) = (units, batch_of_decodes) {
         let qt = query_tile(d);
-        let work = (b * hq) as u64 * ceil_div(nq.max(1) as u64, qt as u64);
+        // The launch as recorded where the trace has it (the main kernel's grid), else the
+        // work items the shape implies.
+        let recorded = shape
+            .kernel_names
+            .iter()
+            .zip(&shape.kernel_launch)
+            .filter_map(|((n, us), l)| l.map(|l| (n, *us, l)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(n, _, l)| (super::recorded_workgroups(n, &l), l.grid));
+        let work = recorded.map_or(
+            (b * hq) as u64 * ceil_div(nq.max(1) as u64, qt as u64),
+            |r| r.0,
+        );
         if work < units {
+            let source = match recorded {
+                Some((w, g)) => {
+                    format!("the kernel launched {w} workgroups (grid {g:?}, as recorded)")
+                }
+                None => {
+                    format!("batch {b} × {hq} heads × ⌈{nq}/{qt}⌉ query tiles = {work} workgroups")
+                }
+            };
             out.push(Cause {
                 key: "attention_few_work_items",
                 title: format!("{work} work items for {units} {unit}s"),
                 evidence: format!(
-                    "batch {b} × {hq} heads × ⌈{nq}/{qt}⌉ query tiles = {work} workgroups for {units} {unit}s: {} of the {unit}s have nothing to do.",
+                    "{source} for {units} {unit}s: {} of the {unit}s have nothing to do.",
                     pct(1.0 - work as f64 / units as f64)
                 ),
-                action: "Batch more sequences per call, or use a split-KV kernel that also splits the keys across workgroups.".into(),
+                action: if splits_keys {
+                    "Batch more sequences per call; the kernel already splits the keys across workgroups (its split-KV pass is in the trace), so more splits are the engine's setting, not another kernel.".into()
+                } else {
+                    "Batch more sequences per call, or use a split-KV kernel that also splits the keys across workgroups.".into()
+                },
                 waste: Some(1.0 - work as f64 / units as f64),
                 confidence: Confidence::Medium,
                 bounds_all: false,
@@ -181,4 +218,56 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::standalone::ops::tests_support::row;
+
+    fn attention(kernels: &[&str], launch: Option<([u32; 3], [u32; 3])>) -> OpRow {
+        let mut r = row("vllm::unified_attention_with_output");
+        r.category = SeedCategory::SdpaFwd;
+        r.perf_params =
+            "{'B': 1, 'N_Q': 32, 'N_KV': 32, 'H_Q': 64, 'H_KV': 8, 'd_h_qk': 64}".into();
+        r.compute_spec = "matrix_bf16".into();
+        r.kernel_names = kernels.iter().map(|k| (k.to_string(), 10.0)).collect();
+        r.kernel_launch = kernels
+            .iter()
+            .map(|_| launch.map(|(grid, block)| crate::model::LaunchDims { grid, block }))
+            .collect();
+        r
+    }
+
+    /// vLLM's unified attention over 32 decode sequences records `N_Q = 32` for the batch's
+    /// tokens: without a recorded grid no work-item count is claimed; with one, the grid's; a
+    /// kernel that already splits its keys is not told to use a split-KV kernel.
+    #[test]
+    fn work_items_come_from_the_launch_and_split_kv_is_not_advised_twice() {
+        let mi300 = crate::perf::platform::by_name("mi300x").expect("mi300x");
+        let ctx = Context {
+            platform: Some(&mi300),
+            baseline_tb_s: None,
+            compute_us: None,
+            kernel_floor_us: None,
+        };
+        let keys = |r: &OpRow| causes(r, &ctx).iter().map(|c| c.key).collect::<Vec<_>>();
+        let unrecorded = attention(&["kernel_unified_attention_3d", "reduce_segments"], None);
+        assert!(!keys(&unrecorded).contains(&"attention_few_work_items"));
+        let recorded = attention(
+            &["kernel_unified_attention_3d", "reduce_segments"],
+            Some(([4, 8, 1], [128, 1, 1])),
+        );
+        let c = causes(&recorded, &ctx)
+            .into_iter()
+            .find(|c| c.key == "attention_few_work_items")
+            .expect("32 workgroups for 304 CUs");
+        assert!(
+            c.evidence
+                .contains("32 workgroups (grid [4, 8, 1], as recorded)"),
+            "{}",
+            c.evidence
+        );
+        assert!(!c.action.contains("use a split-KV kernel"), "{}", c.action);
+    }
 }

@@ -15,6 +15,7 @@ mod gemm;
 pub use gemm::{recorded_workgroups, signature_alignment, tiling, GemmTiling};
 pub mod kernels;
 mod moe;
+pub use moe::expert_block_rows;
 mod softmax;
 
 use serde::Serialize;

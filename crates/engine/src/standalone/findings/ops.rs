@@ -560,19 +560,7 @@ fn batchnorm_path_a(trains: bool) -> String {
 /// use one; it streams its weights, and more tokens per step or smaller weights are the levers.
 fn moe_path_a(r: &OpRow) -> String {
     let main = main_kernel_of(r);
-    // The token rows of the expert block: the first tile dimension (`_16x128x256x1`), or for
-    // trtllm-gen's `t128x16x256u2` with `transOut` (tokens along the output's columns) the
-    // second.
-    let trans_out = main.contains("transOut");
-    let block_m = main.split(['_', ' ', '<', '>', ',']).find_map(|t| {
-        let t = t.strip_prefix('t').unwrap_or(t);
-        let t = t.split_once('u').map_or(t, |(dims, _)| dims);
-        let dims: Vec<&str> = t.split('x').collect();
-        let digits = |d: &&str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
-        (dims.len() >= 3 && dims.iter().all(digits))
-            .then(|| dims[usize::from(trans_out)].parse::<u64>().ok())
-            .flatten()
-    });
+    let block_m = diagnosis::expert_block_rows(&main);
     let lower = main.to_ascii_lowercase();
     let smaller = if ["fp4", "e2m1", "int4", "w4a"]
         .iter()
