@@ -989,3 +989,56 @@ fn a_disabled_caching_allocator_is_named() {
     assert!(!t.contains("looks bypassed or disabled"), "{t}");
     assert!(t.contains("caching allocator is returning memory"), "{t}");
 }
+
+/// `n` steps of one op launching a 1 ms GEMM, 4 ms of host time apart on an H100: the GPU
+/// idles 80 % of the time.
+fn gappy(n: usize) -> Vec<u8> {
+    let mut events = Vec::new();
+    for i in 0..n {
+        let t = i * 5000;
+        events.push(format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {t}, "dur": 20, "args": {{"Input Dims": [[4096, 4096], [4096, 4096]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}}}},
+  {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {i}}}}},
+  {{"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", "pid": 0, "tid": 7, "ts": {}, "dur": 1000, "args": {{"correlation": {i}, "stream": 7}}}}"#,
+            t + 5,
+            t + 15
+        ));
+    }
+    format!(
+        r#"{{"deviceProperties": [{{"id": 0, "name": "NVIDIA H100 80GB HBM3"}}], "traceEvents": [{}]}}"#,
+        events.join(",\n  ")
+    )
+    .into_bytes()
+}
+
+/// A trace of a handful of kernels is a fragment: its findings are stated, all Low, and the
+/// trace says why; ten kernels of the same shape rank their idle time as usual.
+#[test]
+fn a_fragment_states_its_findings_unranked() {
+    let a = analyze_on(&gappy(4), "H100 SXM");
+    let st = standalone(&a);
+    let all: Vec<&Bottleneck> = st.categories.iter().flat_map(|c| &c.bottlenecks).collect();
+    assert!(!all.is_empty());
+    assert!(
+        all.iter()
+            .all(|b| b.priority == jarvis_engine::standalone::rules::Priority::Low),
+        "{:?}",
+        all.iter()
+            .map(|b| (&b.title, b.priority))
+            .collect::<Vec<_>>()
+    );
+    assert!(a
+        .diagnostics
+        .iter()
+        .any(|d| d.kind == jarvis_engine::diagnostics::DiagnosticKind::TraceFragment));
+    let whole = analyze_on(&gappy(12), "H100 SXM");
+    assert!(!whole
+        .diagnostics
+        .iter()
+        .any(|d| d.kind == jarvis_engine::diagnostics::DiagnosticKind::TraceFragment));
+    assert!(standalone(&whole)
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .any(|b| b.priority != jarvis_engine::standalone::rules::Priority::Low));
+}

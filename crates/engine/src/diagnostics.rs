@@ -121,6 +121,7 @@ pub enum DiagnosticKind {
     CriticalPathWithoutSyncEvents,
     /// Steps whose dependency graph has a cycle or a sync edge within one stream: no path.
     CriticalPathInvalidGraph,
+    TraceFragment,
 }
 
 impl DiagnosticKind {
@@ -173,6 +174,7 @@ impl DiagnosticKind {
             DiagnosticKind::OutOfMemory => "out_of_memory",
             DiagnosticKind::CriticalPathWithoutSyncEvents => "critical_path_without_sync_events",
             DiagnosticKind::CriticalPathInvalidGraph => "critical_path_invalid_graph",
+            DiagnosticKind::TraceFragment => "trace_fragment",
         }
     }
 
@@ -208,7 +210,8 @@ impl DiagnosticKind {
             | MemoryUnknownDevice
             | OutOfMemory
             | CriticalPathWithoutSyncEvents
-            | CriticalPathInvalidGraph => Severity::Warning,
+            | CriticalPathInvalidGraph
+            | TraceFragment => Severity::Warning,
             RepairedJson
             | GraphLaunches
             | CaptureMerged
@@ -271,6 +274,7 @@ impl DiagnosticKind {
             MemoryUnknownDevice => "Some memory records name no device type; they are left out of the memory view.",
             OutOfMemory => "The trace records allocations that failed ([OutOfMemory] events): the workload ran out of device memory.",
             CriticalPathWithoutSyncEvents => "The trace has no cuda_sync records (the profiler records them only when asked: `experimental_config=torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)`, PyTorch 2.1 and later): the critical path cannot see what a device, stream or event synchronize waited for, nor one stream waiting for another, so a step bound by such a wait shows its CPU side instead (HTA's rule: no sync edge is guessed).",
+            TraceFragment => "The trace holds fewer than 10 GPU kernels: a fragment (a few launches cut out of a run, a one-kernel example), not a workload. Its findings are stated but all kept at Low priority, since no share, step or pattern in it says where a workload's time goes; record a few whole steps (`torch.profiler.schedule(wait=1, warmup=1, active=3)`) to rank them.",
             CriticalPathInvalidGraph => "The dependency graph of some steps has a cycle or a sync edge within one stream (host events recorded out of order); as HTA does, no critical path is given for them.",
             EfficiencyAbovePeak => "Some ops ran faster than the platform's peak allows: either the platform's peaks or the op's FLOP/byte model do not fit them, so their efficiency is not a fact.",
         }

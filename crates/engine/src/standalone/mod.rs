@@ -253,6 +253,27 @@ impl Structure {
     }
 }
 
+/// Fewer GPU kernels than this make a trace a fragment (a few launches cut out of a run, a
+/// one-kernel example): no step, pattern or share in it says where a workload's time goes, so
+/// its findings are all Low.
+pub const FRAGMENT_KERNELS: u64 = 10;
+
+/// Whether a trace of `kernels` GPU kernels is a fragment ([`FRAGMENT_KERNELS`]).
+pub fn is_fragment(kernels: u64) -> bool {
+    kernels < FRAGMENT_KERNELS
+}
+
+impl Standalone {
+    /// Every finding at Low priority, the order by saving kept: a fragment's findings are
+    /// stated, not ranked.
+    pub fn leave_unranked(&mut self) {
+        for b in self.categories.iter_mut().flat_map(|c| &mut c.bottlenecks) {
+            b.priority = rules::Priority::Low;
+            b.category_priority = rules::Priority::Low;
+        }
+    }
+}
+
 /// Runs the standalone analysis.
 pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     let Structure { modules, patterns } = structure;

@@ -686,6 +686,17 @@ fn analyze_tree(
         let pre_trace_wait = idle_report.lead_in.as_ref().map_or(0, |l| l.blocked_ns);
         crate::whatif::impacts::replay_findings(&trace, replay, bound, pre_trace_wait, st);
     }
+    // A fragment (a handful of kernels): its findings stay, unranked, and the trace says so.
+    if let Some(st) = standalone.as_mut() {
+        if crate::standalone::is_fragment(kernels) {
+            st.leave_unranked();
+            trace.diagnostics.add(
+                crate::diagnostics::DiagnosticKind::TraceFragment,
+                1,
+                Some(format!("{kernels} kernels")),
+            );
+        }
+    }
     let distributed = trace
         .meta
         .distributed_info
