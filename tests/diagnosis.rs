@@ -1042,3 +1042,30 @@ fn a_fragment_states_its_findings_unranked() {
         .flat_map(|c| &c.bottlenecks)
         .any(|b| b.priority != jarvis_engine::standalone::rules::Priority::Low));
 }
+
+/// MI300X Qwen3-8B decode replays 544 of its 558 GPU events in one graph: the 12 of 14 events
+/// launched one by one that run shorter than their launch never make the step "launch-bound".
+#[test]
+fn a_graph_replayed_step_is_not_called_launch_bound() {
+    let Some(bytes) = fixture("mi300x_sglang_Qwen3-8B_decode.json.gz") else {
+        return;
+    };
+    let a = analyze_on(&bytes, "mi300x");
+    let idle = standalone(&a)
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| b.title == "GPU idle time")
+        .expect("idle finding");
+    assert!(
+        idle.issue
+            .contains("Of the 14 GPU events launched one by one (outside the graphs), 12"),
+        "{}",
+        idle.issue
+    );
+    assert!(
+        !idle.issue.contains("The step is launch-bound"),
+        "{}",
+        idle.issue
+    );
+}

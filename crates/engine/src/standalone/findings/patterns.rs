@@ -351,6 +351,8 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                 String::new()
             };
             if exposed > 0.0 && inp.trace_share(exposed) >= rules::TIMELINE_FINDING_PCT {
+                // One pass over the trace's communication kernels, for the text and the action.
+                let back_to_back = back_to_back_share(inp.trace);
                 f.bottlenecks.push(timeline_bottleneck(
                     f.category,
                     "Exposed communication",
@@ -359,10 +361,10 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         "{exposed:.3} ms of communication ({:.1}% {}) is not overlapped with compute, of {total_comm:.3} ms in total{beyond}.{}{}",
                         inp.trace_share(exposed),
                         inp.share_of(),
-                        collectives_text(inp.coll, inp.platform, back_to_back_share(inp.trace)),
+                        collectives_text(inp.coll, inp.platform, back_to_back),
                         small_batch_text(inp)
                     ),
-                    &communication_action(inp),
+                    &communication_action(inp, back_to_back),
                     "One rank cannot tell slow transfers from waiting on a straggler: trace all ranks, and check the interconnect topology and NCCL / RCCL settings for these message sizes.",
                     inp,
                 ));
@@ -749,7 +751,7 @@ fn small_batch_text(inp: &Inputs<'_>) -> String {
 
 /// The exposed-communication action, written for the collectives that take the time and the
 /// mode (docs/analysis.md, "Patterns").
-fn communication_action(inp: &Inputs<'_>) -> String {
+fn communication_action(inp: &Inputs<'_>, back_to_back: Option<f64>) -> String {
     // (name, time in ns) of each collective and communication kernel family; the advice is
     // for those with at least a tenth of the largest one's time.
     let mut timed: Vec<(String, f64)> = inp
@@ -828,17 +830,18 @@ fn communication_action(inp: &Inputs<'_>) -> String {
     // the slow rank comes first (and the overlap the trace already has is said).
     if waiting_share(inp.coll, inp.platform).is_some_and(|w| w >= WAITING_LEADS) {
         let tl = inp.timeline;
-        let overlapped = if tl.total_comm > 0 && tl.exposed_comm < tl.total_comm {
-            format!(
-                ", and already overlap compute for {:.0}% of their time",
-                (1.0 - tl.exposed_comm as f64 / tl.total_comm as f64) * 100.0
-            )
+        // The share of communication already hidden behind compute, %.
+        let hidden = (tl.total_comm > 0 && tl.exposed_comm < tl.total_comm)
+            .then(|| (1.0 - tl.exposed_comm as f64 / tl.total_comm as f64) * 100.0);
+        let lead = if back_to_back.is_some_and(|b| b >= WAITING_LEADS) {
+            let overlapped = hidden
+                .map(|h| format!(" (they already overlap compute for {h:.0}% of their time)"))
+                .unwrap_or_default();
+            format!("The large collectives move data far below the link even when they start right after the previous one, when the ranks have just synchronized{overlapped}: either another rank is still computing or the transport is slow. Trace every rank (`jarvis ranks`): a rank whose compute ends later is the straggler; if every rank shows the same slow back-to-back collectives, check what NCCL / RCCL runs over (`NCCL_DEBUG=INFO` names the transport: a fallback to sockets or host memory, or peer-to-peer disabled, looks like this). Overlapping or re-bucketing hides neither")
         } else {
-            String::new()
-        };
-        let lead = if back_to_back_share(inp.trace).is_some_and(|b| b >= WAITING_LEADS) {
-            format!("The large collectives move data far below the link even when they start right after the previous one, when the ranks have just synchronized{}: either another rank is still computing or the transport is slow. Trace every rank (`jarvis ranks`): a rank whose compute ends later is the straggler; if every rank shows the same slow back-to-back collectives, check what NCCL / RCCL runs over (`NCCL_DEBUG=INFO` names the transport: a fallback to sockets or host memory, or peer-to-peer disabled, looks like this). Overlapping or re-bucketing hides neither", overlapped.replace(", and already overlap", " (they already overlap").replace("time", "time)"))
-        } else {
+            let overlapped = hidden
+                .map(|h| format!(", and already overlap compute for {h:.0}% of their time"))
+                .unwrap_or_default();
             format!("The large collectives move data far below the link{overlapped}: they mostly wait on other ranks. Find the slow rank or the skew first (trace every rank and compare them, `jarvis ranks`), and check the transport (NCCL / RCCL topology and settings for these sizes); overlapping or re-bucketing cannot hide a collective that waits")
         };
         a = format!(
@@ -863,8 +866,8 @@ pub const BACK_TO_BACK_NS: i64 = 100_000;
 /// the time and the bandwidth is still far below the link, the transport is a suspect beside a
 /// rank still computing.
 pub fn back_to_back_share(trace: &crate::model::Trace) -> Option<f64> {
-    let mut is_comm: std::collections::HashMap<crate::model::StrId, bool> =
-        std::collections::HashMap::new();
+    let mut is_comm: rustc_hash::FxHashMap<crate::model::StrId, bool> =
+        rustc_hash::FxHashMap::default();
     let mut by_stream: std::collections::BTreeMap<i64, Vec<(i64, i64)>> =
         std::collections::BTreeMap::new();
     for e in &trace.events {

@@ -689,11 +689,21 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         .first()
         .filter(|c| !matches!(c.kind, C::Python | C::CpuOp) && c.time_ns * 2 >= split.host_wait);
     if idle.launch_bound && dominant.is_none() {
-        return (
+        // With graphs replaying the step, the count is of the few events launched one by one:
+        // the step itself is not launch-bound, and the text does not say it is.
+        let launch_text = if done.graphs {
             format!(
-                "{split_text}{already}. The step is launch-bound: {} of {} GPU events run shorter than the call that launched them",
+                "Of the {} GPU events launched one by one (outside the graphs), {} run shorter than the call that launched them",
+                idle.launch.launches, idle.launch.shorter_than_launch
+            )
+        } else {
+            format!(
+                "The step is launch-bound: {} of {} GPU events run shorter than the call that launched them",
                 idle.launch.shorter_than_launch, idle.launch.launches
-            ),
+            )
+        };
+        return (
+            format!("{split_text}{already}. {launch_text}"),
             done.launch_remedy(),
         );
     }
