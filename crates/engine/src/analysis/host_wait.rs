@@ -441,10 +441,69 @@ pub struct IdleContext {
     /// GPU events replayed by graph launches, and all linked GPU events (the gaps' events).
     pub graph_events: u64,
     pub gpu_events: u64,
+    /// First-call stalls in the host-wait gaps other than the one-off's ([`cold_call`]): a
+    /// cold start, left out of the steady state.
+    pub cold: Option<ColdStart>,
     /// Where data loading spends its time: the deepest host event inside a data-loading
     /// event that covers at least half of a gap's data-loading time, summed by name; the
     /// largest, with its time and its call stack (outermost first).
     pub data_hotspot: Option<(String, Nanos, Vec<String>)>,
+}
+
+/// The host-wait time covered by first-call stalls ([`cold_call`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ColdStart {
+    /// Cold calls, and the gap time they cover, ns.
+    pub calls: u32,
+    pub ns: Nanos,
+    /// The longest of them: its name, duration, call stack (outermost first) and TraceLens UID.
+    pub longest: String,
+    pub longest_ns: Nanos,
+    pub stack: Vec<String>,
+    pub uid: u32,
+    /// Warm-up ranges (`record_function` ranges named for warm-up: PARAM's `|warmup|`) the
+    /// covered time lies in, and the first one's name.
+    pub warmup_ranges: u32,
+    pub warmup_name: String,
+    /// What the covered time is blamed on in the cause table (kind, label, ns: each gap's
+    /// blame scaled by the share of it covered), to leave it out of the steady state.
+    pub blame: Vec<(CauseKind, String, Nanos)>,
+}
+
+/// Whether a user annotation names a warm-up phase (`warmup`, `warm_up`, `warm-up`, any case).
+pub fn warmup_range(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    l.contains("warmup") || l.contains("warm_up") || l.contains("warm-up")
+}
+
+/// A host call of at least this long that initialises or launches is a first-call stall.
+pub const COLD_CALL_NS: Nanos = 1_000_000;
+
+/// Whether a CUDA/HIP runtime or driver call of `dur` is a first-call stall: device, context,
+/// stream or module set-up, or a kernel launch, of a millisecond or more. A launch takes
+/// microseconds; one that takes milliseconds while the GPU waits loads the kernel's code object
+/// (lazy module loading) or initialises a library on its first call. Allocations and frees are
+/// left out: a disabled caching allocator pays them in every step.
+pub fn cold_call(name: &str, dur: Nanos) -> bool {
+    dur >= COLD_CALL_NS
+        && [
+            "LaunchKernel",
+            "ModuleLaunch",
+            "LaunchCooperative",
+            "ModuleLoad",
+            "ModuleGetFunction",
+            "LibraryLoad",
+            "GetStreamPriorityRange",
+            "StreamCreate",
+            "GetDeviceProperties",
+            "SetDevice",
+            "DevicePrimaryCtx",
+            "CtxCreate",
+            "cuInit",
+            "hipInit",
+        ]
+        .iter()
+        .any(|w| name.contains(w))
 }
 
 /// One gap that holds more than half of the idle time (a warm-up or an outlier).
@@ -575,6 +634,9 @@ pub fn causes_and_context(
         }
         ctx.one_off = Some(stall);
     }
+    let one_off_start = ctx.one_off.as_ref().map(|o| o.at + origin);
+    let mut cold = ColdStart::default();
+    let mut cold_seen: rustc_hash::FxHashSet<u32> = Default::default();
     let mut hot: std::collections::HashMap<u32, (Nanos, u32)> = Default::default();
     for g in gaps {
         let Some(launch) = g.launch else {
@@ -594,6 +656,52 @@ pub fn causes_and_context(
         ctx.compiled_ns += length(&union_of(trace, &cands, w, |i| {
             index.named(trace, i, COMPILED)
         }));
+        if one_off_start != Some(g.start) {
+            let is_cold = |i: u32| {
+                let e = &trace.events[i as usize];
+                e.kind().is_runtime() && cold_call(trace.name(e), e.dur)
+            };
+            let is_warmup = |i: u32| {
+                let e = &trace.events[i as usize];
+                e.kind() == EventKind::UserAnnotation && warmup_range(trace.name(e))
+            };
+            let covered = length(&union_of(trace, &cands, w, |i| is_cold(i) || is_warmup(i)));
+            if covered > 0 {
+                cold.ns += covered;
+                let share = covered as f64 / len.max(1) as f64;
+                for b in blame_gap(trace, tree, &index, g) {
+                    let ns = (b.ns as f64 * share).round() as Nanos;
+                    match cold
+                        .blame
+                        .iter_mut()
+                        .find(|(k, l, _)| *k == b.kind && *l == b.label)
+                    {
+                        Some(x) => x.2 += ns,
+                        None => cold.blame.push((b.kind, b.label, ns)),
+                    }
+                }
+                for &i in cands.iter().filter(|&&i| is_warmup(i)) {
+                    if cold_seen.insert(i) {
+                        cold.warmup_ranges += 1;
+                        if cold.warmup_name.is_empty() {
+                            cold.warmup_name = trace.name(&trace.events[i as usize]).to_owned();
+                        }
+                    }
+                }
+                for &i in cands.iter().filter(|&&i| is_cold(i)) {
+                    if cold_seen.insert(i) {
+                        cold.calls += 1;
+                        let e = &trace.events[i as usize];
+                        if e.dur > cold.longest_ns {
+                            cold.longest_ns = e.dur;
+                            cold.longest = trace.name(e).to_owned();
+                            cold.stack = index.stack(trace, i);
+                            cold.uid = e.uid;
+                        }
+                    }
+                }
+            }
+        }
         let data = union_of(trace, &cands, w, |i| index.named(trace, i, DATA_LOADING));
         if let (Some(&(s, _)), Some(&(_, e))) = (data.first(), data.last()) {
             let in_data = |c: u32| index.named(trace, c, DATA_LOADING);
@@ -603,6 +711,7 @@ pub fn causes_and_context(
             }
         }
     }
+    ctx.cold = (cold.ns > 0).then_some(cold);
     // Graph replays: every GPU event a graph launch owns, not only those ending a gap.
     ctx.graph_events = graph_replayed_events(trace, tree);
     ctx.gpu_events = trace.events.iter().filter(|e| e.kind().is_gpu()).count() as u64;

@@ -502,7 +502,8 @@ fn group_chains(
         .collect()
 }
 
-fn perf_params(m: &Metrics) -> String {
+/// TraceLens's `perf_params` text of a model's parameters (a Python dict literal).
+pub fn perf_params(m: &Metrics) -> String {
     let items: Vec<String> = m
         .params
         .iter()

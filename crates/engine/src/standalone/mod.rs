@@ -289,6 +289,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             r.kernel_names = vec![(src.trace.name(e).to_owned(), e.dur as f64 / 1e3)];
             r.kernel_launch = vec![src.trace.launch_of(ev)];
         } else {
+            r.graph_replayed = src.trace.event(ev).is_captured();
             r.sub_ops = sub_ops(src.trace, src.tree, ev);
             (r.kernel_names, r.kernel_launch) = kernel_names(src.trace, src.tree, ev);
             let frame = context::cpu_root(src.trace, src.tree, ev)
@@ -296,7 +297,20 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             r.module_path = modules.chain(src.trace, frame).join(" > ");
         }
     }
+    // A serving engine's attention TraceLens models only in its inference report.
+    let registry = rows
+        .iter()
+        .any(|r| r.category == SeedCategory::SdpaFwd && r.data_mb.is_none())
+        .then(crate::analysis::categories::Registry::new);
     for r in &mut rows {
+        let class = registry
+            .as_ref()
+            .and_then(|g| g.get(&r.name))
+            .and_then(|i| i.model_class)
+            .filter(|_| r.category == SeedCategory::SdpaFwd);
+        if let (Some(class), Some(&ev)) = (class, events.get(&r.ex_uid)) {
+            own_models::serving_attention(r, src.trace, src.trace.event(ev), class, src.platform);
+        }
         own_models::apply(r, src.platform);
     }
     let workload = workload::identify(src.trace, &rows, &modules, src.trains);

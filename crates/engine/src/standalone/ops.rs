@@ -99,6 +99,11 @@ pub fn seed_category(name: &str, tracelens_category: &str) -> SeedCategory {
             crate::analysis::kernel_kinds::kernel_op_category(kernel),
         );
     }
+    // Writing the new tokens' K and V into a serving engine's cache is a scatter copy, not
+    // attention (TraceLens files vLLM's `reshape_and_cache_flash` under its inference attention).
+    if is_kv_cache_write(&n) {
+        return SeedCategory::Other;
+    }
     match tracelens_category {
         "GEMM" => return SeedCategory::Gemm,
         "SDPA_fwd" | "InferenceAttention" => return SeedCategory::SdpaFwd,
@@ -123,6 +128,20 @@ pub fn seed_category(name: &str, tracelens_category: &str) -> SeedCategory {
     } else {
         SeedCategory::Other
     }
+}
+
+/// A KV-cache write of a serving engine (vLLM `reshape_and_cache[_flash]`,
+/// `concat_and_cache_mla`, SGLang `store_cache` / `set_kv_buffer`), by its lower-cased name.
+pub fn is_kv_cache_write(lower: &str) -> bool {
+    [
+        "reshape_and_cache",
+        "concat_and_cache",
+        "store_cache",
+        "store_kvcache",
+        "set_kv_buffer",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
 }
 
 /// Whether an op runs a GEMM or calls one (`aten::mm`, `bmm`, `addmm`, `baddbmm`, `_scaled_mm`,
@@ -173,6 +192,9 @@ pub enum OwnModel {
     /// FLOPs at the matrix peak. TraceLens models it too, by the larger of its FLOP and
     /// byte times; the row keeps that model in `OpRow::tracelens` for TraceLens's agent.
     FusedAttention,
+    /// A serving engine's attention over its iteration's batch (TraceLens's inference model,
+    /// applied outside its inference report with the same iteration annotation).
+    ServingAttention,
 }
 
 impl OwnModel {
@@ -190,6 +212,9 @@ impl OwnModel {
             }
             OwnModel::FusedAttention => {
                 "Jarvis's fused-attention model: its FLOPs at the matrix peak, the scores kept on chip"
+            }
+            OwnModel::ServingAttention => {
+                "TraceLens's inference attention model with the iteration's token counts: the batch's FLOPs and its K/V cache read once"
             }
         }
     }
@@ -261,6 +286,11 @@ pub struct OpRow {
     pub module_path: String,
     /// A GPU-only trace's kernel-level row (`name` is a kernel family; no shapes).
     pub kernel_level: bool,
+    /// The example instance's kernels were replayed by a CUDA/HIP graph (an op merged from a
+    /// graph-capture trace, or a graph launch's synthetic op): launches are already not the
+    /// cost; filled by the standalone analysis.
+    #[serde(skip)]
+    pub graph_replayed: bool,
     /// TraceLens's model where Jarvis's own replaced it (`None`: the row's is TraceLens's).
     #[serde(skip)]
     pub tracelens: Option<TraceLensModel>,
@@ -486,6 +516,7 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
                 kernel_launch: Vec::new(),
                 module_path: String::new(),
                 kernel_level,
+                graph_replayed: false,
                 tracelens: None,
             }
         })
@@ -527,6 +558,7 @@ pub(crate) mod tests_support {
             kernel_launch: Vec::new(),
             module_path: String::new(),
             kernel_level: false,
+            graph_replayed: false,
             tracelens: None,
         }
     }

@@ -30,6 +30,14 @@
 //!   its agent report (`OpRow::tracelens`); the ceiling the shape allows is the diagnosis's
 //!   `attention_ceiling`.
 
+//!
+//! - **A serving engine's attention over its iteration's batch** (vLLM's
+//!   `unified_attention_with_output`, aiter's paged and varlen attention), which TraceLens models
+//!   only in its inference report, where the iteration annotation around the call gives the
+//!   batch's token counts: outside that report Jarvis applies the same model
+//!   (`perf::inference::attention`) with the same annotation, so a decode batch is judged by
+//!   its K/V bytes and never read as one short sequence.
+
 use super::diagnosis::elementwise::{shapes, MIB};
 use super::diagnosis::kernels::{attention_backend, paged_prefill, AttentionBackend};
 use super::diagnosis::DECODE_MAX_QUERIES;
@@ -109,6 +117,64 @@ fn fused_attention_roofline(r: &OpRow, platform: Option<&Platform>) -> Option<f6
     let peak = platform?.peak_tflops(&r.compute_spec)?;
     let flops = r.gflops.filter(|g| *g > 0.0)? * 1e9;
     Some(flops / (peak * 1e12) * 1e6)
+}
+
+/// A serving engine's attention row TraceLens's default report leaves unmodelled (its model
+/// needs the iteration's token counts): TraceLens's inference model with the detailed iteration
+/// annotation around the example call `e`. Nothing changes without such an annotation.
+pub fn serving_attention(
+    r: &mut OpRow,
+    trace: &crate::model::Trace,
+    e: &crate::model::Event,
+    class: &str,
+    platform: Option<&Platform>,
+) {
+    use crate::model::EventKind;
+    if r.data_mb.is_some() || r.gflops.is_some() || r.kernel_level {
+        return;
+    }
+    let Some(iteration) = trace
+        .events
+        .iter()
+        .filter(|a| {
+            matches!(
+                a.kind(),
+                EventKind::UserAnnotation | EventKind::GpuUserAnnotation
+            ) && a.ts <= e.ts
+                && e.end() < a.end()
+        })
+        .find_map(|a| crate::perf::inference::Iteration::parse(trace.name(a)))
+    else {
+        return;
+    };
+    let inputs = crate::perf::inputs::OpInputs::of(trace, e);
+    let Some(m) = crate::perf::inference::attention(class, &inputs, Some(&iteration)) else {
+        return;
+    };
+    let Some(bytes) = m.bytes.filter(|b| *b > 0.0) else {
+        return;
+    };
+    r.gflops = Some(m.flops / 1e9);
+    r.data_mb = Some(bytes / MIB);
+    r.flops_per_byte = Some(m.flops / bytes);
+    r.perf_params = crate::analysis::unified::perf_params(&m);
+    r.compute_spec = m.compute_spec.clone();
+    let per_call_s = r.kernel_us * 1e-6 / r.count.max(1) as f64;
+    r.tb_s = (per_call_s > 0.0).then(|| bytes / per_call_s / 1e12);
+    r.tflops_s = (per_call_s > 0.0).then(|| m.flops / per_call_s / 1e12);
+    if let Some(p) = platform {
+        let memory_us = bytes / (p.hbm_tbps.0 * 1e12) * 1e6;
+        let compute_us = p
+            .peak_tflops(&m.compute_spec)
+            .map_or(0.0, |peak| m.flops / (peak * 1e12) * 1e6);
+        r.roofline_us = Some(memory_us.max(compute_us));
+        r.bound = Some(if compute_us > memory_us {
+            Bound::Compute
+        } else {
+            Bound::Memory
+        });
+    }
+    r.own_model = Some(OwnModel::ServingAttention);
 }
 
 /// Fills a row's model where Jarvis has one: softmax rows TraceLens leaves unmodelled, the

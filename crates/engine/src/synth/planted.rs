@@ -139,6 +139,19 @@ fn flash(h: i64, s: i64, d: i64, eff: f64) -> PlantedOp {
     )
 }
 
+/// vLLM's `unified_attention_with_output` over `tokens` query tokens (64 query and 8 KV heads,
+/// d 64, bf16), 12 calls of the given kernels.
+fn serving_attention(tokens: i64, kernels: &[(&str, Nanos)]) -> PlantedOp {
+    op(
+        "vllm::unified_attention_with_output",
+        &format!("[[{tokens}, 64, 64], [{tokens}, 8, 64], [{tokens}, 8, 64], [{tokens}, 64, 64], [], [], [], [0]]"),
+        &format!("[{BF16}, {BF16}, {BF16}, {BF16}, \"\", \"\", \"\", {BF16}]"),
+        "",
+        kernels,
+        12,
+    )
+}
+
 /// `aten::_scaled_dot_product_flash_attention` of bf16 `[b, h, s, d]` on an H100 in
 /// PyTorch's FlashAttention-2 kernel (its traits name the 128 × 128 tile at head dims up to 64,
 /// 128 × 64 above), at `eff` of the 989 TFLOPS bf16 peak (4·b·h·s²·d FLOPs, halved when causal).
@@ -586,6 +599,36 @@ pub fn cases() -> Vec<PlantedCase> {
             None,
             &[],
         ),
+        // vLLM's unified attention over one decode iteration of 32 sequences, 55,086 cached
+        // keys in all (gpt-oss's 64 query / 8 KV heads, d 64) on MI300X: the op records the
+        // batch's 32 tokens as one `N_Q = 32`; the iteration's annotation says 32 sequences of
+        // one query each. 108 MB of K/V per call (55,054 cached keys × 8 heads × 128 × 2 B plus
+        // the new tokens) at 43% of 5.3 TB/s: split-KV decode, never "short sequence, pack".
+        PlantedCase {
+            group: Some(Group::Annotation(
+                "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk55086sqsq32sqsk55086)",
+            )),
+            ..case_of(
+                "attention_serving_decode_batch",
+                vec![serving_attention(32, &[("kernel_unified_attention_3d", 41_000), ("reduce_segments", 6_000)])],
+                Some("attention_decode"),
+                &["32 sequences × 1 query", "55086 cached keys", "about 1721 per sequence"],
+            )
+        },
+        // The same op over one prefill iteration of 4 prompts of 2,048 tokens: a batch of
+        // long sequences in one call, neither decode nor short; 137 GFLOP (causal) per call at
+        // 69% of the 708 TFLOPS bf16 MAF.
+        PlantedCase {
+            group: Some(Group::Annotation(
+                "execute_4_context_4(sq8192sk8192sqsq16777216sqsk16777216)_generation_0(sq0sk0sqsq0sqsk0)",
+            )),
+            ..case_of(
+                "attention_serving_prefill_batch",
+                vec![serving_attention(8192, &[("kernel_unified_attention_2d", 280_000)])],
+                None,
+                &[],
+            )
+        },
         // Qwen1.5's prefill shape on H100 in FA2 at 9.1% of the bf16 peak: 16 × 16 heads × 559
         // causal tokens at head dim 64, 15 of 25 128 × 128 tiles computed per head (63.6% of
         // their work needed), 3 key tiles per query tile (60% of the time in the loop), the

@@ -23,6 +23,65 @@ pub const LARGE_HEAD_DIM: i64 = 128;
 /// Queries per sequence at most this is a decode step.
 pub const DECODE_MAX_QUERIES: i64 = 16;
 
+/// A serving engine's attention call over its iteration's whole batch (vLLM, SGLang, ATOM): the
+/// op's arguments are the batch's tokens flattened into one `N_Q` (so `B = 1`), and the token
+/// counts come from the iteration's annotation (`perf::iteration`, TraceLens's `c_sq`…`g_sqsk`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServingBatch {
+    /// Prefill (context) query tokens and the keys they attend to.
+    pub prefill_tokens: i64,
+    pub prefill_keys: i64,
+    /// Prefill sequences, from Σq² / Σq (exact when the prompts are of one length).
+    pub prefill_seqs: i64,
+    /// Decode (generation) query tokens and the cached keys they attend to.
+    pub decode_tokens: i64,
+    pub decode_keys: i64,
+    /// Decode sequences, from Σq² / Σq (one query each in plain decode).
+    pub decode_seqs: i64,
+}
+
+impl ServingBatch {
+    /// Decode only: every sequence adds a few tokens against its cache.
+    pub fn is_decode(&self) -> bool {
+        self.prefill_tokens == 0 && self.decode_tokens > 0
+    }
+    /// Mean queries per decode sequence.
+    pub fn decode_queries(&self) -> i64 {
+        self.decode_tokens / self.decode_seqs.max(1)
+    }
+    /// Mean cached keys per decode sequence.
+    pub fn keys_per_sequence(&self) -> i64 {
+        self.decode_keys / self.decode_seqs.max(1)
+    }
+}
+
+/// Sequences behind `sq` query tokens whose squares sum to `sqsq`: `sq / (sqsq / sq)`, at least
+/// one when there are tokens.
+fn sequences(sq: i64, sqsq: i64) -> i64 {
+    if sq <= 0 {
+        return 0;
+    }
+    let mean_q = (sqsq as f64 / sq as f64).max(1.0);
+    ((sq as f64 / mean_q).round() as i64).max(1)
+}
+
+/// The serving batch behind an attention row whose perf model read an iteration annotation.
+pub fn serving_batch(r: &OpRow) -> Option<ServingBatch> {
+    let p = |k: &str| r.param(k);
+    let (c_sq, g_sq) = (p("c_sq")?, p("g_sq")?);
+    if c_sq + g_sq <= 0 {
+        return None;
+    }
+    Some(ServingBatch {
+        prefill_tokens: c_sq,
+        prefill_keys: p("c_sk").unwrap_or(0),
+        prefill_seqs: sequences(c_sq, p("c_sqsq").unwrap_or(c_sq)),
+        decode_tokens: g_sq,
+        decode_keys: p("g_sk").unwrap_or(0),
+        decode_seqs: sequences(g_sq, p("g_sqsq").unwrap_or(g_sq)),
+    })
+}
+
 /// Short sequences (under `rules::SHORT_SEQUENCE` queries) in a call that does not already
 /// batch them into at least one work item per CU/SM: the case where packing or batching helps
 /// (issue #49: a call of 16 sequences × 16 heads filling 304 CUs is not told to pack them).
@@ -31,6 +90,10 @@ pub fn short_unbatched(shape: &OpRow, platform: Option<&Platform>) -> bool {
     let Some(nq) = p("N_Q") else {
         return false;
     };
+    // A serving engine's call already holds its iteration's every sequence.
+    if serving_batch(shape).is_some() {
+        return false;
+    }
     let d = p("d_h_qk").unwrap_or(128);
     let (b, hq) = (p("B").unwrap_or(1), p("H_Q").unwrap_or(1));
     let batched_full = platform.and_then(Platform::units).is_some_and(|u| {
@@ -117,8 +180,61 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             bounds_all: false,
         });
     }
-    let per_seq_q = nq;
-    if per_seq_q <= DECODE_MAX_QUERIES {
+    // The kernel already splits the keys across workgroups (FA2's `splitkv`, vLLM's 3-D unified
+    // attention with its `reduce_segments`, a `combine` pass).
+    let splits_keys = shape.kernel_names.iter().any(|(n, _)| {
+        let l = n.to_ascii_lowercase();
+        ["splitkv", "split_kv", "reduce_segments", "_3d", "combine"]
+            .iter()
+            .any(|w| l.contains(w))
+    });
+    let serving = serving_batch(shape);
+    let decode_action = |paged: bool| -> String {
+        let kernel = if splits_keys {
+            "the kernel already splits the keys across workgroups (its split-KV pass is in the trace)"
+        } else if paged {
+            "the kernel is already a paged decode kernel"
+        } else {
+            ""
+        };
+        if kernel.is_empty() {
+            "Judge it against memory bandwidth; use a split-KV / paged decode kernel (FlashDecoding, vLLM paged attention), an FP8 KV cache to halve the bytes, and larger decode batches to share the launch.".into()
+        } else {
+            format!("Judge it against memory bandwidth: {kernel}, so the levers are fewer bytes per key (an FP8 KV cache halves them) and the kernel's bandwidth (Path B).")
+        }
+    };
+    if let Some(sb) = serving.filter(ServingBatch::is_decode) {
+        // The batch's cached keys, each read once: K and V of every KV head.
+        let dv = p("d_h_v").unwrap_or(d);
+        let kv_bytes = sb.decode_keys as f64 * (hkv * (d + dv) * bpe) as f64;
+        let flops = 2.0
+            * (hq * (d + dv)) as f64
+            * sb.decode_keys as f64
+            * sb.decode_queries().max(1) as f64;
+        let q = sb.decode_queries();
+        out.push(Cause {
+            key: "attention_decode",
+            title: format!(
+                "decode attention: {} sequences × {q} quer{}",
+                sb.decode_seqs,
+                if q == 1 { "y" } else { "ies" }
+            ),
+            evidence: format!(
+                "the serving engine's call holds the iteration's {} decode sequences (its annotation: {} query tokens against {} cached keys, about {} per sequence), flattened into one `N_Q = {nq}`; it reads up to {:.1} MB of K/V cache per call ({hkv} KV heads) for {:.1} FLOPs per byte: it is bound by memory bandwidth, not by the matrix units{}. A layer with a sliding window reads fewer keys.",
+                sb.decode_seqs,
+                sb.decode_tokens,
+                sb.decode_keys,
+                sb.keys_per_sequence(),
+                kv_bytes / 1e6,
+                flops / kv_bytes.max(1.0),
+                ctx.platform.map(|p| format!(" ({:.2} TB/s on {})", p.hbm_tbps.0, p.name)).unwrap_or_default()
+            ),
+            action: decode_action(true),
+            waste: None,
+            confidence: Confidence::High,
+            bounds_all: true,
+        });
+    } else if serving.is_none() && nq <= DECODE_MAX_QUERIES {
         // Q·Kᵀ and P·V: 4·B·H_q·N_q·N_kv·d FLOPs over the K and V cache read once.
         let kv_bytes = 2.0 * (b * hkv) as f64 * nkv as f64 * d as f64 * bpe as f64;
         let flops = 4.0 * (b * hq) as f64 * nq as f64 * nkv as f64 * d as f64;
@@ -132,7 +248,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 flops / kv_bytes,
                 ctx.platform.map(|p| format!(" ({:.2} TB/s on {})", p.hbm_tbps.0, p.name)).unwrap_or_default()
             ),
-            action: "Judge it against memory bandwidth; use a split-KV / paged decode kernel (FlashDecoding, vLLM paged attention), an FP8 KV cache to halve the bytes, and larger decode batches to share the launch.".into(),
+            action: decode_action(backend == Some(AttentionBackend::Paged)),
             waste: None,
             confidence: Confidence::High,
             bounds_all: true,
@@ -151,19 +267,11 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             bounds_all: false,
         });
     }
-    // A serving engine's paged decode kernel: its op's "queries" are the batch's tokens, so the
-    // shape says nothing of its work items; only a recorded grid would.
-    let batch_of_decodes = backend == Some(AttentionBackend::Paged)
-        && !super::kernels::paged_prefill(shape)
+    // A serving engine's call (or its paged decode kernel) flattens the batch's sequences into
+    // its "queries", so the shape says nothing of its work items; only a recorded grid would.
+    let batch_of_decodes = (serving.is_some()
+        || backend == Some(AttentionBackend::Paged) && !super::kernels::paged_prefill(shape))
         && shape.kernel_launch.iter().all(Option::is_none);
-    // The kernel already splits the keys across workgroups (FA2's `splitkv`, vLLM's 3-D unified
-    // attention with its `reduce_segments`, a `combine` pass).
-    let splits_keys = shape.kernel_names.iter().any(|(n, _)| {
-        let l = n.to_ascii_lowercase();
-        ["splitkv", "split_kv", "reduce_segments", "_3d", "combine"]
-            .iter()
-            .any(|w| l.contains(w))
-    });
     if let (Some(units), false) = (units, batch_of_decodes) {
         let qt = query_tile(d);
         // The launch as recorded where the trace has it (the main kernel's grid), else the

@@ -106,7 +106,11 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 key: "tiny_launch_bound",
                 title: format!("tiny tensors: {:.0} KB per call in {mean_us:.1} µs", bytes / 1e3),
                 evidence: format!("{} calls each move {:.0} KB in {mean_us:.1} µs: the launch and the kernel's start-up dominate, whatever the bandwidth.", r.count, bytes / 1e3),
-                action: "Fuse these small ops with their neighbours (`torch.compile`, a foreach/multi-tensor kernel) or capture them in a CUDA/HIP graph.".into(),
+                action: if r.graph_replayed {
+                    "They are already replayed by a graph, so their launches cost no host time: fewer kernels is the lever: fuse these small ops with their neighbours (`torch.compile`, a foreach/multi-tensor kernel).".into()
+                } else {
+                    "Fuse these small ops with their neighbours (`torch.compile`, a foreach/multi-tensor kernel) or capture them in a CUDA/HIP graph.".into()
+                },
                 waste: None,
                 confidence: Confidence::High,
                 bounds_all: false,
@@ -134,7 +138,11 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 .map(|d| d.iter().product())
                 .collect();
             // Only between the operands of an elementwise op: a norm's weight is smaller by design.
+            // And only of PyTorch's own ops: an engine's fused kernel (`silu_and_mul` reads
+            // [T, 2I] and writes [T, I]) has operands of different sizes by design.
+            let engine = super::kernels::is_engine_op(&shape.name);
             let broadcast = shape.category == SeedCategory::Elementwise
+                && shape.name.starts_with("aten::")
                 && sizes.windows(2).any(|w| w[0] != w[1]);
             // Tensor inputs of different dtypes (`copy_` from bf16 into fp32, mixed adds).
             let types = activation_types(&shape.input_type, &dims);
@@ -174,6 +182,8 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                     "Keep tensors in one dtype across the region (autocast boundaries), or fuse the cast into its producer or consumer.".into()
                 } else if why.starts_with("the kernel runs one workgroup") {
                     "Give each workgroup more of the row, or several rows (a kernel variant for short rows: one warp or wavefront per row, vectorized loads); where the library has such a variant or a fused neighbour (a norm with its residual add, a QK-norm fused with RoPE), use it; replay it for the kernel team.".into()
+                } else if engine {
+                    "It is the serving engine's own kernel (one launch already): fusing or compiling around it does not apply; replay it for the kernel team, or use the engine's other backend for it.".into()
                 } else {
                     "Fuse it with its neighbours (`torch.compile`) so the data crosses memory once; if it stays slow, replay it for the kernel team.".into()
                 },

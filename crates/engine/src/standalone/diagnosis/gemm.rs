@@ -185,10 +185,23 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     // The main kernel's share of the op's time, and whether that kernel is a material share of
     // compute: the wave rules judge the kernel, not the op's other kernels.
     let k_share = launch.as_ref().map_or(1.0, |m| m.share);
+    // The signature's share of its group: a launch cause of the largest signature wastes that
+    // signature's time, not the group's (TimeSformer: one shape's 10.8 % tail is not all
+    // seven's).
+    let sig_share = if r.count != shape.count && r.kernel_us > 0.0 {
+        (shape.kernel_us / r.kernel_us).clamp(0.0, 1.0)
+    } else {
+        1.0
+    };
     let material = ctx
         .compute_us
         .filter(|&c| c > 0.0)
-        .is_none_or(|c| r.kernel_us * k_share / c * 100.0 >= MATERIAL_KERNEL_PCT);
+        .is_none_or(|c| r.kernel_us * sig_share * k_share / c * 100.0 >= MATERIAL_KERNEL_PCT);
+    let of_group = if sig_share < 1.0 {
+        format!(", its signature {} of the group's", pct(sig_share))
+    } else {
+        String::new()
+    };
     let tiling_t = tiling(shape, ctx.platform);
     // The launch as recorded: workgroups from the grid; the name's tile only explains them.
     let recorded = launch.as_ref().and_then(|m| {
@@ -255,7 +268,11 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             } else {
                 "counted from the name's tile: the trace records no grid"
             };
-            if wgs < units {
+            let unknown_split = recorded.is_none() && m.kernel.runtime_split_k;
+            if unknown_split {
+                // The kernel picks its split-K at launch and may have run more workgroups than
+                // its tile count: without the grid, neither idle units nor waves are claimed.
+            } else if wgs < units {
                 let idle = units - wgs;
                 let idle_share = idle as f64 / units as f64;
                 if idle_share >= IDLE_SLOTS_MIN && material {
@@ -268,13 +285,18 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                             kk as f64 / mm.max(nn) as f64
                         )
                     } else {
-                        format!("Give the GPU more output tiles: batch more rows (tokens) per call, merge GEMMs that share an input (e.g. Q/K/V or gate/up projections) into one, or let the library pick a smaller tile; {units} {unit}s need at least {units} tiles.")
+                        let merge = if already_merged(&r.module_path) {
+                            ""
+                        } else {
+                            " merge GEMMs that share an input (e.g. Q/K/V or gate/up projections) into one,"
+                        };
+                        format!("Give the GPU more output tiles: batch more rows (tokens) per call,{merge} or let the library pick a smaller tile; {units} {unit}s need at least {units} tiles.")
                     };
                     out.push(Cause {
                         key: "gemm_few_tiles",
                         title: format!("too few output tiles: {wgs} workgroups for {units} {unit}s"),
                         evidence: format!(
-                            "{launch_text}; {idle} of {units} {unit}s ({}) have nothing to do ({source}); the kernel is {} of {}'s time.",
+                            "{launch_text}; {idle} of {units} {unit}s ({}) have nothing to do ({source}); the kernel is {} of {}'s time{of_group}.",
                             pct(idle_share),
                             pct(k_share),
                             match (dims.0, dims.1, dims.2) {
@@ -283,7 +305,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                             }
                         ),
                         action,
-                        waste: Some(idle_share * k_share),
+                        waste: Some(idle_share * k_share * sig_share),
                         confidence: if recorded.is_some() { Confidence::High } else { Confidence::Medium },
                         bounds_all: false,
                     });
@@ -300,7 +322,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                             pct(w.last as f64 / units as f64)
                         ),
                         evidence: format!(
-                            "{launch_text}; {wgs} workgroups on {units} {unit}s = {:.2} waves, run as {}; the last wave fills {} of {units} {unit}s, so {} of the {unit} slots idle over the kernel (one workgroup per {unit} assumed; {source}); the kernel is {} of the op's time.",
+                            "{launch_text}; {wgs} workgroups on {units} {unit}s = {:.2} waves, run as {}; the last wave fills {} of {units} {unit}s, so {} of the {unit} slots idle over the kernel (one workgroup per {unit} assumed; {source}); the kernel is {} of its signature's time{of_group}.",
                             wgs as f64 / units as f64,
                             w.waves,
                             w.last,
@@ -308,7 +330,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                             pct(k_share)
                         ),
                         action: format!("Make the tile count a multiple of {units} (adjust M or N, or batch), or use a stream-K kernel (hipBLASLt `SK`, cuBLAS stream-K) that spreads the last wave over all {unit}s."),
-                        waste: Some((1.0 - w.efficiency) * k_share),
+                        waste: Some((1.0 - w.efficiency) * k_share * sig_share),
                         confidence: Confidence::Medium,
                         bounds_all: false,
                     });
@@ -369,7 +391,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                             n / along_n * along_n
                         )
                     },
-                    waste: Some((1.0 - useful) * k_share),
+                    waste: Some((1.0 - useful) * k_share * sig_share),
                     confidence: Confidence::High,
                     bounds_all: false,
                 });
@@ -381,7 +403,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         if let Some(c) = alignment(shape, (m, n, k), main.as_ref(), ctx) {
             out.push(c);
         }
-        if let Some(c) = below_ridge(shape, m, n, k, ctx) {
+        if let Some(c) = below_ridge(shape, (m, n, k), r.count != shape.count, ctx) {
             out.push(c);
         }
     }
@@ -426,8 +448,9 @@ pub fn signature_alignment(shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
 /// Whether the op's kernels are replayed by a graph: a synthetic op under `cudaGraphLaunch` /
 /// `hipGraphLaunch` (its capture not merged), whose launches a graph already removed.
 fn graph_replayed(r: &OpRow) -> bool {
-    crate::standalone::ops::synthetic_parts(&r.name)
-        .is_some_and(|(launcher, _)| launcher.to_ascii_lowercase().contains("graph"))
+    r.graph_replayed
+        || crate::standalone::ops::synthetic_parts(&r.name)
+            .is_some_and(|(launcher, _)| launcher.to_ascii_lowercase().contains("graph"))
 }
 
 /// The smallest dimension a misalignment finding pads (docs/analysis.md).
@@ -532,7 +555,14 @@ fn alignment(
     })
 }
 
-fn below_ridge(r: &OpRow, m: i64, n: i64, k: i64, ctx: &Context<'_>) -> Option<Cause> {
+/// `of_group`: `r` is the largest of a group's signatures, whose figures are not the group's:
+/// the evidence names the signature it speaks of.
+fn below_ridge(
+    r: &OpRow,
+    (m, n, k): (i64, i64, i64),
+    of_group: bool,
+    ctx: &Context<'_>,
+) -> Option<Cause> {
     let p = ctx.platform?;
     let f = r.flops_per_byte?;
     let ridge = p.ridge(&r.compute_spec)?;
@@ -540,6 +570,11 @@ fn below_ridge(r: &OpRow, m: i64, n: i64, k: i64, ctx: &Context<'_>) -> Option<C
         return None;
     }
     let phrase = ridge_phrase(r, Some(p))?;
+    let phrase = if of_group {
+        format!("its largest signature ({m}×{n}×{k}) runs at {phrase}")
+    } else {
+        phrase
+    };
     let rows = m.min(n);
     let b = r.param("B").unwrap_or(1);
     let (key, title, why, action) = if r.is_tiny_batched() {

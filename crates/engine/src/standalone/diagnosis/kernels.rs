@@ -26,6 +26,10 @@ pub struct GemmKernel {
     pub simt_fp32: bool,
     /// Matrix-vector path (`gemv`, `gemmk1`).
     pub gemv: bool,
+    /// The split-K factor is chosen when the kernel is launched, not named (Tensile's
+    /// `GSUAMB…` kernels with no `GSU<n>`): without a recorded grid the name's tile count is a
+    /// lower bound on the workgroups.
+    pub runtime_split_k: bool,
 }
 
 /// `256x128` → (256, 128).
@@ -79,6 +83,7 @@ pub fn gemm_kernel(name: &str) -> Option<GemmKernel> {
             if let Some(n) = num_after(t, "GSU") {
                 k.split_k = Some(n);
             }
+            k.runtime_split_k |= t.starts_with("GSUAMB");
             if let Some(n) = num_after(t, "SK") {
                 k.persistent |= n > 0;
             }
@@ -103,6 +108,8 @@ pub fn gemm_kernel(name: &str) -> Option<GemmKernel> {
         if widths.is_some() {
             k.align = widths;
         }
+        // A named factor (`GSU2`) is the kernel's own; `GSUAMB` alone leaves it to the launch.
+        k.runtime_split_k &= k.split_k.is_none();
         return Some(k);
     }
     let gemm_like = ["gemm", "gemv", "nvjet", "xmma", "matmul", "cutlass"]
@@ -305,6 +312,25 @@ pub fn paged_prefill(r: &crate::standalone::ops::OpRow) -> bool {
         let l = n.to_ascii_lowercase();
         l.contains("context") || l.contains("prefill")
     })
+}
+
+/// An op a serving engine or kernel library registers (its namespace: `sgl_kernel::`,
+/// `sglang::`, `vllm::`, `_C::`, `_rocm_C::`, `aiter::`, `_moe_C::`, `trtllm::`,
+/// `flashinfer::`): its kernel is the engine's own, already fused for its job.
+pub fn is_engine_op(name: &str) -> bool {
+    const ENGINES: [&str; 9] = [
+        "sgl_kernel::",
+        "sglang::",
+        "vllm::",
+        "_C::",
+        "_rocm_C::",
+        "aiter::",
+        "_moe_C::",
+        "trtllm::",
+        "flashinfer::",
+    ];
+    // vLLM's other extension namespaces (`_C_cache_ops::`, `_C_custom_ar::`) too.
+    ENGINES.iter().any(|e| name.starts_with(e)) || name.starts_with("_C_") && name.contains("::")
 }
 
 /// The attention backend of an op from its kernels' names.

@@ -6,7 +6,7 @@
 
 mod attention;
 pub mod attention_ceiling;
-pub use attention::short_unbatched;
+pub use attention::{serving_batch, short_unbatched, ServingBatch};
 mod batchnorm;
 pub use attention::DECODE_MAX_QUERIES;
 mod conv;
@@ -95,7 +95,13 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         SeedCategory::Gemm => gemm::causes(r, shape, ctx),
         SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => {
             let mut own = attention::causes(shape, ctx);
-            own.extend(attention_ceiling::cause(shape, r.efficiency_pct(), ctx));
+            let ceiling = attention_ceiling::cause(shape, r.efficiency_pct(), ctx);
+            // The ceiling counts a short sequence's cost (its partial tiles and each query
+            // tile's fixed work outside the loop): the short-sequence cause would say it twice.
+            if ceiling.is_some() {
+                own.retain(|c| c.key != "attention_short_sequence");
+            }
+            own.extend(ceiling);
             own
         }
         SeedCategory::Convolution => conv::causes(shape, ctx),

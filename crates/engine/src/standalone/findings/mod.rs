@@ -195,16 +195,26 @@ impl Impact {
             .replayed_text()
             .map(|t| format!("; {t}"))
             .unwrap_or_default();
+        let confidence = self
+            .confidence
+            .map(|c| format!(", {} confidence", c.label()))
+            .unwrap_or_default();
+        // A range whose ends print alike is one figure.
+        if format!("{:.1}", self.low_pct) == format!("{:.1}", self.high_pct) {
+            return format!(
+                "{:.1}% {} ({}{confidence}){replayed}",
+                self.mid_pct,
+                self.share_of(),
+                self.method.label(),
+            );
+        }
         format!(
-            "{:.1}–{:.1}% {} (mid {:.1}%; {}{}){replayed}",
+            "{:.1}–{:.1}% {} (mid {:.1}%; {}{confidence}){replayed}",
             self.low_pct,
             self.high_pct,
             self.share_of(),
             self.mid_pct,
             self.method.label(),
-            self.confidence
-                .map(|c| format!(", {} confidence", c.label()))
-                .unwrap_or_default()
         )
     }
 }

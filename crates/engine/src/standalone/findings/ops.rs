@@ -96,6 +96,9 @@ pub fn shape_summary(r: &OpRow) -> String {
             _ => compact_dims(&r.input_dims),
         },
         SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => {
+            if let Some(sb) = crate::standalone::diagnosis::serving_batch(r) {
+                return serving_shape(&sb, p("H_Q"), p("H_KV"), p("d_h_qk"));
+            }
             match (p("B"), p("N_Q"), p("H_Q"), p("d_h_qk")) {
                 (Some(b), Some(n), Some(h), Some(d)) => {
                     let causal = r.perf_params.contains("'causal': True");
@@ -111,6 +114,37 @@ pub fn shape_summary(r: &OpRow) -> String {
         }
         _ => compact_dims(&r.input_dims),
     }
+}
+
+/// A serving batch's shape: its decode and prefill sequences (not the flattened `N_Q`).
+fn serving_shape(
+    sb: &crate::standalone::diagnosis::ServingBatch,
+    hq: Option<i64>,
+    hkv: Option<i64>,
+    d: Option<i64>,
+) -> String {
+    let mut parts = Vec::new();
+    if sb.prefill_tokens > 0 {
+        parts.push(format!(
+            "prefill {} seq × {} tok ({} keys)",
+            sb.prefill_seqs, sb.prefill_tokens, sb.prefill_keys
+        ));
+    }
+    if sb.decode_tokens > 0 {
+        parts.push(format!(
+            "decode {} seq × {} q, {} cached keys (~{}/seq)",
+            sb.decode_seqs,
+            sb.decode_queries(),
+            sb.decode_keys,
+            sb.keys_per_sequence()
+        ));
+    }
+    let heads = match (hq, hkv, d) {
+        (Some(h), Some(kv), Some(d)) => format!(" H_Q={h} H_KV={kv} d={d}"),
+        (Some(h), None, Some(d)) => format!(" H_Q={h} d={d}"),
+        _ => String::new(),
+    };
+    format!("{}{heads}", parts.join(" + "))
 }
 
 /// `((10, 64, 56, 56), (64, 64, 3, 3))` from `((10, 64, 56, 56), (64, 64, 3, 3), (), ())`:
@@ -131,16 +165,30 @@ pub(super) struct OpTexts {
     pattern: bool,
 }
 
-/// What to do about a fused attention op, from what it runs: a serving engine's paged or
-/// decode kernel is judged on its KV-cache traffic and tuned through the engine, never through
-/// SDPA's backend choice; a flash kernel is already the fast backend; the memory-efficient or
-/// math backend says flash was not eligible.
+/// [`attention_path_a_for`] outside a serving engine's prefill batch.
+#[cfg(test)]
 fn attention_path_a(
     head_dim: Option<i64>,
     op: &str,
     kernel: &str,
     decode: bool,
     platform: Option<&Platform>,
+) -> String {
+    attention_path_a_for(head_dim, op, kernel, decode, platform, false)
+}
+
+/// What to do about a fused attention op, from what it runs: a serving engine's paged or
+/// decode kernel is judged on its KV-cache traffic and tuned through the engine, never through
+/// SDPA's backend choice (a prefill batch, by its iteration annotation or its kernel's name, on
+/// its FLOPs); a flash kernel is already the fast backend; the memory-efficient or math backend
+/// says flash was not eligible.
+fn attention_path_a_for(
+    head_dim: Option<i64>,
+    op: &str,
+    kernel: &str,
+    decode: bool,
+    platform: Option<&Platform>,
+    prefill_batch: bool,
 ) -> String {
     let (o, k) = (op.to_ascii_lowercase(), kernel.to_ascii_lowercase());
     let faster = faster_attention(platform, &k);
@@ -155,7 +203,7 @@ fn attention_path_a(
     ];
     // What the kernel's name says it already is: a prefill (context) kernel, and one reading
     // an FP8 KV cache (`QkvE4m3`, `Fp8KVCacheDataType)1`; `…)0` is the cache switched off).
-    let prefill = has(&k, &["context", "prefill"]);
+    let prefill = prefill_batch || has(&k, &["context", "prefill"]);
     let fp8_kv = has(
         &k,
         &[
@@ -295,7 +343,7 @@ pub(super) fn op_texts(
         if r.is_moe() {
             return String::new();
         }
-        match (base.filter(|b| b.tb_s >= 0.01), achieved_tb_s(r)) {
+        match (base.filter(|b| b.tb_s >= 0.01 && !b.small_tensors_only), achieved_tb_s(r)) {
             (Some(b), Some(bw)) => format!(
                 " It moves {bw:.2} TB/s against the trace's elementwise baseline of {:.2} TB/s ({:.0}% of it).",
                 b.tb_s,
@@ -360,8 +408,14 @@ pub(super) fn op_texts(
             let short_seq = crate::standalone::diagnosis::short_unbatched(r, inp.platform);
             // A decode step (a few new tokens against a long cache) is not a short sequence:
             // it streams the cache and is judged against memory bandwidth.
-            let decode = n.is_some_and(|n| n <= super::super::diagnosis::DECODE_MAX_QUERIES)
-                && r.param("N_KV").is_some_and(|kv| kv >= rules::SHORT_SEQUENCE);
+            let serving = crate::standalone::diagnosis::serving_batch(r);
+            let decode = match serving {
+                Some(sb) => sb.is_decode(),
+                None => {
+                    n.is_some_and(|n| n <= super::super::diagnosis::DECODE_MAX_QUERIES)
+                        && r.param("N_KV").is_some_and(|kv| kv >= rules::SHORT_SEQUENCE)
+                }
+            };
             let issue = if decode {
                 format!("Decode attention ({shape}) at {e} {}.", basis(r, inp.platform))
             } else if short_seq {
@@ -377,12 +431,13 @@ pub(super) fn op_texts(
                 path_a: if short_seq && !decode {
                     "Pack sequences (variable-length / nested-tensor attention) so each kernel sees longer sequences, or batch more requests together.".into()
                 } else {
-                    attention_path_a(
+                    attention_path_a_for(
                         r.param("d_h_qk"),
                         &r.name,
                         &main_kernel_of(r),
                         decode,
                         inp.platform,
+                        serving.is_some_and(|sb| sb.decode_tokens == 0),
                     )
                 },
                 path_b: format!("Generate a replay artifact of this attention shape for the kernel team (kernel {kernel})."),
@@ -605,34 +660,38 @@ fn other_path_a(r: &OpRow) -> String {
     } else if main.starts_with("triton_") && lower.contains("fused") {
         // Inductor's own kernel: the region is already compiled.
         format!("It is Inductor's kernel of a compiled region (`{}`): the remaining levers are fusing it into the neighbouring GEMM's epilogue (`torch.compile(mode=\"max-autotune\")`) and its block size, or the kernel's efficiency (Path B).", short(&main, 70))
-    } else if is_engine_op(&r.name) {
+    } else if crate::standalone::diagnosis::kernels::is_engine_op(&r.name) {
         // A serving engine's or kernel library's own op (SGLang's `silu_and_mul`, aiter's
         // `add_rmsnorm`): one launch already, written for this; fusing or compiling around it
         // is what the engine did.
         format!("It is the serving engine's own kernel (`{}`, one launch already): fusing or compiling around it does not apply; the levers are that kernel's efficiency (Path B) and the engine's options for it (another backend, a fused neighbour such as a norm with its residual add or quantization).", short(&r.name, 60))
     } else if lower.contains("fused") || lower.contains("fmha") || lower.contains("flash") {
         format!("It already runs a fused kernel (`{}`): the remaining lever is that kernel's efficiency (Path B), or fusing a larger region (`torch.compile` over the module).", short(&main, 70))
+    } else if !r.name.contains("::") && !r.name.contains('.') {
+        // A `record_function` range (`SortTokens`): a region of the program, not one op.
+        format!("`{}` is a named region of the program (a `record_function` range), not one PyTorch op: judge its kernels (`{}`) by what they do; elementwise fusion applies only to the elementwise ones among them.", short(&r.name, 40), short(&main, 70))
+    } else if r.category == SeedCategory::Other
+        && !main.is_empty()
+        && !is_elementwise_kernel(&lower)
+    {
+        format!("Its kernel (`{}`) is not a plain elementwise kernel, so fusing elementwise neighbours is not the lever: profile the kernel (Path B) to see whether memory, latency or its algorithm bounds it.", short(&main, 70))
     } else {
         "Fuse it with neighbouring elementwise ops (`torch.compile`, or a fused kernel) so the data crosses memory once.".into()
     }
 }
 
-/// An op a serving engine or kernel library registers (its namespace: `sgl_kernel::`,
-/// `sglang::`, `vllm::`, `_C::`, `_rocm_C::`, `aiter::`, `_moe_C::`, `trtllm::`,
-/// `flashinfer::`): its kernel is the engine's own, already fused for its job.
-pub(super) fn is_engine_op(name: &str) -> bool {
-    const ENGINES: [&str; 9] = [
-        "sgl_kernel::",
-        "sglang::",
-        "vllm::",
-        "_C::",
-        "_rocm_C::",
-        "aiter::",
-        "_moe_C::",
-        "trtllm::",
-        "flashinfer::",
-    ];
-    ENGINES.iter().any(|e| name.starts_with(e))
+/// A kernel doing plain elementwise work (PyTorch's elementwise loops, Inductor's pointwise
+/// kernels, an `elementwise` library kernel): the kind elementwise fusion removes.
+fn is_elementwise_kernel(lower: &str) -> bool {
+    [
+        "elementwise",
+        "triton_poi",
+        "pointwise",
+        "vectorized",
+        "unrolled",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
 }
 
 /// The platform's own kernel profiler, for Path B.
@@ -822,7 +881,8 @@ pub(super) fn op_bottleneck(
     }
     let dctx = diagnosis::Context {
         platform: inp.platform,
-        baseline_tb_s: base.map(|b| b.tb_s),
+        // Ops too small to show the GPU's bandwidth are no yardstick (the notes say so).
+        baseline_tb_s: base.filter(|b| !b.small_tensors_only).map(|b| b.tb_s),
         compute_us: Some(inp.compute_ms() * 1e3),
         kernel_floor_us: inp.kernel_floor_us,
     };
@@ -971,12 +1031,26 @@ fn with_causes(t: &mut OpTexts, causes: &[Cause]) {
     }
     t.issue = issue;
     let mut actions: Vec<&str> = Vec::new();
-    for c in causes {
-        if !actions.contains(&c.action.as_str()) {
+    for (i, c) in causes.iter().enumerate() {
+        let covered = causes[..i]
+            .iter()
+            .any(|earlier| same_lever(earlier.key, c.key));
+        if !covered && !actions.contains(&c.action.as_str()) {
             actions.push(&c.action);
         }
     }
     t.path_a = actions.join(" ");
+}
+
+/// Whether cause `later`'s action repeats the lever of cause `earlier` (both say "give each
+/// call more work"): its evidence stays in the issue, its action is not written twice.
+fn same_lever(earlier: &str, later: &str) -> bool {
+    const MORE_WORK: [&str; 3] = [
+        "gemm_few_tiles",
+        "gemm_launch_bound",
+        "gemm_far_below_both_bounds",
+    ];
+    MORE_WORK.contains(&earlier) && MORE_WORK.contains(&later)
 }
 
 /// The text with its first letter in upper case.
@@ -1131,6 +1205,19 @@ mod tests {
             "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3",
         );
         assert!(other_path_a(&moe).contains("tokens each expert gets"));
+        // A `record_function` range is a region, not an op; an op of no known kind whose kernel
+        // is no elementwise loop is not told elementwise fusion removes it.
+        let range = with_kernel("SortTokens", SeedCategory::Other, "_sum_bitmatrix_rows");
+        let a = other_path_a(&range);
+        assert!(a.contains("named region") && !a.starts_with(fuse), "{a}");
+        let sort = with_kernel("aten::sort", SeedCategory::Other, "radixSortKVInPlace");
+        assert!(!other_path_a(&sort).starts_with(fuse));
+        let cache = with_kernel(
+            "_C_cache_ops::reshape_and_cache_flash",
+            SeedCategory::Other,
+            "reshape_and_cache_flash_kernel",
+        );
+        assert!(other_path_a(&cache).starts_with("It is the serving engine's own kernel"));
     }
 
     #[test]

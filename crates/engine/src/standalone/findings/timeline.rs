@@ -67,20 +67,31 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
     // outlier): named on its own and left out of the steady state (docs/analysis.md).
     let one_off = inp.idle.context.one_off.as_ref();
     let one_off_ms = one_off.map_or(0.0, |o| o.len as f64 / 1e6);
-    let steady = (idle - one_off_ms).max(0.0);
+    // First-call stalls in the other gaps (a cold start) are left out likewise.
+    let cold = inp.idle.context.cold.as_ref();
+    let cold_ms = cold.map_or(0.0, |c| c.ns as f64 / 1e6);
+    let steady = (idle - one_off_ms - cold_ms).max(0.0);
     // Against the whole timeline: the stall is part of it here.
     let of_all = |ms: f64| ms / (tl.total.max(1) as f64 / 1e6) * 100.0;
     if let Some(o) = one_off.filter(|_| of_all(idle) >= rules::TIMELINE_FINDING_PCT) {
         out.push(one_off_finding(o, idle, inp));
     }
+    if let Some(c) = cold.filter(|_| of_all(cold_ms) >= rules::TIMELINE_FINDING_PCT) {
+        out.push(cold_start_finding(c, idle, inp));
+    }
     if inp.trace_share(steady) >= rules::TIMELINE_FINDING_PCT {
         let (cause, path_a) = idle_cause(inp);
-        let apart = if one_off.is_some() {
-            format!(
+        let apart = match (one_off.is_some(), cold.is_some()) {
+            (false, false) => String::new(),
+            (true, false) => format!(
                 " in the steady state (the one-off stall of {one_off_ms:.3} ms is left out: {idle:.3} ms in all)"
-            )
-        } else {
-            String::new()
+            ),
+            (false, true) => format!(
+                " in the steady state (first-call stalls of {cold_ms:.3} ms are left out: {idle:.3} ms in all)"
+            ),
+            (true, true) => format!(
+                " in the steady state (the one-off stall of {one_off_ms:.3} ms and first-call stalls of {cold_ms:.3} ms are left out: {idle:.3} ms in all)"
+            ),
         };
         // Host overhead measured with the profiler's stack recording on is partly the
         // profiler's: each op records its Python stack (docs/analysis.md, "Idle time").
@@ -225,6 +236,107 @@ const SETUP_INPUT_COPIES: u64 = 4;
 
 /// The finding for one gap that holds more than half of the idle time: the call that took it,
 /// its stack and duration, said to be a one-off and costed at nothing in the steady state.
+/// The finding for first-call stalls: initialisation and first launches of a millisecond or
+/// more while the GPU waited (`host_wait::cold_call`), named with the longest and left out of
+/// the steady state (docs/analysis.md, "One-off stalls").
+fn cold_start_finding(
+    c: &crate::analysis::host_wait::ColdStart,
+    idle_ms: f64,
+    inp: &Inputs<'_>,
+) -> Bottleneck {
+    let ms = c.ns as f64 / 1e6;
+    let share_of_idle = if idle_ms > 0.0 {
+        ms / idle_ms * 100.0
+    } else {
+        0.0
+    };
+    let longest = host_call_text(
+        "the longest",
+        (&c.longest, c.longest_ns, c.uid),
+        &c.stack,
+        5,
+    );
+    let plural = |n: u32| if n == 1 { "" } else { "s" };
+    let title = if c.warmup_ranges > 0 {
+        format!("Warm-up: {ms:.3} ms of idle in warm-up ranges and first calls")
+    } else {
+        format!(
+            "Cold start: {} first-call stall{} ({ms:.3} ms)",
+            c.calls,
+            plural(c.calls)
+        )
+    };
+    let calls = if c.calls > 0 {
+        format!(
+            " {} host call{} that set up the device, a stream or a module, or launch a kernel, took a millisecond or more each while the GPU waited.{longest} A launch takes microseconds; one that takes milliseconds loads the kernel's code object on its first use (lazy module loading) or initialises a library, and set-up calls run once.",
+            c.calls,
+            plural(c.calls)
+        )
+    } else {
+        String::new()
+    };
+    let ranges = if c.warmup_ranges > 0 {
+        format!(
+            " The trace marks {} warm-up range{} (such as {}): the GPU's idle time inside them is the run warming up (first calls, autotuning, allocations).",
+            c.warmup_ranges,
+            plural(c.warmup_ranges),
+            code(&short(&c.warmup_name, 80))
+        )
+    } else {
+        String::new()
+    };
+    let issue = format!(
+        "{ms:.3} ms of the GPU's idle time ({share_of_idle:.0}% of {idle_ms:.3} ms) is one-time work.{calls}{ranges} A cold start is not the steady state: it is left out of the idle finding and of the steady-state impact."
+    );
+    let action = "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window. Where start-up latency matters (a service's first request), load modules eagerly (`CUDA_MODULE_LOADING=EAGER`) and run warm-up requests before serving.";
+    let mut b = timeline_bottleneck(
+        SeedCategory::Other,
+        &title,
+        ms,
+        issue,
+        action,
+        "Not a kernel issue: one-time host set-up.",
+        inp,
+    );
+    b.category_priority = Priority::Low;
+    b.priority = Priority::Low;
+    b.share_pct = ms / (inp.timeline.total.max(1) as f64 / 1e6) * 100.0;
+    b.share_of = "trace time";
+    b.projection = rules::saving_projection(ms, ms, inp.total_ms());
+    b.causes.push(Cause {
+        key: "idle_cold_start",
+        title: format!("cold start: {ms:.3} ms of first-call stalls"),
+        evidence: format!(
+            "{} set-up or first-launch call{} of at least 1 ms{}{}; left out of the steady state",
+            c.calls,
+            plural(c.calls),
+            if c.calls > 0 {
+                format!(
+                    ", the longest {} ({:.3} ms)",
+                    code(&short(&c.longest, 60)),
+                    c.longest_ns as f64 / 1e6
+                )
+            } else {
+                String::new()
+            },
+            if c.warmup_ranges > 0 {
+                format!(
+                    ", and idle inside {} warm-up range{}",
+                    c.warmup_ranges,
+                    plural(c.warmup_ranges)
+                )
+            } else {
+                String::new()
+            }
+        ),
+        action: action.into(),
+        waste: Some(0.0),
+        confidence: Confidence::Medium,
+        bounds_all: false,
+    });
+    b
+}
+
 fn one_off_finding(
     o: &crate::analysis::host_wait::OneOffStall,
     idle_ms: f64,
@@ -644,6 +756,20 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
                 .find(|c| c.kind == *kind && c.label == *label)
             {
                 c.time_ns -= ns;
+            }
+        }
+        causes.retain(|c| c.time_ns > 0);
+        causes.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.label.cmp(&b.label)));
+    }
+    // First-call stalls too (host wait only).
+    if let Some(c) = &ctx.cold {
+        split.host_wait = (split.host_wait - c.ns).max(0);
+        for (kind, label, ns) in &c.blame {
+            if let Some(x) = causes
+                .iter_mut()
+                .find(|x| x.kind == *kind && x.label == *label)
+            {
+                x.time_ns -= ns;
             }
         }
         causes.retain(|c| c.time_ns > 0);
