@@ -191,6 +191,44 @@ fn a_one_off_stall_is_named_and_left_out_of_the_steady_state() {
     assert!(findings(st).iter().all(|b| b.impact.basis == Basis::Trace));
 }
 
+/// Four 5 ms first launches in the first step (lazy module loading): no single gap holds half
+/// of the idle, yet the cold start is named, Low, with its longest call, and left out of the
+/// steady-state idle; the healthy counterpart has none. (The first of the four runs before the
+/// first kernel, where the GPU timeline, and so its idle time, has not begun: three count.)
+#[test]
+fn a_cold_start_is_named_and_left_out_of_the_steady_state() {
+    let a = analyze("idle_cold_start");
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(find(st, "One-off stall").is_none(), "{}", all_text(st));
+    let cold = find(st, "Cold start: 3 first-call stalls").expect("cold start");
+    assert!(
+        cold.issue.contains("`cudaLaunchKernel` (5.000 ms"),
+        "{}",
+        cold.issue
+    );
+    assert_eq!(
+        cold.priority,
+        jarvis_engine::standalone::rules::Priority::Low
+    );
+    assert_eq!(
+        cold.impact.high_pct, 0.0,
+        "nothing saved in the steady state"
+    );
+    // The 3 calls cover about 15 ms of host wait; the idle finding leaves them out.
+    assert!((14.9..=15.0).contains(&cold.time_ms), "{}", cold.time_ms);
+    let idle_ms = a.timeline.idle as f64 / 1e6;
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        idle.time_ms < idle_ms - 14.9,
+        "{} of {idle_ms}",
+        idle.time_ms
+    );
+    assert!(idle.issue.contains("first-call stalls"), "{}", idle.issue);
+    let a = analyze("idle_steady");
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(find(st, "Cold start").is_none(), "{}", all_text(st));
+}
+
 #[test]
 fn data_loading_names_the_function_and_fits_the_mode() {
     let a = analyze("idle_data_loading_inference");

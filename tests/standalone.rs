@@ -556,8 +556,11 @@ fn owlv2_attention_is_computed_op_by_op() {
     );
 }
 
+/// A unit test's tiny tensors give a small-tensor-only baseline: the reports say there is none,
+/// and no op is compared with it (issue #48 review: "474 % of the baseline", "needs
+/// investigation" on microsecond kernels).
 #[test]
-fn normalization_ops_are_judged_against_a_small_tensor_baseline() {
+fn normalization_ops_are_not_judged_against_a_small_tensor_baseline() {
     let Some(a) = real("mi300x_normalization_layer_test.json.gz") else {
         return;
     };
@@ -565,10 +568,19 @@ fn normalization_ops_are_judged_against_a_small_tensor_baseline() {
     let base = st.baseline.as_ref().expect("baseline");
     assert!(base.small_tensors_only, "the test's tensors are tiny");
     let bn = st.category(SeedCategory::Batchnorm).expect("batchnorm");
+    assert!(!bn.bottlenecks.is_empty());
+    for b in st.categories.iter().flat_map(|c| &c.bottlenecks) {
+        assert!(
+            !b.issue.contains("against the trace's elementwise baseline"),
+            "{}: {}",
+            b.title,
+            b.issue
+        );
+    }
     assert!(bn
-        .bottlenecks
+        .notes
         .iter()
-        .all(|b| b.issue.contains("elementwise baseline")));
+        .any(|n| n.starts_with("No elementwise baseline")));
     // Norms implemented as one op each are not fusion candidates.
     assert!(st
         .patterns

@@ -192,4 +192,11 @@ fn moe_expert_weights_are_counted_or_said_not_to_be() {
         "{}",
         w.scale
     );
+    // A serving rank of eight records its shard: the count says so (issue #49 review: "132.7M
+    // parameters" for gpt-oss-120b at TP 8).
+    assert!(
+        w.scale.contains("counted on rank 0 of 8 (one shard"),
+        "{}",
+        w.scale
+    );
 }

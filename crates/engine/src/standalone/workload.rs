@@ -92,7 +92,13 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
     let mut evidence = Vec::new();
     let model = model(rows, &mut evidence);
     let architecture = architecture(rows, modules, &mut evidence);
-    let scale = scale(trace, rows, modules, architecture.as_deref(), &mut evidence);
+    let scale = scale(
+        trace,
+        rows,
+        modules,
+        (architecture.as_deref(), trains),
+        &mut evidence,
+    );
     let precision = precision(rows, &mut evidence);
     // Without host ops (a GPU-only trace) the backward pass shows in its kernels' categories.
     let backward_kernels = rows
@@ -285,13 +291,27 @@ fn is_score_matrix(dims: &str) -> bool {
     d.len() >= 3 && d[d.len() - 1] == d[d.len() - 2] && d[d.len() - 1] != "1"
 }
 
+/// The trace's rank and world size, from the profiler's `distributedInfo`, when the world has
+/// more than one rank.
+fn rank_of(trace: &Trace) -> Option<(i64, i64)> {
+    let raw = trace.meta.distributed_info.as_deref()?;
+    let v: serde_json::Value = serde_json::from_str(raw).ok()?;
+    let world = v.get("world_size")?.as_i64().filter(|&w| w > 1)?;
+    Some((
+        v.get("rank")
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or(0),
+        world,
+    ))
+}
+
 /// Parameters in Linear and convolution weights (each module instance once), hidden size and
 /// the repeated block.
 fn scale(
     trace: &Trace,
     rows: &[OpRow],
     modules: &Modules,
-    architecture: Option<&str>,
+    (architecture, trains): (Option<&str>, bool),
     ev: &mut Vec<String>,
 ) -> Option<String> {
     let mut parts = Vec::new();
@@ -310,6 +330,13 @@ fn scale(
         };
         parts.push(format!("≈{} parameters in {layers}", human(params as f64)));
         ev.push("scale: the weight shape (second input) of the op each Linear / Conv module instance runs, each instance counted once (embeddings and norms not counted)".into());
+        // A serving rank of a sharded model records only its shard's weights (data-parallel
+        // training holds the whole model on every rank).
+        if let Some((rank, world)) = rank_of(trace).filter(|_| !trains) {
+            parts.push(format!(
+                "counted on rank {rank} of {world} (one shard, where tensor or expert parallelism splits the model)"
+            ));
+        }
     }
     parts.extend(embeddings_and_experts(trace, rows, ev));
     // Hidden size means something for transformers and MLPs; a CNN's classifier width is not one.

@@ -59,6 +59,9 @@ pub struct HostCase {
     /// A communication kernel per step (name, ns), exposed on the compute stream or
     /// overlapped on a side stream.
     pub comm: Option<(&'static str, Nanos, bool)>,
+    /// The first step's first `n` eager launches take `ns` each (a cold start: the first
+    /// launch of a kernel loading its code object).
+    pub cold: Option<(u32, Nanos)>,
     /// What the case plants (`None` for a healthy counterpart), and what the findings must
     /// and must not say.
     pub truth: &'static str,
@@ -78,6 +81,7 @@ fn base(name: &'static str, truth: &'static str) -> HostCase {
         stall: None,
         marked: false,
         comm: None,
+        cold: None,
         truth,
     }
 }
@@ -127,6 +131,14 @@ pub fn cases() -> Vec<HostCase> {
             ..base(
                 "idle_single_stall_unmarked",
                 "the same stall in a trace that marks no step: named a single stall, not a one-off (nothing to compare it with), still left out of the steady state, with advice to profile several steps",
+            )
+        },
+        HostCase {
+            cold: Some((4, 5_000_000)),
+            marked: true,
+            ..base(
+                "idle_cold_start",
+                "the first step's first 4 kernel launches take 5 ms each (lazy module loading) while the GPU waits; no single gap holds half of the idle: a Low cold-start finding names the 4 calls (20 ms) and the steady-state idle leaves them out",
             )
         },
         base(
@@ -244,7 +256,7 @@ pub fn write_case(c: &HostCase, w: &mut impl Write) -> io::Result<()> {
             }
         }
         write_host(&mut ev, c, step, &mut st)?;
-        write_launches(&mut ev, c, &mut st)?;
+        write_launches(&mut ev, c, step == 0, &mut st)?;
         if c.marked {
             let name = format!("ProfilerStep#{}", step + 1);
             ev.complete(
@@ -375,8 +387,10 @@ fn kernel(
 fn write_launches(
     ev: &mut EventWriter<'_, impl Write>,
     c: &HostCase,
+    first_step: bool,
     st: &mut Clock,
 ) -> io::Result<()> {
+    let (cold_n, cold_ns) = c.cold.filter(|_| first_step).unwrap_or((0, 0));
     let step_start = st.cpu;
     let compute_name = match c.launch {
         Launch::Compiled => "triton_poi_fused_add_mul_0",
@@ -417,10 +431,11 @@ fn write_launches(
             if c.launch == Launch::Compiled {
                 st.cpu += 2_000;
             }
-            for _ in 0..c.kernels_per_step {
+            for i in 0..c.kernels_per_step {
                 let (ext, corr) = (st.ext, st.corr);
                 let op_ts = st.cpu;
                 let launch_ts = op_ts + 2_000;
+                let launch_ns = if i < cold_n { cold_ns } else { 8_000 };
                 let call = if c.launch == Launch::Compiled {
                     "cuLaunchKernel"
                 } else {
@@ -432,20 +447,20 @@ fn write_launches(
                     PID,
                     TID,
                     launch_ts,
-                    8_000,
+                    launch_ns,
                     &format!("\"External id\": {ext}, \"correlation\": {corr}"),
                 )?;
                 ev.flow("s", corr, PID, TID, launch_ts)?;
                 if c.launch == Launch::Eager {
-                    ev.complete("cpu_op", op_name, PID, TID, op_ts, 12_000, &format!("\"External id\": {ext}, \"Input Dims\": [[4096, 1024], [4096, 1024]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]"))?;
+                    ev.complete("cpu_op", op_name, PID, TID, op_ts, launch_ns + 4_000, &format!("\"External id\": {ext}, \"Input Dims\": [[4096, 1024], [4096, 1024]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]"))?;
                 }
-                let at = st.gpu.max(launch_ts + 5_000);
+                let at = st.gpu.max(launch_ts + launch_ns - 3_000);
                 // Back to back where a collective must hide under them.
                 let gap = if c.comm.is_some() { 0 } else { 1_000 };
                 st.gpu = kernel(ev, compute_name, at, c.kernel_ns, STREAM, ext, corr)? + gap;
                 st.ext += 1;
                 st.corr += 1;
-                st.cpu = op_ts + 14_000;
+                st.cpu = op_ts + launch_ns + 6_000;
             }
             if c.launch == Launch::Compiled {
                 st.cpu += 2_000;

@@ -577,12 +577,14 @@ pub fn cases() -> Vec<PlantedCase> {
             None,
             &[],
         )),
-        // One 512-token sequence × 16 heads on MI300X: short, and the call batches nothing.
+        // One 512-token sequence × 16 heads on MI300X: short, and the call batches nothing. The
+        // ceiling its shape allows says how much: 4 key tiles per query tile leave the loop
+        // two thirds of the time (the short-sequence cause would say it again).
         case_of(
             "attention_short_single",
             vec![flash(16, 512, 64, 0.1)],
-            Some("attention_short_sequence"),
-            &["short sequence: 512 tokens"],
+            Some("attention_ceiling"),
+            &["4.0 key tiles per query tile", "ceiling of 66.7%", "packing"],
         ),
         // 16 sequences of 559 tokens × 16 heads in one call (MI300X Qwen1.5's shape): already
         // batched, 1280 work items for 304 CUs: never told to pack or batch.
@@ -682,12 +684,13 @@ pub fn cases() -> Vec<PlantedCase> {
             &["far below its memory roofline (13% of it)", "bytes do not limit it"],
         )),
         // Its counterpart near the memory roofline: 128 × 8192 × 8192 bf16 (138 MB, 124
-        // FLOPs/byte) at 70% of HBM bandwidth: a memory-bound shape.
+        // FLOPs/byte) at 70% of HBM bandwidth: 128 rows against a 134 MB weight, whose bytes
+        // are what it moves (weight-bound: fewer weight bytes are the lever).
         on_h100(case_of(
             "gemm_memory_bound_near_roofline",
             vec![h100_mm(128, 8192, 8192, BF16, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", 291.0, None)],
-            Some("gemm_memory_bound_shape"),
-            &["memory-bound shape (128×8192×8192)"],
+            Some("gemm_weight_bound"),
+            &["weight-bound: 128 rows against the 8192×8192 weight", "the 134.2 MB weight"],
         )),
         on_h100(case_of(
             "gemm_last_wave_recorded",

@@ -181,12 +181,14 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         });
     }
     // The kernel already splits the keys across workgroups (FA2's `splitkv`, vLLM's 3-D unified
-    // attention with its `reduce_segments`, a `combine` pass).
+    // attention with its `reduce_segments`, a `combine` pass, a paged kernel's partitions and
+    // their `…_reduce_kernel`).
     let splits_keys = shape.kernel_names.iter().any(|(n, _)| {
         let l = n.to_ascii_lowercase();
         ["splitkv", "split_kv", "reduce_segments", "_3d", "combine"]
             .iter()
             .any(|w| l.contains(w))
+            || l.contains("attention") && l.contains("reduce")
     });
     let serving = serving_batch(shape);
     let decode_action = |paged: bool| -> String {
@@ -345,6 +347,45 @@ mod tests {
             .map(|_| launch.map(|(grid, block)| crate::model::LaunchDims { grid, block }))
             .collect();
         r
+    }
+
+    /// The same op with its iteration's token counts (TraceLens's inference model): 32 decode
+    /// sequences of one query against 55,086 cached keys: decode, 112.8 MB of K/V per call,
+    /// never "short sequence"; its split-KV pass is named as already there.
+    #[test]
+    fn a_serving_batch_is_its_iterations_sequences() {
+        let mi300 = crate::perf::platform::by_name("mi300x").expect("mi300x");
+        let ctx = Context {
+            platform: Some(&mi300),
+            baseline_tb_s: None,
+            compute_us: None,
+            kernel_floor_us: None,
+        };
+        let mut r = attention(&["kernel_unified_attention_3d", "reduce_segments"], None);
+        r.perf_params = "{'B': 1, 'N_Q': 32, 'H_Q': 64, 'N_KV': 32, 'H_KV': 8, 'd_h_qk': 64, 'd_h_v': 64, 'c_sq': 0, 'c_sk': 0, 'c_sqsq': 0, 'c_sqsk': 0, 'g_sq': 32, 'g_sk': 55086, 'g_sqsq': 32, 'g_sqsk': 55086}".into();
+        let sb = serving_batch(&r).expect("serving batch");
+        assert!(sb.is_decode());
+        assert_eq!((sb.decode_seqs, sb.keys_per_sequence()), (32, 1721));
+        assert!(!short_unbatched(&r, Some(&mi300)));
+        let all = causes(&r, &ctx);
+        let c = all
+            .iter()
+            .find(|c| c.key == "attention_decode")
+            .expect("decode");
+        assert_eq!(c.title, "decode attention: 32 sequences × 1 query");
+        assert!(
+            c.evidence.contains("up to 112.8 MB of K/V cache per call"),
+            "{}",
+            c.evidence
+        );
+        assert!(c.action.contains("already splits the keys"), "{}", c.action);
+        assert!(all.iter().all(|c| c.key != "attention_short_sequence"));
+        // A prefill iteration of 4 prompts of 2,048 tokens: 4 sequences, not decode.
+        r.perf_params = "{'B': 1, 'N_Q': 8192, 'H_Q': 64, 'N_KV': 8192, 'H_KV': 8, 'd_h_qk': 64, 'c_sq': 8192, 'c_sk': 8192, 'c_sqsq': 16777216, 'c_sqsk': 16777216, 'g_sq': 0, 'g_sk': 0, 'g_sqsq': 0, 'g_sqsk': 0}".into();
+        let sb = serving_batch(&r).expect("serving batch");
+        assert!(!sb.is_decode());
+        assert_eq!(sb.prefill_seqs, 4);
+        assert!(causes(&r, &ctx).iter().all(|c| c.key != "attention_decode"));
     }
 
     /// vLLM's unified attention over 32 decode sequences records `N_Q = 32` for the batch's

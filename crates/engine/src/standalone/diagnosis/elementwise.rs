@@ -120,8 +120,39 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     // The finding's own figure (all its signatures together, as its Issue states it), so the
     // cause and the Issue quote one bandwidth; the largest signature's where the group has none.
     let achieved = achieved_tb_s(r).or_else(|| achieved_tb_s(shape));
+    // Under the baseline's own size class (16 MB per call) a kernel's fixed cost, not its
+    // streaming, sets its time: it is not compared with ops that stream.
+    let small = shape
+        .data_mb
+        .filter(|&m| (TINY_MB..crate::standalone::rules::BASELINE_MIN_MB).contains(&m));
+    if let (Some(base), Some(bw), Some(mb)) = (ctx.baseline_tb_s, achieved, small) {
+        if bw < BELOW_BASELINE * base {
+            let mean_us = r.kernel_us / r.count.max(1) as f64;
+            let stream_us = mb * MIB / (base * 1e12) * 1e6;
+            out.push(Cause {
+                key: "elementwise_small_tensor",
+                title: format!("small tensors: {mb:.1} MB per call in {mean_us:.1} µs"),
+                evidence: format!(
+                    "each call moves {mb:.1} MB in {mean_us:.1} µs; at the trace's elementwise baseline ({base:.2} TB/s, ops of {} MB or more) that is {stream_us:.1} µs of streaming: the rest is the kernel's fixed cost (launch, ramp-up, drain), which a tensor this small cannot hide, so its bandwidth is not compared with theirs",
+                    crate::standalone::rules::BASELINE_MIN_MB
+                ),
+                action: if super::kernels::is_engine_op(&shape.name) {
+                    "It is the serving engine's own kernel: fewer, larger calls are the lever (a fused neighbour in the engine, such as a norm with its residual add or an activation fused into its GEMM's epilogue); tuning its bandwidth is not.".into()
+                } else {
+                    "Fewer, larger calls: fuse it with its neighbours (`torch.compile`) or batch more rows per call; tuning its bandwidth is not the lever at this size.".into()
+                },
+                waste: None,
+                confidence: Confidence::Medium,
+                bounds_all: false,
+            });
+        }
+    }
     if let (Some(base), Some(bw)) = (ctx.baseline_tb_s, achieved) {
-        if bw < BELOW_BASELINE * base && shape.data_mb.is_some_and(|m| m >= TINY_MB) {
+        if bw < BELOW_BASELINE * base
+            && shape
+                .data_mb
+                .is_some_and(|m| m >= crate::standalone::rules::BASELINE_MIN_MB)
+        {
             let dims = shapes(&shape.input_dims);
             let strides = shapes(&shape.input_strides);
             let strided: Vec<usize> = dims
@@ -282,6 +313,48 @@ mod tests {
         );
         assert_eq!(row_per_workgroup(&norm(491_520, 16), &dims), None);
         assert_eq!(row_per_workgroup(&norm(1920, 512), &dims), None);
+    }
+
+    /// SGLang's `silu_and_mul` on 32 tokens: 2.3 MB per call in 9 µs against a baseline of
+    /// 3.45 TB/s set by ops of 16 MB or more: a small tensor whose fixed cost sets its time, not
+    /// "below the baseline, no layout reason"; from 16 MB a slow op is compared.
+    #[test]
+    fn small_tensors_are_not_compared_with_streaming_ops() {
+        let ctx = Context {
+            platform: None,
+            baseline_tb_s: Some(3.45),
+            compute_us: None,
+            kernel_floor_us: None,
+        };
+        let op = |mb: f64, us: f64| {
+            let mut r = crate::standalone::ops::tests_support::row("sgl_kernel::silu_and_mul");
+            r.category = SeedCategory::Elementwise;
+            r.data_mb = Some(mb);
+            r.count = 10;
+            r.kernel_us = us * 10.0;
+            r
+        };
+        let small = op(2.3, 9.0);
+        let keys: Vec<_> = causes(&small, &small, &ctx).into_iter().collect();
+        let c = keys
+            .iter()
+            .find(|c| c.key == "elementwise_small_tensor")
+            .expect("small tensor");
+        assert!(c.title.contains("2.3 MB per call in 9.0 µs"), "{}", c.title);
+        assert!(
+            c.action
+                .starts_with("It is the serving engine's own kernel"),
+            "{}",
+            c.action
+        );
+        assert!(keys.iter().all(|c| c.key != "elementwise_below_baseline"));
+        let large = op(64.0, 100.0);
+        let keys: Vec<_> = causes(&large, &large, &ctx)
+            .into_iter()
+            .map(|c| c.key)
+            .collect();
+        assert!(keys.contains(&"elementwise_below_baseline"), "{keys:?}");
+        assert!(!keys.contains(&"elementwise_small_tensor"), "{keys:?}");
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub const NEARLY_EMPTY_USEFUL_BELOW: f64 = 0.98;
 pub const ALIGN_BYTES: u64 = 16;
 /// Shapes whose smaller output dimension is at most this are matrix-vector-like.
 pub const GEMV_MAX_ROWS: i64 = 16;
+/// A GEMM whose weight (N × K) is at least this many times its activations (M × (N + K)) moves
+/// mostly weight bytes.
+pub const WEIGHT_BOUND_RATIO: i64 = 8;
 /// K at most this is a small-K GEMM.
 pub const SMALL_K: i64 = 64;
 /// A GEMM kernel shorter than this, µs, far below both its bounds, is too small for the GPU
@@ -383,12 +386,24 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                             under.join(" and ")
                         )
                     } else {
+                        // Padding a dimension to the tile computes the same tiles: only
+                        // trimming a model dimension, or filling the spare rows, saves.
+                        let mut parts = Vec::new();
+                        if n % along_n != 0 {
+                            parts.push(format!(
+                                "N = {n} is a model dimension: trim it to {} where the model allows (a hidden or vocabulary size chosen as a multiple of {along_n})",
+                                n / along_n * along_n
+                            ));
+                        }
+                        if m % along_m != 0 {
+                            parts.push(format!(
+                                "M = {m} is the rows per call: the last row of tiles has room for {} more rows at no extra time, so a larger batch fills it",
+                                tm * along_m - m
+                            ));
+                        }
                         format!(
-                            "Pad M and N to multiples of the tile ({} and {}), or trim them to the multiple below ({} and {}) where the model allows (e.g. a vocabulary or hidden size padded to a multiple of 128).",
-                            tm * along_m,
-                            tn * along_n,
-                            m / along_m * along_m,
-                            n / along_n * along_n
+                            "The partial tiles take as long as full ones, so padding to the tile saves nothing: {}.",
+                            parts.join("; ")
                         )
                     },
                     waste: Some((1.0 - useful) * k_share * sig_share),
@@ -627,6 +642,18 @@ fn below_ridge(
             confidence: Confidence::Medium,
             bounds_all: false,
         });
+    } else if b == 1 && n * k >= WEIGHT_BOUND_RATIO * m * (n + k) {
+        // A few rows against a large weight (a decode step's projections): the weight's bytes
+        // are most of what it moves, read once per call whatever the kernel.
+        let bpe = spec_bytes(&r.compute_spec).unwrap_or(2) as f64;
+        let w_mb = (n * k) as f64 * bpe / 1e6;
+        let a_mb = (m * (n + k)) as f64 * bpe / 1e6;
+        (
+            "gemm_weight_bound",
+            format!("weight-bound: {m} rows against the {k}×{n} weight"),
+            format!("each call reads the {w_mb:.1} MB weight for {a_mb:.2} MB of activations, so its bytes are the weight's: every weight element is used {m} times"),
+            "Move fewer weight bytes: FP8 weights halve them (4-bit weights quarter them) where accuracy allows; more rows per call (a larger batch) reuse each weight read; tuning the kernel gains only up to the memory roofline.",
+        )
     } else {
         (
             "gemm_memory_bound_shape",
@@ -785,20 +812,55 @@ fn already_merged(module_path: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// A decode step's 32 rows against a 4096 × 24576 bf16 weight (SGLang's gate_up): the
+    /// weight's 201.3 MB are what it moves, so fewer weight bytes lead the advice; a square
+    /// shape below the ridge is not weight-bound.
+    #[test]
+    fn a_few_rows_against_a_large_weight_are_weight_bound() {
+        let mi300 = crate::perf::platform::by_name("mi300x").expect("mi300x");
+        let ctx = Context {
+            platform: Some(&mi300),
+            baseline_tb_s: None,
+            compute_us: None,
+            kernel_floor_us: None,
+        };
+        let mut r = crate::standalone::ops::tests_support::row("aiter::gemm_a16w16");
+        r.category = SeedCategory::Gemm;
+        r.compute_spec = "matrix_bf16".into();
+        r.flops_per_byte = Some(31.7);
+        let c = below_ridge(&r, (32, 24576, 4096), false, &ctx).expect("below the ridge");
+        assert_eq!(c.key, "gemm_weight_bound");
+        assert!(c.evidence.contains("the 201.3 MB weight"), "{}", c.evidence);
+        assert!(
+            c.action.starts_with("Move fewer weight bytes: FP8"),
+            "{}",
+            c.action
+        );
+        let c = below_ridge(&r, (2048, 2048, 2048), true, &ctx).expect("below the ridge");
+        assert_eq!(c.key, "gemm_memory_bound_shape");
+        assert!(
+            c.evidence
+                .starts_with("its largest signature (2048×2048×2048)"),
+            "{}",
+            c.evidence
+        );
+    }
+
     #[test]
     fn merged_projections_are_read_from_the_module_path() {
-        assert!(super::already_merged(
+        assert!(already_merged(
             "nn.Module: Qwen3Attention_0 > nn.Module: QKVParallelLinear_0"
         ));
-        assert!(super::already_merged(
+        assert!(already_merged(
             "nn.Module: GPT2Attention_0 > nn.Module: Conv1D_c_attn"
         ));
-        assert!(!super::already_merged(
+        assert!(!already_merged(
             "nn.Module: ViTSelfAttention_0 > nn.Module: Linear_0"
         ));
     }
 
-    use super::*;
     use crate::standalone::ops::tests_support::row;
 
     fn no_platform() -> Context<'static> {

@@ -398,6 +398,11 @@ mod tests {
             (Some((256, 192)), Some(1), true)
         );
         assert!(gemm_kernel("Cijk_B_PostGSU2").is_none());
+        // hipBLASLt's UserArgs kernels pick their split-K at launch (`GSUAMBSK`); a named
+        // factor is the kernel's own.
+        assert!(gemm_kernel("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x32x64_MI16x16x1_SN_LDSB1_GRVWA8_GRVWB8_GSUAMBSK_GLS0_ISA942_WG64_4_1").expect("gemm").runtime_split_k);
+        assert!(!k.runtime_split_k, "GSU2 names its factor");
+        assert!(!user_args.runtime_split_k || user_args.split_k.is_none());
         assert!(is_split_k_reduction("Cijk_B_PostGSU2"));
     }
 

@@ -191,7 +191,6 @@ fn attention_path_a_for(
     prefill_batch: bool,
 ) -> String {
     let (o, k) = (op.to_ascii_lowercase(), kernel.to_ascii_lowercase());
-    let faster = faster_attention(platform, &k);
     let has = |s: &str, words: &[&str]| words.iter().any(|w| s.contains(w));
     const ENGINES: [&str; 6] = [
         "vllm",
@@ -201,6 +200,8 @@ fn attention_path_a_for(
         "unified_attention",
         "paged",
     ];
+    let engine = has(&o, &ENGINES) || has(&k, &["paged", "flashinfer"]);
+    let faster = faster_attention(platform, &k, engine);
     // What the kernel's name says it already is: a prefill (context) kernel, and one reading
     // an FP8 KV cache (`QkvE4m3`, `Fp8KVCacheDataType)1`; `…)0` is the cache switched off).
     let prefill = prefill_batch || has(&k, &["context", "prefill"]);
@@ -213,7 +214,7 @@ fn attention_path_a_for(
             "fp8kvcachedatatype)2",
         ],
     );
-    if has(&o, &ENGINES) || has(&k, &["paged", "flashinfer"]) {
+    if engine {
         if prefill {
             return format!(
                 "This is a serving engine's prefill (context) attention kernel, not PyTorch's SDPA: over the prompt's tokens it is bound by math, so judge it on FLOPs against the matrix peak. The lever is the engine's attention backend for prefill ({faster}){}; decode levers (KV-cache bytes, decode batch size) do not apply to it.",
@@ -277,8 +278,14 @@ const SIGNATURE_MATERIAL: f64 = 0.2;
 /// The faster attention backends of the platform, less the one the kernel already is: FA3 and
 /// cuDNN on Hopper, cuDNN and trtllm-gen / FlashAttention-4 on Blackwell, cuDNN on Ampere, CK /
 /// aiter FMHA on AMD; all of them, by platform, when the platform is unknown.
-fn faster_attention(platform: Option<&Platform>, kernel: &str) -> String {
-    let cudnn = "cuDNN attention via `torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)`";
+/// `engine`: the call is a serving engine's, whose backend is the engine's setting (vLLM's
+/// `VLLM_ATTENTION_BACKEND`, SGLang's `--attention-backend`), not SDPA's.
+fn faster_attention(platform: Option<&Platform>, kernel: &str, engine: bool) -> String {
+    let cudnn = if engine {
+        "cuDNN attention (the engine's cuDNN or FlashInfer backend)"
+    } else {
+        "cuDNN attention via `torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)`"
+    };
     let instr = platform
         .and_then(|p| p.matrix_instruction.as_ref())
         .map_or("", |(i, _)| i.as_str());
