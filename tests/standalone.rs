@@ -723,3 +723,33 @@ fn a_dimension_under_one_tile_is_neither_padded_nor_trimmed() {
     );
     assert!(!tile.action.contains("multiple below"), "{}", tile.action);
 }
+
+/// BERT-small on MI300X is idle most of its trace: its `aten::eq` and `aten::all` findings save
+/// under 0.1 % by their range and by replay, so the recommendations name them in one line
+/// instead of arguing each (issue #48 review: "findings at 0.0 % impact still emitted").
+#[test]
+fn negligible_findings_are_named_not_argued() {
+    let Some(a) = real("mi300xvf_gaunernst_bert-small-uncased__1016001.json.gz") else {
+        return;
+    };
+    let st = standalone(&a);
+    let md = jarvis_engine::report::standalone_fair::fair_md(&a, st, "bert");
+    let recommendations = md
+        .split("## Detailed Analysis")
+        .next()
+        .expect("a recommendations part");
+    assert!(
+        !recommendations.contains("Priority: `aten::eq`"),
+        "{recommendations}"
+    );
+    let line = recommendations
+        .lines()
+        .find(|l| l.contains("would save under 0.1% of the time each"))
+        .expect("the negligible findings' line");
+    assert!(
+        line.contains("`aten::eq`") && line.contains("`aten::all`"),
+        "{line}"
+    );
+    // A finding that saves more is still argued.
+    assert!(recommendations.contains("### 🔴 Critical Priority: GPU idle time"));
+}

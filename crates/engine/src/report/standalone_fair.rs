@@ -13,6 +13,9 @@ use crate::trace_analysis::Analysis;
 
 /// Recommendations shown in full in the fair report; the rest are counted.
 const MAX_RECOMMENDATIONS: usize = 10;
+/// A recommendation saving less than this share of the time (%), by its range and by replay,
+/// is named in one line instead of argued.
+const NEGLIGIBLE_PCT: f64 = 0.1;
 
 /// The platform line used in titles.
 pub fn platform_label(a: &Analysis) -> String {
@@ -260,8 +263,20 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     if st.recommendations.is_empty() {
         let _ = writeln!(s, "No bottleneck passed the rules (docs/analysis.md): nothing reaches 1% of compute below 80% efficiency, and the GPU timeline has no idle, exposed communication or memcpy above 1%.\n");
     }
+    // A finding that saves under 0.1 % whichever way it is estimated is listed, not argued.
+    let negligible = |b: &crate::standalone::findings::Bottleneck| {
+        b.impact.high_pct < NEGLIGIBLE_PCT
+            && b.impact
+                .replayed
+                .is_none_or(|r| r.saving_pct() < NEGLIGIBLE_PCT)
+    };
+    let mut minor: Vec<String> = Vec::new();
     for &r in st.recommendations.iter().take(MAX_RECOMMENDATIONS) {
         let b = st.bottleneck(r);
+        if negligible(b) {
+            minor.push(b.title.clone());
+            continue;
+        }
         let heading = category_heading(r.0 + 1, st, r.0);
         let _ = writeln!(
             s,
@@ -297,6 +312,16 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             "→ *See [Detailed Analysis: {}](#{}) for details*\n\n---\n",
             b.category.title(),
             anchor(&heading)
+        );
+    }
+    if !minor.is_empty() {
+        let _ = writeln!(
+            s,
+            "{} finding{} would save under {NEGLIGIBLE_PCT}% of the time each, and {} left to the detailed analysis below: {}.\n\n---\n",
+            minor.len(),
+            if minor.len() == 1 { "" } else { "s" },
+            if minor.len() == 1 { "is" } else { "are" },
+            minor.join(", ")
         );
     }
     if st.recommendations.len() > MAX_RECOMMENDATIONS {

@@ -313,7 +313,10 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
                 );
                 Some((p, how))
             };
-            match by_name.or_else(by_properties) {
+            match by_name
+                .or_else(by_properties)
+                .or_else(|| by_kernel_names(trace))
+            {
                 Some((p, how)) => Some(PlatformUsed { platform: p, how }),
                 None => {
                     let shown = if first.is_empty() {
@@ -329,6 +332,28 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
             }
         }
     }
+}
+
+/// A trace that records no device properties (Kineto before 2021) where its kernels' names
+/// say the architecture and that architecture has one data-centre GPU in the table: cuBLAS's
+/// and cuDNN's `volta_*` kernels run on a V100 (the SXM2 peaks; a PCIe card's are about 10 %
+/// lower, and the finding says which was assumed).
+fn by_kernel_names(trace: &Trace) -> Option<(crate::perf::platform::Platform, String)> {
+    if trace.meta.device_properties.is_some() {
+        return None;
+    }
+    let volta = trace.events.iter().filter(|e| e.kind().is_gpu()).any(|e| {
+        let n = trace.name(e);
+        n.starts_with("volta_") || n.contains(" volta_") || n.contains("_volta_")
+    });
+    if !volta {
+        return None;
+    }
+    let p = crate::perf::platform::by_name("V100")?;
+    Some((
+        p,
+        "inferred from the kernels' names (`volta_*`: a Volta GPU; the trace records no device properties), V100 SXM2 assumed (a PCIe card's peaks are about 10 % lower)".to_owned(),
+    ))
 }
 
 /// `totalGlobalMem` of the first device `deviceProperties` lists (what tells SKUs of one name
@@ -776,5 +801,27 @@ mod tests {
         let fields = whole.as_object_mut().expect("an object");
         assert!(fields.remove("report").is_some());
         assert_eq!(&a.page_json(), &whole);
+    }
+
+    /// A 2021 trace records no device properties: `volta_*` kernels name a V100 (the only
+    /// Volta data-centre GPU), and the platform says how it was found; an Ampere kernel name
+    /// (A100, A10, A30, RTX 30…) identifies no one GPU.
+    #[test]
+    fn a_trace_without_device_properties_is_a_v100_by_its_volta_kernels() {
+        let trace = |kernel: &str| {
+            format!(
+                r#"{{"traceEvents": [
+  {{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 20}},
+  {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 5, "dur": 5, "args": {{"correlation": 7}}}},
+  {{"ph": "X", "cat": "kernel", "name": "{kernel}", "pid": 0, "tid": 7, "ts": 12, "dur": 50, "args": {{"correlation": 7, "stream": 7}}}}
+]}}"#
+            )
+        };
+        let a = crate::analyze(trace("volta_sgemm_128x64_nn").as_bytes()).expect("analyzes");
+        let used = a.platform.as_ref().expect("a platform");
+        assert_eq!(used.platform.name, "V100");
+        assert!(used.how.contains("`volta_*`"), "{}", used.how);
+        let a = crate::analyze(trace("ampere_sgemm_128x64_nn").as_bytes()).expect("analyzes");
+        assert!(a.platform.is_none());
     }
 }

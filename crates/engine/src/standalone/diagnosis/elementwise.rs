@@ -104,8 +104,8 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         if mb < TINY_MB && mean_us < TINY_US && r.count >= 10 {
             out.push(Cause {
                 key: "tiny_launch_bound",
-                title: format!("tiny tensors: {:.0} KB per call in {mean_us:.1} µs", bytes / 1e3),
-                evidence: format!("{} calls each move {:.0} KB in {mean_us:.1} µs: the launch and the kernel's start-up dominate, whatever the bandwidth.", r.count, bytes / 1e3),
+                title: format!("tiny tensors: {} per call in {mean_us:.1} µs", size_text(bytes)),
+                evidence: format!("{} calls each move {} in {mean_us:.1} µs: the launch and the kernel's start-up dominate, whatever the bandwidth.", r.count, size_text(bytes)),
                 action: if r.graph_replayed {
                     "They are already replayed by a graph, so their launches cost no host time: fewer kernels is the lever: fuse these small ops with their neighbours (`torch.compile`, a foreach/multi-tensor kernel).".into()
                 } else {
@@ -225,6 +225,15 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         }
     }
     out
+}
+
+/// Bytes in words: `512 B` under a kilobyte, else whole kilobytes (`295 KB`).
+fn size_text(bytes: f64) -> String {
+    if bytes < 1e3 {
+        format!("{bytes:.0} B")
+    } else {
+        format!("{:.0} KB", bytes / 1e3)
+    }
 }
 
 /// Elements each thread of a one-row-per-workgroup kernel must handle, at least, to keep
