@@ -229,6 +229,33 @@ fn a_cold_start_is_named_and_left_out_of_the_steady_state() {
     assert!(find(st, "Cold start").is_none(), "{}", all_text(st));
 }
 
+/// The host's time outside every recorded op is "Python between launches" only where the trace
+/// records Python frames; without them it is said to be unknown (issue #48 review: asserted on
+/// traces with no Python events).
+#[test]
+fn host_time_outside_ops_is_python_only_with_python_frames() {
+    let idle_text = |frames: Vec<&'static str>| {
+        // Long host work between steps, kernels longer than their launches (not
+        // launch-bound): the gaps' time is outside every op.
+        let mut c = case("idle_eager_launch_bound").expect("case");
+        c.host_frames = frames;
+        c.host_ns = 5_000_000;
+        c.kernels_per_step = 4;
+        c.kernel_ns = 50_000;
+        let trace = import::import_bytes(&case_bytes(&c)).expect("trace imports");
+        let a = analyze_trace(trace);
+        let st = a.standalone.as_ref().expect("standalone");
+        let idle = find(st, "GPU idle time").expect("idle finding");
+        format!("{}\n{}", idle.issue, idle.path_a)
+    };
+    let bare = idle_text(vec![]);
+    assert!(!bare.contains("in Python between launches"), "{bare}");
+    assert!(bare.contains("records no Python frames"), "{bare}");
+    // With Python frames recorded, the same time is Python's.
+    let framed = idle_text(vec!["engine.py(88): step"]);
+    assert!(framed.contains("in Python between launches"), "{framed}");
+}
+
 #[test]
 fn data_loading_names_the_function_and_fits_the_mode() {
     let a = analyze("idle_data_loading_inference");

@@ -131,6 +131,10 @@ type Fingerprint = (i64, i64, i64, (f64, f64), &'static str);
 const FINGERPRINTS: &[Fingerprint] = &[
     (9, 4, 304, (170.0, 200.0), "MI300X"),
     (9, 4, 304, (230.0, 270.0), "MI325X"),
+    // gfx90a with 104 CUs and 64 GiB: an MI210, or one GCD of an MI250 (each GCD is its own
+    // device), whose CUs, clock, memory and bandwidth per GCD are the MI210's
+    // (hardware_facts.md: `hta/mi250_minitoy_*` records 104 CUs and 64 GiB).
+    (9, 0, 104, (56.0, 72.0), "MI210"),
 ];
 
 /// The platform whose architecture, compute-unit count and memory `deviceProperties` records,
@@ -143,7 +147,8 @@ pub fn identify(
     units: i64,
     total_mem: Option<i64>,
 ) -> Option<Platform> {
-    if !name.is_empty() {
+    // ROCm writes a generic marketing name for some devices: no product in it.
+    if !name.is_empty() && name != "AMD Radeon Graphics" {
         return None;
     }
     let gib = total_mem? as f64 / (1u64 << 30) as f64;
@@ -318,6 +323,20 @@ mod tests {
         assert!(identify("", 9, 4, 228, gib(128)).is_none());
         assert!(identify("", 9, 0, 304, gib(192)).is_none());
         assert!(identify("", 9, 4, 304, None).is_none());
+        // One GCD of an MI250 under ROCm's generic name: gfx90a, 104 CUs, 64 GiB, the MI210's
+        // figures.
+        assert_eq!(
+            name(identify(
+                "AMD Radeon Graphics",
+                9,
+                0,
+                104,
+                Some(68_702_699_520)
+            ))
+            .as_deref(),
+            Some("MI210")
+        );
+        assert!(identify("AMD Radeon Graphics", 9, 0, 110, gib(64)).is_none());
     }
 
     #[test]

@@ -308,8 +308,13 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
                 let (name, major, minor, units) = first_device_arch(trace)?;
                 let p = crate::perf::platform::identify(name.trim(), major, minor, units, memory)?;
                 let how = format!(
-                    "identified from deviceProperties (no device name; architecture {major}.{minor}, {units} compute units, {:.0} GiB)",
-                    memory.unwrap_or(0) as f64 / (1u64 << 30) as f64
+                    "identified from deviceProperties (no product name; architecture {major}.{minor}, {units} compute units, {:.0} GiB{})",
+                    memory.unwrap_or(0) as f64 / (1u64 << 30) as f64,
+                    if p.name == "MI210" {
+                        ": an MI210, or one GCD of an MI250, whose figures are the same"
+                    } else {
+                        ""
+                    }
                 );
                 Some((p, how))
             };

@@ -28,6 +28,13 @@ pub const NEARLY_EMPTY_USEFUL_BELOW: f64 = 0.98;
 pub const ALIGN_BYTES: u64 = 16;
 /// Shapes whose smaller output dimension is at most this are matrix-vector-like.
 pub const GEMV_MAX_ROWS: i64 = 16;
+/// Workgroups of fewer threads than this, for a tile smaller than [`SMALL_TILE_AREA`], run
+/// several to a CU/SM.
+pub const SMALL_BLOCK_THREADS: u64 = 256;
+pub const SMALL_TILE_AREA: u64 = 128 * 128;
+/// A memory-bound GEMM at this share of its memory roofline or more is not told its last wave
+/// is partly idle (it has compute slots to spare).
+pub const STREAMING_WELL_PCT: f64 = 50.0;
 /// A GEMM whose weight (N × K) is at least this many times its activations (M × (N + K)) moves
 /// mostly weight bytes.
 pub const WEIGHT_BOUND_RATIO: i64 = 8;
@@ -316,7 +323,25 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             } else if !m.kernel.persistent {
                 let w = waves(wgs, units);
                 let last_idle = (units - w.last) as f64 / units as f64;
-                if last_idle >= IDLE_SLOTS_MIN && w.waves <= WAVE_RULE_MAX_WAVES && material {
+                // A memory-bound signature already near its memory roofline has compute slots
+                // to spare: an idle tail of them is no cause (vLLM's LM head at 80 % of HBM).
+                let streaming = shape.bound == Some(crate::standalone::ops::Bound::Memory)
+                    && shape
+                        .efficiency_pct()
+                        .is_some_and(|e| e >= STREAMING_WELL_PCT);
+                // Small workgroups of a small tile (AlexNet's `sgemm_32x32`, 128 threads) run
+                // several to a CU/SM: one workgroup per CU, the waves' assumption, is false.
+                let several_per_unit = recorded.is_some_and(|(l, _)| {
+                    let threads: u64 = l.block.iter().map(|&b| u64::from(b.max(1))).product();
+                    let tile = tiling_t.as_ref().map_or(0, |t| t.tile_m * t.tile_n);
+                    threads < SMALL_BLOCK_THREADS && tile < SMALL_TILE_AREA
+                });
+                if last_idle >= IDLE_SLOTS_MIN
+                    && w.waves <= WAVE_RULE_MAX_WAVES
+                    && material
+                    && !streaming
+                    && !several_per_unit
+                {
                     out.push(Cause {
                         key: "gemm_wave_quantization",
                         title: format!(
@@ -354,7 +379,14 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 r => r as f64 / t as f64,
             };
             let nearly_empty = last_fill(m, along_m).min(last_fill(n, along_n)) < NEARLY_EMPTY_TILE;
-            if useful < TILE_USEFUL_BELOW || nearly_empty && useful < NEARLY_EMPTY_USEFUL_BELOW {
+            // Padded rows and columns cost computation: a memory-bound GEMM (its bytes are its
+            // operands', padding adds none) or a launch-bound one (under 20 µs) has it to spare.
+            let spare_compute = shape.bound == Some(crate::standalone::ops::Bound::Memory)
+                || shape.kernel_us / (shape.count.max(1) as f64) < SHORT_GEMM_US;
+            if !spare_compute
+                && (useful < TILE_USEFUL_BELOW
+                    || nearly_empty && useful < NEARLY_EMPTY_USEFUL_BELOW)
+            {
                 let off = |d: u64, t: u64| -> String {
                     match d % t {
                         0 => format!("{d} is a multiple of {t}"),
@@ -748,7 +780,21 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
     // (MI200), else fp16 autocast (Volta, Turing); allowing TF32 on a GPU without it changes
     // nothing.
     let amd = p.is_some_and(|p| p.vendor.eq_ignore_ascii_case("amd"));
+    // hipBLASLt/Tensile's `…_MI16x16x1…`: fp32 on the matrix cores (MFMA), an AMD GPU whatever
+    // the platform table knows.
+    let mfma = main.and_then(|(n, _)| {
+        n.starts_with("Cijk_")
+            .then(|| {
+                n.split('_')
+                    .find(|t| t.starts_with("MI") && t.contains('x'))
+            })
+            .flatten()
+    });
     let (title, action) = match (p, t, b, h) {
+        (None, _, _, _) if mfma.is_some() => (
+            "fp32 GEMM on the matrix cores where xf32 or bf16 would do",
+            "Run the model under bf16 autocast (MI200 has no XF32), or allow XF32 on MI300 (`HIPBLASLT_ALLOW_TF32=1`): the matrix cores' bf16 rate is several times their fp32 rate; the GPU's peaks are unknown here (`--platform`).".to_owned(),
+        ),
         (Some(_), Some(_), _, _) if amd => (
             "fp32 GEMM where xf32 or bf16 would do",
             format!("Allow XF32 on {name} (`HIPBLASLT_ALLOW_TF32=1`, or `torch.set_float32_matmul_precision(\"high\")` where the ROCm build maps it) or run the model under bf16 autocast."),
@@ -775,10 +821,11 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
         title: title.into(),
         evidence: format!(
             "the kernel{kernel} runs in fp32{}{inputs}.{figures}{lever}",
-            if simt {
-                " on the vector (SIMT) units (no tensor-core shape in its name)"
-            } else {
-                ""
+            match (simt, mfma) {
+                (true, _) =>
+                    " on the vector (SIMT) units (no tensor-core shape in its name)".to_owned(),
+                (false, Some(i)) => format!(" on the matrix cores (MFMA `{i}`)"),
+                (false, None) => String::new(),
             }
         ),
         action,
@@ -870,6 +917,47 @@ mod tests {
             baseline_tb_s: None,
             compute_us: None,
         }
+    }
+
+    /// The same recorded launch, 288 CTAs on 132 SMs (3 waves, the last 18 % full): named for a
+    /// compute-bound GEMM, not for a memory-bound one already at 80 % of its memory roofline
+    /// (it has compute slots to spare).
+    #[test]
+    fn a_streaming_gemm_is_not_told_its_last_wave_idles() {
+        let h100 = crate::perf::platform::by_name("h100").expect("h100");
+        let ctx = Context {
+            platform: Some(&h100),
+            baseline_tb_s: None,
+            compute_us: None,
+            kernel_floor_us: None,
+        };
+        use crate::standalone::ops::Bound;
+        let gemm = |bound: Bound, roofline_us: f64| {
+            let mut r = row("aten::mm");
+            r.category = SeedCategory::Gemm;
+            r.perf_params = "{'M': 2048, 'N': 2304, 'K': 8192}".into();
+            r.compute_spec = "matrix_bf16".into();
+            r.kernel_names = vec![("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8::Params)".into(), 100.0)];
+            r.kernel_launch = vec![Some(crate::model::LaunchDims {
+                grid: [18, 16, 1],
+                block: [128, 1, 1],
+            })];
+            r.count = 10;
+            r.kernel_us = 1000.0;
+            r.roofline_us = Some(roofline_us);
+            r.bound = Some(bound);
+            r
+        };
+        let keys = |r: &OpRow| {
+            causes(r, r, &ctx)
+                .into_iter()
+                .map(|c| c.key)
+                .collect::<Vec<_>>()
+        };
+        assert!(keys(&gemm(Bound::Compute, 50.0)).contains(&"gemm_wave_quantization"));
+        assert!(!keys(&gemm(Bound::Memory, 80.0)).contains(&"gemm_wave_quantization"));
+        // Far below its memory roofline, the idle tail may be why: still named.
+        assert!(keys(&gemm(Bound::Memory, 30.0)).contains(&"gemm_wave_quantization"));
     }
 
     /// A dimension under 64 elements is tiny, not misaligned; a large odd one is padded to the

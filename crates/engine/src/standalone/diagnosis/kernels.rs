@@ -240,6 +240,15 @@ pub fn gemm_precision(name: &str) -> Option<KernelPrecision> {
     {
         return Some(P::Fp16);
     }
+    // CUTLASS's `tensorop_s1688gemm` / `tensorop_s16816gemm` with no half type named: fp32
+    // data on Ampere's tensor cores, which is TF32 (`cutlass_80_tensorop_s1688gemm_128x128…`).
+    if tensor_op
+        && words
+            .iter()
+            .any(|w| w.starts_with("s1688gemm") || w.starts_with("s16816gemm"))
+    {
+        return Some(P::Tf32);
+    }
     let fp32_word = words
         .iter()
         .any(|w| w.starts_with("sgemm") || w.starts_with("ffma") || w.contains("f32f32"));
@@ -376,6 +385,30 @@ pub fn attention_backend<'a>(names: impl IntoIterator<Item = &'a str>) -> Option
 
 #[cfg(test)]
 mod tests {
+    use super::KernelPrecision as P;
+
+    /// Precision from the kernel's name: SIMT `sgemm`, CUTLASS's fp32 tensor-op `s1688gemm`
+    /// (TF32 on Ampere), bf16 and fp16 tensor ops, Tensile's type tokens.
+    #[test]
+    fn the_kernel_names_its_precision() {
+        let p = super::gemm_precision;
+        assert_eq!(p("volta_sgemm_128x64_nn"), Some(P::Fp32Simt));
+        assert_eq!(p("ampere_sgemm_32x32_sliced1x4_nn"), Some(P::Fp32Simt));
+        assert_eq!(
+            p("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x4_nt_align4>"),
+            Some(P::Tf32)
+        );
+        assert_eq!(
+            p("cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8"),
+            Some(P::Bf16)
+        );
+        assert_eq!(p("volta_s884gemm_fp16_128x128_ldg8_f2f_nn"), Some(P::Fp16));
+        assert_eq!(
+            p("Cijk_Ailk_Bljk_SB_MT64x64x16_MI16x16x1_SN_1LDSB0"),
+            Some(P::Fp32)
+        );
+    }
+
     use super::*;
 
     #[test]

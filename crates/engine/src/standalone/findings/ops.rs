@@ -660,7 +660,7 @@ fn other_path_a(r: &OpRow) -> String {
     {
         // A foreach op (the optimizers' update) is already one launch over many tensors.
         format!("It already updates many tensors per launch (`{}`, a multi-tensor kernel): the remaining levers are a fully fused optimizer (`fused=True` on `torch.optim.Adam` / `AdamW` / `SGD`, one kernel for the whole update) and fewer, larger parameter tensors.", short(&main, 70))
-    } else if r.name.contains("pool") && !lower.contains("fused") {
+    } else if is_pooling(&r.name) && !lower.contains("fused") {
         // Pooling is not elementwise work: in NCHW its backward scatters gradients through the
         // saved indices with strided writes.
         "A pooling op: judge it by bytes against HBM bandwidth; fusing elementwise ops does not apply. In NCHW, max-pooling's backward scatters its gradients through the saved indices with strided writes; channels_last (`model.to(memory_format=torch.channels_last)`) gives it the NHWC kernels, which read and write contiguously.".into()
@@ -674,7 +674,7 @@ fn other_path_a(r: &OpRow) -> String {
         format!("It is the serving engine's own kernel (`{}`, one launch already): fusing or compiling around it does not apply; the levers are that kernel's efficiency (Path B) and the engine's options for it (another backend, a fused neighbour such as a norm with its residual add or quantization).", short(&r.name, 60))
     } else if lower.contains("fused") || lower.contains("fmha") || lower.contains("flash") {
         format!("It already runs a fused kernel (`{}`): the remaining lever is that kernel's efficiency (Path B), or fusing a larger region (`torch.compile` over the module).", short(&main, 70))
-    } else if !r.name.contains("::") && !r.name.contains('.') {
+    } else if !r.kernel_level && !r.name.contains("::") && !r.name.contains('.') {
         // A `record_function` range (`SortTokens`): a region of the program, not one op.
         format!("`{}` is a named region of the program (a `record_function` range), not one PyTorch op: judge its kernels (`{}`) by what they do; elementwise fusion applies only to the elementwise ones among them.", short(&r.name, 40), short(&main, 70))
     } else if r.category == SeedCategory::Other
@@ -685,6 +685,22 @@ fn other_path_a(r: &OpRow) -> String {
     } else {
         "Fuse it with neighbouring elementwise ops (`torch.compile`, or a fused kernel) so the data crosses memory once.".into()
     }
+}
+
+/// A pooling op (`max_pool2d`, `avg_pool3d`, `adaptive_avg_pool2d`, their backwards), not any
+/// name with "pool" in it (fbgemm's `permute_pooled_embs` permutes pooled embeddings).
+fn is_pooling(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    [
+        "max_pool",
+        "avg_pool",
+        "maxpool",
+        "avgpool",
+        "lp_pool",
+        "fractional_max_pool",
+    ]
+    .iter()
+    .any(|w| l.contains(w))
 }
 
 /// A kernel doing plain elementwise work (PyTorch's elementwise loops, Inductor's pointwise
@@ -1225,6 +1241,27 @@ mod tests {
             "reshape_and_cache_flash_kernel",
         );
         assert!(other_path_a(&cache).starts_with("It is the serving engine's own kernel"));
+        // fbgemm's permute of pooled embeddings is no pooling op; a GPU-only trace's
+        // kernel-level row (an MIOpen helper kernel) is no `record_function` range.
+        let permute = with_kernel(
+            "fbgemm::permute_pooled_embs_auto_grad",
+            SeedCategory::Other,
+            "permute_pooled_embs_kernel",
+        );
+        assert!(!other_path_a(&permute).contains("pooling op"));
+        let mut helper = with_kernel(
+            "SubTensorOpWithScalar1d",
+            SeedCategory::Other,
+            "SubTensorOpWithScalar1d",
+        );
+        helper.kernel_level = true;
+        assert!(!other_path_a(&helper).contains("named region"));
+        let pool = with_kernel(
+            "aten::max_pool2d_with_indices_backward",
+            SeedCategory::Other,
+            "max_pool_backward_nchw",
+        );
+        assert!(other_path_a(&pool).starts_with("A pooling op"));
     }
 
     #[test]

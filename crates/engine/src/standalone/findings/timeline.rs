@@ -236,6 +236,12 @@ const SETUP_INPUT_COPIES: u64 = 4;
 
 /// The finding for one gap that holds more than half of the idle time: the call that took it,
 /// its stack and duration, said to be a one-off and costed at nothing in the steady state.
+/// Whether the trace records Python frames (`with_stack=True`).
+fn records_python(inp: &Inputs<'_>) -> bool {
+    let python = crate::model::EventKind::PythonFunction;
+    inp.trace.events.iter().any(|e| e.kind() == python)
+}
+
 /// The finding for first-call stalls: initialisation and first launches of a millisecond or
 /// more while the GPU waited (`host_wait::cold_call`), named with the longest and left out of
 /// the steady state (docs/analysis.md, "One-off stalls").
@@ -878,6 +884,11 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
             format!("while {} synchronizes", code(&top.label))
         }
         C::CpuOp => format!("while the CPU runs {}", code(&top.label)),
+        // Without Python frames in the trace (`with_stack` off, or no CPU side at all), the
+        // host's time outside every recorded op is not known to be Python.
+        C::Python if !records_python(inp) => {
+            "on the host outside every recorded op (the trace records no Python frames to say what ran)".to_owned()
+        }
         C::Python => "in Python between launches (no recorded op)".to_owned(),
     };
     let a: String = match top.kind {
@@ -898,6 +909,7 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         }
         C::CpuOp | C::Python if done.graphs || done.compiled => done.launch_remedy(),
         C::CpuOp => "Cut the op's host cost: `torch.compile` it, or move its CPU-side work out of the step; a larger batch amortizes it.".into(),
+        C::Python if !records_python(inp) => "Record the host side with Python stacks (`with_stack=True`, CPU activities on) to see what the host does between launches; launch overhead in it yields to `torch.compile`, CUDA / HIP graphs or a larger batch per launch.".into(),
         C::Python => "Cut Python overhead between launches: `torch.compile` the step, capture it in a CUDA / HIP graph, or raise the batch size so each launch carries more work.".into(),
     };
     let then = if idle.launch_bound {
