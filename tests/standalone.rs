@@ -675,8 +675,9 @@ fn reports_never_claim_what_needs_hardware_counters() {
 }
 
 /// TimeSformer's temporal attention runs 37,632 products of 8×64 per call: M = 8 is under one
-/// 16-row tile, so the tile cause never advises padding it or "trimming it to 0"; and the
-/// batch fills the GPU (issue #48: the rule said it "cannot fill the GPU").
+/// 16-row tile, and nothing advises padding it or "trimming it to 0" (the products are
+/// memory-bound: no tile cause at all); and the batch fills the GPU (issue #48: the rule said
+/// it "cannot fill the GPU").
 #[test]
 fn a_dimension_under_one_tile_is_neither_padded_nor_trimmed() {
     let Some(a) = real("h100_facebook_timesformer-base-finetuned-k400__1016002.json.gz") else {
@@ -711,17 +712,15 @@ fn a_dimension_under_one_tile_is_neither_padded_nor_trimmed() {
         .iter()
         .flat_map(|c| &c.bottlenecks)
         .any(|b| b.title.starts_with("Layout copies feeding GEMMs")));
-    let tile = bmm
-        .causes
-        .iter()
-        .find(|c| c.key == "gemm_tile_quantization")
-        .expect("the tile cause");
+    // The tiny products are memory-bound: their padded tiles cost computation the kernel has
+    // to spare, so no tile-padding cause is claimed (the tiny-batched one says why they are
+    // slow), and nothing is told to pad or trim.
     assert!(
-        tile.action.contains("M = 8 is under one tile's 16"),
-        "{}",
-        tile.action
+        bmm.causes.iter().all(|c| c.key != "gemm_tile_quantization"),
+        "{:?}",
+        bmm.causes.iter().map(|c| c.key).collect::<Vec<_>>()
     );
-    assert!(!tile.action.contains("multiple below"), "{}", tile.action);
+    assert!(!bmm.path_a.contains("multiple below"), "{}", bmm.path_a);
 }
 
 /// BERT-small on MI300X is idle most of its trace: its `aten::eq` and `aten::all` findings save

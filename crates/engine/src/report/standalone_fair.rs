@@ -263,9 +263,12 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     if st.recommendations.is_empty() {
         let _ = writeln!(s, "No bottleneck passed the rules (docs/analysis.md): nothing reaches 1% of compute below 80% efficiency, and the GPU timeline has no idle, exposed communication or memcpy above 1%.\n");
     }
-    // A finding that saves under 0.1 % whichever way it is estimated is listed, not argued.
+    // An op finding that saves under 0.1 % whichever way it is estimated is listed, not
+    // argued (a one-off or cold-start finding saves nothing in the steady state by design: it
+    // is stated).
     let negligible = |b: &crate::standalone::findings::Bottleneck| {
-        b.impact.high_pct < NEGLIGIBLE_PCT
+        !b.op_name.is_empty()
+            && b.impact.high_pct < NEGLIGIBLE_PCT
             && b.impact
                 .replayed
                 .is_none_or(|r| r.saving_pct() < NEGLIGIBLE_PCT)

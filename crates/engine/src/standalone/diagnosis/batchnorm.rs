@@ -16,7 +16,9 @@ fn is_per_channel(kernel: &str) -> bool {
         && !kernel.contains("channels_last")
 }
 
-pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
+/// `sig_share`: the signature's share of its group's time (the grid is the signature's: one
+/// workgroup per channel, so another signature with more channels may fill the GPU).
+pub(super) fn causes(shape: &OpRow, sig_share: f64, ctx: &Context<'_>) -> Vec<Cause> {
     let Some(units) = ctx.platform.and_then(|p| p.units()) else {
         return Vec::new();
     };
@@ -42,13 +44,22 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let waste: f64 = narrow
         .iter()
         .map(|&(_, us, w)| (1.0 - w as f64 / units as f64) * us / total)
-        .sum();
+        .sum::<f64>()
+        * sig_share;
+    let of_group = if sig_share < 1.0 {
+        format!(
+            " of this signature's kernel time, the signature {:.0}% of the op's",
+            sig_share * 100.0
+        )
+    } else {
+        " of the op's kernel time".to_owned()
+    };
     let name = ctx.platform.map(|p| p.name.as_str()).unwrap_or("the GPU");
     vec![Cause {
         key: "batchnorm_channel_grid",
         title: format!("one workgroup per channel: {w} of {units} CUs/SMs busy"),
         evidence: format!(
-            "its kernel ({}) is PyTorch's NCHW BatchNorm, which reduces each channel in one workgroup: {w} workgroups on {}'s {units} CUs/SMs, so {:.0}% of the GPU idles while it runs ({:.0}% of the op's kernel time is in such kernels). The channels-last kernels reduce over N·H·W across the whole GPU.",
+            "its kernel ({}) is PyTorch's NCHW BatchNorm, which reduces each channel in one workgroup: {w} workgroups on {}'s {units} CUs/SMs, so {:.0}% of the GPU idles while it runs ({:.0}%{of_group} is in such kernels). The channels-last kernels reduce over N·H·W across the whole GPU.",
             code(&short(kernel, 60)),
             code(name),
             (1.0 - w as f64 / units as f64) * 100.0,

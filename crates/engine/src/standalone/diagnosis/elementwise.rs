@@ -96,6 +96,9 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         });
         return out;
     }
+    if let Some(c) = few_workgroups(shape, ctx) {
+        out.push(c);
+    }
     let calls = r.count.max(1) as f64;
     let mean_us = r.kernel_us / calls;
     if let Some(mb) = shape.data_mb {
@@ -225,6 +228,56 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         }
     }
     out
+}
+
+/// A memory-bound kernel needs loads in flight on every CU/SM to reach HBM bandwidth: where
+/// the main kernel's recorded grid has fewer workgroups than the GPU has CUs/SMs (at least a
+/// quarter of them idle) and that kernel is most of the op's time, the launch explains the
+/// bandwidth (a LayerNorm over 8 rows in 8 workgroups; an activation launched one workgroup per
+/// token of a 32-token decode batch).
+fn few_workgroups(shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
+    let p = ctx.platform?;
+    let units = p.units()?;
+    let total: f64 = shape.kernel_names.iter().map(|(_, us)| us).sum();
+    let (name, us, launch) = shape
+        .kernel_names
+        .iter()
+        .zip(&shape.kernel_launch)
+        .filter_map(|((n, us), l)| l.map(|l| (n.as_str(), *us, l)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let share = if total > 0.0 { us / total } else { 0.0 };
+    // A kernel near the launch floor is short for lack of work, not of workgroups.
+    let floor = ctx.kernel_floor_us.unwrap_or(0.0);
+    if us < (2.0 * floor).max(TINY_US) {
+        return None;
+    }
+    let wgs = super::recorded_workgroups(name, &launch);
+    let idle = 1.0 - wgs as f64 / units as f64;
+    if wgs >= units || idle < super::gemm::IDLE_SLOTS_MIN || share < 0.5 {
+        return None;
+    }
+    let unit = p.unit_name();
+    Some(Cause {
+        key: "elementwise_few_workgroups",
+        title: format!("{wgs} workgroups for {units} {unit}s"),
+        evidence: format!(
+            "its kernel {} launched {wgs} workgroups (grid {:?}, block {:?}, as recorded) for {}'s {units} {unit}s: {:.0}% of them issue no loads, and a memory-bound kernel reaches HBM bandwidth only with every {unit} streaming; it is {:.0}% of the op's kernel time",
+            crate::standalone::md::code(&crate::standalone::md::short(name, 60)),
+            launch.grid,
+            launch.block,
+            p.name,
+            idle * 100.0,
+            share * 100.0
+        ),
+        action: if super::kernels::is_engine_op(&shape.name) {
+            "More rows per call (a larger batch), or the engine's kernel variant that splits each row (or several tokens) across workgroups; replay it for the kernel team.".into()
+        } else {
+            "More rows per call (a larger batch), or a kernel that splits each row across workgroups (`torch.compile` generates one sized to the GPU); the grid, not the bytes, limits it.".into()
+        },
+        waste: Some(idle * share),
+        confidence: Confidence::High,
+        bounds_all: false,
+    })
 }
 
 /// Bytes in words: `512 B` under a kilobyte, else whole kilobytes (`295 KB`).
@@ -364,6 +417,41 @@ mod tests {
             .collect();
         assert!(keys.contains(&"elementwise_below_baseline"), "{keys:?}");
         assert!(!keys.contains(&"elementwise_small_tensor"), "{keys:?}");
+    }
+
+    /// A LayerNorm backward over 8 rows in 8 workgroups of MI300X's 304 CUs, 40 µs a call:
+    /// the grid leaves 97 % of the CUs idle; a short kernel near the launch floor, or a grid
+    /// that fills the GPU, is not told so.
+    #[test]
+    fn a_grid_smaller_than_the_gpu_is_the_reason() {
+        let mi300 = crate::perf::platform::by_name("mi300x").expect("mi300x");
+        let ctx = Context {
+            platform: Some(&mi300),
+            baseline_tb_s: None,
+            compute_us: None,
+            kernel_floor_us: Some(3.0),
+        };
+        let norm = |grid: u32, us: f64| {
+            let mut r =
+                crate::standalone::ops::tests_support::row("aten::native_layer_norm_backward");
+            r.kernel_names = vec![("layer_norm_grad_input_kernel".into(), us)];
+            r.kernel_launch = vec![Some(crate::model::LaunchDims {
+                grid: [grid, 1, 1],
+                block: [256, 1, 1],
+            })];
+            r
+        };
+        let c = few_workgroups(&norm(8, 40.0), &ctx).expect("8 for 304");
+        assert_eq!(c.title, "8 workgroups for 304 CUs");
+        assert!((c.waste.expect("costed") - (1.0 - 8.0 / 304.0)).abs() < 1e-12);
+        assert!(
+            few_workgroups(&norm(8, 4.0), &ctx).is_none(),
+            "near the floor"
+        );
+        assert!(
+            few_workgroups(&norm(400, 40.0), &ctx).is_none(),
+            "fills the GPU"
+        );
     }
 
     #[test]

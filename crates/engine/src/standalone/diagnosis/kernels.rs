@@ -476,8 +476,8 @@ mod tests {
         );
         assert_eq!(
             p("cutlass_80_tensorop_s1688gemm_256x128_32x3_tn_align4"),
-            None,
-            "fp32 data on tensor cores (TF32 or fp16 by the data): not SIMT"
+            Some(KernelPrecision::Tf32),
+            "fp32 data on Ampere's tensor cores, no half type named: TF32, not SIMT"
         );
         assert_eq!(
             p("cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x6_tn_align8"),

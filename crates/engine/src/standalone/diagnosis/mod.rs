@@ -109,14 +109,21 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         SeedCategory::Batchnorm => {
             // A per-channel kernel that leaves most of the GPU idle explains the gap first;
             // the bandwidth rules add what they find.
-            let mut own = batchnorm::causes(shape, ctx);
+            let sig_share = if r.count != shape.count && r.kernel_us > 0.0 {
+                (shape.kernel_us / r.kernel_us).clamp(0.0, 1.0)
+            } else {
+                1.0
+            };
+            let mut own = batchnorm::causes(shape, sig_share, ctx);
             let per_channel = !own.is_empty();
             // With the per-channel grid named, "no layout reason is visible" is not true.
-            own.extend(
-                elementwise::causes(r, shape, ctx)
-                    .into_iter()
-                    .filter(|c| !(per_channel && c.key == "elementwise_below_baseline")),
-            );
+            own.extend(elementwise::causes(r, shape, ctx).into_iter().filter(|c| {
+                !(per_channel
+                    && matches!(
+                        c.key,
+                        "elementwise_below_baseline" | "elementwise_few_workgroups"
+                    ))
+            }));
             own
         }
         SeedCategory::Elementwise
