@@ -355,12 +355,7 @@ mod tests {
     #[test]
     fn a_serving_batch_is_its_iterations_sequences() {
         let mi300 = crate::perf::platform::by_name("mi300x").expect("mi300x");
-        let ctx = Context {
-            platform: Some(&mi300),
-            baseline_tb_s: None,
-            compute_us: None,
-            kernel_floor_us: None,
-        };
+        let ctx = Context::on(Some(&mi300));
         let mut r = attention(&["kernel_unified_attention_3d", "reduce_segments"], None);
         r.perf_params = "{'B': 1, 'N_Q': 32, 'H_Q': 64, 'N_KV': 32, 'H_KV': 8, 'd_h_qk': 64, 'd_h_v': 64, 'c_sq': 0, 'c_sk': 0, 'c_sqsq': 0, 'c_sqsk': 0, 'g_sq': 32, 'g_sk': 55086, 'g_sqsq': 32, 'g_sqsk': 55086}".into();
         let sb = serving_batch(&r).expect("serving batch");
@@ -394,12 +389,7 @@ mod tests {
     #[test]
     fn work_items_come_from_the_launch_and_split_kv_is_not_advised_twice() {
         let mi300 = crate::perf::platform::by_name("mi300x").expect("mi300x");
-        let ctx = Context {
-            platform: Some(&mi300),
-            baseline_tb_s: None,
-            compute_us: None,
-            kernel_floor_us: None,
-        };
+        let ctx = Context::on(Some(&mi300));
         let keys = |r: &OpRow| causes(r, &ctx).iter().map(|c| c.key).collect::<Vec<_>>();
         let unrecorded = attention(&["kernel_unified_attention_3d", "reduce_segments"], None);
         assert!(!keys(&unrecorded).contains(&"attention_few_work_items"));

@@ -383,10 +383,9 @@ mod tests {
     #[test]
     fn small_tensors_are_not_compared_with_streaming_ops() {
         let ctx = Context {
-            platform: None,
             baseline_tb_s: Some(3.45),
-            compute_us: None,
             kernel_floor_us: None,
+            ..Context::on(None)
         };
         let op = |mb: f64, us: f64| {
             let mut r = crate::standalone::ops::tests_support::row("sgl_kernel::silu_and_mul");
@@ -426,10 +425,9 @@ mod tests {
     fn a_grid_smaller_than_the_gpu_is_the_reason() {
         let mi300 = crate::perf::platform::by_name("mi300x").expect("mi300x");
         let ctx = Context {
-            platform: Some(&mi300),
             baseline_tb_s: None,
-            compute_us: None,
             kernel_floor_us: Some(3.0),
+            ..Context::on(Some(&mi300))
         };
         let norm = |grid: u32, us: f64| {
             let mut r =

@@ -867,12 +867,7 @@ mod tests {
     #[test]
     fn a_few_rows_against_a_large_weight_are_weight_bound() {
         let mi300 = crate::perf::platform::by_name("mi300x").expect("mi300x");
-        let ctx = Context {
-            platform: Some(&mi300),
-            baseline_tb_s: None,
-            compute_us: None,
-            kernel_floor_us: None,
-        };
+        let ctx = Context::on(Some(&mi300));
         let mut r = crate::standalone::ops::tests_support::row("aiter::gemm_a16w16");
         r.category = SeedCategory::Gemm;
         r.compute_spec = "matrix_bf16".into();
@@ -925,12 +920,7 @@ mod tests {
     #[test]
     fn a_streaming_gemm_is_not_told_its_last_wave_idles() {
         let h100 = crate::perf::platform::by_name("h100").expect("h100");
-        let ctx = Context {
-            platform: Some(&h100),
-            baseline_tb_s: None,
-            compute_us: None,
-            kernel_floor_us: None,
-        };
+        let ctx = Context::on(Some(&h100));
         use crate::standalone::ops::Bound;
         let gemm = |bound: Bound, roofline_us: f64| {
             let mut r = row("aten::mm");

@@ -79,6 +79,19 @@ pub struct Context<'a> {
     pub kernel_floor_us: Option<f64>,
 }
 
+#[cfg(test)]
+impl<'a> Context<'a> {
+    /// A context on `platform` with nothing else known (unit tests).
+    pub(crate) fn on(platform: Option<&'a Platform>) -> Context<'a> {
+        Context {
+            platform,
+            baseline_tb_s: None,
+            compute_us: None,
+            kernel_floor_us: None,
+        }
+    }
+}
+
 /// The share of an op's kernel time a change can save at most: what lies above the trace's
 /// kernel floor for each call (1 without a floor).
 pub fn above_floor(count: u64, kernel_us: f64, floor_us: Option<f64>) -> f64 {

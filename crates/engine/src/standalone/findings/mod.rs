@@ -137,7 +137,9 @@ impl Impact {
     /// saves 13.558 ms (15.4% of the steps' time)`, or `replayed: saves ~0 (… : why)`.
     pub fn replayed_text(&self) -> Option<String> {
         let r = self.replayed?;
-        Some(if r.saving_pct() < OVERLAPPED_PCT {
+        // A cut the replay realizes whole saves what it cuts, however small a share that is.
+        let realized = r.cut_ms > 0.0 && r.saved_ms() >= REALIZED_SHARE * r.cut_ms;
+        Some(if r.saving_pct() < OVERLAPPED_PCT && !realized {
             // Why the cut saves nothing: a path the GPU holds means the cut work overlaps
             // other work or is off the path; otherwise the path's own cause says it.
             let why = match r.bound_by {
@@ -222,6 +224,8 @@ impl Impact {
 /// A replayed saving under this share of the trace is reported as overlapped (the fix is off
 /// the critical path).
 pub const OVERLAPPED_PCT: f64 = 0.1;
+/// A replay that saves at least this share of the time it cut realized the cut.
+pub const REALIZED_SHARE: f64 = 0.9;
 
 /// The trace replayed with a finding's fix applied (`crate::whatif::impacts`): the length it is
 /// measured on before and after (`critical_path::replay::work_length`: the steps' summed spans,
@@ -764,6 +768,18 @@ mod tests {
     /// A fix that saves nothing says why: the path's own cause where the host or the launches
     /// hold it, overlap where the GPU does; one that saves says how much, as a share of the
     /// steps' replayed time it was measured on (150 ms), not of the GPU timeline (100 ms).
+    /// A small cut the replay realizes whole is a saving, not "~0" (issue #48 review: "saves ~0
+    /// (1.641 ms of the 1.641 ms cut)").
+    #[test]
+    fn a_small_cut_realized_whole_is_a_saving() {
+        let mut i = saving(0.01, "cpu_bound", 99.94);
+        let r = i.replayed.as_mut().expect("replayed");
+        r.cut_ms = r.saved_ms();
+        let t = i.text();
+        assert!(!t.contains("saves ~0"), "{t}");
+        assert!(t.contains("saves 0.010 ms"), "{t}");
+    }
+
     #[test]
     fn a_replayed_saving_of_nothing_says_why() {
         let cpu = saving(0.01, "cpu_bound", 99.94).text();

@@ -242,6 +242,47 @@ fn records_python(inp: &Inputs<'_>) -> bool {
     inp.trace.events.iter().any(|e| e.kind() == python)
 }
 
+/// Takes time left out of the steady state (kind, label, ns) off the cause table, largest cause
+/// first again.
+fn take_blame(
+    causes: &mut Vec<crate::analysis::host_wait::HostWaitCause>,
+    blame: &[(
+        crate::analysis::host_wait::CauseKind,
+        String,
+        crate::model::Nanos,
+    )],
+) {
+    for (kind, label, ns) in blame {
+        if let Some(c) = causes
+            .iter_mut()
+            .find(|c| c.kind == *kind && c.label == *label)
+        {
+            c.time_ns -= ns;
+        }
+    }
+    causes.retain(|c| c.time_ns > 0);
+    causes.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.label.cmp(&b.label)));
+}
+
+/// `part` as a share of `whole`, % (0 without a whole).
+fn percent_of(part: f64, whole: f64) -> f64 {
+    if whole > 0.0 {
+        part / whole * 100.0
+    } else {
+        0.0
+    }
+}
+
+/// A one-time cost's finding (a one-off stall, a cold start): stated at Low priority as a share
+/// of the whole timeline, and saving nothing in the steady state, which leaves it out.
+fn left_out_of_steady_state(b: &mut Bottleneck, ms: f64, inp: &Inputs<'_>) {
+    b.category_priority = Priority::Low;
+    b.priority = Priority::Low;
+    b.share_pct = ms / (inp.timeline.total.max(1) as f64 / 1e6) * 100.0;
+    b.share_of = "trace time";
+    b.projection = rules::saving_projection(ms, ms, inp.total_ms());
+}
+
 /// The finding for first-call stalls: initialisation and first launches of a millisecond or
 /// more while the GPU waited (`host_wait::cold_call`), named with the longest and left out of
 /// the steady state (docs/analysis.md, "One-off stalls").
@@ -251,11 +292,7 @@ fn cold_start_finding(
     inp: &Inputs<'_>,
 ) -> Bottleneck {
     let ms = c.ns as f64 / 1e6;
-    let share_of_idle = if idle_ms > 0.0 {
-        ms / idle_ms * 100.0
-    } else {
-        0.0
-    };
+    let share_of_idle = percent_of(ms, idle_ms);
     let longest = host_call_text(
         "the longest",
         (&c.longest, c.longest_ns, c.uid),
@@ -304,11 +341,7 @@ fn cold_start_finding(
         "Not a kernel issue: one-time host set-up.",
         inp,
     );
-    b.category_priority = Priority::Low;
-    b.priority = Priority::Low;
-    b.share_pct = ms / (inp.timeline.total.max(1) as f64 / 1e6) * 100.0;
-    b.share_of = "trace time";
-    b.projection = rules::saving_projection(ms, ms, inp.total_ms());
+    left_out_of_steady_state(&mut b, ms, inp);
     b.causes.push(Cause {
         key: "idle_cold_start",
         title: format!("cold start: {ms:.3} ms of first-call stalls"),
@@ -349,11 +382,7 @@ fn one_off_finding(
     inp: &Inputs<'_>,
 ) -> Bottleneck {
     let ms = o.len as f64 / 1e6;
-    let share_of_idle = if idle_ms > 0.0 {
-        ms / idle_ms * 100.0
-    } else {
-        0.0
-    };
+    let share_of_idle = percent_of(ms, idle_ms);
     let call = host_call_text("it", (&o.call, o.call_ns, o.uid), &o.stack, 5);
     let kind = one_off_kind(&o.call, &o.stack);
     // A one-off needs steps to compare: with one step (or none marked) the stall may recur
@@ -415,13 +444,7 @@ fn one_off_finding(
         },
         inp,
     );
-    b.category_priority = Priority::Low;
-    b.priority = Priority::Low;
-    // The stall is a share of the whole timeline: the steady state leaves it out.
-    b.share_pct = ms / (inp.timeline.total.max(1) as f64 / 1e6) * 100.0;
-    b.share_of = "trace time";
-    // Nothing saved in the steady state.
-    b.projection = rules::saving_projection(ms, ms, inp.total_ms());
+    left_out_of_steady_state(&mut b, ms, inp);
     b.causes.push(Cause {
         key: "idle_one_off_stall",
         title: format!(
@@ -756,30 +779,12 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         } else {
             split.other -= o.len;
         }
-        for (kind, label, ns) in &o.blame {
-            if let Some(c) = causes
-                .iter_mut()
-                .find(|c| c.kind == *kind && c.label == *label)
-            {
-                c.time_ns -= ns;
-            }
-        }
-        causes.retain(|c| c.time_ns > 0);
-        causes.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.label.cmp(&b.label)));
+        take_blame(&mut causes, &o.blame);
     }
     // First-call stalls too (host wait only).
     if let Some(c) = &ctx.cold {
         split.host_wait = (split.host_wait - c.ns).max(0);
-        for (kind, label, ns) in &c.blame {
-            if let Some(x) = causes
-                .iter_mut()
-                .find(|x| x.kind == *kind && x.label == *label)
-            {
-                x.time_ns -= ns;
-            }
-        }
-        causes.retain(|c| c.time_ns > 0);
-        causes.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(a.label.cmp(&b.label)));
+        take_blame(&mut causes, &c.blame);
     }
     let total = split.total();
     let pct = |ns: i64| {
