@@ -310,10 +310,9 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
                 let how = format!(
                     "identified from deviceProperties (no product name; architecture {major}.{minor}, {units} compute units, {:.0} GiB{})",
                     memory.unwrap_or(0) as f64 / (1u64 << 30) as f64,
-                    if p.name == "MI210" {
-                        ": an MI210, or one GCD of an MI250, whose figures are the same"
-                    } else {
-                        ""
+                    match crate::perf::platform::fingerprint_note(&p.name) {
+                        "" => String::new(),
+                        note => format!(": {note}"),
                     }
                 );
                 Some((p, how))

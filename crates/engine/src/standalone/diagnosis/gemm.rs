@@ -198,11 +198,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     // The signature's share of its group: a launch cause of the largest signature wastes that
     // signature's time, not the group's (TimeSformer: one shape's 10.8 % tail is not all
     // seven's).
-    let sig_share = if r.count != shape.count && r.kernel_us > 0.0 {
-        (shape.kernel_us / r.kernel_us).clamp(0.0, 1.0)
-    } else {
-        1.0
-    };
+    let sig_share = super::signature_share(r, shape);
     let material = ctx
         .compute_us
         .filter(|&c| c > 0.0)
@@ -948,6 +944,51 @@ mod tests {
         assert!(!keys(&gemm(Bound::Memory, 80.0)).contains(&"gemm_wave_quantization"));
         // Far below its memory roofline, the idle tail may be why: still named.
         assert!(keys(&gemm(Bound::Memory, 30.0)).contains(&"gemm_wave_quantization"));
+        // A 32 × 32 SIMT tile in 128-thread workgroups runs several to an SM: no wave claim.
+        let mut small = gemm(Bound::Compute, 50.0);
+        small.kernel_names = vec![("ampere_sgemm_32x32_sliced1x4_nn".into(), 100.0)];
+        small.kernel_launch = vec![Some(crate::model::LaunchDims {
+            grid: [72, 64, 1],
+            block: [128, 1, 1],
+        })];
+        assert!(!keys(&small).contains(&"gemm_wave_quantization"));
+    }
+
+    /// hipBLASLt's UserArgs kernel picks its split-K at launch (`GSUAMBSK`): without a recorded
+    /// grid its 96 tiles for 304 CUs are a lower bound, so no idle CUs are claimed; with the
+    /// grid recorded, the grid decides.
+    #[test]
+    fn a_launch_time_split_k_claims_nothing_without_the_grid() {
+        let mi300 = crate::perf::platform::by_name("mi300x").expect("mi300x");
+        let ctx = Context::on(Some(&mi300));
+        let gemm = |launch: Option<crate::model::LaunchDims>| {
+            let mut r = row("aiter::gemm_a16w16");
+            r.category = SeedCategory::Gemm;
+            r.perf_params = "{'M': 32, 'N': 24576, 'K': 4096}".into();
+            r.compute_spec = "matrix_bf16".into();
+            r.kernel_names = vec![("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x32x64_MI16x16x1_SN_LDSB1_GRVWA8_GRVWB8_GSUAMBSK_GLS0_ISA942_WG64_4_1".into(), 100.0)];
+            r.kernel_launch = vec![launch];
+            r.count = 10;
+            r.kernel_us = 1000.0;
+            r
+        };
+        let keys = |r: &OpRow| {
+            causes(r, r, &ctx)
+                .into_iter()
+                .map(|c| c.key)
+                .collect::<Vec<_>>()
+        };
+        assert!(!keys(&gemm(None)).contains(&"gemm_few_tiles"));
+        // Recorded as 96 workgroups of 256 work-items each (HIP records work-items).
+        let recorded = gemm(Some(crate::model::LaunchDims {
+            grid: [96 * 256, 1, 1],
+            block: [256, 1, 1],
+        }));
+        assert!(
+            keys(&recorded).contains(&"gemm_few_tiles"),
+            "{:?}",
+            keys(&recorded)
+        );
     }
 
     /// A dimension under 64 elements is tiny, not misaligned; a large odd one is padded to the

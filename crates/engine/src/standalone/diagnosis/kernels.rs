@@ -385,29 +385,6 @@ pub fn attention_backend<'a>(names: impl IntoIterator<Item = &'a str>) -> Option
 
 #[cfg(test)]
 mod tests {
-    use super::KernelPrecision as P;
-
-    /// Precision from the kernel's name: SIMT `sgemm`, CUTLASS's fp32 tensor-op `s1688gemm`
-    /// (TF32 on Ampere), bf16 and fp16 tensor ops, Tensile's type tokens.
-    #[test]
-    fn the_kernel_names_its_precision() {
-        let p = super::gemm_precision;
-        assert_eq!(p("volta_sgemm_128x64_nn"), Some(P::Fp32Simt));
-        assert_eq!(p("ampere_sgemm_32x32_sliced1x4_nn"), Some(P::Fp32Simt));
-        assert_eq!(
-            p("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x4_nt_align4>"),
-            Some(P::Tf32)
-        );
-        assert_eq!(
-            p("cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8"),
-            Some(P::Bf16)
-        );
-        assert_eq!(p("volta_s884gemm_fp16_128x128_ldg8_f2f_nn"), Some(P::Fp16));
-        assert_eq!(
-            p("Cijk_Ailk_Bljk_SB_MT64x64x16_MI16x16x1_SN_1LDSB0"),
-            Some(P::Fp32)
-        );
-    }
 
     use super::*;
 
@@ -435,7 +412,7 @@ mod tests {
         // factor is the kernel's own.
         assert!(gemm_kernel("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x32x64_MI16x16x1_SN_LDSB1_GRVWA8_GRVWB8_GSUAMBSK_GLS0_ISA942_WG64_4_1").expect("gemm").runtime_split_k);
         assert!(!k.runtime_split_k, "GSU2 names its factor");
-        assert!(!user_args.runtime_split_k || user_args.split_k.is_none());
+        assert!(user_args.runtime_split_k, "GSUAMB with no GSU<n>");
         assert!(is_split_k_reduction("Cijk_B_PostGSU2"));
     }
 
@@ -469,6 +446,19 @@ mod tests {
     #[test]
     fn precision_from_the_kernel_name() {
         let p = gemm_precision;
+        assert_eq!(p("volta_sgemm_128x64_nn"), Some(KernelPrecision::Fp32Simt));
+        assert_eq!(
+            p("cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_32x6_tn_align8"),
+            Some(KernelPrecision::Bf16)
+        );
+        assert_eq!(
+            p("volta_s884gemm_fp16_128x128_ldg8_f2f_nn"),
+            Some(KernelPrecision::Fp16)
+        );
+        assert_eq!(
+            p("Cijk_Ailk_Bljk_SB_MT64x64x16_MI16x16x1_SN_1LDSB0"),
+            Some(KernelPrecision::Fp32)
+        );
         assert_eq!(p("ampere_sgemm_128x64_nn"), Some(KernelPrecision::Fp32Simt));
         assert_eq!(
             p("cutlass_80_simt_sgemm_128x32_8x5_nn_align1"),

@@ -92,6 +92,16 @@ impl<'a> Context<'a> {
     }
 }
 
+/// The share of a group's time its largest signature `shape` holds (1 for a one-signature
+/// group): a cause read from that signature's launch wastes that share, not the group's.
+pub(crate) fn signature_share(r: &OpRow, shape: &OpRow) -> f64 {
+    if r.count != shape.count && r.kernel_us > 0.0 {
+        (shape.kernel_us / r.kernel_us).clamp(0.0, 1.0)
+    } else {
+        1.0
+    }
+}
+
 /// The share of an op's kernel time a change can save at most: what lies above the trace's
 /// kernel floor for each call (1 without a floor).
 pub fn above_floor(count: u64, kernel_us: f64, floor_us: Option<f64>) -> f64 {
@@ -122,12 +132,7 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         SeedCategory::Batchnorm => {
             // A per-channel kernel that leaves most of the GPU idle explains the gap first;
             // the bandwidth rules add what they find.
-            let sig_share = if r.count != shape.count && r.kernel_us > 0.0 {
-                (shape.kernel_us / r.kernel_us).clamp(0.0, 1.0)
-            } else {
-                1.0
-            };
-            let mut own = batchnorm::causes(shape, sig_share, ctx);
+            let mut own = batchnorm::causes(shape, signature_share(r, shape), ctx);
             let per_channel = !own.is_empty();
             // With the per-channel grid named, "no layout reason is visible" is not true.
             own.extend(elementwise::causes(r, shape, ctx).into_iter().filter(|c| {

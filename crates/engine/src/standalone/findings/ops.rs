@@ -706,15 +706,10 @@ fn is_pooling(name: &str) -> bool {
 /// A kernel doing plain elementwise work (PyTorch's elementwise loops, Inductor's pointwise
 /// kernels, an `elementwise` library kernel): the kind elementwise fusion removes.
 fn is_elementwise_kernel(lower: &str) -> bool {
-    [
-        "elementwise",
-        "triton_poi",
-        "pointwise",
-        "vectorized",
-        "unrolled",
-    ]
-    .iter()
-    .any(|w| lower.contains(w))
+    // PyTorch's `vectorized_…` / `unrolled_elementwise_kernel` say `elementwise` too.
+    ["elementwise", "triton_poi", "pointwise"]
+        .iter()
+        .any(|w| lower.contains(w))
 }
 
 /// The platform's own kernel profiler, for Path B.
