@@ -2,6 +2,7 @@
 //! tree built from them (`tree`). Import fills these tables; analysis only reads them.
 
 pub mod autograd;
+pub mod distributed;
 pub mod host_calls;
 pub mod memory;
 pub mod strings;

@@ -298,18 +298,29 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         }
     }
     // A serving engine's attention TraceLens models only in its inference report.
-    let registry = rows
+    let serving_models = rows
         .iter()
         .any(|r| r.category == SeedCategory::SdpaFwd && r.data_mb.is_none())
-        .then(crate::analysis::categories::Registry::new);
+        .then(|| {
+            (
+                crate::analysis::categories::Registry::new(),
+                crate::inference::iteration_annotations(src.trace),
+            )
+        });
     for r in &mut rows {
-        let class = registry
+        let class = serving_models
             .as_ref()
-            .and_then(|g| g.get(&r.name))
+            .and_then(|(g, _)| g.get(&r.name))
             .and_then(|i| i.model_class)
             .filter(|_| r.category == SeedCategory::SdpaFwd);
-        if let (Some(class), Some(&ev)) = (class, events.get(&r.ex_uid)) {
-            own_models::serving_attention(r, src.trace, src.trace.event(ev), class, src.platform);
+        let annotation = serving_models
+            .as_ref()
+            .zip(events.get(&r.ex_uid))
+            .and_then(|((_, a), ev)| a.get(ev))
+            .map(|&id| src.trace.strings.get(id));
+        if let (Some(class), Some(&ev), Some(a)) = (class, events.get(&r.ex_uid), annotation) {
+            let e = src.trace.event(ev);
+            own_models::serving_attention(r, src.trace, (e, a), class, src.platform);
         }
         own_models::apply(r, src.platform);
     }

@@ -120,31 +120,20 @@ fn fused_attention_roofline(r: &OpRow, platform: Option<&Platform>) -> Option<f6
 }
 
 /// A serving engine's attention row TraceLens's default report leaves unmodelled (its model
-/// needs the iteration's token counts): TraceLens's inference model with the detailed iteration
-/// annotation around the example call `e`. Nothing changes without such an annotation.
+/// needs the iteration's token counts): TraceLens's inference model with the iteration
+/// annotation around the example call `e` (`annotation`, found by TraceLens's own rule:
+/// `inference::iteration_annotations`). Nothing changes without a detailed one.
 pub fn serving_attention(
     r: &mut OpRow,
     trace: &crate::model::Trace,
-    e: &crate::model::Event,
+    (e, annotation): (&crate::model::Event, &str),
     class: &str,
     platform: Option<&Platform>,
 ) {
-    use crate::model::EventKind;
     if r.data_mb.is_some() || r.gflops.is_some() || r.kernel_level {
         return;
     }
-    let Some(iteration) = trace
-        .events
-        .iter()
-        .filter(|a| {
-            matches!(
-                a.kind(),
-                EventKind::UserAnnotation | EventKind::GpuUserAnnotation
-            ) && a.ts <= e.ts
-                && e.end() < a.end()
-        })
-        .find_map(|a| crate::perf::inference::Iteration::parse(trace.name(a)))
-    else {
+    let Some(iteration) = crate::perf::inference::Iteration::parse(annotation) else {
         return;
     };
     let inputs = crate::perf::inputs::OpInputs::of(trace, e);

@@ -294,15 +294,10 @@ fn is_score_matrix(dims: &str) -> bool {
 /// The trace's rank and world size, from the profiler's `distributedInfo`, when the world has
 /// more than one rank.
 fn rank_of(trace: &Trace) -> Option<(i64, i64)> {
-    let raw = trace.meta.distributed_info.as_deref()?;
-    let v: serde_json::Value = serde_json::from_str(raw).ok()?;
-    let world = v.get("world_size")?.as_i64().filter(|&w| w > 1)?;
-    Some((
-        v.get("rank")
-            .and_then(serde_json::Value::as_i64)
-            .unwrap_or(0),
-        world,
-    ))
+    let info =
+        crate::model::distributed::DistributedInfo::parse(trace.meta.distributed_info.as_deref()?)?;
+    let world = info.world_size.filter(|&w| w > 1)?;
+    Some((info.rank.unwrap_or(0), world))
 }
 
 /// Parameters in Linear and convolution weights (each module instance once), hidden size and
