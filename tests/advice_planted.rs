@@ -460,3 +460,39 @@ fn a_dominant_host_wait_cause_comes_before_launch_overhead() {
     let idle = find(st, "GPU idle time").expect("idle finding");
     assert!(!idle.issue.contains("with_stack"), "{}", idle.issue);
 }
+
+/// A trace that keeps a sample of its runtime calls (its correlation ids 200 apart, as HTA's
+/// sampled test traces keep about one call in 200) states no finding from its gaps: the same
+/// launch-bound steps recorded whole get their idle finding, sampled they get the
+/// `sampled_trace` diagnostic instead, and no replayed saving ranks a finding.
+#[test]
+fn a_sampled_trace_states_no_finding_from_its_gaps() {
+    let c = case("idle_eager_launch_bound").expect("case");
+    let whole = case_bytes(&c);
+    let mut doc: serde_json::Value = serde_json::from_slice(&whole).expect("json");
+    let events = doc["traceEvents"].as_array_mut().expect("events");
+    for e in events.iter_mut() {
+        if let Some(c) = e["args"]["correlation"].as_i64() {
+            e["args"]["correlation"] = serde_json::json!(c * 200);
+        }
+        if e["cat"] == "ac2g" {
+            if let Some(id) = e["id"].as_i64() {
+                e["id"] = serde_json::json!(id * 200);
+            }
+        }
+    }
+    let sampled = serde_json::to_vec(&doc).expect("writes");
+    let key = |a: &Analysis| a.diagnostics.iter().any(|d| d.key == "sampled_trace");
+    let a = analyze_trace(import::import_bytes(&whole).expect("imports"));
+    assert!(!key(&a));
+    assert!(find(a.standalone.as_ref().expect("standalone"), "GPU idle time").is_some());
+    let a = analyze_trace(import::import_bytes(&sampled).expect("imports"));
+    assert!(key(&a), "{:?}", a.diagnostics);
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(find(st, "GPU idle time").is_none(), "{}", all_text(st));
+    assert!(find(st, "Exposed").is_none(), "{}", all_text(st));
+    // Its per-op findings stand, unranked by replay.
+    for b in findings(st) {
+        assert!(b.impact.replayed.is_none(), "{}", b.title);
+    }
+}

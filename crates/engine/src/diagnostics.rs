@@ -122,6 +122,9 @@ pub enum DiagnosticKind {
     /// Steps whose dependency graph has a cycle or a sync edge within one stream: no path.
     CriticalPathInvalidGraph,
     TraceFragment,
+    /// The trace keeps a sample of its runtime calls (`model::sampling`): its gaps held work
+    /// that was not kept.
+    SampledTrace,
 }
 
 impl DiagnosticKind {
@@ -175,6 +178,7 @@ impl DiagnosticKind {
             DiagnosticKind::CriticalPathWithoutSyncEvents => "critical_path_without_sync_events",
             DiagnosticKind::CriticalPathInvalidGraph => "critical_path_invalid_graph",
             DiagnosticKind::TraceFragment => "trace_fragment",
+            DiagnosticKind::SampledTrace => "sampled_trace",
         }
     }
 
@@ -211,7 +215,8 @@ impl DiagnosticKind {
             | OutOfMemory
             | CriticalPathWithoutSyncEvents
             | CriticalPathInvalidGraph
-            | TraceFragment => Severity::Warning,
+            | TraceFragment
+            | SampledTrace => Severity::Warning,
             RepairedJson
             | GraphLaunches
             | CaptureMerged
@@ -275,6 +280,7 @@ impl DiagnosticKind {
             OutOfMemory => "The trace records allocations that failed ([OutOfMemory] events): the workload ran out of device memory.",
             CriticalPathWithoutSyncEvents => "The trace has no cuda_sync records (the profiler records them only when asked: `experimental_config=torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)`, PyTorch 2.1 and later): the critical path cannot see what a device, stream or event synchronize waited for, nor one stream waiting for another, so a step bound by such a wait shows its CPU side instead (HTA's rule: no sync edge is guessed).",
             TraceFragment => "The trace holds fewer than 10 GPU kernels: a fragment (a few launches cut out of a run, a one-kernel example), not a workload. Its findings are stated but all kept at Low priority, since no share, step or pattern in it says where a workload's time goes; record a few whole steps (`torch.profiler.schedule(wait=1, warmup=1, active=3)`) to rank them.",
+            SampledTrace => "The trace keeps only a sample of its runtime calls and the kernels they launched (a trace cut down for a test or to save space): the gaps between its GPU events held work that was not kept. Per-op figures (each kernel's time and efficiency) stand; GPU idle time, exposed communication and copies, host wait and the critical path's replay describe the sampling, not the run, so Jarvis states no finding from them and ranks nothing by replay. Record the run with the profiler's default settings to judge them.",
             CriticalPathInvalidGraph => "The dependency graph of some steps has a cycle or a sync edge within one stream (host events recorded out of order); as HTA does, no critical path is given for them.",
             EfficiencyAbovePeak => "Some ops ran faster than the platform's peak allows: either the platform's peaks or the op's FLOP/byte model do not fit them, so their efficiency is not a fact.",
         }

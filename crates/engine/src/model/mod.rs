@@ -5,6 +5,7 @@ pub mod autograd;
 pub mod distributed;
 pub mod host_calls;
 pub mod memory;
+pub mod sampling;
 pub mod strings;
 pub mod sync;
 pub mod tree;

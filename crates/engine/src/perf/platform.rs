@@ -76,6 +76,16 @@ pub fn builtin() -> Vec<Platform> {
         .unwrap_or_default()
 }
 
+/// The lowest ridge point (FLOPs/byte) any built-in platform has for `compute_spec`: an op
+/// whose intensity is under it is memory-bound on every GPU in the table, so a trace without a
+/// platform can still be judged memory-bound. `None` where no platform has the figure.
+pub fn lowest_ridge(compute_spec: &str) -> Option<f64> {
+    builtin()
+        .iter()
+        .filter_map(|p| p.ridge(compute_spec))
+        .min_by(f64::total_cmp)
+}
+
 /// Finds a built-in platform by name (case-insensitive; `h100` finds `H100 SXM`).
 pub fn by_name(name: &str) -> Option<Platform> {
     let want = name.to_ascii_lowercase().replace([' ', '-', '_'], "");

@@ -18,6 +18,7 @@ pub mod ops;
 pub mod own_models;
 pub mod patterns;
 pub mod rules;
+pub mod sibling_gemms;
 pub mod workload;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -235,6 +236,9 @@ pub struct Sources<'a> {
     pub trains: bool,
     /// The trace's steps or iterations (`analysis::steps`).
     pub steps: &'a crate::analysis::steps::Steps,
+    /// The evidence that the trace keeps a sample of its runtime calls: no finding from its
+    /// gaps (idle, exposed communication and copies).
+    pub sampled: Option<&'a crate::model::sampling::RuntimeSample>,
 }
 
 /// What the standalone analysis reads from the trace and its call tree alone: the module frames
@@ -274,6 +278,23 @@ impl Standalone {
     }
 }
 
+/// Whether `ev` runs inside the autograd engine's backward: a call of
+/// `autograd::engine::evaluate_function: …` (PyTorch's name for each gradient function it
+/// runs) above it.
+fn in_backward(trace: &Trace, tree: &CallTree, ev: crate::model::EventId) -> bool {
+    let mut at = tree.parent(ev);
+    while let Some(p) = at {
+        if trace
+            .name(trace.event(p))
+            .starts_with("autograd::engine::evaluate_function:")
+        {
+            return true;
+        }
+        at = tree.parent(p);
+    }
+    false
+}
+
 /// Runs the standalone analysis.
 pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     let Structure { modules, patterns } = structure;
@@ -290,11 +311,20 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             r.kernel_launch = vec![src.trace.launch_of(ev)];
         } else {
             r.graph_replayed = src.trace.event(ev).is_captured();
+            r.in_backward = in_backward(src.trace, src.tree, ev);
             r.sub_ops = sub_ops(src.trace, src.tree, ev);
             (r.kernel_names, r.kernel_launch) = kernel_names(src.trace, src.tree, ev);
             let frame = context::cpu_root(src.trace, src.tree, ev)
                 .and_then(|root| modules.frame_of_root(root));
             r.module_path = modules.chain(src.trace, frame).join(" > ");
+        }
+    }
+    // Each GEMM signature's run of sibling projections, where the trace shows one.
+    if let Some(s) = patterns.sibling_gemms.as_ref() {
+        for r in rows.iter_mut().filter(|r| r.category == SeedCategory::Gemm) {
+            if let (Some(m), Some(n), Some(k)) = (r.param("M"), r.param("N"), r.param("K")) {
+                r.siblings = s.of(m, n, k).cloned();
+            }
         }
     }
     // A serving engine's attention TraceLens models only in its inference report.
@@ -379,6 +409,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         comm_all: &src.idle.communication,
         copies: findings::CopyMix::of(src.trace),
         kernel_floor_us: findings::kernel_floor_us(src.trace),
+        sampled: src.sampled,
     };
     let mut categories = findings::analyze_categories(&inputs, baseline.as_ref());
     let timeline = findings::timeline_findings(&inputs);
@@ -413,10 +444,10 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     for b in categories.iter_mut().flat_map(|c| c.bottlenecks.iter_mut()) {
         b.impact = findings::Impact::of(b, &utilization);
         // Priority from the estimated saving (docs/analysis.md, "Priorities").
-        b.priority = rules::impact_priority(b.impact.mid_pct);
+        b.priority = b.impact.priority();
         for x in &mut b.absorbed {
             x.impact = findings::Impact::of(x, &utilization);
-            x.priority = rules::impact_priority(x.impact.mid_pct);
+            x.priority = x.impact.priority();
         }
     }
     let mut recommendations: Vec<(usize, usize)> = categories

@@ -291,6 +291,15 @@ pub struct OpRow {
     /// cost; filled by the standalone analysis.
     #[serde(skip)]
     pub graph_replayed: bool,
+    /// The example instance runs inside the autograd engine's backward (an
+    /// `autograd::engine::evaluate_function: …Backward…` call above it): a GEMM there is a
+    /// gradient, whose K or M is the batch; filled by the standalone analysis.
+    #[serde(skip)]
+    pub in_backward: bool,
+    /// The run of sibling GEMMs (projections of one input called one after another) this
+    /// GEMM's signature belongs to (`sibling_gemms`); filled by the standalone analysis.
+    #[serde(skip)]
+    pub siblings: Option<super::sibling_gemms::SiblingRun>,
     /// TraceLens's model where Jarvis's own replaced it (`None`: the row's is TraceLens's).
     #[serde(skip)]
     pub tracelens: Option<TraceLensModel>,
@@ -517,6 +526,8 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
                 module_path: String::new(),
                 kernel_level,
                 graph_replayed: false,
+                in_backward: false,
+                siblings: None,
                 tracelens: None,
             }
         })
@@ -559,6 +570,8 @@ pub(crate) mod tests_support {
             module_path: String::new(),
             kernel_level: false,
             graph_replayed: false,
+            in_backward: false,
+            siblings: None,
             tracelens: None,
         }
     }

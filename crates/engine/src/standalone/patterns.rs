@@ -135,12 +135,17 @@ pub struct Patterns {
     pub unfused_attention: Vec<UnfusedAttention>,
     pub conv_transposes: Option<ConvTransposes>,
     pub gemm_copies: Option<GemmCopies>,
+    /// Projections of one input run as separate GEMMs (`sibling_gemms`).
+    pub sibling_gemms: Option<super::sibling_gemms::SiblingGemms>,
     /// Gated activations computed in two kernels (`gated_activations`).
     pub gated_activations: Option<super::gated_activations::GatedActivations>,
     /// Layout copies right before or after fused attention (`attention_copies`).
     pub attention_copies: Option<super::attention_copies::AttentionCopies>,
     pub short_kernels: Option<ShortKernels>,
     pub zero_grad: Option<FramedWork>,
+    /// GPU work launched inside `Optimizer.step` ranges (the per-tensor loop when its ops are
+    /// not `_foreach_` / `_fused_` ones).
+    pub optimizer_step: Option<FramedWork>,
     /// Forward work rerun in the backward pass by activation checkpointing.
     pub recompute: Option<FramedWork>,
     /// Gradient accumulation into existing gradients (`AccumulateGrad` launching `add_`): found
@@ -189,8 +194,10 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         gemm_copies: None,
         attention_copies: super::attention_copies::find(trace, tree),
         gated_activations: super::gated_activations::find(trace, tree),
+        sibling_gemms: super::sibling_gemms::find(trace, tree, modules),
         short_kernels: short_kernels(trace),
         zero_grad: framed(trace, tree, &|_, n| n.starts_with("Optimizer.zero_grad")),
+        optimizer_step: framed(trace, tree, &|_, n| n.starts_with("Optimizer.step")),
         recompute: framed(trace, tree, &is_recompute_frame),
         accumulate: None,
     }

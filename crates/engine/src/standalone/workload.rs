@@ -219,13 +219,32 @@ fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Opti
     let distinct: rustc_hash::FxHashSet<&str> =
         modules.frames.iter().map(|f| f.class.as_str()).collect();
     let has_class = |pat: &[&str]| distinct.iter().any(|c| pat.iter().any(|p| c.contains(p)));
-    let embedding_bag = rows.iter().any(|r| r.name.contains("embedding_bag"));
+    // Pooled embedding lookups: PyTorch's `embedding_bag`, fbgemm's table-batched embeddings
+    // (TBE: `split_embedding_codegen_lookup_*`, autograd's `SplitLookupFunction_*`) that
+    // torchrec's recommendation models (DLRM) run.
+    let tbe = rows.iter().find(|r| {
+        [
+            "embedding_bag",
+            "split_embedding",
+            "SplitLookupFunction",
+            "embedding_codegen",
+        ]
+        .iter()
+        .any(|p| r.name.contains(p))
+    });
+    let embedding_bag = tbe.is_some();
+    if let Some(r) = tbe {
+        ev.push(format!(
+            "architecture: pooled embedding lookups ({}), as recommendation models run them",
+            r.name
+        ));
+    }
     let attention_modules = has_class(&["Attention", "Transformer"]);
     let attention = sdpa > 0.0 || unfused || attention_modules;
     let experts = moe > 0.0 || has_class(&["MoE", "Moe", "Expert"]);
     let conv_share = if matrix > 0.0 { conv / matrix } else { 0.0 };
     let base = if embedding_bag {
-        "Recommendation model (embedding bags)".to_owned()
+        "Recommendation model (pooled embedding tables)".to_owned()
     } else if attention {
         let mut kind = if experts {
             "Mixture-of-Experts Transformer".to_owned()
@@ -804,6 +823,32 @@ mod tests {
         let mut big = head;
         big.kernel_us = 90.0;
         assert_eq!(precision(&[moe, big], &mut ev).as_deref(), Some("BF16"));
+    }
+
+    /// fbgemm's table-batched embeddings (torchrec's recommendation models) are a
+    /// recommendation model, not a "GEMM-only workload" (issue #49 review: a DLRM trace).
+    #[test]
+    fn table_batched_embeddings_are_a_recommendation_model() {
+        use crate::standalone::ops::tests_support::row;
+        let mut mm = row("aten::mm");
+        mm.category = SeedCategory::Gemm;
+        mm.kernel_us = 100.0;
+        let mut ev = Vec::new();
+        let modules = Modules::default();
+        assert_eq!(
+            architecture(std::slice::from_ref(&mm), &modules, &mut ev).as_deref(),
+            Some("GEMM-only workload (no attention or convolution)")
+        );
+        let tbe = row("torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>");
+        let arch = architecture(&[mm, tbe], &modules, &mut ev);
+        assert_eq!(
+            arch.as_deref(),
+            Some("Recommendation model (pooled embedding tables)")
+        );
+        assert!(
+            ev.iter().any(|e| e.contains("SplitLookupFunction")),
+            "{ev:?}"
+        );
     }
 
     #[test]

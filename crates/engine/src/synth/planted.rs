@@ -429,6 +429,44 @@ pub fn cases() -> Vec<PlantedCase> {
                 &["4 GPU kernels per call", "over 20 calls", "set_to_none=True"],
             ))
         },
+        // A Llama attention's q, k and v projections as three GEMMs of one input: 4864 tokens ×
+        // 4096 into 4096, 1024 and 1024 (grouped-query attention), 10 calls at 77% of MI300X's
+        // peak in whole waves. Truth: 3 GEMMs of M = 4864 and K = 4096 run back to back 10
+        // times; merged, one GEMM of N = 6144.
+        PlantedCase {
+            group: Some(Group::Module("LlamaAttention")),
+            ..case_of(
+                "gemm_sibling_projections",
+                projections(false),
+                Some("gemm_sibling_projections"),
+                &["3 GEMMs of M = 4864 and K = 4096 with N = 4096, 1024, 1024 run back to back 10 times", "one GEMM of N = 6144"],
+            )
+        },
+        // The same projections merged into one GEMM (vLLM's `QKVParallelLinear`): no cause.
+        PlantedCase {
+            group: Some(Group::Module("LlamaAttention")),
+            ..case_of("gemm_merged_projection", projections(true), None, &[])
+        },
+        // SGD with momentum updating 12 parameters of 4096 × 4096 fp32 one tensor at a time
+        // (`foreach=False`): a `mul_` (64 MiB read and written, 50 µs) and an `add_` (three
+        // passes, 75 µs) per parameter at 80% of H100's 3.35 TB/s, 24 kernels per
+        // `Optimizer.step`, 20 steps. Truth: 480 kernels; the multi-tensor path saves at least
+        // each launch's fixed cost, the 3 µs kernel floor: 1.440 ms.
+        PlantedCase {
+            group: Some(Group::Annotation("Optimizer.step#SGD.step")),
+            ..on_h100(case_of(
+                "optimizer_per_tensor",
+                optimizer_step(false),
+                Some("optimizer_per_tensor"),
+                &["24 kernels per call", "over 20 calls", "`foreach=True`", "1.440 ms"],
+            ))
+        },
+        // The same update through the multi-tensor path (`_foreach_mul_`, `_foreach_add_`): no
+        // finding.
+        PlantedCase {
+            group: Some(Group::Annotation("Optimizer.step#SGD.step")),
+            ..on_h100(case_of("optimizer_foreach", optimizer_step(true), None, &[]))
+        },
         // Activation checkpointing: the backward pass reruns 12 regions' forward (one 8192 ×
         // 8192 bf16 multiply each, 402.7 MB at 80% of 3.35 TB/s = 150.2 µs) inside the
         // unpack hook.
@@ -774,19 +812,20 @@ fn swiglu(fused: bool) -> Vec<PlantedOp> {
         format!("void at::native::vectorized_elementwise_kernel<4, at::native::{functor}<c10::BFloat16>, at::detail::Array<char*, 3> >(int, at::native::{functor}<c10::BFloat16>, at::detail::Array<char*, 3>)")
     };
     let t = "[16384, 11008]";
-    let mm = |n: &str, k: &str| {
+    let mm = |n: &str, k: &str, ns: Nanos| {
         op(
             "aten::mm",
             &format!("[[16384, {k}], [{k}, {n}]]"),
             &format!("[{BF16}, {BF16}]"),
             "[\"\", \"\"]",
-            &[(gemm, 1_000_000)],
+            &[(gemm, ns)],
             16,
         )
     };
-    let mut ops = vec![mm("11008", "4096")];
+    let mut ops = Vec::new();
     if fused {
-        ops.push(mm("11008", "4096"));
+        // The engine's merged gate/up projection: one GEMM of twice the width.
+        ops.push(mm("22016", "4096", 2_000_000));
         ops.push(op(
             "_C::silu_and_mul",
             "[[16384, 11008], [16384, 22016]]",
@@ -796,6 +835,7 @@ fn swiglu(fused: bool) -> Vec<PlantedOp> {
             16,
         ));
     } else {
+        ops.push(mm("11008", "4096", 1_000_000));
         ops.push(op(
             "aten::silu",
             &format!("[{t}]"),
@@ -804,7 +844,7 @@ fn swiglu(fused: bool) -> Vec<PlantedOp> {
             &[(ew("SiluFunctor").as_str(), 240_000)],
             16,
         ));
-        ops.push(mm("11008", "4096"));
+        ops.push(mm("11008", "4096", 1_000_000));
         ops.push(op(
             "aten::mul",
             &format!("[{t}, {t}]"),
@@ -814,27 +854,95 @@ fn swiglu(fused: bool) -> Vec<PlantedOp> {
             16,
         ));
     }
-    ops.push(mm("4096", "11008"));
+    ops.push(mm("4096", "11008", 1_000_000));
     ops
 }
 
-/// Q/K/V projections, three `aten::contiguous` copies (when `copies`), flash attention over
-/// 32 heads × 4096 tokens × 128, and the output projection; 10 calls on MI300X.
+/// A layer's q, k and v projections of 4864 tokens × 4096 (k and v 1024 wide), as three GEMMs
+/// or merged into one; tiles of 128 × 128 in whole waves on MI300X's 304 CUs.
+fn projections(merged: bool) -> Vec<PlantedOp> {
+    let gemm = tensile("128x128x64", 8);
+    if merged {
+        vec![mm(4864, 4096, 6144, &gemm, 0.85, &[], 10)]
+    } else {
+        [4096, 1024, 1024]
+            .iter()
+            .map(|&n| mm(4864, 4096, n, &gemm, 0.77, &[], 10))
+            .collect()
+    }
+}
+
+/// An SGD-with-momentum step over 12 fp32 parameters of 4096 × 4096: per tensor (`mul_` then
+/// `add_` each), or through the multi-tensor ops (one kernel each for all 12).
+fn optimizer_step(foreach: bool) -> Vec<PlantedOp> {
+    let ew = |functor: &str, arrays: u32| {
+        format!("void at::native::vectorized_elementwise_kernel<4, at::native::{functor}<float>, at::detail::Array<char*, {arrays}> >(int, at::native::{functor}<float>, at::detail::Array<char*, {arrays}>)")
+    };
+    if foreach {
+        let multi = |functor: &str| {
+            format!("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::{functor}<float, 2, 2, 0>>(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::{functor}<float, 2, 2, 0>)")
+        };
+        return vec![
+            op(
+                "aten::_foreach_mul_",
+                "[[], []]",
+                "[\"TensorList\", \"Scalar\"]",
+                "[\"\", \"0.9\"]",
+                &[(multi("BinaryOpScalarFunctor").as_str(), 600_000)],
+                20,
+            ),
+            op(
+                "aten::_foreach_add_",
+                "[[], []]",
+                "[\"TensorList\", \"TensorList\"]",
+                "[\"\", \"\"]",
+                &[(multi("BinaryOpListAlphaFunctor").as_str(), 900_000)],
+                20,
+            ),
+        ];
+    }
+    (0..12)
+        .flat_map(|_| {
+            [
+                op(
+                    "aten::mul_",
+                    "[[4096, 4096], []]",
+                    "[\"float\", \"Scalar\"]",
+                    "[\"\", \"0.9\"]",
+                    &[(ew("MulFunctor", 2).as_str(), 50_000)],
+                    20,
+                ),
+                op(
+                    "aten::add_",
+                    "[[4096, 4096], [4096, 4096], []]",
+                    "[\"float\", \"float\", \"Scalar\"]",
+                    "[\"\", \"\", \"1\"]",
+                    &[(ew("AddFunctor", 3).as_str(), 75_000)],
+                    20,
+                ),
+            ]
+        })
+        .collect()
+}
+
+/// The merged Q/K/V projection, three `aten::contiguous` copies (when `copies`), flash
+/// attention over 32 heads × 4096 tokens × 128, and the output projection; 10 calls on MI300X.
 fn attention_with_copies(copies: bool) -> Vec<PlantedOp> {
     let gemm = tensile("128x128x64", 8);
-    let proj = || {
+    // 38 × 32 tiles of 128 × 128 per 4096 columns: exactly 4 waves on 304 CUs, at 77% of the
+    // peak (the merged Q/K/V projection: 12 waves).
+    let proj = |n: i64, ns: Nanos| {
         op(
             "aten::mm",
-            // 38 × 32 tiles of 128 × 128: exactly 4 waves on 304 CUs, at 77% of the peak.
-            "[[4864, 4096], [4096, 4096]]",
+            &format!("[[4864, 4096], [4096, {n}]]"),
             &format!("[{BF16}, {BF16}]"),
             "[\"\", \"\"]",
-            &[(gemm.as_str(), 300_000)],
+            &[(gemm.as_str(), ns)],
             10,
         )
     };
     let copy = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda(c10::BFloat16)#1}>>(int, at::native::gpu_kernel_impl_nocast<…>)";
-    let mut ops = vec![proj(), proj(), proj()];
+    let mut ops = vec![proj(12288, 900_000)];
     if copies {
         for _ in 0..3 {
             ops.push(op(
@@ -850,7 +958,7 @@ fn attention_with_copies(copies: bool) -> Vec<PlantedOp> {
     let mut attention = flash(32, 4096, 128, 0.5);
     attention.calls = 10;
     ops.push(attention);
-    ops.push(proj());
+    ops.push(proj(4096, 300_000));
     ops
 }
 

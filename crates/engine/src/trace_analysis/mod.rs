@@ -542,7 +542,7 @@ fn analyze_tree(
         comm,
     } = only;
     let gpu_only = cpu_ops == 0;
-    checked.note(&mut trace);
+    let sampled = checked.note(&mut trace);
     quality::note_unlinked(&mut trace, &unlinked);
     let memory = memory.map(|(view, found)| {
         for (kind, n, example) in found {
@@ -671,14 +671,17 @@ fn analyze_tree(
             replay_names: &options.replay_ops,
             trains,
             steps: &steps,
+            sampled: sampled.as_ref(),
         };
         crate::standalone::analyze(&src, structure)
     });
-    // Each op finding's fix replayed over the trace's schedule (docs/whatif.md).
+    // Each op finding's fix replayed over the trace's schedule (docs/whatif.md); not over a
+    // sampled trace's, whose gaps held work it did not keep.
     let mut standalone = standalone;
-    if let (Some(st), Some(replay)) = (
+    if let (Some(st), Some(replay), None) = (
         standalone.as_mut(),
         critical_path.as_ref().and_then(|c| c.replay.as_ref()),
+        sampled,
     ) {
         let bound = critical_path.as_ref().map_or(("", 0.0), |c| {
             crate::critical_path::summary::dominant_cause(&c.jarvis)

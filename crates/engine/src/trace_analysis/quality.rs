@@ -13,6 +13,8 @@ pub(super) struct TraceQuality {
     overlap_examples: Vec<String>,
     /// Overlaps that programmatic dependent launch explains: (count, largest overlap ns, example).
     pdl: (u64, i64, Option<String>),
+    /// The evidence that the trace keeps a sample of its runtime calls.
+    sampled: Option<crate::model::sampling::RuntimeSample>,
 }
 
 pub(super) fn trace_quality(trace: &Trace, gpu_only: bool) -> TraceQuality {
@@ -82,6 +84,7 @@ pub(super) fn trace_quality(trace: &Trace, gpu_only: bool) -> TraceQuality {
         overlaps,
         overlap_examples,
         pdl,
+        sampled: crate::model::sampling::runtime_sample(trace),
     }
 }
 
@@ -130,8 +133,12 @@ fn devices_allow_pdl(trace: &Trace) -> bool {
 }
 
 impl TraceQuality {
-    pub(super) fn note(self, trace: &mut Trace) {
+    /// Notes the diagnostics; gives back the sampling evidence, which the analyses read.
+    pub(super) fn note(self, trace: &mut Trace) -> Option<crate::model::sampling::RuntimeSample> {
         let d = &mut trace.diagnostics;
+        if let Some(s) = &self.sampled {
+            d.add(DiagnosticKind::SampledTrace, 1, Some(s.text()));
+        }
         if self.gpu_only_with_gpu_events {
             d.add(DiagnosticKind::GpuOnlyTrace, 1, None);
         }
@@ -157,6 +164,7 @@ impl TraceQuality {
                 }),
             );
         }
+        self.sampled
     }
 }
 

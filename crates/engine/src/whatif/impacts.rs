@@ -169,6 +169,10 @@ pub fn replay_findings(
             if let Some(r) = fix(b) {
                 b.impact.replayed = Some(r);
                 b.priority = rules::impact_priority(r.saving_pct());
+                // A heuristic cut (no perf model) stays at most Medium, replayed or not.
+                if b.impact.method == crate::standalone::findings::ImpactMethod::Heuristic {
+                    b.priority = b.priority.max(rules::Priority::Medium);
+                }
             }
         }
     }

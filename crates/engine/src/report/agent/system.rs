@@ -122,7 +122,13 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
     } else {
         u.idle_pct
     };
-    if steady_idle_pct > IDLE_FLAG_PCT {
+    // A sampled trace's gaps held work it did not keep: no flag is raised from them (the
+    // `sampled_trace` diagnostic says so), as in the fair report.
+    let sampled = a
+        .diagnostics
+        .iter()
+        .any(|d| d.kind == crate::diagnostics::DiagnosticKind::SampledTrace);
+    if steady_idle_pct > IDLE_FLAG_PCT && !sampled {
         // Jarvis's idle finding names the cause (host wait: data loading, synchronization, …).
         let idle = bottlenecks().find(|b| b.title == "GPU idle time");
         flags.push(Flag {
@@ -178,7 +184,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
             });
         }
     }
-    if u.exposed_comm_pct > COMM_BLOCKING_PCT {
+    if u.exposed_comm_pct > COMM_BLOCKING_PCT && !sampled {
         flags.push(Flag {
             category: "multi_kernel",
             pattern: "nccl_blocking_compute",
@@ -189,7 +195,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
         });
     }
     if let Some(r) = comm_overlap_ratio {
-        if r < OVERLAP_MIN_RATIO && t.total_comm >= 100_000 {
+        if r < OVERLAP_MIN_RATIO && t.total_comm >= 100_000 && !sampled {
             flags.push(Flag {
                 category: "multi_kernel",
                 pattern: "poor_comm_compute_overlap",

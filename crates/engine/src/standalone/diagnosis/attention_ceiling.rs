@@ -270,6 +270,7 @@ mod tests {
             baseline_tb_s: None,
             compute_us: None,
             kernel_floor_us: None,
+            trains: false,
         };
         let cause = cause(&r, Some(9.1), &ctx).expect("cause");
         let w = cause.waste.expect("costed");

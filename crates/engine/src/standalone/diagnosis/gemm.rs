@@ -43,6 +43,9 @@ pub const SMALL_K: i64 = 64;
 /// A GEMM kernel shorter than this, µs, far below both its bounds, is too small for the GPU
 /// rather than bound by memory.
 pub const SHORT_GEMM_US: f64 = 20.0;
+/// A short GEMM under this share of its roofline is latency-bound: its precision's peak is
+/// not what holds it, so the fp32 → TF32/BF16 lever is not offered.
+pub const LATENCY_BOUND_EFF_PCT: f64 = 10.0;
 /// A GEMM is launch-bound when its kernels average less than this per call...
 pub const LAUNCH_BOUND_US: f64 = 10.0;
 /// ...over at least this many calls.
@@ -291,10 +294,12 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                             kk as f64 / mm.max(nn) as f64
                         )
                     } else {
-                        let merge = if already_merged(&r.module_path) {
-                            ""
-                        } else {
-                            " merge GEMMs that share an input (e.g. Q/K/V or gate/up projections) into one,"
+                        let merge = match merge_state(r, shape) {
+                            Merge::Siblings(s) => format!(
+                                " merge the GEMMs that share its input into one ({}),",
+                                s.text()
+                            ),
+                            Merge::Already | Merge::Alone => String::new(),
                         };
                         format!("Give the GPU more output tiles: batch more rows (tokens) per call,{merge} or let the library pick a smaller tile; {units} {unit}s need at least {units} tiles.")
                     };
@@ -377,8 +382,17 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             let nearly_empty = last_fill(m, along_m).min(last_fill(n, along_n)) < NEARLY_EMPTY_TILE;
             // Padded rows and columns cost computation: a memory-bound GEMM (its bytes are its
             // operands', padding adds none) or a launch-bound one (under 20 µs) has it to spare.
+            // Without a platform, an intensity under every table GPU's ridge for the kernel's
+            // precision is memory-bound on any of them (a weight gradient of a thin layer:
+            // M = 20, K = 327,680 tokens, 9.7 FLOPs/byte on TF32 tensor cores).
+            let memory_bound_anywhere = || {
+                let spec = main.as_ref().and_then(|(n, _)| gemm_precision(n))?;
+                let ridge = crate::perf::platform::lowest_ridge(spec.compute_spec())?;
+                Some(shape.flops_per_byte? < ridge)
+            };
             let spare_compute = shape.bound == Some(crate::standalone::ops::Bound::Memory)
-                || shape.kernel_us / (shape.count.max(1) as f64) < SHORT_GEMM_US;
+                || shape.kernel_us / (shape.count.max(1) as f64) < SHORT_GEMM_US
+                || (shape.bound.is_none() && memory_bound_anywhere() == Some(true));
             if !spare_compute
                 && (useful < TILE_USEFUL_BELOW
                     || nearly_empty && useful < NEARLY_EMPTY_USEFUL_BELOW)
@@ -453,6 +467,18 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     if let Some(c) = fp32(shape, main.as_ref(), ctx) {
         out.push(c);
     }
+    // Projections of one input run as separate GEMMs: named where the trace shows them.
+    if let Merge::Siblings(s) = merge_state(r, shape) {
+        out.push(Cause {
+            key: "gemm_sibling_projections",
+            title: format!("{} projections of one input in separate GEMMs", s.ns.len()),
+            evidence: format!("{}.", capitalize(&s.text())),
+            action: "Merge them into one GEMM along N (one weight of the summed width, its output split after), so the input is read once, one kernel launches, and the GPU gets the summed width's output tiles.".into(),
+            waste: None,
+            confidence: Confidence::Medium,
+            bounds_all: false,
+        });
+    }
     let mean_us = r.kernel_us / r.count.max(1) as f64;
     if r.count >= LAUNCH_BOUND_CALLS && mean_us < LAUNCH_BOUND_US {
         out.push(Cause {
@@ -463,11 +489,13 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             // concatenation is offered only for the independent ones, and not where the
             // module path says the projections are already one (`QKVParallelLinear`,
             // `gate_up_proj`, GPT-2's `c_attn`).
-            action: match (already_merged(&r.module_path), graph_replayed(r)) {
-                (true, true) => "These projections are already merged into one GEMM (the module path names a fused q/k/v or gate/up projection) and already replayed by a graph: the remaining lever is more tokens per call.".into(),
-                (true, false) => "These projections are already merged into one GEMM (the module path names a fused q/k/v or gate/up projection): the remaining lever is fewer launches: capture the step in a CUDA/HIP graph, or more tokens per call.".into(),
-                (false, true) => "Where these GEMMs share their input (the q/k/v or gate/up projections of one layer), fuse them into one GEMM along N; they are already replayed by a graph, so launches are not what remains: more tokens per call is.".into(),
-                (false, false) => "Where these GEMMs share their input (the q/k/v or gate/up projections of one layer), fuse them into one GEMM along N; dependent ones (one layer's output feeding the next) only gain from fewer launches: capture the step in a CUDA/HIP graph.".into(),
+            action: match (merge_state(r, shape), graph_replayed(r)) {
+                (Merge::Already, true) => "These projections are already merged into one GEMM (the module path names a fused q/k/v or gate/up projection) and already replayed by a graph: the remaining lever is more tokens per call.".into(),
+                (Merge::Already, false) => "These projections are already merged into one GEMM (the module path names a fused q/k/v or gate/up projection): the remaining lever is fewer launches: capture the step in a CUDA/HIP graph, or more tokens per call.".into(),
+                (Merge::Siblings(s), true) => format!("{}: fuse them into one GEMM along N; they are already replayed by a graph, so launches are not what remains: more tokens per call is.", capitalize(&s.text())),
+                (Merge::Siblings(s), false) => format!("{}: fuse them into one GEMM along N, and capture the step in a CUDA/HIP graph for the launches that remain.", capitalize(&s.text())),
+                (Merge::Alone, true) => "No GEMM of the same rows and reduction runs beside these (nothing to merge), and they are already replayed by a graph: more tokens per call is the lever.".into(),
+                (Merge::Alone, false) => "No GEMM of the same rows and reduction runs beside these (nothing to merge): fewer launches (capture the step in a CUDA/HIP graph) or more tokens per call.".into(),
             },
             waste: None,
             confidence: Confidence::Medium,
@@ -634,7 +662,22 @@ fn below_ridge(
             "gemm_gemv_shape",
             format!("matrix-vector shape: {} = {rows}", if m <= n { "M" } else { "N" }),
             format!("with {rows} row(s) on one side each weight element is used {rows} time(s), so the GEMM streams its {}×{} weight from memory", k, m.max(n)),
-            "Batch more rows (tokens, requests) into each call; lower the weight precision (FP8, INT4) to move fewer bytes; for decode, a skinny-GEMM kernel (vLLM wvSplitK, cuBLAS gemv) is the right tool.",
+            // A training step's rows are its batch: the inference levers (decode kernels,
+            // quantized weights) do not apply.
+            if ctx.trains {
+                "The rows are the step's batch (samples × tokens): a larger batch per step reuses each weight read; the kernel cannot do better than streaming the weight once."
+            } else {
+                "Batch more rows (tokens, requests) into each call; lower the weight precision (FP8, INT4) to move fewer bytes; for decode, a skinny-GEMM kernel (vLLM wvSplitK, cuBLAS gemv) is the right tool."
+            },
+        )
+    } else if k <= SMALL_K && r.in_backward && ctx.trains {
+        // A gradient GEMM reduces over the batch: its small K is the batch (the weight
+        // gradient `X^T · dY` of a layer fed a batch of K rows), not a layer's width.
+        (
+            "gemm_small_k",
+            format!("small K = {k} (a gradient over the batch)"),
+            format!("this backward GEMM sums over only {k} rows: in a weight gradient K is the batch (samples × tokens), so each output element takes only {k} multiply-adds and writing the gradient dominates"),
+            "Only a larger batch per step grows K; merging projections or fusing does not change a gradient's reduction length.",
         )
     } else if k <= SMALL_K {
         (
@@ -659,11 +702,12 @@ fn below_ridge(
             ),
             action: format!(
                 "Give each call more work: batch more rows (tokens, images){}; tuning the kernel's tile gains little at this size.",
-                match (already_merged(&r.module_path), graph_replayed(r)) {
-                    (true, true) => " (the projections are already merged and graph-replayed)",
-                    (true, false) => ", and capture the step in a CUDA/HIP graph",
-                    (false, true) => ", merge GEMMs that share their input (Q/K/V, gate/up) into one (launches are already graph-replayed)",
-                    (false, false) => ", merge GEMMs that share their input (Q/K/V, gate/up) into one, and capture the step in a CUDA/HIP graph",
+                match (merge_state(r, r), graph_replayed(r)) {
+                    (Merge::Already, true) => " (the projections are already merged and graph-replayed)".to_owned(),
+                    (Merge::Already | Merge::Alone, false) => ", and capture the step in a CUDA/HIP graph".to_owned(),
+                    (Merge::Alone, true) => " (launches are already graph-replayed)".to_owned(),
+                    (Merge::Siblings(s), true) => format!(", merge the GEMMs that share its input into one ({}; launches are already graph-replayed)", s.text()),
+                    (Merge::Siblings(s), false) => format!(", merge the GEMMs that share its input into one ({}), and capture the step in a CUDA/HIP graph", s.text()),
                 }
             ),
             waste: None,
@@ -680,7 +724,11 @@ fn below_ridge(
             "gemm_weight_bound",
             format!("weight-bound: {m} rows against the {k}×{n} weight"),
             format!("each call reads the {w_mb:.1} MB weight for {a_mb:.2} MB of activations, so its bytes are the weight's: every weight element is used {m} times"),
-            "Move fewer weight bytes: FP8 weights halve them (4-bit weights quarter them) where accuracy allows; more rows per call (a larger batch) reuse each weight read; tuning the kernel gains only up to the memory roofline.",
+            if ctx.trains {
+                "More rows per call reuse each weight read: a larger batch per step; tuning the kernel gains only up to the memory roofline (weight quantization is an inference lever)."
+            } else {
+                "Move fewer weight bytes: FP8 weights halve them (4-bit weights quarter them) where accuracy allows; more rows per call (a larger batch) reuse each weight read; tuning the kernel gains only up to the memory roofline."
+            },
         )
     } else {
         (
@@ -711,8 +759,20 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
         Some(p) => p.is_fp32(),
         None => r.compute_spec == "matrix_fp32" || main.is_some_and(|(_, k)| k.simt_fp32),
     };
-    // A matrix-vector kernel is bandwidth-bound whatever its precision.
-    if !is_fp32 || main.is_some_and(|(_, k)| k.gemv) {
+    // A matrix-vector kernel is bandwidth-bound whatever its precision; a short call far
+    // below its roofline is held by latency (launch, ramp-up), which a faster peak leaves as
+    // it is (a training toy's 17.6 µs, 0.3 MFLOP `addmm` is not "4× faster in bf16").
+    // Its work fits under the trace's kernel floor (the fixed cost of any kernel), or the call
+    // is short: either way its roofline is not what the time is made of.
+    let per_call_us = r.kernel_us / r.count.max(1) as f64;
+    let under_floor = r
+        .roofline_us
+        .zip(ctx.kernel_floor_us)
+        .is_some_and(|(t, floor)| t < floor);
+    let latency_bound = (per_call_us < SHORT_GEMM_US || under_floor)
+        && r.efficiency_pct()
+            .is_some_and(|e| e < LATENCY_BOUND_EFF_PCT);
+    if !is_fp32 || main.is_some_and(|(_, k)| k.gemv) || latency_bound {
         return None;
     }
     let simt = named == Some(KernelPrecision::Fp32Simt) || main.is_some_and(|(_, k)| k.simt_fp32);
@@ -838,6 +898,33 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
 /// Whether an op's module path names projections that already share one GEMM: vLLM's
 /// `QKVParallelLinear` / `MergedColumnParallelLinear`, `qkv_proj`, `gate_up_proj`, GPT-2's
 /// `c_attn`, `query_key_value`, `Wqkv`, `in_proj`.
+/// What the trace says of merging a GEMM with others that share its input.
+enum Merge<'a> {
+    /// The module path names a merged projection (`qkv_proj`, `gate_up_proj`).
+    Already,
+    /// The trace runs sibling GEMMs of its input one after another (`sibling_gemms`).
+    Siblings(&'a crate::standalone::sibling_gemms::SiblingRun),
+    /// Neither: nothing is seen to merge with, so no merge is advised.
+    Alone,
+}
+
+fn merge_state<'a>(r: &'a OpRow, shape: &'a OpRow) -> Merge<'a> {
+    if already_merged(&r.module_path) {
+        Merge::Already
+    } else if let Some(s) = shape.siblings.as_ref().or(r.siblings.as_ref()) {
+        Merge::Siblings(s)
+    } else {
+        Merge::Alone
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
+}
+
 fn already_merged(module_path: &str) -> bool {
     let l = module_path.to_ascii_lowercase();
     [
@@ -886,6 +973,115 @@ mod tests {
         );
     }
 
+    /// A training step's skinny GEMMs get training levers: its rows are the batch (no decode
+    /// kernel, no weight quantization), and a backward GEMM's small K is the batch it reduces
+    /// over (only a larger batch grows it), not projections to merge (issue #48 review: a
+    /// training toy's 128×5×128 weight gradient was told to "merge the small-K projections").
+    #[test]
+    fn training_gemms_get_training_levers() {
+        let mi210 = crate::perf::platform::by_name("mi210").expect("mi210");
+        let mut ctx = Context::on(Some(&mi210));
+        let mut r = row("aten::addmm");
+        r.category = SeedCategory::Gemm;
+        r.compute_spec = "matrix_fp32".into();
+        r.flops_per_byte = Some(2.3);
+        let inference = below_ridge(&r, (5, 128, 128), false, &ctx).expect("below");
+        assert_eq!(inference.key, "gemm_gemv_shape");
+        assert!(
+            inference.action.contains("wvSplitK"),
+            "{}",
+            inference.action
+        );
+        ctx.trains = true;
+        let training = below_ridge(&r, (5, 128, 128), false, &ctx).expect("below");
+        assert!(!training.action.contains("wvSplitK"), "{}", training.action);
+        assert!(!training.action.contains("FP8"), "{}", training.action);
+        assert!(
+            training.action.contains("batch per step"),
+            "{}",
+            training.action
+        );
+        // The weight gradient: K = 5 is the batch.
+        let mut dw = row("aten::mm");
+        dw.category = SeedCategory::Gemm;
+        dw.compute_spec = "matrix_fp32".into();
+        dw.flops_per_byte = Some(2.3);
+        let forward = below_ridge(&dw, (128, 128, 5), false, &ctx).expect("below");
+        assert!(
+            forward.action.contains("merge the small-K"),
+            "{}",
+            forward.action
+        );
+        dw.in_backward = true;
+        let grad = below_ridge(&dw, (128, 128, 5), false, &ctx).expect("below");
+        assert_eq!(grad.key, "gemm_small_k");
+        assert!(
+            grad.title.contains("a gradient over the batch"),
+            "{}",
+            grad.title
+        );
+        assert!(
+            grad.action.starts_with("Only a larger batch"),
+            "{}",
+            grad.action
+        );
+    }
+
+    /// A short fp32 GEMM far below its roofline is held by latency: no TF32/BF16 lever (a
+    /// training toy's 0.3 MFLOP `addmm` is not "4× faster in bf16"); the same GEMM long and
+    /// compute-bound gets it.
+    #[test]
+    fn a_latency_bound_fp32_gemm_gets_no_precision_lever() {
+        let mi210 = crate::perf::platform::by_name("mi210").expect("mi210");
+        let mut ctx = Context::on(Some(&mi210));
+        ctx.kernel_floor_us = Some(3.0);
+        let kernel = "Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT64x16x32_MI16x16x1_SN_LDSB0";
+        let main = (kernel.to_owned(), gemm_kernel(kernel).expect("tensile"));
+        let mut r = row("aten::addmm");
+        r.category = SeedCategory::Gemm;
+        r.compute_spec = "matrix_fp32".into();
+        r.count = 1;
+        r.kernel_us = 24.0;
+        r.roofline_us = Some(0.05);
+        assert!(fp32(&r, Some(&main), &ctx).is_none());
+        r.kernel_us = 2000.0;
+        r.roofline_us = Some(1200.0);
+        assert!(fp32(&r, Some(&main), &ctx).is_some());
+    }
+
+    /// Without a platform, a GEMM whose intensity is under every table GPU's ridge for its
+    /// kernel's precision is memory-bound anywhere: its padded tiles cost nothing (a thin
+    /// layer's weight gradient, 20 × 606 over 327,680 tokens on TF32 tensor cores at 9.7
+    /// FLOPs/byte); the same tiles on a compute-heavy shape are named.
+    #[test]
+    fn tile_padding_is_not_charged_where_every_gpu_is_memory_bound() {
+        let kernel =
+            "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x64_32x6_nt_align1>(Params)";
+        let mut r = row("aten::mm");
+        r.category = SeedCategory::Gemm;
+        r.compute_spec = "matrix_fp32".into();
+        r.perf_params = "{'M': 20, 'N': 606, 'K': 327680, 'B': 1}".into();
+        r.kernel_names = vec![(kernel.to_owned(), 1390.0)];
+        r.kernel_launch = vec![None];
+        r.count = 1;
+        r.kernel_us = 1390.0;
+        r.flops_per_byte = Some(9.7);
+        let keys = |r: &OpRow| -> Vec<&'static str> {
+            causes(r, r, &no_platform()).iter().map(|c| c.key).collect()
+        };
+        assert!(
+            !keys(&r).contains(&"gemm_tile_quantization"),
+            "{:?}",
+            keys(&r)
+        );
+        r.flops_per_byte = Some(400.0);
+        assert!(
+            keys(&r).contains(&"gemm_tile_quantization"),
+            "{:?}",
+            keys(&r)
+        );
+    }
+
     #[test]
     fn merged_projections_are_read_from_the_module_path() {
         assert!(already_merged(
@@ -907,6 +1103,7 @@ mod tests {
             platform: None,
             baseline_tb_s: None,
             compute_us: None,
+            trains: false,
         }
     }
 

@@ -187,6 +187,17 @@ impl KernelPrecision {
             KernelPrecision::Fp8 => "fp8",
         }
     }
+    /// The platform table's peak this precision runs at (`Compute Spec` key).
+    pub fn compute_spec(self) -> &'static str {
+        match self {
+            KernelPrecision::Fp32Simt => "vector_fp32",
+            KernelPrecision::Fp32 => "matrix_fp32",
+            KernelPrecision::Tf32 => "matrix_tf32",
+            KernelPrecision::Bf16 => "matrix_bf16",
+            KernelPrecision::Fp16 => "matrix_fp16",
+            KernelPrecision::Fp8 => "matrix_fp8",
+        }
+    }
     /// Runs at the fp32 peak: the TF32 / BF16 lever applies.
     pub fn is_fp32(self) -> bool {
         matches!(self, KernelPrecision::Fp32Simt | KernelPrecision::Fp32)

@@ -77,6 +77,9 @@ pub struct Context<'a> {
     /// The trace's shortest kernel time, µs (`findings::kernel_floor_us`): no call gets below
     /// it, so no cause saves more than the op's time above it.
     pub kernel_floor_us: Option<f64>,
+    /// The trace trains (backward or optimizer): a GEMM's rows are its batch, and the
+    /// inference levers (decode kernels, weight quantization) do not apply.
+    pub trains: bool,
 }
 
 #[cfg(test)]
@@ -88,6 +91,7 @@ impl<'a> Context<'a> {
             baseline_tb_s: None,
             compute_us: None,
             kernel_floor_us: None,
+            trains: false,
         }
     }
 }

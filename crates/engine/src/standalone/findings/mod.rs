@@ -182,6 +182,18 @@ impl Impact {
         })
     }
 
+    /// The priority of its mid saving (`rules::impact_priority`), at most Medium where the
+    /// saving is the no-perf-model heuristic's guess (a share of the op's time, not a
+    /// diagnosis): an unmodelled op is named, not ranked above what Jarvis can explain.
+    pub fn priority(&self) -> super::rules::Priority {
+        let p = super::rules::impact_priority(self.mid_pct);
+        if self.method == ImpactMethod::Heuristic {
+            p.max(super::rules::Priority::Medium)
+        } else {
+            p
+        }
+    }
+
     /// What the formula's shares are of, in words.
     pub fn share_of(&self) -> &'static str {
         match self.basis {
@@ -475,6 +487,9 @@ pub struct Inputs<'a> {
     pub copies: CopyMix,
     /// The trace's shortest kernel time, µs ([`kernel_floor_us`]).
     pub kernel_floor_us: Option<f64>,
+    /// The evidence that the trace keeps a sample of its runtime calls
+    /// (`model::sampling`): no finding from its gaps.
+    pub sampled: Option<&'a crate::model::sampling::RuntimeSample>,
 }
 
 /// Percentile of the trace's kernel durations taken as the time no kernel gets below.

@@ -217,7 +217,7 @@ fn attention_path_a_for(
     if engine {
         if prefill {
             return format!(
-                "This is a serving engine's prefill (context) attention kernel, not PyTorch's SDPA: over the prompt's tokens it is bound by math, so judge it on FLOPs against the matrix peak. The lever is the engine's attention backend for prefill ({faster}){}; decode levers (KV-cache bytes, decode batch size) do not apply to it.",
+                "This is a serving engine's prefill (context) attention kernel, not PyTorch's SDPA: judge it on FLOPs against the matrix peak (a long prompt is bound by math; a short one by how few work items it gives the GPU, which more prompt tokens per call, as chunked prefill batches them, fix). The lever is the engine's attention backend for prefill ({faster}){}; decode levers (KV-cache bytes, decode batch size) do not apply to it.",
                 if fp8_kv {
                     "; it already runs in FP8"
                 } else {
@@ -311,11 +311,12 @@ fn faster_attention(platform: Option<&Platform>, kernel: &str, engine: bool) -> 
             || (b.starts_with("cuDNN") && kernel.contains("cudnn"))
             || (b.starts_with("CK") && (kernel.contains("fmha") || kernel.contains("ck_tile")))
     };
-    let left: Vec<&str> = list.into_iter().filter(|b| !running(b)).collect();
-    if left.is_empty() {
+    // The listed backends are the platform's fastest, peers of one another: where one of them
+    // runs, another is not advice (vLLM on B200 already runs trtllm-gen's FMHA).
+    if list.iter().any(|b| running(b)) {
         "the platform's fastest backend is the one running".to_owned()
     } else {
-        left.join(", ")
+        list.join(", ")
     }
 }
 
@@ -903,6 +904,7 @@ pub(super) fn op_bottleneck(
         baseline_tb_s: base.filter(|b| !b.small_tensors_only).map(|b| b.tb_s),
         compute_us: Some(inp.compute_ms() * 1e3),
         kernel_floor_us: inp.kernel_floor_us,
+        trains: inp.trains,
     };
     let mut causes = diagnosis::diagnose(r, g.largest(), &dctx);
     // The group's other signatures that hold a material share of its time and run a
@@ -1457,7 +1459,7 @@ mod tests {
         assert!(!native.contains("head dim"), "{native}");
         let odd = attention_path_a(Some(96), op, kernel, false, None);
         assert!(odd.contains("64, 128; this one is 96"), "{odd}");
-        // The faster backends are the platform's own, less the one already running.
+        // The faster backends are the platform's own; none where one of them runs.
         let h100 = crate::perf::platform::by_name("h100");
         let mi300 = crate::perf::platform::by_name("mi300x");
         let b200 = crate::perf::platform::by_name("b200");
@@ -1480,8 +1482,10 @@ mod tests {
             false,
             b200.as_ref(),
         );
+        // trtllm-gen's FMHA is one of B200's fastest backends: the others are not advice.
         assert!(
-            !trtllm.contains("trtllm-gen") && trtllm.contains("cuDNN"),
+            trtllm.contains("the platform's fastest backend is the one running")
+                && !trtllm.contains("cuDNN"),
             "{trtllm}"
         );
         let eff = attention_path_a(

@@ -190,6 +190,9 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
             if let Some(z) = p.zero_grad.as_ref() {
                 add_zero_grad(f, z, p.accumulate.as_ref(), inp);
             }
+            if let Some(o) = p.optimizer_step.as_ref() {
+                add_per_tensor_optimizer(f, o, inp);
+            }
         }
         SeedCategory::SdpaFwd => {
             for a in p
@@ -350,7 +353,11 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
             } else {
                 String::new()
             };
-            if exposed > 0.0 && inp.trace_share(exposed) >= rules::TIMELINE_FINDING_PCT {
+            // A sampled trace's gaps held compute it did not keep: nothing is "exposed".
+            if exposed > 0.0
+                && inp.sampled.is_none()
+                && inp.trace_share(exposed) >= rules::TIMELINE_FINDING_PCT
+            {
                 // One pass over the trace's communication kernels, for the text and the action.
                 let back_to_back = back_to_back_share(inp.trace);
                 f.bottlenecks.push(timeline_bottleneck(
@@ -466,6 +473,86 @@ fn add_zero_grad(
             "gradients zeroed by {} fill kernels per call",
             per_call.round()
         ),
+        evidence,
+        action,
+    ));
+    f.bottlenecks.push(b);
+}
+
+/// Kernels per `Optimizer.step` call from single-tensor ops at or above which the step is a
+/// per-parameter loop worth a finding (a handful of parameters updates in a handful of launches
+/// either way).
+pub const OPTIMIZER_LOOP_KERNELS: f64 = 20.0;
+
+/// Whether an op is a multi-tensor (`_foreach_*`) or fused (`_fused_adam_`, …) optimizer op,
+/// which updates many parameters per launch.
+fn is_multi_tensor_op(name: &str) -> bool {
+    let n = name.trim_start_matches("aten::");
+    n.starts_with("_foreach_") || n.starts_with("_fused_") || n.contains("multi_tensor")
+}
+
+/// An optimizer that updates its parameters one tensor at a time: most of the kernels inside
+/// `Optimizer.step` come from single-tensor ops (`aten::add_`, `aten::mul_`, `aten::addcmul_`),
+/// at least [`OPTIMIZER_LOOP_KERNELS`] per call. The multi-tensor path (`foreach=True`) or the
+/// fused kernels (`fused=True`) launch a few kernels for all of them; each launch removed saves
+/// at least the fixed cost of a kernel (the trace's kernel floor) and its host launch time.
+fn add_per_tensor_optimizer(
+    f: &mut CategoryFindings,
+    o: &crate::standalone::patterns::FramedWork,
+    inp: &Inputs<'_>,
+) {
+    let single: Vec<&crate::standalone::patterns::OpShare> = o
+        .ops
+        .iter()
+        .filter(|op| !is_multi_tensor_op(&op.name))
+        .collect();
+    let single_ms: f64 = single.iter().map(|op| op.ms).sum();
+    let multi = o.ops.iter().any(|op| is_multi_tensor_op(&op.name));
+    // Kernels from single-tensor ops, by their share of the ranges' GPU time (ops carry time,
+    // not counts; the per-tensor kernels are alike in size).
+    let share = if o.gpu_ms > 0.0 {
+        single_ms / o.gpu_ms
+    } else {
+        0.0
+    };
+    let kernels = (o.kernels as f64 * share).round();
+    let per_call = kernels / o.calls.max(1) as f64;
+    if multi || share < 0.5 || per_call < OPTIMIZER_LOOP_KERNELS {
+        return;
+    }
+    let floor_ms = inp.kernel_floor_us.unwrap_or(0.0) / 1e3;
+    let saving_ms = (kernels * floor_ms).min(single_ms);
+    let host_pct = if inp.total_ms() > 0.0 {
+        o.host_ms / inp.total_ms() * 100.0
+    } else {
+        0.0
+    };
+    if inp.share(saving_ms) < rules::MIN_SHARE_PCT && host_pct < ZERO_GRAD_HOST_MIN_PCT {
+        return;
+    }
+    let ops: Vec<crate::standalone::patterns::OpShare> = single.into_iter().cloned().collect();
+    let (list, names) = op_list(&ops);
+    let evidence = format!(
+        "`Optimizer.step` launches {per_call:.0} kernels per call from single-tensor ops ({list}) over {} calls: {kernels:.0} kernels, {single_ms:.3} ms of GPU time, and {:.3} ms of host time in the calls ({host_pct:.1}% of the trace's span). The optimizer updates its parameters one tensor at a time (its `foreach` path is off: `foreach=False`, a PyTorch before 2.0 where it was not the default, or parameters not all on the GPU). Each launch the multi-tensor path removes saves at least a kernel's fixed cost (the trace's kernel floor, {:.1} µs): {saving_ms:.3} ms of GPU time.",
+        o.calls, o.host_ms, floor_ms * 1e3
+    );
+    let action = "Update all parameters in a few launches: construct the optimizer with `foreach=True` (the multi-tensor path, the default on CUDA/ROCm since PyTorch 2.0 when every parameter is on the GPU) or `fused=True` (one fused kernel per group: Adam, AdamW, SGD). The kernel count per step drops from one per parameter and operation to a few, and so does the step's host launch time.";
+    let mut b = pattern_bottleneck(
+        f.category,
+        &names,
+        format!("Optimizer updates one tensor at a time ({per_call:.0} kernels per step)"),
+        saving_ms,
+        evidence.clone(),
+        action,
+        "Not a kernel issue: each update kernel is tiny; fewer, larger launches are the fix.",
+        ProjectionKind::Saving,
+        rules::saving_projection(saving_ms, 0.0, inp.compute_ms()),
+        inp,
+    );
+    b.scope = Some(scope_of(None, 0, &ops, false));
+    b.causes.push(wasted_work(
+        "optimizer_per_tensor",
+        format!("per-tensor optimizer: {per_call:.0} kernels per step"),
         evidence,
         action,
     ));

@@ -62,6 +62,11 @@ pub(super) fn timeline_bottleneck(
 pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
     let tl = inp.timeline;
     let mut out = Vec::new();
+    // A sampled trace's gaps held work it did not keep: its idle time and exposed copies
+    // describe the sampling (the `sampled_trace` diagnostic says so).
+    if inp.sampled.is_some() {
+        return out;
+    }
     let idle = tl.idle as f64 / 1e6;
     // A single gap holding more than half of the idle time is a one-off (a warm-up or an
     // outlier): named on its own and left out of the steady state (docs/analysis.md).

@@ -1,0 +1,268 @@
+//! Projections of one input run as separate GEMMs (docs/analysis.md, "Patterns"): a layer's
+//! q, k and v projections (or its gate and up projections) called one after another on the
+//! same activation, where one GEMM of the summed width would read the input once, launch once
+//! and fill the GPU with more output tiles. The trace records shapes, not tensor identities, so
+//! the input is judged shared when GEMMs of the same rows (M) and reduction (K) run back to back
+//! on a thread with at most a few elementwise ops between them, and the later one cannot be
+//! reading the earlier one's output (its K is not the earlier N, unless nothing ran between
+//! them: a chain of linears with nothing between would be one linear). Merging is advised only
+//! where such siblings are seen: a GEMM without them already runs alone for a reason (a fused
+//! QKV projection, N = 5120 = 4096 + 512 + 512, is one call). A run of more than four is a loop
+//! over one shape (a GEMM benchmark), not a layer's projections.
+
+use rustc_hash::FxHashMap as HashMap;
+use serde::Serialize;
+
+use super::context::Modules;
+use crate::model::tree::CallTree;
+use crate::model::{EventId, EventKind, LaneId, Trace};
+
+/// Kernel-launching ops that may sit between two siblings (an activation between gate and up).
+const BETWEEN_MAX: usize = 4;
+/// A layer has at most this many projections of one input (q, k, v; gate, up; MLA's few): a
+/// longer run of one shape is a loop over it (a benchmark, an unrolled scan), not siblings.
+pub const MAX_SIBLINGS: usize = 4;
+
+/// One kind of run: GEMMs of `m` rows and reduction `k`, with these output widths in order.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SiblingRun {
+    pub m: i64,
+    pub k: i64,
+    pub ns: Vec<i64>,
+    /// How many times the run occurs (once per layer and step).
+    pub runs: u64,
+    /// The GEMMs' kernel time over every run, ms.
+    pub gpu_ms: f64,
+}
+
+impl SiblingRun {
+    /// `3 GEMMs of 788×768 with N = 768, 768, 768, run back to back 12 times`.
+    pub fn text(&self) -> String {
+        let ns: Vec<String> = self.ns.iter().map(i64::to_string).collect();
+        format!(
+            "{} GEMMs of M = {} and K = {} with N = {} run back to back {} time{} ({:.3} ms of kernel time), one GEMM of N = {} would read the input once",
+            self.ns.len(),
+            self.m,
+            self.k,
+            ns.join(", "),
+            self.runs,
+            if self.runs == 1 { "" } else { "s" },
+            self.gpu_ms,
+            self.ns.iter().sum::<i64>()
+        )
+    }
+}
+
+/// Every run of sibling GEMMs the trace shows, most kernel time first.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SiblingGemms {
+    pub runs: Vec<SiblingRun>,
+}
+
+impl SiblingGemms {
+    /// The run a GEMM of these dimensions belongs to.
+    pub fn of(&self, m: i64, n: i64, k: i64) -> Option<&SiblingRun> {
+        self.runs
+            .iter()
+            .find(|r| r.m == m && r.k == k && r.ns.contains(&n))
+    }
+}
+
+/// (M, K, N) of a projection from its recorded input shapes: `aten::linear` (input `[…, K]`,
+/// weight `[N, K]`), `aten::matmul` with a 2-D second operand, `aten::mm`, `aten::addmm`.
+fn dims(name: &str, s: &[Vec<i64>]) -> Option<(i64, i64, i64)> {
+    let rows = |x: &Vec<i64>| -> Option<(i64, i64)> {
+        let (&k, lead) = x.split_last()?;
+        Some((lead.iter().product::<i64>().max(1), k))
+    };
+    match name {
+        "aten::linear" => {
+            let (m, k) = rows(s.first()?)?;
+            let w = s.get(1)?;
+            (w.len() == 2 && w[1] == k).then(|| (m, k, w[0]))
+        }
+        "aten::matmul" => {
+            let (m, k) = rows(s.first()?)?;
+            let w = s.get(1)?;
+            (w.len() == 2 && w[0] == k).then(|| (m, k, w[1]))
+        }
+        "aten::mm" => {
+            let (a, b) = (s.first()?, s.get(1)?);
+            (a.len() == 2 && b.len() == 2 && a[1] == b[0]).then(|| (a[0], a[1], b[1]))
+        }
+        "aten::addmm" => {
+            let (a, b) = (s.get(1)?, s.get(2)?);
+            (a.len() == 2 && b.len() == 2 && a[1] == b[0]).then(|| (a[0], a[1], b[1]))
+        }
+        _ => None,
+    }
+}
+
+/// Ops whose kernels end a run: they are not elementwise work on the projections' way (a norm
+/// before the next layer's projections, attention, a reduction, a concatenation).
+fn breaks_run(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    [
+        "norm",
+        "softmax",
+        "attention",
+        "attn",
+        "conv",
+        "bmm",
+        "embedding",
+        "scaled_dot",
+        "topk",
+        "sort",
+        "moe",
+        "expert",
+        "aten::sum",
+        "aten::mean",
+        "aten::cat",
+    ]
+    .iter()
+    .any(|k| l.contains(k))
+}
+
+fn shapes(trace: &Trace, op: EventId) -> Option<Vec<Vec<i64>>> {
+    let d = trace.op_args_of(trace.event(op))?.input_dims?;
+    // Non-tensor slots are `[]`: read as empty shapes.
+    serde_json::from_str(trace.strings.get(d)).ok()
+}
+
+/// The module instance that owns a projection: its innermost `nn.Module` frame, or that frame's
+/// parent where the frame is the projection's own layer (`Linear_0` inside
+/// `ViTSelfAttention_0`). Siblings share their owner; a GEMM of another instance (the next
+/// layer's) starts a new run. `None` in a trace without module frames.
+fn owner(modules: &Modules, root: EventId) -> Option<u32> {
+    let f = modules.frame_of_root(root)?;
+    let frame = &modules.frames[f as usize];
+    let own_layer = ["Linear", "Conv1D", "Dense"]
+        .iter()
+        .any(|c| frame.class.contains(c));
+    if own_layer {
+        frame.parent.or(Some(f))
+    } else {
+        Some(f)
+    }
+}
+
+/// Finds the runs; `None` without any.
+pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<SiblingGemms> {
+    let kernel_ns = |r: EventId| -> i64 {
+        tree.gpu_under(r)
+            .map(|k| trace.event(k))
+            .filter(|e| e.kind() == EventKind::Kernel)
+            .map(|e| e.dur)
+            .sum()
+    };
+    let mut lanes: HashMap<LaneId, Vec<EventId>> = HashMap::default();
+    for &r in &tree.cpu_roots {
+        lanes.entry(trace.event(r).lane()).or_default().push(r);
+    }
+    // (m, k, ns) → (runs, kernel ns)
+    let mut found: HashMap<(i64, i64, Vec<i64>), (u64, i64)> = HashMap::default();
+    let mut keys: Vec<LaneId> = lanes.keys().copied().collect();
+    keys.sort_unstable_by_key(|l| l.0);
+    for lane in keys {
+        let mut seq = lanes.remove(&lane).unwrap_or_default();
+        seq.sort_unstable_by_key(|&r| (trace.event(r).ts, r));
+        // The open run: (m, k, ns, kernel ns, kernel-launching ops since its last GEMM), and
+        // the module instance that owns it.
+        let mut open: Option<(i64, i64, Vec<i64>, i64, usize)> = None;
+        let mut open_owner: Option<u32> = None;
+        let mut close = |open: &mut Option<(i64, i64, Vec<i64>, i64, usize)>| {
+            if let Some((m, k, ns, ns_time, _)) = open.take() {
+                if (2..=MAX_SIBLINGS).contains(&ns.len()) {
+                    let e = found.entry((m, k, ns)).or_insert((0, 0));
+                    e.0 += 1;
+                    e.1 += ns_time;
+                }
+            }
+        };
+        for &r in &seq {
+            let name = trace.name(trace.event(r));
+            let gemm = dims(name, &shapes(trace, r).unwrap_or_default());
+            let t = kernel_ns(r);
+            match gemm {
+                Some((m, k, n)) if t > 0 => {
+                    let own = owner(modules, r);
+                    let joins = own == open_owner
+                        && open.as_ref().is_some_and(|(om, ok, ns, _, between)| {
+                            *om == m && *ok == k && (*between == 0 || ns.last() != Some(&k))
+                        });
+                    open_owner = own;
+                    if joins {
+                        if let Some(o) = open.as_mut() {
+                            o.2.push(n);
+                            o.3 += t;
+                            o.4 = 0;
+                        }
+                    } else {
+                        close(&mut open);
+                        open = Some((m, k, vec![n], t, 0));
+                    }
+                }
+                _ if t == 0 => {}
+                _ => {
+                    // A GEMM whose shapes do not read as a projection ends a run too.
+                    let ends = breaks_run(name)
+                        || matches!(
+                            name,
+                            "aten::linear" | "aten::matmul" | "aten::mm" | "aten::addmm"
+                        );
+                    match open.as_mut() {
+                        Some(o) if !ends && o.4 < BETWEEN_MAX => o.4 += 1,
+                        _ => close(&mut open),
+                    }
+                }
+            }
+        }
+        close(&mut open);
+    }
+    let mut runs: Vec<SiblingRun> = found
+        .into_iter()
+        .map(|((m, k, ns), (runs, t))| SiblingRun {
+            m,
+            k,
+            ns,
+            runs,
+            gpu_ms: t as f64 / 1e6,
+        })
+        .collect();
+    runs.sort_by(|a, b| b.gpu_ms.total_cmp(&a.gpu_ms).then(a.ns.cmp(&b.ns)));
+    (!runs.is_empty()).then_some(SiblingGemms { runs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn projection_dims_from_each_op_form() {
+        assert_eq!(
+            dims(
+                "aten::linear",
+                &[vec![4, 197, 768], vec![2304, 768], vec![2304]]
+            ),
+            Some((788, 768, 2304))
+        );
+        assert_eq!(
+            dims("aten::addmm", &[vec![768], vec![788, 768], vec![768, 768]]),
+            Some((788, 768, 768))
+        );
+        assert_eq!(
+            dims("aten::mm", &[vec![5, 128], vec![128, 64]]),
+            Some((5, 128, 64))
+        );
+        assert_eq!(
+            dims("aten::matmul", &[vec![2, 8, 64], vec![64, 32]]),
+            Some((16, 64, 32))
+        );
+        // A batched product is attention's, not a projection.
+        assert_eq!(
+            dims("aten::matmul", &[vec![2, 8, 64], vec![2, 64, 32]]),
+            None
+        );
+        assert_eq!(dims("aten::bmm", &[vec![2, 8, 64], vec![2, 64, 32]]), None);
+    }
+}
