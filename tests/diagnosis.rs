@@ -1077,3 +1077,32 @@ fn a_graph_replayed_step_is_not_called_launch_bound() {
         idle.issue
     );
 }
+
+/// Eager mode's per-op host cost, spread over many small ops, is told to replay the step as a
+/// graph, not to "cut the op's host cost" of one op: Falconsai ViT on H100 (one inference step,
+/// 154 kernels in 7.6 ms) waits on `aten::linear` in 73 gaps.
+#[test]
+fn eager_per_op_overhead_is_told_to_replay_a_graph() {
+    let Some(bytes) = fixture("h100_Falconsai_nsfw_image_detection__1016002.json.gz") else {
+        return;
+    };
+    let a = analyze_on(&bytes, "h100");
+    let st = standalone(&a);
+    let idle = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| b.title == "GPU idle time")
+        .expect("idle finding");
+    assert!(
+        idle.issue.contains("`aten::linear` (73 gaps"),
+        "{}",
+        idle.issue
+    );
+    assert!(idle.path_a.contains("reduce-overhead"), "{}", idle.path_a);
+    assert!(
+        !idle.path_a.starts_with("Cut the op's host cost"),
+        "{}",
+        idle.path_a
+    );
+}

@@ -770,6 +770,10 @@ fn uncached_allocator(inp: &Inputs<'_>) -> Option<String> {
     ))
 }
 
+/// Gaps an ATen op's host time must hold to be eager mode's per-op overhead rather than one
+/// slow call.
+pub const EAGER_OVERHEAD_GAPS: u64 = 10;
+
 fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
     use crate::analysis::host_wait::CauseKind as C;
     let idle = inp.idle;
@@ -918,6 +922,11 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
             }
         }
         C::CpuOp | C::Python if done.graphs || done.compiled => done.launch_remedy(),
+        // A kernel-launching ATen op waited on in many gaps is eager mode's per-op cost
+        // (dispatch, Python, launch) paid on every call, not one slow op (Falconsai ViT on H100:
+        // `aten::linear` in 73 gaps, 154 kernels in 7.6 ms): the lever is not running the ops
+        // one by one.
+        C::CpuOp if top.gaps >= EAGER_OVERHEAD_GAPS && top.label.starts_with("aten::") => "This is eager mode's per-op host cost (dispatch, Python and the launch, paid on every call), spread over many small ops: replay the step as a CUDA / HIP graph (`torch.compile(mode=\"reduce-overhead\")`, or `torch.cuda.graphs` around a static-shape step) so the host launches it once, or compile it so fewer, fused kernels are launched; a larger batch amortizes it.".into(),
         C::CpuOp => "Cut the op's host cost: `torch.compile` it, or move its CPU-side work out of the step; a larger batch amortizes it.".into(),
         C::Python if !records_python(inp) => "Record the host side with Python stacks (`with_stack=True`, CPU activities on) to see what the host does between launches; launch overhead in it yields to `torch.compile`, CUDA / HIP graphs or a larger batch per launch.".into(),
         C::Python => "Cut Python overhead between launches: `torch.compile` the step, capture it in a CUDA / HIP graph, or raise the batch size so each launch carries more work.".into(),
