@@ -410,6 +410,14 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         copies: findings::CopyMix::of(src.trace),
         kernel_floor_us: findings::kernel_floor_us(src.trace),
         sampled: src.sampled,
+        tf32_gemms: rows
+            .iter()
+            .filter(|r| r.category == SeedCategory::Gemm)
+            .filter(|r| {
+                diagnosis::kernels::gemm_precision(&findings::main_kernel_of(r))
+                    == Some(diagnosis::kernels::KernelPrecision::Tf32)
+            })
+            .count(),
     };
     let mut categories = findings::analyze_categories(&inputs, baseline.as_ref());
     let timeline = findings::timeline_findings(&inputs);

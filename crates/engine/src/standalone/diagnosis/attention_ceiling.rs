@@ -271,6 +271,7 @@ mod tests {
             compute_us: None,
             kernel_floor_us: None,
             trains: false,
+            tf32_gemms: 0,
         };
         let cause = cause(&r, Some(9.1), &ctx).expect("cause");
         let w = cause.waste.expect("costed");

@@ -467,12 +467,31 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     if let Some(c) = fp32(shape, main.as_ref(), ctx) {
         out.push(c);
     }
-    // Projections of one input run as separate GEMMs: named where the trace shows them.
-    if let Merge::Siblings(s) = merge_state(r, shape) {
+    // Projections of one input run as separate GEMMs: named where the trace shows them and
+    // merging would matter: short calls (a kernel's fixed cost and a launch per projection) or
+    // a recorded grid under two waves (a wider GEMM fills the GPU). A long, full GEMM gains
+    // only one read of its input from merging (Qwen1.5's 8944-token projections at 66-74 %
+    // of the peak: the gap is the kernel's, not the split).
+    let per_call_us = r.kernel_us / r.count.max(1) as f64;
+    let underfilled = launch
+        .as_ref()
+        .and_then(|m| m.launch)
+        .zip(units)
+        .is_some_and(|(l, u)| l.grid_size() < 2 * u);
+    let matters = per_call_us < SHORT_GEMM_US || underfilled;
+    if let (Merge::Siblings(s), true) = (merge_state(r, shape), matters) {
         out.push(Cause {
             key: "gemm_sibling_projections",
             title: format!("{} projections of one input in separate GEMMs", s.ns.len()),
-            evidence: format!("{}.", capitalize(&s.text())),
+            evidence: format!(
+                "{}; each call is {}",
+                capitalize(&s.text()),
+                if per_call_us < SHORT_GEMM_US {
+                    format!("short ({per_call_us:.1} µs), so a kernel's fixed cost and a launch are paid per projection")
+                } else {
+                    "under two waves of the GPU, which one wider GEMM fills".to_owned()
+                }
+            ),
             action: "Merge them into one GEMM along N (one weight of the summed width, its output split after), so the input is read once, one kernel launches, and the GPU gets the summed width's output tiles.".into(),
             waste: None,
             confidence: Confidence::Medium,
@@ -776,6 +795,28 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
         return None;
     }
     let simt = named == Some(KernelPrecision::Fp32Simt) || main.is_some_and(|(_, k)| k.simt_fp32);
+    // TF32 already on (other GEMMs of the trace run TF32 tensor-core kernels on fp32 data): the
+    // library chose a SIMT kernel for this shape, which no precision switch changes.
+    if simt && ctx.tf32_gemms > 0 {
+        let kernel = main.map(|(n, _)| kernel_label(n)).unwrap_or_default();
+        let dims = match (r.param("N"), r.param("K")) {
+            (Some(n), Some(k)) => format!(" (N = {n}, K = {k})"),
+            _ => String::new(),
+        };
+        return Some(Cause {
+            key: "gemm_fp32",
+            title: "fp32 SIMT kernel although TF32 is on".into(),
+            evidence: format!(
+                "the kernel ({kernel}) runs in fp32 on the vector (SIMT) units, while {} other GEMM signature{} of this trace run TF32 tensor-core kernels on fp32 data: TF32 is allowed, and the library picked a SIMT kernel for this shape{dims}, as it does where no tensor-core kernel fits (a dimension that is not a multiple of 16 bytes, a reduction too short to fill its tile)",
+                ctx.tf32_gemms,
+                if ctx.tf32_gemms == 1 { "" } else { "s" }
+            ),
+            action: "Allowing TF32 again changes nothing: make the shape one a tensor-core kernel takes (pad N and K to multiples of 8 elements), or concatenate the small products into larger ones.".into(),
+            waste: None,
+            confidence: Confidence::Medium,
+            bounds_all: false,
+        });
+    }
     let p = ctx.platform;
     let peak = |s: &str| p.and_then(|p| p.peak_tflops(s));
     let f32_peak = peak("matrix_fp32").or(peak("vector_fp32"));
@@ -1049,6 +1090,40 @@ mod tests {
         assert!(fp32(&r, Some(&main), &ctx).is_some());
     }
 
+    /// Where other GEMMs of the trace run TF32 tensor-core kernels, TF32 is on: an fp32 SIMT
+    /// kernel is the library's choice for its shape, and the lever is the shape, not
+    /// `set_float32_matmul_precision` (issue #48 review: HTA's sampled rank 0 runs
+    /// `s1688gemm` TF32 kernels beside `ampere_sgemm` ones for N = 606, K = 20).
+    #[test]
+    fn an_fp32_simt_kernel_beside_tf32_ones_is_the_shape() {
+        let a100 = crate::perf::platform::by_name("a100").expect("a100");
+        let mut ctx = Context::on(Some(&a100));
+        let kernel = "ampere_sgemm_128x128_tn";
+        let main = (kernel.to_owned(), gemm_kernel(kernel).expect("sgemm"));
+        let mut r = row("aten::bmm");
+        r.category = SeedCategory::Gemm;
+        r.compute_spec = "matrix_fp32".into();
+        r.perf_params = "{'B': 2048, 'M': 160, 'N': 606, 'K': 20}".into();
+        r.count = 2;
+        r.kernel_us = 2666.0;
+        let off = fp32(&r, Some(&main), &ctx).expect("fp32");
+        assert!(
+            off.action.contains("set_float32_matmul_precision"),
+            "{}",
+            off.action
+        );
+        ctx.tf32_gemms = 5;
+        let on = fp32(&r, Some(&main), &ctx).expect("fp32");
+        assert_eq!(on.title, "fp32 SIMT kernel although TF32 is on");
+        assert!(on.evidence.contains("(N = 606, K = 20)"), "{}", on.evidence);
+        assert!(
+            !on.action.contains("set_float32_matmul_precision"),
+            "{}",
+            on.action
+        );
+        assert!(on.waste.is_none());
+    }
+
     /// Without a platform, a GEMM whose intensity is under every table GPU's ridge for its
     /// kernel's precision is memory-bound anywhere: its padded tiles cost nothing (a thin
     /// layer's weight gradient, 20 × 606 over 327,680 tokens on TF32 tensor cores at 9.7
@@ -1104,6 +1179,7 @@ mod tests {
             baseline_tb_s: None,
             compute_us: None,
             trains: false,
+            tf32_gemms: 0,
         }
     }
 

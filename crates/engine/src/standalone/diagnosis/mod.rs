@@ -80,6 +80,10 @@ pub struct Context<'a> {
     /// The trace trains (backward or optimizer): a GEMM's rows are its batch, and the
     /// inference levers (decode kernels, weight quantization) do not apply.
     pub trains: bool,
+    /// GEMM signatures of the trace whose main kernel runs TF32 (`gemm_precision`): where
+    /// there are some, TF32 is on, and an fp32 SIMT kernel is the library's choice for its
+    /// shape, not a precision setting.
+    pub tf32_gemms: usize,
 }
 
 #[cfg(test)]
@@ -92,6 +96,7 @@ impl<'a> Context<'a> {
             compute_us: None,
             kernel_floor_us: None,
             trains: false,
+            tf32_gemms: 0,
         }
     }
 }

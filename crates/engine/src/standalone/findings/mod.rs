@@ -490,6 +490,8 @@ pub struct Inputs<'a> {
     /// The evidence that the trace keeps a sample of its runtime calls
     /// (`model::sampling`): no finding from its gaps.
     pub sampled: Option<&'a crate::model::sampling::RuntimeSample>,
+    /// GEMM signatures whose main kernel runs TF32 (`diagnosis::Context::tf32_gemms`).
+    pub tf32_gemms: usize,
 }
 
 /// Percentile of the trace's kernel durations taken as the time no kernel gets below.

@@ -470,7 +470,7 @@ pub(super) fn op_texts(
             } else {
                 format!("Convolution {shape} ({intensity}) at {e} {} ({band}).", basis(r, inp.platform))
             },
-            path_a: conv_path_a(r, inp.platform),
+            path_a: conv_path_a(r, inp.platform, inp.patterns.conv_transposes.is_some()),
             path_b: format!("Generate a replay artifact for the kernel team to check the algorithm MIOpen / cuDNN selects (kernel {kernel})."),
             pattern: false,
         },
@@ -548,12 +548,14 @@ fn gemm_path_a(r: &OpRow) -> String {
 /// Path A for a convolution, by what its kernels show: channels_last only where layout
 /// transposes run beside it, the AMP lever where the convolution itself runs in fp32, else the
 /// algorithm choice.
-fn conv_path_a(r: &OpRow, p: Option<&Platform>) -> String {
+/// `elsewhere`: the trace's layout-transpose pattern found transposes around convolutions (a
+/// GPU-only trace's kernel-level row lists only its own kernel, so its neighbours are there).
+fn conv_path_a(r: &OpRow, p: Option<&Platform>, elsewhere: bool) -> String {
     let main = main_kernel_of(r);
-    let transposes = r
-        .kernel_names
-        .iter()
-        .any(|(k, _)| crate::analysis::kernel_kinds::is_layout_conversion(k));
+    let transposes = elsewhere
+        || r.kernel_names
+            .iter()
+            .any(|(k, _)| crate::analysis::kernel_kinds::is_layout_conversion(k));
     let fp32 = conv_runs_fp32(&main);
     if transposes {
         format!("Use channels_last (`model.to(memory_format=torch.channels_last)`) so the library runs NHWC kernels without layout transposes; fuse Conv+BN+activation with `torch.compile`.{}", diagnosis::rocm_nhwc_note(p))
@@ -568,7 +570,7 @@ fn conv_path_a(r: &OpRow, p: Option<&Platform>) -> String {
         };
         format!("The convolution runs in fp32 (`{}`): autocast to {half} (`torch.autocast`) so it runs on the matrix units; channels_last helps once it does.", short(&main, 70))
     } else {
-        "No layout transposes run beside it: the library already uses its preferred layout. Let it pick the fastest algorithm for the shape (`torch.backends.cudnn.benchmark = True`; MIOpen's find mode) and fuse Conv+BN+activation with `torch.compile`.".into()
+        "No layout transposes run beside it or elsewhere in the trace: the library already uses its preferred layout. Let it pick the fastest algorithm for the shape (`torch.backends.cudnn.benchmark = True`; MIOpen's find mode) and fuse Conv+BN+activation with `torch.compile`.".into()
     }
 }
 
@@ -905,6 +907,7 @@ pub(super) fn op_bottleneck(
         compute_us: Some(inp.compute_ms() * 1e3),
         kernel_floor_us: inp.kernel_floor_us,
         trains: inp.trains,
+        tf32_gemms: inp.tf32_gemms,
     };
     let mut causes = diagnosis::diagnose(r, g.largest(), &dctx);
     // The group's other signatures that hold a material share of its time and run a
@@ -1304,7 +1307,7 @@ mod tests {
             "void cudnn::ops::nchwToNhwcKernel<__nv_bfloat16>",
             "sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nchw",
         ]);
-        assert!(conv_path_a(&nchw, None).starts_with("Use channels_last"));
+        assert!(conv_path_a(&nchw, None, false).starts_with("Use channels_last"));
         for k in [
             "cudnn_volta_scudnn_128x64_relu_xregs_large_nn_v1",
             "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)",
@@ -1313,29 +1316,36 @@ mod tests {
             "volta_gcgemm_32x32_nt",
             "void fft2d_r2c_32x32<float, false, 1u, true>(float2*, float const*, int)",
         ] {
-            assert!(conv_path_a(&conv(&[k]), None).contains("autocast"), "{k}");
+            assert!(
+                conv_path_a(&conv(&[k]), None, false).contains("autocast"),
+                "{k}"
+            );
         }
         let fp32 = conv(&["volta_sgemm_128x64_nn"]);
         assert!(
-            conv_path_a(&fp32, None).contains("autocast"),
+            conv_path_a(&fp32, None, false).contains("autocast"),
             "{}",
-            conv_path_a(&fp32, None)
+            conv_path_a(&fp32, None, false)
         );
         // V100 has fp16 matrix units only: never told to use bf16.
         let v100 = crate::perf::platform::by_name("V100").expect("V100");
-        let a = conv_path_a(&fp32, Some(&v100));
+        let a = conv_path_a(&fp32, Some(&v100), false);
         assert!(
             a.contains("autocast to fp16") && !a.contains("autocast to bf16"),
             "{a}"
         );
         let a100 = crate::perf::platform::by_name("A100").expect("A100");
-        assert!(conv_path_a(&fp32, Some(&a100)).contains("autocast to bf16"));
+        assert!(conv_path_a(&fp32, Some(&a100), false).contains("autocast to bf16"));
         let nhwc = conv(&["sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc"]);
-        let a = conv_path_a(&nhwc, None);
+        let a = conv_path_a(&nhwc, None, false);
         assert!(
             !a.contains("channels_last") && a.contains("benchmark"),
             "{a}"
         );
+        // A GPU-only trace's kernel-level row lists only its own kernel: where the trace's
+        // transpose pattern found transposes around convolutions, they are not denied.
+        let a = conv_path_a(&nhwc, None, true);
+        assert!(a.starts_with("Use channels_last"), "{a}");
     }
 
     #[test]

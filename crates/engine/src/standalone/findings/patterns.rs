@@ -375,6 +375,41 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     "One rank cannot tell slow transfers from waiting on a straggler: trace all ranks, and check the interconnect topology and NCCL / RCCL settings for these message sizes.",
                     inp,
                 ));
+            } else if let Some(sample) = inp.sampled.filter(|_| total_comm > 0.0) {
+                // A sampled trace's kernel durations stand, its gaps do not: the communication
+                // kernels' own time is stated, how much of it is exposed is not judged.
+                let kept = inp.compute_ms() + total_comm;
+                let pct = total_comm / kept * 100.0;
+                if pct >= rules::MIN_SHARE_PCT {
+                    let mut b = timeline_bottleneck(
+                        f.category,
+                        "Communication kernels (sampled trace: overlap not judged)",
+                        total_comm,
+                        format!(
+                            "Communication kernels take {total_comm:.3} ms, {pct:.1}% of the kernel time the trace kept{beyond}.{} The trace keeps about one runtime call in {:.0}: how much of this time compute hides, and how much of it is waiting for other ranks, cannot be told from it.",
+                            collectives_text(inp.coll, inp.platform, None),
+                            sample.one_in()
+                        ),
+                        "Record every rank of one step with the profiler's default settings and compare them: a collective that takes milliseconds per call on one rank is usually waiting for a slower rank (uneven all-to-all splits, a straggler), which only the other ranks' traces show.",
+                        "One rank cannot tell slow transfers from waiting on a straggler: trace all ranks, and check the interconnect topology and NCCL / RCCL settings for these message sizes.",
+                        inp,
+                    );
+                    // No saving is claimed: the collectives' work stays, and their overlap is
+                    // unknown.
+                    b.projection = Vec::new();
+                    b.causes.push(Cause {
+                        key: "communication_sampled",
+                        title: "communication time in a sampled trace".into(),
+                        evidence: format!(
+                            "{total_comm:.3} ms of communication kernels, {pct:.1}% of the kept kernel time; their overlap with compute is not in a sampled trace"
+                        ),
+                        action: b.path_a.clone(),
+                        waste: Some(0.0),
+                        confidence: Confidence::Low,
+                        bounds_all: false,
+                    });
+                    f.bottlenecks.push(b);
+                }
             }
         }
         _ => {}
