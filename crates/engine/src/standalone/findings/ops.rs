@@ -1001,6 +1001,22 @@ fn kernel_level_texts(t: &mut OpTexts, g: &Group<'_>, r: &OpRow, inp: &Inputs<'_
         code(&short(&main_kernel_of(g.largest()), 70)),
     );
     t.path_b = "Profile again with CPU activity and shapes (`activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]`, `record_shapes=True`) to get a perf model, an efficiency and a replay artifact for these kernels.".into();
+    // MIOpen's own tensor operations around its convolution solvers (a workspace set to zero
+    // before an atomically accumulated split-K pass, its fp32 result cast back): launched by
+    // the library, so no PyTorch-level fusion removes them.
+    if is_dnn_library_tensor_op(&r.name) {
+        t.path_a = "These are MIOpen's own tensor operations around its convolution solvers (a workspace set to a scalar before a split-K pass accumulates into it atomically, its fp32 result cast back to the tensor's type), launched by the library rather than by a PyTorch op: no `torch.compile` fusion removes them. A solver that needs no such pass does: let MIOpen search for one (`torch.backends.cudnn.benchmark = True`, `MIOPEN_FIND_MODE=NORMAL`), and run the model channels_last so its NHWC solvers apply.".into();
+    }
+}
+
+/// MIOpen's tensor-operation kernels (`SubTensorOpWithScalar1d`, `SubTensorOpWithCastTensor1d`,
+/// `Op1dTensorGeneric`, `Op2dTensor…`): library-internal passes of its solvers.
+fn is_dnn_library_tensor_op(name: &str) -> bool {
+    name.starts_with("SubTensorOp")
+        || name.starts_with("Op1dTensor")
+        || name.starts_with("Op2dTensor")
+        || name.starts_with("Op3dTensor")
+        || name.starts_with("OpTensor")
 }
 
 /// A kernel no op covers (a synthetic op: most often a CUDA/HIP graph replay's kernel whose
@@ -1346,6 +1362,16 @@ mod tests {
         // transpose pattern found transposes around convolutions, they are not denied.
         let a = conv_path_a(&nhwc, None, true);
         assert!(a.starts_with("Use channels_last"), "{a}");
+    }
+
+    #[test]
+    fn dnn_library_tensor_ops_are_the_librarys() {
+        assert!(is_dnn_library_tensor_op("SubTensorOpWithCastTensor1d"));
+        assert!(is_dnn_library_tensor_op("SubTensorOpWithScalar1d"));
+        assert!(is_dnn_library_tensor_op("Op2dTensorLite"));
+        assert!(!is_dnn_library_tensor_op(
+            "at::native::vectorized_elementwise_kernel"
+        ));
     }
 
     #[test]
