@@ -37,6 +37,11 @@ fn top(st: &Standalone) -> &Bottleneck {
     st.bottleneck(*st.recommendations.first().expect("a recommendation"))
 }
 
+/// Every finding of the trace, in category order.
+fn findings(st: &Standalone) -> impl Iterator<Item = &Bottleneck> {
+    st.categories.iter().flat_map(|c| &c.bottlenecks)
+}
+
 fn keys(b: &Bottleneck) -> Vec<&str> {
     b.causes.iter().map(|c| c.key).collect()
 }
@@ -470,11 +475,7 @@ fn layout_copies_feeding_gemms_are_found_and_absorb_the_copy_finding() {
     let a = analyze_on(&case_bytes(&healthy), "mi300x");
     let st = standalone(&a);
     assert!(st.patterns.gemm_copies.is_none());
-    assert!(st
-        .categories
-        .iter()
-        .flat_map(|c| &c.bottlenecks)
-        .all(|b| !keys(b).contains(&"gemm_layout_copies")));
+    assert!(findings(st).all(|b| !keys(b).contains(&"gemm_layout_copies")));
 }
 
 /// TimeSformer's 5.278 ms of copies under `aten::matmul` (72 calls) are the Q, K and V copies
@@ -491,21 +492,14 @@ fn timesformer_matmul_copies_are_the_attentions() {
     let a = analyze_on(&bytes, "h100");
     let st = standalone(&a);
     assert!(st.patterns.gemm_copies.is_none());
-    let att = st
-        .categories
-        .iter()
-        .flat_map(|c| &c.bottlenecks)
+    let att = findings(st)
         .find(|b| {
             b.title
                 .starts_with("Unfused attention in `TimesformerSelfAttention`")
         })
         .expect("the attention finding");
     assert!(att.issue.contains("`aten::copy_` ×96"), "{}", att.issue);
-    assert!(!st
-        .categories
-        .iter()
-        .flat_map(|c| &c.bottlenecks)
-        .any(|b| b.title.starts_with("Layout copies feeding GEMMs")));
+    assert!(!findings(st).any(|b| b.title.starts_with("Layout copies feeding GEMMs")));
 }
 
 /// Issue #48 item 3: wave and tile findings read the recorded grid; the name's tile only
@@ -766,7 +760,7 @@ fn gradients_zeroed_by_kernels_are_one_replayed_finding() {
     assert_eq!(keys(b), ["zero_grad_fills"], "{}", text(b));
     assert!(b.path_a.contains("set_to_none=True"), "{}", b.path_a);
     assert!(b.issue.contains("80 kernels"), "{}", b.issue);
-    let all: Vec<&Bottleneck> = st.categories.iter().flat_map(|c| &c.bottlenecks).collect();
+    let all: Vec<&Bottleneck> = findings(st).collect();
     assert!(
         !all.iter().any(|x| x.op_name == "aten::zero_"),
         "the fills' op finding is folded in"
@@ -783,11 +777,7 @@ fn gradients_zeroed_by_kernels_are_one_replayed_finding() {
     let c = case("zero_fills_healthy").expect("case");
     let a = analyze_on(&case_bytes(&c), platform_of(&c));
     let st = standalone(&a);
-    assert!(!st
-        .categories
-        .iter()
-        .flat_map(|c| &c.bottlenecks)
-        .any(|x| x.title.starts_with("Gradients zeroed")));
+    assert!(!findings(st).any(|x| x.title.starts_with("Gradients zeroed")));
 }
 
 /// A replayed saving is a share of the length it was measured on, and without steps that
@@ -863,10 +853,7 @@ fn activations_recomputed_by_checkpointing_are_one_replayed_finding() {
     };
     let a = analyze_on(&bytes, "mi300x");
     let st = standalone(&a);
-    let b = st
-        .categories
-        .iter()
-        .flat_map(|c| &c.bottlenecks)
+    let b = findings(st)
         .find(|b| keys(b).contains(&"activation_recompute"))
         .expect("a recompute finding");
     assert!(b.issue.contains("12 checkpointed regions"), "{}", b.issue);
@@ -883,10 +870,7 @@ fn activations_recomputed_by_checkpointing_are_one_replayed_finding() {
     // after the 5.5 MB one ends, when the ranks have just synchronized, and is just as slow:
     // a rank still computing or the transport, which one rank's trace cannot tell apart; the
     // advice says how to tell them apart, not overlap the trace already has.
-    let comm = st
-        .categories
-        .iter()
-        .flat_map(|c| &c.bottlenecks)
+    let comm = findings(st)
         .find(|b| b.title == "Exposed communication")
         .expect("exposed communication");
     assert!(
@@ -912,10 +896,7 @@ fn accumulation_into_zeroed_gradients_is_part_of_the_zero_grad_finding() {
     // The RTX 2080 Ti is not in the platform table: analysed without one.
     let a = jarvis_engine::analyze(&bytes).expect("analysis");
     let st = standalone(&a);
-    let b = st
-        .categories
-        .iter()
-        .flat_map(|c| &c.bottlenecks)
+    let b = findings(st)
         .find(|b| keys(b).contains(&"zero_grad_fills"))
         .expect("the zero_grad finding");
     assert!(
@@ -1025,7 +1006,7 @@ fn gappy(n: usize) -> Vec<u8> {
 fn a_fragment_states_its_findings_unranked() {
     let a = analyze_on(&gappy(4), "H100 SXM");
     let st = standalone(&a);
-    let all: Vec<&Bottleneck> = st.categories.iter().flat_map(|c| &c.bottlenecks).collect();
+    let all: Vec<&Bottleneck> = findings(st).collect();
     assert!(!all.is_empty());
     assert!(
         all.iter()
@@ -1088,10 +1069,7 @@ fn eager_per_op_overhead_is_told_to_replay_a_graph() {
     };
     let a = analyze_on(&bytes, "h100");
     let st = standalone(&a);
-    let idle = st
-        .categories
-        .iter()
-        .flat_map(|c| &c.bottlenecks)
+    let idle = findings(st)
         .find(|b| b.title == "GPU idle time")
         .expect("idle finding");
     assert!(

@@ -375,6 +375,33 @@ impl CallTree {
         self.gpu_preorder[a..b].iter().map(|&e| EventId(e))
     }
 
+    /// Kernel time (ns) under `id`: its subtree's kernels (not copies or memsets).
+    pub fn kernel_ns_under(&self, trace: &Trace, id: EventId) -> i64 {
+        self.gpu_under(id)
+            .map(|k| trace.event(k))
+            .filter(|e| e.kind() == EventKind::Kernel)
+            .map(|e| e.dur)
+            .sum()
+    }
+
+    /// The top-level CPU ops of each thread in time order (ties by id), threads in id order:
+    /// what the thread-order patterns walk.
+    pub fn roots_by_thread(&self, trace: &Trace) -> Vec<Vec<EventId>> {
+        let mut lanes: HashMap<LaneId, Vec<EventId>> = HashMap::default();
+        for &r in &self.cpu_roots {
+            lanes.entry(trace.event(r).lane()).or_default().push(r);
+        }
+        let mut keys: Vec<LaneId> = lanes.keys().copied().collect();
+        keys.sort_unstable_by_key(|l| l.0);
+        keys.into_iter()
+            .map(|l| {
+                let mut seq = lanes.remove(&l).unwrap_or_default();
+                seq.sort_unstable_by_key(|&r| (trace.event(r).ts, r));
+                seq
+            })
+            .collect()
+    }
+
     /// How many GPU events lie in the subtree of `id` (top-down, through child lists).
     pub fn gpu_count_under(&self, id: EventId) -> usize {
         self.gpu_under(id).len()

@@ -6,11 +6,10 @@
 //! between them on the thread. One fused act-and-mul kernel reads gate and up once and writes
 //! once: the multiply's traffic; the activation's pass is what fusing saves.
 
-use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use crate::model::tree::CallTree;
-use crate::model::{EventId, EventKind, LaneId, Trace};
+use crate::model::{EventId, Trace};
 
 /// Ops that may sit between the activation and its multiply (besides ops without kernels).
 const BETWEEN_MAX: usize = 4;
@@ -52,38 +51,25 @@ fn is_activation(name: &str) -> bool {
 
 /// The tensor shapes of an op's recorded `Input Dims` (`[[16, 559, 2816], []]`); `None` when
 /// not recorded or not a list of shapes.
-fn shapes(trace: &Trace, op: EventId) -> Option<Vec<Vec<i64>>> {
+pub(super) fn shapes(trace: &Trace, op: EventId) -> Option<Vec<Vec<i64>>> {
     let dims = trace.op_args_of(trace.event(op))?.input_dims?;
     serde_json::from_str(trace.strings.get(dims)).ok()
 }
 
 /// Finds the activation-multiply pairs; `None` without any.
 pub fn find(trace: &Trace, tree: &CallTree) -> Option<GatedActivations> {
-    let kernel_ns = |r: EventId| -> i64 {
-        tree.gpu_under(r)
-            .map(|k| trace.event(k))
-            .filter(|e| e.kind() == EventKind::Kernel)
-            .map(|e| e.dur)
-            .sum()
-    };
-    let mut lanes: HashMap<LaneId, Vec<EventId>> = HashMap::default();
-    let mut any_activation = false;
-    for &r in &tree.cpu_roots {
-        let e = trace.event(r);
-        any_activation |= is_activation(trace.name(e));
-        lanes.entry(e.lane()).or_default().push(r);
-    }
+    let kernel_ns = |r: EventId| tree.kernel_ns_under(trace, r);
+    let any_activation = tree
+        .cpu_roots
+        .iter()
+        .any(|&r| is_activation(trace.name(trace.event(r))));
     if !any_activation {
         return None;
     }
     let (mut pairs, mut gated, mut act_ns, mut mul_ns) = (0u64, 0u64, 0i64, 0i64);
     let (mut pre_ns, mut fused_ns) = (0i64, 0i64);
     let mut activation: Option<String> = None;
-    let mut keys: Vec<LaneId> = lanes.keys().copied().collect();
-    keys.sort_unstable_by_key(|l| l.0);
-    for lane in keys {
-        let mut seq = lanes.remove(&lane).unwrap_or_default();
-        seq.sort_unstable_by_key(|&r| (trace.event(r).ts, r));
+    for seq in tree.roots_by_thread(trace) {
         for (i, &a) in seq.iter().enumerate() {
             let name = trace.name(trace.event(a));
             if !is_activation(name) {

@@ -14,8 +14,9 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use super::context::Modules;
+use super::gated_activations::shapes;
 use crate::model::tree::CallTree;
-use crate::model::{EventId, EventKind, LaneId, Trace};
+use crate::model::{EventId, Trace};
 
 /// Kernel-launching ops that may sit between two siblings (an activation between gate and up).
 const BETWEEN_MAX: usize = 4;
@@ -123,12 +124,6 @@ fn breaks_run(name: &str) -> bool {
     .any(|k| l.contains(k))
 }
 
-fn shapes(trace: &Trace, op: EventId) -> Option<Vec<Vec<i64>>> {
-    let d = trace.op_args_of(trace.event(op))?.input_dims?;
-    // Non-tensor slots are `[]`: read as empty shapes.
-    serde_json::from_str(trace.strings.get(d)).ok()
-}
-
 /// The module instance that owns a projection: its innermost `nn.Module` frame, or that frame's
 /// parent where the frame is the projection's own layer (`Linear_0` inside
 /// `ViTSelfAttention_0`). Siblings share their owner; a GEMM of another instance (the next
@@ -148,24 +143,10 @@ fn owner(modules: &Modules, root: EventId) -> Option<u32> {
 
 /// Finds the runs; `None` without any.
 pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<SiblingGemms> {
-    let kernel_ns = |r: EventId| -> i64 {
-        tree.gpu_under(r)
-            .map(|k| trace.event(k))
-            .filter(|e| e.kind() == EventKind::Kernel)
-            .map(|e| e.dur)
-            .sum()
-    };
-    let mut lanes: HashMap<LaneId, Vec<EventId>> = HashMap::default();
-    for &r in &tree.cpu_roots {
-        lanes.entry(trace.event(r).lane()).or_default().push(r);
-    }
+    let kernel_ns = |r: EventId| tree.kernel_ns_under(trace, r);
     // (m, k, ns) → (runs, kernel ns)
     let mut found: HashMap<(i64, i64, Vec<i64>), (u64, i64)> = HashMap::default();
-    let mut keys: Vec<LaneId> = lanes.keys().copied().collect();
-    keys.sort_unstable_by_key(|l| l.0);
-    for lane in keys {
-        let mut seq = lanes.remove(&lane).unwrap_or_default();
-        seq.sort_unstable_by_key(|&r| (trace.event(r).ts, r));
+    for seq in tree.roots_by_thread(trace) {
         // The open run: (m, k, ns, kernel ns, kernel-launching ops since its last GEMM), and
         // the module instance that owns it.
         let mut open: Option<(i64, i64, Vec<i64>, i64, usize)> = None;
