@@ -90,7 +90,7 @@ impl Workload {
 /// Reads the workload from the op rows (with their module paths) and the module frames.
 pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) -> Workload {
     let mut evidence = Vec::new();
-    let model = model(rows, &mut evidence);
+    let model = model(rows, &mut evidence).or_else(|| annotated_model(trace, &mut evidence));
     let architecture = architecture(rows, modules, &mut evidence);
     let scale = scale(
         trace,
@@ -177,6 +177,28 @@ fn model(rows: &[OpRow], ev: &mut Vec<String>) -> Option<String> {
         pct(us, framed)
     ));
     Some(class.to_owned())
+}
+
+/// The model a benchmark harness names in its annotations, where no module frame does: a
+/// field `…model.<name>` of a `record_function` range (PARAM's
+/// `[param|pytorch.model.alex_net|0|0|0|measure|forward]`).
+fn annotated_model(trace: &Trace, ev: &mut Vec<String>) -> Option<String> {
+    let mut seen = rustc_hash::FxHashSet::default();
+    for e in &trace.events {
+        if e.kind() != crate::model::EventKind::UserAnnotation || !seen.insert(e.name) {
+            continue;
+        }
+        let name = trace.name(e);
+        let field = name
+            .split(['|', '[', ']', ' '])
+            .find_map(|f| f.rsplit_once("model.").map(|(_, m)| m))
+            .filter(|m| !m.is_empty() && m.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+        if let Some(m) = field {
+            ev.push(format!("model: named by the annotation {name:?}"));
+            return Some(m.to_owned());
+        }
+    }
+    None
 }
 
 fn pct(x: f64, of: f64) -> f64 {
@@ -849,6 +871,26 @@ mod tests {
             ev.iter().any(|e| e.contains("SplitLookupFunction")),
             "{ev:?}"
         );
+    }
+
+    /// A benchmark harness's annotation names the model where no module frame does (PARAM's
+    /// AlexNet on A100 read "cannot be inferred").
+    #[test]
+    fn a_benchmark_annotation_names_the_model() {
+        let json = r#"{"traceEvents": [
+            {"ph": "X", "cat": "user_annotation", "name": "[param|pytorch.model.alex_net|0|0|0|measure|forward]", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+            {"ph": "X", "cat": "user_annotation", "name": "[param|clear_cache]", "pid": 1, "tid": 1, "ts": 1, "dur": 5}
+        ]}"#;
+        let trace = crate::import::import_bytes(json.as_bytes()).expect("imports");
+        let mut ev = Vec::new();
+        assert_eq!(
+            annotated_model(&trace, &mut ev).as_deref(),
+            Some("alex_net")
+        );
+        assert!(ev[0].contains("measure|forward"), "{ev:?}");
+        let plain = r#"{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1, "dur": 5}]}"#;
+        let trace = crate::import::import_bytes(plain.as_bytes()).expect("imports");
+        assert_eq!(annotated_model(&trace, &mut ev), None);
     }
 
     #[test]
