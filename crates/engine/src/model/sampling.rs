@@ -60,22 +60,25 @@ impl RuntimeSample {
 /// The sampling evidence, where both signals say the trace is a sample; `None` for a trace
 /// that records its calls (or has too few to judge).
 pub fn runtime_sample(trace: &Trace) -> Option<RuntimeSample> {
-    let mut calls: Vec<(u32, Nanos, i64)> = trace
-        .events
-        .iter()
-        .filter(|e| e.kind().is_runtime() && e.has_time())
-        .filter_map(|e| Some((e.lane().0, e.ts, e.correlation().filter(|&c| c > 0)?)))
-        .collect();
-    if calls.len() < MIN_CLOSE_PAIRS {
-        return None;
-    }
-    let (lo, hi) = calls.iter().fold((i64::MAX, i64::MIN), |(lo, hi), c| {
-        (lo.min(c.2), hi.max(c.2))
+    let ids = || {
+        trace
+            .events
+            .iter()
+            .filter(|e| e.kind().is_runtime() && e.has_time())
+            .filter_map(|e| Some((e, e.correlation().filter(|&c| c > 0)?)))
+    };
+    // The span first, in one pass without a copy: a full trace (nearly every one) stops here.
+    let (n, lo, hi) = ids().fold((0usize, i64::MAX, i64::MIN), |(n, lo, hi), (_, c)| {
+        (n + 1, lo.min(c), hi.max(c))
     });
-    let id_span = hi - lo + 1;
-    if (id_span as f64) < MIN_SPAN_PER_CALL * calls.len() as f64 {
+    if n < MIN_CLOSE_PAIRS {
         return None;
     }
+    let id_span = hi - lo + 1;
+    if (id_span as f64) < MIN_SPAN_PER_CALL * n as f64 {
+        return None;
+    }
+    let mut calls: Vec<(u32, Nanos, i64)> = ids().map(|(e, c)| (e.lane().0, e.ts, c)).collect();
     calls.sort_unstable();
     let (mut close, mut adjacent) = (0usize, 0usize);
     for w in calls.windows(2) {

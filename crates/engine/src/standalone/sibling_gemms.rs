@@ -162,7 +162,14 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<Sibling
         };
         for &r in &seq {
             let name = trace.name(trace.event(r));
-            let gemm = dims(name, &shapes(trace, r).unwrap_or_default());
+            // Only projection ops' shapes are parsed (a trace holds millions of other roots).
+            let projection = matches!(
+                name,
+                "aten::linear" | "aten::matmul" | "aten::mm" | "aten::addmm"
+            );
+            let gemm = projection
+                .then(|| dims(name, &shapes(trace, r).unwrap_or_default()))
+                .flatten();
             let t = kernel_ns(r);
             match gemm {
                 Some((m, k, n)) if t > 0 => {
