@@ -539,6 +539,13 @@ impl Trace {
         e.op_args().and_then(|i| self.op_args.get(i))
     }
 
+    /// The tensor shapes of an op's recorded `Input Dims` (`[[16, 559, 2816], []]`; non-tensor
+    /// slots are empty shapes); `None` when not recorded or not a list of shapes.
+    pub fn input_shapes(&self, op: EventId) -> Option<Vec<Vec<i64>>> {
+        let dims = self.op_args_of(self.event(op))?.input_dims?;
+        serde_json::from_str(self.strings.get(dims)).ok()
+    }
+
     /// The grid and block a kernel recorded, where it did.
     pub fn launch_of(&self, id: EventId) -> Option<LaunchDims> {
         let i = self

@@ -49,13 +49,6 @@ fn is_activation(name: &str) -> bool {
     )
 }
 
-/// The tensor shapes of an op's recorded `Input Dims` (`[[16, 559, 2816], []]`); `None` when
-/// not recorded or not a list of shapes.
-pub(super) fn shapes(trace: &Trace, op: EventId) -> Option<Vec<Vec<i64>>> {
-    let dims = trace.op_args_of(trace.event(op))?.input_dims?;
-    serde_json::from_str(trace.strings.get(dims)).ok()
-}
-
 /// Finds the activation-multiply pairs; `None` without any.
 pub fn find(trace: &Trace, tree: &CallTree) -> Option<GatedActivations> {
     let kernel_ns = |r: EventId| tree.kernel_ns_under(trace, r);
@@ -75,7 +68,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<GatedActivations> {
             if !is_activation(name) {
                 continue;
             }
-            let Some(shape) = shapes(trace, a).and_then(|s| s.into_iter().next()) else {
+            let Some(shape) = trace.input_shapes(a).and_then(|s| s.into_iter().next()) else {
                 continue;
             };
             let a_ns = kernel_ns(a);
@@ -87,7 +80,8 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<GatedActivations> {
             for &m in &seq[i + 1..] {
                 let n = trace.name(trace.event(m));
                 if n == "aten::mul" {
-                    let both = shapes(trace, m)
+                    let both = trace
+                        .input_shapes(m)
                         .is_some_and(|s| s.len() >= 2 && s[0] == shape && s[1] == shape);
                     if both {
                         let m_ns = kernel_ns(m);
@@ -104,7 +98,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<GatedActivations> {
                                 .map(|j| seq[j])
                                 .filter(|&p| {
                                     matches!(trace.name(trace.event(p)), "aten::mul" | "aten::div")
-                                        && shapes(trace, p).is_some_and(|s| {
+                                        && trace.input_shapes(p).is_some_and(|s| {
                                             s.first() == Some(&shape)
                                                 && s.get(1).is_none_or(|d| d.is_empty())
                                         })

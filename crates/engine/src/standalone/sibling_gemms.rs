@@ -14,7 +14,6 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use super::context::Modules;
-use super::gated_activations::shapes;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, Trace};
 
@@ -168,7 +167,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<Sibling
                 "aten::linear" | "aten::matmul" | "aten::mm" | "aten::addmm"
             );
             let gemm = projection
-                .then(|| dims(name, &shapes(trace, r).unwrap_or_default()))
+                .then(|| dims(name, &trace.input_shapes(r).unwrap_or_default()))
                 .flatten();
             let t = kernel_ns(r);
             match gemm {
