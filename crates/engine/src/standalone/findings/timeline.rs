@@ -918,7 +918,7 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
             if inp.trains {
                 "Remove host synchronizations from the step: keep losses and metrics on the GPU and read them every N steps, copy with `non_blocking=True` into pinned memory, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.".into()
             } else {
-                "Remove host synchronizations from the step: keep results on the GPU until they are needed (sampled tokens, stop checks), copy with `non_blocking=True` into pinned memory and overlap the copy with the next step, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.".into()
+                "Remove host synchronizations from the step: keep results on the GPU until they are needed (in a serving loop: sampled tokens, stop checks), copy with `non_blocking=True` into pinned memory and overlap the copy with the next step, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.".into()
             }
         }
         C::CpuOp | C::Python if done.graphs || done.compiled => done.launch_remedy(),
