@@ -14,7 +14,7 @@ use super::select::{self, Launched, Selector};
 use crate::critical_path::Replay;
 use crate::model::{EventKind, Nanos, Trace};
 use crate::standalone::findings::{Bottleneck, ReplayedSaving};
-use crate::standalone::{rules, Standalone};
+use crate::standalone::Standalone;
 
 /// The replayed length a saving is measured on (`replay::work_length`: the steps' summed spans,
 /// or the GPU timeline's span without steps), ns.
@@ -168,11 +168,8 @@ pub fn replay_findings(
         for b in &mut c.bottlenecks {
             if let Some(r) = fix(b) {
                 b.impact.replayed = Some(r);
-                b.priority = rules::impact_priority(r.saving_pct());
                 // A heuristic cut (no perf model) stays at most Medium, replayed or not.
-                if b.impact.method == crate::standalone::findings::ImpactMethod::Heuristic {
-                    b.priority = b.priority.max(rules::Priority::Medium);
-                }
+                b.priority = b.impact.priority_for(r.saving_pct());
             }
         }
     }

@@ -186,7 +186,13 @@ impl Impact {
     /// saving is the no-perf-model heuristic's guess (a share of the op's time, not a
     /// diagnosis): an unmodelled op is named, not ranked above what Jarvis can explain.
     pub fn priority(&self) -> super::rules::Priority {
-        let p = super::rules::impact_priority(self.mid_pct);
+        self.priority_for(self.mid_pct)
+    }
+
+    /// The priority of a saving of `pct` % this finding's fix makes (its mid figure, or its
+    /// replayed saving), capped as [`Impact::priority`] says.
+    pub fn priority_for(&self, pct: f64) -> super::rules::Priority {
+        let p = super::rules::impact_priority(pct);
         if self.method == ImpactMethod::Heuristic {
             p.max(super::rules::Priority::Medium)
         } else {
