@@ -117,6 +117,12 @@ fn a_one_off_stall_is_named_and_left_out_of_the_steady_state() {
         one.impact.high_pct, 0.0,
         "nothing saved in the steady state"
     );
+    // Said as a one-off, not as a worthless "0.0%", and with no projection table.
+    assert_eq!(
+        one.impact.text(),
+        "nothing in the steady state (a one-off, left out of it)"
+    );
+    assert!(one.projection.is_empty());
     let idle_ms = a.timeline.idle as f64 / 1e6;
     if let Some(idle) = find(st, "GPU idle time") {
         assert!(
@@ -214,6 +220,12 @@ fn a_cold_start_is_named_and_left_out_of_the_steady_state() {
         cold.impact.high_pct, 0.0,
         "nothing saved in the steady state"
     );
+    // Said as a one-off, not as a worthless "0.0%", and with no projection table.
+    assert_eq!(
+        cold.impact.text(),
+        "nothing in the steady state (a one-off, left out of it)"
+    );
+    assert!(cold.projection.is_empty());
     // The 3 calls cover about 15 ms of host wait; the idle finding leaves them out.
     assert!((14.9..=15.0).contains(&cold.time_ms), "{}", cold.time_ms);
     let idle_ms = a.timeline.idle as f64 / 1e6;

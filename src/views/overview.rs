@@ -100,7 +100,7 @@ pub fn OverviewView(
             </p>
             {overview.workload.clone().map(|w| view! {
                 <p class="facts workload" data-testid="workload" title=w.evidence.join("\n")>
-                    {format!("{}: {} · {} · {} · {}", w.title(), w.architecture, w.scale, w.precision, w.mode.label())}
+                    {w.line()}
                 </p>
             })}
             {overview.decode_floor.clone().map(|d| view! {

@@ -100,6 +100,7 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
                 c.title,
                 c.confidence.label(),
                 c.waste
+                    .filter(|w| *w > 0.0)
                     .map(|w| format!(", about {:.1}% of its time", w * 100.0))
                     .unwrap_or_default(),
                 c.evidence,
@@ -131,18 +132,25 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
     let _ = writeln!(s, "- **Impact:** may save {}", b.impact.text());
     let _ = writeln!(s, "- **Path A:** {}", b.path_a);
     let _ = writeln!(s, "- **Path B:** {}", b.path_b);
+    let basis = if b.is_one_off() {
+        "a one-off".to_owned()
+    } else {
+        format!(
+            "from its {} saving of {:.1}% {}",
+            if b.impact.replayed.is_some() {
+                "replayed"
+            } else {
+                "mid"
+            },
+            b.impact.ranked_pct(),
+            b.impact.replayed.map_or(b.impact.share_of(), |r| r.of()),
+        )
+    };
     let _ = writeln!(
         s,
-        "- **Priority:** {} in category; {} overall (from its {} saving of {:.1}% {}){}",
+        "- **Priority:** {} in category; {} overall ({basis}){}",
         b.category_priority.label(),
         b.priority.label(),
-        if b.impact.replayed.is_some() {
-            "replayed"
-        } else {
-            "mid"
-        },
-        b.impact.ranked_pct(),
-        b.impact.replayed.map_or(b.impact.share_of(), |r| r.of()),
         if b.in_top_ops {
             "; in the top operations"
         } else {

@@ -311,12 +311,15 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             b.path_a
         );
         let _ = writeln!(s, "**Action (Path B, kernel only)**: {}  ", b.path_b);
-        let _ = writeln!(
-            s,
-            "**Impact**: may save {} ({:.3} ms at the mid figure).  ",
-            b.impact.text(),
-            b.impact.mid_pct / 100.0 * b.steps_ms.unwrap_or(st.utilization.steady_ms)
-        );
+        let mid_ms = if b.is_one_off() {
+            String::new()
+        } else {
+            format!(
+                " ({:.3} ms at the mid figure)",
+                b.impact.mid_pct / 100.0 * b.steps_ms.unwrap_or(st.utilization.steady_ms)
+            )
+        };
+        let _ = writeln!(s, "**Impact**: may save {}{mid_ms}.  ", b.impact.text());
         let _ = writeln!(
             s,
             "→ *See [Detailed Analysis: {}](#{}) for details*\n\n---\n",

@@ -251,6 +251,8 @@ pub struct OpRow {
     pub count: u64,
     /// Total kernel time of all instances, µs.
     pub kernel_us: f64,
+    /// The fastest instance's kernel time, µs (`Kernel Time (µs)_min`), where the sheet has it.
+    pub kernel_us_min: Option<f64>,
     pub gflops: Option<f64>,
     pub data_mb: Option<f64>,
     pub flops_per_byte: Option<f64>,
@@ -462,6 +464,7 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
         c("GFLOPS"),
         c("Data Moved (MB)"),
         c("FLOPS/Byte"),
+        c("Kernel Time (µs)_min"),
     );
     // Only the kernel-level sheet of a GPU-only trace has this column.
     let kernel_level = c("Kernel name").is_some();
@@ -504,6 +507,7 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
                 ex_uid: f(cols.6).unwrap_or(0.0) as u32,
                 count: f(cols.7).unwrap_or(0.0) as u64,
                 kernel_us: f(cols.8).unwrap_or(0.0),
+                kernel_us_min: f(cols.12),
                 gflops: f(cols.9),
                 data_mb: f(cols.10),
                 flops_per_byte: f(cols.11),
@@ -552,6 +556,7 @@ pub(crate) mod tests_support {
             ex_uid: 0,
             count: 1,
             kernel_us: 1.0,
+            kernel_us_min: None,
             gflops: None,
             data_mb: None,
             flops_per_byte: None,

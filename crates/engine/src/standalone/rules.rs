@@ -169,34 +169,50 @@ pub fn efficiency_projection(
     roofline_ms: f64,
     denominator_ms: f64,
 ) -> Vec<Projection> {
-    projection_at(time_ms, roofline_ms, denominator_ms, &TARGET_EFFICIENCIES)
+    projection_at(
+        time_ms,
+        roofline_ms,
+        denominator_ms,
+        &TARGET_EFFICIENCIES,
+        0.0,
+    )
 }
 
 /// [`efficiency_projection`] at the given targets (% of peak): an op whose shape caps it below
-/// the usual targets (fused attention's ceiling) is projected to what it can reach.
+/// the usual targets (fused attention's ceiling) is projected to what it can reach. No row
+/// goes under `floor_ms`, its calls' time at the trace's kernel floor (a kernel's fixed cost:
+/// a 2 µs kernel at 0.1 % of its roofline is not 700× faster at 80 %); the first target under
+/// it becomes one row at the floor, labelled with the efficiency the floor reaches.
 pub fn projection_at(
     time_ms: f64,
     roofline_ms: f64,
     denominator_ms: f64,
     targets: &[f64],
+    floor_ms: f64,
 ) -> Vec<Projection> {
-    if time_ms <= 0.0 || roofline_ms <= 0.0 || denominator_ms <= 0.0 {
+    if time_ms <= 0.0 || roofline_ms <= 0.0 || denominator_ms <= 0.0 || floor_ms >= time_ms {
         return Vec::new();
     }
     let current = roofline_ms / time_ms * 100.0;
-    targets
-        .iter()
-        .filter(|&&t| t > current)
-        .map(|&t| {
-            let new = roofline_ms / (t / 100.0);
-            Projection {
-                target: t,
-                time_ms: new,
-                speedup: time_ms / new,
-                e2e_pct: (time_ms - new) / denominator_ms * 100.0,
-            }
-        })
-        .collect()
+    let mut rows = Vec::new();
+    for &t in targets.iter().filter(|&&t| t > current) {
+        let at_target = roofline_ms / (t / 100.0);
+        let (target, new) = if at_target < floor_ms {
+            (roofline_ms / floor_ms * 100.0, floor_ms)
+        } else {
+            (t, at_target)
+        };
+        rows.push(Projection {
+            target,
+            time_ms: new,
+            speedup: time_ms / new,
+            e2e_pct: (time_ms - new) / denominator_ms * 100.0,
+        });
+        if new <= floor_ms {
+            break;
+        }
+    }
+    rows
 }
 
 /// Projections for speed-up factors (e.g. Flash Attention's 3-10x).
@@ -302,6 +318,14 @@ mod tests {
         assert!((p[2].speedup - 4.0).abs() < 1e-12); // 80 %: 2.5 ms
                                                      // Already at 70 %: only the 80 % row remains.
         assert_eq!(efficiency_projection(10.0, 7.0, 50.0).len(), 1);
+        // Calls whose floor is 4 ms: 40 % (5 ms) stays, 60 % (3.33 ms) is capped at the
+        // floor, labelled 50 % (2 / 4), and 80 % is not shown.
+        let f = projection_at(10.0, 2.0, 50.0, &TARGET_EFFICIENCIES, 4.0);
+        assert_eq!(f.len(), 2);
+        assert!((f[1].time_ms - 4.0).abs() < 1e-12 && (f[1].target - 50.0).abs() < 1e-12);
+        assert!((f[1].speedup - 2.5).abs() < 1e-12);
+        // At the floor already: nothing to project.
+        assert!(projection_at(10.0, 0.01, 50.0, &TARGET_EFFICIENCIES, 10.0).is_empty());
         let s = speedup_projection(9.0, &[3.0], 90.0);
         assert!(
             (s[0].time_ms - 3.0).abs() < 1e-12

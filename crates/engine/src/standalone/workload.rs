@@ -76,6 +76,23 @@ impl Workload {
         }
     }
 
+    /// One line for a page header: `model: architecture · scale · precision · mode`, without
+    /// the fields the trace does not tell, and without the architecture where the model's name
+    /// already says it (a model read as `Transformer` is not "Transformer: Transformer").
+    pub fn line(&self) -> String {
+        let known = |f: &String| f != UNKNOWN && !f.is_empty();
+        let model = self.title();
+        let named = !self.architecture.eq_ignore_ascii_case(model);
+        let fields: Vec<&str> = [&self.architecture, &self.scale, &self.precision]
+            .into_iter()
+            .enumerate()
+            .filter(|(i, f)| known(f) && (*i > 0 || named))
+            .map(|(_, f)| f.as_str())
+            .chain([self.mode.label()])
+            .collect();
+        format!("{model}: {}", fields.join(" · "))
+    }
+
     /// `metadata/model_info.json`'s object, TraceLens's agent's four fields.
     pub fn model_info(&self) -> serde_json::Value {
         serde_json::json!({
@@ -771,6 +788,34 @@ fn dtype_label(s: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The header line leaves out what the trace does not tell, and an architecture the
+    /// model's name already is.
+    #[test]
+    fn header_line() {
+        let mut w = Workload {
+            model: "Transformer".into(),
+            architecture: "transformer".into(),
+            scale: UNKNOWN.into(),
+            precision: "BF16".into(),
+            mode: Mode::Inference,
+            evidence: Vec::new(),
+        };
+        assert_eq!(w.line(), "Transformer: BF16 · inference");
+        w.model = "Qwen2ForCausalLM".into();
+        w.architecture = "Transformer (decoder)".into();
+        w.scale = "≈494M parameters".into();
+        assert_eq!(
+            w.line(),
+            "Qwen2ForCausalLM: Transformer (decoder) · ≈494M parameters · BF16 · inference"
+        );
+        w.model = UNKNOWN.into();
+        w.architecture = UNKNOWN.into();
+        w.precision = UNKNOWN.into();
+        w.scale = UNKNOWN.into();
+        w.mode = Mode::Training;
+        assert_eq!(w.line(), "Workload: training");
+    }
 
     #[test]
     fn dtype_labels() {

@@ -119,6 +119,9 @@ pub enum ImpactMethod {
     /// No perf model: 0.15 / 0.30 / 0.45 of the op's share of the trace (TraceLens's agent).
     #[default]
     Heuristic,
+    /// A one-time cost (a one-off stall, a cold start): left out of the steady state, so
+    /// fixing it saves nothing there ([`Bottleneck::is_one_off`]).
+    OneOff,
 }
 
 impl ImpactMethod {
@@ -128,6 +131,7 @@ impl ImpactMethod {
             ImpactMethod::Roofline => "gap to 80% of the roofline × 0.75 / 0.875 / 1",
             ImpactMethod::Projection => "the finding's projection",
             ImpactMethod::Heuristic => "no perf model: 0.15 / 0.30 / 0.45 of its share",
+            ImpactMethod::OneOff => "a one-off, left out of the steady state",
         }
     }
 }
@@ -210,7 +214,12 @@ impl Impact {
     }
 
     /// `10.4–16.4% of trace time (mid 13.4%; the named causes' own estimate, medium confidence)`.
+    /// A one-off's reads `nothing in the steady state (a one-off, left out of it)`: its time is
+    /// stated in its finding, and a "0.0%" would read as a worthless finding.
     pub fn text(&self) -> String {
+        if self.method == ImpactMethod::OneOff {
+            return "nothing in the steady state (a one-off, left out of it)".to_owned();
+        }
         let replayed = self
             .replayed_text()
             .map(|t| format!("; {t}"))
@@ -360,6 +369,18 @@ impl Impact {
     /// A finding about host time outside the timeline (`Bottleneck::steps_ms`) is a share of
     /// the steps' time instead.
     pub fn of(b: &Bottleneck, u: &super::Utilization) -> Impact {
+        if b.is_one_off() {
+            return Impact {
+                method: ImpactMethod::OneOff,
+                confidence: b.causes.first().map(|c| c.confidence),
+                basis: if u.stall_ms > 0.0 {
+                    Basis::Steady
+                } else {
+                    Basis::Trace
+                },
+                ..Impact::default()
+            };
+        }
         if let Some(steps) = b.steps_ms {
             let mut i = Impact::against(b, steps);
             i.basis = Basis::Steps;
@@ -439,6 +460,14 @@ impl Impact {
 }
 
 impl Bottleneck {
+    /// A one-time cost's finding (a one-off stall, a cold start: `timeline`'s
+    /// `left_out_of_steady_state`), which saves nothing in the steady state.
+    pub fn is_one_off(&self) -> bool {
+        self.causes
+            .iter()
+            .any(|c| matches!(c.key, "idle_one_off_stall" | "idle_cold_start"))
+    }
+
     /// Time saved in the best row of the projection, ms.
     pub fn best_saving_ms(&self) -> f64 {
         self.projection

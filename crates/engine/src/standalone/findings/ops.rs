@@ -923,6 +923,9 @@ pub(super) fn op_bottleneck(
         causes.extend(extra);
     }
     with_causes(&mut t, &causes);
+    if let Some(note) = model_misfit(g) {
+        t.issue.push_str(&note);
+    }
     // Cross-reference with the top operations (seed 004): by name, or through the ops below it
     // that `ops_summary` credits with its kernels.
     let in_top = inp.top_op_names.contains(&r.name)
@@ -937,16 +940,17 @@ pub(super) fn op_bottleneck(
         .map_or(rules::TARGET_EFFICIENCIES.to_vec(), |c| {
             vec![80.0 * c.ceiling, 100.0 * c.ceiling]
         });
+    // Calls within twice the trace's shortest kernel time: their fixed cost, not their work,
+    // sets their time, and the saving is capped at what lies above that floor.
+    let above_floor = diagnosis::above_floor(r.count, r.kernel_us, inp.kernel_floor_us);
+    let floor_ms = time_ms * (1.0 - above_floor);
     let projection = r
         .roofline_total_us()
-        .map(|roof| rules::projection_at(time_ms, roof / 1e3, inp.compute_ms(), &targets))
+        .map(|roof| rules::projection_at(time_ms, roof / 1e3, inp.compute_ms(), &targets, floor_ms))
         .unwrap_or_default();
     let replay = (share > rules::REPLAY_MIN_SHARE_PCT
         && eff.is_some_and(|e| e < rules::REPLAY_MAX_EFFICIENCY))
         || inp.replay_names.contains(&r.name);
-    // Calls within twice the trace's shortest kernel time: their fixed cost, not their work,
-    // sets their time, and the saving is capped at what lies above that floor.
-    let above_floor = diagnosis::above_floor(r.count, r.kernel_us, inp.kernel_floor_us);
     let mut issue = t.issue;
     if let (Some(floor), true) = (inp.kernel_floor_us, above_floor < 0.5 && r.count > 0) {
         issue.push_str(&format!(
@@ -983,6 +987,35 @@ pub(super) fn op_bottleneck(
         fix: Vec::new(),
         above_floor,
     }
+}
+
+/// A call at least this much faster than its shape's roofline time shows the model
+/// over-counts its work (5 % above the peak: clocks and timestamps are not that far off).
+const MISFIT_RATIO: f64 = 1.05;
+
+/// The model's misfit, where a signature's fastest call beats the roofline time its recorded
+/// shape gives: that call did less work than the shape says (a decode attention layer with a
+/// sliding window reads its window's keys, not the iteration's context; a masked or ragged
+/// batch), so the efficiency is an overstatement for it and no fact (docs/analysis.md,
+/// "Calls faster than their model").
+fn model_misfit(g: &Group<'_>) -> Option<String> {
+    let (x, roof, min) = g
+        .rows
+        .iter()
+        .filter_map(|x| Some((*x, x.roofline_us?, x.kernel_us_min.filter(|m| *m > 0.0)?)))
+        .filter(|(_, roof, min)| *roof > MISFIT_RATIO * min)
+        .max_by(|a, b| (a.1 / a.2).total_cmp(&(b.1 / b.2)))?;
+    let decode = matches!(x.category, SeedCategory::SdpaFwd)
+        && crate::standalone::ops::param_int(&x.perf_params, "g_sk").is_some();
+    let why = if decode {
+        " For decode attention this is a layer with a sliding window (or a context shorter than the iteration's): it reads only its window's keys, while the model reads every cached key of the iteration."
+    } else {
+        ""
+    };
+    Some(format!(
+        " **The model does not fit every call:** the fastest call takes {min:.1} µs, under the {roof:.1} µs its recorded shape needs at the platform's peak ({:.0}% of peak), so some calls do less work than their shapes say and the efficiency above overstates them.{why}",
+        roof / min * 100.0
+    ))
 }
 
 /// A GPU-only trace's kernel family: what its kernels are and what the trace cannot say (no
@@ -1108,6 +1141,35 @@ mod tests {
     /// A fused MoE kernel that already runs a 16-row expert block is not told to use a decode
     /// kernel, nor MXFP4 weights told to go lower; one whose name gives no block keeps the
     /// tokens-per-expert check.
+    /// A signature whose fastest call beats its roofline time is named as a misfit of the
+    /// model (a decode layer with a sliding window: 13.1 µs against 21.4 µs); one whose calls
+    /// all stay within 5 % of it is not.
+    #[test]
+    fn calls_faster_than_their_model_are_named() {
+        use crate::standalone::ops::tests_support::row;
+        let mut r = row("vllm::unified_attention_with_output");
+        r.category = SeedCategory::SdpaFwd;
+        r.perf_params = "{'N_Q': 32, 'g_sk': 55086}".into();
+        r.count = 24;
+        r.kernel_us = 724.4;
+        r.roofline_us = Some(21.4);
+        r.kernel_us_min = Some(13.1);
+        let g = groups(&[&r]).remove(0);
+        let note = model_misfit(&g).expect("13.1 µs < 21.4 µs");
+        assert!(
+            note.contains("13.1 µs") && note.contains("163% of peak"),
+            "{note}"
+        );
+        assert!(note.contains("sliding window"), "{note}");
+        r.kernel_us_min = Some(20.5); // 104 %: within the margin
+        assert!(model_misfit(&groups(&[&r]).remove(0)).is_none());
+        r.kernel_us_min = Some(10.0);
+        r.perf_params.clear();
+        r.category = SeedCategory::Gemm;
+        let note = model_misfit(&groups(&[&r]).remove(0)).unwrap();
+        assert!(!note.contains("sliding window"), "{note}");
+    }
+
     #[test]
     fn moe_advice_reads_the_kernels_block() {
         let moe = |kernel: &str| {

@@ -285,7 +285,8 @@ fn left_out_of_steady_state(b: &mut Bottleneck, ms: f64, inp: &Inputs<'_>) {
     b.priority = Priority::Low;
     b.share_pct = ms / (inp.timeline.total.max(1) as f64 / 1e6) * 100.0;
     b.share_of = "trace time";
-    b.projection = rules::saving_projection(ms, ms, inp.total_ms());
+    // No projection: removing it changes no step ("waste removed, 1.00×" would say so badly).
+    b.projection.clear();
 }
 
 /// The finding for first-call stalls: initialisation and first launches of a millisecond or
