@@ -465,6 +465,8 @@ pub struct ColdStart {
     /// covered time lies in, and the first one's name.
     pub warmup_ranges: u32,
     pub warmup_name: String,
+    /// A repeated range whose first pass ran cold (`cold_pass`), where its idle time counts.
+    pub first_pass: Option<super::cold_pass::ColdPass>,
     /// What the covered time is blamed on in the cause table (kind, label, ns: each gap's
     /// blame scaled by the share of it covered), to leave it out of the steady state.
     pub blame: Vec<(CauseKind, String, Nanos)>,
@@ -636,6 +638,8 @@ pub fn causes_and_context(
     }
     let one_off_start = ctx.one_off.as_ref().map(|o| o.at + origin);
     let mut cold = ColdStart::default();
+    let cold_pass = super::cold_pass::cold_first_pass(trace, gaps);
+    let mut in_pass_ns: Nanos = 0;
     let mut cold_seen: rustc_hash::FxHashSet<u32> = Default::default();
     let mut hot: std::collections::HashMap<u32, (Nanos, u32)> = Default::default();
     for g in gaps {
@@ -665,7 +669,17 @@ pub fn causes_and_context(
                 let e = &trace.events[i as usize];
                 e.kind() == EventKind::UserAnnotation && warmup_range(trace.name(e))
             };
-            let covered = length(&union_of(trace, &cands, w, |i| is_cold(i) || is_warmup(i)));
+            let mut spans = union_of(trace, &cands, w, |i| is_cold(i) || is_warmup(i));
+            // The gap's part inside a cold first pass is warm-up too.
+            if let Some(p) = &cold_pass {
+                let part = (p.window.0.max(w.0), p.window.1.min(w.1));
+                if part.1 > part.0 {
+                    in_pass_ns += part.1 - part.0;
+                    spans.push(part);
+                    spans = merge(spans);
+                }
+            }
+            let covered = length(&spans);
             if covered > 0 {
                 cold.ns += covered;
                 let share = covered as f64 / len.max(1) as f64;
@@ -711,6 +725,7 @@ pub fn causes_and_context(
             }
         }
     }
+    cold.first_pass = cold_pass.filter(|_| in_pass_ns > 0);
     ctx.cold = (cold.ns > 0).then_some(cold);
     // Graph replays: every GPU event a graph launch owns, not only those ending a gap.
     ctx.graph_events = graph_replayed_events(trace, tree);

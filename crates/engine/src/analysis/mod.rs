@@ -4,6 +4,7 @@
 pub mod call_stacks;
 pub mod categories;
 pub mod category_sheets;
+pub mod cold_pass;
 pub mod collectives;
 pub mod comm_kernels;
 pub mod grouping;

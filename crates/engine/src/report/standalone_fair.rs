@@ -153,7 +153,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         // 493 ms wait for an untraced batch halves the trace's computation share, not the
         // steady state's 99.7 %).
         match (u.below_target, u.stall_ms > 0.0 && u.steady_ms > 0.0) {
-            (true, true) if u.computation_ms / u.steady_ms * 100.0 >= 95.0 => " (below the 95% target only because of the single stall below)",
+            (true, true) if u.computation_ms / u.steady_ms * 100.0 >= 95.0 => " (below the 95% target only because of the one-time idle below)",
             (true, _) => " (below the 95% target: idle, communication or copies first)",
             _ => "",
         },
@@ -172,8 +172,13 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         let steady_idle = (u.idle_pct / 100.0 * u.total_ms - u.stall_ms).max(0.0);
         let _ = writeln!(
             s,
-            "Without the single stall of {:.3} ms (see its finding), the steady state is {:.3} ms: computation {:.1}%, idle {:.1}%. Every share below is of the steady state.\n",
-            u.stall_ms,
+            "Without {} (see {}), the steady state is {:.3} ms: computation {:.1}%, idle {:.1}%. Every share below is of the steady state.\n",
+            u.left_out(),
+            if u.cold_ms > 0.0 && u.stall_ms > u.cold_ms {
+                "their findings"
+            } else {
+                "its finding"
+            },
             u.steady_ms,
             u.computation_ms / u.steady_ms * 100.0,
             steady_idle / u.steady_ms * 100.0
@@ -250,7 +255,12 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     let _ = writeln!(s, "\n---\n\n## Recommendations\n");
     let u = &st.utilization;
     let steady = if u.stall_ms > 0.0 {
-        format!(" Shares are of the steady state: the trace's {:.3} ms less the single stall of {:.3} ms named below, {:.3} ms.", u.total_ms, u.stall_ms, u.steady_ms)
+        format!(
+            " Shares are of the steady state: the trace's {:.3} ms less {} named below, {:.3} ms.",
+            u.total_ms,
+            u.left_out(),
+            u.steady_ms
+        )
     } else {
         String::new()
     };

@@ -49,16 +49,36 @@ pub struct Utilization {
     pub idle_pct: f64,
     /// Computation under [`rules::COMPUTE_TARGET_PCT`] of the timeline.
     pub below_target: bool,
-    /// The single stall left out of the steady state (`IdleContext::one_off`: one gap holding
-    /// more than half of the idle time), ms; 0 when there is none.
+    /// The idle time left out of the steady state, ms: the single stall (`IdleContext::one_off`:
+    /// one gap holding more than half of the idle time) and the cold start's
+    /// (`IdleContext::cold`: first calls, warm-up ranges, a cold first pass); 0 when there is
+    /// none.
     pub stall_ms: f64,
+    /// Of it, the cold start's, ms.
+    pub cold_ms: f64,
     /// The timeline without that stall, ms: what findings' savings are shares of
     /// (docs/analysis.md, "One denominator").
     pub steady_ms: f64,
 }
 
 impl Utilization {
-    fn of(t: &GpuTimeline, stall_ns: Nanos) -> Utilization {
+    /// What the steady state leaves out, in words: `the single stall of 54.454 ms`, `the cold
+    /// start's 1062.413 ms of idle`, or both.
+    pub fn left_out(&self) -> String {
+        let stall = self.stall_ms - self.cold_ms;
+        match (stall > 0.0, self.cold_ms > 0.0) {
+            (true, false) => format!("the single stall of {stall:.3} ms"),
+            (false, true) => format!("the cold start's {:.3} ms of idle", self.cold_ms),
+            (true, true) => format!(
+                "the single stall of {stall:.3} ms and the cold start's {:.3} ms of idle",
+                self.cold_ms
+            ),
+            (false, false) => "nothing".to_owned(),
+        }
+    }
+
+    fn of(t: &GpuTimeline, (one_off_ns, cold_ns): (Nanos, Nanos)) -> Utilization {
+        let stall_ns = (one_off_ns + cold_ns).min(t.idle.max(0));
         let total = t.total as f64;
         let pct = |x: i64| {
             if total > 0.0 {
@@ -76,6 +96,7 @@ impl Utilization {
             idle_pct: pct(t.idle),
             below_target: pct(t.computation) < rules::COMPUTE_TARGET_PCT,
             stall_ms: stall_ns as f64 / 1e6,
+            cold_ms: cold_ns.min(stall_ns) as f64 / 1e6,
             steady_ms: (t.total - stall_ns).max(0) as f64 / 1e6,
         }
     }
@@ -355,8 +376,17 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         own_models::apply(r, src.platform);
     }
     let workload = workload::identify(src.trace, &rows, &modules, src.trains);
-    let stall = src.idle.context.one_off.as_ref().map_or(0, |o| o.len);
-    let utilization = Utilization::of(src.timeline, stall);
+    // A sampled trace's gaps held work it did not keep: nothing in them is a one-off.
+    let (stall, cold) = if src.sampled.is_some() {
+        (0, 0)
+    } else {
+        let c = &src.idle.context;
+        (
+            c.one_off.as_ref().map_or(0, |o| o.len),
+            c.cold.as_ref().map_or(0, |c| c.ns),
+        )
+    };
+    let utilization = Utilization::of(src.timeline, (stall, cold));
     let compute_ms = utilization.computation_ms;
     let top_operations: Vec<TopOperation> = src
         .top_ops

@@ -62,6 +62,12 @@ pub struct HostCase {
     /// The first step's first `n` eager launches take `ns` each (a cold start: the first
     /// launch of a kernel loading its code object).
     pub cold: Option<(u32, Nanos)>,
+    /// Each step's host work and launches inside this module's forward frame
+    /// (`nn.Module: NAME`), the trace's only mark of its passes.
+    pub module: Option<&'static str>,
+    /// The first step's kernels take this long instead (a first pass with more GPU work: a
+    /// prefill before decode steps).
+    pub first_kernel_ns: Option<Nanos>,
     /// What the case plants (`None` for a healthy counterpart), and what the findings must
     /// and must not say.
     pub truth: &'static str,
@@ -82,6 +88,8 @@ fn base(name: &'static str, truth: &'static str) -> HostCase {
         marked: false,
         comm: None,
         cold: None,
+        module: None,
+        first_kernel_ns: None,
         truth,
     }
 }
@@ -139,6 +147,23 @@ pub fn cases() -> Vec<HostCase> {
             ..base(
                 "idle_cold_start",
                 "the first step's first 4 kernel launches take 5 ms each (lazy module loading) while the GPU waits; no single gap holds half of the idle: a Low cold-start finding names the 4 calls (20 ms) and the steady-state idle leaves them out",
+            )
+        },
+        HostCase {
+            cold: Some((40, 400_000)),
+            module: Some("Net_0"),
+            ..base(
+                "idle_cold_first_pass",
+                "8 unmarked passes of `nn.Module: Net_0`; in the first, every launch takes 0.4 ms (under the 1 ms of a named first call) while the GPU waits: a Low cold-first-pass finding names the module and its passes, and the steady state (every share) leaves the first pass's idle out",
+            )
+        },
+        HostCase {
+            cold: Some((40, 400_000)),
+            module: Some("Net_0"),
+            first_kernel_ns: Some(150_000),
+            ..base(
+                "idle_long_first_pass",
+                "healthy counterpart of idle_cold_first_pass: the first pass's launches are as slow, but its kernels do 37× the later passes' GPU work (a prefill before decode steps): no cold-first-pass finding",
             )
         },
         base(
@@ -255,8 +280,19 @@ pub fn write_case(c: &HostCase, w: &mut impl Write) -> io::Result<()> {
                 write_stall(&mut ev, s, &mut st)?;
             }
         }
+        let pass = st.cpu;
         write_host(&mut ev, c, step, &mut st)?;
         write_launches(&mut ev, c, step == 0, &mut st)?;
+        if let Some(m) = c.module {
+            py(
+                &mut ev,
+                &format!("nn.Module: {m}"),
+                pass,
+                st.cpu - pass,
+                500 + step as i64,
+            )?;
+            st.cpu += 1_000;
+        }
         if c.marked {
             let name = format!("ProfilerStep#{}", step + 1);
             ev.complete(
@@ -391,6 +427,10 @@ fn write_launches(
     st: &mut Clock,
 ) -> io::Result<()> {
     let (cold_n, cold_ns) = c.cold.filter(|_| first_step).unwrap_or((0, 0));
+    let kernel_ns = c
+        .first_kernel_ns
+        .filter(|_| first_step)
+        .unwrap_or(c.kernel_ns);
     let step_start = st.cpu;
     let compute_name = match c.launch {
         Launch::Compiled => "triton_poi_fused_add_mul_0",
@@ -457,7 +497,7 @@ fn write_launches(
                 let at = st.gpu.max(launch_ts + launch_ns - 3_000);
                 // Back to back where a collective must hide under them.
                 let gap = if c.comm.is_some() { 0 } else { 1_000 };
-                st.gpu = kernel(ev, compute_name, at, c.kernel_ns, STREAM, ext, corr)? + gap;
+                st.gpu = kernel(ev, compute_name, at, kernel_ns, STREAM, ext, corr)? + gap;
                 st.ext += 1;
                 st.corr += 1;
                 st.cpu = op_ts + launch_ns + 6_000;

@@ -619,14 +619,24 @@ impl Inputs<'_> {
     }
     /// The timeline's span less a single stall left out of the steady state, ms: what the
     /// timeline findings' shares are of, as every impact's (`Utilization::steady_ms`).
+    /// The steady state's length, ms: the timeline less the idle time left out of it (the
+    /// single stall and the cold start: `Utilization::stall_ms`).
     fn total_ms(&self) -> f64 {
-        let stall = self.idle.context.one_off.as_ref().map_or(0, |o| o.len);
-        (self.timeline.total - stall).max(0) as f64 / 1e6
+        (self.timeline.total - self.left_out_ns()).max(0) as f64 / 1e6
+    }
+
+    fn left_out_ns(&self) -> crate::model::Nanos {
+        if self.sampled.is_some() {
+            return 0;
+        }
+        let c = &self.idle.context;
+        let ns = c.one_off.as_ref().map_or(0, |o| o.len) + c.cold.as_ref().map_or(0, |c| c.ns);
+        ns.min(self.timeline.idle.max(0))
     }
 
     /// What `trace_share` is a share of, in words.
     fn share_of(&self) -> &'static str {
-        if self.idle.context.one_off.is_some() {
+        if self.left_out_ns() > 0 {
             "of the steady state"
         } else {
             "of trace time"

@@ -89,13 +89,13 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
         let apart = match (one_off.is_some(), cold.is_some()) {
             (false, false) => String::new(),
             (true, false) => format!(
-                " in the steady state (the one-off stall of {one_off_ms:.3} ms is left out: {idle:.3} ms in all)"
+                " (the one-off stall of {one_off_ms:.3} ms is left out: {idle:.3} ms in all)"
             ),
             (false, true) => format!(
-                " in the steady state (first-call stalls of {cold_ms:.3} ms are left out: {idle:.3} ms in all)"
+                " (the cold start's {cold_ms:.3} ms is left out: {idle:.3} ms in all)"
             ),
             (true, true) => format!(
-                " in the steady state (the one-off stall of {one_off_ms:.3} ms and first-call stalls of {cold_ms:.3} ms are left out: {idle:.3} ms in all)"
+                " (the one-off stall of {one_off_ms:.3} ms and the cold start's {cold_ms:.3} ms are left out: {idle:.3} ms in all)"
             ),
         };
         // Host overhead measured with the profiler's stack recording on is partly the
@@ -308,6 +308,12 @@ fn cold_start_finding(
     let plural = |n: u32| if n == 1 { "" } else { "s" };
     let title = if c.warmup_ranges > 0 {
         format!("Warm-up: {ms:.3} ms of idle in warm-up ranges and first calls")
+    } else if let Some(p) = &c.first_pass {
+        format!(
+            "Cold first pass: {ms:.3} ms of idle in the first of {} passes of {}",
+            p.passes,
+            code(&short(&p.name, 60))
+        )
     } else {
         format!(
             "Cold start: {} first-call stall{} ({ms:.3} ms)",
@@ -334,8 +340,18 @@ fn cold_start_finding(
     } else {
         String::new()
     };
+    let pass = c.first_pass.as_ref().map_or(String::new(), |p| {
+        format!(
+            " The trace runs {} {} times; its first pass (from its start to the second's, {:.3} ms) left the GPU idle for {:.3} ms, against {:.3} ms in a later pass (the median), with no more GPU work: it ran cold (first calls load kernels, set up libraries, autotune and allocate, each too short to name on its own).",
+            code(&short(&p.name, 60)),
+            p.passes,
+            (p.window.1 - p.window.0) as f64 / 1e6,
+            p.idle_ns as f64 / 1e6,
+            p.later_idle_ns as f64 / 1e6,
+        )
+    });
     let issue = format!(
-        "{ms:.3} ms of the GPU's idle time ({share_of_idle:.0}% of {idle_ms:.3} ms) is one-time work.{calls}{ranges} A cold start is not the steady state: it is left out of the idle finding and of the steady-state impact."
+        "{ms:.3} ms of the GPU's idle time ({share_of_idle:.0}% of {idle_ms:.3} ms) is one-time work.{calls}{ranges}{pass} A cold start is not the steady state: it is left out of the idle finding and of the steady-state impact."
     );
     let action = "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window. Where start-up latency matters (a service's first request), load modules eagerly (`CUDA_MODULE_LOADING=EAGER`) and run warm-up requests before serving.";
     let mut b = timeline_bottleneck(
@@ -352,7 +368,7 @@ fn cold_start_finding(
         key: "idle_cold_start",
         title: format!("cold start: {ms:.3} ms of first-call stalls"),
         evidence: format!(
-            "{} set-up or first-launch call{} of at least 1 ms{}{}; left out of the steady state",
+            "{} set-up or first-launch call{} of at least 1 ms{}{}{}; left out of the steady state",
             c.calls,
             plural(c.calls),
             if c.calls > 0 {
@@ -372,7 +388,16 @@ fn cold_start_finding(
                 )
             } else {
                 String::new()
-            }
+            },
+            c.first_pass.as_ref().map_or(String::new(), |p| {
+                format!(
+                    ", and idle in the first of {} passes of {} ({:.3} ms against {:.3} ms later)",
+                    p.passes,
+                    code(&short(&p.name, 60)),
+                    p.idle_ns as f64 / 1e6,
+                    p.later_idle_ns as f64 / 1e6
+                )
+            })
         ),
         action: action.into(),
         waste: Some(0.0),

@@ -1,0 +1,161 @@
+//! A cold first pass: a range the trace repeats (a module's forward, a named
+//! `record_function` range) whose first pass left the GPU idle far longer than the later ones,
+//! while giving it no more work. Benchmarks and tests without `ProfilerStep` markers run their
+//! model a few times in one trace; the first pass pays every first call (kernel code loading,
+//! library set-up, autotuning, allocations) in sub-millisecond pieces that no single call marks
+//! as cold (docs/analysis.md, "Cold first passes").
+//!
+//! A pass runs from one occurrence's start to the next one's (so a training pass takes its
+//! backward and optimizer step with it); the last occurrence's pass is its own range.
+
+use serde::{Deserialize, Serialize};
+
+use super::idle::Gap;
+use super::intervals::Span;
+use crate::model::{EventKind, Nanos, Trace};
+
+/// The first pass's GPU idle time is at least this many times its later passes' median ...
+pub const IDLE_RATIO: f64 = 5.0;
+/// ... by at least this much (a millisecond: smaller differences are noise, not a cold start) ...
+pub const MIN_EXCESS_NS: Nanos = 1_000_000;
+/// ... while its busy GPU time is at most this many times theirs (plus a millisecond): a first
+/// forward that is long for its work (an LLM's prefill before its decode steps) is not cold.
+pub const BUSY_RATIO: f64 = 2.0;
+
+/// The first pass of a repeated range, found cold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColdPass {
+    /// The range's name (`nn.Module: Net_0`, an annotation).
+    pub name: String,
+    /// How often the trace runs it.
+    pub passes: u32,
+    /// The first pass: from its start to the second occurrence's start, ns.
+    pub window: Span,
+    /// GPU idle time in the first pass, and the later passes' median, ns.
+    pub idle_ns: Nanos,
+    pub later_idle_ns: Nanos,
+}
+
+/// Whether a host range can mark a pass: a module's forward frame or a user annotation, not a
+/// profiler step (steps have their own rules) nor a range named for warm-up (already one).
+fn marks_a_pass(trace: &Trace, e: &crate::model::Event) -> bool {
+    let name = trace.name(e);
+    match e.kind() {
+        EventKind::PythonFunction => name.starts_with("nn.Module: "),
+        EventKind::UserAnnotation => {
+            !name.starts_with("ProfilerStep#") && !super::host_wait::warmup_range(name)
+        }
+        _ => false,
+    }
+}
+
+/// Idle time of `gaps` (sorted by start) inside `w`, ns.
+fn idle_in(gaps: &[Gap], w: Span) -> Nanos {
+    let from = gaps.partition_point(|g| g.end <= w.0);
+    gaps[from..]
+        .iter()
+        .take_while(|g| g.start < w.1)
+        .map(|g| g.end.min(w.1) - g.start.max(w.0))
+        .filter(|&d| d > 0)
+        .sum()
+}
+
+fn median(mut v: Vec<Nanos>) -> Nanos {
+    v.sort_unstable();
+    match v.len() {
+        0 => 0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2,
+    }
+}
+
+/// The cold first pass of the trace, if one of its repeated ranges has one: of those that do,
+/// the one whose first pass is longest (the outermost). `gaps`: the GPU timeline's idle gaps,
+/// sorted by start.
+pub fn cold_first_pass(trace: &Trace, gaps: &[Gap]) -> Option<ColdPass> {
+    let mut by_name: rustc_hash::FxHashMap<u32, Vec<Span>> = Default::default();
+    // The GPU timeline's span: a pass's busy time is its part of it less its idle gaps (host
+    // time before the first kernel is neither).
+    let mut gpu = (Nanos::MAX, Nanos::MIN);
+    for e in &trace.events {
+        if e.kind().is_gpu() {
+            gpu = (gpu.0.min(e.ts), gpu.1.max(e.end()));
+        } else if marks_a_pass(trace, e) {
+            by_name.entry(e.name.0).or_default().push((e.ts, e.end()));
+        }
+    }
+    let on_gpu = |w: Span| (w.1.min(gpu.1) - w.0.max(gpu.0)).max(0);
+    let mut best: Option<ColdPass> = None;
+    for (name, mut ranges) in by_name {
+        if ranges.len() < 2 {
+            continue;
+        }
+        ranges.sort_unstable();
+        // Passes: start to next start; the last one is its own range.
+        let passes: Vec<Span> = ranges
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.0, ranges.get(i + 1).map_or(r.1, |n| n.0)))
+            .collect();
+        // With three passes or more the last (its range alone, without what follows it) is
+        // left out of the comparison.
+        let later = if passes.len() >= 3 {
+            &passes[1..passes.len() - 1]
+        } else {
+            &passes[1..]
+        };
+        let idle: Vec<Nanos> = later.iter().map(|&w| idle_in(gaps, w)).collect();
+        let busy: Vec<Nanos> = later
+            .iter()
+            .zip(&idle)
+            .map(|(&w, i)| (on_gpu(w) - i).max(0))
+            .collect();
+        let first = passes[0];
+        let first_idle = idle_in(gaps, first);
+        let first_busy = (on_gpu(first) - first_idle).max(0);
+        let (later_idle, later_busy) = (median(idle), median(busy));
+        let cold = first_idle as f64 >= IDLE_RATIO * later_idle as f64
+            && first_idle - later_idle >= MIN_EXCESS_NS
+            && first_busy as f64 <= BUSY_RATIO * later_busy as f64 + MIN_EXCESS_NS as f64;
+        if cold
+            && best
+                .as_ref()
+                .is_none_or(|b| first.1 - first.0 > b.window.1 - b.window.0)
+        {
+            best = Some(ColdPass {
+                name: trace.strings.get(crate::model::StrId(name)).to_owned(),
+                passes: ranges.len() as u32,
+                window: first,
+                idle_ns: first_idle,
+                later_idle_ns: later_idle,
+            });
+        }
+    }
+    best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::idle::IdleCategory;
+    use crate::model::EventId;
+
+    fn gap(start: Nanos, end: Nanos) -> Gap {
+        Gap {
+            start,
+            end,
+            category: IdleCategory::HostWait,
+            next: EventId(0),
+            launch: None,
+        }
+    }
+
+    #[test]
+    fn idle_is_clipped_to_the_window() {
+        let gaps = [gap(0, 10), gap(20, 30), gap(40, 50)];
+        assert_eq!(idle_in(&gaps, (5, 45)), 5 + 10 + 5);
+        assert_eq!(idle_in(&gaps, (10, 20)), 0);
+        assert_eq!(median(vec![3, 1, 2]), 2);
+        assert_eq!(median(vec![4, 1]), 2);
+    }
+}
