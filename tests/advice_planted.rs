@@ -436,6 +436,35 @@ fn fusion_advice_fits_the_module() {
     assert!(f.path_a.contains("Fuse the norm"), "{}", f.path_a);
 }
 
+/// A first step far slower to start than the later ones did one-time work (a first allocation):
+/// a Low one-off, not input-preparation advice. Where every step prepares its input
+/// (`lead_in_preprocess`) the finding stands.
+#[test]
+fn one_time_host_work_before_the_first_kernel_is_a_one_off() {
+    let a = analyze("lead_in_one_off");
+    let st = a.standalone.as_ref().expect("standalone");
+    let lead = a.idle.lead_in.as_ref().expect("lead-in");
+    assert!(lead.later_ns.is_some_and(|n| n < 1_000_000), "{lead:?}");
+    assert!(
+        find(st, "Host time before the first kernel").is_none(),
+        "{}",
+        all_text(st)
+    );
+    let b = find(st, "One-time host work before the first kernel").expect("one-off");
+    assert!(b.issue.contains("`aten::empty_strided`"), "{}", b.issue);
+    assert!(!b.path_a.contains("DataLoader"), "{}", b.path_a);
+    assert_eq!(b.priority, jarvis_engine::standalone::rules::Priority::Low);
+    assert_eq!(
+        b.impact.text(),
+        "nothing in the steady state (a one-off, left out of it)"
+    );
+    let a = analyze("lead_in_preprocess");
+    let lead = a.idle.lead_in.as_ref().expect("lead-in");
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(lead.later_ns.is_some(), "{lead:?}");
+    assert!(find(st, "One-time host work").is_none(), "{}", all_text(st));
+}
+
 /// Host time before the first kernel is outside the GPU timeline: a finding states it as a share
 /// of the steps' time and names where the host spent it; a first step with its usual setup
 /// (600 µs) gets none.

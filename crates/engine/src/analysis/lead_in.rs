@@ -28,6 +28,9 @@ pub struct LeadIn {
     /// the host's part, while the GPU runs on after it).
     pub steps_ns: Nanos,
     pub steps: usize,
+    /// The later steps' host time before their first launch, the median, ns (`None` with one
+    /// step): a first step far above it did one-time work (a first allocation, set-up).
+    pub later_ns: Option<Nanos>,
     /// The innermost host event on the launching thread covering at least half of that time
     /// (empty when none does), its duration, its enclosing events (outermost first, the
     /// innermost [`STACK_FRAMES`]) and its TraceLens UID.
@@ -95,6 +98,19 @@ pub fn lead_in(trace: &Trace, steps: &Steps, launches: &[Launch], origin: Nanos)
         steps: steps.rows.len(),
         ..Default::default()
     };
+    // The later steps' own lead-ins (inside the timeline, as idle): what a warm step takes.
+    let mut later: Vec<Nanos> = steps
+        .rows
+        .iter()
+        .filter(|r| r.cpu.0 > start)
+        .filter_map(|r| {
+            let at = launches.partition_point(|l| trace.event(l.call).ts < r.cpu.0);
+            let ts = trace.event(launches.get(at)?.call).ts;
+            Some((ts.min(r.cpu.1) - r.cpu.0).max(0))
+        })
+        .collect();
+    later.sort_unstable();
+    lead.later_ns = (!later.is_empty()).then(|| later[later.len() / 2]);
     // On one thread host events nest or are disjoint, so the events covering at least half of
     // the lead-in all contain the shortest of them: it is where the time goes, and the longer
     // ones are its stack (outermost first).

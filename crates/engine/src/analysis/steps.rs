@@ -26,6 +26,9 @@ pub enum StepSource {
     Vllm,
     Sglang,
     Atom,
+    /// A training loop without step markers: each iteration ends with its `Optimizer.step#…`
+    /// range (PyTorch's optimizer hook records one per call).
+    OptimizerStep,
     WholeTrace,
 }
 
@@ -41,6 +44,9 @@ impl StepSource {
             StepSource::Sglang => "SGLang step[...] annotations (inference iterations)",
             StepSource::Atom => {
                 "ATOM prefill[...] / decode[...] annotations (inference iterations)"
+            }
+            StepSource::OptimizerStep => {
+                "Optimizer.step#… ranges (no step markers: each training iteration ends with its optimizer step)"
             }
             StepSource::WholeTrace => "no step or iteration markers: the whole trace is one step",
         }
@@ -198,6 +204,7 @@ fn markers(trace: &Trace, trains: bool) -> (Option<StepSource>, Vec<Marker>) {
     let host =
         |e: &crate::model::Event| matches!(e.kind(), EventKind::UserAnnotation | EventKind::CpuOp);
     let mut found: [Vec<Marker>; 4] = Default::default();
+    let mut optimizer: Vec<Marker> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
         if !host(e) {
             continue;
@@ -206,6 +213,8 @@ fn markers(trace: &Trace, trains: bool) -> (Option<StepSource>, Vec<Marker>) {
         let id = EventId(i as u32);
         if name.starts_with("ProfilerStep#") {
             found[0].push((id, StepClass::Train, None));
+        } else if name.starts_with("Optimizer.step#") && e.kind() == EventKind::UserAnnotation {
+            optimizer.push((id, StepClass::Train, None));
         } else if let Some((engine, class, requests)) = iteration_step(name) {
             let source = match engine {
                 Engine::Vllm => 1,
@@ -234,7 +243,34 @@ fn markers(trace: &Trace, trains: bool) -> (Option<StepSource>, Vec<Marker>) {
             return (Some(src), list);
         }
     }
+    // Optimizer steps mark iterations only where they repeat in a training trace.
+    if trains && optimizer.len() >= 2 {
+        optimizer.sort_by_key(|(id, _, _)| trace.event(*id).ts);
+        return (Some(StepSource::OptimizerStep), optimizer);
+    }
     (None, Vec::new())
+}
+
+/// The host span of each iteration an optimizer step ends: from the previous one's end (the
+/// first: from the trace's first host event) to its own end.
+fn optimizer_iterations(trace: &Trace, marks: &[Marker]) -> Vec<Span> {
+    let first = trace
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind(), EventKind::CpuOp | EventKind::UserAnnotation))
+        .map(|e| e.ts)
+        .min()
+        .unwrap_or(0);
+    let mut start = first;
+    marks
+        .iter()
+        .map(|(id, _, _)| {
+            let end = trace.event(*id).end();
+            let span = (start.min(end), end);
+            start = end;
+            span
+        })
+        .collect()
 }
 
 /// The root CPU op above an event.
@@ -300,11 +336,15 @@ pub fn steps(
 
     let (source, marks) = markers(trace, trains);
     // Each linked GPU event belongs to the step whose host span holds its launch call.
+    let iterations =
+        (source == Some(StepSource::OptimizerStep)).then(|| optimizer_iterations(trace, &marks));
     let mut spans: Vec<(EventId, StepClass, Option<u64>, Span)> = marks
         .into_iter()
-        .map(|(id, c, r)| {
+        .enumerate()
+        .map(|(k, (id, c, r))| {
             let e = trace.event(id);
-            (id, c, r, (e.ts, e.end()))
+            let span = iterations.as_ref().map_or((e.ts, e.end()), |it| it[k]);
+            (id, c, r, span)
         })
         .collect();
     let whole = spans.is_empty();
@@ -374,6 +414,8 @@ pub fn steps(
         rows.push(StepRow {
             name: if whole {
                 "whole trace".into()
+            } else if iterations.is_some() {
+                format!("iteration {} (to {})", k + 1, trace.name(trace.event(*id)))
             } else {
                 trace.name(trace.event(*id)).to_owned()
             },
@@ -584,6 +626,36 @@ mod tests {
         let python = [("python_function", "torch/optim/sgd.py: optimizer.step")];
         assert!(trains(&trace(&python)));
         assert!(!trains(&trace(&[("cpu_op", "aten::mm"); 10])));
+    }
+
+    /// Without step markers, a training trace's repeated optimizer steps end its iterations:
+    /// each runs from the previous one's end (the first from the first host event).
+    #[test]
+    fn optimizer_steps_mark_iterations_where_they_repeat() {
+        let events = [
+            ("cpu_op", "aten::mm"),
+            ("user_annotation", "Optimizer.step#SGD.step"),
+            ("cpu_op", "aten::mm"),
+            ("user_annotation", "Optimizer.step#SGD.step"),
+            ("cpu_op", "aten::mm"),
+        ];
+        let t = trace(&events);
+        let (source, marks) = markers(&t, true);
+        assert_eq!(source, Some(StepSource::OptimizerStep));
+        assert_eq!(
+            optimizer_iterations(&t, &marks),
+            vec![(0, 2_000), (2_000, 4_000)]
+        );
+        // Not in an inference trace, nor from a single optimizer step.
+        assert_eq!(markers(&t, false).0, None);
+        assert_eq!(markers(&trace(&events[..3]), true).0, None);
+        // Profiler steps win.
+        let mut marked = events.to_vec();
+        marked.push(("user_annotation", "ProfilerStep#1"));
+        assert_eq!(
+            markers(&trace(&marked), true).0,
+            Some(StepSource::ProfilerStep)
+        );
     }
 
     #[test]

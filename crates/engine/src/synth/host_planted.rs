@@ -68,6 +68,8 @@ pub struct HostCase {
     /// The first step's kernels take this long instead (a first pass with more GPU work: a
     /// prefill before decode steps).
     pub first_kernel_ns: Option<Nanos>,
+    /// Only the first step does its host work (one-time set-up before its launches).
+    pub host_first_only: bool,
     /// What the case plants (`None` for a healthy counterpart), and what the findings must
     /// and must not say.
     pub truth: &'static str,
@@ -90,6 +92,7 @@ fn base(name: &'static str, truth: &'static str) -> HostCase {
         cold: None,
         module: None,
         first_kernel_ns: None,
+        host_first_only: false,
         truth,
     }
 }
@@ -164,6 +167,17 @@ pub fn cases() -> Vec<HostCase> {
             ..base(
                 "idle_long_first_pass",
                 "healthy counterpart of idle_cold_first_pass: the first pass's launches are as slow, but its kernels do 37× the later passes' GPU work (a prefill before decode steps): no cold-first-pass finding",
+            )
+        },
+        HostCase {
+            host_frames: vec!["aten::empty_strided"],
+            host_ns: 30_000_000,
+            host_first_only: true,
+            steps: 4,
+            marked: true,
+            ..base(
+                "lead_in_one_off",
+                "four marked steps; only the first spends 30 ms on the host (a first allocation) before its launches: a Low one-time finding, not input-preparation advice (healthy counterpart: lead_in_preprocess, where every step prepares its input)",
             )
         },
         base(
@@ -281,7 +295,9 @@ pub fn write_case(c: &HostCase, w: &mut impl Write) -> io::Result<()> {
             }
         }
         let pass = st.cpu;
-        write_host(&mut ev, c, step, &mut st)?;
+        if step == 0 || !c.host_first_only {
+            write_host(&mut ev, c, step, &mut st)?;
+        }
         write_launches(&mut ev, c, step == 0, &mut st)?;
         if let Some(m) = c.module {
             py(

@@ -463,9 +463,12 @@ impl Bottleneck {
     /// A one-time cost's finding (a one-off stall, a cold start: `timeline`'s
     /// `left_out_of_steady_state`), which saves nothing in the steady state.
     pub fn is_one_off(&self) -> bool {
-        self.causes
-            .iter()
-            .any(|c| matches!(c.key, "idle_one_off_stall" | "idle_cold_start"))
+        self.causes.iter().any(|c| {
+            matches!(
+                c.key,
+                "idle_one_off_stall" | "idle_cold_start" | "lead_in_one_off"
+            )
+        })
     }
 
     /// Time saved in the best row of the projection, ms.

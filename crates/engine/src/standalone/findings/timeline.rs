@@ -502,6 +502,10 @@ fn one_off_finding(
 /// The finding for the first step's host time before its first launch: outside the GPU
 /// timeline, so in no idle or utilisation figure (docs/analysis.md, "Host time before the
 /// first kernel"). A share of the steps' time, which holds it.
+/// The first step's host time before its first launch is one-time work when it is at least
+/// this many times the later steps' (and a millisecond more).
+const LEAD_IN_ONE_OFF_RATIO: f64 = 5.0;
+
 fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bottleneck {
     let ms = l.ns as f64 / 1e6;
     let steps_ms = l.steps_ns as f64 / 1e6;
@@ -530,6 +534,43 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
         code(&l.step),
         inp.timeline.total as f64 / 1e6,
     );
+    // A first step far slower to start than the later ones did one-time work there (the first
+    // allocation of the caching allocator, a library's set-up): a one-off, not input waiting.
+    let warm_ms = l.later_ns.map(|n| n as f64 / 1e6);
+    if let Some(w) = warm_ms.filter(|&w| ms >= LEAD_IN_ONE_OFF_RATIO * w && ms - w >= 1.0) {
+        let issue = format!(
+            "{} spends {ms:.3} ms ({share:.0}% of {steps}) on the host before it launches its first kernel{blocked}.{call} The later steps take {w:.3} ms there (the median): this is one-time work of the first step (a first allocation of the caching allocator, a library's or a module's set-up, a first input copy), not input preparation each step pays. It is outside the GPU timeline, so no idle or utilisation figure holds it.",
+            code(&l.step),
+        );
+        let action = "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window; where start-up latency matters, allocate and warm up before the first real step.";
+        let mut b = timeline_bottleneck(
+            SeedCategory::Other,
+            "One-time host work before the first kernel",
+            ms,
+            issue,
+            action,
+            "Not a kernel issue: the GPU has no work yet.",
+            inp,
+        );
+        b.share_pct = share;
+        b.share_of = "the steps' time";
+        b.steps_ms = Some(steps_ms);
+        b.category_priority = Priority::Low;
+        b.priority = Priority::Low;
+        b.projection.clear();
+        b.causes.push(Cause {
+            key: "lead_in_one_off",
+            title: format!("one-time host work: {ms:.3} ms before the first kernel"),
+            evidence: format!(
+                "the first step's {ms:.3} ms against the later steps' {w:.3} ms before their first launch"
+            ),
+            action: action.into(),
+            waste: Some(0.0),
+            confidence: Confidence::Medium,
+            bounds_all: false,
+        });
+        return b;
+    }
     let path_a = if inp.trains {
         "Prepare batches in `DataLoader` workers (`num_workers`, `pin_memory=True`, `prefetch_factor`) so each step starts with its batch ready, and move heavy augmentation to the GPU."
     } else {
