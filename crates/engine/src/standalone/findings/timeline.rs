@@ -516,11 +516,6 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
     } else {
         format!("the {} marked steps' {steps_ms:.3} ms", l.steps)
     };
-    let later = if l.steps > 1 {
-        " Later steps' host time before their kernels is inside the timeline, as idle time."
-    } else {
-        ""
-    };
     let blocked = if l.blocked_ns > 0 {
         format!(
             " (besides {:.3} ms in calls that wait for the device, which with no traced GPU work yet wait for work queued before the trace, and are left out)",
@@ -529,56 +524,44 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
     } else {
         String::new()
     };
-    let issue = format!(
-        "{} spends {ms:.3} ms ({share:.0}% of {steps}) on the host before it launches its first kernel{blocked}.{call} The GPU timeline starts at the first kernel, so this time is in no idle or utilisation figure: those are of the GPU timeline's {:.3} ms, not of the step.{later}",
+    let spends = format!(
+        "{} spends {ms:.3} ms ({share:.0}% of {steps}) on the host before it launches its first kernel{blocked}.{call}",
         code(&l.step),
-        inp.timeline.total as f64 / 1e6,
     );
     // A first step far slower to start than the later ones did one-time work there (the first
     // allocation of the caching allocator, a library's set-up): a one-off, not input waiting.
-    let warm_ms = l.later_ns.map(|n| n as f64 / 1e6);
-    if let Some(w) = warm_ms.filter(|&w| ms >= LEAD_IN_ONE_OFF_RATIO * w && ms - w >= 1.0) {
-        let issue = format!(
-            "{} spends {ms:.3} ms ({share:.0}% of {steps}) on the host before it launches its first kernel{blocked}.{call} The later steps take {w:.3} ms there (the median): this is one-time work of the first step (a first allocation of the caching allocator, a library's or a module's set-up, a first input copy), not input preparation each step pays. It is outside the GPU timeline, so no idle or utilisation figure holds it.",
-            code(&l.step),
-        );
-        let action = "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window; where start-up latency matters, allocate and warm up before the first real step.";
-        let mut b = timeline_bottleneck(
-            SeedCategory::Other,
+    let warm = l
+        .later_ns
+        .map(|n| n as f64 / 1e6)
+        .filter(|&w| ms >= LEAD_IN_ONE_OFF_RATIO * w && ms - w >= 1.0);
+    let (title, issue, path_a) = if let Some(w) = warm {
+        (
             "One-time host work before the first kernel",
-            ms,
-            issue,
-            action,
-            "Not a kernel issue: the GPU has no work yet.",
-            inp,
-        );
-        b.share_pct = share;
-        b.share_of = "the steps' time";
-        b.steps_ms = Some(steps_ms);
-        b.category_priority = Priority::Low;
-        b.priority = Priority::Low;
-        b.projection.clear();
-        b.causes.push(Cause {
-            key: "lead_in_one_off",
-            title: format!("one-time host work: {ms:.3} ms before the first kernel"),
-            evidence: format!(
-                "the first step's {ms:.3} ms against the later steps' {w:.3} ms before their first launch"
-            ),
-            action: action.into(),
-            waste: Some(0.0),
-            confidence: Confidence::Medium,
-            bounds_all: false,
-        });
-        return b;
-    }
-    let path_a = if inp.trains {
-        "Prepare batches in `DataLoader` workers (`num_workers`, `pin_memory=True`, `prefetch_factor`) so each step starts with its batch ready, and move heavy augmentation to the GPU."
+            format!("{spends} The later steps take {w:.3} ms there (the median): this is one-time work of the first step (a first allocation of the caching allocator, a library's or a module's set-up, a first input copy), not input preparation each step pays. It is outside the GPU timeline, so no idle or utilisation figure holds it."),
+            "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window; where start-up latency matters, allocate and warm up before the first real step.",
+        )
     } else {
-        "Take input preparation off the step: prepare the next inputs while the GPU runs the current ones (a `DataLoader` with `num_workers`, or a thread feeding a queue), use a GPU or fast preprocessor (Hugging Face's `use_fast=True` image processors, torchvision v2 transforms on GPU tensors, video decoded on the GPU), and profile a step that starts with its inputs ready to see the model alone."
+        let later = if l.steps > 1 {
+            " Later steps' host time before their kernels is inside the timeline, as idle time."
+        } else {
+            ""
+        };
+        (
+            "Host time before the first kernel",
+            format!(
+                "{spends} The GPU timeline starts at the first kernel, so this time is in no idle or utilisation figure: those are of the GPU timeline's {:.3} ms, not of the step.{later}",
+                inp.timeline.total as f64 / 1e6,
+            ),
+            if inp.trains {
+                "Prepare batches in `DataLoader` workers (`num_workers`, `pin_memory=True`, `prefetch_factor`) so each step starts with its batch ready, and move heavy augmentation to the GPU."
+            } else {
+                "Take input preparation off the step: prepare the next inputs while the GPU runs the current ones (a `DataLoader` with `num_workers`, or a thread feeding a queue), use a GPU or fast preprocessor (Hugging Face's `use_fast=True` image processors, torchvision v2 transforms on GPU tensors, video decoded on the GPU), and profile a step that starts with its inputs ready to see the model alone."
+            },
+        )
     };
     let mut b = timeline_bottleneck(
         SeedCategory::Other,
-        "Host time before the first kernel",
+        title,
         ms,
         issue,
         path_a,
@@ -588,9 +571,24 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
     b.share_pct = share;
     b.share_of = "the steps' time";
     b.steps_ms = Some(steps_ms);
-    b.category_priority = timeline_priority(share);
-    b.priority = timeline_priority(share);
+    let priority = warm.map_or(timeline_priority(share), |_| Priority::Low);
+    b.category_priority = priority;
+    b.priority = priority;
     b.projection = rules::saving_projection(ms, 0.0, steps_ms);
+    if let Some(w) = warm {
+        b.projection.clear();
+        b.causes.push(Cause {
+            key: "lead_in_one_off",
+            title: format!("one-time host work: {ms:.3} ms before the first kernel"),
+            evidence: format!(
+                "the first step's {ms:.3} ms against the later steps' {w:.3} ms before their first launch"
+            ),
+            action: path_a.into(),
+            waste: Some(0.0),
+            confidence: Confidence::Medium,
+            bounds_all: false,
+        });
+    }
     b
 }
 
