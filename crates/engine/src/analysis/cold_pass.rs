@@ -7,6 +7,9 @@
 //!
 //! A pass runs from one occurrence's start to the next one's (so a training pass takes its
 //! backward and optimizer step with it); the last occurrence's pass is its own range.
+//!
+//! Also here: cold first calls, an op whose first call takes far longer than its later ones
+//! (a library's first call: cuDNN's algorithm search, cuBLAS's handle, lazy kernel loading).
 
 use serde::{Deserialize, Serialize};
 
@@ -134,6 +137,52 @@ pub fn cold_first_pass(trace: &Trace, gaps: &[Gap]) -> Option<ColdPass> {
     best
 }
 
+/// An op's first call is cold when it takes at least this many times its later calls' median
+/// ...
+pub const FIRST_CALL_RATIO: f64 = 10.0;
+/// ... and it has at least this many later calls to compare with.
+pub const FIRST_CALL_MIN_LATER: usize = 2;
+
+/// A call: its event index, start and duration.
+type Call = (u32, Nanos, Nanos);
+
+/// CPU ops whose first call ran cold: far longer than the op's later calls (at least
+/// [`FIRST_CALL_RATIO`]× their median and [`MIN_EXCESS_NS`] more), by event index, with that
+/// median, ns.
+pub fn cold_first_calls(trace: &Trace) -> rustc_hash::FxHashMap<u32, Nanos> {
+    // Per name: its first call (index, ts, duration) and the later calls' durations.
+    let mut by_name: rustc_hash::FxHashMap<u32, (Call, Vec<Nanos>)> = Default::default();
+    for (i, e) in trace.events.iter().enumerate() {
+        if e.kind() != EventKind::CpuOp {
+            continue;
+        }
+        let this = (i as u32, e.ts, e.dur);
+        match by_name.entry(e.name.0) {
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert((this, Vec::new()));
+            }
+            std::collections::hash_map::Entry::Occupied(mut o) => {
+                let (first, later) = o.get_mut();
+                if this.1 < first.1 {
+                    later.push(first.2);
+                    *first = this;
+                } else {
+                    later.push(this.2);
+                }
+            }
+        }
+    }
+    by_name
+        .into_values()
+        .filter(|(_, later)| later.len() >= FIRST_CALL_MIN_LATER)
+        .filter_map(|((i, _, dur), later)| {
+            let m = median(later);
+            (dur as f64 >= FIRST_CALL_RATIO * m as f64 && dur - m >= MIN_EXCESS_NS)
+                .then_some((i, m))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,6 +197,34 @@ mod tests {
             next: EventId(0),
             launch: None,
         }
+    }
+
+    /// An op whose first call is 100× its later ones (and over a millisecond more) ran cold;
+    /// one whose calls are alike, or with a single later call, did not.
+    #[test]
+    fn cold_first_calls_are_found_by_their_later_calls() {
+        let ev = |name: &str, ts: i64, dur: i64| {
+            format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":{ts},"dur":{dur},"args":{{}}}}"#
+            )
+        };
+        let body = [
+            ev("aten::conv2d", 0, 5_000),
+            ev("aten::mm", 6_000, 50),
+            ev("aten::conv2d", 7_000, 50),
+            ev("aten::mm", 8_000, 60),
+            ev("aten::conv2d", 9_000, 40),
+            ev("aten::mm", 10_000, 55),
+            ev("aten::copy_", 11_000, 3_000),
+            ev("aten::copy_", 15_000, 10),
+        ];
+        let doc = format!(r#"{{"traceEvents":[{}]}}"#, body.join(","));
+        let t = crate::import::import_bytes(doc.as_bytes()).expect("trace");
+        let cold = cold_first_calls(&t);
+        assert_eq!(cold.len(), 1, "{cold:?}");
+        let (&i, &later) = cold.iter().next().unwrap();
+        assert_eq!(t.name(&t.events[i as usize]), "aten::conv2d");
+        assert_eq!(later, 45_000); // the median of 50 and 40 µs
     }
 
     #[test]

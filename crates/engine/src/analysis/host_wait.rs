@@ -5,7 +5,8 @@
 //! 2. Time inside an optimizer event (`Optimizer.step`, `torch/optim/`) is **optimizer step**.
 //! 3. The rest of the gap goes to a **host synchronization** when one released during the gap
 //!    (a sync call, or `.item()` / a copy to host, ending within [`SYNC_TOLERANCE_NS`] before
-//!    the gap or inside it): the sync drained the GPU's queue, so the host had no lead left.
+//!    the gap or inside it): the sync drained the GPU's queue, so the host had no lead left;
+//!    at most the time the host sat in the sync (the lead it gave up), the remainder by rule 4.
 //! 4. Otherwise the rest goes to the **CPU op** covering most of it (the root `cpu_op`), when
 //!    CPU ops cover at least half of it, else to **Python between launches** (no recorded op).
 
@@ -267,14 +268,15 @@ impl ThreadIndex {
     }
 }
 
-/// The sync that released during a gap, labelled by the op it stands for (outermost wins).
+/// The sync that released during a gap, labelled by the op it stands for (outermost wins),
+/// with how long the host sat in it (the lead over the GPU it gave up), ns.
 fn released_sync(
     trace: &Trace,
     tree: &CallTree,
     candidates: &[u32],
     gap: &Gap,
-) -> Option<(CauseKind, String, u32)> {
-    let mut best: Option<(CauseKind, String, u32)> = None;
+) -> Option<((CauseKind, String, u32), Nanos)> {
+    let mut best: Option<((CauseKind, String, u32), Nanos)> = None;
     for &i in candidates {
         let e = &trace.events[i as usize];
         if e.end() < gap.start - SYNC_TOLERANCE_NS || e.end() > gap.end {
@@ -306,13 +308,13 @@ fn released_sync(
             // Prefer a named op over a bare call; otherwise the latest release.
             let better = match &best {
                 None => true,
-                Some(b) => {
+                Some((b, _)) => {
                     (b.0 == CauseKind::ExplicitSync && f.0 != CauseKind::ExplicitSync)
                         || (b.0 == f.0 && e.end() > trace.events[b.2 as usize].end())
                 }
             };
             if better {
-                best = Some(f);
+                best = Some((f, e.dur));
             }
         }
     }
@@ -387,13 +389,20 @@ fn blame_gap(trace: &Trace, tree: &CallTree, index: &ThreadIndex, gap: &Gap) -> 
         let ex = first_of(OPTIMIZER);
         push(CauseKind::OptimizerStep, ex, o, name_of(ex).to_owned());
     }
-    let rest = len - d - o;
+    let mut rest = len - d - o;
     if rest <= 0 {
         return out;
     }
-    if let Some((kind, label, ex)) = released_sync(trace, tree, &cands, gap) {
-        push(kind, ex, rest, label);
-        return out;
+    // A sync explains as much of the gap as the lead it gave up: the time the host sat in it
+    // while the GPU drained. Host work after it beyond that would have left the GPU idle
+    // anyway (a benchmark's cache flush and allocations after its timing barrier).
+    if let Some(((kind, label, ex), waited)) = released_sync(trace, tree, &cands, gap) {
+        let blamed = rest.min(waited.max(0));
+        push(kind, ex, blamed, label);
+        rest -= blamed;
+        if rest <= 0 {
+            return out;
+        }
     }
     // CPU ops (roots on this thread) over the part not yet blamed.
     let taken = merge(data.iter().chain(opt.iter()).copied().collect());
@@ -467,6 +476,10 @@ pub struct ColdStart {
     pub warmup_name: String,
     /// A repeated range whose first pass ran cold (`cold_pass`), where its idle time counts.
     pub first_pass: Option<super::cold_pass::ColdPass>,
+    /// Ops whose first call ran cold (`cold_pass::cold_first_calls`) in the covered time, and
+    /// the longest: its name, duration and its later calls' median, ns.
+    pub first_op_calls: u32,
+    pub first_op: Option<(String, Nanos, Nanos)>,
     /// What the covered time is blamed on in the cause table (kind, label, ns: each gap's
     /// blame scaled by the share of it covered), to leave it out of the steady state.
     pub blame: Vec<(CauseKind, String, Nanos)>,
@@ -639,6 +652,7 @@ pub fn causes_and_context(
     let one_off_start = ctx.one_off.as_ref().map(|o| o.at + origin);
     let mut cold = ColdStart::default();
     let cold_pass = super::cold_pass::cold_first_pass(trace, gaps);
+    let first_calls = super::cold_pass::cold_first_calls(trace);
     let mut in_pass_ns: Nanos = 0;
     let mut cold_seen: rustc_hash::FxHashSet<u32> = Default::default();
     let mut hot: std::collections::HashMap<u32, (Nanos, u32)> = Default::default();
@@ -663,7 +677,8 @@ pub fn causes_and_context(
         if one_off_start != Some(g.start) {
             let is_cold = |i: u32| {
                 let e = &trace.events[i as usize];
-                e.kind().is_runtime() && cold_call(trace.name(e), e.dur)
+                (e.kind().is_runtime() && cold_call(trace.name(e), e.dur))
+                    || first_calls.contains_key(&i)
             };
             let is_warmup = |i: u32| {
                 let e = &trace.events[i as usize];
@@ -703,6 +718,16 @@ pub fn causes_and_context(
                     }
                 }
                 for &i in cands.iter().filter(|&&i| is_cold(i)) {
+                    if let Some(&later) = first_calls.get(&i) {
+                        if cold_seen.insert(i) {
+                            cold.first_op_calls += 1;
+                            let e = &trace.events[i as usize];
+                            if cold.first_op.as_ref().is_none_or(|f| e.dur > f.1) {
+                                cold.first_op = Some((trace.name(e).to_owned(), e.dur, later));
+                            }
+                        }
+                        continue;
+                    }
                     if cold_seen.insert(i) {
                         cold.calls += 1;
                         let e = &trace.events[i as usize];

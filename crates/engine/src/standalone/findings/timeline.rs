@@ -315,11 +315,13 @@ fn cold_start_finding(
             code(&short(&p.name, 60))
         )
     } else {
-        format!(
-            "Cold start: {} first-call stall{} ({ms:.3} ms)",
-            c.calls,
-            plural(c.calls)
-        )
+        // A slow first launch sits inside its op's slow first call: one stall, counted once.
+        let n = if c.calls > 0 {
+            c.calls
+        } else {
+            c.first_op_calls
+        };
+        format!("Cold start: {n} first-call stall{} ({ms:.3} ms)", plural(n))
     };
     let calls = if c.calls > 0 {
         format!(
@@ -330,6 +332,20 @@ fn cold_start_finding(
     } else {
         String::new()
     };
+    let first_ops = c.first_op.as_ref().map_or(String::new(), |(name, ns, later)| {
+        let others = c.first_op_calls.saturating_sub(1);
+        format!(
+            " The first call of {} took {:.3} ms against {:.3} ms for its later calls (the median): the device context created by the first GPU op, a library's first call (cuDNN / MIOpen algorithm search and workspace set-up, a cuBLAS / hipBLASLt handle), or kernels loaded on first use{}.",
+            code(&short(name, 60)),
+            *ns as f64 / 1e6,
+            *later as f64 / 1e6,
+            if others > 0 {
+                format!("; {others} more op{} ran a first call as cold", plural(others))
+            } else {
+                String::new()
+            }
+        )
+    });
     let ranges = if c.warmup_ranges > 0 {
         format!(
             " The trace marks {} warm-up range{} (such as {}): the GPU's idle time inside them is the run warming up (first calls, autotuning, allocations).",
@@ -351,7 +367,7 @@ fn cold_start_finding(
         )
     });
     let issue = format!(
-        "{ms:.3} ms of the GPU's idle time ({share_of_idle:.0}% of {idle_ms:.3} ms) is one-time work.{calls}{ranges}{pass} A cold start is not the steady state: it is left out of the idle finding and of the steady-state impact."
+        "{ms:.3} ms of the GPU's idle time ({share_of_idle:.0}% of {idle_ms:.3} ms) is one-time work.{calls}{first_ops}{ranges}{pass} A cold start is not the steady state: it is left out of the idle finding and of the steady-state impact."
     );
     let action = "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window. Where start-up latency matters (a service's first request), load modules eagerly (`CUDA_MODULE_LOADING=EAGER`) and run warm-up requests before serving.";
     let mut b = timeline_bottleneck(
