@@ -90,6 +90,28 @@ fn every_planted_case_names_its_cause_in_the_top_recommendation() {
     }
 }
 
+/// Work that takes under half a kernel's fixed cost at peak is named latency-bound (the small
+/// GEMM: 1.07 µs of bytes at peak against the 3 µs floor); the large odd GEMM is not.
+#[test]
+fn work_under_the_kernel_floor_is_latency_bound() {
+    let a = analyze_on(
+        &case_bytes(&case("gemm_small_far_below").expect("case")),
+        "H100 SXM",
+    );
+    let b = top(standalone(&a));
+    assert!(b.issue.contains("**latency-bound**"), "{}", b.issue);
+    assert!(
+        b.issue.contains("at least 3.0 µs are fixed cost"),
+        "{}",
+        b.issue
+    );
+    let a = analyze_on(&case_bytes(&case("gemm_odd_dims").expect("case")), "mi300x");
+    assert!(
+        findings(standalone(&a)).all(|b| !b.issue.contains("latency-bound")),
+        "a large GEMM is not latency-bound"
+    );
+}
+
 #[test]
 fn odd_gemm_dimensions_give_tile_wave_and_alignment_numbers() {
     let a = analyze_on(&case_bytes(&case("gemm_odd_dims").expect("case")), "mi300x");

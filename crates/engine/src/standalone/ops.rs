@@ -104,6 +104,15 @@ pub fn seed_category(name: &str, tracelens_category: &str) -> SeedCategory {
     if is_kv_cache_write(&n) {
         return SeedCategory::Other;
     }
+    // Inductor's pointwise, persistent-reduction and reduction kernels are what their prefix
+    // says, whatever region their name mentions (`triton_poi_fused_constant_pad_nd_moe_forward_0`
+    // pads the hidden size before an MoE; TraceLens files it under MoE).
+    if ["triton_poi_", "triton_per_", "triton_red_"]
+        .iter()
+        .any(|p| n.starts_with(p))
+    {
+        return SeedCategory::Triton;
+    }
     match tracelens_category {
         "GEMM" => return SeedCategory::Gemm,
         "SDPA_fwd" | "InferenceAttention" => return SeedCategory::SdpaFwd,
@@ -364,8 +373,12 @@ impl OpRow {
     /// TraceLens files under `other` (vLLM's `moe_forward` over trtllm-gen's MXFP4 `bmm_…`).
     /// Its lever is the tokens per expert, never elementwise fusion nor the elementwise
     /// baseline; its weights and time count as the workload's matrix work.
+    /// An Inductor pointwise or reduction kernel named for its MoE region is not one
+    /// (`triton_poi_fused_constant_pad_nd_moe_forward_0` pads the hidden size).
     pub fn is_moe(&self) -> bool {
-        self.category == SeedCategory::MoeFused || self.name.to_ascii_lowercase().contains("moe")
+        self.category == SeedCategory::MoeFused
+            || (self.category != SeedCategory::Triton
+                && self.name.to_ascii_lowercase().contains("moe"))
     }
 
     /// A batched GEMM of many tiny matrices (B ≥ 32, M, N, K ≤ 128): each is smaller than one
@@ -589,6 +602,14 @@ mod tests {
     #[test]
     fn categories_from_tracelens_and_names() {
         assert_eq!(seed_category("aten::mm", "GEMM"), SeedCategory::Gemm);
+        // An Inductor pointwise kernel named for its MoE region is pointwise work.
+        assert_eq!(
+            seed_category(
+                "triton_poi_fused_constant_pad_nd_moe_forward_0",
+                "MoE_unfused"
+            ),
+            SeedCategory::Triton
+        );
         assert_eq!(
             seed_category("aten::cudnn_batch_norm", "NORM_fwd"),
             SeedCategory::Batchnorm

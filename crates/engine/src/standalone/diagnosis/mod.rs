@@ -111,6 +111,17 @@ pub(crate) fn signature_share(r: &OpRow, shape: &OpRow) -> f64 {
     }
 }
 
+/// [`above_floor`] of an op's row, each call paying the floor once per kernel it launches (its
+/// example instance's kernels: a group norm's backward runs four).
+pub fn row_above_floor(r: &OpRow, floor_us: Option<f64>) -> f64 {
+    above_floor(r.count * kernels_per_call(r), r.kernel_us, floor_us)
+}
+
+/// Kernels one call of the op launches (its example instance's; at least one).
+pub fn kernels_per_call(r: &OpRow) -> u64 {
+    r.kernel_names.len().max(1) as u64
+}
+
 /// The share of an op's kernel time a change can save at most: what lies above the trace's
 /// kernel floor for each call (1 without a floor).
 pub fn above_floor(count: u64, kernel_us: f64, floor_us: Option<f64>) -> f64 {
@@ -167,7 +178,7 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         }
         SeedCategory::Communication => Vec::new(),
     };
-    let room = above_floor(r.count, r.kernel_us, ctx.kernel_floor_us);
+    let room = row_above_floor(r, ctx.kernel_floor_us);
     let gap = gap(r.efficiency_pct()).map(|g| g.min(room));
     for c in &mut out {
         // The TF32 / BF16 lever moves the roofline itself: its saving is not bounded by the gap

@@ -801,6 +801,13 @@ mod tests {
             0.0
         );
         assert_eq!(crate::standalone::diagnosis::above_floor(1, 1.8, None), 1.0);
+        // Each kernel of a call pays the floor: 10 calls of 4 kernels, 200 µs in all.
+        let mut r = crate::standalone::ops::tests_support::row("aten::native_group_norm_backward");
+        r.count = 10;
+        r.kernel_us = 200.0;
+        r.kernel_names = (0..4).map(|i| (format!("k{i}"), 5.0)).collect();
+        let room = crate::standalone::diagnosis::row_above_floor(&r, Some(floor));
+        assert!((room - (1.0 - 100.0 / 200.0)).abs() < 1e-12, "{room}");
         // A trace of long kernels only: the floor is the cap, not their time.
         let long = crate::import::import_bytes(
             br#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 0, "dur": 500, "args": {"stream": 7}}]}"#,

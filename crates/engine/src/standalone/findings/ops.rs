@@ -470,7 +470,12 @@ pub(super) fn op_texts(
             } else {
                 format!("Convolution {shape} ({intensity}) at {e} {} ({band}).", basis(r, inp.platform))
             },
-            path_a: conv_path_a(r, inp.platform, inp.patterns.conv_transposes.is_some()),
+            path_a: conv_path_a(
+                r,
+                inp.platform,
+                inp.patterns.conv_transposes.is_some(),
+                inp.rows.iter().any(|x| x.category == SeedCategory::Batchnorm),
+            ),
             path_b: format!("Generate a replay artifact for the kernel team to check the algorithm MIOpen / cuDNN selects (kernel {kernel})."),
             pattern: false,
         },
@@ -550,7 +555,13 @@ fn gemm_path_a(r: &OpRow) -> String {
 /// algorithm choice.
 /// `elsewhere`: the trace's layout-transpose pattern found transposes around convolutions (a
 /// GPU-only trace's kernel-level row lists only its own kernel, so its neighbours are there).
-fn conv_path_a(r: &OpRow, p: Option<&Platform>, elsewhere: bool) -> String {
+/// `bn`: the trace runs BatchNorm (else there is no Conv+BN to fuse: AlexNet).
+fn conv_path_a(r: &OpRow, p: Option<&Platform>, elsewhere: bool, bn: bool) -> String {
+    let fuse = if bn {
+        "fuse Conv+BN+activation with `torch.compile`"
+    } else {
+        "fuse the convolution's bias and activation with `torch.compile`"
+    };
     let main = main_kernel_of(r);
     let transposes = elsewhere
         || r.kernel_names
@@ -558,7 +569,7 @@ fn conv_path_a(r: &OpRow, p: Option<&Platform>, elsewhere: bool) -> String {
             .any(|(k, _)| crate::analysis::kernel_kinds::is_layout_conversion(k));
     let fp32 = conv_runs_fp32(&main);
     if transposes {
-        format!("Use channels_last (`model.to(memory_format=torch.channels_last)`) so the library runs NHWC kernels without layout transposes; fuse Conv+BN+activation with `torch.compile`.{}", diagnosis::rocm_nhwc_note(p))
+        format!("Use channels_last (`model.to(memory_format=torch.channels_last)`) so the library runs NHWC kernels without layout transposes; {fuse}.{}", diagnosis::rocm_nhwc_note(p))
     } else if fp32 {
         // The half precision the GPU has matrix units for: fp16 only on Volta and Turing.
         let half = match p {
@@ -570,7 +581,25 @@ fn conv_path_a(r: &OpRow, p: Option<&Platform>, elsewhere: bool) -> String {
         };
         format!("The convolution runs in fp32 (`{}`): autocast to {half} (`torch.autocast`) so it runs on the matrix units; channels_last helps once it does.", short(&main, 70))
     } else {
-        "No layout transposes run beside it or elsewhere in the trace: the library already uses its preferred layout. Let it pick the fastest algorithm for the shape (`torch.backends.cudnn.benchmark = True`; MIOpen's find mode) and fuse Conv+BN+activation with `torch.compile`.".into()
+        format!("No layout transposes run beside it or elsewhere in the trace: the library already uses its preferred layout. Let it pick the fastest algorithm for the shape (`torch.backends.cudnn.benchmark = True`; MIOpen's find mode) and {fuse}.")
+    }
+}
+
+/// The fused neighbour a serving engine's own op could take on, by what the op already fuses:
+/// a norm that already adds its residual (`fused_add_rms_norm`, `rmsnorm2d_fwd_with_add`) has
+/// the tensor-parallel all-reduce before it and a quantization after it left; RoPE has the
+/// KV-cache write after it.
+fn engine_neighbour(name: &str) -> &'static str {
+    let l = name.to_ascii_lowercase();
+    let norm = l.contains("norm");
+    if norm && (l.contains("add") || l.contains("residual")) {
+        "a fused neighbour: the tensor-parallel all-reduce before it (all-reduce + residual add + norm in one kernel) or the quantization after it; it already adds its residual"
+    } else if norm {
+        "a fused neighbour such as its residual add or the quantization after it"
+    } else if l.contains("rotary") || l.contains("rope") {
+        "a fused neighbour such as the KV-cache write after it (RoPE fused with the cache write)"
+    } else {
+        "a fused neighbour"
     }
 }
 
@@ -588,6 +617,11 @@ pub(super) fn conv_runs_fp32(kernel: &str) -> bool {
         // `fft2d_r2c_32x32<float, …>` transforms.
         || l.contains("cgemm")
         || (l.contains("fft") && l.contains("<float"))
+        // Other templated cuDNN kernels name their element type too (`winogradForwardData4x4<float, float>`).
+        || (l.contains("<float")
+            && !["half", "bfloat", "bf16", "fp16", "tf32"]
+                .iter()
+                .any(|h| l.contains(h)))
         || crate::standalone::diagnosis::kernels::gemm_precision(kernel)
             .is_some_and(|p| p.is_fp32())
 }
@@ -664,9 +698,13 @@ fn other_path_a(r: &OpRow) -> String {
         // A foreach op (the optimizers' update) is already one launch over many tensors.
         format!("It already updates many tensors per launch (`{}`, a multi-tensor kernel): the remaining levers are a fully fused optimizer (`fused=True` on `torch.optim.Adam` / `AdamW` / `SGD`, one kernel for the whole update) and fewer, larger parameter tensors.", short(&main, 70))
     } else if is_pooling(&r.name) && !lower.contains("fused") {
-        // Pooling is not elementwise work: in NCHW its backward scatters gradients through the
-        // saved indices with strided writes.
-        "A pooling op: judge it by bytes against HBM bandwidth; fusing elementwise ops does not apply. In NCHW, max-pooling's backward scatters its gradients through the saved indices with strided writes; channels_last (`model.to(memory_format=torch.channels_last)`) gives it the NHWC kernels, which read and write contiguously.".into()
+        // Pooling is not elementwise work: in NCHW its kernels walk strided windows (the
+        // backward gathers, for each input element, the gradients of the windows covering it).
+        if r.name.contains("backward") {
+            "A pooling op's backward: judge it by bytes against HBM bandwidth; fusing elementwise ops does not apply. In NCHW its kernel gathers, for each input element, the output gradients and saved indices of the windows that cover it, reading them strided; channels_last (`model.to(memory_format=torch.channels_last)`) gives it the NHWC kernels, which read along the channels contiguously.".into()
+        } else {
+            "A pooling op: judge it by bytes against HBM bandwidth; fusing elementwise ops does not apply. In NCHW its kernel reads each window strided; channels_last (`model.to(memory_format=torch.channels_last)`) gives it the NHWC kernels, which read along the channels contiguously.".into()
+        }
     } else if main.starts_with("triton_") && lower.contains("fused") {
         // Inductor's own kernel: the region is already compiled.
         format!("It is Inductor's kernel of a compiled region (`{}`): the remaining levers are fusing it into the neighbouring GEMM's epilogue (`torch.compile(mode=\"max-autotune\")`) and its block size, or the kernel's efficiency (Path B).", short(&main, 70))
@@ -674,7 +712,7 @@ fn other_path_a(r: &OpRow) -> String {
         // A serving engine's or kernel library's own op (SGLang's `silu_and_mul`, aiter's
         // `add_rmsnorm`): one launch already, written for this; fusing or compiling around it
         // is what the engine did.
-        format!("It is the serving engine's own kernel (`{}`, one launch already): fusing or compiling around it does not apply; the levers are that kernel's efficiency (Path B) and the engine's options for it (another backend, a fused neighbour such as a norm with its residual add or quantization).", short(&r.name, 60))
+        format!("It is the serving engine's own kernel (`{}`, one launch already): fusing or compiling around it does not apply; the levers are that kernel's efficiency (Path B) and the engine's options for it (another backend, {}).", short(&r.name, 60), engine_neighbour(&r.name))
     } else if lower.contains("fused") || lower.contains("fmha") || lower.contains("flash") {
         format!("It already runs a fused kernel (`{}`): the remaining lever is that kernel's efficiency (Path B), or fusing a larger region (`torch.compile` over the module).", short(&main, 70))
     } else if !r.kernel_level && !r.name.contains("::") && !r.name.contains('.') {
@@ -942,7 +980,7 @@ pub(super) fn op_bottleneck(
         });
     // Calls within twice the trace's shortest kernel time: their fixed cost, not their work,
     // sets their time, and the saving is capped at what lies above that floor.
-    let above_floor = diagnosis::above_floor(r.count, r.kernel_us, inp.kernel_floor_us);
+    let above_floor = diagnosis::row_above_floor(r, inp.kernel_floor_us);
     let floor_ms = time_ms * (1.0 - above_floor);
     let projection = r
         .roofline_total_us()
@@ -953,11 +991,36 @@ pub(super) fn op_bottleneck(
         || inp.replay_names.contains(&r.name);
     let mut issue = t.issue;
     if let (Some(floor), true) = (inp.kernel_floor_us, above_floor < 0.5 && r.count > 0) {
+        let k = diagnosis::kernels_per_call(r);
+        let per_call = r.kernel_us / r.count as f64;
+        let kernels = if k > 1 {
+            format!(" in {k} kernels")
+        } else {
+            String::new()
+        };
         issue.push_str(&format!(
-            " **Near the kernel floor:** {:.1} µs per call, within twice the {floor:.1} µs the trace's shortest kernels take (its 5th percentile): a kernel's fixed cost (launch, ramp-up, drain) sets this time, so tuning saves at most the {:.0}% above the floor; fewer launches (fusion, graphs) save more.",
-            r.kernel_us / r.count as f64,
+            " **Near the kernel floor:** {per_call:.1} µs per call{kernels}, within twice the {floor:.1} µs the trace's shortest kernels take (its 5th percentile){}: a kernel's fixed cost (launch, ramp-up, drain) sets this time, so tuning saves at most the {:.0}% above the floor; fewer launches (fusion, graphs) save more.",
+            if k > 1 { " each" } else { "" },
             above_floor * 100.0
         ));
+    }
+    // Its whole work at the platform's peak fits in less than its kernels' fixed cost: latency
+    // sets its time, whatever bound its bytes and FLOPs give (docs/analysis.md, "The kernel
+    // floor").
+    if let (Some(floor), Some(roof), true) = (inp.kernel_floor_us, r.roofline_us, r.count > 0) {
+        let k = diagnosis::kernels_per_call(r);
+        let fixed = floor * k as f64;
+        if roof * LATENCY_BOUND_MARGIN < fixed {
+            issue.push_str(&format!(
+                " It is **latency-bound**: its work takes {roof:.2} µs per call at the platform's peak, under half the {fixed:.1} µs {} at the least, so no kernel runs it near its roofline and its efficiency against the roofline says how small the work is more than how good the kernel is; of its {:.1} µs per call, at least {fixed:.1} µs are fixed cost.",
+                if k > 1 {
+                    format!("its {k} kernels take")
+                } else {
+                    "its kernel takes".to_owned()
+                },
+                r.kernel_us / r.count as f64,
+            ));
+        }
     }
     Bottleneck {
         category: r.category,
@@ -988,6 +1051,10 @@ pub(super) fn op_bottleneck(
         above_floor,
     }
 }
+
+/// An op whose work at peak takes under 1 / this of its kernels' fixed cost (the trace's kernel
+/// floor, once per kernel) is latency-bound: its time is overhead, not memory or math.
+const LATENCY_BOUND_MARGIN: f64 = 2.0;
 
 /// A call at least this much faster than its shape's roofline time shows the model
 /// over-counts its work (5 % above the peak: clocks and timestamps are not that far off).
@@ -1385,7 +1452,7 @@ mod tests {
             "void cudnn::ops::nchwToNhwcKernel<__nv_bfloat16>",
             "sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nchw",
         ]);
-        assert!(conv_path_a(&nchw, None, false).starts_with("Use channels_last"));
+        assert!(conv_path_a(&nchw, None, false, true).starts_with("Use channels_last"));
         for k in [
             "cudnn_volta_scudnn_128x64_relu_xregs_large_nn_v1",
             "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)",
@@ -1395,35 +1462,61 @@ mod tests {
             "void fft2d_r2c_32x32<float, false, 1u, true>(float2*, float const*, int)",
         ] {
             assert!(
-                conv_path_a(&conv(&[k]), None, false).contains("autocast"),
+                conv_path_a(&conv(&[k]), None, false, true).contains("autocast"),
                 "{k}"
             );
         }
         let fp32 = conv(&["volta_sgemm_128x64_nn"]);
         assert!(
-            conv_path_a(&fp32, None, false).contains("autocast"),
+            conv_path_a(&fp32, None, false, true).contains("autocast"),
             "{}",
-            conv_path_a(&fp32, None, false)
+            conv_path_a(&fp32, None, false, true)
         );
         // V100 has fp16 matrix units only: never told to use bf16.
         let v100 = crate::perf::platform::by_name("V100").expect("V100");
-        let a = conv_path_a(&fp32, Some(&v100), false);
+        let a = conv_path_a(&fp32, Some(&v100), false, true);
         assert!(
             a.contains("autocast to fp16") && !a.contains("autocast to bf16"),
             "{a}"
         );
         let a100 = crate::perf::platform::by_name("A100").expect("A100");
-        assert!(conv_path_a(&fp32, Some(&a100), false).contains("autocast to bf16"));
+        assert!(conv_path_a(&fp32, Some(&a100), false, true).contains("autocast to bf16"));
         let nhwc = conv(&["sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc"]);
-        let a = conv_path_a(&nhwc, None, false);
+        let a = conv_path_a(&nhwc, None, false, true);
         assert!(
             !a.contains("channels_last") && a.contains("benchmark"),
             "{a}"
         );
         // A GPU-only trace's kernel-level row lists only its own kernel: where the trace's
         // transpose pattern found transposes around convolutions, they are not denied.
-        let a = conv_path_a(&nhwc, None, true);
+        let a = conv_path_a(&nhwc, None, true, true);
         assert!(a.starts_with("Use channels_last"), "{a}");
+        // No BatchNorm in the trace (AlexNet): no Conv+BN to fuse.
+        let a = conv_path_a(&nhwc, None, true, false);
+        assert!(
+            !a.contains("BN") && a.contains("bias and activation"),
+            "{a}"
+        );
+        // cuDNN's templated kernels name their element type.
+        assert!(conv_runs_fp32(
+            "void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(...)"
+        ));
+        assert!(!conv_runs_fp32(
+            "void cudnn::winograd_nonfused::winogradForwardData4x4<__half, __half>(...)"
+        ));
+    }
+
+    /// A serving engine's op is offered only the neighbours it has not fused already.
+    #[test]
+    fn engine_ops_are_offered_the_neighbours_they_lack() {
+        assert!(engine_neighbour("_C::fused_add_rms_norm").contains("all-reduce"));
+        assert!(engine_neighbour("aiter::rmsnorm2d_fwd_with_add_ck").contains("already adds"));
+        assert!(engine_neighbour("_C::rms_norm").contains("residual add"));
+        assert!(engine_neighbour("_C::rotary_embedding").contains("KV-cache write"));
+        assert_eq!(
+            engine_neighbour("sgl_kernel::silu_and_mul"),
+            "a fused neighbour"
+        );
     }
 
     #[test]

@@ -369,7 +369,15 @@ fn cold_start_finding(
     let issue = format!(
         "{ms:.3} ms of the GPU's idle time ({share_of_idle:.0}% of {idle_ms:.3} ms) is one-time work.{calls}{first_ops}{ranges}{pass} A cold start is not the steady state: it is left out of the idle finding and of the steady-state impact."
     );
-    let action = "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window. Where start-up latency matters (a service's first request), load modules eagerly (`CUDA_MODULE_LOADING=EAGER`) and run warm-up requests before serving.";
+    // Eager module loading is CUDA's switch; on ROCm the warm-up requests do it.
+    let amd = inp
+        .platform
+        .is_some_and(|p| p.vendor.eq_ignore_ascii_case("amd"));
+    let action = if amd {
+        "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window. Where start-up latency matters (a service's first request), run warm-up requests before serving, so code objects load and libraries initialise before the first real one."
+    } else {
+        "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window. Where start-up latency matters (a service's first request), load modules eagerly (`CUDA_MODULE_LOADING=EAGER`) and run warm-up requests before serving."
+    };
     let mut b = timeline_bottleneck(
         SeedCategory::Other,
         &title,
