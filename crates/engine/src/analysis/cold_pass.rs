@@ -88,7 +88,7 @@ pub fn cold_first_pass(trace: &Trace, gaps: &[Gap]) -> Option<ColdPass> {
         }
     }
     let on_gpu = |w: Span| (w.1.min(gpu.1) - w.0.max(gpu.0)).max(0);
-    let mut best: Option<ColdPass> = None;
+    let mut cold_ones: Vec<(ColdPass, Span)> = Vec::new();
     for (name, mut ranges) in by_name {
         if ranges.len() < 2 {
             continue;
@@ -120,21 +120,39 @@ pub fn cold_first_pass(trace: &Trace, gaps: &[Gap]) -> Option<ColdPass> {
         let cold = first_idle as f64 >= IDLE_RATIO * later_idle as f64
             && first_idle - later_idle >= MIN_EXCESS_NS
             && first_busy as f64 <= BUSY_RATIO * later_busy as f64 + MIN_EXCESS_NS as f64;
-        if cold
-            && best
-                .as_ref()
-                .is_none_or(|b| first.1 - first.0 > b.window.1 - b.window.0)
-        {
-            best = Some(ColdPass {
+        if cold {
+            let pass = ColdPass {
                 name: trace.strings.get(crate::model::StrId(name)).to_owned(),
                 passes: ranges.len() as u32,
                 window: first,
                 idle_ns: first_idle,
                 later_idle_ns: later_idle,
-            });
+            };
+            cold_ones.push((pass, (ranges[0].0, ranges[1].0)));
         }
     }
-    best
+    // The outermost first: the longest first pass. A range whose first two occurrences lie in
+    // one module frame, annotation or profiler step is a part of one pass run several times
+    // (a rotary embedding shared by every layer of one forward), not a pass.
+    cold_ones.sort_by_key(|(p, _)| std::cmp::Reverse(p.window.1 - p.window.0));
+    cold_ones
+        .into_iter()
+        .find(|(_, (a, b))| !enclosed(trace, *a, *b))
+        .map(|(p, _)| p)
+}
+
+/// Whether one module frame, annotation or profiler step holds both `a` and `b` (the starts of
+/// a range's first two occurrences).
+fn enclosed(trace: &Trace, a: Nanos, b: Nanos) -> bool {
+    trace.events.iter().any(|e| {
+        e.ts <= a
+            && e.end() > b
+            && match e.kind() {
+                EventKind::PythonFunction => trace.name(e).starts_with("nn.Module: "),
+                EventKind::UserAnnotation => true,
+                _ => false,
+            }
+    })
 }
 
 /// An op's first call is cold when it takes at least this many times its later calls' median
@@ -225,6 +243,30 @@ mod tests {
         let (&i, &later) = cold.iter().next().unwrap();
         assert_eq!(t.name(&t.events[i as usize]), "aten::conv2d");
         assert_eq!(later, 45_000); // the median of 50 and 40 µs
+    }
+
+    /// A module called once per layer of one forward repeats inside that forward's frame: its
+    /// occurrences are not passes. A Python script frame around every pass does not count.
+    #[test]
+    fn repeats_inside_one_frame_are_not_passes() {
+        let ev = |cat: &str, name: &str, ts: i64, dur: i64| {
+            format!(
+                r#"{{"ph":"X","cat":"{cat}","name":"{name}","pid":1,"tid":1,"ts":{ts},"dur":{dur},"args":{{}}}}"#
+            )
+        };
+        let doc = |body: &[String]| format!(r#"{{"traceEvents":[{}]}}"#, body.join(","));
+        let rope = [
+            ev("python_function", "nn.Module: Rope_0", 10, 5),
+            ev("python_function", "nn.Module: Rope_0", 50, 5),
+        ];
+        let mut one_forward = rope.to_vec();
+        one_forward.push(ev("python_function", "nn.Module: Model_0", 0, 100));
+        let t = crate::import::import_bytes(doc(&one_forward).as_bytes()).expect("trace");
+        assert!(enclosed(&t, 10_000, 50_000));
+        let mut script = rope.to_vec();
+        script.push(ev("python_function", "run.py(10): main", 0, 100));
+        let t = crate::import::import_bytes(doc(&script).as_bytes()).expect("trace");
+        assert!(!enclosed(&t, 10_000, 50_000));
     }
 
     #[test]
