@@ -1106,3 +1106,27 @@ fn eager_per_op_overhead_is_told_to_replay_a_graph() {
         idle.path_a
     );
 }
+
+/// A kernel an op launched itself, beside the sub-ops TraceLens credits (MI250 toy's
+/// `aten::mse_loss->…mse_kernel… (Synthetic Op)`), keeps the op's shapes: never "credited to no
+/// op, no shapes".
+#[test]
+fn a_kernel_an_op_launched_itself_keeps_its_shapes() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let bytes = common::read(&shared.join("traces/hta/mi250_minitoy_train_ROCm6_2_kineto.json.gz"));
+    let trace = import::import_bytes(&bytes).expect("trace imports");
+    let a = analyze_trace_with(trace, &Options::default());
+    let b = findings(standalone(&a))
+        .find(|b| b.op_name.starts_with("aten::mse_loss->"))
+        .expect("the mse_loss kernel's finding");
+    assert!(
+        b.issue.contains("launched by `aten::mse_loss` itself"),
+        "{}",
+        b.issue
+    );
+    assert!(b.issue.contains("((5, 128), (5, 128), ())"), "{}", b.issue);
+    assert!(!b.issue.contains("no shapes"), "{}", b.issue);
+    assert!(b.path_b.contains("Judge it with its op"), "{}", b.path_b);
+}

@@ -1123,6 +1123,25 @@ fn is_dnn_library_tensor_op(name: &str) -> bool {
 /// capture is not merged): what it is by its name, what the trace cannot say, and the action
 /// its kind calls for instead of the elementwise default.
 fn graph_kernel_texts(t: &mut OpTexts, r: &OpRow, launcher: &str, inp: &Inputs<'_>) {
+    // A kernel whose launcher is a recorded op (`aten::mse_loss->…`): the op launched it itself
+    // beside the sub-ops TraceLens's traversal collected, so the kernel is in no row but has
+    // the op's shapes; only a runtime call's (a graph replay, an orphan launch) has none.
+    if launcher.contains("::") {
+        t.issue = format!(
+            "{} ({}, {} calls, {:.3} ms, {:.1}% of compute) was launched by {} itself, beside the sub-ops TraceLens's op tables credit with their kernels: it is a row of its own with the op's shapes ({}), and no perf model covers a kernel apart from its op.",
+            crate::standalone::md::op_name(&r.name),
+            crate::analysis::kernel_kinds::kernel_op_category(
+                crate::standalone::ops::synthetic_parts(&r.name).map_or("", |(_, k)| k)
+            ),
+            r.count,
+            r.kernel_us / 1e3,
+            inp.share(r.kernel_us / 1e3),
+            code(launcher),
+            code(&short(&r.input_dims, 80)),
+        );
+        t.path_b = format!("Judge it with its op {}: a replay artifact of the op with these shapes covers this kernel and its sub-ops' together.", code(launcher));
+        return;
+    }
     t.issue = format!(
         "{} ({}, {} calls, {:.3} ms, {:.1}% of compute) is credited to no op ({} {} it), so the trace records no shapes for it, no perf model applies and its efficiency is unknown.",
         crate::standalone::md::op_name(&r.name),
