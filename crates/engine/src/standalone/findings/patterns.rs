@@ -482,7 +482,12 @@ fn add_zero_grad(
             ..o.clone()
         }));
     }
-    b.scope = Some(scope_of(None, 0, &scope_ops, false));
+    // Not a module's: the fills' and adds' time inside the calls is known, and op findings
+    // keep only their time outside them (a `fill_` that also zeroes other tensors).
+    b.scope = Some(super::merge::Scope {
+        subtracts: true,
+        ..scope_of(None, 0, &scope_ops, false)
+    });
     // `set_to_none=True`: no GPU work inside the calls, none of their host time, and the
     // accumulation adds gone (all of them, or the share one per zeroed gradient is).
     // By the ranges' exact names, whatever kind the profiler recorded them as (a
@@ -584,7 +589,10 @@ fn add_per_tensor_optimizer(
         rules::saving_projection(saving_ms, 0.0, inp.compute_ms()),
         inp,
     );
-    b.scope = Some(scope_of(None, 0, &ops, false));
+    b.scope = Some(super::merge::Scope {
+        subtracts: true,
+        ..scope_of(None, 0, &ops, false)
+    });
     b.causes.push(wasted_work(
         "optimizer_per_tensor",
         format!("per-tensor optimizer: {per_call:.0} kernels per step"),
