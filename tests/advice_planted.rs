@@ -188,6 +188,25 @@ fn a_one_off_stall_is_named_and_left_out_of_the_steady_state() {
         single.path_a
     );
     assert!(st.utilization.stall_ms > 59.0);
+    // The same stall inside a range named for warm-up is the warm-up's.
+    let mut c = case("idle_single_stall_unmarked").expect("case");
+    if let Some(s) = c.stall.as_mut() {
+        s.frames.insert(0, "bench.py(20): run_warmup");
+    }
+    let a = analyze_trace(import::import_bytes(&case_bytes(&c)).expect("imports"));
+    let st = a.standalone.as_ref().expect("standalone");
+    let warm = find(st, "Warm-up stall").expect("warm-up stall");
+    assert!(
+        warm.issue
+            .contains("inside the warm-up range `bench.py(20): run_warmup`"),
+        "{}",
+        warm.issue
+    );
+    assert!(
+        !warm.path_a.contains("Profile several steps"),
+        "{}",
+        warm.path_a
+    );
     // The healthy counterpart: no gap holds half of the idle time.
     let a = analyze("idle_steady");
     let st = a.standalone.as_ref().expect("standalone");

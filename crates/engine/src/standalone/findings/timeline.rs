@@ -443,7 +443,16 @@ fn one_off_finding(
     // A one-off needs steps to compare: with one step (or none marked) the stall may recur
     // in every step (docs/analysis.md, "One-off stalls").
     let compared = inp.steps >= 2;
-    let word = if compared { "One-off" } else { "Single" };
+    // Inside a range the run names for warm-up, the stall is the warm-up's, steps or not.
+    let warmup = o
+        .stack
+        .iter()
+        .find(|f| crate::analysis::host_wait::warmup_range(f));
+    let word = match (warmup.is_some(), compared) {
+        (true, _) => "Warm-up",
+        (false, true) => "One-off",
+        (false, false) => "Single",
+    };
     let title = if o.call.is_empty() {
         format!("{word} stall of {ms:.3} ms")
     } else {
@@ -462,7 +471,12 @@ fn one_off_finding(
         (true, false) => "the GPU waited for its host".to_owned(),
         (false, _) => "work was queued but did not run (a dependency: an event, another stream, a collective)".to_owned(),
     };
-    let verdict = if compared {
+    let verdict = if let Some(w) = warmup {
+        format!(
+            "It lies inside the warm-up range {}: a warm-up ({kind}), not the steady state",
+            code(&short(w, 80))
+        )
+    } else if compared {
         format!("A single gap this long is a one-off ({kind}), not the steady state")
     } else {
         format!(
@@ -474,7 +488,7 @@ fn one_off_finding(
         "One gap of {ms:.3} ms at {:.3} ms holds {share_of_idle:.0}% of the GPU's idle time ({idle_ms:.3} ms); {waited}.{call} {verdict}: it is left out of the idle finding and of the steady-state impact, and every other share is of the trace without it.",
         o.at as f64 / 1e6,
     );
-    let more_steps = if compared {
+    let more_steps = if compared || warmup.is_some() {
         ""
     } else {
         "Profile several steps (`active=3` or more) to tell a warm-up from a per-step stall. "
