@@ -87,7 +87,11 @@ pub fn cold_first_pass(trace: &Trace, gaps: &[Gap]) -> Option<ColdPass> {
             by_name.entry(e.name.0).or_default().push((e.ts, e.end()));
         }
     }
-    let on_gpu = |w: Span| (w.1.min(gpu.1) - w.0.max(gpu.0)).max(0);
+    // No GPU work: no idle to compare (and no span to clip to).
+    if gpu.0 > gpu.1 {
+        return None;
+    }
+    let on_gpu = |w: Span| w.1.min(gpu.1).saturating_sub(w.0.max(gpu.0)).max(0);
     let mut cold_ones: Vec<(ColdPass, Span)> = Vec::new();
     for (name, mut ranges) in by_name {
         if ranges.len() < 2 {
@@ -118,7 +122,7 @@ pub fn cold_first_pass(trace: &Trace, gaps: &[Gap]) -> Option<ColdPass> {
         let first_busy = (on_gpu(first) - first_idle).max(0);
         let (later_idle, later_busy) = (median(idle), median(busy));
         let cold = first_idle as f64 >= IDLE_RATIO * later_idle as f64
-            && first_idle - later_idle >= MIN_EXCESS_NS
+            && first_idle.saturating_sub(later_idle) >= MIN_EXCESS_NS
             && first_busy as f64 <= BUSY_RATIO * later_busy as f64 + MIN_EXCESS_NS as f64;
         if cold {
             let pass = ColdPass {
@@ -195,7 +199,7 @@ pub fn cold_first_calls(trace: &Trace) -> rustc_hash::FxHashMap<u32, Nanos> {
         .filter(|(_, later)| later.len() >= FIRST_CALL_MIN_LATER)
         .filter_map(|((i, _, dur), later)| {
             let m = median(later);
-            (dur as f64 >= FIRST_CALL_RATIO * m as f64 && dur - m >= MIN_EXCESS_NS)
+            (dur as f64 >= FIRST_CALL_RATIO * m as f64 && dur.saturating_sub(m) >= MIN_EXCESS_NS)
                 .then_some((i, m))
         })
         .collect()
@@ -267,6 +271,19 @@ mod tests {
         script.push(ev("python_function", "run.py(10): main", 0, 100));
         let t = crate::import::import_bytes(doc(&script).as_bytes()).expect("trace");
         assert!(!enclosed(&t, 10_000, 50_000));
+    }
+
+    /// A trace without GPU work has no cold pass (and no span to clip to: no overflow).
+    #[test]
+    fn no_gpu_work_no_cold_pass() {
+        let ev = |ts: i64| {
+            format!(
+                r#"{{"ph":"X","cat":"python_function","name":"nn.Module: Net_0","pid":1,"tid":1,"ts":{ts},"dur":5,"args":{{}}}}"#
+            )
+        };
+        let doc = format!(r#"{{"traceEvents":[{},{}]}}"#, ev(0), ev(10));
+        let t = crate::import::import_bytes(doc.as_bytes()).expect("trace");
+        assert!(cold_first_pass(&t, &[]).is_none());
     }
 
     #[test]

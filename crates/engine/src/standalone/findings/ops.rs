@@ -1010,7 +1010,11 @@ pub(super) fn op_bottleneck(
     if let (Some(floor), Some(roof), true) = (inp.kernel_floor_us, r.roofline_us, r.count > 0) {
         let k = diagnosis::kernels_per_call(r);
         let fixed = floor * k as f64;
-        if roof * LATENCY_BOUND_MARGIN < fixed {
+        let per_call = r.kernel_us / r.count as f64;
+        // Its calls near the fixed cost, or work negligible beside it: a call far above the
+        // floor with real work (a 98 µs patch-embedding convolution) has another cause.
+        let near = per_call <= LATENCY_NEAR_FLOOR * fixed || roof * LATENCY_NEGLIGIBLE < fixed;
+        if roof * LATENCY_BOUND_MARGIN < fixed && near {
             issue.push_str(&format!(
                 " It is **latency-bound**: its work takes {roof:.2} µs per call at the platform's peak, under half the {fixed:.1} µs {} at the least, so no kernel runs it near its roofline and its efficiency against the roofline says how small the work is more than how good the kernel is; of its {:.1} µs per call, at least {fixed:.1} µs are fixed cost.",
                 if k > 1 {
@@ -1018,7 +1022,7 @@ pub(super) fn op_bottleneck(
                 } else {
                     "its kernel takes".to_owned()
                 },
-                r.kernel_us / r.count as f64,
+                per_call,
             ));
         }
     }
@@ -1055,6 +1059,10 @@ pub(super) fn op_bottleneck(
 /// An op whose work at peak takes under 1 / this of its kernels' fixed cost (the trace's kernel
 /// floor, once per kernel) is latency-bound: its time is overhead, not memory or math.
 const LATENCY_BOUND_MARGIN: f64 = 2.0;
+/// ... and its calls take at most this many times that fixed cost ...
+const LATENCY_NEAR_FLOOR: f64 = 3.0;
+/// ... unless its work is under 1 / this of it (a 0.04 µs GEMM in a 24 µs call).
+const LATENCY_NEGLIGIBLE: f64 = 20.0;
 
 /// A call at least this much faster than its shape's roofline time shows the model
 /// over-counts its work (5 % above the peak: clocks and timestamps are not that far off).
