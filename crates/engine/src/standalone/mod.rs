@@ -61,6 +61,23 @@ pub struct Utilization {
     pub steady_ms: f64,
 }
 
+/// The idle time the steady state leaves out: the single stall's and the cold start's, ns
+/// (docs/analysis.md, "One denominator"). A sampled trace's gaps held work it did not keep:
+/// nothing in them is a one-off.
+pub(crate) fn left_out(
+    idle: &crate::analysis::idle_report::IdleReport,
+    sampled: bool,
+) -> (Nanos, Nanos) {
+    if sampled {
+        return (0, 0);
+    }
+    let c = &idle.context;
+    (
+        c.one_off.as_ref().map_or(0, |o| o.len),
+        c.cold.as_ref().map_or(0, |c| c.ns),
+    )
+}
+
 impl Utilization {
     /// What the steady state leaves out, in words: `the single stall of 54.454 ms`, `the cold
     /// start's 1062.413 ms of idle`, or both.
@@ -376,17 +393,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         own_models::apply(r, src.platform);
     }
     let workload = workload::identify(src.trace, &rows, &modules, src.trains);
-    // A sampled trace's gaps held work it did not keep: nothing in them is a one-off.
-    let (stall, cold) = if src.sampled.is_some() {
-        (0, 0)
-    } else {
-        let c = &src.idle.context;
-        (
-            c.one_off.as_ref().map_or(0, |o| o.len),
-            c.cold.as_ref().map_or(0, |c| c.ns),
-        )
-    };
-    let utilization = Utilization::of(src.timeline, (stall, cold));
+    let utilization = Utilization::of(src.timeline, left_out(src.idle, src.sampled.is_some()));
     let compute_ms = utilization.computation_ms;
     let top_operations: Vec<TopOperation> = src
         .top_ops

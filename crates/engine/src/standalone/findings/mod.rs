@@ -629,12 +629,8 @@ impl Inputs<'_> {
     }
 
     fn left_out_ns(&self) -> crate::model::Nanos {
-        if self.sampled.is_some() {
-            return 0;
-        }
-        let c = &self.idle.context;
-        let ns = c.one_off.as_ref().map_or(0, |o| o.len) + c.cold.as_ref().map_or(0, |c| c.ns);
-        ns.min(self.timeline.idle.max(0))
+        let (stall, cold) = super::left_out(self.idle, self.sampled.is_some());
+        (stall + cold).min(self.timeline.idle.max(0))
     }
 
     /// What `trace_share` is a share of, in words.

@@ -495,7 +495,7 @@ pub(super) fn op_texts(
             OpTexts {
                 title: name.clone(),
                 issue,
-                path_a: other_path_a(r),
+                path_a: other_path_a(r, latency_bound(r, inp.kernel_floor_us).is_some()),
                 path_b: if r.is_moe() {
                     format!("Generate a replay artifact of this expert GEMM for the kernel team (tile size against the tokens per expert, weight dequantization; kernel {kernel}).")
                 } else {
@@ -679,7 +679,9 @@ fn moe_path_a(r: &OpRow) -> String {
 
 /// Path A for the ops no category above covers, by what the op runs: a collective, a copy, a
 /// fill, a kernel that is already a fused library kernel, or plain elementwise work.
-fn other_path_a(r: &OpRow) -> String {
+/// `latency`: the op is latency-bound ([`latency_bound`]): profiling its kernel shows latency,
+/// not a bottleneck to tune, so fewer launches are the lever.
+fn other_path_a(r: &OpRow, latency: bool) -> String {
     let main = main_kernel_of(r);
     let lower = main.to_ascii_lowercase();
     if r.is_moe() {
@@ -718,6 +720,12 @@ fn other_path_a(r: &OpRow) -> String {
     } else if !r.kernel_level && !r.name.contains("::") && !r.name.contains('.') {
         // A `record_function` range (`SortTokens`): a region of the program, not one op.
         format!("`{}` is a named region of the program (a `record_function` range), not one PyTorch op: judge its kernels (`{}`) by what they do; elementwise fusion applies only to the elementwise ones among them.", short(&r.name, 40), short(&main, 70))
+    } else if r.category == SeedCategory::Other
+        && !main.is_empty()
+        && !is_elementwise_kernel(&lower)
+        && latency
+    {
+        format!("Its kernels (`{}`) are not plain elementwise ones, and its time is their fixed cost, not its work: fewer launches are the lever (capture the step in a CUDA/HIP graph, or `torch.compile` the module so its small kernels fuse); profiling the kernel would show latency, not a bottleneck to tune.", short(&main, 70))
     } else if r.category == SeedCategory::Other
         && !main.is_empty()
         && !is_elementwise_kernel(&lower)
@@ -1004,27 +1012,19 @@ pub(super) fn op_bottleneck(
             above_floor * 100.0
         ));
     }
-    // Its whole work at the platform's peak fits in less than its kernels' fixed cost: latency
-    // sets its time, whatever bound its bytes and FLOPs give (docs/analysis.md, "The kernel
-    // floor").
-    if let (Some(floor), Some(roof), true) = (inp.kernel_floor_us, r.roofline_us, r.count > 0) {
-        let k = diagnosis::kernels_per_call(r);
-        let fixed = floor * k as f64;
-        let per_call = r.kernel_us / r.count as f64;
-        // Its calls near the fixed cost, or work negligible beside it: a call far above the
-        // floor with real work (a 98 µs patch-embedding convolution) has another cause.
-        let near = per_call <= LATENCY_NEAR_FLOOR * fixed || roof * LATENCY_NEGLIGIBLE < fixed;
-        if roof * LATENCY_BOUND_MARGIN < fixed && near {
-            issue.push_str(&format!(
-                " It is **latency-bound**: its work takes {roof:.2} µs per call at the platform's peak, under half the {fixed:.1} µs {} at the least, so no kernel runs it near its roofline and its efficiency against the roofline says how small the work is more than how good the kernel is; of its {:.1} µs per call, at least {fixed:.1} µs are fixed cost.",
-                if k > 1 {
-                    format!("its {k} kernels take")
-                } else {
-                    "its kernel takes".to_owned()
-                },
-                per_call,
-            ));
-        }
+    if let Some(l) = latency_bound(r, inp.kernel_floor_us) {
+        issue.push_str(&format!(
+            " It is **latency-bound**: its work takes {:.2} µs per call at the platform's peak, under half the {:.1} µs {} at the least, so no kernel runs it near its roofline and its efficiency against the roofline says how small the work is more than how good the kernel is; of its {:.1} µs per call, at least {:.1} µs are fixed cost.",
+            l.roof_us,
+            l.fixed_us,
+            if l.kernels > 1 {
+                format!("its {} kernels take", l.kernels)
+            } else {
+                "its kernel takes".to_owned()
+            },
+            l.per_call_us,
+            l.fixed_us,
+        ));
     }
     Bottleneck {
         category: r.category,
@@ -1054,6 +1054,37 @@ pub(super) fn op_bottleneck(
         fix: Vec::new(),
         above_floor,
     }
+}
+
+/// An op's work against its kernels' fixed cost, where latency sets its time.
+struct Latency {
+    /// Its roofline time per call, its kernels' fixed cost per call (the trace's kernel floor
+    /// once per kernel) and its measured time per call, µs.
+    roof_us: f64,
+    fixed_us: f64,
+    per_call_us: f64,
+    kernels: u64,
+}
+
+/// Whether the op is latency-bound: its whole work at the platform's peak takes under half its
+/// kernels' fixed cost, and its calls are near that cost or its work negligible beside it (a
+/// call far above the floor with real work, a 98 µs patch-embedding convolution, has another
+/// cause) (docs/analysis.md, "Latency-bound work").
+fn latency_bound(r: &OpRow, floor_us: Option<f64>) -> Option<Latency> {
+    let (floor, roof) = (floor_us?, r.roofline_us?);
+    if r.count == 0 {
+        return None;
+    }
+    let kernels = diagnosis::kernels_per_call(r);
+    let fixed = floor * kernels as f64;
+    let per_call = r.kernel_us / r.count as f64;
+    let near = per_call <= LATENCY_NEAR_FLOOR * fixed || roof * LATENCY_NEGLIGIBLE < fixed;
+    (roof * LATENCY_BOUND_MARGIN < fixed && near).then_some(Latency {
+        roof_us: roof,
+        fixed_us: fixed,
+        per_call_us: per_call,
+        kernels,
+    })
 }
 
 /// An op whose work at peak takes under 1 / this of its kernels' fixed cost (the trace's kernel
@@ -1131,27 +1162,8 @@ fn is_dnn_library_tensor_op(name: &str) -> bool {
 /// capture is not merged): what it is by its name, what the trace cannot say, and the action
 /// its kind calls for instead of the elementwise default.
 fn graph_kernel_texts(t: &mut OpTexts, r: &OpRow, launcher: &str, inp: &Inputs<'_>) {
-    // A kernel whose launcher is a recorded op (`aten::mse_loss->…`): the op launched it itself
-    // beside the sub-ops TraceLens's traversal collected, so the kernel is in no row but has
-    // the op's shapes; only a runtime call's (a graph replay, an orphan launch) has none.
-    if launcher.contains("::") {
-        t.issue = format!(
-            "{} ({}, {} calls, {:.3} ms, {:.1}% of compute) was launched by {} itself, beside the sub-ops TraceLens's op tables credit with their kernels: it is a row of its own with the op's shapes ({}), and no perf model covers a kernel apart from its op.",
-            crate::standalone::md::op_name(&r.name),
-            crate::analysis::kernel_kinds::kernel_op_category(
-                crate::standalone::ops::synthetic_parts(&r.name).map_or("", |(_, k)| k)
-            ),
-            r.count,
-            r.kernel_us / 1e3,
-            inp.share(r.kernel_us / 1e3),
-            code(launcher),
-            code(&short(&r.input_dims, 80)),
-        );
-        t.path_b = format!("Judge it with its op {}: a replay artifact of the op with these shapes covers this kernel and its sub-ops' together.", code(launcher));
-        return;
-    }
-    t.issue = format!(
-        "{} ({}, {} calls, {:.3} ms, {:.1}% of compute) is credited to no op ({} {} it), so the trace records no shapes for it, no perf model applies and its efficiency is unknown.",
+    let head = format!(
+        "{} ({}, {} calls, {:.3} ms, {:.1}% of compute)",
         crate::standalone::md::op_name(&r.name),
         crate::analysis::kernel_kinds::kernel_op_category(
             crate::standalone::ops::synthetic_parts(&r.name).map_or("", |(_, k)| k)
@@ -1159,6 +1171,21 @@ fn graph_kernel_texts(t: &mut OpTexts, r: &OpRow, launcher: &str, inp: &Inputs<'
         r.count,
         r.kernel_us / 1e3,
         inp.share(r.kernel_us / 1e3),
+    );
+    // A kernel whose launcher is a recorded op (`aten::mse_loss->…`): the op launched it itself
+    // beside the sub-ops TraceLens's traversal collected, so the kernel is in no row but has
+    // the op's shapes; only a runtime call's (a graph replay, an orphan launch) has none.
+    if launcher.contains("::") {
+        t.issue = format!(
+            "{head} was launched by {} itself, beside the sub-ops TraceLens's op tables credit with their kernels: it is a row of its own with the op's shapes ({}), and no perf model covers a kernel apart from its op.",
+            code(launcher),
+            code(&short(&r.input_dims, 80)),
+        );
+        t.path_b = format!("Judge it with its op {}: a replay artifact of the op with these shapes covers this kernel and its sub-ops' together.", code(launcher));
+        return;
+    }
+    t.issue = format!(
+        "{head} is credited to no op ({} {} it), so the trace records no shapes for it, no perf model applies and its efficiency is unknown.",
         code(launcher),
         if launcher.to_ascii_lowercase().contains("graph") {
             "replayed"
@@ -1348,14 +1375,27 @@ mod tests {
     fn path_a_fits_what_the_op_runs() {
         let fuse = "Fuse it with neighbouring elementwise ops";
         let plain = with_kernel("aten::add", SeedCategory::Elementwise, "elementwise_kernel");
-        assert!(other_path_a(&plain).starts_with(fuse));
+        assert!(other_path_a(&plain, false).starts_with(fuse));
+        // A norm's own kernels: profile them, unless latency sets their time (then fewer
+        // launches).
+        let norm = with_kernel(
+            "aten::group_norm",
+            SeedCategory::Other,
+            "void at::native::RowwiseMomentsCUDAKernel<float>",
+        );
+        assert!(other_path_a(&norm, false).contains("profile the kernel"));
+        let a = other_path_a(&norm, true);
+        assert!(
+            a.contains("fewer launches") && !a.contains("profile the kernel (Path B)"),
+            "{a}"
+        );
         // A collective (a multimem all-reduce, an NCCL kernel) is never told to fuse.
         for k in [
             "ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
             "void multimem_all_reduce_kernel<bf16>",
         ] {
             let r = with_kernel("vllm::all_reduce", SeedCategory::Other, k);
-            let a = other_path_a(&r);
+            let a = other_path_a(&r, false);
             assert!(a.starts_with("A collective"), "{k}: {a}");
         }
         let copy = with_kernel(
@@ -1363,7 +1403,7 @@ mod tests {
             SeedCategory::Elementwise,
             "Memcpy HtoD (Pageable -> Device)",
         );
-        assert!(other_path_a(&copy).contains("pinned memory"));
+        assert!(other_path_a(&copy, false).contains("pinned memory"));
         // The optimizers' foreach update is already one launch over many tensors: never
         // "fuse it with neighbouring elementwise ops" (issue #48: advice the trace contradicts).
         let foreach = with_kernel(
@@ -1371,10 +1411,10 @@ mod tests {
             SeedCategory::Other,
             "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float>(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float)",
         );
-        let a = other_path_a(&foreach);
+        let a = other_path_a(&foreach, false);
         assert!(!a.starts_with(fuse) && a.contains("fused=True"), "{a}");
         let fill = with_kernel("aten::zero_", SeedCategory::Elementwise, "Memset (Device)");
-        assert!(other_path_a(&fill).contains("torch.empty"));
+        assert!(other_path_a(&fill, false).contains("torch.empty"));
         // An op that already runs a fused library kernel; a serving engine's own op (SGLang's
         // act-and-mul) is the engine's kernel, never told to fuse or compile around it.
         let norm = with_kernel(
@@ -1382,13 +1422,13 @@ mod tests {
             SeedCategory::Other,
             "fused_add_rms_norm_kernel",
         );
-        assert!(other_path_a(&norm).starts_with("It already runs a fused kernel"));
+        assert!(other_path_a(&norm, false).starts_with("It already runs a fused kernel"));
         let engine = with_kernel(
             "sgl_kernel::silu_and_mul",
             SeedCategory::Other,
             "act_and_mul_kernel",
         );
-        let a = other_path_a(&engine);
+        let a = other_path_a(&engine, false);
         assert!(
             a.starts_with("It is the serving engine's own kernel") && !a.contains("torch.compile"),
             "{a}"
@@ -1399,20 +1439,20 @@ mod tests {
             SeedCategory::Other,
             "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3",
         );
-        assert!(other_path_a(&moe).contains("tokens each expert gets"));
+        assert!(other_path_a(&moe, false).contains("tokens each expert gets"));
         // A `record_function` range is a region, not an op; an op of no known kind whose kernel
         // is no elementwise loop is not told elementwise fusion removes it.
         let range = with_kernel("SortTokens", SeedCategory::Other, "_sum_bitmatrix_rows");
-        let a = other_path_a(&range);
+        let a = other_path_a(&range, false);
         assert!(a.contains("named region") && !a.starts_with(fuse), "{a}");
         let sort = with_kernel("aten::sort", SeedCategory::Other, "radixSortKVInPlace");
-        assert!(!other_path_a(&sort).starts_with(fuse));
+        assert!(!other_path_a(&sort, false).starts_with(fuse));
         let cache = with_kernel(
             "_C_cache_ops::reshape_and_cache_flash",
             SeedCategory::Other,
             "reshape_and_cache_flash_kernel",
         );
-        assert!(other_path_a(&cache).starts_with("It is the serving engine's own kernel"));
+        assert!(other_path_a(&cache, false).starts_with("It is the serving engine's own kernel"));
         // fbgemm's permute of pooled embeddings is no pooling op; a GPU-only trace's
         // kernel-level row (an MIOpen helper kernel) is no `record_function` range.
         let permute = with_kernel(
@@ -1420,20 +1460,20 @@ mod tests {
             SeedCategory::Other,
             "permute_pooled_embs_kernel",
         );
-        assert!(!other_path_a(&permute).contains("pooling op"));
+        assert!(!other_path_a(&permute, false).contains("pooling op"));
         let mut helper = with_kernel(
             "SubTensorOpWithScalar1d",
             SeedCategory::Other,
             "SubTensorOpWithScalar1d",
         );
         helper.kernel_level = true;
-        assert!(!other_path_a(&helper).contains("named region"));
+        assert!(!other_path_a(&helper, false).contains("named region"));
         let pool = with_kernel(
             "aten::max_pool2d_with_indices_backward",
             SeedCategory::Other,
             "max_pool_backward_nchw",
         );
-        assert!(other_path_a(&pool).starts_with("A pooling op"));
+        assert!(other_path_a(&pool, false).starts_with("A pooling op"));
     }
 
     #[test]
