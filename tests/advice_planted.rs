@@ -256,6 +256,34 @@ fn a_cold_first_pass_is_named_and_left_out_of_the_steady_state() {
     assert!(idle.impact.high_pct > 50.0, "{:?}", idle.impact);
 }
 
+/// Training iterations marked only by their optimizer steps: the first, with slow launches and
+/// 37× the later iterations' GPU work (autotuning trials), is a cold first iteration, its idle
+/// left out of the steady state; alike iterations leave nothing out.
+#[test]
+fn a_cold_first_training_iteration_is_left_out_even_with_more_work() {
+    let a = analyze("idle_cold_first_iteration");
+    let st = a.standalone.as_ref().expect("standalone");
+    let cold = find(st, "Cold first iteration").expect("cold first iteration");
+    assert!(
+        cold.title.contains("first of 8 training iterations"),
+        "{}",
+        cold.title
+    );
+    assert!(
+        cold.issue.contains("`Optimizer.step#SGD.step`")
+            && cold.issue.contains("37.5× their GPU work"),
+        "{}",
+        cold.issue
+    );
+    // 40 launches of 0.4 ms against 8 µs, less the longer kernels' cover: over 10 ms of idle.
+    assert!(cold.time_ms > 10.0, "{}", cold.time_ms);
+    assert!((st.utilization.cold_ms - cold.time_ms).abs() < 1e-9);
+    let warm = analyze("idle_warm_iterations");
+    let st = warm.standalone.as_ref().expect("standalone");
+    assert!(find(st, "Cold first").is_none(), "{}", all_text(st));
+    assert_eq!(st.utilization.cold_ms, 0.0);
+}
+
 #[test]
 fn a_first_pass_long_for_its_work_is_not_cold() {
     let a = analyze("idle_long_first_pass");

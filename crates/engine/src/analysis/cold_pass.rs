@@ -37,12 +37,30 @@ pub struct ColdPass {
     /// GPU idle time in the first pass, and the later passes' median, ns.
     pub idle_ns: Nanos,
     pub later_idle_ns: Nanos,
+    /// The range ends a training iteration (`Optimizer.step#…`): a pass runs from the previous
+    /// step's end to this one's, the first from the trace's start.
+    #[serde(default)]
+    pub iteration: bool,
+    /// GPU busy time in the first pass and the later passes' median, ns.
+    #[serde(default)]
+    pub busy_ns: Nanos,
+    #[serde(default)]
+    pub later_busy_ns: Nanos,
+}
+
+/// Whether an annotation ends a training iteration: the optimizer's step.
+pub fn ends_an_iteration(name: &str) -> bool {
+    name.starts_with("Optimizer.step#")
 }
 
 /// Whether a host range can mark a pass: a module's forward frame or a user annotation, not a
 /// profiler step (steps have their own rules) nor a range named for warm-up (already one).
 fn marks_a_pass(trace: &Trace, e: &crate::model::Event) -> bool {
     let name = trace.name(e);
+    // Old traces (PyTorch 1.8) record `record_function` ranges as ops.
+    if ends_an_iteration(name) {
+        return matches!(e.kind(), EventKind::UserAnnotation | EventKind::CpuOp);
+    }
     match e.kind() {
         EventKind::PythonFunction => name.starts_with("nn.Module: "),
         EventKind::UserAnnotation => {
@@ -80,7 +98,11 @@ pub fn cold_first_pass(trace: &Trace, gaps: &[Gap]) -> Option<ColdPass> {
     // The GPU timeline's span: a pass's busy time is its part of it less its idle gaps (host
     // time before the first kernel is neither).
     let mut gpu = (Nanos::MAX, Nanos::MIN);
+    let mut first_ts = Nanos::MAX;
     for e in &trace.events {
+        if e.has_time() {
+            first_ts = first_ts.min(e.ts);
+        }
         if e.kind().is_gpu() {
             gpu = (gpu.0.min(e.ts), gpu.1.max(e.end()));
         } else if marks_a_pass(trace, e) {
@@ -98,15 +120,25 @@ pub fn cold_first_pass(trace: &Trace, gaps: &[Gap]) -> Option<ColdPass> {
             continue;
         }
         ranges.sort_unstable();
-        // Passes: start to next start; the last one is its own range.
-        let passes: Vec<Span> = ranges
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.0, ranges.get(i + 1).map_or(r.1, |n| n.0)))
-            .collect();
+        let iteration = ends_an_iteration(trace.strings.get(crate::model::StrId(name)));
+        // Passes: start to next start; the last one is its own range. A training iteration
+        // ends with its optimizer step: from the previous step's end to this one's.
+        let passes: Vec<Span> = if iteration {
+            ranges
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (if i == 0 { first_ts } else { ranges[i - 1].1 }, r.1))
+                .collect()
+        } else {
+            ranges
+                .iter()
+                .enumerate()
+                .map(|(i, r)| (r.0, ranges.get(i + 1).map_or(r.1, |n| n.0)))
+                .collect()
+        };
         // With three passes or more the last (its range alone, without what follows it) is
-        // left out of the comparison.
-        let later = if passes.len() >= 3 {
+        // left out of the comparison; an iteration's last pass is whole.
+        let later = if passes.len() >= 3 && !iteration {
             &passes[1..passes.len() - 1]
         } else {
             &passes[1..]
@@ -121,9 +153,13 @@ pub fn cold_first_pass(trace: &Trace, gaps: &[Gap]) -> Option<ColdPass> {
         let first_idle = idle_in(gaps, first);
         let first_busy = (on_gpu(first) - first_idle).max(0);
         let (later_idle, later_busy) = (median(idle), median(busy));
+        // Training iterations repeat one computation: more GPU work in the first is one-time
+        // work too (autotuning trials: cuDNN's benchmark search, Triton's autotuner), not a
+        // different phase as a prefill is.
         let cold = first_idle as f64 >= IDLE_RATIO * later_idle as f64
             && first_idle.saturating_sub(later_idle) >= MIN_EXCESS_NS
-            && first_busy as f64 <= BUSY_RATIO * later_busy as f64 + MIN_EXCESS_NS as f64;
+            && (iteration
+                || first_busy as f64 <= BUSY_RATIO * later_busy as f64 + MIN_EXCESS_NS as f64);
         if cold {
             let pass = ColdPass {
                 name: trace.strings.get(crate::model::StrId(name)).to_owned(),
@@ -131,6 +167,9 @@ pub fn cold_first_pass(trace: &Trace, gaps: &[Gap]) -> Option<ColdPass> {
                 window: first,
                 idle_ns: first_idle,
                 later_idle_ns: later_idle,
+                iteration,
+                busy_ns: first_busy,
+                later_busy_ns: later_busy,
             };
             cold_ones.push((pass, (ranges[0].0, ranges[1].0)));
         }

@@ -483,6 +483,19 @@ pub struct ColdStart {
     /// What the covered time is blamed on in the cause table (kind, label, ns: each gap's
     /// blame scaled by the share of it covered), to leave it out of the steady state.
     pub blame: Vec<(CauseKind, String, Nanos)>,
+    /// Of `ns`, the parts of kernel-wait and other gaps (a cold first pass covers every gap in
+    /// it, not only host wait), ns.
+    #[serde(default)]
+    pub kernel_wait_ns: Nanos,
+    #[serde(default)]
+    pub other_ns: Nanos,
+}
+
+impl ColdStart {
+    /// Of `ns`, the host-wait part.
+    pub fn host_wait_ns(&self) -> Nanos {
+        (self.ns - self.kernel_wait_ns - self.other_ns).max(0)
+    }
 }
 
 /// Whether a user annotation names a warm-up phase (`warmup`, `warm_up`, `warm-up`, any case).
@@ -657,13 +670,28 @@ pub fn causes_and_context(
     let mut cold_seen: rustc_hash::FxHashSet<u32> = Default::default();
     let mut hot: std::collections::HashMap<u32, (Nanos, u32)> = Default::default();
     for g in gaps {
+        // A cold first pass holds every kind of gap: those that are not host wait (queued work
+        // behind autotuning's synchronizations, say) are cold start too.
+        if g.category != IdleCategory::HostWait || g.launch.is_none() {
+            if let Some(p) = cold_pass
+                .as_ref()
+                .filter(|_| one_off_start != Some(g.start))
+            {
+                let part = (g.end.min(p.window.1) - g.start.max(p.window.0)).max(0);
+                in_pass_ns += part;
+                cold.ns += part;
+                match g.category {
+                    IdleCategory::KernelWait => cold.kernel_wait_ns += part,
+                    IdleCategory::Other => cold.other_ns += part,
+                    IdleCategory::HostWait => {}
+                }
+            }
+            continue;
+        }
         let Some(launch) = g.launch else {
             continue;
         };
         let replayed = crate::model::tree::is_graph_launch(trace.name(trace.event(launch)));
-        if g.category != IdleCategory::HostWait {
-            continue;
-        }
         let len = g.end - g.start;
         if replayed {
             ctx.before_graph_ns += len;

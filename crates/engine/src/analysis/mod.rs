@@ -23,6 +23,7 @@ pub mod lead_in;
 pub mod module_path;
 pub mod module_tables;
 pub mod names;
+pub mod op_syncs;
 pub mod ops_tables;
 pub mod stats;
 pub mod steps;

@@ -114,7 +114,20 @@ pub type Found = Vec<(DiagnosticKind, u64, Option<String>)>;
 /// has none; `None` when the trace has no GPU work at all (nothing to put on a path beside the
 /// CPU, and HTA has nothing to say either). `is_comm` tells communication kernels for Jarvis's
 /// own path (HTA's rules read only `nccl…Kernel`).
-pub fn analyze(trace: &Trace, is_comm: &dyn Fn(&str) -> bool) -> Option<(CriticalPath, Found)> {
+pub fn analyze(trace: &Trace, is_comm: &CommTest) -> Option<(CriticalPath, Found)> {
+    analyze_on(trace, is_comm, &crate::fork::Serial)
+}
+
+/// Tells communication kernels by name.
+pub type CommTest = dyn Fn(&str) -> bool + Sync;
+
+/// [`analyze`], with HTA's paths and Jarvis's schedule built side by side: neither reads the
+/// other, and each is about half the room's time.
+pub fn analyze_on(
+    trace: &Trace,
+    is_comm: &CommTest,
+    fork: &impl crate::fork::Fork,
+) -> Option<(CriticalPath, Found)> {
     if !trace.events.iter().any(|e| e.kind().is_gpu()) {
         return None;
     }
@@ -142,29 +155,27 @@ pub fn analyze(trace: &Trace, is_comm: &dyn Fn(&str) -> bool) -> Option<(Critica
             ),
         ));
     }
-    let sim = Simulation::new(trace, &ctx);
-    let sim_windows = replay::windows(trace, &sim);
-    let base = sim.run(&sim.offsets);
-    let recorded = replay::spans(&sim, &sim_windows, &sim.rec);
-    let replayed = replay::spans(&sim, &sim_windows, &base);
-    let jarvis: Vec<JarvisStep> = sim_windows
-        .iter()
-        .zip(recorded.iter().zip(&replayed))
-        .map(|(w, (&r, &b))| jarvis_step(trace, &sim, w, (r, b), &base, &sim.offsets, is_comm))
-        .collect();
-    let mut steps = Vec::new();
-    for (name, window) in windows(trace) {
-        let g = graph::build(trace, &ctx, window);
-        let mut s = path::longest(trace, &g, name, window);
-        if let Some(why) = s.invalid {
-            found.push((
-                DiagnosticKind::CriticalPathInvalidGraph,
-                1,
-                Some(format!("{}: {why}", s.step)),
-            ));
-        }
+    let ((sim, sim_windows, jarvis), (mut steps, invalid)) = fork.join(
+        || {
+            let sim = Simulation::new(trace, &ctx);
+            let sim_windows = replay::windows(trace, &sim);
+            let base = sim.run(&sim.offsets);
+            let recorded = replay::spans(&sim, &sim_windows, &sim.rec);
+            let replayed = replay::spans(&sim, &sim_windows, &base);
+            let jarvis: Vec<JarvisStep> = sim_windows
+                .iter()
+                .zip(recorded.iter().zip(&replayed))
+                .map(|(w, (&r, &b))| {
+                    jarvis_step(trace, &sim, w, (r, b), &base, &sim.offsets, is_comm)
+                })
+                .collect();
+            (sim, sim_windows, jarvis)
+        },
+        || hta_steps(trace, &ctx),
+    );
+    found.extend(invalid);
+    for s in &mut steps {
         s.replay = jarvis.iter().find(|j| j.step == s.step).map(|j| j.replay);
-        steps.push(s);
     }
     let sync_events = ctx.syncs.len();
     let replay = Replay {
@@ -182,6 +193,27 @@ pub fn analyze(trace: &Trace, is_comm: &dyn Fn(&str) -> bool) -> Option<(Critica
     ))
 }
 
+/// Every window's path by HTA's rules, and a diagnostic for each window without one.
+fn hta_steps(trace: &Trace, ctx: &context::Context<'_>) -> (Vec<StepPath>, Found) {
+    let mut found: Found = Vec::new();
+    let steps = windows(trace)
+        .into_iter()
+        .map(|(name, window)| {
+            let g = graph::build(trace, ctx, window);
+            let s = path::longest(trace, &g, name, window);
+            if let Some(why) = s.invalid {
+                found.push((
+                    DiagnosticKind::CriticalPathInvalidGraph,
+                    1,
+                    Some(format!("{}: {why}", s.step)),
+                ));
+            }
+            s
+        })
+        .collect();
+    (steps, found)
+}
+
 /// Spans of one window: as recorded and in the schedule (`replay::spans`).
 type SpanPair = ((i64, i64, u32), (i64, i64, u32));
 
@@ -193,7 +225,7 @@ pub fn jarvis_step(
     ((rs, re, _), span): SpanPair,
     times: &[crate::model::Nanos],
     offsets: &[crate::model::Nanos],
-    is_comm: &dyn Fn(&str) -> bool,
+    is_comm: &CommTest,
 ) -> JarvisStep {
     let (s, e, _) = span;
     let hops = replay::path(trace, sim, span, times, offsets, is_comm);

@@ -68,22 +68,41 @@ pub struct ConvTransposes {
     pub transpose_ms: f64,
     /// All kernel time under convolution ops, transposes included, ms.
     pub conv_ms: f64,
+    /// Each transpose kernel's start and duration, ns: what ran in a cold first pass (an
+    /// autotuner's trials) is left out of the steady state.
+    #[serde(skip)]
+    pub at: Vec<(crate::model::Nanos, i64)>,
 }
 
 impl ConvTransposes {
-    /// From the convolutions' kernel time and their transpose kernels (name, ns); `None`
-    /// without convolution time.
-    fn of(conv_ns: i64, transposes: Vec<(&str, i64)>) -> Option<ConvTransposes> {
+    /// From the convolutions' kernel time and their transpose kernels (name, ns, start);
+    /// `None` without convolution time.
+    fn of(
+        conv_ns: i64,
+        transposes: Vec<(&str, i64, crate::model::Nanos)>,
+    ) -> Option<ConvTransposes> {
         if conv_ns == 0 {
             return None;
         }
-        let mut kernels = shares(transposes.into_iter());
+        let at = transposes.iter().map(|&(_, d, ts)| (ts, d)).collect();
+        let mut kernels = shares(transposes.into_iter().map(|(n, d, _)| (n, d)));
         kernels.sort_by(|a, b| b.ms.total_cmp(&a.ms));
         Some(ConvTransposes {
             transpose_ms: kernels.iter().map(|k| k.ms).sum(),
             kernels,
             conv_ms: conv_ns as f64 / 1e6,
+            at,
         })
+    }
+
+    /// Transpose kernels that started inside `window`: their time, ms, and count.
+    pub fn in_window(&self, window: (crate::model::Nanos, crate::model::Nanos)) -> (f64, usize) {
+        let inside = self
+            .at
+            .iter()
+            .filter(|(ts, _)| *ts >= window.0 && *ts < window.1);
+        let (ns, n) = inside.fold((0i64, 0usize), |(ns, n), (_, d)| (ns + d, n + 1));
+        (ns as f64 / 1e6, n)
     }
 }
 
@@ -491,7 +510,7 @@ fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {
         return None;
     }
     let mut conv_ns = 0i64;
-    let mut transposes: Vec<(&str, i64)> = Vec::new();
+    let mut transposes: Vec<(&str, i64, crate::model::Nanos)> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
         if e.kind() != EventKind::Kernel {
             continue;
@@ -512,7 +531,7 @@ fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {
         conv_ns += e.dur;
         let name = trace.name(e);
         if is_layout_conversion(name) {
-            transposes.push((name, e.dur));
+            transposes.push((name, e.dur, e.ts));
         }
     }
     ConvTransposes::of(conv_ns, transposes)
@@ -554,7 +573,7 @@ fn conv_transposes_by_adjacency(trace: &Trace) -> Option<ConvTransposes> {
         }
     }
     let mut conv_ns = 0i64;
-    let mut transposes: Vec<(&str, i64)> = Vec::new();
+    let mut transposes: Vec<(&str, i64, crate::model::Nanos)> = Vec::new();
     let mut keys: Vec<i64> = streams.keys().copied().collect();
     keys.sort_unstable();
     for k in keys {
@@ -573,11 +592,11 @@ fn conv_transposes_by_adjacency(trace: &Trace) -> Option<ConvTransposes> {
                 .map_or(ks.len(), |p| start + p);
             let run = &ks[start..end];
             if run.iter().any(|k| k.2 == ConvRole::Conv) {
-                for &(_, dur, r, i) in run {
+                for &(ts, dur, r, i) in run {
                     conv_ns += dur;
                     let name = trace.name(&trace.events[i]);
                     if r == ConvRole::Helper && is_layout_conversion(name) {
-                        transposes.push((name, dur));
+                        transposes.push((name, dur, ts));
                     }
                 }
             }

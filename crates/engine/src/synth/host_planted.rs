@@ -70,6 +70,9 @@ pub struct HostCase {
     pub first_kernel_ns: Option<Nanos>,
     /// Only the first step does its host work (one-time set-up before its launches).
     pub host_first_only: bool,
+    /// Each step ends in an `Optimizer.step#SGD.step` range (a training iteration, the
+    /// trace's only mark of one).
+    pub optimizer: bool,
     /// What the case plants (`None` for a healthy counterpart), and what the findings must
     /// and must not say.
     pub truth: &'static str,
@@ -93,6 +96,7 @@ fn base(name: &'static str, truth: &'static str) -> HostCase {
         module: None,
         first_kernel_ns: None,
         host_first_only: false,
+        optimizer: false,
         truth,
     }
 }
@@ -167,6 +171,24 @@ pub fn cases() -> Vec<HostCase> {
             ..base(
                 "idle_long_first_pass",
                 "healthy counterpart of idle_cold_first_pass: the first pass's launches are as slow, but its kernels do 37× the later passes' GPU work (a prefill before decode steps): no cold-first-pass finding",
+            )
+        },
+        HostCase {
+            cold: Some((40, 400_000)),
+            trains: true,
+            optimizer: true,
+            first_kernel_ns: Some(150_000),
+            ..base(
+                "idle_cold_first_iteration",
+                "8 training iterations marked only by their `Optimizer.step#SGD.step` ranges; in the first, every launch takes 0.4 ms while the GPU waits, and its kernels do 37× the later iterations' work (autotuning trials): a Low cold-first-iteration finding (training iterations repeat one computation, so the extra work is one-time too), and the steady state leaves the first iteration's idle out",
+            )
+        },
+        HostCase {
+            trains: true,
+            optimizer: true,
+            ..base(
+                "idle_warm_iterations",
+                "healthy counterpart of idle_cold_first_iteration: 8 alike training iterations: no cold-start finding, nothing left out",
             )
         },
         HostCase {
@@ -299,6 +321,18 @@ pub fn write_case(c: &HostCase, w: &mut impl Write) -> io::Result<()> {
             write_host(&mut ev, c, step, &mut st)?;
         }
         write_launches(&mut ev, c, step == 0, &mut st)?;
+        if c.optimizer {
+            ev.complete(
+                "user_annotation",
+                "Optimizer.step#SGD.step",
+                PID,
+                TID,
+                st.cpu,
+                20_000,
+                "",
+            )?;
+            st.cpu += 21_000;
+        }
         if let Some(m) = c.module {
             py(
                 &mut ev,

@@ -564,9 +564,10 @@ fn analyze_tree(
     // once on this thread, and the sheets (both sides of them) are what a second thread takes.
     let (critical_path, (rest, (perf, structure))) = fork.join(
         || {
-            crate::critical_path::analyze(
+            crate::critical_path::analyze_on(
                 t,
                 &crate::analysis::kernel_kinds::is_communication_kernel,
+                fork,
             )
         },
         || {

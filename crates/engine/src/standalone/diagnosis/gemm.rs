@@ -101,6 +101,25 @@ pub fn recorded_workgroups(name: &str, l: &LaunchDims) -> u64 {
         .product()
 }
 
+/// The output tiles a launch works through: its recorded workgroups, except for a persistent
+/// kernel (cuBLAS's sm90 `xmma`/`nvjet`, Tensile's stream-K) launched with at least one
+/// workgroup per compute unit: its grid is the workgroups the GPU holds at once, and a tile
+/// scheduler loops them over the tiles, so the name's tiles over the shape count (Qwen1.5's
+/// 8944 × 2816 projection: grid 132 on 132 SMs, 1540 tiles of 128 × 128). Without a tile in the
+/// name such a grid says nothing of the work (`None`). A persistent grid under the units is
+/// every tile there is.
+fn work_tiles(
+    recorded: u64,
+    persistent: bool,
+    tiling: Option<&GemmTiling>,
+    units: u64,
+) -> Option<u64> {
+    if !persistent || recorded < units {
+        return Some(recorded);
+    }
+    tiling.map(|t| t.workgroups.max(recorded))
+}
+
 /// `[41, 1, 16]`.
 fn dims_text(d: &[u32; 3]) -> String {
     format!("[{}, {}, {}]", d[0], d[1], d[2])
@@ -218,9 +237,10 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         Some((l, recorded_workgroups(&m.name, &l)))
     });
     if let (Some(units), Some(m)) = (units, launch.as_ref()) {
-        let wgs = recorded
-            .map(|(_, w)| w)
-            .or(tiling_t.as_ref().map(|t| t.workgroups));
+        let wgs = match recorded {
+            Some((_, w)) => work_tiles(w, m.kernel.persistent, tiling_t.as_ref(), units),
+            None => tiling_t.as_ref().map(|t| t.workgroups),
+        };
         if let Some(wgs) = wgs.filter(|&w| w > 0) {
             let (mm, nn, kk) = (
                 dims.0.unwrap_or(1).max(1) as u64,
@@ -475,9 +495,13 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     let per_call_us = r.kernel_us / r.count.max(1) as f64;
     let underfilled = launch
         .as_ref()
-        .and_then(|m| m.launch)
+        .and_then(|m| Some((m.launch?, m)))
         .zip(units)
-        .is_some_and(|(l, u)| l.grid_size() < 2 * u);
+        .and_then(|((l, m), u)| {
+            let w = recorded_workgroups(&m.name, &l);
+            work_tiles(w, m.kernel.persistent, tiling_t.as_ref(), u).map(|w| w < 2 * u)
+        })
+        .unwrap_or(false);
     let matters = per_call_us < SHORT_GEMM_US || underfilled;
     if let (Merge::Siblings(s), true) = (merge_state(r, shape), matters) {
         out.push(Cause {
@@ -1225,6 +1249,52 @@ mod tests {
             block: [128, 1, 1],
         })];
         assert!(!keys(&small).contains(&"gemm_wave_quantization"));
+    }
+
+    /// Qwen1.5-0.5B on H100: q/k/v-like sibling projections of 8944 rows, K = 1024, run by
+    /// cuBLAS's persistent sm90 kernel with grid [132, 1, 1] on 132 SMs. The grid is the SMs,
+    /// not the work: 70 × 8 = 560 tiles of 128 × 128 are over four waves, and 64 µs calls are
+    /// long, so merging is not named; the same launch of a non-persistent kernel is one wave.
+    #[test]
+    fn a_persistent_grid_is_not_the_work() {
+        let h100 = crate::perf::platform::by_name("h100").expect("h100");
+        let ctx = Context::on(Some(&h100));
+        let gemm = |kernel: &str| {
+            let mut r = row("aten::mm");
+            r.category = SeedCategory::Gemm;
+            r.perf_params = "{'M': 8944, 'N': 1024, 'K': 1024}".into();
+            r.compute_spec = "matrix_bf16".into();
+            r.kernel_names = vec![(kernel.into(), 64.0)];
+            r.kernel_launch = vec![Some(crate::model::LaunchDims {
+                grid: [132, 1, 1],
+                block: [384, 1, 1],
+            })];
+            r.count = 72;
+            r.kernel_us = 72.0 * 64.0;
+            r.siblings = Some(crate::standalone::sibling_gemms::SiblingRun {
+                m: 8944,
+                k: 1024,
+                ns: vec![1024, 1024, 1024],
+                runs: 24,
+                gpu_ms: 3.0 * 24.0 * 64.0 / 1000.0,
+            });
+            r
+        };
+        let keys = |r: &OpRow| {
+            causes(r, r, &ctx)
+                .into_iter()
+                .map(|c| c.key)
+                .collect::<Vec<_>>()
+        };
+        let persistent = gemm("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas");
+        assert!(main_gemm(&persistent).expect("gemm").1.persistent);
+        assert!(
+            !keys(&persistent).contains(&"gemm_sibling_projections"),
+            "{:?}",
+            keys(&persistent)
+        );
+        let one_wave = gemm("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8::Params)");
+        assert!(keys(&one_wave).contains(&"gemm_sibling_projections"));
     }
 
     /// hipBLASLt's UserArgs kernel picks its split-K at launch (`GSUAMBSK`): without a recorded

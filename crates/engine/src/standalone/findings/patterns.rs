@@ -272,11 +272,33 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
             }
         }
         SeedCategory::Convolution => {
-            if let Some(t) = p.conv_transposes.as_ref().filter(|t| t.transpose_ms > 0.0) {
-                let share_of_conv = t.transpose_ms / t.conv_ms * 100.0;
+            // Transposes inside a cold first pass are its autotuner's trials (cuDNN's benchmark
+            // search runs each candidate algorithm once, transposes included): not the steady
+            // state's (docs/analysis.md, "Cold first passes").
+            let cold_ms = |t: &crate::standalone::patterns::ConvTransposes| {
+                inp.idle
+                    .context
+                    .cold
+                    .as_ref()
+                    .and_then(|c| c.first_pass.as_ref())
+                    .map_or((0.0, 0), |p| t.in_window(p.window))
+            };
+            if let Some(t) = p
+                .conv_transposes
+                .as_ref()
+                .filter(|t| t.transpose_ms - cold_ms(t).0 > 0.0)
+            {
+                let (cold, cold_n) = cold_ms(t);
+                let transpose_ms = t.transpose_ms - cold;
+                let share_of_conv = transpose_ms / t.conv_ms * 100.0;
+                let left_out = if cold > 0.0 {
+                    format!(" (another {cold:.3} ms ran in the cold first pass and is left out)")
+                } else {
+                    String::new()
+                };
                 // From 1 % of compute: a large share of a tiny convolution (a ViT's patch
                 // embedding) is noise, not a recommendation.
-                if inp.share(t.transpose_ms) >= rules::MIN_SHARE_PCT {
+                if inp.share(transpose_ms) >= rules::MIN_SHARE_PCT {
                     let top = t
                         .kernels
                         .first()
@@ -286,15 +308,15 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         f.category,
                         &["conv"],
                         "Layout transposes around convolutions".into(),
-                        t.transpose_ms,
+                        transpose_ms,
                         format!(
-                            "{:.3} ms of layout-transpose kernels ({} kernels, e.g. {top}) run as part of convolutions (inside the convolution ops, or back to back with the convolution kernels in a trace without ops): {share_of_conv:.1}% of convolution time. The library converts NCHW tensors to the NHWC layout its kernels prefer.",
-                            t.transpose_ms, t.kernels.iter().map(|k| k.kernels).sum::<u64>()
+                            "{transpose_ms:.3} ms of layout-transpose kernels ({} kernels, e.g. {top}) run as part of convolutions (inside the convolution ops, or back to back with the convolution kernels in a trace without ops){left_out}: {share_of_conv:.1}% of convolution time. The library converts NCHW tensors to the NHWC layout its kernels prefer.",
+                            t.kernels.iter().map(|k| k.kernels).sum::<u64>() - cold_n as u64
                         ),
                         &format!("Convert model and inputs to channels_last (`model.to(memory_format=torch.channels_last)`, `x.to(memory_format=torch.channels_last)`) so the transposes disappear.{}", super::super::diagnosis::rocm_nhwc_note(inp.platform)),
                         "The transposes come from the layout, not from a slow kernel; tuning them gains little. Report the NCHW path to the library team if channels_last is not an option.",
                         ProjectionKind::Saving,
-                        rules::saving_projection(t.transpose_ms, 0.0, compute),
+                        rules::saving_projection(transpose_ms, 0.0, compute),
                         inp,
                     );
                     // In a GPU-only trace the transposes are kernel-level rows of their own

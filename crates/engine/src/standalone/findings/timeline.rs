@@ -308,6 +308,11 @@ fn cold_start_finding(
     let plural = |n: u32| if n == 1 { "" } else { "s" };
     let title = if c.warmup_ranges > 0 {
         format!("Warm-up: {ms:.3} ms of idle in warm-up ranges and first calls")
+    } else if let Some(p) = c.first_pass.as_ref().filter(|p| p.iteration) {
+        format!(
+            "Cold first iteration: {ms:.3} ms of idle in the first of {} training iterations",
+            p.passes
+        )
     } else if let Some(p) = &c.first_pass {
         format!(
             "Cold first pass: {ms:.3} ms of idle in the first of {} passes of {}",
@@ -357,6 +362,26 @@ fn cold_start_finding(
         String::new()
     };
     let pass = c.first_pass.as_ref().map_or(String::new(), |p| {
+        if p.iteration {
+            let busy = p.busy_ns as f64 / p.later_busy_ns.max(1) as f64;
+            let work = if busy >= 1.5 {
+                format!(
+                    ", and ran {busy:.1}× their GPU work ({:.3} against {:.3} ms: autotuning trials such as cuDNN's benchmark search, and first-use transposes, run once)",
+                    p.busy_ns as f64 / 1e6,
+                    p.later_busy_ns as f64 / 1e6
+                )
+            } else {
+                String::new()
+            };
+            return format!(
+                " The trace runs {} training iterations (each ends in {}); the first (from the trace's start to its optimizer step, {:.3} ms) left the GPU idle for {:.3} ms, against {:.3} ms in a later one (the median){work}: it ran cold (first calls load kernels, set up libraries, autotune and allocate).",
+                p.passes,
+                code(&short(&p.name, 60)),
+                (p.window.1 - p.window.0) as f64 / 1e6,
+                p.idle_ns as f64 / 1e6,
+                p.later_idle_ns as f64 / 1e6,
+            );
+        }
         format!(
             " The trace runs {} {} times; its first pass (from its start to the second's, {:.3} ms) left the GPU idle for {:.3} ms, against {:.3} ms in a later pass (the median), with no more GPU work: it ran cold (first calls load kernels, set up libraries, autotune and allocate, each too short to name on its own).",
             code(&short(&p.name, 60)),
@@ -414,6 +439,14 @@ fn cold_start_finding(
                 String::new()
             },
             c.first_pass.as_ref().map_or(String::new(), |p| {
+                if p.iteration {
+                    return format!(
+                        ", and idle in the first of {} training iterations ({:.3} ms against {:.3} ms later)",
+                        p.passes,
+                        p.idle_ns as f64 / 1e6,
+                        p.later_idle_ns as f64 / 1e6
+                    );
+                }
                 format!(
                     ", and idle in the first of {} passes of {} ({:.3} ms against {:.3} ms later)",
                     p.passes,
@@ -726,6 +759,9 @@ struct AlreadyDone {
     /// The host already overlaps its next step with the GPU: an engine's overlap or async
     /// scheduler runs (its Python frames or annotations are in the trace).
     overlapped: bool,
+    /// Synchronizes made inside ops, per step (or in all without steps), and the op making
+    /// most of them, where there is at least one per step (`analysis::op_syncs`).
+    syncs: Option<(f64, String)>,
 }
 
 /// Graph-replayed share of GPU events (%) from which the step counts as one full graph.
@@ -781,7 +817,33 @@ impl AlreadyDone {
             engine,
             full_graph: graphs && ctx.graph_events * 100 >= ctx.gpu_events * FULL_GRAPH_PCT,
             overlapped,
+            syncs: {
+                let s = crate::analysis::op_syncs::op_syncs(inp.trace);
+                let per_step = s.count as f64 / inp.steps.max(1) as f64;
+                (per_step >= 1.0).then_some((per_step, s.top_op))
+            },
         }
+    }
+
+    /// What stops a step's graph capture: the synchronizes its ops make.
+    fn capture_blockers(&self) -> String {
+        let Some((n, op)) = &self.syncs else {
+            return String::new();
+        };
+        let what = match op.as_str() {
+            "aten::_local_scalar_dense" | "aten::item" => {
+                "`.item()` / `.tolist()` reads of GPU results"
+            }
+            "aten::copy_" | "aten::_to_copy" | "aten::to" => {
+                "blocking copies: `.cpu()` of GPU results, or inputs copied from pageable memory"
+            }
+            _ => "host synchronizations",
+        };
+        format!(
+            " The step synchronizes with the host first: {n:.0} synchronize{} per step inside ops (most in {}: {what}); a graph cannot hold a synchronization, so keep those values on the GPU (or read them after the step), copy inputs from pinned memory into static GPU buffers, and capture what lies between the syncs until they are gone.",
+            if *n >= 1.5 { "s" } else { "" },
+            code(op)
+        )
     }
 
     /// The launch-overhead remedy that the trace does not already use.
@@ -807,7 +869,8 @@ impl AlreadyDone {
                 Some(_) => "This SGLang run replays no graphs: let SGLang capture its CUDA / HIP graphs (drop `--disable-cuda-graph`, and raise `--cuda-graph-max-bs` to cover this batch), rather than capturing the step by hand.",
                 None => "Remove launch overhead: capture the step in a CUDA / HIP graph (`torch.cuda.graphs`, or `torch.compile(mode=\"reduce-overhead\")`), and fuse small kernels so fewer are launched.",
             })
-            .to_owned(),
+            .to_owned()
+                + &self.capture_blockers(),
         }
     }
 }
@@ -893,9 +956,11 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         }
         take_blame(&mut causes, &o.blame);
     }
-    // First-call stalls too (host wait only).
+    // First-call stalls too (host wait only), and a cold first pass (every kind of gap).
     if let Some(c) = &ctx.cold {
-        split.host_wait = (split.host_wait - c.ns).max(0);
+        split.host_wait = (split.host_wait - c.host_wait_ns()).max(0);
+        split.kernel_wait = (split.kernel_wait - c.kernel_wait_ns).max(0);
+        split.other = (split.other - c.other_ns).max(0);
         take_blame(&mut causes, &c.blame);
     }
     let total = split.total();
@@ -1068,7 +1133,19 @@ mod copy_tests {
             engine,
             full_graph: false,
             overlapped: false,
+            syncs: None,
         };
+        // A step whose ops synchronize is told to remove the syncs before capturing it.
+        let syncing = AlreadyDone {
+            syncs: Some((2.0, "aten::_local_scalar_dense".into())),
+            ..done(false, None)
+        }
+        .launch_remedy();
+        assert!(
+            syncing.contains("torch.cuda.graphs")
+                && syncing.contains("2 synchronizes per step inside ops (most in `aten::_local_scalar_dense`: `.item()`"),
+            "{syncing}"
+        );
         assert!(done(false, Some("vLLM"))
             .launch_remedy()
             .contains("enforce_eager"));
