@@ -652,7 +652,7 @@ fn the_computation_target_is_judged_without_the_stall() {
     assert!(st.utilization.stall_ms > 0.0);
     let md = jarvis_engine::report::standalone_fair::fair_md(&a, st, "t");
     assert!(
-        md.contains("below the 95% target only because of the one-time idle below"),
+        md.contains("below the 95% target only because of the one-time work below"),
         "{}",
         &md[..md.len().min(1500)]
     );

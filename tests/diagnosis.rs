@@ -915,7 +915,7 @@ fn accumulation_into_zeroed_gradients_is_part_of_the_zero_grad_finding() {
         return;
     };
     let bytes = common::read(&shared.join("traces/param/rtx2080ti_linear_kineto.json.gz"));
-    // The RTX 2080 Ti is not in the platform table: analysed without one.
+    // Analysed on the RTX 2080 Ti the trace names (in the platform table since 2026-12-02).
     let a = jarvis_engine::analyze(&bytes).expect("analysis");
     let st = standalone(&a);
     let b = findings(st)

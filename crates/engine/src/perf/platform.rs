@@ -451,7 +451,12 @@ mod tests {
         assert_eq!(name("AMD Instinct MI250X"), Some("MI250X".into()));
         assert_eq!(name("NVIDIA A100 80GB PCIe"), Some("A100 PCIe 80GB".into()));
         assert_eq!(name(""), None);
-        assert_eq!(name("Quadro GP100"), None);
+        assert_eq!(name("Quadro GP100"), Some("Quadro GP100".into()));
+        assert_eq!(
+            name("NVIDIA GeForce RTX 2080 Ti"),
+            Some("RTX 2080 Ti".into())
+        );
+        assert_eq!(name("NVIDIA GeForce RTX 2080"), None, "not the Ti");
     }
 
     /// The datasheet's dense peak beside an achievable (MAF) table peak: MI300X bf16 708 vs

@@ -153,7 +153,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         // 493 ms wait for an untraced batch halves the trace's computation share, not the
         // steady state's 99.7 %).
         match (u.below_target, u.stall_ms > 0.0 && u.steady_ms > 0.0) {
-            (true, true) if u.computation_ms / u.steady_ms * 100.0 >= 95.0 => " (below the 95% target only because of the one-time idle below)",
+            (true, true) if u.computation_ms / u.steady_ms * 100.0 >= 95.0 => " (below the 95% target only because of the one-time work below)",
             (true, _) => " (below the 95% target: idle, communication or copies first)",
             _ => "",
         },
@@ -169,12 +169,12 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     // One denominator: with a single stall left out, the steady state's own split is stated
     // beside the whole trace's (docs/analysis.md, "One denominator").
     if u.stall_ms > 0.0 && u.steady_ms > 0.0 {
-        let steady_idle = (u.idle_pct / 100.0 * u.total_ms - u.stall_ms).max(0.0);
+        let steady_idle = (u.idle_pct / 100.0 * u.total_ms - (u.stall_ms - u.upload_ms)).max(0.0);
         let _ = writeln!(
             s,
             "Without {} (see {}), the steady state is {:.3} ms: computation {:.1}%, idle {:.1}%. Every share below is of the steady state.\n",
             u.left_out(),
-            if u.cold_ms > 0.0 && u.stall_ms > u.cold_ms {
+            if u.left_out_parts() > 1 {
                 "their findings"
             } else {
                 "its finding"

@@ -56,46 +56,105 @@ pub struct Utilization {
     pub stall_ms: f64,
     /// Of it, the cold start's, ms.
     pub cold_ms: f64,
+    /// Of it, a one-time upload's exposed copies (`CopyMix::one_time_upload_ns`), ms.
+    #[serde(default)]
+    pub upload_ms: f64,
     /// The timeline without that stall, ms: what findings' savings are shares of
     /// (docs/analysis.md, "One denominator").
     pub steady_ms: f64,
 }
 
-/// The idle time the steady state leaves out: the single stall's and the cold start's, ns
-/// (docs/analysis.md, "One denominator"). A sampled trace's gaps held work it did not keep:
-/// nothing in them is a one-off.
+/// What the steady state leaves out (docs/analysis.md, "One denominator"), ns: the single
+/// stall's idle, the cold start's idle, and a one-time upload's exposed copies. A sampled
+/// trace's gaps held work it did not keep: nothing in them is a one-off.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LeftOut {
+    pub one_off: Nanos,
+    pub cold: Nanos,
+    pub upload: Nanos,
+}
+
+impl LeftOut {
+    /// The idle parts, capped at the timeline's idle.
+    fn idle(&self, t: &GpuTimeline) -> Nanos {
+        (self.one_off + self.cold).min(t.idle.max(0))
+    }
+
+    /// The upload's exposed copies where they are a finding of their own (at least
+    /// `rules::TIMELINE_FINDING_PCT` of the timeline without the idle left out), else 0.
+    pub fn upload(&self, t: &GpuTimeline) -> Nanos {
+        let exposed = self.upload.min(t.exposed_memcpy.max(0));
+        let rest = (t.total - self.idle(t)).max(1) as f64;
+        if exposed as f64 / rest * 100.0 >= rules::TIMELINE_FINDING_PCT {
+            exposed
+        } else {
+            0
+        }
+    }
+
+    /// All of it.
+    pub fn total(&self, t: &GpuTimeline) -> Nanos {
+        self.idle(t) + self.upload(t)
+    }
+}
+
 pub(crate) fn left_out(
     idle: &crate::analysis::idle_report::IdleReport,
     sampled: bool,
-) -> (Nanos, Nanos) {
+    copies: &findings::CopyMix,
+) -> LeftOut {
     if sampled {
-        return (0, 0);
+        return LeftOut::default();
     }
     let c = &idle.context;
-    (
-        c.one_off.as_ref().map_or(0, |o| o.len),
-        c.cold.as_ref().map_or(0, |c| c.ns),
-    )
+    LeftOut {
+        one_off: c.one_off.as_ref().map_or(0, |o| o.len),
+        cold: c.cold.as_ref().map_or(0, |c| c.ns),
+        upload: copies.one_time_upload_ns(),
+    }
 }
 
 impl Utilization {
     /// What the steady state leaves out, in words: `the single stall of 54.454 ms`, `the cold
     /// start's 1062.413 ms of idle`, or both.
     pub fn left_out(&self) -> String {
-        let stall = self.stall_ms - self.cold_ms;
-        match (stall > 0.0, self.cold_ms > 0.0) {
-            (true, false) => format!("the single stall of {stall:.3} ms"),
-            (false, true) => format!("the cold start's {:.3} ms of idle", self.cold_ms),
-            (true, true) => format!(
-                "the single stall of {stall:.3} ms and the cold start's {:.3} ms of idle",
-                self.cold_ms
-            ),
-            (false, false) => "nothing".to_owned(),
+        let stall = self.stall_ms - self.cold_ms - self.upload_ms;
+        let mut parts = Vec::new();
+        if stall > 0.0 {
+            parts.push(format!("the single stall of {stall:.3} ms"));
+        }
+        if self.cold_ms > 0.0 {
+            parts.push(format!("the cold start's {:.3} ms of idle", self.cold_ms));
+        }
+        if self.upload_ms > 0.0 {
+            parts.push(format!(
+                "the one-time upload's {:.3} ms of copies",
+                self.upload_ms
+            ));
+        }
+        match parts.len() {
+            0 => "nothing".to_owned(),
+            1 => parts.remove(0),
+            n => {
+                let last = parts.remove(n - 1);
+                format!("{} and {last}", parts.join(", "))
+            }
         }
     }
 
-    fn of(t: &GpuTimeline, (one_off_ns, cold_ns): (Nanos, Nanos)) -> Utilization {
-        let stall_ns = (one_off_ns + cold_ns).min(t.idle.max(0));
+    /// How many parts the steady state leaves out (each has its finding).
+    pub fn left_out_parts(&self) -> usize {
+        let stall = self.stall_ms - self.cold_ms - self.upload_ms;
+        usize::from(stall > 0.0)
+            + usize::from(self.cold_ms > 0.0)
+            + usize::from(self.upload_ms > 0.0)
+    }
+
+    fn of(t: &GpuTimeline, l: LeftOut) -> Utilization {
+        let idle_ns = l.idle(t);
+        let upload_ns = l.upload(t);
+        let stall_ns = idle_ns + upload_ns;
+        let cold_ns = l.cold;
         let total = t.total as f64;
         let pct = |x: i64| {
             if total > 0.0 {
@@ -113,7 +172,8 @@ impl Utilization {
             idle_pct: pct(t.idle),
             below_target: pct(t.computation) < rules::COMPUTE_TARGET_PCT,
             stall_ms: stall_ns as f64 / 1e6,
-            cold_ms: cold_ns.min(stall_ns) as f64 / 1e6,
+            cold_ms: cold_ns.min(idle_ns) as f64 / 1e6,
+            upload_ms: upload_ns as f64 / 1e6,
             steady_ms: (t.total - stall_ns).max(0) as f64 / 1e6,
         }
     }
@@ -393,7 +453,11 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         own_models::apply(r, src.platform);
     }
     let workload = workload::identify(src.trace, &rows, &modules, src.trains);
-    let utilization = Utilization::of(src.timeline, left_out(src.idle, src.sampled.is_some()));
+    let copies = findings::CopyMix::of(src.trace);
+    let utilization = Utilization::of(
+        src.timeline,
+        left_out(src.idle, src.sampled.is_some(), &copies),
+    );
     let compute_ms = utilization.computation_ms;
     let top_operations: Vec<TopOperation> = src
         .top_ops
@@ -444,7 +508,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         },
         trace: src.trace,
         comm_all: &src.idle.communication,
-        copies: findings::CopyMix::of(src.trace),
+        copies,
         kernel_floor_us: findings::kernel_floor_us(src.trace),
         sampled: src.sampled,
         tf32_gemms: rows
@@ -698,4 +762,48 @@ fn replay_ops(
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A100 AlexNet's shape: 55.5 ms of weight copies before the first kernel in a 168.5 ms
+    /// steady state with 102.3 ms of idle beside a 10 s stall. The upload leaves the steady
+    /// state (113.0 ms) with the stall; an upload under 1 % of the rest stays in it.
+    #[test]
+    fn a_one_time_upload_leaves_the_steady_state() {
+        let ms = |x: f64| (x * 1e6) as Nanos;
+        let t = GpuTimeline {
+            computation: ms(10.6),
+            exposed_memcpy: ms(55.5),
+            idle: ms(10_033.7 + 102.3),
+            total: ms(10_033.7 + 102.3 + 55.5 + 10.6),
+            ..Default::default()
+        };
+        let l = LeftOut {
+            one_off: ms(10_033.7),
+            cold: 0,
+            upload: ms(55.5),
+        };
+        let u = Utilization::of(&t, l);
+        assert!((u.steady_ms - (102.3 + 10.6)).abs() < 1e-6, "{u:?}");
+        assert!((u.upload_ms - 55.5).abs() < 1e-6);
+        assert_eq!(
+            u.left_out(),
+            "the single stall of 10033.700 ms and the one-time upload's 55.500 ms of copies"
+        );
+        assert_eq!(u.left_out_parts(), 2);
+        let small = LeftOut {
+            upload: ms(0.5),
+            ..l
+        };
+        assert_eq!(
+            small.upload(&GpuTimeline {
+                exposed_memcpy: ms(0.5),
+                ..t
+            }),
+            0
+        );
+    }
 }

@@ -263,7 +263,24 @@ pub fn gemm_precision(name: &str) -> Option<KernelPrecision> {
     let fp32_word = words
         .iter()
         .any(|w| w.starts_with("sgemm") || w.starts_with("ffma") || w.contains("f32f32"));
-    (fp32_word && !tensor_op).then_some(P::Fp32Simt)
+    if fp32_word && !tensor_op {
+        return Some(P::Fp32Simt);
+    }
+    // cuBLAS's GEMV and K = 1 kernels (`gemv2T_kernel_val<int, int, float, float, float,
+    // float, …>`, `gemmk1_kernel<int, float, 256, …>`): the first type argument after the
+    // index types is the element type; the half types were taken above.
+    let gemv = ["gemv", "gemmk1", "gemvx", "gemvnsp"]
+        .iter()
+        .any(|k| l.trim_start_matches("void ").starts_with(k));
+    if gemv {
+        let args = l.split_once('<')?.1;
+        let first = args
+            .split(',')
+            .map(str::trim)
+            .find(|a| !matches!(*a, "int" | "long" | "unsigned int"))?;
+        return (first == "float").then_some(P::Fp32Simt);
+    }
+    None
 }
 
 /// The reduction kernel that follows a split-K GEMM (Tensile `PostGSU`, cuBLAS `splitKreduce`).
@@ -425,6 +442,29 @@ mod tests {
         assert!(!k.runtime_split_k, "GSU2 names its factor");
         assert!(user_args.runtime_split_k, "GSUAMB with no GSU<n>");
         assert!(is_split_k_reduction("Cijk_B_PostGSU2"));
+    }
+
+    /// cuBLAS's GEMV and K = 1 kernels spell their element type as a template argument after
+    /// the index types (GP100's `gemv2T_kernel_val<int, int, float, …>`).
+    #[test]
+    fn gemv_kernels_name_their_element_type() {
+        let p = |n: &str| gemm_precision(n);
+        assert_eq!(
+            p("void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 2, 2, false, false, cublasGemvParams<cublasGemvTensorStridedBatched<float const>>>(…)"),
+            Some(KernelPrecision::Fp32Simt)
+        );
+        assert_eq!(
+            p("void gemmk1_kernel<int, float, 256, 5, false, false, false, false, cublasGemvTensorStridedBatched<float const>>(…)"),
+            Some(KernelPrecision::Fp32Simt)
+        );
+        assert_eq!(
+            p("void gemv2N_kernel<int, int, __half, __half, float, float, 128, 1>(…)"),
+            Some(KernelPrecision::Fp16)
+        );
+        assert_eq!(
+            p("void gemv2T_kernel_val<int, int, double, double>(…)"),
+            None
+        );
     }
 
     #[test]

@@ -466,7 +466,10 @@ impl Bottleneck {
         self.causes.iter().any(|c| {
             matches!(
                 c.key,
-                "idle_one_off_stall" | "idle_cold_start" | "lead_in_one_off"
+                "idle_one_off_stall"
+                    | "idle_cold_start"
+                    | "lead_in_one_off"
+                    | "memcpy_one_time_upload"
             )
         })
     }
@@ -576,6 +579,23 @@ pub struct CopyMix {
 }
 
 impl CopyMix {
+    /// Host-link copy time that is a one-time upload of a model (and its first inputs): at
+    /// least 80 % of the host-link copy time ends before the first kernel, in more copies than a
+    /// run's input takes ([`SETUP_INPUT_COPIES`], one copy per parameter tensor), none holding
+    /// 80 % of it, and device-to-device copies are not the most; else 0. It is set-up, not the
+    /// steady state (docs/analysis.md, "One denominator").
+    pub fn one_time_upload_ns(&self) -> i64 {
+        let all = self.host_ns + self.device_ns;
+        let device = all > 0 && self.device_ns * 2 >= all;
+        let input = self.setup_count <= timeline::SETUP_INPUT_COPIES
+            || self.setup_max_ns * 10 >= self.setup_ns * 8;
+        if !device && !input && self.host_ns > 0 && self.setup_ns * 10 >= self.host_ns * 8 {
+            self.setup_ns
+        } else {
+            0
+        }
+    }
+
     /// From the trace's GPU copy events' names (Kineto's `Memcpy HtoD (Pageable -> Device)`,
     /// `Memcpy DtoD (Device -> Device)`, `Memcpy PtoP`; ROCm's `MEMORY_COPY_DEVICE_TO_DEVICE`).
     pub fn of(trace: &crate::model::Trace) -> CopyMix {
@@ -629,8 +649,7 @@ impl Inputs<'_> {
     }
 
     fn left_out_ns(&self) -> crate::model::Nanos {
-        let (stall, cold) = super::left_out(self.idle, self.sampled.is_some());
-        (stall + cold).min(self.timeline.idle.max(0))
+        super::left_out(self.idle, self.sampled.is_some(), &self.copies).total(self.timeline)
     }
 
     /// What `trace_share` is a share of, in words.

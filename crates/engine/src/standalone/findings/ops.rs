@@ -899,7 +899,18 @@ impl Group<'_> {
         if self.rows.len() == 1 {
             return shape_summary(self.rows[0]);
         }
-        let shown: Vec<String> = self.rows.iter().take(3).map(|r| shape_summary(r)).collect();
+        let shown: Vec<String> = self
+            .rows
+            .iter()
+            .map(|r| shape_summary(r))
+            .filter(|t| !t.trim().is_empty())
+            .take(3)
+            .collect();
+        // Signatures that differ only in what the trace does not record (no shapes): nothing
+        // to list.
+        if shown.is_empty() {
+            return String::new();
+        }
         format!(
             "{} signatures: {}{}",
             self.rows.len(),

@@ -146,21 +146,49 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
         out.push(lead_in_finding(l, inp));
     }
     let memcpy = tl.exposed_memcpy as f64 / 1e6;
-    if inp.trace_share(memcpy) >= rules::TIMELINE_FINDING_PCT {
+    // A one-time upload is left out of the steady state: its finding is a one-off, against
+    // the whole trace.
+    let upload = super::super::left_out(inp.idle, inp.sampled.is_some(), &inp.copies)
+        .upload(inp.timeline)
+        > 0;
+    if upload || inp.trace_share(memcpy) >= rules::TIMELINE_FINDING_PCT {
         let (mix, path_a, path_b) = copy_advice(&inp.copies);
-        out.push(timeline_bottleneck(
+        let mut b = timeline_bottleneck(
             SeedCategory::Other,
             "Exposed memory copies",
             memcpy,
             format!(
                 "{memcpy:.3} ms of memory copies ({:.1}% {}) run while no kernel runs.{mix}",
-                inp.trace_share(memcpy),
-                inp.share_of()
+                if upload {
+                    of_all(memcpy)
+                } else {
+                    inp.trace_share(memcpy)
+                },
+                if upload {
+                    "of trace time"
+                } else {
+                    inp.share_of()
+                }
             ),
             &path_a,
             path_b,
             inp,
-        ));
+        );
+        if upload {
+            let ms = inp.copies.one_time_upload_ns() as f64 / 1e6;
+            b.title = "One-time upload: exposed memory copies before the first kernel".into();
+            left_out_of_steady_state(&mut b, memcpy, inp);
+            b.causes.push(Cause {
+                key: "memcpy_one_time_upload",
+                title: format!("one-time upload: {ms:.3} ms of copies before the first kernel"),
+                evidence: format!("{ms:.3} ms of host-link copies end before the first kernel, one per tensor: set-up, left out of the steady state"),
+                action: path_a.clone(),
+                waste: None,
+                confidence: Confidence::High,
+                bounds_all: false,
+            });
+        }
+        out.push(b);
     }
     out
 }
@@ -205,7 +233,7 @@ fn copy_advice(c: &super::CopyMix) -> (String, String, &'static str) {
     }
     // Copies that end before the first kernel, many of them: a one-time upload of the model
     // and its first inputs. Pinning or overlapping a one-off upload is not the lever.
-    if c.host_ns > 0 && c.setup_ns * 10 >= c.host_ns * 8 {
+    if c.one_time_upload_ns() > 0 {
         return (
             format!(
                 " Of all copy time, {:.3} ms crosses the host link, and {:.3} ms of it ends before the first kernel: the model and its first inputs uploaded once, setup rather than the steady state.",
@@ -237,7 +265,7 @@ fn copy_advice(c: &super::CopyMix) -> (String, String, &'static str) {
 
 /// At most this many copies before the first kernel are a run's input rather than a model's
 /// weights (one copy per parameter tensor: AlexNet's 16, a transformer's hundreds).
-const SETUP_INPUT_COPIES: u64 = 4;
+pub(super) const SETUP_INPUT_COPIES: u64 = 4;
 
 /// The finding for one gap that holds more than half of the idle time: the call that took it,
 /// its stack and duration, said to be a one-off and costed at nothing in the steady state.
@@ -1224,6 +1252,8 @@ mod copy_tests {
             ..host
         };
         let (mix, a, _) = copy_advice(&upload);
+        assert_eq!(upload.one_time_upload_ns(), 4_000_000);
+        assert_eq!(host.one_time_upload_ns(), 0);
         assert!(
             mix.contains("4.000 ms of it ends before the first kernel"),
             "{mix}"
