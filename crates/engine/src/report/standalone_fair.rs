@@ -102,7 +102,7 @@ pub(crate) fn model_architecture(
     ] {
         let _ = writeln!(s, "- **{label}**: {}", code(v));
     }
-    let _ = writeln!(s, "- **Mode**: {}", w.mode.label());
+    let _ = writeln!(s, "- **Mode**: {}", w.mode_text());
     if evidence {
         for e in &w.evidence {
             let _ = writeln!(s, "  - {}", cell(e));
@@ -127,7 +127,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         "Trace {}: {}, {}, {}; {} (Appendix: Model Architecture).\n",
         code(title),
         cell(&w.architecture),
-        w.mode.label(),
+        w.mode_text(),
         cell(&w.precision),
         cell(&w.scale)
     );

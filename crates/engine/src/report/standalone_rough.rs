@@ -76,7 +76,7 @@ pub fn rough_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         cell(&w.architecture),
         cell(&w.scale),
         cell(&w.precision),
-        w.mode.label()
+        w.mode_text()
     );
     let _ = writeln!(
         s,

@@ -62,6 +62,10 @@ pub struct Workload {
     pub scale: String,
     pub precision: String,
     pub mode: Mode,
+    /// What a serving engine's iteration annotations say the iterations run (`decode, 32
+    /// requests, 1,025 context tokens each on average`), or empty (`serving_phase`).
+    #[serde(default)]
+    pub phase: String,
     /// One line per field: the evidence it was read from.
     pub evidence: Vec<String>,
 }
@@ -88,9 +92,20 @@ impl Workload {
             .enumerate()
             .filter(|(i, f)| known(f) && (*i > 0 || named))
             .map(|(_, f)| f.as_str())
-            .chain([self.mode.label()])
             .collect();
+        let mode = self.mode_text();
+        let fields: Vec<&str> = fields.into_iter().chain([mode.as_str()]).collect();
         format!("{model}: {}", fields.join(" · "))
+    }
+
+    /// The mode, with the serving phase where the trace's annotations tell it
+    /// (`inference (decode, 32 requests, …)`).
+    pub fn mode_text(&self) -> String {
+        if self.phase.is_empty() {
+            self.mode.label().to_owned()
+        } else {
+            format!("{} ({})", self.mode.label(), self.phase)
+        }
     }
 
     /// `metadata/model_info.json`'s object, TraceLens's agent's four fields.
@@ -141,14 +156,108 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
         "mode: no backward op and no optimizer step".into()
     });
     let or_unknown = |s: Option<String>| s.unwrap_or_else(|| UNKNOWN.to_owned());
+    let phase = if mode == Mode::Inference {
+        serving_phase(trace, &mut evidence)
+    } else {
+        String::new()
+    };
     Workload {
         model: or_unknown(model),
         architecture: or_unknown(architecture),
         scale: or_unknown(scale),
         precision: or_unknown(precision),
         mode,
+        phase,
         evidence,
     }
+}
+
+/// `32785` → `32,785`.
+fn grouped(x: i64) -> String {
+    let digits = x.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if x < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+/// What the serving iterations run, from the engine's iteration annotations
+/// (`perf::iteration::Annotation`: vLLM's `execute_…_context_…_generation_…`, SGLang's
+/// `step[DECODE bs=32]`, ATOM's): the phase when every iteration has the same one, with its
+/// requests and, where the annotation gives key lengths, the context per request; empty
+/// without such annotations.
+fn serving_phase(trace: &Trace, ev: &mut Vec<String>) -> String {
+    use crate::perf::iteration::{Annotation, Mode as Phase};
+    let mut found: Vec<(crate::model::Nanos, crate::model::Nanos, Annotation)> = trace
+        .events
+        .iter()
+        .filter(|e| e.kind() == crate::model::EventKind::UserAnnotation)
+        .filter_map(|e| Some((e.ts, e.end(), Annotation::parse(trace.name(e))?)))
+        .collect();
+    found.sort_by_key(|f| (f.0, std::cmp::Reverse(f.1)));
+    // One iteration per outermost annotation: an engine may write two forms around one
+    // iteration (SGLang's `step[DECODE bs=32]` inside TraceLens's `execute_32_…`).
+    let mut its: Vec<Annotation> = Vec::new();
+    let mut end = crate::model::Nanos::MIN;
+    for (ts, e, a) in found {
+        if ts >= end {
+            its.push(a);
+            end = e;
+        }
+    }
+    let Some(first) = its.first() else {
+        return String::new();
+    };
+    let n = its.len();
+    let iters = if n > 1 {
+        format!(" over {n} iterations")
+    } else {
+        String::new()
+    };
+    let num = grouped;
+    let text = if its.iter().any(|a| a.mode != first.mode) {
+        format!("{n} iterations, prefill and decode")
+    } else {
+        let reqs = |r: i64| format!("{} request{}", num(r), if r == 1 { "" } else { "s" });
+        match first.mode {
+            Phase::Decode => {
+                let r = first.generation_requests.max(first.batch_size);
+                let ctx = (first.detailed && r > 0 && first.counts.g_sk > 0)
+                    .then(|| {
+                        format!(
+                            ", {} context tokens each on average",
+                            num(first.counts.g_sk / r)
+                        )
+                    })
+                    .unwrap_or_default();
+                format!("decode, {}{ctx}{iters}", reqs(r))
+            }
+            Phase::Prefill => {
+                let toks = if first.counts.c_sq > 0 {
+                    first.counts.c_sq
+                } else {
+                    first.batch_size
+                };
+                let toks = (toks > 0)
+                    .then(|| format!(", {} prompt tokens", num(toks)))
+                    .unwrap_or_default();
+                format!("prefill, {}{toks}{iters}", reqs(first.context_requests))
+            }
+            Phase::Mixed => format!("mixed prefill and decode{iters}"),
+        }
+    };
+    ev.push(format!(
+        "phase: {text} (the serving engine's iteration annotations)"
+    ));
+    text
 }
 
 /// The path's classes outermost first (`nn.Module: BertModel_0 > …` → `BertModel`, …).
@@ -789,6 +898,47 @@ fn dtype_label(s: &str) -> Option<&'static str> {
 mod tests {
     use super::*;
 
+    /// The serving phase from the engine's iteration annotation: vLLM's detailed form gives the
+    /// context per request (32,785 key tokens over 32 requests), SGLang's native form the
+    /// batch; alike iterations are counted, unlike ones named mixed.
+    #[test]
+    fn serving_phase_from_iteration_annotations() {
+        let phase = |names: &[&str]| {
+            let body: Vec<String> = names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    format!(
+                        r#"{{"ph":"X","cat":"user_annotation","name":"{n}","pid":1,"tid":1,"ts":{},"dur":5}}"#,
+                        i * 10
+                    )
+                })
+                .collect();
+            let doc = format!(r#"{{"traceEvents":[{}]}}"#, body.join(","));
+            let t = crate::import::import_bytes(doc.as_bytes()).expect("trace");
+            serving_phase(&t, &mut Vec::new())
+        };
+        assert_eq!(
+            phase(&[
+                "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)"
+            ]),
+            "decode, 32 requests, 1,024 context tokens each on average"
+        );
+        assert_eq!(
+            phase(&["step[DECODE bs=32]", "step[DECODE bs=32]"]),
+            "decode, 32 requests over 2 iterations"
+        );
+        assert_eq!(
+            phase(&["step[EXTEND bs=15 toks=15360]"]),
+            "prefill, 15 requests, 15,360 prompt tokens"
+        );
+        assert_eq!(
+            phase(&["step[EXTEND bs=15 toks=15360]", "step[DECODE bs=32]"]),
+            "2 iterations, prefill and decode"
+        );
+        assert_eq!(phase(&["ProfilerStep#1"]), "");
+    }
+
     /// The header line leaves out what the trace does not tell, and an architecture the
     /// model's name already is.
     #[test]
@@ -799,9 +949,12 @@ mod tests {
             scale: UNKNOWN.into(),
             precision: "BF16".into(),
             mode: Mode::Inference,
+            phase: String::new(),
             evidence: Vec::new(),
         };
         assert_eq!(w.line(), "Transformer: BF16 · inference");
+        assert_eq!(grouped(32785), "32,785");
+        assert_eq!(grouped(512), "512");
         w.model = "Qwen2ForCausalLM".into();
         w.architecture = "Transformer (decoder)".into();
         w.scale = "≈494M parameters".into();

@@ -263,7 +263,7 @@ pub fn render(i: &Inputs<'_>) -> String {
         "Trace {} ({}, {}, {}): {:.3} ms of GPU time, {:.2}% of it computation. {} compute P-item(s) from {} op estimates, {} fusion opportunit{}, {} system flag(s). Every number is computed by Jarvis's rules (docs/analysis.md); two runs give the same report.\n",
         code(i.title),
         cell(&w.architecture),
-        w.mode.label(),
+        w.mode_text(),
         cell(&w.precision),
         u.total_ms,
         u.computation_pct,
