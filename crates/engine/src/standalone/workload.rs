@@ -177,7 +177,7 @@ fn grouped(x: i64) -> String {
     let digits = x.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -230,14 +230,14 @@ fn serving_phase(trace: &Trace, ev: &mut Vec<String>) -> String {
         match first.mode {
             Phase::Decode => {
                 let r = first.generation_requests.max(first.batch_size);
-                let ctx = (first.detailed && r > 0 && first.counts.g_sk > 0)
-                    .then(|| {
-                        format!(
-                            ", {} context tokens each on average",
-                            num(first.counts.g_sk / r)
-                        )
-                    })
-                    .unwrap_or_default();
+                let ctx = if first.detailed && r > 0 && first.counts.g_sk > 0 {
+                    format!(
+                        ", {} context tokens each on average",
+                        num(first.counts.g_sk / r)
+                    )
+                } else {
+                    String::new()
+                };
                 format!("decode, {}{ctx}{iters}", reqs(r))
             }
             Phase::Prefill => {
@@ -246,9 +246,11 @@ fn serving_phase(trace: &Trace, ev: &mut Vec<String>) -> String {
                 } else {
                     first.batch_size
                 };
-                let toks = (toks > 0)
-                    .then(|| format!(", {} prompt tokens", num(toks)))
-                    .unwrap_or_default();
+                let toks = if toks > 0 {
+                    format!(", {} prompt tokens", num(toks))
+                } else {
+                    String::new()
+                };
                 format!("prefill, {}{toks}{iters}", reqs(first.context_requests))
             }
             Phase::Mixed => format!("mixed prefill and decode{iters}"),
