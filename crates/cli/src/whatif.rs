@@ -105,7 +105,7 @@ fn render(path: &Path, o: &whatif::Outcome) -> String {
             .map(|(b, t)| {
                 format!(
                     "{} {:.1} %",
-                    b.hta_name(),
+                    jarvis_engine::critical_path::summary::cause_name(*b),
                     t * 100.0 / st.predicted_us.max(1e-9)
                 )
             })

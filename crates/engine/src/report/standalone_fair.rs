@@ -348,10 +348,11 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         );
     }
     if st.recommendations.len() > MAX_RECOMMENDATIONS {
+        let n = st.recommendations.len() - MAX_RECOMMENDATIONS;
         let _ = writeln!(
             s,
-            "{} lower-priority findings are listed in the detailed analysis below.\n\n---\n",
-            st.recommendations.len() - MAX_RECOMMENDATIONS
+            "{n} lower-priority finding{} listed in the detailed analysis below.\n\n---\n",
+            if n == 1 { " is" } else { "s are" }
         );
     }
     let _ = writeln!(s, "## Detailed Analysis\n");

@@ -174,6 +174,13 @@ pub fn replay_findings(
         }
     }
     let cats = &st.categories;
+    // A finding that names no root cause (an op judged by time alone) and whose replayed fix
+    // saves nothing is no recommendation: it stays in its category's detail (docs/whatif.md,
+    // "Impacts from replay").
+    st.recommendations.retain(|&(c, i)| {
+        let b = &cats[c].bottlenecks[i];
+        !(b.causes.is_empty() && b.impact.replayed_saves_nothing())
+    });
     let saving = |b: &Bottleneck| b.impact.ranked_pct();
     st.recommendations.sort_by(|&x, &y| {
         let (a, b) = (&cats[x.0].bottlenecks[x.1], &cats[y.0].bottlenecks[y.1]);

@@ -139,11 +139,18 @@ impl ImpactMethod {
 impl Impact {
     /// The replayed saving in words, where the fix was replayed: `replayed: 88.2 → 74.6 ms,
     /// saves 13.558 ms (15.4% of the steps' time)`, or `replayed: saves ~0 (… : why)`.
+    /// Whether the fix was replayed and saves nothing: under [`OVERLAPPED_PCT`] of the
+    /// timeline, and not a small cut the replay realizes whole.
+    pub fn replayed_saves_nothing(&self) -> bool {
+        self.replayed.is_some_and(|r| {
+            let realized = r.cut_ms > 0.0 && r.saved_ms() >= REALIZED_SHARE * r.cut_ms;
+            r.saving_pct() < OVERLAPPED_PCT && !realized
+        })
+    }
+
     pub fn replayed_text(&self) -> Option<String> {
         let r = self.replayed?;
-        // A cut the replay realizes whole saves what it cuts, however small a share that is.
-        let realized = r.cut_ms > 0.0 && r.saved_ms() >= REALIZED_SHARE * r.cut_ms;
-        Some(if r.saving_pct() < OVERLAPPED_PCT && !realized {
+        Some(if self.replayed_saves_nothing() {
             // Why the cut saves nothing: a path the GPU holds means the cut work overlaps
             // other work or is off the path; otherwise the path's own cause says it.
             let why = match r.bound_by {
