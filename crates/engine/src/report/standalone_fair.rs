@@ -321,7 +321,9 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             b.path_a
         );
         let _ = writeln!(s, "**Action (Path B, kernel only)**: {}  ", b.path_b);
-        let mid_ms = if b.is_one_off() {
+        // With a replayed saving the line already states one in ms: a second, the formula's,
+        // would read as a contradiction.
+        let mid_ms = if b.is_one_off() || b.impact.replayed.is_some() {
             String::new()
         } else {
             format!(
