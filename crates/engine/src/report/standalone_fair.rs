@@ -146,7 +146,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     let _ = writeln!(s, "## Executive Summary\n");
     let _ = writeln!(
         s,
-        "The trace spans {:.3} ms of GPU time, of which computation is {:.1}%{}. {}{} recommendations follow: {} Critical, {} High, {} Medium, {} Low.\n",
+        "The trace spans {:.3} ms of GPU time, of which computation is {:.1}%{}. {}{} recommendation{} follow{}: {} Critical, {} High, {} Medium, {} Low.\n",
         u.total_ms,
         u.computation_pct,
         // With a single stall left out, the target is judged on the steady state (SGLang's
@@ -161,6 +161,8 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             .map(|c| format!("{} is the largest category ({:.1}% of compute). ", c.category.title(), c.share_pct))
             .unwrap_or_default(),
         st.recommendations.len(),
+        if st.recommendations.len() == 1 { "" } else { "s" },
+        if st.recommendations.len() == 1 { "s" } else { "" },
         counts(Priority::Critical),
         counts(Priority::High),
         counts(Priority::Medium),

@@ -174,12 +174,13 @@ pub fn replay_findings(
         }
     }
     let cats = &st.categories;
-    // A finding that names no root cause (an op judged by time alone) and whose replayed fix
-    // saves nothing is no recommendation: it stays in its category's detail (docs/whatif.md,
-    // "Impacts from replay").
+    // An op finding that names no root cause (an op judged by time alone) and whose replayed
+    // fix saves nothing is no recommendation: it stays in its category's detail
+    // (docs/whatif.md, "The findings' impacts, replayed"). Pattern and timeline findings
+    // name their cause in what they are.
     st.recommendations.retain(|&(c, i)| {
         let b = &cats[c].bottlenecks[i];
-        !(b.causes.is_empty() && b.impact.replayed_saves_nothing())
+        !(!b.op_name.is_empty() && b.causes.is_empty() && b.impact.replayed_saves_nothing())
     });
     let saving = |b: &Bottleneck| b.impact.ranked_pct();
     st.recommendations.sort_by(|&x, &y| {
