@@ -439,7 +439,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
 }
 
 /// The host time of the zero_grad calls that makes the finding worth stating on its own, as a
-/// share of the trace's span, % (the fills' GPU time is judged against compute as usual).
+/// share of the steady state (the trace's span where nothing is left out), % (the fills' GPU time is judged against compute as usual).
 pub const ZERO_GRAD_HOST_MIN_PCT: f64 = 1.0;
 
 /// Gradients zeroed by fill kernels (`zero_grad(set_to_none=False)`): the fills and their launch
@@ -463,6 +463,8 @@ fn add_zero_grad(
     } else {
         0.0
     };
+    // `total_ms` is the steady state where one is left out: said as such.
+    let share_of = inp.share_of();
     if inp.share(gpu_ms) < rules::MIN_SHARE_PCT && host_pct < ZERO_GRAD_HOST_MIN_PCT {
         return;
     }
@@ -476,7 +478,7 @@ fn add_zero_grad(
         String::new()
     };
     let evidence = format!(
-        "`Optimizer.zero_grad` launches {per_call:.0} GPU kernels per call ({}) over {} calls: {} kernels, {:.3} ms of GPU time, and {:.3} ms of host time in the calls ({host_pct:.1}% of the trace's span) to launch them. Every gradient is written with zeros before the backward pass adds into it.{accumulation}",
+        "`Optimizer.zero_grad` launches {per_call:.0} GPU kernels per call ({}) over {} calls: {} kernels, {:.3} ms of GPU time, and {:.3} ms of host time in the calls ({host_pct:.1}% {share_of}) to launch them. Every gradient is written with zeros before the backward pass adds into it.{accumulation}",
         ops, z.calls, z.kernels, z.gpu_ms, z.host_ms
     );
     let action = "Zero gradients by dropping them: `optimizer.zero_grad(set_to_none=True)` (the default since PyTorch 2.0; also `model.zero_grad(set_to_none=True)`). The next backward then writes each gradient instead of adding it to a tensor of zeros: no fill kernels, no launches, and one read of each gradient less. (Only code that reads `.grad` between `zero_grad` and `backward` needs the zeros.)";
@@ -589,13 +591,14 @@ fn add_per_tensor_optimizer(
     } else {
         0.0
     };
+    let share_of = inp.share_of();
     if inp.share(saving_ms) < rules::MIN_SHARE_PCT && host_pct < ZERO_GRAD_HOST_MIN_PCT {
         return;
     }
     let ops: Vec<crate::standalone::patterns::OpShare> = single.into_iter().cloned().collect();
     let (list, names) = op_list(&ops);
     let evidence = format!(
-        "`Optimizer.step` launches {per_call:.0} kernels per call from single-tensor ops ({list}) over {} calls: {kernels:.0} kernels, {single_ms:.3} ms of GPU time, and {:.3} ms of host time in the calls ({host_pct:.1}% of the trace's span). The optimizer updates its parameters one tensor at a time (its `foreach` path is off: `foreach=False`, a PyTorch before 2.0 where it was not the default, or parameters not all on the GPU). Each launch the multi-tensor path removes saves at least a kernel's fixed cost (the trace's kernel floor, {:.1} µs): {saving_ms:.3} ms of GPU time.",
+        "`Optimizer.step` launches {per_call:.0} kernels per call from single-tensor ops ({list}) over {} calls: {kernels:.0} kernels, {single_ms:.3} ms of GPU time, and {:.3} ms of host time in the calls ({host_pct:.1}% {share_of}). The optimizer updates its parameters one tensor at a time (its `foreach` path is off: `foreach=False`, a PyTorch before 2.0 where it was not the default, or parameters not all on the GPU). Each launch the multi-tensor path removes saves at least a kernel's fixed cost (the trace's kernel floor, {:.1} µs): {saving_ms:.3} ms of GPU time.",
         o.calls, o.host_ms, floor_ms * 1e3
     );
     let action = "Update all parameters in a few launches: construct the optimizer with `foreach=True` (the multi-tensor path, the default on CUDA/ROCm since PyTorch 2.0 when every parameter is on the GPU) or `fused=True` (one fused kernel per group: Adam, AdamW, SGD). The kernel count per step drops from one per parameter and operation to a few, and so does the step's host launch time.";
