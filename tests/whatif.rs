@@ -175,7 +175,7 @@ fn graph_launched_kernels_are_on_the_path() {
         .iter()
         .filter_map(|h| h.event.as_ref())
         .filter(|e| e.cat == "kernel")
-        .map(|e| e.name.as_str())
+        .map(|e| &*e.name)
         .collect();
     assert_eq!(
         kernels,
@@ -514,7 +514,7 @@ fn a_synchronize_waits_for_work_queued_before_the_trace() {
     let warm: f64 = s
         .hops
         .iter()
-        .filter(|h| h.event.as_ref().is_some_and(|e| e.name == "warm"))
+        .filter(|h| h.event.as_ref().is_some_and(|e| &*e.name == "warm"))
         .filter(|h| h.cause == BoundBy::GpuComputeBound)
         .map(|h| h.dur_us)
         .sum();
@@ -557,7 +557,7 @@ fn long_launch_delays_are_the_calls_or_unattributed() {
     let copy_call: f64 = analyze(&held).jarvis[0]
         .hops
         .iter()
-        .filter(|h| h.event.as_ref().is_some_and(|e| e.name == "cudaMemcpy"))
+        .filter(|h| h.event.as_ref().is_some_and(|e| &*e.name == "cudaMemcpy"))
         .filter(|h| h.cause == BoundBy::CpuBound)
         .map(|h| h.dur_us)
         .sum();

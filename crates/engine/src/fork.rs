@@ -12,6 +12,26 @@ pub trait Fork: Sync {
     ) -> (A, B);
 }
 
+/// `f` of every item, the halves of the list split again and again across a [`Fork`]: for
+/// pieces of similar cost that share nothing (each a few milliseconds: finer pieces cost more
+/// to hand over than they save).
+pub fn map<T: Sync, R: Send>(
+    fork: &impl Fork,
+    items: &[T],
+    f: &(impl Fn(&T) -> R + Sync),
+) -> Vec<R> {
+    match items {
+        [] => Vec::new(),
+        [one] => vec![f(one)],
+        _ => {
+            let (a, b) = items.split_at(items.len() / 2);
+            let (mut left, right) = fork.join(|| map(fork, a, f), || map(fork, b, f));
+            left.extend(right);
+            left
+        }
+    }
+}
+
 /// One after the other, on the calling thread.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Serial;

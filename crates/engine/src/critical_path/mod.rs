@@ -230,6 +230,7 @@ pub fn jarvis_step(
     let (s, e, _) = span;
     let hops = replay::path(trace, sim, span, times, offsets, is_comm);
     let us = |ns: i64| ns as f64 / 1000.0;
+    let mut events = path::PathEvents::new(trace);
     JarvisStep {
         step: w.name.clone(),
         replay: replay::Replayed {
@@ -246,7 +247,7 @@ pub fn jarvis_step(
             .map(|h| {
                 let index = (h.charged != context::NONE).then_some(h.charged);
                 PathHop {
-                    event: index.map(|c| path::path_event(trace, c)),
+                    event: index.map(|c| events.event(c)),
                     index,
                     start_us: us(h.from_ns),
                     dur_us: us(h.dur_ns),

@@ -6,7 +6,10 @@
 use super::calls;
 use super::graph::{Edge, EdgeKind, Graph, ROOT};
 use super::StepPath;
-use crate::model::{RawId, Trace};
+use crate::model::{LaneId, StrId, Trace};
+
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
 
 /// HTA's causes (`bound_by`), in the order summaries list them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -51,13 +54,14 @@ impl BoundBy {
 pub struct PathEvent {
     /// Position in `traceEvents`.
     pub uid: u32,
-    pub name: String,
+    /// Shared between the path's events of one name (a step's path holds tens of thousands).
+    pub name: Arc<str>,
     pub cat: &'static str,
     /// `ts` and `dur` in µs as recorded (not rounded).
     pub ts_us: f64,
     pub dur_us: f64,
-    pub pid: String,
-    pub tid: String,
+    pub pid: Arc<str>,
+    pub tid: Arc<str>,
     /// The GPU event's stream; -1 for host events (HTA's value).
     pub stream: i64,
 }
@@ -160,13 +164,12 @@ pub fn longest(trace: &Trace, g: &Graph, step: String, window: (i64, i64)) -> St
         return out;
     }
     let mut totals = [0i64; BoundBy::ALL.len()];
+    let mut events = PathEvents::new(trace);
     for &ei in &path {
         let e = &g.edges[ei as usize];
-        let event = e
-            .charged
-            .filter(|&c| c != ROOT)
-            .map(|c| path_event(trace, c));
-        let bound_by = bound_by(trace, e);
+        let charged = e.charged.filter(|&c| c != ROOT);
+        let event = charged.map(|c| events.event(c));
+        let bound_by = bound_by(&mut events, e.kind, charged);
         totals[bound_by as usize] += e.weight;
         out.length_us += e.weight;
         let end_of = |node: u32| {
@@ -229,18 +232,18 @@ fn topological_order(g: &Graph) -> Option<Vec<u32>> {
     (order.len() == n).then_some(order)
 }
 
-/// HTA's `bound_by` of one edge.
-fn bound_by(trace: &Trace, e: &Edge) -> BoundBy {
-    match e.kind {
+/// HTA's `bound_by` of an edge of `kind` charged to `charged`.
+fn bound_by(events: &mut PathEvents<'_>, kind: EdgeKind, charged: Option<u32>) -> BoundBy {
+    match kind {
         EdgeKind::KernelKernelDelay => BoundBy::GpuKernelKernelOverhead,
         EdgeKind::LaunchDelay => BoundBy::GpuKernelLaunchOverhead,
         EdgeKind::Dependency | EdgeKind::Sync => BoundBy::None,
-        EdgeKind::Operator => match e.charged.filter(|&c| c != ROOT) {
+        EdgeKind::Operator => match charged {
             Some(c) => {
-                let ev = &trace.events[c as usize];
+                let ev = &events.trace.events[c as usize];
                 if !ev.kind().is_gpu() {
                     BoundBy::CpuBound
-                } else if calls::is_comm_kernel(trace.name(ev)) {
+                } else if events.is_comm(ev.name) {
                     BoundBy::GpuCommunicationBound
                 } else {
                     BoundBy::GpuComputeBound
@@ -251,22 +254,63 @@ fn bound_by(trace: &Trace, e: &Edge) -> BoundBy {
     }
 }
 
-pub(crate) fn path_event(trace: &Trace, i: u32) -> PathEvent {
-    let e = &trace.events[i as usize];
-    let lane = trace.lane(e.lane());
-    let id = |r: &RawId| trace.raw_id_text(r);
-    PathEvent {
-        uid: e.uid,
-        name: trace.name(e).to_owned(),
-        cat: e.kind().category_name(),
-        ts_us: e.ts as f64 / 1000.0,
-        dur_us: e.dur as f64 / 1000.0,
-        pid: id(&lane.pid),
-        tid: id(&lane.tid),
-        stream: if e.kind().is_gpu() {
-            e.stream().unwrap_or(-1)
-        } else {
-            -1
-        },
+/// The path's events as written, their names and lanes' ids made once per name and lane and
+/// shared: building a path of tens of thousands of edges was mostly string copies.
+pub(crate) struct PathEvents<'t> {
+    trace: &'t Trace,
+    names: FxHashMap<StrId, (Arc<str>, bool)>,
+    lanes: FxHashMap<LaneId, (Arc<str>, Arc<str>)>,
+}
+
+impl<'t> PathEvents<'t> {
+    pub(crate) fn new(trace: &'t Trace) -> PathEvents<'t> {
+        PathEvents {
+            trace,
+            names: FxHashMap::default(),
+            lanes: FxHashMap::default(),
+        }
+    }
+
+    fn name(&mut self, id: StrId) -> &(Arc<str>, bool) {
+        let trace = self.trace;
+        self.names.entry(id).or_insert_with(|| {
+            let name = trace.strings.get(id);
+            (Arc::from(name), calls::is_comm_kernel(name))
+        })
+    }
+
+    /// Whether the name is HTA's communication kernel (`nccl…Kernel`).
+    fn is_comm(&mut self, id: StrId) -> bool {
+        self.name(id).1
+    }
+
+    /// Event `i` as the path's files write it.
+    pub(crate) fn event(&mut self, i: u32) -> PathEvent {
+        let trace = self.trace;
+        let e = &trace.events[i as usize];
+        let name = self.name(e.name).0.clone();
+        let (pid, tid) = self
+            .lanes
+            .entry(e.lane())
+            .or_insert_with(|| {
+                let lane = trace.lane(e.lane());
+                let id = |r| Arc::from(trace.raw_id_text(r));
+                (id(&lane.pid), id(&lane.tid))
+            })
+            .clone();
+        PathEvent {
+            uid: e.uid,
+            name,
+            cat: e.kind().category_name(),
+            ts_us: e.ts as f64 / 1000.0,
+            dur_us: e.dur as f64 / 1000.0,
+            pid,
+            tid,
+            stream: if e.kind().is_gpu() {
+                e.stream().unwrap_or(-1)
+            } else {
+                -1
+            },
+        }
     }
 }

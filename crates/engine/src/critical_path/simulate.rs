@@ -131,10 +131,10 @@ impl Simulation {
         let host: Vec<HostPoint> = keys
             .iter()
             .map(|&k| {
-                let i = (k as u32) & 0x7fff_ffff;
-                let e = &trace.events[i as usize];
-                let start = (k >> 31) & 1 == 1;
-                (e.lane(), if start { e.ts } else { e.end() }, start, i)
+                // Everything is in the key: no trip back to the event table.
+                let lane = LaneId((k >> 96) as u32);
+                let t = t0 + (k >> 32) as u64 as Nanos;
+                (lane, t, (k >> 31) & 1 == 1, (k as u32) & 0x7fff_ffff)
             })
             .collect();
         drop(keys);
@@ -316,48 +316,45 @@ impl Simulation {
         for p in 0..np {
             self.first[p + 1] += self.first[p];
         }
+        // Placed straight where they end up; each point's group is then fixed in place.
         let mut fill = self.first.clone();
-        let mut grouped: Vec<(Constraint, Nanos)> = vec![
-            (
-                Constraint {
-                    from: 0,
-                    link: Link::Thread,
-                    charged: NONE,
-                },
-                0
-            );
-            raw.len()
-        ];
-        for r in raw {
-            let at = &mut fill[r.0 as usize];
-            grouped[*at as usize] = (r.1, r.2);
+        let unset = Constraint {
+            from: 0,
+            link: Link::Thread,
+            charged: NONE,
+        };
+        self.constraints = vec![unset; raw.len()];
+        self.offsets = vec![0; raw.len()];
+        for (p, c, nominal) in raw {
+            let at = &mut fill[p as usize];
+            self.constraints[*at as usize] = c;
+            self.offsets[*at as usize] = nominal;
             *at += 1;
         }
-        self.constraints.reserve(grouped.len());
-        self.offsets.reserve(grouped.len());
+        drop(fill);
         for p in 0..np {
-            let group = &mut grouped[self.first[p] as usize..self.first[p + 1] as usize];
+            let range = self.first[p] as usize..self.first[p + 1] as usize;
+            let group = &self.constraints[range.clone()];
+            let offsets = &mut self.offsets[range];
             // A blocking call's own work is nominal only beside a sync (or a hand-over).
             let synced = group
                 .iter()
-                .any(|r| matches!(r.0.link, Link::Sync | Link::HandOver));
+                .any(|c| matches!(c.link, Link::Sync | Link::HandOver));
             let at = self.rec[p];
             let mut best = (Nanos::MIN, 0);
-            for (k, r) in group.iter_mut().enumerate() {
-                if synced && matches!(r.0.link, Link::Thread | Link::Loading) {
-                    r.1 = BLOCKING_CPU_NS;
+            for (k, (c, off)) in group.iter().zip(offsets.iter_mut()).enumerate() {
+                if synced && matches!(c.link, Link::Thread | Link::Loading) {
+                    *off = BLOCKING_CPU_NS;
                 }
-                let gap = at - self.rec[r.0.from as usize];
-                let candidate = self.rec[r.0.from as usize].saturating_add(r.1.min(gap));
+                let from = self.rec[c.from as usize];
+                let candidate = from.saturating_add((*off).min(at - from));
                 if candidate > best.0 {
                     best = (candidate, k);
                 }
             }
-            for (k, r) in group.iter().enumerate() {
-                let gap = at - self.rec[r.0.from as usize];
-                self.constraints.push(r.0);
-                self.offsets
-                    .push(if k == best.1 { gap } else { r.1.min(gap) });
+            for (k, (c, off)) in group.iter().zip(offsets.iter_mut()).enumerate() {
+                let gap = at - self.rec[c.from as usize];
+                *off = if k == best.1 { gap } else { (*off).min(gap) };
             }
         }
     }

@@ -164,7 +164,7 @@ pub fn summarize(cp: &CriticalPath) -> PathSummary {
                 top: top_items(
                     j.hops
                         .iter()
-                        .map(|h| (h.event.as_ref().map(|e| e.name.as_str()), h.cause, h.dur_us)),
+                        .map(|h| (h.event.as_ref().map(|e| &*e.name), h.cause, h.dur_us)),
                     TOP_EVENTS,
                 ),
             }

@@ -688,7 +688,7 @@ fn analyze_tree(
             crate::critical_path::summary::dominant_cause(&c.jarvis)
         });
         let pre_trace_wait = idle_report.lead_in.as_ref().map_or(0, |l| l.blocked_ns);
-        crate::whatif::impacts::replay_findings(&trace, replay, bound, pre_trace_wait, st);
+        crate::whatif::impacts::replay_findings(&trace, replay, bound, pre_trace_wait, st, fork);
     }
     // A fragment (a handful of kernels): its findings stay, unranked, and the trace says so.
     if let Some(st) = standalone.as_mut() {

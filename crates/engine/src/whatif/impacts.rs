@@ -63,6 +63,7 @@ pub fn replay_findings(
     bound: (&'static str, f64),
     pre_trace_wait: Nanos,
     st: &mut Standalone,
+    fork: &impl crate::fork::Fork,
 ) {
     let sim = &replay.sim;
     let launched = Launched::of(sim);
@@ -164,13 +165,15 @@ pub fn replay_findings(
             bound_pct: bound.1,
         })
     };
-    for c in &mut st.categories {
-        for b in &mut c.bottlenecks {
-            if let Some(r) = fix(b) {
-                b.impact.replayed = Some(r);
-                // A heuristic cut (no perf model) stays at most Medium, replayed or not.
-                b.priority = b.impact.priority_for(r.saving_pct());
-            }
+    // Each fix is a replay of its own (a millisecond or more on a large trace): side by side.
+    let all: Vec<&Bottleneck> = st.categories.iter().flat_map(|c| &c.bottlenecks).collect();
+    let replayed = crate::fork::map(fork, &all, &|b| fix(b));
+    let bottlenecks = st.categories.iter_mut().flat_map(|c| &mut c.bottlenecks);
+    for (b, r) in bottlenecks.zip(replayed) {
+        if let Some(r) = r {
+            b.impact.replayed = Some(r);
+            // A heuristic cut (no perf model) stays at most Medium, replayed or not.
+            b.priority = b.impact.priority_for(r.saving_pct());
         }
     }
     let cats = &st.categories;
