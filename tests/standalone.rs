@@ -517,13 +517,18 @@ fn qwen_uses_flash_attention_and_runs_an_unfused_rmsnorm() {
         .find(|f| f.class == "Qwen2RMSNorm")
         .expect("rmsnorm");
     assert_eq!((rms.instances, rms.kernels), (49, 392));
-    // 7.4 ms of 34.9 ms fused to 1.6 ms: about 12 % of the trace at the mid figure; replayed
-    // (each call's kernels one kernel of its fused time) the step, 70 % held by its host,
-    // gains 4.5 %: High, from the replayed saving.
+    // 7.4 ms of 34.9 ms fused to 1.6 ms: about 12 % of the trace at the mid figure. The step
+    // is 70 % held by its host, and the 49 frames hold 6.66 ms of host time (summed from the
+    // trace's `nn.Module: Qwen2RMSNorm_*` durations); replayed as fused (each call's kernels one
+    // kernel of its fused time, and one dispatch and launch in place of eight), the host time
+    // after each call's first launch goes: about 5.8 ms, 16 % of the steps' time. (Replaying
+    // the kernels alone gave 2.2 ms, the floor the host sets: the same figure as the RoPE
+    // fusion's, which a reader rightly doubted.)
     let b = find(st, SeedCategory::Elementwise, "Qwen2RMSNorm");
     let r = b.impact.replayed.expect("the fusion is replayed");
-    assert!((3.0..10.0).contains(&r.saving_pct()), "{}", r.saving_pct());
-    assert_eq!(b.priority, Priority::High);
+    assert!((13.0..18.0).contains(&r.saving_pct()), "{}", r.saving_pct());
+    assert!(r.saved_ms() < 6.66, "{}", r.saved_ms());
+    assert_eq!(b.priority, Priority::Critical);
     // The baseline over large add / mul / copy_ calls.
     let base = st.baseline.as_ref().expect("baseline");
     assert!(!base.small_tensors_only);

@@ -613,3 +613,35 @@ fn a_modules_own_ops_fuse_without_its_child_modules() {
         "{own:?} {whole:?}"
     );
 }
+
+/// A fusion in a step its host holds saves host time: the fused form is one dispatch and one
+/// launch, so the frame's own CPU time after its first launch goes (75 µs of the norm's 90:
+/// the step ends at 125 µs, not 200). Its kernels alone made shorter save nothing: the host
+/// holds the step (docs/whatif.md, "Changes").
+#[test]
+fn a_fusion_in_a_host_bound_step_saves_the_dispatches() {
+    let t = trace(
+        r#"{"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 200},
+  {"ph": "X", "cat": "python_function", "name": "nn.Module: Norm_0", "pid": 1, "tid": 1, "ts": 10, "dur": 90},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::pow", "pid": 1, "tid": 1, "ts": 15, "dur": 25},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 20, "dur": 5, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "pow_k", "pid": 0, "tid": 7, "ts": 27, "dur": 3, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mean", "pid": 1, "tid": 1, "ts": 45, "dur": 25},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 50, "dur": 5, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "kernel", "name": "mean_k", "pid": 0, "tid": 7, "ts": 57, "dur": 3, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 75, "dur": 25},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 80, "dur": 5, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "kernel", "name": "mul_k", "pid": 0, "tid": 7, "ts": 87, "dur": 3, "args": {"correlation": 3, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 110, "dur": 80},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 120, "dur": 5, "args": {"correlation": 4}},
+  {"ph": "X", "cat": "kernel", "name": "add_k", "pid": 0, "tid": 7, "ts": 127, "dur": 3, "args": {"correlation": 4, "stream": 7}}
+]}"#,
+    );
+    let fused = predict(&t, &[("fuse", "own:nn.Module: Norm_=3")]);
+    assert_eq!(fused, vec![(200.0, 125.0)]);
+    assert_eq!(predict(&t, &[("fuse", "module:nn.Module: Norm_=3")]), fused);
+    // The same kernels made shorter, the dispatches kept: the host still holds the step.
+    let kernels_only = predict(&t, &[("scale", "kernel:_k=0.1")]);
+    assert_eq!(kernels_only, vec![(200.0, 200.0)]);
+}

@@ -5,6 +5,7 @@
 //! of host ops, or drop the GPU waits of synchronizes. The method and its limits are in
 //! docs/whatif.md.
 
+mod fuse;
 pub mod impacts;
 pub mod select;
 pub mod validate;
@@ -261,6 +262,21 @@ pub fn apply(
                     }
                 }
             }
+            (Action::Fuse(us), Selector::Module(_) | Selector::Own(_)) => {
+                // A frame fused: its kernels one kernel, and its own host work one dispatch.
+                let own = matches!(ch.selector, Selector::Own(_));
+                if let Some(l) = launched.as_ref() {
+                    for frame in select::host_events(trace, sim, &ch.selector) {
+                        let group = select::gpu_inside(trace, sim, l, frame, own);
+                        if group.is_empty() {
+                            continue;
+                        }
+                        n += group.len();
+                        fuse::one_kernel(trace, &group, *us, duration, &mut off);
+                        fuse::drop_host_work(trace, sim, l, frame, own, &mut off);
+                    }
+                }
+            }
             (action, sel) => {
                 let groups = select::gpu_groups(trace, sim, launched.as_ref(), sel);
                 let factor = match (action, sel) {
@@ -275,20 +291,7 @@ pub fn apply(
                     n += group.len();
                     match (action, factor) {
                         (Action::Fuse(us), _) => {
-                            // The first event of the instance runs the fused kernel; the rest vanish.
-                            let first = group
-                                .iter()
-                                .copied()
-                                .min_by_key(|&g| trace.events[g as usize].ts);
-                            for &g in group {
-                                if let Some(k) = duration(g) {
-                                    off[k] = if Some(g) == first {
-                                        (us * 1000.0).round() as Nanos
-                                    } else {
-                                        0
-                                    };
-                                }
-                            }
+                            fuse::one_kernel(trace, group, *us, duration, &mut off);
                         }
                         (_, Some(f)) => {
                             for &g in group {

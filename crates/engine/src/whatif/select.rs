@@ -129,17 +129,34 @@ fn host_spans(trace: &Trace, sim: &Simulation, keep: &dyn Fn(&str, EventKind) ->
 
 /// The GPU work launched inside a host event (by its own thread's calls), in launch order;
 /// with `own_only`, not what runs inside a child `nn.Module` frame.
-fn gpu_inside(
+pub(super) fn gpu_inside(
     trace: &Trace,
     sim: &Simulation,
     launched: &Launched,
     host: u32,
     own_only: bool,
 ) -> Vec<u32> {
-    let Some((s, e)) = sim.points_of(host) else {
-        return Vec::new();
-    };
     let mut out = Vec::new();
+    own_points(trace, sim, host, own_only, |_, started| {
+        if let Some(g) = started.and_then(|ev| launched.0.get(&ev)) {
+            out.extend_from_slice(g);
+        }
+    });
+    out
+}
+
+/// Every point of a host event's span in order, with the event starting there (if one does);
+/// with `own_only`, a child `nn.Module` frame's points are skipped.
+pub(super) fn own_points(
+    trace: &Trace,
+    sim: &Simulation,
+    host: u32,
+    own_only: bool,
+    mut visit: impl FnMut(u32, Option<u32>),
+) {
+    let Some((s, e)) = sim.points_of(host) else {
+        return;
+    };
     let mut p = s;
     while p <= e {
         let ev = sim.event[p as usize];
@@ -153,13 +170,17 @@ fn gpu_inside(
                 p = end + 1;
                 continue;
             }
-            if let Some(g) = launched.0.get(&ev) {
-                out.extend_from_slice(g);
-            }
         }
+        visit(p, span.map(|_| ev));
         p += 1;
     }
-    out
+}
+
+impl Launched {
+    /// Whether the runtime call `call` launched GPU work the schedule holds.
+    pub(super) fn launches(&self, call: u32) -> bool {
+        self.0.contains_key(&call)
+    }
 }
 
 /// Every GPU event of the simulation whose name passes `keep`, each its own group; `keep` is

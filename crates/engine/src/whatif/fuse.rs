@@ -1,0 +1,66 @@
+//! A fusion as replay changes: each instance's GPU work becomes one kernel, and the host work
+//! that launched the rest goes with it. An op-by-op module or helper function dispatches and
+//! launches every kernel from the CPU; its fused form (a fused kernel, or the function under
+//! `torch.compile`) is one dispatch and one launch, so in a step the host holds, most of what a
+//! fusion saves is host time (docs/whatif.md, "Changes").
+
+use super::select::{self, Launched};
+use crate::critical_path::simulate::{Link, Simulation, DROPPED};
+use crate::model::{Nanos, Trace};
+
+/// One instance's GPU events (`group`) as one kernel of `us` µs: the first to start runs it,
+/// the others take no time. `duration` finds an event's duration constraint.
+pub(super) fn one_kernel(
+    trace: &Trace,
+    group: &[u32],
+    us: f64,
+    duration: impl Fn(u32) -> Option<usize>,
+    off: &mut [Nanos],
+) {
+    let first = group
+        .iter()
+        .copied()
+        .min_by_key(|&g| trace.events[g as usize].ts);
+    for &g in group {
+        if let Some(k) = duration(g) {
+            off[k] = if Some(g) == first {
+                (us * 1000.0).round() as Nanos
+            } else {
+                0
+            };
+        }
+    }
+}
+
+/// The frame's own CPU time after its first launch call ends takes none: the fused form keeps
+/// one dispatch and one launch (the time up to the end of the first launch). Time inside child
+/// `nn.Module` frames stays with `own_only`; synchronizes stay. Whether any time was dropped.
+pub(super) fn drop_host_work(
+    trace: &Trace,
+    sim: &Simulation,
+    launched: &Launched,
+    frame: u32,
+    own_only: bool,
+    off: &mut [Nanos],
+) -> bool {
+    let mut kept_until: Option<u32> = None;
+    let mut any = false;
+    select::own_points(trace, sim, frame, own_only, |p, started| match kept_until {
+        None => {
+            if let Some(call) = started.filter(|&ev| launched.launches(ev)) {
+                kept_until = sim.points_of(call).map(|(_, end)| end);
+            }
+        }
+        Some(k) if p > k => {
+            for c in sim.constraints_of(p) {
+                let link = sim.constraints[c].link;
+                if matches!(link, Link::Thread | Link::Loading) && off[c] != DROPPED && off[c] > 0 {
+                    off[c] = 0;
+                    any = true;
+                }
+            }
+        }
+        Some(_) => {}
+    });
+    any
+}
