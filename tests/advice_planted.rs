@@ -278,10 +278,53 @@ fn a_cold_first_training_iteration_is_left_out_even_with_more_work() {
     // 40 launches of 0.4 ms against 8 µs, less the longer kernels' cover: over 10 ms of idle.
     assert!(cold.time_ms > 10.0, "{}", cold.time_ms);
     assert!((st.utilization.cold_ms - cold.time_ms).abs() < 1e-9);
+    // Its GPU work leaves the steady state too: the op rows, the computation and the steady
+    // state's length are the later iterations' (the first iteration's kernels summed here
+    // from the trace: every kernel that starts before the first optimizer step ends).
+    let trace = import::import_bytes(&case_bytes(
+        &case("idle_cold_first_iteration").expect("case"),
+    ))
+    .expect("trace imports");
+    let first_end = trace
+        .events
+        .iter()
+        .filter(|e| trace.name(e).starts_with("Optimizer.step#"))
+        .map(|e| e.end())
+        .min()
+        .expect("optimizer steps");
+    let kernels = |cold: bool| -> f64 {
+        let ns: i64 = trace
+            .events
+            .iter()
+            .filter(|e| e.kind().is_gpu() && (e.ts < first_end) == cold)
+            .map(|e| e.dur)
+            .sum();
+        ns as f64 / 1e6
+    };
+    let rows_ms: f64 = st.rows.iter().map(|r| r.kernel_us).sum::<f64>() / 1e3;
+    assert!(
+        (rows_ms - kernels(false)).abs() < 1e-6,
+        "{rows_ms} {}",
+        kernels(false)
+    );
+    assert!(
+        kernels(true) > 30.0 * kernels(false) / 7.0,
+        "the planted 37× work"
+    );
+    let u = &st.utilization;
+    assert!(u.cold_busy_ms > 0.0);
+    let computation = a.timeline.computation as f64 / 1e6;
+    assert!((u.computation_ms - (computation - u.cold_busy_ms)).abs() < 1e-9);
+    assert!((u.steady_ms - (u.total_ms - u.stall_ms)).abs() < 1e-9);
+    assert!(
+        (u.stall_ms - (u.cold_ms + u.cold_busy_ms)).abs() < 1e-9,
+        "{u:?}"
+    );
     let warm = analyze("idle_warm_iterations");
     let st = warm.standalone.as_ref().expect("standalone");
     assert!(find(st, "Cold first").is_none(), "{}", all_text(st));
     assert_eq!(st.utilization.cold_ms, 0.0);
+    assert_eq!(st.utilization.cold_busy_ms, 0.0);
 }
 
 #[test]

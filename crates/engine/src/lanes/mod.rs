@@ -89,6 +89,11 @@ impl OpIndex {
         OpIndex { owner, categories }
     }
 
+    /// Every (event, unified row) pair, by event.
+    pub fn owned(&self) -> &[(u32, u32)] {
+        &self.owner
+    }
+
     fn row_of(&self, id: EventId) -> Option<u32> {
         self.owner
             .binary_search_by_key(&id.0, |(e, _)| *e)

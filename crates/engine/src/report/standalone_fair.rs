@@ -171,7 +171,10 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     // One denominator: with a single stall left out, the steady state's own split is stated
     // beside the whole trace's (docs/analysis.md, "One denominator").
     if u.stall_ms > 0.0 && u.steady_ms > 0.0 {
-        let steady_idle = (u.idle_pct / 100.0 * u.total_ms - (u.stall_ms - u.upload_ms)).max(0.0);
+        // The idle left out is the stall less its busy parts (the upload's copies, a cold
+        // iteration's GPU work).
+        let left_idle = u.stall_ms - u.upload_ms - u.cold_busy_ms;
+        let steady_idle = (u.idle_pct / 100.0 * u.total_ms - left_idle).max(0.0);
         let _ = writeln!(
             s,
             "Without {} (see {}), the steady state is {:.3} ms: computation {:.1}%, idle {:.1}%. Every share below is of the steady state.\n",

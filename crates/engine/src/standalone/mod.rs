@@ -19,6 +19,7 @@ pub mod own_models;
 pub mod patterns;
 pub mod rules;
 pub mod sibling_gemms;
+pub mod steady_rows;
 pub mod workload;
 
 use rustc_hash::FxHashMap as HashMap;
@@ -59,6 +60,12 @@ pub struct Utilization {
     /// Of it, a one-time upload's exposed copies (`CopyMix::one_time_upload_ns`), ms.
     #[serde(default)]
     pub upload_ms: f64,
+    /// Of it, the GPU work of a cold first training iteration (`steady_rows`), ms.
+    #[serde(default)]
+    pub cold_busy_ms: f64,
+    /// That iteration's window, ns: the findings' replays leave its kernels as they are.
+    #[serde(skip)]
+    pub cold_window: Option<crate::analysis::intervals::Span>,
     /// The timeline without that stall, ms: what findings' savings are shares of
     /// (docs/analysis.md, "One denominator").
     pub steady_ms: f64,
@@ -72,6 +79,9 @@ pub(crate) struct LeftOut {
     pub one_off: Nanos,
     pub cold: Nanos,
     pub upload: Nanos,
+    /// A cold first training iteration's GPU work, and its window.
+    pub cold_busy: Nanos,
+    pub cold_window: Option<crate::analysis::intervals::Span>,
 }
 
 impl LeftOut {
@@ -94,7 +104,12 @@ impl LeftOut {
 
     /// All of it.
     pub fn total(&self, t: &GpuTimeline) -> Nanos {
-        self.idle(t) + self.upload(t)
+        self.idle(t) + self.upload(t) + self.cold_busy(t)
+    }
+
+    /// The cold first iteration's GPU work, capped at the timeline's computation.
+    pub fn cold_busy(&self, t: &GpuTimeline) -> Nanos {
+        self.cold_busy.clamp(0, t.computation.max(0))
     }
 }
 
@@ -107,10 +122,13 @@ pub(crate) fn left_out(
         return LeftOut::default();
     }
     let c = &idle.context;
+    let iteration = steady_rows::cold_iteration(idle);
     LeftOut {
         one_off: c.one_off.as_ref().map_or(0, |o| o.len),
         cold: c.cold.as_ref().map_or(0, |c| c.ns),
         upload: copies.one_time_upload_ns(),
+        cold_busy: iteration.map_or(0, |p| p.busy_ns),
+        cold_window: iteration.map(|p| p.window),
     }
 }
 
@@ -118,12 +136,19 @@ impl Utilization {
     /// What the steady state leaves out, in words: `the single stall of 54.454 ms`, `the cold
     /// start's 1062.413 ms of idle`, or both.
     pub fn left_out(&self) -> String {
-        let stall = self.stall_ms - self.cold_ms - self.upload_ms;
+        let stall = self.stall_ms - self.cold_ms - self.upload_ms - self.cold_busy_ms;
         let mut parts = Vec::new();
-        if stall > 0.0 {
+        // (A difference of sums: a rounding error is no stall.)
+        if stall > 1e-6 {
             parts.push(format!("the single stall of {stall:.3} ms"));
         }
-        if self.cold_ms > 0.0 {
+        if self.cold_ms > 0.0 && self.cold_busy_ms > 0.0 {
+            parts.push(format!(
+                "the cold start's {:.3} ms of idle and the {:.3} ms of GPU work of its first \
+                 training iteration",
+                self.cold_ms, self.cold_busy_ms
+            ));
+        } else if self.cold_ms > 0.0 {
             parts.push(format!("the cold start's {:.3} ms of idle", self.cold_ms));
         }
         if self.upload_ms > 0.0 {
@@ -144,8 +169,8 @@ impl Utilization {
 
     /// How many parts the steady state leaves out (each has its finding).
     pub fn left_out_parts(&self) -> usize {
-        let stall = self.stall_ms - self.cold_ms - self.upload_ms;
-        usize::from(stall > 0.0)
+        let stall = self.stall_ms - self.cold_ms - self.upload_ms - self.cold_busy_ms;
+        usize::from(stall > 1e-6)
             + usize::from(self.cold_ms > 0.0)
             + usize::from(self.upload_ms > 0.0)
     }
@@ -153,7 +178,8 @@ impl Utilization {
     fn of(t: &GpuTimeline, l: LeftOut) -> Utilization {
         let idle_ns = l.idle(t);
         let upload_ns = l.upload(t);
-        let stall_ns = idle_ns + upload_ns;
+        let cold_busy_ns = l.cold_busy(t);
+        let stall_ns = idle_ns + upload_ns + cold_busy_ns;
         let cold_ns = l.cold;
         let total = t.total as f64;
         let pct = |x: i64| {
@@ -165,7 +191,8 @@ impl Utilization {
         };
         Utilization {
             total_ms: total / 1e6,
-            computation_ms: t.computation as f64 / 1e6,
+            // The steady state's computation: a cold first iteration's work is not in it.
+            computation_ms: (t.computation - cold_busy_ns) as f64 / 1e6,
             computation_pct: pct(t.computation),
             exposed_comm_pct: pct(t.exposed_comm),
             exposed_memcpy_pct: pct(t.exposed_memcpy),
@@ -174,6 +201,8 @@ impl Utilization {
             stall_ms: stall_ns as f64 / 1e6,
             cold_ms: cold_ns.min(idle_ns) as f64 / 1e6,
             upload_ms: upload_ns as f64 / 1e6,
+            cold_busy_ms: cold_busy_ns as f64 / 1e6,
+            cold_window: l.cold_window.filter(|_| cold_busy_ns > 0),
             steady_ms: (t.total - stall_ns).max(0) as f64 / 1e6,
         }
     }
@@ -337,6 +366,9 @@ pub struct Sources<'a> {
     /// The evidence that the trace keeps a sample of its runtime calls: no finding from its
     /// gaps (idle, exposed communication and copies).
     pub sampled: Option<&'a crate::model::sampling::RuntimeSample>,
+    /// The unified rows' parts inside a cold first training iteration (`steady_rows::within`),
+    /// left out of the op rows; empty when there is none.
+    pub cold_rows: &'a [steady_rows::RowPart],
 }
 
 /// What the standalone analysis reads from the trace and its call tree alone: the module frames
@@ -397,6 +429,8 @@ fn in_backward(trace: &Trace, tree: &CallTree, ev: crate::model::EventId) -> boo
 pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     let Structure { modules, patterns } = structure;
     let mut rows = ops::op_rows(src.unified);
+    let cold_left = steady_rows::leave_out(&mut rows, src.cold_rows);
+    // (Each row's sub-ops are filled below; the top operations read them.)
     let events = events_by_uid(src.trace, &rows);
     for r in &mut rows {
         let Some(&ev) = events.get(&r.ex_uid) else {
@@ -471,6 +505,11 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
                 (a + r.kernel_us, c + r.compute_us())
             });
             let fraction = if all > 0.0 { compute / all } else { 1.0 };
+            // Without what a cold first iteration ran of it, as the rows: those of its name, or
+            // (an op the top-operations table names by the op that launched the kernels, such
+            // as `aten::cudnn_convolution` under `aten::convolution`) those it runs under.
+            let cold = steady_rows::of_top_op(&rows, &cold_left, &t.name);
+            let time_ms = (t.direct_ms - cold.0).max(0.0);
             TopOperation {
                 rank: i + 1,
                 name: t.name.clone(),
@@ -478,10 +517,10 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
                     .iter()
                     .max_by(|a, b| a.kernel_us.total_cmp(&b.kernel_us))
                     .map_or_else(|| ops::seed_category(&t.name, &t.category), |r| r.category),
-                count: t.count,
-                time_ms: t.direct_ms,
+                count: (t.count - cold.1 as i64).max(0),
+                time_ms,
                 share_pct: if compute_ms > 0.0 {
-                    t.direct_ms * fraction / compute_ms * 100.0
+                    time_ms * fraction / compute_ms * 100.0
                 } else {
                     0.0
                 },
@@ -489,6 +528,13 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             }
         })
         .collect();
+    // Ranked by the steady state's time (the same order as the table's unless a cold first
+    // iteration left some out).
+    let mut top_operations = top_operations;
+    top_operations.sort_by(|a, b| b.time_ms.total_cmp(&a.time_ms));
+    for (i, t) in top_operations.iter_mut().enumerate() {
+        t.rank = i + 1;
+    }
     let top_names: Vec<String> = top_operations.iter().map(|t| t.name.clone()).collect();
     let baseline = findings::baseline(&rows, src.platform);
     let inputs = findings::Inputs {
@@ -785,6 +831,7 @@ mod tests {
             one_off: ms(10_033.7),
             cold: 0,
             upload: ms(55.5),
+            ..Default::default()
         };
         let u = Utilization::of(&t, l);
         assert!((u.steady_ms - (102.3 + 10.6)).abs() < 1e-6, "{u:?}");

@@ -656,6 +656,11 @@ fn analyze_tree(
     };
     // The lanes are built from the trace and tree once the rest is done (`finish_lanes`: at the
     // end of this function, or by the host with `lanes_later`).
+    // A cold first training iteration's part of each op row, which the findings leave out.
+    let cold_rows = crate::standalone::steady_rows::cold_iteration(&idle_report)
+        .filter(|_| sampled.is_none())
+        .map(|p| crate::standalone::steady_rows::within(&trace, op_index.owned(), p.window))
+        .unwrap_or_default();
     let lane_ops = options.timeline_lanes.then_some(op_index);
     let unified = sheets.iter().find(|s| s.name == "unified_perf_summary");
     let headline = headline::headline(&timeline, unified);
@@ -673,6 +678,7 @@ fn analyze_tree(
             trains,
             steps: &steps,
             sampled: sampled.as_ref(),
+            cold_rows: &cold_rows,
         };
         crate::standalone::analyze(&src, structure)
     });

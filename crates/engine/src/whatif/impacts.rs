@@ -31,6 +31,7 @@ fn stated_fix(
     (before, steps, stall): (Nanos, bool, Nanos),
     total_ms: f64,
     bound: (&'static str, f64),
+    cold_window: Option<crate::analysis::intervals::Span>,
 ) -> Option<ReplayedSaving> {
     let changes = b
         .fix
@@ -38,7 +39,16 @@ fn stated_fix(
         .map(|(kind, spec)| super::Change::parse(kind, spec))
         .collect::<Result<Vec<_>, _>>()
         .ok()?;
-    let (off, _) = super::apply(trace, replay, &[], &changes).ok()?;
+    let (mut off, _) = super::apply(trace, replay, &[], &changes).ok()?;
+    // A cold first training iteration is left out of the steady state: it runs as recorded.
+    if let Some((a, b)) = cold_window {
+        let sim = &replay.sim;
+        for p in (0..sim.points() as u32).filter(|&p| (a..b).contains(&sim.rec[p as usize])) {
+            for k in sim.constraints_of(p) {
+                off[k] = sim.offsets[k];
+            }
+        }
+    }
     let after = length(replay, &replay.sim.run(&off)) - stall;
     Some(ReplayedSaving {
         before_ms: before as f64 / 1e6,
@@ -100,7 +110,15 @@ pub fn replay_findings(
         }
         // A fix the rule states as what-if changes is replayed as stated.
         if !b.fix.is_empty() {
-            return stated_fix(trace, replay, b, (before, steps, stall), total_ms, bound);
+            return stated_fix(
+                trace,
+                replay,
+                b,
+                (before, steps, stall),
+                total_ms,
+                bound,
+                st.utilization.cold_window,
+            );
         }
         // Exposed communication or copies: hiding them saves at most their exposed time; the
         // replay removes them all and keeps the saving under that bound, so a step the host
@@ -133,7 +151,19 @@ pub fn replay_findings(
                     .collect()
             }
         };
-        let ks: Vec<usize> = events.iter().filter_map(|&g| sim.duration_of(g)).collect();
+        // What a cold first training iteration ran is left out of the steady state: its
+        // kernels are not the fix's to change.
+        let outside = |g: &u32| {
+            st.utilization.cold_window.is_none_or(|(a, b)| {
+                let ts = trace.events[*g as usize].ts;
+                ts < a || ts >= b
+            })
+        };
+        let ks: Vec<usize> = events
+            .iter()
+            .filter(|g| outside(g))
+            .filter_map(|&g| sim.duration_of(g))
+            .collect();
         let gpu_ns: Nanos = ks.iter().map(|&k| sim.offsets[k].max(0)).sum();
         if gpu_ns <= 0 {
             return None;

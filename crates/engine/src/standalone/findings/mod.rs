@@ -644,8 +644,10 @@ impl CopyMix {
 }
 
 impl Inputs<'_> {
+    /// The steady state's computation, ms (a cold first iteration's GPU work left out).
     fn compute_ms(&self) -> f64 {
-        self.timeline.computation as f64 / 1e6
+        let left = super::left_out(self.idle, self.sampled.is_some(), &self.copies);
+        (self.timeline.computation - left.cold_busy(self.timeline)) as f64 / 1e6
     }
     /// The timeline's span less a single stall left out of the steady state, ms: what the
     /// timeline findings' shares are of, as every impact's (`Utilization::steady_ms`).
@@ -701,7 +703,12 @@ pub(super) const MAX_PER_CATEGORY: usize = 5;
 pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<CategoryFindings> {
     let mut out = Vec::new();
     for cat in SeedCategory::ALL {
-        let mut rows: Vec<&OpRow> = inp.rows.iter().filter(|r| r.category == cat).collect();
+        // A row whose every call ran in a left-out cold iteration has none here.
+        let mut rows: Vec<&OpRow> = inp
+            .rows
+            .iter()
+            .filter(|r| r.category == cat && r.count > 0)
+            .collect();
         rows.sort_by(|a, b| b.kernel_us.total_cmp(&a.kernel_us));
         let time_ms: f64 = rows.iter().map(|r| r.kernel_us).sum::<f64>() / 1e3;
         let (ideal, measured) = rows
