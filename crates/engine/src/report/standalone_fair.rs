@@ -251,7 +251,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             s,
             "| {} | {} | {} | {:.3} | {} |",
             t.rank,
-            code_cell(&t.name),
+            op_cell(&t.name),
             t.category.key(),
             t.time_ms,
             share_cell(t.share_pct, t.compute_fraction)
@@ -425,6 +425,27 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     s
 }
 
+/// A top operation's cell: a runtime call (`cudaLaunchKernel`, `hipGraphLaunch`) is no op, and
+/// says why it stands in the table: the kernels it launched ran under no CPU op, or replay a
+/// graph whose captured ops this trace does not hold.
+fn op_cell(name: &str) -> String {
+    let runtime = ["cuda", "hip", "cu"].iter().any(|p| {
+        name.strip_prefix(p)
+            .and_then(|rest| rest.chars().next())
+            .is_some_and(|c| c.is_ascii_uppercase())
+    });
+    if !runtime {
+        code_cell(name)
+    } else if name.ends_with("GraphLaunch") {
+        format!("{} (graph replays)", code_cell(name))
+    } else {
+        format!(
+            "{} (a runtime call: kernels launched under no op)",
+            code_cell(name)
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// A tiny share never prints as 0.0 %; zero and ordinary shares print as they are.
@@ -439,5 +460,18 @@ mod tests {
             "0.0% (100% of its time is copies or communication, not compute)"
         );
         assert_eq!(super::share_cell(12.34, 1.0), "12.3%");
+    }
+
+    /// Runtime calls in the top operations say why they stand there; ops are as written.
+    #[test]
+    fn runtime_calls_in_the_top_operations_say_what_they_are() {
+        use super::op_cell;
+        assert_eq!(op_cell("aten::mm"), "`aten::mm`");
+        assert!(
+            op_cell("cudaLaunchKernel").ends_with("(a runtime call: kernels launched under no op)")
+        );
+        assert!(op_cell("hipGraphLaunch").ends_with("(graph replays)"));
+        // A name that merely starts with the letters is no runtime call.
+        assert_eq!(op_cell("cudnn_convolution"), "`cudnn_convolution`");
     }
 }
