@@ -313,6 +313,11 @@ fn a_cold_first_training_iteration_is_left_out_even_with_more_work() {
     );
     let u = &st.utilization;
     assert!(u.cold_busy_ms > 0.0);
+    assert!(
+        cold.issue.contains("and so is the first iteration's GPU work"),
+        "{}",
+        cold.issue
+    );
     let computation = a.timeline.computation as f64 / 1e6;
     assert!((u.computation_ms - (computation - u.cold_busy_ms)).abs() < 1e-9);
     assert!((u.steady_ms - (u.total_ms - u.stall_ms)).abs() < 1e-9);

@@ -419,8 +419,19 @@ fn cold_start_finding(
             p.later_idle_ns as f64 / 1e6,
         )
     });
+    // A cold first training iteration's GPU work leaves the steady state with its idle
+    // (`steady_rows`).
+    let left_out = if c
+        .first_pass
+        .as_ref()
+        .is_some_and(|p| p.iteration && p.busy_ns > 0)
+    {
+        "it is left out of the idle finding and of the steady-state impact, and so is the first iteration's GPU work: every op's time and calls in the findings are the later iterations' (the perf sheets keep the whole trace)"
+    } else {
+        "it is left out of the idle finding and of the steady-state impact"
+    };
     let issue = format!(
-        "{ms:.3} ms of the GPU's idle time ({share_of_idle:.0}% of {idle_ms:.3} ms) is one-time work.{calls}{first_ops}{ranges}{pass} A cold start is not the steady state: it is left out of the idle finding and of the steady-state impact."
+        "{ms:.3} ms of the GPU's idle time ({share_of_idle:.0}% of {idle_ms:.3} ms) is one-time work.{calls}{first_ops}{ranges}{pass} A cold start is not the steady state: {left_out}."
     );
     // Eager module loading is CUDA's switch; on ROCm the warm-up requests do it.
     let amd = inp
