@@ -314,7 +314,8 @@ fn a_cold_first_training_iteration_is_left_out_even_with_more_work() {
     let u = &st.utilization;
     assert!(u.cold_busy_ms > 0.0);
     assert!(
-        cold.issue.contains("and so is the first iteration's GPU work"),
+        cold.issue
+            .contains("and so is the first iteration's GPU work"),
         "{}",
         cold.issue
     );

@@ -128,10 +128,64 @@ pub fn analyze_on(
     is_comm: &CommTest,
     fork: &impl crate::fork::Fork,
 ) -> Option<(CriticalPath, Found)> {
-    if !trace.events.iter().any(|e| e.kind().is_gpu()) {
+    if !has_gpu_work(trace) {
         return None;
     }
     let ctx = context::Context::new(trace);
+    let ((mut cp, mut found), (steps, invalid)) = fork.join(
+        || schedule_with(trace, &ctx, is_comm),
+        || hta_steps(trace, &ctx),
+    );
+    found.extend(invalid);
+    cp.set_hta_steps(steps);
+    Some((cp, found))
+}
+
+/// Jarvis's half of the room alone (the schedule, each step replayed, Jarvis's path): what the
+/// findings' replays need. HTA's paths come apart ([`hta_paths`], then
+/// [`CriticalPath::set_hta_steps`]), so a host can build them beside the work that reads this
+/// half.
+pub fn schedule_only(trace: &Trace, is_comm: &CommTest) -> Option<(CriticalPath, Found)> {
+    if !has_gpu_work(trace) {
+        return None;
+    }
+    Some(schedule_with(trace, &context::Context::new(trace), is_comm))
+}
+
+/// HTA's half alone: the path of every window by HTA's rules, and a diagnostic for each
+/// window without one (none for a trace without GPU work).
+pub fn hta_paths(trace: &Trace) -> (Vec<StepPath>, Found) {
+    if !has_gpu_work(trace) {
+        return Default::default();
+    }
+    hta_steps(trace, &context::Context::new(trace))
+}
+
+impl CriticalPath {
+    /// HTA's paths (`hta_paths`), each given its step's replay.
+    pub fn set_hta_steps(&mut self, mut steps: Vec<StepPath>) {
+        for s in &mut steps {
+            s.replay = self
+                .jarvis
+                .iter()
+                .find(|j| j.step == s.step)
+                .map(|j| j.replay);
+        }
+        self.steps = steps;
+    }
+}
+
+fn has_gpu_work(trace: &Trace) -> bool {
+    trace.events.iter().any(|e| e.kind().is_gpu())
+}
+
+/// Jarvis's half: the schedule and every step by Jarvis's rules, HTA's steps left empty; and
+/// the diagnostic for a trace that synchronizes without `cuda_sync` records.
+fn schedule_with(
+    trace: &Trace,
+    ctx: &context::Context<'_>,
+    is_comm: &CommTest,
+) -> (CriticalPath, Found) {
     let mut found: Found = Vec::new();
     // Missing records only matter where the host synchronized: a trace without a single
     // synchronize or stream-wait call loses no edge.
@@ -155,42 +209,26 @@ pub fn analyze_on(
             ),
         ));
     }
-    let ((sim, sim_windows, jarvis), (mut steps, invalid)) = fork.join(
-        || {
-            let sim = Simulation::new(trace, &ctx);
-            let sim_windows = replay::windows(trace, &sim);
-            let base = sim.run(&sim.offsets);
-            let recorded = replay::spans(&sim, &sim_windows, &sim.rec);
-            let replayed = replay::spans(&sim, &sim_windows, &base);
-            let jarvis: Vec<JarvisStep> = sim_windows
-                .iter()
-                .zip(recorded.iter().zip(&replayed))
-                .map(|(w, (&r, &b))| {
-                    jarvis_step(trace, &sim, w, (r, b), &base, &sim.offsets, is_comm)
-                })
-                .collect();
-            (sim, sim_windows, jarvis)
-        },
-        || hta_steps(trace, &ctx),
-    );
-    found.extend(invalid);
-    for s in &mut steps {
-        s.replay = jarvis.iter().find(|j| j.step == s.step).map(|j| j.replay);
-    }
-    let sync_events = ctx.syncs.len();
-    let replay = Replay {
-        sim: Arc::new(sim),
-        windows: Arc::new(sim_windows),
+    let sim = Simulation::new(trace, ctx);
+    let sim_windows = replay::windows(trace, &sim);
+    let base = sim.run(&sim.offsets);
+    let recorded = replay::spans(&sim, &sim_windows, &sim.rec);
+    let replayed = replay::spans(&sim, &sim_windows, &base);
+    let jarvis: Vec<JarvisStep> = sim_windows
+        .iter()
+        .zip(recorded.iter().zip(&replayed))
+        .map(|(w, (&r, &b))| jarvis_step(trace, &sim, w, (r, b), &base, &sim.offsets, is_comm))
+        .collect();
+    let cp = CriticalPath {
+        steps: Vec::new(),
+        sync_events: ctx.syncs.len(),
+        jarvis,
+        replay: Some(Replay {
+            sim: Arc::new(sim),
+            windows: Arc::new(sim_windows),
+        }),
     };
-    Some((
-        CriticalPath {
-            steps,
-            sync_events,
-            jarvis,
-            replay: Some(replay),
-        },
-        found,
-    ))
+    (cp, found)
 }
 
 /// Every window's path by HTA's rules, and a diagnostic for each window without one.

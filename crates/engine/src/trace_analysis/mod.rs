@@ -562,12 +562,13 @@ fn analyze_tree(
     let (t, tr, reg, nm, total) = (&trace, &tree, &registry, &names, timeline.total);
     // The critical path reads only the trace and is the longest single piece: it starts at
     // once on this thread, and the sheets (both sides of them) are what a second thread takes.
+    // Its schedule only: HTA's paths, which nothing before the files reads, are built beside
+    // the standalone analysis.
     let (critical_path, (rest, (perf, structure))) = fork.join(
         || {
-            crate::critical_path::analyze_on(
+            crate::critical_path::schedule_only(
                 t,
                 &crate::analysis::kernel_kinds::is_communication_kernel,
-                fork,
             )
         },
         || {
@@ -664,37 +665,66 @@ fn analyze_tree(
     let lane_ops = options.timeline_lanes.then_some(op_index);
     let unified = sheets.iter().find(|s| s.name == "unified_perf_summary");
     let headline = headline::headline(&timeline, unified);
-    let standalone = unified.map(|unified| {
-        let src = crate::standalone::Sources {
-            trace: &trace,
-            tree: &tree,
-            timeline: &timeline,
-            idle: &idle_report,
-            unified,
-            coll: sheets.iter().find(|s| s.name == "coll_analysis"),
-            top_ops: &top_ops,
-            platform: platform.as_ref().map(|p| &p.platform),
-            replay_names: &options.replay_ops,
-            trains,
-            steps: &steps,
-            sampled: sampled.as_ref(),
-            cold_rows: &cold_rows,
-        };
-        crate::standalone::analyze(&src, structure)
-    });
+    let standalone = || {
+        unified.map(|unified| {
+            let src = crate::standalone::Sources {
+                trace: &trace,
+                tree: &tree,
+                timeline: &timeline,
+                idle: &idle_report,
+                unified,
+                coll: sheets.iter().find(|s| s.name == "coll_analysis"),
+                top_ops: &top_ops,
+                platform: platform.as_ref().map(|p| &p.platform),
+                replay_names: &options.replay_ops,
+                trains,
+                steps: &steps,
+                sampled: sampled.as_ref(),
+                cold_rows: &cold_rows,
+            };
+            crate::standalone::analyze(&src, structure)
+        })
+    };
     // Each op finding's fix replayed over the trace's schedule (docs/whatif.md); not over a
     // sampled trace's, whose gaps held work it did not keep.
-    let mut standalone = standalone;
-    if let (Some(st), Some(replay), None) = (
-        standalone.as_mut(),
-        critical_path.as_ref().and_then(|c| c.replay.as_ref()),
-        sampled,
-    ) {
-        let bound = critical_path.as_ref().map_or(("", 0.0), |c| {
-            crate::critical_path::summary::dominant_cause(&c.jarvis)
-        });
-        let pre_trace_wait = idle_report.lead_in.as_ref().map_or(0, |l| l.blocked_ns);
-        crate::whatif::impacts::replay_findings(&trace, replay, bound, pre_trace_wait, st, fork);
+    let replayed = |mut standalone: Option<crate::standalone::Standalone>| {
+        if let (Some(st), Some(replay), None) = (
+            standalone.as_mut(),
+            critical_path.as_ref().and_then(|c| c.replay.as_ref()),
+            sampled.as_ref(),
+        ) {
+            let bound = critical_path.as_ref().map_or(("", 0.0), |c| {
+                crate::critical_path::summary::dominant_cause(&c.jarvis)
+            });
+            let pre_trace_wait = idle_report.lead_in.as_ref().map_or(0, |l| l.blocked_ns);
+            crate::whatif::impacts::replay_findings(
+                &trace,
+                replay,
+                bound,
+                pre_trace_wait,
+                st,
+                fork,
+            );
+        }
+        standalone
+    };
+    let has_path = critical_path.is_some();
+    let (mut standalone, (hta_steps, hta_found)) = fork.join(
+        || replayed(standalone()),
+        || {
+            if has_path {
+                crate::critical_path::hta_paths(&trace)
+            } else {
+                Default::default()
+            }
+        },
+    );
+    let mut critical_path = critical_path;
+    if let Some(cp) = critical_path.as_mut() {
+        cp.set_hta_steps(hta_steps);
+    }
+    for (kind, n, example) in hta_found {
+        trace.diagnostics.add(kind, n, example);
     }
     // A fragment (a handful of kernels): its findings stay, unranked, and the trace says so.
     if let Some(st) = standalone.as_mut() {

@@ -106,18 +106,24 @@ pub fn recorded_workgroups(name: &str, l: &LaunchDims) -> u64 {
 /// workgroup per compute unit: its grid is the workgroups the GPU holds at once, and a tile
 /// scheduler loops them over the tiles, so the name's tiles over the shape count (Qwen1.5's
 /// 8944 × 2816 projection: grid 132 on 132 SMs, 1540 tiles of 128 × 128). Without a tile in the
-/// name such a grid says nothing of the work (`None`). A persistent grid under the units is
-/// every tile there is.
+/// name such a grid says nothing of the work (`None`). A persistent grid a little under the
+/// units is no count of tiles either: cuBLAS's sm90 kernels launch as many workgroups as their
+/// clusters can keep resident (Qwen1.5's 8944 × 1024 projections: grid [30, 4, 1], 120 on 132
+/// SMs, for 560 tiles), so the name's tiles count there too; without them, a grid under three
+/// quarters of the units is every tile there is.
 fn work_tiles(
     recorded: u64,
     persistent: bool,
     tiling: Option<&GemmTiling>,
     units: u64,
 ) -> Option<u64> {
-    if !persistent || recorded < units {
+    if !persistent {
         return Some(recorded);
     }
-    tiling.map(|t| t.workgroups.max(recorded))
+    match tiling {
+        Some(t) => Some(t.workgroups.max(recorded)),
+        None => (recorded * 4 < units * 3).then_some(recorded),
+    }
 }
 
 /// `[41, 1, 16]`.
@@ -1292,6 +1298,18 @@ mod tests {
             !keys(&persistent).contains(&"gemm_sibling_projections"),
             "{:?}",
             keys(&persistent)
+        );
+        // Launched with the 120 workgroups its clusters keep resident, not one per SM: still
+        // the resident set, not the 560 tiles.
+        let mut clustered = persistent.clone();
+        clustered.kernel_launch = vec![Some(crate::model::LaunchDims {
+            grid: [30, 4, 1],
+            block: [384, 1, 1],
+        })];
+        assert!(
+            !keys(&clustered).contains(&"gemm_sibling_projections"),
+            "{:?}",
+            keys(&clustered)
         );
         let one_wave = gemm("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8::Params)");
         assert!(keys(&one_wave).contains(&"gemm_sibling_projections"));
