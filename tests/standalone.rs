@@ -764,3 +764,38 @@ fn negligible_findings_are_named_not_argued() {
     // A finding that saves more is still argued.
     assert!(recommendations.contains("### 🔴 Critical Priority: GPU idle time"));
 }
+
+/// One cause, one recommendation across ops: MI300X DDP ResNet-18's BatchNorm forward and
+/// backward both run one workgroup per channel (grid [64, 1, 1] and up on 304 CUs), both fixed
+/// by channels_last. The backward (more time) is the recommendation and names the forward,
+/// whose finding stays in the BatchNorm detail.
+#[test]
+fn one_cause_in_two_ops_is_one_recommendation() {
+    let Some(a) = real("mi300x_ddp_resnet18_train.json.gz") else {
+        return;
+    };
+    let st = standalone(&a);
+    let per_channel: Vec<&Bottleneck> = st
+        .recommendations
+        .iter()
+        .map(|&r| st.bottleneck(r))
+        .filter(|b| b.title.contains("one workgroup per channel"))
+        .collect();
+    assert_eq!(
+        per_channel.len(),
+        1,
+        "{:?}",
+        per_channel.iter().map(|b| &b.title).collect::<Vec<_>>()
+    );
+    let kept = per_channel[0];
+    assert_eq!(kept.op_name, "aten::native_batch_norm_backward");
+    assert!(
+        kept.issue
+            .contains("The same cause holds `aten::batch_norm`"),
+        "{}",
+        kept.issue
+    );
+    // The forward's finding is still in its category.
+    let fwd = find(st, SeedCategory::Batchnorm, "`aten::batch_norm`");
+    assert!(fwd.title.contains("one workgroup per channel"));
+}

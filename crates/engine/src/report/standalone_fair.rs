@@ -190,15 +190,28 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         );
     }
     let h = &a.headline;
+    // With a part left out, the rows say which window they are of: the compute time is the
+    // steady state's (a cold iteration's work is not in it), the split the whole trace's.
+    let (steady, whole) = if u.stall_ms > 0.0 && u.cold_busy_ms > 0.0 {
+        (" (steady state)", " (whole trace)")
+    } else if u.stall_ms > 0.0 {
+        ("", " (whole trace)")
+    } else {
+        ("", "")
+    };
     let _ = writeln!(s, "| Metric | Value |\n|--------|-------|");
-    let _ = writeln!(s, "| Total Compute Time | {:.3} ms |", u.computation_ms);
     let _ = writeln!(
         s,
-        "| GPU Utilization (busy) | {} |",
+        "| Total Compute Time{steady} | {:.3} ms |",
+        u.computation_ms
+    );
+    let _ = writeln!(
+        s,
+        "| GPU Utilization (busy){whole} | {} |",
         h.gpu_utilization_pct
             .map_or("–".into(), |x| format!("{x:.1}%"))
     );
-    let _ = writeln!(s, "| Computation / Idle / Exposed comm / Exposed memcpy | {:.1}% / {:.1}% / {:.1}% / {:.1}% |", u.computation_pct, u.idle_pct, u.exposed_comm_pct, u.exposed_memcpy_pct);
+    let _ = writeln!(s, "| Computation / Idle / Exposed comm / Exposed memcpy{whole} | {:.1}% / {:.1}% / {:.1}% / {:.1}% |", u.computation_pct, u.idle_pct, u.exposed_comm_pct, u.exposed_memcpy_pct);
     if let Some(c) = top_cat {
         let _ = writeln!(
             s,

@@ -620,6 +620,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             .then(b.impact.mid_pct.total_cmp(&a.impact.mid_pct))
             .then(b.time_ms.total_cmp(&a.time_ms))
     });
+    findings::merge::same_cause_recommendations(&mut categories, &mut recommendations);
 
     // Call stack and subtree of every row's example instance (the page's ops explorer); the
     // output contract's tree data is the longest signatures' of each category.

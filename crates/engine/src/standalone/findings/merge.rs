@@ -211,3 +211,56 @@ fn covers(scope: &Scope, x: &Bottleneck, rows: &[OpRow]) -> bool {
         .sum();
     in_class && x.time_ms > 0.0 && inside_ms >= ABSORB_MIN_SHARE * x.time_ms
 }
+
+/// One cause, one recommendation, across ops: op findings of one category that name the same
+/// root cause (their first cause's key) and the same action are one fix (BatchNorm forward and
+/// backward, both one workgroup per channel, both fixed by channels_last). The one with more
+/// time stays a recommendation and names the others; they leave the ranked list and stay in
+/// their category's detail. Returns how many left.
+pub fn same_cause_recommendations(
+    categories: &mut [CategoryFindings],
+    recommendations: &mut Vec<(usize, usize)>,
+) -> usize {
+    let key = |b: &Bottleneck| {
+        (!b.pattern && !b.op_name.is_empty())
+            .then(|| {
+                b.causes
+                    .first()
+                    .map(|c| (b.category, c.key, b.path_a.clone()))
+            })
+            .flatten()
+    };
+    // Each recommendation's group: the first (most time) of its key keeps it.
+    let mut order: Vec<(usize, usize)> = recommendations.clone();
+    order.sort_by(|x, y| {
+        let (a, b) = (
+            &categories[x.0].bottlenecks[x.1],
+            &categories[y.0].bottlenecks[y.1],
+        );
+        b.time_ms.total_cmp(&a.time_ms)
+    });
+    let mut keepers: Vec<((usize, usize), _)> = Vec::new();
+    let mut gone: Vec<((usize, usize), (usize, usize))> = Vec::new();
+    for at in order {
+        let Some(k) = key(&categories[at.0].bottlenecks[at.1]) else {
+            continue;
+        };
+        match keepers.iter().find(|(_, kk)| *kk == k) {
+            Some((keeper, _)) => gone.push((at, *keeper)),
+            None => keepers.push((at, k)),
+        }
+    }
+    for &(at, keeper) in &gone {
+        let (name, ms) = {
+            let b = &categories[at.0].bottlenecks[at.1];
+            (b.op_name.clone(), b.time_ms)
+        };
+        let k = &mut categories[keeper.0].bottlenecks[keeper.1];
+        k.issue.push_str(&format!(
+            " The same cause holds {} ({ms:.3} ms; its finding stays in the detailed analysis): the one fix covers both.",
+            code(&name)
+        ));
+    }
+    recommendations.retain(|at| !gone.iter().any(|(g, _)| g == at));
+    gone.len()
+}
