@@ -729,3 +729,59 @@ fn a_sampled_trace_states_its_communication_time_not_its_overlap() {
     );
     assert!(b.impact.mid_pct == 0.0, "{:?}", b.impact);
 }
+
+/// A benchmark harness's cache flush between measured runs (PARAM's `[param|clear_cache]`: host
+/// work while the GPU waits) is the harness's idle, not the workload's: it leaves the steady
+/// state with its own finding, and the idle finding keeps only the rest. The same
+/// ranges under another name are the workload's (docs/analysis.md, "Cold starts and warm-up
+/// ranges").
+#[test]
+fn a_harness_cache_flush_is_left_out_of_the_steady_state() {
+    let run = |range: &str| {
+        let mut events = Vec::new();
+        for k in 0..4i64 {
+            let base = k * 100_000;
+            events.push(format!(r#"{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": {base}, "dur": 100000}}"#));
+            events.push(format!(r#"{{"ph": "X", "cat": "user_annotation", "name": "{range}", "pid": 1, "tid": 1, "ts": {}, "dur": 40000}}"#, base + 1000));
+            events.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::zeros", "pid": 1, "tid": 1, "ts": {}, "dur": 39000}}"#, base + 1000));
+            events.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {}, "dur": 10}}"#, base + 42000));
+            events.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {k}}}}}"#, base + 42002));
+            events.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": {}, "dur": 50000, "args": {{"correlation": {k}, "stream": 7}}}}"#, base + 42010));
+        }
+        let text = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
+        analyze_trace(import::import_bytes(text.as_bytes()).expect("imports"))
+    };
+    let a = run("[param|clear_cache]");
+    let st = a.standalone.as_ref().expect("standalone");
+    let harness = find(st, "Benchmark harness").expect("harness finding");
+    assert!(
+        harness
+            .issue
+            .contains("3 cache-flush ranges (such as `[param|clear_cache]`)"),
+        "{}",
+        harness.issue
+    );
+    // Three 50 ms gaps between the kernels, 40 ms of each inside a flush: 120 ms left out,
+    // 30 ms of the workload's idle stay.
+    assert!(
+        (st.utilization.cold_ms - 120.0).abs() < 0.01,
+        "{:?}",
+        st.utilization
+    );
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        idle.issue.contains("The GPU is idle for 30.000 ms"),
+        "{}",
+        idle.issue
+    );
+    assert!(
+        (harness.time_ms - 120.0).abs() < 0.01,
+        "{}",
+        harness.time_ms
+    );
+    // Named for something else, the same ranges are the workload's.
+    let a = run("[param|data_prep]");
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(find(st, "Benchmark harness").is_none(), "{}", all_text(st));
+    assert_eq!(st.utilization.cold_ms, 0.0);
+}

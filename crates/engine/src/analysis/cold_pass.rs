@@ -64,7 +64,9 @@ fn marks_a_pass(trace: &Trace, e: &crate::model::Event) -> bool {
     match e.kind() {
         EventKind::PythonFunction => name.starts_with("nn.Module: "),
         EventKind::UserAnnotation => {
-            !name.starts_with("ProfilerStep#") && !super::host_wait::warmup_range(name)
+            !name.starts_with("ProfilerStep#")
+                && !super::host_wait::warmup_range(name)
+                && !super::host_wait::cache_flush_range(name)
         }
         _ => false,
     }

@@ -474,6 +474,13 @@ pub struct ColdStart {
     /// covered time lies in, and the first one's name.
     pub warmup_ranges: u32,
     pub warmup_name: String,
+    /// Cache-flush ranges (a benchmark harness clearing the caches between measured runs:
+    /// PARAM's `[param|clear_cache]`) the covered time lies in, and the first one's name: the
+    /// GPU's idle in them is the harness's, not the workload's.
+    #[serde(default)]
+    pub flush_ranges: u32,
+    #[serde(default)]
+    pub flush_name: String,
     /// A repeated range whose first pass ran cold (`cold_pass`), where its idle time counts.
     pub first_pass: Option<super::cold_pass::ColdPass>,
     /// Ops whose first call ran cold (`cold_pass::cold_first_calls`) in the covered time, and
@@ -496,6 +503,21 @@ impl ColdStart {
     pub fn host_wait_ns(&self) -> Nanos {
         (self.ns - self.kernel_wait_ns - self.other_ns).max(0)
     }
+}
+
+/// Whether a user annotation names a cache flush between measured runs (`clear_cache`,
+/// `flush_cache`, `cache_flush`, `flush_l2`, `l2_flush`, any case): a benchmark harness's work.
+pub fn cache_flush_range(name: &str) -> bool {
+    let l = name.to_ascii_lowercase();
+    [
+        "clear_cache",
+        "flush_cache",
+        "cache_flush",
+        "flush_l2",
+        "l2_flush",
+    ]
+    .iter()
+    .any(|k| l.contains(k))
 }
 
 /// Whether a user annotation names a warm-up phase (`warmup`, `warm_up`, `warm-up`, any case).
@@ -710,7 +732,10 @@ pub fn causes_and_context(
             };
             let is_warmup = |i: u32| {
                 let e = &trace.events[i as usize];
-                e.kind() == EventKind::UserAnnotation && warmup_range(trace.name(e))
+                e.kind() == EventKind::UserAnnotation && {
+                    let n = trace.name(e);
+                    warmup_range(n) || cache_flush_range(n)
+                }
             };
             let mut spans = union_of(trace, &cands, w, |i| is_cold(i) || is_warmup(i));
             // The gap's part inside a cold first pass is warm-up too.
@@ -739,9 +764,15 @@ pub fn causes_and_context(
                 }
                 for &i in cands.iter().filter(|&&i| is_warmup(i)) {
                     if cold_seen.insert(i) {
-                        cold.warmup_ranges += 1;
-                        if cold.warmup_name.is_empty() {
-                            cold.warmup_name = trace.name(&trace.events[i as usize]).to_owned();
+                        let name = trace.name(&trace.events[i as usize]);
+                        let (n, first) = if cache_flush_range(name) {
+                            (&mut cold.flush_ranges, &mut cold.flush_name)
+                        } else {
+                            (&mut cold.warmup_ranges, &mut cold.warmup_name)
+                        };
+                        *n += 1;
+                        if first.is_empty() {
+                            *first = name.to_owned();
                         }
                     }
                 }

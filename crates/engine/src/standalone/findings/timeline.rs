@@ -334,8 +334,14 @@ fn cold_start_finding(
         5,
     );
     let plural = |n: u32| if n == 1 { "" } else { "s" };
-    let title = if c.warmup_ranges > 0 {
+    let title = if c.warmup_ranges > 0 && c.flush_ranges > 0 {
+        format!(
+            "Warm-up and harness: {ms:.3} ms of idle in warm-up ranges, cache flushes and first calls"
+        )
+    } else if c.warmup_ranges > 0 {
         format!("Warm-up: {ms:.3} ms of idle in warm-up ranges and first calls")
+    } else if c.flush_ranges > 0 {
+        format!("Benchmark harness: {ms:.3} ms of idle in cache-flush ranges and first calls")
     } else if let Some(p) = c.first_pass.as_ref().filter(|p| p.iteration) {
         format!(
             "Cold first iteration: {ms:.3} ms of idle in the first of {} training iterations",
@@ -389,6 +395,17 @@ fn cold_start_finding(
     } else {
         String::new()
     };
+    let flushes = if c.flush_ranges > 0 {
+        format!(
+            " The trace marks {} cache-flush range{} (such as {}): a benchmark harness clearing the caches between measured runs; the GPU's idle time inside them is the harness's, not the workload's.",
+            c.flush_ranges,
+            plural(c.flush_ranges),
+            code(&short(&c.flush_name, 80))
+        )
+    } else {
+        String::new()
+    };
+    let ranges = format!("{ranges}{flushes}");
     let pass = c.first_pass.as_ref().map_or(String::new(), |p| {
         if p.iteration {
             let busy = p.busy_ns as f64 / p.later_busy_ns.max(1) as f64;
@@ -456,7 +473,7 @@ fn cold_start_finding(
         key: "idle_cold_start",
         title: format!("cold start: {ms:.3} ms of first-call stalls"),
         evidence: format!(
-            "{} set-up or first-launch call{} of at least 1 ms{}{}{}; left out of the steady state",
+            "{} set-up or first-launch call{} of at least 1 ms{}{}{}{}; left out of the steady state",
             c.calls,
             plural(c.calls),
             if c.calls > 0 {
@@ -473,6 +490,15 @@ fn cold_start_finding(
                     ", and idle inside {} warm-up range{}",
                     c.warmup_ranges,
                     plural(c.warmup_ranges)
+                )
+            } else {
+                String::new()
+            },
+            if c.flush_ranges > 0 {
+                format!(
+                    ", and idle inside {} cache-flush range{} (the harness's)",
+                    c.flush_ranges,
+                    plural(c.flush_ranges)
                 )
             } else {
                 String::new()
