@@ -132,10 +132,13 @@ fn replayed_line(st: &Standalone, f: &Finding) -> Option<String> {
         .iter()
         .flat_map(|c| &c.bottlenecks)
         .find(|b| b.row == Some(row))?;
-    let text = b.impact.replayed_text()?;
-    let text = text.trim_start_matches("replayed: ");
+    let text = b.impact.replayed_body()?;
+    let what = b
+        .impact
+        .replayed_qualifier()
+        .map_or(String::new(), |q| format!(" ({q})"));
     Some(format!(
-        "*The fix of {}, replayed over the trace's schedule: {text}; the fair report ranks it {} by that (docs/whatif.md).*",
+        "*The fix of {}, replayed over the trace's schedule{what}: {text}; the fair report ranks it {} by that (docs/whatif.md).*",
         op_name(&top.name),
         b.priority.label()
     ))

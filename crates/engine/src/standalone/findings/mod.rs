@@ -149,6 +149,22 @@ impl Impact {
     }
 
     pub fn replayed_text(&self) -> Option<String> {
+        let body = self.replayed_body()?;
+        Some(match self.replayed_qualifier() {
+            Some(q) => format!("replayed ({q}): {body}"),
+            None => format!("replayed: {body}"),
+        })
+    }
+
+    /// What the replayed cut is, where it is no diagnosis: without a perf model the cut is the
+    /// heuristic's guess, and the replay says what the schedule does with it, not that the op
+    /// can lose that much.
+    pub fn replayed_qualifier(&self) -> Option<&'static str> {
+        (self.method == ImpactMethod::Heuristic).then_some("the guessed cut: no perf model")
+    }
+
+    /// [`Impact::replayed_text`] without its `replayed: ` head.
+    pub fn replayed_body(&self) -> Option<String> {
         let r = self.replayed?;
         Some(if self.replayed_saves_nothing() {
             // Why the cut saves nothing: a path the GPU holds means the cut work overlaps
@@ -164,7 +180,7 @@ impl Impact {
                 ),
             };
             format!(
-                "replayed: saves ~0 ({:.3} ms of the {:.3} ms cut: {why})",
+                "saves ~0 ({:.3} ms of the {:.3} ms cut: {why})",
                 r.saved_ms(),
                 r.cut_ms
             )
@@ -182,7 +198,7 @@ impl Impact {
                 _ => None,
             };
             format!(
-                "replayed: {:.1} → {:.1} ms, saves {:.3} ms ({:.1}% {}){}",
+                "{:.1} → {:.1} ms, saves {:.3} ms ({:.1}% {}){}",
                 r.before_ms,
                 r.after_ms,
                 r.saved_ms(),
@@ -862,8 +878,26 @@ mod tests {
                 bound_by,
                 bound_pct,
             }),
+            method: ImpactMethod::Roofline,
             ..Impact::default()
         }
+    }
+
+    /// Without a perf model the replayed cut is the heuristic's guess, and the line says so.
+    #[test]
+    fn a_replayed_guess_says_it_is_one() {
+        let mut i = saving(1.5, "gpu_compute_bound", 80.0);
+        assert!(
+            i.text().contains("; replayed: 150.0 → 148.5 ms"),
+            "{}",
+            i.text()
+        );
+        i.method = ImpactMethod::Heuristic;
+        let t = i.replayed_text().expect("replayed");
+        assert!(
+            t.starts_with("replayed (the guessed cut: no perf model): 150.0 → 148.5 ms"),
+            "{t}"
+        );
     }
 
     /// A fix that saves nothing says why: the path's own cause where the host or the launches
