@@ -655,18 +655,21 @@ fn analyze_tree(
             (first, last)
         },
     };
-    // The lanes are built from the trace and tree once the rest is done (`finish_lanes`: at the
-    // end of this function, or by the host with `lanes_later`).
     // A cold first training iteration's part of each op row, which the findings leave out.
     let cold_rows = crate::standalone::steady_rows::cold_iteration(&idle_report)
         .filter(|_| sampled.is_none())
         .map(|p| crate::standalone::steady_rows::within(&trace, op_index.owned(), p.window))
         .unwrap_or_default();
+    // The lanes are built from the trace and tree once the rest is done (`finish_lanes`: at the
+    // end of this function, or by the host with `lanes_later`).
     let lane_ops = options.timeline_lanes.then_some(op_index);
     let unified = sheets.iter().find(|s| s.name == "unified_perf_summary");
     let headline = headline::headline(&timeline, unified);
-    let standalone = || {
-        unified.map(|unified| {
+    // The standalone analysis, each op finding's fix then replayed over the trace's schedule
+    // (docs/whatif.md; not over a sampled trace's, whose gaps held work it did not keep); beside
+    // it, HTA's paths, which only the files read.
+    let analyzed = || {
+        let mut standalone = unified.map(|unified| {
             let src = crate::standalone::Sources {
                 trace: &trace,
                 tree: &tree,
@@ -683,42 +686,29 @@ fn analyze_tree(
                 cold_rows: &cold_rows,
             };
             crate::standalone::analyze(&src, structure)
-        })
-    };
-    // Each op finding's fix replayed over the trace's schedule (docs/whatif.md); not over a
-    // sampled trace's, whose gaps held work it did not keep.
-    let replayed = |mut standalone: Option<crate::standalone::Standalone>| {
-        if let (Some(st), Some(replay), None) = (
+        });
+        if let (Some(st), Some(cp), None) = (
             standalone.as_mut(),
-            critical_path.as_ref().and_then(|c| c.replay.as_ref()),
+            critical_path.as_ref(),
             sampled.as_ref(),
         ) {
-            let bound = critical_path.as_ref().map_or(("", 0.0), |c| {
-                crate::critical_path::summary::dominant_cause(&c.jarvis)
-            });
-            let pre_trace_wait = idle_report.lead_in.as_ref().map_or(0, |l| l.blocked_ns);
-            crate::whatif::impacts::replay_findings(
-                &trace,
-                replay,
-                bound,
-                pre_trace_wait,
-                st,
-                fork,
-            );
+            if let Some(replay) = cp.replay.as_ref() {
+                let bound = crate::critical_path::summary::dominant_cause(&cp.jarvis);
+                let pre_trace_wait = idle_report.lead_in.as_ref().map_or(0, |l| l.blocked_ns);
+                crate::whatif::impacts::replay_findings(
+                    &trace,
+                    replay,
+                    bound,
+                    pre_trace_wait,
+                    st,
+                    fork,
+                );
+            }
         }
         standalone
     };
-    let has_path = critical_path.is_some();
-    let (mut standalone, (hta_steps, hta_found)) = fork.join(
-        || replayed(standalone()),
-        || {
-            if has_path {
-                crate::critical_path::hta_paths(&trace)
-            } else {
-                Default::default()
-            }
-        },
-    );
+    let (mut standalone, (hta_steps, hta_found)) =
+        fork.join(analyzed, || crate::critical_path::hta_paths(&trace));
     let mut critical_path = critical_path;
     if let Some(cp) = critical_path.as_mut() {
         cp.set_hta_steps(hta_steps);

@@ -385,27 +385,32 @@ fn cold_start_finding(
             }
         )
     });
-    let ranges = if c.warmup_ranges > 0 {
+    // Ranges the run marks as not the workload's: warm-up, and a harness's cache flushes.
+    let marked = |n: u32, name: &str, what: &str, whose: &str| {
+        if n == 0 {
+            return String::new();
+        }
         format!(
-            " The trace marks {} warm-up range{} (such as {}): the GPU's idle time inside them is the run warming up (first calls, autotuning, allocations).",
+            " The trace marks {n} {what} range{} (such as {}): {whose}.",
+            plural(n),
+            code(&short(name, 80))
+        )
+    };
+    let ranges = format!(
+        "{}{}",
+        marked(
             c.warmup_ranges,
-            plural(c.warmup_ranges),
-            code(&short(&c.warmup_name, 80))
-        )
-    } else {
-        String::new()
-    };
-    let flushes = if c.flush_ranges > 0 {
-        format!(
-            " The trace marks {} cache-flush range{} (such as {}): a benchmark harness clearing the caches between measured runs; the GPU's idle time inside them is the harness's, not the workload's.",
+            &c.warmup_name,
+            "warm-up",
+            "the GPU's idle time inside them is the run warming up (first calls, autotuning, allocations)"
+        ),
+        marked(
             c.flush_ranges,
-            plural(c.flush_ranges),
-            code(&short(&c.flush_name, 80))
+            &c.flush_name,
+            "cache-flush",
+            "a benchmark harness clearing the caches between measured runs; the GPU's idle time inside them is the harness's, not the workload's"
         )
-    } else {
-        String::new()
-    };
-    let ranges = format!("{ranges}{flushes}");
+    );
     let pass = c.first_pass.as_ref().map_or(String::new(), |p| {
         if p.iteration {
             let busy = p.busy_ns as f64 / p.later_busy_ns.max(1) as f64;
@@ -447,8 +452,17 @@ fn cold_start_finding(
     } else {
         "it is left out of the idle finding and of the steady-state impact"
     };
+    // A harness's flushes recur with every measured run: not one-time, but not the workload's.
+    let (kind, what) = if c.flush_ranges > 0 {
+        (
+            "is set-up or harness work",
+            "Neither is the workload's steady state",
+        )
+    } else {
+        ("is one-time work", "A cold start is not the steady state")
+    };
     let issue = format!(
-        "{ms:.3} ms of the GPU's idle time ({share_of_idle:.0}% of {idle_ms:.3} ms) is one-time work.{calls}{first_ops}{ranges}{pass} A cold start is not the steady state: {left_out}."
+        "{ms:.3} ms of the GPU's idle time ({share_of_idle:.0}% of {idle_ms:.3} ms) {kind}.{calls}{first_ops}{ranges}{pass} {what}: {left_out}."
     );
     // Eager module loading is CUDA's switch; on ROCm the warm-up requests do it.
     let amd = inp
