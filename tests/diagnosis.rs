@@ -803,6 +803,38 @@ fn gradients_zeroed_by_kernels_are_one_replayed_finding() {
     assert!(!findings(st).any(|x| x.title.starts_with("Gradients zeroed")));
 }
 
+/// A per-tensor optimizer's fix (`foreach=True`) replayed: each call's 24 kernels become one
+/// kernel of their time less the fixed costs the finding names (1.440 ms in all), and the
+/// call's host time that of one dispatch per op kind (2 of 24). The planted trace is nothing but
+/// those calls, its host ahead of its GPU: the replay saves at least the fixed costs, and never
+/// more than the fused kernels leave (their GPU time stays). The foreach form gets no finding.
+#[test]
+fn a_per_tensor_optimizer_replays_its_foreach_form() {
+    let c = case("optimizer_per_tensor").expect("case");
+    let a = analyze_on(&case_bytes(&c), platform_of(&c));
+    let st = standalone(&a);
+    let b = findings(st)
+        .find(|b| keys(b).contains(&"optimizer_per_tensor"))
+        .expect("the optimizer finding");
+    let kinds: Vec<&str> = b.fix.iter().map(|(k, _)| *k).collect();
+    assert_eq!(kinds, ["fuse", "scale"], "{:?}", b.fix);
+    assert!(b.fix[1].1.ends_with("=0.0833"), "{:?}", b.fix);
+    let r = b.impact.replayed.expect("replayed");
+    let fused_ms = 20.0 * 12.0 * (0.050 + 0.075) - 1.440;
+    assert!(
+        r.saved_ms() >= 1.440 - 1e-3,
+        "{} → {}",
+        r.before_ms,
+        r.after_ms
+    );
+    assert!(
+        r.after_ms >= fused_ms - 1e-3,
+        "{} → {}",
+        r.before_ms,
+        r.after_ms
+    );
+}
+
 /// A replayed saving is a share of the length it was measured on, and without steps that
 /// length is the GPU timeline's span: the planted zero_grad trace with 19 ms of host setup
 /// before its first kernel (a script's imports and model build) states the same saving, of the

@@ -419,6 +419,34 @@ fn the_autograd_thread_follows_the_forward_thread() {
     assert_eq!(predict(&t, &[("remove-sync", "all")]), vec![(252.0, 158.0)]);
 }
 
+/// The same hand-over in a PyTorch 1.x trace, whose autograd thread records the backward nodes
+/// themselves (`MmBackward`, `Operator` events) and no `evaluate_function` frames: the replay
+/// still ties the two threads (halving the forward kernel moves the end 50 µs), while HTA's
+/// thread merge, keyed on `evaluate_function` alone, keeps them apart.
+#[test]
+fn the_autograd_thread_follows_the_forward_thread_in_older_traces() {
+    let t = trace(
+        r#"{"traceEvents": [
+  {"ph": "X", "cat": "Operator", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
+  {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 2, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "Kernel", "name": "fwd_gemm", "pid": 0, "tid": 7, "ts": 5, "dur": 100, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "Runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 1, "ts": 12, "dur": 96, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "Operator", "name": "MmBackward", "pid": 1, "tid": 2, "ts": 200, "dur": 20},
+  {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 201, "dur": 2, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "Kernel", "name": "bwd_gemm", "pid": 0, "tid": 7, "ts": 204, "dur": 48, "args": {"correlation": 3, "stream": 7}}
+]}"#,
+    );
+    let cp = analyze(&t);
+    assert_eq!(cp.replay.as_ref().expect("replay").sim.hand_overs, 1);
+    assert_eq!(
+        predict(&t, &[("scale", "kernel:fwd_gemm=0.5")]),
+        vec![(252.0, 202.0)]
+    );
+    assert!(
+        critical_path::context::autograd_threads(&t, critical_path::calls::is_autograd).is_none()
+    );
+}
+
 /// What the page shows of the path: the step's causes and the events holding it
 /// (`critical_path::summary`), and the path's own timeline lane, hop by hop on the trace's
 /// clock, each GPU hop linked to its op.

@@ -268,15 +268,19 @@ impl ThreadIndex {
     }
 }
 
-/// The sync that released during a gap, labelled by the op it stands for (outermost wins),
-/// with how long the host sat in it (the lead over the GPU it gave up), ns.
-fn released_sync(
+/// The syncs that released during a gap, each labelled by the op it stands for (outermost
+/// wins), grouped by label, with how long the host sat in them (the lead over the GPU they
+/// gave up: the union of their spans, ns), the most first. A gap can hold several (a backward
+/// op freeing three buffers with the caching allocator off: three `hipFree`s, each draining
+/// the device), and each is host time the GPU waited through.
+fn released_syncs(
     trace: &Trace,
     tree: &CallTree,
     candidates: &[u32],
     gap: &Gap,
-) -> Option<((CauseKind, String, u32), Nanos)> {
-    let mut best: Option<((CauseKind, String, u32), Nanos)> = None;
+) -> Vec<((CauseKind, String, u32), Nanos)> {
+    // (label, the spans of its calls); labels in the order first found.
+    let mut by: Vec<((CauseKind, String, u32), Vec<Span>)> = Vec::new();
     for &i in candidates {
         let e = &trace.events[i as usize];
         if e.end() < gap.start - SYNC_TOLERANCE_NS || e.end() > gap.end {
@@ -304,21 +308,26 @@ fn released_sync(
         } else {
             None
         };
-        if let Some(f) = found {
-            // Prefer a named op over a bare call; otherwise the latest release.
-            let better = match &best {
-                None => true,
-                Some((b, _)) => {
-                    (b.0 == CauseKind::ExplicitSync && f.0 != CauseKind::ExplicitSync)
-                        || (b.0 == f.0 && e.end() > trace.events[b.2 as usize].end())
+        let Some(f) = found else { continue };
+        let span = (e.ts, e.end());
+        match by.iter_mut().find(|(l, _)| l.0 == f.0 && l.1 == f.1) {
+            // The latest release names the group.
+            Some((l, spans)) => {
+                if e.end() > trace.events[l.2 as usize].end() {
+                    l.2 = f.2;
                 }
-            };
-            if better {
-                best = Some((f, e.dur));
+                spans.push(span);
             }
+            None => by.push((f, vec![span])),
         }
     }
-    best
+    let mut out: Vec<((CauseKind, String, u32), Nanos)> = by
+        .into_iter()
+        .map(|(l, spans)| (l, length(&merge(spans))))
+        .collect();
+    // A named op before a bare call; then the longest wait.
+    out.sort_by_key(|(l, ns)| (l.0 == CauseKind::ExplicitSync, std::cmp::Reverse(*ns)));
+    out
 }
 
 /// Clipped union of the candidates passing `keep`, within `w`.
@@ -396,7 +405,7 @@ fn blame_gap(trace: &Trace, tree: &CallTree, index: &ThreadIndex, gap: &Gap) -> 
     // A sync explains as much of the gap as the lead it gave up: the time the host sat in it
     // while the GPU drained. Host work after it beyond that would have left the GPU idle
     // anyway (a benchmark's cache flush and allocations after its timing barrier).
-    if let Some(((kind, label, ex), waited)) = released_sync(trace, tree, &cands, gap) {
+    for ((kind, label, ex), waited) in released_syncs(trace, tree, &cands, gap) {
         let blamed = rest.min(waited.max(0));
         push(kind, ex, blamed, label);
         rest -= blamed;

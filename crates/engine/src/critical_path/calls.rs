@@ -62,9 +62,42 @@ pub fn is_autograd(name: &str) -> bool {
     name.starts_with("autograd::engine::evaluate_function")
 }
 
+/// An autograd engine event for the replay's hand-over: `evaluate_function` frames, or a
+/// backward node itself (`AddmmBackward0`, `CudnnConvolutionBackward` in PyTorch 1.x traces,
+/// which have no `evaluate_function` frames; `torch::autograd::AccumulateGrad`). Only the
+/// thread running them matters, and a name ending `Backward` plus digits is the node class
+/// autograd generates for each differentiable op.
+pub fn is_autograd_node(name: &str) -> bool {
+    is_autograd(name)
+        || name == "torch::autograd::AccumulateGrad"
+        || name
+            .trim_end_matches(|c: char| c.is_ascii_digit())
+            .ends_with("Backward")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn backward_nodes_are_autograd_events_for_the_replay() {
+        for n in [
+            "autograd::engine::evaluate_function: AddmmBackward0",
+            "CudnnConvolutionBackward",
+            "AddmmBackward0",
+            "torch::autograd::AccumulateGrad",
+        ] {
+            assert!(is_autograd_node(n), "{n}");
+        }
+        for n in [
+            "aten::convolution_backward",
+            "Optimizer.step#SGD.step",
+            "Backward pass",
+        ] {
+            assert!(!is_autograd_node(n), "{n}");
+        }
+        assert!(!is_autograd("CudnnConvolutionBackward"));
+    }
 
     #[test]
     fn names_follow_hta() {

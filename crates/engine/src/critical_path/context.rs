@@ -219,8 +219,10 @@ fn queue_lengths(trace: &Trace, call_by_corr: &HashMap<i64, u32>, ts: &[i64]) ->
 /// The forward thread and the autograd engine's thread: the one thread holding autograd
 /// events, and the thread of the first ProfilerStep, else the one with the most CPU ops, in
 /// the same process. `None` without exactly one autograd thread. HTA head's merge
-/// ([`merged_threads`]) and the replay's hand-over (`waits`) both start from it.
-pub fn autograd_threads(trace: &Trace) -> Option<(LaneId, LaneId)> {
+/// ([`merged_threads`]) and the replay's hand-over (`waits`) both start from it: HTA's with
+/// `calls::is_autograd`, the replay's with `calls::is_autograd_node` (older traces name the
+/// nodes but have no `evaluate_function` frames).
+pub fn autograd_threads(trace: &Trace, is_autograd: fn(&str) -> bool) -> Option<(LaneId, LaneId)> {
     let mut backward: Option<LaneId> = None;
     let mut several = false;
     let mut ops: HashMap<LaneId, usize> = HashMap::default();
@@ -229,7 +231,7 @@ pub fn autograd_threads(trace: &Trace) -> Option<(LaneId, LaneId)> {
         match e.kind() {
             EventKind::CpuOp => {
                 *ops.entry(e.lane()).or_default() += 1;
-                if calls::is_autograd(trace.name(e)) {
+                if is_autograd(trace.name(e)) {
                     match backward {
                         Some(l) if l != e.lane() => several = true,
                         _ => backward = Some(e.lane()),
@@ -273,7 +275,7 @@ fn merged_threads(trace: &Trace) -> (Vec<LaneId>, Vec<LaneId>) {
             .map(|&l| if l == from { to } else { l })
             .collect()
     };
-    let Some((f, backward)) = autograd_threads(trace) else {
+    let Some((f, backward)) = autograd_threads(trace, calls::is_autograd) else {
         return (lanes.clone(), lanes);
     };
     // Only where the backward thread takes the CUDA runtime lock (HTA's merge comes with its

@@ -257,7 +257,8 @@ pub(super) fn autograd_hand_over(
     resumes: &[bool],
     found: &mut Found,
 ) {
-    let Some((f, b)) = super::context::autograd_threads(trace) else {
+    let Some((f, b)) = super::context::autograd_threads(trace, super::calls::is_autograd_node)
+    else {
         return;
     };
     // Each lane's points are one run of `host` (its point ids are the indices).

@@ -427,7 +427,10 @@ fn in_backward(trace: &Trace, tree: &CallTree, ev: crate::model::EventId) -> boo
 
 /// Runs the standalone analysis.
 pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
-    let Structure { modules, patterns } = structure;
+    let Structure {
+        modules,
+        mut patterns,
+    } = structure;
     let mut rows = ops::op_rows(src.unified);
     let cold_left = steady_rows::leave_out(&mut rows, src.cold_rows);
     // (Each row's sub-ops are filled below; the top operations read them.)
@@ -493,6 +496,17 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         left_out(src.idle, src.sampled.is_some(), &copies),
     );
     let compute_ms = utilization.computation_ms;
+    // The optimizer's, zero_grad's and recomputation's calls inside a cold first iteration are
+    // one-time: left out of their findings as they are of the rows.
+    let cold_window = utilization.cold_window;
+    for w in [
+        &mut patterns.zero_grad,
+        &mut patterns.optimizer_step,
+        &mut patterns.recompute,
+        &mut patterns.accumulate,
+    ] {
+        *w = w.take().and_then(|f| f.outside(cold_window));
+    }
     let top_operations: Vec<TopOperation> = src
         .top_ops
         .iter()
@@ -551,6 +565,10 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         steps: match src.steps.source {
             None | Some(crate::analysis::steps::StepSource::WholeTrace) => 0,
             Some(_) => src.steps.rows.len(),
+        },
+        step_spans: match src.steps.source {
+            None | Some(crate::analysis::steps::StepSource::WholeTrace) => Vec::new(),
+            Some(_) => src.steps.rows.iter().map(|r| r.cpu).collect(),
         },
         trace: src.trace,
         comm_all: &src.idle.communication,

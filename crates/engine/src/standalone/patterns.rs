@@ -145,6 +145,74 @@ pub struct FramedWork {
     pub ops: Vec<OpShare>,
     /// The ranges' names as recorded (`Optimizer.zero_grad#SGD.zero_grad`), each once.
     pub names: Vec<String>,
+    /// Each range that launched work: (start, host ns, kernels, GPU ns), by start; a cold first
+    /// iteration's are left out through [`FramedWork::outside`].
+    #[serde(skip)]
+    pub per_call: Vec<(crate::model::Nanos, i64, u64, i64)>,
+    /// Each GPU event launched: (its range's start, its op's place in `ops`, ns).
+    #[serde(skip)]
+    pub launches: Vec<(crate::model::Nanos, u32, i64)>,
+}
+
+impl FramedWork {
+    /// The calls that start outside `window` (a cold first training iteration, left out of the
+    /// steady state), their ops recounted from the launches kept; `None` when none launch.
+    pub fn outside(self, window: Option<crate::analysis::intervals::Span>) -> Option<FramedWork> {
+        let Some((a, b)) = window else {
+            return Some(self);
+        };
+        let kept: Vec<_> = self
+            .per_call
+            .iter()
+            .copied()
+            .filter(|c| c.0 < a || c.0 >= b)
+            .collect();
+        if kept.len() == self.per_call.len() {
+            return Some(self);
+        }
+        let inside = |t: crate::model::Nanos| (a..b).contains(&t);
+        let mut launches: Vec<_> = self.launches.into_iter().filter(|l| !inside(l.0)).collect();
+        if launches.is_empty() {
+            return None;
+        }
+        let mut ops: Vec<OpShare> = self
+            .ops
+            .into_iter()
+            .map(|o| OpShare {
+                kernels: 0,
+                ms: 0.0,
+                ..o
+            })
+            .collect();
+        for &(_, op, ns) in &launches {
+            let o = &mut ops[op as usize];
+            o.kernels += 1;
+            o.ms += ns as f64 / 1e6;
+        }
+        // Ops without a launch left go; the rest re-ranked, and the launches re-indexed.
+        let mut order: Vec<u32> = (0..ops.len() as u32)
+            .filter(|&i| ops[i as usize].kernels > 0)
+            .collect();
+        order.sort_by(|&x, &y| ops[y as usize].ms.total_cmp(&ops[x as usize].ms));
+        let mut place = vec![0u32; ops.len()];
+        for (new, &old) in order.iter().enumerate() {
+            place[old as usize] = new as u32;
+        }
+        for l in &mut launches {
+            l.1 = place[l.1 as usize];
+        }
+        let kept_ops: Vec<OpShare> = order.iter().map(|&i| ops[i as usize].clone()).collect();
+        Some(FramedWork {
+            calls: kept.len() as u64,
+            kernels: launches.len() as u64,
+            gpu_ms: launches.iter().map(|l| l.2).sum::<i64>() as f64 / 1e6,
+            host_ms: kept.iter().map(|c| c.1).sum::<i64>() as f64 / 1e6,
+            ops: kept_ops,
+            names: self.names,
+            per_call: kept,
+            launches,
+        })
+    }
 }
 
 /// Everything the tree patterns found.
@@ -780,8 +848,9 @@ fn framed(
         }
         launched.insert(c, (f, op));
     }
-    let mut calls: HashSet<usize> = HashSet::default();
-    let mut ops: Vec<(&str, i64)> = Vec::new();
+    // Per range: kernels and GPU time.
+    let mut calls: HashMap<usize, (u64, i64)> = HashMap::default();
+    let mut ops: Vec<(&str, i64, crate::model::Nanos)> = Vec::new();
     let (mut kernels, mut gpu_ns) = (0u64, 0i64);
     for e in &trace.events {
         if !matches!(e.kind(), EventKind::Kernel | EventKind::GpuMemset) {
@@ -790,23 +859,40 @@ fn framed(
         let Some(&(f, op)) = e.correlation().and_then(|c| launched.get(&c)) else {
             continue;
         };
-        calls.insert(f);
+        let c = calls.entry(f).or_default();
+        c.0 += 1;
+        c.1 += e.dur;
         kernels += 1;
         gpu_ns += e.dur;
-        ops.push((op, e.dur));
+        ops.push((op, e.dur, frames[f].1));
     }
     if kernels == 0 {
         return None;
     }
-    let host_ns: i64 = calls.iter().map(|&f| frames[f].2 - frames[f].1).sum();
-    let mut names: Vec<String> = calls
+    let host_ns: i64 = calls.keys().map(|&f| frames[f].2 - frames[f].1).sum();
+    let mut per_call: Vec<_> = calls
         .iter()
+        .map(|(&f, &(k, ns))| (frames[f].1, frames[f].2 - frames[f].1, k, ns))
+        .collect();
+    per_call.sort_unstable();
+    let mut names: Vec<String> = calls
+        .keys()
         .map(|&f| trace.name(&trace.events[frames[f].3 as usize]).to_owned())
         .collect();
     names.sort_unstable();
     names.dedup();
-    let mut ops = shares(ops.into_iter());
-    ops.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+    let mut shared = shares(ops.iter().map(|&(op, ns, _)| (op, ns)));
+    shared.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+    let index: HashMap<&str, u32> = shared
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (o.name.as_str(), i as u32))
+        .collect();
+    let launches = ops
+        .iter()
+        .map(|&(op, ns, start)| (start, index[op], ns))
+        .collect();
+    let ops = shared;
     Some(FramedWork {
         calls: calls.len() as u64,
         kernels,
@@ -814,6 +900,8 @@ fn framed(
         host_ms: host_ns as f64 / 1e6,
         ops,
         names,
+        per_call,
+        launches,
     })
 }
 
@@ -836,4 +924,52 @@ fn short_kernels(trace: &Trace) -> Option<ShortKernels> {
         }
     }
     (s.total_kernels > 0).then_some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three optimizer calls, the first inside a cold first iteration (0..100 ns): its kernels,
+    /// host time and ops leave; the op it alone ran goes, the rest are recounted and re-ranked.
+    #[test]
+    fn calls_in_a_cold_iteration_leave_framed_work() {
+        let op = |name: &str, kernels, ms| OpShare {
+            name: name.to_owned(),
+            kernels,
+            ms,
+        };
+        let w = FramedWork {
+            calls: 3,
+            kernels: 5,
+            gpu_ms: 0.009,
+            host_ms: 0.030,
+            ops: vec![op("aten::add_", 3, 0.005), op("aten::zeros_like", 2, 0.004)],
+            names: vec!["Optimizer.step#SGD.step".to_owned()],
+            per_call: vec![
+                (10, 10_000, 3, 5_000),
+                (200, 10_000, 1, 2_000),
+                (400, 10_000, 1, 2_000),
+            ],
+            launches: vec![
+                (10, 1, 2_000),
+                (10, 1, 2_000),
+                (10, 0, 1_000),
+                (200, 0, 2_000),
+                (400, 0, 2_000),
+            ],
+        };
+        let kept = w.clone().outside(Some((0, 100))).expect("two calls launch");
+        assert_eq!((kept.calls, kept.kernels), (2, 2));
+        assert!((kept.gpu_ms - 0.004).abs() < 1e-12);
+        assert!((kept.host_ms - 0.020).abs() < 1e-12);
+        assert_eq!(kept.ops.len(), 1);
+        assert_eq!(
+            (kept.ops[0].name.as_str(), kept.ops[0].kernels),
+            ("aten::add_", 2)
+        );
+        assert!(kept.launches.iter().all(|l| l.1 == 0));
+        assert!(w.clone().outside(None).is_some_and(|x| x.calls == 3));
+        assert!(w.outside(Some((0, 1_000))).is_none());
+    }
 }

@@ -540,6 +540,8 @@ pub struct Inputs<'a> {
     /// Steps or iterations the trace marks (0 when none): a single stall is called a one-off
     /// only when there are at least two to compare.
     pub steps: usize,
+    /// Those steps' host spans (trace clock, ns), in order; empty without steps.
+    pub step_spans: Vec<(crate::model::Nanos, crate::model::Nanos)>,
     /// The trace: the idle finding counts its `python_function` events (recorded with Python
     /// stacks, which inflate host time) only where host overhead leads.
     pub trace: &'a crate::model::Trace,

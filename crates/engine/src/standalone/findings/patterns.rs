@@ -618,6 +618,22 @@ fn add_per_tensor_optimizer(
         subtracts: true,
         ..scope_of(None, 0, &ops, false)
     });
+    // `foreach=True`, replayed: each call's kernels one kernel of their time less the fixed
+    // costs removed, and its host time that of one dispatch per distinct op (a `_foreach_`
+    // op per single-tensor op kind) instead of one per tensor: an upper bound on the host
+    // saving, as a `_foreach_` op's list handling costs a little per tensor.
+    let fused_us = (o.gpu_ms - saving_ms).max(0.0) * 1e3 / o.calls.max(1) as f64;
+    let host_factor = (ops.len() as f64 / per_call.max(1.0)).min(1.0);
+    b.fix = o
+        .names
+        .iter()
+        .map(|n| ("fuse", format!("op:{n}={fused_us:.3}")))
+        .chain(
+            o.names
+                .iter()
+                .map(|n| ("scale", format!("cpu:{n}={host_factor:.4}"))),
+        )
+        .collect();
     b.causes.push(wasted_work(
         "optimizer_per_tensor",
         format!("per-tensor optimizer: {per_call:.0} kernels per step"),

@@ -969,11 +969,14 @@ pub const UNCACHED_FREES_PER_STEP: usize = 10;
 fn uncached_allocator(inp: &Inputs<'_>) -> Option<String> {
     let t = inp.trace;
     let (mut mallocs, mut frees, mut free_name) = (0usize, 0usize, "");
+    // Each free's start and time, for the time per step.
+    let mut free_calls: Vec<(crate::model::Nanos, crate::model::Nanos)> = Vec::new();
     for e in t.events.iter().filter(|e| e.kind().is_runtime()) {
         match t.name(e) {
             "cudaMalloc" | "hipMalloc" => mallocs += 1,
             n @ ("cudaFree" | "hipFree") => {
                 frees += 1;
+                free_calls.push((e.ts, e.dur));
                 free_name = if n == "hipFree" {
                     "hipFree"
                 } else {
@@ -1010,9 +1013,74 @@ fn uncached_allocator(inp: &Inputs<'_>) -> Option<String> {
     } else {
         String::new()
     };
+    let growth = free_time_per_step(&free_calls, &inp.step_spans, free_name);
     Some(format!(
-        "The caching allocator looks bypassed or disabled: the trace has {mallocs} `{malloc}` and {frees} `{free_name}` calls{per_step}, and no GPU memory records although memory was profiled (it has CPU ones), which is what `{env}=1` gives: every tensor is allocated from the driver and every free returns to it (a device synchronization and an unmap per call, slow in itself where the GPU is idle meanwhile). Unset `{env}` (and check for a custom allocator or `torch.cuda.memory` settings that bypass the cache); with caching, a steady step makes no driver allocations at all."
+        "The caching allocator looks bypassed or disabled: the trace has {mallocs} `{malloc}` and {frees} `{free_name}` calls{per_step}, and no GPU memory records although memory was profiled (it has CPU ones), which is what `{env}=1` gives: every tensor is allocated from the driver and every free returns to it (a device synchronization and an unmap per call, slow in itself where the GPU is idle meanwhile).{growth} Unset `{env}` (and check for a custom allocator or `torch.cuda.memory` settings that bypass the cache); with caching, a steady step makes no driver allocations at all."
     ))
+}
+
+/// A step's free time this many times another's is said: the steps are not alike (and a
+/// first or last step this many times the other end is a trend).
+pub const FREE_TIME_SPREAD: f64 = 2.0;
+
+/// The frees' time in each step, said when it varies by [`FREE_TIME_SPREAD`] or more (the
+/// same frees each step, each costing more as the run goes on: MI300X DDP ResNet-18's 272
+/// `hipFree`s per step took 108 ms in its first two steps and over 1,000 ms in the last three).
+fn free_time_per_step(
+    calls: &[(crate::model::Nanos, crate::model::Nanos)],
+    steps: &[(crate::model::Nanos, crate::model::Nanos)],
+    name: &str,
+) -> String {
+    if steps.len() < 2 {
+        return String::new();
+    }
+    let per: Vec<(usize, crate::model::Nanos, crate::model::Nanos)> = steps
+        .iter()
+        .map(|&(a, b)| {
+            let mut durs: Vec<crate::model::Nanos> = calls
+                .iter()
+                .filter(|c| (a..b).contains(&c.0))
+                .map(|c| c.1)
+                .collect();
+            durs.sort_unstable();
+            let median = durs.get(durs.len() / 2).copied().unwrap_or(0);
+            (durs.len(), durs.iter().sum(), median)
+        })
+        .collect();
+    let (lo, hi) = (
+        per.iter().map(|p| p.1).min().unwrap_or(0),
+        per.iter().map(|p| p.1).max().unwrap_or(0),
+    );
+    if lo <= 0 || (hi as f64) < FREE_TIME_SPREAD * lo as f64 {
+        return String::new();
+    }
+    let list: Vec<String> = per
+        .iter()
+        .map(|p| format!("{:.1}", p.1 as f64 / 1e6))
+        .collect();
+    let (first, last) = (per[0], per[per.len() - 1]);
+    let counts = if per.iter().all(|p| p.0 == first.0) {
+        format!("{} calls each", first.0)
+    } else {
+        let n: Vec<String> = per.iter().map(|p| p.0.to_string()).collect();
+        format!("{} calls", n.join(", "))
+    };
+    let trend = if last.1 as f64 >= FREE_TIME_SPREAD * first.1 as f64 {
+        format!(
+            ": the same frees cost more as the run goes on, and the last step spends {:.1}× the first's time in them",
+            last.1 as f64 / first.1 as f64
+        )
+    } else if first.1 as f64 >= FREE_TIME_SPREAD * last.1 as f64 {
+        ": the first step's frees are the slowest (warm-up)".to_owned()
+    } else {
+        String::new()
+    };
+    format!(
+        " The time in `{name}` per step: {} ms ({counts}); the median call takes {:.3} ms in the first step and {:.3} ms in the last{trend}.",
+        list.join(", "),
+        first.2 as f64 / 1e6,
+        last.2 as f64 / 1e6,
+    )
 }
 
 /// Gaps an ATen op's host time must hold to be eager mode's per-op overhead rather than one
@@ -1200,7 +1268,7 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
 #[cfg(test)]
 mod copy_tests {
     use super::super::CopyMix;
-    use super::{copy_advice, AlreadyDone};
+    use super::{copy_advice, free_time_per_step, AlreadyDone};
 
     /// An eager serving engine is told its own switch for graph capture; one already replaying
     /// graphs is never told to capture them.
@@ -1333,5 +1401,35 @@ mod copy_tests {
             ..host
         });
         assert!(a.contains("pageable host memory"), "{a}");
+    }
+
+    /// Frees that slow down step by step are said with their time per step and the trend;
+    /// steps alike, or no steps, say nothing.
+    #[test]
+    fn free_time_per_step_says_a_trend() {
+        let ms = 1_000_000;
+        // Steps of 10 ms; two frees in each, of 1 ms, 1 ms, then 5 ms.
+        let steps = [(0, 10 * ms), (10 * ms, 20 * ms), (20 * ms, 30 * ms)];
+        let calls = [
+            (ms, ms),
+            (2 * ms, ms),
+            (11 * ms, ms),
+            (12 * ms, ms),
+            (21 * ms, 5 * ms),
+            (27 * ms, 5 * ms),
+        ];
+        let s = free_time_per_step(&calls, &steps, "hipFree");
+        assert!(
+            s.contains("per step: 2.0, 2.0, 10.0 ms (2 calls each)"),
+            "{s}"
+        );
+        assert!(
+            s.contains("1.000 ms in the first step and 5.000 ms in the last"),
+            "{s}"
+        );
+        assert!(s.contains("the last step spends 5.0× the first's"), "{s}");
+        let even = [(ms, ms), (11 * ms, ms), (21 * ms, ms)];
+        assert_eq!(free_time_per_step(&even, &steps, "hipFree"), "");
+        assert_eq!(free_time_per_step(&calls, &steps[..1], "hipFree"), "");
     }
 }
