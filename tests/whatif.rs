@@ -676,3 +676,35 @@ fn a_fusion_in_a_host_bound_step_saves_the_dispatches() {
     let kernels_only = predict(&t, &[("scale", "kernel:_k=0.1")]);
     assert_eq!(kernels_only, vec![(200.0, 200.0)]);
 }
+
+/// `events:` removes exactly the GPU events named by index, where a kernel name is shared: of
+/// three `copy_k` kernels queued back to back (100, 50 and 30 µs), removing the second by its
+/// event shortens the step by its 50 µs, while `kernel:copy_k` removes all three. A bad list
+/// is an error that says what an events selection is.
+#[test]
+fn events_select_exactly_the_kernels_named() {
+    let t = trace(
+        r#"{"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::contiguous", "pid": 1, "tid": 1, "ts": 0, "dur": 12},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 4, "dur": 2, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 7, "dur": 2, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "kernel", "name": "copy_k", "pid": 0, "tid": 7, "ts": 10, "dur": 100, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "copy_k", "pid": 0, "tid": 7, "ts": 110, "dur": 50, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "kernel", "name": "copy_k", "pid": 0, "tid": 7, "ts": 160, "dur": 30, "args": {"correlation": 3, "stream": 7}}
+]}"#,
+    );
+    let second = t
+        .events
+        .iter()
+        .position(|e| t.name(e) == "copy_k" && e.dur == 50_000)
+        .expect("the 50 µs copy");
+    let sel = format!("events:{second}");
+    assert_eq!(predict(&t, &[("remove", &sel)]), vec![(190.0, 140.0)]);
+    let [(_, all)] = predict(&t, &[("remove", "kernel:copy_k")])[..] else {
+        panic!("one window");
+    };
+    assert!(all < 140.0, "{all}");
+    let err = Change::parse("remove", "events:1,x").expect_err("not a number");
+    assert!(err.contains("event indices"), "{err}");
+}

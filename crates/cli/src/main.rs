@@ -121,8 +121,8 @@ enum Command {
         keep_summaries: bool,
     },
     /// Replay a trace with changes and predict each step's time (docs/whatif.md). A selection
-    /// is op:NAME, module:TEXT, kernel:TEXT, category:NAME, stream:N, cpu:NAME, call:NAME or
-    /// all.
+    /// is op:NAME, module:TEXT, kernel:TEXT, category:NAME, stream:N, cpu:NAME, call:NAME,
+    /// events:I,J,… or all.
     Whatif {
         /// The trace file.
         trace: PathBuf,

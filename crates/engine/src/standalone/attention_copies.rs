@@ -34,6 +34,9 @@ pub struct AttentionCopies {
     /// they are wide: a part of a fused QKV output), against the rest (transposed or permuted
     /// views), from the recorded `Input Strides`.
     pub slices: u64,
+    /// The copy kernels' event indices: the fix removes exactly these (`whatif` `events:`).
+    #[serde(skip)]
+    pub events: Vec<u32>,
 }
 
 /// Whether a copy's input, by its recorded shape and strides, is a slice of a wider tensor:
@@ -102,6 +105,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<AttentionCopies> {
     let (mut attention_ns, mut calls, mut aten_ns, mut slices) = (0i64, 0u64, 0i64, 0u64);
     let mut copies: Vec<(&str, i64)> = Vec::new();
     let mut copy_ops: Vec<(&str, i64)> = Vec::new();
+    let mut events: Vec<u32> = Vec::new();
     let mut keys: Vec<LaneId> = lanes.keys().copied().collect();
     keys.sort_unstable_by_key(|l| l.0);
     for lane in keys {
@@ -132,6 +136,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<AttentionCopies> {
                     let mut any = false;
                     for (k, dur) in kernels_of(r) {
                         any = true;
+                        events.push(k.0);
                         copies.push((trace.name(trace.event(k)), dur));
                         let op = tree.nearest_cpu_op(trace, k).unwrap_or(r);
                         copy_ops.push((trace.name(trace.event(op)), dur));
@@ -156,5 +161,6 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<AttentionCopies> {
         attention_ms: attention_ns as f64 / 1e6,
         engine: aten_ns * 2 < attention_ns,
         slices,
+        events,
     })
 }

@@ -67,11 +67,14 @@ pub const BASELINE_OPS: [&str; 5] = [
     "aten::copy_",
 ];
 
+/// The lower bound of the seeds' "good" efficiency band, %.
+pub const GOOD_EFFICIENCY_PCT: f64 = 60.0;
+
 /// Seed efficiency bands (seeds 001/004).
 pub fn efficiency_band(pct: f64) -> &'static str {
     if pct > 80.0 {
         "excellent"
-    } else if pct >= 60.0 {
+    } else if pct >= GOOD_EFFICIENCY_PCT {
         "good"
     } else if pct >= 40.0 {
         "acceptable"

@@ -126,7 +126,7 @@ impl Change {
         };
         let gpu_only = matches!(
             selector,
-            Selector::Kernel(_) | Selector::Category(_) | Selector::Stream(_)
+            Selector::Kernel(_) | Selector::Category(_) | Selector::Stream(_) | Selector::Events(_)
         );
         let fits = match action {
             Action::Scale(_) => !matches!(selector, Selector::Call(_)),

@@ -31,6 +31,11 @@ pub enum Selector {
     Cpu(String),
     /// Runtime calls with exactly this name (`call:cudaStreamSynchronize`).
     Call(String),
+    /// GPU events by their index in the trace's event table (`events:12,40,41`): how a
+    /// finding names the exact kernels its fix removes where their names are shared with
+    /// others (the layout copies around attention run the same copy kernel as every other
+    /// copy).
+    Events(Vec<u32>),
     /// Everything on the GPU (or every synchronize).
     All,
 }
@@ -42,7 +47,7 @@ impl Selector {
         }
         let Some((kind, value)) = text.split_once(':') else {
             return Err(format!(
-                "selection `{text}`: expected kind:value (op, module, own, kernel, category, stream, cpu, call) or all"
+                "selection `{text}`: expected kind:value (op, module, own, kernel, category, stream, cpu, call, events) or all"
             ));
         };
         if value.is_empty() {
@@ -60,11 +65,20 @@ impl Selector {
                     .parse()
                     .map_err(|_| format!("selection `{text}`: a stream is a number"))?,
             ),
+            "events" => Selector::Events(
+                value
+                    .split(',')
+                    .map(|x| x.trim().parse::<u32>())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|_| {
+                        format!("selection `{text}`: events are event indices separated by commas")
+                    })?,
+            ),
             "cpu" => Selector::Cpu(v),
             "call" => Selector::Call(v),
             _ => {
                 return Err(format!(
-                    "selection `{text}`: unknown kind `{kind}` (op, module, own, kernel, category, stream, cpu, call)"
+                    "selection `{text}`: unknown kind `{kind}` (op, module, own, kernel, category, stream, cpu, call, events)"
                 ))
             }
         })
@@ -241,6 +255,17 @@ pub fn gpu_groups(
                 .collect(),
         ),
         Selector::All => singles(gpu_named(trace, sim, &|_| true)),
+        Selector::Events(ids) => singles(
+            ids.iter()
+                .copied()
+                .filter(|&g| {
+                    trace
+                        .events
+                        .get(g as usize)
+                        .is_some_and(|e| e.kind().is_gpu() && sim.points_of(g).is_some())
+                })
+                .collect(),
+        ),
         Selector::Cpu(_) | Selector::Call(_) => Vec::new(),
     }
 }

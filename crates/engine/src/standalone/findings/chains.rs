@@ -160,6 +160,12 @@ fn add_attention_copies(
         subtracts: true,
         ..scope_of(None, c.calls, &c.copy_ops, false)
     });
+    // Replayed as stated: exactly these copy kernels removed (their kernel name is every
+    // other copy's too, so by event).
+    if !c.events.is_empty() {
+        let ids: Vec<String> = c.events.iter().map(u32::to_string).collect();
+        b.fix = vec![("remove", format!("events:{}", ids.join(",")))];
+    }
     b.causes.push(named(
         "attention_layout_copies",
         format!("Q/K/V copied into layout: {share_of_attention:.1}% on top of attention"),
