@@ -648,9 +648,11 @@ fn priority_follows_the_estimated_saving() {
             // The replayed saving where the fix could be replayed (docs/whatif.md), else the
             // formula's mid figure.
             let saving = f.impact.ranked_pct();
-            // A no-perf-model guess is at most Medium.
+            // A no-perf-model guess, or an op in the good band with no cause named, is at
+            // most Medium.
             let want = if f.impact.method
                 == jarvis_engine::standalone::findings::ImpactMethod::Heuristic
+                || f.impact.undiagnosed_good
             {
                 impact_priority(saving).max(Priority::Medium)
             } else {

@@ -6,6 +6,7 @@
 
 pub mod attention_copies;
 pub mod context;
+pub mod conv_signature;
 pub mod decode_floor;
 pub mod diagnosis;
 pub mod explorer;
@@ -566,6 +567,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             None | Some(crate::analysis::steps::StepSource::WholeTrace) => 0,
             Some(_) => src.steps.rows.len(),
         },
+        cold_window,
         step_spans: match src.steps.source {
             None | Some(crate::analysis::steps::StepSource::WholeTrace) => Vec::new(),
             Some(_) => src.steps.rows.iter().map(|r| r.cpu).collect(),

@@ -122,7 +122,15 @@ impl Workload {
 /// Reads the workload from the op rows (with their module paths) and the module frames.
 pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) -> Workload {
     let mut evidence = Vec::new();
-    let model = model(rows, &mut evidence).or_else(|| annotated_model(trace, &mut evidence));
+    // Without module frames a CNN may still be named by its convolutions.
+    let convs = modules
+        .frames
+        .is_empty()
+        .then(|| super::conv_signature::of(trace))
+        .flatten();
+    let model = model(rows, &mut evidence)
+        .or_else(|| annotated_model(trace, &mut evidence))
+        .or_else(|| convs.as_ref().and_then(|c| resnet_model(c, &mut evidence)));
     let architecture = architecture(rows, modules, &mut evidence);
     let scale = scale(
         trace,
@@ -130,7 +138,8 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
         modules,
         (architecture.as_deref(), trains),
         &mut evidence,
-    );
+    )
+    .or_else(|| convs.as_ref().and_then(|c| conv_scale(c, &mut evidence)));
     let precision = precision(rows, &mut evidence);
     // Without host ops (a GPU-only trace) the backward pass shows in its kernels' categories.
     let backward_kernels = rows
@@ -305,6 +314,46 @@ fn model(rows: &[OpRow], ev: &mut Vec<String>) -> Option<String> {
         pct(us, framed)
     ));
     Some(class.to_owned())
+}
+
+/// A torchvision ResNet named by its convolutions per iteration and its stem
+/// (`conv_signature`), where nothing names the model.
+fn resnet_model(c: &super::conv_signature::ConvSignature, ev: &mut Vec<String>) -> Option<String> {
+    let (name, stem) = c.resnet()?;
+    ev.push(if stem {
+        format!(
+            "model: {} aten::convolution calls per iteration ({} iterations) from a 7×7, 64-channel stem on a 3-channel image, torchvision's {name} (its ResNeXt and Wide ResNet variants run as many)",
+            c.per_iteration, c.iterations
+        )
+    } else {
+        format!(
+            "model: {} aten::convolution calls per iteration ({} iterations), torchvision's {name}'s count; the trace records no shapes, so its stem is not checked",
+            c.per_iteration, c.iterations
+        )
+    });
+    Some(if stem {
+        format!("{name} (by its convolutions)")
+    } else {
+        format!("{name} (by its convolution count; no shapes recorded)")
+    })
+}
+
+/// The scale read from the convolutions alone, where no module frame gives the layers: the
+/// weights one iteration's convolutions read, and the batch from the stem's input.
+fn conv_scale(c: &super::conv_signature::ConvSignature, ev: &mut Vec<String>) -> Option<String> {
+    if c.params == 0 {
+        return None;
+    }
+    ev.push("scale: the weights (second input) of one iteration's aten::convolution calls; the classifier and norms not counted".into());
+    let batch = c
+        .batch()
+        .map(|b| format!(", batch {b}"))
+        .unwrap_or_default();
+    Some(format!(
+        "≈{} parameters in {} convolutions per iteration (the classifier not counted){batch}",
+        human(c.params as f64),
+        c.per_iteration
+    ))
 }
 
 /// The model a benchmark harness names in its annotations, where no module frame does: a

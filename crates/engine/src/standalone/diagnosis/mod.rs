@@ -133,7 +133,8 @@ pub fn above_floor(count: u64, kernel_us: f64, floor_us: Option<f64>) -> f64 {
 
 /// The causes of one op group's gap (`r` is the group's merged row; `shape` its largest
 /// signature, whose shapes and kernels the rules read), most costly first.
-pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
+/// `signatures` are all the group's (the BatchNorm grid rule reads every one).
+pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = match r.category {
         SeedCategory::Gemm => gemm::causes(r, shape, ctx),
         SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => {
@@ -152,7 +153,7 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         SeedCategory::Batchnorm => {
             // A per-channel kernel that leaves most of the GPU idle explains the gap first;
             // the bandwidth rules add what they find.
-            let mut own = batchnorm::causes(shape, signature_share(r, shape), ctx);
+            let mut own = batchnorm::causes(signatures, r.kernel_us, ctx);
             let per_channel = !own.is_empty();
             // With the per-channel grid named, "no layout reason is visible" is not true.
             own.extend(elementwise::causes(r, shape, ctx).into_iter().filter(|c| {

@@ -558,6 +558,8 @@ pub struct Inputs<'a> {
     /// Steps or iterations the trace marks (0 when none): a single stall is called a one-off
     /// only when there are at least two to compare.
     pub steps: usize,
+    /// A cold first training iteration left out of the steady state (`Utilization::cold_window`).
+    pub cold_window: Option<crate::analysis::intervals::Span>,
     /// Those steps' host spans (trace clock, ns), in order; empty without steps.
     pub step_spans: Vec<(crate::model::Nanos, crate::model::Nanos)>,
     /// The trace: the idle finding counts its `python_function` events (recorded with Python

@@ -966,7 +966,7 @@ pub(super) fn op_bottleneck(
         trains: inp.trains,
         tf32_gemms: inp.tf32_gemms,
     };
-    let mut causes = diagnosis::diagnose(r, g.largest(), &dctx);
+    let mut causes = diagnosis::diagnose(r, g.largest(), &g.rows, &dctx);
     // The group's other signatures that hold a material share of its time and run a
     // misaligned kernel of their own are named too (their alignment is theirs alone).
     if r.category == SeedCategory::Gemm && !causes.iter().any(|c| c.key == "gemm_alignment") {

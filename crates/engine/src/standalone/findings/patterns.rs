@@ -478,8 +478,13 @@ fn add_zero_grad(
         String::new()
     };
     let evidence = format!(
-        "`Optimizer.zero_grad` launches {per_call:.0} GPU kernels per call ({}) over {} calls: {} kernels, {:.3} ms of GPU time, and {:.3} ms of host time in the calls ({host_pct:.1}% {share_of}) to launch them. Every gradient is written with zeros before the backward pass adds into it.{accumulation}",
-        ops, z.calls, z.kernels, z.gpu_ms, z.host_ms
+        "`Optimizer.zero_grad` launches {per_call:.0} GPU kernels per call ({}) over {} calls: {} kernels, {:.3} ms of GPU time, and {:.3} ms of host time in the calls ({host_pct:.1}% {share_of}) to launch them. Every gradient is written with zeros before the backward pass adds into it.{accumulation}{}",
+        ops,
+        z.calls,
+        z.kernels,
+        z.gpu_ms,
+        z.host_ms,
+        profiled_host(z.host_ms, z.kernels)
     );
     let action = "Zero gradients by dropping them: `optimizer.zero_grad(set_to_none=True)` (the default since PyTorch 2.0; also `model.zero_grad(set_to_none=True)`). The next backward then writes each gradient instead of adding it to a tensor of zeros: no fill kernels, no launches, and one read of each gradient less. (Only code that reads `.grad` between `zero_grad` and `backward` needs the zeros.)";
     let mut b = pattern_bottleneck(
@@ -599,8 +604,10 @@ fn add_per_tensor_optimizer(
     let (list, names) = op_list(&ops);
     let evidence = format!(
         "`Optimizer.step` launches {per_call:.0} kernels per call from single-tensor ops ({list}) over {} calls: {kernels:.0} kernels, {single_ms:.3} ms of GPU time, and {:.3} ms of host time in the calls ({host_pct:.1}% {share_of}). The optimizer updates its parameters one tensor at a time (its `foreach` path is off: `foreach=False`, a PyTorch before 2.0 where it was not the default, or parameters not all on the GPU). Each launch the multi-tensor path removes saves at least a kernel's fixed cost (the trace's kernel floor, {:.1} µs): {saving_ms:.3} ms of GPU time.",
-        o.calls, o.host_ms, floor_ms * 1e3
-    );
+        o.calls,
+        o.host_ms,
+        floor_ms * 1e3
+    ) + &profiled_host(o.host_ms, o.kernels);
     let action = "Update all parameters in a few launches: construct the optimizer with `foreach=True` (the multi-tensor path, the default on CUDA/ROCm since PyTorch 2.0 when every parameter is on the GPU) or `fused=True` (one fused kernel per group: Adam, AdamW, SGD). The kernel count per step drops from one per parameter and operation to a few, and so does the step's host launch time.";
     let mut b = pattern_bottleneck(
         f.category,
@@ -641,6 +648,24 @@ fn add_per_tensor_optimizer(
         action,
     ));
     f.bottlenecks.push(b);
+}
+
+/// Host time per launched kernel above which a finding says the profiler inflates it, µs:
+/// eager PyTorch dispatches and launches a small op in well under this (a few µs to about
+/// 10); an older PyTorch's autograd profiler or Python stacks (`with_stack=True`) add tens of
+/// µs per op (V100 ResNet-50, PyTorch 1.8: 48 µs per optimizer kernel).
+pub const PROFILED_HOST_US_PER_KERNEL: f64 = 20.0;
+
+/// The note a host-side finding adds when its calls spend more host time per kernel than
+/// eager dispatch takes: the replayed host saving is then an upper bound.
+fn profiled_host(host_ms: f64, kernels: u64) -> String {
+    let per = host_ms * 1e3 / kernels.max(1) as f64;
+    if per < PROFILED_HOST_US_PER_KERNEL {
+        return String::new();
+    }
+    format!(
+        " That is {per:.0} µs of host time per kernel, several times what eager PyTorch takes to dispatch and launch a small op: the profiler's own overhead (an older PyTorch's autograd profiler, or Python stacks) is part of it, so the host time the fix removes, and its replayed saving, are upper bounds for an unprofiled run."
+    )
 }
 
 /// A cause whose work the fix removes entirely, seen directly in the trace.

@@ -145,7 +145,13 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
     }) {
         out.push(lead_in_finding(l, inp));
     }
-    let memcpy = tl.exposed_memcpy as f64 / 1e6;
+    // Copies a cold first iteration ran are left out of the steady state with it.
+    let memcpy = (tl.exposed_memcpy
+        - inp
+            .cold_window
+            .map_or(0, |w| exposed_copies_in(inp.trace, w)))
+    .max(0) as f64
+        / 1e6;
     // A one-time upload is left out of the steady state: its finding is a one-off, against
     // the whole trace.
     let upload = super::super::left_out(inp.idle, inp.sampled.is_some(), &inp.copies)
@@ -1019,6 +1025,27 @@ fn uncached_allocator(inp: &Inputs<'_>) -> Option<String> {
     ))
 }
 
+/// Copy time inside `w` under no kernel (the GPU timeline's exposed memcpy, clipped to `w`),
+/// ns.
+fn exposed_copies_in(trace: &crate::model::Trace, w: crate::analysis::intervals::Span) -> i64 {
+    use crate::analysis::intervals::{length, merge, subtract};
+    use crate::model::EventKind;
+    let clipped = |keep: &dyn Fn(EventKind) -> bool| {
+        merge(
+            trace
+                .events
+                .iter()
+                .filter(|e| keep(e.kind()))
+                .map(|e| (e.ts.max(w.0), e.end().min(w.1)))
+                .filter(|(a, b)| b > a)
+                .collect(),
+        )
+    };
+    let copies = clipped(&|k| k == EventKind::GpuMemcpy);
+    let kernels = clipped(&|k| k == EventKind::Kernel);
+    length(&subtract(&copies, &kernels))
+}
+
 /// A step's free time this many times another's is said: the steps are not alike (and a
 /// first or last step this many times the other end is a trend).
 pub const FREE_TIME_SPREAD: f64 = 2.0;
@@ -1065,15 +1092,30 @@ fn free_time_per_step(
         let n: Vec<String> = per.iter().map(|p| p.0.to_string()).collect();
         format!("{} calls", n.join(", "))
     };
-    let trend = if last.1 as f64 >= FREE_TIME_SPREAD * first.1 as f64 {
-        format!(
+    // One jump (a step this many times the one before, the steps either side alike) is a
+    // change of regime, not a drift: said as such, with where it happened.
+    let jumps: Vec<usize> = (1..per.len())
+        .filter(|&i| {
+            let (a, b) = (per[i - 1].1 as f64, per[i].1 as f64);
+            a > 0.0 && (b >= FREE_TIME_SPREAD * a || a >= FREE_TIME_SPREAD * b)
+        })
+        .collect();
+    let trend = match jumps[..] {
+        [i] => format!(
+            ": the frees cost {:.1}× as much from step {} on, in one jump between steps {} and {}: a change of regime at that point, not a steady drift",
+            per[i].1 as f64 / per[i - 1].1 as f64,
+            i + 1,
+            i,
+            i + 1
+        ),
+        _ if last.1 as f64 >= FREE_TIME_SPREAD * first.1 as f64 => format!(
             ": the same frees cost more as the run goes on, and the last step spends {:.1}× the first's time in them",
             last.1 as f64 / first.1 as f64
-        )
-    } else if first.1 as f64 >= FREE_TIME_SPREAD * last.1 as f64 {
-        ": the first step's frees are the slowest (warm-up)".to_owned()
-    } else {
-        String::new()
+        ),
+        _ if first.1 as f64 >= FREE_TIME_SPREAD * last.1 as f64 => {
+            ": the first step's frees are the slowest (warm-up)".to_owned()
+        }
+        _ => String::new(),
     };
     format!(
         " The time in `{name}` per step: {} ms ({counts}); the median call takes {:.3} ms in the first step and {:.3} ms in the last{trend}.",
@@ -1427,7 +1469,14 @@ mod copy_tests {
             s.contains("1.000 ms in the first step and 5.000 ms in the last"),
             "{s}"
         );
-        assert!(s.contains("the last step spends 5.0× the first's"), "{s}");
+        assert!(
+            s.contains("cost 5.0× as much from step 3 on, in one jump between steps 2 and 3"),
+            "{s}"
+        );
+        // A steady rise is a drift: 1, 2 then 4 ms of frees.
+        let rising = [(ms, ms), (11 * ms, 2 * ms), (21 * ms, 4 * ms)];
+        let r = free_time_per_step(&rising, &steps, "hipFree");
+        assert!(r.contains("the last step spends 4.0× the first's"), "{r}");
         let even = [(ms, ms), (11 * ms, ms), (21 * ms, ms)];
         assert_eq!(free_time_per_step(&even, &steps, "hipFree"), "");
         assert_eq!(free_time_per_step(&calls, &steps[..1], "hipFree"), "");
