@@ -19,6 +19,9 @@ pub const RESNET_CONVS: [(u64, &str); 5] = [
     (155, "ResNet-152"),
 ];
 
+/// A convolution's input and weight dims.
+type Stem = (Vec<u64>, Vec<u64>);
+
 /// What the convolutions of one iteration show.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConvSignature {
@@ -29,7 +32,7 @@ pub struct ConvSignature {
     pub params: u64,
     /// The first convolution's input `[N, C, H, W]` and weight `[O, I, kh, kw]`, where the
     /// trace records shapes.
-    pub stem: Option<(Vec<u64>, Vec<u64>)>,
+    pub stem: Option<Stem>,
 }
 
 impl ConvSignature {
@@ -58,7 +61,7 @@ impl ConvSignature {
 }
 
 /// The dims of the first two inputs of an `Input Dims` array (`[[32,3,224,224],[64,3,7,7],…]`).
-fn two_inputs(dims: &str) -> Option<(Vec<u64>, Vec<u64>)> {
+fn two_inputs(dims: &str) -> Option<Stem> {
     let v: Vec<serde_json::Value> = serde_json::from_str(dims).ok()?;
     let dims_of = |i: usize| -> Option<Vec<u64>> {
         v.get(i)?
@@ -104,11 +107,11 @@ pub fn of(trace: &Trace) -> Option<ConvSignature> {
         })
         .collect();
     let n = convs.len() as u64;
-    if n == 0 || n % iterations != 0 {
+    if n == 0 || !n.is_multiple_of(iterations) {
         return None;
     }
     convs.sort_unstable_by_key(|c| c.0);
-    let mut parsed: HashMap<&str, Option<(Vec<u64>, Vec<u64>)>> = HashMap::default();
+    let mut parsed: HashMap<&str, Option<Stem>> = HashMap::default();
     let mut weights = 0u64;
     for d in convs.iter().filter_map(|c| c.1) {
         let p = parsed.entry(d).or_insert_with(|| two_inputs(d));
