@@ -391,21 +391,29 @@ fn a_thread_in_lockstep_with_one_long_kernel_waits_for_it() {
 }
 
 /// The forward thread launches a 100 µs kernel and waits for it; 92 µs later the autograd
-/// engine's thread runs a backward op that launches a 48 µs kernel. The hand-over makes the
-/// backward burst follow the forward thread: halving the forward kernel moves it, and the
-/// trace's end, 50 µs earlier.
+/// engine's thread runs `backward` (an op recorded under the given categories, `[op, runtime,
+/// kernel]`) that launches a 48 µs kernel.
+fn hand_over_trace([op, rt, k]: [&str; 3], backward: &str) -> Trace {
+    trace(&format!(
+        r#"{{"traceEvents": [
+  {{"ph": "X", "cat": "{op}", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 10}},
+  {{"ph": "X", "cat": "{rt}", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 2, "args": {{"correlation": 1}}}},
+  {{"ph": "X", "cat": "{k}", "name": "fwd_gemm", "pid": 0, "tid": 7, "ts": 5, "dur": 100, "args": {{"correlation": 1, "stream": 7}}}},
+  {{"ph": "X", "cat": "{rt}", "name": "cudaStreamSynchronize", "pid": 1, "tid": 1, "ts": 12, "dur": 96, "args": {{"correlation": 2}}}},
+  {{"ph": "X", "cat": "{op}", "name": "{backward}", "pid": 1, "tid": 2, "ts": 200, "dur": 20}},
+  {{"ph": "X", "cat": "{rt}", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 201, "dur": 2, "args": {{"correlation": 3}}}},
+  {{"ph": "X", "cat": "{k}", "name": "bwd_gemm", "pid": 0, "tid": 7, "ts": 204, "dur": 48, "args": {{"correlation": 3, "stream": 7}}}}
+]}}"#
+    ))
+}
+
+/// The hand-over makes the backward burst follow the forward thread: halving the forward
+/// kernel moves it, and the trace's end, 50 µs earlier.
 #[test]
 fn the_autograd_thread_follows_the_forward_thread() {
-    let t = trace(
-        r#"{"traceEvents": [
-  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
-  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 2, "args": {"correlation": 1}},
-  {"ph": "X", "cat": "kernel", "name": "fwd_gemm", "pid": 0, "tid": 7, "ts": 5, "dur": 100, "args": {"correlation": 1, "stream": 7}},
-  {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 1, "ts": 12, "dur": 96, "args": {"correlation": 2}},
-  {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: MmBackward0", "pid": 1, "tid": 2, "ts": 200, "dur": 20},
-  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 201, "dur": 2, "args": {"correlation": 3}},
-  {"ph": "X", "cat": "kernel", "name": "bwd_gemm", "pid": 0, "tid": 7, "ts": 204, "dur": 48, "args": {"correlation": 3, "stream": 7}}
-]}"#,
+    let t = hand_over_trace(
+        ["cpu_op", "cuda_runtime", "kernel"],
+        "autograd::engine::evaluate_function: MmBackward0",
     );
     let cp = analyze(&t);
     assert_eq!(cp.replay.as_ref().expect("replay").sim.hand_overs, 1);
@@ -425,17 +433,7 @@ fn the_autograd_thread_follows_the_forward_thread() {
 /// thread merge, keyed on `evaluate_function` alone, keeps them apart.
 #[test]
 fn the_autograd_thread_follows_the_forward_thread_in_older_traces() {
-    let t = trace(
-        r#"{"traceEvents": [
-  {"ph": "X", "cat": "Operator", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 10},
-  {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 2, "args": {"correlation": 1}},
-  {"ph": "X", "cat": "Kernel", "name": "fwd_gemm", "pid": 0, "tid": 7, "ts": 5, "dur": 100, "args": {"correlation": 1, "stream": 7}},
-  {"ph": "X", "cat": "Runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 1, "ts": 12, "dur": 96, "args": {"correlation": 2}},
-  {"ph": "X", "cat": "Operator", "name": "MmBackward", "pid": 1, "tid": 2, "ts": 200, "dur": 20},
-  {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 201, "dur": 2, "args": {"correlation": 3}},
-  {"ph": "X", "cat": "Kernel", "name": "bwd_gemm", "pid": 0, "tid": 7, "ts": 204, "dur": 48, "args": {"correlation": 3, "stream": 7}}
-]}"#,
-    );
+    let t = hand_over_trace(["Operator", "Runtime", "Kernel"], "MmBackward");
     let cp = analyze(&t);
     assert_eq!(cp.replay.as_ref().expect("replay").sim.hand_overs, 1);
     assert_eq!(
