@@ -204,7 +204,9 @@ fn markers(trace: &Trace, trains: bool) -> (Option<StepSource>, Vec<Marker>) {
     let host =
         |e: &crate::model::Event| matches!(e.kind(), EventKind::UserAnnotation | EventKind::CpuOp);
     let mut found: [Vec<Marker>; 4] = Default::default();
-    let mut optimizer: Vec<Marker> = Vec::new();
+    // Optimizer steps as `record_function` ranges, and as ops (PyTorch 1.x recorded the range
+    // as an `Operator`): the ops count only where no range does.
+    let (mut optimizer, mut optimizer_ops): (Vec<Marker>, Vec<Marker>) = Default::default();
     for (i, e) in trace.events.iter().enumerate() {
         if !host(e) {
             continue;
@@ -213,8 +215,11 @@ fn markers(trace: &Trace, trains: bool) -> (Option<StepSource>, Vec<Marker>) {
         let id = EventId(i as u32);
         if name.starts_with("ProfilerStep#") {
             found[0].push((id, StepClass::Train, None));
-        } else if name.starts_with("Optimizer.step#") && e.kind() == EventKind::UserAnnotation {
-            optimizer.push((id, StepClass::Train, None));
+        } else if name.starts_with("Optimizer.step#") {
+            match e.kind() {
+                EventKind::UserAnnotation => optimizer.push((id, StepClass::Train, None)),
+                _ => optimizer_ops.push((id, StepClass::Train, None)),
+            }
         } else if let Some((engine, class, requests)) = iteration_step(name) {
             let source = match engine {
                 Engine::Vllm => 1,
@@ -244,6 +249,9 @@ fn markers(trace: &Trace, trains: bool) -> (Option<StepSource>, Vec<Marker>) {
         }
     }
     // Optimizer steps mark iterations only where they repeat in a training trace.
+    if optimizer.is_empty() {
+        optimizer = optimizer_ops;
+    }
     if trains && optimizer.len() >= 2 {
         optimizer.sort_by_key(|(id, _, _)| trace.event(*id).ts);
         return (Some(StepSource::OptimizerStep), optimizer);
@@ -649,6 +657,17 @@ mod tests {
         // Not in an inference trace, nor from a single optimizer step.
         assert_eq!(markers(&t, false).0, None);
         assert_eq!(markers(&trace(&events[..3]), true).0, None);
+        // PyTorch 1.x recorded the range as an op: its steps count where no range does, and
+        // never beside ranges (each iteration's step would count twice).
+        let ops = events.map(|(c, n)| match c {
+            "user_annotation" => ("cpu_op", n),
+            _ => (c, n),
+        });
+        let (source, marks) = markers(&trace(&ops), true);
+        assert_eq!((source, marks.len()), (Some(StepSource::OptimizerStep), 2));
+        let mut both = events.to_vec();
+        both.insert(2, ("cpu_op", "Optimizer.step#SGD.step"));
+        assert_eq!(markers(&trace(&both), true).1.len(), 2);
         // Profiler steps win.
         let mut marked = events.to_vec();
         marked.push(("user_annotation", "ProfilerStep#1"));
