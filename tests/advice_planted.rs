@@ -431,6 +431,24 @@ fn data_loading_names_the_function_and_fits_the_mode() {
     let idle = find(st, "GPU idle time").expect("idle finding");
     assert!(idle.path_a.contains("num_workers"), "{}", idle.path_a);
     assert!(idle.issue.contains("resize"), "{}", idle.issue);
+    // Its fix is replayed: the input pipeline keeping up (the DataLoader ranges take no host
+    // time). The GPU waited on nothing else, so the step loses its idle time: 3 ms of loading
+    // in each of the 7 gaps between the 8 steps (the first step's loading is before the GPU
+    // timeline starts).
+    assert_eq!(
+        idle.fix,
+        [(
+            "scale",
+            "cpu:enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__=0".to_owned()
+        )]
+    );
+    let r = idle.impact.replayed.expect("replayed");
+    assert!(
+        (r.saved_ms() - idle.time_ms).abs() < 0.05 * idle.time_ms,
+        "{} ms saved of {} ms idle",
+        r.saved_ms(),
+        idle.time_ms
+    );
 }
 
 #[test]
@@ -558,6 +576,34 @@ fn one_time_host_work_before_the_first_kernel_is_a_one_off() {
     let st = a.standalone.as_ref().expect("standalone");
     assert!(lead.later_ns.is_some(), "{lead:?}");
     assert!(find(st, "One-time host work").is_none(), "{}", all_text(st));
+}
+
+/// The first step's wait on the input pipeline before its first kernel is the idle finding's
+/// cause too: one finding, whose issue says so and whose replayed fix (the DataLoader keeping
+/// up) saves every wait, 30 ms in each of the four steps; outside a DataLoader
+/// (`lead_in_preprocess`) the host-time finding stands on its own.
+#[test]
+fn a_first_batch_loaded_before_the_first_kernel_joins_the_idle_finding() {
+    let a = analyze("lead_in_data_loading");
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(
+        find(st, "Host time before the first kernel").is_none(),
+        "{}",
+        all_text(st)
+    );
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        idle.issue
+            .contains("before its first kernel inside the input pipeline"),
+        "{}",
+        idle.issue
+    );
+    let r = idle.impact.replayed.expect("replayed");
+    assert!(r.steps, "measured on the steps");
+    assert!((r.saved_ms() - 120.0).abs() < 1.0, "{}", r.saved_ms());
+    let a = analyze("lead_in_preprocess");
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(find(st, "Host time before the first kernel").is_some());
 }
 
 /// Host time before the first kernel is outside the GPU timeline: a finding states it as a share

@@ -38,6 +38,9 @@ pub struct LeadIn {
     pub call_ns: Nanos,
     pub stack: Vec<String>,
     pub uid: u32,
+    /// That event's index in the trace (the findings look up what encloses it).
+    #[serde(default)]
+    pub event: Option<u32>,
 }
 
 /// Frames of the call stack kept.
@@ -121,6 +124,7 @@ pub fn lead_in(trace: &Trace, steps: &Steps, launches: &[Launch], origin: Nanos)
         lead.call = trace.name(c).to_owned();
         lead.call_ns = c.dur;
         lead.uid = c.uid;
+        lead.event = Some(inner);
         let from = outer.len().saturating_sub(STACK_FRAMES);
         lead.stack = outer[from..]
             .iter()

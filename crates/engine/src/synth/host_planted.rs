@@ -247,6 +247,20 @@ pub fn cases() -> Vec<HostCase> {
         },
         HostCase {
             host_frames: vec![
+                "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                "image_processing.py(235): preprocess",
+                "image_transforms.py(300): resize",
+            ],
+            host_ns: 30_000_000,
+            steps: 4,
+            marked: true,
+            ..base(
+                "lead_in_data_loading",
+                "four marked inference steps, each waiting 30 ms on a single-process DataLoader (resize) before its launches: the first step's wait is before the first kernel, the others' are idle; one cause, so one finding: the idle finding, whose replayed fix (the DataLoader keeping up) counts all four, and no separate host-time-before-the-first-kernel finding (healthy counterpart: lead_in_preprocess, outside any DataLoader)",
+            )
+        },
+        HostCase {
+            host_frames: vec![
                 "pipeline.py(120): preprocess",
                 "image_processing.py(235): preprocess",
                 "image_transforms.py(300): resize",

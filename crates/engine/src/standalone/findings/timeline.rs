@@ -124,7 +124,7 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
         } else {
             String::new()
         };
-        out.push(timeline_bottleneck(
+        let mut b = timeline_bottleneck(
             SeedCategory::Other,
             "GPU idle time",
             steady,
@@ -136,14 +136,36 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
             &path_a,
             "Idle time is not a kernel issue. The Steps view and the timeline show which gaps are host wait and what the CPU was doing in them.",
             inp,
-        ));
+        );
+        // An input pipeline that keeps up, replayed (the finding then ranks by what that saves).
+        b.fix = data_loading_fix(inp);
+        out.push(b);
     }
+    let loading_fix = out
+        .iter()
+        .any(|b| b.title == "GPU idle time" && !b.fix.is_empty());
     if let Some(l) = inp.idle.lead_in.as_ref().filter(|l| {
         l.steps_ns > 0
             && l.ns as f64 / l.steps_ns as f64 * 100.0 >= rules::LEAD_IN_FINDING_PCT
             && l.ns as f64 / 1e6 >= rules::LEAD_IN_FINDING_MS
     }) {
-        out.push(lead_in_finding(l, inp));
+        match (l.event)
+            .and_then(|e| in_data_loading(inp.trace, e))
+            .filter(|_| loading_fix)
+        {
+            // The step's first batch prepared inside the input pipeline is the idle finding's
+            // cause too: its fix (the pipeline keeping up) removes it, and its replay counts it.
+            Some(range) => {
+                if let Some(b) = out.iter_mut().find(|b| b.title == "GPU idle time") {
+                    b.issue.push_str(&format!(
+                        " The first step also spends {:.3} ms on the host before its first kernel inside the input pipeline (`{range}`, most of it in `{}`): the same fix removes it, and the replayed saving counts it.",
+                        l.ns as f64 / 1e6,
+                        short(&l.call, 60)
+                    ));
+                }
+            }
+            None => out.push(lead_in_finding(l, inp)),
+        }
     }
     // Copies a cold first iteration ran are left out of the steady state with it.
     let memcpy = (tl.exposed_memcpy
@@ -1129,12 +1151,16 @@ fn free_time_per_step(
 /// slow call.
 pub const EAGER_OVERHEAD_GAPS: u64 = 10;
 
-fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
-    use crate::analysis::host_wait::CauseKind as C;
+/// The idle split and the host-wait causes of the steady state: without the one-off gap, the
+/// first-call stalls and a cold first pass.
+fn steady_causes(
+    inp: &Inputs<'_>,
+) -> (
+    crate::analysis::idle::IdleSplit,
+    Vec<crate::analysis::host_wait::HostWaitCause>,
+) {
     let idle = inp.idle;
     let ctx = &idle.context;
-    let done = AlreadyDone::of(inp);
-    // The split and causes without the one-off gap.
     let mut split = idle.split;
     let mut causes = idle.causes.clone();
     if let Some(o) = &ctx.one_off {
@@ -1152,6 +1178,56 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         split.other = (split.other - c.other_ns).max(0);
         take_blame(&mut causes, &c.blame);
     }
+    (split, causes)
+}
+
+/// The data-loading range (`host_calls::is_data_loading`) around event `event` on its thread,
+/// if one holds it.
+fn in_data_loading(trace: &crate::model::Trace, event: u32) -> Option<String> {
+    let e = trace.events.get(event as usize)?;
+    trace
+        .events
+        .iter()
+        .filter(|d| {
+            d.kind().is_host_activity()
+                && d.lane() == e.lane()
+                && d.ts <= e.ts
+                && d.end() >= e.end()
+        })
+        .map(|d| trace.name(d))
+        .find(|n| crate::model::host_calls::is_data_loading(n))
+        .map(str::to_owned)
+}
+
+/// The idle finding's fix where the input pipeline holds most of the steady state's host wait:
+/// the data-loading ranges take no host time (an input pipeline that keeps up: enough
+/// workers, batches ready when asked for), replayed as stated (`cpu:` by their exact names).
+fn data_loading_fix(inp: &Inputs<'_>) -> Vec<(&'static str, String)> {
+    use crate::analysis::host_wait::CauseKind as C;
+    let (split, causes) = steady_causes(inp);
+    let loading: Vec<&crate::analysis::host_wait::HostWaitCause> = causes
+        .iter()
+        .filter(|c| c.kind == C::DataLoading && !c.label.is_empty())
+        .collect();
+    let ns: i64 = loading.iter().map(|c| c.time_ns).sum();
+    if ns * 2 < split.host_wait || ns <= 0 {
+        return Vec::new();
+    }
+    let mut names: Vec<&str> = loading.iter().map(|c| c.label.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|n| ("scale", format!("cpu:{n}=0")))
+        .collect()
+}
+
+fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
+    use crate::analysis::host_wait::CauseKind as C;
+    let idle = inp.idle;
+    let ctx = &idle.context;
+    let done = AlreadyDone::of(inp);
+    let (split, causes) = steady_causes(inp);
     let total = split.total();
     let pct = |ns: i64| {
         if total > 0 {
