@@ -144,11 +144,16 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
     let loading_fix = out
         .iter()
         .any(|b| b.title == "GPU idle time" && !b.fix.is_empty());
-    if let Some(l) = inp.idle.lead_in.as_ref().filter(|l| {
-        l.steps_ns > 0
-            && l.ns as f64 / l.steps_ns as f64 * 100.0 >= rules::LEAD_IN_FINDING_PCT
+    let material = |l: &&crate::analysis::lead_in::LeadIn| {
+        l.ns as f64 / l.steps_ns as f64 * 100.0 >= rules::LEAD_IN_FINDING_PCT
             && l.ns as f64 / 1e6 >= rules::LEAD_IN_FINDING_MS
-    }) {
+    };
+    if let Some(l) = inp
+        .idle
+        .lead_in
+        .as_ref()
+        .filter(|l| l.steps_ns > 0 && l.ns > 0)
+    {
         match (l.event)
             .and_then(|e| in_data_loading(inp.trace, e))
             .filter(|_| loading_fix)
@@ -164,7 +169,8 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
                     ));
                 }
             }
-            None => out.push(lead_in_finding(l, inp)),
+            None if material(&l) => out.push(lead_in_finding(l, inp)),
+            None => {}
         }
     }
     // Copies a cold first iteration ran are left out of the steady state with it.
