@@ -710,7 +710,7 @@ pub fn cases() -> Vec<PlantedCase> {
                 )
             }],
             Some("conv_few_tiles"),
-            &["ran 48 workgroups (grid [16, 3, 1])", "48 for 132"],
+            &["ran 48 workgroups (grid [16, 3, 1])", "48 for 132", "cuDNN's split-K algorithms"],
         )),
         // A ViT-base projection (788 × 768 × 768, bf16: 3.6 MB, 258 FLOPs/byte, below H100's
         // ridge) in 8.4 µs: 0.43 TB/s, 13% of the memory roofline. Bytes do not limit it; it is

@@ -222,7 +222,16 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                     x[0],
                     spatial.as_ref().map(|o| o.iter().map(i64::to_string).collect::<Vec<_>>().join("×")).unwrap_or_default()
                 ),
-                action: "Raise the batch size (more output pixels per call), or let the library split K (MIOpen `gkgs`, cuDNN split-K algorithms) so more workgroups share each output tile.".into(),
+                // The split-K path the platform's library has (MIOpen's `gkgs` kernels exist
+                // only on ROCm).
+                action: format!(
+                    "Raise the batch size (more output pixels per call), or let the library split K ({}) so more workgroups share each output tile.",
+                    if unit == "CU" {
+                        "MIOpen's `gkgs` kernels"
+                    } else {
+                        "cuDNN's split-K algorithms, which `torch.backends.cudnn.benchmark = True` can pick"
+                    }
+                ),
                 waste: Some(1.0 - tiles as f64 / units as f64),
                 confidence: Confidence::Medium,
                 bounds_all: false,
