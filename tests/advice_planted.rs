@@ -82,6 +82,33 @@ fn graph_replays_are_not_told_to_capture_graphs() {
     assert!(!idle.issue.contains("replayed by"), "{}", idle.issue);
 }
 
+/// A host waiting on its own pageable uploads is told to keep the inputs on the GPU or pin
+/// them, not to capture graphs (A100 AlexNet's benchmark harness: 32 % of idle in `aten::to`).
+#[test]
+fn a_host_waiting_on_pageable_uploads_is_told_to_pin_them() {
+    let a = analyze("idle_pageable_uploads");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        idle.issue
+            .contains("`aten::to` (a copy from pageable host memory"),
+        "{}",
+        idle.issue
+    );
+    assert!(
+        idle.path_a.contains("pinned memory") && idle.path_a.contains("keep the inputs on the GPU"),
+        "{}",
+        idle.path_a
+    );
+    assert!(!idle.path_a.contains("capture the step"), "{}", idle.path_a);
+    // The healthy counterpart (eager launches, no uploads) keeps graph capture, and is never
+    // told about uploads.
+    let a = analyze("idle_eager_launch_bound");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(!idle.path_a.contains("pinned memory"), "{}", idle.path_a);
+}
+
 #[test]
 fn compiled_code_is_not_told_to_compile() {
     let a = analyze("idle_compiled_region");

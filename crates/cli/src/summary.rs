@@ -42,15 +42,32 @@ pub fn render(a: &Analysis) -> String {
     }
     if let Some(st) = &a.standalone {
         let w = &st.workload;
-        let _ = writeln!(
-            s,
-            "Workload: {} ({}; {}; {}; {})",
-            w.model,
-            w.architecture,
-            w.scale,
-            w.precision,
-            w.mode.label()
-        );
+        // The fields the trace tells, then the ones it does not, named once.
+        let fields = [
+            ("architecture", &w.architecture),
+            ("scale", &w.scale),
+            ("precision", &w.precision),
+        ];
+        let unknown =
+            |f: &String| f.is_empty() || f == jarvis_engine::standalone::workload::UNKNOWN;
+        let mut parts: Vec<String> = fields
+            .iter()
+            .filter(|(_, f)| !unknown(f))
+            .map(|(_, f)| f.to_string())
+            .collect();
+        parts.push(w.mode.label().to_owned());
+        let missing: Vec<&str> = fields
+            .iter()
+            .filter(|(_, f)| unknown(f))
+            .map(|(n, _)| *n)
+            .collect();
+        if !missing.is_empty() {
+            parts.push(format!(
+                "{} not inferable from the trace",
+                missing.join(", ")
+            ));
+        }
+        let _ = writeln!(s, "Workload: {} ({})", w.model, parts.join("; "));
     }
     let t = &a.timeline;
     let u = &a.unlinked;

@@ -455,6 +455,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             r.module_path = modules.chain(src.trace, frame).join(" > ");
         }
     }
+    attention_kernel_mix(src.trace, src.tree, &mut rows);
     // Each GEMM signature's run of sibling projections, where the trace shows one.
     if let Some(s) = patterns.sibling_gemms.as_ref() {
         for r in rows.iter_mut().filter(|r| r.category == SeedCategory::Gemm) {
@@ -617,7 +618,11 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     }
     findings::merge::one_cause_one_finding(&mut categories, &rows, src.platform);
     for b in categories.iter_mut().flat_map(|c| c.bottlenecks.iter_mut()) {
+        // A pattern's judgement that the profiler inflates its host time outlives the impact.
+        let profiled = b.impact.profiled_host;
         b.impact = findings::Impact::of(b, &utilization);
+        b.impact.profiled_host = profiled;
+        b.impact.ranked_by_formula = profiled;
         // Priority from the estimated saving (docs/analysis.md, "Priorities").
         b.priority = b.impact.priority();
         for x in &mut b.absorbed {
@@ -741,6 +746,44 @@ fn kernel_names(
             )
         })
         .unzip()
+}
+
+/// Fills the attention rows' `kernel_mix`: every call of each attention op's name, its kernels
+/// summed by name (one pass over the CPU ops, only where the trace has attention rows).
+fn attention_kernel_mix(trace: &Trace, tree: &CallTree, rows: &mut [OpRow]) {
+    let attention = |r: &OpRow| {
+        !r.kernel_level && matches!(r.category, SeedCategory::SdpaFwd | SeedCategory::SdpaBwd)
+    };
+    let mut mix: HashMap<String, Vec<(String, f64)>> = rows
+        .iter()
+        .filter(|r| attention(r))
+        .map(|r| (r.name.clone(), Vec::new()))
+        .collect();
+    if mix.is_empty() {
+        return;
+    }
+    for (i, e) in trace.events.iter().enumerate() {
+        if e.kind() != EventKind::CpuOp {
+            continue;
+        }
+        let Some(acc) = mix.get_mut(trace.name(e)) else {
+            continue;
+        };
+        for g in tree.gpu_events_under(EventId(i as u32)) {
+            let k = trace.event(g);
+            let (name, us) = (trace.name(k), k.dur as f64 / 1e3);
+            match acc.iter_mut().find(|(n, _)| n == name) {
+                Some(slot) => slot.1 += us,
+                None => acc.push((name.to_owned(), us)),
+            }
+        }
+    }
+    for r in rows.iter_mut().filter(|r| attention(r)) {
+        if let Some(m) = mix.get(&r.name) {
+            r.kernel_mix = m.clone();
+            r.kernel_mix.sort_by(|a, b| b.1.total_cmp(&a.1));
+        }
+    }
 }
 
 /// Names of the CPU ops below `id` (not itself), deduplicated.

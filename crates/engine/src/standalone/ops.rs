@@ -292,6 +292,13 @@ pub struct OpRow {
     /// in the same order; filled by the standalone analysis.
     #[serde(skip)]
     pub kernel_launch: Vec<Option<crate::model::LaunchDims>>,
+    /// For attention ops, the kernels every call of the op's name ran, µs summed, largest
+    /// first: an engine's attention picks its kernel per call (vLLM's unified attention runs
+    /// its split-KV `_3d` kernel for some layers and `_2d` for others), which the example
+    /// instance's `kernel_names` need not show. Empty for other ops; filled by the standalone
+    /// analysis.
+    #[serde(skip)]
+    pub kernel_mix: Vec<(String, f64)>,
     /// The `nn.Module` frames around the op, outermost first, joined with ` > ` (empty when
     /// the trace has none there); filled by the standalone analysis.
     pub module_path: String,
@@ -540,6 +547,7 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
                 sub_ops: Vec::new(),
                 kernel_names: Vec::new(),
                 kernel_launch: Vec::new(),
+                kernel_mix: Vec::new(),
                 module_path: String::new(),
                 kernel_level,
                 graph_replayed: false,
@@ -585,6 +593,7 @@ pub(crate) mod tests_support {
             sub_ops: Vec::new(),
             kernel_names: Vec::new(),
             kernel_launch: Vec::new(),
+            kernel_mix: Vec::new(),
             module_path: String::new(),
             kernel_level: false,
             graph_replayed: false,

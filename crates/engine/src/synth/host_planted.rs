@@ -73,6 +73,10 @@ pub struct HostCase {
     /// Each step ends in an `Optimizer.step#SGD.step` range (a training iteration, the
     /// trace's only mark of one).
     pub optimizer: bool,
+    /// Before each step's launches, an `aten::to` copies the input from pageable host memory
+    /// for this long (`cudaMemcpyAsync`); the copy itself takes the last quarter of it on the
+    /// GPU, the rest is the host staging it (a benchmark harness re-uploading its inputs).
+    pub upload_ns: Option<Nanos>,
     /// What the case plants (`None` for a healthy counterpart), and what the findings must
     /// and must not say.
     pub truth: &'static str,
@@ -97,6 +101,7 @@ fn base(name: &'static str, truth: &'static str) -> HostCase {
         first_kernel_ns: None,
         host_first_only: false,
         optimizer: false,
+        upload_ns: None,
         truth,
     }
 }
@@ -277,6 +282,17 @@ pub fn cases() -> Vec<HostCase> {
             host_frames: vec![],
             host_ns: 5_000,
             kernel_ns: 20_000,
+            upload_ns: Some(2_000_000),
+            marked: true,
+            ..base(
+                "idle_pageable_uploads",
+                "each step's input copied from pageable host memory by aten::to (2 ms, three quarters of it host staging) before 40 kernels: the idle finding blames the uploads, names the pageable copy, and advises keeping inputs on the GPU or pinned non_blocking copies, not graph capture (healthy counterpart: idle_eager_launch_bound keeps graph capture)",
+            )
+        },
+        HostCase {
+            host_frames: vec![],
+            host_ns: 5_000,
+            kernel_ns: 20_000,
             comm: Some(("void multimem_all_reduce_kernel<__nv_bfloat16, 8>(...)", 400_000, true)),
             ..base(
                 "comm_symm_mem_exposed",
@@ -333,6 +349,9 @@ pub fn write_case(c: &HostCase, w: &mut impl Write) -> io::Result<()> {
         let pass = st.cpu;
         if step == 0 || !c.host_first_only {
             write_host(&mut ev, c, step, &mut st)?;
+        }
+        if let Some(ns) = c.upload_ns {
+            write_upload(&mut ev, ns, &mut st)?;
         }
         write_launches(&mut ev, c, step == 0, &mut st)?;
         if c.optimizer {
@@ -455,6 +474,48 @@ fn write_stall(ev: &mut EventWriter<'_, impl Write>, s: &Stall, st: &mut Clock) 
     st.ext += 1;
     st.corr += 1;
     st.cpu = start + s.ns + 2 * (n + 1) * 2_000 + 1_000;
+    Ok(())
+}
+
+/// An input copied from pageable host memory: the host stages it for three quarters of `ns`,
+/// then the GPU copies it.
+fn write_upload(ev: &mut EventWriter<'_, impl Write>, ns: Nanos, st: &mut Clock) -> io::Result<()> {
+    let (ext, corr, op_ts) = (st.ext, st.corr, st.cpu);
+    ev.complete(
+        "cpu_op",
+        "aten::to",
+        PID,
+        TID,
+        op_ts,
+        ns + 4_000,
+        &format!("\"External id\": {ext}, \"Input Dims\": [[64, 3, 224, 224]], \"Input type\": [\"float\"]"),
+    )?;
+    let call_ts = op_ts + 2_000;
+    ev.complete(
+        "cuda_runtime",
+        "cudaMemcpyAsync",
+        PID,
+        TID,
+        call_ts,
+        ns,
+        &format!("\"External id\": {ext}, \"correlation\": {corr}"),
+    )?;
+    ev.flow("s", corr, PID, TID, call_ts)?;
+    let copy_ts = st.gpu.max(call_ts + ns * 3 / 4);
+    ev.complete(
+        "gpu_memcpy",
+        "Memcpy HtoD (Pageable -> Device)",
+        GPU_PID,
+        STREAM,
+        copy_ts,
+        ns / 4 - 1_000,
+        &format!("\"External id\": {ext}, \"correlation\": {corr}, \"device\": 0, \"stream\": {STREAM}, \"bytes\": 38535168"),
+    )?;
+    ev.flow("f", corr, GPU_PID, STREAM, copy_ts)?;
+    st.gpu = copy_ts + ns / 4;
+    st.ext += 1;
+    st.corr += 1;
+    st.cpu = op_ts + ns + 5_000;
     Ok(())
 }
 

@@ -198,12 +198,28 @@ pub fn replay_findings(
     // Each fix is a replay of its own (a millisecond or more on a large trace): side by side.
     let all: Vec<&Bottleneck> = st.categories.iter().flat_map(|c| &c.bottlenecks).collect();
     let replayed = crate::fork::map(fork, &all, &|b| fix(b));
+    // A trace whose host-side findings spend more host time per kernel than eager dispatch
+    // takes has its host inflated by the profiler: the replay, which keeps the recorded host
+    // durations, over-credits host-side fixes and under-credits GPU-side ones whose replay the
+    // host then holds. Both are ranked by the formula instead (docs/whatif.md, "Ranking
+    // against a profiled host").
+    let inflated = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .any(|b| b.impact.profiled_host);
     let bottlenecks = st.categories.iter_mut().flat_map(|c| &mut c.bottlenecks);
     for (b, r) in bottlenecks.zip(replayed) {
         if let Some(r) = r {
             b.impact.replayed = Some(r);
+            let host_side = b.fix.iter().any(|(_, spec)| spec.starts_with("cpu:"));
+            // The path before the cut may be the GPU's; the host holds it once the GPU work
+            // shrinks, so the replay's shortfall, not the recorded path, is the test.
+            if inflated && !host_side && r.saving_pct() < b.impact.mid_pct {
+                b.impact.ranked_by_formula = true;
+            }
             // A heuristic cut (no perf model) stays at most Medium, replayed or not.
-            b.priority = b.impact.priority_for(r.saving_pct());
+            b.priority = b.impact.priority_for(b.impact.ranked_pct());
         }
     }
     let cats = &st.categories;

@@ -183,13 +183,18 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     // The kernel already splits the keys across workgroups (FA2's `splitkv`, vLLM's 3-D unified
     // attention with its `reduce_segments`, a `combine` pass, a paged kernel's partitions and
     // their `…_reduce_kernel`).
-    let splits_keys = shape.kernel_names.iter().any(|(n, _)| {
-        let l = n.to_ascii_lowercase();
-        ["splitkv", "split_kv", "reduce_segments", "_3d", "combine"]
-            .iter()
-            .any(|w| l.contains(w))
-            || l.contains("attention") && l.contains("reduce")
-    });
+    // Every call's kernels count: an engine picks the split-KV kernel for some calls only.
+    let splits_keys = shape
+        .kernel_names
+        .iter()
+        .chain(&shape.kernel_mix)
+        .any(|(n, _)| {
+            let l = n.to_ascii_lowercase();
+            ["splitkv", "split_kv", "reduce_segments", "_3d", "combine"]
+                .iter()
+                .any(|w| l.contains(w))
+                || l.contains("attention") && l.contains("reduce")
+        });
     let serving = serving_batch(shape);
     let decode_action = |paged: bool| -> String {
         let kernel = if splits_keys {
@@ -408,5 +413,22 @@ mod tests {
             c.evidence
         );
         assert!(!c.action.contains("use a split-KV kernel"), "{}", c.action);
+        // The example call ran the 2-D kernel; other calls ran the split-KV one: the op's
+        // calls already split their keys, so no action offers a split-KV kernel.
+        let mut mixed = attention(
+            &["kernel_unified_attention_2d"],
+            Some(([4, 8, 1], [128, 1, 1])),
+        );
+        let offered = |r: &OpRow| {
+            causes(r, &ctx)
+                .iter()
+                .any(|c| c.action.contains("use a split-KV kernel"))
+        };
+        assert!(offered(&mixed), "the 2-D kernel alone is offered split-KV");
+        mixed.kernel_mix = vec![
+            ("kernel_unified_attention_3d".into(), 494.0),
+            ("kernel_unified_attention_2d".into(), 162.0),
+        ];
+        assert!(!offered(&mixed));
     }
 }

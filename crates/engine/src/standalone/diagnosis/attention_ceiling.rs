@@ -272,6 +272,7 @@ mod tests {
             kernel_floor_us: None,
             trains: false,
             tf32_gemms: 0,
+            moe_up_tb_s: None,
         };
         let cause = cause(&r, Some(9.1), &ctx).expect("cause");
         let w = cause.waste.expect("costed");

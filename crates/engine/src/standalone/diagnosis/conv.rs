@@ -35,6 +35,30 @@ fn out_spatial(x: &[i64], w: &[i64], s: &[i64], p: &[i64], dl: &[i64]) -> Option
         .collect()
 }
 
+/// Whether a convolution is a patch embedding (stride = kernel, larger than 1×1, no padding
+/// or dilation, not transposed: ViTs' 16×16 stem): its patches do not overlap, so it is exactly
+/// a GEMM over K = C_in·kh·kw, and its output is flattened into tokens.
+pub(crate) fn is_patch_embedding(shape: &OpRow) -> bool {
+    let Some(w) = shape.param_tuple("filter_shape") else {
+        return false;
+    };
+    let kernel = w.get(2..).unwrap_or_default();
+    let stride = shape.param_tuple("stride").unwrap_or_default();
+    !shape.param_bool("transposed_conv").unwrap_or(false)
+        && kernel.iter().product::<i64>() > 1
+        && stride.as_slice() == kernel
+        && shape
+            .param_tuple("padding")
+            .unwrap_or_default()
+            .iter()
+            .all(|&p| p == 0)
+        && shape
+            .param_tuple("dilation")
+            .unwrap_or_default()
+            .iter()
+            .all(|&d| d <= 1)
+}
+
 pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
     let (Some(x), Some(w)) = (
@@ -131,11 +155,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     // A patch embedding (stride = kernel, no padding or dilation, as ViTs' 16×16 stem): the
     // patches do not overlap, so the convolution is exactly a GEMM over K = C_in·kh·kw, aligned
     // here however few the channels: no channel padding is implied.
-    let patchify = !transposed
-        && ksize > 1
-        && stride == kernel
-        && padding.iter().all(|&p| p == 0)
-        && dilation.iter().all(|&d| d <= 1);
+    let patchify = is_patch_embedding(shape);
     if patchify && cin <= FEW_CHANNELS && groups == 1 && (cin * ksize) % need == 0 {
         out.push(Cause {
             key: "conv_patch_embedding",
@@ -297,7 +317,13 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 key: "conv_memory_bound",
                 title: "memory-bound convolution".into(),
                 evidence: format!("{s}: activations and weights are large for the work done on them.{gemm_text}"),
-                action: "Fuse it with the surrounding norm/activation (`torch.compile`) so activations are read once, and use channels_last.".into(),
+                // A patch embedding's output goes straight into the token sequence (flatten,
+                // transpose, position embedding): no norm or activation follows it to fuse.
+                action: if patchify {
+                    "Its output is flattened into tokens, not normalized or activated: run it as the GEMM it is (patches reshaped, `F.linear` with the weight flattened), which writes the tokens in order so no transpose follows it.".into()
+                } else {
+                    "Fuse it with the surrounding norm/activation (`torch.compile`) so activations are read once, and use channels_last.".into()
+                },
                 waste: None,
                 confidence: Confidence::Medium,
                 bounds_all: false,

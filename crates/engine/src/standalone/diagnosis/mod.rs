@@ -10,6 +10,7 @@ pub use attention::{serving_batch, short_unbatched, ServingBatch};
 mod batchnorm;
 pub use attention::DECODE_MAX_QUERIES;
 mod conv;
+pub(crate) use conv::is_patch_embedding;
 pub mod elementwise;
 mod gemm;
 pub use gemm::{recorded_workgroups, signature_alignment, tiling, GemmTiling};
@@ -84,6 +85,9 @@ pub struct Context<'a> {
     /// there are some, TF32 is on, and an fp32 SIMT kernel is the library's choice for its
     /// shape, not a precision setting.
     pub tf32_gemms: usize,
+    /// For a fused MoE's down stage (`…_down`), the bandwidth its up stage (`…_up`, the same
+    /// routing) reaches, TB/s: what the same tokens per expert allow (`moe::causes`).
+    pub moe_up_tb_s: Option<f64>,
 }
 
 #[cfg(test)]
@@ -97,6 +101,7 @@ impl<'a> Context<'a> {
             kernel_floor_us: None,
             trains: false,
             tf32_gemms: 0,
+            moe_up_tb_s: None,
         }
     }
 }

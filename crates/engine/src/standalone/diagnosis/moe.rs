@@ -8,6 +8,9 @@ use super::*;
 pub const EXPERT_BLOCK_M: f64 = 32.0;
 /// Tokens per active expert below this leave the expert GEMMs weight-streaming.
 pub const FEW_TOKENS_PER_EXPERT: f64 = 64.0;
+/// A down stage this many times slower per byte than its up stage has a kernel problem of its
+/// own: the two share their routing, so the up stage shows what the tokens per expert allow.
+pub const SLOWER_STAGE_RATIO: f64 = 1.5;
 /// The smallest expert block the MoE kernels have (triton_kernels' and aiter's 16 rows).
 pub const SMALLEST_BLOCK_M: u64 = 16;
 
@@ -75,6 +78,31 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             .unwrap_or(2.0)
     };
     let weight_bytes = active * mats * h as f64 * i as f64 * bpe;
+    // The down stage against its up stage: both see the same routing, so tokens per expert
+    // cannot explain a gap between their bandwidths; the slower kernel's own work does (vLLM's
+    // MXFP4 decode on MI300X: down 0.97 TB/s, up 2.20 TB/s, with the same 16-row block).
+    if let (Some("down"), Some(up), Some(down)) = (stage, ctx.moe_up_tb_s, shape.tb_s) {
+        if down > 0.0 && down * SLOWER_STAGE_RATIO <= up {
+            let mean_us = shape.kernel_us / shape.count.max(1) as f64;
+            out.push(Cause {
+                key: "moe_down_slower_than_up",
+                title: format!(
+                    "down stage at {down:.2} TB/s, {:.1}× slower per byte than its up stage",
+                    up / down
+                ),
+                evidence: format!(
+                    "the up stage (gate and up) of the same MoE layers moves {up:.2} TB/s and this down stage {down:.2} TB/s. Both see the same routing ({per_expert:.1} tokens per active expert) and both stream their expert weights, so the tokens per expert do not explain the gap between them: the down kernel's own work does (its weighted sum and scatter of each token's top-{k} results into the output, its split over the reduction, dequantizing its weights)."
+                ),
+                action: format!(
+                    "Bring the down kernel to its up stage's bandwidth first: another tile or split-K for its shape (K = {i}, N = {h}), the finalize/scatter fused into its epilogue, or the backend's other MoE kernel; at {up:.2} TB/s a call would take about {:.1} µs instead of {mean_us:.1}.",
+                    mean_us * down / up
+                ),
+                waste: Some(1.0 - down / up),
+                confidence: Confidence::Medium,
+                bounds_all: false,
+            });
+        }
+    }
     if per_expert < FEW_TOKENS_PER_EXPERT {
         // The block the kernel's name states, else aiter's default.
         let named = shape
@@ -107,8 +135,8 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                     " the kernel already runs the smallest expert block there is, so the block size is not a lever."
                 } else {
                     " make sure the kernel's block size matches the tokens per expert (a smaller `block_m` when they are few)."
-                }
-            ),
+                },
+            ) + " More tokens per step raise throughput; a step's own time falls only as the kernel streams its weights closer to the memory roofline, so its bandwidth (Path B) is the latency lever.",
             // Weight-streaming: the time goes to bytes, so the padded rows are not what it
             // costs; the impact falls back to the roofline gap.
             waste: None,
@@ -152,6 +180,55 @@ mod tests {
             expert_block_rows("_ZN5aiter50fmoe_bf16_pertokenMXfp4_g1u1_flat_novs_silu_16x128E"),
             None
         );
+    }
+
+    /// A down stage 2.3× slower per byte than its up stage (the same routing) is told so
+    /// first, with the bandwidth it could reach; one as fast as its up stage is not.
+    #[test]
+    fn a_down_stage_slower_than_its_up_stage_is_named() {
+        use crate::standalone::diagnosis::Context;
+        let mi300 = crate::perf::platform::by_name("MI300X").expect("MI300X");
+        let mut down =
+            crate::standalone::ops::tests_support::row("pseudo_op::moe_triton_unfused_down");
+        down.perf_params = "{'num_tokens': 32, 'hidden_dim': 3072, 'inter_dim': 3072, 'num_experts': 32, 'topk': 4, 'gated': False}".into();
+        down.compute_spec = "fp4".into();
+        down.count = 24;
+        down.kernel_us = 3762.0;
+        down.tb_s = Some(0.97);
+        let ctx = Context {
+            moe_up_tb_s: Some(2.20),
+            ..Context::on(Some(&mi300))
+        };
+        let causes = super::causes(&down, &ctx);
+        let first = causes.first().expect("a cause");
+        assert_eq!(first.key, "moe_down_slower_than_up");
+        assert!(
+            first.title.contains("2.3× slower per byte"),
+            "{}",
+            first.title
+        );
+        // 156.8 µs per call at 0.97 TB/s is 69.1 µs at 2.20.
+        assert!(
+            first.action.contains("about 69.1 µs instead of 156.8"),
+            "{}",
+            first.action
+        );
+        assert!((first.waste.expect("costed") - (1.0 - 0.97 / 2.20)).abs() < 1e-9);
+        // The tokens per expert stay named after it.
+        assert!(causes.iter().any(|c| c.key == "moe_few_tokens_per_expert"));
+        // As fast as its up stage: no such cause; nor for the up stage itself.
+        let near = Context {
+            moe_up_tb_s: Some(1.2),
+            ..Context::on(Some(&mi300))
+        };
+        assert!(super::causes(&down, &near)
+            .iter()
+            .all(|c| c.key != "moe_down_slower_than_up"));
+        let mut up = down.clone();
+        up.name = "pseudo_op::moe_triton_unfused_up".into();
+        assert!(super::causes(&up, &ctx)
+            .iter()
+            .all(|c| c.key != "moe_down_slower_than_up"));
     }
 
     #[test]

@@ -197,8 +197,16 @@ impl Impact {
                 )),
                 _ => None,
             };
+            // Why the rank follows the formula and not this replay.
+            let ranked = if self.profiled_host {
+                "; ranked by the formula's GPU-side figure: the profiler inflates the host time this fix removes, so the replay is an upper bound"
+            } else if self.ranked_by_formula {
+                "; ranked by the range: the profiler inflates this trace's host time (the host-side findings say by how much), so a replay that keeps it under-credits a GPU fix"
+            } else {
+                ""
+            };
             format!(
-                "{:.1} → {:.1} ms, saves {:.3} ms ({:.1}% {}){}",
+                "{:.1} → {:.1} ms, saves {:.3} ms ({:.1}% {}){}{ranked}",
                 r.before_ms,
                 r.after_ms,
                 r.saved_ms(),
@@ -353,6 +361,17 @@ pub struct Impact {
     /// at most Medium, as a guess is ([`Impact::priority_for`]).
     #[serde(skip)]
     pub undiagnosed_good: bool,
+    /// A host-side fix whose calls spend more host time per kernel than eager dispatch takes
+    /// (`patterns::PROFILED_HOST_US_PER_KERNEL`): the profiler's own overhead is part of the
+    /// host time it removes, so its replayed saving is an upper bound and it is ranked by the
+    /// formula's GPU-side saving ([`Impact::ranked_pct`]).
+    #[serde(skip)]
+    pub profiled_host: bool,
+    /// Ranked by the formula's mid figure rather than by the replay: set for a GPU-side fix
+    /// whose replay the host holds in a trace whose host time the profiler inflates
+    /// (`whatif::impacts`), and for [`Impact::profiled_host`] fixes.
+    #[serde(skip)]
+    pub ranked_by_formula: bool,
 }
 
 /// What an impact's shares are of.
@@ -372,7 +391,10 @@ impl Impact {
     /// The saving a finding is ranked by: the replayed one where the fix could be replayed,
     /// else the formula's mid figure, % of trace time.
     pub fn ranked_pct(&self) -> f64 {
-        self.replayed.map_or(self.mid_pct, |r| r.saving_pct())
+        match self.replayed {
+            Some(r) if !self.ranked_by_formula => r.saving_pct(),
+            _ => self.mid_pct,
+        }
     }
 
     /// `high` (% of trace time) scaled by `low` and `mid` factors.
@@ -391,6 +413,8 @@ impl Impact {
             replayed: None,
             basis: Basis::Trace,
             undiagnosed_good: false,
+            profiled_host: false,
+            ranked_by_formula: false,
         }
     }
 
@@ -463,7 +487,7 @@ impl Impact {
                 confidence: first,
                 replayed: None,
                 basis: Basis::Trace,
-                undiagnosed_good: false,
+                ..Impact::default()
             };
         }
         if let (Some(g), ProjectionKind::Efficiency) = (gap, b.projection_kind) {
@@ -920,6 +944,43 @@ mod tests {
             t.starts_with("replayed (the guessed cut: no perf model): 150.0 → 148.5 ms"),
             "{t}"
         );
+    }
+
+    /// Against a host the profiler inflates, a fix ranks by its formula: a host-side fix's
+    /// replay is an upper bound (V100 `zero_grad`: 0.2 % by the formula, 7.4 % replayed), a GPU
+    /// fix's an under-count (its fp32 convolutions: 39 % mid, 4.8 % replayed); each says so.
+    #[test]
+    fn a_profiled_host_ranks_by_the_formula() {
+        let mut host = saving(6.0, "cpu_bound", 90.0);
+        assert!(
+            (host.ranked_pct() - 4.0).abs() < 1e-9,
+            "the replay's 4 % ranks"
+        );
+        host.profiled_host = true;
+        host.ranked_by_formula = true;
+        assert!(
+            (host.ranked_pct() - 2.0).abs() < 1e-9,
+            "the formula's 2 % ranks"
+        );
+        assert!(
+            host.text()
+                .contains("ranked by the formula's GPU-side figure"),
+            "{}",
+            host.text()
+        );
+        let mut gpu = saving(0.3, "gpu_compute_bound", 80.0);
+        gpu.ranked_by_formula = true;
+        assert!((gpu.ranked_pct() - 2.0).abs() < 1e-9);
+        assert!(
+            gpu.text()
+                .contains("ranked by the range: the profiler inflates"),
+            "{}",
+            gpu.text()
+        );
+        // Without the flags the replay ranks, and no such clause is added.
+        let plain = saving(0.3, "gpu_compute_bound", 80.0);
+        assert!((plain.ranked_pct() - 0.2).abs() < 1e-9);
+        assert!(!plain.text().contains("ranked by"), "{}", plain.text());
     }
 
     /// An op at a good efficiency with no cause named ranks at most Medium whatever its

@@ -425,7 +425,10 @@ pub(super) fn op_texts(
                 }
             };
             let issue = if decode {
-                format!("Decode attention ({shape}) at {e} {}.", basis(r, inp.platform))
+                let mix = kernel_mix_text(r)
+                    .map(|m| format!(" Its calls run {m}."))
+                    .unwrap_or_default();
+                format!("Decode attention ({shape}) at {e} {}.{mix}", basis(r, inp.platform))
             } else if short_seq {
                 format!("Short-sequence attention ({shape}): flash-attention efficiency drops for sequences under {} tokens; {e} efficient.", rules::SHORT_SEQUENCE)
             } else if eff.is_none() {
@@ -448,7 +451,10 @@ pub(super) fn op_texts(
                         serving.is_some_and(|sb| sb.decode_tokens == 0),
                     )
                 },
-                path_b: format!("Generate a replay artifact of this attention shape for the kernel team (kernel {kernel})."),
+                path_b: match kernel_mix_text(r) {
+                    Some(mix) => format!("Generate a replay artifact of this attention shape for the kernel team (its calls run {mix}: each kernel is a case to tune)."),
+                    None => format!("Generate a replay artifact of this attention shape for the kernel team (kernel {kernel})."),
+                },
                 pattern: short_seq,
             }
         }
@@ -495,7 +501,11 @@ pub(super) fn op_texts(
             OpTexts {
                 title: name.clone(),
                 issue,
-                path_a: other_path_a(r, latency_bound(r, inp.kernel_floor_us).is_some()),
+                path_a: other_path_a(
+                    r,
+                    latency_bound(r, inp.kernel_floor_us).is_some(),
+                    inp.comm_all.total_ns > 0,
+                ),
                 path_b: if r.is_moe() {
                     format!("Generate a replay artifact of this expert GEMM for the kernel team (tile size against the tokens per expert, weight dequantization; kernel {kernel}).")
                 } else {
@@ -557,7 +567,10 @@ fn gemm_path_a(r: &OpRow) -> String {
 /// GPU-only trace's kernel-level row lists only its own kernel, so its neighbours are there).
 /// `bn`: the trace runs BatchNorm (else there is no Conv+BN to fuse: AlexNet).
 fn conv_path_a(r: &OpRow, p: Option<&Platform>, elsewhere: bool, bn: bool) -> String {
-    let fuse = if bn {
+    // A patch embedding is followed by its tokens' flatten, not by a norm or activation.
+    let fuse = if diagnosis::is_patch_embedding(r) {
+        "or run the patch embedding as the GEMM it is (the image reshaped into patches, `F.linear` with the weight flattened): no norm or activation follows it to fuse"
+    } else if bn {
         "fuse Conv+BN+activation with `torch.compile`"
     } else {
         "fuse the convolution's bias and activation with `torch.compile`"
@@ -585,15 +598,61 @@ fn conv_path_a(r: &OpRow, p: Option<&Platform>, elsewhere: bool, bn: bool) -> St
     }
 }
 
+/// An attention op's kernels over all its calls, where more than one takes a material share
+/// (≥ 10 %): `` `kernel_unified_attention_3d` (68%, split-KV), `kernel_unified_attention_2d`
+/// (22%), `reduce_segments` (9%, the split-KV combine) ``; `None` for one kernel.
+fn kernel_mix_text(r: &OpRow) -> Option<String> {
+    let total: f64 = r.kernel_mix.iter().map(|(_, us)| us).sum();
+    let material = r
+        .kernel_mix
+        .iter()
+        .filter(|(_, us)| *us >= 0.1 * total)
+        .count();
+    if total <= 0.0 || material < 2 {
+        return None;
+    }
+    let role = |n: &str| {
+        let l = n.to_ascii_lowercase();
+        if l.contains("reduce") || l.contains("combine") {
+            ", the split-KV combine"
+        } else if ["splitkv", "split_kv", "_3d", "partition"]
+            .iter()
+            .any(|w| l.contains(w))
+        {
+            ", split-KV"
+        } else {
+            ""
+        }
+    };
+    let parts: Vec<String> = r
+        .kernel_mix
+        .iter()
+        .filter(|(_, us)| *us >= 0.05 * total)
+        .take(4)
+        .map(|(n, us)| {
+            format!(
+                "{} ({:.0}%{})",
+                code(&short(n, 60)),
+                us / total * 100.0,
+                role(n)
+            )
+        })
+        .collect();
+    Some(parts.join(", "))
+}
+
 /// The fused neighbour a serving engine's own op could take on, by what the op already fuses:
 /// a norm that already adds its residual (`fused_add_rms_norm`, `rmsnorm2d_fwd_with_add`) has
 /// the tensor-parallel all-reduce before it and a quantization after it left; RoPE has the
-/// KV-cache write after it.
-fn engine_neighbour(name: &str) -> &'static str {
+/// KV-cache write after it. The all-reduce is offered only where the trace runs collectives:
+/// on one GPU (TP = 1) there is none before the norm to fuse.
+fn engine_neighbour(name: &str, collectives: bool) -> &'static str {
     let l = name.to_ascii_lowercase();
     let norm = l.contains("norm");
-    if norm && (l.contains("add") || l.contains("residual")) {
+    if norm && (l.contains("add") || l.contains("residual")) && collectives {
         "a fused neighbour: the tensor-parallel all-reduce before it (all-reduce + residual add + norm in one kernel) or the quantization after it; it already adds its residual"
+    } else if norm && (l.contains("add") || l.contains("residual")) {
+        "a fused neighbour such as the quantization after it; it already adds its residual"
     } else if norm {
         "a fused neighbour such as its residual add or the quantization after it"
     } else if l.contains("rotary") || l.contains("rope") {
@@ -681,7 +740,9 @@ fn moe_path_a(r: &OpRow) -> String {
 /// fill, a kernel that is already a fused library kernel, or plain elementwise work.
 /// `latency`: the op is latency-bound ([`latency_bound`]): profiling its kernel shows latency,
 /// not a bottleneck to tune, so fewer launches are the lever.
-fn other_path_a(r: &OpRow, latency: bool) -> String {
+/// `collectives`: whether the trace runs communication kernels (a tensor-parallel all-reduce is
+/// offered as a neighbour to fuse only then).
+fn other_path_a(r: &OpRow, latency: bool, collectives: bool) -> String {
     let main = main_kernel_of(r);
     let lower = main.to_ascii_lowercase();
     if r.is_moe() {
@@ -714,7 +775,7 @@ fn other_path_a(r: &OpRow, latency: bool) -> String {
         // A serving engine's or kernel library's own op (SGLang's `silu_and_mul`, aiter's
         // `add_rmsnorm`): one launch already, written for this; fusing or compiling around it
         // is what the engine did.
-        format!("It is the serving engine's own kernel (`{}`, one launch already): fusing or compiling around it does not apply; the levers are that kernel's efficiency (Path B) and the engine's options for it (another backend, {}).", short(&r.name, 60), engine_neighbour(&r.name))
+        format!("It is the serving engine's own kernel (`{}`, one launch already): fusing or compiling around it does not apply; the levers are that kernel's efficiency (Path B) and the engine's options for it (another backend, {}).", short(&r.name, 60), engine_neighbour(&r.name, collectives))
     } else if lower.contains("fused") || lower.contains("fmha") || lower.contains("flash") {
         format!("It already runs a fused kernel (`{}`): the remaining lever is that kernel's efficiency (Path B), or fusing a larger region (`torch.compile` over the module).", short(&main, 70))
     } else if !r.kernel_level && !r.name.contains("::") && !r.name.contains('.') {
@@ -965,6 +1026,15 @@ pub(super) fn op_bottleneck(
         kernel_floor_us: inp.kernel_floor_us,
         trains: inp.trains,
         tf32_gemms: inp.tf32_gemms,
+        // A down stage is judged beside its up stage: the same routing, the same tokens per
+        // expert (the up stage's largest signature).
+        moe_up_tb_s: r.name.strip_suffix("_down").and_then(|stem| {
+            inp.rows
+                .iter()
+                .filter(|x| x.name.strip_suffix("_up") == Some(stem))
+                .max_by(|a, b| a.kernel_us.total_cmp(&b.kernel_us))
+                .and_then(|x| x.tb_s)
+        }),
     };
     let mut causes = diagnosis::diagnose(r, g.largest(), &g.rows, &dctx);
     // The group's other signatures that hold a material share of its time and run a
@@ -1386,7 +1456,7 @@ mod tests {
     fn path_a_fits_what_the_op_runs() {
         let fuse = "Fuse it with neighbouring elementwise ops";
         let plain = with_kernel("aten::add", SeedCategory::Elementwise, "elementwise_kernel");
-        assert!(other_path_a(&plain, false).starts_with(fuse));
+        assert!(other_path_a(&plain, false, false).starts_with(fuse));
         // A norm's own kernels: profile them, unless latency sets their time (then fewer
         // launches).
         let norm = with_kernel(
@@ -1394,8 +1464,8 @@ mod tests {
             SeedCategory::Other,
             "void at::native::RowwiseMomentsCUDAKernel<float>",
         );
-        assert!(other_path_a(&norm, false).contains("profile the kernel"));
-        let a = other_path_a(&norm, true);
+        assert!(other_path_a(&norm, false, false).contains("profile the kernel"));
+        let a = other_path_a(&norm, true, false);
         assert!(
             a.contains("fewer launches") && !a.contains("profile the kernel (Path B)"),
             "{a}"
@@ -1406,7 +1476,7 @@ mod tests {
             "void multimem_all_reduce_kernel<bf16>",
         ] {
             let r = with_kernel("vllm::all_reduce", SeedCategory::Other, k);
-            let a = other_path_a(&r, false);
+            let a = other_path_a(&r, false, false);
             assert!(a.starts_with("A collective"), "{k}: {a}");
         }
         let copy = with_kernel(
@@ -1414,7 +1484,7 @@ mod tests {
             SeedCategory::Elementwise,
             "Memcpy HtoD (Pageable -> Device)",
         );
-        assert!(other_path_a(&copy, false).contains("pinned memory"));
+        assert!(other_path_a(&copy, false, false).contains("pinned memory"));
         // The optimizers' foreach update is already one launch over many tensors: never
         // "fuse it with neighbouring elementwise ops" (issue #48: advice the trace contradicts).
         let foreach = with_kernel(
@@ -1422,10 +1492,10 @@ mod tests {
             SeedCategory::Other,
             "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float>(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float)",
         );
-        let a = other_path_a(&foreach, false);
+        let a = other_path_a(&foreach, false, false);
         assert!(!a.starts_with(fuse) && a.contains("fused=True"), "{a}");
         let fill = with_kernel("aten::zero_", SeedCategory::Elementwise, "Memset (Device)");
-        assert!(other_path_a(&fill, false).contains("torch.empty"));
+        assert!(other_path_a(&fill, false, false).contains("torch.empty"));
         // An op that already runs a fused library kernel; a serving engine's own op (SGLang's
         // act-and-mul) is the engine's kernel, never told to fuse or compile around it.
         let norm = with_kernel(
@@ -1433,13 +1503,13 @@ mod tests {
             SeedCategory::Other,
             "fused_add_rms_norm_kernel",
         );
-        assert!(other_path_a(&norm, false).starts_with("It already runs a fused kernel"));
+        assert!(other_path_a(&norm, false, false).starts_with("It already runs a fused kernel"));
         let engine = with_kernel(
             "sgl_kernel::silu_and_mul",
             SeedCategory::Other,
             "act_and_mul_kernel",
         );
-        let a = other_path_a(&engine, false);
+        let a = other_path_a(&engine, false, false);
         assert!(
             a.starts_with("It is the serving engine's own kernel") && !a.contains("torch.compile"),
             "{a}"
@@ -1450,20 +1520,22 @@ mod tests {
             SeedCategory::Other,
             "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3",
         );
-        assert!(other_path_a(&moe, false).contains("tokens each expert gets"));
+        assert!(other_path_a(&moe, false, false).contains("tokens each expert gets"));
         // A `record_function` range is a region, not an op; an op of no known kind whose kernel
         // is no elementwise loop is not told elementwise fusion removes it.
         let range = with_kernel("SortTokens", SeedCategory::Other, "_sum_bitmatrix_rows");
-        let a = other_path_a(&range, false);
+        let a = other_path_a(&range, false, false);
         assert!(a.contains("named region") && !a.starts_with(fuse), "{a}");
         let sort = with_kernel("aten::sort", SeedCategory::Other, "radixSortKVInPlace");
-        assert!(!other_path_a(&sort, false).starts_with(fuse));
+        assert!(!other_path_a(&sort, false, false).starts_with(fuse));
         let cache = with_kernel(
             "_C_cache_ops::reshape_and_cache_flash",
             SeedCategory::Other,
             "reshape_and_cache_flash_kernel",
         );
-        assert!(other_path_a(&cache, false).starts_with("It is the serving engine's own kernel"));
+        assert!(
+            other_path_a(&cache, false, false).starts_with("It is the serving engine's own kernel")
+        );
         // fbgemm's permute of pooled embeddings is no pooling op; a GPU-only trace's
         // kernel-level row (an MIOpen helper kernel) is no `record_function` range.
         let permute = with_kernel(
@@ -1471,20 +1543,20 @@ mod tests {
             SeedCategory::Other,
             "permute_pooled_embs_kernel",
         );
-        assert!(!other_path_a(&permute, false).contains("pooling op"));
+        assert!(!other_path_a(&permute, false, false).contains("pooling op"));
         let mut helper = with_kernel(
             "SubTensorOpWithScalar1d",
             SeedCategory::Other,
             "SubTensorOpWithScalar1d",
         );
         helper.kernel_level = true;
-        assert!(!other_path_a(&helper, false).contains("named region"));
+        assert!(!other_path_a(&helper, false, false).contains("named region"));
         let pool = with_kernel(
             "aten::max_pool2d_with_indices_backward",
             SeedCategory::Other,
             "max_pool_backward_nchw",
         );
-        assert!(other_path_a(&pool, false).starts_with("A pooling op"));
+        assert!(other_path_a(&pool, false, false).starts_with("A pooling op"));
     }
 
     #[test]
@@ -1575,6 +1647,20 @@ mod tests {
             !a.contains("BN") && a.contains("bias and activation"),
             "{a}"
         );
+        // A ViT's patch embedding (16×16, stride 16): its output is flattened into tokens, so
+        // no norm or activation is offered to fuse; a 3×3 stride-1 conv keeps that advice.
+        let mut patch = conv(&["sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc"]);
+        patch.perf_params = "{'input_shape': (4, 3, 224, 224), 'filter_shape': (768, 3, 16, 16), 'stride': (16, 16), 'padding': (0, 0), 'dilation': (1, 1), 'transposed_conv': False}".into();
+        assert!(diagnosis::is_patch_embedding(&patch));
+        let a = conv_path_a(&patch, None, true, false);
+        assert!(
+            a.contains("GEMM it is") && !a.contains("activation with"),
+            "{a}"
+        );
+        let mut dense = patch.clone();
+        dense.perf_params = "{'input_shape': (4, 64, 56, 56), 'filter_shape': (64, 64, 3, 3), 'stride': (1, 1), 'padding': (1, 1), 'dilation': (1, 1), 'transposed_conv': False}".into();
+        assert!(!diagnosis::is_patch_embedding(&dense));
+        assert!(conv_path_a(&dense, None, true, false).contains("bias and activation"));
         // cuDNN's templated kernels name their element type.
         assert!(conv_runs_fp32(
             "void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(...)"
@@ -1584,15 +1670,38 @@ mod tests {
         ));
     }
 
+    /// An attention op whose calls run several kernels names them all, with their shares and
+    /// the split-KV pass and its combine; one kernel names none.
+    #[test]
+    fn an_attention_ops_kernels_are_named_across_its_calls() {
+        let mut r =
+            crate::standalone::ops::tests_support::row("vllm::unified_attention_with_output");
+        r.kernel_mix = vec![
+            ("kernel_unified_attention_3d".into(), 493.9),
+            ("kernel_unified_attention_2d".into(), 161.8),
+            ("reduce_segments".into(), 68.7),
+        ];
+        let t = kernel_mix_text(&r).expect("several kernels");
+        assert_eq!(
+            t,
+            "`kernel_unified_attention_3d` (68%, split-KV), `kernel_unified_attention_2d` (22%), `reduce_segments` (9%, the split-KV combine)"
+        );
+        r.kernel_mix.truncate(1);
+        assert_eq!(kernel_mix_text(&r), None);
+    }
+
     /// A serving engine's op is offered only the neighbours it has not fused already.
     #[test]
     fn engine_ops_are_offered_the_neighbours_they_lack() {
-        assert!(engine_neighbour("_C::fused_add_rms_norm").contains("all-reduce"));
-        assert!(engine_neighbour("aiter::rmsnorm2d_fwd_with_add_ck").contains("already adds"));
-        assert!(engine_neighbour("_C::rms_norm").contains("residual add"));
-        assert!(engine_neighbour("_C::rotary_embedding").contains("KV-cache write"));
+        assert!(engine_neighbour("_C::fused_add_rms_norm", true).contains("all-reduce"));
+        // One GPU: no all-reduce runs before the norm to fuse with.
+        let alone = engine_neighbour("_C::fused_add_rms_norm", false);
+        assert!(!alone.contains("all-reduce") && alone.contains("already adds"));
+        assert!(engine_neighbour("aiter::rmsnorm2d_fwd_with_add_ck", true).contains("already adds"));
+        assert!(engine_neighbour("_C::rms_norm", true).contains("residual add"));
+        assert!(engine_neighbour("_C::rotary_embedding", false).contains("KV-cache write"));
         assert_eq!(
-            engine_neighbour("sgl_kernel::silu_and_mul"),
+            engine_neighbour("sgl_kernel::silu_and_mul", true),
             "a fused neighbour"
         );
     }

@@ -502,6 +502,7 @@ fn add_zero_grad(
         rules::saving_projection(gpu_ms, 0.0, inp.compute_ms()),
         inp,
     );
+    b.impact.profiled_host = host_inflated(z.host_ms, z.kernels);
     // The fills' ops and the accumulation's adds are this cause seen op by op.
     let mut scope_ops = z.ops.clone();
     if let Some(a) = acc.filter(|_| adds > 0) {
@@ -621,6 +622,7 @@ fn add_per_tensor_optimizer(
         rules::saving_projection(saving_ms, 0.0, inp.compute_ms()),
         inp,
     );
+    b.impact.profiled_host = host_inflated(o.host_ms, o.kernels);
     b.scope = Some(super::merge::Scope {
         subtracts: true,
         ..scope_of(None, 0, &ops, false)
@@ -659,13 +661,18 @@ pub const PROFILED_HOST_US_PER_KERNEL: f64 = 20.0;
 /// The note a host-side finding adds when its calls spend more host time per kernel than
 /// eager dispatch takes: the replayed host saving is then an upper bound.
 fn profiled_host(host_ms: f64, kernels: u64) -> String {
-    let per = host_ms * 1e3 / kernels.max(1) as f64;
-    if per < PROFILED_HOST_US_PER_KERNEL {
+    if !host_inflated(host_ms, kernels) {
         return String::new();
     }
+    let per = host_ms * 1e3 / kernels.max(1) as f64;
     format!(
         " That is {per:.0} µs of host time per kernel, several times what eager PyTorch takes to dispatch and launch a small op: the profiler's own overhead (an older PyTorch's autograd profiler, or Python stacks) is part of it, so the host time the fix removes, and its replayed saving, are upper bounds for an unprofiled run."
     )
+}
+
+/// Whether calls spend at least [`PROFILED_HOST_US_PER_KERNEL`] of host time per kernel.
+fn host_inflated(host_ms: f64, kernels: u64) -> bool {
+    host_ms * 1e3 / kernels.max(1) as f64 >= PROFILED_HOST_US_PER_KERNEL
 }
 
 /// A cause whose work the fix removes entirely, seen directly in the trace.

@@ -1157,6 +1157,13 @@ fn free_time_per_step(
 /// slow call.
 pub const EAGER_OVERHEAD_GAPS: u64 = 10;
 
+/// Whether an op the host waits in is a copy onto the GPU from pageable memory: a copy op
+/// (`aten::to`, `aten::_to_copy`, `aten::copy_`) in a trace that runs pageable host-to-device
+/// copies. Such a copy is synchronous for the host whatever `non_blocking` says.
+fn uploads_pageable(label: &str, inp: &Inputs<'_>) -> bool {
+    matches!(label, "aten::to" | "aten::_to_copy" | "aten::copy_") && inp.copies.pageable_ns > 0
+}
+
 /// The idle split and the host-wait causes of the steady state: without the one-off gap, the
 /// first-call stalls and a cold first pass.
 fn steady_causes(
@@ -1336,6 +1343,10 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync => {
             format!("while {} synchronizes", code(&top.label))
         }
+        C::CpuOp if uploads_pageable(&top.label, inp) => format!(
+            "while the CPU runs {} (a copy from pageable host memory: the host stages it through a pinned buffer and waits for it)",
+            code(&top.label)
+        ),
         C::CpuOp => format!("while the CPU runs {}", code(&top.label)),
         // Without Python frames in the trace (`with_stack` off, or no CPU side at all), the
         // host's time outside every recorded op is not known to be Python.
@@ -1360,6 +1371,9 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
                 "Remove host synchronizations from the step: keep results on the GPU until they are needed (in a serving loop: sampled tokens, stop checks), copy with `non_blocking=True` into pinned memory and overlap the copy with the next step, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.".into()
             }
         }
+        // The host waits on its own uploads (a benchmark harness re-copying its inputs, A100
+        // AlexNet: 32 % of idle in `aten::to`): a graph does not remove a host-to-device copy.
+        C::CpuOp if uploads_pageable(&top.label, inp) => "Stop the host waiting on its uploads: keep the inputs on the GPU across iterations (create them there, or copy them once outside the loop), or copy from pinned memory (`pin_memory=True`, `tensor.pin_memory()`) with `non_blocking=True` so the copy overlaps compute. Graph capture does not remove a host-to-device copy.".into(),
         C::CpuOp | C::Python if done.graphs || done.compiled => done.launch_remedy(),
         // A kernel-launching ATen op waited on in many gaps is eager mode's per-op cost
         // (dispatch, Python, launch) paid on every call, not one slow op (Falconsai ViT on H100:
