@@ -648,12 +648,13 @@ fn priority_follows_the_estimated_saving() {
             // The replayed saving where the fix could be replayed (docs/whatif.md), else the
             // formula's mid figure.
             let saving = f.impact.ranked_pct();
-            // A no-perf-model guess, or an op in the good band with no cause named, is at
+            // A no-perf-model guess is Low; an op in the good band with no cause named is at
             // most Medium.
             let want = if f.impact.method
                 == jarvis_engine::standalone::findings::ImpactMethod::Heuristic
-                || f.impact.undiagnosed_good
             {
+                Priority::Low
+            } else if f.impact.undiagnosed_good {
                 impact_priority(saving).max(Priority::Medium)
             } else {
                 impact_priority(saving)

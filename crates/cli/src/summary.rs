@@ -55,7 +55,7 @@ pub fn render(a: &Analysis) -> String {
             .filter(|(_, f)| !unknown(f))
             .map(|(_, f)| f.to_string())
             .collect();
-        parts.push(w.mode.label().to_owned());
+        parts.push(w.mode_text());
         let missing: Vec<&str> = fields
             .iter()
             .filter(|(_, f)| unknown(f))

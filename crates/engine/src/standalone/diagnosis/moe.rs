@@ -8,6 +8,18 @@ use super::*;
 pub const EXPERT_BLOCK_M: f64 = 32.0;
 /// Tokens per active expert below this leave the expert GEMMs weight-streaming.
 pub const FEW_TOKENS_PER_EXPERT: f64 = 64.0;
+/// The split-K of a triton_kernels MoE matmul from its name's four-part tile
+/// (`…_16x128x256x1`: the last part), where it states one.
+fn split_k_of(kernel: &str) -> Option<u64> {
+    kernel.split(['_', ' ', '<', '>', ',']).find_map(|t| {
+        let dims: Vec<&str> = t.split('x').collect();
+        let digits = |d: &&str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
+        (dims.len() == 4 && dims.iter().all(digits))
+            .then(|| dims[3].parse().ok())
+            .flatten()
+    })
+}
+
 /// A down stage this many times slower per byte than its up stage has a kernel problem of its
 /// own: the two share their routing, so the up stage shows what the tokens per expert allow.
 pub const SLOWER_STAGE_RATIO: f64 = 1.5;
@@ -84,6 +96,19 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     if let (Some("down"), Some(up), Some(down)) = (stage, ctx.moe_up_tb_s, shape.tb_s) {
         if down > 0.0 && down * SLOWER_STAGE_RATIO <= up {
             let mean_us = shape.kernel_us / shape.count.max(1) as f64;
+            // What the kernel's name says of its split over the reduction (triton_kernels'
+            // `…_16x128x256x1`: BLOCK_M × BLOCK_N × BLOCK_K × split-K), rather than a guess.
+            let main = shape
+                .kernel_names
+                .iter()
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|(n, _)| n.as_str())
+                .unwrap_or("");
+            let split_text = match split_k_of(main) {
+                Some(1) => format!("its tile and its reduction over K = {i} in one pass (its name's split-K is 1), dequantizing its weights"),
+                Some(s) => format!("its tile and its reduction over K = {i} split {s} ways, dequantizing its weights"),
+                None => format!("its tile and its reduction over K = {i}, dequantizing its weights"),
+            };
             out.push(Cause {
                 key: "moe_down_slower_than_up",
                 title: format!(
@@ -91,10 +116,10 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                     up / down
                 ),
                 evidence: format!(
-                    "the up stage (gate and up) of the same MoE layers moves {up:.2} TB/s and this down stage {down:.2} TB/s. Both see the same routing ({per_expert:.1} tokens per active expert) and both stream their expert weights, so the tokens per expert do not explain the gap between them: the down kernel's own work does (its weighted sum and scatter of each token's top-{k} results into the output, its split over the reduction, dequantizing its weights)."
-                ),
+                    "the up stage (gate and up) of the same MoE layers moves {up:.2} TB/s and this down stage {down:.2} TB/s. Both see the same routing ({per_expert:.1} tokens per active expert) and both stream their expert weights, so the tokens per expert do not explain the gap between them: the down kernel's own efficiency does ({}), which a profiler's view of the two kernels side by side shows."
+                , split_text),
                 action: format!(
-                    "Bring the down kernel to its up stage's bandwidth first: another tile or split-K for its shape (K = {i}, N = {h}), the finalize/scatter fused into its epilogue, or the backend's other MoE kernel; at {up:.2} TB/s a call would take about {:.1} µs instead of {mean_us:.1}.",
+                    "Bring the down kernel to its up stage's bandwidth first: another tile or a split over K for its shape (K = {i}, N = {h}), or the backend's other MoE kernel; at {up:.2} TB/s a call would take about {:.1} µs instead of {mean_us:.1}.",
                     mean_us * down / up
                 ),
                 waste: Some(1.0 - down / up),
@@ -207,6 +232,12 @@ mod tests {
             "{}",
             first.title
         );
+        // Without a kernel name no split is claimed; with triton_kernels' tile, its split-K 1.
+        assert!(!first.evidence.contains("split-K is"), "{}", first.evidence);
+        let mut named = down.clone();
+        named.kernel_names = vec![("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1".into(), 156.7)];
+        let e = super::causes(&named, &ctx).remove(0).evidence;
+        assert!(e.contains("in one pass (its name's split-K is 1)"), "{e}");
         // 156.8 µs per call at 0.97 TB/s is 69.1 µs at 2.20.
         assert!(
             first.action.contains("about 69.1 µs instead of 156.8"),

@@ -217,9 +217,10 @@ impl Impact {
         })
     }
 
-    /// The priority of its mid saving (`rules::impact_priority`), at most Medium where the
-    /// saving is the no-perf-model heuristic's guess (a share of the op's time, not a
-    /// diagnosis): an unmodelled op is named, not ranked above what Jarvis can explain.
+    /// The priority of its mid saving (`rules::impact_priority`), Low where the saving is the
+    /// no-perf-model heuristic's guess (a share of the op's time, not a diagnosis: an unmodelled
+    /// op is named, never ranked beside what Jarvis can explain), at most Medium for an op in
+    /// the good band with no cause named.
     pub fn priority(&self) -> super::rules::Priority {
         self.priority_for(self.mid_pct)
     }
@@ -228,7 +229,9 @@ impl Impact {
     /// replayed saving), capped as [`Impact::priority`] says.
     pub fn priority_for(&self, pct: f64) -> super::rules::Priority {
         let p = super::rules::impact_priority(pct);
-        if self.method == ImpactMethod::Heuristic || self.undiagnosed_good {
+        if self.method == ImpactMethod::Heuristic {
+            super::rules::Priority::Low
+        } else if self.undiagnosed_good {
             p.max(super::rules::Priority::Medium)
         } else {
             p
@@ -358,7 +361,7 @@ pub struct Impact {
     /// An op judged by its roofline gap alone that already runs at a good efficiency (the
     /// seeds' band, ≥ 60 %) and whose rules name no cause: its saving assumes a tuned kernel
     /// reaches 80 % of a datasheet peak, which nothing in the trace shows this one can; ranked
-    /// at most Medium, as a guess is ([`Impact::priority_for`]).
+    /// at most Medium (a no-perf-model guess is Low) ([`Impact::priority_for`]).
     #[serde(skip)]
     pub undiagnosed_good: bool,
     /// A host-side fix whose calls spend more host time per kernel than eager dispatch takes
@@ -994,6 +997,10 @@ mod tests {
         i.undiagnosed_good = true;
         assert_eq!(i.priority_for(12.0), Priority::Medium);
         assert_eq!(i.priority_for(0.1), Priority::Low);
+        // A no-perf-model guess is Low whatever it guesses.
+        let mut guess = saving(9.0, "gpu_compute_bound", 80.0);
+        guess.method = ImpactMethod::Heuristic;
+        assert_eq!(guess.priority_for(12.0), Priority::Low);
     }
 
     /// A fix that saves nothing says why: the path's own cause where the host or the launches

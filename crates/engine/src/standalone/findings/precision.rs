@@ -159,6 +159,23 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     } else {
         format!("Run the model under {autocast} so the convolutions use the matrix units; channels_last helps once they do.")
     };
+    // cuDNN's default heuristic picks for fp32 (its legacy algorithms): benchmark mode tries the
+    // others for each fixed shape and often replaces them (review S: both V100 ResNet-50 traces).
+    let legacy = distinct.iter().any(|k| {
+        [
+            "dgrad_engine",
+            "wgrad_alg0_engine",
+            "wgrad_alg1_engine",
+            "implicit_convolve_sgemm",
+        ]
+        .iter()
+        .any(|l| k.contains(l))
+    });
+    let action = if legacy {
+        format!("{action} First, with no code change: let cuDNN benchmark its algorithms for these fixed shapes (`torch.backends.cudnn.benchmark = True`): `dgrad_engine`, `wgrad_alg0_engine` and `implicit_convolve_sgemm` are its default heuristic picks, which benchmark mode often replaces with faster ones.")
+    } else {
+        action
+    };
     let op_names: Vec<&str> = ops.iter().map(|(n, _)| n.as_str()).collect();
     let mut b = pattern_bottleneck(
         f.category,
