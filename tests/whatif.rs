@@ -706,3 +706,61 @@ fn events_select_exactly_the_kernels_named() {
     let err = Change::parse("remove", "events:1,x").expect_err("not a number");
     assert!(err.contains("event indices"), "{err}");
 }
+
+/// Against a host the profiler inflates, fixes rank by their formula (docs/whatif.md, "Ranking
+/// against a profiled host"). V100 ResNet-50 with 4 DataLoader workers (PyTorch 1.8: 59 µs of
+/// host time per `zero_grad` fill): the fp32 convolutions, replayed under their formula's mid
+/// figure, rank by it and lead; `zero_grad` ranks by its GPU-side 0.2 %. The same model with no
+/// workers: data loading (real host work) saves more than the inflated patterns, so the
+/// convolutions keep their replayed rank.
+#[test]
+fn a_profiled_host_ranks_fixes_by_their_formula_on_v100() {
+    use jarvis_engine::standalone::rules::Priority;
+    let Some(dir) = common::shared_dir() else {
+        eprintln!("skipping: ../shared not present");
+        return;
+    };
+    let analyze = |name: &str| {
+        let trace = jarvis_engine::import::import_bytes(&common::read(
+            &dir.join("traces/kineto").join(name),
+        ))
+        .expect("imports");
+        jarvis_engine::analyze_trace(trace)
+    };
+    let ranked = |a: &jarvis_engine::Analysis| -> Vec<(String, Priority, bool, bool)> {
+        let st = a.standalone.as_ref().expect("standalone");
+        st.recommendations
+            .iter()
+            .map(|&(c, i)| {
+                let b = &st.categories[c].bottlenecks[i];
+                (
+                    b.title.clone(),
+                    b.priority,
+                    b.impact.ranked_by_formula,
+                    b.impact.profiled_host,
+                )
+            })
+            .collect()
+    };
+    let nw4 = ranked(&analyze(
+        "v100_resnet50_nw4_2021-02_worker0.pt.trace.json.gz",
+    ));
+    let (title, priority, by_formula, _) = &nw4[0];
+    assert!(title.starts_with("Convolutions in fp32"), "{nw4:?}");
+    assert_eq!(*priority, Priority::Critical);
+    assert!(*by_formula);
+    let zero = nw4
+        .iter()
+        .find(|r| r.0.starts_with("Gradients zeroed"))
+        .expect("zero_grad finding");
+    assert!(zero.3 && zero.1 == Priority::Low, "{zero:?}");
+    let nw0 = ranked(&analyze(
+        "v100_resnet50_nw0_2021-06_worker0.1623143566756.pt.trace.json.gz",
+    ));
+    assert_eq!(nw0[0].0, "GPU idle time", "{nw0:?}");
+    let conv = nw0
+        .iter()
+        .find(|r| r.0.starts_with("Convolutions in fp32"))
+        .expect("conv finding");
+    assert!(!conv.2, "{conv:?}");
+}

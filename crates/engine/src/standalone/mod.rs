@@ -762,8 +762,14 @@ fn attention_kernel_mix(trace: &Trace, tree: &CallTree, rows: &mut [OpRow]) {
     if mix.is_empty() {
         return;
     }
+    // Each name id is looked up once: the string is hashed per distinct name, not per op.
+    let mut wanted: rustc_hash::FxHashMap<crate::model::strings::StrId, bool> = Default::default();
     for (i, e) in trace.events.iter().enumerate() {
-        if e.kind() != EventKind::CpuOp {
+        if e.kind() != EventKind::CpuOp
+            || !*wanted
+                .entry(e.name)
+                .or_insert_with(|| mix.contains_key(trace.name(e)))
+        {
             continue;
         }
         let Some(acc) = mix.get_mut(trace.name(e)) else {

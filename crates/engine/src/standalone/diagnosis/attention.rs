@@ -102,6 +102,35 @@ pub fn short_unbatched(shape: &OpRow, platform: Option<&Platform>) -> bool {
     nq < crate::standalone::rules::SHORT_SEQUENCE && !batched_full
 }
 
+/// The part a kernel plays in split-KV attention, read from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitKv {
+    /// A pass over one slice of the keys (FA2's `splitkv`, vLLM's 3-D unified attention, a
+    /// paged kernel's partitions).
+    Pass,
+    /// The pass that combines the slices (`reduce_segments`, a `combine` kernel, a paged
+    /// attention's `…_reduce_kernel`).
+    Combine,
+}
+
+/// [`SplitKv`] of a kernel, `None` for a kernel that does not split the keys.
+pub fn split_kv_role(kernel: &str) -> Option<SplitKv> {
+    let l = kernel.to_ascii_lowercase();
+    if l.contains("reduce_segments")
+        || l.contains("combine")
+        || (l.contains("attention") && l.contains("reduce"))
+    {
+        Some(SplitKv::Combine)
+    } else if ["splitkv", "split_kv", "_3d", "partition"]
+        .iter()
+        .any(|w| l.contains(w))
+    {
+        Some(SplitKv::Pass)
+    } else {
+        None
+    }
+}
+
 pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
     let p = |k: &str| shape.param(k);
@@ -188,13 +217,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         .kernel_names
         .iter()
         .chain(&shape.kernel_mix)
-        .any(|(n, _)| {
-            let l = n.to_ascii_lowercase();
-            ["splitkv", "split_kv", "reduce_segments", "_3d", "combine"]
-                .iter()
-                .any(|w| l.contains(w))
-                || l.contains("attention") && l.contains("reduce")
-        });
+        .any(|(n, _)| split_kv_role(n).is_some());
     let serving = serving_batch(shape);
     let decode_action = |paged: bool| -> String {
         let kernel = if splits_keys {

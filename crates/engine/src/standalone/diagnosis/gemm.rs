@@ -583,36 +583,24 @@ fn previous_generation(kernel: Option<&str>, ctx: &Context<'_>) -> Option<Cause>
     let (kernel, p) = (kernel?, ctx.platform?);
     let instr = p.matrix_instruction.as_ref().map(|(i, _)| i.as_str())?;
     let l = kernel.to_ascii_lowercase();
-    let (native, older): (&str, &[&str]) = if instr.contains("tcgen05") {
-        (
-            "tcgen05",
-            &[
-                "cutlass_80",
-                "sm80_",
-                "ampere_",
-                "cutlass_75",
-                "turing_",
-                "volta_",
-                "sm90_",
-                "cutlass3x_sm90",
-            ],
-        )
+    // Kernels named for Volta, Turing or Ampere; on Blackwell Hopper's too.
+    const BEFORE_HOPPER: [&str; 6] = [
+        "cutlass_80",
+        "sm80_",
+        "ampere_",
+        "cutlass_75",
+        "turing_",
+        "volta_",
+    ];
+    let native = if instr.contains("tcgen05") {
+        "tcgen05"
     } else if instr.contains("wgmma") {
-        (
-            "wgmma",
-            &[
-                "cutlass_80",
-                "sm80_",
-                "ampere_",
-                "cutlass_75",
-                "turing_",
-                "volta_",
-            ],
-        )
+        "wgmma"
     } else {
         return None;
     };
-    if !older.iter().any(|o| l.contains(o)) {
+    let hopper = native == "tcgen05" && (l.contains("sm90_") || l.contains("cutlass3x_sm90"));
+    if !hopper && !BEFORE_HOPPER.iter().any(|o| l.contains(o)) {
         return None;
     }
     Some(Cause {
@@ -1265,6 +1253,15 @@ mod tests {
         );
     }
 
+    /// A ViT-base projection (Falconsai: 4 images × 197 tokens, hidden 768) in bf16.
+    fn vit_addmm() -> OpRow {
+        let mut r = row("aten::addmm");
+        r.category = SeedCategory::Gemm;
+        r.compute_spec = "matrix_bf16".into();
+        r.perf_params = "{'M': 788, 'N': 768, 'K': 768, 'B': 1}".into();
+        r
+    }
+
     /// An sm80 `mma.sync` kernel on H100 is named as a previous-generation kernel (Falconsai
     /// ViT's 788 × 768 × 768 projections ran `cutlass_80_tensorop_bf16_s16816gemm`); a native
     /// kernel on H100, and the same sm80 kernel on A100, are not.
@@ -1273,10 +1270,7 @@ mod tests {
         let h100 = crate::perf::platform::by_name("H100").expect("H100");
         let a100 = crate::perf::platform::by_name("A100").expect("A100");
         let gemm = |kernel: &str| {
-            let mut r = row("aten::addmm");
-            r.category = SeedCategory::Gemm;
-            r.compute_spec = "matrix_bf16".into();
-            r.perf_params = "{'M': 788, 'N': 768, 'K': 768, 'B': 1}".into();
+            let mut r = vit_addmm();
             r.kernel_names = vec![(kernel.to_owned(), 8.3)];
             r.kernel_launch = vec![None];
             r.count = 48;
@@ -1301,6 +1295,10 @@ mod tests {
             has(&gemm("nvjet_tst_128x64_64x8_2x1_v_bz_TNT"), &h100),
             None
         );
+        // On Blackwell, Hopper's kernels are the previous generation.
+        let b200 = crate::perf::platform::by_name("B200").expect("B200");
+        let e = has(&native, &b200).expect("an sm90 kernel named on B200");
+        assert!(e.contains("cannot issue `tcgen05`"), "{e}");
         // At a good efficiency (72 %) the old kernel is not what holds the op back.
         let mut good = old.clone();
         good.roofline_us = Some(6.0);
@@ -1311,10 +1309,7 @@ mod tests {
     /// 3 × 12 calls = 8.5 µs), not the mean over every call of the op (12.9 µs).
     #[test]
     fn sibling_projections_quote_their_own_calls() {
-        let mut r = row("aten::addmm");
-        r.category = SeedCategory::Gemm;
-        r.compute_spec = "matrix_bf16".into();
-        r.perf_params = "{'M': 788, 'N': 768, 'K': 768, 'B': 1}".into();
+        let mut r = vit_addmm();
         r.count = 73;
         r.kernel_us = 942.0;
         r.siblings = Some(crate::standalone::sibling_gemms::SiblingRun {

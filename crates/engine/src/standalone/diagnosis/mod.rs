@@ -6,7 +6,7 @@
 
 mod attention;
 pub mod attention_ceiling;
-pub use attention::{serving_batch, short_unbatched, ServingBatch};
+pub use attention::{serving_batch, short_unbatched, split_kv_role, ServingBatch, SplitKv};
 mod batchnorm;
 pub use attention::DECODE_MAX_QUERIES;
 mod conv;

@@ -11,13 +11,7 @@ pub const FEW_TOKENS_PER_EXPERT: f64 = 64.0;
 /// The split-K of a triton_kernels MoE matmul from its name's four-part tile
 /// (`…_16x128x256x1`: the last part), where it states one.
 fn split_k_of(kernel: &str) -> Option<u64> {
-    kernel.split(['_', ' ', '<', '>', ',']).find_map(|t| {
-        let dims: Vec<&str> = t.split('x').collect();
-        let digits = |d: &&str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
-        (dims.len() == 4 && dims.iter().all(digits))
-            .then(|| dims[3].parse().ok())
-            .flatten()
-    })
+    name_tile(kernel).filter(|d| d.len() == 4).map(|d| d[3])
 }
 
 /// A down stage this many times slower per byte than its up stage has a kernel problem of its
@@ -31,14 +25,20 @@ pub const SMALLEST_BLOCK_M: u64 = 16;
 /// BLOCK_K × split-K), or for trtllm-gen's `t128x16x256u2` with `transOut` (tokens along the
 /// output's columns) the second.
 pub fn expert_block_rows(kernel: &str) -> Option<u64> {
-    let trans_out = kernel.contains("transOut");
+    let rows = usize::from(kernel.contains("transOut"));
+    name_tile(kernel).map(|d| d[rows])
+}
+
+/// The tile a MoE kernel's name states: its first token of three or more `x`-separated numbers
+/// (trtllm-gen's `t128x16x256u2` without its `t` and unroll).
+fn name_tile(kernel: &str) -> Option<Vec<u64>> {
     kernel.split(['_', ' ', '<', '>', ',']).find_map(|t| {
         let t = t.strip_prefix('t').unwrap_or(t);
         let t = t.split_once('u').map_or(t, |(dims, _)| dims);
         let dims: Vec<&str> = t.split('x').collect();
         let digits = |d: &&str| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit());
         (dims.len() >= 3 && dims.iter().all(digits))
-            .then(|| dims[usize::from(trans_out)].parse::<u64>().ok())
+            .then(|| dims.iter().map(|d| d.parse().ok()).collect())
             .flatten()
     })
 }
@@ -105,7 +105,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 .map(|(n, _)| n.as_str())
                 .unwrap_or("");
             let split_text = match split_k_of(main) {
-                Some(1) => format!("its tile and its reduction over K = {i} in one pass (its name's split-K is 1), dequantizing its weights"),
+                Some(1) => format!("its tile, its reduction over K = {i} in one pass: its name's split-K is 1, and dequantizing its weights"),
                 Some(s) => format!("its tile and its reduction over K = {i} split {s} ways, dequantizing its weights"),
                 None => format!("its tile and its reduction over K = {i}, dequantizing its weights"),
             };
@@ -237,7 +237,7 @@ mod tests {
         let mut named = down.clone();
         named.kernel_names = vec![("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1".into(), 156.7)];
         let e = super::causes(&named, &ctx).remove(0).evidence;
-        assert!(e.contains("in one pass (its name's split-K is 1)"), "{e}");
+        assert!(e.contains("in one pass: its name's split-K is 1,"), "{e}");
         // 156.8 µs per call at 0.97 TB/s is 69.1 µs at 2.20.
         assert!(
             first.action.contains("about 69.1 µs instead of 156.8"),

@@ -611,18 +611,10 @@ fn kernel_mix_text(r: &OpRow) -> Option<String> {
     if total <= 0.0 || material < 2 {
         return None;
     }
-    let role = |n: &str| {
-        let l = n.to_ascii_lowercase();
-        if l.contains("reduce") || l.contains("combine") {
-            ", the split-KV combine"
-        } else if ["splitkv", "split_kv", "_3d", "partition"]
-            .iter()
-            .any(|w| l.contains(w))
-        {
-            ", split-KV"
-        } else {
-            ""
-        }
+    let role = |n: &str| match diagnosis::split_kv_role(n) {
+        Some(diagnosis::SplitKv::Combine) => ", the split-KV combine",
+        Some(diagnosis::SplitKv::Pass) => ", split-KV",
+        None => "",
     };
     let parts: Vec<String> = r
         .kernel_mix
