@@ -368,3 +368,91 @@ fn every_sync_released_in_a_gap_is_blamed() {
     assert_eq!(blamed(CauseKind::ExplicitSync), 300_000);
     assert_eq!(blamed(CauseKind::CpuOp), 85_000);
 }
+
+/// Driver allocations in a gap are the allocator's: a 385 µs gap holding two `cudaMalloc`s of
+/// 120 and 80 µs inside a convolution blames 200 µs on the allocation (labelled by the longer
+/// call) and the rest on the op. The counterpart, the same op allocating nothing from the
+/// driver (stream-ordered `cudaMallocAsync` calls return at once), is all the op's.
+#[test]
+fn driver_allocations_in_a_gap_are_the_allocators() {
+    let trace = |malloc: &str| {
+        import_bytes(
+            format!(
+                r#"{{"traceEvents": [
+  {{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 10}},
+  {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 2, "args": {{"correlation": 1}}}},
+  {{"ph": "X", "cat": "kernel", "name": "k1", "pid": 0, "tid": 7, "ts": 5, "dur": 100, "args": {{"correlation": 1, "stream": 7}}}},
+  {{"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "pid": 1, "tid": 1, "ts": 110, "dur": 400}},
+  {{"ph": "X", "cat": "cuda_runtime", "name": "{malloc}", "pid": 1, "tid": 1, "ts": 120, "dur": 120, "args": {{"correlation": 10}}}},
+  {{"ph": "X", "cat": "cuda_runtime", "name": "{malloc}", "pid": 1, "tid": 1, "ts": 300, "dur": 80, "args": {{"correlation": 11}}}},
+  {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 480, "dur": 5, "args": {{"correlation": 2}}}},
+  {{"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 490, "dur": 50, "args": {{"correlation": 2, "stream": 7}}}}
+]}}"#
+            )
+            .as_bytes(),
+        )
+        .expect("trace")
+    };
+    let blamed = |a: &Analysis, kind: CauseKind| -> (Nanos, Vec<String>) {
+        let rows: Vec<_> = a.idle.causes.iter().filter(|c| c.kind == kind).collect();
+        (
+            rows.iter().map(|c| c.time_ns).sum(),
+            rows.iter().map(|c| c.label.clone()).collect(),
+        )
+    };
+    let a = analyze_trace(trace("cudaMalloc"));
+    assert_eq!(a.idle.split.host_wait, 385_000);
+    assert_eq!(
+        blamed(&a, CauseKind::Allocation),
+        (200_000, vec!["cudaMalloc".to_owned()])
+    );
+    assert_eq!(blamed(&a, CauseKind::CpuOp).0, 185_000);
+    let b = analyze_trace(trace("cudaMallocAsync"));
+    assert_eq!(blamed(&b, CauseKind::Allocation).0, 0);
+    assert_eq!(blamed(&b, CauseKind::CpuOp).0, 385_000);
+}
+
+/// Idle between copies before the first kernel is recorded apart: three 10 µs uploads with
+/// 40 µs of host work in `aten::to` between them (80 µs of idle), then a kernel 30 µs later and
+/// a second one after a 50 µs gap. `before_first_kernel` holds the 110 µs of gaps that end by
+/// the first kernel, blamed on `aten::to` and the last op; the gap between kernels is not in it.
+#[test]
+fn idle_between_set_up_copies_is_the_uploads() {
+    let trace = import_bytes(
+        br#"{"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::to", "pid": 1, "tid": 1, "ts": 0, "dur": 50},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": 1, "dur": 4, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 2, "dur": 10, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::to", "pid": 1, "tid": 1, "ts": 50, "dur": 50},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": 51, "dur": 4, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 52, "dur": 10, "args": {"correlation": 2, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::to", "pid": 1, "tid": 1, "ts": 100, "dur": 10},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": 101, "dur": 4, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 102, "dur": 10, "args": {"correlation": 3, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 115, "dur": 30},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 140, "dur": 2, "args": {"correlation": 4}},
+  {"ph": "X", "cat": "kernel", "name": "k1", "pid": 0, "tid": 7, "ts": 142, "dur": 20, "args": {"correlation": 4, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 150, "dur": 70},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 210, "dur": 2, "args": {"correlation": 5}},
+  {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 212, "dur": 20, "args": {"correlation": 5, "stream": 7}}
+]}"#,
+    )
+    .expect("trace");
+    let a = analyze_trace(trace);
+    let pre = a
+        .idle
+        .context
+        .before_first_kernel
+        .clone()
+        .expect("idle before the first kernel");
+    assert_eq!((pre.ns, pre.host_wait_ns, pre.gaps), (110_000, 110_000, 3));
+    let blamed: Nanos = pre.blame.iter().map(|b| b.2).sum();
+    assert_eq!(blamed, 110_000);
+    assert!(
+        pre.blame.iter().any(|b| b.1 == "aten::to"),
+        "{:?}",
+        pre.blame
+    );
+    // All idle: 40 + 40 + 30 before the kernel, 50 after it.
+    assert_eq!(a.idle.split.total(), 160_000);
+}

@@ -41,6 +41,31 @@ pub fn blocking_call(name: &str) -> Option<Blocking> {
     })
 }
 
+/// A driver allocation: the caching allocator (or pinned host memory) growing. It takes host
+/// time that grows with the size (mapping pages), microseconds to milliseconds, while the GPU
+/// drains whatever was queued; stream-ordered allocations (`cudaMallocAsync`) are left out:
+/// they return at once.
+pub fn is_driver_allocation(name: &str) -> bool {
+    matches!(
+        name,
+        "cudaMalloc"
+            | "cudaMallocManaged"
+            | "cudaMallocPitch"
+            | "cudaMallocHost"
+            | "cudaHostAlloc"
+            | "cuMemAlloc"
+            | "cuMemAlloc_v2"
+            | "cuMemCreate"
+            | "cuMemMap"
+            | "hipMalloc"
+            | "hipExtMallocWithFlags"
+            | "hipMallocManaged"
+            | "hipHostMalloc"
+            | "hipMemCreate"
+            | "hipMemMap"
+    )
+}
+
 /// PyTorch's data loading: the `enumerate(DataLoader)#…__next__` annotation, the DataLoader's
 /// Python frames, its `_next_data`.
 pub fn is_data_loading(name: &str) -> bool {
@@ -50,6 +75,26 @@ pub fn is_data_loading(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn driver_allocations_but_not_stream_ordered_ones() {
+        for name in [
+            "cudaMalloc",
+            "hipMalloc",
+            "hipExtMallocWithFlags",
+            "cudaMallocHost",
+        ] {
+            assert!(is_driver_allocation(name), "{name}");
+        }
+        for name in [
+            "cudaMallocAsync",
+            "hipMallocAsync",
+            "cudaFree",
+            "aten::empty",
+        ] {
+            assert!(!is_driver_allocation(name), "{name}");
+        }
+    }
 
     #[test]
     fn blocking_calls_by_what_they_wait_for() {

@@ -61,6 +61,10 @@ pub struct Utilization {
     /// Of it, a one-time upload's exposed copies (`CopyMix::one_time_upload_ns`), ms.
     #[serde(default)]
     pub upload_ms: f64,
+    /// Of it, the idle between the upload's copies before the first kernel
+    /// (`IdleContext::before_first_kernel`), ms.
+    #[serde(default)]
+    pub upload_idle_ms: f64,
     /// Of it, the GPU work of a cold first training iteration (`steady_rows`), ms.
     #[serde(default)]
     pub cold_busy_ms: f64,
@@ -80,6 +84,8 @@ pub(crate) struct LeftOut {
     pub one_off: Nanos,
     pub cold: Nanos,
     pub upload: Nanos,
+    /// The idle between the upload's copies, before the first kernel.
+    pub upload_idle: Nanos,
     /// A cold first training iteration's GPU work, and its window.
     pub cold_busy: Nanos,
     pub cold_window: Option<crate::analysis::intervals::Span>,
@@ -88,14 +94,24 @@ pub(crate) struct LeftOut {
 impl LeftOut {
     /// The idle parts, capped at the timeline's idle.
     fn idle(&self, t: &GpuTimeline) -> Nanos {
-        (self.one_off + self.cold).min(t.idle.max(0))
+        (self.one_off + self.cold + self.upload_idle(t)).min(t.idle.max(0))
+    }
+
+    /// The idle between the upload's copies, where the upload is left out.
+    fn upload_idle(&self, t: &GpuTimeline) -> Nanos {
+        if self.upload(t) > 0 {
+            self.upload_idle
+        } else {
+            0
+        }
     }
 
     /// The upload's exposed copies where they are a finding of their own (at least
-    /// `rules::TIMELINE_FINDING_PCT` of the timeline without the idle left out), else 0.
+    /// `rules::TIMELINE_FINDING_PCT` of the timeline without the one-off and cold idle), else 0.
     pub fn upload(&self, t: &GpuTimeline) -> Nanos {
         let exposed = self.upload.min(t.exposed_memcpy.max(0));
-        let rest = (t.total - self.idle(t)).max(1) as f64;
+        let before = (self.one_off + self.cold).min(t.idle.max(0));
+        let rest = (t.total - before).max(1) as f64;
         if exposed as f64 / rest * 100.0 >= rules::TIMELINE_FINDING_PCT {
             exposed
         } else {
@@ -124,10 +140,16 @@ pub(crate) fn left_out(
     }
     let c = &idle.context;
     let iteration = steady_rows::cold_iteration(idle);
+    let upload = copies.one_time_upload_ns();
     LeftOut {
         one_off: c.one_off.as_ref().map_or(0, |o| o.len),
         cold: c.cold.as_ref().map_or(0, |c| c.ns),
-        upload: copies.one_time_upload_ns(),
+        upload,
+        upload_idle: if upload > 0 {
+            c.before_first_kernel.as_ref().map_or(0, |p| p.ns)
+        } else {
+            0
+        },
         cold_busy: iteration.map_or(0, |p| p.busy_ns),
         cold_window: iteration.map(|p| p.window),
     }
@@ -137,7 +159,8 @@ impl Utilization {
     /// What the steady state leaves out, in words: `the single stall of 54.454 ms`, `the cold
     /// start's 1062.413 ms of idle`, or both.
     pub fn left_out(&self) -> String {
-        let stall = self.stall_ms - self.cold_ms - self.upload_ms - self.cold_busy_ms;
+        let stall =
+            self.stall_ms - self.cold_ms - self.upload_ms - self.upload_idle_ms - self.cold_busy_ms;
         let mut parts = Vec::new();
         // (A difference of sums: a rounding error is no stall.)
         if stall > 1e-6 {
@@ -152,7 +175,12 @@ impl Utilization {
         } else if self.cold_ms > 0.0 {
             parts.push(format!("the cold start's {:.3} ms of idle", self.cold_ms));
         }
-        if self.upload_ms > 0.0 {
+        if self.upload_ms > 0.0 && self.upload_idle_ms > 0.0 {
+            parts.push(format!(
+                "the one-time upload's {:.3} ms of copies and {:.3} ms of idle between them",
+                self.upload_ms, self.upload_idle_ms
+            ));
+        } else if self.upload_ms > 0.0 {
             parts.push(format!(
                 "the one-time upload's {:.3} ms of copies",
                 self.upload_ms
@@ -170,7 +198,8 @@ impl Utilization {
 
     /// How many parts the steady state leaves out (each has its finding).
     pub fn left_out_parts(&self) -> usize {
-        let stall = self.stall_ms - self.cold_ms - self.upload_ms - self.cold_busy_ms;
+        let stall =
+            self.stall_ms - self.cold_ms - self.upload_ms - self.upload_idle_ms - self.cold_busy_ms;
         usize::from(stall > 1e-6)
             + usize::from(self.cold_ms > 0.0)
             + usize::from(self.upload_ms > 0.0)
@@ -202,6 +231,7 @@ impl Utilization {
             stall_ms: stall_ns as f64 / 1e6,
             cold_ms: cold_ns.min(idle_ns) as f64 / 1e6,
             upload_ms: upload_ns as f64 / 1e6,
+            upload_idle_ms: l.upload_idle(t) as f64 / 1e6,
             cold_busy_ms: cold_busy_ns as f64 / 1e6,
             cold_window: l.cold_window.filter(|_| cold_busy_ns > 0),
             steady_ms: (t.total - stall_ns).max(0) as f64 / 1e6,
@@ -922,5 +952,30 @@ mod tests {
             }),
             0
         );
+        // The idle between the upload's copies (18.8 ms of the 102.3) leaves with it, and is
+        // said apart from the stall; a small upload that stays in the steady state keeps its
+        // idle in it too.
+        let between = LeftOut {
+            upload_idle: ms(18.8),
+            ..l
+        };
+        let u = Utilization::of(&t, between);
+        assert!((u.steady_ms - (102.3 - 18.8 + 10.6)).abs() < 1e-6, "{u:?}");
+        assert!((u.upload_idle_ms - 18.8).abs() < 1e-6);
+        assert_eq!(
+            u.left_out(),
+            "the single stall of 10033.700 ms and the one-time upload's 55.500 ms of copies \
+             and 18.800 ms of idle between them"
+        );
+        let small = LeftOut {
+            upload: ms(0.5),
+            ..between
+        };
+        let t_small = GpuTimeline {
+            exposed_memcpy: ms(0.5),
+            ..t
+        };
+        assert_eq!(small.upload_idle(&t_small), 0);
+        assert_eq!(small.idle(&t_small), ms(10_033.7));
     }
 }

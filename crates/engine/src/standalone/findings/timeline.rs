@@ -75,7 +75,10 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
     // First-call stalls in the other gaps (a cold start) are left out likewise.
     let cold = inp.idle.context.cold.as_ref();
     let cold_ms = cold.map_or(0.0, |c| c.ns as f64 / 1e6);
-    let steady = (idle - one_off_ms - cold_ms).max(0.0);
+    // And the idle between a one-time upload's copies, before the first kernel.
+    let upload_idle_ms =
+        super::super::left_out(inp.idle, false, &inp.copies).upload_idle(tl) as f64 / 1e6;
+    let steady = (idle - one_off_ms - cold_ms - upload_idle_ms).max(0.0);
     // Against the whole timeline: the stall is part of it here.
     let of_all = |ms: f64| ms / (tl.total.max(1) as f64 / 1e6) * 100.0;
     if let Some(o) = one_off.filter(|_| of_all(idle) >= rules::TIMELINE_FINDING_PCT) {
@@ -86,16 +89,25 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
     }
     if inp.trace_share(steady) >= rules::TIMELINE_FINDING_PCT {
         let (cause, path_a) = idle_cause(inp);
-        let apart = match (one_off.is_some(), cold.is_some()) {
-            (false, false) => String::new(),
-            (true, false) => format!(
-                " (the one-off stall of {one_off_ms:.3} ms is left out: {idle:.3} ms in all)"
-            ),
-            (false, true) => format!(
-                " (the cold start's {cold_ms:.3} ms is left out: {idle:.3} ms in all)"
-            ),
-            (true, true) => format!(
-                " (the one-off stall of {one_off_ms:.3} ms and the cold start's {cold_ms:.3} ms are left out: {idle:.3} ms in all)"
+        let mut parts = Vec::new();
+        if one_off.is_some() {
+            parts.push(format!("the one-off stall of {one_off_ms:.3} ms"));
+        }
+        if cold.is_some() {
+            parts.push(format!("the cold start's {cold_ms:.3} ms"));
+        }
+        if upload_idle_ms > 0.0 {
+            parts.push(format!(
+                "the {upload_idle_ms:.3} ms between the one-time upload's copies"
+            ));
+        }
+        let apart = match parts.len() {
+            0 => String::new(),
+            1 => format!(" ({} is left out: {idle:.3} ms in all)", parts[0]),
+            n => format!(
+                " ({} and {} are left out: {idle:.3} ms in all)",
+                parts[..n - 1].join(", "),
+                parts[n - 1]
             ),
         };
         // Host overhead measured with the profiler's stack recording on is partly the
@@ -210,12 +222,26 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
         );
         if upload {
             let ms = inp.copies.one_time_upload_ns() as f64 / 1e6;
+            let between = inp
+                .idle
+                .context
+                .before_first_kernel
+                .as_ref()
+                .map(|p| {
+                    format!(
+                        ", and the GPU's {:.3} ms of idle in the {} gap{} between them (the host preparing the next tensor)",
+                        p.ns as f64 / 1e6,
+                        p.gaps,
+                        if p.gaps == 1 { "" } else { "s" }
+                    )
+                })
+                .unwrap_or_default();
             b.title = "One-time upload: exposed memory copies before the first kernel".into();
             left_out_of_steady_state(&mut b, memcpy, inp);
             b.causes.push(Cause {
                 key: "memcpy_one_time_upload",
                 title: format!("one-time upload: {ms:.3} ms of copies before the first kernel"),
-                evidence: format!("{ms:.3} ms of host-link copies end before the first kernel, one per tensor: set-up, left out of the steady state"),
+                evidence: format!("{ms:.3} ms of host-link copies end before the first kernel, one per tensor{between}: set-up, left out of the steady state"),
                 action: path_a.clone(),
                 waste: None,
                 confidence: Confidence::High,
@@ -1191,6 +1217,15 @@ fn steady_causes(
         split.other = (split.other - c.other_ns).max(0);
         take_blame(&mut causes, &c.blame);
     }
+    // The idle between a one-time upload's copies, before the first kernel, is set-up too
+    // (A100 AlexNet: the harness's 12 gaps in `aten::to` while it uploads the weights).
+    if let Some(p) = ctx.before_first_kernel.as_ref().filter(|_| {
+        super::super::left_out(idle, inp.sampled.is_some(), &inp.copies).upload(inp.timeline) > 0
+    }) {
+        split.host_wait = (split.host_wait - p.host_wait_ns).max(0);
+        split.other = (split.other - (p.ns - p.host_wait_ns)).max(0);
+        take_blame(&mut causes, &p.blame);
+    }
     (split, causes)
 }
 
@@ -1343,6 +1378,10 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync => {
             format!("while {} synchronizes", code(&top.label))
         }
+        C::Allocation => format!(
+            "while the caching allocator allocates from the driver ({})",
+            code(&top.label)
+        ),
         C::CpuOp if uploads_pageable(&top.label, inp) => format!(
             "while the CPU runs {} (a copy from pageable host memory: the host stages it through a pinned buffer and waits for it)",
             code(&top.label)
@@ -1364,6 +1403,9 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         C::OptimizerStep => "Make the optimizer step cheap on the host: a fused or foreach optimizer (`fused=True`), and no per-parameter Python loops.".into(),
         // The trace is scanned for the allocator's signature once, and only here.
         C::ExplicitSync if top.label.contains("Free") => uncached_allocator(inp).unwrap_or_else(|| "The caching allocator is returning memory to the driver, and each free synchronizes the device: find what makes it free (a library workspace allocated per call, `torch.cuda.empty_cache()` in the loop, allocations near the memory limit that make the allocator release cached blocks) and keep the memory cached: `expandable_segments:True` (`PYTORCH_CUDA_ALLOC_CONF` / `PYTORCH_HIP_ALLOC_CONF`), fixed workspaces, no `empty_cache` in the step, a smaller batch if memory is at its limit.".into()),
+        // The allocator's cache had no block: every allocation went to the driver while the
+        // GPU drained (A100 AlexNet's measured forward after the harness emptied the cache).
+        C::Allocation => "The caching allocator is growing inside the measured work: its cache had no free block, so allocations went to the driver, each taking host time while the GPU drained its queue. That happens on first use, after `torch.cuda.empty_cache()` (a benchmark harness clearing caches between runs empties it too) and when memory is fragmented: warm up after any cache clearing, never empty the cache inside the loop, and let the allocator grow segments in place (`expandable_segments:True` in `PYTORCH_CUDA_ALLOC_CONF` / `PYTORCH_HIP_ALLOC_CONF`).".into(),
         C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync => {
             if inp.trains {
                 "Remove host synchronizations from the step: keep losses and metrics on the GPU and read them every N steps, copy with `non_blocking=True` into pinned memory, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.".into()
