@@ -203,6 +203,19 @@ fn a_one_off_stall_is_named_and_left_out_of_the_steady_state() {
         "{}",
         one.issue
     );
+    // So the GPU was busy with work the trace does not hold: the title and the action say
+    // so before the warm-up advice.
+    assert!(
+        one.title
+            .ends_with("the host waiting for GPU work outside the trace"),
+        "{}",
+        one.title
+    );
+    assert!(
+        one.path_a.starts_with("The GPU was most likely not idle"),
+        "{}",
+        one.path_a
+    );
     // The same stall in a trace that marks no step: nothing to compare it with.
     let a = analyze("idle_single_stall_unmarked");
     let st = a.standalone.as_ref().expect("standalone");
@@ -223,6 +236,7 @@ fn a_one_off_stall_is_named_and_left_out_of_the_steady_state() {
     let a = analyze_trace(import::import_bytes(&case_bytes(&c)).expect("imports"));
     let st = a.standalone.as_ref().expect("standalone");
     let warm = find(st, "Warm-up stall").expect("warm-up stall");
+    assert!(!warm.title.contains("outside the trace"), "{}", warm.title);
     assert!(
         warm.issue
             .contains("inside the warm-up range `bench.py(20): run_warmup`"),

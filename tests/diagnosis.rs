@@ -106,6 +106,9 @@ fn work_under_the_kernel_floor_is_latency_bound() {
         "{}",
         b.issue
     );
+    // Its efficiency band is no call to investigate, and no replay artifact is asked for.
+    assert!(!b.issue.contains("needs investigation"), "{}", b.issue);
+    assert!(!b.replay);
     let a = analyze_on(&case_bytes(&case("gemm_odd_dims").expect("case")), "mi300x");
     assert!(
         findings(standalone(&a)).all(|b| !b.issue.contains("latency-bound")),

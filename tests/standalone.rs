@@ -799,3 +799,33 @@ fn one_cause_in_two_ops_is_one_recommendation() {
     let fwd = find(st, SeedCategory::Batchnorm, "`aten::batch_norm`");
     assert!(fwd.title.contains("one workgroup per channel"));
 }
+
+/// HF Qwen1.5-0.5B eager on H100: the unfused RMSNorm, rotary embedding and gated activation
+/// and the layout copies around attention are recommendations of their own, and one cause:
+/// the report leads them with one first action, `torch.compile`, naming each. BERT-small on
+/// the same GPU has no such findings, and no note.
+#[test]
+fn eager_fusion_findings_get_one_first_action() {
+    let Some(a) = real("h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz") else {
+        return;
+    };
+    let st = standalone(&a);
+    let note =
+        jarvis_engine::standalone::findings::merge::eager_fusion_note(st).expect("a first action");
+    for part in [
+        "Unfused module `Qwen2RMSNorm`",
+        "Unfused function `apply_rotary_pos_emb`",
+        "Layout copies around attention",
+    ] {
+        assert!(note.contains(part), "{part}: {note}");
+    }
+    assert!(note.contains("`torch.compile` of the model"), "{note}");
+    assert!(!note.contains("Unfused attention"), "{note}");
+    let Some(b) = real("h100_gaunernst_bert-small-uncased__1016001.json.gz") else {
+        return;
+    };
+    assert_eq!(
+        jarvis_engine::standalone::findings::merge::eager_fusion_note(standalone(&b)),
+        None
+    );
+}

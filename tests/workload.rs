@@ -99,6 +99,10 @@ fn bert_small_is_a_28_5m_encoder() {
     );
     assert_eq!(w.precision, "BF16");
     assert_eq!(w.mode, Mode::Inference);
+    // Its input, from the word embedding's token ids ([1, 141]); an encoder's attention is no
+    // causal prefill.
+    assert_eq!(w.input, "batch 1 × 141 tokens");
+    assert_eq!(w.mode_text(), "inference (batch 1 × 141 tokens)");
     // The contract's model_info.json holds TraceLens's agent's four fields.
     let files = standalone_files(&a, "bert").unwrap();
     let (_, info) = files
@@ -122,6 +126,18 @@ fn bert_small_is_a_28_5m_encoder() {
     }
 }
 
+/// HF Qwen1.5-0.5B's prefill: 16 sequences of 559 tokens in one causal forward, no KV cache.
+#[test]
+fn a_hugging_face_prefill_says_its_batch_and_mode() {
+    let Some(a) = shared_trace("h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz") else {
+        return;
+    };
+    assert_eq!(
+        workload(&a).input,
+        "batch 16 × 559 tokens, prefill: causal attention over whole sequences, no KV cache read"
+    );
+}
+
 #[test]
 fn resnet18_training_is_a_11_7m_cnn() {
     let Some(a) = shared_trace("mi300x_ddp_resnet18_train.json.gz") else {
@@ -137,11 +153,18 @@ fn resnet18_training_is_a_11_7m_cnn() {
         "≈11.7M parameters in 1 Linear layer and 20 convolutions, 8 × BasicBlock"
     );
     assert_eq!(w.mode, Mode::Training);
+    // The image batch from the first convolution's input.
+    assert!(w.input.starts_with("batch 512 of 3 × "), "{}", w.input);
     // Activation checkpointing re-runs the forward: each module instance still counts once.
     let Some(b) = shared_trace("mi300x_resnet_act_checkpoint.json.gz") else {
         return;
     };
     assert_eq!(workload(&b).scale, w.scale);
+    assert!(
+        workload(&b).input.starts_with("batch 10 of 3 × "),
+        "{}",
+        workload(&b).input
+    );
 }
 
 #[test]

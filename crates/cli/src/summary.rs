@@ -130,8 +130,17 @@ pub fn render(a: &Analysis) -> String {
         if st.recommendations.is_empty() {
             let _ = writeln!(s, "  none: no bottleneck passed the rules");
         }
+        if let Some(note) = jarvis_engine::standalone::findings::merge::eager_fusion_note(st) {
+            let _ = writeln!(s, "  {}", note.replace(['`', '*'], ""));
+        }
+        // As the fair report: findings that save under 0.1 % are named in one line.
+        let mut minor: Vec<String> = Vec::new();
         for &r in st.recommendations.iter().take(8) {
             let b = st.bottleneck(r);
+            if b.is_negligible() {
+                minor.push(b.title.replace('`', ""));
+                continue;
+            }
             let _ = writeln!(
                 s,
                 "  {:<8}  {:<52}  {:>9.3} ms {:>5.1} % of {}",
@@ -146,6 +155,14 @@ pub fn render(a: &Analysis) -> String {
                 let _ = writeln!(s, "            cause: {}", c.evidence.replace('`', ""));
                 let _ = writeln!(s, "            action: {}", c.action.replace('`', ""));
             }
+        }
+        if !minor.is_empty() {
+            let _ = writeln!(
+                s,
+                "  under {}% each, left to the detailed analysis: {}",
+                jarvis_engine::standalone::findings::NEGLIGIBLE_PCT,
+                minor.join(", ")
+            );
         }
         if st.recommendations.len() > 8 {
             let _ = writeln!(s, "  … {} more", st.recommendations.len() - 8);

@@ -15,7 +15,7 @@ use crate::trace_analysis::Analysis;
 const MAX_RECOMMENDATIONS: usize = 10;
 /// A recommendation saving less than this share of the time (%), by its range and by replay,
 /// is named in one line instead of argued.
-const NEGLIGIBLE_PCT: f64 = 0.1;
+use crate::standalone::findings::NEGLIGIBLE_PCT;
 
 /// The platform line used in titles.
 pub fn platform_label(a: &Analysis) -> String {
@@ -295,23 +295,18 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         .unwrap_or_default();
     let steady = steady + &pre_trace;
     let _ = writeln!(s, "**Note:** Recommendations are prioritized by the share of the trace's time fixing each may save (the saving replayed over the trace's schedule where the fix can be replayed, else the mid figure of its impact range): Critical from {:.0}%, High from {:.0}%, Medium from {:.0}%, Low below.{steady} Findings that share a cause are one finding, and overlapping findings' savings are not additive.\n", rules::IMPACT_CRITICAL_PCT, rules::IMPACT_HIGH_PCT, rules::IMPACT_MEDIUM_PCT);
+    if let Some(note) = crate::standalone::findings::merge::eager_fusion_note(st) {
+        let _ = writeln!(s, "{note}\n");
+    }
     if st.recommendations.is_empty() {
         let _ = writeln!(s, "No bottleneck passed the rules (docs/analysis.md): nothing reaches 1% of compute below 80% efficiency, and the GPU timeline has no idle, exposed communication or memcpy above 1%.\n");
     }
     // An op finding that saves under 0.1 % whichever way it is estimated is listed, not
-    // argued (a one-off or cold-start finding saves nothing in the steady state by design: it
-    // is stated).
-    let negligible = |b: &crate::standalone::findings::Bottleneck| {
-        !b.op_name.is_empty()
-            && b.impact.high_pct < NEGLIGIBLE_PCT
-            && b.impact
-                .replayed
-                .is_none_or(|r| r.saving_pct() < NEGLIGIBLE_PCT)
-    };
+    // argued (`Bottleneck::is_negligible`).
     let mut minor: Vec<String> = Vec::new();
     for &r in st.recommendations.iter().take(MAX_RECOMMENDATIONS) {
         let b = st.bottleneck(r);
-        if negligible(b) {
+        if b.is_negligible() {
             minor.push(b.title.clone());
             continue;
         }

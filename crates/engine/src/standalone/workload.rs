@@ -66,6 +66,11 @@ pub struct Workload {
     /// requests, 1,025 context tokens each on average`), or empty (`serving_phase`).
     #[serde(default)]
     pub phase: String,
+    /// The model's input as recorded, where no serving phase says it (`batch 16 × 559 tokens,
+    /// prefill: causal attention over whole sequences`, `batch 32 of 3 × 224 × 224`), or empty
+    /// (`model_input`).
+    #[serde(default)]
+    pub input: String,
     /// One line per field: the evidence it was read from.
     pub evidence: Vec<String>,
 }
@@ -101,10 +106,10 @@ impl Workload {
     /// The mode, with the serving phase where the trace's annotations tell it
     /// (`inference (decode, 32 requests, …)`).
     pub fn mode_text(&self) -> String {
-        if self.phase.is_empty() {
-            self.mode.label().to_owned()
-        } else {
-            format!("{} ({})", self.mode.label(), self.phase)
+        match (self.phase.is_empty(), self.input.is_empty()) {
+            (true, true) => self.mode.label().to_owned(),
+            (false, _) => format!("{} ({})", self.mode.label(), self.phase),
+            (true, false) => format!("{} ({})", self.mode.label(), self.input),
         }
     }
 
@@ -170,6 +175,11 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
     } else {
         String::new()
     };
+    let input = if phase.is_empty() {
+        model_input(trace, rows, mode, &mut evidence)
+    } else {
+        String::new()
+    };
     Workload {
         model: or_unknown(model),
         architecture: or_unknown(architecture),
@@ -177,8 +187,97 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
         precision: or_unknown(precision),
         mode,
         phase,
+        input,
         evidence,
     }
+}
+
+/// The model's input as its first layer records it: the token ids of the largest embedding
+/// table (`aten::embedding`'s second input: `[B, S]` → `batch B × S tokens`, `[T]` → `T
+/// tokens`, the most frequent shape), else the image batch of the first convolution whose
+/// input has at most 4 channels (`[B, C, H, W]` → `batch B of C × H × W`); for inference with
+/// a causal attention over as many keys as queries (more than one), `prefill` (whole
+/// sequences, no KV cache read). Empty where the trace records no such shape.
+fn model_input(trace: &Trace, rows: &[OpRow], mode: Mode, ev: &mut Vec<String>) -> String {
+    let shapes = super::diagnosis::elementwise::shapes;
+    let dims_of = |e: &crate::model::Event| {
+        trace
+            .op_args_of(e)
+            .and_then(|a| a.input_dims)
+            .map(|d| shapes(trace.strings.get(d)))
+    };
+    let mut parts: Vec<String> = Vec::new();
+    // Token ids: (table elements, ids shape) per call, the largest table's most frequent.
+    let embedding = trace.strings.find("aten::embedding");
+    let mut calls: Vec<(i64, Vec<i64>)> = trace
+        .events
+        .iter()
+        .filter(|e| Some(e.name) == embedding && embedding.is_some())
+        .filter_map(|e| {
+            let d = dims_of(e)?;
+            match (d.first().map(Vec::as_slice), d.get(1)) {
+                (Some(&[v, h]), Some(ids)) if v > 0 && h > 0 && !ids.is_empty() => {
+                    Some((v * h, ids.clone()))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    let largest = calls.iter().map(|c| c.0).max();
+    calls.retain(|c| Some(c.0) == largest);
+    let mut counts: HashMap<Vec<i64>, usize> = HashMap::default();
+    for (_, ids) in calls {
+        *counts.entry(ids).or_default() += 1;
+    }
+    let ids = counts
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+        .map(|(ids, _)| ids);
+    match ids.as_deref() {
+        Some(&[b, t]) if b > 0 && t > 0 => {
+            parts.push(format!("batch {} × {} tokens", grouped(b), grouped(t)));
+            ev.push("input: the token ids (second input) of the largest embedding table's calls, the most frequent shape".into());
+        }
+        Some(&[t]) if t > 0 => {
+            parts.push(format!("{} tokens", grouped(t)));
+            ev.push("input: the token ids (second input) of the largest embedding table's calls, the most frequent shape".into());
+        }
+        _ => {
+            // Images: the first convolution fed at most 4 channels.
+            let conv = trace
+                .events
+                .iter()
+                .filter(|e| {
+                    e.kind() == crate::model::EventKind::CpuOp
+                        && matches!(
+                            trace.name(e),
+                            "aten::conv2d" | "aten::conv3d" | "aten::convolution"
+                        )
+                })
+                .filter_map(|e| Some((e.ts, dims_of(e)?.first()?.clone())))
+                .filter(|(_, d)| (4..=5).contains(&d.len()) && (1..=4).contains(&d[1]))
+                .min_by_key(|c| c.0);
+            if let Some((_, d)) = conv {
+                let rest: Vec<String> = d[1..].iter().map(|x| x.to_string()).collect();
+                parts.push(format!("batch {} of {}", d[0], rest.join(" × ")));
+                ev.push("input: the first convolution's input with at most 4 channels".into());
+            }
+        }
+    }
+    let prefill = mode == Mode::Inference
+        && rows.iter().any(|r| {
+            r.category == SeedCategory::SdpaFwd
+                && r.param_bool("causal") == Some(true)
+                && r.param("N_Q")
+                    .is_some_and(|q| q > 1 && Some(q) == r.param("N_KV"))
+        });
+    if prefill {
+        parts.push("prefill: causal attention over whole sequences, no KV cache read".into());
+        ev.push(
+            "input: a causal attention with as many keys as queries in an inference run".into(),
+        );
+    }
+    parts.join(", ")
 }
 
 /// `32785` → `32,785`.
@@ -1001,9 +1100,16 @@ mod tests {
             precision: "BF16".into(),
             mode: Mode::Inference,
             phase: String::new(),
+            input: String::new(),
             evidence: Vec::new(),
         };
         assert_eq!(w.line(), "Transformer: BF16 · inference");
+        w.input = "batch 16 × 559 tokens".into();
+        assert_eq!(
+            w.line(),
+            "Transformer: BF16 · inference (batch 16 × 559 tokens)"
+        );
+        w.input.clear();
         assert_eq!(grouped(32785), "32,785");
         assert_eq!(grouped(512), "512");
         w.model = "Qwen2ForCausalLM".into();

@@ -33,22 +33,7 @@ fn stated_fix(
     bound: (&'static str, f64),
     cold_window: Option<crate::analysis::intervals::Span>,
 ) -> Option<ReplayedSaving> {
-    let changes = b
-        .fix
-        .iter()
-        .map(|(kind, spec)| super::Change::parse(kind, spec))
-        .collect::<Result<Vec<_>, _>>()
-        .ok()?;
-    let (mut off, _) = super::apply(trace, replay, &[], &changes).ok()?;
-    // A cold first training iteration is left out of the steady state: it runs as recorded.
-    if let Some((a, b)) = cold_window {
-        let sim = &replay.sim;
-        for p in (0..sim.points() as u32).filter(|&p| (a..b).contains(&sim.rec[p as usize])) {
-            for k in sim.constraints_of(p) {
-                off[k] = sim.offsets[k];
-            }
-        }
-    }
+    let off = stated_offsets(trace, replay, b, cold_window)?;
     let after = length(replay, &replay.sim.run(&off)) - stall;
     Some(ReplayedSaving {
         before_ms: before as f64 / 1e6,
@@ -62,6 +47,46 @@ fn stated_fix(
         bound_by: bound.0,
         bound_pct: bound.1,
     })
+}
+
+/// The schedule's offsets with a finding's stated fix (`Bottleneck::fix`) applied; a cold
+/// first training iteration, left out of the steady state, runs as recorded.
+fn stated_offsets(
+    trace: &Trace,
+    replay: &Replay,
+    b: &Bottleneck,
+    cold_window: Option<crate::analysis::intervals::Span>,
+) -> Option<Vec<Nanos>> {
+    let changes = b
+        .fix
+        .iter()
+        .map(|(kind, spec)| super::Change::parse(kind, spec))
+        .collect::<Result<Vec<_>, _>>()
+        .ok()?;
+    let (mut off, _) = super::apply(trace, replay, &[], &changes).ok()?;
+    if let Some((a, b)) = cold_window {
+        let sim = &replay.sim;
+        for p in (0..sim.points() as u32).filter(|&p| (a..b).contains(&sim.rec[p as usize])) {
+            for k in sim.constraints_of(p) {
+                off[k] = sim.offsets[k];
+            }
+        }
+    }
+    Some(off)
+}
+
+/// A host-side fix that saves at least this share of the replayed length, %, holds the step:
+/// GPU-side fixes are replayed again after it (docs/whatif.md, "Ranked after the host fix").
+pub const HOST_FIX_HOLDS_PCT: f64 = 20.0;
+
+/// A GPU-side fix's cut: the schedule's duration constraints it scales and by what factor.
+struct Cut {
+    ks: Vec<usize>,
+    factor: f64,
+    saving_ns: f64,
+    gpu_ns: Nanos,
+    /// Exposed work hidden (communication, copies): the saving stays under its exposed time.
+    hidden: bool,
 }
 
 /// Replays each op finding's fix and re-ranks the recommendations by the replayed savings.
@@ -104,22 +129,8 @@ pub fn replay_findings(
     if before <= 0 || total_ms <= 0.0 {
         return;
     }
-    let fix = |b: &Bottleneck| -> Option<ReplayedSaving> {
-        if b.impact.mid_pct <= 0.0 {
-            return None;
-        }
-        // A fix the rule states as what-if changes is replayed as stated.
-        if !b.fix.is_empty() {
-            return stated_fix(
-                trace,
-                replay,
-                b,
-                (before, steps, stall),
-                total_ms,
-                bound,
-                st.utilization.cold_window,
-            );
-        }
+    let cold_window = st.utilization.cold_window;
+    let cut_of = |b: &Bottleneck| -> Option<Cut> {
         // Exposed communication or copies: hiding them saves at most their exposed time; the
         // replay removes them all and keeps the saving under that bound, so a step the host
         // holds is not promised what the GPU timeline shows exposed.
@@ -154,7 +165,7 @@ pub fn replay_findings(
         // What a cold first training iteration ran is left out of the steady state: its
         // kernels are not the fix's to change.
         let outside = |g: &u32| {
-            st.utilization.cold_window.is_none_or(|(a, b)| {
+            cold_window.is_none_or(|(a, b)| {
                 let ts = trace.events[*g as usize].ts;
                 ts < a || ts >= b
             })
@@ -173,15 +184,46 @@ pub fn replay_findings(
         } else {
             b.impact.mid_pct / 100.0 * total_ms * 1e6
         };
-        let factor = (1.0 - saving_ns / gpu_ns as f64).max(0.0);
-        let mut off = sim.offsets.clone();
-        for k in ks {
-            off[k] = (off[k] as f64 * factor).round() as Nanos;
+        Some(Cut {
+            ks,
+            factor: (1.0 - saving_ns / gpu_ns as f64).max(0.0),
+            saving_ns,
+            gpu_ns,
+            hidden: hidden.is_some(),
+        })
+    };
+    // The length with a cut applied on `base` offsets (the schedule's own, or with another
+    // fix applied), measured from `from`.
+    let cut_length = |b: &Bottleneck, c: &Cut, base: &[Nanos], from: Nanos| -> Nanos {
+        let mut off = base.to_vec();
+        for &k in &c.ks {
+            off[k] = (off[k] as f64 * c.factor).round() as Nanos;
         }
-        let mut after = length(replay, &sim.run(&off)) - stall;
-        if hidden.is_some() {
-            after = after.max(before - (b.time_ms * 1e6) as Nanos);
+        let after = length(replay, &sim.run(&off)) - stall;
+        if c.hidden {
+            after.max(from - (b.time_ms * 1e6) as Nanos)
+        } else {
+            after
         }
+    };
+    let fix = |b: &Bottleneck| -> Option<ReplayedSaving> {
+        if b.impact.mid_pct <= 0.0 {
+            return None;
+        }
+        // A fix the rule states as what-if changes is replayed as stated.
+        if !b.fix.is_empty() {
+            return stated_fix(
+                trace,
+                replay,
+                b,
+                (before, steps, stall),
+                total_ms,
+                bound,
+                cold_window,
+            );
+        }
+        let c = cut_of(b)?;
+        let after = cut_length(b, &c, &sim.offsets, before);
         Some(ReplayedSaving {
             before_ms: before as f64 / 1e6,
             after_ms: after as f64 / 1e6,
@@ -189,8 +231,8 @@ pub fn replay_findings(
             steady: stall > 0 && !steps,
             pre_trace_ms: if steps { stall as f64 / 1e6 } else { 0.0 },
             trace_ms: total_ms,
-            factor,
-            cut_ms: saving_ns.min(gpu_ns as f64) / 1e6,
+            factor: c.factor,
+            cut_ms: c.saving_ns.min(c.gpu_ns as f64) / 1e6,
             bound_by: bound.0,
             bound_pct: bound.1,
         })
@@ -208,7 +250,11 @@ pub fn replay_findings(
     // much means the host truly holds the step, and the GPU fixes' replays stand (V100
     // ResNet-50 with no DataLoader workers: data loading 18.8 % replayed, the per-tensor
     // optimizer 11.9 %).
-    let host_side = |b: &Bottleneck| b.fix.iter().any(|(_, spec)| spec.starts_with("cpu:"));
+    let host_side = |b: &Bottleneck| {
+        b.fix
+            .iter()
+            .any(|(_, spec)| spec.starts_with("cpu:") || spec.starts_with("call:"))
+    };
     let best = |profiled: bool| {
         all.iter()
             .zip(&replayed)
@@ -217,8 +263,43 @@ pub fn replay_findings(
             .fold(f64::NEG_INFINITY, f64::max)
     };
     let inflated = best(true) > best(false).max(0.0);
+    // A host-side fix that holds the step (its replay saves at least `HOST_FIX_HOLDS_PCT`):
+    // each GPU-side fix is replayed again with it made first, since until then the GPU time it
+    // cuts turns into idle (MI300X DDP ResNet-18: the allocator's frees hold the step, and the
+    // BatchNorm backward's one-workgroup-per-channel cut saved ~0 on the unfixed schedule).
+    // Not where the profiler inflates the host: there the GPU fixes rank by the formula.
+    let lead = all
+        .iter()
+        .zip(&replayed)
+        .filter(|(b, r)| !inflated && host_side(b) && !b.impact.profiled_host && r.is_some())
+        .filter_map(|(b, r)| r.map(|r| (*b, r.saving_pct())))
+        .filter(|&(_, pct)| pct >= HOST_FIX_HOLDS_PCT)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(b, _)| b);
+    let after_lead: Vec<Option<crate::standalone::findings::AfterFix>> =
+        match lead.and_then(|l| Some((l, stated_offsets(trace, replay, l, cold_window)?))) {
+            Some((l, lead_off)) => {
+                let lead_len = length(replay, &sim.run(&lead_off)) - stall;
+                crate::fork::map(fork, &all, &|b| {
+                    if b.fix.is_empty() && b.impact.mid_pct > 0.0 && !std::ptr::eq(*b, l) {
+                        let c = cut_of(b)?;
+                        let after = cut_length(b, &c, &lead_off, lead_len);
+                        Some(crate::standalone::findings::AfterFix {
+                            first: l.title.clone(),
+                            before_ms: lead_len as f64 / 1e6,
+                            after_ms: after as f64 / 1e6,
+                            base_ms: before as f64 / 1e6,
+                        })
+                    } else {
+                        None
+                    }
+                })
+            }
+            None => vec![None; all.len()],
+        };
     let bottlenecks = st.categories.iter_mut().flat_map(|c| &mut c.bottlenecks);
-    for (b, r) in bottlenecks.zip(replayed) {
+    for ((b, r), a) in bottlenecks.zip(replayed).zip(after_lead) {
+        b.impact.after_fix = a;
         if let Some(r) = r {
             b.impact.replayed = Some(r);
             // The path before the cut may be the GPU's; the host holds it once the GPU work
@@ -239,12 +320,21 @@ pub fn replay_findings(
         let b = &cats[c].bottlenecks[i];
         !(!b.op_name.is_empty() && b.causes.is_empty() && b.impact.replayed_saves_nothing())
     });
-    let saving = |b: &Bottleneck| b.impact.ranked_pct();
+    // A replayed saving under `OVERLAPPED_PCT` of the step is no saving: findings that all
+    // save ~0 on a step the host holds are ordered by what they save once it no longer does
+    // (the formula's mid figure), not by replay noise (MI300X DDP ResNet-18: the BatchNorm
+    // backward, 31 % of compute, had ranked below a 1.5 % max-pool that saved 0.05 %).
+    let saving = |b: &Bottleneck| {
+        Some(b.impact.ranked_pct())
+            .filter(|&p| p >= crate::standalone::findings::OVERLAPPED_PCT)
+            .unwrap_or(0.0)
+    };
     st.recommendations.sort_by(|&x, &y| {
         let (a, b) = (&cats[x.0].bottlenecks[x.1], &cats[y.0].bottlenecks[y.1]);
         a.priority
             .cmp(&b.priority)
             .then(saving(b).total_cmp(&saving(a)))
+            .then(b.impact.mid_pct.total_cmp(&a.impact.mid_pct))
             .then(b.time_ms.total_cmp(&a.time_ms))
     });
 }

@@ -53,7 +53,10 @@ pub struct Ceiling {
     pub softmax_ratio: Option<f64>,
     /// The kernel is built for an older generation than the platform's matrix instructions.
     pub previous_generation: bool,
-    /// The share of the matrix peak the shape allows.
+    /// The recorded launch's workgroups and the GPU's compute units, where the grid leaves
+    /// units idle (fewer workgroups than units): the ceiling is scaled by their ratio.
+    pub grid: Option<(u64, u64)>,
+    /// The share of the matrix peak the shape (and the launch as recorded) allows.
     pub ceiling: f64,
 }
 
@@ -143,6 +146,21 @@ pub fn ceiling(shape: &OpRow, platform: Option<&Platform>) -> Option<Ceiling> {
         .datasheet_tflops(&shape.compute_spec)
         .or_else(|| platform.peak_tflops(&shape.compute_spec))?;
     let softmax_ratio = platform.exp_tops.as_ref().map(|e| peak / (per_score * e.0));
+    // The launch as recorded (the main kernel's grid): fewer workgroups than compute units
+    // leave the rest idle whatever the tiles do (MI300X Falconsai: AOTriton's `attn_fwd` on
+    // grid [2, 12, 4], 96 workgroups for 304 CUs). A grid of at least one per unit is the
+    // tiles' to fill (a persistent kernel loops its tiles).
+    let grid = platform.units().and_then(|units| {
+        let (n, _, l) = shape
+            .kernel_names
+            .iter()
+            .zip(&shape.kernel_launch)
+            .filter_map(|((n, us), l)| l.map(|l| (n, *us, l)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))?;
+        let w = recorded_workgroups(n, &l);
+        (w > 0 && w < units).then_some((w, units))
+    });
+    let fill = grid.map_or(1.0, |(w, u)| w as f64 / u as f64);
     let kernel = names().collect::<Vec<_>>().join(" ").to_ascii_lowercase();
     let previous_generation = backend != AttentionBackend::Flash3
         && native_marks(platform).is_some_and(|m| !m.iter().any(|k| kernel.contains(k)));
@@ -155,7 +173,8 @@ pub fn ceiling(shape: &OpRow, platform: Option<&Platform>) -> Option<Ceiling> {
         pipelined,
         softmax_ratio,
         previous_generation,
-        ceiling: useful * pipelined / softmax_ratio.map_or(1.0, |x| x.max(1.0)),
+        grid,
+        ceiling: useful * pipelined * fill / softmax_ratio.map_or(1.0, |x| x.max(1.0)),
     })
 }
 
@@ -194,6 +213,16 @@ pub(super) fn cause(
         ),
         None => format!(" {} has no exponential rate in the platform table, so the softmax is not counted.", p.name),
     };
+    let unit = p.unit_name();
+    let grid = c
+        .grid
+        .map(|(w, u)| {
+            format!(
+                " Its grid as recorded launches {w} workgroups for {u} {unit}s, so at most {} of the GPU works on it: the ceiling is that share of what the tiles allow.",
+                pct(w as f64 / u as f64)
+            )
+        })
+        .unwrap_or_default();
     let generation = if c.previous_generation {
         format!(
             " This kernel is built for the previous generation (its name shows no {} instructions): it cannot issue the instructions {}'s peak is quoted for, so it will not reach this ceiling however it is tuned.",
@@ -203,7 +232,9 @@ pub(super) fn cause(
     } else {
         String::new()
     };
-    let action = if c.previous_generation {
+    let action = if c.grid.is_some() {
+        format!("Fill the GPU first: batch more sequences per call, or use a split-KV kernel that also splits the keys across workgroups, so the launch has at least one workgroup per {unit}; longer sequences per call (packing) also raise the share of whole tiles and of the loop.")
+    } else if c.previous_generation {
         "Use a kernel native to this GPU (FlashAttention-3 on Hopper, or cuDNN attention via `torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)`), which can approach the ceiling; longer sequences per call (packing) raise the share of whole tiles and of the loop.".to_owned()
     } else {
         "Profile the kernel (Nsight Compute / rocprof) for its occupancy and pipeline stalls, and try the platform's other attention backends; longer sequences per call (packing) raise the share of whole tiles and of the loop.".to_owned()
@@ -216,7 +247,7 @@ pub(super) fn cause(
             pct(c.ceiling)
         ),
         evidence: format!(
-            "{tiles}.{softmax} Ceiling: {} of the matrix peak; it runs at {}, and a tuned kernel reaches about 80% of the ceiling ({}).{generation}",
+            "{tiles}.{softmax}{grid} Ceiling: {} of the matrix peak; it runs at {}, and a tuned kernel reaches about 80% of the ceiling ({}).{generation}",
             pct(c.ceiling),
             pct(eff),
             pct(target)
@@ -298,6 +329,60 @@ mod tests {
         // A decode (one query per sequence) and the math path have no ceiling here.
         r.perf_params = "{'B': 16, 'N_Q': 1, 'N_KV': 1024, 'H_Q': 16, 'H_KV': 16, 'd_h_qk': 64, 'causal': False}".into();
         assert_eq!(ceiling(&r, Some(&h100)), None);
+    }
+
+    /// MI300X Falconsai's ViT attention: AOTriton's `attn_fwd` launched on grid [2, 12, 4]
+    /// (96 workgroups: 2 query tiles × 12 heads × batch 4) for 304 CUs. The tiles allow 29.6 %
+    /// of the peak; the launch leaves 208 CUs idle, so the ceiling is 96 / 304 of that, and
+    /// the action fills the GPU first. A grid of one workgroup per CU or more changes nothing.
+    #[test]
+    fn a_grid_under_the_compute_units_lowers_the_ceiling() {
+        let mut r = row("aten::_scaled_dot_product_flash_attention");
+        r.category = SeedCategory::SdpaFwd;
+        r.perf_params = "{'B': 4, 'N_Q': 197, 'N_KV': 197, 'H_Q': 12, 'H_KV': 12, 'd_h_qk': 64, 'causal': False}".into();
+        r.compute_spec = "matrix_bf16".into();
+        r.gflops = Some(4.0 * 48.0 * 197.0 * 197.0 * 64.0 / 1e9);
+        r.kernel_names = vec![("attn_fwd".into(), 31.0)];
+        let mi300x = crate::perf::platform::by_name("mi300x").expect("mi300x");
+        let open = ceiling(&r, Some(&mi300x)).expect("fused");
+        assert_eq!(open.grid, None, "no launch recorded");
+        r.kernel_launch = vec![Some(crate::model::LaunchDims {
+            grid: [2, 12, 4],
+            block: [256, 1, 1],
+        })];
+        let c = ceiling(&r, Some(&mi300x)).expect("fused");
+        assert_eq!(c.grid, Some((96, 304)));
+        assert!(
+            (c.ceiling - open.ceiling * 96.0 / 304.0).abs() < 1e-12,
+            "{} vs {}",
+            c.ceiling,
+            open.ceiling
+        );
+        let ctx = Context {
+            platform: Some(&mi300x),
+            baseline_tb_s: None,
+            compute_us: None,
+            kernel_floor_us: None,
+            trains: false,
+            tf32_gemms: 0,
+            moe_up_tb_s: None,
+        };
+        let cause = cause(&r, Some(2.2), &ctx).expect("cause");
+        assert!(
+            cause.evidence.contains("96 workgroups for 304 CUs"),
+            "{}",
+            cause.evidence
+        );
+        assert!(
+            cause.action.starts_with("Fill the GPU first"),
+            "{}",
+            cause.action
+        );
+        r.kernel_launch = vec![Some(crate::model::LaunchDims {
+            grid: [608, 1, 1],
+            block: [256, 1, 1],
+        })];
+        assert_eq!(ceiling(&r, Some(&mi300x)).expect("fused").grid, None);
     }
 
     /// The tile from ck_tile's shape, the key count bottom-right aligned under a causal mask.

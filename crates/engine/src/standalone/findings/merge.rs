@@ -264,3 +264,51 @@ pub fn same_cause_recommendations(
     recommendations.retain(|at| !gone.iter().any(|(g, _)| g == at));
     gone.len()
 }
+
+/// Titles of the recommendations eager PyTorch's op-by-op execution makes: a module's or a
+/// function's elementwise chain run unfused, a gated activation's two kernels, the layout
+/// copies around attention (unfused attention is its own lever: a fused kernel, not a
+/// compiler's fusion).
+fn eager_fusion_part(title: &str) -> bool {
+    (title.starts_with("Unfused ") && !title.starts_with("Unfused attention"))
+        || title.starts_with("Layout copies around attention")
+}
+
+/// The recommendations that share one cause across categories, eager execution, as one first
+/// action (docs/analysis.md, "One cause, one finding"): where at least two of them remain in a
+/// trace that runs no Inductor kernels and no serving engine's iterations, their names, time
+/// and share of compute, and `torch.compile` as the action that addresses them together.
+pub fn eager_fusion_note(st: &super::super::Standalone) -> Option<String> {
+    let compiled = st.rows.iter().any(|r| {
+        r.kernel_names.iter().any(|(n, _)| {
+            ["triton_poi_", "triton_per_", "triton_red_", "triton_tem_"]
+                .iter()
+                .any(|p| n.starts_with(p))
+        })
+    });
+    if compiled || !st.workload.phase.is_empty() {
+        return None;
+    }
+    let parts: Vec<&Bottleneck> = st
+        .recommendations
+        .iter()
+        .map(|&r| st.bottleneck(r))
+        .filter(|b| eager_fusion_part(&b.title))
+        .collect();
+    if parts.len() < 2 {
+        return None;
+    }
+    let ms: f64 = parts.iter().map(|b| b.time_ms).sum();
+    let compute = st.utilization.computation_ms;
+    let share = if compute > 0.0 {
+        format!(", {:.0}% of compute", ms / compute * 100.0)
+    } else {
+        String::new()
+    };
+    let names: Vec<String> = parts.iter().map(|b| b.title.clone()).collect();
+    Some(format!(
+        "**One first action.** {} of these recommendations ({}: {ms:.3} ms{share}) have one cause: eager PyTorch runs each module's elementwise work op by op, every intermediate written to memory and read back. `torch.compile` of the model (or of its repeated layer) fuses them together and is the first thing to try; the findings size each part, and their savings overlap what compiling gives.",
+        parts.len(),
+        names.join("; "),
+    ))
+}

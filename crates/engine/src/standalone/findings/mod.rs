@@ -142,9 +142,10 @@ impl Impact {
     /// Whether the fix was replayed and saves nothing: under [`OVERLAPPED_PCT`] of the
     /// timeline, and not a small cut the replay realizes whole.
     pub fn replayed_saves_nothing(&self) -> bool {
+        let after = self.after_fix.as_ref().map_or(0.0, AfterFix::saving_pct);
         self.replayed.is_some_and(|r| {
             let realized = r.cut_ms > 0.0 && r.saved_ms() >= REALIZED_SHARE * r.cut_ms;
-            r.saving_pct() < OVERLAPPED_PCT && !realized
+            r.saving_pct() < OVERLAPPED_PCT && !realized && after < OVERLAPPED_PCT
         })
     }
 
@@ -166,29 +167,55 @@ impl Impact {
     /// [`Impact::replayed_text`] without its `replayed: ` head.
     pub fn replayed_body(&self) -> Option<String> {
         let r = self.replayed?;
-        Some(if self.replayed_saves_nothing() {
-            // Why the cut saves nothing: a path the GPU holds means the cut work overlaps
-            // other work or is off the path; otherwise the path's own cause says it.
-            let why = match r.bound_by {
-                "gpu_compute_bound" | "gpu_communication_bound" | "" => {
-                    "the cut work overlaps other work or is off the critical path".to_owned()
-                }
-                b => format!(
-                    "the replayed {} critical path is {:.0}% {b}",
-                    if r.steps { "steps'" } else { "trace's" },
-                    r.bound_pct
-                ),
-            };
-            format!(
-                "saves ~0 ({:.3} ms of the {:.3} ms cut: {why})",
-                r.saved_ms(),
-                r.cut_ms
-            )
-        } else {
-            // A replay far under the formula's mid figure on a path the host holds: the GPU
-            // time cut mostly becomes idle, and the range is what it saves once the host no
-            // longer holds the step. Said, so the two figures do not read as a contradiction.
-            let held = match r.bound_by {
+        let after = self
+            .after_fix
+            .as_ref()
+            .filter(|a| a.saving_pct() > r.saving_pct())
+            .map(|a| {
+                format!(
+                    "; after the fix of \"{}\" (the host holds the step until it is made): {:.1} → {:.1} ms, saves {:.3} ms ({:.1}% of the unchanged replay, which ranks it)",
+                    a.first,
+                    a.before_ms,
+                    a.after_ms,
+                    a.saved_ms(),
+                    a.saving_pct()
+                )
+            })
+            .unwrap_or_default();
+        self.replayed_body_alone(r).map(|b| b + &after)
+    }
+
+    fn replayed_body_alone(&self, r: ReplayedSaving) -> Option<String> {
+        Some(
+            if self.replayed_saves_nothing()
+                || self
+                    .after_fix
+                    .as_ref()
+                    .is_some_and(|a| a.saving_pct() > r.saving_pct())
+                    && r.saving_pct() < OVERLAPPED_PCT
+            {
+                // Why the cut saves nothing: a path the GPU holds means the cut work overlaps
+                // other work or is off the path; otherwise the path's own cause says it.
+                let why = match r.bound_by {
+                    "gpu_compute_bound" | "gpu_communication_bound" | "" => {
+                        "the cut work overlaps other work or is off the critical path".to_owned()
+                    }
+                    b => format!(
+                        "the replayed {} critical path is {:.0}% {b}",
+                        if r.steps { "steps'" } else { "trace's" },
+                        r.bound_pct
+                    ),
+                };
+                format!(
+                    "saves ~0 ({:.3} ms of the {:.3} ms cut: {why})",
+                    r.saved_ms(),
+                    r.cut_ms
+                )
+            } else {
+                // A replay far under the formula's mid figure on a path the host holds: the GPU
+                // time cut mostly becomes idle, and the range is what it saves once the host no
+                // longer holds the step. Said, so the two figures do not read as a contradiction.
+                let held = match r.bound_by {
                 "gpu_compute_bound" | "gpu_communication_bound" | "" => None,
                 b if r.saving_pct() * 4.0 < self.mid_pct => Some(format!(
                     ": the replayed {} critical path is {:.0}% {b}, so most of the GPU time cut turns into idle; the range above is what it saves once the host no longer holds the step",
@@ -197,24 +224,25 @@ impl Impact {
                 )),
                 _ => None,
             };
-            // Why the rank follows the formula and not this replay.
-            let ranked = if self.profiled_host {
-                "; ranked by the formula's GPU-side figure: the profiler inflates the host time this fix removes, so the replay is an upper bound"
-            } else if self.ranked_by_formula {
-                "; ranked by the range: the profiler inflates this trace's host time (the host-side findings say by how much), so a replay that keeps it under-credits a GPU fix"
-            } else {
-                ""
-            };
-            format!(
-                "{:.1} → {:.1} ms, saves {:.3} ms ({:.1}% {}){}{ranked}",
-                r.before_ms,
-                r.after_ms,
-                r.saved_ms(),
-                r.saving_pct(),
-                r.of(),
-                held.unwrap_or_default()
-            )
-        })
+                // Why the rank follows the formula and not this replay.
+                let ranked = if self.profiled_host {
+                    "; ranked by the formula's GPU-side figure: the profiler inflates the host time this fix removes, so the replay is an upper bound"
+                } else if self.ranked_by_formula {
+                    "; ranked by the range: the profiler inflates this trace's host time (the host-side findings say by how much), so a replay that keeps it under-credits a GPU fix"
+                } else {
+                    ""
+                };
+                format!(
+                    "{:.1} → {:.1} ms, saves {:.3} ms ({:.1}% {}){}{ranked}",
+                    r.before_ms,
+                    r.after_ms,
+                    r.saved_ms(),
+                    r.saving_pct(),
+                    r.of(),
+                    held.unwrap_or_default()
+                )
+            },
+        )
     }
 
     /// The priority of its mid saving (`rules::impact_priority`), Low where the saving is the
@@ -347,7 +375,7 @@ impl ReplayedSaving {
 }
 
 /// Impact of a finding: the share of the whole trace's time it may save, low / mid / high, %.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Impact {
     pub low_pct: f64,
     pub mid_pct: f64,
@@ -375,6 +403,38 @@ pub struct Impact {
     /// (`whatif::impacts`), and for [`Impact::profiled_host`] fixes.
     #[serde(skip)]
     pub ranked_by_formula: bool,
+    /// The GPU-side fix replayed again after the host-side fix that holds the step
+    /// (`whatif::impacts`, "Ranked after the host fix"): on a step the host holds, every GPU
+    /// cut turns into idle until that fix is made.
+    pub after_fix: Option<AfterFix>,
+}
+
+/// A fix replayed on the schedule another fix has already changed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AfterFix {
+    /// The finding whose fix is applied first (its title).
+    pub first: String,
+    /// The length with that fix alone, and with both, ms.
+    pub before_ms: f64,
+    pub after_ms: f64,
+    /// The replay's length with neither (what the ranking's share is of), ms.
+    pub base_ms: f64,
+}
+
+impl AfterFix {
+    pub fn saved_ms(&self) -> f64 {
+        (self.before_ms - self.after_ms).max(0.0)
+    }
+
+    /// The saving as a share of the unchanged replay's length, % (comparable with the other
+    /// findings' replayed savings).
+    pub fn saving_pct(&self) -> f64 {
+        if self.base_ms > 0.0 {
+            self.saved_ms() / self.base_ms * 100.0
+        } else {
+            0.0
+        }
+    }
 }
 
 /// What an impact's shares are of.
@@ -394,8 +454,9 @@ impl Impact {
     /// The saving a finding is ranked by: the replayed one where the fix could be replayed,
     /// else the formula's mid figure, % of trace time.
     pub fn ranked_pct(&self) -> f64 {
+        let after = self.after_fix.as_ref().map_or(0.0, AfterFix::saving_pct);
         match self.replayed {
-            Some(r) if !self.ranked_by_formula => r.saving_pct(),
+            Some(r) if !self.ranked_by_formula => r.saving_pct().max(after),
             _ => self.mid_pct,
         }
     }
@@ -418,6 +479,7 @@ impl Impact {
             undiagnosed_good: false,
             profiled_host: false,
             ranked_by_formula: false,
+            after_fix: None,
         }
     }
 
@@ -527,7 +589,28 @@ impl Impact {
     }
 }
 
+/// An op finding saving under this share of the time, %, whichever way it is estimated, is
+/// listed, not argued (the fair report and the CLI name it in one line).
+pub const NEGLIGIBLE_PCT: f64 = 0.1;
+
 impl Bottleneck {
+    /// An op finding that saves under [`NEGLIGIBLE_PCT`] by its formula's high figure, its
+    /// replay and its replay after the host fix (a one-off or cold-start finding saves nothing
+    /// in the steady state by design: it is stated, never negligible).
+    pub fn is_negligible(&self) -> bool {
+        !self.op_name.is_empty()
+            && self.impact.high_pct < NEGLIGIBLE_PCT
+            && self
+                .impact
+                .replayed
+                .is_none_or(|r| r.saving_pct() < NEGLIGIBLE_PCT)
+            && self
+                .impact
+                .after_fix
+                .as_ref()
+                .is_none_or(|a| a.saving_pct() < NEGLIGIBLE_PCT)
+    }
+
     /// A one-time cost's finding (a one-off stall, a cold start: `timeline`'s
     /// `left_out_of_steady_state`), which saves nothing in the steady state.
     pub fn is_one_off(&self) -> bool {
@@ -984,6 +1067,34 @@ mod tests {
         let plain = saving(0.3, "gpu_compute_bound", 80.0);
         assert!((plain.ranked_pct() - 0.2).abs() < 1e-9);
         assert!(!plain.text().contains("ranked by"), "{}", plain.text());
+    }
+
+    /// On a step the host holds, a GPU fix saves ~0 until the host fix is made: replayed
+    /// again after it (150 → 100 ms with the host fix, 100 → 94 ms with both), it ranks by the
+    /// 6 ms as a share of the unchanged 150 ms (4 %), is no longer "saves nothing", and says
+    /// both replays; an after-fix replay that saves less than the plain one changes nothing.
+    #[test]
+    fn a_gpu_fix_ranks_by_its_replay_after_the_host_fix() {
+        let mut i = saving(0.0, "cpu_bound", 97.0);
+        assert!(i.replayed_saves_nothing());
+        i.after_fix = Some(AfterFix {
+            first: "GPU idle time".into(),
+            before_ms: 100.0,
+            after_ms: 94.0,
+            base_ms: 150.0,
+        });
+        assert!((i.ranked_pct() - 4.0).abs() < 1e-9);
+        assert!(!i.replayed_saves_nothing());
+        let t = i.text();
+        assert!(t.contains("saves ~0"), "{t}");
+        assert!(
+            t.contains("after the fix of \"GPU idle time\" (the host holds the step until it is made): 100.0 → 94.0 ms, saves 6.000 ms (4.0% of the unchanged replay"),
+            "{t}"
+        );
+        let mut small = saving(9.0, "gpu_compute_bound", 80.0);
+        small.after_fix = i.after_fix.clone();
+        assert!((small.ranked_pct() - 6.0).abs() < 1e-9);
+        assert!(!small.text().contains("after the fix"), "{}", small.text());
     }
 
     /// An op at a good efficiency with no cause named ranks at most Medium whatever its

@@ -331,7 +331,14 @@ pub(super) fn op_texts(
     let shape = code(shape_text);
     let kernel = code(&short(&main_kernel_of(r), 70));
     let e = fmt_pct(eff);
-    let band = eff.map(rules::efficiency_band).unwrap_or("unknown");
+    // A latency-bound op's roofline efficiency says how small its work is, not how good its
+    // kernel is: no band that asks for an investigation.
+    let latency = latency_bound(r, inp.kernel_floor_us).is_some();
+    let band = match eff {
+        Some(_) if latency => "latency-bound",
+        Some(e) => rules::efficiency_band(e),
+        None => "unknown",
+    };
     // Against the platform's own ridge point when one is chosen; the seeds' fixed bands only
     // without a platform.
     let intensity = ridge_phrase(r, inp.platform)
@@ -503,10 +510,13 @@ pub(super) fn op_texts(
                 issue,
                 path_a: other_path_a(
                     r,
-                    latency_bound(r, inp.kernel_floor_us).is_some(),
+                    latency,
                     inp.comm_all.total_ns > 0,
+                    inp.rows.iter().any(|x| x.category == SeedCategory::Gemm),
                 ),
-                path_b: if r.is_moe() {
+                path_b: if latency {
+                    "No replay artifact: at this size no kernel approaches its roofline; the levers are fewer launches (fusing it with its neighbours, graphs) and more work per call.".to_owned()
+                } else if r.is_moe() {
                     format!("Generate a replay artifact of this expert GEMM for the kernel team (tile size against the tokens per expert, weight dequantization; kernel {kernel}).")
                 } else {
                     format!("Generate a replay artifact if it stays well below the elementwise baseline (kernel {kernel}).")
@@ -734,7 +744,7 @@ fn moe_path_a(r: &OpRow) -> String {
 /// not a bottleneck to tune, so fewer launches are the lever.
 /// `collectives`: whether the trace runs communication kernels (a tensor-parallel all-reduce is
 /// offered as a neighbour to fuse only then).
-fn other_path_a(r: &OpRow, latency: bool, collectives: bool) -> String {
+fn other_path_a(r: &OpRow, latency: bool, collectives: bool, gemms: bool) -> String {
     let main = main_kernel_of(r);
     let lower = main.to_ascii_lowercase();
     if r.is_moe() {
@@ -762,7 +772,12 @@ fn other_path_a(r: &OpRow, latency: bool, collectives: bool) -> String {
         }
     } else if main.starts_with("triton_") && lower.contains("fused") {
         // Inductor's own kernel: the region is already compiled.
-        format!("It is Inductor's kernel of a compiled region (`{}`): the remaining levers are fusing it into the neighbouring GEMM's epilogue (`torch.compile(mode=\"max-autotune\")`) and its block size, or the kernel's efficiency (Path B).", short(&main, 70))
+        if gemms {
+            format!("It is Inductor's kernel of a compiled region (`{}`): the remaining levers are fusing it into the neighbouring GEMM's epilogue (`torch.compile(mode=\"max-autotune\")`) and its block size, or the kernel's efficiency (Path B).", short(&main, 70))
+        } else {
+            // No GEMM in the trace: no epilogue to fuse into.
+            format!("It is Inductor's kernel of a compiled region (`{}`): the region is already fused; the remaining levers are compiling a larger region (fewer graph breaks) so more work shares its launch, and its block size.", short(&main, 70))
+        }
     } else if crate::standalone::diagnosis::kernels::is_engine_op(&r.name) {
         // A serving engine's or kernel library's own op (SGLang's `silu_and_mul`, aiter's
         // `add_rmsnorm`): one launch already, written for this; fusing or compiling around it
@@ -1067,8 +1082,10 @@ pub(super) fn op_bottleneck(
         .roofline_total_us()
         .map(|roof| rules::projection_at(time_ms, roof / 1e3, inp.compute_ms(), &targets, floor_ms))
         .unwrap_or_default();
+    // A latency-bound op gets no replay artifact: no kernel runs its work near the roofline.
     let replay = (share > rules::REPLAY_MIN_SHARE_PCT
-        && eff.is_some_and(|e| e < rules::REPLAY_MAX_EFFICIENCY))
+        && eff.is_some_and(|e| e < rules::REPLAY_MAX_EFFICIENCY)
+        && latency_bound(r, inp.kernel_floor_us).is_none())
         || inp.replay_names.contains(&r.name);
     let mut issue = t.issue;
     if let (Some(floor), true) = (inp.kernel_floor_us, above_floor < 0.5 && r.count > 0) {
@@ -1448,7 +1465,7 @@ mod tests {
     fn path_a_fits_what_the_op_runs() {
         let fuse = "Fuse it with neighbouring elementwise ops";
         let plain = with_kernel("aten::add", SeedCategory::Elementwise, "elementwise_kernel");
-        assert!(other_path_a(&plain, false, false).starts_with(fuse));
+        assert!(other_path_a(&plain, false, false, true).starts_with(fuse));
         // A norm's own kernels: profile them, unless latency sets their time (then fewer
         // launches).
         let norm = with_kernel(
@@ -1456,8 +1473,8 @@ mod tests {
             SeedCategory::Other,
             "void at::native::RowwiseMomentsCUDAKernel<float>",
         );
-        assert!(other_path_a(&norm, false, false).contains("profile the kernel"));
-        let a = other_path_a(&norm, true, false);
+        assert!(other_path_a(&norm, false, false, true).contains("profile the kernel"));
+        let a = other_path_a(&norm, true, false, true);
         assert!(
             a.contains("fewer launches") && !a.contains("profile the kernel (Path B)"),
             "{a}"
@@ -1468,7 +1485,7 @@ mod tests {
             "void multimem_all_reduce_kernel<bf16>",
         ] {
             let r = with_kernel("vllm::all_reduce", SeedCategory::Other, k);
-            let a = other_path_a(&r, false, false);
+            let a = other_path_a(&r, false, false, true);
             assert!(a.starts_with("A collective"), "{k}: {a}");
         }
         let copy = with_kernel(
@@ -1476,7 +1493,7 @@ mod tests {
             SeedCategory::Elementwise,
             "Memcpy HtoD (Pageable -> Device)",
         );
-        assert!(other_path_a(&copy, false, false).contains("pinned memory"));
+        assert!(other_path_a(&copy, false, false, true).contains("pinned memory"));
         // The optimizers' foreach update is already one launch over many tensors: never
         // "fuse it with neighbouring elementwise ops" (issue #48: advice the trace contradicts).
         let foreach = with_kernel(
@@ -1484,10 +1501,10 @@ mod tests {
             SeedCategory::Other,
             "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float>(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float)",
         );
-        let a = other_path_a(&foreach, false, false);
+        let a = other_path_a(&foreach, false, false, true);
         assert!(!a.starts_with(fuse) && a.contains("fused=True"), "{a}");
         let fill = with_kernel("aten::zero_", SeedCategory::Elementwise, "Memset (Device)");
-        assert!(other_path_a(&fill, false, false).contains("torch.empty"));
+        assert!(other_path_a(&fill, false, false, true).contains("torch.empty"));
         // An op that already runs a fused library kernel; a serving engine's own op (SGLang's
         // act-and-mul) is the engine's kernel, never told to fuse or compile around it.
         let norm = with_kernel(
@@ -1495,13 +1512,15 @@ mod tests {
             SeedCategory::Other,
             "fused_add_rms_norm_kernel",
         );
-        assert!(other_path_a(&norm, false, false).starts_with("It already runs a fused kernel"));
+        assert!(
+            other_path_a(&norm, false, false, true).starts_with("It already runs a fused kernel")
+        );
         let engine = with_kernel(
             "sgl_kernel::silu_and_mul",
             SeedCategory::Other,
             "act_and_mul_kernel",
         );
-        let a = other_path_a(&engine, false, false);
+        let a = other_path_a(&engine, false, false, true);
         assert!(
             a.starts_with("It is the serving engine's own kernel") && !a.contains("torch.compile"),
             "{a}"
@@ -1512,22 +1531,21 @@ mod tests {
             SeedCategory::Other,
             "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3",
         );
-        assert!(other_path_a(&moe, false, false).contains("tokens each expert gets"));
+        assert!(other_path_a(&moe, false, false, true).contains("tokens each expert gets"));
         // A `record_function` range is a region, not an op; an op of no known kind whose kernel
         // is no elementwise loop is not told elementwise fusion removes it.
         let range = with_kernel("SortTokens", SeedCategory::Other, "_sum_bitmatrix_rows");
-        let a = other_path_a(&range, false, false);
+        let a = other_path_a(&range, false, false, true);
         assert!(a.contains("named region") && !a.starts_with(fuse), "{a}");
         let sort = with_kernel("aten::sort", SeedCategory::Other, "radixSortKVInPlace");
-        assert!(!other_path_a(&sort, false, false).starts_with(fuse));
+        assert!(!other_path_a(&sort, false, false, true).starts_with(fuse));
         let cache = with_kernel(
             "_C_cache_ops::reshape_and_cache_flash",
             SeedCategory::Other,
             "reshape_and_cache_flash_kernel",
         );
-        assert!(
-            other_path_a(&cache, false, false).starts_with("It is the serving engine's own kernel")
-        );
+        assert!(other_path_a(&cache, false, false, true)
+            .starts_with("It is the serving engine's own kernel"));
         // fbgemm's permute of pooled embeddings is no pooling op; a GPU-only trace's
         // kernel-level row (an MIOpen helper kernel) is no `record_function` range.
         let permute = with_kernel(
@@ -1535,20 +1553,33 @@ mod tests {
             SeedCategory::Other,
             "permute_pooled_embs_kernel",
         );
-        assert!(!other_path_a(&permute, false, false).contains("pooling op"));
+        assert!(!other_path_a(&permute, false, false, true).contains("pooling op"));
         let mut helper = with_kernel(
             "SubTensorOpWithScalar1d",
             SeedCategory::Other,
             "SubTensorOpWithScalar1d",
         );
         helper.kernel_level = true;
-        assert!(!other_path_a(&helper, false, false).contains("named region"));
+        assert!(!other_path_a(&helper, false, false, true).contains("named region"));
         let pool = with_kernel(
             "aten::max_pool2d_with_indices_backward",
             SeedCategory::Other,
             "max_pool_backward_nchw",
         );
-        assert!(other_path_a(&pool, false, false).starts_with("A pooling op"));
+        assert!(other_path_a(&pool, false, false, true).starts_with("A pooling op"));
+        // Inductor's fused kernel: a GEMM epilogue only where the trace runs GEMMs (HTA's
+        // Triton example: one `triton_poi_fused_add_cos_sin_0` and no GEMM at all).
+        let triton = with_kernel(
+            "triton_poi_fused_add_cos_sin_0",
+            SeedCategory::Other,
+            "triton_poi_fused_add_cos_sin_0",
+        );
+        assert!(other_path_a(&triton, false, false, true).contains("GEMM's epilogue"));
+        let alone = other_path_a(&triton, false, false, false);
+        assert!(
+            !alone.contains("GEMM") && alone.contains("already fused"),
+            "{alone}"
+        );
     }
 
     #[test]

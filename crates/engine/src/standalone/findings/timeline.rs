@@ -151,11 +151,15 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
         );
         // An input pipeline that keeps up, replayed (the finding then ranks by what that saves).
         b.fix = data_loading_fix(inp);
+        if b.fix.is_empty() {
+            b.fix = allocator_fix(inp);
+        }
         out.push(b);
     }
     let loading_fix = out
         .iter()
-        .any(|b| b.title == "GPU idle time" && !b.fix.is_empty());
+        .any(|b| b.title == "GPU idle time" && !b.fix.is_empty())
+        && !data_loading_fix(inp).is_empty();
     let material = |l: &&crate::analysis::lead_in::LeadIn| {
         l.ns as f64 / l.steps_ns as f64 * 100.0 >= rules::LEAD_IN_FINDING_PCT
             && l.ns as f64 / 1e6 >= rules::LEAD_IN_FINDING_MS
@@ -625,16 +629,20 @@ fn one_off_finding(
         (false, true) => "One-off",
         (false, false) => "Single",
     };
-    let title = if o.call.is_empty() {
-        format!("{word} stall of {ms:.3} ms")
-    } else {
-        format!("{word} stall in {} ({ms:.3} ms)", code(&short(&o.call, 60)))
-    };
     // The host inside a call that blocks until the device is done waited for the device, not
     // the reverse; with no traced GPU work in the gap, that device work is outside the trace.
     let blocked = crate::model::host_calls::blocking_call(&o.call).filter(|b| {
         *b != crate::model::host_calls::Blocking::Device || o.call.contains("Synchronize")
     });
+    let untraced = blocked.is_some() && o.host_wait && warmup.is_none();
+    let title = match (o.call.is_empty(), untraced) {
+        (true, _) => format!("{word} stall of {ms:.3} ms"),
+        (false, false) => format!("{word} stall in {} ({ms:.3} ms)", code(&short(&o.call, 60))),
+        (false, true) => format!(
+            "{word} stall in {} ({ms:.3} ms): the host waiting for GPU work outside the trace",
+            code(&short(&o.call, 60))
+        ),
+    };
     let waited = match (o.host_wait, blocked.is_some()) {
         (true, true) => format!(
             "no traced GPU work ran in it, yet the host was blocked in {}, a call that returns only once the device work queued before it is done: it waited for device work the trace does not hold (queued before profiling began, or by another process)",
@@ -670,7 +678,14 @@ fn one_off_finding(
     } else {
         ""
     };
-    let action = format!("{more_steps}Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`), so one-time work (library initialization and autotuning such as the first cuDNN / MIOpen call, lazy module loading, first-iteration allocations, input population with blocking copies) is outside the measured window. If it recurs in every run of the service, move it to start-up (warm-up requests, preallocated buffers, pinned non-blocking copies).{recurring}");
+    // The GPU was busy with work the trace does not hold (SGLang's overlap scheduler keeps a
+    // batch in flight; a profiler started mid-iteration): the gap is the window's, not idle.
+    let outside = if untraced {
+        "The GPU was most likely not idle: the host waited in a blocking call for device work the trace does not hold, queued before the profiler started (a serving engine's overlap scheduler keeps the previous batch in flight) or by another process. Start the profiler at an iteration boundary (after `torch.cuda.synchronize()`) so the window holds whole iterations. "
+    } else {
+        ""
+    };
+    let action = format!("{outside}{more_steps}Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`), so one-time work (library initialization and autotuning such as the first cuDNN / MIOpen call, lazy module loading, first-iteration allocations, input population with blocking copies) is outside the measured window. If it recurs in every run of the service, move it to start-up (warm-up requests, preallocated buffers, pinned non-blocking copies).{recurring}");
     let action = action.as_str();
     let mut b = timeline_bottleneck(
         SeedCategory::Other,
@@ -1267,6 +1282,44 @@ fn data_loading_fix(inp: &Inputs<'_>) -> Vec<(&'static str, String)> {
     names
         .into_iter()
         .map(|n| ("scale", format!("cpu:{n}=0")))
+        .collect()
+}
+
+/// The idle finding's fix where the allocator holds most of the steady state's host wait:
+/// synchronizing frees (`cudaFree`, `hipFree`) take no host time and no longer wait for the
+/// GPU, driver allocations take none (a warm caching allocator serves both from its cache),
+/// replayed as stated (`cpu:` / `call:` by their exact names).
+fn allocator_fix(inp: &Inputs<'_>) -> Vec<(&'static str, String)> {
+    use crate::analysis::host_wait::CauseKind as C;
+    // The calls are selected by name, warm-up's too: with a stall or a cold start left out of
+    // the steady state, the replay would shorten what it leaves out (A100 AlexNet's warm-up
+    // `cudaMalloc`s), so the fix is replayed only where nothing is.
+    let ctx = &inp.idle.context;
+    if ctx.one_off.is_some() || ctx.cold.is_some() || ctx.before_first_kernel.is_some() {
+        return Vec::new();
+    }
+    let (split, causes) = steady_causes(inp);
+    let frees = |c: &&crate::analysis::host_wait::HostWaitCause| {
+        c.kind == C::ExplicitSync && c.label.contains("Free")
+    };
+    let alloc: Vec<&crate::analysis::host_wait::HostWaitCause> = causes
+        .iter()
+        .filter(|c| c.kind == C::Allocation || frees(c))
+        .collect();
+    let ns: i64 = alloc.iter().map(|c| c.time_ns).sum();
+    if ns * 2 < split.host_wait || ns <= 0 {
+        return Vec::new();
+    }
+    let mut names: Vec<&str> = alloc.iter().map(|c| c.label.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
+        .flat_map(|n| {
+            let sync = crate::model::host_calls::blocking_call(n).is_some();
+            std::iter::once(("scale", format!("cpu:{n}=0")))
+                .chain(sync.then(|| ("remove-sync", format!("call:{n}"))))
+        })
         .collect()
 }
 
