@@ -38,6 +38,10 @@ pub struct Recommendation {
     pub html: String,
     /// Its fix as a what-if change (kind, spec), where it was replayed.
     pub whatif: Option<(String, String)>,
+    /// The finding's title (trace text: rendered as text).
+    pub title: String,
+    /// Why it is listed under the table rather than argued in it (`Brief::aside`).
+    pub aside: Option<String>,
 }
 
 /// What the overview shows.
@@ -270,6 +274,8 @@ impl Overview {
                                 share_of: str_of(r, "share_of"),
                                 saving_ms: num("saving_ms"),
                                 html: str_of(r, "html"),
+                                title: str_of(r, "title"),
+                                aside: r.get("aside").and_then(Value::as_str).map(str::to_owned),
                                 whatif: r
                                     .get("whatif")
                                     .and_then(|w| serde_json::from_value(w.clone()).ok()),

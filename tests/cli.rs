@@ -174,7 +174,13 @@ fn platforms_are_listed_and_chosen() {
         os("--platform"),
         os("mi300x"),
     ]);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("Platform: MI300X (given"));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Platform: MI300X (given"), "{text}");
+    // Its table peak is achievable (MAF), said beside the datasheet's.
+    assert!(
+        text.contains("708 TFLOPS bf16 achievable (MAF; datasheet 1307)"),
+        "{text}"
+    );
     let custom = dir.join("p.json");
     std::fs::write(&custom, r#"{"name": "Lab GPU", "hbm_tbps": [2.5, "custom"], "memory_gb": 96, "tflops": {"matrix_bf16": [500, "custom"]}}"#)
         .expect("write");

@@ -154,14 +154,19 @@ fn resnet18_training_is_a_11_7m_cnn() {
     );
     assert_eq!(w.mode, Mode::Training);
     // The image batch from the first convolution's input.
-    assert!(w.input.starts_with("batch 512 of 3 × "), "{}", w.input);
+    assert!(
+        w.input.starts_with("512 images of 3 × ")
+            && w.input.ends_with("into the first convolution"),
+        "{}",
+        w.input
+    );
     // Activation checkpointing re-runs the forward: each module instance still counts once.
     let Some(b) = shared_trace("mi300x_resnet_act_checkpoint.json.gz") else {
         return;
     };
     assert_eq!(workload(&b).scale, w.scale);
     assert!(
-        workload(&b).input.starts_with("batch 10 of 3 × "),
+        workload(&b).input.starts_with("10 images of 3 × "),
         "{}",
         workload(&b).input
     );

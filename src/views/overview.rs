@@ -61,9 +61,17 @@ pub fn OverviewView(
             }
         })
         .collect_view();
+    // Findings listed rather than argued (under 0.1 %, or judged by time alone without a
+    // perf model) are named under the table, as the reports and the CLI do.
+    let aside: Vec<String> = overview
+        .recommendations
+        .iter()
+        .filter_map(|r| r.aside.as_ref().map(|why| format!("{} ({why})", r.title)))
+        .collect();
     let recs = overview
         .recommendations
         .iter()
+        .filter(|r| r.aside.is_none())
         .map(|r| {
             view! {
                 <tr data-testid="recommendation">
@@ -133,6 +141,11 @@ pub fn OverviewView(
                     </table>
                 }.into_any()
             }}
+            {(!aside.is_empty()).then(|| view! {
+                <p class="facts" data-testid="recommendations-aside">
+                    {format!("Left to the detailed analysis: {}.", aside.join("; "))}
+                </p>
+            })}
             <h2>"GPU time"</h2>
             <canvas id="gpu-chart" width="800" height="26" aria-label="GPU time breakdown"></canvas>
             <p class="legend">"computation · exposed communication · exposed memcpy · idle"</p>

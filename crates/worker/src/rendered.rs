@@ -31,7 +31,8 @@ pub(crate) fn recommendation_rows(briefs: &[Brief]) -> serde_json::Value {
             }
             json!({"rank": b.rank, "priority": b.priority, "category": b.category,
                 "time_ms": b.time_ms, "share_pct": b.share_pct, "share_of": b.share_of,
-                "saving_ms": b.saving_ms, "whatif": b.whatif, "html": markdown_html(&md)})
+                "saving_ms": b.saving_ms, "whatif": b.whatif, "aside": b.aside, "title": b.title,
+                "html": markdown_html(&md)})
         })
         .collect()
 }

@@ -304,10 +304,16 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     // An op finding that saves under 0.1 % whichever way it is estimated is listed, not
     // argued (`Bottleneck::is_negligible`).
     let mut minor: Vec<String> = Vec::new();
+    // Ops judged by time alone (no cause, no perf model) are listed with their time.
+    let mut guessed: Vec<String> = Vec::new();
     for &r in st.recommendations.iter().take(MAX_RECOMMENDATIONS) {
         let b = st.bottleneck(r);
         if b.is_negligible() {
             minor.push(b.title.clone());
+            continue;
+        }
+        if b.is_unmodelled_guess() {
+            guessed.push(format!("{} ({:.3} ms)", b.title, b.time_ms));
             continue;
         }
         let heading = category_heading(r.0 + 1, st, r.0);
@@ -350,6 +356,16 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             "→ *See [Detailed Analysis: {}](#{}) for details*\n\n---\n",
             b.category.title(),
             anchor(&heading)
+        );
+    }
+    if !guessed.is_empty() {
+        let _ = writeln!(
+            s,
+            "{} op{} without a perf model (no recorded shapes, or no model for the op) and with no cause named {} judged by time alone and left to the detailed analysis below: {}.\n\n---\n",
+            guessed.len(),
+            if guessed.len() == 1 { "" } else { "s" },
+            if guessed.len() == 1 { "is" } else { "are" },
+            guessed.join(", ")
         );
     }
     if !minor.is_empty() {

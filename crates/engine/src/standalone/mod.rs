@@ -329,18 +329,27 @@ pub struct Brief {
     /// capture); none for findings without an op.
     #[serde(default)]
     pub whatif: Option<(String, String)>,
+    /// Why the finding is listed rather than argued (`Bottleneck::aside`): it then has rank 0
+    /// and the overview names it under the table.
+    #[serde(default)]
+    pub aside: Option<String>,
 }
 
 impl Standalone {
     /// Every recommendation in order, for the overview (and the bundle's `jarvis.json`).
     pub fn briefs(&self) -> Vec<Brief> {
+        let mut argued = 0;
         self.recommendations
             .iter()
-            .enumerate()
-            .map(|(i, &r)| {
+            .map(|&r| {
                 let b = self.bottleneck(r);
+                let aside = b.aside();
+                if aside.is_none() {
+                    argued += 1;
+                }
                 Brief {
-                    rank: i + 1,
+                    rank: if aside.is_none() { argued } else { 0 },
+                    aside: aside.map(str::to_owned),
                     priority: b.priority.label().to_owned(),
                     category: b.category.key().to_owned(),
                     title: b.title.clone(),

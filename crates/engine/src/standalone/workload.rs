@@ -67,7 +67,8 @@ pub struct Workload {
     #[serde(default)]
     pub phase: String,
     /// The model's input as recorded, where no serving phase says it (`batch 16 × 559 tokens,
-    /// prefill: causal attention over whole sequences`, `batch 32 of 3 × 224 × 224`), or empty
+    /// prefill: causal attention over whole sequences`, `32 images of 3 × 224 × 224 into the
+    /// first convolution`), or empty
     /// (`model_input`).
     #[serde(default)]
     pub input: String,
@@ -195,7 +196,8 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
 /// The model's input as its first layer records it: the token ids of the largest embedding
 /// table (`aten::embedding`'s second input: `[B, S]` → `batch B × S tokens`, `[T]` → `T
 /// tokens`, the most frequent shape), else the image batch of the first convolution whose
-/// input has at most 4 channels (`[B, C, H, W]` → `batch B of C × H × W`); for inference with
+/// input has at most 4 channels (`[B, C, H, W]` → `B images of C × H × W into the first
+/// convolution`: images, since a video model folds its frames into B); for inference with
 /// a causal attention over as many keys as queries (more than one), `prefill` (whole
 /// sequences, no KV cache read). Empty where the trace records no such shape.
 fn model_input(trace: &Trace, rows: &[OpRow], mode: Mode, ev: &mut Vec<String>) -> String {
@@ -258,8 +260,15 @@ fn model_input(trace: &Trace, rows: &[OpRow], mode: Mode, ev: &mut Vec<String>) 
                 .filter(|(_, d)| (4..=5).contains(&d.len()) && (1..=4).contains(&d[1]))
                 .min_by_key(|c| c.0);
             if let Some((_, d)) = conv {
+                // Images, not a batch: a video model folds its frames into the first
+                // dimension (TimeSformer: one clip of 128 frames reads [128, 3, 224, 224]).
                 let rest: Vec<String> = d[1..].iter().map(|x| x.to_string()).collect();
-                parts.push(format!("batch {} of {}", d[0], rest.join(" × ")));
+                let what = if d.len() == 5 { "volumes" } else { "images" };
+                parts.push(format!(
+                    "{} {what} of {} into the first convolution",
+                    d[0],
+                    rest.join(" × ")
+                ));
                 ev.push("input: the first convolution's input with at most 4 channels".into());
             }
         }

@@ -105,10 +105,18 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         // `Data Moved (MB)` is in MiB (TraceLens divides by 2^20).
         let bytes = mb * MIB;
         if mb < TINY_MB && mean_us < TINY_US && r.count >= 10 {
+            // The size is the signature's: say how many of the op's calls it covers (MI300X
+            // ResNet-18 with checkpointing: 117 of `aten::add_`'s 189 calls are the 24-byte
+            // `num_batches_tracked` increments, the other 72 residual adds).
+            let calls = if shape.count > 0 && shape.count < r.count {
+                format!("{} of its {} calls", shape.count, r.count)
+            } else {
+                format!("{} calls", r.count)
+            };
             out.push(Cause {
                 key: "tiny_launch_bound",
                 title: format!("tiny tensors: {} per call in {mean_us:.1} µs", size_text(bytes)),
-                evidence: format!("{} calls each move {} in {mean_us:.1} µs: the launch and the kernel's start-up dominate, whatever the bandwidth.", r.count, size_text(bytes)),
+                evidence: format!("{calls} each move {} ({mean_us:.1} µs per call over all of them): the launch and the kernel's start-up dominate, whatever the bandwidth.", size_text(bytes)),
                 action: if r.graph_replayed {
                     "They are already replayed by a graph, so their launches cost no host time: fewer kernels is the lever: fuse these small ops with their neighbours (`torch.compile`, a foreach/multi-tensor kernel).".into()
                 } else {
@@ -252,6 +260,12 @@ fn few_workgroups(shape: &OpRow, sig_share: f64, ctx: &Context<'_>) -> Option<Ca
     // A kernel near the launch floor is short for lack of work, not of workgroups.
     let floor = ctx.kernel_floor_us.unwrap_or(0.0);
     if us < (2.0 * floor).max(TINY_US) {
+        return None;
+    }
+    // Nor is one whose whole work at peak takes under the kernel's fixed cost: more
+    // workgroups would each have less to do, not finish sooner (BERT-small's GELU on MI300X:
+    // 4 µs calls over 141 × 2048 values).
+    if shape.roofline_us.is_some_and(|roof| roof < floor) {
         return None;
     }
     let wgs = super::recorded_workgroups(name, &launch);
@@ -420,6 +434,41 @@ mod tests {
             .collect();
         assert!(keys.contains(&"elementwise_below_baseline"), "{keys:?}");
         assert!(!keys.contains(&"elementwise_small_tensor"), "{keys:?}");
+    }
+
+    /// The tiny-tensor cause counts the calls of the signature it measured.
+    #[test]
+    fn tiny_tensors_say_how_many_calls_they_are() {
+        // `aten::add_` of 189 calls, the largest signature 117 calls of one int64 (8 B × 3:
+        // `num_batches_tracked += 1`): the cause counts those, not all 189.
+        let mut r = crate::standalone::ops::tests_support::row("aten::add_");
+        r.count = 189;
+        r.kernel_us = 189.0 * 4.3;
+        let mut shape = r.clone();
+        shape.count = 117;
+        shape.kernel_us = 117.0 * 4.3;
+        shape.data_mb = Some(24.0 / MIB);
+        let ctx = Context::on(None);
+        let c = causes(&r, &shape, &ctx)
+            .into_iter()
+            .find(|c| c.key == "tiny_launch_bound")
+            .expect("tiny");
+        assert!(
+            c.evidence
+                .starts_with("117 of its 189 calls each move 24 B"),
+            "{}",
+            c.evidence
+        );
+        // One signature: every call.
+        let c = causes(&shape, &shape, &ctx)
+            .into_iter()
+            .find(|c| c.key == "tiny_launch_bound")
+            .expect("tiny");
+        assert!(
+            c.evidence.starts_with("117 calls each move"),
+            "{}",
+            c.evidence
+        );
     }
 
     /// A LayerNorm backward over 8 rows in 8 workgroups of MI300X's 304 CUs, 40 µs a call:

@@ -611,6 +611,30 @@ impl Bottleneck {
                 .is_none_or(|a| a.saving_pct() < NEGLIGIBLE_PCT)
     }
 
+    /// An op finding with no cause and no perf model (no recorded shapes, or no model for the
+    /// op): its saving is the heuristic's guess, so the reports list it with its time instead
+    /// of arguing it as a recommendation (review T: five of the RTX 2080 Ti trace's eight
+    /// recommendations were such guesses).
+    pub fn is_unmodelled_guess(&self) -> bool {
+        !self.op_name.is_empty()
+            && self.causes.is_empty()
+            && self.impact.method == ImpactMethod::Heuristic
+            && !self.is_negligible()
+    }
+
+    /// Why a recommendation is listed rather than argued in the reports, the CLI and the
+    /// overview: it saves under 0.1 % whichever way it is estimated, or it is an op judged by
+    /// time alone.
+    pub fn aside(&self) -> Option<&'static str> {
+        if self.is_negligible() {
+            Some("saves under 0.1%")
+        } else if self.is_unmodelled_guess() {
+            Some("no perf model and no cause: judged by time alone")
+        } else {
+            None
+        }
+    }
+
     /// A one-time cost's finding (a one-off stall, a cold start: `timeline`'s
     /// `left_out_of_steady_state`), which saves nothing in the steady state.
     pub fn is_one_off(&self) -> bool {
