@@ -159,9 +159,25 @@ fn transposes_next_to_convolutions_are_their_layout_cost() {
         "{}",
         conv.issue
     );
-    // The transposes' own kernel-level finding is the same cause and is folded in.
+    // MIOpen's workspace passes around the same convolutions (fills 3 + 3 µs, a cast of 4 µs
+    // per step) are named beside them, as the solver's and not the layout's: not in its time.
+    assert!(
+        conv.issue
+            .contains("0.100 ms (30 kernels) of MIOpen's workspace passes")
+            && conv.issue.contains("channels_last does not remove them"),
+        "{}",
+        conv.issue
+    );
+    // The transposes' own kernel-level finding is the same cause and is folded in (and the
+    // workspace passes' rows with it, where they have findings).
     let absorbed: Vec<&str> = conv.absorbed.iter().map(|x| x.op_name.as_str()).collect();
-    assert_eq!(absorbed, ["batched_transpose"]);
+    assert!(absorbed.contains(&"batched_transpose"), "{absorbed:?}");
+    assert!(
+        absorbed
+            .iter()
+            .all(|n| *n == "batched_transpose" || n.starts_with("SubTensorOp")),
+        "{absorbed:?}"
+    );
     assert!(!st
         .categories
         .iter()

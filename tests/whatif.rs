@@ -763,4 +763,18 @@ fn a_profiled_host_ranks_fixes_by_their_formula_on_v100() {
         .find(|r| r.0.starts_with("Convolutions in fp32"))
         .expect("conv finding");
     assert!(!conv.2, "{conv:?}");
+    // A GPU that idles most of the step (RTX 2080 Ti MLP: 37 % computation) is held by its
+    // host whatever the profiler adds: its GPU fixes rank by their replays, even beside a
+    // profiler-inflated `zero_grad`.
+    let mlp = jarvis_engine::analyze_trace(
+        jarvis_engine::import::import_bytes(&common::read(
+            &dir.join("traces/param/rtx2080ti_linear_kineto.json.gz"),
+        ))
+        .expect("imports"),
+    );
+    let st = mlp.standalone.as_ref().expect("standalone");
+    assert!(st.utilization.computation_ms < 0.5 * st.utilization.steady_ms);
+    let ranked = ranked(&mlp);
+    assert!(ranked.iter().any(|r| r.3), "a profiled host: {ranked:?}");
+    assert!(ranked.iter().filter(|r| !r.3).all(|r| !r.2), "{ranked:?}");
 }

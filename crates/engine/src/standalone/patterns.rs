@@ -72,6 +72,18 @@ pub struct ConvTransposes {
     /// autotuner's trials) is left out of the steady state.
     #[serde(skip)]
     pub at: Vec<(crate::model::Nanos, i64)>,
+    /// MIOpen's workspace passes around the same convolutions (`SubTensorOp*`: the zero-fill
+    /// before a split-K kernel accumulates in fp32, the cast after), ms each: the solver's, not
+    /// the layout's.
+    #[serde(default)]
+    pub workspace: Vec<OpShare>,
+    #[serde(default)]
+    pub workspace_ms: f64,
+}
+
+/// MIOpen's tensor helper kernels (`SubTensorOpWithScalar1d`, `SubTensorOpWithCastTensor1d`).
+fn is_workspace_pass(name: &str) -> bool {
+    name.starts_with("SubTensorOp")
 }
 
 impl ConvTransposes {
@@ -80,6 +92,7 @@ impl ConvTransposes {
     fn of(
         conv_ns: i64,
         transposes: Vec<(&str, i64, crate::model::Nanos)>,
+        workspace: Vec<(&str, i64)>,
     ) -> Option<ConvTransposes> {
         if conv_ns == 0 {
             return None;
@@ -87,11 +100,15 @@ impl ConvTransposes {
         let at = transposes.iter().map(|&(_, d, ts)| (ts, d)).collect();
         let mut kernels = shares(transposes.into_iter().map(|(n, d, _)| (n, d)));
         kernels.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+        let mut workspace = shares(workspace.into_iter());
+        workspace.sort_by(|a, b| b.ms.total_cmp(&a.ms));
         Some(ConvTransposes {
             transpose_ms: kernels.iter().map(|k| k.ms).sum(),
             kernels,
             conv_ms: conv_ns as f64 / 1e6,
             at,
+            workspace_ms: workspace.iter().map(|k| k.ms).sum(),
+            workspace,
         })
     }
 
@@ -579,6 +596,7 @@ fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {
     }
     let mut conv_ns = 0i64;
     let mut transposes: Vec<(&str, i64, crate::model::Nanos)> = Vec::new();
+    let mut workspace: Vec<(&str, i64)> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
         if e.kind() != EventKind::Kernel {
             continue;
@@ -600,9 +618,11 @@ fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {
         let name = trace.name(e);
         if is_layout_conversion(name) {
             transposes.push((name, e.dur, e.ts));
+        } else if is_workspace_pass(name) {
+            workspace.push((name, e.dur));
         }
     }
-    ConvTransposes::of(conv_ns, transposes)
+    ConvTransposes::of(conv_ns, transposes, workspace)
 }
 
 /// What a kernel is to a convolution when no call tree says which op launched it.
@@ -642,6 +662,7 @@ fn conv_transposes_by_adjacency(trace: &Trace) -> Option<ConvTransposes> {
     }
     let mut conv_ns = 0i64;
     let mut transposes: Vec<(&str, i64, crate::model::Nanos)> = Vec::new();
+    let mut workspace: Vec<(&str, i64)> = Vec::new();
     let mut keys: Vec<i64> = streams.keys().copied().collect();
     keys.sort_unstable();
     for k in keys {
@@ -665,13 +686,15 @@ fn conv_transposes_by_adjacency(trace: &Trace) -> Option<ConvTransposes> {
                     let name = trace.name(&trace.events[i]);
                     if r == ConvRole::Helper && is_layout_conversion(name) {
                         transposes.push((name, dur, ts));
+                    } else if r == ConvRole::Helper && is_workspace_pass(name) {
+                        workspace.push((name, dur));
                     }
                 }
             }
             start = end;
         }
     }
-    ConvTransposes::of(conv_ns, transposes)
+    ConvTransposes::of(conv_ns, transposes, workspace)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -296,15 +296,7 @@ mod tests {
         assert!((c.ceiling - c.useful * 0.6 / ratio.max(1.0)).abs() < 1e-12);
         assert!((c.ceiling - 0.382).abs() < 0.001, "{}", c.ceiling);
         // Measured 9.1 % of the peak: the gap to 80 % of the ceiling.
-        let ctx = Context {
-            platform: Some(&h100),
-            baseline_tb_s: None,
-            compute_us: None,
-            kernel_floor_us: None,
-            trains: false,
-            tf32_gemms: 0,
-            moe_up_tb_s: None,
-        };
+        let ctx = Context::on(Some(&h100));
         let cause = cause(&r, Some(9.1), &ctx).expect("cause");
         let w = cause.waste.expect("costed");
         assert!((w - (1.0 - 0.091 / (0.8 * c.ceiling))).abs() < 1e-9, "{w}");
@@ -358,15 +350,7 @@ mod tests {
             c.ceiling,
             open.ceiling
         );
-        let ctx = Context {
-            platform: Some(&mi300x),
-            baseline_tb_s: None,
-            compute_us: None,
-            kernel_floor_us: None,
-            trains: false,
-            tf32_gemms: 0,
-            moe_up_tb_s: None,
-        };
+        let ctx = Context::on(Some(&mi300x));
         let cause = cause(&r, Some(2.2), &ctx).expect("cause");
         assert!(
             cause.evidence.contains("96 workgroups for 304 CUs"),

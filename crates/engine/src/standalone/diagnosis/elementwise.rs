@@ -264,8 +264,10 @@ fn few_workgroups(shape: &OpRow, sig_share: f64, ctx: &Context<'_>) -> Option<Ca
     }
     // Nor is one whose whole work at peak takes under the kernel's fixed cost: more
     // workgroups would each have less to do, not finish sooner (BERT-small's GELU on MI300X:
-    // 4 µs calls over 141 × 2048 values).
-    if shape.roofline_us.is_some_and(|roof| roof < floor) {
+    // 4 µs calls over 141 × 2048 values). Without recorded shapes the work is unknown, and a
+    // small grid may be all the op has to do (MI210's BatchNorm running-statistics update on
+    // one workgroup; a bias gradient's column sum): nothing is claimed.
+    if shape.roofline_us.is_none_or(|roof| roof < floor) {
         return None;
     }
     let wgs = super::recorded_workgroups(name, &launch);
@@ -286,7 +288,11 @@ fn few_workgroups(shape: &OpRow, sig_share: f64, ctx: &Context<'_>) -> Option<Ca
             idle * 100.0,
             share * 100.0
         ),
-        action: if super::kernels::is_engine_op(&shape.name) {
+        // A reduction's grid is set by its outputs (a bias gradient's column sum: one
+        // workgroup per block of columns), so more rows only lengthen each thread's loop.
+        action: if name.contains("reduce") {
+            "Split the reduction across workgroups (each sums a slice of the rows, a second pass combines: `torch.compile` generates such split reductions), or fuse it into its neighbour (a bias gradient into the weight-gradient GEMM's epilogue, cuBLASLt's BGRADB); a larger batch only lengthens each thread's loop.".into()
+        } else if super::kernels::is_engine_op(&shape.name) {
             "More rows per call (a larger batch), or the engine's kernel variant that splits each row (or several tokens) across workgroups; replay it for the kernel team.".into()
         } else {
             "More rows per call (a larger batch), or a kernel that splits each row across workgroups (`torch.compile` generates one sized to the GPU); the grid, not the bytes, limits it.".into()
@@ -490,6 +496,8 @@ mod tests {
                 grid: [grid, 1, 1],
                 block: [256, 1, 1],
             })];
+            // Its work at peak: 10 µs, above the 3 µs floor.
+            r.roofline_us = Some(10.0);
             r
         };
         let c = few_workgroups(&norm(8, 40.0), 1.0, &ctx).expect("8 for 304");
@@ -503,6 +511,17 @@ mod tests {
             few_workgroups(&norm(400, 40.0), 1.0, &ctx).is_none(),
             "fills the GPU"
         );
+        // A reduction's grid is its outputs': split it, not a larger batch.
+        let mut sum = norm(8, 40.0);
+        sum.kernel_names[0].0 = "void at::native::reduce_kernel<128, 4>".into();
+        let c = few_workgroups(&sum, 1.0, &ctx).expect("8 for 304");
+        assert!(c.action.starts_with("Split the reduction"), "{}", c.action);
+        // Work under the floor, or unknown (no recorded shapes): nothing to spread.
+        let mut small = norm(8, 40.0);
+        small.roofline_us = Some(1.0);
+        assert!(few_workgroups(&small, 1.0, &ctx).is_none(), "tiny work");
+        small.roofline_us = None;
+        assert!(few_workgroups(&small, 1.0, &ctx).is_none(), "unknown work");
     }
 
     #[test]

@@ -1378,15 +1378,7 @@ mod tests {
     use crate::standalone::ops::tests_support::row;
 
     fn no_platform() -> Context<'static> {
-        Context {
-            kernel_floor_us: None,
-            platform: None,
-            baseline_tb_s: None,
-            compute_us: None,
-            trains: false,
-            tf32_gemms: 0,
-            moe_up_tb_s: None,
-        }
+        Context::on(None)
     }
 
     /// The same recorded launch, 288 CTAs on 132 SMs (3 waves, the last 18 % full): named for a

@@ -304,13 +304,30 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         .first()
                         .map(|k| code(&short(&k.name, 70)))
                         .unwrap_or_default();
+                    // MIOpen's workspace passes around the same convolutions are named beside
+                    // the transposes (MI210 GPU-only: 0.49 ms of zero-fills and casts, left as
+                    // unexplained elementwise rows): the solver's, not the layout's.
+                    let workspace = if t.workspace_ms > 0.0 {
+                        format!(
+                                " Beside them, {:.3} ms ({} kernels) of MIOpen's workspace passes run around the same convolutions ({}): a split-K solver (`gkgs` in its kernel's name) accumulates in an fp32 workspace that is zero-filled before and cast to the output type after. They go with the solver MIOpen picked for these shapes, not with the layout, so channels_last does not remove them.",
+                                t.workspace_ms,
+                                t.workspace.iter().map(|k| k.kernels).sum::<u64>(),
+                                t.workspace
+                                    .iter()
+                                    .map(|k| code(&short(&k.name, 40)))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                    } else {
+                        String::new()
+                    };
                     let mut b = pattern_bottleneck(
                         f.category,
                         &["conv"],
                         "Layout transposes around convolutions".into(),
                         transpose_ms,
                         format!(
-                            "{transpose_ms:.3} ms of layout-transpose kernels ({} kernels, e.g. {top}) run as part of convolutions (inside the convolution ops, or back to back with the convolution kernels in a trace without ops){left_out}: {share_of_conv:.1}% of convolution time. The library converts NCHW tensors to the NHWC layout its kernels prefer.",
+                            "{transpose_ms:.3} ms of layout-transpose kernels ({} kernels, e.g. {top}) run as part of convolutions (inside the convolution ops, or back to back with the convolution kernels in a trace without ops){left_out}: {share_of_conv:.1}% of convolution time. The library converts NCHW tensors to the NHWC layout its kernels prefer.{workspace}",
                             t.kernels.iter().map(|k| k.kernels).sum::<u64>() - cold_n as u64
                         ),
                         &format!("Convert model and inputs to channels_last (`model.to(memory_format=torch.channels_last)`, `x.to(memory_format=torch.channels_last)`) so the transposes disappear.{}", super::super::diagnosis::rocm_nhwc_note(inp.platform)),
@@ -322,7 +339,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     // In a GPU-only trace the transposes are kernel-level rows of their own
                     // (named by kernel family): the same cause, folded in here.
                     let mut by_family: Vec<(String, f64)> = Vec::new();
-                    for k in &t.kernels {
+                    for k in t.kernels.iter().chain(&t.workspace) {
                         let fam = crate::analysis::kernel_kinds::kernel_family(&k.name);
                         match by_family.iter_mut().find(|(n, _)| *n == fam) {
                             Some((_, ms)) => *ms += k.ms,
@@ -332,7 +349,12 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     b.scope = Some(super::merge::Scope {
                         class: None,
                         ops: by_family,
-                        instances: t.kernels.iter().map(|k| k.kernels).sum(),
+                        instances: t
+                            .kernels
+                            .iter()
+                            .chain(&t.workspace)
+                            .map(|k| k.kernels)
+                            .sum(),
                         unfused_attention: false,
                         subtracts: false,
                     });

@@ -1267,22 +1267,29 @@ fn in_data_loading(trace: &crate::model::Trace, event: u32) -> Option<String> {
 /// workers, batches ready when asked for), replayed as stated (`cpu:` by their exact names).
 fn data_loading_fix(inp: &Inputs<'_>) -> Vec<(&'static str, String)> {
     use crate::analysis::host_wait::CauseKind as C;
-    let (split, causes) = steady_causes(inp);
-    let loading: Vec<&crate::analysis::host_wait::HostWaitCause> = causes
-        .iter()
-        .filter(|c| c.kind == C::DataLoading && !c.label.is_empty())
-        .collect();
-    let ns: i64 = loading.iter().map(|c| c.time_ns).sum();
-    if ns * 2 < split.host_wait || ns <= 0 {
-        return Vec::new();
-    }
-    let mut names: Vec<&str> = loading.iter().map(|c| c.label.as_str()).collect();
-    names.sort_unstable();
-    names.dedup();
-    names
+    holding_labels(inp, |c| c.kind == C::DataLoading && !c.label.is_empty())
         .into_iter()
         .map(|n| ("scale", format!("cpu:{n}=0")))
         .collect()
+}
+
+/// The labels (sorted, once each) of the steady state's host-wait causes `pick` selects, where
+/// together they hold at least half of its host wait; none otherwise.
+fn holding_labels(
+    inp: &Inputs<'_>,
+    pick: impl Fn(&crate::analysis::host_wait::HostWaitCause) -> bool,
+) -> Vec<String> {
+    let (split, causes) = steady_causes(inp);
+    let held: Vec<&crate::analysis::host_wait::HostWaitCause> =
+        causes.iter().filter(|c| pick(c)).collect();
+    let ns: i64 = held.iter().map(|c| c.time_ns).sum();
+    if ns * 2 < split.host_wait || ns <= 0 {
+        return Vec::new();
+    }
+    let mut names: Vec<String> = held.iter().map(|c| c.label.clone()).collect();
+    names.sort_unstable();
+    names.dedup();
+    names
 }
 
 /// The idle finding's fix where the allocator holds most of the steady state's host wait:
@@ -1298,29 +1305,16 @@ fn allocator_fix(inp: &Inputs<'_>) -> Vec<(&'static str, String)> {
     if ctx.one_off.is_some() || ctx.cold.is_some() || ctx.before_first_kernel.is_some() {
         return Vec::new();
     }
-    let (split, causes) = steady_causes(inp);
-    let frees = |c: &&crate::analysis::host_wait::HostWaitCause| {
-        c.kind == C::ExplicitSync && c.label.contains("Free")
-    };
-    let alloc: Vec<&crate::analysis::host_wait::HostWaitCause> = causes
-        .iter()
-        .filter(|c| c.kind == C::Allocation || frees(c))
-        .collect();
-    let ns: i64 = alloc.iter().map(|c| c.time_ns).sum();
-    if ns * 2 < split.host_wait || ns <= 0 {
-        return Vec::new();
-    }
-    let mut names: Vec<&str> = alloc.iter().map(|c| c.label.as_str()).collect();
-    names.sort_unstable();
-    names.dedup();
-    names
-        .into_iter()
-        .flat_map(|n| {
-            let sync = crate::model::host_calls::blocking_call(n).is_some();
-            std::iter::once(("scale", format!("cpu:{n}=0")))
-                .chain(sync.then(|| ("remove-sync", format!("call:{n}"))))
-        })
-        .collect()
+    holding_labels(inp, |c| {
+        c.kind == C::Allocation || (c.kind == C::ExplicitSync && c.label.contains("Free"))
+    })
+    .into_iter()
+    .flat_map(|n| {
+        let sync = crate::model::host_calls::blocking_call(&n).is_some();
+        std::iter::once(("scale", format!("cpu:{n}=0")))
+            .chain(sync.then(|| ("remove-sync", format!("call:{n}"))))
+    })
+    .collect()
 }
 
 fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
