@@ -142,6 +142,14 @@ test('the embedded sample opens, and a synthetic drop works', async () => {
     assert.equal(Number((await row.locator('td[data-value]').textContent()).trim()), ms, `row ${i + 1}`);
   }
   assert.match(await rows.nth(0).textContent(), /Path A:.*Path B:/s);
+  // What the CLI lists aside (no perf model and no cause), the page names under the table.
+  const guessed = block.find((l) => l.startsWith('  no perf model and no cause'));
+  if (guessed) {
+    const aside = await page.getByTestId('recommendations-aside').textContent();
+    for (const name of guessed.split(': ').slice(1).join(': ').split(/, (?=[A-Za-z`])/).map((x) => x.replace(/ \([0-9.]+ ms\)$/, ''))) {
+      assert.ok(aside.includes(name), `${name} missing from ${aside}`);
+    }
+  }
   await dropFile(page, fs.readFileSync(path.join(ROOT, 'public', 'sample_trace.json.gz')), 'dropped.json.gz', 'application/gzip');
   await page.locator('body[data-complete-ms]').waitFor({ timeout: 30000 });
   await page.screenshot({ path: path.join(OUT, 'overview-sample.png'), fullPage: true });

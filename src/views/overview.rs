@@ -66,7 +66,12 @@ pub fn OverviewView(
     let aside: Vec<String> = overview
         .recommendations
         .iter()
-        .filter_map(|r| r.aside.as_ref().map(|why| format!("{} ({why})", r.title)))
+        // Titles carry markdown code spans; the line is plain text.
+        .filter_map(|r| {
+            r.aside
+                .as_ref()
+                .map(|why| format!("{} ({why})", r.title.replace('`', "")))
+        })
         .collect();
     let recs = overview
         .recommendations

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use super::findings_md::findings_body;
+use crate::standalone::findings::NEGLIGIBLE_PCT;
 use crate::standalone::md::{anchor, cell, code, code_cell};
 use crate::standalone::ops::SeedCategory;
 use crate::standalone::rules::{self, Priority};
@@ -13,9 +14,6 @@ use crate::trace_analysis::Analysis;
 
 /// Recommendations shown in full in the fair report; the rest are counted.
 const MAX_RECOMMENDATIONS: usize = 10;
-/// A recommendation saving less than this share of the time (%), by its range and by replay,
-/// is named in one line instead of argued.
-use crate::standalone::findings::NEGLIGIBLE_PCT;
 
 /// The platform line used in titles.
 pub fn platform_label(a: &Analysis) -> String {
