@@ -338,3 +338,38 @@ fn the_output_contract_carries_the_critical_path_files() {
         .iter()
         .any(|d| d.key == "critical_path_without_sync_events"));
 }
+
+/// `--no-files` leaves HTA's paths out (nothing but the files reads them) and keeps Jarvis's
+/// path and replay; `--no-critical-path` leaves the whole room out, and with it the files.
+#[test]
+fn the_room_can_be_left_out_in_parts() {
+    let trace = br#"{"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 1, "tid": 1, "ts": 0, "dur": 300},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 15, "dur": 5, "args": {"correlation": 7}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 22, "dur": 50, "args": {"correlation": 7, "stream": 7}}
+]}"#;
+    let run = |options: &jarvis_engine::trace_analysis::Options| {
+        let t = jarvis_engine::import::import_bytes(trace).expect("import");
+        jarvis_engine::trace_analysis::analyze_trace_with(t, options)
+    };
+    let full = run(&Default::default());
+    let cp = full.critical_path.as_ref().expect("room");
+    assert_eq!(cp.steps.len(), 1);
+    assert_eq!(cp.jarvis.len(), 1);
+    let no_hta = run(&jarvis_engine::trace_analysis::Options {
+        skip_hta_paths: true,
+        ..Default::default()
+    });
+    let cp = no_hta.critical_path.as_ref().expect("room");
+    assert!(cp.steps.is_empty());
+    assert_eq!(cp.jarvis.len(), 1);
+    assert_eq!(cp.jarvis[0].replay.replayed_us, 300.0);
+    let none = run(&jarvis_engine::trace_analysis::Options {
+        skip_critical_path: true,
+        ..Default::default()
+    });
+    assert!(none.critical_path.is_none());
+    let files = jarvis_engine::report::contract::standalone_files(&none, "t").expect("files");
+    assert!(!files.iter().any(|(p, _)| p.starts_with("critical_path/")));
+}

@@ -69,6 +69,10 @@ enum Command {
         /// stacks recorded when the graph was captured. Implies --inference.
         #[arg(long, value_name = "DIR")]
         capture: Option<PathBuf>,
+        /// Leave out the critical path and its replay: no critical_path/ files, and each
+        /// finding keeps the formula's impact without a replayed one (faster on large traces).
+        #[arg(long)]
+        no_critical_path: bool,
     },
     /// Compare a target trace with a reference trace of the same workload on another platform.
     Compare {
@@ -213,6 +217,7 @@ fn main() -> ExitCode {
             include_unlinked,
             inference,
             capture,
+            no_critical_path,
         } => platform_choice(&platform).and_then(|p| {
             let options = Options {
                 timeline_lanes: false,
@@ -224,6 +229,9 @@ fn main() -> ExitCode {
                 diff_tree: false,
                 inference: inference || capture.is_some(),
                 whatif: false,
+                skip_critical_path: no_critical_path,
+                // Nothing but the files reads HTA's paths.
+                skip_hta_paths: no_files,
             };
             report(&trace, out, no_files, capture.as_deref(), &options)
         }),

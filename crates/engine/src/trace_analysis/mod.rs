@@ -78,6 +78,13 @@ pub struct Options {
     /// Keep the trace and its schedule for what-ifs asked after the analysis
     /// ([`Analysis::whatif`]; the page's worker does for its target).
     pub whatif: bool,
+    /// Leave the critical path and replay out (`--no-critical-path`): no `critical_path/`
+    /// files, and the findings keep the formula's impact alone.
+    pub skip_critical_path: bool,
+    /// Leave out the paths by HTA's rules (`CriticalPath::steps`), which only the
+    /// `critical_path/` files and the page's Critical path tab read (`jarvis report
+    /// --no-files`); Jarvis's own path, the replay and the findings' replays stay.
+    pub skip_hta_paths: bool,
 }
 
 /// The platform used and how it was chosen.
@@ -566,6 +573,9 @@ fn analyze_tree(
     // the standalone analysis.
     let (critical_path, (rest, (perf, structure))) = fork.join(
         || {
+            if options.skip_critical_path {
+                return None;
+            }
             crate::critical_path::schedule_only(
                 t,
                 &crate::analysis::kernel_kinds::is_communication_kernel,
@@ -707,8 +717,12 @@ fn analyze_tree(
         }
         standalone
     };
-    let (mut standalone, (hta_steps, hta_found)) =
-        fork.join(analyzed, || crate::critical_path::hta_paths(&trace));
+    let (mut standalone, (hta_steps, hta_found)) = fork.join(analyzed, || {
+        if options.skip_critical_path || options.skip_hta_paths {
+            return Default::default();
+        }
+        crate::critical_path::hta_paths(&trace)
+    });
     let mut critical_path = critical_path;
     if let Some(cp) = critical_path.as_mut() {
         cp.set_hta_steps(hta_steps);

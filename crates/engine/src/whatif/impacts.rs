@@ -11,7 +11,7 @@
 //! the other patterns) keep the formula's.
 
 use super::select::{self, Launched, Selector};
-use crate::critical_path::Replay;
+use crate::critical_path::{Replay, Simulation};
 use crate::model::{EventKind, Nanos, Trace};
 use crate::standalone::findings::{Bottleneck, ReplayedSaving};
 use crate::standalone::Standalone;
@@ -55,6 +55,55 @@ pub const HOST_FIX_HOLDS_PCT: f64 = 20.0;
 /// The least share of the steady state the GPU computes for a profiler-inflated host to be
 /// what holds the replay (`replay_findings`).
 pub const PROFILED_BUSY_MIN: f64 = 0.5;
+
+/// The buffers a run of replays reuses: the offsets a cut changes (equal to `base` between
+/// replays) and the replayed times. Fresh ones for every finding cost a page fault per 4 KiB
+/// (about 5 MB a replay on OWLv2: more than the replay itself).
+struct Scratch<'b> {
+    base: &'b [Nanos],
+    off: Vec<Nanos>,
+    times: Vec<Nanos>,
+}
+
+impl Scratch<'_> {
+    /// The times with the constraints `ks` of `base` scaled by `factor`.
+    fn cut_run(&mut self, sim: &Simulation, ks: &[usize], factor: f64) -> &[Nanos] {
+        if self.off.len() != self.base.len() {
+            self.off.clear();
+            self.off.extend_from_slice(self.base);
+        }
+        for &k in ks {
+            self.off[k] = (self.base[k] as f64 * factor).round() as Nanos;
+        }
+        sim.run_into(&self.off, &mut self.times);
+        for &k in ks {
+            self.off[k] = self.base[k];
+        }
+        &self.times
+    }
+}
+
+/// `f` of every finding, in two halves side by side, each with its own buffers over `base`.
+fn in_halves<R: Send>(
+    fork: &impl crate::fork::Fork,
+    all: &[&Bottleneck],
+    base: &[Nanos],
+    f: &(impl Fn(&Bottleneck, &mut Scratch) -> R + Sync),
+) -> Vec<R> {
+    let half = all.len().div_ceil(2).max(1);
+    let halves: Vec<&[&Bottleneck]> = all.chunks(half).collect();
+    crate::fork::map(fork, &halves, &|part: &&[&Bottleneck]| {
+        let mut s = Scratch {
+            base,
+            off: Vec::new(),
+            times: Vec::new(),
+        };
+        part.iter().map(|b| f(b, &mut s)).collect::<Vec<R>>()
+    })
+    .into_iter()
+    .flatten()
+    .collect()
+}
 
 /// A GPU-side fix's cut: the schedule's duration constraints it scales and by what factor.
 struct Cut {
@@ -171,12 +220,8 @@ pub fn replay_findings(
     };
     // The length with a cut applied on `base` offsets (the schedule's own, or with another
     // fix applied), measured from `from`.
-    let cut_length = |b: &Bottleneck, c: &Cut, base: &[Nanos], from: Nanos| -> Nanos {
-        let mut off = base.to_vec();
-        for &k in &c.ks {
-            off[k] = (off[k] as f64 * c.factor).round() as Nanos;
-        }
-        let after = length(replay, &sim.run(&off)) - stall;
+    let cut_length = |b: &Bottleneck, c: &Cut, s: &mut Scratch, from: Nanos| -> Nanos {
+        let after = length(replay, s.cut_run(sim, &c.ks, c.factor)) - stall;
         if c.hidden {
             after.max(from - (b.time_ms * 1e6) as Nanos)
         } else {
@@ -197,7 +242,7 @@ pub fn replay_findings(
         bound_by: bound.0,
         bound_pct: bound.1,
     };
-    let fix = |b: &Bottleneck| -> Option<ReplayedSaving> {
+    let fix = |b: &Bottleneck, s: &mut Scratch| -> Option<ReplayedSaving> {
         if b.impact.mid_pct <= 0.0 {
             return None;
         }
@@ -206,11 +251,12 @@ pub fn replay_findings(
         // replayed as stated.
         if !b.fix.is_empty() {
             let off = stated_offsets(trace, replay, b, cold_window)?;
-            let after = length(replay, &sim.run(&off)) - stall;
+            sim.run_into(&off, &mut s.times);
+            let after = length(replay, &s.times) - stall;
             return Some(saving(after, 0.0, b.time_ms));
         }
         let c = cut_of(b)?;
-        let after = cut_length(b, &c, &sim.offsets, before);
+        let after = cut_length(b, &c, s, before);
         Some(saving(
             after,
             c.factor,
@@ -219,7 +265,7 @@ pub fn replay_findings(
     };
     // Each fix is a replay of its own (a millisecond or more on a large trace): side by side.
     let all: Vec<&Bottleneck> = st.categories.iter().flat_map(|c| &c.bottlenecks).collect();
-    let replayed = crate::fork::map(fork, &all, &|b| fix(b));
+    let replayed = in_halves(fork, &all, &sim.offsets, &|b, s| fix(b, s));
     // A trace whose host-side findings spend more host time per kernel than eager dispatch
     // takes has its host inflated by the profiler: the replay, which keeps the recorded host
     // durations, over-credits host-side fixes and under-credits GPU-side ones whose replay the
@@ -264,10 +310,10 @@ pub fn replay_findings(
         match lead.and_then(|l| Some((l, stated_offsets(trace, replay, l, cold_window)?))) {
             Some((l, lead_off)) => {
                 let lead_len = length(replay, &sim.run(&lead_off)) - stall;
-                crate::fork::map(fork, &all, &|b| {
-                    if b.fix.is_empty() && b.impact.mid_pct > 0.0 && !std::ptr::eq(*b, l) {
+                in_halves(fork, &all, &lead_off, &|b, s| {
+                    if b.fix.is_empty() && b.impact.mid_pct > 0.0 && !std::ptr::eq(b, l) {
                         let c = cut_of(b)?;
-                        let after = cut_length(b, &c, &lead_off, lead_len);
+                        let after = cut_length(b, &c, s, lead_len);
                         Some(crate::standalone::findings::AfterFix {
                             first: l.title.clone(),
                             before_ms: lead_len as f64 / 1e6,
