@@ -72,6 +72,10 @@ pub struct Workload {
     /// (`model_input`).
     #[serde(default)]
     pub input: String,
+    /// Layers a forward-only run ran in training mode (`dropout 12 calls, batch-norm
+    /// statistics 20 calls`), or empty (`train_mode_layers`).
+    #[serde(default)]
+    pub train_mode: String,
     /// One line per field: the evidence it was read from.
     pub evidence: Vec<String>,
 }
@@ -107,10 +111,18 @@ impl Workload {
     /// The mode, with the serving phase where the trace's annotations tell it
     /// (`inference (decode, 32 requests, …)`).
     pub fn mode_text(&self) -> String {
-        match (self.phase.is_empty(), self.input.is_empty()) {
+        let mode = match (self.phase.is_empty(), self.input.is_empty()) {
             (true, true) => self.mode.label().to_owned(),
             (false, _) => format!("{} ({})", self.mode.label(), self.phase),
             (true, false) => format!("{} ({})", self.mode.label(), self.input),
+        };
+        if self.train_mode.is_empty() {
+            mode
+        } else {
+            format!(
+                "{mode}, but with the model in train mode ({}; `model.eval()` turns them off)",
+                self.train_mode
+            )
         }
     }
 
@@ -181,6 +193,16 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
     } else {
         String::new()
     };
+    let train_mode = if mode == Mode::Inference {
+        train_mode_layers(trace)
+    } else {
+        String::new()
+    };
+    if !train_mode.is_empty() {
+        evidence.push(format!(
+            "mode: a forward-only run whose layers run as in training: {train_mode}"
+        ));
+    }
     Workload {
         model: or_unknown(model),
         architecture: or_unknown(architecture),
@@ -189,8 +211,56 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
         mode,
         phase,
         input,
+        train_mode,
         evidence,
     }
+}
+
+/// Layers that run differently in `train()` and `eval()`, seen running as in training: dropout
+/// draws a random mask only in training (the `fused_dropout` kernels of `aten::native_dropout`
+/// and `_fused_dropout`; in eval `aten::dropout` returns its input and launches nothing), and
+/// batch norm computes the batch's statistics and updates its running ones only in training
+/// (cuDNN's `bn_fw_tr_*`, PyTorch's `batch_norm_collect_statistics*`, MIOpen's
+/// `BatchNormFwdTrain*` kernels; eval runs `bn_fw_inf_*` / `BatchNormFwdInfer*`). Counted in
+/// kernel launches; empty when none ran.
+fn train_mode_layers(trace: &Trace) -> String {
+    let (mut dropout, mut norm) = (0u64, 0u64);
+    let mut seen: HashMap<StrId, (bool, bool)> = HashMap::default();
+    for e in trace.events.iter().filter(|e| e.kind().is_gpu()) {
+        let (d, n) = *seen.entry(e.name).or_insert_with(|| {
+            let name = trace.name(e);
+            // Named dropout kernels only: fused attention kernels spell their dropout flag
+            // into the name (CK's `…_ndropout_…` is "no dropout").
+            (
+                name.contains("fused_dropout")
+                    || name.contains("native_dropout")
+                    || name.contains("dropout_kernel"),
+                name.contains("bn_fw_tr_")
+                    || name.contains("batch_norm_collect_statistics")
+                    || name.contains("BatchNormFwdTrain"),
+            )
+        });
+        dropout += u64::from(d);
+        norm += u64::from(n);
+    }
+    let calls = |n: u64| {
+        if n == 1 {
+            "1 kernel".to_owned()
+        } else {
+            format!("{n} kernels")
+        }
+    };
+    let mut parts = Vec::new();
+    if dropout > 0 {
+        parts.push(format!("dropout draws masks: {}", calls(dropout)));
+    }
+    if norm > 0 {
+        parts.push(format!(
+            "batch norm updates running statistics: {}",
+            calls(norm)
+        ));
+    }
+    parts.join("; ")
 }
 
 /// The model's input as its first layer records it: the token ids of the largest embedding
@@ -1110,6 +1180,7 @@ mod tests {
             mode: Mode::Inference,
             phase: String::new(),
             input: String::new(),
+            train_mode: String::new(),
             evidence: Vec::new(),
         };
         assert_eq!(w.line(), "Transformer: BF16 · inference");
@@ -1134,6 +1205,58 @@ mod tests {
         w.scale = UNKNOWN.into();
         w.mode = Mode::Training;
         assert_eq!(w.line(), "Workload: training");
+    }
+
+    /// A forward-only run whose dropout draws masks and whose batch norm collects statistics
+    /// ran with the model in train mode; eval-mode kernels, and a fused attention kernel that
+    /// names its disabled dropout, say nothing.
+    #[test]
+    fn a_forward_in_train_mode_is_named() {
+        let doc = |kernels: &[&str]| {
+            let events: Vec<String> = kernels
+                .iter()
+                .enumerate()
+                .map(|(i, k)| {
+                    format!(
+                        r#"{{"ph": "X", "cat": "kernel", "name": "{k}", "pid": 0, "tid": 7, "ts": {}, "dur": 5, "args": {{"stream": 7}}}}"#,
+                        10 * i
+                    )
+                })
+                .collect();
+            let json = format!(r#"{{"traceEvents": [{}]}}"#, events.join(","));
+            crate::import::import_bytes(json.as_bytes()).expect("trace")
+        };
+        let t = doc(&[
+            "void at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float, unsigned int, 1, 4, bool>(float const*, float*, bool*, unsigned int, float, at::PhiloxCudaState)",
+            "void at::native::(anonymous namespace)::fused_dropout_kernel_vec<float, float, unsigned int, 1, 4, bool>(float const*, float*, bool*, unsigned int, float, at::PhiloxCudaState)",
+            "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1, true>(cudnnTensorStruct, float const*, cudnnTensorStruct, float*, float const*, float const*, float, float, float*, float*, float*, float*, float, float)",
+        ]);
+        assert_eq!(
+            train_mode_layers(&t),
+            "dropout draws masks: 2 kernels; batch norm updates running statistics: 1 kernel"
+        );
+        let eval = doc(&[
+            "void cudnn::bn_fw_inf_1C11_kernel_NCHW<float, float, bool, 1>(float, float, cudnnTensorStruct, float const*, cudnnTensorStruct, float*, float const*, float const*, float const*, float const*, float)",
+            "MIOpenBatchNormFwdInferSpatialEst",
+            "fmha_fwd_d128_bf16_batch_b128x128x32x128x32x128_r4x1x1_r4x1x1_w32x32x16_w32x32x16_qr_async_vc_psddv_nlogits_nbias_nmask_nlse_ndropout_nsquant",
+        ]);
+        assert_eq!(train_mode_layers(&eval), "");
+        let w = Workload {
+            model: "alex_net".into(),
+            architecture: UNKNOWN.into(),
+            scale: UNKNOWN.into(),
+            precision: "FP32".into(),
+            mode: Mode::Inference,
+            phase: String::new(),
+            input: String::new(),
+            train_mode: train_mode_layers(&t),
+            evidence: Vec::new(),
+        };
+        assert_eq!(
+            w.mode_text(),
+            "inference, but with the model in train mode (dropout draws masks: 2 kernels; batch \
+             norm updates running statistics: 1 kernel; `model.eval()` turns them off)"
+        );
     }
 
     #[test]
