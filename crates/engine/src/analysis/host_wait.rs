@@ -645,7 +645,17 @@ pub struct OneOffStall {
     /// What the gap's time is blamed on in the cause table (kind, label, ns), to leave it out
     /// of the steady state.
     pub blame: Vec<(CauseKind, String, Nanos)>,
+    /// Other runtime or driver calls that took at least [`ONE_OFF_OTHER_SHARE`] of the gap
+    /// (name, ns within the gap), longest first, at most [`ONE_OFF_OTHERS`]: a cold start is
+    /// seldom one call (a free, then the first launch loading its module, then a stream).
+    #[serde(default)]
+    pub others: Vec<(String, Nanos)>,
 }
+
+/// A call holding this share of a one-off gap is named beside the one that covers it.
+pub const ONE_OFF_OTHER_SHARE: f64 = 0.05;
+/// The most calls named beside it.
+pub const ONE_OFF_OTHERS: usize = 3;
 
 /// Frames of a call stack kept for a one-off stall or a data-loading hotspot.
 pub const STACK_FRAMES: usize = 8;
@@ -739,13 +749,43 @@ pub fn causes_and_context(
                         .starts_with("ProfilerStep#")
                 })
                 .collect();
-            if let Some(i) = index.deepest_covering(trace, &cands, (g.start, g.end), None) {
+            let covering = index.deepest_covering(trace, &cands, (g.start, g.end), None);
+            if let Some(i) = covering {
                 let e = &trace.events[i as usize];
                 stall.call = trace.name(e).to_owned();
                 stall.call_ns = e.dur;
                 stall.stack = index.stack(trace, i);
                 stall.uid = e.uid;
             }
+            let len = g.end - g.start;
+            let is_call = |i: u32| {
+                matches!(
+                    trace.events[i as usize].kind(),
+                    EventKind::CudaRuntime | EventKind::CudaDriver
+                )
+            };
+            // Outermost calls only: a driver call inside a runtime call (or inside the covering
+            // one) is the same time.
+            let mut others: Vec<(String, Nanos)> = cands
+                .iter()
+                .copied()
+                .filter(|&i| is_call(i) && Some(i) != covering)
+                .filter(|&i| {
+                    !index
+                        .chain(i)
+                        .skip(1)
+                        .any(|a| Some(a) == covering || is_call(a))
+                })
+                .map(|i| &trace.events[i as usize])
+                .map(|e| {
+                    let part = e.end().min(g.end) - e.ts.max(g.start);
+                    (trace.name(e).to_owned(), part)
+                })
+                .filter(|&(_, part)| part as f64 >= ONE_OFF_OTHER_SHARE * len as f64)
+                .collect();
+            others.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            others.truncate(ONE_OFF_OTHERS);
+            stall.others = others;
             if stall.host_wait {
                 stall.blame = blame_gap(trace, tree, &index, g)
                     .into_iter()

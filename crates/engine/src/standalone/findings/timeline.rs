@@ -607,6 +607,29 @@ fn cold_start_finding(
     b
 }
 
+/// The other calls that held a one-off gap, in a sentence (empty when none did): a launch of
+/// milliseconds is named as the code object it loads.
+fn other_calls_text(o: &crate::analysis::host_wait::OneOffStall) -> String {
+    if o.others.is_empty() {
+        return String::new();
+    }
+    let calls: Vec<String> = o
+        .others
+        .iter()
+        .map(|(name, ns)| {
+            let why = if name.contains("LaunchKernel")
+                && crate::analysis::host_wait::cold_call(name, *ns)
+            {
+                " (a first launch: its kernel's module loaded lazily)"
+            } else {
+                ""
+            };
+            format!("{} {:.3} ms{why}", code(&short(name, 60)), *ns as f64 / 1e6)
+        })
+        .collect();
+    format!(" The gap also holds {}.", calls.join(", "))
+}
+
 fn one_off_finding(
     o: &crate::analysis::host_wait::OneOffStall,
     idle_ms: f64,
@@ -664,8 +687,9 @@ fn one_off_finding(
             if inp.steps == 1 { "one" } else { "no" }
         )
     };
+    let others = other_calls_text(o);
     let issue = format!(
-        "One gap of {ms:.3} ms at {:.3} ms holds {share_of_idle:.0}% of the GPU's idle time ({idle_ms:.3} ms); {waited}.{call} {verdict}: it is left out of the idle finding and of the steady-state impact, and every other share is of the trace without it.",
+        "One gap of {ms:.3} ms at {:.3} ms holds {share_of_idle:.0}% of the GPU's idle time ({idle_ms:.3} ms); {waited}.{call}{others} {verdict}: it is left out of the idle finding and of the steady-state impact, and every other share is of the trace without it.",
         o.at as f64 / 1e6,
     );
     let more_steps = if compared || warmup.is_some() {
@@ -708,11 +732,27 @@ fn one_off_finding(
             word.to_ascii_lowercase()
         ),
         evidence: format!(
-            "one gap of {ms:.3} ms{}; left out of the steady state",
+            "one gap of {ms:.3} ms{}{}; left out of the steady state",
             if o.call.is_empty() {
                 String::new()
             } else {
                 format!(" in {}", code(&short(&o.call, 90)))
+            },
+            if o.others.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ", also {}",
+                    o.others
+                        .iter()
+                        .map(|(n, ns)| format!(
+                            "{} {:.3} ms",
+                            code(&short(n, 60)),
+                            *ns as f64 / 1e6
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
             }
         ),
         action: action.into(),
