@@ -647,6 +647,49 @@ fn a_first_batch_loaded_before_the_first_kernel_joins_the_idle_finding() {
     assert!(find(st, "Host time before the first kernel").is_some());
 }
 
+/// GPU work without a linked launch running while the first step's host prepares its input
+/// (a trimmed trace, launches the profiler lost) means the host was not what the GPU waited
+/// for: no host-time-before-the-first-kernel finding then (counterpart: `lead_in_preprocess`).
+#[test]
+fn unlinked_gpu_work_in_the_lead_in_ends_it() {
+    let c = case("lead_in_preprocess").expect("case");
+    let mut doc: serde_json::Value = serde_json::from_slice(&case_bytes(&c)).expect("json");
+    let events = doc["traceEvents"].as_array_mut().expect("events");
+    let step = events
+        .iter()
+        .filter(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("ProfilerStep#"))
+        })
+        .map(|e| e["ts"].as_f64().expect("ts"))
+        .fold(f64::INFINITY, f64::min);
+    let (pid, tid) = events
+        .iter()
+        .find(|e| e["cat"] == "kernel")
+        .map(|e| (e["pid"].clone(), e["tid"].clone()))
+        .expect("a kernel");
+    // A copy 100 µs into the first step, with no correlation to any launch.
+    events.push(serde_json::json!({
+        "ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)",
+        "pid": pid, "tid": tid, "ts": step + 100.0, "dur": 50.0,
+        "args": {"stream": 7, "device": 0}
+    }));
+    let trace = import::import_bytes(&serde_json::to_vec(&doc).expect("bytes")).expect("imports");
+    let a = analyze_trace(trace);
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(
+        a.idle.lead_in.as_ref().is_none_or(|l| l.ns < 1_000_000),
+        "{:?}",
+        a.idle.lead_in
+    );
+    assert!(
+        find(st, "Host time before the first kernel").is_none(),
+        "{}",
+        all_text(st)
+    );
+}
+
 /// Host time before the first kernel is outside the GPU timeline: a finding states it as a share
 /// of the steps' time and names where the host spent it; a first step with its usual setup
 /// (600 µs) gets none.

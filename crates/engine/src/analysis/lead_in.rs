@@ -57,7 +57,17 @@ pub fn lead_in(trace: &Trace, steps: &Steps, launches: &[Launch], origin: Nanos)
     let start = first.cpu.0;
     let at = launches.partition_point(|l| trace.event(l.call).ts < start);
     let launch = trace.event(launches.get(at)?.call);
-    let end = launch.ts.min(origin);
+    // GPU work of any kind that starts in the step before its first linked launch ends the
+    // lead-in too: work without a linked launch (a trimmed trace, launches the profiler lost)
+    // means the host was not what the GPU waited for.
+    let gpu_start = trace
+        .events
+        .iter()
+        .filter(|e| e.kind().is_gpu() && e.ts >= start)
+        .map(|e| e.ts)
+        .min()
+        .unwrap_or(Nanos::MAX);
+    let end = launch.ts.min(origin).min(gpu_start);
     let ns = end - start;
     if ns <= 0 {
         return None;
