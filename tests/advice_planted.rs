@@ -909,9 +909,65 @@ fn a_harness_cache_flush_is_left_out_of_the_steady_state() {
         "{}",
         harness.time_ms
     );
+    // A flush that launches nothing clears the host's caches, not the GPU's L2.
+    assert!(
+        harness.issue.contains("launched no GPU work at all"),
+        "{}",
+        harness.issue
+    );
     // Named for something else, the same ranges are the workload's.
     let a = run("[param|data_prep]");
     let st = a.standalone.as_ref().expect("standalone");
     assert!(find(st, "Benchmark harness").is_none(), "{}", all_text(st));
     assert_eq!(st.utilization.cold_ms, 0.0);
+}
+
+/// A flush range that writes a device buffer flushes the GPU's L2: no host-only remark. And
+/// the longest gap lying in a flush is the harness's, recurring with each measured run, never a
+/// one-off stall; what idle is left in a fragment of a few kernels is listed aside, not argued.
+#[test]
+fn a_device_flush_is_a_flush_and_a_harness_gap_is_no_one_off() {
+    let run = |launch_in_flush: bool| {
+        let mut events = Vec::new();
+        for k in 0..3i64 {
+            let base = k * 500_000;
+            events.push(format!(r#"{{"ph": "X", "cat": "user_annotation", "name": "[param|clear_cache]", "pid": 1, "tid": 1, "ts": {}, "dur": 400000}}"#, base + 50_000));
+            events.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::zero_", "pid": 1, "tid": 1, "ts": {}, "dur": 390000}}"#, base + 51_000));
+            if launch_in_flush {
+                events.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaMemsetAsync", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {}}}}}"#, base + 51_100, 100 + k));
+                events.push(format!(r#"{{"ph": "X", "cat": "gpu_memset", "name": "Memset (Device)", "pid": 0, "tid": 7, "ts": {}, "dur": 300, "args": {{"correlation": {}, "stream": 7}}}}"#, base + 51_200, 100 + k));
+            }
+            events.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": {}, "dur": 10}}"#, base + 460_000));
+            events.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {k}}}}}"#, base + 460_002));
+            events.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "add_kernel", "pid": 0, "tid": 7, "ts": {}, "dur": 3, "args": {{"correlation": {k}, "stream": 7}}}}"#, base + 460_010));
+        }
+        let text = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
+        analyze_trace(import::import_bytes(text.as_bytes()).expect("imports"))
+    };
+    let a = run(false);
+    assert!(
+        a.idle.context.one_off.is_none(),
+        "{:?}",
+        a.idle.context.one_off
+    );
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(find(st, "stall").is_none(), "{}", all_text(st));
+    let harness = find(st, "Benchmark harness").expect("harness finding");
+    assert!(
+        harness.issue.contains("launched no GPU work at all"),
+        "{}",
+        harness.issue
+    );
+    if let Some(idle) = find(st, "GPU idle time") {
+        assert!(idle.is_slight_idle(), "{}", idle.issue);
+        assert!(idle.aside().is_some());
+    }
+    let a = run(true);
+    let st = a.standalone.as_ref().expect("standalone");
+    let harness = find(st, "Benchmark harness").expect("harness finding");
+    assert!(
+        !harness.issue.contains("launched no GPU work"),
+        "{}",
+        harness.issue
+    );
 }

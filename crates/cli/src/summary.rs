@@ -144,6 +144,7 @@ pub fn render(a: &Analysis) -> String {
         // As the fair report: findings that save under 0.1 % are named in one line.
         let mut minor: Vec<String> = Vec::new();
         let mut guessed: Vec<String> = Vec::new();
+        let mut slight: Option<(f64, &str)> = None;
         // The first 8 argued recommendations; the rest counted.
         let (mut shown, mut more) = (0, 0);
         for &r in &st.recommendations {
@@ -158,6 +159,10 @@ pub fn render(a: &Analysis) -> String {
                     b.title.replace('`', ""),
                     b.time_ms
                 ));
+                continue;
+            }
+            if let Some(why) = b.aside().filter(|_| b.is_slight_idle()) {
+                slight = Some((b.time_ms, why));
                 continue;
             }
             if shown == 8 {
@@ -185,6 +190,12 @@ pub fn render(a: &Analysis) -> String {
                 s,
                 "  no perf model and no cause, judged by time alone: {}",
                 guessed.join(", ")
+            );
+        }
+        if let Some((ms, why)) = slight {
+            let _ = writeln!(
+                s,
+                "  GPU idle time ({ms:.3} ms): {why}, left to the idle analysis"
             );
         }
         if !minor.is_empty() {

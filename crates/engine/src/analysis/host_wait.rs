@@ -552,6 +552,10 @@ pub struct ColdStart {
     pub flush_ranges: u32,
     #[serde(default)]
     pub flush_name: String,
+    /// Of those, the ranges that launched no GPU work (no kernel, copy or set call inside):
+    /// a flush of the host's caches, not the GPU's L2.
+    #[serde(default)]
+    pub flush_host_only: u32,
     /// A repeated range whose first pass ran cold (`cold_pass`), where its idle time counts.
     pub first_pass: Option<super::cold_pass::ColdPass>,
     /// Ops whose first call ran cold (`cold_pass::cold_first_calls`) in the covered time, and
@@ -793,7 +797,13 @@ pub fn causes_and_context(
                     .collect();
             }
         }
-        ctx.one_off = Some(stall);
+        // A harness's cache flush recurs with every measured run: its idle is the harness's
+        // (the cold-start part counts it with the other flushes), not a one-off.
+        let flush =
+            cache_flush_range(&stall.call) || stall.stack.iter().any(|f| cache_flush_range(f));
+        if !flush {
+            ctx.one_off = Some(stall);
+        }
     }
     let one_off_start = ctx.one_off.as_ref().map(|o| o.at + origin);
     let mut cold = ColdStart::default();
@@ -894,7 +904,22 @@ pub fn causes_and_context(
                 for &i in cands.iter().filter(|&&i| is_warmup(i)) {
                     if cold_seen.insert(i) {
                         let name = trace.name(&trace.events[i as usize]);
-                        let (n, first) = if cache_flush_range(name) {
+                        let flush = cache_flush_range(name);
+                        if flush {
+                            let e = &trace.events[i as usize];
+                            let launches = index
+                                .overlapping(trace, e.lane(), e.ts, e.end())
+                                .into_iter()
+                                .any(|c| {
+                                    let n = trace.name(&trace.events[c as usize]);
+                                    trace.events[c as usize].kind().is_runtime()
+                                        && (n.contains("Launch")
+                                            || n.contains("Memset")
+                                            || n.contains("Memcpy"))
+                                });
+                            cold.flush_host_only += u32::from(!launches);
+                        }
+                        let (n, first) = if flush {
                             (&mut cold.flush_ranges, &mut cold.flush_name)
                         } else {
                             (&mut cold.warmup_ranges, &mut cold.warmup_name)

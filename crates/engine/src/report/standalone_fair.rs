@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::findings_md::findings_body;
-use crate::standalone::findings::NEGLIGIBLE_PCT;
+use crate::standalone::findings::{NEGLIGIBLE_PCT, SLIGHT_IDLE_MS};
 use crate::standalone::md::{anchor, cell, code, code_cell};
 use crate::standalone::ops::SeedCategory;
 use crate::standalone::rules::{self, Priority};
@@ -304,6 +304,8 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     let mut minor: Vec<String> = Vec::new();
     // Ops judged by time alone (no cause, no perf model) are listed with their time.
     let mut guessed: Vec<String> = Vec::new();
+    // Idle under a millisecond in the whole steady state (`Bottleneck::is_slight_idle`).
+    let mut slight: Option<(f64, bool)> = None;
     for &r in st.recommendations.iter().take(MAX_RECOMMENDATIONS) {
         let b = st.bottleneck(r);
         if b.is_negligible() {
@@ -312,6 +314,10 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         }
         if b.is_unmodelled_guess() {
             guessed.push(format!("{} ({:.3} ms)", b.title, b.time_ms));
+            continue;
+        }
+        if b.is_slight_idle() {
+            slight = Some((b.time_ms, b.in_fragment));
             continue;
         }
         let heading = category_heading(r.0 + 1, st, r.0);
@@ -364,6 +370,17 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             if guessed.len() == 1 { "" } else { "s" },
             if guessed.len() == 1 { "is" } else { "are" },
             guessed.join(", ")
+        );
+    }
+    if let Some((ms, fragment)) = slight {
+        let why = if fragment {
+            "in a fragment of a few kernels, whose idle share says nothing of a workload".to_owned()
+        } else {
+            format!("under {SLIGHT_IDLE_MS} ms: a share of so short a window says little, and no launch or pipeline remedy pays for itself")
+        };
+        let _ = writeln!(
+            s,
+            "The GPU idles {ms:.3} ms in the whole steady state, {why}; the idle analysis below has the gaps.\n\n---\n"
         );
     }
     if !minor.is_empty() {

@@ -444,6 +444,7 @@ impl Standalone {
         for b in self.categories.iter_mut().flat_map(|c| &mut c.bottlenecks) {
             b.priority = rules::Priority::Low;
             b.category_priority = rules::Priority::Low;
+            b.in_fragment = true;
         }
     }
 }

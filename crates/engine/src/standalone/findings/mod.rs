@@ -103,6 +103,10 @@ pub struct Bottleneck {
     /// kernel floor (`diagnosis::above_floor`; 1 for other findings).
     #[serde(skip)]
     pub above_floor: f64,
+    /// The trace is a fragment (`standalone::is_fragment`): its findings are stated, not
+    /// ranked, and its idle share says nothing (`is_slight_idle`).
+    #[serde(skip)]
+    pub in_fragment: bool,
 }
 
 /// How an impact range was estimated (docs/analysis.md, "Impact ranges").
@@ -589,6 +593,9 @@ impl Impact {
     }
 }
 
+/// Less idle than this in the whole steady state, ms, is listed aside (`is_slight_idle`).
+pub const SLIGHT_IDLE_MS: f64 = 1.0;
+
 /// An op finding saving under this share of the time, %, whichever way it is estimated, is
 /// listed, not argued (the fair report and the CLI name it in one line).
 pub const NEGLIGIBLE_PCT: f64 = 0.1;
@@ -622,12 +629,28 @@ impl Bottleneck {
             && !self.is_negligible()
     }
 
+    /// The idle finding of a steady state that idles under [`SLIGHT_IDLE_MS`] in all: a share
+    /// of a window that short (a handful of kernels, a micro-benchmark's measured call) is the
+    /// denominator's artefact, and no launch or pipeline remedy pays for itself (review X: 2
+    /// µs read as "11 % of the steady state").
+    pub fn is_slight_idle(&self) -> bool {
+        self.op_name.is_empty()
+            && self.title == "GPU idle time"
+            && (self.time_ms < SLIGHT_IDLE_MS || self.in_fragment)
+    }
+
     /// Why a recommendation is listed rather than argued in the reports, the CLI and the
     /// overview: it saves under 0.1 % whichever way it is estimated, or it is an op judged by
     /// time alone.
     pub fn aside(&self) -> Option<&'static str> {
         if self.is_negligible() {
             Some("saves under 0.1%")
+        } else if self.is_slight_idle() {
+            Some(if self.in_fragment {
+                "a fragment of a few kernels: its idle share says nothing"
+            } else {
+                "under 1 ms of idle in the whole steady state"
+            })
         } else if self.is_unmodelled_guess() {
             Some("no perf model and no cause: judged by time alone")
         } else {

@@ -1142,6 +1142,7 @@ pub(super) fn op_bottleneck(
         scope: None,
         absorbed: Vec::new(),
         fix: Vec::new(),
+        in_fragment: false,
         above_floor,
     }
 }

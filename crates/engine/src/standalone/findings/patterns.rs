@@ -54,6 +54,7 @@ pub(super) fn pattern_bottleneck(
         scope: None,
         absorbed: Vec::new(),
         fix: Vec::new(),
+        in_fragment: false,
         above_floor: 1.0,
     }
 }

@@ -54,6 +54,7 @@ pub(super) fn timeline_bottleneck(
         scope: None,
         absorbed: Vec::new(),
         fix: Vec::new(),
+        in_fragment: false,
         above_floor: 1.0,
     }
 }
@@ -525,8 +526,22 @@ fn cold_start_finding(
     } else {
         ("is one-time work", "A cold start is not the steady state")
     };
+    // A flush that launches nothing clears the host's caches: the GPU's L2 still holds the
+    // last run's data, so the measured runs start warm whatever the harness intends.
+    let host_only = match c.flush_host_only {
+        0 => String::new(),
+        n => format!(
+            " {} launched no GPU work at all: {} the host's caches, not the GPU's L2, so each measured run still starts with the previous run's data in L2 (flush it on the GPU: write a device buffer larger than L2 between runs).",
+            match (n == c.flush_ranges, n) {
+                (true, 1) => "The cache-flush range".to_owned(),
+                (true, _) => "The cache-flush ranges".to_owned(),
+                (false, _) => format!("{n} of the {} cache-flush ranges", c.flush_ranges),
+            },
+            if n == 1 { "it clears" } else { "they clear" }
+        ),
+    };
     let issue = format!(
-        "{ms:.3} ms of the GPU's idle time ({share_of_idle:.0}% of {idle_ms:.3} ms) {kind}.{calls}{first_ops}{ranges}{pass} {what}: {left_out}."
+        "{ms:.3} ms of the GPU's idle time ({share_of_idle:.0}% of {idle_ms:.3} ms) {kind}.{calls}{first_ops}{ranges}{host_only}{pass} {what}: {left_out}."
     );
     // Eager module loading is CUDA's switch; on ROCm the warm-up requests do it.
     let amd = inp
@@ -550,55 +565,7 @@ fn cold_start_finding(
     b.causes.push(Cause {
         key: "idle_cold_start",
         title: format!("cold start: {ms:.3} ms of first-call stalls"),
-        evidence: format!(
-            "{} set-up or first-launch call{} of at least 1 ms{}{}{}{}; left out of the steady state",
-            c.calls,
-            plural(c.calls),
-            if c.calls > 0 {
-                format!(
-                    ", the longest {} ({:.3} ms)",
-                    code(&short(&c.longest, 60)),
-                    c.longest_ns as f64 / 1e6
-                )
-            } else {
-                String::new()
-            },
-            if c.warmup_ranges > 0 {
-                format!(
-                    ", and idle inside {} warm-up range{}",
-                    c.warmup_ranges,
-                    plural(c.warmup_ranges)
-                )
-            } else {
-                String::new()
-            },
-            if c.flush_ranges > 0 {
-                format!(
-                    ", and idle inside {} cache-flush range{} (the harness's)",
-                    c.flush_ranges,
-                    plural(c.flush_ranges)
-                )
-            } else {
-                String::new()
-            },
-            c.first_pass.as_ref().map_or(String::new(), |p| {
-                if p.iteration {
-                    return format!(
-                        ", and idle in the first of {} training iterations ({:.3} ms against {:.3} ms later)",
-                        p.passes,
-                        p.idle_ns as f64 / 1e6,
-                        p.later_idle_ns as f64 / 1e6
-                    );
-                }
-                format!(
-                    ", and idle in the first of {} passes of {} ({:.3} ms against {:.3} ms later)",
-                    p.passes,
-                    code(&short(&p.name, 60)),
-                    p.idle_ns as f64 / 1e6,
-                    p.later_idle_ns as f64 / 1e6
-                )
-            })
-        ),
+        evidence: cold_start_evidence(c),
         action: action.into(),
         waste: Some(0.0),
         confidence: Confidence::Medium,
@@ -628,6 +595,63 @@ fn other_calls_text(o: &crate::analysis::host_wait::OneOffStall) -> String {
         })
         .collect();
     format!(" The gap also holds {}.", calls.join(", "))
+}
+
+/// What a cold start holds, in one clause per part (first calls, warm-up ranges, cache-flush
+/// ranges, a first pass), joined.
+fn cold_start_evidence(c: &crate::analysis::host_wait::ColdStart) -> String {
+    let plural = |n: u32| if n == 1 { "" } else { "s" };
+    let mut parts: Vec<String> = Vec::new();
+    if c.calls > 0 {
+        parts.push(format!(
+            "{} set-up or first-launch call{} of at least 1 ms, the longest {} ({:.3} ms)",
+            c.calls,
+            plural(c.calls),
+            code(&short(&c.longest, 60)),
+            c.longest_ns as f64 / 1e6
+        ));
+    }
+    if c.warmup_ranges > 0 {
+        parts.push(format!(
+            "idle inside {} warm-up range{}",
+            c.warmup_ranges,
+            plural(c.warmup_ranges)
+        ));
+    }
+    if c.flush_ranges > 0 {
+        parts.push(format!(
+            "idle inside {} cache-flush range{} (the harness's)",
+            c.flush_ranges,
+            plural(c.flush_ranges)
+        ));
+    }
+    if let Some(p) = c.first_pass.as_ref() {
+        parts.push(if p.iteration {
+            format!(
+                "idle in the first of {} training iterations ({:.3} ms against {:.3} ms later)",
+                p.passes,
+                p.idle_ns as f64 / 1e6,
+                p.later_idle_ns as f64 / 1e6
+            )
+        } else {
+            format!(
+                "idle in the first of {} passes of {} ({:.3} ms against {:.3} ms later)",
+                p.passes,
+                code(&short(&p.name, 60)),
+                p.idle_ns as f64 / 1e6,
+                p.later_idle_ns as f64 / 1e6
+            )
+        });
+    }
+    let text = match parts.len() {
+        0 => String::new(),
+        1 => parts.remove(0),
+        _ => {
+            let last = parts.pop().unwrap_or_default();
+            format!("{}, and {last}", parts.join(", "))
+        }
+    };
+    format!("{text}; left out of the steady state")
 }
 
 fn one_off_finding(
