@@ -162,6 +162,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             waste: None,
             confidence: Confidence::High,
             bounds_all: false,
+            scope: None,
         });
     }
     if let Some(sizes) = backend.and_then(AttentionBackend::head_dims) {
@@ -181,6 +182,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                     waste: Some(waste),
                     confidence: Confidence::Medium,
                     bounds_all: false,
+                    scope: None,
                 });
             }
         }
@@ -207,6 +209,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             waste: None,
             confidence: Confidence::Medium,
             bounds_all: false,
+            scope: None,
         });
     }
     // The kernel already splits the keys across workgroups (FA2's `splitkv`, vLLM's 3-D unified
@@ -263,6 +266,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             waste: None,
             confidence: Confidence::High,
             bounds_all: true,
+            scope: None,
         });
     } else if serving.is_none() && nq <= DECODE_MAX_QUERIES {
         // Q·Kᵀ and P·V: 4·B·H_q·N_q·N_kv·d FLOPs over the K and V cache read once.
@@ -282,6 +286,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             waste: None,
             confidence: Confidence::High,
             bounds_all: true,
+            scope: None,
         });
     } else if short_unbatched(shape, ctx.platform) {
         out.push(Cause {
@@ -295,6 +300,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             waste: None,
             confidence: Confidence::Medium,
             bounds_all: false,
+            scope: None,
         });
     }
     // A serving engine's call (or its paged decode kernel) flattens the batch's sequences into
@@ -349,6 +355,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 waste: Some(1.0 - work as f64 / units as f64),
                 confidence: Confidence::Medium,
                 bounds_all: false,
+                scope: None,
             });
         }
     }
@@ -361,6 +368,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             waste: None,
             confidence: Confidence::Medium,
             bounds_all: false,
+            scope: None,
         });
     }
     out

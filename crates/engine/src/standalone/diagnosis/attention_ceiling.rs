@@ -256,6 +256,7 @@ pub(super) fn cause(
         waste: Some(waste),
         confidence: Confidence::Medium,
         bounds_all: false,
+        scope: None,
     })
 }
 

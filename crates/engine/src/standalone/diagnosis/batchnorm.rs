@@ -96,5 +96,6 @@ pub(super) fn causes(signatures: &[&OpRow], group_us: f64, ctx: &Context<'_>) ->
         waste: Some(waste),
         confidence: Confidence::High,
         bounds_all: false,
+        scope: None,
     }]
 }

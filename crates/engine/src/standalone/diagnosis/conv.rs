@@ -121,6 +121,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             waste: None,
             confidence: Confidence::High,
             bounds_all: false,
+            scope: None,
         });
     }
     if groups > 1 && groups == cin {
@@ -135,6 +136,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             waste: None,
             confidence: Confidence::High,
             bounds_all: true,
+            scope: None,
         });
     } else if groups > 1 {
         out.push(Cause {
@@ -148,6 +150,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             waste: None,
             confidence: Confidence::Medium,
             bounds_all: false,
+            scope: None,
         });
     }
     let bpe = spec_bytes(&shape.compute_spec).unwrap_or(2) as i64;
@@ -168,6 +171,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             waste: None,
             confidence: Confidence::High,
             bounds_all: false,
+            scope: None,
         });
     } else if cin <= FEW_CHANNELS && groups == 1 {
         let padded = need.max(4);
@@ -183,6 +187,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             waste: Some(1.0 - cin as f64 / padded as f64),
             confidence: Confidence::Medium,
             bounds_all: false,
+            scope: None,
         });
     } else {
         let off: Vec<String> = [("C_in", cin / groups), ("C_out", cout / groups)]
@@ -199,6 +204,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 waste: None,
                 confidence: Confidence::Medium,
                 bounds_all: false,
+                scope: None,
             });
         }
     }
@@ -255,6 +261,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 waste: Some(1.0 - tiles as f64 / units as f64),
                 confidence: Confidence::Medium,
                 bounds_all: false,
+                scope: None,
             });
         }
     }
@@ -281,6 +288,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             waste: Some(layout / total),
             confidence: Confidence::High,
             bounds_all: false,
+            scope: None,
         });
     }
     if transposed || dilation.iter().any(|&d| d > 1) || kernel.windows(2).any(|k| k[0] != k[1]) {
@@ -306,6 +314,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             waste: None,
             confidence: Confidence::Low,
             bounds_all: false,
+            scope: None,
         });
     }
     if let (Some(s), true) = (
@@ -327,6 +336,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 waste: None,
                 confidence: Confidence::Medium,
                 bounds_all: false,
+                scope: None,
             });
         }
     }

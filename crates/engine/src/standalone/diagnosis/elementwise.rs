@@ -93,6 +93,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             waste: None,
             confidence: Confidence::High,
             bounds_all: true,
+            scope: None,
         });
         return out;
     }
@@ -125,6 +126,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 waste: None,
                 confidence: Confidence::High,
                 bounds_all: false,
+                scope: None,
             });
         }
     }
@@ -157,6 +159,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 waste: None,
                 confidence: Confidence::Medium,
                 bounds_all: false,
+                scope: None,
             });
         }
     }
@@ -234,6 +237,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 waste: Some(1.0 - bw / base),
                 confidence: if key == "elementwise_below_baseline" { Confidence::Low } else { Confidence::Medium },
                 bounds_all: false,
+                scope: None,
             });
         }
     }
@@ -300,6 +304,7 @@ fn few_workgroups(shape: &OpRow, sig_share: f64, ctx: &Context<'_>) -> Option<Ca
         waste: Some(idle * share * sig_share),
         confidence: Confidence::High,
         bounds_all: false,
+        scope: None,
     })
 }
 

@@ -345,6 +345,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                         waste: Some(idle_share * k_share * sig_share),
                         confidence: if recorded.is_some() { Confidence::High } else { Confidence::Medium },
                         bounds_all: false,
+                        scope: None,
                     });
                 }
             } else if !m.kernel.persistent {
@@ -388,6 +389,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                         waste: Some((1.0 - w.efficiency) * k_share * sig_share),
                         confidence: Confidence::Medium,
                         bounds_all: false,
+                        scope: None,
                     });
                 }
             }
@@ -477,6 +479,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                     waste: Some((1.0 - useful) * k_share * sig_share),
                     confidence: Confidence::High,
                     bounds_all: false,
+                    scope: None,
                 });
             }
         }
@@ -552,6 +555,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             waste: saved_us.map(|us| (us / r.kernel_us).min(1.0)),
             confidence: Confidence::Medium,
             bounds_all: false,
+            scope: None,
         });
     }
     let mean_us = r.kernel_us / r.count.max(1) as f64;
@@ -575,6 +579,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             waste: None,
             confidence: Confidence::Medium,
             bounds_all: false,
+            scope: None,
         });
     }
     // Only where there is a gap to explain: a previous-generation kernel at a good efficiency
@@ -635,6 +640,7 @@ fn previous_generation(kernel: Option<&str>, ctx: &Context<'_>) -> Option<Cause>
         waste: None,
         confidence: Confidence::Medium,
         bounds_all: false,
+        scope: None,
     })
 }
 
@@ -756,6 +762,7 @@ fn alignment(
             Confidence::Medium
         },
         bounds_all: false,
+        scope: None,
     })
 }
 
@@ -846,6 +853,7 @@ fn below_ridge(
             waste: None,
             confidence: Confidence::Medium,
             bounds_all: false,
+            scope: None,
         });
     } else if b == 1 && n * k >= WEIGHT_BOUND_RATIO * m * (n + k) {
         // A few rows against a large weight (a decode step's projections): the weight's bytes
@@ -879,6 +887,7 @@ fn below_ridge(
         waste: None,
         confidence: Confidence::High,
         bounds_all: true,
+        scope: None,
     })
 }
 
@@ -929,6 +938,7 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
             waste: None,
             confidence: Confidence::Medium,
             bounds_all: false,
+            scope: None,
         });
     }
     let p = ctx.platform;
@@ -1047,6 +1057,7 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
             Confidence::Medium
         },
         bounds_all: false,
+        scope: None,
     })
 }
 

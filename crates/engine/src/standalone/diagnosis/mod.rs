@@ -66,6 +66,11 @@ pub struct Cause {
     /// before the costed ones: the expert names it first.
     #[serde(skip)]
     pub bounds_all: bool,
+    /// The share of the op's time the cause applies to, where it is one signature's (a
+    /// misaligned dimension of some shapes only): what fixing it can save is at most that
+    /// share (`None`: the whole op).
+    #[serde(skip)]
+    pub scope: Option<f64>,
 }
 
 /// What the rules read besides the op row.

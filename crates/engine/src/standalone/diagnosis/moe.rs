@@ -125,6 +125,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 waste: Some(1.0 - down / up),
                 confidence: Confidence::Medium,
                 bounds_all: false,
+                scope: None,
             });
         }
     }
@@ -167,6 +168,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             waste: None,
             confidence: Confidence::Medium,
             bounds_all: false,
+            scope: None,
         });
     }
     out

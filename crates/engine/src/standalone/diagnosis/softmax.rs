@@ -52,5 +52,6 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         waste: Some(1.0 - 2.0 / GENERIC_PASSES),
         confidence: Confidence::High,
         bounds_all: false,
+        scope: None,
     }]
 }

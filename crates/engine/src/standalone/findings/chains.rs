@@ -17,6 +17,7 @@ fn named(key: &'static str, title: String, evidence: String, action: &str) -> Ca
         waste: None,
         confidence: Confidence::High,
         bounds_all: false,
+        scope: None,
     }
 }
 

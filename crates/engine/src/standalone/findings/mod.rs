@@ -525,8 +525,15 @@ impl Impact {
                 0.0
             }
         };
-        // Never more than the calls' time above the trace's kernel floor.
-        let room = b.above_floor.clamp(0.0, 1.0);
+        // Never more than the calls' time above the trace's kernel floor, nor more than the
+        // share of it the leading cause applies to (`Cause::scope`).
+        let scope = b
+            .causes
+            .first()
+            .and_then(|c| c.scope)
+            .unwrap_or(1.0)
+            .clamp(0.0, 1.0);
+        let room = b.above_floor.clamp(0.0, 1.0).min(scope);
         let gap = super::diagnosis::gap(b.efficiency_pct).map(|g| g.min(room));
         let first = b.causes.first().map(|c| c.confidence);
         let wastes = b.causes.iter().filter_map(|c| c.waste);
@@ -585,7 +592,7 @@ impl Impact {
         }
         let c = first.or(Some(Confidence::Low));
         Impact::scaled(
-            0.45 * of_trace(b.time_ms),
+            0.45 * of_trace(b.time_ms * scope),
             (1.0 / 3.0, 2.0 / 3.0),
             ImpactMethod::Heuristic,
             c,

@@ -160,6 +160,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         waste: None,
                         confidence: Confidence::High,
                         bounds_all: false,
+                        scope: None,
                     });
                 }
                 b.scope = Some(match c.function {
@@ -267,6 +268,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         waste: None,
                         confidence: Confidence::High,
                         bounds_all: false,
+                        scope: None,
                     });
                     f.bottlenecks.push(b);
                 }
@@ -452,6 +454,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         waste: Some(0.0),
                         confidence: Confidence::Low,
                         bounds_all: false,
+                        scope: None,
                     });
                     f.bottlenecks.push(b);
                 }
@@ -708,6 +711,7 @@ fn wasted_work(key: &'static str, title: String, evidence: String, action: &str)
         waste: Some(1.0),
         confidence: Confidence::High,
         bounds_all: false,
+        scope: None,
     }
 }
 

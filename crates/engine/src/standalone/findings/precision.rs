@@ -223,6 +223,7 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         waste: None,
         confidence: Confidence::Medium,
         bounds_all: false,
+        scope: None,
     });
     f.bottlenecks.push(b);
 }

@@ -198,5 +198,6 @@ pub(super) fn cause(p: &Bottleneck, rows: &[OpRow], platform: Option<&Platform>)
         waste: None,
         confidence: Confidence::High,
         bounds_all: false,
+        scope: None,
     })
 }

@@ -251,6 +251,7 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
                 waste: None,
                 confidence: Confidence::High,
                 bounds_all: false,
+                scope: None,
             });
         }
         out.push(b);
@@ -570,6 +571,7 @@ fn cold_start_finding(
         waste: Some(0.0),
         confidence: Confidence::Medium,
         bounds_all: false,
+        scope: None,
     });
     b
 }
@@ -784,6 +786,7 @@ fn one_off_finding(
         waste: Some(0.0),
         confidence: Confidence::Medium,
         bounds_all: false,
+        scope: None,
     });
     b
 }
@@ -876,6 +879,7 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
             waste: Some(0.0),
             confidence: Confidence::Medium,
             bounds_all: false,
+            scope: None,
         });
     }
     b
