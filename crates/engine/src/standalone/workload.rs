@@ -759,7 +759,38 @@ fn scale(
             "scale: {class} is the …Layer/…Block class with the most instances"
         ));
     }
+    // The job's size, where the profiler recorded it (`distributedInfo`), unless the shard
+    // remark above already says it.
+    if !parts.iter().any(|p| p.starts_with("counted on rank")) {
+        if let Some(job) = job_size(trace) {
+            ev.push(
+                "scale: the job's size is the trace's distributedInfo (rank, world_size, backend)"
+                    .into(),
+            );
+            parts.push(job);
+        }
+    }
     (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// `rank 3 of 128 (nccl)`, or a one-process job's note, from the trace's `distributedInfo`.
+fn job_size(trace: &Trace) -> Option<String> {
+    let info =
+        crate::model::distributed::DistributedInfo::parse(trace.meta.distributed_info.as_deref()?)?;
+    let world = info.world_size.filter(|&w| w >= 1)?;
+    let backend = info.backend.as_deref();
+    Some(if world == 1 {
+        format!(
+            "one process (world size 1{}: its collectives move no data)",
+            backend.map(|b| format!(", {b}")).unwrap_or_default()
+        )
+    } else {
+        format!(
+            "rank {} of {world}{}",
+            info.rank.unwrap_or(0),
+            backend.map(|b| format!(" ({b})")).unwrap_or_default()
+        )
+    })
 }
 
 /// Σ weight elements over distinct Linear and Conv module instances, and how many of each.
@@ -1257,6 +1288,33 @@ mod tests {
             "inference, but with the model in train mode (dropout draws masks: 2 kernels; batch \
              norm updates running statistics: 1 kernel; `model.eval()` turns them off)"
         );
+    }
+
+    /// The job's size comes from the profiler's `distributedInfo`; a one-process job says its
+    /// collectives move nothing; a trace without it says nothing.
+    #[test]
+    fn the_job_size_is_the_distributed_info() {
+        let t = |info: &str| {
+            let json = format!(
+                r#"{{{info}"traceEvents": [{{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {{"stream": 7}}}}]}}"#
+            );
+            crate::import::import_bytes(json.as_bytes()).expect("trace")
+        };
+        assert_eq!(
+            job_size(&t(
+                r#""distributedInfo": {"rank": 3, "world_size": 128, "backend": "nccl"}, "#
+            ))
+            .as_deref(),
+            Some("rank 3 of 128 (nccl)")
+        );
+        assert_eq!(
+            job_size(&t(
+                r#""distributedInfo": {"rank": 0, "world_size": 1, "backend": "nccl"}, "#
+            ))
+            .as_deref(),
+            Some("one process (world size 1, nccl: its collectives move no data)")
+        );
+        assert_eq!(job_size(&t("")), None);
     }
 
     #[test]
