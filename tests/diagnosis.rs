@@ -320,6 +320,19 @@ fn real_eval_fixtures_are_diagnosed() {
         "{}",
         b.causes[0].evidence
     );
+    // Its kernel (AOTriton's `attn_fwd`) names no tile and the trace records no grid: the tile
+    // is said as the usual one, and the action is the ROCm switch to CK's kernels.
+    assert!(
+        b.causes[0].evidence.contains("typically halve")
+            && b.causes[0].evidence.contains("not read from the kernel"),
+        "{}",
+        b.causes[0].evidence
+    );
+    assert!(
+        b.causes[0].action.contains("preferred_rocm_fa_library"),
+        "{}",
+        b.causes[0].action
+    );
 }
 
 #[test]
@@ -1231,4 +1244,39 @@ fn a_misalignment_of_some_signatures_saves_only_their_share() {
         .find(|c| c.key == "gemm_alignment")
         .expect("alignment cause");
     assert!(c.scope.is_none());
+}
+
+/// Idle that is the GPU's own gaps between back-to-back queued kernels (a microsecond or two
+/// each) is listed aside, never told to capture graphs; longer kernel-wait gaps stay a finding.
+#[test]
+fn back_to_back_kernel_gaps_are_no_finding() {
+    let trace = |gap_ns: i64| {
+        let mut events = Vec::new();
+        // Every kernel is launched long before it runs: the work is queued.
+        let mut t_gpu: i64 = 5_000_000;
+        for i in 0..1000i64 {
+            let launch_ns = 1_000 + i * 4_000;
+            events.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": {:.3}, "dur": 3}}"#, launch_ns as f64 / 1e3));
+            events.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {:.3}, "dur": 2, "args": {{"correlation": {}}}}}"#, (launch_ns + 500) as f64 / 1e3, i + 1));
+            events.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "relu_kernel", "pid": 0, "tid": 7, "ts": {:.3}, "dur": 50, "args": {{"correlation": {}, "stream": 7}}}}"#, t_gpu as f64 / 1e3, i + 1));
+            t_gpu += 50_000 + gap_ns;
+        }
+        format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n")).into_bytes()
+    };
+    let idle_of = |gap_ns: i64| {
+        let a = analyze_on(&trace(gap_ns), "H100 SXM");
+        let st = standalone(&a);
+        let b = findings(st)
+            .find(|b| b.title == "GPU idle time")
+            .cloned()
+            .expect("idle finding");
+        b
+    };
+    let tight = idle_of(1_500);
+    assert!(tight.inherent_gaps, "{}", tight.issue);
+    assert!(tight.aside().is_some());
+    assert!(!tight.path_a.contains("capture"), "{}", tight.path_a);
+    let loose = idle_of(20_000);
+    assert!(!loose.inherent_gaps, "{}", loose.issue);
+    assert!(loose.aside().is_none(), "{}", loose.issue);
 }

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::findings_md::findings_body;
-use crate::standalone::findings::{NEGLIGIBLE_PCT, SLIGHT_IDLE_MS};
+use crate::standalone::findings::NEGLIGIBLE_PCT;
 use crate::standalone::md::{anchor, cell, code, code_cell};
 use crate::standalone::ops::SeedCategory;
 use crate::standalone::rules::{self, Priority};
@@ -305,7 +305,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     // Ops judged by time alone (no cause, no perf model) are listed with their time.
     let mut guessed: Vec<String> = Vec::new();
     // Idle under a millisecond in the whole steady state (`Bottleneck::is_slight_idle`).
-    let mut slight: Option<(f64, bool)> = None;
+    let mut slight: Option<(f64, &str)> = None;
     for &r in st.recommendations.iter().take(MAX_RECOMMENDATIONS) {
         let b = st.bottleneck(r);
         if b.is_negligible() {
@@ -316,8 +316,8 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             guessed.push(format!("{} ({:.3} ms)", b.title, b.time_ms));
             continue;
         }
-        if b.is_slight_idle() {
-            slight = Some((b.time_ms, b.in_fragment));
+        if let Some(why) = b.aside().filter(|_| b.is_slight_idle()) {
+            slight = Some((b.time_ms, why));
             continue;
         }
         let heading = category_heading(r.0 + 1, st, r.0);
@@ -372,15 +372,10 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             guessed.join(", ")
         );
     }
-    if let Some((ms, fragment)) = slight {
-        let why = if fragment {
-            "in a fragment of a few kernels, whose idle share says nothing of a workload".to_owned()
-        } else {
-            format!("under {SLIGHT_IDLE_MS} ms: a share of so short a window says little, and no launch or pipeline remedy pays for itself")
-        };
+    if let Some((ms, why)) = slight {
         let _ = writeln!(
             s,
-            "The GPU idles {ms:.3} ms in the whole steady state, {why}; the idle analysis below has the gaps.\n\n---\n"
+            "GPU idle time ({ms:.3} ms in the whole steady state) is listed, not argued: {why}; the idle analysis below has the gaps.\n\n---\n"
         );
     }
     if !minor.is_empty() {

@@ -197,15 +197,41 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             (Some(l), Some(f)) => format!(" {} such tiles fit in the {l:.0} KiB per {unit}.", f as i64),
             _ => String::new(),
         };
+        // The tile is the usual flash layout at this head dim, not read from the kernel: say so
+        // where the trace records neither a tile in the name nor a grid.
+        let unrecorded = shape.kernel_launch.iter().all(Option::is_none)
+            && !shape
+                .kernel_names
+                .iter()
+                .any(|(n, _)| n.contains("b128x") || n.contains("b64x") || n.contains("BLOCK_M"));
+        let running = backend.map_or(String::new(), |b| format!(" It runs {}.", b.label()));
+        let occupancy = if unrecorded {
+            occupancy
+                .replace(" That fills", " Such a tile would fill")
+                .replace(" That is more than", " Such a tile would be more than")
+        } else {
+            occupancy
+        };
         out.push(Cause {
             key: "attention_large_head_dim",
             title: format!("large head dim {d}"),
             evidence: format!(
-                "head dim {d} > {LARGE_HEAD_DIM}: kernels halve their query tile to {} and a {KEY_TILE}-key K and V tile of {d} columns takes {kv_tile_kib:.0} KiB.{occupancy} Fewer queries per tile means K and V are read {}× as often.",
+                "head dim {d} > {LARGE_HEAD_DIM}: flash kernels at this head dim {}halve their query tile to {} and a {KEY_TILE}-key K and V tile of {d} columns takes {kv_tile_kib:.0} KiB.{occupancy} Fewer queries per tile means K and V are read {}× as often{}.{running}",
+                if unrecorded { "typically " } else { "" },
                 query_tile(d),
-                128 / query_tile(d)
+                128 / query_tile(d),
+                if unrecorded {
+                    " (the trace records neither this kernel's tile nor its grid: the usual layout, not read from the kernel)"
+                } else {
+                    ""
+                }
             ),
-            action: format!("Where the model is still being designed, prefer head dim ≤ {LARGE_HEAD_DIM} (more heads of a smaller dim keep the FLOPs); otherwise use the backend tuned for this head dim (FlashAttention-3 on Hopper, CK/aiter FMHA on MI300) and check the kernel picks its large-head-dim tile."),
+            action: match backend {
+                // PyTorch's ROCm SDPA runs AOTriton by default; CK has tuned large-head-dim
+                // kernels on MI300 (`torch.backends.cuda.preferred_rocm_fa_library`).
+                Some(AttentionBackend::TritonFlash) => format!("Try PyTorch's CK flash backend for this head dim (`torch.backends.cuda.preferred_rocm_fa_library(\"ck\")`, or aiter's FMHA) and compare the kernel's time; where the model is still being designed, prefer head dim ≤ {LARGE_HEAD_DIM} (more heads of a smaller dim keep the FLOPs)."),
+                _ => format!("Where the model is still being designed, prefer head dim ≤ {LARGE_HEAD_DIM} (more heads of a smaller dim keep the FLOPs); otherwise use the backend tuned for this head dim (FlashAttention-3 on Hopper, CK/aiter FMHA on MI300) and check the kernel picks its large-head-dim tile."),
+            },
             waste: None,
             confidence: Confidence::Medium,
             bounds_all: false,

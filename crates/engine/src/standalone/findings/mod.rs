@@ -107,6 +107,10 @@ pub struct Bottleneck {
     /// ranked, and its idle share says nothing (`is_slight_idle`).
     #[serde(skip)]
     pub in_fragment: bool,
+    /// The idle finding's idle is the GPU's own gaps between back-to-back queued kernels
+    /// (`timeline::inherent_gaps`): listed aside (`is_slight_idle`).
+    #[serde(skip)]
+    pub inherent_gaps: bool,
 }
 
 /// How an impact range was estimated (docs/analysis.md, "Impact ranges").
@@ -643,7 +647,7 @@ impl Bottleneck {
     pub fn is_slight_idle(&self) -> bool {
         self.op_name.is_empty()
             && self.title == "GPU idle time"
-            && (self.time_ms < SLIGHT_IDLE_MS || self.in_fragment)
+            && (self.time_ms < SLIGHT_IDLE_MS || self.in_fragment || self.inherent_gaps)
     }
 
     /// Why a recommendation is listed rather than argued in the reports, the CLI and the
@@ -655,8 +659,10 @@ impl Bottleneck {
         } else if self.is_slight_idle() {
             Some(if self.in_fragment {
                 "a fragment of a few kernels: its idle share says nothing"
-            } else {
+            } else if self.time_ms < SLIGHT_IDLE_MS {
                 "under 1 ms of idle in the whole steady state"
+            } else {
+                "the GPU's own gaps between back-to-back kernels, no remedy's target"
             })
         } else if self.is_unmodelled_guess() {
             Some("no perf model and no cause: judged by time alone")

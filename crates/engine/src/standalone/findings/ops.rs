@@ -1163,6 +1163,7 @@ pub(super) fn op_bottleneck(
         absorbed: Vec::new(),
         fix: Vec::new(),
         in_fragment: false,
+        inherent_gaps: false,
         above_floor,
     }
 }
