@@ -57,33 +57,52 @@ pub fn lead_in(trace: &Trace, steps: &Steps, launches: &[Launch], origin: Nanos)
     let start = first.cpu.0;
     let at = launches.partition_point(|l| trace.event(l.call).ts < start);
     let launch = trace.event(launches.get(at)?.call);
-    // GPU work of any kind that starts in the step before its first linked launch ends the
-    // lead-in too: work without a linked launch (a trimmed trace, launches the profiler lost)
-    // means the host was not what the GPU waited for.
-    let gpu_start = trace
+    let lane = launch.lane();
+    // The launching thread's calls that wait for the device, up to the first linked launch:
+    // with no traced launch yet, they wait for work queued before the trace.
+    let end0 = launch.ts.min(origin);
+    let waits: Vec<(Nanos, Nanos)> = trace
         .events
         .iter()
-        .filter(|e| e.kind().is_gpu() && e.ts >= start)
-        .map(|e| e.ts)
-        .min()
-        .unwrap_or(Nanos::MAX);
-    let end = launch.ts.min(origin).min(gpu_start);
+        .filter(|e| e.lane() == lane && e.ts < end0 && e.end() > start)
+        .filter(|e| crate::model::host_calls::blocking_call(trace.name(e)).is_some())
+        .map(|e| (e.ts.max(start), e.end().min(end0)))
+        .collect();
+    // GPU work of any kind that starts in the step before its first linked launch ends the
+    // lead-in too: work without a linked launch while the host never waits for the device (a
+    // trimmed trace, launches the profiler lost) means the host was not what the GPU waited
+    // for. Where the host does wait, that work is the queue it drains from before the trace
+    // (H100 Qwen1.5: the previous iteration's kernels run while the harness synchronizes).
+    let gpu_start = if waits.is_empty() {
+        trace
+            .events
+            .iter()
+            .filter(|e| e.kind().is_gpu() && e.ts >= start && e.ts < end0)
+            .map(|e| e.ts)
+            .min()
+            .unwrap_or(Nanos::MAX)
+    } else {
+        Nanos::MAX
+    };
+    let end = end0.min(gpu_start);
     let ns = end - start;
     if ns <= 0 {
         return None;
     }
     // One pass: the launching thread's host events overlapping the lead-in.
-    let lane = launch.lane();
-    let mut blocked: Vec<(Nanos, Nanos)> = Vec::new();
+    let blocked: Vec<(Nanos, Nanos)> = waits
+        .iter()
+        .filter(|&&(a, _)| a < end)
+        .map(|&(a, b)| (a, b.min(end)))
+        .collect();
     let mut covering: Vec<u32> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
         if e.lane() != lane || e.ts >= end || e.end() <= start {
             continue;
         }
         let name = trace.name(e);
-        if crate::model::host_calls::blocking_call(name).is_some() {
-            blocked.push((e.ts.max(start), e.end().min(end)));
-        } else if e.kind().is_host_activity()
+        if crate::model::host_calls::blocking_call(name).is_none()
+            && e.kind().is_host_activity()
             && !e.is_captured()
             && (e.end().min(end) - e.ts.max(start)) * 2 >= ns
             && !name.starts_with("ProfilerStep#")

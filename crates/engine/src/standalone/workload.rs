@@ -305,6 +305,39 @@ fn model_input(trace: &Trace, rows: &[OpRow], mode: Mode, ev: &mut Vec<String>) 
         .into_iter()
         .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
         .map(|(ids, _)| ids);
+    // Images: the first convolution fed at most 4 channels. A model with both (a vision-
+    // language detector: OWLv2's image tower beside its 5-token text queries) names both, the
+    // images first: the tokens alone describe only the smaller tower.
+    let conv = trace
+        .events
+        .iter()
+        .filter(|e| {
+            e.kind() == crate::model::EventKind::CpuOp
+                && matches!(
+                    trace.name(e),
+                    "aten::conv2d" | "aten::conv3d" | "aten::convolution"
+                )
+        })
+        .filter_map(|e| Some((e.ts, dims_of(e)?.first()?.clone())))
+        .filter(|(_, d)| (4..=5).contains(&d.len()) && (1..=4).contains(&d[1]))
+        .min_by_key(|c| c.0);
+    if let Some((_, d)) = conv {
+        // Images, not a batch: a video model folds its frames into the first dimension
+        // (TimeSformer: one clip of 128 frames reads [128, 3, 224, 224]).
+        let rest: Vec<String> = d[1..].iter().map(|x| x.to_string()).collect();
+        let what = match (d.len(), d[0]) {
+            (5, 1) => "volume",
+            (5, _) => "volumes",
+            (_, 1) => "image",
+            _ => "images",
+        };
+        parts.push(format!(
+            "{} {what} of {} into the first convolution",
+            d[0],
+            rest.join(" × ")
+        ));
+        ev.push("input: the first convolution's input with at most 4 channels".into());
+    }
     match ids.as_deref() {
         Some(&[b, t]) if b > 0 && t > 0 => {
             parts.push(format!("batch {} × {} tokens", grouped(b), grouped(t)));
@@ -314,34 +347,7 @@ fn model_input(trace: &Trace, rows: &[OpRow], mode: Mode, ev: &mut Vec<String>) 
             parts.push(format!("{} tokens", grouped(t)));
             ev.push("input: the token ids (second input) of the largest embedding table's calls, the most frequent shape".into());
         }
-        _ => {
-            // Images: the first convolution fed at most 4 channels.
-            let conv = trace
-                .events
-                .iter()
-                .filter(|e| {
-                    e.kind() == crate::model::EventKind::CpuOp
-                        && matches!(
-                            trace.name(e),
-                            "aten::conv2d" | "aten::conv3d" | "aten::convolution"
-                        )
-                })
-                .filter_map(|e| Some((e.ts, dims_of(e)?.first()?.clone())))
-                .filter(|(_, d)| (4..=5).contains(&d.len()) && (1..=4).contains(&d[1]))
-                .min_by_key(|c| c.0);
-            if let Some((_, d)) = conv {
-                // Images, not a batch: a video model folds its frames into the first
-                // dimension (TimeSformer: one clip of 128 frames reads [128, 3, 224, 224]).
-                let rest: Vec<String> = d[1..].iter().map(|x| x.to_string()).collect();
-                let what = if d.len() == 5 { "volumes" } else { "images" };
-                parts.push(format!(
-                    "{} {what} of {} into the first convolution",
-                    d[0],
-                    rest.join(" × ")
-                ));
-                ev.push("input: the first convolution's input with at most 4 channels".into());
-            }
-        }
+        _ => {}
     }
     let prefill = mode == Mode::Inference
         && rows.iter().any(|r| {
