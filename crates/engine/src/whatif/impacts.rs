@@ -48,6 +48,46 @@ fn stated_offsets(
     Some(off)
 }
 
+/// The least an inference run's steps can take once its input pipeline (`Bottleneck::fix`:
+/// every `cpu:RANGE=0` a data-loading range) prepares the next input while the GPU runs, as
+/// the finding advises: the loader's own time inside the steps, which one producer hides behind
+/// the GPU's work at best (OWLv2: 563 ms of image resizing against 333 ms of GPU forward; the
+/// replay that deleted it had claimed 64 %). Training is told to add DataLoader workers, which
+/// divide the loader's time by their number, unknown here: no floor. 0 where the fix is
+/// another, or the trace has no steps.
+fn loader_floor(trace: &Trace, replay: &Replay, b: &Bottleneck, trains: bool) -> Nanos {
+    if trains {
+        return 0;
+    }
+    let names: Vec<&str> = b
+        .fix
+        .iter()
+        .filter_map(|(kind, spec)| {
+            let name = spec.strip_prefix("cpu:")?.strip_suffix("=0")?;
+            (*kind == "scale" && crate::model::host_calls::is_data_loading(name)).then_some(name)
+        })
+        .collect();
+    if names.is_empty() || names.len() != b.fix.len() {
+        return 0;
+    }
+    let sim = &replay.sim;
+    let (_, steps) = crate::critical_path::replay::work_length(sim, &replay.windows, &sim.rec);
+    if !steps {
+        return 0;
+    }
+    let windows = crate::critical_path::replay::spans(sim, &replay.windows, &sim.rec);
+    select::host_spans(trace, sim, &|n, _| names.contains(&n))
+        .into_iter()
+        .map(|i| {
+            let e = &trace.events[i as usize];
+            windows
+                .iter()
+                .map(|&(a, z, _)| (e.end().min(z) - e.ts.max(a)).max(0))
+                .sum::<Nanos>()
+        })
+        .sum()
+}
+
 /// A host-side fix that saves at least this share of the replayed length, %, holds the step:
 /// GPU-side fixes are replayed again after it (docs/whatif.md, "Ranked after the host fix").
 pub const HOST_FIX_HOLDS_PCT: f64 = 20.0;
@@ -156,6 +196,7 @@ pub fn replay_findings(
         return;
     }
     let cold_window = st.utilization.cold_window;
+    let trains = st.workload.mode == crate::standalone::workload::Mode::Training;
     let cut_of = |b: &Bottleneck| -> Option<Cut> {
         // Exposed communication or copies: hiding them saves at most their exposed time; the
         // replay removes them all and keeps the saving under that bound, so a step the host
@@ -252,7 +293,7 @@ pub fn replay_findings(
         if !b.fix.is_empty() {
             let off = stated_offsets(trace, replay, b, cold_window)?;
             sim.run_into(&off, &mut s.times);
-            let after = length(replay, &s.times) - stall;
+            let after = (length(replay, &s.times) - stall).max(loader_floor(trace, replay, b, trains));
             return Some(saving(after, 0.0, b.time_ms));
         }
         let c = cut_of(b)?;
@@ -309,11 +350,12 @@ pub fn replay_findings(
     let after_lead: Vec<Option<crate::standalone::findings::AfterFix>> =
         match lead.and_then(|l| Some((l, stated_offsets(trace, replay, l, cold_window)?))) {
             Some((l, lead_off)) => {
-                let lead_len = length(replay, &sim.run(&lead_off)) - stall;
+                let lead_floor = loader_floor(trace, replay, l, trains);
+                let lead_len = (length(replay, &sim.run(&lead_off)) - stall).max(lead_floor);
                 in_halves(fork, &all, &lead_off, &|b, s| {
                     if b.fix.is_empty() && b.impact.mid_pct > 0.0 && !std::ptr::eq(b, l) {
                         let c = cut_of(b)?;
-                        let after = cut_length(b, &c, s, lead_len);
+                        let after = cut_length(b, &c, s, lead_len).max(lead_floor);
                         Some(crate::standalone::findings::AfterFix {
                             first: l.title.clone(),
                             before_ms: lead_len as f64 / 1e6,

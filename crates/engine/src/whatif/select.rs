@@ -112,7 +112,11 @@ impl Launched {
 
 /// Host events whose name passes `keep`, outermost only (an instance inside another selected
 /// one is part of it), with the simulation's points.
-fn host_spans(trace: &Trace, sim: &Simulation, keep: &dyn Fn(&str, EventKind) -> bool) -> Vec<u32> {
+pub(super) fn host_spans(
+    trace: &Trace,
+    sim: &Simulation,
+    keep: &dyn Fn(&str, EventKind) -> bool,
+) -> Vec<u32> {
     // Decided once per (name, kind): an analysis asks this for every finding.
     let mut seen: HashMap<(crate::model::StrId, EventKind), bool> = HashMap::default();
     let mut spans: Vec<(u32, u32, u32)> = trace
