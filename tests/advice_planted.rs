@@ -646,7 +646,11 @@ fn a_first_batch_loaded_before_the_first_kernel_joins_the_idle_finding() {
     assert!(r.steps, "measured on the steps");
     // The steps' length after the fix is the loader's 4 × 30 ms.
     assert!((r.after_ms - 120.0).abs() < 1.0, "{r:?}");
-    assert!(r.saved_ms() > 0.0 && r.saved_ms() < 10.0, "{}", r.saved_ms());
+    assert!(
+        r.saved_ms() > 0.0 && r.saved_ms() < 10.0,
+        "{}",
+        r.saved_ms()
+    );
     let mut c = case("lead_in_data_loading").expect("case");
     c.trains = true;
     let a = analyze_trace(import::import_bytes(&case_bytes(&c)).expect("imports"));

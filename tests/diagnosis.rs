@@ -1280,3 +1280,31 @@ fn back_to_back_kernel_gaps_are_no_finding() {
     assert!(!loose.inherent_gaps, "{}", loose.issue);
     assert!(loose.aside().is_none(), "{}", loose.issue);
 }
+
+/// An fp32 model's convolution finding says autocast halves its normalization and elementwise
+/// traffic too (V100 ResNet-50: a third of compute in fp32 BatchNorm, ReLU and add kernels),
+/// which the projection, on the convolutions alone, leaves out.
+#[test]
+fn the_fp32_convolution_finding_counts_the_activations_autocast_halves() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let bytes = common::read(&shared.join("traces/hta/v100_ns_resolution_rank-0.pt.trace.json.gz"));
+    let a = jarvis_engine::analyze_trace(import::import_bytes(&bytes).expect("imports"));
+    let st = standalone(&a);
+    let b = findings(st)
+        .find(|b| b.title.starts_with("Convolutions in fp32"))
+        .expect("fp32 convolution finding");
+    let c = b
+        .causes
+        .iter()
+        .find(|c| c.key == "conv_fp32")
+        .expect("cause");
+    assert!(
+        c.evidence.contains("Autocast also halves the bytes the")
+            && c.evidence
+                .contains("of fp32 normalization and elementwise kernels"),
+        "{}",
+        c.evidence
+    );
+}

@@ -293,7 +293,8 @@ pub fn replay_findings(
         if !b.fix.is_empty() {
             let off = stated_offsets(trace, replay, b, cold_window)?;
             sim.run_into(&off, &mut s.times);
-            let after = (length(replay, &s.times) - stall).max(loader_floor(trace, replay, b, trains));
+            let after =
+                (length(replay, &s.times) - stall).max(loader_floor(trace, replay, b, trains));
             return Some(saving(after, 0.0, b.time_ms));
         }
         let c = cut_of(b)?;

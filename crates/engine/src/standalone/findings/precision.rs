@@ -13,6 +13,10 @@ use crate::standalone::findings::ops::conv_runs_fp32;
 /// than fp32 ones of theirs), then the peak ratio itself (the same efficiency on both), at least 3×.
 pub const CONV_AMP_SPEEDUPS: [f64; 2] = [2.0, 3.0];
 
+/// The fp32 normalization and elementwise kernels' share of compute, %, from which the fp32
+/// convolution finding says autocast halves their bytes too.
+const ACTIVATIONS_NOTE_PCT: f64 = 5.0;
+
 pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     if f.category != SeedCategory::Convolution {
         return;
@@ -143,8 +147,32 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         ),
         _ => " The projection takes 2× and 3× (the GPU's peaks are unknown here).".to_owned(),
     };
+    // Autocast halves the activations too: the fp32 model's normalization and elementwise
+    // kernels (memory-bound) move half the bytes, which the projection, on the convolutions
+    // alone, leaves out (review X: V100 ResNet-50's 150 ms of fp32 BatchNorm, ReLU and add).
+    let memory_bound_ms: f64 = inp
+        .rows
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.category,
+                SeedCategory::Batchnorm | SeedCategory::Elementwise | SeedCategory::Reduce
+            ) && (r.compute_spec.is_empty() || r.compute_spec.ends_with("fp32"))
+        })
+        .map(|r| r.kernel_us / 1e3)
+        .sum();
+    let activations = if inp.compute_ms() > 0.0
+        && memory_bound_ms / inp.compute_ms() * 100.0 >= ACTIVATIONS_NOTE_PCT
+    {
+        format!(
+            " Autocast also halves the bytes the {memory_bound_ms:.3} ms of fp32 normalization and elementwise kernels move ({:.0}% of compute, memory-bound), which this projection leaves out.",
+            memory_bound_ms / inp.compute_ms() * 100.0
+        )
+    } else {
+        String::new()
+    };
     let evidence = format!(
-        "{} convolution op{} fp32 kernels ({examples}): {names}, {total:.3} ms.{peaks}",
+        "{} convolution op{} fp32 kernels ({examples}): {names}, {total:.3} ms.{peaks}{activations}",
         ops.len(),
         if ops.len() == 1 { " runs" } else { "s run" },
     );
