@@ -1308,3 +1308,46 @@ fn the_fp32_convolution_finding_counts_the_activations_autocast_halves() {
         c.evidence
     );
 }
+
+/// Two GEMM ops misaligned in the same dimension are one fix: one recommendation names the
+/// other (HTA's sampled recsys rank: `aten::mm` and `aten::bmm`, both N = 606 → 608).
+#[test]
+fn one_misalignment_across_ops_is_one_recommendation() {
+    let mut events = Vec::new();
+    let mut t = 0i64;
+    for (i, (op, dims)) in [
+        ("aten::mm", "[[4096, 4096], [4096, 4097]]"),
+        ("aten::bmm", "[[1, 4096, 4096], [1, 4096, 4097]]"),
+    ]
+    .iter()
+    .cycle()
+    .take(8)
+    .enumerate()
+    {
+        let corr = i + 1;
+        events.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "{op}", "pid": 1, "tid": 1, "ts": {t}, "dur": 20, "args": {{"Input Dims": {dims}, "Input type": ["c10::BFloat16", "c10::BFloat16"]}}}}"#));
+        events.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {corr}}}}}"#, t + 5));
+        events.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "gemm_bf16_kernel", "pid": 0, "tid": 7, "ts": {}, "dur": 400, "args": {{"correlation": {corr}, "stream": 7}}}}"#, t + 12));
+        t += 500;
+    }
+    let bytes = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n")).into_bytes();
+    let a = analyze_on(&bytes, "mi300x");
+    let st = standalone(&a);
+    let ranked: Vec<&Bottleneck> = st
+        .recommendations
+        .iter()
+        .map(|&r| st.bottleneck(r))
+        .filter(|b| b.causes.first().is_some_and(|c| c.key == "gemm_alignment"))
+        .collect();
+    assert_eq!(
+        ranked.len(),
+        1,
+        "{:?}",
+        ranked.iter().map(|b| &b.title).collect::<Vec<_>>()
+    );
+    assert!(
+        ranked[0].issue.contains("The same cause holds"),
+        "{}",
+        ranked[0].issue
+    );
+}

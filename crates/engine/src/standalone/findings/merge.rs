@@ -213,7 +213,7 @@ fn covers(scope: &Scope, x: &Bottleneck, rows: &[OpRow]) -> bool {
 }
 
 /// One cause, one recommendation, across ops: op findings of one category that name the same
-/// root cause (their first cause's key) and the same action are one fix (BatchNorm forward and
+/// root cause (their first cause's key) and the same action (the cause's) are one fix (BatchNorm forward and
 /// backward, both one workgroup per channel, both fixed by channels_last). The one with more
 /// time stays a recommendation and names the others; they leave the ranked list and stay in
 /// their category's detail. Returns how many left.
@@ -224,9 +224,12 @@ pub fn same_cause_recommendations(
     let key = |b: &Bottleneck| {
         (!b.pattern && !b.op_name.is_empty())
             .then(|| {
+                // The cause's own action: a finding's Path A may add a remark of its own (a
+                // SIMT kernel beside the misalignment) without being another fix (HTA's sampled
+                // recsys rank: `aten::mm` and `aten::bmm`, both N = 606 → 608).
                 b.causes
                     .first()
-                    .map(|c| (b.category, c.key, b.path_a.clone()))
+                    .map(|c| (b.category, c.key, c.action.clone()))
             })
             .flatten()
     };
