@@ -975,6 +975,22 @@ fn a_device_flush_is_a_flush_and_a_harness_gap_is_no_one_off() {
         "{}",
         harness.issue
     );
+    // The harness keeps its flushes apart already: nothing to skip, the flush to fix.
+    assert!(
+        harness.path_a.contains("nothing needs skipping"),
+        "{}",
+        harness.path_a
+    );
+    assert!(
+        !harness.path_a.contains("skip the first iterations"),
+        "{}",
+        harness.path_a
+    );
+    assert!(
+        harness.path_a.contains("flush the GPU's L2"),
+        "{}",
+        harness.path_a
+    );
     if let Some(idle) = find(st, "GPU idle time") {
         assert!(idle.is_slight_idle(), "{}", idle.issue);
         assert!(idle.aside().is_some());

@@ -351,6 +351,12 @@ fn defects_found_on_the_way_stay_fixed() {
         .expect("idle finding");
     assert!(idle.path_a.contains("single stream"), "{}", idle.path_a);
     assert!(!idle.path_a.contains("NCCL"), "{}", idle.path_a);
+    // Queued work held back on one stream is the device's own start-up: listed aside.
+    assert!(
+        idle.inherent_gaps && idle.aside().is_some(),
+        "{}",
+        idle.issue
+    );
     // With a platform given and no modelled op, the fair report does not claim no platform.
     let mut unmodelled = case("gemm_healthy").expect("case");
     unmodelled.ops[0].name = "myext::custom_matmul".into();
