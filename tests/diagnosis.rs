@@ -1214,16 +1214,23 @@ fn a_misalignment_of_some_signatures_saves_only_their_share() {
         }
         format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n")).into_bytes()
     };
+    // The mm finding and its alignment cause.
+    fn mm_alignment(
+        st: &Standalone,
+    ) -> (&Bottleneck, &jarvis_engine::standalone::diagnosis::Cause) {
+        let b = findings(st)
+            .find(|b| b.op_name == "aten::mm")
+            .expect("mm finding");
+        let c = b
+            .causes
+            .iter()
+            .find(|c| c.key == "gemm_alignment")
+            .expect("alignment cause");
+        (b, c)
+    }
     let a = analyze_on(&trace(2, 6), "mi300x");
     let st = standalone(&a);
-    let b = findings(st)
-        .find(|b| b.op_name == "aten::mm")
-        .expect("mm finding");
-    let c = b
-        .causes
-        .iter()
-        .find(|c| c.key == "gemm_alignment")
-        .expect("alignment cause");
+    let (b, c) = mm_alignment(st);
     let scope = c.scope.expect("scoped");
     assert!((scope - 0.25).abs() < 0.01, "{scope}");
     assert!(
@@ -1240,16 +1247,7 @@ fn a_misalignment_of_some_signatures_saves_only_their_share() {
         b.impact
     );
     let a = analyze_on(&trace(8, 0), "mi300x");
-    let st = standalone(&a);
-    let b = findings(st)
-        .find(|b| b.op_name == "aten::mm")
-        .expect("mm finding");
-    let c = b
-        .causes
-        .iter()
-        .find(|c| c.key == "gemm_alignment")
-        .expect("alignment cause");
-    assert!(c.scope.is_none());
+    assert!(mm_alignment(standalone(&a)).1.scope.is_none());
 }
 
 /// Idle that is the GPU's own gaps between back-to-back queued kernels (a microsecond or two
