@@ -991,10 +991,9 @@ fn a_device_flush_is_a_flush_and_a_harness_gap_is_no_one_off() {
         "{}",
         harness.path_a
     );
-    if let Some(idle) = find(st, "GPU idle time") {
-        assert!(idle.is_slight_idle(), "{}", idle.issue);
-        assert!(idle.aside().is_some());
-    }
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(idle.is_slight_idle() && idle.in_fragment, "{}", idle.issue);
+    assert!(idle.aside().is_some());
     let a = run(true);
     let st = a.standalone.as_ref().expect("standalone");
     let harness = find(st, "Benchmark harness").expect("harness finding");

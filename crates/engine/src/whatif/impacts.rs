@@ -55,8 +55,14 @@ fn stated_offsets(
 /// replay that deleted it had claimed 64 %). Training is told to add DataLoader workers, which
 /// divide the loader's time by their number, unknown here: no floor. 0 where the fix is
 /// another, or the trace has no steps.
-fn loader_floor(trace: &Trace, replay: &Replay, b: &Bottleneck, trains: bool) -> Nanos {
-    if trains {
+fn loader_floor(
+    trace: &Trace,
+    replay: &Replay,
+    b: &Bottleneck,
+    trains: bool,
+    steps: bool,
+) -> Nanos {
+    if trains || !steps {
         return 0;
     }
     let names: Vec<&str> = b
@@ -71,10 +77,6 @@ fn loader_floor(trace: &Trace, replay: &Replay, b: &Bottleneck, trains: bool) ->
         return 0;
     }
     let sim = &replay.sim;
-    let (_, steps) = crate::critical_path::replay::work_length(sim, &replay.windows, &sim.rec);
-    if !steps {
-        return 0;
-    }
     let windows = crate::critical_path::replay::spans(sim, &replay.windows, &sim.rec);
     select::host_spans(trace, sim, &|n, _| names.contains(&n))
         .into_iter()
@@ -293,8 +295,8 @@ pub fn replay_findings(
         if !b.fix.is_empty() {
             let off = stated_offsets(trace, replay, b, cold_window)?;
             sim.run_into(&off, &mut s.times);
-            let after =
-                (length(replay, &s.times) - stall).max(loader_floor(trace, replay, b, trains));
+            let after = (length(replay, &s.times) - stall)
+                .max(loader_floor(trace, replay, b, trains, steps));
             return Some(saving(after, 0.0, b.time_ms));
         }
         let c = cut_of(b)?;
@@ -351,7 +353,7 @@ pub fn replay_findings(
     let after_lead: Vec<Option<crate::standalone::findings::AfterFix>> =
         match lead.and_then(|l| Some((l, stated_offsets(trace, replay, l, cold_window)?))) {
             Some((l, lead_off)) => {
-                let lead_floor = loader_floor(trace, replay, l, trains);
+                let lead_floor = loader_floor(trace, replay, l, trains, steps);
                 let lead_len = (length(replay, &sim.run(&lead_off)) - stall).max(lead_floor);
                 in_halves(fork, &all, &lead_off, &|b, s| {
                     if b.fix.is_empty() && b.impact.mid_pct > 0.0 && !std::ptr::eq(b, l) {

@@ -1419,24 +1419,20 @@ fn allocator_fix(inp: &Inputs<'_>) -> Vec<(&'static str, String)> {
 pub(super) fn inherent_gaps(inp: &Inputs<'_>) -> bool {
     let (split, _) = steady_causes(inp);
     let total = split.total();
-    let queued = total > 0 && split.host_wait * 2 < total;
-    // Back-to-back starts of a microsecond or two.
-    let back_to_back = queued
-        && split.kernel_wait >= split.other
-        && split.gaps > 0
-        && total / split.gaps as i64 <= INHERENT_GAP_NS;
     // Longer gaps before queued work on one stream with nothing on the GPU to wait for: the
     // device's own start-up of the next kernel (the profiler's tracing, clocks), which the
     // finding's own action says to check with the profiler off (rocprofiler-sdk SDPA).
-    let device_side =
-        queued && split.other > split.kernel_wait && !inp.multi_stream && inp.coll.is_none();
-    back_to_back || device_side
+    let device_side = total > 0
+        && split.host_wait * 2 < total
+        && split.other > split.kernel_wait
+        && !inp.multi_stream
+        && inp.coll.is_none();
+    back_to_back_gaps(&split) || device_side
 }
 
-/// The back-to-back half of [`inherent_gaps`]: kernel wait of at most [`INHERENT_GAP_NS`] a gap
-/// on average.
-fn back_to_back_gaps(inp: &Inputs<'_>) -> bool {
-    let (split, _) = steady_causes(inp);
+/// The back-to-back half of [`inherent_gaps`]: mostly kernel wait, at most
+/// [`INHERENT_GAP_NS`] a gap on average (starts of a microsecond or two).
+fn back_to_back_gaps(split: &crate::analysis::idle::IdleSplit) -> bool {
     let total = split.total();
     total > 0
         && split.host_wait * 2 < total
@@ -1513,7 +1509,7 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         );
     }
     if split.host_wait * 2 < total {
-        if back_to_back_gaps(inp) {
+        if back_to_back_gaps(&split) {
             let mean_us = total as f64 / split.gaps.max(1) as f64 / 1e3;
             return (
                 format!("{split_text}{already}: {:.1} µs per gap on average over {} gaps, the GPU's own cost of starting one queued kernel after another", mean_us, split.gaps),
