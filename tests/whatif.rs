@@ -262,13 +262,14 @@ fn replay_reproduces_every_shared_trace() {
         }
         let rel = path.strip_prefix(&shared).unwrap_or(&path);
         eprintln!(
-            "{:<80} steps {:>3}  worst replay error {:.3} %  broken {}  inferred syncs {}  waits {}  cross-step {:?} (skipped {skipped})",
+            "{:<80} steps {:>3}  worst replay error {:.3} %  broken {}  inferred syncs {}  waits {}  queue-full {}  cross-step {:?} (skipped {skipped})",
             rel.display(),
             cp.jarvis.len(),
             cp.jarvis.iter().map(|s| s.replay.error_pct().abs()).fold(0.0, f64::max),
             replay.sim.broken,
             replay.sim.inferred_syncs,
             replay.sim.inferred_waits,
+            replay.sim.queue_waits,
             steps.iter().map(|c| format!("{:+.2}", c.error_pct())).collect::<Vec<_>>()
         );
     }
@@ -777,4 +778,74 @@ fn a_profiled_host_ranks_fixes_by_their_formula_on_v100() {
     let ranked = ranked(&mlp);
     assert!(ranked.iter().any(|r| r.3), "a profiled host: {ranked:?}");
     assert!(ranked.iter().filter(|r| !r.3).all(|r| !r.2), "{ranked:?}");
+}
+
+/// `n` ops, each launching one `kernel_us` kernel onto one stream through a launch queue
+/// `depth` deep: a launch made while `depth` kernels are pending returns 3 µs after the oldest
+/// of them ends (the queue full); otherwise after 5 µs. The CPU spends 10 µs between launches.
+/// Also how many launches waited 20 µs or more for a slot (shorter waits read as a slow call).
+fn queued(n: usize, depth: usize, kernel_us: f64) -> (String, usize) {
+    let mut ev = Vec::new();
+    let (mut cpu, mut gpu_free) = (0.0f64, 0.0f64);
+    let mut ends: Vec<f64> = Vec::new();
+    let mut waited = 0;
+    for i in 0..n {
+        let call_end = if i >= depth {
+            (cpu + 5.0).max(ends[i - depth] + 3.0)
+        } else {
+            cpu + 5.0
+        };
+        waited += usize::from(call_end > cpu + 5.0 && call_end - (cpu + 0.5) >= 20.0);
+        let corr = i + 1;
+        ev.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": {cpu}, "dur": {}}}"#, call_end + 1.0 - cpu));
+        ev.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": {}, "args": {{"correlation": {corr}}}}}"#, cpu + 0.5, call_end - cpu - 0.5));
+        let start = (call_end + 5.0).max(gpu_free + 1.0);
+        ev.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "add_k", "pid": 0, "tid": 7, "ts": {start}, "dur": {kernel_us}, "args": {{"correlation": {corr}, "stream": 7}}}}"#));
+        gpu_free = start + kernel_us;
+        ends.push(gpu_free);
+        cpu = call_end + 10.0;
+    }
+    (
+        format!(r#"{{"traceEvents": [{}]}}"#, ev.join(",\n")),
+        waited,
+    )
+}
+
+/// A launch that waits for a slot in a full launch queue waits for the GPU, not for the CPU:
+/// halving every kernel of a queue-bound run predicts what the same run records with kernels
+/// half as long. Without a backlog (the GPU keeping up) no launch is taken to wait.
+#[test]
+fn a_launch_waiting_for_a_full_queue_waits_for_the_gpu() {
+    let (text, waited) = queued(200, 64, 200.0);
+    let t = trace(&text);
+    let cp = analyze(&t);
+    // Each returned 3 µs after the kernel 64 places ahead ended, once the GPU fell behind.
+    assert!(waited > 100, "{waited}");
+    assert_eq!(cp.replay.as_ref().expect("replay").sim.queue_waits, waited);
+    let [(before, after)] = predict(&t, &[("scale", "kernel:add_k=0.5")])[..] else {
+        panic!("one window");
+    };
+    let truth = analyze(&trace(&queued(200, 64, 100.0).0)).jarvis[0]
+        .replay
+        .recorded_us;
+    assert!(before > 1.9 * truth, "{before} vs {truth}");
+    assert!(
+        (after - truth).abs() <= 0.01 * truth,
+        "predicted {after} µs, the run with halved kernels records {truth} µs"
+    );
+    // The GPU keeps up (12 µs kernels, the CPU's 15 µs a launch): the queue never fills.
+    let t = trace(&queued(200, 64, 12.0).0);
+    assert_eq!(
+        analyze(&t).replay.as_ref().expect("replay").sim.queue_waits,
+        0
+    );
+    // Launches held behind 16 queued kernels are no full launch queue (real ones hold about
+    // a thousand): their calls stay CPU time.
+    let (text, waited) = queued(200, 16, 200.0);
+    assert!(waited > 100, "{waited}");
+    let t = trace(&text);
+    assert_eq!(
+        analyze(&t).replay.as_ref().expect("replay").sim.queue_waits,
+        0
+    );
 }

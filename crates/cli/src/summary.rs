@@ -105,7 +105,7 @@ pub fn render(a: &Analysis) -> String {
         let _ = writeln!(s, "\nPerf models (docs/metrics.md)");
         let _ = writeln!(
             s,
-            "  kernel time in ops {:.3} ms: {:.1} % with a perf model, {:.1} % with FLOPs computed from the recorded inputs",
+            "  kernel time in ops {:.3} ms: {:.1} % in ops that have a perf model, {:.1} % with FLOPs computed from the recorded inputs",
             h.op_kernel_ms,
             h.modelled_share_pct.unwrap_or(0.0),
             h.computed_share_pct.unwrap_or(0.0)

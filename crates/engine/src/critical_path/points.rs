@@ -17,6 +17,9 @@ pub enum Link {
     Stream,
     StreamWait,
     Sync,
+    /// A launch call waiting for a slot in the device's full launch queue: the GPU work whose
+    /// end freed it.
+    QueueFull,
     /// The autograd hand-over between the forward thread and the autograd engine's thread.
     HandOver,
 }

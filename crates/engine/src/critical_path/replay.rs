@@ -120,7 +120,7 @@ fn whole_trace_bounds(trace: &Trace, sim: &Simulation) -> (Vec<u32>, usize) {
                 Link::Launch => {
                     drives.insert(trace.events[sim.event[c.from as usize] as usize].lane());
                 }
-                Link::Sync => {
+                Link::Sync | Link::QueueFull => {
                     drives.insert(ev.lane());
                 }
                 _ => {}
@@ -235,7 +235,7 @@ const LONG_LAUNCH_NS: Nanos = 1_000_000;
 /// Which link explains a point when several are tight: the GPU's before the CPU's.
 fn preference(l: Link) -> u8 {
     match l {
-        Link::Sync => 0,
+        Link::Sync | Link::QueueFull => 0,
         Link::StreamWait => 1,
         Link::Duration => 2,
         Link::Stream => 3,
@@ -302,7 +302,7 @@ pub fn path(
             continue;
         }
         let bound_by = match c.link {
-            Link::Thread | Link::Sync | Link::HandOver => BoundBy::CpuBound,
+            Link::Thread | Link::Sync | Link::QueueFull | Link::HandOver => BoundBy::CpuBound,
             Link::Loading => BoundBy::DataLoading,
             Link::Duration => {
                 let e = &trace.events[c.charged as usize];

@@ -10,6 +10,8 @@
 //!   kernel a `cudaGraphLaunch` replays hangs on it) plus a launch latency;
 //! - **stream**: the previous GPU event of the stream plus the gap between them;
 //! - **stream wait**: a `cudaStreamWaitEvent`'s recorded kernel (from `cuda_sync` records);
+//! - **queue full**: the GPU work whose end freed a slot in a full launch queue, to the end
+//!   of the launch call that waited for it;
 //! - **sync**: the GPU work a synchronize or blocking copy waited for, to the call's end.
 //!   From `cuda_sync` records where the trace has them; else inferred: a device synchronize
 //!   waits for the last work launched onto every stream before it, a stream or event
@@ -69,6 +71,8 @@ pub struct Simulation {
     pub inferred_waits: usize,
     /// Autograd hand-overs between the forward thread and the autograd thread.
     pub hand_overs: usize,
+    /// Launch calls that waited for a slot in a full launch queue.
+    pub queue_waits: usize,
     /// Constraints dropped to break a cycle (inconsistent timestamps).
     pub broken: usize,
 }
@@ -91,6 +95,7 @@ impl Simulation {
             inferred_syncs: 0,
             inferred_waits: 0,
             hand_overs: 0,
+            queue_waits: 0,
             broken: 0,
         };
         // Host threads: each lane's points in time order (an end before a start at one time).
@@ -277,11 +282,13 @@ impl Simulation {
             waits::across_streams(&view, trace, &streams, &mut found);
         }
         waits::behind_long_kernels(&view, trace, &host, &resumes, &streams, &mut found);
+        waits::full_queue(&view, trace, ctx, &streams, &mut found);
         waits::autograd_hand_over(trace, &host, &resumes, &mut found);
         sim.recorded_syncs = found.recorded_syncs;
         sim.inferred_syncs = found.inferred_syncs;
         sim.inferred_waits = found.inferred_waits;
         sim.hand_overs = found.hand_overs;
+        sim.queue_waits = found.queue_waits;
         sim.fix_offsets(found.raw);
         sim.order_points();
         sim
@@ -339,7 +346,7 @@ impl Simulation {
             // A blocking call's own work is nominal only beside a sync (or a hand-over).
             let synced = group
                 .iter()
-                .any(|c| matches!(c.link, Link::Sync | Link::HandOver));
+                .any(|c| matches!(c.link, Link::Sync | Link::QueueFull | Link::HandOver));
             let at = self.rec[p];
             let mut best = (Nanos::MIN, 0);
             for (k, (c, off)) in group.iter().zip(offsets.iter_mut()).enumerate() {

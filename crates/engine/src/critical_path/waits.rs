@@ -16,6 +16,15 @@ use crate::model::{LaneId, Nanos, Trace};
 const RETURNS_WITH_COPY_NS: Nanos = 50_000;
 /// A GPU event starting this much later than its launch and stream allow is unexplained.
 const UNEXPLAINED_NS: Nanos = 10_000;
+/// A launch call at least this long can have waited for a slot in a full launch queue ...
+const FULL_QUEUE_MIN_NS: Nanos = 20_000;
+/// ... if its stream's queue then held at least this share of the most it ever held ...
+const FULL_QUEUE_SHARE: f64 = 0.9;
+/// ... that most being a real queue's capacity (about 1,024 launches on CUDA), not a few
+/// kernels queued behind a long one ...
+const FULL_QUEUE_MIN_LAUNCHES: i32 = 64;
+/// ... and it returned within this long of the end of GPU work on its device (the slot freed).
+const SLOT_FREED_NS: Nanos = 20_000;
 
 /// The constraints found, and how many of each kind.
 #[derive(Default)]
@@ -25,6 +34,7 @@ pub(super) struct Found {
     pub inferred_syncs: usize,
     pub inferred_waits: usize,
     pub hand_overs: usize,
+    pub queue_waits: usize,
 }
 
 /// Synchronizes and stream waits: from `cuda_sync` records when the trace has any, else
@@ -247,6 +257,81 @@ pub(super) fn behind_long_kernels(
             };
             found.raw.push((k as u32, c, 0));
             found.inferred_syncs += 1;
+        }
+    }
+}
+
+/// A launch that returns only when its stream's launch queue has a free slot: a call of at
+/// least [`FULL_QUEUE_MIN_NS`], made while the stream's queue (launches not yet started, as
+/// `Context::queue` counts them) held at least [`FULL_QUEUE_SHARE`] of the most it ever held,
+/// that most a real queue's capacity ([`FULL_QUEUE_MIN_LAUNCHES`]), and which returns within
+/// [`SLOT_FREED_NS`] of the end of GPU work on its device that ended while it waited, waited
+/// for that work: a queue-full constraint from its end to the call's end. (V100 ResNet-50
+/// DDP: the queue sits at 1,010–1,024 launches, the CPU runs 81 ms ahead, and half of each
+/// step's launch-call time is such waits; kept as CPU time, a faster GPU replayed to half its
+/// gain.)
+pub(super) fn full_queue(
+    sim: &Points<'_>,
+    trace: &Trace,
+    ctx: &Context<'_>,
+    streams: &[Stream],
+    found: &mut Found,
+) {
+    let long_launch = |i: usize| {
+        let e = &trace.events[i];
+        ctx.queue[i] != i32::MIN && e.dur >= FULL_QUEUE_MIN_NS && ctx.gpu_of[i] != NONE
+    };
+    // Most traces have no long launch: the queues' capacities are read only when one has.
+    if !(0..trace.events.len()).any(long_launch) {
+        return;
+    }
+    let mut most: rustc_hash::FxHashMap<i64, i32> = Default::default();
+    for (i, &q) in ctx.queue.iter().enumerate() {
+        let e = &trace.events[i];
+        if q != i32::MIN && e.kind().is_runtime() {
+            if let Some(s) = trace.events[ctx.gpu_of[i] as usize].stream() {
+                let m = most.entry(s).or_insert(0);
+                *m = (*m).max(q);
+            }
+        }
+    }
+    let device = |g: u32| &trace.lane(trace.events[g as usize].lane()).pid;
+    let mut ends: Vec<(Nanos, u32)> = Vec::new();
+    for i in (0..trace.events.len()).filter(|&i| long_launch(i)) {
+        let e = &trace.events[i];
+        let g = ctx.gpu_of[i];
+        let Some(&capacity) = trace.events[g as usize].stream().and_then(|s| most.get(&s)) else {
+            continue;
+        };
+        if capacity < FULL_QUEUE_MIN_LAUNCHES
+            || f64::from(ctx.queue[i]) < FULL_QUEUE_SHARE * f64::from(capacity)
+        {
+            continue;
+        }
+        if ends.is_empty() {
+            ends = streams
+                .iter()
+                .flat_map(|st| st.events.iter())
+                .map(|&g| (trace.events[g as usize].end(), g))
+                .collect();
+            ends.sort_unstable();
+        }
+        let upto = ends.partition_point(|x| x.0 <= e.end());
+        let freed = ends[..upto]
+            .iter()
+            .rev()
+            .take_while(|x| x.0 > e.ts && e.end() - x.0 <= SLOT_FREED_NS)
+            .find(|x| device(x.1) == device(g));
+        let points =
+            freed.and_then(|&(_, src)| Some((sim.points_of(src)?, sim.points_of(i as u32)?)));
+        if let Some(((_, from), (_, to))) = points {
+            let c = Constraint {
+                from,
+                link: Link::QueueFull,
+                charged: i as u32,
+            };
+            found.raw.push((to, c, 0));
+            found.queue_waits += 1;
         }
     }
 }
