@@ -232,3 +232,48 @@ fn moe_expert_weights_are_counted_or_said_not_to_be() {
         w.scale
     );
 }
+
+/// `calls` forward calls of each `(op, input dims, kernel µs)`, without module frames.
+fn forward_calls(ops: &[(&str, &str, u32)], calls: usize) -> Vec<u8> {
+    let mut ev = Vec::new();
+    let (mut t, mut corr) = (0u32, 0u32);
+    for _ in 0..calls {
+        for (op, dims, us) in ops {
+            corr += 1;
+            ev.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "{op}", "pid": 1, "tid": 1, "ts": {t}, "dur": 10, "args": {{"Input Dims": {dims}, "Input type": ["c10::BFloat16", "c10::BFloat16"]}}}}"#));
+            ev.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {corr}}}}}"#, t + 2));
+            ev.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "kernel_of_{}", "pid": 0, "tid": 7, "ts": {}, "dur": {us}, "args": {{"correlation": {corr}, "stream": 7}}}}"#, op.replace(':', "_"), t + 10));
+            t += us + 20;
+        }
+    }
+    format!(r#"{{"traceEvents": [{}]}}"#, ev.join(",\n")).into_bytes()
+}
+
+/// A forward-only trace that times one op in a loop is a micro-benchmark of that op, not a
+/// model's inference; a forward pass of several ops is not one.
+#[test]
+fn one_op_timed_in_a_loop_is_a_micro_benchmark() {
+    let a = analyze(&forward_calls(
+        &[("aten::mm", "[[256, 131072], [131072, 512]]", 1000)],
+        10,
+    ));
+    let w = workload(&a);
+    assert_eq!(w.architecture, "Micro-benchmark of aten::mm");
+    assert!(w.is_micro_benchmark());
+    assert_eq!(
+        w.mode_text(),
+        "forward only (10 calls of one shape: ((256, 131072), (131072, 512)))"
+    );
+    let a = analyze(&forward_calls(
+        &[
+            ("aten::mm", "[[256, 1024], [1024, 1024]]", 100),
+            ("aten::add", "[[256, 1024], [256, 1024]]", 20),
+            ("aten::gelu", "[[256, 1024]]", 20),
+            ("aten::softmax", "[[256, 1024]]", 20),
+        ],
+        10,
+    ));
+    let w = workload(&a);
+    assert!(!w.is_micro_benchmark(), "{}", w.architecture);
+    assert!(w.mode_text().starts_with("inference"), "{}", w.mode_text());
+}

@@ -20,6 +20,13 @@ const ROOT_MIN_SHARE: f64 = 0.5;
 /// ... and module-framed ops make at least this share of all kernel time (a training step's
 /// forward is about a third; a trace that frames only its loss is not a model).
 const FRAMED_MIN_SHARE: f64 = 0.2;
+/// A forward-only trace without module frames whose kernel time is at least this share one
+/// op's, over at most [`MICRO_MAX_SHAPES`] input shapes called at least twice, with at most
+/// [`MICRO_MAX_OPS`] ops holding 1 % or more of the kernel time, is a micro-benchmark of that
+/// op, not a model.
+const MICRO_MIN_SHARE: f64 = 0.9;
+const MICRO_MAX_SHAPES: usize = 4;
+const MICRO_MAX_OPS: usize = 3;
 /// Convolutions above this share of matrix time make a network convolutional.
 const CONV_MIN_SHARE: f64 = 0.3;
 /// A second precision is named when it has at least this share of matrix time.
@@ -111,10 +118,16 @@ impl Workload {
     /// The mode, with the serving phase where the trace's annotations tell it
     /// (`inference (decode, 32 requests, …)`).
     pub fn mode_text(&self) -> String {
+        // A micro-benchmark's forward calls are no model's inference.
+        let label = if self.is_micro_benchmark() && self.mode == Mode::Inference {
+            "forward only"
+        } else {
+            self.mode.label()
+        };
         let mode = match (self.phase.is_empty(), self.input.is_empty()) {
-            (true, true) => self.mode.label().to_owned(),
-            (false, _) => format!("{} ({})", self.mode.label(), self.phase),
-            (true, false) => format!("{} ({})", self.mode.label(), self.input),
+            (true, true) => label.to_owned(),
+            (false, _) => format!("{label} ({})", self.phase),
+            (true, false) => format!("{label} ({})", self.input),
         };
         if self.train_mode.is_empty() {
             mode
@@ -124,6 +137,11 @@ impl Workload {
                 self.train_mode
             )
         }
+    }
+
+    /// Whether the trace times one op in a loop (`micro_benchmark`).
+    pub fn is_micro_benchmark(&self) -> bool {
+        self.architecture.starts_with("Micro-benchmark of ")
     }
 
     /// `metadata/model_info.json`'s object, TraceLens's agent's four fields.
@@ -182,13 +200,22 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
     } else {
         "mode: no backward op and no optimizer step".into()
     });
+    let micro = (mode == Mode::Inference && modules.frames.is_empty())
+        .then(|| micro_benchmark(rows, &mut evidence))
+        .flatten();
+    let (architecture, micro_input) = match micro {
+        Some((arch, input)) => (Some(arch), input),
+        None => (architecture, String::new()),
+    };
     let or_unknown = |s: Option<String>| s.unwrap_or_else(|| UNKNOWN.to_owned());
     let phase = if mode == Mode::Inference {
         serving_phase(trace, &mut evidence)
     } else {
         String::new()
     };
-    let input = if phase.is_empty() {
+    let input = if !micro_input.is_empty() {
+        micro_input
+    } else if phase.is_empty() {
         model_input(trace, rows, mode, &mut evidence)
     } else {
         String::new()
@@ -214,6 +241,56 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
         train_mode,
         evidence,
     }
+}
+
+/// A micro-benchmark's architecture (`Micro-benchmark of aten::mm`) and input (`10 calls of
+/// one shape: ((1, 32, 4096, 256), …)`), by [`MICRO_MIN_SHARE`]'s rule; `None` for a model.
+/// PARAM's and TraceLens's fixtures time one op in a loop: calling them a Transformer's
+/// inference invents a model around it.
+fn micro_benchmark(rows: &[OpRow], ev: &mut Vec<String>) -> Option<(String, String)> {
+    let total: f64 = rows.iter().map(|r| r.kernel_us).sum();
+    if total <= 0.0 {
+        return None;
+    }
+    let mut by_name: Vec<(&str, f64)> = Vec::new();
+    for r in rows.iter().filter(|r| r.kernel_us > 0.0) {
+        match by_name.iter_mut().find(|x| x.0 == r.name) {
+            Some(x) => x.1 += r.kernel_us,
+            None => by_name.push((&r.name, r.kernel_us)),
+        }
+    }
+    by_name.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let (op, us) = *by_name.first()?;
+    let material = by_name.iter().filter(|x| x.1 >= 0.01 * total).count();
+    let shapes: Vec<&OpRow> = rows
+        .iter()
+        .filter(|r| r.name == op && r.kernel_us > 0.0)
+        .collect();
+    let calls: u64 = shapes.iter().map(|r| r.count).sum();
+    if us < MICRO_MIN_SHARE * total
+        || material > MICRO_MAX_OPS
+        || shapes.len() > MICRO_MAX_SHAPES
+        || calls < 2
+    {
+        return None;
+    }
+    ev.push(format!(
+        "architecture: a micro-benchmark: no module frames, and {op} holds {:.0}% of the kernel time in {calls} calls of {} input shape{}",
+        pct(us, total),
+        shapes.len(),
+        if shapes.len() == 1 { "" } else { "s" }
+    ));
+    let input = match shapes[..] {
+        [one] if !one.input_dims.is_empty() => {
+            format!("{calls} calls of one shape: {}", one.input_dims)
+        }
+        _ => format!(
+            "{calls} calls of {} shape{}",
+            shapes.len(),
+            if shapes.len() == 1 { "" } else { "s" }
+        ),
+    };
+    Some((format!("Micro-benchmark of {op}"), input))
 }
 
 /// Layers that run differently in `train()` and `eval()`, seen running as in training: dropout

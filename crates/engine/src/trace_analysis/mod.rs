@@ -301,11 +301,14 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
             {
                 Some((p, how)) => Some(PlatformUsed { platform: p, how }),
                 None => {
-                    let shown = if first.is_empty() {
+                    let mut shown = if first.is_empty() {
                         "no device name".to_owned()
                     } else {
                         format!("device {first:?}")
                     };
+                    if let Some(hint) = architecture_hint(trace) {
+                        shown.push_str(&format!("; {hint}"));
+                    }
                     trace
                         .diagnostics
                         .add(DiagnosticKind::UnknownPlatform, 1, Some(shown));
@@ -316,26 +319,55 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
     }
 }
 
-/// A trace that records no device properties (Kineto before 2021) where its kernels' names
-/// say the architecture and that architecture has one data-centre GPU in the table: cuBLAS's
-/// and cuDNN's `volta_*` kernels run on a V100 (the SXM2 peaks; a PCIe card's are about 10 %
-/// lower, and the finding says which was assumed).
+/// A trace that records no device properties (Kineto before 2021, trimmed fixtures) where its
+/// kernels' names say the architecture and the table has one GPU most runs of it are on:
+/// cuBLAS's and cuDNN's `volta_*` kernels run on a V100 (the SXM2 peaks; a PCIe card's are
+/// about 10 % lower), Tensile's and hipBLASLt's `ISA942` (or a `gfx942` code object) on an
+/// MI300X (the MI300A shares gfx942 with 228 CUs, the MI325X with 6 TB/s); the finding says
+/// which was assumed.
 fn by_kernel_names(trace: &Trace) -> Option<(crate::perf::platform::Platform, String)> {
     if trace.meta.device_properties.is_some() {
         return None;
     }
-    let volta = trace.events.iter().filter(|e| e.kind().is_gpu()).any(|e| {
-        let n = trace.name(e);
-        n.starts_with("volta_") || n.contains(" volta_") || n.contains("_volta_")
-    });
-    if !volta {
-        return None;
+    let mut names = trace
+        .events
+        .iter()
+        .filter(|e| e.kind().is_gpu())
+        .map(|e| trace.name(e));
+    let arch = names.find_map(|n| {
+        if n.starts_with("volta_") || n.contains(" volta_") || n.contains("_volta_") {
+            Some("volta")
+        } else if n.contains("_ISA942") || n.contains("gfx942") {
+            Some("gfx942")
+        } else {
+            None
+        }
+    })?;
+    match arch {
+        "volta" => Some((
+            crate::perf::platform::by_name("V100")?,
+            "inferred from the kernels' names (`volta_*`: a Volta GPU; the trace records no device properties), V100 SXM2 assumed (a PCIe card's peaks are about 10 % lower)".to_owned(),
+        )),
+        _ => Some((
+            crate::perf::platform::by_name("MI300X")?,
+            "inferred from the kernels' names (`ISA942`/`gfx942`: a CDNA3 GPU; the trace records no device properties), MI300X assumed (an MI300A has 228 CUs, an MI325X 6 TB/s; pass --platform if it is one)".to_owned(),
+        )),
     }
-    let p = crate::perf::platform::by_name("V100")?;
-    Some((
-        p,
-        "inferred from the kernels' names (`volta_*`: a Volta GPU; the trace records no device properties), V100 SXM2 assumed (a PCIe card's peaks are about 10 % lower)".to_owned(),
-    ))
+}
+
+/// What the kernels' names say of an architecture that names no one GPU of the table, for the
+/// unknown-platform diagnostic: sm_80 builds (`cutlass_80_*`, `sm80_*`, `ampere_*` cuBLAS
+/// kernels) run on an A100, A800 or A30, whose peaks differ twofold.
+fn architecture_hint(trace: &Trace) -> Option<&'static str> {
+    trace
+        .events
+        .iter()
+        .filter(|e| e.kind().is_gpu())
+        .map(|e| trace.name(e))
+        .any(|n| n.contains("cutlass_80_") || n.contains("sm80_") || n.starts_with("ampere_"))
+        .then_some(
+            "its kernels are sm_80 builds (`cutlass_80_*`, `sm80_*`, `ampere_*`): an A100, A800 or A30 (pass `--platform a100` if it is one)",
+        )
 }
 
 /// `totalGlobalMem` of the first device `deviceProperties` lists (what tells SKUs of one name
@@ -842,5 +874,27 @@ mod tests {
         assert!(used.how.contains("`volta_*`"), "{}", used.how);
         let a = crate::analyze(trace("ampere_sgemm_128x64_nn").as_bytes()).expect("analyzes");
         assert!(a.platform.is_none());
+        // sm_80 names no one GPU, but the diagnostic says which it can be.
+        let d = a
+            .diagnostics
+            .iter()
+            .find(|d| d.kind == crate::diagnostics::DiagnosticKind::UnknownPlatform)
+            .expect("unknown platform");
+        assert!(
+            d.examples
+                .iter()
+                .any(|e| e.contains("an A100, A800 or A30")),
+            "{:?}",
+            d.examples
+        );
+        // Tensile's `ISA942`: a CDNA3 GPU, MI300X assumed.
+        let a = crate::analyze(
+            trace("Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI16x16x16x1_SN_GSU2_ISA942_WG64_4_1")
+                .as_bytes(),
+        )
+        .expect("analyzes");
+        let used = a.platform.as_ref().expect("a platform");
+        assert_eq!(used.platform.name, "MI300X");
+        assert!(used.how.contains("MI300X assumed"), "{}", used.how);
     }
 }

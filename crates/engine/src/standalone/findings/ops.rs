@@ -58,16 +58,16 @@ pub(super) fn basis(r: &OpRow, p: Option<&Platform>) -> String {
             let peak = p.peak_tflops(spec).unwrap_or(f64::NAN);
             match p.datasheet_tflops(spec) {
                 Some(ds) => format!(
-                    "of the achievable peak (MAF, as TraceLens: {spec}, {peak:.0} TFLOPS/s){}",
+                    "of the achievable peak (MAF, as TraceLens: {spec}, {peak:.0} TFLOPS){}",
                     r.efficiency_pct().map_or(String::new(), |e| format!(
-                        "; {:.1}% of the datasheet dense peak ({ds:.0} TFLOPS/s)",
+                        "; {:.1}% of the datasheet dense peak ({ds:.0} TFLOPS)",
                         e * peak / ds
                     ))
                 ),
                 None if p.tflops.get(spec.as_str()).is_some_and(|v| v.1 == "custom") => {
-                    format!("of the given peak ({spec}, {peak:.0} TFLOPS/s)")
+                    format!("of the given peak ({spec}, {peak:.0} TFLOPS)")
                 }
-                None => format!("of the datasheet dense peak ({spec}, {peak:.0} TFLOPS/s)"),
+                None => format!("of the datasheet dense peak ({spec}, {peak:.0} TFLOPS)"),
             }
         }
         Some(Bound::Memory) => format!(
