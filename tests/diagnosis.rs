@@ -109,6 +109,27 @@ fn work_under_the_kernel_floor_is_latency_bound() {
     // Its efficiency band is no call to investigate, and no replay artifact is asked for.
     assert!(!b.issue.contains("needs investigation"), "{}", b.issue);
     assert!(!b.replay);
+    // Without a cause that costs it, its saving is its time above the floor, not the gap to
+    // the roofline (which no kernel closes at this size), with low confidence.
+    let mut uncosted = b.clone();
+    uncosted.causes.clear();
+    let i = jarvis_engine::standalone::findings::Impact::of(&uncosted, &standalone(&a).utilization);
+    assert_eq!(i.method, ImpactMethod::Floor);
+    assert_eq!(
+        i.priority(),
+        jarvis_engine::standalone::rules::Priority::Low
+    );
+    assert_eq!(
+        i.confidence,
+        Some(jarvis_engine::standalone::diagnosis::Confidence::Low)
+    );
+    let share = b.time_ms / standalone(&a).utilization.steady_ms * 100.0;
+    assert!(
+        (i.high_pct - b.above_floor * share).abs() < 1e-6,
+        "{} vs {}",
+        i.high_pct,
+        b.above_floor * share
+    );
     let a = analyze_on(&case_bytes(&case("gemm_odd_dims").expect("case")), "mi300x");
     assert!(
         findings(standalone(&a)).all(|b| !b.issue.contains("latency-bound")),

@@ -122,6 +122,12 @@ pub enum ImpactMethod {
     /// The gap to a tuned kernel's efficiency (80 % of the roofline), scaled 0.75 / 0.875 / 1
     /// (TraceLens's analysis agent scales the whole gap to the roofline).
     Roofline,
+    /// As `Roofline`, where the calls' time above the trace's kernel floor is less than that
+    /// gap (a latency-bound op): the saving is what lies above the floor, an upper bound (the
+    /// floor is the trace's shortest kernels, and an op's own kernel seldom gets that short),
+    /// stated with low confidence (review Z: a 6.8 µs RMSNorm of 184 KB read as "gap to 80 %
+    /// of the roofline" and ranked Medium).
+    Floor,
     /// The finding's own projection (patterns, idle, exposed copies and communication).
     Projection,
     /// No perf model: 0.15 / 0.30 / 0.45 of the op's share of the trace (TraceLens's agent).
@@ -137,6 +143,9 @@ impl ImpactMethod {
         match self {
             ImpactMethod::Cause => "the named causes' own estimate",
             ImpactMethod::Roofline => "gap to 80% of the roofline × 0.75 / 0.875 / 1",
+            ImpactMethod::Floor => {
+                "its time above the trace's kernel floor × 0.75 / 0.875 / 1, an upper bound: its work is too small for the roofline to bind"
+            }
             ImpactMethod::Projection => "the finding's projection",
             ImpactMethod::Heuristic => "no perf model: 0.15 / 0.30 / 0.45 of its share",
             ImpactMethod::OneOff => "a one-off, left out of the steady state",
@@ -265,7 +274,8 @@ impl Impact {
     /// replayed saving), capped as [`Impact::priority`] says.
     pub fn priority_for(&self, pct: f64) -> super::rules::Priority {
         let p = super::rules::impact_priority(pct);
-        if self.method == ImpactMethod::Heuristic {
+        // A guess, or an upper bound no kernel is shown to reach, ranks Low.
+        if matches!(self.method, ImpactMethod::Heuristic | ImpactMethod::Floor) {
             super::rules::Priority::Low
         } else if self.undiagnosed_good {
             p.max(super::rules::Priority::Medium)
@@ -574,17 +584,28 @@ impl Impact {
             let undiagnosed_good = b.causes.is_empty()
                 && b.efficiency_pct
                     .is_some_and(|e| e >= super::rules::GOOD_EFFICIENCY_PCT);
-            let c = first.or(Some(if undiagnosed_good {
-                Confidence::Low
+            // The floor, not the roofline, bounds a latency-bound op's saving.
+            let floored = super::diagnosis::gap(b.efficiency_pct).is_some_and(|r| g < r)
+                && g >= b.above_floor.clamp(0.0, 1.0) - 1e-9;
+            let c = if floored {
+                Some(Confidence::Low)
             } else {
-                Confidence::Medium
-            }));
+                first.or(Some(if undiagnosed_good {
+                    Confidence::Low
+                } else {
+                    Confidence::Medium
+                }))
+            };
             return Impact {
                 undiagnosed_good,
                 ..Impact::scaled(
                     of_trace(g * b.time_ms),
                     (0.75, 0.875),
-                    ImpactMethod::Roofline,
+                    if floored {
+                        ImpactMethod::Floor
+                    } else {
+                        ImpactMethod::Roofline
+                    },
                     c,
                 )
             };
