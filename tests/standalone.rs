@@ -809,6 +809,28 @@ fn one_cause_in_two_ops_is_one_recommendation() {
     // The forward's finding is still in its category.
     let fwd = find(st, SeedCategory::Batchnorm, "`aten::batch_norm`");
     assert!(fwd.title.contains("one workgroup per channel"));
+    // channels_last also spares this CNN's convolutions their transposes; a trace of norm
+    // layers alone has none to spare.
+    assert!(
+        kept.path_a
+            .contains("the convolutions lose their layout transposes"),
+        "{}",
+        kept.path_a
+    );
+    let Some(norms) = real("mi300x_normalization_layer_test.json.gz") else {
+        return;
+    };
+    let st = standalone(&norms);
+    let per_channel: Vec<&Bottleneck> = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .filter(|b| b.title.contains("one workgroup per channel"))
+        .collect();
+    assert!(!per_channel.is_empty());
+    for b in per_channel {
+        assert!(!b.path_a.contains("convolutions"), "{}", b.path_a);
+    }
 }
 
 /// HF Qwen1.5-0.5B eager on H100: the unfused RMSNorm, rotary embedding and gated activation

@@ -92,7 +92,15 @@ pub(super) fn causes(signatures: &[&OpRow], group_us: f64, ctx: &Context<'_>) ->
             (1.0 - w as f64 / units as f64) * 100.0,
             narrow.iter().map(|n| n.1).sum::<f64>() / total * 100.0
         ),
-        action: "Run the model and its inputs channels_last (`model.to(memory_format=torch.channels_last)`): PyTorch's NHWC BatchNorm kernels then spread the reduction over the GPU, and the convolutions lose their layout transposes too. A larger batch does not help here: the grid stays one workgroup per channel, each with more to reduce.".into(),
+        action: format!(
+            "Run the model and its inputs channels_last (`model.to(memory_format=torch.channels_last)`): PyTorch's NHWC BatchNorm kernels then spread the reduction over the GPU{}. A larger batch does not help here: the grid stays one workgroup per channel, each with more to reduce.",
+            // Only a trace with convolutions has their transposes to lose.
+            if ctx.convolutions {
+                ", and the convolutions lose their layout transposes too"
+            } else {
+                ""
+            }
+        ),
         waste: Some(waste),
         confidence: Confidence::High,
         bounds_all: false,

@@ -93,6 +93,9 @@ pub struct Context<'a> {
     /// For a fused MoE's down stage (`…_down`), the bandwidth its up stage (`…_up`, the same
     /// routing) reaches, TB/s: what the same tokens per expert allow (`moe::causes`).
     pub moe_up_tb_s: Option<f64>,
+    /// The trace runs convolutions: advice that changes their layout can say what it does to
+    /// them.
+    pub convolutions: bool,
 }
 
 #[cfg(test)]
@@ -107,6 +110,7 @@ impl<'a> Context<'a> {
             trains: false,
             tf32_gemms: 0,
             moe_up_tb_s: None,
+            convolutions: false,
         }
     }
 }

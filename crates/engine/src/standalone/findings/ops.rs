@@ -258,7 +258,13 @@ fn attention_path_a_for(
             }
             None => "a head dim the kernel handles natively: 64, 128; ".to_owned(),
         };
-        return format!("Attention already runs a flash kernel. What is left is the shape ({head_dim}sequences packed rather than padded, where they are padded) and a faster backend where the platform has one ({faster}).");
+        // Packing is advised by the short-sequence cause, where the shapes show it: a flash
+        // kernel says nothing of padding (review Z: "pack rather than pad" with no padding).
+        return if head_dim.is_empty() {
+            format!("Attention already runs a flash kernel. What is left is a faster backend where the platform has one ({faster}).")
+        } else {
+            format!("Attention already runs a flash kernel. What is left is the shape ({}) and a faster backend where the platform has one ({faster}).", head_dim.trim_end_matches("; "))
+        };
     }
     if has(&o, &["efficient_attention"])
         || has(&k, &["fmha_cutlass", "efficient_attention", "mem_eff"])
@@ -772,7 +778,10 @@ fn other_path_a(r: &OpRow, latency: bool, collectives: bool, gemms: bool) -> Str
         }
     } else if main.starts_with("triton_") && lower.contains("fused") {
         // Inductor's own kernel: the region is already compiled.
-        if gemms {
+        if gemms && is_gated_product(&lower) {
+            // SiLU(gate) · up needs two GEMMs' outputs: no one epilogue holds both.
+            format!("It is Inductor's kernel of a compiled region (`{}`): a gated activation, the product of two GEMMs' outputs (gate and up), so no one GEMM's epilogue can take it while they are two GEMMs; merge gate and up into one GEMM of twice the width (one weight `[2·d_ff, d]`, as vLLM's `MergedColumnParallelLinear` does), then `torch.compile(mode=\"max-autotune\")` can fuse the activation into that GEMM's epilogue. Otherwise the lever is its block size, or the kernel's efficiency (Path B).", short(&main, 70))
+        } else if gemms {
             format!("It is Inductor's kernel of a compiled region (`{}`): the remaining levers are fusing it into the neighbouring GEMM's epilogue (`torch.compile(mode=\"max-autotune\")`) and its block size, or the kernel's efficiency (Path B).", short(&main, 70))
         } else {
             // No GEMM in the trace: no epilogue to fuse into.
@@ -1042,6 +1051,10 @@ pub(super) fn op_bottleneck(
                 .max_by(|a, b| a.kernel_us.total_cmp(&b.kernel_us))
                 .and_then(|x| x.tb_s)
         }),
+        convolutions: inp
+            .rows
+            .iter()
+            .any(|x| x.category == SeedCategory::Convolution),
     };
     let mut causes = diagnosis::diagnose(r, g.largest(), &g.rows, &dctx);
     // The group's other signatures that hold a material share of its time and run a
@@ -1166,6 +1179,16 @@ pub(super) fn op_bottleneck(
         inherent_gaps: false,
         above_floor,
     }
+}
+
+/// Whether an Inductor kernel's name says it multiplies a gated activation by another
+/// tensor (`triton_poi_fused_mul_silu_2`, `…_gelu_mul…`): SwiGLU / GeGLU's product of the gate
+/// and up projections.
+fn is_gated_product(lower_name: &str) -> bool {
+    lower_name.contains("mul")
+        && ["silu", "gelu", "sigmoid", "swish"]
+            .iter()
+            .any(|a| lower_name.contains(a))
 }
 
 /// An op's work against its kernels' fixed cost, where latency sets its time.
@@ -1880,6 +1903,13 @@ mod tests {
         let op = "aten::_scaled_dot_product_flash_attention";
         let native = attention_path_a(Some(64), op, kernel, false, None);
         assert!(!native.contains("head dim"), "{native}");
+        // SwiGLU's product needs both GEMMs' outputs: merge them before an epilogue fusion.
+        assert!(is_gated_product("triton_poi_fused__unsafe_view_mul_silu_2"));
+        assert!(is_gated_product("triton_poi_fused_gelu_mul_7"));
+        assert!(!is_gated_product("triton_poi_fused__unsafe_view_add_3"));
+        assert!(!is_gated_product("triton_poi_fused_silu_4"));
+        // A flash kernel says nothing of padding: no packing advice from it.
+        assert!(!native.contains("pack"), "{native}");
         let odd = attention_path_a(Some(96), op, kernel, false, None);
         assert!(odd.contains("64, 128; this one is 96"), "{odd}");
         // The faster backends are the platform's own; none where one of them runs.

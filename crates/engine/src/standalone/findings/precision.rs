@@ -200,7 +200,7 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         .any(|l| k.contains(l))
     });
     let action = if legacy {
-        format!("{action} First, with no code change: let cuDNN benchmark its algorithms for these fixed shapes (`torch.backends.cudnn.benchmark = True`): `dgrad_engine`, `wgrad_alg0_engine` and `implicit_convolve_sgemm` are its default heuristic picks, which benchmark mode often replaces with faster ones.")
+        format!("{action} First, with no code change, if it is not on already (a trace does not record the setting): let cuDNN benchmark its algorithms for these fixed shapes (`torch.backends.cudnn.benchmark = True`): `dgrad_engine`, `wgrad_alg0_engine` and `implicit_convolve_sgemm` are cuDNN's oldest fp32 algorithms, which benchmark mode often replaces with faster ones; where it is on, they were the fastest it found, and only the precision changes that.")
     } else {
         action
     };
