@@ -862,3 +862,34 @@ fn eager_fusion_findings_get_one_first_action() {
         None
     );
 }
+
+/// A compiled Llama-style block on MI300X: its q, k and v `aten::mm` calls sit under the
+/// `Torch-Compiled Region`, are found there as siblings, and are named though long: apart they
+/// take 3 × 5 waves of 304 CUs, merged 14. The gated Inductor product is told to merge gate
+/// and up before an epilogue fusion.
+#[test]
+fn a_compiled_blocks_projections_are_siblings() {
+    let Some(a) = real("mi300x_torch_compile_triton_trace.json.gz") else {
+        return;
+    };
+    let st = standalone(&a);
+    let mm = find(st, SeedCategory::Gemm, "aten::mm");
+    let c = mm
+        .causes
+        .iter()
+        .find(|c| c.key == "gemm_sibling_projections")
+        .expect("q/k/v named");
+    assert!(c.evidence.contains("N = 2048, 2048, 2048"), "{}", c.evidence);
+    assert!(c.evidence.contains("15 waves"), "{}", c.evidence);
+    let silu = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| b.op_name.contains("mul_silu"))
+        .expect("the gated product's finding");
+    assert!(
+        silu.path_a.contains("merge gate and up into one GEMM"),
+        "{}",
+        silu.path_a
+    );
+}

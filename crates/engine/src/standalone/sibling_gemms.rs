@@ -140,12 +140,38 @@ fn owner(modules: &Modules, root: EventId) -> Option<u32> {
     }
 }
 
+/// A frame that wraps a compiled graph's ops rather than being one (`Torch-Compiled Region:
+/// 0/0`, Inductor's `## Call CompiledFxGraph …` range, AOTAutograd's `CompiledFunction`): its
+/// children are the ops whose order the run reads.
+fn is_compiled_wrapper(name: &str) -> bool {
+    name.starts_with("Torch-Compiled Region")
+        || name.starts_with("## Call CompiledFxGraph")
+        || name.starts_with("CompiledFunction")
+}
+
+/// A thread's roots with compiled-region wrappers replaced by their children, recursively, in
+/// order (a compiled block's q, k and v `aten::mm` calls sit under its region).
+fn unwrapped(trace: &Trace, tree: &CallTree, roots: &[EventId]) -> Vec<EventId> {
+    let mut out = Vec::with_capacity(roots.len());
+    let mut stack: Vec<EventId> = roots.iter().rev().copied().collect();
+    while let Some(r) = stack.pop() {
+        if is_compiled_wrapper(trace.name(trace.event(r))) {
+            let kids: Vec<EventId> = tree.children(r).collect();
+            stack.extend(kids.into_iter().rev());
+        } else {
+            out.push(r);
+        }
+    }
+    out
+}
+
 /// Finds the runs; `None` without any.
 pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<SiblingGemms> {
     let kernel_ns = |r: EventId| tree.kernel_ns_under(trace, r);
     // (m, k, ns) → (runs, kernel ns)
     let mut found: HashMap<(i64, i64, Vec<i64>), (u64, i64)> = HashMap::default();
-    for seq in tree.roots_by_thread(trace) {
+    for roots in tree.roots_by_thread(trace) {
+        let seq = unwrapped(trace, tree, &roots);
         // The open run: (m, k, ns, kernel ns, kernel-launching ops since its last GEMM), and
         // the module instance that owns it.
         let mut open: Option<(i64, i64, Vec<i64>, i64, usize)> = None;

@@ -43,6 +43,10 @@ pub const SMALL_K: i64 = 64;
 /// A GEMM kernel shorter than this, µs, far below both its bounds, is too small for the GPU
 /// rather than bound by memory.
 pub const SHORT_GEMM_US: f64 = 20.0;
+/// Sibling projections whose merged GEMM needs at least this share fewer waves than they do
+/// apart (each ends in a part-filled wave; one wider GEMM fills its last) are worth merging
+/// however long their calls.
+const MERGED_WAVES_MIN_GAIN: f64 = 0.05;
 /// A short GEMM under this share of its roofline is latency-bound: its precision's peak is
 /// not what holds it, so the fp32 → TF32/BF16 lever is not offered.
 pub const LATENCY_BOUND_EFF_PCT: f64 = 10.0;
@@ -496,67 +500,8 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     if let Some(c) = fp32(shape, main.as_ref(), ctx) {
         out.push(c);
     }
-    // Projections of one input run as separate GEMMs: named where the trace shows them and
-    // merging would matter: short calls (a kernel's fixed cost and a launch per projection) or
-    // a recorded grid under two waves (a wider GEMM fills the GPU). A long, full GEMM gains
-    // only one read of its input from merging (Qwen1.5's 8944-token projections at 66-74 %
-    // of the peak: the gap is the kernel's, not the split).
-    // The projections' own calls where the trace shows their run (Falconsai ViT: the q/k/v
-    // GEMMs average 8.5 µs, all of the op's `addmm` calls 12.9 µs).
-    let merge = merge_state(r, shape);
-    let per_call_us = match &merge {
-        Merge::Siblings(s) if s.runs > 0 && !s.ns.is_empty() => {
-            s.gpu_ms * 1e3 / (s.ns.len() as f64 * s.runs as f64)
-        }
-        _ => r.kernel_us / r.count.max(1) as f64,
-    };
-    let underfilled = launch
-        .as_ref()
-        .and_then(|m| Some((m.launch?, m)))
-        .zip(units)
-        .and_then(|((l, m), u)| {
-            let w = recorded_workgroups(&m.name, &l);
-            work_tiles(w, m.kernel.persistent, tiling_t.as_ref(), u).map(|w| w < 2 * u)
-        })
-        .unwrap_or(false);
-    let matters = per_call_us < SHORT_GEMM_US || underfilled;
-    if let (Merge::Siblings(s), true) = (merge, matters) {
-        // What merging saves is the kernels it removes: n − 1 fixed costs per run (the
-        // trace's kernel floor each, at most a call), not the op's roofline gap (Falconsai
-        // ViT: 24 × 3 µs of the op's 0.942 ms, where the whole gap had read 7.7–10.3 % of the
-        // trace).
-        let removed = (s.ns.len().saturating_sub(1) as u64 * s.runs) as f64;
-        let saved_us = ctx
-            .kernel_floor_us
-            .map(|f| removed * f.min(per_call_us))
-            .filter(|&us| us > 0.0 && r.kernel_us > 0.0);
-        let saved = saved_us
-            .map(|us| {
-                format!(
-                    "; merged, {removed:.0} kernels fewer remove their fixed cost (the trace's kernel floor, {:.1} µs each): about {:.3} ms",
-                    ctx.kernel_floor_us.unwrap_or(0.0).min(per_call_us),
-                    us / 1e3
-                )
-            })
-            .unwrap_or_default();
-        out.push(Cause {
-            key: "gemm_sibling_projections",
-            title: format!("{} projections of one input in separate GEMMs", s.ns.len()),
-            evidence: format!(
-                "{}; each call is {}{saved}",
-                capitalize(&s.text()),
-                if per_call_us < SHORT_GEMM_US {
-                    format!("short ({per_call_us:.1} µs), so a kernel's fixed cost and a launch are paid per projection")
-                } else {
-                    "under two waves of the GPU, which one wider GEMM fills".to_owned()
-                }
-            ),
-            action: "Merge them into one GEMM along N (one weight of the summed width, its output split after), so the input is read once, one kernel launches, and the GPU gets the summed width's output tiles.".into(),
-            waste: saved_us.map(|us| (us / r.kernel_us).min(1.0)),
-            confidence: Confidence::Medium,
-            bounds_all: false,
-            scope: None,
-        });
+    if let Some(c) = sibling_cause(r, shape, ctx) {
+        out.push(c);
     }
     let mean_us = r.kernel_us / r.count.max(1) as f64;
     if r.count >= LAUNCH_BOUND_CALLS && mean_us < LAUNCH_BOUND_US {
@@ -1061,6 +1006,126 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
     })
 }
 
+/// Projections of one input run as separate GEMMs, as a cause of `shape`'s op (`r`): named where
+/// the trace shows them and merging would matter (see `causes`).
+fn sibling_cause(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
+    // Merging matters for short calls (a kernel's fixed cost and a launch per projection), a
+    // recorded grid under two waves (a wider GEMM fills the GPU), or GEMMs that each end in a
+    // part-filled wave where the merged one needs fewer (a compiled block's q/k/v on MI300X:
+    // 3 × 5 waves of 304 CUs against 14). A long GEMM of a persistent or stream-K kernel gains
+    // only one read of its input (Qwen1.5's 8944-token projections on H100's persistent sm90
+    // kernels: not named).
+    // The projections' own calls where the trace shows their run (Falconsai ViT: the q/k/v
+    // GEMMs average 8.5 µs, all of the op's `addmm` calls 12.9 µs).
+    let units = ctx.platform.and_then(Platform::units);
+    let launch = main_gemm_launch(shape);
+    let tiling_t = tiling(shape, ctx.platform);
+    let merge = merge_state(r, shape);
+    let per_call_us = match &merge {
+        Merge::Siblings(s) if s.runs > 0 && !s.ns.is_empty() => {
+            s.gpu_ms * 1e3 / (s.ns.len() as f64 * s.runs as f64)
+        }
+        _ => r.kernel_us / r.count.max(1) as f64,
+    };
+    let underfilled = launch
+        .as_ref()
+        .and_then(|m| Some((m.launch?, m)))
+        .zip(units)
+        .and_then(|((l, m), u)| {
+            let w = recorded_workgroups(&m.name, &l);
+            work_tiles(w, m.kernel.persistent, tiling_t.as_ref(), u).map(|w| w < 2 * u)
+        })
+        .unwrap_or(false);
+    // Waves the siblings take apart against merged, with this signature's tile (their shapes
+    // share M and K, so the library picks alike): each GEMM ends in a part-filled wave, the
+    // merged one only once. Not for a stream-K or persistent kernel, which hides its waves.
+    let merged_waves = match (&merge, tiling_t.as_ref(), units) {
+        (Merge::Siblings(s), Some(t), Some(u)) if !t.persistent && u > 0 => {
+            let per_n = |n: i64| t.tiles_m * (n.max(1) as u64).div_ceil(t.tile_n) * t.split_k;
+            let apart: u64 = s.ns.iter().map(|&n| per_n(n).div_ceil(u)).sum();
+            let merged = per_n(s.ns.iter().sum()).div_ceil(u);
+            (apart > 0).then(|| (apart, merged, 1.0 - merged as f64 / apart as f64))
+        }
+        _ => None,
+    }
+    .filter(|w| w.2 >= MERGED_WAVES_MIN_GAIN);
+    let matters = per_call_us < SHORT_GEMM_US || underfilled || merged_waves.is_some();
+    if let (Merge::Siblings(s), true) = (merge, matters) {
+        // What merging saves is the kernels it removes: n − 1 fixed costs per run (the
+        // trace's kernel floor each, at most a call), not the op's roofline gap (Falconsai
+        // ViT: 24 × 3 µs of the op's 0.942 ms, where the whole gap had read 7.7–10.3 % of the
+        // trace).
+        let removed = (s.ns.len().saturating_sub(1) as u64 * s.runs) as f64;
+        let fixed_us = ctx
+            .kernel_floor_us
+            .map(|f| removed * f.min(per_call_us))
+            .filter(|&us| us > 0.0 && r.kernel_us > 0.0);
+        // The waves merging saves, a share of the siblings' own kernel time.
+        let waves_us = merged_waves.map(|(_, _, gain)| gain * s.gpu_ms * 1e3);
+        let saved_us = match (fixed_us, waves_us) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+        }
+        .filter(|&us| us > 0.0 && r.kernel_us > 0.0);
+        let mut saved = fixed_us
+            .map(|us| {
+                format!(
+                    "; merged, {removed:.0} kernels fewer remove their fixed cost (the trace's kernel floor, {:.1} µs each): about {:.3} ms",
+                    ctx.kernel_floor_us.unwrap_or(0.0).min(per_call_us),
+                    us / 1e3
+                )
+            })
+            .unwrap_or_default();
+        if let (Some((apart, merged, gain)), Some(t), Some(us)) =
+            (merged_waves, tiling_t.as_ref(), waves_us)
+        {
+            saved.push_str(&format!(
+                "; with this kernel's {}×{} tiles they take {apart} waves of {} CUs/SMs apart, each ending part-filled, and {merged} merged: {:.0}% fewer, about {:.3} ms",
+                t.tile_m,
+                t.tile_n,
+                units.unwrap_or(0),
+                gain * 100.0,
+                us / 1e3
+            ));
+        }
+        let why = if per_call_us < SHORT_GEMM_US {
+            format!("short ({per_call_us:.1} µs), so a kernel's fixed cost and a launch are paid per projection")
+        } else if underfilled {
+            "under two waves of the GPU, which one wider GEMM fills".to_owned()
+        } else {
+            "long, but each ends in a part-filled wave".to_owned()
+        };
+        return Some(Cause {
+            key: "gemm_sibling_projections",
+            title: format!("{} projections of one input in separate GEMMs", s.ns.len()),
+            evidence: format!(
+                "{}; each call is {why}{saved}",
+                capitalize(&s.text()),
+            ),
+            action: "Merge them into one GEMM along N (one weight of the summed width, its output split after), so the input is read once, one kernel launches, and the GPU gets the summed width's output tiles.".into(),
+            waste: saved_us.map(|us| (us / r.kernel_us).min(1.0)),
+            confidence: Confidence::Medium,
+            bounds_all: false,
+            scope: None,
+        });
+    }
+    None
+}
+
+/// The sibling-projection cause of the group's other signatures, where its largest has none
+/// (a compiled block's q/k/v GEMMs beside its larger gate/up and down GEMMs): the one that
+/// saves most.
+pub(super) fn sibling_cause_of_any(
+    r: &OpRow,
+    signatures: &[&OpRow],
+    ctx: &Context<'_>,
+) -> Option<Cause> {
+    signatures
+        .iter()
+        .filter_map(|s| sibling_cause(r, s, ctx))
+        .max_by(|a, b| a.waste.unwrap_or(0.0).total_cmp(&b.waste.unwrap_or(0.0)))
+}
+
 /// Whether an op's module path names projections that already share one GEMM: vLLM's
 /// `QKVParallelLinear` / `MergedColumnParallelLinear`, `qkv_proj`, `gate_up_proj`, GPT-2's
 /// `c_attn`, `query_key_value`, `Wqkv`, `in_proj`.
@@ -1336,6 +1401,50 @@ mod tests {
 
     /// The sibling projections' per-call time is their own run's (Falconsai ViT: 0.305 ms over
     /// 3 × 12 calls = 8.5 µs), not the mean over every call of the op (12.9 µs).
+    #[test]
+    fn long_siblings_that_each_end_in_a_part_filled_wave_are_named() {
+        let mi300 = crate::perf::platform::by_name("MI300X").expect("MI300X");
+        // A compiled block's q/k/v on MI300X: 32768 × 2048 into 2048 each, hipBLASLt's
+        // MT256x192 (along N × along M): 8 × 171 = 1,368 workgroups, 4.5 waves of 304 CUs,
+        // run as 5; merged into N = 6144, 4,104 workgroups in 14 waves instead of 15.
+        let gemm = |n: i64, ns: Vec<i64>| {
+            let mut r = row("aten::mm");
+            r.category = SeedCategory::Gemm;
+            r.compute_spec = "matrix_bf16".into();
+            r.perf_params = format!("{{'M': 32768, 'N': {n}, 'K': 2048, 'B': 1}}");
+            r.kernel_names = vec![(
+                "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x192x64_MI16x16x1_SN_GSUAMBSK_ISA942_SK0_WG32_8_1".to_owned(),
+                570.0,
+            )];
+            r.kernel_launch = vec![None];
+            r.count = ns.len() as u64;
+            r.kernel_us = 570.0 * ns.len() as f64;
+            r.siblings = Some(crate::standalone::sibling_gemms::SiblingRun {
+                m: 32768,
+                k: 2048,
+                ns,
+                runs: 1,
+                gpu_ms: r.kernel_us / 1e3,
+            });
+            r
+        };
+        let ctx = Context::on(Some(&mi300));
+        let r = gemm(2048, vec![2048, 2048, 2048]);
+        let c = sibling_cause(&r, &r, &ctx).expect("named");
+        assert!(
+            c.evidence
+                .contains("they take 15 waves of 304 CUs/SMs apart, each ending part-filled, and 14 merged: 7% fewer"),
+            "{}",
+            c.evidence
+        );
+        let w = c.waste.expect("costed");
+        assert!((w - 1.0 / 15.0).abs() < 1e-9, "{w}");
+        // Gate and up of 8192 each fill whole waves (5,472 workgroups = 18 × 304): merged they
+        // take the same 36, so nothing is named for these long calls.
+        let r = gemm(8192, vec![8192, 8192]);
+        assert!(sibling_cause(&r, &r, &ctx).is_none());
+    }
+
     #[test]
     fn sibling_projections_quote_their_own_calls() {
         let mut r = vit_addmm();

@@ -150,7 +150,13 @@ pub fn above_floor(count: u64, kernel_us: f64, floor_us: Option<f64>) -> f64 {
 /// `signatures` are all the group's (the BatchNorm grid rule reads every one).
 pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = match r.category {
-        SeedCategory::Gemm => gemm::causes(r, shape, ctx),
+        SeedCategory::Gemm => {
+            let mut c = gemm::causes(r, shape, ctx);
+            if !c.iter().any(|x| x.key == "gemm_sibling_projections") {
+                c.extend(gemm::sibling_cause_of_any(r, signatures, ctx));
+            }
+            c
+        }
         SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => {
             let mut own = attention::causes(shape, ctx);
             let ceiling = attention_ceiling::cause(shape, r.efficiency_pct(), ctx);
