@@ -875,6 +875,18 @@ fn a_sampled_trace_states_its_communication_time_not_its_overlap() {
         b.issue
     );
     assert!(b.impact.mid_pct == 0.0, "{:?}", b.impact);
+    // Not "may save 0.0 %", which reads as unimportant: what it saves is not in the trace.
+    assert_eq!(
+        b.impact.method,
+        jarvis_engine::standalone::findings::ImpactMethod::NotJudged
+    );
+    assert!(
+        b.impact
+            .text()
+            .starts_with("an amount this trace cannot tell"),
+        "{}",
+        b.impact.text()
+    );
 }
 
 /// A benchmark harness's cache flush between measured runs (PARAM's `[param|clear_cache]`: host

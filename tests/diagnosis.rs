@@ -292,7 +292,7 @@ fn fused_moe_ops_get_a_model_and_tokens_per_expert() {
     assert_eq!(c.waste, None);
     assert!(
         c.evidence
-            .contains("96.1% of the rows computed are padding"),
+            .contains("96.1% of the rows computed are padding, which costs no time here: the kernel is bound by the expert weights it streams"),
         "{}",
         c.evidence
     );

@@ -879,7 +879,11 @@ fn a_compiled_blocks_projections_are_siblings() {
         .iter()
         .find(|c| c.key == "gemm_sibling_projections")
         .expect("q/k/v named");
-    assert!(c.evidence.contains("N = 2048, 2048, 2048"), "{}", c.evidence);
+    assert!(
+        c.evidence.contains("N = 2048, 2048, 2048"),
+        "{}",
+        c.evidence
+    );
     assert!(c.evidence.contains("15 waves"), "{}", c.evidence);
     let silu = st
         .categories

@@ -273,7 +273,19 @@ fn memory_block(s: &mut String, a: &Analysis) {
 fn idle_block(s: &mut String, a: &Analysis) {
     let i = &a.idle;
     let total = i.split.total();
-    if total > 0 {
+    let sampled = a
+        .diagnostics
+        .iter()
+        .any(|d| d.kind == jarvis_engine::diagnostics::DiagnosticKind::SampledTrace);
+    if sampled && total > 0 {
+        // Its gaps held calls the sample left out: a breakdown of them would describe the
+        // sampling (the report states no finding from them either).
+        let _ = writeln!(
+            s,
+            "\nIdle time {:.3} ms: not broken down (a sampled trace: its gaps held work it did not keep)",
+            total as f64 / 1e6
+        );
+    } else if total > 0 {
         let pct = |ns: i64| ns as f64 / total as f64 * 100.0;
         let _ = writeln!(
             s,

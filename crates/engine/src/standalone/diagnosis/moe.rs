@@ -146,13 +146,20 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             key: "moe_few_tokens_per_expert",
             title: format!("{per_expert:.1} tokens per active expert"),
             evidence: format!(
-                "{t} tokens × top-{k} over {e} experts: about {active:.0} experts are hit (uniform routing), each for {per_expert:.1} token(s) on average. Each active expert still streams its {} weight {} ({:.1} MB for all of them, {:.2} MB per token), and pads its rows to a block of {block:.0} ({}): {} of the rows computed are padding.{ridge}",
+                "{t} tokens × top-{k} over {e} experts: about {active:.0} experts are hit (uniform routing), each for {per_expert:.1} token(s) on average. Each active expert still streams its {} weight {} ({:.1} MB for all of them, {:.2} MB per token), and pads its rows to a block of {block:.0} ({}): {} of the rows computed are padding{}.{ridge}",
                 which,
                 if mats > 1.0 { "matrices" } else { "matrix" },
                 weight_bytes / 1e6,
                 weight_bytes / 1e6 / tf,
                 if named.is_some() { "from the kernel's name" } else { "aiter's default block; the kernel's name states none" },
-                pct(pad_waste.max(0.0))
+                pct(pad_waste.max(0.0)),
+                // Bound by the weights it streams, the kernel spends no time on its rows
+                // (review Z: the padding read as a cause of a weight-bound decode stage).
+                if shape.bound == Some(crate::standalone::ops::Bound::Memory) {
+                    ", which costs no time here: the kernel is bound by the expert weights it streams, not by its rows"
+                } else {
+                    ""
+                }
             ),
             action: format!(
                 "Route more tokens per step (larger batches, or expert parallelism so each rank holds fewer experts with more tokens each: {FEW_TOKENS_PER_EXPERT:.0}+ tokens per expert make the expert GEMMs compute-bound);{}{}",

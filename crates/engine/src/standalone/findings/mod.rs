@@ -136,6 +136,9 @@ pub enum ImpactMethod {
     /// A one-time cost (a one-off stall, a cold start): left out of the steady state, so
     /// fixing it saves nothing there ([`Bottleneck::is_one_off`]).
     OneOff,
+    /// What fixing it saves cannot be told from the trace (a sampled trace's communication:
+    /// its overlap and its waiting are in the calls the sample left out): said so, not "0.0 %".
+    NotJudged,
 }
 
 impl ImpactMethod {
@@ -149,6 +152,7 @@ impl ImpactMethod {
             ImpactMethod::Projection => "the finding's projection",
             ImpactMethod::Heuristic => "no perf model: 0.15 / 0.30 / 0.45 of its share",
             ImpactMethod::OneOff => "a one-off, left out of the steady state",
+            ImpactMethod::NotJudged => "not judged: the trace keeps too little of the run",
         }
     }
 }
@@ -299,6 +303,10 @@ impl Impact {
     pub fn text(&self) -> String {
         if self.method == ImpactMethod::OneOff {
             return "nothing in the steady state (a one-off, left out of it)".to_owned();
+        }
+        if self.method == ImpactMethod::NotJudged {
+            // "may save an amount a sampled trace cannot tell": a 0.0 % read as "unimportant".
+            return "an amount this trace cannot tell (it keeps a sample of the run's calls: how much of this time compute hides, or other ranks hold, is in what it left out)".to_owned();
         }
         let replayed = self
             .replayed_text()
@@ -515,6 +523,16 @@ impl Impact {
                 } else {
                     Basis::Trace
                 },
+                ..Impact::default()
+            };
+        }
+        if b.causes
+            .first()
+            .is_some_and(|c| c.key == "communication_sampled")
+        {
+            return Impact {
+                method: ImpactMethod::NotJudged,
+                confidence: Some(Confidence::Low),
                 ..Impact::default()
             };
         }
