@@ -1,5 +1,6 @@
-//! BatchNorm rows: PyTorch's native NCHW BatchNorm kernels (`batch_norm_collect_statistics_kernel`,
-//! `batch_norm_backward_kernel`) launch one workgroup per channel, each reducing over N·H·W;
+//! BatchNorm rows: NCHW BatchNorm kernels (PyTorch's `batch_norm_collect_statistics_kernel`,
+//! `batch_norm_backward_kernel`; cuDNN's `bn_*_1C11*`; MIOpen's `…Spatial…`) launch one
+//! workgroup per channel, each reducing over N·H·W;
 //! with fewer channels than compute units most of the GPU idles while they run. The
 //! channels-last kernels (`…_channels_last_kernel`) spread the reduction over the whole GPU.
 //! Read from the recorded grid (docs/analysis.md, `batchnorm_channel_grid`).
@@ -8,12 +9,30 @@ use super::{Cause, Confidence, Context};
 use crate::standalone::md::{code, short};
 use crate::standalone::ops::OpRow;
 
-/// Whether a kernel is one of the per-channel NCHW BatchNorm reductions.
+/// Whether a kernel is one of the per-channel NCHW BatchNorm reductions: PyTorch's native
+/// ones, cuDNN's spatial `bn_*_1C11*` kernels (a `1×C×1×1` scale, one block per channel: a
+/// V100 ResNet-50's 64-channel layers run 64 blocks on 80 SMs) and MIOpen's `…Spatial…`
+/// ones. The recorded grid decides whether it leaves the GPU idle.
 fn is_per_channel(kernel: &str) -> bool {
-    (kernel.contains("batch_norm_collect_statistics_kernel")
+    per_channel_library(kernel).is_some()
+}
+
+/// Whose per-channel BatchNorm kernel it is, for the evidence.
+fn per_channel_library(kernel: &str) -> Option<&'static str> {
+    if kernel.contains("channels_last") || kernel.contains("NHWC") {
+        None
+    } else if kernel.contains("batch_norm_collect_statistics_kernel")
         || kernel.contains("batch_norm_backward_kernel")
-        || kernel.contains("batch_norm_backward_reduce_kernel"))
-        && !kernel.contains("channels_last")
+        || kernel.contains("batch_norm_backward_reduce_kernel")
+    {
+        Some("PyTorch's NCHW BatchNorm")
+    } else if kernel.contains("cudnn::bn_") && kernel.contains("1C11") {
+        Some("cuDNN's spatial NCHW BatchNorm")
+    } else if kernel.contains("MIOpenBatchNorm") && kernel.contains("Spatial") {
+        Some("MIOpen's spatial BatchNorm")
+    } else {
+        None
+    }
 }
 
 /// `signatures`: every signature of the op's group (their grids differ: one workgroup per
@@ -86,15 +105,16 @@ pub(super) fn causes(signatures: &[&OpRow], group_us: f64, ctx: &Context<'_>) ->
         key: "batchnorm_channel_grid",
         title: format!("one workgroup per channel: {w} of {units} CUs/SMs busy"),
         evidence: format!(
-            "its kernel ({}) is PyTorch's NCHW BatchNorm, which reduces each channel in one workgroup: {w} workgroups on {}'s {units} CUs/SMs, so {:.0}% of the GPU idles while it runs; {:.0}% of the op's kernel time is in such kernels{grids}. The channels-last kernels reduce over N·H·W across the whole GPU.",
+            "its kernel ({}) is {}, which reduces each channel in one workgroup: {w} workgroups on {}'s {units} CUs/SMs, so {:.0}% of the GPU idles while it runs; {:.0}% of the op's kernel time is in such kernels{grids}. The channels-last kernels reduce over N·H·W across the whole GPU.",
             code(&short(kernel, 60)),
+            per_channel_library(kernel).unwrap_or("a per-channel BatchNorm kernel"),
             code(name),
             (1.0 - w as f64 / units as f64) * 100.0,
             narrow.iter().map(|n| n.1).sum::<f64>() / total * 100.0
         ),
         action: format!(
             "Run the model and its inputs channels_last (`model.to(memory_format=torch.channels_last)`): PyTorch's NHWC BatchNorm kernels then spread the reduction over the GPU{}. A larger batch does not help here: the grid stays one workgroup per channel, each with more to reduce.",
-            // Only a trace with convolutions has their transposes to lose.
+            // Only a trace whose convolutions are transposed has transposes to lose.
             if ctx.convolutions {
                 ", and the convolutions lose their layout transposes too"
             } else {
@@ -106,4 +126,40 @@ pub(super) fn causes(signatures: &[&OpRow], group_us: f64, ctx: &Context<'_>) ->
         bounds_all: false,
         scope: None,
     }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::per_channel_library;
+
+    /// PyTorch's, cuDNN's and MIOpen's one-workgroup-per-channel kernels are read as such; the
+    /// channels-last ones, and cuDNN's NHWC ones, are not.
+    #[test]
+    fn per_channel_kernels_of_each_library() {
+        for (k, want) in [
+            (
+                "void at::native::batch_norm_collect_statistics_kernel<at::native::Var, float>",
+                Some("PyTorch's NCHW BatchNorm"),
+            ),
+            (
+                "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>",
+                Some("cuDNN's spatial NCHW BatchNorm"),
+            ),
+            (
+                "void cudnn::bn_fw_tr_1C11_singleread<float, 512, true, 1, 2, 0>",
+                Some("cuDNN's spatial NCHW BatchNorm"),
+            ),
+            (
+                "MIOpenBatchNormFwdTrainSpatialMeanVariance",
+                Some("MIOpen's spatial BatchNorm"),
+            ),
+            (
+                "void at::native::batch_norm_collect_statistics_channels_last_kernel<float>",
+                None,
+            ),
+            ("void cudnn::bn_fw_tr_1C11_kernel_NHWC<float>", None),
+        ] {
+            assert_eq!(per_channel_library(k), want, "{k}");
+        }
+    }
 }

@@ -93,8 +93,8 @@ pub struct Context<'a> {
     /// For a fused MoE's down stage (`…_down`), the bandwidth its up stage (`…_up`, the same
     /// routing) reaches, TB/s: what the same tokens per expert allow (`moe::causes`).
     pub moe_up_tb_s: Option<f64>,
-    /// The trace runs convolutions: advice that changes their layout can say what it does to
-    /// them.
+    /// The trace runs convolutions with layout transposes beside them (MIOpen's
+    /// `batched_transpose_*`, cuDNN's `nchwToNhwcKernel`): channels_last advice can say they go.
     pub convolutions: bool,
 }
 

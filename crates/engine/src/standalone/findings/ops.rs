@@ -1054,7 +1054,12 @@ pub(super) fn op_bottleneck(
         convolutions: inp
             .rows
             .iter()
-            .any(|x| x.category == SeedCategory::Convolution),
+            .any(|x| x.category == SeedCategory::Convolution)
+            && inp.rows.iter().any(|x| {
+                x.kernel_names.iter().any(|(k, _)| {
+                    k.contains("transpose") || k.contains("nchwToNhwc") || k.contains("nhwcToNchw")
+                })
+            }),
     };
     let mut causes = diagnosis::diagnose(r, g.largest(), &g.rows, &dctx);
     // The group's other signatures that hold a material share of its time and run a
