@@ -1334,6 +1334,39 @@ fn the_fp32_convolution_finding_counts_the_activations_autocast_halves() {
     );
 }
 
+/// `cudnn.benchmark` is advised only where the trace does not show cuDNN's algorithm search:
+/// the PyTorch 1.8 autograd-API ResNet-50 runs 357 event synchronizes inside its convolution
+/// ops in its first iteration (benchmark mode timing each algorithm), so its fp32 kernels were
+/// the fastest found; the num_workers = 4 trace starts after that iteration and is told the
+/// setting conditionally.
+#[test]
+fn cudnn_benchmark_is_not_advised_where_its_search_ran() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let action = |name: &str| {
+        let bytes = common::read(&shared.join("traces/kineto").join(name));
+        let a = jarvis_engine::analyze_trace(import::import_bytes(&bytes).expect("imports"));
+        let path_a = findings(standalone(&a))
+            .find(|b| b.title.starts_with("Convolutions in fp32"))
+            .expect("fp32 convolution finding")
+            .path_a
+            .clone();
+        path_a
+    };
+    let searched = action("v100_resnet50_autograd_api_2021-01_worker0.pt.trace.json.gz");
+    assert!(
+        searched.contains("cuDNN's algorithm search ran in this trace (357 event synchronizes"),
+        "{searched}"
+    );
+    assert!(!searched.contains("turning it on"), "{searched}");
+    let unseen = action("v100_resnet50_nw4_2021-02_worker0.pt.trace.json.gz");
+    assert!(
+        unseen.contains("If `torch.backends.cudnn.benchmark` is not on already"),
+        "{unseen}"
+    );
+}
+
 /// Two GEMM ops misaligned in the same dimension are one fix: one recommendation names the
 /// other (HTA's sampled recsys rank: `aten::mm` and `aten::bmm`, both N = 606 → 608).
 #[test]

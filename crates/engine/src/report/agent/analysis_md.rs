@@ -609,8 +609,11 @@ pub fn render(i: &Inputs<'_>) -> String {
                 ("matrix_fp8", "FP8"),
                 ("matrix_fp4", "FP4"),
             ] {
-                if let Some(t) = pl.peak_tflops(spec) {
-                    let _ = writeln!(s, "- **Peak MAF ({label})**: {t} TFLOPS");
+                // The platform's own peaks only: `peak_tflops` bounds FP4/FP8 GEMMs by BF16 on a
+                // GPU without those units, which is no peak of its own (review AA: "Peak MAF
+                // (FP4)" printed with the BF16 value on A100, H100, MI300X).
+                if let Some(t) = pl.tflops.get(spec) {
+                    let _ = writeln!(s, "- **Peak MAF ({label})**: {} TFLOPS", t.0);
                 }
             }
         }

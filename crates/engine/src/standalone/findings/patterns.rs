@@ -636,7 +636,7 @@ fn add_per_tensor_optimizer(
         o.host_ms,
         floor_ms * 1e3
     ) + &profiled_host(o.host_ms, o.kernels);
-    let action = "Update all parameters in a few launches: construct the optimizer with `foreach=True` (the multi-tensor path, the default on CUDA/ROCm since PyTorch 2.0 when every parameter is on the GPU) or `fused=True` (one fused kernel per group: Adam, AdamW, SGD). The kernel count per step drops from one per parameter and operation to a few, and so does the step's host launch time.";
+    let action = "Update all parameters in a few launches: construct the optimizer with `foreach=True` (the multi-tensor path, the default on CUDA/ROCm since PyTorch 2.0 when every parameter is on the GPU; a PyTorch 1.x without that argument has the same path as `torch.optim._multi_tensor`'s optimizers) or, where the installed PyTorch offers it, `fused=True` (one fused kernel per group: Adam, AdamW, SGD). The kernel count per step drops from one per parameter and operation to a few, and so does the step's host launch time.";
     let mut b = pattern_bottleneck(
         f.category,
         &names,

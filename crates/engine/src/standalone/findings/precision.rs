@@ -17,6 +17,57 @@ pub const CONV_AMP_SPEEDUPS: [f64; 2] = [2.0, 3.0];
 /// convolution finding says autocast halves their bytes too.
 const ACTIVATIONS_NOTE_PCT: f64 = 5.0;
 
+/// Event synchronizes inside convolution ops at least this many make cuDNN's algorithm
+/// search evident.
+const CUDNN_SEARCH_SYNCS: usize = 8;
+
+/// How many `cudaEventSynchronize` calls run inside convolution ops on their thread: with
+/// `torch.backends.cudnn.benchmark = True`, cuDNN times each algorithm for a new shape
+/// (`cudnnFind…`) between recorded events and waits for them; its heuristics do not (V100
+/// ResNet-50, PyTorch 1.8: 357 in the first iteration; review AA: the setting advised where the
+/// search is in the trace).
+fn cudnn_search_calls(trace: &crate::model::Trace) -> usize {
+    use crate::model::{LaneId, Nanos};
+    let mut convs: Vec<(LaneId, Nanos, Nanos)> = Vec::new();
+    let mut syncs: Vec<(LaneId, Nanos)> = Vec::new();
+    for e in &trace.events {
+        if !e.has_time() {
+            continue;
+        }
+        let name = trace.name(e);
+        if e.kind().is_runtime() && name == "cudaEventSynchronize" {
+            syncs.push((e.lane(), e.ts));
+        } else if e.kind().is_host_activity()
+            && !e.kind().is_runtime()
+            && name.contains("convolution")
+        {
+            convs.push((e.lane(), e.ts, e.end()));
+        }
+    }
+    if syncs.len() < CUDNN_SEARCH_SYNCS || convs.is_empty() {
+        return 0;
+    }
+    convs.sort_unstable();
+    syncs
+        .iter()
+        .filter(|&&(lane, t)| {
+            // The latest convolution op on the lane starting at or before `t` (nested ones
+            // start later, so the outermost that started before may hold it: scan back a few).
+            let upto = convs.partition_point(|c| (c.0, c.1) <= (lane, t));
+            convs[..upto]
+                .iter()
+                .rev()
+                .take_while(|c| c.0 == lane)
+                .take(4)
+                .any(|c| c.2 >= t)
+        })
+        .count()
+}
+
+fn cudnn_search_seen(trace: &crate::model::Trace) -> bool {
+    cudnn_search_calls(trace) >= CUDNN_SEARCH_SYNCS
+}
+
 pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     if f.category != SeedCategory::Convolution {
         return;
@@ -199,8 +250,11 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         .iter()
         .any(|l| k.contains(l))
     });
-    let action = if legacy {
-        format!("{action} First, with no code change, if it is not on already (a trace does not record the setting): let cuDNN benchmark its algorithms for these fixed shapes (`torch.backends.cudnn.benchmark = True`): `dgrad_engine`, `wgrad_alg0_engine` and `implicit_convolve_sgemm` are cuDNN's oldest fp32 algorithms, which benchmark mode often replaces with faster ones; where it is on, they were the fastest it found, and only the precision changes that.")
+    let searched = cudnn_search_seen(inp.trace);
+    let action = if legacy && searched {
+        format!("{action} cuDNN's algorithm search ran in this trace ({searched_n} event synchronizes inside convolution ops: `torch.backends.cudnn.benchmark = True` is on), so `dgrad_engine`, `wgrad_alg0_engine` and `implicit_convolve_sgemm` were the fastest fp32 algorithms it found for these shapes: only the precision changes that.", searched_n = cudnn_search_calls(inp.trace))
+    } else if legacy {
+        format!("{action} If `torch.backends.cudnn.benchmark` is not on already (a trace records the setting only through cuDNN's algorithm search, which runs in the first iteration of each shape, outside this one): turning it on lets cuDNN try other algorithms than `dgrad_engine`, `wgrad_alg0_engine` and `implicit_convolve_sgemm`, its oldest fp32 ones, for these fixed shapes.")
     } else {
         action
     };
