@@ -686,6 +686,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             .then(b.time_ms.total_cmp(&a.time_ms))
     });
     findings::merge::same_cause_recommendations(&mut categories, &mut recommendations);
+    findings::merge::same_fix_recommendations(&mut categories, &mut recommendations);
 
     // Call stack and subtree of every row's example instance (the page's ops explorer); the
     // output contract's tree data is the longest signatures' of each category.
