@@ -567,7 +567,7 @@ fn cold_start_finding(
     } else if amd {
         "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window. Where start-up latency matters (a service's first request), run warm-up requests before serving, so code objects load and libraries initialise before the first real one.".to_owned()
     } else {
-        "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window. Where start-up latency matters (a service's first request), load modules eagerly (`CUDA_MODULE_LOADING=EAGER`) and run warm-up requests before serving.".to_owned()
+        "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window. Where start-up latency matters (a service's first request), run warm-up requests before serving, and where CUDA loads modules lazily (CUDA 11.7 and later), load them eagerly (`CUDA_MODULE_LOADING=EAGER`).".to_owned()
     };
     let action = action.as_str();
     let mut b = timeline_bottleneck(
