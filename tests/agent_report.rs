@@ -302,6 +302,32 @@ fn the_idle_flag_leaves_a_one_off_stall_out() {
         "the planted stall makes the trace idle: {idle}"
     );
     assert!(!stalled.contains(&"high_idle".to_owned()), "{stalled:?}");
+    // No tick beside that idle: the line says the one-off holds it (review AA).
+    let c = host_planted::case("idle_one_off_stall").expect("case");
+    let md = text(
+        &files(&analyze(&host_planted::case_bytes(&c)), "stall"),
+        "analysis.md",
+    );
+    assert!(
+        md.contains("No system-level bottlenecks detected in the steady state. The trace is idle"),
+        "{md}"
+    );
+    assert!(!md.contains("✅ No system-level"), "{md}");
+    // A flag beside a one-off states its idle in the steady state's terms, the trace's beside
+    // (the MI250 toy: 2.129 ms of idle in 2.28 ms of steady state, 8.9 ms of trace).
+    let Some(dir) = common::shared_dir() else {
+        return;
+    };
+    let toy = analyze(&common::read(
+        &dir.join("traces/hta/mi250_minitoy_train_ROCm6_2_kineto.json.gz"),
+    ));
+    let md = text(&files(&toy, "toy"), "analysis.md");
+    assert!(
+        md.contains(
+            "GPU idle 93.5% of the steady state (23.9% of the trace; a one-off stall left out)"
+        ),
+        "{md}"
+    );
     let (idle, steady) = flags("idle_steady");
     assert!(idle > 15.0, "{idle}");
     assert!(steady.contains(&"high_idle".to_owned()), "{steady:?}");
