@@ -375,8 +375,13 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 ),
                 action: if splits_keys {
                     "Batch more sequences per call; the kernel already splits the keys across workgroups (its split-KV pass is in the trace), so more splits are the engine's setting, not another kernel.".into()
-                } else {
+                } else if nkv >= 4 * nq {
                     "Batch more sequences per call, or use a split-KV kernel that also splits the keys across workgroups.".into()
+                } else {
+                    // Square attention (an encoder, a prompt): its keys are no longer than its
+                    // queries, so splitting them gives little; smaller query tiles give more
+                    // workgroups.
+                    "Batch more sequences per call, or use a kernel or backend with smaller query tiles (twice the workgroups at half the rows).".into()
                 },
                 waste: Some(1.0 - work as f64 / units as f64),
                 confidence: Confidence::Medium,

@@ -60,6 +60,12 @@ pub struct Ceiling {
     pub ceiling: f64,
 }
 
+/// Key tiles per query tile from which splitting the keys across workgroups (split-KV) is the
+/// lever for a grid short of work items.
+const SPLIT_KV_MIN_KEY_TILES: f64 = 8.0;
+/// A kernel under this share of its own ceiling is slow for the shape, whatever its grid.
+const BELOW_CEILING_SHARE: f64 = 0.5;
+
 /// `Flash_fwd_kernel_traits<64, 128, 128, 4, …>` (head dim, BlockM, BlockN) or ck_tile's
 /// `TileFmhaShape<…sequence<128, 128, 32, …>`: the query and key tile the kernel's name states.
 fn named_tile(kernel: &str) -> Option<(i64, i64)> {
@@ -232,8 +238,32 @@ pub(super) fn cause(
     } else {
         String::new()
     };
+    // Split-KV divides each query tile's keys across workgroups: a lever only where there are
+    // many key tiles per query tile (a long context); for an encoder's or a prompt's square
+    // attention, smaller query tiles give more workgroups (review AA: split-KV advised for
+    // ViT's 197 tokens).
+    let more_work = if c.iterations >= SPLIT_KV_MIN_KEY_TILES {
+        format!(
+            "a split-KV kernel, which also splits each query tile's {:.0} key tiles across workgroups",
+            c.iterations
+        )
+    } else {
+        format!(
+            "a kernel or backend with smaller query tiles ({} rows instead of {bm}: twice the workgroups)",
+            (bm / 2).max(16)
+        )
+    };
+    // Far below its own ceiling, the kernel is slow for this shape whatever its grid.
+    let below = if eff < BELOW_CEILING_SHARE * c.ceiling {
+        format!(
+            " It also runs at {} of that ceiling: the kernel, not only its grid, is slow for this shape, so try the platform's other attention backends too.",
+            pct(eff / c.ceiling)
+        )
+    } else {
+        String::new()
+    };
     let action = if c.grid.is_some() {
-        format!("Fill the GPU first: batch more sequences per call, or use a split-KV kernel that also splits the keys across workgroups, so the launch has at least one workgroup per {unit}; longer sequences per call (packing) also raise the share of whole tiles and of the loop.")
+        format!("Fill the GPU first: batch more sequences per call, or use {more_work}, so the launch has at least one workgroup per {unit}; longer sequences per call (packing) also raise the share of whole tiles and of the loop.{below}")
     } else if c.previous_generation {
         "Use a kernel native to this GPU (FlashAttention-3 on Hopper, or cuDNN attention via `torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)`), which can approach the ceiling; longer sequences per call (packing) raise the share of whole tiles and of the loop.".to_owned()
     } else {
@@ -362,6 +392,30 @@ mod tests {
             cause.action.starts_with("Fill the GPU first"),
             "{}",
             cause.action
+        );
+        // 197 tokens against 197 keys: smaller query tiles, not split-KV, give more
+        // workgroups; at 2.2 % against a 9.4 % ceiling the kernel itself is slow too.
+        assert!(
+            cause
+                .action
+                .contains("smaller query tiles (64 rows instead of 128")
+                && !cause.action.contains("split-KV"),
+            "{}",
+            cause.action
+        );
+        assert!(
+            cause
+                .action
+                .contains("try the platform's other attention backends too"),
+            "{}",
+            cause.action
+        );
+        // Near its ceiling, only the grid is named.
+        let near = super::cause(&r, Some(5.0), &ctx).expect("cause");
+        assert!(
+            !near.action.contains("other attention backends"),
+            "{}",
+            near.action
         );
         r.kernel_launch = vec![Some(crate::model::LaunchDims {
             grid: [608, 1, 1],
