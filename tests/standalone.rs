@@ -885,6 +885,18 @@ fn a_compiled_blocks_projections_are_siblings() {
         c.evidence
     );
     assert!(c.evidence.contains("15 waves"), "{}", c.evidence);
+    // Its largest signature (gate/up, 18 full waves) has no wave cause; the N = 2048 ones
+    // do: 1,368 workgroups on 304 CUs, 4.50 waves run as 5.
+    let w = mm
+        .causes
+        .iter()
+        .find(|c| c.key == "gemm_wave_quantization")
+        .expect("another signature's waves");
+    assert!(
+        w.evidence.contains("= 4.50 waves, run as 5"),
+        "{}",
+        w.evidence
+    );
     let silu = st
         .categories
         .iter()

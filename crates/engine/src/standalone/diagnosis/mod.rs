@@ -155,6 +155,18 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
             if !c.iter().any(|x| x.key == "gemm_sibling_projections") {
                 c.extend(gemm::sibling_cause_of_any(r, signatures, ctx));
             }
+            // The largest signature may fill its waves where another does not (a compiled
+            // block's gate/up: 18 full waves of 304 CUs; its q/k/v, o and down: 4.5): the
+            // costliest other signature's wave cause, its waste its own signature's share.
+            if !c.iter().any(|x| x.key == "gemm_wave_quantization") {
+                let other = signatures
+                    .iter()
+                    .filter(|s| !std::ptr::eq(**s, shape))
+                    .flat_map(|s| gemm::causes(r, s, ctx))
+                    .filter(|x| x.key == "gemm_wave_quantization")
+                    .max_by(|a, b| a.waste.unwrap_or(0.0).total_cmp(&b.waste.unwrap_or(0.0)));
+                c.extend(other);
+            }
             c
         }
         SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => {
