@@ -375,7 +375,12 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 ),
                 action: if splits_keys {
                     "Batch more sequences per call; the kernel already splits the keys across workgroups (its split-KV pass is in the trace), so more splits are the engine's setting, not another kernel.".into()
-                } else if nkv >= 4 * nq {
+                } else if nkv >= 4 * nq
+                    || serving.is_some()
+                    || backend == Some(AttentionBackend::Paged)
+                {
+                    // Long keys per query tile, or a serving engine's call, whose recorded
+                    // shape flattens its decode sequences and says nothing of their keys.
                     "Batch more sequences per call, or use a split-KV kernel that also splits the keys across workgroups.".into()
                 } else {
                     // Square attention (an encoder, a prompt): its keys are no longer than its
