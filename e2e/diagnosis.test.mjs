@@ -25,9 +25,9 @@ test('a planted GEMM problem shows its root causes in the first recommendation',
   await dropFile(page, fs.readFileSync(file), 'gemm_odd_dims.json', 'application/json');
   await page.locator('body[data-complete-ms]').waitFor({ timeout: 30000 });
   assert.match(await page.getByTestId('platform').textContent(), /MI300X/);
-  // The workload line: one bf16 GEMM, no model frames.
+  // The workload line: one bf16 GEMM timed in a loop, no model frames: a micro-benchmark.
   assert.equal((await page.getByTestId('workload').textContent()).trim(),
-    'Workload: GEMM-only workload (no attention or convolution) · BF16 · inference');
+    'Workload: Micro-benchmark of aten::mm · BF16 · forward only (10 calls of one shape: ((8193, 8193), (8193, 8193)))');
   const rec = await page.getByTestId('recommendation').first().textContent();
   assert.ok(rec.includes(title), `page shows ${rec.slice(0, 200)}…, CLI ${title}`);
   for (const n of ['1089 tiles', '3.58 waves, run as 4', '8193 is one past a multiple of 256', 'AF0EM1', 'K 8193 → 8200']) {
