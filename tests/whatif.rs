@@ -773,6 +773,13 @@ fn a_profiled_host_ranks_fixes_by_their_formula_on_v100() {
         "{}",
         idle.issue
     );
+    // Its replay removes the host time the profiler inflates (59 µs per fill kernel): an
+    // upper bound, ranked by its formula, as the pattern's is.
+    assert!(
+        idle.impact.profiled_host && idle.impact.ranked_by_formula,
+        "{:?}",
+        idle.impact
+    );
     let zero = st4
         .categories
         .iter()

@@ -154,6 +154,17 @@ pub(super) fn syncs(
     }
 }
 
+/// Every GPU event of the streams by its end: what a wait searches back from a time.
+fn sorted_ends(trace: &Trace, streams: &[Stream]) -> Vec<(Nanos, u32)> {
+    let mut ends: Vec<(Nanos, u32)> = streams
+        .iter()
+        .flat_map(|st| st.events.iter())
+        .map(|&g| (trace.events[g as usize].end(), g))
+        .collect();
+    ends.sort_unstable();
+    ends
+}
+
 /// Without stream-wait records, a GPU event whose start neither its launch nor its stream
 /// explains (it starts more than [`UNEXPLAINED_NS`] after both allow) waits for the work on
 /// another stream of its device that ended last before it started, if that ended after its
@@ -166,12 +177,7 @@ pub(super) fn across_streams(
     streams: &[Stream],
     found: &mut Found,
 ) {
-    let mut ends: Vec<(Nanos, u32)> = streams
-        .iter()
-        .flat_map(|st| st.events.iter())
-        .map(|&g| (trace.events[g as usize].end(), g))
-        .collect();
-    ends.sort_unstable();
+    let ends = sorted_ends(trace, streams);
     let device = |g: u32| &trace.lane(trace.events[g as usize].lane()).pid;
     for st in streams {
         let mut prev_end: Option<Nanos> = None;
@@ -288,7 +294,7 @@ pub(super) fn full_queue(
     let mut most: rustc_hash::FxHashMap<i64, i32> = Default::default();
     for (i, &q) in ctx.queue.iter().enumerate() {
         let e = &trace.events[i];
-        if q != i32::MIN && e.kind().is_runtime() {
+        if q != i32::MIN && e.kind().is_runtime() && ctx.gpu_of[i] != NONE {
             if let Some(s) = trace.events[ctx.gpu_of[i] as usize].stream() {
                 let m = most.entry(s).or_insert(0);
                 *m = (*m).max(q);
@@ -309,12 +315,7 @@ pub(super) fn full_queue(
             continue;
         }
         if ends.is_empty() {
-            ends = streams
-                .iter()
-                .flat_map(|st| st.events.iter())
-                .map(|&g| (trace.events[g as usize].end(), g))
-                .collect();
-            ends.sort_unstable();
+            ends = sorted_ends(trace, streams);
         }
         let upto = ends.partition_point(|x| x.0 <= e.end());
         let freed = ends[..upto]

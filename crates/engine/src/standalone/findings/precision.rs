@@ -64,10 +64,6 @@ fn cudnn_search_calls(trace: &crate::model::Trace) -> usize {
         .count()
 }
 
-fn cudnn_search_seen(trace: &crate::model::Trace) -> bool {
-    cudnn_search_calls(trace) >= CUDNN_SEARCH_SYNCS
-}
-
 pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     if f.category != SeedCategory::Convolution {
         return;
@@ -250,9 +246,14 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         .iter()
         .any(|l| k.contains(l))
     });
-    let searched = cudnn_search_seen(inp.trace);
-    let action = if legacy && searched {
-        format!("{action} cuDNN's algorithm search ran in this trace ({searched_n} event synchronizes inside convolution ops: `torch.backends.cudnn.benchmark = True` is on), so `dgrad_engine`, `wgrad_alg0_engine` and `implicit_convolve_sgemm` were the fastest fp32 algorithms it found for these shapes: only the precision changes that.", searched_n = cudnn_search_calls(inp.trace))
+    // The scan of the trace only where the advice depends on it.
+    let searched = if legacy {
+        cudnn_search_calls(inp.trace)
+    } else {
+        0
+    };
+    let action = if legacy && searched >= CUDNN_SEARCH_SYNCS {
+        format!("{action} cuDNN's algorithm search ran in this trace ({searched} event synchronizes inside convolution ops: `torch.backends.cudnn.benchmark = True` is on), so `dgrad_engine`, `wgrad_alg0_engine` and `implicit_convolve_sgemm` were the fastest fp32 algorithms it found for these shapes: only the precision changes that.")
     } else if legacy {
         format!("{action} If `torch.backends.cudnn.benchmark` is not on already (a trace records the setting only through cuDNN's algorithm search, which runs in the first iteration of each shape, outside this one): turning it on lets cuDNN try other algorithms than `dgrad_engine`, `wgrad_alg0_engine` and `implicit_convolve_sgemm`, its oldest fp32 ones, for these fixed shapes.")
     } else {
