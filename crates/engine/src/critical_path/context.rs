@@ -67,14 +67,25 @@ fn is_host(kind: EventKind) -> bool {
 }
 
 impl<'t> Context<'t> {
+    /// Everything, for HTA's graph.
     pub fn new(trace: &'t Trace) -> Context<'t> {
+        Context::build(trace, true)
+    }
+
+    /// What Jarvis's schedule reads (times in µs, calls and GPU events by correlation, queue
+    /// lengths, the launches a stream wait refers to): without HTA's host order, ends and
+    /// merged threads, a third of the building on OWLv2.
+    pub fn for_schedule(trace: &'t Trace) -> Context<'t> {
+        Context::build(trace, false)
+    }
+
+    fn build(trace: &'t Trace, hta: bool) -> Context<'t> {
         let n = trace.events.len();
         let usable = |i: usize| {
             let e = &trace.events[i];
             e.has_time() && !e.is_captured()
         };
         let ts: Vec<i64> = trace.events.iter().map(|e| start_us(e.ts)).collect();
-        let end: Vec<i64> = trace.events.iter().map(|e| end_us(e.ts, e.dur)).collect();
         // Host events with a `stream` arg are GPU-side events to HTA, with no launch: in no
         // window.
         let mut gpu_side = vec![false; n];
@@ -83,11 +94,19 @@ impl<'t> Context<'t> {
                 *g = true;
             }
         }
-        let mut host_by_ts: Vec<u32> = (0..n)
-            .filter(|&i| usable(i) && is_host(trace.events[i].kind()) && !gpu_side[i])
-            .map(|i| i as u32)
-            .collect();
-        host_by_ts.sort_by_key(|&i| (ts[i as usize], i));
+        let (end, host_by_ts) = if hta {
+            let mut host_by_ts: Vec<u32> = (0..n)
+                .filter(|&i| usable(i) && is_host(trace.events[i].kind()) && !gpu_side[i])
+                .map(|i| i as u32)
+                .collect();
+            host_by_ts.sort_by_key(|&i| (ts[i as usize], i));
+            (
+                trace.events.iter().map(|e| end_us(e.ts, e.dur)).collect(),
+                host_by_ts,
+            )
+        } else {
+            Default::default()
+        };
 
         // Correlation ids pair runtime calls with GPU events; a graph launch's id is shared by
         // every kernel it replays, and HTA's index keeps the last of them.
@@ -113,15 +132,33 @@ impl<'t> Context<'t> {
             }
         }
         let queue = queue_lengths(trace, &call_by_corr, &ts);
-        let (thread, stack_thread) = merged_threads(trace);
+        let (thread, stack_thread) = if hta {
+            merged_threads(trace)
+        } else {
+            Default::default()
+        };
+        // Only sync records read the launches by stream and by thread.
         let mut launches_by_stream: HashMap<(RawId, i64), Vec<u32>> = HashMap::default();
         let mut launches_by_thread: HashMap<(LaneId, i64), Vec<u32>> = HashMap::default();
-        for &i in &host_by_ts {
+        let mut launches: Vec<u32> = if trace.syncs.is_empty() {
+            Vec::new()
+        } else {
+            call_by_corr
+                .values()
+                .copied()
+                .filter(|&i| {
+                    let e = &trace.events[i as usize];
+                    gpu_of[i as usize] != NONE
+                        && is_host(e.kind())
+                        && !gpu_side[i as usize]
+                        && calls::is_launch(trace.name(e))
+                })
+                .collect()
+        };
+        launches.sort_unstable_by_key(|&i| (ts[i as usize], i));
+        for i in launches {
             let e = &trace.events[i as usize];
             let g = gpu_of[i as usize];
-            if g == NONE || !calls::is_launch(trace.name(e)) {
-                continue;
-            }
             let k = &trace.events[g as usize];
             let Some(stream) = k.stream() else { continue };
             let device = trace.lane(k.lane()).pid.clone();

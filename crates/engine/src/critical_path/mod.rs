@@ -149,7 +149,11 @@ pub fn schedule_only(trace: &Trace, is_comm: &CommTest) -> Option<(CriticalPath,
     if !has_gpu_work(trace) {
         return None;
     }
-    Some(schedule_with(trace, &context::Context::new(trace), is_comm))
+    Some(schedule_with(
+        trace,
+        &context::Context::for_schedule(trace),
+        is_comm,
+    ))
 }
 
 /// HTA's half alone: the path of every window by HTA's rules, and a diagnostic for each
@@ -211,13 +215,12 @@ fn schedule_with(
     }
     let sim = Simulation::new(trace, ctx);
     let sim_windows = replay::windows(trace, &sim);
-    let base = sim.run(&sim.offsets);
     let recorded = replay::spans(&sim, &sim_windows, &sim.rec);
-    let replayed = replay::spans(&sim, &sim_windows, &base);
+    let replayed = replay::spans(&sim, &sim_windows, &sim.base);
     let jarvis: Vec<JarvisStep> = sim_windows
         .iter()
         .zip(recorded.iter().zip(&replayed))
-        .map(|(w, (&r, &b))| jarvis_step(trace, &sim, w, (r, b), &base, &sim.offsets, is_comm))
+        .map(|(w, (&r, &b))| jarvis_step(trace, &sim, w, (r, b), &sim.base, &sim.offsets, is_comm))
         .collect();
     let cp = CriticalPath {
         steps: Vec::new(),

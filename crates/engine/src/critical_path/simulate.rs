@@ -46,6 +46,9 @@ const MAX_LAUNCH_NS: Nanos = 50_000;
 const LONG_GAP_NS: Nanos = 50_000;
 /// Nominal own work of a blocking call that waited.
 const BLOCKING_CPU_NS: Nanos = 2_000;
+/// A host event's flags in the schedule's building.
+const HAS_DURATION: u8 = 1;
+const LOADS_DATA: u8 = 2;
 
 /// The trace as a replayable schedule.
 pub struct Simulation {
@@ -58,6 +61,13 @@ pub struct Simulation {
     pub constraints: Vec<Constraint>,
     /// Each constraint's offset, from the recorded times.
     pub offsets: Vec<Nanos>,
+    /// Every point's time replayed with `offsets` (the recorded time, but where a constraint
+    /// was dropped to break a cycle): what each change is measured against, run once.
+    pub base: Vec<Nanos>,
+    /// The runtime calls that launched GPU work the schedule holds, ascending, and beside each
+    /// the GPU event it launched (a graph launch once per kernel it replays, in point order).
+    launch_calls: Vec<u32>,
+    launch_gpu: Vec<u32>,
     /// Points in an order where every constraint's source comes before its point.
     order: Vec<u32>,
     start_of: Vec<u32>,
@@ -87,6 +97,9 @@ impl Simulation {
             first: Vec::new(),
             constraints: Vec::new(),
             offsets: Vec::new(),
+            base: Vec::new(),
+            launch_calls: Vec::new(),
+            launch_gpu: Vec::new(),
             order: Vec::new(),
             start_of: vec![NONE; n],
             end_of: vec![NONE; n],
@@ -112,6 +125,11 @@ impl Simulation {
             }
         }
         let mut keys: Vec<u128> = Vec::with_capacity(host_points);
+        // What the thread walk below reads of each host event, found here in event order so
+        // that the walk (in time order) never goes back to the event table: whether it has a
+        // duration, and whether it loads data (decided once per name).
+        let mut flags: Vec<u8> = vec![0; n];
+        let mut loads: Vec<u8> = vec![0; trace.strings.len()];
         let mut gpu: Vec<(LaneId, Nanos, u32)> = Vec::with_capacity(gpu_events);
         let key = |lane: LaneId, t: Nanos, start: bool, i: usize| {
             (u128::from(lane.0) << 96)
@@ -127,6 +145,11 @@ impl Simulation {
                 keys.push(key(e.lane(), e.ts, true, i));
                 if e.dur > 0 {
                     keys.push(key(e.lane(), e.end(), false, i));
+                    let known = &mut loads[e.name.0 as usize];
+                    if *known == 0 {
+                        *known = 1 + u8::from(host_calls::is_data_loading(trace.name(e)));
+                    }
+                    flags[i] = HAS_DURATION | if *known == 2 { LOADS_DATA } else { 0 };
                 }
             } else if e.kind().is_gpu() {
                 gpu.push((e.lane(), e.ts, i as u32));
@@ -145,15 +168,19 @@ impl Simulation {
         drop(keys);
         // Room for the waits too (a few per GPU event at most): growing this table once it is
         // full copied all of it (2.4 ms on OWLv2 for its 80 stream synchronizes).
-        let mut raw: Vec<Raw> = Vec::with_capacity(host.len() + 4 * gpu.len() + 1024);
+        // The constraints are written in point order as the points are made (each point's
+        // group where it ends up: no sort), with room for the waits, merged in at the end.
+        let capacity = host.len() + 4 * gpu.len() + 1024;
+        sim.constraints.reserve(capacity);
+        sim.offsets.reserve(capacity);
         sim.rec.reserve(host.len() + 2 * gpu.len());
         sim.event.reserve(host.len() + 2 * gpu.len());
+        sim.first.reserve(host.len() + 2 * gpu.len() + 1);
         // The thread's open events (innermost last) and how many of them load data; which
         // points resume a thread (its first, or a start after an idle gap of `LONG_GAP_NS` with
         // nothing open), where the inferred waits attach.
         let mut open: Vec<(u32, bool)> = Vec::new();
         let mut loading = 0usize;
-        let mut loads: rustc_hash::FxHashMap<crate::model::StrId, bool> = Default::default();
         let mut resumes = vec![false; host.len()];
         for (k, &(lane, t, is_start, i)) in host.iter().enumerate() {
             let p = sim.point(t, i, is_start);
@@ -169,22 +196,19 @@ impl Simulation {
                 } else {
                     Link::Thread
                 };
-                raw.push((
-                    p,
+                sim.constrain(
                     Constraint {
                         from: p - 1,
                         link,
                         charged,
                     },
                     Nanos::MAX,
-                ));
+                );
             }
             if is_start {
-                let e = &trace.events[i as usize];
-                if e.dur > 0 {
-                    let dl = *loads
-                        .entry(e.name)
-                        .or_insert_with(|| host_calls::is_data_loading(trace.name(e)));
+                let f = flags[i as usize];
+                if f & HAS_DURATION != 0 {
+                    let dl = f & LOADS_DATA != 0;
                     loading += usize::from(dl);
                     open.push((i, dl));
                 }
@@ -245,31 +269,35 @@ impl Simulation {
             let mid = idle_delays.len() / 2;
             sim.launch_ns = (*idle_delays.select_nth_unstable(mid).1).min(MAX_LAUNCH_NS);
         }
+        let mut launches: Vec<(u32, u32)> = Vec::with_capacity(gpu.len());
         for st in &streams {
             let mut prev: Option<u32> = None;
             for (&i, &c) in st.events.iter().zip(&st.calls) {
                 let e = &trace.events[i as usize];
-                let s = sim.point(e.ts, i, true);
-                let end = sim.point(e.end(), i, false);
                 let k = |from, link| Constraint {
                     from,
                     link,
                     charged: i,
                 };
-                raw.push((end, k(s, Link::Duration), Nanos::MAX));
+                let s = sim.point(e.ts, i, true);
                 if c != NONE {
-                    raw.push((s, k(sim.start_of[c as usize], Link::Launch), sim.launch_ns));
+                    let launch = k(sim.start_of[c as usize], Link::Launch);
+                    sim.constrain(launch, sim.launch_ns);
+                    launches.push((c, i));
                 }
                 if let Some(p) = prev {
-                    raw.push((s, k(sim.end_of[p as usize], Link::Stream), QUEUED_GAP_NS));
+                    sim.constrain(k(sim.end_of[p as usize], Link::Stream), QUEUED_GAP_NS);
                 }
+                sim.point(e.end(), i, false);
+                sim.constrain(k(s, Link::Duration), Nanos::MAX);
                 prev = Some(i);
             }
         }
-        let mut found = waits::Found {
-            raw,
-            ..Default::default()
-        };
+        // By call, each call's GPU work kept in point order (a stable sort).
+        launches.sort_by_key(|&(c, _)| c);
+        (sim.launch_calls, sim.launch_gpu) = launches.into_iter().unzip();
+        sim.first.push(sim.constraints.len() as u32);
+        let mut found = waits::Found::default();
         let view = Points {
             start_of: &sim.start_of,
             end_of: &sim.end_of,
@@ -291,15 +319,19 @@ impl Simulation {
         sim.inferred_waits = found.inferred_waits;
         sim.hand_overs = found.hand_overs;
         sim.queue_waits = found.queue_waits;
-        sim.fix_offsets(found.raw);
+        sim.merge_waits(found.raw);
+        sim.fix_offsets();
         sim.order_points();
+        sim.base = sim.run(&sim.offsets);
         sim
     }
 
+    /// A new point; the constraints written next are its own.
     fn point(&mut self, t: Nanos, event: u32, is_start: bool) -> u32 {
         let p = self.rec.len() as u32;
         self.rec.push(t);
         self.event.push(event);
+        self.first.push(self.constraints.len() as u32);
         if is_start {
             self.start_of[event as usize] = p;
             if self.end_of[event as usize] == NONE {
@@ -311,36 +343,60 @@ impl Simulation {
         p
     }
 
-    /// Sorts the constraints by point and fixes each offset: the constraint that set the
-    /// point's recorded time keeps the recorded gap, the others their nominal offset or the
-    /// recorded gap where smaller.
-    fn fix_offsets(&mut self, raw: Vec<Raw>) {
-        // Grouped by point with a counting sort (the constraints come nearly in point order;
-        // a comparison sort of them cost more than everything else here).
-        let np = self.rec.len();
-        self.first = vec![0; np + 1];
-        for r in &raw {
-            self.first[r.0 as usize + 1] += 1;
+    /// A constraint of the point made last, with its nominal offset.
+    fn constrain(&mut self, c: Constraint, nominal: Nanos) {
+        self.constraints.push(c);
+        self.offsets.push(nominal);
+    }
+
+    /// The waits' constraints, each placed after its point's own (as a stable sort of all
+    /// of them by point would): the tables are moved up in place, from the end.
+    fn merge_waits(&mut self, mut waits: Vec<Raw>) {
+        if waits.is_empty() {
+            return;
         }
-        for p in 0..np {
-            self.first[p + 1] += self.first[p];
-        }
-        // Placed straight where they end up; each point's group is then fixed in place.
-        let mut fill = self.first.clone();
+        waits.sort_by_key(|w| w.0);
+        let (old, np) = (self.constraints.len(), self.rec.len());
         let unset = Constraint {
             from: 0,
             link: Link::Thread,
             charged: NONE,
         };
-        self.constraints = vec![unset; raw.len()];
-        self.offsets = vec![0; raw.len()];
-        for (p, c, nominal) in raw {
-            let at = &mut fill[p as usize];
-            self.constraints[*at as usize] = c;
-            self.offsets[*at as usize] = nominal;
-            *at += 1;
+        self.constraints.resize(old + waits.len(), unset);
+        self.offsets.resize(old + waits.len(), 0);
+        // From the last point with waits down: the block of constraints above it (the
+        // points after it, up to the next point with waits) moves up by the waits below it,
+        // and its waits go right under the block.
+        let mut hi = waits.len();
+        let mut end = old;
+        let mut top = np;
+        while hi > 0 {
+            let p = waits[hi - 1].0 as usize;
+            let mut lo = hi - 1;
+            while lo > 0 && waits[lo - 1].0 as usize == p {
+                lo -= 1;
+            }
+            let block = self.first[p + 1] as usize..end;
+            self.constraints
+                .copy_within(block.clone(), block.start + hi);
+            self.offsets.copy_within(block.clone(), block.start + hi);
+            for (j, w) in waits[lo..hi].iter().enumerate() {
+                self.constraints[block.start + lo + j] = w.1;
+                self.offsets[block.start + lo + j] = w.2;
+            }
+            for f in &mut self.first[p + 1..=top] {
+                *f += hi as u32;
+            }
+            end = block.start;
+            top = p;
+            hi = lo;
         }
-        drop(fill);
+    }
+
+    /// Fixes each offset: the constraint that set the point's recorded time keeps the
+    /// recorded gap, the others their nominal offset or the recorded gap where smaller.
+    fn fix_offsets(&mut self) {
+        let np = self.rec.len();
         for p in 0..np {
             let range = self.first[p] as usize..self.first[p + 1] as usize;
             let group = &self.constraints[range.clone()];
@@ -465,6 +521,13 @@ impl Simulation {
                 t[p as usize] = x;
             }
         }
+    }
+
+    /// The GPU events the runtime call `call` launched (empty for any other event).
+    pub fn launched_by(&self, call: u32) -> &[u32] {
+        let a = self.launch_calls.partition_point(|&c| c < call);
+        let b = a + self.launch_calls[a..].partition_point(|&c| c == call);
+        &self.launch_gpu[a..b]
     }
 
     /// The constraints of point `p` (indices into `constraints` and `offsets`).

@@ -139,12 +139,17 @@ pub fn dominant_cause(steps: &[super::JarvisStep]) -> (&'static str, f64) {
 
 /// The page's summary of `cp`.
 pub fn summarize(cp: &CriticalPath) -> PathSummary {
+    summarize_with(cp, &cp.steps)
+}
+
+/// [`summarize`] with HTA's paths given apart (before they join `cp`): the summary is then
+/// made beside the work that builds `cp`'s findings.
+pub fn summarize_with(cp: &CriticalPath, hta_steps: &[super::StepPath]) -> PathSummary {
     let steps: Vec<StepSummary> = cp
         .jarvis
         .iter()
         .map(|j| {
-            let hta = cp
-                .steps
+            let hta = hta_steps
                 .iter()
                 .find(|s| s.step == j.step && s.invalid.is_none());
             StepSummary {

@@ -749,12 +749,19 @@ fn analyze_tree(
         }
         standalone
     };
-    let (mut standalone, (hta_steps, hta_found)) = fork.join(analyzed, || {
-        if options.skip_critical_path || options.skip_hta_paths {
-            return Default::default();
-        }
-        crate::critical_path::hta_paths(&trace)
-    });
+    // The path's summary reads HTA's paths and Jarvis's: made on the same side.
+    let (mut standalone, (hta_steps, hta_found, critical_path_summary)) =
+        fork.join(analyzed, || {
+            let (steps, found) = if options.skip_critical_path || options.skip_hta_paths {
+                Default::default()
+            } else {
+                crate::critical_path::hta_paths(&trace)
+            };
+            let summary = critical_path
+                .as_ref()
+                .map(|cp| crate::critical_path::summary::summarize_with(cp, &steps));
+            (steps, found, summary)
+        });
     let mut critical_path = critical_path;
     if let Some(cp) = critical_path.as_mut() {
         cp.set_hta_steps(hta_steps);
@@ -785,9 +792,6 @@ fn analyze_tree(
         .and_then(|raw| serde_json::from_str::<Vec<serde_json::Value>>(raw).ok())
         .map_or(0, |v| v.len());
     let diagnostics = trace.diagnostics.sorted();
-    let critical_path_summary = critical_path
-        .as_ref()
-        .map(crate::critical_path::summary::summarize);
     let trace = Arc::new(trace);
     let whatif = options
         .whatif

@@ -98,53 +98,116 @@ pub const HOST_FIX_HOLDS_PCT: f64 = 20.0;
 /// what holds the replay (`replay_findings`).
 pub const PROFILED_BUSY_MIN: f64 = 0.5;
 
-/// The buffers a run of replays reuses: the offsets a cut changes (equal to `base` between
-/// replays) and the replayed times. Fresh ones for every finding cost a page fault per 4 KiB
-/// (about 5 MB a replay on OWLv2: more than the replay itself).
+/// The buffers a run of replays reuses: the offsets a change edits (equal to `base` with
+/// `over` set between replays) and the replayed times. Fresh ones for every finding cost a
+/// page fault per 4 KiB (about 5 MB a replay on OWLv2: more than the replay itself), so both
+/// passes over the findings keep the same two.
 struct Scratch<'b> {
     base: &'b [Nanos],
+    /// Offsets set on top of `base` (a host fix made first), by constraint.
+    over: Vec<(usize, Nanos)>,
     off: Vec<Nanos>,
     times: Vec<Nanos>,
 }
 
-impl Scratch<'_> {
-    /// The times with the constraints `ks` of `base` scaled by `factor`.
-    fn cut_run(&mut self, sim: &Simulation, ks: &[usize], factor: f64) -> &[Nanos] {
+impl<'b> Scratch<'b> {
+    fn new(base: &'b [Nanos]) -> Scratch<'b> {
+        Scratch {
+            base,
+            over: Vec::new(),
+            off: Vec::new(),
+            times: Vec::new(),
+        }
+    }
+
+    /// Constraint `k`'s offset between replays.
+    fn value(&self, k: usize) -> Nanos {
+        match self.over.binary_search_by_key(&k, |o| o.0) {
+            Ok(i) => self.over[i].1,
+            Err(_) => self.base[k],
+        }
+    }
+
+    fn ready(&mut self) {
         if self.off.len() != self.base.len() {
             self.off.clear();
             self.off.extend_from_slice(self.base);
+            for &(k, v) in &self.over {
+                self.off[k] = v;
+            }
         }
-        for &k in ks {
-            self.off[k] = (self.base[k] as f64 * factor).round() as Nanos;
+    }
+
+    /// From now on `over` (ascending by constraint) is set on top of `base`.
+    fn set_over(&mut self, over: &[(usize, Nanos)]) {
+        if self.off.len() == self.base.len() {
+            for &(k, _) in &self.over {
+                self.off[k] = self.base[k];
+            }
+            for &(k, v) in over {
+                self.off[k] = v;
+            }
+        }
+        self.over = over.to_vec();
+    }
+
+    /// The times with `change` applied.
+    fn run(&mut self, sim: &Simulation, change: &Change) -> &[Nanos] {
+        self.ready();
+        match change {
+            Change::Cut(c) => {
+                for &k in &c.ks {
+                    self.off[k] = (self.value(k) as f64 * c.factor).round() as Nanos;
+                }
+            }
+            Change::Stated(set) => {
+                for &(k, v) in set {
+                    self.off[k] = v;
+                }
+            }
+            Change::None => {}
         }
         sim.run_into(&self.off, &mut self.times);
-        for &k in ks {
-            self.off[k] = self.base[k];
+        match change {
+            Change::Cut(c) => {
+                for &k in &c.ks {
+                    self.off[k] = self.value(k);
+                }
+            }
+            Change::Stated(set) => {
+                for &(k, _) in set {
+                    self.off[k] = self.value(k);
+                }
+            }
+            Change::None => {}
         }
         &self.times
     }
 }
 
-/// `f` of every finding, in two halves side by side, each with its own buffers over `base`.
-fn in_halves<R: Send>(
+/// A finding's fix as a change of the schedule's offsets: a cut of its op's GPU time, or the
+/// offsets its stated what-if changes set (only those that differ from the schedule's).
+enum Change {
+    Cut(Cut),
+    Stated(Vec<(usize, Nanos)>),
+    /// The schedule as it is (the replay a host fix is measured after).
+    None,
+}
+
+/// `f` of each item, in two halves side by side, each half with one of `scratch`. The items
+/// are the fixes that replay, so the halves hold as many replays each.
+fn in_halves<T: Sync, R: Send>(
     fork: &impl crate::fork::Fork,
-    all: &[&Bottleneck],
-    base: &[Nanos],
-    f: &(impl Fn(&Bottleneck, &mut Scratch) -> R + Sync),
+    items: &[T],
+    scratch: &mut [Scratch; 2],
+    f: &(impl Fn(&T, &mut Scratch) -> R + Sync),
 ) -> Vec<R> {
-    let half = all.len().div_ceil(2).max(1);
-    let halves: Vec<&[&Bottleneck]> = all.chunks(half).collect();
-    crate::fork::map(fork, &halves, &|part: &&[&Bottleneck]| {
-        let mut s = Scratch {
-            base,
-            off: Vec::new(),
-            times: Vec::new(),
-        };
-        part.iter().map(|b| f(b, &mut s)).collect::<Vec<R>>()
-    })
-    .into_iter()
-    .flatten()
-    .collect()
+    let (a, b) = items.split_at(items.len().div_ceil(2));
+    let [sa, sb] = scratch;
+    let run = |part: &[T], s: &mut Scratch| part.iter().map(|x| f(x, s)).collect::<Vec<R>>();
+    let (mut left, right) = fork.join(|| run(a, sa), || run(b, sb));
+    left.extend(right);
+    left
 }
 
 /// A GPU-side fix's cut: the schedule's duration constraints it scales and by what factor.
@@ -170,11 +233,8 @@ pub fn replay_findings(
 ) {
     let sim = &replay.sim;
     let launched = Launched::of(sim);
-    let (before, steps) = crate::critical_path::replay::work_length(
-        &replay.sim,
-        &replay.windows,
-        &sim.run(&sim.offsets),
-    );
+    let (before, steps) =
+        crate::critical_path::replay::work_length(&replay.sim, &replay.windows, &sim.base);
     // Without steps the length is the GPU timeline's span, which holds the single stall the
     // findings leave out of the steady state: the saving is a share of the span without it,
     // the formula's own denominator (`Utilization::steady_ms`).
@@ -261,10 +321,10 @@ pub fn replay_findings(
             hidden: hidden.is_some(),
         })
     };
-    // The length with a cut applied on `base` offsets (the schedule's own, or with another
-    // fix applied), measured from `from`.
-    let cut_length = |b: &Bottleneck, c: &Cut, s: &mut Scratch, from: Nanos| -> Nanos {
-        let after = length(replay, s.cut_run(sim, &c.ks, c.factor)) - stall;
+    // The replayed length with a change on `s`'s base, the stall left out.
+    let run_length = |c: &Change, s: &mut Scratch| length(replay, s.run(sim, c)) - stall;
+    // A hidden cut saves no more than the work's exposed time (measured from `from`).
+    let bounded = |b: &Bottleneck, c: &Cut, after: Nanos, from: Nanos| -> Nanos {
         if c.hidden {
             after.max(from - (b.time_ms * 1e6) as Nanos)
         } else {
@@ -285,31 +345,64 @@ pub fn replay_findings(
         bound_by: bound.0,
         bound_pct: bound.1,
     };
-    let fix = |b: &Bottleneck, s: &mut Scratch| -> Option<ReplayedSaving> {
-        if b.impact.mid_pct <= 0.0 {
-            return None;
+    // A fix as a change: a fix the rule states as what-if changes (`Bottleneck::fix`:
+    // `zero_grad(set_to_none=True)` removing the GPU work inside the calls and their host
+    // time) as stated, any other as a cut of its op's GPU time.
+    let change_of = |b: &Bottleneck| -> Option<Change> {
+        if b.fix.is_empty() {
+            return cut_of(b).map(Change::Cut);
         }
-        // A fix the rule states as what-if changes (`Bottleneck::fix`: `zero_grad(
-        // set_to_none=True)` removing the GPU work inside the calls and their host time) is
-        // replayed as stated.
-        if !b.fix.is_empty() {
-            let off = stated_offsets(trace, replay, b, cold_window)?;
-            sim.run_into(&off, &mut s.times);
-            let after = (length(replay, &s.times) - stall)
-                .max(loader_floor(trace, replay, b, trains, steps));
-            return Some(saving(after, 0.0, b.time_ms));
-        }
-        let c = cut_of(b)?;
-        let after = cut_length(b, &c, s, before);
-        Some(saving(
-            after,
-            c.factor,
-            c.saving_ns.min(c.gpu_ns as f64) / 1e6,
-        ))
+        let off = stated_offsets(trace, replay, b, cold_window)?;
+        let set = off
+            .iter()
+            .zip(&sim.offsets)
+            .enumerate()
+            .filter(|(_, (x, y))| x != y)
+            .map(|(k, (&x, _))| (k, x))
+            .collect();
+        Some(Change::Stated(set))
     };
-    // Each fix is a replay of its own (a millisecond or more on a large trace): side by side.
+    let fix = |b: &Bottleneck, s: &mut Scratch| -> (Option<ReplayedSaving>, Option<Change>) {
+        let Some(change) = change_of(b) else {
+            return (None, None);
+        };
+        let after = run_length(&change, s);
+        let r = match &change {
+            Change::Cut(c) => saving(
+                bounded(b, c, after, before),
+                c.factor,
+                c.saving_ns.min(c.gpu_ns as f64) / 1e6,
+            ),
+            _ => saving(
+                after.max(loader_floor(trace, replay, b, trains, steps)),
+                0.0,
+                b.time_ms,
+            ),
+        };
+        (Some(r), Some(change))
+    };
+    // Each fix is a replay of its own (a millisecond or more on a large trace): side by side,
+    // only the findings that can replay shared out (a finding without an op, a stated fix or
+    // exposed work to hide has no change to replay).
     let all: Vec<&Bottleneck> = st.categories.iter().flat_map(|c| &c.bottlenecks).collect();
-    let replayed = in_halves(fork, &all, &sim.offsets, &|b, s| fix(b, s));
+    let replays = |b: &Bottleneck| {
+        b.impact.mid_pct > 0.0
+            && (!b.fix.is_empty()
+                || !b.op_name.is_empty()
+                || matches!(
+                    b.title.as_str(),
+                    "Exposed communication" | "Exposed memory copies"
+                ))
+    };
+    let candidates: Vec<usize> = (0..all.len()).filter(|&i| replays(all[i])).collect();
+    let mut replayed: Vec<Option<ReplayedSaving>> = vec![None; all.len()];
+    let mut changes: Vec<Option<Change>> = (0..all.len()).map(|_| None).collect();
+    let mut scratch = [Scratch::new(&sim.offsets), Scratch::new(&sim.offsets)];
+    let done = in_halves(fork, &candidates, &mut scratch, &|&i, s| fix(all[i], s));
+    for (&i, (r, c)) in candidates.iter().zip(done) {
+        replayed[i] = r;
+        changes[i] = c;
+    }
     // A trace whose host-side findings spend more host time per kernel than eager dispatch
     // takes has its host inflated by the profiler: the replay, which keeps the recorded host
     // durations, over-credits host-side fixes and under-credits GPU-side ones whose replay the
@@ -343,36 +436,46 @@ pub fn replay_findings(
     // cuts turns into idle (MI300X DDP ResNet-18: the allocator's frees hold the step, and the
     // BatchNorm backward's one-workgroup-per-channel cut saved ~0 on the unfixed schedule).
     // Not where the profiler inflates the host: there the GPU fixes rank by the formula.
-    let lead = all
-        .iter()
-        .zip(&replayed)
-        .filter(|(b, r)| !inflated && host_side(b) && !b.impact.profiled_host && r.is_some())
-        .filter_map(|(b, r)| r.map(|r| (*b, r.saving_pct())))
+    let lead = (0..all.len())
+        .filter(|&i| !inflated && host_side(all[i]) && !all[i].impact.profiled_host)
+        .filter_map(|i| replayed[i].map(|r| (i, r.saving_pct())))
         .filter(|&(_, pct)| pct >= HOST_FIX_HOLDS_PCT)
         .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(b, _)| b);
-    let after_lead: Vec<Option<crate::standalone::findings::AfterFix>> =
-        match lead.and_then(|l| Some((l, stated_offsets(trace, replay, l, cold_window)?))) {
-            Some((l, lead_off)) => {
-                let lead_floor = loader_floor(trace, replay, l, trains, steps);
-                let lead_len = (length(replay, &sim.run(&lead_off)) - stall).max(lead_floor);
-                in_halves(fork, &all, &lead_off, &|b, s| {
-                    if b.fix.is_empty() && b.impact.mid_pct > 0.0 && !std::ptr::eq(b, l) {
-                        let c = cut_of(b)?;
-                        let after = cut_length(b, &c, s, lead_len).max(lead_floor);
-                        Some(crate::standalone::findings::AfterFix {
-                            first: l.title.clone(),
-                            before_ms: lead_len as f64 / 1e6,
-                            after_ms: after as f64 / 1e6,
-                            base_ms: before as f64 / 1e6,
-                        })
-                    } else {
-                        None
-                    }
-                })
-            }
-            None => vec![None; all.len()],
-        };
+        .map(|(i, _)| i);
+    let mut after_lead: Vec<Option<crate::standalone::findings::AfterFix>> = vec![None; all.len()];
+    if let Some((li, Some(Change::Stated(set)))) = lead.map(|i| (i, &changes[i])) {
+        let l = all[li];
+        for s in &mut scratch {
+            s.set_over(set);
+        }
+        // The host fix alone, and each GPU-side cut after it, side by side.
+        let again: Vec<usize> = (0..all.len())
+            .filter(|&i| {
+                i != li && all[i].fix.is_empty() && matches!(changes[i], Some(Change::Cut(_)))
+            })
+            .collect();
+        let items: Vec<Option<usize>> = std::iter::once(None)
+            .chain(again.iter().map(|&i| Some(i)))
+            .collect();
+        let lengths = in_halves(fork, &items, &mut scratch, &|item, s| match item {
+            None => run_length(&Change::None, s),
+            Some(i) => changes[*i].as_ref().map_or(0, |c| run_length(c, s)),
+        });
+        let lead_floor = loader_floor(trace, replay, l, trains, steps);
+        let lead_len = lengths[0].max(lead_floor);
+        for (&i, &after) in again.iter().zip(&lengths[1..]) {
+            let (b, Some(Change::Cut(c))) = (all[i], &changes[i]) else {
+                continue;
+            };
+            let after = bounded(b, c, after, lead_len).max(lead_floor);
+            after_lead[i] = Some(crate::standalone::findings::AfterFix {
+                first: l.title.clone(),
+                before_ms: lead_len as f64 / 1e6,
+                after_ms: after as f64 / 1e6,
+                base_ms: before as f64 / 1e6,
+            });
+        }
+    }
     let bottlenecks = st.categories.iter_mut().flat_map(|c| &mut c.bottlenecks);
     for ((b, r), a) in bottlenecks.zip(replayed).zip(after_lead) {
         b.impact.after_fix = a;

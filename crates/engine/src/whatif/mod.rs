@@ -321,12 +321,12 @@ pub fn predict(
 ) -> Result<Outcome, String> {
     let sim = &replay.sim;
     let (off, touched) = apply(trace, replay, rows, changes)?;
-    let base = sim.run(&sim.offsets);
+    let base = &sim.base;
     let times = sim.run(&off);
     let us = |ns: Nanos| ns as f64 / 1000.0;
     let (rec, bas, pre) = (
         replay::spans(sim, &replay.windows, &sim.rec),
-        replay::spans(sim, &replay.windows, &base),
+        replay::spans(sim, &replay.windows, base),
         replay::spans(sim, &replay.windows, &times),
     );
     let steps = replay

@@ -4,7 +4,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::critical_path::simulate::{Link, Simulation};
+use crate::critical_path::simulate::Simulation;
 use crate::model::{EventKind, Trace};
 
 /// A selection, as parsed.
@@ -91,22 +91,11 @@ impl Selector {
 }
 
 /// The GPU work each runtime call launched, from the simulation's launch links.
-pub struct Launched(HashMap<u32, Vec<u32>>);
+pub struct Launched<'s>(&'s Simulation);
 
-impl Launched {
-    pub fn of(sim: &Simulation) -> Launched {
-        let mut m: HashMap<u32, Vec<u32>> = HashMap::default();
-        for p in 0..sim.points() as u32 {
-            for k in sim.constraints_of(p) {
-                let c = sim.constraints[k];
-                if c.link == Link::Launch {
-                    m.entry(sim.event[c.from as usize])
-                        .or_default()
-                        .push(c.charged);
-                }
-            }
-        }
-        Launched(m)
+impl Launched<'_> {
+    pub fn of(sim: &Simulation) -> Launched<'_> {
+        Launched(sim)
     }
 }
 
@@ -156,8 +145,8 @@ pub(super) fn gpu_inside(
 ) -> Vec<u32> {
     let mut out = Vec::new();
     own_points(trace, sim, host, own_only, |_, started| {
-        if let Some(g) = started.and_then(|ev| launched.0.get(&ev)) {
-            out.extend_from_slice(g);
+        if let Some(ev) = started {
+            out.extend_from_slice(launched.0.launched_by(ev));
         }
     });
     out
@@ -194,10 +183,10 @@ pub(super) fn own_points(
     }
 }
 
-impl Launched {
+impl Launched<'_> {
     /// Whether the runtime call `call` launched GPU work the schedule holds.
     pub(super) fn launches(&self, call: u32) -> bool {
-        self.0.contains_key(&call)
+        !self.0.launched_by(call).is_empty()
     }
 }
 
