@@ -644,6 +644,63 @@ fn a_modules_own_ops_fuse_without_its_child_modules() {
     );
 }
 
+/// A Python frame no change names as a frame (not an `nn.Module`, not data loading) has no
+/// points of its own: two thirds of a stack-recorded trace's host events only split the
+/// thread's time between ops (docs/whatif.md, "The schedule"). The thread's time up to the next
+/// point is still charged to it, and a selection of it takes the ops inside it; a frame with
+/// no op inside selects nothing.
+#[test]
+fn a_python_frame_without_points_is_selected_by_its_ops() {
+    let t = trace(
+        r#"{"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 300},
+  {"ph": "X", "cat": "python_function", "name": "model.py(10): forward", "pid": 1, "tid": 1, "ts": 20, "dur": 100},
+  {"ph": "X", "cat": "python_function", "name": "<built-in method size>", "pid": 1, "tid": 1, "ts": 30, "dur": 5},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 50, "dur": 20},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 55, "dur": 5, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 62, "dur": 400, "args": {"correlation": 1, "stream": 7}}
+]}"#,
+    );
+    let cp = analyze(&t);
+    let sim = &cp.replay.as_ref().expect("replay").sim;
+    let index = |name: &str| {
+        t.events
+            .iter()
+            .position(|e| t.name(e) == name)
+            .expect("event") as u32
+    };
+    let (frame, leaf, mm) = (
+        index("model.py(10): forward"),
+        index("<built-in method size>"),
+        index("aten::mm"),
+    );
+    assert_eq!(sim.points_of(frame), None);
+    // The frame's span is its op's: the op's start to its end (the launch call inside).
+    assert_eq!(sim.span_of(&t, frame), sim.points_of(mm));
+    assert_eq!(sim.span_of(&t, leaf), None);
+    // The step ends with the gemm (62 + 400 µs); the frame's GPU work removed, with its
+    // annotation (300 µs).
+    assert_eq!(
+        predict(&t, &[("remove", "module:model.py(10): forward")]),
+        vec![(462.0, 300.0)]
+    );
+    assert_eq!(
+        predict(&t, &[("remove", "module:<built-in method size>")]),
+        vec![(462.0, 462.0)]
+    );
+    // The thread's 50 µs before aten::mm are charged to the frame that was open then.
+    let hop = cp.jarvis[0]
+        .hops
+        .iter()
+        .find(|h| h.cause == BoundBy::CpuBound && h.start_us == 0.0)
+        .expect("the step's first CPU time is on the path");
+    assert_eq!(
+        hop.event.as_ref().map(|e| &*e.name),
+        Some("model.py(10): forward")
+    );
+    assert_eq!(hop.dur_us, 50.0);
+}
+
 /// A fusion in a step its host holds saves host time: the fused form is one dispatch and one
 /// launch, so the frame's own CPU time after its first launch goes (75 µs of the norm's 90:
 /// the step ends at 125 µs, not 200). Its kernels alone made shorter save nothing: the host

@@ -1,7 +1,8 @@
-//! Jarvis's own replay: the trace as a schedule of points (each event's start and end) that a
-//! change can rerun (issue #50; `crate::whatif` applies the changes). Every CPU thread and GPU
-//! stream is a processor whose points follow one another; a point happens at the latest of its
-//! constraints, each a source point plus an offset:
+//! Jarvis's own replay: the trace as a schedule of points (each event's start and end; a
+//! Python frame's only where a change names it as a frame) that a change can rerun (issue #50;
+//! `crate::whatif` applies the changes). Every CPU thread and GPU stream is a processor whose
+//! points follow one another; a point happens at the latest of its constraints, each a source
+//! point plus an offset:
 //!
 //! - **thread**: the previous point of the same CPU thread plus the CPU time between them (the
 //!   thread's own work and gaps, as recorded);
@@ -33,7 +34,7 @@ use super::points::{HostPoint, Points, Raw, Stream, QUEUED_GAP_NS};
 use super::waits;
 use crate::model::host_calls;
 use crate::model::sync::SyncKind;
-use crate::model::{LaneId, Nanos, Trace};
+use crate::model::{EventKind, LaneId, Nanos, Trace};
 
 pub use super::points::{Constraint, Link};
 
@@ -46,9 +47,12 @@ const MAX_LAUNCH_NS: Nanos = 50_000;
 const LONG_GAP_NS: Nanos = 50_000;
 /// Nominal own work of a blocking call that waited.
 const BLOCKING_CPU_NS: Nanos = 2_000;
-/// A host event's flags in the schedule's building.
+/// A host event's flags in the schedule's building (and a name's, `NAME_READ` once known).
 const HAS_DURATION: u8 = 1;
 const LOADS_DATA: u8 = 2;
+const HAS_POINTS: u8 = 4;
+const MODULE_FRAME: u8 = 8;
+const NAME_READ: u8 = 16;
 
 /// The trace as a replayable schedule.
 pub struct Simulation {
@@ -83,6 +87,8 @@ pub struct Simulation {
     pub hand_overs: usize,
     /// Launch calls that waited for a slot in a full launch queue.
     pub queue_waits: usize,
+    /// Each thread's host points: (lane, first point, end).
+    host_lanes: Vec<(LaneId, u32, u32)>,
     /// Constraints dropped to break a cycle (inconsistent timestamps).
     pub broken: usize,
 }
@@ -109,6 +115,7 @@ impl Simulation {
             inferred_waits: 0,
             hand_overs: 0,
             queue_waits: 0,
+            host_lanes: Vec::new(),
             broken: 0,
         };
         // Host threads: each lane's points in time order (an end before a start at one time).
@@ -127,9 +134,9 @@ impl Simulation {
         let mut keys: Vec<u128> = Vec::with_capacity(host_points);
         // What the thread walk below reads of each host event, found here in event order so
         // that the walk (in time order) never goes back to the event table: whether it has a
-        // duration, and whether it loads data (decided once per name).
+        // duration, whether it loads data, and whether it gets points (decided once per name).
         let mut flags: Vec<u8> = vec![0; n];
-        let mut loads: Vec<u8> = vec![0; trace.strings.len()];
+        let mut names: Vec<u8> = vec![0; trace.strings.len()];
         let mut gpu: Vec<(LaneId, Nanos, u32)> = Vec::with_capacity(gpu_events);
         let key = |lane: LaneId, t: Nanos, start: bool, i: usize| {
             (u128::from(lane.0) << 96)
@@ -143,13 +150,31 @@ impl Simulation {
             }
             if e.kind().is_host_activity() {
                 keys.push(key(e.lane(), e.ts, true, i));
+                let known = &mut names[e.name.0 as usize];
+                if *known == 0 {
+                    let name = trace.name(e);
+                    *known = NAME_READ
+                        | if host_calls::is_data_loading(name) {
+                            LOADS_DATA
+                        } else {
+                            0
+                        }
+                        | if name.starts_with("nn.Module: ") {
+                            MODULE_FRAME
+                        } else {
+                            0
+                        };
+                }
+                let loads = *known & LOADS_DATA;
+                // A Python frame is a point only where a change can name it as a frame (a
+                // module, a data-loading range): the rest, two thirds of a stack-recorded
+                // trace's host events, only split the thread's time between ops.
+                let pointed = e.kind() != EventKind::PythonFunction
+                    || *known & (LOADS_DATA | MODULE_FRAME) != 0;
+                flags[i] = if pointed { HAS_POINTS } else { 0 };
                 if e.dur > 0 {
                     keys.push(key(e.lane(), e.end(), false, i));
-                    let known = &mut loads[e.name.0 as usize];
-                    if *known == 0 {
-                        *known = 1 + u8::from(host_calls::is_data_loading(trace.name(e)));
-                    }
-                    flags[i] = HAS_DURATION | if *known == 2 { LOADS_DATA } else { 0 };
+                    flags[i] |= HAS_DURATION | loads;
                 }
             } else if e.kind().is_gpu() {
                 gpu.push((e.lane(), e.ts, i as u32));
@@ -179,34 +204,37 @@ impl Simulation {
         // The thread's open events (innermost last) and how many of them load data; which
         // points resume a thread (its first, or a start after an idle gap of `LONG_GAP_NS` with
         // nothing open), where the inferred waits attach.
+        // A frame without points still counts here: it is open (charged with the thread's time
+        // up to the next point, a data-loading range), and a thread resumes where it starts
+        // (the wait then attaches to the thread's next point).
         let mut open: Vec<(u32, bool)> = Vec::new();
         let mut loading = 0usize;
-        let mut resumes = vec![false; host.len()];
+        let mut pointed: Vec<HostPoint> = Vec::with_capacity(host.len());
+        let mut resumes: Vec<bool> = Vec::with_capacity(host.len());
+        let mut resume_next = false;
         for (k, &(lane, t, is_start, i)) in host.iter().enumerate() {
-            let p = sim.point(t, i, is_start);
-            if k == 0 || host[k - 1].0 != lane {
+            let first_of_lane = k == 0 || host[k - 1].0 != lane;
+            if first_of_lane {
                 open.clear();
                 loading = 0;
-                resumes[k] = true;
+                resume_next = false;
+            }
+            let resumes_here =
+                first_of_lane || (is_start && open.is_empty() && t - host[k - 1].1 >= LONG_GAP_NS);
+            let f = flags[i as usize];
+            if f & HAS_POINTS == 0 {
+                resume_next |= resumes_here;
             } else {
-                resumes[k] = is_start && open.is_empty() && t - host[k - 1].1 >= LONG_GAP_NS;
-                let charged = open.last().map_or(NONE, |o| o.0);
-                let link = if loading > 0 {
-                    Link::Loading
-                } else {
-                    Link::Thread
-                };
-                sim.constrain(
-                    Constraint {
-                        from: p - 1,
-                        link,
-                        charged,
-                    },
-                    Nanos::MAX,
-                );
+                let p = sim.point(t, i, is_start);
+                let lane_goes_on = pointed.last().is_some_and(|h| h.0 == lane);
+                pointed.push((lane, t, is_start, i));
+                resumes.push(resumes_here || resume_next);
+                resume_next = false;
+                if lane_goes_on {
+                    sim.thread_step(p, &open, loading);
+                }
             }
             if is_start {
-                let f = flags[i as usize];
                 if f & HAS_DURATION != 0 {
                     let dl = f & LOADS_DATA != 0;
                     loading += usize::from(dl);
@@ -217,6 +245,8 @@ impl Simulation {
                 open.remove(at);
             }
         }
+        let host = pointed;
+        sim.host_lanes = lane_ranges(&host);
         // GPU streams: each lane's events by start; when each was launched.
         gpu.sort_unstable_by_key(|&(l, t, i)| (l, t, i));
         let mut streams: Vec<Stream> = Vec::new();
@@ -341,6 +371,26 @@ impl Simulation {
             self.end_of[event as usize] = p;
         }
         p
+    }
+
+    /// The thread constraint of host point `p` from the thread's previous point: the time
+    /// between them is charged to the innermost open event (a frame without points too), and
+    /// is data loading inside a data-loading range.
+    fn thread_step(&mut self, p: u32, open: &[(u32, bool)], loading: usize) {
+        let link = if loading > 0 {
+            Link::Loading
+        } else {
+            Link::Thread
+        };
+        let charged = open.last().map_or(NONE, |o| o.0);
+        self.constrain(
+            Constraint {
+                from: p - 1,
+                link,
+                charged,
+            },
+            Nanos::MAX,
+        );
     }
 
     /// A constraint of the point made last, with its nominal offset.
@@ -523,6 +573,40 @@ impl Simulation {
         }
     }
 
+    /// A host event's span of points: its own start and end, or for a frame without points
+    /// (a Python frame no change names as a frame) the first and last point of its thread
+    /// inside it. `None` for an event the schedule does not hold and a frame with no point
+    /// inside.
+    pub fn span_of(&self, trace: &Trace, event: u32) -> Option<(u32, u32)> {
+        if let Some(span) = self.points_of(event) {
+            return Some(span);
+        }
+        let e = trace.events.get(event as usize)?;
+        if !e.kind().is_host_activity() || !e.has_time() || e.is_captured() {
+            return None;
+        }
+        let &(_, a, z) = self.host_lanes.iter().find(|l| l.0 == e.lane())?;
+        // The first of the thread's points not before `t` (an end at `t` is an earlier
+        // event's, so before it; a start at `t` is not).
+        let first_from = |t: Nanos| {
+            let (mut lo, mut hi) = (a, z);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                let ev = self.event[mid as usize] as usize;
+                let is_end = self.end_of[ev] == mid && self.start_of[ev] != mid;
+                let at = self.rec[mid as usize];
+                if at < t || (at == t && is_end) {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            lo
+        };
+        let (first, past) = (first_from(e.ts), first_from(e.end()));
+        (first < past).then(|| (first, past - 1))
+    }
+
     /// The GPU events the runtime call `call` launched (empty for any other event).
     pub fn launched_by(&self, call: u32) -> &[u32] {
         let a = self.launch_calls.partition_point(|&c| c < call);
@@ -551,6 +635,18 @@ impl Simulation {
         self.constraints_of(end)
             .find(|&k| self.constraints[k].link == Link::Duration)
     }
+}
+
+/// Each thread's run of host points (the points are made thread by thread).
+fn lane_ranges(host: &[HostPoint]) -> Vec<(LaneId, u32, u32)> {
+    let mut out: Vec<(LaneId, u32, u32)> = Vec::new();
+    for (p, h) in host.iter().enumerate() {
+        match out.last_mut() {
+            Some(last) if last.0 == h.0 => last.2 = p as u32 + 1,
+            _ => out.push((h.0, p as u32, p as u32 + 1)),
+        }
+    }
+    out
 }
 
 /// An offset that no longer binds (a constraint dropped to break a cycle, or removed by a

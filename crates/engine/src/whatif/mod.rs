@@ -227,7 +227,7 @@ pub fn apply(
             (Action::Scale(f), Selector::Cpu(_)) => {
                 let mut done = vec![false; off.len()];
                 for h in select::host_events(trace, sim, &ch.selector) {
-                    let Some((s, e)) = sim.points_of(h) else {
+                    let Some((s, e)) = sim.span_of(trace, h) else {
                         continue;
                     };
                     n += 1;
@@ -247,7 +247,7 @@ pub fn apply(
             }
             (Action::RemoveSync, sel) => {
                 for h in select::host_events(trace, sim, sel) {
-                    let Some((s, e)) = sim.points_of(h) else {
+                    let Some((s, e)) = sim.span_of(trace, h) else {
                         continue;
                     };
                     for p in s..=e {

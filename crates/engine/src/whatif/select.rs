@@ -118,9 +118,11 @@ pub(super) fn host_spans(
                     .entry((e.name, e.kind()))
                     .or_insert_with(|| keep(trace.name(e), e.kind()))
         })
-        .filter_map(|(i, _)| sim.points_of(i as u32).map(|(s, e)| (s, e, i as u32)))
+        .filter_map(|(i, _)| sim.span_of(trace, i as u32).map(|(s, e)| (s, e, i as u32)))
         .collect();
-    spans.sort_unstable();
+    // Outer first where two start at one point (frames without points of their own share
+    // their first op's).
+    spans.sort_unstable_by_key(|&(s, e, i)| (s, std::cmp::Reverse(e), i));
     let mut out = Vec::new();
     let mut until: Option<u32> = None;
     for (s, e, i) in spans {
@@ -161,7 +163,7 @@ pub(super) fn own_points(
     own_only: bool,
     mut visit: impl FnMut(u32, Option<u32>),
 ) {
-    let Some((s, e)) = sim.points_of(host) else {
+    let Some((s, e)) = sim.span_of(trace, host) else {
         return;
     };
     let mut p = s;
