@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Wall time of `jarvis report FILE --no-files` at 1 and 2 threads (or the counts given), the
 runs of each count interleaved so that the machine's drift hits every count alike; prints the
-median and quartiles of each and the speed-up of the medians (not a test: a benchmark).
+median, quartiles, minimum and 10th percentile of each and the speed-up of the medians (not a
+test: a benchmark).
 With several builds (JARVIS=A,B) each round runs every build at every count, so builds are
 compared in the same rounds.
 
@@ -35,5 +36,8 @@ for b in builds:
     for t in counts:
         q = statistics.quantiles(walls[(b, t)], n=4)
         m = statistics.median(walls[(b, t)])
-        print(f"--threads {t}: median {m:.1f} ms (quartiles {q[0]:.1f}-{q[2]:.1f}), "
+        ordered = sorted(walls[(b, t)])
+        # On a noisy machine the quietest runs tell builds apart better than the median.
+        print(f"--threads {t}: median {m:.1f} ms (quartiles {q[0]:.1f}-{q[2]:.1f}; "
+              f"min {ordered[0]:.1f}, p10 {ordered[len(ordered) // 10]:.1f}), "
               f"{base / m:.2f}x the first count, {runs} runs")
