@@ -198,10 +198,9 @@ impl Simulation {
         } else {
             Box::new(keys.iter().map(|&k| layout.unpack(k)))
         };
-        // Room for the waits too (a few per GPU event at most): growing this table once it is
-        // full copied all of it (2.4 ms on OWLv2 for its 80 stream synchronizes).
         // The constraints are written in point order as the points are made (each point's
-        // group where it ends up: no sort), with room for the waits, merged in at the end.
+        // group where it ends up: no sort), with room for the waits, merged in at the end (a
+        // few per GPU event at most: growing a full table copies all of it).
         let capacity = host_points + 4 * gpu.len() + 1024;
         sim.constraints.reserve(capacity);
         sim.offsets.reserve(capacity);
@@ -210,8 +209,7 @@ impl Simulation {
         sim.first.reserve(host_points + 2 * gpu.len() + 1);
         // The thread's open events (innermost last) and how many of them load data; which
         // points resume a thread (its first, or a start after an idle gap of `LONG_GAP_NS` with
-        // nothing open), where the inferred waits attach.
-        // A frame without points still counts here: it is open (charged with the thread's time
+        // nothing open), where the inferred waits attach. A frame without points still counts: it is open (charged with the thread's time
         // up to the next point, a data-loading range), and a thread resumes where it starts
         // (the wait then attaches to the thread's next point).
         let mut open: Vec<(u32, bool)> = Vec::new();

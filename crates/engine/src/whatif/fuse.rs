@@ -4,7 +4,7 @@
 //! `torch.compile`) is one dispatch and one launch, so in a step the host holds, most of what a
 //! fusion saves is host time (docs/whatif.md, "Changes").
 
-use super::select::{self, Launched};
+use super::select;
 use crate::critical_path::simulate::{Link, Simulation, DROPPED};
 use crate::model::{Nanos, Trace};
 
@@ -38,7 +38,6 @@ pub(super) fn one_kernel(
 pub(super) fn drop_host_work(
     trace: &Trace,
     sim: &Simulation,
-    launched: &Launched,
     frame: u32,
     own_only: bool,
     off: &mut [Nanos],
@@ -47,7 +46,7 @@ pub(super) fn drop_host_work(
     let mut any = false;
     select::own_points(trace, sim, frame, own_only, |p, started| match kept_until {
         None => {
-            if let Some(call) = started.filter(|&ev| launched.launches(ev)) {
+            if let Some(call) = started.filter(|&ev| !sim.launched_by(ev).is_empty()) {
                 kept_until = sim.points_of(call).map(|(_, end)| end);
             }
         }

@@ -10,7 +10,7 @@
 //! changes (`Bottleneck::fix`) is replayed as stated; other findings without an op (idle time,
 //! the other patterns) keep the formula's.
 
-use super::select::{self, Launched, Selector};
+use super::select::{self, Selector};
 use crate::critical_path::{Replay, Simulation};
 use crate::model::{EventKind, Nanos, Trace};
 use crate::standalone::findings::{Bottleneck, ReplayedSaving};
@@ -185,6 +185,22 @@ impl<'b> Scratch<'b> {
     }
 }
 
+/// Work a timeline finding shows exposed, which its fix hides.
+enum Exposed {
+    Communication,
+    Copies,
+}
+
+/// The exposed work a finding without an op is about, by its title; `None` for any other.
+fn exposed_work(b: &Bottleneck) -> Option<Exposed> {
+    use crate::standalone::findings::{EXPOSED_COMMUNICATION, EXPOSED_COPIES};
+    match b.title.as_str() {
+        EXPOSED_COMMUNICATION => Some(Exposed::Communication),
+        EXPOSED_COPIES => Some(Exposed::Copies),
+        _ => None,
+    }
+}
+
 /// A finding's fix as a change of the schedule's offsets: a cut of its op's GPU time, or the
 /// offsets its stated what-if changes set (only those that differ from the schedule's).
 enum Change {
@@ -232,7 +248,6 @@ pub fn replay_findings(
     fork: &impl crate::fork::Fork,
 ) {
     let sim = &replay.sim;
-    let launched = Launched::of(sim);
     let (before, steps) =
         crate::critical_path::replay::work_length(&replay.sim, &replay.windows, &sim.base);
     // Without steps the length is the GPU timeline's span, which holds the single stall the
@@ -263,18 +278,18 @@ pub fn replay_findings(
         // Exposed communication or copies: hiding them saves at most their exposed time; the
         // replay removes them all and keeps the saving under that bound, so a step the host
         // holds is not promised what the GPU timeline shows exposed.
-        let hidden = match (b.op_name.is_empty(), b.title.as_str()) {
-            (true, "Exposed communication") => Some(select::gpu_named(
+        let hidden = match (b.op_name.is_empty(), exposed_work(b)) {
+            (true, Some(Exposed::Communication)) => Some(select::gpu_named(
                 trace,
                 sim,
                 &crate::analysis::kernel_kinds::is_communication_kernel,
             )),
-            (true, "Exposed memory copies") => Some(
+            (true, Some(Exposed::Copies)) => Some(
                 (0..trace.events.len() as u32)
                     .filter(|&i| trace.events[i as usize].kind() == EventKind::GpuMemcpy)
                     .collect(),
             ),
-            (true, _) => return None,
+            (true, None) => return None,
             (false, _) => None,
         };
         // A graph-replayed kernel without its capture is a synthetic op `launcher->kernel`: its
@@ -285,7 +300,7 @@ pub fn replay_findings(
             (None, Some((_, kernel))) => select::gpu_named(trace, sim, &|n| n == kernel),
             (None, None) => {
                 let sel = Selector::Op(b.op_name.clone());
-                select::gpu_groups(trace, sim, Some(&launched), &sel)
+                select::gpu_groups(trace, sim, &sel)
                     .into_iter()
                     .flatten()
                     .collect()
@@ -387,12 +402,7 @@ pub fn replay_findings(
     let all: Vec<&Bottleneck> = st.categories.iter().flat_map(|c| &c.bottlenecks).collect();
     let replays = |b: &Bottleneck| {
         b.impact.mid_pct > 0.0
-            && (!b.fix.is_empty()
-                || !b.op_name.is_empty()
-                || matches!(
-                    b.title.as_str(),
-                    "Exposed communication" | "Exposed memory copies"
-                ))
+            && (!b.fix.is_empty() || !b.op_name.is_empty() || exposed_work(b).is_some())
     };
     let candidates: Vec<usize> = (0..all.len()).filter(|&i| replays(all[i])).collect();
     let mut replayed: Vec<Option<ReplayedSaving>> = vec![None; all.len()];
@@ -454,13 +464,10 @@ pub fn replay_findings(
                 i != li && all[i].fix.is_empty() && matches!(changes[i], Some(Change::Cut(_)))
             })
             .collect();
-        let items: Vec<Option<usize>> = std::iter::once(None)
-            .chain(again.iter().map(|&i| Some(i)))
+        let items: Vec<&Change> = std::iter::once(&Change::None)
+            .chain(again.iter().filter_map(|&i| changes[i].as_ref()))
             .collect();
-        let lengths = in_halves(fork, &items, &mut scratch, &|item, s| match item {
-            None => run_length(&Change::None, s),
-            Some(i) => changes[*i].as_ref().map_or(0, |c| run_length(c, s)),
-        });
+        let lengths = in_halves(fork, &items, &mut scratch, &|c, s| run_length(c, s));
         let lead_floor = loader_floor(trace, replay, l, trains, steps);
         let lead_len = lengths[0].max(lead_floor);
         for (&i, &after) in again.iter().zip(&lengths[1..]) {

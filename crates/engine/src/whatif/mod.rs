@@ -16,7 +16,7 @@ use crate::critical_path::summary::{top_items, PathItem, TOP_EVENTS};
 use crate::critical_path::{replay, Replay};
 use crate::model::{Nanos, Trace};
 use crate::standalone::ops::OpRow;
-use select::{Launched, Selector};
+use select::Selector;
 
 /// What an interactive host keeps to answer what-ifs after the analysis: the trace (event
 /// names and kinds for the selections and the new path) and its schedule. The page's worker
@@ -208,16 +208,6 @@ pub fn apply(
     changes: &[Change],
 ) -> Result<(Vec<Nanos>, Touched), String> {
     let sim = &replay.sim;
-    // Which call launched what: only op and module selections need it.
-    let launched = changes
-        .iter()
-        .any(|c| {
-            matches!(
-                c.selector,
-                Selector::Op(_) | Selector::Module(_) | Selector::Own(_)
-            )
-        })
-        .then(|| Launched::of(sim));
     let mut off = sim.offsets.clone();
     let mut touched = Vec::new();
     let duration = |g: u32| sim.duration_of(g);
@@ -265,20 +255,18 @@ pub fn apply(
             (Action::Fuse(us), Selector::Module(_) | Selector::Own(_)) => {
                 // A frame fused: its kernels one kernel, and its own host work one dispatch.
                 let own = matches!(ch.selector, Selector::Own(_));
-                if let Some(l) = launched.as_ref() {
-                    for frame in select::host_events(trace, sim, &ch.selector) {
-                        let group = select::gpu_inside(trace, sim, l, frame, own);
-                        if group.is_empty() {
-                            continue;
-                        }
-                        n += group.len();
-                        fuse::one_kernel(trace, &group, *us, duration, &mut off);
-                        fuse::drop_host_work(trace, sim, l, frame, own, &mut off);
+                for frame in select::host_events(trace, sim, &ch.selector) {
+                    let group = select::gpu_inside(trace, sim, frame, own);
+                    if group.is_empty() {
+                        continue;
                     }
+                    n += group.len();
+                    fuse::one_kernel(trace, &group, *us, duration, &mut off);
+                    fuse::drop_host_work(trace, sim, frame, own, &mut off);
                 }
             }
             (action, sel) => {
-                let groups = select::gpu_groups(trace, sim, launched.as_ref(), sel);
+                let groups = select::gpu_groups(trace, sim, sel);
                 let factor = match (action, sel) {
                     (Action::Efficiency(e), Selector::Op(name)) => {
                         Some(efficiency_factor(rows, name, *e)?)

@@ -90,15 +90,6 @@ impl Selector {
     }
 }
 
-/// The GPU work each runtime call launched, from the simulation's launch links.
-pub struct Launched<'s>(&'s Simulation);
-
-impl Launched<'_> {
-    pub fn of(sim: &Simulation) -> Launched<'_> {
-        Launched(sim)
-    }
-}
-
 /// Host events whose name passes `keep`, outermost only (an instance inside another selected
 /// one is part of it), with the simulation's points.
 pub(super) fn host_spans(
@@ -138,17 +129,11 @@ pub(super) fn host_spans(
 
 /// The GPU work launched inside a host event (by its own thread's calls), in launch order;
 /// with `own_only`, not what runs inside a child `nn.Module` frame.
-pub(super) fn gpu_inside(
-    trace: &Trace,
-    sim: &Simulation,
-    launched: &Launched,
-    host: u32,
-    own_only: bool,
-) -> Vec<u32> {
+pub(super) fn gpu_inside(trace: &Trace, sim: &Simulation, host: u32, own_only: bool) -> Vec<u32> {
     let mut out = Vec::new();
     own_points(trace, sim, host, own_only, |_, started| {
         if let Some(ev) = started {
-            out.extend_from_slice(launched.0.launched_by(ev));
+            out.extend_from_slice(sim.launched_by(ev));
         }
     });
     out
@@ -185,13 +170,6 @@ pub(super) fn own_points(
     }
 }
 
-impl Launched<'_> {
-    /// Whether the runtime call `call` launched GPU work the schedule holds.
-    pub(super) fn launches(&self, call: u32) -> bool {
-        !self.0.launched_by(call).is_empty()
-    }
-}
-
 /// Every GPU event of the simulation whose name passes `keep`, each its own group; `keep` is
 /// asked once per name (kernel names are long and repeat thousands of times).
 pub fn gpu_named(trace: &Trace, sim: &Simulation, keep: &dyn Fn(&str) -> bool) -> Vec<u32> {
@@ -207,26 +185,14 @@ pub fn gpu_named(trace: &Trace, sim: &Simulation, keep: &dyn Fn(&str) -> bool) -
 }
 
 /// The GPU work a selection names, in groups (one op or module instance, or one GPU event).
-/// `launched` is needed for op and module selections (`Launched::of`).
-pub fn gpu_groups(
-    trace: &Trace,
-    sim: &Simulation,
-    launched: Option<&Launched>,
-    sel: &Selector,
-) -> Vec<Vec<u32>> {
+pub fn gpu_groups(trace: &Trace, sim: &Simulation, sel: &Selector) -> Vec<Vec<u32>> {
     let singles = |v: Vec<u32>| v.into_iter().map(|g| vec![g]).collect();
     match sel {
-        Selector::Op(_) | Selector::Module(_) | Selector::Own(_) => match launched {
-            Some(l) => host_events(trace, sim, sel)
-                .into_iter()
-                .map(|h| {
-                    let own = matches!(sel, Selector::Own(_));
-                    gpu_inside(trace, sim, l, h, own)
-                })
-                .filter(|g| !g.is_empty())
-                .collect(),
-            None => Vec::new(),
-        },
+        Selector::Op(_) | Selector::Module(_) | Selector::Own(_) => host_events(trace, sim, sel)
+            .into_iter()
+            .map(|h| gpu_inside(trace, sim, h, matches!(sel, Selector::Own(_))))
+            .filter(|g| !g.is_empty())
+            .collect(),
         Selector::Kernel(text) => {
             let t = text.to_ascii_lowercase();
             singles(gpu_named(trace, sim, &|n| {

@@ -131,6 +131,17 @@ pub fn split_kv_role(kernel: &str) -> Option<SplitKv> {
     }
 }
 
+/// Keys per query from which splitting each query tile's keys across workgroups (split-KV) is
+/// the lever for a grid short of work items: a decode or a long context. For square attention
+/// (an encoder, a prompt) smaller query tiles give more workgroups instead.
+const SPLIT_KV_KEYS_PER_QUERY: i64 = 4;
+
+/// Whether split-KV, rather than smaller query tiles, is the way to more workgroups (one rule
+/// for this room's grid cause and the ceiling's).
+pub(super) fn split_kv_is_the_lever(nq: i64, nkv: i64) -> bool {
+    nkv >= SPLIT_KV_KEYS_PER_QUERY * nq
+}
+
 pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
     let p = |k: &str| shape.param(k);
@@ -375,7 +386,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 ),
                 action: if splits_keys {
                     "Batch more sequences per call; the kernel already splits the keys across workgroups (its split-KV pass is in the trace), so more splits are the engine's setting, not another kernel.".into()
-                } else if nkv >= 4 * nq
+                } else if split_kv_is_the_lever(nq, nkv)
                     || serving.is_some()
                     || backend == Some(AttentionBackend::Paged)
                 {

@@ -60,9 +60,6 @@ pub struct Ceiling {
     pub ceiling: f64,
 }
 
-/// Key tiles per query tile from which splitting the keys across workgroups (split-KV) is the
-/// lever for a grid short of work items.
-const SPLIT_KV_MIN_KEY_TILES: f64 = 8.0;
 /// A kernel under this share of its own ceiling is slow for the shape, whatever its grid.
 const BELOW_CEILING_SHARE: f64 = 0.5;
 
@@ -238,11 +235,11 @@ pub(super) fn cause(
     } else {
         String::new()
     };
-    // Split-KV divides each query tile's keys across workgroups: a lever only where there are
-    // many key tiles per query tile (a long context); for an encoder's or a prompt's square
-    // attention, smaller query tiles give more workgroups (review AA: split-KV advised for
-    // ViT's 197 tokens).
-    let more_work = if c.iterations >= SPLIT_KV_MIN_KEY_TILES {
+    // Split-KV divides each query tile's keys across workgroups: a lever only where the keys
+    // far outnumber the queries; for an encoder's or a prompt's square attention, smaller query
+    // tiles give more workgroups (review AA: split-KV advised for ViT's 197 tokens).
+    let (nq, nkv) = (shape.param("N_Q").unwrap_or(0), shape.param("N_KV"));
+    let more_work = if attention::split_kv_is_the_lever(nq, nkv.unwrap_or(nq)) {
         format!(
             "a split-KV kernel, which also splits each query tile's {:.0} key tiles across workgroups",
             c.iterations
@@ -417,6 +414,18 @@ mod tests {
             "{}",
             near.action
         );
+        // Keys four times the queries (197 against 788): split-KV is the lever, as the grid
+        // rule of `attention` says for the same shape.
+        r.perf_params = "{'B': 4, 'N_Q': 197, 'N_KV': 788, 'H_Q': 12, 'H_KV': 12, 'd_h_qk': 64, 'causal': False}".into();
+        let long = super::cause(&r, Some(2.2), &ctx).expect("cause");
+        assert!(
+            long.action
+                .contains("a split-KV kernel, which also splits each query tile's"),
+            "{}",
+            long.action
+        );
+        assert!(attention::split_kv_is_the_lever(197, 788));
+        assert!(!attention::split_kv_is_the_lever(197, 787));
         r.kernel_launch = vec![Some(crate::model::LaunchDims {
             grid: [608, 1, 1],
             block: [256, 1, 1],

@@ -339,6 +339,10 @@ impl Impact {
 /// A replayed saving under this share of the trace is reported as overlapped (the fix is off
 /// the critical path).
 pub const OVERLAPPED_PCT: f64 = 0.1;
+/// The titles of the timeline findings about exposed work, which the replay of their fix (the
+/// work hidden) recognizes them by (`whatif::impacts`).
+pub const EXPOSED_COMMUNICATION: &str = "Exposed communication";
+pub const EXPOSED_COPIES: &str = "Exposed memory copies";
 /// A replay that saves at least this share of the time it cut realized the cut.
 pub const REALIZED_SHARE: f64 = 0.9;
 

@@ -410,7 +410,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                 let back_to_back = back_to_back_share(inp.trace);
                 f.bottlenecks.push(timeline_bottleneck(
                     f.category,
-                    "Exposed communication",
+                    super::EXPOSED_COMMUNICATION,
                     exposed,
                     format!(
                         "{exposed:.3} ms of communication ({:.1}% {}) is not overlapped with compute, of {total_comm:.3} ms in total{beyond}.{}{}",

@@ -211,7 +211,7 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
         let (mix, path_a, path_b) = copy_advice(&inp.copies);
         let mut b = timeline_bottleneck(
             SeedCategory::Other,
-            "Exposed memory copies",
+            super::EXPOSED_COPIES,
             memcpy,
             format!(
                 "{memcpy:.3} ms of memory copies ({:.1}% {}) run while no kernel runs.{mix}",
