@@ -14,6 +14,7 @@
 pub mod calls;
 pub mod context;
 pub mod graph;
+mod host_order;
 pub mod path;
 mod points;
 pub mod replay;

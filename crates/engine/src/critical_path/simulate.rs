@@ -30,6 +30,7 @@
 //! other); other threads keep their recorded timing.
 
 use super::context::{Context, NONE};
+use super::host_order::{InOrder, KeyLayout, Starts};
 use super::points::{HostPoint, Points, Raw, Stream, QUEUED_GAP_NS};
 use super::waits;
 use crate::model::host_calls;
@@ -118,16 +119,16 @@ impl Simulation {
             host_lanes: Vec::new(),
             broken: 0,
         };
-        // Host threads: each lane's points in time order (an end before a start at one time).
-        // Sorted as packed keys (lane, time from the trace's first point, start, event): one
-        // integer comparison each, where the tuples' sort was the schedule's largest cost.
-        let (mut host_points, mut gpu_events) = (0usize, 0usize);
+        // Host threads: each lane's points in time order (an end before a start at one time),
+        // the starts sorted as packed keys (`host_order`).
+        let (mut host_points, mut host_events, mut gpu_events) = (0usize, 0usize, 0usize);
         let (mut t0, mut t1, mut last_lane) = (Nanos::MAX, Nanos::MIN, 0u32);
         for e in trace.events.iter().filter(|e| usable(e)) {
             if e.kind().is_host_activity() {
+                host_events += 1;
                 host_points += 1 + usize::from(e.dur > 0);
-                t0 = t0.min(e.ts).min(e.end());
-                t1 = t1.max(e.ts).max(e.end());
+                t0 = t0.min(e.ts);
+                t1 = t1.max(e.ts);
                 last_lane = last_lane.max(e.lane().0);
             } else if e.kind().is_gpu() {
                 gpu_events += 1;
@@ -140,25 +141,13 @@ impl Simulation {
         let mut flags: Vec<u8> = vec![0; n];
         let mut names: Vec<u8> = vec![0; trace.strings.len()];
         let mut gpu: Vec<(LaneId, Nanos, u32)> = Vec::with_capacity(gpu_events);
-        let (mut keys, mut short_keys): (Vec<u128>, Vec<u64>) = if layout.short {
-            (Vec::new(), Vec::with_capacity(host_points))
-        } else {
-            (Vec::with_capacity(host_points), Vec::new())
-        };
-        let mut key = |lane: LaneId, t: Nanos, start: bool, i: usize| {
-            let k = layout.pack(lane, t, start, i as u32);
-            if layout.short {
-                short_keys.push(k as u64);
-            } else {
-                keys.push(k);
-            }
-        };
+        let mut starts = Starts::with_capacity(&layout, host_events);
         for (i, e) in trace.events.iter().enumerate() {
             if !usable(e) {
                 continue;
             }
             if e.kind().is_host_activity() {
-                key(e.lane(), e.ts, true, i);
+                starts.push(layout.pack(e.lane(), e.ts, i as u32));
                 let known = &mut names[e.name.0 as usize];
                 if *known == 0 {
                     let name = trace.name(e);
@@ -182,22 +171,17 @@ impl Simulation {
                     || *known & (LOADS_DATA | MODULE_FRAME) != 0;
                 flags[i] = if pointed { HAS_POINTS } else { 0 };
                 if e.dur > 0 {
-                    key(e.lane(), e.end(), false, i);
                     flags[i] |= HAS_DURATION | loads;
                 }
             } else if e.kind().is_gpu() {
                 gpu.push((e.lane(), e.ts, i as u32));
             }
         }
-        // Sorted, and read back in order without a table of their own: the walk below keeps
-        // only the points.
-        short_keys.sort_unstable();
-        keys.sort_unstable();
-        let sorted: Box<dyn Iterator<Item = HostPoint>> = if layout.short {
-            Box::new(short_keys.iter().map(|&k| layout.unpack(u128::from(k))))
-        } else {
-            Box::new(keys.iter().map(|&k| layout.unpack(k)))
-        };
+        starts.sort();
+        // The ends are read off the event table as their starts pass, nearly in its order.
+        let sorted = InOrder::new(&layout, &starts, |i| {
+            (flags[i as usize] & HAS_DURATION != 0).then(|| trace.events[i as usize].end())
+        });
         // The constraints are written in point order as the points are made (each point's
         // group where it ends up: no sort), with room for the waits, merged in at the end (a
         // few per GPU event at most: growing a full table copies all of it).
@@ -253,7 +237,7 @@ impl Simulation {
                 open.remove(at);
             }
         }
-        drop((keys, short_keys));
+        drop(starts);
         let host = pointed;
         sim.host_lanes = lane_ranges(&host);
         // GPU streams: each lane's events by start; when each was launched.
@@ -643,52 +627,6 @@ impl Simulation {
         let (_, end) = self.points_of(gpu_event)?;
         self.constraints_of(end)
             .find(|&k| self.constraints[k].link == Link::Duration)
-    }
-}
-
-/// A host point packed into one integer that sorts as (lane, time, start, event), each field
-/// as wide as the trace needs: most traces fit 64 bits, which sort in about half the time of
-/// 128 (OWLv2: 208,310 keys).
-struct KeyLayout {
-    t0: Nanos,
-    idx_bits: u32,
-    time_bits: u32,
-    /// All four fit in 64 bits.
-    short: bool,
-}
-
-impl KeyLayout {
-    /// For times `t0..=t1`, lanes up to `last_lane` and `n` events.
-    fn new(t0: Nanos, t1: Nanos, last_lane: u32, n: usize) -> KeyLayout {
-        let bits = |x: u128| 128 - x.leading_zeros();
-        let idx_bits = bits(n as u128);
-        let time_bits = bits(u128::from(t1.abs_diff(t0.min(t1))));
-        let lane_bits = bits(u128::from(last_lane));
-        KeyLayout {
-            t0,
-            idx_bits,
-            time_bits,
-            short: lane_bits + time_bits + 1 + idx_bits <= 64,
-        }
-    }
-
-    fn pack(&self, lane: LaneId, t: Nanos, start: bool, i: u32) -> u128 {
-        let (ib, tb) = (self.idx_bits, self.time_bits);
-        (u128::from(lane.0) << (tb + 1 + ib))
-            | (u128::from(t.abs_diff(self.t0)) << (1 + ib))
-            | (u128::from(start) << ib)
-            | u128::from(i)
-    }
-
-    fn unpack(&self, k: u128) -> HostPoint {
-        let (ib, tb) = (self.idx_bits, self.time_bits);
-        let mask = |bits: u32| (1u128 << bits) - 1;
-        (
-            LaneId((k >> (tb + 1 + ib)) as u32),
-            self.t0 + ((k >> (1 + ib)) & mask(tb)) as Nanos,
-            (k >> ib) & 1 == 1,
-            (k & mask(ib)) as u32,
-        )
     }
 }
 

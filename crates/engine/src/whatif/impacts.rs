@@ -78,7 +78,7 @@ fn loader_floor(
     }
     let sim = &replay.sim;
     let windows = crate::critical_path::replay::spans(sim, &replay.windows, &sim.rec);
-    select::host_spans(trace, sim, &|n, _| names.contains(&n))
+    select::host_spans_named(trace, sim, &names)
         .into_iter()
         .map(|i| {
             let e = &trace.events[i as usize];

@@ -2,8 +2,6 @@
 //! (docs/whatif.md). GPU selections resolve to groups of GPU events (a group is one op or
 //! module instance, or one kernel), host selections to host events.
 
-use rustc_hash::FxHashMap as HashMap;
-
 use crate::critical_path::simulate::Simulation;
 use crate::model::{EventKind, Trace};
 
@@ -90,25 +88,48 @@ impl Selector {
     }
 }
 
-/// Host events whose name passes `keep`, outermost only (an instance inside another selected
-/// one is part of it), with the simulation's points.
+/// Which event names pass a test, decided once per name on first sight (an analysis selects
+/// for every finding, and a trace repeats a few thousand names over hundreds of thousands of
+/// events: a lookup by the name's id is all a repeat costs).
+struct Names<'a> {
+    trace: &'a Trace,
+    keep: &'a dyn Fn(&str) -> bool,
+    /// By string id: 0 not yet asked, 1 fails, 2 passes.
+    seen: Vec<u8>,
+}
+
+impl<'a> Names<'a> {
+    fn new(trace: &'a Trace, keep: &'a dyn Fn(&str) -> bool) -> Names<'a> {
+        Names {
+            trace,
+            keep,
+            seen: vec![0; trace.strings.len()],
+        }
+    }
+
+    fn pass(&mut self, e: &crate::model::Event) -> bool {
+        let Some(known) = self.seen.get_mut(e.name.0 as usize) else {
+            return false;
+        };
+        if *known == 0 {
+            *known = 1 + u8::from((self.keep)(self.trace.name(e)));
+        }
+        *known == 2
+    }
+}
+
+/// Host events that pass `keep`, outermost only (an instance inside another selected one is
+/// part of it), with the simulation's points.
 pub(super) fn host_spans(
     trace: &Trace,
     sim: &Simulation,
-    keep: &dyn Fn(&str, EventKind) -> bool,
+    mut keep: impl FnMut(&crate::model::Event) -> bool,
 ) -> Vec<u32> {
-    // Decided once per (name, kind): an analysis asks this for every finding.
-    let mut seen: HashMap<(crate::model::StrId, EventKind), bool> = HashMap::default();
     let mut spans: Vec<(u32, u32, u32)> = trace
         .events
         .iter()
         .enumerate()
-        .filter(|(_, e)| {
-            e.kind().is_host_activity()
-                && *seen
-                    .entry((e.name, e.kind()))
-                    .or_insert_with(|| keep(trace.name(e), e.kind()))
-        })
+        .filter(|(_, e)| e.kind().is_host_activity() && keep(e))
         .filter_map(|(i, _)| sim.span_of(trace, i as u32).map(|(s, e)| (s, e, i as u32)))
         .collect();
     // Outer first where two start at one point (frames without points of their own share
@@ -125,6 +146,17 @@ pub(super) fn host_spans(
         out.push(i);
     }
     out
+}
+
+/// Host events with one of these exact names (outermost, as [`host_spans`]): each name is
+/// looked up once in the trace's strings, a name the trace never recorded selects nothing.
+pub(super) fn host_spans_named(trace: &Trace, sim: &Simulation, names: &[&str]) -> Vec<u32> {
+    let ids: Vec<crate::model::StrId> =
+        names.iter().filter_map(|n| trace.strings.find(n)).collect();
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    host_spans(trace, sim, |e| ids.contains(&e.name))
 }
 
 /// The GPU work launched inside a host event (by its own thread's calls), in launch order;
@@ -173,13 +205,11 @@ pub(super) fn own_points(
 /// Every GPU event of the simulation whose name passes `keep`, each its own group; `keep` is
 /// asked once per name (kernel names are long and repeat thousands of times).
 pub fn gpu_named(trace: &Trace, sim: &Simulation, keep: &dyn Fn(&str) -> bool) -> Vec<u32> {
-    let mut seen: HashMap<crate::model::StrId, bool> = HashMap::default();
+    let mut names = Names::new(trace, keep);
     (0..trace.events.len() as u32)
         .filter(|&g| {
             let e = &trace.events[g as usize];
-            e.kind().is_gpu()
-                && sim.points_of(g).is_some()
-                && *seen.entry(e.name).or_insert_with(|| keep(trace.name(e)))
+            e.kind().is_gpu() && sim.points_of(g).is_some() && names.pass(e)
         })
         .collect()
 }
@@ -236,15 +266,26 @@ pub fn gpu_groups(trace: &Trace, sim: &Simulation, sel: &Selector) -> Vec<Vec<u3
 /// every runtime call. Op and module selections reach their GPU work through these.
 pub fn host_events(trace: &Trace, sim: &Simulation, sel: &Selector) -> Vec<u32> {
     match sel {
-        Selector::Cpu(name) | Selector::Op(name) => host_spans(trace, sim, &|n, _| n == name),
-        Selector::Call(name) => host_spans(trace, sim, &|n, k| {
-            matches!(k, EventKind::CudaRuntime | EventKind::CudaDriver) && n == name
-        }),
-        Selector::Module(text) | Selector::Own(text) => host_spans(trace, sim, &|n, k| {
-            matches!(k, EventKind::PythonFunction | EventKind::UserAnnotation)
-                && n.contains(text.as_str())
-        }),
-        Selector::All => host_spans(trace, sim, &|_, k| k.is_runtime()),
+        Selector::Cpu(name) | Selector::Op(name) => host_spans_named(trace, sim, &[name.as_str()]),
+        Selector::Call(name) => {
+            let Some(id) = trace.strings.find(name) else {
+                return Vec::new();
+            };
+            host_spans(trace, sim, |e| {
+                matches!(e.kind(), EventKind::CudaRuntime | EventKind::CudaDriver) && e.name == id
+            })
+        }
+        Selector::Module(text) | Selector::Own(text) => {
+            let contains = |n: &str| n.contains(text.as_str());
+            let mut names = Names::new(trace, &contains);
+            host_spans(trace, sim, |e| {
+                matches!(
+                    e.kind(),
+                    EventKind::PythonFunction | EventKind::UserAnnotation
+                ) && names.pass(e)
+            })
+        }
+        Selector::All => host_spans(trace, sim, |e| e.kind().is_runtime()),
         _ => Vec::new(),
     }
 }
