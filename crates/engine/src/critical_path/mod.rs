@@ -134,7 +134,7 @@ pub fn analyze_on(
     }
     let ctx = context::Context::new(trace);
     let ((mut cp, mut found), (steps, invalid)) = fork.join(
-        || schedule_with(trace, &ctx, is_comm),
+        || schedule_with(trace, &ctx, is_comm, true),
         || hta_steps(trace, &ctx),
     );
     found.extend(invalid);
@@ -142,10 +142,10 @@ pub fn analyze_on(
     Some((cp, found))
 }
 
-/// Jarvis's half of the room alone (the schedule, each step replayed, Jarvis's path): what the
-/// findings' replays need. HTA's paths come apart ([`hta_paths`], then
-/// [`CriticalPath::set_hta_steps`]), so a host can build them beside the work that reads this
-/// half.
+/// Jarvis's schedule alone (the simulation and its windows): what the findings' replays need.
+/// Jarvis's steps and paths ([`CriticalPath::set_jarvis_steps`]) and HTA's ([`hta_paths`], then
+/// [`CriticalPath::set_hta_steps`], after Jarvis's) come apart, so a host can build them beside
+/// the work that reads the schedule.
 pub fn schedule_only(trace: &Trace, is_comm: &CommTest) -> Option<(CriticalPath, Found)> {
     if !has_gpu_work(trace) {
         return None;
@@ -154,6 +154,7 @@ pub fn schedule_only(trace: &Trace, is_comm: &CommTest) -> Option<(CriticalPath,
         trace,
         &context::Context::for_schedule(trace),
         is_comm,
+        false,
     ))
 }
 
@@ -184,12 +185,13 @@ fn has_gpu_work(trace: &Trace) -> bool {
     trace.events.iter().any(|e| e.kind().is_gpu())
 }
 
-/// Jarvis's half: the schedule and every step by Jarvis's rules, HTA's steps left empty; and
-/// the diagnostic for a trace that synchronizes without `cuda_sync` records.
+/// Jarvis's half: the schedule and, `with_steps`, every step by Jarvis's rules, HTA's steps left
+/// empty; and the diagnostic for a trace that synchronizes without `cuda_sync` records.
 fn schedule_with(
     trace: &Trace,
     ctx: &context::Context<'_>,
     is_comm: &CommTest,
+    with_steps: bool,
 ) -> (CriticalPath, Found) {
     let mut found: Found = Vec::new();
     // Missing records only matter where the host synchronized: a trace without a single
@@ -216,23 +218,41 @@ fn schedule_with(
     }
     let sim = Simulation::new(trace, ctx);
     let sim_windows = replay::windows(trace, &sim);
-    let recorded = replay::spans(&sim, &sim_windows, &sim.rec);
-    let replayed = replay::spans(&sim, &sim_windows, &sim.base);
-    let jarvis: Vec<JarvisStep> = sim_windows
-        .iter()
-        .zip(recorded.iter().zip(&replayed))
-        .map(|(w, (&r, &b))| jarvis_step(trace, &sim, w, (r, b), &sim.base, &sim.offsets, is_comm))
-        .collect();
-    let cp = CriticalPath {
+    let mut cp = CriticalPath {
         steps: Vec::new(),
         sync_events: ctx.syncs.len(),
-        jarvis,
+        jarvis: Vec::new(),
         replay: Some(Replay {
             sim: Arc::new(sim),
             windows: Arc::new(sim_windows),
         }),
     };
+    if with_steps {
+        cp.set_jarvis_steps(trace, is_comm);
+    }
     (cp, found)
+}
+
+impl CriticalPath {
+    /// Every step by Jarvis's rules ([`jarvis_steps`]), for a schedule built without them.
+    pub fn set_jarvis_steps(&mut self, trace: &Trace, is_comm: &CommTest) {
+        if let Some(replay) = self.replay.as_ref() {
+            self.jarvis = jarvis_steps(trace, replay, is_comm);
+        }
+    }
+}
+
+/// Every step by Jarvis's rules: its recorded and replayed spans and the path through the
+/// replay.
+pub fn jarvis_steps(trace: &Trace, replay: &Replay, is_comm: &CommTest) -> Vec<JarvisStep> {
+    let (sim, windows) = (&replay.sim, &replay.windows);
+    let recorded = replay::spans(sim, windows, &sim.rec);
+    let replayed = replay::spans(sim, windows, &sim.base);
+    windows
+        .iter()
+        .zip(recorded.iter().zip(&replayed))
+        .map(|(w, (&r, &b))| jarvis_step(trace, sim, w, (r, b), &sim.base, &sim.offsets, is_comm))
+        .collect()
 }
 
 /// Every window's path by HTA's rules, and a diagnostic for each window without one.

@@ -139,14 +139,17 @@ pub fn dominant_cause(steps: &[super::JarvisStep]) -> (&'static str, f64) {
 
 /// The page's summary of `cp`.
 pub fn summarize(cp: &CriticalPath) -> PathSummary {
-    summarize_with(cp, &cp.steps)
+    summarize_with(&cp.jarvis, cp.sync_events, &cp.steps)
 }
 
-/// [`summarize`] with HTA's paths given apart (before they join `cp`): the summary is then
-/// made beside the work that builds `cp`'s findings.
-pub fn summarize_with(cp: &CriticalPath, hta_steps: &[super::StepPath]) -> PathSummary {
-    let steps: Vec<StepSummary> = cp
-        .jarvis
+/// [`summarize`] from its parts, Jarvis's steps and HTA's paths given apart (before they join
+/// the `CriticalPath`): the summary is then made beside the work that builds its findings.
+pub fn summarize_with(
+    jarvis: &[super::JarvisStep],
+    sync_events: usize,
+    hta_steps: &[super::StepPath],
+) -> PathSummary {
+    let steps: Vec<StepSummary> = jarvis
         .iter()
         .map(|j| {
             let hta = hta_steps
@@ -184,7 +187,7 @@ pub fn summarize_with(cp: &CriticalPath, hta_steps: &[super::StepPath]) -> PathS
     };
     PathSummary {
         steps,
-        sync_events: cp.sync_events,
+        sync_events,
         median_error_pct: median,
         worst_error_pct: errors.last().copied().unwrap_or(0.0),
     }

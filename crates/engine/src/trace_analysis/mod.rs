@@ -601,8 +601,8 @@ fn analyze_tree(
     let (t, tr, reg, nm, total) = (&trace, &tree, &registry, &names, timeline.total);
     // The critical path reads only the trace and is the longest single piece: it starts at
     // once on this thread, and the sheets (both sides of them) are what a second thread takes.
-    // Its schedule only: HTA's paths, which nothing before the files reads, are built beside
-    // the standalone analysis.
+    // Its schedule only: the paths (Jarvis's, and HTA's, which nothing before the files reads)
+    // are built beside the standalone analysis.
     let (critical_path, (rest, (perf, structure))) = fork.join(
         || {
             if options.skip_critical_path {
@@ -708,8 +708,7 @@ fn analyze_tree(
     let unified = sheets.iter().find(|s| s.name == "unified_perf_summary");
     let headline = headline::headline(&timeline, unified);
     // The standalone analysis, each op finding's fix then replayed over the trace's schedule
-    // (docs/whatif.md; not over a sampled trace's, whose gaps held work it did not keep); beside
-    // it, HTA's paths, which only the files read.
+    // (docs/whatif.md; not over a sampled trace's, whose gaps held work it did not keep).
     let analyzed = || {
         let mut standalone = unified.map(|unified| {
             let src = crate::standalone::Sources {
@@ -735,36 +734,43 @@ fn analyze_tree(
             sampled.as_ref(),
         ) {
             if let Some(replay) = cp.replay.as_ref() {
-                let bound = crate::critical_path::summary::dominant_cause(&cp.jarvis);
                 let pre_trace_wait = idle_report.lead_in.as_ref().map_or(0, |l| l.blocked_ns);
-                crate::whatif::impacts::replay_findings(
-                    &trace,
-                    replay,
-                    bound,
-                    pre_trace_wait,
-                    st,
-                    fork,
-                );
+                crate::whatif::impacts::replay_findings(&trace, replay, pre_trace_wait, st, fork);
             }
         }
         standalone
     };
-    // The path's summary reads HTA's paths and Jarvis's: made on the same side.
-    let (mut standalone, (hta_steps, hta_found, critical_path_summary)) =
+    // Beside it, Jarvis's steps (the path through each replayed step), HTA's paths (which only
+    // the files read) and the path's summary, which reads both.
+    let is_comm = &crate::analysis::kernel_kinds::is_communication_kernel;
+    let (mut standalone, (jarvis_steps, hta_steps, hta_found, critical_path_summary)) =
         fork.join(analyzed, || {
-            let (steps, found) = if options.skip_critical_path || options.skip_hta_paths {
+            let Some(cp) = critical_path.as_ref() else {
+                return Default::default();
+            };
+            let jarvis = cp
+                .replay
+                .as_ref()
+                .map(|r| crate::critical_path::jarvis_steps(&trace, r, is_comm))
+                .unwrap_or_default();
+            let (steps, found) = if options.skip_hta_paths {
                 Default::default()
             } else {
                 crate::critical_path::hta_paths(&trace)
             };
-            let summary = critical_path
-                .as_ref()
-                .map(|cp| crate::critical_path::summary::summarize_with(cp, &steps));
-            (steps, found, summary)
+            let summary =
+                crate::critical_path::summary::summarize_with(&jarvis, cp.sync_events, &steps);
+            (jarvis, steps, found, Some(summary))
         });
     let mut critical_path = critical_path;
     if let Some(cp) = critical_path.as_mut() {
+        cp.jarvis = jarvis_steps;
         cp.set_hta_steps(hta_steps);
+    }
+    // The bound the findings' replays name: the cause holding most of the replayed steps' path.
+    if let (Some(st), Some(cp)) = (standalone.as_mut(), critical_path.as_ref()) {
+        let bound = crate::critical_path::summary::dominant_cause(&cp.jarvis);
+        crate::whatif::impacts::name_bound(st, bound);
     }
     for (kind, n, example) in hta_found {
         trace.diagnostics.add(kind, n, example);

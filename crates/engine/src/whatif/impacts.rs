@@ -236,13 +236,11 @@ struct Cut {
     hidden: bool,
 }
 
-/// Replays each op finding's fix and re-ranks the recommendations by the replayed savings.
-/// `bound` is the cause holding most of the steps' critical path and its share, % (said
-/// where a fix saves nothing).
+/// Replays each op finding's fix and re-ranks the recommendations by the replayed savings (the
+/// cause that holds the path, which a saving's text names, is set after: `name_bound`).
 pub fn replay_findings(
     trace: &Trace,
     replay: &Replay,
-    bound: (&'static str, f64),
     pre_trace_wait: Nanos,
     st: &mut Standalone,
     fork: &impl crate::fork::Fork,
@@ -357,8 +355,9 @@ pub fn replay_findings(
         trace_ms: total_ms,
         factor,
         cut_ms,
-        bound_by: bound.0,
-        bound_pct: bound.1,
+        // Named once Jarvis's paths are made (`name_bound`), beside this.
+        bound_by: "",
+        bound_pct: 0.0,
     };
     // A fix as a change: a fix the rule states as what-if changes (`Bottleneck::fix`:
     // `zero_grad(set_to_none=True)` removing the GPU work inside the calls and their host
@@ -523,4 +522,16 @@ pub fn replay_findings(
             .then(b.impact.mid_pct.total_cmp(&a.impact.mid_pct))
             .then(b.time_ms.total_cmp(&a.time_ms))
     });
+}
+
+/// Names in every replayed saving the cause holding most of the replayed steps' critical path
+/// and its share, % (`summary::dominant_cause`), which the text of a saving of ~0 gives as the
+/// reason.
+pub fn name_bound(st: &mut Standalone, bound: (&'static str, f64)) {
+    for b in st.categories.iter_mut().flat_map(|c| &mut c.bottlenecks) {
+        if let Some(r) = b.impact.replayed.as_mut() {
+            r.bound_by = bound.0;
+            r.bound_pct = bound.1;
+        }
+    }
 }
