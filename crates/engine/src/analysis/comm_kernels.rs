@@ -89,14 +89,24 @@ pub fn all_communication(trace: &Trace, events: &[crate::model::EventId]) -> All
     let (mut comm, mut comp): (Vec<Span>, Vec<Span>) = (Vec::new(), Vec::new());
     let mut by: rustc_hash::FxHashMap<crate::model::StrId, (u64, Nanos)> = Default::default();
     let mut beyond: Nanos = 0;
+    // Both tests once per name (kernel names are long and repeat thousands of times): (a
+    // communication kernel, one TraceLens counts).
+    let mut tests: rustc_hash::FxHashMap<crate::model::StrId, (bool, bool)> = Default::default();
     for e in events
         .iter()
         .map(|&id| trace.event(id))
         .filter(|e| e.kind() == EventKind::Kernel)
     {
-        if super::kernel_kinds::is_communication_kernel(trace.name(e)) {
+        let (comm_kernel, tracelens) = *tests.entry(e.name).or_insert_with(|| {
+            let name = trace.name(e);
+            (
+                super::kernel_kinds::is_communication_kernel(name),
+                super::categories::is_communication(name),
+            )
+        });
+        if comm_kernel {
             comm.push((e.ts, e.end()));
-            if !super::categories::is_communication(trace.name(e)) {
+            if !tracelens {
                 beyond += e.dur;
             }
             let f = by.entry(e.name).or_default();
