@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::standalone::findings::{Bottleneck, CategoryFindings, ProjectionKind};
+use crate::standalone::findings::{Bottleneck, CategoryFindings, ImpactMethod, ProjectionKind};
 use crate::standalone::md::{cell, code_cell, short};
 use crate::standalone::ops::{Bound, SeedCategory};
 use crate::standalone::{findings::shape_summary, Standalone};
@@ -135,8 +135,8 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
     let basis = if b.is_one_off() {
         "a one-off".to_owned()
     } else {
-        format!(
-            "from its {} saving of {:.1}% {}",
+        let saving = format!(
+            "{} saving of {:.1}% {}",
             if b.impact.replayed.is_some() {
                 "replayed"
             } else {
@@ -144,7 +144,18 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
             },
             b.impact.ranked_pct(),
             b.impact.replayed.map_or(b.impact.share_of(), |r| r.of()),
-        )
+        );
+        // `Impact::priority_for`: a guessed cut, or a floor no kernel is shown to reach, ranks
+        // Low whatever it saves; said, so the figure does not read as the reason for the rank.
+        match b.impact.method {
+            ImpactMethod::Heuristic => {
+                format!("no perf model: the cut is a guess, which ranks Low whatever its {saving}")
+            }
+            ImpactMethod::Floor => format!(
+                "an upper bound no kernel is shown to reach ranks Low whatever its {saving}"
+            ),
+            _ => format!("from its {saving}"),
+        }
     };
     let _ = writeln!(
         s,

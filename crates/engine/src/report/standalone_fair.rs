@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::findings_md::findings_body;
-use crate::standalone::findings::NEGLIGIBLE_PCT;
+use crate::standalone::findings::{Bottleneck, NEGLIGIBLE_PCT};
 use crate::standalone::md::{anchor, cell, code, code_cell};
 use crate::standalone::ops::SeedCategory;
 use crate::standalone::rules::{self, Priority};
@@ -130,21 +130,22 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         cell(&w.scale)
     );
     let u = &st.utilization;
-    let top_cat = st
-        .categories
+    let top_cat = st.top_category();
+    // The summary counts what the Recommendations section argues; the findings it only lists
+    // (`listed_only`) are counted apart, so the two never disagree.
+    let argued: Vec<&Bottleneck> = st
+        .recommendations
         .iter()
-        .filter(|c| !c.rows.is_empty())
-        .max_by(|x, y| x.time_ms.total_cmp(&y.time_ms));
-    let counts = |p: Priority| {
-        st.recommendations
-            .iter()
-            .filter(|&&r| st.bottleneck(r).priority == p)
-            .count()
-    };
+        .take(MAX_RECOMMENDATIONS)
+        .map(|&r| st.bottleneck(r))
+        .filter(|b| !listed_only(b))
+        .collect();
+    let counts = |p: Priority| argued.iter().filter(|b| b.priority == p).count();
+    let listed = st.recommendations.len() - argued.len();
     let _ = writeln!(s, "## Executive Summary\n");
     let _ = writeln!(
         s,
-        "The trace spans {:.3} ms of GPU time, of which computation is {:.1}%{}. {}{} recommendation{} follow{}: {} Critical, {} High, {} Medium, {} Low.\n",
+        "The trace spans {:.3} ms of GPU time, of which computation is {:.1}%{}. {}{} recommendation{} follow{}: {} Critical, {} High, {} Medium, {} Low{}.\n",
         u.total_ms,
         u.computation_pct,
         // With a single stall left out, the target is judged on the steady state (SGLang's
@@ -158,13 +159,20 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         top_cat
             .map(|c| format!("{} is the largest category ({:.1}% of compute). ", c.category.title(), c.share_pct))
             .unwrap_or_default(),
-        st.recommendations.len(),
-        if st.recommendations.len() == 1 { "" } else { "s" },
-        if st.recommendations.len() == 1 { "s" } else { "" },
+        argued.len(),
+        if argued.len() == 1 { "" } else { "s" },
+        if argued.len() == 1 { "s" } else { "" },
         counts(Priority::Critical),
         counts(Priority::High),
         counts(Priority::Medium),
-        counts(Priority::Low)
+        counts(Priority::Low),
+        match listed {
+            0 => String::new(),
+            n => format!(
+                "; {n} more finding{} listed below, not argued",
+                if n == 1 { " is" } else { "s are" }
+            ),
+        }
     );
     // One denominator: with a single stall left out, the steady state's own split is stated
     // beside the whole trace's (docs/analysis.md, "One denominator").
@@ -292,7 +300,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         .map(|ms| format!(" Replayed savings are shares of the steps' time less the {ms:.3} ms the first step's host waited in a blocking call for GPU work queued before the trace (kernels with no launch in it, which the GPU timeline leaves out as well)."))
         .unwrap_or_default();
     let steady = steady + &pre_trace;
-    let _ = writeln!(s, "**Note:** Recommendations are prioritized by the share of the trace's time fixing each may save (the saving replayed over the trace's schedule where the fix can be replayed, else the mid figure of its impact range): Critical from {:.0}%, High from {:.0}%, Medium from {:.0}%, Low below.{steady} Findings that share a cause are one finding, and overlapping findings' savings are not additive.\n", rules::IMPACT_CRITICAL_PCT, rules::IMPACT_HIGH_PCT, rules::IMPACT_MEDIUM_PCT);
+    let _ = writeln!(s, "**Note:** Recommendations are prioritized by the share of the trace's time fixing each may save (the saving replayed over the trace's schedule where the fix can be replayed, else the mid figure of its impact range): Critical from {:.0}%, High from {:.0}%, Medium from {:.0}%, Low below; an op without a perf model, whose cut is a guess, ranks Low whatever it saves.{steady} Findings that share a cause are one finding, and overlapping findings' savings are not additive.\n", rules::IMPACT_CRITICAL_PCT, rules::IMPACT_HIGH_PCT, rules::IMPACT_MEDIUM_PCT);
     if let Some(note) = crate::standalone::findings::merge::eager_fusion_note(st) {
         let _ = writeln!(s, "{note}\n");
     }
@@ -308,6 +316,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     let mut slight: Option<(f64, &str)> = None;
     for &r in st.recommendations.iter().take(MAX_RECOMMENDATIONS) {
         let b = st.bottleneck(r);
+        // The cases of `listed_only`, each listed its own way.
         if b.is_negligible() {
             minor.push(b.title.clone());
             continue;
@@ -478,6 +487,13 @@ fn op_cell(name: &str) -> String {
             code_cell(name)
         )
     }
+}
+
+/// A finding the Recommendations section lists in a line instead of arguing: one that saves
+/// under 0.1 % whichever way it is estimated, an op judged by time alone, or idle under a
+/// millisecond in the whole steady state.
+fn listed_only(b: &Bottleneck) -> bool {
+    b.is_negligible() || b.is_unmodelled_guess() || (b.aside().is_some() && b.is_slight_idle())
 }
 
 #[cfg(test)]

@@ -377,6 +377,21 @@ impl Standalone {
             .collect()
     }
 
+    /// The category with the most computation (`share_pct`: its ops' kernel time less their
+    /// copies and collectives), the reports' "top bottleneck category". By kernel time a
+    /// category holding a pageable `aten::copy_` would win with no compute at all (A100
+    /// AlexNet: "Elementwise" for 0.8 ms of compute, the convolutions' 59 % beside it).
+    pub fn top_category(&self) -> Option<&CategoryFindings> {
+        self.categories
+            .iter()
+            .filter(|c| !c.rows.is_empty())
+            .max_by(|x, y| {
+                x.share_pct
+                    .total_cmp(&y.share_pct)
+                    .then(x.time_ms.total_cmp(&y.time_ms))
+            })
+    }
+
     pub fn bottleneck(&self, (c, b): (usize, usize)) -> &Bottleneck {
         &self.categories[c].bottlenecks[b]
     }

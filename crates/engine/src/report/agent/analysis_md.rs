@@ -256,11 +256,7 @@ pub fn render(i: &Inputs<'_>) -> String {
 
     // Executive Summary.
     let _ = writeln!(s, "## {}\n", HEADERS[0]);
-    let top = st
-        .categories
-        .iter()
-        .filter(|c| !c.rows.is_empty())
-        .max_by(|x, y| x.time_ms.total_cmp(&y.time_ms));
+    let top = st.top_category();
     let _ = writeln!(
         s,
         "Trace {} ({}, {}, {}): {:.3} ms of GPU time, {:.2}% of it computation. {} compute P-item(s) from {} op estimates, {} fusion opportunit{}, {} system flag(s). Every number is computed by Jarvis's rules (docs/analysis.md); two runs give the same report.\n",
@@ -291,7 +287,7 @@ pub fn render(i: &Inputs<'_>) -> String {
         top.map_or("none".to_owned(), |c| format!(
             "{} ({:.1}%)",
             c.category.title(),
-            pct_of(c.time_ms, u.computation_ms)
+            c.share_pct
         ))
     );
     if !i.legend.is_empty() {

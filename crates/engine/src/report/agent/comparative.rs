@@ -152,18 +152,9 @@ fn cat_title(key: &str) -> &'static str {
 }
 
 fn top_category(st: &Standalone) -> (String, f64) {
-    st.categories
-        .iter()
-        .filter(|c| !c.rows.is_empty())
-        .max_by(|x, y| x.time_ms.total_cmp(&y.time_ms))
-        .map_or(("none".into(), 0.0), |c| {
-            let share = if st.utilization.computation_ms > 0.0 {
-                c.time_ms / st.utilization.computation_ms * 100.0
-            } else {
-                0.0
-            };
-            (c.category.title().to_owned(), share)
-        })
+    st.top_category().map_or(("none".into(), 0.0), |c| {
+        (c.category.title().to_owned(), c.share_pct)
+    })
 }
 
 fn signed(x: f64, digits: usize) -> String {

@@ -187,7 +187,10 @@ pub fn estimates(
 
 fn estimate(i: usize, r: &OpRow, baseline_ms: f64, floor: f64) -> Option<Estimate> {
     let time_ms = r.kernel_us / 1e3;
-    if time_ms <= 0.0 || baseline_ms <= 0.0 {
+    // An op whose GPU time is all copies or collectives (a pageable `aten::copy_`, an elementwise
+    // op to TraceLens) has no compute kernel to optimize: the system section's copy and
+    // communication flags hold it (docs/deviations.md D29).
+    if time_ms <= 0.0 || baseline_ms <= 0.0 || r.compute_us() <= 0.0 {
         return None;
     }
     let pct = time_ms / baseline_ms * 100.0;
@@ -502,6 +505,25 @@ mod tests {
             ),
             "cuBLAS"
         );
+    }
+
+    /// A copy-only op (its kernels all memcpy) is no compute P-item; an op with one compute
+    /// kernel among copies still is (D29).
+    #[test]
+    fn an_op_whose_gpu_time_is_all_copies_gets_no_compute_estimate() {
+        use crate::standalone::ops::tests_support::row;
+        let mut copy = row("aten::copy_");
+        copy.kernel_us = 55_503.0;
+        copy.kernel_names = vec![("Memcpy HtoD (Pageable -> Device)".into(), 3_468.9)];
+        assert!(estimate(0, &copy, 100.0, 0.0).is_none());
+        let mut mixed = row("aten::copy_");
+        mixed.kernel_us = 100.0;
+        mixed.kernel_names = vec![
+            ("Memcpy HtoD (Pageable -> Device)".into(), 50.0),
+            ("void at::native::elementwise_kernel<128, 4>".into(), 50.0),
+        ];
+        let e = estimate(0, &mixed, 1.0, 0.0).expect("a compute kernel among the copies");
+        assert_eq!(e.estimate_method, "heuristic");
     }
 
     #[test]

@@ -206,7 +206,10 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                 SeedCategory::Batchnorm | SeedCategory::Elementwise | SeedCategory::Reduce
             ) && (r.compute_spec.is_empty() || r.compute_spec.ends_with("fp32"))
         })
-        .map(|r| r.kernel_us / 1e3)
+        // Their computation only: a pageable `aten::copy_` (an elementwise op to TraceLens) is
+        // a host-to-device copy, whose bytes autocast does not halve (A100 AlexNet: 55.5 ms of
+        // weight upload read as "529% of compute" of fp32 elementwise kernels).
+        .map(|r| r.compute_us() / 1e3)
         .sum();
     let activations = if inp.compute_ms() > 0.0
         && memory_bound_ms / inp.compute_ms() * 100.0 >= ACTIVATIONS_NOTE_PCT
