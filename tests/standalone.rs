@@ -938,6 +938,11 @@ fn copies_are_not_the_top_category_nor_fp32_elementwise_bytes() {
     };
     let fair = text("standalone_analysis_fair.md");
     assert!(fair.contains("| Top Bottleneck Category | Convolution ("));
+    // Its ops have perf models the trace gives no shapes for: the roofline row says so, beside
+    // the "kernel time with a perf model" row, instead of "no op with a perf model".
+    assert!(fair.contains(
+        "| Roofline efficiency (time-weighted) | – (no modelled op's FLOPs or bytes could be computed from the trace) |"
+    ));
     // The note names the ReLU and dropout kernels' 0.8 ms, not the 55.5 ms upload.
     let note = "Autocast also halves the bytes the ";
     if let Some(at) = fair.find(note) {
