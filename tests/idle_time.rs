@@ -456,3 +456,41 @@ fn idle_between_set_up_copies_is_the_uploads() {
     // All idle: 40 + 40 + 30 before the kernel, 50 after it.
     assert_eq!(a.idle.split.total(), 160_000);
 }
+
+/// SGLang Qwen3-8B decode on MI300X: one `hipGraphLaunch` of 544 nodes runs 1.57 ms on the
+/// host, and the GPU goes idle once inside the replay, between layer 2's down projection
+/// (ending at 464,408 µs) and the next `add_rmsnorm_quant` (464,682 µs), read off the raw
+/// trace: 274 µs, all but half a microsecond of it while the launch call was still submitting
+/// the graph.
+#[test]
+fn idle_inside_a_graph_replay_is_measured_apart() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let file = "tracelens/mi300x_sglang_Qwen3-8B_decode.json.gz";
+    let a = analyze_trace(
+        import_bytes(&common::read(&shared.join("traces").join(file))).expect("importable"),
+    );
+    let c = &a.idle.context;
+    assert!(
+        (c.inside_graph_ns - 274_000).abs() <= 1_000,
+        "{}",
+        c.inside_graph_ns
+    );
+    // The call returns 0.5 µs before the next node starts.
+    assert!(
+        c.inside_graph_launching_ns <= c.inside_graph_ns
+            && c.inside_graph_launching_ns * 100 >= c.inside_graph_ns * 99,
+        "{} of {}",
+        c.inside_graph_launching_ns,
+        c.inside_graph_ns
+    );
+    // An eager trace has none.
+    let eager = analyze_trace(
+        import_bytes(&common::read(
+            &shared.join("traces/tracelens/b200_eager_trace.json.gz"),
+        ))
+        .expect("importable"),
+    );
+    assert_eq!(eager.idle.context.inside_graph_ns, 0);
+}

@@ -2,6 +2,7 @@
 //! filed under "other" with a priority from their share of trace time.
 
 use super::*;
+use crate::model::Nanos;
 
 /// Priority of a timeline finding (idle, exposed communication, exposed memcpy) from its share
 /// of trace time: the seeds send these first when computation is under 95 %.
@@ -1014,7 +1015,13 @@ struct AlreadyDone {
     /// Synchronizes made inside ops, per step (or in all without steps), and the op making
     /// most of them, where there is at least one per step (`analysis::op_syncs`).
     syncs: Option<(f64, String)>,
+    /// Idle inside graph replays and the part of it while the launch call still ran, ns
+    /// (`IdleContext::inside_graph_ns`).
+    inside_graph: (Nanos, Nanos),
 }
+
+/// Idle inside graph replays from which the idle finding names it, ns.
+const INSIDE_GRAPH_MIN_NS: Nanos = 50_000;
 
 /// Graph-replayed share of GPU events (%) from which the step counts as one full graph.
 const FULL_GRAPH_PCT: u64 = 95;
@@ -1069,6 +1076,7 @@ impl AlreadyDone {
             engine,
             full_graph: graphs && ctx.graph_events * 100 >= ctx.gpu_events * FULL_GRAPH_PCT,
             overlapped,
+            inside_graph: (ctx.inside_graph_ns, ctx.inside_graph_launching_ns),
             syncs: {
                 let s = crate::analysis::op_syncs::op_syncs(inp.trace);
                 let per_step = s.count as f64 / inp.steps.max(1) as f64;
@@ -1098,12 +1106,36 @@ impl AlreadyDone {
         )
     }
 
+    /// The idle inside graph replays, where it is at least [`INSIDE_GRAPH_MIN_NS`]: not host
+    /// work between replays; where most of it fell while the launch call still ran, the GPU
+    /// ran ahead of the graph's submission.
+    fn inside_graph_text(&self) -> String {
+        let (inside, launching) = self.inside_graph;
+        if inside < INSIDE_GRAPH_MIN_NS {
+            return String::new();
+        }
+        let ms = |ns: Nanos| ns as f64 / 1e6;
+        format!(
+            " {:.3} ms of it lies inside graph replays, between two kernels of one launch{}.",
+            ms(inside),
+            if launching * 2 >= inside {
+                format!(
+                    ", {:.3} ms of that while the launch call was still submitting the graph on the host: the GPU ran ahead of the graph's submission (a graph of fewer nodes, or its launch issued before the GPU runs dry, hides it)",
+                    ms(launching)
+                )
+            } else {
+                String::new()
+            }
+        )
+    }
+
     /// The launch-overhead remedy that the trace does not already use.
     fn launch_remedy(&self) -> String {
         match (self.graphs, self.compiled) {
             (true, _) => format!(
-                "The kernels are already replayed by CUDA / HIP graphs{}, so launch overhead is not the lever: the idle is host work between replays (the scheduler, sampling, input preparation), syncs, and the graph launch call itself. {}Remove syncs between steps (`.item()`, `.cpu()`, `.tolist()` on GPU results){}.",
+                "The kernels are already replayed by CUDA / HIP graphs{}, so launch overhead is not the lever: the idle is host work between replays (the scheduler, sampling, input preparation), syncs, and the graph launch call itself.{} {}Remove syncs between steps (`.item()`, `.cpu()`, `.tolist()` on GPU results){}.",
                 if self.full_graph { ", nearly every kernel in them (full graphs)" } else { "" },
+                self.inside_graph_text(),
                 if self.overlapped {
                     "The engine already overlaps its next step's host work with the GPU (its overlap scheduler runs), so what is left is host work that scheduler cannot hide: shorten it (sampling, input preparation, a long graph launch call). "
                 } else {
@@ -1667,6 +1699,7 @@ mod copy_tests {
             full_graph: false,
             overlapped: false,
             syncs: None,
+            inside_graph: (0, 0),
         };
         // A step whose ops synchronize is told to remove the syncs before capturing it.
         let syncing = AlreadyDone {
@@ -1708,6 +1741,31 @@ mod copy_tests {
                 && !both.contains("Overlap the host")
                 && both.contains("already overlaps"),
             "{both}"
+        );
+        assert!(!both.contains("inside graph replays"), "{both}");
+        // Its 274 µs bubble between two nodes of the replay, while `hipGraphLaunch` still ran,
+        // is named as the GPU running ahead of the submission; one under 50 µs is not named,
+        // and one after the call returned is named without the submission.
+        let bubble = |inside, launching| {
+            AlreadyDone {
+                full_graph: true,
+                overlapped: true,
+                inside_graph: (inside, launching),
+                ..done(true, Some("SGLang"))
+            }
+            .launch_remedy()
+        };
+        let ahead = bubble(274_000, 274_000);
+        assert!(
+            ahead.contains("0.274 ms of it lies inside graph replays")
+                && ahead.contains("ran ahead of the graph's submission"),
+            "{ahead}"
+        );
+        assert!(!bubble(40_000, 40_000).contains("inside graph replays"));
+        let after = bubble(274_000, 0);
+        assert!(
+            after.contains("inside graph replays") && !after.contains("ran ahead"),
+            "{after}"
         );
         assert!(super::is_overlap_scheduler(
             "sglang/srt/managers/overlap_utils.py(87): resolve_future"
