@@ -193,9 +193,10 @@ impl Simulation {
         sim.first.reserve(host_points + 2 * gpu.len() + 1);
         // The thread's open events (innermost last) and how many of them load data; which
         // points resume a thread (its first, or a start after an idle gap of `LONG_GAP_NS` with
-        // nothing open), where the inferred waits attach. A frame without points still counts: it is open (charged with the thread's time
-        // up to the next point, a data-loading range), and a thread resumes where it starts
-        // (the wait then attaches to the thread's next point).
+        // nothing open), where the inferred waits attach. A frame without points still counts:
+        // it is open (charged with the thread's time up to the next point, a data-loading
+        // range), and a thread resumes where it starts (the wait then attaches to the thread's
+        // next point).
         let mut open: Vec<(u32, bool)> = Vec::new();
         let mut loading = 0usize;
         let mut pointed: Vec<HostPoint> = Vec::with_capacity(host_points);
