@@ -303,14 +303,25 @@ test('choosing a platform and editing its peaks re-analyzes like the CLI with th
   const shownIdeal = async () => Number(await page.getByTestId('headline-roofline_ideal_ms').getAttribute('data-value'));
   await page.getByTestId('platform-select').selectOption('MI300X');
   await page.getByTestId('platform').getByText('MI300X (given)').waitFor({ timeout: 30000 });
+  // The result's second part rebuilds the overview; the panel keeps what the user opened and
+  // typed (views/platform.rs), but the steps below run on the complete result.
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 30000 });
   assert.ok(Math.abs(await shownIdeal() - cliRoofline('MI300X')) < 0.0005);
   // Edited peaks: the same figures as the CLI given the edited platform as a JSON file.
   await page.locator('details.peaks summary').click();
   await page.getByTestId('platform-peak-hbm_tbps').fill('1');
   await page.getByTestId('platform-peak-matrix_bf16').fill('100');
+  // A view switch rebuilds the overview (as the result's second part does): the open panel and
+  // the typed peaks come back as they were.
+  await page.getByTestId('tab-report').click();
+  await page.getByTestId('tab-overview').click();
+  assert.equal(await page.locator('details.peaks').evaluate((d) => d.open), true);
+  assert.equal(await page.getByTestId('platform-peak-hbm_tbps').inputValue(), '1');
+  assert.equal(await page.getByTestId('platform-peak-matrix_bf16').inputValue(), '100');
   await page.screenshot({ path: path.join(OUT, 'platform-peaks.png'), fullPage: true });
   await page.getByTestId('platform-apply').click();
   await page.getByTestId('platform').getByText('MI300X (edited)').waitFor({ timeout: 30000 });
+  await page.locator('body[data-complete-ms]').waitFor({ timeout: 30000 });
   const table = JSON.parse(fs.readFileSync(path.join(ROOT, 'crates/engine/src/perf/platforms.json'), 'utf8'));
   const mi = structuredClone(table.platforms.find((p) => p.name === 'MI300X'));
   Object.assign(mi, { name: 'MI300X (edited)', match: [], exclude: [], hbm_tbps: [1, 'custom'] });

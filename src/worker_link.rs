@@ -143,6 +143,7 @@ pub(crate) fn spawn_worker(
             }),
             Some("result") => match Overview::from_reply(&msg) {
                 Some(o) => {
+                    views::platform::forget_draft();
                     set_status.set(Status::Done(std::sync::Arc::new(o)));
                     // Once the overview is on screen, ask for the rest of the result.
                     let w = this.clone();

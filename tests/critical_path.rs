@@ -339,6 +339,36 @@ fn the_output_contract_carries_the_critical_path_files() {
         .any(|d| d.key == "critical_path_without_sync_events"));
 }
 
+/// The shareable bundle carries the path's summaries and replay errors, not its hop-by-hop
+/// files (the report folder and the analysis export do).
+#[test]
+fn bundle_leaves_the_hop_by_hop_paths_out() {
+    let trace = br#"{"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 1, "tid": 1, "ts": 0, "dur": 300},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 15, "dur": 5, "args": {"correlation": 7}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 22, "dur": 50, "args": {"correlation": 7, "stream": 7}}
+]}"#;
+    let a = jarvis_engine::analyze(trace).expect("analysis");
+    let contract = jarvis_engine::report::contract::standalone_files(&a, "t").expect("files");
+    let bundle = jarvis_engine::report::export::bundle_zip(&a, "t").expect("bundle");
+    let archive = zip::ZipArchive::new(std::io::Cursor::new(bundle)).expect("zip");
+    let bundled: Vec<String> = archive
+        .file_names()
+        .map(|n| n.expect("name").into_owned())
+        .collect();
+    let cp_files = contract
+        .iter()
+        .filter(|(p, _)| p.starts_with("critical_path/"));
+    assert_eq!(cp_files.clone().count(), 5);
+    for (path, _) in cp_files {
+        let hop_by_hop = path.ends_with("path.csv");
+        assert_eq!(bundled.contains(path), !hop_by_hop, "{path}");
+    }
+    assert!(bundled.contains(&"critical_path/jarvis_summary.csv".to_owned()));
+    assert!(!bundled.contains(&"critical_path/jarvis_path.csv".to_owned()));
+}
+
 /// `--no-files` leaves HTA's paths out (nothing but the files reads them) and keeps Jarvis's
 /// path and replay; `--no-critical-path` leaves the whole room out, and with it the files.
 #[test]
@@ -372,4 +402,53 @@ fn the_room_can_be_left_out_in_parts() {
     assert!(none.critical_path.is_none());
     let files = jarvis_engine::report::contract::standalone_files(&none, "t").expect("files");
     assert!(!files.iter().any(|(p, _)| p.starts_with("critical_path/")));
+}
+
+/// A step that lasts far beyond its GPU work (the host runs 226 µs after the last kernel ends):
+/// the fair and rough reports say the GPU shares are of the GPU span, how much of the step lies
+/// outside it, and that the host holds the step's critical path. A step whose GPU work fills
+/// it gets no such note (healthy counterpart).
+#[test]
+fn reports_say_when_the_step_outlasts_its_gpu_work() {
+    let trace = |step_us: u32, gemm_ts: u32, add_ts: u32| {
+        format!(
+            r#"{{"traceEvents": [
+  {{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 1, "tid": 1, "ts": 0, "dur": {step_us}}},
+  {{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 6}},
+  {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 3, "args": {{"correlation": 7}}}},
+  {{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": {gemm_ts}, "dur": 50, "args": {{"correlation": 7, "stream": 7}}}},
+  {{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 8, "dur": 6}},
+  {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 9, "dur": 3, "args": {{"correlation": 8}}}},
+  {{"ph": "X", "cat": "kernel", "name": "add_kernel", "pid": 0, "tid": 7, "ts": {add_ts}, "dur": 10, "args": {{"correlation": 8, "stream": 7}}}}
+]}}"#
+        )
+    };
+    let reports = |t: String| {
+        let a = jarvis_engine::analyze(t.as_bytes()).expect("analysis");
+        let files = jarvis_engine::report::contract::standalone_files(&a, "t").expect("files");
+        let text = |name: &str| {
+            files
+                .iter()
+                .find(|(p, _)| p == name)
+                .map(|(_, b)| String::from_utf8(b.clone()).expect("utf8"))
+                .unwrap_or_else(|| panic!("{name} missing"))
+        };
+        (
+            text("standalone_analysis_fair.md"),
+            text("standalone_analysis_rough.md"),
+        )
+    };
+    // GPU span 10 → 74 µs (0.064 ms); the step: 0 → 300 µs.
+    let (fair, rough) = reports(trace(300, 10, 64));
+    let note = "The GPU shares are of the GPU timeline's span (0.064 ms, its first to last GPU event); the profiled step lasts 0.300 ms, 0.236 ms of it outside that span (before the first GPU event or after the last). Over the profiled step the critical path is ";
+    assert!(fair.contains(note), "{fair}");
+    assert!(rough.contains(note), "{rough}");
+    assert!(fair.contains("% host (cpu_bound, data_loading): the host, not the GPU, bounds it."));
+    // The step ends with its GPU work (to 74 µs): 74 / 64 is under 1.25, no note.
+    let (fair, rough) = reports(trace(70, 10, 64));
+    assert!(
+        !fair.contains("The GPU shares are of the GPU timeline's span"),
+        "{fair}"
+    );
+    assert!(!rough.contains("The GPU shares are of the GPU timeline's span"));
 }

@@ -446,6 +446,56 @@ fn the_autograd_thread_follows_the_forward_thread_in_older_traces() {
     );
 }
 
+/// The forward thread runs an op, then waits 890 µs inside a Python frame `frame` while the
+/// autograd engine's thread frees memory for 850 µs (`cudaFree`) and launches a kernel; after
+/// the frame the forward thread launches one more.
+fn blocked_backward_trace(frame: &str) -> Trace {
+    trace(&format!(
+        r#"{{"traceEvents": [
+  {{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 7}},
+  {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 2, "args": {{"correlation": 1}}}},
+  {{"ph": "X", "cat": "kernel", "name": "fwd_gemm", "pid": 0, "tid": 7, "ts": 6, "dur": 10, "args": {{"correlation": 1, "stream": 7}}}},
+  {{"ph": "X", "cat": "python_function", "name": "{frame}", "pid": 1, "tid": 1, "ts": 10, "dur": 890}},
+  {{"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: MmBackward0", "pid": 1, "tid": 2, "ts": 20, "dur": 870}},
+  {{"ph": "X", "cat": "cuda_runtime", "name": "cudaFree", "pid": 1, "tid": 2, "ts": 25, "dur": 850}},
+  {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 880, "dur": 2, "args": {{"correlation": 3}}}},
+  {{"ph": "X", "cat": "kernel", "name": "bwd_gemm", "pid": 0, "tid": 7, "ts": 885, "dur": 4, "args": {{"correlation": 3, "stream": 7}}}},
+  {{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 905, "dur": 10}},
+  {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 906, "dur": 2, "args": {{"correlation": 4}}}},
+  {{"ph": "X", "cat": "kernel", "name": "add_k", "pid": 0, "tid": 7, "ts": 910, "dur": 20, "args": {{"correlation": 4, "stream": 7}}}}
+]}}"#
+    ))
+}
+
+/// `backward()` waiting for the engine's thread (its Python frame open, so no burst of its
+/// own) is handed back to when that thread's work ends: without the 850 µs free, the forward
+/// thread goes on after the engine's 40 µs (MI300X DDP ResNet-18: the allocator's fix had
+/// replayed −21 %, the `backward` frame holding 2.6 s of the path; −89 % now). Any other frame
+/// keeps the thread's recorded time (healthy counterpart).
+#[test]
+fn a_thread_waiting_in_backward_is_handed_back() {
+    let t = blocked_backward_trace("torch/_tensor.py(575): backward");
+    assert_eq!(
+        analyze(&t).replay.as_ref().expect("replay").sim.hand_overs,
+        2
+    );
+    let [(before, after)] = predict(&t, &[("scale", "cpu:cudaFree=0")])[..] else {
+        panic!("one window");
+    };
+    // The engine's thread: its free ends at 25, its launch at 30–32 and its op at 40; the
+    // forward thread 15 µs later (55), its launch at 56 and its kernel 4 µs after: 60–80.
+    assert_eq!((before, after), (929.0, 79.0));
+    let t = blocked_backward_trace("train.py(12): step");
+    assert_eq!(
+        analyze(&t).replay.as_ref().expect("replay").sim.hand_overs,
+        1
+    );
+    let [(_, after)] = predict(&t, &[("scale", "cpu:cudaFree=0")])[..] else {
+        panic!("one window");
+    };
+    assert_eq!(after, 929.0);
+}
+
 /// What the page shows of the path: the step's causes and the events holding it
 /// (`critical_path::summary`), and the path's own timeline lane, hop by hop on the trace's
 /// clock, each GPU hop linked to its op.

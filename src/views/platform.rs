@@ -2,8 +2,48 @@
 //! the built-in platforms, and the peaks, editable. A change re-analyzes the same file in the
 //! worker (the page keeps the `File` handle, never its contents).
 
+use std::cell::RefCell;
+
 use jarvis_engine::perf::platform::{builtin, Platform};
 use leptos::prelude::*;
+use wasm_bindgen::JsCast;
+
+/// What the user did in the panel that a re-render must keep. The result comes in two parts and
+/// the second rebuilds the overview: an open "Edit peaks" with values typed into it must come
+/// back as it was, not closed with the platform's figures.
+#[derive(Default)]
+struct Draft {
+    open: bool,
+    hbm: Option<f64>,
+    peaks: Vec<(&'static str, f64)>,
+}
+
+thread_local! {
+    static DRAFT: RefCell<Draft> = RefCell::new(Draft::default());
+}
+
+/// A new analysis starts: the panel shows its platform's own figures, closed.
+pub fn forget_draft() {
+    DRAFT.with(|d| *d.borrow_mut() = Draft::default());
+}
+
+fn drafted_peak(key: &str) -> Option<f64> {
+    DRAFT.with(|d| {
+        d.borrow()
+            .peaks
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|p| p.1)
+    })
+}
+
+fn draft_peak(key: &'static str, v: f64) {
+    DRAFT.with(|d| {
+        let peaks = &mut d.borrow_mut().peaks;
+        peaks.retain(|(k, _)| *k != key);
+        peaks.push((key, v));
+    });
+}
 
 /// The peaks the panel offers for editing, in this order (those the platform lists).
 const PEAKS: [(&str, &str); 9] = [
@@ -35,7 +75,12 @@ pub fn PlatformPanel(
             view! { <option value=p.name.clone() selected=selected>{p.name.clone()}</option> }
         })
         .collect_view();
-    let hbm = RwSignal::new(spec.as_ref().map_or(0.0, |p| p.hbm_tbps.0));
+    let hbm = RwSignal::new(
+        DRAFT
+            .with(|d| d.borrow().hbm)
+            .unwrap_or_else(|| spec.as_ref().map_or(0.0, |p| p.hbm_tbps.0)),
+    );
+    let open = DRAFT.with(|d| d.borrow().open);
     let peaks: Vec<(&'static str, &'static str, RwSignal<f64>, String)> = spec
         .as_ref()
         .map(|p| {
@@ -43,7 +88,8 @@ pub fn PlatformPanel(
                 .iter()
                 .filter_map(|(key, label)| {
                     let v = p.tflops.get(*key)?;
-                    Some((*key, *label, RwSignal::new(v.0), v.1.clone()))
+                    let shown = drafted_peak(key).unwrap_or(v.0);
+                    Some((*key, *label, RwSignal::new(shown), v.1.clone()))
                 })
                 .collect()
         })
@@ -51,13 +97,17 @@ pub fn PlatformPanel(
     let fields = peaks
         .iter()
         .map(|(key, label, value, source)| {
-            let value = *value;
+            let (key, value) = (*key, *value);
             view! {
                 <label class="peak">
                     {format!("{label} TFLOPS ({source})")}
                     <input type="number" min="0" step="any" data-testid=format!("platform-peak-{key}")
                         prop:value=move || value.get().to_string()
-                        on:change=move |ev| value.set(event_target_value(&ev).parse().unwrap_or(0.0))/>
+                        on:change=move |ev| {
+                            let v = event_target_value(&ev).parse().unwrap_or(0.0);
+                            draft_peak(key, v);
+                            value.set(v);
+                        }/>
                 </label>
             }
         })
@@ -102,14 +152,24 @@ pub fn PlatformPanel(
                         </select>
                     </label>
                     {has_spec.then(|| view! {
-                        <details class="peaks">
+                        <details class="peaks" open=open on:toggle=|ev| {
+                            let open = ev
+                                .target()
+                                .and_then(|t| t.dyn_into::<web_sys::HtmlDetailsElement>().ok())
+                                .is_some_and(|d| d.open());
+                            DRAFT.with(|d| d.borrow_mut().open = open);
+                        }>
                             <summary>"Edit peaks"</summary>
                             <div class="peak-grid">
                             <label class="peak">
                                 {format!("HBM TB/s ({hbm_source})")}
                                 <input type="number" min="0" step="any" data-testid="platform-peak-hbm_tbps"
                                     prop:value=move || hbm.get().to_string()
-                                    on:change=move |ev| hbm.set(event_target_value(&ev).parse().unwrap_or(0.0))/>
+                                    on:change=move |ev| {
+                                        let v = event_target_value(&ev).parse().unwrap_or(0.0);
+                                        DRAFT.with(|d| d.borrow_mut().hbm = Some(v));
+                                        hbm.set(v);
+                                    }/>
                             </label>
                             {fields}
                             <button data-testid="platform-apply" on:click=apply>"Re-analyze with these peaks"</button>

@@ -158,9 +158,30 @@ pub fn schedule_only(trace: &Trace, is_comm: &CommTest) -> Option<(CriticalPath,
     ))
 }
 
+/// HTA's path of every window, and the diagnostics of windows without one ([`hta_paths`]).
+pub type HtaPaths = (Vec<StepPath>, Found);
+
+/// [`schedule_only`] and, `with_hta`, [`hta_paths`], one after the other on one context (HTA's
+/// full one, of which the schedule reads a part: built once, not twice).
+pub fn schedule_and_hta_paths(
+    trace: &Trace,
+    is_comm: &CommTest,
+    with_hta: bool,
+) -> Option<((CriticalPath, Found), HtaPaths)> {
+    if !has_gpu_work(trace) {
+        return None;
+    }
+    if !with_hta {
+        return schedule_only(trace, is_comm).map(|s| (s, Default::default()));
+    }
+    let ctx = context::Context::new(trace);
+    let schedule = schedule_with(trace, &ctx, is_comm, false);
+    Some((schedule, hta_steps(trace, &ctx)))
+}
+
 /// HTA's half alone: the path of every window by HTA's rules, and a diagnostic for each
 /// window without one (none for a trace without GPU work).
-pub fn hta_paths(trace: &Trace) -> (Vec<StepPath>, Found) {
+pub fn hta_paths(trace: &Trace) -> HtaPaths {
     if !has_gpu_work(trace) {
         return Default::default();
     }

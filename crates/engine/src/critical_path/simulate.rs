@@ -54,6 +54,8 @@ const LOADS_DATA: u8 = 2;
 const HAS_POINTS: u8 = 4;
 const MODULE_FRAME: u8 = 8;
 const NAME_READ: u8 = 16;
+/// An autograd entry (`host_calls::is_autograd_entry`), for its name and its events.
+const IN_BACKWARD: u8 = 32;
 
 /// The trace as a replayable schedule.
 pub struct Simulation {
@@ -161,6 +163,11 @@ impl Simulation {
                             MODULE_FRAME
                         } else {
                             0
+                        }
+                        | if host_calls::is_autograd_entry(name) {
+                            IN_BACKWARD
+                        } else {
+                            0
                         };
                 }
                 let loads = *known & LOADS_DATA;
@@ -171,7 +178,7 @@ impl Simulation {
                     || *known & (LOADS_DATA | MODULE_FRAME) != 0;
                 flags[i] = if pointed { HAS_POINTS } else { 0 };
                 if e.dur > 0 {
-                    flags[i] |= HAS_DURATION | loads;
+                    flags[i] |= HAS_DURATION | loads | (*known & IN_BACKWARD);
                 }
             } else if e.kind().is_gpu() {
                 gpu.push((e.lane(), e.ts, i as u32));
@@ -202,6 +209,10 @@ impl Simulation {
         let mut pointed: Vec<HostPoint> = Vec::with_capacity(host_points);
         let mut resumes: Vec<bool> = Vec::with_capacity(host_points);
         let mut resume_next = false;
+        // Which points end a long gap the thread spent inside an autograd entry
+        // (`backward()` waiting for the engine's thread): where the engine's thread hands back.
+        let mut handed_back: Vec<bool> = Vec::with_capacity(host_points);
+        let mut handed_back_next = false;
         let mut prev: Option<HostPoint> = None;
         for here in sorted {
             let (lane, t, is_start, i) = here;
@@ -211,18 +222,27 @@ impl Simulation {
                 open.clear();
                 loading = 0;
                 resume_next = false;
+                handed_back_next = false;
             }
-            let resumes_here = first_of_lane
-                || (is_start && open.is_empty() && last.is_some_and(|h| t - h.1 >= LONG_GAP_NS));
+            let long_gap = last.is_some_and(|h| t - h.1 >= LONG_GAP_NS);
+            let resumes_here = first_of_lane || (is_start && open.is_empty() && long_gap);
+            let back_here = !first_of_lane
+                && long_gap
+                && open
+                    .last()
+                    .is_some_and(|o| flags[o.0 as usize] & IN_BACKWARD != 0);
             let f = flags[i as usize];
             if f & HAS_POINTS == 0 {
                 resume_next |= resumes_here;
+                handed_back_next |= back_here;
             } else {
                 let p = sim.point(t, i, is_start);
                 let lane_goes_on = pointed.last().is_some_and(|h| h.0 == lane);
                 pointed.push((lane, t, is_start, i));
                 resumes.push(resumes_here || resume_next);
                 resume_next = false;
+                handed_back.push(back_here || handed_back_next);
+                handed_back_next = false;
                 if lane_goes_on {
                     sim.thread_step(p, &open, loading);
                 }
@@ -337,7 +357,7 @@ impl Simulation {
         }
         waits::behind_long_kernels(&view, trace, &host, &resumes, &streams, &mut found);
         waits::full_queue(&view, trace, ctx, &streams, &mut found);
-        waits::autograd_hand_over(trace, &host, &resumes, &mut found);
+        waits::autograd_hand_over(trace, &host, &resumes, &handed_back, &mut found);
         sim.recorded_syncs = found.recorded_syncs;
         sim.inferred_syncs = found.inferred_syncs;
         sim.inferred_waits = found.inferred_waits;

@@ -66,6 +66,14 @@ pub fn is_driver_allocation(name: &str) -> bool {
     )
 }
 
+/// A frame or call that waits for the autograd engine: `Tensor.backward`'s and
+/// `torch.autograd.backward`'s Python frames (`…py(N): backward`), `_engine_run_backward` and
+/// the engine's `run_backward`. The thread inside it does nothing until the engine's thread
+/// hands back.
+pub fn is_autograd_entry(name: &str) -> bool {
+    name.ends_with("): backward") || name.contains("run_backward")
+}
+
 /// PyTorch's data loading: the `enumerate(DataLoader)#…__next__` annotation, the DataLoader's
 /// Python frames, its `_next_data`.
 pub fn is_data_loading(name: &str) -> bool {

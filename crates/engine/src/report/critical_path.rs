@@ -4,8 +4,15 @@
 //! in the same columns (docs/critical_path.md, "Files").
 
 use super::files::OutputFile;
+use super::rows::Rows;
 use crate::critical_path::summary::cause_name;
 use crate::critical_path::{BoundBy, CriticalPath, PathEvent};
+
+/// The paths hop by hop: most of the room's bytes (7.6 MB on OWLv2, twice the rest of the
+/// bundle compressed), written into the report folder and the page's analysis export but left
+/// out of the shareable bundle, which carries the summaries and the replay errors: the page
+/// reopening a bundle reads neither, and deflating them cost more than the room's schedule.
+pub const HOP_BY_HOP: [&str; 2] = ["critical_path/path.csv", "critical_path/jarvis_path.csv"];
 
 /// The room's files (none for a trace without GPU work).
 pub fn files(cp: &CriticalPath) -> Vec<OutputFile> {
@@ -43,22 +50,19 @@ pub fn jarvis_summary_csv(cp: &CriticalPath) -> Vec<u8> {
 /// Jarvis's path hop by hop, in `path.csv`'s columns: a hop charged to no event (a wait) is
 /// named `wait`.
 pub fn jarvis_path_csv(cp: &CriticalPath) -> Vec<u8> {
-    let mut w = path_writer();
+    let hops = cp.jarvis.iter().map(|s| s.hops.len()).sum();
+    let mut r = Rows::new(&PATH_HEADER, hops, ROW_BYTES);
     for s in &cp.jarvis {
         for (i, h) in s.hops.iter().enumerate() {
-            let (ts, dur) = (format!("{:.3}", h.start_us), format!("{:.3}", h.dur_us));
-            path_row(
-                &mut w,
-                &s.step,
-                i,
-                h.event.as_ref(),
-                "wait",
-                (&ts, &dur),
-                cause_name(h.cause),
-            );
+            path_row(&mut r, &s.step, i, h.event.as_ref(), "wait", |r| {
+                r.micros_f64(h.start_us);
+                r.micros_f64(h.dur_us);
+            });
+            r.text(cause_name(h.cause));
+            r.end();
         }
     }
-    bytes(w)
+    r.out
 }
 
 /// A `summary.csv` row: `share` is `part` of `whole` (0 for an empty path).
@@ -74,45 +78,46 @@ fn summary_row(
     let _ = w.write_record([step, cause, duration, &format!("{share:.6}")]);
 }
 
-/// A `path.csv` row: the event the time is charged to, or `name` and empty fields for none.
+/// `path.csv`'s columns.
+const PATH_HEADER: [&str; 10] = [
+    "step", "order", "name", "cat", "ts_us", "dur_us", "pid", "tid", "stream", "bound_by",
+];
+
+/// About a path row's bytes (OWLv2's average is 115): the files are sized once.
+const ROW_BYTES: usize = 128;
+
+/// A path row up to its cause: the event the time is charged to, or `name` and empty fields for
+/// none; `times` writes `ts_us` and `dur_us`. The caller writes the cause and ends the row.
 fn path_row(
-    w: &mut csv::Writer<Vec<u8>>,
+    r: &mut Rows,
     step: &str,
     order: usize,
     event: Option<&PathEvent>,
     name: &str,
-    (ts, dur): (&str, &str),
-    cause: &str,
+    times: impl FnOnce(&mut Rows),
 ) {
-    let order = order.to_string();
-    let _ = match event {
-        Some(ev) => w.write_record([
-            step,
-            &order,
-            &ev.name,
-            ev.cat,
-            ts,
-            dur,
-            &ev.pid,
-            &ev.tid,
-            &ev.stream.to_string(),
-            cause,
-        ]),
-        None => w.write_record([step, &order, name, "", ts, dur, "", "", "", cause]),
-    };
+    r.text(step);
+    r.int(order as i64);
+    r.text(event.map_or(name, |ev| &ev.name));
+    r.text(event.map_or("", |ev| ev.cat));
+    times(r);
+    match event {
+        Some(ev) => {
+            r.text(&ev.pid);
+            r.text(&ev.tid);
+            r.int(ev.stream);
+        }
+        None => {
+            for _ in 0..3 {
+                r.text("");
+            }
+        }
+    }
 }
 
 fn summary_writer() -> csv::Writer<Vec<u8>> {
     let mut w = writer();
     let _ = w.write_record(["step", "bound_by", "duration_us", "share"]);
-    w
-}
-
-fn path_writer() -> csv::Writer<Vec<u8>> {
-    let mut w = writer();
-    let _ = w.write_record([
-        "step", "order", "name", "cat", "ts_us", "dur_us", "pid", "tid", "stream", "bound_by",
-    ]);
     w
 }
 
@@ -145,23 +150,27 @@ pub fn summary_csv(cp: &CriticalPath) -> Vec<u8> {
 /// HTA's clock); `name` … `stream` the event the time is charged to, or, for an edge charged to
 /// none (dependency, sync, launch delay), the edge's type as `name` and empty fields.
 pub fn path_csv(cp: &CriticalPath) -> Vec<u8> {
-    let mut w = path_writer();
-    for s in cp.steps.iter().filter(|s| s.invalid.is_none()) {
+    let valid = || cp.steps.iter().filter(|s| s.invalid.is_none());
+    let edges = valid().map(|s| s.edges.len()).sum();
+    let mut r = Rows::new(&PATH_HEADER, edges, ROW_BYTES);
+    for s in valid() {
         for (i, e) in s.edges.iter().enumerate() {
-            let (ts, dur) = (e.from.2.to_string(), e.weight_us.to_string());
-            let cause = e.bound_by.hta_name();
             path_row(
-                &mut w,
+                &mut r,
                 &s.step,
                 i,
                 e.event.as_ref(),
                 e.kind.hta_name(),
-                (&ts, &dur),
-                cause,
+                |r| {
+                    r.int(e.from.2);
+                    r.int(e.weight_us);
+                },
             );
+            r.text(e.bound_by.hta_name());
+            r.end();
         }
     }
-    bytes(w)
+    r.out
 }
 
 /// Each step replayed over Jarvis's schedule with the recorded durations:

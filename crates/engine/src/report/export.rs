@@ -15,7 +15,7 @@ const LARGE_ENTRY: usize = 256 << 10;
 
 /// The zip bundle: `perf_report_csvs/<sheet>.csv`, the standalone output contract (both
 /// reports, category data, metadata, findings, manifest, replay packages; see
-/// `report::contract`) and `jarvis.json` (the analysis without its sheets, which the CSVs carry).
+/// `report::contract`; the critical path's hop-by-hop files left out) and `jarvis.json` (the analysis without its sheets, which the CSVs carry).
 /// `title` names the reports (the trace's file name).
 pub fn bundle_zip(analysis: &Analysis, title: &str) -> Result<Vec<u8>, ExportError> {
     bundle_zip_with(
@@ -38,7 +38,8 @@ pub fn bundle_zip_with(
             .map_err(|e| err(&e))?;
         zip.write_all(csv).map_err(|e| err(&e))
     })?;
-    for (path, bytes) in contract {
+    let in_bundle = |path: &str| !super::critical_path::HOP_BY_HOP.contains(&path);
+    for (path, bytes) in contract.iter().filter(|(p, _)| in_bundle(p)) {
         // Large tables (the memory curve and events: a row per record) at the fastest level:
         // at the default one, deflating them cost more than making the rest of the bundle.
         let opts = if bytes.len() >= LARGE_ENTRY {

@@ -3,6 +3,7 @@
 //! the trace writes them (exact, from integer nanoseconds), sizes bytes.
 
 use super::files::OutputFile;
+use super::rows::Rows;
 use crate::memory::{bytes_text, MemoryView};
 use crate::model::Nanos;
 use crate::sheet::{Cell, Sheet};
@@ -129,90 +130,6 @@ pub fn files(v: &MemoryView) -> Vec<OutputFile> {
     let md = format!("# Memory\n\n{}", section_md(v, "##"));
     out.push(("memory/memory_findings.md".into(), md.into_bytes()));
     out
-}
-
-/// Rows of a large CSV written straight into bytes: numbers through `itoa` (no formatting
-/// machinery), text quoted as the `csv` crate quotes it for `Sheet::to_csv` (quotes only around text
-/// holding a comma, quote or line break; inner quotes doubled).
-struct Rows {
-    out: Vec<u8>,
-    first: bool,
-    int: itoa::Buffer,
-}
-
-impl Rows {
-    /// Sized for `rows` rows of about `row_bytes` bytes (no regrowth while writing).
-    fn new(header: &[&str], rows: usize, row_bytes: usize) -> Rows {
-        let mut r = Rows {
-            out: Vec::with_capacity(256 + rows * row_bytes),
-            first: true,
-            int: itoa::Buffer::new(),
-        };
-        for h in header {
-            r.text(h);
-        }
-        r.end();
-        r
-    }
-
-    fn sep(&mut self) {
-        if !self.first {
-            self.out.push(b',');
-        }
-        self.first = false;
-    }
-
-    fn text(&mut self, s: &str) {
-        self.sep();
-        if s.bytes().any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
-            self.out.push(b'"');
-            for b in s.bytes() {
-                if b == b'"' {
-                    self.out.push(b'"');
-                }
-                self.out.push(b);
-            }
-            self.out.push(b'"');
-        } else {
-            self.out.extend_from_slice(s.as_bytes());
-        }
-    }
-
-    fn int(&mut self, n: i64) {
-        self.sep();
-        let Rows { out, int, .. } = self;
-        out.extend_from_slice(int.format(n).as_bytes());
-    }
-
-    /// Microseconds with three decimals, exact from integer nanoseconds.
-    fn micros(&mut self, ns: Nanos) {
-        self.sep();
-        if ns < 0 {
-            self.out.push(b'-');
-        }
-        let a = ns.unsigned_abs();
-        let Rows { out, int, .. } = self;
-        out.extend_from_slice(int.format(a / 1000).as_bytes());
-        let frac = a % 1000;
-        out.extend_from_slice(&[
-            b'.',
-            b'0' + (frac / 100) as u8,
-            b'0' + (frac / 10 % 10) as u8,
-            b'0' + (frac % 10) as u8,
-        ]);
-    }
-
-    fn opt_micros(&mut self, ns: Option<Nanos>) {
-        match ns {
-            Some(ns) => self.micros(ns),
-            None => self.sep(),
-        }
-    }
-
-    fn end(&mut self) {
-        self.out.push(b'\n');
-        self.first = true;
-    }
 }
 
 /// `memory_curve.csv`: `device,ts_us,allocated_bytes,reserved_bytes`, a row per curve point
@@ -374,39 +291,4 @@ pub fn section_md(v: &MemoryView, h: &str) -> String {
         ));
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Rows;
-
-    #[test]
-    fn rows_quote_as_the_csv_crate_and_write_exact_micros() {
-        let mut r = Rows::new(&["a", "b,c"], 1, 8);
-        r.text("aten::cat");
-        r.text("say \"hi\", then\nleave");
-        r.micros(-1_234_005);
-        r.micros(7);
-        r.opt_micros(None);
-        r.int(-42);
-        r.end();
-        let mut w = csv::WriterBuilder::new()
-            .terminator(csv::Terminator::Any(b'\n'))
-            .flexible(true)
-            .from_writer(Vec::new());
-        w.write_record(["a", "b,c"]).unwrap();
-        w.write_record([
-            "aten::cat",
-            "say \"hi\", then\nleave",
-            "-1234.005",
-            "0.007",
-            "",
-            "-42",
-        ])
-        .unwrap();
-        assert_eq!(
-            String::from_utf8(r.out).unwrap(),
-            String::from_utf8(w.into_inner().unwrap()).unwrap()
-        );
-    }
 }

@@ -14,6 +14,7 @@ pub mod job_bundle;
 pub mod memory;
 pub mod reopen;
 pub mod replay;
+mod rows;
 pub mod standalone_fair;
 pub mod standalone_rough;
 

@@ -22,6 +22,47 @@ pub fn platform_label(a: &Analysis) -> String {
         .map_or("unknown platform".to_owned(), |p| p.platform.name.clone())
 }
 
+/// Profiled steps this much longer than the GPU timeline's span have host-only time the GPU
+/// shares cannot see, which the reports then say.
+const HOST_ONLY_SPAN_RATIO: f64 = 1.25;
+
+/// When the profiled steps last well beyond the GPU timeline's span (first to last GPU event)
+/// and the host holds most of their critical path, the GPU's shares describe only part of
+/// them: a sentence saying so, with the time outside the span and the path's host share (H100
+/// TimeSformer: a 382.5 ms step, 160.0 ms of GPU span 99% busy, the path 59% cpu_bound). `None`
+/// otherwise: a path the GPU holds needs no such warning.
+pub(crate) fn host_only_note(a: &Analysis, gpu_span_ms: f64) -> Option<String> {
+    let summary = a.critical_path_summary.as_ref()?;
+    let steps_ms: f64 = summary.steps.iter().map(|s| s.recorded_ms).sum();
+    if gpu_span_ms <= 0.0 || steps_ms < gpu_span_ms * HOST_ONLY_SPAN_RATIO {
+        return None;
+    }
+    let host = |c: &str| matches!(c, "cpu_bound" | "data_loading");
+    let on_path = |want: &dyn Fn(&str) -> bool| -> f64 {
+        summary
+            .steps
+            .iter()
+            .flat_map(|s| &s.causes)
+            .filter(|c| want(&c.cause))
+            .map(|c| c.ms)
+            .sum()
+    };
+    let (host_ms, gpu_ms) = (on_path(&host), on_path(&|c| !host(c)));
+    if host_ms <= gpu_ms {
+        return None;
+    }
+    let (what, verb, it) = match summary.steps.as_slice() {
+        [one] if one.step == "all" => ("the trace", "lasts", "it"),
+        [_] => ("the profiled step", "lasts", "it"),
+        _ => ("the profiled steps", "last", "them"),
+    };
+    Some(format!(
+        "The GPU shares are of the GPU timeline's span ({gpu_span_ms:.3} ms, its first to last GPU event); {what} {verb} {steps_ms:.3} ms, {:.3} ms of it outside that span (before the first GPU event or after the last). Over {what} the critical path is {:.0}% host (cpu_bound, data_loading): the host, not the GPU, bounds {it}.",
+        steps_ms - gpu_span_ms,
+        host_ms / (host_ms + gpu_ms) * 100.0,
+    ))
+}
+
 fn category_heading(n: usize, st: &Standalone, c: usize) -> String {
     let f = &st.categories[c];
     if f.rows.is_empty() {
@@ -174,6 +215,9 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             ),
         }
     );
+    if let Some(note) = host_only_note(a, u.total_ms) {
+        let _ = writeln!(s, "{note}\n");
+    }
     // One denominator: with a single stall left out, the steady state's own split is stated
     // beside the whole trace's (docs/analysis.md, "One denominator").
     if u.stall_ms > 0.0 && u.steady_ms > 0.0 {

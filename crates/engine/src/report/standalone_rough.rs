@@ -116,6 +116,9 @@ pub fn rough_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     let u = &st.utilization;
     let _ = writeln!(s, "### Step 3-5: Prepare Category Data\n");
     let _ = writeln!(s, "GPU utilization: computation {:.1}%, exposed communication {:.1}%, exposed memcpy {:.1}%, idle {:.1}% of {:.3} ms{}.\n", u.computation_pct, u.exposed_comm_pct, u.exposed_memcpy_pct, u.idle_pct, u.total_ms, if u.below_target { " — computation is below the 95% target" } else { "" });
+    if let Some(note) = super::standalone_fair::host_only_note(a, u.total_ms) {
+        let _ = writeln!(s, "{note}\n");
+    }
     let _ = writeln!(s, "| Category | Signatures | Calls | Time (ms) | % of compute | Efficiency | Tree entries |\n|---|---|---|---|---|---|---|");
     for c in &st.categories {
         let trees = st

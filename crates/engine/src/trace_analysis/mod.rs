@@ -601,17 +601,22 @@ fn analyze_tree(
     let (t, tr, reg, nm, total) = (&trace, &tree, &registry, &names, timeline.total);
     // The critical path reads only the trace and is the longest single piece: it starts at
     // once on this thread, and the sheets (both sides of them) are what a second thread takes.
-    // Its schedule only: the paths (Jarvis's, and HTA's, which nothing before the files reads)
-    // are built beside the standalone analysis.
-    let (critical_path, (rest, (perf, structure))) = fork.join(
+    // Its schedule, then HTA's paths (which read only the trace, and which nothing before the
+    // files reads): the standalone analysis, later, is too short to hide them. Jarvis's paths
+    // read the schedule and are built beside the standalone analysis.
+    let ((critical_path, (hta_steps, hta_found)), (rest, (perf, structure))) = fork.join(
         || {
             if options.skip_critical_path {
-                return None;
+                return (None, Default::default());
             }
-            crate::critical_path::schedule_only(
+            crate::critical_path::schedule_and_hta_paths(
                 t,
                 &crate::analysis::kernel_kinds::is_communication_kernel,
+                !options.skip_hta_paths,
             )
+            .map_or((None, Default::default()), |(schedule, hta)| {
+                (Some(schedule), hta)
+            })
         },
         || {
             fork.join(
@@ -740,28 +745,22 @@ fn analyze_tree(
         }
         standalone
     };
-    // Beside it, Jarvis's steps (the path through each replayed step), HTA's paths (which only
-    // the files read) and the path's summary, which reads both.
+    // Beside it, Jarvis's steps (the path through each replayed step) and the path's summary,
+    // which reads them and HTA's.
     let is_comm = &crate::analysis::kernel_kinds::is_communication_kernel;
-    let (mut standalone, (jarvis_steps, hta_steps, hta_found, critical_path_summary)) =
-        fork.join(analyzed, || {
-            let Some(cp) = critical_path.as_ref() else {
-                return Default::default();
-            };
-            let jarvis = cp
-                .replay
-                .as_ref()
-                .map(|r| crate::critical_path::jarvis_steps(&trace, r, is_comm))
-                .unwrap_or_default();
-            let (steps, found) = if options.skip_hta_paths {
-                Default::default()
-            } else {
-                crate::critical_path::hta_paths(&trace)
-            };
-            let summary =
-                crate::critical_path::summary::summarize_with(&jarvis, cp.sync_events, &steps);
-            (jarvis, steps, found, Some(summary))
-        });
+    let (mut standalone, (jarvis_steps, critical_path_summary)) = fork.join(analyzed, || {
+        let Some(cp) = critical_path.as_ref() else {
+            return Default::default();
+        };
+        let jarvis = cp
+            .replay
+            .as_ref()
+            .map(|r| crate::critical_path::jarvis_steps(&trace, r, is_comm))
+            .unwrap_or_default();
+        let summary =
+            crate::critical_path::summary::summarize_with(&jarvis, cp.sync_events, &hta_steps);
+        (jarvis, Some(summary))
+    });
     let mut critical_path = critical_path;
     if let Some(cp) = critical_path.as_mut() {
         cp.jarvis = jarvis_steps;

@@ -101,16 +101,26 @@ pub(super) fn causes(signatures: &[&OpRow], group_us: f64, ctx: &Context<'_>) ->
         }
     };
     let name = ctx.platform.map(|p| p.name.as_str()).unwrap_or("the GPU");
+    let narrow_share = narrow.iter().map(|n| n.1).sum::<f64>() / total;
+    // The claim is the narrow shapes', not the op's, when its other shapes fill the GPU.
+    let title = if narrow_share >= 0.9 {
+        format!("one workgroup per channel: {w} of {units} CUs/SMs busy")
+    } else {
+        format!(
+            "one workgroup per channel in {:.0}% of its time: {w} of {units} CUs/SMs busy there",
+            narrow_share * 100.0
+        )
+    };
     vec![Cause {
         key: "batchnorm_channel_grid",
-        title: format!("one workgroup per channel: {w} of {units} CUs/SMs busy"),
+        title,
         evidence: format!(
             "its kernel ({}) is {}, which reduces each channel in one workgroup: {w} workgroups on {}'s {units} CUs/SMs, so {:.0}% of the GPU idles while it runs; {:.0}% of the op's kernel time is in such kernels{grids}. The channels-last kernels reduce over N·H·W across the whole GPU.",
             code(&short(kernel, 60)),
             per_channel_library(kernel).unwrap_or("a per-channel BatchNorm kernel"),
             code(name),
             (1.0 - w as f64 / units as f64) * 100.0,
-            narrow.iter().map(|n| n.1).sum::<f64>() / total * 100.0
+            narrow_share * 100.0
         ),
         action: format!(
             "Run the model and its inputs channels_last (`model.to(memory_format=torch.channels_last)`): PyTorch's NHWC BatchNorm kernels then spread the reduction over the GPU{}. A larger batch does not help here: the grid stays one workgroup per channel, each with more to reduce.",
@@ -130,7 +140,44 @@ pub(super) fn causes(signatures: &[&OpRow], group_us: f64, ctx: &Context<'_>) ->
 
 #[cfg(test)]
 mod tests {
-    use super::per_channel_library;
+    use super::{causes, per_channel_library};
+    use crate::model::LaunchDims;
+    use crate::standalone::diagnosis::Context;
+
+    /// A BatchNorm op whose 64-channel shape holds 30 % of its time and whose 512-channel shape
+    /// fills MI300X's 304 CUs: the claim is the narrow shape's (its share in the title, the
+    /// waste 30 % × 79 % idle); with the narrow shape alone the title is the op's.
+    #[test]
+    fn the_title_claims_the_narrow_shapes_only() {
+        let mi300 = crate::perf::platform::by_name("MI300X").expect("MI300X");
+        let ctx = Context::on(Some(&mi300));
+        let shape = |channels: u32, us: f64| {
+            let mut r = crate::standalone::ops::tests_support::row("aten::native_batch_norm");
+            let k = "void at::native::batch_norm_collect_statistics_kernel<at::native::Var, float>";
+            r.kernel_us = us;
+            r.kernel_names = vec![(k.into(), us)];
+            r.kernel_launch = vec![Some(LaunchDims {
+                grid: [channels, 1, 1],
+                block: [512, 1, 1],
+            })];
+            r
+        };
+        let (narrow, wide) = (shape(64, 30.0), shape(512, 70.0));
+        let mixed = causes(&[&narrow, &wide], 100.0, &ctx);
+        assert_eq!(mixed.len(), 1);
+        assert_eq!(
+            mixed[0].title,
+            "one workgroup per channel in 30% of its time: 64 of 304 CUs/SMs busy there"
+        );
+        let waste = mixed[0].waste.expect("waste");
+        assert!((waste - 0.3 * (1.0 - 64.0 / 304.0)).abs() < 1e-9, "{waste}");
+        let alone = causes(&[&narrow], 30.0, &ctx);
+        assert_eq!(
+            alone[0].title,
+            "one workgroup per channel: 64 of 304 CUs/SMs busy"
+        );
+        assert!(causes(&[&wide], 70.0, &ctx).is_empty());
+    }
 
     /// PyTorch's, cuDNN's and MIOpen's one-workgroup-per-channel kernels are read as such; the
     /// channels-last ones, and cuDNN's NHWC ones, are not.
