@@ -6,6 +6,17 @@ use std::io::Write;
 
 use crate::model::Nanos;
 
+/// Whether a cell needs quotes (a comma, quote or line break in it). Kernel names run to
+/// thousands of bytes and often hold commas (template arguments): those are searched by memchr;
+/// short cells byte by byte, memchr's set-up costing more than the search.
+fn needs_quotes(b: &[u8]) -> bool {
+    if b.len() < 64 {
+        b.iter().any(|&c| matches!(c, b',' | b'"' | b'\n' | b'\r'))
+    } else {
+        memchr::memchr3(b',', b'"', b'\n', b).is_some() || memchr::memchr(b'\r', b).is_some()
+    }
+}
+
 /// Rows of a large CSV written straight into bytes: numbers through `itoa` (no formatting
 /// machinery), text quoted as the `csv` crate quotes it for `Sheet::to_csv` (quotes only around text
 /// holding a comma, quote or line break; inner quotes doubled).
@@ -40,16 +51,13 @@ impl Rows {
 
     pub(crate) fn text(&mut self, s: &str) {
         self.sep();
-        // Kernel names are long and often hold commas (template arguments): both the test and
-        // the quoting go by memchr, not byte by byte.
-        let mut rest = s.as_bytes();
-        if memchr::memchr3(b',', b'"', b'\n', rest).is_none()
-            && memchr::memchr(b'\r', rest).is_none()
-        {
-            self.out.extend_from_slice(rest);
+        let b = s.as_bytes();
+        if !needs_quotes(b) {
+            self.out.extend_from_slice(b);
             return;
         }
         self.out.push(b'"');
+        let mut rest = b;
         while let Some(i) = memchr::memchr(b'"', rest) {
             self.out.extend_from_slice(&rest[..=i]);
             self.out.push(b'"');

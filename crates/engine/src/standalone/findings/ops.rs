@@ -286,6 +286,16 @@ const SIGNATURE_MATERIAL: f64 = 0.2;
 /// aiter FMHA on AMD; all of them, by platform, when the platform is unknown.
 /// `engine`: the call is a serving engine's, whose backend is the engine's setting (vLLM's
 /// `VLLM_ATTENTION_BACKEND`, SGLang's `--attention-backend`), not SDPA's.
+/// AOTriton's flash kernels, PyTorch's default SDPA backend on ROCm (`attn_fwd`, `attn_bwd`,
+/// their `.kd` code objects), not CK's or aiter's (`fmha`, `ck_tile`). `kernel` is lower case.
+fn is_aotriton(kernel: &str) -> bool {
+    let name = kernel.trim_end_matches(".kd");
+    matches!(
+        name,
+        "attn_fwd" | "attn_bwd" | "bwd_kernel_dk_dv" | "bwd_kernel_dq"
+    ) || name.starts_with("attn_fwd_")
+}
+
 fn faster_attention(platform: Option<&Platform>, kernel: &str, engine: bool) -> String {
     let cudnn = if engine {
         "cuDNN attention (the engine's cuDNN or FlashInfer backend)"
@@ -296,6 +306,12 @@ fn faster_attention(platform: Option<&Platform>, kernel: &str, engine: bool) -> 
         .and_then(|p| p.matrix_instruction.as_ref())
         .map_or("", |(i, _)| i.as_str());
     let list: Vec<&str> = match platform.map(|p| p.vendor.as_str()) {
+        // PyTorch's SDPA on ROCm runs AOTriton (`attn_fwd` / `attn_bwd`) unless told to prefer
+        // its CK build: the switch is the lever, not a different library.
+        Some("AMD") if !engine && is_aotriton(kernel) => vec![
+            "PyTorch's CK flash backend, `torch.backends.cuda.preferred_rocm_fa_library(\"ck\")` where the build has it (AOTriton's `attn_fwd` runs now)",
+            "aiter's FMHA",
+        ],
         Some("AMD") => vec!["CK / aiter FMHA (`aiter`'s flash attention)"],
         Some("NVIDIA") if instr.contains("tcgen05") => vec![
             cudnn,
@@ -1932,6 +1948,25 @@ mod tests {
                 && !on_mi300.contains("FlashAttention-3")
                 && !on_mi300.contains("cuDNN"),
             "{on_mi300}"
+        );
+        // PyTorch's SDPA on ROCm runs AOTriton's kernel: the lever is its switch to the CK
+        // build; a CK kernel already running is the fastest backend.
+        assert!(
+            on_mi300.contains("`torch.backends.cuda.preferred_rocm_fa_library(\"ck\")`")
+                && on_mi300.contains("AOTriton's `attn_fwd` runs now"),
+            "{on_mi300}"
+        );
+        let ck = attention_path_a(
+            Some(64),
+            op,
+            "ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVSAsync<...>>",
+            false,
+            mi300.as_ref(),
+        );
+        assert!(
+            ck.contains("the platform's fastest backend is the one running")
+                && !ck.contains("preferred_rocm_fa_library"),
+            "{ck}"
         );
         let trtllm = attention_path_a(
             None,
