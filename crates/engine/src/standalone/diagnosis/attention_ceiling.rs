@@ -264,7 +264,7 @@ pub(super) fn cause(
     } else if c.previous_generation {
         "Use a kernel native to this GPU (FlashAttention-3 on Hopper, or cuDNN attention via `torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)`), which can approach the ceiling; longer sequences per call (packing) raise the share of whole tiles and of the loop.".to_owned()
     } else {
-        "Profile the kernel (Nsight Compute / rocprof) for its occupancy and pipeline stalls, and try the platform's other attention backends; longer sequences per call (packing) raise the share of whole tiles and of the loop.".to_owned()
+        format!("Profile the kernel ({}) for its occupancy and pipeline stalls, and try the platform's other attention backends; longer sequences per call (packing) raise the share of whole tiles and of the loop.", kernel_profiler(ctx.platform))
     };
     Some(Cause {
         key: "attention_ceiling",

@@ -13,6 +13,10 @@ use crate::standalone::md::code;
 /// A wave or few-tiles rule fires when at least this share of the compute-unit slots idles in
 /// the last (or only) wave...
 pub const IDLE_SLOTS_MIN: f64 = 0.25;
+
+/// A GEMM tile whose larger side is at most this is among the libraries' smallest: a smaller
+/// tile is not advice.
+const SMALL_TILE: u64 = 64;
 /// ...for a kernel that takes at least this share of compute time (%).
 pub const MATERIAL_KERNEL_PCT: f64 = 2.0;
 /// Wave quantization matters while the GEMM runs in at most this many waves (beyond it the
@@ -331,7 +335,16 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                             ),
                             Merge::Already | Merge::Alone => String::new(),
                         };
-                        format!("Give the GPU more output tiles: batch more rows (tokens) per call,{merge} or let the library pick a smaller tile; {units} {unit}s need at least {units} tiles.")
+                        // A tile of 64 × 64 or less is already among the library's smallest:
+                        // a smaller one is no lever (BERT-small's 32 × 32 wmma kernel).
+                        let smaller = match tiling_t.as_ref() {
+                            Some(t) if t.tile_m.max(t.tile_n) <= SMALL_TILE => format!(
+                                "; its tile ({} × {}) is already among the smallest, so split-K or a stream-K kernel spreads the little work there is instead",
+                                t.tile_m, t.tile_n
+                            ),
+                            _ => " or let the library pick a smaller tile".to_owned(),
+                        };
+                        format!("Give the GPU more output tiles: batch more rows (tokens) per call,{merge}{smaller}; {units} {unit}s need at least {units} tiles.")
                     };
                     out.push(Cause {
                         key: "gemm_few_tiles",
@@ -543,8 +556,9 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
 /// A GEMM kernel built for an older generation than the platform's matrix instructions:
 /// cuBLAS / CUTLASS name it (`cutlass_80_…`, `sm80_xmma_…`, `ampere_…`; `sm90` kernels on
 /// Blackwell). It cannot issue the instructions the datasheet peak is quoted for (Hopper's
-/// `wgmma`, Blackwell's `tcgen05`), so no tuning of it reaches that peak; the library picks
-/// such kernels where none of its own generation fits the shape (small or misaligned GEMMs).
+/// `wgmma`, Blackwell's `tcgen05`), so no tuning of it reaches that peak; the library's
+/// heuristic picks such kernels for some shapes (small or misaligned GEMMs), not only where no
+/// native one fits (BERT-small on H100 runs `sm90_xmma` for other GEMMs of its M).
 /// Stated after the other causes, uncosted (the shape is usually why it was picked), and only
 /// for an op under the good efficiency band.
 fn previous_generation(kernel: Option<&str>, ctx: &Context<'_>) -> Option<Cause> {
@@ -575,7 +589,7 @@ fn previous_generation(kernel: Option<&str>, ctx: &Context<'_>) -> Option<Cause>
         key: "gemm_previous_generation_kernel",
         title: format!("a previous-generation kernel on {}", p.name),
         evidence: format!(
-            "its kernel ({}) is built for an older GPU generation: on {} it cannot issue `{native}`, the instructions the datasheet peak is quoted for, so no tuning of it reaches that peak. The library picks such a kernel where none of its own generation fits the shape.",
+            "its kernel ({}) is built for an older GPU generation: on {} it cannot issue `{native}`, the instructions the datasheet peak is quoted for, so no tuning of it reaches that peak. The library's heuristic chose it for this shape, as it often does for small or misaligned GEMMs; whether one of its native kernels would run it faster is what an autotuned run shows.",
             kernel_label(kernel),
             p.name
         ),
@@ -1637,6 +1651,23 @@ mod tests {
             keys(&recorded).contains(&"gemm_few_tiles"),
             "{:?}",
             keys(&recorded)
+        );
+        let action = |r: &OpRow| {
+            causes(r, r, &ctx)
+                .into_iter()
+                .find(|c| c.key == "gemm_few_tiles")
+                .map(|c| c.action)
+                .expect("few tiles")
+        };
+        assert!(action(&recorded).contains("let the library pick a smaller tile"));
+        // A 32 × 32 tile is already among the smallest: split-K or stream-K, not a smaller tile.
+        let mut small = recorded.clone();
+        small.kernel_names[0].0 = small.kernel_names[0].0.replace("MT256x32x64", "MT32x32x64");
+        let a = action(&small);
+        assert!(
+            a.contains("its tile (32 × 32) is already among the smallest")
+                && !a.contains("pick a smaller tile"),
+            "{a}"
         );
     }
 

@@ -115,6 +115,15 @@ impl<'a> Context<'a> {
     }
 }
 
+/// The platform's own kernel profiler, for Path B and for causes that send the reader to one.
+pub(crate) fn kernel_profiler(p: Option<&Platform>) -> &'static str {
+    match p.map(|p| p.vendor.as_str()) {
+        Some("AMD") => "rocprof-compute (Omniperf)",
+        Some("NVIDIA") => "Nsight Compute (`ncu`)",
+        _ => "Nsight Compute on NVIDIA or rocprof-compute (Omniperf) on AMD",
+    }
+}
+
 /// The share of a group's time its largest signature `shape` holds (1 for a one-signature
 /// group): a cause read from that signature's launch wastes that share, not the group's.
 pub(crate) fn signature_share(r: &OpRow, shape: &OpRow) -> f64 {

@@ -854,14 +854,7 @@ fn is_elementwise_kernel(lower: &str) -> bool {
         .any(|w| lower.contains(w))
 }
 
-/// The platform's own kernel profiler, for Path B.
-pub(super) fn kernel_profiler(p: Option<&Platform>) -> &'static str {
-    match p.map(|p| p.vendor.as_str()) {
-        Some("AMD") => "rocprof-compute (Omniperf)",
-        Some("NVIDIA") => "Nsight Compute (`ncu`)",
-        _ => "Nsight Compute on NVIDIA or rocprof-compute (Omniperf) on AMD",
-    }
-}
+pub(super) use crate::standalone::diagnosis::kernel_profiler;
 
 /// Path B where no kernel-level path exists: communication kernels and copies are not tuned
 /// by replaying a kernel; `None` for every other op.
