@@ -725,12 +725,15 @@ fn priority_follows_the_estimated_saving() {
         let a = analyze_trace_with(trace, &Options::default());
         let st = standalone(&a);
         for f in st.categories.iter().flat_map(|f| &f.bottlenecks) {
+            // What it saves by the figure that ranks it: its replay, or its replay once the
+            // host fix holding the step is made (MI300X DDP's BatchNorm forward: 0.58 % of the
+            // unfixed trace by the formula, over 3 % of the step once the allocator is fixed).
             assert!(
-                f.priority > Priority::High || f.impact.mid_pct >= 1.0,
+                f.priority > Priority::High || f.impact.ranked_pct() >= 1.0,
                 "{name}: {} is {:?} at {:.2}%",
                 f.title,
                 f.priority,
-                f.impact.mid_pct
+                f.impact.ranked_pct()
             );
             assert!(!f.path_b.contains("rocprof /"), "{}", f.path_b);
             if f.path_b.contains("profile it with") {

@@ -194,7 +194,7 @@ impl Impact {
             .filter(|a| a.saving_pct() > r.saving_pct())
             .map(|a| {
                 format!(
-                    "; after the fix of \"{}\" (the host holds the step until it is made): {:.1} → {:.1} ms, saves {:.3} ms ({:.1}% of the unchanged replay, which ranks it)",
+                    "; after the fix of \"{}\" (the host holds the step until it is made): {:.1} → {:.1} ms, saves {:.3} ms ({:.1}% of the step once that fix is made, which ranks it)",
                     a.first,
                     a.before_ms,
                     a.after_ms,
@@ -447,7 +447,7 @@ pub struct AfterFix {
     /// The length with that fix alone, and with both, ms.
     pub before_ms: f64,
     pub after_ms: f64,
-    /// The replay's length with neither (what the ranking's share is of), ms.
+    /// The replay's length with neither, ms (the ranking's share is of `before_ms`).
     pub base_ms: f64,
 }
 
@@ -456,11 +456,13 @@ impl AfterFix {
         (self.before_ms - self.after_ms).max(0.0)
     }
 
-    /// The saving as a share of the unchanged replay's length, % (comparable with the other
-    /// findings' replayed savings).
+    /// The saving as a share of the step once the first fix is made, %: what the fix is worth
+    /// when it can be made (the host fix comes first), and what ranks it. Two expert reviews
+    /// faulted the share of the unchanged replay: MI300X DDP ResNet-18's BatchNorm, 21.5 % of
+    /// the step once the allocator is fixed, had ranked Medium at 2.3 %.
     pub fn saving_pct(&self) -> f64 {
-        if self.base_ms > 0.0 {
-            self.saved_ms() / self.base_ms * 100.0
+        if self.before_ms > 0.0 {
+            self.saved_ms() / self.before_ms * 100.0
         } else {
             0.0
         }
@@ -1180,7 +1182,8 @@ mod tests {
 
     /// On a step the host holds, a GPU fix saves ~0 until the host fix is made: replayed
     /// again after it (150 → 100 ms with the host fix, 100 → 94 ms with both), it ranks by the
-    /// 6 ms as a share of the unchanged 150 ms (4 %), is no longer "saves nothing", and says
+    /// 6 ms as a share of the 100 ms step with the host fix made (6 %), is no longer "saves
+    /// nothing", and says
     /// both replays; an after-fix replay that saves less than the plain one changes nothing.
     #[test]
     fn a_gpu_fix_ranks_by_its_replay_after_the_host_fix() {
@@ -1192,12 +1195,12 @@ mod tests {
             after_ms: 94.0,
             base_ms: 150.0,
         });
-        assert!((i.ranked_pct() - 4.0).abs() < 1e-9);
+        assert!((i.ranked_pct() - 6.0).abs() < 1e-9);
         assert!(!i.replayed_saves_nothing());
         let t = i.text();
         assert!(t.contains("saves ~0"), "{t}");
         assert!(
-            t.contains("after the fix of \"GPU idle time\" (the host holds the step until it is made): 100.0 → 94.0 ms, saves 6.000 ms (4.0% of the unchanged replay"),
+            t.contains("after the fix of \"GPU idle time\" (the host holds the step until it is made): 100.0 → 94.0 ms, saves 6.000 ms (6.0% of the step once that fix is made, which ranks it)"),
             "{t}"
         );
         let mut small = saving(9.0, "gpu_compute_bound", 80.0);
