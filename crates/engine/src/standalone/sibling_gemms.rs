@@ -33,6 +33,10 @@ pub struct SiblingRun {
     pub runs: u64,
     /// The GEMMs' kernel time over every run, ms.
     pub gpu_ms: f64,
+    /// The ops (host events) one merged GEMM makes unneeded: every run's GEMMs but its first.
+    /// Their host time goes with them, which a host-bound step gains (`whatif::impacts`).
+    #[serde(skip)]
+    pub merged_away: Vec<u32>,
 }
 
 impl SiblingRun {
@@ -165,25 +169,32 @@ fn unwrapped(trace: &Trace, tree: &CallTree, roots: &[EventId]) -> Vec<EventId> 
     out
 }
 
+/// A run's GEMMs: rows, reduction and output widths in order.
+type RunShape = (i64, i64, Vec<i64>);
+
 /// Finds the runs; `None` without any.
 pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<SiblingGemms> {
     let kernel_ns = |r: EventId| tree.kernel_ns_under(trace, r);
-    // (m, k, ns) → (runs, kernel ns)
-    let mut found: HashMap<(i64, i64, Vec<i64>), (u64, i64)> = HashMap::default();
+    // (m, k, ns) → (runs, kernel ns, the ops after each run's first)
+    let mut found: HashMap<RunShape, (u64, i64, Vec<u32>)> = HashMap::default();
     for roots in tree.roots_by_thread(trace) {
         let seq = unwrapped(trace, tree, &roots);
-        // The open run: (m, k, ns, kernel ns, kernel-launching ops since its last GEMM), and
-        // the module instance that owns it.
+        // The open run: (m, k, ns, kernel ns, kernel-launching ops since its last GEMM), its
+        // GEMM ops, and the module instance that owns it.
         let mut open: Option<(i64, i64, Vec<i64>, i64, usize)> = None;
+        let mut open_ops: Vec<u32> = Vec::new();
         let mut open_owner: Option<u32> = None;
-        let mut close = |open: &mut Option<(i64, i64, Vec<i64>, i64, usize)>| {
+        let mut close = |open: &mut Option<(i64, i64, Vec<i64>, i64, usize)>,
+                         ops: &mut Vec<u32>| {
             if let Some((m, k, ns, ns_time, _)) = open.take() {
                 if (2..=MAX_SIBLINGS).contains(&ns.len()) {
-                    let e = found.entry((m, k, ns)).or_insert((0, 0));
+                    let e = found.entry((m, k, ns)).or_insert((0, 0, Vec::new()));
                     e.0 += 1;
                     e.1 += ns_time;
+                    e.2.extend(ops.iter().skip(1));
                 }
             }
+            ops.clear();
         };
         for &r in &seq {
             let name = trace.name(trace.event(r));
@@ -211,9 +222,10 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<Sibling
                             o.4 = 0;
                         }
                     } else {
-                        close(&mut open);
+                        close(&mut open, &mut open_ops);
                         open = Some((m, k, vec![n], t, 0));
                     }
+                    open_ops.push(r.0);
                 }
                 _ if t == 0 => {}
                 _ => {
@@ -225,21 +237,22 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<Sibling
                         );
                     match open.as_mut() {
                         Some(o) if !ends && o.4 < BETWEEN_MAX => o.4 += 1,
-                        _ => close(&mut open),
+                        _ => close(&mut open, &mut open_ops),
                     }
                 }
             }
         }
-        close(&mut open);
+        close(&mut open, &mut open_ops);
     }
     let mut runs: Vec<SiblingRun> = found
         .into_iter()
-        .map(|((m, k, ns), (runs, t))| SiblingRun {
+        .map(|((m, k, ns), (runs, t, merged_away))| SiblingRun {
             m,
             k,
             ns,
             runs,
             gpu_ms: t as f64 / 1e6,
+            merged_away,
         })
         .collect();
     runs.sort_by(|a, b| b.gpu_ms.total_cmp(&a.gpu_ms).then(a.ns.cmp(&b.ns)));

@@ -159,6 +159,9 @@ impl<'b> Scratch<'b> {
                 for &k in &c.ks {
                     self.off[k] = (self.value(k) as f64 * c.factor).round() as Nanos;
                 }
+                for &k in &c.host {
+                    self.off[k] = 0;
+                }
             }
             Change::Stated(set) => {
                 for &(k, v) in set {
@@ -170,7 +173,7 @@ impl<'b> Scratch<'b> {
         sim.run_into(&self.off, &mut self.times);
         match change {
             Change::Cut(c) => {
-                for &k in &c.ks {
+                for &k in c.ks.iter().chain(&c.host) {
                     self.off[k] = self.value(k);
                 }
             }
@@ -229,6 +232,9 @@ fn in_halves<T: Sync, R: Send>(
 /// A GPU-side fix's cut: the schedule's duration constraints it scales and by what factor.
 struct Cut {
     ks: Vec<usize>,
+    /// Host constraints the fix takes to nothing: the own CPU time of the ops it makes
+    /// unneeded (`Bottleneck::merged_host`).
+    host: Vec<usize>,
     factor: f64,
     saving_ns: f64,
     gpu_ns: Nanos,
@@ -326,8 +332,19 @@ pub fn replay_findings(
         } else {
             b.impact.mid_pct / 100.0 * total_ms * 1e6
         };
+        // The ops the fix makes unneeded lose their own CPU time (not a dropped constraint's).
+        let mut host: Vec<usize> = b
+            .merged_host
+            .iter()
+            .filter_map(|&h| super::own_time(trace, sim, h))
+            .flatten()
+            .filter(|&k| sim.offsets[k] != crate::critical_path::simulate::DROPPED)
+            .collect();
+        host.sort_unstable();
+        host.dedup();
         Some(Cut {
             ks,
+            host,
             factor: (1.0 - saving_ns / gpu_ns as f64).max(0.0),
             saving_ns,
             gpu_ns,

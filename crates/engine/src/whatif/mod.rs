@@ -200,6 +200,21 @@ fn efficiency_factor(rows: &[OpRow], name: &str, efficiency: f64) -> Result<f64,
 /// Each change's text and how many events it touched.
 pub type Touched = Vec<(String, usize)>;
 
+/// The constraints that carry host event `h`'s own CPU time, the thread (and data-loading)
+/// links between its points, which a `cpu:` scale multiplies; `None` for an event without
+/// points.
+pub(crate) fn own_time<'s>(
+    trace: &Trace,
+    sim: &'s crate::critical_path::simulate::Simulation,
+    h: u32,
+) -> Option<impl Iterator<Item = usize> + 's> {
+    let (s, e) = sim.span_of(trace, h)?;
+    Some((s + 1..=e).flat_map(move |p| {
+        sim.constraints_of(p)
+            .filter(move |&k| matches!(sim.constraints[k].link, Link::Thread | Link::Loading))
+    }))
+}
+
 /// The offsets of the replay with `changes` applied, and how many events each touched.
 pub fn apply(
     trace: &Trace,
@@ -217,20 +232,14 @@ pub fn apply(
             (Action::Scale(f), Selector::Cpu(_)) => {
                 let mut done = vec![false; off.len()];
                 for h in select::host_events(trace, sim, &ch.selector) {
-                    let Some((s, e)) = sim.span_of(trace, h) else {
+                    let Some(ks) = own_time(trace, sim, h) else {
                         continue;
                     };
                     n += 1;
-                    for p in s + 1..=e {
-                        for k in sim.constraints_of(p) {
-                            let link = sim.constraints[k].link;
-                            if matches!(link, Link::Thread | Link::Loading)
-                                && !done[k]
-                                && off[k] != DROPPED
-                            {
-                                off[k] = (off[k] as f64 * f).round() as Nanos;
-                                done[k] = true;
-                            }
+                    for k in ks {
+                        if !done[k] && off[k] != DROPPED {
+                            off[k] = (off[k] as f64 * f).round() as Nanos;
+                            done[k] = true;
                         }
                     }
                 }

@@ -1116,7 +1116,7 @@ fn sibling_cause(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
                 "{}; each call is {why}{saved}",
                 capitalize(&s.text()),
             ),
-            action: "Merge them into one GEMM along N (one weight of the summed width, its output split after), so the input is read once, one kernel launches, and the GPU gets the summed width's output tiles.".into(),
+            action: "Merge them into one GEMM along N (one weight of the summed width, its output split after), so the input is read once, one kernel launches, the GPU gets the summed width's output tiles, and one op dispatches instead of several: where the host holds the step, the dispatch saved is most of the gain (the replay removes the merged ops' host time).".into(),
             waste: saved_us.map(|us| (us / r.kernel_us).min(1.0)),
             confidence: Confidence::Medium,
             bounds_all: false,
@@ -1439,6 +1439,7 @@ mod tests {
                 ns,
                 runs: 1,
                 gpu_ms: r.kernel_us / 1e3,
+                merged_away: Vec::new(),
             });
             r
         };
@@ -1470,6 +1471,7 @@ mod tests {
             ns: vec![768, 768, 768],
             runs: 12,
             gpu_ms: 0.305,
+            merged_away: Vec::new(),
         });
         let c = causes(&r, &r, &no_platform())
             .into_iter()
@@ -1585,6 +1587,7 @@ mod tests {
                 ns: vec![1024, 1024, 1024],
                 runs: 24,
                 gpu_ms: 3.0 * 24.0 * 64.0 / 1000.0,
+                merged_away: Vec::new(),
             });
             r
         };

@@ -99,6 +99,10 @@ pub struct Bottleneck {
     /// states one beyond its op's GPU time; `whatif::impacts` replays them.
     #[serde(skip)]
     pub fix: Vec<(&'static str, String)>,
+    /// Host events (ops) the fix makes unneeded beside its GPU cut, whose own CPU time goes
+    /// with them: the sibling projections one merged GEMM replaces (`whatif::impacts`).
+    #[serde(skip)]
+    pub merged_host: Vec<u32>,
     /// The share of its time an op finding can save at most: its calls' time above the trace's
     /// kernel floor (`diagnosis::above_floor`; 1 for other findings).
     #[serde(skip)]

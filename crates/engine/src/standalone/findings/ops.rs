@@ -1163,6 +1163,25 @@ pub(super) fn op_bottleneck(
             l.fixed_us,
         ));
     }
+    // Merging sibling projections removes all but one of each run's ops, and their host time
+    // with them: in a host-bound step that, not the kernels, is the saving (review: Falconsai
+    // ViT's q/k/v merge replayed ~0 on kernel time alone).
+    let merged_host = if causes
+        .first()
+        .is_some_and(|c| c.key == "gemm_sibling_projections")
+    {
+        let mut ops: Vec<u32> = g
+            .rows
+            .iter()
+            .filter_map(|x| x.siblings.as_ref())
+            .flat_map(|s| s.merged_away.iter().copied())
+            .collect();
+        ops.sort_unstable();
+        ops.dedup();
+        ops
+    } else {
+        Vec::new()
+    };
     Bottleneck {
         category: r.category,
         title: t.title,
@@ -1189,6 +1208,7 @@ pub(super) fn op_bottleneck(
         scope: None,
         absorbed: Vec::new(),
         fix: Vec::new(),
+        merged_host,
         in_fragment: false,
         inherent_gaps: false,
         above_floor,

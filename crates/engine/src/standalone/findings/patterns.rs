@@ -54,6 +54,7 @@ pub(super) fn pattern_bottleneck(
         scope: None,
         absorbed: Vec::new(),
         fix: Vec::new(),
+        merged_host: Vec::new(),
         in_fragment: false,
         inherent_gaps: false,
         above_floor: 1.0,
