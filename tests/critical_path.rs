@@ -339,16 +339,19 @@ fn the_output_contract_carries_the_critical_path_files() {
         .any(|d| d.key == "critical_path_without_sync_events"));
 }
 
-/// The shareable bundle carries the path's summaries and replay errors, not its hop-by-hop
-/// files (the report folder and the analysis export do).
-#[test]
-fn bundle_leaves_the_hop_by_hop_paths_out() {
-    let trace = br#"{"traceEvents": [
+/// One step: an op launching one 50 µs kernel.
+const ONE_STEP: &[u8] = br#"{"traceEvents": [
   {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 1, "tid": 1, "ts": 0, "dur": 300},
   {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
   {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 15, "dur": 5, "args": {"correlation": 7}},
   {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 22, "dur": 50, "args": {"correlation": 7, "stream": 7}}
 ]}"#;
+
+/// The shareable bundle carries the path's summaries and replay errors, not its hop-by-hop
+/// files (the report folder and the analysis export do).
+#[test]
+fn bundle_leaves_the_hop_by_hop_paths_out() {
+    let trace = ONE_STEP;
     let a = jarvis_engine::analyze(trace).expect("analysis");
     let contract = jarvis_engine::report::contract::standalone_files(&a, "t").expect("files");
     let bundle = jarvis_engine::report::export::bundle_zip(&a, "t").expect("bundle");
@@ -373,12 +376,7 @@ fn bundle_leaves_the_hop_by_hop_paths_out() {
 /// path and replay; `--no-critical-path` leaves the whole room out, and with it the files.
 #[test]
 fn the_room_can_be_left_out_in_parts() {
-    let trace = br#"{"traceEvents": [
-  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#7", "pid": 1, "tid": 1, "ts": 0, "dur": 300},
-  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 20},
-  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 15, "dur": 5, "args": {"correlation": 7}},
-  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 22, "dur": 50, "args": {"correlation": 7, "stream": 7}}
-]}"#;
+    let trace = ONE_STEP;
     let run = |options: &jarvis_engine::trace_analysis::Options| {
         let t = jarvis_engine::import::import_bytes(trace).expect("import");
         jarvis_engine::trace_analysis::analyze_trace_with(t, options)
