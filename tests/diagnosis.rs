@@ -1412,3 +1412,34 @@ fn one_misalignment_across_ops_is_one_recommendation() {
         ranked[0].issue
     );
 }
+
+/// cuDNN's spatial BatchNorm backward (`bn_bw_1C11_kernel_new`) reads x and dy twice: its
+/// bandwidth by the one-pass byte model is a lower bound, said as such, never "44% of the
+/// elementwise baseline" nor a below-baseline cause (review: the V100 claim was false).
+#[test]
+fn multi_pass_batchnorm_claims_no_baseline_gap_on_v100() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let bytes = common::read(
+        &shared
+            .join("traces/kineto/v100_resnet50_nw0_2021-06_worker0.1623143566756.pt.trace.json.gz"),
+    );
+    let a = jarvis_engine::analyze_trace(import::import_bytes(&bytes).expect("imports"));
+    let bn = findings(standalone(&a))
+        .find(|b| b.op_name == "aten::cudnn_batch_norm_backward")
+        .expect("the BatchNorm backward finding");
+    assert!(
+        bn.issue.contains("reads the input in two passes or more")
+            && !bn.issue.contains("elementwise baseline of"),
+        "{}",
+        bn.issue
+    );
+    assert!(
+        bn.causes
+            .iter()
+            .all(|c| c.key != "elementwise_below_baseline"),
+        "{:?}",
+        bn.causes.iter().map(|c| c.key).collect::<Vec<_>>()
+    );
+}

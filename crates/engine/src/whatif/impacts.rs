@@ -474,10 +474,17 @@ pub fn replay_findings(
         for s in &mut scratch {
             s.set_over(set);
         }
-        // The host fix alone, and each GPU-side cut after it, side by side.
+        // The host fix alone, and each GPU-side fix after it, side by side: a cut, or changes a
+        // rule states for the GPU (the transposes channels_last removes, fp32 convolutions
+        // sped up: review, MI300X DDP's transposes had stayed Medium on the unfixed schedule).
         let again: Vec<usize> = (0..all.len())
             .filter(|&i| {
-                i != li && all[i].fix.is_empty() && matches!(changes[i], Some(Change::Cut(_)))
+                i != li
+                    && match &changes[i] {
+                        Some(Change::Cut(_)) => all[i].fix.is_empty(),
+                        Some(Change::Stated(_)) => !host_side(all[i]),
+                        _ => false,
+                    }
             })
             .collect();
         let items: Vec<&Change> = std::iter::once(&Change::None)
@@ -487,10 +494,11 @@ pub fn replay_findings(
         let lead_floor = loader_floor(trace, replay, l, trains, steps);
         let lead_len = lengths[0].max(lead_floor);
         for (&i, &after) in again.iter().zip(&lengths[1..]) {
-            let (b, Some(Change::Cut(c))) = (all[i], &changes[i]) else {
-                continue;
-            };
-            let after = bounded(b, c, after, lead_len).max(lead_floor);
+            let after = match (all[i], &changes[i]) {
+                (b, Some(Change::Cut(c))) => bounded(b, c, after, lead_len),
+                _ => after,
+            }
+            .max(lead_floor);
             after_lead[i] = Some(crate::standalone::findings::AfterFix {
                 first: l.title.clone(),
                 before_ms: lead_len as f64 / 1e6,

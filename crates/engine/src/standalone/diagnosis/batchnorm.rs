@@ -12,8 +12,10 @@ use crate::standalone::ops::OpRow;
 /// Whether a kernel is one of the per-channel NCHW BatchNorm reductions: PyTorch's native
 /// ones, cuDNN's spatial `bn_*_1C11*` kernels (a `1×C×1×1` scale, one block per channel: a
 /// V100 ResNet-50's 64-channel layers run 64 blocks on 80 SMs) and MIOpen's `…Spatial…`
-/// ones. The recorded grid decides whether it leaves the GPU idle.
-fn is_per_channel(kernel: &str) -> bool {
+/// ones. The recorded grid decides whether it leaves the GPU idle. They read their input more
+/// than once (statistics, then the normalization or the gradient), so a one-pass byte model
+/// understates their traffic (`elementwise::causes` does not compare them with the baseline).
+pub(super) fn is_per_channel(kernel: &str) -> bool {
     per_channel_library(kernel).is_some()
 }
 

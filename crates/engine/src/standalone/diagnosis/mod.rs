@@ -115,6 +115,12 @@ impl<'a> Context<'a> {
     }
 }
 
+/// A per-channel NCHW BatchNorm kernel, which reads its input in two passes or more
+/// (`batchnorm::is_per_channel`).
+pub(crate) fn is_multi_pass_batchnorm(kernel: &str) -> bool {
+    batchnorm::is_per_channel(kernel)
+}
+
 /// The platform's own kernel profiler, for Path B and for causes that send the reader to one.
 pub(crate) fn kernel_profiler(p: Option<&Platform>) -> &'static str {
     match p.map(|p| p.vendor.as_str()) {
