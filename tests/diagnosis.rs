@@ -1430,7 +1430,7 @@ fn multi_pass_batchnorm_claims_no_baseline_gap_on_v100() {
         .find(|b| b.op_name == "aten::cudnn_batch_norm_backward")
         .expect("the BatchNorm backward finding");
     assert!(
-        bn.issue.contains("reads the input in two passes or more")
+        bn.issue.contains("reads its input in two passes or more")
             && !bn.issue.contains("elementwise baseline of"),
         "{}",
         bn.issue

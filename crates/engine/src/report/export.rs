@@ -15,7 +15,8 @@ const LARGE_ENTRY: usize = 256 << 10;
 
 /// The zip bundle: `perf_report_csvs/<sheet>.csv`, the standalone output contract (both
 /// reports, category data, metadata, findings, manifest, replay packages; see
-/// `report::contract`; the critical path's hop-by-hop files left out) and `jarvis.json` (the analysis without its sheets, which the CSVs carry).
+/// `report::contract`; the critical path's hop-by-hop files left out) and `jarvis.json` (the
+/// analysis without its sheets, which the CSVs carry).
 /// `title` names the reports (the trace's file name).
 pub fn bundle_zip(analysis: &Analysis, title: &str) -> Result<Vec<u8>, ExportError> {
     bundle_zip_with(

@@ -15,7 +15,7 @@ use crate::standalone::ops::OpRow;
 /// ones. The recorded grid decides whether it leaves the GPU idle. They read their input more
 /// than once (statistics, then the normalization or the gradient), so a one-pass byte model
 /// understates their traffic (`elementwise::causes` does not compare them with the baseline).
-pub(super) fn is_per_channel(kernel: &str) -> bool {
+pub(crate) fn is_per_channel(kernel: &str) -> bool {
     per_channel_library(kernel).is_some()
 }
 

@@ -115,11 +115,8 @@ impl<'a> Context<'a> {
     }
 }
 
-/// A per-channel NCHW BatchNorm kernel, which reads its input in two passes or more
-/// (`batchnorm::is_per_channel`).
-pub(crate) fn is_multi_pass_batchnorm(kernel: &str) -> bool {
-    batchnorm::is_per_channel(kernel)
-}
+/// A per-channel NCHW BatchNorm kernel, whose op reads its input in two passes or more.
+pub(crate) use batchnorm::is_per_channel as is_multi_pass_batchnorm;
 
 /// The platform's own kernel profiler, for Path B and for causes that send the reader to one.
 pub(crate) fn kernel_profiler(p: Option<&Platform>) -> &'static str {

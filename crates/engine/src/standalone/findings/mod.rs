@@ -161,6 +161,11 @@ impl ImpactMethod {
     }
 }
 
+/// Whether the replay realizes a cut whole (a small cut on the path saves what it cuts).
+fn realized_whole(r: &ReplayedSaving) -> bool {
+    r.cut_ms > 0.0 && r.saved_ms() >= REALIZED_SHARE * r.cut_ms
+}
+
 impl Impact {
     /// The replayed saving in words, where the fix was replayed: `replayed: 88.2 → 74.6 ms,
     /// saves 13.558 ms (15.4% of the steps' time)`, or `replayed: saves ~0 (… : why)`.
@@ -169,8 +174,7 @@ impl Impact {
     pub fn replayed_saves_nothing(&self) -> bool {
         let after = self.after_fix.as_ref().map_or(0.0, AfterFix::saving_pct);
         self.replayed.is_some_and(|r| {
-            let realized = r.cut_ms > 0.0 && r.saved_ms() >= REALIZED_SHARE * r.cut_ms;
-            r.saving_pct() < OVERLAPPED_PCT && !realized && after < OVERLAPPED_PCT
+            r.saving_pct() < OVERLAPPED_PCT && !realized_whole(&r) && after < OVERLAPPED_PCT
         })
     }
 
@@ -211,6 +215,9 @@ impl Impact {
     }
 
     fn replayed_body_alone(&self, r: ReplayedSaving) -> Option<String> {
+        // A small cut the replay realizes whole is a saving, after a host fix or not (MI300X
+        // DDP's `clamp_min_` had read "saves ~0 (1.517 ms of the 1.517 ms cut").
+        let realized = realized_whole(&r);
         Some(
             if self.replayed_saves_nothing()
                 || self
@@ -218,6 +225,7 @@ impl Impact {
                     .as_ref()
                     .is_some_and(|a| a.saving_pct() > r.saving_pct())
                     && r.saving_pct() < OVERLAPPED_PCT
+                    && !realized
             {
                 // Why the cut saves nothing: a path the GPU holds means the cut work overlaps
                 // other work or is off the path; otherwise the path's own cause says it.
@@ -1240,6 +1248,16 @@ mod tests {
         let mut i = saving(0.01, "cpu_bound", 99.94);
         let r = i.replayed.as_mut().expect("replayed");
         r.cut_ms = r.saved_ms();
+        let t = i.text();
+        assert!(!t.contains("saves ~0"), "{t}");
+        assert!(t.contains("saves 0.010 ms"), "{t}");
+        // The same after a host fix that makes it worth more.
+        i.after_fix = Some(AfterFix {
+            first: "GPU idle time".into(),
+            before_ms: 1.0,
+            after_ms: 0.99,
+            base_ms: 150.0,
+        });
         let t = i.text();
         assert!(!t.contains("saves ~0"), "{t}");
         assert!(t.contains("saves 0.010 ms"), "{t}");

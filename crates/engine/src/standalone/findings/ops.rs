@@ -281,21 +281,24 @@ fn attention_path_a_for(
 /// alignment named.
 const SIGNATURE_MATERIAL: f64 = 0.2;
 
-/// The faster attention backends of the platform, less the one the kernel already is: FA3 and
-/// cuDNN on Hopper, cuDNN and trtllm-gen / FlashAttention-4 on Blackwell, cuDNN on Ampere, CK /
-/// aiter FMHA on AMD; all of them, by platform, when the platform is unknown.
-/// `engine`: the call is a serving engine's, whose backend is the engine's setting (vLLM's
-/// `VLLM_ATTENTION_BACKEND`, SGLang's `--attention-backend`), not SDPA's.
 /// AOTriton's flash kernels, PyTorch's default SDPA backend on ROCm (`attn_fwd`, `attn_bwd`,
-/// their `.kd` code objects), not CK's or aiter's (`fmha`, `ck_tile`). `kernel` is lower case.
-fn is_aotriton(kernel: &str) -> bool {
+/// their `.kd` code objects), not CK's or aiter's (`fmha`, `ck_tile`): the kernel's name without
+/// `.kd`, or `None`. `kernel` is lower case.
+fn aotriton_kernel(kernel: &str) -> Option<&str> {
     let name = kernel.trim_end_matches(".kd");
-    matches!(
+    (matches!(
         name,
         "attn_fwd" | "attn_bwd" | "bwd_kernel_dk_dv" | "bwd_kernel_dq"
-    ) || name.starts_with("attn_fwd_")
+    ) || name.starts_with("attn_fwd_"))
+    .then_some(name)
 }
 
+/// The faster attention backends of the platform, less the one the kernel already is: FA3 and
+/// cuDNN on Hopper, cuDNN and trtllm-gen / FlashAttention-4 on Blackwell, cuDNN on Ampere, CK /
+/// aiter FMHA on AMD (PyTorch's CK switch where its SDPA runs AOTriton); all of them, by
+/// platform, when the platform is unknown.
+/// `engine`: the call is a serving engine's, whose backend is the engine's setting (vLLM's
+/// `VLLM_ATTENTION_BACKEND`, SGLang's `--attention-backend`), not SDPA's.
 fn faster_attention(platform: Option<&Platform>, kernel: &str, engine: bool) -> String {
     let cudnn = if engine {
         "cuDNN attention (the engine's cuDNN or FlashInfer backend)"
@@ -305,13 +308,15 @@ fn faster_attention(platform: Option<&Platform>, kernel: &str, engine: bool) -> 
     let instr = platform
         .and_then(|p| p.matrix_instruction.as_ref())
         .map_or("", |(i, _)| i.as_str());
+    // PyTorch's SDPA on ROCm runs AOTriton (`attn_fwd` / `attn_bwd`) unless told to prefer its
+    // CK build: the switch is the lever, not a different library.
+    let ck_switch = aotriton_kernel(kernel).map(|k| {
+        format!("PyTorch's CK flash backend, `torch.backends.cuda.preferred_rocm_fa_library(\"ck\")` where the build has it (AOTriton's `{k}` runs now)")
+    });
     let list: Vec<&str> = match platform.map(|p| p.vendor.as_str()) {
-        // PyTorch's SDPA on ROCm runs AOTriton (`attn_fwd` / `attn_bwd`) unless told to prefer
-        // its CK build: the switch is the lever, not a different library.
-        Some("AMD") if !engine && is_aotriton(kernel) => vec![
-            "PyTorch's CK flash backend, `torch.backends.cuda.preferred_rocm_fa_library(\"ck\")` where the build has it (AOTriton's `attn_fwd` runs now)",
-            "aiter's FMHA",
-        ],
+        Some("AMD") if !engine && ck_switch.is_some() => {
+            vec![ck_switch.as_deref().unwrap_or_default(), "aiter's FMHA"]
+        }
         Some("AMD") => vec!["CK / aiter FMHA (`aiter`'s flash attention)"],
         Some("NVIDIA") if instr.contains("tcgen05") => vec![
             cudnn,
@@ -389,7 +394,7 @@ pub(super) fn op_texts(
             .find(|n| diagnosis::is_multi_pass_batchnorm(n))
         {
             return format!(
-                " Its kernel ({}) reads the input in two passes or more (statistics, then the normalization or gradient), which the byte model counts once: its bandwidth and efficiency are lower bounds, not compared with the elementwise baseline.",
+                " It runs a per-channel NCHW kernel ({}) and reads its input in two passes or more (the statistics, then the normalization or gradient), which the byte model counts once: its bandwidth and efficiency are lower bounds, not compared with the elementwise baseline.",
                 code(&short(k, 60))
             );
         }
