@@ -2,8 +2,7 @@
 //! replay, Jarvis's path by cause with HTA's beside it, and the events that hold the most time
 //! on the path. Serialized with the analysis, so a reopened bundle shows it too.
 
-use std::collections::HashMap;
-
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use super::{BoundBy, CriticalPath};
@@ -82,34 +81,31 @@ pub fn top_items<'a>(
     hops: impl Iterator<Item = (Option<&'a str>, BoundBy, f64)>,
     n: usize,
 ) -> Vec<PathItem> {
-    let mut groups: HashMap<(&str, BoundBy), (f64, usize)> = HashMap::new();
-    let mut order: Vec<(&str, BoundBy)> = Vec::new();
+    // Grouped by index into `order` (first seen first); only the kept groups are owned.
+    let mut index: FxHashMap<(&str, BoundBy), usize> = FxHashMap::default();
+    let mut order: Vec<((&str, BoundBy), f64, usize)> = Vec::new();
     for (name, cause, us) in hops {
         let key = (name.unwrap_or("(wait)"), cause);
-        let g = groups.entry(key).or_insert_with(|| {
-            order.push(key);
-            (0.0, 0)
+        let at = *index.entry(key).or_insert_with(|| {
+            order.push((key, 0.0, 0));
+            order.len() - 1
         });
-        g.0 += us;
-        g.1 += 1;
+        order[at].1 += us;
+        order[at].2 += 1;
     }
-    let mut items: Vec<PathItem> = order
-        .into_iter()
-        .map(|k| {
-            let (us, hops) = groups[&k];
-            PathItem {
-                name: k.0.to_owned(),
-                cause: cause_name(k.1).to_owned(),
-                ms: us / 1000.0,
-                hops,
-            }
-        })
-        .filter(|i| i.ms > 0.0)
-        .collect();
+    order.retain(|g| g.1 / 1000.0 > 0.0);
     // Largest first; first seen first among equals (the path's own order).
-    items.sort_by(|a, b| b.ms.total_cmp(&a.ms));
-    items.truncate(n);
-    items
+    order.sort_by(|a, b| b.1.total_cmp(&a.1));
+    order.truncate(n);
+    order
+        .into_iter()
+        .map(|((name, cause), us, hops)| PathItem {
+            name: name.to_owned(),
+            cause: cause_name(cause).to_owned(),
+            ms: us / 1000.0,
+            hops,
+        })
+        .collect()
 }
 
 /// The cause holding most of the steps' paths together (HTA's word, `unattributed` for time
