@@ -896,20 +896,7 @@ fn a_sampled_trace_states_its_communication_time_not_its_overlap() {
 /// ranges").
 #[test]
 fn a_harness_cache_flush_is_left_out_of_the_steady_state() {
-    let run = |range: &str| {
-        let mut events = Vec::new();
-        for k in 0..4i64 {
-            let base = k * 100_000;
-            events.push(format!(r#"{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": {base}, "dur": 100000}}"#));
-            events.push(format!(r#"{{"ph": "X", "cat": "user_annotation", "name": "{range}", "pid": 1, "tid": 1, "ts": {}, "dur": 40000}}"#, base + 1000));
-            events.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::zeros", "pid": 1, "tid": 1, "ts": {}, "dur": 39000}}"#, base + 1000));
-            events.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {}, "dur": 10}}"#, base + 42000));
-            events.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {k}}}}}"#, base + 42002));
-            events.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": {}, "dur": 50000, "args": {{"correlation": {k}, "stream": 7}}}}"#, base + 42010));
-        }
-        let text = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
-        analyze_trace(import::import_bytes(text.as_bytes()).expect("imports"))
-    };
+    let run = |range: &str| harness_run(range, false);
     let a = run("[param|clear_cache]");
     let st = a.standalone.as_ref().expect("standalone");
     let harness = find(st, "Benchmark harness").expect("harness finding");
@@ -1013,5 +1000,112 @@ fn a_device_flush_is_a_flush_and_a_harness_gap_is_no_one_off() {
         !harness.issue.contains("launched no GPU work"),
         "{}",
         harness.issue
+    );
+}
+
+/// An op whose GPU time is a memory copy is not computation: its row in a category's table
+/// says so, and the category's overview states its computation and its copies apart (A100
+/// AlexNet's pageable `aten::copy_` read "521.7 % of compute" beside a category at 7 %).
+#[test]
+fn copies_are_not_a_share_of_compute() {
+    let a = analyze("idle_pageable_uploads");
+    let st = a.standalone.as_ref().expect("standalone");
+    let md = jarvis_engine::report::standalone_fair::fair_md(&a, st, "t");
+    let copy_rows: Vec<&str> = md
+        .lines()
+        .filter(|l| l.starts_with("| `aten::") && l.contains("Memcpy"))
+        .collect();
+    assert!(!copy_rows.is_empty(), "{md}");
+    for row in &copy_rows {
+        assert!(row.contains("| not compute |"), "{row}");
+    }
+    assert!(
+        md.contains("ms of computation over")
+            && md.contains("memory copies and communication take"),
+        "{md}"
+    );
+    // Every share of compute in the tables is a share: at most 100 %.
+    for l in md.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = l.split(" | ").collect();
+        if let Some(pct) = cells.get(4).and_then(|c| c.trim().parse::<f64>().ok()) {
+            assert!(pct <= 100.0, "{l}");
+        }
+    }
+    // The healthy counterpart (no uploads) keeps the plain overview.
+    let a = analyze("idle_eager_launch_bound");
+    let st = a.standalone.as_ref().expect("standalone");
+    let md = jarvis_engine::report::standalone_fair::fair_md(&a, st, "t");
+    assert!(
+        !md.contains("not compute") && !md.contains("ms of computation over"),
+        "{md}"
+    );
+}
+
+/// Four steps of a kernel each, after a 40 ms range named `range` (a host-only cache flush,
+/// one that releases device memory with `frees`).
+fn harness_run(range: &str, frees: bool) -> Analysis {
+    let mut events = Vec::new();
+    for k in 0..4i64 {
+        let base = k * 100_000;
+        events.push(format!(r#"{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": {base}, "dur": 100000}}"#));
+        events.push(format!(r#"{{"ph": "X", "cat": "user_annotation", "name": "{range}", "pid": 1, "tid": 1, "ts": {}, "dur": 40000}}"#, base + 1000));
+        events.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::zeros", "pid": 1, "tid": 1, "ts": {}, "dur": 39000}}"#, base + 1000));
+        if frees {
+            events.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaFree", "pid": 1, "tid": 1, "ts": {}, "dur": 1200}}"#, base + 1100));
+        }
+        events.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {}, "dur": 10}}"#, base + 42000));
+        events.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {k}}}}}"#, base + 42002));
+        events.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": {}, "dur": 50000, "args": {{"correlation": {k}, "stream": 7}}}}"#, base + 42010));
+    }
+    let text = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n"));
+    analyze_trace(import::import_bytes(text.as_bytes()).expect("imports"))
+}
+
+/// A cache flush that releases device memory (`cudaFree` inside: `torch.cuda.empty_cache()`)
+/// is not a host-only flush: the run after it allocates from the driver, and the harness is
+/// told to keep the flush from releasing memory, not that nothing needs skipping (A100
+/// AlexNet's second `[param|clear_cache]`, inside PARAM's measured range).
+#[test]
+fn a_harness_flush_that_frees_device_memory_is_named() {
+    let a = harness_run("[param|clear_cache]", true);
+    let st = a.standalone.as_ref().expect("standalone");
+    let harness = find(st, "Benchmark harness").expect("harness finding");
+    assert!(
+        harness.issue.contains(
+            "The cache-flush ranges released device memory (`cudaFree`/`hipFree`, 3.600 ms"
+        ),
+        "{}",
+        harness.issue
+    );
+    assert!(
+        !harness.issue.contains("launched no GPU work at all"),
+        "{}",
+        harness.issue
+    );
+    assert!(
+        harness
+            .path_a
+            .starts_with("Keep the harness's cache flush from releasing device memory"),
+        "{}",
+        harness.path_a
+    );
+    assert!(
+        !harness.path_a.contains("nothing needs skipping"),
+        "{}",
+        harness.path_a
+    );
+    // The host-only flush keeps its own wording.
+    let a = harness_run("[param|clear_cache]", false);
+    let st = a.standalone.as_ref().expect("standalone");
+    let harness = find(st, "Benchmark harness").expect("harness finding");
+    assert!(
+        !harness.issue.contains("released device memory"),
+        "{}",
+        harness.issue
+    );
+    assert!(
+        harness.path_a.contains("nothing needs skipping"),
+        "{}",
+        harness.path_a
     );
 }

@@ -600,6 +600,13 @@ pub struct ColdStart {
     /// a flush of the host's caches, not the GPU's L2.
     #[serde(default)]
     pub flush_host_only: u32,
+    /// Of the cache-flush ranges, those that released device memory (`cudaFree`/`hipFree`
+    /// inside: `torch.cuda.empty_cache()` or a freed segment), and those calls' host time: the
+    /// caching allocator then asks the driver again in the next measured run.
+    #[serde(default)]
+    pub flush_frees: u32,
+    #[serde(default)]
+    pub flush_free_ns: Nanos,
     /// A repeated range whose first pass ran cold (`cold_pass`), where its idle time counts.
     pub first_pass: Option<super::cold_pass::ColdPass>,
     /// Ops whose first call ran cold (`cold_pass::cold_first_calls`) in the covered time, and
@@ -952,17 +959,23 @@ pub fn causes_and_context(
                         let flush = cache_flush_range(name);
                         if flush {
                             let e = &trace.events[i as usize];
-                            let launches = index
-                                .overlapping(trace, e.lane(), e.ts, e.end())
-                                .into_iter()
-                                .any(|c| {
-                                    let n = trace.name(&trace.events[c as usize]);
-                                    trace.events[c as usize].kind().is_runtime()
-                                        && (n.contains("Launch")
-                                            || n.contains("Memset")
-                                            || n.contains("Memcpy"))
-                                });
-                            cold.flush_host_only += u32::from(!launches);
+                            let (mut launches, mut frees) = (false, false);
+                            for c in index.overlapping(trace, e.lane(), e.ts, e.end()) {
+                                let call = &trace.events[c as usize];
+                                if !call.kind().is_runtime() {
+                                    continue;
+                                }
+                                let n = trace.name(call);
+                                launches |= n.contains("Launch")
+                                    || n.contains("Memset")
+                                    || n.contains("Memcpy");
+                                if matches!(n, "cudaFree" | "hipFree") {
+                                    frees = true;
+                                    cold.flush_free_ns += call.dur.max(0);
+                                }
+                            }
+                            cold.flush_frees += u32::from(frees);
+                            cold.flush_host_only += u32::from(!launches && !frees);
                         }
                         let (n, first) = if flush {
                             (&mut cold.flush_ranges, &mut cold.flush_name)

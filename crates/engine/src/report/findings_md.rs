@@ -183,6 +183,20 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
     s
 }
 
+/// An op's share of the GPU's computation, %: its kernel time less its copies and collectives
+/// (`OpRow::compute_us`); `not compute` for an op whose GPU time is all copies or
+/// communication (a pageable `aten::copy_`).
+fn compute_cell(r: &crate::standalone::ops::OpRow, compute_ms: f64) -> String {
+    let c = r.compute_us() / 1e3;
+    if compute_ms <= 0.0 {
+        "–".into()
+    } else if c <= 0.0 && r.kernel_us > 0.0 {
+        "not compute".into()
+    } else {
+        format!("{:.1}", c / compute_ms * 100.0)
+    }
+}
+
 /// The operations table of a category (longest signatures first).
 pub fn ops_table(st: &Standalone, f: &CategoryFindings, limit: usize) -> String {
     if f.rows.is_empty() {
@@ -205,11 +219,7 @@ pub fn ops_table(st: &Standalone, f: &CategoryFindings, limit: usize) -> String 
             code_cell(&short(&shape_summary(r), 60)),
             r.count,
             ms(t),
-            if compute > 0.0 {
-                format!("{:.1}", t / compute * 100.0)
-            } else {
-                "–".into()
-            },
+            compute_cell(r, compute),
             opt(r.efficiency_pct(), 1),
             opt(r.tflops_s, 1),
             opt(r.tb_s, 2),
@@ -252,14 +262,32 @@ pub fn findings_body(st: &Standalone, f: &CategoryFindings, h: &str) -> String {
             "No ops of this category; findings come from the GPU timeline.\n"
         );
     } else {
+        // Copies and collectives an op launches are GPU time but not computation: said apart,
+        // or the time beside the share reads as a contradiction (an `aten::copy_` of pageable
+        // memory is 55 ms of a category at 7 % of compute).
+        let compute_ms: f64 = f.rows.iter().map(|&i| st.rows[i].compute_us()).sum::<f64>() / 1e3;
+        let other_ms = f.time_ms - compute_ms;
+        let time = if other_ms > 0.0005 && other_ms > 0.01 * f.time_ms {
+            format!(
+                "{} ms of computation over {} signatures, {} calls; their memory copies and communication take {} ms more",
+                ms(compute_ms),
+                f.rows.len(),
+                f.calls,
+                ms(other_ms)
+            )
+        } else {
+            format!(
+                "{} ms over {} signatures, {} calls",
+                ms(f.time_ms),
+                f.rows.len(),
+                f.calls
+            )
+        };
         let _ = writeln!(
             s,
-            "{} accounts for {:.1}% of compute time ({} ms over {} signatures, {} calls).{eff}\n",
+            "{} accounts for {:.1}% of compute time ({time}).{eff}\n",
             cell(f.category.title()),
             f.share_pct,
-            ms(f.time_ms),
-            f.rows.len(),
-            f.calls
         );
     }
     let _ = writeln!(s, "{h} Key Bottlenecks\n");

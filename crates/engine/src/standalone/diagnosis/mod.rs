@@ -164,9 +164,11 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
     let mut out = match r.category {
         SeedCategory::Gemm => {
             let mut c = gemm::causes(r, shape, ctx);
-            if !c.iter().any(|x| x.key == "gemm_sibling_projections") {
-                c.extend(gemm::sibling_cause_of_any(r, signatures, ctx));
-            }
+            let other_merge = if c.iter().any(|x| x.key == "gemm_sibling_projections") {
+                None
+            } else {
+                gemm::sibling_cause_of_any(r, signatures, ctx)
+            };
             // The largest signature may fill its waves where another does not (a compiled
             // block's gate/up: 18 full waves of 304 CUs; its q/k/v, o and down: 4.5): the
             // costliest other signature's wave cause, its waste its own signature's share.
@@ -178,6 +180,13 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
                     .filter(|x| x.key == "gemm_wave_quantization")
                     .max_by(|a, b| a.waste.unwrap_or(0.0).total_cmp(&b.waste.unwrap_or(0.0)));
                 c.extend(other);
+            }
+            // A smaller signature's merge is the group's only cause only if it saves a
+            // material share of the group (`gemm::MATERIAL_OTHER_SHARE`).
+            if let Some(m) = other_merge {
+                if !c.is_empty() || m.waste.is_some_and(|w| w >= gemm::MATERIAL_OTHER_SHARE) {
+                    c.push(m);
+                }
             }
             c
         }

@@ -548,8 +548,23 @@ fn cold_start_finding(
             if n == 1 { "it clears" } else { "they clear" }
         ),
     };
+    // A flush that frees device memory empties the caching allocator: the measured run after
+    // it allocates from the driver again (A100 AlexNet: `cudaFree` in PARAM's second
+    // `clear_cache`, then five `cudaMalloc` calls, 33 ms, in the measured forward).
+    let frees = match c.flush_frees {
+        0 => String::new(),
+        n => format!(
+            " {} released device memory (`cudaFree`/`hipFree`, {:.3} ms: `torch.cuda.empty_cache()` or a freed segment): the caching allocator then gets its memory from the driver again in the run that follows, so that run measures allocations as well as the workload.",
+            match (n == c.flush_ranges, n) {
+                (true, 1) => "The cache-flush range".to_owned(),
+                (true, _) => "The cache-flush ranges".to_owned(),
+                (false, _) => format!("{n} of the {} cache-flush ranges", c.flush_ranges),
+            },
+            c.flush_free_ns as f64 / 1e6
+        ),
+    };
     let issue = format!(
-        "{ms:.3} ms of the GPU's idle time ({share_of_idle:.0}% of {idle_ms:.3} ms) {kind}.{calls}{first_ops}{ranges}{host_only}{pass} {what}: {left_out}."
+        "{ms:.3} ms of the GPU's idle time ({share_of_idle:.0}% of {idle_ms:.3} ms) {kind}.{calls}{first_ops}{ranges}{host_only}{frees}{pass} {what}: {left_out}."
     );
     // Eager module loading is CUDA's switch; on ROCm the warm-up requests do it.
     let amd = inp
@@ -564,7 +579,9 @@ fn cold_start_finding(
     } else {
         ""
     };
-    let action = if harness {
+    let action = if harness && c.flush_frees > 0 {
+        format!("Keep the harness's cache flush from releasing device memory (no `torch.cuda.empty_cache()` in it): the run after it pays the driver's allocations, which the workload's steady state never does. The warm-up and flush ranges themselves are not the workload's steady state.{flush_fix}")
+    } else if harness {
         format!("The run already keeps its warm-up and cache flushes apart from the ranges it measures: nothing here is the workload's steady state, and nothing needs skipping.{flush_fix}")
     } else if amd {
         "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window. Where start-up latency matters (a service's first request), run warm-up requests before serving, so code objects load and libraries initialise before the first real one.".to_owned()
@@ -652,10 +669,10 @@ fn cold_start_evidence(c: &crate::analysis::host_wait::ColdStart) -> String {
             "idle inside {} cache-flush range{} (the harness's{})",
             c.flush_ranges,
             plural(c.flush_ranges),
-            if c.flush_host_only > 0 {
-                ", launching no GPU work: they miss the GPU's L2"
-            } else {
-                ""
+            match (c.flush_frees > 0, c.flush_host_only > 0) {
+                (true, _) => ", releasing device memory: the next run allocates from the driver",
+                (false, true) => ", launching no GPU work: they miss the GPU's L2",
+                (false, false) => "",
             }
         ));
     }
