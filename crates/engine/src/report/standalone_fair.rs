@@ -218,6 +218,11 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     if let Some(note) = host_only_note(a, u.total_ms) {
         let _ = writeln!(s, "{note}\n");
     }
+    if let Some(note) =
+        crate::standalone::findings::graph_replay_summary(&st.rows, u.computation_ms)
+    {
+        let _ = writeln!(s, "{note}\n");
+    }
     // One denominator: with a single stall left out, the steady state's own split is stated
     // beside the whole trace's (docs/analysis.md, "One denominator").
     if u.stall_ms > 0.0 && u.steady_ms > 0.0 {

@@ -119,6 +119,11 @@ pub fn rough_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     if let Some(note) = super::standalone_fair::host_only_note(a, u.total_ms) {
         let _ = writeln!(s, "{note}\n");
     }
+    if let Some(note) =
+        crate::standalone::findings::graph_replay_summary(&st.rows, u.computation_ms)
+    {
+        let _ = writeln!(s, "{note}\n");
+    }
     let _ = writeln!(s, "| Category | Signatures | Calls | Time (ms) | % of compute | Efficiency | Tree entries |\n|---|---|---|---|---|---|---|");
     for c in &st.categories {
         let trees = st

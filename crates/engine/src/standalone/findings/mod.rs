@@ -1037,6 +1037,42 @@ fn folded_into_note(r: &OpRow, inp: &Inputs<'_>) -> bool {
     graph_replayed(r) && inp.share(r.kernel_us / 1e3) < REPLAYED_OWN_FINDING_PCT
 }
 
+/// The share of compute from which graph replays without their capture are named in the
+/// executive summary: the findings can then say little of most of the GPU's time.
+pub const REPLAYED_SUMMARY_PCT: f64 = 50.0;
+
+/// The executive summary's sentence where graph-replayed kernels credited to no op hold most of
+/// the computation (vLLM's full-graph decode without its capture trace: 97.3 %, and a summary
+/// that read "0 recommendations" with the MoE kernels two thirds of the step).
+pub fn graph_replay_summary(rows: &[OpRow], computation_ms: f64) -> Option<String> {
+    let mut replayed: Vec<&OpRow> = rows.iter().filter(|r| graph_replayed(r)).collect();
+    let ms: f64 = replayed.iter().map(|r| r.compute_us()).sum::<f64>() / 1e3;
+    if computation_ms <= 0.0 || ms / computation_ms * 100.0 < REPLAYED_SUMMARY_PCT {
+        return None;
+    }
+    replayed.sort_by(|a, b| b.kernel_us.total_cmp(&a.kernel_us));
+    let largest = replayed
+        .iter()
+        .take(3)
+        .map(|r| {
+            let kernel =
+                crate::standalone::ops::synthetic_parts(&r.name).map_or(r.name.as_str(), |p| p.1);
+            format!(
+                "{} ({}, {:.3} ms)",
+                code(&short(kernel, 60)),
+                r.category.title(),
+                r.kernel_us / 1e3
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(format!(
+        "**{:.1}% of the computation ({ms:.3} ms, {} kernels) runs in CUDA/HIP graph replays credited to no op**: without the trace recorded while the graphs were captured, those kernels have no shapes and no perf model, so no efficiency, root cause or replayed fix is stated for them. Rerun with the capture traces (`jarvis report TRACE --capture DIR`). The largest: {largest}.",
+        ms / computation_ms * 100.0,
+        replayed.len(),
+    ))
+}
+
 /// One note for every graph-replayed kernel without its capture trace, on the category that
 /// holds most of their time, instead of one "no perf model" finding per kernel.
 fn graph_replay_note(cats: &mut [CategoryFindings], inp: &Inputs<'_>) {
