@@ -1122,7 +1122,11 @@ fn graph_replays_without_their_capture_are_named_in_the_summary() {
         for k in 0..4i64 {
             let base = k * 1_000;
             ev.push(format!(r#"{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": {base}, "dur": 1000}}"#));
-            let launch = if graph { "cudaGraphLaunch" } else { "cudaLaunchKernel" };
+            let launch = if graph {
+                "cudaGraphLaunch"
+            } else {
+                "cudaLaunchKernel"
+            };
             ev.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "{launch}", "pid": 1, "tid": 1, "ts": {}, "dur": 10, "args": {{"correlation": {}}}}}"#, base + 10, 100 + k));
             for (j, name) in ["fused_moe_kernel", "rms_norm_kernel"].iter().enumerate() {
                 ev.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": 0, "tid": 7, "ts": {}, "dur": 200, "args": {{"correlation": {}, "stream": 7, "grid": [64, 1, 1], "block": [256, 1, 1]}}}}"#, base + 30 + 210 * j as i64, 100 + k));
@@ -1148,4 +1152,55 @@ fn graph_replays_without_their_capture_are_named_in_the_summary() {
     );
     // The same kernels launched one by one are eager work: no such sentence.
     assert!(!run(false).contains("graph replays credited to no op"));
+}
+
+/// An inference step whose top-level module runs once per fetched input, on inputs of the same
+/// shapes, is told to batch them and, where the inputs repeat, to compute the shared part once
+/// (HF OWLv2's zero-shot pipeline: 5 forwards of the whole model per step, one per label, on
+/// one image). The same calls without a fetch between them (a diffusion loop, generation: each
+/// call feeds the next) are not named.
+#[test]
+fn forwards_run_one_input_at_a_time_are_named() {
+    let run = |fetch: bool| {
+        let mut ev = vec![r#"{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 10000}"#.to_owned()];
+        for k in 0..4i64 {
+            let base = 100 + k * 2_400;
+            if fetch {
+                ev.push(format!(r#"{{"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "pid": 1, "tid": 1, "ts": {base}, "dur": 300}}"#));
+            }
+            ev.push(format!(r#"{{"ph": "X", "cat": "python_function", "name": "nn.Module: Detector_0", "pid": 1, "tid": 1, "ts": {}, "dur": 2000}}"#, base + 350));
+            ev.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 1, "tid": 1, "ts": {}, "dur": 30, "args": {{"Input Dims": [[1, 3, 64], [64, 64]], "Input type": ["float", "float"]}}}}"#, base + 400));
+            ev.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {k}}}}}"#, base + 410));
+            ev.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "sgemm_64x64", "pid": 0, "tid": 7, "ts": {}, "dur": 1800, "args": {{"correlation": {k}, "stream": 7}}}}"#, base + 420));
+            ev.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaDeviceSynchronize", "pid": 1, "tid": 1, "ts": {}, "dur": 1900}}"#, base + 440));
+        }
+        let text = format!(r#"{{"traceEvents": [{}]}}"#, ev.join(",\n"));
+        analyze_trace(import::import_bytes(text.as_bytes()).expect("imports"))
+    };
+    let a = run(true);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(
+        st,
+        "The model runs 4 forwards per step, one input at a time",
+    )
+    .unwrap_or_else(|| panic!("{}", all_text(st)));
+    assert!(b.title.contains("`Detector_0` × 2.000 ms"), "{}", b.title);
+    assert!(
+        b.issue.contains("each call follows its own fetch from the input pipeline (`enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`)")
+            && b.issue.contains("its first op, `aten::linear`, takes [1, 3, 64], [64, 64] every time")
+            && b.issue.contains("The calls take 8.000 ms in all"),
+        "{}",
+        b.issue
+    );
+    assert!(
+        b.path_a.starts_with("Run them as one forward"),
+        "{}",
+        b.path_a
+    );
+    // If the inputs repeat, three of the four calls are work done again: 6 ms.
+    assert!((b.time_ms - 6.0).abs() < 1e-9, "{}", b.time_ms);
+    // Each call feeding the next, with no fetch between them: not named.
+    let a = run(false);
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(find(st, "The model runs").is_none(), "{}", all_text(st));
 }

@@ -18,6 +18,7 @@ pub mod op_shares;
 pub mod ops;
 pub mod own_models;
 pub mod patterns;
+pub mod repeated_forwards;
 pub mod rules;
 pub mod sibling_gemms;
 pub mod steady_rows;

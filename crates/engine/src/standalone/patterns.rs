@@ -255,6 +255,8 @@ pub struct Patterns {
     /// Gradient accumulation into existing gradients (`AccumulateGrad` launching `add_`): found
     /// where gradients were zeroed by kernels, whose zeros these adds then read.
     pub accumulate: Option<FramedWork>,
+    /// Top-level forwards run one input at a time within a step (`repeated_forwards`).
+    pub repeated_forwards: Option<super::repeated_forwards::RepeatedForwards>,
 }
 
 /// Ops whose kernels are the heavy lifting a fusion does not remove, or that are already one
@@ -304,6 +306,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         optimizer_step: framed(trace, tree, &|_, n| n.starts_with("Optimizer.step")),
         recompute: framed(trace, tree, &is_recompute_frame),
         accumulate: None,
+        repeated_forwards: super::repeated_forwards::find(trace, tree),
     }
     .with_accumulation(trace, tree)
     .with_module_patterns(trace, tree, modules)
@@ -817,7 +820,7 @@ fn is_recompute_frame(kind: EventKind, name: &str) -> bool {
 /// time on their thread (annotations, and Python frames in traces recorded without them as
 /// parents, are not call-tree parents): the launches that fall inside a range, and the GPU
 /// events they launched. Nested ranges on one thread count as one.
-fn framed(
+pub(super) fn framed(
     trace: &Trace,
     tree: &CallTree,
     is_frame: &dyn Fn(EventKind, &str) -> bool,

@@ -181,10 +181,10 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
                     .max_by(|a, b| a.waste.unwrap_or(0.0).total_cmp(&b.waste.unwrap_or(0.0)));
                 c.extend(other);
             }
-            // A smaller signature's merge is the group's only cause only if it saves a
-            // material share of the group (`gemm::MATERIAL_OTHER_SHARE`).
-            if let Some(m) = other_merge {
-                if !c.is_empty() || m.waste.is_some_and(|w| w >= gemm::MATERIAL_OTHER_SHARE) {
+            // A smaller signature's merge is the group's only cause only if its GEMMs hold a
+            // material share of the group's time (`gemm::MATERIAL_OTHER_SHARE`).
+            if let Some((m, covered)) = other_merge {
+                if !c.is_empty() || covered >= gemm::MATERIAL_OTHER_SHARE {
                     c.push(m);
                 }
             }

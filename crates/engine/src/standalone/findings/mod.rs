@@ -8,6 +8,7 @@ mod notes;
 mod ops;
 mod patterns;
 mod precision;
+mod repeated;
 mod scores;
 mod timeline;
 
