@@ -1204,3 +1204,36 @@ fn forwards_run_one_input_at_a_time_are_named() {
     let st = a.standalone.as_ref().expect("standalone");
     assert!(find(st, "The model runs").is_none(), "{}", all_text(st));
 }
+
+/// GPU work without a linked launch that holds a material share of the GPU's time is named in
+/// the summary, which every share leaves it out of (MI300X ResNet-18 DDP: 32 % of GPU event
+/// time, a diagnostic only); a trace whose every kernel is linked gets no such note.
+#[test]
+fn unlinked_gpu_work_left_out_of_the_shares_is_named() {
+    let run = |unlinked: bool| {
+        let mut ev = Vec::new();
+        for k in 0..4i64 {
+            let base = k * 1_000;
+            ev.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {base}, "dur": 20, "args": {{"Input Dims": [[32, 64], [64, 64]], "Input type": ["float", "float"]}}}}"#));
+            ev.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {k}}}}}"#, base + 5));
+            ev.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "sgemm_32x32", "pid": 0, "tid": 7, "ts": {}, "dur": 300, "args": {{"correlation": {k}, "stream": 7}}}}"#, base + 20));
+            // A collective queued before profiling started: no launch in the trace.
+            let corr = 500 + k;
+            if !unlinked {
+                ev.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {corr}}}}}"#, base + 30));
+            }
+            ev.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_Generic", "pid": 0, "tid": 8, "ts": {}, "dur": 200, "args": {{"correlation": {corr}, "stream": 8}}}}"#, base + 400));
+        }
+        let text = format!(r#"{{"traceEvents": [{}]}}"#, ev.join(",\n"));
+        let a = analyze_trace(import::import_bytes(text.as_bytes()).expect("imports"));
+        let st = a.standalone.as_ref().expect("standalone");
+        jarvis_engine::report::standalone_fair::fair_md(&a, st, "t")
+    };
+    let md = run(true);
+    assert!(
+        md.contains("4 of the trace's 8 GPU events (0.800 ms, 40.0% of GPU event time) have no linked launch")
+            && md.contains("`--include-unlinked`"),
+        "{md}"
+    );
+    assert!(!run(false).contains("have no linked launch"));
+}

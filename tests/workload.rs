@@ -277,3 +277,28 @@ fn one_op_timed_in_a_loop_is_a_micro_benchmark() {
     assert!(!w.is_micro_benchmark(), "{}", w.architecture);
     assert!(w.mode_text().starts_with("inference"), "{}", w.mode_text());
 }
+
+/// Without module frames the scale is read off the ops: a compiled Llama-style block's hidden
+/// size (the most frequent K of its GEMMs) and attention shape, and a CNN's batch from its
+/// classifier's rows where its convolutions record no shapes (both had read "cannot be
+/// inferred").
+#[test]
+fn the_scale_without_module_frames_comes_from_the_ops() {
+    if let Some(a) = shared_trace("mi300x_torch_compile_triton_trace.json.gz") {
+        let w = workload(&a);
+        assert!(
+            w.scale.contains("hidden size 2048")
+                && w.scale
+                    .contains("attention over batch 8 × 4,096 tokens, 16 heads × 128"),
+            "{}",
+            w.scale
+        );
+    }
+    if let Some(dir) = common::shared_dir() {
+        let a = analyze(&common::read(
+            &dir.join("traces/hta/a100_alexnet_benchmark_trace.json.gz"),
+        ));
+        let w = workload(&a);
+        assert_eq!(w.scale, "batch 128");
+    }
+}

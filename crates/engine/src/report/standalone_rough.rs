@@ -119,6 +119,9 @@ pub fn rough_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     if let Some(note) = super::standalone_fair::host_only_note(a, u.total_ms) {
         let _ = writeln!(s, "{note}\n");
     }
+    if let Some(note) = super::standalone_fair::unlinked_note(a) {
+        let _ = writeln!(s, "{note}\n");
+    }
     if let Some(note) =
         crate::standalone::findings::graph_replay_summary(&st.rows, u.computation_ms)
     {

@@ -644,7 +644,9 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             .count(),
     };
     let mut categories = findings::analyze_categories(&inputs, baseline.as_ref());
-    let timeline = findings::timeline_findings(&inputs);
+    let mut timeline = findings::timeline_findings(&inputs);
+    // Filed with the timeline's findings: a finding about the step, not about one op.
+    timeline.extend(findings::repeated_forwards(&inputs));
     if !timeline.is_empty() {
         let idx = match categories
             .iter()

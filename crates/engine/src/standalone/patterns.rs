@@ -306,7 +306,12 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         optimizer_step: framed(trace, tree, &|_, n| n.starts_with("Optimizer.step")),
         recompute: framed(trace, tree, &is_recompute_frame),
         accumulate: None,
-        repeated_forwards: super::repeated_forwards::find(trace, tree),
+        repeated_forwards: super::repeated_forwards::find(trace, &|module| {
+            framed(trace, tree, &|k, n| {
+                k == EventKind::PythonFunction && n == module
+            })
+            .map(|w| (w.kernels, w.gpu_ms))
+        }),
     }
     .with_accumulation(trace, tree)
     .with_module_patterns(trace, tree, modules)
@@ -820,7 +825,7 @@ fn is_recompute_frame(kind: EventKind, name: &str) -> bool {
 /// time on their thread (annotations, and Python frames in traces recorded without them as
 /// parents, are not call-tree parents): the launches that fall inside a range, and the GPU
 /// events they launched. Nested ranges on one thread count as one.
-pub(super) fn framed(
+fn framed(
     trace: &Trace,
     tree: &CallTree,
     is_frame: &dyn Fn(EventKind, &str) -> bool,

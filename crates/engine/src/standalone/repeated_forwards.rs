@@ -9,9 +9,7 @@
 
 use serde::Serialize;
 
-use super::patterns::{framed, FramedWork};
 use crate::model::host_calls::is_data_loading;
-use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, LaneId, Nanos, Trace};
 
 /// Top-level forwards run one input at a time within a step.
@@ -29,15 +27,20 @@ pub struct RepeatedForwards {
     /// The calls' host time in the repeating steps (their wall time: launching and waiting),
     /// ms.
     pub calls_ms: f64,
-    /// The GPU work the calls launch.
-    pub work: FramedWork,
+    /// The GPU events the calls launch, and their time, ms.
+    pub kernels: u64,
+    pub gpu_ms: f64,
 }
 
 /// A module frame's (lane, start, end, event).
 type Frame = (LaneId, Nanos, Nanos, u32);
 
-/// The repeated top-level forwards of the trace's steps, if any.
-pub fn find(trace: &Trace, tree: &CallTree) -> Option<RepeatedForwards> {
+/// The repeated top-level forwards of the trace's steps, if any; `launched` gives the GPU
+/// events a module frame's calls launch and their time (`patterns::framed`), ms.
+pub fn find(
+    trace: &Trace,
+    launched: &dyn Fn(&str) -> Option<(u64, f64)>,
+) -> Option<RepeatedForwards> {
     let outer = outermost_modules(trace);
     // The top-level module that holds the most time.
     let mut by_name: Vec<(&str, Nanos)> = Vec::new();
@@ -90,9 +93,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<RepeatedForwards> {
     }
     let fetch = trace.name(&trace.events[fetch? as usize]).to_owned();
     let first_op = same_first_op(trace, &repeating)?;
-    let work = framed(trace, tree, &|k, n| {
-        k == EventKind::PythonFunction && n == module
-    })?;
+    let (kernels, gpu_ms) = launched(module)?;
     Some(RepeatedForwards {
         module: module.to_owned(),
         per_step,
@@ -100,7 +101,8 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<RepeatedForwards> {
         fetch,
         first_op,
         calls_ms: calls_ns as f64 / 1e6,
-        work,
+        kernels,
+        gpu_ms,
     })
 }
 

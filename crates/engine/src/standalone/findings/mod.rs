@@ -27,6 +27,7 @@ use notes::add_notes;
 pub use ops::{baseline, compact_dims, main_kernel_of, shape_summary};
 use ops::{groups, op_bottleneck};
 use patterns::add_patterns;
+pub use repeated::repeated_forwards;
 pub use timeline::{timeline_findings, timeline_priority};
 
 /// The bandwidth simple elementwise ops reach in this trace (seed 000's baseline technique).

@@ -1121,6 +1121,16 @@ pub(super) fn op_bottleneck(
             }
         }
     }
+    // A GEMM below the ridge yet far below its memory roofline too is memory-bound on paper
+    // only: its cause says bytes do not limit it, so the opening says where the label comes
+    // from (BERT-small's "is memory-bound … bytes do not limit it" read as a contradiction).
+    if causes.iter().any(|c| c.key == "gemm_far_below_both_bounds") {
+        t.issue = t.issue.replacen(
+            " is memory-bound (",
+            " is memory-bound on the roofline only (",
+            1,
+        );
+    }
     with_causes(&mut t, &causes);
     if let Some(note) = model_misfit(g) {
         t.issue.push_str(&note);

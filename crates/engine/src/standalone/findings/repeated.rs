@@ -7,7 +7,7 @@ use super::*;
 
 /// The finding, for an inference trace whose steps run their top-level module at least twice,
 /// once per fetched input, where those calls hold a material share of the step.
-pub(super) fn repeated_forwards(inp: &Inputs<'_>) -> Option<Bottleneck> {
+pub fn repeated_forwards(inp: &Inputs<'_>) -> Option<Bottleneck> {
     let r = inp.patterns.repeated_forwards.as_ref()?;
     if inp.trains {
         return None;
@@ -53,8 +53,8 @@ pub(super) fn repeated_forwards(inp: &Inputs<'_>) -> Option<Bottleneck> {
         code(&short(&r.fetch, 60)),
         r.calls_ms,
         r.calls_ms / (r.per_step * r.steps).max(1) as f64,
-        r.work.gpu_ms,
-        r.work.kernels,
+        r.gpu_ms,
+        r.kernels,
         r.per_step,
     );
     let path_a = "Run them as one forward: collate the inputs into one batch (a `DataLoader` or pipeline `batch_size` above 1) instead of a call per input. Where the inputs repeat, compute the shared part once: open-vocabulary detectors and CLIP-style models take every text query in one forward (pass all candidate labels in one call), and the shared image needs its preprocessing and its vision encoder once.";

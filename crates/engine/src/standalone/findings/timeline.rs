@@ -263,7 +263,6 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
         }
         out.push(b);
     }
-    out.extend(super::repeated::repeated_forwards(inp));
     out
 }
 
