@@ -175,8 +175,7 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
         (architecture.as_deref(), trains),
         &mut evidence,
     )
-    .or_else(|| convs.as_ref().and_then(|c| conv_scale(c, &mut evidence)))
-    .or_else(|| cnn_batch(trace, architecture.as_deref(), &mut evidence));
+    .or_else(|| convs.as_ref().and_then(|c| conv_scale(c, &mut evidence)));
     let precision = precision(rows, &mut evidence);
     // Without host ops (a GPU-only trace) the backward pass shows in its kernels' categories.
     let backward_kernels = rows
@@ -854,15 +853,15 @@ fn scale(
             parts.push(job);
         }
     }
-    if parts.is_empty() {
+    if parts.is_empty() && modules.frames.is_empty() {
         parts.extend(frameless_scale(rows, architecture, ev));
     }
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// The scale of a trace without module frames (a compiled region, a trace recorded without
-/// stacks), read off its ops: a sequence model's hidden size (the most frequent K of its GEMMs)
-/// and its attention's shape (the costliest attention signature). MI300X's compiled Llama block
+/// stacks), read off its ops: a sequence model's hidden size (the most frequent K of its weight
+/// GEMMs: `mm`, `addmm`, `linear`, `matmul`) and its attention's shape (the costliest attention signature). MI300X's compiled Llama block
 /// (batch 8 × 4096 tokens, 16 heads × 128, hidden 2048) had read "cannot be inferred".
 fn frameless_scale(
     rows: &[OpRow],
@@ -873,7 +872,14 @@ fn frameless_scale(
     let arch = architecture.unwrap_or("");
     if arch.contains("Transformer") {
         let mut k_counts: HashMap<i64, u64> = HashMap::default();
-        for r in rows.iter().filter(|r| r.category == SeedCategory::Gemm) {
+        // Weight products only: a batched product's K is attention's head dimension.
+        for r in rows.iter().filter(|r| {
+            r.category == SeedCategory::Gemm
+                && matches!(
+                    r.name.as_str(),
+                    "aten::mm" | "aten::addmm" | "aten::linear" | "aten::matmul"
+                )
+        }) {
             if let Some(k) = r.param("K") {
                 *k_counts.entry(k).or_default() += r.count;
             }
@@ -908,35 +914,6 @@ fn frameless_scale(
         }
     }
     parts
-}
-
-/// A CNN's batch without module frames or convolution shapes: the rows of its last GEMM (the
-/// classifier's `addmm` / `linear`). A100 AlexNet (PARAM, no shapes on its convolutions): 128.
-fn cnn_batch(trace: &Trace, architecture: Option<&str>, ev: &mut Vec<String>) -> Option<String> {
-    if !architecture.is_some_and(|a| a.contains("CNN")) {
-        return None;
-    }
-    let (_, m) = trace
-        .events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| {
-            e.kind() == crate::model::EventKind::CpuOp
-                && matches!(trace.name(e), "aten::addmm" | "aten::linear")
-        })
-        .filter_map(|(i, e)| {
-            let dims = trace.input_shapes(crate::model::EventId(i as u32))?;
-            // addmm(bias, input, weight); linear(input, weight, bias).
-            let input = if trace.name(e) == "aten::addmm" {
-                dims.get(1)?
-            } else {
-                dims.first()?
-            };
-            (input.len() == 2 && input[0] > 0).then_some((e.ts, input[0]))
-        })
-        .max_by_key(|c| c.0)?;
-    ev.push("scale: the batch is the rows of the last GEMM, the classifier (no module frames, no convolution shapes)".into());
-    Some(format!("batch {}", grouped(m)))
 }
 
 /// `rank 3 of 128 (nccl)`, or a one-process job's note, from the trace's `distributedInfo`.

@@ -540,11 +540,7 @@ fn cold_start_finding(
         0 => String::new(),
         n => format!(
             " {} launched no GPU work at all: {} the host's caches, not the GPU's L2, so each measured run still starts with the previous run's data in L2 (flush it on the GPU: write a device buffer larger than L2 between runs).",
-            match (n == c.flush_ranges, n) {
-                (true, 1) => "The cache-flush range".to_owned(),
-                (true, _) => "The cache-flush ranges".to_owned(),
-                (false, _) => format!("{n} of the {} cache-flush ranges", c.flush_ranges),
-            },
+            flush_subject(n, c.flush_ranges),
             if n == 1 { "it clears" } else { "they clear" }
         ),
     };
@@ -555,11 +551,7 @@ fn cold_start_finding(
         0 => String::new(),
         n => format!(
             " {} released device memory (`cudaFree`/`hipFree`, {:.3} ms: `torch.cuda.empty_cache()` or a freed segment): the caching allocator then gets its memory from the driver again in the run that follows, so that run measures allocations as well as the workload.",
-            match (n == c.flush_ranges, n) {
-                (true, 1) => "The cache-flush range".to_owned(),
-                (true, _) => "The cache-flush ranges".to_owned(),
-                (false, _) => format!("{n} of the {} cache-flush ranges", c.flush_ranges),
-            },
+            flush_subject(n, c.flush_ranges),
             c.flush_free_ns as f64 / 1e6
         ),
     };
@@ -610,6 +602,16 @@ fn cold_start_finding(
         scope: None,
     });
     b
+}
+
+/// `n` of the `all` cache-flush ranges as a sentence's subject ("The cache-flush ranges", "1 of
+/// the 2 cache-flush ranges").
+fn flush_subject(n: u32, all: u32) -> String {
+    match (n == all, n) {
+        (true, 1) => "The cache-flush range".to_owned(),
+        (true, _) => "The cache-flush ranges".to_owned(),
+        (false, _) => format!("{n} of the {all} cache-flush ranges"),
+    }
 }
 
 /// The other calls that held a one-off gap, in a sentence (empty when none did): a launch of
