@@ -59,11 +59,24 @@ pub fn find(
     if calls.len() < 2 {
         return None;
     }
+    // Data-loading ranges are Python frames or annotations; each name is read once (a
+    // stack-recorded trace has about a hundred thousand frames, of a few thousand names).
+    let mut loads: Vec<u8> = vec![0; trace.strings.len()];
     let fetches: Vec<(LaneId, Nanos, u32)> = trace
         .events
         .iter()
         .enumerate()
-        .filter(|(_, e)| e.kind().is_host_activity() && is_data_loading(trace.name(e)))
+        .filter(|(_, e)| {
+            matches!(
+                e.kind(),
+                EventKind::PythonFunction | EventKind::UserAnnotation
+            ) && loads.get_mut(e.name.0 as usize).is_some_and(|known| {
+                if *known == 0 {
+                    *known = 1 + u8::from(is_data_loading(trace.name(e)));
+                }
+                *known == 2
+            })
+        })
         .map(|(i, e)| (e.lane(), e.ts, i as u32))
         .collect();
     // Each step's calls, where every call after the first follows its own fetch.
