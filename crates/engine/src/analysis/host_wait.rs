@@ -975,7 +975,7 @@ pub fn causes_and_context(
                                 }
                             }
                             cold.flush_frees += u32::from(frees);
-                            cold.flush_host_only += u32::from(!launches && !frees);
+                            cold.flush_host_only += u32::from(!launches);
                         }
                         let (n, first) = if flush {
                             (&mut cold.flush_ranges, &mut cold.flush_name)

@@ -47,7 +47,7 @@ pub(crate) fn unlinked_note(a: &Analysis) -> Option<String> {
     let pct = u.time as f64 / u.all_time as f64 * 100.0;
     (pct >= UNLINKED_NOTE_PCT).then(|| {
         format!(
-            "{} of the trace's {} GPU events ({:.3} ms, {pct:.1}% of GPU event time) have no linked launch (work queued before profiling started, or launch flows missing): like TraceLens, every share below leaves them out, {:.3} ms of GPU busy time with them. `--include-unlinked` (or the page's switch) counts them.",
+            "{} of the trace's {} GPU events ({:.3} ms, {pct:.1}% of GPU event time) have no linked launch (work queued before profiling started, or launch flows missing): like TraceLens, every share below leaves them out, and with them {:.3} ms of GPU busy time that only they cover. `--include-unlinked` (or the page's switch) counts them.",
             u.events,
             u.all_events,
             u.time as f64 / 1e6,

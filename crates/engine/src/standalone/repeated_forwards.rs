@@ -27,6 +27,12 @@ pub struct RepeatedForwards {
     /// The calls' host time in the repeating steps (their wall time: launching and waiting),
     /// ms.
     pub calls_ms: f64,
+    /// The input pipeline's time in those steps on the calls' thread, ms.
+    pub fetch_ms: f64,
+    /// A frame that shows the calls share one input: a Hugging Face zero-shot pipeline
+    /// (`transformers/pipelines/zero_shot_*.py`), which runs one forward per candidate label on
+    /// the same input.
+    pub same_input: Option<String>,
     /// The GPU events the calls launch, and their time, ms.
     pub kernels: u64,
     pub gpu_ms: f64,
@@ -62,7 +68,7 @@ pub fn find(
     // Data-loading ranges are Python frames or annotations; each name is read once (a
     // stack-recorded trace has about a hundred thousand frames, of a few thousand names).
     let mut loads: Vec<u8> = vec![0; trace.strings.len()];
-    let fetches: Vec<(LaneId, Nanos, u32)> = trace
+    let fetches: Vec<(LaneId, Nanos, Nanos, u32)> = trace
         .events
         .iter()
         .enumerate()
@@ -77,10 +83,11 @@ pub fn find(
                 *known == 2
             })
         })
-        .map(|(i, e)| (e.lane(), e.ts, i as u32))
+        .map(|(i, e)| (e.lane(), e.ts, e.end(), i as u32))
         .collect();
     // Each step's calls, where every call after the first follows its own fetch.
     let (mut per_step, mut steps, mut calls_ns, mut fetch) = (0u64, 0u64, 0i64, None);
+    let (mut fetch_ns, mut pipeline): (Nanos, Option<String>) = (0, None);
     let mut repeating: Vec<Frame> = Vec::new();
     for (a, b) in step_windows(trace) {
         let inside: Vec<&Frame> = calls.iter().filter(|f| f.1 >= a && f.1 < b).collect();
@@ -90,14 +97,31 @@ pub fn find(
         let fetched = inside.windows(2).all(|w| {
             let found = fetches
                 .iter()
-                .find(|&&(lane, t, _)| lane == w[1].0 && t >= w[0].2 && t < w[1].1);
-            if let Some(&(_, _, i)) = found {
+                .find(|&&(lane, t, _, _)| lane == w[1].0 && t >= w[0].2 && t < w[1].1);
+            if let Some(&(_, _, _, i)) = found {
                 fetch.get_or_insert(i);
             }
             found.is_some()
         });
         if !fetched {
             return None;
+        }
+        // The input pipeline's time in the step on the calls' thread (its nested frames once).
+        let lane = inside[0].0;
+        let mut spans: Vec<(Nanos, Nanos)> = fetches
+            .iter()
+            .filter(|f| f.0 == lane && f.1 >= a && f.1 < b)
+            .map(|f| (f.1, f.2))
+            .collect();
+        spans.sort_unstable();
+        let mut until = Nanos::MIN;
+        for (s, e) in spans {
+            fetch_ns += (e - s.max(until)).max(0);
+            until = until.max(e);
+        }
+        // Read in the first repeating step (one scan of the trace, not one per step).
+        if steps == 0 {
+            pipeline = zero_shot_frame(trace, lane, a, b);
         }
         per_step = per_step.max(inside.len() as u64);
         steps += 1;
@@ -114,9 +138,28 @@ pub fn find(
         fetch,
         first_op,
         calls_ms: calls_ns as f64 / 1e6,
+        fetch_ms: fetch_ns as f64 / 1e6,
+        same_input: pipeline,
         kernels,
         gpu_ms,
     })
+}
+
+/// The first Python frame of a Hugging Face zero-shot pipeline on `lane` in `[a, b)`: such a
+/// pipeline (object detection, image or audio classification with candidate labels) runs one
+/// forward per label, each on the same input.
+fn zero_shot_frame(trace: &Trace, lane: LaneId, a: Nanos, b: Nanos) -> Option<String> {
+    trace
+        .events
+        .iter()
+        .find(|e| {
+            e.kind() == EventKind::PythonFunction
+                && e.lane() == lane
+                && e.ts >= a
+                && e.ts < b
+                && trace.name(e).contains("pipelines/zero_shot")
+        })
+        .map(|e| trace.name(e).to_owned())
 }
 
 /// `nn.Module` frames not inside another on their thread.

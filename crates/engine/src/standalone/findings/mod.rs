@@ -1068,8 +1068,9 @@ pub fn graph_replay_summary(rows: &[OpRow], computation_ms: f64) -> Option<Strin
         })
         .collect::<Vec<_>>()
         .join(", ");
+    let launches: u64 = replayed.iter().map(|r| r.count).sum();
     Some(format!(
-        "**{:.1}% of the computation ({ms:.3} ms, {} kernels) runs in CUDA/HIP graph replays credited to no op**: without the trace recorded while the graphs were captured, those kernels have no shapes and no perf model, so no efficiency, root cause or replayed fix is stated for them. Rerun with the capture traces (`jarvis report TRACE --capture DIR`). The largest: {largest}.",
+        "**{:.1}% of the computation ({ms:.3} ms: {launches} launches of {} kernels) is replayed by CUDA/HIP graphs and credited to no op**: without the trace recorded while the graphs were captured, those kernels have no shapes and no perf model, so no efficiency, root cause or replayed fix is stated for them. Rerun with the capture traces (`jarvis report TRACE --capture DIR`). The largest: {largest}.",
         ms / computation_ms * 100.0,
         replayed.len(),
     ))

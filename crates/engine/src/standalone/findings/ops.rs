@@ -439,7 +439,7 @@ pub(super) fn op_texts(
             let (issue, a) = match r.bound {
                 _ if eff.is_none() => (
                     unmodelled_issue(&format!("{q}GEMM"), &name, shape_text, inp),
-                    gemm_path_a(r),
+                    gemm_path_a(r, inp.platform),
                 ),
                 // A group of signatures can be memory-bound by its roofline time while its
                 // summed intensity sits above the ridge: it is then not called memory-bound.
@@ -452,7 +452,7 @@ pub(super) fn op_texts(
                     if eff.is_some_and(|x| x >= rules::EXCELLENT_PCT) {
                         "The kernel is already near peak: gains must come from fewer FLOPs (smaller or fewer projections) or lower precision (FP8 doubles peak MAF on recent GPUs).".to_owned()
                     } else {
-                        gemm_path_a(r)
+                        gemm_path_a(r, inp.platform)
                     },
                 ),
             };
@@ -587,10 +587,38 @@ fn tiny_batch_fills(r: &OpRow, platform: Option<&Platform>) -> Option<(u64, u64)
 /// efficiency: its tiles already fill every SM/CU many times over.
 const LARGE_GEMM_ROWS: i64 = 4096;
 
+/// A GEMM's output in tiles of this edge (a common large tile) under this many waves of the
+/// GPU's compute units does not fill it many times over, however tall it is.
+const LARGE_TILE_EDGE: i64 = 128;
+const FILLING_WAVES: i64 = 2;
+
 /// Path A for a compute-bound GEMM below excellent: more rows per call only where the rows are
-/// few; a GEMM already thousands of rows tall is tuned through its kernel and precision.
-fn gemm_path_a(r: &OpRow) -> String {
+/// few; a GEMM already thousands of rows tall is tuned through its kernel and precision, unless
+/// its output is too narrow to fill the GPU (MI300X OWLv2's 5185 × 1024: about 328 tiles of
+/// 128 × 128 for 304 CUs, and Tensile's 264 workgroups as recorded).
+fn gemm_path_a(r: &OpRow, platform: Option<&Platform>) -> String {
+    let tiles = |m: i64, n: i64| {
+        let t = |x: i64| (x + LARGE_TILE_EDGE - 1) / LARGE_TILE_EDGE;
+        t(m) * t(n)
+    };
+    let narrow = match (
+        r.param("M"),
+        r.param("N"),
+        platform.and_then(Platform::units),
+    ) {
+        (Some(m), Some(n), Some(u)) if tiles(m, n) < FILLING_WAVES * u as i64 => {
+            Some((tiles(m, n), u))
+        }
+        _ => None,
+    };
     match r.param("M") {
+        Some(m) if m >= LARGE_GEMM_ROWS && narrow.is_some() => {
+            let (t, u) = narrow.unwrap_or_default();
+            format!(
+                "Its output (M = {m}, N = {}) makes only about {t} tiles of {LARGE_TILE_EDGE} × {LARGE_TILE_EDGE} for {u} CUs/SMs, under {FILLING_WAVES} waves: the tile count, not M, sets how full the GPU is. More tokens per call, or merging it with GEMMs that share its input, give it more tiles; a smaller tile or a stream-K kernel (Path B: the kernel the library picked) spreads the ones it has; and check whether lower precision (FP8) is acceptable.",
+                r.param("N").unwrap_or_default()
+            )
+        }
         Some(m) if m >= LARGE_GEMM_ROWS => {
             // Alignment is named only where N or K is off a multiple of 64.
             let off = [("N", r.param("N")), ("K", r.param("K"))]
@@ -1875,8 +1903,8 @@ mod tests {
             perf_params: format!("{{'M': {m}, 'N': 1024, 'K': 1024}}"),
             ..crate::standalone::ops::tests_support::row("aten::mm")
         };
-        assert!(gemm_path_a(&gemm(512)).contains("batch more tokens"));
-        let large = gemm_path_a(&gemm(25089));
+        assert!(gemm_path_a(&gemm(512), None).contains("batch more tokens"));
+        let large = gemm_path_a(&gemm(25089), None);
         assert!(
             !large.contains("batch more tokens") && large.contains("M = 25089"),
             "{large}"
@@ -1887,11 +1915,21 @@ mod tests {
             perf_params: "{'M': 8192, 'N': 1024, 'K': 1000}".into(),
             ..crate::standalone::ops::tests_support::row("aten::mm")
         };
-        let a = gemm_path_a(&odd);
+        let a = gemm_path_a(&odd, None);
         assert!(
             a.contains("alignment of K = 1000 to a multiple of 64"),
             "{a}"
         );
+        // Tall but narrow: 5185 × 1024 is about 328 tiles of 128 × 128, under two waves of
+        // MI300X's 304 CUs; 25089 × 1024 (1,568 tiles) fills them.
+        let mi300x = crate::perf::platform::by_name("MI300X");
+        let narrow = gemm_path_a(&gemm(5185), mi300x.as_ref());
+        assert!(
+            narrow.contains("makes only about 328 tiles of 128 × 128 for 304 CUs/SMs")
+                && !narrow.contains("will not raise"),
+            "{narrow}"
+        );
+        assert!(gemm_path_a(&gemm(25089), mi300x.as_ref()).contains("will not raise"));
     }
 
     #[test]

@@ -46,8 +46,16 @@ pub fn repeated_forwards(inp: &Inputs<'_>) -> Option<Bottleneck> {
     } else {
         "The step".to_owned()
     };
-    let issue = format!(
-        "{steps} runs the model's top-level module {} {} times, one input at a time: each call follows its own fetch from the input pipeline ({}){shapes}. The calls take {:.3} ms in all ({:.3} ms each on average; {:.3} ms of it GPU work in {} kernels), a batch of one each. Independent inputs run one by one pay every launch, host op and under-filled kernel once per input; and where the inputs repeat (a pipeline running one forward per candidate label or per chunk of one input, as Hugging Face's zero-shot pipelines do: one forward per label, each on the same image), all but one of the {} calls redo the same work.",
+    let fetches = if r.fetch_ms > 0.0 {
+        format!(
+            " The input pipeline's fetches around them take {:.3} ms more (the idle finding's input-pipeline wait).",
+            r.fetch_ms
+        )
+    } else {
+        String::new()
+    };
+    let head = format!(
+        "{steps} runs the model's top-level module {} {} times, one input at a time: each call follows its own fetch from the input pipeline ({}){shapes}. The calls take {:.3} ms in all ({:.3} ms each on average; {:.3} ms of it GPU work in {} kernels), a batch of one each.{fetches}",
         code(module),
         r.per_step,
         code(&short(&r.fetch, 60)),
@@ -55,9 +63,28 @@ pub fn repeated_forwards(inp: &Inputs<'_>) -> Option<Bottleneck> {
         r.calls_ms / (r.per_step * r.steps).max(1) as f64,
         r.gpu_ms,
         r.kernels,
-        r.per_step,
     );
-    let path_a = "Run them as one forward: collate the inputs into one batch (a `DataLoader` or pipeline `batch_size` above 1) instead of a call per input. Where the inputs repeat, compute the shared part once: open-vocabulary detectors and CLIP-style models take every text query in one forward (pass all candidate labels in one call), and the shared image needs its preprocessing and its vision encoder once.";
+    // A zero-shot pipeline shows the inputs repeat: its candidate labels share one input, and
+    // batching copies of it would save nothing.
+    let (issue, path_a, confidence) = match r.same_input.as_deref() {
+        Some(frame) => (
+            format!(
+                "{head} The calls share one input: they run inside {}, and Hugging Face's zero-shot pipelines run one forward per candidate label, each on the same input, preprocessing it again each time. All but one of the {} calls, and of their fetches, redo the same work.",
+                code(&short(frame, 80)),
+                r.per_step,
+            ),
+            "Call the model once with every candidate label: open-vocabulary detectors (OWL-ViT, OWLv2, Grounding DINO) and CLIP-style classifiers take all text queries in one forward, so the image is preprocessed and encoded once (call the model and its processor directly with the list of labels, instead of the pipeline's one forward per label).",
+            Confidence::High,
+        ),
+        None => (
+            format!(
+                "{head} Independent inputs run one by one pay every launch, host op and under-filled kernel once per input; and where the inputs repeat (a pipeline running one forward per candidate label or per chunk of one input), all but one of the {} calls redo the same work.",
+                r.per_step,
+            ),
+            "Run them as one forward: collate the inputs into one batch (a `DataLoader` or pipeline `batch_size` above 1) instead of a call per input. Where the inputs repeat, compute the shared part once: open-vocabulary detectors and CLIP-style models take every text query in one forward (pass all candidate labels in one call), and the shared input needs its preprocessing and its encoder once.",
+            Confidence::Low,
+        ),
+    };
     let mut b = timeline_bottleneck(
         SeedCategory::Other,
         &format!(
@@ -78,7 +105,7 @@ pub fn repeated_forwards(inp: &Inputs<'_>) -> Option<Bottleneck> {
         evidence: issue,
         action: path_a.into(),
         waste: None,
-        confidence: Confidence::Low,
+        confidence,
         bounds_all: false,
         scope: None,
     });
