@@ -817,21 +817,12 @@ fn scale(
     let sequence_model =
         architecture.is_some_and(|a| a.contains("Transformer") || a.starts_with("GEMM-only"));
     if sequence_model {
-        let mut k_counts: HashMap<i64, u64> = HashMap::default();
-        for r in rows.iter().filter(|r| {
+        if let Some(hidden) = most_frequent_k(rows.iter().filter(|r| {
             r.category == SeedCategory::Gemm
                 && classes(&r.module_path)
                     .last()
                     .is_some_and(|c| c.contains("Linear"))
-        }) {
-            if let Some(k) = r.param("K") {
-                *k_counts.entry(k).or_default() += r.count;
-            }
-        }
-        if let Some((&hidden, _)) = k_counts
-            .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-        {
+        })) {
             parts.push(format!("hidden size {hidden}"));
             ev.push("scale: hidden size is the most frequent K of the Linear GEMMs".into());
         }
@@ -859,10 +850,26 @@ fn scale(
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
+/// The most frequent K over these GEMM rows, by calls (the smaller K on a tie): a sequence
+/// model's hidden size.
+fn most_frequent_k<'a>(rows: impl Iterator<Item = &'a OpRow>) -> Option<i64> {
+    let mut k_counts: HashMap<i64, u64> = HashMap::default();
+    for r in rows {
+        if let Some(k) = r.param("K") {
+            *k_counts.entry(k).or_default() += r.count;
+        }
+    }
+    k_counts
+        .into_iter()
+        .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+        .map(|(k, _)| k)
+}
+
 /// The scale of a trace without module frames (a compiled region, a trace recorded without
-/// stacks), read off its ops: a sequence model's hidden size (the most frequent K of its weight
-/// GEMMs: `mm`, `addmm`, `linear`, `matmul`) and its attention's shape (the costliest attention signature). MI300X's compiled Llama block
-/// (batch 8 × 4096 tokens, 16 heads × 128, hidden 2048) had read "cannot be inferred".
+/// stacks), read off its ops: a sequence model's hidden size (the most frequent K of its
+/// weight GEMMs: `mm`, `addmm`, `linear`, `matmul`) and its attention's shape (the costliest
+/// attention signature). MI300X's compiled Llama block (batch 8 × 4096 tokens, 16 heads × 128,
+/// hidden 2048) had read "cannot be inferred".
 fn frameless_scale(
     rows: &[OpRow],
     architecture: Option<&str>,
@@ -871,23 +878,14 @@ fn frameless_scale(
     let mut parts = Vec::new();
     let arch = architecture.unwrap_or("");
     if arch.contains("Transformer") {
-        let mut k_counts: HashMap<i64, u64> = HashMap::default();
         // Weight products only: a batched product's K is attention's head dimension.
-        for r in rows.iter().filter(|r| {
+        if let Some(hidden) = most_frequent_k(rows.iter().filter(|r| {
             r.category == SeedCategory::Gemm
                 && matches!(
                     r.name.as_str(),
                     "aten::mm" | "aten::addmm" | "aten::linear" | "aten::matmul"
                 )
-        }) {
-            if let Some(k) = r.param("K") {
-                *k_counts.entry(k).or_default() += r.count;
-            }
-        }
-        if let Some((&hidden, _)) = k_counts
-            .iter()
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-        {
+        })) {
             parts.push(format!("hidden size {hidden}"));
             ev.push(
                 "scale: hidden size is the most frequent K of the GEMMs (no module frames)".into(),

@@ -594,32 +594,45 @@ const FILLING_WAVES: i64 = 2;
 
 /// Path A for a compute-bound GEMM below excellent: more rows per call only where the rows are
 /// few; a GEMM already thousands of rows tall is tuned through its kernel and precision, unless
-/// its output is too narrow to fill the GPU (MI300X OWLv2's 5185 × 1024: about 328 tiles of
-/// 128 × 128 for 304 CUs, and Tensile's 264 workgroups as recorded).
+/// its output is too narrow to fill the GPU: its longest kernel's recorded workgroups, else its
+/// output in 128 × 128 tiles, under two waves (MI300X OWLv2's 5185 × 1024: Tensile's 264
+/// workgroups as recorded for 304 CUs).
 fn gemm_path_a(r: &OpRow, platform: Option<&Platform>) -> String {
-    let tiles = |m: i64, n: i64| {
-        let t = |x: i64| (x + LARGE_TILE_EDGE - 1) / LARGE_TILE_EDGE;
-        t(m) * t(n)
-    };
+    // The workgroups its longest kernel recorded, else its output in large tiles.
+    let recorded = r
+        .kernel_names
+        .iter()
+        .zip(&r.kernel_launch)
+        .filter_map(|((n, us), l)| l.map(|l| (*us, diagnosis::recorded_workgroups(n, &l))))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, w)| w as i64)
+        .filter(|&w| w > 0);
     let narrow = match (
         r.param("M"),
         r.param("N"),
         platform.and_then(Platform::units),
     ) {
-        (Some(m), Some(n), Some(u)) if tiles(m, n) < FILLING_WAVES * u as i64 => {
-            Some((tiles(m, n), u))
+        (Some(m), Some(n), Some(u)) => {
+            let t = |x: i64| (x + LARGE_TILE_EDGE - 1) / LARGE_TILE_EDGE;
+            let (work, what) = match recorded {
+                Some(w) => (w, format!("ran as {w} workgroups (as recorded)")),
+                None => (
+                    t(m) * t(n),
+                    format!(
+                        "makes only about {} tiles of {LARGE_TILE_EDGE} × {LARGE_TILE_EDGE}",
+                        t(m) * t(n)
+                    ),
+                ),
+            };
+            (work < FILLING_WAVES * u as i64).then_some((n, u, what))
         }
         _ => None,
     };
-    match r.param("M") {
-        Some(m) if m >= LARGE_GEMM_ROWS && narrow.is_some() => {
-            let (t, u) = narrow.unwrap_or_default();
-            format!(
-                "Its output (M = {m}, N = {}) makes only about {t} tiles of {LARGE_TILE_EDGE} × {LARGE_TILE_EDGE} for {u} CUs/SMs, under {FILLING_WAVES} waves: the tile count, not M, sets how full the GPU is. More tokens per call, or merging it with GEMMs that share its input, give it more tiles; a smaller tile or a stream-K kernel (Path B: the kernel the library picked) spreads the ones it has; and check whether lower precision (FP8) is acceptable.",
-                r.param("N").unwrap_or_default()
-            )
-        }
-        Some(m) if m >= LARGE_GEMM_ROWS => {
+    match (r.param("M"), narrow) {
+        (Some(m), Some((n, u, what))) if m >= LARGE_GEMM_ROWS => format!(
+            "Its output (M = {m}, N = {n}) {what} for {u} CUs/SMs, under {FILLING_WAVES} waves: the tile count, not M, sets how full the GPU is. More tokens per call, or merging it with GEMMs that share its input, give it more tiles; a smaller tile or a stream-K kernel (Path B: the kernel the library picked) spreads the ones it has; and check whether lower precision (FP8) is acceptable."
+        ),
+        (Some(m), _) if m >= LARGE_GEMM_ROWS => {
             // Alignment is named only where N or K is off a multiple of 64.
             let off = [("N", r.param("N")), ("K", r.param("K"))]
                 .iter()
@@ -1930,6 +1943,21 @@ mod tests {
             "{narrow}"
         );
         assert!(gemm_path_a(&gemm(25089), mi300x.as_ref()).contains("will not raise"));
+        // The recorded launch wins over the estimate: Tensile records work-items, 67584 / 256 =
+        // 264 workgroups for 304 CUs.
+        let recorded = OpRow {
+            kernel_names: vec![("Cijk_Alik_Bljk_B_MT128x160x64_MI16x16x1".into(), 100.0)],
+            kernel_launch: vec![Some(crate::model::LaunchDims {
+                grid: [67584, 1, 1],
+                block: [256, 1, 1],
+            })],
+            ..gemm(5185)
+        };
+        let a = gemm_path_a(&recorded, mi300x.as_ref());
+        assert!(
+            a.contains("ran as 264 workgroups (as recorded) for 304 CUs/SMs"),
+            "{a}"
+        );
     }
 
     #[test]
