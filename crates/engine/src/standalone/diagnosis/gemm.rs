@@ -134,6 +134,20 @@ fn work_tiles(
     }
 }
 
+/// The work (workgroups, or a persistent kernel's tiles: [`work_tiles`]) the op's main GEMM
+/// kernel had as its launch records it; `None` without a recorded launch or compute units.
+pub fn recorded_work(shape: &OpRow, platform: Option<&Platform>) -> Option<u64> {
+    let m = main_gemm_launch(shape)?;
+    let l = m.launch?;
+    let units = platform.and_then(Platform::units)?;
+    work_tiles(
+        recorded_workgroups(&m.name, &l),
+        m.kernel.persistent,
+        tiling(shape, platform).as_ref(),
+        units,
+    )
+}
+
 /// `[41, 1, 16]`.
 fn dims_text(d: &[u32; 3]) -> String {
     format!("[{}, {}, {}]", d[0], d[1], d[2])

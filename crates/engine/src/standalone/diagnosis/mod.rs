@@ -13,7 +13,7 @@ mod conv;
 pub(crate) use conv::is_patch_embedding;
 pub mod elementwise;
 mod gemm;
-pub use gemm::{recorded_workgroups, signature_alignment, tiling, GemmTiling};
+pub use gemm::{recorded_work, recorded_workgroups, signature_alignment, tiling, GemmTiling};
 pub mod kernels;
 mod moe;
 pub use moe::expert_block_rows;

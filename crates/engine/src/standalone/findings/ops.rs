@@ -594,18 +594,14 @@ const FILLING_WAVES: i64 = 2;
 
 /// Path A for a compute-bound GEMM below excellent: more rows per call only where the rows are
 /// few; a GEMM already thousands of rows tall is tuned through its kernel and precision, unless
-/// its output is too narrow to fill the GPU: its longest kernel's recorded workgroups, else its
-/// output in 128 × 128 tiles, under two waves (MI300X OWLv2's 5185 × 1024: Tensile's 264
+/// its output is too narrow to fill the GPU: its main kernel's work as its launch records it
+/// (a persistent grid's tiles), else its output in 128 × 128 tiles, under two waves (MI300X OWLv2's 5185 × 1024: Tensile's 264
 /// workgroups as recorded for 304 CUs).
 fn gemm_path_a(r: &OpRow, platform: Option<&Platform>) -> String {
-    // The workgroups its longest kernel recorded, else its output in large tiles.
-    let recorded = r
-        .kernel_names
-        .iter()
-        .zip(&r.kernel_launch)
-        .filter_map(|((n, us), l)| l.map(|l| (*us, diagnosis::recorded_workgroups(n, &l))))
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, w)| w as i64)
+    // The work its main kernel's recorded launch shows (a persistent grid counts its tiles,
+    // not its workgroups: `diagnosis::recorded_work`), else its output in large tiles.
+    let recorded = diagnosis::recorded_work(r, platform)
+        .map(|w| w as i64)
         .filter(|&w| w > 0);
     let narrow = match (
         r.param("M"),
@@ -615,7 +611,10 @@ fn gemm_path_a(r: &OpRow, platform: Option<&Platform>) -> String {
         (Some(m), Some(n), Some(u)) => {
             let t = |x: i64| (x + LARGE_TILE_EDGE - 1) / LARGE_TILE_EDGE;
             let (work, what) = match recorded {
-                Some(w) => (w, format!("ran as {w} workgroups (as recorded)")),
+                Some(w) => (
+                    w,
+                    format!("gives its kernel {w} workgroups of work (its recorded launch)"),
+                ),
                 None => (
                     t(m) * t(n),
                     format!(
@@ -1955,9 +1954,29 @@ mod tests {
         };
         let a = gemm_path_a(&recorded, mi300x.as_ref());
         assert!(
-            a.contains("ran as 264 workgroups (as recorded) for 304 CUs/SMs"),
+            a.contains(
+                "gives its kernel 264 workgroups of work (its recorded launch) for 304 CUs/SMs"
+            ),
             "{a}"
         );
+        // A persistent kernel's grid is the SMs it holds, not its work: cuBLAS's sm90 kernel
+        // on grid [132, 1, 1] for 8192 × 8192 has 4,096 tiles of 128 × 128 (the standalone
+        // snapshot's GEMM).
+        let persistent = OpRow {
+            perf_params: "{'M': 8192, 'N': 8192, 'K': 2048}".into(),
+            kernel_names: vec![(
+                "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas".into(),
+                100.0,
+            )],
+            kernel_launch: vec![Some(crate::model::LaunchDims {
+                grid: [132, 1, 1],
+                block: [384, 1, 1],
+            })],
+            ..crate::standalone::ops::tests_support::row("aten::mm")
+        };
+        let h100 = crate::perf::platform::by_name("H100 SXM");
+        let a = gemm_path_a(&persistent, h100.as_ref());
+        assert!(a.contains("will not raise"), "{a}");
     }
 
     #[test]
