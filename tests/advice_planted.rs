@@ -1208,10 +1208,28 @@ fn forwards_run_one_input_at_a_time_are_named() {
         "{}",
         b.path_a
     );
+    // The agent report carries it in its system tier, with the time the repeats take.
+    let md = jarvis_engine::report::agent::analysis_md(&a, st, "t");
+    let system = &md[md
+        .find("## System-Level Optimizations")
+        .expect("system tier")..];
+    let system = &system[..system.find("## Detailed Analysis").expect("detail")];
+    assert!(
+        system.contains("The model runs 4 forwards per step, one input at a time")
+            && system.contains("Call the model once with every candidate label"),
+        "{system}"
+    );
+    assert!(
+        md.contains("Pattern `repeated_forwards`")
+            && md.contains("| Time the repeats take | 6.000 ms | yes |"),
+        "{md}"
+    );
     // Each call feeding the next, with no fetch between them: not named.
     let a = run(false);
     let st = a.standalone.as_ref().expect("standalone");
     assert!(find(st, "The model runs").is_none(), "{}", all_text(st));
+    let md = jarvis_engine::report::agent::analysis_md(&a, st, "t");
+    assert!(!md.contains("repeated_forwards"), "{md}");
 }
 
 /// GPU work without a linked launch that holds a material share of the GPU's time is named in

@@ -161,6 +161,34 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
             ],
         });
     }
+    // A step that runs the model once per input is a fault of the step's structure, not of any
+    // kernel: the fair report's finding (`repeated_forwards`) is carried here with its numbers,
+    // so the agent report does not leave out what is often the step's largest saving (OWLv2's
+    // zero-shot pipeline: 4 of 5 forwards redo the same work).
+    if let Some(b) = bottlenecks().find(|b| b.causes.iter().any(|c| c.key == "repeated_forwards")) {
+        let (basis, saving) = b
+            .impact
+            .replayed
+            .map_or(("Estimated", b.impact.mid_pct), |r| {
+                ("Replayed", r.saving_pct())
+            });
+        flags.push(Flag {
+            category: "cpu_idle",
+            pattern: "repeated_forwards",
+            // The agent report escapes titles as plain text: the fair title's code marks go.
+            title: b.title.replace('`', ""),
+            insight: b.issue.clone(),
+            action: b.path_a.clone(),
+            data: vec![
+                (
+                    "Time the repeats take".into(),
+                    format!("{:.3} ms", b.time_ms),
+                    true,
+                ),
+                (format!("{basis} saving"), format!("{saving:.1}%"), true),
+            ],
+        });
+    }
     for c in &copies {
         let pct = if total_us > 0.0 {
             c.total_us / total_us * 100.0
