@@ -1,12 +1,9 @@
 //! The host points of every thread in time order (an end before a start at one time, then by
 //! event), what the schedule's thread walk reads. Only the starts are sorted: a trace lists
 //! each thread's events nearly by start (OWLv2: 98,993 host events in 8 ascending runs), which
-//! a run-aware sort merges in about linear time, and each event's end waits in a heap as deep
-//! as the thread's nesting until no start comes before it. Sorting starts and ends together
-//! cost three times as much: the ends of nested events run backwards.
-
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+//! a run-aware sort merges in about linear time, and each event's end waits, among the open
+//! events' ends, until no start comes before it. Sorting starts and ends together cost three
+//! times as much: the ends of nested events run backwards.
 
 use super::points::HostPoint;
 use crate::model::{LaneId, Nanos};
@@ -51,6 +48,17 @@ impl KeyLayout {
             (k & mask(ib)) as u32,
         )
     }
+
+    /// [`KeyLayout::unpack`] of a key that fits 64 bits, in 64-bit arithmetic.
+    fn unpack_short(&self, k: u64) -> (LaneId, Nanos, u32) {
+        let (ib, tb) = (self.idx_bits, self.time_bits);
+        let mask = |bits: u32| 1u64.checked_shl(bits).map_or(u64::MAX, |b| b - 1);
+        (
+            LaneId(k.checked_shr(tb + ib).unwrap_or(0) as u32),
+            self.t0 + (k.checked_shr(ib).unwrap_or(0) & mask(tb)) as Nanos,
+            (k & mask(ib)) as u32,
+        )
+    }
 }
 
 /// Sorted starts (`KeyLayout::pack`), 64-bit where they fit.
@@ -84,10 +92,10 @@ impl Starts {
         }
     }
 
-    fn get(&self, at: usize) -> Option<u128> {
+    fn get(&self, layout: &KeyLayout, at: usize) -> Option<(LaneId, Nanos, u32)> {
         match self {
-            Starts::Short(v) => v.get(at).map(|&k| u128::from(k)),
-            Starts::Long(v) => v.get(at).copied(),
+            Starts::Short(v) => v.get(at).map(|&k| layout.unpack_short(k)),
+            Starts::Long(v) => v.get(at).map(|&k| layout.unpack(k)),
         }
     }
 }
@@ -99,8 +107,11 @@ pub(super) struct InOrder<'a, F> {
     starts: &'a Starts,
     at: usize,
     end_of: F,
-    /// The open events' ends, (time, event), earliest first.
-    ends: BinaryHeap<Reverse<(Nanos, u32)>>,
+    /// The open events' ends, (time, event), latest first: nested events end in the reverse
+    /// of their starts, so an end is nearly always pushed on top (a heap paid a sift for
+    /// each, a quarter of the schedule's walk on OWLv2); one that overlaps an enclosing event
+    /// is inserted in its place.
+    ends: Vec<(Nanos, u32)>,
     lane: Option<LaneId>,
 }
 
@@ -111,7 +122,7 @@ impl<'a, F: FnMut(u32) -> Option<Nanos>> InOrder<'a, F> {
             starts,
             at: 0,
             end_of,
-            ends: BinaryHeap::new(),
+            ends: Vec::new(),
             lane: None,
         }
     }
@@ -121,10 +132,10 @@ impl<F: FnMut(u32) -> Option<Nanos>> Iterator for InOrder<'_, F> {
     type Item = HostPoint;
 
     fn next(&mut self) -> Option<HostPoint> {
-        let next = self.starts.get(self.at).map(|k| self.layout.unpack(k));
+        let next = self.starts.get(self.layout, self.at);
         // An open event's end comes first if it is on an earlier thread (every end of a
         // thread before the next thread's first start) or not after the next start.
-        if let (Some(lane), Some(&Reverse((end, i)))) = (self.lane, self.ends.peek()) {
+        if let (Some(lane), Some(&(end, i))) = (self.lane, self.ends.last()) {
             if next.is_none_or(|(l, t, _)| l != lane || end <= t) {
                 self.ends.pop();
                 return Some((lane, end, false, i));
@@ -134,7 +145,13 @@ impl<F: FnMut(u32) -> Option<Nanos>> Iterator for InOrder<'_, F> {
         self.at += 1;
         self.lane = Some(lane);
         if let Some(end) = (self.end_of)(i) {
-            self.ends.push(Reverse((end, i)));
+            let e = (end, i);
+            if self.ends.last().is_none_or(|&top| e < top) {
+                self.ends.push(e);
+            } else {
+                let at = self.ends.partition_point(|&x| x > e);
+                self.ends.insert(at, e);
+            }
         }
         Some((lane, t, true, i))
     }
@@ -162,22 +179,30 @@ mod tests {
             (0, 3, Some(100)),
             (1, 30, Some(30 + 1)),
         ];
-        let layout = KeyLayout::new(0, 100, 1, events.len());
-        let mut starts = Starts::with_capacity(&layout, events.len());
-        for (i, &(l, s, _)) in events.iter().enumerate() {
-            starts.push(layout.pack(LaneId(l), s, i as u32));
-        }
-        starts.sort();
-        let merged: Vec<HostPoint> =
-            InOrder::new(&layout, &starts, |i| events[i as usize].2).collect();
-        let mut sorted: Vec<HostPoint> = Vec::new();
-        for (i, &(l, s, e)) in events.iter().enumerate() {
-            sorted.push((LaneId(l), s, true, i as u32));
-            if let Some(e) = e {
-                sorted.push((LaneId(l), e, false, i as u32));
+        // 64-bit keys, and 128-bit ones (a time span that needs 61 bits).
+        for offset in [0, 1 << 60] {
+            let events: Vec<(u32, Nanos, Option<Nanos>)> = events
+                .iter()
+                .map(|&(l, s, e)| (l, s + offset, e.map(|e| e + offset)))
+                .collect();
+            let layout = KeyLayout::new(0, 100 + offset, 1, events.len());
+            assert_eq!(layout.short, offset == 0);
+            let mut starts = Starts::with_capacity(&layout, events.len());
+            for (i, &(l, s, _)) in events.iter().enumerate() {
+                starts.push(layout.pack(LaneId(l), s, i as u32));
             }
+            starts.sort();
+            let merged: Vec<HostPoint> =
+                InOrder::new(&layout, &starts, |i| events[i as usize].2).collect();
+            let mut sorted: Vec<HostPoint> = Vec::new();
+            for (i, &(l, s, e)) in events.iter().enumerate() {
+                sorted.push((LaneId(l), s, true, i as u32));
+                if let Some(e) = e {
+                    sorted.push((LaneId(l), e, false, i as u32));
+                }
+            }
+            sorted.sort_by_key(|&(l, t, start, i)| (l, t, start, i));
+            assert_eq!(merged, sorted);
         }
-        sorted.sort_by_key(|&(l, t, start, i)| (l, t, start, i));
-        assert_eq!(merged, sorted);
     }
 }

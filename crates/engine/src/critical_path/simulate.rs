@@ -568,21 +568,24 @@ impl Simulation {
     pub fn run_into(&self, offsets: &[Nanos], t: &mut Vec<Nanos>) {
         t.clear();
         t.extend_from_slice(&self.rec);
+        // Each point's constraints and offsets as one slice each (a point's are contiguous):
+        // the loop checks bounds once per point, not three times per constraint.
+        let (constraints, offsets) = (&self.constraints[..], &offsets[..self.constraints.len()]);
         for &p in &self.order {
             let (a, b) = (
                 self.first[p as usize] as usize,
                 self.first[p as usize + 1] as usize,
             );
-            let mut best: Option<Nanos> = None;
-            for k in a..b {
-                if offsets[k] == DROPPED {
-                    continue;
+            // `Nanos::MIN` for none met: a point whose every constraint was dropped keeps its
+            // recorded time.
+            let mut best = Nanos::MIN;
+            for (c, &o) in constraints[a..b].iter().zip(&offsets[a..b]) {
+                if o != DROPPED {
+                    best = best.max(t[c.from as usize] + o);
                 }
-                let at = t[self.constraints[k].from as usize] + offsets[k];
-                best = Some(best.map_or(at, |x| x.max(at)));
             }
-            if let Some(x) = best {
-                t[p as usize] = x;
+            if best != Nanos::MIN {
+                t[p as usize] = best;
             }
         }
     }
