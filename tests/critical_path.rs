@@ -450,3 +450,46 @@ fn reports_say_when_the_step_outlasts_its_gpu_work() {
     );
     assert!(!rough.contains("The GPU shares are of the GPU timeline's span"));
 }
+
+/// A step annotation that runs past the profiler's own recording span (Kineto's `Trace` event:
+/// the profiler stopped inside the step and the range was closed later; HTA's a100 Triton
+/// example, a 13.3 s step in a 355 ms trace) ends with the span: Jarvis's path, replay and the
+/// fair report's note measure the recorded part, and a diagnostic says so. Without the span
+/// event the step is kept as written.
+#[test]
+fn a_step_past_the_profilers_span_ends_with_it() {
+    let trace = |span: bool| {
+        let span = if span {
+            r#"{"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler", "ts": 0, "dur": 120},"#
+        } else {
+            ""
+        };
+        format!(
+            r#"{{"traceEvents": [{span}
+  {{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 5, "dur": 5000000}},
+  {{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 6}},
+  {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 11, "dur": 3, "args": {{"correlation": 7}}}},
+  {{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 50, "args": {{"correlation": 7, "stream": 7}}}}
+]}}"#
+        )
+    };
+    let run = |span: bool| {
+        let a = jarvis_engine::analyze(trace(span).as_bytes()).expect("analysis");
+        let cp = a.critical_path.as_ref().expect("critical path");
+        let step = &cp.jarvis[0];
+        let clipped = a
+            .diagnostics
+            .iter()
+            .any(|d| d.kind == jarvis_engine::diagnostics::DiagnosticKind::StepPastTraceEnd);
+        (step.replay.recorded_us, step.length_us, clipped)
+    };
+    // The span ends at 120 µs: the step runs 5 → 120 µs.
+    let (recorded, length, clipped) = run(true);
+    assert!((recorded - 115.0).abs() < 1e-6, "{recorded}");
+    assert!((length - 115.0).abs() < 1e-6, "{length}");
+    assert!(clipped);
+    // No span event: the step as written, 5 s, and no diagnostic.
+    let (recorded, _, clipped) = run(false);
+    assert!((recorded - 5_000_000.0).abs() < 1e-6, "{recorded}");
+    assert!(!clipped);
+}

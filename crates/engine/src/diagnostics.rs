@@ -121,6 +121,9 @@ pub enum DiagnosticKind {
     CriticalPathWithoutSyncEvents,
     /// Steps whose dependency graph has a cycle or a sync edge within one stream: no path.
     CriticalPathInvalidGraph,
+    /// A `ProfilerStep` annotation that runs past the profiler's recording span: Jarvis's path
+    /// and replay end it there.
+    StepPastTraceEnd,
     TraceFragment,
     /// The trace keeps a sample of its runtime calls (`model::sampling`): its gaps held work
     /// that was not kept.
@@ -177,6 +180,7 @@ impl DiagnosticKind {
             DiagnosticKind::OutOfMemory => "out_of_memory",
             DiagnosticKind::CriticalPathWithoutSyncEvents => "critical_path_without_sync_events",
             DiagnosticKind::CriticalPathInvalidGraph => "critical_path_invalid_graph",
+            DiagnosticKind::StepPastTraceEnd => "step_past_trace_end",
             DiagnosticKind::TraceFragment => "trace_fragment",
             DiagnosticKind::SampledTrace => "sampled_trace",
         }
@@ -215,6 +219,7 @@ impl DiagnosticKind {
             | OutOfMemory
             | CriticalPathWithoutSyncEvents
             | CriticalPathInvalidGraph
+            | StepPastTraceEnd
             | TraceFragment
             | SampledTrace => Severity::Warning,
             RepairedJson
@@ -281,6 +286,7 @@ impl DiagnosticKind {
             CriticalPathWithoutSyncEvents => "The trace has no cuda_sync records (the profiler records them only when asked: `experimental_config=torch._C._profiler._ExperimentalConfig(enable_cuda_sync_events=True)`, PyTorch 2.1 and later): the critical path cannot see what a device, stream or event synchronize waited for, nor one stream waiting for another, so a step bound by such a wait shows its CPU side instead (HTA's rule: no sync edge is guessed).",
             TraceFragment => "The trace holds fewer than 10 GPU kernels: a fragment (a few launches cut out of a run, a one-kernel example), not a workload. Its findings are stated but all kept at Low priority, since no share, step or pattern in it says where a workload's time goes; record a few whole steps (`torch.profiler.schedule(wait=1, warmup=1, active=3)`) to rank them.",
             SampledTrace => "The trace keeps only a sample of its runtime calls and the kernels they launched (a trace cut down for a test or to save space): the gaps between its GPU events held work that was not kept. Per-op figures (each kernel's time and efficiency) stand; GPU idle time, exposed communication and copies, host wait and the critical path's replay describe the sampling, not the run, so Jarvis states no finding from them and ranks nothing by replay. Record the run with the profiler's default settings to judge them.",
+            StepPastTraceEnd => "A profiler step's annotation runs past the end of the profiler's recording span (Kineto's `Trace` event: the profiler stopped inside the step, and the step's range was closed later): nothing after that was recorded, so Jarvis's critical path, replay and what-if end the step there (HTA's path, by its rules, keeps the annotation's window; its length counts only the events in it).",
             CriticalPathInvalidGraph => "The dependency graph of some steps has a cycle or a sync edge within one stream (host events recorded out of order); as HTA does, no critical path is given for them.",
             EfficiencyAbovePeak => "Some ops ran faster than the platform's peak allows: either the platform's peaks or the op's FLOP/byte model do not fit them, so their efficiency is not a fact.",
         }

@@ -238,6 +238,17 @@ fn schedule_with(
         ));
     }
     let sim = Simulation::new(trace, ctx);
+    if sim.steps_clipped > 0 {
+        found.push((
+            DiagnosticKind::StepPastTraceEnd,
+            sim.steps_clipped as u64,
+            Some(
+                "a ProfilerStep annotation ends after the profiler's recording span: Jarvis's \
+                 path and replay end the step there"
+                    .to_owned(),
+            ),
+        ));
+    }
     let sim_windows = replay::windows(trace, &sim);
     let mut cp = CriticalPath {
         steps: Vec::new(),

@@ -56,6 +56,8 @@ const MODULE_FRAME: u8 = 8;
 const NAME_READ: u8 = 16;
 /// An autograd entry (`host_calls::is_autograd_entry`), for its name and its events.
 const IN_BACKWARD: u8 = 32;
+/// A `ProfilerStep#` annotation.
+const STEP: u8 = 64;
 
 /// The trace as a replayable schedule.
 pub struct Simulation {
@@ -94,6 +96,9 @@ pub struct Simulation {
     host_lanes: Vec<(LaneId, u32, u32)>,
     /// Constraints dropped to break a cycle (inconsistent timestamps).
     pub broken: usize,
+    /// `ProfilerStep` annotations ended where the profiler's recording span ends (they ran past
+    /// it).
+    pub steps_clipped: usize,
 }
 
 impl Simulation {
@@ -120,11 +125,18 @@ impl Simulation {
             queue_waits: 0,
             host_lanes: Vec::new(),
             broken: 0,
+            steps_clipped: 0,
         };
         // Host threads: each lane's points in time order (an end before a start at one time),
         // the starts sorted as packed keys (`host_order`).
         let (mut host_points, mut host_events, mut gpu_events) = (0usize, 0usize, 0usize);
         let (mut t0, mut t1, mut last_lane) = (Nanos::MAX, Nanos::MIN, 0u32);
+        // The end of the profiler's own recording span (Kineto's `Trace` event): a step's
+        // annotation that runs past it (the profiler stopped inside the step, and the range
+        // was closed seconds later) ends there, since nothing after it was recorded (HTA's a100
+        // Triton example: a 13.3 s step in a 355 ms trace had read as 13.3 s of host-bound
+        // path). A trace without that event keeps its steps as written.
+        let recorded_end = trace.meta.profiler_span.map_or(Nanos::MAX, |s| s.1);
         for e in trace.events.iter().filter(|e| usable(e)) {
             if e.kind().is_host_activity() {
                 host_events += 1;
@@ -168,7 +180,8 @@ impl Simulation {
                             IN_BACKWARD
                         } else {
                             0
-                        };
+                        }
+                        | if is_step(trace, e) { STEP } else { 0 };
                 }
                 let loads = *known & LOADS_DATA;
                 // A Python frame is a point only where a change can name it as a frame (a
@@ -179,6 +192,10 @@ impl Simulation {
                 flags[i] = if pointed { HAS_POINTS } else { 0 };
                 if e.dur > 0 {
                     flags[i] |= HAS_DURATION | loads | (*known & IN_BACKWARD);
+                    if *known & STEP != 0 && e.end() > recorded_end && e.ts < recorded_end {
+                        flags[i] |= STEP;
+                        sim.steps_clipped += 1;
+                    }
                 }
             } else if e.kind().is_gpu() {
                 gpu.push((e.lane(), e.ts, i as u32));
@@ -187,7 +204,15 @@ impl Simulation {
         starts.sort();
         // The ends are read off the event table as their starts pass, nearly in its order.
         let sorted = InOrder::new(&layout, &starts, |i| {
-            (flags[i as usize] & HAS_DURATION != 0).then(|| trace.events[i as usize].end())
+            let f = flags[i as usize];
+            (f & HAS_DURATION != 0).then(|| {
+                let end = trace.events[i as usize].end();
+                if f & STEP != 0 {
+                    end.min(recorded_end)
+                } else {
+                    end
+                }
+            })
         });
         // The constraints are written in point order as the points are made (each point's
         // group where it ends up: no sort), with room for the waits, merged in at the end (a
@@ -669,3 +694,8 @@ fn lane_ranges(host: &[HostPoint]) -> Vec<(LaneId, u32, u32)> {
 /// An offset that no longer binds (a constraint dropped to break a cycle, or removed by a
 /// change).
 pub const DROPPED: Nanos = Nanos::MIN;
+
+/// Whether `e` is a `ProfilerStep#N` annotation.
+fn is_step(trace: &Trace, e: &crate::model::Event) -> bool {
+    e.kind() == EventKind::UserAnnotation && trace.name(e).starts_with("ProfilerStep#")
+}

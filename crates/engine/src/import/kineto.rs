@@ -219,9 +219,31 @@ impl TraceBuilder {
         }
     }
 
+    /// Kineto's span of the whole recording: the union of every such span is kept.
+    fn profiler_span(&mut self, index: u64, offset: u64, ev: &RawEvent<'_>) {
+        let Some(ts) = self.timestamp(index, offset, ev, "") else {
+            return;
+        };
+        let Some(dur) = ev
+            .dur
+            .as_ref()
+            .and_then(|v| v.number_text())
+            .and_then(micros_text_to_nanos)
+            .filter(|&d| d >= 0)
+        else {
+            return;
+        };
+        let span = &mut self.trace.meta.profiler_span;
+        *span = Some(span.map_or((ts, ts + dur), |(a, b)| (a.min(ts), b.max(ts + dur))));
+    }
+
     fn complete(&mut self, index: u64, offset: u64, ev: &RawEvent<'_>) {
         if ev.cat.as_deref() == Some("cuda_sync") {
             self.sync(index, offset, ev);
+            return;
+        }
+        if ev.cat.as_deref() == Some("Trace") {
+            self.profiler_span(index, offset, ev);
             return;
         }
         let Some(kind) = ev.cat.as_deref().and_then(EventKind::from_category) else {

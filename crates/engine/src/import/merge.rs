@@ -291,6 +291,10 @@ fn absorb(main: &mut TraceBuilder, part: TraceBuilder, base: u64) {
             to.end_lane = Some(lanes[lane.0 as usize]);
         }
     }
+    if let Some((a, b)) = t.meta.profiler_span {
+        let span = &mut m.meta.profiler_span;
+        *span = Some(span.map_or((a, b), |(x, y)| (x.min(a), y.max(b))));
+    }
     for (pid, name) in t.meta.process_names {
         m.meta.process_names.insert(raw(&pid), s(name));
     }

@@ -437,6 +437,14 @@ fn write_meta(o: &mut Out, m: &TraceMeta) {
     }
     o.u64(m.total_events);
     o.u64(m.json_bytes);
+    match m.profiler_span {
+        Some((a, b)) => {
+            o.u8(1);
+            o.i64(a);
+            o.i64(b);
+        }
+        None => o.u8(0),
+    }
 }
 
 fn read_meta(i: &mut In<'_>) -> Result<TraceMeta, WireError> {
@@ -467,6 +475,9 @@ fn read_meta(i: &mut In<'_>) -> Result<TraceMeta, WireError> {
     }
     m.total_events = i.u64()?;
     m.json_bytes = i.u64()?;
+    if i.u8()? != 0 {
+        m.profiler_span = Some((i.i64()?, i.i64()?));
+    }
     Ok(m)
 }
 
@@ -482,7 +493,8 @@ mod tests {
         {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "main"}},
         {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": "stream 7", "ts": 2, "dur": 1,
          "args": {"correlation": 7, "stream": 7}},
-        {"ph": "X", "cat": "bogus"}, {"ph": "X", "cat": "kernel", "name": "k", "ts": "x"}
+        {"ph": "X", "cat": "bogus"}, {"ph": "X", "cat": "kernel", "name": "k", "ts": "x"},
+        {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": "Spans", "tid": "PyTorch Profiler", "ts": 1, "dur": 10}
     ], "deviceProperties": [{"name": "H100"}]}"#;
 
     fn via_wire(block: usize) -> String {
@@ -500,6 +512,7 @@ mod tests {
     #[test]
     fn merging_decoded_partials_gives_the_serial_trace() {
         let serial = crate::import::import_bytes(DOC).expect("imports");
+        assert_eq!(serial.meta.profiler_span, Some((1_000, 11_000)));
         let serial = format!("{serial:?}");
         for block in [1, 40, 100, 1 << 20] {
             // Maps print in hash order: compare as sorted lines.

@@ -486,6 +486,9 @@ pub struct TraceMeta {
     pub process_names: HashMap<RawId, StrId>,
     pub process_labels: HashMap<RawId, StrId>,
     pub thread_names: HashMap<LaneId, StrId>,
+    /// The profiler's own recording span (Kineto's `cat: "Trace"` event, "PyTorch Profiler
+    /// (0)"), start and end, ns: nothing outside it was recorded.
+    pub profiler_span: Option<(Nanos, Nanos)>,
     /// Number of elements in `traceEvents` (all of them, kept or not).
     pub total_events: u64,
     /// Decompressed bytes of the document.
