@@ -853,8 +853,9 @@ fn other_path_a(r: &OpRow, latency: bool, collectives: bool, gemms: bool) -> Str
     } else if main.starts_with("triton_") && lower.contains("fused") {
         // Inductor's own kernel: the region is already compiled.
         if gemms && is_gated_product(&lower) {
-            // SiLU(gate) · up needs two GEMMs' outputs: no one epilogue holds both.
-            format!("It is Inductor's kernel of a compiled region (`{}`): a gated activation, the product of two GEMMs' outputs (gate and up), so no one GEMM's epilogue can take it while they are two GEMMs; merge gate and up into one GEMM of twice the width (one weight `[2·d_ff, d]`, as vLLM's `MergedColumnParallelLinear` does), then `torch.compile(mode=\"max-autotune\")` can fuse the activation into that GEMM's epilogue. Otherwise the lever is its block size, or the kernel's efficiency (Path B).", short(&main, 70))
+            // SiLU(gate) · up pairs columns `d_ff` apart: no epilogue on one tile holds both
+            // (review 4: the advice to merge gate and up and let max-autotune fuse it was wrong).
+            format!("It is Inductor's kernel of a compiled region (`{}`): a gated activation, SiLU(gate) · up over two GEMMs' outputs, already as fused as Inductor makes it: no `torch.compile` mode folds it into a GEMM, since an epilogue works on one output tile at a time and each result needs a gate and an up column `d_ff` apart (merging gate and up into one GEMM of twice the width does not change that). Removing the pass takes a GEMM with a gated epilogue over gate and up weights interleaved in blocks of its N tile (a hand-written Triton, CUTLASS or CK kernel), which writes half the width and never stores gate and up. Short of that, the lever is its bandwidth: it reads both outputs and writes one, the least an unfused gated activation moves, so its block size and the kernel's efficiency (Path B).", short(&main, 70))
         } else if gemms {
             format!("It is Inductor's kernel of a compiled region (`{}`): the remaining levers are fusing it into the neighbouring GEMM's epilogue (`torch.compile(mode=\"max-autotune\")`) and its block size, or the kernel's efficiency (Path B).", short(&main, 70))
         } else {
@@ -1621,6 +1622,32 @@ mod tests {
         }
     }
 
+    /// An Inductor gated product (SwiGLU's SiLU(gate) · up) is never sent to an epilogue
+    /// fusion by a compile flag: its columns pair `d_ff` apart, beyond one output tile (review
+    /// 4); a plain pointwise kernel beside GEMMs keeps the epilogue lever.
+    #[test]
+    fn gated_products_are_not_sent_to_an_epilogue_flag() {
+        let gated = with_kernel(
+            "triton_poi_fused__unsafe_view_mul_silu_2",
+            SeedCategory::Other,
+            "triton_poi_fused__unsafe_view_mul_silu_2",
+        );
+        let a = other_path_a(&gated, false, false, true);
+        assert!(
+            a.contains("no `torch.compile` mode folds it into a GEMM")
+                && a.contains("interleaved in blocks of its N tile")
+                && !a.contains("then `torch.compile(mode=\"max-autotune\")` can fuse"),
+            "{a}"
+        );
+        let add = with_kernel(
+            "triton_poi_fused__unsafe_view_add_3",
+            SeedCategory::Other,
+            "triton_poi_fused__unsafe_view_add_3",
+        );
+        let a = other_path_a(&add, false, false, true);
+        assert!(a.contains("neighbouring GEMM's epilogue"), "{a}");
+    }
+
     #[test]
     fn path_a_fits_what_the_op_runs() {
         let fuse = "Fuse it with neighbouring elementwise ops";
@@ -2063,7 +2090,7 @@ mod tests {
         let op = "aten::_scaled_dot_product_flash_attention";
         let native = attention_path_a(Some(64), op, kernel, false, None);
         assert!(!native.contains("head dim"), "{native}");
-        // SwiGLU's product needs both GEMMs' outputs: merge them before an epilogue fusion.
+        // SwiGLU's product pairs two GEMM outputs' columns: no epilogue fusion by a flag.
         assert!(is_gated_product("triton_poi_fused__unsafe_view_mul_silu_2"));
         assert!(is_gated_product("triton_poi_fused_gelu_mul_7"));
         assert!(!is_gated_product("triton_poi_fused__unsafe_view_add_3"));
