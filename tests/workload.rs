@@ -295,3 +295,42 @@ fn the_scale_without_module_frames_comes_from_the_ops() {
         );
     }
 }
+
+/// A video model's input is its clips, not the frames its first convolution sees folded into
+/// one batch (TimeSformer: one clip of 128 frames had read "128 images"); where the longest
+/// attention spans several frames' patches (S = k · P + 1), the clip has more frames than the
+/// model groups its tokens by, which is said with the factor. Images stay images, and an
+/// attention over one frame's patches says nothing.
+#[test]
+fn a_video_clip_is_read_as_frames_and_frames_merged_into_attention_are_named() {
+    // One clip of 8 frames of 3 × 32 × 32, 8 × 8 patches: 16 per frame.
+    let run = |clip: bool, tokens: u32| {
+        let mut ops = Vec::new();
+        if clip {
+            ops.push(("aten::view", "[[1, 8, 3, 32, 32], []]", 5));
+        }
+        let softmax = format!("[[2, 3, {tokens}, {tokens}], [], []]");
+        ops.push(("aten::conv2d", "[[8, 3, 32, 32], [16, 3, 8, 8]]", 50));
+        ops.push(("aten::_softmax", softmax.as_str(), 20));
+        let a = analyze(&forward_calls(&ops, 2));
+        workload(&a).input.clone()
+    };
+    // 33 tokens = 2 frames × 16 patches + 1: the model groups tokens by 4 frames.
+    let input = run(true, 33);
+    assert!(
+        input.starts_with("1 video clip of 8 frames of 3 × 32 × 32 (folded into 8 images for the first convolution), its attention spans 33 tokens = 2 frames × 16 patches + 1: the model groups a clip's tokens by 4 frames"),
+        "{input}"
+    );
+    // One frame's patches per attention: no note.
+    let input = run(true, 17);
+    assert!(
+        input.starts_with("1 video clip of 8 frames") && !input.contains("attention spans"),
+        "{input}"
+    );
+    // No clip tensor: images.
+    assert!(
+        run(false, 33).starts_with("8 images of 3 × 32 × 32 into the first convolution"),
+        "{}",
+        run(false, 33)
+    );
+}

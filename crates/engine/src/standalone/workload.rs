@@ -395,25 +395,49 @@ fn model_input(trace: &Trace, rows: &[OpRow], mode: Mode, ev: &mut Vec<String>) 
                     "aten::conv2d" | "aten::conv3d" | "aten::convolution"
                 )
         })
-        .filter_map(|e| Some((e.ts, dims_of(e)?.first()?.clone())))
-        .filter(|(_, d)| (4..=5).contains(&d.len()) && (1..=4).contains(&d[1]))
+        .filter_map(|e| {
+            let all = dims_of(e)?;
+            Some((e.ts, all.first()?.clone(), all.get(1).cloned()))
+        })
+        .filter(|(_, d, _)| (4..=5).contains(&d.len()) && (1..=4).contains(&d[1]))
         .min_by_key(|c| c.0);
-    if let Some((_, d)) = conv {
-        // Images, not a batch: a video model folds its frames into the first dimension
-        // (TimeSformer: one clip of 128 frames reads [128, 3, 224, 224]).
+    if let Some((ts, d, weight)) = conv {
         let rest: Vec<String> = d[1..].iter().map(|x| x.to_string()).collect();
-        let what = match (d.len(), d[0]) {
-            (5, 1) => "volume",
-            (5, _) => "volumes",
-            (_, 1) => "image",
-            _ => "images",
-        };
-        parts.push(format!(
-            "{} {what} of {} into the first convolution",
-            d[0],
-            rest.join(" × ")
-        ));
-        ev.push("input: the first convolution's input with at most 4 channels".into());
+        match video_clips(trace, ts, &d) {
+            // A video model folds its clips' frames into the first dimension (TimeSformer:
+            // one clip of 128 frames reads [128, 3, 224, 224]); the clip tensor before it says
+            // how (review 4: "128 images" had been read).
+            Some((clips, frames)) => {
+                let what = if clips == 1 { "clip" } else { "clips" };
+                parts.push(format!(
+                    "{clips} video {what} of {frames} frames of {} (folded into {} images for the first convolution)",
+                    rest.join(" × "),
+                    d[0]
+                ));
+                ev.push(format!(
+                    "input: a [{clips}, {frames}, {}] tensor reshaped into the first convolution's input",
+                    d[1..].iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
+                ));
+                if let Some(note) = frames_per_attention(trace, &d, weight.as_deref(), frames) {
+                    parts.push(note);
+                    ev.push("input: the longest square softmax against the patches per frame of the patch convolution".into());
+                }
+            }
+            None => {
+                let what = match (d.len(), d[0]) {
+                    (5, 1) => "volume",
+                    (5, _) => "volumes",
+                    (_, 1) => "image",
+                    _ => "images",
+                };
+                parts.push(format!(
+                    "{} {what} of {} into the first convolution",
+                    d[0],
+                    rest.join(" × ")
+                ));
+                ev.push("input: the first convolution's input with at most 4 channels".into());
+            }
+        }
     }
     match ids.as_deref() {
         Some(&[b, t]) if b > 0 && t > 0 => {
@@ -440,6 +464,77 @@ fn model_input(trace: &Trace, rows: &[OpRow], mode: Mode, ev: &mut Vec<String>) 
         );
     }
     parts.join(", ")
+}
+
+/// A video model's clips: a 5-D `[B, T, C, H, W]` tensor recorded before the first 2-D
+/// convolution (at `conv_ts`) whose `B · T` frames of `C × H × W` are that convolution's
+/// input `conv` (`[B·T, C, H, W]`): (B, T). `None` for images, volumes (a 3-D convolution's
+/// own 5-D input) and anything else.
+fn video_clips(trace: &Trace, conv_ts: crate::model::Nanos, conv: &[i64]) -> Option<(i64, i64)> {
+    if conv.len() != 4 {
+        return None;
+    }
+    let shapes = super::diagnosis::elementwise::shapes;
+    trace
+        .events
+        .iter()
+        .filter(|e| e.kind() == crate::model::EventKind::CpuOp && e.ts <= conv_ts)
+        .filter_map(|e| {
+            let d = trace.op_args_of(e)?.input_dims?;
+            shapes(trace.strings.get(d)).into_iter().next()
+        })
+        .find(|d| d.len() == 5 && d[1] > 1 && d[0] * d[1] == conv[0] && d[2..] == conv[1..])
+        .map(|d| (d[0], d[1]))
+}
+
+/// Where a video transformer's attention spans more than one frame's patches: the longest
+/// square softmax (`[…, S, S]`) holds `S = k · P + 1` tokens (`P` patches per frame from the
+/// patch convolution's kernel, which tiles the frame; one class token) with `1 < k` and `k`
+/// dividing the clip's frames: the clip has `k` times the frames the model groups its tokens
+/// by (HF TimeSformer divides a clip's tokens by its configured `num_frames`, so 128 frames
+/// into an 8-frame model attend over 16 frames' patches: 3,137 tokens where 197 were meant,
+/// 16 times the attention work per token).
+fn frames_per_attention(
+    trace: &Trace,
+    conv: &[i64],
+    weight: Option<&[i64]>,
+    frames: i64,
+) -> Option<String> {
+    let w = weight?;
+    let (h, wd) = (*conv.get(2)?, *conv.get(3)?);
+    let (kh, kw) = (*w.get(2)?, *w.get(3)?);
+    if kh <= 1 || kw <= 1 || h % kh != 0 || wd % kw != 0 {
+        return None;
+    }
+    let patches = (h / kh) * (wd / kw);
+    let shapes = super::diagnosis::elementwise::shapes;
+    let softmax: Vec<crate::model::StrId> = ["aten::softmax", "aten::_softmax"]
+        .iter()
+        .filter_map(|n| trace.strings.find(n))
+        .collect();
+    let s = trace
+        .events
+        .iter()
+        .filter(|e| softmax.contains(&e.name))
+        .filter_map(|e| {
+            let d = shapes(trace.strings.get(trace.op_args_of(e)?.input_dims?))
+                .into_iter()
+                .next()?;
+            let n = d.len();
+            (n >= 2 && d[n - 1] == d[n - 2]).then(|| d[n - 1])
+        })
+        .max()?;
+    let k = (s - 1) / patches;
+    if k <= 1 || (s - 1) % patches != 0 || frames % k != 0 {
+        return None;
+    }
+    Some(format!(
+        "its attention spans {} tokens = {k} frames × {patches} patches + 1: the model groups a clip's tokens by {} frames, so {frames} frames attend over {k} frames at once ({} tokens where {} were meant, about {k}× the attention work per token; feed clips of the model's frame count)",
+        grouped(s),
+        frames / k,
+        grouped(s),
+        grouped(patches + 1)
+    ))
 }
 
 /// `32785` → `32,785`.
