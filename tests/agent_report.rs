@@ -357,3 +357,35 @@ fn copies_are_no_compute_p_item() {
         "{md}"
     );
 }
+
+/// Where the fair report reads a P-item otherwise, the agent report says so beside it (review
+/// 4: 87.5 % against ~0 for a 1.8 µs kernel at its floor, one fp32-convolution cause as three
+/// P-items): a far smaller fair saving is named with its priority, and a P-item whose ops the
+/// fair report's one finding covers with an earlier one's is marked as the same cause. A
+/// P-item the fair report agrees with carries no such line.
+#[test]
+fn p_items_the_fair_report_reads_otherwise_say_so() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let md = |dir: &str, name: &str| {
+        let trace = shared.join(format!("traces/{dir}/{name}.json.gz"));
+        text(&files(&analyze(&common::read(&trace)), name), "analysis.md")
+    };
+    let triton = md("hta", "a100_triton_example");
+    let p1 = p1_card(&triton);
+    assert!(
+        p1.contains("*The fair report puts this fix at 0.0% of the trace and ranks it Low"),
+        "{p1}"
+    );
+    let v100 = md("kineto", "v100_resnet50_nw4_2021-02_worker0.pt.trace");
+    assert!(!p1_card(&v100).contains("The same cause as"), "{v100}");
+    assert_eq!(
+        v100.matches(
+            "*The same cause as P1: the fair report's one finding, \"Convolutions in fp32"
+        )
+        .count(),
+        2,
+        "{v100}"
+    );
+}

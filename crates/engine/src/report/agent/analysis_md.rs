@@ -144,6 +144,56 @@ fn replayed_line(st: &Standalone, f: &Finding) -> Option<String> {
     ))
 }
 
+/// The fair report's finding that covers a P-item's top op: its own, or the one it was merged
+/// into (one cause, one finding).
+fn fair_owner<'s>(
+    st: &'s Standalone,
+    f: &Finding,
+) -> Option<&'s crate::standalone::findings::Bottleneck> {
+    let row = st.rows.get(f.members.first()?.row)?.row;
+    st.categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| b.row == Some(row) || b.absorbed.iter().any(|a| a.row == Some(row)))
+}
+
+/// A P-item's agent-formula saving this many times the fair report's, and at least this many
+/// points above it, is said to differ.
+const FAIR_GAP_RATIO: f64 = 2.0;
+const FAIR_GAP_POINTS: f64 = 1.0;
+
+/// Where Jarvis's fair report reads a P-item's ops otherwise (review 4: the two reports had
+/// disagreed without a word, 87.5 % here against ~0 there for a 1.8 µs kernel at its floor):
+/// the same cause as an earlier P-item (one fair finding owns both: its saving is not
+/// additional), or, without a replayed saving, a fair saving far under the agent's formula (the
+/// gap to a tuned kernel or to the kernel floor, not to the peak). `None` where they agree.
+fn fair_line(
+    st: &Standalone,
+    f: &Finding,
+    k: usize,
+    replayed: bool,
+    owners: &mut Vec<(usize, String)>,
+) -> Option<String> {
+    let b = fair_owner(st, f)?;
+    if let Some((j, _)) = owners.iter().find(|(_, t)| *t == b.title) {
+        return Some(format!(
+            "*The same cause as P{j}: the fair report's one finding, \"{}\", covers the ops of both; its saving is not additional.*",
+            b.title.replace('`', "")
+        ));
+    }
+    owners.push((k, b.title.clone()));
+    let fair = b.impact.ranked_pct();
+    (!replayed
+        && f.impact_score >= fair * FAIR_GAP_RATIO
+        && f.impact_score - fair >= FAIR_GAP_POINTS)
+        .then(|| {
+            format!(
+                "*The fair report puts this fix at {fair:.1}% of the trace and ranks it {}: it counts the gap to what a tuned kernel reaches, or to the kernel floor, not to the peak (docs/deviations.md, D27). The figure above is the agent's formula, kept as TraceLens's report states it.*",
+                b.priority.label()
+            )
+        })
+}
+
 fn card_title(st: &Standalone, f: &Finding) -> String {
     let base = match named_cause(st, f) {
         Some(c) => format!("{}: {}", op_name(&f.members[0].name), c.title),
@@ -340,6 +390,8 @@ pub fn render(i: &Inputs<'_>) -> String {
     if p.findings.is_empty() {
         let _ = writeln!(s, "✅ No compute kernel optimization opportunities identified. All categories are within target performance bounds.\n");
     }
+    // The fair report's finding that owns each P-item's top op, by P number.
+    let mut owners: Vec<(usize, String)> = Vec::new();
     for (n, f) in p.findings.iter().enumerate() {
         let k = n + 1;
         let _ = writeln!(s, "### {} P{k}: {}\n", icon(k), card_title(st, f));
@@ -364,7 +416,11 @@ pub fn render(i: &Inputs<'_>) -> String {
         if let Some(line) = copies_line(st, f) {
             let _ = writeln!(s, "{line}\n");
         }
-        if let Some(line) = replayed_line(st, f) {
+        let replayed = replayed_line(st, f);
+        if let Some(line) = &replayed {
+            let _ = writeln!(s, "{line}\n");
+        }
+        if let Some(line) = fair_line(st, f, k, replayed.is_some(), &mut owners) {
             let _ = writeln!(s, "{line}\n");
         }
         let _ = writeln!(
