@@ -1286,3 +1286,75 @@ fn forwards_trace(fetch: bool, zero_shot: bool) -> Analysis {
     let text = format!(r#"{{"traceEvents": [{}]}}"#, ev.join(",\n"));
     analyze_trace(import::import_bytes(text.as_bytes()).expect("imports"))
 }
+
+/// Device-to-device copies whose call stacks name their maker (DDP's gradient-bucket copy-back,
+/// its buffer broadcast) are told apart, each with its own fix, instead of a list of guesses
+/// (review 4: MI300X ResNet-18 DDP read four candidate causes, one of them symmetric memory);
+/// the same copies under a plain `aten::copy_` keep the general advice.
+#[test]
+fn device_copies_are_named_by_the_stack_that_made_them() {
+    let run = |ddp: bool| {
+        let mut ev = Vec::new();
+        for k in 0..4i64 {
+            let base = k * 1_000;
+            ev.push(format!(r#"{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": {base}, "dur": 1000}}"#));
+            ev.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {}, "dur": 20, "args": {{"Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]}}}}"#, base + 10));
+            ev.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {}}}}}"#, base + 12, 100 + k));
+            ev.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "sgemm_64x64", "pid": 0, "tid": 7, "ts": {}, "dur": 300, "args": {{"correlation": {}, "stream": 7}}}}"#, base + 20, 100 + k));
+            // Two copies after the GEMM, while no kernel runs.
+            for (j, (maker, kind)) in [
+                (
+                    "torch.distributed.ddp.reducer::copy_bucket_to_grad",
+                    "cpu_op",
+                ),
+                (
+                    "<built-in method _broadcast_coalesced of PyCapsule object at 0x1>",
+                    "python_function",
+                ),
+            ]
+            .iter()
+            .enumerate()
+            {
+                let t = base + 400 + 200 * j as i64;
+                let corr = 200 + 10 * k + j as i64;
+                if ddp {
+                    ev.push(format!(r#"{{"ph": "X", "cat": "{kind}", "name": "{maker}", "pid": 1, "tid": 1, "ts": {t}, "dur": 30}}"#));
+                }
+                ev.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "pid": 1, "tid": 1, "ts": {}, "dur": 20}}"#, t + 2));
+                ev.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {corr}}}}}"#, t + 4));
+                ev.push(format!(r#"{{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "pid": 0, "tid": 7, "ts": {}, "dur": 150, "args": {{"correlation": {corr}, "stream": 7}}}}"#, t + 10));
+            }
+        }
+        let text = format!(r#"{{"traceEvents": [{}]}}"#, ev.join(",\n"));
+        analyze_trace(import::import_bytes(text.as_bytes()).expect("imports"))
+    };
+    let a = run(true);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, "Exposed memory copies").unwrap_or_else(|| panic!("{}", all_text(st)));
+    assert!(
+        b.issue.contains(
+            "0.600 ms (4 copies) by DDP's reducer copying each all-reduced gradient bucket"
+        ) && b
+            .issue
+            .contains("0.600 ms (4 copies) by DDP's broadcast of the module's buffers"),
+        "{}",
+        b.issue
+    );
+    assert!(
+        b.path_a.contains("gradient_as_bucket_view=True")
+            && b.path_a.contains("broadcast_buffers=False")
+            && !b.path_a.contains("symmetric"),
+        "{}",
+        b.path_a
+    );
+    // The same copies under a plain copy_: the general advice.
+    let a = run(false);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, "Exposed memory copies").unwrap_or_else(|| panic!("{}", all_text(st)));
+    assert!(
+        b.path_a
+            .starts_with("Find what makes the device-to-device copies"),
+        "{}",
+        b.path_a
+    );
+}

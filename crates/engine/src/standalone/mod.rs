@@ -548,7 +548,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         own_models::apply(r, src.platform);
     }
     let workload = workload::identify(src.trace, &rows, &modules, src.trains);
-    let copies = findings::CopyMix::of(src.trace);
+    let copies = findings::CopyMix::with_sources(src.trace, src.tree);
     let utilization = Utilization::of(
         src.timeline,
         left_out(src.idle, src.sampled.is_some(), &copies),

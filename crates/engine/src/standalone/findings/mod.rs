@@ -843,7 +843,7 @@ pub fn kernel_floor_us(trace: &crate::model::Trace) -> Option<f64> {
 
 /// GPU copy time by direction, ns: across the host link (and of it, from or to pageable
 /// memory) or within the device (and peer copies).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CopyMix {
     pub host_ns: i64,
     pub pageable_ns: i64,
@@ -856,7 +856,41 @@ pub struct CopyMix {
     /// weights come as one copy per tensor, a run's input as one large copy.
     pub setup_count: u64,
     pub setup_max_ns: i64,
+    /// The named makers of the device-to-device copies (a host ancestor of the copy's launch
+    /// names them: `DEVICE_COPY_SOURCES`), each with its time, ns, and copies, largest first;
+    /// empty unless they made at least half of the copy time with a recorded launch.
+    pub device_sources: Vec<(&'static DeviceCopySource, i64, u64)>,
 }
+
+/// A known maker of device-to-device copies, told by a host ancestor of the copy's launch.
+#[derive(Debug, PartialEq)]
+pub struct DeviceCopySource {
+    /// Text in the ancestor's name.
+    pub marker: &'static str,
+    /// What it is.
+    pub what: &'static str,
+    /// What removes the copies.
+    pub action: &'static str,
+}
+
+/// Device-to-device copies whose maker the call stack names.
+pub const DEVICE_COPY_SOURCES: &[DeviceCopySource] = &[
+    DeviceCopySource {
+        marker: "copy_bucket_to_grad",
+        what: "DDP's reducer copying each all-reduced gradient bucket back into the parameters' gradients (`torch.distributed.ddp.reducer::copy_bucket_to_grad`)",
+        action: "Make the gradients views into DDP's buckets: `DistributedDataParallel(model, gradient_as_bucket_view=True)` removes the copy-back (and the gradients' second copy in memory).",
+    },
+    DeviceCopySource {
+        marker: "_broadcast_coalesced",
+        what: "DDP's broadcast of the module's buffers from rank 0 before each forward (`_broadcast_coalesced` under `_sync_module_buffers`)",
+        action: "Skip the buffer broadcast where the buffers need no sync: `DistributedDataParallel(..., broadcast_buffers=False)` (or SyncBatchNorm where the statistics must agree).",
+    },
+    DeviceCopySource {
+        marker: "symm_mem",
+        what: "a symmetric-memory all-reduce staging its input into the symmetric buffer and its result back out (`symm_mem`)",
+        action: "Have the producer write straight into the symmetric buffer (and the consumer read from it), or use the fused all-reduce + norm path, so the staging copies go.",
+    },
+];
 
 impl CopyMix {
     /// Host-link copy time that is a one-time upload of a model (and its first inputs): at
@@ -876,6 +910,74 @@ impl CopyMix {
         }
     }
 
+    /// [`CopyMix::of`], with the device-to-device copies' maker where the call tree names one
+    /// for at least half of their time.
+    pub fn with_sources(
+        trace: &crate::model::Trace,
+        tree: &crate::model::tree::CallTree,
+    ) -> CopyMix {
+        let mut m = CopyMix::of(trace);
+        if m.device_ns <= 0 {
+            return m;
+        }
+        // Host events whose name holds a marker (an op, a Python frame, an annotation), by
+        // lane: few, so each copy's launch is looked up among them directly.
+        let mut seen: Vec<u8> = vec![0; trace.strings.len()];
+        let mut marked: Vec<(crate::model::LaneId, i64, i64, &'static DeviceCopySource)> =
+            Vec::new();
+        for e in &trace.events {
+            if !e.kind().is_host_activity() || e.dur <= 0 {
+                continue;
+            }
+            let known = &mut seen[e.name.0 as usize];
+            if *known == 0 {
+                *known = 1 + DEVICE_COPY_SOURCES
+                    .iter()
+                    .position(|s| trace.name(e).contains(s.marker))
+                    .map_or(0, |i| i as u8 + 1);
+            }
+            if *known > 1 {
+                let src = &DEVICE_COPY_SOURCES[*known as usize - 2];
+                marked.push((e.lane(), e.ts, e.end(), src));
+            }
+        }
+        let mut by: Vec<(&'static DeviceCopySource, i64, u64)> = Vec::new();
+        // Copy time with a recorded launch: what a call stack can name at all.
+        let mut launched = 0i64;
+        for (i, e) in trace.events.iter().enumerate() {
+            if e.kind() != crate::model::EventKind::GpuMemcpy || e.dur <= 0 {
+                continue;
+            }
+            if !is_device_copy(trace.name(e)) {
+                continue;
+            }
+            let Some(call) = tree.parent(crate::model::EventId(i as u32)) else {
+                continue;
+            };
+            launched += e.dur;
+            let c = trace.event(call);
+            let Some(src) = marked
+                .iter()
+                .find(|m| m.0 == c.lane() && m.1 <= c.ts && c.ts <= m.2)
+                .map(|m| m.3)
+            else {
+                continue;
+            };
+            match by.iter_mut().find(|b| std::ptr::eq(b.0, src)) {
+                Some(b) => {
+                    b.1 += e.dur;
+                    b.2 += 1;
+                }
+                None => by.push((src, e.dur, 1)),
+            }
+        }
+        by.sort_by_key(|b| std::cmp::Reverse(b.1));
+        if by.iter().map(|b| b.1).sum::<i64>() * 2 >= launched {
+            m.device_sources = by;
+        }
+        m
+    }
+
     /// From the trace's GPU copy events' names (Kineto's `Memcpy HtoD (Pageable -> Device)`,
     /// `Memcpy DtoD (Device -> Device)`, `Memcpy PtoP`; ROCm's `MEMORY_COPY_DEVICE_TO_DEVICE`).
     pub fn of(trace: &crate::model::Trace) -> CopyMix {
@@ -892,17 +994,13 @@ impl CopyMix {
             if e.kind() != crate::model::EventKind::GpuMemcpy || e.dur <= 0 {
                 continue;
             }
-            let n = trace.name(e);
-            let device = ["DtoD", "PtoP", "DEVICE_TO_DEVICE", "Peer"]
-                .iter()
-                .any(|w| n.contains(w));
-            if device {
+            if is_device_copy(trace.name(e)) {
                 m.device_ns += e.dur;
                 m.device_count += 1;
             } else {
                 m.host_ns += e.dur;
                 host.push((e.end(), e.dur));
-                if n.contains("Pageable") {
+                if trace.name(e).contains("Pageable") {
                     m.pageable_ns += e.dur;
                 }
             }
@@ -914,6 +1012,13 @@ impl CopyMix {
         }
         m
     }
+}
+
+/// A copy within the device or between devices, by its name.
+fn is_device_copy(n: &str) -> bool {
+    ["DtoD", "PtoP", "DEVICE_TO_DEVICE", "Peer"]
+        .iter()
+        .any(|w| n.contains(w))
 }
 
 impl Inputs<'_> {
