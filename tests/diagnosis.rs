@@ -1453,3 +1453,36 @@ fn multi_pass_batchnorm_claims_no_baseline_gap_on_v100() {
         bn.causes.iter().map(|c| c.key).collect::<Vec<_>>()
     );
 }
+
+/// Small GEMMs' action says what each lever removes: more tokens per call shares a kernel's
+/// fixed cost; a graph removes the launch gaps between kernels, not the kernels' own time
+/// (review 4: B200's 7 µs projections had been told "fewer launches (capture the step in a
+/// CUDA/HIP graph)" for their kernel time).
+#[test]
+fn small_gemms_are_not_told_a_graph_shortens_their_kernels() {
+    let mut ev = Vec::new();
+    for k in 0..24u32 {
+        let t = k * 40;
+        ev.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {t}, "dur": 10, "args": {{"Input Dims": [[64, 64], [64, 64]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}}}}"#));
+        ev.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {k}}}}}"#, t + 2));
+        ev.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "nvjet_tst_64x64_64x16_2x1_v_bz_TNT", "pid": 0, "tid": 7, "ts": {}, "dur": 5, "args": {{"correlation": {k}, "stream": 7, "grid": [1, 1, 1], "block": [128, 1, 1]}}}}"#, t + 10));
+    }
+    let text_of = format!(r#"{{"traceEvents": [{}]}}"#, ev.join(",\n"));
+    let a = analyze_on(text_of.as_bytes(), "H100 SXM");
+    let st = standalone(&a);
+    let cause = findings(st)
+        .flat_map(|b| &b.causes)
+        .find(|c| c.key == "gemm_launch_bound")
+        .unwrap_or_else(|| panic!("{}", findings(st).map(text).collect::<Vec<_>>().join("\n")));
+    assert!(
+        cause
+            .action
+            .contains("more tokens per call, which shares each kernel's fixed cost")
+            && cause
+                .action
+                .contains("removes the launch gaps between them, not that cost")
+            && !cause.action.contains("fewer launches (capture"),
+        "{}",
+        cause.action
+    );
+}

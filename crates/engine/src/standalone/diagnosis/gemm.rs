@@ -542,11 +542,11 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             // `gate_up_proj`, GPT-2's `c_attn`).
             action: match (merge_state(r, shape), graph_replayed(r)) {
                 (Merge::Already, true) => "These projections are already merged into one GEMM (the module path names a fused q/k/v or gate/up projection) and already replayed by a graph: the remaining lever is more tokens per call.".into(),
-                (Merge::Already, false) => "These projections are already merged into one GEMM (the module path names a fused q/k/v or gate/up projection): the remaining lever is fewer launches: capture the step in a CUDA/HIP graph, or more tokens per call.".into(),
+                (Merge::Already, false) => "These projections are already merged into one GEMM (the module path names a fused q/k/v or gate/up projection). The kernels' own time falls only with more tokens per call, which shares each kernel's fixed cost; a CUDA/HIP graph of the step removes the launch gaps between them, not that cost.".into(),
                 (Merge::Siblings(s), true) => format!("{}: fuse them into one GEMM along N; they are already replayed by a graph, so launches are not what remains: more tokens per call is.", capitalize(&s.text())),
-                (Merge::Siblings(s), false) => format!("{}: fuse them into one GEMM along N, and capture the step in a CUDA/HIP graph for the launches that remain.", capitalize(&s.text())),
+                (Merge::Siblings(s), false) => format!("{}: fuse them into one GEMM along N, which pays one kernel's fixed cost for them; a CUDA/HIP graph of the step removes the launch gaps that remain, not the kernels' own time.", capitalize(&s.text())),
                 (Merge::Alone, true) => "No GEMM of the same rows and reduction runs beside these (nothing to merge), and they are already replayed by a graph: more tokens per call is the lever.".into(),
-                (Merge::Alone, false) => "No GEMM of the same rows and reduction runs beside these (nothing to merge): fewer launches (capture the step in a CUDA/HIP graph) or more tokens per call.".into(),
+                (Merge::Alone, false) => "No GEMM of the same rows and reduction runs beside these (nothing to merge). The kernels' own time falls only with more tokens per call, which shares each kernel's fixed cost; a CUDA/HIP graph of the step removes the launch gaps between them, not that cost.".into(),
             },
             waste: None,
             confidence: Confidence::Medium,
