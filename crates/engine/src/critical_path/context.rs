@@ -262,13 +262,21 @@ fn queue_lengths(trace: &Trace, call_by_corr: &HashMap<i64, u32>, ts: &[i64]) ->
 pub fn autograd_threads(trace: &Trace, is_autograd: fn(&str) -> bool) -> Option<(LaneId, LaneId)> {
     let mut backward: Option<LaneId> = None;
     let mut several = false;
-    let mut ops: HashMap<LaneId, usize> = HashMap::default();
+    // CPU ops per lane, and each name's test made once (by string id: 0 not asked yet).
+    let mut ops: Vec<usize> = vec![0; trace.lanes.len()];
+    let mut asked: Vec<u8> = vec![0; trace.strings.len()];
     let mut step_lane: Option<(i64, LaneId)> = None;
     for e in &trace.events {
         match e.kind() {
             EventKind::CpuOp => {
-                *ops.entry(e.lane()).or_default() += 1;
-                if is_autograd(trace.name(e)) {
+                if let Some(n) = ops.get_mut(e.lane().0 as usize) {
+                    *n += 1;
+                }
+                let known = &mut asked[e.name.0 as usize];
+                if *known == 0 {
+                    *known = 1 + u8::from(is_autograd(trace.name(e)));
+                }
+                if *known == 2 {
                     match backward {
                         Some(l) if l != e.lane() => several = true,
                         _ => backward = Some(e.lane()),
@@ -289,9 +297,11 @@ pub fn autograd_threads(trace: &Trace, is_autograd: fn(&str) -> bool) -> Option<
     };
     let forward = step_lane.map(|(_, l)| l).or_else(|| {
         ops.iter()
-            .filter(|(l, _)| **l != backward)
-            .max_by_key(|(l, n)| (**n, std::cmp::Reverse(l.0)))
-            .map(|(l, _)| *l)
+            .enumerate()
+            .map(|(l, &n)| (LaneId(l as u32), n))
+            .filter(|&(l, n)| l != backward && n > 0)
+            .max_by_key(|&(l, n)| (n, std::cmp::Reverse(l.0)))
+            .map(|(l, _)| l)
     });
     let f = forward.filter(|&f| f != backward && trace.lane(f).pid == trace.lane(backward).pid)?;
     Some((f, backward))

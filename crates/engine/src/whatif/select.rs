@@ -125,12 +125,21 @@ pub(super) fn host_spans(
     sim: &Simulation,
     mut keep: impl FnMut(&crate::model::Event) -> bool,
 ) -> Vec<u32> {
-    let mut spans: Vec<(u32, u32, u32)> = trace
-        .events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.kind().is_host_activity() && keep(e))
-        .filter_map(|(i, _)| sim.span_of(trace, i as u32).map(|(s, e)| (s, e, i as u32)))
+    outermost(
+        trace,
+        sim,
+        (0..trace.events.len() as u32).filter(|&i| {
+            let e = &trace.events[i as usize];
+            e.kind().is_host_activity() && keep(e)
+        }),
+    )
+}
+
+/// The outermost of host events `events` (an instance inside another one is part of it), with
+/// the simulation's points.
+fn outermost(trace: &Trace, sim: &Simulation, events: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut spans: Vec<(u32, u32, u32)> = events
+        .filter_map(|i| sim.span_of(trace, i).map(|(s, e)| (s, e, i)))
         .collect();
     // Outer first where two start at one point (frames without points of their own share
     // their first op's).
@@ -153,10 +162,12 @@ pub(super) fn host_spans(
 pub(super) fn host_spans_named(trace: &Trace, sim: &Simulation, names: &[&str]) -> Vec<u32> {
     let ids: Vec<crate::model::StrId> =
         names.iter().filter_map(|n| trace.strings.find(n)).collect();
-    if ids.is_empty() {
-        return Vec::new();
-    }
-    host_spans(trace, sim, |e| ids.contains(&e.name))
+    outermost(
+        trace,
+        sim,
+        ids.iter()
+            .flat_map(|&id| sim.host_events_named(id).iter().copied()),
+    )
 }
 
 /// The GPU work launched inside a host event (by its own thread's calls), in launch order;
