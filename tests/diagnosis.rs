@@ -973,6 +973,29 @@ fn activations_recomputed_by_checkpointing_are_one_replayed_finding() {
     assert!(b.issue.contains("12 checkpointed regions"), "{}", b.issue);
     assert!(b.issue.contains("615 kernels"), "{}", b.issue);
     assert!((b.time_ms - 4.210).abs() < 0.001, "{}", b.time_ms);
+    // Its recomputed forward runs BatchNorm: the statistics move twice a step (review 4), and
+    // the action keeps BatchNorm out of the checkpointed regions.
+    assert!(
+        b.issue
+            .contains("The recomputed forward runs BatchNorm (171 kernels): in training mode each recomputation updates its running statistics"),
+        "{}",
+        b.issue
+    );
+    assert!(
+        b.path_a
+            .contains("Keep BatchNorm layers out of the checkpointed regions"),
+        "{}",
+        b.path_a
+    );
+    // A recomputed transformer block (no BatchNorm) says nothing of statistics.
+    let planted = analyze_on(
+        &case_bytes(&case("activation_recompute").expect("case")),
+        "H100 SXM",
+    );
+    let r = findings(standalone(&planted))
+        .find(|b| keys(b).contains(&"activation_recompute"))
+        .expect("the planted recompute finding");
+    assert!(!r.issue.contains("BatchNorm"), "{}", r.issue);
     let r = b.impact.replayed.expect("replayed");
     assert!(r.saved_ms() > 0.0 && r.saved_ms() < b.time_ms, "{r:?}");
     assert_eq!(

@@ -209,18 +209,29 @@ pub const FIRST_CALL_MIN_LATER: usize = 2;
 /// A call: its event index, start and duration.
 type Call = (u32, Nanos, Nanos);
 
-/// CPU ops whose first call ran cold: far longer than the op's later calls (at least
+/// CPU ops whose first call of a signature ran cold: far longer than the later calls (at least
 /// [`FIRST_CALL_RATIO`]× their median and [`MIN_EXCESS_NS`] more), by event index, with that
-/// median, ns.
+/// median, ns. A signature is the op's name and input shapes: each new shape can load its own
+/// kernels or run its library's heuristics on its first call (B200 gpt-oss: the first o_proj,
+/// router, attention and LM-head calls each stalled 1.2–2.6 ms after the first QKV projection,
+/// which alone had been counted; review 4). The later calls compared are the signature's own
+/// where it has [`FIRST_CALL_MIN_LATER`] of them, else every call of the op's name but the
+/// signatures' first ones (an op's host time hardly depends on its shapes).
 pub fn cold_first_calls(trace: &Trace) -> rustc_hash::FxHashMap<u32, Nanos> {
-    // Per name: its first call (index, ts, duration) and the later calls' durations.
-    let mut by_name: rustc_hash::FxHashMap<u32, (Call, Vec<Nanos>)> = Default::default();
+    // Per signature (name, input shapes): its first call (index, ts, duration) and the later
+    // calls' durations.
+    type Key = (u32, u32);
+    let mut by_sig: rustc_hash::FxHashMap<Key, (Call, Vec<Nanos>)> = Default::default();
     for (i, e) in trace.events.iter().enumerate() {
         if e.kind() != EventKind::CpuOp {
             continue;
         }
+        let dims = trace
+            .op_args_of(e)
+            .and_then(|a| a.input_dims)
+            .map_or(u32::MAX, |d| d.0);
         let this = (i as u32, e.ts, e.dur);
-        match by_name.entry(e.name.0) {
+        match by_sig.entry((e.name.0, dims)) {
             std::collections::hash_map::Entry::Vacant(v) => {
                 v.insert((this, Vec::new()));
             }
@@ -235,11 +246,24 @@ pub fn cold_first_calls(trace: &Trace) -> rustc_hash::FxHashMap<u32, Nanos> {
             }
         }
     }
-    by_name
-        .into_values()
+    // Per name: the later calls of all its signatures.
+    let mut by_name: rustc_hash::FxHashMap<u32, Vec<Nanos>> = Default::default();
+    for (&(name, _), (_, later)) in &by_sig {
+        by_name.entry(name).or_default().extend_from_slice(later);
+    }
+    let name_median: rustc_hash::FxHashMap<u32, Nanos> = by_name
+        .into_iter()
         .filter(|(_, later)| later.len() >= FIRST_CALL_MIN_LATER)
-        .filter_map(|((i, _, dur), later)| {
-            let m = median(later);
+        .map(|(name, later)| (name, median(later)))
+        .collect();
+    by_sig
+        .into_iter()
+        .filter_map(|((name, _), ((i, _, dur), later))| {
+            let m = if later.len() >= FIRST_CALL_MIN_LATER {
+                median(later)
+            } else {
+                *name_median.get(&name)?
+            };
             (dur as f64 >= FIRST_CALL_RATIO * m as f64 && dur.saturating_sub(m) >= MIN_EXCESS_NS)
                 .then_some((i, m))
         })
@@ -288,6 +312,37 @@ mod tests {
         let (&i, &later) = cold.iter().next().unwrap();
         assert_eq!(t.name(&t.events[i as usize]), "aten::conv2d");
         assert_eq!(later, 45_000); // the median of 50 and 40 µs
+                                   // By signature: a second shape's first call runs cold too, judged by its own later
+                                   // calls; a shape called once is judged by its name's later calls.
+        let shaped = |name: &str, dims: &str, ts: i64, dur: i64| {
+            format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":{ts},"dur":{dur},"args":{{"Input Dims":{dims}}}}}"#
+            )
+        };
+        let body = [
+            shaped("aten::linear", "[[8, 64], [64, 64]]", 0, 3_000),
+            shaped("aten::linear", "[[8, 64], [64, 64]]", 4_000, 60),
+            shaped("aten::linear", "[[8, 64], [64, 64]]", 5_000, 70),
+            shaped("aten::linear", "[[8, 64], [128, 64]]", 6_000, 2_500),
+            shaped("aten::linear", "[[8, 64], [128, 64]]", 9_000, 50),
+            shaped("aten::linear", "[[8, 64], [128, 64]]", 10_000, 60),
+            shaped("aten::linear", "[[8, 64], [999, 64]]", 11_000, 2_000),
+            // Alike calls of another shape: not cold.
+            shaped("aten::linear", "[[4, 64], [64, 64]]", 14_000, 65),
+            shaped("aten::linear", "[[4, 64], [64, 64]]", 15_000, 60),
+            shaped("aten::linear", "[[4, 64], [64, 64]]", 16_000, 55),
+        ];
+        let doc = format!(r#"{{"traceEvents":[{}]}}"#, body.join(","));
+        let t = crate::import::import_bytes(doc.as_bytes()).expect("trace");
+        let cold = cold_first_calls(&t);
+        let mut starts: Vec<(i64, i64)> = cold
+            .iter()
+            .map(|(&i, &m)| (t.events[i as usize].ts / 1000, m / 1000))
+            .collect();
+        starts.sort_unstable();
+        // The two shapes' first calls against their own later calls (65 and 55 µs), the
+        // single call against the name's later calls (60 µs: 60, 70, 50, 60, 60, 55).
+        assert_eq!(starts, vec![(0, 65), (6_000, 55), (11_000, 60)], "{cold:?}");
     }
 
     /// A module called once per layer of one forward repeats inside that forward's frame: its

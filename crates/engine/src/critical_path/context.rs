@@ -110,25 +110,30 @@ impl<'t> Context<'t> {
 
         // Correlation ids pair runtime calls with GPU events; a graph launch's id is shared by
         // every kernel it replays, and HTA's index keeps the last of them.
+        // The calls first (the last of each id), then each GPU event looked up by its id (the
+        // last in the file overwriting the earlier ones): no second map of GPU events.
         let mut call_by_corr: HashMap<i64, u32> = HashMap::default();
-        let mut last_gpu: HashMap<i64, u32> = HashMap::default();
+        call_by_corr.reserve(n / 4);
         for (i, e) in trace.events.iter().enumerate() {
-            if !usable(i) {
-                continue;
-            }
-            let Some(c) = e.correlation() else { continue };
-            if e.kind().is_runtime() {
-                call_by_corr.insert(c, i as u32);
-            } else if e.kind().is_gpu() && e.stream().is_some() {
-                last_gpu.insert(c, i as u32);
+            if e.kind().is_runtime() && usable(i) {
+                if let Some(c) = e.correlation() {
+                    call_by_corr.insert(c, i as u32);
+                }
             }
         }
         let mut gpu_of = vec![NONE; n];
         let mut call_of = vec![NONE; n];
-        for (&c, &call) in &call_by_corr {
-            if let Some(&g) = last_gpu.get(&c) {
-                gpu_of[call as usize] = g;
-                call_of[g as usize] = call;
+        for (i, e) in trace.events.iter().enumerate() {
+            if !e.kind().is_gpu() || e.stream().is_none() || !usable(i) {
+                continue;
+            }
+            if let Some(&call) = e.correlation().and_then(|c| call_by_corr.get(&c)) {
+                gpu_of[call as usize] = i as u32;
+            }
+        }
+        for (call, &g) in gpu_of.iter().enumerate() {
+            if g != NONE {
+                call_of[g as usize] = call as u32;
             }
         }
         let queue = queue_lengths(trace, &call_by_corr, &ts);

@@ -5,6 +5,9 @@
 //! events' ends, until no start comes before it. Sorting starts and ends together cost three
 //! times as much: the ends of nested events run backwards.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use super::points::HostPoint;
 use crate::model::{LaneId, Nanos};
 
@@ -100,6 +103,10 @@ impl Starts {
     }
 }
 
+/// An end that does not go on top of the open ends' stack is inserted if its place is among
+/// this many top ones, which keeps an insertion short.
+const INSERT_SCAN: usize = 64;
+
 /// Every host point in order: the sorted starts with each event's end (`end_of`: `None` for an
 /// event without a duration) let in once no start comes before it.
 pub(super) struct InOrder<'a, F> {
@@ -109,9 +116,12 @@ pub(super) struct InOrder<'a, F> {
     end_of: F,
     /// The open events' ends, (time, event), latest first: nested events end in the reverse
     /// of their starts, so an end is nearly always pushed on top (a heap paid a sift for
-    /// each, a quarter of the schedule's walk on OWLv2); one that overlaps an enclosing event
-    /// is inserted in its place.
+    /// each, a quarter of the schedule's walk on OWLv2) ...
     ends: Vec<(Nanos, u32)>,
+    /// ... and the ends whose place is deeper than [`INSERT_SCAN`] below the top (a million
+    /// nested events with one end time must not shift the stack each time), earliest first.
+    /// The next end is the earlier of the two tops.
+    others: BinaryHeap<Reverse<(Nanos, u32)>>,
     lane: Option<LaneId>,
 }
 
@@ -123,6 +133,7 @@ impl<'a, F: FnMut(u32) -> Option<Nanos>> InOrder<'a, F> {
             at: 0,
             end_of,
             ends: Vec::new(),
+            others: BinaryHeap::new(),
             lane: None,
         }
     }
@@ -135,9 +146,21 @@ impl<F: FnMut(u32) -> Option<Nanos>> Iterator for InOrder<'_, F> {
         let next = self.starts.get(self.layout, self.at);
         // An open event's end comes first if it is on an earlier thread (every end of a
         // thread before the next thread's first start) or not after the next start.
-        if let (Some(lane), Some(&(end, i))) = (self.lane, self.ends.last()) {
+        // The stack's top, unless the heap (nearly always empty) holds an earlier end.
+        let top = match self.others.peek() {
+            None => self.ends.last().map(|&a| (a, false)),
+            Some(&Reverse(b)) => match self.ends.last() {
+                Some(&a) if a < b => Some((a, false)),
+                _ => Some((b, true)),
+            },
+        };
+        if let (Some(lane), Some(((end, i), other))) = (self.lane, top) {
             if next.is_none_or(|(l, t, _)| l != lane || end <= t) {
-                self.ends.pop();
+                if other {
+                    self.others.pop();
+                } else {
+                    self.ends.pop();
+                }
                 return Some((lane, end, false, i));
             }
         }
@@ -149,8 +172,15 @@ impl<F: FnMut(u32) -> Option<Nanos>> Iterator for InOrder<'_, F> {
             if self.ends.last().is_none_or(|&top| e < top) {
                 self.ends.push(e);
             } else {
-                let at = self.ends.partition_point(|&x| x > e);
-                self.ends.insert(at, e);
+                // Its place among the top few ends (an event ending with its parent, or a
+                // little after it), else the heap.
+                let lo = self.ends.len().saturating_sub(INSERT_SCAN);
+                let at = lo + self.ends[lo..].partition_point(|&x| x > e);
+                if at > lo || lo == 0 {
+                    self.ends.insert(at, e);
+                } else {
+                    self.others.push(Reverse(e));
+                }
             }
         }
         Some((lane, t, true, i))
@@ -178,6 +208,8 @@ mod tests {
             (1, 50, Some(55)),
             (0, 3, Some(100)),
             (1, 30, Some(30 + 1)),
+            // Nested in the first event and ending with it: not on top of the stack.
+            (1, 11, Some(50)),
         ];
         // 64-bit keys, and 128-bit ones (a time span that needs 61 bits).
         for offset in [0, 1 << 60] {

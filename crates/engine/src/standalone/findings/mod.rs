@@ -882,7 +882,7 @@ pub const DEVICE_COPY_SOURCES: &[DeviceCopySource] = &[
     },
     DeviceCopySource {
         marker: "_broadcast_coalesced",
-        what: "DDP's broadcast of the module's buffers from rank 0 before each forward (`_broadcast_coalesced` under `_sync_module_buffers`)",
+        what: "DDP's broadcast of the module's buffers from rank 0 before each forward (under `_sync_module_buffers`)",
         action: "Skip the buffer broadcast where the buffers need no sync: `DistributedDataParallel(..., broadcast_buffers=False)` (or SyncBatchNorm where the statistics must agree).",
     },
     DeviceCopySource {

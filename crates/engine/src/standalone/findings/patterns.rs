@@ -744,7 +744,28 @@ fn add_recompute(
         inp.share(r.gpu_ms),
         r.host_ms
     );
-    let action = "Where memory allows, recompute less: checkpoint fewer regions (every other block, or only the largest), or checkpoint selectively, keeping the expensive outputs (matmuls, attention) and recomputing only cheap ops (`torch.utils.checkpoint` with a `context_fn` from `torch.utils.checkpoint.create_selective_checkpoint_contexts`, or `torch.compile`'s activation memory budget). Check the memory view first: without checkpointing the activations must fit beside the peak.";
+    // BatchNorm in training mode updates its running statistics on every forward, the
+    // recomputed one too (review 4: MI300X ResNet-18's 20 BN layers updated 39 times a step;
+    // a frozen BN, in eval mode, would not: said conditionally).
+    let bn = r
+        .ops
+        .iter()
+        .filter(|o| o.name.contains("batch_norm"))
+        .map(|o| o.kernels)
+        .sum::<u64>();
+    let evidence = if bn > 0 {
+        format!(
+            "{evidence} The recomputed forward runs BatchNorm ({bn} kernels): in training mode each recomputation updates its running statistics (and `num_batches_tracked`) a second time, so the checkpointed layers' statistics move twice a step."
+        )
+    } else {
+        evidence
+    };
+    let bn_action = if bn > 0 {
+        " Keep BatchNorm layers out of the checkpointed regions (or checkpoint only the convolutions between them), or the running statistics are updated twice a step."
+    } else {
+        ""
+    };
+    let action = format!("Where memory allows, recompute less: checkpoint fewer regions (every other block, or only the largest), or checkpoint selectively, keeping the expensive outputs (matmuls, attention) and recomputing only cheap ops (`torch.utils.checkpoint` with a `context_fn` from `torch.utils.checkpoint.create_selective_checkpoint_contexts`, or `torch.compile`'s activation memory budget). Check the memory view first: without checkpointing the activations must fit beside the peak.{bn_action}");
     let mut b = pattern_bottleneck(
         f.category,
         &names,
@@ -755,7 +776,7 @@ fn add_recompute(
         ),
         r.gpu_ms,
         evidence.clone(),
-        action,
+        &action,
         "Not a kernel issue: the recomputed kernels are the forward's own; recomputing fewer regions is the lever.",
         ProjectionKind::Saving,
         rules::saving_projection(r.gpu_ms, 0.0, inp.compute_ms()),
@@ -779,7 +800,7 @@ fn add_recompute(
             r.calls
         ),
         evidence,
-        action,
+        &action,
     ));
     f.bottlenecks.push(b);
 }

@@ -467,12 +467,15 @@ fn cold_start_finding(
     let first_ops = c.first_op.as_ref().map_or(String::new(), |(name, ns, later)| {
         let others = c.first_op_calls.saturating_sub(1);
         format!(
-            " The first call of {} took {:.3} ms against {:.3} ms for its later calls (the median): the device context created by the first GPU op, a library's first call (cuDNN / MIOpen algorithm search and workspace set-up, a cuBLAS / hipBLASLt handle), or kernels loaded on first use{}.",
+            " The first call of {} (of its input shapes) took {:.3} ms against {:.3} ms for its later calls (the median): the device context created by the first GPU op, a library's first call (cuDNN / MIOpen algorithm search and workspace set-up, a cuBLAS / hipBLASLt handle), or kernels loaded on first use{}.",
             code(&short(name, 60)),
             *ns as f64 / 1e6,
             *later as f64 / 1e6,
             if others > 0 {
-                format!("; {others} more op{} ran a first call as cold", plural(others))
+                format!(
+                    "; {others} more first call{} of an op or of one of its shapes ran cold (each new shape can load its own kernels or run its library's heuristics once)",
+                    plural(others)
+                )
             } else {
                 String::new()
             }
