@@ -883,7 +883,7 @@ pub const DEVICE_COPY_SOURCES: &[DeviceCopySource] = &[
     DeviceCopySource {
         marker: "_broadcast_coalesced",
         what: "DDP's broadcast of the module's buffers from rank 0 before each forward (under `_sync_module_buffers`)",
-        action: "Skip the buffer broadcast where the buffers need no sync: `DistributedDataParallel(..., broadcast_buffers=False)` (or SyncBatchNorm where the statistics must agree).",
+        action: "Skip the buffer broadcast where the buffers need no sync: `DistributedDataParallel(..., broadcast_buffers=False)` (BatchNorm's running statistics then stay per rank, which evaluation on one rank tolerates).",
     },
     DeviceCopySource {
         marker: "symm_mem",

@@ -853,9 +853,10 @@ fn other_path_a(r: &OpRow, latency: bool, collectives: bool, gemms: bool) -> Str
     } else if main.starts_with("triton_") && lower.contains("fused") {
         // Inductor's own kernel: the region is already compiled.
         if gemms && is_gated_product(&lower) {
-            // SiLU(gate) · up pairs columns `d_ff` apart: no epilogue on one tile holds both
-            // (review 4: the advice to merge gate and up and let max-autotune fuse it was wrong).
-            format!("It is Inductor's kernel of a compiled region (`{}`): a gated activation, SiLU(gate) · up over two GEMMs' outputs, already as fused as Inductor makes it: no `torch.compile` mode folds it into a GEMM, since an epilogue works on one output tile at a time and each result needs a gate and an up column `d_ff` apart (merging gate and up into one GEMM of twice the width does not change that). Removing the pass takes a GEMM with a gated epilogue over gate and up weights interleaved in blocks of its N tile (a hand-written Triton, CUTLASS or CK kernel), which writes half the width and never stores gate and up. Short of that, the lever is its bandwidth: it reads both outputs and writes one, the least an unfused gated activation moves, so its block size and the kernel's efficiency (Path B).", short(&main, 70))
+            // SiLU(gate) · up: a template epilogue of the up GEMM can read the gate output; a
+            // merged gate/up GEMM pairs columns `d_ff` apart, beyond one tile (review 4: the
+            // advice to merge them first was wrong; re-review: so was "no mode fuses it").
+            format!("It is Inductor's kernel of a compiled region (`{}`): a gated activation, SiLU(gate) · up over two GEMMs' outputs. With gate and up as two GEMMs, `torch.compile(mode=\"max-autotune\")` can take it into the up GEMM's Triton template as an epilogue that reads the gate output tile by tile, so this pass and the write of up go; merging gate and up into one GEMM of twice the width does not help that (each result pairs columns `d_ff` apart, beyond one output tile) unless the weights are interleaved in blocks of the N tile under a hand-written gated-epilogue kernel. Otherwise the lever is its bandwidth: it reads both outputs and writes one, the least an unfused gated activation moves (its block size, or the kernel's efficiency: Path B).", short(&main, 70))
         } else if gemms {
             format!("It is Inductor's kernel of a compiled region (`{}`): the remaining levers are fusing it into the neighbouring GEMM's epilogue (`torch.compile(mode=\"max-autotune\")`) and its block size, or the kernel's efficiency (Path B).", short(&main, 70))
         } else {
@@ -1622,9 +1623,10 @@ mod tests {
         }
     }
 
-    /// An Inductor gated product (SwiGLU's SiLU(gate) · up) is never sent to an epilogue
-    /// fusion by a compile flag: its columns pair `d_ff` apart, beyond one output tile (review
-    /// 4); a plain pointwise kernel beside GEMMs keeps the epilogue lever.
+    /// An Inductor gated product (SwiGLU's SiLU(gate) · up) is sent to the up GEMM's template
+    /// epilogue (reading the gate output), never told that merging gate and up enables it (a
+    /// merged output pairs columns `d_ff` apart: review 4); a plain pointwise kernel beside
+    /// GEMMs keeps the epilogue lever.
     #[test]
     fn gated_products_are_not_sent_to_an_epilogue_flag() {
         let gated = with_kernel(
@@ -1634,8 +1636,8 @@ mod tests {
         );
         let a = other_path_a(&gated, false, false, true);
         assert!(
-            a.contains("no `torch.compile` mode folds it into a GEMM")
-                && a.contains("interleaved in blocks of its N tile")
+            a.contains("as an epilogue that reads the gate output")
+                && a.contains("does not help that")
                 && !a.contains("then `torch.compile(mode=\"max-autotune\")` can fuse"),
             "{a}"
         );
