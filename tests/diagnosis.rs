@@ -1509,3 +1509,24 @@ fn small_gemms_are_not_told_a_graph_shortens_their_kernels() {
         cause.action
     );
 }
+
+/// B200 gpt-oss's prefill: the first call of each GEMM shape stalls (QKV, o_proj, router, LM
+/// head; the re-review reproduced the 7.396 ms from the trace's gaps), and a cold first call
+/// inside another (`aten::linear` around its `aten::addmm`) is one stall, not two: 5 distinct
+/// first calls (the four GEMM shapes and a `copy_`), where nested pairs had read 8.
+#[test]
+fn nested_cold_first_calls_count_once() {
+    let Some(bytes) = fixture("b200_eager_trace.json.gz") else {
+        return;
+    };
+    let a = analyze_on(&bytes, "b200");
+    let st = standalone(&a);
+    assert!(
+        findings(st).any(|b| b.title == "Cold start: 5 first-call stalls (7.396 ms)"),
+        "{}",
+        findings(st)
+            .map(|b| b.title.clone())
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}

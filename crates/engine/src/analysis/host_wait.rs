@@ -988,10 +988,25 @@ pub fn causes_and_context(
                         }
                     }
                 }
+                // A cold first call inside another one (`aten::linear` around its `aten::addmm`)
+                // is one stall: counted once (re-review: B200 read "8 stalls" for 4).
+                let within_cold = |i: u32| {
+                    let e = &trace.events[i as usize];
+                    cands.iter().any(|&j| {
+                        let o = &trace.events[j as usize];
+                        j != i
+                            && first_calls.contains_key(&j)
+                            && o.lane() == e.lane()
+                            && o.ts <= e.ts
+                            && e.end() <= o.end()
+                            && (o.ts, std::cmp::Reverse(o.end()), j)
+                                < (e.ts, std::cmp::Reverse(e.end()), i)
+                    })
+                };
                 for &i in cands.iter().filter(|&&i| is_cold(i)) {
                     if let Some(&later) = first_calls.get(&i) {
                         if cold_seen.insert(i) {
-                            cold.first_op_calls += 1;
+                            cold.first_op_calls += u32::from(!within_cold(i));
                             let e = &trace.events[i as usize];
                             if cold.first_op.as_ref().is_none_or(|f| e.dur > f.1) {
                                 cold.first_op = Some((trace.name(e).to_owned(), e.dur, later));
