@@ -526,6 +526,18 @@ fn communication_kernels_without_nccl_names_are_communication() {
         "(TraceLens's kernel classes; with every communication kernel, exposed communication is ";
     let md = jarvis_engine::report::standalone_fair::fair_md(&a, st, "t");
     assert!(md.contains(summary_note), "{md}");
+    // The agent report keeps TraceLens's figures and says they count those kernels as compute.
+    let agent_note = "as computation, so Compute %, Exposed Communication % and this table count them as compute. Counted as communication, ";
+    let agent = |a: &Analysis| {
+        let files = jarvis_engine::report::contract::standalone_files(a, "t").expect("files");
+        let md = files
+            .into_iter()
+            .find(|(p, _)| p == "analysis.md")
+            .expect("analysis.md");
+        String::from_utf8(md.1).expect("utf-8")
+    };
+    let md = agent(&a);
+    assert!(md.contains(agent_note), "{md}");
     // The healthy counterpart: the same kernel overlapped on a side stream.
     let a = analyze("comm_symm_mem_overlapped");
     let st = a.standalone.as_ref().expect("standalone");
@@ -536,6 +548,7 @@ fn communication_kernels_without_nccl_names_are_communication() {
     );
     let md = jarvis_engine::report::standalone_fair::fair_md(&a, st, "t");
     assert!(!md.contains(summary_note), "{md}");
+    assert!(!agent(&a).contains(agent_note));
 }
 
 /// One op of a module, each call launching `kernels`.
@@ -1226,6 +1239,22 @@ fn forwards_run_one_input_at_a_time_are_named() {
         system.contains("The model runs 4 forwards per step, one input at a time")
             && system.contains("Call the model once with every candidate label"),
         "{system}"
+    );
+    // Its card is "Not quantifiable" by the agent's contract; the fair report's figure and
+    // rank follow it, the finding's own.
+    let card = &system[system
+        .find("forwards per step, one input at a time")
+        .expect("card")..];
+    let card = &card[..card.find("\n---").expect("card end")];
+    let fair = format!(
+        "*The fair report puts this fix at {:.1}% of the trace (",
+        b.impact.ranked_pct()
+    );
+    assert!(
+        card.contains("Not quantifiable from trace data")
+            && card.contains(&fair)
+            && card.contains(&format!("ranks it {}.*", b.priority.label())),
+        "{card}"
     );
     assert!(
         md.contains("Pattern `repeated_forwards`")

@@ -389,3 +389,45 @@ fn p_items_the_fair_report_reads_otherwise_say_so() {
         "{v100}"
     );
 }
+
+/// A compute P-item whose named cause is an unfused module, and the Kernel Fusion card of that
+/// module, say they are one fix (TimeSformer: `aten::cat` P4 "Unfused module
+/// `TimesformerLayer`" beside fusion P2 `TimesformerLayer`); the attention fusion card, about
+/// another module, says nothing of the kind.
+#[test]
+fn a_compute_card_and_a_fusion_card_about_one_module_say_so() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let name = "h100_facebook_timesformer-base-finetuned-k400__1016002";
+    let trace = shared.join(format!("traces/tracelens/{name}.json.gz"));
+    let md = text(&files(&analyze(&common::read(&trace)), name), "analysis.md");
+    // (P number, card text) of the first card whose heading holds `title`.
+    let card = |title: &str| {
+        let c = md
+            .split("\n### ")
+            .find(|c| c.lines().next().is_some_and(|h| h.contains(title)))
+            .unwrap_or_else(|| panic!("{title}: {md}"));
+        let p = c.split(':').next().and_then(|h| h.rsplit(' ').next());
+        let body = c.split("\n---").next().unwrap_or_default();
+        (p.unwrap_or_default().to_owned(), body.to_owned())
+    };
+    let (p, compute) = card("Unfused module `TimesformerLayer`");
+    let (fusion_p, fusion) = card("`TimesformerLayer` (elementwise chain)");
+    assert!(
+        compute.contains(&format!(
+            "*The same module as Kernel Fusion {fusion_p}: fusing `TimesformerLayer`"
+        )),
+        "{compute}"
+    );
+    assert!(
+        fusion.contains(&format!("*The same module as Compute {p} above")),
+        "{fusion}"
+    );
+    assert!(
+        !card("`TimesformerSelfAttention` (attention)")
+            .1
+            .contains("The same module as"),
+        "{md}"
+    );
+}

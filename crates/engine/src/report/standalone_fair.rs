@@ -61,15 +61,25 @@ pub(crate) fn unlinked_note(a: &Analysis) -> Option<String> {
 /// the row says so with Jarvis's own figure (D25), so it and the exposed-communication finding
 /// do not read as two answers (review 4: B200's 0.0 % here, 2.6 % there).
 fn comm_beyond_tracelens(a: &Analysis) -> String {
+    exposed_comm_beyond_tracelens(a).map_or(String::new(), |(_, pct)| {
+        format!(
+            " (TraceLens's kernel classes; with every communication kernel, exposed communication is {pct:.1}%)"
+        )
+    })
+}
+
+/// (ms of communication kernels TraceLens files as computation, Jarvis's exposed communication
+/// as a % of the trace), where those kernels leave more communication exposed than TraceLens's
+/// rule finds (D25); `None` otherwise.
+pub(crate) fn exposed_comm_beyond_tracelens(a: &Analysis) -> Option<(f64, f64)> {
     let all = &a.idle.communication;
     let t = &a.timeline;
-    if all.beyond_tracelens_ns <= 0 || all.exposed_ns <= t.exposed_comm || t.total <= 0 {
-        return String::new();
-    }
-    format!(
-        " (TraceLens's kernel classes; with every communication kernel, exposed communication is {:.1}%)",
-        all.exposed_ns as f64 / t.total as f64 * 100.0
-    )
+    (all.beyond_tracelens_ns > 0 && all.exposed_ns > t.exposed_comm && t.total > 0).then(|| {
+        (
+            all.beyond_tracelens_ns as f64 / 1e6,
+            all.exposed_ns as f64 / t.total as f64 * 100.0,
+        )
+    })
 }
 
 pub(crate) fn host_only_note(a: &Analysis, gpu_span_ms: f64) -> Option<String> {

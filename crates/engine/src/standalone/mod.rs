@@ -642,6 +642,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
                     == Some(diagnosis::kernels::KernelPrecision::Tf32)
             })
             .count(),
+        gemm_peers: diagnosis::gemm_peers::gemm_peers(&rows, src.platform),
     };
     let mut categories = findings::analyze_categories(&inputs, baseline.as_ref());
     let mut timeline = findings::timeline_findings(&inputs);

@@ -157,6 +157,20 @@ fn fair_owner<'s>(
         .find(|b| b.row == Some(row) || b.absorbed.iter().any(|a| a.row == Some(row)))
 }
 
+/// The Kernel Fusion opportunity about the module a compute P-item's named cause calls unfused
+/// (TimeSformer: `aten::cat` P4 "Unfused module `TimesformerLayer`" and the fusion P2 of that
+/// module read as two fixes). `None` where the P-item's ops are the fusion's whole compute
+/// (`covered_by_fusion` says so already) or no fusion opportunity is that module.
+fn fusion_twin(st: &Standalone, f: &Finding, fusion: &[Opportunity]) -> Option<usize> {
+    if f.covered_by_fusion {
+        return None;
+    }
+    let c = named_cause(st, f)?;
+    fusion
+        .iter()
+        .position(|o| c.title.contains(&format!("module `{}`", o.name)))
+}
+
 /// A P-item's agent-formula saving this many times the fair report's, and at least this many
 /// points above it, is said to differ.
 const FAIR_GAP_RATIO: f64 = 2.0;
@@ -387,11 +401,22 @@ pub fn render(i: &Inputs<'_>) -> String {
         );
     }
     let _ = writeln!(s, "<!-- impact-end -->\n");
+    // TraceLens's figures stay (its contract); where its timeline counts communication kernels
+    // without an NCCL name as computation, the table says so (B200: a Communication row at
+    // 19.7 % "of compute" beside 0.03 % exposed communication).
+    if let Some((ms, pct)) = crate::report::standalone_fair::exposed_comm_beyond_tracelens(i.a) {
+        let _ = writeln!(
+            s,
+            "*TraceLens's timeline files {ms:.3} ms of communication kernels without an NCCL name (symmetric-memory, custom or DeepEP collectives) as computation, so Compute %, Exposed Communication % and this table count them as compute. Counted as communication, {pct:.1}% of the trace is exposed communication (the fair report; docs/deviations.md, D25).*\n"
+        );
+    }
     if p.findings.is_empty() {
         let _ = writeln!(s, "✅ No compute kernel optimization opportunities identified. All categories are within target performance bounds.\n");
     }
     // The fair report's finding that owns each P-item's top op, by P number.
     let mut owners: Vec<(usize, String)> = Vec::new();
+    // (fusion opportunity index, compute P number) of cards about the same unfused module.
+    let mut twins: Vec<(usize, usize)> = Vec::new();
     for (n, f) in p.findings.iter().enumerate() {
         let k = n + 1;
         let _ = writeln!(s, "### {} P{k}: {}\n", icon(k), card_title(st, f));
@@ -422,6 +447,15 @@ pub fn render(i: &Inputs<'_>) -> String {
         }
         if let Some(line) = fair_line(st, f, k, replayed.is_some(), &mut owners) {
             let _ = writeln!(s, "{line}\n");
+        }
+        if let Some(j) = fusion_twin(st, f, i.fusion) {
+            twins.push((j, k));
+            let _ = writeln!(
+                s,
+                "*The same module as Kernel Fusion P{}: fusing `{}` is the one fix for both cards; their savings are not additive.*\n",
+                j + 1,
+                i.fusion[j].name
+            );
         }
         let _ = writeln!(
             s,
@@ -464,6 +498,12 @@ pub fn render(i: &Inputs<'_>) -> String {
             o.impact_score_low, o.impact_score, o.impact_score_high, o.impact_score, modelled(st, o), o.kernels
         );
         let _ = writeln!(s, "**Confidence**: {}\n", o.confidence);
+        if let Some((_, c)) = twins.iter().find(|(j, _)| *j == n) {
+            let _ = writeln!(
+                s,
+                "*The same module as Compute P{c} above: one fix; their savings are not additive.*\n"
+            );
+        }
         let _ = writeln!(
             s,
             "→ *See [Detailed Analysis: Kernel fusion insights > P{k}](#detailed-analysis-fusion-p{k})*\n\n---\n"
@@ -505,6 +545,9 @@ pub fn render(i: &Inputs<'_>) -> String {
         let _ = writeln!(s, "**Insight**: {}\n", f.insight);
         let _ = writeln!(s, "**Action**: {}\n", f.action);
         let _ = writeln!(s, "<!-- impact-begin kind=p_item low=null mid=null high=null -->\n**Impact**: Not quantifiable from trace data\n<!-- impact-end -->\n");
+        if let Some(line) = &f.fair {
+            let _ = writeln!(s, "{line}\n");
+        }
         let _ = writeln!(
             s,
             "→ *See [Detailed Analysis: System-level insights > P{k}](#detailed-analysis-system-p{k})*\n\n---\n"

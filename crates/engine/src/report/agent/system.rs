@@ -36,6 +36,25 @@ pub struct Flag {
     pub action: String,
     /// (metric, value, flagged) rows for the detailed block.
     pub data: Vec<(String, String, bool)>,
+    /// The saving and priority the fair report gives the same finding: the agent's system
+    /// cards are "Not quantifiable" by contract, which beside a numeric P1 read as minor
+    /// (OWLv2's five forwards per step: the fair report's Critical, here a P2 with no figure).
+    #[serde(skip)]
+    pub fair: Option<String>,
+}
+
+/// The fair report's saving and rank of finding `b`, said in a line under a system card.
+fn fair_of(b: &crate::standalone::findings::Bottleneck) -> String {
+    let basis = if b.impact.replayed.is_some() {
+        "replayed over the trace's schedule"
+    } else {
+        "its projection"
+    };
+    format!(
+        "*The fair report puts this fix at {:.1}% of the trace ({basis}) and ranks it {}.*",
+        b.impact.ranked_pct(),
+        b.priority.label()
+    )
 }
 
 /// What the system tier measured.
@@ -159,6 +178,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
                 ("Idle %".into(), format!("{:.2}%", u.idle_pct), true),
                 ("Computation %".into(), format!("{:.2}%", u.computation_pct), false),
             ],
+            fair: idle.map(fair_of),
         });
     }
     // A step that runs the model once per input is a fault of the step's structure, not of any
@@ -187,6 +207,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
                 ),
                 (format!("{basis} saving"), format!("{saving:.1}%"), true),
             ],
+            fair: Some(fair_of(b)),
         });
     }
     for c in &copies {
@@ -217,10 +238,16 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
                     (format!("{} count", c.direction), c.count.to_string(), c.count > MEMCPY_FLAG_COUNT),
                     (format!("{} time", c.direction), format!("{:.3} ms ({pct:.2}%)", c.total_us / 1e3), pct > MEMCPY_FLAG_PCT),
                 ],
+                fair: None,
             });
         }
     }
+    let comm =
+        bottlenecks().find(|b| b.title == crate::standalone::findings::EXPOSED_COMMUNICATION);
+    // The P number of the card that carries the fair report's communication figure.
+    let mut comm_card = None;
     if u.exposed_comm_pct > COMM_BLOCKING_PCT && !sampled {
+        comm_card = comm.map(|_| flags.len() + 1);
         flags.push(Flag {
             category: "multi_kernel",
             pattern: "nccl_blocking_compute",
@@ -228,6 +255,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
             insight: format!("{:.2}% of the trace is communication that no compute hides.", u.exposed_comm_pct),
             action: "Overlap collectives with compute (bucketed all-reduce during backward, prefetching all-gathers), or shrink what is communicated.".into(),
             data: vec![("Exposed communication %".into(), format!("{:.2}%", u.exposed_comm_pct), true)],
+            fair: comm.map(fair_of),
         });
     }
     if let Some(r) = comm_overlap_ratio {
@@ -243,6 +271,10 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
                 ),
                 action: "Issue collectives earlier on their own stream so compute runs meanwhile; check that nothing synchronizes on them prematurely.".into(),
                 data: vec![("Communication overlap".into(), format!("{:.1}%", r * 100.0), true)],
+                fair: match comm_card {
+                    Some(k) => Some(format!("*The fair report's one exposed-communication finding covers this card and P{k}; its saving is not additional.*")),
+                    None => comm.map(fair_of),
+                },
             });
         }
     }

@@ -13,6 +13,7 @@ mod conv;
 pub(crate) use conv::is_patch_embedding;
 pub mod elementwise;
 mod gemm;
+pub mod gemm_peers;
 pub use gemm::{recorded_work, recorded_workgroups, signature_alignment, tiling, GemmTiling};
 pub mod kernels;
 mod moe;
@@ -96,6 +97,9 @@ pub struct Context<'a> {
     /// The trace runs convolutions with layout transposes beside them (MIOpen's
     /// `batched_transpose_*`, cuDNN's `nchwToNhwcKernel`): channels_last advice can say they go.
     pub convolutions: bool,
+    /// The trace's compute-bound GEMM signatures (`gemm_peers`): a GEMM slower than those of
+    /// its rows is told so.
+    pub gemm_peers: &'a [gemm_peers::GemmPeer],
 }
 
 #[cfg(test)]
@@ -111,6 +115,7 @@ impl<'a> Context<'a> {
             tf32_gemms: 0,
             moe_up_tb_s: None,
             convolutions: false,
+            gemm_peers: &[],
         }
     }
 }
@@ -181,6 +186,14 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
                     .max_by(|a, b| a.waste.unwrap_or(0.0).total_cmp(&b.waste.unwrap_or(0.0)));
                 c.extend(other);
             }
+            // A signature slower than its peers (the trace's GEMMs of its rows) is the kernel
+            // the library picked for it: the costliest such signature of the group.
+            c.extend(
+                signatures
+                    .iter()
+                    .filter_map(|s| gemm_peers::slower_than_peers(r, s, ctx))
+                    .max_by(|a, b| a.waste.unwrap_or(0.0).total_cmp(&b.waste.unwrap_or(0.0))),
+            );
             // A smaller signature's merge is the group's only cause only if its GEMMs hold a
             // material share of the group's time (`gemm::MATERIAL_OTHER_SHARE`).
             if let Some((m, covered)) = other_merge {

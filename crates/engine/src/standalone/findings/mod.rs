@@ -813,6 +813,8 @@ pub struct Inputs<'a> {
     pub sampled: Option<&'a crate::model::sampling::RuntimeSample>,
     /// GEMM signatures whose main kernel runs TF32 (`diagnosis::Context::tf32_gemms`).
     pub tf32_gemms: usize,
+    /// The trace's compute-bound GEMM signatures (`diagnosis::gemm_peers`).
+    pub gemm_peers: Vec<crate::standalone::diagnosis::gemm_peers::GemmPeer>,
 }
 
 /// Percentile of the trace's kernel durations taken as the time no kernel gets below.

@@ -374,6 +374,18 @@ pub(super) fn op_texts(
                 .map(|f| format!("{f:.1} FLOPS/Byte, {}", rules::intensity_band(f)))
         })
         .unwrap_or_else(|| "intensity unknown".into());
+    let above_ridge = intensity.ends_with("compute-bound");
+    // A latency-bound op's side of the ridge is where its roofline would bound it, not what
+    // bounds it as run (B200's "below the ridge: memory-bound … (latency-bound)" read as two
+    // verdicts): the phrase says which is which.
+    let (intensity, band) = if latency && intensity.ends_with("-bound") {
+        (
+            format!("{intensity} on the roofline"),
+            "latency-bound as run",
+        )
+    } else {
+        (intensity, band)
+    };
     let replay_b = format!(
         "Generate a replay artifact for the kernel team to tune kernel selection and tile sizes (kernel {kernel}); profile it with {} to find the cause.",
         kernel_profiler(inp.platform)
@@ -443,7 +455,7 @@ pub(super) fn op_texts(
                 ),
                 // A group of signatures can be memory-bound by its roofline time while its
                 // summed intensity sits above the ridge: it is then not called memory-bound.
-                Some(Bound::Memory) if !intensity.ends_with("compute-bound") => (
+                Some(Bound::Memory) if !above_ridge && !latency => (
                     format!("{q}GEMM {shape} is memory-bound ({intensity}) at {e} {} ({band}).", basis(r, inp.platform)),
                     "Fuse it with its neighbours to cut memory traffic, or lower the precision of the weights (FP8 / W8A8) to move fewer bytes.".to_owned(),
                 ),
@@ -1111,6 +1123,7 @@ pub(super) fn op_bottleneck(
         kernel_floor_us: inp.kernel_floor_us,
         trains: inp.trains,
         tf32_gemms: inp.tf32_gemms,
+        gemm_peers: &inp.gemm_peers,
         // A down stage is judged beside its up stage: the same routing, the same tokens per
         // expert (the up stage's largest signature).
         moe_up_tb_s: r.name.strip_suffix("_down").and_then(|stem| {
