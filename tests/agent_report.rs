@@ -322,11 +322,39 @@ fn the_idle_flag_leaves_a_one_off_stall_out() {
         &dir.join("traces/hta/mi250_minitoy_train_ROCm6_2_kineto.json.gz"),
     ));
     let md = text(&files(&toy, "toy"), "analysis.md");
+    // Identified by its properties, which an MI210 and one GCD of an MI250 share: both named
+    // (review 5: the MI250 trace had been titled "MI210").
+    assert!(
+        md.lines()
+            .next()
+            .is_some_and(|l| l.ends_with(" - MI210 or MI250 GCD Standalone Analysis")),
+        "{md}"
+    );
     assert!(
         md.contains(
             "GPU idle 93.5% of the steady state (23.9% of the trace; a one-off stall left out)"
         ),
         "{md}"
+    );
+    // Where the steady state leaves out the cold start as well, the title's share is the
+    // insight's (A100 AlexNet: 97.7 % over a body of 76.5 %, review 5).
+    let alexnet = analyze(&common::read(
+        &dir.join("traces/hta/a100_alexnet_benchmark_trace.json.gz"),
+    ));
+    let md = text(&files(&alexnet, "alexnet"), "analysis.md");
+    let title = md
+        .lines()
+        .find(|l| l.starts_with("### ") && l.contains("GPU idle"))
+        .expect("idle card");
+    let pct = title
+        .split("GPU idle ")
+        .nth(1)
+        .and_then(|t| t.split('%').next())
+        .expect("share");
+    assert!(
+        md.contains(&format!("({pct}% of the steady state)"))
+            && title.contains("a one-off stall and the cold start left out"),
+        "{title}"
     );
     let (idle, steady) = flags("idle_steady");
     assert!(idle > 15.0, "{idle}");

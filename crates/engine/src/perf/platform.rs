@@ -132,16 +132,25 @@ pub fn detect_device(device_name: &str, total_mem: Option<i64>) -> Option<Platfo
 }
 
 /// (architecture major, minor, compute units, memory range GiB, platform name).
-/// (major, minor, compute units, memory range in GiB, platform, what else fits the prints).
-type Fingerprint = (i64, i64, i64, (f64, f64), &'static str, &'static str);
+/// (major, minor, compute units, memory range in GiB, platform, what else fits the prints, the
+/// other GPU in a word for titles).
+type Fingerprint = (
+    i64,
+    i64,
+    i64,
+    (f64, f64),
+    &'static str,
+    &'static str,
+    &'static str,
+);
 
 /// GPUs told apart by what `deviceProperties` records when the name is empty: (architecture
 /// major, minor, compute units, memory range GiB, the platform's name in the table). On ROCm
 /// `computeMajor.computeMinor` is the gfx generation (9.4: gfx942, CDNA3); CU counts and memory
 /// from `../shared/docs/hardware_facts.md` (MI300X: 304 CUs, 192 GB; MI325X: 304 CUs, 256 GB).
 const FINGERPRINTS: &[Fingerprint] = &[
-    (9, 4, 304, (170.0, 200.0), "MI300X", ""),
-    (9, 4, 304, (230.0, 270.0), "MI325X", ""),
+    (9, 4, 304, (170.0, 200.0), "MI300X", "", ""),
+    (9, 4, 304, (230.0, 270.0), "MI325X", "", ""),
     // gfx90a with 104 CUs and 64 GiB: an MI210, or one GCD of an MI250 (each GCD is its own
     // device), whose CUs, clock, memory and bandwidth per GCD are the MI210's
     // (hardware_facts.md: `hta/mi250_minitoy_*` records 104 CUs and 64 GiB).
@@ -152,6 +161,7 @@ const FINGERPRINTS: &[Fingerprint] = &[
         (56.0, 72.0),
         "MI210",
         "an MI210, or one GCD of an MI250, whose figures are the same",
+        "MI250 GCD",
     ),
 ];
 
@@ -161,6 +171,15 @@ pub fn fingerprint_note(platform: &str) -> &'static str {
         .iter()
         .find(|f| f.4 == platform)
         .map_or("", |f| f.5)
+}
+
+/// The GPU a fingerprint cannot tell from `platform`, in a word ("MI250 GCD" for MI210), for
+/// the reports' titles (review 5: an MI250 trace titled "MI210"); empty where none.
+pub fn fingerprint_alternative(platform: &str) -> &'static str {
+    FINGERPRINTS
+        .iter()
+        .find(|f| f.4 == platform)
+        .map_or("", |f| f.6)
 }
 
 /// The platform whose architecture, compute-unit count and memory `deviceProperties` records,

@@ -19,7 +19,15 @@ const MAX_RECOMMENDATIONS: usize = 10;
 pub fn platform_label(a: &Analysis) -> String {
     a.platform
         .as_ref()
-        .map_or("unknown platform".to_owned(), |p| p.platform.name.clone())
+        .map_or("unknown platform".to_owned(), |p| {
+            // Identified by its properties, where another GPU has the same ones: both named.
+            match crate::perf::platform::fingerprint_alternative(&p.platform.name) {
+                alt if !alt.is_empty() && p.how.starts_with("identified from deviceProperties") => {
+                    format!("{} or {alt}", p.platform.name)
+                }
+                _ => p.platform.name.clone(),
+            }
+        })
 }
 
 /// Profiled steps this much longer than the GPU timeline's span have host-only time the GPU
@@ -107,10 +115,17 @@ pub(crate) fn host_only_note(a: &Analysis, gpu_span_ms: f64) -> Option<String> {
         [_] => ("the profiled step", "lasts", "it"),
         _ => ("the profiled steps", "last", "them"),
     };
+    // Only the host causes the path holds are named (AlexNet's "cpu_bound, data_loading" with
+    // no data loading on it, review 5).
+    let named: Vec<&str> = ["cpu_bound", "data_loading"]
+        .into_iter()
+        .filter(|c| on_path(&|x| x == *c) > 0.0)
+        .collect();
     Some(format!(
-        "The GPU shares are of the GPU timeline's span ({gpu_span_ms:.3} ms, its first to last GPU event); {what} {verb} {steps_ms:.3} ms, {:.3} ms of it outside that span (before the first GPU event or after the last). Over {what} the critical path is {:.0}% host (cpu_bound, data_loading): the host, not the GPU, bounds {it}.",
+        "The GPU shares are of the GPU timeline's span ({gpu_span_ms:.3} ms, its first to last GPU event); {what} {verb} {steps_ms:.3} ms, {:.3} ms of it outside that span (before the first GPU event or after the last). Over {what} the critical path is {:.0}% host ({}): the host, not the GPU, bounds {it}.",
         steps_ms - gpu_span_ms,
         host_ms / (host_ms + gpu_ms) * 100.0,
+        named.join(", "),
     ))
 }
 
@@ -282,8 +297,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     if u.stall_ms > 0.0 && u.steady_ms > 0.0 {
         // The idle left out is the stall less its busy parts (the upload's copies, a cold
         // iteration's GPU work).
-        let left_idle = u.stall_ms - u.upload_ms - u.cold_busy_ms;
-        let steady_idle = (u.idle_pct / 100.0 * u.total_ms - left_idle).max(0.0);
+        let steady_idle = u.steady_idle_ms();
         let _ = writeln!(
             s,
             "Without {} (see {}), the steady state is {:.3} ms: computation {:.1}%, idle {:.1}%. Every share below is of the steady state.\n",

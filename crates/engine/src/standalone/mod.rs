@@ -77,6 +77,16 @@ pub struct Utilization {
     pub steady_ms: f64,
 }
 
+impl Utilization {
+    /// The steady state's idle, ms: the timeline's idle less the idle left out (the stall
+    /// less its busy parts: the upload's copies, a cold iteration's GPU work). The fair
+    /// report's summary and the agent report's idle card both state this figure.
+    pub fn steady_idle_ms(&self) -> f64 {
+        let left_idle = self.stall_ms - self.upload_ms - self.cold_busy_ms;
+        (self.idle_pct / 100.0 * self.total_ms - left_idle).max(0.0)
+    }
+}
+
 /// What the steady state leaves out (docs/analysis.md, "One denominator"), ns: the single
 /// stall's idle, the cold start's idle, and a one-time upload's exposed copies. A sampled
 /// trace's gaps held work it did not keep: nothing in them is a one-off.

@@ -321,7 +321,8 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
 
 /// A trace that records no device properties (Kineto before 2021, trimmed fixtures) where its
 /// kernels' names say the architecture and the table has one GPU most runs of it are on:
-/// cuBLAS's and cuDNN's `volta_*` kernels run on a V100 (the SXM2 peaks; a PCIe card's are
+/// cuBLAS's and cuDNN's `volta_*` kernels, and CUTLASS's sm_70 builds (`cutlass_70_*`,
+/// `sm70_*`), run on a V100 (the SXM2 peaks; a PCIe card's are
 /// about 10 % lower), Tensile's and hipBLASLt's `ISA942` (or a `gfx942` code object) on an
 /// MI300X (the MI300A shares gfx942 with 228 CUs, the MI325X with 6 TB/s); the finding says
 /// which was assumed.
@@ -335,7 +336,12 @@ fn by_kernel_names(trace: &Trace) -> Option<(crate::perf::platform::Platform, St
         .filter(|e| e.kind().is_gpu())
         .map(|e| trace.name(e));
     let arch = names.find_map(|n| {
-        if n.starts_with("volta_") || n.contains(" volta_") || n.contains("_volta_") {
+        if n.starts_with("volta_")
+            || n.contains(" volta_")
+            || n.contains("_volta_")
+            || n.contains("cutlass_70_")
+            || n.starts_with("sm70_")
+        {
             Some("volta")
         } else if n.contains("_ISA942") || n.contains("gfx942") {
             Some("gfx942")
@@ -346,7 +352,7 @@ fn by_kernel_names(trace: &Trace) -> Option<(crate::perf::platform::Platform, St
     match arch {
         "volta" => Some((
             crate::perf::platform::by_name("V100")?,
-            "inferred from the kernels' names (`volta_*`: a Volta GPU; the trace records no device properties), V100 SXM2 assumed (a PCIe card's peaks are about 10 % lower)".to_owned(),
+            "inferred from the kernels' names (`volta_*`, `cutlass_70_*`, `sm70_*`: Volta builds; the trace records no device properties), V100 SXM2 assumed (a PCIe card's peaks are about 10 % lower)".to_owned(),
         )),
         _ => Some((
             crate::perf::platform::by_name("MI300X")?,
@@ -881,6 +887,15 @@ mod tests {
         let used = a.platform.as_ref().expect("a platform");
         assert_eq!(used.platform.name, "V100");
         assert!(used.how.contains("`volta_*`"), "{}", used.how);
+        // CUTLASS's sm_70 build (HTA's `inference_rank_1`), too.
+        let a = crate::analyze(
+            trace("cutlass_70_wmma_tensorop_f16_s161616gemm_f16_32x32_64x2_tn_align8").as_bytes(),
+        )
+        .expect("analyzes");
+        assert_eq!(
+            a.platform.as_ref().expect("a platform").platform.name,
+            "V100"
+        );
         let a = crate::analyze(trace("ampere_sgemm_128x64_nn").as_bytes()).expect("analyzes");
         assert!(a.platform.is_none());
         // sm_80 names no one GPU, but the diagnostic says which it can be.

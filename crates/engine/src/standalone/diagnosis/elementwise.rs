@@ -236,8 +236,10 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                     "Keep tensors in one dtype across the region (autocast boundaries), or fuse the cast into its producer or consumer.".into()
                 } else if why.starts_with("the kernel runs one workgroup") {
                     "Give each workgroup more of the row, or several rows (a kernel variant for short rows: one warp or wavefront per row, vectorized loads); where the library has such a variant or a fused neighbour (a norm with its residual add, a QK-norm fused with RoPE), use it; replay it for the kernel team.".into()
+                } else if engine && super::kernels::is_gated_activation(&shape.name.to_ascii_lowercase()) {
+                    "It is the serving engine's own kernel (one launch already): compiling the model fuses nothing of it, but a GEMM can fold it in (the gate/up GEMM with a gated epilogue, or the down GEMM reading it in its prologue) where the engine or its kernel library has one; else replay it for the kernel team, or use the engine's other backend for it.".into()
                 } else if engine {
-                    "It is the serving engine's own kernel (one launch already): fusing or compiling around it does not apply; replay it for the kernel team, or use the engine's other backend for it.".into()
+                    "It is the serving engine's own kernel (one launch already): compiling the model fuses nothing of it; replay it for the kernel team, or use the engine's other backend for it.".into()
                 } else {
                     "Fuse it with its neighbours (`torch.compile`) so the data crosses memory once; if it stays slow, replay it for the kernel team.".into()
                 },

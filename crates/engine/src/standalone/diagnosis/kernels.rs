@@ -578,3 +578,57 @@ mod tests {
         assert_eq!(b(&["elementwise_kernel"]), None);
     }
 }
+
+/// A gated activation kernel over gate and up outputs (SGLang's / vLLM's `silu_and_mul`,
+/// `gelu_and_mul`, `swiglu`), by its lower-cased name.
+pub fn is_gated_activation(lower: &str) -> bool {
+    lower.contains("_and_mul") || lower.contains("swiglu") || lower.contains("geglu")
+}
+
+/// A kernel built for an architecture without FP8 matrix units, by its name: NVIDIA's Volta,
+/// Turing and Ampere builds (`volta_*`, `turing_*`, `ampere_*` cuBLAS/cuDNN kernels,
+/// `cutlass_70_`/`_75_`/`_80_`, `sm70_`/`sm75_`/`sm80_`/`sm86_`), AMD's CDNA1/2 (`gfx908`,
+/// `gfx90a`, Tensile's `ISA908`/`ISA90a`).
+pub fn built_without_fp8(name: &str) -> bool {
+    ["volta_", "turing_", "ampere_"]
+        .iter()
+        .any(|p| name.starts_with(p) || name.contains(&format!("_{p}")))
+        || [
+            "cutlass_70_",
+            "cutlass_75_",
+            "cutlass_80_",
+            "sm70_",
+            "sm75_",
+            "sm80_",
+            "sm86_",
+            "gfx908",
+            "gfx90a",
+            "_ISA908",
+            "_ISA90a",
+        ]
+        .iter()
+        .any(|m| name.contains(m))
+}
+
+#[cfg(test)]
+mod fp8_tests {
+    #[test]
+    fn kernels_built_without_fp8_units() {
+        for n in [
+            "cutlass_70_wmma_tensorop_f16_s161616gemm_f16_32x32_64x2_tn_align8",
+            "volta_sgemm_128x64_nn",
+            "sm80_xmma_gemm_bf16bf16_bf16f32",
+            "Cijk_Ailk_Bljk_SB_MT64x64x8_ISA90a_GRVW1",
+        ] {
+            assert!(super::built_without_fp8(n), "{n}");
+        }
+        for n in [
+            "sm90_xmma_gemm_bf16bf16_bf16f32",
+            "Cijk_Alik_Bljk_BBS_BH_MT256x192x64_ISA942",
+            "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTN",
+            "gemmk1_kernel",
+        ] {
+            assert!(!super::built_without_fp8(n), "{n}");
+        }
+    }
+}

@@ -610,6 +610,7 @@ const FILLING_WAVES: i64 = 2;
 /// (a persistent grid's tiles), else its output in 128 × 128 tiles, under two waves (MI300X OWLv2's 5185 × 1024: Tensile's 264
 /// workgroups as recorded for 304 CUs).
 fn gemm_path_a(r: &OpRow, platform: Option<&Platform>) -> String {
+    let fp8 = fp8_clause(r, platform);
     // The work its main kernel's recorded launch shows (a persistent grid counts its tiles,
     // not its workgroups: `diagnosis::recorded_work`), else its output in large tiles.
     let recorded = diagnosis::recorded_work(r, platform)
@@ -641,7 +642,7 @@ fn gemm_path_a(r: &OpRow, platform: Option<&Platform>) -> String {
     };
     match (r.param("M"), narrow) {
         (Some(m), Some((n, u, what))) if m >= LARGE_GEMM_ROWS => format!(
-            "Its output (M = {m}, N = {n}) {what} for {u} CUs/SMs, under {FILLING_WAVES} waves: the tile count, not M, sets how full the GPU is. More tokens per call, or merging it with GEMMs that share its input, give it more tiles; a smaller tile or a stream-K kernel (Path B: the kernel the library picked) spreads the ones it has; and check whether lower precision (FP8) is acceptable."
+            "Its output (M = {m}, N = {n}) {what} for {u} CUs/SMs, under {FILLING_WAVES} waves: the tile count, not M, sets how full the GPU is. More tokens per call, or merging it with GEMMs that share its input, give it more tiles; a smaller tile or a stream-K kernel (Path B: the kernel the library picked) spreads the ones it has{}.", fp8.map_or(String::new(), |c| format!("; and check whether {c} is acceptable"))
         ),
         (Some(m), _) if m >= LARGE_GEMM_ROWS => {
             // Alignment is named only where N or K is off a multiple of 64.
@@ -655,10 +656,29 @@ fn gemm_path_a(r: &OpRow, platform: Option<&Platform>) -> String {
                 format!(", alignment of {} to a multiple of 64", off.join(" and "))
             };
             format!(
-                "The GEMM is already large (M = {m}): more tokens per call will not raise its efficiency. Check the kernel the library picked for this shape (tile size, split-K{align}) with Path B, and whether lower precision (FP8) is acceptable."
+                "The GEMM is already large (M = {m}): more tokens per call will not raise its efficiency. Check the kernel the library picked for this shape (tile size, split-K{align}) with Path B{}.",
+                fp8.map_or(String::new(), |c| format!(", and whether {c} is acceptable"))
             )
         }
-        _ => "Check whether larger shapes are possible (batch more tokens per GEMM) and whether lower precision (FP8) is acceptable.".to_owned(),
+        _ => format!(
+            "Check whether larger shapes are possible (batch more tokens per GEMM){}.",
+            fp8.map_or(String::new(), |c| format!(" and whether {c} is acceptable"))
+        ),
+    }
+}
+
+/// The FP8 lever, where the GPU has FP8 matrix units: the platform's peaks say so; without a
+/// platform, a kernel built for an architecture without them (`volta_`, `cutlass_70_`,
+/// `sm80_`, `gfx90a`, …) rules it out (HTA's `inference_rank_1`: FP8 offered to a
+/// `cutlass_70_wmma` kernel, review 5).
+fn fp8_clause(r: &OpRow, platform: Option<&Platform>) -> Option<&'static str> {
+    match platform {
+        Some(p) => p
+            .tflops
+            .contains_key("matrix_fp8")
+            .then_some("lower precision (FP8)"),
+        None => (!diagnosis::kernels::built_without_fp8(&main_kernel_of(r)))
+            .then_some("lower precision (FP8, where the GPU has FP8 units)"),
     }
 }
 
@@ -751,6 +771,8 @@ fn engine_neighbour(name: &str, collectives: bool) -> &'static str {
         "a fused neighbour such as its residual add or the quantization after it"
     } else if l.contains("rotary") || l.contains("rope") {
         "a fused neighbour such as the KV-cache write after it (RoPE fused with the cache write)"
+    } else if crate::standalone::diagnosis::kernels::is_gated_activation(&l) {
+        "a GEMM that folds it in: the gate/up GEMM with a gated epilogue, or the down GEMM reading it in its prologue (where the engine or its kernel library has one: the gated product's output then never crosses memory)"
     } else {
         "a fused neighbour"
     }
@@ -879,7 +901,7 @@ fn other_path_a(r: &OpRow, latency: bool, collectives: bool, gemms: bool) -> Str
         // A serving engine's or kernel library's own op (SGLang's `silu_and_mul`, aiter's
         // `add_rmsnorm`): one launch already, written for this; fusing or compiling around it
         // is what the engine did.
-        format!("It is the serving engine's own kernel (`{}`, one launch already): fusing or compiling around it does not apply; the levers are that kernel's efficiency (Path B) and the engine's options for it (another backend, {}).", short(&r.name, 60), engine_neighbour(&r.name, collectives))
+        format!("It is the serving engine's own kernel (`{}`, one launch already): compiling the model fuses nothing of it; the levers are that kernel's efficiency (Path B) and the engine's options for it (another backend, {}).", short(&r.name, 60), engine_neighbour(&r.name, collectives))
     } else if lower.contains("fused") || lower.contains("fmha") || lower.contains("flash") {
         format!("It already runs a fused kernel (`{}`): the remaining lever is that kernel's efficiency (Path B), or fusing a larger region (`torch.compile` over the module).", short(&main, 70))
     } else if !r.kernel_level && !r.name.contains("::") && !r.name.contains('.') {
@@ -1925,10 +1947,9 @@ mod tests {
         assert!(engine_neighbour("aiter::rmsnorm2d_fwd_with_add_ck", true).contains("already adds"));
         assert!(engine_neighbour("_C::rms_norm", true).contains("residual add"));
         assert!(engine_neighbour("_C::rotary_embedding", false).contains("KV-cache write"));
-        assert_eq!(
-            engine_neighbour("sgl_kernel::silu_and_mul", true),
-            "a fused neighbour"
-        );
+        // A gated activation can be folded into a GEMM (review 5: "does not apply" was wrong).
+        assert!(engine_neighbour("sgl_kernel::silu_and_mul", true).contains("gated epilogue"));
+        assert_eq!(engine_neighbour("_C::some_op", true), "a fused neighbour");
     }
 
     #[test]
