@@ -132,54 +132,68 @@ pub fn detect_device(device_name: &str, total_mem: Option<i64>) -> Option<Platfo
 }
 
 /// (architecture major, minor, compute units, memory range GiB, platform name).
-/// (major, minor, compute units, memory range in GiB, platform, what else fits the prints, the
-/// other GPU in a word for titles).
-type Fingerprint = (
-    i64,
-    i64,
-    i64,
-    (f64, f64),
-    &'static str,
-    &'static str,
-    &'static str,
-);
+/// What `deviceProperties` records of a GPU when the name is empty, and what it identifies.
+struct Fingerprint {
+    /// `computeMajor`, `computeMinor` (on ROCm the gfx generation: 9.4 is gfx942, CDNA3).
+    arch: (i64, i64),
+    /// `numSms`: compute units.
+    units: i64,
+    /// `totalGlobalMem`, GiB.
+    memory_gib: (f64, f64),
+    /// The platform's name in the table.
+    platform: &'static str,
+    /// What else fits the prints, in words (empty where nothing does).
+    note: &'static str,
+    /// That other GPU in a word, for titles.
+    alternative: &'static str,
+}
 
-/// GPUs told apart by what `deviceProperties` records when the name is empty: (architecture
-/// major, minor, compute units, memory range GiB, the platform's name in the table). On ROCm
-/// `computeMajor.computeMinor` is the gfx generation (9.4: gfx942, CDNA3); CU counts and memory
-/// from `../shared/docs/hardware_facts.md` (MI300X: 304 CUs, 192 GB; MI325X: 304 CUs, 256 GB).
+/// GPUs told apart by what `deviceProperties` records when the name is empty. CU counts and
+/// memory from `../shared/docs/hardware_facts.md` (MI300X: 304 CUs, 192 GB; MI325X: 304 CUs,
+/// 256 GB).
 const FINGERPRINTS: &[Fingerprint] = &[
-    (9, 4, 304, (170.0, 200.0), "MI300X", "", ""),
-    (9, 4, 304, (230.0, 270.0), "MI325X", "", ""),
+    Fingerprint {
+        arch: (9, 4),
+        units: 304,
+        memory_gib: (170.0, 200.0),
+        platform: "MI300X",
+        note: "",
+        alternative: "",
+    },
+    Fingerprint {
+        arch: (9, 4),
+        units: 304,
+        memory_gib: (230.0, 270.0),
+        platform: "MI325X",
+        note: "",
+        alternative: "",
+    },
     // gfx90a with 104 CUs and 64 GiB: an MI210, or one GCD of an MI250 (each GCD is its own
     // device), whose CUs, clock, memory and bandwidth per GCD are the MI210's
     // (hardware_facts.md: `hta/mi250_minitoy_*` records 104 CUs and 64 GiB).
-    (
-        9,
-        0,
-        104,
-        (56.0, 72.0),
-        "MI210",
-        "an MI210, or one GCD of an MI250, whose figures are the same",
-        "MI250 GCD",
-    ),
+    Fingerprint {
+        arch: (9, 0),
+        units: 104,
+        memory_gib: (56.0, 72.0),
+        platform: "MI210",
+        note: "an MI210, or one GCD of an MI250, whose figures are the same",
+        alternative: "MI250 GCD",
+    },
 ];
+
+fn fingerprint_of(platform: &str) -> Option<&'static Fingerprint> {
+    FINGERPRINTS.iter().find(|f| f.platform == platform)
+}
 
 /// What else a platform found by its fingerprint may be (empty where nothing else fits).
 pub fn fingerprint_note(platform: &str) -> &'static str {
-    FINGERPRINTS
-        .iter()
-        .find(|f| f.4 == platform)
-        .map_or("", |f| f.5)
+    fingerprint_of(platform).map_or("", |f| f.note)
 }
 
 /// The GPU a fingerprint cannot tell from `platform`, in a word ("MI250 GCD" for MI210), for
 /// the reports' titles (review 5: an MI250 trace titled "MI210"); empty where none.
 pub fn fingerprint_alternative(platform: &str) -> &'static str {
-    FINGERPRINTS
-        .iter()
-        .find(|f| f.4 == platform)
-        .map_or("", |f| f.6)
+    fingerprint_of(platform).map_or("", |f| f.alternative)
 }
 
 /// The platform whose architecture, compute-unit count and memory `deviceProperties` records,
@@ -197,14 +211,17 @@ pub fn identify(
         return None;
     }
     let gib = total_mem? as f64 / (1u64 << 30) as f64;
-    let mut fits = FINGERPRINTS.iter().filter(|(a, b, u, (lo, hi), ..)| {
-        (*a, *b, *u) == (major, minor, units) && gib >= *lo && gib <= *hi
+    let mut fits = FINGERPRINTS.iter().filter(|f| {
+        f.arch == (major, minor)
+            && f.units == units
+            && gib >= f.memory_gib.0
+            && gib <= f.memory_gib.1
     });
-    let &(.., platform, _) = fits.next()?;
+    let found = fits.next()?;
     if fits.next().is_some() {
         return None;
     }
-    by_name(platform)
+    by_name(found.platform)
 }
 
 /// Parses a custom platform (same shape as a `platforms.json` entry).

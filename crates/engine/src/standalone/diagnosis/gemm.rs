@@ -42,6 +42,8 @@ pub const STREAMING_WELL_PCT: f64 = 50.0;
 /// A GEMM whose weight (N × K) is at least this many times its activations (M × (N + K)) moves
 /// mostly weight bytes.
 pub const WEIGHT_BOUND_RATIO: i64 = 8;
+/// K at least this splits well across workgroups (each still runs several K-tiles).
+const SPLIT_K_MIN: i64 = 1024;
 /// K at most this is a small-K GEMM.
 pub const SMALL_K: i64 = 64;
 /// A GEMM kernel shorter than this, µs, far below both its bounds, is too small for the GPU
@@ -807,14 +809,46 @@ fn below_ridge(
         // the launch where the trace records it). A long kernel far below its roofline keeps
         // the bound (its own kernel-name causes explain the rest).
         let mean_us = r.kernel_us / r.count.max(1) as f64;
+        // Where the kernel's name gives its tile, the GPU's fill follows from the shape even
+        // without a recorded grid (vLLM's gpt-oss decode: `MT32x32x256` for 32 × 5120 makes
+        // 160 workgroups for 304 CUs; review 5 found "too few tiles" asserted, not counted).
+        let fill = tiling(r, Some(p))
+            .zip(p.units())
+            .filter(|(t, u)| !t.persistent && t.workgroups < *u)
+            .map(|(t, u)| {
+                (
+                    format!(
+                        " Its kernel's {}×{} tiles ({} {}) make {} workgroup(s) for {u} {}s: {:.0}% of the GPU has no tile{}.",
+                        t.tile_m,
+                        t.tile_n,
+                        t.library,
+                        main_gemm(r).map_or(String::new(), |(n, _)| kernel_label(&n)),
+                        t.workgroups,
+                        p.unit_name(),
+                        (1.0 - t.workgroups as f64 / u as f64) * 100.0,
+                        if t.split_k > 1 {
+                            format!(" (split-K {} already)", t.split_k)
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    t.split_k <= 1 && k >= SPLIT_K_MIN,
+                )
+            });
+        let (fill_text, split_first) = fill.map_or((String::new(), false), |(t, s)| (t, s));
         return Some(Cause {
             key: "gemm_far_below_both_bounds",
             title: format!("small GEMM far below its memory roofline ({eff:.0}% of it)"),
             evidence: format!(
-                "{phrase}, yet it moves only {eff:.0}% of the memory bandwidth its roofline allows, in {mean_us:.1} µs per call: bytes do not limit it. A GEMM this small ({m}×{n}×{k}) finishes before the GPU is full or its pipeline has ramped up (too few tiles, latency)."
+                "{phrase}, yet it moves only {eff:.0}% of the memory bandwidth its roofline allows, in {mean_us:.1} µs per call: bytes do not limit it. A GEMM this small ({m}×{n}×{k}) finishes before the GPU is full or its pipeline has ramped up (too few tiles, latency).{fill_text}"
             ),
             action: format!(
-                "Give each call more work: batch more rows (tokens, images){}; or spread the little work it has over more compute units (a smaller tile, split-K or stream-K: see the launch cause where the grid leaves units idle).",
+                "{}Give each call more work: batch more rows (tokens, images){}; or spread the little work it has over more compute units (a smaller tile, split-K or stream-K: see the launch cause where the grid leaves units idle).",
+                if split_first {
+                    format!("Split K = {k} across workgroups (split-K or stream-K: a kernel variant, or the library's tuning for this shape) so the idle units get work: more rows help throughput, not this call's latency. ")
+                } else {
+                    String::new()
+                },
                 match (merge_state(r, r), graph_replayed(r)) {
                     (Merge::Already, true) => " (the projections are already merged and graph-replayed)".to_owned(),
                     (Merge::Already | Merge::Alone, false) => ", and capture the step in a CUDA/HIP graph".to_owned(),

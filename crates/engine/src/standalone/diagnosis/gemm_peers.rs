@@ -52,7 +52,7 @@ pub fn gemm_peers(rows: &[OpRow], platform: Option<&Platform>) -> Vec<GemmPeer> 
         if r.param("B").is_some_and(|b| b > 1) || p.ridge(&r.compute_spec).is_none_or(|x| fpb < x) {
             continue;
         }
-        let kernel = crate::standalone::findings::main_kernel_of(r);
+        let kernel = super::kernels::main_kernel_of(r);
         let peer = GemmPeer {
             m,
             n,

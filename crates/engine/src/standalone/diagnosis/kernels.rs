@@ -579,6 +579,50 @@ mod tests {
     }
 }
 
+/// The op's main kernel: the longest of its example instance's kernels that is not a split-K
+/// reduction (a split-K GEMM's 5 µs `PostGSU` kernel is not the one to tune) nor a memset or
+/// memcpy beside other kernels (a GEMM's workspace memset), else the `trunc_kernel_details`
+/// cell's longest: the kernel that takes the op's time.
+pub fn main_kernel_of(r: &crate::standalone::ops::OpRow) -> String {
+    let helper =
+        |n: &str| is_split_k_reduction(n) || n.starts_with("Memset") || n.starts_with("Memcpy");
+    let any_main = r.kernel_names.iter().any(|(n, _)| !helper(n));
+    let mut best: Option<(&str, f64)> = None;
+    for (n, us) in &r.kernel_names {
+        if any_main && helper(n) {
+            continue;
+        }
+        if best.is_none_or(|(_, b)| *us > b) {
+            best = Some((n, *us));
+        }
+    }
+    best.map_or_else(|| main_kernel(&r.kernels).to_owned(), |(n, _)| n.to_owned())
+}
+
+/// The op's main kernel in a `trunc_kernel_details` cell: the one with the longest mean
+/// duration that is not a memset or memcpy (a GEMM often launches a short memset first), else
+/// the longest, else the first listed.
+pub fn main_kernel(details: &str) -> &str {
+    let mut best: Option<(&str, f64, bool)> = None;
+    for entry in details.split("{'name': '").skip(1) {
+        let Some((name, rest)) = entry.split_once('\'') else {
+            continue;
+        };
+        let dur = rest
+            .split("'mean_duration_us': ")
+            .nth(1)
+            .map(|d| d.trim_start_matches("np.float64("))
+            .and_then(|d| d.split([')', ',', '}']).next())
+            .and_then(|d| d.trim().parse::<f64>().ok())
+            .unwrap_or(0.0);
+        let main = !(name.starts_with("Memset") || name.starts_with("Memcpy"));
+        if best.is_none_or(|(_, b, m)| (main, dur) > (m, b)) {
+            best = Some((name, dur, main));
+        }
+    }
+    best.map_or(details, |(n, _, _)| n)
+}
+
 /// A gated activation kernel over gate and up outputs (SGLang's / vLLM's `silu_and_mul`,
 /// `gelu_and_mul`, `swiglu`), by its lower-cased name.
 pub fn is_gated_activation(lower: &str) -> bool {

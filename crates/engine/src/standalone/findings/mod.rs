@@ -23,8 +23,9 @@ use crate::analysis::timeline::GpuTimeline;
 use crate::perf::platform::Platform;
 use crate::sheet::Sheet;
 
+pub use crate::standalone::diagnosis::kernels::main_kernel_of;
 use notes::add_notes;
-pub use ops::{baseline, compact_dims, main_kernel_of, shape_summary};
+pub use ops::{baseline, compact_dims, shape_summary};
 use ops::{groups, op_bottleneck};
 use patterns::add_patterns;
 pub use repeated::repeated_forwards;

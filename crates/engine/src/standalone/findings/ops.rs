@@ -3,7 +3,6 @@
 
 use super::*;
 use crate::standalone::diagnosis::elementwise::{achieved_tb_s, MIB};
-use crate::standalone::diagnosis::kernels::is_split_k_reduction;
 use crate::standalone::diagnosis::{self, ridge_phrase, Cause};
 
 /// The elementwise baseline, when the trace has modelled simple elementwise ops.
@@ -963,50 +962,6 @@ pub(super) fn no_kernel_path(r: &OpRow) -> Option<&'static str> {
     }
 }
 
-/// The op's main kernel: the longest of its example instance's kernels that is not a split-K
-/// reduction (a split-K GEMM's 5 µs `PostGSU` kernel is not the one to tune) nor a memset or
-/// memcpy beside other kernels (a GEMM's workspace memset), else the `trunc_kernel_details`
-/// cell's longest: the kernel that takes the op's time.
-pub fn main_kernel_of(r: &OpRow) -> String {
-    let helper =
-        |n: &str| is_split_k_reduction(n) || n.starts_with("Memset") || n.starts_with("Memcpy");
-    let any_main = r.kernel_names.iter().any(|(n, _)| !helper(n));
-    let mut best: Option<(&str, f64)> = None;
-    for (n, us) in &r.kernel_names {
-        if any_main && helper(n) {
-            continue;
-        }
-        if best.is_none_or(|(_, b)| *us > b) {
-            best = Some((n, *us));
-        }
-    }
-    best.map_or_else(|| main_kernel(&r.kernels).to_owned(), |(n, _)| n.to_owned())
-}
-
-/// The op's main kernel in a `trunc_kernel_details` cell: the one with the longest mean
-/// duration that is not a memset or memcpy (a GEMM often launches a short memset first), else
-/// the longest, else the first listed.
-pub(super) fn main_kernel(details: &str) -> &str {
-    let mut best: Option<(&str, f64, bool)> = None;
-    for entry in details.split("{'name': '").skip(1) {
-        let Some((name, rest)) = entry.split_once('\'') else {
-            continue;
-        };
-        let dur = rest
-            .split("'mean_duration_us': ")
-            .nth(1)
-            .map(|d| d.trim_start_matches("np.float64("))
-            .and_then(|d| d.split([')', ',', '}']).next())
-            .and_then(|d| d.trim().parse::<f64>().ok())
-            .unwrap_or(0.0);
-        let main = !(name.starts_with("Memset") || name.starts_with("Memcpy"));
-        if best.is_none_or(|(_, b, m)| (main, dur) > (m, b)) {
-            best = Some((name, dur, main));
-        }
-    }
-    best.map_or(details, |(n, _, _)| n)
-}
-
 /// One op name's signatures in a category, merged: times and roofline times add up, per-call
 /// figures are count-weighted, so the merged efficiency is the time-weighted one.
 pub(super) struct Group<'a> {
@@ -1614,8 +1569,14 @@ mod tests {
     #[test]
     fn the_main_kernel_is_the_longest() {
         let d = "[{'name': 'Memset (Device)', 'stream': 7, 'mean_duration_us': np.float64(0.83)}, {'name': 'sm90_xmma_gemm', 'stream': 7, 'mean_duration_us': np.float64(83.66)}]";
-        assert_eq!(main_kernel(d), "sm90_xmma_gemm");
-        assert_eq!(main_kernel("[{'name': 'k', 'stream': 7}]"), "k");
+        assert_eq!(
+            crate::standalone::diagnosis::kernels::main_kernel(d),
+            "sm90_xmma_gemm"
+        );
+        assert_eq!(
+            crate::standalone::diagnosis::kernels::main_kernel("[{'name': 'k', 'stream': 7}]"),
+            "k"
+        );
     }
 
     fn row(name: &str, mb: f64, count: u64, kernel_us: f64) -> OpRow {
