@@ -723,12 +723,13 @@ pub fn cases() -> Vec<PlantedCase> {
         )),
         // A decode projection (32 × 5120 × 2880, bf16: 29.8 MB, 32 FLOPs/byte) in 16 µs: 35%
         // of MI300X's memory roofline. The grid is not recorded (graph replay), but the
-        // kernel's `MT32x32x256` tile gives 1 × 160 = 160 workgroups for 304 CUs: split K.
+        // kernel's `MT32x32x256` tile gives 1 × 160 = 160 workgroups for 304 CUs: both the
+        // few-tiles cause and the far-below one count them from the name.
         case_of(
             "gemm_small_few_tiles_by_name",
             vec![mm(32, 2880, 5120, &tensile("32x32x256", 8), 0.0833, &[], 24)],
             Some("gemm_far_below_both_bounds"),
-            &["make 160 workgroup(s) for 304 CUs: 47% of the GPU has no tile", "Split K = 2880"],
+            &["make 160 workgroup(s) for 304 CUs: 47% of the GPU has no tile", "too few output tiles: 160 workgroups for 304 CUs"],
         ),
         // Its counterpart near the memory roofline: 128 × 8192 × 8192 bf16 (138 MB, 124
         // FLOPs/byte) at 70% of HBM bandwidth: 128 rows against a 134 MB weight, whose bytes
