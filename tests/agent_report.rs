@@ -429,6 +429,15 @@ fn p_items_the_fair_report_reads_otherwise_say_so() {
         2,
         "{v100}"
     );
+    // Said once: the same cause is the same fix.
+    assert!(!v100.contains("*The same fix as P"), "{v100}");
+    // Two findings of one cause the fair report keeps apart (the MLP's fp32 `mm` and `addmm`):
+    // the second P-item says one fix takes both.
+    let mlp = md("param", "rtx2080ti_linear_kineto");
+    let p2 = &mlp[mlp.find("### 🟡 P2: `aten::addmm`: fp32 GEMM").expect("P2")..];
+    let p2 = &p2[..p2.find("\n---").expect("card end")];
+    assert!(p2.contains("*The same fix as P1: one change"), "{p2}");
+    assert!(!p1_card(&mlp).contains("The same fix as"), "{mlp}");
 }
 
 /// A compute P-item whose named cause is an unfused module, and the Kernel Fusion card of that

@@ -417,6 +417,8 @@ pub fn render(i: &Inputs<'_>) -> String {
     let mut owners: Vec<(usize, String)> = Vec::new();
     // (fusion opportunity index, compute P number) of cards about the same unfused module.
     let mut twins: Vec<(usize, usize)> = Vec::new();
+    // (P number, named cause's action) of the P-items so far.
+    let mut fixes: Vec<(usize, String)> = Vec::new();
     for (n, f) in p.findings.iter().enumerate() {
         let k = n + 1;
         let _ = writeln!(s, "### {} P{k}: {}\n", icon(k), card_title(st, f));
@@ -445,8 +447,27 @@ pub fn render(i: &Inputs<'_>) -> String {
         if let Some(line) = &replayed {
             let _ = writeln!(s, "{line}\n");
         }
-        if let Some(line) = fair_line(st, f, k, replayed.is_some(), &mut owners) {
+        let fair = fair_line(st, f, k, replayed.is_some(), &mut owners);
+        let same_cause = fair
+            .as_ref()
+            .is_some_and(|l| l.starts_with("*The same cause as"));
+        if let Some(line) = fair {
             let _ = writeln!(s, "{line}\n");
+        }
+        // One fix (the same named cause's action) for P-items the fair report keeps apart
+        // (the RTX 2080 Ti MLP's `mm` and `addmm`, both "fp32 GEMM where fp16 would do": one
+        // autocast takes both; review 5 read P1 and P2 as two fixes).
+        if let Some(c) = named_cause(st, f) {
+            match fixes.iter().find(|(_, a)| *a == c.action) {
+                Some((j, _)) if !same_cause => {
+                    let _ = writeln!(
+                        s,
+                        "*The same fix as P{j}: one change (its action) takes both P-items' ops.*\n"
+                    );
+                }
+                Some(_) => {}
+                None => fixes.push((k, c.action.to_owned())),
+            }
         }
         if let Some(j) = fusion_twin(st, f, i.fusion) {
             twins.push((j, k));
