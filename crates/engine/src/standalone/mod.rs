@@ -653,6 +653,11 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             })
             .count(),
         gemm_peers: diagnosis::gemm_peers::gemm_peers(&rows, src.platform),
+        gemm_rows: rows
+            .iter()
+            .filter(|r| r.category == SeedCategory::Gemm)
+            .filter_map(|r| r.param("M"))
+            .collect(),
     };
     let mut categories = findings::analyze_categories(&inputs, baseline.as_ref());
     let mut timeline = findings::timeline_findings(&inputs);

@@ -9,6 +9,7 @@ pub mod attention_ceiling;
 pub use attention::{serving_batch, short_unbatched, split_kv_role, ServingBatch, SplitKv};
 mod batchnorm;
 pub use attention::DECODE_MAX_QUERIES;
+mod constant_cast;
 mod conv;
 pub(crate) use conv::is_patch_embedding;
 pub mod elementwise;
@@ -100,6 +101,9 @@ pub struct Context<'a> {
     /// The trace's compute-bound GEMM signatures (`gemm_peers`): a GEMM slower than those of
     /// its rows is told so.
     pub gemm_peers: &'a [gemm_peers::GemmPeer],
+    /// The row counts (M) of the trace's GEMMs: its tokens or batch, what an activation's
+    /// dimensions hold (`constant_cast`).
+    pub gemm_rows: &'a [i64],
 }
 
 #[cfg(test)]
@@ -116,6 +120,7 @@ impl<'a> Context<'a> {
             moe_up_tb_s: None,
             convolutions: false,
             gemm_peers: &[],
+            gemm_rows: &[],
         }
     }
 }
@@ -235,13 +240,16 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
         | SeedCategory::Reduce
         | SeedCategory::Triton
         | SeedCategory::Other => {
-            // A softmax whose kernel explains its gap says so; the bandwidth rules otherwise.
+            // A constant cast on every call is named first: no kernel speed helps it. A softmax
+            // whose kernel explains its gap says so; the bandwidth rules otherwise.
             let own = softmax::causes(shape, ctx);
+            let mut out: Vec<Cause> = constant_cast::cause(r, shape, ctx).into_iter().collect();
             if own.is_empty() {
-                elementwise::causes(r, shape, ctx)
+                out.extend(elementwise::causes(r, shape, ctx));
             } else {
-                own
+                out.extend(own);
             }
+            out
         }
         SeedCategory::Communication => Vec::new(),
     };
@@ -250,7 +258,8 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
     for c in &mut out {
         // The TF32 / BF16 lever moves the roofline itself: its saving is not bounded by the gap
         // to the fp32 one.
-        if c.key == "gemm_fp32" {
+        // Nor is removing the work: a constant cast once instead of on every call.
+        if c.key == "gemm_fp32" || c.key == "constant_cast_every_call" {
             c.waste = c.waste.map(|w| w.min(room));
             continue;
         }

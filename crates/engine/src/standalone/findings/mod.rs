@@ -816,6 +816,8 @@ pub struct Inputs<'a> {
     pub tf32_gemms: usize,
     /// The trace's compute-bound GEMM signatures (`diagnosis::gemm_peers`).
     pub gemm_peers: Vec<crate::standalone::diagnosis::gemm_peers::GemmPeer>,
+    /// The row counts (M) of the trace's GEMMs (`diagnosis::Context::gemm_rows`).
+    pub gemm_rows: Vec<i64>,
 }
 
 /// Percentile of the trace's kernel durations taken as the time no kernel gets below.
