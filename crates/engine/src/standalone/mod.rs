@@ -834,6 +834,7 @@ fn attention_kernel_mix(trace: &Trace, tree: &CallTree, rows: &mut [OpRow]) {
         .filter(|r| attention(r))
         .map(|r| (r.name.clone(), Vec::new()))
         .collect();
+    let mut classes: HashMap<String, Vec<ops::CallClass>> = HashMap::default();
     if mix.is_empty() {
         return;
     }
@@ -850,6 +851,8 @@ fn attention_kernel_mix(trace: &Trace, tree: &CallTree, rows: &mut [OpRow]) {
         let Some(acc) = mix.get_mut(trace.name(e)) else {
             continue;
         };
+        let mut kernels: Vec<String> = Vec::new();
+        let mut call_us = 0.0;
         for g in tree.gpu_events_under(EventId(i as u32)) {
             let k = trace.event(g);
             let (name, us) = (trace.name(k), k.dur as f64 / 1e3);
@@ -857,12 +860,36 @@ fn attention_kernel_mix(trace: &Trace, tree: &CallTree, rows: &mut [OpRow]) {
                 Some(slot) => slot.1 += us,
                 None => acc.push((name.to_owned(), us)),
             }
+            if !kernels.iter().any(|n| n == name) {
+                kernels.push(name.to_owned());
+            }
+            call_us += us;
+        }
+        if kernels.is_empty() {
+            continue;
+        }
+        kernels.sort();
+        let cls = classes.entry(trace.name(e).to_owned()).or_default();
+        match cls.iter_mut().find(|c| c.kernels == kernels) {
+            Some(c) => {
+                c.calls += 1;
+                c.us += call_us;
+            }
+            None => cls.push(ops::CallClass {
+                kernels,
+                calls: 1,
+                us: call_us,
+            }),
         }
     }
     for r in rows.iter_mut().filter(|r| attention(r)) {
         if let Some(m) = mix.get(&r.name) {
             r.kernel_mix = m.clone();
             r.kernel_mix.sort_by(|a, b| b.1.total_cmp(&a.1));
+        }
+        if let Some(c) = classes.get(&r.name) {
+            r.call_classes = c.clone();
+            r.call_classes.sort_by(|a, b| b.us.total_cmp(&a.us));
         }
     }
 }

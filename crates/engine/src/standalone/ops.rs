@@ -244,6 +244,16 @@ pub struct TraceLensModel {
     pub bound: Option<Bound>,
 }
 
+/// Calls of an op that ran the same set of kernels (`OpRow::call_classes`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct CallClass {
+    /// The kernels' names, sorted, deduplicated.
+    pub kernels: Vec<String>,
+    pub calls: u64,
+    /// Their GPU time, µs.
+    pub us: f64,
+}
+
 /// One `unified_perf_summary` row: an op name with one argument signature.
 #[derive(Debug, Clone, Serialize)]
 pub struct OpRow {
@@ -299,6 +309,11 @@ pub struct OpRow {
     /// analysis.
     #[serde(skip)]
     pub kernel_mix: Vec<(String, f64)>,
+    /// For attention ops, the calls of the op's name grouped by the kernels they ran (a
+    /// split-KV `_3d` kernel with its combine, or a `_2d` one): each class's kernels (sorted),
+    /// calls and summed GPU µs, most time first. Empty for other ops; filled with `kernel_mix`.
+    #[serde(skip)]
+    pub call_classes: Vec<CallClass>,
     /// The `nn.Module` frames around the op, outermost first, joined with ` > ` (empty when
     /// the trace has none there); filled by the standalone analysis.
     pub module_path: String,
@@ -548,6 +563,7 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
                 kernel_names: Vec::new(),
                 kernel_launch: Vec::new(),
                 kernel_mix: Vec::new(),
+                call_classes: Vec::new(),
                 module_path: String::new(),
                 kernel_level,
                 graph_replayed: false,
@@ -594,6 +610,7 @@ pub(crate) mod tests_support {
             kernel_names: Vec::new(),
             kernel_launch: Vec::new(),
             kernel_mix: Vec::new(),
+            call_classes: Vec::new(),
             module_path: String::new(),
             kernel_level: false,
             graph_replayed: false,

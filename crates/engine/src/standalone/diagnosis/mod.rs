@@ -6,6 +6,7 @@
 
 mod attention;
 pub mod attention_ceiling;
+mod attention_classes;
 pub use attention::{serving_batch, short_unbatched, split_kv_role, ServingBatch, SplitKv};
 mod batchnorm;
 pub use attention::DECODE_MAX_QUERIES;
@@ -217,6 +218,7 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
                 own.retain(|c| c.key != "attention_short_sequence");
             }
             own.extend(ceiling);
+            own.extend(attention_classes::cause(r, shape, ctx));
             own
         }
         SeedCategory::Convolution => conv::causes(shape, ctx),
@@ -258,8 +260,12 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
     for c in &mut out {
         // The TF32 / BF16 lever moves the roofline itself: its saving is not bounded by the gap
         // to the fp32 one.
-        // Nor is removing the work: a constant cast once instead of on every call.
-        if c.key == "gemm_fp32" || c.key == "constant_cast_every_call" {
+        // Nor is removing the work (a constant cast once instead of on every call), nor the
+        // gap of one class of calls the op's average hides (attention split by kernel).
+        if matches!(
+            c.key,
+            "gemm_fp32" | "constant_cast_every_call" | "attention_call_classes"
+        ) {
             c.waste = c.waste.map(|w| w.min(room));
             continue;
         }

@@ -1165,7 +1165,10 @@ pub(super) fn op_bottleneck(
         );
     }
     with_causes(&mut t, &causes);
-    if let Some(note) = model_misfit(g) {
+    // Where the calls were judged apart by their kernels, that cause says it already.
+    if let Some(note) =
+        model_misfit(g).filter(|_| !causes.iter().any(|c| c.key == "attention_call_classes"))
+    {
         t.issue.push_str(&note);
     }
     // Cross-reference with the top operations (seed 004): by name, or through the ops below it
