@@ -653,6 +653,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             })
             .count(),
         gemm_peers: diagnosis::gemm_peers::gemm_peers(&rows, src.platform),
+        moe_routing: diagnosis::moe_routing::routing_ops(&rows),
         gemm_rows: rows
             .iter()
             .filter(|r| r.category == SeedCategory::Gemm)

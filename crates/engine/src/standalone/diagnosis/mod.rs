@@ -19,6 +19,7 @@ pub mod gemm_peers;
 pub use gemm::{recorded_work, recorded_workgroups, signature_alignment, tiling, GemmTiling};
 pub mod kernels;
 mod moe;
+pub mod moe_routing;
 pub use moe::expert_block_rows;
 mod softmax;
 
@@ -105,6 +106,8 @@ pub struct Context<'a> {
     /// The row counts (M) of the trace's GEMMs: its tokens or batch, what an activation's
     /// dimensions hold (`constant_cast`).
     pub gemm_rows: &'a [i64],
+    /// The trace's MoE routing ops, largest first (`moe_routing`).
+    pub moe_routing: &'a [moe_routing::RoutingOp],
 }
 
 #[cfg(test)]
@@ -122,6 +125,7 @@ impl<'a> Context<'a> {
             convolutions: false,
             gemm_peers: &[],
             gemm_rows: &[],
+            moe_routing: &[],
         }
     }
 }
@@ -246,6 +250,7 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
             // whose kernel explains its gap says so; the bandwidth rules otherwise.
             let own = softmax::causes(shape, ctx);
             let mut out: Vec<Cause> = constant_cast::cause(r, shape, ctx).into_iter().collect();
+            out.extend(moe_routing::cause(r, ctx));
             if own.is_empty() {
                 out.extend(elementwise::causes(r, shape, ctx));
             } else {

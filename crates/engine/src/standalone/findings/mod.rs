@@ -818,6 +818,8 @@ pub struct Inputs<'a> {
     pub gemm_peers: Vec<crate::standalone::diagnosis::gemm_peers::GemmPeer>,
     /// The row counts (M) of the trace's GEMMs (`diagnosis::Context::gemm_rows`).
     pub gemm_rows: Vec<i64>,
+    /// The trace's MoE routing ops (`diagnosis::moe_routing`).
+    pub moe_routing: Vec<crate::standalone::diagnosis::moe_routing::RoutingOp>,
 }
 
 /// Percentile of the trace's kernel durations taken as the time no kernel gets below.

@@ -1102,6 +1102,7 @@ pub(super) fn op_bottleneck(
         tf32_gemms: inp.tf32_gemms,
         gemm_peers: &inp.gemm_peers,
         gemm_rows: &inp.gemm_rows,
+        moe_routing: &inp.moe_routing,
         // A down stage is judged beside its up stage: the same routing, the same tokens per
         // expert (the up stage's largest signature).
         moe_up_tb_s: r.name.strip_suffix("_down").and_then(|stem| {
