@@ -1247,7 +1247,7 @@ fn forwards_run_one_input_at_a_time_are_named() {
         .expect("card")..];
     let card = &card[..card.find("\n---").expect("card end")];
     let fair = format!(
-        "*The fair report puts this fix at {:.1}% of the trace (",
+        "*The fair report puts this fix at {:.1}% of the ",
         b.impact.ranked_pct()
     );
     assert!(

@@ -843,11 +843,11 @@ fn below_ridge(
                 "{phrase}, yet it moves only {eff:.0}% of the memory bandwidth its roofline allows, in {mean_us:.1} µs per call: bytes do not limit it. A GEMM this small ({m}×{n}×{k}) finishes before the GPU is full or its pipeline has ramped up (too few tiles, latency).{fill_text}"
             ),
             action: format!(
-                "{}Give each call more work: batch more rows (tokens, images){}; or spread the little work it has over more compute units (a smaller tile, split-K or stream-K: see the launch cause where the grid leaves units idle).",
+                "{}{}; or spread the little work it has over more compute units (a smaller tile, split-K or stream-K: see the launch cause where the grid leaves units idle).",
                 if split_first {
-                    format!("Split K = {k} across workgroups (split-K or stream-K: a kernel variant, or the library's tuning for this shape) so the idle units get work: more rows help throughput, not this call's latency. ")
+                    format!("Split K = {k} across workgroups (split-K or stream-K: a kernel variant, or the library's tuning for this shape) so the idle units get work; this call's latency falls. For throughput instead, give each call more rows (a larger batch reuses each weight read)")
                 } else {
-                    String::new()
+                    "Give each call more work: batch more rows (tokens, images)".to_owned()
                 },
                 match (merge_state(r, r), graph_replayed(r)) {
                     (Merge::Already, true) => " (the projections are already merged and graph-replayed)".to_owned(),

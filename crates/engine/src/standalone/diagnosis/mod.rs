@@ -265,13 +265,13 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
     for c in &mut out {
         // The TF32 / BF16 lever moves the roofline itself: its saving is not bounded by the gap
         // to the fp32 one.
-        // Nor is removing the work (a constant cast once instead of on every call), nor the
-        // gap of one class of calls the op's average hides (attention split by kernel).
-        if matches!(
-            c.key,
-            "gemm_fp32" | "constant_cast_every_call" | "attention_call_classes"
-        ) {
-            c.waste = c.waste.map(|w| w.min(room));
+        // Nor is removing the work (a constant cast once instead of on every call: the
+        // kernels' floor goes too), the gap of one class of calls the op's average hides
+        // (attention split by kernel), or a rate its peers are seen to reach.
+        if BEYOND_GAP.contains(&c.key) {
+            if !REMOVES_WORK.contains(&c.key) {
+                c.waste = c.waste.map(|w| w.min(room));
+            }
             continue;
         }
         if let (Some(w), Some(g)) = (c.waste, gap) {
@@ -298,6 +298,18 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
     });
     out
 }
+
+/// Causes whose saving is not bounded by the op's averaged gap to 80 % of its roofline: the
+/// TF32 / BF16 lever (it moves the roofline), removing the work, one class of calls judged
+/// apart, a rate the trace's own peers reach.
+pub const BEYOND_GAP: &[&str] = &[
+    "gemm_fp32",
+    "constant_cast_every_call",
+    "attention_call_classes",
+    "gemm_slower_than_peers",
+];
+/// Causes that remove the op's kernels, their fixed cost (the floor) with them.
+pub const REMOVES_WORK: &[&str] = &["constant_cast_every_call"];
 
 /// The efficiency (% of the roofline) under which a kernel's own narrow-load (alignment) cause
 /// is named before the bound it runs far below.

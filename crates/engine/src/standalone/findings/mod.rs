@@ -586,7 +586,16 @@ impl Impact {
             .and_then(|c| c.scope)
             .unwrap_or(1.0)
             .clamp(0.0, 1.0);
-        let room = b.above_floor.clamp(0.0, 1.0).min(scope);
+        // Removing the kernels removes their floor too.
+        let removes = b
+            .causes
+            .first()
+            .is_some_and(|c| super::diagnosis::REMOVES_WORK.contains(&c.key));
+        let room = if removes {
+            scope
+        } else {
+            b.above_floor.clamp(0.0, 1.0).min(scope)
+        };
         let gap = super::diagnosis::gap(b.efficiency_pct).map(|g| g.min(room));
         let first = b.causes.first().map(|c| c.confidence);
         let wastes = b.causes.iter().filter_map(|c| c.waste);
@@ -595,12 +604,18 @@ impl Impact {
         // claims the whole gap: the roofline estimate below. Otherwise the costed causes' own
         // estimates, summed and capped at the gap (the TF32 / BF16 lever moves the roofline, so
         // its saving is not capped by the gap to the fp32 one).
-        let first_costed = b.causes.first().is_some_and(|c| c.waste.is_some());
+        // A cause beyond the averaged gap is costed whichever leads (vLLM's decode attention:
+        // its full-context calls judged apart under an uncosted decode cause).
+        let beyond = |c: &&super::diagnosis::Cause| {
+            super::diagnosis::BEYOND_GAP.contains(&c.key) && c.waste.is_some()
+        };
+        let first_costed = b.causes.first().is_some_and(|c| c.waste.is_some())
+            || b.causes.iter().any(|c| beyond(&c));
         if let Some(largest) = wastes.clone().reduce(f64::max).filter(|_| first_costed) {
             let lever = b
                 .causes
                 .iter()
-                .filter(|c| c.key == "gemm_fp32")
+                .filter(beyond)
                 .filter_map(|c| c.waste)
                 .fold(0.0, f64::max);
             let high = wastes

@@ -107,9 +107,9 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
         }
         let apart = match parts.len() {
             0 => String::new(),
-            1 => format!(" ({} is left out: {idle:.3} ms in all)", parts[0]),
+            1 => format!(" ({} is left out of {idle:.3} ms of idle in all)", parts[0]),
             n => format!(
-                " ({} and {} are left out: {idle:.3} ms in all)",
+                " ({} and {} are left out of {idle:.3} ms of idle in all)",
                 parts[..n - 1].join(", "),
                 parts[n - 1]
             ),
