@@ -481,3 +481,28 @@ fn a_compute_card_and_a_fusion_card_about_one_module_say_so() {
         "{md}"
     );
 }
+
+/// An idle the fair report lists without arguing (a fragment of a few kernels: HTA's
+/// `inference_rank_1`) is said so under the agent's idle card, and its priority line gives that
+/// reason, not a saving its rank does not follow (review 6).
+#[test]
+fn an_idle_listed_not_argued_says_so_in_both_reports() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let name = "inference_rank_1";
+    let trace = shared.join(format!("traces/hta/{name}.json.gz"));
+    let f = files(&analyze(&common::read(&trace)), name);
+    let md = text(&f, "analysis.md");
+    assert!(
+        md.contains(
+            "*The fair report lists this idle without arguing it: a fragment of a few kernels"
+        ),
+        "{md}"
+    );
+    let fair = text(&f, "standalone_analysis_fair.md");
+    assert!(
+        fair.contains("overall (listed, not argued: a fragment of a few kernels"),
+        "{fair}"
+    );
+}

@@ -134,6 +134,10 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
     let _ = writeln!(s, "- **Path B:** {}", b.path_b);
     let basis = if b.is_one_off() {
         "a one-off".to_owned()
+    } else if let Some(why) = b.aside().filter(|_| b.is_slight_idle()) {
+        // Listed, not argued: its figure is no reason for a rank (review 6: "Low overall
+        // (from its mid saving of 62.4%)" beside "Critical from 10%").
+        format!("listed, not argued: {why}")
     } else {
         let saving = format!(
             "{} saving of {:.1}% {}",

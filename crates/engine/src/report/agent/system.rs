@@ -45,6 +45,9 @@ pub struct Flag {
 
 /// The fair report's saving and rank of finding `b`, said in a line under a system card.
 fn fair_of(st: &Standalone, b: &crate::standalone::findings::Bottleneck) -> String {
+    if let Some(why) = b.aside().filter(|_| b.is_slight_idle()) {
+        return format!("*The fair report lists this idle without arguing it: {why}.*");
+    }
     // Its own denominator: the replayed steps', else the steady state where one was left
     // out (review 6: "57.4% of the trace" was AlexNet's steady state, 0.2% of its trace).
     let (basis, of) = match b.impact.replayed {
