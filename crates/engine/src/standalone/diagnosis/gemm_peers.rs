@@ -159,8 +159,17 @@ pub(super) fn slower_than_peers(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> 
     };
     let saved_us = shape.kernel_us * (1.0 - own.tflops / median);
     let aiter = r.name.starts_with("aiter::") || shape.name.starts_with("aiter::");
+    // aiter's GEMM runs `aten::mm` below it where its tuned table has no entry for the shape:
+    // the library's default pick, which PyTorch's TunableOp can also replace.
+    let fell_back = aiter
+        && r.sub_ops
+            .iter()
+            .chain(&shape.sub_ops)
+            .any(|o| o == "aten::mm" || o == "aten::linear");
     let tuner = if ctx.platform.is_some_and(|p| p.vendor == "AMD") {
-        if aiter {
+        if fell_back {
+            "the op runs `aten::mm` below it, aiter's fallback where its tuned-GEMM table has no entry for the shape, so hipBLASLt's default pick runs: add the shape to aiter's tuned GEMMs (its GEMM tuner for this M, N, K), or let PyTorch's TunableOp (`PYTORCH_TUNABLEOP_ENABLED=1`) pick through that `aten::mm`, or `hipblaslt-bench` and an override file"
+        } else if aiter {
             "aiter's GEMM tuner for this M, N, K (its tuned-GEMM CSV), or hipBLASLt's own (`hipblaslt-bench` over the solutions for the shape, kept with an override file)"
         } else {
             "PyTorch's TunableOp (`PYTORCH_TUNABLEOP_ENABLED=1`: it times every hipBLASLt / rocBLAS solution for the shape on the GPU and keeps the fastest), or `hipblaslt-bench` and an override file"
@@ -257,8 +266,21 @@ mod tests {
             c.evidence
         );
         assert!((c.waste.expect("costed") - (1.0 - 457.0 / 583.0)).abs() < 1e-9);
+        assert!(c.action.contains("TunableOp"), "{}", c.action);
+        // aiter's op with `aten::mm` below it: its fallback for an untuned shape, said so.
+        let mut aiter = rows[0].clone();
+        aiter.name = "aiter::gemm_a16w16".into();
+        let c = slower_than_peers(&aiter, &aiter, &ctx).expect("fires");
         assert!(
-            c.action.contains("GEMM tuner") || c.action.contains("TunableOp"),
+            c.action.contains("aiter's GEMM tuner") && !c.action.contains("fallback"),
+            "{}",
+            c.action
+        );
+        aiter.sub_ops = vec!["aten::linear".into(), "aten::mm".into()];
+        let c = slower_than_peers(&aiter, &aiter, &ctx).expect("fires");
+        assert!(
+            c.action
+                .contains("aiter's fallback where its tuned-GEMM table has no entry"),
             "{}",
             c.action
         );
