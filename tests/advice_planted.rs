@@ -216,6 +216,21 @@ fn a_one_off_stall_is_named_and_left_out_of_the_steady_state() {
         "{}",
         one.path_a
     );
+    // Its 60 ms are not one step's GPU work (0.16 ms): no such match is claimed.
+    assert!(!one.path_a.contains("is as long as the"), "{}", one.path_a);
+    // Steps of 60 ms of kernels each: a blocked wait that long is most likely the previous
+    // step, queued before the window (SGLang prefill: 493.3 ms beside 494.0 ms; review 5).
+    let mut c = case("idle_one_off_stall").expect("case");
+    c.kernel_ns = 1_500_000;
+    let a = analyze_trace(import::import_bytes(&case_bytes(&c)).expect("imports"));
+    let st = a.standalone.as_ref().expect("standalone");
+    let long = find(st, "One-off stall").expect("one-off finding");
+    assert!(
+        long.path_a
+            .contains("is as long as the trace's per-step GPU work (60.000 ms): the previous iteration, most likely"),
+        "{}",
+        long.path_a
+    );
     // The same stall in a trace that marks no step: nothing to compare it with.
     let a = analyze("idle_single_stall_unmarked");
     let st = a.standalone.as_ref().expect("standalone");

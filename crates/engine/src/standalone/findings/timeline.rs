@@ -730,6 +730,9 @@ fn cold_start_evidence(c: &crate::analysis::host_wait::ColdStart) -> String {
     format!("{text}; left out of the steady state")
 }
 
+/// A blocked wait within this share of one step's GPU work is taken as that step's length.
+const STEP_MATCH: f64 = 0.05;
+
 fn one_off_finding(
     o: &crate::analysis::host_wait::OneOffStall,
     idle_ms: f64,
@@ -804,10 +807,23 @@ fn one_off_finding(
     };
     // The GPU was busy with work the trace does not hold (SGLang's overlap scheduler keeps a
     // batch in flight; a profiler started mid-iteration): the gap is the window's, not idle.
+    // A wait as long as one step's GPU work is most likely the previous step, queued before
+    // the window (SGLang prefill: 493.3 ms blocked beside 494.0 ms of kernels; review 5).
+    let per_step_busy_ms = inp.timeline.busy as f64 / 1e6 / inp.steps.max(1) as f64;
+    let matches_step = untraced
+        && per_step_busy_ms > 0.0
+        && (ms - per_step_busy_ms).abs() <= STEP_MATCH * per_step_busy_ms;
     let outside = if untraced {
-        "The GPU was most likely not idle: the host waited in a blocking call for device work the trace does not hold, queued before the profiler started (a serving engine's overlap scheduler keeps the previous batch in flight) or by another process. Start the profiler at an iteration boundary (after `torch.cuda.synchronize()`) so the window holds whole iterations. "
+        format!(
+            "The GPU was most likely not idle: the host waited in a blocking call for device work the trace does not hold, queued before the profiler started (a serving engine's overlap scheduler keeps the previous batch in flight) or by another process.{} Start the profiler at an iteration boundary (after `torch.cuda.synchronize()`) so the window holds whole iterations. ",
+            if matches_step {
+                format!(" The wait ({ms:.3} ms) is as long as the {} GPU work ({per_step_busy_ms:.3} ms): the previous iteration, most likely.", if inp.steps > 1 { "trace's per-step" } else { "trace's" })
+            } else {
+                String::new()
+            }
+        )
     } else {
-        ""
+        String::new()
     };
     let action = format!("{outside}{more_steps}Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`), so one-time work (library initialization and autotuning such as the first cuDNN / MIOpen call, lazy module loading, first-iteration allocations, input population with blocking copies) is outside the measured window. If it recurs in every run of the service, move it to start-up (warm-up requests, preallocated buffers, pinned non-blocking copies).{recurring}");
     let action = action.as_str();
