@@ -76,21 +76,18 @@ pub(super) fn cause(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Option<Cause
         })
         .collect::<Vec<_>>()
         .join("; ");
-    Some(Cause {
-        key: "attention_call_classes",
-        title: format!(
+    Some(Cause::saving(
+        "attention_call_classes",
+        format!(
             "the layers the model fits run at {eff:.0}% of the roofline, not the {averaged:.0}% averaged over all"
         ),
-        evidence: format!(
+        format!(
             "its calls run different kernels: {fit_text}, where the recorded shape needs {roof:.1} µs at peak: {eff:.1}%{peak}; {short_text}, under those {roof:.1} µs, so they do less work than the shape says (for decode attention, layers with a sliding window read only their window's keys). Judged alone, the calls the model fits run at {eff:.1}%, not the {averaged:.1}% the op averages over both; brought to 80% of the roofline they would take {:.3} ms less.",
             saved_us / 1e3
         ),
-        action: "Tune the kernel of the full-context calls first (Path B: replay that class's shape): they hold the class's gap; the shorter calls read fewer keys and are judged by their own window, which the shape does not record.".into(),
-        waste: (r.kernel_us > 0.0).then(|| (saved_us / r.kernel_us).clamp(0.0, 1.0)),
-        confidence: Confidence::Medium,
-        bounds_all: false,
-        scope: None,
-    })
+        "Tune the kernel of the full-context calls first (Path B: replay that class's shape): they hold the class's gap; the shorter calls read fewer keys and are judged by their own window, which the shape does not record.".to_owned(),
+        (saved_us, r.kernel_us),
+    ))
 }
 
 #[cfg(test)]

@@ -177,13 +177,13 @@ pub(super) fn slower_than_peers(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> 
     } else {
         "PyTorch's TunableOp (`PYTORCH_TUNABLEOP_ENABLED=1`: it times the cuBLASLt algorithms for the shape on the GPU and keeps the fastest), or cuBLASLt's heuristic with more candidates"
     };
-    Some(Cause {
-        key: "gemm_slower_than_peers",
-        title: format!(
+    Some(Cause::saving(
+        "gemm_slower_than_peers",
+        format!(
             "kernel choice: M={m} N={n} K={k} runs at {:.0} TFLOPS where its peers of the same M reach {range}",
             own.tflops
         ),
-        evidence: format!(
+        format!(
             "M={m} N={n} K={k} ({:.0} GFLOPs a call) runs at {:.0} TFLOPS, while the trace's other compute-bound {} GEMMs of the same M, with no more work per call, reach {range} TFLOPS ({list}): the same rows on the same GPU, so the gap is the kernel picked for this shape, {}. At the peers' median rate ({median:.0} TFLOPS) it would take {:.3} ms less.",
             own.gflops,
             own.tflops,
@@ -191,14 +191,11 @@ pub(super) fn slower_than_peers(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> 
             kernel_difference(&own.kernel, &fastest.kernel),
             saved_us / 1e3
         ),
-        action: format!(
+        format!(
             "Tune the kernel selection for this shape: {tuner}. Check the chosen solution against its peers' (tile, depth, load widths) in the replay artifact."
         ),
-        waste: (r.kernel_us > 0.0).then(|| (saved_us / r.kernel_us).clamp(0.0, 1.0)),
-        confidence: Confidence::Medium,
-        bounds_all: false,
-        scope: None,
-    })
+        (saved_us, r.kernel_us),
+    ))
 }
 
 #[cfg(test)]

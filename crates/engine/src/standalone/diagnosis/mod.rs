@@ -77,6 +77,29 @@ pub struct Cause {
     pub scope: Option<f64>,
 }
 
+impl Cause {
+    /// A cause of medium confidence that saves `saved_us` of an op's `op_us`, applying to all
+    /// of it.
+    pub(super) fn saving(
+        key: &'static str,
+        title: String,
+        evidence: String,
+        action: String,
+        (saved_us, op_us): (f64, f64),
+    ) -> Cause {
+        Cause {
+            key,
+            title,
+            evidence,
+            action,
+            waste: (op_us > 0.0).then(|| (saved_us / op_us).clamp(0.0, 1.0)),
+            confidence: Confidence::Medium,
+            bounds_all: false,
+            scope: None,
+        }
+    }
+}
+
 /// What the rules read besides the op row.
 pub struct Context<'a> {
     pub platform: Option<&'a Platform>,

@@ -77,26 +77,23 @@ pub(super) fn cause(r: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
         .map_or(String::new(), |c| {
             format!(" ({:.1}% of compute)", us / c * 100.0)
         });
-    Some(Cause {
-        key: "moe_routing_bookkeeping",
-        title: format!(
+    Some(Cause::saving(
+        "moe_routing_bookkeeping",
+        format!(
             "MoE routing bookkeeping: {} ops, {kernels} kernels, {:.3} ms",
             ops.len(),
             us / 1e3
         ),
-        evidence: format!(
+        format!(
             "beside the expert GEMMs, the router's own ops run every layer: {list}: {:.3} ms{share} in {kernels} kernels over {layers} layers, about {:.1} µs a kernel, each mostly fixed cost (launch, ramp-up, drain). One routing kernel per layer (top-k, sort, expert offsets and padding together) would pay one kernel's fixed cost a layer instead of {:.0}: about {:.3} ms less at the trace's kernel floor ({floor:.1} µs a kernel).",
             us / 1e3,
             us / kernels.max(1) as f64,
             kernels as f64 / layers as f64,
             saved_us / 1e3
         ),
-        action: "Use the engine's fused routing path (one kernel for top-k, token sort and expert offsets: vLLM's fused top-k with `moe_align_block_size`, aiter's / SGLang's fused MoE routing), or fold the finalize scatter into the down GEMM's epilogue; graph replay removes the launches' host cost but not the kernels' fixed cost on the GPU.".into(),
-        waste: (r.kernel_us > 0.0).then(|| (saved_us / r.kernel_us).clamp(0.0, 1.0)),
-        confidence: Confidence::Medium,
-        bounds_all: false,
-        scope: None,
-    })
+        "Use the engine's fused routing path (one kernel for top-k, token sort and expert offsets: vLLM's fused top-k with `moe_align_block_size`, aiter's / SGLang's fused MoE routing), or fold the finalize scatter into the down GEMM's epilogue; graph replay removes the launches' host cost but not the kernels' fixed cost on the GPU.".to_owned(),
+        (saved_us, r.kernel_us),
+    ))
 }
 
 #[cfg(test)]
