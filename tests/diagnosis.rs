@@ -1529,3 +1529,28 @@ fn nested_cold_first_calls_count_once() {
             .join("\n")
     );
 }
+
+/// A GEMM group whose signatures straddle the ridge says its intensity is the sum's, with the
+/// time above the ridge (B200 gpt-oss: 262 FLOPs/byte summed, below the 281 ridge, while the
+/// signatures holding 69 % of the time are above it; review 6). A group on one side keeps the
+/// plain phrase.
+#[test]
+fn a_group_straddling_the_ridge_says_so() {
+    let Some(bytes) = fixture("b200_eager_trace.json.gz") else {
+        return;
+    };
+    let a = analyze_on(&bytes, "B200");
+    let st = standalone(&a);
+    let g = findings(st)
+        .find(|b| b.issue.contains("GEMM `4 signatures: M=888 N=640 K=2880"))
+        .expect("the addmm group");
+    assert!(
+        g.issue.contains(
+            "FLOPs/byte summed over its signatures (69% of the time in signatures above the ridge), below B200's bf16 ridge point of 281 FLOPs/byte"
+        ),
+        "{}",
+        g.issue
+    );
+    let a = analyze_on(&case_bytes(&case("gemm_odd_dims").expect("case")), "mi300x");
+    assert!(findings(standalone(&a)).all(|b| !b.issue.contains("summed over its signatures")));
+}
