@@ -1397,7 +1397,7 @@ fn straddled_ridge(t: &mut OpTexts, g: &Group<'_>, r: &OpRow, p: Option<&Platfor
         return;
     }
     let share = above / total;
-    if share < STRADDLE_SHARE || share > 1.0 - STRADDLE_SHARE {
+    if !(STRADDLE_SHARE..=1.0 - STRADDLE_SHARE).contains(&share) {
         return;
     }
     let with = phrase.replacen(
