@@ -835,12 +835,17 @@ fn attention_kernel_mix(trace: &Trace, tree: &CallTree, rows: &mut [OpRow]) {
         .filter(|r| attention(r))
         .map(|r| (r.name.clone(), Vec::new()))
         .collect();
-    let mut classes: HashMap<String, Vec<ops::CallClass>> = HashMap::default();
+    // Per op name: (its calls' kernel-name ids, sorted, calls, µs); interned ids per call, the
+    // names written out once per class at the end.
+    type Ids = Vec<crate::model::strings::StrId>;
+    let mut classes: HashMap<crate::model::strings::StrId, Vec<(Ids, u64, f64)>> =
+        HashMap::default();
     if mix.is_empty() {
         return;
     }
     // Each name id is looked up once: the string is hashed per distinct name, not per op.
     let mut wanted: rustc_hash::FxHashMap<crate::model::strings::StrId, bool> = Default::default();
+    let mut kernels: Ids = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
         if e.kind() != EventKind::CpuOp
             || !*wanted
@@ -852,7 +857,7 @@ fn attention_kernel_mix(trace: &Trace, tree: &CallTree, rows: &mut [OpRow]) {
         let Some(acc) = mix.get_mut(trace.name(e)) else {
             continue;
         };
-        let mut kernels: Vec<String> = Vec::new();
+        kernels.clear();
         let mut call_us = 0.0;
         for g in tree.gpu_events_under(EventId(i as u32)) {
             let k = trace.event(g);
@@ -861,34 +866,52 @@ fn attention_kernel_mix(trace: &Trace, tree: &CallTree, rows: &mut [OpRow]) {
                 Some(slot) => slot.1 += us,
                 None => acc.push((name.to_owned(), us)),
             }
-            if !kernels.iter().any(|n| n == name) {
-                kernels.push(name.to_owned());
+            if !kernels.contains(&k.name) {
+                kernels.push(k.name);
             }
             call_us += us;
         }
         if kernels.is_empty() {
             continue;
         }
-        kernels.sort();
-        let cls = classes.entry(trace.name(e).to_owned()).or_default();
-        match cls.iter_mut().find(|c| c.kernels == kernels) {
+        kernels.sort_unstable();
+        let cls = classes.entry(e.name).or_default();
+        match cls.iter_mut().find(|c| c.0 == kernels) {
             Some(c) => {
-                c.calls += 1;
-                c.us += call_us;
+                c.1 += 1;
+                c.2 += call_us;
             }
-            None => cls.push(ops::CallClass {
-                kernels,
-                calls: 1,
-                us: call_us,
-            }),
+            None => cls.push((kernels.clone(), 1, call_us)),
         }
     }
+    // By op name: the classes, their kernels named.
+    let named: HashMap<&str, Vec<ops::CallClass>> = classes
+        .iter()
+        .map(|(op, cls)| {
+            let list = cls
+                .iter()
+                .map(|(ids, calls, us)| {
+                    let mut kernels: Vec<String> = ids
+                        .iter()
+                        .map(|&id| trace.strings.get(id).to_owned())
+                        .collect();
+                    kernels.sort();
+                    ops::CallClass {
+                        kernels,
+                        calls: *calls,
+                        us: *us,
+                    }
+                })
+                .collect();
+            (trace.strings.get(*op), list)
+        })
+        .collect();
     for r in rows.iter_mut().filter(|r| attention(r)) {
         if let Some(m) = mix.get(&r.name) {
             r.kernel_mix = m.clone();
             r.kernel_mix.sort_by(|a, b| b.1.total_cmp(&a.1));
         }
-        if let Some(c) = classes.get(&r.name) {
+        if let Some(c) = named.get(r.name.as_str()) {
             r.call_classes = c.clone();
             r.call_classes.sort_by(|a, b| b.us.total_cmp(&a.us));
         }
