@@ -343,6 +343,22 @@ fn the_idle_flag_leaves_a_one_off_stall_out() {
             .is_some_and(|l| l.ends_with(" - MI210 or MI250 GCD Standalone Analysis")),
         "{md}"
     );
+    // ... and so do the bodies that name the GPU (review 6: "MI210's ridge point"), nowhere the
+    // MI210 alone.
+    assert!(md.contains("- **Platform**: MI210 or MI250 GCD"), "{md}");
+    let fair = jarvis_engine::report::standalone_fair::fair_md(
+        &toy,
+        toy.standalone.as_ref().expect("standalone"),
+        "toy",
+    );
+    assert!(
+        fair.contains("below MI210 or MI250 GCD's fp32 ridge point"),
+        "{fair}"
+    );
+    assert!(
+        !fair.contains("MI210's") && !md.contains("MI210's"),
+        "{fair}"
+    );
     assert!(
         md.contains(
             "GPU idle 93.5% of the steady state (23.9% of the trace; a one-off stall left out)"

@@ -16,6 +16,11 @@ pub struct Sourced(pub f64, pub String);
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Platform {
     pub name: String,
+    /// How the reports write the GPU where its name cannot be told for sure: "MI210 or MI250
+    /// GCD" for a device identified by a fingerprint another GPU shares (review 6: the MI250
+    /// trace's titles hedged but its bodies said "MI210's ridge point"). `None`: the name.
+    #[serde(skip)]
+    pub label: Option<String>,
     #[serde(default)]
     pub vendor: String,
     /// Substrings of a `deviceProperties` name that identify this platform.
@@ -221,7 +226,11 @@ pub fn identify(
     if fits.next().is_some() {
         return None;
     }
-    by_name(found.platform)
+    let mut p = by_name(found.platform)?;
+    if !found.alternative.is_empty() {
+        p.label = Some(format!("{} or {}", found.platform, found.alternative));
+    }
+    Some(p)
 }
 
 /// Parses a custom platform (same shape as a `platforms.json` entry).
@@ -230,6 +239,12 @@ pub fn from_json(text: &str) -> Result<Platform, String> {
 }
 
 impl Platform {
+    /// The GPU as the reports write it: its [`label`](Self::label) where it has one (a
+    /// fingerprint two GPUs share), else its name.
+    pub fn label(&self) -> &str {
+        self.label.as_deref().unwrap_or(&self.name)
+    }
+
     /// The datasheet's dense peak for a `Compute Spec`, where the table's peak is another one
     /// (an achievable MAF); `None` where the table's peak is the datasheet's.
     pub fn datasheet_tflops(&self, compute_spec: &str) -> Option<f64> {

@@ -26,7 +26,7 @@ fn delta(t: f64, r: f64) -> String {
 
 fn platform_name(p: &Option<crate::perf::platform::Platform>) -> String {
     p.as_ref()
-        .map_or("unknown platform".into(), |p| p.name.clone())
+        .map_or("unknown platform".into(), |p| p.label().to_owned())
 }
 
 fn expected_text(m: &Matched) -> String {
@@ -271,7 +271,7 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
                 let _ = writeln!(
                     s,
                     "| {} | {role} | {} | {} |",
-                    cell(&p.name),
+                    cell(p.label()),
                     p.hbm_tbps.0,
                     p.peak_tflops("matrix_bf16")
                         .map_or("–".into(), |x| x.to_string())

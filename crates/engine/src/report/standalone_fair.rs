@@ -21,12 +21,7 @@ pub fn platform_label(a: &Analysis) -> String {
         .as_ref()
         .map_or("unknown platform".to_owned(), |p| {
             // Identified by its properties, where another GPU has the same ones: both named.
-            match crate::perf::platform::fingerprint_alternative(&p.platform.name) {
-                alt if !alt.is_empty() && p.how.starts_with("identified from deviceProperties") => {
-                    format!("{} or {alt}", p.platform.name)
-                }
-                _ => p.platform.name.clone(),
-            }
+            p.platform.label().to_owned()
         })
 }
 
@@ -548,7 +543,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
                 .as_ref()
                 .map(|p| p.how.clone())
                 .unwrap_or_default();
-            let _ = writeln!(s, "- **Platform**: {} ({})", cell(&p.name), cell(&how));
+            let _ = writeln!(s, "- **Platform**: {} ({})", cell(p.label()), cell(&how));
             let _ = writeln!(
                 s,
                 "- **Peak HBM BW**: {} TB/s ({})",

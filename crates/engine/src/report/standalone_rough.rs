@@ -96,7 +96,7 @@ pub fn rough_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             let _ = writeln!(
                 s,
                 "- Platform: {} ({})",
-                cell(&p.platform.name),
+                cell(p.platform.label()),
                 cell(&p.how)
             );
         }

@@ -727,7 +727,7 @@ pub fn render(i: &Inputs<'_>) -> String {
     let _ = writeln!(s, "### Hardware Reference\n");
     match &st.platform {
         Some(pl) => {
-            let _ = writeln!(s, "- **Platform**: {}", cell(&pl.name));
+            let _ = writeln!(s, "- **Platform**: {}", cell(pl.label()));
             let _ = writeln!(s, "- **Peak HBM BW**: {} TB/s", pl.hbm_tbps.0);
             for (spec, label) in [
                 ("matrix_bf16", "BF16"),

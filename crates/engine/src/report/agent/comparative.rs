@@ -413,7 +413,7 @@ pub fn render(
                 let _ = writeln!(
                     s,
                     "- **Platform** ({tag}): {}; **Peak HBM BW** {} TB/s{}",
-                    cell(&pl.name),
+                    cell(pl.label()),
                     pl.hbm_tbps.0,
                     pl.peak_tflops("matrix_bf16")
                         .map_or(String::new(), |t| format!(

@@ -297,7 +297,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 sb.keys_per_sequence(),
                 kv_bytes / 1e6,
                 flops / kv_bytes.max(1.0),
-                ctx.platform.map(|p| format!(" ({:.2} TB/s on {})", p.hbm_tbps.0, p.name)).unwrap_or_default()
+                ctx.platform.map(|p| format!(" ({:.2} TB/s on {})", p.hbm_tbps.0, p.label())).unwrap_or_default()
             ),
             action: decode_action(true),
             waste: None,
@@ -317,7 +317,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 if nq == 1 { "y" } else { "ies" },
                 kv_bytes / 1e6,
                 flops / kv_bytes,
-                ctx.platform.map(|p| format!(" ({:.2} TB/s on {})", p.hbm_tbps.0, p.name)).unwrap_or_default()
+                ctx.platform.map(|p| format!(" ({:.2} TB/s on {})", p.hbm_tbps.0, p.label())).unwrap_or_default()
             ),
             action: decode_action(backend == Some(AttentionBackend::Paged)),
             waste: None,

@@ -211,10 +211,10 @@ pub(super) fn cause(
     let softmax = match c.softmax_ratio {
         Some(x) => format!(
             " Each score's exponential takes {x:.2}× the time of its matrix products at {}'s peaks ({:.2} T exp/s on the special function units); at best the two run at once, so the larger bounds the kernel.",
-            p.name,
+            p.label(),
             p.exp_tops.as_ref().map_or(0.0, |e| e.0)
         ),
-        None => format!(" {} has no exponential rate in the platform table, so the softmax is not counted.", p.name),
+        None => format!(" {} has no exponential rate in the platform table, so the softmax is not counted.", p.label()),
     };
     let unit = p.unit_name();
     let grid = c
@@ -230,7 +230,7 @@ pub(super) fn cause(
         format!(
             " This kernel is built for the previous generation (its name shows no {} instructions): it cannot issue the instructions {}'s peak is quoted for, so it will not reach this ceiling however it is tuned.",
             if p.matrix_instruction.as_ref().is_some_and(|(i, _)| i.contains("tcgen05")) { "`tcgen05`" } else { "`wgmma`" },
-            p.name
+            p.label()
         )
     } else {
         String::new()

@@ -50,7 +50,7 @@ pub(super) fn cause(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Option<Cause
     let saved_us = us * gap(Some(eff)).unwrap_or(0.0);
     let peak = ctx
         .platform
-        .map(|p| format!(" of {}'s peak", p.name))
+        .map(|p| format!(" of {}'s peak", p.label()))
         .unwrap_or_default();
     let fit_text = fit
         .iter()

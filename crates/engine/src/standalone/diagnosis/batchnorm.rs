@@ -104,7 +104,7 @@ pub(super) fn causes(signatures: &[&OpRow], group_us: f64, ctx: &Context<'_>) ->
             String::new()
         }
     };
-    let name = ctx.platform.map(|p| p.name.as_str()).unwrap_or("the GPU");
+    let name = ctx.platform.map(|p| p.label()).unwrap_or("the GPU");
     let narrow_share = narrow.iter().map(|n| n.1).sum::<f64>() / total;
     // The claim is the narrow shapes', not the op's, when its other shapes fill the GPU.
     let title = if narrow_share >= 0.9 {

@@ -297,7 +297,7 @@ fn few_workgroups(shape: &OpRow, sig_share: f64, ctx: &Context<'_>) -> Option<Ca
             crate::standalone::md::code(&crate::standalone::md::short(name, 60)),
             launch.grid,
             launch.block,
-            p.name,
+            p.label(),
             idle * 100.0,
             share * 100.0
         ),

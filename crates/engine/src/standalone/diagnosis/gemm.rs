@@ -603,11 +603,11 @@ fn previous_generation(kernel: Option<&str>, ctx: &Context<'_>) -> Option<Cause>
     }
     Some(Cause {
         key: "gemm_previous_generation_kernel",
-        title: format!("a previous-generation kernel on {}", p.name),
+        title: format!("a previous-generation kernel on {}", p.label()),
         evidence: format!(
             "its kernel ({}) is built for an older GPU generation: on {} it cannot issue `{native}`, the instructions the datasheet peak is quoted for, so no tuning of it reaches that peak. The library's heuristic chose it for this shape, as it often does for small or misaligned GEMMs; whether one of its native kernels would run it faster is what an autotuned run shows.",
             kernel_label(kernel),
-            p.name
+            p.label()
         ),
         action: format!(
             "Give the library a shape its {native} kernels take: larger or merged GEMMs (more rows per call, sibling projections merged along N), dimensions that are multiples of 8 elements; `torch.compile(mode=\"max-autotune\")` can also choose a native template for a fixed shape."
@@ -956,7 +956,7 @@ fn fp32(r: &OpRow, main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Op
         peak("matrix_bf16"),
         peak("matrix_fp16"),
     );
-    let name = p.map_or("", |p| p.name.as_str());
+    let name = p.map_or("", |p| p.label());
     let figures = match (f32_peak, t, b) {
         (Some(f), Some(t), Some(b)) => {
             format!(" On {name}: fp32 {f:.0} TFLOPS, tf32 {t:.0}, bf16 {b:.0}.")

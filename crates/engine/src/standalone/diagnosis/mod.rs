@@ -437,7 +437,7 @@ pub fn ridge_phrase(r: &OpRow, p: Option<&Platform>) -> Option<String> {
         };
     Some(format!(
         "{f:.1} FLOPs/byte, {side} {}'s {widened} ridge point of {ridge:.0} FLOPs/byte: {bound}",
-        p.name
+        p.label()
     ))
 }
 

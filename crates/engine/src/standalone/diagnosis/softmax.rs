@@ -35,7 +35,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 " It moves {bw:.2} TB/s by the model's two passes, {:.2} TB/s by the kernel's four ({:.0}% of {}'s {} TB/s).",
                 bw * GENERIC_PASSES / 2.0,
                 bw * GENERIC_PASSES / 2.0 / p.hbm_tbps.0 * 100.0,
-                code(&p.name),
+                code(p.label()),
                 p.hbm_tbps.0
             )
         }

@@ -866,7 +866,7 @@ pub(super) fn collectives_text(
     let mean = s.column("dur_mean");
     let sum = s.column("dur_sum");
     let ranks = s.column("Group size");
-    let link = platform.and_then(|p| p.link_gbps.as_ref().map(|l| (p.name.clone(), l.0)));
+    let link = platform.and_then(|p| p.link_gbps.as_ref().map(|l| (p.label().to_owned(), l.0)));
     let mut rows: Vec<&Vec<crate::sheet::Cell>> = s.rows.iter().collect();
     if let Some(c) = sum {
         rows.sort_by(|a, b| {

@@ -188,7 +188,7 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     let peaks = match (half, p) {
         (Some((spec, ratio)), Some(p)) => format!(
             " {}'s {dtype} matrix peak is {ratio:.1}× its fp32 vector peak ({} vs {} TFLOPS); the projection takes 2× and 3× (half-precision convolutions seldom reach the share of their peak fp32 ones do) and, at most, that ratio.",
-            p.name,
+            p.label(),
             p.peak_tflops(spec).unwrap_or(0.0),
             p.peak_tflops("vector_fp32").unwrap_or(0.0)
         ),

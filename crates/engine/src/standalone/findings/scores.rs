@@ -171,7 +171,7 @@ pub(super) fn cause(p: &Bottleneck, rows: &[OpRow], platform: Option<&Platform>)
             .sum();
         evidence.push_str(&format!(
             " At {}'s {} TB/s that traffic alone takes at least {floor_ms:.1} ms of the {:.1} ms measured",
-            code(&pl.name),
+            code(pl.label()),
             pl.hbm_tbps.0,
             p.time_ms
         ));
