@@ -203,26 +203,78 @@ fn enclosed(trace: &Trace, a: Nanos, b: Nanos) -> bool {
 /// An op's first call is cold when it takes at least this many times its later calls' median
 /// ...
 pub const FIRST_CALL_RATIO: f64 = 10.0;
+/// ... or this many times, where the call loads code on the way ([`loads_code`]: a kernel
+/// binary, a library, a compiled module); the load is the evidence a smaller ratio lacks
+/// (B200 gpt-oss: the first attention call, 6.6× its later ones, loads FlashInfer's cubin;
+/// review 4) ...
+pub const LOADER_RATIO: f64 = 3.0;
 /// ... and it has at least this many later calls to compare with.
 pub const FIRST_CALL_MIN_LATER: usize = 2;
 
 /// A call: its event index, start and duration.
 type Call = (u32, Nanos, Nanos);
 
+/// A cold first call: its later calls' median, ns, and the event inside it that loads code
+/// ([`loads_code`]), where one does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColdCall {
+    pub later: Nanos,
+    pub loader: Option<u32>,
+}
+
+/// Whether a host event loads code: a Python frame that reads a kernel binary or builds and
+/// loads a module (`cubin_loader.py: load_cubin`, `importlib._bootstrap`, Triton's compiler,
+/// Inductor's code cache, Dynamo's frame conversion, `cpp_extension`), or a runtime or driver
+/// call that loads a module or library (`cuModuleLoadData`, `cuLibraryLoadData`,
+/// `hipModuleLoad`, `cuModuleGetFunction`). A steady-state call does none of this: a first call
+/// that does, and runs a few times longer than its later calls, is paying for the load.
+pub fn loads_code(kind: EventKind, name: &str) -> bool {
+    match kind {
+        EventKind::PythonFunction => {
+            let l = name.to_ascii_lowercase();
+            [
+                "cubin",
+                "load_library",
+                "load_module",
+                "module_load",
+                "importlib._bootstrap",
+                "triton/compiler/",
+                "_inductor/codecache",
+                "_dynamo/convert_frame",
+                "cpp_extension",
+            ]
+            .iter()
+            .any(|k| l.contains(k))
+        }
+        EventKind::CudaRuntime | EventKind::CudaDriver => {
+            ["ModuleLoad", "LibraryLoad", "ModuleGetFunction"]
+                .iter()
+                .any(|k| name.contains(k))
+        }
+        _ => false,
+    }
+}
+
 /// CPU ops whose first call of a signature ran cold: far longer than the later calls (at least
-/// [`FIRST_CALL_RATIO`]× their median and [`MIN_EXCESS_NS`] more), by event index, with that
-/// median, ns. A signature is the op's name and input shapes: each new shape can load its own
-/// kernels or run its library's heuristics on its first call (B200 gpt-oss: the first o_proj,
-/// router, attention and LM-head calls each stalled 1.2–2.6 ms after the first QKV projection,
-/// which alone had been counted; review 4). The later calls compared are the signature's own
-/// where it has [`FIRST_CALL_MIN_LATER`] of them, else every call of the op's name but the
-/// signatures' first ones (an op's host time hardly depends on its shapes).
-pub fn cold_first_calls(trace: &Trace) -> rustc_hash::FxHashMap<u32, Nanos> {
+/// [`FIRST_CALL_RATIO`]× their median, or [`LOADER_RATIO`]× where the call loads code, and
+/// [`MIN_EXCESS_NS`] more), by event index. A signature is the op's name and input shapes: each
+/// new shape can load its own kernels or run its library's heuristics on its first call (B200
+/// gpt-oss: the first o_proj, router, attention and LM-head calls each stalled 1.2–2.6 ms after
+/// the first QKV projection, which alone had been counted; review 4). The later calls compared
+/// are the signature's own where it has [`FIRST_CALL_MIN_LATER`] of them, else every call of
+/// the op's name but the signatures' first ones (an op's host time hardly depends on its
+/// shapes).
+pub fn cold_first_calls(trace: &Trace) -> rustc_hash::FxHashMap<u32, ColdCall> {
     // Per signature (name, input shapes): its first call (index, ts, duration) and the later
     // calls' durations.
     type Key = (u32, u32);
     let mut by_sig: rustc_hash::FxHashMap<Key, (Call, Vec<Nanos>)> = Default::default();
+    // Host events that load code, by lane (few: a trace's first calls make them).
+    let mut loaders: Vec<(u32, crate::model::LaneId, Nanos, Nanos)> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
+        if loads_code(e.kind(), trace.name(e)) {
+            loaders.push((i as u32, e.lane(), e.ts, e.end()));
+        }
         if e.kind() != EventKind::CpuOp {
             continue;
         }
@@ -256,6 +308,14 @@ pub fn cold_first_calls(trace: &Trace) -> rustc_hash::FxHashMap<u32, Nanos> {
         .filter(|(_, later)| later.len() >= FIRST_CALL_MIN_LATER)
         .map(|(name, later)| (name, median(later)))
         .collect();
+    let loader_in = |i: u32| {
+        let e = &trace.events[i as usize];
+        let lane = e.lane();
+        loaders
+            .iter()
+            .find(|&&(_, l, ts, end)| l == lane && ts >= e.ts && end <= e.end())
+            .map(|&(j, ..)| j)
+    };
     by_sig
         .into_iter()
         .filter_map(|((name, _), ((i, _, dur), later))| {
@@ -264,8 +324,12 @@ pub fn cold_first_calls(trace: &Trace) -> rustc_hash::FxHashMap<u32, Nanos> {
             } else {
                 *name_median.get(&name)?
             };
-            (dur as f64 >= FIRST_CALL_RATIO * m as f64 && dur.saturating_sub(m) >= MIN_EXCESS_NS)
-                .then_some((i, m))
+            if dur.saturating_sub(m) < MIN_EXCESS_NS || (dur as f64) < LOADER_RATIO * m as f64 {
+                return None;
+            }
+            let loader = loader_in(i);
+            (dur as f64 >= FIRST_CALL_RATIO * m as f64 || loader.is_some())
+                .then_some((i, ColdCall { later: m, loader }))
         })
         .collect()
 }
@@ -309,11 +373,11 @@ mod tests {
         let t = crate::import::import_bytes(doc.as_bytes()).expect("trace");
         let cold = cold_first_calls(&t);
         assert_eq!(cold.len(), 1, "{cold:?}");
-        let (&i, &later) = cold.iter().next().unwrap();
+        let (&i, c) = cold.iter().next().unwrap();
         assert_eq!(t.name(&t.events[i as usize]), "aten::conv2d");
-        assert_eq!(later, 45_000); // the median of 50 and 40 µs
-                                   // By signature: a second shape's first call runs cold too, judged by its own later
-                                   // calls; a shape called once is judged by its name's later calls.
+        assert_eq!(c.later, 45_000); // the median of 50 and 40 µs
+                                     // By signature: a second shape's first call runs cold too, judged by its own later
+                                     // calls; a shape called once is judged by its name's later calls.
         let shaped = |name: &str, dims: &str, ts: i64, dur: i64| {
             format!(
                 r#"{{"ph":"X","cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":{ts},"dur":{dur},"args":{{"Input Dims":{dims}}}}}"#
@@ -337,12 +401,63 @@ mod tests {
         let cold = cold_first_calls(&t);
         let mut starts: Vec<(i64, i64)> = cold
             .iter()
-            .map(|(&i, &m)| (t.events[i as usize].ts / 1000, m / 1000))
+            .map(|(&i, c)| (t.events[i as usize].ts / 1000, c.later / 1000))
             .collect();
         starts.sort_unstable();
         // The two shapes' first calls against their own later calls (65 and 55 µs), the
         // single call against the name's later calls (60 µs: 60, 70, 50, 60, 60, 55).
         assert_eq!(starts, vec![(0, 65), (6_000, 55), (11_000, 60)], "{cold:?}");
+    }
+
+    /// A first call a few times its later ones is cold when it loads code on the way (a cubin,
+    /// a module), and not without that evidence (review 6: B200's first attention call, 6.6×).
+    #[test]
+    fn a_first_call_that_loads_code_is_cold_at_a_smaller_ratio() {
+        let ev = |cat: &str, name: &str, tid: u32, ts: i64, dur: i64| {
+            format!(
+                r#"{{"ph":"X","cat":"{cat}","name":"{name}","pid":1,"tid":{tid},"ts":{ts},"dur":{dur},"args":{{}}}}"#
+            )
+        };
+        let calls = |tid: u32, loader: Option<&str>| {
+            let mut v = vec![ev("cpu_op", "vllm::attention", tid, 0, 1_400)];
+            if let Some(l) = loader {
+                v.push(ev("python_function", l, tid, 100, 500));
+            }
+            for k in 1..4 {
+                v.push(ev("cpu_op", "vllm::attention", tid, k * 2_000, 210));
+            }
+            v
+        };
+        let doc = |body: Vec<String>| format!(r#"{{"traceEvents":[{}]}}"#, body.join(","));
+        let t = crate::import::import_bytes(
+            doc(calls(
+                1,
+                Some("flashinfer/jit/cubin_loader.py(159): load_cubin"),
+            ))
+            .as_bytes(),
+        )
+        .expect("trace");
+        let cold = cold_first_calls(&t);
+        assert_eq!(cold.len(), 1, "{cold:?}");
+        let c = cold.values().next().unwrap();
+        let loader = c.loader.expect("the loader");
+        assert!(t.name(&t.events[loader as usize]).ends_with("load_cubin"));
+        // Counterparts: the same ratio without a load, a frame that loads nothing.
+        for other in [None, Some("model.py(12): forward")] {
+            let t = crate::import::import_bytes(doc(calls(1, other)).as_bytes()).expect("trace");
+            assert!(cold_first_calls(&t).is_empty(), "{other:?}");
+        }
+        // A load on another thread is not this call's.
+        let mut body = calls(1, None);
+        body.push(ev(
+            "python_function",
+            "cubin_loader.py: load_cubin",
+            2,
+            100,
+            500,
+        ));
+        let t = crate::import::import_bytes(doc(body).as_bytes()).expect("trace");
+        assert!(cold_first_calls(&t).is_empty());
     }
 
     /// A module called once per layer of one forward repeats inside that forward's frame: its

@@ -613,6 +613,12 @@ pub struct ColdStart {
     /// the longest: its name, duration and its later calls' median, ns.
     pub first_op_calls: u32,
     pub first_op: Option<(String, Nanos, Nanos)>,
+    /// Of those, the calls that load code on the way (`cold_pass::loads_code`), and the longest
+    /// such call's op and loading frame.
+    #[serde(default)]
+    pub loading_calls: u32,
+    #[serde(default)]
+    pub loading: Option<(String, String)>,
     /// What the covered time is blamed on in the cause table (kind, label, ns: each gap's
     /// blame scaled by the share of it covered), to leave it out of the steady state.
     pub blame: Vec<(CauseKind, String, Nanos)>,
@@ -1004,12 +1010,23 @@ pub fn causes_and_context(
                     })
                 };
                 for &i in cands.iter().filter(|&&i| is_cold(i)) {
-                    if let Some(&later) = first_calls.get(&i) {
+                    if let Some(&super::cold_pass::ColdCall { later, loader }) = first_calls.get(&i)
+                    {
                         if cold_seen.insert(i) {
-                            cold.first_op_calls += u32::from(!within_cold(i));
+                            let outer = !within_cold(i);
+                            cold.first_op_calls += u32::from(outer);
                             let e = &trace.events[i as usize];
                             if cold.first_op.as_ref().is_none_or(|f| e.dur > f.1) {
                                 cold.first_op = Some((trace.name(e).to_owned(), e.dur, later));
+                            }
+                            if let Some(l) = loader.filter(|_| outer) {
+                                cold.loading_calls += 1;
+                                if cold.loading.is_none() {
+                                    cold.loading = Some((
+                                        trace.name(e).to_owned(),
+                                        trace.name(&trace.events[l as usize]).to_owned(),
+                                    ));
+                                }
                             }
                         }
                         continue;

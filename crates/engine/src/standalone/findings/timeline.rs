@@ -478,8 +478,17 @@ fn cold_start_finding(
                 )
             } else {
                 String::new()
-            }
-        )
+            },
+        ) + &c.loading.as_ref().map_or(String::new(), |(op, frame)| {
+            let n = c.loading_calls;
+            format!(
+                " {} load{} code on the way (the first call of {} runs {}): the first use of a kernel binary or module, paid once per process.",
+                if n == 1 { "One of them".to_owned() } else { format!("{n} of them") },
+                if n == 1 { "s" } else { "" },
+                code(&short(op, 60)),
+                code(&short(frame, 80))
+            )
+        })
     });
     // Ranges the run marks as not the workload's: warm-up, and a harness's cache flushes.
     let marked = |n: u32, name: &str, what: &str, whose: &str| {
