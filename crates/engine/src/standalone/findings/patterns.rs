@@ -1098,7 +1098,9 @@ fn communication_action(inp: &Inputs<'_>, back_to_back: Option<f64>) -> String {
             format!("The large collectives move data far below the link{overlapped}: they mostly wait on other ranks. Find the slow rank or the skew first (trace every rank and compare them, `jarvis ranks`), and check the transport (NCCL / RCCL topology and settings for these sizes); overlapping or re-bucketing cannot hide a collective that waits")
         };
         a = format!(
-            "{lead}. Then: {}{}",
+            // What overlap can do comes after, for what stays exposed once the wait is gone: as
+            // a next step it contradicted the lead (review 7).
+            "{lead}. Once the collectives run at the link's rate, what stays exposed can be hidden: {}{}",
             a.get(..1).map(str::to_lowercase).unwrap_or_default(),
             a.get(1..).unwrap_or_default()
         );
