@@ -79,7 +79,7 @@ fn planted_problems_are_found_with_their_numbers_and_priorities() {
             .starts_with("The large collectives move data far below the link")
             && comm
                 .path_a
-                .contains("Then: overlap the gradient all-reduce"),
+                .contains("Once the collectives run at the link's rate, what stays exposed can be hidden: overlap the gradient all-reduce"),
         "{}",
         comm.path_a
     );
