@@ -522,3 +522,27 @@ fn an_idle_listed_not_argued_says_so_in_both_reports() {
         "{fair}"
     );
 }
+
+/// A P-item whose top signature is not its op group's first reads the group's fair finding:
+/// its named cause titles the card and its replayed saving is said beside the agent's formula
+/// (review 7: MI300X compiled block's GEMM P2 read "impact_score 12.7" with a boilerplate
+/// action and no word of the fair report's replayed 1.9 %).
+#[test]
+fn a_p_item_reads_its_op_groups_fair_finding() {
+    let Some(dir) = common::shared_dir() else {
+        return;
+    };
+    let a = analyze(&common::read(
+        &dir.join("traces/tracelens/mi300x_torch_compile_triton_trace.json.gz"),
+    ));
+    let md = text(&files(&a, "compile"), "analysis.md");
+    let card = md
+        .split("\n### ")
+        .find(|c| c.contains("P2: `aten::mm`"))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(card.contains("P2: `aten::mm`: wave quantization"), "{card}");
+    assert!(
+        card.contains("*The fix of `aten::mm`, replayed over the trace's schedule: "),
+        "{card}"
+    );
+}

@@ -1603,3 +1603,36 @@ fn a_host_fix_ranks_only_the_fixes_it_unmasks() {
     assert!(after.saved_ms() > 1.2 * conv.impact.replayed.expect("replayed").saved_ms());
     assert_eq!(conv.priority.label(), "Critical");
 }
+
+/// A GEMM group's wave cause counts every signature whose last wave is part-filled, not only
+/// the costliest (review 7: MI300X compiled block, whose down projection launches the q/k/v
+/// grid, 1368 workgroups on 304 CUs, and had been left out); the group's largest signature
+/// (gate/up, 18 full waves) adds nothing.
+#[test]
+fn a_wave_cause_counts_every_signature_with_a_tail() {
+    let Some(bytes) = fixture("mi300x_torch_compile_triton_trace.json.gz") else {
+        return;
+    };
+    let a = analyze_on(&bytes, "MI300X");
+    let st = standalone(&a);
+    let g = findings(st)
+        .find(|b| b.op_name == "aten::mm")
+        .expect("the mm group");
+    let wave = g
+        .causes
+        .iter()
+        .find(|c| c.key == "gemm_wave_quantization")
+        .expect("the wave cause");
+    assert!(
+        wave.evidence.contains(
+            "The last wave is part-filled in 1 more of the group's signatures too (M=32768 N=2048 K=8192)"
+        ),
+        "{}",
+        wave.evidence
+    );
+    assert!(
+        !wave.evidence.contains("N=8192 K=2048)"),
+        "{}",
+        wave.evidence
+    );
+}

@@ -210,14 +210,50 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
             // The largest signature may fill its waves where another does not (a compiled
             // block's gate/up: 18 full waves of 304 CUs; its q/k/v, o and down: 4.5): the
             // costliest other signature's wave cause, its waste its own signature's share.
+            // Every other signature with a part-filled last wave wastes its own share: the
+            // costliest names the cause, the rest add to its waste and are listed (review 7:
+            // a compiled block's down projection launches the q/k/v grid, 1368 workgroups, and
+            // had been left out, half the loss).
             if !c.iter().any(|x| x.key == "gemm_wave_quantization") {
-                let other = signatures
+                let mut others: Vec<(&OpRow, Cause)> = signatures
                     .iter()
                     .filter(|s| !std::ptr::eq(**s, shape))
-                    .flat_map(|s| gemm::causes(r, s, ctx))
-                    .filter(|x| x.key == "gemm_wave_quantization")
-                    .max_by(|a, b| a.waste.unwrap_or(0.0).total_cmp(&b.waste.unwrap_or(0.0)));
-                c.extend(other);
+                    .flat_map(|s| {
+                        gemm::causes(r, s, ctx)
+                            .into_iter()
+                            .filter(|x| x.key == "gemm_wave_quantization")
+                            .map(move |x| (*s, x))
+                    })
+                    .collect();
+                others.sort_by(|a, b| {
+                    b.1.waste
+                        .unwrap_or(0.0)
+                        .total_cmp(&a.1.waste.unwrap_or(0.0))
+                });
+                let mut it = others.into_iter();
+                if let Some((_, mut lead)) = it.next() {
+                    let rest: Vec<(&OpRow, Cause)> = it.collect();
+                    if !rest.is_empty() {
+                        let waste: f64 = rest.iter().filter_map(|(_, x)| x.waste).sum();
+                        let names: Vec<String> = rest
+                            .iter()
+                            .map(|(s, _)| {
+                                let d =
+                                    |k: &str| s.param(k).map_or("?".to_owned(), |v| v.to_string());
+                                format!("M={} N={} K={}", d("M"), d("N"), d("K"))
+                            })
+                            .collect();
+                        lead.evidence = format!(
+                            "{} The last wave is part-filled in {} more of the group's signatures too ({}): {} of the group's time idles there, counted with it.",
+                            lead.evidence,
+                            rest.len(),
+                            names.join("; "),
+                            pct(waste)
+                        );
+                        lead.waste = lead.waste.map(|w| w + waste);
+                    }
+                    c.push(lead);
+                }
             }
             // A signature slower than its peers (the trace's GEMMs of its rows) is the kernel
             // the library picked for it: the costliest such signature of the group.
