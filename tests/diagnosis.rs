@@ -1636,3 +1636,98 @@ fn a_wave_cause_counts_every_signature_with_a_tail() {
         wave.evidence
     );
 }
+
+/// A decode step replayed by one HIP graph, its kernels credited to no op: 4 layers of a
+/// 60 µs GEMM, a norm, RoPE, a KV-cache store and two copies; `short_us` is the small kernels'
+/// time each. Ground truth: with 5 µs kernels, 5 of each layer's 6 kernels are short (the
+/// graph's floor 5 µs), 20 calls of 5 µs = 0.100 ms, and pairing them saves half their fixed
+/// cost, 0.050 ms.
+fn graph_step(short_us: u32, graph: bool) -> Vec<u8> {
+    let mut ev: Vec<String> = Vec::new();
+    let launch = if graph {
+        "hipGraphLaunch"
+    } else {
+        "hipLaunchKernel"
+    };
+    let mut ts = 1_000u64;
+    let mut corr = 100u32;
+    // One eager op with its kernel, as a serving step has (the sampler's argmax): a trace of
+    // host ops, not a GPU-only one.
+    ev.push(r#"{"ph":"X","cat":"cpu_op","name":"aten::argmax","pid":1,"tid":1,"ts":100,"dur":30,"args":{"External id":1,"Input Dims":[[32,1000]],"Input type":["c10::BFloat16"]}}"#.to_owned());
+    ev.push(r#"{"ph":"X","cat":"cuda_runtime","name":"hipLaunchKernel","pid":1,"tid":1,"ts":110,"dur":5,"args":{"correlation":7,"External id":1}}"#.to_owned());
+    ev.push(r#"{"ph":"X","cat":"kernel","name":"argmax_kernel","pid":0,"tid":3,"ts":120,"dur":3,"args":{"correlation":7,"External id":1,"stream":3,"device":0}}"#.to_owned());
+    if graph {
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"{launch}","pid":1,"tid":1,"ts":900,"dur":20,"args":{{"correlation":{corr}}}}}"#
+        ));
+    }
+    let mut kernel = |name: &str, dur: u32, ev: &mut Vec<String>| {
+        if !graph {
+            corr += 1;
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cuda_runtime","name":"{launch}","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{corr}}}}}"#,
+                ts - 50
+            ));
+        }
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"kernel","name":"{name}","pid":0,"tid":3,"ts":{ts},"dur":{dur},"args":{{"correlation":{corr},"stream":3,"device":0,"grid":[64,1,1],"block":[256,1,1]}}}}"#
+        ));
+        ts += u64::from(dur) + 1;
+    };
+    for _ in 0..4 {
+        kernel("Cijk_Alik_Bljk_BBS_BH_MT64x32x256_MI16x16x1", 60, &mut ev);
+        kernel("rmsnorm_kernel<bf16>", short_us, &mut ev);
+        kernel("rotary_embedding_kernel<bf16>", short_us, &mut ev);
+        kernel("reshape_and_cache_flash_kernel<bf16>", short_us, &mut ev);
+        kernel("direct_copy_kernel_cuda", short_us, &mut ev);
+        kernel("direct_copy_kernel_cuda", short_us, &mut ev);
+    }
+    format!(
+        r#"{{"deviceProperties":[{{"id":0,"name":"AMD Instinct MI300X"}}],"traceEvents":[{}]}}"#,
+        ev.join(",")
+    )
+    .into_bytes()
+}
+
+/// Short kernels inside graph replays (review 7: the SGLang decode step, 99 % graph-replayed
+/// without its capture trace, had no analysis at all): named per layer, with the saving from
+/// the graph's own floor; not where the kernels are long, nor where they are launched eagerly
+/// (the launch rules speak for those).
+#[test]
+fn short_kernels_in_a_graph_replay_are_named_per_layer() {
+    let a = analyze_on(&graph_step(5, true), "MI300X");
+    let st = standalone(&a);
+    let b = findings(st)
+        .find(|b| b.title.contains("graph-replayed kernels are short"))
+        .unwrap_or_else(|| {
+            panic!(
+                "{}",
+                findings(st)
+                    .map(|b| b.title.clone())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
+        });
+    assert_eq!(
+        b.title,
+        "5 of each layer's 6 graph-replayed kernels are short (0.100 ms)"
+    );
+    assert!(
+        b.issue
+            .contains("the most common count among its repeated kernels is 4 a replay")
+            && b.issue.contains("0.050 ms"),
+        "{}",
+        b.issue
+    );
+    assert!(b.path_a.contains("apply RoPE") && b.path_a.contains("remove the copies"));
+    assert!(
+        b.path_a.contains("fuse each norm with the residual add"),
+        "{}",
+        b.path_a
+    );
+    // Healthy counterparts: long kernels (40 µs each), and the same kernels launched eagerly.
+    for bytes in [graph_step(40, true), graph_step(5, false)] {
+        let a = analyze_on(&bytes, "MI300X");
+        assert!(findings(standalone(&a)).all(|b| !b.title.contains("graph-replayed kernels")));
+    }
+}

@@ -664,6 +664,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     let mut timeline = findings::timeline_findings(&inputs);
     // Filed with the timeline's findings: a finding about the step, not about one op.
     timeline.extend(findings::repeated_forwards(&inputs));
+    timeline.extend(findings::graph_short_kernels(&inputs));
     if !timeline.is_empty() {
         let idx = match categories
             .iter()

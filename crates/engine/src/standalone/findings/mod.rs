@@ -3,6 +3,7 @@
 //! priorities, and its notes. Texts are markdown; names from the trace go through [`md`].
 
 mod chains;
+mod graph_short;
 pub mod merge;
 mod notes;
 mod ops;
@@ -24,6 +25,7 @@ use crate::perf::platform::Platform;
 use crate::sheet::Sheet;
 
 pub use crate::standalone::diagnosis::kernels::main_kernel_of;
+pub use graph_short::graph_short_kernels;
 use notes::add_notes;
 pub use ops::{baseline, compact_dims, shape_summary};
 use ops::{groups, op_bottleneck};

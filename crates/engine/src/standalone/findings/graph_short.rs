@@ -1,0 +1,253 @@
+//! Short kernels inside graph replays (docs/analysis.md, "Short kernels in graph replays"): a
+//! step replayed by a CUDA/HIP graph whose kernels are credited to no op (no capture trace)
+//! still shows, from the kernels alone, how its layers are built and which of their kernels
+//! do too little to be worth a kernel each. A graph removes the host's launches, not each
+//! kernel's fixed cost on the GPU (its dispatch, the ramp-up and drain of its workgroups): a
+//! kernel near the graph's shortest one is mostly that cost, and fusing it with a neighbour is
+//! the only way to save it.
+
+use super::timeline::timeline_bottleneck;
+use super::*;
+
+/// A graph's repeated kernel is short when its mean time is at most this many times the
+/// graph's shortest repeated kernel (the graph's own floor on this GPU) ...
+pub const SHORT_RATIO: f64 = 2.0;
+
+/// ... and at most this long, µs: past it a kernel does real work whatever the floor (a graph of
+/// only long kernels has no short ones).
+pub const SHORT_MAX_US: f64 = 10.0;
+
+/// The finding is made from this share of compute in the short kernels ...
+pub const SHORT_MIN_PCT: f64 = 5.0;
+
+/// ... where graph replays credited to no op hold at least this share of compute (else the op
+/// rules, with shapes, speak for the step).
+pub const GRAPH_MIN_PCT: f64 = 50.0;
+
+/// Of each short kernel's fixed cost (the graph's floor), the share fusion saves: pairing the
+/// short kernels of a layer removes about every second one.
+pub const FUSED_SHARE: f64 = 0.5;
+
+/// Kernels of these categories are left to their own rules: a short GEMM, attention or
+/// collective is not a neighbour an elementwise fusion takes in (a split-KV attention's reduce
+/// is part of the attention).
+const OWN_RULES: &[SeedCategory] = &[
+    SeedCategory::Gemm,
+    SeedCategory::SdpaFwd,
+    SeedCategory::SdpaBwd,
+    SeedCategory::Convolution,
+    SeedCategory::MoeFused,
+    SeedCategory::Communication,
+];
+
+/// One kernel name replayed by the graph.
+struct Replayed<'a> {
+    kernel: &'a str,
+    /// Calls per graph replay, and their mean time, µs.
+    per_replay: u64,
+    mean_us: f64,
+    us: f64,
+    count: u64,
+    category: SeedCategory,
+}
+
+/// What a short kernel does, from its name, for the action (empty where nothing is known).
+fn role(kernel: &str) -> &'static str {
+    let l = kernel.to_ascii_lowercase();
+    if l.contains("rmsnorm")
+        || l.contains("rms_norm")
+        || l.contains("layernorm")
+        || l.contains("layer_norm")
+    {
+        "norm"
+    } else if l.contains("rotary") || l.contains("rope") {
+        "rope"
+    } else if l.contains("kvcache") || l.contains("kv_cache") || l.contains("reshape_and_cache") {
+        "kv store"
+    } else if l.contains("copy") {
+        "copy"
+    } else if l.contains("act_and_mul") || l.contains("silu_and_mul") || l.contains("gelu_and_mul")
+    {
+        "gated activation"
+    } else if l.contains("reduce") && (l.contains("attention") || l.contains("paged"))
+        || l.contains("reduce_segments")
+        || l.contains("splitkv_combine")
+    {
+        "attention reduce"
+    } else if l.contains("topk")
+        || l.contains("routing")
+        || l.contains("sort_tokens")
+        || l.contains("bitmatrix")
+        || l.contains("moe_align")
+    {
+        "MoE routing"
+    } else {
+        ""
+    }
+}
+
+/// The finding, where graph replays credited to no op hold most of the computation and their
+/// short repeated kernels a material share of it.
+pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
+    let replays = inp
+        .trace
+        .events
+        .iter()
+        .filter(|e| e.kind().is_runtime() && crate::model::tree::is_graph_launch(inp.trace.name(e)))
+        .count() as u64;
+    if replays == 0 {
+        return None;
+    }
+    let rows: Vec<&OpRow> = inp.rows.iter().filter(|r| graph_replayed(r)).collect();
+    let graph_ms: f64 = rows.iter().map(|r| r.kernel_us).sum::<f64>() / 1e3;
+    if inp.share(graph_ms) < GRAPH_MIN_PCT {
+        return None;
+    }
+    let kernels: Vec<Replayed> = rows
+        .iter()
+        .filter(|r| r.count > 0)
+        .map(|r| Replayed {
+            kernel: crate::standalone::ops::synthetic_parts(&r.name)
+                .map_or(r.name.as_str(), |p| p.1),
+            per_replay: r.count / replays,
+            mean_us: r.kernel_us / r.count as f64,
+            us: r.kernel_us,
+            count: r.count,
+            category: r.category,
+        })
+        .collect();
+    // The graph's floor: its shortest kernel among those each replay runs more than once (a
+    // kernel run once per replay may be a tiny bookkeeping kernel outside the layers).
+    let repeated = || kernels.iter().filter(|k| k.per_replay >= 2);
+    let floor = repeated().map(|k| k.mean_us).reduce(f64::min)?;
+    // A split-KV attention's reduce is part of the attention, not a neighbour to fuse with.
+    let mut short: Vec<&Replayed> = repeated()
+        .filter(|k| k.mean_us <= SHORT_RATIO * floor && k.mean_us <= SHORT_MAX_US)
+        .filter(|k| role(k.kernel) != "attention reduce" && !OWN_RULES.contains(&k.category))
+        .collect();
+    short.sort_by(|a, b| b.us.total_cmp(&a.us));
+    let short_ms: f64 = short.iter().map(|k| k.us).sum::<f64>() / 1e3;
+    if short.is_empty() || inp.share(short_ms) < SHORT_MIN_PCT {
+        return None;
+    }
+    // The layers: the most common calls per replay among repeated kernels (ties: the smaller).
+    let mut counts: Vec<(u64, usize)> = Vec::new();
+    for k in repeated() {
+        match counts.iter_mut().find(|(c, _)| *c == k.per_replay) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((k.per_replay, 1)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let layers = counts.first().map(|c| c.0).filter(|&l| l >= 2)?;
+    let per_layer: u64 = kernels
+        .iter()
+        .filter(|k| k.per_replay % layers == 0 && k.per_replay > 0)
+        .map(|k| k.per_replay / layers)
+        .sum();
+    let short_per_layer: u64 = short
+        .iter()
+        .filter(|k| k.per_replay % layers == 0)
+        .map(|k| k.per_replay / layers)
+        .sum();
+    let short_count: u64 = short.iter().map(|k| k.count).sum();
+    let fixed_ms = short_count as f64 * floor / 1e3;
+    let saving_ms = FUSED_SHARE * fixed_ms;
+    let list = short
+        .iter()
+        .map(|k| {
+            let r = role(k.kernel);
+            format!(
+                "{}{} ×{} a replay, {:.1} µs each",
+                code(&short_name(k.kernel)),
+                if r.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({r})")
+                },
+                k.per_replay,
+                k.mean_us
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    let per_step = if replays > 1 {
+        format!("Each of its {replays} replays runs")
+    } else {
+        "The replay runs".to_owned()
+    };
+    let issue = format!(
+        "{per_step} {} kernels; the most common count among its repeated kernels is {layers} a replay, most likely one per layer, with {per_layer} kernels a layer. {short_per_layer} of them are short, at most {SHORT_RATIO:.0}× the graph's shortest repeated kernel ({floor:.1} µs) and under {SHORT_MAX_US:.0} µs (GEMMs, attention and collectives, a split-KV attention's reduce included, left to their own rules): {list}. They take {short_ms:.3} ms ({:.1}% of compute). A graph removes the host's launches, not each kernel's fixed cost on the GPU (dispatch, the ramp-up and drain of its workgroups): a kernel this short is mostly that cost, about {floor:.1} µs each, {fixed_ms:.3} ms over the {short_count} calls. Fusing the short kernels of a layer in pairs saves about half of it, {saving_ms:.3} ms. Without the capture trace the kernels have no shapes, so their bytes and efficiency are unknown.",
+        kernels.iter().map(|k| k.per_replay).sum::<u64>(),
+        inp.share(short_ms),
+    );
+    let roles: Vec<&str> = short.iter().map(|k| role(k.kernel)).collect();
+    let has = |r: &str| roles.contains(&r);
+    let mut parts: Vec<&str> = Vec::new();
+    if has("rope") || has("kv store") {
+        parts.push("apply RoPE (and any q/k norm) and write the KV cache in one kernel, as the serving engines' fused rotary-and-cache kernels do");
+    }
+    if has("copy") {
+        parts.push("remove the copies: one that makes a slice contiguous (a fused QKV output split apart) can be a view the next kernel reads with strides");
+    }
+    if has("MoE routing") {
+        parts.push("compute the MoE routing (top-k, the per-expert counts and the sort) in one kernel a layer");
+    }
+    if has("gated activation") {
+        parts.push("fold the gated activation into the down projection's prologue or the gate/up GEMM's epilogue");
+    }
+    // A norm kernel that already takes the residual add (`add_rmsnorm`, `fused_add_…`) has
+    // had that fusion.
+    let bare_norm = short
+        .iter()
+        .any(|k| role(k.kernel) == "norm" && !k.kernel.to_ascii_lowercase().contains("add"));
+    if bare_norm {
+        parts.push("fuse each norm with the residual add before it");
+    }
+    parts.push("elsewhere, compile the captured region (`torch.compile`) so neighbouring elementwise kernels become one");
+    let mut path_a = format!(
+        "Fuse the short kernels of each layer: {}.",
+        parts.join("; ")
+    );
+    if let Some(first) = path_a.get(..1) {
+        path_a = first.to_uppercase() + &path_a[1..];
+    }
+    let mut b = timeline_bottleneck(
+        SeedCategory::Other,
+        &format!(
+            "{short_per_layer} of each layer's {per_layer} graph-replayed kernels are short ({short_ms:.3} ms)"
+        ),
+        short_ms,
+        issue.clone(),
+        &path_a,
+        "These kernels are short because each does little: tuning one does not remove its fixed cost; fusion does. Record the capture trace (`jarvis report TRACE --capture DIR`) to give them shapes and a perf model.",
+        inp,
+    );
+    b.causes.push(Cause {
+        key: "graph_short_kernels",
+        title: format!("{short_per_layer} short kernels a layer"),
+        evidence: issue,
+        action: path_a,
+        waste: Some((saving_ms / short_ms).clamp(0.0, 1.0)),
+        confidence: Confidence::Medium,
+        bounds_all: false,
+        scope: None,
+    });
+    // Replayed as stated: each short kernel loses half the graph's floor per call.
+    b.fix = short
+        .iter()
+        .map(|k| {
+            let left = ((k.mean_us - FUSED_SHARE * floor) / k.mean_us).clamp(0.0, 1.0);
+            ("scale", format!("kernel:{}={left:.4}", k.kernel))
+        })
+        .collect();
+    Some(b)
+}
+
+/// A kernel's name short enough for a list: its function name without the template
+/// arguments where it has them.
+fn short_name(kernel: &str) -> String {
+    let base = kernel.strip_prefix("void ").unwrap_or(kernel);
+    let cut = base.find('<').unwrap_or(base.len());
+    short(&base[..cut], 60)
+}
