@@ -380,13 +380,13 @@ fn blas_workspace(view: &MemoryView) -> Vec<MemoryFinding> {
             key: "blas_workspace",
             device: d.device.clone(),
             title: format!(
-                "The BLAS workspace takes {} per GEMM call on {} ({:.0}% of its peak)",
+                "Each GEMM call allocates a BLAS workspace of {} on {} ({:.0}% of its peak)",
                 bytes_text(size),
                 d.device,
                 100.0 * size as f64 / peak as f64
             ),
             evidence: format!(
-                "{calls} GEMM calls each allocate {} through aten::empty and free it when they return: the BLAS library's workspace (PyTorch gives hipBLASLt 76 MiB on ROCm and cuBLASLt 1 MiB on CUDA by default).{at_peak}",
+                "{calls} GEMM calls each allocate {} through aten::empty and free it when they return (the caching allocator hands the same block back, so it costs the peak, not time): the BLAS library's workspace (PyTorch gives hipBLASLt 76 MiB on ROCm and cuBLASLt 1 MiB on CUDA by default).{at_peak}",
                 bytes_text(size)
             ),
             action: "Where memory limits the batch, give the workspace less: CUBLASLT_WORKSPACE_SIZE in KiB (PyTorch on ROCm also reads HIPBLASLT_WORKSPACE_SIZE), e.g. 32768 for 32 MiB; check that GEMM times hold, since some kernels need the workspace. On a small model it is the main difference between a ROCm and a CUDA peak.".into(),

@@ -323,9 +323,16 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         "| Total Compute Time{steady} | {:.3} ms |",
         u.computation_ms
     );
+    // Where the profiled steps last well beyond the GPU's span, the row says whose share it is
+    // (review 7: "100%" for one 1.8 µs kernel in a 1.67 ms host-bound step).
+    let span = if host_only_note(a, u.total_ms).is_some() {
+        " (of the GPU timeline's span)"
+    } else {
+        whole
+    };
     let _ = writeln!(
         s,
-        "| GPU Utilization (busy){whole} | {} |",
+        "| GPU Utilization (busy){span} | {} |",
         h.gpu_utilization_pct
             .map_or("–".into(), |x| format!("{x:.1}%"))
     );

@@ -214,7 +214,7 @@ pub(super) fn cause(
             p.label(),
             p.exp_tops.as_ref().map_or(0.0, |e| e.0)
         ),
-        None => format!(" {} has no exponential rate in the platform table, so the softmax is not counted.", p.label()),
+        None => format!(" No published exponential rate for {} is known to Jarvis, so the softmax's share of the time is not counted in this ceiling.", p.label()),
     };
     let unit = p.unit_name();
     let grid = c

@@ -59,6 +59,45 @@ pub(crate) fn is_patch_embedding(shape: &OpRow) -> bool {
             .all(|&d| d <= 1)
 }
 
+/// A trace GEMM of about a convolution's work, from this share ...
+const AS_GEMM_MIN_WORK: f64 = 0.5;
+/// ... to this many times it.
+const AS_GEMM_MAX_WORK: f64 = 2.0;
+
+/// A convolution read as the GEMM it is, timed at the rate of the trace's own GEMMs of about
+/// its work.
+#[derive(Debug, Clone, Copy)]
+struct AsGemm<'a> {
+    /// The convolution's GFLOP and kernel time a call, µs.
+    gflops: f64,
+    conv_us: f64,
+    /// The fastest trace GEMM of the same precision with 0.5–2× its work, and the time the
+    /// convolution's FLOPs take at that rate, µs.
+    peer: &'a gemm_peers::GemmPeer,
+    gemm_us: f64,
+}
+
+fn as_trace_gemm<'a>(shape: &OpRow, ctx: &Context<'a>) -> Option<AsGemm<'a>> {
+    let gflops = shape.gflops?;
+    let conv_us = shape.kernel_us / shape.count.max(1) as f64;
+    if gflops <= 0.0 || conv_us <= 0.0 {
+        return None;
+    }
+    let peer = ctx
+        .gemm_peers
+        .iter()
+        .filter(|p| p.spec == shape.compute_spec && p.tflops > 0.0)
+        .filter(|p| (AS_GEMM_MIN_WORK..=AS_GEMM_MAX_WORK).contains(&(p.gflops / gflops)))
+        .max_by(|a, b| a.tflops.total_cmp(&b.tflops))?;
+    let gemm_us = gflops / peer.tflops * 1e3;
+    (gemm_us < conv_us).then_some(AsGemm {
+        gflops,
+        conv_us,
+        peer,
+        gemm_us,
+    })
+}
+
 pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
     let (Some(x), Some(w)) = (
@@ -160,15 +199,29 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     // here however few the channels: no channel padding is implied.
     let patchify = is_patch_embedding(shape);
     if patchify && cin <= FEW_CHANNELS && groups == 1 && (cin * ksize) % need == 0 {
+        // What the trace's own GEMM kernels reach at this size is what the GEMM it is would
+        // take (review 7: H100 ViT's 16×16 patch embedding, 98 µs for 0.93 GFLOP, beside the
+        // same-size QKV GEMM's 8.3 µs; the few-tiles cause had led).
+        let as_gemm = as_trace_gemm(shape, ctx);
         out.push(Cause {
             key: "conv_patch_embedding",
-            title: format!("patch embedding: {ks} patches over {cin} channels"),
+            title: match as_gemm {
+                Some(g) => format!(
+                    "patch embedding: {ks} patches over {cin} channels, {:.1}× the time of the GEMM it is",
+                    g.conv_us / g.gemm_us
+                ),
+                None => format!("patch embedding: {ks} patches over {cin} channels"),
+            },
             evidence: format!(
-                "stride {ks} equals the kernel and nothing is padded: the patches do not overlap, so the convolution is one GEMM with K = {cin}·{ksize} = {} (aligned), not a stem whose few channels the kernel pads.{gemm_text}",
-                cin * ksize
+                "stride {ks} equals the kernel and nothing is padded: the patches do not overlap, so the convolution is one GEMM with K = {cin}·{ksize} = {} (aligned), not a stem whose few channels the kernel pads.{gemm_text}{}",
+                cin * ksize,
+                as_gemm.map_or(String::new(), |g| format!(
+                    " Its {:.3} GFLOP a call take {:.1} µs in the convolution's kernels; the trace's GEMMs of that size (M={} N={} K={}, {:.3} GFLOP) run at {:.0} TFLOP/s, so as a GEMM it would take about {:.1} µs.",
+                    g.gflops, g.conv_us, g.peer.m, g.peer.n, g.peer.k, g.peer.gflops, g.peer.tflops, g.gemm_us
+                ))
             ),
             action: "Where the convolution kernel is slow for this shape, run it as the GEMM it is: reshape the image into patches (`x.unfold` or a view/permute) and call `F.linear` with the weight flattened to (C_out, K).".into(),
-            waste: None,
+            waste: as_gemm.map(|g| (1.0 - g.gemm_us / g.conv_us).max(0.0)),
             confidence: Confidence::High,
             bounds_all: false,
             scope: None,
@@ -341,4 +394,83 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::standalone::ops::tests_support::row;
+
+    /// ViT-base's 16×16 patch embedding on 4 images (0.925 GFLOP a call) taking `conv_us`.
+    fn patch_embedding(conv_us: f64) -> OpRow {
+        let mut r = row("aten::convolution");
+        r.category = SeedCategory::Convolution;
+        r.compute_spec = "matrix_bf16".into();
+        r.perf_params = "{'convNd': 'conv2d', 'input_shape': (4, 3, 224, 224), 'filter_shape': (768, 3, 16, 16), 'stride': (16, 16), 'padding': (0, 0), 'dilation': (1, 1), 'transposed_conv': False, 'groups': 1}".into();
+        r.count = 1;
+        r.gflops = Some(0.925);
+        r.kernel_us = conv_us;
+        r
+    }
+
+    /// A GEMM signature of the trace: 788 × `n` × 768 at `tflops`.
+    fn gemm(n: i64, tflops: f64) -> gemm_peers::GemmPeer {
+        gemm_peers::GemmPeer {
+            m: 788,
+            n,
+            k: 768,
+            spec: "matrix_bf16".into(),
+            gflops: 2.0 * (788 * n * 768) as f64 / 1e9,
+            tflops,
+            kernel: "sm90_xmma_gemm".into(),
+            compute_bound: false,
+        }
+    }
+
+    /// The planted truth: a patch embedding taking 129.6 µs where the trace's GEMM of its size
+    /// runs at 112 TFLOP/s is 15.7× the GEMM it is (8.26 µs), and the cause saves the rest; a
+    /// larger GEMM's faster rate is no yardstick (4× the work). Counterparts: a patch
+    /// embedding as fast as that GEMM, and one without a GEMM of its size in the trace, claim
+    /// no time.
+    #[test]
+    fn a_patch_embedding_is_timed_as_the_gemm_it_is() {
+        let h100 = crate::perf::platform::by_name("h100").expect("h100");
+        let peers = [gemm(768, 112.0), gemm(3072, 270.0)];
+        let mut ctx = Context::on(Some(&h100));
+        ctx.gemm_peers = &peers;
+        let c = causes(&patch_embedding(129.6), &ctx);
+        let p = c
+            .iter()
+            .find(|c| c.key == "conv_patch_embedding")
+            .expect("the patch embedding");
+        assert!(
+            p.title.ends_with("15.7× the time of the GEMM it is"),
+            "{}",
+            p.title
+        );
+        assert!(p.evidence.contains("about 8.3 µs"), "{}", p.evidence);
+        let w = p.waste.expect("costed");
+        assert!(
+            (w - (1.0 - 0.925 / 112.0 * 1e3 / 129.6)).abs() < 1e-9,
+            "{w}"
+        );
+        let fast = causes(&patch_embedding(8.0), &ctx);
+        let p = fast
+            .iter()
+            .find(|c| c.key == "conv_patch_embedding")
+            .expect("named");
+        assert!(
+            p.waste.is_none() && !p.title.contains("× the time"),
+            "{}",
+            p.title
+        );
+        let alone = [gemm(3072, 270.0)];
+        ctx.gemm_peers = &alone;
+        let c = causes(&patch_embedding(129.6), &ctx);
+        let p = c
+            .iter()
+            .find(|c| c.key == "conv_patch_embedding")
+            .expect("named");
+        assert!(p.waste.is_none(), "{}", p.evidence);
+    }
 }

@@ -30,10 +30,14 @@ pub struct GemmPeer {
     pub tflops: f64,
     /// Its main (longest) kernel.
     pub kernel: String,
+    /// Above the platform's ridge point for its precision: only these are peers; the others
+    /// still say what rate the trace's GEMM kernels reach at a size (`conv`'s patch embedding).
+    pub compute_bound: bool,
 }
 
-/// The trace's compute-bound GEMM signatures (above the platform's ridge point for their
-/// precision), one per shape and kernel. Empty without a platform (no ridge to judge by).
+/// The trace's GEMM signatures, one per shape and kernel, each marked compute-bound where it
+/// is above the platform's ridge point for its precision. Empty without a platform (no ridge
+/// to judge by).
 pub fn gemm_peers(rows: &[OpRow], platform: Option<&Platform>) -> Vec<GemmPeer> {
     let Some(p) = platform else {
         return Vec::new();
@@ -49,9 +53,10 @@ pub fn gemm_peers(rows: &[OpRow], platform: Option<&Platform>) -> Vec<GemmPeer> 
         else {
             continue;
         };
-        if r.param("B").is_some_and(|b| b > 1) || p.ridge(&r.compute_spec).is_none_or(|x| fpb < x) {
+        if r.param("B").is_some_and(|b| b > 1) {
             continue;
         }
+        let compute_bound = p.ridge(&r.compute_spec).is_some_and(|x| fpb >= x);
         let kernel = super::kernels::main_kernel_of(r);
         let peer = GemmPeer {
             m,
@@ -61,6 +66,7 @@ pub fn gemm_peers(rows: &[OpRow], platform: Option<&Platform>) -> Vec<GemmPeer> 
             gflops,
             tflops,
             kernel,
+            compute_bound,
         };
         // TraceLens lists a GEMM under its op and the `aten::mm` inside it: one peer.
         if !out
@@ -122,12 +128,13 @@ pub(super) fn slower_than_peers(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> 
     let own = ctx
         .gemm_peers
         .iter()
+        .filter(|p| p.compute_bound)
         .filter(|p| (p.m, p.n, p.k) == (m, n, k) && p.spec == shape.compute_spec)
         .min_by(|a, b| a.tflops.total_cmp(&b.tflops))?;
     let peers: Vec<&GemmPeer> = ctx
         .gemm_peers
         .iter()
-        .filter(|p| p.m == m && p.spec == own.spec && (p.n, p.k) != (n, k))
+        .filter(|p| p.compute_bound && p.m == m && p.spec == own.spec && (p.n, p.k) != (n, k))
         .filter(|p| {
             p.gflops <= own.gflops * PEER_MAX_WORK && p.gflops >= own.gflops * PEER_MIN_WORK
         })

@@ -123,8 +123,8 @@ pub struct Context<'a> {
     /// The trace runs convolutions with layout transposes beside them (MIOpen's
     /// `batched_transpose_*`, cuDNN's `nchwToNhwcKernel`): channels_last advice can say they go.
     pub convolutions: bool,
-    /// The trace's compute-bound GEMM signatures (`gemm_peers`): a GEMM slower than those of
-    /// its rows is told so.
+    /// The trace's GEMM signatures with their rates (`gemm_peers`): a GEMM slower than the
+    /// compute-bound ones of its rows is told so, and a patch embedding is timed as a GEMM.
     pub gemm_peers: &'a [gemm_peers::GemmPeer],
     /// The row counts (M) of the trace's GEMMs: its tokens or batch, what an activation's
     /// dimensions hold (`constant_cast`).
