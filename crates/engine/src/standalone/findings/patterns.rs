@@ -765,7 +765,29 @@ fn add_recompute(
     } else {
         ""
     };
-    let action = format!("Where memory allows, recompute less: checkpoint fewer regions (every other block, or only the largest), or checkpoint selectively, keeping the expensive outputs (matmuls, attention) and recomputing only cheap ops (`torch.utils.checkpoint` with a `context_fn` from `torch.utils.checkpoint.create_selective_checkpoint_contexts`, or `torch.compile`'s activation memory budget). Check the memory view first: without checkpointing the activations must fit beside the peak.{bn_action}");
+    // The expensive outputs to keep are the ones the regions compute (review 7: "matmuls,
+    // attention" in a ResNet's checkpoint advice).
+    let heavy: Vec<&str> = [
+        ("conv", "convolutions"),
+        ("mm", "matmuls"),
+        ("linear", "matmuls"),
+        ("attention", "attention"),
+    ]
+    .iter()
+    .filter(|(k, _)| r.ops.iter().any(|o| o.name.contains(k)))
+    .map(|(_, w)| *w)
+    .fold(Vec::new(), |mut v, w| {
+        if !v.contains(&w) {
+            v.push(w);
+        }
+        v
+    });
+    let heavy = if heavy.is_empty() {
+        "matmuls, convolutions, attention".to_owned()
+    } else {
+        heavy.join(", ")
+    };
+    let action = format!("Where memory allows, recompute less: checkpoint fewer regions (every other block, or only the largest), or checkpoint selectively, keeping the expensive outputs ({heavy}) and recomputing only cheap ops (`torch.utils.checkpoint` with a `context_fn` from `torch.utils.checkpoint.create_selective_checkpoint_contexts`, or `torch.compile`'s activation memory budget). Check the memory view first: without checkpointing the activations must fit beside the peak.{bn_action}");
     let mut b = pattern_bottleneck(
         f.category,
         &names,
