@@ -1573,37 +1573,6 @@ fn a_group_straddling_the_ridge_says_so() {
     );
 }
 
-/// The host fix ranks a GPU fix only where it unmasks it (review 7). RTX 2080 Ti ResNet-18,
-/// whose steps wait on the DataLoader: its fp32 convolutions save 0.96 s as the step is and
-/// 1.81 s once the loader is fixed, which ranks them; its exposed copies save 0.605 s either
-/// way, so their 6.2 % of the step ranks them High, not their 13 % of the shorter step.
-#[test]
-fn a_host_fix_ranks_only_the_fixes_it_unmasks() {
-    let Some(shared) = common::shared_dir() else {
-        return;
-    };
-    let a = analyze_on(
-        &common::read(&shared.join("traces/param/rtx2080ti_resnet_kineto.json.gz")),
-        "rtx",
-    );
-    let st = standalone(&a);
-    let copies = findings(st)
-        .find(|b| b.title == "Exposed memory copies")
-        .expect("copies");
-    assert!(copies.impact.after_fix.is_none(), "{:?}", copies.impact);
-    assert_eq!(copies.priority.label(), "High", "{:?}", copies.impact);
-    let conv = findings(st)
-        .find(|b| b.title.starts_with("Convolutions in fp32"))
-        .expect("fp32 convolutions");
-    let after = conv
-        .impact
-        .after_fix
-        .as_ref()
-        .expect("ranked after the host fix");
-    assert!(after.saved_ms() > 1.2 * conv.impact.replayed.expect("replayed").saved_ms());
-    assert_eq!(conv.priority.label(), "Critical");
-}
-
 /// A GEMM group's wave cause counts every signature whose last wave is part-filled, not only
 /// the costliest (review 7: MI300X compiled block, whose down projection launches the q/k/v
 /// grid, 1368 workgroups on 304 CUs, and had been left out); the group's largest signature

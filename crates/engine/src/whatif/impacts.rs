@@ -509,13 +509,7 @@ pub fn replay_findings(
     }
     let bottlenecks = st.categories.iter_mut().flat_map(|c| &mut c.bottlenecks);
     for ((b, r), a) in bottlenecks.zip(replayed).zip(after_lead) {
-        // The host fix ranks a GPU fix only where it unmasks it: the fix saves more once the
-        // host fix is made. A saving as large either way (exposed copies) is worth its share
-        // of the step as it is; the shorter step's share would lift it a rank for nothing
-        // (review 7: the RTX 2080 Ti's 6.2 % of copies ranked Critical at 13 %).
-        b.impact.after_fix = a.filter(|a| {
-            r.is_none_or(|r| a.saved_ms() > crate::standalone::findings::UNMASKED * r.saved_ms())
-        });
+        b.impact.after_fix = a;
         if let Some(r) = r {
             b.impact.replayed = Some(r);
             // The path before the cut may be the GPU's; the host holds it once the GPU work

@@ -456,10 +456,6 @@ pub struct Impact {
     pub after_fix: Option<AfterFix>,
 }
 
-/// A host fix ranks a GPU fix replayed after it ([`AfterFix`]) only where the GPU fix then
-/// saves more than this many times what it saves alone: the host fix unmasks it.
-pub const UNMASKED: f64 = 1.2;
-
 /// A fix replayed on the schedule another fix has already changed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AfterFix {
