@@ -1166,6 +1166,11 @@ pub(super) fn op_bottleneck(
             1,
         );
     }
+    // MIOpen's own passes around its solvers are their cause, named, not a fusion or layout
+    // candidate (review 8: the MI210 trace's `SubTensorOp*` cards read "Layout transposes").
+    if causes.is_empty() && is_dnn_library_tensor_op(&r.name) {
+        causes.push(library_pass_cause(&r.name));
+    }
     with_causes(&mut t, &causes);
     // Where the calls were judged apart by their kernels, that cause says it already.
     if let Some(note) =
@@ -1467,6 +1472,25 @@ fn kernel_level_texts(t: &mut OpTexts, g: &Group<'_>, r: &OpRow, inp: &Inputs<'_
     // the library, so no PyTorch-level fusion removes them.
     if is_dnn_library_tensor_op(&r.name) {
         t.path_a = "These are MIOpen's own tensor operations around its convolution solvers (a workspace set to a scalar before a split-K pass accumulates into it atomically, its fp32 result cast back to the tensor's type), launched by the library rather than by a PyTorch op: no `torch.compile` fusion removes them. A solver that needs no such pass does: let MIOpen search for one (`torch.backends.cudnn.benchmark = True`, `MIOPEN_FIND_MODE=NORMAL`), and run the model channels_last so its NHWC solvers apply.".into();
+    }
+}
+
+/// The cause of a MIOpen tensor operation's finding: the library's pass around its solver.
+fn library_pass_cause(name: &str) -> Cause {
+    let workspace = name.starts_with("SubTensorOp");
+    Cause {
+        key: "dnn_library_pass",
+        title: if workspace {
+            "MIOpen's workspace pass around a split-K convolution".into()
+        } else {
+            "MIOpen's own tensor operation around its convolution solver".into()
+        },
+        evidence: "the kernel is one MIOpen launches around its convolution solvers (a split-K solver's fp32 workspace set to zero before it accumulates, its result cast back after), not a PyTorch op: no `torch.compile` fusion removes it, and channels_last does not either; a solver without the pass does.".into(),
+        action: "Let MIOpen search for a solver that needs no such pass for these shapes (`torch.backends.cudnn.benchmark = True`, `MIOPEN_FIND_MODE=NORMAL`); its NHWC solvers apply when the model runs channels_last.".into(),
+        waste: None,
+        confidence: Confidence::Medium,
+        bounds_all: false,
+        scope: None,
     }
 }
 

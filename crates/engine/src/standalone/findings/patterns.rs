@@ -342,9 +342,11 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         inp,
                     );
                     // In a GPU-only trace the transposes are kernel-level rows of their own
-                    // (named by kernel family): the same cause, folded in here.
+                    // (named by kernel family): the same cause, folded in here. The workspace
+                    // passes named beside them are another cause (the solver's), and keep
+                    // their own findings (review 8).
                     let mut by_family: Vec<(String, f64)> = Vec::new();
-                    for k in t.kernels.iter().chain(&t.workspace) {
+                    for k in &t.kernels {
                         let fam = crate::analysis::kernel_kinds::kernel_family(&k.name);
                         match by_family.iter_mut().find(|(n, _)| *n == fam) {
                             Some((_, ms)) => *ms += k.ms,
@@ -354,12 +356,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     b.scope = Some(super::merge::Scope {
                         class: None,
                         ops: by_family,
-                        instances: t
-                            .kernels
-                            .iter()
-                            .chain(&t.workspace)
-                            .map(|k| k.kernels)
-                            .sum(),
+                        instances: t.kernels.iter().map(|k| k.kernels).sum(),
                         unfused_attention: false,
                         subtracts: false,
                     });
