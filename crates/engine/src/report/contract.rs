@@ -37,6 +37,9 @@ fn platform_json(a: &Analysis) -> serde_json::Value {
     match &a.platform {
         Some(p) => json!({
             "name": p.platform.name,
+            // The GPU as the reports write it where a fingerprint cannot tell two apart
+            // ("MI210 or MI250 GCD"); the name above is the platform table's entry.
+            "label": p.platform.label(),
             "how": p.how,
             "peak_hbm_tb_s": p.platform.hbm_tbps.0,
             "peak_maf_bf16_tflops": p.platform.tflops.get("matrix_bf16").map(|x| x.0),
