@@ -8,6 +8,9 @@ use super::*;
 pub const TINY_MB: f64 = 1.0;
 /// ...and launch-bound when its kernels average less than this (µs).
 pub const TINY_US: f64 = 5.0;
+/// A few-workgroups kernel whose calls take at least this many times the larger of their
+/// roofline time and the kernel floor is slow for its grid, not for its work.
+pub const FAR_FROM_WORK: f64 = 4.0;
 /// Below this share of the elementwise baseline, the kernel itself is slow.
 pub const BELOW_BASELINE: f64 = 0.5;
 
@@ -275,12 +278,20 @@ fn few_workgroups(shape: &OpRow, sig_share: f64, ctx: &Context<'_>) -> Option<Ca
     if us < (2.0 * floor).max(TINY_US) {
         return None;
     }
-    // Nor is one whose whole work at peak takes under the kernel's fixed cost: more
-    // workgroups would each have less to do, not finish sooner (BERT-small's GELU on MI300X:
-    // 4 µs calls over 141 × 2048 values). Without recorded shapes the work is unknown, and a
-    // small grid may be all the op has to do (MI210's BatchNorm running-statistics update on
-    // one workgroup; a bias gradient's column sum): nothing is claimed.
-    if shape.roofline_us.is_none_or(|roof| roof < floor) {
+    // Nor is one near its own work's floor: the larger of its roofline time and the kernel
+    // floor, times [`FAR_FROM_WORK`]; a call within that is short for its work, and more
+    // workgroups would not finish it sooner (BERT-small's GELU on MI300X: 4 µs calls over
+    // 141 × 2048 values). A call far beyond it is the grid's doing, whatever its bytes
+    // (review 8: a LayerNorm backward over 8 rows, 8 workgroups, 32.6 µs a call for 0.3 µs of
+    // bytes at peak, had been let off as "work under the fixed cost"). Without recorded
+    // shapes the work is unknown, and a small grid may be all the op has to do (MI210's
+    // BatchNorm running-statistics update on one workgroup; a bias gradient's column sum):
+    // nothing is claimed.
+    let per_call = shape.kernel_us / shape.count.max(1) as f64;
+    if shape
+        .roofline_us
+        .is_none_or(|roof| per_call < FAR_FROM_WORK * roof.max(floor))
+    {
         return None;
     }
     let wgs = super::recorded_workgroups(name, &launch);
@@ -553,6 +564,8 @@ mod tests {
             })];
             // Its work at peak: 10 µs, above the 3 µs floor.
             r.roofline_us = Some(10.0);
+            r.count = 1;
+            r.kernel_us = us;
             r
         };
         let c = few_workgroups(&norm(8, 40.0), 1.0, &ctx).expect("8 for 304");
@@ -571,10 +584,16 @@ mod tests {
         sum.kernel_names[0].0 = "void at::native::reduce_kernel<128, 4>".into();
         let c = few_workgroups(&sum, 1.0, &ctx).expect("8 for 304");
         assert!(c.action.starts_with("Split the reduction"), "{}", c.action);
-        // Work under the floor, or unknown (no recorded shapes): nothing to spread.
+        // Work under the floor in calls far beyond it: the grid's doing (review 8: the
+        // LayerNorm backward's 32.6 µs calls for 0.3 µs of bytes at peak).
         let mut small = norm(8, 40.0);
         small.roofline_us = Some(1.0);
-        assert!(few_workgroups(&small, 1.0, &ctx).is_none(), "tiny work");
+        assert!(few_workgroups(&small, 1.0, &ctx).is_some(), "far from its work");
+        // Calls within 4× of their work's floor (the larger of roofline and kernel floor), or
+        // work unknown (no recorded shapes): nothing to spread.
+        let mut near = norm(8, 10.0);
+        near.roofline_us = Some(1.0);
+        assert!(few_workgroups(&near, 1.0, &ctx).is_none(), "near its work");
         small.roofline_us = None;
         assert!(few_workgroups(&small, 1.0, &ctx).is_none(), "unknown work");
     }
