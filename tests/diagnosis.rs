@@ -1725,3 +1725,31 @@ fn fft_convolutions_count_as_fp32() {
         b.fix
     );
 }
+
+/// The allocator's advice names its per-stream pools only where the kernels run on several
+/// streams (review 8: HTA's A100 multi-stream trace, each matmul on its own stream, had been
+/// told only of `empty_cache` and fragmentation); A100 AlexNet, one stream, is not.
+#[test]
+fn the_allocator_advice_names_per_stream_pools_where_streams_are_many() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let idle_action = |file: &str| {
+        let a = analyze_on(&common::read(&shared.join("traces/hta").join(file)), "A100");
+        let action = findings(standalone(&a))
+            .find(|b| b.title.starts_with("GPU idle"))
+            .map(|b| b.path_a.clone())
+            .expect("the idle finding");
+        action
+    };
+    let many = idle_action("a100_cuda_event_sync_multi_stream_trace.json.gz");
+    assert!(
+        many.contains("the allocator keeps a pool per stream"),
+        "{many}"
+    );
+    let one = idle_action("a100_alexnet_benchmark_trace.json.gz");
+    assert!(
+        one.contains("The caching allocator is growing") && !one.contains("pool per stream"),
+        "{one}"
+    );
+}

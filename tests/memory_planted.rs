@@ -99,7 +99,12 @@ fn the_findings_quote_the_planted_numbers() {
     assert_eq!(f.bytes, (4 * 256) << 20);
     assert!(t.peak_allocated > f.bytes);
     let (f, _) = find("memory_blas_workspace");
-    assert!(f.title.contains("Each GEMM call allocates a BLAS workspace of 76.0 MiB"), "{}", f.title);
+    assert!(
+        f.title
+            .contains("Each GEMM call allocates a BLAS workspace of 76.0 MiB"),
+        "{}",
+        f.title
+    );
     assert!(f.evidence.starts_with("8 GEMM calls"), "{}", f.evidence);
     assert!(f.action.contains("HIPBLASLT_WORKSPACE_SIZE"));
     let (f, t) = find("memory_fragmentation");

@@ -38,7 +38,9 @@ pub fn render(a: &Analysis) -> String {
             let _ = writeln!(
                 s,
                 "Platform: {} ({}; {} TB/s{bf16})",
-                p.platform.label(), p.how, p.platform.hbm_tbps.0
+                p.platform.label(),
+                p.how,
+                p.platform.hbm_tbps.0
             );
         }
         None => {

@@ -588,7 +588,10 @@ mod tests {
         // LayerNorm backward's 32.6 µs calls for 0.3 µs of bytes at peak).
         let mut small = norm(8, 40.0);
         small.roofline_us = Some(1.0);
-        assert!(few_workgroups(&small, 1.0, &ctx).is_some(), "far from its work");
+        assert!(
+            few_workgroups(&small, 1.0, &ctx).is_some(),
+            "far from its work"
+        );
         // Calls within 4× of their work's floor (the larger of roofline and kernel floor), or
         // work unknown (no recorded shapes): nothing to spread.
         let mut near = norm(8, 10.0);

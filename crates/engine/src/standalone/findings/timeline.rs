@@ -1711,7 +1711,10 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         C::ExplicitSync if top.label.contains("Free") => uncached_allocator(inp).unwrap_or_else(|| "The caching allocator is returning memory to the driver, and each free synchronizes the device: find what makes it free (a library workspace allocated per call, `torch.cuda.empty_cache()` in the loop, allocations near the memory limit that make the allocator release cached blocks) and keep the memory cached: `expandable_segments:True` (`PYTORCH_CUDA_ALLOC_CONF` / `PYTORCH_HIP_ALLOC_CONF`), fixed workspaces, no `empty_cache` in the step, a smaller batch if memory is at its limit.".into()),
         // The allocator's cache had no block: every allocation went to the driver while the
         // GPU drained (A100 AlexNet's measured forward after the harness emptied the cache).
-        C::Allocation => "The caching allocator is growing inside the measured work: its cache had no free block, so allocations went to the driver, each taking host time while the GPU drained its queue. That happens on first use, after `torch.cuda.empty_cache()` (a benchmark harness clearing caches between runs empties it too) and when memory is fragmented: warm up after any cache clearing, never empty the cache inside the loop, and let the allocator grow segments in place (`expandable_segments:True` in `PYTORCH_CUDA_ALLOC_CONF` / `PYTORCH_HIP_ALLOC_CONF`).".into(),
+        // Work on several streams: the allocator's cached blocks belong to the stream they
+        // were made for, so the first allocations on each stream miss (review 8: A100's
+        // multi-stream matmuls, one stream each).
+        C::Allocation => format!("The caching allocator is growing inside the measured work: its cache had no free block, so allocations went to the driver, each taking host time while the GPU drained its queue. That happens on first use, after `torch.cuda.empty_cache()` (a benchmark harness clearing caches between runs empties it too){} and when memory is fragmented: warm up after any cache clearing, never empty the cache inside the loop, and let the allocator grow segments in place (`expandable_segments:True` in `PYTORCH_CUDA_ALLOC_CONF` / `PYTORCH_HIP_ALLOC_CONF`).", if spread_over_streams(inp.trace) { ", on each stream the work moves to (the allocator keeps a pool per stream: a block freed on one is not reused for another's allocations; this trace spreads its kernels over several streams, so warm up on each)" } else { "" }),
         C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync => {
             if inp.trains {
                 "Remove host synchronizations from the step: keep losses and metrics on the GPU and read them every N steps, copy with `non_blocking=True` into pinned memory, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.".into()
@@ -1749,6 +1752,27 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         ),
         a,
     )
+}
+
+/// At most this share of the kernels on one stream: the work moves between streams.
+const ONE_STREAM_SHARE: f64 = 0.75;
+
+/// Whether the trace's kernels are spread over several streams, none holding more than
+/// [`ONE_STREAM_SHARE`] of them (a side stream with a few kernels beside the main one is not:
+/// A100 AlexNet's 6 of 79).
+fn spread_over_streams(trace: &crate::model::Trace) -> bool {
+    let mut by_stream: rustc_hash::FxHashMap<i64, usize> = Default::default();
+    let mut all = 0usize;
+    for e in trace
+        .events
+        .iter()
+        .filter(|e| e.kind() == crate::model::EventKind::Kernel)
+    {
+        *by_stream.entry(e.stream().unwrap_or(-1)).or_default() += 1;
+        all += 1;
+    }
+    let top = by_stream.values().copied().max().unwrap_or(0);
+    by_stream.len() > 1 && (top as f64) <= ONE_STREAM_SHARE * all as f64
 }
 
 #[cfg(test)]
