@@ -1753,3 +1753,26 @@ fn the_allocator_advice_names_per_stream_pools_where_streams_are_many() {
         "{one}"
     );
 }
+
+/// A GPU-only trace's BatchNorm kernel runs one grid per layer (its channels): the narrow
+/// share is counted over every call's recorded grid, not its longest call's (review 8: MI210's
+/// `batch_norm_backward_kernel`, 64 workgroups in 69 % of its time and 128 or 256 in the rest,
+/// had read "100 %").
+#[test]
+fn a_kernel_level_batchnorm_counts_every_calls_grid() {
+    let Some(bytes) = fixture("mi210_gpu_only_trace.json.gz") else {
+        return;
+    };
+    let a = analyze_on(&bytes, "MI210");
+    let st = standalone(&a);
+    let b = findings(st)
+        .find(|b| b.op_name.contains("batch_norm_backward_kernel"))
+        .expect("the BatchNorm backward");
+    assert!(
+        b.title.ends_with(
+            "one workgroup per channel in 69% of its time: 64 of 104 CUs/SMs busy there"
+        ),
+        "{}",
+        b.title
+    );
+}

@@ -492,6 +492,38 @@ fn in_backward(trace: &Trace, tree: &CallTree, ev: crate::model::EventId) -> boo
     false
 }
 
+/// Every kernel name's calls grouped by their recorded launch, with the calls' summed time,
+/// µs, most time first (`OpRow::launch_mix`).
+fn launch_mixes(
+    trace: &Trace,
+) -> rustc_hash::FxHashMap<crate::model::StrId, Vec<(crate::model::LaunchDims, f64)>> {
+    // Keyed by (name, launch): a hash, whatever the number of distinct grids.
+    let mut by_launch: rustc_hash::FxHashMap<(crate::model::StrId, crate::model::LaunchDims), f64> =
+        Default::default();
+    for (i, e) in trace.events.iter().enumerate() {
+        if e.kind() != crate::model::EventKind::Kernel {
+            continue;
+        }
+        let Some(l) = trace.launch_of(crate::model::EventId(i as u32)) else {
+            continue;
+        };
+        *by_launch.entry((e.name, l)).or_default() += e.dur as f64 / 1e3;
+    }
+    let mut out: rustc_hash::FxHashMap<crate::model::StrId, Vec<(crate::model::LaunchDims, f64)>> =
+        Default::default();
+    for ((name, l), us) in by_launch {
+        out.entry(name).or_default().push((l, us));
+    }
+    for v in out.values_mut() {
+        v.sort_by(|a, b| {
+            b.1.total_cmp(&a.1)
+                .then(a.0.grid.cmp(&b.0.grid))
+                .then(a.0.block.cmp(&b.0.block))
+        });
+    }
+    out
+}
+
 /// Runs the standalone analysis.
 pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     let Structure {
@@ -502,6 +534,10 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     let cold_left = steady_rows::leave_out(&mut rows, src.cold_rows);
     // (Each row's sub-ops are filled below; the top operations read them.)
     let events = events_by_uid(src.trace, &rows);
+    // Each kernel name's calls by recorded launch, built on the first kernel-level row.
+    let mut mixes: Option<
+        rustc_hash::FxHashMap<crate::model::StrId, Vec<(crate::model::LaunchDims, f64)>>,
+    > = None;
     for r in &mut rows {
         let Some(&ev) = events.get(&r.ex_uid) else {
             continue;
@@ -511,6 +547,8 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             let e = src.trace.event(ev);
             r.kernel_names = vec![(src.trace.name(e).to_owned(), e.dur as f64 / 1e3)];
             r.kernel_launch = vec![src.trace.launch_of(ev)];
+            let mixes = mixes.get_or_insert_with(|| launch_mixes(src.trace));
+            r.launch_mix = mixes.get(&e.name).cloned().unwrap_or_default();
         } else {
             r.graph_replayed = src.trace.event(ev).is_captured();
             r.in_backward = in_backward(src.trace, src.tree, ev);

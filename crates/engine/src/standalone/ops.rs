@@ -302,6 +302,12 @@ pub struct OpRow {
     /// in the same order; filled by the standalone analysis.
     #[serde(skip)]
     pub kernel_launch: Vec<Option<crate::model::LaunchDims>>,
+    /// For a GPU-only trace's kernel-level row, every call's recorded launch with the calls'
+    /// summed time, µs, most time first: one kernel runs several grids (a BatchNorm kernel one
+    /// workgroup per channel of each layer), which its example call alone does not show. Empty
+    /// elsewhere; filled by the standalone analysis.
+    #[serde(skip)]
+    pub launch_mix: Vec<(crate::model::LaunchDims, f64)>,
     /// For attention ops, the kernels every call of the op's name ran, µs summed, largest
     /// first: an engine's attention picks its kernel per call (vLLM's unified attention runs
     /// its split-KV `_3d` kernel for some layers and `_2d` for others), which the example
@@ -567,6 +573,7 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
                 module_path: String::new(),
                 kernel_level,
                 graph_replayed: false,
+                launch_mix: Vec::new(),
                 in_backward: false,
                 siblings: None,
                 tracelens: None,
@@ -614,6 +621,7 @@ pub(crate) mod tests_support {
             module_path: String::new(),
             kernel_level: false,
             graph_replayed: false,
+            launch_mix: Vec::new(),
             in_backward: false,
             siblings: None,
             tracelens: None,

@@ -42,7 +42,7 @@ fn per_channel_library(kernel: &str) -> Option<&'static str> {
 /// time. The narrow kernels are counted over all of them (MI300X DDP ResNet-18: the 64-channel
 /// layers at two resolutions hold 73 % of the backward's time, where the largest signature alone
 /// had read 40 %).
-pub(super) fn causes(signatures: &[&OpRow], group_us: f64, ctx: &Context<'_>) -> Vec<Cause> {
+pub(super) fn causes<'a>(signatures: &[&'a OpRow], group_us: f64, ctx: &Context<'_>) -> Vec<Cause> {
     let Some(units) = ctx.platform.and_then(|p| p.units()) else {
         return Vec::new();
     };
@@ -56,26 +56,45 @@ pub(super) fn causes(signatures: &[&OpRow], group_us: f64, ctx: &Context<'_>) ->
     // The per-channel kernels with a recorded grid that leaves at least a quarter of the CUs
     // idle (`IDLE_SLOTS_MIN`, as the GEMM grid rules: an RTX 2080 Ti's 64 channels on 68 SMs
     // idle 6 % of it, no cause): (name, the op's µs in them, workgroups).
-    let narrow: Vec<(&str, f64, u64)> = signatures
-        .iter()
-        .flat_map(|shape| {
-            let call: f64 = shape.kernel_names.iter().map(|(_, us)| us).sum();
-            let scale = if call > 0.0 {
-                shape.kernel_us / call
+    // A GPU-only trace's kernel-level row has every call's launch (`launch_mix`): one kernel
+    // runs each layer's channel count as its grid (review 8: MI210's BatchNorm backward, 64
+    // workgroups in 69 % of its time, 128 and 256 in the rest, had read "100 %").
+    let calls = |shape: &'a OpRow| -> Vec<(&'a str, f64, crate::model::LaunchDims)> {
+        if shape.kernel_names.len() == 1 && !shape.launch_mix.is_empty() {
+            let name = shape.kernel_names[0].0.as_str();
+            let all: f64 = shape.launch_mix.iter().map(|(_, us)| us).sum();
+            let scale = if all > 0.0 {
+                shape.kernel_us / all
             } else {
                 0.0
             };
-            shape
-                .kernel_names
+            return shape
+                .launch_mix
                 .iter()
-                .zip(&shape.kernel_launch)
-                .map(move |(k, l)| (k, l, scale))
-        })
-        .filter(|((n, _), _, _)| is_per_channel(n))
-        .filter_map(|((n, us), l, scale)| {
-            let w = super::recorded_workgroups(n, l.as_ref()?);
+                .map(|&(l, us)| (name, us * scale, l))
+                .collect();
+        }
+        let call: f64 = shape.kernel_names.iter().map(|(_, us)| us).sum();
+        let scale = if call > 0.0 {
+            shape.kernel_us / call
+        } else {
+            0.0
+        };
+        shape
+            .kernel_names
+            .iter()
+            .zip(&shape.kernel_launch)
+            .filter_map(|((n, us), l)| Some((n.as_str(), us * scale, (*l)?)))
+            .collect()
+    };
+    let narrow: Vec<(&str, f64, u64)> = signatures
+        .iter()
+        .flat_map(|shape| calls(shape))
+        .filter(|(n, _, _)| is_per_channel(n))
+        .filter_map(|(n, us, l)| {
+            let w = super::recorded_workgroups(n, &l);
             let idle = 1.0 - w as f64 / units as f64;
-            (idle >= super::gemm::IDLE_SLOTS_MIN).then_some((n.as_str(), us * scale, w))
+            (idle >= super::gemm::IDLE_SLOTS_MIN).then_some((n, us, w))
         })
         .collect();
     if total <= 0.0 {
