@@ -546,3 +546,29 @@ fn a_p_item_reads_its_op_groups_fair_finding() {
         "{card}"
     );
 }
+
+/// Host time before the first kernel that the fair report ranks Critical or High is a
+/// system-tier item of `analysis.md` (review 8: TimeSformer's 268 ms of video preprocessing
+/// beside "No system-level bottlenecks detected"); a trace without it has none.
+#[test]
+fn host_time_before_the_first_kernel_is_a_system_item() {
+    let Some(dir) = common::shared_dir() else {
+        return;
+    };
+    let md = |file: &str| {
+        let a = analyze(&common::read(&dir.join("traces/tracelens").join(file)));
+        text(&files(&a, "t"), "analysis.md")
+    };
+    let tsf = md("mi300xvf_facebook_timesformer-base-finetuned-k400__1016002.json.gz");
+    let system = tsf
+        .split("## System-Level Optimizations")
+        .nth(1)
+        .and_then(|s| s.split("## Detailed Analysis").next())
+        .unwrap_or_default();
+    assert!(
+        system.contains("### 🔴 P1: Host time before the first kernel: 268.169 ms"),
+        "{system}"
+    );
+    let compiled = md("mi300x_torch_compile_triton_trace.json.gz");
+    assert!(!compiled.contains("Host time before the first kernel"));
+}

@@ -234,6 +234,42 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
             fair: Some(fair_of(st, b)),
         });
     }
+    // Host time before the first kernel (input preparation) is in no GPU figure, so the
+    // activity breakdown cannot flag it: where the fair report ranks it Critical or High, it is
+    // carried here with its numbers (review 8: TimeSformer's 268 ms of preprocessing beside
+    // "No system-level bottlenecks detected").
+    if let Some(b) = bottlenecks().find(|b| {
+        b.title == "Host time before the first kernel"
+            && matches!(
+                b.priority,
+                crate::standalone::rules::Priority::Critical
+                    | crate::standalone::rules::Priority::High
+            )
+    }) {
+        flags.push(Flag {
+            category: "cpu_idle",
+            pattern: "host_lead_in",
+            title: format!(
+                "Host time before the first kernel: {:.3} ms ({:.1}% of the steps' time)",
+                b.time_ms, b.share_pct
+            ),
+            insight: b.issue.clone(),
+            action: b.path_a.clone(),
+            data: vec![
+                (
+                    "Host time before the first kernel".into(),
+                    format!("{:.3} ms", b.time_ms),
+                    true,
+                ),
+                (
+                    "Share of the steps' time".into(),
+                    format!("{:.1}%", b.share_pct),
+                    true,
+                ),
+            ],
+            fair: Some(fair_of(st, b)),
+        });
+    }
     for c in &copies {
         let pct = if total_us > 0.0 {
             c.total_us / total_us * 100.0
