@@ -1531,6 +1531,11 @@ fn nested_cold_first_calls_count_once() {
         cold.issue
     );
     assert!(
+        cold.path_a.contains("The library loads some of its kernels itself on first use (`flashinfer/jit/cubin_loader.py"),
+        "{}",
+        cold.path_a
+    );
+    assert!(
         findings(st).any(|b| b.title == "Cold start: 6 first-call stalls (8.773 ms)"),
         "{}",
         findings(st)

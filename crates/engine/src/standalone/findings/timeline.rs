@@ -612,6 +612,16 @@ fn cold_start_finding(
     } else {
         "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window. Where start-up latency matters (a service's first request), run warm-up requests before serving, and where CUDA loads modules lazily (CUDA 11.7 and later), load them eagerly (`CUDA_MODULE_LOADING=EAGER`).".to_owned()
     };
+    // A library's own loader (a Python frame reading a cubin) loads on first use whatever
+    // CUDA's module loading does: warming up every shape is what moves it (review 8: B200's
+    // FlashInfer cubin, where `CUDA_MODULE_LOADING=EAGER` alone read as the fix).
+    let action = match c.loading.as_ref() {
+        Some((_, frame)) if !harness => format!(
+            "{action} The library loads some of its kernels itself on first use ({}): only a warm-up call of every shape (batch size, sequence length) before serving moves that load.",
+            code(&short(frame, 60))
+        ),
+        _ => action,
+    };
     let action = action.as_str();
     let mut b = timeline_bottleneck(
         SeedCategory::Other,
