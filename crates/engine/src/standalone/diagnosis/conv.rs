@@ -213,7 +213,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 None => format!("patch embedding: {ks} patches over {cin} channels"),
             },
             evidence: format!(
-                "stride {ks} equals the kernel and nothing is padded: the patches do not overlap, so the convolution is one GEMM with K = {cin}·{ksize} = {} (aligned), not a stem whose few channels the kernel pads.{gemm_text}{}",
+                "stride {ks} equals the kernel and nothing is padded: the patches do not overlap, so the convolution is one GEMM with K = {cin}·{ksize} = {} (aligned), where a convolution kernel that reads channels in aligned groups pads its {cin} channels instead.{gemm_text}{}",
                 cin * ksize,
                 as_gemm.map_or(String::new(), |g| format!(
                     " Its {:.3} GFLOP a call take {:.1} µs in the convolution's kernels; the trace's GEMMs of that size (M={} N={} K={}, {:.3} GFLOP) run at {:.0} TFLOP/s, so as a GEMM it would take about {:.1} µs.",
