@@ -271,8 +271,19 @@ pub fn cold_first_calls(trace: &Trace) -> rustc_hash::FxHashMap<u32, ColdCall> {
     let mut by_sig: rustc_hash::FxHashMap<Key, (Call, Vec<Nanos>)> = Default::default();
     // Host events that load code, by lane (few: a trace's first calls make them).
     let mut loaders: Vec<(u32, crate::model::LaneId, Nanos, Nanos)> = Vec::new();
+    // Each name judged once (a Python frame's name is lower-cased to be judged).
+    let mut judged: rustc_hash::FxHashMap<(u32, bool), bool> = Default::default();
     for (i, e) in trace.events.iter().enumerate() {
-        if loads_code(e.kind(), trace.name(e)) {
+        let kind = e.kind();
+        let host = matches!(
+            kind,
+            EventKind::PythonFunction | EventKind::CudaRuntime | EventKind::CudaDriver
+        );
+        if host
+            && *judged
+                .entry((e.name.0, kind == EventKind::PythonFunction))
+                .or_insert_with(|| loads_code(kind, trace.name(e)))
+        {
             loaders.push((i as u32, e.lane(), e.ts, e.end()));
         }
         if e.kind() != EventKind::CpuOp {

@@ -89,6 +89,10 @@ fn role(kernel: &str) -> &'static str {
 /// The finding, where graph replays credited to no op hold most of the computation and their
 /// short repeated kernels a material share of it.
 pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
+    // The rows first: a trace without graph-replayed rows needs no pass over its events.
+    if !inp.rows.iter().any(graph_replayed) {
+        return None;
+    }
     let replays = inp
         .trace
         .events
