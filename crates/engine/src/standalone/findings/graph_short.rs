@@ -90,7 +90,8 @@ fn role(kernel: &str) -> &'static str {
 /// short repeated kernels a material share of it.
 pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
     // The rows first: a trace without graph-replayed rows needs no pass over its events.
-    if !inp.rows.iter().any(graph_replayed) {
+    let rows: Vec<&OpRow> = inp.rows.iter().filter(|r| graph_replayed(r)).collect();
+    if rows.is_empty() {
         return None;
     }
     let replays = inp
@@ -102,7 +103,6 @@ pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
     if replays == 0 {
         return None;
     }
-    let rows: Vec<&OpRow> = inp.rows.iter().filter(|r| graph_replayed(r)).collect();
     let graph_ms: f64 = rows.iter().map(|r| r.kernel_us).sum::<f64>() / 1e3;
     if inp.share(graph_ms) < GRAPH_MIN_PCT {
         return None;
