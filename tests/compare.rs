@@ -59,11 +59,22 @@ fn a_planted_10x_slowdown_is_flagged_as_unexpected() {
         c.matched[0].target_name, "aten::add",
         "most target time at stake"
     );
+    // Priority from the share of target compute the excess is (High from 3 %, Critical from
+    // 10 %), not from the verdict.
     let compute_us = c.target_timeline.computation as f64 / 1e3;
+    let share = add.excess_us / compute_us * 100.0;
     assert_eq!(
-        jarvis_engine::compare::priority(add, compute_us),
-        Priority::Critical
+        jarvis_engine::compare::priority(add.excess_us, compute_us),
+        if share >= 10.0 {
+            Priority::Critical
+        } else if share >= 3.0 {
+            Priority::High
+        } else {
+            Priority::Medium
+        },
+        "{share}"
     );
+    assert!(share >= 3.0, "the planted add is a material share: {share}");
     // The same pair without the plant: the add is within the hardware ratio.
     let plain = compare(
         &synth(SynthPlatform::Mi300x, 1.0),
@@ -148,7 +159,8 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
         for m in &c.matched {
             if let Some(e) = m.expected_ratio {
                 let hbm = 3.35 / 5.3;
-                let bf16 = 989.0 / 708.0;
+                // The dense datasheet peaks on both sides (MI300X 1307.4, not its MAF 708).
+                let bf16 = 989.0 / 1307.4;
                 let ok = close(e, hbm, 1e-12)
                     || m.compute_spec != "matrix_bf16"
                     || close(e, bf16, 1e-12);
@@ -176,6 +188,15 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
                 3.35 / 5.3,
                 1e-12
             ));
+            // The clip's upload is a host-to-device copy: the HBM ratio does not predict it.
+            let upload = find(
+                "aten::copy_",
+                "((1, 128, 3, 224, 224), (1, 128, 3, 224, 224))",
+            );
+            assert_eq!(
+                (upload.expected_ratio, upload.verdict),
+                (None, Verdict::NoExpectation)
+            );
             let big = find("aten::bmm", "B=96 M=3137 N=3137 K=64");
             assert_eq!(big.verdict, Verdict::WithinHardwareRatio);
         }
@@ -192,10 +213,23 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
             let addmm = find("aten::addmm", "M=5185 N=1024 K=1024");
             assert!(close(
                 addmm.expected_ratio.expect("compute-bound"),
-                989.0 / 708.0,
+                989.0 / 1307.4,
                 1e-12
             ));
-            assert_eq!(addmm.verdict, Verdict::WithinHardwareRatio);
+            // hipBLASLt's time over cuBLAS's is above the 0.76 the datasheets predict by more
+            // than the 1.25 margin: slower than expected (within it under the MAF's 1.40).
+            assert_eq!(
+                addmm.verdict,
+                Verdict::SlowerThanExpected,
+                "{}",
+                addmm.actual_ratio
+            );
+            assert!(
+                addmm.actual_ratio > 1.25 * 989.0 / 1307.4
+                    && addmm.actual_ratio < 2.0 * 989.0 / 1307.4,
+                "{}",
+                addmm.actual_ratio
+            );
         }
         if model.starts_with("gaunernst_bert") {
             // Kernels of a few µs follow launch latency, not the peaks: no expectation.
@@ -213,15 +247,44 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
                 .expect("SDPA matched");
             assert!(close(
                 sdpa.expected_ratio.expect("compute-bound"),
-                989.0 / 708.0,
+                989.0 / 1307.4,
                 1e-12
             ));
+            // AOTriton's `attn_fwd` takes 1.48× FA2's time where the datasheets predict 0.76×
+            // (review 9: "within the hardware ratio" under the MAF on one side only).
             assert_eq!(
                 sdpa.verdict,
-                Verdict::WithinHardwareRatio,
+                Verdict::SlowerThanExpected,
                 "{}",
                 sdpa.actual_ratio
             );
+            // The GEMMs: hipBLASLt at 1.26–1.31× cuBLAS's time, slower than the peaks say.
+            let mm = find("aten::mm", "M=8944 N=2816 K=1024");
+            assert_eq!(
+                mm.verdict,
+                Verdict::SlowerThanExpected,
+                "{}",
+                mm.actual_ratio
+            );
+            assert!(mm
+                .target_kernel
+                .as_deref()
+                .is_some_and(|k| k.starts_with("Cijk_")));
+            assert!(mm
+                .reference_kernel
+                .as_deref()
+                .is_some_and(|k| k.starts_with("sm90_xmma_gemm")));
+            // Kernels of a few µs (RMSNorm's `add` over [16, 559, 1]) set no expectation, and
+            // their gap is summed as the short kernels' fixed cost.
+            let tiny = find("aten::add", "((16, 559, 1))");
+            assert!(tiny.latency_bound);
+            assert_eq!(tiny.verdict, Verdict::NoExpectation);
+            let f = &c.fixed_cost;
+            assert!(f.ops >= 10 && f.target_us > 2.0 * f.reference_us, "{f:?}");
+            let fair = jarvis_engine::report::compare_md::fair_md(&c, "qwen");
+            assert!(fair.contains("Short kernels cost more on the target"));
+            assert!(fair.contains("PYTORCH_TUNABLEOP_ENABLED=1"));
+            assert!(fair.contains("preferred_rocm_fa_library"));
             assert!(c.target_only.is_empty() && c.reference_only.is_empty());
         }
     }

@@ -124,7 +124,8 @@ pub fn detect_device(device_name: &str, total_mem: Option<i64>) -> Option<Platfo
                 .any(|x| upper.contains(&x.to_ascii_uppercase()))
     };
     let all = builtin();
-    all.iter()
+    let mut found = all
+        .iter()
         .find(|p| {
             p.memory_range_gib
                 .is_some_and(|(lo, hi)| gib.is_some_and(|g| g >= lo && g <= hi) && named(p))
@@ -133,7 +134,13 @@ pub fn detect_device(device_name: &str, total_mem: Option<i64>) -> Option<Platfo
             all.iter()
                 .find(|p| p.memory_range_gib.is_none() && named(p))
         })
-        .cloned()
+        .cloned()?;
+    // An SR-IOV virtual function (`AMD Instinct MI300X VF`: a virtual machine's view of the
+    // GPU) has the same peaks; the reports say which it is (review 9: never said).
+    if upper.split_whitespace().any(|w| w == "VF") {
+        found.label = Some(format!("{} VF", found.name));
+    }
+    Some(found)
 }
 
 /// (architecture major, minor, compute units, memory range GiB, platform name).
@@ -493,6 +500,10 @@ mod tests {
         let name = |s: &str| detect(s).map(|p| p.name);
         assert_eq!(name("NVIDIA H100 80GB HBM3"), Some("H100 SXM".into()));
         assert_eq!(name("AMD Instinct MI300X VF"), Some("MI300X".into()));
+        // A virtual function keeps the GPU's peaks and says what it is; the bare GPU does not.
+        let label = |s: &str| detect(s).map(|p| p.label().to_owned());
+        assert_eq!(label("AMD Instinct MI300X VF"), Some("MI300X VF".into()));
+        assert_eq!(label("AMD Instinct MI300X"), Some("MI300X".into()));
         assert_eq!(name("AMD Instinct MI210"), Some("MI210".into()));
         assert_eq!(name("NVIDIA B200"), Some("B200".into()));
         assert_eq!(name("NVIDIA H100 PCIe"), Some("H100 PCIe".into()));

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::compare::{priority, Comparison, MatchKind, Matched, Verdict};
+use crate::compare::{dense_tflops, priority, Comparison, FixedCost, MatchKind, Matched, Verdict};
 use crate::sheet::{Cell, Sheet};
 use crate::standalone::md::{cell, code, code_cell, short};
 use crate::standalone::ops::Bound;
@@ -46,14 +46,26 @@ fn expected_text(m: &Matched) -> String {
 
 /// What to do about a target-slower op, by what it is (kernel-level advice only: the trace
 /// shows that the kernel is slow, not why).
-fn action(m: &Matched) -> &'static str {
+fn action(m: &Matched, target: Option<&crate::perf::platform::Platform>) -> String {
     use crate::standalone::ops::SeedCategory as C;
+    let amd = target.is_some_and(|p| p.vendor == "AMD");
     match (m.category, m.bound) {
-        (C::Gemm, _) => "generate a replay artifact of this GEMM shape for the target's kernel team and compare the kernel each platform's library selects (tile sizes, batched vs looped); a kernel tuned for this shape usually closes such a gap.",
-        (C::SdpaFwd | C::SdpaBwd, _) => "generate a replay artifact of this attention shape and check which attention backend and kernel the target runs for this sequence length and head dim.",
-        (C::Convolution, _) => "generate a replay artifact of this convolution and compare the algorithm and layout each platform's library picks.",
-        (_, Some(Bound::Memory)) => "generate a replay artifact: this memory-bound op moves its bytes slower than the target's bandwidth allows; compare with the target's elementwise baseline to separate kernel from hardware.",
-        _ => "generate a replay artifact of this op for the target's kernel team and compare the kernels each platform runs for it (see the detailed comparison).",
+        // The library's pick for the shape is the lever; on ROCm PyTorch can tune it (review
+        // 9: no TunableOp advice for hipBLASLt GEMMs at 31–42 % of the datasheet peak).
+        (C::Gemm, _) if amd => "let PyTorch time every hipBLASLt / rocBLAS solution for this shape and keep the fastest (TunableOp: `PYTORCH_TUNABLEOP_ENABLED=1`, tuned once and reused from its CSV), or tune it offline (`hipblaslt-bench`, an override file); compare the tile each library picks (above), and generate a replay artifact of the shape for the kernel team.".into(),
+        (C::Gemm, _) => "generate a replay artifact of this GEMM shape for the target's kernel team and compare the kernel each platform's library selects (tile sizes, batched vs looped); a kernel tuned for this shape usually closes such a gap.".into(),
+        (C::SdpaFwd | C::SdpaBwd, _) => {
+            let kernel = m.target_kernel.as_deref().unwrap_or("").to_ascii_lowercase();
+            let others = crate::standalone::diagnosis::attention_backends::faster_attention(target, &kernel, false);
+            if others.starts_with("the platform's fastest") {
+                "the target already runs its platform's fastest attention backend: generate a replay artifact of this shape for its kernel team (sequence length, head dim, causal mask).".into()
+            } else {
+                format!("try the target platform's faster attention backends ({others}), and generate a replay artifact of this shape for its kernel team.")
+            }
+        }
+        (C::Convolution, _) => "generate a replay artifact of this convolution and compare the algorithm and layout each platform's library picks.".into(),
+        (_, Some(Bound::Memory)) => "generate a replay artifact: this memory-bound op moves its bytes slower than the target's bandwidth allows; compare with the target's elementwise baseline to separate kernel from hardware.".into(),
+        _ => "generate a replay artifact of this op for the target's kernel team and compare the kernels each platform runs for it (see the detailed comparison).".into(),
     }
 }
 
@@ -111,6 +123,59 @@ fn timeline_table(c: &Comparison, reference: &str, target: &str) -> String {
     s
 }
 
+/// A recommendation of the fair report: a matched op slower than the hardware ratio, or the
+/// latency-bound ops' fixed cost.
+enum Rec<'a> {
+    Op(&'a Matched),
+    Fixed(&'a FixedCost),
+}
+
+impl Rec<'_> {
+    fn excess_us(&self) -> f64 {
+        match self {
+            Rec::Op(m) => m.excess_us,
+            Rec::Fixed(f) => f.excess_us(),
+        }
+    }
+}
+
+/// The latency-bound ops take the target longer than the reference by the verdicts' own
+/// margin ([`crate::compare::SLOWER_GAP`]).
+fn fixed_cost_slower(f: &FixedCost) -> bool {
+    f.ops > 0 && f.reference_us > 0.0 && f.target_us > f.reference_us * crate::compare::SLOWER_GAP
+}
+
+/// "the target takes +173.0% on this op (0.223 ms vs 0.082 ms)", or, where the target is
+/// already faster than the reference but not by the hardware's ratio, "the target is already
+/// 21.0% faster …" (a "+-21.0%" had read as a slowdown).
+fn gap_text(m: &Matched) -> String {
+    if m.target_us >= m.reference_us || m.reference_us <= 0.0 {
+        format!(
+            "the target takes {} on this op ({} ms vs {} ms)",
+            delta(m.target_us, m.reference_us),
+            ms(m.target_us),
+            ms(m.reference_us)
+        )
+    } else {
+        format!(
+            "the target is already {:.1}% faster on this op ({} ms vs {} ms), but not by the hardware's margin",
+            (1.0 - m.target_us / m.reference_us) * 100.0,
+            ms(m.target_us),
+            ms(m.reference_us)
+        )
+    }
+}
+
+/// "target `Cijk_…`, reference `sm90_xmma_gemm_…`": what each platform's library ran.
+fn kernels_text(m: &Matched) -> Option<String> {
+    let (t, r) = (m.target_kernel.as_deref()?, m.reference_kernel.as_deref()?);
+    Some(format!(
+        "target {}, reference {}",
+        code(&short(t, 70)),
+        code(&short(r, 70))
+    ))
+}
+
 /// Renders the fair comparative report.
 pub fn fair_md(c: &Comparison, title: &str) -> String {
     let mut s = String::new();
@@ -125,7 +190,7 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
         c.reference_timeline.computation as f64,
         c.target_timeline.computation as f64,
     );
-    let mut slower: Vec<&Matched> = c
+    let slower: Vec<&Matched> = c
         .matched
         .iter()
         .filter(|m| {
@@ -135,13 +200,7 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
             )
         })
         .collect();
-    // Most urgent first, then by the target time the hardware does not explain.
     let compute_us = t_total / 1e3;
-    slower.sort_by(|a, b| {
-        priority(a, compute_us)
-            .cmp(&priority(b, compute_us))
-            .then(b.excess_us.total_cmp(&a.excess_us))
-    });
     let excess: f64 = 0.0 + slower.iter().map(|m| m.excess_us).sum::<f64>();
     let _ = writeln!(
         s,
@@ -163,10 +222,17 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
     let count = |v: Verdict| c.matched.iter().filter(|m| m.verdict == v).count();
     let _ = writeln!(s, "1. {} matched ops run within the hardware ratio; {} are faster on the target than the ratio predicts.", count(Verdict::WithinHardwareRatio), count(Verdict::FasterThanExpected));
     let _ = writeln!(s, "2. {} ops are much slower on the target than the hardware explains (> 2x the expected time), {} somewhat slower.", count(Verdict::MuchSlowerThanExpected), count(Verdict::SlowerThanExpected));
+    let f = &c.fixed_cost;
+    let (ft, fr) = f.per_call_us();
     let _ = writeln!(
         s,
-        "3. {} matched ops have no hardware expectation (no perf model or peaks).",
-        count(Verdict::NoExpectation)
+        "3. {} matched ops have no hardware expectation (no perf model or peaks, latency-bound calls, or copies over the host link); {} of them are latency-bound (reference calls under 10 µs): {} ms on the target against {} ms ({:.1} µs against {:.1} µs a call).",
+        count(Verdict::NoExpectation),
+        f.ops,
+        ms(f.target_us),
+        ms(f.reference_us),
+        ft,
+        fr
     );
     let _ = writeln!(
         s,
@@ -175,31 +241,73 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
         ms(0.0 + c.reference_only.iter().map(|u| u.us).sum::<f64>())
     );
     let _ = writeln!(s, "---\n\n## Recommendations for {tt}\n");
-    if slower.is_empty() {
+    // One list by the target time at stake, the short kernels' fixed cost among the ops.
+    let mut recs: Vec<Rec> = slower.iter().map(|m| Rec::Op(m)).collect();
+    if fixed_cost_slower(f) {
+        recs.push(Rec::Fixed(f));
+    }
+    recs.sort_by(|a, b| b.excess_us().total_cmp(&a.excess_us()));
+    if recs.is_empty() {
         let _ = writeln!(
             s,
             "No matched op is slower on the target than the hardware ratio explains.\n"
         );
     }
-    for (i, m) in slower.iter().take(MAX_RECOMMENDATIONS).enumerate() {
-        let p = priority(m, t_total / 1e3);
-        let _ = writeln!(s, "### {} Priority {}: {}", p.marker(), i + 1, title_of(m));
-        let _ = writeln!(
-            s,
-            "**Gap**: the target takes {} on this op ({} ms vs {} ms); the hardware ratio predicts {}.  ",
-            delta(m.target_us, m.reference_us),
-            ms(m.target_us),
-            ms(m.reference_us),
-            expected_text(m)
-        );
-        let _ = writeln!(s, "**Action**: {}  ", action(m));
-        let _ = writeln!(
-            s,
-            "**Impact**: up to {} ms ({:.1}% of target compute time) if it reaches the hardware ratio. Priority {}.\n\n---\n",
-            ms(m.excess_us),
-            if t_total > 0.0 { m.excess_us / (t_total / 1e3) * 100.0 } else { 0.0 },
-            p.label()
-        );
+    for (i, r) in recs.iter().take(MAX_RECOMMENDATIONS).enumerate() {
+        let p = priority(r.excess_us(), compute_us);
+        let share = if compute_us > 0.0 {
+            r.excess_us() / compute_us * 100.0
+        } else {
+            0.0
+        };
+        match r {
+            Rec::Op(m) => {
+                let _ = writeln!(s, "### {} Priority {}: {}", p.marker(), i + 1, title_of(m));
+                let _ = writeln!(
+                    s,
+                    "**Gap**: {}; the hardware ratio predicts {}.  ",
+                    gap_text(m),
+                    expected_text(m)
+                );
+                if let Some(k) = kernels_text(m) {
+                    let _ = writeln!(s, "**Kernels**: {k}.  ");
+                }
+                let _ = writeln!(s, "**Action**: {}  ", action(m, c.target_platform.as_ref()));
+                let _ = writeln!(
+                    s,
+                    "**Impact**: up to {} ms ({share:.1}% of target compute time) if it reaches the hardware ratio. Priority {}.\n\n---\n",
+                    ms(m.excess_us),
+                    p.label()
+                );
+            }
+            Rec::Fixed(f) => {
+                let _ = writeln!(
+                    s,
+                    "### {} Priority {}: Short kernels cost more on the target ({} latency-bound ops)",
+                    p.marker(),
+                    i + 1,
+                    f.ops
+                );
+                let _ = writeln!(
+                    s,
+                    "**Gap**: {} matched ops whose reference calls average under 10 µs take {} ms on the target against {} ms on the reference ({:.1} µs against {:.1} µs a call, {} and {} calls). No bandwidth or FLOP ratio predicts kernels this short: their time is each launch's fixed cost (dispatch, ramp-up, the tail of a few workgroups), which the target pays more of.  ",
+                    f.ops,
+                    ms(f.target_us),
+                    ms(f.reference_us),
+                    ft,
+                    fr,
+                    f.target_calls,
+                    f.reference_calls
+                );
+                let _ = writeln!(s, "**Action**: Fewer, larger kernels pay off more on the target than on the reference: fuse the chains these ops belong to (the target's standalone report names its fusion findings: norms, RoPE, activations), or capture the step in a CUDA/HIP graph or compile it so the launches and the gaps between them go.  ");
+                let _ = writeln!(
+                    s,
+                    "**Impact**: up to {} ms ({share:.1}% of target compute time) if the target's short kernels cost what the reference's do. Priority {}.\n\n---\n",
+                    ms(f.excess_us()),
+                    p.label()
+                );
+            }
+        }
     }
     let _ = writeln!(s, "## Detailed Comparison\n");
     for (i, m) in c.matched.iter().take(15).enumerate() {
@@ -260,7 +368,7 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
     );
     let _ = writeln!(
         s,
-        "| Platform | Role | Peak HBM TB/s | Peak BF16 TFLOPS/s |\n|---|---|---|---|"
+        "| Platform | Role | Peak HBM TB/s | Peak BF16 TFLOPS (dense, datasheet) |\n|---|---|---|---|"
     );
     for (p, role) in [
         (&c.reference_platform, "reference"),
@@ -273,8 +381,12 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
                     "| {} | {role} | {} | {} |",
                     cell(p.label()),
                     p.hbm_tbps.0,
-                    p.peak_tflops("matrix_bf16")
-                        .map_or("–".into(), |x| x.to_string())
+                    match (dense_tflops(p, "matrix_bf16"), p.peak_tflops("matrix_bf16")) {
+                        (Some(d), Some(maf)) if (d - maf).abs() > 1e-9 =>
+                            format!("{d} (TraceLens's sheets use the achievable MAF, {maf})"),
+                        (Some(d), _) => d.to_string(),
+                        _ => "–".into(),
+                    }
                 );
             }
             None => {
@@ -282,7 +394,7 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
             }
         }
     }
-    let _ = writeln!(s, "\n### Methodology\n\nOps are matched by name and argument signature, then by correspondence in the two traces' merged call tree (TraceDiff: the ops whose kernels meet under one lowest common ancestor, whatever they are called), then the rest by `nn.Module` path and category. The expected target/reference time is the reference/target ratio of peak HBM bandwidth for memory-bound ops and of peak compute at the op's precision for compute-bound ops. Target time over expected above 2x is \"much slower\", above 1.25x \"slower\", below 0.8x \"faster than expected\"; without a perf model a difference above +100% is flagged. Rules: docs/analysis.md.");
+    let _ = writeln!(s, "\n### Methodology\n\nOps are matched by name and argument signature, then by correspondence in the two traces' merged call tree (TraceDiff: the ops whose kernels meet under one lowest common ancestor, whatever they are called), then the rest by `nn.Module` path and category. The expected target/reference time is the reference/target ratio of peak HBM bandwidth for memory-bound ops and of the dense datasheet peak at the op's precision for compute-bound ops (one convention on both sides). Target time over expected above 2x is \"much slower\", above 1.25x \"slower\", below 0.8x \"faster than expected\"; without a perf model a difference above +100% is flagged. Ops whose reference calls average under 10 µs are latency-bound (no expectation; their gap is summed as the short kernels' fixed cost), and copies over the host link have none either. Priority from the share of target compute a recommendation stands to save: Critical from 10%, High from 3%, Medium from 1%. Rules: docs/analysis.md.");
     s
 }
 

@@ -139,16 +139,7 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
         // (from its mid saving of 62.4%)" beside "Critical from 10%").
         format!("listed, not argued: {why}")
     } else {
-        let saving = format!(
-            "{} saving of {:.1}% {}",
-            if b.impact.replayed.is_some() {
-                "replayed"
-            } else {
-                "mid"
-            },
-            b.impact.ranked_pct(),
-            b.impact.replayed.map_or(b.impact.share_of(), |r| r.of()),
-        );
+        let saving = b.impact.ranked_text();
         // `Impact::priority_for`: a guessed cut, or a floor no kernel is shown to reach, ranks
         // Low whatever it saves; said, so the figure does not read as the reason for the rank.
         match b.impact.method {

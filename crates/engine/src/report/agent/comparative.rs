@@ -326,7 +326,34 @@ pub fn render(
     let _ = writeln!(s, "## {}\n", HEADERS[2]);
     let fused: Vec<_> = c.matched.iter().filter(|m| m.structure.is_some()).collect();
     if fused.is_empty() {
-        let _ = writeln!(s, "No kernel fusion opportunities detected.\n");
+        // No matched work is fused on one side only; the target's own unfused modules (its
+        // `kernel_fusion_findings.md`) are still fusion opportunities, and where the reference
+        // runs the same module unfused too, both sides are said to (review 9: "No kernel
+        // fusion opportunities detected" beside a findings file listing RMSNorm and RoPE).
+        let own = super::fusion::opportunities(st1);
+        if own.is_empty() {
+            let _ = writeln!(s, "No kernel fusion opportunities detected.\n");
+        } else {
+            let theirs = super::fusion::opportunities(st2);
+            let _ = writeln!(s, "No matched work is fused on one side and not the other. Trace 1's own unfused modules (`system_findings/kernel_fusion_findings.md`), each a fusion opportunity on the target:\n");
+            for o in &own {
+                let other = theirs.iter().find(|t| t.name == o.name).map_or_else(
+                    || "trace 2 shows no such unfused module".to_owned(),
+                    |t| format!("trace 2 runs it unfused too ({} kernels, {:.3} ms): both sides unfused, so the fix is the same on each", t.kernels, t.time_ms),
+                );
+                let _ = writeln!(
+                    s,
+                    "- {} ({}): {} calls, {} kernels, {:.3} ms on trace 1, fused about {:.3} ms; {other}.",
+                    code(&o.name),
+                    o.pattern,
+                    o.instances,
+                    o.kernels,
+                    o.time_ms,
+                    o.fused_ms
+                );
+            }
+            s.push('\n');
+        }
     }
     for (i, m) in fused.iter().enumerate() {
         let k = i + 1;

@@ -250,10 +250,28 @@ pub(super) fn cause(
             (bm / 2).max(16)
         )
     };
+    // The backends to try are named (review 9: "try the platform's other attention backends"
+    // said none), or the kernel is said to be the platform's fastest already.
+    let main = shape
+        .kernel_names
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(n, _)| n.to_ascii_lowercase())
+        .unwrap_or_default();
+    let others = super::attention_backends::faster_attention(
+        ctx.platform,
+        &main,
+        attention::serving_batch(shape).is_some(),
+    );
+    let try_others = if others.starts_with("the platform's fastest") {
+        "it is already the platform's fastest backend, so profile it for this shape".to_owned()
+    } else {
+        format!("try the platform's other attention backends ({others})")
+    };
     // Far below its own ceiling, the kernel is slow for this shape whatever its grid.
     let below = if eff < BELOW_CEILING_SHARE * c.ceiling {
         format!(
-            " It also runs at {} of that ceiling: the kernel, not only its grid, is slow for this shape, so try the platform's other attention backends too.",
+            " It also runs at {} of that ceiling: the kernel, not only its grid, is slow for this shape, so {try_others} too.",
             pct(eff / c.ceiling)
         )
     } else {
@@ -264,7 +282,7 @@ pub(super) fn cause(
     } else if c.previous_generation {
         "Use a kernel native to this GPU (FlashAttention-3 on Hopper, or cuDNN attention via `torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)`), which can approach the ceiling; longer sequences per call (packing) raise the share of whole tiles and of the loop.".to_owned()
     } else {
-        format!("Profile the kernel ({}) for its occupancy and pipeline stalls, and try the platform's other attention backends; longer sequences per call (packing) raise the share of whole tiles and of the loop.", kernel_profiler(ctx.platform))
+        format!("Profile the kernel ({}) for its occupancy and pipeline stalls, and {try_others}; longer sequences per call (packing) raise the share of whole tiles and of the loop.", kernel_profiler(ctx.platform))
     };
     Some(Cause {
         key: "attention_ceiling",
@@ -403,7 +421,7 @@ mod tests {
         assert!(
             cause
                 .action
-                .contains("try the platform's other attention backends too"),
+                .contains("try the platform's other attention backends ("),
             "{}",
             cause.action
         );

@@ -344,6 +344,15 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             scope: None,
         });
     }
+    let ran = conv_algorithm::ran_as(shape);
+    if !patchify {
+        let unfolded = gemm.map(|g| g.m * g.k);
+        out.extend(
+            ran.as_ref().and_then(|r| {
+                conv_algorithm::im2col_cause(r, unfolded, x.iter().product(), bpe, ctx)
+            }),
+        );
+    }
     if transposed || dilation.iter().any(|&d| d > 1) || kernel.windows(2).any(|k| k[0] != k[1]) {
         let form = if transposed {
             "transposed (deconvolution)".to_owned()
@@ -359,11 +368,33 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         } else {
             format!("asymmetric {ks} kernel")
         };
+        // What the library ran is in the trace: said, instead of "check which algorithm it
+        // picked". A transposed convolution is the backward-data pass of a dense one, so a
+        // backward-data kernel is its expected implementation.
+        let ran_text = match &ran {
+            Some(r) if transposed && r.pass == Some(conv_algorithm::ConvPass::BackwardData) => {
+                format!(" Here {}: a transposed convolution is the backward-data pass of the dense convolution with the same weights, so that is its expected form.", r.text())
+            }
+            Some(r) => format!(" Here {}.", r.text()),
+            None => String::new(),
+        };
+        let generic = ran.as_ref().is_some_and(|r| {
+            matches!(
+                r.algo,
+                conv_algorithm::ConvAlgo::Im2colGemm
+                    | conv_algorithm::ConvAlgo::Direct
+                    | conv_algorithm::ConvAlgo::Naive
+            )
+        });
         out.push(Cause {
             key: "conv_uncommon_form",
             title: format!("{form} convolution"),
-            evidence: format!("a {form} convolution has fewer tuned kernels than a dense square one: libraries often run a generic or im2col path for it.{gemm_text}"),
-            action: "Check which algorithm the library picked (MIOpen find-db / cuDNN benchmark mode `torch.backends.cudnn.benchmark = True`); a transposed conv can often be rewritten as an upsample plus a dense conv.".into(),
+            evidence: format!("a {form} convolution has fewer tuned kernels than a dense square one: libraries often run a generic or im2col path for it.{ran_text}{gemm_text}"),
+            action: if generic {
+                "The library ran a generic path for this form: check whether a tuned solver accepts it (MIOpen: `MIOPEN_LOG_LEVEL=5` lists the solvers tried, `MIOPEN_FIND_ENFORCE=SEARCH` tunes; cuDNN: `torch.backends.cudnn.benchmark = True`); a transposed conv can often be rewritten as an upsample plus a dense conv, a dilated one as a dense conv after a space-to-batch rearrangement (one dense conv per phase of the dilation).".into()
+            } else {
+                "The library ran a tuned algorithm for this form: its efficiency is the shape's (the tiles and bytes above), not a fallback; a transposed conv can often be rewritten as an upsample plus a dense conv where that is cheaper.".into()
+            },
             waste: None,
             confidence: Confidence::Low,
             bounds_all: false,

@@ -372,7 +372,7 @@ fn row_per_workgroup(shape: &OpRow, dims: &[Vec<i64>]) -> Option<String> {
 }
 
 /// A runtime copy between host and device (`Memcpy HtoD (Pageable -> Device)`, `hipMemcpyDtoH`).
-fn is_host_device_copy(name: &str) -> bool {
+pub fn is_host_device_copy(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
     n.contains("memcpy")
         && ["htod", "dtoh", "host", "pageable", "pinned"]

@@ -5,6 +5,7 @@
 //! docs/analysis.md ("Diagnosis").
 
 mod attention;
+pub mod attention_backends;
 pub mod attention_ceiling;
 mod attention_classes;
 pub use attention::{serving_batch, short_unbatched, split_kv_role, ServingBatch, SplitKv};
@@ -12,6 +13,7 @@ mod batchnorm;
 pub use attention::DECODE_MAX_QUERIES;
 mod constant_cast;
 mod conv;
+pub mod conv_algorithm;
 pub(crate) use conv::is_patch_embedding;
 pub mod elementwise;
 mod gemm;

@@ -200,7 +200,8 @@ fn attention_path_a_for(
         "paged",
     ];
     let engine = has(&o, &ENGINES) || has(&k, &["paged", "flashinfer"]);
-    let faster = faster_attention(platform, &k, engine);
+    let faster =
+        crate::standalone::diagnosis::attention_backends::faster_attention(platform, &k, engine);
     // What the kernel's name says it already is: a prefill (context) kernel, and one reading
     // an FP8 KV cache (`QkvE4m3`, `Fp8KVCacheDataType)1`; `…)0` is the cache switched off).
     let prefill = prefill_batch || has(&k, &["context", "prefill"]);
@@ -279,72 +280,6 @@ fn attention_path_a_for(
 /// A signature of a GEMM group holding at least this share of the group's time has its own
 /// alignment named.
 const SIGNATURE_MATERIAL: f64 = 0.2;
-
-/// AOTriton's flash kernels, PyTorch's default SDPA backend on ROCm (`attn_fwd`, `attn_bwd`,
-/// their `.kd` code objects), not CK's or aiter's (`fmha`, `ck_tile`): the kernel's name without
-/// `.kd`, or `None`. `kernel` is lower case.
-fn aotriton_kernel(kernel: &str) -> Option<&str> {
-    let name = kernel.trim_end_matches(".kd");
-    (matches!(
-        name,
-        "attn_fwd" | "attn_bwd" | "bwd_kernel_dk_dv" | "bwd_kernel_dq"
-    ) || name.starts_with("attn_fwd_"))
-    .then_some(name)
-}
-
-/// The faster attention backends of the platform, less the one the kernel already is: FA3 and
-/// cuDNN on Hopper, cuDNN and trtllm-gen / FlashAttention-4 on Blackwell, cuDNN on Ampere, CK /
-/// aiter FMHA on AMD (PyTorch's CK switch where its SDPA runs AOTriton); all of them, by
-/// platform, when the platform is unknown.
-/// `engine`: the call is a serving engine's, whose backend is the engine's setting (vLLM's
-/// `VLLM_ATTENTION_BACKEND`, SGLang's `--attention-backend`), not SDPA's.
-fn faster_attention(platform: Option<&Platform>, kernel: &str, engine: bool) -> String {
-    let cudnn = if engine {
-        "cuDNN attention (the engine's cuDNN or FlashInfer backend)"
-    } else {
-        "cuDNN attention via `torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)`"
-    };
-    let instr = platform
-        .and_then(|p| p.matrix_instruction.as_ref())
-        .map_or("", |(i, _)| i.as_str());
-    // PyTorch's SDPA on ROCm runs AOTriton (`attn_fwd` / `attn_bwd`) unless told to prefer its
-    // CK build: the switch is the lever, not a different library.
-    let ck_switch = aotriton_kernel(kernel).map(|k| {
-        format!("PyTorch's CK flash backend, `torch.backends.cuda.preferred_rocm_fa_library(\"ck\")` where the build has it (AOTriton's `{k}` runs now)")
-    });
-    let list: Vec<&str> = match platform.map(|p| p.vendor.as_str()) {
-        Some("AMD") if !engine && ck_switch.is_some() => {
-            vec![ck_switch.as_deref().unwrap_or_default(), "aiter's FMHA"]
-        }
-        Some("AMD") => vec!["CK / aiter FMHA (`aiter`'s flash attention)"],
-        Some("NVIDIA") if instr.contains("tcgen05") => vec![
-            cudnn,
-            "trtllm-gen FMHA or FlashAttention-4 through the engine (FlashInfer)",
-        ],
-        Some("NVIDIA") if instr.contains("wgmma") => vec!["FlashAttention-3", cudnn],
-        Some("NVIDIA") => vec![cudnn],
-        _ => vec![
-            "FlashAttention-3 on Hopper",
-            cudnn,
-            "CK / aiter FMHA on MI300",
-        ],
-    };
-    let running = |b: &str| {
-        (b.contains("trtllm") && kernel.contains("fmhasm100"))
-            || (b.starts_with("FlashAttention-3")
-                && kernel.contains("flash::")
-                && kernel.contains("sm90"))
-            || (b.starts_with("cuDNN") && kernel.contains("cudnn"))
-            || (b.starts_with("CK") && (kernel.contains("fmha") || kernel.contains("ck_tile")))
-    };
-    // The listed backends are the platform's fastest, peers of one another: where one of them
-    // runs, another is not advice (vLLM on B200 already runs trtllm-gen's FMHA).
-    if list.iter().any(|b| running(b)) {
-        "the platform's fastest backend is the one running".to_owned()
-    } else {
-        list.join(", ")
-    }
-}
 
 pub(super) fn op_texts(
     r: &OpRow,
