@@ -31,14 +31,14 @@ fn failures(f: &Files) -> Vec<String> {
         .collect()
 }
 
-/// The P1 card of an `analysis.md`, up to its rule.
+/// The P1 card of an `analysis.md`, up to its rule (its icon follows its impact: D30).
 fn p1_card(md: &str) -> &str {
-    md.split("### 🔴 P1:")
-        .nth(1)
-        .expect("P1")
-        .split("---")
-        .next()
-        .expect("the card's text")
+    let at = ["### 🔴 P1:", "### 🟡 P1:", "### 🟢 P1:"]
+        .iter()
+        .filter_map(|h| md.find(h).map(|i| i + h.len()))
+        .min()
+        .expect("P1");
+    md[at..].split("---").next().expect("the card's text")
 }
 
 fn text(f: &Files, p: &str) -> String {
@@ -158,7 +158,10 @@ fn the_plan_names_the_planted_cause() {
     assert!((got("impact_score") - 0.875 * high).abs() < 0.01);
     assert!((got("impact_score_low") - 0.75 * high).abs() < 0.01);
     let md = text(&f, "analysis.md");
-    let p1 = md.lines().find(|l| l.starts_with("### 🔴 P1:")).unwrap();
+    let p1 = md
+        .lines()
+        .find(|l| l.starts_with("### ") && l.contains(" P1: "))
+        .unwrap();
     assert!(p1.contains("wave quantization"), "{p1}");
     assert!(md.contains("1089 tiles"));
     // The card keeps TraceLens's impact_score and says what the replay of the op's fix found,
@@ -571,4 +574,37 @@ fn host_time_before_the_first_kernel_is_a_system_item() {
     );
     let compiled = md("mi300x_torch_compile_triton_trace.json.gz");
     assert!(!compiled.contains("Host time before the first kernel"));
+}
+
+/// D30: a compute P-item's icon never outranks its impact, and a category's share of compute
+/// leaves out its host copies (A100 AlexNet: the convolution without a perf model is P1 at an
+/// impact of 0.0, and 55.5 of Elementwise's 56.3 ms are the input's upload, which had read
+/// "528.8% of compute"); an op that already runs a library's kernels is not told to look for
+/// one. Counterpart: a P1 with a material impact keeps its 🔴 (the planted GEMM above).
+#[test]
+fn p_item_icons_follow_impact_and_host_copies_leave_compute() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let trace = shared.join("traces/hta/a100_alexnet_benchmark_trace.json.gz");
+    let a = analyze(&common::read(&trace));
+    let md = text(&files(&a, "alexnet"), "analysis.md");
+    let p1 = md
+        .lines()
+        .find(|l| l.starts_with("### ") && l.contains(" P1: "))
+        .expect("a P1");
+    assert!(p1.starts_with("### 🟢 P1:"), "{p1}");
+    let elementwise = md
+        .lines()
+        .find(|l| l.starts_with("| 1 | Elementwise |") || l.contains("| Elementwise | 56.257 |"))
+        .expect("the Elementwise row");
+    let share: f64 = elementwise
+        .split('|')
+        .nth(4)
+        .and_then(|c| c.trim().trim_end_matches('%').parse().ok())
+        .expect("a share");
+    assert!(share < 100.0, "{elementwise}");
+    assert!(md.contains("of its time are copies (`Memcpy` under its ops"), "{md}");
+    assert!(!p1_card(&md).contains("check whether a fused or library implementation exists"));
+    assert!(p1_card(&md).contains("It already runs cuDNN kernels"), "{}", p1_card(&md));
 }

@@ -44,6 +44,20 @@ fn icon(n: usize) -> &'static str {
     }
 }
 
+/// A compute P-item's icon: by its number as the agent's contract has it, but never above what
+/// its impact (the card's mid figure, % of the trace) ranks by the fair report's thresholds:
+/// 🟢 under 1 %, at most 🟡 under 3 % (review 9: a 🔴 P1 at impact 0.0; docs/deviations.md D30).
+fn impact_icon(k: usize, mid_pct: f64) -> &'static str {
+    let by_impact = if mid_pct >= crate::standalone::rules::IMPACT_HIGH_PCT {
+        1
+    } else if mid_pct >= crate::standalone::rules::IMPACT_MEDIUM_PCT {
+        2
+    } else {
+        3
+    };
+    icon(k.max(by_impact))
+}
+
 fn conf_icon(c: &str) -> &'static str {
     match c {
         "high" => "🔴",
@@ -292,6 +306,35 @@ fn action(st: &Standalone, f: &Finding) -> String {
     match f.bound_type.as_str() {
         "compute" => "Check the kernel's tile choice and how its tiles fill the compute units for these shapes (replay them), and whether a lower precision (BF16 → FP8) is acceptable.".into(),
         "memory" => "Cut the bytes moved: fuse these ops with their neighbours so intermediates stay on chip, make inputs contiguous, and use a lower precision where acceptable.".into(),
+        // An op that already runs a library's or an engine's fused kernels is not told to look
+        // for one (review 9: cuDNN's convolutions and vLLM's fused MoE, both "check whether a
+        // fused or library implementation exists"): its kernel is what to profile.
+        _ if !matches!(f.library, "Unknown" | "PyTorch Native")
+            || f
+                .members
+                .iter()
+                .any(|m| crate::standalone::patterns::is_fused_library_op(&m.name)) =>
+        {
+            let kernel = f
+                .members
+                .first()
+                .and_then(|m| st.rows.get(m.row))
+                .and_then(|r| r.kernel_names.iter().max_by(|a, b| a.1.total_cmp(&b.1)))
+                .map(|(n, _)| format!(" (`{}`)", crate::standalone::md::short(n, 60)))
+                .unwrap_or_default();
+            let runs = if matches!(f.library, "Unknown" | "PyTorch Native") {
+                format!(
+                    "It already is a fused op, {}{kernel}",
+                    op_name(&f.members[0].name)
+                )
+            } else {
+                format!("It already runs {} kernels{kernel}", f.library)
+            };
+            format!(
+                "{runs}: no fused or library implementation is missing. With no perf model its efficiency is unknown: profile that kernel for these shapes ({}) against the work the op's arguments give.",
+                crate::standalone::diagnosis::kernel_profiler(st.platform.as_ref())
+            )
+        }
         _ => "Find what the op does (it has no perf model): replay it to measure it in isolation, and check whether a fused or library implementation exists.".into(),
     }
 }
@@ -402,14 +445,23 @@ pub fn render(i: &Inputs<'_>) -> String {
         s,
         "| Rank | Category | Time (ms) | % of Compute Time | Ops |\n|---|---|---|---|---|"
     );
+    let mut host_copies: Vec<(&str, f64)> = Vec::new();
     for (n, r) in p.priorities.iter().enumerate() {
+        // A category's op time can hold copies over the host link (`aten::copy_` of a
+        // `Memcpy HtoD`), which the timeline counts as memcpy, not computation: its share of
+        // compute leaves them out (review 9: AlexNet's "Elementwise 528.8% of compute", 55.5 of
+        // its 56.3 ms the input's upload).
+        let copies = host_copy_ms(st, &r.category);
+        if copies > 0.05 * r.gpu_kernel_time_ms {
+            host_copies.push((cat_title(&r.category), copies));
+        }
         let _ = writeln!(
             s,
             "| {} | {} | {:.3} | {:.1}% | {} |",
             n + 1,
             cat_title(&r.category),
             r.gpu_kernel_time_ms,
-            pct_of(r.gpu_kernel_time_ms, u.computation_ms),
+            pct_of(r.gpu_kernel_time_ms - copies, u.computation_ms),
             r.ops_count
         );
         let v = |x: Option<f64>| x.map_or("null".to_owned(), |x| format!("{x:.2}"));
@@ -421,6 +473,9 @@ pub fn render(i: &Inputs<'_>) -> String {
         );
     }
     let _ = writeln!(s, "<!-- impact-end -->\n");
+    for (cat, ms) in &host_copies {
+        let _ = writeln!(s, "*{cat}: {ms:.3} ms of its time are copies (`Memcpy` under its ops, as the input's upload) or communication, which the timeline does not count as computation: its share of compute leaves them out.*\n");
+    }
     // TraceLens's figures stay (its contract); where its timeline counts communication kernels
     // without an NCCL name as computation, the table says so (B200: a Communication row at
     // 19.7 % "of compute" beside 0.03 % exposed communication).
@@ -441,7 +496,12 @@ pub fn render(i: &Inputs<'_>) -> String {
     let mut fixes: Vec<(usize, String)> = Vec::new();
     for (n, f) in p.findings.iter().enumerate() {
         let k = n + 1;
-        let _ = writeln!(s, "### {} P{k}: {}\n", icon(k), card_title(st, f));
+        let _ = writeln!(
+            s,
+            "### {} P{k}: {}\n",
+            impact_icon(k, f.impact_score),
+            card_title(st, f)
+        );
         let _ = writeln!(s, "**Insight**: {}\n", insight(st, f));
         let _ = writeln!(s, "**Action**: {}\n", action(st, f));
         let _ = writeln!(
@@ -603,7 +663,7 @@ pub fn render(i: &Inputs<'_>) -> String {
         let _ = writeln!(
             s,
             "<a id=\"detailed-analysis-compute-p{k}\"></a>\n<!-- reasoning-candidate tier=compute rank={k} -->\n#### {} P{k}: {}\n",
-            icon(k),
+            impact_icon(k, f.impact_score),
             card_title(st, f)
         );
         let first = f.members.first().and_then(|m| st.rows.get(m.row));
@@ -779,6 +839,16 @@ pub fn render(i: &Inputs<'_>) -> String {
 /// A detailed block's impact estimate with its `detail_estimate` marker.
 pub fn detail_estimate(low: f64, high: f64) -> String {
     format!("**Impact estimate:**\n<!-- impact-begin kind=detail_estimate low={low:.2} high={high:.2} -->\n- Low end impact_score: {low:.2}\n- High end impact_score: {high:.2}\n<!-- impact-end -->\n\n")
+}
+
+/// The kernel time of a category's ops that is copies (over the host link, or on the device
+/// by the copy engines) or communication, not computation, ms (`OpRow::compute_us`).
+fn host_copy_ms(st: &Standalone, category: &str) -> f64 {
+    st.rows
+        .iter()
+        .filter(|r| r.category.key() == category)
+        .map(|r| (r.kernel_us - r.compute_us()).max(0.0) / 1e3)
+        .sum()
 }
 
 fn has_model(st: &Standalone, op: &str) -> bool {
