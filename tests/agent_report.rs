@@ -604,7 +604,14 @@ fn p_item_icons_follow_impact_and_host_copies_leave_compute() {
         .and_then(|c| c.trim().trim_end_matches('%').parse().ok())
         .expect("a share");
     assert!(share < 100.0, "{elementwise}");
-    assert!(md.contains("of its time are copies (`Memcpy` under its ops"), "{md}");
+    assert!(
+        md.contains("of its time are copies (`Memcpy` under its ops"),
+        "{md}"
+    );
     assert!(!p1_card(&md).contains("check whether a fused or library implementation exists"));
-    assert!(p1_card(&md).contains("It already runs cuDNN kernels"), "{}", p1_card(&md));
+    assert!(
+        p1_card(&md).contains("It already runs cuDNN kernels"),
+        "{}",
+        p1_card(&md)
+    );
 }

@@ -986,3 +986,37 @@ fn a_small_signatures_merge_does_not_title_its_group() {
     );
     assert!(!addmm.title.contains("projections"), "{}", addmm.title);
 }
+
+/// `torch.compile`'s default backend needs compute capability 7.0 (Triton): on a Pascal Quadro
+/// GP100 every action offering it says it cannot run there and what to use instead (review 9);
+/// on a V100 (7.0, tensor cores) the same advice stands as it is.
+#[test]
+fn compile_advice_says_where_inductor_cannot_run() {
+    let gp100 = jarvis_engine::perf::platform::by_name("Quadro GP100").expect("GP100");
+    let v100 = jarvis_engine::perf::platform::by_name("V100").expect("V100");
+    assert!(jarvis_engine::standalone::no_inductor(&gp100).is_some());
+    assert!(jarvis_engine::standalone::no_inductor(&v100).is_none());
+    let Some(bytes) = std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/traces/hta/gp100_step_based_gpu_user_annotation.json.gz"),
+    )
+    .ok() else {
+        return;
+    };
+    let a = analyze(&bytes, &[]);
+    let st = standalone(&a);
+    let offered: Vec<&str> = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .map(|b| b.path_a.as_str())
+        .filter(|p| p.contains("torch.compile"))
+        .collect();
+    assert!(!offered.is_empty());
+    for p in offered {
+        assert!(
+            p.contains("cannot run (Inductor generates Triton kernels"),
+            "{p}"
+        );
+    }
+}

@@ -525,6 +525,35 @@ fn launch_mixes(
 }
 
 /// Runs the standalone analysis.
+/// Why `torch.compile`'s default backend cannot run on `p`, where it cannot: Inductor emits
+/// Triton kernels, and Triton needs an NVIDIA GPU of compute capability 7.0 (Volta) or newer,
+/// the first with tensor cores; an NVIDIA platform whose table lists no matrix peak is older
+/// (review 9: "`torch.compile(mode=\"reduce-overhead\")`" advised on a Pascal Quadro GP100).
+pub fn no_inductor(p: &Platform) -> Option<String> {
+    (p.vendor == "NVIDIA" && !p.tflops.keys().any(|k| k.starts_with("matrix_"))).then(|| {
+        format!(
+            "on this GPU ({}, no tensor cores: compute capability under 7.0) `torch.compile`'s default backend cannot run (Inductor generates Triton kernels, which need compute capability 7.0): use CUDA graphs (`torch.cuda.graphs`) and fused PyTorch ops instead",
+            p.label()
+        )
+    })
+}
+
+/// Says, beside every action of `b` that offers `torch.compile`, that it cannot run here.
+fn caveat_compile(b: &mut findings::Bottleneck, why: &str) {
+    let note = |t: &mut String| {
+        if t.contains("torch.compile") && !t.contains(why) {
+            *t = format!("{} ({why}.)", t.trim_end());
+        }
+    };
+    note(&mut b.path_a);
+    for c in &mut b.causes {
+        note(&mut c.action);
+    }
+    for x in &mut b.absorbed {
+        caveat_compile(x, why);
+    }
+}
+
 pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     let Structure {
         modules,
@@ -761,6 +790,11 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     });
     findings::merge::same_cause_recommendations(&mut categories, &mut recommendations);
     findings::merge::same_fix_recommendations(&mut categories, &mut recommendations);
+    if let Some(why) = src.platform.and_then(no_inductor) {
+        for b in categories.iter_mut().flat_map(|c| &mut c.bottlenecks) {
+            caveat_compile(b, &why);
+        }
+    }
 
     // Call stack and subtree of every row's example instance (the page's ops explorer); the
     // output contract's tree data is the longest signatures' of each category.
