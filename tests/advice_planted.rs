@@ -1410,3 +1410,29 @@ fn device_copies_are_named_by_the_stack_that_made_them() {
         b.path_a
     );
 }
+
+/// A one-off needs two whole steps to compare: MI250's toy trace marks two steps, the second
+/// without GPU work, so its 6.5 ms `hipLaunchKernel` is a "single" stall, said to be taken as a
+/// one-off, and named as the launch loading its kernel's code object (review 9).
+#[test]
+fn a_stall_beside_an_empty_step_is_single_and_a_slow_launch_loads_code() {
+    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/traces/hta/mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+    let Ok(bytes) = std::fs::read(&p) else {
+        return;
+    };
+    let a = jarvis_engine::analyze(&bytes).expect("trace");
+    let st = a.standalone.as_ref().expect("standalone");
+    let one = find(st, "Single stall in `hipLaunchKernel`").expect("the single stall");
+    assert!(
+        one.issue
+            .contains("marks 2 steps, 1 of them with the GPU work of a whole step"),
+        "{}",
+        one.issue
+    );
+    assert!(
+        one.issue.contains("loads the kernel's code object"),
+        "{}",
+        one.issue
+    );
+}

@@ -701,6 +701,10 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             None | Some(crate::analysis::steps::StepSource::WholeTrace) => 0,
             Some(_) => src.steps.rows.len(),
         },
+        complete_steps: match src.steps.source {
+            None | Some(crate::analysis::steps::StepSource::WholeTrace) => 0,
+            Some(_) => src.steps.rows.iter().filter(|r| !r.incomplete).count(),
+        },
         cold_window,
         step_spans: match src.steps.source {
             None | Some(crate::analysis::steps::StepSource::WholeTrace) => Vec::new(),

@@ -820,9 +820,12 @@ pub struct Inputs<'a> {
     pub multi_stream: bool,
     /// The trace trains (backward or optimizer): the idle advice is worded for the mode.
     pub trains: bool,
-    /// Steps or iterations the trace marks (0 when none): a single stall is called a one-off
-    /// only when there are at least two to compare.
+    /// Steps or iterations the trace marks (0 when none).
     pub steps: usize,
+    /// Of them, those that launched GPU work like the others (not `incomplete`): a single
+    /// stall is called a one-off only when there are at least two to compare (review 9: an
+    /// MI250 trace's second step was empty, and its one stall had been called a one-off).
+    pub complete_steps: usize,
     /// A cold first training iteration left out of the steady state (`Utilization::cold_window`).
     pub cold_window: Option<crate::analysis::intervals::Span>,
     /// Those steps' host spans (trace clock, ns), in order; empty without steps.

@@ -763,7 +763,7 @@ fn one_off_finding(
     let kind = one_off_kind(&o.call, &o.stack);
     // A one-off needs steps to compare: with one step (or none marked) the stall may recur
     // in every step (docs/analysis.md, "One-off stalls").
-    let compared = inp.steps >= 2;
+    let compared = inp.complete_steps >= 2;
     // Inside a range the run names for warm-up, the stall is the warm-up's, steps or not.
     let warmup = o
         .stack
@@ -805,8 +805,12 @@ fn one_off_finding(
         format!("A single gap this long is a one-off ({kind}), not the steady state")
     } else {
         format!(
-            "The trace marks {} step, so a one-off ({kind}) cannot be told from a cost paid in every step; it is taken as a one-off",
-            if inp.steps == 1 { "one" } else { "no" }
+            "The trace {}, so a one-off ({kind}) cannot be told from a cost paid in every step; it is taken as a one-off",
+            match (inp.steps, inp.complete_steps) {
+                (0, _) => "marks no step".to_owned(),
+                (1, _) => "marks one step".to_owned(),
+                (n, c) => format!("marks {n} steps, {c} of them with the GPU work of a whole step"),
+            }
         )
     };
     let others = other_calls_text(o);
@@ -1060,6 +1064,19 @@ fn one_off_kind(call: &str, stack: &[String]) -> &'static str {
         "a library's first call: initialization, workspace allocation and algorithm search"
     } else if above(&["moduleload", "module_load", "getfunction", "lazy"]) {
         "lazy module loading"
+    } else if [
+        "launchkernel",
+        "modulelaunch",
+        "culaunch",
+        "launchcooperative",
+    ]
+    .iter()
+    .any(|w| n.contains(w))
+    {
+        // A launch takes microseconds; one that holds the host for milliseconds is the
+        // runtime loading the kernel's code object on its first use (review 9: MI250's 6.5 ms
+        // `hipLaunchKernel` of an `add_`).
+        "a launch that loads the kernel's code object on its first use (lazy loading: a launch itself takes microseconds)"
     } else if n.contains("memcpy") || n.contains("copy_") || n.contains("aten::to") {
         "a blocking copy, e.g. populating inputs"
     } else if ["malloc", "free", "empty", "alloc"]
@@ -1984,5 +2001,22 @@ mod copy_tests {
         let even = [(ms, ms), (11 * ms, ms), (21 * ms, ms)];
         assert_eq!(free_time_per_step(&even, &steps, "hipFree"), "");
         assert_eq!(free_time_per_step(&calls, &steps[..1], "hipFree"), "");
+    }
+
+    /// A launch holding the host for milliseconds is a code-object load; a library's first call
+    /// stays a library's, a copy a copy.
+    #[test]
+    fn a_slow_launch_is_a_code_object_load() {
+        let kind = |call: &str, stack: &[&str]| {
+            super::one_off_kind(
+                call,
+                &stack.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(),
+            )
+        };
+        assert!(kind("hipLaunchKernel", &["aten::add_"]).contains("loads the kernel's code object"));
+        assert!(kind("cudaLaunchKernel", &[]).contains("loads the kernel's code object"));
+        assert!(kind("cudaLaunchKernel", &["aten::cudnn_convolution"])
+            .contains("a library's first call"));
+        assert!(kind("cudaMemcpy", &[]).contains("a blocking copy"));
     }
 }
