@@ -3,6 +3,7 @@
 //! priorities, and its notes. Texts are markdown; names from the trace go through [`md`].
 
 mod chains;
+mod collective_sizes;
 mod graph_short;
 pub mod merge;
 mod notes;

@@ -414,7 +414,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         "{exposed:.3} ms of communication ({:.1}% {}) is not overlapped with compute, of {total_comm:.3} ms in total{beyond}.{}{}",
                         inp.trace_share(exposed),
                         inp.share_of(),
-                        collectives_text(inp.coll, inp.platform, back_to_back),
+                        collectives_text(inp.coll, inp, back_to_back),
                         small_batch_text(inp)
                     ),
                     &communication_action(inp, back_to_back),
@@ -433,7 +433,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         total_comm,
                         format!(
                             "Communication kernels take {total_comm:.3} ms, {pct:.1}% of the kernel time the trace kept{beyond}.{} The trace keeps about one runtime call in {:.0}: how much of this time compute hides, and how much of it is waiting for other ranks, cannot be told from it.",
-                            collectives_text(inp.coll, inp.platform, None),
+                            collectives_text(inp.coll, inp, None),
                             sample.one_in()
                         ),
                         "Record every rank of one step with the profiler's default settings and compare them: a collective that takes milliseconds per call on one rank is usually waiting for a slower rank (uneven all-to-all splits, a straggler), which only the other ranks' traces show.",
@@ -864,67 +864,41 @@ pub const WAITING_BELOW_LINK: f64 = 0.25;
 /// Messages below this many MiB are latency-bound: their bandwidth is not judged.
 pub const LATENCY_BOUND_MIB: f64 = 1.0;
 
-/// Each collective of `coll_analysis` (largest total time first, at most 5): size, calls, mean
-/// time, algorithm and bus bandwidth against the platform's link.
+/// Each collective of `coll_analysis`, and each one its op sizes where no NCCL/RCCL metadata
+/// covers it (`collective_sizes`: symmetric-memory and custom all-reduces), largest total time
+/// first, at most 5: size, calls, mean time, algorithm and bus bandwidth against the
+/// platform's link.
 pub(super) fn collectives_text(
     coll: Option<&Sheet>,
-    platform: Option<&Platform>,
+    inp: &Inputs<'_>,
     back_to_back: Option<f64>,
 ) -> String {
-    let Some(s) = coll else {
-        return String::new();
-    };
-    let (Some(name), Some(mb), Some(n)) = (
-        s.column("Collective name"),
-        s.column("In msg size (MB)_first"),
-        s.column("operation_count"),
-    ) else {
-        return String::new();
-    };
-    let out_mb = s.column("Out msg size (MB)_first");
-    let mean = s.column("dur_mean");
-    let sum = s.column("dur_sum");
-    let ranks = s.column("Group size");
-    let link = platform.and_then(|p| p.link_gbps.as_ref().map(|l| (p.label().to_owned(), l.0)));
-    let mut rows: Vec<&Vec<crate::sheet::Cell>> = s.rows.iter().collect();
-    if let Some(c) = sum {
-        rows.sort_by(|a, b| {
-            b[c].as_f64()
-                .unwrap_or(0.0)
-                .total_cmp(&a[c].as_f64().unwrap_or(0.0))
-        });
-    }
-    let items: Vec<String> = rows
+    let mut items = coll.map(sheet_collectives).unwrap_or_default();
+    items.extend(super::collective_sizes::op_collectives(inp.rows, inp.trace));
+    items.sort_by(|a, b| b.sum_us.total_cmp(&a.sum_us));
+    let link = inp
+        .platform
+        .and_then(|p| p.link_gbps.as_ref().map(|l| (p.label().to_owned(), l.0)));
+    let items: Vec<String> = items
         .iter()
         .take(5)
-        .map(|r| {
-            let coll = r[name].csv_text();
-            let in_mib = r[mb].as_f64().unwrap_or(f64::NAN);
-            let size_mib = out_mb
-                .and_then(|c| r[c].as_f64())
-                .map_or(in_mib, |o| o.max(in_mib));
-            let mut text = format!(
-                "{} of {in_mib:.1} MB ×{}",
-                code(&coll),
-                r[n].as_f64().unwrap_or(0.0)
-            );
-            let us = mean.and_then(|c| r[c].as_f64()).filter(|t| *t > 0.0);
-            let group = ranks.and_then(|c| r[c].as_f64()).unwrap_or(0.0);
-            if let Some(us) = us {
-                let algbw = size_mib * 1_048_576.0 / (us * 1e-6) / 1e9;
-                let busbw = algbw * bus_factor(&coll, group);
+        .map(|c| {
+            let mut text = format!("{} of {} ×{}", code(&c.name), size_text(c.in_mib), c.calls);
+            if let Some(us) = c.mean_us {
+                let algbw = c.size_mib * 1_048_576.0 / (us * 1e-6) / 1e9;
+                let busbw = algbw * bus_factor(&c.name, c.group);
                 text.push_str(&format!(
                     " ({us:.1} µs each: algbw {algbw:.1} GB/s, busbw {busbw:.1} GB/s"
                 ));
                 match &link {
-                    Some((pname, peak)) if size_mib >= LATENCY_BOUND_MIB => {
+                    Some((pname, peak)) if c.size_mib >= LATENCY_BOUND_MIB => {
                         let pct = busbw / peak * 100.0;
                         text.push_str(&format!(", {pct:.0}% of {pname}'s {peak:.0} GB/s link"));
                         if busbw < WAITING_BELOW_LINK * peak {
                             text.push_str(&slow_link_reason(back_to_back));
                         }
                     }
-                    _ if size_mib < LATENCY_BOUND_MIB => {
+                    _ if c.size_mib < LATENCY_BOUND_MIB => {
                         text.push_str(", under 1 MB: latency-bound")
                     }
                     _ => text.push_str(", no link peak known for this platform"),
@@ -939,6 +913,47 @@ pub(super) fn collectives_text(
     } else {
         format!(" Collectives: {}.", items.join("; "))
     }
+}
+
+/// "5.1 MB", or "48.0 KB" under a tenth of a MiB (a 50 KB all-gather had read "0.0 MB").
+fn size_text(mib: f64) -> String {
+    if mib < 0.1 {
+        format!("{:.1} KB", mib * 1024.0)
+    } else {
+        format!("{mib:.1} MB")
+    }
+}
+
+/// The rows of `coll_analysis`, sized as NCCL's metadata records them.
+fn sheet_collectives(s: &Sheet) -> Vec<super::collective_sizes::SizedCollective> {
+    let (Some(name), Some(mb), Some(n)) = (
+        s.column("Collective name"),
+        s.column("In msg size (MB)_first"),
+        s.column("operation_count"),
+    ) else {
+        return Vec::new();
+    };
+    let out_mb = s.column("Out msg size (MB)_first");
+    let mean = s.column("dur_mean");
+    let sum = s.column("dur_sum");
+    let ranks = s.column("Group size");
+    s.rows
+        .iter()
+        .map(|r| {
+            let in_mib = r[mb].as_f64().unwrap_or(f64::NAN);
+            super::collective_sizes::SizedCollective {
+                name: r[name].csv_text(),
+                in_mib,
+                size_mib: out_mb
+                    .and_then(|c| r[c].as_f64())
+                    .map_or(in_mib, |o| o.max(in_mib)),
+                calls: r[n].as_f64().unwrap_or(0.0),
+                sum_us: sum.and_then(|c| r[c].as_f64()).unwrap_or(0.0),
+                mean_us: mean.and_then(|c| r[c].as_f64()).filter(|t| *t > 0.0),
+                group: ranks.and_then(|c| r[c].as_f64()).unwrap_or(0.0),
+            }
+        })
+        .collect()
 }
 
 /// The share of collective time (`dur_sum`) spent in collectives of at least 1 MiB whose bus
