@@ -780,7 +780,7 @@ fn moe_path_a(r: &OpRow) -> String {
     };
     match block_m {
         Some(m) if m <= 32 => format!(
-            "The kernel already runs a small expert block ({m} token rows, from its name: the library expects few tokens per expert): with few tokens per expert the expert GEMMs stream their weights, so judge them by bytes against HBM bandwidth. The levers are more tokens per expert per step (larger batches, or expert parallelism so each rank holds fewer experts){smaller}, not another tile."
+            "The kernel already runs a small expert block ({m} token rows, from its name: the library expects few tokens per expert): with few tokens per expert the expert GEMMs stream their weights, so judge them by bytes against HBM bandwidth. The levers are more tokens per expert per step (larger batches, or expert parallelism so each rank holds fewer experts){smaller}. Where an expert gets more tokens than the block's {m} rows, its weights are streamed once per block of rows: a larger block (where the library has one for this shape) streams them fewer times."
         ),
         _ => "Check the tokens each expert gets per step (tokens × top-k / experts): below about 64–128 the expert GEMMs stream their weights with mostly empty tiles, so batch more tokens per step or use an MoE kernel tuned for decode batch sizes.".into(),
     }
