@@ -371,6 +371,39 @@ pub fn cases() -> Vec<PlantedCase> {
             Some("conv_depthwise"),
             &["= C_in = 256", "K = 9", "naive"],
         ),
+        // MIOpen's GEMM algorithm for a dense 3×3 convolution (32 × 256 × 56 × 56, 256 filters):
+        // `Im2d2Col_v2` writes the unfolded input, (256·9) × (32·56·56) = 231.2 M elements, 9×
+        // the input, in 30 % of the op's time, then a Tensile GEMM runs on it; 118.4 GFLOP in
+        // 0.8 ms. The unfold pass is the cause, costed at its 30 %.
+        case_of(
+            "conv_im2col",
+            vec![op(
+                "aten::convolution",
+                "[[32, 256, 56, 56], [256, 256, 3, 3], [], [], [], [], [], [], []]",
+                &format!("[{BF16}, {BF16}, \"\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\", \"ScalarList\", \"Scalar\"]"),
+                "[\"\", \"\", \"\", \"[1, 1]\", \"[1, 1]\", \"[1, 1]\", \"False\", \"[0, 0]\", \"1\"]",
+                &[
+                    ("Im2d2Col_v2", 240_000),
+                    ("Cijk_Ailk_Bljk_BBS_BH_MT256x128x64_MI32x32x8x1_SN_1LDSB0_APM1", 560_000),
+                ],
+                10,
+            )],
+            Some("conv_im2col"),
+            &["im2col + GEMM: the unfold pass takes 30.0%", "9.0× the input's"],
+        ),
+        // Its healthy counterpart: the same convolution as MIOpen's implicit GEMM at 75 % of
+        // the peak, no unfold pass: no cause.
+        case_of(
+            "conv_implicit_gemm",
+            vec![conv(
+                "[[32, 256, 56, 56], [256, 256, 3, 3], [], [], [], [], [], [], []]",
+                "[\"\", \"\", \"\", \"[1, 1]\", \"[1, 1]\", \"[1, 1]\", \"False\", \"[0, 0]\", \"1\"]",
+                igemm,
+                at(2.0 * (32 * 56 * 56 * 256 * 256 * 9_i64) as f64, 708.0, 0.75),
+            )],
+            None,
+            &[],
+        ),
         case_of(
             "moe_few_tokens",
             vec![op("vllm::rocm_aiter_fused_moe", "[[8, 4096], [128, 3072, 4096], [128, 4096, 1536], [8, 8], [8, 8], [], [], [], []]", &format!("[{BF16}, {BF16}, {BF16}, \"float\", \"int\", \"\", \"Scalar\", \"Scalar\", \"Scalar\"]"), "[\"\", \"\", \"\", \"\", \"\", \"\", \"0\", \"0\", \"False\"]", &[("moe_sorting_kernel", 8_000), ("_ZN5aiter50fmoe_bf16_pertokenMXfp4_g1u1_flat_novs_silu_16x128E", 900_000)], 20)],
