@@ -204,6 +204,9 @@ pub enum OwnModel {
     /// A serving engine's attention over its iteration's batch (TraceLens's inference model,
     /// applied outside its inference report with the same iteration annotation).
     ServingAttention,
+    /// Max or average pooling, forward or backward: the input and output read or written
+    /// once, max pooling's int64 indices written by the forward and read by the backward.
+    Pooling,
 }
 
 impl OwnModel {
@@ -224,6 +227,9 @@ impl OwnModel {
             }
             OwnModel::ServingAttention => {
                 "TraceLens's inference attention model with the iteration's token counts: the batch's FLOPs and its K/V cache read once"
+            }
+            OwnModel::Pooling => {
+                "Jarvis's pooling model: the input and output once, max pooling's int64 indices once"
             }
         }
     }

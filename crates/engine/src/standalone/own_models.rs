@@ -77,6 +77,98 @@ fn softmax_bytes(r: &OpRow) -> Option<(f64, OwnModel)> {
     Some((n * (input + output), OwnModel::Softmax))
 }
 
+/// The integer lists of a row's Concrete Inputs, in order (`'[3, 3]'` → `[3, 3]`; other
+/// entries `None`).
+fn concrete_lists(r: &OpRow) -> Vec<Option<Vec<i64>>> {
+    r.concrete_inputs
+        .split('\'')
+        .skip(1)
+        .step_by(2)
+        .map(|c| {
+            let c = c.trim();
+            (c.starts_with('[') && c.ends_with(']')).then(|| {
+                c.trim_matches(|x| x == '[' || x == ']')
+                    .split(',')
+                    .filter_map(|v| v.trim().parse().ok())
+                    .collect()
+            })
+        })
+        .collect()
+}
+
+/// Bytes one call of a pooling op moves (`OwnModel::Pooling`): max pooling forward reads its
+/// input and writes its output and int64 indices; its backward reads the output's gradient and
+/// the indices and writes the input's gradient; average pooling the same without indices;
+/// adaptive average pooling's output size is its argument. Each tensor once: the floor a
+/// kernel that reads each window from cache reaches (review 9: MI300X ResNet-18's max-pool
+/// backward, 14.2 ms, 4 % of compute, had no model).
+fn pooling_bytes(r: &OpRow) -> Option<f64> {
+    let op = r.name.trim_start_matches("aten::");
+    let (max, backward, adaptive) = match op {
+        "max_pool2d_with_indices" | "max_pool3d_with_indices" => (true, false, false),
+        "max_pool2d_with_indices_backward" | "max_pool3d_with_indices_backward" => {
+            (true, true, false)
+        }
+        "avg_pool2d" | "avg_pool3d" => (false, false, false),
+        "avg_pool2d_backward" | "avg_pool3d_backward" => (false, true, false),
+        "_adaptive_avg_pool2d" | "_adaptive_avg_pool3d" => (false, false, true),
+        _ => return None,
+    };
+    let dims = shapes(&r.input_dims);
+    let types: Vec<&str> = r.input_type.split('\'').skip(1).step_by(2).collect();
+    let elem = bytes_per_element(types.first()?)?;
+    let numel = |d: &Vec<i64>| d.iter().product::<i64>() as f64;
+    if backward {
+        // (grad_output, self, …[, indices]): the gradients are the output's and the input's.
+        let (grad_out, input) = (dims.first()?, dims.get(1)?);
+        if grad_out.is_empty() || input.is_empty() {
+            return None;
+        }
+        let indices = if max { numel(grad_out) * 8.0 } else { 0.0 };
+        return Some((numel(grad_out) + numel(input)) * elem + indices);
+    }
+    let input = dims.first().filter(|d| d.len() >= 3)?;
+    let lists = concrete_lists(r);
+    let spatial = input.len() - 2;
+    let out_spatial: Vec<i64> = if adaptive {
+        lists.get(1)?.clone()?
+    } else {
+        // (input, kernel, stride, padding[, dilation], ceil_mode …): an empty stride is the
+        // kernel's.
+        let kernel = lists.get(1)?.clone()?;
+        let stride = lists
+            .get(2)
+            .cloned()
+            .flatten()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| kernel.clone());
+        let padding = lists.get(3).cloned().flatten().unwrap_or_default();
+        let dilation = if max {
+            lists.get(4).cloned().flatten().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let at = |v: &[i64], i: usize, d: i64| v.get(i).or(v.first()).copied().unwrap_or(d);
+        (0..spatial)
+            .map(|i| {
+                let (k, s, p, d) = (
+                    at(&kernel, i, 1),
+                    at(&stride, i, 1).max(1),
+                    at(&padding, i, 0),
+                    at(&dilation, i, 1),
+                );
+                (input[2 + i] + 2 * p - d * (k - 1) - 1) / s + 1
+            })
+            .collect()
+    };
+    if out_spatial.len() != spatial || out_spatial.iter().any(|&o| o <= 0) {
+        return None;
+    }
+    let out = (input[0] * input[1]) as f64 * out_spatial.iter().product::<i64>() as f64;
+    let indices = if max { out * 8.0 } else { 0.0 };
+    Some((numel(input) + out) * elem + indices)
+}
+
 /// Bytes one call of an Inductor pointwise kernel moves with its in-place buffer counted as
 /// read and written: the row's each-argument-once bytes plus the first tensor argument with
 /// `xnumel` (the trailing integer Concrete Input) elements.
@@ -183,7 +275,7 @@ pub fn apply(r: &mut OpRow, platform: Option<&Platform>) {
         return;
     }
     let own = if r.roofline_us.is_none() && r.data_mb.is_none() {
-        softmax_bytes(r)
+        softmax_bytes(r).or_else(|| pooling_bytes(r).map(|b| (b, OwnModel::Pooling)))
     } else {
         // An in-place count that would put the kernel above the platform's bandwidth is not
         // what ran: the kernel wrote a separate output, and the each-once bytes stand.
@@ -218,6 +310,57 @@ mod tests {
         r.count = 10;
         r.kernel_us = 1000.0;
         r
+    }
+
+    /// ResNet's 3×3 / 2 max pool over 512 × 64 × 112 × 112 bf16: the forward reads 822.1 MB,
+    /// writes 205.5 MB of output and 822.1 MB of int64 indices (56 × 56 out); the backward reads
+    /// the 205.5 MB gradient and 822.1 MB of indices and writes 822.1 MB. An adaptive average
+    /// pool to 1 × 1 writes one value per channel. Not a pooling op: no model.
+    #[test]
+    fn pooling_moves_its_tensors_once_and_max_pooling_its_indices() {
+        let p = crate::perf::platform::by_name("mi300x").expect("mi300x");
+        let (big, small) = (512.0 * 64.0 * 112.0 * 112.0, 512.0 * 64.0 * 56.0 * 56.0);
+        let mut fwd = softmax(
+            "aten::max_pool2d_with_indices",
+            "((512, 64, 112, 112), (), (), (), (), ())",
+            "('c10::BFloat16', 'ScalarList', 'ScalarList', 'ScalarList', 'ScalarList', 'Scalar')",
+            "('', '[3, 3]', '[2, 2]', '[1, 1]', '[1, 1]', 'False')",
+        );
+        apply(&mut fwd, Some(&p));
+        assert_eq!(fwd.own_model, Some(OwnModel::Pooling));
+        let want = big * 2.0 + small * 2.0 + small * 8.0;
+        assert!(
+            (fwd.data_mb.unwrap() * MIB - want).abs() < 1.0,
+            "{:?}",
+            fwd.data_mb
+        );
+        assert!((fwd.roofline_us.unwrap() - want / 5.3e12 * 1e6).abs() < 1e-6);
+        let mut bwd = softmax(
+            "aten::max_pool2d_with_indices_backward",
+            "((512, 64, 56, 56), (512, 64, 112, 112), (), (), (), (), (), (512, 64, 56, 56))",
+            "('c10::BFloat16', 'c10::BFloat16', 'ScalarList', 'ScalarList', 'ScalarList', 'ScalarList', 'Scalar', 'long int')",
+            "('', '', '[3, 3]', '[2, 2]', '[1, 1]', '[1, 1]', 'False', '')",
+        );
+        apply(&mut bwd, Some(&p));
+        let want = small * 2.0 + big * 2.0 + small * 8.0;
+        assert!((bwd.data_mb.unwrap() * MIB - want).abs() < 1.0);
+        let mut adaptive = softmax(
+            "aten::_adaptive_avg_pool2d",
+            "((32, 2048, 7, 7), ())",
+            "('c10::BFloat16', 'ScalarList')",
+            "('', '[1, 1]')",
+        );
+        apply(&mut adaptive, Some(&p));
+        let want = (32.0 * 2048.0 * 49.0 + 32.0 * 2048.0) * 2.0;
+        assert!((adaptive.data_mb.unwrap() * MIB - want).abs() < 1.0);
+        let mut other = softmax(
+            "aten::add",
+            "((4, 4), (4, 4))",
+            "('float', 'float')",
+            "('', '')",
+        );
+        apply(&mut other, Some(&p));
+        assert_eq!(other.own_model, None);
     }
 
     /// 16 × 5185² bf16 scores: 430.1 M elements read and written at 2 bytes = 1.72 GB per call;
