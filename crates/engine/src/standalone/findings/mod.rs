@@ -1364,7 +1364,7 @@ mod tests {
         let mut gpu = saving(0.3, "gpu_compute_bound", 80.0);
         assert_eq!(
             gpu.ranked_text(),
-            "replayed saving of 0.2% of the GPU timeline"
+            "replayed saving of 0.2% of the steps' time"
         );
         gpu.ranked_by_formula = true;
         assert!((gpu.ranked_pct() - 2.0).abs() < 1e-9);
