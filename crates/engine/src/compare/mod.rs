@@ -101,7 +101,25 @@ pub struct Matched {
     /// ratio is the kernel or algorithm chosen).
     pub target_kernel: Option<String>,
     pub reference_kernel: Option<String>,
+    /// Each side's efficiency against its own roofline (%, time-weighted over its rows), where
+    /// every row has a model: a pair slow on both sides is the op's problem, not the target's.
+    pub target_eff_pct: Option<f64>,
+    pub reference_eff_pct: Option<f64>,
 }
+
+/// The time-weighted efficiency of some rows against their own rooflines, %: `None` unless
+/// every row has a roofline.
+fn side_efficiency(rows: &[&OpRow]) -> Option<f64> {
+    let us: f64 = rows.iter().map(|r| r.kernel_us).sum();
+    let roof: f64 = rows
+        .iter()
+        .map(|r| r.roofline_us.map(|x| x * r.count as f64))
+        .sum::<Option<f64>>()?;
+    (us > 0.0).then(|| roof / us * 100.0)
+}
+
+/// Under this efficiency on both sides (% of each side's roofline), a pair is slow on both.
+pub const BOTH_SLOW_PCT: f64 = 30.0;
 
 /// The matched ops whose reference calls are latency-bound, summed: where the target's short
 /// kernels take longer than the reference's, the gap is each kernel's fixed cost (launch,
@@ -282,7 +300,13 @@ fn matched(
         first_t.compute_spec.clone()
     };
     let r_calls: u64 = r.iter().map(|x| x.count).sum();
-    let latency_bound = r_calls == 0 || (r_us / r_calls as f64) < MIN_EXPECTATION_US;
+    // Latency-bound where the reference's calls are under the floor and the target's near it:
+    // a target call several times longer is a kernel gap, not launch cost (review 10: BERT's
+    // attention, 28.4 µs against 9.4 µs a call, pooled as the short kernels' fixed cost).
+    let t_calls: u64 = t.iter().map(|x| x.count).sum();
+    let latency_bound = r_calls == 0
+        || ((r_us / r_calls as f64) < MIN_EXPECTATION_US
+            && (t_calls == 0 || (t_us / t_calls as f64) < 2.0 * MIN_EXPECTATION_US));
     let host_link = over_host_link(t) || over_host_link(r);
     let expected = expected_ratio(bound, &spec, tp, rp).filter(|_| !latency_bound && !host_link);
     let actual = if r_us > 0.0 {
@@ -292,8 +316,23 @@ fn matched(
     };
     let delta_pct = (actual - 1.0) * 100.0;
     let v = verdict(actual, expected, delta_pct, latency_bound || host_link);
+    // What the target can reach bounds what it can save: a compute-bound op is never expected
+    // faster than its FLOPs at the target's achievable peak (the table's MAF where it has one:
+    // MI300X 708, below the 1307 datasheet the ratio uses; review 10: impacts that needed 808–950
+    // TFLOPS on an MI300X).
+    let floor_us = match (bound, tp) {
+        (Some(Bound::Compute), Some(p)) => p.peak_tflops(&spec).and_then(|peak| {
+            let gflop: f64 = t
+                .iter()
+                .map(|x| x.gflops.map(|g| g * x.count as f64))
+                .sum::<Option<f64>>()?;
+            (peak > 0.0).then(|| gflop / peak * 1e3)
+        }),
+        _ => None,
+    }
+    .unwrap_or(0.0);
     let excess_us = match expected {
-        Some(e) => (t_us - r_us * e).max(0.0),
+        Some(e) => (t_us - (r_us * e).max(floor_us)).max(0.0),
         None if v == Verdict::MuchSlowerThanExpected => (t_us - r_us).max(0.0),
         None => 0.0,
     };
@@ -329,6 +368,8 @@ fn matched(
         latency_bound,
         target_kernel: longest_kernel(t),
         reference_kernel: longest_kernel(r),
+        target_eff_pct: side_efficiency(t),
+        reference_eff_pct: side_efficiency(r),
     }
 }
 
@@ -537,13 +578,13 @@ pub fn compare(
     }
 }
 
-/// Priority of a target-slower finding from the share of target compute time it stands to
-/// save (`excess_us`), with the standalone thresholds (`rules::impact_priority`: Critical from
+/// Priority of a target-slower finding from the share of the target's time (its GPU timeline)
+/// it stands to save (`excess_us`), with the standalone thresholds (`rules::impact_priority`: Critical from
 /// 10 %, High from 3 %, Medium from 1 %): never from the verdict alone (review 9: ops of 0.0 %
 /// of compute ranked High for being "much slower").
-pub fn priority(excess_us: f64, target_compute_us: f64) -> crate::standalone::rules::Priority {
-    let share = if target_compute_us > 0.0 {
-        excess_us / target_compute_us * 100.0
+pub fn priority(excess_us: f64, target_us: f64) -> crate::standalone::rules::Priority {
+    let share = if target_us > 0.0 {
+        excess_us / target_us * 100.0
     } else {
         0.0
     };

@@ -127,18 +127,40 @@ fn timeline_table(c: &Comparison, reference: &str, target: &str) -> String {
 
 /// A recommendation of the fair report: a matched op slower than the hardware ratio, or the
 /// latency-bound ops' fixed cost.
+/// The ops of one name that run the same kernel on the target are one recommendation: one
+/// cause, one fix (review 9: TimeSformer's three `layer_norm` signatures, one kernel, three
+/// items).
 enum Rec<'a> {
-    Op(&'a Matched),
+    Op(Vec<&'a Matched>),
     Fixed(&'a FixedCost),
 }
 
 impl Rec<'_> {
     fn excess_us(&self) -> f64 {
         match self {
-            Rec::Op(m) => m.excess_us,
+            Rec::Op(ms) => ms.iter().map(|m| m.excess_us).sum(),
             Rec::Fixed(f) => f.excess_us(),
         }
     }
+}
+
+/// The slower matches grouped by op name and the target's kernel, in their order.
+fn grouped<'a>(slower: &[&'a Matched]) -> Vec<Rec<'a>> {
+    let mut out: Vec<Vec<&'a Matched>> = Vec::new();
+    for &m in slower {
+        let same = |g: &Vec<&Matched>| {
+            m.kind == MatchKind::Signature
+                && g[0].kind == MatchKind::Signature
+                && g[0].target_name == m.target_name
+                && g[0].target_kernel.is_some()
+                && g[0].target_kernel == m.target_kernel
+        };
+        match out.iter_mut().find(|g| same(g)) {
+            Some(g) => g.push(m),
+            None => out.push(vec![m]),
+        }
+    }
+    out.into_iter().map(Rec::Op).collect()
 }
 
 /// The latency-bound ops take the target longer than the reference by the verdicts' own
@@ -178,8 +200,72 @@ fn kernels_text(m: &Matched) -> Option<String> {
     ))
 }
 
+/// A finding's title up to its figures ("Unfused module `X`", "Attention `op`"): what two
+/// platforms' reports of the same workload share.
+fn title_stem(t: &str) -> &str {
+    let cut = [": ", " ("]
+        .iter()
+        .filter_map(|p| t.find(p))
+        .min()
+        .unwrap_or(t.len());
+    t[..cut].trim()
+}
+
+/// The target's standalone findings (Medium and above, in its order) that the reference's
+/// report makes too: the same cost on both platforms, which no ratio between them shows
+/// (review 10: TimeSformer's hand-written attention, 98.7 of 118.8 ms on the MI300X and 136 of
+/// 155 ms on the H100, absent from the comparative recommendations).
+fn shared_findings(target: &crate::Analysis, reference: &crate::Analysis) -> String {
+    let (Some(t), Some(r)) = (&target.standalone, &reference.standalone) else {
+        return String::new();
+    };
+    let theirs: Vec<&crate::standalone::findings::Bottleneck> =
+        r.recommendations.iter().map(|&i| r.bottleneck(i)).collect();
+    let mut out = String::new();
+    for b in t
+        .recommendations
+        .iter()
+        .map(|&i| t.bottleneck(i))
+        .filter(|b| b.priority <= crate::standalone::rules::Priority::Medium && b.aside().is_none())
+    {
+        let stem = title_stem(&b.title);
+        let Some(o) = theirs.iter().find(|o| title_stem(&o.title) == stem) else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "- **{}**: {} on the target ({:.3} ms, may save {}); the reference's report makes the same finding ({}, {:.3} ms): one fix for both platforms.",
+            // Titles are markdown already, trace text escaped where they were made.
+            b.title,
+            b.priority.label(),
+            b.time_ms,
+            b.impact.text(),
+            o.priority.label(),
+            o.time_ms
+        );
+        if out.lines().count() >= 5 {
+            break;
+        }
+    }
+    if out.is_empty() {
+        out
+    } else {
+        format!("## Opportunities on both platforms\n\nThe comparison's ratios show what one platform does worse; these costs both pay, so no ratio shows them. From the two standalone reports:\n\n{out}\n")
+    }
+}
+
 /// Renders the fair comparative report.
 pub fn fair_md(c: &Comparison, title: &str) -> String {
+    fair_md_with(c, title, None)
+}
+
+/// [`fair_md`] with both sides' analyses, whose standalone findings add the opportunities both
+/// platforms share.
+pub fn fair_md_with(
+    c: &Comparison,
+    title: &str,
+    sides: Option<(&crate::Analysis, &crate::Analysis)>,
+) -> String {
     let mut s = String::new();
     let (rt, tt) = (cell(&c.reference_tag), cell(&c.target_tag));
     let _ = writeln!(
@@ -202,7 +288,7 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
             )
         })
         .collect();
-    let compute_us = t_total / 1e3;
+    let timeline_us = c.target_timeline.total as f64 / 1e3;
     let excess: f64 = 0.0 + slower.iter().map(|m| m.excess_us).sum::<f64>();
     let _ = writeln!(
         s,
@@ -263,7 +349,7 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
     );
     let _ = writeln!(s, "---\n\n## Recommendations for {tt}\n");
     // One list by the target time at stake, the short kernels' fixed cost among the ops.
-    let mut recs: Vec<Rec> = slower.iter().map(|m| Rec::Op(m)).collect();
+    let mut recs: Vec<Rec> = grouped(&slower);
     if fixed_cost_slower(f) {
         recs.push(Rec::Fixed(f));
     }
@@ -275,29 +361,71 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
         );
     }
     for (i, r) in recs.iter().take(MAX_RECOMMENDATIONS).enumerate() {
-        let p = priority(r.excess_us(), compute_us);
-        let share = if compute_us > 0.0 {
-            r.excess_us() / compute_us * 100.0
+        // A share of the target's GPU timeline, as the standalone priorities are of the trace:
+        // on a host-bound target a kernel's saving is a small part of its step (review 10:
+        // Falconsai's attention "Critical 16.4% of compute" in a timeline 75 % idle).
+        let p = priority(r.excess_us(), timeline_us);
+        let share = if timeline_us > 0.0 {
+            r.excess_us() / timeline_us * 100.0
         } else {
             0.0
         };
         match r {
-            Rec::Op(m) => {
-                let _ = writeln!(s, "### {} Priority {}: {}", p.marker(), i + 1, title_of(m));
-                let _ = writeln!(
-                    s,
-                    "**Gap**: {}; the hardware ratio predicts {}.  ",
-                    gap_text(m),
-                    expected_text(m)
-                );
+            Rec::Op(group) => {
+                let m = group[0];
+                if group.len() == 1 {
+                    let _ = writeln!(s, "### {} Priority {}: {}", p.marker(), i + 1, title_of(m));
+                    let _ = writeln!(
+                        s,
+                        "**Gap**: {}; the hardware ratio predicts {}.  ",
+                        gap_text(m),
+                        expected_text(m)
+                    );
+                } else {
+                    let _ = writeln!(
+                        s,
+                        "### {} Priority {}: {} ({} signatures, one kernel)",
+                        p.marker(),
+                        i + 1,
+                        code(&m.target_name),
+                        group.len()
+                    );
+                    let rows: Vec<String> = group
+                        .iter()
+                        .map(|x| {
+                            format!(
+                                "{}: {}, the hardware ratio predicts {}",
+                                code(&short(&x.shape, 60)),
+                                gap_text(x),
+                                expected_text(x)
+                            )
+                        })
+                        .collect();
+                    let _ = writeln!(s, "**Gap**: {}.  ", rows.join("; "));
+                }
                 if let Some(k) = kernels_text(m) {
                     let _ = writeln!(s, "**Kernels**: {k}.  ");
+                }
+                // Slow on both sides (review 9: TimeSformer's strided K copy at 0.48 and 0.50
+                // TB/s): the op itself is the problem, and the lever is removing or fusing it,
+                // not the target's kernel.
+                let both_slow = match (m.target_eff_pct, m.reference_eff_pct) {
+                    (Some(t), Some(r))
+                        if t < crate::compare::BOTH_SLOW_PCT
+                            && r < crate::compare::BOTH_SLOW_PCT =>
+                    {
+                        Some((t, r))
+                    }
+                    _ => None,
+                };
+                if let Some((t, r)) = both_slow {
+                    let _ = writeln!(s, "**Both sides slow**: the target runs it at {t:.1}% of its roofline and the reference at {r:.1}% of its own: the op is inefficient on both platforms, so the lever is the op itself (remove it, fuse it, or fix its layout: the target's standalone report names the cause) before the target's kernel.  ");
                 }
                 let _ = writeln!(s, "**Action**: {}  ", action(m, c.target_platform.as_ref()));
                 let _ = writeln!(
                     s,
-                    "**Impact**: up to {} ms ({share:.1}% of target compute time) if it reaches the hardware ratio. Priority {}.\n\n---\n",
-                    ms(m.excess_us),
+                    "**Impact**: up to {} ms ({share:.1}% of the target's GPU timeline) if it reaches the hardware ratio. Priority {}.\n\n---\n",
+                    ms(r.excess_us()),
                     p.label()
                 );
             }
@@ -320,15 +448,18 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
                     f.target_calls,
                     f.reference_calls
                 );
-                let _ = writeln!(s, "**Action**: Fewer, larger kernels pay off more on the target than on the reference: fuse the chains these ops belong to (the target's standalone report names its fusion findings: norms, RoPE, activations), or capture the step in a CUDA/HIP graph or compile it so the launches and the gaps between them go.  ");
+                let _ = writeln!(s, "**Action**: Fewer, larger kernels pay off more on the target than on the reference: fuse the chains these ops belong to (the target's standalone report names its fusion findings, where it has any), or capture the step in a CUDA/HIP graph or compile it so the launches and the gaps between them go.  ");
                 let _ = writeln!(
                     s,
-                    "**Impact**: up to {} ms ({share:.1}% of target compute time) if the target's short kernels cost what the reference's do. Priority {}.\n\n---\n",
+                    "**Impact**: up to {} ms ({share:.1}% of the target's GPU timeline) if the target's short kernels cost what the reference's do. Priority {}.\n\n---\n",
                     ms(f.excess_us()),
                     p.label()
                 );
             }
         }
+    }
+    if let Some((t, r)) = sides {
+        s.push_str(&shared_findings(t, r));
     }
     let _ = writeln!(s, "## Detailed Comparison\n");
     for (i, m) in c.matched.iter().take(15).enumerate() {
@@ -415,7 +546,7 @@ pub fn fair_md(c: &Comparison, title: &str) -> String {
             }
         }
     }
-    let _ = writeln!(s, "\n### Methodology\n\nOps are matched by name and argument signature, then by correspondence in the two traces' merged call tree (TraceDiff: the ops whose kernels meet under one lowest common ancestor, whatever they are called), then the rest by `nn.Module` path and category. The expected target/reference time is the reference/target ratio of peak HBM bandwidth for memory-bound ops and of the dense datasheet peak at the op's precision for compute-bound ops (one convention on both sides). Target time over expected above 2x is \"much slower\", above 1.25x \"slower\", below 0.8x \"faster than expected\"; without a perf model a difference above +100% is flagged. Ops whose reference calls average under 10 µs are latency-bound (no expectation; their gap is summed as the short kernels' fixed cost), and copies over the host link have none either. Priority from the share of target compute a recommendation stands to save: Critical from 10%, High from 3%, Medium from 1%. Rules: docs/analysis.md.");
+    let _ = writeln!(s, "\n### Methodology\n\nOps are matched by name and argument signature, then by correspondence in the two traces' merged call tree (TraceDiff: the ops whose kernels meet under one lowest common ancestor, whatever they are called), then the rest by `nn.Module` path and category. The expected target/reference time is the reference/target ratio of peak HBM bandwidth for memory-bound ops and of the dense datasheet peak at the op's precision for compute-bound ops (one convention on both sides). Target time over expected above 2x is \"much slower\", above 1.25x \"slower\", below 0.8x \"faster than expected\"; without a perf model a difference above +100% is flagged. Ops whose reference calls average under 10 µs are latency-bound (no expectation; their gap is summed as the short kernels' fixed cost), and copies over the host link have none either. Priority from the share of the target's GPU timeline a recommendation stands to save: Critical from 10%, High from 3%, Medium from 1%. A compute-bound op's saving stops at its FLOPs at the target's achievable peak. Rules: docs/analysis.md.");
     s
 }
 
@@ -617,7 +748,7 @@ pub fn comparison_files(
     }
     files.push((
         "comparative_analysis_fair.md".into(),
-        fair_md(c, title).into_bytes(),
+        fair_md_with(c, title, Some((target, reference))).into_bytes(),
     ));
     files.push((
         "comparative_analysis_rough.md".into(),

@@ -540,9 +540,11 @@ pub fn no_inductor(p: &Platform) -> Option<String> {
 
 /// Says, beside every action of `b` that offers `torch.compile`, that it cannot run here.
 fn caveat_compile(b: &mut findings::Bottleneck, why: &str) {
+    // Said first, so the advice that follows is read with it (review 10: a caveat after the
+    // sentence that recommends `torch.compile` read as a contradiction).
     let note = |t: &mut String| {
         if t.contains("torch.compile") && !t.contains(why) {
-            *t = format!("{} ({why}.)", t.trim_end());
+            *t = format!("Not `torch.compile` here: {why}; its options below do not apply. {t}");
         }
     };
     note(&mut b.path_a);

@@ -833,7 +833,14 @@ pub fn render(i: &Inputs<'_>) -> String {
                 // GPU without those units, which is no peak of its own (review AA: "Peak MAF
                 // (FP4)" printed with the BF16 value on A100, H100, MI300X).
                 if let Some(t) = pl.tflops.get(spec) {
-                    let _ = writeln!(s, "- **Peak MAF ({label})**: {} TFLOPS", t.0);
+                    // "MAF" only where the table's peak is an achievable one beside a datasheet
+                    // figure (review 10: A100's datasheet 312 labelled MAF).
+                    let kind = if pl.datasheet_tflops(spec).is_some() {
+                        "MAF"
+                    } else {
+                        "datasheet"
+                    };
+                    let _ = writeln!(s, "- **Peak {kind} ({label})**: {} TFLOPS", t.0);
                 }
             }
         }

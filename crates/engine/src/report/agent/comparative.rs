@@ -442,9 +442,16 @@ pub fn render(
                     "- **Platform** ({tag}): {}; **Peak HBM BW** {} TB/s{}",
                     cell(pl.label()),
                     pl.hbm_tbps.0,
+                    // MAF only where the table's peak is an achievable one (it differs from
+                    // the datasheet's); the H100's 989 is its datasheet (review 10).
                     pl.peak_tflops("matrix_bf16")
                         .map_or(String::new(), |t| format!(
-                            "; **Peak MAF (BF16)** {t} TFLOPS"
+                            "; **Peak {} (BF16)** {t} TFLOPS",
+                            if pl.datasheet_tflops("matrix_bf16").is_some() {
+                                "MAF"
+                            } else {
+                                "datasheet"
+                            }
                         ))
                 );
             }
