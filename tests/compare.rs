@@ -309,6 +309,20 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
             assert!(fair.contains("Short kernels cost more on the target"));
             // Busy most of the time: no host-bound line.
             assert!(!fair.contains("the host sets the pace"));
+            // The agent's comparative report: no cross-vendor library advice, and RMSNorm's
+            // few-µs ops (P3) are told their fixed cost, not the bandwidth ratio.
+            let files = jarvis_engine::report::compare_md::comparison_files(&c, &t, &r, "qwen");
+            let md = files
+                .iter()
+                .find(|(n, _)| n == "analysis.md")
+                .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+                .expect("analysis.md");
+            assert!(!md.contains("pick the library path trace 2 uses"), "{md}");
+            assert!(md.contains("PYTORCH_TUNABLEOP_ENABLED=1"));
+            assert!(
+                md.contains("launch and each kernel's fixed cost set their time"),
+                "{md}"
+            );
             assert!(fair.contains("PYTORCH_TUNABLEOP_ENABLED=1"));
             assert!(fair.contains("preferred_rocm_fa_library"));
             assert!(c.target_only.is_empty() && c.reference_only.is_empty());

@@ -304,11 +304,26 @@ pub fn render(
             f.members.len(),
             if t2 > 0.0 { (t1 - t2) / t2 * 100.0 } else { 0.0 }
         );
-        let _ = writeln!(s, "**Action**: {}\n", match f.bound_type.as_str() {
-            "memory" => "Compare the kernels trace 2 runs for these ops (fusion, layout, precision): memory-bound work should follow the bandwidth ratio; replay the shapes on trace 1's platform.",
-            "compute" => "Compare the GEMM/attention kernels and their tiles between the platforms; replay the shapes on trace 1's platform and tune or pick the library path trace 2 uses.",
-            _ => "Compare what each platform runs for these ops (fused or not, which library), starting from the largest difference.",
+        // Ops of a few µs a call on trace 2 follow launch and fixed per-kernel cost, not the
+        // bandwidth ratio; across vendors trace 2's library is not trace 1's to pick (review 10:
+        // 36 KB `add` / `rsqrt` calls told to "follow the bandwidth ratio", cuBLAS offered to an
+        // MI300X).
+        let short = f.members.iter().all(|m| {
+            m.count_trace2 > 0
+                && m.t2_time_ms / m.count_trace2 as f64 * 1e3 < crate::compare::MIN_EXPECTATION_US
         });
+        let same_vendor = matches!(
+            (&c.target_platform, &c.reference_platform),
+            (Some(a), Some(b)) if a.vendor == b.vendor
+        );
+        let action = match f.bound_type.as_str() {
+            _ if short => "These ops take a few µs a call: launch and each kernel's fixed cost set their time, not bytes or FLOPs, so fewer kernels (fusing the chains they belong to, graphs, compilation) are the lever on trace 1, more than its kernels' bandwidth.",
+            "memory" => "Compare the kernels trace 2 runs for these ops (fusion, layout, precision): memory-bound work should follow the bandwidth ratio; replay the shapes on trace 1's platform.",
+            "compute" if same_vendor => "Compare the GEMM/attention kernels and their tiles between the platforms; replay the shapes on trace 1's platform and tune or pick the library path trace 2 uses.",
+            "compute" => "Compare the GEMM/attention kernels and their tiles between the platforms (each vendor's own library: trace 2's is not available on trace 1's GPU); replay the shapes on trace 1's platform and tune its library for them (on ROCm PyTorch's TunableOp, `PYTORCH_TUNABLEOP_ENABLED=1`, or hipBLASLt's offline tuning).",
+            _ => "Compare what each platform runs for these ops (fused or not, which library), starting from the largest difference.",
+        };
+        let _ = writeln!(s, "**Action**: {action}\n");
         let _ = writeln!(
             s,
             "<!-- impact-begin kind=p_item category={} low={:.2} mid={:.2} high={:.2} -->\n**Impact**: impact_score: {:.1}\n<!-- impact-end -->\n",
