@@ -90,7 +90,11 @@ fn title_of(m: &Matched) -> String {
 fn timeline_rows(c: &Comparison) -> Vec<(&'static str, f64, f64)> {
     let (t, r) = (&c.target_timeline, &c.reference_timeline);
     vec![
-        ("Total time", r.total as f64 / 1e3, t.total as f64 / 1e3),
+        (
+            "Total time (GPU timeline)",
+            r.total as f64 / 1e3,
+            t.total as f64 / 1e3,
+        ),
         (
             "Compute time",
             r.computation as f64 / 1e3,

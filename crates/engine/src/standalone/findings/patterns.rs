@@ -883,7 +883,15 @@ pub(super) fn collectives_text(
         .iter()
         .take(5)
         .map(|c| {
-            let mut text = format!("{} of {} ×{}", code(&c.name), size_text(c.in_mib), c.calls);
+            // An all-gather's output is the ranks' inputs together: its bandwidth is of the
+            // output (NCCL's convention), so both sizes are said (review 10: "49.1 KB" beside a
+            // bandwidth of 402 KB).
+            let size = if c.size_mib > c.in_mib * 1.01 {
+                format!("{} in ({} out)", size_text(c.in_mib), size_text(c.size_mib))
+            } else {
+                size_text(c.in_mib)
+            };
+            let mut text = format!("{} of {size} ×{}", code(&c.name), c.calls);
             if let Some(us) = c.mean_us {
                 let algbw = c.size_mib * 1_048_576.0 / (us * 1e-6) / 1e9;
                 let busbw = algbw * bus_factor(&c.name, c.group);
