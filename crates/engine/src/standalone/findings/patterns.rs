@@ -948,7 +948,7 @@ fn sheet_collectives(s: &Sheet) -> Vec<super::collective_sizes::SizedCollective>
     s.rows
         .iter()
         .map(|r| {
-            let in_mib = r[mb].as_f64().unwrap_or(f64::NAN);
+            let in_mib = r[mb].as_f64().unwrap_or(0.0);
             super::collective_sizes::SizedCollective {
                 name: r[name].csv_text(),
                 in_mib,
@@ -1011,26 +1011,11 @@ fn small_batch_text(inp: &Inputs<'_>) -> String {
     let (Some(link), Some(s)) = (link, inp.coll) else {
         return String::new();
     };
-    let (Some(name), Some(mb), Some(n)) = (
-        s.column("Collective name"),
-        s.column("In msg size (MB)_first"),
-        s.column("operation_count"),
-    ) else {
-        return String::new();
-    };
-    let out_mb = s.column("Out msg size (MB)_first");
-    let ranks = s.column("Group size");
-    let at_link_ns: f64 = s
-        .rows
+    let at_link_ns: f64 = sheet_collectives(s)
         .iter()
-        .map(|r| {
-            let size = r[mb].as_f64().unwrap_or(0.0);
-            let size = out_mb
-                .and_then(|c| r[c].as_f64())
-                .map_or(size, |o| o.max(size));
-            let group = ranks.and_then(|c| r[c].as_f64()).unwrap_or(0.0);
-            let bytes = size * 1_048_576.0 * bus_factor(&r[name].csv_text(), group);
-            bytes / (link * 1e9) * 1e9 * r[n].as_f64().unwrap_or(0.0)
+        .map(|c| {
+            let bytes = c.size_mib * 1_048_576.0 * bus_factor(&c.name, c.group);
+            bytes / (link * 1e9) * 1e9 * c.calls
         })
         .sum();
     if inp.trains && at_link_ns > tl.computation as f64 && tl.computation > 0 {
