@@ -1048,3 +1048,38 @@ fn a_batch_too_small_to_hide_the_all_reduce_is_named() {
     assert!(said(1, 8));
     assert!(!said(4, 2048));
 }
+
+/// The steady-state line points to a finding only where one exists: the RTX 2080 Ti MLP's cold
+/// start (3.2 ms) is left out under the finding threshold, with no finding to see (review 11).
+#[test]
+fn the_steady_state_line_points_only_to_findings_that_exist() {
+    let Ok(bytes) = std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/traces/param/rtx2080ti_linear_kineto.json.gz"),
+    ) else {
+        return;
+    };
+    let a = analyze(&bytes, &[]);
+    let st = standalone(&a);
+    let one_offs = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .filter(|b| b.is_one_off())
+        .count();
+    let files = standalone_files(&a, "mlp").expect("files");
+    let fair = files
+        .iter()
+        .find(|(n, _)| n == "standalone_analysis_fair.md")
+        .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+        .expect("fair report");
+    let line = fair
+        .lines()
+        .find(|l| l.starts_with("Without "))
+        .expect("the steady-state line");
+    assert_eq!(
+        one_offs > 0,
+        line.contains("(see its finding)") || line.contains("(see their findings)"),
+        "{line}"
+    );
+}

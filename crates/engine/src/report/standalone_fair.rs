@@ -293,14 +293,23 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         // The idle left out is the stall less its busy parts (the upload's copies, a cold
         // iteration's GPU work).
         let steady_idle = u.steady_idle_ms();
+        // Pointed to only where the findings exist: a left-out part under the finding
+        // threshold has none (review 11: "the cold start (see its finding)" with no such
+        // finding on the RTX 2080 Ti).
+        let one_offs = st
+            .categories
+            .iter()
+            .flat_map(|c| &c.bottlenecks)
+            .filter(|b| b.is_one_off())
+            .count();
         let _ = writeln!(
             s,
-            "Without {} (see {}), the steady state is {:.3} ms: computation {:.1}%, idle {:.1}%. Every share below is of the steady state.\n",
+            "Without {}{}, the steady state is {:.3} ms: computation {:.1}%, idle {:.1}%. Every share below is of the steady state.\n",
             u.left_out(),
-            if u.left_out_parts() > 1 {
-                "their findings"
-            } else {
-                "its finding"
+            match one_offs {
+                0 => "",
+                1 if u.left_out_parts() <= 1 => " (see its finding)",
+                _ => " (see their findings)",
             },
             u.steady_ms,
             u.computation_ms / u.steady_ms * 100.0,
