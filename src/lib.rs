@@ -472,7 +472,11 @@ pub fn App() -> impl IntoView {
     });
     let platform = Signal::derive(move || {
         status.with(|s| match s {
-            Status::Done(o) => o.spec.as_ref().map(|p| p.name.clone()).unwrap_or_default(),
+            Status::Done(o) => o
+                .spec
+                .as_ref()
+                .map(|p| p.label().to_owned())
+                .unwrap_or_default(),
             _ => String::new(),
         })
     });

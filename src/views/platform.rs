@@ -137,7 +137,7 @@ pub fn PlatformPanel(
             <p class="platform" data-testid="platform">
                 "Platform: "
                 {match &spec {
-                    Some(p) => format!("{} ({how})", p.name),
+                    Some(p) => format!("{} ({how})", p.label()),
                     None => "none: no efficiency figures".to_owned(),
                 }}
             </p>

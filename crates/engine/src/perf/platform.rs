@@ -19,7 +19,8 @@ pub struct Platform {
     /// How the reports write the GPU where its name cannot be told for sure: "MI210 or MI250
     /// GCD" for a device identified by a fingerprint another GPU shares (review 6: the MI250
     /// trace's titles hedged but its bodies said "MI210's ridge point"). `None`: the name.
-    #[serde(skip)]
+    /// Serialized so the page's worker answer keeps it (the top bar said "MI300X" for a VF).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     #[serde(default)]
     pub vendor: String,
@@ -290,6 +291,9 @@ impl Platform {
         if !p.name.ends_with(" (edited)") {
             p.name = format!("{} (edited)", p.name);
         }
+        if let Some(l) = p.label.as_mut().filter(|l| !l.ends_with(" (edited)")) {
+            l.push_str(" (edited)");
+        }
         p.patterns.clear();
         p.exclude.clear();
         p.hbm_tbps = Sourced(hbm_tbps, "custom".into());
@@ -504,6 +508,12 @@ mod tests {
         let label = |s: &str| detect(s).map(|p| p.label().to_owned());
         assert_eq!(label("AMD Instinct MI300X VF"), Some("MI300X VF".into()));
         assert_eq!(label("AMD Instinct MI300X"), Some("MI300X".into()));
+        // The label crosses the worker boundary (JSON) and an edit keeps saying it was edited.
+        let vf = detect("AMD Instinct MI300X VF").expect("detected");
+        let back = from_json(&serde_json::to_string(&vf).expect("json")).expect("parses");
+        assert_eq!(back.label(), "MI300X VF");
+        let edited = vf.edited(5.3, &[]).edited(5.3, &[]);
+        assert_eq!(edited.label(), "MI300X VF (edited)");
         assert_eq!(name("AMD Instinct MI210"), Some("MI210".into()));
         assert_eq!(name("NVIDIA B200"), Some("B200".into()));
         assert_eq!(name("NVIDIA H100 PCIe"), Some("H100 PCIe".into()));

@@ -867,7 +867,7 @@ fn is_score_matrix(dims: &str) -> bool {
 
 /// The trace's rank and world size, from the profiler's `distributedInfo`, when the world has
 /// more than one rank.
-fn rank_of(trace: &Trace) -> Option<(i64, i64)> {
+pub(crate) fn rank_of(trace: &Trace) -> Option<(i64, i64)> {
     let info =
         crate::model::distributed::DistributedInfo::parse(trace.meta.distributed_info.as_deref()?)?;
     let world = info.world_size.filter(|&w| w > 1)?;

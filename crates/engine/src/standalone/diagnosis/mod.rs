@@ -23,6 +23,7 @@ pub mod kernels;
 mod moe;
 pub mod moe_routing;
 pub use moe::expert_block_rows;
+pub(crate) use moe::expert_parallel_lever;
 mod softmax;
 
 use serde::Serialize;
@@ -133,6 +134,8 @@ pub struct Context<'a> {
     pub gemm_rows: &'a [i64],
     /// The trace's MoE routing ops, largest first (`moe_routing`).
     pub moe_routing: &'a [moe_routing::RoutingOp],
+    /// The job's world size where `distributedInfo` records more than one rank.
+    pub ranks: Option<i64>,
 }
 
 #[cfg(test)]
@@ -151,6 +154,7 @@ impl<'a> Context<'a> {
             gemm_peers: &[],
             gemm_rows: &[],
             moe_routing: &[],
+            ranks: None,
         }
     }
 }

@@ -162,7 +162,8 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 }
             ),
             action: format!(
-                "Route more tokens per step (larger batches, or expert parallelism so each rank holds fewer experts with more tokens each: {FEW_TOKENS_PER_EXPERT:.0}+ tokens per expert make the expert GEMMs compute-bound);{}{}",
+                "Route more tokens per step (larger batches, or {}: {FEW_TOKENS_PER_EXPERT:.0}+ tokens per expert make the expert GEMMs compute-bound);{}{}",
+                expert_parallel_lever(ctx.ranks),
                 lower_precision(bpe),
                 if named.is_some_and(|b| b <= SMALLEST_BLOCK_M) {
                     " the kernel already runs the smallest expert block there is, so the block size is not a lever."
@@ -179,6 +180,16 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         });
     }
     out
+}
+
+/// Expert parallelism as a lever for few tokens per expert, true of the job: across the ranks
+/// it has (each holds fewer experts and receives every rank's tokens for them), or, for a
+/// one-GPU job, only with more GPUs (review: "expert parallelism" told to a single MI300X).
+pub(crate) fn expert_parallel_lever(ranks: Option<i64>) -> String {
+    match ranks {
+        Some(n) if n > 1 => format!("expert parallelism over the job's {n} ranks, so each holds fewer experts and receives every rank's tokens for them"),
+        _ => "with more GPUs, expert parallelism: each GPU holds fewer experts and receives every GPU's tokens for them".into(),
+    }
 }
 
 /// The weight-precision lever for expert weights of `bpe` bytes per element: none for weights

@@ -1062,6 +1062,11 @@ fn is_device_copy(n: &str) -> bool {
 }
 
 impl Inputs<'_> {
+    /// The job's world size where the profiler recorded more than one rank.
+    pub fn ranks(&self) -> Option<i64> {
+        crate::standalone::workload::rank_of(self.trace).map(|(_, world)| world)
+    }
+
     /// The steady state's computation, ms (a cold first iteration's GPU work left out).
     fn compute_ms(&self) -> f64 {
         let left = super::left_out(self.idle, self.sampled.is_some(), &self.copies);

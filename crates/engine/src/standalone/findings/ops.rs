@@ -494,12 +494,16 @@ pub(super) fn op_texts(
             OpTexts {
                 title: name.clone(),
                 issue,
-                path_a: other_path_a(
-                    r,
-                    latency,
-                    inp.comm_all.total_ns > 0,
-                    inp.rows.iter().any(|x| x.category == SeedCategory::Gemm),
-                ),
+                path_a: if r.is_moe() {
+                    moe_path_a(r, inp.ranks())
+                } else {
+                    other_path_a(
+                        r,
+                        latency,
+                        inp.comm_all.total_ns > 0,
+                        inp.rows.iter().any(|x| x.category == SeedCategory::Gemm),
+                    )
+                },
                 path_b: if latency {
                     "No replay artifact: at this size no kernel approaches its roofline; the levers are fewer launches (fusing it with its neighbours, graphs) and more work per call.".to_owned()
                 } else if r.is_moe() {
@@ -766,7 +770,9 @@ fn batchnorm_path_a(trains: bool) -> String {
 /// Path A for a fused MoE op without shapes, from its kernel's name: a kernel that already runs
 /// a small expert block (`_matmul_ogs_…_16x128x256x1`: 16 token rows) is not told to
 /// use one; it streams its weights, and more tokens per step or smaller weights are the levers.
-fn moe_path_a(r: &OpRow) -> String {
+/// `ranks`: the job's world size where it has more than one rank (expert parallelism spreads
+/// experts over ranks that exist; a one-GPU job needs more GPUs for it).
+fn moe_path_a(r: &OpRow, ranks: Option<i64>) -> String {
     let main = main_kernel_of(r);
     let block_m = diagnosis::expert_block_rows(&main);
     let lower = main.to_ascii_lowercase();
@@ -780,7 +786,8 @@ fn moe_path_a(r: &OpRow) -> String {
     };
     match block_m {
         Some(m) if m <= 32 => format!(
-            "The kernel already runs a small expert block ({m} token rows, from its name: the library expects few tokens per expert): with few tokens per expert the expert GEMMs stream their weights, so judge them by bytes against HBM bandwidth. The levers are more tokens per expert per step (larger batches, or expert parallelism so each rank holds fewer experts){smaller}. Where an expert gets more tokens than the block's {m} rows, its weights are streamed once per block of rows: a larger block (where the library has one for this shape) streams them fewer times."
+            "The kernel already runs a small expert block ({m} token rows, from its name: the library expects few tokens per expert): with few tokens per expert the expert GEMMs stream their weights, so judge them by bytes against HBM bandwidth. The levers are more tokens per expert per step (larger batches, or {}){smaller}. Where an expert gets more tokens than the block's {m} rows, its weights are streamed once per block of rows: a larger block (where the library has one for this shape) streams them fewer times.",
+            diagnosis::expert_parallel_lever(ranks)
         ),
         _ => "Check the tokens each expert gets per step (tokens × top-k / experts): below about 64–128 the expert GEMMs stream their weights with mostly empty tiles, so batch more tokens per step or use an MoE kernel tuned for decode batch sizes.".into(),
     }
@@ -795,9 +802,7 @@ fn moe_path_a(r: &OpRow) -> String {
 fn other_path_a(r: &OpRow, latency: bool, collectives: bool, gemms: bool) -> String {
     let main = main_kernel_of(r);
     let lower = main.to_ascii_lowercase();
-    if r.is_moe() {
-        moe_path_a(r)
-    } else if r.category == SeedCategory::Communication
+    if r.category == SeedCategory::Communication
         || crate::analysis::kernel_kinds::is_communication_kernel(&main)
     {
         "A collective: overlap it with independent compute (the framework's bucketing and prefetch, or a separate stream), or move fewer bytes (lower-precision communication, a smaller group); fusing it with elementwise ops does not apply.".into()
@@ -1039,6 +1044,7 @@ pub(super) fn op_bottleneck(
         gemm_peers: &inp.gemm_peers,
         gemm_rows: &inp.gemm_rows,
         moe_routing: &inp.moe_routing,
+        ranks: inp.ranks(),
         // A down stage is judged beside its up stage: the same routing, the same tokens per
         // expert (the up stage's largest signature).
         moe_up_tb_s: r.name.strip_suffix("_down").and_then(|stem| {
@@ -1475,7 +1481,7 @@ fn graph_kernel_texts(t: &mut OpTexts, r: &OpRow, launcher: &str, inp: &Inputs<'
         },
     );
     if r.is_moe() {
-        t.path_a = moe_path_a(r);
+        t.path_a = moe_path_a(r, inp.ranks());
     }
     t.path_b = if launcher.to_ascii_lowercase().contains("graph") {
         "Merge the trace recorded while the graph was captured (its ops, shapes and call stacks), or profile one step without the graph, to get a perf model, an efficiency and a replay artifact for this kernel.".into()
@@ -1580,7 +1586,7 @@ mod tests {
             ));
             r.category = SeedCategory::MoeFused;
             r.kernel_names = vec![(kernel.into(), 100.0)];
-            moe_path_a(&r)
+            moe_path_a(&r, None)
         };
         let decode = moe("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1");
         assert!(
@@ -1598,6 +1604,21 @@ mod tests {
         assert!(
             trtllm.contains("(16 token rows") && !trtllm.contains("MXFP4 / NVFP4"),
             "{trtllm}"
+        );
+        // Expert parallelism is offered as the job allows: over its ranks, or with more GPUs.
+        assert!(
+            decode.contains("with more GPUs, expert parallelism"),
+            "{decode}"
+        );
+        let mut eight = crate::standalone::ops::tests_support::row(
+            "hipGraphLaunch->_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1 (Synthetic Op)",
+        );
+        eight.category = SeedCategory::MoeFused;
+        eight.kernel_names = vec![("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1".into(), 100.0)];
+        let eight = moe_path_a(&eight, Some(8));
+        assert!(
+            eight.contains("over the job's 8 ranks") && !eight.contains("more GPUs"),
+            "{eight}"
         );
         let big = moe("fused_moe_kernel_128x128x64");
         assert!(big.contains("below about 64–128"), "{big}");
@@ -1755,7 +1776,7 @@ mod tests {
             SeedCategory::Other,
             "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3",
         );
-        assert!(other_path_a(&moe, false, false, true).contains("tokens each expert gets"));
+        assert!(moe_path_a(&moe, None).contains("tokens each expert gets"));
         // A `record_function` range is a region, not an op; an op of no known kind whose kernel
         // is no elementwise loop is not told elementwise fusion removes it.
         let range = with_kernel("SortTokens", SeedCategory::Other, "_sum_bitmatrix_rows");
