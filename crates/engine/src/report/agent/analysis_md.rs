@@ -257,6 +257,72 @@ fn fair_line(
     )
 }
 
+/// The fair report's op and pattern findings that no P-item above covers, in its order (review
+/// 11: AlexNet's analysis.md had one P-item, an unmodelled convolution, beside the fair report's
+/// fp32 GEMM at Medium and its fp32-convolution and layout-transpose findings, unmentioned).
+/// The P-items keep TraceLens's selection (its contract); this list keeps the two reports from
+/// disagreeing unseen. Timeline findings (idle, copies, host: shares of the trace, not of compute) are the System section's; a
+/// finding listed aside in the fair report (under 0.1 %, judged by time alone) is left out, and
+/// so is an unfused module a Kernel Fusion card already names. Findings saving under 0.1 % are counted in one line.
+fn further_findings(
+    s: &mut String,
+    st: &Standalone,
+    owners: &[(usize, String)],
+    fusion: &[Opportunity],
+) {
+    let rows: Vec<&crate::standalone::findings::Bottleneck> = st
+        .recommendations
+        .iter()
+        .map(|&r| st.bottleneck(r))
+        .filter(|b| (b.share_of == "compute" || !b.op_name.is_empty()) && b.aside().is_none())
+        .filter(|b| !owners.iter().any(|(_, t)| *t == b.title))
+        .filter(|b| {
+            !fusion
+                .iter()
+                .any(|o| b.title.contains(&format!("`{}`", o.name)))
+        })
+        .collect();
+    // Those saving under 0.1 % by their ranked figure are counted, not listed.
+    let (listed, small): (Vec<_>, Vec<_>) = rows
+        .into_iter()
+        .partition(|b| b.impact.ranked_pct() >= crate::standalone::findings::NEGLIGIBLE_PCT);
+    let rows: Vec<String> = listed
+        .into_iter()
+        .map(|b| {
+            format!(
+                "- **{}**: {} ({})",
+                b.priority.label(),
+                b.title,
+                b.impact.ranked_text()
+            )
+        })
+        .collect();
+    if rows.is_empty() && small.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "### Further findings of the fair report\n\nThe P-items above are TraceLens's selection (ops grouped by bound, library and efficiency, kept from 0.5 impact_score); `standalone_analysis_fair.md` also finds these, ranked by what each saves:\n"
+    );
+    for r in rows {
+        let _ = writeln!(s, "{r}");
+    }
+    if !small.is_empty() {
+        let _ = writeln!(
+            s,
+            "- {} more saving under {}% each: {}.",
+            small.len(),
+            crate::standalone::findings::NEGLIGIBLE_PCT,
+            small
+                .iter()
+                .map(|b| b.title.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    s.push('\n');
+}
+
 fn card_title(st: &Standalone, f: &Finding) -> String {
     let base = match named_cause(st, f) {
         Some(c) => format!("{}: {}", op_name(&f.members[0].name), c.title),
@@ -578,6 +644,8 @@ pub fn render(i: &Inputs<'_>) -> String {
             "→ *See [Detailed Analysis: Compute kernel insights > P{k}](#detailed-analysis-compute-p{k})*\n\n---\n"
         );
     }
+
+    further_findings(&mut s, st, &owners, i.fusion);
 
     // Kernel Fusion Opportunities.
     let _ = writeln!(s, "## {}\n", HEADERS[2]);
