@@ -640,7 +640,7 @@ fn analysis_md_names_every_argued_finding_of_the_fair_report() {
         let st = a.standalone.as_ref().expect("standalone");
         for &r in &st.recommendations {
             let b = st.bottleneck(r);
-            if !(b.share_of == "compute" || !b.op_name.is_empty())
+            if (b.share_of != "compute" && b.op_name.is_empty())
                 || b.aside().is_some()
                 || b.impact.ranked_pct() < 0.1
             {
