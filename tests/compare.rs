@@ -341,6 +341,25 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
                 "{md}"
             );
             assert!(fair.contains("PYTORCH_TUNABLEOP_ENABLED=1"));
+            // The target run set TunableOp on with tuning off (its `metadata.system.env`): the
+            // advice is to tune the shapes, not to switch it on; the SDPA P-item gets attention
+            // backends, never a GEMM tuner.
+            assert!(
+                fair.contains("already on in this run with tuning off"),
+                "{fair}"
+            );
+            assert!(
+                md.contains("already on in this run with tuning off"),
+                "{md}"
+            );
+            let sdpa = md
+                .split("### ")
+                .find(|card| card.contains("SDPA forward ops slower on trace 1"))
+                .expect("the SDPA P-item");
+            assert!(
+                !sdpa.contains("TunableOp") && sdpa.contains("attention backends"),
+                "{sdpa}"
+            );
             assert!(fair.contains("preferred_rocm_fa_library"));
             assert!(c.target_only.is_empty() && c.reference_only.is_empty());
         }

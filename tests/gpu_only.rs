@@ -135,6 +135,24 @@ fn kernels_stand_in_for_ops() {
         fwd.issue
     );
     assert!(fwd.efficiency_pct.is_none() && !fwd.replay);
+    // A training step (its kernels say so, with no host ops to tell): BatchNorm is never told
+    // to fold into the convolution, an inference transform.
+    let bn = st
+        .categories
+        .iter()
+        .flat_map(|c| {
+            c.bottlenecks
+                .iter()
+                .chain(c.bottlenecks.iter().flat_map(|b| &b.absorbed))
+        })
+        .find(|b| b.category == jarvis_engine::standalone::ops::SeedCategory::Batchnorm)
+        .expect("the BatchNorm finding");
+    assert!(
+        bn.path_a
+            .starts_with("In training BatchNorm cannot be folded"),
+        "{}",
+        bn.path_a
+    );
 }
 
 #[test]

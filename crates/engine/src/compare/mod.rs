@@ -211,6 +211,8 @@ pub struct Comparison {
     pub reference_only: Vec<Unmatched>,
     /// The latency-bound matched ops, summed.
     pub fixed_cost: FixedCost,
+    /// The target run's performance switches (TunableOp), where recorded: advice says the delta.
+    pub target_environment: crate::model::environment::Environment,
 }
 
 fn key(r: &OpRow) -> (&str, &str, &str, &str, &str) {
@@ -575,6 +577,7 @@ pub fn compare(
         reference_only: left(&r_rows, &r_used),
         fixed_cost: FixedCost::of(&out),
         matched: out,
+        target_environment: target.environment.clone(),
     }
 }
 

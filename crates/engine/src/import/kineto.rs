@@ -655,6 +655,15 @@ impl TraceBuilder {
             "distributedInfo" => meta.distributed_info = Some(text),
             "displayTimeUnit" => meta.display_time_unit = Some(text),
             "schemaVersion" => meta.schema_version = Some(text),
+            "metadata" => {
+                let env = crate::model::environment::Environment::from_metadata(&text);
+                if env != crate::model::environment::Environment::default() {
+                    meta.other.push((
+                        crate::model::environment::META_KEY.to_owned(),
+                        serde_json::to_string(&env).unwrap_or_default(),
+                    ));
+                }
+            }
             _ => meta.other.push((key.to_owned(), text)),
         }
     }

@@ -3,6 +3,7 @@
 
 pub mod autograd;
 pub mod distributed;
+pub mod environment;
 pub mod host_calls;
 pub mod memory;
 pub mod sampling;

@@ -48,13 +48,18 @@ fn expected_text(m: &Matched) -> String {
 
 /// What to do about a target-slower op, by what it is (kernel-level advice only: the trace
 /// shows that the kernel is slow, not why).
-fn action(m: &Matched, target: Option<&crate::perf::platform::Platform>) -> String {
+/// `tunableop`: the target run's TunableOp switches, where recorded (advice says the delta).
+fn action(
+    m: &Matched,
+    target: Option<&crate::perf::platform::Platform>,
+    tunableop: Option<&crate::model::environment::TunableOp>,
+) -> String {
     use crate::standalone::ops::SeedCategory as C;
     let amd = target.is_some_and(|p| p.vendor == "AMD");
     match (m.category, m.bound) {
         // The library's pick for the shape is the lever; on ROCm PyTorch can tune it (review
         // 9: no TunableOp advice for hipBLASLt GEMMs at 31–42 % of the datasheet peak).
-        (C::Gemm, _) if amd => "let PyTorch time every hipBLASLt / rocBLAS solution for this shape and keep the fastest (TunableOp: `PYTORCH_TUNABLEOP_ENABLED=1`, tuned once and reused from its CSV), or tune it offline (`hipblaslt-bench`, an override file); compare the tile each library picks (above), and generate a replay artifact of the shape for the kernel team.".into(),
+        (C::Gemm, _) if amd => format!("{}; or tune it offline (`hipblaslt-bench`, an override file); compare the tile each library picks (above), and generate a replay artifact of the shape for the kernel team.", crate::standalone::diagnosis::tunableop_lever(tunableop, true)),
         (C::Gemm, _) => "generate a replay artifact of this GEMM shape for the target's kernel team and compare the kernel each platform's library selects (tile sizes, batched vs looped); a kernel tuned for this shape usually closes such a gap.".into(),
         (C::SdpaFwd | C::SdpaBwd, _) => {
             let kernel = m.target_kernel.as_deref().unwrap_or("").to_ascii_lowercase();
@@ -434,7 +439,15 @@ pub fn fair_md_with(
                 if let Some((t, r)) = both_slow {
                     let _ = writeln!(s, "**Both sides slow**: the target runs it at {t:.1}% of its roofline and the reference at {r:.1}% of its own: the op is inefficient on both platforms, so the lever is the op itself (remove it, fuse it, or fix its layout: the target's standalone report names the cause) before the target's kernel.  ");
                 }
-                let _ = writeln!(s, "**Action**: {}  ", action(m, c.target_platform.as_ref()));
+                let _ = writeln!(
+                    s,
+                    "**Action**: {}  ",
+                    action(
+                        m,
+                        c.target_platform.as_ref(),
+                        c.target_environment.tunableop.as_ref()
+                    )
+                );
                 let _ = writeln!(
                     s,
                     "**Impact**: up to {} ms ({share:.1}% of the target's GPU timeline) if it reaches the hardware ratio. Priority {}.\n\n---\n",

@@ -690,6 +690,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     let baseline = findings::baseline(&rows, src.platform);
     let inputs = findings::Inputs {
         rows: &rows,
+        environment: crate::model::environment::Environment::of(&src.trace.meta),
         timeline: src.timeline,
         idle: src.idle,
         platform: src.platform,
@@ -698,7 +699,9 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         coll: src.coll,
         replay_names: src.replay_names,
         multi_stream: multi_stream(src.trace),
-        trains: src.trains,
+        // The workload's mode: a GPU-only trace trains where its kernels run backward passes
+        // (review 12: MI210's wrw/bwd kernels, "fold BatchNorm" offered as for inference).
+        trains: src.trains || workload.mode == workload::Mode::Training,
         steps: match src.steps.source {
             None | Some(crate::analysis::steps::StepSource::WholeTrace) => 0,
             Some(_) => src.steps.rows.len(),

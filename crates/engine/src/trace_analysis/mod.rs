@@ -132,6 +132,8 @@ pub struct Analysis {
     pub comm: crate::analysis::comm_kernels::CommFacts,
     /// `distributedInfo` as recorded (rank, world size, backend, process-group config).
     pub distributed: Option<DistributedInfo>,
+    /// The run's performance switches and kernel libraries, where a harness recorded them.
+    pub environment: crate::model::environment::Environment,
     /// Length of the `deviceProperties` list: the GPUs the process could see.
     pub visible_devices: usize,
     /// Every launch (HTA's `kernel_launch_stats`), kept compact: written as that sheet's CSV by
@@ -223,6 +225,7 @@ impl Analysis {
             "idle": self.idle,
             "steps": self.steps,
             "distributed": self.distributed,
+            "environment": self.environment,
             "visible_devices": self.visible_devices,
             "diagnostics": self.diagnostics,
             "capture_merge": self.capture_merge,
@@ -791,6 +794,7 @@ fn analyze_tree(
             );
         }
     }
+    let environment = crate::model::environment::Environment::of(&trace.meta);
     let distributed = trace
         .meta
         .distributed_info
@@ -834,6 +838,7 @@ fn analyze_tree(
         steps,
         comm,
         distributed,
+        environment,
         visible_devices,
         launch_table,
         report: PerfReport { sheets },

@@ -69,6 +69,9 @@ const KEPT_KEYS: &[&str] = &[
     "hip_runtime_version",
     "roctracer_version",
     "rocprofiler-sdk_version",
+    // A harness's run description (environment, packages): reduced at once to the switches
+    // `model::environment` reads; the rest (it can hold access tokens) is never stored.
+    "metadata",
 ];
 /// A kept metadata value larger than this is skipped (it is not metadata we understand).
 const MAX_KEPT_VALUE: usize = 4 << 20;

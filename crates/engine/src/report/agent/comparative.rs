@@ -316,11 +316,48 @@ pub fn render(
             (&c.target_platform, &c.reference_platform),
             (Some(a), Some(b)) if a.vendor == b.vendor
         );
+        // Attention is no GEMM library's to tune (review 12: "TunableOp / hipBLASLt tuning" told
+        // to an SDPA P-item): its lever is the platform's attention backend.
+        let attention = f.category.starts_with("sdpa");
+        let tuned_gemm;
+        let attention_action;
         let action = match f.bound_type.as_str() {
             _ if short => "These ops take a few µs a call: launch and each kernel's fixed cost set their time, not bytes or FLOPs, so fewer kernels (fusing the chains they belong to, graphs, compilation) are the lever on trace 1, more than its kernels' bandwidth.",
             "memory" => "Compare the kernels trace 2 runs for these ops (fusion, layout, precision): memory-bound work should follow the bandwidth ratio; replay the shapes on trace 1's platform.",
+            "compute" if attention => {
+                let kernel = f
+                    .members
+                    .iter()
+                    .find_map(|m| {
+                        c.matched
+                            .iter()
+                            .find(|x| x.target_name == m.name)
+                            .and_then(|x| x.target_kernel.as_deref())
+                    })
+                    .unwrap_or_default()
+                    .to_ascii_lowercase();
+                let others = crate::standalone::diagnosis::attention_backends::faster_attention(
+                    c.target_platform.as_ref(),
+                    &kernel,
+                    false,
+                );
+                attention_action = if others.starts_with("the platform's fastest") {
+                    "Trace 1 already runs its platform's fastest attention backend: compare the shapes and masks each side runs, and replay them on trace 1's platform for its kernel team.".to_owned()
+                } else {
+                    format!("Try trace 1's faster attention backends ({others}); replay the shapes on trace 1's platform for its kernel team.")
+                };
+                attention_action.as_str()
+            }
             "compute" if same_vendor => "Compare the GEMM/attention kernels and their tiles between the platforms; replay the shapes on trace 1's platform and tune or pick the library path trace 2 uses.",
-            "compute" => "Compare the GEMM/attention kernels and their tiles between the platforms (each vendor's own library: trace 2's is not available on trace 1's GPU); replay the shapes on trace 1's platform and tune its library for them (on ROCm PyTorch's TunableOp, `PYTORCH_TUNABLEOP_ENABLED=1`, or hipBLASLt's offline tuning).",
+            "compute" => {
+                let amd = c.target_platform.as_ref().is_some_and(|p| p.vendor == "AMD");
+                tuned_gemm = format!(
+                    "Compare the GEMM kernels and their tiles between the platforms (each vendor's own library: trace 2's is not available on trace 1's GPU); replay the shapes on trace 1's platform and tune its library for them: {}{}.",
+                    crate::standalone::diagnosis::tunableop_lever(c.target_environment.tunableop.as_ref(), amd),
+                    if amd { "; or hipBLASLt's offline tuning" } else { "" }
+                );
+                tuned_gemm.as_str()
+            }
             _ => "Compare what each platform runs for these ops (fused or not, which library), starting from the largest difference.",
         };
         let _ = writeln!(s, "**Action**: {action}\n");

@@ -418,7 +418,12 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                             pct(1.0 - w.efficiency),
                             pct(k_share)
                         ),
-                        action: format!("Make the tile count a multiple of {units} (adjust M or N, or batch), or use a stream-K kernel (hipBLASLt `SK`, cuBLAS stream-K) that spreads the last wave over all {unit}s."),
+                        // A model's dimensions are rarely the user's to change (review 12:
+                        // "adjust M or N"): the library's pick for the shape is the lever first.
+                        action: format!(
+                            "Let the library pick another tile or a stream-K kernel for this shape (hipBLASLt `SK`, cuBLAS stream-K: it spreads the last wave over all {unit}s): {}. Where the shape is yours to choose, make the tile count a multiple of {units} (the batch or tokens per call, or GEMMs of one input merged into one).",
+                            super::tunableop_lever(ctx.tunableop, ctx.platform.is_some_and(|p| p.vendor == "AMD"))
+                        ),
                         waste: Some((1.0 - w.efficiency) * k_share * sig_share),
                         confidence: Confidence::Medium,
                         bounds_all: false,

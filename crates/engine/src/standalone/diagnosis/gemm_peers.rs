@@ -6,6 +6,7 @@
 //! fires only where the kernels differ.
 
 use super::*;
+use crate::standalone::diagnosis::tunableop_lever;
 use crate::standalone::md::{code, short};
 
 /// A peer counts when its work per call is at most this many times the GEMM's: a larger GEMM
@@ -175,14 +176,20 @@ pub(super) fn slower_than_peers(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> 
             .any(|o| o == "aten::mm" || o == "aten::linear");
     let tuner = if ctx.platform.is_some_and(|p| p.vendor == "AMD") {
         if fell_back {
-            "the op runs `aten::mm` below it, aiter's fallback where its tuned-GEMM table has no entry for the shape, so hipBLASLt's default pick runs: add the shape to aiter's tuned GEMMs (its GEMM tuner for this M, N, K), or let PyTorch's TunableOp (`PYTORCH_TUNABLEOP_ENABLED=1`) pick through that `aten::mm`, or `hipblaslt-bench` and an override file"
+            format!("the op runs `aten::mm` below it, aiter's fallback where its tuned-GEMM table has no entry for the shape, so hipBLASLt's default pick runs: add the shape to aiter's tuned GEMMs (its GEMM tuner for this M, N, K), or {} through that `aten::mm`, or `hipblaslt-bench` and an override file", tunableop_lever(ctx.tunableop, true))
         } else if aiter {
-            "aiter's GEMM tuner for this M, N, K (its tuned-GEMM CSV), or hipBLASLt's own (`hipblaslt-bench` over the solutions for the shape, kept with an override file)"
+            "aiter's GEMM tuner for this M, N, K (its tuned-GEMM CSV), or hipBLASLt's own (`hipblaslt-bench` over the solutions for the shape, kept with an override file)".to_owned()
         } else {
-            "PyTorch's TunableOp (`PYTORCH_TUNABLEOP_ENABLED=1`: it times every hipBLASLt / rocBLAS solution for the shape on the GPU and keeps the fastest), or `hipblaslt-bench` and an override file"
+            format!(
+                "{}, or `hipblaslt-bench` and an override file",
+                tunableop_lever(ctx.tunableop, true)
+            )
         }
     } else {
-        "PyTorch's TunableOp (`PYTORCH_TUNABLEOP_ENABLED=1`: it times the cuBLASLt algorithms for the shape on the GPU and keeps the fastest), or cuBLASLt's heuristic with more candidates"
+        format!(
+            "{}, or cuBLASLt's heuristic with more candidates",
+            tunableop_lever(ctx.tunableop, false)
+        )
     };
     Some(Cause::saving(
         "gemm_slower_than_peers",

@@ -24,7 +24,9 @@ mod moe;
 pub mod moe_routing;
 pub use moe::expert_block_rows;
 pub(crate) use moe::expert_parallel_lever;
+pub use tuning::tunableop_lever;
 mod softmax;
+mod tuning;
 
 use serde::Serialize;
 
@@ -136,6 +138,8 @@ pub struct Context<'a> {
     pub moe_routing: &'a [moe_routing::RoutingOp],
     /// The job's world size where `distributedInfo` records more than one rank.
     pub ranks: Option<i64>,
+    /// The run's TunableOp switches, where recorded: GEMM-tuning advice says the delta.
+    pub tunableop: Option<&'a crate::model::environment::TunableOp>,
 }
 
 #[cfg(test)]
@@ -155,6 +159,7 @@ impl<'a> Context<'a> {
             gemm_rows: &[],
             moe_routing: &[],
             ranks: None,
+            tunableop: None,
         }
     }
 }

@@ -809,6 +809,8 @@ pub struct CategoryFindings {
 /// Inputs shared by the category analyses.
 pub struct Inputs<'a> {
     pub rows: &'a [OpRow],
+    /// The run's performance switches, where a harness recorded them (`model::environment`).
+    pub environment: crate::model::environment::Environment,
     pub timeline: &'a GpuTimeline,
     pub idle: &'a crate::analysis::idle_report::IdleReport,
     pub platform: Option<&'a Platform>,

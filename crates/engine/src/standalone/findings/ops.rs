@@ -1045,6 +1045,7 @@ pub(super) fn op_bottleneck(
         gemm_rows: &inp.gemm_rows,
         moe_routing: &inp.moe_routing,
         ranks: inp.ranks(),
+        tunableop: inp.environment.tunableop.as_ref(),
         // A down stage is judged beside its up stage: the same routing, the same tokens per
         // expert (the up stage's largest signature).
         moe_up_tb_s: r.name.strip_suffix("_down").and_then(|stem| {
