@@ -138,6 +138,13 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
         // Listed, not argued: its figure is no reason for a rank (review 6: "Low overall
         // (from its mid saving of 62.4%)" beside "Critical from 10%").
         format!("listed, not argued: {why}")
+    } else if b.in_fragment {
+        // Review 12: "Low overall (from its mid saving of 66.0%)" on a fragment's finding.
+        format!(
+            "a fragment of under {} kernels: its findings are stated, not ranked, whatever their {}",
+            crate::standalone::FRAGMENT_KERNELS,
+            b.impact.ranked_text()
+        )
     } else {
         let saving = b.impact.ranked_text();
         // `Impact::priority_for`: a guessed cut, or a floor no kernel is shown to reach, ranks

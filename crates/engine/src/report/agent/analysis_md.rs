@@ -45,8 +45,9 @@ fn icon(n: usize) -> &'static str {
 }
 
 /// A compute P-item's icon: by its number as the agent's contract has it, but never above what
-/// its impact (the card's mid figure, % of the trace) ranks by the fair report's thresholds:
-/// 🟢 under 1 %, at most 🟡 under 3 % (review 9: a 🔴 P1 at impact 0.0; docs/deviations.md D30).
+/// its impact ranks by the fair report's thresholds: 🟢 under 1 %, at most 🟡 under 3 % (review 9:
+/// a 🔴 P1 at impact 0.0; docs/deviations.md D30). `mid_pct`: the card's mid figure, or the fair
+/// report's ranked saving of its finding where that is lower.
 fn impact_icon(k: usize, mid_pct: f64) -> &'static str {
     let by_impact = if mid_pct >= crate::standalone::rules::IMPACT_HIGH_PCT {
         1
@@ -264,17 +265,22 @@ fn fair_line(
 /// disagreeing unseen. Timeline findings (idle, copies, host: shares of the trace, not of compute) are the System section's; a
 /// finding listed aside in the fair report (under 0.1 %, judged by time alone) is left out, and
 /// so is an unfused module a Kernel Fusion card already names. Findings saving under 0.1 % are counted in one line.
+/// `system`: the System section's list (`Some(cards)`: how many flag cards it has), where
+/// one-off findings are left out (they save nothing in the steady state by design, and the fair
+/// report names them) and nothing is counted in a line.
 fn further_findings(
-    s: &mut String,
     st: &Standalone,
     owners: &[(usize, String)],
     fusion: &[Opportunity],
-) {
+    cards: Option<usize>,
+) -> String {
+    let system = cards.is_some();
+    let mut s = String::new();
     let rows: Vec<&crate::standalone::findings::Bottleneck> = st
         .recommendations
         .iter()
         .map(|&r| st.bottleneck(r))
-        .filter(|b| (b.share_of == "compute" || !b.op_name.is_empty()) && b.aside().is_none())
+        .filter(|b| is_system(b) == system && b.aside().is_none() && !b.is_one_off())
         .filter(|b| !owners.iter().any(|(_, t)| *t == b.title))
         .filter(|b| {
             !fusion
@@ -290,19 +296,31 @@ fn further_findings(
         .into_iter()
         .map(|b| {
             format!(
-                "- **{}**: {} ({})",
+                "- **{}**: {} ({}{})",
                 b.priority.label(),
                 b.title,
-                b.impact.ranked_text()
+                b.impact.ranked_text(),
+                if b.in_fragment {
+                    "; a fragment's findings are stated, not ranked"
+                } else {
+                    ""
+                }
             )
         })
         .collect();
+    let small = if system { Vec::new() } else { small };
     if rows.is_empty() && small.is_empty() {
-        return;
+        return s;
     }
     let _ = writeln!(
         s,
-        "### Further findings of the fair report\n\nThe P-items above are TraceLens's selection (ops grouped by bound, library and efficiency, kept from 0.5 impact_score); `standalone_analysis_fair.md` also finds these, ranked by what each saves:\n"
+        "### Further {}findings of the fair report\n\n{}; `standalone_analysis_fair.md` also finds these, ranked by what each saves:\n",
+        if system { "system " } else { "" },
+        match cards {
+            Some(0) => "No TraceLens flag fires (its thresholds on idle, copies and communication in the trace's activity breakdown)",
+            Some(_) => "The cards above are TraceLens's flags (its thresholds on idle, copies and communication in the trace's activity breakdown)",
+            None => "The P-items above are TraceLens's selection (ops grouped by bound, library and efficiency, kept from 0.5 impact_score)",
+        }
     );
     for r in rows {
         let _ = writeln!(s, "{r}");
@@ -321,6 +339,13 @@ fn further_findings(
         );
     }
     s.push('\n');
+    s
+}
+
+/// A timeline finding (idle, copies, communication, host time: a share of the trace, not of
+/// compute, and no op's): the System section's.
+fn is_system(b: &crate::standalone::findings::Bottleneck) -> bool {
+    b.share_of != "compute" && b.op_name.is_empty()
 }
 
 fn card_title(st: &Standalone, f: &Finding) -> String {
@@ -577,10 +602,16 @@ pub fn render(i: &Inputs<'_>) -> String {
     let mut fixes: Vec<(usize, String)> = Vec::new();
     for (n, f) in p.findings.iter().enumerate() {
         let k = n + 1;
+        // The icon reads the lower of the card's impact and the saving the fair report ranks
+        // its finding by (replayed where it could be): one ranking for both reports (review 12:
+        // a 🔴 P1 "87.5 %" for a 1.76 µs kernel the fair report puts at 0 %).
+        let ranked = fair_finding(st, f, true).map_or(f.impact_score, |b| {
+            b.impact.ranked_pct().min(f.impact_score)
+        });
         let _ = writeln!(
             s,
             "### {} P{k}: {}\n",
-            impact_icon(k, f.impact_score),
+            impact_icon(k, ranked),
             card_title(st, f)
         );
         let _ = writeln!(s, "**Insight**: {}\n", insight(st, f));
@@ -645,7 +676,7 @@ pub fn render(i: &Inputs<'_>) -> String {
         );
     }
 
-    further_findings(&mut s, st, &owners, i.fusion);
+    s.push_str(&further_findings(st, &owners, i.fusion, None));
 
     // Kernel Fusion Opportunities.
     let _ = writeln!(s, "## {}\n", HEADERS[2]);
@@ -696,6 +727,16 @@ pub fn render(i: &Inputs<'_>) -> String {
 
     // System-Level Optimizations.
     let _ = writeln!(s, "## {}\n", HEADERS[3]);
+    // The fair report's timeline findings no card carries (review 12: V100 ResNet-50's
+    // `zero_grad` idle and pageable copies, ranked there, beside "No system-level bottlenecks").
+    let carried: Vec<(usize, String)> = i
+        .system
+        .flags
+        .iter()
+        .enumerate()
+        .filter_map(|(n, f)| Some((n + 1, f.fair_title.clone()?)))
+        .collect();
+    let further_system = further_findings(st, &carried, &[], Some(i.system.flags.len()));
     let sampled =
         i.a.diagnostics
             .iter()
@@ -716,10 +757,16 @@ pub fn render(i: &Inputs<'_>) -> String {
             "No system-level bottlenecks detected in the steady state. The trace is idle {:.2}% of its time, but that idle is a one-off stall or cold start the steady state leaves out (the standalone report names it). GPU activity breakdown shows {:.2}% computation over the whole trace, with negligible memcpy and communication overhead.\n",
             u.idle_pct, u.computation_pct
         );
-    } else if i.system.flags.is_empty() {
+    } else if i.system.flags.is_empty() && further_system.is_empty() {
         let _ = writeln!(
             s,
             "✅ No system-level bottlenecks detected. GPU activity breakdown shows {:.2}% computation, with negligible memcpy and communication overhead.\n",
+            u.computation_pct
+        );
+    } else if i.system.flags.is_empty() {
+        let _ = writeln!(
+            s,
+            "GPU activity breakdown shows {:.2}% computation: no system flag's threshold is crossed, but the fair report ranks the timeline findings below.\n",
             u.computation_pct
         );
     }
@@ -737,6 +784,7 @@ pub fn render(i: &Inputs<'_>) -> String {
             "→ *See [Detailed Analysis: System-level insights > P{k}](#detailed-analysis-system-p{k})*\n\n---\n"
         );
     }
+    s.push_str(&further_system);
 
     // Detailed Analysis.
     let _ = writeln!(s, "## {}\n", HEADERS[4]);

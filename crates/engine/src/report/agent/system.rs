@@ -41,6 +41,10 @@ pub struct Flag {
     /// (OWLv2's five forwards per step: the fair report's Critical, here a P2 with no figure).
     #[serde(skip)]
     pub fair: Option<String>,
+    /// The title of the fair report's finding this card carries (`None`: none), so the
+    /// fair report's other timeline findings can be listed beside the cards.
+    #[serde(skip)]
+    pub fair_title: Option<String>,
 }
 
 /// The fair report's saving and rank of finding `b`, said in a line under a system card.
@@ -203,6 +207,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
                 ("Computation %".into(), format!("{:.2}%", u.computation_pct), false),
             ],
             fair: idle.map(|b| fair_of(st, b)),
+            fair_title: idle.map(|b| b.title.clone()),
         });
     }
     // A step that runs the model once per input is a fault of the step's structure, not of any
@@ -232,6 +237,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
                 (format!("{basis} saving"), format!("{saving:.1}%"), true),
             ],
             fair: Some(fair_of(st, b)),
+            fair_title: Some(b.title.clone()),
         });
     }
     // Host time before the first kernel (input preparation) is in no GPU figure, so the
@@ -268,6 +274,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
                 ),
             ],
             fair: Some(fair_of(st, b)),
+            fair_title: Some(b.title.clone()),
         });
     }
     for c in &copies {
@@ -299,6 +306,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
                     (format!("{} time", c.direction), format!("{:.3} ms ({pct:.2}%)", c.total_us / 1e3), pct > MEMCPY_FLAG_PCT),
                 ],
                 fair: None,
+                fair_title: Some(crate::standalone::findings::EXPOSED_COPIES.to_owned()),
             });
         }
     }
@@ -316,6 +324,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
             action: "Overlap collectives with compute (bucketed all-reduce during backward, prefetching all-gathers), or shrink what is communicated.".into(),
             data: vec![("Exposed communication %".into(), format!("{:.2}%", u.exposed_comm_pct), true)],
             fair: comm.map(|b| fair_of(st, b)),
+            fair_title: comm.map(|b| b.title.clone()),
         });
     }
     if let Some(r) = comm_overlap_ratio {
@@ -335,6 +344,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
                     Some(k) => Some(format!("*The fair report's one exposed-communication finding covers this card and P{k}; its saving is not additional.*")),
                     None => comm.map(|b| fair_of(st, b)),
                 },
+                fair_title: comm.map(|b| b.title.clone()),
             });
         }
     }
