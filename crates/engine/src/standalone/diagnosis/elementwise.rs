@@ -314,8 +314,22 @@ fn few_workgroups(shape: &OpRow, sig_share: f64, ctx: &Context<'_>) -> Option<Ca
         ),
         // A reduction's grid is set by its outputs (a bias gradient's column sum: one
         // workgroup per block of columns), so more rows only lengthen each thread's loop.
-        action: if name.contains("reduce") {
-            "Split the reduction across workgroups (each sums a slice of the rows, a second pass combines: `torch.compile` generates such split reductions), or fuse it into its neighbour (a bias gradient into the weight-gradient GEMM's epilogue, cuBLASLt's BGRADB); a larger batch only lengthens each thread's loop.".into()
+        action: if name.contains("reduce_kernel") && launch.grid[0] <= 1 && launch.grid[1] > 1 {
+            // PyTorch's `reduce_kernel` puts the workgroups that share one output along grid.y
+            // (`ctas_per_output`): a grid of [1, 16, 1] is already a split reduction, sized by
+            // its input (review 12: "split the reduction" told to one; a loss's mean of 131 072
+            // values).
+            format!("PyTorch already splits this reduction across {} workgroups for its one output (grid.y, combined by a second pass), as many as its input warrants: the input is small, so the levers are doing the reduction less often or fusing it with the op that produces its input (`torch.compile`).", launch.grid[1])
+        } else if name.contains("reduce") {
+            format!(
+                "Split the reduction across workgroups (each sums a slice of the rows, a second pass combines: `torch.compile` generates such split reductions){}; a larger batch only lengthens each thread's loop.",
+                // A GEMM epilogue is a neighbour only where the trace runs GEMMs.
+                if ctx.gemm_rows.is_empty() && ctx.gemm_peers.is_empty() {
+                    ""
+                } else {
+                    ", or fuse it into its neighbour (a bias gradient into the weight-gradient GEMM's epilogue, cuBLASLt's BGRADB)"
+                }
+            )
         } else if super::kernels::is_engine_op(&shape.name) {
             "More rows per call (a larger batch), or the engine's kernel variant that splits each row (or several tokens) across workgroups; replay it for the kernel team.".into()
         } else {
@@ -584,6 +598,36 @@ mod tests {
         sum.kernel_names[0].0 = "void at::native::reduce_kernel<128, 4>".into();
         let c = few_workgroups(&sum, 1.0, &ctx).expect("8 for 304");
         assert!(c.action.starts_with("Split the reduction"), "{}", c.action);
+        // With no GEMM in the trace, no GEMM epilogue is offered to fuse it into.
+        assert!(!c.action.contains("BGRADB"), "{}", c.action);
+        let rows = [4096_i64];
+        let with_gemms = Context {
+            gemm_rows: &rows,
+            ..Context::on(Some(&mi300))
+        };
+        let c = few_workgroups(
+            &sum,
+            1.0,
+            &Context {
+                kernel_floor_us: Some(3.0),
+                ..with_gemms
+            },
+        )
+        .expect("8 for 304");
+        assert!(c.action.contains("BGRADB"), "{}", c.action);
+        // PyTorch's split reduction (grid [1, 16, 1]: 16 workgroups on one output) is already
+        // split: never told to split it.
+        sum.kernel_launch = vec![Some(crate::model::LaunchDims {
+            grid: [1, 16, 1],
+            block: [32, 16, 1],
+        })];
+        let c = few_workgroups(&sum, 1.0, &ctx).expect("16 for 304");
+        assert!(
+            c.action
+                .starts_with("PyTorch already splits this reduction across 16 workgroups"),
+            "{}",
+            c.action
+        );
         // Work under the floor in calls far beyond it: the grid's doing (review 8: the
         // LayerNorm backward's 32.6 µs calls for 0.3 µs of bytes at peak).
         let mut small = norm(8, 40.0);
