@@ -222,14 +222,25 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         cell(heading_name(w, title)),
         cell(&platform)
     );
+    // What cannot be inferred is said once, by name (review 12: "Cannot be inferred from trace,
+    // training, FP32; Cannot be inferred from trace").
+    let unknown = crate::standalone::workload::UNKNOWN;
+    let architecture = if w.architecture == unknown {
+        "architecture unknown".to_owned()
+    } else {
+        cell(&w.architecture)
+    };
+    let scale = if w.scale == unknown {
+        String::new()
+    } else {
+        format!("; {}", cell(&w.scale))
+    };
     let _ = writeln!(
         s,
-        "Trace {}: {}, {}, {}; {} (Appendix: Model Architecture).\n",
+        "Trace {}: {architecture}, {}, {}{scale} (Appendix: Model Architecture).\n",
         code(title),
-        cell(&w.architecture),
         w.mode_text(),
         cell(&w.precision),
-        cell(&w.scale)
     );
     let u = &st.utilization;
     let top_cat = st.top_category();

@@ -40,9 +40,12 @@ const OWN_RULES: &[SeedCategory] = &[
     SeedCategory::Communication,
 ];
 
-/// One kernel name replayed by the graph.
+/// One kernel name replayed by the graph (or, with the capture merged, one op of it).
 struct Replayed<'a> {
+    /// The kernel's name, or the merged op's main kernel.
     kernel: &'a str,
+    /// The merged op's name (`None`: a kernel credited to no op).
+    op: Option<&'a str>,
     /// Calls per graph replay, and their mean time, µs.
     per_replay: u64,
     mean_us: f64,
@@ -90,7 +93,15 @@ fn role(kernel: &str) -> &'static str {
 /// short repeated kernels a material share of it.
 pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
     // The rows first: a trace without graph-replayed rows needs no pass over its events.
-    let rows: Vec<&OpRow> = inp.rows.iter().filter(|r| graph_replayed(r)).collect();
+    // With the capture merged the replayed kernels are ops (`OpRow::graph_replayed`): the
+    // layer's short ones are still one cause (review 12: SGLang decode's five small-op Lows,
+    // about 18 % of the step, where the unmerged trace had had one High finding).
+    let rows: Vec<&OpRow> = inp
+        .rows
+        .iter()
+        .filter(|r| graph_replayed(r) || r.graph_replayed)
+        .collect();
+    let merged = rows.iter().any(|r| r.graph_replayed && !graph_replayed(r));
     if rows.is_empty() {
         return None;
     }
@@ -111,8 +122,15 @@ pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
         .iter()
         .filter(|r| r.count > 0)
         .map(|r| Replayed {
-            kernel: crate::standalone::ops::synthetic_parts(&r.name)
-                .map_or(r.name.as_str(), |p| p.1),
+            kernel: match crate::standalone::ops::synthetic_parts(&r.name) {
+                Some(p) => p.1,
+                None => r
+                    .kernel_names
+                    .iter()
+                    .max_by(|a, b| a.1.total_cmp(&b.1))
+                    .map_or(r.name.as_str(), |k| k.0.as_str()),
+            },
+            op: (!graph_replayed(r)).then_some(r.name.as_str()),
             per_replay: r.count / replays,
             mean_us: r.kernel_us / r.count as f64,
             us: r.kernel_us,
@@ -127,7 +145,7 @@ pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
     // A split-KV attention's reduce is part of the attention, not a neighbour to fuse with.
     let mut short: Vec<&Replayed> = repeated()
         .filter(|k| k.mean_us <= SHORT_RATIO * floor && k.mean_us <= SHORT_MAX_US)
-        .filter(|k| role(k.kernel) != "attention reduce" && !OWN_RULES.contains(&k.category))
+        .filter(|k| k.role() != "attention reduce" && !OWN_RULES.contains(&k.category))
         .collect();
     short.sort_by(|a, b| b.us.total_cmp(&a.us));
     let short_ms: f64 = short.iter().map(|k| k.us).sum::<f64>() / 1e3;
@@ -157,10 +175,13 @@ pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
     let list = short
         .iter()
         .map(|k| {
-            let r = role(k.kernel);
+            let r = k.role();
             format!(
                 "{}{} ×{} a replay, {:.1} µs each",
-                code(&short_name(k.kernel)),
+                code(&k.op.map_or_else(
+                    || short_name(k.kernel),
+                    |o| crate::standalone::md::short(o, 60)
+                )),
                 if r.is_empty() {
                     String::new()
                 } else {
@@ -178,11 +199,16 @@ pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
         "The replay runs".to_owned()
     };
     let issue = format!(
-        "{per_step} {} kernels; the most common count among its repeated kernels is {layers} a replay, most likely one per layer, with {per_layer} kernels a layer on average. {short_per_layer} of them are short, at most {SHORT_RATIO:.0}× the graph's shortest repeated kernel ({floor:.1} µs) and under {SHORT_MAX_US:.0} µs (GEMMs, attention and collectives, a split-KV attention's reduce included, left to their own rules): {list}. They take {short_ms:.3} ms ({:.1}% of compute). A graph removes the host's launches, not each kernel's fixed cost on the GPU (dispatch, the ramp-up and drain of its workgroups): a kernel this short is mostly that cost, about {floor:.1} µs each, {fixed_ms:.3} ms over the {short_count} calls. Fusing the short kernels of a layer in pairs saves about half of it, {saving_ms:.3} ms. Without the capture trace the kernels have no shapes, so their bytes and efficiency are unknown.",
+        "{per_step} {} kernels; the most common count among its repeated kernels is {layers} a replay, most likely one per layer, with {per_layer} kernels a layer on average. {short_per_layer} of them are short, at most {SHORT_RATIO:.0}× the graph's shortest repeated kernel ({floor:.1} µs) and under {SHORT_MAX_US:.0} µs (GEMMs, attention and collectives, a split-KV attention's reduce included, left to their own rules): {list}. They take {short_ms:.3} ms ({:.1}% of compute). A graph removes the host's launches, not each kernel's fixed cost on the GPU (dispatch, the ramp-up and drain of its workgroups): a kernel this short is mostly that cost, about {floor:.1} µs each, {fixed_ms:.3} ms over the {short_count} calls. Fusing the short kernels of a layer in pairs saves about half of it, {saving_ms:.3} ms.{}",
         kernels.iter().map(|k| k.per_replay).sum::<u64>(),
         inp.share(short_ms),
+        if merged {
+            ""
+        } else {
+            " Without the capture trace the kernels have no shapes, so their bytes and efficiency are unknown."
+        },
     );
-    let roles: Vec<&str> = short.iter().map(|k| role(k.kernel)).collect();
+    let roles: Vec<&str> = short.iter().map(|k| k.role()).collect();
     let has = |r: &str| roles.contains(&r);
     let mut parts: Vec<&str> = Vec::new();
     if has("rope") || has("kv store") {
@@ -201,7 +227,7 @@ pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
     // had that fusion.
     let bare_norm = short
         .iter()
-        .any(|k| role(k.kernel) == "norm" && !k.kernel.to_ascii_lowercase().contains("add"));
+        .any(|k| k.role() == "norm" && !k.label().to_ascii_lowercase().contains("add"));
     if bare_norm {
         parts.push("fuse each norm with the residual add before it");
     }
@@ -221,9 +247,30 @@ pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
         short_ms,
         issue.clone(),
         &path_a,
-        "These kernels are short because each does little: tuning one does not remove its fixed cost; fusion does. Record the capture trace (`jarvis report TRACE --capture DIR`) to give them shapes and a perf model.",
+        &format!(
+            "These kernels are short because each does little: tuning one does not remove its fixed cost; fusion does.{}",
+            if merged {
+                ""
+            } else {
+                " Record the capture trace (`jarvis report TRACE --capture DIR`) to give them shapes and a perf model."
+            }
+        ),
         inp,
     );
+    // Merged with the capture, the short kernels are ops with findings of their own: this
+    // finding is their one cause, and folds them in (`merge::one_cause_one_finding`).
+    if merged {
+        b.scope = Some(super::merge::Scope {
+            class: None,
+            ops: short
+                .iter()
+                .filter_map(|k| Some((k.op?.to_owned(), k.us / 1e3)))
+                .collect(),
+            instances: replays,
+            unfused_attention: false,
+            subtracts: false,
+        });
+    }
     b.causes.push(Cause {
         key: "graph_short_kernels",
         title: format!("{short_per_layer} short kernels a layer"),
@@ -243,6 +290,23 @@ pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
         })
         .collect();
     Some(b)
+}
+
+impl Replayed<'_> {
+    /// What the kernel does, from its op's name where it has one, else its own.
+    fn role(&self) -> &'static str {
+        let by_op = self.op.map_or("", role);
+        if by_op.is_empty() {
+            role(self.kernel)
+        } else {
+            by_op
+        }
+    }
+
+    /// The name the finding shows: the op's, else the kernel's.
+    fn label(&self) -> &str {
+        self.op.unwrap_or(self.kernel)
+    }
 }
 
 /// A count per layer: whole where it is, else to one decimal ("17.5").
