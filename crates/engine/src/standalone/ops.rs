@@ -278,6 +278,10 @@ pub struct OpRow {
     pub kernel_us: f64,
     /// The fastest instance's kernel time, µs (`Kernel Time (µs)_min`), where the sheet has it.
     pub kernel_us_min: Option<f64>,
+    /// The median and slowest instances' kernel time, µs (`_median`, `_max`), where the sheet
+    /// has them: how steady the calls of one signature are.
+    pub kernel_us_median: Option<f64>,
+    pub kernel_us_max: Option<f64>,
     pub gflops: Option<f64>,
     pub data_mb: Option<f64>,
     pub flops_per_byte: Option<f64>,
@@ -512,6 +516,8 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
         c("Data Moved (MB)"),
         c("FLOPS/Byte"),
         c("Kernel Time (µs)_min"),
+        c("Kernel Time (µs)_median"),
+        c("Kernel Time (µs)_max"),
     );
     // Only the kernel-level sheet of a GPU-only trace has this column.
     let kernel_level = c("Kernel name").is_some();
@@ -555,6 +561,8 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
                 count: f(cols.7).unwrap_or(0.0) as u64,
                 kernel_us: f(cols.8).unwrap_or(0.0),
                 kernel_us_min: f(cols.12),
+                kernel_us_median: f(cols.13),
+                kernel_us_max: f(cols.14),
                 gflops: f(cols.9),
                 data_mb: f(cols.10),
                 flops_per_byte: f(cols.11),
@@ -607,6 +615,8 @@ pub(crate) mod tests_support {
             count: 1,
             kernel_us: 1.0,
             kernel_us_min: None,
+            kernel_us_median: None,
+            kernel_us_max: None,
             gflops: None,
             data_mb: None,
             flops_per_byte: None,

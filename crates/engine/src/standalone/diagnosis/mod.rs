@@ -10,6 +10,7 @@ pub mod attention_ceiling;
 mod attention_classes;
 pub use attention::{serving_batch, short_unbatched, split_kv_role, ServingBatch, SplitKv};
 mod batchnorm;
+mod call_spread;
 pub use attention::DECODE_MAX_QUERIES;
 mod constant_cast;
 mod conv;
@@ -330,6 +331,8 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
         }
         SeedCategory::Communication => Vec::new(),
     };
+    // Identical calls far apart in time: said last, claiming no saving.
+    out.extend(call_spread::cause(shape));
     let room = row_above_floor(r, ctx.kernel_floor_us);
     let gap = gap(r.efficiency_pct()).map(|g| g.min(room));
     for c in &mut out {
