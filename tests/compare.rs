@@ -234,8 +234,15 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
             let both = fair
                 .split("## Opportunities on both platforms")
                 .nth(1)
-                .and_then(|x| x.split("## Detailed Comparison").next())
+                .and_then(|x| x.split("## Recommendations").next())
                 .expect("the shared opportunities");
+            // Said among the key findings and placed before the target-only items.
+            assert!(
+                fair.contains("Both platforms pay the same costs")
+                    && fair.find("## Opportunities on both platforms")
+                        < fair.find("## Recommendations"),
+                "{fair}"
+            );
             assert!(
                 both.contains("Unfused attention in `TimesformerSelfAttention`"),
                 "{both}"
@@ -280,7 +287,7 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
             if let Some(both) = fair
                 .split("## Opportunities on both platforms")
                 .nth(1)
-                .and_then(|x| x.split("## Detailed Comparison").next())
+                .and_then(|x| x.split("## Recommendations").next())
             {
                 assert!(!both.contains("GEMM `aten::addmm`"), "{both}");
             }

@@ -351,20 +351,42 @@ pub fn fair_md_with(
         }
     };
     let (ti, ri) = (idle(&c.target_timeline), idle(&c.reference_timeline));
+    let mut item = 4;
     if ti >= HOST_BOUND_IDLE_PCT {
+        item += 1;
         let _ = writeln!(
             s,
             "4. The GPU is idle {ti:.0}% of the target's GPU timeline ({ri:.0}% of the reference's): the host sets the pace{}, so a faster kernel shortens the target's step only once the host keeps its GPU busy; the target's standalone report names the host-side causes (launch overhead, syncs, the input pipeline), and its replayed savings count them.",
             if ri >= HOST_BOUND_IDLE_PCT { " on both platforms" } else { " on the target" }
         );
     }
+    // Costs both platforms pay lead the target-only items (review 12: TimeSformer's eager
+    // attention, 55 % of GPU time on both, and Qwen's RMSNorm / RoPE / copies had sat in
+    // bullets below ten target-only items of 0.1 %).
+    let shared = sides.map_or(String::new(), |(t, r)| shared_findings(t, r));
+    if let Some(first) = shared.lines().find(|l| l.starts_with("- **")) {
+        let title = first
+            .trim_start_matches("- **")
+            .split("**:")
+            .next()
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "{item}. Both platforms pay the same costs, which no ratio between them shows, led by {title}: see Opportunities on both platforms, before the target's own items."
+        );
+        item += 1;
+    }
     let _ = writeln!(
         s,
         "{}. Unmatched work: {} ms only in the target, {} ms only in the reference.\n",
-        if ti >= HOST_BOUND_IDLE_PCT { 5 } else { 4 },
+        item,
         ms(0.0 + c.target_only.iter().map(|u| u.us).sum::<f64>()),
         ms(0.0 + c.reference_only.iter().map(|u| u.us).sum::<f64>())
     );
+    if !shared.is_empty() {
+        let _ = writeln!(s, "---\n");
+        s.push_str(&shared);
+    }
     let _ = writeln!(s, "---\n\n## Recommendations for {tt}\n");
     // One list by the target time at stake, the short kernels' fixed cost among the ops.
     let mut recs: Vec<Rec> = grouped(&slower);
@@ -494,9 +516,6 @@ pub fn fair_md_with(
                 );
             }
         }
-    }
-    if let Some((t, r)) = sides {
-        s.push_str(&shared_findings(t, r));
     }
     let _ = writeln!(s, "## Detailed Comparison\n");
     for (i, m) in c.matched.iter().take(15).enumerate() {
