@@ -5,6 +5,8 @@
 //! named and left out of the steady state, and communication kernels without NCCL names are
 //! communication.
 
+mod common;
+
 use jarvis_engine::standalone::findings::{Basis, Bottleneck};
 use jarvis_engine::standalone::ops::SeedCategory;
 use jarvis_engine::standalone::Standalone;
@@ -481,6 +483,28 @@ fn data_loading_names_the_function_and_fits_the_mode() {
     let text = all_text(st).to_lowercase();
     for never in ["augmentation", "training", "ddp", "bucket"] {
         assert!(!text.contains(never), "{never}: {text}");
+    }
+    // Its time is in a plain transform, not a Hugging Face image processor: no fast-processor
+    // lever (the counterpart of OWLv2's below).
+    assert!(!idle.path_a.contains("use_fast"), "{}", idle.path_a);
+    if let Some(shared) = common::shared_dir() {
+        // OWLv2's idle is SciPy's `zoom` under `image_processing_owlv2.py`'s resize.
+        let owl = jarvis_engine::analyze(&common::read(
+            &shared
+                .join("traces/tracelens/h100_google_owlv2-large-patch14-ensemble__1016001.json.gz"),
+        ))
+        .expect("analyzes");
+        let idle = find(
+            owl.standalone.as_ref().expect("standalone"),
+            "GPU idle time",
+        )
+        .expect("idle finding");
+        assert!(
+            idle.issue.contains("image_processing_owlv2.py")
+                && idle.path_a.contains("`use_fast=True`"),
+            "{}",
+            idle.path_a
+        );
     }
     let a = analyze("idle_data_loading_training");
     let st = a.standalone.as_ref().expect("standalone");

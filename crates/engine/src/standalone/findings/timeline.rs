@@ -1729,7 +1729,20 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
     };
     let a: String = match top.kind {
         C::DataLoading if inp.trains => "Feed the GPU from the input pipeline: more DataLoader workers (`num_workers`), `pin_memory=True`, `persistent_workers=True` and a larger `prefetch_factor`; move decoding and augmentation off the training process.".into(),
-        C::DataLoading => "Take input preparation off the GPU's critical path: prepare the next request's inputs (decoding, resizing, tokenization) while the GPU runs the current one (a worker thread or process, `DataLoader` workers where one is used), do the preprocessing on the GPU where it is heavy, and copy inputs from pinned memory with `non_blocking=True`.".into(),
+        C::DataLoading => format!(
+            "Take input preparation off the GPU's critical path: prepare the next request's inputs (decoding, resizing, tokenization) while the GPU runs the current one (a worker thread or process, `DataLoader` workers where one is used), do the preprocessing on the GPU where it is heavy, and copy inputs from pinned memory with `non_blocking=True`.{}",
+            // The time is in a Hugging Face image processor (OWLv2: SciPy's `zoom` inside
+            // `image_processing_owlv2.py`'s resize, review 12): its fast variant does that
+            // work on tensors.
+            if ctx.data_hotspot.as_ref().is_some_and(|(name, _, stack)| {
+                name.contains("image_processing_")
+                    || stack.iter().any(|f| f.contains("image_processing_"))
+            }) {
+                " The time is in a Hugging Face image processor: its fast, torch-based variant (`use_fast=True`, `device=\"cuda\"` where the processor takes one) resizes tensors instead of running SciPy or PIL on the CPU."
+            } else {
+                ""
+            }
+        ),
         // Gradients zeroed one fill per parameter: dropping them is the fix, not a faster
         // optimizer (V100 ResNet-50: 61 % of idle in `Optimizer.zero_grad#SGD.zero_grad`).
         C::OptimizerStep if top.label.contains("zero_grad") => "The host wait is the gradients being zeroed one fill kernel per parameter: call `optimizer.zero_grad(set_to_none=True)` (the default since PyTorch 2.0) so no fills are launched at all; a fused optimizer does not touch this part.".into(),
