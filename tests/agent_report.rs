@@ -440,7 +440,10 @@ fn p_items_the_fair_report_reads_otherwise_say_so() {
     );
     // One 1.76 µs kernel: its card keeps the agent's 87.5 but its icon reads the fair report's
     // 0 %, not red.
-    assert!(triton.contains("### 🟢 P1: "), "{triton}");
+    assert!(
+        triton.contains("### 🟢 P1: ") && triton.contains("#### 🟢 P1: "),
+        "{triton}"
+    );
     let v100 = md("kineto", "v100_resnet50_nw4_2021-02_worker0.pt.trace");
     assert!(!p1_card(&v100).contains("The same cause as"), "{v100}");
     assert_eq!(

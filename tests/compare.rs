@@ -297,6 +297,15 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
                 addmm.actual_ratio
             );
         }
+        // The appendix's pair is the one the expectations use: BERT's H100 shows no GEMM
+        // long enough, so both sides are datasheets.
+        if model.starts_with("gaunernst_bert") || model.starts_with("Falconsai") {
+            assert_eq!(
+                c.achievable_bf16.map(|x| x.map(|y| y.0)),
+                [Some(1307.4), Some(989.0)],
+                "{model}"
+            );
+        }
         if model.starts_with("gaunernst_bert") {
             // Kernels of a few µs follow launch latency, not the peaks: no expectation.
             let addmm = find("aten::addmm", "M=141 N=512 K=512");

@@ -304,6 +304,27 @@ pub fn achievable_tflops(
     }
 }
 
+/// The bf16 peaks the expectations use, target then reference, with their sources: achievable
+/// on both sides, or both datasheets where a side has nothing but its datasheet (as
+/// [`expected_ratio`] decides; review 13: BERT's appendix had shown the MI300X's 708 beside a
+/// verdict made with 1307.4).
+fn bf16_pair(
+    tp: Option<&Platform>,
+    rp: Option<&Platform>,
+    t_best: &[(String, f64)],
+    r_best: &[(String, f64)],
+) -> [Option<(f64, &'static str)>; 2] {
+    let spec = "matrix_bf16";
+    let t = tp.and_then(|p| achievable_tflops(p, spec, t_best));
+    let r = rp.and_then(|p| achievable_tflops(p, spec, r_best));
+    if t.is_some_and(|x| x.1 == DATASHEET) || r.is_some_and(|x| x.1 == DATASHEET) {
+        let dense = |p: Option<&Platform>| Some((dense_tflops(p?, spec)?, DATASHEET));
+        [dense(tp), dense(rp)]
+    } else {
+        [t, r]
+    }
+}
+
 fn expected_ratio(bound: Option<Bound>, spec: &str, t: Side<'_>, r: Side<'_>) -> Option<f64> {
     let (tp, rp) = (t.platform?, r.platform?);
     match bound? {
@@ -660,10 +681,7 @@ pub fn compare(
         fixed_cost: FixedCost::of(&out),
         matched: out,
         target_environment: target.environment.clone(),
-        achievable_bf16: [
-            tp.and_then(|p| achievable_tflops(p, "matrix_bf16", &t_best)),
-            rp.and_then(|p| achievable_tflops(p, "matrix_bf16", &r_best)),
-        ],
+        achievable_bf16: bf16_pair(tp, rp, &t_best, &r_best),
     }
 }
 

@@ -1738,7 +1738,7 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
                 name.contains("image_processing_")
                     || stack.iter().any(|f| f.contains("image_processing_"))
             }) {
-                " The time is in a Hugging Face image processor: its fast, torch-based variant (`use_fast=True`, `device=\"cuda\"` where the processor takes one) resizes tensors instead of running SciPy or PIL on the CPU."
+                " The time is in a Hugging Face image processor: a fast, torch-based variant (`use_fast=True`, `device=\"cuda\"` where it takes one), where the installed transformers has one for this model, resizes tensors instead of running SciPy or PIL on the CPU; where it has none, resize on the GPU yourself (`torch.nn.functional.interpolate`) before calling the model."
             } else {
                 ""
             }
