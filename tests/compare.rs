@@ -179,6 +179,31 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
                 assert!(ok, "{model} {} {e}", m.target_name);
             }
         }
+        // The comparative analysis.md's P-item icons never outrank their impact (D30): 🟢
+        // under 1, never 🔴 under 3 (review 13: OWLv2's 🔴 P1 at 1.3).
+        let files = jarvis_engine::report::compare_md::comparison_files(&c, &t, &r, "pair");
+        let md = files
+            .iter()
+            .find(|(n, _)| n == "analysis.md")
+            .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+            .expect("analysis.md");
+        let mut heading = "";
+        for line in md.lines() {
+            if line.starts_with("### ") && line.contains("slower on trace 1") {
+                heading = line;
+            }
+            if let Some(v) = line.strip_prefix("**Impact**: impact_score: ") {
+                let v: f64 = v.trim().parse().expect("impact");
+                if !heading.is_empty() {
+                    assert!(
+                        !(v < 3.0 && heading.starts_with("### 🔴"))
+                            && !(v < 1.0 && !heading.starts_with("### 🟢")),
+                        "{model}: {heading} at {v}"
+                    );
+                }
+                heading = "";
+            }
+        }
         let find = |name: &str, shape: &str| {
             c.matched
                 .iter()

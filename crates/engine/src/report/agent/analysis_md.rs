@@ -48,7 +48,7 @@ fn icon(n: usize) -> &'static str {
 /// its impact ranks by the fair report's thresholds: 🟢 under 1 %, at most 🟡 under 3 % (review 9:
 /// a 🔴 P1 at impact 0.0; docs/deviations.md D30). `mid_pct`: the card's mid figure, or the fair
 /// report's ranked saving of its finding where that is lower.
-fn impact_icon(k: usize, mid_pct: f64) -> &'static str {
+pub(super) fn impact_icon(k: usize, mid_pct: f64) -> &'static str {
     let by_impact = if mid_pct >= crate::standalone::rules::IMPACT_HIGH_PCT {
         1
     } else if mid_pct >= crate::standalone::rules::IMPACT_MEDIUM_PCT {

@@ -293,7 +293,7 @@ pub fn render(
         let _ = writeln!(
             s,
             "### {} P{k}: {} ops slower on trace 1 ({}-bound, led by {})\n",
-            icon(k),
+            super::analysis_md::impact_icon(k, f.impact_score),
             cat_title(&f.category),
             f.bound_type,
             code(&top.name)
@@ -446,7 +446,7 @@ pub fn render(
         let _ = writeln!(
             s,
             "<a id=\"detailed-analysis-compute-p{k}\"></a>\n<!-- reasoning-candidate tier=compute rank={k} -->\n#### {} P{k}: {} ops slower on trace 1\n",
-            icon(k),
+            super::analysis_md::impact_icon(k, f.impact_score),
             cat_title(&f.category)
         );
         let _ = writeln!(s, "**Identification:**\nMatched {} ops, {}-bound (source: `priority_data.json` → `findings[{}]`).\n", cat_title(&f.category), f.bound_type, k - 1);
