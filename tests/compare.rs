@@ -195,9 +195,10 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
             if let Some(v) = line.strip_prefix("**Impact**: impact_score: ") {
                 let v: f64 = v.trim().parse().expect("impact");
                 if !heading.is_empty() {
+                    let red_under_3 = v < 3.0 && heading.starts_with("### 🔴");
+                    let not_green_under_1 = v < 1.0 && !heading.starts_with("### 🟢");
                     assert!(
-                        !(v < 3.0 && heading.starts_with("### 🔴"))
-                            && !(v < 1.0 && !heading.starts_with("### 🟢")),
+                        !red_under_3 && !not_green_under_1,
                         "{model}: {heading} at {v}"
                     );
                 }
