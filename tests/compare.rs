@@ -397,13 +397,8 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
                 .expect("recommendations");
             assert!(!recs.contains("`aten::silu`"), "{recs}");
             // The agent's comparative report: no cross-vendor library advice, and RMSNorm's
-            // few-µs ops (P3) are told their fixed cost, not the bandwidth ratio.
-            let files = jarvis_engine::report::compare_md::comparison_files(&c, &t, &r, "qwen");
-            let md = files
-                .iter()
-                .find(|(n, _)| n == "analysis.md")
-                .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
-                .expect("analysis.md");
+            // few-µs ops (P3) are told their fixed cost, not the bandwidth ratio (`md`: the
+            // pair's analysis.md, read above).
             assert!(!md.contains("pick the library path trace 2 uses"), "{md}");
             assert!(md.contains("PYTORCH_TUNABLEOP_ENABLED=1"));
             assert!(

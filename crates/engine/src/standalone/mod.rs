@@ -435,6 +435,8 @@ pub struct Sources<'a> {
     /// The unified rows' parts inside a cold first training iteration (`steady_rows::within`),
     /// left out of the op rows; empty when there is none.
     pub cold_rows: &'a [steady_rows::RowPart],
+    /// The run's performance switches (`model::environment`), read once at the analysis.
+    pub environment: &'a crate::model::environment::Environment,
 }
 
 /// What the standalone analysis reads from the trace and its call tree alone: the module frames
@@ -690,7 +692,8 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     let baseline = findings::baseline(&rows, src.platform);
     let inputs = findings::Inputs {
         rows: &rows,
-        environment: crate::model::environment::Environment::of(&src.trace.meta),
+        environment: src.environment,
+        ranks: workload::rank_of(src.trace).map(|(_, world)| world),
         timeline: src.timeline,
         idle: src.idle,
         platform: src.platform,

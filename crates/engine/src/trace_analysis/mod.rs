@@ -723,6 +723,7 @@ fn analyze_tree(
     let headline = headline::headline(&timeline, unified);
     // The standalone analysis, each op finding's fix then replayed over the trace's schedule
     // (docs/whatif.md; not over a sampled trace's, whose gaps held work it did not keep).
+    let environment = crate::model::environment::Environment::of(&trace.meta);
     let analyzed = || {
         let mut standalone = unified.map(|unified| {
             let src = crate::standalone::Sources {
@@ -739,6 +740,7 @@ fn analyze_tree(
                 steps: &steps,
                 sampled: sampled.as_ref(),
                 cold_rows: &cold_rows,
+                environment: &environment,
             };
             crate::standalone::analyze(&src, structure)
         });
@@ -794,7 +796,6 @@ fn analyze_tree(
             );
         }
     }
-    let environment = crate::model::environment::Environment::of(&trace.meta);
     let distributed = trace
         .meta
         .distributed_info

@@ -810,7 +810,9 @@ pub struct CategoryFindings {
 pub struct Inputs<'a> {
     pub rows: &'a [OpRow],
     /// The run's performance switches, where a harness recorded them (`model::environment`).
-    pub environment: crate::model::environment::Environment,
+    pub environment: &'a crate::model::environment::Environment,
+    /// The job's world size where `distributedInfo` records more than one rank.
+    pub ranks: Option<i64>,
     pub timeline: &'a GpuTimeline,
     pub idle: &'a crate::analysis::idle_report::IdleReport,
     pub platform: Option<&'a Platform>,
@@ -1064,11 +1066,6 @@ fn is_device_copy(n: &str) -> bool {
 }
 
 impl Inputs<'_> {
-    /// The job's world size where the profiler recorded more than one rank.
-    pub fn ranks(&self) -> Option<i64> {
-        crate::standalone::workload::rank_of(self.trace).map(|(_, world)| world)
-    }
-
     /// The steady state's computation, ms (a cold first iteration's GPU work left out).
     fn compute_ms(&self) -> f64 {
         let left = super::left_out(self.idle, self.sampled.is_some(), &self.copies);

@@ -495,7 +495,7 @@ pub(super) fn op_texts(
                 title: name.clone(),
                 issue,
                 path_a: if r.is_moe() {
-                    moe_path_a(r, inp.ranks())
+                    moe_path_a(r, inp.ranks)
                 } else {
                     other_path_a(
                         r,
@@ -1044,7 +1044,7 @@ pub(super) fn op_bottleneck(
         gemm_peers: &inp.gemm_peers,
         gemm_rows: &inp.gemm_rows,
         moe_routing: &inp.moe_routing,
-        ranks: inp.ranks(),
+        ranks: inp.ranks,
         tunableop: inp.environment.tunableop.as_ref(),
         // A down stage is judged beside its up stage: the same routing, the same tokens per
         // expert (the up stage's largest signature).
@@ -1482,7 +1482,7 @@ fn graph_kernel_texts(t: &mut OpTexts, r: &OpRow, launcher: &str, inp: &Inputs<'
         },
     );
     if r.is_moe() {
-        t.path_a = moe_path_a(r, inp.ranks());
+        t.path_a = moe_path_a(r, inp.ranks);
     }
     t.path_b = if launcher.to_ascii_lowercase().contains("graph") {
         "Merge the trace recorded while the graph was captured (its ops, shapes and call stacks), or profile one step without the graph, to get a perf model, an efficiency and a replay artifact for this kernel.".into()
