@@ -1268,6 +1268,15 @@ fn forwards_run_one_input_at_a_time_are_named() {
         "{}",
         b.path_a
     );
+    // One shared input: three of the four calls and three of the four fetches are redone,
+    // 3/4 × (8 + 1.2) ms.
+    assert!((b.time_ms - 6.9).abs() < 1e-9, "{}", b.time_ms);
+    assert!(
+        b.issue
+            .contains("redo the same work: 6.900 ms of the 9.200 ms"),
+        "{}",
+        b.issue
+    );
     // The agent report carries it in its system tier, with the time the repeats take.
     let md = jarvis_engine::report::agent::analysis_md(&a, st, "t");
     let system = &md[md
@@ -1297,7 +1306,7 @@ fn forwards_run_one_input_at_a_time_are_named() {
     );
     assert!(
         md.contains("Pattern `repeated_forwards`")
-            && md.contains("| Time the repeats take | 6.000 ms | yes |"),
+            && md.contains("| Time the repeats take | 6.900 ms | yes |"),
         "{md}"
     );
     // Each call feeding the next, with no fetch between them: not named.

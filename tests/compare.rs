@@ -205,6 +205,23 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
                 heading = "";
             }
         }
+        // Its System section agrees with the comparative fair report: a timeline finding the
+        // fair report ranks on the target (Qwen's High idle, below TraceLens's flag threshold)
+        // is listed, never beside "✅ No system-level bottlenecks" (review 13).
+        let fair = jarvis_engine::report::compare_md::fair_md_with(&c, "pair", Some((&t, &r)));
+        let system_md = md
+            .split("## System-Level Optimizations")
+            .nth(1)
+            .and_then(|x| x.split("## Detailed Analysis").next())
+            .expect("system section");
+        let idle_high = fair.contains("- **GPU idle time**: High on the target");
+        assert!(idle_high || !model.starts_with("Qwen"), "{model}: {fair}");
+        if idle_high {
+            assert!(
+                !system_md.contains("✅") && system_md.contains("GPU idle"),
+                "{model}: {system_md}"
+            );
+        }
         let find = |name: &str, shape: &str| {
             c.matched
                 .iter()
@@ -426,6 +443,12 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
                 "{sdpa}"
             );
             assert!(fair.contains("preferred_rocm_fa_library"));
+            // The run lists its packages: the installed attention libraries are named so.
+            assert!(
+                sdpa.contains("installed in this run: `flash_attn==")
+                    && sdpa.contains("installed in this run: `aiter=="),
+                "{sdpa}"
+            );
             assert!(c.target_only.is_empty() && c.reference_only.is_empty());
         }
     }

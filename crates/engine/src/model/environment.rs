@@ -98,12 +98,38 @@ impl Environment {
     /// Whether a kernel library (`aiter`, `flash_attn`, …) is installed, where the trace lists
     /// its packages; `None` where it lists none.
     pub fn has_library(&self, name: &str) -> Option<bool> {
-        (!self.kernel_libraries.is_empty()).then(|| {
-            self.kernel_libraries
-                .iter()
-                .any(|p| p.to_ascii_lowercase().replace('-', "_").starts_with(name))
-        })
+        (!self.kernel_libraries.is_empty()).then(|| self.library(name).is_some())
     }
+
+    /// The installed package of a kernel library as listed (`aiter==0.1.3.dev40`), reduced to
+    /// the characters a version is written with: it comes from the trace and is quoted in
+    /// advice.
+    pub fn library(&self, name: &str) -> Option<String> {
+        self.kernel_libraries
+            .iter()
+            .find(|p| p.to_ascii_lowercase().replace('-', "_").starts_with(name))
+            .map(|p| {
+                p.chars()
+                    .filter(|c| c.is_ascii_alphanumeric() || "._+=-".contains(*c))
+                    .collect()
+            })
+    }
+
+    /// How advice says a library stands in this run: `" (installed in this run: `aiter==…`)"`,
+    /// `" (not among this run's packages)"`, or nothing where no package list is recorded.
+    pub fn library_note(&self, name: &str) -> String {
+        match (self.has_library(name), self.library(name)) {
+            (Some(true), Some(p)) => format!(" (installed in this run: `{p}`)"),
+            (Some(false), _) => " (not among this run's packages)".to_owned(),
+            _ => String::new(),
+        }
+    }
+
+    /// No environment recorded (a `'static` one, for contexts that have none).
+    pub const NONE: Environment = Environment {
+        tunableop: None,
+        kernel_libraries: Vec::new(),
+    };
 }
 
 #[cfg(test)]
@@ -136,6 +162,14 @@ mod tests {
         );
         assert_eq!(e.has_library("flash_attn"), Some(true));
         assert_eq!(e.has_library("xformers"), Some(false));
+        assert_eq!(
+            e.library_note("aiter"),
+            " (installed in this run: `aiter==0.1.3.dev40`)"
+        );
+        assert_eq!(
+            e.library_note("xformers"),
+            " (not among this run's packages)"
+        );
         assert!(!format!("{e:?}").contains("hf_secret"));
     }
 

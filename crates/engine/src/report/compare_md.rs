@@ -48,12 +48,14 @@ fn expected_text(m: &Matched) -> String {
 
 /// What to do about a target-slower op, by what it is (kernel-level advice only: the trace
 /// shows that the kernel is slow, not why).
-/// `tunableop`: the target run's TunableOp switches, where recorded (advice says the delta).
+/// `env`: the target run's environment, where recorded (advice says the delta: its TunableOp
+/// switches, its attention libraries).
 fn action(
     m: &Matched,
     target: Option<&crate::perf::platform::Platform>,
-    tunableop: Option<&crate::model::environment::TunableOp>,
+    env: &crate::model::environment::Environment,
 ) -> String {
+    let tunableop = env.tunableop.as_ref();
     use crate::standalone::ops::SeedCategory as C;
     let amd = target.is_some_and(|p| p.vendor == "AMD");
     match (m.category, m.bound) {
@@ -63,7 +65,7 @@ fn action(
         (C::Gemm, _) => "generate a replay artifact of this GEMM shape for the target's kernel team and compare the kernel each platform's library selects (tile sizes, batched vs looped); a kernel tuned for this shape usually closes such a gap.".into(),
         (C::SdpaFwd | C::SdpaBwd, _) => {
             let kernel = m.target_kernel.as_deref().unwrap_or("").to_ascii_lowercase();
-            let others = crate::standalone::diagnosis::attention_backends::faster_attention(target, &kernel, false);
+            let others = crate::standalone::diagnosis::attention_backends::faster_attention(target, &kernel, false, env);
             if others.starts_with("the platform's fastest") {
                 "the target already runs its platform's fastest attention backend: generate a replay artifact of this shape for its kernel team (sequence length, head dim, causal mask).".into()
             } else {
@@ -475,11 +477,7 @@ pub fn fair_md_with(
                 let _ = writeln!(
                     s,
                     "**Action**: {}  ",
-                    action(
-                        m,
-                        c.target_platform.as_ref(),
-                        c.target_environment.tunableop.as_ref()
-                    )
+                    action(m, c.target_platform.as_ref(), &c.target_environment)
                 );
                 let _ = writeln!(
                     s,

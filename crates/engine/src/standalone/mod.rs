@@ -597,7 +597,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     if let Some(s) = patterns.sibling_gemms.as_ref() {
         for r in rows.iter_mut().filter(|r| r.category == SeedCategory::Gemm) {
             if let (Some(m), Some(n), Some(k)) = (r.param("M"), r.param("N"), r.param("K")) {
-                r.siblings = s.of(m, n, k).cloned();
+                r.siblings = s.of(&r.name, m, n, k).cloned();
             }
         }
     }

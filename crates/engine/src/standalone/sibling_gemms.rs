@@ -29,6 +29,11 @@ pub struct SiblingRun {
     pub m: i64,
     pub k: i64,
     pub ns: Vec<i64>,
+    /// The op that launches each GEMM's kernels, beside `ns` (`aten::addmm` for a biased
+    /// linear, `aten::mm` without a bias): the op groups of the perf report are by it, so a
+    /// run belongs to a group only where it holds that op (Qwen1.5's biased q/k/v `addmm` run
+    /// is not its bias-free `mm` group's, whose o_proj has their shape).
+    pub ops: Vec<String>,
     /// How many times the run occurs (once per layer and step).
     pub runs: u64,
     /// The GEMMs' kernel time over every run, ms.
@@ -64,11 +69,11 @@ pub struct SiblingGemms {
 }
 
 impl SiblingGemms {
-    /// The run a GEMM of these dimensions belongs to.
-    pub fn of(&self, m: i64, n: i64, k: i64) -> Option<&SiblingRun> {
-        self.runs
-            .iter()
-            .find(|r| r.m == m && r.k == k && r.ns.contains(&n))
+    /// The run a GEMM of these dimensions, launched by `op`, belongs to.
+    pub fn of(&self, op: &str, m: i64, n: i64, k: i64) -> Option<&SiblingRun> {
+        self.runs.iter().find(|r| {
+            r.m == m && r.k == k && r.ns.iter().zip(&r.ops).any(|(&rn, o)| rn == n && o == op)
+        })
     }
 }
 
@@ -169,26 +174,52 @@ fn unwrapped(trace: &Trace, tree: &CallTree, roots: &[EventId]) -> Vec<EventId> 
     out
 }
 
-/// A run's GEMMs: rows, reduction and output widths in order.
-type RunShape = (i64, i64, Vec<i64>);
+/// The op under a projection root that launches its kernels: `aten::linear` calls `aten::addmm`
+/// (with a bias) or `aten::matmul` → `aten::mm`; the innermost projection op is the one the perf
+/// report groups by.
+fn launching_op<'t>(trace: &'t Trace, tree: &CallTree, root: EventId) -> &'t str {
+    let mut at = root;
+    let mut name = trace.name(trace.event(root));
+    while let Some(c) = tree
+        .children(at)
+        .find(|&c| is_projection(trace.name(trace.event(c))))
+    {
+        at = c;
+        name = trace.name(trace.event(c));
+    }
+    name
+}
+
+fn is_projection(name: &str) -> bool {
+    matches!(
+        name,
+        "aten::linear" | "aten::matmul" | "aten::mm" | "aten::addmm"
+    )
+}
+
+/// A run's GEMMs: rows, reduction, output widths in order and their launching ops.
+type RunShape = (i64, i64, Vec<i64>, Vec<String>);
+
+/// The open run: (m, k, ns, launching ops, kernel ns, kernel-launching ops since its last GEMM).
+type OpenRun = (i64, i64, Vec<i64>, Vec<String>, i64, usize);
 
 /// Finds the runs; `None` without any.
 pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<SiblingGemms> {
     let kernel_ns = |r: EventId| tree.kernel_ns_under(trace, r);
-    // (m, k, ns) → (runs, kernel ns, the ops after each run's first)
+    // (m, k, ns, ops) → (runs, kernel ns, the ops after each run's first)
     let mut found: HashMap<RunShape, (u64, i64, Vec<u32>)> = HashMap::default();
     for roots in tree.roots_by_thread(trace) {
         let seq = unwrapped(trace, tree, &roots);
-        // The open run: (m, k, ns, kernel ns, kernel-launching ops since its last GEMM), its
-        // GEMM ops, and the module instance that owns it.
-        let mut open: Option<(i64, i64, Vec<i64>, i64, usize)> = None;
+        // The open run, its GEMM ops, and the module instance that owns it.
+        let mut open: Option<OpenRun> = None;
         let mut open_ops: Vec<u32> = Vec::new();
         let mut open_owner: Option<u32> = None;
-        let mut close = |open: &mut Option<(i64, i64, Vec<i64>, i64, usize)>,
-                         ops: &mut Vec<u32>| {
-            if let Some((m, k, ns, ns_time, _)) = open.take() {
+        let mut close = |open: &mut Option<OpenRun>, ops: &mut Vec<u32>| {
+            if let Some((m, k, ns, launch, ns_time, _)) = open.take() {
                 if (2..=MAX_SIBLINGS).contains(&ns.len()) {
-                    let e = found.entry((m, k, ns)).or_insert((0, 0, Vec::new()));
+                    let e = found
+                        .entry((m, k, ns, launch))
+                        .or_insert((0, 0, Vec::new()));
                     e.0 += 1;
                     e.1 += ns_time;
                     e.2.extend(ops.iter().skip(1));
@@ -199,10 +230,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<Sibling
         for &r in &seq {
             let name = trace.name(trace.event(r));
             // Only projection ops' shapes are parsed (a trace holds millions of other roots).
-            let projection = matches!(
-                name,
-                "aten::linear" | "aten::matmul" | "aten::mm" | "aten::addmm"
-            );
+            let projection = is_projection(name);
             let gemm = projection
                 .then(|| dims(name, &trace.input_shapes(r).unwrap_or_default()))
                 .flatten();
@@ -211,32 +239,30 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<Sibling
                 Some((m, k, n)) if t > 0 => {
                     let own = owner(modules, r);
                     let joins = own == open_owner
-                        && open.as_ref().is_some_and(|(om, ok, ns, _, between)| {
+                        && open.as_ref().is_some_and(|(om, ok, ns, _, _, between)| {
                             *om == m && *ok == k && (*between == 0 || ns.last() != Some(&k))
                         });
                     open_owner = own;
+                    let op = launching_op(trace, tree, r).to_string();
                     if joins {
                         if let Some(o) = open.as_mut() {
                             o.2.push(n);
-                            o.3 += t;
-                            o.4 = 0;
+                            o.3.push(op);
+                            o.4 += t;
+                            o.5 = 0;
                         }
                     } else {
                         close(&mut open, &mut open_ops);
-                        open = Some((m, k, vec![n], t, 0));
+                        open = Some((m, k, vec![n], vec![op], t, 0));
                     }
                     open_ops.push(r.0);
                 }
                 _ if t == 0 => {}
                 _ => {
                     // A GEMM whose shapes do not read as a projection ends a run too.
-                    let ends = breaks_run(name)
-                        || matches!(
-                            name,
-                            "aten::linear" | "aten::matmul" | "aten::mm" | "aten::addmm"
-                        );
+                    let ends = breaks_run(name) || is_projection(name);
                     match open.as_mut() {
-                        Some(o) if !ends && o.4 < BETWEEN_MAX => o.4 += 1,
+                        Some(o) if !ends && o.5 < BETWEEN_MAX => o.5 += 1,
                         _ => close(&mut open, &mut open_ops),
                     }
                 }
@@ -246,10 +272,11 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<Sibling
     }
     let mut runs: Vec<SiblingRun> = found
         .into_iter()
-        .map(|((m, k, ns), (runs, t, merged_away))| SiblingRun {
+        .map(|((m, k, ns, ops), (runs, t, merged_away))| SiblingRun {
             m,
             k,
             ns,
+            ops,
             runs,
             gpu_ms: t as f64 / 1e6,
             merged_away,
@@ -290,5 +317,26 @@ mod tests {
             None
         );
         assert_eq!(dims("aten::bmm", &[vec![2, 8, 64], vec![2, 64, 32]]), None);
+    }
+
+    /// A run belongs to the op group that launches it: Qwen1.5's biased q/k/v (`aten::addmm`,
+    /// N = 1024 each) share their shape with its bias-free o_proj (`aten::mm`, 8944×1024×1024),
+    /// which is not one of them.
+    #[test]
+    fn a_run_is_found_only_under_the_op_that_launches_it() {
+        let s = SiblingGemms {
+            runs: vec![SiblingRun {
+                m: 8944,
+                k: 1024,
+                ns: vec![1024, 1024, 1024],
+                ops: vec!["aten::addmm".into(); 3],
+                runs: 24,
+                gpu_ms: 2.955,
+                merged_away: Vec::new(),
+            }],
+        };
+        assert!(s.of("aten::addmm", 8944, 1024, 1024).is_some());
+        assert!(s.of("aten::mm", 8944, 1024, 1024).is_none());
+        assert!(s.of("aten::addmm", 8944, 2816, 1024).is_none());
     }
 }

@@ -285,6 +285,55 @@ fn fair_line(
     )
 }
 
+/// The standalone fair report, which the lists of further findings cite.
+const FAIR_FILE: &str = "standalone_analysis_fair.md";
+
+/// The fair report's timeline findings no System card carries (review 12: V100 ResNet-50's
+/// `zero_grad` idle and pageable copies, ranked there, beside "No system-level bottlenecks"):
+/// the System section's list, in `analysis.md` and the comparative one alike.
+/// `fair_file`: the fair report it cites (the standalone one, or the comparison's).
+pub(super) fn further_system(st: &Standalone, system: &System, fair_file: &str) -> String {
+    let carried: Vec<(usize, String)> = system
+        .flags
+        .iter()
+        .enumerate()
+        .filter_map(|(n, f)| Some((n + 1, f.fair_title.clone()?)))
+        .collect();
+    further_findings(st, &carried, &[], Some(system.flags.len()), fair_file)
+}
+
+/// The System section's opening where no flag card fires: what the breakdown shows, never a
+/// tick beside a timeline finding the fair report ranks (`further_empty` false) or beside idle
+/// the steady state leaves out.
+pub(super) fn no_flag_line(st: &Standalone, sampled: bool, further_empty: bool) -> String {
+    let u = &st.utilization;
+    if sampled {
+        // Its flags were not raised, not found absent: the gaps held work the trace dropped.
+        format!(
+            "No system-level finding is stated: the trace keeps only a sample of its runtime calls (diagnostic `sampled_trace`), so idle time and overlap cannot be judged. Of the kept events: {:.2}% computation, {:.2}% idle, {:.2}% exposed communication, {:.2}% exposed memcpy.\n\n",
+            u.computation_pct, u.idle_pct, u.exposed_comm_pct, u.exposed_memcpy_pct
+        )
+    } else if !further_empty {
+        format!(
+            "GPU activity breakdown shows {:.2}% computation: no system flag's threshold is crossed, but the fair report ranks the timeline findings below.\n\n",
+            u.computation_pct
+        )
+    } else if u.idle_pct > super::system::IDLE_FLAG_PCT {
+        // No flag for the steady state, yet the trace idles: the idle is what the steady state
+        // leaves out (a one-off stall, a cold start). A tick beside 97.9 % idle read as a
+        // contradiction (review AA, SGLang decode).
+        format!(
+            "No system-level bottlenecks detected in the steady state. The trace is idle {:.2}% of its time, but that idle is a one-off stall or cold start the steady state leaves out (the standalone report names it). GPU activity breakdown shows {:.2}% computation over the whole trace, with negligible memcpy and communication overhead.\n\n",
+            u.idle_pct, u.computation_pct
+        )
+    } else {
+        format!(
+            "✅ No system-level bottlenecks detected. GPU activity breakdown shows {:.2}% computation, with negligible memcpy and communication overhead.\n\n",
+            u.computation_pct
+        )
+    }
+}
+
 /// The fair report's op and pattern findings that no P-item above covers, in its order (review
 /// 11: AlexNet's analysis.md had one P-item, an unmodelled convolution, beside the fair report's
 /// fp32 GEMM at Medium and its fp32-convolution and layout-transpose findings, unmentioned).
@@ -300,6 +349,7 @@ fn further_findings(
     owners: &[(usize, String)],
     fusion: &[Opportunity],
     cards: Option<usize>,
+    fair_file: &str,
 ) -> String {
     let system = cards.is_some();
     let mut s = String::new();
@@ -341,7 +391,7 @@ fn further_findings(
     }
     let _ = writeln!(
         s,
-        "### Further {}findings of the fair report\n\n{}; `standalone_analysis_fair.md` also finds these, ranked by what each saves:\n",
+        "### Further {}findings of the fair report\n\n{}; `{fair_file}` also finds these, ranked by what each saves:\n",
         if system { "system " } else { "" },
         match cards {
             Some(0) => "No TraceLens flag fires (its thresholds on idle, copies and communication in the trace's activity breakdown)",
@@ -697,7 +747,7 @@ pub fn render(i: &Inputs<'_>) -> String {
         );
     }
 
-    s.push_str(&further_findings(st, &owners, i.fusion, None));
+    s.push_str(&further_findings(st, &owners, i.fusion, None, FAIR_FILE));
 
     // Kernel Fusion Opportunities.
     let _ = writeln!(s, "## {}\n", HEADERS[2]);
@@ -748,48 +798,13 @@ pub fn render(i: &Inputs<'_>) -> String {
 
     // System-Level Optimizations.
     let _ = writeln!(s, "## {}\n", HEADERS[3]);
-    // The fair report's timeline findings no card carries (review 12: V100 ResNet-50's
-    // `zero_grad` idle and pageable copies, ranked there, beside "No system-level bottlenecks").
-    let carried: Vec<(usize, String)> = i
-        .system
-        .flags
-        .iter()
-        .enumerate()
-        .filter_map(|(n, f)| Some((n + 1, f.fair_title.clone()?)))
-        .collect();
-    let further_system = further_findings(st, &carried, &[], Some(i.system.flags.len()));
+    let further_system = further_system(st, i.system, FAIR_FILE);
     let sampled =
         i.a.diagnostics
             .iter()
             .any(|d| d.kind == crate::diagnostics::DiagnosticKind::SampledTrace);
-    if i.system.flags.is_empty() && sampled {
-        // Its flags were not raised, not found absent: the gaps held work the trace dropped.
-        let _ = writeln!(
-            s,
-            "No system-level finding is stated: the trace keeps only a sample of its runtime calls (diagnostic `sampled_trace`), so idle time and overlap cannot be judged. Of the kept events: {:.2}% computation, {:.2}% idle, {:.2}% exposed communication, {:.2}% exposed memcpy.\n",
-            u.computation_pct, u.idle_pct, u.exposed_comm_pct, u.exposed_memcpy_pct
-        );
-    } else if i.system.flags.is_empty() && u.idle_pct > super::system::IDLE_FLAG_PCT {
-        // No flag for the steady state, yet the trace idles: the idle is what the steady state
-        // leaves out (a one-off stall, a cold start). A tick beside 97.9 % idle read as a
-        // contradiction (review AA, SGLang decode).
-        let _ = writeln!(
-            s,
-            "No system-level bottlenecks detected in the steady state. The trace is idle {:.2}% of its time, but that idle is a one-off stall or cold start the steady state leaves out (the standalone report names it). GPU activity breakdown shows {:.2}% computation over the whole trace, with negligible memcpy and communication overhead.\n",
-            u.idle_pct, u.computation_pct
-        );
-    } else if i.system.flags.is_empty() && further_system.is_empty() {
-        let _ = writeln!(
-            s,
-            "✅ No system-level bottlenecks detected. GPU activity breakdown shows {:.2}% computation, with negligible memcpy and communication overhead.\n",
-            u.computation_pct
-        );
-    } else if i.system.flags.is_empty() {
-        let _ = writeln!(
-            s,
-            "GPU activity breakdown shows {:.2}% computation: no system flag's threshold is crossed, but the fair report ranks the timeline findings below.\n",
-            u.computation_pct
-        );
+    if i.system.flags.is_empty() {
+        s.push_str(&no_flag_line(st, sampled, further_system.is_empty()));
     }
     for (n, f) in i.system.flags.iter().enumerate() {
         let k = n + 1;

@@ -179,6 +179,7 @@ pub fn render(
     st2: &Standalone,
     findings: &[PairFinding],
     system: &super::system::System,
+    sampled: bool,
 ) -> String {
     let (u1, u2) = (&st1.utilization, &st2.utilization);
     let (p1, p2) = (cell(&c.target_tag), cell(&c.reference_tag));
@@ -340,6 +341,7 @@ pub fn render(
                     c.target_platform.as_ref(),
                     &kernel,
                     false,
+                    &c.target_environment,
                 );
                 attention_action = if others.starts_with("the platform's fastest") {
                     "Trace 1 already runs its platform's fastest attention backend: compare the shapes and masks each side runs, and replay them on trace 1's platform for its kernel team.".to_owned()
@@ -433,12 +435,26 @@ pub fn render(
         s,
         "**Comparative Note**: the system tier covers trace 1 only.\n"
     );
+    // The target's timeline findings its fair report ranks and no card carries, as in the
+    // standalone `analysis.md` (review 13: a tick here beside the comparative fair report's
+    // High idle on the target).
+    let further_system =
+        super::analysis_md::further_system(st1, system, "comparative_analysis_fair.md");
     if system.flags.is_empty() {
-        let _ = writeln!(s, "✅ No system-level bottlenecks detected. GPU activity breakdown shows {:.2}% computation, with negligible memcpy and communication overhead.\n", u1.computation_pct);
+        s.push_str(&super::analysis_md::no_flag_line(
+            st1,
+            sampled,
+            further_system.is_empty(),
+        ));
     }
     for (i, f) in system.flags.iter().enumerate() {
-        let _ = writeln!(s, "### {} P{}: {}\n\n**Insight**: {}\n\n**Action**: {}\n\n<!-- impact-begin kind=p_item low=null mid=null high=null -->\n**Impact**: Not quantifiable from trace data\n<!-- impact-end -->\n\n---\n", icon(i + 1), i + 1, cell(&f.title), f.insight, f.action);
+        let _ = writeln!(s, "### {} P{}: {}\n\n**Insight**: {}\n\n**Action**: {}\n\n<!-- impact-begin kind=p_item low=null mid=null high=null -->\n**Impact**: Not quantifiable from trace data\n<!-- impact-end -->\n", icon(i + 1), i + 1, cell(&f.title), f.insight, f.action);
+        if let Some(line) = &f.fair {
+            let _ = writeln!(s, "{line}\n");
+        }
+        let _ = writeln!(s, "---\n");
     }
+    s.push_str(&further_system);
 
     let _ = writeln!(s, "## {}\n\n### Compute Kernel Insights\n", HEADERS[4]);
     for f in findings {
@@ -547,9 +563,14 @@ pub fn files(
     }
     let findings = findings(c, st1.utilization.total_ms);
     let sys = super::system::system(target, st1);
+    // A sampled trace's flags were not raised, not found absent (as in `analysis.md`).
+    let sampled = target
+        .diagnostics
+        .iter()
+        .any(|d| d.kind == crate::diagnostics::DiagnosticKind::SampledTrace);
     out.push((
         "analysis.md".into(),
-        render(c, st1, st2, &findings, &sys).into_bytes(),
+        render(c, st1, st2, &findings, &sys, sampled).into_bytes(),
     ));
     out.push((
         "priority_data.json".into(),

@@ -1,6 +1,7 @@
 //! The attention backends of each platform: which one a kernel is, and the faster ones to try
 //! (read by the op findings, the attention ceiling's action and the comparison's advice).
 
+use crate::model::environment::Environment;
 use crate::perf::platform::Platform;
 
 /// AOTriton's flash kernels, PyTorch's default SDPA backend on ROCm (`attn_fwd`, `attn_bwd`,
@@ -21,7 +22,15 @@ pub fn aotriton_kernel(kernel: &str) -> Option<&str> {
 /// platform, when the platform is unknown.
 /// `engine`: the call is a serving engine's, whose backend is the engine's setting (vLLM's
 /// `VLLM_ATTENTION_BACKEND`, SGLang's `--attention-backend`), not SDPA's.
-pub fn faster_attention(platform: Option<&Platform>, kernel: &str, engine: bool) -> String {
+/// `env`: the run's packages, where recorded: a library the run has installed is said to be
+/// (review 13: "where the build has it" beside an environment listing `flash_attn` and
+/// `aiter`), and the `flash_attn` package a model can switch to is named where installed.
+pub fn faster_attention(
+    platform: Option<&Platform>,
+    kernel: &str,
+    engine: bool,
+    env: &Environment,
+) -> String {
     let cudnn = if engine {
         "cuDNN attention (the engine's cuDNN or FlashInfer backend)"
     } else {
@@ -35,11 +44,29 @@ pub fn faster_attention(platform: Option<&Platform>, kernel: &str, engine: bool)
     let ck_switch = aotriton_kernel(kernel).map(|k| {
         format!("PyTorch's CK flash backend, `torch.backends.cuda.preferred_rocm_fa_library(\"ck\")` where the build has it (AOTriton's `{k}` runs now)")
     });
+    let aiter = format!("aiter's FMHA{}", env.library_note("aiter"));
+    let aiter_engine = format!(
+        "CK / aiter FMHA (`aiter`'s flash attention){}",
+        env.library_note("aiter")
+    );
+    // ROCm's `flash_attn` package runs CK's FMHA (its default build); a model switches to it
+    // through its own flash-attention path, not SDPA.
+    let flash_attn = (env.has_library("flash_attn") == Some(true)).then(|| {
+        format!(
+            "the `flash_attn` package's CK kernels{} through the model's flash-attention path (Hugging Face: `attn_implementation=\"flash_attention_2\"`)",
+            env.library_note("flash_attn")
+        )
+    });
     let list: Vec<&str> = match platform.map(|p| p.vendor.as_str()) {
-        Some("AMD") if !engine && ck_switch.is_some() => {
-            vec![ck_switch.as_deref().unwrap_or_default(), "aiter's FMHA"]
-        }
-        Some("AMD") => vec!["CK / aiter FMHA (`aiter`'s flash attention)"],
+        Some("AMD") if !engine && ck_switch.is_some() => [
+            ck_switch.as_deref(),
+            flash_attn.as_deref(),
+            Some(aiter.as_str()),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+        Some("AMD") => vec![aiter_engine.as_str()],
         Some("NVIDIA") if instr.contains("tcgen05") => vec![
             cudnn,
             "trtllm-gen FMHA or FlashAttention-4 through the engine (FlashInfer)",
@@ -66,5 +93,51 @@ pub fn faster_attention(platform: Option<&Platform>, kernel: &str, engine: bool)
         "the platform's fastest backend is the one running".to_owned()
     } else {
         list.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(packages: &[&str]) -> Environment {
+        Environment {
+            tunableop: None,
+            kernel_libraries: packages.iter().map(|p| (*p).to_owned()).collect(),
+        }
+    }
+
+    /// The run's packages, where recorded, say which faster backend is installed: ROCm's
+    /// `flash_attn` (CK's FMHA) is named with the model's switch to it only where installed,
+    /// aiter as installed or not; with no package list nothing is claimed either way.
+    #[test]
+    fn installed_attention_libraries_are_named_as_such() {
+        let mi300 = crate::perf::platform::by_name("mi300x");
+        let both = faster_attention(
+            mi300.as_ref(),
+            "attn_fwd",
+            false,
+            &env(&["aiter==0.1.3", "flash_attn==2.7.4.post1"]),
+        );
+        assert!(
+            both.contains("installed in this run: `flash_attn==2.7.4.post1`")
+                && both.contains("attn_implementation=\"flash_attention_2\"")
+                && both.contains("aiter's FMHA (installed in this run: `aiter==0.1.3`)"),
+            "{both}"
+        );
+        let neither = faster_attention(mi300.as_ref(), "attn_fwd", false, &env(&["triton==3.2"]));
+        assert!(
+            !neither.contains("flash_attn")
+                && neither.contains("aiter's FMHA (not among this run's packages)"),
+            "{neither}"
+        );
+        let unknown = faster_attention(mi300.as_ref(), "attn_fwd", false, &Environment::NONE);
+        assert!(
+            !unknown.contains("installed") && !unknown.contains("not among"),
+            "{unknown}"
+        );
+        // A version string is reduced to a version's characters before it is quoted.
+        let odd = env(&["aiter==1.0`<img src=x>"]);
+        assert_eq!(odd.library("aiter").as_deref(), Some("aiter==1.0imgsrc=x"));
     }
 }

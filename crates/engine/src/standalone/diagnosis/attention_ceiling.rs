@@ -262,6 +262,7 @@ pub(super) fn cause(
         ctx.platform,
         &main,
         attention::serving_batch(shape).is_some(),
+        ctx.environment,
     );
     let try_others = if others.starts_with("the platform's fastest") {
         "it is already the platform's fastest backend, so profile it for this shape".to_owned()

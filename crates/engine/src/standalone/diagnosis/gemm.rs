@@ -422,7 +422,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                         // "adjust M or N"): the library's pick for the shape is the lever first.
                         action: format!(
                             "Let the library pick another tile or a stream-K kernel for this shape (hipBLASLt `SK`, cuBLAS stream-K: it spreads the last wave over all {unit}s): {}. Where the shape is yours to choose, make the tile count a multiple of {units} (the batch or tokens per call, or GEMMs of one input merged into one).",
-                            super::tunableop_lever(ctx.tunableop, ctx.platform.is_some_and(|p| p.vendor == "AMD"))
+                            super::tunableop_lever(ctx.environment.tunableop.as_ref(), ctx.platform.is_some_and(|p| p.vendor == "AMD"))
                         ),
                         waste: Some((1.0 - w.efficiency) * k_share * sig_share),
                         confidence: Confidence::Medium,
@@ -1507,6 +1507,7 @@ mod tests {
             r.siblings = Some(crate::standalone::sibling_gemms::SiblingRun {
                 m: 32768,
                 k: 2048,
+                ops: vec!["aten::mm".into(); ns.len()],
                 ns,
                 runs: 1,
                 gpu_ms: r.kernel_us / 1e3,
@@ -1540,6 +1541,7 @@ mod tests {
             m: 788,
             k: 768,
             ns: vec![768, 768, 768],
+            ops: vec!["aten::addmm".into(); 3],
             runs: 12,
             gpu_ms: 0.305,
             merged_away: Vec::new(),
@@ -1656,6 +1658,7 @@ mod tests {
                 m: 8944,
                 k: 1024,
                 ns: vec![1024, 1024, 1024],
+                ops: vec!["aten::mm".into(); 3],
                 runs: 24,
                 gpu_ms: 3.0 * 24.0 * 64.0 / 1000.0,
                 merged_away: Vec::new(),

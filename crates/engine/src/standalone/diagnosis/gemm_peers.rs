@@ -176,19 +176,19 @@ pub(super) fn slower_than_peers(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> 
             .any(|o| o == "aten::mm" || o == "aten::linear");
     let tuner = if ctx.platform.is_some_and(|p| p.vendor == "AMD") {
         if fell_back {
-            format!("the op runs `aten::mm` below it, aiter's fallback where its tuned-GEMM table has no entry for the shape, so hipBLASLt's default pick runs: add the shape to aiter's tuned GEMMs (its GEMM tuner for this M, N, K), or {} through that `aten::mm`, or `hipblaslt-bench` and an override file", tunableop_lever(ctx.tunableop, true))
+            format!("the op runs `aten::mm` below it, aiter's fallback where its tuned-GEMM table has no entry for the shape, so hipBLASLt's default pick runs: add the shape to aiter's tuned GEMMs (its GEMM tuner for this M, N, K), or {} through that `aten::mm`, or `hipblaslt-bench` and an override file", tunableop_lever(ctx.environment.tunableop.as_ref(), true))
         } else if aiter {
             "aiter's GEMM tuner for this M, N, K (its tuned-GEMM CSV), or hipBLASLt's own (`hipblaslt-bench` over the solutions for the shape, kept with an override file)".to_owned()
         } else {
             format!(
                 "{}, or `hipblaslt-bench` and an override file",
-                tunableop_lever(ctx.tunableop, true)
+                tunableop_lever(ctx.environment.tunableop.as_ref(), true)
             )
         }
     } else {
         format!(
             "{}, or cuBLASLt's heuristic with more candidates",
-            tunableop_lever(ctx.tunableop, false)
+            tunableop_lever(ctx.environment.tunableop.as_ref(), false)
         )
     };
     Some(Cause::saving(

@@ -139,9 +139,16 @@ pub struct Context<'a> {
     pub moe_routing: &'a [moe_routing::RoutingOp],
     /// The job's world size where `distributedInfo` records more than one rank.
     pub ranks: Option<i64>,
-    /// The run's TunableOp switches, where recorded: GEMM-tuning advice says the delta.
-    pub tunableop: Option<&'a crate::model::environment::TunableOp>,
+    /// The run's environment (`Environment::NONE` where not recorded): GEMM-tuning advice says
+    /// the delta from its TunableOp switches, attention advice names its installed libraries.
+    pub environment: &'a crate::model::environment::Environment,
 }
+
+/// No recorded environment, for contexts built without one (a `const` holding a `Vec` is not
+/// promoted to a `'static` borrow).
+#[cfg(test)]
+static NO_ENVIRONMENT: crate::model::environment::Environment =
+    crate::model::environment::Environment::NONE;
 
 #[cfg(test)]
 impl<'a> Context<'a> {
@@ -160,7 +167,7 @@ impl<'a> Context<'a> {
             gemm_rows: &[],
             moe_routing: &[],
             ranks: None,
-            tunableop: None,
+            environment: &NO_ENVIRONMENT,
         }
     }
 }

@@ -173,14 +173,22 @@ fn attention_path_a(
     decode: bool,
     platform: Option<&Platform>,
 ) -> String {
-    attention_path_a_for(head_dim, op, kernel, decode, platform, false)
+    attention_path_a_for(
+        head_dim,
+        op,
+        kernel,
+        decode,
+        platform,
+        false,
+        &crate::model::environment::Environment::NONE,
+    )
 }
 
 /// What to do about a fused attention op, from what it runs: a serving engine's paged or
 /// decode kernel is judged on its KV-cache traffic and tuned through the engine, never through
 /// SDPA's backend choice (a prefill batch, by its iteration annotation or its kernel's name, on
 /// its FLOPs); a flash kernel is already the fast backend; the memory-efficient or math backend
-/// says flash was not eligible.
+/// says flash was not eligible. `env`: the run's packages, where recorded.
 fn attention_path_a_for(
     head_dim: Option<i64>,
     op: &str,
@@ -188,6 +196,7 @@ fn attention_path_a_for(
     decode: bool,
     platform: Option<&Platform>,
     prefill_batch: bool,
+    env: &crate::model::environment::Environment,
 ) -> String {
     let (o, k) = (op.to_ascii_lowercase(), kernel.to_ascii_lowercase());
     let has = |s: &str, words: &[&str]| words.iter().any(|w| s.contains(w));
@@ -200,8 +209,9 @@ fn attention_path_a_for(
         "paged",
     ];
     let engine = has(&o, &ENGINES) || has(&k, &["paged", "flashinfer"]);
-    let faster =
-        crate::standalone::diagnosis::attention_backends::faster_attention(platform, &k, engine);
+    let faster = crate::standalone::diagnosis::attention_backends::faster_attention(
+        platform, &k, engine, env,
+    );
     // What the kernel's name says it already is: a prefill (context) kernel, and one reading
     // an FP8 KV cache (`QkvE4m3`, `Fp8KVCacheDataType)1`; `…)0` is the cache switched off).
     let prefill = prefill_batch || has(&k, &["context", "prefill"]);
@@ -442,6 +452,7 @@ pub(super) fn op_texts(
                         decode,
                         inp.platform,
                         serving.is_some_and(|sb| sb.decode_tokens == 0),
+                        inp.environment,
                     )
                 },
                 path_b: match kernel_mix_text(r) {
@@ -1045,7 +1056,7 @@ pub(super) fn op_bottleneck(
         gemm_rows: &inp.gemm_rows,
         moe_routing: &inp.moe_routing,
         ranks: inp.ranks,
-        tunableop: inp.environment.tunableop.as_ref(),
+        environment: inp.environment,
         // A down stage is judged beside its up stage: the same routing, the same tokens per
         // expert (the up stage's largest signature).
         moe_up_tb_s: r.name.strip_suffix("_down").and_then(|stem| {
