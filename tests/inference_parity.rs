@@ -312,6 +312,16 @@ fn a_decode_step_is_judged_against_its_weights_and_kv_cache() {
     let d = st.decode_floor.as_ref().expect("decode floor");
     let layer = 6144.0 * 4096.0 + 4096.0 * 4096.0 + 24576.0 * 4096.0 + 4096.0 * 12288.0;
     let weights = (36.0 * layer + 151936.0 * 4096.0) * 2.0 / 1e9;
+    // The capture has no module frames: the workload's parameters are those weights, 7.57B
+    // (the input embedding stated apart), where the scale had named the embedding alone.
+    assert!(
+        st.workload
+            .scale
+            .starts_with("≈7.6B parameters in the GEMM weights one decode step reads")
+            && st.workload.scale.contains("an embedding of 151936 × 4096"),
+        "{}",
+        st.workload.scale
+    );
     assert!(
         (d.weight_gb - weights).abs() < 1e-6,
         "{} vs {weights}",

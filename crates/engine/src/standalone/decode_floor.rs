@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use super::ops::{OpRow, SeedCategory};
-use crate::analysis::steps::{StepClass, Steps};
+use crate::analysis::steps::{StepClass, StepRow, Steps};
 use crate::perf::platform::Platform;
 
 /// The decode steps' bytes, floor and efficiency.
@@ -66,41 +66,16 @@ pub fn decode_floor(
     stall_ms: f64,
 ) -> Option<DecodeFloor> {
     let p = platform?;
-    let complete: Vec<_> = steps.rows.iter().filter(|r| !r.incomplete).collect();
-    if complete.is_empty() || complete.iter().any(|r| r.class != StepClass::Decode) {
-        return None;
-    }
+    let complete = decode_steps(rows, steps)?;
     let n = complete.len() as f64;
     let mut span_ms: f64 = complete.iter().map(|r| r.span_ns() as f64 / 1e6).sum();
     if stall_ms > 0.0 && stall_ms < span_ms {
         span_ms -= stall_ms;
     }
-    // Kernels no op covers (a graph replay without its capture traces) read weights the
-    // trace does not show: past a tenth of the kernel time the floor would be a guess.
-    let all_us: f64 = rows.iter().map(|r| r.kernel_us).sum();
-    let unseen_us: f64 = rows
-        .iter()
-        .filter(|r| r.kernel_level || super::ops::synthetic_parts(&r.name).is_some())
-        .map(|r| r.kernel_us)
-        .sum();
-    if all_us > 0.0 && unseen_us / all_us > UNSEEN_MAX {
-        return None;
-    }
-    let (mut weight, mut moe, mut kv) = (0.0, 0.0, 0.0);
+    let (_, weight) = gemm_weights(rows);
+    let (mut moe, mut kv) = (0.0, 0.0);
     for r in rows {
         match r.category {
-            SeedCategory::Gemm => {
-                let (Some(n_), Some(k)) = (r.param("N"), r.param("K")) else {
-                    continue;
-                };
-                let b = r.param("B").unwrap_or(1).max(1);
-                // A batched matmul of activations (attention scores) has no weight.
-                if b > 1 {
-                    continue;
-                }
-                let size = weight_dtype_bytes(r).unwrap_or(2.0);
-                weight += (n_ * k) as f64 * size * r.count as f64;
-            }
             SeedCategory::MoeFused => moe += r.data_mb.unwrap_or(0.0) * 1048576.0 * r.count as f64,
             SeedCategory::SdpaFwd => kv += r.data_mb.unwrap_or(0.0) * 1048576.0 * r.count as f64,
             _ => {}
@@ -127,6 +102,53 @@ pub fn decode_floor(
         },
         hbm_tbps: hbm,
     })
+}
+
+/// The GEMMs' weight operands over the trace's calls: (elements, bytes), N × K of each call at
+/// its weight's dtype (bf16 where unrecorded); a batched matmul of activations (attention
+/// scores, B > 1) has none.
+fn gemm_weights(rows: &[OpRow]) -> (f64, f64) {
+    let (mut elements, mut bytes) = (0.0, 0.0);
+    for r in rows.iter().filter(|r| r.category == SeedCategory::Gemm) {
+        let (Some(n), Some(k)) = (r.param("N"), r.param("K")) else {
+            continue;
+        };
+        if r.param("B").unwrap_or(1).max(1) > 1 {
+            continue;
+        }
+        let e = (n * k) as f64 * r.count as f64;
+        elements += e;
+        bytes += e * weight_dtype_bytes(r).unwrap_or(2.0);
+    }
+    (elements, bytes)
+}
+
+/// The weight elements one decode step's GEMMs read, where every complete step is a decode
+/// step (one forward each: every weight read once) and kernels no op covers hold at most
+/// `UNSEEN_MAX` of the kernel time: the model's dense parameters (its LM head included, its
+/// input embedding and experts not) where no module frames name its layers (a serving
+/// engine's capture trace).
+pub fn step_weight_elements(rows: &[OpRow], steps: &Steps) -> Option<f64> {
+    let n = decode_steps(rows, steps)?.len() as f64;
+    let (elements, _) = gemm_weights(rows);
+    (elements > 0.0).then(|| elements / n)
+}
+
+/// The complete steps, where every one is a decode step and the trace's ops show their
+/// weights: kernels no op covers (a graph replay without its capture traces) read weights the
+/// trace does not show, and past a tenth of the kernel time a floor would be a guess.
+fn decode_steps<'s>(rows: &[OpRow], steps: &'s Steps) -> Option<Vec<&'s StepRow>> {
+    let complete: Vec<_> = steps.rows.iter().filter(|r| !r.incomplete).collect();
+    if complete.is_empty() || complete.iter().any(|r| r.class != StepClass::Decode) {
+        return None;
+    }
+    let all_us: f64 = rows.iter().map(|r| r.kernel_us).sum();
+    let unseen_us: f64 = rows
+        .iter()
+        .filter(|r| r.kernel_level || super::ops::synthetic_parts(&r.name).is_some())
+        .map(|r| r.kernel_us)
+        .sum();
+    (all_us <= 0.0 || unseen_us / all_us <= UNSEEN_MAX).then_some(complete)
 }
 
 /// The largest share of kernel time that may run in kernels no op covers (their weights are

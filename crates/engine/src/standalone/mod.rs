@@ -628,7 +628,12 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         }
         own_models::apply(r, src.platform);
     }
-    let workload = workload::identify(src.trace, &rows, &modules, src.trains);
+    let mut workload = workload::identify(src.trace, &rows, &modules, src.trains);
+    // Without module frames (a serving engine's capture) no layer is counted: a decode step's
+    // GEMMs read every dense weight once, so they count them.
+    if let Some(elements) = decode_floor::step_weight_elements(&rows, src.steps) {
+        workload.count_decode_weights(elements);
+    }
     let copies = findings::CopyMix::with_sources(src.trace, src.tree);
     let utilization = Utilization::of(
         src.timeline,

@@ -88,6 +88,26 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// Where no module frames counted the parameters, those a decode step's GEMMs read (each
+    /// call's N × K, one forward per step: `decode_floor::step_weight_elements`), first in the
+    /// scale; the input embedding and experts stay apart (SGLang's Qwen3-8B capture: 7.6B with
+    /// its LM head, where the scale had named only the embedding).
+    pub fn count_decode_weights(&mut self, elements: f64) {
+        if self.scale.contains("parameters") {
+            return;
+        }
+        let part = format!(
+            "≈{} parameters in the GEMM weights one decode step reads (LM head included)",
+            human(elements)
+        );
+        self.scale = if self.scale == UNKNOWN || self.scale.is_empty() {
+            part
+        } else {
+            format!("{part}, {}", self.scale)
+        };
+        self.evidence.push("scale: no module frames name the layers: the weights (N × K) of every GEMM call of the decode steps, per step (each weight is read once per token)".into());
+    }
+
     /// The name for titles: the model, or "Workload" (TraceLens's agent's fallback).
     pub fn title(&self) -> &str {
         if self.model == UNKNOWN {
