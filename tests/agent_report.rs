@@ -626,8 +626,13 @@ fn p_item_icons_follow_impact_and_host_copies_leave_compute() {
         "{md}"
     );
     assert!(!p1_card(&md).contains("check whether a fused or library implementation exists"));
+    // Its P1, a convolution running cuDNN's fp32 `scudnn` and FFT kernels, carries the fair
+    // report's "Convolutions in fp32" (a pattern whose scope names the op), never "no fused
+    // or library implementation is missing" (review 14).
     assert!(
-        p1_card(&md).contains("It already runs cuDNN kernels"),
+        p1_card(&md).contains("Root cause: 1 convolution op runs fp32 kernels")
+            && p1_card(&md).contains("bf16 autocast")
+            && !p1_card(&md).contains("is missing"),
         "{}",
         p1_card(&md)
     );

@@ -442,6 +442,14 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
                 !sdpa.contains("TunableOp") && sdpa.contains("attention backends"),
                 "{sdpa}"
             );
+            // Its insight carries what trace 1's own analysis names on the op (the attention
+            // ceiling), not the roofline's bound alone (review 14).
+            assert!(
+                sdpa.contains(
+                    "Trace 1's own analysis of `aten::_scaled_dot_product_flash_attention`: "
+                ) && sdpa.contains("against a ceiling of"),
+                "{sdpa}"
+            );
             assert!(fair.contains("preferred_rocm_fa_library"));
             // The run lists its packages: the installed attention libraries are named so.
             assert!(

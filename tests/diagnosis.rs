@@ -1016,6 +1016,18 @@ fn activations_recomputed_by_checkpointing_are_one_replayed_finding() {
         "{}",
         comm.path_a
     );
+    // How much slower a straggler would have to be is stated from this rank's own compute and
+    // exposed wait, and at over twice it the transport is named the likelier (review 14).
+    let tl = &a.timeline;
+    let ratio = (tl.computation + tl.exposed_comm) as f64 / tl.computation as f64;
+    assert!(ratio > 2.0, "{ratio}");
+    assert!(
+        comm.path_a.contains(&format!(
+            "A straggler would have to compute {ratio:.1}× as long as this rank"
+        )) && comm.path_a.contains("the transport is the likelier cause"),
+        "{}",
+        comm.path_a
+    );
 }
 
 /// The RTX 2080 Ti MLP zeroes its 42 gradients with fills every step, and the backward pass
@@ -1696,6 +1708,23 @@ fn short_kernels_in_a_graph_replay_are_named_per_layer() {
     assert!(b.path_a.contains("apply RoPE") && b.path_a.contains("remove the copies"));
     assert!(
         b.path_a.contains("fuse each norm with the residual add"),
+        "{}",
+        b.path_a
+    );
+    assert!(b.path_a.contains("(`torch.compile`)"), "{}", b.path_a);
+    // The same replay with Inductor's kernels in it is compiled already: never told to
+    // compile (review 14: vLLM's compiled decode, `triton_poi_fused_*` in every layer).
+    let compiled = String::from_utf8(graph_step(5, true))
+        .expect("utf-8")
+        .replace("direct_copy_kernel_cuda", "triton_poi_fused_clone_0");
+    let a = analyze_on(compiled.as_bytes(), "MI300X");
+    let b = findings(standalone(&a))
+        .find(|b| b.title.contains("graph-replayed kernels are short"))
+        .expect("the finding");
+    assert!(
+        !b.path_a.contains("`torch.compile`")
+            && b.path_a
+                .contains("already compiled (Inductor's `triton_poi_fused_clone_0`"),
         "{}",
         b.path_a
     );

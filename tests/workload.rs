@@ -315,6 +315,33 @@ fn a_video_clip_is_read_as_frames_and_frames_merged_into_attention_are_named() {
         let a = analyze(&forward_calls(&ops, 2));
         workload(&a).input.clone()
     };
+    let note = |tokens: u32| {
+        let ops = [
+            ("aten::view", "[[1, 8, 3, 32, 32], []]", 5),
+            ("aten::conv2d", "[[8, 3, 32, 32], [16, 3, 8, 8]]", 50),
+            (
+                "aten::_softmax",
+                if tokens == 33 {
+                    "[[2, 3, 33, 33], [], []]"
+                } else {
+                    "[[2, 3, 17, 17], [], []]"
+                },
+                20,
+            ),
+        ];
+        workload(&analyze(&forward_calls(&ops, 2)))
+            .input_note
+            .clone()
+    };
+    // The excess is said before every kernel finding (review 14), and only where it is.
+    assert!(
+        note(33).starts_with(
+            "The input first: the clip has 8 frames, and its attention spans 33 tokens"
+        ),
+        "{}",
+        note(33)
+    );
+    assert_eq!(note(17), "");
     // 33 tokens = 2 frames × 16 patches + 1: the model groups tokens by 4 frames.
     let input = run(true, 33);
     assert!(

@@ -711,6 +711,11 @@ pub struct OneOffStall {
     /// seldom one call (a free, then the first launch loading its module, then a stream).
     #[serde(default)]
     pub others: Vec<(String, Nanos)>,
+    /// For a call that launched GPU work: how far into the call its first kernel started, ns,
+    /// where it started before the call returned (the launch was not waiting to load its code:
+    /// the host was held after submitting it).
+    #[serde(default)]
+    pub launched_after_ns: Option<Nanos>,
 }
 
 /// A call holding this share of a one-off gap is named beside the one that covers it.
@@ -818,6 +823,13 @@ pub fn causes_and_context(
                 stall.call_ns = e.dur;
                 stall.stack = index.stack(trace, i);
                 stall.uid = e.uid;
+                let end = e.ts + e.dur;
+                stall.launched_after_ns = tree
+                    .gpu_under(EventId(i))
+                    .map(|k| trace.event(k).ts)
+                    .min()
+                    .filter(|&ts| ts < end)
+                    .map(|ts| (ts - e.ts).max(0));
             }
             let len = g.end - g.start;
             let is_call = |i: u32| {

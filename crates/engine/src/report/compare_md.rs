@@ -59,6 +59,10 @@ fn action(
     use crate::standalone::ops::SeedCategory as C;
     let amd = target.is_some_and(|p| p.vendor == "AMD");
     match (m.category, m.bound) {
+        // K = 1 is an outer product: no GEMM library's tuning is its lever (review 14).
+        (C::Gemm, _) if crate::standalone::diagnosis::is_outer_product(&m.shape) => {
+            crate::standalone::diagnosis::OUTER_PRODUCT_ACTION.into()
+        }
         // The library's pick for the shape is the lever; on ROCm PyTorch can tune it (review
         // 9: no TunableOp advice for hipBLASLt GEMMs at 31–42 % of the datasheet peak).
         (C::Gemm, _) if amd => format!("{}; or tune it offline (`hipblaslt-bench`, an override file); compare the tile each library picks (above), and generate a replay artifact of the shape for the kernel team.", crate::standalone::diagnosis::tunableop_lever(tunableop, true)),

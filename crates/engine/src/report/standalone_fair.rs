@@ -150,7 +150,11 @@ fn share_text(pct: f64) -> String {
 /// The top-operations share cell: an op whose time is partly or wholly copies or collectives
 /// says so, so a 1.6 ms `aten::copy_` at "0.0%" of compute does not read as a wrong figure.
 fn share_cell(pct: f64, compute_fraction: f64) -> String {
-    if compute_fraction < 0.995 {
+    // An op that is all copies or communication holds no compute: a "0.0%" beside its time read
+    // as a negligible op (review 14: B200's all-reduce, the second largest GPU consumer).
+    if compute_fraction < 0.005 {
+        "– (all of its time is copies or communication, not compute)".to_owned()
+    } else if compute_fraction < 0.995 {
         format!(
             "{} ({:.0}% of its time is copies or communication, not compute)",
             share_text(pct),
@@ -326,6 +330,11 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
             u.computation_ms / u.steady_ms * 100.0,
             steady_idle / u.steady_ms * 100.0
         );
+    }
+    // The input's own excess comes before any kernel's: it multiplies the work every finding
+    // below measures (review 14: TimeSformer's 128-frame clip, stated in the header only).
+    if !st.workload.input_note.is_empty() {
+        let _ = writeln!(s, "**{}**\n", st.workload.input_note);
     }
     let h = &a.headline;
     // With a part left out, the rows say which window they are of: the compute time is the
@@ -654,7 +663,11 @@ mod tests {
         assert_eq!(super::share_text(12.34), "12.3%");
         assert_eq!(
             super::share_cell(0.0, 0.0),
-            "0.0% (100% of its time is copies or communication, not compute)"
+            "– (all of its time is copies or communication, not compute)"
+        );
+        assert_eq!(
+            super::share_cell(3.6, 0.32),
+            "3.6% (68% of its time is copies or communication, not compute)"
         );
         assert_eq!(super::share_cell(12.34, 1.0), "12.3%");
     }

@@ -83,6 +83,11 @@ pub struct Workload {
     /// statistics 20 calls`), or empty (`train_mode_layers`).
     #[serde(default)]
     pub train_mode: String,
+    /// Where the input itself makes the work larger than the model was built for (a video
+    /// clip of more frames than the model groups: `frames_per_attention`), that sentence,
+    /// which the reports put before every kernel finding; else empty.
+    #[serde(default)]
+    pub input_note: String,
     /// One line per field: the evidence it was read from.
     pub evidence: Vec<String>,
 }
@@ -233,10 +238,11 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
     } else {
         String::new()
     };
+    let mut input_note = String::new();
     let input = if !micro_input.is_empty() {
         micro_input
     } else if phase.is_empty() {
-        model_input(trace, rows, mode, &mut evidence)
+        model_input(trace, rows, mode, &mut evidence, &mut input_note)
     } else {
         String::new()
     };
@@ -259,6 +265,7 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
         phase,
         input,
         train_mode,
+        input_note,
         evidence,
     }
 }
@@ -367,7 +374,14 @@ fn train_mode_layers(trace: &Trace) -> String {
 /// convolution`: images, since a video model folds its frames into B); for inference with
 /// a causal attention over as many keys as queries (more than one), `prefill` (whole
 /// sequences, no KV cache read). Empty where the trace records no such shape.
-fn model_input(trace: &Trace, rows: &[OpRow], mode: Mode, ev: &mut Vec<String>) -> String {
+/// `note`: set where the input makes the work larger than the model was built for.
+fn model_input(
+    trace: &Trace,
+    rows: &[OpRow],
+    mode: Mode,
+    ev: &mut Vec<String>,
+    note: &mut String,
+) -> String {
     let shapes = super::diagnosis::elementwise::shapes;
     let dims_of = |e: &crate::model::Event| {
         trace
@@ -438,8 +452,9 @@ fn model_input(trace: &Trace, rows: &[OpRow], mode: Mode, ev: &mut Vec<String>) 
                     "input: a [{clips}, {frames}, {}] tensor reshaped into the first convolution's input",
                     d[1..].iter().map(i64::to_string).collect::<Vec<_>>().join(", ")
                 ));
-                if let Some(note) = frames_per_attention(trace, &d, weight.as_deref(), frames) {
-                    parts.push(note);
+                if let Some(n) = frames_per_attention(trace, &d, weight.as_deref(), frames) {
+                    *note = format!("The input first: the clip has {frames} frames, and {n}.");
+                    parts.push(n);
                     ev.push("input: the longest square softmax against the patches per frame of the patch convolution".into());
                 }
             }
@@ -1468,6 +1483,7 @@ mod tests {
             phase: String::new(),
             input: String::new(),
             train_mode: String::new(),
+            input_note: String::new(),
             evidence: Vec::new(),
         };
         assert_eq!(w.line(), "Transformer: BF16 · inference");
@@ -1537,6 +1553,7 @@ mod tests {
             phase: String::new(),
             input: String::new(),
             train_mode: train_mode_layers(&t),
+            input_note: String::new(),
             evidence: Vec::new(),
         };
         assert_eq!(

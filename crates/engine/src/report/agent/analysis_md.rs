@@ -118,7 +118,19 @@ fn named_cause<'a>(st: &'a Standalone, f: &Finding) -> Option<NamedCause<'a>> {
                 .collect(),
         });
     }
-    let p = all().find(|p| p.pattern && p.absorbed.iter().any(|x| x.row == Some(row)))?;
+    // A pattern that absorbed the row, or one whose scope names the op and holds most of the
+    // P-item's time (AlexNet's fp32 convolution, the fair report's "Convolutions in fp32",
+    // had read "no library implementation is missing" here; review 14).
+    let p = all().find(|p| {
+        p.pattern
+            && (p.absorbed.iter().any(|x| x.row == Some(row))
+                || p.scope.as_ref().is_some_and(|s| {
+                    s.class.is_none()
+                        && s.ops
+                            .iter()
+                            .any(|(n, ms)| *n == top.name && *ms >= 0.5 * f.time_ms)
+                }))
+    })?;
     Some(NamedCause {
         title: &p.title,
         evidence: &p.issue,
@@ -513,9 +525,24 @@ fn action(st: &Standalone, f: &Finding) -> String {
             } else {
                 format!("It already runs {} kernels{kernel}", f.library)
             };
+            // What runs is said, never that nothing better exists: a kernel without a model
+            // may still be work the step need not do (vLLM's per-layer fp32 → bf16 cast of its
+            // RoPE cache, an Inductor `triton_poi_fused__to_copy_1`, had read "no fused or
+            // library implementation is missing"; review 14).
+            let cast = f.members.iter().any(|m| {
+                m.name.contains("to_copy")
+                    || st.rows.get(m.row).is_some_and(|r| {
+                        r.kernel_names.iter().any(|(k, _)| k.contains("to_copy"))
+                    })
+            });
             format!(
-                "{runs}: no fused or library implementation is missing. With no perf model its efficiency is unknown: profile that kernel for these shapes ({}) against the work the op's arguments give.",
-                crate::standalone::diagnosis::kernel_profiler(st.platform.as_ref())
+                "{runs}. With no perf model its efficiency is unknown: profile that kernel for these shapes ({}) against the work the op's arguments give.{}",
+                crate::standalone::diagnosis::kernel_profiler(st.platform.as_ref()),
+                if cast {
+                    " Its name says it converts dtypes (`to_copy`): check the conversion is needed every call (a weight or cache converted once, or kept in the dtype its consumers read, costs nothing per step)."
+                } else {
+                    ""
+                }
             )
         }
         _ => "Find what the op does (it has no perf model): replay it to measure it in isolation, and check whether a fused or library implementation exists.".into(),
@@ -582,6 +609,9 @@ pub fn render(i: &Inputs<'_>) -> String {
         if i.fusion.len() == 1 { "y" } else { "ies" },
         i.system.flags.len()
     );
+    if !w.input_note.is_empty() {
+        let _ = writeln!(s, "**{}**\n", w.input_note);
+    }
     let _ = writeln!(s, "| Metric | Value |\n|--------|-------|");
     let _ = writeln!(s, "| Total Time | {:.3} ms |", u.total_ms);
     let _ = writeln!(s, "| Compute % | {:.2}% |", u.computation_pct);

@@ -299,9 +299,15 @@ pub fn render(
             f.bound_type,
             code(&top.name)
         );
+        // The bound is the roofline's (FLOPs per byte); what holds the op on trace 1 is its own
+        // report's cause where it names one (review 14: an SDPA P-item "compute-bound" at 5 %
+        // of the peak, whose grid of 96 workgroups for 304 CUs the target's report names).
+        let cause = target_cause(st1, &top.name)
+            .map(|t| format!(" Trace 1's own analysis of {}: {t}.", code(&top.name)))
+            .unwrap_or_default();
         let _ = writeln!(
             s,
-            "**Insight**: {} matched op(s) take {t1:.3} ms on trace 1 and {t2:.3} ms on trace 2: trace 1 is {:.1}% slower on them.\n",
+            "**Insight**: {} matched op(s) take {t1:.3} ms on trace 1 and {t2:.3} ms on trace 2: trace 1 is {:.1}% slower on them.{cause}\n",
             f.members.len(),
             if t2 > 0.0 { (t1 - t2) / t2 * 100.0 } else { 0.0 }
         );
@@ -324,6 +330,15 @@ pub fn render(
         let attention_action;
         let action = match f.bound_type.as_str() {
             _ if short => "These ops take a few µs a call: launch and each kernel's fixed cost set their time, not bytes or FLOPs, so fewer kernels (fusing the chains they belong to, graphs, compilation) are the lever on trace 1, more than its kernels' bandwidth.",
+            // GEMMs of K = 1 are outer products: no library tuning is their lever (review 14).
+            _ if f.category == "gemm"
+                && f
+                    .members
+                    .iter()
+                    .all(|m| crate::standalone::diagnosis::is_outer_product(&m.shape)) =>
+            {
+                crate::standalone::diagnosis::OUTER_PRODUCT_ACTION
+            }
             "memory" => "Compare the kernels trace 2 runs for these ops (fusion, layout, precision): memory-bound work should follow the bandwidth ratio; replay the shapes on trace 1's platform.",
             "compute" if attention => {
                 let kernel = f
@@ -529,6 +544,17 @@ pub fn render(
         }
     }
     s
+}
+
+/// The first cause trace 1's standalone report names on an op's finding (or a finding it
+/// absorbed), as its title: "too few output tiles: 96 workgroups for 304 CUs".
+fn target_cause(st1: &Standalone, op: &str) -> Option<String> {
+    st1.categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .flat_map(|b| std::iter::once(b).chain(&b.absorbed))
+        .find(|b| b.op_name == op && !b.causes.is_empty())
+        .map(|b| cell(&b.causes[0].title))
 }
 
 fn icon(n: usize) -> &'static str {

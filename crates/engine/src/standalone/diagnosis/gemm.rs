@@ -233,9 +233,47 @@ pub fn tiling(shape: &OpRow, platform: Option<&Platform>) -> Option<GemmTiling> 
     })
 }
 
+/// The action for a GEMM of K = 1: an outer product, which no GEMM library's tuning helps.
+pub const OUTER_PRODUCT_ACTION: &str = "Compute it as a broadcast multiply (`a.unsqueeze(-1) * b`, `torch.outer`): one elementwise kernel writing the M × N output at the elementwise bandwidth, with no tile set-up or K loop; a table that does not change between calls (RoPE's `inv_freq @ positions` frequencies) is built once and reused. Tuning the GEMM library for the shape changes little.";
+
+/// Whether a GEMM signature's text (`M=32 N=559 K=1`) reduces over K = 1: an outer product.
+pub fn is_outer_product(signature: &str) -> bool {
+    signature.split_whitespace().any(|t| t == "K=1")
+}
+
 pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
     let dims = (shape.param("M"), shape.param("N"), shape.param("K"));
+    // K = 1: nothing is reduced, each output one product (review 14: RoPE's fp32
+    // `inv_freq @ positions`, a bmm of K = 1, told to tune the GEMM library). Costed against
+    // writing its output at the trace's elementwise bandwidth where the trace has one.
+    if let (Some(m), Some(n), Some(1)) = dims {
+        let b = shape.param("B").unwrap_or(1).max(1);
+        let out_bytes = (b * m * n) as f64 * spec_bytes(&shape.compute_spec).unwrap_or(4) as f64;
+        let per_call_us = r.kernel_us / r.count.max(1) as f64;
+        let at_baseline_us = ctx.baseline_tb_s.map(|tb| out_bytes / (tb * 1e12) * 1e6);
+        let waste = at_baseline_us
+            .filter(|_| per_call_us > 0.0)
+            .map(|t| (1.0 - t / per_call_us).clamp(0.0, 1.0));
+        out.push(Cause {
+            key: "gemm_outer_product",
+            title: "an outer product (K = 1) run as a GEMM".into(),
+            evidence: format!(
+                "K = 1: each of its {} outputs ({}{m} × {n}) is one multiply of an element of each input, nothing is reduced, so a GEMM kernel's tiles and K loop are set up for no work; it is an outer product, bound by writing its {:.2} MB of output{}.",
+                b * m * n,
+                if b > 1 { format!("{b} × ") } else { String::new() },
+                out_bytes / 1e6,
+                at_baseline_us.map_or(String::new(), |t| format!(
+                    ", {t:.1} µs at the trace's elementwise bandwidth against {per_call_us:.1} µs a call"
+                ))
+            ),
+            action: OUTER_PRODUCT_ACTION.into(),
+            waste,
+            confidence: Confidence::High,
+            bounds_all: false,
+            scope: None,
+        });
+    }
     let main = main_gemm(shape);
     let launch = main_gemm_launch(shape);
     let split_reduce = shape
@@ -346,21 +384,27 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                     } else {
                         let merge = match merge_state(r, shape) {
                             Merge::Siblings(s) => format!(
-                                " merge the GEMMs that share its input into one ({}),",
+                                ", merge the GEMMs that share its input into one ({})",
                                 s.text()
                             ),
                             Merge::Already | Merge::Alone => String::new(),
                         };
                         // A tile of 64 × 64 or less is already among the library's smallest:
                         // a smaller one is no lever (BERT-small's 32 × 32 wmma kernel).
-                        let smaller = match tiling_t.as_ref() {
-                            Some(t) if t.tile_m.max(t.tile_n) <= SMALL_TILE => format!(
-                                "; its tile ({} × {}) is already among the smallest, so split-K or a stream-K kernel spreads the little work there is instead",
-                                t.tile_m, t.tile_n
+                        // Without shapes (a GPU-only row) the name's tile alone says it
+                        // (review 14: a `cutlass_70_wmma_…_32x32_64x2` told to pick a smaller
+                        // tile).
+                        let tile = tiling_t
+                            .as_ref()
+                            .map(|t| (t.tile_m, t.tile_n))
+                            .or_else(|| main_gemm(shape).and_then(|(_, k)| k.tile));
+                        let smaller = match tile {
+                            Some((tm, tn)) if tm > 0 && tm.max(tn) <= SMALL_TILE => format!(
+                                "; its tile ({tm} × {tn}) is already among the smallest, so split-K or a stream-K kernel spreads the little work there is instead"
                             ),
-                            _ => " or let the library pick a smaller tile".to_owned(),
+                            _ => ", or let the library pick a smaller tile".to_owned(),
                         };
-                        format!("Give the GPU more output tiles: batch more rows (tokens) per call,{merge}{smaller}; {units} {unit}s need at least {units} tiles.")
+                        format!("Give the GPU more output tiles: batch more rows (tokens) per call{merge}{smaller}; {units} {unit}s need at least {units} tiles.")
                     };
                     out.push(Cause {
                         key: "gemm_few_tiles",
@@ -1439,6 +1483,42 @@ mod tests {
         r.compute_spec = "matrix_bf16".into();
         r.perf_params = "{'M': 788, 'N': 768, 'K': 768, 'B': 1}".into();
         r
+    }
+
+    /// A GEMM of K = 1 is an outer product: named, costed against writing its output at the
+    /// trace's elementwise bandwidth, and told a broadcast multiply; K = 2 is a GEMM.
+    #[test]
+    fn an_outer_product_is_not_a_gemm_to_tune() {
+        let rope = |k: i64| {
+            let mut r = row("aten::bmm");
+            r.category = SeedCategory::Gemm;
+            r.compute_spec = "matrix_fp32".into();
+            r.perf_params = format!("{{'M': 32, 'N': 559, 'K': {k}, 'B': 1}}");
+            r.count = 1;
+            r.kernel_us = 27.0;
+            r
+        };
+        let mut ctx = Context::on(None);
+        ctx.baseline_tb_s = Some(2.0);
+        let c = causes(&rope(1), &rope(1), &ctx);
+        let outer = c
+            .iter()
+            .find(|c| c.key == "gemm_outer_product")
+            .expect("named");
+        // 32 × 559 fp32 outputs: 71,552 B, 0.036 µs at 2 TB/s against 27 µs.
+        assert!(
+            outer.evidence.contains("17888 outputs (32 × 559)"),
+            "{}",
+            outer.evidence
+        );
+        assert!((outer.waste.expect("costed") - (1.0 - 0.035776 / 27.0)).abs() < 1e-6);
+        assert!(outer
+            .action
+            .starts_with("Compute it as a broadcast multiply"));
+        assert!(causes(&rope(2), &rope(2), &ctx)
+            .iter()
+            .all(|c| c.key != "gemm_outer_product"));
+        assert!(is_outer_product("M=32 N=559 K=1") && !is_outer_product("M=32 N=559 K=16"));
     }
 
     /// An sm80 `mma.sync` kernel on H100 is named as a previous-generation kernel (Falconsai

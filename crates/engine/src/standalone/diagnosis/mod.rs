@@ -19,7 +19,10 @@ pub(crate) use conv::is_patch_embedding;
 pub mod elementwise;
 mod gemm;
 pub mod gemm_peers;
-pub use gemm::{recorded_work, recorded_workgroups, signature_alignment, tiling, GemmTiling};
+pub use gemm::{
+    is_outer_product, recorded_work, recorded_workgroups, signature_alignment, tiling, GemmTiling,
+    OUTER_PRODUCT_ACTION,
+};
 pub mod kernels;
 mod moe;
 pub mod moe_routing;

@@ -183,12 +183,16 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
 }
 
 /// Expert parallelism as a lever for few tokens per expert, true of the job: across the ranks
-/// it has (each holds fewer experts and receives every rank's tokens for them), or, for a
-/// one-GPU job, only with more GPUs (review: "expert parallelism" told to a single MI300X).
+/// it has, or, for a one-GPU job, only with more GPUs (review: "expert parallelism" told to a
+/// single MI300X). More tokens reach an expert only where the ranks hold different tokens
+/// (data-parallel attention); under tensor parallelism every rank already sees every token,
+/// and what expert parallelism changes is the experts' width: whole experts instead of a slice
+/// of each (review 14: a TP-8 gpt-oss rank, its experts' 360-wide slices padded to 512, had
+/// been told each rank would receive every rank's tokens).
 pub(crate) fn expert_parallel_lever(ranks: Option<i64>) -> String {
     match ranks {
-        Some(n) if n > 1 => format!("expert parallelism over the job's {n} ranks, so each holds fewer experts and receives every rank's tokens for them"),
-        _ => "with more GPUs, expert parallelism: each GPU holds fewer experts and receives every GPU's tokens for them".into(),
+        Some(n) if n > 1 => format!("expert parallelism over the job's {n} ranks: each holds whole experts (a {n}th of them) instead of a {n}th of each expert's width, so its expert GEMMs run full width (no narrow, padded slices), and where the ranks hold different tokens (data-parallel attention) each expert gathers every rank's tokens; under tensor parallelism every rank already sees every token, so tokens per expert do not grow"),
+        _ => "with more GPUs, expert parallelism: each GPU holds fewer, whole experts, and where the GPUs hold different tokens (data-parallel attention) each expert gathers every GPU's tokens for them".into(),
     }
 }
 

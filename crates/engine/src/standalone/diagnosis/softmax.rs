@@ -20,6 +20,19 @@ fn is_generic(kernel: &str) -> bool {
     kernel.contains("cunn_SoftMaxForward<")
 }
 
+/// The row length (the input's last dimension), the elements a 16-byte vector holds and the
+/// element size, where the row is not a whole number of vectors: PyTorch's shared-memory
+/// softmax requires `dim_size % ILP == 0` (ILP = 16 bytes / element size), so such rows take the
+/// generic kernel (review 14: TimeSformer's 3,137-key rows, bf16).
+fn misaligned_rows(shape: &OpRow) -> Option<(i64, i64, i64)> {
+    let dims = super::elementwise::shapes(&shape.input_dims);
+    let len = *dims.first()?.last()?;
+    let ty = shape.input_type.split('\'').nth(1)?;
+    let bytes = crate::perf::dtype::bytes_per_element(ty)? as i64;
+    let ilp = (16 / bytes.max(1)).max(1);
+    (len > 0 && len % ilp != 0).then_some((len, ilp, bytes))
+}
+
 pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     if shape.own_model != Some(OwnModel::Softmax) {
         return Vec::new();
@@ -41,11 +54,17 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         }
         _ => String::new(),
     };
+    let why = misaligned_rows(shape).map_or(String::new(), |(len, ilp, bytes)| {
+        format!(
+            " Its rows are {len} elements, not a multiple of {ilp} ({bytes}-byte elements in 16-byte vectors): PyTorch's one-pass shared-memory kernel (`cunn_SoftMaxForwardSmem`) takes only rows of whole vectors, so the row length itself chose the generic kernel (rows padded to {} would not).",
+            (len + ilp - 1) / ilp * ilp
+        )
+    });
     vec![Cause {
         key: "softmax_multipass",
         title: "the softmax kernel reads each row three times".into(),
         evidence: format!(
-            "its kernel is PyTorch's generic block softmax ({}), which reads each row for its maximum, again for the sum of exponentials, and again to write the result: four passes through memory where a kernel that keeps the row on chip makes two, so it reaches at most half of the model's bandwidth.{measured}",
+            "its kernel is PyTorch's generic block softmax ({}), which reads each row for its maximum, again for the sum of exponentials, and again to write the result: four passes through memory where a kernel that keeps the row on chip makes two, so it reaches at most half of the model's bandwidth.{why}{measured}",
             code(&crate::standalone::md::short(kernel, 60))
         ),
         action: "Fuse the softmax into what produces or consumes it (inside attention: `scaled_dot_product_attention`); elsewhere `torch.compile` generates a softmax that reads each row once, or use a fused kernel that keeps rows on chip.".into(),
@@ -54,4 +73,38 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         bounds_all: false,
         scope: None,
     }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::standalone::ops::tests_support::row;
+
+    /// Rows of 3,137 bf16 elements are not whole 16-byte vectors (8 elements): the reason the
+    /// generic kernel ran; 3,136 are, and fp32 rows need multiples of 4.
+    #[test]
+    fn a_row_length_off_the_vector_width_is_named() {
+        let softmax = |dims: &str, ty: &str| {
+            let mut r = row("aten::_softmax");
+            r.input_dims = dims.into();
+            r.input_type = ty.into();
+            r
+        };
+        let bf16 = "('c10::BFloat16', 'Scalar', 'Scalar')";
+        assert_eq!(
+            misaligned_rows(&softmax("((8, 12, 3137, 3137), (), ())", bf16)),
+            Some((3137, 8, 2))
+        );
+        assert_eq!(
+            misaligned_rows(&softmax("((8, 12, 3136, 3136), (), ())", bf16)),
+            None
+        );
+        assert_eq!(
+            misaligned_rows(&softmax(
+                "((4, 198), (), ())",
+                "('float', 'Scalar', 'Scalar')"
+            )),
+            Some((198, 4, 4))
+        );
+    }
 }

@@ -16,7 +16,7 @@ pub fn tunableop_lever(t: Option<&TunableOp>, amd: bool) -> String {
     };
     match t {
         Some(t) if t.enabled && !t.tuning => format!(
-            "PyTorch's TunableOp is already on in this run with tuning off (`PYTORCH_TUNABLEOP_ENABLED=1`, `PYTORCH_TUNABLEOP_TUNING=0`{}): it only reads its results file, so a shape missing from it runs the library's default pick. Tune these shapes once (`PYTORCH_TUNABLEOP_TUNING=1` for one run: it times {libs} for each and writes the fastest to the file), then keep tuning off",
+            "PyTorch's TunableOp is already on in this run with tuning off (`PYTORCH_TUNABLEOP_ENABLED=1`, `PYTORCH_TUNABLEOP_TUNING=0`{}): it only reads its results file, so each of these shapes ran the file's pick if the file holds it and the library's default if not, which the trace cannot tell apart. Check the file for these shapes; where they are missing, tune them once (`PYTORCH_TUNABLEOP_TUNING=1` for one run: it times {libs} for each and writes the fastest to the file), then keep tuning off; where they are there, the file's pick is this kernel, and a kernel tuned for the shape offline is the lever",
             t.file
                 .as_deref()
                 .map(|f| format!(", results in {}", code(f)))

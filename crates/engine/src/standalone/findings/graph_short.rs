@@ -54,6 +54,19 @@ struct Replayed<'a> {
     category: SeedCategory,
 }
 
+/// An Inductor-generated kernel (`triton_poi_fused_…`, `triton_red_fused_…`,
+/// `triton_per_fused_…`, `triton_tem_fused_…`): the code around it was compiled.
+fn is_inductor(kernel: &str) -> bool {
+    [
+        "triton_poi_fused",
+        "triton_red_fused",
+        "triton_per_fused",
+        "triton_tem_fused",
+    ]
+    .iter()
+    .any(|p| kernel.starts_with(p))
+}
+
 /// What a short kernel does, from its name, for the action (empty where nothing is known).
 fn role(kernel: &str) -> &'static str {
     let l = kernel.to_ascii_lowercase();
@@ -231,7 +244,19 @@ pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
     if bare_norm {
         parts.push("fuse each norm with the residual add before it");
     }
-    parts.push("elsewhere, compile the captured region (`torch.compile`) so neighbouring elementwise kernels become one");
+    // A region Inductor already compiled runs its `triton_poi_fused_*` / `triton_red_fused_*`
+    // kernels: compiling it is done, and what stays short is what Inductor does not reach
+    // (library and custom ops between its kernels; review 14: vLLM's compiled decode was told
+    // to `torch.compile`).
+    let compiled = kernels.iter().find(|k| is_inductor(k.kernel));
+    let compile_part = match compiled {
+        Some(k) => format!(
+            "the captured region is already compiled (Inductor's `{}` runs in it): what stays short is what Inductor does not fuse, the library and custom ops between its kernels, which only fused library kernels (or a custom-op lowering Inductor can fuse across) merge",
+            crate::standalone::md::short(k.kernel, 50)
+        ),
+        None => "elsewhere, compile the captured region (`torch.compile`) so neighbouring elementwise kernels become one".to_owned(),
+    };
+    parts.push(&compile_part);
     let mut path_a = format!(
         "Fuse the short kernels of each layer: {}.",
         parts.join("; ")

@@ -1117,7 +1117,21 @@ fn communication_action(inp: &Inputs<'_>, back_to_back: Option<f64>) -> String {
             let overlapped = hidden
                 .map(|h| format!(" (they already overlap compute for {h:.0}% of their time)"))
                 .unwrap_or_default();
-            format!("The large collectives move data far below the link even when they start right after the previous one, when the ranks have just synchronized{overlapped}: either another rank is still computing or the transport is slow. Trace every rank (`jarvis ranks`): a rank whose compute ends later is the straggler; if every rank shows the same slow back-to-back collectives, check what NCCL / RCCL runs over (`NCCL_DEBUG=INFO` names the transport: a fallback to sockets or host memory, or peer-to-peer disabled, looks like this). Overlapping or re-bucketing hides neither")
+            // How much slower a straggler would have to be: another rank's compute would have
+            // to fill this rank's compute and its exposed wait (review 14: 7 ms of compute and
+            // 35 ms of exposed all-reduce, a rank 2.7× slower, which identical data-parallel
+            // ranks seldom are).
+            let straggler = (tl.computation > 0 && tl.exposed_comm > 0)
+                .then(|| (tl.computation + tl.exposed_comm) as f64 / tl.computation as f64);
+            let likelier = match straggler {
+                Some(x) if x >= STRAGGLER_UNLIKELY => format!(
+                    " A straggler would have to compute {x:.1}× as long as this rank (its {:.1} ms plus the {:.1} ms this rank waits exposed), which ranks running the same step seldom do: the transport is the likelier cause.",
+                    tl.computation as f64 / 1e6,
+                    tl.exposed_comm as f64 / 1e6
+                ),
+                _ => String::new(),
+            };
+            format!("The large collectives move data far below the link even when they start right after the previous one, when the ranks have just synchronized{overlapped}: either another rank is still computing or the transport is slow.{likelier} Trace every rank (`jarvis ranks`): a rank whose compute ends later is the straggler; if every rank shows the same slow back-to-back collectives, check what NCCL / RCCL runs over (`NCCL_DEBUG=INFO` names the transport: a fallback to sockets or host memory, or peer-to-peer disabled, looks like this). Overlapping or re-bucketing hides neither")
         } else {
             let overlapped = hidden
                 .map(|h| format!(", and already overlap compute for {h:.0}% of their time"))
@@ -1178,6 +1192,10 @@ pub fn back_to_back_share(trace: &crate::model::Trace) -> Option<f64> {
     }
     (total > 0).then(|| b2b as f64 / total as f64)
 }
+
+/// How many times this rank's compute a straggler would need to take, from which the exposed
+/// wait is more likely the transport's than a slower rank's.
+pub const STRAGGLER_UNLIKELY: f64 = 2.0;
 
 /// Why collectives run far below the link: waiting on other ranks, or, where most of the time
 /// is in back-to-back collectives (whose ranks have just synchronized in the previous one, so

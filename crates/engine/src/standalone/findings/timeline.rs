@@ -760,7 +760,7 @@ fn one_off_finding(
     let ms = o.len as f64 / 1e6;
     let share_of_idle = percent_of(ms, idle_ms);
     let call = host_call_text("it", (&o.call, o.call_ns, o.uid), &o.stack, 5);
-    let kind = one_off_kind(&o.call, &o.stack);
+    let kind = one_off_kind(&o.call, &o.stack, o.launched_after_ns);
     // A one-off needs steps to compare: with one step (or none marked) the stall may recur
     // in every step (docs/analysis.md, "One-off stalls").
     let compared = inp.complete_steps >= 2;
@@ -1047,7 +1047,9 @@ fn stack_text(stack: &[String], n: usize) -> String {
 
 /// What kind of one-off a stalling call is, from its name and the frames above it (a
 /// `cudaFree` inside the first `cudnn_convolution` is the library's first call).
-fn one_off_kind(call: &str, stack: &[String]) -> &'static str {
+/// `launched_after_ns`: where the call's kernel started before the call returned, how far into
+/// it (a launch that had already submitted its kernel was not loading the kernel's code).
+fn one_off_kind(call: &str, stack: &[String], launched_after_ns: Option<i64>) -> &'static str {
     let n = call.to_ascii_lowercase();
     let above = |words: &[&str]| {
         std::iter::once(&n)
@@ -1075,8 +1077,14 @@ fn one_off_kind(call: &str, stack: &[String]) -> &'static str {
     {
         // A launch takes microseconds; one that holds the host for milliseconds is the
         // runtime loading the kernel's code object on its first use (review 9: MI250's 6.5 ms
-        // `hipLaunchKernel` of an `add_`).
-        "a launch that loads the kernel's code object on its first use (lazy loading: a launch itself takes microseconds)"
+        // `hipLaunchKernel` of an `add_`), unless its kernel started while the call still ran:
+        // then the code was loaded and submitted, and the host was held after (review 14: a
+        // 1.45 ms `cudaLaunchKernel` whose kernel began 12 µs into it).
+        if launched_after_ns.is_some() {
+            "a launch that held the host after its kernel had already started, so not a code-object load: the host thread was held in the runtime afterwards, by a driver lock, preemption or the profiler's own work"
+        } else {
+            "a launch that loads the kernel's code object on its first use (lazy loading: a launch itself takes microseconds)"
+        }
     } else if n.contains("memcpy") || n.contains("copy_") || n.contains("aten::to") {
         "a blocking copy, e.g. populating inputs"
     } else if ["malloc", "free", "empty", "alloc"]
@@ -2024,8 +2032,15 @@ mod copy_tests {
             super::one_off_kind(
                 call,
                 &stack.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>(),
+                None,
             )
         };
+        // Its kernel started 12 µs into the call: loaded and submitted, the host held after.
+        let held = super::one_off_kind("cudaLaunchKernel", &[], Some(12_000));
+        assert!(
+            held.contains("already started") && !held.contains("loads the kernel's code"),
+            "{held}"
+        );
         assert!(kind("hipLaunchKernel", &["aten::add_"]).contains("loads the kernel's code object"));
         assert!(kind("cudaLaunchKernel", &[]).contains("loads the kernel's code object"));
         assert!(kind("cudaLaunchKernel", &["aten::cudnn_convolution"])
