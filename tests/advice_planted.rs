@@ -565,6 +565,14 @@ fn communication_kernels_without_nccl_names_are_communication() {
         "(TraceLens's kernel classes; with every communication kernel, exposed communication is ";
     let md = jarvis_engine::report::standalone_fair::fair_md(&a, st, "t");
     assert!(md.contains(summary_note), "{md}");
+    // The Total Compute Time says how much of it those kernels are, so the top operations'
+    // "not compute" row does not contradict it (review 15).
+    assert!(
+        md.contains(
+            "ms of it communication kernels that TraceLens's classes count as computation) |"
+        ),
+        "{md}"
+    );
     // The agent report keeps TraceLens's figures and says they count those kernels as compute.
     let agent_note = "as computation, so Compute %, Exposed Communication % and this table count them as compute. Counted as communication, ";
     let agent = |a: &Analysis| {

@@ -825,6 +825,22 @@ fn one_cause_is_one_finding_on_real_traces() {
         .filter(|n| n.contains("replayed by CUDA/HIP graphs"))
         .collect();
     assert_eq!(notes.len(), 1, "{notes:?}");
+    // analysis.md's cards for those kernels: never above the fair report's rank (it lists them
+    // by time alone), and never told to replay or compare with arguments the trace lacks
+    // (review 15).
+    let files = common::report_files(&a, "vllm");
+    let md = String::from_utf8_lossy(&files["analysis.md"]).into_owned();
+    let card = md
+        .split("\n### ")
+        .find(|c| c.contains("under `hipGraphLaunch` without a perf model"))
+        .expect("a graph-replayed P-item");
+    assert!(card.starts_with("🟢 P"), "{card}");
+    assert!(
+        card.contains("Rerun with the capture traces")
+            && !card.contains("replay it to measure it in isolation")
+            && !card.contains("op's arguments"),
+        "{card}"
+    );
 }
 
 /// Gradients zeroed by fill kernels inside `Optimizer.zero_grad` (issue #48/#49: an expert
@@ -1017,16 +1033,28 @@ fn activations_recomputed_by_checkpointing_are_one_replayed_finding() {
         comm.path_a
     );
     // How much slower a straggler would have to be is stated from this rank's own compute and
-    // exposed wait, and at over twice it the transport is named the likelier (review 14).
+    // exposed wait; at over twice it the transport is said to be likely part of it (review 14).
     let tl = &a.timeline;
     let ratio = (tl.computation + tl.exposed_comm) as f64 / tl.computation as f64;
     assert!(ratio > 2.0, "{ratio}");
     assert!(
         comm.path_a.contains(&format!(
-            "A straggler would have to compute {ratio:.1}× as long as this rank"
-        )) && comm.path_a.contains("the transport is the likelier cause"),
+            "A straggler alone would have to compute {ratio:.1}× as long as this rank"
+        )) && comm.path_a.contains("the transport is likely part of it"),
         "{}",
         comm.path_a
+    );
+    // Its two all-reduce sizes (5.5 and 16.8 MB, 6.78 and 8.93 ms a call) split the time into a
+    // fixed wait and a transfer rate: about 5.7 ms plus 9.7 GB/s bus bandwidth, both slow
+    // (review 15: fitted by hand the same).
+    assert!(
+        comm.issue.contains(
+            "Fitted over its 2 sizes as a fixed time plus bytes at a rate, `allreduce` takes 5.7"
+        ) && comm
+            .issue
+            .contains("the transfer itself is slow as well as the wait"),
+        "{}",
+        comm.issue
     );
 }
 

@@ -345,7 +345,7 @@ fn a_video_clip_is_read_as_frames_and_frames_merged_into_attention_are_named() {
     // 33 tokens = 2 frames × 16 patches + 1: the model groups tokens by 4 frames.
     let input = run(true, 33);
     assert!(
-        input.starts_with("1 video clip of 8 frames of 3 × 32 × 32 (folded into 8 images for the first convolution), its attention spans 33 tokens = 2 frames × 16 patches + 1: the model groups a clip's tokens by 4 frames"),
+        input.starts_with("1 video clip of 8 frames of 3 × 32 × 32 (folded into 8 images for the first convolution), its attention spans 33 tokens = 2 frames × 16 patches + 1: the model splits a clip's tokens by its configured frame count, 4, so 8 frames make 4 groups of 2 frames"),
         "{input}"
     );
     // One frame's patches per attention: no note.

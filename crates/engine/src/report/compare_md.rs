@@ -42,6 +42,14 @@ fn expected_text(m: &Matched) -> String {
             (e - 1.0) * 100.0,
             m.compute_spec
         ),
+        _ if m.reference_calls > 0
+            && m.reference_us / (m.reference_calls as f64) < crate::compare::MIN_EXPECTATION_US =>
+        {
+            format!(
+                "nothing (the reference's calls take {:.1} µs: latency-bound, no hardware ratio applies)",
+                m.reference_us / m.reference_calls as f64
+            )
+        }
         _ => "unknown (no perf model or peaks)".into(),
     }
 }

@@ -564,8 +564,9 @@ fn frames_per_attention(
         return None;
     }
     Some(format!(
-        "its attention spans {} tokens = {k} frames × {patches} patches + 1: the model groups a clip's tokens by {} frames, so {frames} frames attend over {k} frames at once ({} tokens where {} were meant, about {k}× the attention work per token; feed clips of the model's frame count)",
+        "its attention spans {} tokens = {k} frames × {patches} patches + 1: the model splits a clip's tokens by its configured frame count, {}, so {frames} frames make {} groups of {k} frames, each attending over all of its frames' patches at once ({} tokens where {} were meant, about {k}× the attention work per token; feed clips of the model's frame count)",
         grouped(s),
+        frames / k,
         frames / k,
         grouped(s),
         grouped(patches + 1)

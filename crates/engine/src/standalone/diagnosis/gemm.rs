@@ -274,6 +274,29 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
             scope: None,
         });
     }
+    // Without shapes (a GPU-only row), cuBLAS names its K = 1 kernel: `gemmk1_kernel` (review
+    // 15: HTA's `inference_rank_1`, grid [2, 1, 512], told to batch more tokens).
+    if dims.2.is_none() {
+        if let Some((k, _)) = shape
+            .kernel_names
+            .iter()
+            .find(|(k, _)| k.contains("gemmk1_kernel"))
+        {
+            out.push(Cause {
+                key: "gemm_outer_product",
+                title: "an outer product (K = 1) run as a GEMM".into(),
+                evidence: format!(
+                    "its kernel, {}, is cuBLAS's GEMM of K = 1: each output is one multiply of an element of each input and nothing is reduced, so it is an outer product, bound by writing its output.",
+                    code(&crate::standalone::md::short(k, 60))
+                ),
+                action: OUTER_PRODUCT_ACTION.into(),
+                waste: None,
+                confidence: Confidence::High,
+                bounds_all: false,
+                scope: None,
+            });
+        }
+    }
     let main = main_gemm(shape);
     let launch = main_gemm_launch(shape);
     let split_reduce = shape

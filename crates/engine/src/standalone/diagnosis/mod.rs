@@ -341,6 +341,11 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
         }
         SeedCategory::Communication => Vec::new(),
     };
+    // An outer product is no GEMM to fill or tune: its tile, wave and launch causes would
+    // advise more tokens or another tile for work a broadcast multiply does (review 15).
+    if out.iter().any(|x| x.key == "gemm_outer_product") {
+        out.retain(|x| x.key == "gemm_outer_product");
+    }
     // Identical calls far apart in time: said last, claiming no saving.
     out.extend(call_spread::cause(shape));
     let room = row_above_floor(r, ctx.kernel_floor_us);

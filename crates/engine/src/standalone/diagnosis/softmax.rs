@@ -5,7 +5,7 @@
 //! (`softmax_warp_forward`), register- and shared-memory-cached block kernels
 //! (`cunn_SoftMaxForwardReg`, `cunn_SoftMaxForwardSmem`) that read each row once, and the
 //! generic block kernel `cunn_SoftMaxForward`, which reads each row three times (its maximum,
-//! the sum of exponentials, then the normalized write): four passes through memory where the
+//! the sum of exponentials, then the normalized write): four passes over each row where the
 //! model counts two, so it cannot reach more than half of the model's bandwidth.
 
 use super::{Cause, Confidence, Context};
@@ -64,7 +64,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         key: "softmax_multipass",
         title: "the softmax kernel reads each row three times".into(),
         evidence: format!(
-            "its kernel is PyTorch's generic block softmax ({}), which reads each row for its maximum, again for the sum of exponentials, and again to write the result: four passes through memory where a kernel that keeps the row on chip makes two, so it reaches at most half of the model's bandwidth.{why}{measured}",
+            "its kernel is PyTorch's generic block softmax ({}), which reads each row for its maximum, again for the sum of exponentials, and again to write the result: four passes over the row where a kernel that keeps it on chip makes two, each ending in a block-wide reduction (a row that fits in L2 is re-read from there, not HBM, but the passes and their synchronization remain), so it reaches about half of the model's bandwidth at best.{why}{measured}",
             code(&crate::standalone::md::short(kernel, 60))
         ),
         action: "Fuse the softmax into what produces or consumes it (inside attention: `scaled_dot_product_attention`); elsewhere `torch.compile` generates a softmax that reads each row once, or use a fused kernel that keeps rows on chip.".into(),
