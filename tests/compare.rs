@@ -451,6 +451,20 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
                 "{sdpa}"
             );
             assert!(fair.contains("preferred_rocm_fa_library"));
+            // RoPE's fp32 `bmm` of K = 1 (3.5 µs a call on the H100): an outer product, told a
+            // broadcast multiply, with no hardware ratio for a latency-bound reference call
+            // (reviews 14, 15).
+            let outer = fair
+                .split("### ")
+                .find(|x| x.contains("`aten::bmm` `M=32 N=559 K=1`") && x.contains("**Gap**"))
+                .expect("the K = 1 bmm");
+            assert!(
+                outer.contains("latency-bound, no hardware ratio applies")
+                    && outer.contains("Compute it as a broadcast multiply")
+                    && outer.contains("if it runs as fast as on the reference")
+                    && !outer.contains("TunableOp"),
+                "{outer}"
+            );
             // The run lists its packages: the installed attention libraries are named so.
             assert!(
                 sdpa.contains("installed in this run: `flash_attn==")

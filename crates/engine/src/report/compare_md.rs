@@ -491,9 +491,15 @@ pub fn fair_md_with(
                     "**Action**: {}  ",
                     action(m, c.target_platform.as_ref(), &c.target_environment)
                 );
+                // Without a ratio the excess is the target's time over the reference's.
+                let reach = if group.iter().all(|x| x.expected_ratio.is_none()) {
+                    "if it runs as fast as on the reference"
+                } else {
+                    "if it reaches the hardware ratio"
+                };
                 let _ = writeln!(
                     s,
-                    "**Impact**: up to {} ms ({share:.1}% of the target's GPU timeline) if it reaches the hardware ratio. Priority {}.\n\n---\n",
+                    "**Impact**: up to {} ms ({share:.1}% of the target's GPU timeline) {reach}. Priority {}.\n\n---\n",
                     ms(r.excess_us()),
                     p.label()
                 );

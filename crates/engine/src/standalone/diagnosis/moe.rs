@@ -191,7 +191,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
 /// been told each rank would receive every rank's tokens).
 pub(crate) fn expert_parallel_lever(ranks: Option<i64>) -> String {
     match ranks {
-        Some(n) if n > 1 => format!("expert parallelism over the job's {n} ranks: each holds whole experts (a {n}th of them) instead of a {n}th of each expert's width, so its expert GEMMs run full width (no narrow, padded slices), and where the ranks hold different tokens (data-parallel attention) each expert gathers every rank's tokens; under tensor parallelism every rank already sees every token, so tokens per expert do not grow"),
+        Some(n) if n > 1 => format!("expert parallelism over the job's {n} ranks: each holds whole experts (1/{n} of them) instead of 1/{n} of each expert's width, so its expert GEMMs run full width (no narrow, padded slices), and where the ranks hold different tokens (data-parallel attention) each expert gathers every rank's tokens; under tensor parallelism every rank already sees every token, so tokens per expert do not grow"),
         _ => "with more GPUs, expert parallelism: each GPU holds fewer, whole experts, and where the GPUs hold different tokens (data-parallel attention) each expert gathers every GPU's tokens for them".into(),
     }
 }
