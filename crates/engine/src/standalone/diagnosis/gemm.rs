@@ -233,70 +233,10 @@ pub fn tiling(shape: &OpRow, platform: Option<&Platform>) -> Option<GemmTiling> 
     })
 }
 
-/// The action for a GEMM of K = 1: an outer product, which no GEMM library's tuning helps.
-pub const OUTER_PRODUCT_ACTION: &str = "Compute it as a broadcast multiply (`a.unsqueeze(-1) * b`, `torch.outer`): one elementwise kernel writing the M × N output at the elementwise bandwidth, with no tile set-up or K loop; a table that does not change between calls (RoPE's `inv_freq @ positions` frequencies) is built once and reused. Tuning the GEMM library for the shape changes little.";
-
-/// Whether a GEMM signature's text (`M=32 N=559 K=1`) reduces over K = 1: an outer product.
-pub fn is_outer_product(signature: &str) -> bool {
-    signature.split_whitespace().any(|t| t == "K=1")
-}
-
 pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
     let dims = (shape.param("M"), shape.param("N"), shape.param("K"));
-    // K = 1: nothing is reduced, each output one product (review 14: RoPE's fp32
-    // `inv_freq @ positions`, a bmm of K = 1, told to tune the GEMM library). Costed against
-    // writing its output at the trace's elementwise bandwidth where the trace has one.
-    if let (Some(m), Some(n), Some(1)) = dims {
-        let b = shape.param("B").unwrap_or(1).max(1);
-        let out_bytes = (b * m * n) as f64 * spec_bytes(&shape.compute_spec).unwrap_or(4) as f64;
-        let per_call_us = r.kernel_us / r.count.max(1) as f64;
-        let at_baseline_us = ctx.baseline_tb_s.map(|tb| out_bytes / (tb * 1e12) * 1e6);
-        let waste = at_baseline_us
-            .filter(|_| per_call_us > 0.0)
-            .map(|t| (1.0 - t / per_call_us).clamp(0.0, 1.0));
-        out.push(Cause {
-            key: "gemm_outer_product",
-            title: "an outer product (K = 1) run as a GEMM".into(),
-            evidence: format!(
-                "K = 1: each of its {} outputs ({}{m} × {n}) is one multiply of an element of each input, nothing is reduced, so a GEMM kernel's tiles and K loop are set up for no work; it is an outer product, bound by writing its {:.2} MB of output{}.",
-                b * m * n,
-                if b > 1 { format!("{b} × ") } else { String::new() },
-                out_bytes / 1e6,
-                at_baseline_us.map_or(String::new(), |t| format!(
-                    ", {t:.1} µs at the trace's elementwise bandwidth against {per_call_us:.1} µs a call"
-                ))
-            ),
-            action: OUTER_PRODUCT_ACTION.into(),
-            waste,
-            confidence: Confidence::High,
-            bounds_all: false,
-            scope: None,
-        });
-    }
-    // Without shapes (a GPU-only row), cuBLAS names its K = 1 kernel: `gemmk1_kernel` (review
-    // 15: HTA's `inference_rank_1`, grid [2, 1, 512], told to batch more tokens).
-    if dims.2.is_none() {
-        if let Some((k, _)) = shape
-            .kernel_names
-            .iter()
-            .find(|(k, _)| k.contains("gemmk1_kernel"))
-        {
-            out.push(Cause {
-                key: "gemm_outer_product",
-                title: "an outer product (K = 1) run as a GEMM".into(),
-                evidence: format!(
-                    "its kernel, {}, is cuBLAS's GEMM of K = 1: each output is one multiply of an element of each input and nothing is reduced, so it is an outer product, bound by writing its output.",
-                    code(&crate::standalone::md::short(k, 60))
-                ),
-                action: OUTER_PRODUCT_ACTION.into(),
-                waste: None,
-                confidence: Confidence::High,
-                bounds_all: false,
-                scope: None,
-            });
-        }
-    }
+    out.extend(super::outer_product::cause(r, shape, ctx));
     let main = main_gemm(shape);
     let launch = main_gemm_launch(shape);
     let split_reduce = shape
@@ -1541,7 +1481,10 @@ mod tests {
         assert!(causes(&rope(2), &rope(2), &ctx)
             .iter()
             .all(|c| c.key != "gemm_outer_product"));
-        assert!(is_outer_product("M=32 N=559 K=1") && !is_outer_product("M=32 N=559 K=16"));
+        assert!(
+            super::super::is_outer_product("M=32 N=559 K=1")
+                && !super::super::is_outer_product("M=32 N=559 K=16")
+        );
     }
 
     /// An sm80 `mma.sync` kernel on H100 is named as a previous-generation kernel (Falconsai

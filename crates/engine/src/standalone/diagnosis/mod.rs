@@ -19,10 +19,9 @@ pub(crate) use conv::is_patch_embedding;
 pub mod elementwise;
 mod gemm;
 pub mod gemm_peers;
-pub use gemm::{
-    is_outer_product, recorded_work, recorded_workgroups, signature_alignment, tiling, GemmTiling,
-    OUTER_PRODUCT_ACTION,
-};
+mod outer_product;
+pub use gemm::{recorded_work, recorded_workgroups, signature_alignment, tiling, GemmTiling};
+pub use outer_product::{is_outer_product, OUTER_PRODUCT_ACTION};
 pub mod kernels;
 mod moe;
 pub mod moe_routing;
