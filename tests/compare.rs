@@ -205,6 +205,31 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
                 heading = "";
             }
         }
+        // A P-item cites trace 1's cause of its own signature, and its action (review 16:
+        // TimeSformer's 8 × 8 × 64 `bmm` had been given another signature's "misaligned
+        // N = 3137"); a 28 µs attention call against 9 µs is kernel work, told its backend,
+        // not "fewer kernels".
+        for card in md
+            .split("\n### ")
+            .filter(|c| c.contains("slower on trace 1"))
+        {
+            let card = card.split("\n---").next().unwrap_or(card);
+            if model.starts_with("facebook") && card.contains("led by `aten::bmm`") {
+                assert!(
+                    !card.contains("N = 3137")
+                        && card.contains("each matrix is smaller than one output tile")
+                        && card.contains("**Action**: From trace 1's own analysis: "),
+                    "{card}"
+                );
+            }
+            if model.starts_with("gaunernst") && card.contains("SDPA forward") {
+                assert!(
+                    !card.contains("a few µs a call")
+                        && card.contains("preferred_rocm_fa_library(\"ck\")"),
+                    "{card}"
+                );
+            }
+        }
         // Its System section agrees with the comparative fair report: a timeline finding the
         // fair report ranks on the target (Qwen's High idle, below TraceLens's flag threshold)
         // is listed, never beside "✅ No system-level bottlenecks" (review 13).

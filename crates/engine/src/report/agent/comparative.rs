@@ -302,8 +302,10 @@ pub fn render(
         // The bound is the roofline's (FLOPs per byte); what holds the op on trace 1 is its own
         // report's cause where it names one (review 14: an SDPA P-item "compute-bound" at 5 %
         // of the peak, whose grid of 96 workgroups for 304 CUs the target's report names).
-        let cause = target_cause(st1, &top.name)
-            .map(|t| format!(" Trace 1's own analysis of {}: {t}.", code(&top.name)))
+        let own = target_cause(st1, &top.name, &top.shape);
+        let cause = own
+            .as_ref()
+            .map(|(t, _)| format!(" Trace 1's own analysis of {}: {t}.", code(&top.name)))
             .unwrap_or_default();
         let _ = writeln!(
             s,
@@ -315,9 +317,14 @@ pub fn render(
         // bandwidth ratio; across vendors trace 2's library is not trace 1's to pick (review 10:
         // 36 KB `add` / `rsqrt` calls told to "follow the bandwidth ratio", cuBLAS offered to an
         // MI300X).
+        // Both sides must be that short: a call of 28 µs on trace 1 against 9 µs on trace 2 is
+        // kernel work, not launch cost (review 16: BERT's AOTriton `attn_fwd` told "fewer
+        // kernels" where its lever is the attention backend).
         let short = f.members.iter().all(|m| {
+            let per_call = |ms: f64, n: u64| ms / n.max(1) as f64 * 1e3;
             m.count_trace2 > 0
-                && m.t2_time_ms / m.count_trace2 as f64 * 1e3 < crate::compare::MIN_EXPECTATION_US
+                && per_call(m.t2_time_ms, m.count_trace2) < crate::compare::MIN_EXPECTATION_US
+                && per_call(m.t1_time_ms, m.count) < crate::compare::MIN_EXPECTATION_US
         });
         let same_vendor = matches!(
             (&c.target_platform, &c.reference_platform),
@@ -376,6 +383,16 @@ pub fn render(
                 tuned_gemm.as_str()
             }
             _ => "Compare what each platform runs for these ops (fused or not, which library), starting from the largest difference.",
+        };
+        // Trace 1's own named cause says what to change there, where the generic line only says
+        // where to look (attention keeps its backend advice, the lever across platforms).
+        let own_action;
+        let action = match &own {
+            Some((_, a)) if !attention && !short => {
+                own_action = format!("From trace 1's own analysis: {a}");
+                own_action.as_str()
+            }
+            _ => action,
         };
         let _ = writeln!(s, "**Action**: {action}\n");
         let _ = writeln!(
@@ -548,13 +565,21 @@ pub fn render(
 
 /// The first cause trace 1's standalone report names on an op's finding (or a finding it
 /// absorbed), as its title: "too few output tiles: 96 workgroups for 304 CUs".
-fn target_cause(st1: &Standalone, op: &str) -> Option<String> {
+/// The cause must be of the pair's own signature (review 16: TimeSformer's 8 × 8 × 64 `bmm`
+/// of 37,632 heads had been given the "misaligned N = 3137" of another `bmm` signature).
+fn target_cause(st1: &Standalone, op: &str, shape: &str) -> Option<(String, String)> {
     st1.categories
         .iter()
         .flat_map(|c| &c.bottlenecks)
         .flat_map(|b| std::iter::once(b).chain(&b.absorbed))
-        .find(|b| b.op_name == op && !b.causes.is_empty())
-        .map(|b| cell(&b.causes[0].title))
+        .find(|b| {
+            b.op_name == op
+                && !b.causes.is_empty()
+                && b.row
+                    .and_then(|r| st1.rows.get(r))
+                    .is_some_and(|r| crate::standalone::findings::shape_summary(r) == shape)
+        })
+        .map(|b| (cell(&b.causes[0].title), b.causes[0].action.clone()))
 }
 
 fn icon(n: usize) -> &'static str {

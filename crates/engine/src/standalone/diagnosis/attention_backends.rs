@@ -53,7 +53,7 @@ pub fn faster_attention(
     // through its own flash-attention path, not SDPA.
     let flash_attn = (env.has_library("flash_attn") == Some(true)).then(|| {
         format!(
-            "the `flash_attn` package's CK kernels{} through the model's flash-attention path (Hugging Face: `attn_implementation=\"flash_attention_2\"`)",
+            "the `flash_attn` package's CK kernels{} through the model's flash-attention path where its class has one (Hugging Face: `attn_implementation=\"flash_attention_2\"`, which a class without that path refuses)",
             env.library_note("flash_attn")
         )
     });
@@ -122,6 +122,8 @@ mod tests {
         assert!(
             both.contains("installed in this run: `flash_attn==2.7.4.post1`")
                 && both.contains("attn_implementation=\"flash_attention_2\"")
+                // Not every model class has that path (BERT in transformers 4.49: review 16).
+                && both.contains("which a class without that path refuses")
                 && both.contains("aiter's FMHA (installed in this run: `aiter==0.1.3`)"),
             "{both}"
         );
