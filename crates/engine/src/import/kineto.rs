@@ -51,6 +51,7 @@ fn wanted_arg(key: &[u8]) -> bool {
             | b"Device Id"
             | b"grid"
             | b"block"
+            | b"bytes"
             | b"wait_on_stream"
             | b"wait_on_cuda_event_record_corr_id"
     )
@@ -296,6 +297,7 @@ impl TraceBuilder {
         let mut coll = CollectiveArgs::default();
         let mut has_coll = false;
         let mut launch: Option<crate::model::LaunchDims> = None;
+        let mut copy_bytes: Option<u64> = None;
         for (k, v) in &ev.args {
             match k.as_ref() {
                 "correlation" => {
@@ -336,6 +338,9 @@ impl TraceBuilder {
                     }
                 }
             }
+            if kind == EventKind::GpuMemcpy && k == "bytes" {
+                copy_bytes = int_value(v).and_then(|b| u64::try_from(b).ok());
+            }
             if kind == EventKind::Kernel && matches!(k.as_ref(), "grid" | "block") {
                 if let Some(d) = dims_value(v) {
                     let l = launch.get_or_insert_with(Default::default);
@@ -371,6 +376,11 @@ impl TraceBuilder {
             self.trace
                 .kernel_launch
                 .push((self.trace.events.len() as u32, idx));
+        }
+        if let Some(b) = copy_bytes {
+            self.trace
+                .copy_bytes
+                .push((self.trace.events.len() as u32, b));
         }
         if has_coll {
             coll.event = self.trace.events.len() as u32;

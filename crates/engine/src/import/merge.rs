@@ -270,6 +270,8 @@ fn absorb(main: &mut TraceBuilder, part: TraceBuilder, base: u64) {
             .into_iter()
             .map(|(e, l)| (e + first, l + dims)),
     );
+    m.copy_bytes
+        .extend(t.copy_bytes.into_iter().map(|(e, b)| (e + first, b)));
     m.sequence
         .extend(t.sequence.into_iter().map(|(i, n)| (i + first, n)));
     m.host_with_stream

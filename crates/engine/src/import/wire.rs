@@ -196,6 +196,11 @@ fn write_trace(o: &mut Out, t: &Trace) {
         o.u32(*e);
         o.u32(*l);
     }
+    o.len(t.copy_bytes.len());
+    for (e, b) in &t.copy_bytes {
+        o.u32(*e);
+        o.u64(*b);
+    }
     o.len(t.flows.len());
     for (id, f) in &t.flows {
         o.i64(*id);
@@ -316,6 +321,10 @@ fn read_trace(i: &mut In<'_>) -> Result<Trace, WireError> {
     }
     for _ in 0..i.len(8)? {
         t.kernel_launch.push((i.u32()?, i.u32()?));
+    }
+    for _ in 0..i.len(12)? {
+        let e = i.u32()?;
+        t.copy_bytes.push((e, i.u64()?));
     }
     for _ in 0..i.len(13)? {
         let id = i.i64()?;

@@ -510,6 +510,9 @@ pub struct Trace {
     /// (event index, index into `launch_dims`) of every kernel that records its grid, in event
     /// order: 8 bytes per kernel, the dimensions themselves shared.
     pub kernel_launch: Vec<(u32, u32)>,
+    /// (event index, bytes) of every GPU copy that records its size (`args.bytes`): the rate
+    /// a copy reached, which says whether pinning its host memory would speed it up.
+    pub copy_bytes: Vec<(u32, u64)>,
     /// Launch flows by id.
     pub flows: HashMap<i64, Flow>,
     /// Autograd `Sequence number` of the events that record one: (event index, number).

@@ -247,6 +247,27 @@ pub fn from_json(text: &str) -> Result<Platform, String> {
 }
 
 impl Platform {
+    /// The GPU's link to the host (its PCIe generation, x16) and about what pinned copies reach
+    /// over it, GB/s (about 80 % of the link's 15.8 / 31.5 / 63 GB/s a direction: PCIe 3.0 on
+    /// V100, Turing and Pascal boards; 4.0 on A100, MI210 and MI250X; 5.0 on H100, H200, H800,
+    /// B200 and MI300-series boards). `None` where the host link is not PCIe (GH200's
+    /// NVLink-C2C) or not known: the copy advice then states the measured rate alone.
+    pub fn host_link(&self) -> Option<(&'static str, f64)> {
+        let n = self.name.to_ascii_lowercase();
+        let any = |keys: &[&str]| keys.iter().any(|k| n.contains(k));
+        if any(&["gh200", "b300", "mi400"]) {
+            None
+        } else if any(&["v100", "2080", "gp100"]) {
+            Some(("PCIe 3.0 x16", 12.0))
+        } else if any(&["a100", "mi210", "mi250"]) {
+            Some(("PCIe 4.0 x16", 25.0))
+        } else if any(&["h100", "h200", "h800", "b200", "mi300", "mi325", "mi355"]) {
+            Some(("PCIe 5.0 x16", 50.0))
+        } else {
+            None
+        }
+    }
+
     /// The GPU as the reports write it: its [`label`](Self::label) where it has one (a
     /// fingerprint two GPUs share), else its name.
     pub fn label(&self) -> &str {

@@ -806,8 +806,26 @@ pub fn render(i: &Inputs<'_>) -> String {
             card_icon(st, f, k),
             card_title(st, f)
         );
-        let _ = writeln!(s, "**Insight**: {}\n", insight(st, f));
-        let _ = writeln!(s, "**Action**: {}\n", action(st, f));
+        // A P-item of an earlier one's cause points at it instead of repeating its evidence and
+        // action (review 16: one fp32-convolution paragraph printed three times on V100).
+        let earlier = fair_owner(st, f)
+            .and_then(|b| owners.iter().find(|(_, t)| *t == b.title))
+            .map(|(j, t)| (*j, t.replace('`', "")));
+        match &earlier {
+            Some((j, title)) => {
+                let full = insight(st, f);
+                let head = full.split(" Root cause").next().unwrap_or(&full);
+                let _ = writeln!(
+                    s,
+                    "**Insight**: {head} Root cause: P{j}'s, \"{title}\" (evidence there).\n"
+                );
+                let _ = writeln!(s, "**Action**: P{j}'s: one change takes the ops of both.\n");
+            }
+            None => {
+                let _ = writeln!(s, "**Insight**: {}\n", insight(st, f));
+                let _ = writeln!(s, "**Action**: {}\n", action(st, f));
+            }
+        }
         // Jarvis's own estimate (replayed, or the fair report's where it reads the ops
         // otherwise) leads; the agent's formula, which its contract keeps, follows it (review
         // 16: a 1.76 µs kernel at its floor read "impact_score: 87.5" as the card's headline,

@@ -891,6 +891,10 @@ pub fn kernel_floor_us(trace: &crate::model::Trace) -> Option<f64> {
 pub struct CopyMix {
     pub host_ns: i64,
     pub pageable_ns: i64,
+    /// Bytes of the pageable copies that record their size, and those copies' time, ns: the
+    /// rate they reached.
+    pub pageable_bytes: u64,
+    pub pageable_sized_ns: i64,
     pub device_ns: i64,
     pub device_count: u64,
     /// Host-link copy time that ends before the trace's first kernel starts: the model and
@@ -1030,7 +1034,9 @@ impl CopyMix {
         // trace has few copies) to compare with it afterwards.
         let mut first_kernel = i64::MAX;
         let mut host: Vec<(i64, i64)> = Vec::new();
-        for e in &trace.events {
+        // Sizes are in event order, as the events.
+        let mut sizes = trace.copy_bytes.iter().peekable();
+        for (i, e) in trace.events.iter().enumerate() {
             if e.kind() == crate::model::EventKind::Kernel {
                 first_kernel = first_kernel.min(e.ts);
                 continue;
@@ -1046,6 +1052,11 @@ impl CopyMix {
                 host.push((e.end(), e.dur));
                 if trace.name(e).contains("Pageable") {
                     m.pageable_ns += e.dur;
+                    while sizes.next_if(|&&(at, _)| (at as usize) < i).is_some() {}
+                    if let Some(&(_, b)) = sizes.next_if(|&&(at, _)| at as usize == i) {
+                        m.pageable_bytes += b;
+                        m.pageable_sized_ns += e.dur;
+                    }
                 }
             }
         }
