@@ -680,6 +680,23 @@ impl Impact {
             };
         }
         let saving = b.best_saving_ms();
+        // A projection at three or more stated speed-ups (fp32 convolutions at 2×, 3× and the
+        // peaks' ratio) spans them: the smallest, the middle and the largest, as its text
+        // says (review 16: V100's range had been half and three quarters of the 8× ratio's).
+        if saving > 0.0 && b.projection_kind == ProjectionKind::Speedup && b.projection.len() >= 3
+        {
+            let mut saved: Vec<f64> = b
+                .projection
+                .iter()
+                .map(|p| of_trace(b.time_ms - p.time_ms))
+                .collect();
+            saved.sort_by(f64::total_cmp);
+            let (low, mid, high) = (saved[0], saved[saved.len() / 2], saved[saved.len() - 1]);
+            if high > 0.0 {
+                let c = first.or(Some(Confidence::Medium));
+                return Impact::scaled(high, (low / high, mid / high), ImpactMethod::Projection, c);
+            }
+        }
         if saving > 0.0 {
             let c = first.or(Some(Confidence::Medium));
             return Impact::scaled(of_trace(saving), (0.5, 0.75), ImpactMethod::Projection, c);
