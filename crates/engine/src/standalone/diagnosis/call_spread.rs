@@ -67,7 +67,7 @@ pub(super) fn cause(shape: &OpRow) -> Option<Cause> {
             median / min
         ),
         evidence: format!(
-            "{} calls of one signature (the same shapes) take {} to {} µs, median {}{best}. Identical calls that differ this much differ by what surrounds them (clocks and power capping, another stream's work, the profiler), not by their kernel.",
+            "{} calls of one signature (the same shapes) take {} to {} µs, median {}{best}. Identical calls that differ this much differ by what surrounds them (clocks and power capping, other work on the GPU at the same time, the profiler), not by their kernel.",
             shape.count,
             fmt_us(min),
             fmt_us(max),

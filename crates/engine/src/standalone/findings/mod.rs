@@ -683,8 +683,7 @@ impl Impact {
         // A projection at three or more stated speed-ups (fp32 convolutions at 2×, 3× and the
         // peaks' ratio) spans them: the smallest, the middle and the largest, as its text
         // says (review 16: V100's range had been half and three quarters of the 8× ratio's).
-        if saving > 0.0 && b.projection_kind == ProjectionKind::Speedup && b.projection.len() >= 3
-        {
+        if saving > 0.0 && b.projection_kind == ProjectionKind::Speedup && b.projection.len() >= 3 {
             let mut saved: Vec<f64> = b
                 .projection
                 .iter()

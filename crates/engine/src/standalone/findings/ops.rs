@@ -1434,11 +1434,11 @@ fn library_pass_cause(name: &str) -> Cause {
     Cause {
         key: "dnn_library_pass",
         title: if workspace {
-            "MIOpen's workspace pass around a split-K convolution".into()
+            "MIOpen's buffer fill before a convolution solver".into()
         } else {
             "MIOpen's own tensor operation around its convolution solver".into()
         },
-        evidence: "the kernel is one MIOpen launches around its convolution solvers (a split-K solver's fp32 workspace set to zero before it accumulates, its result cast back after), not a PyTorch op: no `torch.compile` fusion removes it, and channels_last does not either; a solver without the pass does.".into(),
+        evidence: "the kernel is one MIOpen launches around its convolution solvers (a buffer set to zero before a solver accumulates into it; an fp32 result cast back to the output type after a split-K solver), not a PyTorch op: no `torch.compile` fusion removes it, and channels_last does not either; a solver without the pass does.".into(),
         action: "Let MIOpen search for a solver that needs no such pass for these shapes (`torch.backends.cudnn.benchmark = True`, `MIOPEN_FIND_MODE=NORMAL`); its NHWC solvers apply when the model runs channels_last.".into(),
         waste: None,
         confidence: Confidence::Medium,

@@ -314,12 +314,12 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     // unexplained elementwise rows): the solver's, not the layout's.
                     let workspace = if t.workspace_ms > 0.0 {
                         format!(
-                                " Beside them, {:.3} ms ({} kernels) of MIOpen's workspace passes run around the same convolutions ({}): a split-K solver (`gkgs` in its kernel's name) accumulates in an fp32 workspace that is zero-filled before and cast to the output type after. They go with the solver MIOpen picked for these shapes, not with the layout, so channels_last does not remove them.",
+                                " Beside them, {:.3} ms ({} kernels) of MIOpen's own tensor passes run around the same convolutions ({}): a `SubTensorOpWithScalar1d` sets a buffer to a scalar (zero) before a solver accumulates into it, a `SubTensorOpWithCastTensor1d` casts an fp32 result to the output type after (split-K solvers, `gkgs` in their kernel's name, accumulate in fp32). They go with the solvers MIOpen picked for these shapes, not with the layout, so channels_last does not remove them.",
                                 t.workspace_ms,
                                 t.workspace.iter().map(|k| k.kernels).sum::<u64>(),
                                 t.workspace
                                     .iter()
-                                    .map(|k| code(&short(&k.name, 40)))
+                                    .map(|k| format!("{} ×{}", code(&short(&k.name, 40)), k.kernels))
                                     .collect::<Vec<_>>()
                                     .join(", ")
                             )
