@@ -211,7 +211,7 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
         // not "fewer kernels".
         for card in md
             .split("\n### ")
-            .filter(|c| c.contains("slower on trace 1"))
+            .filter(|c| c.contains("slower on trace 1") && c.contains("**Action**"))
         {
             let card = card.split("\n---").next().unwrap_or(card);
             if model.starts_with("facebook") && card.contains("led by `aten::bmm`") {

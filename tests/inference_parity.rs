@@ -399,7 +399,10 @@ fn analysis_md_says_where_the_fair_report_saves_more() {
     let md = String::from_utf8(files["analysis.md"].clone()).expect("UTF-8");
     let said = md
         .lines()
-        .filter(|l| l.contains("saves more than the gap to the roofline"))
+        .filter(|l| {
+            l.starts_with("**Jarvis's estimate**: The fair report puts this fix at")
+                && l.contains(") saves more than the ")
+        })
         .collect::<Vec<_>>();
     assert!(
         said.iter()

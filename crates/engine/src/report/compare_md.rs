@@ -333,6 +333,28 @@ pub fn fair_md_with(
         slower.len(),
         ms(excess)
     );
+    // What each side was fed leads, as in the standalone reports: an input the model was not
+    // built for costs both platforms alike and outweighs their difference (review 16:
+    // TimeSformer's 128-frame clip into an 8-frame model, 16× the attention, led the standalone
+    // report and was missing here).
+    if let Some((t, r)) = sides {
+        let note = |a: &crate::Analysis| {
+            a.standalone
+                .as_ref()
+                .map(|st| st.workload.input_note.clone())
+                .unwrap_or_default()
+        };
+        let (tn, rn) = (note(t), note(r));
+        if !tn.is_empty() && tn == rn {
+            let _ = writeln!(s, "**Both traces: {tn}**\n");
+        } else {
+            for (side, n) in [("Target", tn), ("Reference", rn)] {
+                if !n.is_empty() {
+                    let _ = writeln!(s, "**{side}: {n}**\n");
+                }
+            }
+        }
+    }
     s.push_str(&timeline_table(
         c,
         &format!("Reference ({rt})"),
@@ -414,6 +436,9 @@ pub fn fair_md_with(
             "No matched op is slower on the target than the hardware ratio explains.\n"
         );
     }
+    // (priority number, action) of the recommendations written: an action already given is
+    // referred to, not repeated (review 16: one 600-character TunableOp paragraph six times).
+    let mut given: Vec<(usize, String)> = Vec::new();
     for (i, r) in recs.iter().take(MAX_RECOMMENDATIONS).enumerate() {
         // A share of the target's GPU timeline, as the standalone priorities are of the trace:
         // on a host-bound target a kernel's saving is a small part of its step (review 10:
@@ -486,11 +511,16 @@ pub fn fair_md_with(
                 if let Some((t, r)) = both_slow {
                     let _ = writeln!(s, "**Both sides slow**: the target runs it at {t:.1}% of its roofline and the reference at {r:.1}% of its own: the op is inefficient on both platforms, so the lever is the op itself (remove it, fuse it, or fix its layout: the target's standalone report names the cause) before the target's kernel.  ");
                 }
-                let _ = writeln!(
-                    s,
-                    "**Action**: {}  ",
-                    action(m, c.target_platform.as_ref(), &c.target_environment)
-                );
+                let act = action(m, c.target_platform.as_ref(), &c.target_environment);
+                match given.iter().find(|(_, a)| *a == act) {
+                    Some((j, _)) => {
+                        let _ = writeln!(s, "**Action**: as Priority {j}'s, for these shapes.  ");
+                    }
+                    None => {
+                        let _ = writeln!(s, "**Action**: {act}  ");
+                        given.push((i + 1, act));
+                    }
+                }
                 // Without a ratio the excess is the target's time over the reference's.
                 let reach = if group.iter().all(|x| x.expected_ratio.is_none()) {
                     "if it runs as fast as on the reference"

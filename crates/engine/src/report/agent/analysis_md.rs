@@ -850,7 +850,8 @@ pub fn render(i: &Inputs<'_>) -> String {
             f.category, f.impact_score_low, f.impact_score, f.impact_score_high, f.impact_score, f.impact_score_low, f.impact_score_high
         );
         if !estimate.is_empty() {
-            let _ = writeln!(s, "*impact_score is TraceLens's agent formula ({}), kept as its report states it; Jarvis ranks the fix by its estimate above.*\n", if f.estimate_method == "heuristic" { "a share of the op's time: no perf model" } else { "the whole gap to the roofline's peak × the ops' share" });
+            // (A heuristic card's own line follows: "No perf model: estimated from its share".)
+            let _ = writeln!(s, "*impact_score is TraceLens's agent formula{}, kept as its report states it; Jarvis ranks the fix by its estimate above.*\n", if f.estimate_method == "heuristic" { "" } else { " (the whole gap to the roofline's peak × the ops' share)" });
         }
         if f.covered_by_fusion {
             let _ = writeln!(s, "*These ops are the kernel fusion opportunity's below (all compute here is inside it); listed so the plan has a compute card. Its impact is part of the fusion's, not additional.*\n");
