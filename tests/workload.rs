@@ -361,3 +361,27 @@ fn a_video_clip_is_read_as_frames_and_frames_merged_into_attention_are_named() {
         run(false, 33)
     );
 }
+
+/// TraceLens's normalization fixture is named a layer test (ten single norm layers under one
+/// `Net`), said first in the summary, and a ResNet (blocks with children) is not (review 16:
+/// "Net, architecture unknown").
+#[test]
+fn a_suite_of_single_norm_layers_is_a_layer_test() {
+    let Some(a) = shared_trace("mi300x_normalization_layer_test.json.gz") else {
+        return;
+    };
+    let w = workload(&a);
+    assert!(
+        w.architecture
+            .starts_with("Layer test: 10 normalization layers side by side")
+            && w.input_note
+                .starts_with("A layer test, not a model: Net runs 10"),
+        "{} / {}",
+        w.architecture,
+        w.input_note
+    );
+    let Some(r) = shared_trace("mi300x_ddp_resnet18_train.json.gz") else {
+        return;
+    };
+    assert!(!workload(&r).architecture.contains("Layer test"));
+}

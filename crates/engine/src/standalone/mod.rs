@@ -13,6 +13,7 @@ pub mod explorer;
 pub mod findings;
 pub mod functions;
 pub mod gated_activations;
+pub mod layer_test;
 pub mod md;
 pub mod op_shares;
 pub mod ops;

@@ -228,9 +228,14 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
     let micro = (mode == Mode::Inference && modules.frames.is_empty())
         .then(|| micro_benchmark(rows, &mut evidence))
         .flatten();
-    let (architecture, micro_input) = match micro {
-        Some((arch, input)) => (Some(arch), input),
-        None => (architecture, String::new()),
+    let layers = micro
+        .is_none()
+        .then(|| super::layer_test::of(modules, rows, &mut evidence))
+        .flatten();
+    let (architecture, micro_input) = match (micro, &layers) {
+        (Some((arch, input)), _) => (Some(arch), input),
+        (None, Some((arch, _))) => (Some(arch.clone()), String::new()),
+        (None, None) => (architecture, String::new()),
     };
     let or_unknown = |s: Option<String>| s.unwrap_or_else(|| UNKNOWN.to_owned());
     let phase = if mode == Mode::Inference {
@@ -255,6 +260,9 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
         evidence.push(format!(
             "mode: a forward-only run whose layers run as in training: {train_mode}"
         ));
+    }
+    if let Some((_, note)) = layers {
+        input_note = note;
     }
     Workload {
         model: or_unknown(model),

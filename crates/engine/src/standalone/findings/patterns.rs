@@ -215,7 +215,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         code(&a.class), ops, a.instances, a.core_ms
                     ),
                     "Replace the softmax + bmm sequence with `torch.nn.functional.scaled_dot_product_attention` (Flash / memory-efficient backends; typically 3-10x on attention).",
-                    "Without model changes only the individual softmax and bmm kernels can be tuned (typically 10-30%); generate replay artifacts for them.",
+                    "Without model changes, the softmax and bmm kernels are what can be tuned: their own findings, folded in here, name what holds each (an odd sequence length that forces narrow-aligned kernels and the general softmax can be padded to a multiple of 8, which can be worth several times); generate replay artifacts for them.",
                     ProjectionKind::Speedup,
                     rules::speedup_projection(a.core_ms, &[3.0, 10.0], compute),
                     inp,
