@@ -385,3 +385,29 @@ fn a_suite_of_single_norm_layers_is_a_layer_test() {
     };
     assert!(!workload(&r).architecture.contains("Layer test"));
 }
+
+/// An output head no Linear module runs (SGLang's Qwen3-8B: `aten::mm` 4096 → 151936 as a bare
+/// GEMM) is named in the scale beside the embedding; a Hugging Face model's `lm_head` Linear is
+/// in the Linear count and not named twice (review 16: "≈6.9B" for an 8.2B model).
+#[test]
+fn an_output_head_outside_every_linear_is_counted() {
+    let Some(dir) = common::shared_dir() else {
+        return;
+    };
+    let a = analyze(&common::read(&dir.join(
+        "traces/tracelens_inference/sglang_prefilldecode/sglang_Qwen3-8B_prefilldecode.json.gz",
+    )));
+    let scale = &workload(&a).scale;
+    assert!(
+        scale.contains("an output head of 151936 × 4096 (622.3M) run as a bare GEMM"),
+        "{scale}"
+    );
+    let Some(hf) = shared_trace("h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz") else {
+        return;
+    };
+    assert!(
+        !workload(&hf).scale.contains("output head"),
+        "{}",
+        workload(&hf).scale
+    );
+}

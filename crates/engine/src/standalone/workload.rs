@@ -1155,6 +1155,25 @@ fn embeddings_and_experts(trace: &Trace, rows: &[OpRow], ev: &mut Vec<String>) -
     if !tables.is_empty() {
         ev.push("scale: embedding tables from `aten::embedding`'s weight (first input), each shape once".into());
     }
+    // The output head where no Linear module runs it (SGLang's Qwen3: `aten::mm` of
+    // 4096 → 151936 under no Linear frame, 622M weights the Linear count left out; review 16):
+    // a GEMM whose N is the largest table's vocabulary and whose K its width.
+    if let Some(&(v, h)) = tables.first() {
+        let bare = rows.iter().any(|r| {
+            r.category == SeedCategory::Gemm
+                && r.param("N") == Some(v)
+                && r.param("K") == Some(h)
+                && !r.module_path.contains("Linear")
+                && !r.module_path.contains("Head")
+        });
+        if bare {
+            parts.push(format!(
+                "an output head of {v} × {h} ({}) run as a bare GEMM, its own weight unless tied to the embedding",
+                human((v * h) as f64)
+            ));
+            ev.push("scale: the output head, a GEMM of N = the largest embedding's vocabulary and K = its width run under no Linear or …Head module frame".into());
+        }
+    }
     let mut seen: Vec<&str> = Vec::new();
     let mut uncounted = 0;
     for r in rows.iter().filter(|r| r.is_moe()) {
