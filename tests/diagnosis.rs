@@ -1853,3 +1853,39 @@ fn a_kernel_level_batchnorm_counts_every_calls_grid() {
         b.title
     );
 }
+
+/// An inference GEMM that is compute-bound in BF16 and already at half its roofline or more is
+/// told FP8 GEMMs as the next lever, with the platform's two peaks (review 16: SGLang's
+/// Qwen3-8B prefill, 85 % of compute in such GEMMs); a training step's GEMMs are not (FP8
+/// training is a recipe, not a switch).
+#[test]
+fn compute_bound_inference_gemms_are_told_the_fp8_lever() {
+    let lever = "FP8 GEMMs (w8a8";
+    let (train, _) = jarvis_engine::synth::trace_bytes(&jarvis_engine::synth::SynthSpec {
+        platform: jarvis_engine::synth::SynthPlatform::H100,
+        steps: 3,
+        ..Default::default()
+    });
+    let a = analyze_on(&train, "h100");
+    assert!(
+        findings(standalone(&a)).all(|b| !b.path_a.contains(lever)),
+        "training told FP8"
+    );
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let bytes = common::read(&shared.join(
+        "traces/tracelens_inference/sglang_prefilldecode/sglang_Qwen3-8B_prefilldecode.json.gz",
+    ));
+    let a = jarvis_engine::analyze_trace(import::import_bytes(&bytes).expect("imports"));
+    let b = findings(standalone(&a))
+        .find(|b| b.path_a.contains(lever))
+        .expect("a GEMM finding with the FP8 lever");
+    assert!(
+        b.path_a
+            .contains("raise MI300X's matrix peak 1.8× (1273 vs 708 TFLOPS)")
+            && b.path_a.contains("where the model's accuracy allows"),
+        "{}",
+        b.path_a
+    );
+}

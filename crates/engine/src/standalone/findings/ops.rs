@@ -1125,6 +1125,9 @@ pub(super) fn op_bottleneck(
         causes.push(library_pass_cause(&r.name));
     }
     with_causes(&mut t, &causes);
+    if let Some(line) = fp8_lever(r, eff, share, inp) {
+        t.path_a.push_str(&line);
+    }
     // Where the calls were judged apart by their kernels, that cause says it already.
     if let Some(note) =
         model_misfit(g).filter(|_| !causes.iter().any(|c| c.key == "attention_call_classes"))
@@ -1427,6 +1430,44 @@ fn kernel_level_texts(t: &mut OpTexts, g: &Group<'_>, r: &OpRow, inp: &Inputs<'_
         t.path_a = "These are MIOpen's own tensor operations around its convolution solvers (a workspace set to a scalar before a split-K pass accumulates into it atomically, its fp32 result cast back to the tensor's type), launched by the library rather than by a PyTorch op: no `torch.compile` fusion removes them. A solver that needs no such pass does: let MIOpen search for one (`torch.backends.cudnn.benchmark = True`, `MIOPEN_FIND_MODE=NORMAL`), and run the model channels_last so its NHWC solvers apply.".into();
     }
 }
+
+/// The precision lever beyond a good kernel: an inference GEMM in BF16 / FP16 that is
+/// compute-bound, takes a material share of compute and already reaches half of its roofline
+/// has its kernel's headroom mostly spent; FP8 (w8a8) GEMMs raise the matrix peak itself
+/// (review 16: SGLang's Qwen3-8B prefill, 85 % of compute in compute-bound BF16 GEMMs, told
+/// only of tuned GEMM entries). Said as a lever, not a cause, with the accuracy caveat; never in
+/// training (FP8 training is a recipe, not a switch) or where the platform has no FP8 peak.
+fn fp8_lever(r: &OpRow, eff: Option<f64>, share: f64, inp: &Inputs<'_>) -> Option<String> {
+    let p = inp.platform?;
+    let half = r.compute_spec.as_str();
+    if inp.trains
+        || r.category != SeedCategory::Gemm
+        || !matches!(half, "matrix_bf16" | "matrix_fp16")
+        || r.bound != Some(crate::standalone::ops::Bound::Compute)
+        || eff? < FP8_MIN_EFF_PCT
+        || share < FP8_MIN_SHARE_PCT
+        || latency_bound(r, inp.kernel_floor_us).is_some()
+    {
+        return None;
+    }
+    let (fp8, peak) = (p.peak_tflops("matrix_fp8")?, p.peak_tflops(half)?);
+    let ratio = fp8 / peak;
+    (ratio >= FP8_MIN_RATIO).then(|| {
+        format!(
+            " Beyond the kernel: this inference GEMM is compute-bound in {} at {:.0}% of its roofline, so precision is the next lever: FP8 GEMMs (w8a8 with per-channel or per-tensor scales: SGLang and vLLM `--quantization fp8`, torchao's float8 dynamic quantization) raise {}'s matrix peak {ratio:.1}× ({fp8:.0} vs {peak:.0} TFLOPS), where the model's accuracy allows (validate on your task).",
+            if half == "matrix_bf16" { "BF16" } else { "FP16" },
+            eff.unwrap_or(0.0),
+            p.label()
+        )
+    })
+}
+
+/// The FP8 lever's thresholds: a kernel at this share of its roofline or more ...
+const FP8_MIN_EFF_PCT: f64 = 50.0;
+/// ... holding this share of compute or more ...
+const FP8_MIN_SHARE_PCT: f64 = 5.0;
+/// ... on a platform whose FP8 peak is at least this many times the half-precision one.
+const FP8_MIN_RATIO: f64 = 1.7;
 
 /// The cause of a MIOpen tensor operation's finding: the library's pass around its solver.
 fn library_pass_cause(name: &str) -> Cause {
