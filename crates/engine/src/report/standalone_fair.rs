@@ -409,7 +409,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
     );
     let _ = writeln!(
         s,
-        "| Kernel time with a perf model | {} |",
+        "| Kernel time of ops with a perf model (by op name) | {} |",
         h.modelled_share_pct
             .map_or("–".into(), |x| format!("{x:.1}%"))
     );
