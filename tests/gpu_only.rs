@@ -198,6 +198,25 @@ fn transposes_next_to_convolutions_are_their_layout_cost() {
         .iter()
         .flat_map(|c| &c.bottlenecks)
         .any(|b| !b.pattern && b.op_name == "batched_transpose"));
+    // Each pass's own finding names its kind: the fill before a solver, the cast after a
+    // split-K one (review 17: the cast had been titled a fill).
+    let title = |op: &str| {
+        st.categories
+            .iter()
+            .flat_map(|c| &c.bottlenecks)
+            .find(|b| b.op_name.starts_with(op))
+            .and_then(|b| b.causes.first())
+            .map(|c| c.title.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        title("SubTensorOpWithScalar1d"),
+        "MIOpen's buffer fill before a convolution solver"
+    );
+    assert_eq!(
+        title("SubTensorOpWithCastTensor1d"),
+        "MIOpen's fp32-to-output cast after a split-K convolution solver"
+    );
 }
 
 #[test]

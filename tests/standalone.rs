@@ -1018,6 +1018,8 @@ fn compile_advice_says_where_inductor_cannot_run() {
             p.contains("cannot run (Inductor generates Triton kernels"),
             "{p}"
         );
+        // Nor is the compile route offered after the caveat (review 17).
+        assert!(!p.contains("mode=\"reduce-overhead\""), "{p}");
     }
 }
 

@@ -307,6 +307,10 @@ pub struct Standalone {
     /// Decode steps against their memory floor (weights and KV cache read once).
     pub decode_floor: Option<decode_floor::DecodeFloor>,
     pub replay: Vec<ReplayOp>,
+    /// The trace's kernel floor, µs (`findings::kernel_floor_us`): what a call of its GPU takes
+    /// at least, whatever its work; the reports judge latency-bound ops by it.
+    #[serde(skip)]
+    pub kernel_floor_us: Option<f64>,
     /// The `unified_perf_summary` rows the findings refer to (by `row`).
     pub rows: Vec<OpRow>,
     /// Call stack and subtree of each row's example instance (aligned with `rows`), for the
@@ -547,7 +551,16 @@ fn caveat_compile(b: &mut findings::Bottleneck, why: &str) {
     // sentence that recommends `torch.compile` read as a contradiction).
     let note = |t: &mut String| {
         if t.contains("torch.compile") && !t.contains(why) {
-            *t = format!("Not `torch.compile` here: {why}; its options below do not apply. {t}");
+            // The graph advice's compile route goes; the plain CUDA-graph one stays (review
+            // 17: "Not torch.compile here" followed by `torch.compile(mode="reduce-overhead")`).
+            let plain = t
+                .replace(", or `torch.compile(mode=\"reduce-overhead\")`", "")
+                .replace("`torch.compile(mode=\"reduce-overhead\")`, or ", "");
+            *t = if plain.contains("torch.compile") {
+                format!("Not `torch.compile` here: {why}; its options below do not apply. {plain}")
+            } else {
+                format!("Not `torch.compile` here: {why}. {plain}")
+            };
         }
     };
     note(&mut b.path_a);
@@ -848,7 +861,9 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     let replay = replay_ops(src, &rows, &events, &categories);
     let decode_floor =
         decode_floor::decode_floor(&rows, src.steps, src.platform, utilization.stall_ms);
+    let kernel_floor_us = findings::kernel_floor_us(src.trace);
     Standalone {
+        kernel_floor_us,
         decode_floor,
         platform: src.platform.cloned(),
         utilization,

@@ -484,12 +484,16 @@ fn card_title(st: &Standalone, f: &Finding) -> String {
         None if f.bound_type == "unmodeled" => {
             format!("{} without a perf model", op_name(&f.members[0].name))
         }
-        None => format!(
-            "{}-bound {} ops at {}% of roofline",
-            capitalize(&f.bound_type),
-            cat_title(&f.category),
-            f.eff_bucket
-        ),
+        None => {
+            // "Other ops ops" (review 17): the category's own title may end in "ops".
+            let cat = cat_title(&f.category);
+            format!(
+                "{}-bound {} ops at {}% of roofline",
+                capitalize(&f.bound_type),
+                cat.strip_suffix(" ops").unwrap_or(&cat),
+                f.eff_bucket
+            )
+        }
     };
     if f.library == "Unknown" {
         base
@@ -591,6 +595,17 @@ fn action(st: &Standalone, f: &Finding) -> String {
     }
     match f.bound_type.as_str() {
         "compute" => "Check the kernel's tile choice and how its tiles fill the compute units for these shapes (replay them), and whether a lower precision (BF16 → FP8) is acceptable.".into(),
+        // Calls at the kernel floor are launch and fixed cost, not bytes (review 17: Falconsai's
+        // 4.4 µs `layer_norm` calls on 1.2 MB told to cut the bytes moved).
+        "memory"
+            if f.members.iter().all(|m| {
+                st.rows.get(m.row).is_some_and(|r| {
+                    crate::standalone::findings::is_latency_bound(r, st.kernel_floor_us)
+                })
+            }) =>
+        {
+            "These calls take about a kernel's fixed cost on this GPU (latency-bound: their bytes at full bandwidth would take a fraction of it), so fewer kernels are the lever, not fewer bytes: fuse them into their neighbours (`torch.compile`), or replay the step as a CUDA / HIP graph.".into()
+        }
         "memory" => "Cut the bytes moved: fuse these ops with their neighbours so intermediates stay on chip, make inputs contiguous, and use a lower precision where acceptable.".into(),
         // An op that already runs a library's or an engine's fused kernels is not told to look
         // for one (review 9: cuDNN's convolutions and vLLM's fused MoE, both "check whether a

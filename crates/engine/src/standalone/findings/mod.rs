@@ -28,7 +28,7 @@ use crate::sheet::Sheet;
 pub use crate::standalone::diagnosis::kernels::main_kernel_of;
 pub use graph_short::graph_short_kernels;
 use notes::add_notes;
-pub use ops::{baseline, compact_dims, shape_summary};
+pub use ops::{baseline, compact_dims, is_latency_bound, shape_summary};
 use ops::{groups, op_bottleneck};
 use patterns::add_patterns;
 pub use repeated::repeated_forwards;

@@ -1296,6 +1296,11 @@ fn latency_bound(r: &OpRow, floor_us: Option<f64>) -> Option<Latency> {
     })
 }
 
+/// Whether `r` is latency-bound by [`latency_bound`]'s rule, for the reports.
+pub fn is_latency_bound(r: &OpRow, floor_us: Option<f64>) -> bool {
+    latency_bound(r, floor_us).is_some()
+}
+
 /// An op whose work at peak takes under 1 / this of its kernels' fixed cost (the trace's kernel
 /// floor, once per kernel) is latency-bound: its time is overhead, not memory or math.
 const LATENCY_BOUND_MARGIN: f64 = 2.0;
@@ -1471,14 +1476,17 @@ const FP8_MIN_RATIO: f64 = 1.7;
 
 /// The cause of a MIOpen tensor operation's finding: the library's pass around its solver.
 fn library_pass_cause(name: &str) -> Cause {
-    let workspace = name.starts_with("SubTensorOp");
+    // By kind (review 17: the cast after a split-K solver had been titled a fill).
+    let title = if name.starts_with("SubTensorOp") && name.contains("Scalar") {
+        "MIOpen's buffer fill before a convolution solver"
+    } else if name.contains("Cast") {
+        "MIOpen's fp32-to-output cast after a split-K convolution solver"
+    } else {
+        "MIOpen's own tensor operation around its convolution solver"
+    };
     Cause {
         key: "dnn_library_pass",
-        title: if workspace {
-            "MIOpen's buffer fill before a convolution solver".into()
-        } else {
-            "MIOpen's own tensor operation around its convolution solver".into()
-        },
+        title: title.into(),
         evidence: "the kernel is one MIOpen launches around its convolution solvers (a buffer set to zero before a solver accumulates into it; an fp32 result cast back to the output type after a split-K solver), not a PyTorch op: no `torch.compile` fusion removes it, and channels_last does not either; a solver without the pass does.".into(),
         action: "Let MIOpen search for a solver that needs no such pass for these shapes (`torch.backends.cudnn.benchmark = True`, `MIOPEN_FIND_MODE=NORMAL`); its NHWC solvers apply when the model runs channels_last.".into(),
         waste: None,
