@@ -222,6 +222,11 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
                     "{card}"
                 );
             }
+            // Falconsai's 24 `add` calls of 4.9 µs (against 2.2 µs) and one of 11.3 µs: the
+            // short calls hold the time (review 17).
+            if model.starts_with("Falconsai") && card.contains("Elementwise ops slower") {
+                assert!(card.contains("a few µs a call"), "{card}");
+            }
             if model.starts_with("gaunernst") && card.contains("SDPA forward") {
                 assert!(
                     !card.contains("a few µs a call")
