@@ -588,7 +588,12 @@ fn target_cause(st1: &Standalone, op: &str, shape: &str) -> Option<(String, Stri
                     .and_then(|r| st1.rows.get(r))
                     .is_some_and(|r| crate::standalone::findings::shape_summary(r) == shape)
         })
-        .map(|b| (cell(&b.causes[0].title), b.causes[0].action.clone()))
+        // Its first two causes: an attention ceiling is read with the grid that sets it
+        // (review 17: Falconsai's 96 workgroups for 304 CUs had been left out).
+        .map(|b| {
+            let titles: Vec<String> = b.causes.iter().take(2).map(|c| cell(&c.title)).collect();
+            (titles.join("; "), b.causes[0].action.clone())
+        })
 }
 
 /// A comparative P-item whose members of a few µs a call on both sides hold this share of its

@@ -287,10 +287,15 @@ pub(super) fn cause(
     };
     Some(Cause {
         key: "attention_ceiling",
+        // The grid that caps the ceiling is in the title, which other reports quote alone
+        // (review 17: the comparison cited the ceiling without its 96 workgroups for 304 CUs).
         title: format!(
-            "{} of the peak against a ceiling of {} for this shape",
+            "{} of the peak against a ceiling of {} for this shape{}",
             pct(eff),
-            pct(c.ceiling)
+            pct(c.ceiling),
+            c.grid
+                .map(|(w, u)| format!(" ({w} workgroups for {u} {unit}s)"))
+                .unwrap_or_default()
         ),
         evidence: format!(
             "{tiles}.{softmax}{grid} Ceiling: {} of the matrix peak; it runs at {}, and a tuned kernel reaches about 80% of the ceiling ({}).{generation}",
