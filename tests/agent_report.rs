@@ -778,3 +778,28 @@ fn analysis_md_names_every_argued_finding_of_the_fair_report() {
         );
     }
 }
+
+/// An MoE P-item is told the fair report's MoE lever (tokens per expert, expert parallelism),
+/// not "profile that kernel" (review 17: B200's `vllm::moe_forward`).
+#[test]
+fn an_moe_p_item_takes_the_fair_reports_lever() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let trace = shared.join("traces/tracelens/b200_eager_trace.json.gz");
+    let md = text(
+        &files(&analyze(&common::read(&trace)), "b200"),
+        "analysis.md",
+    );
+    let card = md
+        .split("\n### ")
+        .find(|c| c.contains("P1: `vllm::moe_forward`"))
+        .unwrap_or_else(|| panic!("{md}"));
+    let card = &card[..card.find("\n---").unwrap_or(card.len())];
+    assert!(
+        card.contains("**Action**: The kernel already runs a small expert block")
+            && card.contains("expert parallelism over the job's 8 ranks")
+            && !card.contains("profile that kernel"),
+        "{card}"
+    );
+}

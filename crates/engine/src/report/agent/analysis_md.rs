@@ -565,6 +565,17 @@ fn action(st: &Standalone, f: &Finding) -> String {
             b.impact.mid_pct
         );
     }
+    // An MoE op's lever is the fair report's (tokens per expert, expert parallelism, weight
+    // precision), not a profiler run (review 17: B200's `vllm::moe_forward` told to "profile
+    // that kernel" beside a fair finding naming expert parallelism).
+    if let Some(b) = fair_owner(st, f).filter(|b| {
+        !b.path_a.is_empty()
+            && f.members
+                .iter()
+                .all(|m| st.rows.get(m.row).is_some_and(OpRow::is_moe))
+    }) {
+        return b.path_a.clone();
+    }
     // Each kind of op-less kernel by its own launcher (review 16: V100 ResNet-50's gradient
     // sums, launched by `cudaLaunchKernel` outside every op, had been called graph-replayed).
     let rows: Vec<&OpRow> = f
