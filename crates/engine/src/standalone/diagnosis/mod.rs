@@ -128,6 +128,9 @@ pub struct Context<'a> {
     /// For a fused MoE's down stage (`…_down`), the bandwidth its up stage (`…_up`, the same
     /// routing) reaches, TB/s: what the same tokens per expert allow (`moe::causes`).
     pub moe_up_tb_s: Option<f64>,
+    /// ... and the up stage's main kernel, whose tile and split the down stage's are read
+    /// against.
+    pub moe_up_kernel: Option<&'a str>,
     /// The trace runs convolutions with layout transposes beside them (MIOpen's
     /// `batched_transpose_*`, cuDNN's `nchwToNhwcKernel`): channels_last advice can say they go.
     pub convolutions: bool,
@@ -164,6 +167,7 @@ impl<'a> Context<'a> {
             trains: false,
             tf32_gemms: 0,
             moe_up_tb_s: None,
+            moe_up_kernel: None,
             convolutions: false,
             gemm_peers: &[],
             gemm_rows: &[],

@@ -104,7 +104,24 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 .max_by(|a, b| a.1.total_cmp(&b.1))
                 .map(|(n, _)| n.as_str())
                 .unwrap_or("");
+            // The same tile and split as the up stage's kernel explain nothing by themselves
+            // (review 17: vLLM's two `…_16x128x256x1` kernels, the down one with half the
+            // programs yet slower): then its shape and dequantization are what differ.
+            // triton_kernels' `BLOCK_M x BLOCK_N x BLOCK_K x split-K` token of the name.
+            let tile = |k: &str| {
+                k.split('_')
+                    .find(|t| {
+                        t.split('x').count() == 4
+                            && t.split('x')
+                                .all(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                    })
+                    .map(str::to_owned)
+            };
+            let same_config = ctx
+                .moe_up_kernel
+                .is_some_and(|u| tile(u).is_some() && tile(u) == tile(main));
             let split_text = match split_k_of(main) {
+                Some(s) if same_config => format!("its tile and split-K ({s}) are its up stage's too, so the trace does not show why: each of its workgroups runs slower than the up stage's on the same routing (its reduction over K = {i} per output, dequantizing its weights)"),
                 Some(1) => format!("its tile, its reduction over K = {i} in one pass: its name's split-K is 1, and dequantizing its weights"),
                 Some(s) => format!("its tile and its reduction over K = {i} split {s} ways, dequantizing its weights"),
                 None => format!("its tile and its reduction over K = {i}, dequantizing its weights"),
@@ -262,6 +279,19 @@ mod tests {
         named.kernel_names = vec![("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1".into(), 156.7)];
         let e = super::causes(&named, &ctx).remove(0).evidence;
         assert!(e.contains("in one pass: its name's split-K is 1,"), "{e}");
+        // The up stage running the same tile and split: they explain nothing alone (review 17).
+        let same = Context {
+            moe_up_tb_s: Some(2.20),
+            moe_up_kernel: Some("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu"),
+            ..Context::on(Some(&mi300))
+        };
+        let e = super::causes(&named, &same).remove(0).evidence;
+        assert!(
+            e.contains(
+                "its tile and split-K (1) are its up stage's too, so the trace does not show why"
+            ) && !e.contains("in one pass"),
+            "{e}"
+        );
         // 156.8 µs per call at 0.97 TB/s is 69.1 µs at 2.20.
         assert!(
             first.action.contains("about 69.1 µs instead of 156.8"),

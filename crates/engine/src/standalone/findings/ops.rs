@@ -1059,12 +1059,12 @@ pub(super) fn op_bottleneck(
         environment: inp.environment,
         // A down stage is judged beside its up stage: the same routing, the same tokens per
         // expert (the up stage's largest signature).
-        moe_up_tb_s: r.name.strip_suffix("_down").and_then(|stem| {
-            inp.rows
+        moe_up_tb_s: moe_up(r, inp).and_then(|x| x.tb_s),
+        moe_up_kernel: moe_up(r, inp).and_then(|x| {
+            x.kernel_names
                 .iter()
-                .filter(|x| x.name.strip_suffix("_up") == Some(stem))
-                .max_by(|a, b| a.kernel_us.total_cmp(&b.kernel_us))
-                .and_then(|x| x.tb_s)
+                .max_by(|a, b| a.1.total_cmp(&b.1))
+                .map(|(n, _)| n.as_str())
         }),
         convolutions: inp
             .rows
@@ -1294,6 +1294,15 @@ fn latency_bound(r: &OpRow, floor_us: Option<f64>) -> Option<Latency> {
         per_call_us: per_call,
         kernels,
     })
+}
+
+/// A fused MoE down stage's up stage (`…_up` of the same stem): its largest signature.
+fn moe_up<'a>(r: &OpRow, inp: &Inputs<'a>) -> Option<&'a OpRow> {
+    let stem = r.name.strip_suffix("_down")?;
+    inp.rows
+        .iter()
+        .filter(|x| x.name.strip_suffix("_up") == Some(stem))
+        .max_by(|a, b| a.kernel_us.total_cmp(&b.kernel_us))
 }
 
 /// Whether `r` is latency-bound by [`latency_bound`]'s rule, for the reports.
