@@ -248,6 +248,14 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
             .nth(1)
             .and_then(|x| x.split("## Detailed Analysis").next())
             .expect("system section");
+        // The summary names the timeline and the computation apart (review 17: "GPU time" of
+        // the whole timeline beside the fair report's computation).
+        assert!(
+            md.contains("GPU timeline (first to last GPU event, idle included) is")
+                && md.contains("% of trace 1's (")
+                && !md.contains("GPU time is"),
+            "{model}"
+        );
         // What the two were fed leads the comparative fair report too, and an action is given
         // once, later priorities referring to it (review 16: TimeSformer's 128-frame clip, and
         // its TunableOp paragraph six times).

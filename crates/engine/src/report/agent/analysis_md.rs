@@ -490,7 +490,7 @@ fn card_title(st: &Standalone, f: &Finding) -> String {
             format!(
                 "{}-bound {} ops at {}% of roofline",
                 capitalize(&f.bound_type),
-                cat.strip_suffix(" ops").unwrap_or(&cat),
+                cat.strip_suffix(" ops").unwrap_or(cat),
                 f.eff_bucket
             )
         }
@@ -574,7 +574,18 @@ fn action(st: &Standalone, f: &Finding) -> String {
                 .iter()
                 .all(|m| st.rows.get(m.row).is_some_and(OpRow::is_moe))
     }) {
-        return b.path_a.clone();
+        // A graph's replayed kernels also lack their shapes: the capture traces give them.
+        let replayed = f.members.iter().all(|m| {
+            st.rows.get(m.row).is_some_and(|r| {
+                crate::standalone::ops::synthetic_parts(&r.name)
+                    .is_some_and(|(l, _)| l.to_ascii_lowercase().contains("graph"))
+            })
+        });
+        return if replayed {
+            format!("{} Replayed by a CUDA/HIP graph with no capture trace, it has no shapes here. Rerun with the capture traces (`jarvis report TRACE --capture DIR`) for its tokens per expert and weights.", b.path_a)
+        } else {
+            b.path_a.clone()
+        };
     }
     // Each kind of op-less kernel by its own launcher (review 16: V100 ResNet-50's gradient
     // sums, launched by `cudaLaunchKernel` outside every op, had been called graph-replayed).

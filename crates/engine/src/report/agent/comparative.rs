@@ -165,11 +165,25 @@ fn signed(x: f64, digits: usize) -> String {
     }
 }
 
-fn relation(t1: f64, t2: f64) -> String {
+/// The two timelines and their computation, each named for what it is (review 17: "GPU time"
+/// of the whole timeline, idle included, beside the fair report's computation read as two
+/// contradicting verdicts).
+fn relation(t1: f64, t2: f64, (c1, c2): (f64, f64)) -> String {
     if t1 <= 0.0 {
         return "trace 1 has no GPU time".into();
     }
-    format!("trace 2's GPU time is {:.1}% of trace 1's", t2 / t1 * 100.0)
+    let compute = if c1 > 0.0 {
+        format!(
+            ", and its computation {:.1}% of trace 1's ({c2:.3} ms against {c1:.3} ms)",
+            c2 / c1 * 100.0
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "trace 2's GPU timeline (first to last GPU event, idle included) is {:.1}% of trace 1's{compute}",
+        t2 / t1 * 100.0
+    )
 }
 
 /// Renders the comparative `analysis.md`.
@@ -194,7 +208,11 @@ pub fn render(
     let _ = writeln!(
         s,
         "Trace 1 is {p1} (the target), trace 2 is {p2} (the reference); differences are trace 2 − trace 1. Over the whole trace, {}. {} compute P-item(s) where trace 1 is slower on matched ops.\n",
-        relation(u1.total_ms, u2.total_ms),
+        relation(
+            u1.total_ms,
+            u2.total_ms,
+            (u1.computation_ms, u2.computation_ms)
+        ),
         findings.len()
     );
     let (b1, b2) = (top_category(st1), top_category(st2));
