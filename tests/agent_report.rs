@@ -803,3 +803,26 @@ fn an_moe_p_item_takes_the_fair_reports_lever() {
         "{card}"
     );
 }
+
+/// The fair finding's FP8 lever goes with its named cause's action into the P-item (review 17:
+/// SGLang's Qwen3-8B prefill GEMM P1 stopped at tuning).
+#[test]
+fn a_p_item_keeps_the_fair_findings_fp8_lever() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let trace = shared.join(
+        "traces/tracelens_inference/sglang_prefilldecode/sglang_Qwen3-8B_prefilldecode.json.gz",
+    );
+    let md = text(
+        &files(&analyze(&common::read(&trace)), "sglang"),
+        "analysis.md",
+    );
+    let p1 = p1_card(&md);
+    assert!(
+        p1.contains("**Action**: Tune the kernel selection")
+            && p1.contains("Beyond the kernel: this inference GEMM is compute-bound in BF16")
+            && p1.matches("Beyond the kernel").count() == 1,
+        "{p1}"
+    );
+}

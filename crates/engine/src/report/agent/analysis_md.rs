@@ -547,9 +547,19 @@ fn insight(st: &Standalone, f: &Finding) -> String {
     s
 }
 
+/// How the fair report's FP8 lever opens (`findings::ops::fp8_lever`).
+const FP8_LEVER: &str = "Beyond the kernel: this inference GEMM";
+
 fn action(st: &Standalone, f: &Finding) -> String {
     if let Some(c) = named_cause(st, f) {
-        return c.action.to_owned();
+        // The precision lever the fair finding adds after its causes' actions goes with them
+        // (review 17: SGLang's Qwen3 prefill GEMM P1 stopped at tuning).
+        let lever = fair_owner(st, f)
+            .and_then(|b| b.path_a.find(FP8_LEVER).map(|i| b.path_a[i..].to_owned()));
+        return match lever {
+            Some(l) if !c.action.contains(FP8_LEVER) => format!("{} {l}", c.action),
+            _ => c.action.to_owned(),
+        };
     }
     // Kernels a graph replays without the capture trace have no shapes and no arguments: no
     // replay, model or comparison with the op's work is possible (review 15: "replay it in
