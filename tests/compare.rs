@@ -262,8 +262,9 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
         if model.starts_with("facebook") {
             assert!(
                 fair.contains("**Both traces: The input first: the clip has 128 frames")
-                    && fair.matches("TunableOp is already on").count() == 1
-                    && fair.contains("**Action**: as Priority 1's, for these shapes."),
+                    && fair.contains("**Action**: From the target's own analysis (each matrix is smaller than one output tile)")
+                    && fair.matches("TunableOp is already on").count() <= 2
+                    && fair.contains("**Action**: as Priority 2's, for these shapes."),
                 "{fair}"
             );
         }

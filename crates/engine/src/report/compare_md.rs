@@ -511,7 +511,27 @@ pub fn fair_md_with(
                 if let Some((t, r)) = both_slow {
                     let _ = writeln!(s, "**Both sides slow**: the target runs it at {t:.1}% of its roofline and the reference at {r:.1}% of its own: the op is inefficient on both platforms, so the lever is the op itself (remove it, fuse it, or fix its layout: the target's standalone report names the cause) before the target's kernel.  ");
                 }
-                let act = action(m, c.target_platform.as_ref(), &c.target_environment);
+                // The target's own named cause of this signature says what to change, as the
+                // comparative `analysis.md` does (review 17: TimeSformer's 8 × 8 `bmm` told
+                // TunableOp here and its tile-size cause there); attention keeps its backend
+                // advice and latency-bound work its launch advice.
+                let own = sides
+                    .and_then(|(t, _)| t.standalone.as_ref())
+                    .filter(|_| {
+                        !m.latency_bound
+                            && !matches!(
+                                m.category,
+                                crate::standalone::ops::SeedCategory::SdpaFwd
+                                    | crate::standalone::ops::SeedCategory::SdpaBwd
+                            )
+                    })
+                    .and_then(|st1| {
+                        super::agent::comparative::target_cause(st1, &m.target_name, &m.shape)
+                    });
+                let act = match own {
+                    Some((title, a)) => format!("From the target's own analysis ({title}): {a}"),
+                    None => action(m, c.target_platform.as_ref(), &c.target_environment),
+                };
                 match given.iter().find(|(_, a)| *a == act) {
                     Some((j, _)) => {
                         let _ = writeln!(s, "**Action**: as Priority {j}'s, for these shapes.  ");

@@ -594,7 +594,7 @@ pub fn render(
 /// absorbed), as its title: "too few output tiles: 96 workgroups for 304 CUs".
 /// The cause must be of the pair's own signature (review 16: TimeSformer's 8 × 8 × 64 `bmm`
 /// of 37,632 heads had been given the "misaligned N = 3137" of another `bmm` signature).
-fn target_cause(st1: &Standalone, op: &str, shape: &str) -> Option<(String, String)> {
+pub(crate) fn target_cause(st1: &Standalone, op: &str, shape: &str) -> Option<(String, String)> {
     st1.categories
         .iter()
         .flat_map(|c| &c.bottlenecks)
