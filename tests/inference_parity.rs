@@ -366,6 +366,14 @@ fn a_decode_step_is_judged_against_its_weights_and_kv_cache() {
         );
     }
     assert!(short.share_pct > 10.0, "{}", short.share_pct);
+    // Its layer norms already take the residual (`aiter::add_rmsnorm`), so the bare
+    // `aiter::rmsnorm` (Qwen3's q/k norms) are not told to fuse with one (review 18).
+    assert!(
+        short.path_a.contains("apply RoPE (and any q/k norm)")
+            && !short.path_a.contains("residual add before it"),
+        "{}",
+        short.path_a
+    );
     // analysis.md's GEMM card keeps the agent's share of the whole trace (463 ms of one-off
     // stall in it) and says the fair report's is of the steady state, not another cause.
     let files = common::report_files(&a, "sglang");

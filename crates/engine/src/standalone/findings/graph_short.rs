@@ -238,9 +238,12 @@ pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
     }
     // A norm kernel that already takes the residual add (`add_rmsnorm`, `fused_add_…`) has
     // had that fusion.
-    let bare_norm = short
-        .iter()
-        .any(|k| k.role() == "norm" && !k.label().to_ascii_lowercase().contains("add"));
+    // Where the layer's norms already take their residual (`add_rmsnorm`), its other norms
+    // have no residual add before them: Qwen3's q/k norms, which go with RoPE above (review
+    // 18: SGLang told to fuse them with a residual add it does not have).
+    let with_add = |k: &&Replayed<'_>| k.label().to_ascii_lowercase().contains("add");
+    let norms = || short.iter().filter(|k| k.role() == "norm");
+    let bare_norm = norms().any(|k| !with_add(&k)) && !norms().any(|k| with_add(&k));
     if bare_norm {
         parts.push("fuse each norm with the residual add before it");
     }
