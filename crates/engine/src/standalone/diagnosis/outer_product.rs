@@ -9,7 +9,7 @@ use crate::standalone::md::code;
 use crate::standalone::ops::OpRow;
 
 /// The action for a GEMM of K = 1, in the standalone and comparison reports alike.
-pub const OUTER_PRODUCT_ACTION: &str = "Compute it as a broadcast multiply (`a.unsqueeze(-1) * b`, `torch.outer`): one elementwise kernel writing the M × N output at the elementwise bandwidth, with no tile set-up or K loop; a table that does not change between calls (RoPE's `inv_freq @ positions` frequencies) is built once and reused. Tuning the GEMM library for the shape changes little.";
+pub const OUTER_PRODUCT_ACTION: &str = "Compute it as a broadcast multiply (`a.unsqueeze(-1) * b`, `torch.outer`): one elementwise kernel writing the M × N output at the elementwise bandwidth, with no tile set-up or K loop; where the product does not change between calls (a table such as RoPE's `inv_freq @ positions` frequencies, if that is what it is), build it once and reuse it. Tuning the GEMM library for the shape changes little.";
 
 /// Whether a GEMM signature's text (`M=32 N=559 K=1`) reduces over K = 1.
 pub fn is_outer_product(signature: &str) -> bool {

@@ -585,13 +585,26 @@ fn gemm_path_a(r: &OpRow, platform: Option<&Platform>) -> String {
                     ),
                 ),
             };
-            (work < FILLING_WAVES * u as i64).then_some((n, u, what))
+            (work < FILLING_WAVES * u as i64).then_some((n, u, what, work))
         }
         _ => None,
     };
+    // Under one wave, some units idle for the whole kernel: said with their count (review 18:
+    // OWLv2's 264 workgroups for 304 CUs read "under 2 waves" beside BatchNorm's "N of 304
+    // busy").
+    let fill = |u: u64, work: i64| {
+        if work < u as i64 {
+            format!(
+                "under one wave: {} of the {u} idle for the whole kernel",
+                u as i64 - work
+            )
+        } else {
+            format!("{:.2} waves, under {FILLING_WAVES}", work as f64 / u as f64)
+        }
+    };
     match (r.param("M"), narrow) {
-        (Some(m), Some((n, u, what))) if m >= LARGE_GEMM_ROWS => format!(
-            "Its output (M = {m}, N = {n}) {what} for {u} CUs/SMs, under {FILLING_WAVES} waves: the tile count, not M, sets how full the GPU is. More tokens per call, or merging it with GEMMs that share its input, give it more tiles; a smaller tile or a stream-K kernel (Path B: the kernel the library picked) spreads the ones it has{}.", fp8.map_or(String::new(), |c| format!("; and check whether {c} is acceptable"))
+        (Some(m), Some((n, u, what, work))) if m >= LARGE_GEMM_ROWS => format!(
+            "Its output (M = {m}, N = {n}) {what} for {u} CUs/SMs, {}: the tile count, not M, sets how full the GPU is. More tokens per call, or merging it with GEMMs that share its input, give it more tiles; a smaller tile or a stream-K kernel (Path B: the kernel the library picked) spreads the ones it has{}.", fill(u, work), fp8.map_or(String::new(), |c| format!("; and check whether {c} is acceptable"))
         ),
         (Some(m), _) if m >= LARGE_GEMM_ROWS => {
             // Alignment is named only where N or K is off a multiple of 64.
@@ -2109,7 +2122,7 @@ mod tests {
         let a = gemm_path_a(&recorded, mi300x.as_ref());
         assert!(
             a.contains(
-                "gives its kernel 264 workgroups of work (its recorded launch) for 304 CUs/SMs"
+                "gives its kernel 264 workgroups of work (its recorded launch) for 304 CUs/SMs, under one wave: 40 of the 304 idle for the whole kernel"
             ),
             "{a}"
         );
