@@ -243,7 +243,7 @@ pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
     // 18: SGLang told to fuse them with a residual add it does not have).
     let with_add = |k: &&Replayed<'_>| k.label().to_ascii_lowercase().contains("add");
     let norms = || short.iter().filter(|k| k.role() == "norm");
-    let bare_norm = norms().any(|k| !with_add(k)) && !norms().any(|k| with_add(k));
+    let bare_norm = norms().any(|k| !with_add(k)) && !norms().any(with_add);
     if bare_norm {
         parts.push("fuse each norm with the residual add before it");
     }
