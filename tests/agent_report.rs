@@ -579,6 +579,11 @@ fn an_idle_listed_not_argued_says_so_in_both_reports() {
         fair.contains("overall (listed, not argued: a fragment of a few kernels"),
         "{fair}"
     );
+    // Its card's icon does not outrank that reading (review 18).
+    assert!(
+        md.contains("### 🟢 P1: GPU idle") && md.contains("#### 🟢 P1: GPU idle"),
+        "{md}"
+    );
 }
 
 /// A P-item whose top signature is not its op group's first reads the group's fair finding:

@@ -44,6 +44,20 @@ fn icon(n: usize) -> &'static str {
     }
 }
 
+/// A system card's icon: by its number, but never above the fair report's reading of the same
+/// finding (review 18: HTA's `inference_rank_1` idle, a 🔴 P1 beside "the fair report lists
+/// this idle without arguing it").
+fn flag_icon(k: usize, f: &super::system::Flag) -> &'static str {
+    let fair = f.fair.as_deref().unwrap_or("");
+    if fair.contains("without arguing it") || fair.contains("ranks it Low") {
+        "🟢"
+    } else if fair.contains("ranks it Medium") && k == 1 {
+        "🟡"
+    } else {
+        icon(k)
+    }
+}
+
 /// A compute P-item's icon: by its number as the agent's contract has it, but never above what
 /// its impact ranks by the fair report's thresholds: 🟢 under 1 %, at most 🟡 under 3 % (review 9:
 /// a 🔴 P1 at impact 0.0; docs/deviations.md D30). `mid_pct`: the card's mid figure, or the fair
@@ -1009,7 +1023,7 @@ pub fn render(i: &Inputs<'_>) -> String {
     }
     for (n, f) in i.system.flags.iter().enumerate() {
         let k = n + 1;
-        let _ = writeln!(s, "### {} P{k}: {}\n", icon(k), cell(&f.title));
+        let _ = writeln!(s, "### {} P{k}: {}\n", flag_icon(k, f), cell(&f.title));
         let _ = writeln!(s, "**Insight**: {}\n", f.insight);
         let _ = writeln!(s, "**Action**: {}\n", f.action);
         let _ = writeln!(s, "<!-- impact-begin kind=p_item low=null mid=null high=null -->\n**Impact**: Not quantifiable from trace data\n<!-- impact-end -->\n");
@@ -1145,7 +1159,7 @@ pub fn render(i: &Inputs<'_>) -> String {
         let _ = writeln!(
             s,
             "<a id=\"detailed-analysis-system-p{k}\"></a>\n<!-- reasoning-candidate tier=system rank={k} -->\n#### {} P{k}: {}\n",
-            icon(k),
+            flag_icon(k, f),
             cell(&f.title)
         );
         let _ = writeln!(s, "**Identification:**\nPattern `{}` (source: `category_data/{}_metrics.json` → `flags`).\n", f.pattern, f.category);
