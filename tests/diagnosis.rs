@@ -1888,4 +1888,21 @@ fn compute_bound_inference_gemms_are_told_the_fp8_lever() {
         "{}",
         b.path_a
     );
+    // Where the lever is stated, the generic "whether lower precision (FP8) is acceptable"
+    // is not said beside it (H100 Qwen1.5's large GEMM had read both).
+    let bytes =
+        common::read(&shared.join("traces/tracelens/h100_Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"));
+    let a = jarvis_engine::analyze_trace(import::import_bytes(&bytes).expect("imports"));
+    let with: Vec<&Bottleneck> = findings(standalone(&a))
+        .filter(|b| b.path_a.contains(lever))
+        .collect();
+    assert!(!with.is_empty());
+    for b in with {
+        assert!(
+            !b.path_a.contains("lower precision (FP8) is acceptable")
+                && !b.path_a.contains("FP8 doubles peak MAF"),
+            "{}",
+            b.path_a
+        );
+    }
 }

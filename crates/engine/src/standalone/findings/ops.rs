@@ -392,10 +392,13 @@ pub(super) fn op_texts(
         }
         SeedCategory::Gemm => {
             let q = if r.is_quantized() { "Quantized " } else { "" };
+            // Where the quantified FP8 lever follows (appended after the causes), the vague
+            // precision clause is left out.
+            let lever = fp8_lever(r, eff, inp.share(r.compute_us() / 1e3), inp).is_some();
             let (issue, a) = match r.bound {
                 _ if eff.is_none() => (
                     unmodelled_issue(&format!("{q}GEMM"), &name, shape_text, inp),
-                    gemm_path_a(r, inp.platform),
+                    gemm_path_a(r, inp.platform, lever),
                 ),
                 // A group of signatures can be memory-bound by its roofline time while its
                 // summed intensity sits above the ridge: it is then not called memory-bound.
@@ -406,9 +409,13 @@ pub(super) fn op_texts(
                 _ => (
                     format!("{q}GEMM {shape} ({intensity}) at {e} {} ({band}).", basis(r, inp.platform)),
                     if eff.is_some_and(|x| x >= rules::EXCELLENT_PCT) {
-                        "The kernel is already near peak: gains must come from fewer FLOPs (smaller or fewer projections) or lower precision (FP8 doubles peak MAF on recent GPUs).".to_owned()
+                        if lever {
+                            "The kernel is already near peak: gains must come from fewer FLOPs (smaller or fewer projections) or lower precision.".to_owned()
+                        } else {
+                            "The kernel is already near peak: gains must come from fewer FLOPs (smaller or fewer projections) or lower precision (FP8 doubles peak MAF on recent GPUs).".to_owned()
+                        }
                     } else {
-                        gemm_path_a(r, inp.platform)
+                        gemm_path_a(r, inp.platform, lever)
                     },
                 ),
             };
@@ -558,8 +565,9 @@ const FILLING_WAVES: i64 = 2;
 /// its output is too narrow to fill the GPU: its main kernel's work as its launch records it
 /// (a persistent grid's tiles), else its output in 128 × 128 tiles, under two waves (MI300X OWLv2's 5185 × 1024: Tensile's 264
 /// workgroups as recorded for 304 CUs).
-fn gemm_path_a(r: &OpRow, platform: Option<&Platform>) -> String {
-    let fp8 = fp8_clause(r, platform);
+/// `lever`: the quantified FP8 lever (`fp8_lever`) follows, so no precision clause is added.
+fn gemm_path_a(r: &OpRow, platform: Option<&Platform>, lever: bool) -> String {
+    let fp8 = fp8_clause(r, platform).filter(|_| !lever);
     // The work its main kernel's recorded launch shows (a persistent grid counts its tiles,
     // not its workgroups: `diagnosis::recorded_work`), else its output in large tiles.
     let recorded = diagnosis::recorded_work(r, platform)
@@ -2082,8 +2090,8 @@ mod tests {
             perf_params: format!("{{'M': {m}, 'N': 1024, 'K': 1024}}"),
             ..crate::standalone::ops::tests_support::row("aten::mm")
         };
-        assert!(gemm_path_a(&gemm(512), None).contains("batch more tokens"));
-        let large = gemm_path_a(&gemm(25089), None);
+        assert!(gemm_path_a(&gemm(512), None, false).contains("batch more tokens"));
+        let large = gemm_path_a(&gemm(25089), None, false);
         assert!(
             !large.contains("batch more tokens") && large.contains("M = 25089"),
             "{large}"
@@ -2094,7 +2102,7 @@ mod tests {
             perf_params: "{'M': 8192, 'N': 1024, 'K': 1000}".into(),
             ..crate::standalone::ops::tests_support::row("aten::mm")
         };
-        let a = gemm_path_a(&odd, None);
+        let a = gemm_path_a(&odd, None, false);
         assert!(
             a.contains("alignment of K = 1000 to a multiple of 64"),
             "{a}"
@@ -2102,13 +2110,13 @@ mod tests {
         // Tall but narrow: 5185 × 1024 is about 328 tiles of 128 × 128, under two waves of
         // MI300X's 304 CUs; 25089 × 1024 (1,568 tiles) fills them.
         let mi300x = crate::perf::platform::by_name("MI300X");
-        let narrow = gemm_path_a(&gemm(5185), mi300x.as_ref());
+        let narrow = gemm_path_a(&gemm(5185), mi300x.as_ref(), false);
         assert!(
             narrow.contains("makes only about 328 tiles of 128 × 128 for 304 CUs/SMs")
                 && !narrow.contains("will not raise"),
             "{narrow}"
         );
-        assert!(gemm_path_a(&gemm(25089), mi300x.as_ref()).contains("will not raise"));
+        assert!(gemm_path_a(&gemm(25089), mi300x.as_ref(), false).contains("will not raise"));
         // The recorded launch wins over the estimate: Tensile records work-items, 67584 / 256 =
         // 264 workgroups for 304 CUs.
         let recorded = OpRow {
@@ -2119,7 +2127,7 @@ mod tests {
             })],
             ..gemm(5185)
         };
-        let a = gemm_path_a(&recorded, mi300x.as_ref());
+        let a = gemm_path_a(&recorded, mi300x.as_ref(), false);
         assert!(
             a.contains(
                 "gives its kernel 264 workgroups of work (its recorded launch) for 304 CUs/SMs, under one wave: 40 of the 304 idle for the whole kernel"
@@ -2142,7 +2150,7 @@ mod tests {
             ..crate::standalone::ops::tests_support::row("aten::mm")
         };
         let h100 = crate::perf::platform::by_name("H100 SXM");
-        let a = gemm_path_a(&persistent, h100.as_ref());
+        let a = gemm_path_a(&persistent, h100.as_ref(), false);
         assert!(a.contains("will not raise"), "{a}");
     }
 
