@@ -179,6 +179,12 @@ pub fn synthetic_parts(name: &str) -> Option<(&str, &str)> {
     name.strip_suffix(" (Synthetic Op)")?.split_once("->")
 }
 
+/// Whether a row names a kernel a CUDA/HIP graph launch replays with no op around it (no
+/// capture trace merged): such a row has no shapes or arguments.
+pub fn graph_launched_kernel(name: &str) -> bool {
+    synthetic_parts(name).is_some_and(|(launcher, _)| crate::model::tree::is_graph_launch(launcher))
+}
+
 /// Whether the roofline says an op is limited by compute or by memory bandwidth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Bound {

@@ -48,13 +48,11 @@ fn icon(n: usize) -> &'static str {
 /// finding (review 18: HTA's `inference_rank_1` idle, a 🔴 P1 beside "the fair report lists
 /// this idle without arguing it").
 fn flag_icon(k: usize, f: &super::system::Flag) -> &'static str {
-    let fair = f.fair.as_deref().unwrap_or("");
-    if fair.contains("without arguing it") || fair.contains("ranks it Low") {
-        "🟢"
-    } else if fair.contains("ranks it Medium") && k == 1 {
-        "🟡"
-    } else {
-        icon(k)
+    use crate::standalone::rules::Priority;
+    match f.fair_priority {
+        Some(Priority::Low) => "🟢",
+        Some(Priority::Medium) if k == 1 => "🟡",
+        _ => icon(k),
     }
 }
 
@@ -575,9 +573,6 @@ fn action(st: &Standalone, f: &Finding) -> String {
             _ => c.action.to_owned(),
         };
     }
-    // Kernels a graph replays without the capture trace have no shapes and no arguments: no
-    // replay, model or comparison with the op's work is possible (review 15: "replay it in
-    // isolation" told to a graph-replayed MoE kernel).
     // A kernel the fair report finds at its floor (or at what a tuned kernel reaches) is not
     // told to cut its bytes (review 16: HTA's Triton example, one 1.76 µs Inductor kernel
     // already fused, on 10 × 10 inputs, read "fuse these ops with their neighbours").
@@ -600,10 +595,9 @@ fn action(st: &Standalone, f: &Finding) -> String {
     }) {
         // A graph's replayed kernels also lack their shapes: the capture traces give them.
         let replayed = f.members.iter().all(|m| {
-            st.rows.get(m.row).is_some_and(|r| {
-                crate::standalone::ops::synthetic_parts(&r.name)
-                    .is_some_and(|(l, _)| l.to_ascii_lowercase().contains("graph"))
-            })
+            st.rows
+                .get(m.row)
+                .is_some_and(|r| crate::standalone::ops::graph_launched_kernel(&r.name))
         });
         return if replayed {
             format!("{} Replayed by a CUDA/HIP graph with no capture trace, it has no shapes here. Rerun with the capture traces (`jarvis report TRACE --capture DIR`) for its tokens per expert and weights.", b.path_a)
@@ -621,10 +615,13 @@ fn action(st: &Standalone, f: &Finding) -> String {
     fn launcher(r: &OpRow) -> Option<&str> {
         crate::standalone::ops::synthetic_parts(&r.name).map(|(l, _)| l)
     }
+    // Kernels a graph replays without the capture trace have no shapes and no arguments: no
+    // replay, model or comparison with the op's work is possible (review 15: "replay it in
+    // isolation" told to a graph-replayed MoE kernel).
     if !rows.is_empty()
         && rows
             .iter()
-            .all(|r| launcher(r).is_some_and(|l| l.to_ascii_lowercase().contains("graph")))
+            .all(|r| crate::standalone::ops::graph_launched_kernel(&r.name))
     {
         return "Replayed by a CUDA/HIP graph with no capture trace: the trace records no shapes or arguments for its kernels, so no perf model, replay artifact or efficiency is possible from it. Rerun with the capture traces (`jarvis report TRACE --capture DIR`), which give each replayed kernel its op and shapes.".into();
     }

@@ -41,10 +41,25 @@ pub struct Flag {
     /// (OWLv2's five forwards per step: the fair report's Critical, here a P2 with no figure).
     #[serde(skip)]
     pub fair: Option<String>,
+    /// That finding's priority in the fair report (Low where it is listed without being
+    /// argued): the card's icon never outranks it.
+    #[serde(skip)]
+    pub fair_priority: Option<crate::standalone::rules::Priority>,
     /// The title of the fair report's finding this card carries (`None`: none), so the
     /// fair report's other timeline findings can be listed beside the cards.
     #[serde(skip)]
     pub fair_title: Option<String>,
+}
+
+/// The rank the fair report gives finding `b`: Low where it only lists it.
+fn fair_priority(
+    b: &crate::standalone::findings::Bottleneck,
+) -> crate::standalone::rules::Priority {
+    if b.aside().is_some() && b.is_slight_idle() {
+        crate::standalone::rules::Priority::Low
+    } else {
+        b.priority
+    }
 }
 
 /// The fair report's saving and rank of finding `b`, said in a line under a system card.
@@ -207,6 +222,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
                 ("Computation %".into(), format!("{:.2}%", u.computation_pct), false),
             ],
             fair: idle.map(|b| fair_of(st, b)),
+            fair_priority: idle.map(fair_priority),
             fair_title: idle.map(|b| b.title.clone()),
         });
     }
@@ -237,6 +253,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
                 (format!("{basis} saving"), format!("{saving:.1}%"), true),
             ],
             fair: Some(fair_of(st, b)),
+            fair_priority: Some(fair_priority(b)),
             fair_title: Some(b.title.clone()),
         });
     }
@@ -274,6 +291,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
                 ),
             ],
             fair: Some(fair_of(st, b)),
+            fair_priority: Some(fair_priority(b)),
             fair_title: Some(b.title.clone()),
         });
     }
@@ -306,6 +324,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
                     (format!("{} time", c.direction), format!("{:.3} ms ({pct:.2}%)", c.total_us / 1e3), pct > MEMCPY_FLAG_PCT),
                 ],
                 fair: None,
+                fair_priority: None,
                 fair_title: Some(crate::standalone::findings::EXPOSED_COPIES.to_owned()),
             });
         }
@@ -324,6 +343,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
             action: "Overlap collectives with compute (bucketed all-reduce during backward, prefetching all-gathers), or shrink what is communicated.".into(),
             data: vec![("Exposed communication %".into(), format!("{:.2}%", u.exposed_comm_pct), true)],
             fair: comm.map(|b| fair_of(st, b)),
+            fair_priority: comm.map(fair_priority),
             fair_title: comm.map(|b| b.title.clone()),
         });
     }
@@ -344,6 +364,7 @@ pub fn system(a: &Analysis, st: &Standalone) -> System {
                     Some(k) => Some(format!("*The fair report's one exposed-communication finding covers this card and P{k}; its saving is not additional.*")),
                     None => comm.map(|b| fair_of(st, b)),
                 },
+                fair_priority: comm.map(fair_priority),
                 fair_title: comm.map(|b| b.title.clone()),
             });
         }

@@ -1201,8 +1201,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
 /// A synthetic op (a kernel no op covers) launched by a CUDA/HIP graph replay: without the
 /// capture trace it has no shapes, so it gets no finding of its own ([`graph_replay_note`]).
 fn graph_replayed(r: &OpRow) -> bool {
-    crate::standalone::ops::synthetic_parts(&r.name)
-        .is_some_and(|(launcher, _)| launcher.to_ascii_lowercase().contains("graph"))
+    crate::standalone::ops::graph_launched_kernel(&r.name)
 }
 
 /// Share of compute from which a graph-replayed kernel keeps its own finding beside the note:

@@ -1565,7 +1565,7 @@ fn graph_kernel_texts(t: &mut OpTexts, r: &OpRow, launcher: &str, inp: &Inputs<'
     t.issue = format!(
         "{head} is credited to no op ({} {} it), so the trace records no shapes for it, no perf model applies and its efficiency is unknown.",
         code(launcher),
-        if launcher.to_ascii_lowercase().contains("graph") {
+        if crate::model::tree::is_graph_launch(launcher) {
             "replayed"
         } else {
             "launched"
@@ -1574,7 +1574,7 @@ fn graph_kernel_texts(t: &mut OpTexts, r: &OpRow, launcher: &str, inp: &Inputs<'
     if r.is_moe() {
         t.path_a = moe_path_a(r, inp.ranks);
     }
-    t.path_b = if launcher.to_ascii_lowercase().contains("graph") {
+    t.path_b = if crate::model::tree::is_graph_launch(launcher) {
         "Merge the trace recorded while the graph was captured (its ops, shapes and call stacks), or profile one step without the graph, to get a perf model, an efficiency and a replay artifact for this kernel.".into()
     } else {
         // No graph: a launch outside every recorded op, such as autograd summing the
