@@ -709,6 +709,9 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     }
     let top_names: Vec<String> = top_operations.iter().map(|t| t.name.clone()).collect();
     let baseline = findings::baseline(&rows, src.platform);
+    // Computed once (a selection over every kernel's duration): the findings and the reports
+    // both read it.
+    let kernel_floor_us = findings::kernel_floor_us(src.trace);
     let inputs = findings::Inputs {
         rows: &rows,
         environment: src.environment,
@@ -740,7 +743,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         trace: src.trace,
         comm_all: &src.idle.communication,
         copies,
-        kernel_floor_us: findings::kernel_floor_us(src.trace),
+        kernel_floor_us,
         sampled: src.sampled,
         tf32_gemms: rows
             .iter()
@@ -861,7 +864,6 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     let replay = replay_ops(src, &rows, &events, &categories);
     let decode_floor =
         decode_floor::decode_floor(&rows, src.steps, src.platform, utilization.stall_ms);
-    let kernel_floor_us = findings::kernel_floor_us(src.trace);
     Standalone {
         kernel_floor_us,
         decode_floor,
