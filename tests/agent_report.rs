@@ -584,6 +584,14 @@ fn an_idle_listed_not_argued_says_so_in_both_reports() {
         md.contains("### 🟢 P1: GPU idle") && md.contains("#### 🟢 P1: GPU idle"),
         "{md}"
     );
+    // Its K = 1 GEMM is a batch of outer products, read from its recorded grid [2, 1, 512]
+    // (review 18: a RoPE table had been the only guess).
+    assert!(
+        fair.contains(
+            "Its recorded grid's z = 512 is the batch: 512 outer products in one strided-batched launch."
+        ),
+        "{fair}"
+    );
 }
 
 /// A P-item whose top signature is not its op group's first reads the group's fair finding:

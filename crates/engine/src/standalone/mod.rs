@@ -796,9 +796,10 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     findings::merge::one_cause_one_finding(&mut categories, &rows, src.platform);
     for b in categories.iter_mut().flat_map(|c| c.bottlenecks.iter_mut()) {
         // A pattern's judgement that the profiler inflates its host time outlives the impact.
-        let profiled = b.impact.profiled_host;
+        let (profiled, per_kernel) = (b.impact.profiled_host, b.impact.host_us_per_kernel);
         b.impact = findings::Impact::of(b, &utilization);
         b.impact.profiled_host = profiled;
+        b.impact.host_us_per_kernel = per_kernel;
         b.impact.ranked_by_formula = profiled;
         // Priority from the estimated saving (docs/analysis.md, "Priorities").
         b.priority = b.impact.priority();

@@ -819,7 +819,125 @@ pub fn cases() -> Vec<PlantedCase> {
             Some("elementwise_non_contiguous"),
             &["not contiguous", "strides (1, 8192)"],
         ),
+        // A GEMM of K = 1 (an outer product) on MI300X: 8192 × 1 by 1 × 8192 in bf16, whose
+        // 134.2 MB output a broadcast multiply writes in 31.7 µs at 80 % of 5.3 TB/s, run by a
+        // Tensile kernel in 120 µs a call, beside a plain elementwise multiply at 80 % (the
+        // trace's elementwise bandwidth). Truth: an outer product, bound by writing its output.
+        case_of(
+            "gemm_outer_product",
+            vec![
+                op("aten::mm", "[[8192, 1], [1, 8192]]", &format!("[{BF16}, {BF16}]"), "[\"\", \"\"]", &[(tensile("256x256x64", 8).as_str(), 120_000)], 10),
+                elementwise_mul(),
+            ],
+            Some("gemm_outer_product"),
+            &["K = 1", "67108864 outputs (8192 × 8192)", "134.22 MB of output"],
+        ),
+        // Its healthy counterpart: the same product as a broadcast multiply at 80 % of the
+        // bandwidth (`a.unsqueeze(-1) * b`): no cause.
+        case_of(
+            "outer_product_broadcast",
+            vec![
+                op("aten::mul", "[[8192, 1], [1, 8192]]", &format!("[{BF16}, {BF16}]"), "[\"\", \"\"]", &[("void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul> >(int, at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul>)", 31_700)], 10),
+                elementwise_mul(),
+            ],
+            None,
+            &[],
+        ),
+        // The implicit-GEMM convolution of `conv_implicit_gemm` on NCHW tensors: MIOpen
+        // transposes its input to NHWC before the solver and its output back after, 48.5 µs
+        // each (51.4 MB read and written at 40 % of 5.3 TB/s) around 223 µs of convolution.
+        // Truth: 30.3 % of each call's kernel time is layout conversion.
+        case_of(
+            "conv_nchw_transposes",
+            vec![PlantedOp {
+                kernels: vec![
+                    ("batched_transpose_32x32_half".to_owned(), 48_500),
+                    (igemm.to_owned(), at(2.0 * (32 * 56 * 56 * 256 * 256 * 9_i64) as f64, 708.0, 0.75)),
+                    ("batched_transpose_16x32_half".to_owned(), 48_500),
+                ],
+                ..conv(
+                    "[[32, 256, 56, 56], [256, 256, 3, 3], [], [], [], [], [], [], []]",
+                    "[\"\", \"\", \"\", \"[1, 1]\", \"[1, 1]\", \"[1, 1]\", \"False\", \"[0, 0]\", \"1\"]",
+                    igemm,
+                    0,
+                )
+            }],
+            Some("conv_layout_transposes"),
+            &["30.3% of convolution time", "channels_last"],
+        ),
+        // Inference casting the same fp32 table (131072 × 64, RoPE's cos/sin cache shape) to
+        // bf16 on each of 24 calls (an Inductor `_to_copy` kernel, 50.3 MB read and written at
+        // 80 % of 5.3 TB/s), beside 4096-token GEMMs at 85 %. Truth: 23 of the 24 casts are
+        // waste.
+        case_of(
+            "cast_constant_every_call",
+            vec![
+                mm(4096, 4096, 4096, &tensile("256x256x64", 8), 0.85, &[], 10),
+                cast_to_bf16(131072, 64, 24),
+            ],
+            Some("constant_cast_every_call"),
+            &["the same [131072, 64] fp32 tensor cast to BFloat16 on each of 24 calls", "M = 4096"],
+        ),
+        // Its healthy counterpart: the cast is of an activation (4096 tokens × 4096), which
+        // changes with every input: no cause.
+        case_of(
+            "cast_activation",
+            vec![
+                mm(4096, 4096, 4096, &tensile("256x256x64", 8), 0.85, &[], 10),
+                cast_to_bf16(4096, 4096, 24),
+            ],
+            None,
+            &[],
+        ),
+        // A 4096³ bf16 GEMM on H100 in CUTLASS's sm80 kernel (`cutlass_80_tensorop…`, built for
+        // Ampere's `mma.sync`) at 350 TFLOPS, 35 % of the 989 TFLOPS `wgmma` peak; grid
+        // [32, 32, 1] = 1024 CTAs, 7.8 waves of 132 SMs (24 % of the last idle: under the wave
+        // rules' 25 %). Truth: a previous-generation kernel.
+        on_h100(case_of(
+            "gemm_previous_generation",
+            vec![h100_mm(4096, 4096, 4096, BF16, "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8::Params)", 350.0, Some([32, 32, 1]))],
+            Some("gemm_previous_generation_kernel"),
+            &["a previous-generation kernel on H100", "`wgmma`"],
+        )),
+        // Its healthy counterpart: the same GEMM in cuBLAS's sm90 `wgmma` kernel at 800 TFLOPS.
+        on_h100(case_of(
+            "gemm_native_kernel",
+            vec![h100_mm(4096, 4096, 4096, BF16, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", 800.0, Some([132, 1, 1]))],
+            None,
+            &[],
+        )),
     ]
+}
+
+/// An elementwise multiply of two 8192 × 8192 bf16 tensors at 80 % of MI300X's 5.3 TB/s (402.7
+/// MB read and written), ten calls: the trace's elementwise bandwidth.
+fn elementwise_mul() -> PlantedOp {
+    op(
+        "aten::mul",
+        "[[8192, 8192], [8192, 8192]]",
+        &format!("[{BF16}, {BF16}]"),
+        "[\"\", \"\"]",
+        &[("void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul> >(int, at::native::BinaryFunctor<c10::BFloat16, c10::BFloat16, c10::BFloat16, at::native::binary_internal::MulFunctor<float> >, std::array<char*, 3ul>)", 95_000)],
+        10,
+    )
+}
+
+/// Inductor's cast of an fp32 `[rows, cols]` tensor into a bf16 buffer of its shape
+/// (`triton_poi_fused__to_copy_1`), read and written at 80 % of MI300X's 5.3 TB/s, `calls`
+/// times.
+fn cast_to_bf16(rows: i64, cols: i64, calls: u32) -> PlantedOp {
+    let bytes = (rows * cols * 6) as f64;
+    op(
+        "triton_poi_fused__to_copy_1",
+        &format!("[[{rows}, {cols}], [{rows}, {cols}]]"),
+        &format!("[\"float\", {BF16}]"),
+        "[\"\", \"\"]",
+        &[(
+            "triton_poi_fused__to_copy_1",
+            (bytes / (5.3e12 * 0.8) * 1e9).round() as Nanos,
+        )],
+        calls,
+    )
 }
 
 /// The fp32 gradients of two linear layers (4096 → 11008 with bias, 11008 → 4096 without) zeroed

@@ -457,6 +457,13 @@ pub fn replay_findings(
     // 2080 Ti MLP, 37 % busy: its fp32 GEMMs had ranked Critical beside a replay of ~0).
     let busy = st.utilization.computation_ms / st.utilization.steady_ms.max(f64::MIN_POSITIVE);
     let inflated = best(true) > f64::NEG_INFINITY && busy >= PROFILED_BUSY_MIN;
+    // The evidence the GPU fixes' ranking clause names: the largest host time per kernel of
+    // the findings that judged the host profiled.
+    let inflation_us = all
+        .iter()
+        .filter(|b| b.impact.profiled_host)
+        .map(|b| b.impact.host_us_per_kernel)
+        .fold(0.0, f64::max);
     // A host-side fix that holds the step (its replay saves at least `HOST_FIX_HOLDS_PCT`):
     // each GPU-side fix is replayed again with it made first, since until then the GPU time it
     // cuts turns into idle (MI300X DDP ResNet-18: the allocator's frees hold the step, and the
@@ -516,6 +523,7 @@ pub fn replay_findings(
             // shrinks, so the replay's shortfall, not the recorded path, is the test.
             if inflated && !host_side(b) && r.saving_pct() < b.impact.mid_pct {
                 b.impact.ranked_by_formula = true;
+                b.impact.host_us_per_kernel = inflation_us;
             }
             // A heuristic cut (no perf model) is Low, replayed or not.
             b.priority = b.impact.priority_for(b.impact.ranked_pct());

@@ -43,13 +43,27 @@ pub(super) fn cause(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Option<Cause
             )
         }
         (_, _, None) => {
-            let (k, _) = shape
+            let i = shape
                 .kernel_names
                 .iter()
-                .find(|(k, _)| k.contains("gemmk1_kernel"))?;
+                .position(|(k, _)| k.contains("gemmk1_kernel"))?;
+            let k = &shape.kernel_names[i].0;
+            // cuBLAS's strided-batched GEMMs put the batch in grid.z: a recorded z above one is
+            // that many outer products in one launch (HTA's inference_rank_1: grid [2, 1, 512]),
+            // which says more of what the op is than any guess.
+            let batch = shape
+                .kernel_launch
+                .get(i)
+                .copied()
+                .flatten()
+                .map(|l| l.grid[2])
+                .filter(|&z| z > 1)
+                .map_or(String::new(), |z| {
+                    format!(" Its recorded grid's z = {z} is the batch: {z} outer products in one strided-batched launch.")
+                });
             (
                 format!(
-                    "its kernel, {}, is cuBLAS's GEMM of K = 1: each output is one multiply of an element of each input and nothing is reduced, so it is an outer product, bound by writing its output.",
+                    "its kernel, {}, is cuBLAS's GEMM of K = 1: each output is one multiply of an element of each input and nothing is reduced, so it is an outer product, bound by writing its output.{batch}",
                     code(&crate::standalone::md::short(k, 60))
                 ),
                 None,

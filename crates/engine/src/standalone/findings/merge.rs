@@ -308,9 +308,13 @@ pub fn same_fix_recommendations(
         }
     }
     for &(at, keeper) in &gone {
-        let (title, profiled) = {
+        let (title, profiled, per_kernel) = {
             let d = &categories[at.0].bottlenecks[at.1];
-            (d.title.clone(), d.impact.profiled_host)
+            (
+                d.title.clone(),
+                d.impact.profiled_host,
+                d.impact.host_us_per_kernel,
+            )
         };
         let k = &mut categories[keeper.0].bottlenecks[keeper.1];
         // The host time the shared fix removes is the profiler-inflated one the other finding
@@ -318,6 +322,7 @@ pub fn same_fix_recommendations(
         // replayed with `zero_grad`'s 59 µs-per-kernel host time gone).
         if profiled {
             k.impact.profiled_host = true;
+            k.impact.host_us_per_kernel = k.impact.host_us_per_kernel.max(per_kernel);
             k.impact.ranked_by_formula = true;
         }
         k.issue.push_str(&format!(

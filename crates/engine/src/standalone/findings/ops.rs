@@ -1233,14 +1233,17 @@ pub(super) fn op_bottleneck(
     // The dispatch a merge removes is an upper bound where the profiler inflates it (Python
     // stacks: Falconsai ViT's `linear` calls take 39 µs each): ranked by the GPU-side formula,
     // as the other host-side fixes are (`patterns::PROFILED_HOST_US_PER_KERNEL`).
-    let host_profiled = !merged_host.is_empty() && {
+    let host_us_per_kernel = if merged_host.is_empty() {
+        0.0
+    } else {
         let us: f64 = merged_host
             .iter()
             .filter_map(|&h| inp.trace.events.get(h as usize))
             .map(|e| e.dur as f64 / 1e3)
             .sum();
-        us / merged_host.len() as f64 >= super::patterns::PROFILED_HOST_US_PER_KERNEL
+        us / merged_host.len() as f64
     };
+    let host_profiled = host_us_per_kernel >= super::patterns::PROFILED_HOST_US_PER_KERNEL;
     let mut b = Bottleneck {
         category: r.category,
         title: t.title,
@@ -1273,6 +1276,7 @@ pub(super) fn op_bottleneck(
         above_floor,
     };
     b.impact.profiled_host = host_profiled;
+    b.impact.host_us_per_kernel = host_us_per_kernel;
     b
 }
 
@@ -1611,6 +1615,24 @@ fn with_causes(t: &mut OpTexts, causes: &[Cause]) {
         }
     }
     t.path_a = actions.join(" ");
+    if let Some(b) = path_b_of(top.key) {
+        t.path_b = b.into();
+    }
+}
+
+/// Path B where the leading cause's fix replaces the kernel rather than tunes it: a replay
+/// artifact "to tune kernel selection and tile sizes" beside "tuning the GEMM library changes
+/// little" read as a contradiction (a planted K = 1 GEMM).
+fn path_b_of(key: &str) -> Option<&'static str> {
+    match key {
+        "gemm_outer_product" => Some(
+            "Not a kernel-tuning issue: a GEMM of K = 1 has no reduction for a kernel to tune; the broadcast multiply of Path A replaces it.",
+        ),
+        "constant_cast_every_call" => Some(
+            "Not a kernel issue: the casts already run at memory speed; casting once (Path A) removes them.",
+        ),
+        _ => None,
+    }
 }
 
 /// Whether cause `later`'s action repeats the lever of cause `earlier` (both say "give each

@@ -215,7 +215,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         code(&a.class), ops, a.instances, a.core_ms
                     ),
                     "Replace the softmax + bmm sequence with `torch.nn.functional.scaled_dot_product_attention` (Flash / memory-efficient backends; typically 3-10x on attention).",
-                    "Without model changes, the softmax and bmm kernels are what can be tuned: their own findings, folded in here, name what holds each (an odd sequence length that forces narrow-aligned kernels and the general softmax can be padded to a multiple of 8, which can be worth several times); generate replay artifacts for them.",
+                    &unfused_attention_path_b(&a.ops, inp),
                     ProjectionKind::Speedup,
                     rules::speedup_projection(a.core_ms, &[3.0, 10.0], compute),
                     inp,
@@ -367,6 +367,20 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         .iter()
                         .map(|k| ("remove", format!("kernel:{}", k.name)))
                         .collect();
+                    // The cause the pattern establishes, under the key the op findings it
+                    // folds in name it by (`conv_layout_transposes`).
+                    b.causes.push(Cause {
+                        key: "conv_layout_transposes",
+                        title: format!(
+                            "layout transposes take {share_of_conv:.1}% of convolution time"
+                        ),
+                        evidence: b.issue.clone(),
+                        action: b.path_a.clone(),
+                        waste: None,
+                        confidence: Confidence::High,
+                        bounds_all: false,
+                        scope: None,
+                    });
                     f.bottlenecks.push(b);
                 }
             }
@@ -528,6 +542,7 @@ fn add_zero_grad(
         inp,
     );
     b.impact.profiled_host = host_inflated(z.host_ms, z.kernels);
+    b.impact.host_us_per_kernel = per_kernel_us(z.host_ms, z.kernels);
     // The fills' ops and the accumulation's adds are this cause seen op by op.
     let mut scope_ops = z.ops.clone();
     if let Some(a) = acc.filter(|_| adds > 0) {
@@ -648,6 +663,7 @@ fn add_per_tensor_optimizer(
         inp,
     );
     b.impact.profiled_host = host_inflated(o.host_ms, o.kernels);
+    b.impact.host_us_per_kernel = per_kernel_us(o.host_ms, o.kernels);
     b.scope = Some(super::merge::Scope {
         subtracts: true,
         ..scope_of(None, 0, &ops, false)
@@ -697,7 +713,38 @@ fn profiled_host(host_ms: f64, kernels: u64) -> String {
 
 /// Whether calls spend at least [`PROFILED_HOST_US_PER_KERNEL`] of host time per kernel.
 fn host_inflated(host_ms: f64, kernels: u64) -> bool {
-    host_ms * 1e3 / kernels.max(1) as f64 >= PROFILED_HOST_US_PER_KERNEL
+    per_kernel_us(host_ms, kernels) >= PROFILED_HOST_US_PER_KERNEL
+}
+
+/// Host time per launched kernel, in µs.
+fn per_kernel_us(host_ms: f64, kernels: u64) -> f64 {
+    host_ms * 1e3 / kernels.max(1) as f64
+}
+
+/// Path B of unfused attention: its kernels' own findings name what holds each; the padding
+/// clause only where the trace's softmax is CUDA's general two-pass kernel
+/// (`cunn_SoftMaxForward<…>`), which a row length that is a multiple of its vector width leaves
+/// for the shared-memory one. ROCm's `cunn_SoftMaxForwardReg` is one pass already, and padding
+/// does not change it (review 19: the CUDA clause printed on MI300X TimeSformer).
+fn unfused_attention_path_b(
+    ops: &[crate::standalone::patterns::OpShare],
+    inp: &Inputs<'_>,
+) -> String {
+    let generic_softmax = ops.iter().any(|o| {
+        inp.rows
+            .iter()
+            .filter(|r| r.name == o.name)
+            .flat_map(|r| &r.kernel_names)
+            .any(|(k, _)| k.contains("cunn_SoftMaxForward<"))
+    });
+    let pad = if generic_softmax {
+        " (an odd sequence length that forces narrow-aligned kernels and the general softmax can be padded to a multiple of 8, which can be worth several times)"
+    } else {
+        ""
+    };
+    format!(
+        "Without model changes, the softmax and bmm kernels are what can be tuned: their own findings, folded in here, name what holds each{pad}; generate replay artifacts for them."
+    )
 }
 
 /// A cause whose work the fix removes entirely, seen directly in the trace.
