@@ -72,6 +72,9 @@ pub enum DiagnosticKind {
     UnmodelledOps,
     /// No kernel, memcpy or memset at all.
     NoGpuEvents,
+    /// Kernel records of CUPTI's range profiler (`cuda_profiler_range`, counter mode): their
+    /// durations are the counter ranges', not the kernels', so they are left out.
+    CounterRangeRecords,
     /// No `cpu_op` events: only the GPU-side sheets can be produced.
     GpuOnlyTrace,
     /// The device is not in the platform table (or unnamed): efficiency needs a platform.
@@ -157,6 +160,7 @@ impl DiagnosticKind {
             DiagnosticKind::OpsWithoutShapes => "ops_without_shapes",
             DiagnosticKind::UnmodelledOps => "unmodelled_ops",
             DiagnosticKind::NoGpuEvents => "no_gpu_events",
+            DiagnosticKind::CounterRangeRecords => "counter_range_records",
             DiagnosticKind::GpuOnlyTrace => "gpu_only_trace",
             DiagnosticKind::UnknownPlatform => "unknown_platform",
             DiagnosticKind::EfficiencyAbovePeak => "efficiency_above_peak",
@@ -197,6 +201,7 @@ impl DiagnosticKind {
             | OverlappingHostEvents
             | OverlappingStreamEvents
             | NoGpuEvents
+            | CounterRangeRecords
             | ZeroTimestamp
             | TrailingData
             | KernelBeforeLaunch
@@ -263,6 +268,7 @@ impl DiagnosticKind {
             OpsWithoutShapes => "Some CPU ops carry no input shapes (record_shapes was off); shape-based grouping and perf models are limited.",
             UnmodelledOps => "Some ops that have a perf model could not be modelled from what the trace records; they have no FLOPs, bytes or efficiency, and their kernel time counts as unmodelled.",
             NoGpuEvents => "The trace has no GPU kernels, memcpys or memsets; there is no GPU time to analyze.",
+            CounterRangeRecords => "Kernel records of CUPTI's range profiler (`cuda_profiler_range`): the trace was recorded in counter mode (profiler metrics in `experimental_config`), which replays each kernel to read its hardware counters, so a record's duration is its counter range's, not the kernel's time. They are left out of the timeline; record a trace without profiler metrics for GPU times.",
             GpuOnlyTrace => "The trace has no CPU ops: no op sheets, shapes or perf models. unified_perf_summary is kernel-level (one row per kernel, filed by its name), and the analysis reasons about kernels.",
             UnknownPlatform => "The GPU is not in Jarvis's platform table, so efficiency and roofline figures are not computed. Missing: its peak HBM bandwidth (`hbm_tbps`, TB/s), its dense peaks per precision (`tflops`: `matrix_bf16`, `matrix_fp16`, `matrix_fp8`, `matrix_tf32`, `vector_fp32`, ...), and for the diagnosis its compute units (`compute_units`) and GPU-to-GPU link (`link_gbps`). Choose a built-in platform (`--platform NAME`, `jarvis platforms`) or give them in a JSON file shaped like a `platforms.json` entry (`--platform FILE.json`; the page's platform panel takes the same peaks).",
             IdleWithoutLaunches => "GPU idle gaps were found but the work after them has no linked launch call, so host wait (a late launch) cannot be told apart from a dependency gap; the gaps are filed as kernel wait or other.",

@@ -247,6 +247,20 @@ impl TraceBuilder {
             self.profiler_span(index, offset, ev);
             return;
         }
+        // Counter-mode kernel records are no timed GPU work: named, not dropped silently (HTA's
+        // `a100_cupti_profiler_range_trace`: 77 of them read as "no GPU kernels", review 19).
+        if ev.cat.as_deref() == Some("cuda_profiler_range") {
+            self.trace.diagnostics.add(
+                K::CounterRangeRecords,
+                1,
+                Some(format!(
+                    "{} at byte {offset}: {}",
+                    self.event_ref(index),
+                    ev.name.as_deref().map_or(String::new(), |n| n.chars().take(80).collect())
+                )),
+            );
+            return;
+        }
         let Some(kind) = ev.cat.as_deref().and_then(EventKind::from_category) else {
             return;
         };

@@ -642,8 +642,15 @@ pub fn fair_md_with(
     );
     let _ = writeln!(
         s,
-        "| Platform | Role | Peak HBM TB/s | Peak BF16 TFLOPS (dense, datasheet) | Achievable BF16 TFLOPS (expectations) |\n|---|---|---|---|---|"
+        "| Platform | Role | Peak HBM TB/s | Peak BF16 TFLOPS (dense, datasheet) | BF16 TFLOPS the expectations use |\n|---|---|---|---|---|"
     );
+    // Both datasheets: a side had no achievable rate to show, so neither side's is used (one
+    // convention); said under the table, since an MI300X row reading 1307 beside its 708 MAF
+    // had read as a contradiction of the methodology (review 19).
+    let both_datasheet = c
+        .achievable_bf16
+        .iter()
+        .all(|x| x.is_some_and(|(_, src)| src == crate::compare::DATASHEET));
     for (p, role, achievable) in [
         (&c.reference_platform, "reference", c.achievable_bf16[1]),
         (&c.target_platform, "target", c.achievable_bf16[0]),
@@ -669,7 +676,14 @@ pub fn fair_md_with(
             }
         }
     }
-    let _ = writeln!(s, "\n### Methodology\n\nOps are matched by name and argument signature, then by correspondence in the two traces' merged call tree (TraceDiff: the ops whose kernels meet under one lowest common ancestor, whatever they are called), then the rest by `nn.Module` path and category. The expected target/reference time is the reference/target ratio of peak HBM bandwidth for memory-bound ops and of the achievable peak at the op's precision for compute-bound ops (one convention on both sides: the measured achievable peak where the platform table lists one, the MI300X's MAF, raised to what the trace's own GEMMs reach if more; else the fastest rate the trace's compute-bound GEMMs reach, never above the datasheet). Target time over expected above 2x is \"much slower\", above 1.25x \"slower\", below 0.8x \"faster than expected\"; without a perf model a difference above +100% is flagged. Ops whose reference calls average under 10 µs are latency-bound (no expectation; their gap is summed as the short kernels' fixed cost), and copies over the host link have none either. Priority from the share of the target's GPU timeline a recommendation stands to save: Critical from 10%, High from 3%, Medium from 1%. A compute-bound op's saving stops at its FLOPs at the target's achievable peak. Rules: docs/analysis.md.");
+    if both_datasheet {
+        let _ = writeln!(
+            s,
+            "\nBoth sides use their datasheet peaks: a side has no measured achievable peak in the platform table and no compute-bound GEMM of {:.0} µs or more a call to show one, so the other side's achievable peak (an MAF) is not used against it either. Compute-bound expectations are then the datasheets' ratio, which asks more of the side whose kernels reach less of their datasheet.",
+            crate::compare::DEMONSTRATING_CALL_US
+        );
+    }
+    let _ = writeln!(s, "\n### Methodology\n\nOps are matched by name and argument signature, then by correspondence in the two traces' merged call tree (TraceDiff: the ops whose kernels meet under one lowest common ancestor, whatever they are called), then the rest by `nn.Module` path and category. The expected target/reference time is the reference/target ratio of peak HBM bandwidth for memory-bound ops and of the achievable peak at the op's precision for compute-bound ops (one convention on both sides: the measured achievable peak where the platform table lists one, the MI300X's MAF, raised to what the trace's own GEMMs reach if more; else the fastest rate the trace's compute-bound GEMMs reach, never above the datasheet; where a side has neither, both sides' datasheets). Target time over expected above 2x is \"much slower\", above 1.25x \"slower\", below 0.8x \"faster than expected\"; without a perf model a difference above +100% is flagged. Ops whose reference calls average under 10 µs are latency-bound (no expectation; their gap is summed as the short kernels' fixed cost), and copies over the host link have none either. Priority from the share of the target's GPU timeline a recommendation stands to save: Critical from 10%, High from 3%, Medium from 1%. A compute-bound op's saving stops at its FLOPs at the target's achievable peak. Rules: docs/analysis.md.");
     s
 }
 

@@ -821,7 +821,17 @@ fn one_off_finding(
             "no traced GPU work ran in it, yet the host was blocked in {}, a call that returns only once the device work queued before it is done: it waited for device work the trace does not hold (queued before profiling began, or by another process)",
             code(&short(&o.call, 60))
         ),
-        (true, false) => "the GPU waited for its host".to_owned(),
+        // The launch came in the gap, yet the event sat queued for much of it: the host was
+        // late only until its launch (review 19: "the GPU waited for its host" for a gap whose
+        // kernels started 57 ms after their launch, in a trimmed trace).
+        (true, false) => match o.queued_ns {
+            Some(q) => format!(
+                "the host was late for its first {:.3} ms; for its last {:.3} ms the kernel after it, already launched, did not start: the GPU was held by work the trace does not record (a trimmed trace, another process) or by a dependency, not waiting for its host",
+                (o.len - q) as f64 / 1e6,
+                q as f64 / 1e6
+            ),
+            None => "the GPU waited for its host".to_owned(),
+        },
         (false, _) => "work was queued but did not run (a dependency: an event, another stream, a collective)".to_owned(),
     };
     let verdict = if let Some(w) = warmup {
