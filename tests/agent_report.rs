@@ -908,3 +908,31 @@ fn a_sampled_traces_summary_judges_no_gap() {
     );
     assert!(!summary.contains("95% target"), "{summary}");
 }
+
+/// A launch cause read off one signature is that signature's: the group finding says whose and
+/// how much of the op it covers, and a P-item of the op's other signatures does not inherit it
+/// (review 19: MI300X TimeSformer's N = 768 `addmm`, 1.94 waves with the last 94 % full, read
+/// "Root cause: P1's … wave quantization").
+#[test]
+fn a_signatures_launch_cause_is_not_its_siblings() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let name = "mi300xvf_facebook_timesformer-base-finetuned-k400__1016002";
+    let trace = shared.join(format!("traces/tracelens/{name}.json.gz"));
+    let f = files(&analyze(&common::read(&trace)), name);
+    let fair = text(&f, "standalone_analysis_fair.md");
+    assert!(
+        fair.contains("GEMM `aten::addmm`: wave quantization: the last of 5 waves is 46.1% full (its largest signature, 24% of its time)"),
+        "{fair}"
+    );
+    let md = text(&f, "analysis.md");
+    let cards: Vec<&str> = md
+        .split("\n### ")
+        .filter(|c| c.contains("`aten::addmm`") || c.contains("GEMM ops at"))
+        .collect();
+    assert!(cards.len() >= 2, "{md}");
+    for c in &cards[1..] {
+        assert!(!c.contains("Root cause: P1's"), "{c}");
+    }
+}

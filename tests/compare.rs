@@ -364,7 +364,9 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
             // No GEMM of 20 µs a call on the H100 side: both datasheets, and the appendix says
             // why beside the MI300X's MAF (review 19).
             assert!(
-                fair.contains("Both sides use their datasheet peaks: a side has no measured achievable peak"),
+                fair.contains(
+                    "Both sides use their datasheet peaks: a side has no measured achievable peak"
+                ),
                 "{fair}"
             );
         }

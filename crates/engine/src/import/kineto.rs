@@ -256,7 +256,9 @@ impl TraceBuilder {
                 Some(format!(
                     "{} at byte {offset}: {}",
                     self.event_ref(index),
-                    ev.name.as_deref().map_or(String::new(), |n| n.chars().take(80).collect())
+                    ev.name
+                        .as_deref()
+                        .map_or(String::new(), |n| n.chars().take(80).collect())
                 )),
             );
             return;

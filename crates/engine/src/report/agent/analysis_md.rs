@@ -122,23 +122,37 @@ fn named_cause<'a>(st: &'a Standalone, f: &Finding) -> Option<NamedCause<'a>> {
     let row = st.rows.get(top.row)?.row;
     let all = || st.categories.iter().flat_map(|c| &c.bottlenecks);
     // The row's own finding, else its op group's (whose causes are the group's).
-    if let Some(b) = all()
+    // A group's cause read off another signature's launch is not this one's (review 19:
+    // MI300X TimeSformer's N = 768 `addmm` P3, 1.94 waves with the last 94 % full, read "Root
+    // cause: P1's … wave quantization").
+    let own = all()
         .flat_map(|b| std::iter::once(b).chain(&b.absorbed))
         .find(|b| b.row == Some(row) && !b.causes.is_empty())
-        .or_else(|| fair_finding(st, f, false).filter(|b| !b.causes.is_empty()))
-    {
-        return Some(NamedCause {
-            title: &b.causes[0].title,
-            evidence: &b.causes[0].evidence,
-            action: &b.causes[0].action,
-            more: b
-                .causes
-                .iter()
-                .skip(1)
-                .map(|c| (c.title.as_str(), c.evidence.as_str()))
-                .collect(),
-            covers_ms: None,
-        });
+        .map(|b| (b, false));
+    let group = || {
+        fair_finding(st, f, false)
+            .filter(|b| !b.causes.is_empty())
+            .map(|b| (b, true))
+    };
+    if let Some((b, inherited)) = own.or_else(group) {
+        let applies = |c: &&crate::standalone::diagnosis::Cause| {
+            !inherited || !crate::standalone::diagnosis::SIGNATURE_CAUSES.contains(&c.key)
+        };
+        let mut causes = b.causes.iter().filter(applies);
+        if let Some(first) = causes.next() {
+            return Some(NamedCause {
+                title: &first.title,
+                evidence: &first.evidence,
+                action: &first.action,
+                more: causes
+                    .map(|c| (c.title.as_str(), c.evidence.as_str()))
+                    .collect(),
+                covers_ms: None,
+            });
+        }
+        if inherited {
+            return None;
+        }
     }
     // A pattern that absorbed the row, or one whose scope names the op and holds most of the
     // P-item's time (AlexNet's fp32 convolution, the fair report's "Convolutions in fp32",
@@ -277,10 +291,19 @@ fn fair_line(
 ) -> Option<String> {
     let b = fair_owner(st, f)?;
     if let Some((j, _)) = owners.iter().find(|(_, t)| *t == b.title) {
-        return Some(format!(
-            "*The same cause as P{j}: the fair report's one finding, \"{}\", covers the ops of both; its saving is not additional.*",
-            b.title.replace('`', "")
-        ));
+        // Where the earlier card's cause is its own signature's launch, these signatures share
+        // its finding, not its cause (`named_cause`).
+        return Some(if named_cause(st, f).is_some() {
+            format!(
+                "*The same cause as P{j}: the fair report's one finding, \"{}\", covers the ops of both; its saving is not additional.*",
+                b.title.replace('`', "")
+            )
+        } else {
+            format!(
+                "*The fair report's one finding for this op, \"{}\" (P{j}), holds these signatures too: its named cause is P{j}'s signature's, not theirs, and its saving is not additional.*",
+                b.title.replace('`', "")
+            )
+        });
     }
     owners.push((k, b.title.clone()));
     let fair = b.impact.ranked_pct();
@@ -867,6 +890,7 @@ pub fn render(i: &Inputs<'_>) -> String {
         // A P-item of an earlier one's cause points at it instead of repeating its evidence and
         // action (review 16: one fp32-convolution paragraph printed three times on V100).
         let earlier = fair_owner(st, f)
+            .filter(|_| named_cause(st, f).is_some())
             .and_then(|b| owners.iter().find(|(_, t)| *t == b.title))
             .map(|(j, t)| (*j, t.replace('`', "")));
         match &earlier {

@@ -402,6 +402,16 @@ pub const BEYOND_GAP: &[&str] = &[
 /// Causes that remove the op's kernels, their fixed cost (the floor) with them.
 pub const REMOVES_WORK: &[&str] = &["constant_cast_every_call"];
 
+/// Causes read off one signature's launch (its grid, its tiles against the compute units):
+/// true of the signature they were read from, not of an op's others, so a group finding scopes
+/// them to that signature and a P-item of another signature does not inherit them.
+pub const SIGNATURE_CAUSES: &[&str] = &[
+    "gemm_wave_quantization",
+    "gemm_tile_quantization",
+    "gemm_few_tiles",
+    "conv_few_tiles",
+];
+
 /// The efficiency (% of the roofline) under which a kernel's own narrow-load (alignment) cause
 /// is named before the bound it runs far below.
 pub const BOUND_FIRST_MIN_PCT: f64 = 50.0;
