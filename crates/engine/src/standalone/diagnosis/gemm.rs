@@ -1113,13 +1113,22 @@ fn sibling_cause(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
     // Waves the siblings take apart against merged, with this signature's tile (their shapes
     // share M and K, so the library picks alike): each GEMM ends in a part-filled wave, the
     // merged one only once. Not for a stream-K or persistent kernel, which hides its waves.
+    // A persistent kernel's recorded grid is the CTAs it loops over the tiles: its rounds are
+    // its tiles over that grid, which a merged GEMM ends part-filled only once too (review 19:
+    // H100 Qwen1.5's q/k/v `addmm`, 560 tiles each on a 120-CTA grid, 4.67 rounds apiece).
+    let persistent_grid = launch
+        .as_ref()
+        .filter(|m| m.kernel.persistent)
+        .and_then(|m| Some(recorded_workgroups(&m.name, &m.launch?)))
+        .filter(|&g| g > 0);
+    let slots = |t: &GemmTiling, u: u64| if t.persistent { persistent_grid } else { Some(u) };
     let merged_waves = match (&merge, tiling_t.as_ref(), units) {
-        (Merge::Siblings(s), Some(t), Some(u)) if !t.persistent && u > 0 => {
+        (Merge::Siblings(s), Some(t), Some(u)) if u > 0 => slots(t, u).and_then(|slots| {
             let per_n = |n: i64| t.tiles_m * (n.max(1) as u64).div_ceil(t.tile_n) * t.split_k;
-            let apart: u64 = s.ns.iter().map(|&n| per_n(n).div_ceil(u)).sum();
-            let merged = per_n(s.ns.iter().sum()).div_ceil(u);
+            let apart: u64 = s.ns.iter().map(|&n| per_n(n).div_ceil(slots)).sum();
+            let merged = per_n(s.ns.iter().sum()).div_ceil(slots);
             (apart > 0).then(|| (apart, merged, 1.0 - merged as f64 / apart as f64))
-        }
+        }),
         _ => None,
     }
     .filter(|w| w.2 >= MERGED_WAVES_MIN_GAIN);
@@ -1153,11 +1162,14 @@ fn sibling_cause(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
         if let (Some((apart, merged, gain)), Some(t), Some(us)) =
             (merged_waves, tiling_t.as_ref(), waves_us)
         {
+            let of = match persistent_grid.filter(|_| t.persistent) {
+                Some(g) => format!("rounds of its persistent grid's {g} CTAs"),
+                None => format!("waves of {} CUs/SMs", units.unwrap_or(0)),
+            };
             saved.push_str(&format!(
-                "; with this kernel's {}×{} tiles they take {apart} waves of {} CUs/SMs apart, each ending part-filled, and {merged} merged: {:.0}% fewer, about {:.3} ms",
+                "; with this kernel's {}×{} tiles they take {apart} {of} apart, each ending part-filled, and {merged} merged: {:.0}% fewer, about {:.3} ms",
                 t.tile_m,
                 t.tile_n,
-                units.unwrap_or(0),
                 gain * 100.0,
                 us / 1e3
             ));
@@ -1682,8 +1694,11 @@ mod tests {
 
     /// Qwen1.5-0.5B on H100: q/k/v-like sibling projections of 8944 rows, K = 1024, run by
     /// cuBLAS's persistent sm90 kernel with grid [132, 1, 1] on 132 SMs. The grid is the SMs,
-    /// not the work: 70 × 8 = 560 tiles of 128 × 128 are over four waves, and 64 µs calls are
-    /// long, so merging is not named; the same launch of a non-persistent kernel is one wave.
+    /// not the work: 70 × 8 = 560 tiles of 128 × 128, which the grid's CTAs loop over in
+    /// rounds: 5 apiece (the last with 32 of 132 busy), 15 for the three apart against 13 for
+    /// one merged GEMM of 1680 tiles, so merging is named by those rounds (review 19), never
+    /// as "one wave". Launched with the 120 CTAs its clusters keep resident: 15 rounds against
+    /// 14. The same launch of a non-persistent kernel is one wave.
     #[test]
     fn a_persistent_grid_is_not_the_work() {
         let h100 = crate::perf::platform::by_name("h100").expect("h100");
@@ -1719,8 +1734,17 @@ mod tests {
         };
         let persistent = gemm("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas");
         assert!(main_gemm(&persistent).expect("gemm").1.persistent);
+        let merge = |r: &OpRow| {
+            causes(r, r, &ctx)
+                .into_iter()
+                .find(|c| c.key == "gemm_sibling_projections")
+                .map(|c| c.evidence)
+                .unwrap_or_default()
+        };
         assert!(
-            !keys(&persistent).contains(&"gemm_sibling_projections"),
+            merge(&persistent).contains(
+                "they take 15 rounds of its persistent grid's 132 CTAs apart, each ending part-filled, and 13 merged: 13% fewer"
+            ),
             "{:?}",
             keys(&persistent)
         );
@@ -1732,10 +1756,13 @@ mod tests {
             block: [384, 1, 1],
         })];
         assert!(
-            !keys(&clustered).contains(&"gemm_sibling_projections"),
-            "{:?}",
-            keys(&clustered)
+            merge(&clustered).contains(
+                "they take 15 rounds of its persistent grid's 120 CTAs apart, each ending part-filled, and 14 merged: 7% fewer"
+            ),
+            "{}",
+            merge(&clustered)
         );
+        assert!(!merge(&clustered).contains("one wave"));
         let one_wave = gemm("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8::Params)");
         assert!(keys(&one_wave).contains(&"gemm_sibling_projections"));
     }
