@@ -746,10 +746,16 @@ fn analysis_md_names_every_argued_finding_of_the_fair_report() {
                 .split("## Kernel Fusion Opportunities")
                 .next()
                 .unwrap_or_default();
+            // A pattern that took a P-item's op finding in is named in that card's estimate.
             let in_p_item = !b.op_name.is_empty() && compute.contains(&format!("`{}`", b.op_name))
                 || md
                     .lines()
-                    .any(|l| l.starts_with("### ") && l.contains(&b.title));
+                    .any(|l| l.starts_with("### ") && l.contains(&b.title))
+                || b.pattern
+                    && compute.contains(&format!(
+                        "The fair report's finding \"{}\", which takes this op's",
+                        b.title.replace('`', "")
+                    ));
             let module = b.title.split('`').nth(1).unwrap_or("\u{0}");
             let in_fusion = md
                 .lines()
@@ -877,7 +883,7 @@ fn a_gap_whose_kernel_sat_queued_is_not_all_host_wait() {
         "standalone_analysis_fair.md",
     );
     assert!(
-        fair.contains("(117.124 ms); the host was late for its first 65.016 ms; for its last 52.108 ms the kernel after it, already launched, did not start"),
+        fair.contains("(117.124 ms); the host was late for its first 65.020 ms; for its last 52.104 ms the kernel after it, already launched (its launch call had returned), did not start"),
         "{fair}"
     );
     assert!(!fair.contains("the GPU waited for its host"), "{fair}");
@@ -923,7 +929,7 @@ fn a_signatures_launch_cause_is_not_its_siblings() {
     let f = files(&analyze(&common::read(&trace)), name);
     let fair = text(&f, "standalone_analysis_fair.md");
     assert!(
-        fair.contains("GEMM `aten::addmm`: wave quantization: the last of 5 waves is 46.1% full (its largest signature, 24% of its time)"),
+        fair.contains("GEMM `aten::addmm`: wave quantization: the last of 5 waves is 46.1% full (one signature: 23.9% of the op's time)"),
         "{fair}"
     );
     let md = text(&f, "analysis.md");

@@ -716,8 +716,8 @@ pub struct OneOffStall {
     /// the host was held after submitting it).
     #[serde(default)]
     pub launched_after_ns: Option<Nanos>,
-    /// For a host-wait gap: how long the event after it sat launched before it started, where
-    /// that is at least [`QUEUED_SHARE`] of the gap. HTA's rule files the whole gap as host
+    /// For a host-wait gap: how long the event after it sat launched (its launch call
+    /// returned) before it started, where that is at least [`QUEUED_SHARE`] of the gap. HTA's rule files the whole gap as host
     /// wait once the launch came after the GPU went idle; for this last part the host had done
     /// its work and the GPU was held by something the trace does not record (HTA's
     /// `trace_compare_base`, a trimmed DDP step: 57 ms of a 117 ms gap).
@@ -871,23 +871,18 @@ pub fn causes_and_context(
             others.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             others.truncate(ONE_OFF_OTHERS);
             stall.others = others;
-            let launch_ts = trace.event(launch).ts;
-            let queued = g.end - launch_ts;
-            let blamed = if stall.host_wait
-                && launch_ts > g.start
-                && queued as f64 >= QUEUED_SHARE * len as f64
-            {
+            // From the launch call's end: a launch that itself takes the time (a module loaded
+            // lazily: AlexNet's 3056 ms first `cudaLaunchKernel`) is the host's, not a queue.
+            // The blame stays the whole gap's: the cause table counts it whole, and the
+            // steady state leaves out exactly what it counted.
+            let e = trace.event(launch);
+            let launched = e.ts + e.dur;
+            let queued = g.end - launched;
+            if stall.host_wait && launched > g.start && queued as f64 >= QUEUED_SHARE * len as f64 {
                 stall.queued_ns = Some(queued);
-                // Only the part before the launch is the host's.
-                Gap {
-                    end: launch_ts,
-                    ..*g
-                }
-            } else {
-                *g
-            };
+            }
             if stall.host_wait {
-                stall.blame = blame_gap(trace, tree, &index, &blamed)
+                stall.blame = blame_gap(trace, tree, &index, g)
                     .into_iter()
                     .map(|b| (b.kind, b.label, b.ns))
                     .collect();

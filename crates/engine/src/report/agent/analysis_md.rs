@@ -134,9 +134,15 @@ fn named_cause<'a>(st: &'a Standalone, f: &Finding) -> Option<NamedCause<'a>> {
             .filter(|b| !b.causes.is_empty())
             .map(|b| (b, true))
     };
+    // A group's launch cause was read off one signature's launch: a P-item led by a
+    // signature whose main kernel ran that launch keeps it (the compiled block's q/k/v `mm`
+    // and down projection share 1368 workgroups, 4.5 waves).
+    let this = st.rows.get(top.row)?;
     if let Some((b, inherited)) = own.or_else(group) {
         let applies = |c: &&crate::standalone::diagnosis::Cause| {
-            !inherited || !crate::standalone::diagnosis::SIGNATURE_CAUSES.contains(&c.key)
+            !inherited
+                || !crate::standalone::diagnosis::SIGNATURE_CAUSES.contains(&c.key)
+                || crate::standalone::diagnosis::launch_cause_applies(&c.evidence, this)
         };
         let mut causes = b.causes.iter().filter(applies);
         if let Some(first) = causes.next() {
@@ -209,7 +215,18 @@ fn copies_line(st: &Standalone, f: &Finding) -> Option<String> {
 /// disagree unseen (an fp32 GEMM P1 in a step its host holds saves ~0).
 fn replayed_line(st: &Standalone, f: &Finding) -> Option<String> {
     let top = f.members.first()?;
-    let b = fair_finding(st, f, false)?;
+    // An op finding a pattern took in (one cause, one finding) is replayed as that pattern's
+    // fix, named (a planted NCHW convolution's P1 had no estimate beside the fair report's
+    // Critical "Layout transposes around convolutions").
+    let Some(b) = fair_finding(st, f, false) else {
+        let b = fair_owner(st, f).filter(|b| b.pattern)?;
+        let text = b.impact.replayed_body()?;
+        return Some(format!(
+            "*The fair report's finding \"{}\", which takes this op's, replayed over the trace's schedule: {text}; the fair report ranks it {} by that (docs/whatif.md).*",
+            b.title.replace('`', ""),
+            b.priority.label()
+        ));
+    };
     let text = b.impact.replayed_body()?;
     let what = b
         .impact

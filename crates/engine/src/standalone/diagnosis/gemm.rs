@@ -155,6 +155,23 @@ fn dims_text(d: &[u32; 3]) -> String {
     format!("[{}, {}, {}]", d[0], d[1], d[2])
 }
 
+/// Whether a launch cause (`SIGNATURE_CAUSES`) read off one signature holds for `row` too:
+/// its evidence names the launch it was read from ("`kernel` launched grid [x, y, z]"), and
+/// `row`'s main GEMM kernel ran that launch (a compiled block's q/k/v and down projections
+/// share one grid). Without a recorded launch, no.
+pub fn launch_cause_applies(evidence: &str, row: &OpRow) -> bool {
+    main_gemm_launch(row)
+        .and_then(|m| {
+            let l = m.launch?;
+            Some(format!(
+                "{} launched grid {}",
+                kernel_label(&m.name),
+                dims_text(&l.grid)
+            ))
+        })
+        .is_some_and(|t| evidence.contains(&t))
+}
+
 fn kernel_label(name: &str) -> String {
     code(&crate::standalone::md::short(name, 60))
 }
@@ -258,6 +275,14 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         .is_none_or(|c| r.kernel_us * sig_share * k_share / c * 100.0 >= MATERIAL_KERNEL_PCT);
     let of_group = if sig_share < 1.0 {
         format!(", its signature {} of the group's", pct(sig_share))
+    } else {
+        String::new()
+    };
+    // The titles say it too: the comparison and `analysis.md` quote a cause's title alone
+    // (review 19: MI300X TimeSformer's `addmm` headlined a wave tail of one signature of
+    // seven, 24 % of the group's time, as the group's).
+    let one_signature = if sig_share < 1.0 {
+        format!(" (one signature: {} of the op's time)", pct(sig_share))
     } else {
         String::new()
     };
@@ -371,7 +396,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                     };
                     out.push(Cause {
                         key: "gemm_few_tiles",
-                        title: format!("too few output tiles: {wgs} workgroups for {units} {unit}s"),
+                        title: format!("too few output tiles: {wgs} workgroups for {units} {unit}s{one_signature}"),
                         evidence: format!(
                             "{launch_text}; {idle} of {units} {unit}s ({}) have nothing to do ({source}); the kernel is {} of {}'s time{of_group}.",
                             pct(idle_share),
@@ -413,7 +438,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                     out.push(Cause {
                         key: "gemm_wave_quantization",
                         title: format!(
-                            "wave quantization: the last of {} waves is {} full",
+                            "wave quantization: the last of {} waves is {} full{one_signature}",
                             w.waves,
                             pct(w.last as f64 / units as f64)
                         ),
@@ -479,7 +504,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 };
                 out.push(Cause {
                     key: "gemm_tile_quantization",
-                    title: format!("tile quantization: {} of the computed output is padding", pct(1.0 - useful)),
+                    title: format!("tile quantization: {} of the computed output is padding{one_signature}", pct(1.0 - useful)),
                     evidence: format!(
                         "M = {} and N = {}: {tm}×{tn} tiles of {along_m}×{along_n} are computed for {:.2}×{:.2} tiles of work, so {} of the computed output is thrown away.",
                         off(m, along_m),
@@ -1121,7 +1146,13 @@ fn sibling_cause(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
         .filter(|m| m.kernel.persistent)
         .and_then(|m| Some(recorded_workgroups(&m.name, &m.launch?)))
         .filter(|&g| g > 0);
-    let slots = |t: &GemmTiling, u: u64| if t.persistent { persistent_grid } else { Some(u) };
+    let slots = |t: &GemmTiling, u: u64| {
+        if t.persistent {
+            persistent_grid
+        } else {
+            Some(u)
+        }
+    };
     let merged_waves = match (&merge, tiling_t.as_ref(), units) {
         (Merge::Siblings(s), Some(t), Some(u)) if u > 0 => slots(t, u).and_then(|slots| {
             let per_n = |n: i64| t.tiles_m * (n.max(1) as u64).div_ceil(t.tile_n) * t.split_k;

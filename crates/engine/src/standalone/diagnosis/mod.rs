@@ -20,7 +20,10 @@ pub mod elementwise;
 mod gemm;
 pub mod gemm_peers;
 mod outer_product;
-pub use gemm::{recorded_work, recorded_workgroups, signature_alignment, tiling, GemmTiling};
+pub use gemm::{
+    launch_cause_applies, recorded_work, recorded_workgroups, signature_alignment, tiling,
+    GemmTiling,
+};
 pub use outer_product::{is_outer_product, OUTER_PRODUCT_ACTION};
 pub mod kernels;
 mod moe;

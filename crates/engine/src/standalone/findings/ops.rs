@@ -1130,31 +1130,6 @@ pub(super) fn op_bottleneck(
             }
         }
     }
-    // A launch cause read off the largest signature's grid and tiles is that signature's
-    // alone: where the op has others, the cause says whose it is and saves at most its share
-    // (review 19: MI300X TimeSformer's `addmm` headlined "the last of 5 waves is 46% full" for
-    // seven signatures, true of one holding 3.06 of 12.8 ms).
-    if g.rows.len() > 1 && r.kernel_us > 0.0 {
-        let largest = g.largest();
-        let share = (largest.kernel_us / r.kernel_us).clamp(0.0, 1.0);
-        if share < 1.0 - 1e-9 {
-            for c in causes
-                .iter_mut()
-                .filter(|c| diagnosis::SIGNATURE_CAUSES.contains(&c.key))
-            {
-                c.scope = Some(c.scope.map_or(share, |x| x.min(share)));
-                c.title.push_str(&format!(
-                    " (its largest signature, {:.0}% of its time)",
-                    share * 100.0
-                ));
-                c.evidence.push_str(&format!(
-                    " This is its largest signature's launch ({}, {:.0}% of the op's time); the op's other signatures are not covered by it.",
-                    shape_summary(largest),
-                    share * 100.0
-                ));
-            }
-        }
-    }
     // A GEMM below the ridge yet far below its memory roofline too is memory-bound on paper
     // only: its cause says bytes do not limit it, so the opening says where the label comes
     // from (BERT-small's "is memory-bound … bytes do not limit it" read as a contradiction).

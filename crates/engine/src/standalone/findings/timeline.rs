@@ -826,7 +826,7 @@ fn one_off_finding(
         // kernels started 57 ms after their launch, in a trimmed trace).
         (true, false) => match o.queued_ns {
             Some(q) => format!(
-                "the host was late for its first {:.3} ms; for its last {:.3} ms the kernel after it, already launched, did not start: the GPU was held by work the trace does not record (a trimmed trace, another process) or by a dependency, not waiting for its host",
+                "the host was late for its first {:.3} ms; for its last {:.3} ms the kernel after it, already launched (its launch call had returned), did not start: the GPU was held by work the trace does not record (a trimmed trace, another process) or by a dependency, not waiting for its host",
                 (o.len - q) as f64 / 1e6,
                 q as f64 / 1e6
             ),
