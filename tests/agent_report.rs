@@ -932,6 +932,12 @@ fn a_signatures_launch_cause_is_not_its_siblings() {
         fair.contains("GEMM `aten::addmm`: wave quantization: the last of 5 waves is 46.1% full (one signature: 23.9% of the op's time)"),
         "{fair}"
     );
+    // The 37,632 products of 8 × 8 folded into the unfused attention keep their kernel-only
+    // lever: hipBLASLt's 16 × 448 tile, with TunableOp already on in this run (review 19).
+    assert!(
+        fair.contains("For `aten::bmm`: Its kernel computes 448×16 tiles for 8×8 products, 112× each product's outputs: the library's pick for the shape is the kernel-only lever. PyTorch's TunableOp is already on in this run with tuning off"),
+        "{fair}"
+    );
     let md = text(&f, "analysis.md");
     let cards: Vec<&str> = md
         .split("\n### ")

@@ -219,7 +219,9 @@ fn replayed_line(st: &Standalone, f: &Finding) -> Option<String> {
     // fix, named (a planted NCHW convolution's P1 had no estimate beside the fair report's
     // Critical "Layout transposes around convolutions").
     let Some(b) = fair_finding(st, f, false) else {
-        let b = fair_owner(st, f).filter(|b| b.pattern)?;
+        // Where the pattern ranks by its formula, the fair line says that reading instead.
+        let b = fair_owner(st, f)
+            .filter(|b| b.pattern && !b.impact.ranked_by_formula && !b.impact.profiled_host)?;
         let text = b.impact.replayed_body()?;
         return Some(format!(
             "*The fair report's finding \"{}\", which takes this op's, replayed over the trace's schedule: {text}; the fair report ranks it {} by that (docs/whatif.md).*",

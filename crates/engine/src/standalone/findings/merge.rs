@@ -188,6 +188,19 @@ pub fn one_cause_one_finding(
             p.issue.push_str(&format!(
                 " The op findings for {list} are this cause seen op by op and are folded in here."
             ));
+            // A folded op's kernel-only lever that names its kernel's pick (a tiny batched
+            // GEMM's oversized tile) is the pattern's Path B too: the fold keeps causes, not
+            // Path B, and the lever was otherwise lost (review 19).
+            let levers: Vec<String> = p
+                .absorbed
+                .iter()
+                .filter(|a| a.path_b.starts_with(super::ops::TINY_TILE_LEVER))
+                .map(|a| format!("For {}: {}", code(&a.op_name), a.path_b))
+                .collect();
+            for l in levers {
+                p.path_b.push(' ');
+                p.path_b.push_str(&l);
+            }
         }
         f.bottlenecks.sort_by(|a, b| {
             a.category_priority

@@ -287,6 +287,32 @@ fn attention_path_a_for(
     "Attention is already fused; check that `F.scaled_dot_product_attention` picks the flash backend for this head dim and dtype.".into()
 }
 
+/// Path B of a tiny batched GEMM whose kernel's tile is many times each product's output: the
+/// kernel picked for the shape is the kernel-only lever, with the platform's way to pick
+/// another (review 19: MI300X TimeSformer's 37,632 products of 8 × 8 in hipBLASLt's 16 × 448
+/// tiles, 13.7 ms against H100's 0.49 ms, where only the comparison named TunableOp).
+fn tiny_tile_path_b(r: &OpRow, inp: &Inputs<'_>) -> Option<String> {
+    let t = diagnosis::tiling(r, inp.platform)?;
+    let (m, n) = (r.param("M")?, r.param("N")?);
+    let out = (m.max(1) * n.max(1)) as f64;
+    let ratio = (t.tile_m * t.tile_n) as f64 / out;
+    (ratio >= TINY_TILE_RATIO).then(|| {
+        let amd = inp.platform.is_some_and(|p| p.vendor == "AMD");
+        format!(
+            "{TINY_TILE_LEVER} {}×{} tiles for {m}×{n} products, {ratio:.0}× each product's outputs: the library's pick for the shape is the kernel-only lever. {}.",
+            t.tile_m,
+            t.tile_n,
+            capital(&diagnosis::tunableop_lever(inp.environment.tunableop.as_ref(), amd))
+        )
+    })
+}
+
+/// How [`tiny_tile_path_b`]'s lever begins (the fold of an unfused attention keeps it).
+pub(super) const TINY_TILE_LEVER: &str = "Its kernel computes";
+
+/// A tile this many times a tiny product's outputs is the library's pick to question.
+const TINY_TILE_RATIO: f64 = 8.0;
+
 /// A signature of a GEMM group holding at least this share of the group's time has its own
 /// alignment named.
 const SIGNATURE_MATERIAL: f64 = 0.2;
@@ -375,7 +401,7 @@ pub(super) fn op_texts(
                         "Tiny batched GEMM ({shape}): each of its {batch} matrices is smaller than one output tile. The {w} workgroups fill the {units} CUs/SMs, but every tile is mostly padding: the kernel is bound by loading the small operands and by per-product overhead rather than by math; {e} efficient."
                     ),
                     path_a: "Make the matrices larger rather than more: such shapes are usually attention over a short axis or a per-head product, so fuse them with their neighbours (`scaled_dot_product_attention` for attention, `torch.compile`), or reshape so the small dimension joins a larger GEMM.".into(),
-                    path_b: replay_b,
+                    path_b: tiny_tile_path_b(r, inp).unwrap_or(replay_b),
                     pattern: true,
                 },
                 filled => OpTexts {
