@@ -206,7 +206,13 @@ fn a_one_off_stall_is_named_and_left_out_of_the_steady_state() {
         one.issue
     );
     // So the GPU was busy with work the trace does not hold: the title and the action say
-    // so before the warm-up advice.
+    // so, and no warm-up advice follows (the run's own one-time work is not what it waited
+    // for; review 19).
+    assert!(
+        !one.path_a.contains("Profile after warm-up"),
+        "{}",
+        one.path_a
+    );
     assert!(
         one.title
             .ends_with("the host waiting for GPU work outside the trace"),
@@ -916,7 +922,7 @@ fn the_computation_target_is_judged_without_the_stall() {
     assert!(st.utilization.stall_ms > 0.0);
     let md = jarvis_engine::report::standalone_fair::fair_md(&a, st, "t");
     assert!(
-        md.contains("below the 95% target only because of the one-time work below"),
+        md.contains("below the 95% target only because of the stall left out below"),
         "{}",
         &md[..md.len().min(1500)]
     );

@@ -291,7 +291,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         // steady state's 99.7 %).
         match (u.below_target, u.stall_ms > 0.0 && u.steady_ms > 0.0) {
             _ if sampled.is_some() => "",
-            (true, true) if u.computation_ms / u.steady_ms * 100.0 >= 95.0 => " (below the 95% target only because of the one-time work below)",
+            (true, true) if u.computation_ms / u.steady_ms * 100.0 >= 95.0 => " (below the 95% target only because of the stall left out below)",
             (true, _) => " (below the 95% target: idle, communication or copies first)",
             _ => "",
         },
