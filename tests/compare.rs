@@ -187,6 +187,20 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
             .find(|(n, _)| n == "analysis.md")
             .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
             .expect("analysis.md");
+        // Two different top categories have no difference in points (review 19: TimeSformer's
+        // "GEMM (45.6%) | Other ops (47.8%) | +2.2 pp").
+        if let Some(row) = md
+            .lines()
+            .find(|l| l.starts_with("| Top Bottleneck Category |"))
+        {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let name = |c: &str| c.split(" (").next().unwrap_or_default().to_owned();
+            assert_eq!(
+                name(cells[2]) == name(cells[3]),
+                !row.contains("– (different categories)"),
+                "{model}: {row}"
+            );
+        }
         let mut heading = "";
         for line in md.lines() {
             if line.starts_with("### ") && line.contains("slower on trace 1") {
