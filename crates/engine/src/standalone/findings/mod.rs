@@ -807,7 +807,9 @@ impl Bottleneck {
             } else if self.time_ms < SLIGHT_IDLE_MS {
                 "under 1 ms of idle in the whole steady state"
             } else {
-                "the GPU's own gaps before kernels already queued, no code change's target"
+                // Not "no code change's target" (review 19): fewer kernels (the fusions
+                // argued elsewhere, graphs) mean fewer such gaps; they are no target of their own.
+                "gaps between kernels already queued, which shrink with the kernel count (the fusions above), not a target of their own"
             })
         } else if self.is_unmodelled_guess() {
             Some("no perf model and no cause: judged by time alone")
