@@ -194,7 +194,7 @@ pub fn one_cause_one_finding(
             let levers: Vec<String> = p
                 .absorbed
                 .iter()
-                .filter(|a| a.path_b.starts_with(super::ops::TINY_TILE_LEVER))
+                .filter(|a| a.path_b.starts_with(TINY_TILE_LEVER))
                 .map(|a| format!("For {}: {}", code(&a.op_name), a.path_b))
                 .collect();
             for l in levers {
@@ -209,6 +209,10 @@ pub fn one_cause_one_finding(
         });
     }
 }
+
+/// How a tiny batched GEMM's kernel-only lever begins (`ops::tiny_tile_path_b`): the fold of
+/// an unfused attention keeps it.
+pub(super) const TINY_TILE_LEVER: &str = "Its kernel computes";
 
 /// Whether the pattern's module holds most of the op finding's time.
 fn covers(scope: &Scope, x: &Bottleneck, rows: &[OpRow]) -> bool {

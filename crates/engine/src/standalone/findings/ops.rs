@@ -299,16 +299,14 @@ fn tiny_tile_path_b(r: &OpRow, inp: &Inputs<'_>) -> Option<String> {
     (ratio >= TINY_TILE_RATIO).then(|| {
         let amd = inp.platform.is_some_and(|p| p.vendor == "AMD");
         format!(
-            "{TINY_TILE_LEVER} {}×{} tiles for {m}×{n} products, {ratio:.0}× each product's outputs: the library's pick for the shape is the kernel-only lever. {}.",
+            "{} {}×{} tiles for {m}×{n} products, {ratio:.0}× each product's outputs: the library's pick for the shape is the kernel-only lever. {}.",
+            super::merge::TINY_TILE_LEVER,
             t.tile_m,
             t.tile_n,
             capital(&diagnosis::tunableop_lever(inp.environment.tunableop.as_ref(), amd))
         )
     })
 }
-
-/// How [`tiny_tile_path_b`]'s lever begins (the fold of an unfused attention keeps it).
-pub(super) const TINY_TILE_LEVER: &str = "Its kernel computes";
 
 /// A tile this many times a tiny product's outputs is the library's pick to question.
 const TINY_TILE_RATIO: f64 = 8.0;
