@@ -31,16 +31,30 @@ fn platform_name(p: &Option<crate::perf::platform::Platform>) -> String {
         .map_or("unknown platform".into(), |p| p.label().to_owned())
 }
 
-fn expected_text(m: &Matched) -> String {
+/// Whether both sides' bf16 expectations are their datasheets (`compare::bf16_pair`'s
+/// fallback): the gap lines then name that ratio, as the appendix does (review 20: "achievable-
+/// peak ratio" above an appendix saying both datasheets).
+fn bf16_datasheets(c: &Comparison) -> bool {
+    c.achievable_bf16
+        .iter()
+        .all(|x| x.is_some_and(|(_, src)| src == crate::compare::DATASHEET))
+}
+
+fn expected_text(m: &Matched, datasheets: bool) -> String {
     match (m.expected_ratio, m.bound) {
         (Some(e), Some(Bound::Memory)) => format!(
             "{:+.1}% (memory-bound: HBM bandwidth ratio)",
             (e - 1.0) * 100.0
         ),
         (Some(e), Some(Bound::Compute)) => format!(
-            "{:+.1}% (compute-bound: {} achievable-peak ratio, appendix)",
+            "{:+.1}% (compute-bound: {} {} ratio, appendix)",
             (e - 1.0) * 100.0,
-            m.compute_spec
+            m.compute_spec,
+            if datasheets && m.compute_spec == "matrix_bf16" {
+                "datasheet-peak"
+            } else {
+                "achievable-peak"
+            }
         ),
         _ if m.reference_calls > 0
             && m.reference_us / (m.reference_calls as f64) < crate::compare::MIN_EXPECTATION_US =>
@@ -458,7 +472,7 @@ pub fn fair_md_with(
                         s,
                         "**Gap**: {}; the hardware ratio predicts {}.  ",
                         gap_text(m),
-                        expected_text(m)
+                        expected_text(m, bf16_datasheets(c))
                     );
                 } else {
                     let _ = writeln!(
@@ -476,7 +490,7 @@ pub fn fair_md_with(
                                 "{}: {}, the hardware ratio predicts {}",
                                 code(&short(&x.shape, 60)),
                                 gap_text(x),
-                                expected_text(x)
+                                expected_text(x, bf16_datasheets(c))
                             )
                         })
                         .collect();
@@ -602,8 +616,8 @@ pub fn fair_md_with(
             delta(m.target_us, m.reference_us),
             match m.verdict {
                 Verdict::NoExpectation => "Unknown".to_owned(),
-                _ if expected => format!("Yes: {}", expected_text(m)),
-                _ => format!("No: {}", expected_text(m)),
+                _ if expected => format!("Yes: {}", expected_text(m, bf16_datasheets(c))),
+                _ => format!("No: {}", expected_text(m, bf16_datasheets(c))),
             }
         );
         let _ = writeln!(
@@ -647,10 +661,7 @@ pub fn fair_md_with(
     // Both datasheets: a side had no achievable rate to show, so neither side's is used (one
     // convention); said under the table, since an MI300X row reading 1307 beside its 708 MAF
     // had read as a contradiction of the methodology (review 19).
-    let both_datasheet = c
-        .achievable_bf16
-        .iter()
-        .all(|x| x.is_some_and(|(_, src)| src == crate::compare::DATASHEET));
+    let both_datasheet = bf16_datasheets(c);
     for (p, role, achievable) in [
         (&c.reference_platform, "reference", c.achievable_bf16[1]),
         (&c.target_platform, "target", c.achievable_bf16[0]),
