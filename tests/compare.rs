@@ -383,6 +383,12 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
                 ),
                 "{fair}"
             );
+            // And the gap lines name that ratio (review 20).
+            assert!(
+                fair.contains("(compute-bound: matrix_bf16 datasheet-peak ratio, appendix)")
+                    && !fair.contains("matrix_bf16 achievable-peak ratio"),
+                "{fair}"
+            );
         }
         if model.starts_with("google_owlv2") {
             let addmm = find("aten::addmm", "M=5185 N=1024 K=1024");
