@@ -797,6 +797,19 @@ fn one_cause_is_one_finding_on_real_traces() {
     );
     let r = pattern.impact.replayed.expect("replayed");
     assert!(r.saved_ms() <= pattern.time_ms + 1e-6, "{r:?}");
+    // Its max-pool backward runs the NCHW kernel: the layout is named, and the fix is the
+    // transposes' own channels_last (review 20: "no layout reason is visible").
+    let pool = all
+        .iter()
+        .find(|b| b.op_name == "aten::max_pool2d_with_indices_backward")
+        .expect("the max-pool backward finding");
+    assert_eq!(
+        keys(pool).first(),
+        Some(&"elementwise_nchw_kernel"),
+        "{}",
+        pool.issue
+    );
+    assert!(pool.path_a.contains("channels_last"), "{}", pool.path_a);
     let Some(bytes) = fixture("amd_vllm_decode_full_graph_execution.json.gz") else {
         return;
     };

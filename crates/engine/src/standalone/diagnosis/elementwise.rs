@@ -215,11 +215,18 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 )
             } else if let Some(rows) = row_per_workgroup(shape, &dims) {
                 rows
+            } else if let Some(k) = nchw_kernel(shape).filter(|_| ctx.convolutions) {
+                // The layout is in the kernel's name, and the trace's convolutions already pay
+                // for NCHW with transposes: one channels_last fix takes both (review 20: MI300X
+                // ResNet-18's `max_pool_backward_nchw` read "no layout reason is visible").
+                format!("its kernel is the NCHW variant ({}) and the trace's convolutions run NHWC kernels behind layout transposes: the model is NCHW", crate::standalone::md::code(nchw_word(k)))
             } else {
                 "no layout reason is visible in the recorded shapes and strides".to_owned()
             };
             let key = if !strided.is_empty() {
                 "elementwise_non_contiguous"
+            } else if why.starts_with("its kernel is the NCHW variant") {
+                "elementwise_nchw_kernel"
             } else if why.starts_with("the kernel runs one workgroup") {
                 "elementwise_row_per_workgroup"
             } else if broadcast {
@@ -237,6 +244,8 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                     "Make the input contiguous where it is produced (avoid a transpose/permute right before), or fuse the layout change into the producer.".into()
                 } else if convert {
                     "Keep tensors in one dtype across the region (autocast boundaries), or fuse the cast into its producer or consumer.".into()
+                } else if key == "elementwise_nchw_kernel" {
+                    "Convert the model and its inputs to channels_last (`model.to(memory_format=torch.channels_last)`): the same change that removes the convolutions' layout transposes switches this op to its NHWC kernel.".into()
                 } else if why.starts_with("the kernel runs one workgroup") {
                     "Give each workgroup more of the row, or several rows (a kernel variant for short rows: one warp or wavefront per row, vectorized loads); where the library has such a variant or a fused neighbour (a norm with its residual add, a QK-norm fused with RoPE), use it; replay it for the kernel team.".into()
                 } else if engine && super::kernels::is_gated_activation(&shape.name.to_ascii_lowercase()) {
@@ -254,6 +263,31 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         }
     }
     out
+}
+
+/// The op's main kernel where its name marks the NCHW layout (`max_pool_backward_nchw`,
+/// `…_nchw_…`), not a layout conversion between NCHW and NHWC.
+fn nchw_kernel(shape: &OpRow) -> Option<&str> {
+    shape
+        .kernel_names
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(k, _)| k.as_str())
+        .filter(|k| {
+            let l = k.to_ascii_lowercase();
+            (l.contains("_nchw") || l.contains("nchw_"))
+                && !crate::analysis::kernel_kinds::is_layout_conversion(k)
+                && !l.contains("nhwc")
+        })
+}
+
+/// The identifier in a kernel's name that carries its NCHW mark (`max_pool_backward_nchw` out
+/// of `void at::native::(anonymous namespace)::max_pool_backward_nchw<…>(…)`).
+fn nchw_word(kernel: &str) -> &str {
+    kernel
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .find(|w| w.to_ascii_lowercase().contains("nchw"))
+        .unwrap_or(kernel)
 }
 
 /// A memory-bound kernel needs loads in flight on every CU/SM to reach HBM bandwidth: where
