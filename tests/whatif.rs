@@ -911,6 +911,10 @@ fn a_profiled_host_ranks_fixes_by_their_formula_on_v100() {
         .find(|r| r.0 == "GPU idle time")
         .expect("idle finding");
     assert!(!idle.2 && idle.1 == Priority::Critical, "{idle:?}");
+    // Within Critical, the input pipeline's fix, whose replay stands, leads the convolutions',
+    // whose saving needs it made first (review 20).
+    let at = |t: &str| nw0.iter().position(|r| r.0.starts_with(t)).expect("ranked");
+    assert!(at("GPU idle time") < at("Convolutions in fp32"), "{nw0:?}");
     // A GPU that idles most of the step (RTX 2080 Ti MLP: 37 % computation) is held by its
     // host whatever the profiler adds: its GPU fixes rank by their replays, even beside a
     // profiler-inflated `zero_grad`.
