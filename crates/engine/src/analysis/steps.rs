@@ -319,8 +319,11 @@ pub fn steps(
     (gaps, trains): (&[Gap], bool),
 ) -> Steps {
     if counted.is_empty() {
+        // No GPU work to put in steps; the markers, where the trace has them, are still its
+        // source (HTA's host-only `a100_distributed_info_not_found` holds `ProfilerStep#1009`
+        // and had been told it has no step markers; review 20).
         return Steps {
-            source: Some(StepSource::WholeTrace),
+            source: markers(trace, trains).0.or(Some(StepSource::WholeTrace)),
             ..Steps::default()
         };
     }
