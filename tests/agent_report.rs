@@ -966,3 +966,35 @@ fn a_p_item_ranked_by_its_formula_names_the_figure() {
         "{p1}"
     );
 }
+
+/// Host wait that came after the next kernel's launch had returned is queued work the GPU did
+/// not start: no launch remedy (HTA's PARAM `torch.add` benchmark: the measured add started
+/// 5.8 ms after its launch while the host sat in a synchronize; review 20 had read "100 % host
+/// wait, launch-bound, use CUDA graphs").
+#[test]
+fn queued_work_the_gpu_did_not_start_is_no_launch_cost() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let a = analyze(&common::read(
+        &shared.join("traces/hta/a100_et_benchmark_simple_add_trace.json.gz"),
+    ));
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| b.title == "GPU idle time")
+        .expect("the idle finding");
+    assert!(
+        idle.issue.contains("Of that host wait, 6.434 ms (100 %) came after the kernel that ends each gap had been launched"),
+        "{}",
+        idle.issue
+    );
+    assert!(
+        idle.path_a.starts_with("Not a launch problem") && !idle.issue.contains("launch-bound"),
+        "{}\n{}",
+        idle.issue,
+        idle.path_a
+    );
+}

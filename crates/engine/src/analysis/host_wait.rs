@@ -510,6 +510,12 @@ pub struct IdleContext {
     pub inside_graph_ns: Nanos,
     #[serde(default)]
     pub inside_graph_launching_ns: Nanos,
+    /// Host-wait time (HTA's rule) after the launch call of the event that ends each gap had
+    /// returned, ns, the one-off gap left out: the kernel sat queued on an idle GPU, which no
+    /// launch remedy shortens (HTA's PARAM `torch.add` benchmark: 5.8 ms between launch and
+    /// start while the host sat in a synchronize).
+    #[serde(default)]
+    pub queued_ns: Nanos,
 }
 
 /// The idle inside graph replays (`IdleContext::inside_graph_ns`, `inside_graph_launching_ns`):
@@ -897,6 +903,15 @@ pub fn causes_and_context(
         }
     }
     let one_off_start = ctx.one_off.as_ref().map(|o| o.at + origin);
+    ctx.queued_ns = gaps
+        .iter()
+        .filter(|g| g.category == IdleCategory::HostWait && Some(g.start) != one_off_start)
+        .filter_map(|g| {
+            let e = trace.event(g.launch?);
+            let returned = e.ts + e.dur;
+            (returned > g.start && returned < g.end).then(|| g.end - returned)
+        })
+        .sum();
     let mut cold = ColdStart::default();
     let cold_pass = super::cold_pass::cold_first_pass(trace, gaps);
     let first_calls = super::cold_pass::cold_first_calls(trace);

@@ -1693,6 +1693,21 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
     let dominant = causes
         .first()
         .filter(|c| !matches!(c.kind, C::Python | C::CpuOp) && c.time_ns * 2 >= split.host_wait);
+    // Most of the host wait came after the next kernel's launch had returned: the GPU held
+    // queued work it did not start, which no launch remedy shortens (review 20: PARAM's
+    // `torch.add` benchmark, "100 % host wait, launch-bound, use graphs" for a kernel that
+    // started 5.8 ms after its launch while the host sat in a synchronize).
+    let queued = ctx.queued_ns.min(split.host_wait);
+    if split.host_wait > 0 && queued * 2 >= split.host_wait {
+        return (
+            format!(
+                "{split_text}{already}. Of that host wait, {:.3} ms ({:.0} %) came after the kernel that ends each gap had been launched (its launch call had returned): the GPU held queued work it did not start, which is not the host's launch cost",
+                queued as f64 / 1e6,
+                queued as f64 / split.host_wait as f64 * 100.0
+            ),
+            "Not a launch problem: graphs or fewer launches do not start queued work sooner. Look for what held the GPU: clocks ramping up after a long idle (a benchmark's CPU-only phases between measured calls; fix the clocks or keep the GPU busy), another process on the GPU (`nvidia-smi` / `rocm-smi`), or work the trace does not record (profile a window of whole iterations).".to_owned(),
+        );
+    }
     if idle.launch_bound && dominant.is_none() {
         // With graphs replaying the step, the count is of the few events launched one by one:
         // the step itself is not launch-bound, and the text does not say it is.
