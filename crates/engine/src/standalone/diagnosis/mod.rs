@@ -259,9 +259,23 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
                         .total_cmp(&a.1.waste.unwrap_or(0.0))
                 });
                 let mut it = others.into_iter();
-                if let Some((_, mut lead)) = it.next() {
+                if let Some((lead_sig, mut lead)) = it.next() {
                     let rest: Vec<(&OpRow, Cause)> = it.collect();
                     if !rest.is_empty() {
+                        // The title's share covers every signature the cause now counts
+                        // (review 20: "one signature: 28.0%" over a body counting two, 53 %).
+                        let share: f64 = std::iter::once(lead_sig)
+                            .chain(rest.iter().map(|(s, _)| *s))
+                            .map(|s| signature_share(r, s))
+                            .sum();
+                        if let Some(i) = lead.title.find(" (one signature: ") {
+                            lead.title.truncate(i);
+                            lead.title.push_str(&format!(
+                                " ({} signatures: {} of the op's time)",
+                                rest.len() + 1,
+                                pct(share.min(1.0))
+                            ));
+                        }
                         let waste: f64 = rest.iter().filter_map(|(_, x)| x.waste).sum();
                         let names: Vec<String> = rest
                             .iter()
