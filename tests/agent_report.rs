@@ -612,6 +612,12 @@ fn a_p_item_reads_its_op_groups_fair_finding() {
         .find(|c| c.contains("P2: `aten::mm`"))
         .unwrap_or_else(|| panic!("{md}"));
     assert!(card.contains("P2: `aten::mm`: wave quantization"), "{card}");
+    // Its q/k/v and down projections' tails, counted together, are named so in the title
+    // (review 20: "one signature: 28.0%" over a body counting two).
+    assert!(
+        card.contains("(2 signatures: 53.3% of the op's time)"),
+        "{card}"
+    );
     assert!(
         card.contains(
             "**Jarvis's estimate**: The fix of `aten::mm`, replayed over the trace's schedule: "
