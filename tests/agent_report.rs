@@ -1004,3 +1004,22 @@ fn queued_work_the_gpu_did_not_start_is_no_launch_cost() {
         idle.path_a
     );
 }
+
+/// The synchronize that blocks a step's capture is traced to the caller's line (H100 BERT:
+/// the mask check of Hugging Face's SDPA path; review 20).
+#[test]
+fn a_capture_blocking_sync_names_its_caller() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let name = "h100_gaunernst_bert-small-uncased__1016001";
+    let trace = shared.join(format!("traces/tracelens/{name}.json.gz"));
+    let fair = text(
+        &files(&analyze(&common::read(&trace)), name),
+        "standalone_analysis_fair.md",
+    );
+    assert!(
+        fair.contains("reads of GPU results, called from `transformers/modeling_attn_mask_utils.py(429): _prepare_4d_attention_mask_for_sdpa`)"),
+        "{fair}"
+    );
+}

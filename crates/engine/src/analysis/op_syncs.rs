@@ -16,6 +16,16 @@ pub struct OpSyncs {
     /// The op that made the most of them (its innermost enclosing CPU op), and how many.
     pub top_op: String,
     pub top_count: usize,
+    /// The innermost Python frame outside PyTorch itself around the top op's first
+    /// synchronize (`transformers/modeling_attn_mask_utils.py(429):
+    /// _prepare_4d_attention_mask_for_sdpa`), where the trace records Python stacks: the line
+    /// to change (review 20: a mask check's `.item()` named only as `_local_scalar_dense`).
+    pub top_frame: String,
+}
+
+/// Whether a Python frame is PyTorch's own or a builtin, not the caller's code.
+fn library_frame(name: &str) -> bool {
+    name.starts_with('<') || name.starts_with("torch/") || name.contains("/torch/")
 }
 
 fn is_synchronize(name: &str) -> bool {
@@ -58,18 +68,41 @@ pub fn op_syncs(trace: &Trace) -> OpSyncs {
         }
     }
     let mut by_op: rustc_hash::FxHashMap<&str, usize> = Default::default();
-    for op in inner.into_iter().flatten() {
-        *by_op.entry(trace.name(&trace.events[op])).or_default() += 1;
+    for op in inner.iter().flatten() {
+        *by_op.entry(trace.name(&trace.events[*op])).or_default() += 1;
     }
     let count = by_op.values().sum();
     let (top_op, top_count) = by_op
         .into_iter()
         .max_by_key(|&(n, c)| (c, std::cmp::Reverse(n)))
         .map_or((String::new(), 0), |(n, c)| (n.to_owned(), c));
+    // The top op's first synchronize, and the innermost caller frame around it.
+    let first = syncs
+        .iter()
+        .zip(&inner)
+        .find(|(_, op)| op.is_some_and(|o| trace.name(&trace.events[o]) == top_op))
+        .map(|(&(l, t, _), _)| (l, t));
+    let top_frame = first
+        .and_then(|(lane, t)| {
+            trace
+                .events
+                .iter()
+                .filter(|e| {
+                    e.kind() == EventKind::PythonFunction
+                        && e.lane() == lane
+                        && e.ts <= t
+                        && e.end() >= t
+                        && !library_frame(trace.name(e))
+                })
+                .max_by_key(|e| e.ts)
+                .map(|e| trace.name(e).to_owned())
+        })
+        .unwrap_or_default();
     OpSyncs {
         count,
         top_op,
         top_count,
+        top_frame,
     }
 }
 
@@ -98,7 +131,8 @@ mod tests {
             OpSyncs {
                 count: 2,
                 top_op: "aten::_local_scalar_dense".into(),
-                top_count: 2
+                top_count: 2,
+                top_frame: String::new(),
             }
         );
         let none = crate::import::import_bytes(

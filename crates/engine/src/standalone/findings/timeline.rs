@@ -1162,8 +1162,8 @@ struct AlreadyDone {
     /// scheduler runs (its Python frames or annotations are in the trace).
     overlapped: bool,
     /// Synchronizes made inside ops, per step (or in all without steps), and the op making
-    /// most of them, where there is at least one per step (`analysis::op_syncs`).
-    syncs: Option<(f64, String)>,
+    /// most of them with its caller frame, where there is at least one per step (`analysis::op_syncs`).
+    syncs: Option<(f64, String, String)>,
     /// Idle inside graph replays and the part of it while the launch call still ran, ns
     /// (`IdleContext::inside_graph_ns`).
     inside_graph: (Nanos, Nanos),
@@ -1229,15 +1229,20 @@ impl AlreadyDone {
             syncs: {
                 let s = crate::analysis::op_syncs::op_syncs(inp.trace);
                 let per_step = s.count as f64 / inp.steps.max(1) as f64;
-                (per_step >= 1.0).then_some((per_step, s.top_op))
+                (per_step >= 1.0).then_some((per_step, s.top_op, s.top_frame))
             },
         }
     }
 
     /// What stops a step's graph capture: the synchronizes its ops make.
     fn capture_blockers(&self) -> String {
-        let Some((n, op)) = &self.syncs else {
+        let Some((n, op, frame)) = &self.syncs else {
             return String::new();
+        };
+        let from = if frame.is_empty() {
+            String::new()
+        } else {
+            format!(", called from {}", code(frame))
         };
         let what = match op.as_str() {
             "aten::_local_scalar_dense" | "aten::item" => {
@@ -1249,7 +1254,7 @@ impl AlreadyDone {
             _ => "host synchronizations",
         };
         format!(
-            " The step synchronizes with the host first: {n:.0} synchronize{} per step inside ops (most in {}: {what}); a graph cannot hold a synchronization, so keep those values on the GPU (or read them after the step), copy inputs from pinned memory into static GPU buffers, and capture what lies between the syncs until they are gone.",
+            " The step synchronizes with the host first: {n:.0} synchronize{} per step inside ops (most in {}: {what}{from}); a graph cannot hold a synchronization, so keep those values on the GPU (or read them after the step), copy inputs from pinned memory into static GPU buffers, and capture what lies between the syncs until they are gone.",
             if *n >= 1.5 { "s" } else { "" },
             code(op)
         )
