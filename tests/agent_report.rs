@@ -45,6 +45,13 @@ fn text(f: &Files, p: &str) -> String {
     String::from_utf8(f[p].clone()).expect("UTF-8")
 }
 
+/// One report file of a shared trace (`folder` under `traces/`), `None` without `../shared`.
+fn shared_report(folder: &str, name: &str, file: &str) -> Option<String> {
+    let shared = common::shared_dir()?;
+    let trace = shared.join(format!("traces/{folder}/{name}.json.gz"));
+    Some(text(&files(&analyze(&common::read(&trace)), name), file))
+}
+
 #[test]
 fn every_check_passes_on_every_shared_trace_with_references() {
     let Some(shared) = common::shared_dir() else {
@@ -857,15 +864,13 @@ fn a_p_item_keeps_the_fair_findings_fp8_lever() {
 /// replay realizes at 83-100 % of their cut, are not told the cut "turns into idle" (review 19).
 #[test]
 fn host_time_outside_the_gpu_span_does_not_hold_kernel_fixes() {
-    let Some(shared) = common::shared_dir() else {
+    let Some(fair) = shared_report(
+        "tracelens",
+        "h100_facebook_timesformer-base-finetuned-k400__1016002",
+        "standalone_analysis_fair.md",
+    ) else {
         return;
     };
-    let name = "h100_facebook_timesformer-base-finetuned-k400__1016002";
-    let trace = shared.join(format!("traces/tracelens/{name}.json.gz"));
-    let fair = text(
-        &files(&analyze(&common::read(&trace)), name),
-        "standalone_analysis_fair.md",
-    );
     assert!(
         fair.contains("the host, not the GPU, bounds it. Inside that span the GPU holds the path (98% of it): the host's share is its time outside the span, and a GPU fix saves its time inside it."),
         "{fair}"
@@ -879,15 +884,10 @@ fn host_time_outside_the_gpu_span_does_not_hold_kernel_fixes() {
 /// review 19 had read "the GPU waited for its host" for all 117 ms).
 #[test]
 fn a_gap_whose_kernel_sat_queued_is_not_all_host_wait() {
-    let Some(shared) = common::shared_dir() else {
+    let Some(fair) = shared_report("hta", "trace_compare_base", "standalone_analysis_fair.md")
+    else {
         return;
     };
-    let name = "trace_compare_base";
-    let trace = shared.join(format!("traces/hta/{name}.json.gz"));
-    let fair = text(
-        &files(&analyze(&common::read(&trace)), name),
-        "standalone_analysis_fair.md",
-    );
     assert!(
         fair.contains("(117.124 ms); the host was late for its first 65.020 ms; for its last 52.104 ms the kernel after it, already launched (its launch call had returned), did not start"),
         "{fair}"
@@ -904,15 +904,9 @@ fn a_gap_whose_kernel_sat_queued_is_not_all_host_wait() {
 /// meaningless).
 #[test]
 fn a_sampled_traces_summary_judges_no_gap() {
-    let Some(shared) = common::shared_dir() else {
+    let Some(fair) = shared_report("hta", "sampled_rank-0", "standalone_analysis_fair.md") else {
         return;
     };
-    let name = "sampled_rank-0";
-    let trace = shared.join(format!("traces/hta/{name}.json.gz"));
-    let fair = text(
-        &files(&analyze(&common::read(&trace)), name),
-        "standalone_analysis_fair.md",
-    );
     let summary = fair.split("| Metric |").next().unwrap_or_default();
     assert!(
         summary.contains("**A sampled trace:** it keeps a sample of the run's runtime calls: its 1204 runtime calls span 259691 correlation ids (about 1 kept in 216)"),
@@ -1009,15 +1003,13 @@ fn queued_work_the_gpu_did_not_start_is_no_launch_cost() {
 /// the mask check of Hugging Face's SDPA path; review 20).
 #[test]
 fn a_capture_blocking_sync_names_its_caller() {
-    let Some(shared) = common::shared_dir() else {
+    let Some(fair) = shared_report(
+        "tracelens",
+        "h100_gaunernst_bert-small-uncased__1016001",
+        "standalone_analysis_fair.md",
+    ) else {
         return;
     };
-    let name = "h100_gaunernst_bert-small-uncased__1016001";
-    let trace = shared.join(format!("traces/tracelens/{name}.json.gz"));
-    let fair = text(
-        &files(&analyze(&common::read(&trace)), name),
-        "standalone_analysis_fair.md",
-    );
     assert!(
         fair.contains("reads of GPU results, called from `transformers/modeling_attn_mask_utils.py(429): _prepare_4d_attention_mask_for_sdpa`)"),
         "{fair}"
