@@ -896,6 +896,12 @@ fn a_gap_whose_kernel_sat_queued_is_not_all_host_wait() {
     // Its only op is a kernel credited to its launch call: no op a loop timed, so no
     // micro-benchmark of `cudaLaunchKernel` (review 19).
     assert!(!fair.contains("Micro-benchmark"), "{fair}");
+    // Nor is it the run's start-up: no warm-up advice (review 20).
+    assert!(
+        fair.contains("For 52.104 ms of the gap a kernel sat queued on a GPU held by work the trace does not record")
+            && !fair.contains("Profile after warm-up"),
+        "{fair}"
+    );
 }
 
 /// A sampled trace's summary says its idle and communication shares describe the sampling and

@@ -889,13 +889,24 @@ fn one_off_finding(
     // A wait for device work outside the trace is no one-time work of the run: the warm-up
     // advice is left out (review 19: SGLang's 493 ms wait for its previous batch, named as
     // such, was then told to profile after warm-up).
-    let warm_up = if untraced {
+    // A gap whose kernel sat queued for most of it was held by work the trace does not record:
+    // no warm-up either (review 20: HTA's trimmed `trace_compare_base`, 52 of 117 ms queued,
+    // told to profile after warm-up at ProfilerStep#1009).
+    let held = o.queued_ns.is_some();
+    let outside = match o.queued_ns.filter(|_| !untraced) {
+        Some(q) => format!(
+            "For {:.3} ms of the gap a kernel sat queued on a GPU held by work the trace does not record (a trimmed trace, another process), which is nothing of the run's own start-up: profile a window of whole iterations, with every runtime call kept. ",
+            q as f64 / 1e6
+        ),
+        None => outside,
+    };
+    let warm_up = if untraced || held {
         ""
     } else {
         "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`), so one-time work (library initialization and autotuning such as the first cuDNN / MIOpen call, lazy module loading, first-iteration allocations, input population with blocking copies) is outside the measured window. If it recurs in every run of the service, move it to start-up (warm-up requests, preallocated buffers, pinned non-blocking copies)."
     };
     let action = format!("{outside}{more_steps}{warm_up}{recurring}");
-    let action = action.as_str();
+    let action = action.trim_end();
     let mut b = timeline_bottleneck(
         SeedCategory::Other,
         &title,
