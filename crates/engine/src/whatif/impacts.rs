@@ -551,7 +551,13 @@ pub fn replay_findings(
     // comes after the fixes whose replay stands: what it saves needs the host fixed first
     // (review 20: V100 ResNet-50's fp32 convolutions, mid 28.0 % but 0.6 % replayed behind a
     // single-process DataLoader, had led the idle finding that replays 27.1 %).
-    let held = |b: &Bottleneck| b.impact.ranked_by_formula && !b.impact.profiled_host;
+    let held = |b: &Bottleneck| {
+        b.impact.ranked_by_formula
+            && !b.impact.profiled_host
+            && b.impact.replayed.is_some_and(|r| {
+                r.saving_pct() * crate::standalone::findings::HELD_RATIO < b.impact.mid_pct
+            })
+    };
     st.recommendations.sort_by(|&x, &y| {
         let (a, b) = (&cats[x.0].bottlenecks[x.1], &cats[y.0].bottlenecks[y.1]);
         a.priority
