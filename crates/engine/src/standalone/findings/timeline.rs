@@ -1920,7 +1920,7 @@ mod copy_tests {
         };
         // A step whose ops synchronize is told to remove the syncs before capturing it.
         let syncing = AlreadyDone {
-            syncs: Some((2.0, "aten::_local_scalar_dense".into())),
+            syncs: Some((2.0, "aten::_local_scalar_dense".into(), String::new())),
             ..done(false, None)
         }
         .launch_remedy();
