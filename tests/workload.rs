@@ -411,3 +411,26 @@ fn an_output_head_outside_every_linear_is_counted() {
         workload(&hf).scale
     );
 }
+
+/// Inference read from the absence of a backward pass over a handful of recorded op calls is
+/// said to be a guess (review 20: HTA's trimmed DDP step, two recorded calls beside a gradient
+/// bucket's all-reduce, had read plain "inference"); a model's forward is not hedged.
+#[test]
+fn inference_from_a_few_calls_is_a_guess() {
+    let Some(dir) = common::shared_dir() else {
+        return;
+    };
+    let a = analyze(&common::read(
+        &dir.join("traces/hta/trace_compare_base.json.gz"),
+    ));
+    let w = workload(&a);
+    assert_eq!(w.mode, Mode::Inference);
+    assert_eq!(
+        w.mode_text(),
+        "inference (a guess: no backward op among the 2 op calls the trace records)"
+    );
+    let Some(bert) = shared_trace("h100_gaunernst_bert-small-uncased__1016001.json.gz") else {
+        return;
+    };
+    assert!(!workload(&bert).mode_text().contains("a guess"));
+}

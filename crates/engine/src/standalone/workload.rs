@@ -251,6 +251,22 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
     } else {
         String::new()
     };
+    // Inference read from absence over too few recorded op calls to tell is said to be a
+    // guess (review 20: a trimmed DDP step of two recorded calls, and a PARAM op benchmark,
+    // read "inference" with no hedge).
+    let calls: u64 = rows.iter().map(|r| r.count).sum();
+    let input = if mode == Mode::Inference
+        && input.is_empty()
+        && phase.is_empty()
+        && super::is_fragment(calls)
+    {
+        evidence.push(format!(
+            "mode: a guess: {calls} recorded op calls, too few for the absence of a backward pass to say it is inference"
+        ));
+        format!("a guess: no backward op among the {calls} op calls the trace records")
+    } else {
+        input
+    };
     let train_mode = if mode == Mode::Inference {
         train_mode_layers(trace)
     } else {
