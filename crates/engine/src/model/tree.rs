@@ -288,7 +288,13 @@ impl CallTree {
             trace.diagnostics.add(K::KernelBeforeLaunch, skewed, None);
         }
         if gpu_total == 0 {
-            trace.diagnostics.add(K::NoGpuEvents, 1, None);
+            // Counter-mode kernel records are GPU work the trace does hold, untimed: said
+            // here too, so "no GPU kernels" does not read as an idle GPU (review 20).
+            let counters = trace.diagnostics.count(K::CounterRangeRecords);
+            let why = (counters > 0).then(|| {
+                format!("{counters} kernel records are counter-mode (`counter_range_records`), not timed")
+            });
+            trace.diagnostics.add(K::NoGpuEvents, 1, why);
         }
     }
 
