@@ -292,7 +292,8 @@ impl CallTree {
             // here too, so "no GPU kernels" does not read as an idle GPU (review 20).
             let counters = trace.diagnostics.count(K::CounterRangeRecords);
             let why = (counters > 0).then(|| {
-                format!("{counters} kernel records are counter-mode (`counter_range_records`), not timed")
+                let (s, are) = if counters == 1 { ("", "is") } else { ("s", "are") };
+                format!("{counters} kernel record{s} {are} counter-mode (`counter_range_records`), not timed")
             });
             trace.diagnostics.add(K::NoGpuEvents, 1, why);
         }
