@@ -876,6 +876,12 @@ fn host_time_outside_the_gpu_span_does_not_hold_kernel_fixes() {
         "{fair}"
     );
     assert!(!fair.contains("turns into idle"), "{fair}");
+    // Its unfused attention scales the 8 × 12 × 3137² scores in a pass of its own: named, with
+    // the change short of a fused kernel (review 19).
+    assert!(
+        fair.contains("Short of a fused kernel: the scale applied to the scores as a pass of its own (`aten::mul`, 15.556 ms) goes if q is scaled before QKᵀ"),
+        "{fair}"
+    );
 }
 
 /// A one-off gap whose next kernel sat launched for much of it is told apart: the host late

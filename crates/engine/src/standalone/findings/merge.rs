@@ -170,6 +170,24 @@ pub fn one_cause_one_finding(
                     p.path_a = cause.action.clone();
                     p.causes.insert(0, cause);
                 }
+                // A scale applied to the scores as a pass of its own (`(q @ kᵀ) * scale`) is
+                // worth a line short of a fused kernel: scaling q first, or `baddbmm`'s alpha,
+                // removes it (review 19: TimeSformer's `mul` over 8 × 12 × 3137² scores, 15.5
+                // ms, 10 % of compute on H100).
+                let scale = p.scope.as_ref().and_then(|s| {
+                    s.ops
+                        .iter()
+                        .filter(|(n, _)| n == "aten::mul" || n == "aten::div")
+                        .map(|(n, ms)| (n.clone(), *ms))
+                        .max_by(|a, b| a.1.total_cmp(&b.1))
+                });
+                if let Some((op, ms)) = scale.filter(|&(_, ms)| ms >= SCALE_PASS_SHARE * p.time_ms)
+                {
+                    p.path_a.push_str(&format!(
+                        " Short of a fused kernel: the scale applied to the scores as a pass of its own ({}, {ms:.3} ms) goes if q is scaled before QKᵀ (a tensor the size of q, not of the scores), or with `torch.baddbmm(…, alpha=scale)`.",
+                        code(&op)
+                    ));
+                }
             }
             if p.absorbed.is_empty() {
                 continue;
@@ -209,6 +227,10 @@ pub fn one_cause_one_finding(
         });
     }
 }
+
+/// An elementwise multiply or divide inside an unfused attention holding this share of its time
+/// runs over the scores, not over q.
+const SCALE_PASS_SHARE: f64 = 0.05;
 
 /// How a tiny batched GEMM's kernel-only lever begins (`ops::tiny_tile_path_b`): the fold of
 /// an unfused attention keeps it.
