@@ -150,20 +150,13 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     // The action is the function's to take; the cause is named so the chain reads
                     // as one (its op findings fold in below).
                     b.path_a = b.path_a.replace("the module", "the function");
-                    b.causes.push(Cause {
-                        key: "unfused_function_chain",
-                        title: format!(
-                            "{:.0} elementwise kernels per call of {}",
-                            c.kernels_per_instance(),
-                            code(&c.class)
-                        ),
-                        evidence: b.issue.clone(),
-                        action: b.path_a.clone(),
-                        waste: None,
-                        confidence: Confidence::High,
-                        bounds_all: false,
-                        scope: None,
-                    });
+                    let title = format!(
+                        "{:.0} elementwise kernels per call of {}",
+                        c.kernels_per_instance(),
+                        code(&c.class)
+                    );
+                    b.causes
+                        .push(own_cause(&b, "unfused_function_chain", title));
                 }
                 b.scope = Some(match c.function {
                     // A function is not on the ops' module paths: its ops' time inside it says
@@ -369,18 +362,10 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         .collect();
                     // The cause the pattern establishes, under the key the op findings it
                     // folds in name it by (`conv_layout_transposes`).
-                    b.causes.push(Cause {
-                        key: "conv_layout_transposes",
-                        title: format!(
-                            "layout transposes take {share_of_conv:.1}% of convolution time"
-                        ),
-                        evidence: b.issue.clone(),
-                        action: b.path_a.clone(),
-                        waste: None,
-                        confidence: Confidence::High,
-                        bounds_all: false,
-                        scope: None,
-                    });
+                    let title =
+                        format!("layout transposes take {share_of_conv:.1}% of convolution time");
+                    b.causes
+                        .push(own_cause(&b, "conv_layout_transposes", title));
                     f.bottlenecks.push(b);
                 }
             }
@@ -719,6 +704,22 @@ fn host_inflated(host_ms: f64, kernels: u64) -> bool {
 /// Host time per launched kernel, in µs.
 fn per_kernel_us(host_ms: f64, kernels: u64) -> f64 {
     host_ms * 1e3 / kernels.max(1) as f64
+}
+
+/// The cause a pattern finding establishes itself, read off the trace: its issue is the
+/// evidence and its Path A the action; high confidence, no waste share of its own (the
+/// pattern's projection carries the saving).
+fn own_cause(b: &Bottleneck, key: &'static str, title: String) -> Cause {
+    Cause {
+        key,
+        title,
+        evidence: b.issue.clone(),
+        action: b.path_a.clone(),
+        waste: None,
+        confidence: Confidence::High,
+        bounds_all: false,
+        scope: None,
+    }
 }
 
 /// Path B of unfused attention: its kernels' own findings name what holds each; the padding
