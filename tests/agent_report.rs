@@ -966,12 +966,13 @@ fn a_signatures_launch_cause_is_not_its_siblings() {
 /// and an impact_score of 9.5).
 #[test]
 fn a_p_item_ranked_by_its_formula_names_the_figure() {
-    let Some(shared) = common::shared_dir() else {
+    let Some(md) = shared_report(
+        "tracelens",
+        "mi300xvf_Falconsai_nsfw_image_detection__1016002",
+        "analysis.md",
+    ) else {
         return;
     };
-    let name = "mi300xvf_Falconsai_nsfw_image_detection__1016002";
-    let trace = shared.join(format!("traces/tracelens/{name}.json.gz"));
-    let md = text(&files(&analyze(&common::read(&trace)), name), "analysis.md");
     let p1 = p1_card(&md);
     assert!(
         p1.contains("the fair report ranks it Medium by its mid saving of 1.0% of trace time (docs/whatif.md)"),
