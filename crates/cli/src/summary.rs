@@ -315,6 +315,20 @@ fn idle_block(s: &mut String, a: &Analysis) {
                 c.gaps
             );
         }
+        // The causes count each host-wait gap whole (HTA's rule: the launch came after the GPU
+        // went idle); the part after the launch call had returned was queued work the GPU did
+        // not start, which the idle finding states apart (review 20: trace_compare_base's
+        // 117 ms gap, 52 ms of it queued, read "python_between_launches 100 %" here).
+        let ctx = &i.context;
+        let queued = ctx.queued_ns + ctx.one_off.as_ref().and_then(|o| o.queued_ns).unwrap_or(0);
+        if i.split.host_wait > 0 && queued * 10 >= i.split.host_wait {
+            let _ = writeln!(
+                s,
+                "  of that host wait, {:.3} ms ({:.1} %) came after the launch call of the event ending its gap had returned: queued work the GPU did not start, not host time",
+                queued as f64 / 1e6,
+                queued as f64 / i.split.host_wait as f64 * 100.0
+            );
+        }
     }
     let l = &i.launch;
     if l.launches > 0 {
