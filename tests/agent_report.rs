@@ -959,6 +959,16 @@ fn a_signatures_launch_cause_is_not_its_siblings() {
     for c in &cards[1..] {
         assert!(!c.contains("Root cause: P1's"), "{c}");
     }
+    // Nor its replay: P1's estimate is the op's, counted once (review 20).
+    let later: Vec<&&str> = cards[1..]
+        .iter()
+        .filter(|c| c.contains("**Jarvis's estimate**"))
+        .collect();
+    assert!(!later.is_empty(), "{md}");
+    for c in later {
+        assert!(c.contains("Counted in P1's estimate"), "{c}");
+        assert!(!c.contains("The fix of `aten::addmm`, replayed"), "{c}");
+    }
 }
 
 /// A P-item the fair report ranks by its formula names that figure beside the replay (review

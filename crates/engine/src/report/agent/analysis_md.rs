@@ -327,7 +327,7 @@ fn fair_line(
             )
         } else {
             format!(
-                "*The fair report's one finding for this op, \"{}\" (P{j}), holds these signatures too: its named cause is P{j}'s signature's, not theirs, and its saving is not additional.*",
+                "*Counted in P{j}'s estimate: the fair report's one finding for this op, \"{}\" (P{j}), holds these signatures too; its named cause is P{j}'s signature's, not theirs.*",
                 b.title.replace('`', "")
             )
         });
@@ -939,8 +939,16 @@ pub fn render(i: &Inputs<'_>) -> String {
         // otherwise) leads; the agent's formula, which its contract keeps, follows it (review
         // 16: a 1.76 µs kernel at its floor read "impact_score: 87.5" as the card's headline,
         // its correction a footnote under it).
-        let replayed = replayed_line(st, f);
+        let mut replayed = replayed_line(st, f);
         let fair = fair_line(st, f, k, replayed.is_some(), &mut owners);
+        // Signatures an earlier card's finding holds: that card's replay is the op's, not a
+        // second estimate of these (review 20: MI300X TimeSformer's P3 repeated P1's 0.330 ms).
+        if fair
+            .as_deref()
+            .is_some_and(|l| l.starts_with("*Counted in P"))
+        {
+            replayed = None;
+        }
         let (same_cause, fair) = match fair {
             Some(l) if l.starts_with("*The same cause as") => (Some(l), None),
             other => (None, other),
