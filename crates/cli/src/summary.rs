@@ -271,6 +271,21 @@ fn memory_block(s: &mut String, a: &Analysis) {
     }
 }
 
+/// The launch-bound label, said of the launches outside the graphs where graph replays run most
+/// of the GPU events (review 21: SGLang's graph-replayed decode, 93.6 % busy, read
+/// "launch-bound" over its 14 launches outside the graph).
+fn launch_bound_text(i: &jarvis_engine::analysis::idle_report::IdleReport) -> String {
+    let ctx = &i.context;
+    match (i.launch_bound, ctx.graph_events * 2 >= ctx.gpu_events.max(1)) {
+        (false, _) => String::new(),
+        (true, false) => "; launch-bound".to_owned(),
+        (true, true) => format!(
+            "; launch-bound outside the graphs only ({} of {} GPU events are graph replays)",
+            ctx.graph_events, ctx.gpu_events
+        ),
+    }
+}
+
 /// Idle time by category and cause, launch figures, and the slowest steps.
 fn idle_block(s: &mut String, a: &Analysis) {
     let i = &a.idle;
@@ -342,7 +357,7 @@ fn idle_block(s: &mut String, a: &Analysis) {
             l.shorter_than_launch,
             l.slow_calls,
             l.long_delays,
-            if i.launch_bound { "; launch-bound" } else { "" }
+            launch_bound_text(i)
         );
     }
     let st = &a.steps;

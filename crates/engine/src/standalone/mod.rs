@@ -19,6 +19,7 @@ pub mod op_shares;
 pub mod ops;
 pub mod own_models;
 pub mod patterns;
+pub mod qk_norm_rope;
 pub mod repeated_forwards;
 pub mod rules;
 pub mod sibling_gemms;

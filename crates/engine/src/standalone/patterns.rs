@@ -245,6 +245,8 @@ pub struct Patterns {
     pub gated_activations: Option<super::gated_activations::GatedActivations>,
     /// Layout copies right before or after fused attention (`attention_copies`).
     pub attention_copies: Option<super::attention_copies::AttentionCopies>,
+    /// Per-head q/k norms and their rotary embedding in separate kernels (`qk_norm_rope`).
+    pub qk_norm_rope: Option<super::qk_norm_rope::QkNormRope>,
     pub short_kernels: Option<ShortKernels>,
     pub zero_grad: Option<FramedWork>,
     /// GPU work launched inside `Optimizer.step` ranges (the per-tensor loop when its ops are
@@ -300,6 +302,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         gemm_copies: None,
         attention_copies: super::attention_copies::find(trace, tree),
         gated_activations: super::gated_activations::find(trace, tree),
+        qk_norm_rope: super::qk_norm_rope::find(trace, tree),
         sibling_gemms: super::sibling_gemms::find(trace, tree, modules),
         short_kernels: short_kernels(trace),
         zero_grad: framed(trace, tree, &|_, n| n.starts_with("Optimizer.zero_grad")),

@@ -603,6 +603,26 @@ pub fn cases() -> Vec<PlantedCase> {
             group: Some(Group::Module("LlamaMLP")),
             ..on_h100(case_of("swiglu_fused", swiglu(true), None, &[]))
         },
+        // Qwen3-style attention on H100: q and k (8192 tokens × 32 and 8 heads of 128, bf16)
+        // copied contiguous out of the QKV output, normalized per head by `_C::rms_norm` on
+        // rows of 128, then rotated by `_C::rotary_embedding`; 16 layers. Per layer: copies
+        // 50 + 12.5 µs, norms 160 + 40 µs, RoPE 62.5 µs (q and k read and written, 168 MB at
+        // 80% of 3.35 TB/s). Truth: 16 × 325 µs = 5.200 ms in separate kernels (3.200 ms
+        // norms, 1.000 ms copies, 1.000 ms RoPE); fused, the RoPE's pass: about 1.000 ms.
+        PlantedCase {
+            group: Some(Group::Module("Qwen3Attention")),
+            ..on_h100(case_of(
+                "qk_norm_rope_unfused",
+                qk_norm_rope(false),
+                Some("qk_norm_rope_unfused"),
+                &["16 times q and k are normalized per head (32 `_C::rms_norm` calls on rows of 128", "32 and 8 heads per token", "5.200 ms of kernels (3.200 ms norms, 1.000 ms copying", "about 1.000 ms"],
+            ))
+        },
+        // The same attention with one fused QK-norm + RoPE kernel in place: no finding.
+        PlantedCase {
+            group: Some(Group::Module("Qwen3Attention")),
+            ..on_h100(case_of("qk_norm_rope_fused", qk_norm_rope(true), None, &[]))
+        },
         // Attention whose Q, K and V are made contiguous before SDPA (Hugging Face's masked SDPA
         // path), 10 calls on MI300X: 3 copies of 32 heads × 4096 tokens × 128 bf16 (33.6 MB,
         // read and written: 67.1 MB each) at 100 µs, beside flash attention at 50% of MI300X's
@@ -1016,6 +1036,56 @@ fn swiglu(fused: bool) -> Vec<PlantedOp> {
         ));
     }
     ops.push(mm("4096", "11008", 1_000_000));
+    ops
+}
+
+/// Qwen3's q/k norm and RoPE over 8192 tokens (32 query and 8 key heads of 128, bf16): the
+/// copies, per-head `_C::rms_norm` calls and `_C::rotary_embedding`, or one fused
+/// `_C::fused_qk_norm_rope` in place on the QKV output; 16 calls.
+fn qk_norm_rope(fused: bool) -> Vec<PlantedOp> {
+    let copy = "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(c10::BFloat16)#1}>(at::TensorIteratorBase&, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(c10::BFloat16)#1} const&)::{lambda(int)#1}>(int, at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(c10::BFloat16)#1}>(at::TensorIteratorBase&, at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(c10::BFloat16)#1} const&)::{lambda(int)#1})";
+    let norm = "void vllm::rms_norm_kernel<c10::BFloat16, 8, 1>(c10::BFloat16*, c10::BFloat16 const*, long, c10::BFloat16 const*, float, int, int)";
+    let rope_in = "[[8192], [8192, 4096], [8192, 1024], [], [40960, 128], []]";
+    let rope_types = format!("[\"long int\", {BF16}, {BF16}, \"Scalar\", {BF16}, \"Scalar\"]");
+    if fused {
+        return vec![op(
+            "_C::fused_qk_norm_rope",
+            "[[8192, 6144], [], [], [], [], [128], [128], [40960, 128], [], [8192]]",
+            &format!("[{BF16}]"),
+            "[]",
+            &[("void vllm::fusedQKNormRopeKernel<c10::BFloat16, 128, true>(c10::BFloat16*, int, int, int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, long const*, int)", 80_000)],
+            16,
+        )];
+    }
+    let mut ops = Vec::new();
+    for (width, heads, copy_ns, norm_ns) in [(4096, 32, 50_000, 160_000), (1024, 8, 12_500, 40_000)]
+    {
+        ops.push(op(
+            "aten::clone",
+            &format!("[[8192, {width}], []]"),
+            &format!("[{BF16}, \"\"]"),
+            "[\"\", \"\"]",
+            &[(copy, copy_ns)],
+            16,
+        ));
+        let rows = 8192 * heads;
+        ops.push(op(
+            "_C::rms_norm",
+            &format!("[[{rows}, 128], [{rows}, 128], [128], []]"),
+            &format!("[{BF16}, {BF16}, {BF16}, \"Scalar\"]"),
+            "[\"\", \"\", \"\", \"1e-06\"]",
+            &[(norm, norm_ns)],
+            16,
+        ));
+    }
+    ops.push(op(
+        "_C::rotary_embedding",
+        rope_in,
+        &rope_types,
+        "[\"\", \"\", \"\", \"128\", \"\", \"True\"]",
+        &[("void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, int, long, long, long, int, int, int)", 62_500)],
+        16,
+    ));
     ops
 }
 

@@ -1132,9 +1132,10 @@ fn sibling_cause(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
         .zip(units)
         .and_then(|((l, m), u)| {
             let w = recorded_workgroups(&m.name, &l);
-            work_tiles(w, m.kernel.persistent, tiling_t.as_ref(), u).map(|w| w < 2 * u)
-        })
-        .unwrap_or(false);
+            work_tiles(w, m.kernel.persistent, tiling_t.as_ref(), u)
+                .filter(|&w| w < 2 * u)
+                .map(|w| (w, u))
+        });
     // Waves the siblings take apart against merged, with this signature's tile (their shapes
     // share M and K, so the library picks alike): each GEMM ends in a part-filled wave, the
     // merged one only once. Not for a stream-K or persistent kernel, which hides its waves.
@@ -1163,7 +1164,7 @@ fn sibling_cause(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
         _ => None,
     }
     .filter(|w| w.2 >= MERGED_WAVES_MIN_GAIN);
-    let matters = per_call_us < SHORT_GEMM_US || underfilled || merged_waves.is_some();
+    let matters = per_call_us < SHORT_GEMM_US || underfilled.is_some() || merged_waves.is_some();
     if let (Merge::Siblings(s), true) = (merge, matters) {
         // What merging saves is the kernels it removes: n − 1 fixed costs per run (the
         // trace's kernel floor each, at most a call), not the op's roofline gap (Falconsai
@@ -1207,8 +1208,15 @@ fn sibling_cause(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
         }
         let why = if per_call_us < SHORT_GEMM_US {
             format!("short ({per_call_us:.1} µs), so a kernel's fixed cost and a launch are paid per projection")
-        } else if underfilled {
-            "under two waves of the GPU, which one wider GEMM fills".to_owned()
+        } else if let Some((w, u)) = underfilled {
+            // The count itself (review 21: 280 workgroups on 304 CUs had read "under two
+            // waves", which is under one).
+            let waves = if w < u {
+                "under one wave".to_owned()
+            } else {
+                format!("{:.2} waves", w as f64 / u as f64)
+            };
+            format!("{w} output tiles for {u} CUs/SMs ({waves}), which one wider GEMM fills")
         } else {
             "long, but each ends in a part-filled wave".to_owned()
         };

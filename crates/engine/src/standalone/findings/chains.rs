@@ -38,6 +38,99 @@ pub(super) fn add_chains(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         }
         _ => {}
     }
+    // The QK-norm chain lives where its norm op's row does (an engine's norm is Other ops,
+    // `aten::layer_norm` Normalization-like Elementwise).
+    if let Some(q) = p.qk_norm_rope.as_ref() {
+        let home = inp
+            .rows
+            .iter()
+            .find(|r| r.name == q.norm_op)
+            .map_or(SeedCategory::Other, |r| r.category);
+        if home == f.category {
+            add_qk_norm_rope(f, q, inp);
+        }
+    }
+}
+
+fn add_qk_norm_rope(
+    f: &mut CategoryFindings,
+    q: &crate::standalone::qk_norm_rope::QkNormRope,
+    inp: &Inputs<'_>,
+) {
+    let total = q.total_ms();
+    if inp.share(total - q.rope_ms) < rules::MIN_SHARE_PCT {
+        return;
+    }
+    let norm = code(&q.norm_op);
+    let rope = code(&q.rope_op);
+    let heads = q
+        .heads
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(" and ");
+    let copies = if q.copy_ms > 0.0 {
+        format!(
+            ", {:.3} ms copying q or k contiguous right before its norm (`{}`)",
+            q.copy_ms,
+            q.copy_op.as_deref().unwrap_or("aten::copy_")
+        )
+    } else {
+        String::new()
+    };
+    let evidence = format!(
+        "{} times q and k are normalized per head ({} {norm} calls on rows of {}, the head dimension: {heads} heads per token) and then rotated by {rope}, each a pass of its own: {total:.3} ms of kernels ({:.3} ms norms{copies}, {:.3} ms RoPE). One fused QK-norm + RoPE kernel reads q and k once and writes them once, in place in the QKV output, the RoPE's own traffic: about {:.3} ms.",
+        q.chains, q.norms, q.head_dim, q.norm_ms, q.rope_ms, q.rope_ms
+    );
+    let amd = inp.platform.is_some_and(|p| p.vendor == "AMD");
+    let action = if amd {
+        "Fuse the per-head q/k norm with RoPE into one kernel working in place on the QKV output (no copies): SGLang's `fused_qk_norm_rope` is a CUDA kernel, so on ROCm check whether your engine's ROCm build (aiter, vLLM's QK-norm + RoPE fusion pass) offers one, else write the two as one Triton kernel (or let `torch.compile` fuse them)."
+    } else {
+        "Fuse the per-head q/k norm with RoPE into one kernel working in place on the QKV output (no copies): SGLang's `fused_qk_norm_rope`, vLLM's QK-norm + RoPE fusion pass (`QKNormRoPEFusionPass` under `torch.compile`), TensorRT-LLM's QK-norm + RoPE attention, or one Triton kernel of the two."
+    };
+    let mut ops = vec![q.norm_op.as_str(), q.rope_op.as_str()];
+    if let Some(c) = q.copy_op.as_deref() {
+        ops.push(c);
+    }
+    let mut b = pattern_bottleneck(
+        f.category,
+        &ops,
+        format!("Unfused QK-norm and RoPE ({norm} × {} per layer, then {rope})", q.heads.len().max(1)),
+        total,
+        evidence.clone(),
+        action,
+        "Each kernel is memory-bound and makes its own pass over q and k; tuning the norm kernel alone keeps the passes. Fusion is the lever.",
+        ProjectionKind::Saving,
+        rules::saving_projection(total, q.rope_ms, inp.compute_ms()),
+        inp,
+    );
+    let mut scope_ops = vec![
+        (q.norm_op.clone(), q.norm_ms),
+        (q.rope_op.clone(), q.rope_ms),
+    ];
+    if let Some(c) = q.copy_op.as_ref() {
+        scope_ops.push((c.clone(), q.copy_ms));
+    }
+    b.scope = Some(super::merge::Scope {
+        class: None,
+        ops: scope_ops,
+        instances: q.chains,
+        unfused_attention: false,
+        subtracts: true,
+    });
+    // Replayed as stated: the norms' and copies' kernels removed, the RoPE's pass standing
+    // for the fused kernel's.
+    if !q.events.is_empty() {
+        let ids: Vec<String> = q.events.iter().map(u32::to_string).collect();
+        b.fix = vec![("remove", format!("events:{}", ids.join(",")))];
+    }
+    b.causes.push(named(
+        "qk_norm_rope_unfused",
+        "per-head q/k norm and RoPE in separate kernels".to_owned(),
+        evidence,
+        action,
+    ));
+    f.bottlenecks.push(b);
 }
 
 fn add_gated_activation(
