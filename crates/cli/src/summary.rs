@@ -276,7 +276,10 @@ fn memory_block(s: &mut String, a: &Analysis) {
 /// "launch-bound" over its 14 launches outside the graph).
 fn launch_bound_text(i: &jarvis_engine::analysis::idle_report::IdleReport) -> String {
     let ctx = &i.context;
-    match (i.launch_bound, ctx.graph_events * 2 >= ctx.gpu_events.max(1)) {
+    match (
+        i.launch_bound,
+        ctx.graph_events * 2 >= ctx.gpu_events.max(1),
+    ) {
         (false, _) => String::new(),
         (true, false) => "; launch-bound".to_owned(),
         (true, true) => format!(

@@ -365,8 +365,14 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                     let tiles = tiling_t.as_ref().map_or(wgs, |t| t.tiles).max(1);
                     let action = if k_heavy {
                         let want = ceil_div(units, tiles).max(2);
+                        // The platform's own knob (review 21: "cuBLAS split-K" on MI300X).
+                        let how = match ctx.platform.map(|p| p.vendor.as_str()) {
+                            Some("AMD") => "hipBLASLt's GSU (global split-U) or a stream-K (`SK`) solution, picked by TunableOp or offline hipBLASLt tuning",
+                            Some(_) => "cuBLAS / cuBLASLt split-K or stream-K, picked by cuBLASLt's heuristics or a tuned algorithm",
+                            None => "hipBLASLt GSU, cuBLAS split-K, or a stream-K kernel",
+                        };
                         format!(
-                            "K = {kk} is {:.0}× the larger output dimension: split K so at least {units} workgroups run (split-K ≈ {want}: Tensile/hipBLASLt GSU, cuBLAS split-K, or a stream-K kernel), or batch independent GEMMs of this shape into one grouped/batched call.",
+                            "K = {kk} is {:.0}× the larger output dimension: split K so at least {units} workgroups run (split-K ≈ {want}: {how}), or batch independent GEMMs of this shape into one grouped/batched call.",
                             kk as f64 / mm.max(nn) as f64
                         )
                     } else {

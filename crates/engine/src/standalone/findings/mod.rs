@@ -958,6 +958,10 @@ pub struct CopyMix {
     pub pageable_sized_ns: i64,
     pub device_ns: i64,
     pub device_count: u64,
+    /// Host-link copy time device to host (`DtoH`, `DEVICE_TO_HOST`), ns, and its copies:
+    /// results copied back, which pinning the input does not touch.
+    pub to_host_ns: i64,
+    pub to_host_count: u64,
     /// Host-link copy time that ends before the trace's first kernel starts: the model and
     /// its first inputs uploaded once, setup rather than the steady state.
     pub setup_ns: i64,
@@ -1111,6 +1115,10 @@ impl CopyMix {
             } else {
                 m.host_ns += e.dur;
                 host.push((e.end(), e.dur));
+                if is_to_host_copy(trace.name(e)) {
+                    m.to_host_ns += e.dur;
+                    m.to_host_count += 1;
+                }
                 if trace.name(e).contains("Pageable") {
                     m.pageable_ns += e.dur;
                     while sizes.next_if(|&&(at, _)| (at as usize) < i).is_some() {}
@@ -1128,6 +1136,11 @@ impl CopyMix {
         }
         m
     }
+}
+
+/// A copy from the device to the host, by its name.
+fn is_to_host_copy(n: &str) -> bool {
+    ["DtoH", "DEVICE_TO_HOST"].iter().any(|w| n.contains(w))
 }
 
 /// A copy within the device or between devices, by its name.

@@ -1215,8 +1215,16 @@ pub(super) fn op_bottleneck(
         } else {
             String::new()
         };
+        // Where graphs already replay the kernels, they removed the host's launch, not the
+        // kernel's fixed cost (review 21: vLLM's graph-replayed decode read "graphs" 5 times).
+        let ctx = &inp.idle.context;
+        let fewer = if ctx.graph_events * 2 >= ctx.gpu_events.max(1) {
+            "fewer kernels (fusion) save more: the graphs that replay them already remove the host's launch, not the kernel's fixed cost"
+        } else {
+            "fewer launches (fusion, graphs) save more"
+        };
         issue.push_str(&format!(
-            " **Near the kernel floor:** {per_call:.1} µs per call{kernels}, within twice the {floor:.1} µs the trace's shortest kernels take (its 5th percentile){}: a kernel's fixed cost (launch, ramp-up, drain) sets this time, so tuning saves at most the {:.0}% above the floor; fewer launches (fusion, graphs) save more.",
+            " **Near the kernel floor:** {per_call:.1} µs per call{kernels}, within twice the {floor:.1} µs the trace's shortest kernels take (its 5th percentile){}: a kernel's fixed cost (launch, ramp-up, drain) sets this time, so tuning saves at most the {:.0}% above the floor; {fewer}.",
             if k > 1 { " each" } else { "" },
             above_floor * 100.0
         ));
@@ -1515,9 +1523,16 @@ fn fp8_lever(r: &OpRow, eff: Option<f64>, share: f64, inp: &Inputs<'_>) -> Optio
     }
     let (fp8, peak) = (p.peak_tflops("matrix_fp8")?, p.peak_tflops(half)?);
     let ratio = fp8 / peak;
+    // The engines' flags only where an engine runs the model (review 21: a Hugging Face
+    // pipeline had read "SGLang and vLLM `--quantization fp8`").
+    let how = if serving_engine(inp) {
+        "SGLang and vLLM `--quantization fp8`, torchao's float8 dynamic quantization"
+    } else {
+        "torchao's float8 dynamic quantization (`quantize_(model, float8_dynamic_activation_float8_weight())`), or a serving engine's FP8 mode where the model is served"
+    };
     (ratio >= FP8_MIN_RATIO).then(|| {
         format!(
-            " Beyond the kernel: this inference GEMM is compute-bound in {} at {:.0}% of its roofline, so precision is the next lever: FP8 GEMMs (w8a8 with per-channel or per-tensor scales: SGLang and vLLM `--quantization fp8`, torchao's float8 dynamic quantization) raise {}'s matrix peak {ratio:.1}× ({fp8:.0} vs {peak:.0} TFLOPS), where the model's accuracy allows (validate on your task).",
+            " Beyond the kernel: this inference GEMM is compute-bound in {} at {:.0}% of its roofline, so precision is the next lever: FP8 GEMMs (w8a8 with per-channel or per-tensor scales: {how}) raise {}'s matrix peak {ratio:.1}× ({fp8:.0} vs {peak:.0} TFLOPS), where the model's accuracy allows (validate on your task).",
             if half == "matrix_bf16" { "BF16" } else { "FP16" },
             eff.unwrap_or(0.0),
             p.label()
@@ -1525,10 +1540,21 @@ fn fp8_lever(r: &OpRow, eff: Option<f64>, share: f64, inp: &Inputs<'_>) -> Optio
     })
 }
 
+/// Whether a serving engine runs the model: ops of its namespaces (`vllm::`, `sglang`,
+/// `sgl_kernel::`, vLLM's `_C::`).
+fn serving_engine(inp: &Inputs<'_>) -> bool {
+    inp.rows.iter().any(|r| {
+        ["vllm::", "sglang", "sgl_kernel::", "_C::"]
+            .iter()
+            .any(|p| r.name.starts_with(p) || r.name.contains("sglang"))
+    })
+}
+
 /// The FP8 lever's thresholds: a kernel at this share of its roofline or more ...
 const FP8_MIN_EFF_PCT: f64 = 50.0;
-/// ... holding this share of compute or more ...
-const FP8_MIN_SHARE_PCT: f64 = 5.0;
+/// ... holding this share of compute or more (a quantization recipe and an accuracy check are
+/// worth it for a tenth of compute, not for OWLv2's 5 % of `addmm`: review 21) ...
+const FP8_MIN_SHARE_PCT: f64 = 10.0;
 /// ... on a platform whose FP8 peak is at least this many times the half-precision one.
 const FP8_MIN_RATIO: f64 = 1.7;
 
