@@ -1920,3 +1920,24 @@ fn compute_bound_inference_gemms_are_told_the_fp8_lever() {
         );
     }
 }
+
+/// An older roctracer trace records the grid on the launch call (`grid dim` / `block dim` on
+/// `hipExtModuleLaunchKernel`) and nothing but `External id` on the kernel: the kernel takes
+/// its launch call's dimensions (review 21: TraceLens's trimmed GEMM fixture had read "the
+/// trace records no grid").
+#[test]
+fn a_grid_recorded_on_the_launch_call_is_the_kernels() {
+    let Some(bytes) = fixture("amd_trimmed_gemm_01_compute_few_tiles.json") else {
+        return;
+    };
+    let a = analyze_on(&bytes, "MI300X");
+    let b = top(standalone(&a));
+    assert!(
+        b.issue
+            .contains("launched grid [512, 4, 1] work-items ÷ block [256, 1, 1] = 8 workgroups")
+            && b.issue.contains("counted from the recorded grid")
+            && !b.issue.contains("records no grid"),
+        "{}",
+        b.issue
+    );
+}

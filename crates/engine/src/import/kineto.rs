@@ -51,6 +51,8 @@ fn wanted_arg(key: &[u8]) -> bool {
             | b"Device Id"
             | b"grid"
             | b"block"
+            | b"grid dim"
+            | b"block dim"
             | b"bytes"
             | b"wait_on_stream"
             | b"wait_on_cuda_event_record_corr_id"
@@ -357,10 +359,18 @@ impl TraceBuilder {
             if kind == EventKind::GpuMemcpy && k == "bytes" {
                 copy_bytes = int_value(v).and_then(|b| u64::try_from(b).ok());
             }
-            if kind == EventKind::Kernel && matches!(k.as_ref(), "grid" | "block") {
+            // Kernels record `grid` / `block`; older roctracer traces record them on the launch
+            // call instead (`grid dim` / `block dim` on `hipExtModuleLaunchKernel`), which the
+            // call tree hands to its kernel (`CallTree::lend_launch_dims`).
+            let launch_key = match (kind, k.as_ref()) {
+                (EventKind::Kernel, "grid" | "block") => true,
+                (r, "grid dim" | "block dim") => r.is_runtime(),
+                _ => false,
+            };
+            if launch_key {
                 if let Some(d) = dims_value(v) {
                     let l = launch.get_or_insert_with(Default::default);
-                    if k == "grid" {
+                    if k.starts_with("grid") {
                         l.grid = d;
                     } else {
                         l.block = d;

@@ -144,7 +144,74 @@ impl CallTree {
                 .add(K::OverlappingHostEvents, overhang, None);
         }
         tree.note_links(trace, links);
+        tree.lend_launch_dims(trace);
         (tree, found)
+    }
+
+    /// Gives a kernel that records no grid its launch call's (`grid dim` / `block dim` of older
+    /// roctracer traces: TraceLens's trimmed GEMM fixture, whose kernels record only their
+    /// `External id`): the call that launched it (its parent), or, where the kernel hangs
+    /// under its op, that op's launch calls with dimensions paired with its kernels in order
+    /// when they are as many.
+    fn lend_launch_dims(&self, trace: &mut Trace) {
+        if trace.kernel_launch.is_empty() {
+            return;
+        }
+        let dims_of = |t: &Trace, i: u32| {
+            t.kernel_launch
+                .binary_search_by_key(&i, |&(e, _)| e)
+                .ok()
+                .map(|j| t.kernel_launch[j].1)
+        };
+        let has_runtime_dims = trace
+            .kernel_launch
+            .iter()
+            .any(|&(e, _)| trace.events[e as usize].kind().is_runtime());
+        if !has_runtime_dims {
+            return;
+        }
+        let mut lent: Vec<(u32, u32)> = Vec::new();
+        let mut ops_done: rustc_hash::FxHashSet<u32> = Default::default();
+        for (i, e) in trace.events.iter().enumerate() {
+            let i = i as u32;
+            if e.kind() != EventKind::Kernel || dims_of(trace, i).is_some() {
+                continue;
+            }
+            let Some(p) = self.parent(EventId(i)) else {
+                continue;
+            };
+            if trace.event(p).kind().is_runtime() {
+                if let Some(d) = dims_of(trace, p.0) {
+                    lent.push((i, d));
+                }
+                continue;
+            }
+            if !ops_done.insert(p.0) {
+                continue;
+            }
+            let kids: Vec<EventId> = self.children(p).collect();
+            let kernels: Vec<u32> = kids
+                .iter()
+                .filter(|c| trace.event(**c).kind() == EventKind::Kernel)
+                .map(|c| c.0)
+                .collect();
+            let calls: Vec<u32> = kids
+                .iter()
+                .filter(|c| trace.event(**c).kind().is_runtime())
+                .filter_map(|c| dims_of(trace, c.0))
+                .collect();
+            if kernels.len() == calls.len() {
+                for (k, d) in kernels.into_iter().zip(calls) {
+                    if dims_of(trace, k).is_none() {
+                        lent.push((k, d));
+                    }
+                }
+            }
+        }
+        if !lent.is_empty() {
+            trace.kernel_launch.extend(lent);
+            trace.kernel_launch.sort_unstable_by_key(|&(e, _)| e);
+        }
     }
 
     /// Fills `gpu_from`, `gpu_to` and `gpu_preorder` with an iterative depth-first walk of the
