@@ -784,6 +784,19 @@ pub fn cases() -> Vec<PlantedCase> {
             Some("gemm_far_below_both_bounds"),
             &["make 160 workgroup(s) for 304 CUs: 47% of the GPU has no tile", "too few output tiles: 160 workgroups for 304 CUs"],
         ),
+        // A decode projection on MI300X: 32 rows against a 4096 × 24576 bf16 weight (203.2 MB a
+        // call) at 40% of HBM bandwidth (95.8 µs), its Tensile kernel launched on 192
+        // workgroups (`MT128x32`: 192 × 1 tiles) for 304 CUs, recorded as [49152, 1, 1]
+        // work-items of 256: too few loads in flight, which the launch fixes before FP8 does.
+        case_of(
+            "gemm_weight_stream_few_workgroups",
+            vec![PlantedOp {
+                launch: vec![Some(([49152, 1, 1], [256, 1, 1]))],
+                ..mm(32, 4096, 24576, &tensile("128x32x256", 8), 0.0949, &[], 24)
+            }],
+            Some("gemm_weight_bound"),
+            &["from 192 workgroups for 304 CUs (at most one each, counted from the recorded grid): too few loads in flight", "Tune the kernel for this shape first"],
+        ),
         // Its counterpart near the memory roofline: 128 × 8192 × 8192 bf16 (138 MB, 124
         // FLOPs/byte) at 70% of HBM bandwidth: 128 rows against a 134 MB weight, whose bytes
         // are what it moves (weight-bound: fewer weight bytes are the lever).

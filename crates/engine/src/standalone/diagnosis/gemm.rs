@@ -911,16 +911,40 @@ fn below_ridge(
         let bpe = spec_bytes(&r.compute_spec).unwrap_or(2) as f64;
         let w_mb = (n * k) as f64 * bpe / 1e6;
         let a_mb = (m * (n + k)) as f64 * bpe / 1e6;
-        (
-            "gemm_weight_bound",
-            format!("weight-bound: {m} rows against the {k}×{n} weight"),
-            format!("each call reads the {w_mb:.1} MB weight for {a_mb:.2} MB of activations, so its bytes are the weight's: every weight element is used {m} times"),
-            if ctx.trains {
-                "More rows per call reuse each weight read: a larger batch per step; tuning the kernel gains only up to the memory roofline (weight quantization is an inference lever)."
-            } else {
-                "Move fewer weight bytes: FP8 weights halve them (4-bit weights quarter them) where accuracy allows; more rows per call (a larger batch) reuse each weight read; tuning the kernel gains only up to the memory roofline."
-            },
-        )
+        // Far under its memory roofline from a grid of at most one workgroup per CU/SM: too
+        // few loads in flight to stream the weight, which the launch fixes before the bytes
+        // matter (review 21: SGLang's Qwen3-8B decode GEMMs, 256–288 workgroups on 304 CUs at
+        // 38–57 % of HBM, had led with FP8 weights).
+        let few = few_loads_in_flight(r, p);
+        let why = format!("each call reads the {w_mb:.1} MB weight for {a_mb:.2} MB of activations, so its bytes are the weight's: every weight element is used {m} times");
+        let (why, action) = match (&few, ctx.trains) {
+            (Some(f), _) => (
+                format!("{why}; {f}"),
+                format!(
+                    "Tune the kernel for this shape first: a launch of more workgroups than {}s (a larger split-K{}, a smaller tile) keeps enough loads in flight to stream the weight near full bandwidth ({}); then {}",
+                    p.unit_name(),
+                    if p.vendor == "AMD" { " / GSU" } else { "" },
+                    if p.vendor == "AMD" { "TunableOp or offline hipBLASLt tuning for the decode shapes" } else { "cuBLASLt's tuned algorithms for the shape, or a skinny-GEMM kernel" },
+                    if ctx.trains {
+                        "more rows per call reuse each weight read."
+                    } else {
+                        "move fewer weight bytes: FP8 weights halve them (4-bit weights quarter them) where accuracy allows."
+                    }
+                ),
+            ),
+            (None, true) => (why, "More rows per call reuse each weight read: a larger batch per step; tuning the kernel gains only up to the memory roofline (weight quantization is an inference lever).".to_owned()),
+            (None, false) => (why, "Move fewer weight bytes: FP8 weights halve them (4-bit weights quarter them) where accuracy allows; more rows per call (a larger batch) reuse each weight read; tuning the kernel gains only up to the memory roofline.".to_owned()),
+        };
+        return Some(Cause {
+            key: "gemm_weight_bound",
+            title: format!("weight-bound: {m} rows against the {k}×{n} weight"),
+            evidence: format!("{phrase}; {why}."),
+            action,
+            waste: None,
+            confidence: Confidence::High,
+            bounds_all: true,
+            scope: None,
+        });
     } else {
         (
             "gemm_memory_bound_shape",
@@ -941,7 +965,29 @@ fn below_ridge(
     })
 }
 
-/// fp32 GEMMs: the TF32 / BF16 lever. The precision is the kernel's (its name), the op's
+/// A memory-bound GEMM under this share of its memory roofline, %, launched on at most one
+/// workgroup per CU/SM, is said to keep too few loads in flight.
+const FEW_LOADS_EFF_PCT: f64 = 60.0;
+
+/// Why a weight stream runs far under HBM bandwidth, where its recorded grid says so: "it
+/// streams at 38% of HBM bandwidth from 256 workgroups for 304 CUs …".
+fn few_loads_in_flight(r: &OpRow, p: &Platform) -> Option<String> {
+    let eff = r.efficiency_pct().filter(|&e| e < FEW_LOADS_EFF_PCT)?;
+    let units = p.units()?;
+    let m = main_gemm_launch(r)?;
+    if m.kernel.persistent {
+        return None;
+    }
+    let w = recorded_workgroups(&m.name, &m.launch?);
+    (w > 0 && w <= units).then(|| {
+        format!(
+            "yet it moves only {eff:.0}% of the memory bandwidth its roofline allows, from {w} workgroups for {units} {}s (at most one each, counted from the recorded grid): too few loads in flight to stream the weight at full bandwidth",
+            p.unit_name()
+        )
+    })
+}
+
+/// fp32 GEMMs: the TF32 / BF16 lever./// fp32 GEMMs: the TF32 / BF16 lever. The precision is the kernel's (its name), the op's
 /// compute spec only where the name says nothing; the saving is the op's time at the same
 /// efficiency on the faster peak (tf32 where the platform has one, else bf16), never below the
 /// time its bytes take at HBM bandwidth.
