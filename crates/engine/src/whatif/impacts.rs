@@ -353,6 +353,30 @@ pub fn replay_findings(
     };
     // The replayed length with a change on `s`'s base, the stall left out.
     let run_length = |c: &Change, s: &mut Scratch| length(replay, s.run(sim, c)) - stall;
+    // Every GPU event of the steady state instant: the least any GPU-side fix can reach.
+    let gpu_floor = {
+        let ks: Vec<usize> = select::gpu_named(trace, sim, &|_| true)
+            .into_iter()
+            .filter(|&g| {
+                cold_window.is_none_or(|(a, b)| {
+                    let ts = trace.events[g as usize].ts;
+                    ts < a || ts >= b
+                })
+            })
+            .filter_map(|g| sim.duration_of(g))
+            .collect();
+        let gpu_ns: Nanos = ks.iter().map(|&k| sim.offsets[k].max(0)).sum();
+        let all_gpu = Change::Cut(Cut {
+            ks,
+            host: Vec::new(),
+            factor: 0.0,
+            saving_ns: gpu_ns as f64,
+            gpu_ns,
+            hidden: false,
+        });
+        let mut s = Scratch::new(&sim.offsets);
+        (gpu_ns > 0).then(|| run_length(&all_gpu, &mut s))
+    };
     // A hidden cut saves no more than the work's exposed time (measured from `from`).
     let bounded = |b: &Bottleneck, c: &Cut, after: Nanos, from: Nanos| -> Nanos {
         if c.hidden {
@@ -375,6 +399,7 @@ pub fn replay_findings(
         // Named once Jarvis's paths are made (`name_bound`), beside this.
         bound_by: "",
         bound_pct: 0.0,
+        gpu_floor_ms: gpu_floor.map_or(0.0, |f| f as f64 / 1e6),
     };
     // A fix as a change: a fix the rule states as what-if changes (`Bottleneck::fix`:
     // `zero_grad(set_to_none=True)` removing the GPU work inside the calls and their host

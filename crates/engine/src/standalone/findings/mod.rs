@@ -255,22 +255,33 @@ impl Impact {
                 // time cut mostly becomes idle, and the range is what it saves once the host no
                 // longer holds the step. Said, so the two figures do not read as a contradiction.
                 let held = match r.bound_by {
-                "gpu_compute_bound" | "gpu_communication_bound" | "" => None,
-                // Not where the replay realizes most of what it cut: the GPU sets the pace
-                // where the cut lies, whatever the step's path holds elsewhere (review 19:
-                // TimeSformer's layer_norm kept 0.942 of its 1.139 ms cut beside "turns into
-                // idle", its path's host time being preprocessing before the first kernel).
-                b if r.saving_pct() * HELD_RATIO < self.mid_pct
-                    && r.saved_ms() < HELD_REALIZED_SHARE * r.cut_ms =>
-                {
-                    Some(format!(
-                    ": the replayed {} critical path is {:.0}% {b}, so much of the GPU time cut turns into idle; the range above is what it saves once the host no longer holds the step",
+                    "gpu_compute_bound" | "gpu_communication_bound" | "" => None,
+                    // Not where the replay realizes most of what it cut: the GPU sets the pace
+                    // where the cut lies, whatever the step's path holds elsewhere (review 19:
+                    // TimeSformer's layer_norm kept 0.942 of its 1.139 ms cut beside "turns into
+                    // idle", its path's host time being preprocessing before the first kernel).
+                    b if r.saving_pct() * HELD_RATIO < self.mid_pct
+                        && r.saved_ms() < HELD_REALIZED_SHARE * r.cut_ms =>
+                    {
+                        // What any GPU fix can save on this schedule, where the replay with every
+                        // GPU event instant says so.
+                        let floor = if r.gpu_floor_ms > 0.0 && r.gpu_floor_ms < r.before_ms {
+                            format!(
+                            " (no GPU-side fix saves more than {:.3} ms of it: with every GPU event instant the replay takes {:.1} ms)",
+                            r.before_ms - r.gpu_floor_ms,
+                            r.gpu_floor_ms
+                        )
+                        } else {
+                            String::new()
+                        };
+                        Some(format!(
+                    ": the replayed {} critical path is {:.0}% {b}{floor}, so much of the GPU time cut turns into idle; the range above is what it saves once the host no longer holds the step",
                     if r.steps { "steps'" } else { "trace's" },
                     r.bound_pct
                 ))
-                }
-                _ => None,
-            };
+                    }
+                    _ => None,
+                };
                 // Why the rank follows the formula and not this replay.
                 let ranked = if self.profiled_host {
                     "; ranked by the formula's GPU-side figure: the profiler inflates the host time this fix removes, so the replay is an upper bound".to_owned()
@@ -412,6 +423,10 @@ pub struct ReplayedSaving {
     /// of the path, %: why a cut may save nothing.
     pub bound_by: &'static str,
     pub bound_pct: f64,
+    /// The same length replayed with every GPU event instant, ms (0: not replayed): what no
+    /// GPU-side fix can go below, said where the host holds the step (review 21: A100
+    /// AlexNet's three GPU fixes, cuts 15× apart, each saved the same 0.060 ms).
+    pub gpu_floor_ms: f64,
 }
 
 impl ReplayedSaving {
@@ -1404,10 +1419,32 @@ mod tests {
                 cut_ms: 2.0,
                 bound_by,
                 bound_pct,
+                gpu_floor_ms: 0.0,
             }),
             method: ImpactMethod::Roofline,
             ..Impact::default()
         }
+    }
+
+    /// A GPU fix the host holds says what no GPU fix can beat on this schedule: the replay with
+    /// every GPU event instant (review 21: A100 AlexNet's fixes, cuts 15× apart, each saved
+    /// 0.060 ms, which read as a replay that measures nothing).
+    #[test]
+    fn a_held_fix_names_the_schedules_gpu_floor() {
+        let mut i = saving(0.5, "cpu_bound", 100.0);
+        let t = i.text();
+        assert!(
+            t.contains("turns into idle") && !t.contains("no GPU-side fix"),
+            "{t}"
+        );
+        if let Some(r) = i.replayed.as_mut() {
+            r.gpu_floor_ms = 147.2;
+        }
+        let t = i.text();
+        assert!(
+            t.contains("100% cpu_bound (no GPU-side fix saves more than 2.800 ms of it: with every GPU event instant the replay takes 147.2 ms), so much"),
+            "{t}"
+        );
     }
 
     /// Without a perf model the replayed cut is the heuristic's guess, and the line says so.
