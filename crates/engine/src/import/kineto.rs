@@ -362,9 +362,12 @@ impl TraceBuilder {
             // Kernels record `grid` / `block`; older roctracer traces record them on the launch
             // call instead (`grid dim` / `block dim` on `hipExtModuleLaunchKernel`), which the
             // call tree hands to its kernel (`CallTree::lend_launch_dims`).
+            // A graph capture's launch calls record them too (`grid` / `block` on
+            // `hipExtModuleLaunchKernel` while capturing): the merge lends them to the kernels
+            // the graph replays (`inference::capture::graft`).
             let launch_key = match (kind, k.as_ref()) {
                 (EventKind::Kernel, "grid" | "block") => true,
-                (r, "grid dim" | "block dim") => r.is_runtime(),
+                (r, "grid dim" | "block dim" | "grid" | "block") => r.is_runtime(),
                 _ => false,
             };
             if launch_key {

@@ -627,11 +627,28 @@ fn graft(
     links.children[launch.idx()] = vec![root_at];
     let mut kernels = tree.gpu_events_under(launch);
     kernels.sort_by_key(|&k| (exec.event(k).ts, k.0));
+    let mut lent = false;
     for (k, &ci) in kernels.iter().zip(order) {
         let src = root.launches[ci].event;
         let Some(&at) = index.get(&src) else { continue };
         links.children[at as usize] = vec![k.0];
         links.set_parent(k.idx(), Some(at));
+        // The grid the capture recorded on the launch is the replayed kernel's (a graph
+        // replays its nodes as captured): the launch rules read it (review 21: SGLang's and
+        // vLLM's decode GEMM grids were in the captures only).
+        if exec.launch_of(*k).is_none() {
+            if let Some(d) = cap.trace.launch_of(src) {
+                let at = match exec.launch_dims.iter().position(|x| *x == d) {
+                    Some(i) => i,
+                    None => {
+                        exec.launch_dims.push(d);
+                        exec.launch_dims.len() - 1
+                    }
+                };
+                exec.kernel_launch.push((k.0, at as u32));
+                lent = true;
+            }
+        }
         // TraceLens also gives the kernel the captured launch's correlation id; Jarvis keeps the
         // replay's, which pairs it with the graph launch that really ran it (launch statistics).
     }
@@ -639,6 +656,9 @@ fn graft(
         if let Some(&at) = index.get(r) {
             links.cpu_roots.push(EventId(at));
         }
+    }
+    if lent {
+        exec.kernel_launch.sort_unstable_by_key(|&(e, _)| e);
     }
     let inserted = root.events.len() + 1;
     exec.meta.total_events += inserted as u64;

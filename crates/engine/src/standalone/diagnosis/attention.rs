@@ -23,6 +23,69 @@ pub const LARGE_HEAD_DIM: i64 = 128;
 /// Queries per sequence at most this is a decode step.
 pub const DECODE_MAX_QUERIES: i64 = 16;
 
+/// A partitioned paged decode kernel launched with this many times the partitions its
+/// sequences' keys fill is said to be sized for a longer context.
+const IDLE_PARTITIONS_RATIO: i64 = 4;
+
+/// The keys per partition of a split-KV paged decode kernel: its reduce kernel's
+/// `PARTITION_SIZE` template argument (vLLM's ROCm `paged_attention_ll4mi_reduce_kernel<T, OUT,
+/// HEAD_SIZE, NUM_THREADS, PARTITION_SIZE, …>`).
+fn partition_size(names: &[&str]) -> Option<i64> {
+    names.iter().find_map(|n| {
+        let rest = n.split("paged_attention_ll4mi_reduce_kernel<").nth(1)?;
+        let args: Vec<&str> = rest.split(['>', '(']).next()?.split(',').collect();
+        args.get(4)?.trim().parse::<i64>().ok().filter(|&p| p > 0)
+    })
+}
+
+/// A paged decode kernel whose recorded grid (`[sequences, partitions, KV heads]`) holds many
+/// times the partitions its sequences' keys fill: a launch sized for the maximum context (a
+/// graph captured with it replays that grid whatever the batch holds), whose other
+/// workgroups find no keys and exit (review 21: SGLang's Qwen3-8B decode, grid [32, 160, 8]
+/// for about 1024 keys a sequence: 160 partitions of 256 keys where 4 hold them).
+fn partitions_for_max_context(shape: &OpRow, sb: &ServingBatch) -> Option<Cause> {
+    let names: Vec<&str> = shape
+        .kernel_names
+        .iter()
+        .chain(&shape.kernel_mix)
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let part = partition_size(&names)?;
+    let (name, launch) = shape
+        .kernel_names
+        .iter()
+        .zip(&shape.kernel_launch)
+        .find_map(|((n, _), l)| {
+            (n.contains("paged_attention") && !n.contains("reduce")).then_some((n, (*l)?))
+        })?;
+    let [seqs, parts, heads] = launch.grid.map(i64::from);
+    let keys = sb.keys_per_sequence();
+    if seqs != sb.decode_seqs || keys <= 0 {
+        return None;
+    }
+    let needed = (keys + part - 1) / part;
+    if parts < IDLE_PARTITIONS_RATIO * needed {
+        return None;
+    }
+    let idle = 1.0 - needed as f64 / parts as f64;
+    Some(Cause {
+        key: "attention_partitions_for_max_context",
+        title: format!("launch sized for {} keys a sequence: {parts} partitions where {needed} hold keys", parts * part),
+        evidence: format!(
+            "`{}` is launched with grid [{seqs}, {parts}, {heads}]: {parts} partitions of {part} keys for each of the {seqs} sequences ({} keys: most likely the maximum context the graph was captured for), where about {keys} keys a sequence fill {needed}; {:.0}% of its {} workgroups find no keys and exit, each still scheduled.",
+            crate::standalone::md::short(name, 60),
+            parts * part,
+            idle * 100.0,
+            seqs * parts * heads
+        ),
+        action: "Size the launch to the batch: capture the decode graphs with the context length the service needs (the engine's context-length / `max_model_len` setting), or use a decode kernel that derives its partitions from the sequences' lengths (a persistent or split-KV kernel with a per-batch grid).".into(),
+        waste: None,
+        confidence: Confidence::Medium,
+        bounds_all: false,
+        scope: None,
+    })
+}
+
 /// A serving engine's attention call over its iteration's whole batch (vLLM, SGLang, ATOM): the
 /// op's arguments are the batch's tokens flattened into one `N_Q` (so `B = 1`), and the token
 /// counts come from the iteration's annotation (`perf::iteration`, TraceLens's `c_sq`…`g_sqsk`).
@@ -305,6 +368,9 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
             bounds_all: true,
             scope: None,
         });
+        if let Some(c) = partitions_for_max_context(shape, &sb) {
+            out.push(c);
+        }
     } else if serving.is_none() && nq <= DECODE_MAX_QUERIES {
         // Q·Kᵀ and P·V: 4·B·H_q·N_q·N_kv·d FLOPs over the K and V cache read once.
         let kv_bytes = 2.0 * (b * hkv) as f64 * nkv as f64 * d as f64 * bpe as f64;
@@ -419,6 +485,19 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod partition_tests {
+    #[test]
+    fn the_partition_size_is_the_reduce_kernels_template_argument() {
+        let reduce = "void paged_attention_ll4mi_reduce_kernel<__hip_bfloat16, __hip_bfloat16, 128, 128, 256, 3, false>(__hip_bfloat16*, float const*)";
+        assert_eq!(super::partition_size(&["x", reduce]), Some(256));
+        assert_eq!(
+            super::partition_size(&["paged_attention_v2_kernel<float>"]),
+            None
+        );
+    }
 }
 
 #[cfg(test)]
