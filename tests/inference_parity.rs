@@ -423,3 +423,54 @@ fn analysis_md_says_where_the_fair_report_saves_more() {
         .count();
     assert!(said.len() < cards, "{} of {cards}", said.len());
 }
+
+/// A graph-replayed kernel takes the grid its captured launch recorded, and the launch rules
+/// read it (review 21): SGLang's decode GEMMs stream their weights from 288 workgroups on 304
+/// CUs, and its paged attention is launched for 160 partitions of 256 keys where about 1024
+/// keys a sequence fill 4.
+#[test]
+fn graph_replayed_kernels_take_their_captured_grid() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let trace =
+        shared.join("traces/tracelens_inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz");
+    let bytes = common::read(&trace);
+    let imported = jarvis_engine::import::import_bytes(&bytes).expect("imports");
+    let dir = trace.parent().expect("case folder").join("capture_traces");
+    let details = std::fs::read_to_string(dir.join("execution_details.json")).ok();
+    let captures =
+        jarvis_engine::inference::capture::captures_of(details.as_deref(), capture_folder(&dir))
+            .expect("captures");
+    let options = jarvis_engine::Options {
+        platform: jarvis_engine::PlatformChoice::Auto,
+        inference: true,
+        ..Default::default()
+    };
+    let a = jarvis_engine::analyze_with_captures(imported, &captures, &options);
+    let st = a.standalone.as_ref().expect("standalone");
+    let causes: Vec<&jarvis_engine::standalone::diagnosis::Cause> = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .flat_map(|b| &b.causes)
+        .collect();
+    let weight = causes
+        .iter()
+        .find(|c| c.key == "gemm_weight_bound" && c.evidence.contains("too few loads in flight"))
+        .expect("the decode GEMMs' launch");
+    assert!(
+        weight.evidence.contains("from 288 workgroups for 304 CUs"),
+        "{}",
+        weight.evidence
+    );
+    let parts = causes
+        .iter()
+        .find(|c| c.key == "attention_partitions_for_max_context")
+        .expect("the paged attention's partitions");
+    assert!(
+        parts.evidence.contains("grid [32, 160, 8]") && parts.evidence.contains("fill 4;"),
+        "{}",
+        parts.evidence
+    );
+}
