@@ -474,3 +474,44 @@ fn graph_replayed_kernels_take_their_captured_grid() {
         parts.evidence
     );
 }
+
+/// Every signature of a GEMM group launched on too few tiles is listed with its count (review
+/// 21: vLLM's decode o_proj, 90 workgroups on 304 CUs from its capture, beside the q/k/v
+/// projection's 160 the cause named).
+#[test]
+fn every_signature_with_too_few_tiles_is_counted() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let trace = shared.join("traces/tracelens_inference/vllm_decode_full/graph_execution.json.gz");
+    let bytes = common::read(&trace);
+    let imported = jarvis_engine::import::import_bytes(&bytes).expect("imports");
+    let dir = trace.parent().expect("case folder").join("capture_traces");
+    let details = std::fs::read_to_string(dir.join("execution_details.json")).ok();
+    let captures =
+        jarvis_engine::inference::capture::captures_of(details.as_deref(), capture_folder(&dir))
+            .expect("captures");
+    let options = jarvis_engine::Options {
+        inference: true,
+        ..Default::default()
+    };
+    let a = jarvis_engine::analyze_with_captures(imported, &captures, &options);
+    let st = a.standalone.as_ref().expect("standalone");
+    let few = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .flat_map(|b| &b.causes)
+        .find(|c| c.key == "gemm_few_tiles")
+        .expect("the decode GEMMs' tiles");
+    assert!(
+        few.title
+            .contains("160 workgroups for 304 CUs (2 signatures:")
+            && few
+                .evidence
+                .contains("(M=32 N=2880 K=4096: 90 workgroups for 304 CUs)"),
+        "{}\n{}",
+        few.title,
+        few.evidence
+    );
+}

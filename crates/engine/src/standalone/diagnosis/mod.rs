@@ -297,6 +297,55 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
                     c.push(lead);
                 }
             }
+            // Too few tiles in other signatures of the group too: listed with their counts and
+            // their waste added (review 21: vLLM's decode o_proj, 90 workgroups on 304 CUs,
+            // worse than the q/k/v projection's 160 the cause named, had gone unsaid).
+            if let Some(lead) = c.iter_mut().find(|x| x.key == "gemm_few_tiles") {
+                let rest: Vec<(String, Option<f64>, f64)> = signatures
+                    .iter()
+                    .filter(|s| !std::ptr::eq(**s, shape))
+                    .filter_map(|s| {
+                        let x = gemm::causes(r, s, ctx)
+                            .into_iter()
+                            .find(|x| x.key == "gemm_few_tiles")?;
+                        let d = |k: &str| s.param(k).map_or("?".to_owned(), |v| v.to_string());
+                        let count = x
+                            .title
+                            .strip_prefix("too few output tiles: ")
+                            .and_then(|t| t.split(" (").next())
+                            .unwrap_or("")
+                            .to_owned();
+                        Some((
+                            format!("M={} N={} K={}: {count}", d("M"), d("N"), d("K")),
+                            x.waste,
+                            signature_share(r, s),
+                        ))
+                    })
+                    .collect();
+                if !rest.is_empty() {
+                    let waste: f64 = rest.iter().filter_map(|(_, w, _)| *w).sum();
+                    let names: Vec<&str> = rest.iter().map(|(n, _, _)| n.as_str()).collect();
+                    // The title's share covers every signature the cause now counts.
+                    if let Some(i) = lead.title.find(" (one signature: ") {
+                        let share: f64 = signature_share(r, shape)
+                            + rest.iter().map(|(_, _, sh)| sh).sum::<f64>();
+                        lead.title.truncate(i);
+                        lead.title.push_str(&format!(
+                            " ({} signatures: {} of the op's time)",
+                            rest.len() + 1,
+                            pct(share.min(1.0))
+                        ));
+                    }
+                    lead.evidence = format!(
+                        "{} Too few tiles in {} more of the group's signatures too ({}): {} of the group's time, counted with it.",
+                        lead.evidence,
+                        rest.len(),
+                        names.join("; "),
+                        pct(waste)
+                    );
+                    lead.waste = lead.waste.map(|w| w + waste);
+                }
+            }
             // A signature slower than its peers (the trace's GEMMs of its rows) is the kernel
             // the library picked for it: the costliest such signature of the group.
             c.extend(
