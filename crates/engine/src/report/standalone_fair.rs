@@ -490,7 +490,7 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         .filter_map(|b| b.impact.replayed)
         .map(|r| r.pre_trace_ms)
         .find(|&ms| ms > 0.0)
-        .map(|ms| format!(" Replayed savings are shares of the steps' time less the {ms:.3} ms the first step's host waited in a blocking call for GPU work queued before the trace (kernels with no launch in it, which the GPU timeline leaves out as well)."))
+        .map(|ms| format!(" Replayed savings are shares of the steps' time less the {ms:.3} ms the first step waited for GPU work queued before the trace (in a blocking call on the host, or behind those kernels on the GPU: kernels with no launch in the trace, which the GPU timeline leaves out as well)."))
         .unwrap_or_default();
     let steady = steady + &pre_trace;
     let _ = writeln!(s, "**Note:** Recommendations are prioritized by the share of the trace's time fixing each may save (the saving replayed over the trace's schedule where the fix can be replayed, else the mid figure of its impact range): Critical from {:.0}%, High from {:.0}%, Medium from {:.0}%, Low below; an op without a perf model, whose cut is a guess, ranks Low whatever it saves.{steady} Findings that share a cause are one finding, and overlapping findings' savings are not additive.\n", rules::IMPACT_CRITICAL_PCT, rules::IMPACT_HIGH_PCT, rules::IMPACT_MEDIUM_PCT);

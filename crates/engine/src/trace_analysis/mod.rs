@@ -750,7 +750,16 @@ fn analyze_tree(
             sampled.as_ref(),
         ) {
             if let Some(replay) = cp.replay.as_ref() {
-                let pre_trace_wait = idle_report.lead_in.as_ref().map_or(0, |l| l.blocked_ns);
+                // The first step's wait for GPU work queued before the trace: in a blocking
+                // call on the host, or behind that work on the GPU (the same wait seen from
+                // either side where the host blocks on it: the larger, not the sum).
+                let pre_trace_wait = idle_report
+                    .lead_in
+                    .as_ref()
+                    .map_or(0, |l| l.blocked_ns)
+                    .max(crate::analysis::lead_in::pre_trace_backlog(
+                        &trace, &tree, &steps,
+                    ));
                 crate::whatif::impacts::replay_findings(&trace, replay, pre_trace_wait, st, fork);
             }
         }
