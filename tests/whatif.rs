@@ -893,8 +893,12 @@ fn a_profiled_host_ranks_fixes_by_their_formula_on_v100() {
         .flat_map(|c| &c.bottlenecks)
         .find(|b| b.title.starts_with("Gradients zeroed"))
         .expect("zero_grad finding in the detail");
+    // Its replay (7.4 %) deflated to eager dispatch (× 20 / 59 µs a kernel: 2.5 %) beats its
+    // formula's 0.2 % of kernel time: Medium (review 22).
     assert!(
-        zero.impact.profiled_host && zero.priority == Priority::Low,
+        zero.impact.profiled_host
+            && zero.priority == Priority::Medium
+            && (zero.impact.ranked_pct() - 7.427 * 20.0 / 58.893).abs() < 0.05,
         "{:?}",
         zero.impact
     );

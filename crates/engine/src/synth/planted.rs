@@ -795,7 +795,7 @@ pub fn cases() -> Vec<PlantedCase> {
                 ..mm(32, 4096, 24576, &tensile("128x32x256", 8), 0.0949, &[], 24)
             }],
             Some("gemm_weight_bound"),
-            &["from 192 workgroups for 304 CUs (at most one each, counted from the recorded grid): too few loads in flight", "Tune the kernel for this shape first"],
+            &["from 192 workgroups for 304 CUs (at most one each, counted from the recorded grid): so few workgroups may keep too few loads in flight", "Try the launch first"],
         ),
         // Its counterpart near the memory roofline: 128 × 8192 × 8192 bf16 (138 MB, 124
         // FLOPs/byte) at 70% of HBM bandwidth: 128 rows against a 134 MB weight, whose bytes

@@ -247,7 +247,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 } else if key == "elementwise_nchw_kernel" {
                     "Convert the model and its inputs to channels_last (`model.to(memory_format=torch.channels_last)`): the same change that removes the convolutions' layout transposes switches this op to its NHWC kernel.".into()
                 } else if why.starts_with("the kernel runs one workgroup") {
-                    "Give each workgroup more of the row, or several rows (a kernel variant for short rows: one warp or wavefront per row, vectorized loads); where the library has such a variant or a fused neighbour (a norm with its residual add, a QK-norm fused with RoPE), use it; replay it for the kernel team.".into()
+                    "Give each workgroup more of the row, or several rows (a kernel variant for short rows: one warp or wavefront per row, vectorized loads); where the library has such a variant or a fused neighbour (a norm with its residual add), use it; replay it for the kernel team.".into()
                 } else if engine && super::kernels::is_gated_activation(&shape.name.to_ascii_lowercase()) {
                     "It is the serving engine's own kernel (one launch already): compiling the model fuses nothing of it, but a GEMM can fold it in (the gate/up GEMM with a gated epilogue, or the down GEMM reading it in its prologue) where the engine or its kernel library has one; else replay it for the kernel team, or use the engine's other backend for it.".into()
                 } else if engine {

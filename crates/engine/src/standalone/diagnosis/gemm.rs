@@ -921,7 +921,7 @@ fn below_ridge(
             (Some(f), _) => (
                 format!("{why}; {f}"),
                 format!(
-                    "Tune the kernel for this shape first: a launch of more workgroups than {}s (a larger split-K{}, a smaller tile) keeps enough loads in flight to stream the weight near full bandwidth ({}); then {}",
+                    "Try the launch first, it costs no accuracy: a launch of more workgroups than {}s (a larger split-K{}, a smaller tile) keeps more loads in flight ({}), and the trace's other weight streams show what this GPU reaches; then {}",
                     p.unit_name(),
                     if p.vendor == "AMD" { " / GSU" } else { "" },
                     if p.vendor == "AMD" { "TunableOp or offline hipBLASLt tuning for the decode shapes" } else { "cuBLASLt's tuned algorithms for the shape, or a skinny-GEMM kernel" },
@@ -981,7 +981,7 @@ fn few_loads_in_flight(r: &OpRow, p: &Platform) -> Option<String> {
     let w = recorded_workgroups(&m.name, &m.launch?);
     (w > 0 && w <= units).then(|| {
         format!(
-            "yet it moves only {eff:.0}% of the memory bandwidth its roofline allows, from {w} workgroups for {units} {}s (at most one each, counted from the recorded grid): too few loads in flight to stream the weight at full bandwidth",
+            "yet it moves only {eff:.0}% of the memory bandwidth its roofline allows, from {w} workgroups for {units} {}s (at most one each, counted from the recorded grid): so few workgroups may keep too few loads in flight to stream the weight at full bandwidth",
             p.unit_name()
         )
     })

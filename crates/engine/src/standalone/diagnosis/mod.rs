@@ -337,7 +337,7 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
                         ));
                     }
                     lead.evidence = format!(
-                        "{} Too few tiles in {} more of the group's signatures too ({}): {} of the group's time, counted with it.",
+                        "{} Too few tiles in {} more of the group's signatures too ({}): {} of the group's time idles there, counted with it.",
                         lead.evidence,
                         rest.len(),
                         names.join("; "),

@@ -61,6 +61,13 @@ fn add_qk_norm_rope(
     if inp.share(total - q.rope_ms) < rules::MIN_SHARE_PCT {
         return;
     }
+    // Norms near the kernel floor (a decode step's few rows) are short kernels, whose fixed
+    // cost, not their bytes, sets their time: the short-kernel finding owns them (review 22:
+    // SGLang's graph-replayed decode had both, counting the same 0.874 ms).
+    let per_norm_us = q.norm_ms * 1e3 / q.norms.max(1) as f64;
+    if inp.kernel_floor_us.is_some_and(|f| per_norm_us < 2.0 * f) {
+        return;
+    }
     let norm = code(&q.norm_op);
     let rope = code(&q.rope_op);
     let heads = q

@@ -547,7 +547,14 @@ pub(super) fn op_texts(
                     )
                 },
                 path_b: if latency {
-                    "No replay artifact: at this size no kernel approaches its roofline; the levers are fewer launches (fusing it with its neighbours, graphs) and more work per call.".to_owned()
+                    // Graphs named only where they do not already replay the kernels (review
+                    // 21: vLLM's graph-replayed decode read "graphs" four times).
+                    let ctx = &inp.idle.context;
+                    if ctx.graph_events * 2 >= ctx.gpu_events.max(1) {
+                        "No replay artifact: at this size no kernel approaches its roofline; the levers are fewer kernels (fusing it with its neighbours: the graphs that replay it already remove its launch) and more work per call.".to_owned()
+                    } else {
+                        "No replay artifact: at this size no kernel approaches its roofline; the levers are fewer launches (fusing it with its neighbours, graphs) and more work per call.".to_owned()
+                    }
                 } else if r.is_moe() {
                     format!("Generate a replay artifact of this expert GEMM for the kernel team (tile size against the tokens per expert, weight dequantization; kernel {kernel}).")
                 } else {
