@@ -641,7 +641,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
             let e = src.trace.event(ev);
             own_models::serving_attention(r, src.trace, (e, a), class, src.platform);
         }
-        own_models::apply(r, src.platform);
+        own_models::apply(r, src.platform, src.trains);
     }
     let mut workload = workload::identify(src.trace, &rows, &modules, src.trains);
     // Without module frames (a serving engine's capture) no layer is counted: a decode step's

@@ -213,6 +213,10 @@ pub enum OwnModel {
     /// Max or average pooling, forward or backward: the input and output read or written
     /// once, max pooling's int64 indices written by the forward and read by the backward.
     Pooling,
+    /// cuDNN's / MIOpen's BatchNorm backward in training: the input and the output's gradient
+    /// read, the input's gradient written, each once. TraceLens forces these ops to its
+    /// inference formula (two tensors); the row keeps that model in `OpRow::tracelens`.
+    BatchNormBackward,
 }
 
 impl OwnModel {
@@ -237,6 +241,9 @@ impl OwnModel {
             OwnModel::Pooling => {
                 "Jarvis's pooling model: the input and output once, max pooling's int64 indices once"
             }
+            OwnModel::BatchNormBackward => {
+                "Jarvis's BatchNorm-backward model: the input and its output's gradient read, the input's gradient written once"
+            }
         }
     }
 
@@ -244,7 +251,10 @@ impl OwnModel {
     /// reads an Inductor kernel's source and counts the in-place buffer twice as well; softmax
     /// it leaves unmodelled.
     pub fn tracelens_models_it(self) -> bool {
-        matches!(self, OwnModel::InductorInPlace | OwnModel::FusedAttention)
+        matches!(
+            self,
+            OwnModel::InductorInPlace | OwnModel::FusedAttention | OwnModel::BatchNormBackward
+        )
     }
 }
 

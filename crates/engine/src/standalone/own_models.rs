@@ -77,6 +77,31 @@ fn softmax_bytes(r: &OpRow) -> Option<(f64, OwnModel)> {
     Some((n * (input + output), OwnModel::Softmax))
 }
 
+/// Bytes one call of a cuDNN / MIOpen BatchNorm backward moves in training
+/// (`OwnModel::BatchNormBackward`): the input and the output's gradient read and the input's
+/// gradient written, each once, beside four per-channel fp32 vectors (weight, saved mean and
+/// inverse deviation read, the weight's and bias's gradients written). TraceLens forces these
+/// two ops to its inference formula, which counts two tensors (deviation D31; review 22: V100
+/// ResNet-50's 32 × 256 × 56 × 56 backward, 205 MB by TraceLens's count against at least 308).
+/// Only in a training trace, where the backward ran for its input's gradient.
+fn batch_norm_backward_bytes(r: &OpRow, trains: bool) -> Option<f64> {
+    if !trains
+        || !matches!(
+            r.name.as_str(),
+            "aten::cudnn_batch_norm_backward" | "aten::miopen_batch_norm_backward"
+        )
+    {
+        return None;
+    }
+    let dims = shapes(&r.input_dims);
+    let x = dims.first().filter(|d| d.len() >= 2)?;
+    let numel: i64 = x.iter().product();
+    let channels = x[1];
+    let types: Vec<&str> = r.input_type.split('\'').skip(1).step_by(2).collect();
+    let bpe = types.first().and_then(|t| bytes_per_element(t))?;
+    (numel > 0).then(|| 3.0 * numel as f64 * bpe + 5.0 * channels as f64 * 4.0)
+}
+
 /// The integer lists of a row's Concrete Inputs, in order (`'[3, 3]'` → `[3, 3]`; other
 /// entries `None`).
 fn concrete_lists(r: &OpRow) -> Vec<Option<Vec<i64>>> {
@@ -260,8 +285,21 @@ pub fn serving_attention(
 
 /// Fills a row's model where Jarvis has one: softmax rows TraceLens leaves unmodelled, the
 /// bytes of Inductor pointwise kernels, and fused attention by its FLOPs.
-pub fn apply(r: &mut OpRow, platform: Option<&Platform>) {
+pub fn apply(r: &mut OpRow, platform: Option<&Platform>, trains: bool) {
     if r.kernel_level {
+        return;
+    }
+    if let Some(bytes) = batch_norm_backward_bytes(r, trains).filter(|_| r.roofline_us.is_some()) {
+        r.tracelens = Some(TraceLensModel {
+            roofline_us: r.roofline_us,
+            bound: r.bound,
+        });
+        r.data_mb = Some(bytes / MIB);
+        r.tb_s = (r.kernel_us > 0.0).then(|| bytes * r.count as f64 / (r.kernel_us * 1e-6) / 1e12);
+        r.bound = Some(Bound::Memory);
+        r.roofline_us = platform.map(|p| bytes / (p.hbm_tbps.0 * 1e12) * 1e6);
+        r.flops_per_byte = r.gflops.map(|g| g * 1e9 / bytes);
+        r.own_model = Some(OwnModel::BatchNormBackward);
         return;
     }
     if let Some(roofline) = fused_attention_roofline(r, platform) {
@@ -312,6 +350,37 @@ mod tests {
         r
     }
 
+    /// A training step's cuDNN BatchNorm backward over 32 × 256 × 56 × 56 fp32: the input and
+    /// the output's gradient read, the input's gradient written (308.3 MB beside 5 × 256 fp32
+    /// vectors), where TraceLens's forced inference formula counts two tensors; outside
+    /// training the row keeps TraceLens's model (deviation D31).
+    #[test]
+    fn a_training_batch_norm_backward_counts_three_tensors() {
+        let p = crate::perf::platform::by_name("mi300x").expect("mi300x");
+        let mut r = softmax(
+            "aten::cudnn_batch_norm_backward",
+            "((32, 256, 56, 56), (32, 256, 56, 56), (256,), (256,), (256,), (256,), (256,), (0,))",
+            "('float', 'float', 'float', 'float', 'float', 'float', 'float', 'unsigned char')",
+            "('', '', '', '', '', '', '', '')",
+        );
+        r.roofline_us = Some(40.0);
+        r.bound = Some(Bound::Memory);
+        let kept = r.clone();
+        apply(&mut r, Some(&p), true);
+        assert_eq!(r.own_model, Some(OwnModel::BatchNormBackward));
+        let want = 3.0 * 32.0 * 256.0 * 56.0 * 56.0 * 4.0 + 5.0 * 256.0 * 4.0;
+        assert!(
+            (r.data_mb.unwrap() * MIB - want).abs() < 1.0,
+            "{:?}",
+            r.data_mb
+        );
+        assert_eq!(r.tracelens.as_ref().and_then(|t| t.roofline_us), Some(40.0));
+        let mut inference = kept;
+        apply(&mut inference, Some(&p), false);
+        assert_eq!(inference.own_model, None);
+        assert_eq!(inference.roofline_us, Some(40.0));
+    }
+
     /// ResNet's 3×3 / 2 max pool over 512 × 64 × 112 × 112 bf16: the forward reads 822.1 MB,
     /// writes 205.5 MB of output and 822.1 MB of int64 indices (56 × 56 out); the backward reads
     /// the 205.5 MB gradient and 822.1 MB of indices and writes 822.1 MB. An adaptive average
@@ -326,7 +395,7 @@ mod tests {
             "('c10::BFloat16', 'ScalarList', 'ScalarList', 'ScalarList', 'ScalarList', 'Scalar')",
             "('', '[3, 3]', '[2, 2]', '[1, 1]', '[1, 1]', 'False')",
         );
-        apply(&mut fwd, Some(&p));
+        apply(&mut fwd, Some(&p), false);
         assert_eq!(fwd.own_model, Some(OwnModel::Pooling));
         let want = big * 2.0 + small * 2.0 + small * 8.0;
         assert!(
@@ -341,7 +410,7 @@ mod tests {
             "('c10::BFloat16', 'c10::BFloat16', 'ScalarList', 'ScalarList', 'ScalarList', 'ScalarList', 'Scalar', 'long int')",
             "('', '', '[3, 3]', '[2, 2]', '[1, 1]', '[1, 1]', 'False', '')",
         );
-        apply(&mut bwd, Some(&p));
+        apply(&mut bwd, Some(&p), false);
         let want = small * 2.0 + big * 2.0 + small * 8.0;
         assert!((bwd.data_mb.unwrap() * MIB - want).abs() < 1.0);
         let mut adaptive = softmax(
@@ -350,7 +419,7 @@ mod tests {
             "('c10::BFloat16', 'ScalarList')",
             "('', '[1, 1]')",
         );
-        apply(&mut adaptive, Some(&p));
+        apply(&mut adaptive, Some(&p), false);
         let want = (32.0 * 2048.0 * 49.0 + 32.0 * 2048.0) * 2.0;
         assert!((adaptive.data_mb.unwrap() * MIB - want).abs() < 1.0);
         let mut other = softmax(
@@ -359,7 +428,7 @@ mod tests {
             "('float', 'float')",
             "('', '')",
         );
-        apply(&mut other, Some(&p));
+        apply(&mut other, Some(&p), false);
         assert_eq!(other.own_model, None);
     }
 
@@ -374,7 +443,7 @@ mod tests {
             "('', '-1', 'False')",
         );
         let p = crate::perf::platform::by_name("h100").expect("h100");
-        apply(&mut r, Some(&p));
+        apply(&mut r, Some(&p), false);
         let bytes = 16.0 * 5185.0 * 5185.0 * 4.0;
         assert!((r.data_mb.unwrap() * MIB - bytes).abs() < 1.0);
         assert!((r.roofline_us.unwrap() - bytes / 3.35e12 * 1e6).abs() < 1e-6);
@@ -388,7 +457,7 @@ mod tests {
             "('c10::Half', 'Scalar', 'Scalar')",
             "('', '-1', 'True')",
         );
-        apply(&mut f, None);
+        apply(&mut f, None, false);
         assert!((f.data_mb.unwrap() * MIB - 4000.0 * 6.0).abs() < 1e-6);
         assert_eq!(f.roofline_us, None, "no platform, no roofline");
         // Backward: gradient and output read, gradient written.
@@ -398,7 +467,7 @@ mod tests {
             "('float', 'float', 'Scalar', 'Scalar')",
             "",
         );
-        apply(&mut b, None);
+        apply(&mut b, None, false);
         assert!((b.data_mb.unwrap() * MIB - 8192.0 * 12.0).abs() < 1e-6);
         assert_eq!(b.own_model, Some(OwnModel::SoftmaxBackward));
     }
@@ -427,7 +496,7 @@ mod tests {
         let h100 = crate::perf::platform::by_name("h100").expect("h100");
         let fa2 = "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t> >";
         let mut r = flash(559, fa2);
-        apply(&mut r, Some(&h100));
+        apply(&mut r, Some(&h100), false);
         assert_eq!(r.own_model, Some(OwnModel::FusedAttention));
         assert_eq!(r.bound, Some(Bound::Compute));
         assert!((r.roofline_us.unwrap() - 10.25e9 / 989e12 * 1e6).abs() < 1e-9);
@@ -437,25 +506,25 @@ mod tests {
         assert!((tl_eff.expect("TraceLens's") - 19.3).abs() < 1e-9);
         assert_eq!(tl_bound, Some(Bound::Memory));
         let mut decode = flash(1, fa2);
-        apply(&mut decode, Some(&h100));
+        apply(&mut decode, Some(&h100), false);
         assert_eq!(decode.own_model, None);
         // vLLM's unified attention over 32 decode sequences records 32 "queries": its paged
         // kernel is no prefill, and keeps TraceLens's model; a context kernel is one.
         let mut paged = flash(32, "kernel_unified_attention_3d");
-        apply(&mut paged, Some(&h100));
+        apply(&mut paged, Some(&h100), false);
         assert_eq!(paged.own_model, None);
         let mut context = flash(
             559,
             "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext",
         );
-        apply(&mut context, Some(&h100));
+        apply(&mut context, Some(&h100), false);
         assert_eq!(context.own_model, Some(OwnModel::FusedAttention));
         let mut math = flash(559, "softmax_warp_forward");
         math.kernel_names.push((
             "ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_nn".into(),
             50.0,
         ));
-        apply(&mut math, Some(&h100));
+        apply(&mut math, Some(&h100), false);
         assert_eq!(math.own_model, None);
     }
 
@@ -478,7 +547,7 @@ mod tests {
         r.roofline_us = Some(1.0);
         let r0 = r.clone();
         let p = crate::perf::platform::by_name("mi300x").expect("mi300x");
-        apply(&mut r, Some(&p));
+        apply(&mut r, Some(&p), false);
         assert_eq!(r.data_mb, Some(1536.0));
         assert_eq!(r.own_model, Some(OwnModel::InductorInPlace));
         let pct = r.efficiency_pct().expect("efficiency");
@@ -490,13 +559,13 @@ mod tests {
             "('', '', '', '32768', '2048')",
         );
         red.data_mb = Some(256.00390625);
-        apply(&mut red, Some(&p));
+        apply(&mut red, Some(&p), false);
         assert_eq!(red.data_mb, Some(256.00390625));
         assert_eq!(red.own_model, None);
         // Counted in place it would run above MI300X's 5.3 TB/s: it wrote a separate output.
         let mut fast = r0.clone();
         fast.kernel_us = 250.0;
-        apply(&mut fast, Some(&p));
+        apply(&mut fast, Some(&p), false);
         assert_eq!(fast.data_mb, Some(1024.0));
         assert_eq!(fast.own_model, None);
         // No argument of xnumel elements: nothing to say which one is in place.
@@ -507,7 +576,7 @@ mod tests {
             "('', '', '64')",
         );
         odd.data_mb = Some(1.0);
-        apply(&mut odd, None);
+        apply(&mut odd, None, false);
         assert_eq!(odd.own_model, None);
     }
 
@@ -515,10 +584,10 @@ mod tests {
     #[test]
     fn only_unmodelled_softmax_rows_get_the_model() {
         let mut gemm = softmax("aten::mm", "((8, 8), (8, 8))", "('float', 'float')", "");
-        apply(&mut gemm, None);
+        apply(&mut gemm, None, false);
         assert_eq!(gemm.own_model, None);
         let mut bare = softmax("aten::_softmax", "", "", "");
-        apply(&mut bare, None);
+        apply(&mut bare, None, false);
         assert_eq!(bare.data_mb, None);
         let mut modelled = softmax(
             "aten::_softmax",
@@ -527,7 +596,7 @@ mod tests {
             "",
         );
         modelled.data_mb = Some(1.0);
-        apply(&mut modelled, None);
+        apply(&mut modelled, None, false);
         assert_eq!(modelled.own_model, None);
     }
 }
