@@ -1243,6 +1243,16 @@ pub(super) fn is_candidate(r: &OpRow, inp: &Inputs<'_>) -> bool {
     let share = inp.share(r.compute_us() / 1e3);
     share >= rules::MIN_SHARE_PCT
         && (r.efficiency_pct().is_none_or(|e| e < rules::EXCELLENT_PCT) || share >= 10.0)
+        && !is_deliberate_delay(r)
+}
+
+/// A kernel that exists to wait: `torch.cuda._sleep`'s busy-wait `at::cuda::spin_kernel` (a
+/// test's or a benchmark's deliberate delay), which nothing should make faster (review 22:
+/// HTA's event-sync test had read "may save 2.1–6.2%" for it).
+fn is_deliberate_delay(r: &OpRow) -> bool {
+    let spin = |n: &str| n.contains("spin_kernel");
+    crate::standalone::ops::synthetic_parts(&r.name).is_some_and(|(_, k)| spin(k))
+        || !r.kernel_names.is_empty() && r.kernel_names.iter().all(|(n, _)| spin(n))
 }
 
 /// Bottlenecks reported per category, at most.

@@ -1012,7 +1012,24 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
         .later_ns
         .map(|n| n as f64 / 1e6)
         .filter(|&w| ms >= LEAD_IN_ONE_OFF_RATIO * w && ms - w >= 1.0);
-    let (title, issue, path_a) = if let Some(w) = warm {
+    // The call that holds it allocates device memory (a first `aten::empty`, the caching
+    // allocator's `cudaMalloc`, the context's creation with it): one-time set-up, not input
+    // preparation (review 22: HTA's event-sync test, 2.19 ms of its 2.78 ms in the first
+    // `aten::empty`, had been told about DataLoader workers and image processors).
+    let allocates = !l.call.is_empty()
+        && l.call_ns * 2 >= l.ns
+        && (crate::model::host_calls::is_driver_allocation(&l.call)
+            || matches!(
+                l.call.as_str(),
+                "aten::empty" | "aten::empty_strided" | "aten::zeros" | "aten::ones" | "aten::full"
+            ));
+    let (title, issue, path_a) = if allocates && warm.is_none() {
+        (
+            "One-time host work before the first kernel",
+            format!("{spends} The call holding it allocates device memory: the first allocation of the run (the caching allocator reserving memory from the driver, the GPU context set up with it), one-time work rather than input preparation each step pays. It is outside the GPU timeline, so no idle or utilisation figure holds it."),
+            "Profile after warm-up (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so the first allocation is outside the measured window; where start-up latency matters, allocate and warm up before the first real step.",
+        )
+    } else if let Some(w) = warm {
         (
             "One-time host work before the first kernel",
             format!("{spends} The later steps take {w:.3} ms there (the median): this is one-time work of the first step (a first allocation of the caching allocator, a library's or a module's set-up, a first input copy), not input preparation each step pays. It is outside the GPU timeline, so no idle or utilisation figure holds it."),
@@ -1049,10 +1066,31 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
     b.share_pct = share;
     b.share_of = "the steps' time";
     b.steps_ms = Some(steps_ms);
-    let priority = warm.map_or(timeline_priority(share), |_| Priority::Low);
+    let priority = if warm.is_some() || allocates {
+        Priority::Low
+    } else {
+        timeline_priority(share)
+    };
     b.category_priority = priority;
     b.priority = priority;
     b.projection = rules::saving_projection(ms, 0.0, steps_ms);
+    if allocates && warm.is_none() {
+        b.projection.clear();
+        b.causes.push(Cause {
+            key: "lead_in_one_off",
+            title: format!("first device allocation: {ms:.3} ms before the first kernel"),
+            evidence: format!(
+                "{:.3} ms of the first step's {ms:.3} ms before its first launch are in {}, which allocates device memory",
+                l.call_ns as f64 / 1e6,
+                code(&l.call)
+            ),
+            action: path_a.into(),
+            waste: Some(0.0),
+            confidence: Confidence::Medium,
+            bounds_all: false,
+            scope: None,
+        });
+    }
     if let Some(w) = warm {
         b.projection.clear();
         b.causes.push(Cause {
