@@ -99,7 +99,7 @@ fn batch_norm_backward_bytes(r: &OpRow, trains: bool) -> Option<f64> {
     let channels = x[1];
     let types: Vec<&str> = r.input_type.split('\'').skip(1).step_by(2).collect();
     let bpe = types.first().and_then(|t| bytes_per_element(t))?;
-    (numel > 0).then(|| 3.0 * numel as f64 * bpe + 5.0 * channels as f64 * 4.0)
+    (numel > 0).then_some(3.0 * numel as f64 * bpe + 5.0 * channels as f64 * 4.0)
 }
 
 /// The integer lists of a row's Concrete Inputs, in order (`'[3, 3]'` → `[3, 3]`; other
