@@ -473,6 +473,20 @@ fn graph_replayed_kernels_take_their_captured_grid() {
         "{}",
         parts.evidence
     );
+    // A merged replay's kernels still count as launched by their graph launch: the idle
+    // between two kernels of one replay, while `hipGraphLaunch` still submitted it, is said
+    // (review 22: it had been put down to host work between replays).
+    let idle = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| b.title == "GPU idle time")
+        .expect("the idle finding");
+    assert!(
+        idle.path_a.contains("0.274 ms of it lies inside graph replays"),
+        "{}",
+        idle.path_a
+    );
 }
 
 /// Every signature of a GEMM group launched on too few tiles is listed with its count (review

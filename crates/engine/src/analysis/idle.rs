@@ -91,8 +91,15 @@ impl IdleSplit {
 
 /// The launch call of a GPU event: its tree parent when that is a runtime call.
 pub fn launch_of(trace: &Trace, tree: &CallTree, id: EventId) -> Option<EventId> {
-    tree.parent(id)
-        .filter(|&p| trace.event(p).kind().is_runtime())
+    let mut p = tree
+        .parent(id)
+        .filter(|&p| trace.event(p).kind().is_runtime())?;
+    // A graph-replayed kernel merged with its capture hangs under the captured launch (a copy
+    // at the graph launch's time): the call that launched it is the graph launch above.
+    while trace.event(p).is_captured() {
+        p = tree.parent(p)?;
+    }
+    Some(p)
 }
 
 /// The gaps of the union of the given GPU events, each categorized. Their lengths add up to
