@@ -416,6 +416,13 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
             {
                 assert!(!both.contains("GEMM `aten::addmm`"), "{both}");
             }
+            // The key findings say where the compute difference lies: attention's `bmm`, where
+            // H100 runs a Turing-era `align1` kernel for the 5185-token rows (review 21).
+            assert!(
+                fair.contains("4. The matched ops take -234.9 ms on the target, led by")
+                    && fair.contains("`aten::bmm` -133.4 ms (reference `cutlass_75_tensorop_bf16_s1688gemm_bf16_256x128_tn_align1"),
+                "{fair}"
+            );
             assert!(
                 addmm.actual_ratio > 1.25 * achievable && addmm.actual_ratio < 2.0 * achievable,
                 "{}",

@@ -483,7 +483,8 @@ fn graph_replayed_kernels_take_their_captured_grid() {
         .find(|b| b.title == "GPU idle time")
         .expect("the idle finding");
     assert!(
-        idle.path_a.contains("0.274 ms of it lies inside graph replays"),
+        idle.path_a
+            .contains("0.274 ms of it lies inside graph replays"),
         "{}",
         idle.path_a
     );
