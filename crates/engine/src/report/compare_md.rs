@@ -936,8 +936,7 @@ fn difference_text(c: &Comparison) -> Option<String> {
     if total_us.abs() < DIFFERENCE_MIN_US {
         return None;
     }
-    // (op name, Δ µs, the largest signature's kernels: target, reference)
-    let mut by: Vec<(&str, f64, f64, Option<&str>, Option<&str>)> = Vec::new();
+    let mut by: Vec<OpDifference> = Vec::new();
     for m in &c.matched {
         let d = m.target_us - m.reference_us;
         let size = m.target_us.max(m.reference_us);
@@ -1001,6 +1000,10 @@ fn difference_text(c: &Comparison) -> Option<String> {
         parts.join(", ")
     ))
 }
+
+/// An op name's difference: (name, Δ µs, its largest signature's time, that signature's main
+/// kernels: target, reference).
+type OpDifference<'a> = (&'a str, f64, f64, Option<&'a str>, Option<&'a str>);
 
 /// A difference in the matched ops' time under this, µs, is not broken down.
 const DIFFERENCE_MIN_US: f64 = 1000.0;
