@@ -797,6 +797,15 @@ pub fn cases() -> Vec<PlantedCase> {
             Some("gemm_weight_bound"),
             &["from 192 workgroups for 304 CUs (at most one each, counted from the recorded grid): so few workgroups may keep too few loads in flight", "Try the launch first"],
         ),
+        // An aligned 8192 × 512 × 8192 bf16 GEMM on H100 run by an `align1` CUTLASS kernel at
+        // 200 TFLOPS: every dimension a multiple of 8, so an operand's address or stride ruled
+        // the aligned kernels out.
+        on_h100(case_of(
+            "gemm_aligned_shape_unaligned_kernel",
+            vec![h100_mm(8192, 512, 8192, BF16, "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x128_32x3_nt_align1>(cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_128x128_32x3_nt_align1::Params)", 200.0, None)],
+            Some("gemm_unaligned_operands"),
+            &["M = 8192, N = 8192 and K = 512 are all multiples of 8 bf16 elements, yet the kernel chosen assumes only 1-element alignment"],
+        )),
         // Its counterpart near the memory roofline: 128 × 8192 × 8192 bf16 (138 MB, 124
         // FLOPs/byte) at 70% of HBM bandwidth: 128 rows against a 134 MB weight, whose bytes
         // are what it moves (weight-bound: fewer weight bytes are the lever).

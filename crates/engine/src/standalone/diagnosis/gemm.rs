@@ -709,10 +709,10 @@ fn alignment(
         .filter(|(_, d)| misaligned(*d))
         .map(|(l, d)| format!("{l} = {d}"))
         .collect();
-    if off.is_empty() {
-        return None;
-    }
     let dtype = spec_dtype(&r.compute_spec);
+    if off.is_empty() {
+        return unaligned_operands(r, (_m, n, k), main, need, dtype);
+    }
     let kernel_says = main.and_then(|(name, k)| {
         let a = k.align.filter(|&a| (a as i64) < need)?;
         // The name's own alignment tokens (`GRVWA1`, `AF0EM1`, `align2`), which a cut name hides.
@@ -784,7 +784,52 @@ fn alignment(
     })
 }
 
-/// `of_group`: `r` is the largest of a group's signatures, whose figures are not the group's:
+/// Every dimension a multiple of the 16-byte element count and at least [`MIN_PADDED_DIM`], yet
+/// the kernel's name assumes narrower alignment (`align1`, `align2`): the shape did not rule
+/// the aligned kernels out, an operand's address or leading dimension did (a slice at an odd
+/// offset, a view whose row stride is not its width). Review 22: a recsys rank's 8192 × 512 ×
+/// 8192 TF32 GEMM on an `align1` CUTLASS kernel at 34 % of its peak, which the dimension rule
+/// cannot see.
+fn unaligned_operands(
+    r: &OpRow,
+    (m, n, k): (i64, i64, i64),
+    main: Option<&(String, GemmKernel)>,
+    need: i64,
+    dtype: &str,
+) -> Option<Cause> {
+    let (name, kernel) = main?;
+    let a = kernel.align.filter(|&a| (a as i64) < need)?;
+    // Only an explicit alignment parameter (CUTLASS's and cuBLAS's `alignN`): a Tensile
+    // kernel's read widths (`GRVW`, `GLVW`) are its design's, not an alignment it assumes.
+    let explicit = name
+        .split(|c: char| c == '_' || c == '>' || c == '<')
+        .any(|t| {
+            t.strip_prefix("align")
+                .is_some_and(|v| v.parse::<u32>().is_ok())
+        });
+    if !explicit {
+        return None;
+    }
+    let aligned = |d: i64| d % need == 0 && d >= MIN_PADDED_DIM;
+    if !(aligned(m) && aligned(n) && aligned(k)) || r.is_tiny_batched() {
+        return None;
+    }
+    Some(Cause {
+        key: "gemm_unaligned_operands",
+        title: format!("aligned shape on a kernel for {a}-element alignment"),
+        evidence: format!(
+            "M = {m}, N = {n} and K = {k} are all multiples of {need} {dtype} elements, yet the kernel chosen assumes only {a}-element alignment ({}): the shape did not rule out the aligned kernels, an operand's address or leading dimension did (a slice starting at an odd offset, a view whose row stride is not a multiple of {need} elements).",
+            kernel_label(name)
+        ),
+        action: format!("Find the operand that is not {ALIGN_BYTES}-byte aligned (the op's recorded strides, or `tensor.data_ptr() % {ALIGN_BYTES}` and `tensor.stride()` where the GEMM is called) and make it contiguous (`.contiguous()`) or allocate it aligned, so the library can pick its vectorized kernels."),
+        waste: None,
+        confidence: Confidence::Medium,
+        bounds_all: false,
+        scope: None,
+    })
+}
+
+/// `of_group`: `r` is the largest of a group's signatures, whose figures are not the group's:/// `of_group`: `r` is the largest of a group's signatures, whose figures are not the group's:
 /// the evidence names the signature it speaks of.
 fn below_ridge(
     r: &OpRow,
