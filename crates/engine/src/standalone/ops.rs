@@ -214,8 +214,9 @@ pub enum OwnModel {
     /// once, max pooling's int64 indices written by the forward and read by the backward.
     Pooling,
     /// cuDNN's / MIOpen's BatchNorm backward in training: the input and the output's gradient
-    /// read, the input's gradient written, each once. TraceLens forces these ops to its
-    /// inference formula (two tensors); the row keeps that model in `OpRow::tracelens`.
+    /// read twice (the per-channel sums first), the input's gradient written once. TraceLens
+    /// forces these ops to its inference formula (two tensors); the row keeps that model in
+    /// `OpRow::tracelens`.
     BatchNormBackward,
 }
 
@@ -242,7 +243,7 @@ impl OwnModel {
                 "Jarvis's pooling model: the input and output once, max pooling's int64 indices once"
             }
             OwnModel::BatchNormBackward => {
-                "Jarvis's BatchNorm-backward model: the input and its output's gradient read, the input's gradient written once"
+                "Jarvis's BatchNorm-backward model: the input and its output's gradient read twice (the per-channel sums first), the input's gradient written once"
             }
         }
     }

@@ -373,6 +373,13 @@ pub(super) fn op_texts(
             .map(|(n, _)| n.as_str())
             .find(|n| diagnosis::is_multi_pass_batchnorm(n))
         {
+            // Jarvis's own backward model counts both passes already (D31).
+            if r.own_model == Some(crate::standalone::ops::OwnModel::BatchNormBackward) {
+                return format!(
+                    " It runs a per-channel NCHW kernel ({}), whose two passes over its inputs the byte model counts (Jarvis's BatchNorm-backward model).",
+                    code(&short(k, 60))
+                );
+            }
             return format!(
                 " It runs a per-channel NCHW kernel ({}) and reads its input in two passes or more (the statistics, then the normalization or gradient), which the byte model counts once: its bandwidth and efficiency are lower bounds, not compared with the elementwise baseline.",
                 code(&short(k, 60))

@@ -1016,18 +1016,38 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
     // allocator's `cudaMalloc`, the context's creation with it): one-time set-up, not input
     // preparation (review 22: HTA's event-sync test, 2.19 ms of its 2.78 ms in the first
     // `aten::empty`, had been told about DataLoader workers and image processors).
-    let allocates = !l.call.is_empty()
+    let creates = !l.call.is_empty()
         && l.call_ns * 2 >= l.ns
         && (crate::model::host_calls::is_driver_allocation(&l.call)
             || matches!(
                 l.call.as_str(),
                 "aten::empty" | "aten::empty_strided" | "aten::zeros" | "aten::ones" | "aten::full"
             ));
-    let (title, issue, path_a) = if allocates && warm.is_none() {
+    // Whether the trace shows the driver allocating inside it (review 23: HTA's event-sync test
+    // records no `cudaMalloc` in its 2.19 ms `aten::empty`, at step #100: not the run's first
+    // allocation, whatever its cost was).
+    let driver = creates
+        && l.event.is_some_and(|ev| {
+            let c = &inp.trace.events[ev as usize];
+            crate::model::host_calls::is_driver_allocation(&l.call)
+                || inp.trace.events.iter().any(|e| {
+                    e.kind().is_runtime()
+                        && e.lane() == c.lane()
+                        && e.ts >= c.ts
+                        && e.end() <= c.end()
+                        && crate::model::host_calls::is_driver_allocation(inp.trace.name(e))
+                })
+        });
+    let (title, issue, path_a) = if creates && warm.is_none() {
+        let what = if driver {
+            "allocates device memory from the driver (the caching allocator growing, the GPU context set up with it)"
+        } else {
+            "creates a tensor, with no driver allocation recorded inside it: a one-off host stall in it (the allocator's or the profiler's first use) is likelier than a cost each step pays"
+        };
         (
             "One-time host work before the first kernel",
-            format!("{spends} The call holding it allocates device memory: the first allocation of the run (the caching allocator reserving memory from the driver, the GPU context set up with it), one-time work rather than input preparation each step pays. It is outside the GPU timeline, so no idle or utilisation figure holds it."),
-            "Profile after warm-up (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so the first allocation is outside the measured window; where start-up latency matters, allocate and warm up before the first real step.",
+            format!("{spends} The call holding it {what}: not input preparation. It is outside the GPU timeline, so no idle or utilisation figure holds it."),
+            "Profile after warm-up (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window, and compare a later step's start; where start-up latency matters, allocate and warm up before the first real step.",
         )
     } else if let Some(w) = warm {
         (
@@ -1066,7 +1086,7 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
     b.share_pct = share;
     b.share_of = "the steps' time";
     b.steps_ms = Some(steps_ms);
-    let priority = if warm.is_some() || allocates {
+    let priority = if warm.is_some() || creates {
         Priority::Low
     } else {
         timeline_priority(share)
@@ -1074,15 +1094,19 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
     b.category_priority = priority;
     b.priority = priority;
     b.projection = rules::saving_projection(ms, 0.0, steps_ms);
-    if allocates && warm.is_none() {
+    if creates && warm.is_none() {
         b.projection.clear();
         b.causes.push(Cause {
             key: "lead_in_one_off",
-            title: format!("first device allocation: {ms:.3} ms before the first kernel"),
+            title: format!(
+                "{}: {ms:.3} ms before the first kernel",
+                if driver { "a device allocation" } else { "a tensor's creation" }
+            ),
             evidence: format!(
-                "{:.3} ms of the first step's {ms:.3} ms before its first launch are in {}, which allocates device memory",
+                "{:.3} ms of the first step's {ms:.3} ms before its first launch are in {}, which {}",
                 l.call_ns as f64 / 1e6,
-                code(&l.call)
+                code(&l.call),
+                if driver { "allocates device memory from the driver" } else { "creates a tensor (no driver allocation recorded inside it)" }
             ),
             action: path_a.into(),
             waste: Some(0.0),
