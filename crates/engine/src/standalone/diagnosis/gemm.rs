@@ -802,7 +802,7 @@ fn unaligned_operands(
     // Only an explicit alignment parameter (CUTLASS's and cuBLAS's `alignN`): a Tensile
     // kernel's read widths (`GRVW`, `GLVW`) are its design's, not an alignment it assumes.
     let explicit = name
-        .split(|c: char| c == '_' || c == '>' || c == '<')
+        .split(['_', '>', '<'])
         .any(|t| {
             t.strip_prefix("align")
                 .is_some_and(|v| v.parse::<u32>().is_ok())
