@@ -127,3 +127,11 @@ mod tests {
         assert!(!is_data_loading("aten::mm"));
     }
 }
+
+/// A runtime or driver call that launches a kernel (`cudaLaunchKernel`, `cuLaunchKernel`,
+/// `hipLaunchKernel`, `hipExtModuleLaunchKernel`, a graph launch, …).
+pub fn is_kernel_launch(name: &str) -> bool {
+    name.contains("LaunchKernel")
+        || name.contains("GraphLaunch")
+        || name.contains("LaunchCooperativeKernel")
+}

@@ -358,10 +358,28 @@ impl CallTree {
             // Counter-mode kernel records are GPU work the trace does hold, untimed: said
             // here too, so "no GPU kernels" does not read as an idle GPU (review 20).
             let counters = trace.diagnostics.count(K::CounterRangeRecords);
-            let why = (counters > 0).then(|| {
-                let (s, are) = if counters == 1 { ("", "is") } else { ("s", "are") };
-                format!("{counters} kernel record{s} {are} counter-mode (`counter_range_records`), not timed")
-            });
+            // Kernel launches on the host without a kernel: GPU activity was not recorded
+            // (review 23: Zoology's 268 launches read only "nothing to analyze").
+            let launches = trace
+                .events
+                .iter()
+                .filter(|e| {
+                    e.kind().is_runtime()
+                        && crate::model::host_calls::is_kernel_launch(trace.name(e))
+                })
+                .count();
+            let why = if counters > 0 {
+                let (s, are) = if counters == 1 {
+                    ("", "is")
+                } else {
+                    ("s", "are")
+                };
+                Some(format!("{counters} kernel record{s} {are} counter-mode (`counter_range_records`), not timed"))
+            } else if launches > 0 {
+                Some(format!("{launches} kernel launch calls are recorded on the host, but no kernel: GPU activity was not traced (CUDA/HIP activities off in the profiler, or CUPTI / roctracer failed to start)"))
+            } else {
+                None
+            };
             trace.diagnostics.add(K::NoGpuEvents, 1, why);
         }
     }

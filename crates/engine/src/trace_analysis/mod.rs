@@ -303,6 +303,10 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
                 .or_else(|| by_kernel_names(trace))
             {
                 Some((p, how)) => Some(PlatformUsed { platform: p, how }),
+                // A trace with no device and no GPU event (a CPU-only rank) has no GPU to look
+                // up: no diagnostic says one is missing (review 23: a gloo rank had read "The
+                // GPU is not in Jarvis's platform table").
+                None if first.is_empty() && !trace.events.iter().any(|e| e.kind().is_gpu()) => None,
                 None => {
                     let mut shown = if first.is_empty() {
                         "no device name".to_owned()

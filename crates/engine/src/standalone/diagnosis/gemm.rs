@@ -801,12 +801,10 @@ fn unaligned_operands(
     let a = kernel.align.filter(|&a| (a as i64) < need)?;
     // Only an explicit alignment parameter (CUTLASS's and cuBLAS's `alignN`): a Tensile
     // kernel's read widths (`GRVW`, `GLVW`) are its design's, not an alignment it assumes.
-    let explicit = name
-        .split(['_', '>', '<'])
-        .any(|t| {
-            t.strip_prefix("align")
-                .is_some_and(|v| v.parse::<u32>().is_ok())
-        });
+    let explicit = name.split(['_', '>', '<']).any(|t| {
+        t.strip_prefix("align")
+            .is_some_and(|v| v.parse::<u32>().is_ok())
+    });
     if !explicit {
         return None;
     }
