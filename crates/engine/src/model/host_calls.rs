@@ -80,6 +80,14 @@ pub fn is_data_loading(name: &str) -> bool {
     name.contains("DataLoader") || name.contains("dataloader.py") || name.contains("_next_data")
 }
 
+/// A runtime or driver call that launches a kernel (`cudaLaunchKernel`, `cuLaunchKernel`,
+/// `hipLaunchKernel`, `hipExtModuleLaunchKernel`, a graph launch, …).
+pub fn is_kernel_launch(name: &str) -> bool {
+    name.contains("LaunchKernel")
+        || name.contains("GraphLaunch")
+        || name.contains("LaunchCooperativeKernel")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,12 +134,4 @@ mod tests {
         ));
         assert!(!is_data_loading("aten::mm"));
     }
-}
-
-/// A runtime or driver call that launches a kernel (`cudaLaunchKernel`, `cuLaunchKernel`,
-/// `hipLaunchKernel`, `hipExtModuleLaunchKernel`, a graph launch, …).
-pub fn is_kernel_launch(name: &str) -> bool {
-    name.contains("LaunchKernel")
-        || name.contains("GraphLaunch")
-        || name.contains("LaunchCooperativeKernel")
 }
