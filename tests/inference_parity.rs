@@ -424,6 +424,22 @@ fn analysis_md_says_where_the_fair_report_saves_more() {
     assert!(said.len() < cards, "{} of {cards}", said.len());
 }
 
+/// Analyzes a serving trace with its `capture_traces/` folder, the platform detected, as
+/// `jarvis report --capture` does.
+fn with_its_captures(trace: &Path) -> jarvis_engine::Analysis {
+    let imported = jarvis_engine::import::import_bytes(&common::read(trace)).expect("imports");
+    let dir = trace.parent().expect("case folder").join("capture_traces");
+    let details = std::fs::read_to_string(dir.join("execution_details.json")).ok();
+    let captures =
+        jarvis_engine::inference::capture::captures_of(details.as_deref(), capture_folder(&dir))
+            .expect("captures");
+    let options = jarvis_engine::Options {
+        inference: true,
+        ..Default::default()
+    };
+    jarvis_engine::analyze_with_captures(imported, &captures, &options)
+}
+
 /// A graph-replayed kernel takes the grid its captured launch recorded, and the launch rules
 /// read it (review 21): SGLang's decode GEMMs stream their weights from 288 workgroups on 304
 /// CUs, and its paged attention is launched for 160 partitions of 256 keys where about 1024
@@ -433,21 +449,9 @@ fn graph_replayed_kernels_take_their_captured_grid() {
     let Some(shared) = common::shared_dir() else {
         return;
     };
-    let trace =
-        shared.join("traces/tracelens_inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz");
-    let bytes = common::read(&trace);
-    let imported = jarvis_engine::import::import_bytes(&bytes).expect("imports");
-    let dir = trace.parent().expect("case folder").join("capture_traces");
-    let details = std::fs::read_to_string(dir.join("execution_details.json")).ok();
-    let captures =
-        jarvis_engine::inference::capture::captures_of(details.as_deref(), capture_folder(&dir))
-            .expect("captures");
-    let options = jarvis_engine::Options {
-        platform: jarvis_engine::PlatformChoice::Auto,
-        inference: true,
-        ..Default::default()
-    };
-    let a = jarvis_engine::analyze_with_captures(imported, &captures, &options);
+    let a = with_its_captures(
+        &shared.join("traces/tracelens_inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz"),
+    );
     let st = a.standalone.as_ref().expect("standalone");
     let causes: Vec<&jarvis_engine::standalone::diagnosis::Cause> = st
         .categories
@@ -498,19 +502,9 @@ fn every_signature_with_too_few_tiles_is_counted() {
     let Some(shared) = common::shared_dir() else {
         return;
     };
-    let trace = shared.join("traces/tracelens_inference/vllm_decode_full/graph_execution.json.gz");
-    let bytes = common::read(&trace);
-    let imported = jarvis_engine::import::import_bytes(&bytes).expect("imports");
-    let dir = trace.parent().expect("case folder").join("capture_traces");
-    let details = std::fs::read_to_string(dir.join("execution_details.json")).ok();
-    let captures =
-        jarvis_engine::inference::capture::captures_of(details.as_deref(), capture_folder(&dir))
-            .expect("captures");
-    let options = jarvis_engine::Options {
-        inference: true,
-        ..Default::default()
-    };
-    let a = jarvis_engine::analyze_with_captures(imported, &captures, &options);
+    let a = with_its_captures(
+        &shared.join("traces/tracelens_inference/vllm_decode_full/graph_execution.json.gz"),
+    );
     let st = a.standalone.as_ref().expect("standalone");
     let few = st
         .categories
