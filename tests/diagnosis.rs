@@ -1514,9 +1514,9 @@ fn one_misalignment_across_ops_is_one_recommendation() {
     );
 }
 
-/// cuDNN's spatial BatchNorm backward (`bn_bw_1C11_kernel_new`) reads x and dy twice: its
-/// bandwidth by the one-pass byte model is a lower bound, said as such, never "44% of the
-/// elementwise baseline" nor a below-baseline cause (review: the V100 claim was false).
+/// cuDNN's spatial BatchNorm backward (`bn_bw_1C11_kernel_new`) reads x and dy twice: Jarvis's
+/// own model counts both passes (D31, review 23), said as such, never "44% of the elementwise
+/// baseline" nor a below-baseline cause (review: the V100 claim was false).
 #[test]
 fn multi_pass_batchnorm_claims_no_baseline_gap_on_v100() {
     let Some(shared) = common::shared_dir() else {
@@ -1531,7 +1531,8 @@ fn multi_pass_batchnorm_claims_no_baseline_gap_on_v100() {
         .find(|b| b.op_name == "aten::cudnn_batch_norm_backward")
         .expect("the BatchNorm backward finding");
     assert!(
-        bn.issue.contains("reads its input in two passes or more")
+        bn.issue
+            .contains("whose two passes over its inputs the byte model counts")
             && !bn.issue.contains("elementwise baseline of"),
         "{}",
         bn.issue
