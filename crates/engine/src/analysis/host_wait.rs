@@ -518,6 +518,14 @@ pub struct IdleContext {
     pub queued_ns: Nanos,
 }
 
+impl IdleContext {
+    /// Whether graph launches replay at least half of the linked GPU events (and some do): the
+    /// launches left are the few outside the graphs, and launch-overhead advice does not apply.
+    pub fn mostly_graph_replayed(&self) -> bool {
+        self.graph_events > 0 && self.graph_events * 2 >= self.gpu_events
+    }
+}
+
 /// The idle inside graph replays (`IdleContext::inside_graph_ns`, `inside_graph_launching_ns`):
 /// a gap ended by a graph-replayed GPU event, started by the end of another GPU event of the
 /// same launch (one correlation id), lies between two nodes of one replay; where it overlaps the

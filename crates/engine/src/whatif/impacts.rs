@@ -353,6 +353,8 @@ pub fn replay_findings(
     };
     // The replayed length with a change on `s`'s base, the stall left out.
     let run_length = |c: &Change, s: &mut Scratch| length(replay, s.run(sim, c)) - stall;
+    // The buffers every replay below reuses (a fresh pair per replay costs page faults).
+    let mut scratch = [Scratch::new(&sim.offsets), Scratch::new(&sim.offsets)];
     // Every GPU event of the steady state instant: the least any GPU-side fix can reach.
     let gpu_floor = {
         let ks: Vec<usize> = select::gpu_named(trace, sim, &|_| true)
@@ -374,8 +376,7 @@ pub fn replay_findings(
             gpu_ns,
             hidden: false,
         });
-        let mut s = Scratch::new(&sim.offsets);
-        (gpu_ns > 0).then(|| run_length(&all_gpu, &mut s))
+        (gpu_ns > 0).then(|| run_length(&all_gpu, &mut scratch[0]))
     };
     // A hidden cut saves no more than the work's exposed time (measured from `from`).
     let bounded = |b: &Bottleneck, c: &Cut, after: Nanos, from: Nanos| -> Nanos {
@@ -448,7 +449,6 @@ pub fn replay_findings(
     let candidates: Vec<usize> = (0..all.len()).filter(|&i| replays(all[i])).collect();
     let mut replayed: Vec<Option<ReplayedSaving>> = vec![None; all.len()];
     let mut changes: Vec<Option<Change>> = (0..all.len()).map(|_| None).collect();
-    let mut scratch = [Scratch::new(&sim.offsets), Scratch::new(&sim.offsets)];
     let done = in_halves(fork, &candidates, &mut scratch, &|&i, s| fix(all[i], s));
     for (&i, (r, c)) in candidates.iter().zip(done) {
         replayed[i] = r;

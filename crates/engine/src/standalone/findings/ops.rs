@@ -556,8 +556,7 @@ pub(super) fn op_texts(
                 path_b: if latency {
                     // Graphs named only where they do not already replay the kernels (review
                     // 21: vLLM's graph-replayed decode read "graphs" four times).
-                    let ctx = &inp.idle.context;
-                    if ctx.graph_events * 2 >= ctx.gpu_events.max(1) {
+                    if inp.idle.context.mostly_graph_replayed() {
                         "No replay artifact: at this size no kernel approaches its roofline; the levers are fewer kernels (fusing it with its neighbours: the graphs that replay it already remove its launch) and more work per call.".to_owned()
                     } else {
                         "No replay artifact: at this size no kernel approaches its roofline; the levers are fewer launches (fusing it with its neighbours, graphs) and more work per call.".to_owned()
@@ -1231,8 +1230,7 @@ pub(super) fn op_bottleneck(
         };
         // Where graphs already replay the kernels, they removed the host's launch, not the
         // kernel's fixed cost (review 21: vLLM's graph-replayed decode read "graphs" 5 times).
-        let ctx = &inp.idle.context;
-        let fewer = if ctx.graph_events * 2 >= ctx.gpu_events.max(1) {
+        let fewer = if inp.idle.context.mostly_graph_replayed() {
             "fewer kernels (fusion) save more: the graphs that replay them already remove the host's launch, not the kernel's fixed cost"
         } else {
             "fewer launches (fusion, graphs) save more"

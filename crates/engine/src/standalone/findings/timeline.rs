@@ -1296,7 +1296,7 @@ impl AlreadyDone {
                 None
             }
         });
-        let graphs = ctx.graph_events > 0 && ctx.graph_events * 2 >= ctx.gpu_events;
+        let graphs = ctx.mostly_graph_replayed();
         // Each distinct frame name once: a trace has many frames and few names.
         let mut seen = std::collections::HashSet::new();
         let overlapped = graphs
