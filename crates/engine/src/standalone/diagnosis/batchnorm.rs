@@ -19,6 +19,23 @@ pub(crate) fn is_per_channel(kernel: &str) -> bool {
     per_channel_library(kernel).is_some()
 }
 
+/// A narrow shape is said to lose time to its grid below this share of the efficiency the
+/// same kernel reaches with a full grid.
+const SHORTFALL_RATIO: f64 = 0.85;
+
+/// One per-channel launch that leaves the GPU short of work.
+struct Narrow<'a> {
+    kernel: &'a str,
+    /// The op's µs in it.
+    us: f64,
+    workgroups: u64,
+    /// The share of its time lost: idle CUs/SMs, or the shortfall against the full-grid shapes.
+    lost: f64,
+    /// Where the shortfall is measured: (its efficiency %, the full-grid shapes' %, threads a
+    /// workgroup).
+    measured: Option<(f64, f64, u64)>,
+}
+
 /// Whose per-channel BatchNorm kernel it is, for the evidence.
 fn per_channel_library(kernel: &str) -> Option<&'static str> {
     if kernel.contains("channels_last") || kernel.contains("NHWC") {
@@ -53,9 +70,7 @@ pub(super) fn causes<'a>(signatures: &[&'a OpRow], group_us: f64, ctx: &Context<
         .map(|s| s.kernel_us)
         .sum::<f64>()
         .max(group_us);
-    // The per-channel kernels with a recorded grid that leaves at least a quarter of the CUs
-    // idle (`IDLE_SLOTS_MIN`, as the GEMM grid rules: an RTX 2080 Ti's 64 channels on 68 SMs
-    // idle 6 % of it, no cause): (name, the op's µs in them, workgroups).
+    // Each signature's kernels with a recorded grid: (name, the op's µs in them, launch).
     // A GPU-only trace's kernel-level row has every call's launch (`launch_mix`): one kernel
     // runs each layer's channel count as its grid (review 8: MI210's BatchNorm backward, 64
     // workgroups in 69 % of its time, 128 and 256 in the rest, had read "100 %").
@@ -87,30 +102,75 @@ pub(super) fn causes<'a>(signatures: &[&'a OpRow], group_us: f64, ctx: &Context<
             .filter_map(|((n, us), l)| Some((n.as_str(), us * scale, (*l)?)))
             .collect()
     };
-    let narrow: Vec<(&str, f64, u64)> = signatures
+    // Every per-channel launch: (kernel, the op's µs in it, workgroups, its signature's
+    // efficiency where the signature is one launch shape; a GPU-only row's mix is not).
+    let launches: Vec<(&str, f64, crate::model::LaunchDims, Option<f64>)> = signatures
         .iter()
-        .flat_map(|shape| calls(shape))
-        .filter(|(n, _, _)| is_per_channel(n))
-        .filter_map(|(n, us, l)| {
+        .flat_map(|shape| {
+            let mixed = shape.kernel_names.len() == 1 && !shape.launch_mix.is_empty();
+            let eff = (!mixed).then(|| shape.efficiency_pct()).flatten();
+            calls(shape)
+                .into_iter()
+                .filter(|(n, _, _)| is_per_channel(n))
+                .map(move |(n, us, l)| (n, us, l, eff))
+        })
+        .collect();
+    // What the same kernel reaches where its grid fills the GPU (one workgroup or more per
+    // CU/SM), time-weighted: the in-trace yardstick for its narrow shapes.
+    let full_grid_eff = |kernel: &str| -> Option<f64> {
+        let (sum, us) = launches
+            .iter()
+            .filter(|(n, _, l, _)| *n == kernel && super::recorded_workgroups(n, l) >= units)
+            .filter_map(|&(_, us, _, e)| Some((e? * us, us)))
+            .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+        (us > 0.0).then(|| sum / us)
+    };
+    // The narrow launches, each with the share of its time lost: the idle CUs/SMs where at
+    // least a quarter idle (`IDLE_SLOTS_MIN`, as the GEMM grid rules: an RTX 2080 Ti's 64
+    // channels on 68 SMs idle 6 % of it, no cause from idling alone); else, with fewer
+    // workgroups than CUs/SMs, the shortfall against the same kernel's full-grid shapes where
+    // the trace shows one (review 23: a V100's 64-channel layers leave 16 of 80 SMs idle, under
+    // the quarter, yet each SM's one 512-thread block reaches 61 % of HBM where the 256-channel
+    // layers reach 85 %: too few loads in flight).
+    let narrow: Vec<Narrow<'_>> = launches
+        .iter()
+        .filter_map(|&(n, us, l, eff)| {
             let w = super::recorded_workgroups(n, &l);
             let idle = 1.0 - w as f64 / units as f64;
-            (idle >= super::gemm::IDLE_SLOTS_MIN).then_some((n, us, w))
+            if idle >= super::gemm::IDLE_SLOTS_MIN {
+                return Some(Narrow {
+                    kernel: n,
+                    us,
+                    workgroups: w,
+                    lost: idle,
+                    measured: None,
+                });
+            }
+            let (e, full) = (eff?, full_grid_eff(n)?);
+            (w < units && e < SHORTFALL_RATIO * full).then_some(Narrow {
+                kernel: n,
+                us,
+                workgroups: w,
+                lost: 1.0 - e / full,
+                measured: Some((
+                    e,
+                    full,
+                    l.block.iter().map(|&b| u64::from(b.max(1))).product(),
+                )),
+            })
         })
         .collect();
     if total <= 0.0 {
         return Vec::new();
     }
     // The example: the narrow kernel holding the most time.
-    let Some(&(kernel, _, w)) = narrow.iter().max_by(|a, b| a.1.total_cmp(&b.1)) else {
+    let Some(example) = narrow.iter().max_by(|a, b| a.us.total_cmp(&b.us)) else {
         return Vec::new();
     };
-    // Idle CUs while each narrow kernel runs, weighted by its share of the op's time.
-    let waste: f64 = narrow
-        .iter()
-        .map(|&(_, us, w)| (1.0 - w as f64 / units as f64) * us / total)
-        .sum::<f64>();
+    let (kernel, w) = (example.kernel, example.workgroups);
+    let waste: f64 = narrow.iter().map(|n| n.lost * n.us / total).sum::<f64>();
     let grids = {
-        let mut ws: Vec<u64> = narrow.iter().map(|n| n.2).collect();
+        let mut ws: Vec<u64> = narrow.iter().map(|n| n.workgroups).collect();
         ws.sort_unstable();
         ws.dedup();
         if ws.len() > 1 {
@@ -124,7 +184,7 @@ pub(super) fn causes<'a>(signatures: &[&'a OpRow], group_us: f64, ctx: &Context<
         }
     };
     let name = ctx.platform.map(|p| p.label()).unwrap_or("the GPU");
-    let narrow_share = narrow.iter().map(|n| n.1).sum::<f64>() / total;
+    let narrow_share = narrow.iter().map(|n| n.us).sum::<f64>() / total;
     // The claim is the narrow shapes', not the op's, when its other shapes fill the GPU.
     let title = if narrow_share >= 0.9 {
         format!("one workgroup per channel: {w} of {units} CUs/SMs busy")
@@ -138,11 +198,19 @@ pub(super) fn causes<'a>(signatures: &[&'a OpRow], group_us: f64, ctx: &Context<
         key: "batchnorm_channel_grid",
         title,
         evidence: format!(
-            "its kernel ({}) is {}, which reduces each channel in one workgroup: {w} workgroups on {}'s {units} CUs/SMs, so {:.0}% of the GPU idles while it runs; {:.0}% of the op's kernel time is in such kernels{grids}. The channels-last kernels reduce over N·H·W across the whole GPU.",
+            "its kernel ({}) is {}, which reduces each channel in one workgroup: {w} workgroups on {}'s {units} CUs/SMs, so {}; {:.0}% of the op's kernel time is in such kernels{grids}. The channels-last kernels reduce over N·H·W across the whole GPU.",
             code(&short(kernel, 60)),
             per_channel_library(kernel).unwrap_or("a per-channel BatchNorm kernel"),
             code(name),
-            (1.0 - w as f64 / units as f64) * 100.0,
+            match example.measured {
+                Some((e, full, threads)) => format!(
+                    "each busy CU/SM holds one {threads}-thread workgroup: these shapes reach {e:.0}% of their roofline where the same kernel's shapes with a full grid reach {full:.0}%, too few loads in flight"
+                ),
+                None => format!(
+                    "{:.0}% of the GPU idles while it runs",
+                    (1.0 - w as f64 / units as f64) * 100.0
+                ),
+            },
             narrow_share * 100.0
         ),
         action: format!(
@@ -203,6 +271,44 @@ mod tests {
         // 240 workgroups on 304 CUs idle 21 % of them: under a quarter, no cause.
         assert!(causes(&[&shape(240, 30.0)], 30.0, &ctx).is_empty());
         assert_eq!(causes(&[&shape(228, 30.0)], 30.0, &ctx).len(), 1);
+    }
+
+    /// A V100's 64 channels leave 16 of 80 SMs idle, under the quarter; the cause comes only
+    /// where the same kernel's full-grid shapes show what the narrow ones lose (61 % against 85 %
+    /// of the roofline), and its waste is that shortfall; at 80 % against 85 % there is none.
+    #[test]
+    fn a_narrow_grid_judged_against_the_kernels_full_grid_shapes() {
+        let v100 = crate::perf::platform::by_name("V100").expect("V100");
+        let ctx = Context::on(Some(&v100));
+        let shape = |channels: u32, us: f64, eff: f64| {
+            let mut r =
+                crate::standalone::ops::tests_support::row("aten::cudnn_batch_norm_backward");
+            let k = "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 512, true, 1>";
+            r.count = 1;
+            r.kernel_us = us;
+            r.roofline_us = Some(us * eff / 100.0);
+            r.kernel_names = vec![(k.into(), us)];
+            r.kernel_launch = vec![Some(LaunchDims {
+                grid: [channels, 1, 1],
+                block: [512, 1, 1],
+            })];
+            r
+        };
+        let (narrow, wide) = (shape(64, 25.0, 61.0), shape(256, 75.0, 85.0));
+        let c = causes(&[&narrow, &wide], 100.0, &ctx);
+        assert_eq!(c.len(), 1);
+        assert!(c[0].title.contains("64 of 80"), "{}", c[0].title);
+        assert!(
+            c[0].evidence.contains("one 512-thread workgroup")
+                && c[0].evidence.contains("reach 61% of their roofline where the same kernel's shapes with a full grid reach 85%"),
+            "{}",
+            c[0].evidence
+        );
+        let waste = c[0].waste.expect("waste");
+        assert!((waste - 0.25 * (1.0 - 61.0 / 85.0)).abs() < 1e-9, "{waste}");
+        // Close to the full-grid shapes, or with no full-grid shape to compare with: no cause.
+        assert!(causes(&[&shape(64, 25.0, 80.0), &wide], 100.0, &ctx).is_empty());
+        assert!(causes(&[&narrow], 25.0, &ctx).is_empty());
     }
 
     /// PyTorch's, cuDNN's and MIOpen's one-workgroup-per-channel kernels are read as such; the
