@@ -1030,7 +1030,7 @@ fn few_loads_in_flight(r: &OpRow, p: &Platform) -> Option<String> {
     })
 }
 
-/// fp32 GEMMs: the TF32 / BF16 lever./// fp32 GEMMs: the TF32 / BF16 lever. The precision is the kernel's (its name), the op's
+/// fp32 GEMMs: the TF32 / BF16 lever. The precision is the kernel's (its name), the op's
 /// compute spec only where the name says nothing; the saving is the op's time at the same
 /// efficiency on the faster peak (tf32 where the platform has one, else bf16), never below the
 /// time its bytes take at HBM bandwidth.
