@@ -216,6 +216,10 @@ pub struct Comparison {
     pub achievable_bf16: [Option<(f64, &'static str)>; 2],
     /// The target run's performance switches (TunableOp), where recorded: advice says the delta.
     pub target_environment: crate::model::environment::Environment,
+    /// The reference run's PyTorch build, where recorded (the target's is in
+    /// `target_environment`): two builds may dispatch different kernels for one op.
+    #[serde(default)]
+    pub reference_torch: Option<String>,
 }
 
 fn key(r: &OpRow) -> (&str, &str, &str, &str, &str) {
@@ -686,6 +690,7 @@ pub fn compare(
         fixed_cost: FixedCost::of(&out),
         matched: out,
         target_environment: target.environment.clone(),
+        reference_torch: reference.environment.torch_version.clone(),
         achievable_bf16: bf16_pair(tp, rp, &t_best, &r_best),
     }
 }

@@ -32,6 +32,11 @@ pub struct Environment {
     /// Kernel libraries installed (`name==version`) among those the advice names: aiter,
     /// flash_attn, xformers, flashinfer, triton. Empty where no package list is recorded.
     pub kernel_libraries: Vec<String>,
+    /// The PyTorch build (`2.6.0+cu124`), where the harness recorded it
+    /// (`system.torch_env_info.torch_version`), reduced to a version's characters: a
+    /// comparison of two builds says their kernels may differ by software.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch_version: Option<String>,
 }
 
 /// Packages the advice can name as present (normalized: lower case, `-` as `_`).
@@ -89,9 +94,21 @@ impl Environment {
                     .collect()
             })
             .unwrap_or_default();
+        let torch_version = system
+            .get("torch_env_info")
+            .and_then(|t| t.get("torch_version"))
+            .and_then(|x| x.as_str())
+            .map(|x| {
+                x.chars()
+                    .filter(|c| c.is_ascii_alphanumeric() || "._+-".contains(*c))
+                    .take(40)
+                    .collect::<String>()
+            })
+            .filter(|x| !x.is_empty());
         Environment {
             tunableop,
             kernel_libraries,
+            torch_version,
         }
     }
 
@@ -127,6 +144,7 @@ impl Environment {
 
     /// No environment recorded (a `'static` one, for contexts that have none).
     pub const NONE: Environment = Environment {
+        torch_version: None,
         tunableop: None,
         kernel_libraries: Vec::new(),
     };
@@ -171,6 +189,16 @@ mod tests {
             " (not among this run's packages)"
         );
         assert!(!format!("{e:?}").contains("hf_secret"));
+    }
+
+    /// The PyTorch build is kept as written, reduced to a version's characters.
+    #[test]
+    fn reads_the_torch_build() {
+        let e = Environment::from_metadata(
+            r#"{"system": {"torch_env_info": {"torch_version": "2.7.0+gitf717b2a<b>"}}}"#,
+        );
+        assert_eq!(e.torch_version.as_deref(), Some("2.7.0+gitf717b2ab"));
+        assert_eq!(Environment::from_metadata("{}").torch_version, None);
     }
 
     /// Through the import: a trace's `metadata` leaves only the switches behind (its token is

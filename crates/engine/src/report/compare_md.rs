@@ -315,6 +315,24 @@ fn shared_findings(target: &crate::Analysis, reference: &crate::Analysis) -> Str
 }
 
 /// Renders the fair comparative report.
+/// Two PyTorch releases on the two sides (the harness's recorded builds, their versions before
+/// the `+` local part: `2.6.0+cu124` against `2.7.0+gitf717b2a`): an op's kernel is the build's
+/// choice as well as the platform's, so a gap may be partly software (review 24: TimeSformer's
+/// softmax ran `cunn_SoftMaxForward` on one side and `cunn_SoftMaxForwardReg` on the other).
+/// One release built for two backends (`+cu124`, `+rocm6.2`) is not a difference.
+fn software_note(c: &Comparison) -> Option<String> {
+    let t = c.target_environment.torch_version.as_deref()?;
+    let r = c.reference_torch.as_deref()?;
+    let release = |v: &str| v.split('+').next().unwrap_or(v).to_owned();
+    (release(t) != release(r)).then(|| {
+        format!(
+            "**Software differs:** the target runs PyTorch `{}`, the reference PyTorch `{}`. An op's kernel is the build's choice as well as the platform's (PyTorch's own softmax, normalization and elementwise kernels, its BLAS and attention dispatch), so a gap in such a kernel may be partly the software's: rerun both on one release to separate the two.",
+            cell(t),
+            cell(r)
+        )
+    })
+}
+
 pub fn fair_md(c: &Comparison, title: &str) -> String {
     fair_md_with(c, title, None)
 }
@@ -384,6 +402,9 @@ pub fn fair_md_with(
                 }
             }
         }
+    }
+    if let Some(note) = software_note(c) {
+        let _ = writeln!(s, "{note}\n");
     }
     s.push_str(&timeline_table(
         c,

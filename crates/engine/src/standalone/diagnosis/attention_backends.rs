@@ -104,6 +104,7 @@ mod tests {
         Environment {
             tunableop: None,
             kernel_libraries: packages.iter().map(|p| (*p).to_owned()).collect(),
+            torch_version: None,
         }
     }
 

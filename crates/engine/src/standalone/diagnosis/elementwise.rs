@@ -290,6 +290,9 @@ fn nchw_word(kernel: &str) -> &str {
         .unwrap_or(kernel)
 }
 
+/// Bytes a launched thread moves below which a small grid is no cause ([`few_workgroups`]).
+const MIN_BYTES_PER_THREAD: f64 = 64.0;
+
 /// A memory-bound kernel needs loads in flight on every CU/SM to reach HBM bandwidth: where
 /// the main kernel's recorded grid has fewer workgroups than the GPU has CUs/SMs (at least a
 /// quarter of them idle) and that kernel is most of the op's time, the launch explains the
@@ -331,6 +334,21 @@ fn few_workgroups(shape: &OpRow, sig_share: f64, ctx: &Context<'_>) -> Option<Ca
     let wgs = super::recorded_workgroups(name, &launch);
     let idle = 1.0 - wgs as f64 / units as f64;
     if wgs >= units || idle < super::gemm::IDLE_SLOTS_MIN || share < 0.5 {
+        return None;
+    }
+    // Each launched thread must have a loop's worth of bytes for the grid to hold the time:
+    // with under `MIN_BYTES_PER_THREAD` each (four 16-byte loads), every thread issues its loads
+    // at once and more workgroups would shorten nothing (review 24: a 640-element `sum` in one
+    // 128-thread workgroup, 20 bytes a thread, told to split the reduction). The bytes are the
+    // roofline's: its time at the platform's HBM bandwidth.
+    let threads = wgs
+        * launch
+            .block
+            .iter()
+            .map(|&b| u64::from(b.max(1)))
+            .product::<u64>();
+    let bytes = shape.roofline_us.unwrap_or(0.0) * p.hbm_tbps.0 * 1e6;
+    if threads > 0 && bytes / (threads as f64) < MIN_BYTES_PER_THREAD {
         return None;
     }
     let unit = p.unit_name();
@@ -677,6 +695,29 @@ mod tests {
         assert!(few_workgroups(&near, 1.0, &ctx).is_none(), "near its work");
         small.roofline_us = None;
         assert!(few_workgroups(&small, 1.0, &ctx).is_none(), "unknown work");
+        // A 640-element fp32 sum in one 128-thread workgroup (review 24): 2.5 KB, 20 bytes a
+        // thread, one round of loads: nothing for more workgroups to take, whatever the call
+        // takes. The same call over 64 KB (512 bytes a thread) is the grid's doing.
+        let mut tiny = norm(1, 13.6);
+        tiny.kernel_names[0].0 = "void at::native::reduce_kernel<128, 4>".into();
+        tiny.kernel_launch = vec![Some(crate::model::LaunchDims {
+            grid: [1, 1, 1],
+            block: [32, 4, 1],
+        })];
+        tiny.roofline_us = Some(2560.0 / (mi300.hbm_tbps.0 * 1e6));
+        let ctx = Context {
+            kernel_floor_us: Some(0.5),
+            ..ctx
+        };
+        assert!(
+            few_workgroups(&tiny, 1.0, &ctx).is_none(),
+            "20 bytes a thread"
+        );
+        tiny.roofline_us = Some(65536.0 / (mi300.hbm_tbps.0 * 1e6));
+        assert!(
+            few_workgroups(&tiny, 1.0, &ctx).is_some(),
+            "512 bytes a thread"
+        );
     }
 
     #[test]

@@ -255,6 +255,9 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
     let dims = (shape.param("M"), shape.param("N"), shape.param("K"));
     out.extend(super::outer_product::cause(r, shape, ctx));
     let main = main_gemm(shape);
+    if dims.0.is_none() {
+        out.extend(gemv_by_name(main.as_ref(), ctx));
+    }
     let launch = main_gemm_launch(shape);
     let split_reduce = shape
         .kernel_names
@@ -354,7 +357,18 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 "counted from the name's tile: the trace records no grid"
             };
             let unknown_split = recorded.is_none() && m.kernel.runtime_split_k;
-            if unknown_split {
+            // Work the whole GPU would finish within the trace's kernel floor is mostly fixed
+            // cost: its idle units are true, but splitting it (split-K, stream-K, a smaller
+            // tile) adds a reduction or launches to a call that is all fixed cost; only more
+            // rows per call use them (review 24: a 5×128×128 addmm, 0.04 µs of work at peak,
+            // told to use split-K). A matrix-vector kernel has no output tiles to count
+            // (GP100's `gemv2T_kernel_val` had read "too few output tiles").
+            let tiny_work = shape
+                .roofline_us
+                .zip(ctx.kernel_floor_us)
+                .filter(|(roof, floor)| roof < floor)
+                .map(|(roof, _)| roof);
+            if unknown_split || m.kernel.gemv {
                 // The kernel picks its split-K at launch and may have run more workgroups than
                 // its tile count: without the grid, neither idle units nor waves are claimed.
             } else if wgs < units {
@@ -363,7 +377,12 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 if idle_share >= IDLE_SLOTS_MIN && material {
                     let k_heavy = kk >= 8 * mm.max(nn);
                     let tiles = tiling_t.as_ref().map_or(wgs, |t| t.tiles).max(1);
-                    let action = if k_heavy {
+                    let action = if let Some(roof) = tiny_work {
+                        format!(
+                            "Its work takes {roof:.2} µs at the platform's peak, under the {:.1} µs any kernel of this trace takes: the call is fixed cost, and splitting it (split-K, stream-K, a smaller tile) only adds a reduction or launches. The idle {unit}s are used by more rows per call (a larger batch, or GEMMs of this shape batched into one call), at about the same time a call.",
+                            ctx.kernel_floor_us.unwrap_or(0.0)
+                        )
+                    } else if k_heavy {
                         let want = ceil_div(units, tiles).max(2);
                         // The platform's own knob (review 21: "cuBLAS split-K" on MI300X).
                         let how = match ctx.platform.map(|p| p.vendor.as_str()) {
@@ -827,7 +846,33 @@ fn unaligned_operands(
     })
 }
 
-/// `of_group`: `r` is the largest of a group's signatures, whose figures are not the group's:/// `of_group`: `r` is the largest of a group's signatures, whose figures are not the group's:
+/// A GEMM the trace records no shapes for whose kernel is the library's matrix-vector path
+/// (`gemv2T_kernel_val`, `gemv2N_kernel`; cuBLAS's K = 1 `gemmk1` is the outer-product
+/// rule's): the name says one operand is a single row or column, which is the cause (review
+/// 24: GP100's MLP, batch one, read "too few output tiles").
+fn gemv_by_name(main: Option<&(String, GemmKernel)>, ctx: &Context<'_>) -> Option<Cause> {
+    let (name, _) = main.filter(|(n, k)| k.gemv && !n.contains("gemmk1"))?;
+    Some(Cause {
+        key: "gemm_gemv_shape",
+        title: "matrix-vector kernel: one operand is a single row or column".into(),
+        evidence: format!(
+            "the trace records no shapes, but its kernel, {}, is the library's matrix-vector path: one operand is a single row or column (in a Linear layer, a batch of one sample or token), so each weight element is read for one multiply-add and the call is bound by streaming the weight, or at this size by its fixed cost",
+            kernel_label(name)
+        ),
+        action: if ctx.trains {
+            "The rows are the step's batch: a larger batch per step reuses each weight read (and turns the matrix-vector kernels into GEMMs)."
+        } else {
+            "Batch more rows (samples, tokens, requests) into each call: each weight read then serves them all."
+        }
+        .into(),
+        waste: None,
+        confidence: Confidence::Medium,
+        bounds_all: false,
+        scope: None,
+    })
+}
+
+/// `of_group`: `r` is the largest of a group's signatures, whose figures are not the group's:
 /// the evidence names the signature it speaks of.
 fn below_ridge(
     r: &OpRow,
@@ -1439,6 +1484,67 @@ mod tests {
                 .starts_with("its largest signature (2048×2048×2048)"),
             "{}",
             c.evidence
+        );
+    }
+
+    /// A 5 × 128 × 128 fp32 `addmm` on MI250 in 2 workgroups of 104 CUs: the idle units are
+    /// said, but its 0.04 µs of work sits under the 2.2 µs floor, so the action is more rows
+    /// per call, never split-K (review 24); a shapeless row on cuBLAS's matrix-vector kernel
+    /// gets the matrix-vector cause from its name and no tile count.
+    #[test]
+    fn tiny_gemms_are_not_split_and_gemv_kernels_have_no_tiles() {
+        let mi210 = crate::perf::platform::by_name("mi210").expect("mi210");
+        let mut ctx = Context::on(Some(&mi210));
+        ctx.kernel_floor_us = Some(2.2);
+        let mut r = row("aten::addmm");
+        r.category = SeedCategory::Gemm;
+        r.compute_spec = "matrix_fp32".into();
+        r.perf_params = "M=5 N=128 K=128".into();
+        r.kernel_us = 12.6;
+        r.roofline_us = Some(0.04);
+        let k = "Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT64x16x32_MI16x16x1_SN_LDSB1_AFC1";
+        r.kernel_names = vec![(k.into(), 12.6)];
+        r.kernel_launch = vec![Some(crate::model::LaunchDims {
+            grid: [512, 1, 1],
+            block: [256, 1, 1],
+        })];
+        let c = causes(&r, &r, &ctx);
+        let few = c
+            .iter()
+            .find(|c| c.key == "gemm_few_tiles")
+            .expect("the idle units are still said");
+        assert!(few.action.contains("is fixed cost"), "{}", few.action);
+        assert!(
+            !few.action.contains("spreads the little work"),
+            "{}",
+            few.action
+        );
+        // Above the floor, the split is the lever again.
+        ctx.kernel_floor_us = Some(0.01);
+        let c = causes(&r, &r, &ctx);
+        let few = c
+            .iter()
+            .find(|c| c.key == "gemm_few_tiles")
+            .expect("few tiles");
+        assert!(!few.action.contains("is fixed cost"), "{}", few.action);
+
+        let p100 = crate::perf::platform::by_name("Quadro GP100").expect("GP100");
+        let ctx = Context::on(Some(&p100));
+        let mut g = row("aten::mm");
+        g.category = SeedCategory::Gemm;
+        let k = "void gemv2T_kernel_val<int, int, float, float, float, float, 128, 16, 4, 4, false, false, cublasGemvParams<cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float const>, cublasGemvTensorStridedBatched<float>, float> >";
+        g.kernel_names = vec![(k.into(), 2.8)];
+        g.kernel_launch = vec![Some(crate::model::LaunchDims {
+            grid: [1, 1, 1],
+            block: [128, 1, 1],
+        })];
+        let c = causes(&g, &g, &ctx);
+        let keys: Vec<&str> = c.iter().map(|c| c.key).collect();
+        assert_eq!(keys, ["gemm_gemv_shape"], "{keys:?}");
+        assert!(
+            c[0].evidence.contains("matrix-vector path"),
+            "{}",
+            c[0].evidence
         );
     }
 

@@ -6,7 +6,8 @@ use crate::standalone::md::code;
 
 /// The GEMM-tuning lever through PyTorch's TunableOp, said against what the run set: tuning
 /// already on is not advised again; on with tuning off (a results file read, nothing new timed)
-/// is told to tune these shapes once. `amd`: the libraries it picks among (hipBLASLt / rocBLAS,
+/// is told to tune these shapes once, in few words: the lever rides on every GEMM finding
+/// (review 24: its 120 words five times in one report). `amd`: the libraries it picks among (hipBLASLt / rocBLAS,
 /// else cuBLASLt).
 pub fn tunableop_lever(t: Option<&TunableOp>, amd: bool) -> String {
     let libs = if amd {
@@ -16,7 +17,7 @@ pub fn tunableop_lever(t: Option<&TunableOp>, amd: bool) -> String {
     };
     match t {
         Some(t) if t.enabled && !t.tuning => format!(
-            "PyTorch's TunableOp is already on in this run with tuning off (`PYTORCH_TUNABLEOP_ENABLED=1`, `PYTORCH_TUNABLEOP_TUNING=0`{}): it only reads its results file, so each of these shapes ran the file's pick if the file holds it and the library's default if not, which the trace cannot tell apart. Check the file for these shapes; where they are missing, tune them once (`PYTORCH_TUNABLEOP_TUNING=1` for one run: it times {libs} for each and writes the fastest to the file), then keep tuning off; where they are there, the file's pick is this kernel, and a kernel tuned for the shape offline is the lever",
+            "PyTorch's TunableOp is already on in this run with tuning off (`PYTORCH_TUNABLEOP_ENABLED=1`, `PYTORCH_TUNABLEOP_TUNING=0`{}): a shape missing from its results file ran the library's default, so tune the missing ones once (`PYTORCH_TUNABLEOP_TUNING=1` for one run times {libs}); for a shape the file holds, this kernel is its pick and an offline-tuned kernel is the lever",
             t.file
                 .as_deref()
                 .map(|f| format!(", results in {}", code(f)))

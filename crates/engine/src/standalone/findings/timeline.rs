@@ -1922,7 +1922,17 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
             if inp.trains {
                 "Remove host synchronizations from the step: keep losses and metrics on the GPU and read them every N steps, copy with `non_blocking=True` into pinned memory, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.".into()
             } else {
-                "Remove host synchronizations from the step: keep results on the GPU until they are needed (in a serving loop: sampled tokens, stop checks), copy with `non_blocking=True` into pinned memory and overlap the copy with the next step, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.".into()
+                // A serving engine's loop samples tokens and checks stops; a classifier's one
+                // sync is its output (review 24: a video classifier's final logits `.to()` told
+                // about sampled tokens).
+                format!(
+                    "Remove host synchronizations from the step: keep results on the GPU until they are needed ({}), copy with `non_blocking=True` into pinned memory and overlap the copy with the next step, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.",
+                    if done.engine.is_some() {
+                        "sampled tokens, stop checks"
+                    } else {
+                        "read outputs once, after the last step that needs the GPU"
+                    }
+                )
             }
         }
         // The host waits on its own uploads (a benchmark harness re-copying its inputs, A100
