@@ -17,6 +17,7 @@ pub mod layer_test;
 pub mod md;
 pub mod op_shares;
 pub mod ops;
+pub mod ops_attention;
 pub mod own_models;
 pub mod patterns;
 pub mod qk_norm_rope;

@@ -59,6 +59,9 @@ pub struct UnfusedAttention {
     pub ops: Vec<OpShare>,
     /// Kernel time of the module's own ops (projections in child modules excluded), ms.
     pub core_ms: f64,
+    /// Found from the op sequence, without module frames (`ops_attention`): `class` names
+    /// the form (`matmul → softmax → matmul`, SDPA's math backend), not a module.
+    pub from_ops: bool,
 }
 
 /// Layout transposes launched by convolutions.
@@ -318,6 +321,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
     }
     .with_accumulation(trace, tree)
     .with_module_patterns(trace, tree, modules)
+    .with_ops_attention(trace, tree)
     .with_function_patterns(trace, tree, modules)
     .with_gemm_copies(trace, tree, modules)
 }
@@ -481,6 +485,15 @@ impl Patterns {
         self
     }
 
+    /// Attention found from its ops where the module frames found none (no frames recorded,
+    /// or attention outside any module class): `ops_attention`.
+    fn with_ops_attention(mut self, trace: &Trace, tree: &CallTree) -> Self {
+        if self.unfused_attention.is_empty() {
+            self.unfused_attention = super::ops_attention::find(trace, tree);
+        }
+        self
+    }
+
     /// Where gradients were zeroed by kernels, the adds that accumulate into them.
     fn with_accumulation(mut self, trace: &Trace, tree: &CallTree) -> Self {
         if self.zero_grad.is_some() {
@@ -558,6 +571,7 @@ impl Patterns {
                     instances: instances.len() as u64,
                     ops: ops(),
                     core_ms: total_ns as f64 / 1e6,
+                    from_ops: false,
                 });
                 continue;
             }

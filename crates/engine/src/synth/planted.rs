@@ -65,6 +65,9 @@ pub enum Group {
     /// A Python function frame (`python_function`), such as activation checkpointing's
     /// `torch/utils/checkpoint.py(1111): unpack_hook`.
     Python(&'static str),
+    /// Round by round with no frame around them: a trace recorded without module frames,
+    /// where only the op sequence shows which ops belong together.
+    Rounds,
 }
 
 fn op(
@@ -417,6 +420,18 @@ pub fn cases() -> Vec<PlantedCase> {
                 unfused_attention(16, 4096, 64, 12),
                 Some("attention_materializes_scores"),
                 &["4096 × 4096 score matrix", "536.9 MB", "2.15 GB through memory per call"],
+            )
+        },
+        PlantedCase {
+            group: Some(Group::Rounds),
+            // The same attention recorded without module frames: only the op sequence (a
+            // matmul writing 4096 × 4096 scores, a softmax over them, a matmul reading them)
+            // says it is attention (`ops_attention`).
+            ..case_of(
+                "attention_unfused_no_modules",
+                unfused_attention(16, 4096, 64, 12),
+                Some("attention_materializes_scores"),
+                &["a softmax between batched matmuls", "4096 × 4096 score matrix", "2.15 GB through memory per call"],
             )
         },
         PlantedCase {
@@ -1371,6 +1386,7 @@ pub fn write_case(c: &PlantedCase, w: &mut impl Write) -> io::Result<()> {
                 }
                 st.cpu += 1_000;
                 match group {
+                    Group::Rounds => {}
                     Group::Module(_) | Group::Python(_) => ev.complete(
                         "python_function",
                         &match group {
@@ -1379,6 +1395,7 @@ pub fn write_case(c: &PlantedCase, w: &mut impl Write) -> io::Result<()> {
                             Group::Python(name) | Group::Op(name) | Group::Annotation(name) => {
                                 name.to_owned()
                             }
+                            Group::Rounds => String::new(),
                         },
                         PID,
                         TID,

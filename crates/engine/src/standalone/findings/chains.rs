@@ -123,6 +123,7 @@ fn add_qk_norm_rope(
         ops: scope_ops,
         instances: q.chains,
         unfused_attention: false,
+        sdpa_math: false,
         subtracts: true,
     });
     // Replayed as stated: the norms' and copies' kernels removed, the RoPE's pass standing
@@ -201,6 +202,7 @@ fn add_gated_activation(
         ],
         instances: g.pairs,
         unfused_attention: false,
+        sdpa_math: false,
         subtracts: true,
     });
     b.causes.push(named(

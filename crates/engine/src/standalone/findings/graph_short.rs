@@ -296,6 +296,7 @@ pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
                 .collect(),
             instances: replays,
             unfused_attention: false,
+            sdpa_math: false,
             subtracts: false,
         });
     }

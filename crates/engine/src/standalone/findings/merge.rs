@@ -27,6 +27,9 @@ pub struct Scope {
     pub instances: u64,
     /// The pattern is attention computed op by op.
     pub unfused_attention: bool,
+    /// ... behind one SDPA call that ran its math backend: its action (find why SDPA fell
+    /// back) stands, where the score-matrix cause would say "call SDPA".
+    pub sdpa_math: bool,
     /// The pattern is not a module class's but its ops' time inside it is known (a user
     /// function's, the copies around attention): op findings keep only their time outside it.
     pub subtracts: bool,
@@ -167,7 +170,9 @@ pub fn one_cause_one_finding(
                     // The finding names its cause as op findings do (title, issue, Path A).
                     p.title = format!("{}: {}", p.title, cause.title);
                     p.issue = format!("{} {}", p.issue, cause.evidence);
-                    p.path_a = cause.action.clone();
+                    if !p.scope.as_ref().is_some_and(|s| s.sdpa_math) {
+                        p.path_a = cause.action.clone();
+                    }
                     p.causes.insert(0, cause);
                 }
                 // A scale applied to the scores as a pass of its own (`(q @ kᵀ) * scale`) is

@@ -85,6 +85,7 @@ pub(super) fn scope_of(
         ops: ops.iter().map(|o| (o.name.clone(), o.ms)).collect(),
         instances,
         unfused_attention,
+        sdpa_math: false,
         subtracts: false,
     }
 }
@@ -198,22 +199,58 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                 .filter(|a| inp.share(a.core_ms) >= rules::MIN_SHARE_PCT)
             {
                 let (ops, names) = op_list(&a.ops);
+                let math = a.from_ops && a.class.contains("_math");
+                let (title, issue) = match (a.from_ops, math) {
+                    (false, _) => (
+                        format!("Unfused attention in {}", code(&a.class)),
+                        format!(
+                            "{} computes attention op by op ({}) over {} calls: {:.3} ms of kernels that a fused attention kernel replaces.",
+                            code(&a.class), ops, a.instances, a.core_ms
+                        ),
+                    ),
+                    (true, true) => (
+                        format!("Unfused attention: SDPA runs its math backend ({})", code(&a.class)),
+                        format!(
+                            "`scaled_dot_product_attention` ran its math backend ({}) in {} calls: {:.3} ms of kernels, attention computed op by op behind one call, that its flash or memory-efficient kernel replaces.",
+                            ops, a.instances, a.core_ms
+                        ),
+                    ),
+                    (true, false) => (
+                        format!("Unfused attention: a softmax between batched matmuls ({})", code(&a.class)),
+                        format!(
+                            "The trace records no module frames, but its ops compute attention step by step {} times: a batched matmul writing a score matrix, a softmax over it and a matmul reading it ({}): {:.3} ms of kernels that a fused attention kernel replaces.",
+                            a.instances, ops, a.core_ms
+                        ),
+                    ),
+                };
+                let action = if math {
+                    "Find why SDPA fell back to its math backend, then let it run its fused kernels: the flash and memory-efficient kernels need fp16/bf16 inputs (fp32 runs the math path), a head dimension they support, and no explicit mask where `is_causal=True` says the same; check that `torch.backends.cuda.enable_flash_sdp` / `enable_mem_efficient_sdp` are not off (or an `sdpa_kernel(SDPBackend.MATH)` context is not around the call). Typically 3-10x on attention."
+                } else {
+                    "Replace the softmax + bmm sequence with `torch.nn.functional.scaled_dot_product_attention` (Flash / memory-efficient backends; typically 3-10x on attention)."
+                };
                 let mut b = pattern_bottleneck(
                     f.category,
                     &names,
-                    format!("Unfused attention in {}", code(&a.class)),
+                    title,
                     a.core_ms,
-                    format!(
-                        "{} computes attention op by op ({}) over {} calls: {:.3} ms of kernels that a fused attention kernel replaces.",
-                        code(&a.class), ops, a.instances, a.core_ms
-                    ),
-                    "Replace the softmax + bmm sequence with `torch.nn.functional.scaled_dot_product_attention` (Flash / memory-efficient backends; typically 3-10x on attention).",
+                    issue,
+                    action,
                     &unfused_attention_path_b(&a.ops, inp),
                     ProjectionKind::Speedup,
                     rules::speedup_projection(a.core_ms, &[3.0, 10.0], compute),
                     inp,
                 );
-                b.scope = Some(scope_of(Some(&a.class), a.instances, &a.ops, true));
+                // Found from ops, it has no module class to hold its op findings: the ops'
+                // time inside it is known, and their findings keep the rest.
+                let mut scope = scope_of(
+                    (!a.from_ops).then_some(a.class.as_str()),
+                    a.instances,
+                    &a.ops,
+                    true,
+                );
+                scope.subtracts = a.from_ops;
+                scope.sdpa_math = math;
+                b.scope = Some(scope);
                 f.bottlenecks.push(b);
             }
         }
@@ -351,6 +388,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         ops: by_family,
                         instances: t.kernels.iter().map(|k| k.kernels).sum(),
                         unfused_attention: false,
+                        sdpa_math: false,
                         subtracts: false,
                     });
                     // channels_last removes the transposes: replayed as stated, so the finding

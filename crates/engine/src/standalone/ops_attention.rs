@@ -1,0 +1,150 @@
+//! Attention computed op by op, found from the ops alone (docs/analysis.md, "Patterns"): where
+//! the trace records no `nn.Module` frames (`with_modules` off, the default), the module rule
+//! cannot group a softmax with its batched matmuls, yet the op sequence says it: on one host
+//! thread, a batched matmul whose output is a score matrix `[…, S, S']`, a softmax over that
+//! matrix within a few top-level ops, and a matmul reading it (P·V) just after. SDPA's math
+//! backend (`aten::_scaled_dot_product_attention_math`, its kernels under a softmax) is the same
+//! work behind one call. Review: a held-out GPT prefill with eager attention, 33 % of its step,
+//! had read "No attention ops".
+
+use rustc_hash::FxHashSet as HashSet;
+
+use super::op_shares::shares;
+use super::patterns::UnfusedAttention;
+use crate::model::tree::CallTree;
+use crate::model::{EventId, EventKind, Trace};
+
+/// Top-level ops between the score matmul and its softmax (scale, mask, bias, dropout), and
+/// between the softmax and the P·V matmul, that the sequence may span.
+const MAX_BETWEEN: usize = 6;
+/// A score matrix's rows and columns are at least this many tokens: a decode step's one-row
+/// scores (`S = 1`) are the decode attention rules', not an unfused prefill.
+const MIN_SCORE_DIM: i64 = 16;
+
+fn is_matmul(name: &str) -> bool {
+    matches!(
+        name,
+        "aten::bmm" | "aten::matmul" | "aten::baddbmm" | "aten::einsum"
+    )
+}
+
+fn is_softmax(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n.contains("softmax") && !n.contains("backward")
+}
+
+/// The shape a matmul writes, from its recorded inputs: `[…, m, k] × […, k, n]` (for
+/// `baddbmm`, the last two inputs).
+fn matmul_output(name: &str, shapes: &[Vec<i64>]) -> Option<(i64, i64)> {
+    let t: Vec<&Vec<i64>> = shapes.iter().filter(|s| s.len() >= 2).collect();
+    let (a, b) = if name == "aten::baddbmm" {
+        (*t.get(1)?, *t.get(2)?)
+    } else {
+        (*t.first()?, *t.get(1)?)
+    };
+    Some((a[a.len() - 2], b[b.len() - 1]))
+}
+
+/// The unfused attention instances of a trace's top-level ops, as one entry per kind (the
+/// op sequence; SDPA's math backend), largest first. Empty where none is found.
+pub fn find(trace: &Trace, tree: &CallTree) -> Vec<UnfusedAttention> {
+    let kernels_of = |root: EventId| -> Vec<(&str, i64)> {
+        tree.gpu_under(root)
+            .filter_map(|k| {
+                let e = trace.event(k);
+                (e.kind() == EventKind::Kernel).then(|| {
+                    let op = tree.nearest_cpu_op(trace, k).unwrap_or(root);
+                    (trace.name(trace.event(op)), e.dur)
+                })
+            })
+            .collect()
+    };
+    let mut sequences: Vec<(&str, i64)> = Vec::new();
+    let mut sequence_count = 0u64;
+    let mut math: Vec<(&str, i64)> = Vec::new();
+    let mut math_count = 0u64;
+    // Roots by host thread, in start order.
+    let mut lanes: Vec<(crate::model::LaneId, Vec<EventId>)> = Vec::new();
+    for &r in &tree.cpu_roots {
+        let lane = trace.event(r).lane();
+        match lanes.iter_mut().find(|(l, _)| *l == lane) {
+            Some((_, v)) => v.push(r),
+            None => lanes.push((lane, vec![r])),
+        }
+    }
+    for (_, roots) in &lanes {
+        let mut used: HashSet<usize> = HashSet::default();
+        for (i, &root) in roots.iter().enumerate() {
+            let name = trace.name(trace.event(root));
+            // SDPA's math backend: the root's kernels run under a softmax.
+            if name.contains("scaled_dot_product") && !name.contains("backward") {
+                let k = kernels_of(root);
+                if k.iter().any(|(op, _)| is_softmax(op)) {
+                    math.extend(k);
+                    math_count += 1;
+                }
+                continue;
+            }
+            if !is_softmax(name) || used.contains(&i) {
+                continue;
+            }
+            let Some(scores) = trace.input_shapes(root) else {
+                continue;
+            };
+            let Some(s) = scores.first().filter(|s| s.len() >= 2) else {
+                continue;
+            };
+            let (rows, cols) = (s[s.len() - 2], s[s.len() - 1]);
+            if rows < MIN_SCORE_DIM || cols < MIN_SCORE_DIM {
+                continue;
+            }
+            // The score matmul: the nearest matmul before that writes [rows, cols].
+            let qk = (i.saturating_sub(MAX_BETWEEN + 1)..i).rev().find(|&j| {
+                let n = trace.name(trace.event(roots[j]));
+                is_matmul(n)
+                    && !used.contains(&j)
+                    && trace
+                        .input_shapes(roots[j])
+                        .and_then(|sh| matmul_output(n, &sh))
+                        == Some((rows, cols))
+            });
+            // P·V: the nearest matmul after whose first operand is the [rows, cols] matrix.
+            let pv = (i + 1..roots.len().min(i + MAX_BETWEEN + 2)).find(|&j| {
+                let n = trace.name(trace.event(roots[j]));
+                is_matmul(n)
+                    && trace.input_shapes(roots[j]).is_some_and(|sh| {
+                        sh.first()
+                            .filter(|a| a.len() >= 2)
+                            .is_some_and(|a| a[a.len() - 2] == rows && a[a.len() - 1] == cols)
+                    })
+            });
+            let (Some(qk), Some(pv)) = (qk, pv) else {
+                continue;
+            };
+            for j in qk..=pv {
+                used.insert(j);
+                sequences.extend(kernels_of(roots[j]));
+            }
+            sequence_count += 1;
+        }
+    }
+    let mut out = Vec::new();
+    for (class, count, k) in [
+        ("matmul → softmax → matmul", sequence_count, sequences),
+        ("aten::_scaled_dot_product_attention_math", math_count, math),
+    ] {
+        if count == 0 || k.is_empty() {
+            continue;
+        }
+        let ns: i64 = k.iter().map(|(_, d)| d).sum();
+        out.push(UnfusedAttention {
+            class: class.to_owned(),
+            instances: count,
+            ops: shares(k.into_iter()),
+            core_ms: ns as f64 / 1e6,
+            from_ops: true,
+        });
+    }
+    out.sort_by(|a, b| b.core_ms.total_cmp(&a.core_ms));
+    out
+}
