@@ -70,6 +70,25 @@ pub enum Group {
     Rounds,
 }
 
+/// `aten::cat` of `[8, 32, n, 128]` bf16 tensors along dimension -2, one copy kernel at 80 %
+/// of MI300X's HBM bandwidth over its bytes read and written.
+fn cat(lengths: &[i64], calls: u32) -> PlantedOp {
+    let dims: Vec<String> = lengths
+        .iter()
+        .map(|n| format!("[8, 32, {n}, 128]"))
+        .collect();
+    let bytes = 2.0 * (lengths.iter().sum::<i64>() * 8 * 32 * 128 * 2) as f64;
+    let ns = (bytes / (5.3e12 * 0.8) * 1e9).round() as Nanos;
+    op(
+        "aten::cat",
+        &format!("[[{}], []]", dims.join(", ")),
+        "[\"TensorList\", \"Scalar\"]",
+        "[\"\", \"-2\"]",
+        &[("void at::native::(anonymous namespace)::CatArrayBatchedCopy<at::native::(anonymous namespace)::OpaqueType<2u>, unsigned int, 4, 64, 64>", ns)],
+        calls,
+    )
+}
+
 fn op(
     name: &str,
     dims: &str,
@@ -926,6 +945,18 @@ pub fn cases() -> Vec<PlantedCase> {
         // bf16 on each of 24 calls (an Inductor `_to_copy` kernel, 50.3 MB read and written at
         // 80 % of 5.3 TB/s), beside 4096-token GEMMs at 85 %. Truth: 23 of the 24 casts are
         // waste.
+        // A KV cache grown by `torch.cat` every decode step: [8, 32, 2048, 128] bf16 plus one
+        // position, 64 calls (two layers' keys and values over 16 steps); each call moves
+        // 2 × 134.3 MB at 80 % of 5.3 TB/s (63 µs) to add 65.5 KB. Truth: 2048 of 2049
+        // positions are re-copied (99.95 % of the bytes).
+        case_of(
+            "cat_growing_cache",
+            vec![cat(&[2048, 1], 64)],
+            Some("cat_appends_to_large_tensor"),
+            &["1 of 2049 along dimension 2 are new each call", "[8, 32, 2048, 128] tensor with [8, 32, 1, 128]"],
+        ),
+        // Its healthy counterpart: two halves joined (a gated MLP's outputs): no growth.
+        case_of("cat_halves", vec![cat(&[1024, 1024], 64)], None, &[]),
         case_of(
             "cast_constant_every_call",
             vec![

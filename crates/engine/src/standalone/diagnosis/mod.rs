@@ -19,6 +19,7 @@ pub(crate) use conv::is_patch_embedding;
 pub mod elementwise;
 mod gemm;
 pub mod gemm_peers;
+mod growing_cat;
 mod outer_product;
 pub use gemm::{
     launch_cause_applies, recorded_work, recorded_workgroups, signature_alignment, tiling,
@@ -400,6 +401,7 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
             // whose kernel explains its gap says so; the bandwidth rules otherwise.
             let own = softmax::causes(shape, ctx);
             let mut out: Vec<Cause> = constant_cast::cause(r, shape, ctx).into_iter().collect();
+            out.extend(growing_cat::cause(r, shape, ctx));
             out.extend(moe_routing::cause(r, ctx));
             if own.is_empty() {
                 out.extend(elementwise::causes(r, shape, ctx));
