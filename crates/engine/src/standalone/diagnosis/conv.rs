@@ -458,6 +458,7 @@ mod tests {
             tflops,
             kernel: "sm90_xmma_gemm".into(),
             compute_bound: false,
+            aligned: true,
         }
     }
 

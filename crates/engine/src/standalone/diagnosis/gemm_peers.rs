@@ -34,6 +34,21 @@ pub struct GemmPeer {
     /// Above the platform's ridge point for its precision: only these are peers; the others
     /// still say what rate the trace's GEMM kernels reach at a size (`conv`'s patch embedding).
     pub compute_bound: bool,
+    /// N and K multiples of 16 bytes of its precision (or under 64): only aligned GEMMs show
+    /// what the kernel choice allows
+    /// (held-out review: a misaligned fc1 on an `align1` kernel served as fc2's "peer").
+    pub aligned: bool,
+}
+
+/// Whether a GEMM's contiguous dimensions (N, K) allow 16-byte loads. The shape, not the
+/// kernel's name: a narrow-load kernel on an aligned shape (SGLang's gate_up on `GRVWA4`) is
+/// the library's pick, which the kernel-choice rule is for.
+fn is_aligned(n: i64, k: i64, spec: &str) -> bool {
+    let Some(bpe) = spec_bytes(spec) else {
+        return true;
+    };
+    let need = (super::gemm::ALIGN_BYTES / bpe).max(1) as i64;
+    [n, k].iter().all(|&d| d < 64 || d % need == 0)
 }
 
 /// The trace's GEMM signatures, one per shape and kernel, each marked compute-bound where it
@@ -66,6 +81,7 @@ pub fn gemm_peers(rows: &[OpRow], platform: Option<&Platform>) -> Vec<GemmPeer> 
             spec: r.compute_spec.clone(),
             gflops,
             tflops,
+            aligned: is_aligned(n, k, &r.compute_spec),
             kernel,
             compute_bound,
         };
@@ -123,6 +139,53 @@ fn kernel_difference(own: &str, peer: &str) -> String {
     )
 }
 
+/// The trace's aligned compute-bound GEMMs of `own`'s rows and precision, other shapes, of
+/// comparable work: (them, their median rate, their rates in order).
+fn aligned_peers<'a>(
+    own: &GemmPeer,
+    ctx: &'a Context<'_>,
+) -> Option<(Vec<&'a GemmPeer>, f64, Vec<f64>)> {
+    let peers: Vec<&GemmPeer> = ctx
+        .gemm_peers
+        .iter()
+        .filter(|p| {
+            p.compute_bound
+                && p.aligned
+                && p.m == own.m
+                && p.spec == own.spec
+                && (p.n, p.k) != (own.n, own.k)
+        })
+        .filter(|p| {
+            p.gflops <= own.gflops * PEER_MAX_WORK && p.gflops >= own.gflops * PEER_MIN_WORK
+        })
+        .collect();
+    let mut rates: Vec<f64> = peers.iter().map(|p| p.tflops).collect();
+    rates.sort_by(f64::total_cmp);
+    let median = *rates.get(rates.len() / 2)?;
+    Some((peers, median, rates))
+}
+
+/// What a misaligned signature loses against the trace's aligned GEMMs of its rows: (its
+/// rate, their median rate, the µs it would save at that rate), where they are faster by
+/// [`PEER_GAP`]. The alignment cause's cost.
+pub(crate) fn misaligned_loss(shape: &OpRow, ctx: &Context<'_>) -> Option<(f64, f64, f64)> {
+    let (m, n, k) = (shape.param("M")?, shape.param("N")?, shape.param("K")?);
+    let own = ctx
+        .gemm_peers
+        .iter()
+        .filter(|p| p.compute_bound && !p.aligned)
+        .filter(|p| (p.m, p.n, p.k) == (m, n, k) && p.spec == shape.compute_spec)
+        .min_by(|a, b| a.tflops.total_cmp(&b.tflops))?;
+    let (_, median, _) = aligned_peers(own, ctx)?;
+    (median >= own.tflops * PEER_GAP).then(|| {
+        (
+            own.tflops,
+            median,
+            shape.kernel_us * (1.0 - own.tflops / median),
+        )
+    })
+}
+
 /// The cause, for signature `shape` of group `r`, where its peers are faster.
 pub(super) fn slower_than_peers(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
     let (m, n, k) = (shape.param("M")?, shape.param("N")?, shape.param("K")?);
@@ -132,17 +195,12 @@ pub(super) fn slower_than_peers(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> 
         .filter(|p| p.compute_bound)
         .filter(|p| (p.m, p.n, p.k) == (m, n, k) && p.spec == shape.compute_spec)
         .min_by(|a, b| a.tflops.total_cmp(&b.tflops))?;
-    let peers: Vec<&GemmPeer> = ctx
-        .gemm_peers
-        .iter()
-        .filter(|p| p.compute_bound && p.m == m && p.spec == own.spec && (p.n, p.k) != (n, k))
-        .filter(|p| {
-            p.gflops <= own.gflops * PEER_MAX_WORK && p.gflops >= own.gflops * PEER_MIN_WORK
-        })
-        .collect();
-    let mut rates: Vec<f64> = peers.iter().map(|p| p.tflops).collect();
-    rates.sort_by(f64::total_cmp);
-    let median = *rates.get(rates.len() / 2)?;
+    // A misaligned GEMM's gap is its alignment's (`gemm::alignment` costs it against these
+    // same peers): no kernel choice fixes a dimension the fast kernels cannot read.
+    if !own.aligned {
+        return None;
+    }
+    let (peers, median, rates) = aligned_peers(own, ctx)?;
     if median < own.tflops * PEER_GAP {
         return None;
     }
@@ -236,6 +294,33 @@ mod tests {
 
     const SLOW: &str = "Cijk_Alik_Bljk_BBS_BH_MT128x256x32_MI16x16x1_GRVWA4_GRVWB4_ISA942_LRVW4";
     const FAST: &str = "Cijk_Alik_Bljk_BBS_BH_MT320x224x64_MI16x16x1_GRVWA8_GRVWB8_ISA942_LRVW8";
+
+    /// A misaligned K = 5461 (an MLP width not a multiple of 8) at 270 TFLOPS: not "kernel
+    /// choice" (no tuning reads a row the fast kernels cannot), and costed against the aligned
+    /// GEMMs of its rows only (706–715), never against the misaligned N = 5461 one at 276.
+    #[test]
+    fn a_misaligned_gemm_is_costed_against_aligned_peers_only() {
+        let mi300x = crate::perf::platform::by_name("mi300x").expect("mi300x");
+        let rows = [
+            gemm(2048, 5461, 270.0, SLOW),
+            gemm(5461, 2048, 276.0, SLOW),
+            gemm(6144, 2048, 715.0, FAST),
+            gemm(2048, 2048, 706.0, FAST),
+        ];
+        let peers = gemm_peers(&rows, Some(&mi300x));
+        assert_eq!(
+            peers.iter().map(|p| p.aligned).collect::<Vec<_>>(),
+            [false, false, true, true]
+        );
+        let mut ctx = Context::on(Some(&mi300x));
+        ctx.gemm_peers = &peers;
+        assert!(slower_than_peers(&rows[0], &rows[0], &ctx).is_none());
+        let (own, median, saved) = misaligned_loss(&rows[0], &ctx).expect("costed");
+        assert_eq!((own, median), (270.0, 715.0));
+        assert!((saved - rows[0].kernel_us * (1.0 - 270.0 / 715.0)).abs() < 1e-6);
+        // An aligned GEMM has no misalignment loss.
+        assert!(misaligned_loss(&rows[2], &ctx).is_none());
+    }
 
     /// The planted truth: gate/up at 457 TFLOPS where down, q/k/v and o (the same rows, less
     /// work) reach 543–629 with other kernels: the cause names the kernel choice and the time

@@ -87,7 +87,10 @@ pub(super) fn cause(r: &OpRow, shape: &OpRow, _ctx: &Context<'_>) -> Option<Caus
         .filter(|&(i, _)| i != big_at)
         .map(|(_, t)| t[d])
         .sum();
-    if rest <= 0 || big < APPEND_RATIO * rest {
+    // Appending puts the large tensor first (`torch.cat([past, new])`); a small slice first is
+    // a prefix joined once per forward (a ViT's class token before its 3136 patches:
+    // TimeSformer's `cat`), copied once, not grown.
+    if rest <= 0 || big < APPEND_RATIO * rest || big_at != 0 {
         return None;
     }
     let total = big + rest;
@@ -144,7 +147,12 @@ mod tests {
         assert!(cause(&r, &r, &ctx).is_some());
         r.input_dims = "(((8, 32, 1024, 128), (8, 32, 1024, 128)), ())".into();
         assert!(cause(&r, &r, &ctx).is_none());
+        // A class token prepended to the patches: joined, not grown.
+        r.input_dims = "(((8, 1, 768), (8, 3136, 768)), ())".into();
+        r.concrete_inputs = "('', '1')".into();
+        assert!(cause(&r, &r, &ctx).is_none());
         r.input_dims = "(((8, 32, 2049, 128), (8, 32, 1, 128)), ())".into();
+        r.concrete_inputs = "('', '-2')".into();
         r.count = 1;
         assert!(cause(&r, &r, &ctx).is_none());
     }

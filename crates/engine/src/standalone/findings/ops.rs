@@ -1167,6 +1167,36 @@ pub(super) fn op_bottleneck(
             }
         }
     }
+    // What the misalignment costs, measured: each misaligned signature at the rate the trace's
+    // aligned GEMMs of its rows reach (held-out review: a misaligned fc1/fc2 pair at 270–276
+    // TFLOPS against aligned peers at 706–715 had been costed as "kernel choice" on one of
+    // them, half the loss).
+    if r.category == SeedCategory::Gemm && r.kernel_us > 0.0 {
+        if let Some(c) = causes.iter_mut().find(|c| c.key == "gemm_alignment") {
+            let losses: Vec<(f64, f64, f64)> = g
+                .rows
+                .iter()
+                .filter(|x| diagnosis::signature_alignment(x, &dctx).is_some())
+                .filter_map(|x| diagnosis::gemm_peers::misaligned_loss(x, &dctx))
+                .collect();
+            let saved: f64 = losses.iter().map(|l| l.2).sum();
+            if saved > 0.0 {
+                let lo = losses.iter().map(|l| l.0).fold(f64::INFINITY, f64::min);
+                let hi = losses.iter().map(|l| l.0).fold(0.0, f64::max);
+                let peers = losses.iter().map(|l| l.1).fold(0.0, f64::max);
+                let rate = if hi - lo >= 1.0 {
+                    format!("{lo:.0}–{hi:.0}")
+                } else {
+                    format!("{hi:.0}")
+                };
+                c.evidence.push_str(&format!(
+                    " The misaligned signatures run at {rate} TFLOPS where the trace's aligned GEMMs of the same rows reach {peers:.0}: at that rate they would take {:.3} ms less.",
+                    saved / 1e3
+                ));
+                c.waste = Some((saved / r.kernel_us).clamp(0.0, 1.0));
+            }
+        }
+    }
     // A GEMM below the ridge yet far below its memory roofline too is memory-bound on paper
     // only: its cause says bytes do not limit it, so the opening says where the label comes
     // from (BERT-small's "is memory-bound … bytes do not limit it" read as a contradiction).
