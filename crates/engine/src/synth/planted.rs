@@ -876,6 +876,28 @@ pub fn cases() -> Vec<PlantedCase> {
             &["on the vector (SIMT) units", "tf32 495", "the same efficiency on the tf32 peak"],
         )),
         on_h100(case_of(
+            "gemm_fp32_simt_two_ops",
+            // The same fp32 SIMT kernel under `aten::mm` and `aten::addmm` (a Linear with and
+            // without bias): one fix (TF32 / bf16) for both, so the kept finding counts both
+            // ops' saving (held-out review: the lever had counted `mm` alone).
+            vec![
+                h100_mm(4096, 4096, 4096, "\"float\"", "ampere_sgemm_128x64_nn", 55.0, Some([64, 32, 1])),
+                PlantedOp {
+                    launch: vec![Some(([64, 32, 1], [128, 1, 1]))],
+                    ..op(
+                        "aten::addmm",
+                        "[[4096], [4096, 4096], [4096, 4096], [], []]",
+                        "[\"float\", \"float\", \"float\", \"Scalar\", \"Scalar\"]",
+                        "[\"\", \"\", \"\", \"1\", \"1\"]",
+                        &[("ampere_sgemm_128x64_tn", at(2.0 * 4096f64.powi(3), 55.0, 1.0))],
+                        8,
+                    )
+                },
+            ],
+            Some("gemm_fp32"),
+            &["on the vector (SIMT) units", "the one fix covers both, and this finding's impact counts both"],
+        )),
+        on_h100(case_of(
             "gemm_autocast_tensor_op",
             // Healthy: the op records fp32 inputs, but the kernel is a bf16 tensor-op one (the
             // precision is the kernel's): no fp32 lever.

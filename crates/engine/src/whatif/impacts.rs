@@ -318,11 +318,25 @@ pub fn replay_findings(
                 ts < a || ts >= b
             })
         };
-        let ks: Vec<usize> = events
+        // Ops whose findings the one fix covers (`Bottleneck::also_cuts`): their kernels are
+        // cut with this op's, the impact already counting their saving.
+        let also: Vec<u32> = b
+            .also_cuts
             .iter()
+            .flat_map(|(op, _)| {
+                select::gpu_groups(trace, sim, &Selector::Op(op.clone()))
+                    .into_iter()
+                    .flatten()
+            })
+            .collect();
+        let mut ks: Vec<usize> = events
+            .iter()
+            .chain(&also)
             .filter(|g| outside(g))
             .filter_map(|&g| sim.duration_of(g))
             .collect();
+        ks.sort_unstable();
+        ks.dedup();
         let gpu_ns: Nanos = ks.iter().map(|&k| sim.offsets[k].max(0)).sum();
         if gpu_ns <= 0 {
             return None;

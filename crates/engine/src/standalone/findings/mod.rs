@@ -109,6 +109,12 @@ pub struct Bottleneck {
     /// with them: the sibling projections one merged GEMM replaces (`whatif::impacts`).
     #[serde(skip)]
     pub merged_host: Vec<u32>,
+    /// Other ops whose findings name the same cause and action, folded into this one
+    /// (`merge::same_cause_recommendations`): (op name, its mid saving, % of the trace). The
+    /// one fix cuts them too, so the impact and the replay count them (held-out review: the
+    /// TF32 lever counted `aten::mm` and named `aten::addmm` as "the same cause" without it).
+    #[serde(skip)]
+    pub also_cuts: Vec<(String, f64)>,
     /// The share of its time an op finding can save at most: its calls' time above the trace's
     /// kernel floor (`diagnosis::above_floor`; 1 for other findings).
     #[serde(skip)]

@@ -428,7 +428,7 @@ pub(super) fn op_texts(
             let lever = fp8_lever(r, eff, inp.share(r.compute_us() / 1e3), inp).is_some();
             let (issue, a) = match r.bound {
                 _ if eff.is_none() => (
-                    unmodelled_issue(&format!("{q}GEMM"), &name, shape_text, inp),
+                    unmodelled_issue_of(r, &format!("{q}GEMM"), &name, shape_text, inp),
                     gemm_path_a(r, inp.platform, lever),
                 ),
                 // A group of signatures can be memory-bound by its roofline time while its
@@ -806,6 +806,33 @@ pub(super) fn conv_runs_fp32(kernel: &str) -> bool {
                 .any(|h| l.contains(h)))
         || crate::standalone::diagnosis::kernels::gemm_precision(kernel)
             .is_some_and(|p| p.is_fp32())
+}
+
+/// [`unmodelled_issue`], where the row's FLOPs are counted but the platform's table has no
+/// peak for its compute spec (A100's fp32 GEMMs, which run on the SIMT units: held-out review,
+/// "no model for these arguments" on GEMMs whose FLOPs the sheet lists).
+fn unmodelled_issue_of(
+    r: &OpRow,
+    kind: &str,
+    name: &str,
+    shape_text: &str,
+    inp: &Inputs<'_>,
+) -> String {
+    match inp.platform {
+        Some(p) if r.gflops.is_some() && p.peak_tflops(&r.compute_spec).is_none() => {
+            let shape = if shape_text.trim().is_empty() {
+                String::new()
+            } else {
+                format!(" {}", code(shape_text))
+            };
+            format!(
+                "{kind} {name}{shape} has its FLOPs counted but no efficiency: the platform table has no `{}` peak for {}, so it is judged by time alone.",
+                r.compute_spec,
+                p.label()
+            )
+        }
+        _ => unmodelled_issue(kind, name, shape_text, inp),
+    }
 }
 
 /// The issue of a GEMM, convolution or BatchNorm without a perf model: what is missing, in
@@ -1345,6 +1372,7 @@ pub(super) fn op_bottleneck(
         absorbed: Vec::new(),
         fix: Vec::new(),
         merged_host,
+        also_cuts: Vec::new(),
         in_fragment: false,
         inherent_gaps: false,
         above_floor,

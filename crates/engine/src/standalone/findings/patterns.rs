@@ -55,6 +55,7 @@ pub(super) fn pattern_bottleneck(
         absorbed: Vec::new(),
         fix: Vec::new(),
         merged_host: Vec::new(),
+        also_cuts: Vec::new(),
         in_fragment: false,
         inherent_gaps: false,
         above_floor: 1.0,

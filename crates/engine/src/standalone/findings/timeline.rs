@@ -57,6 +57,7 @@ pub(super) fn timeline_bottleneck(
         absorbed: Vec::new(),
         fix: Vec::new(),
         merged_host: Vec::new(),
+        also_cuts: Vec::new(),
         in_fragment: false,
         inherent_gaps: false,
         above_floor: 1.0,
