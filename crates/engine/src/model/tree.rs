@@ -761,6 +761,45 @@ fn link_runtime_calls(
     }
 }
 
+/// A trace without GPU work whose host runs collectives (gloo's `gloo:all_reduce` ranges, or
+/// NCCL's `nccl:*` record-function ranges): a CPU-only rank whose time is the host's, said with
+/// its collectives' count and time so "no GPU time" does not read as nothing recorded (review
+/// 23: a gloo rank of 300, ten 160–380 ms all-reduces, had read only "nothing to analyze").
+fn host_collectives(trace: &Trace) -> Option<String> {
+    let mut names: Vec<(&str, u64, Nanos)> = Vec::new();
+    let mut threads: Vec<LaneId> = Vec::new();
+    for e in trace.events.iter().filter(|e| e.kind().is_host_activity()) {
+        let name = trace.name(e);
+        if !(name.starts_with("gloo:") || name.starts_with("nccl:")) {
+            continue;
+        }
+        match names.iter_mut().find(|(n, _, _)| *n == name) {
+            Some(x) => {
+                x.1 += 1;
+                x.2 += e.dur;
+            }
+            None => names.push((name, 1, e.dur)),
+        }
+        if !threads.contains(&e.lane()) {
+            threads.push(e.lane());
+        }
+    }
+    if names.is_empty() {
+        return None;
+    }
+    names.sort_by_key(|b| std::cmp::Reverse(b.2));
+    let list: Vec<String> = names
+        .iter()
+        .map(|(n, c, d)| format!("`{n}` ×{c}, {:.1} ms", *d as f64 / 1e6))
+        .collect();
+    let s = if threads.len() == 1 { "" } else { "s" };
+    Some(format!(
+        "the host runs collectives without GPU work ({}; on {} thread{s}): a CPU-only rank, whose time is host compute and host-side communication",
+        list.join(", "),
+        threads.len()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -876,43 +915,26 @@ mod tests {
         assert_eq!(tree.gpu_counts()[first.idx()], 0);
         assert_eq!(tree.gpu_counts()[second.idx()], 1);
     }
-}
 
-/// A trace without GPU work whose host runs collectives (gloo's `gloo:all_reduce` ranges, or
-/// NCCL's `nccl:*` record-function ranges): a CPU-only rank whose time is the host's, said with
-/// its collectives' count and time so "no GPU time" does not read as nothing recorded (review
-/// 23: a gloo rank of 300, ten 160–380 ms all-reduces, had read only "nothing to analyze").
-fn host_collectives(trace: &Trace) -> Option<String> {
-    let mut names: Vec<(&str, u64, Nanos)> = Vec::new();
-    let mut threads: Vec<LaneId> = Vec::new();
-    for e in trace.events.iter().filter(|e| e.kind().is_host_activity()) {
-        let name = trace.name(e);
-        if !(name.starts_with("gloo:") || name.starts_with("nccl:")) {
-            continue;
-        }
-        match names.iter_mut().find(|(n, _, _)| *n == name) {
-            Some(x) => {
-                x.1 += 1;
-                x.2 += e.dur;
-            }
-            None => names.push((name, 1, e.dur)),
-        }
-        if !threads.contains(&e.lane()) {
-            threads.push(e.lane());
-        }
+    /// A CPU-only rank (no GPU event) running gloo all-reduces: the diagnostic names them with
+    /// their count, time and threads.
+    #[test]
+    fn a_cpu_only_rank_names_its_host_collectives() {
+        let doc = br#"{"traceEvents": [
+            {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 2, "ts": 0, "dur": 170000, "args": {}},
+            {"ph": "X", "cat": "user_annotation", "name": "gloo:all_reduce", "pid": 1, "tid": 3, "ts": 5, "dur": 180000, "args": {}},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 400000, "dur": 2, "args": {}}
+        ]}"#;
+        let mut t = crate::import::import_bytes(doc).expect("imports");
+        CallTree::build(&mut t);
+        let d = t
+            .diagnostics
+            .get(crate::diagnostics::DiagnosticKind::NoGpuEvents)
+            .expect("no GPU events");
+        let text = format!("{d:?}");
+        assert!(
+            text.contains("`gloo:all_reduce` ×2, 350.0 ms; on 2 threads"),
+            "{text}"
+        );
     }
-    if names.is_empty() {
-        return None;
-    }
-    names.sort_by(|a, b| b.2.cmp(&a.2));
-    let list: Vec<String> = names
-        .iter()
-        .map(|(n, c, d)| format!("`{n}` ×{c}, {:.1} ms", *d as f64 / 1e6))
-        .collect();
-    let s = if threads.len() == 1 { "" } else { "s" };
-    Some(format!(
-        "the host runs collectives without GPU work ({}; on {} thread{s}): a CPU-only rank, whose time is host compute and host-side communication",
-        list.join(", "),
-        threads.len()
-    ))
 }

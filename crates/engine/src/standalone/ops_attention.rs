@@ -121,9 +121,9 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Vec<UnfusedAttention> {
             let (Some(qk), Some(pv)) = (qk, pv) else {
                 continue;
             };
-            for j in qk..=pv {
+            for (j, &r) in roots.iter().enumerate().take(pv + 1).skip(qk) {
                 used.insert(j);
-                sequences.extend(kernels_of(roots[j]));
+                sequences.extend(kernels_of(r));
             }
             sequence_count += 1;
         }
