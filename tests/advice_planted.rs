@@ -84,6 +84,33 @@ fn graph_replays_are_not_told_to_capture_graphs() {
     assert!(!idle.issue.contains("replayed by"), "{}", idle.issue);
 }
 
+/// A launch-bound step whose host also waits in data-dependent syncs (`aten::nonzero` after
+/// every step, 30 % of the host wait) is told to remove the syncs before graph capture, which
+/// cannot hold them (held-out review: an eager MoE expert loop told only "capture the step");
+/// the plain launch-bound counterpart is not told about syncs.
+#[test]
+fn syncs_in_a_launch_bound_step_come_before_graphs() {
+    let a = analyze("idle_launch_bound_with_syncs");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        idle.issue
+            .contains("of the host wait is in data-dependent syncs (`aten::nonzero`"),
+        "{}",
+        idle.issue
+    );
+    assert!(
+        idle.path_a.starts_with("Remove the synchronizations first")
+            && idle.path_a.contains("fixed capacity per expert"),
+        "{}",
+        idle.path_a
+    );
+    let a = analyze("idle_eager_launch_bound");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(!idle.issue.contains("data-dependent"), "{}", idle.issue);
+}
+
 /// A host waiting on its own pageable uploads is told to keep the inputs on the GPU or pin
 /// them, not to capture graphs (A100 AlexNet's benchmark harness: 32 % of idle in `aten::to`).
 #[test]

@@ -129,7 +129,7 @@ mod sync_call_tests {
 }
 
 /// The kind of sync a CPU op stands for, if any.
-fn sync_op(name: &str) -> Option<CauseKind> {
+pub(crate) fn sync_op(name: &str) -> Option<CauseKind> {
     Some(match name {
         "aten::item" | "aten::_local_scalar_dense" => CauseKind::ItemSync,
         "aten::copy_" | "aten::to" | "aten::_to_copy" | "aten::cpu" => CauseKind::CopyToHost,

@@ -77,6 +77,10 @@ pub struct HostCase {
     /// for this long (`cudaMemcpyAsync`); the copy itself takes the last quarter of it on the
     /// GPU, the rest is the host staging it (a benchmark harness re-uploading its inputs).
     pub upload_ns: Option<Nanos>,
+    /// After each step's launches, an `aten::nonzero` that copies its count to the host and
+    /// waits for the GPU to drain, then takes this long on the host (a data-dependent sync, as
+    /// an eager MoE expert loop pays per expert).
+    pub nonzero_ns: Option<Nanos>,
     /// What the case plants (`None` for a healthy counterpart), and what the findings must
     /// and must not say.
     pub truth: &'static str,
@@ -102,6 +106,7 @@ fn base(name: &'static str, truth: &'static str) -> HostCase {
         host_first_only: false,
         optimizer: false,
         upload_ns: None,
+        nonzero_ns: None,
         truth,
     }
 }
@@ -123,6 +128,15 @@ pub fn cases() -> Vec<HostCase> {
             ..base(
                 "idle_graph_replayed",
                 "every step's kernels replayed by one cudaGraphLaunch; the idle is host work between replays: the idle finding says so and never advises graph capture",
+            )
+        },
+        HostCase {
+            host_frames: vec![],
+            host_ns: 20_000,
+            nonzero_ns: Some(150_000),
+            ..base(
+                "idle_launch_bound_with_syncs",
+                "eager launch-bound steps that each end in an `aten::nonzero` data-dependent sync (150 µs of host work after the GPU drains): the idle finding names the syncs, which a graph cannot capture, before graph capture",
             )
         },
         base(
@@ -354,6 +368,9 @@ pub fn write_case(c: &HostCase, w: &mut impl Write) -> io::Result<()> {
             write_upload(&mut ev, ns, &mut st)?;
         }
         write_launches(&mut ev, c, step == 0, &mut st)?;
+        if let Some(ns) = c.nonzero_ns {
+            write_nonzero(&mut ev, ns, &mut st)?;
+        }
         if c.optimizer {
             ev.complete(
                 "user_annotation",
@@ -474,6 +491,65 @@ fn write_stall(ev: &mut EventWriter<'_, impl Write>, s: &Stall, st: &mut Clock) 
     st.ext += 1;
     st.corr += 1;
     st.cpu = start + s.ns + 2 * (n + 1) * 2_000 + 1_000;
+    Ok(())
+}
+
+/// A data-dependent sync: `aten::nonzero` copies its count to the host (`cudaMemcpyAsync`,
+/// then a `cudaStreamSynchronize` that returns once the GPU has drained its queue), then
+/// spends `ns` on the host before the next launch, while the GPU idles.
+fn write_nonzero(
+    ev: &mut EventWriter<'_, impl Write>,
+    ns: Nanos,
+    st: &mut Clock,
+) -> io::Result<()> {
+    let (ext, corr, op_ts) = (st.ext, st.corr, st.cpu);
+    let call_ts = op_ts + 2_000;
+    let copy_ts = st.gpu.max(call_ts + 2_000);
+    // The copy is queued (3 µs), then the stream synchronize waits for it.
+    let sync_ts = call_ts + 4_000;
+    let call_end = (copy_ts + 2_000).max(sync_ts + 1_000);
+    ev.complete(
+        "cpu_op",
+        "aten::nonzero",
+        PID,
+        TID,
+        op_ts,
+        call_end - op_ts + ns,
+        &format!("\"External id\": {ext}, \"Input Dims\": [[4096]], \"Input type\": [\"bool\"]"),
+    )?;
+    ev.complete(
+        "cuda_runtime",
+        "cudaMemcpyAsync",
+        PID,
+        TID,
+        call_ts,
+        3_000,
+        &format!("\"External id\": {ext}, \"correlation\": {corr}"),
+    )?;
+    ev.flow("s", corr, PID, TID, call_ts)?;
+    ev.complete(
+        "cuda_runtime",
+        "cudaStreamSynchronize",
+        PID,
+        TID,
+        sync_ts,
+        call_end - sync_ts,
+        &format!("\"External id\": {ext}, \"correlation\": {}", corr + 1),
+    )?;
+    ev.complete(
+        "gpu_memcpy",
+        "Memcpy DtoH (Device -> Pageable)",
+        GPU_PID,
+        STREAM,
+        copy_ts,
+        1_000,
+        &format!("\"External id\": {ext}, \"correlation\": {corr}, \"device\": 0, \"stream\": {STREAM}, \"bytes\": 8"),
+    )?;
+    ev.flow("f", corr, GPU_PID, STREAM, copy_ts)?;
+    st.gpu = copy_ts + 1_000;
+    st.ext += 1;
+    st.corr += 2;
+    st.cpu = call_end + ns + 1_000;
     Ok(())
 }
 

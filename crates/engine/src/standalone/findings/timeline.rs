@@ -1740,6 +1740,9 @@ fn back_to_back_gaps(split: &crate::analysis::idle::IdleSplit) -> bool {
         && total / split.gaps as i64 <= INHERENT_GAP_NS
 }
 
+/// A sync cause holding this share of a launch-bound step's host wait is named before graphs.
+const SYNC_IN_LAUNCH_BOUND: f64 = 0.15;
+
 /// Mean idle per gap at or under which kernel-wait idle is the GPU's own back-to-back cost.
 pub const INHERENT_GAP_NS: crate::model::Nanos = 5_000;
 
@@ -1817,6 +1820,53 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
                 idle.launch.shorter_than_launch, idle.launch.launches
             )
         };
+        // Syncs inside a launch-bound step: a graph cannot capture a step that waits on the
+        // host, so they go first (held-out review: an eager MoE expert loop, 96 `nonzero` syncs
+        // a step, told only "capture the step in a HIP graph").
+        // A syncing op's wait and its host work after the sync are one cause (the idle
+        // table files the second under the op): summed by op.
+        let mut by_op: Vec<(&str, C, crate::model::Nanos, u64)> = Vec::new();
+        for c in &causes {
+            let kind = match c.kind {
+                C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync => c.kind,
+                C::CpuOp => match crate::analysis::host_wait::sync_op(&c.label) {
+                    Some(k) => k,
+                    None => continue,
+                },
+                _ => continue,
+            };
+            match by_op.iter_mut().find(|x| x.0 == c.label) {
+                Some(x) => {
+                    x.2 += c.time_ns;
+                    x.3 += c.gaps;
+                }
+                None => by_op.push((c.label.as_str(), kind, c.time_ns, c.gaps)),
+            }
+        }
+        let syncs = by_op
+            .into_iter()
+            .max_by_key(|x| x.2)
+            .filter(|x| x.2 as f64 >= SYNC_IN_LAUNCH_BOUND * split.host_wait as f64);
+        if let Some((label, kind, time_ns, gaps)) = syncs.filter(|_| !done.graphs) {
+            let data_dependent = kind == C::DataDependentSync;
+            return (
+                format!(
+                    "{split_text}{already}. {launch_text}; and {:.3} ms ({:.0} %) of the host wait is in {} ({}, {gaps} gaps), which a graph cannot capture",
+                    time_ns as f64 / 1e6,
+                    time_ns as f64 / split.host_wait.max(1) as f64 * 100.0,
+                    if data_dependent { "data-dependent syncs" } else { "host synchronizations" },
+                    code(label),
+                ),
+                format!(
+                    "Remove the synchronizations first: {} A step that synchronizes cannot be captured in a CUDA / HIP graph; once it does not, capture it (`torch.cuda.graphs`, `torch.compile(mode=\"reduce-overhead\")`) and fuse small kernels so fewer are launched.",
+                    if data_dependent {
+                        "an op whose output size depends on the data (`nonzero`, boolean masks, `unique`) copies its count to the host and waits; keep the shapes static (a fixed capacity per expert or bucket, `torch.where` over masks, a fused kernel that routes on the GPU, such as a fused MoE kernel for an expert loop)."
+                    } else {
+                        "keep results on the GPU until they are needed (read scalars every N steps), and copy with `non_blocking=True` into pinned memory."
+                    }
+                ),
+            );
+        }
         return (
             format!("{split_text}{already}. {launch_text}"),
             done.launch_remedy(),
