@@ -417,6 +417,10 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 // transpose, position embedding): no norm or activation follows it to fuse.
                 action: if patchify {
                     "Its output is flattened into tokens, not normalized or activated: run it as the GEMM it is (patches reshaped, `F.linear` with the weight flattened), which writes the tokens in order so no transpose follows it.".into()
+                } else if channels_last_input(shape) {
+                    // Already NHWC (its input's channel stride is 1): channels_last is not
+                    // advised again (held-out review: a channels_last ResNet told to use it).
+                    "Fuse it with the surrounding norm/activation (`torch.compile`) so activations are read once; the model already runs channels_last (its input's channel stride is 1).".into()
                 } else {
                     "Fuse it with the surrounding norm/activation (`torch.compile`) so activations are read once, and use channels_last.".into()
                 },
@@ -428,6 +432,29 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         }
     }
     out
+}
+
+/// Whether a convolution's input is channels_last by its recorded strides: a 4-D input whose
+/// channel dimension (1) has stride 1 and whose last dimension does not
+/// (`(128, 64, 56, 56)` with strides `(200704, 1, 3584, 64)`).
+fn channels_last_input(shape: &OpRow) -> bool {
+    let s = shape.input_strides.as_str();
+    let Some(open) = s
+        .find("((")
+        .map(|i| i + 2)
+        .or_else(|| s.find('(').map(|i| i + 1))
+    else {
+        return false;
+    };
+    let inner = &s[open..];
+    let Some(close) = inner.find(')') else {
+        return false;
+    };
+    let v: Vec<i64> = inner[..close]
+        .split(',')
+        .filter_map(|t| t.trim().parse().ok())
+        .collect();
+    v.len() == 4 && v[1] == 1 && v[3] > 1
 }
 
 #[cfg(test)]
@@ -445,6 +472,18 @@ mod tests {
         r.gflops = Some(0.925);
         r.kernel_us = conv_us;
         r
+    }
+
+    /// An NHWC input (channel stride 1) is read as channels_last; NCHW is not.
+    #[test]
+    fn channels_last_from_the_recorded_strides() {
+        let mut r = crate::standalone::ops::tests_support::row("aten::convolution");
+        r.input_strides = "((200704, 1, 3584, 64), (64, 1, 64, 64), (), ())".into();
+        assert!(channels_last_input(&r));
+        r.input_strides = "((200704, 3136, 56, 1), (64, 1, 1, 1), (), ())".into();
+        assert!(!channels_last_input(&r));
+        r.input_strides = String::new();
+        assert!(!channels_last_input(&r));
     }
 
     /// A GEMM signature of the trace: 788 × `n` × 768 at `tflops`.
