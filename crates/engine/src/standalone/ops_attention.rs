@@ -8,11 +8,25 @@
 //! had read "No attention ops".
 
 use rustc_hash::FxHashSet as HashSet;
+use serde::Serialize;
 
-use super::op_shares::shares;
-use super::patterns::UnfusedAttention;
+use super::op_shares::{shares, OpShare};
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Trace};
+
+/// Attention computed op by op (softmax between batched matmuls) inside one module class, or found from the op
+/// sequence ([`find`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct UnfusedAttention {
+    pub class: String,
+    pub instances: u64,
+    pub ops: Vec<OpShare>,
+    /// Kernel time of the module's own ops (projections in child modules excluded), ms.
+    pub core_ms: f64,
+    /// Found from the op sequence, without module frames (`ops_attention`): `class` names
+    /// the form (`matmul → softmax → matmul`, SDPA's math backend), not a module.
+    pub from_ops: bool,
+}
 
 /// Top-level ops between the score matmul and its softmax (scale, mask, bias, dropout), and
 /// between the softmax and the P·V matmul, that the sequence may span.

@@ -51,18 +51,7 @@ impl FusionCandidate {
     }
 }
 
-/// Attention computed op by op (softmax between batched matmuls) inside one module class.
-#[derive(Debug, Clone, Serialize)]
-pub struct UnfusedAttention {
-    pub class: String,
-    pub instances: u64,
-    pub ops: Vec<OpShare>,
-    /// Kernel time of the module's own ops (projections in child modules excluded), ms.
-    pub core_ms: f64,
-    /// Found from the op sequence, without module frames (`ops_attention`): `class` names
-    /// the form (`matmul → softmax → matmul`, SDPA's math backend), not a module.
-    pub from_ops: bool,
-}
+pub use super::ops_attention::UnfusedAttention;
 
 /// Layout transposes launched by convolutions.
 #[derive(Debug, Clone, Serialize)]
