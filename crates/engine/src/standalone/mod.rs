@@ -9,6 +9,7 @@ pub mod context;
 pub mod conv_signature;
 pub mod decode_floor;
 pub mod diagnosis;
+pub mod elementwise_chains;
 pub mod explorer;
 pub mod findings;
 pub mod functions;

@@ -40,6 +40,12 @@ pub struct FusionCandidate {
     /// Estimate of the fused time: per instance, its longest kernel (a fused kernel still reads
     /// the input and writes the output once), ms.
     pub fused_ms: f64,
+    /// Found from the op sequence, no frame around it (`elementwise_chains`): `class` is the
+    /// sequence, and fusing it removes `removed` (every kernel but each instance's longest).
+    #[serde(default)]
+    pub from_ops: bool,
+    #[serde(skip)]
+    pub removed: Vec<u32>,
 }
 
 impl FusionCandidate {
@@ -312,6 +318,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
     .with_module_patterns(trace, tree, modules)
     .with_ops_attention(trace, tree)
     .with_function_patterns(trace, tree, modules)
+    .with_op_chains(trace, tree)
     .with_gemm_copies(trace, tree, modules)
 }
 
@@ -431,6 +438,8 @@ impl Patterns {
                 ops: shares(work.iter().map(|&(o, d)| (trace.strings.get(o), d))),
                 total_ms: work.iter().map(|(_, d)| *d).sum::<i64>() as f64 / 1e6,
                 fused_ms: fused_ns as f64 / 1e6,
+                from_ops: false,
+                removed: Vec::new(),
             });
         }
         self.fusion
@@ -471,6 +480,32 @@ impl Patterns {
             false
         };
         self.gemm_copies = gemm_copies(trace, tree, &inside);
+        self
+    }
+
+    /// Elementwise chains found from the op sequence where no module or function frame found
+    /// a fusion candidate (`elementwise_chains`).
+    fn with_op_chains(mut self, trace: &Trace, tree: &CallTree) -> Self {
+        if !self.fusion.is_empty() {
+            return self;
+        }
+        self.fusion = super::elementwise_chains::find(trace, tree)
+            .into_iter()
+            .map(|c| {
+                let names: Vec<&str> = c.sequence.iter().map(String::as_str).collect();
+                FusionCandidate {
+                    class: names.join(" → "),
+                    function: None,
+                    instances: c.instances,
+                    kernels: c.kernels,
+                    ops: c.ops,
+                    total_ms: c.total_ms,
+                    fused_ms: c.fused_ms,
+                    from_ops: true,
+                    removed: c.removed,
+                }
+            })
+            .collect();
         self
     }
 
@@ -582,6 +617,8 @@ impl Patterns {
                     ops: ops(),
                     total_ms: total_ns as f64 / 1e6,
                     fused_ms: fused_ns as f64 / 1e6,
+                    from_ops: false,
+                    removed: Vec::new(),
                 });
             }
         }

@@ -70,6 +70,45 @@ pub enum Group {
     Rounds,
 }
 
+/// A tanh-GELU as eight elementwise ops over one `[8, 1024, 8192]` bf16 tensor, each a pass at
+/// 85 % of MI300X's HBM bandwidth.
+fn gelu_chain(calls: u32) -> Vec<PlantedOp> {
+    let t = "[8, 1024, 8192]";
+    let bytes = (8 * 1024 * 8192 * 2) as f64;
+    let ns = |tensors: f64| (tensors * bytes / (5.3e12 * 0.85) * 1e9).round() as Nanos;
+    let k = |f: &str| format!("void at::native::vectorized_elementwise_kernel<4, {f}>");
+    let unary = |name: &str, f: &str, scalar: &str| {
+        op(
+            name,
+            &format!("[{t}, []]"),
+            &format!("[{BF16}, \"Scalar\"]"),
+            &format!("[\"\", \"{scalar}\"]"),
+            &[(k(f).as_str(), ns(2.0))],
+            calls,
+        )
+    };
+    let binary = |name: &str, f: &str| {
+        op(
+            name,
+            &format!("[{t}, {t}]"),
+            &format!("[{BF16}, {BF16}]"),
+            "[\"\", \"\"]",
+            &[(k(f).as_str(), ns(3.0))],
+            calls,
+        )
+    };
+    vec![
+        unary("aten::pow", "PowTensorScalarFunctor", "3"),
+        unary("aten::mul", "MulScalarFunctor", "0.044715"),
+        binary("aten::add", "AddFunctor"),
+        unary("aten::mul", "MulScalarFunctor", "0.7978845608"),
+        unary("aten::tanh", "TanhFunctor", ""),
+        unary("aten::add", "AddScalarFunctor", "1"),
+        binary("aten::mul", "MulFunctor"),
+        unary("aten::mul", "MulScalarFunctor", "0.5"),
+    ]
+}
+
 /// `aten::cat` of `[8, 32, n, 128]` bf16 tensors along dimension -2, one copy kernel at 80 %
 /// of MI300X's HBM bandwidth over its bytes read and written.
 fn cat(lengths: &[i64], calls: u32) -> PlantedOp {
@@ -451,6 +490,36 @@ pub fn cases() -> Vec<PlantedCase> {
                 unfused_attention(16, 4096, 64, 12),
                 Some("attention_materializes_scores"),
                 &["a softmax between batched matmuls", "4096 × 4096 score matrix", "2.15 GB through memory per call"],
+            )
+        },
+        PlantedCase {
+            group: Some(Group::Rounds),
+            // A tanh-GELU written as eight ops over [8, 1024, 8192] bf16 (134 MB a tensor), no
+            // module frames: each op a pass at 85 % of 5.3 TB/s (a binary op reads two, writes
+            // one); 12 instances. Fused, one pass reads and writes it once.
+            ..case_of(
+                "elementwise_chain_no_modules",
+                gelu_chain(12),
+                Some("unfused_op_chain"),
+                &["runs 8 separate kernels", "96 kernels over 12 calls", "aten::pow → aten::mul → aten::add → aten::mul → aten::tanh → aten::add → aten::mul → aten::mul"],
+            )
+        },
+        // Its healthy counterpart: the same GELU as PyTorch's one fused op, 12 calls, one pass
+        // each: no chain.
+        PlantedCase {
+            group: Some(Group::Rounds),
+            ..case_of(
+                "elementwise_chain_fused",
+                vec![op(
+                    "aten::gelu",
+                    "[[8, 1024, 8192], []]",
+                    &format!("[{BF16}, \"\"]"),
+                    "[\"\", \"tanh\"]",
+                    &[("void at::native::vectorized_elementwise_kernel<4, GeluCUDAKernelImpl>", (2.0 * (8 * 1024 * 8192 * 2) as f64 / (5.3e12 * 0.85) * 1e9).round() as Nanos)],
+                    12,
+                )],
+                None,
+                &[],
             )
         },
         PlantedCase {

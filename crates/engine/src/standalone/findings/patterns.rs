@@ -128,6 +128,16 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                                 + ")"
                         ),
                     ),
+                    None if c.from_ops => (
+                        format!(
+                            "Unfused elementwise chain: {} ops in a row",
+                            c.kernels_per_instance().round()
+                        ),
+                        format!(
+                            "run of `{}` (no module frame groups it; found from the op sequence)",
+                            c.class
+                        ),
+                    ),
                     None => (
                         format!("Unfused module {}", code(&c.class)),
                         format!("{} call", code(&c.class)),
@@ -148,6 +158,21 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     rules::saving_projection(c.total_ms, c.fused_ms, compute),
                     inp,
                 );
+                if c.from_ops {
+                    b.path_a = b
+                        .path_a
+                        .replace(
+                            "the module's elementwise sequence",
+                            "this elementwise sequence",
+                        )
+                        .replace("the module", "the code that runs it");
+                    let title = format!(
+                        "{:.0} elementwise kernels in a row over the same data, {} times",
+                        c.kernels_per_instance(),
+                        c.instances
+                    );
+                    b.causes.push(own_cause(&b, "unfused_op_chain", title));
+                }
                 if c.function.is_some() {
                     // The action is the function's to take; the cause is named so the chain reads
                     // as one (its op findings fold in below).
@@ -162,7 +187,11 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                 }
                 b.scope = Some(match c.function {
                     // A function is not on the ops' module paths: its ops' time inside it says
-                    // which op findings it covers.
+                    // which op findings it covers; nor is a chain found from the ops.
+                    None if c.from_ops => super::merge::Scope {
+                        subtracts: true,
+                        ..scope_of(None, c.instances, &c.ops, false)
+                    },
                     Some(_) => super::merge::Scope {
                         subtracts: true,
                         ..scope_of(None, c.instances, &c.ops, false)
@@ -177,13 +206,19 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     Some(frame) => format!("module:{frame}"),
                     None => format!("own:nn.Module: {}_", c.class),
                 };
-                b.fix = vec![(
-                    "fuse",
-                    format!(
-                        "{target}={:.3}",
-                        c.fused_ms * 1e3 / c.instances.max(1) as f64
-                    ),
-                )];
+                b.fix = if c.from_ops {
+                    // No frame to select: each instance keeps its longest kernel, the rest go.
+                    let ids: Vec<String> = c.removed.iter().map(u32::to_string).collect();
+                    vec![("remove", format!("events:{}", ids.join(",")))]
+                } else {
+                    vec![(
+                        "fuse",
+                        format!(
+                            "{target}={:.3}",
+                            c.fused_ms * 1e3 / c.instances.max(1) as f64
+                        ),
+                    )]
+                };
                 f.bottlenecks.push(b);
             }
             if let Some(z) = p.zero_grad.as_ref() {
