@@ -86,15 +86,7 @@ type Found = (Vec<Vec<(EventId, i64)>>, Vec<(String, i64)>);
 
 /// The recurring chains of a trace's top-level ops, most time saved first.
 pub fn find(trace: &Trace, tree: &CallTree) -> Vec<OpChain> {
-    // Per host thread, its roots in start order.
-    let mut lanes: Vec<(crate::model::LaneId, Vec<EventId>)> = Vec::new();
-    for &r in &tree.cpu_roots {
-        let lane = trace.event(r).lane();
-        match lanes.iter_mut().find(|(l, _)| *l == lane) {
-            Some((_, v)) => v.push(r),
-            None => lanes.push((lane, vec![r])),
-        }
-    }
+    let lanes = tree.roots_by_thread(trace);
     let kernels_of = |root: EventId| -> Vec<(EventId, i64)> {
         tree.gpu_under(root)
             .filter(|&k| trace.event(k).kind() == EventKind::Kernel)
@@ -120,7 +112,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Vec<OpChain> {
     // Chains by their op sequence: (instances' kernels, kernels by op).
     let mut by_seq: HashMap<Vec<String>, Found> = HashMap::default();
     let mut order: Vec<Vec<String>> = Vec::new();
-    for (_, roots) in &lanes {
+    for roots in &lanes {
         let mut i = 0;
         while i < roots.len() {
             // The longest run of light ops from `i` over the same rows.

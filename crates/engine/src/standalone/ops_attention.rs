@@ -77,16 +77,8 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Vec<UnfusedAttention> {
     let mut sequence_count = 0u64;
     let mut math: Vec<(&str, i64)> = Vec::new();
     let mut math_count = 0u64;
-    // Roots by host thread, in start order.
-    let mut lanes: Vec<(crate::model::LaneId, Vec<EventId>)> = Vec::new();
-    for &r in &tree.cpu_roots {
-        let lane = trace.event(r).lane();
-        match lanes.iter_mut().find(|(l, _)| *l == lane) {
-            Some((_, v)) => v.push(r),
-            None => lanes.push((lane, vec![r])),
-        }
-    }
-    for (_, roots) in &lanes {
+    let lanes = tree.roots_by_thread(trace);
+    for roots in &lanes {
         let mut used: HashSet<usize> = HashSet::default();
         for (i, &root) in roots.iter().enumerate() {
             let name = trace.name(trace.event(root));
