@@ -438,23 +438,9 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
 /// channel dimension (1) has stride 1 and whose last dimension does not
 /// (`(128, 64, 56, 56)` with strides `(200704, 1, 3584, 64)`).
 fn channels_last_input(shape: &OpRow) -> bool {
-    let s = shape.input_strides.as_str();
-    let Some(open) = s
-        .find("((")
-        .map(|i| i + 2)
-        .or_else(|| s.find('(').map(|i| i + 1))
-    else {
-        return false;
-    };
-    let inner = &s[open..];
-    let Some(close) = inner.find(')') else {
-        return false;
-    };
-    let v: Vec<i64> = inner[..close]
-        .split(',')
-        .filter_map(|t| t.trim().parse().ok())
-        .collect();
-    v.len() == 4 && v[1] == 1 && v[3] > 1
+    super::elementwise::shapes(&shape.input_strides)
+        .first()
+        .is_some_and(|v| v.len() == 4 && v[1] == 1 && v[3] > 1)
 }
 
 #[cfg(test)]

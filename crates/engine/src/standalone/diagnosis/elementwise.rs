@@ -38,19 +38,32 @@ fn contiguous_where_it_matters(shape: &[i64], strides: &[i64]) -> bool {
 
 /// `((8, 4096), (1, 4096))` → shapes; `[[8, 4096], [1, 4096]]` too.
 pub(crate) fn shapes(text: &str) -> Vec<Vec<i64>> {
+    entries(text).iter().map(shape_of).collect()
+}
+
+/// The shapes of a recorded `TensorList` first input (`aten::cat`'s
+/// `(((8, 32, 2049, 128), (8, 32, 1, 128)), ())`); empty where the first input is no list.
+pub(crate) fn tensor_list_shapes(text: &str) -> Vec<Vec<i64>> {
+    entries(text)
+        .first()
+        .and_then(|l| l.as_array())
+        .map(|l| l.iter().map(shape_of).filter(|s| !s.is_empty()).collect())
+        .unwrap_or_default()
+}
+
+/// The top-level entries of a recorded dims or strides text, tuples read as arrays.
+fn entries(text: &str) -> Vec<serde_json::Value> {
     let t = text.replace(['(', '['], "[").replace([')', ']'], "]");
-    let Ok(serde_json::Value::Array(v)) =
-        serde_json::from_str::<serde_json::Value>(&t.replace(",]", "]"))
-    else {
-        return Vec::new();
-    };
-    v.iter()
-        .map(|s| {
-            s.as_array()
-                .map(|a| a.iter().filter_map(|x| x.as_i64()).collect())
-                .unwrap_or_default()
-        })
-        .collect()
+    match serde_json::from_str::<serde_json::Value>(&t.replace(",]", "]")) {
+        Ok(serde_json::Value::Array(v)) => v,
+        _ => Vec::new(),
+    }
+}
+
+fn shape_of(s: &serde_json::Value) -> Vec<i64> {
+    s.as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_i64()).collect())
+        .unwrap_or_default()
 }
 
 /// The dtypes of the activation-sized tensor inputs (those with the most elements), in order:

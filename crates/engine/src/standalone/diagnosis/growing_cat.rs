@@ -12,33 +12,6 @@ use crate::standalone::ops::OpRow;
 /// The large input is at least this many times the rest along the concatenated dimension.
 const APPEND_RATIO: i64 = 16;
 
-/// The innermost shapes of a recorded `Input Dims` text (`(((8, 32, 2049, 128), (8, 32, 1,
-/// 128)), ())`): every non-empty parenthesized list of integers.
-fn shapes(dims: &str) -> Vec<Vec<i64>> {
-    let mut out = Vec::new();
-    let mut start = None;
-    for (i, c) in dims.char_indices() {
-        match c {
-            '(' | '[' => start = Some(i + 1),
-            ')' | ']' => {
-                if let Some(s) = start.take() {
-                    let v: Option<Vec<i64>> = dims[s..i]
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|t| !t.is_empty())
-                        .map(|t| t.parse().ok())
-                        .collect();
-                    if let Some(v) = v.filter(|v| !v.is_empty()) {
-                        out.push(v);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
 /// The concatenated dimension: the recorded `dim` argument (the last concrete input), else the
 /// one dimension the shapes differ in.
 fn cat_dim(concrete: &str, tensors: &[Vec<i64>]) -> Option<usize> {
@@ -70,7 +43,7 @@ pub(super) fn cause(r: &OpRow, shape: &OpRow, _ctx: &Context<'_>) -> Option<Caus
     if !matches!(r.name.as_str(), "aten::cat" | "aten::concat" | "aten::_cat") || r.count < 2 {
         return None;
     }
-    let tensors = shapes(&shape.input_dims);
+    let tensors = super::elementwise::tensor_list_shapes(&shape.input_dims);
     let rank = tensors.first()?.len();
     if tensors.len() < 2 || tensors.iter().any(|t| t.len() != rank) {
         return None;
@@ -106,7 +79,7 @@ pub(super) fn cause(r: &OpRow, shape: &OpRow, _ctx: &Context<'_>) -> Option<Caus
         key: "cat_appends_to_large_tensor",
         title: format!("a tensor grown by concatenation: {rest} of {total} along dimension {d} are new each call"),
         evidence: format!(
-            "each call concatenates a {} tensor with {small} along dimension {d}: it copies all {total} slices of that dimension to add {rest}, {} calls; a tensor grown this way (a KV cache extended every decode step, an output accumulated in a loop) is re-copied in full each time, quadratic in its length, and {:.1}% of the bytes the op moves are the re-copy",
+            "each call concatenates a {} tensor with {small} along dimension {d}: it copies all {total} slices of that dimension to add {rest}, {} calls; a tensor grown this way (a KV cache extended every decode step, an output accumulated in a loop) is re-copied in full each time, quadratic in its length, and {:.1}% of the bytes the op moves are the re-copy.",
             shape_text(&tensors[big_at]),
             r.count,
             waste * 100.0
