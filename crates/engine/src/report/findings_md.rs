@@ -94,17 +94,28 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
     if !b.causes.is_empty() {
         let _ = writeln!(s, "- **Root causes:**");
         for c in &b.causes {
+            // The Issue line usually carries the first cause's evidence, and Path A its action:
+            // printing them again here made every finding say the same thing three times.
+            let evidence = if b.issue.contains(c.evidence.as_str()) {
+                "as stated in the issue.".to_owned()
+            } else {
+                c.evidence.clone()
+            };
+            let action = if b.path_a.contains(c.action.as_str()) {
+                String::new()
+            } else {
+                format!(" *Action:* {}", c.action)
+            };
             let _ = writeln!(
                 s,
-                "  - **{}** ({} confidence{}): {} *Action:* {}",
+                "  - **{}** ({} confidence{}): {}{action}",
                 c.title,
                 c.confidence.label(),
                 c.waste
                     .filter(|w| *w > 0.0)
                     .map(|w| format!(", about {:.1}% of its time", w * 100.0))
                     .unwrap_or_default(),
-                c.evidence,
-                c.action
+                evidence,
             );
         }
     }
