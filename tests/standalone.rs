@@ -525,6 +525,11 @@ fn qwen_uses_flash_attention_and_runs_an_unfused_rmsnorm() {
         .iter()
         .any(|&r| st.rows[r].name == "aten::_scaled_dot_product_flash_attention"));
     assert!(st.patterns.unfused_attention.is_empty());
+    // Its kernel is `pytorch_flash::flash_fwd_kernel`: the summary names the backend.
+    assert_eq!(
+        jarvis_engine::report::standalone_fair::flash_attention_usage(st),
+        "Yes (FlashAttention-2)"
+    );
     let gemm = st.category(SeedCategory::Gemm).expect("gemm");
     assert!(close(gemm.share_pct, 28.2, 0.01), "{}", gemm.share_pct);
     let rms = st
@@ -550,6 +555,19 @@ fn qwen_uses_flash_attention_and_runs_an_unfused_rmsnorm() {
     let base = st.baseline.as_ref().expect("baseline");
     assert!(!base.small_tensors_only);
     assert!((40.0..80.0).contains(&base.pct_of_peak.expect("platform")));
+}
+
+/// Review 25: "Flash Attention Usage: Yes" on a decode trace whose only attention kernels are
+/// vLLM's paged `paged_attention_ll4mi_QKV_mfma16` and its reduce kernel.
+#[test]
+fn paged_decode_attention_is_not_called_flash_attention() {
+    let Some(a) = real("mi300x_sglang_Qwen3-8B_decode.json.gz") else {
+        return;
+    };
+    assert_eq!(
+        jarvis_engine::report::standalone_fair::flash_attention_usage(standalone(&a)),
+        "No: paged (decode) attention kernels (fused, but not FlashAttention)"
+    );
 }
 
 #[test]

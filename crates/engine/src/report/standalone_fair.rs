@@ -178,17 +178,61 @@ fn share_cell(pct: f64, compute_fraction: f64) -> String {
     }
 }
 
-/// Whether the trace uses fused attention (seed 004's "Flash Attention Usage").
-pub fn flash_attention_usage(st: &Standalone) -> &'static str {
-    let fused = st
+/// Whether the trace uses fused attention (seed 004's "Flash Attention Usage"), with the backends
+/// its attention kernels name. A paged decode kernel is fused (no score matrix in memory) but is
+/// not FlashAttention: review 25 read "Yes" on a trace whose only attention kernels were vLLM's
+/// `paged_attention_ll4mi_*`.
+pub fn flash_attention_usage(st: &Standalone) -> String {
+    use crate::standalone::diagnosis::kernels::{attention_backend, AttentionBackend};
+    let mut backends: Vec<AttentionBackend> = Vec::new();
+    let mut fused = false;
+    for r in st
         .rows
         .iter()
-        .any(|r| matches!(r.category, SeedCategory::SdpaFwd | SeedCategory::SdpaBwd));
-    match (fused, st.patterns.unfused_attention.is_empty()) {
-        (true, true) => "Yes",
-        (true, false) => "Partly (unfused attention also found)",
-        (false, false) => "No (attention computed op by op)",
-        (false, true) => "No attention ops",
+        .filter(|r| matches!(r.category, SeedCategory::SdpaFwd | SeedCategory::SdpaBwd))
+    {
+        fused = true;
+        // A graph-replayed kernel's row has no op: its name is `<launch>-><kernel>`.
+        let names: Vec<&str> = if r.kernel_names.is_empty() {
+            r.name.split("->").skip(1).collect()
+        } else {
+            r.kernel_names.iter().map(|(n, _)| n.as_str()).collect()
+        };
+        if let Some(b) = attention_backend(names) {
+            if !backends.contains(&b) {
+                backends.push(b);
+            }
+        }
+    }
+    let named = backends
+        .iter()
+        .map(|b| b.label())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let unfused = !st.patterns.unfused_attention.is_empty();
+    let flash = backends
+        .iter()
+        .any(|b| !matches!(b, AttentionBackend::Paged | AttentionBackend::Unfused));
+    let head = if !fused {
+        return if unfused {
+            "No (attention computed op by op)"
+        } else {
+            "No attention ops"
+        }
+        .to_owned();
+    } else if flash {
+        format!("Yes ({named})")
+    } else if backends.contains(&AttentionBackend::Unfused) {
+        format!("No: the attention ops run batched GEMMs and a softmax ({named})")
+    } else if backends.is_empty() {
+        "Yes (fused attention ops; their kernels name no backend)".to_owned()
+    } else {
+        format!("No: {named} kernels (fused, but not FlashAttention)")
+    };
+    if unfused {
+        format!("{head}; unfused attention also found")
+    } else {
+        head
     }
 }
 
