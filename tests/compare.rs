@@ -499,6 +499,19 @@ fn shared_pairs_match_everything_and_keep_what_does_not() {
             assert!(f.ops >= 10 && f.target_us > 2.0 * f.reference_us, "{f:?}");
             let fair = jarvis_engine::report::compare_md::fair_md(&c, "qwen");
             assert!(fair.contains("Short kernels cost more on the target"));
+            // The idle both pay: the H100's report lists its 2.987 ms without ranking it, and
+            // the comparison says so rather than quoting a rank (review 25: "High" there).
+            let fair_both =
+                jarvis_engine::report::compare_md::fair_md_with(&c, "qwen", Some((&t, &r)));
+            let idle = fair_both
+                .lines()
+                .find(|l| l.starts_with("- **GPU idle time**"))
+                .expect("idle on both platforms");
+            assert!(
+                idle.contains("finds it too (2.987 ms) but does not rank it")
+                    && !idle.contains("(High, 2.987"),
+                "{idle}"
+            );
             // Busy most of the time: no host-bound line.
             assert!(!fair.contains("the host sets the pace"));
             // `silu` runs 16 % faster on the target than on the reference, if not by the

@@ -315,16 +315,27 @@ fn shared_findings(target: &crate::Analysis, reference: &crate::Analysis) -> Str
         let Some(o) = theirs.iter().find(|o| title_stem(&o.title) == stem) else {
             continue;
         };
+        // Quote the reference's own standing: a finding its report lists without ranking is
+        // no "High" there (review 25: Qwen's idle, "not argued" on the H100, quoted as High).
+        let theirs = match o.aside() {
+            Some(why) => format!(
+                "the reference's report finds it too ({:.3} ms) but does not rank it ({why}): a cost the target pays more of",
+                o.time_ms
+            ),
+            None => format!(
+                "the reference's report makes the same finding ({}, {:.3} ms): one cause on both platforms",
+                o.priority.label(),
+                o.time_ms
+            ),
+        };
         let _ = writeln!(
             out,
-            "- **{}**: {} on the target ({:.3} ms, may save {}); the reference's report makes the same finding ({}, {:.3} ms): one cause on both platforms.",
+            "- **{}**: {} on the target ({:.3} ms, may save {}); {theirs}.",
             // Titles are markdown already, trace text escaped where they were made.
             b.title,
             b.priority.label(),
             b.time_ms,
             b.impact.text(),
-            o.priority.label(),
-            o.time_ms
         );
         if out.lines().count() >= 5 {
             break;
