@@ -370,6 +370,19 @@ pub fn is_engine_op(name: &str) -> bool {
     ENGINES.iter().any(|e| name.starts_with(e)) || name.starts_with("_C_") && name.contains("::")
 }
 
+/// An Inductor-generated kernel (`triton_poi_fused_…`, `triton_red_fused_…`,
+/// `triton_per_fused_…`, `triton_tem_fused_…`): the code around it was compiled.
+pub fn is_inductor(kernel: &str) -> bool {
+    [
+        "triton_poi_fused",
+        "triton_red_fused",
+        "triton_per_fused",
+        "triton_tem_fused",
+    ]
+    .iter()
+    .any(|p| kernel.starts_with(p))
+}
+
 /// The attention backend of an op from its kernels' names.
 pub fn attention_backend<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<AttentionBackend> {
     let mut gemm = false;

@@ -54,19 +54,6 @@ struct Replayed<'a> {
     category: SeedCategory,
 }
 
-/// An Inductor-generated kernel (`triton_poi_fused_…`, `triton_red_fused_…`,
-/// `triton_per_fused_…`, `triton_tem_fused_…`): the code around it was compiled.
-fn is_inductor(kernel: &str) -> bool {
-    [
-        "triton_poi_fused",
-        "triton_red_fused",
-        "triton_per_fused",
-        "triton_tem_fused",
-    ]
-    .iter()
-    .any(|p| kernel.starts_with(p))
-}
-
 /// What a short kernel does, from its name, for the action (empty where nothing is known).
 fn role(kernel: &str) -> &'static str {
     let l = kernel.to_ascii_lowercase();
@@ -251,7 +238,9 @@ pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
     // kernels: compiling it is done, and what stays short is what Inductor does not reach
     // (library and custom ops between its kernels; review 14: vLLM's compiled decode was told
     // to `torch.compile`).
-    let compiled = kernels.iter().find(|k| is_inductor(k.kernel));
+    let compiled = kernels
+        .iter()
+        .find(|k| crate::standalone::diagnosis::kernels::is_inductor(k.kernel));
     let compile_part = match compiled {
         Some(k) => format!(
             "the captured region is already compiled (Inductor's `{}` runs in it): what stays short is what Inductor does not fuse, the library and custom ops between its kernels, which only fused library kernels (or a custom-op lowering Inductor can fuse across) merge",

@@ -551,6 +551,11 @@ pub(super) fn op_texts(
                         latency,
                         inp.comm_all.total_ns > 0,
                         inp.rows.iter().any(|x| x.category == SeedCategory::Gemm),
+                        inp.rows.iter().any(|x| {
+                            x.kernel_names
+                                .iter()
+                                .any(|(k, _)| diagnosis::kernels::is_inductor(k))
+                        }),
                     )
                 },
                 path_b: if latency {
@@ -895,7 +900,17 @@ fn moe_path_a(r: &OpRow, ranks: Option<i64>) -> String {
 /// not a bottleneck to tune, so fewer launches are the lever.
 /// `collectives`: whether the trace runs communication kernels (a tensor-parallel all-reduce is
 /// offered as a neighbour to fuse only then).
-fn other_path_a(r: &OpRow, latency: bool, collectives: bool, gemms: bool) -> String {
+/// `compiled`: whether Inductor's kernels run in the trace: the model is already compiled, so an
+/// op left outside them is not offered `torch.compile` (review 25: vLLM's MoE finalize kernel,
+/// beside `triton_poi_fused_*` kernels, was told to fuse "with `torch.compile`").
+fn other_path_a(
+    r: &OpRow,
+    latency: bool,
+    collectives: bool,
+    gemms: bool,
+    compiled: bool,
+) -> String {
+    const LEFT_OUT: &str = "the model is already compiled (Inductor's kernels run in this trace) and Inductor left this op outside them: an op it cannot see into (a library or custom op) or one at a graph break";
     let main = main_kernel_of(r);
     let lower = main.to_ascii_lowercase();
     if r.category == SeedCategory::Communication
@@ -937,6 +952,10 @@ fn other_path_a(r: &OpRow, latency: bool, collectives: bool, gemms: bool) -> Str
         // `add_rmsnorm`): one launch already, written for this; fusing or compiling around it
         // is what the engine did.
         format!("It is the serving engine's own kernel (`{}`, one launch already): compiling the model fuses nothing of it; the levers are that kernel's efficiency (Path B) and the engine's options for it (another backend, {}).", short(&r.name, 60), engine_neighbour(&r.name, collectives))
+    } else if (lower.contains("fused") || lower.contains("fmha") || lower.contains("flash"))
+        && compiled
+    {
+        format!("It already runs a fused kernel (`{}`), and {LEFT_OUT}: the remaining lever is that kernel's efficiency (Path B).", short(&main, 70))
     } else if lower.contains("fused") || lower.contains("fmha") || lower.contains("flash") {
         format!("It already runs a fused kernel (`{}`): the remaining lever is that kernel's efficiency (Path B), or fusing a larger region (`torch.compile` over the module).", short(&main, 70))
     } else if !r.kernel_level && !r.name.contains("::") && !r.name.contains('.') {
@@ -947,12 +966,19 @@ fn other_path_a(r: &OpRow, latency: bool, collectives: bool, gemms: bool) -> Str
         && !is_elementwise_kernel(&lower)
         && latency
     {
-        format!("Its kernels (`{}`) are not plain elementwise ones, and its time is their fixed cost, not its work: fewer launches are the lever (capture the step in a CUDA/HIP graph, or `torch.compile` the module so its small kernels fuse); profiling the kernel would show latency, not a bottleneck to tune.", short(&main, 70))
+        let fewer = if compiled {
+            format!("capture the step in a CUDA/HIP graph, or fold it into a neighbouring kernel by hand: {LEFT_OUT}")
+        } else {
+            "capture the step in a CUDA/HIP graph, or `torch.compile` the module so its small kernels fuse".to_owned()
+        };
+        format!("Its kernels (`{}`) are not plain elementwise ones, and its time is their fixed cost, not its work: fewer launches are the lever ({fewer}); profiling the kernel would show latency, not a bottleneck to tune.", short(&main, 70))
     } else if r.category == SeedCategory::Other
         && !main.is_empty()
         && !is_elementwise_kernel(&lower)
     {
         format!("Its kernel (`{}`) is not a plain elementwise kernel, so fusing elementwise neighbours is not the lever: profile the kernel (Path B) to see whether memory, latency or its algorithm bounds it.", short(&main, 70))
+    } else if compiled {
+        format!("Fuse it with its producer or consumer so the data crosses memory once, by hand: {LEFT_OUT}. A hand-written kernel (or the producer's epilogue) fuses it; registered as a custom op with a lowering, Inductor can fuse across it; at a graph break, removing the break lets Inductor take it.")
     } else {
         "Fuse it with neighbouring elementwise ops (`torch.compile`, or a fused kernel) so the data crosses memory once.".into()
     }
@@ -1923,7 +1949,7 @@ mod tests {
             SeedCategory::Other,
             "triton_poi_fused__unsafe_view_mul_silu_2",
         );
-        let a = other_path_a(&gated, false, false, true);
+        let a = other_path_a(&gated, false, false, true, false);
         assert!(
             a.contains("as an epilogue that reads the gate output")
                 && a.contains("does not help that")
@@ -1935,7 +1961,7 @@ mod tests {
             SeedCategory::Other,
             "triton_poi_fused__unsafe_view_add_3",
         );
-        let a = other_path_a(&add, false, false, true);
+        let a = other_path_a(&add, false, false, true, false);
         assert!(a.contains("neighbouring GEMM's epilogue"), "{a}");
     }
 
@@ -1943,7 +1969,20 @@ mod tests {
     fn path_a_fits_what_the_op_runs() {
         let fuse = "Fuse it with neighbouring elementwise ops";
         let plain = with_kernel("aten::add", SeedCategory::Elementwise, "elementwise_kernel");
-        assert!(other_path_a(&plain, false, false, true).starts_with(fuse));
+        assert!(other_path_a(&plain, false, false, true, false).starts_with(fuse));
+        // In a trace that already runs Inductor's kernels, `torch.compile` is no advice.
+        let compiled = other_path_a(&plain, false, false, true, true);
+        assert!(
+            compiled.contains("already compiled") && !compiled.contains("torch.compile"),
+            "{compiled}"
+        );
+        let fused = with_kernel(
+            "pseudo_op::moe_triton_unfused_finalize_matmul_scatter",
+            SeedCategory::Elementwise,
+            "_finalize_matmul_scatter_bf16",
+        );
+        assert!(!other_path_a(&fused, false, false, true, true).contains("torch.compile"));
+        assert!(!other_path_a(&fused, true, false, true, true).contains("torch.compile"));
         // A norm's own kernels: profile them, unless latency sets their time (then fewer
         // launches).
         let norm = with_kernel(
@@ -1951,8 +1990,8 @@ mod tests {
             SeedCategory::Other,
             "void at::native::RowwiseMomentsCUDAKernel<float>",
         );
-        assert!(other_path_a(&norm, false, false, true).contains("profile the kernel"));
-        let a = other_path_a(&norm, true, false, true);
+        assert!(other_path_a(&norm, false, false, true, false).contains("profile the kernel"));
+        let a = other_path_a(&norm, true, false, true, false);
         assert!(
             a.contains("fewer launches") && !a.contains("profile the kernel (Path B)"),
             "{a}"
@@ -1963,7 +2002,7 @@ mod tests {
             "void multimem_all_reduce_kernel<bf16>",
         ] {
             let r = with_kernel("vllm::all_reduce", SeedCategory::Other, k);
-            let a = other_path_a(&r, false, false, true);
+            let a = other_path_a(&r, false, false, true, false);
             assert!(a.starts_with("A collective"), "{k}: {a}");
         }
         let copy = with_kernel(
@@ -1971,7 +2010,7 @@ mod tests {
             SeedCategory::Elementwise,
             "Memcpy HtoD (Pageable -> Device)",
         );
-        assert!(other_path_a(&copy, false, false, true).contains("pinned memory"));
+        assert!(other_path_a(&copy, false, false, true, false).contains("pinned memory"));
         // The optimizers' foreach update is already one launch over many tensors: never
         // "fuse it with neighbouring elementwise ops" (issue #48: advice the trace contradicts).
         let foreach = with_kernel(
@@ -1979,10 +2018,10 @@ mod tests {
             SeedCategory::Other,
             "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float>(at::native::(anonymous namespace)::TensorListMetadata<2>, at::native::(anonymous namespace)::BinaryOpListAlphaFunctor<float, 2, 2, 0>, std::plus<float>, float)",
         );
-        let a = other_path_a(&foreach, false, false, true);
+        let a = other_path_a(&foreach, false, false, true, false);
         assert!(!a.starts_with(fuse) && a.contains("fused=True"), "{a}");
         let fill = with_kernel("aten::zero_", SeedCategory::Elementwise, "Memset (Device)");
-        assert!(other_path_a(&fill, false, false, true).contains("torch.empty"));
+        assert!(other_path_a(&fill, false, false, true, false).contains("torch.empty"));
         // An op that already runs a fused library kernel; a serving engine's own op (SGLang's
         // act-and-mul) is the engine's kernel, never told to fuse or compile around it.
         let norm = with_kernel(
@@ -1990,15 +2029,14 @@ mod tests {
             SeedCategory::Other,
             "fused_add_rms_norm_kernel",
         );
-        assert!(
-            other_path_a(&norm, false, false, true).starts_with("It already runs a fused kernel")
-        );
+        assert!(other_path_a(&norm, false, false, true, false)
+            .starts_with("It already runs a fused kernel"));
         let engine = with_kernel(
             "sgl_kernel::silu_and_mul",
             SeedCategory::Other,
             "act_and_mul_kernel",
         );
-        let a = other_path_a(&engine, false, false, true);
+        let a = other_path_a(&engine, false, false, true, false);
         assert!(
             a.starts_with("It is the serving engine's own kernel") && !a.contains("torch.compile"),
             "{a}"
@@ -2013,16 +2051,16 @@ mod tests {
         // A `record_function` range is a region, not an op; an op of no known kind whose kernel
         // is no elementwise loop is not told elementwise fusion removes it.
         let range = with_kernel("SortTokens", SeedCategory::Other, "_sum_bitmatrix_rows");
-        let a = other_path_a(&range, false, false, true);
+        let a = other_path_a(&range, false, false, true, false);
         assert!(a.contains("named region") && !a.starts_with(fuse), "{a}");
         let sort = with_kernel("aten::sort", SeedCategory::Other, "radixSortKVInPlace");
-        assert!(!other_path_a(&sort, false, false, true).starts_with(fuse));
+        assert!(!other_path_a(&sort, false, false, true, false).starts_with(fuse));
         let cache = with_kernel(
             "_C_cache_ops::reshape_and_cache_flash",
             SeedCategory::Other,
             "reshape_and_cache_flash_kernel",
         );
-        assert!(other_path_a(&cache, false, false, true)
+        assert!(other_path_a(&cache, false, false, true, false)
             .starts_with("It is the serving engine's own kernel"));
         // fbgemm's permute of pooled embeddings is no pooling op; a GPU-only trace's
         // kernel-level row (an MIOpen helper kernel) is no `record_function` range.
@@ -2031,20 +2069,20 @@ mod tests {
             SeedCategory::Other,
             "permute_pooled_embs_kernel",
         );
-        assert!(!other_path_a(&permute, false, false, true).contains("pooling op"));
+        assert!(!other_path_a(&permute, false, false, true, false).contains("pooling op"));
         let mut helper = with_kernel(
             "SubTensorOpWithScalar1d",
             SeedCategory::Other,
             "SubTensorOpWithScalar1d",
         );
         helper.kernel_level = true;
-        assert!(!other_path_a(&helper, false, false, true).contains("named region"));
+        assert!(!other_path_a(&helper, false, false, true, false).contains("named region"));
         let pool = with_kernel(
             "aten::max_pool2d_with_indices_backward",
             SeedCategory::Other,
             "max_pool_backward_nchw",
         );
-        assert!(other_path_a(&pool, false, false, true).starts_with("A pooling op"));
+        assert!(other_path_a(&pool, false, false, true, false).starts_with("A pooling op"));
         // Inductor's fused kernel: a GEMM epilogue only where the trace runs GEMMs (HTA's
         // Triton example: one `triton_poi_fused_add_cos_sin_0` and no GEMM at all).
         let triton = with_kernel(
@@ -2052,8 +2090,8 @@ mod tests {
             SeedCategory::Other,
             "triton_poi_fused_add_cos_sin_0",
         );
-        assert!(other_path_a(&triton, false, false, true).contains("GEMM's epilogue"));
-        let alone = other_path_a(&triton, false, false, false);
+        assert!(other_path_a(&triton, false, false, true, false).contains("GEMM's epilogue"));
+        let alone = other_path_a(&triton, false, false, false, false);
         assert!(
             !alone.contains("GEMM") && alone.contains("already fused"),
             "{alone}"
