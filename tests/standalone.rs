@@ -89,7 +89,7 @@ fn planted_problems_are_found_with_their_numbers_and_priorities() {
         "priority from the estimated saving"
     );
     assert!(
-        comm.issue.contains("`allreduce` of 384.0 MB ×3"),
+        comm.issue.contains("`allreduce` of 384.0 MiB ×3"),
         "{}",
         comm.issue
     );

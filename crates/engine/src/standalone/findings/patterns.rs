@@ -1120,12 +1120,14 @@ fn size_fit(
     out
 }
 
-/// "5.1 MB", or "48.0 KB" under a tenth of a MiB (a 50 KB all-gather had read "0.0 MB").
+/// "5.1 MiB", or "48.0 KiB" under a tenth of a MiB (a 50 KB all-gather had read "0.0 MB"). The
+/// sizes are TraceLens's "MB" columns, which divide by 2^20: named so (review 25: "16.8 MB" for
+/// 17.6 million bytes).
 fn size_text(mib: f64) -> String {
     if mib < 0.1 {
-        format!("{:.1} KB", mib * 1024.0)
+        format!("{:.1} KiB", mib * 1024.0)
     } else {
-        format!("{mib:.1} MB")
+        format!("{mib:.1} MiB")
     }
 }
 
