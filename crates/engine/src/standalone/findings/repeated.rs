@@ -77,7 +77,7 @@ pub fn repeated_forwards(inp: &Inputs<'_>) -> Option<Bottleneck> {
     let (issue, path_a, confidence) = match r.same_input.as_deref() {
         Some(frame) => (
             format!(
-                "{head} The calls share one input: they run inside {}, and Hugging Face's zero-shot pipelines run one forward per candidate label, each on the same input, preprocessing it again each time. All but one of the {} calls, and of their fetches, redo the same work: {saving_ms:.3} ms of the {redone_ms:.3} ms they take together.",
+                "{head} The calls share one input: they run inside {}, a Hugging Face pipeline that runs one forward per candidate label (object detection and text classification do; image and audio classification batch the labels), each on the same input, preprocessing it again each time. All but one of the {} calls, and of their fetches, redo the same work: {saving_ms:.3} ms of the {redone_ms:.3} ms they take together.",
                 code(&short(frame, 80)),
                 r.per_step,
             ),
