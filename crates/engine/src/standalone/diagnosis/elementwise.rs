@@ -36,6 +36,15 @@ fn contiguous_where_it_matters(shape: &[i64], strides: &[i64]) -> bool {
         .all(|((c, s), &d)| d <= 1 || c == s)
 }
 
+/// Whether every tensor input the row recorded strides for is contiguous (a row without strides
+/// counts as contiguous: nothing says otherwise).
+pub(crate) fn inputs_contiguous(r: &OpRow) -> bool {
+    shapes(&r.input_dims)
+        .iter()
+        .zip(shapes(&r.input_strides).iter())
+        .all(|(d, st)| contiguous_where_it_matters(d, st))
+}
+
 /// `((8, 4096), (1, 4096))` → shapes; `[[8, 4096], [1, 4096]]` too.
 pub(crate) fn shapes(text: &str) -> Vec<Vec<i64>> {
     entries(text).iter().map(shape_of).collect()

@@ -400,7 +400,9 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
             // A constant cast on every call is named first: no kernel speed helps it. A softmax
             // whose kernel explains its gap says so; the bandwidth rules otherwise.
             let own = softmax::causes(shape, ctx);
-            let mut out: Vec<Cause> = constant_cast::cause(r, shape, ctx).into_iter().collect();
+            let mut out: Vec<Cause> = constant_cast::cause(r, shape, signatures, ctx)
+                .into_iter()
+                .collect();
             out.extend(growing_cat::cause(r, shape, ctx));
             out.extend(moe_routing::cause(r, ctx));
             if own.is_empty() {
