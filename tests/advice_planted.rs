@@ -887,6 +887,15 @@ fn a_dominant_host_wait_cause_comes_before_launch_overhead() {
         "{}",
         idle.issue
     );
+    // Module frames alone (`with_modules=True`, `with_stack=False`) are no stacks.
+    let bytes = case_bytes(&case("idle_eager_launch_bound").expect("case"));
+    let modules = String::from_utf8(bytes)
+        .expect("utf-8")
+        .replace("scheduler.py(120): schedule", "nn.Module: Block_0");
+    let a = analyze_trace(import::import_bytes(modules.as_bytes()).expect("trace imports"));
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(!idle.issue.contains("with_stack"), "{}", idle.issue);
     // Without Python frames in the trace, nothing is said of the profiler.
     let a = analyze("idle_compiled_region");
     let st = a.standalone.as_ref().expect("standalone");

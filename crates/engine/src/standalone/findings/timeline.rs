@@ -130,7 +130,9 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
             inp.trace
                 .events
                 .iter()
-                .filter(|e| e.kind() == python)
+                // `with_modules=True` alone records `nn.Module: …` frames: no stacks (a held-out
+                // trace with `with_stack: 0` had read "recorded with Python stacks").
+                .filter(|e| e.kind() == python && !inp.trace.name(e).starts_with("nn.Module: "))
                 .count()
         } else {
             0
