@@ -1535,3 +1535,44 @@ fn a_stall_beside_an_empty_step_is_single_and_a_slow_launch_loads_code() {
         one.issue
     );
 }
+
+/// A decode step's attention module runs bmm, softmax over one-row scores and bmm: its cost is
+/// reading K and V, not a score matrix, so it is no "unfused attention" (held-out: GPT-2 decode
+/// over a `torch.cat`-grown cache, the cat 62 % of the step, had read so). The same module
+/// over a 2048 × 2048 score matrix is.
+#[test]
+fn decode_attention_modules_are_not_unfused_prefill() {
+    let attention = |rows: i64| {
+        let mut softmax = module_op(
+            "aten::_softmax",
+            &[(
+                "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(...)",
+                20_000,
+            )],
+        );
+        softmax.dims = format!("[[8, 12, {rows}, 2048], [], []]");
+        module_case(
+            "GPT2Attention",
+            vec![
+                module_op(
+                    "aten::bmm",
+                    &[("ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_nn", 30_000)],
+                ),
+                softmax,
+                module_op(
+                    "aten::bmm",
+                    &[("ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_nn", 30_000)],
+                ),
+            ],
+        )
+    };
+    let decode = attention(1);
+    assert!(
+        decode.patterns.unfused_attention.is_empty(),
+        "{}",
+        all_text(&decode)
+    );
+    assert!(find(&decode, "Unfused attention").is_none());
+    let prefill = attention(2048);
+    assert_eq!(prefill.patterns.unfused_attention.len(), 1);
+}

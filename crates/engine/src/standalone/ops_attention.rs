@@ -33,7 +33,7 @@ pub struct UnfusedAttention {
 const MAX_BETWEEN: usize = 6;
 /// A score matrix's rows and columns are at least this many tokens: a decode step's one-row
 /// scores (`S = 1`) are the decode attention rules', not an unfused prefill.
-const MIN_SCORE_DIM: i64 = 16;
+pub(crate) const MIN_SCORE_DIM: i64 = 16;
 
 fn is_matmul(name: &str) -> bool {
     matches!(

@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::context::Modules;
 use super::op_shares::shares;
 pub use super::op_shares::OpShare;
+use super::ops_attention::MIN_SCORE_DIM;
 use crate::analysis::kernel_kinds::is_layout_conversion;
 use crate::model::strings::StrId;
 use crate::model::tree::CallTree;
@@ -541,6 +542,11 @@ impl Patterns {
         // (leaf op name, kernel ns): names stay interned ids, as a trace has millions of kernels
         // and a few hundred op names.
         let mut work: Vec<FrameKernels> = vec![Vec::new(); modules.frames.len()];
+        // Per frame, whether a softmax of it recorded a score matrix of at least
+        // `MIN_SCORE_DIM` rows (`Some(true)`), only one-row (decode) scores (`Some(false)`),
+        // or no shapes (`None`). Softmax names decided once per distinct name.
+        let mut prefill: Vec<Option<bool>> = vec![None; modules.frames.len()];
+        let mut softmax_name: HashMap<StrId, bool> = HashMap::default();
         for &root in &tree.cpu_roots {
             let Some(frame) = modules.frame_of_root(root) else {
                 continue;
@@ -550,24 +556,45 @@ impl Patterns {
                 let e = trace.event(k);
                 if e.kind() == EventKind::Kernel {
                     let op = tree.nearest_cpu_op(trace, k).unwrap_or(root);
-                    list.push((trace.event(op).name, e.dur));
+                    let name = trace.event(op).name;
+                    list.push((name, e.dur));
+                    let softmax = *softmax_name.entry(name).or_insert_with(|| {
+                        let n = trace.strings.get(name).to_ascii_lowercase();
+                        n.contains("softmax") && !n.contains("backward")
+                    });
+                    if softmax {
+                        let rows = trace.input_shapes(op).and_then(|sh| {
+                            sh.first().filter(|s| s.len() >= 2).map(|s| s[s.len() - 2])
+                        });
+                        if let Some(rows) = rows {
+                            let p = &mut prefill[frame as usize];
+                            *p = Some(p.unwrap_or(false) || rows >= MIN_SCORE_DIM);
+                        }
+                    }
                 }
             }
         }
         // Frames in the order they were found; those without kernels are no instance.
-        let frames = work.into_iter().enumerate().filter(|(_, w)| !w.is_empty());
+        let frames = work
+            .into_iter()
+            .enumerate()
+            .filter(|(_, w)| !w.is_empty())
+            .map(|(f, w)| (f, w, prefill[f]));
         // Group instances by module class, classes in the order their first instance comes.
-        let mut classes: Vec<(&str, Vec<FrameKernels>)> = Vec::new();
+        let mut classes: Vec<(&str, Vec<FrameKernels>, Option<bool>)> = Vec::new();
         let mut class_at: HashMap<&str, usize> = HashMap::default();
-        for (f, w) in frames {
+        for (f, w, p) in frames {
             let class = modules.frames[f].class.as_str();
             let at = *class_at.entry(class).or_insert_with(|| {
-                classes.push((class, Vec::new()));
+                classes.push((class, Vec::new(), None));
                 classes.len() - 1
             });
             classes[at].1.push(w);
+            if let Some(p) = p {
+                classes[at].2 = Some(classes[at].2.unwrap_or(false) || p);
+            }
         }
-        for (class, instances) in classes {
+        for (class, instances, prefill) in classes {
             let all = || instances.iter().flat_map(|w| w.iter().copied());
             let n_kernels = all().count() as u64;
             let total_ns: i64 = all().map(|(_, d)| d).sum();
@@ -589,7 +616,11 @@ impl Patterns {
             let has_fused_attention = names
                 .iter()
                 .any(|n| n.contains("attention") || n.contains("scaled_dot_product"));
-            if has_softmax && has_bmm && !has_fused_attention {
+            // A decode step's one-row scores (every recorded softmax under `MIN_SCORE_DIM`
+            // rows) are no unfused prefill: its cost is reading K and V, which the decode and
+            // KV-cache rules judge (held-out: GPT-2 decode over a `torch.cat`-grown cache, the
+            // cat 62 % of the step, had read "unfused attention").
+            if has_softmax && has_bmm && !has_fused_attention && prefill != Some(false) {
                 self.unfused_attention.push(UnfusedAttention {
                     class: class.to_owned(),
                     instances: instances.len() as u64,
