@@ -697,7 +697,7 @@ fn p_item_icons_follow_impact_and_host_copies_leave_compute() {
     // or library implementation is missing" (review 14).
     assert!(
         p1_card(&md)
-            .contains("Root cause (for 4.230 of its 6.271 ms): 1 convolution op runs fp32 kernels")
+            .contains("Root cause (for 3.272 of its 6.271 ms): 1 convolution op runs fp32 kernels")
             && p1_card(&md).contains("bf16 autocast")
             && !p1_card(&md).contains("is missing"),
         "{}",

@@ -1812,7 +1812,9 @@ fn short_kernels_in_a_graph_replay_are_named_per_layer() {
 
 /// Kernels only a convolution runs count in the fp32-convolution finding wherever they run
 /// (review 6: A100 AlexNet's FFT convolutions, `gcgemm` and `fft2d` kernels, 1.2 ms, were
-/// left out because the op's example instance ran `scudnn`): 3.027 + 1.203 ms.
+/// left out because the op's example instance ran `scudnn`): 2.069 ms of `scudnn` + 1.203 ms
+/// of FFT kernels. The bias add ATen runs beside them (`CUDAFunctor_add<float>`, 0.958 ms) is
+/// no convolution kernel (held-out suite 2: a bias gradient's fp32 reduction had read as one).
 #[test]
 fn fft_convolutions_count_as_fp32() {
     let Some(shared) = common::shared_dir() else {
@@ -1826,7 +1828,7 @@ fn fft_convolutions_count_as_fp32() {
     let b = findings(st)
         .find(|b| b.title.starts_with("Convolutions in fp32"))
         .expect("the fp32 convolutions");
-    assert!((b.time_ms - 4.230).abs() < 0.001, "{}", b.time_ms);
+    assert!((b.time_ms - 3.272).abs() < 0.001, "{}", b.time_ms);
     assert!(b.issue.contains("fft2d_r2c_32x32"), "{}", b.issue);
     assert!(
         b.fix.iter().any(|(_, s)| s.contains("gcgemm")),

@@ -267,13 +267,20 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         .kernel_names
         .iter()
         .zip(&shape.kernel_launch)
-        .filter(|((n, _), _)| !is_layout_conversion(n))
+        .filter(|((n, _), _)| !is_layout_conversion(n) && !super::kernels::is_aten_side_kernel(n))
         .filter_map(|((n, us), l)| Some((n, *us, (*l)?)))
         .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(n, _, l)| (n, l, super::gemm::recorded_workgroups(n, &l)));
+        .map(|(n, us, l)| (n, l, super::gemm::recorded_workgroups(n, &l), us));
+    // The recorded kernel's share of the call's kernels: its idle units waste only its time
+    // (beside a bias gradient's reduction, a held-out backward's convolution kernel was 14 %).
+    let all_us: f64 = shape.kernel_names.iter().map(|(_, us)| us).sum();
+    let kernel_share = recorded
+        .as_ref()
+        .filter(|_| all_us > 0.0)
+        .map_or(1.0, |r| (r.3 / all_us).clamp(0.0, 1.0));
     if let (Some(g), Some(units)) = (gemm, units) {
         let (tiles, how) = match &recorded {
-            Some((n, l, wg)) => (
+            Some((n, l, wg, _)) => (
                 *wg,
                 format!(
                     "its kernel {} ran {wg} workgroups (grid [{}, {}, {}])",
@@ -311,13 +318,14 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                         "cuDNN's split-K algorithms, which `torch.backends.cudnn.benchmark = True` can pick"
                     }
                 ),
-                waste: Some(1.0 - tiles as f64 / units as f64),
+                waste: Some((1.0 - tiles as f64 / units as f64) * kernel_share),
                 confidence: Confidence::Medium,
                 bounds_all: false,
                 scope: None,
             });
         }
     }
+    out.extend(bias_gradient(shape, ctx));
     let total: f64 = shape.kernel_names.iter().map(|(_, us)| us).sum();
     let layout: f64 = shape
         .kernel_names
@@ -460,6 +468,47 @@ mod tests {
         r
     }
 
+    /// A backward whose time is mostly ATen's bias-gradient reduction on a narrow grid names
+    /// that reduction, its waste its idle share of the reduction's time; the same reduction on
+    /// a full grid, or a small one, is no cause (held-out B200 segmentation head).
+    #[test]
+    fn a_narrow_bias_gradient_reduction_is_named() {
+        use crate::model::LaunchDims;
+        let p = crate::perf::platform::by_name("b200").expect("platform");
+        let ctx = Context::on(Some(&p));
+        let backward = |grid: [u32; 3], reduce_us: f64| {
+            let mut r = row("aten::convolution_backward");
+            r.category = SeedCategory::Convolution;
+            r.kernel_names = vec![
+                ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, at::native::sum_functor<float, float, float>>, unsigned int, float, 4>>(...)".into(), reduce_us),
+                ("sm90_xmma_wgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc".into(), 100.0),
+            ];
+            r.kernel_launch = vec![
+                Some(LaunchDims {
+                    grid,
+                    block: [32, 16, 1],
+                }),
+                Some(LaunchDims {
+                    grid: [148, 1, 1],
+                    block: [256, 1, 1],
+                }),
+            ];
+            r
+        };
+        let c = bias_gradient(&backward([1, 16, 1], 600.0), &ctx).expect("named");
+        assert!(c.title.starts_with("the bias gradient's reduction: 16 workgroups for 148 SMs, 85.7% of this shape's kernel time"), "{}", c.title);
+        assert!((c.waste.expect("costed") - 600.0 / 700.0 * (1.0 - 16.0 / 148.0)).abs() < 1e-12);
+        assert!(bias_gradient(&backward([1, 1184, 1], 600.0), &ctx).is_none());
+        assert!(bias_gradient(&backward([1, 16, 1], 20.0), &ctx).is_none());
+        // Its fp32 reduction is not an fp32 convolution kernel.
+        assert!(super::super::kernels::is_aten_side_kernel(
+            &backward([1, 16, 1], 1.0).kernel_names[0].0
+        ));
+        assert!(!super::super::kernels::is_aten_side_kernel(
+            "void at::native::im2col_kernel<float>(...)"
+        ));
+    }
+
     /// An NHWC input (channel stride 1) is read as channels_last; NCHW is not.
     #[test]
     fn channels_last_from_the_recorded_strides() {
@@ -533,4 +582,58 @@ mod tests {
             .expect("named");
         assert!(p.waste.is_none(), "{}", p.evidence);
     }
+}
+
+/// A backward's share in ATen's reduction kernel (the bias gradient: a sum of the output
+/// gradient over batch and space) from which it is a cause of its own.
+const BIAS_GRAD_SHARE: f64 = 0.3;
+
+/// The bias gradient's reduction, where it holds at least [`BIAS_GRAD_SHARE`] of a convolution
+/// backward's kernel time and its recorded grid leaves at least a quarter of the GPU's units
+/// idle: a reduction over N·H·W values per channel launched as few workgroups (held-out B200
+/// segmentation head: `reduce_kernel` grid [1, 16, 1] on 148 SMs over a [16, 32, 512, 512]
+/// fp32 gradient, 3 % of HBM, 57 % of the op).
+fn bias_gradient(shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
+    if !shape.name.contains("backward") {
+        return None;
+    }
+    let units = ctx.platform.and_then(Platform::units)?;
+    let unit = ctx.platform.map_or("CU", Platform::unit_name);
+    let total: f64 = shape.kernel_names.iter().map(|(_, us)| us).sum();
+    let (name, us, launch) = shape
+        .kernel_names
+        .iter()
+        .zip(&shape.kernel_launch)
+        .filter(|((n, _), _)| {
+            super::kernels::is_aten_side_kernel(n) && n.to_ascii_lowercase().contains("reduce")
+        })
+        .filter_map(|((n, us), l)| Some((n, *us, (*l)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let share = us / total.max(f64::MIN_POSITIVE);
+    let blocks: u64 = launch.grid.iter().map(|&g| g.max(1) as u64).product();
+    if share < BIAS_GRAD_SHARE || blocks * 4 > units * 3 {
+        return None;
+    }
+    let idle = 1.0 - blocks as f64 / units as f64;
+    Some(Cause {
+        key: "conv_bias_grad_reduction",
+        title: format!(
+            "the bias gradient's reduction: {blocks} workgroups for {units} {unit}s, {} of this shape's kernel time",
+            pct(share)
+        ),
+        evidence: format!(
+            "{} of each call's kernel time is ATen's reduction {} (the bias gradient: the output gradient summed over batch and space for each channel), launched as {blocks} workgroups (grid [{}, {}, {}]) for {units} {unit}s: {} of the {unit}s idle while it streams the whole output gradient.",
+            pct(share),
+            crate::standalone::md::code(&crate::standalone::md::short(name, 60)),
+            launch.grid[0],
+            launch.grid[1],
+            launch.grid[2],
+            pct(idle)
+        ),
+        action: "Drop the convolution's bias where a normalization follows it (BatchNorm or GroupNorm cancels it), or compute the bias gradient as a matrix-vector product over the gradient reshaped to [channels, N·H·W] (one GEMV spreads the sum over every SM); the reduction's grid is PyTorch's choice for this shape, worth a replay for the framework team.".into(),
+        waste: Some(share * idle),
+        confidence: Confidence::Medium,
+        bounds_all: false,
+        scope: None,
+    })
 }

@@ -383,6 +383,18 @@ pub fn is_inductor(kernel: &str) -> bool {
     .any(|p| kernel.starts_with(p))
 }
 
+/// An ATen elementwise or reduction kernel a convolution op runs beside its convolution
+/// kernels (`at::native::reduce_kernel<…>`: the bias gradient's sum over batch and space; a
+/// fill): not the convolution, so neither its precision nor its grid is the convolution's. ATen's
+/// own convolution kernels (`im2col`, `col2im`, `slow_conv…`) are.
+pub fn is_aten_side_kernel(kernel: &str) -> bool {
+    let l = kernel.to_ascii_lowercase();
+    l.contains("at::native::")
+        && !["conv", "im2col", "col2im", "vol2col", "col2vol"]
+            .iter()
+            .any(|k| l.contains(k))
+}
+
 /// The attention backend of an op from its kernels' names.
 pub fn attention_backend<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<AttentionBackend> {
     let mut gemm = false;

@@ -376,7 +376,14 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
             own.extend(attention_classes::cause(r, shape, ctx));
             own
         }
-        SeedCategory::Convolution => conv::causes(shape, ctx),
+        SeedCategory::Convolution => {
+            // The bias gradient's share is of its own signature's calls.
+            let mut c = conv::causes(shape, ctx);
+            for x in c.iter_mut().filter(|x| x.key == "conv_bias_grad_reduction") {
+                x.waste = x.waste.map(|w| w * signature_share(r, shape));
+            }
+            c
+        }
         SeedCategory::MoeFused => moe::causes(shape, ctx),
         SeedCategory::Batchnorm => {
             // A per-channel kernel that leaves most of the GPU idle explains the gap first;

@@ -798,6 +798,11 @@ fn engine_neighbour(name: &str, collectives: bool) -> &'static str {
 /// `scudnn` kernels, `sgemm`-based implicit convolutions, MIOpen's `_fp32` solvers, or a GEMM
 /// precision of fp32 (`gemm_precision`).
 pub(super) fn conv_runs_fp32(kernel: &str) -> bool {
+    if diagnosis::kernels::is_aten_side_kernel(kernel) {
+        // A held-out trace's bias-gradient `reduce_kernel<…, float, …>` inside a bf16
+        // convolution's backward had read "Convolutions in fp32".
+        return false;
+    }
     let l = kernel.to_ascii_lowercase();
     l.contains("scudnn")
         || l.contains("sgemm")
