@@ -700,12 +700,25 @@ fn graph_replayed(r: &OpRow) -> bool {
             .is_some_and(|(launcher, _)| launcher.to_ascii_lowercase().contains("graph"))
 }
 
+/// Whether the GEMM's left operand `[M, K]` is a transposed view, M its contiguous dimension
+/// (recorded strides `(1, M)`: a weight gradient's `grad_outputᵀ`), so M's alignment sets its
+/// loads. A forward's token count M is not read along (`(K, 1)`): an odd M costs a partial
+/// tile only.
+pub(crate) fn m_contiguous(r: &OpRow) -> bool {
+    let strides = super::elementwise::shapes(&r.input_strides);
+    let at = usize::from(r.name.contains("addmm") || r.name.contains("baddbmm"));
+    strides
+        .get(at)
+        .filter(|s| s.len() >= 2)
+        .is_some_and(|s| s[s.len() - 2] == 1 && s[s.len() - 1] > 1)
+}
+
 /// The smallest dimension a misalignment finding pads (docs/analysis.md).
 const MIN_PADDED_DIM: i64 = 64;
 
 fn alignment(
     r: &OpRow,
-    (_m, n, k): (i64, i64, i64),
+    (m, n, k): (i64, i64, i64),
     main: Option<&(String, GemmKernel)>,
     ctx: &Context<'_>,
 ) -> Option<Cause> {
@@ -719,7 +732,13 @@ fn alignment(
     // Only the contiguous dimensions matter to vector loads: K (rows of both operands) and N
     // (rows of the output) in `x[M, K] · W[N, K]ᵀ`; an odd token count M costs a partial
     // tile (the wave rules' matter), not narrow loads.
-    let dims: &[(&str, i64)] = &[("N", n), ("K", k)];
+    // Unless the kernel's name says it runs a narrow-alignment path: then the operands'
+    // layouts (a weight gradient's transposed ones) make M a contiguous dimension too (held-out
+    // H100: the vocabulary projection's weight gradient, M = 50257, ran `…_align1` at 35 %,
+    // read as "a previous-generation kernel").
+    let narrow = stated.is_some_and(|a| (a as i64) < need) && m_contiguous(r);
+    let with_m = [("M", m), ("N", n), ("K", k)];
+    let dims: &[(&str, i64)] = if narrow { &with_m } else { &with_m[1..] };
     // A dimension under 64 elements is tiny, not misaligned: padding 5 to 8 adds 60 % more
     // work to a GEMM whose size, not its alignment, sets its speed.
     let misaligned = |d: i64| d % need != 0 && d >= MIN_PADDED_DIM;
@@ -730,7 +749,7 @@ fn alignment(
         .collect();
     let dtype = spec_dtype(&r.compute_spec);
     if off.is_empty() {
-        return unaligned_operands(r, (_m, n, k), main, need, dtype);
+        return unaligned_operands(r, (m, n, k), main, need, dtype);
     }
     let kernel_says = main.and_then(|(name, k)| {
         let a = k.align.filter(|&a| (a as i64) < need)?;
@@ -2075,5 +2094,26 @@ mod tests {
             alignment(&r, (4096, 3137, 64), None, &no_platform()).expect("N = 3137 is misaligned");
         assert!(c.action.contains("N 3137 → 3144"), "{}", c.action);
         assert!(!c.action.contains("K 64"), "{}", c.action);
+    }
+
+    /// M counts where the kernel runs the narrow path and the left operand is a transposed
+    /// view (a weight gradient's `grad_outputᵀ`, M = 50257 contiguous: held-out H100); a
+    /// forward's odd token count (`(K, 1)` strides) does not.
+    #[test]
+    fn a_transposed_left_operands_rows_are_aligned_too() {
+        let mut r = row("aten::mm");
+        r.compute_spec = "matrix_bf16".into();
+        let kernel = "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_256x128_32x3_tn_align1>(Params)";
+        let main = (
+            kernel.to_owned(),
+            gemm_kernel(kernel).expect("a GEMM kernel"),
+        );
+        r.input_strides = "((1, 50257), (2048, 1))".into();
+        let c = alignment(&r, (50257, 2048, 8192), Some(&main), &no_platform())
+            .expect("M is contiguous");
+        assert_eq!(c.title, "misaligned dimensions (M = 50257)");
+        r.input_strides = "((8192, 1), (2048, 1))".into();
+        let c = alignment(&r, (50257, 2048, 8192), Some(&main), &no_platform());
+        assert!(c.is_none_or(|c| !c.title.contains("M = 50257")));
     }
 }

@@ -43,12 +43,19 @@ pub struct GemmPeer {
 /// Whether a GEMM's contiguous dimensions (N, K) allow 16-byte loads. The shape, not the
 /// kernel's name: a narrow-load kernel on an aligned shape (SGLang's gate_up on `GRVWA4`) is
 /// the library's pick, which the kernel-choice rule is for.
-fn is_aligned(n: i64, k: i64, spec: &str) -> bool {
+/// M counts too where the kernel's name says it runs a narrow-alignment path (`…_align1`) and
+/// the left operand is a transposed view (`gemm::m_contiguous`: a weight gradient's; held-out
+/// H100: the vocabulary projection's weight gradient, M = 50257).
+fn is_aligned(m: i64, n: i64, k: i64, spec: &str, kernel: &str, m_contiguous: bool) -> bool {
     let Some(bpe) = spec_bytes(spec) else {
         return true;
     };
     let need = (super::gemm::ALIGN_BYTES / bpe).max(1) as i64;
-    [n, k].iter().all(|&d| d < 64 || d % need == 0)
+    let narrow = super::kernels::gemm_kernel(kernel)
+        .and_then(|g| g.align)
+        .is_some_and(|a| (a as i64) < need);
+    let ok = |d: i64| d < 64 || d % need == 0;
+    ok(n) && ok(k) && (!(narrow && m_contiguous) || ok(m))
 }
 
 /// The trace's GEMM signatures, one per shape and kernel, each marked compute-bound where it
@@ -81,7 +88,14 @@ pub fn gemm_peers(rows: &[OpRow], platform: Option<&Platform>) -> Vec<GemmPeer> 
             spec: r.compute_spec.clone(),
             gflops,
             tflops,
-            aligned: is_aligned(n, k, &r.compute_spec),
+            aligned: is_aligned(
+                m,
+                n,
+                k,
+                &r.compute_spec,
+                &kernel,
+                super::gemm::m_contiguous(r),
+            ),
             kernel,
             compute_bound,
         };
@@ -145,13 +159,22 @@ fn aligned_peers<'a>(
     own: &GemmPeer,
     ctx: &'a Context<'_>,
 ) -> Option<(Vec<&'a GemmPeer>, f64, Vec<f64>)> {
+    peers_of(own, ctx, true)
+}
+
+/// [`aligned_peers`], of the same rows (`same_rows`) or of any.
+fn peers_of<'a>(
+    own: &GemmPeer,
+    ctx: &'a Context<'_>,
+    same_rows: bool,
+) -> Option<(Vec<&'a GemmPeer>, f64, Vec<f64>)> {
     let peers: Vec<&GemmPeer> = ctx
         .gemm_peers
         .iter()
         .filter(|p| {
             p.compute_bound
                 && p.aligned
-                && p.m == own.m
+                && (!same_rows || p.m == own.m)
                 && p.spec == own.spec
                 && (p.n, p.k) != (own.n, own.k)
         })
@@ -165,8 +188,9 @@ fn aligned_peers<'a>(
     Some((peers, median, rates))
 }
 
-/// What a misaligned signature loses against the trace's aligned GEMMs of its rows: (its
-/// rate, their median rate, the µs it would save at that rate), where they are faster by
+/// What a misaligned signature loses against the trace's aligned GEMMs of its rows (else, where
+/// none has its rows, of similar work: a weight gradient's M is the vocabulary): (its rate,
+/// their median rate, the µs it would save at that rate), where they are faster by
 /// [`PEER_GAP`]. The alignment cause's cost.
 pub(crate) fn misaligned_loss(shape: &OpRow, ctx: &Context<'_>) -> Option<(f64, f64, f64)> {
     let (m, n, k) = (shape.param("M")?, shape.param("N")?, shape.param("K")?);
@@ -176,7 +200,7 @@ pub(crate) fn misaligned_loss(shape: &OpRow, ctx: &Context<'_>) -> Option<(f64, 
         .filter(|p| p.compute_bound && !p.aligned)
         .filter(|p| (p.m, p.n, p.k) == (m, n, k) && p.spec == shape.compute_spec)
         .min_by(|a, b| a.tflops.total_cmp(&b.tflops))?;
-    let (_, median, _) = aligned_peers(own, ctx)?;
+    let (_, median, _) = aligned_peers(own, ctx).or_else(|| peers_of(own, ctx, false))?;
     (median >= own.tflops * PEER_GAP).then(|| {
         (
             own.tflops,

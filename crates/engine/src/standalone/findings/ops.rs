@@ -1279,7 +1279,7 @@ pub(super) fn op_bottleneck(
                     format!("{hi:.0}")
                 };
                 c.evidence.push_str(&format!(
-                    " The misaligned signatures run at {rate} TFLOPS where the trace's aligned GEMMs of the same rows reach {peers:.0}: at that rate they would take {:.3} ms less.",
+                    " The misaligned signatures run at {rate} TFLOPS where the trace's aligned GEMMs of the same rows (or, where none has them, of similar work) reach {peers:.0}: at that rate they would take {:.3} ms less.",
                     saved / 1e3
                 ));
                 c.waste = Some((saved / r.kernel_us).clamp(0.0, 1.0));
