@@ -1576,3 +1576,38 @@ fn decode_attention_modules_are_not_unfused_prefill() {
     let prefill = attention(2048);
     assert_eq!(prefill.patterns.unfused_attention.len(), 1);
 }
+
+/// A module fusion is replayed on the class's frames whether the trace numbers them
+/// (`nn.Module: LlamaRMSNorm_0`) or not (`nn.Module: LlamaRMSNorm`): a held-out trace's
+/// unnumbered frames had replayed "saves ~0" on a GPU-bound step.
+#[test]
+fn a_module_fusion_is_replayed_on_unnumbered_frames_too() {
+    use jarvis_engine::synth::planted::{case_bytes, Group, PlantedCase};
+    let ops = vec![
+        module_op("aten::pow", &[("void at::native::vectorized_elementwise_kernel<4, at::native::pow_tensor_scalar_kernel>(...)", 20_000)]),
+        module_op("aten::mean", &[("void at::native::reduce_kernel<512, 1>(...)", 20_000)]),
+        module_op("aten::add", &[("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(...)", 10_000)]),
+        module_op("aten::rsqrt", &[("void at::native::vectorized_elementwise_kernel<4, at::native::rsqrt_kernel_cuda>(...)", 10_000)]),
+        module_op("aten::mul", &[("void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float>>(...)", 20_000)]),
+    ];
+    let bytes = case_bytes(&PlantedCase {
+        name: "module",
+        device: "NVIDIA H100 80GB HBM3",
+        ops,
+        planted: None,
+        key_numbers: Vec::new(),
+        group: Some(Group::Module("LlamaRMSNorm")),
+    });
+    let saved = |bytes: &[u8]| {
+        let a = analyze_trace(import::import_bytes(bytes).expect("imports"));
+        let st = a.standalone.expect("standalone");
+        let b = find(&st, "Unfused module `LlamaRMSNorm`").expect("the fusion");
+        b.impact.replayed.expect("replayed").saved_ms()
+    };
+    let numbered = saved(&bytes);
+    let plain = String::from_utf8(bytes)
+        .expect("utf-8")
+        .replace("nn.Module: LlamaRMSNorm_0", "nn.Module: LlamaRMSNorm");
+    assert!(numbered > 0.0);
+    assert!((saved(plain.as_bytes()) - numbered).abs() < 1e-9);
+}

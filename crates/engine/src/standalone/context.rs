@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, LaneId, Trace};
 
-const MODULE_PREFIX: &str = "nn.Module: ";
+pub const MODULE_PREFIX: &str = "nn.Module: ";
 /// Subtree listings stop here: the seeds want a readable excerpt, not the whole tree.
 const MAX_SUBTREE_LINES: usize = 40;
 

@@ -287,7 +287,18 @@ pub fn host_events(trace: &Trace, sim: &Simulation, sel: &Selector) -> Vec<u32> 
             })
         }
         Selector::Module(text) | Selector::Own(text) => {
-            let contains = |n: &str| n.contains(text.as_str());
+            // `nn.Module: Class_` selects the class's instances, numbered (`Class_0`) or not
+            // (a trace that names frames `nn.Module: RMSNorm`): never another class whose name
+            // starts the same (held-out: a fused RMSNorm's replay had found no frame).
+            let class = text
+                .strip_prefix(crate::standalone::context::MODULE_PREFIX)
+                .and_then(|t| t.strip_suffix('_'));
+            let contains = |n: &str| match class {
+                Some(c) => n
+                    .strip_prefix(crate::standalone::context::MODULE_PREFIX)
+                    .is_some_and(|i| crate::standalone::context::module_class(i) == c),
+                None => n.contains(text.as_str()),
+            };
             let mut names = Names::new(trace, &contains);
             host_spans(trace, sim, |e| {
                 matches!(

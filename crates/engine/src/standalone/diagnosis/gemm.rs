@@ -705,7 +705,7 @@ fn graph_replayed(r: &OpRow) -> bool {
 /// loads. A forward's token count M is not read along (`(K, 1)`): an odd M costs a partial
 /// tile only.
 pub(crate) fn m_contiguous(r: &OpRow) -> bool {
-    let strides = super::elementwise::shapes(&r.input_strides);
+    let strides = super::recorded_shapes::shapes(&r.input_strides);
     let at = usize::from(r.name.contains("addmm") || r.name.contains("baddbmm"));
     strides
         .get(at)

@@ -29,6 +29,7 @@ pub use outer_product::{is_outer_product, OUTER_PRODUCT_ACTION};
 pub mod kernels;
 mod moe;
 pub mod moe_routing;
+pub(crate) mod recorded_shapes;
 pub use moe::expert_block_rows;
 pub(crate) use moe::expert_parallel_lever;
 pub use tuning::tunableop_lever;
