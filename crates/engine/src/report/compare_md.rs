@@ -189,6 +189,9 @@ enum Rec<'a> {
     /// Work the target runs that the reference does not (`Comparison::target_only`), where it
     /// is a material share of the target's GPU timeline.
     TargetOnly(Vec<&'a crate::compare::Unmatched>),
+    /// Matched GEMMs the target runs in fp32 where the reference runs a narrower precision on
+    /// its matrix units: one cause (precision), not a kernel gap per shape.
+    Precision(Vec<&'a Matched>),
 }
 
 impl Rec<'_> {
@@ -197,6 +200,7 @@ impl Rec<'_> {
             Rec::Op(ms) => ms.iter().map(|m| m.excess_us).sum(),
             Rec::Fixed(f) => f.excess_us(),
             Rec::TargetOnly(u) => u.iter().map(|x| x.us).sum(),
+            Rec::Precision(ms) => ms.iter().map(|m| m.excess_us).sum(),
         }
     }
 }
@@ -220,10 +224,33 @@ fn target_finding_of<'a>(st: &'a crate::standalone::Standalone, op: &str) -> Opt
         .map(|b| b.title.as_str())
 }
 
-/// The slower matches grouped by op name and the target's kernel, in their order.
+/// The precisions of a match's two main kernels where the target's is fp32 and the
+/// reference's is not (both read from the kernels' names).
+fn precision_gap(
+    m: &Matched,
+) -> Option<(
+    crate::standalone::diagnosis::kernels::KernelPrecision,
+    crate::standalone::diagnosis::kernels::KernelPrecision,
+)> {
+    use crate::standalone::diagnosis::kernels::gemm_precision;
+    let t = gemm_precision(m.target_kernel.as_deref()?)?;
+    let r = gemm_precision(m.reference_kernel.as_deref()?)?;
+    (t.is_fp32() && !r.is_fp32()).then_some((t, r))
+}
+
+/// The slower matches grouped by op name and the target's kernel, in their order; GEMMs whose
+/// kernels run fp32 on the target and a narrower precision on the reference are one
+/// recommendation (held-out V100-against-A100 pair: fp32 `volta_sgemm` against bf16
+/// `ampere_bf16_s16816gemm`, 74.9 % of the target, had read as eight "kernel tuned for this
+/// shape" items).
 fn grouped<'a>(slower: &[&'a Matched]) -> Vec<Rec<'a>> {
+    let precision: Vec<&'a Matched> = slower
+        .iter()
+        .copied()
+        .filter(|m| precision_gap(m).is_some())
+        .collect();
     let mut out: Vec<Vec<&'a Matched>> = Vec::new();
-    for &m in slower {
+    for &m in slower.iter().filter(|m| precision_gap(m).is_none()) {
         let same = |g: &Vec<&Matched>| {
             m.kind == MatchKind::Signature
                 && g[0].kind == MatchKind::Signature
@@ -236,7 +263,11 @@ fn grouped<'a>(slower: &[&'a Matched]) -> Vec<Rec<'a>> {
             None => out.push(vec![m]),
         }
     }
-    out.into_iter().map(Rec::Op).collect()
+    let mut recs: Vec<Rec<'a>> = out.into_iter().map(Rec::Op).collect();
+    if !precision.is_empty() {
+        recs.push(Rec::Precision(precision));
+    }
+    recs
 }
 
 /// The latency-bound ops take the target longer than the reference by the verdicts' own
@@ -544,7 +575,10 @@ pub fn fair_md_with(
         recs.push(Rec::TargetOnly(only));
     }
     recs.sort_by(|a, b| b.excess_us().total_cmp(&a.excess_us()));
-    if !recs.iter().any(|r| matches!(r, Rec::Op(_) | Rec::Fixed(_))) {
+    if !recs
+        .iter()
+        .any(|r| matches!(r, Rec::Op(_) | Rec::Fixed(_) | Rec::Precision(_)))
+    {
         let _ = writeln!(
             s,
             "No matched op is slower on the target than the hardware ratio explains.\n"
@@ -664,6 +698,40 @@ pub fn fair_md_with(
                 let _ = writeln!(
                     s,
                     "**Impact**: up to {} ms ({share:.1}% of the target's GPU timeline) {reach}. Priority {}.\n\n---\n",
+                    ms(r.excess_us()),
+                    p.label()
+                );
+            }
+            Rec::Precision(group) => {
+                let (tp, rp) = precision_gap(group[0]).expect("grouped by it");
+                let target_us: f64 = group.iter().map(|m| m.target_us).sum();
+                let reference_us: f64 = group.iter().map(|m| m.reference_us).sum();
+                let _ = writeln!(
+                    s,
+                    "### {} Priority {}: GEMMs in {} on the target, {} on the reference",
+                    p.marker(),
+                    i + 1,
+                    tp.label(),
+                    rp.label()
+                );
+                let _ = writeln!(
+                    s,
+                    "**Gap**: {} matched GEMM signatures take {} ms on the target against {} ms on the reference: the target's kernels run {} (`{}`), the reference's {} (`{}`). The difference is the precision, not a kernel to tune: no hardware ratio of one precision predicts the other.  ",
+                    group.len(),
+                    ms(target_us),
+                    ms(reference_us),
+                    tp.label(),
+                    short(group[0].target_kernel.as_deref().unwrap_or(""), 50),
+                    rp.label(),
+                    short(group[0].reference_kernel.as_deref().unwrap_or(""), 50),
+                );
+                let _ = writeln!(
+                    s,
+                    "**Action**: Run the target's model in the precision the reference runs: under autocast (`torch.autocast(device_type=\"cuda\", dtype=torch.float16)` with a `GradScaler` on a GPU without bf16 matrix units such as V100; bf16 where it has them), or, where the GPU has TF32 (Ampere and later), `torch.backends.cuda.matmul.allow_tf32 = True`; then compare again: what remains is the kernels'.  "
+                );
+                let _ = writeln!(
+                    s,
+                    "**Impact**: up to {} ms ({share:.1}% of the target's GPU timeline) if they run as fast as on the reference. Priority {}.\n\n---\n",
                     ms(r.excess_us()),
                     p.label()
                 );
