@@ -597,6 +597,19 @@ pub fn cases() -> Vec<PlantedCase> {
                 &["24 kernels per call", "over 20 calls", "`foreach=True`", "1.440 ms"],
             ))
         },
+        // AdamW one tensor at a time: 8 elementwise kernels per parameter over the same
+        // tensors, 48 per `Optimizer.step`. Truth: one finding, the optimizer's, whose fix
+        // (`fused=True`) is each parameter's update as one pass: its longest kernel, 50 µs of
+        // the 400 µs, replayed; no separate "unfused elementwise chain".
+        PlantedCase {
+            group: Some(Group::Annotation("Optimizer.step#AdamW.step")),
+            ..on_h100(case_of(
+                "optimizer_per_tensor_adamw",
+                adamw_step(),
+                Some("optimizer_per_tensor"),
+                &["48 kernels per call", "`fused=True`", "8 kernels per tensor"],
+            ))
+        },
         // The same update through the multi-tensor path (`_foreach_mul_`, `_foreach_add_`): no
         // finding.
         PlantedCase {
@@ -1311,6 +1324,33 @@ fn optimizer_step(foreach: bool) -> Vec<PlantedOp> {
                     20,
                 ),
             ]
+        })
+        .collect()
+}
+
+/// AdamW updating 6 parameters of 4096 × 4096 fp32 one tensor at a time (`foreach=False`): per
+/// parameter `mul_`, `lerp_`, `mul_`, `addcmul_`, `sqrt`, `div_`, `add_`, `addcdiv_` over the
+/// same [4096, 4096] tensors, 8 kernels of 50 µs each; 20 steps.
+fn adamw_step() -> Vec<PlantedOp> {
+    let ew = |functor: &str| {
+        format!("void at::native::vectorized_elementwise_kernel<4, at::native::{functor}<float>, at::detail::Array<char*, 3> >(int, at::native::{functor}<float>, at::detail::Array<char*, 3>)")
+    };
+    let p = "[[4096, 4096], [4096, 4096], []]";
+    let t = "[\"float\", \"float\", \"Scalar\"]";
+    let c = "[\"\", \"\", \"\"]";
+    (0..6)
+        .flat_map(|_| {
+            [
+                ("aten::mul_", "MulFunctor"),
+                ("aten::lerp_", "LerpFunctor"),
+                ("aten::mul_", "MulFunctor"),
+                ("aten::addcmul_", "AddcmulFunctor"),
+                ("aten::sqrt", "SqrtFunctor"),
+                ("aten::div_", "DivFunctor"),
+                ("aten::add_", "AddFunctor"),
+                ("aten::addcdiv_", "AddcdivFunctor"),
+            ]
+            .map(|(name, functor)| op(name, p, t, c, &[(ew(functor).as_str(), 50_000)], 20))
         })
         .collect()
 }
