@@ -451,6 +451,60 @@ fn channels_last_input(shape: &OpRow) -> bool {
         .is_some_and(|v| v.len() == 4 && v[1] == 1 && v[3] > 1)
 }
 
+/// A backward's share in ATen's reduction kernel (the bias gradient: a sum of the output
+/// gradient over batch and space) from which it is a cause of its own.
+const BIAS_GRAD_SHARE: f64 = 0.3;
+
+/// The bias gradient's reduction, where it holds at least [`BIAS_GRAD_SHARE`] of a convolution
+/// backward's kernel time and its recorded grid leaves at least a quarter of the GPU's units
+/// idle: a reduction over N·H·W values per channel launched as few workgroups (held-out B200
+/// segmentation head: `reduce_kernel` grid [1, 16, 1] on 148 SMs over a [16, 32, 512, 512]
+/// fp32 gradient, 3 % of HBM, 57 % of the op).
+fn bias_gradient(shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
+    if !shape.name.contains("backward") {
+        return None;
+    }
+    let units = ctx.platform.and_then(Platform::units)?;
+    let unit = ctx.platform.map_or("CU", Platform::unit_name);
+    let total: f64 = shape.kernel_names.iter().map(|(_, us)| us).sum();
+    let (name, us, launch) = shape
+        .kernel_names
+        .iter()
+        .zip(&shape.kernel_launch)
+        .filter(|((n, _), _)| {
+            super::kernels::is_aten_side_kernel(n) && n.to_ascii_lowercase().contains("reduce")
+        })
+        .filter_map(|((n, us), l)| Some((n, *us, (*l)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let share = us / total.max(f64::MIN_POSITIVE);
+    let blocks: u64 = launch.grid.iter().map(|&g| g.max(1) as u64).product();
+    if share < BIAS_GRAD_SHARE || blocks * 4 > units * 3 {
+        return None;
+    }
+    let idle = 1.0 - blocks as f64 / units as f64;
+    Some(Cause {
+        key: "conv_bias_grad_reduction",
+        title: format!(
+            "the bias gradient's reduction: {blocks} workgroups for {units} {unit}s, {} of this shape's kernel time",
+            pct(share)
+        ),
+        evidence: format!(
+            "{} of each call's kernel time is ATen's reduction {} (the bias gradient: the output gradient summed over batch and space for each channel), launched as {blocks} workgroups (grid [{}, {}, {}]) for {units} {unit}s: {} of the {unit}s idle while it streams the whole output gradient.",
+            pct(share),
+            crate::standalone::md::code(&crate::standalone::md::short(name, 60)),
+            launch.grid[0],
+            launch.grid[1],
+            launch.grid[2],
+            pct(idle)
+        ),
+        action: "Drop the convolution's bias where a normalization follows it (BatchNorm or GroupNorm cancels it), or compute the bias gradient as a matrix-vector product over the gradient reshaped to [channels, N·H·W] (one GEMV spreads the sum over every SM); the reduction's grid is PyTorch's choice for this shape, worth a replay for the framework team.".into(),
+        waste: Some(share * idle),
+        confidence: Confidence::Medium,
+        bounds_all: false,
+        scope: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -582,58 +636,4 @@ mod tests {
             .expect("named");
         assert!(p.waste.is_none(), "{}", p.evidence);
     }
-}
-
-/// A backward's share in ATen's reduction kernel (the bias gradient: a sum of the output
-/// gradient over batch and space) from which it is a cause of its own.
-const BIAS_GRAD_SHARE: f64 = 0.3;
-
-/// The bias gradient's reduction, where it holds at least [`BIAS_GRAD_SHARE`] of a convolution
-/// backward's kernel time and its recorded grid leaves at least a quarter of the GPU's units
-/// idle: a reduction over N·H·W values per channel launched as few workgroups (held-out B200
-/// segmentation head: `reduce_kernel` grid [1, 16, 1] on 148 SMs over a [16, 32, 512, 512]
-/// fp32 gradient, 3 % of HBM, 57 % of the op).
-fn bias_gradient(shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
-    if !shape.name.contains("backward") {
-        return None;
-    }
-    let units = ctx.platform.and_then(Platform::units)?;
-    let unit = ctx.platform.map_or("CU", Platform::unit_name);
-    let total: f64 = shape.kernel_names.iter().map(|(_, us)| us).sum();
-    let (name, us, launch) = shape
-        .kernel_names
-        .iter()
-        .zip(&shape.kernel_launch)
-        .filter(|((n, _), _)| {
-            super::kernels::is_aten_side_kernel(n) && n.to_ascii_lowercase().contains("reduce")
-        })
-        .filter_map(|((n, us), l)| Some((n, *us, (*l)?)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    let share = us / total.max(f64::MIN_POSITIVE);
-    let blocks: u64 = launch.grid.iter().map(|&g| g.max(1) as u64).product();
-    if share < BIAS_GRAD_SHARE || blocks * 4 > units * 3 {
-        return None;
-    }
-    let idle = 1.0 - blocks as f64 / units as f64;
-    Some(Cause {
-        key: "conv_bias_grad_reduction",
-        title: format!(
-            "the bias gradient's reduction: {blocks} workgroups for {units} {unit}s, {} of this shape's kernel time",
-            pct(share)
-        ),
-        evidence: format!(
-            "{} of each call's kernel time is ATen's reduction {} (the bias gradient: the output gradient summed over batch and space for each channel), launched as {blocks} workgroups (grid [{}, {}, {}]) for {units} {unit}s: {} of the {unit}s idle while it streams the whole output gradient.",
-            pct(share),
-            crate::standalone::md::code(&crate::standalone::md::short(name, 60)),
-            launch.grid[0],
-            launch.grid[1],
-            launch.grid[2],
-            pct(idle)
-        ),
-        action: "Drop the convolution's bias where a normalization follows it (BatchNorm or GroupNorm cancels it), or compute the bias gradient as a matrix-vector product over the gradient reshaped to [channels, N·H·W] (one GEMV spreads the sum over every SM); the reduction's grid is PyTorch's choice for this shape, worth a replay for the framework team.".into(),
-        waste: Some(share * idle),
-        confidence: Confidence::Medium,
-        bounds_all: false,
-        scope: None,
-    })
 }
