@@ -957,6 +957,9 @@ fn a_per_tensor_adamw_is_one_finding_with_the_fused_update() {
     assert_eq!(kinds[0], "remove", "{:?}", b.fix);
     let r = b.impact.replayed.expect("replayed");
     assert!((r.saved_ms() - 42.0).abs() < 0.05, "{}", r.saved_ms());
+    // Its time is the update's 48 ms of kernels, and its share of compute theirs.
+    assert!((b.time_ms - 48.0).abs() < 1e-6, "{}", b.time_ms);
+    assert!(b.share_pct > 90.0, "{}", b.share_pct);
     assert!(
         !findings(st).any(|x| x.title.starts_with("Unfused elementwise chain")),
         "{:?}",

@@ -833,9 +833,18 @@ fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Opti
     let sdpa = time(&|r| matches!(r.category, SeedCategory::SdpaFwd | SeedCategory::SdpaBwd));
     let moe = time(&|r| r.is_moe());
     // Unfused attention: a softmax over square score matrices (…, S, S) of batched matmuls.
-    let unfused = rows
-        .iter()
-        .any(|r| r.name.contains("softmax") && is_score_matrix(&r.input_dims));
+    // Scores need a batched matmul to make them: a CNN's 4-D softmax (a segmentation loss over
+    // square images) is none.
+    let batched = rows.iter().any(|r| {
+        matches!(
+            r.name.as_str(),
+            "aten::bmm" | "aten::matmul" | "aten::baddbmm" | "aten::einsum"
+        )
+    });
+    let unfused = batched
+        && rows.iter().any(|r| {
+            r.name.contains("softmax") && is_score_matrix(&r.input_dims) && over_last_dim(r)
+        });
     // The questions below are about class names, of which a trace has a few dozen whatever its
     // length: each is asked of the distinct classes, not of every frame.
     let distinct: rustc_hash::FxHashSet<&str> =
@@ -920,6 +929,24 @@ fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Opti
 
 /// Whether the first tensor of an `Input Dims` cell is a stack of square matrices of rank ≥ 3
 /// (`((16, 5185, 5185), …)`): attention scores.
+/// Whether a softmax runs over its input's last dimension, by its recorded `dim` argument
+/// (`Concrete Inputs`' second entry: -1 or the rank less one); unrecorded counts as yes. A
+/// segmentation loss's `log_softmax(dim=1)` over `[N, C, H, W]` with H = W is no attention's
+/// score matrix (held-out re-grade: a pure CNN read "Hybrid CNN + Transformer").
+fn over_last_dim(r: &OpRow) -> bool {
+    let rank = super::diagnosis::elementwise::shapes(&r.input_dims)
+        .first()
+        .map_or(0, |d| d.len() as i64);
+    let dim = r
+        .concrete_inputs
+        .split('\'')
+        .skip(1)
+        .step_by(2)
+        .nth(1)
+        .and_then(|d| d.trim().parse::<i64>().ok());
+    dim.is_none_or(|d| d == -1 || d == rank - 1)
+}
+
 fn is_score_matrix(dims: &str) -> bool {
     let Some(first) = dims.strip_prefix("((").and_then(|d| d.split(')').next()) else {
         return false;
@@ -1714,6 +1741,46 @@ mod tests {
         let mut big = head;
         big.kernel_us = 90.0;
         assert_eq!(precision(&[moe, big], &mut ev).as_deref(), Some("BF16"));
+    }
+
+    /// A segmentation CNN's loss (`log_softmax` over `[16, 32, 512, 512]`, square images) is
+    /// no attention's score matrix: no batched matmul makes it, and its recorded `dim` is 1.
+    /// The same softmax beside a `bmm`, over the last dimension, is (held-out re-grade: a pure
+    /// CNN read "Hybrid CNN + Transformer").
+    #[test]
+    fn a_cnns_square_softmax_is_no_attention() {
+        use crate::standalone::ops::tests_support::row;
+        let mut conv = row("aten::convolution");
+        conv.category = SeedCategory::Convolution;
+        conv.kernel_us = 100.0;
+        let mut loss = row("aten::_log_softmax");
+        loss.input_dims = "((16, 32, 512, 512), (), ())".into();
+        let modules = Modules::default();
+        let mut ev = Vec::new();
+        let cnn = architecture(&[conv.clone(), loss.clone()], &modules, &mut ev);
+        assert!(
+            cnn.as_deref().is_some_and(|a| a.starts_with("CNN")),
+            "{cnn:?}"
+        );
+        let mut bmm = row("aten::bmm");
+        bmm.category = SeedCategory::Gemm;
+        bmm.kernel_us = 100.0;
+        loss.concrete_inputs = "['', '1', 'False']".into();
+        let mixed = architecture(
+            &[conv.clone(), loss.clone(), bmm.clone()],
+            &modules,
+            &mut ev,
+        );
+        assert!(
+            mixed.as_deref().is_some_and(|a| a.starts_with("CNN")),
+            "{mixed:?}"
+        );
+        loss.concrete_inputs = "['', '-1', 'False']".into();
+        let attn = architecture(&[conv, loss, bmm], &modules, &mut ev);
+        assert!(
+            attn.as_deref().is_some_and(|a| a.contains("Transformer")),
+            "{attn:?}"
+        );
     }
 
     /// fbgemm's table-batched embeddings (torchrec's recommendation models) are a
