@@ -960,6 +960,14 @@ fn a_per_tensor_adamw_is_one_finding_with_the_fused_update() {
     // Its time is the update's 48 ms of kernels, and its share of compute theirs.
     assert!((b.time_ms - 48.0).abs() < 1e-6, "{}", b.time_ms);
     assert!(b.share_pct > 90.0, "{}", b.share_pct);
+    // Its own estimate is what the fused update removes: 7 of every 8 kernels.
+    let waste = b
+        .causes
+        .iter()
+        .find(|c| c.key == "optimizer_per_tensor")
+        .and_then(|c| c.waste)
+        .expect("costed");
+    assert!((waste - 7.0 / 8.0).abs() < 1e-9, "{waste}");
     assert!(
         !findings(st).any(|x| x.title.starts_with("Unfused elementwise chain")),
         "{:?}",
