@@ -111,6 +111,40 @@ fn syncs_in_a_launch_bound_step_come_before_graphs() {
     assert!(!idle.issue.contains("data-dependent"), "{}", idle.issue);
 }
 
+/// A sync that returns as the graph's last kernel ends, followed by 3.7 ms of the scheduler's
+/// Python: the idle is that Python, named with its time, and the advice is to overlap it with
+/// the GPU, not to remove syncs; the launch-bound case whose host work after the sync is an
+/// op, not Python, keeps its sync advice.
+#[test]
+fn python_after_a_sync_is_what_the_gpu_waits_for() {
+    let a = analyze("idle_python_after_sync");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        idle.issue
+            .contains("after `aten::nonzero` synchronizes: the sync returns as the GPU finishes")
+            && idle
+                .issue
+                .contains("(`scheduler.py(120): schedule` 25.900 ms;"),
+        "{}",
+        idle.issue
+    );
+    assert!(
+        idle.path_a.contains("asynchronous scheduling")
+            && !idle.path_a.starts_with("Remove host synchronizations"),
+        "{}",
+        idle.path_a
+    );
+    let a = analyze("idle_launch_bound_with_syncs");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        !idle.issue.contains("the sync returns as the GPU finishes"),
+        "{}",
+        idle.issue
+    );
+}
+
 /// A host waiting on its own pageable uploads is told to keep the inputs on the GPU or pin
 /// them, not to capture graphs (A100 AlexNet's benchmark harness: 32 % of idle in `aten::to`).
 #[test]

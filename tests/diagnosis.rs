@@ -764,9 +764,10 @@ fn priority_follows_the_estimated_saving() {
             // formula's mid figure.
             let saving = f.impact.ranked_pct();
             // A no-perf-model guess is Low; an op in the good band with no cause named is at
-            // most Medium.
+            // most Medium, and Low from 70 % of its peak.
             let want = if f.impact.method
                 == jarvis_engine::standalone::findings::ImpactMethod::Heuristic
+                || f.impact.undiagnosed_tuned
             {
                 Priority::Low
             } else if f.impact.undiagnosed_good {

