@@ -346,9 +346,10 @@ impl Impact {
     pub fn priority_for(&self, pct: f64) -> super::rules::Priority {
         let p = super::rules::impact_priority(pct);
         // A guess, or an upper bound no kernel is shown to reach, ranks Low.
-        if matches!(self.method, ImpactMethod::Heuristic | ImpactMethod::Floor) {
-            super::rules::Priority::Low
-        } else if self.undiagnosed_tuned {
+        // So does an undiagnosed op already near what tuned kernels reach.
+        if matches!(self.method, ImpactMethod::Heuristic | ImpactMethod::Floor)
+            || self.undiagnosed_tuned
+        {
             super::rules::Priority::Low
         } else if self.undiagnosed_good {
             p.max(super::rules::Priority::Medium)
