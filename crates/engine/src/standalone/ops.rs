@@ -218,6 +218,15 @@ pub enum OwnModel {
     /// forces these ops to its inference formula (two tensors); the row keeps that model in
     /// `OpRow::tracelens`.
     BatchNormBackward,
+    /// A GEMM whose inputs are fp32 but whose kernel runs a tensor-core precision its name
+    /// spells (TF32 on by default for cuDNN and opt-in for matmuls, or bf16/fp16 under
+    /// autocast): its FLOPs at that precision's peak. TraceLens judges it by its inputs'
+    /// `matrix_fp32`, which the table may not have (A100); the row keeps that model in
+    /// `OpRow::tracelens` for TraceLens's agent.
+    KernelPrecision,
+    /// A scatter-add (`aten::index_add_`, `aten::scatter_add_`): the source read, the
+    /// destination elements it adds to read and written, the index read once.
+    ScatterAdd,
 }
 
 impl OwnModel {
@@ -245,6 +254,12 @@ impl OwnModel {
             OwnModel::BatchNormBackward => {
                 "Jarvis's BatchNorm-backward model: the input and its output's gradient read twice (the per-channel sums first), the input's gradient written once"
             }
+            OwnModel::ScatterAdd => {
+                "Jarvis's scatter-add model: the source read, the elements it adds to read and written, the index read once"
+            }
+            OwnModel::KernelPrecision => {
+                "Jarvis's kernel-precision model: the FLOPs at the peak of the precision the kernel runs, not its fp32 inputs'"
+            }
         }
     }
 
@@ -254,7 +269,10 @@ impl OwnModel {
     pub fn tracelens_models_it(self) -> bool {
         matches!(
             self,
-            OwnModel::InductorInPlace | OwnModel::FusedAttention | OwnModel::BatchNormBackward
+            OwnModel::InductorInPlace
+                | OwnModel::FusedAttention
+                | OwnModel::BatchNormBackward
+                | OwnModel::KernelPrecision
         )
     }
 }

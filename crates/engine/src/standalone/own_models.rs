@@ -105,6 +105,27 @@ fn batch_norm_backward_bytes(r: &OpRow, trains: bool) -> Option<f64> {
     (numel > 0).then_some(5.0 * numel as f64 * bpe + 5.0 * channels as f64 * 4.0)
 }
 
+/// Bytes one call of a scatter-add moves (`OwnModel::ScatterAdd`): `index_add_(self, dim,
+/// index, source)` and `scatter_add_(self, dim, index, src)` read their source once, read and
+/// write the element each source element adds to (at most the source's count: rows that repeat
+/// are the same addresses), and read the index (int64) once: one entry per source row for
+/// `index_add_`, one per element for `scatter_add_`. Each tensor once: the floor any kernel
+/// pays, whatever the order of its adds.
+fn scatter_add_bytes(r: &OpRow) -> Option<f64> {
+    let per_element_index = match r.name.as_str() {
+        "aten::index_add_" | "aten::index_add" => false,
+        "aten::scatter_add_" | "aten::scatter_add" => true,
+        _ => return None,
+    };
+    let dims = shapes(&r.input_dims);
+    let source: i64 = dims.get(3).filter(|d| !d.is_empty())?.iter().product();
+    let index: i64 = dims.get(2).filter(|d| !d.is_empty())?.iter().product();
+    let types: Vec<&str> = r.input_type.split('\'').skip(1).step_by(2).collect();
+    let bpe = types.get(3).and_then(|t| bytes_per_element(t))?;
+    let index_entries = if per_element_index { source } else { index };
+    (source > 0).then_some(3.0 * source as f64 * bpe + 8.0 * index_entries as f64)
+}
+
 /// The integer lists of a row's Concrete Inputs, in order (`'[3, 3]'` → `[3, 3]`; other
 /// entries `None`).
 fn concrete_lists(r: &OpRow) -> Vec<Option<Vec<i64>>> {
@@ -286,10 +307,53 @@ pub fn serving_attention(
     r.own_model = Some(OwnModel::ServingAttention);
 }
 
+/// A GEMM of fp32 inputs whose main kernel runs a tensor-core precision (TF32, bf16, fp16,
+/// fp8) as its name spells it (`…tf32f32…`, `…tensorop_f16…`, Tensile `X`/`MX` types): that
+/// precision's `Compute Spec` where the platform has a peak for it (issue #48 item 4: precision
+/// from the kernel, not the op's inputs). fp32 kernels (SIMT `sgemm`, Tensile `S`) keep the
+/// inputs' spec, which the fp32 rule judges.
+fn kernel_precision_spec(r: &OpRow, platform: Option<&Platform>) -> Option<&'static str> {
+    if r.category != SeedCategory::Gemm || r.compute_spec != "matrix_fp32" {
+        return None;
+    }
+    let kernel = super::diagnosis::kernels::main_kernel_of(r);
+    let p = super::diagnosis::kernels::gemm_precision(&kernel)?;
+    if p.is_fp32() {
+        return None;
+    }
+    let spec = p.compute_spec();
+    platform?.peak_tflops(spec).map(|_| spec)
+}
+
 /// Fills a row's model where Jarvis has one: softmax rows TraceLens leaves unmodelled, the
-/// bytes of Inductor pointwise kernels, and fused attention by its FLOPs.
+/// bytes of Inductor pointwise kernels, fused attention by its FLOPs, and an fp32-input GEMM
+/// at its kernel's precision.
 pub fn apply(r: &mut OpRow, platform: Option<&Platform>, trains: bool) {
     if r.kernel_level {
+        return;
+    }
+    if let (Some(spec), Some(p), Some(gflops), Some(mb)) = (
+        kernel_precision_spec(r, platform),
+        platform,
+        r.gflops.filter(|g| *g > 0.0),
+        r.data_mb,
+    ) {
+        r.tracelens = Some(TraceLensModel {
+            roofline_us: r.roofline_us,
+            bound: r.bound,
+        });
+        let compute_us = p
+            .peak_tflops(spec)
+            .map_or(0.0, |peak| gflops * 1e9 / (peak * 1e12) * 1e6);
+        let memory_us = mb * MIB / (p.hbm_tbps.0 * 1e12) * 1e6;
+        r.roofline_us = Some(compute_us.max(memory_us));
+        r.bound = Some(if compute_us >= memory_us {
+            Bound::Compute
+        } else {
+            Bound::Memory
+        });
+        r.compute_spec = spec.to_owned();
+        r.own_model = Some(OwnModel::KernelPrecision);
         return;
     }
     if let Some(bytes) = batch_norm_backward_bytes(r, trains).filter(|_| r.roofline_us.is_some()) {
@@ -316,7 +380,9 @@ pub fn apply(r: &mut OpRow, platform: Option<&Platform>, trains: bool) {
         return;
     }
     let own = if r.roofline_us.is_none() && r.data_mb.is_none() {
-        softmax_bytes(r).or_else(|| pooling_bytes(r).map(|b| (b, OwnModel::Pooling)))
+        softmax_bytes(r)
+            .or_else(|| pooling_bytes(r).map(|b| (b, OwnModel::Pooling)))
+            .or_else(|| scatter_add_bytes(r).map(|b| (b, OwnModel::ScatterAdd)))
     } else {
         // An in-place count that would put the kernel above the platform's bandwidth is not
         // what ran: the kernel wrote a separate output, and the each-once bytes stand.
@@ -351,6 +417,61 @@ mod tests {
         r.count = 10;
         r.kernel_us = 1000.0;
         r
+    }
+
+    /// An fp32 GEMM on A100 that ran cuBLAS's TF32 kernel (`…f32f32_tf32f32…`): judged at
+    /// the TF32 peak (156 TFLOPS), where the table has no `matrix_fp32` peak to judge its inputs
+    /// by; TraceLens's model stays for its agent. The same op on an fp32 SIMT kernel keeps its
+    /// inputs' spec.
+    #[test]
+    fn an_fp32_gemm_on_a_tf32_kernel_is_judged_at_tf32() {
+        let a100 = crate::perf::platform::by_name("A100").expect("A100");
+        let gemm = |kernel: &str| {
+            let mut r = row("aten::mm");
+            r.category = SeedCategory::Gemm;
+            r.compute_spec = "matrix_fp32".into();
+            // 1024 × 1024 × 65536: 137.4 GFLOPs, 260 MiB of fp32 operands.
+            r.gflops = Some(137.438953472);
+            r.data_mb = Some(260.0);
+            r.count = 1;
+            r.kernel_us = 1500.0;
+            r.kernel_names = vec![(kernel.into(), 1500.0)];
+            r
+        };
+        let mut tf32 = gemm("sm80_xmma_gemm_f32f32_tf32f32_f32_nt_n_tilesize256x128x32_stage3_warpsize4x2x1_tensor16x8x8_kernel");
+        apply(&mut tf32, Some(&a100), true);
+        assert_eq!(tf32.own_model, Some(OwnModel::KernelPrecision));
+        assert_eq!(tf32.compute_spec, "matrix_tf32");
+        assert_eq!(tf32.bound, Some(Bound::Compute));
+        // 137.4 GFLOPs at 156 TFLOPS: 881 µs of 1500, 58.7 %.
+        let eff = tf32.efficiency_pct().expect("efficiency");
+        assert!((eff - 58.73).abs() < 0.05, "{eff}");
+        assert!(tf32.tracelens.is_some());
+        let mut simt = gemm("ampere_sgemm_128x64_nn");
+        apply(&mut simt, Some(&a100), true);
+        assert_eq!(simt.own_model, None);
+        assert_eq!(simt.compute_spec, "matrix_fp32");
+    }
+
+    /// An embedding gradient scattered by `index_add_`: 65,536 rows of 128 fp32 into a
+    /// 100,000-row table: the source read (33.6 MB), the rows it adds to read and written (67.1
+    /// MB), the index (0.5 MB); `scatter_add_` reads one index per element.
+    #[test]
+    fn a_scatter_add_reads_its_source_and_updates_its_rows() {
+        let mut r = softmax(
+            "aten::index_add_",
+            "((100000, 128), (), (65536,), (65536, 128), ())",
+            "('float', 'Scalar', 'long int', 'float', 'Scalar')",
+            "('', '0', '', '', '1')",
+        );
+        let want = 3.0 * 65536.0 * 128.0 * 4.0 + 65536.0 * 8.0;
+        assert_eq!(scatter_add_bytes(&r), Some(want));
+        r.name = "aten::scatter_add_".into();
+        r.input_dims = "((100000, 128), (), (65536, 128), (65536, 128))".into();
+        let want = 3.0 * 65536.0 * 128.0 * 4.0 + 65536.0 * 128.0 * 8.0;
+        assert_eq!(scatter_add_bytes(&r), Some(want));
+        r.name = "aten::index_select".into();
+        assert_eq!(scatter_add_bytes(&r), None);
     }
 
     /// A training step's cuDNN BatchNorm backward over 32 × 256 × 56 × 56 fp32: the input and

@@ -953,6 +953,36 @@ pub fn cases() -> Vec<PlantedCase> {
             &["grid [18, 16, 1] = 288 CTAs", "run as 3", "fills 24 of 132 SMs", "27.3%"],
         )),
         on_h100(case_of(
+            "scatter_add_atomics",
+            // An embedding gradient scattered by `index_add_` (an `index_select` lookup's
+            // backward): 65,536 rows of 128 fp32 into a 100,000-row table, 101.2 MB a call
+            // (source read, rows read and written, index) at 20 GB/s: contended atomics.
+            vec![op(
+                "aten::index_add_",
+                "[[100000, 128], [], [65536], [65536, 128], []]",
+                "[\"float\", \"Scalar\", \"long int\", \"float\", \"Scalar\"]",
+                "[\"\", \"0\", \"\", \"\", \"1\"]",
+                &[("void at::native::indexFuncLargeIndex<float, long, unsigned int, 2, 2, -2, true, at::native::ReduceAdd>(at::cuda::detail::TensorInfo<float, unsigned int>, ...)", 5_059_000)],
+                10,
+            )],
+            Some("atomic_scatter_add"),
+            &["atomic scatter-add at 20 GB/s", "`nn.Embedding`"],
+        )),
+        on_h100(case_of(
+            "scatter_add_uncontended",
+            // Healthy: the same scatter at 2.3 TB/s (distinct rows: no contention).
+            vec![op(
+                "aten::index_add_",
+                "[[100000, 128], [], [65536], [65536, 128], []]",
+                "[\"float\", \"Scalar\", \"long int\", \"float\", \"Scalar\"]",
+                "[\"\", \"0\", \"\", \"\", \"1\"]",
+                &[("void at::native::indexFuncLargeIndex<float, long, unsigned int, 2, 2, -2, true, at::native::ReduceAdd>(at::cuda::detail::TensorInfo<float, unsigned int>, ...)", 44_000)],
+                10,
+            )],
+            None,
+            &[],
+        )),
+        on_h100(case_of(
             "gemm_last_wave_at_peer_rate",
             // Healthy: the same 2.18-wave GEMM beside a 4096 × 4096 × 8192 one of the same
             // kernel that fills its waves (1024 CTAs, 7.76 waves: 24 % of the last idle), both at

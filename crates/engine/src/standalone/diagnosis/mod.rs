@@ -4,6 +4,7 @@
 //! category, as the seeds have one skill per category. Every rule, threshold and source is in
 //! docs/analysis.md ("Diagnosis").
 
+mod atomic_scatter;
 mod attention;
 pub mod attention_backends;
 pub mod attention_ceiling;
@@ -413,10 +414,17 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
                 .collect();
             out.extend(growing_cat::cause(r, shape, ctx));
             out.extend(moe_routing::cause(r, ctx));
-            if own.is_empty() {
-                out.extend(elementwise::causes(r, shape, ctx));
-            } else {
-                out.extend(own);
+            // A contended scatter-add is what holds its bandwidth: the generic bandwidth
+            // rules would only restate the rate.
+            let scatter = atomic_scatter::cause(shape, ctx);
+            let named_scatter = scatter.is_some();
+            out.extend(scatter);
+            if !named_scatter {
+                if own.is_empty() {
+                    out.extend(elementwise::causes(r, shape, ctx));
+                } else {
+                    out.extend(own);
+                }
             }
             out
         }
