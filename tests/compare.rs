@@ -751,3 +751,34 @@ fn a_precision_difference_is_one_recommendation() {
         "{fair}"
     );
 }
+
+/// An eager target against a reference that replays its kernels in graphs: the launch mode is
+/// the recommendation, its gap the idle the target pays beyond the reference's, and the
+/// target's ops are never "work the reference does not run" (held-out suite 2, p5); the other
+/// way round, no such item.
+#[test]
+fn an_eager_target_against_graph_replays_is_told_the_launch_mode() {
+    use jarvis_engine::synth::host_planted::{case, case_bytes};
+    let planted = |n: &str| analyze(&case_bytes(&case(n).expect(n))).expect("trace");
+    let (eager, graphs) = (
+        planted("idle_eager_launch_bound"),
+        planted("idle_graph_replayed"),
+    );
+    let c = compare(&eager, &graphs, "eager", "graphs");
+    let fair = jarvis_engine::report::compare_md::fair_md_with(&c, "p", Some((&eager, &graphs)));
+    assert!(
+        fair.contains("Priority 1: The target launches its kernels one by one; the reference replays them in graphs"),
+        "{fair}"
+    );
+    let gap = (c.target_timeline.idle - c.reference_timeline.idle) as f64 / 1e6;
+    assert!(gap > 0.0);
+    assert!(
+        fair.contains(&format!("**Impact**: up to {gap:.3} ms")),
+        "{fair}"
+    );
+    assert!(!fair.contains("Work only the target runs"), "{fair}");
+    assert!(fair.contains("the same work, unmatched op by op"), "{fair}");
+    let c = compare(&graphs, &eager, "graphs", "eager");
+    let fair = jarvis_engine::report::compare_md::fair_md_with(&c, "p", Some((&graphs, &eager)));
+    assert!(!fair.contains("launches its kernels one by one"), "{fair}");
+}
