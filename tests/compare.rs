@@ -827,3 +827,40 @@ fn fp32_attention_against_half_is_the_precision() {
     );
     assert!(!fair.contains("CUDNN_ATTENTION"), "{fair}");
 }
+
+/// The same all-reduce 8× slower on the target (a slow transport) leads the recommendations,
+/// both sides' bus bandwidths stated and the extra exposed communication as its impact
+/// (held-out suite 2, p4); at the same speed, no such item.
+#[test]
+fn a_collective_slower_on_the_target_is_named_with_both_bandwidths() {
+    let with = |comm_scale: f64| {
+        let (bytes, _) = trace_bytes(&SynthSpec {
+            comm_scale,
+            ..SynthSpec::default()
+        });
+        analyze(&bytes).expect("synthetic trace")
+    };
+    let (slow, normal) = (with(8.0), with(1.0));
+    let c = compare(&slow, &normal, "slow", "normal");
+    assert!(c.target_timeline.exposed_comm > c.reference_timeline.exposed_comm);
+    let fair = jarvis_engine::report::compare_md::fair_md_with(&c, "pair", Some((&slow, &normal)));
+    let head = fair
+        .lines()
+        .find(|l| l.contains("Priority 1:"))
+        .expect("a first priority");
+    assert!(
+        head.contains("`allreduce` is") && head.contains("slower on the target"),
+        "{fair}"
+    );
+    let gap = (c.target_timeline.exposed_comm - c.reference_timeline.exposed_comm) as f64 / 1e6;
+    assert!(
+        fair.contains(&format!("**Impact**: up to {gap:.3} ms")),
+        "{fair}"
+    );
+    assert!(fair.contains("bus bandwidth"), "{fair}");
+    let same = compare(&normal, &normal, "a", "b");
+    let fair =
+        jarvis_engine::report::compare_md::fair_md_with(&same, "pair", Some((&normal, &normal)));
+    assert!(!fair.contains("slower on the target\n"), "{fair}");
+    assert!(!fair.contains("`allreduce` is"), "{fair}");
+}

@@ -59,6 +59,9 @@ pub struct SynthSpec {
     pub compute_scale: f64,
     /// An extra input stall (step, ns) on this rank (a rank with a slow input pipeline).
     pub extra_stall: Option<(u32, Nanos)>,
+    /// The all-reduce kernels take this many times their normal duration (a slow transport:
+    /// comparative tests plant a target-only collective slowdown with it).
+    pub comm_scale: f64,
 }
 
 impl Default for SynthSpec {
@@ -76,6 +79,7 @@ impl Default for SynthSpec {
             world_size: 8,
             compute_scale: 1.0,
             extra_stall: None,
+            comm_scale: 1.0,
         }
     }
 }

@@ -814,7 +814,7 @@ impl<W: Write> Gen<'_, W> {
         let nelems = all_reduce_nelems(&self.spec);
         let bytes = nelems * 2;
         // Ring all-reduce over 8 GPUs at ~90 GB/s bus bandwidth: 2(n-1)/n of the bytes.
-        let dur = self.jittered(bytes as f64 * 1.75 / 90.0 + 20_000.0);
+        let dur = self.jittered((bytes as f64 * 1.75 / 90.0 + 20_000.0) * self.spec.comm_scale);
         let dur = self.comm_dur.take().unwrap_or(dur);
         let n = self.spec.world_size;
         let ranks: Vec<String> = (0..n).map(|r| r.to_string()).collect();

@@ -31,6 +31,7 @@ use notes::add_notes;
 pub use ops::{baseline, compact_dims, is_latency_bound, shape_summary};
 use ops::{groups, op_bottleneck};
 use patterns::add_patterns;
+pub use patterns::bus_bandwidths;
 pub use repeated::repeated_forwards;
 pub use timeline::{timeline_findings, timeline_priority};
 

@@ -1218,6 +1218,23 @@ fn sheet_collectives(s: &Sheet) -> Vec<super::collective_sizes::SizedCollective>
         .collect()
 }
 
+/// A trace's collectives from its `coll_analysis` sheet with their bus bandwidth: (name, size
+/// in MiB, calls, mean µs, bus GB/s), largest total time first; those of at least
+/// [`LATENCY_BOUND_MIB`] only (smaller ones are latency-bound, their bandwidth not judged). Read
+/// by the comparison, which sets each side's against the other's.
+pub fn bus_bandwidths(coll: &Sheet) -> Vec<(String, f64, f64, f64, f64)> {
+    let mut all = sheet_collectives(coll);
+    all.sort_by(|a, b| b.sum_us.total_cmp(&a.sum_us));
+    all.into_iter()
+        .filter(|c| c.size_mib >= LATENCY_BOUND_MIB)
+        .filter_map(|c| {
+            let us = c.mean_us?;
+            let busbw = c.size_mib * 1_048_576.0 / (us * 1e-6) / 1e9 * bus_factor(&c.name, c.group);
+            Some((c.name, c.size_mib, c.calls, us, busbw))
+        })
+        .collect()
+}
+
 /// The share of collective time (`dur_sum`) spent in collectives of at least 1 MiB whose bus
 /// bandwidth is far below the platform's link (`WAITING_BELOW_LINK`): time they spend waiting on
 /// other ranks, which no overlap or bucketing hides. `None` without sizes, times or a link.
