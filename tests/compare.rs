@@ -858,6 +858,13 @@ fn a_collective_slower_on_the_target_is_named_with_both_bandwidths() {
         "{fair}"
     );
     assert!(fair.contains("bus bandwidth"), "{fair}");
+    assert!(
+        fair.contains(&format!(
+            "the target's exposed communication is {:.3} ms",
+            c.target_timeline.exposed_comm as f64 / 1e6
+        )),
+        "{fair}"
+    );
     let same = compare(&normal, &normal, "a", "b");
     let fair =
         jarvis_engine::report::compare_md::fair_md_with(&same, "pair", Some((&normal, &normal)));

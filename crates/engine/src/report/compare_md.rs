@@ -735,8 +735,8 @@ pub fn fair_md_with(
                 cc.target_busbw,
                 cc.reference_us,
                 cc.reference_busbw,
-                ms(c.target_timeline.exposed_comm as f64 / 1e6),
-                ms(c.reference_timeline.exposed_comm as f64 / 1e6)
+                ms(c.target_timeline.exposed_comm as f64 / 1e3),
+                ms(c.reference_timeline.exposed_comm as f64 / 1e3)
             );
             let _ = writeln!(
                 s,
