@@ -978,6 +978,17 @@ fn below_ridge(
             // Larger products, not more of them: one call of B tiny products is already batched.
             "Make each product larger rather than batching more of them: fuse the small products with their neighbours (`scaled_dot_product_attention` for attention over a short axis, else `torch.compile`), or concatenate the small matrices along M or N (a grouped GEMM where they differ).",
         )
+    } else if rows <= GEMV_MAX_ROWS && b > 1 {
+        // A batched product's operands are activations, not weights: with one row a side, each
+        // batch streams its other matrix (decode attention's K or V cache), which no weight
+        // precision or batching of rows reuses (held-out suite 2: a GPT-2 decode's QKᵀ was told
+        // to quantize its "weight").
+        (
+            "gemm_gemv_shape",
+            format!("matrix-vector shape: {} = {rows} in each of {b} products", if m <= n { "M" } else { "N" }),
+            format!("each of the {b} products multiplies {rows} row(s) by a {k}×{} matrix that is an activation, not a weight (in decode attention, one sequence's K or V cache), so the call streams those matrices from memory, each element used {rows} time(s)", m.max(n)),
+            "In decode attention, read K and V once in one fused kernel (`scaled_dot_product_attention`, FlashAttention's decode / split-KV path, a paged-attention kernel) instead of QKᵀ, softmax and PV apart; keep the cache in a preallocated buffer the kernel reads in place. More rows per product come only from more queries per sequence (speculative decoding), not from more sequences.",
+        )
     } else if rows <= GEMV_MAX_ROWS {
         (
             "gemm_gemv_shape",
@@ -1621,6 +1632,29 @@ mod tests {
             "{}",
             c[0].evidence
         );
+    }
+
+    /// A batched product with one row a side (decode attention's QKᵀ over a KV cache) streams
+    /// an activation, not a weight: no weight precision, a fused decode attention instead.
+    #[test]
+    fn a_batched_matrix_vector_product_streams_activations() {
+        let mi250 = crate::perf::platform::by_name("MI250X").expect("MI250X");
+        let ctx = Context::on(Some(&mi250));
+        let mut r = row("aten::bmm");
+        r.category = SeedCategory::Gemm;
+        r.compute_spec = "matrix_fp16".into();
+        r.flops_per_byte = Some(1.0);
+        r.perf_params = "{'B': 1024, 'M': 1, 'N': 2052, 'K': 64}".into();
+        let c = below_ridge(&r, (1, 2052, 64), false, &ctx).expect("below");
+        assert_eq!(c.key, "gemm_gemv_shape");
+        assert!(c.title.contains("in each of 1024 products"), "{}", c.title);
+        assert!(
+            c.evidence.contains("an activation, not a weight"),
+            "{}",
+            c.evidence
+        );
+        assert!(!c.action.contains("FP8"), "{}", c.action);
+        assert!(c.action.contains("fused kernel"), "{}", c.action);
     }
 
     /// A training step's skinny GEMMs get training levers: its rows are the batch (no decode
