@@ -28,6 +28,9 @@ fn is_atomic_scatter(kernel: &str) -> bool {
 }
 
 pub(super) fn cause(shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
+    // Without a platform the op has no roofline, and its issue says it is judged by time
+    // alone: a rate against the baseline would contradict it.
+    let p = ctx.platform?;
     if shape.own_model != Some(OwnModel::ScatterAdd) {
         return None;
     }
@@ -36,9 +39,9 @@ pub(super) fn cause(shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
         .iter()
         .find(|(k, _)| is_atomic_scatter(k))?;
     let achieved = shape.tb_s?;
-    let (target, against) = match (ctx.baseline_tb_s, ctx.platform) {
-        (Some(b), _) => (b, "the trace's elementwise baseline".to_owned()),
-        (None, Some(p)) => (
+    let (target, against) = match ctx.baseline_tb_s {
+        Some(b) => (b, "the trace's elementwise baseline".to_owned()),
+        None => (
             p.hbm_tbps.0 * NO_BASELINE_SHARE_OF_HBM,
             format!(
                 "{:.0}% of {}'s {} TB/s, what a streaming kernel reaches",
@@ -47,7 +50,6 @@ pub(super) fn cause(shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
                 p.hbm_tbps.0
             ),
         ),
-        (None, None) => return None,
     };
     if target <= 0.0 || achieved >= SLOW_SHARE * target {
         return None;
