@@ -129,9 +129,24 @@ fn python_after_a_sync_is_what_the_gpu_waits_for() {
         "{}",
         idle.issue
     );
+    // No serving engine in its ops or frames: the overlap in the caller's terms.
+    assert!(
+        idle.path_a
+            .contains("Issue the next request's or step's launches before processing")
+            && !idle.path_a.contains("vLLM")
+            && !idle.path_a.starts_with("Remove host synchronizations"),
+        "{}",
+        idle.path_a
+    );
+    // The same loop in vLLM's scheduler: the engine's own overlap.
+    let mut c = case("idle_python_after_sync").expect("case");
+    c.host_frames = vec!["vllm/v1/core/sched/scheduler.py(178): schedule"];
+    let a = analyze_trace(import::import_bytes(&case_bytes(&c)).expect("trace imports"));
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
     assert!(
         idle.path_a.contains("asynchronous scheduling")
-            && !idle.path_a.starts_with("Remove host synchronizations"),
+            && idle.path_a.contains("vLLM's async scheduling"),
         "{}",
         idle.path_a
     );
