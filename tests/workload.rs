@@ -380,10 +380,30 @@ fn a_suite_of_single_norm_layers_is_a_layer_test() {
         w.architecture,
         w.input_note
     );
+    // Its idle is the test loop's: Low, and said so (review 25, R8).
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = (st.categories.iter())
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| b.title == "GPU idle time")
+        .expect("idle finding");
+    assert_eq!(
+        idle.priority,
+        jarvis_engine::standalone::rules::Priority::Low
+    );
+    assert!(
+        idle.issue
+            .contains("This trace is a layer test: the idle is its loop's"),
+        "{}",
+        idle.issue
+    );
     let Some(r) = shared_trace("mi300x_ddp_resnet18_train.json.gz") else {
         return;
     };
     assert!(!workload(&r).architecture.contains("Layer test"));
+    let st = r.standalone.as_ref().expect("standalone");
+    assert!((st.categories.iter())
+        .flat_map(|c| &c.bottlenecks)
+        .all(|b| !b.issue.contains("This trace is a layer test")));
 }
 
 /// An output head no Linear module runs (SGLang's Qwen3-8B: `aten::mm` 4096 → 151936 as a bare
