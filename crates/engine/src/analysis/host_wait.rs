@@ -369,6 +369,15 @@ pub struct Blame {
     pub after: Vec<(String, Nanos)>,
 }
 
+/// Whether an op copied device memory to the host: a GPU copy under it named for that direction
+/// (`Memcpy DtoH (Device -> Pageable)`, ROCm's `CopyDeviceToHost`).
+fn reads_back(trace: &Trace, tree: &CallTree, op: u32) -> bool {
+    tree.gpu_under(EventId(op)).any(|g| {
+        let n = trace.name(trace.event(g));
+        n.contains("DtoH") || n.contains("DeviceToHost") || n.contains("Device -> P")
+    })
+}
+
 /// The outermost Python functions on the gap's thread that began after `release` and before the
 /// gap ended, each clipped to the gap, summed by name.
 fn python_after(
@@ -467,7 +476,14 @@ fn blame_gap(trace: &Trace, tree: &CallTree, index: &ThreadIndex, gap: &Gap) -> 
     // anyway (a benchmark's cache flush and allocations after its timing barrier).
     for ((kind, label, ex), waited) in released_syncs(trace, tree, &cands, gap) {
         let blamed = rest.min(waited.max(0));
-        let after = python_after(trace, index, &cands, trace.events[ex as usize].end(), gap);
+        // A copy "to the host" that copied the other way (an input staged from pageable
+        // memory) is no readback: the Python after it is the forward's start, not work waiting
+        // on a result (review 26: a video classifier's input upload).
+        let after = if kind != CauseKind::CopyToHost || reads_back(trace, tree, ex) {
+            python_after(trace, index, &cands, trace.events[ex as usize].end(), gap)
+        } else {
+            Vec::new()
+        };
         push(kind, ex, blamed, label, after);
         rest -= blamed;
         if rest <= 0 {

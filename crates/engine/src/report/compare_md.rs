@@ -206,11 +206,25 @@ enum Rec<'a> {
     /// Matched GEMMs the target runs in fp32 where the reference runs a narrower precision on
     /// its matrix units: one cause (precision), not a kernel gap per shape.
     Precision(Vec<&'a Matched>),
+    /// A difference of the whole step, not of an op: the launch mode (eager against graph
+    /// replays), a collective slower on the target.
+    System(SystemItem),
+}
+
+/// A step-level recommendation of the comparison: its title, gap and action as written, and
+/// the target time at stake (µs) and what that time is, for its impact line.
+struct SystemItem {
+    title: String,
+    gap: String,
+    action: &'static str,
+    gap_us: f64,
+    what: &'static str,
 }
 
 impl Rec<'_> {
     fn excess_us(&self) -> f64 {
         match self {
+            Rec::System(x) => x.gap_us,
             Rec::Op(ms) => ms.iter().map(|m| m.excess_us).sum(),
             Rec::Fixed(f) => f.excess_us(),
             Rec::TargetOnly(u) => u.iter().map(|x| x.us).sum(),
@@ -440,6 +454,68 @@ struct LaunchMode {
     target_events: u64,
 }
 
+/// The step-level recommendations: the launch mode where the reference replays graphs and the
+/// target does not (its gap the idle the target pays beyond the reference's; held-out suite 2,
+/// p5), and a collective far slower on the target where its exposed communication exceeds the
+/// reference's (its gap that excess; held-out suite 2, p4: MI250X's RCCL all-reduce at a
+/// seventh of A100's bus bandwidth, 41 % of the target, named only as "exposed communication
+/// the target pays 13× more of").
+fn system_items(
+    c: &Comparison,
+    sides: Option<(&crate::Analysis, &crate::Analysis)>,
+    launch_mode: Option<&LaunchMode>,
+) -> Vec<SystemItem> {
+    let (t, r) = (&c.target_timeline, &c.reference_timeline);
+    let mut out = Vec::new();
+    let idle_gap = (t.idle - r.idle) as f64 / 1e3;
+    if let Some(m) = launch_mode.filter(|_| idle_gap > 0.0) {
+        out.push(SystemItem {
+            title: "The target launches its kernels one by one; the reference replays them in graphs".into(),
+            gap: format!(
+                "the reference replays {} of its {} GPU events in CUDA / HIP graph launches, the target {} of {}: the target's host launches every kernel, and its GPU idles {} ms against the reference's {} ms.",
+                m.reference_graph_events,
+                m.reference_events,
+                m.target_graph_events,
+                m.target_events,
+                ms(t.idle as f64 / 1e3),
+                ms(r.idle as f64 / 1e3)
+            ),
+            action: "Capture the target's step in a CUDA / HIP graph as the reference does (`torch.compile(mode=\"reduce-overhead\")`, `torch.cuda.graphs` around a static-shape step, or the serving engine's graph mode), after removing what stops a capture (host synchronizations, data-dependent shapes: the target's standalone report names them).",
+            gap_us: idle_gap,
+            what: "the idle the target pays beyond the reference's",
+        });
+    }
+    let comm_gap = (t.exposed_comm - r.exposed_comm) as f64 / 1e3;
+    if let Some(cc) = sides
+        .and_then(|(ta, ra)| slower_collective(ta, ra))
+        .filter(|_| comm_gap > 0.0)
+    {
+        out.push(SystemItem {
+            title: format!(
+                "{} is {:.1}× slower on the target",
+                code(&cc.name),
+                cc.reference_busbw / cc.target_busbw.max(1e-9)
+            ),
+            gap: format!(
+                "{} of {} MiB ×{:.0} takes {:.1} µs on the target (bus bandwidth {:.1} GB/s) against {:.1} µs on the reference ({:.1} GB/s); the target's exposed communication is {} ms against the reference's {} ms.",
+                code(&cc.name),
+                cc.size_mib.round(),
+                cc.calls,
+                cc.target_us,
+                cc.target_busbw,
+                cc.reference_us,
+                cc.reference_busbw,
+                ms(t.exposed_comm as f64 / 1e3),
+                ms(r.exposed_comm as f64 / 1e3)
+            ),
+            action: "Find why the target's collectives move their bytes slower: the transport (RCCL / NCCL's chosen protocol and channels, `NCCL_DEBUG=INFO` / `RCCL` logs; peer-to-peer or the GPU interconnect disabled, traffic falling back to the host or the network), and whether one rank arrives late (the multi-rank view over all ranks' traces); `rccl-tests` / `nccl-tests` `all_reduce_perf` on the target sets what the link allows. Then overlap what remains with the backward pass (DDP buckets, FSDP prefetch).",
+            gap_us: comm_gap,
+            what: "the exposed communication the target pays beyond the reference's",
+        });
+    }
+    out
+}
+
 /// The same collective on both sides (name, size within 2×), the target's bus bandwidth under
 /// half the reference's: the one with the most target time.
 struct SlowerCollective {
@@ -662,6 +738,11 @@ pub fn fair_md_with(
         only.sort_by(|a, b| b.us.total_cmp(&a.us));
         recs.push(Rec::TargetOnly(only));
     }
+    recs.extend(
+        system_items(c, sides, launch_mode.as_ref())
+            .into_iter()
+            .map(Rec::System),
+    );
     recs.sort_by(|a, b| b.excess_us().total_cmp(&a.excess_us()));
     if !recs
         .iter()
@@ -672,91 +753,10 @@ pub fn fair_md_with(
             "No matched op is slower on the target than the hardware ratio explains.\n"
         );
     }
-    // The launch mode leads where it explains the target's idle: its gap is the idle the
-    // target pays beyond the reference's.
-    let mut lead = 0;
-    if let Some(m) = &launch_mode {
-        let gap_us = (c.target_timeline.idle - c.reference_timeline.idle) as f64 / 1e3;
-        if gap_us > 0.0 {
-            let p = priority(gap_us, timeline_us);
-            let _ = writeln!(
-                s,
-                "### {} Priority 1: The target launches its kernels one by one; the reference replays them in graphs",
-                p.marker()
-            );
-            let _ = writeln!(
-                s,
-                "**Gap**: the reference replays {} of its {} GPU events in CUDA / HIP graph launches, the target {} of {}: the target's host launches every kernel, and its GPU idles {} ms against the reference's {} ms.  ",
-                m.reference_graph_events,
-                m.reference_events,
-                m.target_graph_events,
-                m.target_events,
-                ms(c.target_timeline.idle as f64 / 1e3),
-                ms(c.reference_timeline.idle as f64 / 1e3)
-            );
-            let _ = writeln!(
-                s,
-                "**Action**: Capture the target's step in a CUDA / HIP graph as the reference does (`torch.compile(mode=\"reduce-overhead\")`, `torch.cuda.graphs` around a static-shape step, or the serving engine's graph mode), after removing what stops a capture (host synchronizations, data-dependent shapes: the target's standalone report names them).  "
-            );
-            let _ = writeln!(
-                s,
-                "**Impact**: up to {} ms ({:.1}% of the target's GPU timeline), the idle the target pays beyond the reference's. Priority {}.\n\n---\n",
-                ms(gap_us),
-                if timeline_us > 0.0 { gap_us / timeline_us * 100.0 } else { 0.0 },
-                p.label()
-            );
-            lead = 1;
-        }
-    }
-    // A collective far slower on the target than the same collective on the reference leads
-    // where the target's exposed communication exceeds the reference's (held-out suite 2, p4:
-    // MI250X's RCCL all-reduce at a seventh of A100's bus bandwidth, 41 % of the target,
-    // named only as "exposed communication the target pays 13× more of").
-    if let Some(cc) = sides.and_then(|(t, r)| slower_collective(t, r)) {
-        let gap_us =
-            (c.target_timeline.exposed_comm - c.reference_timeline.exposed_comm) as f64 / 1e3;
-        if gap_us > 0.0 {
-            let p = priority(gap_us, timeline_us);
-            let _ = writeln!(
-                s,
-                "### {} Priority {}: {} is {:.1}× slower on the target",
-                p.marker(),
-                lead + 1,
-                code(&cc.name),
-                cc.reference_busbw / cc.target_busbw.max(1e-9)
-            );
-            let _ = writeln!(
-                s,
-                "**Gap**: {} of {} MiB ×{:.0} takes {:.1} µs on the target (bus bandwidth {:.1} GB/s) against {:.1} µs on the reference ({:.1} GB/s); the target's exposed communication is {} ms against the reference's {} ms.  ",
-                code(&cc.name),
-                cc.size_mib.round(),
-                cc.calls,
-                cc.target_us,
-                cc.target_busbw,
-                cc.reference_us,
-                cc.reference_busbw,
-                ms(c.target_timeline.exposed_comm as f64 / 1e3),
-                ms(c.reference_timeline.exposed_comm as f64 / 1e3)
-            );
-            let _ = writeln!(
-                s,
-                "**Action**: Find why the target's collectives move their bytes slower: the transport (RCCL / NCCL's chosen protocol and channels, `NCCL_DEBUG=INFO` / `RCCL` logs; peer-to-peer or the GPU interconnect disabled, traffic falling back to the host or the network), and whether one rank arrives late (the multi-rank view over all ranks' traces); `rccl-tests` / `nccl-tests` `all_reduce_perf` on the target sets what the link allows. Then overlap what remains with the backward pass (DDP buckets, FSDP prefetch).  "
-            );
-            let _ = writeln!(
-                s,
-                "**Impact**: up to {} ms ({:.1}% of the target's GPU timeline), the exposed communication the target pays beyond the reference's. Priority {}.\n\n---\n",
-                ms(gap_us),
-                if timeline_us > 0.0 { gap_us / timeline_us * 100.0 } else { 0.0 },
-                p.label()
-            );
-            lead += 1;
-        }
-    }
     // (priority number, action) of the recommendations written: an action already given is
     // referred to, not repeated (review 16: one 600-character TunableOp paragraph six times).
     let mut given: Vec<(usize, String)> = Vec::new();
     for (i, r) in recs.iter().take(MAX_RECOMMENDATIONS).enumerate() {
-        let i = i + lead;
         // A share of the target's GPU timeline, as the standalone priorities are of the trace:
         // on a host-bound target a kernel's saving is a small part of its step (review 10:
         // Falconsai's attention "Critical 16.4% of compute" in a timeline 75 % idle).
@@ -902,6 +902,18 @@ pub fn fair_md_with(
                     s,
                     "**Impact**: up to {} ms ({share:.1}% of the target's GPU timeline) if they run as fast as on the reference. Priority {}.\n\n---\n",
                     ms(r.excess_us()),
+                    p.label()
+                );
+            }
+            Rec::System(x) => {
+                let _ = writeln!(s, "### {} Priority {}: {}", p.marker(), i + 1, x.title);
+                let _ = writeln!(s, "**Gap**: {}  ", x.gap);
+                let _ = writeln!(s, "**Action**: {}  ", x.action);
+                let _ = writeln!(
+                    s,
+                    "**Impact**: up to {} ms ({share:.1}% of the target's GPU timeline), {}. Priority {}.\n\n---\n",
+                    ms(x.gap_us),
+                    x.what,
                     p.label()
                 );
             }

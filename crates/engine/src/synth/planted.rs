@@ -966,7 +966,7 @@ pub fn cases() -> Vec<PlantedCase> {
                 10,
             )],
             Some("atomic_scatter_add"),
-            &["atomic scatter-add at 20 GB/s", "`nn.Embedding`"],
+            &["atomic scatter-add at 20 GB/s", "sort the index and reduce each segment once"],
         )),
         on_h100(case_of(
             "scatter_add_uncontended",
