@@ -107,6 +107,34 @@ fn a_wave_tail_costs_no_more_than_the_trace_measures() {
     assert!((waste - 0.1538 * share).abs() < 0.002, "{waste}");
 }
 
+/// A GEMM with no cause named at 75 % of its peak ranks Low whatever it would save, and its
+/// Priority line and the report's note say why (review 26: "a 3.9 % saving printed as Low").
+#[test]
+fn an_undiagnosed_tuned_gemm_says_why_it_ranks_low() {
+    let mut c = case("gemm_last_wave_at_peer_rate").expect("case");
+    c.ops.truncate(1);
+    // 2 × 2048 × 2304 × 8192 FLOPs at 742 TFLOPS (75 % of 989).
+    c.ops[0].kernels[0].1 = (2.0 * 2048.0 * 2304.0 * 8192.0 / 742e12 * 1e9) as i64;
+    let a = analyze_on(&case_bytes(&c), platform_of(&c));
+    let st = standalone(&a);
+    // Not a recommendation (no cause, Low, in the good band): the detailed analysis has it.
+    assert!(st.recommendations.is_empty());
+    let b = findings(st)
+        .find(|b| b.op_name == "aten::mm")
+        .expect("the GEMM");
+    assert!(b.impact.undiagnosed_tuned, "{}", b.title);
+    assert_eq!(b.priority, jarvis_engine::standalone::rules::Priority::Low);
+    let md = jarvis_engine::report::standalone_fair::fair_md(&a, st, "t");
+    assert!(
+        md.contains("no cause named and already at 70% of its peak or more, where tuned libraries stop: ranks Low whatever its"),
+        "{md}"
+    );
+    assert!(
+        md.contains("and Low from 70%, where tuned libraries stop"),
+        "{md}"
+    );
+}
+
 /// Attention behind an SDPA call that ran its math backend: the cause's action is the fused
 /// backend's eligibility, never "call SDPA", which the model already does.
 #[test]
