@@ -414,12 +414,11 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
                 .collect();
             out.extend(growing_cat::cause(r, shape, ctx));
             out.extend(moe_routing::cause(r, ctx));
-            // A contended scatter-add is what holds its bandwidth: the generic bandwidth
-            // rules would only restate the rate.
-            let scatter = atomic_scatter::cause(shape, ctx);
-            let named_scatter = scatter.is_some();
-            out.extend(scatter);
-            if !named_scatter {
+            // A scatter-add is judged by its own rule alone: the generic bandwidth rules would
+            // read its index and source as broadcast operands (review of this stop: HTA's
+            // sampled rank's `scatter_add_` told "one input is broadcast against the other").
+            out.extend(atomic_scatter::cause(shape, ctx));
+            if shape.own_model != Some(crate::standalone::ops::OwnModel::ScatterAdd) {
                 if own.is_empty() {
                     out.extend(elementwise::causes(r, shape, ctx));
                 } else {
