@@ -1302,38 +1302,34 @@ impl AlreadyDone {
                 None
             }
         });
-        // Or its Python frames' files (`vllm/v1/core/sched/scheduler.py(178): schedule`): an
-        // engine whose ops the trace names as plain ATen ops (held-out suite 2, s21).
-        let engine = engine.or_else(|| {
-            let mut seen = std::collections::HashSet::new();
-            inp.trace
-                .events
-                .iter()
-                .filter(|e| e.kind() == crate::model::EventKind::PythonFunction)
-                .filter(|e| seen.insert(e.name))
-                .find_map(|e| {
-                    let name = inp.trace.name(e);
-                    if name.starts_with("vllm/") || name.contains("/vllm/") {
-                        Some("vLLM")
-                    } else if name.starts_with("sglang/") || name.contains("/sglang/") {
-                        Some("SGLang")
-                    } else {
-                        None
-                    }
-                })
-        });
-        let graphs = ctx.mostly_graph_replayed();
-        // Each distinct frame name once: a trace has many frames and few names.
+        // The distinct names of the host's Python frames and annotations, read once: both the
+        // engine (its frames' files, where its ops are plain ATen ops: held-out suite 2, s21's
+        // `vllm/v1/core/sched/scheduler.py(178): schedule`) and the overlap scheduler come from
+        // them, and a trace has many frames and few names.
         let mut seen = std::collections::HashSet::new();
-        let overlapped = graphs
-            && inp.trace.events.iter().any(|e| {
+        let frames: Vec<&str> = (inp.trace.events.iter())
+            .filter(|e| {
                 matches!(
                     e.kind(),
                     crate::model::EventKind::PythonFunction
                         | crate::model::EventKind::UserAnnotation
                 ) && seen.insert(e.name)
-                    && is_overlap_scheduler(inp.trace.name(e))
-            });
+            })
+            .map(|e| inp.trace.name(e))
+            .collect();
+        let engine = engine.or_else(|| {
+            frames.iter().find_map(|name| {
+                if name.starts_with("vllm/") || name.contains("/vllm/") {
+                    Some("vLLM")
+                } else if name.starts_with("sglang/") || name.contains("/sglang/") {
+                    Some("SGLang")
+                } else {
+                    None
+                }
+            })
+        });
+        let graphs = ctx.mostly_graph_replayed();
+        let overlapped = graphs && frames.iter().any(|n| is_overlap_scheduler(n));
         AlreadyDone {
             graphs,
             compiled: ctx.compiled_ns > 0 && ctx.compiled_ns * 2 >= host_wait.max(1),
