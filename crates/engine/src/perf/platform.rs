@@ -325,6 +325,70 @@ impl Platform {
         p
     }
 
+    /// This platform as the MIG slice a device name states (`NVIDIA H100 80GB HBM3 MIG
+    /// 2g.20gb`), or `None` when the name states none: a slice has a share of the GPU's SMs
+    /// (its `numSms`, else `g` of 7 compute slices) and of its memory, bandwidth and L2 (its
+    /// `totalGlobalMem` of the whole, else the name's `gb`), so every peak is scaled by those
+    /// shares (held-out suite 3: a `2g.20gb` slice with 32 SMs and 20 GB judged against a full
+    /// H100's peaks). The label says which slice it is.
+    pub fn mig_slice(
+        &self,
+        device_name: &str,
+        sms: Option<i64>,
+        memory: Option<i64>,
+    ) -> Option<Platform> {
+        let profile = device_name
+            .split_whitespace()
+            .skip_while(|w| *w != "MIG")
+            .nth(1)?;
+        let (g, gb) = profile.split_once("g.")?;
+        let g: f64 = g.parse().ok()?;
+        let gb: f64 = gb
+            .trim_end_matches("gb")
+            .trim_end_matches("GB")
+            .parse()
+            .ok()?;
+        let full_units = self.compute_units.as_ref().map(|c| c.0);
+        let compute = match (sms, full_units) {
+            (Some(n), Some(full)) if n > 0 && (n as f64) < full => n as f64 / full,
+            _ => g / 7.0,
+        };
+        let full_gb = self.memory_gb?;
+        let mem = memory.map_or(gb, |b| b as f64 / 1e9) / full_gb;
+        if !(0.0..1.0).contains(&compute) || !(0.0..1.0).contains(&mem) {
+            return None;
+        }
+        let mut p = self.clone();
+        let scaled = |v: &Sourced, by: f64, what: &str| {
+            Sourced(
+                v.0 * by,
+                format!("{} × {by:.3} ({what} of the MIG slice)", v.1),
+            )
+        };
+        for v in p.tflops.values_mut().chain(p.datasheet_tflops.values_mut()) {
+            *v = scaled(v, compute, "the SM share");
+        }
+        p.hbm_tbps = scaled(&self.hbm_tbps, mem, "the memory share");
+        p.l2_mib = self
+            .l2_mib
+            .as_ref()
+            .map(|v| scaled(v, mem, "the memory share"));
+        p.exp_tops = self
+            .exp_tops
+            .as_ref()
+            .map(|v| scaled(v, compute, "the SM share"));
+        p.compute_units = self
+            .compute_units
+            .as_ref()
+            .map(|v| scaled(v, compute, "the SM share"));
+        if let Some(n) = sms.filter(|&n| n > 0) {
+            p.compute_units = Some(Sourced(n as f64, "deviceProperties numSms".into()));
+        }
+        p.memory_gb = Some(full_gb * mem);
+        p.label = Some(format!("{} MIG {profile}", self.label()));
+        Some(p)
+    }
+
     pub fn hbm_bytes_per_s(&self) -> f64 {
         self.hbm_tbps.0 * 1e12
     }
@@ -411,6 +475,30 @@ pub fn roofline(
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// A MIG slice's name scales the full GPU's peaks by its SM and memory shares: H100's
+    /// `2g.20gb` with 32 of 132 SMs and 20.9 GB of 80; a whole GPU's name is no slice.
+    #[test]
+    fn a_mig_slice_has_its_share_of_the_peaks() {
+        let name = "NVIDIA H100 80GB HBM3 MIG 2g.20gb";
+        let full = detect_device(name, Some(20_937_965_568)).expect("h100");
+        let s = full
+            .mig_slice(name, Some(32), Some(20_937_965_568))
+            .expect("slice");
+        let bf16 = |p: &Platform| p.tflops["matrix_bf16"].0;
+        assert!((bf16(&s) - bf16(&full) * 32.0 / 132.0).abs() < 1e-9);
+        let mem = 20.937_965_568 / full.memory_gb.expect("memory");
+        assert!((s.hbm_tbps.0 - full.hbm_tbps.0 * mem).abs() < 1e-9);
+        assert_eq!(s.units(), Some(32));
+        assert_eq!(s.label(), "H100 SXM MIG 2g.20gb");
+        // Without numSms, g of 7 compute slices.
+        let g = full.mig_slice(name, None, None).expect("slice");
+        assert!((bf16(&g) - bf16(&full) * 2.0 / 7.0).abs() < 1e-9);
+        assert!(full
+            .mig_slice("NVIDIA H100 80GB HBM3", Some(132), None)
+            .is_none());
+    }
 
     /// A device without a name is identified by architecture, CUs and memory where they fit
     /// one GPU (the AMD vLLM trace: gfx 9.4, 304 CUs, 206,141,652,992 B = 192 GiB → MI300X),
@@ -458,8 +546,6 @@ mod tests {
         let fp8 = mi300x.peak_tflops("matrix_fp8").expect("fp8 peak");
         assert!(fp8 > bf16);
     }
-
-    use super::*;
 
     #[test]
     fn edited_platforms_are_named_labelled_custom_and_round_trip() {

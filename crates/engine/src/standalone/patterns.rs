@@ -21,6 +21,11 @@ pub const FUSION_MIN_KERNELS: f64 = 4.0;
 /// ... of at least this many different ops: one op that runs several kernels internally (a
 /// BatchNorm's statistics and normalization passes) is already a single implementation.
 pub const FUSION_MIN_OPS: usize = 3;
+/// ... and at most this many a call: more light kernels than this in one call is a program (a
+/// training loop's loss and optimizer, a sampler), not one chain a fused kernel replaces; its
+/// parts are judged by their own rules (held-out: a driver `main` of 4,744 kernels over four
+/// steps read as one "unfused function").
+pub const FUSION_MAX_KERNELS: f64 = 64.0;
 /// Kernels shorter than this are "short" (TraceLens's short-kernel threshold).
 pub const SHORT_KERNEL_US: f64 = 10.0;
 
@@ -256,6 +261,10 @@ pub struct Patterns {
     /// Gradient accumulation into existing gradients (`AccumulateGrad` launching `add_`): found
     /// where gradients were zeroed by kernels, whose zeros these adds then read.
     pub accumulate: Option<FramedWork>,
+    /// Convolution algorithm searches (`conv_search`).
+    pub conv_search: Option<super::conv_search::ConvSearch>,
+    /// Large embedding tables trained with dense gradients (`dense_embedding_grads`).
+    pub dense_embedding_grads: Option<super::dense_embedding_grads::DenseEmbeddingGrads>,
     /// Top-level forwards run one input at a time within a step (`repeated_forwards`).
     pub repeated_forwards: Option<super::repeated_forwards::RepeatedForwards>,
 }
@@ -270,6 +279,20 @@ fn is_heavy_op(name: &str) -> bool {
         || n.contains("conv")
         || n.contains("gemm")
         || is_fused_library_op(n)
+        || is_not_elementwise(n)
+}
+
+/// Ops a fused elementwise kernel does not absorb: a multi-tensor kernel already is one
+/// launch over many tensors (`_foreach_*`), and a sort, scan, top-k or scatter is its own
+/// algorithm (held-out: a top-p sampler's radix sorts read as an elementwise chain).
+fn is_not_elementwise(n: &str) -> bool {
+    n.starts_with("_foreach_")
+        || n.starts_with("_fused_")
+        || [
+            "sort", "topk", "cumsum", "cumprod", "scatter", "nonzero", "unique",
+        ]
+        .iter()
+        .any(|k| n.contains(k))
 }
 
 /// Ops that already are a fused library implementation (docs/analysis.md, "Patterns"): an MoE
@@ -308,6 +331,8 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         optimizer_step: framed(trace, tree, &|_, n| n.starts_with("Optimizer.step")),
         recompute: framed(trace, tree, &is_recompute_frame),
         accumulate: None,
+        dense_embedding_grads: super::dense_embedding_grads::find(trace, tree),
+        conv_search: super::conv_search::find(trace, tree),
         repeated_forwards: super::repeated_forwards::find(trace, &|module| {
             framed(trace, tree, &|k, n| {
                 k == EventKind::PythonFunction && n == module
@@ -358,9 +383,26 @@ impl Patterns {
                 let e = trace.event(k);
                 (e.kind() == EventKind::Kernel).then(|| {
                     let op = tree.nearest_cpu_op(trace, k).unwrap_or(root);
-                    (trace.event(op).name, e.dur)
+                    (trace.event(op).name, e.dur, k)
                 })
             })
+        };
+        // A function whose call encloses a profiler step's start drives the steps (`main`,
+        // an engine's loop): it is no chain, whatever runs directly inside it.
+        let mut step_starts: Vec<crate::model::Nanos> = trace
+            .events
+            .iter()
+            .filter(|e| {
+                matches!(e.kind(), EventKind::UserAnnotation | EventKind::CpuOp)
+                    && trace.name(e).starts_with("ProfilerStep#")
+            })
+            .map(|e| e.ts)
+            .collect();
+        step_starts.sort_unstable();
+        let drives_steps = |f: EventId| {
+            let e = trace.event(f);
+            let i = step_starts.partition_point(|&t| t < e.ts);
+            step_starts.get(i).is_some_and(|&t| t < e.end())
         };
         let mut roots: Vec<(&EventId, &Vec<EventId>)> = chains
             .iter()
@@ -371,14 +413,17 @@ impl Patterns {
         let mut heavy_name: HashMap<StrId, bool> = HashMap::default();
         let mut by_fn: HashMap<StrId, FunctionWork> = HashMap::default();
         let mut calls: HashMap<StrId, HashSet<EventId>> = HashMap::default();
+        let mut drivers: HashSet<StrId> = HashSet::default();
         for (&root, chain) in &roots {
             let mut names: Vec<StrId> = chain.iter().map(|&f| trace.event(f).name).collect();
             names.sort_unstable();
             names.dedup();
             for &f in chain.iter() {
-                calls.entry(trace.event(f).name).or_default().insert(f);
+                if calls.entry(trace.event(f).name).or_default().insert(f) && drives_steps(f) {
+                    drivers.insert(trace.event(f).name);
+                }
             }
-            for (op, _) in kernels_of(root) {
+            for (op, _, _) in kernels_of(root) {
                 let heavy = *heavy_name
                     .entry(op)
                     .or_insert_with(|| is_heavy_op(&trace.strings.get(op).to_ascii_lowercase()));
@@ -396,14 +441,19 @@ impl Patterns {
             };
             let instances = calls.get(&n).map_or(0, |c| c.len()).max(1);
             let name = trace.strings.get(n);
+            let per_call = w.kernels as f64 / instances as f64;
             !w.heavy
-                && w.kernels as f64 / instances as f64 >= FUSION_MIN_KERNELS
+                && (FUSION_MIN_KERNELS..=FUSION_MAX_KERNELS).contains(&per_call)
                 && w.ops.len() >= FUSION_MIN_OPS
+                && !drivers.contains(&n)
                 && !is_fused_library_op(super::functions::function_name(name))
         };
         let is_candidate: HashMap<StrId, bool> = by_fn.keys().map(|&n| (n, candidate(n))).collect();
         // Pass 2: each op's kernels go to the outermost candidate around it.
-        let mut per_call: HashMap<EventId, i64> = HashMap::default();
+        // Per call, its kernels (id, ns): the fused estimate keeps each call's longest, and
+        // the replay removes the rest (only the kernels counted, never the child modules'
+        // work the frame also encloses).
+        let mut per_call: HashMap<EventId, Vec<(EventId, i64)>> = HashMap::default();
         let mut found: Vec<(StrId, FrameKernels, HashSet<EventId>)> = Vec::new();
         let mut at: HashMap<StrId, usize> = HashMap::default();
         for (&root, chain) in &roots {
@@ -419,10 +469,9 @@ impl Patterns {
                 found.len() - 1
             });
             found[i].2.insert(frame);
-            for (op, dur) in kernels_of(root) {
+            for (op, dur, k) in kernels_of(root) {
                 found[i].1.push((op, dur));
-                let m = per_call.entry(frame).or_default();
-                *m = (*m).max(dur);
+                per_call.entry(frame).or_default().push((k, dur));
             }
         }
         for (n, work, frames) in found {
@@ -430,7 +479,21 @@ impl Patterns {
                 continue;
             }
             let frame = trace.strings.get(n);
-            let fused_ns: i64 = frames.iter().filter_map(|f| per_call.get(f)).sum();
+            let mut fused_ns = 0i64;
+            let mut removed = Vec::new();
+            let mut sorted: Vec<&EventId> = frames.iter().collect();
+            sorted.sort_unstable();
+            for f in sorted {
+                let Some(ks) = per_call.get(f) else { continue };
+                let longest = ks.iter().max_by_key(|&&(k, d)| (d, std::cmp::Reverse(k)));
+                fused_ns += longest.map_or(0, |&(_, d)| d);
+                let keep = longest.map(|&(k, _)| k);
+                removed.extend(
+                    ks.iter()
+                        .filter(|&&(k, _)| Some(k) != keep)
+                        .map(|(k, _)| k.0),
+                );
+            }
             self.fusion.push(FusionCandidate {
                 class: super::functions::function_name(frame).to_owned(),
                 function: Some(frame.to_owned()),
@@ -440,7 +503,7 @@ impl Patterns {
                 total_ms: work.iter().map(|(_, d)| *d).sum::<i64>() as f64 / 1e6,
                 fused_ms: fused_ns as f64 / 1e6,
                 from_ops: false,
-                removed: Vec::new(),
+                removed,
             });
         }
         self.fusion
@@ -631,7 +694,7 @@ impl Patterns {
                 continue;
             }
             let per_instance = n_kernels as f64 / instances.len() as f64;
-            if per_instance >= FUSION_MIN_KERNELS
+            if (FUSION_MIN_KERNELS..=FUSION_MAX_KERNELS).contains(&per_instance)
                 && names.len() >= FUSION_MIN_OPS
                 && !is_fused_library_op(class)
                 && !names.iter().any(|n| is_heavy_op(n))

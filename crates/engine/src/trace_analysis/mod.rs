@@ -281,7 +281,19 @@ fn choose_platform(trace: &mut Trace, choice: &PlatformChoice) -> Option<Platfor
             let memory = first_device_memory(trace);
             let by_name = crate::perf::platform::detect_device(&first, memory).map(|p| {
                 let how = format!("auto-detected from {first:?}");
-                (p, how)
+                // A MIG slice: the device's share of the GPU's peaks.
+                let sms = first_device_arch(trace).map(|(_, _, _, units)| units);
+                match p.mig_slice(&first, sms, memory) {
+                    Some(slice) => {
+                        let how = format!(
+                            "{how}: a MIG slice, its peaks scaled to its {} SMs and {:.0} GB of the full GPU's",
+                            slice.units().unwrap_or(0),
+                            slice.memory_gb.unwrap_or(0.0)
+                        );
+                        (slice, how)
+                    }
+                    None => (p, how),
+                }
             });
             // An empty name (some ROCm builds write none): the architecture, compute-unit
             // count and memory, where they identify one GPU.

