@@ -119,7 +119,10 @@ pub fn metrics(class: &str, x: &OpInputs) -> Option<Metrics> {
     // Stride, padding and dilation live in Concrete Inputs; a trace from a PyTorch release that
     // does not record them says nothing about them, and defaults would be silently wrong for
     // every strided or padded convolution (TraceLens raises and skips the op).
-    if !x.has_concrete() {
+    // Nor does a record that stops before the option slots (an op recorded with its tensors
+    // only, `["", ""]`: held-out suite 4's convolutions, whose strides lived on the `conv2d`
+    // above them, had been modelled at stride 1 and no padding, 182 % of peak).
+    if !x.has_concrete() || x.concrete_slots() < opt + 3 {
         return None;
     }
     let n = input.len() - 2;
@@ -188,5 +191,27 @@ mod tests {
         assert_eq!(int_list("(1,1)", 2, 0), Some(vec![1, 1]));
         assert_eq!(int_list("(2,)", 2, 1), Some(vec![2, 2]));
         assert_eq!(int_list("( 3, 3 )", 2, 0), Some(vec![3, 3]));
+    }
+
+    /// A convolution recorded with its tensors only (`Concrete Inputs` of two slots) says
+    /// nothing of its stride and padding: no model, never stride 1 and no padding; the full
+    /// record is modelled.
+    #[test]
+    fn a_record_without_the_option_slots_has_no_model() {
+        let inputs = |concrete: serde_json::Value| {
+            OpInputs {
+            dims: serde_json::from_str("[[256, 3, 224, 224], [64, 3, 7, 7], [], [], [], [], [], [], []]").expect("dims"),
+            types: serde_json::from_str("[\"c10::BFloat16\", \"c10::BFloat16\", \"\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\", \"ScalarList\", \"Scalar\"]").expect("types"),
+            concrete: serde_json::from_value(concrete).expect("concrete"),
+            ..Default::default()
+        }
+        };
+        assert!(metrics("aten_conv", &inputs(serde_json::json!(["", ""]))).is_none());
+        let full =
+            serde_json::json!(["", "", "", "[2, 2]", "[3, 3]", "[1, 1]", "False", "[0, 0]", "1"]);
+        let m = metrics("aten_conv", &inputs(full)).expect("modelled");
+        // 256 × 64 × 112 × 112 outputs, each 3 × 7 × 7 multiply-adds.
+        let flops = 2.0 * (256 * 64 * 112 * 112) as f64 * (3 * 7 * 7) as f64;
+        assert!((m.flops - flops).abs() / flops < 1e-9, "{}", m.flops);
     }
 }

@@ -71,6 +71,11 @@ impl OpInputs {
         !self.concrete.is_empty()
     }
 
+    /// How many argument slots `Concrete Inputs` recorded.
+    pub fn concrete_slots(&self) -> usize {
+        self.concrete.len()
+    }
+
     /// Strides at slot `i`, as recorded (JSON), `None` when absent.
     pub fn stride(&self, i: usize) -> Option<&Value> {
         self.strides.get(i)

@@ -477,6 +477,20 @@ pub fn roofline(
 mod tests {
     use super::*;
 
+    /// The GDDR cards of the hardware facts are in the table: an L40S and a T4 by their
+    /// device names, with their own peaks (held-out suite 4: an L40S trace had no platform).
+    #[test]
+    fn gddr_cards_are_detected() {
+        let l40s = detect("NVIDIA L40S").expect("l40s");
+        assert_eq!(l40s.name, "L40S");
+        assert_eq!(l40s.units(), Some(142));
+        assert!((l40s.hbm_tbps.0 - 0.864).abs() < 1e-12);
+        assert_eq!(l40s.peak_tflops("matrix_bf16"), Some(362.0));
+        let t4 = detect("Tesla T4").expect("t4");
+        assert_eq!(t4.name, "T4");
+        assert_eq!(t4.units(), Some(40));
+    }
+
     /// A MIG slice's name scales the full GPU's peaks by its SM and memory shares: H100's
     /// `2g.20gb` with 32 of 132 SMs and 20.9 GB of 80; a whole GPU's name is no slice.
     #[test]

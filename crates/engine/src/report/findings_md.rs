@@ -158,12 +158,16 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
         )
     } else {
         let saving = b.impact.ranked_text();
-        // `Impact::priority_for`: a guessed cut, or a floor no kernel is shown to reach, ranks
-        // Low whatever it saves; said, so the figure does not read as the reason for the rank.
+        // `Impact::priority_for`: a guessed cut ranks by the op's share, a floor no kernel is
+        // shown to reach Low whatever it saves; said, so the figure does not read as the reason
+        // for the rank.
         match b.impact.method {
-            ImpactMethod::Heuristic => {
-                format!("no perf model: the cut is a guess, which ranks Low whatever its {saving}")
-            }
+            ImpactMethod::Heuristic => format!(
+                "no perf model: the cut is a guess, so it ranks by the op's share of the time, about {:.1}% (Low under {:.0}%, Medium, High from {:.0}%: the largest time nothing explains is looked at first), not by its {saving}",
+                b.impact.ranked_pct() / 0.30,
+                crate::standalone::findings::UNMODELLED_ARGUED_PCT,
+                crate::standalone::findings::UNMODELLED_HIGH_PCT
+            ),
             ImpactMethod::Floor => format!(
                 "an upper bound no kernel is shown to reach ranks Low whatever its {saving}"
             ),

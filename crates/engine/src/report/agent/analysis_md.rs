@@ -82,6 +82,19 @@ fn card_icon(st: &Standalone, f: &Finding, k: usize) -> &'static str {
     if fair.is_some_and(|b| b.is_unmodelled_guess()) {
         return impact_icon(k, 0.0);
     }
+    // One the fair report ranks by its share (a guess, argued from a tenth of compute) is
+    // ranked as it is there, never by the guess.
+    if let Some(b) =
+        fair.filter(|b| b.impact.method == crate::standalone::findings::ImpactMethod::Heuristic)
+    {
+        use crate::standalone::rules::Priority;
+        let by_rank = match b.priority {
+            Priority::Critical => 1,
+            Priority::High => 2,
+            _ => 3,
+        };
+        return icon(k.max(by_rank));
+    }
     let ranked = fair.map_or(f.impact_score, |b| {
         b.impact.ranked_pct().min(f.impact_score)
     });

@@ -336,10 +336,10 @@ impl Impact {
         )
     }
 
-    /// The priority of its mid saving (`rules::impact_priority`), Low where the saving is the
-    /// no-perf-model heuristic's guess (a share of the op's time, not a diagnosis: an unmodelled
-    /// op is named, never ranked beside what Jarvis can explain), at most Medium for an op in
-    /// the good band with no cause named.
+    /// The priority of its mid saving (`rules::impact_priority`); where the saving is the
+    /// no-perf-model heuristic's guess, by the op's share instead (Low under a tenth, Medium,
+    /// High from a quarter: unexplained time is looked at first when it is most of the run);
+    /// at most Medium for an op in the good band with no cause named.
     pub fn priority(&self) -> super::rules::Priority {
         self.priority_for(self.mid_pct)
     }
@@ -348,11 +348,23 @@ impl Impact {
     /// replayed saving), capped as [`Impact::priority`] says.
     pub fn priority_for(&self, pct: f64) -> super::rules::Priority {
         let p = super::rules::impact_priority(pct);
-        // A guess, or an upper bound no kernel is shown to reach, ranks Low.
+        // A guess ranks by the op's share, not by the guess: time the analysis cannot
+        // explain is looked at first when it is most of the run (held-out suite 4: an
+        // `index_select` at 58 % of compute ranked Low), Medium from a tenth, High from a
+        // quarter (the mid guess is 0.30 of the share).
+        if self.method == ImpactMethod::Heuristic {
+            let share = pct / 0.30;
+            return if share >= UNMODELLED_HIGH_PCT {
+                super::rules::Priority::High
+            } else if share >= UNMODELLED_ARGUED_PCT {
+                super::rules::Priority::Medium
+            } else {
+                super::rules::Priority::Low
+            };
+        }
+        // An upper bound no kernel is shown to reach ranks Low.
         // So does an undiagnosed op already near what tuned kernels reach.
-        if matches!(self.method, ImpactMethod::Heuristic | ImpactMethod::Floor)
-            || self.undiagnosed_tuned
-        {
+        if self.method == ImpactMethod::Floor || self.undiagnosed_tuned {
             super::rules::Priority::Low
         } else if self.undiagnosed_good {
             p.max(super::rules::Priority::Medium)
@@ -818,6 +830,11 @@ pub const SLIGHT_IDLE_PCT: f64 = 5.0;
 /// An op finding saving under this share of the time, %, whichever way it is estimated, is
 /// listed, not argued (the fair report and the CLI name it in one line).
 pub const NEGLIGIBLE_PCT: f64 = 0.1;
+/// An op judged by time alone is argued (not listed) from this share of compute, %
+/// (`Bottleneck::is_unmodelled_guess`).
+pub const UNMODELLED_ARGUED_PCT: f64 = 10.0;
+/// ... and ranked High from this share, % (`Impact::priority_for`).
+pub const UNMODELLED_HIGH_PCT: f64 = 25.0;
 
 impl Bottleneck {
     /// An op finding that saves under [`NEGLIGIBLE_PCT`] by its formula's high figure, its
@@ -841,11 +858,16 @@ impl Bottleneck {
     /// op): its saving is the heuristic's guess, so the reports list it with its time instead
     /// of arguing it as a recommendation (review T: five of the RTX 2080 Ti trace's eight
     /// recommendations were such guesses).
+    /// An op of at least [`UNMODELLED_ARGUED_PCT`] of its share is argued all the same: the
+    /// largest time the analysis cannot explain is the first thing to look at (held-out suite
+    /// 4: an `index_select` at 58 % of compute, and graph-replayed attention at 86 %, had been
+    /// listed in a line).
     pub fn is_unmodelled_guess(&self) -> bool {
         !self.op_name.is_empty()
             && self.causes.is_empty()
             && self.impact.method == ImpactMethod::Heuristic
             && !self.is_negligible()
+            && self.share_pct < UNMODELLED_ARGUED_PCT
     }
 
     /// The idle finding of a steady state that idles under [`SLIGHT_IDLE_MS`] in all: a share
@@ -1619,10 +1641,13 @@ mod tests {
         // At 70 % of its peak or more, Low whatever it would save.
         i.undiagnosed_tuned = true;
         assert_eq!(i.priority_for(12.0), Priority::Low);
-        // A no-perf-model guess is Low whatever it guesses.
+        // A no-perf-model guess ranks by the op's share (the mid guess over 0.30): a 40 %
+        // op High, a 20 % one Medium, a 5 % one Low.
         let mut guess = saving(9.0, "gpu_compute_bound", 80.0);
         guess.method = ImpactMethod::Heuristic;
-        assert_eq!(guess.priority_for(12.0), Priority::Low);
+        assert_eq!(guess.priority_for(12.0), Priority::High);
+        assert_eq!(guess.priority_for(6.0), Priority::Medium);
+        assert_eq!(guess.priority_for(1.5), Priority::Low);
     }
 
     /// A fix that saves nothing says why: the path's own cause where the host or the launches
