@@ -1722,3 +1722,197 @@ fn idle_held_by_syncs_is_replayed_without_them() {
         idle.fix
     );
 }
+
+/// A compile that recurs (before the second and the sixth step) is torch.compile recompiling:
+/// no one-off, and the idle finding names it and advises dynamic shapes, never compiling the
+/// step; once, it is a one-off (held-out suite 3, c17).
+#[test]
+fn a_recurring_recompile_is_named_and_never_a_one_off() {
+    let a = analyze("idle_recompile_recurring");
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(find(st, "One-off stall").is_none(), "{}", all_text(st));
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        idle.issue.contains("while `torch.compile` compiles"),
+        "{}",
+        idle.issue
+    );
+    assert!(idle.path_a.contains("dynamic=True"), "{}", idle.path_a);
+    assert!(
+        !idle.path_a.contains("`torch.compile` the step"),
+        "{}",
+        idle.path_a
+    );
+    // Once: a one-off, left out of the steady state.
+    let a = analyze("idle_compile_once");
+    let st = a.standalone.as_ref().expect("standalone");
+    let one = find(st, "One-off stall").expect("one-off");
+    assert!(one.issue.contains("convert_frame.py"), "{}", one.issue);
+}
+
+/// A convolution algorithm search in every step is named, with its saving (the searching
+/// calls' host time less the chosen runs) and `cudnn.benchmark = False`, and never read as a
+/// cold start; in the first step only, nothing (held-out suite 3, c18).
+#[test]
+fn a_search_in_every_step_is_named_and_a_first_step_search_is_not() {
+    let a = analyze("conv_search_every_step");
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, "cuDNN searches convolution algorithms in every step").expect("search");
+    assert!(b.title.contains("(4 of 4 steps)"), "{}", b.title);
+    assert!(b.path_a.contains("cudnn.benchmark = False"), "{}", b.path_a);
+    assert!(b.issue.contains("4 convolution calls"), "{}", b.issue);
+    assert!(find(st, "Cold start").is_none(), "{}", all_text(st));
+    let s = st.patterns.conv_search.as_ref().expect("searches");
+    // Each call: 6 trials of 0.4 ms waited on, then the chosen run (0.1 ms): its host time
+    // less that run is the trials' and their launches' (a few µs each).
+    assert_eq!(s.calls, 4);
+    assert!(
+        s.in_steps_ms >= 4.0 * (6.0 * 0.4 - 0.1) && s.in_steps_ms <= 4.0 * 6.0 * 0.45,
+        "{}",
+        s.in_steps_ms
+    );
+    assert!((s.chosen_ms - 0.4).abs() < 1e-9, "{}", s.chosen_ms);
+    let a = analyze("conv_search_first_step");
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(
+        find(st, "cuDNN searches convolution algorithms").is_none(),
+        "{}",
+        all_text(st)
+    );
+}
+
+/// A one-step training trace with one embedding table of `rows` × 64 fp32 looked up 40,960
+/// times a step, its dense backward zero-filling the table-sized gradient (0.26 ms), and a
+/// `_foreach_` Adagrad of 1.5 ms (its only parameters the table's).
+fn embedding_trace(rows: i64) -> Vec<u8> {
+    let k = |name: &str, ts: f64, dur: f64, corr: i64| {
+        format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":5,"args":{{"correlation":{corr},"External id":{corr}}}}},
+{{"ph":"X","cat":"kernel","name":"{name}","pid":0,"tid":7,"ts":{ts},"dur":{dur},"args":{{"correlation":{corr},"External id":{corr},"device":0,"stream":7}}}}"#,
+            ts - 50.0
+        )
+    };
+    let events = [
+        r#"{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":10,"dur":4000,"args":{}}"#.to_owned(),
+        format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"aten::embedding_bag","pid":1,"tid":1,"ts":100,"dur":60,"args":{{"External id":1,"Input Dims":[[{rows},64],[40960],[4096]],"Input type":["float","long int","long int"]}}}}"#
+        ),
+        k("void at::native::(anonymous namespace)::EmbeddingBag_updateOutputKernel_sum_mean<float, long>(...)", 150.0, 40.0, 20),
+        r#"{"ph":"X","cat":"cpu_op","name":"aten::_embedding_bag_dense_backward","pid":1,"tid":1,"ts":300,"dur":400,"args":{"External id":2,"Input Dims":[[4096,64],[40960],[1],[1],[1]],"Input type":["float","long int","long int","long int","long int"]}}"#.to_owned(),
+        k("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1> >(int, at::native::FillFunctor<float>, std::array<char*, 1>)", 400.0, 260.0, 21),
+        r#"{"ph":"X","cat":"user_annotation","name":"Optimizer.step#Adagrad.step","pid":1,"tid":1,"ts":800,"dur":2500,"args":{}}"#.to_owned(),
+        r#"{"ph":"X","cat":"cpu_op","name":"aten::_foreach_addcmul_","pid":1,"tid":1,"ts":810,"dur":100,"args":{"External id":3,"Input Dims":[[[1]],[[1]],[]],"Input type":["TensorList","TensorList","Scalar"]}}"#.to_owned(),
+        k("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<3>, at::native::(anonymous namespace)::PointwiseOpScalarListFunctor<float, 3, 3, 0>, std::multiplies<float> >(...)", 900.0, 1500.0, 22),
+    ];
+    format!(
+        r#"{{"schemaVersion":1,"deviceProperties":[{{"id":0,"name":"NVIDIA A100-SXM4-80GB","totalGlobalMem":85899345920,"numSms":108}}],"traceEvents":[{}]}}"#,
+        events.join(",\n")
+    )
+    .into_bytes()
+}
+
+/// A 2 M-row table trained with dense gradients: one finding, its cost the fill and the
+/// optimizer's pass (all of it the table's), its saving that less the 2 % of rows looked up;
+/// a 20,000-row table (a step's lookups cover it) has none (held-out suite 3, c07).
+#[test]
+fn dense_gradients_of_a_large_table_are_named() {
+    let trace = import::import_bytes(&embedding_trace(2_000_000)).expect("imports");
+    let a = analyze_trace(trace);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, "Dense gradients for embedding tables of 2M rows").expect("finding");
+    assert!((b.time_ms - 1.76).abs() < 1e-9, "{}", b.time_ms);
+    assert!(
+        b.issue
+            .contains("1 × [2000000, 64] (40960 lookups a call, 2.05% of the rows)"),
+        "{}",
+        b.issue
+    );
+    assert!(b.path_a.contains("sparse=True"), "{}", b.path_a);
+    let saved = 1.76 * (1.0 - 40_960.0 / 2_000_000.0);
+    assert!(
+        b.issue
+            .contains(&format!("about {saved:.3} ms goes to rows")),
+        "{}",
+        b.issue
+    );
+    let trace = import::import_bytes(&embedding_trace(20_000)).expect("imports");
+    let a = analyze_trace(trace);
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(find(st, "Dense gradients").is_none(), "{}", all_text(st));
+}
+
+/// Two steps of five light elementwise ops each, under a user function: `train.py: main`
+/// around both steps (a driver) or `model.py: gelu_tanh` inside each (a chain).
+fn function_trace(driver: bool) -> Vec<u8> {
+    let mut ev: Vec<String> = Vec::new();
+    let mut corr = 100;
+    let ops = [
+        "aten::mul",
+        "aten::add",
+        "aten::tanh",
+        "aten::mul",
+        "aten::add",
+    ];
+    for step in 0..2 {
+        let t0 = 100.0 + step as f64 * 1000.0;
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{}","pid":1,"tid":1,"ts":{t0},"dur":900,"args":{{}}}}"#,
+            step + 1
+        ));
+        if !driver {
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"python_function","name":"model.py(5): gelu_tanh","pid":1,"tid":1,"ts":{},"dur":800,"args":{{"Python id":{},"Python parent id":0}}}}"#,
+                t0 + 10.0,
+                10 + step
+            ));
+        }
+        for (i, op) in ops.iter().enumerate() {
+            let ts = t0 + 20.0 + i as f64 * 100.0;
+            corr += 1;
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"{op}","pid":1,"tid":1,"ts":{ts},"dur":40,"args":{{"External id":{corr},"Input Dims":[[1024,4096],[1024,4096]],"Input type":["c10::BFloat16","c10::BFloat16"]}}}}"#
+            ));
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":5,"args":{{"correlation":{corr},"External id":{corr}}}}}"#,
+                ts + 10.0
+            ));
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"kernel","name":"void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<c10::BFloat16>>(...)","pid":0,"tid":7,"ts":{},"dur":30,"args":{{"correlation":{corr},"External id":{corr},"device":0,"stream":7}}}}"#,
+                ts + 20.0
+            ));
+        }
+    }
+    if driver {
+        ev.push(r#"{"ph":"X","cat":"python_function","name":"train.py(262): main","pid":1,"tid":1,"ts":50,"dur":2000,"args":{"Python id":1,"Python parent id":0}}"#.to_owned());
+    }
+    format!(
+        r#"{{"schemaVersion":1,"deviceProperties":[{{"id":0,"name":"NVIDIA H100 80GB HBM3","totalGlobalMem":85029158912,"numSms":132}}],"traceEvents":[{}]}}"#,
+        ev.join(",\n")
+    )
+    .into_bytes()
+}
+
+/// A function around the profiler steps drives them: its ops are no fusion chain, however
+/// light (held-out suite 3: `main` over four steps); the same ops inside a function called in
+/// each step are one (and its fix removes the counted kernels, not the frame's).
+#[test]
+fn a_function_driving_the_steps_is_no_fusion_chain() {
+    let fusion = |driver: bool| {
+        let trace = import::import_bytes(&function_trace(driver)).expect("imports");
+        let a = analyze_trace(trace);
+        a.standalone.expect("standalone").patterns.fusion
+    };
+    assert!(
+        fusion(true).iter().all(|c| c.class != "main"),
+        "{:?}",
+        fusion(true).iter().map(|c| &c.class).collect::<Vec<_>>()
+    );
+    let chains = fusion(false);
+    let c = chains
+        .iter()
+        .find(|c| c.class == "gelu_tanh")
+        .expect("the function's chain");
+    assert_eq!((c.instances, c.kernels), (2, 10));
+    // Each call keeps its longest kernel; the other 4 of each call go.
+    assert_eq!(c.removed.len(), 8);
+}

@@ -81,6 +81,12 @@ pub struct HostCase {
     /// waits for the GPU to drain, then takes this long on the host (a data-dependent sync, as
     /// an eager MoE expert loop pays per expert).
     pub nonzero_ns: Option<Nanos>,
+    /// The stall also before this step (a stall that recurs: a recompile for a new shape).
+    pub stall_again: Option<u32>,
+    /// Before each step's launches (or the first step's only, `false`), a convolution op that
+    /// times `n` candidate algorithms: each a trial kernel of `ns`, then an event recorded and
+    /// synchronized (cuDNN's benchmark search).
+    pub search: Option<(u32, Nanos, bool)>,
     /// What the case plants (`None` for a healthy counterpart), and what the findings must
     /// and must not say.
     pub truth: &'static str,
@@ -107,6 +113,8 @@ fn base(name: &'static str, truth: &'static str) -> HostCase {
         optimizer: false,
         upload_ns: None,
         nonzero_ns: None,
+        stall_again: None,
+        search: None,
         truth,
     }
 }
@@ -175,6 +183,57 @@ pub fn cases() -> Vec<HostCase> {
             ..base(
                 "idle_single_stall_unmarked",
                 "the same stall in a trace that marks no step: named a single stall, not a one-off (nothing to compare it with), still left out of the steady state, with advice to profile several steps",
+            )
+        },
+        HostCase {
+            stall: Some(Stall {
+                frames: vec![
+                    "torch/_dynamo/convert_frame.py(1386): __call__",
+                    "torch/_inductor/compile_fx.py(1660): compile_fx",
+                ],
+                op: "aten::empty",
+                call: "cudaGetDevice",
+                ns: 60_000_000,
+            }),
+            stall_again: Some(5),
+            marked: true,
+            ..base(
+                "idle_recompile_recurring",
+                "torch.compile compiles again (60 ms under Dynamo's convert_frame and Inductor's compile_fx) before the second and the sixth of 8 marked steps: a recurring recompile, not a one-off; the idle finding names torch.compile compiling and advises dynamic shapes or bucketing, never `torch.compile the step` (healthy counterpart: idle_compile_once)",
+            )
+        },
+        HostCase {
+            stall: Some(Stall {
+                frames: vec![
+                    "torch/_dynamo/convert_frame.py(1386): __call__",
+                    "torch/_inductor/compile_fx.py(1660): compile_fx",
+                ],
+                op: "aten::empty",
+                call: "cudaGetDevice",
+                ns: 60_000_000,
+            }),
+            marked: true,
+            ..base(
+                "idle_compile_once",
+                "healthy counterpart of idle_recompile_recurring: one compile before the second step: a Low one-off, left out of the steady state",
+            )
+        },
+        HostCase {
+            search: Some((6, 400_000, true)),
+            marked: true,
+            steps: 4,
+            ..base(
+                "conv_search_every_step",
+                "each of 4 marked steps runs a convolution that times 6 candidate algorithms (400 µs trial kernels, each waited on with cudaEventSynchronize) before its launches: cuDNN's benchmark search for shapes that change every step; a finding names the search in every step with `cudnn.benchmark = False`, and no cold start claims it",
+            )
+        },
+        HostCase {
+            search: Some((6, 400_000, false)),
+            marked: true,
+            steps: 4,
+            ..base(
+                "conv_search_first_step",
+                "healthy counterpart of conv_search_every_step: the search in the first step only (fixed shapes): no search finding",
             )
         },
         HostCase {
@@ -365,10 +424,13 @@ pub fn write_case(c: &HostCase, w: &mut impl Write) -> io::Result<()> {
     };
     for step in 0..c.steps {
         let start = st.cpu;
-        if step == 1 {
+        if step == 1 || Some(step) == c.stall_again {
             if let Some(s) = &c.stall {
                 write_stall(&mut ev, s, &mut st)?;
             }
+        }
+        if let Some((n, ns, _)) = c.search.filter(|s| step == 0 || s.2) {
+            write_search(&mut ev, n, ns, &mut st)?;
         }
         let pass = st.cpu;
         if step == 0 || !c.host_first_only {
@@ -501,6 +563,78 @@ fn write_stall(ev: &mut EventWriter<'_, impl Write>, s: &Stall, st: &mut Clock) 
     st.ext += 1;
     st.corr += 1;
     st.cpu = start + s.ns + 2 * (n + 1) * 2_000 + 1_000;
+    Ok(())
+}
+
+/// A convolution op timing `n` candidate algorithms: each a trial kernel of `ns` launched,
+/// an event recorded after it and synchronized (the host waits for the kernel), then the
+/// chosen algorithm's run.
+fn write_search(
+    ev: &mut EventWriter<'_, impl Write>,
+    n: u32,
+    ns: Nanos,
+    st: &mut Clock,
+) -> io::Result<()> {
+    let op_ts = st.cpu;
+    let ext = st.ext;
+    let mut t = op_ts + 2_000;
+    let trial = "void implicit_convolve_sgemm<__nv_bfloat16, __nv_bfloat16, 1024, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, int, __nv_bfloat16 const*, int, __nv_bfloat16*, __nv_bfloat16 const*, kernel_conv_params, unsigned long long, int, float, float, int, __nv_bfloat16 const*, __nv_bfloat16 const*, bool, int, int)";
+    let chosen = "sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize128x128x32_stage4_warpsize2x2x1_g1_tensor16x8x16_execute_kernel__5x_cudnn";
+    for i in 0..=n {
+        let corr = st.corr;
+        ev.complete(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            PID,
+            TID,
+            t,
+            6_000,
+            &format!("\"External id\": {ext}, \"correlation\": {corr}"),
+        )?;
+        ev.flow("s", corr, PID, TID, t)?;
+        let at = st.gpu.max(t + 8_000);
+        let (name, dur) = if i < n { (trial, ns) } else { (chosen, ns / 4) };
+        st.gpu = kernel(ev, name, at, dur, STREAM, ext, corr)? + 1_000;
+        st.corr += 1;
+        t += 7_000;
+        if i < n {
+            ev.complete(
+                "cuda_runtime",
+                "cudaEventRecord",
+                PID,
+                TID,
+                t,
+                2_000,
+                &format!("\"correlation\": {}", st.corr),
+            )?;
+            st.corr += 1;
+            t += 3_000;
+            // The host waits until the trial kernel is done.
+            let end = (st.gpu + 2_000).max(t + 2_000);
+            ev.complete(
+                "cuda_runtime",
+                "cudaEventSynchronize",
+                PID,
+                TID,
+                t,
+                end - t,
+                &format!("\"correlation\": {}", st.corr),
+            )?;
+            st.corr += 1;
+            t = end + 1_000;
+        }
+    }
+    ev.complete(
+        "cpu_op",
+        "aten::cudnn_convolution",
+        PID,
+        TID,
+        op_ts,
+        t - op_ts + 1_000,
+        &format!("\"External id\": {ext}, \"Input Dims\": [[8, 64, 200, 200], [64, 64, 3, 3]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]"),
+    )?;
+    st.ext += 1;
+    st.cpu = t + 3_000;
     Ok(())
 }
 

@@ -969,6 +969,35 @@ pub fn cases() -> Vec<PlantedCase> {
             &["atomic scatter-add at 20 GB/s", "sort the index and reduce each segment once"],
         )),
         on_h100(case_of(
+            "vocab_sort_sampling",
+            // Top-p sampling by `torch.sort` of a decode batch's logits: 128 rows of 151,936
+            // fp32 (77.8 MB), a radix sort of 1.4 ms a call, 6 steps.
+            vec![op(
+                "aten::sort",
+                "[[128, 151936], [], [], []]",
+                "[\"float\", \"Scalar\", \"Scalar\", \"Scalar\"]",
+                "[\"\", \"\", \"-1\", \"True\"]",
+                &[("void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<at_cuda_detail::cub::DeviceRadixSortPolicy<float, long, unsigned int>::Policy800, true, float, long, unsigned int, int, at_cuda_detail::cub::detail::identity_decomposer_t>(...)", 1_400_000)],
+                6,
+            )],
+            Some("sort_over_vocabulary"),
+            &["151936 entries a row", "128 rows of 151936 values (77.8 MB)", "sorting-free"],
+        )),
+        on_h100(case_of(
+            "sort_short_rows",
+            // Healthy: a sort along 64 entries a row (an MoE router's or a beam's candidates).
+            vec![op(
+                "aten::sort",
+                "[[4096, 64], [], [], []]",
+                "[\"float\", \"Scalar\", \"Scalar\", \"Scalar\"]",
+                "[\"\", \"\", \"-1\", \"True\"]",
+                &[("void at::native::bitonicSortKVInPlace<2, -1, 16, 16, float, long, at::native::GTOp<float, true>, unsigned int>(...)", 20_000)],
+                6,
+            )],
+            None,
+            &[],
+        )),
+        on_h100(case_of(
             "scatter_add_uncontended",
             // Healthy: the same scatter at 2.3 TB/s (distinct rows: no contention).
             vec![op(
