@@ -871,3 +871,52 @@ fn a_collective_slower_on_the_target_is_named_with_both_bandwidths() {
     assert!(!fair.contains("slower on the target\n"), "{fair}");
     assert!(!fair.contains("`allreduce` is"), "{fair}");
 }
+
+/// Ops named differently, with no module path to place them, that run the same library kernel
+/// on both sides (a Triton kernel launched under an op on one and through another API on the
+/// other) are matched by that kernel, never "work only the target runs" (held-out suites 3 and
+/// 4: Liger's kernels and a `fused_moe_kernel`); PyTorch's generic kernels never pair ops.
+#[test]
+fn the_same_library_kernel_matches_ops_named_differently() {
+    let mut target = synth(SynthPlatform::Mi300x, 1.0);
+    let triton = "_gelu_forward_kernel";
+    let set = |a: &mut Analysis, rename: bool, kernel: &str| {
+        let st = a.standalone.as_mut().expect("standalone");
+        let mut n = 0;
+        for r in st.rows.iter_mut().filter(|r| r.name.ends_with("gelu")) {
+            if rename {
+                r.name = "liger::gelu".into();
+                r.input_dims.push(' ');
+            }
+            r.module_path.clear();
+            let us = r.kernel_us;
+            r.kernel_names = vec![(kernel.to_owned(), us)];
+            n += 1;
+        }
+        assert!(n > 0);
+    };
+    let mut reference_k = synth(SynthPlatform::H100, 1.0);
+    set(&mut target, true, triton);
+    set(&mut reference_k, false, triton);
+    let c = compare(&target, &reference_k, "mi300x", "h100");
+    let m = c
+        .matched
+        .iter()
+        .find(|m| m.kind == MatchKind::Kernel)
+        .expect("matched by kernel");
+    assert_eq!(
+        (m.target_name.as_str(), m.reference_name.as_str()),
+        ("liger::gelu", "aten::gelu")
+    );
+    assert!(c.target_only.iter().all(|u| u.name != "liger::gelu"));
+    // A generic PyTorch kernel pairs nothing: the op stays the target's own.
+    let generic =
+        "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl>(...)";
+    let mut target_g = synth(SynthPlatform::Mi300x, 1.0);
+    let mut reference_g = synth(SynthPlatform::H100, 1.0);
+    set(&mut target_g, true, generic);
+    set(&mut reference_g, false, generic);
+    let c = compare(&target_g, &reference_g, "mi300x", "h100");
+    assert!(c.matched.iter().all(|m| m.kind != MatchKind::Kernel));
+    assert!(c.target_only.iter().any(|u| u.name == "liger::gelu"));
+}

@@ -35,6 +35,25 @@ pub enum MatchKind {
     /// The ops launching the kernels under one lowest common ancestor of the merged call tree
     /// (TraceDiff): the work corresponds whatever the ops are called.
     Correspondence,
+    /// Ops left over whose main kernel is the same library kernel on both sides (a Triton
+    /// kernel launched through `cuLaunchKernel` on one and under an op on the other).
+    Kernel,
+}
+
+/// A kernel's name without its template or argument list and leading `void `: what the same
+/// library kernel is called on either platform (`fused_moe_kernel`, `_rms_norm_forward_kernel`);
+/// `None` for PyTorch's generic kernels (`at::native::…`, elementwise, reductions), which any
+/// two unrelated ops share.
+fn kernel_base(kernel: &str) -> Option<&str> {
+    let k = kernel.trim_start_matches("void ").trim();
+    let base = k.split(['<', '(']).next()?.trim();
+    let generic = base.is_empty()
+        || base.contains("at::native")
+        || base.contains("elementwise")
+        || base.contains("reduce_kernel")
+        || base.starts_with("Memcpy")
+        || base.starts_with("Memset");
+    (!generic).then_some(base)
 }
 
 /// What the hardware ratio says about a matched op.
@@ -653,6 +672,38 @@ pub fn compare(
             ti.iter().for_each(|&i| t_used[i] = true);
             ri.iter().for_each(|&i| r_used[i] = true);
             out.push(matched(MatchKind::CallStack, &t, &r, sides));
+        }
+    }
+    // 4. The same library kernel: ops left over on both sides whose main kernel has one name
+    // (held-out suites 3 and 4: Liger's Triton kernels and a `fused_moe_kernel` run by both,
+    // launched through different APIs, read as "work only the target runs").
+    let by_kernel = |rows: &[OpRow], used: &[bool]| {
+        let mut g: Vec<(String, Vec<usize>)> = Vec::new();
+        for (i, r) in rows.iter().enumerate() {
+            if used[i] {
+                continue;
+            }
+            let main = crate::standalone::findings::main_kernel_of(r);
+            let Some(base) = kernel_base(&main) else {
+                continue;
+            };
+            match g.iter_mut().find(|(x, _)| x == base) {
+                Some((_, v)) => v.push(i),
+                None => g.push((base.to_owned(), vec![i])),
+            }
+        }
+        g
+    };
+    let r_kernels = by_kernel(&r_rows, &r_used);
+    for (k, ti) in by_kernel(&t_rows, &t_used) {
+        if let Some((_, ri)) = r_kernels.iter().find(|(x, _)| *x == k) {
+            let t: Vec<&OpRow> = ti.iter().map(|&i| &t_rows[i]).collect();
+            let r: Vec<&OpRow> = ri.iter().map(|&i| &r_rows[i]).collect();
+            ti.iter().for_each(|&i| t_used[i] = true);
+            ri.iter().for_each(|&i| r_used[i] = true);
+            let mut m = matched(MatchKind::Kernel, &t, &r, sides);
+            m.shape = format!("kernel `{k}` on both sides");
+            out.push(m);
         }
     }
     out.sort_by(|a, b| {

@@ -147,6 +147,7 @@ fn title_of(m: &Matched) -> String {
             cell(m.category.title()),
             code(&short(m.lca.as_deref().unwrap_or(""), 80))
         ),
+        MatchKind::Kernel => format!("{} ({})", cell(m.category.title()), short(&m.shape, 80)),
     }
 }
 
@@ -1068,6 +1069,8 @@ pub fn fair_md_with(
                 MatchKind::Signature => "name and argument signature",
                 MatchKind::CallStack => "call-stack position",
                 MatchKind::Correspondence => "correspondence in the merged call tree (TraceDiff)",
+                MatchKind::Kernel =>
+                    "the same library kernel on both sides (launched through different ops or APIs)",
             },
             if m.kind != MatchKind::Signature {
                 format!(

@@ -1035,6 +1035,8 @@ pub fn kernel_floor_us(trace: &crate::model::Trace) -> Option<f64> {
 pub struct CopyMix {
     pub host_ns: i64,
     pub pageable_ns: i64,
+    /// Of the host-link copies, those the trace names pinned (`Memcpy HtoD (Pinned -> Device)`).
+    pub pinned_ns: i64,
     /// Bytes of the pageable copies that record their size, and those copies' time, ns: the
     /// rate they reached.
     pub pageable_bytes: u64,
@@ -1201,6 +1203,9 @@ impl CopyMix {
                 if is_to_host_copy(trace.name(e)) {
                     m.to_host_ns += e.dur;
                     m.to_host_count += 1;
+                }
+                if trace.name(e).contains("Pinned") {
+                    m.pinned_ns += e.dur;
                 }
                 if trace.name(e).contains("Pageable") {
                     m.pageable_ns += e.dur;
