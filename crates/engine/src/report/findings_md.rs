@@ -163,10 +163,9 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
         // for the rank.
         match b.impact.method {
             ImpactMethod::Heuristic => format!(
-                "no perf model: the cut is a guess (0.30 of the op's time), so it ranks by the time behind the guess, its {saving} over 0.30 = {:.1}% (Low under {:.0}%, Medium, High from {:.0}%: the largest time nothing explains is looked at first)",
+                "no perf model: the cut is a guess (0.30 of the op's time), so it ranks by the time behind the guess, its {saving} over 0.30 = {:.1}% (Medium from {:.0}%, else Low: never above, as it names no cause)",
                 b.impact.ranked_pct() / 0.30,
-                crate::standalone::findings::UNMODELLED_ARGUED_PCT,
-                crate::standalone::findings::UNMODELLED_HIGH_PCT
+                crate::standalone::findings::UNMODELLED_MEDIUM_PCT
             ),
             ImpactMethod::Floor => format!(
                 "an upper bound no kernel is shown to reach ranks Low whatever its {saving}"

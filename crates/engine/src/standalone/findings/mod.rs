@@ -337,8 +337,8 @@ impl Impact {
     }
 
     /// The priority of its mid saving (`rules::impact_priority`); where the saving is the
-    /// no-perf-model heuristic's guess, by the op's share instead (Low under a tenth, Medium,
-    /// High from a quarter: unexplained time is looked at first when it is most of the run);
+    /// no-perf-model heuristic's guess, by the op's share instead (Medium from a quarter, else
+    /// Low: unexplained time is looked at when it is a large part of the run);
     /// at most Medium for an op in the good band with no cause named.
     pub fn priority(&self) -> super::rules::Priority {
         self.priority_for(self.mid_pct)
@@ -349,14 +349,12 @@ impl Impact {
     pub fn priority_for(&self, pct: f64) -> super::rules::Priority {
         let p = super::rules::impact_priority(pct);
         // A guess ranks by the op's share, not by the guess: time the analysis cannot
-        // explain is looked at first when it is most of the run (held-out suite 4: an
-        // `index_select` at 58 % of compute ranked Low), Medium from a tenth, High from a
-        // quarter (the mid guess is 0.30 of the share).
+        // explain is looked at when it is a large part of the run (held-out suite 4: an
+        // `index_select` at 58 % of compute ranked Low), Medium from a quarter (the mid guess
+        // is 0.30 of the share), never above: it names no cause (a healthy decode step's
+        // graph-replayed attention is most of its time too).
         if self.method == ImpactMethod::Heuristic {
-            let share = pct / 0.30;
-            return if share >= UNMODELLED_HIGH_PCT {
-                super::rules::Priority::High
-            } else if share >= UNMODELLED_ARGUED_PCT {
+            return if pct / 0.30 >= UNMODELLED_MEDIUM_PCT {
                 super::rules::Priority::Medium
             } else {
                 super::rules::Priority::Low
@@ -833,8 +831,8 @@ pub const NEGLIGIBLE_PCT: f64 = 0.1;
 /// An op judged by time alone is argued (not listed) from this share of compute, %
 /// (`Bottleneck::is_unmodelled_guess`).
 pub const UNMODELLED_ARGUED_PCT: f64 = 10.0;
-/// ... and ranked High from this share, % (`Impact::priority_for`).
-pub const UNMODELLED_HIGH_PCT: f64 = 25.0;
+/// ... and ranked Medium from this share, % (`Impact::priority_for`; Low below).
+pub const UNMODELLED_MEDIUM_PCT: f64 = 25.0;
 
 impl Bottleneck {
     /// An op finding that saves under [`NEGLIGIBLE_PCT`] by its formula's high figure, its
@@ -1647,12 +1645,12 @@ mod tests {
         i.undiagnosed_tuned = true;
         assert_eq!(i.priority_for(12.0), Priority::Low);
         // A no-perf-model guess ranks by the op's share (the mid guess over 0.30): a 40 %
-        // op High, a 20 % one Medium, a 5 % one Low.
+        // op Medium, never above; a 20 % one Low.
         let mut guess = saving(9.0, "gpu_compute_bound", 80.0);
         guess.method = ImpactMethod::Heuristic;
-        assert_eq!(guess.priority_for(12.0), Priority::High);
-        assert_eq!(guess.priority_for(6.0), Priority::Medium);
-        assert_eq!(guess.priority_for(1.5), Priority::Low);
+        assert_eq!(guess.priority_for(12.0), Priority::Medium);
+        assert_eq!(guess.priority_for(30.0), Priority::Medium);
+        assert_eq!(guess.priority_for(6.0), Priority::Low);
     }
 
     /// A fix that saves nothing says why: the path's own cause where the host or the launches
