@@ -500,24 +500,14 @@ fn blame_gap(trace: &Trace, tree: &CallTree, index: &ThreadIndex, gap: &Gap) -> 
     // drains (a measured run right after the cache was emptied: A100 AlexNet's forward, five
     // `cudaMalloc`s holding 32.8 of its 36.4 ms). Counted before the ops that call them.
     let taken = merge(data.iter().chain(opt.iter()).copied().collect());
-    let alloc = subtract(
-        &union_of(trace, &cands, w, |i| {
-            let e = &trace.events[i as usize];
-            e.kind().is_runtime() && crate::model::host_calls::is_driver_allocation(name_of(i))
-        }),
-        &taken,
-    );
+    let is_alloc = |i: u32| {
+        trace.events[i as usize].kind().is_runtime()
+            && crate::model::host_calls::is_driver_allocation(name_of(i))
+    };
+    let (alloc, ex) = claimed(trace, &cands, w, &taken, is_alloc, true);
     let a = length(&alloc).min(rest);
     if a > 0 {
-        let ex = cands
-            .iter()
-            .copied()
-            .filter(|&i| {
-                trace.events[i as usize].kind().is_runtime()
-                    && crate::model::host_calls::is_driver_allocation(name_of(i))
-            })
-            .max_by_key(|&i| trace.events[i as usize].dur)
-            .unwrap_or(launch.0);
+        let ex = ex.unwrap_or(launch.0);
         push(
             CauseKind::Allocation,
             ex,
@@ -533,23 +523,13 @@ fn blame_gap(trace: &Trace, tree: &CallTree, index: &ThreadIndex, gap: &Gap) -> 
     // `torch.compile` compiling: its Python frames over the part not yet blamed (the ops it
     // runs while tracing are the compiler's too).
     let taken = merge(taken.into_iter().chain(alloc).collect());
-    let compiling = subtract(
-        &union_of(trace, &cands, w, |i| {
-            let e = &trace.events[i as usize];
-            e.kind() == EventKind::PythonFunction && is_compile_frame(name_of(i))
-        }),
-        &taken,
-    );
+    let is_compiling = |i: u32| {
+        trace.events[i as usize].kind() == EventKind::PythonFunction && is_compile_frame(name_of(i))
+    };
+    let (compiling, ex) = claimed(trace, &cands, w, &taken, is_compiling, false);
     let c = length(&compiling).min(rest);
     if c > 0 {
-        let ex = cands
-            .iter()
-            .copied()
-            .find(|&i| {
-                trace.events[i as usize].kind() == EventKind::PythonFunction
-                    && is_compile_frame(name_of(i))
-            })
-            .unwrap_or(launch.0);
+        let ex = ex.unwrap_or(launch.0);
         push(
             CauseKind::Compile,
             ex,
@@ -589,6 +569,26 @@ fn blame_gap(trace: &Trace, tree: &CallTree, index: &ThreadIndex, gap: &Gap) -> 
         }
     }
     out
+}
+
+/// The part of window `w` the events `is` selects cover, less `taken`, and the example named
+/// for it: the longest such event (`longest`) or the first.
+fn claimed(
+    trace: &Trace,
+    cands: &[u32],
+    w: (Nanos, Nanos),
+    taken: &[Span],
+    is: impl Fn(u32) -> bool,
+    longest: bool,
+) -> (Vec<Span>, Option<u32>) {
+    let spans = subtract(&union_of(trace, cands, w, &is), taken);
+    let mut hits = cands.iter().copied().filter(|&i| is(i));
+    let ex = if longest {
+        hits.max_by_key(|&i| trace.events[i as usize].dur)
+    } else {
+        hits.next()
+    };
+    (spans, ex)
 }
 
 /// The deepest Python frame covering at least half of the gap `w`, where no `nn.Module` frame
