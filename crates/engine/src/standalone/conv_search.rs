@@ -43,6 +43,10 @@ fn is_event_sync(name: &str) -> bool {
 
 /// Finds the convolution calls that searched; `None` without any.
 pub fn find(trace: &Trace, tree: &CallTree) -> Option<ConvSearch> {
+    // No event synchronize in the trace: no search, and no pass over its events.
+    ["cudaEventSynchronize", "hipEventSynchronize"]
+        .iter()
+        .find_map(|n| trace.strings.find(n))?;
     // Convolution ops per lane (start, end, id) and event synchronizes per lane.
     let mut convs: Vec<(crate::model::LaneId, Nanos, Nanos, u32)> = Vec::new();
     let mut syncs: Vec<(crate::model::LaneId, Nanos)> = Vec::new();

@@ -53,6 +53,14 @@ fn is_dense_backward(name: &str) -> bool {
 /// Finds the large tables whose gradients are dense; `None` when the trace has no dense
 /// embedding backward or no table of [`LARGE_TABLE_ROWS`].
 pub fn find(trace: &Trace, tree: &CallTree) -> Option<DenseEmbeddingGrads> {
+    // Most traces have no dense embedding backward: skip the pass (it parses every Linear's
+    // shapes) unless the name is interned.
+    [
+        "aten::embedding_dense_backward",
+        "aten::_embedding_bag_dense_backward",
+    ]
+    .iter()
+    .find_map(|n| trace.strings.find(n))?;
     let mut backward_op = None;
     // Calls per step: a table is looked up once a step (the profiler's steps, else one).
     let mut steps = 0u64;
