@@ -25,6 +25,7 @@ use crate::model::memory::MemoryDevice;
 use crate::model::{Nanos, Trace};
 
 pub use findings::{bytes_text, MemoryFinding};
+pub use records::capacities;
 
 /// One point of a device's memory curve: after the record at `ts`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

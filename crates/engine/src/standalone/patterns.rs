@@ -170,9 +170,10 @@ pub struct FramedWork {
     /// iteration's are left out through [`FramedWork::outside`].
     #[serde(skip)]
     pub per_call: Vec<(crate::model::Nanos, i64, u64, i64)>,
-    /// Each GPU event launched: (its range's start, its op's place in `ops`, ns).
+    /// Each GPU event launched: (its range's start, its op's place in `ops`, ns, its event
+    /// index: the replay removes exactly these).
     #[serde(skip)]
-    pub launches: Vec<(crate::model::Nanos, u32, i64)>,
+    pub launches: Vec<(crate::model::Nanos, u32, i64, u32)>,
 }
 
 impl FramedWork {
@@ -205,7 +206,7 @@ impl FramedWork {
                 ..o
             })
             .collect();
-        for &(_, op, ns) in &launches {
+        for &(_, op, ns, _) in &launches {
             let o = &mut ops[op as usize];
             o.kernels += 1;
             o.ms += ns as f64 / 1e6;
@@ -948,14 +949,34 @@ fn gemm_copies(
     })
 }
 
-/// The frame in which non-reentrant activation checkpointing (`torch.utils.checkpoint`,
-/// `use_reentrant=False`) recomputes a region's forward: the saved-tensor hook's unpack, run by
-/// the backward pass when it first needs an activation the region did not keep
+/// The frames in which activation checkpointing (`torch.utils.checkpoint`) recomputes a
+/// region's forward. Non-reentrant (`use_reentrant=False`): the saved-tensor hook's unpack, run
+/// by the backward pass when it first needs an activation the region did not keep
 /// (`torch/utils/checkpoint.py(1111): unpack_hook`; the line number varies by release).
-fn is_recompute_frame(kind: EventKind, name: &str) -> bool {
-    kind == EventKind::PythonFunction
-        && name.starts_with("torch/utils/checkpoint.py(")
-        && name.ends_with("): unpack_hook")
+/// Reentrant (the default before PyTorch 2.4, and what many trainers still pass): the
+/// `CheckpointFunction` autograd node's backward (`CheckpointFunctionBackward`, with its Python
+/// frame `torch/utils/checkpoint.py(NNN): backward`), which reruns the region's forward and then
+/// the backward of what it recomputed; that backward is not recomputation (`framed` leaves out
+/// what nested backward nodes launch).
+pub(crate) fn is_recompute_frame(kind: EventKind, name: &str) -> bool {
+    match kind {
+        EventKind::PythonFunction => {
+            name.starts_with("torch/utils/checkpoint.py(")
+                && (name.ends_with("): unpack_hook") || name.ends_with("): backward"))
+        }
+        EventKind::CpuOp => name == "CheckpointFunctionBackward",
+        _ => false,
+    }
+}
+
+/// An autograd node's backward op (`autograd::engine::evaluate_function: MmBackward0`, or the
+/// node itself, `MmBackward0`): work launched under one nested inside a recompute frame is the
+/// reentrant checkpoint's own backward, not the forward it reran.
+fn is_backward_node(name: &str) -> bool {
+    name.starts_with("autograd::engine::evaluate_function: ")
+        || name
+            .trim_end_matches(|c: char| c.is_ascii_digit())
+            .ends_with("Backward")
 }
 
 /// GPU work launched inside the host ranges `is_frame` names (by kind and name), found by
@@ -1005,22 +1026,50 @@ fn framed(
             continue;
         };
         let mut cur = tree.parent(EventId(i as u32));
-        let mut op = "(no op)";
+        let mut op = None;
+        // The launch's ancestors inside the range: the first op names the launch; a backward
+        // node among them (a reentrant checkpoint's backward of what it recomputed) means the
+        // work is not the range's own.
+        let mut own = true;
         while let Some(p) = cur {
             let pe = trace.event(p);
-            if pe.kind() == EventKind::CpuOp {
-                op = trace.name(pe);
+            let name = trace.name(pe);
+            // An ancestor not inside the range's span encloses it (whole-µs traces can start
+            // both at one time; the enclosing one ends later).
+            if pe.ts < frames[f].1 || pe.end() > frames[f].2 || is_frame(pe.kind(), name) {
                 break;
+            }
+            if pe.kind() == EventKind::CpuOp {
+                if is_backward_node(name) {
+                    own = false;
+                    break;
+                }
+                op.get_or_insert(name);
             }
             cur = tree.parent(p);
         }
-        launched.insert(c, (f, op));
+        if !own {
+            continue;
+        }
+        let op = op.or_else(|| {
+            // The nearest op above the range (the hook's caller) names work launched directly.
+            let mut cur = tree.parent(EventId(i as u32));
+            while let Some(p) = cur {
+                let pe = trace.event(p);
+                if pe.kind() == EventKind::CpuOp {
+                    return Some(trace.name(pe));
+                }
+                cur = tree.parent(p);
+            }
+            None
+        });
+        launched.insert(c, (f, op.unwrap_or("(no op)")));
     }
     // Per range: kernels and GPU time.
     let mut calls: HashMap<usize, (u64, i64)> = HashMap::default();
-    let mut ops: Vec<(&str, i64, crate::model::Nanos)> = Vec::new();
+    let mut ops: Vec<(&str, i64, crate::model::Nanos, u32)> = Vec::new();
     let (mut kernels, mut gpu_ns) = (0u64, 0i64);
-    for e in &trace.events {
+    for (i, e) in trace.events.iter().enumerate() {
         if !matches!(e.kind(), EventKind::Kernel | EventKind::GpuMemset) {
             continue;
         }
@@ -1032,7 +1081,7 @@ fn framed(
         c.1 += e.dur;
         kernels += 1;
         gpu_ns += e.dur;
-        ops.push((op, e.dur, frames[f].1));
+        ops.push((op, e.dur, frames[f].1, i as u32));
     }
     if kernels == 0 {
         return None;
@@ -1049,7 +1098,7 @@ fn framed(
         .collect();
     names.sort_unstable();
     names.dedup();
-    let mut shared = shares(ops.iter().map(|&(op, ns, _)| (op, ns)));
+    let mut shared = shares(ops.iter().map(|&(op, ns, _, _)| (op, ns)));
     shared.sort_by(|a, b| b.ms.total_cmp(&a.ms));
     let index: HashMap<&str, u32> = shared
         .iter()
@@ -1058,7 +1107,7 @@ fn framed(
         .collect();
     let launches = ops
         .iter()
-        .map(|&(op, ns, start)| (start, index[op], ns))
+        .map(|&(op, ns, start, id)| (start, index[op], ns, id))
         .collect();
     let ops = shared;
     Some(FramedWork {
@@ -1120,11 +1169,11 @@ mod tests {
                 (400, 10_000, 1, 2_000),
             ],
             launches: vec![
-                (10, 1, 2_000),
-                (10, 1, 2_000),
-                (10, 0, 1_000),
-                (200, 0, 2_000),
-                (400, 0, 2_000),
+                (10, 1, 2_000, 0),
+                (10, 1, 2_000, 1),
+                (10, 0, 1_000, 2),
+                (200, 0, 2_000, 3),
+                (400, 0, 2_000, 4),
             ],
         };
         let kept = w.clone().outside(Some((0, 100))).expect("two calls launch");

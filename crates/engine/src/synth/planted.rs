@@ -645,6 +645,24 @@ pub fn cases() -> Vec<PlantedCase> {
             group: Some(Group::Python("torch/utils/checkpoint.py(1101): pack_hook")),
             ..on_h100(case_of("recompute_healthy", recomputed_region(12), None, &[]))
         },
+        // Reentrant checkpointing: `CheckpointFunctionBackward` reruns each region's forward
+        // (the same multiply, 150.2 µs) and then runs its backward (a multiply of its own, not
+        // recomputation): only the 12 forward kernels count.
+        PlantedCase {
+            group: Some(Group::Op("CheckpointFunctionBackward")),
+            ..on_h100(case_of(
+                "activation_recompute_reentrant",
+                reentrant_region(12),
+                Some("activation_recompute"),
+                &["12 checkpointed regions", "reentrant", "12 kernels (`aten::mul` ×12)", "1.803 ms of GPU time"],
+            ))
+        },
+        // The same ops inside checkpointing's forward (which runs the region once, without
+        // keeping its activations): no recomputation.
+        PlantedCase {
+            group: Some(Group::Python("torch/utils/checkpoint.py(246): forward")),
+            ..on_h100(case_of("recompute_reentrant_forward", reentrant_region(12), None, &[]))
+        },
         // PyTorch's NCHW BatchNorm over 64 channels: its statistics kernel records grid
         // [64, 1, 1] (one block per channel) on H100's 132 SMs, 52% idle while it runs.
         on_h100(case_of(
@@ -1585,6 +1603,15 @@ fn recomputed_region(calls: u32) -> Vec<PlantedOp> {
             calls,
         ),
     ]
+}
+
+/// [`recomputed_region`]'s multiply, then the backward of what it recomputed (one multiply
+/// kernel under the backward node), as a reentrant checkpoint's backward runs them.
+fn reentrant_region(calls: u32) -> Vec<PlantedOp> {
+    let mut ops = recomputed_region(calls);
+    let kernels = ops[0].kernels.clone();
+    ops[1].kernels = kernels;
+    ops
 }
 
 fn zero_grad_fills(calls: u32) -> Vec<PlantedOp> {

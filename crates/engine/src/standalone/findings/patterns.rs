@@ -908,13 +908,30 @@ fn add_recompute(
     } else {
         String::new()
     };
+    // Reentrant checkpointing's frame also runs the backward of what it recomputed (left out
+    // of the kernels counted), so its host time is not the recomputation's alone.
+    let reentrant = r
+        .names
+        .iter()
+        .any(|n| n == "CheckpointFunctionBackward" || n.ends_with("): backward"));
+    let (variant, host) = if reentrant {
+        (
+            "reentrant: `CheckpointFunctionBackward` reruns each region's forward, then the backward of what it recomputed; only the forward's kernels are counted here",
+            String::new(),
+        )
+    } else {
+        (
+            "non-reentrant: inside its unpack hook, when it first needs an activation the region did not keep",
+            format!(", and the recomputation {:.3} ms of host time", r.host_ms),
+        )
+    };
     let evidence = format!(
-        "The backward pass reruns the forward of {} checkpointed regions (`torch.utils.checkpoint`, non-reentrant: inside its unpack hook, when it first needs an activation the region did not keep): {} kernels ({ops}{more}) take {:.3} ms of GPU time ({:.1}% of compute), and the recomputation {:.3} ms of host time. This is memory traded for compute: those activations were not kept.",
+        "The backward pass reruns the forward of {} checkpointed regions (`torch.utils.checkpoint`, {variant}): {} kernels ({ops}{more}) take {:.3} ms of GPU time ({:.1}% of compute){host}. This is memory traded for compute: those activations were not kept.{}",
         r.calls,
         r.kernels,
         r.gpu_ms,
         inp.share(r.gpu_ms),
-        r.host_ms
+        memory_headroom(inp.trace)
     );
     // BatchNorm in training mode updates its running statistics on every forward, the
     // recomputed one too (review 4: MI300X ResNet-18's 20 BN layers updated 39 times a step;
@@ -976,17 +993,14 @@ fn add_recompute(
         rules::saving_projection(r.gpu_ms, 0.0, inp.compute_ms()),
         inp,
     );
-    // Without the recomputation: no GPU work inside the hooks, and none of their host time.
-    b.fix = r
-        .names
-        .iter()
-        .flat_map(|n| {
-            [
-                ("remove", format!("module:{n}")),
-                ("scale", format!("cpu:{n}=0")),
-            ]
-        })
-        .collect();
+    // Without the recomputation: none of the recomputed kernels, and (non-reentrant) none of
+    // the hooks' host time; a reentrant frame's host time also launches its backward, kept.
+    let ids: Vec<String> = r.launches.iter().map(|l| l.3.to_string()).collect();
+    b.fix = vec![("remove", format!("events:{}", ids.join(",")))];
+    if !reentrant {
+        b.fix
+            .extend(r.names.iter().map(|n| ("scale", format!("cpu:{n}=0"))));
+    }
     b.causes.push(wasted_work(
         "activation_recompute",
         format!(
@@ -997,6 +1011,38 @@ fn add_recompute(
         &action,
     ));
     f.bottlenecks.push(b);
+}
+
+/// The peak of memory allocated on a GPU against its capacity, where the trace records memory
+/// (`profile_memory=True`) and `deviceProperties` gives the capacity: whether the activations
+/// checkpointing drops could be kept. Empty otherwise.
+fn memory_headroom(trace: &crate::model::Trace) -> String {
+    use crate::model::memory::MemoryDevice;
+    let capacities = crate::memory::capacities(trace);
+    let mut peak: Option<(i64, i64)> = None;
+    for r in &trace.memory {
+        let (Some(MemoryDevice::Gpu(id)), Some(total)) = (MemoryDevice::of(r), r.total_allocated)
+        else {
+            continue;
+        };
+        if peak.is_none_or(|p| total > p.1) {
+            peak = Some((id, total));
+        }
+    }
+    let Some((id, total)) = peak else {
+        return " The trace has no memory records (`profile_memory=True` records them), so it cannot tell whether the activations would fit if kept.".into();
+    };
+    let gib = |b: i64| b as f64 / (1u64 << 30) as f64;
+    match capacities.iter().find(|c| c.0 == id) {
+        Some(&(_, cap)) if cap > 0 => format!(
+            " Memory allocated peaks at {:.1} GiB of the GPU's {:.1} GiB ({:.0}%): {:.1} GiB is free for activations kept instead of recomputed.",
+            gib(total),
+            gib(cap),
+            total as f64 * 100.0 / cap as f64,
+            gib(cap - total)
+        ),
+        _ => format!(" Memory allocated peaks at {:.1} GiB.", gib(total)),
+    }
 }
 
 /// The fusion action written for the module's kind, read from its class name
