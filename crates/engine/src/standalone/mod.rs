@@ -4,7 +4,9 @@
 //! inputs. Every judgement the seeds leave to an LLM is a rule in [`rules`], documented in
 //! docs/analysis.md. Rendering (markdown reports, the output contract) is in `report`.
 
+pub mod allgather_prefetch;
 pub mod attention_copies;
+pub mod collective_calls;
 pub mod context;
 pub mod conv_search;
 pub mod conv_signature;
@@ -16,6 +18,7 @@ pub mod explorer;
 pub mod findings;
 pub mod functions;
 pub mod gated_activations;
+pub mod grad_sync;
 pub mod layer_test;
 pub mod md;
 pub mod op_shares;

@@ -264,6 +264,13 @@ pub struct Patterns {
     pub accumulate: Option<FramedWork>,
     /// Convolution algorithm searches (`conv_search`).
     pub conv_search: Option<super::conv_search::ConvSearch>,
+    /// Gradient all-reduces after every micro-batch of a step (`grad_sync`).
+    pub grad_sync: Option<super::grad_sync::GradSync>,
+    /// The `c10d::` collectives by signature, each call timed (`collective_calls`).
+    #[serde(skip)]
+    pub collectives: Vec<super::collective_calls::CollectiveSignature>,
+    /// All-gathers with no compute beside them (`allgather_prefetch`).
+    pub allgather_prefetch: Option<super::allgather_prefetch::AllgatherPrefetch>,
     /// Large embedding tables trained with dense gradients (`dense_embedding_grads`).
     pub dense_embedding_grads: Option<super::dense_embedding_grads::DenseEmbeddingGrads>,
     /// Top-level forwards run one input at a time within a step (`repeated_forwards`).
@@ -318,7 +325,10 @@ pub fn is_fused_library_op(name: &str) -> bool {
 
 /// Finds every pattern.
 pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
+    let collectives = super::collective_calls::find(trace, tree);
     Patterns {
+        allgather_prefetch: super::allgather_prefetch::find(trace, &collectives),
+        collectives,
         fusion: Vec::new(),
         unfused_attention: Vec::new(),
         conv_transposes: conv_transposes(trace, tree),
@@ -334,6 +344,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         accumulate: None,
         dense_embedding_grads: super::dense_embedding_grads::find(trace, tree),
         conv_search: super::conv_search::find(trace, tree),
+        grad_sync: super::grad_sync::find(trace, tree),
         repeated_forwards: super::repeated_forwards::find(trace, &|module| {
             framed(trace, tree, &|k, n| {
                 k == EventKind::PythonFunction && n == module

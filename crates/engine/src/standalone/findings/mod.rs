@@ -4,6 +4,7 @@
 
 mod chains;
 mod collective_sizes;
+mod comm_causes;
 mod conv_search;
 mod embedding_grads;
 mod graph_short;

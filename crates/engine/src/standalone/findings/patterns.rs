@@ -491,7 +491,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
             {
                 // One pass over the trace's communication kernels, for the text and the action.
                 let back_to_back = back_to_back_share(inp.trace);
-                f.bottlenecks.push(timeline_bottleneck(
+                let mut b = timeline_bottleneck(
                     f.category,
                     super::EXPOSED_COMMUNICATION,
                     exposed,
@@ -505,7 +505,9 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     &communication_action(inp, back_to_back),
                     "One rank cannot tell slow transfers from waiting on a straggler: trace all ranks, and check the interconnect topology and NCCL / RCCL settings for these message sizes.",
                     inp,
-                ));
+                );
+                super::comm_causes::sharpen(&mut b, inp);
+                f.bottlenecks.push(b);
             } else if let Some(sample) = inp.sampled.filter(|_| total_comm > 0.0) {
                 // A sampled trace's kernel durations stand, its gaps do not: the communication
                 // kernels' own time is stated, how much of it is exposed is not judged.
@@ -1066,7 +1068,7 @@ pub(super) fn fusion_action(class: &str) -> &'static str {
 
 /// A collective's bus-bandwidth factor (NCCL's performance notes): all-reduce 2(n−1)/n;
 /// all-gather, reduce-scatter and all-to-all (n−1)/n; the rest 1.
-fn bus_factor(name: &str, ranks: f64) -> f64 {
+pub(super) fn bus_factor(name: &str, ranks: f64) -> f64 {
     let n = name.to_ascii_lowercase().replace(['_', ' '], "");
     if ranks < 2.0 {
         1.0
@@ -1082,6 +1084,29 @@ fn bus_factor(name: &str, ranks: f64) -> f64 {
 /// Bus bandwidth under this share of the platform's link means the kernel mostly waited for
 /// the other ranks (docs/analysis.md, "Patterns").
 pub const WAITING_BELOW_LINK: f64 = 0.25;
+/// GPUs one node holds: every platform here ships on 8-GPU baseboards (HGX, OAM), save the
+/// rack-scale NVLink systems (`GB200` / `GB300` NVL72), whose NVLink spans the rack.
+pub const NODE_GPUS: i64 = 8;
+/// What a GPU's share of the network moves between nodes, GB/s each way: one 400 Gb/s NIC
+/// per GPU (NDR InfiniBand / 400 GbE, the DGX H100 and MI300X platforms' design; an A100
+/// node's 200 Gb/s HDR is half).
+pub const NIC_GBPS: f64 = 50.0;
+
+/// The ranks of a collective's group (its recorded group size, else the job's world size)
+/// where they cannot all sit in one node: the ring then crosses the network.
+pub(super) fn spans_nodes(inp: &Inputs<'_>, group: f64) -> Option<i64> {
+    let ranks = if group > 0.0 {
+        group as i64
+    } else {
+        inp.ranks?
+    };
+    let rack = inp.platform.is_some_and(|p| {
+        let l = p.label();
+        l.contains("GB200") || l.contains("GB300") || l.contains("NVL72")
+    });
+    (ranks > NODE_GPUS && !rack).then_some(ranks)
+}
+
 /// Messages below this many MiB are latency-bound: their bandwidth is not judged.
 pub const LATENCY_BOUND_MIB: f64 = 1.0;
 
@@ -1120,8 +1145,27 @@ pub(super) fn collectives_text(
                 text.push_str(&format!(
                     " ({us:.1} µs each: algbw {algbw:.1} GB/s, busbw {busbw:.1} GB/s"
                 ));
-                match &link {
-                    Some((pname, peak)) if c.size_mib >= LATENCY_BOUND_MIB => {
+                let network = spans_nodes(inp, c.group);
+                match (&link, network) {
+                    (_, Some(ranks)) if c.size_mib >= LATENCY_BOUND_MIB => {
+                        let pct = busbw / NIC_GBPS * 100.0;
+                        let spans = format!("the {ranks}-rank group spans nodes of at most {NODE_GPUS} GPUs, so the ring crosses the network, not NVLink / Infinity Fabric");
+                        if busbw >= NIC_GBPS {
+                            // Faster than one NIC a GPU: the nodes have more, or part of the
+                            // ring stays in the node; the network is not slow either way.
+                            text.push_str(&format!(
+                                ", at or above the ~{NIC_GBPS:.0} GB/s of one 400 Gb/s NIC a GPU ({spans}): the transfer keeps up with the network"
+                            ));
+                        } else {
+                            text.push_str(&format!(
+                                ", {pct:.0}% of the ~{NIC_GBPS:.0} GB/s of one 400 Gb/s NIC a GPU ({spans})"
+                            ));
+                        }
+                        if busbw < WAITING_BELOW_LINK * NIC_GBPS {
+                            text.push_str(": far below even the network; the kernel mostly waits on other ranks (skew or a slow rank)");
+                        }
+                    }
+                    (Some((pname, peak)), None) if c.size_mib >= LATENCY_BOUND_MIB => {
                         let pct = busbw / peak * 100.0;
                         text.push_str(&format!(", {pct:.0}% of {pname}'s {peak:.0} GB/s link"));
                         if busbw < WAITING_BELOW_LINK * peak {
@@ -1144,7 +1188,13 @@ pub(super) fn collectives_text(
         format!(
             " Collectives: {}.{}",
             items.join("; "),
-            size_fit(&all, link.as_ref())
+            // The fit judges the rate against the node's link: a group across nodes was
+            // judged against the network above instead.
+            if all.iter().any(|c| spans_nodes(inp, c.group).is_some()) {
+                String::new()
+            } else {
+                size_fit(&all, link.as_ref())
+            }
         )
     }
 }
@@ -1282,9 +1332,9 @@ pub fn bus_bandwidths(coll: &Sheet) -> Vec<(String, f64, f64, f64, f64)> {
 /// The share of collective time (`dur_sum`) spent in collectives of at least 1 MiB whose bus
 /// bandwidth is far below the platform's link (`WAITING_BELOW_LINK`): time they spend waiting on
 /// other ranks, which no overlap or bucketing hides. `None` without sizes, times or a link.
-fn waiting_share(coll: Option<&Sheet>, platform: Option<&Platform>) -> Option<f64> {
-    let s = coll?;
-    let peak = platform?.link_gbps.as_ref()?.0;
+fn waiting_share(inp: &Inputs<'_>) -> Option<f64> {
+    let s = inp.coll?;
+    let link = inp.platform?.link_gbps.as_ref()?.0;
     let (name, mb, mean, sum) = (
         s.column("Collective name")?,
         s.column("In msg size (MB)_first")?,
@@ -1308,6 +1358,12 @@ fn waiting_share(coll: Option<&Sheet>, platform: Option<&Platform>) -> Option<f6
         };
         let coll = r[name].csv_text();
         let busbw = size_mib * 1_048_576.0 / (us * 1e-6) / 1e9 * bus_factor(&coll, group);
+        // A group across nodes is bounded by the network, not the node's link.
+        let peak = if spans_nodes(inp, group).is_some() {
+            NIC_GBPS
+        } else {
+            link
+        };
         if size_mib >= LATENCY_BOUND_MIB && busbw < WAITING_BELOW_LINK * peak {
             waiting += t;
         }
@@ -1330,6 +1386,11 @@ fn small_batch_text(inp: &Inputs<'_>) -> String {
         .iter()
         .map(|c| {
             let bytes = c.size_mib * 1_048_576.0 * bus_factor(&c.name, c.group);
+            let link = if spans_nodes(inp, c.group).is_some() {
+                NIC_GBPS
+            } else {
+                link
+            };
             bytes / (link * 1e9) * 1e9 * c.calls
         })
         .sum();
@@ -1385,6 +1446,14 @@ fn communication_action(inp: &Inputs<'_>, back_to_back: Option<f64>) -> String {
         };
         (f, *ns as f64)
     }));
+    // And the `c10d::` ops by kind: a kernel without NCCL metadata (RCCL's `Generic`) is
+    // named by the op that launched it.
+    timed.extend(
+        inp.patterns
+            .collectives
+            .iter()
+            .map(|s| (s.kind(), s.calls.iter().map(|c| c.1).sum::<i64>() as f64)),
+    );
     let top = timed.iter().map(|t| t.1).fold(0.0, f64::max);
     let names: Vec<String> = timed
         .into_iter()
@@ -1423,7 +1492,7 @@ fn communication_action(inp: &Inputs<'_>, back_to_back: Option<f64>) -> String {
     a.push('.');
     // Collectives that mostly wait on other ranks: overlap and bucketing cannot hide a wait, so
     // the slow rank comes first (and the overlap the trace already has is said).
-    if waiting_share(inp.coll, inp.platform).is_some_and(|w| w >= WAITING_LEADS) {
+    if waiting_share(inp).is_some_and(|w| w >= WAITING_LEADS) {
         let tl = inp.timeline;
         // The share of communication already hidden behind compute, %.
         let hidden = (tl.total_comm > 0 && tl.exposed_comm < tl.total_comm)

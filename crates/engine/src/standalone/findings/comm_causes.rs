@@ -1,0 +1,218 @@
+//! The mechanism behind exposed communication, where the trace's structure shows one
+//! (docs/analysis.md, "Exposed communication: its mechanism"): gradients all-reduced after
+//! every micro-batch (`standalone::grad_sync`), all-gathers not prefetched
+//! (`standalone::allgather_prefetch`), identical collectives whose times vary with other
+//! ranks' arrival (a straggler, from `standalone::collective_calls`). The first that holds
+//! leads the finding's action, and its fix, sized by the mechanism, is what the finding
+//! replays: removing every collective claimed 1.3–3.3× what these fixes recover (held-out
+//! suite 4).
+
+use super::patterns::{bus_factor, spans_nodes, NIC_GBPS};
+use super::*;
+
+/// Identical calls (one signature) needed before their spread says anything.
+pub const SPREAD_MIN_CALLS: usize = 8;
+/// The slowest tenth's time over the fastest tenth's from which identical calls wait for other
+/// ranks by amounts that change from call to call.
+pub const SPREAD_RATIO: f64 = 1.3;
+/// The share of the link's peak bus bandwidth a large collective reaches when no rank is late
+/// (NCCL / RCCL's tests reach 75–90 % on one node).
+pub const LINK_ACHIEVED: f64 = 0.8;
+
+/// Leads the exposed-communication finding `b` with the mechanism the trace shows.
+pub(super) fn sharpen(b: &mut Bottleneck, inp: &Inputs<'_>) {
+    if grad_sync(b, inp) || prefetch(b, inp) {
+        return;
+    }
+    straggler(b, inp);
+}
+
+/// Puts the mechanism's evidence and action first; `said` is the clause of the general action
+/// the lead now says (left out of what follows it).
+fn lead(
+    b: &mut Bottleneck,
+    key: &'static str,
+    title: String,
+    evidence: String,
+    action: &str,
+    said: &str,
+) {
+    b.issue = format!("{evidence} {}", b.issue);
+    let rest = lower_first(&b.path_a)
+        .replace(said, "")
+        .replace("; ;", ";")
+        .replace(", ,", ",")
+        .replace(";.", ".")
+        .replace(" .", ".");
+    let rest = rest.trim_start_matches([';', ' ']).to_owned();
+    b.path_a = if rest.trim_end_matches('.').trim().is_empty() {
+        action.to_owned()
+    } else {
+        format!("{action} Then: {rest}")
+    };
+    b.causes.insert(
+        0,
+        Cause {
+            key,
+            title,
+            evidence,
+            action: action.into(),
+            waste: None,
+            confidence: Confidence::High,
+            bounds_all: false,
+            scope: None,
+        },
+    );
+}
+
+fn grad_sync(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
+    let Some(g) = inp.patterns.grad_sync.as_ref().filter(|_| inp.trains) else {
+        return false;
+    };
+    let evidence = format!(
+        "Gradients are all-reduced after every micro-batch: {} optimizer steps each run up to {} DDP forwards (`DistributedDataParallel.forward`) and {} rounds of gradient all-reduces, {} calls taking {:.3} ms in all. With gradient accumulation only the last micro-batch before `optimizer.step()` needs its gradients reduced; the {} calls of the earlier rounds ({:.3} ms of communication kernels) reduce gradients that the next micro-batch adds to anyway.",
+        g.steps, g.micro_batches, g.rounds, g.calls, g.all_ms, g.extra_calls, g.extra_ms
+    );
+    let action = "Run the accumulating micro-batches under `model.no_sync()` (DDP; FSDP: `no_sync()` or `set_requires_gradient_sync(False)`; Lightning and Accelerate do it inside their `accumulate` helpers): one all-reduce round per optimizer step instead of one per micro-batch.";
+    lead(
+        b,
+        "allreduce_every_microbatch",
+        format!(
+            "gradients all-reduced after each of {} micro-batches a step (no `no_sync`)",
+            g.rounds
+        ),
+        evidence,
+        action,
+        "skip synchronization on accumulation steps (`no_sync`), ",
+    );
+    // Replayed as the fix does it: the earlier rounds' kernels go, the last round stays (and
+    // whatever of it the backward does not hide stays exposed).
+    let ids: Vec<String> = g.extra_ids.iter().map(u32::to_string).collect();
+    b.fix = vec![("remove", format!("events:{}", ids.join(",")))];
+    true
+}
+
+fn prefetch(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
+    let Some(p) = inp.patterns.allgather_prefetch.as_ref() else {
+        return false;
+    };
+    let evidence = format!(
+        "The {} all-gathers ({:.3} ms) run with no compute beside them for {:.0}% of their time: each starts only when the compute before it has ended, so the layers' parameters are gathered when they are needed, not ahead. Started one layer ahead, {:.3} ms of them would run under the compute that precedes them.",
+        p.calls,
+        p.gather_ms,
+        p.exposed_share * 100.0,
+        p.hideable_ms
+    );
+    let action = if inp.trains {
+        "Prefetch the next layer's parameters while this one computes: FSDP `forward_prefetch=True` and `backward_prefetch=BackwardPrefetch.BACKWARD_PRE` (FSDP2: `set_modules_to_forward_prefetch` / `set_modules_to_backward_prefetch`; DeepSpeed ZeRO-3: `stage3_prefetch_bucket_size`), with `limit_all_gathers` so the prefetched parameters stay bounded in memory."
+    } else {
+        "Gather the next layer's weights while this one computes (prefetch one layer ahead on a communication stream), or keep the weights resident where memory allows."
+    };
+    lead(
+        b,
+        "allgather_not_prefetched",
+        format!("{} all-gathers not prefetched", p.calls),
+        evidence,
+        action,
+        "prefetch the all-gathers (FSDP `forward_prefetch` / `backward_prefetch`, a larger unit of sharding) so they run under the previous layer's compute",
+    );
+    // Replayed as prefetching does it: each gather shortened by the compute that would hide it.
+    b.fix = p
+        .scales
+        .iter()
+        .map(|&(k, f)| ("scale", format!("events:{k}={f:.4}")))
+        .collect();
+    true
+}
+
+fn straggler(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
+    let link = inp.platform.and_then(|p| p.link_gbps.as_ref()).map(|l| l.0);
+    for s in &inp.patterns.collectives {
+        let ns = s.sorted_ns();
+        let n = ns.len();
+        if n < SPREAD_MIN_CALLS || s.bytes < 1_048_576.0 {
+            continue;
+        }
+        let p10 = ns[n / 10] as f64;
+        let p90 = ns[(n * 9) / 10].max(1) as f64;
+        let median = ns[n / 2] as f64;
+        if p10 <= 0.0 || p90 / p10 < SPREAD_RATIO {
+            continue;
+        }
+        // The time the transfer itself takes: the link (or, across nodes, the network) at the
+        // rate collectives reach, never more than the fastest calls took.
+        let group = inp.ranks.unwrap_or(0) as f64;
+        let kind = s.kind();
+        let rate = if spans_nodes(inp, group).is_some() {
+            Some(NIC_GBPS)
+        } else {
+            link
+        };
+        let transfer =
+            rate.map(|r| s.bytes * bus_factor(&kind, group) / (r * 1e9 * LINK_ACHIEVED) * 1e9);
+        let floor = transfer.map_or(p10, |t| t.min(p10));
+        // Only a collective that waits: its median well above what its transfer needs.
+        if median < 2.0 * floor {
+            continue;
+        }
+        let saved: f64 = ns.iter().map(|&d| (d as f64 - floor).max(0.0)).sum();
+        let transfer_text = match transfer {
+            Some(t) => format!(
+                "; the link moves {} in about {:.3} ms at {:.0}% of its peak",
+                size_text(s.bytes),
+                t / 1e6,
+                LINK_ACHIEVED * 100.0
+            ),
+            None => String::new(),
+        };
+        let assumed = s
+            .dtype_assumed
+            .as_ref()
+            .map(|t| format!(", its dtype not recorded and taken as the matrix ops' `{t}`"))
+            .unwrap_or_default();
+        let evidence = format!(
+            "{n} identical `{}` calls ({} each{assumed}) take {:.3}–{:.3} ms (median {:.3} ms, the fastest tenth {:.3} ms){transfer_text}: each waits beyond its transfer, by an amount that changes from call to call. A slow transport would slow every call alike; a wait that varies is another rank arriving late by varying amounts (a straggler: a throttling or slower GPU, uneven work such as longer sequences or busier experts, host interference). About {:.3} ms of the calls' time is that wait.",
+            s.op,
+            size_text(s.bytes),
+            ns[0] as f64 / 1e6,
+            ns[n - 1] as f64 / 1e6,
+            median / 1e6,
+            p10 / 1e6,
+            saved / 1e6
+        );
+        let action = "Find the late rank: trace every rank of the group for the same steps (`jarvis ranks`); the rank whose compute before these collectives ends last is the straggler. Then remove its cause: balance the work across ranks (sequence packing, even expert load), replace or cool a throttling GPU (`nvidia-smi -q -d PERFORMANCE`, `amd-smi metric`), pin the ranks' host threads (CPU affinity, no other jobs on the node).";
+        lead(
+            b,
+            "collective_straggler",
+            format!("{n} identical `{}` calls wait for a late rank", s.op),
+            evidence,
+            action,
+            "",
+        );
+        // Replayed as the straggler's fix: each call at its transfer time.
+        b.fix = s
+            .calls
+            .iter()
+            .filter(|c| c.1 as f64 > floor)
+            .flat_map(|c| {
+                let f = floor / c.1 as f64;
+                c.2.iter()
+                    .map(move |&k| ("scale", format!("events:{k}={f:.4}")))
+            })
+            .collect();
+        return true;
+    }
+    false
+}
+
+fn size_text(bytes: f64) -> String {
+    format!("{:.1} MiB", bytes / 1_048_576.0)
+}
+
+fn lower_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().chain(c).collect(),
+        None => String::new(),
+    }
+}

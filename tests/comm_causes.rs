@@ -1,0 +1,280 @@
+//! Exposed communication named by its mechanism (docs/analysis.md, "Exposed communication: its
+//! mechanism"), on traces written here whose truth is known: gradients all-reduced after every
+//! micro-batch, all-gathers not prefetched, identical all-reduces waiting for a late rank, and
+//! a group across nodes judged against the network. Each has a healthy counterpart that keeps
+//! the mechanism's shape without its cause.
+
+use jarvis_engine::standalone::findings::Bottleneck;
+use jarvis_engine::{analyze_trace, import, Analysis};
+
+/// One op of the trace: a CPU op launching one kernel.
+struct Op {
+    name: &'static str,
+    dims: &'static str,
+    types: &'static str,
+    kernel: &'static str,
+    /// Host start, GPU start and duration, µs; the kernel's stream.
+    cpu: f64,
+    gpu: f64,
+    dur: f64,
+    stream: u32,
+    /// More kernel arguments (NCCL metadata), JSON members with a leading comma.
+    meta: &'static str,
+}
+
+const MM: &str = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas";
+
+fn mm(cpu: f64, gpu: f64, dur: f64) -> Op {
+    Op {
+        name: "aten::mm",
+        dims: "[[4096, 4096], [4096, 4096]]",
+        types: r#"["c10::BFloat16", "c10::BFloat16"]"#,
+        kernel: MM,
+        cpu,
+        gpu,
+        dur,
+        stream: 7,
+        meta: "",
+    }
+}
+
+/// The trace: `annotations` as (name, start, duration) on the main thread, the ops, the
+/// world size; an H100.
+fn trace(annotations: &[(String, f64, f64)], ops: &[Op], world: u32) -> Analysis {
+    let mut ev: Vec<String> = annotations
+        .iter()
+        .map(|(n, ts, dur)| {
+            format!(
+                r#"{{"ph":"X","cat":"user_annotation","name":"{n}","pid":1,"tid":1,"ts":{ts},"dur":{dur},"args":{{}}}}"#
+            )
+        })
+        .collect();
+    for (i, o) in ops.iter().enumerate() {
+        let corr = 100 + i;
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"{}","pid":1,"tid":1,"ts":{},"dur":8,"args":{{"External id":{corr},"Input Dims":{},"Input type":{}}}}}"#,
+            o.name, o.cpu, o.dims, o.types
+        ));
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{corr},"External id":{corr}}}}}"#,
+            o.cpu + 2.0
+        ));
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"kernel","name":"{}","pid":0,"tid":{},"ts":{},"dur":{},"args":{{"correlation":{corr},"External id":{corr},"device":0,"stream":{}{}}}}}"#,
+            o.kernel, o.stream, o.gpu, o.dur, o.stream, o.meta
+        ));
+    }
+    // The host waits for the GPU at the step's end (a device synchronize), so the step's
+    // length follows the GPU's work when a replay changes it.
+    let last_cpu = ops.iter().map(|o| o.cpu).fold(0.0, f64::max) + 20.0;
+    let gpu_end = ops.iter().map(|o| o.gpu + o.dur).fold(0.0, f64::max);
+    ev.push(format!(
+        r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":{last_cpu},"dur":{},"args":{{}}}}"#,
+        gpu_end - last_cpu + 5.0
+    ));
+    let json = format!(
+        r#"{{"schemaVersion":1,"distributedInfo":{{"backend":"nccl","rank":0,"world_size":{world}}},"deviceProperties":[{{"id":0,"name":"NVIDIA H100 80GB HBM3","totalGlobalMem":85899345920,"numSms":132}}],"traceEvents":[{}]}}"#,
+        ev.join(",\n")
+    );
+    analyze_trace(import::import_bytes(json.as_bytes()).expect("imports"))
+}
+
+fn exposed(a: &Analysis) -> Option<&Bottleneck> {
+    a.standalone
+        .as_ref()
+        .expect("standalone")
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| b.title == "Exposed communication")
+}
+
+fn keys(b: &Bottleneck) -> Vec<&str> {
+    b.causes.iter().map(|c| c.key).collect()
+}
+
+const ALL_REDUCE: &str =
+    "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+
+/// Four micro-batches an optimizer step, each a 2 ms GEMM and (`sync_every`) a 1 ms gradient
+/// all-reduce on the same stream, so every all-reduce is exposed; without it (`no_sync`) only
+/// the last micro-batch all-reduces.
+fn micro_batches(sync_every: bool) -> Analysis {
+    let mut ann = Vec::new();
+    let mut ops = Vec::new();
+    let mut gpu = 100.0;
+    for mb in 0..4 {
+        let cpu = 20.0 + mb as f64 * 40.0;
+        ann.push(("DistributedDataParallel.forward".to_owned(), cpu, 10.0));
+        ops.push(mm(cpu + 12.0, gpu, 2000.0));
+        gpu += 2000.0;
+        if sync_every || mb == 3 {
+            ops.push(Op {
+                name: "c10d::allreduce_",
+                dims: "[[[16777216]], [], [], []]",
+                types: r#"["TensorList", "", "", ""]"#,
+                kernel: ALL_REDUCE,
+                cpu: cpu + 25.0,
+                gpu,
+                dur: 1000.0,
+                stream: 7,
+                meta: r#","Collective name":"allreduce","In msg nelems":16777216,"Out msg nelems":16777216,"Group size":16,"dtype":"BFloat16","Process Group Name":"0","Process Group Description":"default_pg","Process Group Ranks":"[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]","In split size":"[]","Out split size":"[]""#,
+            });
+            gpu += 1000.0;
+        }
+    }
+    ann.push(("Optimizer.step#AdamW.step".to_owned(), 200.0, 20.0));
+    ann.push(("ProfilerStep#1".to_owned(), 10.0, gpu + 10.0));
+    trace(&ann, &ops, 16)
+}
+
+/// Gradient accumulation without `no_sync`: the finding leads with it, counts the rounds, and
+/// replays only the earlier rounds' removal (3 of the 4 ms); the group of 16 spans nodes, so
+/// its bandwidth is judged against the network. With `no_sync`, no such cause.
+#[test]
+fn all_reduces_every_micro_batch_lead_with_no_sync() {
+    let a = micro_batches(true);
+    let b = exposed(&a).expect("exposed communication");
+    assert_eq!(
+        keys(b).first(),
+        Some(&"allreduce_every_microbatch"),
+        "{b:#?}"
+    );
+    assert!(
+        b.issue
+            .contains("1 optimizer steps each run up to 4 DDP forwards")
+            && b.issue
+                .contains("4 rounds of gradient all-reduces, 4 calls taking 4.000 ms")
+            && b.issue
+                .contains("the 3 calls of the earlier rounds (3.000 ms"),
+        "{}",
+        b.issue
+    );
+    assert!(b
+        .path_a
+        .starts_with("Run the accumulating micro-batches under `model.no_sync()`"));
+    // 32 MiB in 1 ms over 16 ranks: busbw 62.9 GB/s, judged against the network a group
+    // across nodes crosses, not NVLink's 450 GB/s.
+    assert!(
+        b.issue.contains("busbw 62.9 GB/s, at or above the ~50 GB/s of one 400 Gb/s NIC a GPU (the 16-rank group spans nodes of at most 8 GPUs"),
+        "{}",
+        b.issue
+    );
+    // The general advice after it does not repeat `no_sync`.
+    assert_eq!(b.path_a.matches("no_sync").count(), 2, "{}", b.path_a);
+    let r = b.impact.replayed.expect("replayed");
+    assert!((r.saved_ms() - 3.0).abs() < 0.05, "{r:?}");
+    let healthy = micro_batches(false);
+    if let Some(b) = exposed(&healthy) {
+        assert!(!keys(b).contains(&"allreduce_every_microbatch"), "{b:#?}");
+    }
+}
+
+/// Ten identical 32 MiB bf16 all-reduces (a tensor list: the dtype is the matrix ops') between
+/// 2 ms GEMMs over 8 ranks; the link moves each in 32 MiB × 1.75 / (450 GB/s × 0.8) =
+/// 0.163 ms. Spread from 0.8 to 1.7 ms they wait for a late rank, and the replay brings each
+/// to its transfer time; all at 1.2 ms, no straggler is named.
+fn all_reduces(spread: bool) -> Analysis {
+    let mut ops = Vec::new();
+    let mut gpu = 100.0;
+    for i in 0..10 {
+        let cpu = 20.0 + i as f64 * 30.0;
+        ops.push(mm(cpu, gpu, 2000.0));
+        gpu += 2000.0;
+        let dur = if spread {
+            800.0 + 100.0 * i as f64
+        } else {
+            1200.0
+        };
+        ops.push(Op {
+            name: "c10d::allreduce_",
+            dims: "[[[16777216]], [], [], []]",
+            types: r#"["TensorList", "", "", ""]"#,
+            kernel: "ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)",
+            cpu: cpu + 12.0,
+            gpu,
+            dur,
+            stream: 7,
+            meta: "",
+        });
+        gpu += dur;
+    }
+    trace(&[("ProfilerStep#1".to_owned(), 10.0, gpu + 10.0)], &ops, 8)
+}
+
+#[test]
+fn identical_all_reduces_that_vary_name_a_late_rank() {
+    let a = all_reduces(true);
+    let b = exposed(&a).expect("exposed communication");
+    assert_eq!(keys(b).first(), Some(&"collective_straggler"), "{b:#?}");
+    assert!(
+        b.issue.contains("10 identical `c10d::allreduce_` calls (32.0 MiB each, its dtype not recorded and taken as the matrix ops' `c10::BFloat16`) take 0.800–1.700 ms")
+            && b.issue.contains("moves 32.0 MiB in about 0.163 ms"),
+        "{}",
+        b.issue
+    );
+    // Each call brought to 0.163 ms: 12.5 ms of calls less 10 × 0.163 ms.
+    let transfer = 32.0 * 1_048_576.0 * 1.75 / (450e9 * 0.8) * 1e3;
+    let wait = 12.5 - 10.0 * transfer;
+    assert!(
+        b.issue.contains(&format!("About {wait:.3} ms")),
+        "{}",
+        b.issue
+    );
+    let r = b.impact.replayed.expect("replayed");
+    assert!((r.saved_ms() - wait).abs() < 0.05, "{r:?} {wait}");
+    let even = all_reduces(false);
+    let b = exposed(&even).expect("exposed communication");
+    assert!(!keys(b).contains(&"collective_straggler"), "{b:#?}");
+}
+
+const ALL_GATHER: &str = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+
+/// Six layers, each a 1 ms all-gather then 3 ms of compute. On the compute stream the gathers
+/// wait for the compute before them (exposed); prefetched, the five after the first would run
+/// under it: 5 ms. On a stream of their own beside the compute, nothing to say.
+fn gathers(exposed_gathers: bool) -> Analysis {
+    let mut ops = Vec::new();
+    let mut gpu = 100.0;
+    for i in 0..6 {
+        let cpu = 20.0 + i as f64 * 30.0;
+        let stream = if exposed_gathers { 7 } else { 20 };
+        ops.push(Op {
+            name: "c10d::_allgather_base_",
+            dims: "[[[8388608]], [], [], []]",
+            types: r#"["TensorList", "", "", ""]"#,
+            kernel: ALL_GATHER,
+            cpu,
+            gpu,
+            dur: 1000.0,
+            stream,
+            meta: "",
+        });
+        let start = if exposed_gathers { gpu + 1000.0 } else { gpu };
+        ops.push(mm(cpu + 12.0, start, 3000.0));
+        gpu = start + 3000.0;
+    }
+    trace(&[("ProfilerStep#1".to_owned(), 10.0, gpu + 10.0)], &ops, 8)
+}
+
+#[test]
+fn gathers_waiting_for_their_layer_are_told_to_prefetch() {
+    let a = gathers(true);
+    let b = exposed(&a).expect("exposed communication");
+    assert_eq!(keys(b).first(), Some(&"allgather_not_prefetched"), "{b:#?}");
+    assert!(
+        b.issue.contains(
+            "The 6 all-gathers (6.000 ms) run with no compute beside them for 100% of their time"
+        ) && b
+            .issue
+            .contains("5.000 ms of them would run under the compute"),
+        "{}",
+        b.issue
+    );
+    let r = b.impact.replayed.expect("replayed");
+    assert!((r.saved_ms() - 5.0).abs() < 0.05, "{r:?}");
+    let overlapped = gathers(false);
+    if let Some(b) = exposed(&overlapped) {
+        assert!(!keys(b).contains(&"allgather_not_prefetched"), "{b:#?}");
+    }
+}
