@@ -7,7 +7,7 @@
 //! replays: removing every collective claimed 1.3–3.3× what these fixes recover (held-out
 //! suite 4).
 
-use super::patterns::{bus_factor, spans_nodes, NIC_GBPS};
+use super::links::{bus_factor, spans_nodes, NIC_GBPS};
 use super::*;
 
 /// Identical calls (one signature) needed before their spread says anything.

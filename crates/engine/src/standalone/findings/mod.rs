@@ -8,6 +8,7 @@ mod comm_causes;
 mod conv_search;
 mod embedding_grads;
 mod graph_short;
+mod links;
 pub mod merge;
 mod notes;
 mod ops;

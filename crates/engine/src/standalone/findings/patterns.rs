@@ -2,6 +2,7 @@
 //! feeding GEMMs and short kernels
 //! found in the call tree, filed under their seed category; collectives' notes.
 
+use super::links::{bus_factor, spans_nodes, NIC_GBPS, NODE_GPUS};
 use super::timeline::timeline_bottleneck;
 use super::*;
 
@@ -1066,47 +1067,9 @@ pub(super) fn fusion_action(class: &str) -> &'static str {
     }
 }
 
-/// A collective's bus-bandwidth factor (NCCL's performance notes): all-reduce 2(n−1)/n;
-/// all-gather, reduce-scatter and all-to-all (n−1)/n; the rest 1.
-pub(super) fn bus_factor(name: &str, ranks: f64) -> f64 {
-    let n = name.to_ascii_lowercase().replace(['_', ' '], "");
-    if ranks < 2.0 {
-        1.0
-    } else if n.contains("allreduce") {
-        2.0 * (ranks - 1.0) / ranks
-    } else if n.contains("allgather") || n.contains("reducescatter") || n.contains("alltoall") {
-        (ranks - 1.0) / ranks
-    } else {
-        1.0
-    }
-}
-
 /// Bus bandwidth under this share of the platform's link means the kernel mostly waited for
 /// the other ranks (docs/analysis.md, "Patterns").
 pub const WAITING_BELOW_LINK: f64 = 0.25;
-/// GPUs one node holds: every platform here ships on 8-GPU baseboards (HGX, OAM), save the
-/// rack-scale NVLink systems (`GB200` / `GB300` NVL72), whose NVLink spans the rack.
-pub const NODE_GPUS: i64 = 8;
-/// What a GPU's share of the network moves between nodes, GB/s each way: one 400 Gb/s NIC
-/// per GPU (NDR InfiniBand / 400 GbE, the DGX H100 and MI300X platforms' design; an A100
-/// node's 200 Gb/s HDR is half).
-pub const NIC_GBPS: f64 = 50.0;
-
-/// The ranks of a collective's group (its recorded group size, else the job's world size)
-/// where they cannot all sit in one node: the ring then crosses the network.
-pub(super) fn spans_nodes(inp: &Inputs<'_>, group: f64) -> Option<i64> {
-    let ranks = if group > 0.0 {
-        group as i64
-    } else {
-        inp.ranks?
-    };
-    let rack = inp.platform.is_some_and(|p| {
-        let l = p.label();
-        l.contains("GB200") || l.contains("GB300") || l.contains("NVL72")
-    });
-    (ranks > NODE_GPUS && !rack).then_some(ranks)
-}
-
 /// Messages below this many MiB are latency-bound: their bandwidth is not judged.
 pub const LATENCY_BOUND_MIB: f64 = 1.0;
 
