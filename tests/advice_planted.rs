@@ -1951,3 +1951,123 @@ fn host_work_outside_the_model_is_named_and_not_told_to_compile() {
     );
     assert!(idle.path_a.contains("torch.compile"), "{}", idle.path_a);
 }
+
+/// A loss step over [4096, 32000] logits: the LM head's bf16 output, then (`upcast`) a cast to
+/// fp32 (a 0.6 ms `copy_`), log-softmax forward and backward in fp32 (1.0 and 1.2 ms) and the
+/// backward's cast back (0.6 ms); else the same log-softmax on the bf16 logits (0.5 and 0.6 ms).
+/// The host waits for the GPU at the end, so a replay follows the GPU's work.
+fn loss_trace(upcast: bool) -> Vec<u8> {
+    let shape = "[4096, 32000]";
+    let mut ops: Vec<(&str, String, &str, f64)> = Vec::new();
+    ops.push((
+        "aten::mm",
+        "[[4096, 4096], [4096, 32000]]".into(),
+        r#"["c10::BFloat16", "c10::BFloat16"]"#,
+        3000.0,
+    ));
+    if upcast {
+        ops.push((
+            "aten::copy_",
+            format!("[{shape}, {shape}]"),
+            r#"["float", "c10::BFloat16"]"#,
+            600.0,
+        ));
+        ops.push((
+            "aten::_log_softmax",
+            format!("[{shape}, [], []]"),
+            r#"["float", "Scalar", "Scalar"]"#,
+            1000.0,
+        ));
+        ops.push((
+            "aten::_log_softmax_backward_data",
+            format!("[{shape}, {shape}, [], []]"),
+            r#"["", "", "", ""]"#,
+            1200.0,
+        ));
+        ops.push((
+            "aten::copy_",
+            format!("[{shape}, {shape}]"),
+            r#"["c10::BFloat16", "float"]"#,
+            600.0,
+        ));
+    } else {
+        ops.push((
+            "aten::_log_softmax",
+            format!("[{shape}, [], []]"),
+            r#"["c10::BFloat16", "Scalar", "Scalar"]"#,
+            500.0,
+        ));
+        ops.push((
+            "aten::_log_softmax_backward_data",
+            format!("[{shape}, {shape}, [], []]"),
+            r#"["", "", "", ""]"#,
+            600.0,
+        ));
+    }
+    let mut ev = Vec::new();
+    let mut gpu = 100.0;
+    for (i, (name, dims, types, dur)) in ops.iter().enumerate() {
+        let corr = 10 + i;
+        let cpu = 20.0 + i as f64 * 20.0;
+        let loss = if name.starts_with("aten::_log_softmax") && i > 0 && !name.ends_with("data") {
+            // The loss op around the forward log-softmax, as `cross_entropy` records it.
+            format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"aten::cross_entropy_loss","pid":1,"tid":1,"ts":{},"dur":12,"args":{{"External id":{},"Input Dims":[{shape}, [4096]],"Input type":[{}, "long int"]}}}},"#,
+                cpu - 1.0,
+                corr + 100,
+                types
+                    .split(',')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches('[')
+            )
+        } else {
+            String::new()
+        };
+        ev.push(format!(
+            r#"{loss}{{"ph":"X","cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":{cpu},"dur":8,"args":{{"External id":{corr},"Input Dims":{dims},"Input type":{types}}}}},
+{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{corr},"External id":{corr}}}}},
+{{"ph":"X","cat":"kernel","name":"void kernel_{i}(...)","pid":0,"tid":7,"ts":{gpu},"dur":{dur},"args":{{"correlation":{corr},"External id":{corr},"device":0,"stream":7}}}}"#,
+            cpu + 2.0
+        ));
+        gpu += dur;
+    }
+    ev.push(format!(
+        r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":200,"dur":{},"args":{{}}}}"#,
+        gpu - 195.0
+    ));
+    ev.push(format!(
+        r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":10,"dur":{},"args":{{}}}}"#,
+        gpu + 10.0
+    ));
+    format!(
+        r#"{{"schemaVersion":1,"deviceProperties":[{{"id":0,"name":"NVIDIA H100 80GB HBM3","totalGlobalMem":85899345920,"numSms":132}}],"traceEvents":[{}]}}"#,
+        ev.join(",\n")
+    )
+    .into_bytes()
+}
+
+/// Logits cast to fp32 before the loss: the casts (1.2 ms) and the fp32 passes (2.2 ms) make
+/// the finding; on half-precision logits the casts go and the passes halve, 2.3 ms, as
+/// replayed. The loss on bf16 logits has none.
+#[test]
+fn logits_cast_to_fp32_before_the_loss_are_named() {
+    let trace = import::import_bytes(&loss_trace(true)).expect("imports");
+    let a = analyze_trace(trace);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, "Logits cast to fp32 before the loss ([4096, 32000])").expect("finding");
+    assert!((b.time_ms - 3.4).abs() < 1e-9, "{}", b.time_ms);
+    assert!(
+        b.issue.contains("2 casts between the two (1.200 ms")
+            && b.issue.contains("2.200 ms of fp32 passes"),
+        "{}",
+        b.issue
+    );
+    assert!(b.path_a.contains("without `.float()`"), "{}", b.path_a);
+    let r = b.impact.replayed.expect("replayed");
+    assert!((r.saved_ms() - 2.3).abs() < 0.01, "{r:?}");
+    let trace = import::import_bytes(&loss_trace(false)).expect("imports");
+    let a = analyze_trace(trace);
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(find(st, "Logits cast").is_none(), "{}", all_text(st));
+}

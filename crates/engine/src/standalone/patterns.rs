@@ -271,6 +271,8 @@ pub struct Patterns {
     pub collectives: Vec<super::collective_calls::CollectiveSignature>,
     /// All-gathers with no compute beside them (`allgather_prefetch`).
     pub allgather_prefetch: Option<super::allgather_prefetch::AllgatherPrefetch>,
+    /// Logits cast to fp32 before the loss (`logits_upcast`).
+    pub logits_upcast: Option<super::logits_upcast::LogitsUpcast>,
     /// Large embedding tables trained with dense gradients (`dense_embedding_grads`).
     pub dense_embedding_grads: Option<super::dense_embedding_grads::DenseEmbeddingGrads>,
     /// Top-level forwards run one input at a time within a step (`repeated_forwards`).
@@ -345,6 +347,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         dense_embedding_grads: super::dense_embedding_grads::find(trace, tree),
         conv_search: super::conv_search::find(trace, tree),
         grad_sync: super::grad_sync::find(trace, tree),
+        logits_upcast: super::logits_upcast::find(trace, tree),
         repeated_forwards: super::repeated_forwards::find(trace, &|module| {
             framed(trace, tree, &|k, n| {
                 k == EventKind::PythonFunction && n == module

@@ -9,6 +9,7 @@ mod conv_search;
 mod embedding_grads;
 mod graph_short;
 mod links;
+mod logits_upcast;
 pub mod merge;
 mod notes;
 mod ops;
@@ -1341,6 +1342,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         precision::add_conv_fp32(&mut f, inp);
         conv_search::add_conv_search(&mut f, inp);
         embedding_grads::add_dense_embedding_grads(&mut f, inp);
+        logits_upcast::add_logits_upcast(&mut f, inp);
         add_notes(&mut f, &rows, base, inp);
         if f.rows.is_empty() && f.bottlenecks.is_empty() {
             continue;
