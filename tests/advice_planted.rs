@@ -2071,3 +2071,125 @@ fn logits_cast_to_fp32_before_the_loss_are_named() {
     let st = a.standalone.as_ref().expect("standalone");
     assert!(find(st, "Logits cast").is_none(), "{}", all_text(st));
 }
+
+/// A trace of steps, each a `ProfilerStep` of ops launching one kernel each (name, input dims,
+/// input types, kernel µs) back to back on one stream, the host waiting for the GPU at each
+/// step's end.
+fn steps_trace(steps: &[Vec<(&str, &str, &str, f64)>]) -> Vec<u8> {
+    let mut ev = Vec::new();
+    let (mut cpu, mut gpu, mut corr) = (10.0, 100.0, 10);
+    for (s, ops) in steps.iter().enumerate() {
+        let start = cpu;
+        for (name, dims, types, dur) in ops {
+            corr += 1;
+            cpu += 10.0;
+            gpu = f64::max(gpu, cpu + 5.0);
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":{cpu},"dur":6,"args":{{"External id":{corr},"Input Dims":{dims},"Input type":{types}}}}},
+{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":3,"args":{{"correlation":{corr},"External id":{corr}}}}},
+{{"ph":"X","cat":"kernel","name":"sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_kernel","pid":0,"tid":7,"ts":{gpu},"dur":{dur},"args":{{"correlation":{corr},"External id":{corr},"device":0,"stream":7}}}}"#,
+                cpu + 1.0
+            ));
+            gpu += dur;
+        }
+        cpu += 10.0;
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":{cpu},"dur":{},"args":{{}}}}"#,
+            gpu - cpu + 2.0
+        ));
+        cpu = gpu + 5.0;
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{s}","pid":1,"tid":1,"ts":{start},"dur":{},"args":{{}}}}"#,
+            cpu - start
+        ));
+        cpu += 5.0;
+    }
+    format!(
+        r#"{{"schemaVersion":1,"deviceProperties":[{{"id":0,"name":"NVIDIA H100 80GB HBM3","totalGlobalMem":85899345920,"numSms":132}}],"traceEvents":[{}]}}"#,
+        ev.join(",\n")
+    )
+    .into_bytes()
+}
+
+const HALF2: &str = r#"["c10::Half", "c10::Half", ""]"#;
+
+/// A decode step: four linear calls over one token for 16 sequences (20 µs each) and, with
+/// `context`, two over a 1,500-position context (500 µs each: cross-attention K and V).
+fn decode_step(context: bool) -> Vec<(&'static str, &'static str, &'static str, f64)> {
+    let mut v = vec![
+        (
+            "aten::linear",
+            "[[16, 1, 1024], [1024, 1024], []]",
+            HALF2,
+            20.0
+        );
+        4
+    ];
+    if context {
+        v.extend(
+            [(
+                "aten::linear",
+                "[[16, 1500, 1024], [1024, 1024], []]",
+                HALF2,
+                500.0,
+            ); 2],
+        );
+    }
+    v
+}
+
+/// Three decode steps each projecting the same 1,500-position context: 3 ms of GEMMs,
+/// replayed away. The same steps without it, or a prefill step over a long prompt before
+/// steps that decode, have none.
+#[test]
+fn context_projections_recomputed_every_decode_step_are_named() {
+    let a = analyze_trace(
+        import::import_bytes(&steps_trace(&[
+            decode_step(true),
+            decode_step(true),
+            decode_step(true),
+        ]))
+        .expect("imports"),
+    );
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(
+        st,
+        "Context projections recomputed every decode step (M = 24000)",
+    )
+    .expect("finding");
+    assert!((b.time_ms - 3.0).abs() < 1e-9, "{}", b.time_ms);
+    assert!(
+        b.issue.contains("3 steps, each with 4 linear calls over one token a sequence) also runs 2 linear calls over a context of 1500 positions"),
+        "{}",
+        b.issue
+    );
+    let r = b.impact.replayed.expect("replayed");
+    assert!((r.saved_ms() - 3.0).abs() < 0.02, "{r:?}");
+    let plain = analyze_trace(
+        import::import_bytes(&steps_trace(&[decode_step(false), decode_step(false)]))
+            .expect("imports"),
+    );
+    assert!(find(
+        plain.standalone.as_ref().expect("st"),
+        "Context projections"
+    )
+    .is_none());
+    let prefill = vec![
+        (
+            "aten::linear",
+            "[[16, 1500, 1024], [1024, 1024], []]",
+            HALF2,
+            500.0
+        );
+        6
+    ];
+    let a = analyze_trace(
+        import::import_bytes(&steps_trace(&[
+            prefill,
+            decode_step(false),
+            decode_step(false),
+        ]))
+        .expect("imports"),
+    );
+    assert!(find(a.standalone.as_ref().expect("st"), "Context projections").is_none());
+}

@@ -8,6 +8,7 @@ pub mod allgather_prefetch;
 pub mod attention_copies;
 pub mod collective_calls;
 pub mod context;
+pub mod context_projections;
 pub mod conv_search;
 pub mod conv_signature;
 pub mod decode_floor;

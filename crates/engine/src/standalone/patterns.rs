@@ -271,6 +271,8 @@ pub struct Patterns {
     pub collectives: Vec<super::collective_calls::CollectiveSignature>,
     /// All-gathers with no compute beside them (`allgather_prefetch`).
     pub allgather_prefetch: Option<super::allgather_prefetch::AllgatherPrefetch>,
+    /// Projections of a fixed context recomputed every decode step (`context_projections`).
+    pub context_projections: Option<super::context_projections::ContextProjections>,
     /// Logits cast to fp32 before the loss (`logits_upcast`).
     pub logits_upcast: Option<super::logits_upcast::LogitsUpcast>,
     /// Large embedding tables trained with dense gradients (`dense_embedding_grads`).
@@ -348,6 +350,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         conv_search: super::conv_search::find(trace, tree),
         grad_sync: super::grad_sync::find(trace, tree),
         logits_upcast: super::logits_upcast::find(trace, tree),
+        context_projections: super::context_projections::find(trace, tree),
         repeated_forwards: super::repeated_forwards::find(trace, &|module| {
             framed(trace, tree, &|k, n| {
                 k == EventKind::PythonFunction && n == module

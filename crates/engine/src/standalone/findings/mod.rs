@@ -5,6 +5,7 @@
 mod chains;
 mod collective_sizes;
 mod comm_causes;
+mod context_projections;
 mod conv_search;
 mod embedding_grads;
 mod graph_short;
@@ -1343,6 +1344,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         conv_search::add_conv_search(&mut f, inp);
         embedding_grads::add_dense_embedding_grads(&mut f, inp);
         logits_upcast::add_logits_upcast(&mut f, inp);
+        context_projections::add_context_projections(&mut f, inp);
         add_notes(&mut f, &rows, base, inp);
         if f.rows.is_empty() && f.bottlenecks.is_empty() {
             continue;

@@ -454,6 +454,16 @@ pub(super) fn op_texts(
                     },
                 ),
             };
+            // Its longest signature projects a fixed context every decode step: computing it
+            // once comes before any kernel advice (held-out suite 4: Whisper's M = 24000 cross-
+            // attention K/V GEMMs were "already large").
+            let a = match inp.patterns.context_projections.as_ref() {
+                Some(c) if r.param("M") == Some(c.input.iter().take(2).product()) => format!(
+                    "Its M = {} signature projects the same context in every decode step: computed once (the finding \"Context projections recomputed every decode step\"), it goes, which no kernel choice can match.",
+                    r.param("M").unwrap_or(0)
+                ),
+                _ => a,
+            };
             OpTexts { title: format!("{q}GEMM {name}"), issue, path_a: a, path_b: replay_b, pattern: r.is_quantized() }
         }
         SeedCategory::SdpaFwd | SeedCategory::SdpaBwd => {
