@@ -27,6 +27,8 @@ pub struct ContextProjections {
     /// The projections' kernels (and the copies of their outputs), ms.
     pub gemm_ms: f64,
     pub copy_ms: f64,
+    /// Their kernels by the op that launched them (`aten::addmm`, `aten::mm`, `aten::copy_`).
+    pub ops: Vec<super::op_shares::OpShare>,
     #[serde(skip)]
     pub ids: Vec<u32>,
 }
@@ -135,6 +137,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<ContextProjections> {
     ids.sort_unstable();
     ids.dedup();
     Some(ContextProjections {
+        ops: super::op_shares::by_launching_op(trace, tree, &ids),
         steps: same.len(),
         per_step: reference.len(),
         input: reference[0].0.clone(),

@@ -15,6 +15,7 @@ pub mod decode_floor;
 pub mod dense_embedding_grads;
 pub mod diagnosis;
 pub mod elementwise_chains;
+pub mod embedding_pooling;
 pub mod explorer;
 pub mod findings;
 pub mod functions;

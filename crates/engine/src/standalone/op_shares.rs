@@ -31,3 +31,19 @@ pub fn shares<'a>(items: impl Iterator<Item = (&'a str, i64)>) -> Vec<OpShare> {
     }
     by
 }
+
+/// The GPU events `ids` by the op that launched each (its nearest CPU op in the call tree):
+/// what a pattern's scope lists, so op findings of the same kernels fold into it.
+pub fn by_launching_op(
+    trace: &crate::model::Trace,
+    tree: &crate::model::tree::CallTree,
+    ids: &[u32],
+) -> Vec<OpShare> {
+    shares(ids.iter().map(|&k| {
+        let id = crate::model::EventId(k);
+        let op = tree
+            .nearest_cpu_op(trace, id)
+            .map_or("(no op)", |o| trace.name(trace.event(o)));
+        (op, trace.event(id).dur)
+    }))
+}

@@ -68,5 +68,13 @@ fn add(f: &mut CategoryFindings, c: &ContextProjections, inp: &Inputs<'_>) {
     });
     let ids: Vec<String> = c.ids.iter().map(u32::to_string).collect();
     b.fix = vec![("remove", format!("events:{}", ids.join(",")))];
+    b.scope = Some(super::merge::Scope {
+        class: None,
+        ops: c.ops.iter().map(|o| (o.name.clone(), o.ms)).collect(),
+        instances: 1,
+        unfused_attention: false,
+        sdpa_math: false,
+        subtracts: true,
+    });
     f.bottlenecks.push(b);
 }

@@ -8,6 +8,7 @@ mod comm_causes;
 mod context_projections;
 mod conv_search;
 mod embedding_grads;
+mod embedding_pooling;
 mod graph_short;
 mod links;
 mod logits_upcast;
@@ -1345,6 +1346,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         embedding_grads::add_dense_embedding_grads(&mut f, inp);
         logits_upcast::add_logits_upcast(&mut f, inp);
         context_projections::add_context_projections(&mut f, inp);
+        embedding_pooling::add_embedding_pooling(&mut f, inp);
         add_notes(&mut f, &rows, base, inp);
         if f.rows.is_empty() && f.bottlenecks.is_empty() {
             continue;

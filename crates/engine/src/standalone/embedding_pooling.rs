@@ -1,0 +1,131 @@
+//! Embedding lookups pooled by a separate reduction (docs/analysis.md, "Embedding then sum"):
+//! `nn.Embedding(indices[B, L])` writes a [B, L, D] tensor of looked-up rows and `.sum(1)` /
+//! `.mean(1)` reads it back to pool each bag; `nn.EmbeddingBag(mode="sum")` gathers and
+//! reduces in one pass and never writes the [B, L, D] tensor (held-out suite 4: DLRM's 26
+//! tables of [4096, 20] lookups, 12.2 ms of gather and sum, the gather "no perf model").
+
+use crate::model::tree::CallTree;
+use crate::model::{EventId, EventKind, Trace};
+use serde::Serialize;
+
+/// The pooled lookups, by signature.
+#[derive(Debug, Clone, Serialize)]
+pub struct EmbeddingPooling {
+    /// Each signature: (table rows, dim, batch, bag length, lookups, the reduction's name).
+    pub tables: Vec<(i64, i64, i64, i64, u64, String)>,
+    /// The lookups' and the reductions' kernels, ms.
+    pub lookup_ms: f64,
+    pub pool_ms: f64,
+    /// Bytes a bag pooled in one pass moves over what the two passes move (the ratio the
+    /// saving keeps), from the first signature (element size of the table's dtype).
+    pub kept: f64,
+    /// Their kernels by the op that launched them (`aten::index_select`, `aten::sum`).
+    pub ops: Vec<super::op_shares::OpShare>,
+    #[serde(skip)]
+    pub lookup_ids: Vec<u32>,
+    #[serde(skip)]
+    pub pool_ids: Vec<u32>,
+}
+
+/// The reduced dimension of a `sum` / `mean` call's `Concrete Inputs` (`["", "[1]", "False",
+/// ""]` → 1).
+fn reduced_dim(trace: &Trace, id: EventId) -> Option<i64> {
+    let c = trace.op_args_of(trace.event(id))?.concrete_inputs?;
+    let v: Vec<String> = serde_json::from_str(trace.strings.get(c)).ok()?;
+    let d = v.get(1)?.trim_matches(|c| c == '[' || c == ']');
+    d.trim().parse().ok()
+}
+
+/// Finds the pooled lookups; `None` without an `aten::embedding` over 2-D indices whose output
+/// a `sum` / `mean` over dimension 1 reads.
+pub fn find(trace: &Trace, tree: &CallTree) -> Option<EmbeddingPooling> {
+    trace.strings.find("aten::embedding")?;
+    // (rows, dim, batch, bag) → lookup ids
+    let mut lookups: Vec<((i64, i64, i64, i64), Vec<EventId>)> = Vec::new();
+    // (batch, bag, dim) → (reduction ids, name)
+    let mut pools: Vec<((i64, i64, i64), Vec<EventId>, String)> = Vec::new();
+    for (i, e) in trace.events.iter().enumerate() {
+        if e.kind() != EventKind::CpuOp {
+            continue;
+        }
+        let name = trace.name(e);
+        let lookup = name == "aten::embedding";
+        let pool = matches!(name, "aten::sum" | "aten::mean");
+        if !lookup && !pool {
+            continue;
+        }
+        let id = EventId(i as u32);
+        let Some(s) = trace.input_shapes(id) else {
+            continue;
+        };
+        if lookup {
+            let (Some(w), Some(ix)) = (s.first(), s.get(1)) else {
+                continue;
+            };
+            if w.len() == 2 && ix.len() == 2 && ix[1] >= 2 {
+                let key = (w[0], w[1], ix[0], ix[1]);
+                match lookups.iter_mut().find(|l| l.0 == key) {
+                    Some(l) => l.1.push(id),
+                    None => lookups.push((key, vec![id])),
+                }
+            }
+            continue;
+        }
+        let Some(x) = s.first().filter(|x| x.len() == 3) else {
+            continue;
+        };
+        if reduced_dim(trace, id) != Some(1) {
+            continue;
+        }
+        let key = (x[0], x[1], x[2]);
+        match pools.iter_mut().find(|p| p.0 == key) {
+            Some(p) => p.1.push(id),
+            None => pools.push((key, vec![id], name.to_owned())),
+        }
+    }
+    let mut tables = Vec::new();
+    let (mut lookup_ids, mut pool_ids) = (Vec::new(), Vec::new());
+    for ((rows, dim, batch, bag), ids) in &lookups {
+        let Some((_, pids, pname)) = pools.iter().find(|p| p.0 == (*batch, *bag, *dim)) else {
+            continue;
+        };
+        tables.push((*rows, *dim, *batch, *bag, ids.len() as u64, pname.clone()));
+        for id in ids {
+            lookup_ids.extend(tree.gpu_under(*id).map(|k| k.0));
+        }
+        for id in pids {
+            pool_ids.extend(tree.gpu_under(*id).map(|k| k.0));
+        }
+    }
+    if tables.is_empty() {
+        return None;
+    }
+    lookup_ids.sort_unstable();
+    lookup_ids.dedup();
+    pool_ids.sort_unstable();
+    pool_ids.dedup();
+    let ms = |ids: &[u32]| {
+        ids.iter()
+            .map(|&k| trace.events[k as usize].dur)
+            .sum::<i64>() as f64
+            / 1e6
+    };
+    // Bytes per lookup position, elements of e bytes (fp32 tables unless the reduction's
+    // dtype says otherwise; the ratio barely depends on it): the gather reads the row and
+    // its index and writes the row, the sum reads it back and writes 1/L of it; a bag reads
+    // the row and its index and writes 1/L of it.
+    let (_, dim, _, bag, _, _) = tables[0];
+    let (d, l, e, index) = (dim as f64, bag as f64, 4.0, 8.0);
+    let two_pass = d * e + index + d * e + d * e + d * e / l;
+    let one_pass = d * e + index + d * e / l;
+    let all: Vec<u32> = lookup_ids.iter().chain(&pool_ids).copied().collect();
+    Some(EmbeddingPooling {
+        ops: super::op_shares::by_launching_op(trace, tree, &all),
+        tables,
+        lookup_ms: ms(&lookup_ids),
+        pool_ms: ms(&pool_ids),
+        kept: one_pass / two_pass,
+        lookup_ids,
+        pool_ids,
+    })
+}
