@@ -34,6 +34,7 @@ pub mod repeated_forwards;
 pub mod rules;
 pub mod sibling_gemms;
 pub mod steady_rows;
+pub mod weight_casts;
 pub mod workload;
 
 use rustc_hash::FxHashMap as HashMap;

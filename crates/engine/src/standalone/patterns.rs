@@ -275,6 +275,8 @@ pub struct Patterns {
     pub context_projections: Option<super::context_projections::ContextProjections>,
     /// Embedding lookups pooled by a separate reduction (`embedding_pooling`).
     pub embedding_pooling: Option<super::embedding_pooling::EmbeddingPooling>,
+    /// Linear layers' parameters converted on every forward (`weight_casts`).
+    pub weight_casts: Option<super::weight_casts::WeightCasts>,
     /// Logits cast to fp32 before the loss (`logits_upcast`).
     pub logits_upcast: Option<super::logits_upcast::LogitsUpcast>,
     /// Large embedding tables trained with dense gradients (`dense_embedding_grads`).
@@ -352,6 +354,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         conv_search: super::conv_search::find(trace, tree),
         grad_sync: super::grad_sync::find(trace, tree),
         logits_upcast: super::logits_upcast::find(trace, tree),
+        weight_casts: super::weight_casts::find(trace, tree),
         embedding_pooling: super::embedding_pooling::find(trace, tree),
         context_projections: super::context_projections::find(trace, tree),
         repeated_forwards: super::repeated_forwards::find(trace, &|module| {

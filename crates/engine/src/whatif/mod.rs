@@ -229,7 +229,7 @@ pub fn apply(
     for ch in changes {
         let mut n = 0;
         match (&ch.action, &ch.selector) {
-            (Action::Scale(f), Selector::Cpu(_)) => {
+            (Action::Scale(f), Selector::Cpu(_) | Selector::HostEvents(_)) => {
                 let mut done = vec![false; off.len()];
                 for h in select::host_events(trace, sim, &ch.selector) {
                     let Some(ks) = own_time(trace, sim, h) else {

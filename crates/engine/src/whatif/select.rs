@@ -34,6 +34,10 @@ pub enum Selector {
     /// others (the layout copies around attention run the same copy kernel as every other
     /// copy).
     Events(Vec<u32>),
+    /// Host events by their index in the trace's event table (`hostevents:7,19`), for their
+    /// own CPU time: the calls a finding's fix removes where others share their name (the
+    /// weight casts among every `aten::to`).
+    HostEvents(Vec<u32>),
     /// Everything on the GPU (or every synchronize).
     All,
 }
@@ -45,7 +49,7 @@ impl Selector {
         }
         let Some((kind, value)) = text.split_once(':') else {
             return Err(format!(
-                "selection `{text}`: expected kind:value (op, module, own, kernel, category, stream, cpu, call, events) or all"
+                "selection `{text}`: expected kind:value (op, module, own, kernel, category, stream, cpu, call, events, hostevents) or all"
             ));
         };
         if value.is_empty() {
@@ -72,11 +76,20 @@ impl Selector {
                         format!("selection `{text}`: events are event indices separated by commas")
                     })?,
             ),
+            "hostevents" => Selector::HostEvents(
+                value
+                    .split(',')
+                    .map(|x| x.trim().parse::<u32>())
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|_| {
+                        format!("selection `{text}`: host events are event indices separated by commas")
+                    })?,
+            ),
             "cpu" => Selector::Cpu(v),
             "call" => Selector::Call(v),
             _ => {
                 return Err(format!(
-                    "selection `{text}`: unknown kind `{kind}` (op, module, own, kernel, category, stream, cpu, call, events)"
+                    "selection `{text}`: unknown kind `{kind}` (op, module, own, kernel, category, stream, cpu, call, events, hostevents)"
                 ))
             }
         })
@@ -84,7 +97,10 @@ impl Selector {
 
     /// Whether the selection names host events (rather than GPU work).
     pub fn is_host(&self) -> bool {
-        matches!(self, Selector::Cpu(_) | Selector::Call(_))
+        matches!(
+            self,
+            Selector::Cpu(_) | Selector::Call(_) | Selector::HostEvents(_)
+        )
     }
 }
 
@@ -268,7 +284,7 @@ pub fn gpu_groups(trace: &Trace, sim: &Simulation, sel: &Selector) -> Vec<Vec<u3
                 })
                 .collect(),
         ),
-        Selector::Cpu(_) | Selector::Call(_) => Vec::new(),
+        Selector::Cpu(_) | Selector::Call(_) | Selector::HostEvents(_) => Vec::new(),
     }
 }
 
@@ -308,6 +324,11 @@ pub fn host_events(trace: &Trace, sim: &Simulation, sel: &Selector) -> Vec<u32> 
             })
         }
         Selector::All => host_spans(trace, sim, |e| e.kind().is_runtime()),
+        Selector::HostEvents(ids) => ids
+            .iter()
+            .copied()
+            .filter(|&h| (h as usize) < trace.events.len() && sim.span_of(trace, h).is_some())
+            .collect(),
         _ => Vec::new(),
     }
 }

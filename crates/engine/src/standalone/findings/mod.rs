@@ -20,6 +20,7 @@ mod precision;
 mod repeated;
 mod scores;
 mod timeline;
+mod weight_casts;
 
 use serde::Serialize;
 
@@ -1347,6 +1348,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         logits_upcast::add_logits_upcast(&mut f, inp);
         context_projections::add_context_projections(&mut f, inp);
         embedding_pooling::add_embedding_pooling(&mut f, inp);
+        weight_casts::add_weight_casts(&mut f, inp);
         add_notes(&mut f, &rows, base, inp);
         if f.rows.is_empty() && f.bottlenecks.is_empty() {
             continue;

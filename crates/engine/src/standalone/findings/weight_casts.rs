@@ -1,0 +1,135 @@
+//! The finding for weights converted on every forward (`standalone::weight_casts`): fp32
+//! weights cast under autocast in inference, or FP8 weights dequantised before bf16 GEMMs,
+//! summed over every layer, with the conversion done once (or the FP8 GEMM) as the fix.
+
+use super::patterns::pattern_bottleneck;
+use super::*;
+use crate::standalone::weight_casts::WeightCasts;
+
+/// Files the finding under the casts' category.
+pub(super) fn add_weight_casts(f: &mut CategoryFindings, inp: &Inputs<'_>) {
+    let Some(w) = inp.patterns.weight_casts.as_ref() else {
+        return;
+    };
+    let fp8 = w.from.to_ascii_lowercase().contains("float8");
+    // Training under autocast casts its fp32 master weights on every forward by design.
+    if !fp8 && inp.trains {
+        return;
+    }
+    let home = inp
+        .rows
+        .iter()
+        .find(|x| x.name == "aten::copy_")
+        .map_or_else(
+            || crate::standalone::ops::seed_category("aten::copy_", ""),
+            |x| x.category,
+        );
+    if home != f.category {
+        return;
+    }
+    add(f, w, fp8, inp);
+}
+
+fn add(f: &mut CategoryFindings, w: &WeightCasts, fp8: bool, inp: &Inputs<'_>) {
+    // FP8: the GEMMs reading those weights would run at the FP8 matrix rate where the
+    // platform has one (the ratio of its peaks), on top of the dequantisation going.
+    let half = if w.to == "c10::BFloat16" {
+        "matrix_bf16"
+    } else {
+        "matrix_fp16"
+    };
+    let speedup = inp
+        .platform
+        .filter(|_| fp8)
+        .and_then(|p| Some(p.peak_tflops("matrix_fp8")? / p.peak_tflops(half)?))
+        .filter(|r| *r > 1.0);
+    let gemm_saving = speedup.map_or(0.0, |r| w.gemm_ms * (1.0 - 1.0 / r));
+    let conv_ms = w.cast_ms + w.scale_ms;
+    let saving_ms = conv_ms + gemm_saving;
+    if inp.share(saving_ms) < rules::MIN_SHARE_PCT {
+        return;
+    }
+    let from = w.from.trim_start_matches("c10::");
+    let to = w.to.trim_start_matches("c10::");
+    let (title, evidence, action) = if fp8 {
+        let gemm = match speedup {
+            Some(r) => format!(
+                " The bf16 GEMMs that read them ({:.3} ms) forgo the FP8 matrix rate, {r:.1}× the bf16 peak on this GPU: about {gemm_saving:.3} ms more.",
+                w.gemm_ms
+            ),
+            None => String::new(),
+        };
+        (
+            format!("FP8 weights dequantised to {to} before every GEMM"),
+            format!(
+                "{} weight tensors of {} shapes are converted from `{from}` to `{to}` on every forward ({:.3} ms of conversions, {:.2} GB read and written), each with a scale multiply of the same shape ({:.3} ms), and then feed `{to}` GEMMs.{gemm}",
+                w.calls, w.shapes, w.cast_ms, w.bytes / 1e9, w.scale_ms
+            ),
+            "Run the GEMMs in FP8 on the FP8 weights instead of dequantising them: `torch._scaled_mm` with the per-channel scales, torchao's `float8_weight_only` / `float8_dynamic_activation_float8_weight`, TransformerEngine's FP8 linear, or the serving engine's FP8 linear method (vLLM / SGLang `fp8`); or, where memory allows, dequantise once at load time and keep bf16 weights.",
+        )
+    } else {
+        (
+            format!("Weights cast from {from} to {to} on every forward"),
+            format!(
+                "{} weight and bias tensors of {} shapes (the linear layers' parameters) are cast from `{from}` to `{to}` on every forward{} ({:.3} ms of conversions, {:.2} GB of parameters read and written): the model is kept in fp32 and run under autocast, which casts each parameter again on each call.",
+                w.calls,
+                w.shapes,
+                if w.activation_casts > 0 {
+                    format!(", and autocast casts {} activations to fp32 and back around the ops it runs in fp32 (norms, softmax)", w.activation_casts)
+                } else {
+                    String::new()
+                },
+                w.cast_ms,
+                w.bytes / 1e9
+            ),
+            "Convert the model once for inference: `model.to(torch.bfloat16)` (or `.half()`) and drop autocast, keeping in fp32 only what must stay (LayerNorm statistics accumulate in fp32 inside the kernels anyway); the parameters are then read in their working precision with no cast.",
+        )
+    };
+    let mut b = pattern_bottleneck(
+        f.category,
+        &["aten::copy_"],
+        title,
+        conv_ms + w.gemm_ms * f64::from(u8::from(speedup.is_some())),
+        evidence.clone(),
+        action,
+        "Not a kernel issue: the conversions run at bandwidth; converting once (or not at all) is the lever.",
+        ProjectionKind::Saving,
+        rules::saving_projection(saving_ms, 0.0, inp.compute_ms()),
+        inp,
+    );
+    b.causes.push(Cause {
+        key: if fp8 {
+            "fp8_weights_dequantised"
+        } else {
+            "weights_cast_every_forward"
+        },
+        title: format!("parameters converted from {from} to {to} on every forward"),
+        evidence,
+        action: action.into(),
+        waste: None,
+        confidence: Confidence::High,
+        bounds_all: false,
+        scope: None,
+    });
+    b.scope = Some(super::merge::Scope {
+        class: None,
+        ops: w.ops.iter().map(|o| (o.name.clone(), o.ms)).collect(),
+        instances: w.calls as u64,
+        unfused_attention: false,
+        sdpa_math: false,
+        subtracts: true,
+    });
+    // Replayed: the conversions go; the GEMMs run at the FP8 rate where it applies.
+    let ids = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+    b.fix = vec![
+        ("remove", format!("events:{}", ids(&w.cast_ids))),
+        ("scale", format!("hostevents:{}=0", ids(&w.host_ids))),
+    ];
+    if let Some(r) = speedup.filter(|_| !w.gemm_ids.is_empty()) {
+        b.fix.push((
+            "scale",
+            format!("events:{}={:.4}", ids(&w.gemm_ids), 1.0 / r),
+        ));
+    }
+    f.bottlenecks.push(b);
+}
