@@ -205,10 +205,49 @@ pub(super) fn split_kv_is_the_lever(nq: i64, nkv: i64) -> bool {
     nkv >= SPLIT_KV_KEYS_PER_QUERY * nq
 }
 
+/// A prefill attention kernel (its name says so: `FmhaBatchPrefillWithPagedKVCache`,
+/// `fwd_prefill`, `BatchPrefill…`, `context_attention_fwd`) replayed inside a captured graph.
+/// Serving engines capture graphs for decode batches (vLLM's and SGLang's decode / uniform-
+/// decode graphs; prefill runs eagerly or piecewise, attention outside the graph), so the
+/// decode steps run the prefill kernel, whose query tiles of 64–128 rows hold one query a
+/// sequence and which does not split the KV cache across the GPU (held-out suite 4: MI355X's
+/// 112 ms of `FmhaBatchPrefillWithPagedKVCacheKernel` in a decode graph, 86 % of compute, read
+/// as a "paged (decode) attention kernel"). No saving is claimed: the trace has no shapes.
+fn prefill_kernel_in_graph(shape: &OpRow) -> Option<Cause> {
+    let (_, replayed) = crate::standalone::ops::synthetic_parts(&shape.name)?;
+    // The row is the kernel itself where no kernel list was kept.
+    let kernel = shape
+        .kernel_names
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or(replayed, |(k, _)| k.as_str());
+    let l = kernel.to_ascii_lowercase();
+    let prefill = l.contains("prefill") || l.contains("context_attention");
+    if !prefill {
+        return None;
+    }
+    Some(Cause {
+        key: "prefill_kernel_in_decode_graph",
+        title: "a prefill attention kernel replayed in a captured (decode) graph".into(),
+        evidence: format!(
+            "The attention kernel `{}` is a prefill kernel (its name says so), and it runs inside a captured graph. Serving engines capture graphs for decode batches, so these decode steps run the prefill kernel: its query tiles of 64–128 rows hold one query per sequence, and it does not split the KV cache across the GPU as a decode kernel does.",
+            crate::standalone::md::short(kernel, 80)
+        ),
+        action: "Run decode through the decode attention kernel: check which attention backend the engine picked for decode (vLLM `VLLM_ATTENTION_BACKEND`, SGLang `--attention-backend` / `--decode-attention-backend`) and select the paged decode kernel (AMD: aiter's paged attention (`pa_fwd`, `paged_attention_ll4mi`) or the ROCm attention backend; NVIDIA: FlashInfer's `BatchDecodeWithPagedKVCache`, FlashAttention's split-KV decode); then capture the graphs again.".into(),
+        waste: None,
+        confidence: Confidence::Medium,
+        bounds_all: false,
+        scope: None,
+    })
+}
+
 pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
     let mut out = Vec::new();
     let p = |k: &str| shape.param(k);
     let backend = attention_backend(shape.kernel_names.iter().map(|(n, _)| n.as_str()));
+    if let Some(c) = prefill_kernel_in_graph(shape) {
+        out.push(c);
+    }
     let (Some(b), Some(nq), Some(hq), Some(d)) = (p("B"), p("N_Q"), p("H_Q"), p("d_h_qk")) else {
         return out;
     };
@@ -504,6 +543,29 @@ mod partition_tests {
 mod tests {
     use super::*;
     use crate::standalone::ops::tests_support::row;
+
+    /// A prefill kernel replayed by a graph launch is named; a decode kernel there, or a
+    /// prefill kernel its op launched eagerly, is not.
+    #[test]
+    fn a_prefill_kernel_in_a_graph_is_named() {
+        let graph = |k: &str| row(&format!("hipGraphLaunch->{k} (Synthetic Op)"));
+        let c = prefill_kernel_in_graph(&graph(
+            "_ZN7ck_tile6kentryILi64ENS_37FmhaBatchPrefillWithPagedKVCacheKernelIvEEvT1_",
+        ))
+        .expect("cause");
+        assert_eq!(c.key, "prefill_kernel_in_decode_graph");
+        assert!(
+            prefill_kernel_in_graph(&graph("paged_attention_ll4mi_QKV_mfma16_kernel")).is_none()
+        );
+        let mut eager = row("aiter::fmha_fwd");
+        eager.kernel_names = vec![("FmhaBatchPrefillWithPagedKVCacheKernel".into(), 1.0)];
+        assert!(prefill_kernel_in_graph(&eager).is_none());
+        // Nor is a prefill kernel over a paged cache a decode kernel.
+        assert_ne!(
+            attention_backend(["FmhaBatchPrefillWithPagedKVCacheKernel"]),
+            Some(AttentionBackend::Paged)
+        );
+    }
 
     fn attention(kernels: &[&str], launch: Option<([u32; 3], [u32; 3])>) -> OpRow {
         let mut r = row("vllm::unified_attention_with_output");

@@ -409,11 +409,14 @@ pub fn attention_backend<'a>(names: impl IntoIterator<Item = &'a str>) -> Option
     let mut softmax = false;
     for n in names {
         let l = n.to_ascii_lowercase();
-        let b = if l.contains("paged_attention")
-            || l.contains("decode") && l.contains("attention")
-            || l.contains("unified_attention")
-            || l.contains("batchdecode")
-            || l.contains("pagedkv")
+        // A prefill kernel over a paged cache (`FmhaBatchPrefillWithPagedKVCache`) is no decode
+        // kernel.
+        let b = if !l.contains("prefill")
+            && (l.contains("paged_attention")
+                || l.contains("decode") && l.contains("attention")
+                || l.contains("unified_attention")
+                || l.contains("batchdecode")
+                || l.contains("pagedkv"))
         {
             Some(AttentionBackend::Paged)
         } else if l.contains("flash3") || l.contains("flash::") && l.contains("sm90") {
