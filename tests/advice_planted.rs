@@ -2293,3 +2293,62 @@ fn weights_converted_every_forward_are_named() {
     let st = a.standalone.as_ref().expect("standalone");
     assert!(find(st, "Weights cast").is_none(), "{}", all_text(st));
 }
+
+/// Thirty 50 µs kernels, each launched 20 µs of host work after the last. With `blocking`,
+/// each launch returns only after its kernel ends (`CUDA_LAUNCH_BLOCKING=1`), so the GPU idles
+/// through the host work: the finding names it, replaces the idle finding, and its replay
+/// (launches returning when their kernel starts) brings the step to the GPU's 1.5 ms of
+/// kernels. Asynchronous launches: no finding.
+fn launches_trace(blocking: bool) -> Vec<u8> {
+    let mut ev = Vec::new();
+    let (mut cpu, mut gpu) = (20.0f64, 0.0f64);
+    for i in 0..30 {
+        let corr = 100 + i;
+        let launch = cpu + 2.0;
+        let start = f64::max(gpu, launch + 6.0);
+        let launch_end = if blocking { start + 52.0 } else { launch + 4.0 };
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"aten::mul","pid":1,"tid":1,"ts":{cpu},"dur":{},"args":{{"External id":{corr},"Input Dims":[[1024, 1024], [1024, 1024]],"Input type":["float", "float"]}}}},
+{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{launch},"dur":{},"args":{{"correlation":{corr},"External id":{corr}}}}},
+{{"ph":"X","cat":"kernel","name":"void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float> >(...)","pid":0,"tid":7,"ts":{start},"dur":50,"args":{{"correlation":{corr},"External id":{corr},"device":0,"stream":7}}}}"#,
+            launch_end - cpu + 1.0,
+            launch_end - launch
+        ));
+        gpu = start + 50.0;
+        cpu = launch_end + 21.0;
+    }
+    let sync = cpu;
+    let end = f64::max(cpu, gpu) + 5.0;
+    ev.push(format!(
+        r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":{sync},"dur":{},"args":{{}}}}"#,
+        end - sync
+    ));
+    ev.push(format!(
+        r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":10,"dur":{},"args":{{}}}}"#,
+        end - 5.0
+    ));
+    format!(
+        r#"{{"schemaVersion":1,"deviceProperties":[{{"id":0,"name":"NVIDIA H100 80GB HBM3","totalGlobalMem":85899345920,"numSms":132}}],"traceEvents":[{}]}}"#,
+        ev.join(",\n")
+    )
+    .into_bytes()
+}
+
+#[test]
+fn launches_that_wait_for_their_kernels_are_named() {
+    let a = analyze_trace(import::import_bytes(&launches_trace(true)).expect("imports"));
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, "Launches wait for their kernels").expect("finding");
+    assert!(
+        b.issue.starts_with("30 of 30 kernel launches"),
+        "{}",
+        b.issue
+    );
+    assert!(b.path_a.contains("CUDA_LAUNCH_BLOCKING=1"), "{}", b.path_a);
+    assert!(find(st, "GPU idle time").is_none(), "{}", all_text(st));
+    let r = b.impact.replayed.expect("replayed");
+    // The step: 30 × (50 + 2 + 21 + 8) µs as recorded; replayed, the kernels back to back.
+    assert!(r.after_ms < 1.6 && r.saved_ms() > 0.7, "{r:?}");
+    let a = analyze_trace(import::import_bytes(&launches_trace(false)).expect("imports"));
+    assert!(find(a.standalone.as_ref().expect("st"), "Launches wait").is_none());
+}

@@ -5,6 +5,7 @@
 //! a verdict. Unmatched work is listed, never dropped. Rules in docs/analysis.md.
 
 pub mod correspond;
+pub mod inputs;
 pub mod tracelens;
 
 use serde::Serialize;
@@ -239,6 +240,10 @@ pub struct Comparison {
     /// `target_environment`): two builds may dispatch different kernels for one op.
     #[serde(default)]
     pub reference_torch: Option<String>,
+    /// Ops run on both sides with no input signature in common (`inputs`): the traces fed
+    /// them different shapes or dtypes.
+    #[serde(default)]
+    pub input_differences: Vec<inputs::InputDifference>,
 }
 
 fn key(r: &OpRow) -> (&str, &str, &str, &str, &str) {
@@ -743,6 +748,7 @@ pub fn compare(
         target_environment: target.environment.clone(),
         reference_torch: reference.environment.torch_version.clone(),
         achievable_bf16: bf16_pair(tp, rp, &t_best, &r_best),
+        input_differences: inputs::differences(&t_rows, &r_rows),
     }
 }
 

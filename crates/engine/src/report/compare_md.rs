@@ -670,6 +670,11 @@ pub fn fair_md_with(
     if let Some(note) = software_note(c) {
         let _ = writeln!(s, "{note}\n");
     }
+    // Unlike inputs lead: every per-op ratio below compares them.
+    let inputs_differ = crate::compare::inputs::summary(&c.input_differences);
+    if let Some(text) = inputs_differ.as_deref() {
+        let _ = writeln!(s, "**{text}**\n");
+    }
     s.push_str(&timeline_table(
         c,
         &format!("Reference ({rt})"),
@@ -707,10 +712,22 @@ pub fn fair_md_with(
         let _ = writeln!(s, "{item}. {text}");
         item += 1;
     }
+    // Launches that wait for their kernels on the target only: the idle difference's cause.
+    let blocking = |a: &crate::Analysis| {
+        a.standalone
+            .as_ref()
+            .and_then(|st| st.patterns.blocking_launches.as_ref())
+            .map(|b| (b.blocking, b.judged))
+    };
+    let target_blocks = sides.and_then(|(t, r)| blocking(t).filter(|_| blocking(r).is_none()));
     if ti >= HOST_BOUND_IDLE_PCT {
+        let why = match target_blocks {
+            Some((n, of)) => format!(" Its cause is in the launches: {n} of the target's {of} kernel launches return only after their kernel has finished, where the reference's return at once (`CUDA_LAUNCH_BLOCKING=1` or `HIP_LAUNCH_BLOCKING=1` left in the target's environment): unset it before comparing kernels."),
+            None => String::new(),
+        };
         let _ = writeln!(
             s,
-            "{item}. The GPU is idle {ti:.0}% of the target's GPU timeline ({ri:.0}% of the reference's): the host sets the pace{}, so a faster kernel shortens the target's step only once the host keeps its GPU busy; the target's standalone report names the host-side causes (launch overhead, syncs, the input pipeline), and its replayed savings count them.",
+            "{item}. The GPU is idle {ti:.0}% of the target's GPU timeline ({ri:.0}% of the reference's): the host sets the pace{}, so a faster kernel shortens the target's step only once the host keeps its GPU busy; the target's standalone report names the host-side causes (launch overhead, syncs, the input pipeline), and its replayed savings count them.{why}",
             if ri >= HOST_BOUND_IDLE_PCT { " on both platforms" } else { " on the target" }
         );
         item += 1;
@@ -758,6 +775,12 @@ pub fn fair_md_with(
         s.push_str(&shared);
     }
     let _ = writeln!(s, "---\n\n## Recommendations for {tt}\n");
+    if inputs_differ.is_some() {
+        let _ = writeln!(
+            s,
+            "**First, the inputs:** the two traces fed their ops different shapes or dtypes (see the summary above); the items below compare unlike work until the runs are made alike.\n"
+        );
+    }
     // One list by the target time at stake, the short kernels' fixed cost among the ops.
     let mut recs: Vec<Rec> = grouped(&slower);
     if fixed_cost_slower(f) {

@@ -6,6 +6,7 @@
 
 pub mod allgather_prefetch;
 pub mod attention_copies;
+pub mod blocking_launches;
 pub mod collective_calls;
 pub mod context;
 pub mod context_projections;

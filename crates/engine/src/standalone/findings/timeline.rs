@@ -74,6 +74,10 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
         return out;
     }
     let idle = tl.idle as f64 / 1e6;
+    // Launches that wait for their kernels explain the idle time: one finding, not two.
+    let blocking = blocking_launches_finding(inp);
+    let explained = blocking.is_some();
+    out.extend(blocking);
     // A single gap holding more than half of the idle time is a one-off (a warm-up or an
     // outlier): named on its own and left out of the steady state (docs/analysis.md).
     let one_off = inp.idle.context.one_off.as_ref();
@@ -93,7 +97,7 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
     if let Some(c) = cold.filter(|_| of_all(cold_ms) >= rules::TIMELINE_FINDING_PCT) {
         out.push(cold_start_finding(c, idle, inp));
     }
-    if inp.trace_share(steady) >= rules::TIMELINE_FINDING_PCT {
+    if !explained && inp.trace_share(steady) >= rules::TIMELINE_FINDING_PCT {
         let (cause, path_a) = idle_cause(inp);
         let mut parts = Vec::new();
         if one_off.is_some() {
@@ -276,6 +280,53 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
 /// What the copies are and what to do, by their direction: copies within the device run at
 /// HBM speed and are removed, not pinned; copies across the host link overlap compute from
 /// pinned memory, and pageable ones are pinned first.
+/// Launches that wait for their kernels (`standalone::blocking_launches`): the GPU idles
+/// through all host work; replayed with each launch returning as an asynchronous one does.
+fn blocking_launches_finding(inp: &Inputs<'_>) -> Option<Bottleneck> {
+    let l = inp.patterns.blocking_launches.as_ref()?;
+    let tl = inp.timeline;
+    let idle = tl.idle as f64 / 1e6;
+    if inp.trace_share(idle) < rules::TIMELINE_FINDING_PCT {
+        return None;
+    }
+    let issue = format!(
+        "{} of {} kernel launches (of kernels of {} µs or more) return only after their kernel has finished: the launch calls take {:.3} ms, {:.3} ms of it waiting for kernels that had already started, so the host never runs ahead of the GPU and the GPU idles {idle:.3} ms ({:.1}% {}) through every gap of host work. An asynchronous launch returns a few µs after it starts (here its kernel starts {:.1} µs after the call, the median).",
+        l.blocking,
+        l.judged,
+        crate::standalone::blocking_launches::MIN_KERNEL_NS / 1000,
+        l.launch_ms,
+        l.waited_ms,
+        inp.trace_share(idle),
+        inp.share_of(),
+        l.to_start_us
+    );
+    let mut b = timeline_bottleneck(
+        SeedCategory::Other,
+        "Launches wait for their kernels (synchronous launches)",
+        idle,
+        issue.clone(),
+        "Unset the debug switch that serializes launches: `CUDA_LAUNCH_BLOCKING=1` (ROCm: `HIP_LAUNCH_BLOCKING=1`, `AMD_SERIALIZE_KERNEL=3`), often left in a job's environment after debugging; check also for `torch.cuda.set_sync_debug_mode` or a synchronize after every op in the code.",
+        "Not a kernel issue: the kernels run as fast either way; the host waits on each.",
+        inp,
+    );
+    b.causes.push(Cause {
+        key: "blocking_launches",
+        title: "every launch waits for its kernel (CUDA_LAUNCH_BLOCKING)".into(),
+        evidence: issue,
+        action: b.path_a.clone(),
+        waste: None,
+        confidence: Confidence::High,
+        bounds_all: false,
+        scope: None,
+    });
+    // Replayed: each launch call as long as it took to start its kernel.
+    let n = l.launch_ids.len().max(1) as f64;
+    let factor = (n * l.to_start_us / 1e3 / l.launch_ms.max(1e-9)).clamp(0.0, 1.0);
+    let ids: Vec<String> = l.launch_ids.iter().map(u32::to_string).collect();
+    b.fix = vec![("scale", format!("hostevents:{}={factor:.4}", ids.join(",")))];
+    Some(b)
+}
+
 fn copy_advice(c: &super::CopyMix, platform: Option<&Platform>) -> (String, String, &'static str) {
     let ms = |ns: i64| ns as f64 / 1e6;
     let all = c.host_ns + c.device_ns;
