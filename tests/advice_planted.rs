@@ -2352,3 +2352,44 @@ fn launches_that_wait_for_their_kernels_are_named() {
     let a = analyze_trace(import::import_bytes(&launches_trace(false)).expect("imports"));
     assert!(find(a.standalone.as_ref().expect("st"), "Launches wait").is_none());
 }
+
+/// An inference prefill whose head projects all 2,048 positions of 8 prompts onto a 151,936
+/// vocabulary (1 ms): the last position alone is 1/2048 of it, so 0.9995 ms goes, replayed.
+/// A head over one position a sequence (decode) has none.
+#[test]
+fn an_output_head_over_every_prompt_position_is_named() {
+    let head = |x: &'static str| {
+        vec![
+            (
+                "aten::linear",
+                "[[8, 2048, 1536], [1536, 1536], []]",
+                HALF2,
+                500.0,
+            ),
+            ("aten::linear", x, HALF2, 1000.0),
+        ]
+    };
+    let a = analyze_trace(
+        import::import_bytes(&steps_trace(&[head(
+            "[[8, 2048, 1536], [151936, 1536], []]",
+        )]))
+        .expect("imports"),
+    );
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, "Output head over all 2048 prompt positions").expect("finding");
+    assert!(b.path_a.contains("logits_to_keep=1"), "{}", b.path_a);
+    assert!(
+        b.issue
+            .contains("If this forward is a generation's prefill"),
+        "{}",
+        b.issue
+    );
+    let r = b.impact.replayed.expect("replayed");
+    let saving = 1.0 * (1.0 - 1.0 / 2048.0);
+    assert!((r.saved_ms() - saving).abs() < 0.01, "{r:?}");
+    let a = analyze_trace(
+        import::import_bytes(&steps_trace(&[head("[[8, 1, 1536], [151936, 1536], []]")]))
+            .expect("imports"),
+    );
+    assert!(find(a.standalone.as_ref().expect("st"), "Output head").is_none());
+}

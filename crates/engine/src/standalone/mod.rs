@@ -23,6 +23,7 @@ pub mod functions;
 pub mod gated_activations;
 pub mod grad_sync;
 pub mod layer_test;
+pub mod lm_head_positions;
 pub mod logits_upcast;
 pub mod md;
 pub mod op_shares;

@@ -279,6 +279,8 @@ pub struct Patterns {
     pub weight_casts: Option<super::weight_casts::WeightCasts>,
     /// Launches that return only when their kernel has finished (`blocking_launches`).
     pub blocking_launches: Option<super::blocking_launches::BlockingLaunches>,
+    /// The output head over every prompt position (`lm_head_positions`).
+    pub lm_head_positions: Option<super::lm_head_positions::LmHeadPositions>,
     /// Logits cast to fp32 before the loss (`logits_upcast`).
     pub logits_upcast: Option<super::logits_upcast::LogitsUpcast>,
     /// Large embedding tables trained with dense gradients (`dense_embedding_grads`).
@@ -356,6 +358,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         conv_search: super::conv_search::find(trace, tree),
         grad_sync: super::grad_sync::find(trace, tree),
         logits_upcast: super::logits_upcast::find(trace, tree),
+        lm_head_positions: super::lm_head_positions::find(trace, tree),
         blocking_launches: super::blocking_launches::find(trace),
         weight_casts: super::weight_casts::find(trace, tree),
         embedding_pooling: super::embedding_pooling::find(trace, tree),

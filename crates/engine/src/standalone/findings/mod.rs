@@ -11,6 +11,7 @@ mod embedding_grads;
 mod embedding_pooling;
 mod graph_short;
 mod links;
+mod lm_head_positions;
 mod logits_upcast;
 pub mod merge;
 mod notes;
@@ -1349,6 +1350,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         context_projections::add_context_projections(&mut f, inp);
         embedding_pooling::add_embedding_pooling(&mut f, inp);
         weight_casts::add_weight_casts(&mut f, inp);
+        lm_head_positions::add_lm_head_positions(&mut f, inp);
         add_notes(&mut f, &rows, base, inp);
         if f.rows.is_empty() && f.bottlenecks.is_empty() {
             continue;
