@@ -2393,3 +2393,38 @@ fn an_output_head_over_every_prompt_position_is_named() {
     );
     assert!(find(a.standalone.as_ref().expect("st"), "Output head").is_none());
 }
+
+/// A decode step whose 8 K/V heads are copied 4× (two 200 µs copies of [16, 8, 4, 2048, 128])
+/// before attention over 32 heads (100 µs): the copies go and attention reads a quarter of
+/// the bytes, 475 µs, replayed. Attention reading the 8 K/V heads as they are: no finding.
+#[test]
+fn kv_heads_copied_for_grouped_query_attention_are_named() {
+    let kv = "[[16, 8, 4, 2048, 128], []]";
+    let step = |copy: bool| {
+        let mut v = Vec::new();
+        if copy {
+            v.push(("aten::clone", kv, r#"["c10::BFloat16", ""]"#, 200.0));
+            v.push(("aten::clone", kv, r#"["c10::BFloat16", ""]"#, 200.0));
+        }
+        let heads = if copy {
+            "[[16, 32, 1, 128], [16, 32, 2048, 128], [16, 32, 2048, 128]]"
+        } else {
+            "[[16, 32, 1, 128], [16, 8, 2048, 128], [16, 8, 2048, 128]]"
+        };
+        v.push((
+            "aten::_scaled_dot_product_flash_attention",
+            heads,
+            r#"["c10::BFloat16", "c10::BFloat16", "c10::BFloat16"]"#,
+            100.0,
+        ));
+        v
+    };
+    let a = analyze_trace(import::import_bytes(&steps_trace(&[step(true)])).expect("imports"));
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, "K/V heads copied 4× for grouped-query attention").expect("finding");
+    assert!(b.path_a.contains("enable_gqa=True"), "{}", b.path_a);
+    let r = b.impact.replayed.expect("replayed");
+    assert!((r.saved_ms() - 0.475).abs() < 0.01, "{r:?}");
+    let a = analyze_trace(import::import_bytes(&steps_trace(&[step(false)])).expect("imports"));
+    assert!(find(a.standalone.as_ref().expect("st"), "K/V heads copied").is_none());
+}

@@ -21,6 +21,7 @@ pub mod explorer;
 pub mod findings;
 pub mod functions;
 pub mod gated_activations;
+pub mod gqa_expand;
 pub mod grad_sync;
 pub mod layer_test;
 pub mod lm_head_positions;

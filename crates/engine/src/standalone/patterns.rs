@@ -281,6 +281,8 @@ pub struct Patterns {
     pub blocking_launches: Option<super::blocking_launches::BlockingLaunches>,
     /// The output head over every prompt position (`lm_head_positions`).
     pub lm_head_positions: Option<super::lm_head_positions::LmHeadPositions>,
+    /// Grouped-query K/V copied to every query head (`gqa_expand`).
+    pub gqa_expand: Option<super::gqa_expand::GqaExpand>,
     /// Logits cast to fp32 before the loss (`logits_upcast`).
     pub logits_upcast: Option<super::logits_upcast::LogitsUpcast>,
     /// Large embedding tables trained with dense gradients (`dense_embedding_grads`).
@@ -358,6 +360,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         conv_search: super::conv_search::find(trace, tree),
         grad_sync: super::grad_sync::find(trace, tree),
         logits_upcast: super::logits_upcast::find(trace, tree),
+        gqa_expand: super::gqa_expand::find(trace, tree),
         lm_head_positions: super::lm_head_positions::find(trace, tree),
         blocking_launches: super::blocking_launches::find(trace),
         weight_casts: super::weight_casts::find(trace, tree),

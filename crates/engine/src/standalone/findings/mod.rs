@@ -9,6 +9,7 @@ mod context_projections;
 mod conv_search;
 mod embedding_grads;
 mod embedding_pooling;
+mod gqa_expand;
 mod graph_short;
 mod links;
 mod lm_head_positions;
@@ -1351,6 +1352,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         embedding_pooling::add_embedding_pooling(&mut f, inp);
         weight_casts::add_weight_casts(&mut f, inp);
         lm_head_positions::add_lm_head_positions(&mut f, inp);
+        gqa_expand::add_gqa_expand(&mut f, inp);
         add_notes(&mut f, &rows, base, inp);
         if f.rows.is_empty() && f.bottlenecks.is_empty() {
             continue;
