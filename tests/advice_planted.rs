@@ -2165,6 +2165,19 @@ fn context_projections_recomputed_every_decode_step_are_named() {
     );
     let r = b.impact.replayed.expect("replayed");
     assert!((r.saved_ms() - 3.0).abs() < 0.02, "{r:?}");
+    // A training step (a backward op in it) is never a decode, whatever its shapes read like
+    // (Megatron's sequence-first [tokens, 1, hidden]).
+    let mut train = decode_step(true);
+    train.push((
+        "autograd::engine::evaluate_function: MmBackward0",
+        "[]",
+        "[]",
+        10.0,
+    ));
+    let a = analyze_trace(
+        import::import_bytes(&steps_trace(&[train.clone(), train])).expect("imports"),
+    );
+    assert!(find(a.standalone.as_ref().expect("st"), "Context projections").is_none());
     let plain = analyze_trace(
         import::import_bytes(&steps_trace(&[decode_step(false), decode_step(false)]))
             .expect("imports"),
@@ -2340,7 +2353,9 @@ fn launches_that_wait_for_their_kernels_are_named() {
     let st = a.standalone.as_ref().expect("standalone");
     let b = find(st, "Launches wait for their kernels").expect("finding");
     assert!(
-        b.issue.starts_with("30 of 30 kernel launches"),
+        b.issue.starts_with(
+            "30 of the 30 launches of kernels of 5 µs or more (30 kernel launches in all)"
+        ),
         "{}",
         b.issue
     );

@@ -97,14 +97,18 @@ pub fn find(trace: &Trace, collectives: &[CollectiveSignature]) -> Option<Allgat
         // it, up to its exposed time.
         let before = prev_end.map_or(0, |p| {
             let from = p.min(e.ts);
-            // Less what the gather's stream carries meanwhile (a reduce-scatter between them
-            // runs first on that stream).
             let busy: Nanos = others
                 .iter()
                 .filter(|o| o.2 == e.lane().0 && o.0 < e.ts && o.1 > from)
                 .map(|o| o.1.min(e.ts) - o.0.max(from))
                 .sum();
-            (covered(from, e.ts) - busy).max(0)
+            // A gather whose stream carries another collective in between (a backward's
+            // reduce-scatter) queues behind it however early it is issued: nothing hides.
+            if busy > 0 {
+                0
+            } else {
+                covered(from, e.ts)
+            }
         });
         let hide = before.min(alone).max(0);
         hideable += hide;

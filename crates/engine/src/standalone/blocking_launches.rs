@@ -22,6 +22,8 @@ pub const MIN_LAUNCHES: usize = 20;
 pub struct BlockingLaunches {
     /// Judged launches, and those that ended after their kernel.
     pub judged: usize,
+    /// Every kernel launch call.
+    pub launches: usize,
     pub blocking: usize,
     /// Every launch call's time, ms, and the part spent after its kernel started, ms.
     pub launch_ms: f64,
@@ -77,6 +79,7 @@ pub fn find(trace: &Trace) -> Option<BlockingLaunches> {
     }
     to_start.sort_unstable();
     Some(BlockingLaunches {
+        launches: launch_ids.len(),
         judged,
         blocking,
         launch_ms: launch_ns as f64 / 1e6,

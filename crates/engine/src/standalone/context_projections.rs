@@ -54,7 +54,9 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<ContextProjections> {
         (t < steps[i].1).then_some(i)
     };
     // Per step: decode-shaped linear calls, and the long-context ones (id, input, weight).
+    // (per step) decode-shaped calls by batch: the context's calls must share their batch.
     let mut decode = vec![0usize; steps.len()];
+    let mut decode_batch: Vec<Option<i64>> = vec![None; steps.len()];
     let mut long: Vec<Vec<(EventId, Vec<i64>, Vec<i64>)>> = vec![Vec::new(); steps.len()];
     // Ops whose input carries a long context's length: the copies of the projections' outputs.
     let mut copies: Vec<(usize, EventId, Vec<Vec<i64>>)> = Vec::new();
@@ -85,6 +87,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<ContextProjections> {
         }
         if x[1] == 1 {
             decode[s] += 1;
+            decode_batch[s] = Some(x[0]);
         } else if x[1] >= CONTEXT_MIN {
             long[s].push((id, x.clone(), w.clone()));
         }
@@ -98,7 +101,9 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<ContextProjections> {
         v
     };
     let reference = shapes_of(&long[first]);
-    let decoding = |s: usize| decode[s] > long[s].len();
+    let decoding = |s: usize| {
+        decode[s] > long[s].len() && long[s].iter().all(|c| Some(c.1[0]) == decode_batch[s])
+    };
     let same: Vec<usize> = (0..steps.len())
         .filter(|&s| !long[s].is_empty() && decoding(s) && shapes_of(&long[s]) == reference)
         .collect();

@@ -63,6 +63,11 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<GradSync> {
                 .filter(|&k| trace.event(k).kind() == EventKind::Kernel)
                 .map(|k| k.0)
                 .collect();
+            // A call whose kernels the tree does not link to it is not counted (its time
+            // would be missing from the sums stated beside the count).
+            if ids.is_empty() {
+                continue;
+            }
             let ns = ids.iter().map(|&k| trace.events[k as usize].dur).sum();
             reduces.push((e.ts, ids, ns));
         }

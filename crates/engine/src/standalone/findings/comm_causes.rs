@@ -168,7 +168,7 @@ fn straggler(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
         let assumed = s
             .dtype_assumed
             .as_ref()
-            .map(|t| format!(", its dtype not recorded and taken as the matrix ops' `{t}`"))
+            .map(|t| format!(", sized with the matrix ops' dtype `{t}`"))
             .unwrap_or_default();
         let evidence = format!(
             "{n} identical `{}` calls ({} each{assumed}) take {:.3}–{:.3} ms (median {:.3} ms, the fastest tenth {:.3} ms){transfer_text}: each waits beyond its transfer, by an amount that changes from call to call. A slow transport would slow every call alike; a wait that varies is another rank arriving late by varying amounts (a straggler: a throttling or slower GPU, uneven work such as longer sequences or busier experts, host interference). About {:.3} ms of the calls' time is that wait.",
@@ -189,6 +189,9 @@ fn straggler(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
             action,
             "",
         );
+        // The general overlap advice (DDP buckets, `no_sync`) does not fit a wait for a late
+        // rank, nor a tensor-parallel all-reduce: the lead's action stands alone.
+        b.path_a = action.to_owned();
         // Replayed as the straggler's fix: each call at its transfer time.
         b.fix = s
             .calls

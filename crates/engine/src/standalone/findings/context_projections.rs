@@ -11,7 +11,9 @@ pub(super) fn add_context_projections(f: &mut CategoryFindings, inp: &Inputs<'_>
     let Some(c) = inp.patterns.context_projections.as_ref() else {
         return;
     };
-    if f.category != SeedCategory::Gemm {
+    // A training step projects its own inputs (Megatron's sequence-first [tokens, 1, hidden]
+    // reads like one token a sequence): the rule is for generation only.
+    if f.category != SeedCategory::Gemm || inp.trains {
         return;
     }
     add(f, c, inp);

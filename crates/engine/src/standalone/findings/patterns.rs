@@ -1117,7 +1117,7 @@ pub(super) fn collectives_text(
                             // Faster than one NIC a GPU: the nodes have more, or part of the
                             // ring stays in the node; the network is not slow either way.
                             text.push_str(&format!(
-                                ", at or above the ~{NIC_GBPS:.0} GB/s of one 400 Gb/s NIC a GPU ({spans}): the transfer keeps up with the network"
+                                ", above the ~{NIC_GBPS:.0} GB/s of one 400 Gb/s NIC a GPU ({spans}): the nodes have more network a GPU than that, or part of the ring stays inside a node, so the network is not what slows it"
                             ));
                         } else {
                             text.push_str(&format!(

@@ -290,10 +290,11 @@ fn blocking_launches_finding(inp: &Inputs<'_>) -> Option<Bottleneck> {
         return None;
     }
     let issue = format!(
-        "{} of {} kernel launches (of kernels of {} µs or more) return only after their kernel has finished: the launch calls take {:.3} ms, {:.3} ms of it waiting for kernels that had already started, so the host never runs ahead of the GPU and the GPU idles {idle:.3} ms ({:.1}% {}) through every gap of host work. An asynchronous launch returns a few µs after it starts (here its kernel starts {:.1} µs after the call, the median).",
+        "{} of the {} launches of kernels of {} µs or more ({} kernel launches in all) return only after their kernel has finished: the launch calls take {:.3} ms, {:.3} ms of it waiting for kernels that had already started, so the host never runs ahead of the GPU and the GPU idles {idle:.3} ms ({:.1}% {}) through every gap of host work. An asynchronous launch returns a few µs after it starts (here its kernel starts {:.1} µs after the call, the median).",
         l.blocking,
         l.judged,
         crate::standalone::blocking_launches::MIN_KERNEL_NS / 1000,
+        l.launches,
         l.launch_ms,
         l.waited_ms,
         inp.trace_share(idle),
