@@ -45,8 +45,10 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<GradSync> {
     trace.strings.find(DDP_FORWARD)?;
     let mut forwards: Vec<Nanos> = Vec::new();
     let mut steps: Vec<Nanos> = Vec::new();
-    // (launch time, kernel ids, kernel ns) of each all-reduce op.
+    // (launch time, kernel ids, kernel ns) of each all-reduce op, and its (thread, start, end,
+    // index).
     let mut reduces: Vec<(Nanos, Vec<u32>, i64)> = Vec::new();
+    let mut spans: Vec<(crate::model::LaneId, Nanos, Nanos, usize)> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
         let kind = e.kind();
         if !matches!(kind, EventKind::CpuOp | EventKind::UserAnnotation) {
@@ -58,19 +60,46 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<GradSync> {
         } else if kind == EventKind::UserAnnotation && name.starts_with("Optimizer.step") {
             steps.push(e.ts);
         } else if kind == EventKind::CpuOp && is_all_reduce_op(name) {
+            spans.push((e.lane(), e.ts, e.end(), reduces.len()));
             let ids: Vec<u32> = tree
                 .gpu_under(EventId(i as u32))
                 .filter(|&k| trace.event(k).kind() == EventKind::Kernel)
                 .map(|k| k.0)
                 .collect();
-            // A call whose kernels the tree does not link to it is not counted (its time
-            // would be missing from the sums stated beside the count).
-            if ids.is_empty() {
+            reduces.push((e.ts, ids, 0));
+        }
+    }
+    // Calls the tree links no kernel to (their launch nested under another range on the
+    // thread): the kernels whose launch falls inside the call's span on its thread.
+    if reduces.iter().any(|r| r.1.is_empty()) {
+        spans.sort_unstable();
+        let mut kernel_of: rustc_hash::FxHashMap<i64, u32> = Default::default();
+        for (k, e) in trace.events.iter().enumerate() {
+            if e.kind() == EventKind::Kernel {
+                if let Some(c) = e.correlation() {
+                    kernel_of.insert(c, k as u32);
+                }
+            }
+        }
+        for e in &trace.events {
+            if !e.kind().is_runtime() {
                 continue;
             }
-            let ns = ids.iter().map(|&k| trace.events[k as usize].dur).sum();
-            reduces.push((e.ts, ids, ns));
+            let Some(&k) = e.correlation().and_then(|c| kernel_of.get(&c)) else {
+                continue;
+            };
+            let at = spans.partition_point(|s| (s.0, s.1) <= (e.lane(), e.ts));
+            let Some(s) = at.checked_sub(1).map(|i| spans[i]) else {
+                continue;
+            };
+            if s.0 == e.lane() && e.ts < s.2 && reduces[s.3].1.is_empty() {
+                reduces[s.3].1.push(k);
+            }
         }
+    }
+    reduces.retain(|r| !r.1.is_empty());
+    for r in &mut reduces {
+        r.2 = r.1.iter().map(|&k| trace.events[k as usize].dur).sum();
     }
     if forwards.len() < 2 || steps.is_empty() {
         return None;
