@@ -10,6 +10,9 @@ use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Nanos, Trace};
 use serde::Serialize;
 
+/// A linear call over a long context: (the op, its input shape, its weight shape).
+type LongCall = (EventId, Vec<i64>, Vec<i64>);
+
 /// A context this long (tokens a call) is no decode step's own input.
 pub const CONTEXT_MIN: i64 = 64;
 
@@ -57,7 +60,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<ContextProjections> {
     // (per step) decode-shaped calls by batch: the context's calls must share their batch.
     let mut decode = vec![0usize; steps.len()];
     let mut decode_batch: Vec<Option<i64>> = vec![None; steps.len()];
-    let mut long: Vec<Vec<(EventId, Vec<i64>, Vec<i64>)>> = vec![Vec::new(); steps.len()];
+    let mut long: Vec<Vec<LongCall>> = vec![Vec::new(); steps.len()];
     // Ops whose input carries a long context's length: the copies of the projections' outputs.
     let mut copies: Vec<(usize, EventId, Vec<Vec<i64>>)> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
@@ -94,7 +97,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<ContextProjections> {
     }
     // Every step decodes and runs the same long calls.
     let first = long.iter().position(|l| !l.is_empty())?;
-    let shapes_of = |l: &[(EventId, Vec<i64>, Vec<i64>)]| {
+    let shapes_of = |l: &[LongCall]| {
         let mut v: Vec<(Vec<i64>, Vec<i64>)> =
             l.iter().map(|c| (c.1.clone(), c.2.clone())).collect();
         v.sort();

@@ -27,6 +27,11 @@ pub struct EmbeddingPooling {
     pub pool_ids: Vec<u32>,
 }
 
+/// A lookup's signature: (table rows, dim, batch, bag length).
+type LookupKey = (i64, i64, i64, i64);
+/// A reduction's input: (batch, bag length, dim).
+type PoolKey = (i64, i64, i64);
+
 /// The reduced dimension of a `sum` / `mean` call's `Concrete Inputs` (`["", "[1]", "False",
 /// ""]` → 1).
 fn reduced_dim(trace: &Trace, id: EventId) -> Option<i64> {
@@ -40,10 +45,8 @@ fn reduced_dim(trace: &Trace, id: EventId) -> Option<i64> {
 /// a `sum` / `mean` over dimension 1 reads.
 pub fn find(trace: &Trace, tree: &CallTree) -> Option<EmbeddingPooling> {
     trace.strings.find("aten::embedding")?;
-    // (rows, dim, batch, bag) → lookup ids
-    let mut lookups: Vec<((i64, i64, i64, i64), Vec<EventId>)> = Vec::new();
-    // (batch, bag, dim) → (reduction ids, name)
-    let mut pools: Vec<((i64, i64, i64), Vec<EventId>, String)> = Vec::new();
+    let mut lookups: Vec<(LookupKey, Vec<EventId>)> = Vec::new();
+    let mut pools: Vec<(PoolKey, Vec<EventId>, String)> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
         if e.kind() != EventKind::CpuOp {
             continue;
