@@ -9,16 +9,7 @@ use super::*;
 /// A cause the pattern itself establishes (read off the call order and the kernels): high
 /// confidence, no waste share of its own (the pattern's projection carries the saving).
 fn named(key: &'static str, title: String, evidence: String, action: &str) -> Cause {
-    Cause {
-        key,
-        title,
-        evidence,
-        action: action.into(),
-        waste: None,
-        confidence: Confidence::High,
-        bounds_all: false,
-        scope: None,
-    }
+    super::pattern_parts::named(key, title, evidence, action, Confidence::High)
 }
 
 /// The chain findings of a category: gated activations under Elementwise, the copies around

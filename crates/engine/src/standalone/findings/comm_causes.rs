@@ -52,16 +52,7 @@ fn lead(
     };
     b.causes.insert(
         0,
-        Cause {
-            key,
-            title,
-            evidence,
-            action: action.into(),
-            waste: None,
-            confidence: Confidence::High,
-            bounds_all: false,
-            scope: None,
-        },
+        pattern_parts::named(key, title, evidence, action, Confidence::High),
     );
 }
 

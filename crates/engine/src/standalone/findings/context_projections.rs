@@ -58,25 +58,17 @@ fn add(f: &mut CategoryFindings, c: &ContextProjections, inp: &Inputs<'_>) {
         rules::saving_projection(time_ms, 0.0, inp.compute_ms()),
         inp,
     );
-    b.causes.push(Cause {
-        key: "context_projection_recompute",
-        title: format!("projections of a {context}-position context recomputed every step"),
+    b.causes.push(pattern_parts::named(
+        "context_projection_recompute",
+        format!("projections of a {context}-position context recomputed every step"),
         evidence,
-        action: action.into(),
-        waste: None,
-        confidence: Confidence::High,
-        bounds_all: false,
-        scope: None,
-    });
-    let ids: Vec<String> = c.ids.iter().map(u32::to_string).collect();
-    b.fix = vec![("remove", format!("events:{}", ids.join(",")))];
-    b.scope = Some(super::merge::Scope {
-        class: None,
-        ops: c.ops.iter().map(|o| (o.name.clone(), o.ms)).collect(),
-        instances: 1,
-        unfused_attention: false,
-        sdpa_math: false,
-        subtracts: true,
-    });
+        action,
+        Confidence::High,
+    ));
+    b.fix = vec![(
+        "remove",
+        format!("events:{}", pattern_parts::event_list(&c.ids)),
+    )];
+    b.scope = Some(pattern_parts::kernels_scope(&c.ops, 1));
     f.bottlenecks.push(b);
 }

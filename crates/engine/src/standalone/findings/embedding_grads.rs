@@ -18,10 +18,7 @@ pub(super) fn add_dense_embedding_grads(f: &mut CategoryFindings, inp: &Inputs<'
     let home = optimizer
         .and_then(|o| o.ops.first())
         .map_or(SeedCategory::Elementwise, |o| {
-            inp.rows.iter().find(|x| x.name == o.name).map_or_else(
-                || crate::standalone::ops::seed_category(&o.name, ""),
-                |x| x.category,
-            )
+            super::pattern_parts::home(inp, &[o.name.as_str()], &o.name)
         });
     if home != f.category {
         return;
@@ -90,16 +87,13 @@ fn add(
         rules::saving_projection(tables_ms, tables_ms - saving_ms, inp.compute_ms()),
         inp,
     );
-    b.causes.push(Cause {
-        key: "dense_embedding_gradients",
-        title: "large embedding tables trained with dense gradients".into(),
+    b.causes.push(pattern_parts::named(
+        "dense_embedding_gradients",
+        "large embedding tables trained with dense gradients".into(),
         evidence,
-        action: action.into(),
-        waste: None,
-        confidence: Confidence::High,
-        bounds_all: false,
-        scope: None,
-    });
+        action,
+        Confidence::High,
+    ));
     // Replayed: the zero-fills go, the optimizer keeps the other parameters' share and the
     // touched rows'.
     let keep = 1.0 - share * (1.0 - d.touched_share);

@@ -11,13 +11,11 @@ pub(super) fn add_embedding_pooling(f: &mut CategoryFindings, inp: &Inputs<'_>) 
     let Some(p) = inp.patterns.embedding_pooling.as_ref() else {
         return;
     };
-    let home = ["aten::index_select", "aten::embedding"]
-        .iter()
-        .find_map(|n| inp.rows.iter().find(|x| x.name == *n))
-        .map_or_else(
-            || crate::standalone::ops::seed_category("aten::embedding", ""),
-            |x| x.category,
-        );
+    let home = pattern_parts::home(
+        inp,
+        &["aten::index_select", "aten::embedding"],
+        "aten::embedding",
+    );
     if home != f.category {
         return;
     }
@@ -64,33 +62,28 @@ fn add(f: &mut CategoryFindings, p: &EmbeddingPooling, inp: &Inputs<'_>) {
         rules::saving_projection(time_ms, time_ms - saving_ms, inp.compute_ms()),
         inp,
     );
-    b.causes.push(Cause {
-        key: "embedding_then_pool",
-        title: "embedding rows written, then pooled by a separate reduction".into(),
+    b.causes.push(pattern_parts::named(
+        "embedding_then_pool",
+        "embedding rows written, then pooled by a separate reduction".into(),
         evidence,
-        action: action.into(),
-        waste: None,
-        confidence: Confidence::High,
-        bounds_all: false,
-        scope: None,
-    });
+        action,
+        Confidence::High,
+    ));
     // Replayed: the reductions go, and the lookups take what one pass would.
-    let ids = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
     let factor = (time_ms * p.kept / p.lookup_ms.max(1e-9)).min(1.0);
-    b.fix = vec![("remove", format!("events:{}", ids(&p.pool_ids)))];
+    b.fix = vec![(
+        "remove",
+        format!("events:{}", pattern_parts::event_list(&p.pool_ids)),
+    )];
     if !p.lookup_ids.is_empty() {
         b.fix.push((
             "scale",
-            format!("events:{}={factor:.4}", ids(&p.lookup_ids)),
+            format!(
+                "events:{}={factor:.4}",
+                pattern_parts::event_list(&p.lookup_ids)
+            ),
         ));
     }
-    b.scope = Some(super::merge::Scope {
-        class: None,
-        ops: p.ops.iter().map(|o| (o.name.clone(), o.ms)).collect(),
-        instances: 1,
-        unfused_attention: false,
-        sdpa_math: false,
-        subtracts: true,
-    });
+    b.scope = Some(pattern_parts::kernels_scope(&p.ops, 1));
     f.bottlenecks.push(b);
 }

@@ -10,14 +10,7 @@ pub(super) fn add_gqa_expand(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     let Some(g) = inp.patterns.gqa_expand.as_ref() else {
         return;
     };
-    let home = inp
-        .rows
-        .iter()
-        .find(|x| x.name == "aten::copy_")
-        .map_or_else(
-            || crate::standalone::ops::seed_category("aten::copy_", ""),
-            |x| x.category,
-        );
+    let home = pattern_parts::home(inp, &["aten::copy_"], "aten::copy_");
     if home != f.category {
         return;
     }
@@ -71,30 +64,26 @@ fn add(f: &mut CategoryFindings, g: &GqaExpand, inp: &Inputs<'_>) {
         rules::saving_projection(saving_ms, 0.0, inp.compute_ms()),
         inp,
     );
-    b.causes.push(Cause {
-        key: "gqa_kv_expanded",
-        title: format!("K/V heads copied {group}× for grouped-query attention"),
+    b.causes.push(pattern_parts::named(
+        "gqa_kv_expanded",
+        format!("K/V heads copied {group}× for grouped-query attention"),
         evidence,
-        action: action.into(),
-        waste: None,
-        confidence: Confidence::High,
-        bounds_all: false,
-        scope: None,
-    });
-    b.scope = Some(super::merge::Scope {
-        class: None,
-        ops: g.ops.iter().map(|o| (o.name.clone(), o.ms)).collect(),
-        instances: g.copies as u64,
-        unfused_attention: false,
-        sdpa_math: false,
-        subtracts: true,
-    });
-    let ids = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-    b.fix = vec![("remove", format!("events:{}", ids(&g.copy_ids)))];
+        action,
+        Confidence::High,
+    ));
+    b.scope = Some(pattern_parts::kernels_scope(&g.ops, g.copies as u64));
+    b.fix = vec![(
+        "remove",
+        format!("events:{}", pattern_parts::event_list(&g.copy_ids)),
+    )];
     if g.decode && !g.attention_ids.is_empty() {
         b.fix.push((
             "scale",
-            format!("events:{}={:.4}", ids(&g.attention_ids), 1.0 / group as f64),
+            format!(
+                "events:{}={:.4}",
+                pattern_parts::event_list(&g.attention_ids),
+                1.0 / group as f64
+            ),
         ));
     }
     f.bottlenecks.push(b);

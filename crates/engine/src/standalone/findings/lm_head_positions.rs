@@ -61,32 +61,25 @@ fn add(f: &mut CategoryFindings, h: &LmHeadPositions, inp: &Inputs<'_>) {
         rules::saving_projection(time_ms, time_ms - saving_ms, inp.compute_ms()),
         inp,
     );
-    b.causes.push(Cause {
-        key: "lm_head_all_positions",
-        title: format!("the output head projects all {positions} prompt positions"),
+    b.causes.push(pattern_parts::named(
+        "lm_head_all_positions",
+        format!("the output head projects all {positions} prompt positions"),
         evidence,
-        action: action.into(),
-        waste: None,
-        confidence: if h.decodes {
+        action,
+        if h.decodes {
             Confidence::High
         } else {
             Confidence::Medium
         },
-        bounds_all: false,
-        scope: None,
-    });
-    b.scope = Some(super::merge::Scope {
-        class: None,
-        ops: h.ops.iter().map(|o| (o.name.clone(), o.ms)).collect(),
-        instances: h.calls as u64,
-        unfused_attention: false,
-        sdpa_math: false,
-        subtracts: true,
-    });
-    let ids: Vec<String> = h.ids.iter().map(u32::to_string).collect();
+    ));
+    b.scope = Some(pattern_parts::kernels_scope(&h.ops, h.calls as u64));
     b.fix = vec![(
         "scale",
-        format!("events:{}={:.6}", ids.join(","), 1.0 / positions as f64),
+        format!(
+            "events:{}={:.6}",
+            pattern_parts::event_list(&h.ids),
+            1.0 / positions as f64
+        ),
     )];
     f.bottlenecks.push(b);
 }

@@ -11,14 +11,7 @@ pub(super) fn add_logits_upcast(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     let Some(u) = inp.patterns.logits_upcast.as_ref() else {
         return;
     };
-    let home = inp
-        .rows
-        .iter()
-        .find(|x| x.name == "aten::_log_softmax")
-        .map_or_else(
-            || crate::standalone::ops::seed_category("aten::_log_softmax", ""),
-            |x| x.category,
-        );
+    let home = pattern_parts::home(inp, &["aten::_log_softmax"], "aten::_log_softmax");
     if home != f.category {
         return;
     }
@@ -62,22 +55,23 @@ fn add(f: &mut CategoryFindings, u: &LogitsUpcast, inp: &Inputs<'_>) {
         rules::saving_projection(time_ms, time_ms - saving_ms, inp.compute_ms()),
         inp,
     );
-    b.causes.push(Cause {
-        key: "logits_upcast",
-        title: "logits cast to fp32 before the loss".into(),
+    b.causes.push(pattern_parts::named(
+        "logits_upcast",
+        "logits cast to fp32 before the loss".into(),
         evidence,
-        action: action.into(),
-        waste: None,
-        confidence: Confidence::High,
-        bounds_all: false,
-        scope: None,
-    });
+        action,
+        Confidence::High,
+    ));
     // Replayed: the casts go, the fp32 passes take half their time.
-    let ids = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
-    b.fix = vec![("remove", format!("events:{}", ids(&u.cast_ids)))];
+    b.fix = vec![(
+        "remove",
+        format!("events:{}", pattern_parts::event_list(&u.cast_ids)),
+    )];
     if !u.fp32_ids.is_empty() {
-        b.fix
-            .push(("scale", format!("events:{}=0.5", ids(&u.fp32_ids))));
+        b.fix.push((
+            "scale",
+            format!("events:{}=0.5", pattern_parts::event_list(&u.fp32_ids)),
+        ));
     }
     f.bottlenecks.push(b);
 }

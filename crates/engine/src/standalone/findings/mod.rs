@@ -17,6 +17,7 @@ mod logits_upcast;
 pub mod merge;
 mod notes;
 mod ops;
+mod pattern_parts;
 mod patterns;
 mod precision;
 mod repeated;

@@ -16,14 +16,7 @@ pub(super) fn add_weight_casts(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     if !fp8 && inp.trains {
         return;
     }
-    let home = inp
-        .rows
-        .iter()
-        .find(|x| x.name == "aten::copy_")
-        .map_or_else(
-            || crate::standalone::ops::seed_category("aten::copy_", ""),
-            |x| x.category,
-        );
+    let home = pattern_parts::home(inp, &["aten::copy_"], "aten::copy_");
     if home != f.category {
         return;
     }
@@ -97,38 +90,37 @@ fn add(f: &mut CategoryFindings, w: &WeightCasts, fp8: bool, inp: &Inputs<'_>) {
         rules::saving_projection(saving_ms, 0.0, inp.compute_ms()),
         inp,
     );
-    b.causes.push(Cause {
-        key: if fp8 {
+    b.causes.push(pattern_parts::named(
+        if fp8 {
             "fp8_weights_dequantised"
         } else {
             "weights_cast_every_forward"
         },
-        title: format!("parameters converted from {from} to {to} on every forward"),
+        format!("parameters converted from {from} to {to} on every forward"),
         evidence,
-        action: action.into(),
-        waste: None,
-        confidence: Confidence::High,
-        bounds_all: false,
-        scope: None,
-    });
-    b.scope = Some(super::merge::Scope {
-        class: None,
-        ops: w.ops.iter().map(|o| (o.name.clone(), o.ms)).collect(),
-        instances: w.calls as u64,
-        unfused_attention: false,
-        sdpa_math: false,
-        subtracts: true,
-    });
+        action,
+        Confidence::High,
+    ));
+    b.scope = Some(pattern_parts::kernels_scope(&w.ops, w.calls as u64));
     // Replayed: the conversions go; the GEMMs run at the FP8 rate where it applies.
-    let ids = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
     b.fix = vec![
-        ("remove", format!("events:{}", ids(&w.cast_ids))),
-        ("scale", format!("hostevents:{}=0", ids(&w.host_ids))),
+        (
+            "remove",
+            format!("events:{}", pattern_parts::event_list(&w.cast_ids)),
+        ),
+        (
+            "scale",
+            format!("hostevents:{}=0", pattern_parts::event_list(&w.host_ids)),
+        ),
     ];
     if let Some(r) = speedup.filter(|_| !w.gemm_ids.is_empty()) {
         b.fix.push((
             "scale",
-            format!("events:{}={:.4}", ids(&w.gemm_ids), 1.0 / r),
+            format!(
+                "events:{}={:.4}",
+                pattern_parts::event_list(&w.gemm_ids),
+                1.0 / r
+            ),
         ));
     }
     f.bottlenecks.push(b);

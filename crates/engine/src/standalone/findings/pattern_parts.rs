@@ -1,0 +1,54 @@
+//! What the trace-wide pattern findings share: the category a finding is filed under (its
+//! largest op's row), the cause it names, the scope that folds the op findings of its kernels
+//! into it, and the event lists its what-if fix selects.
+
+use super::merge::Scope;
+use super::*;
+use crate::standalone::op_shares::OpShare;
+
+/// The category of the first of `names` the op rows hold, else `fallback`'s by its name: where
+/// a pattern spanning ops shows its time.
+pub(super) fn home(inp: &Inputs<'_>, names: &[&str], fallback: &str) -> SeedCategory {
+    names
+        .iter()
+        .find_map(|n| inp.rows.iter().find(|x| x.name == *n))
+        .map_or_else(
+            || crate::standalone::ops::seed_category(fallback, ""),
+            |x| x.category,
+        )
+}
+
+/// A cause the pattern itself establishes (read off the trace's ops and kernels): no waste
+/// share of its own (the pattern's projection and replay carry the saving).
+pub(super) fn named(
+    key: &'static str,
+    title: String,
+    evidence: String,
+    action: &str,
+    confidence: Confidence,
+) -> Cause {
+    Cause {
+        key,
+        title,
+        evidence,
+        action: action.into(),
+        waste: None,
+        confidence,
+        bounds_all: false,
+        scope: None,
+    }
+}
+
+/// A scope over the pattern's kernels by launching op: op findings of those kernels fold into
+/// it, or keep only their time outside it.
+pub(super) fn kernels_scope(ops: &[OpShare], instances: u64) -> Scope {
+    Scope {
+        subtracts: true,
+        ..super::patterns::scope_of(None, instances, ops, false)
+    }
+}
+
+/// Event indices as a what-if selection's list (`events:` / `hostevents:`).
+pub(super) fn event_list(ids: &[u32]) -> String {
+    ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}
