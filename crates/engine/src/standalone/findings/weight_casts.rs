@@ -82,7 +82,12 @@ fn add(f: &mut CategoryFindings, w: &WeightCasts, fp8: bool, inp: &Inputs<'_>) {
         f.category,
         &["aten::copy_"],
         title,
-        conv_ms + w.gemm_ms * f64::from(u8::from(speedup.is_some())),
+        // The time at stake: the conversions, and the GEMMs where the FP8 rate applies.
+        if speedup.is_some() {
+            conv_ms + w.gemm_ms
+        } else {
+            conv_ms
+        },
         evidence.clone(),
         action,
         "Not a kernel issue: the conversions run at bandwidth; converting once (or not at all) is the lever.",
