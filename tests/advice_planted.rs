@@ -2368,6 +2368,34 @@ fn launches_that_wait_for_their_kernels_are_named() {
     assert!(find(a.standalone.as_ref().expect("st"), "Launches wait").is_none());
 }
 
+/// The same launches compared, blocking on the target only: a ranked comparative item with its
+/// fix and the idle the target pays beyond the reference's (review 89: the GPT-2 pair's
+/// "No matched op is slower" with no saving); its count says which launches were judged.
+#[test]
+fn launches_that_wait_on_the_target_only_are_a_comparative_item() {
+    let t = analyze_trace(import::import_bytes(&launches_trace(true)).expect("imports"));
+    let r = analyze_trace(import::import_bytes(&launches_trace(false)).expect("imports"));
+    let c = jarvis_engine::compare::compare(&t, &r, "blocking", "async");
+    let fair = jarvis_engine::report::compare_md::fair_md_with(&c, "p", Some((&t, &r)));
+    assert!(
+        fair.contains("Priority 1: The target's kernel launches wait for their kernels"),
+        "{fair}"
+    );
+    assert!(
+        fair.contains(
+            "30 of the target's 30 kernel launches whose kernels run long enough to tell"
+        ),
+        "{fair}"
+    );
+    let gap = (c.target_timeline.idle - c.reference_timeline.idle) as f64 / 1e6;
+    assert!(gap > 0.5, "{gap}");
+    assert!(fair.contains(&format!("up to {gap:.3} ms")), "{fair}");
+    // The other way round: the reference's environment is not the target's to fix.
+    let c = jarvis_engine::compare::compare(&r, &t, "async", "blocking");
+    let fair = jarvis_engine::report::compare_md::fair_md_with(&c, "p", Some((&r, &t)));
+    assert!(!fair.contains("launches wait for their kernels"), "{fair}");
+}
+
 /// An inference prefill whose head projects all 2,048 positions of 8 prompts onto a 151,936
 /// vocabulary (1 ms): the last position alone is 1/2048 of it, so 0.9995 ms goes, replayed.
 /// A head over one position a sequence (decode) has none.
@@ -2442,4 +2470,32 @@ fn kv_heads_copied_for_grouped_query_attention_are_named() {
     assert!((r.saved_ms() - 0.475).abs() < 0.01, "{r:?}");
     let a = analyze_trace(import::import_bytes(&steps_trace(&[step(false)])).expect("imports"));
     assert!(find(a.standalone.as_ref().expect("st"), "K/V heads copied").is_none());
+}
+
+/// The input-pipeline advice does not tell a trace to pin inputs it already copies pinned
+/// (review 89: a healthy A100 ResNet-50 whose copies were `Memcpy HtoD (Pinned -> Device)`);
+/// the same steps with pageable uploads keep `pin_memory=True`.
+#[test]
+fn pinned_inputs_are_not_told_to_pin() {
+    let path_a = |pinned: bool| {
+        let mut c = case("idle_data_loading_training").expect("case");
+        c.upload_ns = Some(200_000);
+        let mut text = String::from_utf8(case_bytes(&c)).expect("utf-8");
+        if pinned {
+            text = text.replace("Pageable -> Device", "Pinned -> Device");
+        }
+        let a = analyze_trace(import::import_bytes(text.as_bytes()).expect("trace imports"));
+        let st = a.standalone.as_ref().expect("standalone");
+        find(st, "GPU idle time")
+            .expect("idle finding")
+            .path_a
+            .clone()
+    };
+    let pageable = path_a(false);
+    assert!(pageable.contains("`pin_memory=True`"), "{pageable}");
+    let pinned = path_a(true);
+    assert!(
+        !pinned.contains("pin_memory") && pinned.contains("already pinned"),
+        "{pinned}"
+    );
 }

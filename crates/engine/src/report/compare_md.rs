@@ -455,6 +455,41 @@ struct LaunchMode {
     target_events: u64,
 }
 
+/// The target's launches that wait for their kernels, where the reference's do not.
+fn target_only_blocking<'a>(
+    t: &'a crate::Analysis,
+    r: &crate::Analysis,
+) -> Option<&'a crate::standalone::blocking_launches::BlockingLaunches> {
+    let of = |a: &'a crate::Analysis| {
+        a.standalone
+            .as_ref()
+            .and_then(|st| st.patterns.blocking_launches.as_ref())
+    };
+    of(t).filter(|_| {
+        r.standalone
+            .as_ref()
+            .is_none_or(|st| st.patterns.blocking_launches.is_none())
+    })
+}
+
+/// "1194 of the target's kernel launches …": the judged launches (kernels long enough to
+/// tell) against every launch (review 89: "531 of the target's 531" for 1194 launches).
+fn blocking_text(b: &crate::standalone::blocking_launches::BlockingLaunches) -> String {
+    let all = if b.launches > b.judged {
+        format!(
+            " ({} launches in all; the {} with kernels too short to tell are not counted)",
+            b.launches,
+            b.launches - b.judged
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{} of the target's {} kernel launches whose kernels run long enough to tell return only after their kernel has finished{all}",
+        b.blocking, b.judged
+    )
+}
+
 /// The step-level recommendations: the launch mode where the reference replays graphs and the
 /// target does not (its gap the idle the target pays beyond the reference's; held-out suite 2,
 /// p5), and a collective far slower on the target where its exposed communication exceeds the
@@ -482,6 +517,27 @@ fn system_items(
                 ms(r.idle as f64 / 1e3)
             ),
             action: "Capture the target's step in a CUDA / HIP graph as the reference does (`torch.compile(mode=\"reduce-overhead\")`, `torch.cuda.graphs` around a static-shape step, or the serving engine's graph mode), after removing what stops a capture (host synchronizations, data-dependent shapes: the target's standalone report names them).",
+            gap_us: idle_gap,
+            what: "the idle the target pays beyond the reference's",
+        });
+    }
+    // Launches that wait for their kernels on the target only: the idle it pays beyond the
+    // reference's is the environment's, a ranked item with its fix (held-out review 89: the
+    // GPT-2 pair named `CUDA_LAUNCH_BLOCKING` in a key finding, then read "No matched op is
+    // slower" with no saving).
+    if let Some(b) = sides
+        .and_then(|(ta, ra)| target_only_blocking(ta, ra))
+        .filter(|_| idle_gap > 0.0 && launch_mode.is_none())
+    {
+        out.push(SystemItem {
+            title: "The target's kernel launches wait for their kernels (`CUDA_LAUNCH_BLOCKING=1`)".into(),
+            gap: format!(
+                "{}; the target's GPU idles {} ms against the reference's {} ms.",
+                blocking_text(b),
+                ms(t.idle as f64 / 1e3),
+                ms(r.idle as f64 / 1e3)
+            ),
+            action: "Unset `CUDA_LAUNCH_BLOCKING` (`HIP_LAUNCH_BLOCKING`, `AMD_SERIALIZE_KERNEL` on ROCm) in the target's environment and profile it again: launches then return at once and the host runs ahead of the GPU, as on the reference. Compare kernels only after that.",
             gap_us: idle_gap,
             what: "the idle the target pays beyond the reference's",
         });
@@ -713,16 +769,10 @@ pub fn fair_md_with(
         item += 1;
     }
     // Launches that wait for their kernels on the target only: the idle difference's cause.
-    let blocking = |a: &crate::Analysis| {
-        a.standalone
-            .as_ref()
-            .and_then(|st| st.patterns.blocking_launches.as_ref())
-            .map(|b| (b.blocking, b.judged))
-    };
-    let target_blocks = sides.and_then(|(t, r)| blocking(t).filter(|_| blocking(r).is_none()));
+    let target_blocks = sides.and_then(|(t, r)| target_only_blocking(t, r));
     if ti >= HOST_BOUND_IDLE_PCT {
         let why = match target_blocks {
-            Some((n, of)) => format!(" Its cause is in the launches: {n} of the target's {of} kernel launches return only after their kernel has finished, where the reference's return at once (`CUDA_LAUNCH_BLOCKING=1` or `HIP_LAUNCH_BLOCKING=1` left in the target's environment): unset it before comparing kernels."),
+            Some(b) => format!(" Its cause is in the launches: {}, where the reference's return at once (`CUDA_LAUNCH_BLOCKING=1` or `HIP_LAUNCH_BLOCKING=1` left in the target's environment): unset it before comparing kernels.", blocking_text(b)),
             None => String::new(),
         };
         let _ = writeln!(

@@ -686,9 +686,31 @@ fn gemm_path_a(r: &OpRow, platform: Option<&Platform>, lever: bool) -> String {
                 fp8.map_or(String::new(), |c| format!(", and whether {c} is acceptable"))
             )
         }
-        _ => format!(
+        // Tokens in K: a weight gradient (dW = dYᵀ·X) sums over them, so more tokens only
+        // lengthen K; a short output with a long K is spread by splitting K (held-out review
+        // 89: H200 recsys's M = 1024, K = 65536 told to "batch more tokens").
+        (Some(m), narrow) if r.param("K").is_some_and(|k| k >= LARGE_GEMM_ROWS) => {
+            let k = r.param("K").unwrap_or_default();
+            let fp8 = fp8.map_or(String::new(), |c| format!(", and whether {c} is acceptable"));
+            match narrow {
+                Some((n, u, what, work)) => format!(
+                    "Its output (M = {m}, N = {n}) {what} for {u} CUs/SMs, {}, while K = {k} is long (a weight gradient sums over the tokens in K): more tokens only lengthen K. A split-K or stream-K kernel spreads K over the idle units (Path B: the kernel the library picked){fp8}.",
+                    fill(u, work)
+                ),
+                None => format!(
+                    "The GEMM is already large (K = {k}): more tokens per call will not raise its efficiency. Check the kernel the library picked for this shape (tile size, split-K) with Path B{fp8}."
+                ),
+            }
+        }
+        (Some(_), _) => format!(
             "Check whether larger shapes are possible (batch more tokens per GEMM){}.",
             fp8.map_or(String::new(), |c| format!(" and whether {c} is acceptable"))
+        ),
+        // No shapes recorded (a graph-replayed or unattributed kernel): nothing says the GEMM
+        // is small, so more tokens is not advice (review 89: three graph-replayed decode traces).
+        (None, _) => format!(
+            "Its shapes are not recorded, so whether more tokens per call would help is not known from this trace: profile one step without graph capture (eager) to record them, and measure the kernel the library picked in isolation (Path B){}.",
+            fp8.map_or(String::new(), |c| format!("; check whether {c} is acceptable"))
         ),
     }
 }
@@ -2372,6 +2394,28 @@ mod tests {
             ..crate::standalone::ops::tests_support::row("aten::mm")
         };
         assert!(gemm_path_a(&gemm(512), None, false).contains("batch more tokens"));
+        // Tokens in K (a weight gradient): never "batch more tokens"; narrow, split K.
+        let wgrad = OpRow {
+            perf_params: "{'M': 1024, 'N': 2048, 'K': 65536}".into(),
+            ..crate::standalone::ops::tests_support::row("aten::mm")
+        };
+        let h200 = crate::perf::platform::by_name("H200 SXM");
+        let a = gemm_path_a(&wgrad, h200.as_ref(), false);
+        assert!(
+            !a.contains("batch more tokens")
+                && a.contains("K = 65536 is long")
+                && a.contains("split-K"),
+            "{a}"
+        );
+        let a = gemm_path_a(&wgrad, None, false);
+        assert!(a.contains("already large (K = 65536)"), "{a}");
+        // No shapes: no claim that it is small.
+        let bare = crate::standalone::ops::tests_support::row("aten::mm");
+        let a = gemm_path_a(&bare, None, false);
+        assert!(
+            !a.contains("batch more tokens") && a.contains("shapes are not recorded"),
+            "{a}"
+        );
         let large = gemm_path_a(&gemm(25089), None, false);
         assert!(
             !large.contains("batch more tokens") && large.contains("M = 25089"),

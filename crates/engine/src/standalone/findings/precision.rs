@@ -64,6 +64,33 @@ fn cudnn_search_calls(trace: &crate::model::Trace) -> usize {
         .count()
 }
 
+/// cuDNN's legacy fp32 algorithms among the kernels, quoted and joined ("`a`, `b` and `c`"),
+/// with the verb phrase that fits their count; only those this trace runs are named (review 89:
+/// `implicit_convolve_sgemm` named for a V100 trace whose forward convolutions ran
+/// `volta_sgemm`). Empty where none runs.
+fn legacy_algorithms<S: AsRef<str>>(kernels: &[S]) -> (String, &'static str) {
+    let found: Vec<String> = [
+        "dgrad_engine",
+        "wgrad_alg0_engine",
+        "wgrad_alg1_engine",
+        "implicit_convolve_sgemm",
+    ]
+    .into_iter()
+    .filter(|l| kernels.iter().any(|k| k.as_ref().contains(l)))
+    .map(|l| format!("`{l}`"))
+    .collect();
+    let were = if found.len() == 1 {
+        "was the fastest fp32 algorithm"
+    } else {
+        "were the fastest fp32 algorithms"
+    };
+    let named = match found.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => found.concat(),
+    };
+    (named, were)
+}
+
 /// An fp32 kernel that only a convolution runs, by its name: cuDNN's FFT transforms
 /// (`fft2d_r2c_32x32<float, …>`) and complex GEMMs (`ampere_gcgemm_64x64_nt`), its `scudnn`
 /// kernels, Winograd, and `implicit_convolve_sgemm` (a plain `sgemm` may be a matmul's).
@@ -259,16 +286,8 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     };
     // cuDNN's default heuristic picks for fp32 (its legacy algorithms): benchmark mode tries the
     // others for each fixed shape and often replaces them (review S: both V100 ResNet-50 traces).
-    let legacy = distinct.iter().any(|k| {
-        [
-            "dgrad_engine",
-            "wgrad_alg0_engine",
-            "wgrad_alg1_engine",
-            "implicit_convolve_sgemm",
-        ]
-        .iter()
-        .any(|l| k.contains(l))
-    });
+    let (named, were) = legacy_algorithms(&distinct);
+    let legacy = !named.is_empty();
     // The scan of the trace only where the advice depends on it.
     let searched = if legacy {
         cudnn_search_calls(inp.trace)
@@ -276,9 +295,9 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         0
     };
     let action = if legacy && searched >= CUDNN_SEARCH_SYNCS {
-        format!("{action} cuDNN's algorithm search ran in this trace ({searched} event synchronizes inside convolution ops: `torch.backends.cudnn.benchmark = True` is on), so `dgrad_engine`, `wgrad_alg0_engine` and `implicit_convolve_sgemm` were the fastest fp32 algorithms it found for these shapes: only the precision changes that.")
+        format!("{action} cuDNN's algorithm search ran in this trace ({searched} event synchronizes inside convolution ops: `torch.backends.cudnn.benchmark = True` is on), so {named} {were} it found for these shapes: only the precision changes that.")
     } else if legacy {
-        format!("{action} If `torch.backends.cudnn.benchmark` is not on already (a trace records the setting only through cuDNN's algorithm search, which runs in the first iteration of each shape, outside this one): turning it on lets cuDNN try other algorithms than `dgrad_engine`, `wgrad_alg0_engine` and `implicit_convolve_sgemm`, its oldest fp32 ones, for these fixed shapes.")
+        format!("{action} If `torch.backends.cudnn.benchmark` is not on already (a trace records the setting only through cuDNN's algorithm search, which runs in the first iteration of each shape, outside this one): turning it on lets cuDNN try other algorithms than {named}, its oldest fp32 ones, for these fixed shapes.")
     } else {
         action
     };
@@ -337,4 +356,38 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         scope: None,
     });
     f.bottlenecks.push(b);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::legacy_algorithms;
+
+    /// Only the legacy algorithms the trace runs are named, joined as prose.
+    #[test]
+    fn legacy_algorithms_names_only_those_run() {
+        let v100 = [
+            "volta_sgemm_128x64_nn",
+            "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)",
+            "void cudnn::cnn::wgrad_alg0_engine<float, 128, 5, 5, 3, 3, 3, false, 512>(int, int)",
+        ];
+        assert_eq!(
+            legacy_algorithms(&v100),
+            (
+                "`dgrad_engine` and `wgrad_alg0_engine`".to_owned(),
+                "were the fastest fp32 algorithms"
+            )
+        );
+        assert_eq!(
+            legacy_algorithms(&["void implicit_convolve_sgemm<float, float>(int)"]),
+            (
+                "`implicit_convolve_sgemm`".to_owned(),
+                "was the fastest fp32 algorithm"
+            )
+        );
+        assert!(
+            legacy_algorithms(&["volta_scudnn_128x64_relu_interior_nn_v1"])
+                .0
+                .is_empty()
+        );
+    }
 }

@@ -1119,13 +1119,13 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
         (
             "One-time host work before the first kernel",
             format!("{spends} The call holding it {what}: not input preparation. It is outside the GPU timeline, so no idle or utilisation figure holds it."),
-            "Profile after warm-up (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window, and compare a later step's start; where start-up latency matters, allocate and warm up before the first real step.",
+            "Profile after warm-up (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window, and compare a later step's start; where start-up latency matters, allocate and warm up before the first real step.".to_owned(),
         )
     } else if let Some(w) = warm {
         (
             "One-time host work before the first kernel",
             format!("{spends} The later steps take {w:.3} ms there (the median): this is one-time work of the first step (a first allocation of the caching allocator, a library's or a module's set-up, a first input copy), not input preparation each step pays. It is outside the GPU timeline, so no idle or utilisation figure holds it."),
-            "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window; where start-up latency matters, allocate and warm up before the first real step.",
+            "Profile after warm-up: skip the first iterations (`torch.profiler.schedule(wait=1, warmup=2, active=N)`) so one-time work is outside the measured window; where start-up latency matters, allocate and warm up before the first real step.".to_owned(),
         )
     } else {
         let later = if l.steps > 1 {
@@ -1133,6 +1133,11 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
         } else {
             ""
         };
+        let train_prep = format!(
+            "Prepare batches in `DataLoader` workers (`num_workers`, {}`prefetch_factor`) so each step starts with its batch ready, and move heavy augmentation to the GPU.{}",
+            pin_advice(inp),
+            pinned_note(inp)
+        );
         (
             "Host time before the first kernel",
             format!(
@@ -1140,9 +1145,9 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
                 inp.timeline.total as f64 / 1e6,
             ),
             if inp.trains {
-                "Prepare batches in `DataLoader` workers (`num_workers`, `pin_memory=True`, `prefetch_factor`) so each step starts with its batch ready, and move heavy augmentation to the GPU."
+                train_prep
             } else {
-                "Take input preparation off the step: prepare the next inputs while the GPU runs the current ones (a `DataLoader` with `num_workers`, or a thread feeding a queue), use a GPU or fast preprocessor (Hugging Face's `use_fast=True` image processors, torchvision v2 transforms on GPU tensors, video decoded on the GPU), and profile a step that starts with its inputs ready to see the model alone."
+                "Take input preparation off the step: prepare the next inputs while the GPU runs the current ones (a `DataLoader` with `num_workers`, or a thread feeding a queue), use a GPU or fast preprocessor (Hugging Face's `use_fast=True` image processors, torchvision v2 transforms on GPU tensors, video decoded on the GPU), and profile a step that starts with its inputs ready to see the model alone.".to_owned()
             },
         )
     };
@@ -1151,7 +1156,7 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
         title,
         ms,
         issue,
-        path_a,
+        &path_a,
         "Not a kernel issue: the GPU has no work yet.",
         inp,
     );
@@ -1180,7 +1185,7 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
                 code(&l.call),
                 if driver { "allocates device memory from the driver" } else { "creates a tensor (no driver allocation recorded inside it)" }
             ),
-            action: path_a.into(),
+            action: path_a.clone(),
             waste: Some(0.0),
             confidence: Confidence::Medium,
             bounds_all: false,
@@ -1686,6 +1691,31 @@ fn uploads_pageable(label: &str, inp: &Inputs<'_>) -> bool {
     matches!(label, "aten::to" | "aten::_to_copy" | "aten::copy_") && inp.copies.pageable_ns > 0
 }
 
+/// Host-link copies that are all pinned (`Memcpy HtoD (Pinned -> Device)`): `pin_memory=True`
+/// is already in use, so it is not advised (review 89: a healthy A100 ResNet-50 told to pin
+/// its already pinned inputs).
+fn inputs_pinned(inp: &Inputs<'_>) -> bool {
+    inp.copies.pinned_ns > 0 && inp.copies.pageable_ns == 0
+}
+
+/// `pin_memory=True, ` where the trace does not show the inputs already pinned.
+fn pin_advice(inp: &Inputs<'_>) -> &'static str {
+    if inputs_pinned(inp) {
+        ""
+    } else {
+        "`pin_memory=True`, "
+    }
+}
+
+/// Says so where the inputs are already pinned.
+fn pinned_note(inp: &Inputs<'_>) -> &'static str {
+    if inputs_pinned(inp) {
+        " The input copies are already pinned (`Pinned -> Device`): the wait is in preparing the batch, not in copying it."
+    } else {
+        ""
+    }
+}
+
 /// The idle split and the host-wait causes of the steady state: without the one-off gap, the
 /// first-call stalls and a cold first pass.
 fn steady_causes(
@@ -2099,7 +2129,7 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         },
     };
     let a: String = match top.kind {
-        C::DataLoading if inp.trains => "Feed the GPU from the input pipeline: more DataLoader workers (`num_workers`), `pin_memory=True`, `persistent_workers=True` and a larger `prefetch_factor`; move decoding and augmentation off the training process.".into(),
+        C::DataLoading if inp.trains => format!("Feed the GPU from the input pipeline: more DataLoader workers (`num_workers`), {}`persistent_workers=True` and a larger `prefetch_factor`; move decoding and augmentation off the training process.{}", pin_advice(inp), pinned_note(inp)),
         C::DataLoading => format!(
             "Take input preparation off the GPU's critical path: prepare the next request's inputs (decoding, resizing, tokenization) while the GPU runs the current one (a worker thread or process, `DataLoader` workers where one is used), do the preprocessing on the GPU where it is heavy, and copy inputs from pinned memory with `non_blocking=True`.{}",
             // The time is in a Hugging Face image processor (OWLv2: SciPy's `zoom` inside
