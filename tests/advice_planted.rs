@@ -2058,8 +2058,8 @@ fn logits_cast_to_fp32_before_the_loss_are_named() {
     let b = find(st, "Logits cast to fp32 before the loss ([4096, 32000])").expect("finding");
     assert!((b.time_ms - 3.4).abs() < 1e-9, "{}", b.time_ms);
     assert!(
-        b.issue.contains("2 casts between the two (1.200 ms")
-            && b.issue.contains("2.200 ms of fp32 passes"),
+        b.issue.contains("2 casts (1.200 ms: 1 to fp32 in the forward, 1 back to `c10::BFloat16` in the backward)")
+            && b.issue.contains("2.200 ms of fp32 passes over them (log-softmax, and its backward)"),
         "{}",
         b.issue
     );
@@ -2070,6 +2070,85 @@ fn logits_cast_to_fp32_before_the_loss_are_named() {
     let a = analyze_trace(trace);
     let st = a.standalone.as_ref().expect("standalone");
     assert!(find(st, "Logits cast").is_none(), "{}", all_text(st));
+}
+
+/// An evaluation's loss under autocast: `aten::cross_entropy_loss` receives the bf16 logits and
+/// casts them to fp32 itself (a 0.6 ms `copy_` under it), then log-softmax and the loss in
+/// fp32; no backward. The finding is Low, names the loss's own cast, and names no backward
+/// (held-out review 91: a healthy trace's only High; "its backward" in an evaluation).
+#[test]
+fn the_loss_casting_its_own_logits_is_low_and_forward_only() {
+    let shape = "[4096, 32000]";
+    let ops = [
+        (
+            "aten::mm",
+            "[[4096, 4096], [4096, 32000]]".to_owned(),
+            r#"["c10::BFloat16", "c10::BFloat16"]"#,
+            3000.0,
+        ),
+        (
+            "aten::copy_",
+            format!("[{shape}, {shape}]"),
+            r#"["float", "c10::BFloat16"]"#,
+            600.0,
+        ),
+        (
+            "aten::_log_softmax",
+            format!("[{shape}, [], []]"),
+            r#"["float", "Scalar", "Scalar"]"#,
+            1000.0,
+        ),
+        (
+            "aten::nll_loss_forward",
+            format!("[{shape}, [4096], [], [], []]"),
+            r#"["float", "long int", "", "", ""]"#,
+            400.0,
+        ),
+    ];
+    let mut ev = vec![format!(
+        r#"{{"ph":"X","cat":"cpu_op","name":"aten::cross_entropy_loss","pid":1,"tid":1,"ts":39,"dur":60,"args":{{"External id":900,"Input Dims":[{shape}, [4096]],"Input type":["c10::BFloat16", "long int"]}}}}"#
+    )];
+    let mut gpu = 100.0;
+    for (i, (name, dims, types, dur)) in ops.iter().enumerate() {
+        let corr = 10 + i;
+        let cpu = 20.0 + i as f64 * 20.0;
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":{cpu},"dur":8,"args":{{"External id":{corr},"Input Dims":{dims},"Input type":{types}}}}},
+{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{corr},"External id":{corr}}}}},
+{{"ph":"X","cat":"kernel","name":"void kernel_{i}(...)","pid":0,"tid":7,"ts":{gpu},"dur":{dur},"args":{{"correlation":{corr},"External id":{corr},"device":0,"stream":7}}}}"#,
+            cpu + 2.0
+        ));
+        gpu += dur;
+    }
+    ev.push(format!(
+        r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":200,"dur":{},"args":{{}}}}"#,
+        gpu - 195.0
+    ));
+    ev.push(format!(
+        r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":10,"dur":{},"args":{{}}}}"#,
+        gpu + 10.0
+    ));
+    let bytes = format!(
+        r#"{{"schemaVersion":1,"deviceProperties":[{{"id":0,"name":"NVIDIA H100 80GB HBM3","totalGlobalMem":85899345920,"numSms":132}}],"traceEvents":[{}]}}"#,
+        ev.join(",\n")
+    );
+    let a = analyze_trace(import::import_bytes(bytes.as_bytes()).expect("imports"));
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(find(st, "Logits cast").is_none(), "{}", all_text(st));
+    let b = find(
+        st,
+        "The loss runs on fp32 copies of the logits ([4096, 32000])",
+    )
+    .expect("finding");
+    assert_eq!(b.priority, jarvis_engine::standalone::rules::Priority::Low);
+    assert!(
+        b.issue.contains("1 cast to fp32 (0.600 ms)")
+            && b.issue.contains("(log-softmax, and the loss)")
+            && !b.issue.contains("backward"),
+        "{}",
+        b.issue
+    );
+    assert!(b.path_a.starts_with("Optional"), "{}", b.path_a);
 }
 
 /// A trace of steps, each a `ProfilerStep` of ops launching one kernel each (name, input dims,
@@ -2435,6 +2514,40 @@ fn an_output_head_over_every_prompt_position_is_named() {
             .expect("imports"),
     );
     assert!(find(a.standalone.as_ref().expect("st"), "Output head").is_none());
+    // Scoring: a loss over every position's logits, or an argmax at every position, uses all
+    // of the head's work (held-out review 91: a perplexity evaluation, a scoring pass).
+    for (consumer, dims, types) in [
+        (
+            "aten::cross_entropy_loss",
+            "[[16384, 151936], [16384]]",
+            r#"["c10::Half", "long int"]"#,
+        ),
+        (
+            "aten::argmax",
+            "[[8, 2048, 151936], [], []]",
+            r#"["c10::Half", "", ""]"#,
+        ),
+    ] {
+        let mut ops = head("[[8, 2048, 1536], [151936, 1536], []]");
+        ops.push((consumer, dims, types, 100.0));
+        let a = analyze_trace(import::import_bytes(&steps_trace(&[ops])).expect("imports"));
+        let st = a.standalone.as_ref().expect("st");
+        assert!(
+            find(st, "Output head").is_none(),
+            "{consumer}: {}",
+            all_text(st)
+        );
+    }
+    // Generation's selection after the last position is taken: the finding stands.
+    let mut ops = head("[[8, 2048, 1536], [151936, 1536], []]");
+    ops.push((
+        "aten::argmax",
+        "[[8, 151936], [], []]",
+        r#"["c10::Half", "", ""]"#,
+        10.0,
+    ));
+    let a = analyze_trace(import::import_bytes(&steps_trace(&[ops])).expect("imports"));
+    assert!(find(a.standalone.as_ref().expect("st"), "Output head").is_some());
 }
 
 /// A decode step whose 8 K/V heads are copied 4× (two 200 µs copies of [16, 8, 4, 2048, 128])

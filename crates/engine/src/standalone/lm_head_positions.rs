@@ -5,7 +5,11 @@
 //! positions − 1 parts of work it throws away; Hugging Face's `logits_to_keep` (formerly
 //! `num_logits_to_keep`) and serving engines project the last position only (held-out suite 3:
 //! Qwen's head over 16,384 prompt positions with a 10 GB fp32 logits tensor, not named).
-//! Scoring (perplexity, reward models) needs every position: the finding says so.
+//! Scoring (perplexity, reward models) needs every position: where the trace shows a consumer
+//! that reads every position's logits (a loss over [tokens, vocab], an `argmax` or `topk` over
+//! [batch, positions, vocab]), the head's work is all used and nothing is found (held-out
+//! review 91: a perplexity evaluation's `cross_entropy_loss` and a scoring `argmax` over all
+//! 256 positions had read as work thrown away).
 
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Trace};
@@ -41,12 +45,24 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<LmHeadPositions> {
     let mut heads: Vec<(EventId, Vec<i64>, Vec<i64>)> = Vec::new();
     let mut decodes = false;
     let mut passes: Vec<(EventId, Vec<i64>)> = Vec::new();
+    // Shapes that ops reading every position's logits take (losses, selections).
+    let mut consumers: Vec<Vec<i64>> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
         if e.kind() != EventKind::CpuOp {
             continue;
         }
         let name = trace.name(e);
         let linear = name == "aten::linear";
+        if reads_every_position(name) {
+            if let Some(x) = trace
+                .input_shapes(EventId(i as u32))
+                .and_then(|s| s.into_iter().next())
+                .filter(|x| x.last().is_some_and(|&v| v >= VOCAB_MIN))
+            {
+                consumers.push(x);
+            }
+            continue;
+        }
         let pass = matches!(
             name,
             "aten::copy_" | "aten::_softmax" | "aten::_log_softmax" | "aten::div_" | "aten::div"
@@ -78,6 +94,13 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<LmHeadPositions> {
         }
     }
     let (_, input, weight) = heads.first()?.clone();
+    let (batch, positions, vocab) = (input[0], input[1], weight[0]);
+    if consumers
+        .iter()
+        .any(|c| *c == [batch, positions, vocab] || *c == [batch * positions, vocab])
+    {
+        return None;
+    }
     let mut ids: Vec<u32> = Vec::new();
     let mut head_ns = 0i64;
     for (id, _, _) in &heads {
@@ -108,4 +131,26 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<LmHeadPositions> {
         logits_ms: logits_ns as f64 / 1e6,
         ids,
     })
+}
+
+/// Ops that use every row of the logits they take: a loss (every position has a label), and
+/// selections over the vocabulary (`argmax` over [batch, positions, vocab] picks a token at
+/// every position: scoring). Generation's own selection runs on [batch, vocab], after the last
+/// position is taken (`aten::select`).
+fn reads_every_position(name: &str) -> bool {
+    matches!(
+        name,
+        "aten::cross_entropy_loss"
+            | "aten::nll_loss"
+            | "aten::nll_loss_nd"
+            | "aten::nll_loss_forward"
+            | "aten::argmax"
+            | "aten::argmin"
+            | "aten::max"
+            | "aten::topk"
+            | "aten::sort"
+            | "aten::gather"
+            | "aten::take_along_dim"
+            | "aten::logsumexp"
+    )
 }

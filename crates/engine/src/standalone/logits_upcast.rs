@@ -25,6 +25,17 @@ pub struct LogitsUpcast {
     pub cast_ms: f64,
     /// The fp32 passes over the logits (log-softmax, its backward, the loss, fills): ms.
     pub fp32_ms: f64,
+    /// Of the casts, those to fp32 (the forward's) and back to half precision (a backward's).
+    pub up: usize,
+    pub down: usize,
+    /// The kinds of fp32 pass found, in a fixed order ("log-softmax", "its backward", …):
+    /// only those the trace runs are named (held-out review 91: an inference evaluation told
+    /// of "its backward … the gradient's zero-fill").
+    pub pass_kinds: Vec<&'static str>,
+    /// The cast runs inside the loss op, which received the half-precision logits: autocast's
+    /// fp32 policy for the loss (or the loss's own up-cast), the standard mixed-precision
+    /// recipe, not a `.float()` in the model code.
+    pub inside_loss: bool,
     /// The half-precision dtype the logits were cast from.
     pub from: String,
     #[serde(skip)]
@@ -59,6 +70,8 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<LogitsUpcast> {
     let mut loss: Option<(i64, Vec<i64>, String)> = None;
     let mut copies: Vec<EventId> = Vec::new();
     let mut passes: Vec<EventId> = Vec::new();
+    // Loss ops that received half-precision logits: a cast under one is the loss's own.
+    let mut half_losses: Vec<EventId> = Vec::new();
     for (i, e) in trace.events.iter().enumerate() {
         if e.kind() != EventKind::CpuOp {
             continue;
@@ -100,6 +113,9 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<LogitsUpcast> {
             }
             continue;
         }
+        if name == "aten::cross_entropy_loss" && t.first().is_some_and(|t| is_half(t)) {
+            half_losses.push(id);
+        }
         if name == "aten::cross_entropy_loss" || name == "aten::_log_softmax" {
             if t.first().is_some_and(|t| t == "float") && loss.is_none() {
                 loss = Some((*shape.last()?, shape.clone(), name.to_owned()));
@@ -119,16 +135,36 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<LogitsUpcast> {
     };
     let mut from = String::new();
     let mut cast_ids: Vec<u32> = Vec::new();
+    let (mut up, mut down, mut inside) = (0usize, 0usize, 0usize);
+    let under_half_loss = |id: EventId| {
+        let mut at = tree.parent(id);
+        while let Some(p) = at {
+            if half_losses.contains(&p) {
+                return true;
+            }
+            at = tree.parent(p);
+        }
+        false
+    };
     for id in copies.iter().filter(|id| on_vocab(id)) {
         let t = types(trace, *id);
         if let Some(h) = t.iter().find(|t| is_half(t)) {
             from.clone_from(h);
+        }
+        if t.first().is_some_and(|d| d == "float") {
+            up += 1;
+        } else {
+            down += 1;
+        }
+        if under_half_loss(*id) {
+            inside += 1;
         }
         cast_ids.extend(tree.gpu_under(*id).map(|k| k.0));
     }
     if cast_ids.is_empty() {
         return None;
     }
+    let mut pass_kinds: Vec<&'static str> = Vec::new();
     let mut fp32_ids: Vec<u32> = Vec::new();
     for id in passes.iter().filter(|id| on_vocab(id)) {
         // Fills and zeroes only of fp32 tensors (a half-precision gradient is no upcast's).
@@ -138,8 +174,28 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<LogitsUpcast> {
         {
             continue;
         }
+        let kind = match name {
+            "aten::_log_softmax" => "log-softmax",
+            "aten::_log_softmax_backward_data" => "its backward",
+            n if n.starts_with("aten::nll_loss") && n.ends_with("backward") => {
+                "the loss's backward"
+            }
+            n if n.starts_with("aten::nll_loss") => "the loss",
+            _ => "the gradient's zero-fill",
+        };
+        if !pass_kinds.contains(&kind) {
+            pass_kinds.push(kind);
+        }
         fp32_ids.extend(tree.gpu_under(*id).map(|k| k.0));
     }
+    let order = [
+        "log-softmax",
+        "its backward",
+        "the loss",
+        "the loss's backward",
+        "the gradient's zero-fill",
+    ];
+    pass_kinds.sort_by_key(|k| order.iter().position(|o| o == k));
     cast_ids.sort_unstable();
     cast_ids.dedup();
     fp32_ids.sort_unstable();
@@ -157,6 +213,10 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<LogitsUpcast> {
         casts: copies.iter().filter(|id| on_vocab(id)).count(),
         cast_ms: ms(&cast_ids),
         fp32_ms: ms(&fp32_ids),
+        up,
+        down,
+        pass_kinds,
+        inside_loss: inside > 0 && inside == up,
         from,
         cast_ids,
         fp32_ids,
