@@ -2612,3 +2612,21 @@ fn pinned_inputs_are_not_told_to_pin() {
         "{pinned}"
     );
 }
+
+/// Convolutions that already run NHWC kernels with no layout transposes are not told to go
+/// channels_last "without layout transposes" (held-out review 91: an NHWC ResNet-50); the
+/// MIOpen block wrapped in transposes is.
+#[test]
+fn nhwc_convolutions_are_not_told_to_go_channels_last() {
+    use jarvis_engine::synth::planted::{case_bytes, cases};
+    let text = |name: &str| {
+        let c = cases().into_iter().find(|c| c.name == name).expect(name);
+        let a = analyze_trace(import::import_bytes(&case_bytes(&c)).expect("imports"));
+        all_text(a.standalone.as_ref().expect("standalone"))
+    };
+    let nhwc = text("conv_bf16");
+    assert!(nhwc.contains("Convolution"), "{nhwc}");
+    assert!(!nhwc.contains("without layout transposes"), "{nhwc}");
+    let nchw = text("conv_nchw_transposes");
+    assert!(nchw.contains("channels_last"), "{nchw}");
+}

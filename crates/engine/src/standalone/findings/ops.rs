@@ -535,7 +535,12 @@ pub(super) fn op_texts(
             path_a: conv_path_a(
                 r,
                 inp.platform,
-                inp.patterns.conv_transposes.is_some(),
+                // Transposes found, not merely convolutions (held-out review 91: an NHWC
+                // ResNet-50 told to go channels_last "without layout transposes").
+                inp.patterns
+                    .conv_transposes
+                    .as_ref()
+                    .is_some_and(|c| !c.kernels.is_empty()),
                 inp.rows.iter().any(|x| x.category == SeedCategory::Batchnorm),
             ),
             path_b: format!("Generate a replay artifact for the kernel team to check the algorithm MIOpen / cuDNN selects (kernel {kernel})."),
@@ -1267,6 +1272,20 @@ pub(super) fn op_bottleneck(
                     k.contains("transpose") || k.contains("nchwToNhwc") || k.contains("nhwcToNchw")
                 })
             }),
+        nhwc_convolutions: {
+            let convs = || {
+                inp.rows
+                    .iter()
+                    .filter(|x| x.category == SeedCategory::Convolution)
+            };
+            convs().next().is_some()
+                && convs().all(|x| main_kernel_of(x).to_ascii_lowercase().contains("nhwc"))
+                && !inp.rows.iter().any(|x| {
+                    x.kernel_names
+                        .iter()
+                        .any(|(k, _)| crate::analysis::kernel_kinds::is_layout_conversion(k))
+                })
+        },
     };
     let mut causes = diagnosis::diagnose(r, g.largest(), &g.rows, &dctx);
     // The group's other signatures that hold a material share of its time and run a
