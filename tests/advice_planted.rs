@@ -2630,3 +2630,95 @@ fn nhwc_convolutions_are_not_told_to_go_channels_last() {
     let nchw = text("conv_nchw_transposes");
     assert!(nchw.contains("channels_last"), "{nchw}");
 }
+
+/// Inference steps that convert the same weight on every call: a bf16 LM head up-cast to fp32
+/// for an fp32 GEMM (200 µs cast, 100 µs GEMM), or a bf16 weight quantized to FP8 (abs, amax,
+/// scale multiply, cast: 4 × 50 µs) before `_scaled_mm`. The conversions go once made at load
+/// (and the fp32 GEMM reads half the bytes): 250 and 200 µs a step, replayed. The same steps
+/// with a backward (training changes its weights) have no such finding (held-out suite 5).
+#[test]
+fn weights_converted_on_every_inference_call_are_named() {
+    const BF: &str = r#"["c10::BFloat16", "c10::BFloat16"]"#;
+    let up = |backward: bool| {
+        let mut v = vec![
+            (
+                "aten::copy_",
+                "[[3584, 152064], [3584, 152064], []]",
+                r#"["float", "c10::BFloat16", "Scalar"]"#,
+                200.0,
+            ),
+            (
+                "aten::mm",
+                "[[32, 3584], [3584, 152064]]",
+                r#"["float", "float"]"#,
+                100.0,
+            ),
+        ];
+        if backward {
+            v.push(("MmBackward0", "[]", "[]", 100.0));
+        }
+        v
+    };
+    let quant = vec![
+        ("aten::abs", "[[4096, 4096]]", r#"["c10::BFloat16"]"#, 50.0),
+        (
+            "aten::amax",
+            "[[4096, 4096], [], []]",
+            r#"["c10::BFloat16", "", ""]"#,
+            50.0,
+        ),
+        ("aten::mul", "[[4096, 4096], [4096, 4096]]", BF, 50.0),
+        (
+            "aten::copy_",
+            "[[4096, 4096], [4096, 4096], []]",
+            r#"["c10::Float8_e4m3fn", "c10::BFloat16", "Scalar"]"#,
+            50.0,
+        ),
+        (
+            "aten::_scaled_mm",
+            "[[8192, 4096], [4096, 4096], [], []]",
+            r#"["c10::Float8_e4m3fn", "c10::Float8_e4m3fn", "float", "float"]"#,
+            300.0,
+        ),
+    ];
+    let run = |steps: Vec<Vec<(&str, &str, &str, f64)>>| {
+        analyze_trace(import::import_bytes(&steps_trace(&steps)).expect("imports"))
+    };
+    let a = run(vec![up(false), up(false), up(false)]);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, "Weights up-cast from BFloat16 to fp32 on every forward").expect("finding");
+    assert!(
+        b.issue.contains("3 conversions of 1 weight shapes")
+            && b.issue.contains("fp32 GEMMs (0.300 ms)"),
+        "{}",
+        b.issue
+    );
+    let r = b.impact.replayed.expect("replayed");
+    assert!((r.saved_ms() - 3.0 * 0.25).abs() < 0.02, "{r:?}");
+    let a = run(vec![up(true), up(true), up(true)]);
+    assert!(find(a.standalone.as_ref().expect("st"), "Weights up-cast").is_none());
+    let a = run(vec![quant.clone(), quant.clone(), quant.clone()]);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, "Weights quantized to Float8_e4m3fn on every forward").expect("finding");
+    assert!(
+        b.path_a.starts_with("Quantize the weights once"),
+        "{}",
+        b.path_a
+    );
+    let r = b.impact.replayed.expect("replayed");
+    // The four ops' kernels (0.6 ms), less what the GEMM's launch, now first, still waits.
+    assert!(r.saved_ms() > 0.5 && r.saved_ms() <= 0.6 + 1e-9, "{r:?}");
+    // No other recommendation claims the same kernels.
+    let claims: Vec<&str> = st
+        .recommendations
+        .iter()
+        .map(|&(c, i)| st.categories[c].bottlenecks[i].title.as_str())
+        .filter(|t| !t.starts_with("Weights quantized") && !t.contains("_scaled_mm"))
+        .collect();
+    assert!(
+        claims
+            .iter()
+            .all(|t| !t.contains("abs") && !t.contains("amax")),
+        "{claims:?}"
+    );
+}

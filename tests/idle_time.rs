@@ -513,13 +513,13 @@ fn idle_inside_a_graph_replay_is_measured_apart() {
 fn refill_trace(sync: bool) -> Vec<u8> {
     let mut ev = Vec::new();
     let (mut cpu, mut gpu, mut corr) = (10.0f64, 100.0f64, 1);
-    let mut launch = |ev: &mut Vec<String>,
-                      name: &str,
-                      cpu: f64,
-                      host: f64,
-                      gpu: &mut f64,
-                      dur: f64,
-                      corr: &mut i32| {
+    let launch = |ev: &mut Vec<String>,
+                  name: &str,
+                  cpu: f64,
+                  host: f64,
+                  gpu: &mut f64,
+                  dur: f64,
+                  corr: &mut i32| {
         let call = cpu + host - 6.0;
         let start = gpu.max(call + 3.0);
         ev.push(format!(

@@ -819,6 +819,9 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         b.impact.ranked_by_formula = profiled;
         // Priority from the estimated saving (docs/analysis.md, "Priorities").
         b.priority = b.impact.priority();
+        if b.optional {
+            b.priority = rules::Priority::Low;
+        }
         // A layer test's idle is its own loop's, between layers a real model would not run
         // one by one (review 25, R8: the normalization test's idle ranked Critical above its
         // layers' findings): stated, ranked Low.
@@ -860,6 +863,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     });
     findings::merge::same_cause_recommendations(&mut categories, &mut recommendations);
     findings::merge::same_fix_recommendations(&mut categories, &mut recommendations);
+    findings::merge::same_kernels_recommendations(&mut categories, &mut recommendations);
     if let Some(why) = src.platform.and_then(no_inductor) {
         for b in categories.iter_mut().flat_map(|c| &mut c.bottlenecks) {
             caveat_compile(b, &why);

@@ -5,7 +5,11 @@
 //! bf16 (with a scale multiply of the same shape) before a bf16 GEMM move every weight three
 //! more times and forgo the FP8 matrix rate (held-out suite 4: a ViT-Huge's 256 weight casts a
 //! forward, found for one [1024, 1280] tensor only; Llama's FP8 weights dequantised before
-//! every GEMM, not found).
+//! every GEMM, not found). In inference the same holds for any conversion of a GEMM's weight
+//! operand (a `mm` / `addmm` / `_scaled_mm` second operand, or its transpose): a bf16 weight
+//! up-cast to fp32 for an fp32 GEMM every step, or quantized to FP8 (its `abs` / `amax` /
+//! scale multiply and the cast) before every call (held-out suite 5: Qwen2's LM head up-cast
+//! each decode step, Llama's FP8 weights re-quantized on every call).
 
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Trace};
@@ -63,11 +67,23 @@ fn types(trace: &Trace, id: EventId) -> Vec<String> {
 
 /// Finds the largest direction of weight conversions; `None` without one.
 pub fn find(trace: &Trace, tree: &CallTree) -> Option<WeightCasts> {
-    trace.strings.find("aten::linear")?;
+    [
+        "aten::linear",
+        "aten::mm",
+        "aten::addmm",
+        "aten::_scaled_mm",
+    ]
+    .iter()
+    .find_map(|n| trace.strings.find(n))?;
     trace.strings.find("aten::copy_")?;
     // Weight and bias shapes of the linear calls, with the calls (ids) that read each weight.
     let mut weights: Vec<(Vec<i64>, Vec<EventId>)> = Vec::new();
+    // The second operands of matrix products (`mm`, `addmm`, `_scaled_mm`) with their calls:
+    // weights too where the model calls the product itself (inference only, by the finding).
+    let mut operands: Vec<(Vec<i64>, Vec<EventId>)> = Vec::new();
     let mut biases: Vec<Vec<i64>> = Vec::new();
+    // Quantization chains' elementwise ops on 2-D half-precision tensors (`abs`, `amax`, …).
+    let mut chain: Vec<(EventId, Vec<i64>)> = Vec::new();
     let mut copies: Vec<(EventId, Vec<i64>, String, String)> = Vec::new();
     let mut up_casts: Vec<(EventId, Vec<i64>)> = Vec::new();
     let mut muls: Vec<(EventId, Vec<i64>)> = Vec::new();
@@ -83,7 +99,21 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<WeightCasts> {
             name,
             "aten::layer_norm" | "aten::group_norm" | "aten::softmax" | "aten::log_softmax"
         );
-        if !matches!(name, "aten::linear" | "aten::copy_" | "aten::mul") && !fp32_listed {
+        let product = matches!(name, "aten::mm" | "aten::addmm" | "aten::_scaled_mm");
+        let quantizing = matches!(
+            name,
+            "aten::abs"
+                | "aten::amax"
+                | "aten::aminmax"
+                | "aten::clamp"
+                | "aten::div"
+                | "aten::reciprocal"
+        );
+        if !matches!(name, "aten::linear" | "aten::copy_" | "aten::mul")
+            && !fp32_listed
+            && !product
+            && !quantizing
+        {
             continue;
         }
         let id = EventId(i as u32);
@@ -96,6 +126,28 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<WeightCasts> {
                     && !fp32_inputs.contains(x)
                 {
                     fp32_inputs.push(x.clone());
+                }
+            }
+            continue;
+        }
+        if product {
+            let w = if name == "aten::addmm" {
+                s.get(2)
+            } else {
+                s.get(1)
+            };
+            if let Some(w) = w.filter(|w| w.len() == 2) {
+                match operands.iter_mut().find(|x| &x.0 == w) {
+                    Some(x) => x.1.push(id),
+                    None => operands.push((w.clone(), vec![id])),
+                }
+            }
+            continue;
+        }
+        if quantizing {
+            if let Some(x) = s.first().filter(|x| x.len() == 2) {
+                if types(trace, id).first().is_some_and(|t| is_half(t)) {
+                    chain.push((id, x.clone()));
                 }
             }
             continue;
@@ -122,8 +174,13 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<WeightCasts> {
                 if dst != src && is_half(dst) && (src == "float" || is_fp8(src)) {
                     copies.push((id, x.clone(), src.clone(), dst.clone()));
                 } else if dst == "float" && is_half(src) {
-                    // Up-casts: only autocast's around its fp32 ops count (below).
+                    // Up-casts: autocast's around its fp32 ops count (below); of a product's
+                    // weight operand, they are a direction of their own.
                     up_casts.push((id, x.clone()));
+                    copies.push((id, x.clone(), src.clone(), dst.clone()));
+                } else if is_fp8(dst) && is_half(src) {
+                    // Quantization to FP8: of a weight, a direction of its own.
+                    copies.push((id, x.clone(), src.clone(), dst.clone()));
                 }
             }
             _ => {
@@ -135,24 +192,47 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<WeightCasts> {
             }
         }
     }
-    if weights.is_empty() || copies.is_empty() {
+    if (weights.is_empty() && operands.is_empty()) || copies.is_empty() {
         return None;
     }
     let is_weight = |x: &Vec<i64>| weights.iter().any(|w| &w.0 == x);
     let is_param = |x: &Vec<i64>| is_weight(x) || biases.contains(x);
+    // A product's operand, as recorded or transposed (a weight `[N, K]` read as `[K, N]`).
+    let transposed = |x: &Vec<i64>| -> Vec<i64> { x.iter().rev().copied().collect() };
+    let is_operand = |x: &Vec<i64>| operands.iter().any(|w| &w.0 == x || w.0 == transposed(x));
+    // Up-casts and FP8 quantization are judged on the products' operands and the linears'
+    // weights; the other directions on the linears' parameters, as before.
+    let new_direction = |from: &str, to: &str| (to == "float" && is_half(from)) || is_fp8(to);
     // By direction (source, destination): the conversions of parameter-shaped tensors.
     let mut best: Option<WeightCasts> = None;
     let mut directions: Vec<(String, String)> =
         copies.iter().map(|c| (c.2.clone(), c.3.clone())).collect();
     directions.sort();
     directions.dedup();
+    // Training converts its changing weights each step by design (fp32 masters under
+    // autocast, FP8 training's per-step quantization): the new directions are inference's.
+    let trains = trace.strings.iter().any(|n| n.contains("Backward"));
     for (from, to) in directions {
+        let fresh = new_direction(&from, &to);
+        if fresh && trains {
+            continue;
+        }
         let mine: Vec<&(EventId, Vec<i64>, String, String)> = copies
             .iter()
-            .filter(|c| c.2 == from && c.3 == to && is_param(&c.1))
+            .filter(|c| c.2 == from && c.3 == to)
+            .filter(|c| {
+                if fresh {
+                    c.1.len() == 2 && (is_weight(&c.1) || is_operand(&c.1))
+                } else {
+                    is_param(&c.1)
+                }
+            })
             .collect();
         // Weight matrices must be among them: a bias alone is no weight cast.
-        if !mine.iter().any(|c| is_weight(&c.1)) {
+        if !mine
+            .iter()
+            .any(|c| is_weight(&c.1) || (fresh && is_operand(&c.1)))
+        {
             continue;
         }
         let mut cast_ids: Vec<u32> = Vec::new();
@@ -203,6 +283,20 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<WeightCasts> {
             }
         }
         let mut scale_ns = 0i64;
+        if is_fp8(&to) {
+            // The quantization's own passes over the same weights: the absolute maximum, the
+            // scale multiply or divide.
+            for (id, x) in chain.iter().chain(muls.iter()) {
+                if shapes.contains(&x) {
+                    for k in tree.gpu_under(*id) {
+                        cast_ids.push(k.0);
+                        scale_ns += trace.event(k).dur;
+                    }
+                    host_ids.push(id.0);
+                    host_ids.extend(tree.children(*id).map(|k| k.0));
+                }
+            }
+        }
         if is_fp8(&from) {
             // The dequantisation's scale multiply over the same weight shapes.
             for (id, x) in &muls {
@@ -217,6 +311,15 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<WeightCasts> {
         cast_ids.sort_unstable();
         cast_ids.dedup();
         let mut gemm_ids: Vec<u32> = Vec::new();
+        let products = operands
+            .iter()
+            .filter(|_| fresh)
+            .filter(|(w, _)| shapes.contains(&w) || shapes.contains(&&transposed(w)));
+        for (_, calls) in products {
+            for id in calls {
+                gemm_ids.extend(tree.gpu_under(*id).map(|k| k.0));
+            }
+        }
         for (w, calls) in &weights {
             if shapes.contains(&w) {
                 for id in calls {

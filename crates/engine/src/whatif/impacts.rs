@@ -566,6 +566,10 @@ pub fn replay_findings(
             }
             // A heuristic cut (no perf model) is Low, replayed or not.
             b.priority = b.impact.priority_for(b.impact.ranked_pct());
+            // An option, not a defect: stated at Low whatever it saves.
+            if b.optional {
+                b.priority = crate::standalone::rules::Priority::Low;
+            }
         }
     }
     let cats = &st.categories;

@@ -109,6 +109,7 @@ fn add(f: &mut CategoryFindings, u: &LogitsUpcast, inp: &Inputs<'_>) {
     if u.inside_loss {
         b.priority = Priority::Low;
         b.category_priority = Priority::Low;
+        b.optional = true;
     }
     // Replayed: the casts go, the fp32 passes take half their time.
     b.fix = vec![(

