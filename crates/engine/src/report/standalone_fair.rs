@@ -477,7 +477,16 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
                         .to_owned(),
                 (true, false) => "– (no op with a perf model)".to_owned(),
             },
-            |x| format!("{x:.1}%")
+            |x| {
+                if h.roofline_misfit_ms > 0.0 {
+                    format!(
+                        "{x:.1}% ({:.3} ms of ops measured faster than their model left out)",
+                        h.roofline_misfit_ms
+                    )
+                } else {
+                    format!("{x:.1}%")
+                }
+            }
         )
     );
     let _ = writeln!(
