@@ -539,6 +539,37 @@ fn unfused_attention_absorbs_its_bmm_and_softmax_findings() {
     let mut absorbed: Vec<&str> = b.absorbed.iter().map(|x| x.op_name.as_str()).collect();
     absorbed.sort();
     assert_eq!(absorbed, ["aten::_softmax", "aten::bmm"]);
+    // The same ops under `F.multi_head_attention_forward` (a Python frame above them):
+    // `nn.MultiheadAttention` off its fused path, told `need_weights=False` (held-out suite 5).
+    let mut doc: serde_json::Value = serde_json::from_slice(&case_bytes(&loose)).expect("json");
+    let events = doc["traceEvents"].as_array_mut().expect("events");
+    let ops: Vec<&serde_json::Value> = events.iter().filter(|e| e["cat"] == "cpu_op").collect();
+    let (pid, tid) = (ops[0]["pid"].clone(), ops[0]["tid"].clone());
+    let start = ops
+        .iter()
+        .filter_map(|e| e["ts"].as_f64())
+        .fold(f64::MAX, f64::min);
+    let end = ops
+        .iter()
+        .filter_map(|e| Some(e["ts"].as_f64()? + e["dur"].as_f64()?))
+        .fold(0.0, f64::max);
+    events.push(serde_json::json!({"ph": "X", "cat": "python_function",
+        "name": "torch/nn/functional.py(6266): multi_head_attention_forward",
+        "pid": pid, "tid": tid, "ts": start - 1.0, "dur": end - start + 2.0}));
+    let a = analyze_on(&serde_json::to_vec(&doc).expect("json"), "mi300x");
+    let b = top(standalone(&a));
+    assert!(
+        b.title
+            .starts_with("Unfused attention in `nn.MultiheadAttention`")
+            && b.issue
+                .contains("12 of them under `F.multi_head_attention_forward`")
+            && b.path_a.contains("`need_weights=False`")
+            && !b.path_a.contains("instead of bmm"),
+        "{} | {} | {}",
+        b.title,
+        b.issue,
+        b.path_a
+    );
     // A softmax whose rows are one token (decode) is no score matrix: nothing found.
     let decode = jarvis_engine::synth::planted::case("attention_decode").expect("case");
     let a = analyze_on(&case_bytes(&decode), "mi300x");

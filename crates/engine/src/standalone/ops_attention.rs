@@ -26,6 +26,41 @@ pub struct UnfusedAttention {
     /// Found from the op sequence, without module frames (`ops_attention`): `class` names
     /// the form (`matmul → softmax → matmul`, SDPA's math backend), not a module.
     pub from_ops: bool,
+    /// Instances whose ops run inside `torch.nn.functional.multi_head_attention_forward`
+    /// (`nn.MultiheadAttention` off its fused path: `need_weights=True`), read from the Python
+    /// frames above them (held-out suite 5: a ViT's MHA said to record "no module frames").
+    #[serde(default)]
+    pub mha_instances: u64,
+}
+
+/// The Python frame of `nn.MultiheadAttention`'s op-by-op path.
+const MHA_FRAME: &str = "multi_head_attention_forward";
+
+/// How many of `ops` run under `F.multi_head_attention_forward`: a Python frame of that name
+/// around the op on its thread (the analysis's call tree holds no Python frames, so they are
+/// read off the trace).
+fn under_mha(trace: &Trace, ops: &[EventId]) -> u64 {
+    if ops.is_empty() {
+        return 0;
+    }
+    let frames: Vec<(
+        crate::model::LaneId,
+        crate::model::Nanos,
+        crate::model::Nanos,
+    )> = trace
+        .events
+        .iter()
+        .filter(|e| e.kind() == EventKind::PythonFunction && trace.name(e).contains(MHA_FRAME))
+        .map(|e| (e.lane(), e.ts, e.end()))
+        .collect();
+    ops.iter()
+        .filter(|&&op| {
+            let e = trace.event(op);
+            frames
+                .iter()
+                .any(|&(l, a, b)| l == e.lane() && a <= e.ts && e.end() <= b)
+        })
+        .count() as u64
 }
 
 /// Top-level ops between the score matmul and its softmax (scale, mask, bias, dropout), and
@@ -75,6 +110,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Vec<UnfusedAttention> {
     };
     let mut sequences: Vec<(&str, i64)> = Vec::new();
     let mut sequence_count = 0u64;
+    let mut score_ops: Vec<EventId> = Vec::new();
     let mut math: Vec<(&str, i64)> = Vec::new();
     let mut math_count = 0u64;
     let lanes = tree.roots_by_thread(trace);
@@ -132,12 +168,19 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Vec<UnfusedAttention> {
                 sequences.extend(kernels_of(r));
             }
             sequence_count += 1;
+            score_ops.push(roots[qk]);
         }
     }
+    let mha = under_mha(trace, &score_ops);
     let mut out = Vec::new();
-    for (class, count, k) in [
-        ("matmul → softmax → matmul", sequence_count, sequences),
-        ("aten::_scaled_dot_product_attention_math", math_count, math),
+    for (class, count, k, mha_instances) in [
+        ("matmul → softmax → matmul", sequence_count, sequences, mha),
+        (
+            "aten::_scaled_dot_product_attention_math",
+            math_count,
+            math,
+            0,
+        ),
     ] {
         if count == 0 || k.is_empty() {
             continue;
@@ -149,6 +192,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Vec<UnfusedAttention> {
             ops: shares(k.into_iter()),
             core_ms: ns as f64 / 1e6,
             from_ops: true,
+            mha_instances,
         });
     }
     out.sort_by(|a, b| b.core_ms.total_cmp(&a.core_ms));

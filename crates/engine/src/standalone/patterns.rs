@@ -726,6 +726,12 @@ impl Patterns {
                     ops: ops(),
                     core_ms: total_ns as f64 / 1e6,
                     from_ops: false,
+                    // A module class: `MultiheadAttention` is named by its class.
+                    mha_instances: if class == "MultiheadAttention" {
+                        instances.len() as u64
+                    } else {
+                        0
+                    },
                 });
                 continue;
             }

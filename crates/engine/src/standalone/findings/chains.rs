@@ -115,6 +115,7 @@ fn add_qk_norm_rope(
         instances: q.chains,
         unfused_attention: false,
         sdpa_math: false,
+        mha: false,
         subtracts: true,
     });
     // Replayed as stated: the norms' and copies' kernels removed, the RoPE's pass standing
@@ -194,6 +195,7 @@ fn add_gated_activation(
         instances: g.pairs,
         unfused_attention: false,
         sdpa_math: false,
+        mha: false,
         subtracts: true,
     });
     b.causes.push(named(

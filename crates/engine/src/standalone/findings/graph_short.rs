@@ -286,6 +286,7 @@ pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
             instances: replays,
             unfused_attention: false,
             sdpa_math: false,
+            mha: false,
             subtracts: false,
         });
     }

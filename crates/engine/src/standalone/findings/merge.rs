@@ -30,6 +30,9 @@ pub struct Scope {
     /// ... behind one SDPA call that ran its math backend: its action (find why SDPA fell
     /// back) stands, where the score-matrix cause would say "call SDPA".
     pub sdpa_math: bool,
+    /// ... inside `nn.MultiheadAttention` off its fused path (`need_weights=True`): its action
+    /// (`need_weights=False`) stands, where the score-matrix cause would say "call SDPA".
+    pub mha: bool,
     /// The pattern is not a module class's but its ops' time inside it is known (a user
     /// function's, the copies around attention): op findings keep only their time outside it.
     pub subtracts: bool,

@@ -89,6 +89,7 @@ pub(super) fn scope_of(
         instances,
         unfused_attention,
         sdpa_math: false,
+        mha: false,
         subtracts: false,
     }
 }
@@ -265,6 +266,13 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                             ops, a.instances, a.core_ms
                         ),
                     ),
+                    (true, false) if a.mha_instances * 2 >= a.instances => (
+                        format!("Unfused attention in `nn.MultiheadAttention` ({})", code(&a.class)),
+                        format!(
+                            "`nn.MultiheadAttention` computes attention step by step {} times ({} of them under `F.multi_head_attention_forward`, its op-by-op path): a batched matmul writing a score matrix, a softmax over it and a matmul reading it ({}): {:.3} ms of kernels that a fused attention kernel replaces. The module takes that path when it must return the attention weights (`need_weights=True`, the default), which materializes them.",
+                            a.instances, a.mha_instances, ops, a.core_ms
+                        ),
+                    ),
                     (true, false) => (
                         format!("Unfused attention: a softmax between batched matmuls ({})", code(&a.class)),
                         format!(
@@ -273,7 +281,10 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         ),
                     ),
                 };
-                let action = if math {
+                let mha = a.mha_instances * 2 >= a.instances && a.mha_instances > 0;
+                let action = if mha {
+                    "Call the module with `need_weights=False` (and drop the returned weights where they are unused): `F.multi_head_attention_forward` then runs `scaled_dot_product_attention`, whose flash / memory-efficient kernels never write the score matrix (typically 3-10x on attention). In inference, `model.eval()` under `torch.inference_mode()` also enables the module's fused fast path where its conditions hold."
+                } else if math {
                     "Find why SDPA fell back to its math backend, then let it run its fused kernels: the flash and memory-efficient kernels need fp16/bf16 inputs (fp32 runs the math path), a head dimension they support, and no explicit mask where `is_causal=True` says the same; check that `torch.backends.cuda.enable_flash_sdp` / `enable_mem_efficient_sdp` are not off (or an `sdpa_kernel(SDPBackend.MATH)` context is not around the call). Typically 3-10x on attention."
                 } else {
                     "Replace the softmax + bmm sequence with `torch.nn.functional.scaled_dot_product_attention` (Flash / memory-efficient backends; typically 3-10x on attention)."
@@ -300,6 +311,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                 );
                 scope.subtracts = a.from_ops;
                 scope.sdpa_math = math;
+                scope.mha = mha;
                 b.scope = Some(scope);
                 f.bottlenecks.push(b);
             }
@@ -439,6 +451,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         instances: t.kernels.iter().map(|k| k.kernels).sum(),
                         unfused_attention: false,
                         sdpa_math: false,
+                        mha: false,
                         subtracts: false,
                     });
                     // channels_last removes the transposes: replayed as stated, so the finding

@@ -324,6 +324,7 @@ pub(super) fn add_conv_fp32(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         instances: 0,
         unfused_attention: false,
         sdpa_math: false,
+        mha: false,
         subtracts: true,
     });
     // Replayed at the middle speed-up, on what the finding counts: every fp32 convolution op's

@@ -191,7 +191,9 @@ pub(super) fn cause(p: &Bottleneck, rows: &[OpRow], platform: Option<&Platform>)
         // (held-out suite 2, s04): the action is to make the fused backend eligible.
         action: format!(
             "{}, so the scores never leave on-chip memory{}.",
-            if scope.sdpa_math {
+            if scope.mha {
+                "`nn.MultiheadAttention` computes it op by op because it must return the attention weights: call it with `need_weights=False` (then it runs `scaled_dot_product_attention`, flash or memory-efficient)"
+            } else if scope.sdpa_math {
                 "`scaled_dot_product_attention` is already called but ran its math backend: make its inputs eligible for the flash or memory-efficient backend (fp16/bf16, a supported head dimension, `is_causal=True` instead of an explicit causal mask) and check no `sdpa_kernel(SDPBackend.MATH)` context or disabled backend forces the fallback"
             } else {
                 "Call `torch.nn.functional.scaled_dot_product_attention` (flash or memory-efficient backend) instead of bmm → softmax → bmm"
