@@ -296,7 +296,7 @@ mod tests {
         };
         let text = causes(&[&narrow], 30.0, &nhwc_ctx)[0].action.clone();
         assert!(
-            text.contains("already channels_last") && !text.contains("Run the model"),
+            text.contains("channels_last already") && !text.contains("Run the model"),
             "{text}"
         );
         // 240 workgroups on 304 CUs idle 21 % of them: under a quarter, no cause.
