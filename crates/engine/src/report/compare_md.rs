@@ -80,7 +80,13 @@ fn expected_text(m: &Matched, datasheets: bool) -> String {
                 "nothing (the reference's calls take {r:.1} µs: latency-bound, no hardware ratio applies){beyond}"
             )
         }
-        _ => "unknown (no perf model or peaks)".into(),
+        _ => match m.envelope_ratio {
+            Some(e) => format!(
+                "at most {:+.1}% (no perf model: the larger of the bf16 matrix and HBM bandwidth ratios)",
+                (e - 1.0) * 100.0
+            ),
+            None => "unknown (no perf model or peaks)".into(),
+        },
     }
 }
 
