@@ -653,6 +653,28 @@ fn work_only_the_target_runs_is_a_recommendation() {
         fair.contains("The target's own analysis names their cause: \"Layout copies feeding GEMMs"),
         "{fair}"
     );
+    // The reference runs the same work under another name (its own form): netted at the
+    // target's rates (the same GPU: 1×), nothing is the target's alone.
+    let renamed = PlantedCase {
+        ops: with_copy
+            .ops
+            .iter()
+            .map(|o| {
+                let mut o = o.clone();
+                if o.name == "aten::copy_" {
+                    o.name = "aten::clone".into();
+                }
+                o
+            })
+            .collect(),
+        ..with_copy.clone()
+    };
+    let r2 = analyze(&case_bytes(&renamed)).expect("reference");
+    let c = compare(&t, &r2, "copies", "clones");
+    assert!(c.target_only.iter().any(|u| u.name == "aten::copy_"));
+    assert!(c.reference_only.iter().any(|u| u.name == "aten::clone"));
+    let fair = jarvis_engine::report::compare_md::fair_md_with(&c, "pair", Some((&t, &r2)));
+    assert!(!fair.contains("Work only the target runs"), "{fair}");
     // The same trace on both sides: nothing only the target runs, no such item.
     let same = compare(&r, &r, "a", "b");
     let fair = jarvis_engine::report::compare_md::fair_md_with(&same, "pair", Some((&r, &r)));

@@ -196,6 +196,23 @@ fn fused_and_unfused_attention_pair_under_their_common_op() {
     );
     let corr = &c.correspondences[0];
     assert_eq!((corr.kernels, corr.us), ([3, 1], [1000.0, 400.0]));
+    // A piece of it alone (the mask add under the same op) against the reference's flash
+    // kernel is no pair to hold to a ratio: each side's work stays unmatched, and the target's
+    // is netted against the reference's at the target's rates (held-out suite 5: "+193.9 %"
+    // for an elementwise add against `flash_fwd_kernel`).
+    let mut t = Pair::new("hipLaunchKernel");
+    t.op("aten::scaled_dot_product_attention", 0, 100, sdpa);
+    t.op(
+        "aten::add",
+        10,
+        10,
+        r#""Input Dims":[[8,16,1024,1024],[8,16,1024,1024]]"#,
+    );
+    t.kernel(12, "elementwise_kernel", 200, 1000);
+    let c = compare(&t, &r);
+    assert!(c.matched.is_empty(), "{:?}", c.matched);
+    assert_eq!(c.target_only.len(), 1, "{:?}", c.target_only);
+    assert_eq!(c.reference_only.len(), 1, "{:?}", c.reference_only);
 }
 
 /// `aten::mm` after a layout copy on the target, `aten::addmm` on the reference, both under
