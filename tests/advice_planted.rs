@@ -184,6 +184,26 @@ fn syncs_in_an_moe_module_are_its_expert_loop() {
         "{}",
         idle.path_a
     );
+    // Where the syncs hold most of the idle (2 ms of host work after each), they lead, and
+    // the advice stays the data-dependent one, never "copy with non_blocking" (review 93).
+    for module in [Some("DeepseekV2MoE"), None] {
+        let mut c = case("idle_launch_bound_with_syncs").expect("case");
+        c.module = module;
+        c.nonzero_ns = Some(2_000_000);
+        // Kernels longer than their launches: the step is not launch-bound.
+        c.kernel_ns = 100_000;
+        let a = analyze_trace(import::import_bytes(&case_bytes(&c)).expect("trace imports"));
+        let st = a.standalone.as_ref().expect("standalone");
+        let idle = find(st, "GPU idle time").expect("idle finding");
+        assert!(
+            idle.path_a
+                .starts_with("Remove the data-dependent synchronizations")
+                && !idle.path_a.contains("non_blocking")
+                && idle.path_a.contains("Mixture-of-Experts") == module.is_some(),
+            "{module:?}: {}",
+            idle.path_a
+        );
+    }
 }
 
 /// A host waiting on its own pageable uploads is told to keep the inputs on the GPU or pin

@@ -489,8 +489,9 @@ fn graph_replayed_kernels_take_their_captured_grid() {
     assert!(
         idle.path_a
             .contains("0.274 ms of it lies inside graph replays"),
-        "{}",
-        idle.path_a
+        "{} || {}",
+        idle.path_a,
+        idle.issue
     );
 }
 

@@ -1412,6 +1412,14 @@ fn refill(
         }
         return;
     }
+    // A gap a graph replay ends is the replay's submission pace (measured apart as idle
+    // inside graphs), not the host refilling the queue op by op.
+    if gap
+        .launch
+        .is_some_and(|l| crate::model::tree::is_graph_launch(trace.name(trace.event(l))))
+    {
+        return;
+    }
     let Some((sync, left, release)) = carry.get_mut(&lane) else {
         return;
     };

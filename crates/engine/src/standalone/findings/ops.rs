@@ -623,6 +623,10 @@ fn tiny_batch_fills(r: &OpRow, platform: Option<&Platform>) -> Option<(u64, u64)
 /// efficiency: its tiles already fill every SM/CU many times over.
 const LARGE_GEMM_ROWS: i64 = 4096;
 
+/// A K at least this many times the output's longer side is a reduction over tokens (a weight
+/// gradient), not a hidden size.
+const K_DOMINANT: i64 = 4;
+
 /// A GEMM's output in tiles of this edge (a common large tile) under this many waves of the
 /// GPU's compute units does not fill it many times over, however tall it is.
 const LARGE_TILE_EDGE: i64 = 128;
@@ -701,7 +705,13 @@ fn gemm_path_a(r: &OpRow, platform: Option<&Platform>, lever: bool) -> String {
         // Tokens in K: a weight gradient (dW = dYᵀ·X) sums over them, so more tokens only
         // lengthen K; a short output with a long K is spread by splitting K (held-out review
         // 89: H200 recsys's M = 1024, K = 65536 told to "batch more tokens").
-        (Some(m), narrow) if r.param("K").is_some_and(|k| k >= LARGE_GEMM_ROWS) => {
+        // K far longer than the output's sides: a sum over tokens, not a hidden size (review
+        // 93: an inference GEMM's K = 4096 read as a weight gradient's tokens).
+        (Some(m), narrow)
+            if r.param("K").is_some_and(|k| {
+                k >= LARGE_GEMM_ROWS && k >= K_DOMINANT * m.max(r.param("N").unwrap_or(0))
+            }) =>
+        {
             let k = r.param("K").unwrap_or_default();
             let fp8 = fp8.map_or(String::new(), |c| format!(", and whether {c} is acceptable"));
             match narrow {
@@ -720,9 +730,18 @@ fn gemm_path_a(r: &OpRow, platform: Option<&Platform>, lever: bool) -> String {
         ),
         // No shapes recorded (a graph-replayed or unattributed kernel): nothing says the GEMM
         // is small, so more tokens is not advice (review 89: three graph-replayed decode traces).
-        (None, _) => format!(
-            "Its shapes are not recorded, so whether more tokens per call would help is not known from this trace: profile one step without graph capture (eager) to record them, and measure the kernel the library picked in isolation (Path B){}.",
+        (None, _) if r.input_dims.trim().is_empty() => format!(
+            "Its shapes are not recorded, so whether more tokens per call would help is not known from this trace: {}, and measure the kernel the library picked in isolation (Path B){}.",
+            if r.name.contains("GraphLaunch") {
+                "profile one step without graph capture (eager) to record them"
+            } else {
+                "profile with `record_shapes=True` to record them"
+            },
             fp8.map_or(String::new(), |c| format!("; check whether {c} is acceptable"))
+        ),
+        (None, _) => format!(
+            "Check whether larger shapes are possible (batch more tokens per GEMM){}.",
+            fp8.map_or(String::new(), |c| format!(" and whether {c} is acceptable"))
         ),
     }
 }
@@ -2473,6 +2492,17 @@ mod tests {
         let a = gemm_path_a(&bare, None, false);
         assert!(
             !a.contains("batch more tokens") && a.contains("shapes are not recorded"),
+            "{a}"
+        );
+        // An inference GEMM whose K is a hidden size (M = 256 tokens, N = K = 4096): more
+        // tokens is the lever, never "a weight gradient".
+        let hidden = OpRow {
+            perf_params: "{'M': 256, 'N': 4096, 'K': 4096}".into(),
+            ..crate::standalone::ops::tests_support::row("aten::mm")
+        };
+        let a = gemm_path_a(&hidden, None, false);
+        assert!(
+            a.contains("batch more tokens") && !a.contains("weight gradient"),
             "{a}"
         );
         let large = gemm_path_a(&gemm(25089), None, false);

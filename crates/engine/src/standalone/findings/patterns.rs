@@ -154,7 +154,7 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                             c.kernels_per_instance().round()
                         ),
                         format!(
-                            "run of `{}` (no module frame groups it; found from the op sequence)",
+                            "run of `{}` (found from the op sequence: the trace records no `nn.Module: …` frame to group it; `with_modules=True` records them)",
                             c.class
                         ),
                     ),

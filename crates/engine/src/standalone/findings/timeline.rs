@@ -429,7 +429,7 @@ fn copy_advice(c: &super::CopyMix, platform: Option<&Platform>) -> (String, Stri
                 ms(c.pinned_ns)
             ),
             "The copies already use pinned memory, so what is left is when they run: issue them ahead of use on a side stream (prefetch the next batch while this one computes: a `torch.cuda.Stream`, `non_blocking=True`, and `wait_stream` / an event before the first kernel that reads it), so the compute stream never waits on the link; or keep the data on the GPU across steps.".to_owned(),
-            "Copies are bound by the host link and already pinned: their rate is the link's; overlapping them with compute is the lever.",
+            "Copies cross the host link and already use pinned memory: overlapping them with compute is the lever.",
         );
     }
     (
@@ -2186,7 +2186,17 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         {
             "The host work after each synchronization is what the GPU waits for: run it while the GPU works, not after it. Issue the next request's or step's launches before processing this one's results (prepare input N+1 while N runs, on a worker thread where the work is Python), or defer the synchronization until after the next launch; where the values read are not needed at once, keep them on the GPU.".into()
         }
-        C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync => {
+        // An op whose output size depends on the data: the shapes are the lever (review 93: a
+        // Python MoE expert loop's `nonzero` syncs told to copy with `non_blocking=True`).
+        C::DataDependentSync => format!(
+            "Remove the data-dependent synchronizations: {}",
+            if done.moe_loop() {
+                MOE_LOOP
+            } else {
+                "an op whose output size depends on the data (`nonzero`, boolean masks, `unique`) copies its count to the host and waits; keep the shapes static (a fixed capacity per expert or bucket, `torch.where` over masks, a fused kernel that routes on the GPU, such as a fused MoE kernel for an expert loop)."
+            }
+        ),
+        C::ItemSync | C::CopyToHost | C::ExplicitSync => {
             if inp.trains {
                 "Remove host synchronizations from the step: keep losses and metrics on the GPU and read them every N steps, copy with `non_blocking=True` into pinned memory, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.".into()
             } else {
@@ -2223,6 +2233,13 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         C::CpuOp => "Cut the op's host cost: `torch.compile` it, or move its CPU-side work out of the step; a larger batch amortizes it.".into(),
         C::Python if !records_python(inp) => "Record the host side with Python stacks (`with_stack=True`, CPU activities on) to see what the host does between launches; launch overhead in it yields to `torch.compile`, CUDA / HIP graphs or a larger batch per launch.".into(),
         C::Python => "Cut Python overhead between launches: `torch.compile` the step, capture it in a CUDA / HIP graph, or raise the batch size so each launch carries more work.".into(),
+    };
+    // Idle inside graph replays is said whatever leads (a sync before the replays leaves the
+    // bubbles inside them as they were).
+    let a = if top.kind.is_sync() && done.graphs {
+        format!("{a}{}", done.inside_graph_text())
+    } else {
+        a
     };
     let then = if idle.launch_bound && done.graphs {
         // Graphs replay the step: the count is of the few events launched one by one.
