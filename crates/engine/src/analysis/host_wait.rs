@@ -1367,7 +1367,12 @@ pub fn causes_and_context(
                 index.stack(trace, i),
             )
         });
-    (causes_with(trace, tree, &index, gaps, origin), ctx)
+    // The refill after a sync is the host re-queueing ops one by one: a step replayed by graph
+    // launches re-queues a whole graph at a time, whose host work between replays is what it is
+    // (SGLang's decode: an input copy's sync in `populate` had taken the lead over the bubbles
+    // inside its replays).
+    let refills = !ctx.mostly_graph_replayed();
+    (causes_with(trace, tree, &index, gaps, origin, refills), ctx)
 }
 
 /// GPU events whose launch is a graph launch.
@@ -1485,6 +1490,7 @@ fn causes_with(
     index: &ThreadIndex,
     gaps: &[Gap],
     origin: Nanos,
+    refills: bool,
 ) -> Vec<HostWaitCause> {
     let mut table: std::collections::HashMap<(CauseKind, String), HostWaitCause> =
         Default::default();
@@ -1494,7 +1500,11 @@ fn causes_with(
     for gap in gaps.iter().filter(|g| g.category == IdleCategory::HostWait) {
         total += gap.end - gap.start;
         let mut blames = blame_gap(trace, tree, index, gap);
-        if let Some(lane) = gap.launch.map(|l| trace.event(l).lane()) {
+        if let Some(lane) = gap
+            .launch
+            .map(|l| trace.event(l).lane())
+            .filter(|_| refills)
+        {
             refill(trace, tree, index, gap, lane, &mut blames, &mut carry);
         }
         for b in blames {
