@@ -213,6 +213,10 @@ pub enum OwnModel {
     /// Max or average pooling, forward or backward: the input and output read or written
     /// once, max pooling's int64 indices written by the forward and read by the backward.
     Pooling,
+    /// PyTorch's GroupNorm forward: the per-group moments in one pass over the input, then the
+    /// normalization reading it again and writing the output (held-out review 93: a UNet's
+    /// group norm at "37 % of bandwidth" whose kernels each ran at the elementwise rate).
+    GroupNormTwoPass,
     /// cuDNN's / MIOpen's BatchNorm backward in training: the input and the output's gradient
     /// read twice (the per-channel sums first), the input's gradient written once. TraceLens
     /// forces these ops to its inference formula (two tensors); the row keeps that model in
@@ -254,6 +258,9 @@ impl OwnModel {
             OwnModel::BatchNormBackward => {
                 "Jarvis's BatchNorm-backward model: the input and its output's gradient read twice (the per-channel sums first), the input's gradient written once"
             }
+            OwnModel::GroupNormTwoPass => {
+                "Jarvis's GroupNorm model: the input read twice (the per-group statistics first, then the normalization) and the output written once"
+            }
             OwnModel::ScatterAdd => {
                 "Jarvis's scatter-add model: the source read, the elements it adds to read and written, the index read once"
             }
@@ -272,6 +279,7 @@ impl OwnModel {
             OwnModel::InductorInPlace
                 | OwnModel::FusedAttention
                 | OwnModel::BatchNormBackward
+                | OwnModel::GroupNormTwoPass
                 | OwnModel::KernelPrecision
         )
     }

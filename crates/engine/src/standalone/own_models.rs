@@ -142,6 +142,25 @@ fn batch_norm_backward_bytes(r: &OpRow, trains: bool) -> Option<f64> {
     (numel > 0).then_some(5.0 * numel as f64 * bpe + 5.0 * channels as f64 * 4.0)
 }
 
+/// Bytes one call of PyTorch's GroupNorm forward moves (`OwnModel::GroupNormTwoPass`): its
+/// moments kernel reads the input, its normalization kernel reads it again and writes the
+/// output, three tensors where TraceLens's formula counts two (the per-group statistics and the
+/// affine parameters are negligible beside them).
+fn group_norm_bytes(r: &OpRow) -> Option<f64> {
+    if !matches!(
+        r.name.as_str(),
+        "aten::group_norm" | "aten::native_group_norm"
+    ) {
+        return None;
+    }
+    let dims = shapes(&r.input_dims);
+    let x = dims.first().filter(|d| d.len() >= 3)?;
+    let numel: i64 = x.iter().product();
+    let types: Vec<&str> = r.input_type.split('\'').skip(1).step_by(2).collect();
+    let bpe = types.first().and_then(|t| bytes_per_element(t))?;
+    (numel > 0).then_some(3.0 * numel as f64 * bpe)
+}
+
 /// Bytes one call of a scatter-add moves (`OwnModel::ScatterAdd`): `index_add_(self, dim,
 /// index, source)` and `scatter_add_(self, dim, index, src)` read their source once, read and
 /// write the element each source element adds to (at most the source's count: rows that repeat
@@ -406,6 +425,19 @@ pub fn apply(r: &mut OpRow, platform: Option<&Platform>, trains: bool) {
         r.own_model = Some(OwnModel::BatchNormBackward);
         return;
     }
+    if let Some(bytes) = group_norm_bytes(r).filter(|_| r.roofline_us.is_some()) {
+        r.tracelens = Some(TraceLensModel {
+            roofline_us: r.roofline_us,
+            bound: r.bound,
+        });
+        r.data_mb = Some(bytes / MIB);
+        r.tb_s = (r.kernel_us > 0.0).then(|| bytes * r.count as f64 / (r.kernel_us * 1e-6) / 1e12);
+        r.bound = Some(Bound::Memory);
+        r.roofline_us = platform.map(|p| bytes / (p.hbm_tbps.0 * 1e12) * 1e6);
+        r.flops_per_byte = r.gflops.map(|g| g * 1e9 / bytes);
+        r.own_model = Some(OwnModel::GroupNormTwoPass);
+        return;
+    }
     if let Some(roofline) = fused_attention_roofline(r, platform) {
         r.tracelens = Some(TraceLensModel {
             roofline_us: r.roofline_us,
@@ -588,6 +620,31 @@ mod tests {
         apply(&mut inference, Some(&p), false);
         assert_eq!(inference.own_model, None);
         assert_eq!(inference.roofline_us, Some(40.0));
+    }
+
+    /// A GroupNorm forward over 2 × 320 × 64 × 64 fp16 moves three tensors (the input read for
+    /// the statistics and again for the normalization, the output written); TraceLens's model
+    /// stays with the row for its agent report.
+    #[test]
+    fn a_group_norm_reads_its_input_twice() {
+        let p = crate::perf::platform::by_name("mi300x").expect("mi300x");
+        let mut r = softmax(
+            "aten::group_norm",
+            "((2, 320, 64, 64), (), (320,), (320,), (), ())",
+            "('c10::Half', 'Scalar', 'c10::Half', 'c10::Half', 'Scalar', 'Scalar')",
+            "('', '32', '', '', '1e-05', 'True')",
+        );
+        r.roofline_us = Some(1.0);
+        r.bound = Some(Bound::Memory);
+        apply(&mut r, Some(&p), false);
+        assert_eq!(r.own_model, Some(OwnModel::GroupNormTwoPass));
+        let want = 3.0 * 2.0 * 320.0 * 64.0 * 64.0 * 2.0;
+        assert!(
+            (r.data_mb.unwrap() * MIB - want).abs() < 1.0,
+            "{:?}",
+            r.data_mb
+        );
+        assert_eq!(r.tracelens.as_ref().and_then(|t| t.roofline_us), Some(1.0));
     }
 
     /// ResNet's 3×3 / 2 max pool over 512 × 64 × 112 × 112 bf16: the forward reads 822.1 MB,
