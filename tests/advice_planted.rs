@@ -2024,17 +2024,13 @@ fn loss_trace(upcast: bool) -> Vec<u8> {
             600.0,
         ));
     }
-    let mut ev = Vec::new();
-    let mut gpu = 100.0;
-    for (i, (name, dims, types, dur)) in ops.iter().enumerate() {
-        let corr = 10 + i;
-        let cpu = 20.0 + i as f64 * 20.0;
-        let loss = if name.starts_with("aten::_log_softmax") && i > 0 && !name.ends_with("data") {
-            // The loss op around the forward log-softmax, as `cross_entropy` records it.
+    // The loss op around the forward log-softmax, as `cross_entropy` records it.
+    let wrap = |i: usize, name: &str, cpu: f64, types: &str| {
+        if name.starts_with("aten::_log_softmax") && i > 0 && !name.ends_with("data") {
             format!(
                 r#"{{"ph":"X","cat":"cpu_op","name":"aten::cross_entropy_loss","pid":1,"tid":1,"ts":{},"dur":12,"args":{{"External id":{},"Input Dims":[{shape}, [4096]],"Input type":[{}, "long int"]}}}},"#,
                 cpu - 1.0,
-                corr + 100,
+                10 + i + 100,
                 types
                     .split(',')
                     .next()
@@ -2043,7 +2039,24 @@ fn loss_trace(upcast: bool) -> Vec<u8> {
             )
         } else {
             String::new()
-        };
+        }
+    };
+    loss_step(Vec::new(), &ops, &wrap)
+}
+
+/// One step of ops on an H100, each launching one kernel back to back (µs), 20 µs apart on the
+/// host, each preceded by what `wrap` writes for it (index, name, host start, input types),
+/// after `ev`; the host waits for the GPU at the end.
+fn loss_step(
+    mut ev: Vec<String>,
+    ops: &[(&str, String, &str, f64)],
+    wrap: &dyn Fn(usize, &str, f64, &str) -> String,
+) -> Vec<u8> {
+    let mut gpu = 100.0;
+    for (i, (name, dims, types, dur)) in ops.iter().enumerate() {
+        let corr = 10 + i;
+        let cpu = 20.0 + i as f64 * 20.0;
+        let loss = wrap(i, name, cpu, types);
         ev.push(format!(
             r#"{loss}{{"ph":"X","cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":{cpu},"dur":8,"args":{{"External id":{corr},"Input Dims":{dims},"Input type":{types}}}}},
 {{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{corr},"External id":{corr}}}}},
@@ -2125,34 +2138,11 @@ fn the_loss_casting_its_own_logits_is_low_and_forward_only() {
             400.0,
         ),
     ];
-    let mut ev = vec![format!(
+    let loss = format!(
         r#"{{"ph":"X","cat":"cpu_op","name":"aten::cross_entropy_loss","pid":1,"tid":1,"ts":39,"dur":60,"args":{{"External id":900,"Input Dims":[{shape}, [4096]],"Input type":["c10::BFloat16", "long int"]}}}}"#
-    )];
-    let mut gpu = 100.0;
-    for (i, (name, dims, types, dur)) in ops.iter().enumerate() {
-        let corr = 10 + i;
-        let cpu = 20.0 + i as f64 * 20.0;
-        ev.push(format!(
-            r#"{{"ph":"X","cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":{cpu},"dur":8,"args":{{"External id":{corr},"Input Dims":{dims},"Input type":{types}}}}},
-{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{corr},"External id":{corr}}}}},
-{{"ph":"X","cat":"kernel","name":"void kernel_{i}(...)","pid":0,"tid":7,"ts":{gpu},"dur":{dur},"args":{{"correlation":{corr},"External id":{corr},"device":0,"stream":7}}}}"#,
-            cpu + 2.0
-        ));
-        gpu += dur;
-    }
-    ev.push(format!(
-        r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":200,"dur":{},"args":{{}}}}"#,
-        gpu - 195.0
-    ));
-    ev.push(format!(
-        r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":10,"dur":{},"args":{{}}}}"#,
-        gpu + 10.0
-    ));
-    let bytes = format!(
-        r#"{{"schemaVersion":1,"deviceProperties":[{{"id":0,"name":"NVIDIA H100 80GB HBM3","totalGlobalMem":85899345920,"numSms":132}}],"traceEvents":[{}]}}"#,
-        ev.join(",\n")
     );
-    let a = analyze_trace(import::import_bytes(bytes.as_bytes()).expect("imports"));
+    let bytes = loss_step(vec![loss], &ops, &|_, _, _, _| String::new());
+    let a = analyze_trace(import::import_bytes(&bytes).expect("imports"));
     let st = a.standalone.as_ref().expect("standalone");
     assert!(find(st, "Logits cast").is_none(), "{}", all_text(st));
     let b = find(

@@ -366,14 +366,7 @@ fn every_sync_released_in_a_gap_is_blamed() {
     .expect("trace");
     let a = analyze_trace(trace);
     assert_eq!(a.idle.split.host_wait, 385_000);
-    let blamed = |kind: CauseKind| -> Nanos {
-        a.idle
-            .causes
-            .iter()
-            .filter(|c| c.kind == kind)
-            .map(|c| c.time_ns)
-            .sum()
-    };
+    let blamed = |kind: CauseKind| blamed_on(&a, kind);
     assert_eq!(blamed(CauseKind::ExplicitSync), 300_000);
     assert_eq!(blamed(CauseKind::CpuOp), 85_000);
 }
@@ -567,14 +560,7 @@ fn refill_trace(sync: bool) -> Vec<u8> {
 #[test]
 fn gaps_while_the_host_refills_after_a_sync_are_the_syncs() {
     let a = analyze_trace(import_bytes(&refill_trace(true)).expect("trace"));
-    let blamed = |kind: CauseKind| -> Nanos {
-        a.idle
-            .causes
-            .iter()
-            .filter(|c| c.kind == kind)
-            .map(|c| c.time_ns)
-            .sum()
-    };
+    let blamed = |kind: CauseKind| blamed_on(&a, kind);
     let host_wait = a.idle.split.host_wait;
     assert!(host_wait > 100_000, "{host_wait}");
     assert_eq!(
@@ -592,4 +578,14 @@ fn gaps_while_the_host_refills_after_a_sync_are_the_syncs() {
         "{}",
         a.idle.split.host_wait
     );
+}
+
+/// Host-wait time blamed on causes of one kind.
+fn blamed_on(a: &Analysis, kind: CauseKind) -> Nanos {
+    a.idle
+        .causes
+        .iter()
+        .filter(|c| c.kind == kind)
+        .map(|c| c.time_ns)
+        .sum()
 }

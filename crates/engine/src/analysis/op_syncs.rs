@@ -84,18 +84,7 @@ pub fn op_syncs(trace: &Trace) -> OpSyncs {
         .map(|(&(l, t, _), _)| (l, t));
     let top_frame = first
         .and_then(|(lane, t)| {
-            trace
-                .events
-                .iter()
-                .filter(|e| {
-                    e.kind() == EventKind::PythonFunction
-                        && e.lane() == lane
-                        && e.ts <= t
-                        && e.end() >= t
-                        && !library_frame(trace.name(e))
-                })
-                .max_by_key(|e| e.ts)
-                .map(|e| trace.name(e).to_owned())
+            crate::model::host_calls::innermost_frame(trace, lane, t, |n| !library_frame(n))
         })
         .unwrap_or_default();
     OpSyncs {

@@ -23,6 +23,28 @@ pub fn is_user_function(name: &str) -> bool {
     !library && !plumbing && !func.starts_with('<')
 }
 
+/// The innermost Python frame on `lane` around time `t` whose name `keep` accepts (the code
+/// that made a call: a sync's caller, a collective's loop).
+pub fn innermost_frame(
+    trace: &super::Trace,
+    lane: super::LaneId,
+    t: super::Nanos,
+    keep: impl Fn(&str) -> bool,
+) -> Option<String> {
+    trace
+        .events
+        .iter()
+        .filter(|e| {
+            e.kind() == super::EventKind::PythonFunction
+                && e.lane() == lane
+                && e.ts <= t
+                && e.end() >= t
+                && keep(trace.name(e))
+        })
+        .max_by_key(|e| e.ts)
+        .map(|e| trace.name(e).to_owned())
+}
+
 /// What a blocking call waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Blocking {

@@ -124,18 +124,12 @@ pub fn find(trace: &Trace, collectives: &[CollectiveSignature]) -> Option<Manual
     }
     // The innermost user function around the first call on its thread.
     let frame = first.and_then(|(t, lane)| {
-        trace
-            .events
-            .iter()
-            .filter(|e| {
-                e.kind() == EventKind::PythonFunction
-                    && e.lane() == lane
-                    && e.ts <= t
-                    && e.end() >= t
-                    && super::functions::is_user_function(trace.name(e))
-            })
-            .max_by_key(|e| e.ts)
-            .map(|e| trace.name(e).to_owned())
+        crate::model::host_calls::innermost_frame(
+            trace,
+            lane,
+            t,
+            super::functions::is_user_function,
+        )
     });
     Some(ManualAllReduce {
         steps: looping,

@@ -412,7 +412,13 @@ pub fn apply(r: &mut OpRow, platform: Option<&Platform>, trains: bool) {
         r.own_model = Some(OwnModel::KernelPrecision);
         return;
     }
-    if let Some(bytes) = batch_norm_backward_bytes(r, trains).filter(|_| r.roofline_us.is_some()) {
+    // Ops TraceLens models with fewer passes than their kernels make: TraceLens's model kept
+    // for its agent report, the row's bytes replaced.
+    let passes = batch_norm_backward_bytes(r, trains)
+        .map(|b| (b, OwnModel::BatchNormBackward))
+        .or_else(|| group_norm_bytes(r).map(|b| (b, OwnModel::GroupNormTwoPass)))
+        .filter(|_| r.roofline_us.is_some());
+    if let Some((bytes, model)) = passes {
         r.tracelens = Some(TraceLensModel {
             roofline_us: r.roofline_us,
             bound: r.bound,
@@ -422,20 +428,7 @@ pub fn apply(r: &mut OpRow, platform: Option<&Platform>, trains: bool) {
         r.bound = Some(Bound::Memory);
         r.roofline_us = platform.map(|p| bytes / (p.hbm_tbps.0 * 1e12) * 1e6);
         r.flops_per_byte = r.gflops.map(|g| g * 1e9 / bytes);
-        r.own_model = Some(OwnModel::BatchNormBackward);
-        return;
-    }
-    if let Some(bytes) = group_norm_bytes(r).filter(|_| r.roofline_us.is_some()) {
-        r.tracelens = Some(TraceLensModel {
-            roofline_us: r.roofline_us,
-            bound: r.bound,
-        });
-        r.data_mb = Some(bytes / MIB);
-        r.tb_s = (r.kernel_us > 0.0).then(|| bytes * r.count as f64 / (r.kernel_us * 1e-6) / 1e12);
-        r.bound = Some(Bound::Memory);
-        r.roofline_us = platform.map(|p| bytes / (p.hbm_tbps.0 * 1e12) * 1e6);
-        r.flops_per_byte = r.gflops.map(|g| g * 1e9 / bytes);
-        r.own_model = Some(OwnModel::GroupNormTwoPass);
+        r.own_model = Some(model);
         return;
     }
     if let Some(roofline) = fused_attention_roofline(r, platform) {

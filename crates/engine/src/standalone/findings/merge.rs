@@ -364,12 +364,7 @@ pub fn same_fix_recommendations(
             if gone.iter().any(|(g, _)| *g == x || *g == y) {
                 continue;
             }
-            let (keep, drop) = if a.impact.ranked_pct() >= b.impact.ranked_pct() {
-                (x, y)
-            } else {
-                (y, x)
-            };
-            gone.push((drop, keep));
+            gone.push(keep_and_drop(a, b, x, y));
         }
     }
     for &(at, keeper) in &gone {
@@ -396,6 +391,21 @@ pub fn same_fix_recommendations(
     }
     recommendations.retain(|at| !gone.iter().any(|(g, _)| g == at));
     gone.len()
+}
+
+/// Of two recommendations one fix covers, (the one to drop, the one that keeps the place): the
+/// larger ranked saving stays.
+fn keep_and_drop(
+    a: &Bottleneck,
+    b: &Bottleneck,
+    x: (usize, usize),
+    y: (usize, usize),
+) -> ((usize, usize), (usize, usize)) {
+    if a.impact.ranked_pct() >= b.impact.ranked_pct() {
+        (y, x)
+    } else {
+        (x, y)
+    }
 }
 
 /// The GPU events a finding's replayed fix removes or scales (`events:` selectors).
@@ -454,12 +464,7 @@ pub fn same_kernels_recommendations(
                 &categories[x.0].bottlenecks[x.1],
                 &categories[y.0].bottlenecks[y.1],
             );
-            let (keep, drop) = if a.impact.ranked_pct() >= b.impact.ranked_pct() {
-                (x, y)
-            } else {
-                (y, x)
-            };
-            gone.push((drop, keep));
+            gone.push(keep_and_drop(a, b, x, y));
         }
     }
     for &(at, keeper) in &gone {
