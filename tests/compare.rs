@@ -675,6 +675,37 @@ fn work_only_the_target_runs_is_a_recommendation() {
     assert!(c.reference_only.iter().any(|u| u.name == "aten::clone"));
     let fair = jarvis_engine::report::compare_md::fair_md_with(&c, "pair", Some((&t, &r2)));
     assert!(!fair.contains("Work only the target runs"), "{fair}");
+    // The reference runs the same op at other shapes (inputs that differ): the same work, not
+    // the target's alone.
+    let reshaped = PlantedCase {
+        ops: with_copy
+            .ops
+            .iter()
+            .map(|o| {
+                let mut o = o.clone();
+                if o.name == "aten::copy_" {
+                    // Smaller, and a tenth of the time: netting alone would leave the item.
+                    o.dims = o
+                        .dims
+                        .replace(|c: char| c.is_ascii_digit() && c != '0', "3");
+                    for k in &mut o.kernels {
+                        k.1 /= 10;
+                    }
+                }
+                o
+            })
+            .collect(),
+        ..with_copy.clone()
+    };
+    let r3 = analyze(&case_bytes(&reshaped)).expect("reference");
+    let c = compare(&t, &r3, "copies", "reshaped");
+    assert!(
+        c.target_only.iter().any(|u| u.name == "aten::copy_"),
+        "{:?}",
+        c.target_only
+    );
+    let fair = jarvis_engine::report::compare_md::fair_md_with(&c, "pair", Some((&t, &r3)));
+    assert!(!fair.contains("Work only the target runs"), "{fair}");
     // The same trace on both sides: nothing only the target runs, no such item.
     let same = compare(&r, &r, "a", "b");
     let fair = jarvis_engine::report::compare_md::fair_md_with(&same, "pair", Some((&r, &r)));
