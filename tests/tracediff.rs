@@ -213,6 +213,19 @@ fn fused_and_unfused_attention_pair_under_their_common_op() {
     assert!(c.matched.is_empty(), "{:?}", c.matched);
     assert_eq!(c.target_only.len(), 1, "{:?}", c.target_only);
     assert_eq!(c.reference_only.len(), 1, "{:?}", c.reference_only);
+    // One batched matmul of it alone: matrix work too, but no fused form of the other side
+    // (one kernel from one op each): no pair either.
+    let mut t = Pair::new("hipLaunchKernel");
+    t.op("aten::scaled_dot_product_attention", 0, 100, sdpa);
+    t.op(
+        "aten::bmm",
+        10,
+        10,
+        r#""Input Dims":[[128,1024,64],[128,64,1024]]"#,
+    );
+    t.kernel(12, "Cijk_Alik_Bljk_BBS_MT128x128x32", 200, 300);
+    let c = compare(&t, &r);
+    assert!(c.matched.is_empty(), "{:?}", c.matched);
 }
 
 /// `aten::mm` after a layout copy on the target, `aten::addmm` on the reference, both under
