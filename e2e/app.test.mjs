@@ -329,7 +329,9 @@ test('choosing a platform and editing its peaks re-analyzes like the CLI with th
   const file = path.join(OUT, 'edited-platform.json');
   fs.writeFileSync(file, JSON.stringify(mi));
   assert.ok(Math.abs(await shownIdeal() - cliRoofline(file)) < 0.0005);
-  assert.ok(await shownIdeal() > cliRoofline('MI300X'));
+  // The edited peaks took effect: the figures differ from MI300X's own (which rows beat the
+  // slower roofline, and are left out of it, changes with the peaks too).
+  assert.ok(Math.abs(await shownIdeal() - cliRoofline('MI300X')) > 0.0005);
   await page.getByTestId('tab-report').click();
   assert.match(await page.getByTestId('report').textContent(), /MI300X \(edited\)/);
   assert.deepEqual(errors, []);
