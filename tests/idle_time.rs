@@ -589,3 +589,41 @@ fn blamed_on(a: &Analysis, kind: CauseKind) -> Nanos {
         .map(|c| c.time_ns)
         .sum()
 }
+
+/// The sync's call site is named only where every blamed call has it: one Python frame around
+/// all three layers names it; two frames, each around some of them, name none.
+#[test]
+fn a_syncs_site_is_named_only_where_all_its_calls_share_it() {
+    let site = |frames: &[(f64, f64, &str)]| {
+        let mut doc: serde_json::Value = serde_json::from_slice(&refill_trace(true)).expect("json");
+        let events = doc["traceEvents"].as_array_mut().expect("events");
+        for &(ts, dur, name) in frames {
+            events.push(
+                serde_json::json!({"ph": "X", "cat": "python_function", "name": name,
+                "pid": 1, "tid": 1, "ts": ts, "dur": dur}),
+            );
+        }
+        let a =
+            analyze_trace(import_bytes(&serde_json::to_vec(&doc).expect("json")).expect("trace"));
+        a.idle
+            .causes
+            .iter()
+            .find(|c| c.kind == CauseKind::ItemSync)
+            .expect("item row")
+            .site
+            .clone()
+    };
+    assert_eq!(
+        site(&[(1.0, 1e6, "train.py(10): check")]),
+        Some("train.py(10): check".to_owned())
+    );
+    // The first layer's sync (22–606 µs on the host) under one frame, the others (from
+    // 682 µs) under another; each frame alone would be named.
+    assert_eq!(
+        site(&[
+            (1.0, 650.0, "train.py(10): check"),
+            (651.0, 1e6, "train.py(20): guard")
+        ]),
+        None
+    );
+}
