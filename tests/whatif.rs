@@ -103,6 +103,33 @@ fn removing_a_sync_lets_the_cpu_run_ahead() {
     assert_eq!(predict(&t, &[("remove-sync", "all")]), vec![(205.0, 171.0)]);
 }
 
+/// A trace with `cuda_sync` records (one stream synchronize) and a `cudaFree`, which has
+/// none: the free waits for `gemm_a` (20-120 µs) all the same, so a faster GEMM ends the free,
+/// and the copy after it, sooner. Taken for CPU work, the free's 72 µs would hold the step.
+#[test]
+fn a_free_waits_for_the_gpu_beside_recorded_syncs() {
+    let t = trace(
+        r#"{"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 150},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "fill_k", "pid": 0, "tid": 7, "ts": 5, "dur": 5, "args": {"correlation": 1, "stream": 7}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 1, "ts": 4, "dur": 7, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "cuda_sync", "name": "Stream Sync", "pid": 0, "tid": 7, "ts": 10, "dur": 1, "args": {"correlation": 2, "stream": 7, "device": 0}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 12, "dur": 8},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 13, "dur": 5, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "kernel", "name": "gemm_a", "pid": 0, "tid": 7, "ts": 20, "dur": 100, "args": {"correlation": 3, "stream": 7}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaFree", "pid": 1, "tid": 1, "ts": 50, "dur": 72, "args": {"correlation": 4}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::copy_", "pid": 1, "tid": 1, "ts": 125, "dur": 20}
+]}"#,
+    );
+    let [(replayed, predicted)] = predict(&t, &[("scale", "kernel:gemm_a=0.5")])[..] else {
+        panic!("one step");
+    };
+    assert_eq!(replayed, 150.0);
+    // 50 µs sooner: the GEMM ends at 70, the free 2 µs after it, the copy 3 µs later.
+    assert_eq!(predicted, 100.0);
+}
+
 /// Two streams: `long_a` (150 µs) on one, `short_b` (50 µs) on the other, a device
 /// synchronize waits for both.
 const OVERLAPPED: &str = r#"{"traceEvents": [

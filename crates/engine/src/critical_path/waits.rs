@@ -139,7 +139,9 @@ pub(super) fn syncs(
                 }
                 vec![g]
             }
-            _ if !ctx.syncs.is_empty() => continue,
+            // CUPTI records explicit synchronizes; the device-wide wait inside a free
+            // (`cudaFree`, `hipFree`) has no record, so it is inferred even beside records.
+            _ if !ctx.syncs.is_empty() && name.contains("Synchronize") => continue,
             Blocking::Device => last_before(e.ts),
             Blocking::Stream => last_before(e.ts)
                 .into_iter()

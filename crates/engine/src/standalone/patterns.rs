@@ -11,6 +11,7 @@ use super::op_shares::shares;
 pub use super::op_shares::OpShare;
 use super::ops_attention::MIN_SCORE_DIM;
 use crate::analysis::kernel_kinds::is_layout_conversion;
+use crate::model::autograd::AutogradLinks;
 use crate::model::strings::StrId;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Trace};
@@ -52,14 +53,39 @@ pub struct FusionCandidate {
     pub from_ops: bool,
     #[serde(skip)]
     pub removed: Vec<u32>,
+    /// For a module class in a training step: the kernels its ops' backward nodes launch
+    /// (linked by sequence number), which a fused module's backward kernel also replaces.
+    #[serde(default)]
+    pub backward: Option<FusedBackward>,
+}
+
+/// The backward half of a module fusion candidate.
+#[derive(Debug, Clone, Serialize)]
+pub struct FusedBackward {
+    pub kernels: u64,
+    /// Kernel time, ms.
+    pub total_ms: f64,
+    /// Per instance, its longest backward kernel, ms (the forward's estimate).
+    pub fused_ms: f64,
+    /// Every backward kernel but each instance's longest: what the replay removes.
+    #[serde(skip)]
+    pub removed: Vec<u32>,
 }
 
 impl FusionCandidate {
     pub fn kernels_per_instance(&self) -> f64 {
         self.kernels as f64 / self.instances.max(1) as f64
     }
+    /// Kernel time, forward and backward, ms.
+    pub fn all_ms(&self) -> f64 {
+        self.total_ms + self.backward.as_ref().map_or(0.0, |b| b.total_ms)
+    }
+    /// Fused time, forward and backward, ms.
+    pub fn all_fused_ms(&self) -> f64 {
+        self.fused_ms + self.backward.as_ref().map_or(0.0, |b| b.fused_ms)
+    }
     pub fn savings_ms(&self) -> f64 {
-        (self.total_ms - self.fused_ms).max(0.0)
+        (self.all_ms() - self.all_fused_ms()).max(0.0)
     }
 }
 
@@ -540,6 +566,7 @@ impl Patterns {
                 fused_ms: fused_ns as f64 / 1e6,
                 from_ops: false,
                 removed,
+                backward: None,
             });
         }
         self.fusion
@@ -603,6 +630,7 @@ impl Patterns {
                     fused_ms: c.fused_ms,
                     from_ops: true,
                     removed: c.removed,
+                    backward: None,
                 }
             })
             .collect();
@@ -646,10 +674,13 @@ impl Patterns {
         // or no shapes (`None`). Softmax names decided once per distinct name.
         let mut prefill: Vec<Option<bool>> = vec![None; modules.frames.len()];
         let mut softmax_name: HashMap<StrId, bool> = HashMap::default();
+        // Each frame's own top-level ops: their backward nodes are the instance's backward.
+        let mut roots: Vec<Vec<EventId>> = vec![Vec::new(); modules.frames.len()];
         for &root in &tree.cpu_roots {
             let Some(frame) = modules.frame_of_root(root) else {
                 continue;
             };
+            roots[frame as usize].push(root);
             let list = &mut work[frame as usize];
             for k in tree.gpu_under(root) {
                 let e = trace.event(k);
@@ -680,20 +711,24 @@ impl Patterns {
             .filter(|(_, w)| !w.is_empty())
             .map(|(f, w)| (f, w, prefill[f]));
         // Group instances by module class, classes in the order their first instance comes.
-        let mut classes: Vec<(&str, Vec<FrameKernels>, Option<bool>)> = Vec::new();
+        // (class, instances' kernels, any prefill scores, the instances' frames)
+        type Class<'m> = (&'m str, Vec<FrameKernels>, Option<bool>, Vec<usize>);
+        let mut classes: Vec<Class> = Vec::new();
         let mut class_at: HashMap<&str, usize> = HashMap::default();
         for (f, w, p) in frames {
             let class = modules.frames[f].class.as_str();
             let at = *class_at.entry(class).or_insert_with(|| {
-                classes.push((class, Vec::new(), None));
+                classes.push((class, Vec::new(), None, Vec::new()));
                 classes.len() - 1
             });
             classes[at].1.push(w);
+            classes[at].3.push(f);
             if let Some(p) = p {
                 classes[at].2 = Some(classes[at].2.unwrap_or(false) || p);
             }
         }
-        for (class, instances, prefill) in classes {
+        let mut links: Option<AutogradLinks> = None;
+        for (class, instances, prefill, frame_ids) in classes {
             let all = || instances.iter().flat_map(|w| w.iter().copied());
             let n_kernels = all().count() as u64;
             let total_ns: i64 = all().map(|(_, d)| d).sum();
@@ -755,6 +790,12 @@ impl Patterns {
                     fused_ms: fused_ns as f64 / 1e6,
                     from_ops: false,
                     removed: Vec::new(),
+                    backward: backward_of(
+                        trace,
+                        tree,
+                        links.get_or_insert_with(|| AutogradLinks::build(trace)),
+                        frame_ids.iter().map(|&f| roots[f].as_slice()),
+                    ),
                 });
             }
         }
@@ -764,6 +805,46 @@ impl Patterns {
             .sort_by(|a, b| b.core_ms.total_cmp(&a.core_ms));
         self
     }
+}
+
+/// The kernels the backward nodes of each instance's ops launch (autograd links by sequence
+/// number), `None` where none do (inference, or a trace without sequence numbers).
+fn backward_of<'a>(
+    trace: &Trace,
+    tree: &CallTree,
+    links: &AutogradLinks,
+    instances: impl Iterator<Item = &'a [EventId]>,
+) -> Option<FusedBackward> {
+    if links.bwd_of.is_empty() {
+        return None;
+    }
+    let mut out = FusedBackward {
+        kernels: 0,
+        total_ms: 0.0,
+        fused_ms: 0.0,
+        removed: Vec::new(),
+    };
+    for roots in instances {
+        let mut kernels: Vec<(i64, u32)> = roots
+            .iter()
+            .flat_map(|&r| links.subtree_backward(trace, tree, r))
+            .flat_map(|b| tree.gpu_under(b))
+            .filter(|&k| trace.event(k).kind() == EventKind::Kernel)
+            .map(|k| (trace.event(k).dur, k.0))
+            .collect();
+        kernels.sort_unstable();
+        kernels.dedup();
+        let Some(&(longest, _)) = kernels.last() else {
+            continue;
+        };
+        out.kernels += kernels.len() as u64;
+        out.total_ms += kernels.iter().map(|&(d, _)| d as f64).sum::<f64>() / 1e6;
+        out.fused_ms += longest as f64 / 1e6;
+        out.removed
+            .extend(kernels[..kernels.len() - 1].iter().map(|&(_, k)| k));
+    }
+    // One backward kernel an instance is already as fused as it gets.
+    (out.removed.len() as u64 * 2 >= out.kernels && out.kernels > 0).then_some(out)
 }
 
 fn conv_transposes(trace: &Trace, tree: &CallTree) -> Option<ConvTransposes> {

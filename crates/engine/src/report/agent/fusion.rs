@@ -115,8 +115,8 @@ pub fn opportunities(st: &Standalone) -> Vec<Opportunity> {
         push(
             &c.class,
             c.instances,
-            c.total_ms,
-            c.fused_ms,
+            c.all_ms(),
+            c.all_fused_ms(),
             ops_of(&c.ops),
             false,
         );

@@ -163,19 +163,28 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                         format!("{} call", code(&c.class)),
                     ),
                 };
+                let mut issue = format!(
+                    "Each {who} runs {:.0} separate kernels ({}): {} kernels over {} calls take {:.3} ms; one fused kernel per call would take about {:.3} ms.",
+                    c.kernels_per_instance(), ops, c.kernels, c.instances, c.total_ms, c.fused_ms
+                );
+                // A fused module replaces its backward kernels too (a fused norm's backward is
+                // one kernel): counted where autograd links them to the module's ops.
+                if let Some(bw) = &c.backward {
+                    issue.push_str(&format!(
+                        " Its backward runs {} more kernels ({:.3} ms) that a fused backward replaces (about {:.3} ms): {:.3} ms in all, about {:.3} ms fused.",
+                        bw.kernels, bw.total_ms, bw.fused_ms, c.all_ms(), c.all_fused_ms()
+                    ));
+                }
                 let mut b = pattern_bottleneck(
                     f.category,
                     &names,
                     title,
-                    c.total_ms,
-                    format!(
-                        "Each {who} runs {:.0} separate kernels ({}): {} kernels over {} calls take {:.3} ms; one fused kernel per call would take about {:.3} ms.",
-                        c.kernels_per_instance(), ops, c.kernels, c.instances, c.total_ms, c.fused_ms
-                    ),
+                    c.all_ms(),
+                    issue,
                     fusion_action(&c.class),
                     "Each kernel is memory-bound and makes its own pass over the data; tuning them one by one cannot remove the extra passes. Fusion is the lever.",
                     ProjectionKind::Saving,
-                    rules::saving_projection(c.total_ms, c.fused_ms, compute),
+                    rules::saving_projection(c.all_ms(), c.all_fused_ms(), compute),
                     inp,
                 );
                 if c.from_ops {
@@ -229,13 +238,19 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     let ids: Vec<String> = c.removed.iter().map(u32::to_string).collect();
                     vec![("remove", format!("events:{}", ids.join(",")))]
                 } else {
-                    vec![(
+                    let mut fix = vec![(
                         "fuse",
                         format!(
                             "{target}={:.3}",
                             c.fused_ms * 1e3 / c.instances.max(1) as f64
                         ),
-                    )]
+                    )];
+                    // The backward: each instance keeps its longest kernel.
+                    if let Some(bw) = &c.backward {
+                        let ids: Vec<String> = bw.removed.iter().map(u32::to_string).collect();
+                        fix.push(("remove", format!("events:{}", ids.join(","))));
+                    }
+                    fix
                 };
                 f.bottlenecks.push(b);
             }
