@@ -816,9 +816,11 @@ impl Impact {
         }
         // A share of the op's time, not an estimate of this cause: low confidence whatever
         // the cause's own (review Y: "high confidence" on a 0.15 / 0.30 / 0.45 guess).
+        // Nor more than lies above the trace's kernel floor: calls at the floor cannot lose
+        // 45 % by tuning (review 93: guesses past the physical bound).
         let c = Some(Confidence::Low);
         Impact::scaled(
-            0.45 * of_trace(b.time_ms * scope),
+            of_trace(b.time_ms * (0.45 * scope).min(room)),
             (1.0 / 3.0, 2.0 / 3.0),
             ImpactMethod::Heuristic,
             c,
