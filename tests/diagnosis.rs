@@ -1444,6 +1444,37 @@ fn eager_per_op_overhead_is_told_to_replay_a_graph() {
     );
 }
 
+/// Misaligned signatures each too small a share of their op to name alone are named together
+/// (a vocabulary projection's forward and both gradients, each 8 % of `aten::mm`, together
+/// its worst loss; suite 6): six aligned calls and three misaligned signatures of one call
+/// each, 11 % of the op apiece, 33 % together.
+#[test]
+fn small_misaligned_signatures_are_named_together() {
+    let mut events = Vec::new();
+    let mut t = 0i64;
+    for (corr, n) in [4096, 4096, 4096, 4096, 4096, 4096, 4097, 4099, 4101]
+        .into_iter()
+        .enumerate()
+    {
+        events.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {t}, "dur": 20, "args": {{"Input Dims": [[4096, 4096], [4096, {n}]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}}}}"#));
+        events.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {corr}}}}}"#, t + 5));
+        events.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "gemm_bf16_kernel", "pid": 0, "tid": 7, "ts": {}, "dur": 400, "args": {{"correlation": {corr}, "stream": 7}}}}"#, t + 12));
+        t += 500;
+    }
+    let bytes = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n")).into_bytes();
+    let a = analyze_on(&bytes, "mi300x");
+    let b = findings(standalone(&a))
+        .find(|b| b.op_name == "aten::mm")
+        .expect("mm finding");
+    let c = b
+        .causes
+        .iter()
+        .find(|c| c.key == "gemm_alignment")
+        .expect("alignment cause");
+    let scope = c.scope.expect("scoped");
+    assert!((scope - 1.0 / 3.0).abs() < 0.01, "{scope}");
+}
+
 /// A kernel an op launched itself, beside the sub-ops TraceLens credits (MI250 toy's
 /// `aten::mse_loss->…mse_kernel… (Synthetic Op)`), keeps the op's shapes: never "credited to no
 /// op, no shapes".
