@@ -111,6 +111,30 @@ fn syncs_in_a_launch_bound_step_come_before_graphs() {
     assert!(!idle.issue.contains("data-dependent"), "{}", idle.issue);
 }
 
+/// Host time in an op that can copy to the host is no sync unless the op synchronized: the
+/// eager launch-bound steps with every op an on-device `aten::to` cast (a decode's RMSNorm
+/// casts; suite 6 had read "host synchronizations (`aten::to`, 456 gaps)" in a trace of four
+/// syncs) keep graph capture as their first action.
+#[test]
+fn device_casts_are_no_host_synchronizations() {
+    let c = case("idle_eager_launch_bound").expect("case");
+    let bytes = String::from_utf8(case_bytes(&c))
+        .expect("utf-8")
+        .replace("\"aten::mul\"", "\"aten::to\"");
+    assert!(bytes.contains("\"aten::to\""));
+    let a = analyze_trace(import::import_bytes(bytes.as_bytes()).expect("trace imports"));
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        !idle.issue.contains("host synchronizations")
+            && !idle.path_a.starts_with("Remove the synchronizations first")
+            && idle.path_a.contains("graph"),
+        "{}\n{}",
+        idle.issue,
+        idle.path_a
+    );
+}
+
 /// A sync that returns as the graph's last kernel ends, followed by 3.7 ms of the scheduler's
 /// Python: the idle is that Python, named with its time, and the advice is to overlap it with
 /// the GPU, not to remove syncs; the launch-bound case whose host work after the sync is an

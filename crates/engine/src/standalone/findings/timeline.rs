@@ -1992,14 +1992,30 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         // a step, told only "capture the step in a HIP graph").
         // A syncing op's wait and its host work after the sync are one cause (the idle
         // table files the second under the op): summed by op.
+        // Only an op that did synchronize somewhere (a sync cause under its name): an
+        // `aten::to` that casts on the device holds host time, never a sync (suite 6: a
+        // decode's 456 RMSNorm casts read as "host synchronizations" in a trace of 4 syncs).
+        let is_sync = |k: C| {
+            matches!(
+                k,
+                C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync
+            )
+        };
+        let synced: Vec<&str> = causes
+            .iter()
+            .filter(|c| is_sync(c.kind))
+            .map(|c| c.label.as_str())
+            .collect();
         let mut by_op: Vec<(&str, C, crate::model::Nanos, u64)> = Vec::new();
         for c in &causes {
             let kind = match c.kind {
-                C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync => c.kind,
-                C::CpuOp => match crate::analysis::host_wait::sync_op(&c.label) {
-                    Some(k) => k,
-                    None => continue,
-                },
+                k if is_sync(k) => k,
+                C::CpuOp if synced.contains(&c.label.as_str()) => {
+                    match crate::analysis::host_wait::sync_op(&c.label) {
+                        Some(k) => k,
+                        None => continue,
+                    }
+                }
                 _ => continue,
             };
             match by_op.iter_mut().find(|x| x.0 == c.label) {
