@@ -1043,8 +1043,13 @@ pub fn kernel_floor_us(trace: &crate::model::Trace) -> Option<f64> {
     Some((*v as f64 / 1e3).min(FLOOR_CAP_US))
 }
 
+/// A copy under this many bytes is latency-bound: its memory's kind (pageable or pinned) does
+/// not set its time.
+pub const SMALL_COPY_BYTES: u64 = 64 * 1024;
+
 /// GPU copy time by direction, ns: across the host link (and of it, from or to pageable
-/// memory) or within the device (and peer copies).
+/// memory, copies of at least [`SMALL_COPY_BYTES`] where the size is recorded) or within the
+/// device (and peer copies).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CopyMix {
     pub host_ns: i64,
@@ -1222,9 +1227,16 @@ impl CopyMix {
                     m.pinned_ns += e.dur;
                 }
                 if trace.name(e).contains("Pageable") {
-                    m.pageable_ns += e.dur;
                     while sizes.next_if(|&&(at, _)| (at as usize) < i).is_some() {}
-                    if let Some(&(_, b)) = sizes.next_if(|&&(at, _)| at as usize == i) {
+                    let size = sizes.next_if(|&&(at, _)| at as usize == i).map(|&(_, b)| b);
+                    // A copy of a few bytes (a scalar read back by `.item()`) costs its
+                    // latency, which pinning does not change: no pageable copy to pin
+                    // (suite 6: 16-byte loss readbacks told "pin it" at "0.0 GB/s").
+                    if size.is_some_and(|b| b < SMALL_COPY_BYTES) {
+                        continue;
+                    }
+                    m.pageable_ns += e.dur;
+                    if let Some(b) = size {
                         m.pageable_bytes += b;
                         m.pageable_sized_ns += e.dur;
                     }
@@ -1467,6 +1479,25 @@ fn graph_replay_note(cats: &mut [CategoryFindings], inp: &Inputs<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scalar read back from pageable memory (16 bytes) is no pageable copy to pin; a 1 MB
+    /// upload is (suite 6: `.item()` readbacks told "pin it" at "0.0 GB/s").
+    #[test]
+    fn scalar_readbacks_are_no_pageable_copies() {
+        let t = crate::import::import_bytes(
+            br#"{"traceEvents": [
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pageable)", "pid": 0, "tid": 7, "ts": 10, "dur": 3, "args": {"stream": 7, "bytes": 16}},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 20, "dur": 100, "args": {"stream": 7, "bytes": 1048576}},
+  {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"stream": 7}}
+]}"#,
+        )
+        .expect("imports");
+        let m = CopyMix::of(&t);
+        assert_eq!(m.host_ns, 103_000);
+        assert_eq!(m.to_host_ns, 3_000);
+        assert_eq!(m.pageable_ns, 100_000);
+        assert_eq!(m.pageable_bytes, 1_048_576);
+    }
 
     /// The floor is the trace's 5th-percentile kernel time; an op's saving is capped at its
     /// calls' time above it: 10 calls of 6.8 µs over a 2.5 µs floor keep 63.2 %, one 1.8 µs
