@@ -1970,6 +1970,19 @@ fn short_kernels_in_a_graph_replay_are_named_per_layer() {
         b.path_a
     );
     assert!(b.path_a.contains("(`torch.compile`)"), "{}", b.path_a);
+    // Without the capture the kernels have no shapes: the fixed cost each is charged is a
+    // guess, ranked at most Medium whatever it saves (suite 6: a healthy graph-replayed
+    // decode's short kernels ranked High at 3.2 %).
+    assert!(
+        b.guess && b.impact.ranked_pct() >= 3.0,
+        "{}",
+        b.impact.ranked_pct()
+    );
+    assert!(
+        b.priority >= jarvis_engine::standalone::rules::Priority::Medium,
+        "{:?}",
+        b.priority
+    );
     // The same replay with Inductor's kernels in it is compiled already: never told to
     // compile (review 14: vLLM's compiled decode, `triton_poi_fused_*` in every layer).
     let compiled = String::from_utf8(graph_step(5, true))

@@ -822,6 +822,9 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         if b.optional {
             b.priority = rules::Priority::Low;
         }
+        if b.guess {
+            b.priority = b.priority.max(rules::Priority::Medium);
+        }
         // A layer test's idle is its own loop's, between layers a real model would not run
         // one by one (review 25, R8: the normalization test's idle ranked Critical above its
         // layers' findings): stated, ranked Low.

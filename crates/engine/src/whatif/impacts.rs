@@ -570,6 +570,9 @@ pub fn replay_findings(
             if b.optional {
                 b.priority = crate::standalone::rules::Priority::Low;
             }
+            if b.guess {
+                b.priority = b.priority.max(crate::standalone::rules::Priority::Medium);
+            }
         }
     }
     let cats = &st.categories;

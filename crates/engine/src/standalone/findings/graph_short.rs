@@ -300,6 +300,8 @@ pub fn graph_short_kernels(inp: &Inputs<'_>) -> Option<Bottleneck> {
         bounds_all: false,
         scope: None,
     });
+    // Without shapes, each kernel's fixed cost is the floor assumed, not measured.
+    b.guess = !merged;
     // Replayed as stated: each short kernel loses half the graph's floor per call.
     b.fix = short
         .iter()

@@ -140,6 +140,11 @@ pub struct Bottleneck {
     /// trace's only High).
     #[serde(skip)]
     pub optional: bool,
+    /// Its saving is a guess the trace cannot check (short kernels without shapes, each
+    /// charged a floor it may not pay): ranked at most Medium, as a no-perf-model op is
+    /// (suite 6: a healthy graph-replayed decode's short kernels ranked High at 3.2 %).
+    #[serde(skip)]
+    pub guess: bool,
     /// The idle finding's idle is the GPU's own gaps between back-to-back queued kernels
     /// (`timeline::inherent_gaps`): listed aside (`is_slight_idle`).
     #[serde(skip)]

@@ -1538,6 +1538,7 @@ pub(super) fn op_bottleneck(
         also_cuts: Vec::new(),
         in_fragment: false,
         optional: false,
+        guess: false,
         inherent_gaps: false,
         above_floor,
     };

@@ -59,6 +59,7 @@ pub(super) fn pattern_bottleneck(
         also_cuts: Vec::new(),
         in_fragment: false,
         optional: false,
+        guess: false,
         inherent_gaps: false,
         above_floor: 1.0,
     }
