@@ -2157,3 +2157,56 @@ fn a_grid_recorded_on_the_launch_call_is_the_kernels() {
         b.issue
     );
 }
+
+/// A mixed-precision model with one part in fp32 (suite 6: an MAE decoder outside autocast,
+/// 36.6 % of the step): six bf16 4096³ GEMMs at 700 µs and four fp32-input ones on TF32
+/// kernels at 1400 µs, on an A100. In bf16 the four run at the rate the trace's bf16 GEMMs
+/// reach: 2.8 ms less, replayed. Healthy counterparts: every GEMM bf16, every GEMM fp32 (a
+/// model trained in fp32 is the fp32 lever's, not a part outside autocast).
+#[test]
+fn a_part_of_a_bf16_model_in_fp32_is_named() {
+    let trace = |kinds: &[bool]| {
+        let mut ev = Vec::new();
+        let mut t = 0i64;
+        for (corr, &half) in kinds.iter().enumerate() {
+            let (ty, kernel, dur) = if half {
+                (
+                    "c10::BFloat16",
+                    "ampere_bf16_s16816gemm_bf16_256x128_ldg8_f2f_stages_32x3_nn",
+                    700,
+                )
+            } else {
+                ("float", "sm80_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x16_stage4_warpsize2x2x1_tensor16x8x8_kernel", 1400)
+            };
+            ev.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {t}, "dur": 20, "args": {{"Input Dims": [[4096, 4096], [4096, 4096]], "Input type": ["{ty}", "{ty}"]}}}}"#));
+            ev.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {corr}}}}}"#, t + 5));
+            ev.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "{kernel}", "pid": 0, "tid": 7, "ts": {}, "dur": {dur}, "args": {{"correlation": {corr}, "stream": 7}}}}"#, t + 12));
+            t += dur + 30;
+        }
+        format!(
+            r#"{{"deviceProperties": [{{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}}], "traceEvents": [{}]}}"#,
+            ev.join(",\n")
+        )
+        .into_bytes()
+    };
+    let find_it = |bytes: &[u8]| {
+        let a = analyze_on(bytes, "a100");
+        let found = findings(standalone(&a))
+            .find(|b| b.title.starts_with("Part of the model runs in fp32"))
+            .cloned();
+        found
+    };
+    let mixed = [
+        true, true, true, false, false, true, true, false, false, true,
+    ];
+    let b = find_it(&trace(&mixed)).expect("the finding");
+    assert!(
+        b.issue.contains("5.600 ms (") && b.issue.contains("about 2.800 ms, 2.800 ms less"),
+        "{}",
+        b.issue
+    );
+    let saved = b.impact.replayed.expect("replayed").saved_ms();
+    assert!((2.7..=2.81).contains(&saved), "{saved}");
+    assert!(find_it(&trace(&[true; 6])).is_none());
+    assert!(find_it(&trace(&[false; 6])).is_none());
+}

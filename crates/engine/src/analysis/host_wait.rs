@@ -408,7 +408,13 @@ fn python_after(
     let mut out: Vec<(String, Nanos)> = Vec::new();
     for &i in cands.iter().filter(|&&i| after(i)) {
         let p = index.parent[i as usize];
-        if p != NO_PARENT && after(p) {
+        // `torch.cuda.empty_cache()` is named wherever it is nested: what it does (return the
+        // cache to the driver, each free synchronizing) is the cause, not its caller (suite 6:
+        // a server's per-request `empty_cache` read as "the Python of `run_request`").
+        // Listed beside the outermost frames, not summed with them (`is_empty_cache`).
+        let nested_empty_cache =
+            crate::model::host_calls::is_empty_cache(trace.name(&trace.events[i as usize]));
+        if p != NO_PARENT && after(p) && !nested_empty_cache {
             continue;
         }
         let e = &trace.events[i as usize];

@@ -83,6 +83,12 @@ pub fn blocking_call(name: &str) -> Option<Blocking> {
     })
 }
 
+/// `torch.cuda.empty_cache()`'s Python frame (`torch/cuda/memory.py(192): empty_cache`; ROCm
+/// builds have the same path): the caching allocator's cached blocks returned to the driver.
+pub fn is_empty_cache(frame: &str) -> bool {
+    frame.ends_with("): empty_cache") && frame.contains("torch/cuda/memory.py")
+}
+
 /// A driver allocation: the caching allocator (or pinned host memory) growing. It takes host
 /// time that grows with the size (mapping pages), microseconds to milliseconds, while the GPU
 /// drains whatever was queued; stream-ordered allocations (`cudaMallocAsync`) are left out:

@@ -782,6 +782,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     // Filed with the timeline's findings: a finding about the step, not about one op.
     timeline.extend(findings::repeated_forwards(&inputs));
     timeline.extend(findings::graph_short_kernels(&inputs));
+    timeline.extend(findings::autocast_gap(&inputs));
     if !timeline.is_empty() {
         let idx = match categories
             .iter()

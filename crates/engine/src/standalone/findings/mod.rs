@@ -2,6 +2,7 @@
 //! category, its share of compute, its validated bottlenecks with Issue / Path A / Path B and
 //! priorities, and its notes. Texts are markdown; names from the trace go through [`md`].
 
+mod autocast_gap;
 mod chains;
 mod collective_sizes;
 mod comm_causes;
@@ -37,6 +38,7 @@ use crate::perf::platform::Platform;
 use crate::sheet::Sheet;
 
 pub use crate::standalone::diagnosis::kernels::main_kernel_of;
+pub use autocast_gap::autocast_gap;
 pub use graph_short::graph_short_kernels;
 use notes::add_notes;
 pub use ops::{baseline, compact_dims, is_latency_bound, shape_summary};
