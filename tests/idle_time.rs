@@ -590,8 +590,9 @@ fn blamed_on(a: &Analysis, kind: CauseKind) -> Nanos {
         .sum()
 }
 
-/// The sync's call site is named only where every blamed call has it: one Python frame around
-/// all three layers names it; two frames, each around some of them, name none.
+/// The sync's call site is named only where the calls holding 3/4 of its time share it: one
+/// Python frame around all three layers names it; two frames, around one and two of them,
+/// name none.
 #[test]
 fn a_syncs_site_is_named_only_where_all_its_calls_share_it() {
     let site = |frames: &[(f64, f64, &str)]| {

@@ -21,6 +21,10 @@ pub struct OpSyncs {
     /// _prepare_4d_attention_mask_for_sdpa`), where the trace records Python stacks: the line
     /// to change (review 20: a mask check's `.item()` named only as `_local_scalar_dense`).
     pub top_frame: String,
+    /// The innermost `nn.Module:` frame around that synchronize (`nn.Module:
+    /// MixtralSparseMoeBlock_3`): the module whose loop syncs, where its code frame does not
+    /// say (`modeling_mixtral.py(815): forward`).
+    pub top_module: String,
 }
 
 /// Whether a Python frame is PyTorch's own or a builtin, not the caller's code.
@@ -87,11 +91,19 @@ pub fn op_syncs(trace: &Trace) -> OpSyncs {
             crate::model::host_calls::innermost_frame(trace, lane, t, |n| !library_frame(n))
         })
         .unwrap_or_default();
+    let top_module = first
+        .and_then(|(lane, t)| {
+            crate::model::host_calls::innermost_frame(trace, lane, t, |n| {
+                n.starts_with("nn.Module: ")
+            })
+        })
+        .unwrap_or_default();
     OpSyncs {
         count,
         top_op,
         top_count,
         top_frame,
+        top_module,
     }
 }
 
@@ -122,6 +134,7 @@ mod tests {
                 top_op: "aten::_local_scalar_dense".into(),
                 top_count: 2,
                 top_frame: String::new(),
+                top_module: String::new(),
             }
         );
         let none = crate::import::import_bytes(

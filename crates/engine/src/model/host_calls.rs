@@ -23,6 +23,21 @@ pub fn is_user_function(name: &str) -> bool {
     !library && !plumbing && !func.starts_with('<')
 }
 
+/// Whether a python_function frame is where the model's own code makes a call: a user
+/// function, or a module's `forward` in the model's code (`modeling_mixtral.py(815): forward`:
+/// a Mixture-of-Experts layer's expert loop is its forward), never PyTorch's own.
+pub fn is_code_site(name: &str) -> bool {
+    is_user_function(name)
+        || name.split_once("): ").is_some_and(|(location, func)| {
+            let path = location.rsplit_once('(').map_or(location, |(p, _)| p);
+            func == "forward"
+                && !path.starts_with("torch/")
+                && !path.contains("/torch/")
+                && !path.starts_with('<')
+                && !name.starts_with("nn.Module: ")
+        })
+}
+
 /// The innermost Python frame on `lane` around time `t` whose name `keep` accepts (the code
 /// that made a call: a sync's caller, a collective's loop).
 pub fn innermost_frame(
@@ -139,6 +154,20 @@ pub fn is_kernel_launch(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A module's `forward` in the model's code is a code site; PyTorch's own is not.
+    #[test]
+    fn a_models_forward_is_a_code_site() {
+        assert!(is_code_site(
+            "transformers/models/mixtral/modeling_mixtral.py(815): forward"
+        ));
+        assert!(is_code_site("asr/modules/mask.py(31): zero_padded_frames"));
+        assert!(!is_code_site("torch/nn/modules/linear.py(125): forward"));
+        assert!(!is_code_site("nn.Module: MixtralSparseMoeBlock_0"));
+        assert!(!is_user_function(
+            "transformers/models/mixtral/modeling_mixtral.py(815): forward"
+        ));
+    }
 
     #[test]
     fn driver_allocations_but_not_stream_ordered_ones() {

@@ -2,7 +2,7 @@
 //! (`standalone::dense_embedding_grads`): what the dense gradient and the optimizer's pass over
 //! every row cost, and the sparse update that replaces them.
 
-use super::patterns::{op_list, pattern_bottleneck};
+use super::patterns::{op_list, pattern_bottleneck, scope_of};
 use super::*;
 use crate::standalone::dense_embedding_grads::DenseEmbeddingGrads;
 
@@ -110,5 +110,14 @@ fn add(
         );
     }
     b.fix = fix;
+    // The optimizer's ops are this cause's: their own findings ("the remaining lever is that
+    // kernel's efficiency") fold in (suite 6: a DLRM's `_fused_adamw_` at Medium beside the
+    // Critical that removes most of its work).
+    if !ops.is_empty() {
+        b.scope = Some(super::merge::Scope {
+            subtracts: true,
+            ..scope_of(None, 0, &ops, false)
+        });
+    }
     f.bottlenecks.push(b);
 }

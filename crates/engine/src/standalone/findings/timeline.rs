@@ -1334,7 +1334,8 @@ struct AlreadyDone {
     overlapped: bool,
     /// Synchronizes made inside ops, per step (or in all without steps), and the op making
     /// most of them with its caller frame, where there is at least one per step (`analysis::op_syncs`).
-    syncs: Option<(f64, String, String)>,
+    /// Per step, the op making most, its code frame and the module around it.
+    syncs: Option<(f64, String, String, String)>,
     /// Idle inside graph replays and the part of it while the launch call still ran, ns
     /// (`IdleContext::inside_graph_ns`).
     inside_graph: (Nanos, Nanos),
@@ -1416,7 +1417,7 @@ impl AlreadyDone {
             syncs: {
                 let s = crate::analysis::op_syncs::op_syncs(inp.trace);
                 let per_step = s.count as f64 / inp.steps.max(1) as f64;
-                (per_step >= 1.0).then_some((per_step, s.top_op, s.top_frame))
+                (per_step >= 1.0).then_some((per_step, s.top_op, s.top_frame, s.top_module))
             },
         }
     }
@@ -1426,8 +1427,8 @@ impl AlreadyDone {
     /// `DeepseekV2MoE`, told only to capture a graph), whose fix is a kernel that routes on the
     /// GPU.
     fn moe_loop(&self) -> bool {
-        self.syncs.as_ref().is_some_and(|(_, op, frame)| {
-            let lower = frame.to_ascii_lowercase();
+        self.syncs.as_ref().is_some_and(|(_, op, frame, module)| {
+            let lower = format!("{frame} {module}").to_ascii_lowercase();
             (lower.contains("moe") || lower.contains("expert"))
                 && crate::analysis::host_wait::sync_op(op)
                     == Some(crate::analysis::host_wait::CauseKind::DataDependentSync)
@@ -1436,7 +1437,7 @@ impl AlreadyDone {
 
     /// What stops a step's graph capture: the synchronizes its ops make.
     fn capture_blockers(&self) -> String {
-        let Some((n, op, frame)) = &self.syncs else {
+        let Some((n, op, frame, _)) = &self.syncs else {
             return String::new();
         };
         let from = if frame.is_empty() {
@@ -2151,7 +2152,14 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
             let site = top
                 .site
                 .as_ref()
-                .map(|f| format!(", called from {}", code(&short(f, 90))))
+                .map(|f| {
+                    let most = if top.site_share < 0.995 {
+                        format!(" ({:.0}% of it)", top.site_share * 100.0)
+                    } else {
+                        String::new()
+                    };
+                    format!(", called from {}{most}", code(&short(f, 90)))
+                })
                 .unwrap_or_default();
             let freed = in_empty_cache(top)
                 .map(|e| format!(", {:.3} ms of it in `torch.cuda.empty_cache()`, which returns the allocator's cached blocks to the driver (each free synchronizing the device) so that the next pass allocates them from the driver again", e as f64 / 1e6))
@@ -2261,6 +2269,17 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
                 "an op whose output size depends on the data (`nonzero`, boolean masks, `unique`) copies its count to the host and waits; keep the shapes static (a fixed capacity per expert or bucket, `torch.where` over masks, a fused kernel that routes on the GPU, such as a fused MoE kernel for an expert loop)."
             }
         ),
+        // The syncs come from one user function, not the loop's own metrics: that function
+        // reads GPU values into Python (suite 6: an ASR encoder's per-utterance `int(len)`
+        // mask loop, 384 syncs a step, told to "keep losses and metrics on the GPU").
+        C::ItemSync | C::CopyToHost
+            if top.site.as_ref().is_some_and(|f| !is_loop_frame(f)) =>
+        {
+            format!(
+                "Remove the synchronizations in {}: each `.item()` / `int()` / `.tolist()` of a GPU tensor there waits for the GPU to drain. Compute what it reads on the GPU with tensor ops (a mask from lengths as `torch.arange(T, device=…) < lengths[:, None]`, a per-row scale as a broadcast, `masked_fill` instead of a Python loop over items), or read the values to the host once, before the loop, from a tensor already there.",
+                code(&short(top.site.as_deref().unwrap_or_default(), 90))
+            )
+        }
         C::ItemSync | C::CopyToHost | C::ExplicitSync => {
             if inp.trains {
                 "Remove host synchronizations from the step: keep losses and metrics on the GPU and read them every N steps, copy with `non_blocking=True` into pinned memory, avoid data-dependent shapes (`nonzero`, boolean masks) in the hot loop.".into()
@@ -2382,6 +2401,17 @@ fn after_release(top: &crate::analysis::host_wait::HostWaitCause) -> Option<(i64
     Some((ns, frames.join(", ")))
 }
 
+/// A training or serving loop's own frame (`train.py(88): train_one_epoch`, `main`): reading a
+/// loss or a metric there is the usual sync, whose advice is to read it every N steps.
+fn is_loop_frame(frame: &str) -> bool {
+    let f = frame.rsplit_once("): ").map_or(frame, |(_, f)| f);
+    [
+        "train", "main", "run", "step", "loop", "fit", "epoch", "evaluate", "log",
+    ]
+    .iter()
+    .any(|w| f.contains(w))
+}
+
 /// The time a sync's after-release host work spent in `torch.cuda.empty_cache()`, ns, where it
 /// is at least a third of that work: the loop returns the allocator's cache to the driver
 /// after each sync, and its next pass allocates from the driver again.
@@ -2414,7 +2444,12 @@ mod copy_tests {
         };
         // A step whose ops synchronize is told to remove the syncs before capturing it.
         let syncing = AlreadyDone {
-            syncs: Some((2.0, "aten::_local_scalar_dense".into(), String::new())),
+            syncs: Some((
+                2.0,
+                "aten::_local_scalar_dense".into(),
+                String::new(),
+                String::new(),
+            )),
             ..done(false, None)
         }
         .launch_remedy();
