@@ -1508,8 +1508,8 @@ fn causes_with(
     let mut table: std::collections::HashMap<(CauseKind, String), HostWaitCause> =
         Default::default();
     // Per sync cause, its calls' user sites and their time.
-    let mut sites: std::collections::HashMap<(CauseKind, String), Vec<(Option<String>, Nanos)>> =
-        Default::default();
+    type Sites = Vec<(Option<String>, Nanos)>;
+    let mut sites: std::collections::HashMap<(CauseKind, String), Sites> = Default::default();
     let mut total: Nanos = 0;
     // Per launching thread, the last sync's lead not yet used: (its blame, ns left, release).
     let mut carry: std::collections::HashMap<LaneId, (Blame, Nanos, Nanos)> = Default::default();
