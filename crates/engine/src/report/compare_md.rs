@@ -26,6 +26,24 @@ fn delta(t: f64, r: f64) -> String {
     }
 }
 
+/// The switch that moves fp32 GEMMs onto the target's matrix units, in its vendor's terms
+/// (suite 6: an MI300X target had been told about V100 and Ampere, not ROCm's XF32 opt-in).
+fn precision_lever(target: Option<&crate::perf::platform::Platform>) -> String {
+    let Some(p) = target else {
+        return "bf16 autocast (`torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16)`), or the GPU's reduced-precision fp32 mode (TF32 on NVIDIA Ampere and later: `torch.set_float32_matmul_precision(\"high\")`; XF32 on MI300: `HIPBLASLT_ALLOW_TF32=1`)".into();
+    };
+    let name = p.label();
+    let has = |k: &str| p.peak_tflops(k).is_some();
+    let amd = p.vendor.to_ascii_lowercase().contains("amd");
+    match (amd, has("matrix_tf32") || has("matrix_xf32"), has("matrix_bf16")) {
+        (true, true, _) => format!("allow XF32 on {name} (`HIPBLASLT_ALLOW_TF32=1` in the environment with `torch.set_float32_matmul_precision(\"high\")`: ROCm builds do not map the PyTorch setting alone to XF32 GEMMs), or run the model under bf16 autocast (`torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16)`)"),
+        (true, false, _) => format!("run the model under bf16 autocast (`torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16)`): {name} has no XF32 mode"),
+        (false, true, _) => format!("allow TF32 on {name} (`torch.set_float32_matmul_precision(\"high\")`), or run the model under bf16 autocast (`torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16)`)"),
+        (false, false, true) => format!("run the model under bf16 autocast (`torch.autocast(device_type=\"cuda\", dtype=torch.bfloat16)`): {name} has no TF32 mode"),
+        (false, false, false) => format!("run the model under fp16 autocast (`torch.autocast(device_type=\"cuda\", dtype=torch.float16)`, with a `GradScaler` when training): {name} has neither TF32 nor bf16 matrix units"),
+    }
+}
+
 fn platform_name(p: &Option<crate::perf::platform::Platform>) -> String {
     p.as_ref()
         .map_or("unknown platform".into(), |p| p.label().to_owned())
@@ -1079,7 +1097,8 @@ pub fn fair_md_with(
                 );
                 let _ = writeln!(
                     s,
-                    "**Action**: Run the target's model in the precision the reference runs: under autocast (`torch.autocast(device_type=\"cuda\", dtype=torch.float16)` with a `GradScaler` on a GPU without bf16 matrix units such as V100; bf16 where it has them), or, where the GPU has TF32 (Ampere and later), `torch.backends.cuda.matmul.allow_tf32 = True`; then compare again: what remains is the kernels'.  "
+                    "**Action**: Run the target's model in the precision the reference runs: {}; then compare again: what remains is the kernels'.  ",
+                    precision_lever(c.target_platform.as_ref())
                 );
                 let _ = writeln!(
                     s,
@@ -1594,3 +1613,34 @@ type OpDifference<'a> = (&'a str, f64, f64, Option<&'a str>, Option<&'a str>);
 const DIFFERENCE_MIN_US: f64 = 1000.0;
 /// The op names the difference is broken into, at most.
 const DIFFERENCE_OPS: usize = 3;
+
+#[cfg(test)]
+mod tests {
+    use super::precision_lever;
+    use crate::perf::platform::detect;
+
+    /// The precision lever is the target's vendor's: XF32 on MI300X, bf16 autocast on MI250X
+    /// (no XF32), TF32 on A100, fp16 autocast on V100 (suite 6: an MI300X target told about
+    /// V100 and Ampere).
+    #[test]
+    fn the_precision_lever_is_the_targets() {
+        let lever = |name: &str| precision_lever(Some(&detect(name).expect(name)));
+        let mi300 = lever("AMD Instinct MI300X");
+        assert!(
+            mi300.contains("HIPBLASLT_ALLOW_TF32=1") && !mi300.contains("V100"),
+            "{mi300}"
+        );
+        let mi250 = lever("AMD Instinct MI250X");
+        assert!(
+            mi250.contains("has no XF32") && !mi250.contains("HIPBLASLT"),
+            "{mi250}"
+        );
+        let a100 = lever("NVIDIA A100-SXM4-80GB");
+        assert!(a100.starts_with("allow TF32 on A100"), "{a100}");
+        let v100 = lever("Tesla V100-SXM2-16GB");
+        assert!(
+            v100.contains("fp16 autocast") && v100.contains("GradScaler"),
+            "{v100}"
+        );
+    }
+}
