@@ -120,6 +120,16 @@ fn action(
     let tunableop = env.tunableop.as_ref();
     use crate::standalone::ops::SeedCategory as C;
     let amd = target.is_some_and(|p| p.vendor == "AMD");
+    if sdpa_fallback(m) {
+        return format!(
+            "find why SDPA fell back to its math backend on the target, where the reference runs a fused kernel: an explicit attention mask (a 4-D additive mask keeps the fused kernels off on some builds: pass `is_causal=True` instead where the mask is causal, or drop an all-ones mask), fp32 inputs, a head dimension the fused kernels do not take, or a backend turned off (`torch.backends.cuda.enable_flash_sdp` / `enable_mem_efficient_sdp`, an `sdpa_kernel(SDPBackend.MATH)` context){}; then compare again.",
+            if amd {
+                "; on ROCm the fused kernels are AOTriton's or CK's, built into PyTorch for MI200/MI300 (older builds need `TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL=1` for some)"
+            } else {
+                ""
+            }
+        );
+    }
     match (m.category, m.bound) {
         // K = 1 is an outer product: no GEMM library's tuning is its lever (review 14).
         (C::Gemm, _) if crate::standalone::diagnosis::is_outer_product(&m.shape) => {
@@ -158,7 +168,36 @@ fn attention_fp32(kernel: &str) -> bool {
     kernel.contains("fmha_cutlass") && kernel.contains("_f32_")
 }
 
+/// A matched subtree whose target side runs SDPA's math backend (attention op by op) where the
+/// reference's runs a fused SDPA kernel: a backend fallback, whatever kernel kind the math path's
+/// time is in (suite 6: a ROCm target's math fallback had read "Elementwise under …", told to
+/// make a replay artifact of a memory-bound op).
+fn sdpa_fallback(m: &Matched) -> bool {
+    is_sdpa_fallback(m.lca.as_deref())
+}
+
+/// [`sdpa_fallback`] on a correspondence's pair of op names (`target | reference`).
+fn is_sdpa_fallback(lca: Option<&str>) -> bool {
+    let Some((t, r)) = lca.and_then(|l| l.split_once(" | ")) else {
+        return false;
+    };
+    t.contains("_scaled_dot_product_attention_math")
+        && [
+            "_scaled_dot_product_efficient",
+            "_scaled_dot_product_flash",
+            "_scaled_dot_product_cudnn",
+            "_efficient_attention",
+            "_flash_attention",
+        ]
+        .iter()
+        .any(|x| r.contains(x))
+}
+
 fn title_of(m: &Matched) -> String {
+    if sdpa_fallback(m) {
+        return "Attention: SDPA's math backend on the target, a fused kernel on the reference"
+            .into();
+    }
     match m.kind {
         MatchKind::Signature => format!("{} {}", code(&m.target_name), code(&short(&m.shape, 60))),
         MatchKind::CallStack => format!(
@@ -1616,7 +1655,26 @@ const DIFFERENCE_OPS: usize = 3;
 
 #[cfg(test)]
 mod tests {
-    use super::precision_lever;
+    use super::{is_sdpa_fallback, precision_lever};
+
+    /// SDPA's math backend on the target against a fused SDPA op on the reference is a backend
+    /// fallback; the same backend on both, or fused on both, is not.
+    #[test]
+    fn a_math_backend_against_a_fused_one_is_a_fallback() {
+        assert!(is_sdpa_fallback(Some(
+            "aten::_scaled_dot_product_attention_math | aten::_scaled_dot_product_efficient_attention"
+        )));
+        assert!(is_sdpa_fallback(Some(
+            "aten::_scaled_dot_product_attention_math | aten::_scaled_dot_product_flash_attention"
+        )));
+        assert!(!is_sdpa_fallback(Some(
+            "aten::_scaled_dot_product_attention_math | aten::_scaled_dot_product_attention_math"
+        )));
+        assert!(!is_sdpa_fallback(Some(
+            "aten::_scaled_dot_product_efficient_attention | aten::_scaled_dot_product_flash_attention"
+        )));
+        assert!(!is_sdpa_fallback(None));
+    }
     use crate::perf::platform::detect;
 
     /// The precision lever is the target's vendor's: XF32 on MI300X, bf16 autocast on MI250X
