@@ -1450,20 +1450,29 @@ fn eager_per_op_overhead_is_told_to_replay_a_graph() {
 /// each, 11 % of the op apiece, 33 % together.
 #[test]
 fn small_misaligned_signatures_are_named_together() {
+    let ns = [4096, 4096, 4096, 4096, 4096, 4096, 4097, 4099, 4101];
+    let a = analyze_on(&mm_calls(&ns), "mi300x");
+    let (_, c) = mm_alignment(standalone(&a));
+    let scope = c.scope.expect("scoped");
+    assert!((scope - 1.0 / 3.0).abs() < 0.01, "{scope}");
+}
+
+/// One `aten::mm` call of [4096, 4096] × [4096, n] per `n`, each a 400 µs kernel on MI300X.
+fn mm_calls(ns: &[i64]) -> Vec<u8> {
     let mut events = Vec::new();
     let mut t = 0i64;
-    for (corr, n) in [4096, 4096, 4096, 4096, 4096, 4096, 4097, 4099, 4101]
-        .into_iter()
-        .enumerate()
-    {
+    for (corr, n) in ns.iter().enumerate() {
         events.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {t}, "dur": 20, "args": {{"Input Dims": [[4096, 4096], [4096, {n}]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}}}}"#));
         events.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {corr}}}}}"#, t + 5));
         events.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "gemm_bf16_kernel", "pid": 0, "tid": 7, "ts": {}, "dur": 400, "args": {{"correlation": {corr}, "stream": 7}}}}"#, t + 12));
         t += 500;
     }
-    let bytes = format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n")).into_bytes();
-    let a = analyze_on(&bytes, "mi300x");
-    let b = findings(standalone(&a))
+    format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n")).into_bytes()
+}
+
+/// The mm finding and its alignment cause.
+fn mm_alignment(st: &Standalone) -> (&Bottleneck, &jarvis_engine::standalone::diagnosis::Cause) {
+    let b = findings(st)
         .find(|b| b.op_name == "aten::mm")
         .expect("mm finding");
     let c = b
@@ -1471,8 +1480,7 @@ fn small_misaligned_signatures_are_named_together() {
         .iter()
         .find(|c| c.key == "gemm_alignment")
         .expect("alignment cause");
-    let scope = c.scope.expect("scoped");
-    assert!((scope - 1.0 / 3.0).abs() < 0.01, "{scope}");
+    (b, c)
 }
 
 /// A kernel an op launched itself, beside the sub-ops TraceLens credits (MI250 toy's
@@ -1506,38 +1514,11 @@ fn a_kernel_an_op_launched_itself_keeps_its_shapes() {
 #[test]
 fn a_misalignment_of_some_signatures_saves_only_their_share() {
     let trace = |misaligned_calls: usize, aligned_calls: usize| {
-        let mut events = Vec::new();
-        let mut t = 0i64;
-        let mut corr = 1;
-        let mut push = |n: i64, events: &mut Vec<String>| {
-            events.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {t}, "dur": 20, "args": {{"Input Dims": [[4096, 4096], [4096, {n}]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}}}}"#));
-            events.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {corr}}}}}"#, t + 5));
-            events.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "gemm_bf16_kernel", "pid": 0, "tid": 7, "ts": {}, "dur": 400, "args": {{"correlation": {corr}, "stream": 7}}}}"#, t + 12));
-            t += 500;
-            corr += 1;
-        };
-        for _ in 0..aligned_calls {
-            push(4096, &mut events);
-        }
-        for _ in 0..misaligned_calls {
-            push(4097, &mut events);
-        }
-        format!(r#"{{"traceEvents": [{}]}}"#, events.join(",\n")).into_bytes()
+        let ns: Vec<i64> = std::iter::repeat_n(4096, aligned_calls)
+            .chain(std::iter::repeat_n(4097, misaligned_calls))
+            .collect();
+        mm_calls(&ns)
     };
-    // The mm finding and its alignment cause.
-    fn mm_alignment(
-        st: &Standalone,
-    ) -> (&Bottleneck, &jarvis_engine::standalone::diagnosis::Cause) {
-        let b = findings(st)
-            .find(|b| b.op_name == "aten::mm")
-            .expect("mm finding");
-        let c = b
-            .causes
-            .iter()
-            .find(|c| c.key == "gemm_alignment")
-            .expect("alignment cause");
-        (b, c)
-    }
     let a = analyze_on(&trace(2, 6), "mi300x");
     let st = standalone(&a);
     let (b, c) = mm_alignment(st);
