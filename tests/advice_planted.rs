@@ -2017,8 +2017,18 @@ fn a_function_driving_the_steps_is_no_fusion_chain() {
         .find(|c| c.class == "gelu_tanh")
         .expect("the function's chain");
     assert_eq!((c.instances, c.kernels), (2, 10));
-    // Each call keeps its longest kernel; the other 4 of each call go.
+    // Each call keeps its longest kernel; the other 4 of each call go, and with them their
+    // ops' dispatch (one fused kernel is one dispatch).
     assert_eq!(c.removed.len(), 8);
+    assert_eq!(c.removed_ops.len(), 8);
+    // The steps are host-bound (an op every 100 µs, its kernel 30 µs): the kernels alone would
+    // save nothing; their ops' host time is the saving.
+    let trace = import::import_bytes(&function_trace(false)).expect("imports");
+    let a = analyze_trace(trace);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, "Unfused function `gelu_tanh`").expect("the finding");
+    let saved = b.impact.replayed.expect("replayed").saved_ms();
+    assert!(saved > 0.2, "{saved} {:?}", b.fix);
 }
 
 /// Host time in a frame outside the model's modules (a logging hook) is named, and the advice

@@ -53,6 +53,10 @@ pub struct FusionCandidate {
     pub from_ops: bool,
     #[serde(skip)]
     pub removed: Vec<u32>,
+    /// The top-level ops every kernel of which `removed` holds: their dispatch goes with the
+    /// kernels (one fused kernel is one dispatch), which the replay removes too.
+    #[serde(skip)]
+    pub removed_ops: Vec<u32>,
     /// For a module class in a training step: the kernels its ops' backward nodes launch
     /// (linked by sequence number), which a fused module's backward kernel also replaces.
     #[serde(default)]
@@ -408,6 +412,34 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
     .with_function_patterns(trace, tree, modules)
     .with_op_chains(trace, tree)
     .with_gemm_copies(trace, tree, modules)
+    .with_removed_ops(trace, tree)
+}
+
+/// The outermost CPU ops whose every kernel `removed` holds.
+fn ops_of_removed(trace: &Trace, tree: &CallTree, removed: &[u32]) -> Vec<u32> {
+    let set: HashSet<u32> = removed.iter().copied().collect();
+    let mut ops: Vec<u32> = removed
+        .iter()
+        .filter_map(|&k| {
+            let mut top = None;
+            let mut cur = tree.parent(EventId(k));
+            while let Some(p) = cur {
+                if trace.event(p).kind() == EventKind::CpuOp {
+                    top = Some(p);
+                }
+                cur = tree.parent(p);
+            }
+            top
+        })
+        .filter(|&op| {
+            tree.gpu_under(op)
+                .all(|g| set.contains(&g.0) || trace.event(g).kind() != EventKind::Kernel)
+        })
+        .map(|op| op.0)
+        .collect();
+    ops.sort_unstable();
+    ops.dedup();
+    ops
 }
 
 /// Kernels, time and ops of one user function over all its calls.
@@ -419,6 +451,14 @@ struct FunctionWork {
 }
 
 impl Patterns {
+    /// Each fusion candidate's removed kernels' ops ([`FusionCandidate::removed_ops`]).
+    fn with_removed_ops(mut self, trace: &Trace, tree: &CallTree) -> Self {
+        for c in &mut self.fusion {
+            c.removed_ops = ops_of_removed(trace, tree, &c.removed);
+        }
+        self
+    }
+
     /// User functions (`functions::chains`) whose every call runs several light kernels: the
     /// module rule's thresholds, applied to the outermost such function around each op (a
     /// rotary embedding's `apply_rotary_pos_emb`, not the `rotate_half` it calls). Ops inside
@@ -566,6 +606,7 @@ impl Patterns {
                 fused_ms: fused_ns as f64 / 1e6,
                 from_ops: false,
                 removed,
+                removed_ops: Vec::new(),
                 backward: None,
             });
         }
@@ -630,6 +671,7 @@ impl Patterns {
                     fused_ms: c.fused_ms,
                     from_ops: true,
                     removed: c.removed,
+                    removed_ops: Vec::new(),
                     backward: None,
                 }
             })
@@ -790,6 +832,7 @@ impl Patterns {
                     fused_ms: fused_ns as f64 / 1e6,
                     from_ops: false,
                     removed: Vec::new(),
+                    removed_ops: Vec::new(),
                     backward: backward_of(
                         trace,
                         tree,
