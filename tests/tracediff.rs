@@ -200,31 +200,31 @@ fn fused_and_unfused_attention_pair_under_their_common_op() {
     // kernel is no pair to hold to a ratio: each side's work stays unmatched, and the target's
     // is netted against the reference's at the target's rates (held-out suite 5: "+193.9 %"
     // for an elementwise add against `flash_fwd_kernel`).
-    let mut t = Pair::new("hipLaunchKernel");
-    t.op("aten::scaled_dot_product_attention", 0, 100, sdpa);
-    t.op(
+    // The target: one op under the SDPA call, its one kernel.
+    let piece = |op: &str, dims: &str, kernel: &str, dur: u64| {
+        let mut t = Pair::new("hipLaunchKernel");
+        t.op("aten::scaled_dot_product_attention", 0, 100, sdpa);
+        t.op(op, 10, 10, dims);
+        t.kernel(12, kernel, 200, dur);
+        compare(&t, &r)
+    };
+    let c = piece(
         "aten::add",
-        10,
-        10,
         r#""Input Dims":[[8,16,1024,1024],[8,16,1024,1024]]"#,
+        "elementwise_kernel",
+        1000,
     );
-    t.kernel(12, "elementwise_kernel", 200, 1000);
-    let c = compare(&t, &r);
     assert!(c.matched.is_empty(), "{:?}", c.matched);
     assert_eq!(c.target_only.len(), 1, "{:?}", c.target_only);
     assert_eq!(c.reference_only.len(), 1, "{:?}", c.reference_only);
     // One batched matmul of it alone: matrix work too, but no fused form of the other side
     // (one kernel from one op each): no pair either.
-    let mut t = Pair::new("hipLaunchKernel");
-    t.op("aten::scaled_dot_product_attention", 0, 100, sdpa);
-    t.op(
+    let c = piece(
         "aten::bmm",
-        10,
-        10,
         r#""Input Dims":[[128,1024,64],[128,64,1024]]"#,
+        "Cijk_Alik_Bljk_BBS_MT128x128x32",
+        300,
     );
-    t.kernel(12, "Cijk_Alik_Bljk_BBS_MT128x128x32", 200, 300);
-    let c = compare(&t, &r);
     assert!(c.matched.is_empty(), "{:?}", c.matched);
 }
 

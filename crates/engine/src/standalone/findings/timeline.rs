@@ -2404,12 +2404,15 @@ fn after_release(top: &crate::analysis::host_wait::HostWaitCause) -> Option<(i64
 /// A training or serving loop's own frame (`train.py(88): train_one_epoch`, `main`): reading a
 /// loss or a metric there is the usual sync, whose advice is to read it every N steps.
 fn is_loop_frame(frame: &str) -> bool {
+    // Whole words of the function's name: `compute_logits` is no logging, `runtime_mask` no run.
     let f = frame.rsplit_once("): ").map_or(frame, |(_, f)| f);
-    [
-        "train", "main", "run", "step", "loop", "fit", "epoch", "evaluate", "log",
-    ]
-    .iter()
-    .any(|w| f.contains(w))
+    f.to_ascii_lowercase().split('_').any(|w| {
+        [
+            "train", "main", "run", "step", "loop", "fit", "epoch", "evaluate", "eval", "log",
+            "logging",
+        ]
+        .contains(&w)
+    })
 }
 
 /// The time a sync's after-release host work spent in `torch.cuda.empty_cache()`, ns, where it
@@ -2422,6 +2425,23 @@ fn in_empty_cache(top: &crate::analysis::host_wait::HostWaitCause) -> Option<i64
         .map(|(_, ns)| ns)
         .sum();
     (e > 0 && 3 * e >= ns).then_some(e)
+}
+
+#[cfg(test)]
+mod loop_frame_tests {
+    /// A loop's own frame by whole words of its name, never by a fragment of one.
+    #[test]
+    fn loop_frames_are_told_by_whole_words() {
+        use super::is_loop_frame;
+        assert!(is_loop_frame("train.py(88): train_one_epoch"));
+        assert!(is_loop_frame("bench.py(12): main"));
+        assert!(is_loop_frame("utils.py(40): log_metrics"));
+        assert!(!is_loop_frame("model.py(10): compute_logits"));
+        assert!(!is_loop_frame(
+            "asr/modules/mask.py(31): zero_padded_frames"
+        ));
+        assert!(!is_loop_frame("ops.py(5): runtime_mask"));
+    }
 }
 
 #[cfg(test)]
