@@ -231,6 +231,9 @@ pub enum OwnModel {
     /// A scatter-add (`aten::index_add_`, `aten::scatter_add_`): the source read, the
     /// destination elements it adds to read and written, the index read once.
     ScatterAdd,
+    /// A convolution backward whose `output_mask` drops the input's or the weight's gradient
+    /// (a first layer): the one gradient it computes, where TraceLens counts both (D34).
+    ConvOneGradient,
 }
 
 impl OwnModel {
@@ -264,6 +267,9 @@ impl OwnModel {
             OwnModel::ScatterAdd => {
                 "Jarvis's scatter-add model: the source read, the elements it adds to read and written, the index read once"
             }
+            OwnModel::ConvOneGradient => {
+                "Jarvis's convolution-backward model: only the gradients its output mask asks for (a first layer's input needs none)"
+            }
             OwnModel::KernelPrecision => {
                 "Jarvis's kernel-precision model: the FLOPs at the peak of the precision the kernel runs, not its fp32 inputs'"
             }
@@ -281,6 +287,7 @@ impl OwnModel {
                 | OwnModel::BatchNormBackward
                 | OwnModel::GroupNormTwoPass
                 | OwnModel::KernelPrecision
+                | OwnModel::ConvOneGradient
         )
     }
 }

@@ -161,6 +161,52 @@ fn group_norm_bytes(r: &OpRow) -> Option<f64> {
     (numel > 0).then_some(3.0 * numel as f64 * bpe)
 }
 
+/// The work one call of a `convolution_backward` does where its recorded `output_mask` drops the
+/// input's or the weight's gradient (`OwnModel::ConvOneGradient`): `(GFLOPs, MiB)` with the
+/// dropped gradient's forward-sized convolution taken out of TraceLens's count, which always
+/// counts both (D34). A network's first layer runs `[False, True, …]`: its input needs no
+/// gradient, and only the weight-gradient kernel ran (held-out review 6: a stem's backward at
+/// "121 % of peak", its fastest call read as "doing less work than its shape").
+fn conv_one_gradient(r: &OpRow) -> Option<(f64, f64)> {
+    if r.name != "aten::convolution_backward" {
+        return None;
+    }
+    let slots: Vec<&str> = r.concrete_inputs.split('\'').skip(1).step_by(2).collect();
+    let flags: Vec<&str> = slots
+        .last()?
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .split(',')
+        .map(str::trim)
+        .collect();
+    let computed = |f: &str| match f {
+        "True" => Some(1.0),
+        "False" => Some(0.0),
+        _ => None,
+    };
+    let dropped = 2.0 - computed(flags.first()?)? - computed(flags.get(1)?)?;
+    if dropped <= 0.0 {
+        return None;
+    }
+    let dims = shapes(&r.input_dims);
+    let (out, x, w) = (dims.first()?, dims.get(1)?, dims.get(2)?);
+    if x.len() < 3 || w.len() != x.len() || out.len() != x.len() {
+        return None;
+    }
+    let numel = |d: &[i64]| d.iter().product::<i64>() as f64;
+    let transposed = slots.get(7).is_some_and(|t| t.trim() == "True");
+    // One gradient is one forward-sized convolution: 2 · C_in/groups · kernel FLOPs per output
+    // element (per input element, transposed), and reads and writes of the three tensors.
+    let per_flops = 2.0 * numel(&w[1..]) * if transposed { numel(x) } else { numel(out) };
+    let types: Vec<&str> = r.input_type.split('\'').skip(1).step_by(2).collect();
+    let bpe = types.first().and_then(|t| bytes_per_element(t))?;
+    let per_bytes = (numel(out) + numel(w) + numel(x)) * bpe;
+    let (gflops, mb) = (r.gflops?, r.data_mb?);
+    let flops = gflops * 1e9 - dropped * per_flops;
+    let bytes = mb * MIB - dropped * per_bytes;
+    (flops >= 0.0 && bytes > 0.0).then_some((flops / 1e9, bytes / MIB))
+}
+
 /// Bytes one call of a scatter-add moves (`OwnModel::ScatterAdd`): `index_add_(self, dim,
 /// index, source)` and `scatter_add_(self, dim, index, src)` read their source once, read and
 /// write the element each source element adds to (at most the source's count: rows that repeat
@@ -412,6 +458,26 @@ pub fn apply(r: &mut OpRow, platform: Option<&Platform>, trains: bool) {
         r.own_model = Some(OwnModel::KernelPrecision);
         return;
     }
+    if let Some((gflops, mb)) = conv_one_gradient(r).filter(|_| r.roofline_us.is_some()) {
+        r.tracelens = Some(TraceLensModel {
+            roofline_us: r.roofline_us,
+            bound: r.bound,
+        });
+        // Both terms of the roofline scale with the work the op does; the bound stays.
+        let (old_gflops, old_mb) = (r.gflops.unwrap_or(gflops), r.data_mb.unwrap_or(mb));
+        r.roofline_us = r.roofline_us.map(|t| match r.bound {
+            Some(Bound::Memory) => t * mb / old_mb,
+            _ => t * gflops / old_gflops,
+        });
+        r.gflops = Some(gflops);
+        r.data_mb = Some(mb);
+        r.flops_per_byte = Some(gflops * 1e9 / (mb * MIB));
+        // Each call's rate scales with its work (the means are over calls of one shape).
+        r.tflops_s = r.tflops_s.map(|t| t * gflops / old_gflops);
+        r.tb_s = r.tb_s.map(|t| t * mb / old_mb);
+        r.own_model = Some(OwnModel::ConvOneGradient);
+        return;
+    }
     // Ops TraceLens models with fewer passes than their kernels make: TraceLens's model kept
     // for its agent report, the row's bytes replaced.
     let passes = batch_norm_backward_bytes(r, trains)
@@ -638,6 +704,40 @@ mod tests {
             r.data_mb
         );
         assert_eq!(r.tracelens.as_ref().and_then(|t| t.roofline_us), Some(1.0));
+    }
+
+    /// The ResNet stem's backward in TraceLens's `mi300x_resnet_act_checkpoint` reference
+    /// (`[False, True, False]`: no input gradient): TraceLens counts 4.72055808 GFLOPs and
+    /// 36.403 MiB, both gradients; Jarvis's analysis half of each, the roofline time halved with
+    /// them, TraceLens's kept for its agent. A backward computing both keeps TraceLens's model.
+    #[test]
+    fn a_first_layer_backward_computes_only_the_weight_gradient() {
+        let p = crate::perf::platform::by_name("mi300x").expect("mi300x");
+        let stem = |mask: &str| {
+            let mut r = softmax(
+                "aten::convolution_backward",
+                "((10, 64, 112, 112), (10, 3, 224, 224), (64, 3, 7, 7), (), (), (), (), (), (), (), ())",
+                "('c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16', 'ScalarList', 'ScalarList', 'ScalarList', 'ScalarList', 'Scalar', 'ScalarList', 'Scalar', 'ScalarList')",
+                &format!("('', '', '', '[0]', '[2, 2]', '[3, 3]', '[1, 1]', 'False', '[0, 0]', '1', '{mask}')"),
+            );
+            r.gflops = Some(4.72055808);
+            r.data_mb = Some(36.403076171875);
+            r.tflops_s = Some(40.0);
+            r.roofline_us = Some(20.0);
+            r.bound = Some(Bound::Compute);
+            apply(&mut r, Some(&p), true);
+            r
+        };
+        let r = stem("[False, True, False]");
+        assert_eq!(r.own_model, Some(OwnModel::ConvOneGradient));
+        assert!((r.gflops.unwrap() - 4.72055808 / 2.0).abs() < 1e-9, "{:?}", r.gflops);
+        assert!((r.data_mb.unwrap() - 36.403076171875 / 2.0).abs() < 1e-9, "{:?}", r.data_mb);
+        assert_eq!(r.roofline_us, Some(10.0));
+        assert_eq!(r.tflops_s, Some(20.0));
+        assert_eq!(r.tracelens.as_ref().and_then(|t| t.roofline_us), Some(20.0));
+        let both = stem("[True, True, False]");
+        assert_eq!(both.own_model, None);
+        assert_eq!(both.gflops, Some(4.72055808));
     }
 
     /// ResNet's 3×3 / 2 max pool over 512 × 64 × 112 × 112 bf16: the forward reads 822.1 MB,

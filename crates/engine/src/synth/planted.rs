@@ -911,6 +911,44 @@ pub fn cases() -> Vec<PlantedCase> {
             Some("conv_few_tiles"),
             &["ran 48 workgroups (grid [16, 3, 1])", "48 for 132", "cuDNN's split-K algorithms"],
         )),
+        // The same late convolution's backward in a first layer's position (`output_mask`
+        // `[False, True, False]`: only the weight gradient): MIOpen's split-K weight-gradient
+        // kernel records grid [9216, 1, 1] ÷ 256 = 36 workgroups for 304 CUs. Its output is the
+        // 512 × 4608 weight; the batch's pixels are its reduction, so the batch is no lever and
+        // the kernel already splits: the library's search is (held-out review 6).
+        case_of(
+            "conv_wgrad_few_tiles",
+            vec![PlantedOp {
+                launch: vec![Some(([9216, 1, 1], [256, 1, 1]))],
+                ..op(
+                    "aten::convolution_backward",
+                    "[[8, 512, 7, 7], [8, 512, 7, 7], [512, 512, 3, 3], [], [], [], [], [], [], [], []]",
+                    &format!("[{BF16}, {BF16}, {BF16}, \"ScalarList\", \"ScalarList\", \"ScalarList\", \"ScalarList\", \"Scalar\", \"ScalarList\", \"Scalar\", \"ScalarList\"]"),
+                    "[\"\", \"\", \"\", \"[0]\", \"[1, 1]\", \"[1, 1]\", \"[1, 1]\", \"False\", \"[0, 0]\", \"1\", \"[False, True, False]\"]",
+                    &[("igemm_wrw_gtcx3_nhwc_bf16_bx0_ex1_bt64x64x64_wt32x32x8_ws1x1_wr1x1_ta1x4x1x4_1x16x1x16_tb1x4x1x4_1x16x1x16_gkgs", 200_000)],
+                    10,
+                )
+            }],
+            Some("conv_few_tiles"),
+            &["weight gradient's 512 × 4608 output", "already splits its reduction", "MIOPEN_FIND_MODE=NORMAL"],
+        ),
+        // The H100 convolution above at 60 % of the peak on its 48 recorded CTAs: one CTA runs
+        // on one SM, so 48 of 132 SMs reach at most 36 % of it; the grid is not what bounds this
+        // kernel (a persistent or split kernel's grid counts no tiles), and no idle SMs are said.
+        on_h100(case_of(
+            "conv_grid_not_binding",
+            vec![PlantedOp {
+                launch: vec![Some(([16, 3, 1], [128, 1, 1]))],
+                ..conv(
+                    "[[8, 512, 7, 7], [512, 512, 3, 3], [], [], [], [], [], [], []]",
+                    "[\"\", \"\", \"\", \"[1, 1]\", \"[1, 1]\", \"[1, 1]\", \"False\", \"[0, 0]\", \"1\"]",
+                    "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwc_tilesize256x64x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cudnn",
+                    at(2.0 * 8.0 * 49.0 * 512.0 * 4608.0, 989.0, 0.6),
+                )
+            }],
+            None,
+            &[],
+        )),
         // A ViT-base projection (788 × 768 × 768, bf16: 3.6 MB, 258 FLOPs/byte, below H100's
         // ridge) in 8.4 µs: 0.43 TB/s, 13% of the memory roofline. Bytes do not limit it; it is
         // too small for the GPU. Never called a memory-bound shape.

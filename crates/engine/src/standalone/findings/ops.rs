@@ -771,12 +771,19 @@ fn fp8_clause(r: &OpRow, platform: Option<&Platform>) -> Option<&'static str> {
 /// `bn`: the trace runs BatchNorm (else there is no Conv+BN to fuse: AlexNet).
 fn conv_path_a(r: &OpRow, p: Option<&Platform>, elsewhere: bool, bn: bool) -> String {
     // A patch embedding is followed by its tokens' flatten, not by a norm or activation.
+    // A backward's gradients have no epilogue to fuse (its forward's fusion removes its
+    // neighbours' backward too); a forward without a bias tensor has only the activation after
+    // it (held-out review 6: "fuse the convolution's bias" said of a weight gradient).
     let fuse = if diagnosis::is_patch_embedding(r) {
-        "or run the patch embedding as the GEMM it is (the image reshaped into patches, `F.linear` with the weight flattened): no norm or activation follows it to fuse"
+        "; or run the patch embedding as the GEMM it is (the image reshaped into patches, `F.linear` with the weight flattened): no norm or activation follows it to fuse"
+    } else if r.name.contains("backward") {
+        ""
     } else if bn {
-        "fuse Conv+BN+activation with `torch.compile`"
+        " and fuse Conv+BN+activation with `torch.compile`"
+    } else if r.param_bool("bias") == Some(true) {
+        " and fuse the convolution's bias and activation with `torch.compile`"
     } else {
-        "fuse the convolution's bias and activation with `torch.compile`"
+        " and fuse the activation after it with `torch.compile`"
     };
     let main = main_kernel_of(r);
     let transposes = elsewhere
@@ -785,7 +792,7 @@ fn conv_path_a(r: &OpRow, p: Option<&Platform>, elsewhere: bool, bn: bool) -> St
             .any(|(k, _)| crate::analysis::kernel_kinds::is_layout_conversion(k));
     let fp32 = conv_runs_fp32(&main);
     if transposes {
-        format!("Use channels_last (`model.to(memory_format=torch.channels_last)`) so the library runs NHWC kernels without layout transposes; {fuse}.{}", diagnosis::rocm_nhwc_note(p))
+        format!("Use channels_last (`model.to(memory_format=torch.channels_last)`) so the library runs NHWC kernels without layout transposes{fuse}.{}", diagnosis::rocm_nhwc_note(p))
     } else if fp32 {
         // The half precision the GPU has matrix units for: fp16 only on Volta and Turing.
         let half = match p {
@@ -797,7 +804,7 @@ fn conv_path_a(r: &OpRow, p: Option<&Platform>, elsewhere: bool, bn: bool) -> St
         };
         format!("The convolution runs in fp32 (`{}`): autocast to {half} (`torch.autocast`) so it runs on the matrix units; channels_last helps once it does.", short(&main, 70))
     } else {
-        format!("No layout transposes run beside it or elsewhere in the trace: the library already uses its preferred layout. Let it pick the fastest algorithm for the shape (`torch.backends.cudnn.benchmark = True`; MIOpen's find mode) and {fuse}.")
+        format!("No layout transposes run beside it or elsewhere in the trace: the library already uses its preferred layout. Let it pick the fastest algorithm for the shape (`torch.backends.cudnn.benchmark = True`; MIOpen's find mode){fuse}.")
     }
 }
 
@@ -2389,9 +2396,17 @@ mod tests {
         // No BatchNorm in the trace (AlexNet): no Conv+BN to fuse.
         let a = conv_path_a(&nhwc, None, true, false);
         assert!(
-            !a.contains("BN") && a.contains("bias and activation"),
+            !a.contains("BN") && a.contains("fuse the activation after it"),
             "{a}"
         );
+        // A bias tensor is fused with the activation; a backward's gradients have no epilogue.
+        let mut biased = nhwc.clone();
+        biased.perf_params = "{'bias': True}".into();
+        assert!(conv_path_a(&biased, None, true, false).contains("bias and activation"));
+        let mut wgrad = nhwc.clone();
+        wgrad.name = "aten::convolution_backward".into();
+        let a = conv_path_a(&wgrad, None, false, true);
+        assert!(!a.contains("torch.compile") && a.ends_with("find mode)."), "{a}");
         // A ViT's patch embedding (16×16, stride 16): its output is flattened into tokens, so
         // no norm or activation is offered to fuse; a 3×3 stride-1 conv keeps that advice.
         let mut patch = conv(&["sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc"]);
@@ -2405,7 +2420,7 @@ mod tests {
         let mut dense = patch.clone();
         dense.perf_params = "{'input_shape': (4, 64, 56, 56), 'filter_shape': (64, 64, 3, 3), 'stride': (1, 1), 'padding': (1, 1), 'dilation': (1, 1), 'transposed_conv': False}".into();
         assert!(!diagnosis::is_patch_embedding(&dense));
-        assert!(conv_path_a(&dense, None, true, false).contains("bias and activation"));
+        assert!(conv_path_a(&dense, None, true, false).contains("activation after it"));
         // cuDNN's templated kernels name their element type.
         assert!(conv_runs_fp32(
             "void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(...)"
