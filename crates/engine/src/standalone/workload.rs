@@ -398,6 +398,19 @@ fn train_mode_layers(trace: &Trace) -> String {
     parts.join("; ")
 }
 
+/// A first convolution's input of one channel whose 2-D map is at least [`ELONGATED`] times
+/// longer than wide (`[B, 1, 2048, 80]`): spectrogram-like features, not images.
+fn elongated(d: &[i64]) -> bool {
+    d.len() == 4 && d[1] == 1 && {
+        let (long, short) = (d[2].max(d[3]), d[2].min(d[3]));
+        short > 0 && long >= ELONGATED * short
+    }
+}
+
+/// See [`elongated`]: photographs and video frames stay within 2 : 1 or so; filterbanks of
+/// 40–128 bins over seconds of 10 ms frames are tens to one.
+const ELONGATED: i64 = 8;
+
 /// The model's input as its first layer records it: the token ids of the largest embedding
 /// table (`aten::embedding`'s second input: `[B, S]` → `batch B × S tokens`, `[T]` → `T
 /// tokens`, the most frequent shape), else the image batch of the first convolution whose
@@ -488,6 +501,19 @@ fn model_input(
                     parts.push(n);
                     ev.push("input: the longest square softmax against the patches per frame of the patch convolution".into());
                 }
+            }
+            // One channel over a map far longer than wide is no photograph: a spectrogram or
+            // filterbank (time × frequency bins) has that shape (held-out review 6: an ASR
+            // encoder's 2048 × 80 features had been "32 images").
+            None if elongated(&d) => {
+                let (long, short) = (d[2].max(d[3]), d[2].min(d[3]));
+                parts.push(format!(
+                    "{} single-channel {} maps into the first convolution ({:.0} : 1, a spectrogram's shape, time × frequency bins, rather than an image's)",
+                    d[0],
+                    rest[1..].join(" × "),
+                    long as f64 / short as f64
+                ));
+                ev.push("input: the first convolution's input, one channel over a map at least 8 times longer than wide".into());
             }
             None => {
                 let what = match (d.len(), d[0]) {
@@ -1552,6 +1578,26 @@ mod tests {
             "2 iterations, prefill and decode"
         );
         assert_eq!(phase(&["ProfilerStep#1"]), "");
+    }
+
+    /// The first convolution's input names what it is: three channels of 224 × 224 are
+    /// images; one channel of 2048 × 80 (25.6 : 1) is a spectrogram's shape (held-out review
+    /// 6); one channel of 28 × 28 is an image again.
+    #[test]
+    fn a_single_channel_elongated_input_is_no_image() {
+        let input = |dims: &str| {
+            let doc = format!(
+                r#"{{"traceEvents":[{{"ph":"X","cat":"cpu_op","name":"aten::convolution","pid":1,"tid":1,"ts":0,"dur":5,"args":{{"Input Dims":[{dims},[256,1,3,3],[],[],[],[],[],[],[]]}}}}]}}"#
+            );
+            let t = crate::import::import_bytes(doc.as_bytes()).expect("trace");
+            model_input(&t, &[], Mode::Training, &mut Vec::new(), &mut String::new())
+        };
+        assert_eq!(
+            input("[32,1,2048,80]"),
+            "32 single-channel 2048 × 80 maps into the first convolution (26 : 1, a spectrogram's shape, time × frequency bins, rather than an image's)"
+        );
+        assert_eq!(input("[8,3,224,224]"), "8 images of 3 × 224 × 224 into the first convolution");
+        assert_eq!(input("[8,1,28,28]"), "8 images of 1 × 28 × 28 into the first convolution");
     }
 
     /// The header line leaves out what the trace does not tell, and an architecture the
