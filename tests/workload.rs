@@ -486,3 +486,61 @@ fn a_transposed_linear_named_conv1d_is_a_linear_layer() {
     );
     assert!(!w.scale.contains("convolution"), "{}", w.scale);
 }
+
+/// Parameters counted per module instance: two weights of different sizes under one frame name
+/// are two layers (a generated trace reused `Linear_3` across layers, held-out suite 6: 104 of
+/// 129 Linear layers counted), and tables of one shape as many as the `EmbeddingBag` instances
+/// that look one up (a DLRM's twenty 200000 × 128 tables had been counted once).
+#[test]
+fn parameters_count_every_instance() {
+    use jarvis_engine::synth::planted::{case_bytes, cases, Group, PlantedCase};
+    let mut first = cases()[0].ops[0].clone();
+    first.name = "aten::linear".into();
+    first.dims = "[[1024, 768], [2304, 768], [2304]]".into();
+    first.types = "[\"c10::BFloat16\", \"c10::BFloat16\", \"c10::BFloat16\"]".into();
+    first.strides = String::new();
+    first.concrete = String::new();
+    first.calls = 2;
+    let mut second = first.clone();
+    second.dims = "[[1024, 768], [768, 768], [768]]".into();
+    let c = PlantedCase {
+        name: "instances",
+        device: "NVIDIA H100 80GB HBM3",
+        ops: vec![first, second],
+        planted: None,
+        key_numbers: Vec::new(),
+        group: Some(Group::Module("Linear")),
+    };
+    let bytes = String::from_utf8(case_bytes(&c)).expect("utf8");
+    // Three EmbeddingBag instances of one table shape, after the GEMMs.
+    let bags: Vec<String> = (0..3)
+        .map(|i| {
+            let ts = 10_000_000 + i * 1000;
+            format!(
+                r#"{{"ph":"X","cat":"python_function","name":"nn.Module: EmbeddingBag_{i}","pid":1,"tid":1,"ts":{ts},"dur":100,"args":{{"Python id":{},"Python parent id":0,"Python thread":0}}}},
+{{"ph":"X","cat":"cpu_op","name":"aten::embedding_bag","pid":1,"tid":1,"ts":{},"dur":50,"args":{{"External id":{},"Input Dims":[[200000,128],[4096],[512]],"Input type":["float","long int","long int"]}}}}"#,
+                100 + i,
+                ts + 10,
+                90_000 + i
+            )
+        })
+        .collect();
+    let bytes = bytes.replacen(
+        "\"traceEvents\": [",
+        &format!("\"traceEvents\": [{},", bags.join(",")),
+        1,
+    );
+    let a = analyze(bytes.as_bytes());
+    let w = workload(&a);
+    assert!(
+        w.scale.starts_with("≈2.4M parameters in 2 Linear layers"),
+        "{}",
+        w.scale
+    );
+    assert!(
+        w.scale
+            .contains("embeddings of 3 tables of 200000 × 128 (76.8M)"),
+        "{}",
+        w.scale
+    );
+}

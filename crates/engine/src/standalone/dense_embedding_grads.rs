@@ -26,8 +26,9 @@ pub struct DenseEmbeddingGrads {
     pub tables: Vec<(i64, i64, u64, i64)>,
     /// Elements of the large tables, all of them.
     pub table_elements: f64,
-    /// Elements of the other weights the trace's Linear and convolution ops read (each shape as
-    /// many times a step as it is called): what else the optimizer updates.
+    /// Elements of the other weights the trace's Linear and convolution ops and its smaller
+    /// embedding tables read (each shape as many times a step as it is called): what else the
+    /// optimizer updates.
     pub other_elements: f64,
     /// The largest share of a table's rows one call looks up.
     pub touched_share: f64,
@@ -109,7 +110,16 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<DenseEmbeddingGrads> {
         let (Some(w), Some(ix)) = (sh.first(), sh.get(1)) else {
             continue;
         };
-        if w.len() != 2 || w[0] < LARGE_TABLE_ROWS {
+        if w.len() != 2 {
+            continue;
+        }
+        // A small table is a parameter the optimizer updates like any other (a DLRM's twenty
+        // 200000-row tables beside its large ones: held-out review 6 had left them out).
+        if w[0] < LARGE_TABLE_ROWS {
+            match other_calls.iter_mut().find(|(s, _)| s == w) {
+                Some((_, n)) => *n += 1,
+                None => other_calls.push((w.clone(), 1)),
+            }
             continue;
         }
         let indices: i64 = ix.iter().product();

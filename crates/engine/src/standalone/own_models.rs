@@ -730,8 +730,16 @@ mod tests {
         };
         let r = stem("[False, True, False]");
         assert_eq!(r.own_model, Some(OwnModel::ConvOneGradient));
-        assert!((r.gflops.unwrap() - 4.72055808 / 2.0).abs() < 1e-9, "{:?}", r.gflops);
-        assert!((r.data_mb.unwrap() - 36.403076171875 / 2.0).abs() < 1e-9, "{:?}", r.data_mb);
+        assert!(
+            (r.gflops.unwrap() - 4.72055808 / 2.0).abs() < 1e-9,
+            "{:?}",
+            r.gflops
+        );
+        assert!(
+            (r.data_mb.unwrap() - 36.403076171875 / 2.0).abs() < 1e-9,
+            "{:?}",
+            r.data_mb
+        );
         assert_eq!(r.roofline_us, Some(10.0));
         assert_eq!(r.tflops_s, Some(20.0));
         assert_eq!(r.tracelens.as_ref().and_then(|t| t.roofline_us), Some(20.0));

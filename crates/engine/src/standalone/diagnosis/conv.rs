@@ -303,7 +303,9 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         // batch's output pixels are its reduction, so a larger batch adds no tiles (held-out
         // review 6: "raise the batch size" for MIOpen's `igemm_wrw_…_gkgs`).
         let kernel_name = recorded.as_ref().map(|r| r.0.to_ascii_lowercase());
-        let weights_pass = kernel_name.as_deref().and_then(super::conv_algorithm::pass_of)
+        let weights_pass = kernel_name
+            .as_deref()
+            .and_then(super::conv_algorithm::pass_of)
             == Some(super::conv_algorithm::ConvPass::BackwardWeights);
         let splits = kernel_name
             .as_deref()
@@ -315,10 +317,13 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         let bound_by_grid = recorded.as_ref().is_none_or(|r| {
             // The example instance's time of the kernel: one call's.
             let per_call = r.3;
-            let peak = ctx.platform.and_then(|p| p.peak_tflops(&shape.compute_spec));
+            let peak = ctx
+                .platform
+                .and_then(|p| p.peak_tflops(&shape.compute_spec));
             match peak {
                 Some(peak) if per_call > 0.0 => {
-                    let tflops = 2.0 * g.m as f64 * g.n as f64 * g.k as f64 / (per_call * 1e-6) / 1e12;
+                    let tflops =
+                        2.0 * g.m as f64 * g.n as f64 * g.k as f64 / (per_call * 1e-6) / 1e12;
                     tflops / peak <= MISFIT_GRID * tiles as f64 / units as f64
                 }
                 _ => true,
@@ -376,7 +381,10 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                     "{output} for {units} {unit}s: {} of the {unit}s idle (batch {} at {} output).",
                     pct(1.0 - tiles as f64 / units as f64),
                     x[0],
-                    spatial.as_ref().map(|o| o.iter().map(i64::to_string).collect::<Vec<_>>().join("×")).unwrap_or_default()
+                    spatial
+                        .as_ref()
+                        .map(|o| o.iter().map(i64::to_string).collect::<Vec<_>>().join("×"))
+                        .unwrap_or_default()
                 ),
                 action: lever,
                 waste: Some((1.0 - tiles as f64 / units as f64) * kernel_share),

@@ -2406,7 +2406,10 @@ mod tests {
         let mut wgrad = nhwc.clone();
         wgrad.name = "aten::convolution_backward".into();
         let a = conv_path_a(&wgrad, None, false, true);
-        assert!(!a.contains("torch.compile") && a.ends_with("find mode)."), "{a}");
+        assert!(
+            !a.contains("torch.compile") && a.ends_with("find mode)."),
+            "{a}"
+        );
         // A ViT's patch embedding (16×16, stride 16): its output is flattened into tokens, so
         // no norm or activation is offered to fuse; a 3×3 stride-1 conv keeps that advice.
         let mut patch = conv(&["sm80_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc"]);
