@@ -28,6 +28,7 @@ pub mod lm_head_positions;
 pub mod logits_upcast;
 pub mod manual_allreduce;
 pub mod md;
+pub mod moe_loop;
 pub mod op_shares;
 pub mod ops;
 pub mod ops_attention;

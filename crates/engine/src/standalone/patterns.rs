@@ -309,6 +309,9 @@ pub struct Patterns {
     pub embedding_pooling: Option<super::embedding_pooling::EmbeddingPooling>,
     /// Linear layers' parameters converted on every forward (`weight_casts`).
     pub weight_casts: Option<super::weight_casts::WeightCasts>,
+    /// An eager Mixture-of-Experts loop's routing work (`moe_loop`): what a fused MoE kernel
+    /// removes beside the loop's syncs.
+    pub moe_loop: Option<super::moe_loop::MoeLoop>,
     /// Launches that return only when their kernel has finished (`blocking_launches`).
     pub blocking_launches: Option<super::blocking_launches::BlockingLaunches>,
     /// The output head over every prompt position (`lm_head_positions`).
@@ -397,6 +400,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         lm_head_positions: super::lm_head_positions::find(trace, tree),
         blocking_launches: super::blocking_launches::find(trace),
         weight_casts: super::weight_casts::find(trace, tree),
+        moe_loop: super::moe_loop::find(trace, tree, modules),
         embedding_pooling: super::embedding_pooling::find(trace, tree),
         context_projections: super::context_projections::find(trace, tree),
         repeated_forwards: super::repeated_forwards::find(trace, &|module| {

@@ -1908,13 +1908,34 @@ fn sync_fix(inp: &Inputs<'_>) -> Vec<(&'static str, String)> {
         C::CpuOp => sync_op(&c.label).is_some(),
         _ => false,
     };
-    holding_labels(inp, |c| is_sync(c) && !c.label.is_empty())
-        .into_iter()
-        .map(|n| {
-            let sel = if n.contains("::") { "op" } else { "call" };
-            ("remove-sync", format!("{sel}:{n}"))
-        })
-        .collect()
+    let mut fix: Vec<(&'static str, String)> =
+        holding_labels(inp, |c| is_sync(c) && !c.label.is_empty())
+            .into_iter()
+            .map(|n| {
+                let sel = if n.contains("::") { "op" } else { "call" };
+                ("remove-sync", format!("{sel}:{n}"))
+            })
+            .collect();
+    // An eager MoE loop's fix is a fused MoE kernel: its routing kernels (gathers, scatters,
+    // masks) go with the syncs, and so does the loop's dispatch (a handful of launches a layer).
+    if let Some(m) = inp
+        .patterns
+        .moe_loop
+        .as_ref()
+        .filter(|_| !fix.is_empty() && AlreadyDone::of(inp).moe_loop())
+    {
+        if !m.removed.is_empty() {
+            fix.push((
+                "remove",
+                format!("events:{}", pattern_parts::event_list(&m.removed)),
+            ));
+        }
+        fix.push((
+            "scale",
+            format!("hostevents:{}=0", pattern_parts::event_list(&m.host)),
+        ));
+    }
+    fix
 }
 
 /// The steady state's idle is mostly kernel wait in gaps of under [`INHERENT_GAP_NS`] on
