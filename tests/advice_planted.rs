@@ -2953,11 +2953,12 @@ fn a_fused_modules_backward_is_counted() {
         "{}",
         b.issue
     );
-    // Replayed: 3.2 ms of kernels go; the GPU runs back to back, less a few µs where the
-    // fused kernels wait for their launch.
+    // Replayed: 3.2 ms of kernels go, each with the GPU's start of it after the one before
+    // (the queued gap goes with the kernel); the GPU runs back to back, less a few µs where
+    // the fused kernels wait for their launch.
     let saved = b.impact.replayed.expect("replayed").saved_ms();
     assert!(
-        (3.1..=3.2).contains(&saved),
+        (3.15..=3.3).contains(&saved),
         "{saved} {:?} {:?}",
         b.fix,
         b.impact.replayed
@@ -2994,4 +2995,60 @@ fn a_guess_never_passes_the_kernel_floor() {
     assert!(high(3).is_none_or(|h| h < 0.1), "{:?}", high(3));
     let long = high(30).expect("a finding");
     assert!(long > 30.0, "{long}");
+}
+
+/// Host work a library frame names is the idle's cause, with its own action, and its fix
+/// replays the frames away: DeepSpeed's CPU Adam (ZeRO-Offload), a weight average kept on the
+/// host, a graph captured in every step. The same host time in a frame no rule knows keeps the
+/// finding's general reading (held-out suite 7: "remove the synchronization", "prefetch the
+/// next batch", "overlap the scheduler" had been said of all three).
+#[test]
+fn host_work_a_library_frame_names_is_the_idle_cause() {
+    let idle_of = |frames: Vec<&'static str>| {
+        let mut c = case("idle_python_after_sync").expect("case");
+        c.host_frames = frames;
+        let a = analyze_trace(import::import_bytes(&case_bytes(&c)).expect("trace imports"));
+        let st = a.standalone.expect("standalone");
+        find(&st, "GPU idle time").expect("idle finding").clone()
+    };
+    for (frame, what, action) in [
+        (
+            "deepspeed/ops/adam/cpu_adam.py(148): step",
+            "the optimizer's step on the CPU",
+            "drop `offload_optimizer`",
+        ),
+        (
+            "timm/utils/model_ema.py(123): update",
+            "an exponential moving average of the weights updated on the host",
+            "Keep the average on the GPU",
+        ),
+        (
+            "torch/cuda/graphs.py(184): __enter__",
+            "a CUDA / HIP graph captured again",
+            "Capture the graph once and replay it",
+        ),
+    ] {
+        let idle = idle_of(vec!["engine.py(2213): step", frame]);
+        assert!(
+            idle.issue.contains(what) && idle.issue.contains(&format!("`{frame}` holds")),
+            "{frame}: {}",
+            idle.issue
+        );
+        assert!(idle.path_a.contains(action), "{frame}: {}", idle.path_a);
+        // Replayed: the frames' 3.7 ms of host time in each of 8 steps (29.6 ms) go: 25.9 ms
+        // saved, the rest the GPU's own time that the host had covered.
+        let r = idle.impact.replayed.expect("replayed");
+        assert!(
+            idle.fix.iter().any(|(_, s)| s.starts_with("hostevents:")) && r.saved_ms() > 20.0,
+            "{frame}: {:?} {r:?}",
+            idle.fix
+        );
+    }
+    // The same host time in the scheduler's own frame: no culprit named.
+    let idle = idle_of(vec!["scheduler.py(120): schedule"]);
+    assert!(
+        !idle.issue.contains(" of the host wait is "),
+        "{}",
+        idle.issue
+    );
 }

@@ -675,6 +675,20 @@ impl Simulation {
         (first < past).then(|| (first, past - 1))
     }
 
+    /// The thread link that holds the host time `[a, b)` of `lane` where no point lies inside
+    /// it (a Python function that launches nothing): the constraint into the lane's first point
+    /// at or after `b`, whose source point is at or before `a`. `None` where points lie inside.
+    pub fn thread_link_over(&self, lane: LaneId, a: Nanos, b: Nanos) -> Option<usize> {
+        let &(_, lo, hi) = self.host_lanes.iter().find(|l| l.0 == lane)?;
+        let p = lo + self.rec[lo as usize..hi as usize].partition_point(|&t| t < b) as u32;
+        if p <= lo || p >= hi || self.rec[p as usize - 1] > a {
+            return None;
+        }
+        self.constraints_of(p).find(|&k| {
+            self.constraints[k].link == Link::Thread && self.constraints[k].from == p - 1
+        })
+    }
+
     /// The schedule's host events named by string id `name`, in event order.
     pub fn host_events_named(&self, name: crate::model::StrId) -> &[u32] {
         let n = name.0 as usize;

@@ -104,6 +104,64 @@ pub fn is_empty_cache(frame: &str) -> bool {
     frame.ends_with("): empty_cache") && frame.contains("torch/cuda/memory.py")
 }
 
+/// Host work a library frame names, which keeps the GPU waiting when it runs inside the step:
+/// what it is and what to do instead (docs/analysis.md, "Idle time: host work a frame names").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostCulprit {
+    pub key: &'static str,
+    /// What the host does there, in words.
+    pub what: &'static str,
+    /// What to do instead.
+    pub action: &'static str,
+}
+
+const CPU_OPTIMIZER: HostCulprit = HostCulprit {
+    key: "cpu_optimizer",
+    what: "the optimizer's step on the CPU (ZeRO-Offload: DeepSpeed's `DeepSpeedCPUAdam` updates every parameter in host memory, then the parameters are copied back), while the GPU waits",
+    action: "Keep the optimizer on the GPU where the model, its gradients and optimizer states fit: drop `offload_optimizer` from the ZeRO config, or shard the states across GPUs (ZeRO stage 2 / 3) instead of offloading them. Where memory needs the offload, hide it: ZeRO-Offload's delayed parameter update, more CPU threads for the Adam kernel, pinned buffers (`pin_memory: true`).",
+};
+
+const HOST_EMA: HostCulprit = HostCulprit {
+    key: "host_ema",
+    what: "an exponential moving average of the weights updated on the host (each parameter copied to host memory and averaged there), while the GPU waits",
+    action: "Keep the average on the GPU (timm's `ModelEmaV2` / `ModelEmaV3` without `device='cpu'`, `torch.optim.swa_utils.AveragedModel` on the model's device, or `torch._foreach_lerp_` over GPU copies): one fused update of every parameter, no copies. Where GPU memory is short, update it every N steps, or copy asynchronously (`non_blocking=True` into pinned buffers) and average on a host thread.",
+};
+
+const GRAPH_CAPTURE: HostCulprit = HostCulprit {
+    key: "graph_recapture",
+    what: "a CUDA / HIP graph captured again (`torch.cuda.graph` entered: a garbage collection, the capture, the graph's instantiation) inside the steady loop",
+    action: "Capture the graph once and replay it: keep the `torch.cuda.CUDAGraph` and its static input and output tensors across steps, copy each step's inputs into the static buffers and call `graph.replay()`; where shapes vary, capture one graph per shape bucket once, up front (as serving engines do).",
+};
+
+const CHECKPOINT_SAVE: HostCulprit = HostCulprit {
+    key: "checkpoint_save",
+    what: "a checkpoint written inside the step (`torch.save` serializing tensors to storage), while the GPU waits",
+    action: "Save less often, and off the step's path: asynchronous checkpointing (`torch.distributed.checkpoint.async_save`, or a copy to pinned host memory written by a background thread).",
+};
+
+/// The culprit a Python frame names (`deepspeed/ops/adam/cpu_adam.py(148): step`), if any.
+pub fn host_culprit(frame: &str) -> Option<HostCulprit> {
+    let lower = frame.to_ascii_lowercase();
+    let path = lower.split_once('(').map_or(lower.as_str(), |(p, _)| p);
+    if ["cpu_adam", "cpu_adagrad", "cpu_lion"]
+        .iter()
+        .any(|w| path.contains(w))
+    {
+        Some(CPU_OPTIMIZER)
+    } else if path.ends_with("model_ema.py")
+        || path.ends_with("/ema.py")
+        || path.ends_with("swa_utils.py") && lower.ends_with("update_parameters")
+    {
+        Some(HOST_EMA)
+    } else if path.ends_with("torch/cuda/graphs.py") {
+        Some(GRAPH_CAPTURE)
+    } else if path.ends_with("torch/serialization.py") && lower.ends_with("): save") {
+        Some(CHECKPOINT_SAVE)
+    } else {
+        None
+    }
+}
+
 /// A driver allocation: the caching allocator (or pinned host memory) growing. It takes host
 /// time that grows with the size (mapping pages), microseconds to milliseconds, while the GPU
 /// drains whatever was queued; stream-ordered allocations (`cudaMallocAsync`) are left out:

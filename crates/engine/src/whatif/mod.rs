@@ -230,6 +230,11 @@ pub fn apply(
         let mut n = 0;
         match (&ch.action, &ch.selector) {
             (Action::Scale(f), Selector::Cpu(_) | Selector::HostEvents(_)) => {
+                // Host events with no point of their own (a Python function that launches
+                // nothing: an optimizer stepping on the CPU): their time lies inside one
+                // thread link, which loses it.
+                let pointless = select::pointless_host_events(trace, sim, &ch.selector);
+                n += fuse::cut_thread_time(trace, sim, &pointless, *f, &mut off);
                 let mut done = vec![false; off.len()];
                 for h in select::host_events(trace, sim, &ch.selector) {
                     let Some(ks) = own_time(trace, sim, h) else {
@@ -271,6 +276,7 @@ pub fn apply(
                     }
                     n += group.len();
                     fuse::one_kernel(trace, &group, *us, duration, &mut off);
+                    fuse::drop_queue_gaps(trace, sim, &group, &mut off);
                     fuse::drop_host_work(trace, sim, frame, own, &mut off);
                 }
             }
@@ -289,11 +295,17 @@ pub fn apply(
                     match (action, factor) {
                         (Action::Fuse(us), _) => {
                             fuse::one_kernel(trace, group, *us, duration, &mut off);
+                            fuse::drop_queue_gaps(trace, sim, group, &mut off);
                         }
                         (_, Some(f)) => {
                             for &g in group {
                                 if let Some(k) = duration(g) {
                                     off[k] = (off[k] as f64 * f).round() as Nanos;
+                                }
+                                // A kernel removed takes the GPU's gap before it along: the
+                                // start of a queued kernel is its cost, not the stream's.
+                                if f == 0.0 {
+                                    fuse::drop_queue_gap(sim, g, &mut off);
                                 }
                             }
                         }

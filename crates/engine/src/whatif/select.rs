@@ -173,6 +173,30 @@ fn outermost(trace: &Trace, sim: &Simulation, events: impl Iterator<Item = u32>)
     out
 }
 
+/// The host events a `cpu:` / `hostevents:` selection names that hold no point of the
+/// schedule (a Python function that launches nothing), in event order.
+pub(super) fn pointless_host_events(trace: &Trace, sim: &Simulation, sel: &Selector) -> Vec<u32> {
+    let ids: Vec<u32> = match sel {
+        Selector::Cpu(name) => trace
+            .strings
+            .find(name)
+            .map(|id| sim.host_events_named(id).to_vec())
+            .unwrap_or_default(),
+        Selector::HostEvents(ids) => ids
+            .iter()
+            .copied()
+            .filter(|&h| (h as usize) < trace.events.len())
+            .collect(),
+        _ => Vec::new(),
+    };
+    ids.into_iter()
+        .filter(|&h| {
+            let e = &trace.events[h as usize];
+            e.kind().is_host_activity() && e.has_time() && sim.span_of(trace, h).is_none()
+        })
+        .collect()
+}
+
 /// Host events with one of these exact names (outermost, as [`host_spans`]): each name is
 /// looked up once in the trace's strings, a name the trace never recorded selects nothing.
 pub(super) fn host_spans_named(trace: &Trace, sim: &Simulation, names: &[&str]) -> Vec<u32> {

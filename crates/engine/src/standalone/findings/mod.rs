@@ -12,6 +12,7 @@ mod embedding_grads;
 mod embedding_pooling;
 mod gqa_expand;
 mod graph_short;
+mod host_culprits;
 mod links;
 mod lm_head_positions;
 mod logits_upcast;

@@ -169,6 +169,9 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
         if b.fix.is_empty() {
             b.fix = empty_cache_fix(inp);
         }
+        if b.fix.is_empty() && b.issue.contains(" of the host wait is ") {
+            b.fix = super::host_culprits::named(inp).map_or_else(Vec::new, |n| n.fix(inp.trace));
+        }
         if b.fix.is_empty() {
             b.fix = allocator_fix(inp);
         }
@@ -2031,6 +2034,14 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
                 queued as f64 / split.host_wait as f64 * 100.0
             ),
             "Not a launch problem: graphs or fewer launches do not start queued work sooner. Look for what held the GPU: clocks ramping up after a long idle (a benchmark's CPU-only phases between measured calls; fix the clocks or keep the GPU busy), another process on the GPU (`nvidia-smi` / `rocm-smi`), or work the trace does not record (profile a window of whole iterations).".to_owned(),
+        );
+    }
+    // Host work a library frame names (an optimizer stepping on the CPU, a graph captured in
+    // every step): its own cause and action, whatever else the gaps hold.
+    if let Some(n) = super::host_culprits::named(inp).filter(|_| split.host_wait * 2 >= total) {
+        return (
+            format!("{split_text}{already}{}", n.text()),
+            n.culprit.action.to_owned(),
         );
     }
     if idle.launch_bound && dominant.is_none() {

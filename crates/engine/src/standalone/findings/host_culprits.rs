@@ -1,0 +1,138 @@
+//! The idle finding's cause where a library frame names the host work the GPU waits for
+//! (docs/analysis.md, "Idle time: host work a frame names"): the Python functions in the steady
+//! host-wait gaps (`IdleContext::gap_frames`) are matched against known culprits
+//! (`model::host_calls::host_culprit`: an optimizer stepping on the CPU, a weight average kept
+//! on the host, a CUDA graph captured in every step, a checkpoint saved in the step). One that
+//! holds a third of the host wait is the cause, with its own action, and its fix is replayed:
+//! its frames take no host time (held-out suite 7: DeepSpeed's CPU Adam, timm's host EMA and a
+//! graph re-captured every step had read "remove the synchronization", "prefetch the next
+//! batch" and "overlap the scheduler").
+
+use super::*;
+use crate::model::host_calls::{host_culprit, HostCulprit};
+
+/// A culprit holding at least this share of the steady host wait is the idle's cause.
+pub const CULPRIT_SHARE: f64 = 1.0 / 3.0;
+
+/// The culprit the gaps' frames name, its frames and their time.
+pub(super) struct NamedHostWork {
+    pub culprit: HostCulprit,
+    /// The culprit's frames in the gaps (nested ones each listed), the most first.
+    pub frames: Vec<(String, i64)>,
+    /// The outermost frame's time in the gaps (its nested frames are inside it), ns.
+    pub ns: i64,
+    /// Of the steady host wait.
+    pub share: f64,
+}
+
+pub(super) fn named(inp: &Inputs<'_>) -> Option<NamedHostWork> {
+    let ctx = &inp.idle.context;
+    let total = ctx.gap_host_ns;
+    if total <= 0 {
+        return None;
+    }
+    let mut best: Option<NamedHostWork> = None;
+    for (frame, ns) in &ctx.gap_frames {
+        let Some(c) = host_culprit(frame) else {
+            continue;
+        };
+        match best.as_mut() {
+            Some(b) if b.culprit.key == c.key => {
+                b.frames.push((frame.clone(), *ns));
+                b.ns = b.ns.max(*ns);
+            }
+            // Frames come the most first: a second culprit is smaller than the first.
+            Some(_) => {}
+            None => {
+                best = Some(NamedHostWork {
+                    culprit: c,
+                    frames: vec![(frame.clone(), *ns)],
+                    ns: *ns,
+                    share: 0.0,
+                })
+            }
+        }
+    }
+    let mut b = best?;
+    b.share = b.ns as f64 / total as f64;
+    (b.share >= CULPRIT_SHARE).then_some(b)
+}
+
+impl NamedHostWork {
+    /// The cause as the finding's Issue states it.
+    pub fn text(&self) -> String {
+        format!(
+            "; {:.0} % of the host wait is {}: {} holds {:.3} ms of the gaps",
+            self.share * 100.0,
+            self.culprit.what,
+            code(&short(&self.frames[0].0, 90)),
+            self.ns as f64 / 1e6
+        )
+    }
+
+    /// Replayed: the culprit's frames take no host time, as one selection of their calls (so
+    /// a frame nested in another is cut once), and the GPU work they launch is gone.
+    pub fn fix(&self, trace: &crate::model::Trace) -> Vec<(&'static str, String)> {
+        let names: Vec<crate::model::StrId> = (self.frames.iter())
+            .filter_map(|(f, _)| trace.strings.find(f))
+            .collect();
+        let mut ids: Vec<u32> = (trace.events.iter().enumerate())
+            .filter(|(_, e)| {
+                e.kind() == crate::model::EventKind::PythonFunction && names.contains(&e.name)
+            })
+            .map(|(i, _)| i as u32)
+            .collect();
+        // A graph captured again: what runs inside the `with torch.cuda.graph(...)` block (the
+        // model's forward, captured) goes with its entry and exit (suite 7's DiT: the forward
+        // under capture was 10 of the re-capture's 35 ms a step).
+        if self.culprit.key == "graph_recapture" {
+            ids.extend(inside_captures(trace, &ids));
+            ids.sort_unstable();
+            ids.dedup();
+        }
+        if ids.is_empty() {
+            return Vec::new();
+        }
+        // The GPU work the frames launch goes with them (a host average's copies of every
+        // parameter to the host).
+        let mut fix: Vec<(&'static str, String)> = (self.frames.iter())
+            .map(|(f, _)| ("remove", format!("module:{f}")))
+            .collect();
+        fix.push((
+            "scale",
+            format!("hostevents:{}=0", super::pattern_parts::event_list(&ids)),
+        ));
+        fix
+    }
+}
+
+/// The host events between each `torch.cuda.graph` block's `__enter__` and the `__exit__` that
+/// follows it on the same thread (`frames`: the culprit's frames, those among them).
+fn inside_captures(trace: &crate::model::Trace, frames: &[u32]) -> Vec<u32> {
+    let named = |i: u32, what: &str| trace.name(&trace.events[i as usize]).ends_with(what);
+    let mut windows: Vec<(crate::model::LaneId, i64, i64)> = Vec::new();
+    for &i in frames.iter().filter(|&&i| named(i, "): __enter__")) {
+        let e = &trace.events[i as usize];
+        let exit = (frames.iter())
+            .map(|&x| &trace.events[x as usize])
+            .filter(|x| x.lane() == e.lane() && x.ts >= e.end())
+            .filter(|x| trace.name(x).ends_with("): __exit__"))
+            .map(|x| x.ts)
+            .min();
+        if let Some(end) = exit {
+            windows.push((e.lane(), e.end(), end));
+        }
+    }
+    if windows.is_empty() {
+        return Vec::new();
+    }
+    (trace.events.iter().enumerate())
+        .filter(|(_, e)| e.kind().is_host_activity() && e.has_time())
+        .filter(|(_, e)| {
+            windows
+                .iter()
+                .any(|w| w.0 == e.lane() && e.ts >= w.1 && e.end() <= w.2)
+        })
+        .map(|(i, _)| i as u32)
+        .collect()
+}
