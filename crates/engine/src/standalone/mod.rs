@@ -26,6 +26,7 @@ pub mod grad_sync;
 pub mod layer_test;
 pub mod lm_head_positions;
 pub mod logits_upcast;
+pub mod lora_adapters;
 pub mod manual_allreduce;
 pub mod md;
 pub mod moe_loop;

@@ -312,6 +312,8 @@ pub struct Patterns {
     /// An eager Mixture-of-Experts loop's routing work (`moe_loop`): what a fused MoE kernel
     /// removes beside the loop's syncs.
     pub moe_loop: Option<super::moe_loop::MoeLoop>,
+    /// LoRA adapters run beside their base layers (`lora_adapters`).
+    pub lora_adapters: Option<super::lora_adapters::LoraAdapters>,
     /// Launches that return only when their kernel has finished (`blocking_launches`).
     pub blocking_launches: Option<super::blocking_launches::BlockingLaunches>,
     /// The output head over every prompt position (`lm_head_positions`).
@@ -401,6 +403,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         blocking_launches: super::blocking_launches::find(trace),
         weight_casts: super::weight_casts::find(trace, tree),
         moe_loop: super::moe_loop::find(trace, tree, modules),
+        lora_adapters: super::lora_adapters::find(trace, tree),
         embedding_pooling: super::embedding_pooling::find(trace, tree),
         context_projections: super::context_projections::find(trace, tree),
         repeated_forwards: super::repeated_forwards::find(trace, &|module| {

@@ -16,6 +16,7 @@ mod host_culprits;
 mod links;
 mod lm_head_positions;
 mod logits_upcast;
+mod lora;
 pub mod merge;
 mod notes;
 mod ops;
@@ -1381,6 +1382,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         weight_casts::add_weight_casts(&mut f, inp);
         lm_head_positions::add_lm_head_positions(&mut f, inp);
         gqa_expand::add_gqa_expand(&mut f, inp);
+        lora::add_lora_adapters(&mut f, inp);
         add_notes(&mut f, &rows, base, inp);
         if f.rows.is_empty() && f.bottlenecks.is_empty() {
             continue;
