@@ -126,7 +126,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<LoraAdapters> {
     out.adapter_ms = adapter_ns as f64 / 1e6;
     out.base_ms = base_ns as f64 / 1e6;
     out.adapter_host_ms = host_ns as f64 / 1e6;
-    by_op.sort_by(|a, b| b.1.cmp(&a.1));
+    by_op.sort_by_key(|x| std::cmp::Reverse(x.1));
     out.ops = by_op
         .into_iter()
         .map(|(name, ns, kernels)| OpShare {
