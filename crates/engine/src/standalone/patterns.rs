@@ -314,6 +314,8 @@ pub struct Patterns {
     pub moe_loop: Option<super::moe_loop::MoeLoop>,
     /// LoRA adapters run beside their base layers (`lora_adapters`).
     pub lora_adapters: Option<super::lora_adapters::LoraAdapters>,
+    /// Generation that re-runs the whole sequence every step (`kv_recompute`).
+    pub kv_recompute: Option<super::kv_recompute::KvRecompute>,
     /// Launches that return only when their kernel has finished (`blocking_launches`).
     pub blocking_launches: Option<super::blocking_launches::BlockingLaunches>,
     /// The output head over every prompt position (`lm_head_positions`).
@@ -404,6 +406,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         weight_casts: super::weight_casts::find(trace, tree),
         moe_loop: super::moe_loop::find(trace, tree, modules),
         lora_adapters: super::lora_adapters::find(trace, tree),
+        kv_recompute: super::kv_recompute::find(trace),
         embedding_pooling: super::embedding_pooling::find(trace, tree),
         context_projections: super::context_projections::find(trace, tree),
         repeated_forwards: super::repeated_forwards::find(trace, &|module| {

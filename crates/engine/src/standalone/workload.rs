@@ -549,7 +549,16 @@ fn model_input(
                 && r.param("N_Q")
                     .is_some_and(|q| q > 1 && Some(q) == r.param("N_KV"))
         });
-    if prefill {
+    // Steps whose sequence grows by the tokens just generated, each re-run whole: generation
+    // without a KV cache, not a prefill (held-out suite 7: `use_cache=False` read as prefill).
+    let regenerated = prefill.then(|| super::kv_recompute::find(trace)).flatten();
+    if let Some(k) = regenerated {
+        parts.push(format!(
+            "generation without a KV cache: each step re-runs the whole sequence ({} → {} tokens, {} more a step)",
+            k.first_len, k.last_len, k.growth
+        ));
+        ev.push("input: the largest embedding's ids grow by the same few tokens every step, each step running them all".into());
+    } else if prefill {
         parts.push("prefill: causal attention over whole sequences, no KV cache read".into());
         ev.push(
             "input: a causal attention with as many keys as queries in an inference run".into(),

@@ -13,6 +13,7 @@ mod embedding_pooling;
 mod gqa_expand;
 mod graph_short;
 mod host_culprits;
+mod kv_recompute;
 mod links;
 mod lm_head_positions;
 mod logits_upcast;
@@ -1383,6 +1384,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         lm_head_positions::add_lm_head_positions(&mut f, inp);
         gqa_expand::add_gqa_expand(&mut f, inp);
         lora::add_lora_adapters(&mut f, inp);
+        kv_recompute::add_kv_recompute(&mut f, inp);
         add_notes(&mut f, &rows, base, inp);
         if f.rows.is_empty() && f.bottlenecks.is_empty() {
             continue;
