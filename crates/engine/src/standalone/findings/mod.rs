@@ -1087,6 +1087,75 @@ pub struct CopyMix {
     /// names them: `DEVICE_COPY_SOURCES`), each with its time, ns, and copies, largest first;
     /// empty unless they made at least half of the copy time with a recorded launch.
     pub device_sources: Vec<(&'static DeviceCopySource, i64, u64)>,
+    /// Host work a library frame names (`model::host_calls::host_culprit`) that launched at
+    /// least half of the host-link copy time: the culprit, its frame, that time (ns), copies.
+    pub host_culprit: Option<(crate::model::host_calls::HostCulprit, String, i64, u64)>,
+}
+
+/// The host culprit whose frames launched at least half of `host_ns`, the host-link copy time
+/// (a weight average kept on the host copies every parameter back each step; an offloaded
+/// optimizer copies the parameters back up): found among the copy's ancestors in the call tree.
+fn host_link_culprit(
+    trace: &crate::model::Trace,
+    tree: &crate::model::tree::CallTree,
+    host_ns: i64,
+) -> Option<(crate::model::host_calls::HostCulprit, String, i64, u64)> {
+    use crate::model::host_calls::{host_culprit, HostCulprit};
+    // Culprit frames, by lane (few): each copy's launch is looked up among them. The Python
+    // frames are not in the call tree.
+    let mut seen: rustc_hash::FxHashMap<crate::model::StrId, Option<HostCulprit>> =
+        Default::default();
+    let mut marked: Vec<(
+        crate::model::LaneId,
+        i64,
+        i64,
+        HostCulprit,
+        crate::model::StrId,
+    )> = Vec::new();
+    for e in &trace.events {
+        if e.kind() != crate::model::EventKind::PythonFunction || e.dur <= 0 {
+            continue;
+        }
+        if let Some(c) = *seen
+            .entry(e.name)
+            .or_insert_with(|| host_culprit(trace.name(e)))
+        {
+            marked.push((e.lane(), e.ts, e.end(), c, e.name));
+        }
+    }
+    if marked.is_empty() {
+        return None;
+    }
+    let mut by: Vec<(HostCulprit, String, i64, u64)> = Vec::new();
+    for (i, e) in trace.events.iter().enumerate() {
+        if e.kind() != crate::model::EventKind::GpuMemcpy
+            || e.dur <= 0
+            || is_device_copy(trace.name(e))
+        {
+            continue;
+        }
+        let Some(call) = tree.parent(crate::model::EventId(i as u32)) else {
+            continue;
+        };
+        let c = trace.event(call);
+        let Some(m) = marked
+            .iter()
+            .filter(|m| m.0 == c.lane() && m.1 <= c.ts && c.ts <= m.2)
+            .max_by_key(|m| m.2 - m.1)
+        else {
+            continue;
+        };
+        match by.iter_mut().find(|b| b.0.key == m.3.key) {
+            Some(b) => {
+                b.2 += e.dur;
+                b.3 += 1;
+            }
+            None => by.push((m.3, trace.strings.get(m.4).to_owned(), e.dur, 1)),
+        }
+    }
+    by.into_iter()
+        .max_by_key(|b| b.2)
+        .filter(|b| b.2 * 2 >= host_ns)
 }
 
 /// A known maker of device-to-device copies, told by a host ancestor of the copy's launch.
@@ -1144,6 +1213,9 @@ impl CopyMix {
         tree: &crate::model::tree::CallTree,
     ) -> CopyMix {
         let mut m = CopyMix::of(trace);
+        if m.host_ns > 0 {
+            m.host_culprit = host_link_culprit(trace, tree, m.host_ns);
+        }
         if m.device_ns <= 0 {
             return m;
         }
@@ -1491,6 +1563,38 @@ fn graph_replay_note(cats: &mut [CategoryFindings], inp: &Inputs<'_>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Host-link copies launched inside a frame of known host work are that work's: a weight
+    /// average kept on the host copies each parameter back (suite 7: timm's EMA read as
+    /// "results copied back"); the same copies from a frame no rule knows name nothing.
+    #[test]
+    fn copies_launched_by_known_host_work_are_named() {
+        let mix = |frame: &str| {
+            let doc = format!(
+                r#"{{"traceEvents": [
+  {{"ph": "X", "cat": "python_function", "name": "{frame}", "pid": 1, "tid": 1, "ts": 0, "dur": 500}},
+  {{"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {{"correlation": 1}}}},
+  {{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pinned)", "pid": 0, "tid": 7, "ts": 20, "dur": 300, "args": {{"stream": 7, "correlation": 1}}}},
+  {{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {{"stream": 7}}}}
+]}}"#
+            );
+            let mut t = crate::import::import_bytes(doc.as_bytes()).expect("imports");
+            let tree = crate::model::tree::CallTree::build(&mut t);
+            CopyMix::with_sources(&t, &tree)
+        };
+        let m = mix("timm/utils/model_ema.py(123): update");
+        let (c, frame, ns, n) = m.host_culprit.expect("the average's copies");
+        assert_eq!(
+            (c.key, frame.as_str(), ns, n),
+            (
+                "host_ema",
+                "timm/utils/model_ema.py(123): update",
+                300_000,
+                1
+            )
+        );
+        assert!(mix("train.py(88): log_outputs").host_culprit.is_none());
+    }
 
     /// A scalar read back from pageable memory (16 bytes) is no pageable copy to pin; a 1 MB
     /// upload is (suite 6: `.item()` readbacks told "pin it" at "0.0 GB/s").

