@@ -3007,6 +3007,8 @@ fn host_work_a_library_frame_names_is_the_idle_cause() {
     let idle_of = |frames: Vec<&'static str>| {
         let mut c = case("idle_python_after_sync").expect("case");
         c.host_frames = frames;
+        // Steps marked: a graph captured in every step of a stepped loop is a re-capture.
+        c.marked = true;
         let a = analyze_trace(import::import_bytes(&case_bytes(&c)).expect("trace imports"));
         let st = a.standalone.expect("standalone");
         find(&st, "GPU idle time").expect("idle finding").clone()
@@ -3051,4 +3053,16 @@ fn host_work_a_library_frame_names_is_the_idle_cause() {
         "{}",
         idle.issue
     );
+    // Graphs captured in a trace without steps (a serving engine's capture of one graph per
+    // batch size, up front) are no re-capture.
+    let mut c = case("idle_python_after_sync").expect("case");
+    c.host_frames = vec![
+        "engine.py(2213): step",
+        "torch/cuda/graphs.py(184): __enter__",
+    ];
+    c.marked = false;
+    let a = analyze_trace(import::import_bytes(&case_bytes(&c)).expect("trace imports"));
+    let st = a.standalone.expect("standalone");
+    let idle = find(&st, "GPU idle time").expect("idle finding");
+    assert!(!idle.issue.contains("captured again"), "{}", idle.issue);
 }

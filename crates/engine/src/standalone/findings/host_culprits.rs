@@ -55,7 +55,35 @@ pub(super) fn named(inp: &Inputs<'_>) -> Option<NamedHostWork> {
     }
     let mut b = best?;
     b.share = b.ns as f64 / total as f64;
+    // A graph captured once per shape up front (a serving engine's warm-up, a trace of the
+    // capture itself) is no re-capture: only one entered in every step of a stepped loop is
+    // (the vLLM capture trace had read "captured again inside the steady loop").
+    if b.culprit.key == "graph_recapture" && !captured_every_step(inp) {
+        return None;
+    }
     (b.share >= CULPRIT_SHARE).then_some(b)
+}
+
+/// Whether `torch.cuda.graph` blocks are entered in every `ProfilerStep` of a trace of two or
+/// more steps.
+fn captured_every_step(inp: &Inputs<'_>) -> bool {
+    let trace = inp.trace;
+    let steps = &inp.step_spans;
+    if steps.len() < 2 {
+        return false;
+    }
+    let mut hit = vec![false; steps.len()];
+    for e in trace.events.iter().filter(|e| {
+        e.kind() == crate::model::EventKind::PythonFunction && {
+            let n = trace.name(e);
+            n.contains("torch/cuda/graphs.py") && n.ends_with("): __enter__")
+        }
+    }) {
+        if let Some(i) = steps.iter().position(|s| s.0 <= e.ts && e.ts < s.1) {
+            hit[i] = true;
+        }
+    }
+    hit.iter().all(|h| *h)
 }
 
 impl NamedHostWork {
