@@ -803,6 +803,37 @@ fn a_precision_difference_is_one_recommendation() {
         !fair.contains("a kernel tuned for this shape usually closes such a gap"),
         "{fair}"
     );
+    // No ratio relates two precisions: the impact is the whole difference.
+    let gap: f64 = (c.matched.iter())
+        .filter(|m| m.target_us > m.reference_us)
+        .map(|m| m.target_us - m.reference_us)
+        .sum();
+    assert!(
+        fair.contains(&format!("**Impact**: up to {:.3} ms", gap / 1e3)),
+        "{gap} {fair}"
+    );
+    // bf16 on the target, FP8 on the reference (torchao float8 on H100 against bf16 on
+    // MI300X, held-out suite 7): the same recommendation, with the FP8 lever.
+    let target = side(
+        "AMD Instinct MI300X",
+        "c10::BFloat16",
+        "Cijk_Ailk_Bljk_BBS_BH_MT256x256x64_MI16x16x1_SN_1LDSB1",
+        200_000,
+    );
+    let reference = side(
+        "NVIDIA H100 80GB HBM3",
+        "c10::BFloat16",
+        "sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cublas",
+        100_000,
+    );
+    let c = compare(&target, &reference, "mi300x", "h100");
+    let fair = jarvis_engine::report::compare_md::fair_md(&c, "p");
+    assert!(
+        fair.contains("Priority 1: GEMMs in bf16 on the target, fp8 on the reference")
+            && fair.contains("run the linear layers in FP8 as the reference does")
+            && fair.contains("float8_e4m3fnuz"),
+        "{fair}"
+    );
 }
 
 /// An eager target against a reference that replays its kernels in graphs: the launch mode is

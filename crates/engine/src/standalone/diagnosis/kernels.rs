@@ -210,6 +210,16 @@ impl KernelPrecision {
     pub fn is_fp32(self) -> bool {
         matches!(self, KernelPrecision::Fp32Simt | KernelPrecision::Fp32)
     }
+    /// Bits a multiply's inputs carry, the wider the slower: fp32 32, TF32 19, bf16 / fp16 16,
+    /// fp8 8.
+    pub fn width(self) -> u32 {
+        match self {
+            KernelPrecision::Fp32Simt | KernelPrecision::Fp32 => 32,
+            KernelPrecision::Tf32 => 19,
+            KernelPrecision::Bf16 | KernelPrecision::Fp16 => 16,
+            KernelPrecision::Fp8 => 8,
+        }
+    }
 }
 
 /// The precision a GEMM kernel's name spells; `None` when it does not say.
