@@ -175,17 +175,24 @@ fn all_reduces_every_micro_batch_lead_with_no_sync() {
 /// 0.163 ms. Spread from 0.8 to 1.7 ms they wait for a late rank, and the replay brings each
 /// to its transfer time; all at 1.2 ms, no straggler is named.
 fn all_reduces(spread: bool) -> Analysis {
+    all_reduces_taking(|i| {
+        if spread {
+            800.0 + 100.0 * i as f64
+        } else {
+            1200.0
+        }
+    })
+}
+
+/// [`all_reduces`] with each call's duration, µs.
+fn all_reduces_taking(dur_of: impl Fn(usize) -> f64) -> Analysis {
     let mut ops = Vec::new();
     let mut gpu = 100.0;
     for i in 0..10 {
         let cpu = 20.0 + i as f64 * 30.0;
         ops.push(mm(cpu, gpu, 2000.0));
         gpu += 2000.0;
-        let dur = if spread {
-            800.0 + 100.0 * i as f64
-        } else {
-            1200.0
-        };
+        let dur = dur_of(i);
         ops.push(Op {
             name: "c10d::allreduce_",
             dims: "[[[16777216]], [], [], []]",
@@ -226,6 +233,37 @@ fn identical_all_reduces_that_vary_name_a_late_rank() {
     let even = all_reduces(false);
     let b = exposed(&even).expect("exposed communication");
     assert!(!keys(b).contains(&"collective_straggler"), "{b:#?}");
+}
+
+/// The same all-reduces all alike at 1.2 ms: 32 MiB × 1.75 / 1.2 ms = 48.9 GB/s of bus
+/// bandwidth, 10.9 % of H100's 450 GB/s NVLink: a transport that is not the link (held-out
+/// suite 7: NVLink peer-to-peer disabled), replayed as each call at its transfer time. At
+/// 0.25 ms (235 GB/s, 52 %) the link is in use: nothing to say.
+#[test]
+fn identical_all_reduces_far_below_the_link_name_the_transport() {
+    let a = all_reduces(false);
+    let b = exposed(&a).expect("exposed communication");
+    assert_eq!(
+        keys(b).first(),
+        Some(&"collective_slow_transport"),
+        "{b:#?}"
+    );
+    assert!(
+        b.issue.contains("10 `c10d::allreduce_` calls of 32.0 MiB each take 1.200 ms at the median: 48.9 GB/s of bus bandwidth over 8 ranks, 11% of H100 SXM's 450 GB/s GPU-to-GPU link")
+            && b.path_a.contains("NCCL_P2P_DISABLE"),
+        "{}",
+        b.issue
+    );
+    let transfer = 32.0 * 1_048_576.0 * 1.75 / (450e9 * 0.8) * 1e3;
+    let r = b.impact.replayed.expect("replayed");
+    assert!(
+        (r.saved_ms() - 10.0 * (1.2 - transfer)).abs() < 0.05,
+        "{r:?}"
+    );
+    let fast = all_reduces_taking(|_| 250.0);
+    if let Some(b) = exposed(&fast) {
+        assert!(!keys(b).contains(&"collective_slow_transport"), "{b:#?}");
+    }
 }
 
 const ALL_GATHER: &str = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";

