@@ -2198,3 +2198,25 @@ fn a_part_of_a_bf16_model_in_fp32_is_named() {
     assert!(find_it(&trace(&[true; 6])).is_none());
     assert!(find_it(&trace(&[false; 6])).is_none());
 }
+
+/// A head dim padded to the kernel's is inside the gap to the attention ceiling: where the
+/// ceiling is a cause, the padding is stated but not costed beside it (held-out suite 7: a
+/// healthy ViT-H's FA2 attention at head dim 80, raised to High by the two wastes summed).
+#[test]
+fn head_dim_padding_is_inside_the_ceilings_gap() {
+    let c = case("attention_head_dim_padding_under_ceiling").expect("case");
+    let a = analyze_on(&case_bytes(&c), platform_of(&c));
+    let b = top(standalone(&a));
+    assert!(keys(b).contains(&"attention_ceiling"), "{:?}", keys(b));
+    let padding = (b.causes.iter())
+        .find(|c| c.key == "attention_head_dim_padding")
+        .expect("the padding");
+    let ceiling = b.causes.iter().find(|c| c.key == "attention_ceiling");
+    match ceiling.and_then(|c| c.waste) {
+        Some(_) => {
+            assert!(padding.waste.is_none(), "{padding:?}");
+            assert!(padding.evidence.contains("part of the gap to the ceiling"));
+        }
+        None => assert!(padding.waste.is_some(), "{padding:?}"),
+    }
+}
