@@ -942,6 +942,13 @@ fn a_collective_slower_on_the_target_is_named_with_both_bandwidths() {
         "{fair}"
     );
     assert!(fair.contains("bus bandwidth"), "{fair}");
+    // The summary says where the timeline's difference is before the compute comparison.
+    let longer = (c.target_timeline.total - c.reference_timeline.total) as f64 / 1e6;
+    assert!(
+        fair.contains(&format!("**The target's GPU timeline is {longer:.3} ms longer"))
+            && fair.contains(&format!("{gap:.3} ms of that is exposed communication**")),
+        "{fair}"
+    );
     assert!(
         fair.contains(&format!(
             "the target's exposed communication is {:.3} ms",
@@ -954,6 +961,7 @@ fn a_collective_slower_on_the_target_is_named_with_both_bandwidths() {
         jarvis_engine::report::compare_md::fair_md_with(&same, "pair", Some((&normal, &normal)));
     assert!(!fair.contains("slower on the target\n"), "{fair}");
     assert!(!fair.contains("`allreduce` is"), "{fair}");
+    assert!(!fair.contains("GPU timeline is"), "{fair}");
 }
 
 /// Ops named differently, with no module path to place them, that run the same library kernel

@@ -500,6 +500,43 @@ fn title_stem(t: &str) -> &str {
     t[..cut].trim()
 }
 
+/// Where the target's GPU timeline is longer and one part other than compute (exposed
+/// communication, exposed copies, idle) holds at least half of the difference, that part first:
+/// the compute comparison alone would say nothing is wrong (held-out suite 7: a target 4.9×
+/// slower from its all-reduces, summarized as "0 matched ops account for 0.000 ms").
+fn timeline_gap_line(c: &Comparison) -> Option<String> {
+    let (t, r) = (&c.target_timeline, &c.reference_timeline);
+    let gap = t.total - r.total;
+    if gap <= 0 {
+        return None;
+    }
+    let parts = [
+        ("exposed communication", t.exposed_comm - r.exposed_comm),
+        ("exposed memory copies", t.exposed_memcpy - r.exposed_memcpy),
+        ("idle", t.idle - r.idle),
+        ("computation", t.computation - r.computation),
+    ];
+    let (what, d) = parts.iter().max_by_key(|p| p.1)?;
+    (*what != "computation" && d * 2 >= gap).then(|| {
+        format!(
+            "**The target's GPU timeline is {} ms longer ({}), and {} ms of that is {what}** ({} ms on the target against {} ms on the reference): that, not the kernels, is the difference to close first.",
+            ms(gap as f64 / 1e3),
+            delta(t.total as f64, r.total as f64),
+            ms(*d as f64 / 1e3),
+            ms(match *what {
+                "exposed communication" => t.exposed_comm,
+                "exposed memory copies" => t.exposed_memcpy,
+                _ => t.idle,
+            } as f64 / 1e3),
+            ms(match *what {
+                "exposed communication" => r.exposed_comm,
+                "exposed memory copies" => r.exposed_memcpy,
+                _ => r.idle,
+            } as f64 / 1e3),
+        )
+    })
+}
+
 /// A shared finding whose target time is at least this multiple of the reference's is no cost
 /// "both pay alike": the comparison says the difference is the target's.
 const TARGET_HEAVY: f64 = 2.0;
@@ -854,6 +891,10 @@ pub fn fair_md_with(
         slower.len(),
         ms(excess)
     );
+    if let Some(line) = timeline_gap_line(c) {
+        let _ = writeln!(s, "{line}
+");
+    }
     // What each side was fed leads, as in the standalone reports: an input the model was not
     // built for costs both platforms alike and outweighs their difference (review 16:
     // TimeSformer's 128-frame clip into an 8-frame model, 16× the attention, led the standalone
