@@ -3037,6 +3037,12 @@ fn host_work_a_library_frame_names_is_the_idle_cause() {
             idle.issue
         );
         assert!(idle.path_a.contains(action), "{frame}: {}", idle.path_a);
+        // The culprit's time is its own, not the profiler's stack recording.
+        assert!(
+            !idle.issue.contains("with_stack"),
+            "{frame}: {}",
+            idle.issue
+        );
         // Replayed: the frames' 3.7 ms of host time in each of 8 steps (29.6 ms) go: 25.9 ms
         // saved, the rest the GPU's own time that the host had covered.
         let r = idle.impact.replayed.expect("replayed");

@@ -945,8 +945,9 @@ fn a_collective_slower_on_the_target_is_named_with_both_bandwidths() {
     // The summary says where the timeline's difference is before the compute comparison.
     let longer = (c.target_timeline.total - c.reference_timeline.total) as f64 / 1e6;
     assert!(
-        fair.contains(&format!("**The target's GPU timeline is {longer:.3} ms longer"))
-            && fair.contains(&format!("{gap:.3} ms of that is exposed communication**")),
+        fair.contains(&format!(
+            "**The target's GPU timeline is {longer:.3} ms longer"
+        )) && fair.contains(&format!("{gap:.3} ms of that is exposed communication**")),
         "{fair}"
     );
     assert!(

@@ -892,8 +892,11 @@ pub fn fair_md_with(
         ms(excess)
     );
     if let Some(line) = timeline_gap_line(c) {
-        let _ = writeln!(s, "{line}
-");
+        let _ = writeln!(
+            s,
+            "{line}
+"
+        );
     }
     // What each side was fed leads, as in the standalone reports: an input the model was not
     // built for costs both platforms alike and outweighs their difference (review 16:

