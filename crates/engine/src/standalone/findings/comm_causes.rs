@@ -105,16 +105,7 @@ fn slow_transport(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
         );
         b.path_a = action.to_owned();
         // Replayed as the transport fixed: each call at the link's achieved rate.
-        b.fix = s
-            .calls
-            .iter()
-            .filter(|c| c.1 as f64 > transfer)
-            .flat_map(|c| {
-                let f = transfer / c.1 as f64;
-                c.2.iter()
-                    .map(move |&k| ("scale", format!("events:{k}={f:.4}")))
-            })
-            .collect();
+        b.fix = calls_at(s, transfer);
         return true;
     }
     false
@@ -314,19 +305,26 @@ fn straggler(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
         // rank, nor a tensor-parallel all-reduce: the lead's action stands alone.
         b.path_a = action.to_owned();
         // Replayed as the straggler's fix: each call at its transfer time.
-        b.fix = s
-            .calls
-            .iter()
-            .filter(|c| c.1 as f64 > floor)
-            .flat_map(|c| {
-                let f = floor / c.1 as f64;
-                c.2.iter()
-                    .map(move |&k| ("scale", format!("events:{k}={f:.4}")))
-            })
-            .collect();
+        b.fix = calls_at(s, floor);
         return true;
     }
     false
+}
+
+/// Each call of a collective signature longer than `ns` scaled down to it: its kernels' events.
+fn calls_at(
+    s: &crate::standalone::collective_calls::CollectiveSignature,
+    ns: f64,
+) -> Vec<(&'static str, String)> {
+    s.calls
+        .iter()
+        .filter(|c| c.1 as f64 > ns)
+        .flat_map(|c| {
+            let f = ns / c.1 as f64;
+            c.2.iter()
+                .map(move |&k| ("scale", format!("events:{k}={f:.4}")))
+        })
+        .collect()
 }
 
 fn size_text(bytes: f64) -> String {
