@@ -877,6 +877,8 @@ fn eager_fusion_findings_get_one_first_action() {
         assert!(note.contains(part), "{part}: {note}");
     }
     assert!(note.contains("`torch.compile` of the model"), "{note}");
+    // No recommendation of another cause outranks every part here: compiling comes first.
+    assert!(note.contains("is the first thing to try"), "{note}");
     assert!(!note.contains("Unfused attention"), "{note}");
     // Each part with its own time, the sum said to be the sum.
     let rms = (st.recommendations.iter())

@@ -779,11 +779,11 @@ fn conv_path_a(r: &OpRow, p: Option<&Platform>, elsewhere: bool, bn: bool) -> St
     } else if r.name.contains("backward") {
         ""
     } else if bn {
-        " and fuse Conv+BN+activation with `torch.compile`"
-    } else if r.param_bool("bias") == Some(true) {
-        " and fuse the convolution's bias and activation with `torch.compile`"
+        "; fuse Conv+BN+activation with `torch.compile`"
+    } else if r.param_bool("bias") == Some(false) {
+        "; fuse the activation after it with `torch.compile`"
     } else {
-        " and fuse the activation after it with `torch.compile`"
+        "; fuse the convolution's bias and activation with `torch.compile`"
     };
     let main = main_kernel_of(r);
     let transposes = elsewhere
@@ -2396,13 +2396,16 @@ mod tests {
         // No BatchNorm in the trace (AlexNet): no Conv+BN to fuse.
         let a = conv_path_a(&nhwc, None, true, false);
         assert!(
-            !a.contains("BN") && a.contains("fuse the activation after it"),
+            !a.contains("BN") && a.contains("bias and activation"),
             "{a}"
         );
         // A bias tensor is fused with the activation; a backward's gradients have no epilogue.
         let mut biased = nhwc.clone();
         biased.perf_params = "{'bias': True}".into();
         assert!(conv_path_a(&biased, None, true, false).contains("bias and activation"));
+        let mut unbiased = nhwc.clone();
+        unbiased.perf_params = "{'bias': False}".into();
+        assert!(conv_path_a(&unbiased, None, true, false).contains("fuse the activation after it"));
         let mut wgrad = nhwc.clone();
         wgrad.name = "aten::convolution_backward".into();
         let a = conv_path_a(&wgrad, None, false, true);
@@ -2423,7 +2426,7 @@ mod tests {
         let mut dense = patch.clone();
         dense.perf_params = "{'input_shape': (4, 64, 56, 56), 'filter_shape': (64, 64, 3, 3), 'stride': (1, 1), 'padding': (1, 1), 'dilation': (1, 1), 'transposed_conv': False}".into();
         assert!(!diagnosis::is_patch_embedding(&dense));
-        assert!(conv_path_a(&dense, None, true, false).contains("activation after it"));
+        assert!(conv_path_a(&dense, None, true, false).contains("bias and activation"));
         // cuDNN's templated kernels name their element type.
         assert!(conv_runs_fp32(
             "void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(...)"
