@@ -126,10 +126,10 @@ impl NamedHostWork {
         let mut fix: Vec<(&'static str, String)> = (self.frames.iter())
             .map(|(f, _)| ("remove", format!("module:{f}")))
             .collect();
-        fix.push((
-            "scale",
-            format!("hostevents:{}=0", super::pattern_parts::event_list(&ids)),
-        ));
+        // The list written here: the timeline imports this file, and the pattern parts import
+        // the timeline (no import circle).
+        let list: Vec<String> = ids.iter().map(u32::to_string).collect();
+        fix.push(("scale", format!("hostevents:{}=0", list.join(","))));
         fix
     }
 }

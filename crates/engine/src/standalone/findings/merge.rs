@@ -530,7 +530,7 @@ pub fn eager_fusion_note(st: &super::super::Standalone) -> Option<String> {
     let after = first
         .filter(|b| !eager_fusion_part(&b.title))
         .filter(|b| parts.iter().all(|p| b.priority < p.priority))
-        .map(|b| format!(" once {} is fixed", b.title))
+        .map(|b| format!(" once the finding ranked above them ({}) is fixed", b.title))
         .unwrap_or_default();
     let when = if after.is_empty() {
         "is the first thing to try".to_owned()
