@@ -15,7 +15,7 @@ mod findings;
 mod lifetimes;
 mod records;
 mod stats;
-mod steps;
+pub(crate) mod steps;
 pub mod tree;
 
 use serde::Serialize;

@@ -6,7 +6,7 @@
 //! activations a KV cache would keep (held-out suite 7: Hugging Face `generate` with
 //! `use_cache=False`, read as "prefill, no KV cache read").
 
-use crate::model::{EventKind, Trace};
+use crate::model::Trace;
 use serde::Serialize;
 
 /// The steps that grow their sequence and re-run it whole.
@@ -35,18 +35,14 @@ const MIN_PREFIX_STEPS: i64 = 8;
 const MAX_GROWTH: i64 = 8;
 
 pub fn find(trace: &Trace) -> Option<KvRecompute> {
-    let mut steps: Vec<(i64, i64)> = trace
-        .events
-        .iter()
-        .filter(|e| {
-            e.kind() == EventKind::UserAnnotation && trace.name(e).starts_with("ProfilerStep#")
-        })
-        .map(|e| (e.ts, e.end()))
+    // The memory room's step spans (one per step name, by start): the same steps.
+    let steps: Vec<(i64, i64)> = crate::memory::steps::step_spans(trace)
+        .into_iter()
+        .map(|(_, a, b)| (a, b))
         .collect();
     if steps.len() < 3 {
         return None;
     }
-    steps.sort_unstable();
     let embedding = trace.strings.find("aten::embedding")?;
     // Each step's first lookup into the largest table: (table elements, [B, S]).
     let mut per_step: Vec<Option<(i64, i64, i64)>> = vec![None; steps.len()];
