@@ -52,6 +52,12 @@ pub fn managed_by_framework(trace: &Trace) -> bool {
     trace.strings.iter().any(managed)
 }
 
+/// The trace shows DeepSpeed's engine (its Python frames): its own overlap and bucket settings,
+/// not DDP's, are the advice there.
+pub fn deepspeed(trace: &Trace) -> bool {
+    trace.strings.iter().any(|s| s.contains("deepspeed/"))
+}
+
 /// Finds the loop; `None` unless some step makes `MIN_CALLS` all-reduces of `MIN_SHAPES`
 /// shapes, all after its last backward op, in a trace no DDP / FSDP manages.
 pub fn find(trace: &Trace, collectives: &[CollectiveSignature]) -> Option<ManualAllReduce> {

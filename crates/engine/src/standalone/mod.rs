@@ -30,6 +30,7 @@ pub mod logits_upcast;
 pub mod lora_adapters;
 pub mod manual_allreduce;
 pub mod md;
+pub mod moe_capacity;
 pub mod moe_loop;
 pub mod op_shares;
 pub mod ops;

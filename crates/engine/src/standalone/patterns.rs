@@ -312,6 +312,8 @@ pub struct Patterns {
     /// An eager Mixture-of-Experts loop's routing work (`moe_loop`): what a fused MoE kernel
     /// removes beside the loop's syncs.
     pub moe_loop: Option<super::moe_loop::MoeLoop>,
+    /// MoE dispatch, all-to-alls and experts sized by a padded capacity (`moe_capacity`).
+    pub moe_capacity: Option<super::moe_capacity::MoeCapacity>,
     /// LoRA adapters run beside their base layers (`lora_adapters`).
     pub lora_adapters: Option<super::lora_adapters::LoraAdapters>,
     /// Generation that re-runs the whole sequence every step (`kv_recompute`).
@@ -406,6 +408,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         weight_casts: super::weight_casts::find(trace, tree),
         moe_loop: super::moe_loop::find(trace, tree, modules),
         lora_adapters: super::lora_adapters::find(trace, tree),
+        moe_capacity: super::moe_capacity::find(trace, tree),
         kv_recompute: super::kv_recompute::find(trace),
         embedding_pooling: super::embedding_pooling::find(trace, tree),
         context_projections: super::context_projections::find(trace, tree),

@@ -19,6 +19,7 @@ mod lm_head_positions;
 mod logits_upcast;
 mod lora;
 pub mod merge;
+mod moe_capacity;
 mod notes;
 mod ops;
 mod pattern_parts;
@@ -1456,6 +1457,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         lm_head_positions::add_lm_head_positions(&mut f, inp);
         gqa_expand::add_gqa_expand(&mut f, inp);
         lora::add_lora_adapters(&mut f, inp);
+        moe_capacity::add_moe_capacity(&mut f, inp);
         kv_recompute::add_kv_recompute(&mut f, inp);
         add_notes(&mut f, &rows, base, inp);
         if f.rows.is_empty() && f.bottlenecks.is_empty() {

@@ -1465,11 +1465,27 @@ fn communication_action(inp: &Inputs<'_>, back_to_back: Option<f64>) -> String {
         .collect();
     let has = |k: &str| names.iter().any(|n| n.contains(k));
     let mut parts: Vec<&str> = Vec::new();
+    if let Some(m) = inp
+        .patterns
+        .moe_capacity
+        .as_ref()
+        .filter(|_| has("alltoall"))
+    {
+        // The all-to-alls' size is the capacity's: shrinking them comes before hiding them.
+        parts.push(if m.scale < 0.5 {
+            "shrink the all-to-alls first: they carry the MoE capacity padding (the capacity-padding finding), and at a capacity factor of 1.25 they move less than half as much"
+        } else {
+            "shrink the all-to-alls first: they carry the MoE capacity padding (the capacity-padding finding)"
+        });
+    }
     if has("alltoall") {
         parts.push("pipeline the all-to-all with compute: split the batch into micro-batches so one's all-to-all runs while another computes (MoE expert-parallel two-batch overlap, DeepEP's low-latency kernels; for model-parallel embeddings, start the next batch's embedding all-to-all during this batch's dense part)");
     }
     if has("allreduce") || names.is_empty() {
-        if inp.trains && crate::standalone::manual_allreduce::managed_by_framework(inp.trace) {
+        if inp.trains && crate::standalone::manual_allreduce::deepspeed(inp.trace) {
+            parts.push("overlap the gradient reduction with the backward pass: DeepSpeed's `overlap_comm: true` with `reduce_bucket_size` / `allreduce_bucket_size` sized so buckets fill while the backward runs, no reduction on accumulation micro-steps (`gradient_accumulation_steps` through the engine), and a larger per-GPU batch if the backward is too short to hide it");
+        } else if inp.trains && crate::standalone::manual_allreduce::managed_by_framework(inp.trace)
+        {
             parts.push("overlap the gradient all-reduce with the backward pass: tune DDP bucket sizes (`bucket_cap_mb`), reorder so gradients are ready earlier, skip synchronization on accumulation steps (`no_sync`), and raise the per-GPU batch if the backward is too short to hide it");
         } else if inp.trains {
             // No DDP / FSDP in the trace: their knobs are no advice (held-out review 91: a
