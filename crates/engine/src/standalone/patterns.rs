@@ -314,6 +314,8 @@ pub struct Patterns {
     pub moe_loop: Option<super::moe_loop::MoeLoop>,
     /// MoE dispatch, all-to-alls and experts sized by a padded capacity (`moe_capacity`).
     pub moe_capacity: Option<super::moe_capacity::MoeCapacity>,
+    /// Attention run one head at a time, each head with its own projections (`head_loop`).
+    pub head_loop: Option<super::head_loop::HeadLoop>,
     /// LoRA adapters run beside their base layers (`lora_adapters`).
     pub lora_adapters: Option<super::lora_adapters::LoraAdapters>,
     /// Generation that re-runs the whole sequence every step (`kv_recompute`).
@@ -409,6 +411,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         moe_loop: super::moe_loop::find(trace, tree, modules),
         lora_adapters: super::lora_adapters::find(trace, tree),
         moe_capacity: super::moe_capacity::find(trace, tree),
+        head_loop: super::head_loop::find(trace, tree, modules),
         kv_recompute: super::kv_recompute::find(trace),
         embedding_pooling: super::embedding_pooling::find(trace, tree),
         context_projections: super::context_projections::find(trace, tree),

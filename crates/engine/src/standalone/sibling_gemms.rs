@@ -79,7 +79,7 @@ impl SiblingGemms {
 
 /// (M, K, N) of a projection from its recorded input shapes: `aten::linear` (input `[…, K]`,
 /// weight `[N, K]`), `aten::matmul` with a 2-D second operand, `aten::mm`, `aten::addmm`.
-fn dims(name: &str, s: &[Vec<i64>]) -> Option<(i64, i64, i64)> {
+pub(super) fn dims(name: &str, s: &[Vec<i64>]) -> Option<(i64, i64, i64)> {
     let rows = |x: &Vec<i64>| -> Option<(i64, i64)> {
         let (&k, lead) = x.split_last()?;
         Some((lead.iter().product::<i64>().max(1), k))

@@ -12,6 +12,7 @@ mod embedding_grads;
 mod embedding_pooling;
 mod gqa_expand;
 mod graph_short;
+mod head_loop;
 mod host_culprits;
 mod kv_recompute;
 mod links;
@@ -1458,6 +1459,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         gqa_expand::add_gqa_expand(&mut f, inp);
         lora::add_lora_adapters(&mut f, inp);
         moe_capacity::add_moe_capacity(&mut f, inp);
+        head_loop::add_head_loop(&mut f, inp);
         kv_recompute::add_kv_recompute(&mut f, inp);
         add_notes(&mut f, &rows, base, inp);
         if f.rows.is_empty() && f.bottlenecks.is_empty() {
