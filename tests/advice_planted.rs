@@ -2449,7 +2449,8 @@ fn embedding_rows_pooled_by_a_separate_sum_are_named() {
     let saving = 1.8 * (1.0 - kept);
     assert!(
         b.issue.contains("[100000, 64] looked up at [1024, 20] ×3")
-            && b.issue.contains(&format!("about {saving:.3} ms less")),
+            && b.issue
+                .contains(&format!("About {saving:.3} ms less in all")),
         "{}",
         b.issue
     );
