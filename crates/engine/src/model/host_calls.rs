@@ -162,6 +162,14 @@ pub fn host_culprit(frame: &str) -> Option<HostCulprit> {
     }
 }
 
+/// A frame of DeepSpeed's ZeRO optimizer (`deepspeed/runtime/zero/…`): where the optimizer is
+/// offloaded to the CPU, the host-link copies it launches are the offload's transfers (the
+/// gradients down, `async_accumulate_grad_in_cpu_via_gpu`; the updated parameters back up, in
+/// its `step`).
+pub fn is_zero_optimizer_frame(frame: &str) -> bool {
+    frame.contains("deepspeed/runtime/zero/")
+}
+
 /// A driver allocation: the caching allocator (or pinned host memory) growing. It takes host
 /// time that grows with the size (mapping pages), microseconds to milliseconds, while the GPU
 /// drains whatever was queued; stream-ordered allocations (`cudaMallocAsync`) are left out:

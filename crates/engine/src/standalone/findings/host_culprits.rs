@@ -100,7 +100,7 @@ impl NamedHostWork {
 
     /// Replayed: the culprit's frames take no host time, as one selection of their calls (so
     /// a frame nested in another is cut once), and the GPU work they launch is gone.
-    pub fn fix(&self, trace: &crate::model::Trace) -> Vec<(&'static str, String)> {
+    pub fn fix(&self, trace: &crate::model::Trace, copies: &[u32]) -> Vec<(&'static str, String)> {
         let names: Vec<crate::model::StrId> = (self.frames.iter())
             .filter_map(|(f, _)| trace.strings.find(f))
             .collect();
@@ -130,6 +130,12 @@ impl NamedHostWork {
         // the timeline (no import circle).
         let list: Vec<String> = ids.iter().map(u32::to_string).collect();
         fix.push(("scale", format!("hostevents:{}=0", list.join(","))));
+        // Copies the work launched from frames of its own library outside the culprit frames
+        // (ZeRO-Offload's gradients and parameters, launched in ZeRO's frames) go too.
+        if !copies.is_empty() {
+            let list: Vec<String> = copies.iter().map(u32::to_string).collect();
+            fix.push(("remove", format!("events:{}", list.join(","))));
+        }
         fix
     }
 }

@@ -174,7 +174,8 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
             b.fix = empty_cache_fix(inp);
         }
         if b.fix.is_empty() && b.issue.contains(" of the host wait is ") {
-            b.fix = super::host_culprits::named(inp).map_or_else(Vec::new, |n| n.fix(inp.trace));
+            b.fix = super::host_culprits::named(inp)
+                .map_or_else(Vec::new, |n| n.fix(inp.trace, culprit_copies(inp, &n)));
         }
         if b.fix.is_empty() {
             b.fix = allocator_fix(inp);
@@ -284,9 +285,27 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
                 scope: None,
             });
         }
+        // Copies launched by named host work: the work's fix (the idle finding's) removes
+        // them with it, so the two findings are one fix (`merge::same_kernels_recommendations`;
+        // suite 7's ZeRO-Offload: the parameters' copies had been "prefetch the next batch").
+        if let Some(n) = super::host_culprits::named(inp) {
+            let copies = culprit_copies(inp, &n);
+            if !copies.is_empty() {
+                b.fix = n.fix(inp.trace, copies);
+            }
+        }
         out.push(b);
     }
     out
+}
+
+/// The host-link copies the named host work launched (`CopyMix::host_culprit_copies`), where
+/// the copies' culprit is that work.
+fn culprit_copies<'a>(inp: &'a Inputs<'_>, n: &super::host_culprits::NamedHostWork) -> &'a [u32] {
+    match inp.copies.host_culprit.as_ref() {
+        Some((c, ..)) if c.key == n.culprit.key => &inp.copies.host_culprit_copies,
+        _ => &[],
+    }
 }
 
 /// What the copies are and what to do, by their direction: copies within the device run at
@@ -385,7 +404,11 @@ fn copy_advice(c: &super::CopyMix, platform: Option<&Platform>) -> (String, Stri
                 ms(c.host_ns),
                 ms(*ns),
                 if *n == 1 { "y" } else { "ies" },
-                code(&short(frame, 90)),
+                frame
+                    .split(super::FRAMES_SEP)
+                    .map(|f| code(&short(f, 90)))
+                    .collect::<Vec<_>>()
+                    .join(" and "),
                 culprit.what
             ),
             culprit.action.to_owned(),
