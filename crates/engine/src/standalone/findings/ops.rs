@@ -175,6 +175,28 @@ pub(super) struct OpTexts {
     pattern: bool,
 }
 
+/// What the memory-efficient backend's advice says of its mask where the trace builds a padding
+/// mask (Hugging Face's `_prepare_4d_attention_mask…`, an encoder's bidirectional mask; the
+/// causal one is `_prepare_4d_causal_attention_mask…`): `is_causal=True` cannot replace it;
+/// removing the padding can (held-out suite 7: a wav2vec2 told to drop its padding mask for
+/// `is_causal=True`).
+fn padding_mask_advice(path_a: String, trace: &crate::model::Trace) -> String {
+    const CAUSAL_ADVICE: &str =
+        "Drop the mask for `is_causal=True`, run in bf16/fp16, or pad the head dim";
+    if !path_a.contains(CAUSAL_ADVICE)
+        || !trace
+            .strings
+            .iter()
+            .any(|s| s.contains("_prepare_4d_attention_mask"))
+    {
+        return path_a;
+    }
+    path_a.replace(
+        CAUSAL_ADVICE,
+        "The mask is a padding mask (the trace builds it with `_prepare_4d_attention_mask…`: bidirectional, so `is_causal=True` cannot replace it); remove the padding instead: pack the batch's sequences (Hugging Face's `attn_implementation=\"flash_attention_2\"` unpads them; `flash_attn_varlen_func`; nested tensors), or batch by length so fewer positions are padding; run in bf16/fp16, or pad the head dim",
+    )
+}
+
 /// [`attention_path_a_for`] outside a serving engine's prefill batch.
 #[cfg(test)]
 fn attention_path_a(
@@ -506,14 +528,17 @@ pub(super) fn op_texts(
                 path_a: if short_seq && !decode {
                     "Pack sequences (variable-length / nested-tensor attention) so each kernel sees longer sequences, or batch more requests together.".into()
                 } else {
-                    attention_path_a_for(
-                        r.param("d_h_qk"),
-                        &r.name,
-                        &main_kernel_of(r),
-                        decode,
-                        inp.platform,
-                        serving.is_some_and(|sb| sb.decode_tokens == 0),
-                        inp.environment,
+                    padding_mask_advice(
+                        attention_path_a_for(
+                            r.param("d_h_qk"),
+                            &r.name,
+                            &main_kernel_of(r),
+                            decode,
+                            inp.platform,
+                            serving.is_some_and(|sb| sb.decode_tokens == 0),
+                            inp.environment,
+                        ),
+                        inp.trace,
                     )
                 },
                 path_b: match kernel_mix_text(r) {
@@ -2606,6 +2631,40 @@ mod tests {
         assert_eq!(
             compact_dims("((10, 64, 56, 56), (64, 64, 3, 3), (), (), ())"),
             "((10, 64, 56, 56), (64, 64, 3, 3))"
+        );
+    }
+
+    /// The memory-efficient backend's "drop the mask for `is_causal=True`" becomes "remove the
+    /// padding" where the trace builds a bidirectional padding mask; a trace that builds a
+    /// causal one keeps it.
+    #[test]
+    fn a_padding_mask_is_not_told_to_become_causal() {
+        let efficient = attention_path_a(
+            None,
+            "aten::_scaled_dot_product_efficient_attention",
+            "fmha_cutlassF_bf16_aligned_64x64_rf_sm80",
+            false,
+            None,
+        );
+        let with = |frame: &str| {
+            let doc = format!(
+                r#"{{"traceEvents":[{{"ph":"X","cat":"python_function","name":"{frame}","pid":1,"tid":1,"ts":0,"dur":5}}]}}"#
+            );
+            let t = crate::import::import_bytes(doc.as_bytes()).expect("trace");
+            padding_mask_advice(efficient.clone(), &t)
+        };
+        let padding = with(
+            "transformers/modeling_attn_mask_utils.py(440): _prepare_4d_attention_mask_for_sdpa",
+        );
+        assert!(
+            padding.contains("The mask is a padding mask")
+                && !padding.contains("Drop the mask for"),
+            "{padding}"
+        );
+        let causal = with("transformers/modeling_attn_mask_utils.py(380): _prepare_4d_causal_attention_mask_for_sdpa");
+        assert!(
+            causal.contains("Drop the mask for `is_causal=True`"),
+            "{causal}"
         );
     }
 
