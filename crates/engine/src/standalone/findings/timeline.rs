@@ -78,8 +78,12 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
     let idle = tl.idle as f64 / 1e6;
     // Launches that wait for their kernels explain the idle time: one finding, not two.
     let blocking = blocking_launches_finding(inp);
-    let explained = blocking.is_some();
+    // So do collectives of GPU tensors run over gloo, where the GPU waits inside them for at
+    // least half of its idle time.
+    let gloo = super::gloo_backend::gloo_finding(inp);
+    let explained = blocking.is_some() || gloo.as_ref().is_some_and(|g| g.1 * 2.0 >= idle);
     out.extend(blocking);
+    out.extend(gloo.map(|g| g.0));
     // A single gap holding more than half of the idle time is a one-off (a warm-up or an
     // outlier): named on its own and left out of the steady state (docs/analysis.md).
     let one_off = inp.idle.context.one_off.as_ref();
