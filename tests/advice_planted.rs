@@ -3089,3 +3089,44 @@ fn host_work_a_library_frame_names_is_the_idle_cause() {
     let idle = find(&st, "GPU idle time").expect("idle finding");
     assert!(!idle.issue.contains("captured again"), "{}", idle.issue);
 }
+
+/// Three steps, each: a forward kernel launched on the main thread, then 20 ms of Python on
+/// the main thread that launches nothing (`metrics.py(30): compute_wer`, inside it numpy's
+/// `argmax`), then the backward's kernel launched on autograd's thread. The gaps are the
+/// host's own computation, 20 ms each: the idle finding names the frames that hold them (from
+/// the main thread, though the launch ending each gap is on the other), tells to take them off
+/// the step rather than to compile or capture, and carries no stack-recording caveat.
+#[test]
+fn long_python_gaps_name_the_frames_that_hold_them() {
+    let mut ev = Vec::new();
+    let mut c = 0;
+    for step in 0..3i64 {
+        let t0 = step * 30_000;
+        ev.push(format!(r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{step}","pid":1,"tid":1,"ts":{t0},"dur":29000}}"#));
+        for (tid, ts, k_ts) in [(1, t0 + 100, t0 + 200), (2, t0 + 21_000, t0 + 21_100)] {
+            c += 1;
+            ev.push(format!(r#"{{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":{tid},"ts":{ts},"dur":50,"args":{{"External id":{c}}}}}"#));
+            ev.push(format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":{tid},"ts":{},"dur":10,"args":{{"correlation":{c}}}}}"#, ts + 20));
+            ev.push(format!(r#"{{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":{k_ts},"dur":800,"args":{{"correlation":{c},"device":0,"stream":7}}}}"#));
+        }
+        ev.push(format!(r#"{{"ph":"X","cat":"python_function","name":"metrics.py(30): compute_wer","pid":1,"tid":1,"ts":{},"dur":20000}}"#, t0 + 1000));
+        ev.push(format!(r#"{{"ph":"X","cat":"python_function","name":"<built-in method argmax of numpy.ndarray object>","pid":1,"tid":1,"ts":{},"dur":19000}}"#, t0 + 1500));
+    }
+    let doc = format!(r#"{{"traceEvents":[{}]}}"#, ev.join(",\n"));
+    let a = analyze_trace(import::import_bytes(doc.as_bytes()).expect("imports"));
+    let st = a.standalone.expect("standalone");
+    let idle = find(&st, "GPU idle time").expect("idle finding");
+    assert!(
+        idle.issue.contains("a gap on average: too long for launch overhead, the host computes there: `<built-in method argmax of numpy.ndarray object>`")
+            && idle.issue.contains("`metrics.py(30): compute_wer`")
+            && !idle.issue.contains("with_stack"),
+        "{}",
+        idle.issue
+    );
+    assert!(
+        idle.path_a
+            .contains("neither `torch.compile` nor a CUDA / HIP graph removes"),
+        "{}",
+        idle.path_a
+    );
+}

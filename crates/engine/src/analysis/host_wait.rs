@@ -1242,13 +1242,34 @@ pub fn causes_and_context(
         }));
         if one_off_start != Some(g.start) {
             ctx.gap_host_ns += len;
-            for &i in &cands {
-                let e = &trace.events[i as usize];
-                if e.kind() == EventKind::PythonFunction {
-                    let ns = e.end().min(g.end) - e.ts.max(g.start);
-                    if ns > 0 {
-                        *in_gaps.entry(e.name).or_default() += ns;
+            let mut add_frames = |ids: &[u32]| {
+                let mut any = false;
+                for &i in ids {
+                    let e = &trace.events[i as usize];
+                    if e.kind() == EventKind::PythonFunction {
+                        let ns = e.end().min(g.end) - e.ts.max(g.start);
+                        if ns > 0 {
+                            *in_gaps.entry(e.name).or_default() += ns;
+                            any = true;
+                        }
                     }
+                }
+                any
+            };
+            // A gap ended by a launch on autograd's thread holds no Python there: the Python
+            // the gap waited for ran on the process's other threads (held-out suite 8: a
+            // metric's numpy work on the main thread before `backward()`).
+            if !add_frames(&cands) {
+                let pid = &trace.lane(lane).pid;
+                let mut others: Vec<LaneId> = index
+                    .lanes
+                    .keys()
+                    .copied()
+                    .filter(|&l| l != lane && &trace.lane(l).pid == pid)
+                    .collect();
+                others.sort_unstable_by_key(|l| l.0);
+                for l in others {
+                    add_frames(&index.overlapping(trace, l, g.start, g.end));
                 }
             }
             let is_cold = |i: u32| {
