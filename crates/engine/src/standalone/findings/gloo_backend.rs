@@ -6,7 +6,6 @@
 //! interconnect, overlapped with the backward (held-out suite 8: an MI300X DDP ResNet on
 //! `cuda:gloo`, its idle read as "Python between launches").
 
-use super::timeline::timeline_bottleneck;
 use super::*;
 use crate::analysis::intervals::{length, merge, subtract, Span};
 use crate::model::distributed::DistributedInfo;
@@ -44,9 +43,19 @@ fn gloo_on_gpu(trace: &crate::model::Trace) -> Option<(usize, i64, i64, i64)> {
     Some((calls, length(&gloo), held, info.world_size.unwrap_or(0)))
 }
 
-/// The finding, and the GPU idle (ms) inside the gloo collectives, where they hold at least
-/// the timeline-finding share of the trace.
-pub(super) fn gloo_finding(inp: &Inputs<'_>) -> Option<(Bottleneck, f64)> {
+/// The finding's parts: the GPU idle inside the gloo collectives (ms), its issue and its
+/// action, where that idle holds at least the timeline-finding share of the trace (the
+/// timeline builds the finding: this file imports none of the finding builders).
+pub(super) struct GlooFinding {
+    pub held_ms: f64,
+    pub issue: String,
+    pub action: &'static str,
+}
+
+pub(super) const TITLE: &str = "Collectives over gloo (CPU) for GPU tensors";
+pub(super) const KEY: &str = "gloo_for_gpu_tensors";
+
+pub(super) fn gloo_finding(inp: &Inputs<'_>) -> Option<GlooFinding> {
     let (calls, total, held, world) = gloo_on_gpu(inp.trace)?;
     let held_ms = held as f64 / 1e6;
     if inp.trace_share(held_ms) < rules::TIMELINE_FINDING_PCT {
@@ -63,24 +72,11 @@ pub(super) fn gloo_finding(inp: &Inputs<'_>) -> Option<(Bottleneck, f64)> {
         inp.trace_share(held_ms),
         inp.share_of()
     );
-    let action = "Use NCCL for GPU tensors (RCCL on ROCm, also `backend=\"nccl\"`): `dist.init_process_group(backend=\"nccl\")`, or `backend=\"cpu:gloo,cuda:nccl\"` where CPU collectives are needed as well. NCCL reduces on the GPU over NVLink / Infinity Fabric, and DDP overlaps its buckets with the backward pass.";
-    let mut b = timeline_bottleneck(
-        SeedCategory::Other,
-        "Collectives over gloo (CPU) for GPU tensors",
+    Some(GlooFinding {
         held_ms,
-        issue.clone(),
-        action,
-        "Not a kernel issue: the reduction runs on the CPU; the backend is the lever.",
-        inp,
-    );
-    b.causes.push(pattern_parts::named(
-        "gloo_for_gpu_tensors",
-        "collectives of GPU tensors over gloo".into(),
         issue,
-        action,
-        Confidence::High,
-    ));
-    Some((b, held_ms))
+        action: "Use NCCL for GPU tensors (RCCL on ROCm, also `backend=\"nccl\"`): `dist.init_process_group(backend=\"nccl\")`, or `backend=\"cpu:gloo,cuda:nccl\"` where CPU collectives are needed as well. NCCL reduces on the GPU over NVLink / Infinity Fabric, and DDP overlaps its buckets with the backward pass.",
+    })
 }
 
 #[cfg(test)]

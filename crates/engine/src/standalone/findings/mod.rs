@@ -323,7 +323,11 @@ impl Impact {
                     // shows, the replay all its fix removes (host work and the copies it
                     // launches; review of suite 7: "may save 16–32 %; replayed 53 %" read as a
                     // contradiction in one line).
-                    _ if self.high_pct > 0.0 && r.saving_pct() > ABOVE_RANGE * self.high_pct => {
+                    _ if self.high_pct > 0.0
+                        && r.saving_pct() > ABOVE_RANGE * self.high_pct
+                        && !self.profiled_host
+                        && !self.ranked_by_formula =>
+                    {
                         Some("; above the range, which prices only the time this finding shows: the replayed fix also removes the work it takes away elsewhere in the step, and the replay ranks it".to_owned())
                     }
                     _ => None,

@@ -81,9 +81,9 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
     // So do collectives of GPU tensors run over gloo, where the GPU waits inside them for at
     // least half of its idle time.
     let gloo = super::gloo_backend::gloo_finding(inp);
-    let explained = blocking.is_some() || gloo.as_ref().is_some_and(|g| g.1 * 2.0 >= idle);
+    let explained = blocking.is_some() || gloo.as_ref().is_some_and(|g| g.held_ms * 2.0 >= idle);
     out.extend(blocking);
-    out.extend(gloo.map(|g| g.0));
+    out.extend(gloo.map(|g| gloo_bottleneck(g, inp)));
     // A single gap holding more than half of the idle time is a one-off (a warm-up or an
     // outlier): named on its own and left out of the steady state (docs/analysis.md).
     let one_off = inp.idle.context.one_off.as_ref();
@@ -1271,6 +1271,30 @@ fn lead_in_finding(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> Bo
             scope: None,
         });
     }
+    b
+}
+
+/// Collectives of GPU tensors over gloo (`gloo_backend`), as a finding.
+fn gloo_bottleneck(g: super::gloo_backend::GlooFinding, inp: &Inputs<'_>) -> Bottleneck {
+    let mut b = timeline_bottleneck(
+        SeedCategory::Other,
+        super::gloo_backend::TITLE,
+        g.held_ms,
+        g.issue.clone(),
+        g.action,
+        "Not a kernel issue: the reduction runs on the CPU; the backend is the lever.",
+        inp,
+    );
+    b.causes.push(Cause {
+        key: super::gloo_backend::KEY,
+        title: "collectives of GPU tensors over gloo".into(),
+        evidence: g.issue,
+        action: g.action.into(),
+        waste: None,
+        confidence: Confidence::High,
+        bounds_all: false,
+        scope: None,
+    });
     b
 }
 
