@@ -98,7 +98,8 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<EmbeddingPooling> {
     let mut tables = Vec::new();
     let (mut lookup_ids, mut pool_ids) = (Vec::new(), Vec::new());
     let (mut grad_copy_ids, mut grad_weight_ids) = (Vec::new(), Vec::new());
-    let links = crate::model::autograd::AutogradLinks::build(trace);
+    // Built only once a pooled lookup is found (most traces with embeddings pool none).
+    let mut links: Option<crate::model::autograd::AutogradLinks> = None;
     for ((rows, dim, batch, bag), ids) in &lookups {
         let Some((_, pids, pname)) = pools.iter().find(|p| p.0 == (*batch, *bag, *dim)) else {
             continue;
@@ -108,6 +109,8 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<EmbeddingPooling> {
             lookup_ids.extend(tree.gpu_under(*id).map(|k| k.0));
             // The backward of a pooled lookup: a bag's backward reads the [B, D] bag gradient,
             // so the copy of the expanded one goes and the weight gradient reads 1/L of it.
+            let links =
+                links.get_or_insert_with(|| crate::model::autograd::AutogradLinks::build(trace));
             for &b in links.bwd_of.get(id).into_iter().flatten() {
                 for k in tree.gpu_under(b) {
                     let name = trace.name(trace.event(k));
