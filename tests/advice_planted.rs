@@ -2522,7 +2522,7 @@ fn weights_converted_every_forward_are_named() {
     let st = a.standalone.as_ref().expect("standalone");
     let b = find(st, "Int8 weights dequantised to BFloat16 before every GEMM").expect("finding");
     assert!(
-        b.issue.contains("converted from int8 (`signed char`) to `BFloat16` on every forward (0.400 ms of conversions")
+        b.issue.contains("4 conversions of 1 weight shapes (each weight on every call) turn int8 (`signed char`) into `BFloat16` (0.400 ms of conversions")
             && b.path_a.contains("Dequantise inside the GEMM"),
         "{}",
         b.issue

@@ -59,16 +59,14 @@ fn is_sdpa(name: &str) -> bool {
     name.starts_with("aten::") && name.contains("scaled_dot_product")
 }
 
-/// The nearest module frame of `f`'s chain that is `group` (or `f` itself).
-fn under(modules: &Modules, mut f: u32, group: u32) -> bool {
+/// The first frame of `f`'s chain (itself included) that is a loop's layer call: one walk up
+/// per root, whatever the number of layer calls.
+fn group_of(modules: &Modules, mut f: u32, groups: &rustc_hash::FxHashSet<u32>) -> Option<u32> {
     loop {
-        if f == group {
-            return true;
+        if groups.contains(&f) {
+            return Some(f);
         }
-        match modules.frames[f as usize].parent {
-            Some(p) => f = p,
-            None => return false,
-        }
+        f = modules.frames[f as usize].parent?;
     }
 }
 
@@ -97,9 +95,10 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<HeadLoo
         return None;
     }
     keys.sort_unstable();
+    let layer_calls: rustc_hash::FxHashSet<u32> = keys.iter().copied().collect();
     let mut roots_of: HashMap<u32, Vec<EventId>> = HashMap::default();
     for (r, f) in modules.framed_roots() {
-        if let Some(&g) = keys.iter().find(|&&g| under(modules, f, g)) {
+        if let Some(g) = group_of(modules, f, &layer_calls) {
             roots_of.entry(g).or_default().push(r);
         }
     }

@@ -89,7 +89,7 @@ fn add(f: &mut CategoryFindings, w: &WeightCasts, fp8: bool, int8: bool, inp: &I
         (
             format!("Int8 weights dequantised to {to} before every GEMM"),
             format!(
-                "{} weight tensors of {} shapes are converted from int8 (`{from}`) to `{to}` on every forward ({:.3} ms of conversions, {:.2} GB read and written), each with a scale multiply of the same shape ({:.3} ms), and then feed `{to}` GEMMs ({:.3} ms): weight-only quantization that writes a full-precision copy of every weight on every call, more bytes than the int8 weights save.",
+                "{} conversions of {} weight shapes (each weight on every call) turn int8 (`{from}`) into `{to}` ({:.3} ms of conversions, {:.2} GB read and written), each with a scale multiply of the same shape ({:.3} ms), and then feed `{to}` GEMMs ({:.3} ms): weight-only quantization that writes a full-precision copy of every weight on every call, more bytes than the int8 weights save.",
                 w.calls, w.shapes, w.cast_ms, w.bytes / 1e9, w.scale_ms, w.gemm_ms
             ),
             "Dequantise inside the GEMM: a weight-only int8 kernel that reads the int8 weight and its scales in its main loop (torchao's `Int8WeightOnlyConfig` / `int8_weight_only()` under `torch.compile`, a fused W8A16 kernel of the serving engine or bitsandbytes' int8 matmul), so no bf16 copy is written; or, where memory allows, dequantise once at load time and keep bf16 weights.",
