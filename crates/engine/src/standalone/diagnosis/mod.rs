@@ -445,7 +445,10 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
             // read its index and source as broadcast operands (review of this stop: HTA's
             // sampled rank's `scatter_add_` told "one input is broadcast against the other").
             out.extend(atomic_scatter::cause(shape, ctx));
-            if shape.own_model != Some(crate::standalone::ops::OwnModel::ScatterAdd) {
+            let interpolation = atomic_scatter::interpolation_cause(shape, ctx);
+            let atomics = interpolation.is_some();
+            out.extend(interpolation);
+            if shape.own_model != Some(crate::standalone::ops::OwnModel::ScatterAdd) && !atomics {
                 if own.is_empty() {
                     out.extend(elementwise::causes(r, shape, ctx));
                 } else {

@@ -420,11 +420,24 @@ pub(super) fn op_texts(
                 code(&short(k, 60))
             );
         }
-        match (base.filter(|b| b.tb_s >= 0.01 && !b.small_tensors_only), achieved_tb_s(r)) {
+        match (
+            base.filter(|b| b.tb_s >= 0.01 && !b.small_tensors_only),
+            achieved_tb_s(r),
+        ) {
+            // A rate under 10 GB/s in GB/s, a share under 1 % with a decimal: "0.00 TB/s (0% of
+            // it)" said nothing (suite 8's bf16 interpolation backward, 1.2 GB/s).
             (Some(b), Some(bw)) => format!(
-                " It moves {bw:.2} TB/s against the trace's elementwise baseline of {:.2} TB/s ({:.0}% of it).",
+                " It moves {} against the trace's elementwise baseline of {:.2} TB/s ({} of it).",
+                if bw < 0.01 {
+                    format!("{:.1} GB/s", bw * 1e3)
+                } else {
+                    format!("{bw:.2} TB/s")
+                },
                 b.tb_s,
-                bw / b.tb_s * 100.0
+                match bw / b.tb_s * 100.0 {
+                    pct if pct < 1.0 => format!("{pct:.1}%"),
+                    pct => format!("{pct:.0}%"),
+                }
             ),
             _ => String::new(),
         }
