@@ -41,14 +41,29 @@ fn mm(cpu: f64, gpu: f64, dur: f64) -> Op {
 /// The trace: `annotations` as (name, start, duration) on the main thread, the ops, the
 /// world size; an H100.
 fn trace(annotations: &[(String, f64, f64)], ops: &[Op], world: u32) -> Analysis {
-    let mut ev: Vec<String> = annotations
+    trace_in(
+        annotations,
+        ops,
+        &format!(r#"{{"backend":"nccl","rank":0,"world_size":{world}}}"#),
+        &[],
+    )
+}
+
+/// [`trace`] with the `distributedInfo` as written and more events (`extra`).
+fn trace_in(
+    annotations: &[(String, f64, f64)],
+    ops: &[Op],
+    dist: &str,
+    extra: &[String],
+) -> Analysis {
+    let mut ev: Vec<String> = extra.to_vec();
+    ev.extend(annotations
         .iter()
         .map(|(n, ts, dur)| {
             format!(
                 r#"{{"ph":"X","cat":"user_annotation","name":"{n}","pid":1,"tid":1,"ts":{ts},"dur":{dur},"args":{{}}}}"#
             )
-        })
-        .collect();
+        }));
     for (i, o) in ops.iter().enumerate() {
         let corr = 100 + i;
         ev.push(format!(
@@ -73,7 +88,7 @@ fn trace(annotations: &[(String, f64, f64)], ops: &[Op], world: u32) -> Analysis
         gpu_end - last_cpu + 5.0
     ));
     let json = format!(
-        r#"{{"schemaVersion":1,"distributedInfo":{{"backend":"nccl","rank":0,"world_size":{world}}},"deviceProperties":[{{"id":0,"name":"NVIDIA H100 80GB HBM3","totalGlobalMem":85899345920,"numSms":132}}],"traceEvents":[{}]}}"#,
+        r#"{{"schemaVersion":1,"distributedInfo":{dist},"deviceProperties":[{{"id":0,"name":"NVIDIA H100 80GB HBM3","totalGlobalMem":85899345920,"numSms":132}}],"traceEvents":[{}]}}"#,
         ev.join(",\n")
     );
     analyze_trace(import::import_bytes(json.as_bytes()).expect("imports"))
@@ -446,4 +461,98 @@ fn per_parameter_all_reduces_after_the_backward_are_named() {
             );
         }
     }
+}
+
+const SEND_RECV: &str = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)";
+
+/// Three steps of stage 1 of a 4-stage pipeline (`pg_desc` `pp`, unless `group` says
+/// otherwise) with two annotated micro-batches each: a `recv_` waiting `wait` µs before the
+/// forwards and again before the backwards, each micro-batch's forward and backward a 1 ms
+/// GEMM, so a step is 4 ms of compute and 2 × `wait` of waiting.
+fn pipeline(group: &str, wait: f64) -> Analysis {
+    let mut ann = Vec::new();
+    let mut ops = Vec::new();
+    let mut gpu = 100.0;
+    let mut cpu = 10.0;
+    let mut syncs = Vec::new();
+    let recv = |cpu: f64, gpu: f64| Op {
+        name: "c10d::recv_",
+        dims: "[[[67108864]], [], [], []]",
+        types: r#"["TensorList", "", "", ""]"#,
+        kernel: SEND_RECV,
+        cpu,
+        gpu,
+        dur: wait,
+        stream: 20,
+        meta: "",
+    };
+    for step in 0..3 {
+        let step_cpu = cpu;
+        for phase in ["forward", "backward"] {
+            ops.push(recv(cpu + 1.0, gpu));
+            gpu += wait;
+            for mb in 0..2 {
+                if phase == "forward" {
+                    ann.push((format!("## forward_microbatch {mb} ##"), cpu + 5.0, 20.0));
+                }
+                ops.push(mm(cpu + 10.0, gpu, 1000.0));
+                gpu += 1000.0;
+                cpu += 30.0;
+            }
+        }
+        // The host waits for the step's GPU work before the next step (a stream synchronize).
+        syncs.push(format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaStreamSynchronize","pid":1,"tid":1,"ts":{},"dur":{},"args":{{}}}}"#,
+            cpu + 5.0,
+            gpu - cpu - 3.0
+        ));
+        ann.push((
+            format!("ProfilerStep#{step}"),
+            step_cpu,
+            gpu + 5.0 - step_cpu,
+        ));
+        cpu = gpu + 10.0;
+        gpu += 15.0;
+    }
+    let dist = format!(
+        r#"{{"backend":"nccl","rank":1,"world_size":4,"pg_config":[{{"pg_name":"0","pg_desc":"{group}","pg_size":4,"ranks":[0,1,2,3]}}]}}"#
+    );
+    trace_in(&ann, &ops, &dist, &syncs)
+}
+
+/// A pipeline with 2 micro-batches on 4 stages waits 3/5 of each step: the finding leads with
+/// the bubble and more micro-batches (16 = 4 per stage: the step 4 × (1 + 3/16) = 4.75 ms, of
+/// 10), never a straggler; a data-parallel group with the same waits is no pipeline, nor is a
+/// pipeline whose waits are a fifth of what its schedule predicts.
+#[test]
+fn a_pipelines_fill_and_drain_is_its_bubble_not_a_straggler() {
+    let a = pipeline("pp", 3000.0);
+    let b = exposed(&a).expect("exposed communication");
+    assert_eq!(keys(b).first(), Some(&"pipeline_bubble"), "{b:#?}");
+    assert!(
+        b.issue.contains("stage 1 of a 4-stage pipeline")
+            && b.issue.contains("runs 2 micro-batches a step")
+            && b.issue.contains("= 3/5 = 60% of a step")
+            && !b.issue.contains("straggler"),
+        "{}",
+        b.issue
+    );
+    assert!(
+        b.path_a.contains("with 16 micro-batches")
+            && b.path_a.contains("the step about 4.8 ms")
+            && !b.path_a.contains("late rank"),
+        "{}",
+        b.path_a
+    );
+    // 10 − 4.75 ms a step over three steps (each step's span holds a few µs of host work
+    // more than its GPU work).
+    let p = &b.projection[0];
+    assert!((b.time_ms - p.time_ms - 3.0 * 5.25).abs() < 0.2, "{p:?}");
+    let r = b.impact.replayed.expect("replayed");
+    assert!(r.saved_ms() > 0.5 * 3.0 * 5.25, "{r:?}");
+    let dp = pipeline("dp_replicate", 3000.0);
+    let b = exposed(&dp).expect("exposed communication");
+    assert!(!keys(b).contains(&"pipeline_bubble"), "{b:#?}");
+    let short = pipeline("pp", 150.0);
+    assert!(exposed(&short).is_none_or(|b| !keys(b).contains(&"pipeline_bubble")));
 }

@@ -39,6 +39,7 @@ pub mod ops;
 pub mod ops_attention;
 pub mod own_models;
 pub mod patterns;
+pub mod pipeline_schedule;
 pub mod qk_norm_rope;
 pub mod repeated_forwards;
 pub mod rules;

@@ -21,7 +21,11 @@ pub const LINK_ACHIEVED: f64 = 0.8;
 
 /// Leads the exposed-communication finding `b` with the mechanism the trace shows.
 pub(super) fn sharpen(b: &mut Bottleneck, inp: &Inputs<'_>) {
-    if manual(b, inp) || grad_sync(b, inp) || prefetch(b, inp) {
+    if manual(b, inp)
+        || super::pipeline_bubble::pipeline(b, inp)
+        || grad_sync(b, inp)
+        || prefetch(b, inp)
+    {
         return;
     }
     if !straggler(b, inp) {
@@ -113,7 +117,7 @@ fn slow_transport(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
 
 /// Puts the mechanism's evidence and action first; `said` is the clause of the general action
 /// the lead now says (left out of what follows it).
-fn lead(
+pub(super) fn lead(
     b: &mut Bottleneck,
     key: &'static str,
     title: String,

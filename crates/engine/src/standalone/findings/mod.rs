@@ -27,6 +27,7 @@ mod notes;
 mod ops;
 mod pattern_parts;
 mod patterns;
+mod pipeline_bubble;
 mod precision;
 mod repeated;
 mod scores;
