@@ -287,6 +287,14 @@ const ALL_GATHER: &str = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStora
 /// wait for the compute before them (exposed); prefetched, the five after the first would run
 /// under it: 5 ms. On a stream of their own beside the compute, nothing to say.
 fn gathers(exposed_gathers: bool) -> Analysis {
+    gathers_in(
+        exposed_gathers,
+        r#"{"backend":"nccl","rank":0,"world_size":8}"#,
+    )
+}
+
+/// [`gathers`] with the `distributedInfo` as written.
+fn gathers_in(exposed_gathers: bool, dist: &str) -> Analysis {
     let mut ops = Vec::new();
     let mut gpu = 100.0;
     for i in 0..6 {
@@ -307,7 +315,42 @@ fn gathers(exposed_gathers: bool) -> Analysis {
         ops.push(mm(cpu + 12.0, start, 3000.0));
         gpu = start + 3000.0;
     }
-    trace(&[("ProfilerStep#1".to_owned(), 10.0, gpu + 10.0)], &ops, 8)
+    trace_in(
+        &[("ProfilerStep#1".to_owned(), 10.0, gpu + 10.0)],
+        &ops,
+        dist,
+        &[],
+    )
+}
+
+/// The same exposed gathers in a job whose only group is tensor-parallel are activation
+/// gathers: never told to prefetch (FSDP), led by the tensor-parallel remedies, and replayed
+/// as each overlapped with the matmul before it (5 of the 6 have one, 3 ms, longer than them).
+#[test]
+fn tensor_parallel_gathers_are_not_told_to_prefetch() {
+    let tp = r#"{"backend":"nccl","rank":0,"world_size":8,"pg_config":[{"pg_name":"0","pg_desc":"tp","pg_size":8,"ranks":[0,1,2,3,4,5,6,7]}]}"#;
+    let a = gathers_in(true, tp);
+    let b = exposed(&a).expect("exposed communication");
+    assert_eq!(
+        keys(b).first(),
+        Some(&"tensor_parallel_collectives"),
+        "{b:#?}"
+    );
+    assert!(
+        !b.path_a.contains("forward_prefetch") && b.path_a.contains("_micro_pipeline_tp"),
+        "{}",
+        b.path_a
+    );
+    let r = b.impact.replayed.expect("replayed");
+    assert!((r.saved_ms() - 5.0).abs() < 0.05, "{r:?}");
+    // With a data-parallel group beside it, the gathers may be FSDP's: prefetch stands.
+    let both = tp.replace(
+        "]}",
+        r#",{"pg_name":"1","pg_desc":"dp_shard","pg_size":8,"ranks":[0,1,2,3,4,5,6,7]}]}"#,
+    );
+    let a = gathers_in(true, &both);
+    let b = exposed(&a).expect("exposed communication");
+    assert_eq!(keys(b).first(), Some(&"allgather_not_prefetched"), "{b:#?}");
 }
 
 #[test]

@@ -45,6 +45,7 @@ pub mod repeated_forwards;
 pub mod rules;
 pub mod sibling_gemms;
 pub mod steady_rows;
+pub mod tp_attention;
 pub mod weight_casts;
 pub mod workload;
 

@@ -317,6 +317,8 @@ pub struct Patterns {
     /// Scatter-adds run through a sort under deterministic algorithms
     /// (`deterministic_scatter`).
     pub deterministic_scatter: Option<super::deterministic_scatter::DeterministicScatter>,
+    /// Attention on every head under tensor parallelism (`tp_attention`).
+    pub tp_attention: Option<super::tp_attention::TpAttention>,
     /// Attention run one head at a time, each head with its own projections (`head_loop`).
     pub head_loop: Option<super::head_loop::HeadLoop>,
     /// LoRA adapters run beside their base layers (`lora_adapters`).
@@ -424,6 +426,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         lora_adapters: super::lora_adapters::find(trace, tree),
         moe_capacity: super::moe_capacity::find(trace, tree),
         deterministic_scatter: super::deterministic_scatter::find(trace, tree),
+        tp_attention: super::tp_attention::find(trace, tree),
         head_loop: super::head_loop::find(trace, tree, modules),
         kv_recompute: super::kv_recompute::find(trace),
         embedding_pooling: super::embedding_pooling::find(trace, tree),

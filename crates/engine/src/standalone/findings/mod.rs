@@ -32,6 +32,7 @@ mod precision;
 mod repeated;
 mod scores;
 mod timeline;
+mod tp_attention;
 mod weight_casts;
 
 use serde::Serialize;
@@ -1533,6 +1534,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         lora::add_lora_adapters(&mut f, inp);
         moe_capacity::add_moe_capacity(&mut f, inp);
         deterministic_scatter::add_deterministic_scatter(&mut f, inp);
+        tp_attention::add_tp_attention(&mut f, inp);
         head_loop::add_head_loop(&mut f, inp);
         kv_recompute::add_kv_recompute(&mut f, inp);
         add_notes(&mut f, &rows, base, inp);
