@@ -96,7 +96,7 @@ fn slow_transport(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
             saved / 1e6
         );
         let action = "Find why the collectives do not use the link: NCCL / RCCL's transport (`NCCL_DEBUG=INFO` prints each channel's path: `P2P/IPC` or `NVLS` over NVLink / Infinity Fabric, not `SHM` through host memory or `NET`), an environment that disables peer-to-peer (`NCCL_P2P_DISABLE=1`, `NCCL_P2P_LEVEL`, `NCCL_SHM_DISABLE`, a container without IPC), the protocol forced for every size (`NCCL_PROTO=LL` on large messages), too few channels (`NCCL_MIN_NCHANNELS`), GPUs of the group on different PCIe switches or sockets (`nvidia-smi topo -m`, `rocm-smi --showtopo`). Then the overlap levers apply to what is left.";
-        lead(
+        pattern_parts::lead(
             b,
             "collective_slow_transport",
             format!(
@@ -114,35 +114,6 @@ fn slow_transport(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
         return true;
     }
     false
-}
-
-/// Puts the mechanism's evidence and action first; `said` is the clause of the general action
-/// the lead now says (left out of what follows it).
-pub(super) fn lead(
-    b: &mut Bottleneck,
-    key: &'static str,
-    title: String,
-    evidence: String,
-    action: &str,
-    said: &str,
-) {
-    b.issue = format!("{evidence} {}", b.issue);
-    let rest = lower_first(&b.path_a)
-        .replace(said, "")
-        .replace("; ;", ";")
-        .replace(", ,", ",")
-        .replace(";.", ".")
-        .replace(" .", ".");
-    let rest = rest.trim_start_matches([';', ' ']).to_owned();
-    b.path_a = if rest.trim_end_matches('.').trim().is_empty() {
-        action.to_owned()
-    } else {
-        format!("{action} Then: {rest}")
-    };
-    b.causes.insert(
-        0,
-        pattern_parts::named(key, title, evidence, action, Confidence::High),
-    );
 }
 
 /// Gradients all-reduced by hand, one parameter at a time after the backward: the lead, with
@@ -168,7 +139,7 @@ fn manual(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
         m.ms
     );
     let action = "Replace the loop with DistributedDataParallel (or FSDP): it flattens the gradients into buckets (25 MB by default, `bucket_cap_mb`) and all-reduces each bucket from the autograd engine as soon as its gradients are ready, under the rest of the backward, in a few large calls instead of one per parameter. Where the loop must stay, all-reduce one flattened buffer (`torch._utils._flatten_dense_tensors`) or `all_reduce_coalesced`, asynchronously (`async_op=True`) from per-parameter hooks (`register_post_accumulate_grad_hook`).";
-    lead(
+    pattern_parts::lead(
         b,
         "manual_allreduce_after_backward",
         format!(
@@ -191,7 +162,7 @@ fn grad_sync(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
         g.steps, g.micro_batches, g.rounds, g.calls, g.all_ms, g.extra_calls, g.extra_ms
     );
     let action = "Run the accumulating micro-batches under `model.no_sync()` (DDP; FSDP: `no_sync()` or `set_requires_gradient_sync(False)`; Lightning and Accelerate do it inside their `accumulate` helpers): one all-reduce round per optimizer step instead of one per micro-batch.";
-    lead(
+    pattern_parts::lead(
         b,
         "allreduce_every_microbatch",
         format!(
@@ -226,7 +197,7 @@ fn tensor_parallel(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
         "The job's only process group is tensor-parallel (`{group}`, {degree} ranks): its collectives carry activations inside each layer (the gathers of column-parallel outputs, the all-reduces of row-parallel outputs), each needing the output computed just before it. No parameters are gathered and no gradients bucketed, so prefetching and DDP-style overlap do not apply."
     );
     let action = "Overlap or shrink the tensor-parallel collectives: async tensor parallelism overlaps each with its matmul (`torch._inductor.config._micro_pipeline_tp = True` with symmetric memory for the group, or Megatron's `--tp-comm-overlap`); sequence parallelism turns each all-reduce into a reduce-scatter and an all-gather of 1/t of the activations; keep outputs sharded where the next op accepts them (attention by heads); and keep the TP group inside one node's NVLink / Infinity Fabric.";
-    lead(
+    pattern_parts::lead(
         b,
         "tensor_parallel_collectives",
         format!("tensor-parallel activation collectives ({degree} ranks)"),
@@ -280,7 +251,7 @@ fn prefetch(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
     } else {
         "Gather the next layer's weights while this one computes (prefetch one layer ahead on a communication stream), or keep the weights resident where memory allows."
     };
-    lead(
+    pattern_parts::lead(
         b,
         "allgather_not_prefetched",
         format!("{} all-gathers not prefetched", p.calls),
@@ -353,7 +324,7 @@ fn straggler(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
             saved / 1e6
         );
         let action = "Find the late rank: trace every rank of the group for the same steps (`jarvis ranks`); the rank whose compute before these collectives ends last is the straggler. Then remove its cause: balance the work across ranks (sequence packing, even expert load), replace or cool a throttling GPU (`nvidia-smi -q -d PERFORMANCE`, `amd-smi metric`), pin the ranks' host threads (CPU affinity, no other jobs on the node).";
-        lead(
+        pattern_parts::lead(
             b,
             "collective_straggler",
             format!("{n} identical `{}` calls wait for a late rank", s.op),
@@ -389,12 +360,4 @@ fn calls_at(
 
 fn size_text(bytes: f64) -> String {
     format!("{:.1} MiB", bytes / 1_048_576.0)
-}
-
-fn lower_first(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_lowercase().chain(c).collect(),
-        None => String::new(),
-    }
 }

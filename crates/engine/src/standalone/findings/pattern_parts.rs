@@ -52,3 +52,41 @@ pub(super) fn kernels_scope(ops: &[OpShare], instances: u64) -> Scope {
 pub(super) fn event_list(ids: &[u32]) -> String {
     ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }
+
+/// Leads a timeline finding `b` with a mechanism the trace shows: its evidence first in the
+/// Issue, its action first in Path A (the general action after "Then:", without the clause
+/// `said` the lead already says), and its cause first.
+pub(super) fn lead(
+    b: &mut Bottleneck,
+    key: &'static str,
+    title: String,
+    evidence: String,
+    action: &str,
+    said: &str,
+) {
+    b.issue = format!("{evidence} {}", b.issue);
+    let rest = lower_first(&b.path_a)
+        .replace(said, "")
+        .replace("; ;", ";")
+        .replace(", ,", ",")
+        .replace(";.", ".")
+        .replace(" .", ".");
+    let rest = rest.trim_start_matches([';', ' ']).to_owned();
+    b.path_a = if rest.trim_end_matches('.').trim().is_empty() {
+        action.to_owned()
+    } else {
+        format!("{action} Then: {rest}")
+    };
+    b.causes.insert(
+        0,
+        pattern_parts::named(key, title, evidence, action, Confidence::High),
+    );
+}
+
+fn lower_first(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_lowercase().chain(c).collect(),
+        None => String::new(),
+    }
+}

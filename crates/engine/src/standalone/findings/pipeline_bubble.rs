@@ -110,7 +110,7 @@ pub(super) fn pipeline(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
     let action = format!(
         "Shrink the pipeline bubble: raise the schedule's micro-batch count to at least {MICROBATCHES_PER_STAGE}× the stages (`n_microbatches` of `torch.distributed.pipelining`'s schedule, Megatron's global / micro batch ratio, DeepSpeed's `gradient_accumulation_steps`): {lever}. Smaller micro-batches run each GEMM on fewer rows, so check that they stay efficient. An interleaved or zero-bubble schedule (`ScheduleInterleaved1F1B`, `ScheduleInterleavedZeroBubble`, Megatron's virtual pipeline stages) shrinks the bubble further."
     );
-    super::comm_causes::lead(
+    pattern_parts::lead(
         b,
         "pipeline_bubble",
         format!(
