@@ -93,7 +93,7 @@ fn atomic_work(trace: &Trace, id: EventId, scatter: bool) -> Option<(f64, u64)> 
         .and_then(|t| crate::perf::dtype::bytes_per_element(t))
         .unwrap_or(4.0);
     let entries = if scatter { source } else { index };
-    (source > 0).then(|| (3.0 * source as f64 * bpe + 8.0 * entries as f64, entries))
+    (source > 0).then_some((3.0 * source as f64 * bpe + 8.0 * entries as f64, entries))
 }
 
 fn is_sort_kernel(name: &str) -> bool {
@@ -137,7 +137,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<DeterministicScatter> {
             None => callers.push((name.to_owned(), 1)),
         }
     }
-    callers.sort_by(|a, b| b.1.cmp(&a.1));
+    callers.sort_by_key(|c| std::cmp::Reverse(c.1));
     events.sort_unstable();
     events.dedup();
     let ns = |pred: &dyn Fn(&str) -> bool| -> i64 {
