@@ -599,3 +599,47 @@ fn a_pipelines_fill_and_drain_is_its_bubble_not_a_straggler() {
     let short = pipeline("pp", 150.0);
     assert!(exposed(&short).is_none_or(|b| !keys(b).contains(&"pipeline_bubble")));
 }
+
+/// A training step whose all-gathers run beside its GEMMs on a stream of their own (hidden for
+/// 6 of their 7 ms) and one more after the last GEMM: the gathers are prefetched already, so the
+/// action says so and never advises FSDP's prefetch settings (held-out suite 8's healthy FSDP2).
+#[test]
+fn prefetched_gathers_are_not_told_to_prefetch() {
+    let mut ops = Vec::new();
+    let mut gpu = 100.0;
+    let gather = |cpu: f64, gpu: f64| Op {
+        name: "c10d::_allgather_base_",
+        dims: "[[[8388608]], [], [], []]",
+        types: r#"["TensorList", "", "", ""]"#,
+        kernel: ALL_GATHER,
+        cpu,
+        gpu,
+        dur: 1000.0,
+        stream: 20,
+        meta: "",
+    };
+    for i in 0..6 {
+        let cpu = 20.0 + i as f64 * 30.0;
+        ops.push(gather(cpu, gpu));
+        ops.push(mm(cpu + 12.0, gpu, 3000.0));
+        gpu += 3000.0;
+    }
+    ops.push(gather(400.0, gpu));
+    gpu += 1000.0;
+    let a = trace(
+        &[
+            ("Optimizer.step#AdamW.step".to_owned(), 450.0, 20.0),
+            ("ProfilerStep#1".to_owned(), 10.0, gpu + 10.0),
+        ],
+        &ops,
+        8,
+    );
+    let b = exposed(&a).expect("exposed communication");
+    assert!(
+        b.path_a
+            .contains("already run under compute (86% of the communication is hidden")
+            && !b.path_a.contains("forward_prefetch"),
+        "{}",
+        b.path_a
+    );
+}
