@@ -139,6 +139,23 @@ const CHECKPOINT_SAVE: HostCulprit = HostCulprit {
     action: "Save less often, and off the step's path: asynchronous checkpointing (`torch.distributed.checkpoint.async_save`, or a copy to pinned host memory written by a background thread).",
 };
 
+const STEP_CALLBACK: HostCulprit = HostCulprit {
+    key: "step_callback",
+    what: "a callback run at every step (a preview, logging or metrics hook: diffusers' `callback_on_step_end`, a trainer's `on_step_end` / `on_train_batch_end`), whose work the step waits for",
+    action: "Run the callback's work less often (every N steps, or once at the end), or make it cheap and take it off the step's path: a preview decoded at low resolution or with a tiny decoder (TAESD) on a side stream, images encoded and saved by a background thread, metrics accumulated on the GPU and read every N steps.",
+};
+
+/// Function names of per-step callbacks (the model's or a library's code, not PyTorch's).
+const STEP_CALLBACKS: [&str; 7] = [
+    "callback_on_step_end",
+    "on_step_end",
+    "on_step_begin",
+    "step_callback",
+    "on_train_batch_end",
+    "on_batch_end",
+    "on_train_batch_start",
+];
+
 /// The culprit a Python frame names (`deepspeed/ops/adam/cpu_adam.py(148): step`), if any.
 pub fn host_culprit(frame: &str) -> Option<HostCulprit> {
     let lower = frame.to_ascii_lowercase();
@@ -157,6 +174,13 @@ pub fn host_culprit(frame: &str) -> Option<HostCulprit> {
         Some(GRAPH_CAPTURE)
     } else if path.ends_with("torch/serialization.py") && lower.ends_with("): save") {
         Some(CHECKPOINT_SAVE)
+    } else if !path.starts_with("torch/")
+        && !path.contains("/torch/")
+        && lower
+            .rsplit_once("): ")
+            .is_some_and(|(_, f)| STEP_CALLBACKS.contains(&f))
+    {
+        Some(STEP_CALLBACK)
     } else {
         None
     }
@@ -233,6 +257,32 @@ mod tests {
         assert!(!is_user_function(
             "transformers/models/mixtral/modeling_mixtral.py(815): forward"
         ));
+    }
+
+    /// Library frames name their host work; a per-step callback is named by its function in
+    /// the model's or a library's code (suite 8's SDXL preview, `app/preview.py(44):
+    /// on_step_end`), never in PyTorch's own.
+    #[test]
+    fn frames_name_their_host_work() {
+        let key = |f: &str| host_culprit(f).map(|c| c.key);
+        assert_eq!(
+            key("deepspeed/ops/adam/cpu_adam.py(148): step"),
+            Some("cpu_optimizer")
+        );
+        assert_eq!(
+            key("app/preview.py(44): on_step_end"),
+            Some("step_callback")
+        );
+        assert_eq!(
+            key("lightning/pytorch/callbacks/progress.py(277): on_train_batch_end"),
+            Some("step_callback")
+        );
+        assert_eq!(key("torch/utils/hooks.py(12): on_step_end"), None);
+        assert_eq!(key("app/preview.py(61): push_preview"), None);
+        assert_eq!(
+            key("torch/cuda/graphs.py(184): __enter__"),
+            Some("graph_recapture")
+        );
     }
 
     #[test]
