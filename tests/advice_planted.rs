@@ -3110,6 +3110,10 @@ fn long_python_gaps_name_the_frames_that_hold_them() {
             ev.push(format!(r#"{{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":{k_ts},"dur":800,"args":{{"correlation":{c},"device":0,"stream":7}}}}"#));
         }
         ev.push(format!(r#"{{"ph":"X","cat":"python_function","name":"metrics.py(30): compute_wer","pid":1,"tid":1,"ts":{},"dur":20000}}"#, t0 + 1000));
+        // The frame copies what it reads to the host first (a blocking device-to-host copy).
+        c += 1;
+        ev.push(format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaMemcpyAsync","pid":1,"tid":1,"ts":{},"dur":300,"args":{{"correlation":{c}}}}}"#, t0 + 1100));
+        ev.push(format!(r#"{{"ph":"X","cat":"gpu_memcpy","name":"Memcpy DtoH (Device -> Pageable)","pid":0,"tid":7,"ts":{},"dur":250,"args":{{"correlation":{c},"device":0,"stream":7}}}}"#, t0 + 1120));
         ev.push(format!(r#"{{"ph":"X","cat":"python_function","name":"<built-in method argmax of numpy.ndarray object>","pid":1,"tid":1,"ts":{},"dur":19000}}"#, t0 + 1500));
     }
     let doc = format!(r#"{{"traceEvents":[{}]}}"#, ev.join(",\n"));
@@ -3128,5 +3132,24 @@ fn long_python_gaps_name_the_frames_that_hold_them() {
             .contains("neither `torch.compile` nor a CUDA / HIP graph removes"),
         "{}",
         idle.path_a
+    );
+    // The frame holding the gaps is the fix: its calls take no host time, and the copies it
+    // launches go with it (the next launch here is on another thread, so the replay cannot
+    // move it: the fix is checked, not its replay).
+    assert!(
+        idle.issue
+            .contains("`metrics.py(30): compute_wer` also launches 3 host-link copies (0.750 ms)"),
+        "{}",
+        idle.issue
+    );
+    assert!(
+        idle.fix
+            .iter()
+            .any(|(k, s)| *k == "remove" && s == "module:metrics.py(30): compute_wer")
+            && idle.fix.iter().any(|(k, s)| *k == "remove"
+                && s.starts_with("events:")
+                && s.split(',').count() == 3),
+        "{:?}",
+        idle.fix
     );
 }

@@ -11,6 +11,7 @@ mod conv_search;
 mod deterministic_scatter;
 mod embedding_grads;
 mod embedding_pooling;
+mod gap_holder;
 mod gloo_backend;
 mod gqa_expand;
 mod graph_short;

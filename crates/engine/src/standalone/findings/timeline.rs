@@ -103,6 +103,15 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
     if let Some(c) = cold.filter(|_| of_all(cold_ms) >= rules::TIMELINE_FINDING_PCT) {
         out.push(cold_start_finding(c, idle, inp));
     }
+    // The frame holding long host gaps (`gap_holder`), where the leading cause is Python
+    // between launches that computes (gaps of a millisecond or more on average).
+    let holder = inp
+        .idle
+        .causes
+        .first()
+        .filter(|c| c.kind == crate::analysis::host_wait::CauseKind::Python && long_python_gaps(c))
+        .and_then(|_| super::gap_holder::find(inp));
+    let mut holder_fixed = false;
     if !explained && inp.trace_share(steady) >= rules::TIMELINE_FINDING_PCT {
         let (cause, path_a) = idle_cause(inp);
         let mut parts = Vec::new();
@@ -206,6 +215,21 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
         }
         if b.fix.is_empty() {
             b.fix = zero_grad_fix(inp);
+        }
+        // Host work in a frame no rule knows, holding most of the gaps: taken off the step,
+        // with the copies it launches (the exposed-copy finding shares the fix).
+        if let Some(h) = holder.as_ref().filter(|_| b.fix.is_empty()) {
+            b.fix = h.fix();
+            if !h.copies.is_empty() {
+                b.issue.push_str(&format!(
+                    " `{}` also launches {} host-link cop{} ({:.3} ms): what it reads, copied to the host; taking the work off the step removes them too.",
+                    short(&h.frame, 90),
+                    h.copies.len(),
+                    if h.copies.len() == 1 { "y" } else { "ies" },
+                    h.copies_ns as f64 / 1e6
+                ));
+            }
+            holder_fixed = true;
         }
         out.push(b);
     }
@@ -314,6 +338,19 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
             if !copies.is_empty() {
                 b.fix = n.fix(inp.trace, copies);
             }
+        }
+        // Copies launched by the host work holding the idle gaps, at least half of the
+        // host-link copy time: that work's fix.
+        if let Some(h) = holder
+            .as_ref()
+            .filter(|h| holder_fixed && b.fix.is_empty() && h.copies_ns * 2 >= inp.copies.host_ns)
+        {
+            b.fix = h.fix();
+            b.issue.push_str(&format!(
+                " {:.3} ms of them are launched inside `{}`, which holds the GPU's idle gaps: the idle finding's fix removes them with it.",
+                h.copies_ns as f64 / 1e6,
+                short(&h.frame, 90)
+            ));
         }
         out.push(b);
     }
