@@ -1468,9 +1468,11 @@ fn communication_action(inp: &Inputs<'_>, back_to_back: Option<f64>) -> String {
     // one layer ahead by default): what stays exposed has no compute before or after it to hide
     // under (held-out suite 8's healthy FSDP2 job, 90 % hidden, told to prefetch).
     let tl = inp.timeline;
-    let hidden = (tl.total_comm > 0)
-        .then(|| 1.0 - tl.exposed_comm as f64 / tl.total_comm as f64)
-        .unwrap_or(0.0);
+    let hidden = if tl.total_comm > 0 {
+        1.0 - tl.exposed_comm as f64 / tl.total_comm as f64
+    } else {
+        0.0
+    };
     let prefetched = format!(
         "the all-gathers already run under compute ({:.0}% of the communication is hidden: they are prefetched); what stays exposed lies where no compute runs beside it (in an FSDP step, typically its first all-gather and its last reduce-scatter), which a change of prefetch settings does not hide (a smaller first and last unit of sharding shortens them)",
         hidden * 100.0
