@@ -1548,6 +1548,56 @@ struct AlreadyDone {
     /// Synchronizes and device-to-host copies per step (or in all, without steps): at most one
     /// is the step's result read back.
     readbacks: f64,
+    /// Compiled-region entries per step and the distinct regions' names, where the step enters
+    /// two or more regions of different frames many times (`graph_breaks`).
+    breaks: Option<(f64, Vec<String>)>,
+}
+
+/// Compiled-region entries a step from which alternating regions are a graph break inside
+/// repeated code (a layer), not one region per step.
+const BREAK_ENTRIES_PER_STEP: f64 = 4.0;
+
+/// Graph breaks inside repeated code (docs/analysis.md, "Idle time: the finding's Path A"):
+/// Dynamo names each compiled region `Torch-Compiled Region: F/C` (F the frame, C its
+/// compilation); code after a break resumes in a new frame, so a layer broken once enters two
+/// regions of different frames, and a step of L layers enters 2L (held-out suite 8: a decode
+/// compiled with `reduce-overhead` whose attention call broke the graph: 56 entries a step,
+/// `1/0` and `2/0`, read as "host work between replays"). Compiling each layer separately
+/// enters one frame's region L times: no break.
+fn graph_breaks(trace: &crate::model::Trace, steps: usize) -> Option<(f64, Vec<String>)> {
+    let mut names: Vec<(crate::model::StrId, u64)> = Vec::new();
+    for e in &trace.events {
+        if !matches!(
+            e.kind(),
+            crate::model::EventKind::UserAnnotation | crate::model::EventKind::CpuOp
+        ) {
+            continue;
+        }
+        match names.iter_mut().find(|n| n.0 == e.name) {
+            Some(n) => n.1 += 1,
+            None if trace.name(e).starts_with("Torch-Compiled Region: ") => names.push((e.name, 1)),
+            None => {}
+        }
+    }
+    let frame = |n: &str| -> Option<String> {
+        let id = n.strip_prefix("Torch-Compiled Region: ")?;
+        Some(id.split('/').next()?.trim().to_owned())
+    };
+    let mut frames: Vec<String> = names
+        .iter()
+        .filter_map(|n| frame(trace.strings.get(n.0)))
+        .collect();
+    frames.sort_unstable();
+    frames.dedup();
+    let entries = names.iter().map(|n| n.1).sum::<u64>() as f64 / steps.max(1) as f64;
+    (frames.len() >= 2 && entries >= BREAK_ENTRIES_PER_STEP).then(|| {
+        let mut list: Vec<String> = names
+            .iter()
+            .map(|n| trace.strings.get(n.0).to_owned())
+            .collect();
+        list.sort_unstable();
+        (entries, list)
+    })
 }
 
 /// Idle inside graph replays from which the idle finding names it, ns.
@@ -1629,6 +1679,7 @@ impl AlreadyDone {
             overlapped,
             inside_graph: (ctx.inside_graph_ns, ctx.inside_graph_launching_ns),
             readbacks: readbacks(inp.trace) as f64 / inp.steps.max(1) as f64,
+            breaks: graph_breaks(inp.trace, inp.steps),
             syncs: {
                 let s = crate::analysis::op_syncs::op_syncs(inp.trace);
                 let per_step = s.count as f64 / inp.steps.max(1) as f64;
@@ -1723,6 +1774,23 @@ impl AlreadyDone {
 
     /// The launch-overhead remedy that the trace does not already use.
     fn launch_remedy(&self) -> String {
+        format!("{}{}", self.break_text(), self.remedy())
+    }
+
+    /// The graph breaks, first where the step has them.
+    fn break_text(&self) -> String {
+        let Some((entries, names)) = &self.breaks else {
+            return String::new();
+        };
+        format!(
+            "The step enters compiled code {entries:.0} times, alternating between {} regions ({}) with eager work between them: a graph break splits repeated code (Dynamo resumes after the break in a new frame), and every entry pays its guard checks (`TorchDynamo Cache Lookup`) and, with CUDA graphs, a replay of its own. Find the break (`TORCH_LOGS=graph_breaks`, `torch._dynamo.explain`), make the call it breaks on traceable (wrap an extension kernel as a `torch.library.custom_op`), and compile with `fullgraph=True` so the step is one region and one graph. ",
+            names.len(),
+            names.iter().map(|n| code(n)).collect::<Vec<_>>().join(", ")
+        )
+    }
+
+    /// The launch-overhead remedy that the trace does not already use, after the breaks.
+    fn remedy(&self) -> String {
         match (self.graphs, self.compiled) {
             (true, _) => format!(
                 "The kernels are already replayed by CUDA / HIP graphs{}, so launch overhead is not the lever: the idle is host work between replays (the scheduler, sampling, input preparation), syncs, and the graph launch call itself.{} {}{}{}",
@@ -2771,6 +2839,7 @@ mod copy_tests {
             syncs: None,
             inside_graph: (0, 0),
             readbacks: 2.0,
+            breaks: None,
         };
         // A step whose ops synchronize is told to remove the syncs before capturing it.
         let syncing = AlreadyDone {
@@ -3063,5 +3132,43 @@ mod copy_tests {
         assert!(kind("cudaLaunchKernel", &["aten::cudnn_convolution"])
             .contains("a library's first call"));
         assert!(kind("cudaMemcpy", &[]).contains("a blocking copy"));
+    }
+}
+
+#[cfg(test)]
+mod break_tests {
+    use super::graph_breaks;
+
+    fn trace(regions: &[&str]) -> crate::model::Trace {
+        let ev: Vec<String> = regions
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                format!(
+                    r#"{{"ph":"X","cat":"user_annotation","name":"Torch-Compiled Region: {r}","pid":1,"tid":1,"ts":{},"dur":50}}"#,
+                    i * 100
+                )
+            })
+            .collect();
+        crate::import::import_bytes(format!(r#"{{"traceEvents":[{}]}}"#, ev.join(",")).as_bytes())
+            .expect("trace")
+    }
+
+    /// Two frames' regions alternating, 8 entries a step over 2 steps, are a graph break in
+    /// repeated code; one frame's region entered per layer (layers compiled one by one), or two
+    /// regions a step, are not.
+    #[test]
+    fn alternating_regions_of_two_frames_are_a_graph_break() {
+        let broken: Vec<&str> = (0..16)
+            .map(|i| if i % 2 == 0 { "1/0" } else { "2/0" })
+            .collect();
+        let (entries, names) = graph_breaks(&trace(&broken), 2).expect("a break");
+        assert_eq!(entries, 8.0);
+        assert_eq!(
+            names,
+            vec!["Torch-Compiled Region: 1/0", "Torch-Compiled Region: 2/0"]
+        );
+        assert!(graph_breaks(&trace(&["0/0"; 16]), 2).is_none());
+        assert!(graph_breaks(&trace(&["0/0", "1/0", "0/0", "1/0"]), 2).is_none());
     }
 }
