@@ -278,7 +278,7 @@ fn attention_path_a_for(
         );
     }
     if decode || has(&k, &["splitkv", "split_kv"]) {
-        return "Decode-shaped attention (a few queries against a long KV): the kernel streams K and V, so judge it on bytes moved against HBM bandwidth; it already splits the KV where its name says `splitkv`. The levers are fewer bytes (an FP8 or quantized KV cache, grouped-query heads) and more queries per kernel (larger decode batches), not a different SDPA backend.".into();
+        return "Decode-shaped attention (a few queries against a long KV): the kernel streams K and V, so judge it on bytes moved against HBM bandwidth; it already splits the KV where its name says `splitkv`. The levers are fewer bytes (an FP8 or quantized KV cache, grouped-query heads sharing K and V), not a different SDPA backend; a larger decode batch adds sequences, each with its own K and V, so it does not raise this kernel's efficiency.".into();
     }
     if has(&o, &["_flash_attention"])
         || has(
