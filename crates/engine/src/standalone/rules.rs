@@ -69,6 +69,8 @@ pub const BASELINE_OPS: [&str; 5] = [
 
 /// The lower bound of the seeds' "good" efficiency band, %.
 pub const GOOD_EFFICIENCY_PCT: f64 = 60.0;
+/// The lower bound of the seeds' "acceptable" band, %.
+pub const ACCEPTABLE_EFFICIENCY_PCT: f64 = 40.0;
 /// An op at this share of its peak or more, with no cause named, is ranked Low: the best
 /// tuned GEMM libraries reach about 70-80 % of a datasheet dense peak, so at most an eighth of
 /// its time is left to the 80 % target, which nothing in the trace shows it can reach
@@ -82,7 +84,7 @@ pub fn efficiency_band(pct: f64) -> &'static str {
         "excellent"
     } else if pct >= GOOD_EFFICIENCY_PCT {
         "good"
-    } else if pct >= 40.0 {
+    } else if pct >= ACCEPTABLE_EFFICIENCY_PCT {
         "acceptable"
     } else {
         "needs investigation"

@@ -1613,6 +1613,14 @@ pub(super) fn op_bottleneck(
         guess: false,
         inherent_gaps: false,
         above_floor,
+        tuned_library_kernel: r.category == SeedCategory::Convolution
+            && diagnosis::conv_algorithm::ran_as(r).is_some_and(|a| {
+                use diagnosis::conv_algorithm::ConvAlgo;
+                matches!(
+                    a.algo,
+                    ConvAlgo::ImplicitGemm | ConvAlgo::Winograd | ConvAlgo::Fft
+                )
+            }),
     };
     b.impact.profiled_host = host_profiled;
     b.impact.host_us_per_kernel = host_us_per_kernel;

@@ -62,6 +62,7 @@ pub(super) fn pattern_bottleneck(
         guess: false,
         inherent_gaps: false,
         above_floor: 1.0,
+        tuned_library_kernel: false,
     }
 }
 

@@ -63,6 +63,7 @@ pub(super) fn timeline_bottleneck(
         guess: false,
         inherent_gaps: false,
         above_floor: 1.0,
+        tuned_library_kernel: false,
     }
 }
 
