@@ -109,12 +109,17 @@ fn keys(b: &Bottleneck) -> Vec<&str> {
 }
 
 const ALL_REDUCE: &str =
-    "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+    "ncclDevKernel_AllReduce_Sum_bf16_RING_SIMPLE(ncclDevKernelArgsStorage<4096ul>)";
 
 /// Four micro-batches an optimizer step, each a 2 ms GEMM and (`sync_every`) a 1 ms gradient
 /// all-reduce on the same stream, so every all-reduce is exposed; without it (`no_sync`) only
 /// the last micro-batch all-reduces.
 fn micro_batches(sync_every: bool) -> Analysis {
+    micro_batches_on(sync_every, ALL_REDUCE)
+}
+
+/// [`micro_batches`] with the all-reduces on `kernel`.
+fn micro_batches_on(sync_every: bool, kernel: &'static str) -> Analysis {
     let mut ann = Vec::new();
     let mut ops = Vec::new();
     let mut gpu = 100.0;
@@ -128,7 +133,7 @@ fn micro_batches(sync_every: bool) -> Analysis {
                 name: "c10d::allreduce_",
                 dims: "[[[16777216]], [], [], []]",
                 types: r#"["TensorList", "", "", ""]"#,
-                kernel: ALL_REDUCE,
+                kernel,
                 cpu: cpu + 25.0,
                 gpu,
                 dur: 1000.0,
@@ -141,6 +146,115 @@ fn micro_batches(sync_every: bool) -> Analysis {
     ann.push(("Optimizer.step#AdamW.step".to_owned(), 200.0, 20.0));
     ann.push(("ProfilerStep#1".to_owned(), 10.0, gpu + 10.0));
     trace(&ann, &ops, 16)
+}
+
+/// NCCL's LL protocol on 32 MiB all-reduces (1 ms each: 63 GB/s of bus bandwidth over 16
+/// ranks across nodes, where Simple reaches about 320 on H100 nodes) was forced: the finding
+/// leads with it and replays each call at Simple's rate (about 0.2 ms, so 0.8 ms of the
+/// exposed 1 ms go). The same calls on Simple, or LL on small messages, are not named so.
+#[test]
+fn ll_on_large_all_reduces_is_a_forced_protocol() {
+    const LL: &str = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+    let a = micro_batches_on(false, LL);
+    let b = exposed(&a).expect("exposed communication");
+    assert_eq!(
+        keys(b).first(),
+        Some(&"collective_forced_ll_protocol"),
+        "{b:#?}"
+    );
+    assert!(b.path_a.contains("`NCCL_PROTO`"), "{}", b.path_a);
+    let saved = b.impact.replayed.expect("replayed").saved_ms();
+    assert!((saved - 0.8).abs() < 0.05, "{saved}");
+    let simple = micro_batches_on(false, ALL_REDUCE);
+    let b = exposed(&simple).expect("exposed communication");
+    assert!(
+        !keys(b).contains(&"collective_forced_ll_protocol"),
+        "{b:#?}"
+    );
+    assert!(!b.path_a.contains("`NCCL_PROTO`,"), "{}", b.path_a);
+    // LL is NCCL's own pick for small messages.
+    assert!(!ll_on_a_small_message_is_named());
+}
+
+/// A 64 KiB all-reduce on LL: what NCCL's tuner picks for it, never named.
+fn ll_on_a_small_message_is_named() -> bool {
+    const LL: &str = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+    let mut ops = vec![mm(12.0, 100.0, 2000.0)];
+    ops.push(Op {
+        name: "c10d::allreduce_",
+        dims: "[[[32768]], [], [], []]",
+        types: r#"["TensorList", "", "", ""]"#,
+        kernel: LL,
+        cpu: 30.0,
+        gpu: 2100.0,
+        dur: 1000.0,
+        stream: 7,
+        meta: r#","Collective name":"allreduce","In msg nelems":32768,"Out msg nelems":32768,"Group size":16,"dtype":"BFloat16""#,
+    });
+    let a = trace(&[("ProfilerStep#1".to_owned(), 10.0, 3200.0)], &ops, 16);
+    exposed(&a).is_some_and(|b| keys(b).contains(&"collective_forced_ll_protocol"))
+}
+
+/// A step of four 2 ms GEMMs whose gradients are all-reduced as one 600 MiB bucket after the
+/// last of them (3 ms, exposed): the finding leads with the oversized bucket and DDP's default
+/// cap. The same bytes in 24 buckets of 25 MiB, each under a GEMM on its own stream, are not
+/// told so.
+#[test]
+fn one_bucket_of_every_gradient_is_named() {
+    let bucketed = |one: bool| {
+        let mut ops: Vec<Op> = (0..4)
+            .map(|i| {
+                mm(
+                    20.0 + f64::from(i) * 20.0,
+                    100.0 + f64::from(i) * 2000.0,
+                    2000.0,
+                )
+            })
+            .collect();
+        let call = |cpu: f64, gpu: f64, dur: f64, dims: &'static str, meta: &'static str| Op {
+            name: "c10d::allreduce_",
+            dims,
+            types: r#"["TensorList", "", "", ""]"#,
+            kernel: ALL_REDUCE,
+            cpu,
+            gpu,
+            dur,
+            stream: 20,
+            meta,
+        };
+        if one {
+            ops.push(call(110.0, 8100.0, 3000.0, "[[[314572800]], [], [], []]", r#","Collective name":"allreduce","In msg nelems":314572800,"Out msg nelems":314572800,"Group size":8,"dtype":"BFloat16""#));
+        } else {
+            for i in 0..24 {
+                ops.push(call(
+                    110.0 + f64::from(i),
+                    200.0 + f64::from(i) * 300.0,
+                    125.0,
+                    "[[[13107200]], [], [], []]",
+                    r#","Collective name":"allreduce","In msg nelems":13107200,"Out msg nelems":13107200,"Group size":8,"dtype":"BFloat16""#,
+                ));
+            }
+        }
+        let ann = [
+            ("Optimizer.step#AdamW.step".to_owned(), 150.0, 20.0),
+            ("ProfilerStep#1".to_owned(), 10.0, 11_200.0),
+        ];
+        trace(&ann, &ops, 8)
+    };
+    let a = bucketed(true);
+    let b = exposed(&a).expect("exposed communication");
+    assert_eq!(keys(b).first(), Some(&"allreduce_one_bucket"), "{b:#?}");
+    assert!(
+        b.path_a.starts_with("Use DDP's default `bucket_cap_mb=25`"),
+        "{}",
+        b.path_a
+    );
+    let a = bucketed(false);
+    assert!(
+        exposed(&a).is_none_or(|b| !keys(b).contains(&"allreduce_one_bucket")),
+        "{:#?}",
+        exposed(&a)
+    );
 }
 
 /// Gradient accumulation without `no_sync`: the finding leads with it, counts the rounds, and
@@ -281,7 +395,7 @@ fn identical_all_reduces_far_below_the_link_name_the_transport() {
     }
 }
 
-const ALL_GATHER: &str = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+const ALL_GATHER: &str = "ncclDevKernel_AllGather_RING_SIMPLE(ncclDevKernelArgsStorage<4096ul>)";
 
 /// Six layers, each a 1 ms all-gather then 3 ms of compute. On the compute stream the gathers
 /// wait for the compute before them (exposed); prefetched, the five after the first would run
@@ -392,7 +506,7 @@ fn gathers_waiting_for_their_layer_are_told_to_prefetch() {
             dims: "[[[8388608]], [], [], []]",
             types: r#"["TensorList", "", "", ""]"#,
             kernel:
-                "ncclDevKernel_ReduceScatter_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+                "ncclDevKernel_ReduceScatter_Sum_bf16_RING_SIMPLE(ncclDevKernelArgsStorage<4096ul>)",
             cpu: cpu + 24.0,
             gpu: gpu + 4000.0,
             dur: 1000.0,

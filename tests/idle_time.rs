@@ -580,6 +580,40 @@ fn gaps_while_the_host_refills_after_a_sync_are_the_syncs() {
     );
 }
 
+/// A sync's lost lead does not carry past a gap whose host work reads a result back: the
+/// host waits on that read, and could not have run ahead of it (held-out suite 9: a 79 ms
+/// `loss.item()` had taken the gaps of the TensorBoard histograms after it, each copying a
+/// parameter to the host). The refill trace with each refilling op a copy to the host.
+#[test]
+fn a_syncs_lead_stops_at_the_next_read_back() {
+    let mut doc: serde_json::Value = serde_json::from_slice(&refill_trace(true)).expect("json");
+    let events = doc["traceEvents"].as_array_mut().expect("events");
+    let copies: Vec<serde_json::Value> = events
+        .iter()
+        .filter(|e| e["name"] == "k_aten::add")
+        .map(|e| e["args"]["correlation"].clone())
+        .collect();
+    for e in events.iter_mut() {
+        if e["name"] == "aten::add" {
+            e["name"] = "aten::copy_".into();
+        } else if e["name"] == "k_aten::add" {
+            e["name"] = "Memcpy DtoH (Device -> Pageable)".into();
+            e["cat"] = "gpu_memcpy".into();
+        } else if e["name"] == "cudaLaunchKernel" && copies.contains(&e["args"]["correlation"]) {
+            e["name"] = "cudaMemcpyAsync".into();
+        }
+    }
+    let a = analyze_trace(import_bytes(&serde_json::to_vec(&doc).expect("json")).expect("trace"));
+    let host_wait = a.idle.split.host_wait;
+    assert!(host_wait > 100_000, "{host_wait}");
+    // The sync keeps only the gap it released into; the read-backs' gaps are their own.
+    assert!(
+        blamed_on(&a, CauseKind::ItemSync) * 2 < host_wait,
+        "{:#?}",
+        a.idle.causes
+    );
+}
+
 /// Host-wait time blamed on causes of one kind.
 fn blamed_on(a: &Analysis, kind: CauseKind) -> Nanos {
     a.idle

@@ -1494,6 +1494,23 @@ fn refill(
     let Some((sync, left, release)) = carry.get_mut(&lane) else {
         return;
     };
+    // A gap whose host work reads a result back waits on that read, not on the earlier sync's
+    // lost lead: the host could not have run ahead past it (held-out suite 9: a 79 ms
+    // `loss.item()` had taken the gaps of the TensorBoard histograms after it, each of which
+    // copies a parameter to the host).
+    let reads = index
+        .overlapping(trace, lane, gap.start, gap.end)
+        .into_iter()
+        .any(|i| {
+            let e = &trace.events[i as usize];
+            e.kind() == EventKind::CpuOp
+                && sync_op(trace.name(e)) == Some(CauseKind::CopyToHost)
+                && reads_back(trace, tree, i)
+        });
+    if reads {
+        carry.remove(&lane);
+        return;
+    }
     let ahead = index
         .overlapping(trace, lane, *release, gap.start)
         .into_iter()

@@ -145,6 +145,22 @@ const STEP_CALLBACK: HostCulprit = HostCulprit {
     action: "Run the callback's work less often (every N steps, or once at the end), or make it cheap and take it off the step's path: a preview decoded at low resolution or with a tiny decoder (TAESD) on a side stream, images encoded and saved by a background thread, metrics accumulated on the GPU and read every N steps.",
 };
 
+const METRICS_LOGGING: HostCulprit = HostCulprit {
+    key: "metrics_logging",
+    what: "a metrics logger's work inside the step (TensorBoard, `wandb`, MLflow: each logged tensor copied to the host and summarized there, histograms binned with numpy), while the GPU waits",
+    action: "Take the logging off the step's critical path: log histograms and images every few hundred steps and scalars every N steps, read back in one batch; summarize on the GPU (`torch.histc`, `torch.aminmax`) and copy only the bins; leave the writing to the logger's background thread.",
+};
+
+/// Path parts of metrics loggers' libraries.
+const LOGGERS: [&str; 6] = [
+    "torch/utils/tensorboard/",
+    "tensorboardx/",
+    "wandb/",
+    "mlflow/",
+    "comet_ml/",
+    "neptune/",
+];
+
 /// Function names of per-step callbacks (the model's or a library's code, not PyTorch's).
 const STEP_CALLBACKS: [&str; 7] = [
     "callback_on_step_end",
@@ -174,6 +190,11 @@ pub fn host_culprit(frame: &str) -> Option<HostCulprit> {
         Some(GRAPH_CAPTURE)
     } else if path.ends_with("torch/serialization.py") && lower.ends_with("): save") {
         Some(CHECKPOINT_SAVE)
+    } else if LOGGERS.iter().any(|l| {
+        // A directory of that name, not a suffix of another (`my_wandb/`).
+        (path.match_indices(l)).any(|(i, _)| i == 0 || path.as_bytes()[i - 1] == b'/')
+    }) {
+        Some(METRICS_LOGGING)
     } else if !path.starts_with("torch/")
         && !path.contains("/torch/")
         && lower
@@ -244,6 +265,25 @@ pub fn is_kernel_launch(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A metrics logger's frames name their work; a directory that only ends in a logger's
+    /// name does not.
+    #[test]
+    fn loggers_frames_are_metrics_logging() {
+        for f in [
+            "torch/utils/tensorboard/writer.py(526): add_histogram",
+            "wandb/sdk/data_types/histogram.py(74): __init__",
+            "site-packages/mlflow/tracking/fluent.py(812): log_metric",
+        ] {
+            assert_eq!(
+                host_culprit(f).map(|c| c.key),
+                Some("metrics_logging"),
+                "{f}"
+            );
+        }
+        assert!(host_culprit("my_wandb/stats.py(3): histogram").is_none());
+        assert!(host_culprit("train.py(88): log_outputs").is_none());
+    }
 
     /// A module's `forward` in the model's code is a code site; PyTorch's own is not.
     #[test]

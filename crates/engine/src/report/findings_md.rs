@@ -172,6 +172,17 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
             ),
             // The priority rule's own exceptions, said (review 26: "a 3.9 % saving printed as
             // Low" against the stated thresholds).
+            _ if b.impact.undiagnosed_tuned
+                && b.efficiency_pct.is_none_or(|e| e < crate::standalone::rules::WELL_TUNED_PCT) =>
+            {
+                let pct = crate::standalone::findings::STREAMING_REACH_PCT;
+                let reach = if matches!(b.category, SeedCategory::SdpaFwd | SeedCategory::SdpaBwd) {
+                    format!("at {pct:.0}% or more of what a tuned kernel reaches on its shape (80% of its ceiling)")
+                } else {
+                    format!("streaming at {pct:.0}% of the trace's elementwise bandwidth or more")
+                };
+                format!("no cause named and {reach}, where tuned kernels stop: ranks Low whatever its {saving}")
+            }
             _ if b.impact.undiagnosed_tuned => format!(
                 "no cause named and already at {:.0}% of its peak or more, where tuned libraries stop: ranks Low whatever its {saving}",
                 crate::standalone::rules::WELL_TUNED_PCT

@@ -10,6 +10,7 @@ pub mod blocking_launches;
 pub mod collective_calls;
 pub mod context;
 pub mod context_projections;
+pub mod conv_backward_model;
 pub mod conv_search;
 pub mod conv_signature;
 pub mod decode_floor;

@@ -240,6 +240,10 @@ pub enum OwnModel {
     /// Its backward: the output's gradient read and the input's gradient (its `input_size`)
     /// written once.
     UpsampleBackward,
+    /// A convolution backward TraceLens leaves unmodelled (an empty argument slot), modelled
+    /// from its recorded shapes: the output's gradient is its first input
+    /// (`standalone::conv_backward_model`).
+    ConvFromShapes,
 }
 
 impl OwnModel {
@@ -281,6 +285,9 @@ impl OwnModel {
             }
             OwnModel::UpsampleBackward => {
                 "Jarvis's interpolation-backward model: the output's gradient read and the input's gradient written once"
+            }
+            OwnModel::ConvFromShapes => {
+                "Jarvis's convolution-backward model from the recorded shapes (TraceLens leaves it unmodelled): each gradient one forward-sized convolution, the output's shape from its gradient"
             }
             OwnModel::KernelPrecision => {
                 "Jarvis's kernel-precision model: the FLOPs at the peak of the precision the kernel runs, not its fp32 inputs'"

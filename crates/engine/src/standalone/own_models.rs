@@ -502,6 +502,9 @@ pub fn apply(r: &mut OpRow, platform: Option<&Platform>, trains: bool) {
     if r.kernel_level {
         return;
     }
+    if super::conv_backward_model::apply(r, platform) {
+        return;
+    }
     if let (Some(spec), Some(p), Some(gflops), Some(mb)) = (
         kernel_precision_spec(r, platform),
         platform,

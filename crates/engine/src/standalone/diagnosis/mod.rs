@@ -410,6 +410,15 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
                     x.scope = Some(x.scope.map_or(share, |s| s.min(share)));
                 }
             }
+            // A naive fallback is every signature's that runs it, each brought to what the
+            // op's tuned signatures reach (held-out suite 9: a 3-D U-Net's three naive
+            // weight-gradient shapes, 219 ms at 4 % beside CK's at 45 %, costed on one).
+            if let Some(x) = c.iter_mut().find(|x| x.key == "conv_naive_fallback") {
+                if let Some((waste, scope)) = conv::naive_fallback_waste(r, signatures) {
+                    x.waste = Some(waste);
+                    x.scope = (scope < 1.0).then_some(scope);
+                }
+            }
             c
         }
         SeedCategory::MoeFused => moe::causes(shape, ctx),
@@ -463,6 +472,20 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
     // advise more tokens or another tile for work a broadcast multiply does (review 15).
     if out.iter().any(|x| x.key == "gemm_outer_product") {
         out.retain(|x| x.key == "gemm_outer_product");
+    }
+    // A grid too small for the GPU wastes the idle units' share in every signature that
+    // launches it so, not only in the largest (held-out suite 9: GroupNorm's statistics on 32
+    // workgroups at every resolution, one signature 12 % of the op).
+    if let Some(c) = out
+        .iter_mut()
+        .find(|c| c.key == "elementwise_few_workgroups")
+    {
+        let all: f64 = (signatures.iter())
+            .filter_map(|s| elementwise::few_workgroups(s, signature_share(r, s), ctx)?.waste)
+            .sum();
+        if all > c.waste.unwrap_or(0.0) {
+            c.waste = Some(all.min(1.0));
+        }
     }
     // Identical calls far apart in time: said last, claiming no saving.
     out.extend(call_spread::cause(shape));

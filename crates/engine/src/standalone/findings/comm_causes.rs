@@ -7,7 +7,9 @@
 //! replays: removing every collective claimed 1.3–3.3× what these fixes recover (held-out
 //! suite 4).
 
-use super::links::{bus_factor, spans_nodes, NIC_GBPS};
+use super::links::{
+    bus_factor, size_text, spans_nodes, BANDWIDTH_BOUND_BYTES, LINK_ACHIEVED, NIC_GBPS,
+};
 use super::*;
 
 /// Identical calls (one signature) needed before their spread says anything.
@@ -15,16 +17,15 @@ pub const SPREAD_MIN_CALLS: usize = 8;
 /// The slowest tenth's time over the fastest tenth's from which identical calls wait for other
 /// ranks by amounts that change from call to call.
 pub const SPREAD_RATIO: f64 = 1.3;
-/// The share of the link's peak bus bandwidth a large collective reaches when no rank is late
-/// (NCCL / RCCL's tests reach 75–90 % on one node).
-pub const LINK_ACHIEVED: f64 = 0.8;
 
 /// Leads the exposed-communication finding `b` with the mechanism the trace shows.
 pub(super) fn sharpen(b: &mut Bottleneck, inp: &Inputs<'_>) {
-    if manual(b, inp)
+    if super::forced_protocol::forced_protocol(b, inp)
+        || manual(b, inp)
         || super::pipeline_bubble::pipeline(b, inp)
         || tensor_parallel(b, inp)
         || grad_sync(b, inp)
+        || super::grad_buckets::oversized_bucket(b, inp)
         || prefetch(b, inp)
     {
         return;
@@ -37,8 +38,6 @@ pub(super) fn sharpen(b: &mut Bottleneck, inp: &Inputs<'_>) {
 /// Identical large collectives that each move their bytes at under this share of the link's
 /// peak bus bandwidth, all alike, ran on a slower transport than the link.
 pub const SLOW_LINK_SHARE: f64 = 0.25;
-/// Messages from this size are bandwidth-bound (NCCL reaches most of a link from a few MiB).
-pub const BANDWIDTH_BOUND_BYTES: f64 = 8.0 * 1_048_576.0;
 
 /// Large collectives, every call alike, at a fraction of the link's bus bandwidth: the transport
 /// is not the link (held-out suite 7: an 8-GPU H100 tensor-parallel all-reduce of 64 MiB at
@@ -356,8 +355,4 @@ fn calls_at(
                 .map(move |&k| ("scale", format!("events:{k}={f:.4}")))
         })
         .collect()
-}
-
-fn size_text(bytes: f64) -> String {
-    format!("{:.1} MiB", bytes / 1_048_576.0)
 }

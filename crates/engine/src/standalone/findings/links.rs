@@ -40,3 +40,15 @@ pub(super) fn spans_nodes(inp: &Inputs<'_>, group: f64) -> Option<i64> {
     });
     (ranks > NODE_GPUS && !rack).then_some(ranks)
 }
+
+/// The share of the link's peak bus bandwidth a large collective reaches when no rank is late
+/// (NCCL / RCCL's tests reach 75–90 % on one node).
+pub const LINK_ACHIEVED: f64 = 0.8;
+
+/// Messages from this size are bandwidth-bound (NCCL reaches most of a link from a few MiB).
+pub const BANDWIDTH_BOUND_BYTES: f64 = 8.0 * 1_048_576.0;
+
+/// A message size in words (`41.0 MiB`).
+pub(super) fn size_text(bytes: f64) -> String {
+    format!("{:.1} MiB", bytes / 1_048_576.0)
+}

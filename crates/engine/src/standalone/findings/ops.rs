@@ -1475,6 +1475,26 @@ pub(super) fn op_bottleneck(
         causes.push(library_pass_cause(&r.name));
     }
     with_causes(&mut t, &causes);
+    let reach_share = reach_share(r, base).or_else(|| attention_reach(g.largest(), r, inp));
+    // A flash kernel near what its shape allows is offered no other backend (held-out suite 9's
+    // healthy BERT: FA2 at 84 % of it told to try cuDNN attention).
+    if let Some((reach, ceiling)) = attention_reach(g.largest(), r, inp)
+        .zip(diagnosis::attention_ceiling::ceiling(
+            g.largest(),
+            inp.platform,
+        ))
+        .filter(|(x, _)| causes.is_empty() && x * 100.0 >= super::STREAMING_REACH_PCT)
+    {
+        if t.path_a
+            .starts_with("Attention already runs a flash kernel")
+        {
+            t.path_a = format!(
+                "Attention already runs a flash kernel, at {:.0}% of what a tuned kernel reaches on this shape (80% of a ceiling of {:.0}% of the peak, from its tiles and per-tile cost): no other backend is indicated.",
+                reach * 100.0,
+                ceiling.ceiling * 100.0
+            );
+        }
+    }
     if let Some(line) = fp8_lever(r, eff, share, inp) {
         t.path_a.push_str(&line);
     }
@@ -1613,6 +1633,7 @@ pub(super) fn op_bottleneck(
         guess: false,
         inherent_gaps: false,
         above_floor,
+        reach_share,
         tuned_library_kernel: r.category == SeedCategory::Convolution
             && diagnosis::conv_algorithm::ran_as(r).is_some_and(|a| {
                 use diagnosis::conv_algorithm::ConvAlgo;
@@ -1625,6 +1646,32 @@ pub(super) fn op_bottleneck(
     b.impact.profiled_host = host_profiled;
     b.impact.host_us_per_kernel = host_us_per_kernel;
     b
+}
+
+/// A fused attention's efficiency over what a tuned kernel reaches on its largest signature's
+/// shape: 80 % of its ceiling (`diagnosis::attention_ceiling`).
+fn attention_reach(shape: &OpRow, r: &OpRow, inp: &Inputs<'_>) -> Option<f64> {
+    if r.own_model != Some(crate::standalone::ops::OwnModel::FusedAttention) {
+        return None;
+    }
+    let c = diagnosis::attention_ceiling::ceiling(shape, inp.platform)?;
+    let target = diagnosis::REACHABLE_PCT * c.ceiling;
+    (target > 0.0).then(|| r.efficiency_pct().unwrap_or(0.0) / target)
+}
+
+/// A memory-bound op's bandwidth over the trace's elementwise baseline
+/// (`Bottleneck::reach_share`), where the baseline compares with it: not a MoE GEMM, not a
+/// multi-pass NCHW BatchNorm (its byte model counts one pass), not against a baseline of tiny
+/// tensors.
+fn reach_share(r: &OpRow, base: Option<&Baseline>) -> Option<f64> {
+    if r.bound != Some(crate::standalone::ops::Bound::Memory)
+        || r.is_moe()
+        || (r.kernel_names.iter()).any(|(n, _)| diagnosis::is_multi_pass_batchnorm(n))
+    {
+        return None;
+    }
+    let b = base.filter(|b| b.tb_s >= 0.01 && !b.small_tensors_only)?;
+    Some(achieved_tb_s(r)? / b.tb_s)
 }
 
 /// Whether an Inductor kernel's name says it multiplies a gated activation by another

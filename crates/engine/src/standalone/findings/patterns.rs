@@ -63,6 +63,7 @@ pub(super) fn pattern_bottleneck(
         inherent_gaps: false,
         above_floor: 1.0,
         tuned_library_kernel: false,
+        reach_share: None,
     }
 }
 

@@ -64,6 +64,7 @@ pub(super) fn timeline_bottleneck(
         inherent_gaps: false,
         above_floor: 1.0,
         tuned_library_kernel: false,
+        reach_share: None,
     }
 }
 
