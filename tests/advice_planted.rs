@@ -135,6 +135,25 @@ fn device_casts_are_no_host_synchronizations() {
     );
 }
 
+/// A recurrent cell stepped from a Python loop (the eager launch-bound steps with every op an
+/// `aten::lstm_cell`) is told to run the sequence in the fused recurrent op before graphs
+/// (held-out suite 9: `nn.LSTMCell` over 150 time steps, told to capture the step).
+#[test]
+fn a_recurrent_cell_in_a_python_loop_is_told_to_use_the_fused_op() {
+    let c = case("idle_eager_launch_bound").expect("case");
+    let bytes = String::from_utf8(case_bytes(&c))
+        .expect("utf-8")
+        .replace("\"aten::mul\"", "\"aten::lstm_cell\"");
+    let a = analyze_trace(import::import_bytes(bytes.as_bytes()).expect("trace imports"));
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(idle.path_a.contains("`nn.LSTM`"), "{}", idle.path_a);
+    let a = analyze("idle_eager_launch_bound");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(!idle.path_a.contains("`nn.LSTM`"), "{}", idle.path_a);
+}
+
 /// A sync that returns as the graph's last kernel ends, followed by 3.7 ms of the scheduler's
 /// Python: the idle is that Python, named with its time, and the advice is to overlap it with
 /// the GPU, not to remove syncs; the launch-bound case whose host work after the sync is an
@@ -2098,6 +2117,24 @@ fn host_work_outside_the_model_is_named_and_not_told_to_compile() {
         idle.issue
     );
     assert!(idle.path_a.contains("torch.compile"), "{}", idle.path_a);
+}
+
+/// Host time in Hugging Face's slow tokenizer is named as such, with the fast tokenizer as the
+/// fix; the same time in the fast tokenizer is host work outside the model, never told to load
+/// the fast one (held-out suite 9: a slow `BertTokenizer` before every encode).
+#[test]
+fn a_slow_tokenizer_is_named_and_the_fast_one_is_not() {
+    let a = analyze("idle_slow_tokenizer");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(idle.issue.contains("slow tokenizer"), "{}", idle.issue);
+    assert!(idle.path_a.contains("use_fast=True"), "{}", idle.path_a);
+    assert!(!idle.path_a.contains("torch.compile"), "{}", idle.path_a);
+    let a = analyze("idle_fast_tokenizer");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(!idle.issue.contains("slow tokenizer"), "{}", idle.issue);
+    assert!(!idle.path_a.contains("use_fast=True"), "{}", idle.path_a);
 }
 
 /// A loss step over [4096, 32000] logits: the LM head's bf16 output, then (`upcast`) a cast to

