@@ -19,6 +19,7 @@ pub mod deterministic_scatter;
 pub mod diagnosis;
 pub mod elementwise_chains;
 pub mod embedding_pooling;
+pub mod embedding_shards;
 pub mod explorer;
 pub mod findings;
 pub mod functions;

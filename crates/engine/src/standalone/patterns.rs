@@ -317,6 +317,8 @@ pub struct Patterns {
     /// Scatter-adds run through a sort under deterministic algorithms
     /// (`deterministic_scatter`).
     pub deterministic_scatter: Option<super::deterministic_scatter::DeterministicScatter>,
+    /// A sharded embedding's hot rank: more ids received than sent (`embedding_shards`).
+    pub embedding_shards: Option<super::embedding_shards::EmbeddingShards>,
     /// Attention on every head under tensor parallelism (`tp_attention`).
     pub tp_attention: Option<super::tp_attention::TpAttention>,
     /// Attention run one head at a time, each head with its own projections (`head_loop`).
@@ -426,6 +428,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         lora_adapters: super::lora_adapters::find(trace, tree),
         moe_capacity: super::moe_capacity::find(trace, tree),
         deterministic_scatter: super::deterministic_scatter::find(trace, tree),
+        embedding_shards: super::embedding_shards::find(trace, tree),
         tp_attention: super::tp_attention::find(trace, tree),
         head_loop: super::head_loop::find(trace, tree, modules),
         kv_recompute: super::kv_recompute::find(trace),

@@ -11,6 +11,7 @@ mod conv_search;
 mod deterministic_scatter;
 mod embedding_grads;
 mod embedding_pooling;
+mod embedding_shards;
 mod forced_protocol;
 mod gap_holder;
 mod gloo_backend;
@@ -1567,6 +1568,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         lora::add_lora_adapters(&mut f, inp);
         moe_capacity::add_moe_capacity(&mut f, inp);
         deterministic_scatter::add_deterministic_scatter(&mut f, inp);
+        embedding_shards::add_embedding_shards(&mut f, inp);
         tp_attention::add_tp_attention(&mut f, inp);
         head_loop::add_head_loop(&mut f, inp);
         kv_recompute::add_kv_recompute(&mut f, inp);
