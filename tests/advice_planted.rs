@@ -2228,6 +2228,96 @@ fn a_rank_receiving_more_ids_than_it_sends_is_the_hot_shard() {
         .any(|b| b.title.starts_with("Embedding sharding imbalance")));
 }
 
+/// Three denoising steps (`ProfilerStep`s), each running the denoiser `PixArtTransformer2DModel`
+/// (a 4 ms GEMM); `every_step`: the text encoder `T5EncoderModel` (a 2 ms GEMM under a
+/// `T5LayerNorm`) runs in each step too, else once, before the first step.
+fn denoising_steps(every_step: bool) -> Vec<u8> {
+    let mut ev: Vec<String> = Vec::new();
+    let (mut cpu, mut gpu, mut corr) = (20.0, 100.0, 100);
+    let mut module = |ev: &mut Vec<String>, class: &str, cpu: &mut f64, gpu: &mut f64, dur: f64| {
+        let start = *cpu;
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":{},"dur":8,"args":{{"External id":{corr},"Input Dims":[[600, 4096], [4096, 4096]],"Input type":["c10::BFloat16", "c10::BFloat16"]}}}}"#,
+            start + 2.0
+        ));
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{corr},"External id":{corr}}}}}"#,
+            start + 4.0
+        ));
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"kernel","name":"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas","pid":0,"tid":7,"ts":{gpu},"dur":{dur},"args":{{"correlation":{corr},"External id":{corr},"device":0,"stream":7}}}}"#
+        ));
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"python_function","name":"nn.Module: {class}_0","pid":1,"tid":1,"ts":{start},"dur":12}}"#
+        ));
+        if class == "T5EncoderModel" {
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"python_function","name":"nn.Module: T5LayerNorm_0","pid":1,"tid":1,"ts":{},"dur":10}}"#,
+                start + 1.0
+            ));
+        }
+        *cpu += 20.0;
+        *gpu += dur;
+        corr += 1;
+    };
+    if !every_step {
+        module(&mut ev, "T5EncoderModel", &mut cpu, &mut gpu, 2000.0);
+    }
+    for step in 0..3 {
+        let (start, gpu_start) = (cpu, gpu);
+        cpu += 5.0;
+        if every_step {
+            module(&mut ev, "T5EncoderModel", &mut cpu, &mut gpu, 2000.0);
+        }
+        module(
+            &mut ev,
+            "PixArtTransformer2DModel",
+            &mut cpu,
+            &mut gpu,
+            4000.0,
+        );
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaDeviceSynchronize","pid":1,"tid":1,"ts":{cpu},"dur":{},"args":{{}}}}"#,
+            gpu - cpu + 5.0
+        ));
+        cpu = gpu + 10.0;
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{step}","pid":1,"tid":1,"ts":{start},"dur":{}}}"#,
+            cpu - start
+        ));
+        let _ = gpu_start;
+    }
+    format!(
+        r#"{{"deviceProperties":[{{"id":0,"name":"NVIDIA H100 80GB HBM3","totalGlobalMem":85899345920,"numSms":132}}],"traceEvents":[{}]}}"#,
+        ev.join(",\n")
+    )
+    .into_bytes()
+}
+
+/// A text encoder run in every denoising step is named, its own modules' findings folded in,
+/// and replayed without it (3 × 2 ms); encoded once before the loop, nothing is said.
+#[test]
+fn a_text_encoder_in_every_denoising_step_is_named() {
+    let a = analyze_trace(import::import_bytes(&denoising_steps(true)).expect("imports"));
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .find(|b| b.title == "Text encoder `T5EncoderModel` run in every denoising step")
+        .expect("the finding");
+    assert!(b.path_a.contains("Encode the prompt once"), "{}", b.path_a);
+    let saved = b.impact.replayed.expect("replayed").saved_ms();
+    assert!((saved - 6.0).abs() < 0.3, "{saved}");
+    let a = analyze_trace(import::import_bytes(&denoising_steps(false)).expect("imports"));
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(!st
+        .categories
+        .iter()
+        .flat_map(|c| &c.bottlenecks)
+        .any(|b| b.title.starts_with("Text encoder")));
+}
+
 /// A loss step over [4096, 32000] logits: the LM head's bf16 output, then (`upcast`) a cast to
 /// fp32 (a 0.6 ms `copy_`), log-softmax forward and backward in fp32 (1.0 and 1.2 ms) and the
 /// backward's cast back (0.6 ms); else the same log-softmax on the bf16 logits (0.5 and 0.6 ms).

@@ -825,8 +825,9 @@ fn priority_follows_the_estimated_saving() {
             // A no-perf-model guess ranks by the op's share (its mid guess over 0.30): Medium
             // from a quarter, else Low; an op in the good band with no cause
             // named is at most Medium, and Low from 70 % of its peak.
-            let want = if f.in_fragment {
-                // A fragment's findings are stated, not ranked.
+            let want = if f.in_fragment || f.optional {
+                // A fragment's findings are stated, not ranked; an option or a change to the
+                // model's shape is Low whatever it saves.
                 Priority::Low
             } else if f.impact.method
                 == jarvis_engine::standalone::findings::ImpactMethod::Heuristic

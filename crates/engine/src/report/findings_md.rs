@@ -172,6 +172,9 @@ fn bottleneck_block(n: usize, b: &Bottleneck, h: &str) -> String {
             ),
             // The priority rule's own exceptions, said (review 26: "a 3.9 % saving printed as
             // Low" against the stated thresholds).
+            _ if b.optional => format!(
+                "an option or a change to the model's shape, not a defect: ranks Low whatever its {saving}"
+            ),
             _ if b.impact.undiagnosed_tuned
                 && b.efficiency_pct.is_none_or(|e| e < crate::standalone::rules::WELL_TUNED_PCT) =>
             {

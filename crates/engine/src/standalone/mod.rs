@@ -20,6 +20,7 @@ pub mod diagnosis;
 pub mod elementwise_chains;
 pub mod embedding_pooling;
 pub mod embedding_shards;
+pub mod encoder_every_step;
 pub mod explorer;
 pub mod findings;
 pub mod functions;

@@ -319,6 +319,8 @@ pub struct Patterns {
     pub deterministic_scatter: Option<super::deterministic_scatter::DeterministicScatter>,
     /// A sharded embedding's hot rank: more ids received than sent (`embedding_shards`).
     pub embedding_shards: Option<super::embedding_shards::EmbeddingShards>,
+    /// A text encoder run in every denoising step (`encoder_every_step`).
+    pub encoder_every_step: Option<super::encoder_every_step::EncoderEveryStep>,
     /// Attention on every head under tensor parallelism (`tp_attention`).
     pub tp_attention: Option<super::tp_attention::TpAttention>,
     /// Attention run one head at a time, each head with its own projections (`head_loop`).
@@ -429,6 +431,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         moe_capacity: super::moe_capacity::find(trace, tree),
         deterministic_scatter: super::deterministic_scatter::find(trace, tree),
         embedding_shards: super::embedding_shards::find(trace, tree),
+        encoder_every_step: super::encoder_every_step::find(trace, tree, modules),
         tp_attention: super::tp_attention::find(trace, tree),
         head_loop: super::head_loop::find(trace, tree, modules),
         kv_recompute: super::kv_recompute::find(trace),

@@ -12,6 +12,7 @@ mod deterministic_scatter;
 mod embedding_grads;
 mod embedding_pooling;
 mod embedding_shards;
+mod encoder_every_step;
 mod forced_protocol;
 mod gap_holder;
 mod gloo_backend;
@@ -1569,6 +1570,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         moe_capacity::add_moe_capacity(&mut f, inp);
         deterministic_scatter::add_deterministic_scatter(&mut f, inp);
         embedding_shards::add_embedding_shards(&mut f, inp);
+        encoder_every_step::add_encoder_every_step(&mut f, inp);
         tp_attention::add_tp_attention(&mut f, inp);
         head_loop::add_head_loop(&mut f, inp);
         kv_recompute::add_kv_recompute(&mut f, inp);
@@ -1583,6 +1585,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         });
         out.push(f);
     }
+    encoder_every_step::fold_inner(&mut out, inp);
     graph_replay_note(&mut out, inp);
     out
 }
