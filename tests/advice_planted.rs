@@ -2137,6 +2137,37 @@ fn a_slow_tokenizer_is_named_and_the_fast_one_is_not() {
     assert!(!idle.path_a.contains("use_fast=True"), "{}", idle.path_a);
 }
 
+/// One CPU op launching one kernel on stream 7: the op (at `cpu`, 8 µs), its launch call and
+/// the kernel (at `gpu` for `dur` µs), linked by `corr`.
+fn launched_op(
+    corr: u32,
+    (name, dims, types): (&str, &str, &str),
+    kernel: &str,
+    (cpu, gpu, dur): (f64, f64, f64),
+) -> [String; 3] {
+    [
+        format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":{cpu},"dur":8,"args":{{"External id":{corr},"Input Dims":{dims},"Input type":{types}}}}}"#
+        ),
+        format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{corr},"External id":{corr}}}}}"#,
+            cpu + 2.0
+        ),
+        format!(
+            r#"{{"ph":"X","cat":"kernel","name":"{kernel}","pid":0,"tid":7,"ts":{gpu},"dur":{dur},"args":{{"correlation":{corr},"External id":{corr},"device":0,"stream":7}}}}"#
+        ),
+    ]
+}
+
+/// A trace document of `events` on an H100, with `top` more top-level members.
+fn h100_trace(top: &str, events: &[String]) -> Vec<u8> {
+    format!(
+        r#"{{{top}"deviceProperties":[{{"id":0,"name":"NVIDIA H100 80GB HBM3","totalGlobalMem":85899345920,"numSms":132}}],"traceEvents":[{}]}}"#,
+        events.join(",\n")
+    )
+    .into_bytes()
+}
+
 /// A recommender rank whose id all-to-all receives `received` ids for 1,000 sent, then an
 /// FBGEMM lookup of 6 ms and its backward of 12 ms, and a 2 ms GEMM; one marked step on H100.
 fn sharded_lookups(received: u64) -> Vec<u8> {
@@ -2173,16 +2204,11 @@ fn sharded_lookups(received: u64) -> Vec<u8> {
     let mut ev = Vec::new();
     let (mut cpu, mut gpu) = (20.0, 100.0);
     for (i, (name, dims, types, kernel, dur)) in ops.iter().enumerate() {
-        let corr = 100 + i;
-        ev.push(format!(
-            r#"{{"ph":"X","cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":{cpu},"dur":8,"args":{{"External id":{corr},"Input Dims":{dims},"Input type":{types}}}}}"#
-        ));
-        ev.push(format!(
-            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{corr},"External id":{corr}}}}}"#,
-            cpu + 2.0
-        ));
-        ev.push(format!(
-            r#"{{"ph":"X","cat":"kernel","name":"{kernel}","pid":0,"tid":7,"ts":{gpu},"dur":{dur},"args":{{"correlation":{corr},"External id":{corr},"device":0,"stream":7}}}}"#
+        ev.extend(launched_op(
+            100 + i as u32,
+            (name, dims, types),
+            kernel,
+            (cpu, gpu, *dur),
         ));
         cpu += 20.0;
         gpu += dur;
@@ -2195,11 +2221,10 @@ fn sharded_lookups(received: u64) -> Vec<u8> {
         r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":10,"dur":{}}}"#,
         gpu + 20.0
     ));
-    format!(
-        r#"{{"distributedInfo":{{"backend":"nccl","rank":0,"world_size":8}},"deviceProperties":[{{"id":0,"name":"NVIDIA H100 80GB HBM3","totalGlobalMem":85899345920,"numSms":132}}],"traceEvents":[{}]}}"#,
-        ev.join(",\n")
+    h100_trace(
+        r#""distributedInfo":{"backend":"nccl","rank":0,"world_size":8},"#,
+        &ev,
     )
-    .into_bytes()
 }
 
 /// A rank receiving 3.5× the ids it sends owns 3.5× a balanced rank's lookups: the finding
@@ -2209,10 +2234,8 @@ fn sharded_lookups(received: u64) -> Vec<u8> {
 fn a_rank_receiving_more_ids_than_it_sends_is_the_hot_shard() {
     let a = analyze_trace(import::import_bytes(&sharded_lookups(3500)).expect("imports"));
     let st = a.standalone.as_ref().expect("standalone");
-    let b = st
-        .categories
-        .iter()
-        .flat_map(|c| &c.bottlenecks)
+    let b = findings(st)
+        .into_iter()
         .find(|b| b.title.starts_with("Embedding sharding imbalance"))
         .expect("the finding");
     assert!(b.title.contains("3.5×"), "{}", b.title);
@@ -2221,10 +2244,8 @@ fn a_rank_receiving_more_ids_than_it_sends_is_the_hot_shard() {
     assert!((saved - 18.0 * (1.0 - 1.0 / 3.5)).abs() < 0.3, "{saved}");
     let a = analyze_trace(import::import_bytes(&sharded_lookups(1000)).expect("imports"));
     let st = a.standalone.as_ref().expect("standalone");
-    assert!(!st
-        .categories
+    assert!(!findings(st)
         .iter()
-        .flat_map(|c| &c.bottlenecks)
         .any(|b| b.title.starts_with("Embedding sharding imbalance")));
 }
 
@@ -2236,16 +2257,15 @@ fn denoising_steps(every_step: bool) -> Vec<u8> {
     let (mut cpu, mut gpu, mut corr) = (20.0, 100.0, 100);
     let mut module = |ev: &mut Vec<String>, class: &str, cpu: &mut f64, gpu: &mut f64, dur: f64| {
         let start = *cpu;
-        ev.push(format!(
-            r#"{{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":{},"dur":8,"args":{{"External id":{corr},"Input Dims":[[600, 4096], [4096, 4096]],"Input type":["c10::BFloat16", "c10::BFloat16"]}}}}"#,
-            start + 2.0
-        ));
-        ev.push(format!(
-            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{corr},"External id":{corr}}}}}"#,
-            start + 4.0
-        ));
-        ev.push(format!(
-            r#"{{"ph":"X","cat":"kernel","name":"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas","pid":0,"tid":7,"ts":{gpu},"dur":{dur},"args":{{"correlation":{corr},"External id":{corr},"device":0,"stream":7}}}}"#
+        ev.extend(launched_op(
+            corr,
+            (
+                "aten::mm",
+                "[[600, 4096], [4096, 4096]]",
+                r#"["c10::BFloat16", "c10::BFloat16"]"#,
+            ),
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+            (start + 2.0, *gpu, dur),
         ));
         ev.push(format!(
             r#"{{"ph":"X","cat":"python_function","name":"nn.Module: {class}_0","pid":1,"tid":1,"ts":{start},"dur":12}}"#
@@ -2287,11 +2307,7 @@ fn denoising_steps(every_step: bool) -> Vec<u8> {
         ));
         let _ = gpu_start;
     }
-    format!(
-        r#"{{"deviceProperties":[{{"id":0,"name":"NVIDIA H100 80GB HBM3","totalGlobalMem":85899345920,"numSms":132}}],"traceEvents":[{}]}}"#,
-        ev.join(",\n")
-    )
-    .into_bytes()
+    h100_trace("", &ev)
 }
 
 /// A text encoder run in every denoising step is named, its own modules' findings folded in,
@@ -2300,21 +2316,18 @@ fn denoising_steps(every_step: bool) -> Vec<u8> {
 fn a_text_encoder_in_every_denoising_step_is_named() {
     let a = analyze_trace(import::import_bytes(&denoising_steps(true)).expect("imports"));
     let st = a.standalone.as_ref().expect("standalone");
-    let b = st
-        .categories
-        .iter()
-        .flat_map(|c| &c.bottlenecks)
-        .find(|b| b.title == "Text encoder `T5EncoderModel` run in every denoising step")
-        .expect("the finding");
+    let b = find(
+        st,
+        "Text encoder `T5EncoderModel` run in every denoising step",
+    )
+    .expect("the finding");
     assert!(b.path_a.contains("Encode the prompt once"), "{}", b.path_a);
     let saved = b.impact.replayed.expect("replayed").saved_ms();
     assert!((saved - 6.0).abs() < 0.3, "{saved}");
     let a = analyze_trace(import::import_bytes(&denoising_steps(false)).expect("imports"));
     let st = a.standalone.as_ref().expect("standalone");
-    assert!(!st
-        .categories
+    assert!(!findings(st)
         .iter()
-        .flat_map(|c| &c.bottlenecks)
         .any(|b| b.title.starts_with("Text encoder")));
 }
 

@@ -10,8 +10,7 @@ pub(super) fn add_embedding_shards(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     let Some(e) = inp.patterns.embedding_shards.as_ref() else {
         return;
     };
-    let lead = e.ops.first().map_or("", |o| o.name.as_str());
-    if pattern_parts::home(inp, &[lead], lead) != f.category {
+    if !pattern_parts::files_under(f.category, inp, &e.ops, "") {
         return;
     }
     add(f, e, inp);

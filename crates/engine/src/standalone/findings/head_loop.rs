@@ -57,8 +57,7 @@ pub(super) fn add_head_loop(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     let Some(l) = inp.patterns.head_loop.as_ref() else {
         return;
     };
-    let lead = l.ops.first().map_or("aten::addmm", |o| o.name.as_str());
-    if pattern_parts::home(inp, &[lead], lead) != f.category {
+    if !pattern_parts::files_under(f.category, inp, &l.ops, "aten::addmm") {
         return;
     }
     let Some((rate, basis)) = merged_rate(l, inp).filter(|r| r.0 > 0.0) else {

@@ -11,8 +11,7 @@ pub(super) fn add_lora_adapters(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     let Some(l) = inp.patterns.lora_adapters.as_ref().filter(|_| !inp.trains) else {
         return;
     };
-    let lead = l.ops.first().map_or("aten::linear", |o| o.name.as_str());
-    if pattern_parts::home(inp, &[lead], lead) != f.category {
+    if !pattern_parts::files_under(f.category, inp, &l.ops, "aten::linear") {
         return;
     }
     add(f, l, inp);

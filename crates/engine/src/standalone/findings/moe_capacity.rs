@@ -11,8 +11,7 @@ pub(super) fn add_moe_capacity(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     let Some(m) = inp.patterns.moe_capacity.as_ref() else {
         return;
     };
-    let lead = m.ops.first().map_or("aten::bmm", |o| o.name.as_str());
-    if pattern_parts::home(inp, &[lead], lead) != f.category {
+    if !pattern_parts::files_under(f.category, inp, &m.ops, "aten::bmm") {
         return;
     }
     add(f, m, inp);

@@ -18,6 +18,18 @@ pub(super) fn home(inp: &Inputs<'_>, names: &[&str], fallback: &str) -> SeedCate
         )
 }
 
+/// Whether a pattern whose work is `ops` (largest first) files under `category`: its largest
+/// op's (`fallback` where it has none).
+pub(super) fn files_under(
+    category: SeedCategory,
+    inp: &Inputs<'_>,
+    ops: &[crate::standalone::op_shares::OpShare],
+    fallback: &str,
+) -> bool {
+    let lead = ops.first().map_or(fallback, |o| o.name.as_str());
+    home(inp, &[lead], lead) == category
+}
+
 /// A cause the pattern itself establishes (read off the trace's ops and kernels): no waste
 /// share of its own (the pattern's projection and replay carry the saving).
 pub(super) fn named(
