@@ -60,12 +60,18 @@ pub struct EncoderEveryStep {
 }
 
 pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<EncoderEveryStep> {
+    // Outermost encoder frames, and denoiser frames; the steps are read (a pass over every
+    // event) only where both kinds of module run.
+    let encoder_of = |f: u32| TEXT_ENCODERS.contains(&modules.frames[f as usize].class.as_str());
+    if !(modules.frames.iter()).any(|f| TEXT_ENCODERS.contains(&f.class.as_str()))
+        || !(modules.frames.iter()).any(|f| is_denoiser(&f.class))
+    {
+        return None;
+    }
     let steps = crate::memory::steps::step_spans(trace);
     if steps.len() < 2 {
         return None;
     }
-    // Outermost encoder frames, and denoiser frames.
-    let encoder_of = |f: u32| TEXT_ENCODERS.contains(&modules.frames[f as usize].class.as_str());
     let outermost = |f: u32| {
         let mut p = modules.frames[f as usize].parent;
         while let Some(q) = p {
