@@ -757,3 +757,201 @@ fn prefetched_gathers_are_not_told_to_prefetch() {
         b.path_a
     );
 }
+
+/// A step whose collectives run inside `frame` (a host range around each call, as a Python
+/// frame is): `calls` collectives of `op` with the given dims and NCCL metadata, each `dur` µs
+/// on the compute stream (so exposed), then a 2 ms GEMM; the world size `world`.
+fn framed_calls(
+    frame: Option<&str>,
+    op: &'static str,
+    dims: &'static str,
+    kernel: &'static str,
+    meta: &'static str,
+    calls: usize,
+    dur: f64,
+    world: u32,
+) -> Analysis {
+    let mut ann = Vec::new();
+    let mut ops = Vec::new();
+    let mut gpu = 100.0;
+    for i in 0..calls {
+        let cpu = 20.0 + i as f64 * 40.0;
+        if let Some(f) = frame {
+            ann.push((f.to_owned(), cpu - 2.0, 20.0));
+        }
+        ops.push(Op {
+            name: op,
+            dims,
+            types: r#"["TensorList", "", "", ""]"#,
+            kernel,
+            cpu,
+            gpu,
+            dur,
+            stream: 7,
+            meta,
+        });
+        gpu += dur;
+        ops.push(mm(cpu + 12.0, gpu, 2000.0));
+        gpu += 2000.0;
+    }
+    ann.push(("ProfilerStep#1".to_owned(), 10.0, gpu + 10.0));
+    trace(&ann, &ops, world)
+}
+
+const BROADCAST: &str =
+    "ncclDevKernel_Broadcast_RING_SIMPLE(ncclDevKernelArgsStorage<4096ul>)";
+
+/// DDP re-broadcasting a 625 MiB buffer before each forward (`_sync_buffers` around the call):
+/// the finding leads with `broadcast_buffers=False`, never with gradient overlap, and replays
+/// the broadcasts removed (3 × 4 ms). The same broadcasts with no DDP frame are not named so.
+#[test]
+fn a_buffer_broadcast_before_each_forward_is_named() {
+    let run = |frame| {
+        framed_calls(
+            frame,
+            "c10d::broadcast_",
+            "[[[163989376]], [], [], []]",
+            BROADCAST,
+            r#","Collective name":"broadcast","In msg nelems":163989376,"Out msg nelems":163989376,"Group size":16,"dtype":"Float""#,
+            3,
+            4000.0,
+            16,
+        )
+    };
+    let a = run(Some("torch/nn/parallel/distributed.py(2094): _sync_buffers"));
+    let b = exposed(&a).expect("exposed communication");
+    assert_eq!(keys(b).first(), Some(&"ddp_buffer_broadcast"), "{b:#?}");
+    assert!(b.path_a.contains("broadcast_buffers=False"), "{}", b.path_a);
+    assert!(!b.path_a.contains("gradient"), "{}", b.path_a);
+    let r = b.impact.replayed.expect("replayed");
+    assert!((r.saved_ms() - 12.0).abs() < 0.05, "{r:?}");
+    let a = run(None);
+    let b = exposed(&a).expect("exposed communication");
+    assert!(!keys(b).contains(&"ddp_buffer_broadcast"), "{b:#?}");
+}
+
+const ALL_GATHER_F32: &str =
+    "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+
+/// SyncBatchNorm's statistics gathers (inside `nn.Module: SyncBatchNorm_*`): named with plain
+/// BatchNorm as the fix, replayed removed (20 × 0.3 ms). The same small gathers outside any
+/// SyncBatchNorm are not.
+#[test]
+fn sync_batchnorm_statistics_are_named() {
+    let run = |frame| {
+        framed_calls(
+            frame,
+            "c10d::_allgather_base_",
+            "[[1032], [129], [], []]",
+            ALL_GATHER_F32,
+            r#","Collective name":"_allgather_base","In msg nelems":129,"Out msg nelems":1032,"Group size":8,"dtype":"Float""#,
+            20,
+            300.0,
+            8,
+        )
+    };
+    let a = run(Some("nn.Module: SyncBatchNorm_3"));
+    let b = exposed(&a).expect("exposed communication");
+    assert_eq!(keys(b).first(), Some(&"sync_batchnorm_collectives"), "{b:#?}");
+    assert!(b.path_a.contains("BatchNorm2d"), "{}", b.path_a);
+    let r = b.impact.replayed.expect("replayed");
+    assert!((r.saved_ms() - 6.0).abs() < 0.05, "{r:?}");
+    let a = run(None);
+    let b = exposed(&a).expect("exposed communication");
+    assert!(!keys(b).contains(&"sync_batchnorm_collectives"), "{b:#?}");
+}
+
+/// Tensor-parallel all-reduces (`tensor_parallel/mappings.py` around them) of 48 MiB over a
+/// group of 16: the group spans two 8-GPU nodes. Named with TP ≤ 8 as the fix, never DDP's
+/// overlap, and replayed at the node's link: 48 MiB × 2·7/8 at 80 % of 450 GB/s is 0.245 ms,
+/// so each 2.3 ms call saves about 2.055 ms. The same calls in a group of 8 are not named so.
+#[test]
+fn a_tensor_parallel_group_across_nodes_is_named() {
+    let run = |meta| {
+        framed_calls(
+            Some("megatron/core/tensor_parallel/mappings.py(415): _reduce"),
+            "c10d::allreduce_",
+            "[[[25165824]], [], [], []]",
+            ALL_REDUCE,
+            meta,
+            8,
+            2300.0,
+            16,
+        )
+    };
+    let a = run(r#","Collective name":"allreduce","In msg nelems":25165824,"Out msg nelems":25165824,"Group size":16,"dtype":"BFloat16""#);
+    let b = exposed(&a).expect("exposed communication");
+    assert_eq!(
+        keys(b).first(),
+        Some(&"tensor_parallel_across_nodes"),
+        "{b:#?}"
+    );
+    assert!(!b.path_a.contains("gradient"), "{}", b.path_a);
+    let per_call = 2.3 - 25165824.0 * 2.0 * 2.0 * 7.0 / 8.0 / (450e9 * 0.8) * 1e3;
+    let r = b.impact.replayed.expect("replayed");
+    assert!((r.saved_ms() - 8.0 * per_call).abs() < 0.05, "{r:?} vs {per_call}");
+    let a = run(r#","Collective name":"allreduce","In msg nelems":25165824,"Out msg nelems":25165824,"Group size":8,"dtype":"BFloat16""#);
+    let b = exposed(&a).expect("exposed communication");
+    assert!(
+        !keys(b).contains(&"tensor_parallel_across_nodes") && !b.path_a.contains("bucket_cap_mb"),
+        "{b:#?}"
+    );
+}
+
+const GENERIC: &str = "ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)";
+
+/// MoE dispatch all-to-alls (`moe/token_dispatcher.py` around them) moving `Float` in a model
+/// whose GEMMs are bf16; the kernels carry no metadata (RCCL's `Generic`), the
+/// `record_param_comms` op inside each call does. Named, and replayed at half the bytes (6 ×
+/// 1 ms halved). The same calls in `BFloat16` are not named so.
+#[test]
+fn fp32_expert_exchanges_in_a_bf16_model_are_named() {
+    let run = |dtype: &str| {
+        let mut ann = Vec::new();
+        let mut ops = Vec::new();
+        let mut extra = Vec::new();
+        let mut gpu = 100.0;
+        for i in 0..6 {
+            let cpu = 20.0 + i as f64 * 40.0;
+            ann.push((
+                "megatron/core/transformer/moe/token_dispatcher.py(612): token_permutation"
+                    .to_owned(),
+                cpu - 2.0,
+                20.0,
+            ));
+            extra.push(format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"record_param_comms","pid":1,"tid":1,"ts":{},"dur":1,"args":{{"Collective name":"all_to_all","In msg nelems":33554432,"Out msg nelems":33554432,"Group size":16,"dtype":"{dtype}"}}}}"#,
+                cpu + 0.5
+            ));
+            ops.push(Op {
+                name: "c10d::alltoall_base_",
+                dims: "[[33554432], [33554432], [], []]",
+                types: r#"["float", "float", "", ""]"#,
+                kernel: GENERIC,
+                cpu,
+                gpu,
+                dur: 1000.0,
+                stream: 7,
+                meta: "",
+            });
+            gpu += 1000.0;
+            ops.push(mm(cpu + 12.0, gpu, 2000.0));
+            gpu += 2000.0;
+        }
+        ann.push(("ProfilerStep#1".to_owned(), 10.0, gpu + 10.0));
+        trace_in(
+            &ann,
+            &ops,
+            r#"{"backend":"nccl","rank":0,"world_size":16}"#,
+            &extra,
+        )
+    };
+    let a = run("Float");
+    let b = exposed(&a).expect("exposed communication");
+    assert_eq!(keys(b).first(), Some(&"collective_fp32_payload"), "{b:#?}");
+    let r = b.impact.replayed.expect("replayed");
+    assert!((r.saved_ms() - 3.0).abs() < 0.05, "{r:?}");
+    let a = run("BFloat16");
+    let b = exposed(&a).expect("exposed communication");
+    assert!(!keys(b).contains(&"collective_fp32_payload"), "{b:#?}");
+}

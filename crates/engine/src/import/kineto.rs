@@ -380,7 +380,9 @@ impl TraceBuilder {
                     }
                 }
             }
-            if kind == EventKind::Kernel {
+            // Kernels (NCCL's metadata) and the `record_param_comms` op (the collective's
+            // dtype, sizes and group where the kernel carries none, as RCCL's do not).
+            if kind == EventKind::Kernel || kind == EventKind::CpuOp {
                 if let Some(pos) = COLLECTIVE_ARG_KEYS.iter().position(|c| *c == k.as_ref()) {
                     coll.values[pos] = self.arg_text(v);
                     // `stream` is on every kernel; only the NCCL keys mark a collective.

@@ -6,6 +6,7 @@
 //! moves them in about 0.3 ms, read as "batch small ones into fewer calls"); the all-gathers'
 //! calls are what the prefetch rule (`allgather_prefetch`) reads.
 
+use super::collective_roles::{CollectiveRole, RoleFrames};
 use crate::analysis::kernel_kinds::is_communication_kernel;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Trace};
@@ -24,6 +25,16 @@ pub struct CollectiveSignature {
     /// The dtype was not recorded (a `TensorList`, no NCCL metadata): the bytes take the
     /// dtype the trace's matrix ops record most (the activations and weights it moves).
     pub dtype_assumed: Option<String>,
+    /// What the calls are for, read from the frames around them (`collective_roles`).
+    pub role: CollectiveRole,
+    /// The group's size and the dtype on the wire, from the NCCL / RCCL metadata (`Group
+    /// size`, `dtype`: `Float`, `BFloat16`); 0 / `None` where not recorded.
+    pub group: f64,
+    pub wire_dtype: Option<String>,
+    /// Where an activation collective moves a 4-byte dtype: the kernels of the casts of its
+    /// element count around it (`collective_roles::casts_for`).
+    #[serde(skip)]
+    pub casts: Vec<u32>,
     /// Each call: (host start, kernel ns, the kernels' event indices), by start.
     #[serde(skip)]
     pub calls: Vec<(crate::model::Nanos, i64, Vec<u32>)>,
@@ -69,6 +80,21 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Vec<CollectiveSignature> {
         trace.collective_args.iter().map(|a| (a.event, a)).collect();
     // The matrix ops' dtype, read once where some collective needs it.
     let mut model_dtype: Option<Option<String>> = None;
+    let roles = RoleFrames::new(trace);
+    // A c10d op holding another (`_broadcast_coalesced` around each `broadcast_`) launches the
+    // same kernels: only the innermost is counted, with its own input.
+    let mut outer: rustc_hash::FxHashSet<u32> = Default::default();
+    for (i, e) in trace.events.iter().enumerate() {
+        if e.kind() == EventKind::CpuOp && trace.name(e).starts_with("c10d::") {
+            let mut cur = tree.parent(EventId(i as u32));
+            while let Some(p) = cur {
+                if trace.name(trace.event(p)).starts_with("c10d::") {
+                    outer.insert(p.0);
+                }
+                cur = tree.parent(p);
+            }
+        }
+    }
     for (i, e) in trace.events.iter().enumerate() {
         if e.kind() != EventKind::CpuOp {
             continue;
@@ -78,6 +104,9 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Vec<CollectiveSignature> {
             continue;
         }
         let id = EventId(i as u32);
+        if outer.contains(&id.0) {
+            continue;
+        }
         let ids: Vec<u32> = tree
             .gpu_under(id)
             .filter(|&k| {
@@ -90,6 +119,18 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Vec<CollectiveSignature> {
             continue;
         }
         let ns: i64 = ids.iter().map(|&k| trace.events[k as usize].dur).sum();
+        // The kernel's NCCL metadata, else the `record_param_comms` op's (a child of the
+        // c10d op, or its parent in some versions).
+        let record = tree
+            .children(id)
+            .chain(tree.parent(id))
+            .find(|&c| trace.name(trace.event(c)) == "record_param_comms" && meta.contains_key(&c.0))
+            .map(|c| c.0);
+        let meta_event = if meta.contains_key(&ids[0]) {
+            ids[0]
+        } else {
+            record.unwrap_or(ids[0])
+        };
         let args = trace.op_args_of(e);
         let shape = args
             .and_then(|a| a.input_dims)
@@ -99,15 +140,16 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Vec<CollectiveSignature> {
             .and_then(|a| a.input_type)
             .map(|t| first_type(trace.strings.get(t)))
             .unwrap_or_default();
+        let role = roles.role_of(trace, id);
         match out
             .iter_mut()
-            .find(|s| s.op == name && s.shape == shape && s.dtype == dtype)
+            .find(|s| s.op == name && s.shape == shape && s.dtype == dtype && s.role == role)
         {
             Some(s) => s.calls.push((e.ts, ns, ids)),
             None => {
                 let elements = shape.iter().product::<i64>().max(0) as f64;
                 let mut dtype_assumed = None;
-                let bytes = message_bytes(trace, &meta, ids[0]).unwrap_or_else(|| {
+                let bytes = message_bytes(trace, &meta, meta_event).unwrap_or_else(|| {
                     // No metadata: the op's input, its dtype as recorded (a `TensorList`
                     // records none), as the kernel's name says (`…_bf16_RING_LL`), or the
                     // matrix ops' dtype.
@@ -124,12 +166,17 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Vec<CollectiveSignature> {
                         });
                     b.map_or(0.0, |b| elements * b)
                 });
+                let (group, wire_dtype) = group_and_dtype(trace, &meta, meta_event);
                 out.push(CollectiveSignature {
                     op: name.to_owned(),
                     shape,
                     dtype,
                     bytes,
                     dtype_assumed,
+                    role,
+                    group,
+                    wire_dtype,
+                    casts: Vec::new(),
                     calls: vec![(e.ts, ns, ids)],
                 });
             }
@@ -137,6 +184,13 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Vec<CollectiveSignature> {
     }
     for s in &mut out {
         s.calls.sort_by_key(|c| c.0);
+        let wide = (s.wire_dtype.as_deref())
+            .and_then(crate::analysis::collectives::dtype_bytes)
+            == Some(4.0);
+        if wide && s.role.carries_activations() {
+            let n = s.shape.iter().product::<i64>();
+            s.casts = super::collective_roles::casts_for(trace, tree, &[n]);
+        }
     }
     let total = |s: &CollectiveSignature| s.calls.iter().map(|c| c.1).sum::<i64>();
     out.sort_by_key(|s| std::cmp::Reverse(total(s)));
@@ -158,9 +212,23 @@ fn message_bytes(
     (elements > 0.0).then_some(elements * bytes)
 }
 
+/// A collective kernel's recorded group size and wire dtype.
+fn group_and_dtype(
+    trace: &Trace,
+    meta: &rustc_hash::FxHashMap<u32, &crate::model::CollectiveArgs>,
+    kernel: u32,
+) -> (f64, Option<String>) {
+    let Some(a) = meta.get(&kernel) else {
+        return (0.0, None);
+    };
+    let value = |k: usize| a.values[k].map(|v| trace.strings.get(v).trim_matches('"').to_owned());
+    let group = value(3).and_then(|g| g.parse::<f64>().ok()).unwrap_or(0.0);
+    (group, value(4).filter(|d| !d.is_empty()))
+}
+
 /// The dtype the trace's matrix ops (`aten::mm`, `addmm`, `bmm`, `linear`, `matmul`) record
 /// for their first input most often.
-fn matrix_dtype(trace: &Trace) -> Option<String> {
+pub fn matrix_dtype(trace: &Trace) -> Option<String> {
     let mut counts: Vec<(crate::model::StrId, u32)> = Vec::new();
     for e in &trace.events {
         if e.kind() != EventKind::CpuOp {

@@ -8,6 +8,7 @@ pub mod allgather_prefetch;
 pub mod attention_copies;
 pub mod blocking_launches;
 pub mod collective_calls;
+pub mod collective_roles;
 pub mod context;
 pub mod context_projections;
 pub mod conv_backward_model;

@@ -21,8 +21,12 @@ pub const SPREAD_RATIO: f64 = 1.3;
 /// Leads the exposed-communication finding `b` with the mechanism the trace shows.
 pub(super) fn sharpen(b: &mut Bottleneck, inp: &Inputs<'_>) {
     if super::forced_protocol::forced_protocol(b, inp)
+        || super::comm_roles::buffer_broadcast(b, inp)
+        || super::comm_roles::sync_batchnorm(b, inp)
         || manual(b, inp)
         || super::pipeline_bubble::pipeline(b, inp)
+        || super::comm_roles::tp_across_nodes(b, inp)
+        || super::comm_roles::wire_dtype(b, inp)
         || tensor_parallel(b, inp)
         || grad_sync(b, inp)
         || super::grad_buckets::oversized_bucket(b, inp)
@@ -185,13 +189,33 @@ fn grad_sync(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
 /// suite 8: TP = 8 activation gathers told to use FSDP's `forward_prefetch`, its output
 /// all-reduces told to overlap "the gradient all-reduce" as DDP does).
 fn tensor_parallel(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
+    use crate::standalone::collective_roles::CollectiveRole;
     use crate::standalone::tp_attention::{has_data_parallel_group, tp_group};
-    let Some((group, degree)) = tp_group(inp.trace) else {
+    // The group from `distributedInfo` where it names one, else the collectives' own frames:
+    // tensor-parallel calls holding most of the communication time (a job whose data-parallel
+    // group is the default one records only that group).
+    let by_role = || {
+        let ns = |keep: &dyn Fn(CollectiveRole) -> bool| -> f64 {
+            (inp.patterns.collectives.iter())
+                .filter(|s| keep(s.role))
+                .map(|s| s.calls.iter().map(|c| c.1).sum::<i64>() as f64)
+                .sum()
+        };
+        let tp = ns(&|r| r == CollectiveRole::TensorParallel);
+        let degree = (inp.patterns.collectives.iter())
+            .filter(|s| s.role == CollectiveRole::TensorParallel)
+            .map(|s| s.group as u64)
+            .max()
+            .unwrap_or(0);
+        (tp > 0.0 && tp >= 0.5 * ns(&|_| true) && degree >= 2)
+            .then(|| ("tensor-parallel".to_owned(), degree))
+    };
+    let Some((group, degree)) = tp_group(inp.trace)
+        .filter(|_| !has_data_parallel_group(inp.trace))
+        .or_else(by_role)
+    else {
         return false;
     };
-    if has_data_parallel_group(inp.trace) {
-        return false;
-    }
     let evidence = format!(
         "The job's only process group is tensor-parallel (`{group}`, {degree} ranks): its collectives carry activations inside each layer (the gathers of column-parallel outputs, the all-reduces of row-parallel outputs), each needing the output computed just before it. No parameters are gathered and no gradients bucketed, so prefetching and DDP-style overlap do not apply."
     );

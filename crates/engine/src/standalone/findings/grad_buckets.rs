@@ -89,7 +89,7 @@ pub(super) fn oversized_bucket(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
 }
 
 /// The share of a signature's kernel time with no compute kernel running beside it.
-fn exposed_share(
+pub(super) fn exposed_share(
     inp: &Inputs<'_>,
     s: &crate::standalone::collective_calls::CollectiveSignature,
 ) -> f64 {

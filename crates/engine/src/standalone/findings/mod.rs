@@ -6,6 +6,7 @@ mod autocast_gap;
 mod chains;
 mod collective_sizes;
 mod comm_causes;
+mod comm_roles;
 mod context_projections;
 mod conv_search;
 mod deterministic_scatter;

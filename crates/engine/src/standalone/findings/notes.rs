@@ -60,8 +60,49 @@ pub(super) fn add_notes(
             }
         }
         SeedCategory::Communication => {
+            // Each collective signature with what it is for and what the trace records of it
+            // (review 10: three jobs whose roles, dtypes and groups identified the cause were
+            // summed up as "only collective types, message sizes and time are observable").
+            // Grouped by role, op, dtype and group: variable-size all-to-alls are one line.
+            type Key = (&'static str, String, String, u64);
+            let mut groups: Vec<(Key, usize, f64, f64, f64)> = Vec::new();
+            for c in &inp.patterns.collectives {
+                let ms = c.calls.iter().map(|x| x.1).sum::<i64>() as f64 / 1e6;
+                let dtype = c
+                    .wire_dtype
+                    .clone()
+                    .or_else(|| c.dtype_assumed.clone())
+                    .unwrap_or_else(|| c.dtype.trim_start_matches("c10::").to_owned());
+                let key = (c.role.label(), c.op.clone(), dtype, c.group as u64);
+                let mib = c.bytes / 1_048_576.0;
+                match groups.iter_mut().find(|g| g.0 == key) {
+                    Some(g) => {
+                        g.1 += c.calls.len();
+                        g.2 += ms;
+                        g.3 = g.3.min(mib);
+                        g.4 = g.4.max(mib);
+                    }
+                    None => groups.push((key, c.calls.len(), ms, mib, mib)),
+                }
+            }
+            groups.sort_by(|a, b| b.2.total_cmp(&a.2));
+            for ((role, op, dtype, group), calls, ms, lo, hi) in groups.into_iter().take(6) {
+                let size = if hi - lo > 0.05 {
+                    format!("{lo:.1}–{hi:.1} MiB")
+                } else {
+                    format!("{hi:.1} MiB")
+                };
+                let group = if group > 0 {
+                    format!(", group of {group}")
+                } else {
+                    String::new()
+                };
+                f.notes.push(format!(
+                    "{role}: {calls} `{op}` calls ({dtype}, {size} each{group}), {ms:.3} ms of communication kernels."
+                ));
+            }
             f.notes.push(
-                "Single-rank trace: only collective types, message sizes and time are observable."
+                "One rank's trace: how long the other ranks kept these calls waiting is not observable; trace every rank of a step to tell transfer from waiting."
                     .into(),
             );
         }

@@ -5,6 +5,7 @@
 use super::links::{bus_factor, spans_nodes, NIC_GBPS, NODE_GPUS};
 use super::timeline::timeline_bottleneck;
 use super::*;
+use crate::standalone::collective_roles::CollectiveRole;
 
 /// Layout copies inside GEMM callers become a finding at this share of those GEMMs' time.
 pub const GEMM_COPY_MIN_PCT: f64 = 5.0;
@@ -1496,7 +1497,23 @@ fn communication_action(inp: &Inputs<'_>, back_to_back: Option<f64>) -> String {
     if has("alltoall") {
         parts.push("pipeline the all-to-all with compute: split the batch into micro-batches so one's all-to-all runs while another computes (MoE expert-parallel two-batch overlap, DeepEP's low-latency kernels; for model-parallel embeddings, start the next batch's embedding all-to-all during this batch's dense part)");
     }
-    if has("allreduce") || names.is_empty() {
+    // The all-reduces by role (`collective_roles`): gradient advice only for gradients, the
+    // tensor-parallel advice for tensor-parallel calls, none for a role whose own mechanism
+    // leads (SyncBatchNorm, DDP's buffers), whatever the mode.
+    let role_ns = |keep: &dyn Fn(CollectiveRole) -> bool| -> f64 {
+        (inp.patterns.collectives.iter())
+            .filter(|s| s.kind() == "allreduce" && keep(s.role))
+            .map(|s| s.calls.iter().map(|c| c.1).sum::<i64>() as f64)
+            .sum()
+    };
+    let classified = role_ns(&|_| true) > 0.0;
+    let grads = role_ns(&|r| matches!(r, CollectiveRole::GradientReduction | CollectiveRole::Other));
+    let tp = role_ns(&|r| r == CollectiveRole::TensorParallel);
+    let reduce_grads = !classified || grads >= 0.1 * top;
+    if classified && tp >= 0.1 * top {
+        parts.push("overlap or shrink the tensor-parallel all-reduces: each carries the output of a row-parallel layer that the next op needs, so it cannot be bucketed; async tensor parallelism or Megatron's `--tp-comm-overlap` overlaps it with its GEMM, sequence parallelism splits it into a reduce-scatter and an all-gather, and the group belongs inside one node's NVLink / Infinity Fabric");
+    }
+    if (has("allreduce") || names.is_empty()) && reduce_grads {
         if inp.trains && crate::standalone::manual_allreduce::deepspeed(inp.trace) {
             parts.push("overlap the gradient reduction with the backward pass: DeepSpeed's `overlap_comm: true` with `reduce_bucket_size` / `allreduce_bucket_size` sized so buckets fill while the backward runs, no reduction on accumulation micro-steps (`gradient_accumulation_steps` through the engine), and a larger per-GPU batch if the backward is too short to hide it");
         } else if inp.trains && crate::standalone::manual_allreduce::managed_by_framework(inp.trace)
