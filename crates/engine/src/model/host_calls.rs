@@ -139,6 +139,12 @@ const CHECKPOINT_SAVE: HostCulprit = HostCulprit {
     action: "Save less often, and off the step's path: asynchronous checkpointing (`torch.distributed.checkpoint.async_save`, or a copy to pinned host memory written by a background thread).",
 };
 
+const STACK_CAPTURE: HostCulprit = HostCulprit {
+    key: "stack_capture",
+    what: "a Python stack trace captured for every op (`traceback.format_stack` / `extract_stack` inside the ops): autograd's anomaly detection (`torch.autograd.detect_anomaly`, `set_detect_anomaly(True)`) records one per forward op, and in the backward checks every node's output for NaN with a host read-back",
+    action: "Turn anomaly detection off outside debugging: remove `with torch.autograd.detect_anomaly():` / `torch.autograd.set_detect_anomaly(True)` (or whatever hook captures a stack per op). To catch NaNs in training, check the loss or the gradient norm once a step (`torch.isfinite` at clipping time, read back with the logged loss) instead of every node.",
+};
+
 const STEP_CALLBACK: HostCulprit = HostCulprit {
     key: "step_callback",
     what: "a callback run at every step (a preview, logging or metrics hook: diffusers' `callback_on_step_end`, a trainer's `on_step_end` / `on_train_batch_end`), whose work the step waits for",
@@ -192,6 +198,15 @@ pub fn host_culprit(frame: &str) -> Option<HostCulprit> {
         || path.ends_with("swa_utils.py") && lower.ends_with("update_parameters")
     {
         Some(HOST_EMA)
+    } else if path.ends_with("torch/autograd/anomaly_mode.py")
+        || path.ends_with("traceback.py")
+            && ["format_stack", "extract_stack"]
+                .iter()
+                .any(|f| lower.ends_with(&format!("): {f}")))
+    {
+        // The stack capture itself (stdlib `traceback.py`, FX's `torch/fx/traceback.py`), not
+        // its helpers: the outermost capture frame holds the time.
+        Some(STACK_CAPTURE)
     } else if path.ends_with("torch/cuda/graphs.py") {
         Some(GRAPH_CAPTURE)
     } else if path.ends_with("torch/serialization.py") && lower.ends_with("): save") {
@@ -317,6 +332,15 @@ mod tests {
             assert!(host_culprit(f).is_none(), "{f}");
         }
         assert!(host_culprit("train.py(88): log_outputs").is_none());
+        // A stack captured per op (anomaly mode); the capture's helpers are not the capture.
+        for f in [
+            "torch/fx/traceback.py(76): format_stack",
+            "traceback.py(227): extract_stack",
+            "torch/autograd/anomaly_mode.py(84): __enter__",
+        ] {
+            assert_eq!(host_culprit(f).map(|c| c.key), Some("stack_capture"), "{f}");
+        }
+        assert!(host_culprit("traceback.py(376): extract").is_none());
     }
 
     /// A module's `forward` in the model's code is a code site; PyTorch's own is not.

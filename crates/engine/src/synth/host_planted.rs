@@ -261,6 +261,23 @@ pub fn cases() -> Vec<HostCase> {
             )
         },
         HostCase {
+            host_frames: vec![
+                "nn.Module: Net_0",
+                "model.py(30): forward",
+                "torch/fx/traceback.py(76): format_stack",
+                "traceback.py(213): format_stack",
+                "traceback.py(227): extract_stack",
+            ],
+            host_ns: 3_000_000,
+            kernel_ns: 20_000,
+            trains: true,
+            marked: true,
+            ..base(
+                "idle_stack_capture",
+                "each training step spends 3 ms capturing Python stack traces (`traceback.format_stack` inside the model's ops, what autograd's anomaly detection does) before its launches while the GPU idles: the idle finding names the stack capture and anomaly detection as the fix, never graph capture, and never calls it the profiler's own stack recording (healthy counterpart: idle_python_in_model)",
+            )
+        },
+        HostCase {
             host_frames: vec!["nn.Module: Net_0", "model.py(30): forward"],
             host_ns: 3_000_000,
             kernel_ns: 20_000,

@@ -130,6 +130,13 @@ impl NamedHostWork {
         // the timeline (no import circle).
         let list: Vec<String> = ids.iter().map(u32::to_string).collect();
         fix.push(("scale", format!("hostevents:{}=0", list.join(","))));
+        // Anomaly mode's backward checks (each node's outputs tested for NaN: `isnan`, `any`
+        // and a read-back by `item`) go with the stack capture where the trace runs them.
+        if self.culprit.key == "stack_capture" && anomaly_checks(trace) {
+            fix.push(("remove", "op:aten::isnan".to_owned()));
+            fix.push(("remove", "op:aten::any".to_owned()));
+            fix.push(("remove-sync", "op:aten::item".to_owned()));
+        }
         // Copies the work launched from frames of its own library outside the culprit frames
         // (ZeRO-Offload's gradients and parameters, launched in ZeRO's frames) go too.
         if !copies.is_empty() {
@@ -138,6 +145,25 @@ impl NamedHostWork {
         }
         fix
     }
+}
+
+/// Calls of each of `isnan`, `any` and `item` from which the backward's per-node NaN checks of
+/// anomaly mode are what they are.
+pub const ANOMALY_CHECKS_MIN: usize = 10;
+
+/// Whether the trace runs anomaly mode's backward checks: `aten::isnan`, `aten::any` and
+/// `aten::item` each called `ANOMALY_CHECKS_MIN` times or more.
+pub(super) fn anomaly_checks(trace: &crate::model::Trace) -> bool {
+    let mut n = [0usize; 3];
+    for e in trace.events.iter().filter(|e| e.kind() == crate::model::EventKind::CpuOp) {
+        match trace.name(e) {
+            "aten::isnan" => n[0] += 1,
+            "aten::any" => n[1] += 1,
+            "aten::item" => n[2] += 1,
+            _ => {}
+        }
+    }
+    n.iter().all(|&c| c >= ANOMALY_CHECKS_MIN)
 }
 
 /// The host events between each `torch.cuda.graph` block's `__enter__` and the `__exit__` that
