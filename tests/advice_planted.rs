@@ -2146,8 +2146,18 @@ fn a_stack_capture_in_every_op_is_anomaly_detection() {
     let a = analyze("idle_stack_capture");
     let st = a.standalone.as_ref().expect("standalone");
     let idle = find(st, "GPU idle time").expect("idle finding");
-    assert!(idle.issue.contains("stack trace captured"), "{}", idle.issue);
-    assert!(!idle.issue.contains("part of this host overhead is the profiler's"), "{}", idle.issue);
+    assert!(
+        idle.issue.contains("stack trace captured"),
+        "{}",
+        idle.issue
+    );
+    assert!(
+        !idle
+            .issue
+            .contains("part of this host overhead is the profiler's"),
+        "{}",
+        idle.issue
+    );
     assert!(idle.path_a.contains("detect_anomaly"), "{}", idle.path_a);
     assert!(!idle.path_a.contains("CUDA / HIP graph"), "{}", idle.path_a);
     let a = analyze("idle_python_in_model");
@@ -3403,5 +3413,63 @@ fn long_python_gaps_name_the_frames_that_hold_them() {
                 && s.split(',').count() == 3),
         "{:?}",
         idle.fix
+    );
+}
+
+/// Depthwise 7×7 convolutions whose inputs are NCHW-contiguous ran PyTorch's native
+/// `conv_depthwise2d` kernels: named with channels_last as the fix, and replayed at 60 % of the
+/// H100's 3.35 TB/s for their bytes (two activations of 128×96×56×56 bf16 a kernel: 92.5 µs
+/// against 1 ms recorded). The same kernels on channels_last inputs are not named so (held-out
+/// suite 10: ConvNeXt told to "keep activations channels_last").
+#[test]
+fn native_depthwise_kernels_on_nchw_inputs_are_told_channels_last() {
+    let run = |strides: &str| {
+        let mut ev = Vec::new();
+        for i in 0..8u32 {
+            let corr = 100 + i;
+            let cpu = 20.0 + f64::from(i) * 30.0;
+            let gpu = 100.0 + f64::from(i) * 1100.0;
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"aten::_conv_depthwise2d","pid":1,"tid":1,"ts":{cpu},"dur":8,"args":{{"External id":{corr},"Input Dims":[[128, 96, 56, 56], [96, 1, 7, 7], [], [96], [], [], []],"Input type":["c10::BFloat16", "c10::BFloat16", "ScalarList", "c10::BFloat16", "ScalarList", "ScalarList", "ScalarList"],"Input Strides":[{strides}, [49, 49, 7, 1], [], [1], [], [], []]}}}}"#
+            ));
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{corr},"External id":{corr}}}}}"#,
+                cpu + 2.0
+            ));
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"kernel","name":"void at::native::(anonymous namespace)::conv_depthwise2d_forward_kernel<7, c10::BFloat16, int>(at::GenericPackedTensorAccessor<c10::BFloat16, 4ul, at::DefaultPtrTraits, int>)","pid":0,"tid":7,"ts":{gpu},"dur":1000,"args":{{"correlation":{corr},"External id":{corr},"device":0,"stream":7}}}}"#
+            ));
+        }
+        analyze_trace(import::import_bytes(&h100_trace("", &ev)).expect("imports"))
+    };
+    let a = run("[301056, 3136, 56, 1]");
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(
+        st,
+        "Depthwise convolutions on PyTorch's native kernels (NCHW inputs)",
+    )
+    .expect("the native depthwise finding");
+    assert!(
+        b.path_a
+            .starts_with("Convert the model and its inputs to channels_last"),
+        "{}",
+        b.path_a
+    );
+    let per_kernel = (2.0 * 128.0 * 96.0 * 56.0 * 56.0 + 96.0 * 49.0) * 2.0 / (3.35e12 * 0.6) * 1e3;
+    let r = b.impact.replayed.expect("replayed");
+    assert!(
+        (r.saved_ms() - 8.0 * (1.0 - per_kernel)).abs() < 0.05,
+        "{r:?} vs {per_kernel}"
+    );
+    let a = run("[301056, 1, 5376, 96]");
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(
+        find(
+            st,
+            "Depthwise convolutions on PyTorch's native kernels (NCHW inputs)"
+        )
+        .is_none(),
+        "{:#?}",
+        findings(st)
     );
 }

@@ -798,8 +798,7 @@ fn framed_calls(
     trace(&ann, &ops, world)
 }
 
-const BROADCAST: &str =
-    "ncclDevKernel_Broadcast_RING_SIMPLE(ncclDevKernelArgsStorage<4096ul>)";
+const BROADCAST: &str = "ncclDevKernel_Broadcast_RING_SIMPLE(ncclDevKernelArgsStorage<4096ul>)";
 
 /// DDP re-broadcasting a 625 MiB buffer before each forward (`_sync_buffers` around the call):
 /// the finding leads with `broadcast_buffers=False`, never with gradient overlap, and replays
@@ -818,7 +817,9 @@ fn a_buffer_broadcast_before_each_forward_is_named() {
             16,
         )
     };
-    let a = run(Some("torch/nn/parallel/distributed.py(2094): _sync_buffers"));
+    let a = run(Some(
+        "torch/nn/parallel/distributed.py(2094): _sync_buffers",
+    ));
     let b = exposed(&a).expect("exposed communication");
     assert_eq!(keys(b).first(), Some(&"ddp_buffer_broadcast"), "{b:#?}");
     assert!(b.path_a.contains("broadcast_buffers=False"), "{}", b.path_a);
@@ -830,8 +831,7 @@ fn a_buffer_broadcast_before_each_forward_is_named() {
     assert!(!keys(b).contains(&"ddp_buffer_broadcast"), "{b:#?}");
 }
 
-const ALL_GATHER_F32: &str =
-    "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+const ALL_GATHER_F32: &str = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
 
 /// SyncBatchNorm's statistics gathers (inside `nn.Module: SyncBatchNorm_*`): named with plain
 /// BatchNorm as the fix, replayed removed (20 × 0.3 ms). The same small gathers outside any
@@ -852,7 +852,11 @@ fn sync_batchnorm_statistics_are_named() {
     };
     let a = run(Some("nn.Module: SyncBatchNorm_3"));
     let b = exposed(&a).expect("exposed communication");
-    assert_eq!(keys(b).first(), Some(&"sync_batchnorm_collectives"), "{b:#?}");
+    assert_eq!(
+        keys(b).first(),
+        Some(&"sync_batchnorm_collectives"),
+        "{b:#?}"
+    );
     assert!(b.path_a.contains("BatchNorm2d"), "{}", b.path_a);
     let r = b.impact.replayed.expect("replayed");
     assert!((r.saved_ms() - 6.0).abs() < 0.05, "{r:?}");
@@ -879,7 +883,9 @@ fn a_tensor_parallel_group_across_nodes_is_named() {
             16,
         )
     };
-    let a = run(r#","Collective name":"allreduce","In msg nelems":25165824,"Out msg nelems":25165824,"Group size":16,"dtype":"BFloat16""#);
+    let a = run(
+        r#","Collective name":"allreduce","In msg nelems":25165824,"Out msg nelems":25165824,"Group size":16,"dtype":"BFloat16""#,
+    );
     let b = exposed(&a).expect("exposed communication");
     assert_eq!(
         keys(b).first(),
@@ -889,8 +895,13 @@ fn a_tensor_parallel_group_across_nodes_is_named() {
     assert!(!b.path_a.contains("gradient"), "{}", b.path_a);
     let per_call = 2.3 - 25165824.0 * 2.0 * 2.0 * 7.0 / 8.0 / (450e9 * 0.8) * 1e3;
     let r = b.impact.replayed.expect("replayed");
-    assert!((r.saved_ms() - 8.0 * per_call).abs() < 0.05, "{r:?} vs {per_call}");
-    let a = run(r#","Collective name":"allreduce","In msg nelems":25165824,"Out msg nelems":25165824,"Group size":8,"dtype":"BFloat16""#);
+    assert!(
+        (r.saved_ms() - 8.0 * per_call).abs() < 0.05,
+        "{r:?} vs {per_call}"
+    );
+    let a = run(
+        r#","Collective name":"allreduce","In msg nelems":25165824,"Out msg nelems":25165824,"Group size":8,"dtype":"BFloat16""#,
+    );
     let b = exposed(&a).expect("exposed communication");
     assert!(
         !keys(b).contains(&"tensor_parallel_across_nodes") && !b.path_a.contains("bucket_cap_mb"),

@@ -124,7 +124,9 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Vec<CollectiveSignature> {
         let record = tree
             .children(id)
             .chain(tree.parent(id))
-            .find(|&c| trace.name(trace.event(c)) == "record_param_comms" && meta.contains_key(&c.0))
+            .find(|&c| {
+                trace.name(trace.event(c)) == "record_param_comms" && meta.contains_key(&c.0)
+            })
             .map(|c| c.0);
         let meta_event = if meta.contains_key(&ids[0]) {
             ids[0]
@@ -184,8 +186,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Vec<CollectiveSignature> {
     }
     for s in &mut out {
         s.calls.sort_by_key(|c| c.0);
-        let wide = (s.wire_dtype.as_deref())
-            .and_then(crate::analysis::collectives::dtype_bytes)
+        let wide = (s.wire_dtype.as_deref()).and_then(crate::analysis::collectives::dtype_bytes)
             == Some(4.0);
         if wide && s.role.carries_activations() {
             let n = s.shape.iter().product::<i64>();

@@ -254,12 +254,18 @@ mod tests {
     #[test]
     fn frames_name_their_role() {
         let cases = [
-            ("torch/nn/parallel/distributed.py(2094): _sync_buffers", DdpBuffers),
+            (
+                "torch/nn/parallel/distributed.py(2094): _sync_buffers",
+                DdpBuffers,
+            ),
             (
                 "torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py(41): _allreduce_fut",
                 GradientReduction,
             ),
-            ("megatron/core/tensor_parallel/mappings.py(415): _reduce", TensorParallel),
+            (
+                "megatron/core/tensor_parallel/mappings.py(415): _reduce",
+                TensorParallel,
+            ),
             (
                 "autograd::engine::evaluate_function: CopyToModelParallelRegionBackward",
                 TensorParallel,
@@ -269,13 +275,22 @@ mod tests {
                 ExpertParallel,
             ),
             ("nn.Module: SyncBatchNorm_2", SyncBatchNorm),
-            ("torch/nn/modules/_functions.py(147): backward", SyncBatchNorm),
-            ("autograd::engine::evaluate_function: SyncBatchNormBackward", SyncBatchNorm),
+            (
+                "torch/nn/modules/_functions.py(147): backward",
+                SyncBatchNorm,
+            ),
+            (
+                "autograd::engine::evaluate_function: SyncBatchNormBackward",
+                SyncBatchNorm,
+            ),
         ];
         for (frame, role) in cases {
             assert_eq!(role_of_frame(frame), Some(role), "{frame}");
         }
-        assert_eq!(role_of_frame("torch/nn/modules/module.py(1762): _call_impl"), None);
+        assert_eq!(
+            role_of_frame("torch/nn/modules/module.py(1762): _call_impl"),
+            None
+        );
         assert_eq!(role_of_frame("nn.Module: DistributedDataParallel_0"), None);
     }
 }

@@ -16,6 +16,7 @@ pub mod conv_search;
 pub mod conv_signature;
 pub mod decode_floor;
 pub mod dense_embedding_grads;
+pub mod depthwise_native;
 pub mod deterministic_scatter;
 pub mod diagnosis;
 pub mod elementwise_chains;

@@ -217,7 +217,7 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
                 "groups = C_in = {cin}: each output needs only {ksize} multiply-adds (K = {ksize}), far too few for the matrix units{}.{gemm_text}",
                 ridge.as_ref().map(|s| format!("; {s}")).unwrap_or_default()
             ),
-            action: "Judge it against memory bandwidth, not peak FLOPs: keep activations channels_last, fuse it with the following pointwise conv / norm / activation (`torch.compile`), or replace depthwise+pointwise pairs with a dense conv where accuracy allows.".into(),
+            action: "Judge it against memory bandwidth, not peak FLOPs: run it on channels_last activations (the libraries' NHWC depthwise kernels), fuse it with the following pointwise conv / norm / activation (`torch.compile`), or replace depthwise+pointwise pairs with a dense conv where accuracy allows.".into(),
             waste: None,
             confidence: Confidence::High,
             bounds_all: true,

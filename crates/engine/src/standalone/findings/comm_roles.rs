@@ -7,7 +7,7 @@
 //! all-reduce").
 
 use super::grad_buckets::exposed_share;
-use super::links::{bus_factor, size_text, NODE_GPUS, LINK_ACHIEVED};
+use super::links::{bus_factor, size_text, LINK_ACHIEVED, NODE_GPUS};
 use super::*;
 use crate::standalone::collective_calls::CollectiveSignature;
 use crate::standalone::collective_roles::CollectiveRole;
@@ -136,19 +136,14 @@ pub(super) fn tp_across_nodes(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
     let Some(link) = link else {
         return false;
     };
-    let group = sigs
-        .iter()
-        .map(|s| s.group)
-        .fold(0.0, f64::max)
-        .max(if sigs.iter().all(|s| s.group == 0.0) {
+    let group = sigs.iter().map(|s| s.group).fold(0.0, f64::max).max(
+        if sigs.iter().all(|s| s.group == 0.0) {
             inp.ranks.unwrap_or(0) as f64
         } else {
             0.0
-        });
-    if sigs.is_empty()
-        || !leads(inp, ns)
-        || super::links::spans_nodes(inp, group).is_none()
-    {
+        },
+    );
+    if sigs.is_empty() || !leads(inp, ns) || super::links::spans_nodes(inp, group).is_none() {
         return false;
     }
     let calls: usize = sigs.iter().map(|s| s.calls.len()).sum();
@@ -167,7 +162,12 @@ pub(super) fn tp_across_nodes(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
         s.bytes * bus_factor(&s.kind(), node) / (link * 1e9 * LINK_ACHIEVED) * 1e9
     };
     let in_node: f64 = (sigs.iter())
-        .map(|s| s.calls.iter().map(|c| (c.1 as f64).min(at_node(s))).sum::<f64>())
+        .map(|s| {
+            s.calls
+                .iter()
+                .map(|c| (c.1 as f64).min(at_node(s)))
+                .sum::<f64>()
+        })
         .sum();
     let evidence = format!(
         "The tensor-parallel group has {group:.0} ranks, more than the {NODE_GPUS} GPUs a node holds, so its activation collectives cross the network: {calls} calls ({}, {:.3} ms of communication kernels), each needed by the next layer before it can start. The largest, `{}` of {} each, runs at {busbw:.1} GB/s of bus bandwidth (median {:.3} ms); inside a node {platform}'s {link:.0} GB/s link moves it in about {:.3} ms. Inside nodes of {NODE_GPUS} these calls would take about {:.3} ms.",
@@ -195,11 +195,14 @@ pub(super) fn tp_across_nodes(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
     b.fix = (sigs.iter())
         .flat_map(|s| {
             let t = at_node(s);
-            s.calls.iter().filter(move |c| c.1 as f64 > t).flat_map(move |c| {
-                let f = t / c.1 as f64;
-                c.2.iter()
-                    .map(move |&k| ("scale", format!("events:{k}={f:.4}")))
-            })
+            s.calls
+                .iter()
+                .filter(move |c| c.1 as f64 > t)
+                .flat_map(move |c| {
+                    let f = t / c.1 as f64;
+                    c.2.iter()
+                        .map(move |&k| ("scale", format!("events:{k}={f:.4}")))
+                })
         })
         .collect();
     true
@@ -218,9 +221,9 @@ pub(super) fn wire_dtype(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
         .filter(|s| {
             s.role.carries_activations()
                 && s.bytes >= super::links::BANDWIDTH_BOUND_BYTES
-                && s.wire_dtype.as_deref().is_some_and(|d| {
-                    crate::analysis::collectives::dtype_bytes(d) == Some(4.0)
-                })
+                && s.wire_dtype
+                    .as_deref()
+                    .is_some_and(|d| crate::analysis::collectives::dtype_bytes(d) == Some(4.0))
         })
         .collect();
     let ns: f64 = sigs.iter().map(|s| sig_ns(s)).sum();

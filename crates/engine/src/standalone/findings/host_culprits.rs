@@ -155,7 +155,11 @@ pub const ANOMALY_CHECKS_MIN: usize = 10;
 /// `aten::item` each called `ANOMALY_CHECKS_MIN` times or more.
 pub(super) fn anomaly_checks(trace: &crate::model::Trace) -> bool {
     let mut n = [0usize; 3];
-    for e in trace.events.iter().filter(|e| e.kind() == crate::model::EventKind::CpuOp) {
+    for e in trace
+        .events
+        .iter()
+        .filter(|e| e.kind() == crate::model::EventKind::CpuOp)
+    {
         match trace.name(e) {
             "aten::isnan" => n[0] += 1,
             "aten::any" => n[1] += 1,

@@ -1507,7 +1507,8 @@ fn communication_action(inp: &Inputs<'_>, back_to_back: Option<f64>) -> String {
             .sum()
     };
     let classified = role_ns(&|_| true) > 0.0;
-    let grads = role_ns(&|r| matches!(r, CollectiveRole::GradientReduction | CollectiveRole::Other));
+    let grads =
+        role_ns(&|r| matches!(r, CollectiveRole::GradientReduction | CollectiveRole::Other));
     let tp = role_ns(&|r| r == CollectiveRole::TensorParallel);
     let reduce_grads = !classified || grads >= 0.1 * top;
     if classified && tp >= 0.1 * top {
