@@ -35,6 +35,12 @@ pub struct ConvSearch {
     pub in_steps_ms: f64,
     /// The library, from the synchronize calls' API: `cuDNN` or `MIOpen`.
     pub library: &'static str,
+    /// The trial kernels of the searching calls inside steps (every kernel but each call's
+    /// last, the chosen run), and by convolution op their time, ms: what the search's fix
+    /// removes, and the op findings' time that is the search's, not the chosen algorithm's.
+    #[serde(skip)]
+    pub trials: Vec<u32>,
+    pub trial_ops: Vec<(String, f64)>,
 }
 
 fn is_event_sync(name: &str) -> bool {
@@ -96,11 +102,11 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<ConvSearch> {
         if count[k] < SEARCH_SYNCS {
             continue;
         }
-        let kernels: Vec<&crate::model::Event> = tree
+        let ids: Vec<EventId> = tree
             .gpu_under(EventId(id))
-            .map(|g| trace.event(g))
-            .filter(|g| g.kind() == EventKind::Kernel)
+            .filter(|&g| trace.event(g).kind() == EventKind::Kernel)
             .collect();
+        let kernels: Vec<&crate::model::Event> = ids.iter().map(|&g| trace.event(g)).collect();
         let kernel_ns: i64 = kernels.iter().map(|g| g.dur).sum();
         let chosen_ns = kernels.iter().max_by_key(|g| g.ts).map_or(0, |g| g.dur);
         out.calls += 1;
@@ -113,6 +119,27 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<ConvSearch> {
             with[s] = true;
             out.in_steps += 1;
             out.in_steps_ms += ((end - ts - chosen_ns) as f64 / 1e6).max(0.0);
+            // The trials: every kernel but the last started (the chosen run), credited to every
+            // op above it (the op findings are by whichever op the report's row names).
+            let last = ids.iter().copied().max_by_key(|&g| trace.event(g).ts);
+            for &g in ids.iter().filter(|&&g| Some(g) != last) {
+                out.trials.push(g.0);
+                let ms = trace.event(g).dur as f64 / 1e6;
+                let mut cur = tree.parent(g);
+                let mut seen: Vec<&str> = Vec::new();
+                while let Some(p) = cur {
+                    let pe = trace.event(p);
+                    let op = trace.name(pe);
+                    if pe.kind() == EventKind::CpuOp && !seen.contains(&op) {
+                        seen.push(op);
+                        match out.trial_ops.iter_mut().find(|x| x.0 == op) {
+                            Some(x) => x.1 += ms,
+                            None => out.trial_ops.push((op.to_owned(), ms)),
+                        }
+                    }
+                    cur = tree.parent(p);
+                }
+            }
         }
     }
     if out.calls == 0 {

@@ -26,15 +26,19 @@ pub(super) fn add_conv_search(f: &mut CategoryFindings, inp: &Inputs<'_>) {
             "Stop searching in the steady state: with input sizes that change every batch, set `torch.backends.cudnn.benchmark = False` (cuDNN's heuristics pick the algorithm without timing the candidates), or pad / bucket the inputs to a few fixed sizes so each size is searched once and its choice reused.",
         )
     };
+    let trials_ms: f64 = s
+        .trials
+        .iter()
+        .map(|&k| inp.trace.events[k as usize].dur as f64 / 1e6)
+        .sum();
     let issue = format!(
-        "{} convolution calls time their candidate algorithms one after another, waiting on events between them ({setting}), in {} of the {} profiled steps: a search runs for each input shape the library has not seen, so shapes that change every step search every step. The searching calls take {:.3} ms of host time, their kernels {:.3} ms of GPU time, of which {:.3} ms is the chosen algorithms' own runs; without the search about {:.3} ms of the steps goes.",
+        "{} convolution calls time their candidate algorithms one after another, waiting on events between them ({setting}), in {} of the {} profiled steps: a search runs for each input shape the library has not seen, so shapes that change every step search every step. The searching calls hold the host for {:.3} ms; their kernels take {:.3} ms of GPU time, of which {:.3} ms is the chosen algorithms' own runs and {trials_ms:.3} ms the trials inside the steps, which go with the search (as do the waits on them).",
         s.in_steps,
         s.steps_with,
         s.steps,
         s.host_ms,
         s.kernel_ms,
         s.chosen_ms,
-        s.in_steps_ms
     );
     let mut b = timeline_bottleneck(
         f.category,
@@ -45,9 +49,30 @@ pub(super) fn add_conv_search(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         s.in_steps_ms,
         issue,
         action,
-        "Not a kernel issue: the trial kernels are the search timing each algorithm; the chosen ones are judged in the convolution findings.",
+        "Not a kernel issue: the trial kernels are the search timing each algorithm; judge the chosen algorithms on a run without the search.",
         inp,
     );
+    // Its scope: the trials' time under each convolution op, so an op finding whose time is
+    // mostly trials folds in, and the replay: the trials removed, their waits with them.
+    b.scope = Some(super::merge::Scope {
+        class: None,
+        ops: s.trial_ops.clone(),
+        instances: s.in_steps,
+        unfused_attention: false,
+        sdpa_math: false,
+        mha: false,
+        subtracts: true,
+    });
+    let ids: Vec<String> = s.trials.iter().map(u32::to_string).collect();
+    let sync = if s.library == "MIOpen" {
+        "hipEventSynchronize"
+    } else {
+        "cudaEventSynchronize"
+    };
+    b.fix = vec![
+        ("remove", format!("events:{}", ids.join(","))),
+        ("remove-sync", format!("call:{sync}")),
+    ];
     b.causes.push(Cause {
         key: "conv_algorithm_search_recurs",
         title: "the convolution algorithm search runs again in every step".into(),
