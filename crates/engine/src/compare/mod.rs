@@ -7,6 +7,7 @@
 pub mod correspond;
 pub mod inputs;
 pub mod tracelens;
+pub mod unmatched_module;
 
 use serde::Serialize;
 

@@ -293,7 +293,11 @@ enum Rec<'a> {
     /// is a material share of the target's GPU timeline.
     /// With it, the reference's own form of that work: what it runs alone (its ops, µs) and that
     /// time at the target's rates (the hardware envelope), which the target would still pay.
-    TargetOnly(Vec<&'a crate::compare::Unmatched>, Counterpart),
+    TargetOnly(
+        Vec<&'a crate::compare::Unmatched>,
+        Counterpart,
+        Option<ModuleCause>,
+    ),
     /// Matched GEMMs the target runs in fp32 where the reference runs a narrower precision on
     /// its matrix units: one cause (precision), not a kernel gap per shape.
     Precision(Vec<&'a Matched>),
@@ -318,8 +322,9 @@ impl Rec<'_> {
             Rec::System(x) => x.gap_us,
             Rec::Op(ms) => ms.iter().map(|m| m.excess_us).sum(),
             Rec::Fixed(f) => f.excess_us(),
-            Rec::TargetOnly(u, c) => {
+            Rec::TargetOnly(u, c, m) => {
                 (u.iter().map(|x| x.us).sum::<f64>() - c.on_target_us).max(0.0)
+                    + m.as_ref().map_or(0.0, |m| m.comm_delta_us)
             }
             // No hardware ratio relates two precisions: the excess is the whole difference, as
             // the impact line says ("if they run as fast as on the reference").
@@ -344,6 +349,47 @@ struct Counterpart {
     /// `us` at the target's rates: scaled by the hardware envelope (the most the hardware makes
     /// the target slower), so the net saving is a lower bound.
     on_target_us: f64,
+}
+
+/// The module behind the target-only work (`compare::unmatched_module`) and, for
+/// SyncBatchNorm, its collectives in the target's trace: (calls, ms of communication
+/// kernels), and the exposed communication the target adds over the reference (µs), which the
+/// module's removal takes with it.
+struct ModuleCause {
+    behind: crate::compare::unmatched_module::ModuleBehind,
+    sync_bn: Option<(usize, f64)>,
+    comm_delta_us: f64,
+}
+
+/// The module cause of `only`, where one class holds most of its framed time.
+fn module_cause(
+    c: &Comparison,
+    sides: Option<(&crate::Analysis, &crate::Analysis)>,
+    only: &[&crate::compare::Unmatched],
+) -> Option<ModuleCause> {
+    use crate::standalone::collective_roles::CollectiveRole;
+    let behind = crate::compare::unmatched_module::module_behind(only)?;
+    let sync_bn = (behind.class.contains("SyncBatchNorm"))
+        .then(|| {
+            let st = sides?.0.standalone.as_ref()?;
+            let sigs: Vec<_> = (st.patterns.collectives.iter())
+                .filter(|s| s.role == CollectiveRole::SyncBatchNorm)
+                .collect();
+            let calls: usize = sigs.iter().map(|s| s.calls.len()).sum();
+            let ns: i64 = sigs.iter().flat_map(|s| s.calls.iter()).map(|x| x.1).sum();
+            (calls > 0).then_some((calls, ns as f64 / 1e6))
+        })
+        .flatten();
+    let comm_delta_us = if sync_bn.is_some() {
+        (c.target_timeline.exposed_comm - c.reference_timeline.exposed_comm).max(0) as f64 / 1e3
+    } else {
+        0.0
+    };
+    Some(ModuleCause {
+        behind,
+        sync_bn,
+        comm_delta_us,
+    })
 }
 
 /// The reference's work that the target does not run, at the target's rates (held-out suite 5:
@@ -1084,7 +1130,8 @@ pub fn fair_md_with(
             .filter(|u| !same_op_elsewhere(u, &c.reference_only))
             .collect();
         only.sort_by(|a, b| b.us.total_cmp(&a.us));
-        recs.push(Rec::TargetOnly(only, cp));
+        let m = module_cause(c, sides, &only);
+        recs.push(Rec::TargetOnly(only, cp, m));
     }
     recs.extend(
         system_items(c, sides, launch_mode.as_ref())
@@ -1266,7 +1313,7 @@ pub fn fair_md_with(
                     p.label()
                 );
             }
-            Rec::TargetOnly(only, cp) => {
+            Rec::TargetOnly(only, cp, module) => {
                 let total: f64 = only.iter().map(|u| u.us).sum();
                 let calls: u64 = only.iter().map(|u| u.calls).sum();
                 let mut names: Vec<&str> = only.iter().map(|u| u.name.as_str()).collect();
@@ -1320,19 +1367,45 @@ pub fn fair_md_with(
                 let covered = sides
                     .and_then(|(t, _)| t.standalone.as_ref())
                     .and_then(|st1| names.iter().find_map(|n| target_finding_of(st1, n)));
-                let act = match covered {
-                    Some(title) => format!("The reference runs the same workload without them. The target's own analysis names their cause: \"{}\" (its standalone report).", cell(title)),
-                    None => "The reference runs the same workload without them: find why the target adds them. Copies and layout or dtype conversions usually come from a view (transpose, permute, slice) or a dtype the target's kernels do not read in place: produce the tensor in the layout and type its consumer reads.".to_owned(),
+                // A finding titled by the op alone names no cause: quoting it back is circular.
+                let covered = covered.filter(|t| !names.iter().any(|n| t.trim_matches('`') == *n));
+                let act = match (module, covered) {
+                    (Some(m), _) if m.sync_bn.is_some() => {
+                        let (calls, comm_ms) = m.sync_bn.unwrap_or_default();
+                        format!(
+                            "The target's model uses `SyncBatchNorm` where the reference's does not ({} ms of the target-only work runs inside `{}` modules; its backward runs without module frames): it runs BatchNorm as PyTorch's native statistics, gather and elementwise kernels instead of one cuDNN / MIOpen kernel a layer, and exchanges every layer's statistics across the ranks ({calls} collectives, {comm_ms:.3} ms of communication kernels in the target's trace; exposed communication {} ms on the reference, {} ms on the target). Use plain BatchNorm as the reference does (drop `convert_sync_batchnorm`) where the per-GPU batch allows it (16 or more samples a GPU), or synchronize within a node.",
+                            ms(m.behind.us),
+                            cell(&m.behind.class),
+                            ms(c.reference_timeline.exposed_comm as f64 / 1e3),
+                            ms(c.target_timeline.exposed_comm as f64 / 1e3)
+                        )
+                    }
+                    (Some(m), None) => format!(
+                        "They run inside `{}` modules ({} ms of the {} ms that run in a module): the target's model uses a module the reference's does not, or one that runs differently. Compare the two models' `{}`: the reference's form of it is the fix.",
+                        cell(&m.behind.class),
+                        ms(m.behind.us),
+                        ms(m.behind.framed_us),
+                        cell(&m.behind.class)
+                    ),
+                    (_, Some(title)) => format!("The reference runs the same workload without them. The target's own analysis names their cause: \"{}\" (its standalone report).", cell(title)),
+                    (None, None) => "The reference runs the same workload without them: find why the target adds them. Copies and layout or dtype conversions usually come from a view (transpose, permute, slice) or a dtype the target's kernels do not read in place: produce the tensor in the layout and type its consumer reads.".to_owned(),
                 };
                 let _ = writeln!(s, "**Action**: {act}  ");
                 let _ = writeln!(
                     s,
-                    "**Impact**: up to {} ms ({share:.1}% of the target's GPU timeline) if the target does without them{}. Priority {}.\n\n---\n",
+                    "**Impact**: up to {} ms ({share:.1}% of the target's GPU timeline) if the target does without them{}{}. Priority {}.\n\n---\n",
                     ms(r.excess_us()),
                     if cp.us > 0.0 {
                         " and runs the reference's form instead"
                     } else {
                         ""
+                    },
+                    match module.as_ref().filter(|m| m.comm_delta_us > 0.0) {
+                        Some(m) => format!(
+                            ", the exposed communication the target adds ({} ms) included",
+                            ms(m.comm_delta_us)
+                        ),
+                        None => String::new(),
                     },
                     p.label()
                 );

@@ -601,7 +601,12 @@ pub fn fair_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         let _ = writeln!(s, "**Action (Path B, kernel only)**: {}  ", b.path_b);
         // With a replayed saving the line already states one in ms: a second, the formula's,
         // would read as a contradiction.
-        let mid_ms = if b.is_one_off() || b.impact.replayed.is_some() {
+        use crate::standalone::findings::ImpactMethod;
+        let untold = matches!(
+            b.impact.method,
+            ImpactMethod::NotJudged | ImpactMethod::NoShapes
+        );
+        let mid_ms = if b.is_one_off() || b.impact.replayed.is_some() || untold {
             String::new()
         } else {
             format!(

@@ -212,6 +212,10 @@ pub enum ImpactMethod {
     /// What fixing it saves cannot be told from the trace (a sampled trace's communication:
     /// its overlap and its waiting are in the calls the sample left out): said so, not "0.0 %".
     NotJudged,
+    /// A graph-replayed kernel credited to no op and judged by no model: no shapes, so no
+    /// saving is estimated (review 10: guessed 15–45 % cuts on a healthy decode's
+    /// weight-streaming GEMMs); it ranks Low and says what would tell.
+    NoShapes,
 }
 
 impl ImpactMethod {
@@ -226,6 +230,7 @@ impl ImpactMethod {
             ImpactMethod::Heuristic => "no perf model: 0.15 / 0.30 / 0.45 of its share",
             ImpactMethod::OneOff => "a one-off, left out of the steady state",
             ImpactMethod::NotJudged => "not judged: the trace keeps too little of the run",
+            ImpactMethod::NoShapes => "not estimated: a graph-replayed kernel with no shapes",
         }
     }
 }
@@ -454,6 +459,9 @@ impl Impact {
     pub fn text(&self) -> String {
         if self.method == ImpactMethod::OneOff {
             return "nothing in the steady state (a one-off, left out of it)".to_owned();
+        }
+        if self.method == ImpactMethod::NoShapes {
+            return "an amount this trace cannot tell (a kernel replayed by a CUDA / HIP graph, credited to no op: no shapes, so no model; merge the graph's capture trace to judge it)".to_owned();
         }
         if self.method == ImpactMethod::NotJudged {
             // "may save an amount a sampled trace cannot tell": a 0.0 % read as "unimportant".
@@ -746,6 +754,17 @@ impl Impact {
         if u.stall_ms > 0.0 {
             i.basis = Basis::Steady;
         }
+        // A guess on a graph-replayed kernel with no shapes is no estimate at all.
+        if i.method == ImpactMethod::Heuristic
+            && crate::standalone::ops::graph_launched_kernel(&b.op_name)
+        {
+            return Impact {
+                method: ImpactMethod::NoShapes,
+                confidence: Some(Confidence::Low),
+                basis: i.basis,
+                ..Impact::default()
+            };
+        }
         i
     }
 
@@ -924,6 +943,7 @@ impl Bottleneck {
     /// in the steady state by design: it is stated, never negligible).
     pub fn is_negligible(&self) -> bool {
         !self.op_name.is_empty()
+            && self.impact.method != ImpactMethod::NoShapes
             && self.impact.high_pct < NEGLIGIBLE_PCT
             && self
                 .impact

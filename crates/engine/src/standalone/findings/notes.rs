@@ -97,8 +97,9 @@ pub(super) fn add_notes(
                 } else {
                     String::new()
                 };
+                let plural = if calls == 1 { "call" } else { "calls" };
                 f.notes.push(format!(
-                    "{role}: {calls} `{op}` calls ({dtype}, {size} each{group}), {ms:.3} ms of communication kernels."
+                    "{role}: {calls} `{op}` {plural} ({dtype}, {size} each{group}), {ms:.3} ms of communication kernels."
                 ));
             }
             f.notes.push(
