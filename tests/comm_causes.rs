@@ -759,14 +759,11 @@ fn prefetched_gathers_are_not_told_to_prefetch() {
 }
 
 /// A step whose collectives run inside `frame` (a host range around each call, as a Python
-/// frame is): `calls` collectives of `op` with the given dims and NCCL metadata, each `dur` µs
+/// frame is): `calls` collectives of (op, dims, kernel, NCCL metadata), each `dur` µs
 /// on the compute stream (so exposed), then a 2 ms GEMM; the world size `world`.
 fn framed_calls(
     frame: Option<&str>,
-    op: &'static str,
-    dims: &'static str,
-    kernel: &'static str,
-    meta: &'static str,
+    (op, dims, kernel, meta): (&'static str, &'static str, &'static str, &'static str),
     calls: usize,
     dur: f64,
     world: u32,
@@ -808,10 +805,12 @@ fn a_buffer_broadcast_before_each_forward_is_named() {
     let run = |frame| {
         framed_calls(
             frame,
-            "c10d::broadcast_",
-            "[[[163989376]], [], [], []]",
-            BROADCAST,
-            r#","Collective name":"broadcast","In msg nelems":163989376,"Out msg nelems":163989376,"Group size":16,"dtype":"Float""#,
+            (
+                "c10d::broadcast_",
+                "[[[163989376]], [], [], []]",
+                BROADCAST,
+                r#","Collective name":"broadcast","In msg nelems":163989376,"Out msg nelems":163989376,"Group size":16,"dtype":"Float""#,
+            ),
             3,
             4000.0,
             16,
@@ -841,10 +840,12 @@ fn sync_batchnorm_statistics_are_named() {
     let run = |frame| {
         framed_calls(
             frame,
-            "c10d::_allgather_base_",
-            "[[1032], [129], [], []]",
-            ALL_GATHER_F32,
-            r#","Collective name":"_allgather_base","In msg nelems":129,"Out msg nelems":1032,"Group size":8,"dtype":"Float""#,
+            (
+                "c10d::_allgather_base_",
+                "[[1032], [129], [], []]",
+                ALL_GATHER_F32,
+                r#","Collective name":"_allgather_base","In msg nelems":129,"Out msg nelems":1032,"Group size":8,"dtype":"Float""#,
+            ),
             20,
             300.0,
             8,
@@ -874,10 +875,12 @@ fn a_tensor_parallel_group_across_nodes_is_named() {
     let run = |meta| {
         framed_calls(
             Some("megatron/core/tensor_parallel/mappings.py(415): _reduce"),
-            "c10d::allreduce_",
-            "[[[25165824]], [], [], []]",
-            ALL_REDUCE,
-            meta,
+            (
+                "c10d::allreduce_",
+                "[[[25165824]], [], [], []]",
+                ALL_REDUCE,
+                meta,
+            ),
             8,
             2300.0,
             16,

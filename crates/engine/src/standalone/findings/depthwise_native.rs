@@ -30,7 +30,7 @@ pub(super) fn add_depthwise_native(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     let at = |k: &crate::standalone::depthwise_native::NativeKernel| {
         (k.bytes / rate * 1e9).min(k.ns as f64)
     };
-    let nhwc_ms: f64 = d.kernels.iter().map(|k| at(k)).sum::<f64>() / 1e6;
+    let nhwc_ms: f64 = d.kernels.iter().map(&at).sum::<f64>() / 1e6;
     let example = d
         .example
         .as_ref()
