@@ -228,6 +228,9 @@ pub enum OwnModel {
     /// `matrix_fp32`, which the table may not have (A100); the row keeps that model in
     /// `OpRow::tracelens` for TraceLens's agent.
     KernelPrecision,
+    /// A gather (`aten::index_select`, `aten::gather`): each output element read from the
+    /// source and written once, the index read once.
+    Gather,
     /// A scatter-add (`aten::index_add_`, `aten::scatter_add_`): the source read, the
     /// destination elements it adds to read and written, the index read once.
     ScatterAdd,
@@ -273,6 +276,9 @@ impl OwnModel {
             }
             OwnModel::GroupNormTwoPass => {
                 "Jarvis's GroupNorm model: the input read twice (the per-group statistics first, then the normalization) and the output written once"
+            }
+            OwnModel::Gather => {
+                "Jarvis's gather model: each output element read from the source and written once, the index read once"
             }
             OwnModel::ScatterAdd => {
                 "Jarvis's scatter-add model: the source read, the elements it adds to read and written, the index read once"
