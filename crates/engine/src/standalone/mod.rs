@@ -50,6 +50,7 @@ pub mod qk_norm_rope;
 pub mod repeated_forwards;
 pub mod rules;
 pub mod sibling_gemms;
+pub mod sort_sampler;
 pub mod steady_rows;
 pub mod tp_attention;
 pub mod weight_casts;
@@ -607,6 +608,8 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         modules,
         mut patterns,
     } = structure;
+    // Sampling by a full sort is an inference pattern: found where the mode is known.
+    patterns.sort_sampler = sort_sampler::find(src.trace, src.tree, src.trains);
     let mut rows = ops::op_rows(src.unified);
     let cold_left = steady_rows::leave_out(&mut rows, src.cold_rows);
     // (Each row's sub-ops are filled below; the top operations read them.)

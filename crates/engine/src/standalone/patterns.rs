@@ -298,6 +298,9 @@ pub struct Patterns {
     pub depthwise_native: Option<super::depthwise_native::DepthwiseNative>,
     /// A cross-attention cache gathered every decoding step (`cross_kv_reorder`).
     pub cross_kv_reorder: Option<super::cross_kv_reorder::CrossKvReorder>,
+    /// Sampling by a full sort of the vocabulary, every pass of it (`sort_sampler`; set where
+    /// the mode is known).
+    pub sort_sampler: Option<super::sort_sampler::SortSampler>,
     /// Gradient all-reduces after every micro-batch of a step (`grad_sync`).
     pub grad_sync: Option<super::grad_sync::GradSync>,
     /// Gradients all-reduced one parameter at a time after the backward (`manual_allreduce`).
@@ -426,6 +429,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         conv_search: super::conv_search::find(trace, tree),
         depthwise_native: super::depthwise_native::find(trace, tree),
         cross_kv_reorder: super::cross_kv_reorder::find(trace, tree),
+        sort_sampler: None,
         grad_sync: super::grad_sync::find(trace, tree),
         logits_upcast: super::logits_upcast::find(trace, tree),
         gqa_expand: super::gqa_expand::find(trace, tree),

@@ -36,7 +36,7 @@ pub(crate) use moe::expert_parallel_lever;
 pub use tuning::tunableop_lever;
 mod softmax;
 mod tuning;
-mod vocab_sort;
+pub mod vocab_sort;
 
 use serde::Serialize;
 

@@ -16,7 +16,7 @@ use crate::standalone::ops::OpRow;
 pub const VOCAB_MIN: i64 = 32_000;
 /// Passes over the logits a sorting-free sampler makes (a softmax, a few rejection rounds):
 /// what the replacement costs, in reads of the tensor at the bandwidth the sort reached.
-const SAMPLER_PASSES: f64 = 4.0;
+pub const SAMPLER_PASSES: f64 = 4.0;
 
 fn is_sort(name: &str) -> bool {
     matches!(

@@ -39,6 +39,7 @@ mod pipeline_bubble;
 mod precision;
 mod repeated;
 mod scores;
+mod sort_sampler;
 mod timeline;
 mod tp_attention;
 mod weight_casts;
@@ -1584,6 +1585,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         conv_search::add_conv_search(&mut f, inp);
         depthwise_native::add_depthwise_native(&mut f, inp);
         cross_kv_reorder::add_cross_kv_reorder(&mut f, inp);
+        sort_sampler::add_sort_sampler(&mut f, inp);
         embedding_grads::add_dense_embedding_grads(&mut f, inp);
         logits_upcast::add_logits_upcast(&mut f, inp);
         context_projections::add_context_projections(&mut f, inp);
