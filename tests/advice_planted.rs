@@ -3665,3 +3665,66 @@ fn sampling_by_a_full_sort_is_sized_by_every_pass() {
         findings(st)
     );
 }
+
+/// An RNN-T loss over a 16 × 250 × 61 × 4097 lattice: the loss and the joiner's output GEMM
+/// (its output is the lattice) are one finding, pruning the fix, replayed at 5 of 61 label
+/// positions (3 ms × 56 / 61); an unrelated GEMM is not in it. A lattice already pruned to 5
+/// positions is not named (held-out suite 10: the loss told to `torch.compile` its "function").
+#[test]
+fn an_rnnt_loss_over_its_full_lattice_is_named() {
+    let run = |u: i64| {
+        let mut ev = Vec::new();
+        let rows = 16 * 250 * u;
+        let joiner = format!("[[4097], [{rows}, 1024], [1024, 4097]]");
+        let loss = format!("[[16, 250, {u}, 4097], [16, 60], [16], [16]]");
+        ev.extend(launched_op(
+            100,
+            (
+                "aten::addmm",
+                &joiner,
+                r#"["c10::BFloat16", "c10::BFloat16", "c10::BFloat16"]"#,
+            ),
+            "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn",
+            (20.0, 100.0, 2000.0),
+        ));
+        ev.extend(launched_op(
+            101,
+            (
+                "torchaudio::rnnt_loss",
+                &loss,
+                r#"["float", "int", "int", "int"]"#,
+            ),
+            "void torchaudio::rnnt::gpu::ComputeAlphasBetas<float, float>(int)",
+            (40.0, 2100.0, 1000.0),
+        ));
+        ev.extend(launched_op(
+            102,
+            (
+                "aten::mm",
+                "[[512, 512], [512, 512]]",
+                r#"["c10::BFloat16", "c10::BFloat16"]"#,
+            ),
+            "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_tn",
+            (60.0, 3200.0, 1000.0),
+        ));
+        analyze_trace(import::import_bytes(&h100_trace("", &ev)).expect("imports"))
+    };
+    let a = run(61);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(
+        st,
+        "RNN-T loss over its full lattice (16 × 250 × 61 × 4097)",
+    )
+    .expect("the lattice finding");
+    assert!(b.path_a.contains("rnnt_loss_pruned"), "{}", b.path_a);
+    assert!(!b.path_a.contains("torch.compile"), "{}", b.path_a);
+    let r = b.impact.replayed.expect("replayed");
+    assert!((r.saved_ms() - 3.0 * 56.0 / 61.0).abs() < 0.05, "{r:?}");
+    let a = run(5);
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(
+        find(st, "RNN-T loss over its full lattice").is_none(),
+        "{:#?}",
+        findings(st)
+    );
+}

@@ -48,6 +48,7 @@ pub mod patterns;
 pub mod pipeline_schedule;
 pub mod qk_norm_rope;
 pub mod repeated_forwards;
+pub mod rnnt_lattice;
 pub mod rules;
 pub mod sibling_gemms;
 pub mod sort_sampler;

