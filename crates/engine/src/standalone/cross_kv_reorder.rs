@@ -125,14 +125,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<CrossKvReorder> {
             .map(|k| k.0)
             .collect();
         let ns: i64 = ks.iter().map(|&k| trace.events[k as usize].dur).sum();
-        let name = trace.name(e).to_owned();
-        match out.ops.iter_mut().find(|o| o.0 == name) {
-            Some(o) => {
-                o.1 += 1;
-                o.2 += ns;
-            }
-            None => out.ops.push((name, 1, ns)),
-        }
+        super::op_shares::tally(&mut out.ops, trace.name(e), 1, ns);
         out.kernels.extend(ks);
         first.get_or_insert(id);
     }

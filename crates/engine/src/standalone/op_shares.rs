@@ -47,3 +47,14 @@ pub fn by_launching_op(
         (op, trace.event(id).dur)
     }))
 }
+
+/// Adds `calls` and `ns` to the op's entry of a (name, calls, ns) tally.
+pub fn tally(ops: &mut Vec<(String, usize, i64)>, name: &str, calls: usize, ns: i64) {
+    match ops.iter_mut().find(|o| o.0 == name) {
+        Some(o) => {
+            o.1 += calls;
+            o.2 += ns;
+        }
+        None => ops.push((name.to_owned(), calls, ns)),
+    }
+}

@@ -104,14 +104,7 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<RnntLattice> {
         let Some(op) = hit.filter(|&op| touches(trace, op, half)) else {
             continue;
         };
-        let name = trace.name(trace.event(op)).to_owned();
-        match out.ops.iter_mut().find(|o| o.0 == name) {
-            Some(o) => {
-                o.1 += 1;
-                o.2 += e.dur;
-            }
-            None => out.ops.push((name, 1, e.dur)),
-        }
+        super::op_shares::tally(&mut out.ops, trace.name(trace.event(op)), 1, e.dur);
         out.kernels.push(i as u32);
     }
     out.ops.sort_by_key(|o| std::cmp::Reverse(o.2));

@@ -77,19 +77,25 @@ pub(super) fn buffer_broadcast(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
         exposed_share(inp, big) * 100.0
     );
     let action = "Stop re-broadcasting the buffers every step: `DistributedDataParallel(model, broadcast_buffers=False)` where the ranks keep them alike (or need not), or keep the large state out of DDP's sync (a plain tensor attribute instead of a registered buffer, or `DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(model, [name])` before wrapping).";
-    pattern_parts::lead(
-        b,
-        "ddp_buffer_broadcast",
-        format!(
-            "DDP re-broadcasts {} of buffers before every forward",
-            size_text(sigs.iter().map(|s| s.bytes).sum::<f64>())
-        ),
-        evidence,
-        action,
-        "",
+    let title = format!(
+        "DDP re-broadcasts {} of buffers before every forward",
+        size_text(sigs.iter().map(|s| s.bytes).sum::<f64>())
     );
+    lead_removing(b, ("ddp_buffer_broadcast", title), evidence, action, &sigs)
+}
+
+/// Leads `b` with a role's own mechanism, whose action stands alone (the general overlap
+/// advice does not fit it), replayed as its calls removed.
+fn lead_removing(
+    b: &mut Bottleneck,
+    (key, title): (&'static str, String),
+    evidence: String,
+    action: &str,
+    sigs: &[&CollectiveSignature],
+) -> bool {
+    pattern_parts::lead(b, key, title, evidence, action, "");
     b.path_a = action.to_owned();
-    b.fix = removed(&sigs);
+    b.fix = removed(sigs);
     true
 }
 
@@ -113,20 +119,17 @@ pub(super) fn sync_batchnorm(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
         ns / 1e6
     );
     let action = "Use SyncBatchNorm only where the per-GPU batch is too small for BatchNorm's statistics (detection and segmentation with a few images a GPU); with 16 or more samples a GPU, plain `BatchNorm2d` (drop `convert_sync_batchnorm`) trains alike. Where it must stay, synchronize within a node (`convert_sync_batchnorm(model, process_group=…)` of the node's ranks).";
-    pattern_parts::lead(
+    let title = format!(
+        "SyncBatchNorm's {} statistics collectives",
+        per_step(inp, calls)
+    );
+    lead_removing(
         b,
-        "sync_batchnorm_collectives",
-        format!(
-            "SyncBatchNorm's {} statistics collectives",
-            per_step(inp, calls)
-        ),
+        ("sync_batchnorm_collectives", title),
         evidence,
         action,
-        "",
-    );
-    b.path_a = action.to_owned();
-    b.fix = removed(&sigs);
-    true
+        &sigs,
+    )
 }
 
 /// A tensor-parallel group larger than a node: every activation all-reduce crosses the network.

@@ -54,15 +54,7 @@ pub(super) fn add_conv_search(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     );
     // Its scope: the trials' time under each convolution op, so an op finding whose time is
     // mostly trials folds in, and the replay: the trials removed, their waits with them.
-    b.scope = Some(super::merge::Scope {
-        class: None,
-        ops: s.trial_ops.clone(),
-        instances: s.in_steps,
-        unfused_attention: false,
-        sdpa_math: false,
-        mha: false,
-        subtracts: true,
-    });
+    b.scope = Some(super::merge::Scope::of_ops(s.trial_ops.clone(), s.in_steps));
     let ids: Vec<String> = s.trials.iter().map(u32::to_string).collect();
     let sync = if s.library == "MIOpen" {
         "hipEventSynchronize"

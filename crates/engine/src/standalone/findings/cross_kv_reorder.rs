@@ -47,19 +47,13 @@ pub(super) fn add_cross_kv_reorder(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         rules::saving_projection(ms, 0.0, inp.compute_ms()),
         inp,
     );
-    b.scope = Some(super::merge::Scope {
-        class: None,
-        ops: r
-            .ops
+    b.scope = Some(super::merge::Scope::of_ops(
+        r.ops
             .iter()
             .map(|o| (o.0.clone(), o.2 as f64 / 1e6))
             .collect(),
-        instances: calls as u64,
-        unfused_attention: false,
-        sdpa_math: false,
-        mha: false,
-        subtracts: true,
-    });
+        calls as u64,
+    ));
     let ids: Vec<String> = r.kernels.iter().map(u32::to_string).collect();
     b.fix = vec![("remove", format!("events:{}", ids.join(",")))];
     b.causes.push(pattern_parts::named(

@@ -61,19 +61,13 @@ pub(super) fn add_depthwise_native(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         rules::saving_projection(ms, nhwc_ms, inp.compute_ms()),
         inp,
     );
-    b.scope = Some(super::merge::Scope {
-        class: None,
-        ops: d
-            .ops
+    b.scope = Some(super::merge::Scope::of_ops(
+        d.ops
             .iter()
             .map(|o| (o.0.clone(), o.1 as f64 / 1e6))
             .collect(),
-        instances: d.kernels.len() as u64,
-        unfused_attention: false,
-        sdpa_math: false,
-        mha: false,
-        subtracts: true,
-    });
+        d.kernels.len() as u64,
+    ));
     // Replayed with each native kernel at the libraries' rate.
     b.fix = d
         .kernels

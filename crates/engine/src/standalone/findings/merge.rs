@@ -39,6 +39,20 @@ pub struct Scope {
 }
 
 impl Scope {
+    /// The scope of a pattern that is no module's: its ops' time inside it (ms), which op
+    /// findings subtract, or fold into it where it is most of theirs.
+    pub(super) fn of_ops(ops: Vec<(String, f64)>, instances: u64) -> Scope {
+        Scope {
+            class: None,
+            ops,
+            instances,
+            unfused_attention: false,
+            sdpa_math: false,
+            mha: false,
+            subtracts: true,
+        }
+    }
+
     /// Whether the row's example instance runs inside the scope's module class (any row, for a
     /// scope without one).
     pub(super) fn holds(&self, row: &OpRow) -> bool {

@@ -61,19 +61,13 @@ pub(super) fn add_rnnt_lattice(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         rules::saving_projection(ms, ms * kept, inp.compute_ms()),
         inp,
     );
-    b.scope = Some(super::merge::Scope {
-        class: None,
-        ops: l
-            .ops
+    b.scope = Some(super::merge::Scope::of_ops(
+        l.ops
             .iter()
             .map(|o| (o.0.clone(), o.2 as f64 / 1e6))
             .collect(),
-        instances: 1,
-        unfused_attention: false,
-        sdpa_math: false,
-        mha: false,
-        subtracts: true,
-    });
+        1,
+    ));
     // Replayed with the lattice's kernels at the pruned lattice's share.
     b.fix = l
         .kernels

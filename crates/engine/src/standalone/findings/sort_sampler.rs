@@ -47,8 +47,9 @@ pub(super) fn add_sort_sampler(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         format!(" in {}", code(&short(&s.function, 80)))
     };
     let evidence = format!(
-        "Sampling sorts the whole vocabulary{function}: each of {} calls makes about {passes} passes over the [{}, {}] logits ({:.1} MB), the sort and what it needs after it: {}. Together {ms:.3} ms ({:.1}% of compute). A sorting-free sampler reads the logits about {SAMPLER_PASSES:.0} times, about {:.3} ms at 70% of {}'s HBM bandwidth.",
+        "Sampling sorts the whole vocabulary{function}: each of {} calls makes about {passes} pass{} over the [{}, {}] logits ({:.1} MB), the sort and what it needs after it: {}. Together {ms:.3} ms ({:.1}% of compute). A sorting-free sampler reads the logits about {SAMPLER_PASSES:.0} times, about {:.3} ms at 70% of {}'s HBM bandwidth.",
         s.calls,
+        if passes == 1 { "" } else { "es" },
         s.rows,
         s.vocab,
         bytes / 1e6,
@@ -74,19 +75,13 @@ pub(super) fn add_sort_sampler(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         rules::saving_projection(ms, kept_ms, inp.compute_ms()),
         inp,
     );
-    b.scope = Some(super::merge::Scope {
-        class: None,
-        ops: s
-            .ops
+    b.scope = Some(super::merge::Scope::of_ops(
+        s.ops
             .iter()
             .map(|o| (o.0.clone(), o.2 as f64 / 1e6))
             .collect(),
-        instances: s.calls as u64,
-        unfused_attention: false,
-        sdpa_math: false,
-        mha: false,
-        subtracts: true,
-    });
+        s.calls as u64,
+    ));
     // Replayed with each call's passes scaled to the sorting-free sampler's time.
     b.fix = s
         .kernels
@@ -103,7 +98,8 @@ pub(super) fn add_sort_sampler(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         })
         .collect();
     b.causes.push(pattern_parts::named(
-        "sampling_by_full_sort",
+        // The op-level cause's key: one cause, whichever finding states it.
+        "sort_over_vocabulary",
         "top-k / top-p sampling by a full sort of the vocabulary".to_owned(),
         evidence,
         action,
