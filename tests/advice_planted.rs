@@ -1926,6 +1926,14 @@ fn a_search_in_every_step_is_named_and_a_first_step_search_is_not() {
     assert_eq!(s.trials.len(), 24);
     let r = b.impact.replayed.expect("replayed");
     assert!(r.saved_ms() > 9.0 && r.saved_ms() < 10.0, "{r:?}");
+    // The idle those waits leave is the search's, not a loss read back.
+    let idle = find(st, "GPU idle time").expect("idle");
+    assert!(
+        idle.path_a
+            .starts_with("These waits are the convolution algorithm search's"),
+        "{}",
+        idle.path_a
+    );
     let a = analyze("conv_search_first_step");
     let st = a.standalone.as_ref().expect("standalone");
     assert!(

@@ -43,6 +43,17 @@ fn per_step(inp: &Inputs<'_>, calls: usize) -> String {
     }
 }
 
+/// The signatures' message sizes in words: one size, or the range (`121.9–135.2 MiB each`).
+fn sizes_text(sigs: &[&CollectiveSignature]) -> String {
+    let lo = sigs.iter().map(|s| s.bytes).fold(f64::INFINITY, f64::min);
+    let hi = sigs.iter().map(|s| s.bytes).fold(0.0, f64::max);
+    if hi - lo < 0.05 * 1_048_576.0 {
+        format!("{} each", size_text(hi))
+    } else {
+        format!("{:.1}–{} each", lo / 1_048_576.0, size_text(hi))
+    }
+}
+
 /// Every kernel of these signatures' calls removed.
 fn removed(sigs: &[&CollectiveSignature]) -> Vec<(&'static str, String)> {
     let ids: Vec<String> = (sigs.iter())
@@ -250,12 +261,12 @@ pub(super) fn wire_dtype(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
     };
     let model_name = model.trim_start_matches("c10::");
     let evidence = format!(
-        "The {}s move `Float` activations while the model's matrix ops run in `{model_name}`: {calls} calls ({}, {:.3} ms of communication kernels), the largest `{}` of {} each. At 4 bytes an element they carry twice what the model's own dtype needs, and bandwidth-bound messages take twice as long.{casts_text}",
+        "The {}s move `Float` activations while the model's matrix ops run in `{model_name}`: {calls} calls ({}, {:.3} ms of communication kernels), the most time in `{}` calls of {}. At 4 bytes an element they carry twice what the model's own dtype needs, and bandwidth-bound messages take twice as long.{casts_text}",
         big.role.label(),
         per_step(inp, calls),
         ns / 1e6,
         big.op,
-        size_text(big.bytes)
+        sizes_text(&sigs)
     );
     let action = format!(
         "Exchange the activations in the model's dtype: drop the cast to fp32 before the collective (and back after), or cast to `{model_name}` before it; keep any fp32 accumulation inside the expert / layer, not on the wire. This halves the bytes of these calls."
