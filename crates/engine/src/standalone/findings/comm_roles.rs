@@ -24,6 +24,16 @@ fn of_role<'a>(inp: &Inputs<'a>, role: CollectiveRole) -> (Vec<&'a CollectiveSig
     (sigs, ns)
 }
 
+/// The calls of `sigs` in all, and the signature taking the most time (`sigs` not empty).
+fn costliest<'a>(sigs: &[&'a CollectiveSignature]) -> (usize, &'a CollectiveSignature) {
+    let calls = sigs.iter().map(|s| s.calls.len()).sum();
+    let big = sigs
+        .iter()
+        .max_by(|a, b| sig_ns(a).total_cmp(&sig_ns(b)))
+        .expect("non-empty");
+    (calls, big)
+}
+
 fn sig_ns(s: &CollectiveSignature) -> f64 {
     s.calls.iter().map(|c| c.1).sum::<i64>() as f64
 }
@@ -160,11 +170,7 @@ pub(super) fn tp_across_nodes(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
     if sigs.is_empty() || !leads(inp, ns) || super::links::spans_nodes(inp, group).is_none() {
         return false;
     }
-    let calls: usize = sigs.iter().map(|s| s.calls.len()).sum();
-    let big = sigs
-        .iter()
-        .max_by(|a, b| sig_ns(a).total_cmp(&sig_ns(b)))
-        .expect("non-empty");
+    let (calls, big) = costliest(&sigs);
     let ns_sorted = big.sorted_ns();
     let median = ns_sorted[ns_sorted.len() / 2] as f64;
     let kind = big.kind();
@@ -244,11 +250,7 @@ pub(super) fn wire_dtype(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
     if sigs.is_empty() || !leads(inp, ns) {
         return false;
     }
-    let calls: usize = sigs.iter().map(|s| s.calls.len()).sum();
-    let big = sigs
-        .iter()
-        .max_by(|a, b| sig_ns(a).total_cmp(&sig_ns(b)))
-        .expect("non-empty");
+    let (calls, big) = costliest(&sigs);
     let casts = casts_around(inp, &sigs);
     let casts_text = if casts.0 > 0 {
         format!(
