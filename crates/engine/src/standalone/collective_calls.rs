@@ -184,13 +184,25 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Vec<CollectiveSignature> {
             }
         }
     }
+    // The activation collectives that move a 4-byte dtype, and their casts, found in one pass.
+    let wide = |s: &CollectiveSignature| {
+        s.role.carries_activations()
+            && (s.wire_dtype.as_deref()).and_then(crate::analysis::collectives::dtype_bytes)
+                == Some(4.0)
+    };
+    let sizes: Vec<i64> = (out.iter())
+        .filter(|s| wide(s))
+        .map(|s| s.shape.iter().product::<i64>())
+        .collect();
+    let casts = super::collective_roles::casts_for(trace, tree, &sizes);
     for s in &mut out {
         s.calls.sort_by_key(|c| c.0);
-        let wide = (s.wire_dtype.as_deref()).and_then(crate::analysis::collectives::dtype_bytes)
-            == Some(4.0);
-        if wide && s.role.carries_activations() {
-            let n = s.shape.iter().product::<i64>();
-            s.casts = super::collective_roles::casts_for(trace, tree, &[n]);
+        if wide(s) {
+            let m = s.shape.iter().product::<i64>() as f64;
+            s.casts = (casts.iter())
+                .filter(|(n, _)| (*n as f64 - m).abs() <= 0.05 * m)
+                .flat_map(|(_, ks)| ks.iter().copied())
+                .collect();
         }
     }
     let total = |s: &CollectiveSignature| s.calls.iter().map(|c| c.1).sum::<i64>();

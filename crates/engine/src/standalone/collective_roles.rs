@@ -196,8 +196,9 @@ pub fn role_of_frame(name: &str) -> Option<CollectiveRole> {
 /// The kernels of the casts (`aten::to` / `aten::_to_copy` / `aten::copy_`) between a 2-byte
 /// and a 4-byte float dtype whose tensor holds as many elements as one of `sizes` (within 5 %:
 /// a message may carry splits or padding): the up-cast before an fp32 collective and the
-/// down-cast after it.
-pub fn casts_for(trace: &Trace, tree: &CallTree, sizes: &[i64]) -> Vec<u32> {
+/// down-cast after it. One pass over the trace for every size: each cast as (its element
+/// count, its kernels).
+pub fn casts_for(trace: &Trace, tree: &CallTree, sizes: &[i64]) -> Vec<(i64, Vec<u32>)> {
     let mut out = Vec::new();
     if sizes.is_empty() {
         return out;
@@ -241,7 +242,7 @@ pub fn casts_for(trace: &Trace, tree: &CallTree, sizes: &[i64]) -> Vec<u32> {
         {
             continue;
         }
-        out.extend(tree.gpu_under(id).map(|k| k.0));
+        out.push((n, tree.gpu_under(id).map(|k| k.0).collect()));
     }
     out
 }
