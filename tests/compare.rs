@@ -623,6 +623,38 @@ fn ops_named_differently_match_by_call_stack_position() {
     assert!(c.target_only.is_empty() && c.reference_only.is_empty());
 }
 
+/// Work of one pass is never the other's counterpart: the same module's renamed op, once it
+/// runs in the backward pass, pairs with no forward op of the reference by call-stack position
+/// (held-out suite 10: a SyncBatchNorm backward against the reference's forward under one
+/// module, read as "+1205 %, a kernel gap"); it is left as work the target runs alone.
+#[test]
+fn a_backward_op_never_pairs_with_a_forward_one() {
+    let reference = synth(SynthPlatform::H100, 1.0);
+    let mut target = synth(SynthPlatform::Mi300x, 1.0);
+    let st = target.standalone.as_mut().expect("standalone");
+    let mut renamed = 0;
+    for r in st.rows.iter_mut().filter(|r| r.name == "aten::gelu") {
+        r.name = "vendor::fast_gelu".into();
+        r.input_dims.push(' ');
+        r.in_backward = true;
+        renamed += 1;
+    }
+    assert!(renamed > 0);
+    let c = compare(&target, &reference, "mi300x", "h100");
+    assert!(
+        !c.matched
+            .iter()
+            .any(|m| m.target_name.contains("fast_gelu")),
+        "{:?}",
+        c.matched
+            .iter()
+            .map(|m| (&m.target_name, &m.reference_name))
+            .collect::<Vec<_>>()
+    );
+    assert!(c.target_only.iter().any(|u| u.name == "vendor::fast_gelu"));
+    assert!(c.reference_only.iter().any(|u| u.name == "aten::gelu"));
+}
+
 /// Work only the target runs is a recommendation where it is a material share of the target's
 /// GPU timeline (held-out review: 4.1 ms of layout copies only the target ran had read "No
 /// matched op is slower"): the planted layout-copy case against the same GEMM without its

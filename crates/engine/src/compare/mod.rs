@@ -562,6 +562,26 @@ fn matched(kind: MatchKind, t: &[&OpRow], r: &[&OpRow], (ts, rs): (Side<'_>, Sid
     }
 }
 
+/// Whether an op runs in the backward pass: inside the autograd engine, or a gradient op by
+/// its name. Work of one pass is never the other's counterpart (held-out suite 10: a SyncBatchNorm
+/// backward paired with the reference's forward under one module, read as "+1205 %, a kernel
+/// gap").
+fn backward(r: &OpRow) -> bool {
+    r.in_backward || r.name.to_ascii_lowercase().contains("backward")
+}
+
+/// Whether two sides' ops run in no common pass (all forward against all backward).
+fn passes_apart(t: &[&OpRow], r: &[&OpRow]) -> bool {
+    let pass = |rows: &[&OpRow]| {
+        (
+            rows.iter().any(|x| !backward(x)),
+            rows.iter().any(|x| backward(x)),
+        )
+    };
+    let ((tf, tb), (rf, rb)) = (pass(t), pass(r));
+    !((tf && rf) || (tb && rb))
+}
+
 fn owned_key(r: &OpRow) -> correspond::OpKey {
     (
         r.name.clone(),
@@ -711,7 +731,10 @@ pub fn compare(
         // unfused attention against the whole fused one is no pair either (held-out suite 5:
         // one `bmm` of an eager attention held to the HBM ratio of `flash_fwd_kernel`).
         let shared = t.iter().any(|x| r.iter().any(|y| y.category == x.category));
-        if light_against_heavy(&t, &r) || (!shared && c.fused_side().is_none()) {
+        if light_against_heavy(&t, &r)
+            || (!shared && c.fused_side().is_none())
+            || passes_apart(&t, &r)
+        {
             continue;
         }
         ti.iter().for_each(|&i| t_used[i] = true);
@@ -728,14 +751,14 @@ pub fn compare(
         m.structure = structure_note(c, &m);
         out.push(m);
     }
-    // 3. Call-stack position: the rest grouped by module path and category.
+    // 3. Call-stack position: the rest grouped by module path, category and pass.
     let groups = |rows: &[OpRow], used: &[bool]| {
-        let mut g: Vec<((String, SeedCategory), Vec<usize>)> = Vec::new();
+        let mut g: Vec<((String, SeedCategory, bool), Vec<usize>)> = Vec::new();
         for (i, r) in rows.iter().enumerate() {
             if used[i] || r.module_path.is_empty() {
                 continue;
             }
-            let k = (r.module_path.clone(), r.category);
+            let k = (r.module_path.clone(), r.category, backward(r));
             match g.iter_mut().find(|(x, _)| *x == k) {
                 Some((_, v)) => v.push(i),
                 None => g.push((k, vec![i])),
@@ -757,7 +780,7 @@ pub fn compare(
     // (held-out suites 3 and 4: Liger's Triton kernels and a `fused_moe_kernel` run by both,
     // launched through different APIs, read as "work only the target runs").
     let by_kernel = |rows: &[OpRow], used: &[bool]| {
-        let mut g: Vec<(String, Vec<usize>)> = Vec::new();
+        let mut g: Vec<((String, bool), Vec<usize>)> = Vec::new();
         for (i, r) in rows.iter().enumerate() {
             if used[i] {
                 continue;
@@ -766,16 +789,17 @@ pub fn compare(
             let Some(base) = kernel_base(&main) else {
                 continue;
             };
-            match g.iter_mut().find(|(x, _)| x == base) {
+            let k = (base.to_owned(), backward(r));
+            match g.iter_mut().find(|(x, _)| *x == k) {
                 Some((_, v)) => v.push(i),
-                None => g.push((base.to_owned(), vec![i])),
+                None => g.push((k, vec![i])),
             }
         }
         g
     };
     let r_kernels = by_kernel(&r_rows, &r_used);
-    for (k, ti) in by_kernel(&t_rows, &t_used) {
-        if let Some((_, ri)) = r_kernels.iter().find(|(x, _)| *x == k) {
+    for ((k, pass), ti) in by_kernel(&t_rows, &t_used) {
+        if let Some((_, ri)) = r_kernels.iter().find(|(x, _)| x.0 == k && x.1 == pass) {
             let t: Vec<&OpRow> = ti.iter().map(|&i| &t_rows[i]).collect();
             let r: Vec<&OpRow> = ri.iter().map(|&i| &r_rows[i]).collect();
             ti.iter().for_each(|&i| t_used[i] = true);
