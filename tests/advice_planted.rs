@@ -84,6 +84,45 @@ fn graph_replays_are_not_told_to_capture_graphs() {
     assert!(!idle.issue.contains("replayed by"), "{}", idle.issue);
 }
 
+/// Eager dispatch holding the step is replayed as taken off it (the ops' and the model
+/// frames' host time to 0, as a captured graph replays them), so the GPU fixes can rank by the
+/// step that follows (review of the shared traces: B200 eager vLLM's all-reduce and an RTX
+/// MLP's fp32 GEMMs had replayed "saves ~0" and ranked Low). The replay removes most of the
+/// idle and never more than the steady state's idle plus the host time outside the GPU's span.
+/// A step already replayed by graphs gets no such fix.
+#[test]
+fn eager_dispatch_is_replayed_off_the_step() {
+    let a = analyze("idle_eager_launch_bound");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        !idle.fix.is_empty()
+            && idle
+                .fix
+                .iter()
+                .all(|(k, s)| *k == "scale" && s.starts_with("cpu:") && s.ends_with("=0")),
+        "{:?}",
+        idle.fix
+    );
+    let r = idle.impact.replayed.expect("replayed");
+    let u = &st.utilization;
+    let room = u.steady_idle_ms() + (r.before_ms - u.steady_ms).max(0.0);
+    assert!(
+        r.saved_ms() >= 0.5 * u.steady_idle_ms() && r.saved_ms() <= room + 1e-6,
+        "saved {} of idle {} (room {room})",
+        r.saved_ms(),
+        u.steady_idle_ms()
+    );
+    let a = analyze("idle_graph_replayed");
+    let st = a.standalone.as_ref().expect("standalone");
+    let idle = find(st, "GPU idle time").expect("idle finding");
+    assert!(
+        !idle.fix.iter().any(|(_, s)| s.starts_with("cpu:")),
+        "{:?}",
+        idle.fix
+    );
+}
+
 /// A launch-bound step whose host also waits in data-dependent syncs (`aten::nonzero` after
 /// every step, 30 % of the host wait) is told to remove the syncs before graph capture, which
 /// cannot hold them (held-out review: an eager MoE expert loop told only "capture the step");

@@ -365,6 +365,24 @@ pub fn replay_findings(
             hidden: hidden.is_some(),
         })
     };
+    // A fix made on the host alone (every change `cpu:` or `call:`) removes no GPU work: it
+    // saves at most the steady state's idle, and the host time the schedule holds beyond the
+    // GPU's span (the lead-in before a step's first kernel). Its replay is held to that floor
+    // (taking every op's dispatch off also takes the cold start's first calls, which the steady
+    // state leaves out).
+    let idle_room = (st.utilization.steady_idle_ms() * 1e6) as Nanos
+        + (before - (total_ms * 1e6) as Nanos).max(0);
+    let host_floor = |b: &Bottleneck| -> Nanos {
+        let host_only = !b.fix.is_empty()
+            && b.fix
+                .iter()
+                .all(|(_, spec)| spec.starts_with("cpu:") || spec.starts_with("call:"));
+        if host_only {
+            (before - idle_room).max(0)
+        } else {
+            0
+        }
+    };
     // The replayed length with a change on `s`'s base, the stall left out.
     let run_length = |c: &Change, s: &mut Scratch| length(replay, s.run(sim, c)) - stall;
     // The buffers every replay below reuses (a fresh pair per replay costs page faults).
@@ -445,7 +463,9 @@ pub fn replay_findings(
                 c.saving_ns.min(c.gpu_ns as f64) / 1e6,
             ),
             _ => saving(
-                after.max(loader_floor(trace, replay, b, trains, steps)),
+                after
+                    .max(loader_floor(trace, replay, b, trains, steps))
+                    .max(host_floor(b)),
                 0.0,
                 b.time_ms,
             ),
@@ -539,10 +559,14 @@ pub fn replay_findings(
         let lengths = in_halves(fork, &items, &mut scratch, &|c, s| run_length(c, s));
         let lead_floor = loader_floor(trace, replay, l, trains, steps);
         let lead_len = lengths[0].max(lead_floor);
+        // Held to the host fix's floor, the schedules after it are shifted by as much: a GPU
+        // fix saves on them what it saves on the schedule the host fix made.
+        let shift = (host_floor(l) - lead_len).max(0);
+        let lead_len = lead_len + shift;
         for (&i, &after) in again.iter().zip(&lengths[1..]) {
             let after = match (all[i], &changes[i]) {
-                (b, Some(Change::Cut(c))) => bounded(b, c, after, lead_len),
-                _ => after,
+                (b, Some(Change::Cut(c))) => bounded(b, c, after + shift, lead_len),
+                _ => after + shift,
             }
             .max(lead_floor);
             after_lead[i] = Some(crate::standalone::findings::AfterFix {
