@@ -437,6 +437,29 @@ fn gathers_in(exposed_gathers: bool, dist: &str) -> Analysis {
     )
 }
 
+/// The Communication notes list each role's collectives with their size: an all-gather's is
+/// the gathered tensor, said so (a sampled recsys trace's "1024 MiB each" was the output of a
+/// 16 MiB input), and a call with no size recorded says so instead of "0.0 MiB".
+#[test]
+fn collective_sizes_say_what_they_measure() {
+    let a = gathers(true);
+    let st = a.standalone.as_ref().expect("standalone");
+    let notes: Vec<&String> = st
+        .categories
+        .iter()
+        .filter(|c| c.category == jarvis_engine::standalone::ops::SeedCategory::Communication)
+        .flat_map(|c| &c.notes)
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("`c10d::_allgather_base_` calls")
+                && n.contains(" MiB gathered each")),
+        "{notes:#?}"
+    );
+    assert!(!notes.iter().any(|n| n.contains("0.0 MiB")), "{notes:#?}");
+}
+
 /// The same exposed gathers in a job whose only group is tensor-parallel are activation
 /// gathers: never told to prefetch (FSDP), led by the tensor-parallel remedies, and replayed
 /// as each overlapped with the matmul before it (5 of the 6 have one, 3 ms, longer than them).

@@ -323,6 +323,10 @@ pub enum AttentionBackend {
     Ck,
     /// aiter assembly FMHA.
     Aiter,
+    /// TensorRT-LLM's generated FMHA kernels (`fmhaSm100aKernel_…`, FlashInfer's trtllm-gen
+    /// backend) in their context (prefill) phase; their generation-phase kernels (`…ForGen`)
+    /// are decode kernels.
+    Trtllm,
     /// Paged / decode kernels (vLLM, SGLang, FlashInfer).
     Paged,
     /// The math path: batched GEMMs and a softmax kernel (the score matrix in memory).
@@ -339,6 +343,7 @@ impl AttentionBackend {
             AttentionBackend::TritonFlash => "Triton/AOTriton flash attention",
             AttentionBackend::Ck => "CK flash attention",
             AttentionBackend::Aiter => "aiter flash attention",
+            AttentionBackend::Trtllm => "TensorRT-LLM (trtllm-gen) fused attention, context phase",
             AttentionBackend::Paged => "paged (decode) attention",
             AttentionBackend::Unfused => "unfused math attention (bmm + softmax)",
         }
@@ -419,9 +424,17 @@ pub fn attention_backend<'a>(names: impl IntoIterator<Item = &'a str>) -> Option
     let mut softmax = false;
     for n in names {
         let l = n.to_ascii_lowercase();
-        // A prefill kernel over a paged cache (`FmhaBatchPrefillWithPagedKVCache`) is no decode
-        // kernel.
-        let b = if !l.contains("prefill")
+        // TensorRT-LLM's generated kernels name their phase: `…PersistentContext` runs the
+        // prompt, `…ForGen` the decode (a held-out B200 prefill's `fmhaSm100aKernel_…PagedKv…
+        // PersistentContext` had read "paged (decode) attention").
+        let trtllm = l.starts_with("fmhasm") || l.contains("trtllm");
+        let generation = l.contains("forgen") || l.contains("generation");
+        // A prefill kernel over a paged cache (`FmhaBatchPrefillWithPagedKVCache`, a context
+        // phase) is no decode kernel.
+        let b = if trtllm && !generation {
+            Some(AttentionBackend::Trtllm)
+        } else if !l.contains("prefill")
+            && !l.contains("context")
             && (l.contains("paged_attention")
                 || l.contains("decode") && l.contains("attention")
                 || l.contains("unified_attention")
@@ -622,6 +635,16 @@ mod tests {
             Some(AttentionBackend::Paged)
         );
         assert_eq!(b(&["elementwise_kernel"]), None);
+        // TensorRT-LLM's kernels name their phase: context (prefill) over a paged cache is
+        // fused prefill attention, `…ForGen` is decode.
+        assert_eq!(
+            b(&["fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP64VarSeqQ128Kv128PersistentContext"]),
+            Some(AttentionBackend::Trtllm)
+        );
+        assert_eq!(
+            b(&["fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvDenseP64VarSeqQ8Kv128PersistentSwapsAbForGen"]),
+            Some(AttentionBackend::Paged)
+        );
     }
 }
 

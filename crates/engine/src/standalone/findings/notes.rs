@@ -87,11 +87,24 @@ pub(super) fn add_notes(
             }
             groups.sort_by(|a, b| b.2.total_cmp(&a.2));
             for ((role, op, dtype, group), calls, ms, lo, hi) in groups.into_iter().take(6) {
-                let size = if hi - lo > 0.05 {
-                    format!("{lo:.1}–{hi:.1} MiB")
+                // An all-gather's size is its output, the gathered tensor (NCCL's convention,
+                // and the op's first argument), not what each rank sends; a list of tensors
+                // records no shape, so no size (a sampled recsys trace had read "0.0 MiB" beside
+                // 107 ms of all-reduce kernels, and "1024 MiB" for a 16 MiB input; review of the
+                // shared traces, 2026-12-07).
+                let gathered = if op.contains("allgather") || op.contains("all_gather") {
+                    " gathered"
                 } else {
-                    format!("{hi:.1} MiB")
+                    ""
                 };
+                let size = if hi <= 0.0 {
+                    "size not recorded".to_owned()
+                } else if hi - lo > 0.05 {
+                    format!("{lo:.1}–{hi:.1} MiB{gathered}")
+                } else {
+                    format!("{hi:.1} MiB{gathered}")
+                };
+                let each = if hi <= 0.0 { "" } else { " each" };
                 let group = if group > 0 {
                     format!(", group of {group}")
                 } else {
@@ -99,7 +112,7 @@ pub(super) fn add_notes(
                 };
                 let plural = if calls == 1 { "call" } else { "calls" };
                 f.notes.push(format!(
-                    "{role}: {calls} `{op}` {plural} ({dtype}, {size} each{group}), {ms:.3} ms of communication kernels."
+                    "{role}: {calls} `{op}` {plural} ({dtype}, {size}{each}{group}), {ms:.3} ms of communication kernels."
                 ));
             }
             f.notes.push(
