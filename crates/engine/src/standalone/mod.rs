@@ -849,6 +849,9 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         // layers' findings): stated, ranked Low.
         if b.title == "GPU idle time" && workload.architecture.starts_with("Layer test:") {
             b.priority = rules::Priority::Low;
+            // Nor is it replayed as a fix that holds the step, which would rank the layers'
+            // findings by a step no model runs.
+            b.fix.clear();
             b.issue.push_str(" This trace is a layer test: the idle is its loop's (each layer called on its own, the host between), which a model that runs these layers inside its forward pass need not repeat; ranked Low for that.");
         }
         for x in &mut b.absorbed {

@@ -2216,21 +2216,47 @@ fn zero_grad_fix(inp: &Inputs<'_>) -> Vec<(&'static str, String)> {
 /// (`whatif::impacts`).
 fn dispatch_fix(inp: &Inputs<'_>) -> Vec<(&'static str, String)> {
     use crate::analysis::host_wait::CauseKind as C;
+    // A step already replayed by graphs is not held by dispatch (its idle has another cause).
+    if AlreadyDone::of(inp).graphs {
+        return Vec::new();
+    }
     let mut names = holding_labels(inp, |c| matches!(c.kind, C::CpuOp | C::Python));
     names.retain(|n| !n.is_empty());
     if names.is_empty() {
         return Vec::new();
     }
-    // The Python between the ops' launches inside the model's forward goes with them: the
-    // outermost `nn.Module` frames, which a captured graph replays whole (B200 eager vLLM:
-    // 16 ms of the host wait lay between launches in the forward).
+    // The Python between the ops' launches goes with them: the outermost `nn.Module` frames
+    // (B200 eager vLLM: 16 ms of the host wait lay between launches in the forward) and the
+    // steps' own annotations, which a graph of the whole step replays (an MI250 toy training
+    // step's host work lay in no op the gaps were blamed on: 8 % replayed of 93 % idle).
     names.extend(outer_module_frames(inp.trace));
+    names.extend(step_annotations(inp));
     names.sort_unstable();
     names.dedup();
     names
         .into_iter()
         .map(|n| ("scale", format!("cpu:{n}=0")))
         .collect()
+}
+
+/// The names of the annotations that mark the trace's steps (`ProfilerStep#N`, a serving
+/// engine's iteration), by their recorded host spans.
+fn step_annotations(inp: &Inputs<'_>) -> Vec<String> {
+    if inp.step_spans.is_empty() {
+        return Vec::new();
+    }
+    let spans: rustc_hash::FxHashSet<(i64, i64)> = inp.step_spans.iter().copied().collect();
+    let mut out: Vec<String> = inp
+        .trace
+        .events
+        .iter()
+        .filter(|e| e.kind() == crate::model::EventKind::UserAnnotation)
+        .filter(|e| spans.contains(&(e.ts, e.end())))
+        .map(|e| inp.trace.name(e).to_owned())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// The names of the `nn.Module` frames no other `nn.Module` frame of their thread holds: the
