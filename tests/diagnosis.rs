@@ -367,12 +367,14 @@ fn fused_moe_ops_get_a_model_and_tokens_per_expert() {
         "{}",
         c.title
     );
-    // 1948.6 MB in 900 µs is 2.17 TB/s, 41 % of the MI300X's 5.3: far below its memory
+    // 1948.6 MB in 900 µs is 2.17 TB/s, about 40 % of the MI300X's 5.3: far below its memory
     // roofline the title is the slow stream, the routing the reason it is weight-bound; at
     // 450 µs (82 %) the few tokens per expert are the finding.
     assert!(
-        c.title
-            .starts_with("expert weights streamed at 41% of the memory roofline ("),
+        c.title.starts_with(&format!(
+            "expert weights streamed at {:.0}% of the memory roofline (",
+            row.efficiency_pct().expect("modelled")
+        )) && row.efficiency_pct().is_some_and(|e| e < 50.0),
         "{}",
         c.title
     );
@@ -380,10 +382,14 @@ fn fused_moe_ops_get_a_model_and_tokens_per_expert() {
         .expect("utf-8")
         .replace("\"dur\": 900.000", "\"dur\": 450.000");
     let a_fast = analyze_on(fast.as_bytes(), "mi300x");
-    let c_fast = &top(standalone(&a_fast)).causes[0];
+    let moe = findings(standalone(&a_fast))
+        .find(|b| b.op_name == "vllm::rocm_aiter_fused_moe")
+        .expect("moe finding");
     assert_eq!(
-        c_fast.title,
-        format!("{:.1} tokens per active expert", 64.0 / active)
+        moe.causes.first().map(|c| c.title.clone()),
+        Some(format!("{:.1} tokens per active expert", 64.0 / active)),
+        "{:?}",
+        moe.causes.iter().map(|c| &c.title).collect::<Vec<_>>()
     );
     // Each active expert computes one block of 32 rows for its ~1.2 tokens: 64 useful rows of
     // 51.6 · 32 = 1652, so 96.1 % of the rows are padding.
@@ -855,14 +861,17 @@ fn priority_follows_the_estimated_saving() {
                 } else {
                     Priority::Low
                 }
-            } else if f.impact.undiagnosed_tuned {
+            } else if f.impact.undiagnosed_tuned
+                || f.impact.method == jarvis_engine::standalone::findings::ImpactMethod::Floor
+            {
+                // An upper bound no kernel is shown to reach ranks Low as well.
                 Priority::Low
             } else if f.impact.undiagnosed_good {
                 impact_priority(saving).max(Priority::Medium)
             } else {
                 impact_priority(saving)
             };
-            assert_eq!(f.priority, want, "{}", f.title);
+            assert_eq!(f.priority, want, "{}: {} ({:?})", c.name, f.title, f.impact);
             if saving < 1.0 {
                 assert_eq!(f.priority, Priority::Low, "{}", f.title);
             }
