@@ -183,8 +183,9 @@ pub fn build(trace: &Trace, ctx: &Context<'_>, (start, end): (i64, i64)) -> Grap
         };
         map.insert(n.event, i as u32);
     }
-    call_stacks(trace, ctx, &host, &mut g);
-    runtime_lock(trace, ctx, &host, &mut g);
+    // In HTA's order: the lock's edges first (a repeated pair keeps the first edge's place).
+    let locked = runtime_lock(trace, ctx, &host, &mut g);
+    call_stacks(trace, ctx, &host, &locked, &mut g);
     kernels(trace, ctx, &host, &gpu, &mut g);
     g
 }
@@ -192,7 +193,13 @@ pub fn build(trace: &Trace, ctx: &Context<'_>, (start, end): (i64, i64)) -> Grap
 /// HTA's depth-first walk of each thread's call stack: nested ops chained enter to exit by
 /// operator edges, consecutive top-level ops by 0-weight dependency edges (CPU gaps between
 /// them never count).
-fn call_stacks(trace: &Trace, ctx: &Context<'_>, host: &[u32], g: &mut Graph) {
+fn call_stacks(
+    trace: &Trace,
+    ctx: &Context<'_>,
+    host: &[u32],
+    locked: &rustc_hash::FxHashSet<u32>,
+    g: &mut Graph,
+) {
     let mut by_thread: Vec<u32> = host.to_vec();
     let thread = |i: u32| ctx.stack_thread[i as usize];
     by_thread.sort_by_key(|&i| {
@@ -206,13 +213,25 @@ fn call_stacks(trace: &Trace, ctx: &Context<'_>, host: &[u32], g: &mut Graph) {
             .iter()
             .take_while(|&&i| thread(i) == lane)
             .count();
-        walk(trace, ctx, &by_thread[k..k + n], g);
+        walk(trace, ctx, &by_thread[k..k + n], locked, g);
         k += n;
     }
 }
 
-/// One thread's walk: `events` by start, longer first.
-fn walk(trace: &Trace, ctx: &Context<'_>, events: &[u32], g: &mut Graph) {
+/// One thread's walk: `events` by start, longer first. An edge between two nodes of calls that
+/// take the runtime lock is the lock's (`runtime_lock`), unless it joins one call's end to the
+/// next one's start.
+fn walk(
+    trace: &Trace,
+    ctx: &Context<'_>,
+    events: &[u32],
+    locked: &rustc_hash::FxHashSet<u32>,
+    g: &mut Graph,
+) {
+    let lock_pair = |g: &Graph, from: u32, ev: u32, to_start: bool| {
+        let n = g.nodes[from as usize];
+        locked.contains(&n.event) && locked.contains(&ev) && (n.is_start || !to_start)
+    };
     struct State {
         last_node: Option<u32>,
         last_top: Option<u32>,
@@ -237,7 +256,7 @@ fn walk(trace: &Trace, ctx: &Context<'_>, events: &[u32], g: &mut Graph) {
             }
         }
         st.depth += 1;
-        if let Some(last) = st.last_node {
+        if let Some(last) = st.last_node.filter(|&l| !lock_pair(g, l, ev, true)) {
             let charged = charge(g, last, s, st.last_parent);
             g.add(last, s, EdgeKind::Operator, false, Some(charged));
         }
@@ -249,7 +268,7 @@ fn walk(trace: &Trace, ctx: &Context<'_>, events: &[u32], g: &mut Graph) {
             return;
         };
         st.depth = st.depth.saturating_sub(1);
-        if let Some(last) = st.last_node {
+        if let Some(last) = st.last_node.filter(|&l| !lock_pair(g, l, ev, false)) {
             let blocking = calls::is_blocking(trace.name(&trace.events[ev as usize]));
             let charged = charge(g, last, e, st.last_parent);
             g.add(last, e, EdgeKind::Operator, blocking, Some(charged));
@@ -293,27 +312,57 @@ fn charge(g: &Graph, from: u32, to: u32, parent: u32) -> u32 {
     }
 }
 
-/// HTA head's runtime lock: launch, async copy and host-alloc calls of every thread chained by
-/// 0-weight dependency edges in the order they complete.
-fn runtime_lock(trace: &Trace, ctx: &Context<'_>, host: &[u32], g: &mut Graph) {
-    let mut locked: Vec<u32> = host
+/// HTA head's runtime lock: launch, async copy and host-alloc calls of every thread hold one
+/// lock, owned in the order the calls complete. Walking their start and end points in time
+/// order (ties by event, a start before its end), each end takes every call started and not yet
+/// ended: its own start by an operator edge (its span, charged to it), another call's start by
+/// a 0-weight dependency edge (that call waited for the lock), and the previous point, where it
+/// was an end, by a 0-weight dependency edge (the lock's path). A call whose end comes after
+/// another's ends keeps no span of its own, as in HTA. Returns the calls it took.
+fn runtime_lock(
+    trace: &Trace,
+    ctx: &Context<'_>,
+    host: &[u32],
+    g: &mut Graph,
+) -> rustc_hash::FxHashSet<u32> {
+    let locked: rustc_hash::FxHashSet<u32> = host
         .iter()
         .copied()
         .filter(|&i| {
             trace.events[i as usize].kind().is_runtime()
                 && calls::takes_runtime_lock(trace.name(&trace.events[i as usize]))
                 && g.start(i).is_some()
+                && g.end(i).is_some()
         })
         .collect();
-    locked.sort_by_key(|&i| (ctx.end[i as usize], ctx.ts[i as usize], i));
-    for w in locked.windows(2) {
-        if ctx.thread[w[0] as usize] == ctx.thread[w[1] as usize] {
+    let mut points: Vec<(i64, u32, bool)> = locked
+        .iter()
+        .flat_map(|&i| [(ctx.ts[i as usize], i, false), (ctx.end[i as usize], i, true)])
+        .collect();
+    points.sort_unstable();
+    let mut pending: Vec<u32> = Vec::new();
+    let mut last_end: Option<u32> = None;
+    for (_, ev, is_end) in points {
+        if !is_end {
+            pending.push(ev);
+            last_end = None;
             continue;
         }
-        if let (Some(e), Some(s)) = (g.end(w[0]), g.start(w[1])) {
-            g.add(e, s, EdgeKind::Dependency, false, None);
+        let Some(end) = g.end(ev) else { continue };
+        while let Some(p) = pending.pop() {
+            let Some(start) = g.start(p) else { continue };
+            if p == ev {
+                g.add(start, end, EdgeKind::Operator, false, Some(ev));
+            } else {
+                g.add(start, end, EdgeKind::Dependency, false, None);
+            }
         }
+        if let Some(prev) = last_end {
+            g.add(prev, end, EdgeKind::Dependency, false, None);
+        }
+        last_end = Some(end);
     }
+    locked
 }
 
 /// A kernel's or sync record's place in the stream sweep.
