@@ -853,6 +853,59 @@ fn a_buffer_broadcast_before_each_forward_is_named() {
     assert!(!keys(b).contains(&"ddp_buffer_broadcast"), "{b:#?}");
 }
 
+/// An MoE token dispatcher gathering tokens through Megatron's `tensor_parallel/mappings.py`
+/// (the allgather dispatcher): the gathers are expert-parallel, not tensor-parallel
+/// activations, so the tensor-parallel remedies are not given; the same mappings frame alone
+/// stays tensor-parallel.
+#[test]
+fn a_dispatchers_gathers_through_tp_mappings_are_expert_parallel() {
+    use jarvis_engine::standalone::collective_roles::CollectiveRole;
+    let run = |outer: bool| {
+        let mut ann = Vec::new();
+        let mut ops = Vec::new();
+        let mut gpu = 100.0;
+        for i in 0..4 {
+            let cpu = 20.0 + i as f64 * 40.0;
+            if outer {
+                ann.push((
+                    "megatron/core/transformer/moe/token_dispatcher.py(120): token_permutation"
+                        .to_owned(),
+                    cpu - 4.0,
+                    28.0,
+                ));
+            }
+            ann.push((
+                "megatron/core/tensor_parallel/mappings.py(300): _gather_along_first_dim"
+                    .to_owned(),
+                cpu - 2.0,
+                20.0,
+            ));
+            ops.push(Op {
+                name: "c10d::_allgather_base_",
+                dims: "[[[8388608]], [], [], []]",
+                types: r#"["TensorList", "", "", ""]"#,
+                kernel: ALL_GATHER_F32,
+                cpu,
+                gpu,
+                dur: 1000.0,
+                stream: 7,
+                meta: "",
+            });
+            gpu += 1000.0;
+            ops.push(mm(cpu + 12.0, gpu, 2000.0));
+            gpu += 2000.0;
+        }
+        ann.push(("ProfilerStep#1".to_owned(), 10.0, gpu + 10.0));
+        trace(&ann, &ops, 8)
+    };
+    let role = |a: &Analysis| {
+        let st = a.standalone.as_ref().expect("standalone");
+        st.patterns.collectives.first().map(|c| c.role)
+    };
+    assert_eq!(role(&run(true)), Some(CollectiveRole::ExpertParallel));
+    assert_eq!(role(&run(false)), Some(CollectiveRole::TensorParallel));
+}
+
 const ALL_GATHER_F32: &str = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
 
 /// SyncBatchNorm's statistics gathers (inside `nn.Module: SyncBatchNorm_*`): named with plain

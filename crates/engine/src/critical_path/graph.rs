@@ -337,7 +337,12 @@ fn runtime_lock(
         .collect();
     let mut points: Vec<(i64, u32, bool)> = locked
         .iter()
-        .flat_map(|&i| [(ctx.ts[i as usize], i, false), (ctx.end[i as usize], i, true)])
+        .flat_map(|&i| {
+            [
+                (ctx.ts[i as usize], i, false),
+                (ctx.end[i as usize], i, true),
+            ]
+        })
         .collect();
     points.sort_unstable();
     let mut pending: Vec<u32> = Vec::new();

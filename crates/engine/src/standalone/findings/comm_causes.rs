@@ -217,7 +217,12 @@ fn tensor_parallel(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
         return false;
     };
     let evidence = format!(
-        "The job's only process group is tensor-parallel (`{group}`, {degree} ranks): its collectives carry activations inside each layer (the gathers of column-parallel outputs, the all-reduces of row-parallel outputs), each needing the output computed just before it. No parameters are gathered and no gradients bucketed, so prefetching and DDP-style overlap do not apply."
+        "The job's collectives are tensor-parallel (`{group}`, {degree} ranks): they carry activations inside each layer (the gathers of column-parallel outputs, the all-reduces of row-parallel outputs), each needing the output computed just before it. {}",
+        if has_data_parallel_group(inp.trace) {
+            "They are not the data-parallel group's parameter gathers or gradient reductions, so prefetching and DDP-style overlap do not apply to them."
+        } else {
+            "No parameters are gathered and no gradients bucketed, so prefetching and DDP-style overlap do not apply."
+        }
     );
     let action = "Overlap or shrink the tensor-parallel collectives: async tensor parallelism overlaps each with its matmul (`torch._inductor.config._micro_pipeline_tp = True` with symmetric memory for the group, or Megatron's `--tp-comm-overlap`); sequence parallelism turns each all-reduce into a reduce-scatter and an all-gather of 1/t of the activations; keep outputs sharded where the next op accepts them (attention by heads); and keep the TP group inside one node's NVLink / Infinity Fabric.";
     pattern_parts::lead(

@@ -378,6 +378,11 @@ impl Impact {
                     } else {
                         "; ranked by the formula's GPU-side figure: the profiler inflates the host time this fix removes, so the replay is an upper bound".to_owned()
                     }
+                } else if self.measured_exposure {
+                    format!(
+                        "; ranked by the range: the timeline measures {:.1}% of the step with nothing but these transfers on the GPU, and a replay that saves under a fifth of that has not modelled the compute's wait for them (a stream wait the trace does not record), so it under-credits hiding them",
+                        self.high_pct
+                    )
                 } else if self.ranked_by_formula {
                     // The evidence named: the host time per kernel against what eager dispatch
                     // takes, and why a host-side fix (an input pipeline) does not end it (V100
@@ -610,6 +615,12 @@ pub struct Impact {
     /// (`whatif::impacts`, "Ranked after the host fix"): on a step the host holds, every GPU
     /// cut turns into idle until that fix is made.
     pub after_fix: Option<AfterFix>,
+    /// Ranked by its range, the exposure the timeline measures, rather than by a replay that
+    /// saves under a fifth of it (`whatif::impacts::EXPOSURE_BOUND`): the GPU waited on these
+    /// transfers for that long, and a schedule that keeps the compute from waiting on them has
+    /// missed the dependency (an unrecorded stream wait), not found the exposure free.
+    #[serde(skip)]
+    pub measured_exposure: bool,
 }
 
 /// A fix replayed on the schedule another fix has already changed.
@@ -661,6 +672,7 @@ impl Impact {
     pub fn ranked_pct(&self) -> f64 {
         let after = self.after_fix.as_ref().map_or(0.0, AfterFix::saving_pct);
         match self.replayed {
+            Some(r) if self.measured_exposure => r.saving_pct().max(after).max(self.mid_pct),
             Some(r) if !self.ranked_by_formula => r.saving_pct().max(after),
             // A host-side fix against a profiled host: its replay deflated to what eager
             // dispatch takes a kernel, where that beats the GPU-side formula (review 22: V100
@@ -687,6 +699,7 @@ impl Impact {
     /// ResNet-50's BatchNorm backward).
     pub fn ranked_text(&self) -> String {
         let (kind, of) = match self.replayed {
+            Some(_) if self.measured_exposure => ("mid", self.share_of()),
             Some(r) if !self.ranked_by_formula => ("replayed", r.of()),
             Some(r) if self.profiled_host && r.saving_pct() * self.deflation() > self.mid_pct => {
                 ("deflated replayed", r.of())
@@ -717,6 +730,7 @@ impl Impact {
             host_us_per_kernel: 0.0,
             ranked_by_formula: false,
             after_fix: None,
+            measured_exposure: false,
         }
     }
 
@@ -1857,6 +1871,22 @@ mod tests {
             method: ImpactMethod::Roofline,
             ..Impact::default()
         }
+    }
+
+    /// A measured exposure whose replay saves under a fifth of it ranks by its range, and says
+    /// why: 0.6 ms of 150 (0.4 %) replayed beside 3 % exposed ranks by the mid 2 %.
+    #[test]
+    fn a_measured_exposure_ranks_by_its_range_over_a_replay_that_misses_it() {
+        let mut i = saving(0.6, "gpu_compute_bound", 90.0);
+        assert!((i.ranked_pct() - 0.4).abs() < 1e-9);
+        i.measured_exposure = true;
+        assert!((i.ranked_pct() - 2.0).abs() < 1e-9);
+        assert_eq!(i.ranked_text(), "mid saving of 2.0% of trace time");
+        let t = i.text();
+        assert!(
+            t.contains("ranked by the range: the timeline measures 3.0% of the step with nothing but these transfers on the GPU"),
+            "{t}"
+        );
     }
 
     /// A GPU fix the host holds says what no GPU fix can beat on this schedule: the replay with
