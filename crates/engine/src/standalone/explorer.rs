@@ -67,7 +67,7 @@ fn finite(x: Option<f64>) -> Option<f64> {
 
 /// The explorer rows, in `unified_perf_summary` order.
 pub fn op_views(st: &Standalone) -> Vec<OpView> {
-    let compute_ms = st.utilization.computation_ms;
+    let compute_ms = st.utilization.share_base_ms();
     st.rows
         .iter()
         .enumerate()

@@ -108,9 +108,20 @@ pub struct Utilization {
     /// The timeline without that stall, ms: what findings' savings are shares of
     /// (docs/analysis.md, "One denominator").
     pub steady_ms: f64,
+    /// Where kernels run on several devices, how much more computation their devices hold
+    /// together than the timeline's one union over them, ms (`timeline::per_device_computation`):
+    /// shares "of compute" are of both (`Utilization::share_base_ms`).
+    #[serde(default)]
+    pub other_devices_ms: f64,
 }
 
 impl Utilization {
+    /// What a share "of compute" is of, ms: the steady state's computation, summed over the
+    /// devices where kernels run on several.
+    pub fn share_base_ms(&self) -> f64 {
+        self.computation_ms + self.other_devices_ms
+    }
+
     /// The steady state's idle, ms: the timeline's idle less the idle left out (the stall
     /// less its busy parts: the upload's copies, a cold iteration's GPU work). The fair
     /// report's summary and the agent report's idle card both state this figure.
@@ -279,6 +290,7 @@ impl Utilization {
             cold_busy_ms: cold_busy_ns as f64 / 1e6,
             cold_window: l.cold_window.filter(|_| cold_busy_ns > 0),
             steady_ms: (t.total - stall_ns).max(0) as f64 / 1e6,
+            other_devices_ms: 0.0,
         }
     }
 }
@@ -687,7 +699,12 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         src.timeline,
         left_out(src.idle, src.sampled.is_some(), &copies),
     );
-    let compute_ms = utilization.computation_ms;
+    let mut utilization = utilization;
+    utilization.other_devices_ms = crate::analysis::timeline::per_device_computation(src.trace)
+        .map_or(0.0, |n| {
+            ((n - src.timeline.computation).max(0)) as f64 / 1e6
+        });
+    let compute_ms = utilization.share_base_ms();
     // The optimizer's, zero_grad's and recomputation's calls inside a cold first iteration are
     // one-time: left out of their findings as they are of the rows.
     let cold_window = utilization.cold_window;
@@ -747,6 +764,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     // both read it.
     let kernel_floor_us = findings::kernel_floor_us(src.trace);
     let inputs = findings::Inputs {
+        other_devices_ms: utilization.other_devices_ms,
         rows: &rows,
         environment: src.environment,
         ranks: workload::rank_of(src.trace).map(|(_, world)| world),

