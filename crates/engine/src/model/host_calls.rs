@@ -115,6 +115,12 @@ pub struct HostCulprit {
     pub action: &'static str,
 }
 
+const DATA_PARALLEL: HostCulprit = HostCulprit {
+    key: "data_parallel",
+    what: "`nn.DataParallel`'s work in one process: every step the module is replicated to each GPU (`replicate`: its parameters and buffers broadcast from the first), the inputs scattered, the replicas' forwards run from one Python thread per GPU under one interpreter lock, and the outputs gathered back to the first GPU",
+    action: "Use `DistributedDataParallel` with one process per GPU (`torchrun --nproc_per_node=<GPUs>`): nothing is replicated per step, each process launches its own GPU's kernels without sharing an interpreter lock, and the gradients are all-reduced in buckets overlapped with the backward instead of reduced to one GPU.",
+};
+
 const CPU_OPTIMIZER: HostCulprit = HostCulprit {
     key: "cpu_optimizer",
     what: "the optimizer's step on the CPU (ZeRO-Offload: DeepSpeed's `DeepSpeedCPUAdam` updates every parameter in host memory, then the parameters are copied back), while the GPU waits",
@@ -207,6 +213,16 @@ pub fn host_culprit(frame: &str) -> Option<HostCulprit> {
         // The stack capture itself (stdlib `traceback.py`, FX's `torch/fx/traceback.py`), not
         // its helpers: the outermost capture frame holds the time.
         Some(STACK_CAPTURE)
+    } else if [
+        "torch/nn/parallel/data_parallel.py",
+        "torch/nn/parallel/replicate.py",
+        "torch/nn/parallel/parallel_apply.py",
+        "torch/nn/parallel/scatter_gather.py",
+    ]
+    .iter()
+    .any(|f| path.ends_with(f))
+    {
+        Some(DATA_PARALLEL)
     } else if path.ends_with("torch/cuda/graphs.py") {
         Some(GRAPH_CAPTURE)
     } else if path.ends_with("torch/serialization.py") && lower.ends_with("): save") {
@@ -381,6 +397,16 @@ mod tests {
             key("torch/cuda/graphs.py(184): __enter__"),
             Some("graph_recapture")
         );
+        // `nn.DataParallel`'s per-step replication, scatter and threads; DDP's file is not it.
+        assert_eq!(
+            key("torch/nn/parallel/data_parallel.py(190): replicate"),
+            Some("data_parallel")
+        );
+        assert_eq!(
+            key("torch/nn/parallel/replicate.py(110): replicate"),
+            Some("data_parallel")
+        );
+        assert_eq!(key("torch/nn/parallel/distributed.py(1633): forward"), None);
     }
 
     #[test]

@@ -101,7 +101,17 @@ impl NamedHostWork {
     /// Replayed: the culprit's frames take no host time, as one selection of their calls (so
     /// a frame nested in another is cut once), and the GPU work they launch is gone.
     pub fn fix(&self, trace: &crate::model::Trace, copies: &[u32]) -> Vec<(&'static str, String)> {
-        let names: Vec<crate::model::StrId> = (self.frames.iter())
+        // `nn.DataParallel`'s forward holds the replicas' own work too: what goes under DDP
+        // is the per-step replication and scatter (their host time and the broadcasts they
+        // launch), not the forward the replicas run.
+        let frames: Vec<&(String, i64)> = (self.frames.iter())
+            .filter(|(f, _)| {
+                self.culprit.key != "data_parallel"
+                    || f.contains("replicate") && !f.ends_with("): forward")
+                    || f.contains("scatter")
+            })
+            .collect();
+        let names: Vec<crate::model::StrId> = (frames.iter())
             .filter_map(|(f, _)| trace.strings.find(f))
             .collect();
         let mut ids: Vec<u32> = (trace.events.iter().enumerate())
@@ -123,7 +133,7 @@ impl NamedHostWork {
         }
         // The GPU work the frames launch goes with them (a host average's copies of every
         // parameter to the host).
-        let mut fix: Vec<(&'static str, String)> = (self.frames.iter())
+        let mut fix: Vec<(&'static str, String)> = (frames.iter())
             .map(|(f, _)| ("remove", format!("module:{f}")))
             .collect();
         // The list written here: the timeline imports this file, and the pattern parts import
