@@ -462,6 +462,46 @@ mod tests {
         assert_eq!(replay.replayed_us, 200.0);
     }
 
+    /// HTA head's runtime lock over two threads whose launches overlap: thread 1's launch runs
+    /// 10–20 µs, thread 2's starts at 12 and ends at 25, so thread 1 held the lock first. Each
+    /// end takes the starts pending before it: thread 1's end its own start (its span, an
+    /// operator edge charged to it) and thread 2's start (a dependency: it waited); thread
+    /// 2's end follows thread 1's (the lock's path), and thread 2's launch keeps no span of its
+    /// own, as in HTA. The call stacks add no edge between the two launches' own points.
+    #[test]
+    fn overlapping_launches_share_the_runtime_lock_as_hta_head_does() {
+        let t = trace(
+            r#"{"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5, "dur": 20},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 10, "args": {"correlation": 7}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 30, "dur": 50, "args": {"correlation": 7, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 2, "ts": 11, "dur": 16},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 12, "dur": 13, "args": {"correlation": 8}},
+  {"ph": "X", "cat": "kernel", "name": "add", "pid": 0, "tid": 8, "ts": 31, "dur": 5, "args": {"correlation": 8, "stream": 8}}
+]}"#,
+        );
+        let ctx = context::Context::new(&t);
+        let g = graph::build(&t, &ctx, (0, 100));
+        let (l1, l2) = (1u32, 4u32);
+        let node =
+            |ev: u32, start: bool| if start { g.start(ev) } else { g.end(ev) }.expect("node");
+        let edge = |a: u32, b: u32| g.edges.iter().find(|e| e.from == a && e.to == b);
+        let own = edge(node(l1, true), node(l1, false)).expect("its span");
+        assert_eq!(
+            (own.kind, own.weight, own.charged),
+            (graph::EdgeKind::Operator, 10, Some(l1))
+        );
+        let waited = edge(node(l2, true), node(l1, false)).expect("waited for the lock");
+        assert_eq!(
+            (waited.kind, waited.weight),
+            (graph::EdgeKind::Dependency, 0)
+        );
+        let chain = edge(node(l1, false), node(l2, false)).expect("the lock's path");
+        assert_eq!(chain.kind, graph::EdgeKind::Dependency);
+        assert!(edge(node(l2, true), node(l2, false)).is_none());
+        assert!(edge(node(l1, false), node(l2, true)).is_none());
+    }
+
     /// Damaged input (a kernel without a launch, a launch without a kernel, a negative
     /// duration) gives a path or a named reason, never a panic.
     #[test]
