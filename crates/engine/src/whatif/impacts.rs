@@ -620,9 +620,25 @@ pub fn replay_findings(
     // fix saves nothing is no recommendation: it stays in its category's detail
     // (docs/whatif.md, "The findings' impacts, replayed"). Pattern and timeline findings
     // name their cause in what they are.
+    // Once a host fix holds the step, every op's kernel time is a share of the step it leaves:
+    // an op that names no cause is a recommendation only where that share reaches Medium's
+    // threshold (B200 eager vLLM's unmodelled MoE, 15.5 % after graphs), not for the few
+    // microseconds of an `aten::add` (review of the shared traces, 2026-12-07).
+    let small_after = |b: &Bottleneck| {
+        b.impact
+            .after_fix
+            .as_ref()
+            .is_none_or(|a| a.saving_pct() < crate::standalone::rules::IMPACT_MEDIUM_PCT)
+    };
     st.recommendations.retain(|&(c, i)| {
         let b = &cats[c].bottlenecks[i];
-        !(!b.op_name.is_empty() && b.causes.is_empty() && b.impact.replayed_saves_nothing())
+        let saves_nothing = b.impact.replayed_saves_nothing()
+            || (b
+                .impact
+                .replayed
+                .is_some_and(|r| r.saving_pct() < crate::standalone::findings::OVERLAPPED_PCT)
+                && small_after(b));
+        !(!b.op_name.is_empty() && b.causes.is_empty() && saves_nothing)
     });
     // A replayed saving under `OVERLAPPED_PCT` of the step is no saving: findings that all
     // save ~0 on a step the host holds are ordered by what they save once it no longer does
