@@ -855,7 +855,8 @@ fn a_buffer_broadcast_before_each_forward_is_named() {
 
 /// An MoE token dispatcher gathering tokens through Megatron's `tensor_parallel/mappings.py`
 /// (the allgather dispatcher): the gathers are expert-parallel, not tensor-parallel
-/// activations, so the tensor-parallel remedies are not given; the same mappings frame alone
+/// activations, so the tensor-parallel remedies and FSDP's prefetch are not given, and the
+/// exposed communication leads with the all-to-all dispatcher; the same mappings frame alone
 /// stays tensor-parallel.
 #[test]
 fn a_dispatchers_gathers_through_tp_mappings_are_expert_parallel() {
@@ -902,8 +903,18 @@ fn a_dispatchers_gathers_through_tp_mappings_are_expert_parallel() {
         let st = a.standalone.as_ref().expect("standalone");
         st.patterns.collectives.first().map(|c| c.role)
     };
-    assert_eq!(role(&run(true)), Some(CollectiveRole::ExpertParallel));
+    let ep = run(true);
+    assert_eq!(role(&ep), Some(CollectiveRole::ExpertParallel));
     assert_eq!(role(&run(false)), Some(CollectiveRole::TensorParallel));
+    // Exposed, they lead with the all-to-all dispatcher, never FSDP's prefetch.
+    let b = exposed(&ep).expect("exposed communication");
+    assert_eq!(keys(b).first(), Some(&"moe_allgather_dispatcher"), "{b:#?}");
+    assert!(
+        b.path_a.contains("--moe-token-dispatcher-type alltoall")
+            && !b.path_a.contains("forward_prefetch"),
+        "{}",
+        b.path_a
+    );
 }
 
 const ALL_GATHER_F32: &str = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)";

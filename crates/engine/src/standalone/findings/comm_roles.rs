@@ -73,6 +73,38 @@ fn removed(sigs: &[&CollectiveSignature]) -> Vec<(&'static str, String)> {
     vec![("remove", format!("events:{}", ids.join(",")))]
 }
 
+/// An MoE layer's tokens all-gathered to every rank of the expert-parallel group and reduced
+/// back (Megatron's all-gather token dispatcher): each rank receives every token, though it
+/// computes only those routed to its experts; an all-to-all moves only the routed ones.
+pub(super) fn expert_gathers(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
+    let (sigs, _) = of_role(inp, CollectiveRole::ExpertParallel);
+    let sigs: Vec<&CollectiveSignature> = sigs
+        .into_iter()
+        .filter(|s| matches!(s.kind().as_str(), "allgather" | "reducescatter"))
+        .collect();
+    let ns: f64 = sigs.iter().map(|s| sig_ns(s)).sum();
+    if sigs.is_empty() || !leads(inp, ns) {
+        return false;
+    }
+    let calls: usize = sigs.iter().map(|s| s.calls.len()).sum();
+    let evidence = format!(
+        "The MoE layers gather their tokens to every rank of the expert-parallel group and reduce the results back: {calls} all-gathers and reduce-scatters ({}, {}) from the token dispatcher, {:.3} ms of communication kernels. Every rank receives every token, though it computes only those routed to its own experts (top-k of E).",
+        per_step(inp, calls),
+        sizes_text(&sigs),
+        ns / 1e6
+    );
+    let action = "Dispatch only the routed tokens: an all-to-all token dispatcher (Megatron `--moe-token-dispatcher-type alltoall`, or `flex` with DeepEP), which sends each token to the ranks holding its top-k experts instead of to every rank, and overlap the dispatch with compute where the framework can (`--overlap-moe-expert-parallel-comm`).";
+    pattern_parts::lead(
+        b,
+        "moe_allgather_dispatcher",
+        "MoE tokens all-gathered to every expert-parallel rank".to_owned(),
+        evidence,
+        action,
+        "",
+    );
+    true
+}
+
 /// DDP's buffer broadcast before every forward (`broadcast_buffers=True`): a large registered
 /// buffer is sent from rank 0 in full every step, before any compute of the forward.
 pub(super) fn buffer_broadcast(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
