@@ -911,7 +911,8 @@ fn a_dispatchers_gathers_through_tp_mappings_are_expert_parallel() {
     assert_eq!(keys(b).first(), Some(&"moe_allgather_dispatcher"), "{b:#?}");
     assert!(
         b.path_a.contains("--moe-token-dispatcher-type alltoall")
-            && !b.path_a.contains("forward_prefetch"),
+            && !b.path_a.contains("forward_prefetch")
+            && !b.path_a.contains("prefetch the all-gathers"),
         "{}",
         b.path_a
     );

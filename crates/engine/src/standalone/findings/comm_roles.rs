@@ -100,7 +100,8 @@ pub(super) fn expert_gathers(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
         "MoE tokens all-gathered to every expert-parallel rank".to_owned(),
         evidence,
         action,
-        "",
+        // FSDP's prefetch, which the general advice gives all-gathers, is not for tokens.
+        "prefetch the all-gathers (FSDP `forward_prefetch` / `backward_prefetch`, a larger unit of sharding) so they run under the previous layer's compute",
     );
     true
 }
