@@ -3775,3 +3775,74 @@ fn an_rnnt_loss_over_its_full_lattice_is_named() {
         findings(st)
     );
 }
+
+/// Eight 3×3 convolutions ([32, 64, 56, 56] bf16, 64 filters) that ran PyTorch's fallback
+/// (`aten::_slow_conv2d_forward`: im2col + GEMM, 0.5 ms a call) in a trace where no op reaches
+/// cuDNN: the library is off, so the finding says re-enable it (never `cudnn.benchmark`), and
+/// the replay times each call's 7.4 GFLOPs at 40 % of the H100's bf16 peak. The same calls
+/// with one `aten::cudnn_convolution` elsewhere in the trace are not named so: the library ran,
+/// and the fallback took only what it refused (held-out suite 11: a Conformer's convolutions,
+/// 39 % of compute on `_slow_conv2d_*`, sized at 0 % and told to enable benchmark mode).
+#[test]
+fn convolutions_on_pytorchs_fallback_with_the_library_off_are_told_to_enable_it() {
+    let run = |library_elsewhere: bool| {
+        let mut ev = Vec::new();
+        let conv_args = r#""Input Dims":[[32, 64, 56, 56], [64, 64, 3, 3], [], [], [], [], [], [], []],"Input type":["c10::BFloat16", "c10::BFloat16", "", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar"],"Input Strides":[[200704, 3136, 56, 1], [576, 9, 3, 1], [], [], [], [], [], [], []],"Concrete Inputs":["", "", "", "[1, 1]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"]"#;
+        for i in 0..8u32 {
+            let corr = 100 + 2 * i;
+            let cpu = 20.0 + f64::from(i) * 40.0;
+            let gpu = 100.0 + f64::from(i) * 600.0;
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"aten::convolution","pid":1,"tid":1,"ts":{cpu},"dur":30,"args":{{"External id":{corr},{conv_args}}}}}"#
+            ));
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"aten::_slow_conv2d_forward","pid":1,"tid":1,"ts":{},"dur":25,"args":{{"External id":{}}}}}"#,
+                cpu + 2.0,
+                corr + 1
+            ));
+            for (k, (name, at, dur)) in [
+                ("void at::native::im2col_kernel<c10::BFloat16>(long, c10::BFloat16 const*, long, long, long, long, long, long, long, long, long, long, long, long, c10::BFloat16*)", 0.0, 100.0),
+                ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", 100.0, 400.0),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let c = 1000 + 2 * i + k as u32;
+                ev.push(format!(
+                    r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{c}}}}}"#,
+                    cpu + 4.0 + 8.0 * k as f64
+                ));
+                ev.push(format!(
+                    r#"{{"ph":"X","cat":"kernel","name":"{name}","pid":0,"tid":7,"ts":{},"dur":{dur},"args":{{"correlation":{c},"device":0,"stream":7}}}}"#,
+                    gpu + at
+                ));
+            }
+        }
+        if library_elsewhere {
+            ev.push(r#"{"ph":"X","cat":"cpu_op","name":"aten::cudnn_convolution","pid":1,"tid":1,"ts":5000,"dur":10,"args":{"External id":9}}"#.to_owned());
+        }
+        analyze_trace(import::import_bytes(&h100_trace("", &ev)).expect("imports"))
+    };
+    let title = "Convolutions on PyTorch's fallback: cuDNN is disabled";
+    let a = run(false);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, title).expect("the fallback finding");
+    assert!(
+        b.path_a.starts_with("Re-enable cuDNN") && !all_text(st).contains("cudnn.benchmark = True"),
+        "{}",
+        all_text(st)
+    );
+    let peak = jarvis_engine::perf::platform::detect("NVIDIA H100 80GB HBM3")
+        .and_then(|p| p.peak_tflops("matrix_bf16"))
+        .expect("H100 bf16 peak");
+    let gflops = 2.0 * 32.0 * 56.0 * 56.0 * 64.0 * 64.0 * 9.0 / 1e9;
+    let library_ms = gflops / (peak * 0.4);
+    let r = b.impact.replayed.expect("replayed");
+    assert!(
+        (r.saved_ms() - 8.0 * (0.5 - library_ms)).abs() < 0.02,
+        "{r:?} vs {library_ms}"
+    );
+    let a = run(true);
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(find(st, title).is_none(), "{:#?}", findings(st));
+}

@@ -12,6 +12,7 @@ pub mod collective_roles;
 pub mod context;
 pub mod context_projections;
 pub mod conv_backward_model;
+pub mod conv_fallback;
 pub mod conv_search;
 pub mod conv_signature;
 pub mod cross_kv_reorder;

@@ -468,7 +468,13 @@ pub(super) fn causes(shape: &OpRow, ctx: &Context<'_>) -> Vec<Cause> {
         });
     }
     let ran = conv_algorithm::ran_as(shape);
-    if !patchify {
+    // PyTorch's fallback (`_slow_conv2d_*`) unfolds too, but no library chose it: the library
+    // is off, which the convolution-fallback finding says (`conv_fallback`), not a search.
+    let fallback = shape
+        .sub_ops
+        .iter()
+        .any(|o| crate::standalone::conv_fallback::is_fallback_op(o));
+    if !patchify && !fallback {
         let unfolded = gemm.map(|g| g.m * g.k);
         out.extend(
             ran.as_ref().and_then(|r| {

@@ -8,6 +8,7 @@ mod collective_sizes;
 mod comm_causes;
 mod comm_roles;
 mod context_projections;
+mod conv_fallback;
 mod conv_search;
 mod cross_kv_reorder;
 mod depthwise_native;
@@ -1603,6 +1604,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         precision::add_conv_fp32(&mut f, inp);
         conv_search::add_conv_search(&mut f, inp);
         depthwise_native::add_depthwise_native(&mut f, inp);
+        conv_fallback::add_conv_fallback(&mut f, inp);
         cross_kv_reorder::add_cross_kv_reorder(&mut f, inp);
         sort_sampler::add_sort_sampler(&mut f, inp);
         rnnt_lattice::add_rnnt_lattice(&mut f, inp);
