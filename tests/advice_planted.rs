@@ -3846,3 +3846,76 @@ fn convolutions_on_pytorchs_fallback_with_the_library_off_are_told_to_enable_it(
     let st = a.standalone.as_ref().expect("standalone");
     assert!(find(st, title).is_none(), "{:#?}", findings(st));
 }
+
+/// Three marked steps, each converting four slices [16, 8, 512, 128] of an fp32 buffer
+/// [16, 8, 1024, 128] (its strides step over the whole buffer) to bf16 at 200 µs a call, beside
+/// a 1 ms kernel: named as a buffer kept in fp32, its frame given, replayed with the
+/// conversions removed (12 × 0.2 ms cut). The same conversions of contiguous fp32 tensors (a
+/// step's activations, not a buffer's slice) are not named so (held-out suite 11: an fp32 KV
+/// cache cast every token, 46 % of the step, told "fuse with neighbours").
+#[test]
+fn an_fp32_buffer_sliced_and_converted_every_step_is_named() {
+    let run = |src_strides: &str| {
+        let mut ev = Vec::new();
+        let mut corr = 100u32;
+        // The host launches a step in 400 µs; the GPU runs 1.8 ms of it, queued back to back.
+        let mut gpu = 100.0;
+        for step in 0..3u32 {
+            let base = 400.0 * f64::from(step);
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{step}","pid":1,"tid":1,"ts":{base},"dur":400}}"#
+            ));
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"python_function","name":"engine/kv_cache.py(52): get","pid":1,"tid":1,"ts":{},"dur":380}}"#,
+                base + 10.0
+            ));
+            for k in 0..4u32 {
+                let cpu = base + 20.0 + f64::from(k) * 80.0;
+                corr += 1;
+                ev.push(format!(
+                    r#"{{"ph":"X","cat":"cpu_op","name":"aten::copy_","pid":1,"tid":1,"ts":{cpu},"dur":20,"args":{{"External id":{corr},"Input Dims":[[16, 8, 512, 128], [16, 8, 512, 128], []],"Input type":["c10::BFloat16", "float", "Scalar"],"Input Strides":[[524288, 65536, 128, 1], {src_strides}, []]}}}}"#
+                ));
+                ev.push(format!(
+                    r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{corr}}}}}"#,
+                    cpu + 2.0
+                ));
+                ev.push(format!(
+                    r#"{{"ph":"X","cat":"kernel","name":"void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl<at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{{lambda(float)#1}}>(at::TensorIteratorBase&, at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{{lambda(float)#1}} const&)::{{lambda(int)#1}}>(int, at::native::gpu_kernel_impl<at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{{lambda(float)#1}}>(at::TensorIteratorBase&, at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{{lambda(float)#1}} const&)::{{lambda(int)#1}})","pid":0,"tid":7,"ts":{gpu},"dur":200,"args":{{"correlation":{corr},"device":0,"stream":7}}}}"#
+                ));
+                gpu += 200.0;
+            }
+            corr += 1;
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{corr}}}}}"#,
+                base + 360.0
+            ));
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"kernel","name":"flash_fwd_splitkv_kernel","pid":0,"tid":7,"ts":{gpu},"dur":1000,"args":{{"correlation":{corr},"device":0,"stream":7}}}}"#
+            ));
+            gpu += 1000.0;
+        }
+        analyze_trace(import::import_bytes(&h100_trace("", &ev)).expect("imports"))
+    };
+    let title = "An fp32 buffer [16, 8, 1024, 128] converted to `c10::BFloat16` on every read";
+    let a = run("[1048576, 131072, 128, 1]");
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, title).unwrap_or_else(|| panic!("{:#?}", findings(st)));
+    assert!(
+        b.issue.contains("`engine/kv_cache.py(52): get`")
+            && b.path_a
+                .starts_with("Allocate the buffer in the model's dtype"),
+        "{}\n{}",
+        b.issue,
+        b.path_a
+    );
+    let r = b.impact.replayed.expect("replayed");
+    // The conversions' 2.4 ms are cut; the last step's attention still waits for its launch.
+    assert!((r.cut_ms - 2.4).abs() < 1e-6 && r.saved_ms() > 2.0, "{r:?}");
+    let a = run("[524288, 65536, 128, 1]");
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(
+        !all_text(st).contains("converted to `c10::BFloat16` on every read"),
+        "{}",
+        all_text(st)
+    );
+}

@@ -7,6 +7,7 @@
 pub mod allgather_prefetch;
 pub mod attention_copies;
 pub mod blocking_launches;
+pub mod buffer_casts;
 pub mod collective_calls;
 pub mod collective_roles;
 pub mod context;

@@ -294,6 +294,8 @@ pub struct Patterns {
     pub accumulate: Option<FramedWork>,
     /// Convolution algorithm searches (`conv_search`).
     pub conv_search: Option<super::conv_search::ConvSearch>,
+    /// An fp32 buffer converted to the compute dtype on every read (`buffer_casts`).
+    pub buffer_casts: Option<super::buffer_casts::BufferCasts>,
     /// Convolutions on PyTorch's fallback with the library off (`conv_fallback`).
     pub conv_fallback: Option<super::conv_fallback::ConvFallback>,
     /// Depthwise convolutions on PyTorch's native kernels (`depthwise_native`).
@@ -433,6 +435,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         conv_search: super::conv_search::find(trace, tree),
         depthwise_native: super::depthwise_native::find(trace, tree),
         conv_fallback: super::conv_fallback::find(trace, tree),
+        buffer_casts: super::buffer_casts::find(trace, tree),
         cross_kv_reorder: super::cross_kv_reorder::find(trace, tree),
         sort_sampler: None,
         rnnt_lattice: super::rnnt_lattice::find(trace, tree),

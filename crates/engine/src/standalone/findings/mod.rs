@@ -3,6 +3,7 @@
 //! priorities, and its notes. Texts are markdown; names from the trace go through [`md`].
 
 mod autocast_gap;
+mod buffer_casts;
 mod chains;
 mod collective_sizes;
 mod comm_causes;
@@ -1605,6 +1606,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         conv_search::add_conv_search(&mut f, inp);
         depthwise_native::add_depthwise_native(&mut f, inp);
         conv_fallback::add_conv_fallback(&mut f, inp);
+        buffer_casts::add_buffer_casts(&mut f, inp);
         cross_kv_reorder::add_cross_kv_reorder(&mut f, inp);
         sort_sampler::add_sort_sampler(&mut f, inp);
         rnnt_lattice::add_rnnt_lattice(&mut f, inp);
