@@ -60,6 +60,16 @@ pub fn innermost_frame(
         .map(|e| trace.name(e).to_owned())
 }
 
+/// [`innermost_frame`] at an event's start, or empty.
+pub fn innermost_frame_of(
+    trace: &super::Trace,
+    at: super::EventId,
+    keep: impl Fn(&str) -> bool,
+) -> String {
+    let e = trace.event(at);
+    innermost_frame(trace, e.lane(), e.ts, keep).unwrap_or_default()
+}
+
 /// What a blocking call waits for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Blocking {

@@ -7,6 +7,7 @@
 //! (held-out suite 11: an fp32 [64, 8, 2048, 128] KV cache cast every token, 46 % of the
 //! step, told "copy_ at 65.8 % of bandwidth, good: fuse with neighbours").
 
+use crate::model::host_calls;
 use crate::model::tree::CallTree;
 use crate::model::{EventId, EventKind, Trace};
 use serde::Serialize;
@@ -166,26 +167,11 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<BufferCasts> {
         .filter(|(a, b)| stamps.iter().any(|t| (a..=b).contains(&t)))
         .count();
     if let Some(at) = first {
-        out.frame = caller(trace, at);
+        out.frame = host_calls::innermost_frame_of(trace, at, host_calls::is_user_function);
     }
     Some(out)
 }
 
-/// The innermost user function around `at` on its thread, or empty.
-fn caller(trace: &Trace, at: EventId) -> String {
-    let e = trace.event(at);
-    (trace.events.iter())
-        .filter(|p| {
-            p.kind() == EventKind::PythonFunction
-                && p.lane() == e.lane()
-                && p.ts <= e.ts
-                && p.end() >= e.end()
-                && crate::model::host_calls::is_user_function(trace.name(p))
-        })
-        .min_by_key(|p| p.dur)
-        .map(|p| trace.name(p).to_owned())
-        .unwrap_or_default()
-}
 
 #[cfg(test)]
 mod tests {
@@ -205,3 +191,4 @@ mod tests {
         assert_eq!(sliced_from(&[8, 128], &[1, 8]), None);
     }
 }
+

@@ -10,8 +10,9 @@ use serde::Serialize;
 
 use super::context::Modules;
 use super::op_shares::OpShare;
+use crate::model::host_calls;
 use crate::model::tree::CallTree;
-use crate::model::{EventId, EventKind, Trace};
+use crate::model::Trace;
 
 /// Text encoders' module classes.
 const TEXT_ENCODERS: [&str; 6] = [
@@ -153,7 +154,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<Encoder
         denoiser,
         steps: denoising.len(),
         calls: encoders.len() as u64,
-        frame: caller(trace, modules.frames[first as usize].event),
+        frame: host_calls::innermost_frame_of(trace, modules.frames[first as usize].event, host_calls::is_user_function),
         ops,
         ms,
         events,
@@ -162,19 +163,3 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<Encoder
     })
 }
 
-/// The innermost user function around `at` on its thread (a Python frame outside PyTorch and
-/// the model libraries), or empty.
-fn caller(trace: &Trace, at: EventId) -> String {
-    let e = trace.event(at);
-    (trace.events.iter())
-        .filter(|p| {
-            p.kind() == EventKind::PythonFunction
-                && p.lane() == e.lane()
-                && p.ts <= e.ts
-                && p.end() >= e.end()
-                && crate::model::host_calls::is_user_function(trace.name(p))
-        })
-        .min_by_key(|p| p.dur)
-        .map(|p| trace.name(p).to_owned())
-        .unwrap_or_default()
-}
