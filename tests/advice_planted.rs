@@ -3919,3 +3919,100 @@ fn an_fp32_buffer_sliced_and_converted_every_step_is_named() {
         all_text(st)
     );
 }
+
+/// Four forwards that embed 8,192 token ids as `F.one_hot(ids, 4096).to(bf16) @ table`
+/// ([4096, 512] bf16): the one-hot's fill and scatter (0.12 ms), its conversion (0.15 ms) and a
+/// K = 4096 GEMM (0.5 ms) a call. Named as a lookup, its frame given; replayed with the
+/// one-hot and conversion removed and the GEMM at a gather's time (8,192 rows of 512 bf16 read
+/// and written at 60 % of the H100's 3.35 TB/s). The same one-hot feeding an elementwise
+/// product (a loss's mask, no K = 4096 GEMM) is not named (held-out suite 11: a 151,936-token
+/// vocabulary embedded as a one-hot matmul, its GEMMs told to tune tiles).
+#[test]
+fn a_lookup_written_as_a_one_hot_matmul_is_named() {
+    let run = |product: &str| {
+        let mut ev = Vec::new();
+        let mut corr = 100u32;
+        let mut gpu = 100.0;
+        let kernel = |ev: &mut Vec<String>, corr: u32, cpu: f64, gpu: f64, name: &str, dur: f64| {
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{cpu},"dur":2,"args":{{"correlation":{corr}}}}}"#
+            ));
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"kernel","name":"{name}","pid":0,"tid":7,"ts":{gpu},"dur":{dur},"args":{{"correlation":{corr},"device":0,"stream":7}}}}"#
+            ));
+        };
+        for call in 0..4u32 {
+            let base = 100.0 * f64::from(call);
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"python_function","name":"model/layers.py(88): forward","pid":1,"tid":1,"ts":{base},"dur":90}}"#
+            ));
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"aten::one_hot","pid":1,"tid":1,"ts":{},"dur":30,"args":{{"Input Dims":[[64, 128], []],"Input type":["long int", "Scalar"],"Concrete Inputs":["", "4096"]}}}}"#,
+                base + 1.0
+            ));
+            for (name, at, dur) in [("aten::zero_", 2.0, 10.0), ("aten::scatter_", 14.0, 10.0)] {
+                ev.push(format!(
+                    r#"{{"ph":"X","cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":{},"dur":{dur},"args":{{"Input Dims":[[64, 128, 4096]],"Input type":["long int"]}}}}"#,
+                    base + at
+                ));
+                corr += 1;
+                let kdur = if name == "aten::zero_" { 100.0 } else { 20.0 };
+                kernel(&mut ev, corr, base + at + 1.0, gpu, "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<long>, std::array<char*, 1ul> >(int, at::native::FillFunctor<long>, std::array<char*, 1ul>)", kdur);
+                gpu += kdur;
+            }
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"aten::to","pid":1,"tid":1,"ts":{},"dur":10,"args":{{"Input Dims":[[64, 128, 4096], [], [], [], []],"Input type":["long int", "Scalar", "Scalar", "Scalar", ""]}}}}"#,
+                base + 35.0
+            ));
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"aten::copy_","pid":1,"tid":1,"ts":{},"dur":6,"args":{{"Input Dims":[[64, 128, 4096], [64, 128, 4096], []],"Input type":["c10::BFloat16", "long int", "Scalar"]}}}}"#,
+                base + 36.0
+            ));
+            corr += 1;
+            kernel(&mut ev, corr, base + 37.0, gpu, "void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(long)#1}, std::array<char*, 2ul> >(int, at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)::{lambda(long)#1}, std::array<char*, 2ul>)", 150.0);
+            gpu += 150.0;
+            let (op, dims) = if product == "matmul" {
+                ("aten::matmul", "[[64, 128, 4096], [4096, 512]]")
+            } else {
+                ("aten::mul", "[[64, 128, 4096], [64, 128, 4096]]")
+            };
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"{op}","pid":1,"tid":1,"ts":{},"dur":20,"args":{{"Input Dims":{dims},"Input type":["c10::BFloat16", "c10::BFloat16"]}}}}"#,
+                base + 50.0
+            ));
+            corr += 1;
+            kernel(&mut ev, corr, base + 55.0, gpu, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", 500.0);
+            gpu += 500.0;
+        }
+        analyze_trace(import::import_bytes(&h100_trace("", &ev)).expect("imports"))
+    };
+    let title = "A lookup written as a one-hot matmul (4096 classes)";
+    let a = run("matmul");
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, title).unwrap_or_else(|| panic!("{:#?}", findings(st)));
+    assert!(
+        b.issue.contains("`model/layers.py(88): forward`")
+            && b.issue.contains("K = 4096")
+            && b.path_a.starts_with("Look the rows up instead"),
+        "{}\n{}",
+        b.issue,
+        b.path_a
+    );
+    let gather_ms = 2.0 * 8192.0 * 512.0 * 2.0 / (3.35e12 * 0.6) * 1e3;
+    // What the fix takes off; the replay realises most of it (the last GEMM waits for its
+    // launch).
+    let cut = 4.0 * (0.77 - gather_ms);
+    let r = b.impact.replayed.expect("replayed");
+    assert!(
+        r.saved_ms() <= cut + 1e-3 && r.saved_ms() > 0.8 * cut,
+        "{r:?} vs {cut}: {:?}",
+        b.fix
+    );
+    let a = run("mul");
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(
+        find(st, "A lookup written as a one-hot matmul").is_none(),
+        "{:#?}",
+        findings(st)
+    );
+}

@@ -172,7 +172,6 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<BufferCasts> {
     Some(out)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,4 +190,3 @@ mod tests {
         assert_eq!(sliced_from(&[8, 128], &[1, 8]), None);
     }
 }
-

@@ -154,7 +154,11 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<Encoder
         denoiser,
         steps: denoising.len(),
         calls: encoders.len() as u64,
-        frame: host_calls::innermost_frame_of(trace, modules.frames[first as usize].event, host_calls::is_user_function),
+        frame: host_calls::innermost_frame_of(
+            trace,
+            modules.frames[first as usize].event,
+            host_calls::is_user_function,
+        ),
         ops,
         ms,
         events,
@@ -162,4 +166,3 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<Encoder
         inner,
     })
 }
-

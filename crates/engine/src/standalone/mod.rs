@@ -42,6 +42,7 @@ pub mod manual_allreduce;
 pub mod md;
 pub mod moe_capacity;
 pub mod moe_loop;
+pub mod one_hot_matmul;
 pub mod op_shares;
 pub mod ops;
 pub mod ops_attention;

@@ -296,6 +296,8 @@ pub struct Patterns {
     pub conv_search: Option<super::conv_search::ConvSearch>,
     /// An fp32 buffer converted to the compute dtype on every read (`buffer_casts`).
     pub buffer_casts: Option<super::buffer_casts::BufferCasts>,
+    /// A lookup written as a one-hot matmul (`one_hot_matmul`).
+    pub one_hot_matmul: Option<super::one_hot_matmul::OneHotMatmul>,
     /// Convolutions on PyTorch's fallback with the library off (`conv_fallback`).
     pub conv_fallback: Option<super::conv_fallback::ConvFallback>,
     /// Depthwise convolutions on PyTorch's native kernels (`depthwise_native`).
@@ -436,6 +438,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         depthwise_native: super::depthwise_native::find(trace, tree),
         conv_fallback: super::conv_fallback::find(trace, tree),
         buffer_casts: super::buffer_casts::find(trace, tree),
+        one_hot_matmul: super::one_hot_matmul::find(trace, tree),
         cross_kv_reorder: super::cross_kv_reorder::find(trace, tree),
         sort_sampler: None,
         rnnt_lattice: super::rnnt_lattice::find(trace, tree),

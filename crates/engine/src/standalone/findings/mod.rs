@@ -34,6 +34,7 @@ mod lora;
 pub mod merge;
 mod moe_capacity;
 mod notes;
+mod one_hot_matmul;
 mod ops;
 mod pattern_parts;
 mod patterns;
@@ -1607,6 +1608,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         depthwise_native::add_depthwise_native(&mut f, inp);
         conv_fallback::add_conv_fallback(&mut f, inp);
         buffer_casts::add_buffer_casts(&mut f, inp);
+        one_hot_matmul::add_one_hot_matmul(&mut f, inp);
         cross_kv_reorder::add_cross_kv_reorder(&mut f, inp);
         sort_sampler::add_sort_sampler(&mut f, inp);
         rnnt_lattice::add_rnnt_lattice(&mut f, inp);
