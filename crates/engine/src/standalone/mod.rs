@@ -28,6 +28,7 @@ pub mod embedding_shards;
 pub mod encoder_every_step;
 pub mod explorer;
 pub mod findings;
+pub mod frozen_forward;
 pub mod functions;
 pub mod gated_activations;
 pub mod gqa_expand;

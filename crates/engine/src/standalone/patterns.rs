@@ -334,6 +334,8 @@ pub struct Patterns {
     pub deterministic_scatter: Option<super::deterministic_scatter::DeterministicScatter>,
     /// A sharded embedding's hot rank: more ids received than sent (`embedding_shards`).
     pub embedding_shards: Option<super::embedding_shards::EmbeddingShards>,
+    /// A frozen module run forward in every training step (`frozen_forward`).
+    pub frozen_forward: Option<super::frozen_forward::FrozenForward>,
     /// A text encoder run in every denoising step (`encoder_every_step`).
     pub encoder_every_step: Option<super::encoder_every_step::EncoderEveryStep>,
     /// Attention on every head under tensor parallelism (`tp_attention`).
@@ -454,6 +456,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         deterministic_scatter: super::deterministic_scatter::find(trace, tree),
         embedding_shards: super::embedding_shards::find(trace, tree),
         encoder_every_step: super::encoder_every_step::find(trace, tree, modules),
+        frozen_forward: super::frozen_forward::find(trace, tree, modules),
         tp_attention: super::tp_attention::find(trace, tree),
         head_loop: super::head_loop::find(trace, tree, modules),
         kv_recompute: super::kv_recompute::find(trace),

@@ -19,6 +19,7 @@ mod embedding_pooling;
 mod embedding_shards;
 mod encoder_every_step;
 mod forced_protocol;
+mod frozen_forward;
 mod gap_holder;
 mod gloo_backend;
 mod gqa_expand;
@@ -1624,6 +1625,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         deterministic_scatter::add_deterministic_scatter(&mut f, inp);
         embedding_shards::add_embedding_shards(&mut f, inp);
         encoder_every_step::add_encoder_every_step(&mut f, inp);
+        frozen_forward::add_frozen_forward(&mut f, inp);
         tp_attention::add_tp_attention(&mut f, inp);
         head_loop::add_head_loop(&mut f, inp);
         kv_recompute::add_kv_recompute(&mut f, inp);
