@@ -149,6 +149,9 @@ pub fn rough_md(a: &Analysis, st: &Standalone, title: &str) -> String {
         Some(b) if b.small_tensors_only => {
             let _ = writeln!(s, "\nElementwise baseline: none (every add / mul / copy_ moves under {} MB per call; {} signatures reach {:.3} TB/s in {:.3} ms).", rules::BASELINE_MIN_MB, b.signatures, b.tb_s, b.kernel_ms);
         }
+        Some(b) if b.below_floor => {
+            let _ = writeln!(s, "\nElementwise baseline: none (add / mul / copy_ reach {:.3} TB/s over {} signatures in {:.3} ms, {:.1}% of peak: under {}%, not set by memory).", b.tb_s, b.signatures, b.kernel_ms, b.pct_of_peak.unwrap_or(0.0), rules::BASELINE_FLOOR_PCT);
+        }
         Some(b) => {
             let _ = writeln!(s, "\nElementwise baseline: {:.3} TB/s over {} signatures of add / mul / copy_ ({:.3} ms){}.", b.tb_s, b.signatures, b.kernel_ms, b.pct_of_peak.map(|p| format!(", {p:.1}% of peak")).unwrap_or_default());
         }

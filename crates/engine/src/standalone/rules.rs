@@ -58,6 +58,8 @@ pub const BELOW_BASELINE_RATIO: f64 = 0.5;
 /// Baseline ops must move at least this much per call (MB) to count: small tensors cannot
 /// reach the bandwidth the baseline is meant to show.
 pub const BASELINE_MIN_MB: f64 = 16.0;
+/// A baseline under this share of the peak HBM bandwidth, %, is no yardstick.
+pub const BASELINE_FLOOR_PCT: f64 = 10.0;
 /// Simple elementwise ops define the trace's achievable bandwidth (seed 000).
 pub const BASELINE_OPS: [&str; 5] = [
     "aten::add_",

@@ -28,7 +28,7 @@ fn add(f: &mut CategoryFindings, d: &DeterministicScatter, inp: &Inputs<'_>) {
     // The atomic kernels at the rate the trace's own streaming kernels reach (else 70 % of
     // HBM); contention on repeated destinations can slow them, so this is the optimistic end.
     let rate = ops::baseline(inp.rows, inp.platform)
-        .filter(|b| !b.small_tensors_only)
+        .filter(|b| b.yardstick())
         .map(|b| b.tb_s)
         .or_else(|| {
             inp.platform

@@ -83,6 +83,18 @@ pub struct Baseline {
     /// No baseline op moves [`rules::BASELINE_MIN_MB`] per call: the figure reflects small
     /// tensors and understates what the hardware can do.
     pub small_tensors_only: bool,
+    /// The figure is under [`rules::BASELINE_FLOOR_PCT`] of the peak HBM bandwidth: what
+    /// held the ops back was not the memory (launch-sized calls, a starved GPU), so it judges
+    /// nothing (held-out suites 11 and 12: 0.05 TB/s on an MI250X GCD, then "BatchNorm at
+    /// 1388 % of the baseline").
+    pub below_floor: bool,
+}
+
+impl Baseline {
+    /// Whether other ops may be judged against it.
+    pub fn yardstick(&self) -> bool {
+        !self.small_tensors_only && !self.below_floor
+    }
 }
 
 /// What a projection table assumes.

@@ -49,6 +49,14 @@ pub(super) fn add_notes(
                     rules::BASELINE_MIN_MB,
                     b.tb_s
                 )),
+                Some(b) if b.below_floor => f.notes.push(format!(
+                    "No elementwise baseline: add, mul and copy_ ({} signatures, {:.3} ms) reach only {:.2} TB/s, {:.1}% of peak HBM bandwidth, under the {}% below which their time is not set by memory (short calls, a starved GPU): no op is judged against it.",
+                    b.signatures,
+                    b.kernel_ms,
+                    b.tb_s,
+                    b.pct_of_peak.unwrap_or(0.0),
+                    rules::BASELINE_FLOOR_PCT
+                )),
                 Some(b) => f.notes.push(format!(
                     "Elementwise baseline (add, mul, copy_ over {} signatures, {:.3} ms): {:.2} TB/s{}.",
                     b.signatures,

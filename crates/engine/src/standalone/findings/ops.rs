@@ -15,6 +15,9 @@ pub fn baseline(rows: &[OpRow], platform: Option<&Platform>) -> Option<Baseline>
             && r.kernel_us > 0.0
             && r.data_mb.is_some_and(|m| m > 0.0)
             && diagnosis::elementwise::inputs_contiguous(r)
+            // A copy between host and device moves at the link's speed, not the memory's.
+            && !r.kernel_names.iter().any(|(n, _)| n.starts_with("Memcpy") || n.starts_with("Memset"))
+            && !r.kernels.contains("Memcpy")
     };
     let large = |r: &&OpRow| r.data_mb.is_some_and(|m| m >= rules::BASELINE_MIN_MB);
     let small_tensors_only = !rows.iter().filter(simple).any(|r| large(&r));
@@ -35,12 +38,14 @@ pub fn baseline(rows: &[OpRow], platform: Option<&Platform>) -> Option<Baseline>
     }
     (n > 0 && us > 0.0).then(|| {
         let tb_s = bytes / (us * 1e-6) / 1e12;
+        let pct_of_peak = platform.map(|p| tb_s / p.hbm_tbps.0 * 100.0);
         Baseline {
             tb_s,
-            pct_of_peak: platform.map(|p| tb_s / p.hbm_tbps.0 * 100.0),
+            pct_of_peak,
             signatures: n,
             kernel_ms: us / 1e3,
             small_tensors_only,
+            below_floor: pct_of_peak.is_some_and(|p| p < rules::BASELINE_FLOOR_PCT),
         }
     })
 }
@@ -421,7 +426,7 @@ pub(super) fn op_texts(
             );
         }
         match (
-            base.filter(|b| b.tb_s >= 0.01 && !b.small_tensors_only),
+            base.filter(|b| b.tb_s >= 0.01 && b.yardstick()),
             achieved_tb_s(r),
         ) {
             // A rate under 10 GB/s in GB/s, a share under 1 % with a decimal: "0.00 TB/s (0% of
@@ -1344,7 +1349,7 @@ pub(super) fn op_bottleneck(
     let dctx = diagnosis::Context {
         platform: inp.platform,
         // Ops too small to show the GPU's bandwidth are no yardstick (the notes say so).
-        baseline_tb_s: base.filter(|b| !b.small_tensors_only).map(|b| b.tb_s),
+        baseline_tb_s: base.filter(|b| b.yardstick()).map(|b| b.tb_s),
         compute_us: Some(inp.compute_ms() * 1e3),
         kernel_floor_us: inp.kernel_floor_us,
         trains: inp.trains,
@@ -1679,7 +1684,7 @@ fn reach_share(r: &OpRow, base: Option<&Baseline>) -> Option<f64> {
     {
         return None;
     }
-    let b = base.filter(|b| b.tb_s >= 0.01 && !b.small_tensors_only)?;
+    let b = base.filter(|b| b.tb_s >= 0.01 && b.yardstick())?;
     Some(achieved_tb_s(r)? / b.tb_s)
 }
 
@@ -2217,6 +2222,24 @@ mod tests {
             has_model: true,
             ..crate::standalone::ops::tests_support::row(name)
         }
+    }
+
+    #[test]
+    fn a_baseline_far_below_the_memory_or_over_the_host_link_judges_nothing() {
+        let h100 = crate::perf::platform::detect("NVIDIA H100 80GB HBM3").expect("H100");
+        // 10 × 100 MiB in 5 ms: 0.21 TB/s, 6 % of the H100's 3.35 TB/s: no yardstick.
+        let slow = [row("aten::add", 100.0, 10, 5000.0)];
+        let b = baseline(&slow, Some(&h100)).expect("baseline");
+        assert!(b.below_floor && !b.yardstick(), "{b:?}");
+        // 10 × 100 MiB in 0.5 ms: 2.1 TB/s, 63 %: one.
+        let fast = [row("aten::add", 100.0, 10, 500.0)];
+        let b = baseline(&fast, Some(&h100)).expect("baseline");
+        assert!(!b.below_floor && b.yardstick(), "{b:?}");
+        // A host-to-device copy moves at the link's speed: never part of it.
+        let mut h2d = row("aten::copy_", 100.0, 10, 40000.0);
+        h2d.kernel_names = vec![("Memcpy HtoD (Pageable -> Device)".into(), 4000.0)];
+        let b = baseline(&[fast[0].clone(), h2d], Some(&h100)).expect("baseline");
+        assert_eq!(b.signatures, 1);
     }
 
     #[test]
