@@ -697,7 +697,7 @@ fn action(st: &Standalone, f: &Finding) -> String {
         .collect::<Option<Vec<_>>>()
         .and_then(|ls| ls.first().copied().filter(|l| !l.contains("::")))
     {
-        return format!("No graph is involved: {} launched it outside every recorded op (autograd summing the gradients of a tensor used twice, such as a residual join, launches this way on the backward thread; so does a C++ extension), so the trace records no shapes for it. Record with `with_stack=True` to see the Python frame around the launch.", code(l));
+        return crate::standalone::findings::unwrapped_launch(l);
     }
     match f.bound_type.as_str() {
         "compute" => "Check the kernel's tile choice and how its tiles fill the compute units for these shapes (replay them), and whether a lower precision (BF16 → FP8) is acceptable.".into(),

@@ -64,7 +64,7 @@ pub use crate::standalone::diagnosis::kernels::main_kernel_of;
 pub use autocast_gap::autocast_gap;
 pub use graph_short::graph_short_kernels;
 use notes::add_notes;
-pub use ops::{baseline, compact_dims, is_latency_bound, shape_summary};
+pub use ops::{baseline, compact_dims, is_latency_bound, shape_summary, unwrapped_launch};
 use ops::{groups, op_bottleneck};
 use patterns::add_patterns;
 pub use patterns::bus_bandwidths;

