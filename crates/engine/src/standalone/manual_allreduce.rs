@@ -30,6 +30,10 @@ pub struct ManualAllReduce {
     pub ms: f64,
     /// The innermost user function around the first call (`train.py(176): sync_gradients`).
     pub frame: Option<String>,
+    /// DDP / FSDP manage the gradients too: the loop reduces, after the backward, what their
+    /// buckets already reduced during it (held-out suite 12: a leftover `average_gradients`
+    /// helper under DDP, 396 per-parameter all-reduces a step, told to tune `bucket_cap_mb`).
+    pub duplicates_framework: bool,
 }
 
 /// Names that show DDP, FSDP or DeepSpeed managing the gradients.
@@ -58,17 +62,41 @@ pub fn deepspeed(trace: &Trace) -> bool {
     trace.strings.iter().any(|s| s.contains("deepspeed/"))
 }
 
+/// The span of the innermost user function around the `c10d::allreduce_` call starting at `t`.
+fn user_frame_span(trace: &Trace, t: Nanos) -> Option<(Nanos, Nanos)> {
+    let lane = trace
+        .events
+        .iter()
+        .find(|e| e.kind() == EventKind::CpuOp && e.ts == t && trace.name(e) == "c10d::allreduce_")?
+        .lane();
+    trace
+        .events
+        .iter()
+        .filter(|e| {
+            e.kind() == EventKind::PythonFunction
+                && e.lane() == lane
+                && e.ts <= t
+                && e.end() >= t
+                && super::functions::is_user_function(trace.name(e))
+        })
+        .max_by_key(|e| e.ts)
+        .map(|e| (e.ts, e.end()))
+}
+
 /// Finds the loop; `None` unless some step makes `MIN_CALLS` all-reduces of `MIN_SHAPES`
-/// shapes, all after its last backward op, in a trace no DDP / FSDP manages.
+/// shapes, all after its last backward op, in a trace no DDP / FSDP manages; where one does,
+/// the calls after the last backward op only (the framework's own run inside the backward),
+/// issued from a user function.
 pub fn find(trace: &Trace, collectives: &[CollectiveSignature]) -> Option<ManualAllReduce> {
     let reduces: Vec<&CollectiveSignature> = collectives
         .iter()
         .filter(|s| s.op == "c10d::allreduce_")
         .collect();
     let total: usize = reduces.iter().map(|s| s.calls.len()).sum();
-    if total < MIN_CALLS || reduces.len() < MIN_SHAPES || managed_by_framework(trace) {
+    if total < MIN_CALLS || reduces.len() < MIN_SHAPES {
         return None;
     }
+    let framework = managed_by_framework(trace);
     // Steps (`ProfilerStep#N`), or the whole trace as one; each step's last backward op end.
     let mut steps: Vec<(Nanos, Nanos)> = Vec::new();
     let mut backward_ends: Vec<Nanos> = Vec::new();
@@ -91,7 +119,7 @@ pub fn find(trace: &Trace, collectives: &[CollectiveSignature]) -> Option<Manual
     let mut first: Option<(Nanos, crate::model::LaneId)> = None;
     for &(a, b) in &steps {
         let inside = |t: Nanos| t >= a && t < b;
-        let in_step: Vec<(Nanos, i64, usize)> = reduces
+        let mut in_step: Vec<(Nanos, i64, usize)> = reduces
             .iter()
             .enumerate()
             .flat_map(|(i, s)| s.calls.iter().map(move |c| (c.0, c.1, i)))
@@ -100,6 +128,18 @@ pub fn find(trace: &Trace, collectives: &[CollectiveSignature]) -> Option<Manual
         let Some(last_backward) = backward_ends.iter().copied().filter(|&t| inside(t)).max() else {
             continue;
         };
+        if framework {
+            // After the backward, the calls inside the user function that makes the last one
+            // (the framework's last bucket may also start after the last backward op).
+            in_step.retain(|c| c.0 >= last_backward);
+            let Some(&(t, _, _)) = in_step.iter().max_by_key(|c| c.0) else {
+                continue;
+            };
+            let Some((from, to)) = user_frame_span(trace, t) else {
+                continue;
+            };
+            in_step.retain(|c| c.0 >= from && c.0 <= to);
+        }
         let mut shapes: Vec<usize> = in_step.iter().map(|c| c.2).collect();
         shapes.sort_unstable();
         shapes.dedup();
@@ -137,6 +177,11 @@ pub fn find(trace: &Trace, collectives: &[CollectiveSignature]) -> Option<Manual
             super::functions::is_user_function,
         )
     });
+    // Beside a framework, only a loop the user's code makes is a duplicate (not the
+    // framework's own post-backward work, a ZeRO stage's reduction).
+    if framework && frame.as_deref().is_none_or(managed) {
+        return None;
+    }
     Some(ManualAllReduce {
         steps: looping,
         calls_per_step: most,
@@ -144,5 +189,6 @@ pub fn find(trace: &Trace, collectives: &[CollectiveSignature]) -> Option<Manual
         calls,
         ms: ns as f64 / 1e6,
         frame,
+        duplicates_framework: framework,
     })
 }

@@ -142,6 +142,31 @@ fn manual(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
         m.calls,
         m.ms
     );
+    if m.duplicates_framework {
+        let evidence = format!(
+            "Gradients are all-reduced twice: DistributedDataParallel (or FSDP) already reduces them in its buckets during the backward, and after the backward {} step{} each make{} up to {} more `all_reduce` calls{site}, one per parameter over {} tensor shapes ({} calls, {:.3} ms of communication kernels), with nothing left to run beside them.",
+            m.steps,
+            if m.steps == 1 { "" } else { "s" },
+            if m.steps == 1 { "s" } else { "" },
+            m.calls_per_step,
+            m.shapes,
+            m.calls,
+            m.ms
+        );
+        let action = "Remove the hand-written all-reduce loop: DDP's gradients are already averaged across ranks when `backward()` returns, so the loop only repeats the communication (and, if it divides by the world size again, scales the gradients down). Bucket sizes and `no_sync` do not touch it.";
+        pattern_parts::lead(
+            b,
+            "manual_allreduce_duplicates_ddp",
+            format!(
+                "gradients all-reduced again by hand after DDP's buckets ({} calls a step)",
+                m.calls_per_step
+            ),
+            evidence,
+            action,
+            "",
+        );
+        return true;
+    }
     let action = "Replace the loop with DistributedDataParallel (or FSDP): it flattens the gradients into buckets (25 MB by default, `bucket_cap_mb`) and all-reduces each bucket from the autograd engine as soon as its gradients are ready, under the rest of the backward, in a few large calls instead of one per parameter. Where the loop must stay, all-reduce one flattened buffer (`torch._utils._flatten_dense_tensors`) or `all_reduce_coalesced`, asynchronously (`async_op=True`) from per-parameter hooks (`register_post_accumulate_grad_hook`).";
     pattern_parts::lead(
         b,
