@@ -5,6 +5,11 @@ use super::*;
 use crate::standalone::diagnosis::elementwise::{achieved_tb_s, MIB};
 use crate::standalone::diagnosis::{self, ridge_phrase, Cause};
 
+/// Whether a copy's GPU work names a transfer over a link (host ↔ device, peer to peer).
+fn over_a_link(name: &str) -> bool {
+    ["HtoD", "DtoH", "PtoP"].iter().any(|k| name.contains(k))
+}
+
 /// The elementwise baseline, when the trace has modelled simple elementwise ops.
 pub fn baseline(rows: &[OpRow], platform: Option<&Platform>) -> Option<Baseline> {
     // Only streaming calls: a copy that gathers a transposed view is what the baseline judges,
@@ -15,9 +20,10 @@ pub fn baseline(rows: &[OpRow], platform: Option<&Platform>) -> Option<Baseline>
             && r.kernel_us > 0.0
             && r.data_mb.is_some_and(|m| m > 0.0)
             && diagnosis::elementwise::inputs_contiguous(r)
-            // A copy between host and device moves at the link's speed, not the memory's.
-            && !r.kernel_names.iter().any(|(n, _)| n.starts_with("Memcpy") || n.starts_with("Memset"))
-            && !r.kernels.contains("Memcpy")
+            // A copy between host and device (or two devices) moves at the link's speed, not
+            // the memory's; a device-to-device one is the memory's.
+            && !r.kernel_names.iter().any(|(n, _)| over_a_link(n))
+            && !over_a_link(&r.kernels)
     };
     let large = |r: &&OpRow| r.data_mb.is_some_and(|m| m >= rules::BASELINE_MIN_MB);
     let small_tensors_only = !rows.iter().filter(simple).any(|r| large(&r));
@@ -2276,8 +2282,11 @@ mod tests {
         // A host-to-device copy moves at the link's speed: never part of it.
         let mut h2d = row("aten::copy_", 100.0, 10, 40000.0);
         h2d.kernel_names = vec![("Memcpy HtoD (Pageable -> Device)".into(), 4000.0)];
-        let b = baseline(&[fast[0].clone(), h2d], Some(&h100)).expect("baseline");
-        assert_eq!(b.signatures, 1);
+        let mut d2d = row("aten::copy_", 100.0, 10, 500.0);
+        d2d.kernel_names = vec![("Memcpy DtoD (Device -> Device)".into(), 50.0)];
+        let b = baseline(&[fast[0].clone(), h2d, d2d], Some(&h100)).expect("baseline");
+        // The device-to-device copy is the memory's: it counts.
+        assert_eq!(b.signatures, 2);
     }
 
     #[test]
