@@ -556,6 +556,21 @@ const SHAPES: [&str; 5] = [
     "[[32000, 2048], [], [], []]",
 ];
 
+/// A 0.3 ms all-reduce of the `i`-th parameter shape (cycling through [`SHAPES`]).
+fn param_reduce(i: usize, cpu: f64, gpu: f64) -> Op {
+    Op {
+        name: "c10d::allreduce_",
+        dims: SHAPES[i % SHAPES.len()],
+        types: r#"["c10::BFloat16", "", "", ""]"#,
+        kernel: ALL_REDUCE,
+        cpu,
+        gpu,
+        dur: 300.0,
+        stream: 7,
+        meta: "",
+    }
+}
+
 /// One step: four 2 ms backward GEMMs (`MmBackward0`), then ten 0.3 ms all-reduces over five
 /// parameter shapes on the compute stream (`after`), or each after its backward GEMM (as
 /// DDP's hooks would issue them); `ddp` adds DDP's forward range.
@@ -566,17 +581,7 @@ fn per_parameter(after: bool, ddp: bool) -> Analysis {
         ann.push(("DistributedDataParallel.forward".to_owned(), 12.0, 5.0));
     }
     let (mut cpu, mut gpu) = (20.0, 100.0);
-    let reduce = |i: usize, cpu: f64, gpu: f64| Op {
-        name: "c10d::allreduce_",
-        dims: SHAPES[i % SHAPES.len()],
-        types: r#"["c10::BFloat16", "", "", ""]"#,
-        kernel: ALL_REDUCE,
-        cpu,
-        gpu,
-        dur: 300.0,
-        stream: 7,
-        meta: "",
-    };
+    let reduce = param_reduce;
     let mut sent = 0;
     for _ in 0..4 {
         ops.push(Op {
@@ -653,17 +658,7 @@ fn per_parameter_all_reduces_after_ddps_buckets_are_named_as_a_duplicate() {
     let run = |framed: bool| {
         let mut ops = Vec::new();
         let (mut cpu, mut gpu) = (20.0, 100.0);
-        let reduce = |i: usize, cpu: f64, gpu: f64| Op {
-            name: "c10d::allreduce_",
-            dims: SHAPES[i % SHAPES.len()],
-            types: r#"["c10::BFloat16", "", "", ""]"#,
-            kernel: ALL_REDUCE,
-            cpu,
-            gpu,
-            dur: 300.0,
-            stream: 7,
-            meta: "",
-        };
+        let reduce = param_reduce;
         for k in 0..4 {
             ops.push(Op {
                 name: "MmBackward0",

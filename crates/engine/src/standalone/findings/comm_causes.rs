@@ -132,26 +132,24 @@ fn manual(b: &mut Bottleneck, inp: &Inputs<'_>) -> bool {
         .as_ref()
         .map(|f| format!(" from `{f}`"))
         .unwrap_or_default();
-    let evidence = format!(
-        "Gradients are all-reduced by hand, one parameter at a time after the backward: {} step{} each make{} up to {} `all_reduce` calls{site} over {} tensor shapes ({} calls, {:.3} ms of communication kernels), every one starting after the step's last backward op, and no DistributedDataParallel or FSDP appears in the trace. Small messages are latency-bound, and with the backward already over nothing runs beside them.",
+    // "N steps each make up to K", shared by both forms of the loop.
+    let counts = format!(
+        "{} step{} each make{} up to {}",
         m.steps,
         if m.steps == 1 { "" } else { "s" },
         if m.steps == 1 { "s" } else { "" },
         m.calls_per_step,
-        m.shapes,
-        m.calls,
-        m.ms
+    );
+    let totals = format!(
+        "{} tensor shapes ({} calls, {:.3} ms of communication kernels)",
+        m.shapes, m.calls, m.ms
+    );
+    let evidence = format!(
+        "Gradients are all-reduced by hand, one parameter at a time after the backward: {counts} `all_reduce` calls{site} over {totals}, every one starting after the step's last backward op, and no DistributedDataParallel or FSDP appears in the trace. Small messages are latency-bound, and with the backward already over nothing runs beside them."
     );
     if m.duplicates_framework {
         let evidence = format!(
-            "Gradients are all-reduced twice: DistributedDataParallel (or FSDP) already reduces them in its buckets during the backward, and after the backward {} step{} each make{} up to {} more `all_reduce` calls{site}, one per parameter over {} tensor shapes ({} calls, {:.3} ms of communication kernels), with nothing left to run beside them.",
-            m.steps,
-            if m.steps == 1 { "" } else { "s" },
-            if m.steps == 1 { "s" } else { "" },
-            m.calls_per_step,
-            m.shapes,
-            m.calls,
-            m.ms
+            "Gradients are all-reduced twice: DistributedDataParallel (or FSDP) already reduces them in its buckets during the backward, and after the backward {counts} more `all_reduce` calls{site}, one per parameter over {totals}, with nothing left to run beside them."
         );
         let action = "Remove the hand-written all-reduce loop: DDP's gradients are already averaged across ranks when `backward()` returns, so the loop only repeats the communication (and, if it divides by the world size again, scales the gradients down). Bucket sizes and `no_sync` do not touch it.";
         pattern_parts::lead(
