@@ -479,7 +479,7 @@ fn p_items_the_fair_report_reads_otherwise_say_so() {
     // Its gradient sums launched outside every op are no graph replay.
     assert!(
         !v100.contains("Replayed by a CUDA/HIP graph")
-            && v100.contains("**Action**: No graph is involved: `cudaLaunchKernel` launched it"),
+            && v100.contains("**Action**: No graph is involved: `cudaLaunchKernel` ran outside every recorded op"),
         "{v100}"
     );
     // A GPU-only trace's kernels are no graph replay either; a graph's replayed kernels are.
