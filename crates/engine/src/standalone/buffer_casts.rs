@@ -104,6 +104,13 @@ pub fn find(trace: &Trace, tree: &CallTree) -> Option<BufferCasts> {
         let Some(args) = trace.op_args_of(e) else {
             continue;
         };
+        // Most copies are of one dtype: skip them before parsing their types.
+        if !args
+            .input_type
+            .is_some_and(|t| trace.strings.get(t).contains("\"float\""))
+        {
+            continue;
+        }
         let types: Vec<String> = list(trace, args.input_type);
         let Some(dims) = trace.input_shapes(id) else {
             continue;

@@ -45,12 +45,11 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Option<FrozenF
     if trace.sequence.is_empty() || modules.frames.is_empty() {
         return None;
     }
-    let backward = trace.events.iter().any(|e| {
-        e.kind() == EventKind::CpuOp
-            && trace
-                .name(e)
-                .starts_with("autograd::engine::evaluate_function:")
-    });
+    // The interned names, not every event: this runs on every trace with sequence numbers.
+    let backward = trace
+        .strings
+        .iter()
+        .any(|s| s.starts_with("autograd::engine::evaluate_function:"));
     if !backward {
         return None;
     }
