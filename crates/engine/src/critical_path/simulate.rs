@@ -29,6 +29,8 @@
 //! thread and the autograd engine's thread (`backward()` starts the one and returns to the
 //! other); other threads keep their recorded timing.
 
+use std::collections::HashSet;
+
 use super::context::{Context, NONE};
 use super::host_order::{InOrder, KeyLayout, Starts};
 use super::points::{HostPoint, Points, Raw, Stream, QUEUED_GAP_NS};
@@ -256,6 +258,7 @@ impl Simulation {
         // range), and a thread resumes where it starts (the wait then attaches to the thread's
         // next point).
         let mut open: Vec<(u32, bool)> = Vec::new();
+        let mut buried_ends: HashSet<u32> = HashSet::new();
         let mut loading = 0usize;
         let mut pointed: Vec<HostPoint> = Vec::with_capacity(host_points);
         let mut resumes: Vec<bool> = Vec::with_capacity(host_points);
@@ -271,6 +274,7 @@ impl Simulation {
             let first_of_lane = last.is_none_or(|h| h.0 != lane);
             if first_of_lane {
                 open.clear();
+                buried_ends.clear();
                 loading = 0;
                 resume_next = false;
                 handed_back_next = false;
@@ -304,9 +308,19 @@ impl Simulation {
                     loading += usize::from(dl);
                     open.push((i, dl));
                 }
-            } else if let Some(at) = open.iter().rposition(|o| o.0 == i) {
-                loading -= usize::from(open[at].1);
-                open.remove(at);
+            } else if f & HAS_DURATION != 0 {
+                // Ends at one time come out by event, outermost first, so an end can be below
+                // the top: it is noted and popped once it surfaces (a scan and removal in the
+                // middle of the stack made a million identical nested spans quadratic).
+                loading -= usize::from(f & LOADS_DATA != 0);
+                if open.last().is_some_and(|o| o.0 == i) {
+                    open.pop();
+                    while open.last().is_some_and(|o| buried_ends.remove(&o.0)) {
+                        open.pop();
+                    }
+                } else {
+                    buried_ends.insert(i);
+                }
             }
         }
         drop(starts);
