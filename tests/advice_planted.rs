@@ -4098,3 +4098,78 @@ fn a_frozen_module_run_every_training_step_is_named() {
     let st = a.standalone.as_ref().expect("standalone");
     assert!(find(st, title).is_none(), "{:#?}", findings(st));
 }
+
+/// Three steps that each copy 40 tensors (1 MiB and up, 40 µs each) to the GPU under
+/// `training/averaging.py(40): to`, run a 2 ms kernel, and copy 40 tensors back: named as
+/// tensors moved to the GPU and back every step, their frame given, replayed with the trip's
+/// copies removed. When the tensors going back are of other sizes (results, not the same
+/// state), no round trip is named (held-out suite 12's c06: an EMA offloaded between steps,
+/// 139 ms of copies a step, told "overlap copies with compute").
+#[test]
+fn tensors_moved_to_the_gpu_and_back_every_step_are_named() {
+    let run = |down_extra: u64| {
+        let mut ev = Vec::new();
+        let mut corr = 100u32;
+        let copy = |ev: &mut Vec<String>, corr: u32, t: f64, name: &str, bytes: u64| {
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaMemcpyAsync","pid":1,"tid":1,"ts":{t},"dur":41,"args":{{"correlation":{corr}}}}}"#
+            ));
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"gpu_memcpy","name":"{name}","pid":0,"tid":7,"ts":{},"dur":40,"args":{{"correlation":{corr},"device":0,"stream":7,"bytes":{bytes}}}}}"#,
+                t + 0.5
+            ));
+        };
+        for step in 0..3u32 {
+            let base = 6000.0 * f64::from(step);
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{step}","pid":1,"tid":1,"ts":{base},"dur":5500}}"#
+            ));
+            for (t0, name, extra) in [
+                (10.0, "Memcpy HtoD (Pageable -> Device)", 0),
+                (3720.0, "Memcpy DtoH (Device -> Pageable)", down_extra),
+            ] {
+                ev.push(format!(
+                    r#"{{"ph":"X","cat":"python_function","name":"training/averaging.py(40): to","pid":1,"tid":1,"ts":{},"dur":1700}}"#,
+                    base + t0 - 5.0
+                ));
+                for k in 0..40u64 {
+                    corr += 1;
+                    let t = base + t0 + 42.0 * k as f64;
+                    copy(&mut ev, corr, t, name, (1 << 20) + 4096 * k + extra);
+                }
+            }
+            corr += 1;
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":4,"args":{{"correlation":{corr}}}}}"#,
+                base + 1700.0
+            ));
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"kernel","name":"ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_32x5_nn","pid":0,"tid":7,"ts":{},"dur":2000,"args":{{"correlation":{corr},"device":0,"stream":7}}}}"#,
+                base + 1710.0
+            ));
+        }
+        analyze_trace(import::import_bytes(&h100_trace("", &ev)).expect("imports"))
+    };
+    let title = "Exposed memory copies: tensors moved to the GPU and back every step";
+    let a = run(0);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(st, title).unwrap_or_else(|| panic!("{:#?}", findings(st)));
+    assert!(
+        b.issue.contains("40 tensors a step")
+            && b.issue.contains("`training/averaging.py(40): to`")
+            && b.path_a.starts_with("Keep these tensors on the GPU"),
+        "{}\n{}",
+        b.issue,
+        b.path_a
+    );
+    let r = b.impact.replayed.expect("replayed");
+    // 240 copies of 40 µs are cut.
+    assert!((r.cut_ms - 9.6).abs() < 1e-6 && r.saved_ms() > 5.0, "{r:?}");
+    let a = run(7);
+    let st = a.standalone.as_ref().expect("standalone");
+    assert!(
+        !all_text(st).contains("back every step"),
+        "{}",
+        all_text(st)
+    );
+}

@@ -626,7 +626,7 @@ fn blamed_on(a: &Analysis, kind: CauseKind) -> Nanos {
 
 /// The sync's call site is named only where the calls holding 3/4 of its time share it: one
 /// Python frame around all three layers names it; two frames, around one and two of them,
-/// name none.
+/// name none unless they are in one file, which is then named.
 #[test]
 fn a_syncs_site_is_named_only_where_all_its_calls_share_it() {
     let site = |frames: &[(f64, f64, &str)]| {
@@ -653,12 +653,20 @@ fn a_syncs_site_is_named_only_where_all_its_calls_share_it() {
         Some("train.py(10): check".to_owned())
     );
     // The first layer's sync (22–606 µs on the host) under one frame, the others (from
-    // 682 µs) under another; each frame alone would be named.
+    // 682 µs) under another; each frame alone would be named. In two files, neither is.
     assert_eq!(
         site(&[
             (1.0, 650.0, "train.py(10): check"),
-            (651.0, 1e6, "train.py(20): guard")
+            (651.0, 1e6, "guards.py(20): guard")
         ]),
         None
+    );
+    // In one file (a timer's pre- and post-hooks), the file is named with both functions.
+    assert_eq!(
+        site(&[
+            (1.0, 650.0, "utils/timer.py(20): _post_hook"),
+            (651.0, 1e6, "utils/timer.py(12): _pre_hook")
+        ]),
+        Some("utils/timer.py(12, 20): _post_hook, _pre_hook".to_owned())
     );
 }

@@ -60,6 +60,64 @@ pub fn innermost_frame(
         .map(|e| trace.name(e).to_owned())
 }
 
+/// [`innermost_frame`] at each of many host events' starts, in one sweep of the trace's frames
+/// (a lookup per event scans every event: thousands of copies' launches would be quadratic).
+pub fn innermost_frames(
+    trace: &super::Trace,
+    at: &[super::EventId],
+    keep: impl Fn(&str) -> bool,
+) -> Vec<Option<super::StrId>> {
+    let mut queries: Vec<(u32, super::Nanos, usize)> = at
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| (trace.event(i).lane().0, trace.event(i).ts, k))
+        .collect();
+    queries.sort_unstable();
+    let lanes: std::collections::BTreeSet<u32> = queries.iter().map(|q| q.0).collect();
+    // Outer frames first at one start: a frame and its first callee can share it.
+    let mut frames: Vec<(
+        u32,
+        super::Nanos,
+        std::cmp::Reverse<super::Nanos>,
+        super::StrId,
+    )> = trace
+        .events
+        .iter()
+        .filter(|e| e.kind() == super::EventKind::PythonFunction && lanes.contains(&e.lane().0))
+        .map(|e| (e.lane().0, e.ts, std::cmp::Reverse(e.end()), e.name))
+        .collect();
+    frames.sort_unstable();
+    let mut kept: std::collections::HashMap<super::StrId, bool> = Default::default();
+    let mut out = vec![None; at.len()];
+    let mut open: Vec<(u32, super::Nanos, super::StrId)> = Vec::new();
+    let mut next = frames.iter().peekable();
+    for (lane, t, k) in queries {
+        while let Some(&&(l, ts, std::cmp::Reverse(end), name)) = next.peek() {
+            if (l, ts) > (lane, t) {
+                break;
+            }
+            next.next();
+            while open.last().is_some_and(|o| o.0 != l || o.1 < ts) {
+                open.pop();
+            }
+            open.push((l, end, name));
+        }
+        while open.last().is_some_and(|o| o.0 != lane || o.1 < t) {
+            open.pop();
+        }
+        out[k] = open
+            .iter()
+            .rev()
+            .find(|o| {
+                *kept
+                    .entry(o.2)
+                    .or_insert_with(|| keep(trace.strings.get(o.2)))
+            })
+            .map(|o| o.2);
+    }
+    out
+}
+
 /// [`innermost_frame`] at an event's start, or empty.
 pub fn innermost_frame_of(
     trace: &super::Trace,

@@ -53,6 +53,7 @@ pub mod pipeline_schedule;
 pub mod qk_norm_rope;
 pub mod repeated_forwards;
 pub mod rnnt_lattice;
+pub mod round_trips;
 pub mod rules;
 pub mod sibling_gemms;
 pub mod sort_sampler;

@@ -296,6 +296,8 @@ pub struct Patterns {
     pub conv_search: Option<super::conv_search::ConvSearch>,
     /// An fp32 buffer converted to the compute dtype on every read (`buffer_casts`).
     pub buffer_casts: Option<super::buffer_casts::BufferCasts>,
+    /// Tensors copied to the GPU and back in every step (`round_trips`).
+    pub round_trips: Option<super::round_trips::RoundTrips>,
     /// A lookup written as a one-hot matmul (`one_hot_matmul`).
     pub one_hot_matmul: Option<super::one_hot_matmul::OneHotMatmul>,
     /// Convolutions on PyTorch's fallback with the library off (`conv_fallback`).
@@ -440,6 +442,7 @@ pub fn find(trace: &Trace, tree: &CallTree, modules: &Modules) -> Patterns {
         depthwise_native: super::depthwise_native::find(trace, tree),
         conv_fallback: super::conv_fallback::find(trace, tree),
         buffer_casts: super::buffer_casts::find(trace, tree),
+        round_trips: super::round_trips::find(trace, tree),
         one_hot_matmul: super::one_hot_matmul::find(trace, tree),
         cross_kv_reorder: super::cross_kv_reorder::find(trace, tree),
         sort_sampler: None,

@@ -43,6 +43,7 @@ mod pipeline_bubble;
 mod precision;
 mod repeated;
 mod rnnt_lattice;
+mod round_trips;
 mod scores;
 mod sort_sampler;
 mod timeline;

@@ -359,6 +359,9 @@ pub fn timeline_findings(inp: &Inputs<'_>) -> Vec<Bottleneck> {
                 b.fix = n.fix(inp.trace, copies);
             }
         }
+        if b.fix.is_empty() {
+            round_trips::explain(&mut b, inp);
+        }
         // Copies launched by the host work holding the idle gaps, at least half of the
         // host-link copy time: that work's fix.
         if let Some(h) = holder
