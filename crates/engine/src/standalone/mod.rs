@@ -34,6 +34,7 @@ pub mod gated_activations;
 pub mod gqa_expand;
 pub mod grad_sync;
 pub mod head_loop;
+pub mod item_loops;
 pub mod kv_recompute;
 pub mod layer_test;
 pub mod lm_head_positions;

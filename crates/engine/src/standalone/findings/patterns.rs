@@ -98,6 +98,47 @@ pub(super) fn scope_of(
     }
 }
 
+/// An unfused function called once per item from a Python loop (`standalone::item_loops`):
+/// the loop is the mechanism, vectorising it the fix (held-out suite 12's c05: a per-request
+/// penalty, 96 calls a step, had been told to fuse each call).
+fn per_item_loop(
+    b: &mut Bottleneck,
+    c: &crate::standalone::patterns::FusionCandidate,
+    l: &crate::standalone::item_loops::ItemLoop,
+) {
+    // The per-item function's short name (`penalty` of `serve.py(41): penalty`).
+    let item = l.item.rsplit_once("): ").map_or(l.item.as_str(), |x| x.1);
+    let item = code(item);
+    b.title = format!(
+        "Python loop over {:.0} items: {item} called once per item",
+        l.items
+    );
+    b.issue = format!(
+        "{} calls {item} {:.0} times a call ({} calls), once per item of a batch, each item launching about {:.0} small kernels of its own data: the loop, not the kernels, sets the time (the host iterates and launches per item while the GPU waits). {}",
+        code(&short(&l.frame, 90)),
+        l.items,
+        l.calls,
+        c.kernels as f64 / (l.items * l.calls as f64).max(1.0),
+        b.issue
+    );
+    b.path_a = format!(
+        "Vectorise the loop over its items: apply {item} to the whole batch at once (the rows as one [N, …] tensor, per-item scalars as an [N, 1] tensor, per-item index lists flattened with offsets or padded, masks instead of branches), so each op launches once per call of the loop instead of once per item. Fusing one item's kernels (`torch.compile` of the function, a Triton kernel) still leaves N launches and N Python iterations."
+    );
+    b.path_b = "Not a kernel issue: each kernel works on one item's data, too little to fill the GPU; batching the items gives each kernel the whole batch.".into();
+    b.causes.push(pattern_parts::named(
+        "per_item_python_loop",
+        format!("{item} called once per item from a Python loop"),
+        format!(
+            "{} calls it {:.0} times a call ({} calls)",
+            code(&short(&l.frame, 90)),
+            l.items,
+            l.calls
+        ),
+        &b.path_a.clone(),
+        Confidence::High,
+    ));
+}
+
 pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
     let compute = inp.compute_ms();
     let p = inp.patterns;
@@ -206,7 +247,17 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     );
                     b.causes.push(own_cause(&b, "unfused_op_chain", title));
                 }
-                if c.function.is_some() {
+                let item_loop = c
+                    .function
+                    .as_deref()
+                    .and_then(|f| {
+                        crate::standalone::item_loops::around(inp.trace, f)
+                            .or_else(|| crate::standalone::item_loops::inside(inp.trace, f))
+                    })
+                    .filter(|l| l.items >= crate::standalone::item_loops::MIN_ITEMS);
+                if let Some(l) = item_loop.as_ref() {
+                    per_item_loop(&mut b, c, l);
+                } else if c.function.is_some() {
                     // The action is the function's to take; the cause is named so the chain reads
                     // as one (its op findings fold in below).
                     b.path_a = b.path_a.replace("the module", "the function");

@@ -1,0 +1,196 @@
+//! A function called once per item of a batch from a Python loop (docs/analysis.md, "A
+//! per-item Python loop"): the innermost frame around the function's calls that encloses many
+//! of them is the loop. Fusing one call's kernels leaves the loop's launches and Python
+//! iterations; vectorising over the items removes them (held-out suite 12's c05: a logits
+//! penalty applied per request, 96 times a step, told to fuse each call).
+
+use crate::model::{EventKind, Nanos, Trace};
+
+/// A loop calls the function at least this many times per call to be named a per-item loop.
+pub const MIN_ITEMS: f64 = 16.0;
+
+/// The loop around a function's calls.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ItemLoop {
+    /// The loop's frame as recorded (`serving/plugins/penalties.py(58): apply_request_processors`).
+    pub frame: String,
+    /// The function called once per item (the function itself, or one it calls).
+    pub item: String,
+    /// Calls of the loop's frame that hold the function's calls, and those calls per loop call.
+    pub calls: usize,
+    pub items: f64,
+}
+
+/// The innermost Python frame that encloses at least [`MIN_ITEMS`] calls of `function` (a
+/// frame name as recorded), for most of its calls; `None` where the calls are not looped so.
+pub fn around(trace: &Trace, function: &str) -> Option<ItemLoop> {
+    let target = trace.strings.find(function)?;
+    let frames = sorted_frames(trace);
+    // Per call of the function, the frames open around it (outermost first); per frame, the
+    // calls it encloses.
+    let mut open: Vec<(u32, Nanos, u32)> = Vec::new();
+    let mut around_calls: Vec<Vec<u32>> = Vec::new();
+    let mut enclosed: std::collections::HashMap<u32, usize> = Default::default();
+    for &(lane, ts, std::cmp::Reverse(end), i) in &frames {
+        while open.last().is_some_and(|o| o.0 != lane || o.1 <= ts) {
+            open.pop();
+        }
+        if trace.events[i as usize].name == target {
+            let stack: Vec<u32> = open.iter().map(|o| o.2).collect();
+            for &f in &stack {
+                *enclosed.entry(f).or_default() += 1;
+            }
+            around_calls.push(stack);
+        }
+        open.push((lane, end, i));
+    }
+    if around_calls.is_empty() {
+        return None;
+    }
+    // Each call's loop: the innermost frame around it enclosing enough calls, by name.
+    let mut by_name: Vec<(crate::model::StrId, std::collections::BTreeSet<u32>, usize)> =
+        Vec::new();
+    for stack in &around_calls {
+        let Some(at) = stack.iter().rposition(|f| enclosed[f] as f64 >= MIN_ITEMS) else {
+            continue;
+        };
+        // A module call between the loop and the function makes it a loop over layers or
+        // modules (a rotary embedding called in each decoder layer), not over items.
+        if stack[at + 1..].iter().any(|&g| {
+            trace
+                .name(&trace.events[g as usize])
+                .starts_with("nn.Module: ")
+        }) {
+            continue;
+        }
+        let f = stack[at];
+        let name = trace.events[f as usize].name;
+        match by_name.iter_mut().find(|x| x.0 == name) {
+            Some(x) => {
+                x.1.insert(f);
+                x.2 += 1;
+            }
+            None => by_name.push((name, [f].into(), 1)),
+        }
+    }
+    let (name, loops, calls) = by_name.into_iter().max_by_key(|x| x.2)?;
+    // Most of the function's calls are in such loops.
+    if calls * 4 < around_calls.len() * 3 {
+        return None;
+    }
+    Some(ItemLoop {
+        frame: trace.strings.get(name).to_owned(),
+        item: function.to_owned(),
+        calls: loops.len(),
+        items: calls as f64 / loops.len() as f64,
+    })
+}
+
+/// Python frames sorted by (lane, start, longest first), as event indices with their spans.
+fn sorted_frames(trace: &Trace) -> Vec<(u32, Nanos, std::cmp::Reverse<Nanos>, u32)> {
+    let mut frames: Vec<(u32, Nanos, std::cmp::Reverse<Nanos>, u32)> = trace
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.kind() == EventKind::PythonFunction && e.dur > 0)
+        .map(|(i, e)| (e.lane().0, e.ts, std::cmp::Reverse(e.end()), i as u32))
+        .collect();
+    frames.sort_unstable();
+    frames
+}
+
+/// Where `function` is itself the loop: the user function it calls most often, at least
+/// [`MIN_ITEMS`] times a call on average (the outermost of equally frequent ones, so a helper
+/// and the function it wraps name the helper).
+pub fn inside(trace: &Trace, function: &str) -> Option<ItemLoop> {
+    let target = trace.strings.find(function)?;
+    let frames = sorted_frames(trace);
+    let mut open: Vec<(u32, Nanos, crate::model::StrId)> = Vec::new();
+    let mut calls = 0usize;
+    // Per child name: calls under the function, and the least depth below it seen.
+    let mut children: std::collections::HashMap<crate::model::StrId, (usize, usize)> =
+        Default::default();
+    let mut kept: std::collections::HashMap<crate::model::StrId, bool> = Default::default();
+    for &(lane, ts, std::cmp::Reverse(end), i) in &frames {
+        while open.last().is_some_and(|o| o.0 != lane || o.1 <= ts) {
+            open.pop();
+        }
+        let name = trace.events[i as usize].name;
+        if name == target {
+            calls += 1;
+        } else if let Some(at) = open.iter().rposition(|o| o.2 == target) {
+            let user = *kept.entry(name).or_insert_with(|| {
+                crate::model::host_calls::is_user_function(trace.strings.get(name))
+            });
+            if user {
+                let depth = open.len() - at;
+                let c = children.entry(name).or_insert((0, depth));
+                c.0 += 1;
+                c.1 = c.1.min(depth);
+            }
+        }
+        open.push((lane, end, name));
+    }
+    let (child, (n, _)) = children
+        .into_iter()
+        .max_by(|a, b| a.1 .0.cmp(&b.1 .0).then(b.1 .1.cmp(&a.1 .1)))?;
+    let items = n as f64 / calls.max(1) as f64;
+    (items >= MIN_ITEMS).then(|| ItemLoop {
+        frame: function.to_owned(),
+        item: trace.strings.get(child).to_owned(),
+        calls,
+        items,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two loop calls of 20 items each around `penalty`, each item inside a helper frame:
+    /// the loop is the frame around the helpers, 20 items a call. With 4 items a call, none;
+    /// with a module frame around each item (a loop over layers), none.
+    #[test]
+    fn the_loop_is_the_innermost_frame_around_many_calls() {
+        let trace_of = |items: usize, layers: bool| {
+            let mut ev = Vec::new();
+            for l in 0..2usize {
+                let t0 = l * 10_000;
+                ev.push(format!(r#"{{"ph":"X","cat":"python_function","name":"serve.py(58): apply_all","pid":1,"tid":1,"ts":{t0},"dur":9000}}"#));
+                for k in 0..items {
+                    let t = t0 + 10 + k * 100;
+                    let helper = if layers {
+                        format!("nn.Module: Layer_{k}")
+                    } else {
+                        "serve.py(71): _apply_one".into()
+                    };
+                    ev.push(format!(r#"{{"ph":"X","cat":"python_function","name":"{helper}","pid":1,"tid":1,"ts":{t},"dur":90}}"#));
+                    ev.push(format!(r#"{{"ph":"X","cat":"python_function","name":"serve.py(41): penalty","pid":1,"tid":1,"ts":{},"dur":50}}"#, t + 10));
+                }
+            }
+            let doc = format!(r#"{{"traceEvents":[{}]}}"#, ev.join(","));
+            crate::import::import_bytes(doc.as_bytes()).expect("trace")
+        };
+        let looped = ItemLoop {
+            frame: "serve.py(58): apply_all".into(),
+            item: "serve.py(41): penalty".into(),
+            calls: 2,
+            items: 20.0,
+        };
+        assert_eq!(
+            around(&trace_of(20, false), "serve.py(41): penalty"),
+            Some(looped.clone())
+        );
+        // Seen from the loop: its helper `_apply_one` is the item (outermost of the two).
+        assert_eq!(
+            inside(&trace_of(20, false), "serve.py(58): apply_all"),
+            Some(ItemLoop {
+                item: "serve.py(71): _apply_one".into(),
+                ..looped
+            })
+        );
+        assert_eq!(inside(&trace_of(4, false), "serve.py(58): apply_all"), None);
+        assert_eq!(around(&trace_of(4, false), "serve.py(41): penalty"), None);
+        assert_eq!(around(&trace_of(20, true), "serve.py(41): penalty"), None);
+    }
+}
