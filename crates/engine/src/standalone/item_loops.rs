@@ -23,15 +23,14 @@ pub struct ItemLoop {
 
 /// The innermost Python frame that encloses at least [`MIN_ITEMS`] calls of `function` (a
 /// frame name as recorded), for most of its calls; `None` where the calls are not looped so.
-pub fn around(trace: &Trace, function: &str) -> Option<ItemLoop> {
+pub fn around(trace: &Trace, frames: &Frames, function: &str) -> Option<ItemLoop> {
     let target = trace.strings.find(function)?;
-    let frames = sorted_frames(trace);
     // Per call of the function, the frames open around it (outermost first); per frame, the
     // calls it encloses.
     let mut open: Vec<(u32, Nanos, u32)> = Vec::new();
     let mut around_calls: Vec<Vec<u32>> = Vec::new();
     let mut enclosed: std::collections::HashMap<u32, usize> = Default::default();
-    for &(lane, ts, std::cmp::Reverse(end), i) in &frames {
+    for &(lane, ts, std::cmp::Reverse(end), i) in &frames.0 {
         while open.last().is_some_and(|o| o.0 != lane || o.1 <= ts) {
             open.pop();
         }
@@ -48,8 +47,13 @@ pub fn around(trace: &Trace, function: &str) -> Option<ItemLoop> {
         return None;
     }
     // Each call's loop: the innermost frame around it enclosing enough calls, by name.
-    let mut by_name: Vec<(crate::model::StrId, std::collections::BTreeSet<u32>, usize)> =
-        Vec::new();
+    type Loop = (
+        crate::model::StrId,
+        std::collections::BTreeSet<u32>,
+        usize,
+        crate::model::StrId,
+    );
+    let mut by_name: Vec<Loop> = Vec::new();
     for stack in &around_calls {
         let Some(at) = stack.iter().rposition(|f| enclosed[f] as f64 >= MIN_ITEMS) else {
             continue;
@@ -64,54 +68,65 @@ pub fn around(trace: &Trace, function: &str) -> Option<ItemLoop> {
             continue;
         }
         let f = stack[at];
+        // The frame the loop calls once per item, where the function sits deeper (a helper
+        // that applies several functions to one item).
+        let item = stack
+            .get(at + 1)
+            .map(|&g| trace.events[g as usize].name)
+            .filter(|&n| crate::model::host_calls::is_user_function(trace.strings.get(n)))
+            .unwrap_or(target);
         let name = trace.events[f as usize].name;
         match by_name.iter_mut().find(|x| x.0 == name) {
             Some(x) => {
                 x.1.insert(f);
                 x.2 += 1;
             }
-            None => by_name.push((name, [f].into(), 1)),
+            None => by_name.push((name, [f].into(), 1, item)),
         }
     }
-    let (name, loops, calls) = by_name.into_iter().max_by_key(|x| x.2)?;
+    let (name, loops, calls, item) = by_name.into_iter().max_by_key(|x| x.2)?;
     // Most of the function's calls are in such loops.
     if calls * 4 < around_calls.len() * 3 {
         return None;
     }
     Some(ItemLoop {
         frame: trace.strings.get(name).to_owned(),
-        item: function.to_owned(),
+        item: trace.strings.get(item).to_owned(),
         calls: loops.len(),
         items: calls as f64 / loops.len() as f64,
     })
 }
 
-/// Python frames sorted by (lane, start, longest first), as event indices with their spans.
-fn sorted_frames(trace: &Trace) -> Vec<(u32, Nanos, std::cmp::Reverse<Nanos>, u32)> {
-    let mut frames: Vec<(u32, Nanos, std::cmp::Reverse<Nanos>, u32)> = trace
-        .events
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.kind() == EventKind::PythonFunction && e.dur > 0)
-        .map(|(i, e)| (e.lane().0, e.ts, std::cmp::Reverse(e.end()), i as u32))
-        .collect();
-    frames.sort_unstable();
-    frames
+/// The trace's Python frames sorted by (lane, start, longest first), as (lane, start, end,
+/// event index): sorted once for every function looked up.
+pub struct Frames(Vec<(u32, Nanos, std::cmp::Reverse<Nanos>, u32)>);
+
+impl Frames {
+    pub fn of(trace: &Trace) -> Frames {
+        let mut frames: Vec<(u32, Nanos, std::cmp::Reverse<Nanos>, u32)> = trace
+            .events
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.kind() == EventKind::PythonFunction && e.dur > 0)
+            .map(|(i, e)| (e.lane().0, e.ts, std::cmp::Reverse(e.end()), i as u32))
+            .collect();
+        frames.sort_unstable();
+        Frames(frames)
+    }
 }
 
 /// Where `function` is itself the loop: the user function it calls most often, at least
 /// [`MIN_ITEMS`] times a call on average (the outermost of equally frequent ones, so a helper
 /// and the function it wraps name the helper).
-pub fn inside(trace: &Trace, function: &str) -> Option<ItemLoop> {
+pub fn inside(trace: &Trace, frames: &Frames, function: &str) -> Option<ItemLoop> {
     let target = trace.strings.find(function)?;
-    let frames = sorted_frames(trace);
     let mut open: Vec<(u32, Nanos, crate::model::StrId)> = Vec::new();
     let mut calls = 0usize;
     // Per child name: calls under the function, and the least depth below it seen.
     let mut children: std::collections::HashMap<crate::model::StrId, (usize, usize)> =
         Default::default();
     let mut kept: std::collections::HashMap<crate::model::StrId, bool> = Default::default();
-    for &(lane, ts, std::cmp::Reverse(end), i) in &frames {
+    for &(lane, ts, std::cmp::Reverse(end), i) in &frames.0 {
         while open.last().is_some_and(|o| o.0 != lane || o.1 <= ts) {
             open.pop();
         }
@@ -171,26 +186,48 @@ mod tests {
             let doc = format!(r#"{{"traceEvents":[{}]}}"#, ev.join(","));
             crate::import::import_bytes(doc.as_bytes()).expect("trace")
         };
+        // The item is the helper the loop calls, `_apply_one`, around `penalty`; seen from
+        // the loop, the same (the outermost of the two frequent functions).
         let looped = ItemLoop {
             frame: "serve.py(58): apply_all".into(),
-            item: "serve.py(41): penalty".into(),
+            item: "serve.py(71): _apply_one".into(),
             calls: 2,
             items: 20.0,
         };
         assert_eq!(
-            around(&trace_of(20, false), "serve.py(41): penalty"),
+            {
+                let t = trace_of(20, false);
+                around(&t, &Frames::of(&t), "serve.py(41): penalty")
+            },
             Some(looped.clone())
         );
-        // Seen from the loop: its helper `_apply_one` is the item (outermost of the two).
         assert_eq!(
-            inside(&trace_of(20, false), "serve.py(58): apply_all"),
-            Some(ItemLoop {
-                item: "serve.py(71): _apply_one".into(),
-                ..looped
-            })
+            {
+                let t = trace_of(20, false);
+                inside(&t, &Frames::of(&t), "serve.py(58): apply_all")
+            },
+            Some(looped)
         );
-        assert_eq!(inside(&trace_of(4, false), "serve.py(58): apply_all"), None);
-        assert_eq!(around(&trace_of(4, false), "serve.py(41): penalty"), None);
-        assert_eq!(around(&trace_of(20, true), "serve.py(41): penalty"), None);
+        assert_eq!(
+            {
+                let t = trace_of(4, false);
+                inside(&t, &Frames::of(&t), "serve.py(58): apply_all")
+            },
+            None
+        );
+        assert_eq!(
+            {
+                let t = trace_of(4, false);
+                around(&t, &Frames::of(&t), "serve.py(41): penalty")
+            },
+            None
+        );
+        assert_eq!(
+            {
+                let t = trace_of(20, true);
+                around(&t, &Frames::of(&t), "serve.py(41): penalty")
+            },
+            None
+        );
     }
 }

@@ -48,7 +48,7 @@ pub(super) fn add_moe_loop(f: &mut CategoryFindings, inp: &Inputs<'_>) {
         time,
         evidence.clone(),
         action,
-        "Not a kernel issue: each expert GEMM is small; a grouped GEMM runs them as one launch.",
+        "Not a kernel issue: the expert GEMMs keep their work (a grouped GEMM runs them in one launch per layer); the dispatch and combine passes around them are what goes.",
         ProjectionKind::Saving,
         rules::saving_projection(time, time - saving, inp.compute_ms()),
         inp,

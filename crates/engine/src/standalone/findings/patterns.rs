@@ -98,6 +98,45 @@ pub(super) fn scope_of(
     }
 }
 
+/// A second function of a per-item loop already found: its kernels, and the host time of the
+/// ops that go with them, join the loop's finding and its replayed fix.
+fn fold_into_loop(
+    first: &mut Bottleneck,
+    b: Bottleneck,
+    c: &crate::standalone::patterns::FusionCandidate,
+) {
+    first.issue.push_str(&format!(
+        " Each item also calls {} ({} kernels over {} calls, {:.3} ms), part of the same loop.",
+        code(&c.class),
+        c.kernels,
+        c.instances,
+        c.all_ms()
+    ));
+    for (verb, sel) in b.fix {
+        let Some((kind, rest)) = sel.split_once(':') else {
+            continue;
+        };
+        let (ids, factor) = rest
+            .split_once('=')
+            .map_or((rest, None), |(i, f)| (i, Some(f)));
+        match first.fix.iter_mut().find(|(v, s)| {
+            *v == verb
+                && s.split_once(':')
+                    .is_some_and(|(k, r)| k == kind && r.split_once('=').map(|x| x.1) == factor)
+        }) {
+            Some((_, s)) => {
+                let (head, tail) = match s.split_once('=') {
+                    Some((h, t)) => (h.to_owned(), format!("={t}")),
+                    None => (s.clone(), String::new()),
+                };
+                *s = format!("{head},{ids}{tail}");
+            }
+            None => first.fix.push((verb, sel)),
+        }
+    }
+    first.time_ms += b.time_ms;
+}
+
 /// An unfused function called once per item from a Python loop (`standalone::item_loops`):
 /// the loop is the mechanism, vectorising it the fix (held-out suite 12's c05: a per-request
 /// penalty, 96 calls a step, had been told to fuse each call).
@@ -114,7 +153,7 @@ fn per_item_loop(
         l.items
     );
     b.issue = format!(
-        "{} calls {item} {:.0} times a call ({} calls), once per item of a batch, each item launching about {:.0} small kernels of its own data: the loop, not the kernels, sets the time (the host iterates and launches per item while the GPU waits). {}",
+        "{} calls {item} {:.0} times a call ({} calls), once per item of a batch, each item launching about {:.0} small kernels of its own data: the loop, not the kernels' work, sets the time (every item pays its Python iteration, its launches and each kernel's fixed cost on the GPU, one item after another). {}",
         code(&short(&l.frame, 90)),
         l.items,
         l.calls,
@@ -171,6 +210,8 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
             });
             let optimizer_fires =
                 optimizer.is_some_and(|o| add_per_tensor_optimizer(f, o, optimizer_chain, inp));
+            // The Python frames, sorted once for the functions' loop lookups.
+            let frames = std::cell::OnceCell::new();
             for c in p
                 .fusion
                 .iter()
@@ -251,8 +292,9 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     .function
                     .as_deref()
                     .and_then(|f| {
-                        crate::standalone::item_loops::around(inp.trace, f)
-                            .or_else(|| crate::standalone::item_loops::inside(inp.trace, f))
+                        use crate::standalone::item_loops::{around, inside, Frames};
+                        let frames = frames.get_or_init(|| Frames::of(inp.trace));
+                        around(inp.trace, frames, f).or_else(|| inside(inp.trace, frames, f))
                     })
                     .filter(|l| l.items >= crate::standalone::item_loops::MIN_ITEMS);
                 if let Some(l) = item_loop.as_ref() {
@@ -315,6 +357,15 @@ pub(super) fn add_patterns(f: &mut CategoryFindings, inp: &Inputs<'_>) {
                     }
                     fix
                 };
+                // Two functions of one per-item loop are one finding: the loop's (held-out
+                // suite 12's c09: `_box_loss` and `build_targets_single`, both per image).
+                if let Some(first) = item_loop
+                    .as_ref()
+                    .and_then(|_| f.bottlenecks.iter_mut().find(|x| x.title == b.title))
+                {
+                    fold_into_loop(first, b, c);
+                    continue;
+                }
                 f.bottlenecks.push(b);
             }
             if let Some(z) = p.zero_grad.as_ref() {

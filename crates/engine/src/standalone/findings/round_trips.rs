@@ -39,7 +39,7 @@ pub(super) fn explain(b: &mut Bottleneck, inp: &Inputs<'_>) {
         }
     );
     let action = if r.up_first {
-        "Keep these tensors on the GPU between steps: they cross the host link twice a step to be used once. Where they are a weight average (EMA), keep it on the GPU and update it in place with `torch._foreach_lerp_` (diffusers' `EMAModel(foreach=True)`), or update it every N steps; only where GPU memory cannot hold them, move them with pinned buffers and `non_blocking=True` on a side stream so the copies overlap compute."
+        "Keep these tensors on the GPU between steps: they cross the host link twice a step to be used once. Where they are a weight average (EMA), keep it on the GPU, where its update runs in place, or update it every N steps; only where GPU memory cannot hold them, move them with pinned buffers and `non_blocking=True` on a side stream so the copies overlap compute."
     } else {
         "Offload only what memory requires: each offloaded tensor crosses the host link twice a step. Keep the tensors on the GPU where memory allows (activation checkpointing recomputes instead of copying); where offloading stays, copy through pinned buffers with `non_blocking=True` on a side stream, prefetching each tensor a layer ahead of its use."
     };
@@ -50,6 +50,7 @@ pub(super) fn explain(b: &mut Bottleneck, inp: &Inputs<'_>) {
     };
     b.issue.push_str(&format!(" {evidence}"));
     b.path_a = action.into();
+    b.path_b = "Not a kernel issue: the copies take the bytes' time over the host link; not making the trip is the lever.".into();
     b.causes.insert(
         0,
         pattern_parts::named(
