@@ -544,3 +544,30 @@ fn parameters_count_every_instance() {
         w.scale
     );
 }
+
+/// Child modules numbered per parent (each expert's `Linear_0`) are distinct layers: two
+/// experts with a [1024, 512] weight each are 2 Linear layers and 1.0M parameters (held-out
+/// suite 12's c07: 5,184 expert Linears had read as 389, a 16B model as 1.8B).
+#[test]
+fn children_numbered_per_parent_are_distinct_layers() {
+    let mut ev = Vec::new();
+    for k in 0..2u32 {
+        let t = 100 + k * 1000;
+        ev.push(format!(r#"{{"ph":"X","cat":"python_function","name":"nn.Module: Expert_{k}","pid":1,"tid":1,"ts":{t},"dur":500}}"#));
+        ev.push(format!(r#"{{"ph":"X","cat":"python_function","name":"nn.Module: Linear_0","pid":1,"tid":1,"ts":{},"dur":400}}"#, t + 10));
+        ev.push(format!(r#"{{"ph":"X","cat":"cpu_op","name":"aten::linear","pid":1,"tid":1,"ts":{},"dur":100,"args":{{"External id":{k},"Input Dims":[[64, 512], [1024, 512], []],"Input type":["c10::BFloat16","c10::BFloat16",""]}}}}"#, t + 20));
+        ev.push(format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":5,"args":{{"correlation":{}}}}}"#, t + 30, 10 + k));
+        ev.push(format!(r#"{{"ph":"X","cat":"kernel","name":"nvjet_tst_64x8_64x16_4x1_v_bz_TNT","pid":0,"tid":7,"ts":{},"dur":20,"args":{{"correlation":{},"device":0,"stream":7}}}}"#, t + 40, 10 + k));
+    }
+    let doc = format!(
+        r#"{{"deviceProperties":[{{"id":0,"name":"NVIDIA H100 80GB HBM3","totalGlobalMem":85899345920,"numSms":132}}],"traceEvents":[{}]}}"#,
+        ev.join(",")
+    );
+    let a = analyze(doc.as_bytes());
+    let w = workload(&a);
+    assert!(
+        w.scale.starts_with("≈1.0M parameters in 2 Linear layers"),
+        "{}",
+        w.scale
+    );
+}
