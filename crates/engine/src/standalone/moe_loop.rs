@@ -83,19 +83,19 @@ fn is_routing_op(name: &str) -> bool {
 /// or reads a result back to the host (`.cpu()` / `.tolist()` of the tokens per expert: a
 /// device-to-host copy under it, or `.item()`): either way the host waits for the routing.
 fn syncs_on_data(trace: &Trace, tree: &CallTree, id: EventId) -> bool {
+    // The subtree's GPU events once, here; the ops below by name only.
+    tree.gpu_under(id).any(|g| {
+        let e = trace.event(g);
+        e.kind() == EventKind::GpuMemcpy && trace.name(e).contains("DtoH")
+    }) || waits_by_name(trace, tree, id)
+}
+
+fn waits_by_name(trace: &Trace, tree: &CallTree, id: EventId) -> bool {
     use crate::analysis::host_wait::{sync_op, CauseKind};
-    let own = |e: EventId| {
-        matches!(
-            sync_op(trace.name(trace.event(e))),
-            Some(CauseKind::DataDependentSync | CauseKind::ItemSync)
-        )
-    };
-    own(id)
-        || tree.gpu_under(id).any(|g| {
-            let e = trace.event(g);
-            e.kind() == EventKind::GpuMemcpy && trace.name(e).contains("DtoH")
-        })
-        || tree.children(id).any(|c| syncs_on_data(trace, tree, c))
+    matches!(
+        sync_op(trace.name(trace.event(id))),
+        Some(CauseKind::DataDependentSync | CauseKind::ItemSync)
+    ) || tree.children(id).any(|c| waits_by_name(trace, tree, c))
 }
 
 fn is_gemm_op(name: &str) -> bool {
