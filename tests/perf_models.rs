@@ -796,3 +796,90 @@ fn rotary_embedding_of_queries_and_keys() {
     assert_eq!(m.flops, 3.0 * n);
     assert_eq!(m.bytes, Some(2.0 * n * 2.0));
 }
+
+/// An autograd node records no shapes, so TraceLens's sheet groups all its calls under one row
+/// with the first call's model; Jarvis's rows split it by the forward each call was linked to
+/// (suite 12 c06: 96 SDPA backward calls of eight shapes under one cross-attention shape).
+#[test]
+fn an_autograd_nodes_calls_are_split_by_their_forwards_signatures() {
+    let bf = "c10::BFloat16";
+    // Self-attention (4096 keys) and cross-attention (77 keys), both d = 40.
+    let fwd = |kv: u32, seq: u32, ts: u32, corr: u32| {
+        json!([
+            {"ph": "X", "cat": "cpu_op", "name": "aten::_scaled_dot_product_flash_attention", "pid": 1, "tid": 1, "ts": ts, "dur": 20,
+             "args": {"Input Dims": [[64, 8, 4096, 40], [64, 8, kv, 40], [64, 8, kv, 40], [], [], [], []],
+                      "Input type": [bf, bf, bf, "Scalar", "Scalar", "Scalar", ""],
+                      "Input Strides": [[], [], [], [], [], [], []],
+                      "Concrete Inputs": ["", "", "", "0.", "False", "False", ""], "Sequence number": seq}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts + 1, "dur": 2, "args": {"correlation": corr}},
+            {"ph": "X", "cat": "kernel", "name": "attn_fwd", "pid": 0, "tid": 7, "ts": ts + 5, "dur": 100, "args": {"correlation": corr, "stream": 7, "device": 0}},
+        ])
+    };
+    let bwd = |seq: u32, ts: u32, dur: u32, corr: u32| {
+        json!([
+            {"ph": "X", "cat": "cpu_op", "name": "autograd::engine::evaluate_function: ScaledDotProductFlashAttentionBackward0", "pid": 1, "tid": 2, "ts": ts, "dur": 30, "args": {"Sequence number": seq}},
+            {"ph": "X", "cat": "cpu_op", "name": "ScaledDotProductFlashAttentionBackward0", "pid": 1, "tid": 2, "ts": ts + 1, "dur": 28, "args": {"Sequence number": seq}},
+            {"ph": "X", "cat": "cpu_op", "name": "aten::_scaled_dot_product_flash_attention_backward", "pid": 1, "tid": 2, "ts": ts + 2, "dur": 26, "args": {}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": ts + 3, "dur": 2, "args": {"correlation": corr}},
+            {"ph": "X", "cat": "kernel", "name": "bwd_kernel_dk_dv", "pid": 0, "tid": 7, "ts": ts + 10, "dur": dur, "args": {"correlation": corr, "stream": 7, "device": 0}},
+        ])
+    };
+    let mut events = Vec::new();
+    for part in [
+        fwd(4096, 1, 0, 1),
+        fwd(77, 2, 200, 2),
+        fwd(4096, 3, 400, 3),
+        bwd(3, 1000, 300, 4),
+        bwd(2, 1400, 20, 5),
+        bwd(1, 1800, 310, 6),
+    ] {
+        events.extend(part.as_array().expect("events").iter().cloned());
+    }
+    let trace = json!({"traceEvents": events});
+    let a = jarvis_engine::analyze(trace.to_string().as_bytes()).expect("analyzes");
+    const NODE: &str = "ScaledDotProductFlashAttentionBackward0";
+    // TraceLens's sheet: one row of three calls.
+    let u = a.report.sheet("unified_perf_summary").expect("unified");
+    let (name, count) = (
+        u.column("name").expect("n"),
+        u.column("operation_count").expect("c"),
+    );
+    let sheet_rows: Vec<_> = u
+        .rows
+        .iter()
+        .filter(|r| r[name].as_str() == Some(NODE))
+        .collect();
+    assert_eq!(sheet_rows.len(), 1);
+    assert_eq!(sheet_rows[0][count].as_f64(), Some(3.0));
+    // Jarvis's rows: one per forward signature, each with its own calls, time and model.
+    let st = a.standalone.as_ref().expect("standalone");
+    // The split row stays in its place (the rows are indexed as the sheet's) with no calls.
+    let parent: Vec<_> = st.rows.iter().filter(|r| r.split_into > 0).collect();
+    assert_eq!(parent.len(), 1);
+    assert_eq!((parent[0].split_into, parent[0].count), (2, 0));
+    let mut rows: Vec<_> = st
+        .rows
+        .iter()
+        .filter(|r| r.name == NODE && r.split_into == 0)
+        .collect();
+    rows.sort_by_key(|r| r.param("N_KV"));
+    let got: Vec<(Option<i64>, u64, f64)> = rows
+        .iter()
+        .map(|r| (r.param("N_KV"), r.count, r.kernel_us))
+        .collect();
+    assert_eq!(got, vec![(Some(77), 1, 20.0), (Some(4096), 2, 610.0)]);
+    // Each part's FLOPs are its shape's: the self-attention part does 4096/77 times the
+    // cross-attention part's work.
+    let (cross, own) = (
+        rows[0].gflops.expect("gflops"),
+        rows[1].gflops.expect("gflops"),
+    );
+    assert!(
+        (own / cross - 4096.0 / 77.0).abs() < 1e-6,
+        "{own} / {cross}"
+    );
+    // Each part is numbered after the sheet's rows and exported with its own cells.
+    assert!(rows.iter().all(|r| r.row >= u.rows.len()));
+    assert!(st.rows.iter().enumerate().all(|(i, r)| r.row == i));
+    assert_eq!(st.by_signature.len(), 2);
+}

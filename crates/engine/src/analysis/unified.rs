@@ -521,6 +521,11 @@ pub fn perf_params(m: &Metrics) -> String {
 /// The `unified_perf_summary` sheet and which of its rows each event belongs to.
 pub struct UnifiedSheet {
     pub sheet: Sheet,
+    /// Jarvis's own: the rows whose calls are modelled with more than one signature (an
+    /// autograd node's, from its forward ops), one row per signature, in the sheet's columns
+    /// plus [`SPLIT_OF`]; TraceLens's sheet keeps them as one row. Their events belong to these
+    /// rows in `owner`, numbered after the sheet's rows.
+    pub split: Sheet,
     /// (event, sheet row) for every GPU event a row is credited with and every (non-synthetic)
     /// instance event: the timeline's kernel-to-op link.
     pub owner: Vec<(u32, u32)>,
@@ -630,130 +635,205 @@ pub fn unified_sheet(
                 .collect::<Vec<_>>(),
         )
     };
-    let mut out: Vec<Out> = groups
+    // One group's row from its members (all of them, or one signature's part).
+    let build = |key: [String; 9], members: &[&UnifiedRow]| -> Out {
+        // Every member's GPU events and kernel details in one vector each (a group can
+        // have a million members), sliced per member.
+        let mut flat: Vec<EventId> = Vec::with_capacity(members.len());
+        let mut bounds: Vec<usize> = Vec::with_capacity(members.len() + 1);
+        bounds.push(0);
+        for r in members {
+            table.gpu_into(ctx, r, &mut flat);
+            bounds.push(flat.len());
+        }
+        let gpus: Vec<&[EventId]> = bounds.windows(2).map(|w| &flat[w[0]..w[1]]).collect();
+        let kt: Vec<f64> = gpus.iter().map(|g| span(g)).collect();
+        // A pseudo op has no CPU time: NaN, skipped as pandas skips it.
+        let dur: Vec<f64> = members
+            .iter()
+            .map(|r| trace.event(r.event))
+            .map(|e| if e.has_time() { us(e.dur) } else { f64::NAN })
+            .collect();
+        let m = |f: &dyn Fn(&Metrics, f64) -> f64| -> Vec<f64> {
+            members
+                .iter()
+                .zip(&kt)
+                .map(|(r, k)| r.metrics.as_ref().map_or(f64::NAN, |x| f(x, *k)))
+                .collect()
+        };
+        let gf = m(&|x, _| x.gflops());
+        let mb = m(&|x, _| x.data_moved_mb());
+        let ai = m(&|x, _| x.flops_per_byte());
+        let tb = m(&|x, k| x.tb_per_s(k));
+        let tf = m(&|x, k| x.tflops_per_s(k));
+        let (a_tb, a_tf, a_kt, a_dur) = (skipna(&tb), skipna(&tf), Agg::of(&kt), skipna(&dur));
+        let first = members[0];
+        let mut cells: Vec<Cell> = key
+            .into_iter()
+            .map(|k| {
+                if k.is_empty() {
+                    Cell::Empty
+                } else {
+                    Cell::Str(k)
+                }
+            })
+            .collect();
+        cells.push(Cell::Int(i64::from(first.uid)));
+        cells.push(Cell::Int(members.len() as i64));
+        cells.extend([Cell::f(a_dur.sum), Cell::f(a_dur.mean), Cell::f(a_dur.std)]);
+        cells.extend([
+            Cell::f(first_f(&gf)),
+            Cell::f(first_f(&mb)),
+            Cell::f(first_f(&ai)),
+        ]);
+        let spec = members
+            .iter()
+            .find_map(|r| r.metrics.as_ref().map(|x| x.compute_spec.clone()));
+        cells.push(spec.map_or(Cell::Empty, Cell::Str));
+        cells.extend([
+            Cell::f(a_tb.mean),
+            Cell::f(a_tb.std),
+            Cell::f(a_tf.mean),
+            Cell::f(a_tf.std),
+        ]);
+        cells.extend([Cell::f(a_kt.mean), Cell::f(a_kt.std), Cell::f(a_kt.sum)]);
+        cells.extend([
+            Cell::f(a_dur.median),
+            Cell::f(a_dur.min),
+            Cell::f(a_dur.max),
+        ]);
+        cells.extend([Cell::f(a_tb.median), Cell::f(a_tb.min), Cell::f(a_tb.max)]);
+        cells.extend([Cell::f(a_tf.median), Cell::f(a_tf.min), Cell::f(a_tf.max)]);
+        cells.extend([Cell::f(a_kt.median), Cell::f(a_kt.min), Cell::f(a_kt.max)]);
+        let details = kernel_details(trace, &flat);
+        let inst: Vec<&[_]> = bounds.windows(2).map(|w| &details[w[0]..w[1]]).collect();
+        let (full, trunc) = summarize_kernel_details(&inst);
+        cells.push(full);
+        cells.push(trunc);
+        let params = members
+            .iter()
+            .find_map(|r| r.metrics.as_deref().map(perf_params));
+        cells.push(params.map_or(Cell::Empty, Cell::Str));
+        cells.push(Cell::s(if first.has_model { "True" } else { "False" }));
+        if ctx.inference {
+            let chains = group_chains(ctx, members, &gpus, &inst);
+            cells.push(Cell::s(call_stacks::entry_point(
+                &chains,
+                table.name(trace, first),
+            )));
+            cells.push(Cell::s(call_stacks::render(&chains)));
+        }
+        if let Some(p) = platform {
+            let metrics: Vec<Option<&Metrics>> =
+                members.iter().map(|r| r.metrics.as_deref()).collect();
+            cells.extend(roofline_cells(p, &metrics, &kt, PctOrder::MeanStdFirst));
+        }
+        let owned = members
+            .iter()
+            .filter(|r| r.synthetic().is_none())
+            .map(|r| r.event.0)
+            .chain(flat.iter().map(|g| g.0))
+            .collect();
+        Out {
+            cells,
+            kt_sum: a_kt.sum,
+            uid: first.uid,
+            owned,
+            category: table.category(first),
+        }
+    };
+    let mut out: Vec<(Out, Vec<Out>)> = groups
         .into_iter()
         .map(|(key, members)| {
-            // Every member's GPU events and kernel details in one vector each (a group can
-            // have a million members), sliced per member.
-            let mut flat: Vec<EventId> = Vec::with_capacity(members.len());
-            let mut bounds: Vec<usize> = Vec::with_capacity(members.len() + 1);
-            bounds.push(0);
-            for r in &members {
-                table.gpu_into(ctx, r, &mut flat);
-                bounds.push(flat.len());
-            }
-            let gpus: Vec<&[EventId]> = bounds.windows(2).map(|w| &flat[w[0]..w[1]]).collect();
-            let kt: Vec<f64> = gpus.iter().map(|g| span(g)).collect();
-            // A pseudo op has no CPU time: NaN, skipped as pandas skips it.
-            let dur: Vec<f64> = members
-                .iter()
-                .map(|r| trace.event(r.event))
-                .map(|e| if e.has_time() { us(e.dur) } else { f64::NAN })
-                .collect();
-            let m = |f: &dyn Fn(&Metrics, f64) -> f64| -> Vec<f64> {
-                members
-                    .iter()
-                    .zip(&kt)
-                    .map(|(r, k)| r.metrics.as_ref().map_or(f64::NAN, |x| f(x, *k)))
-                    .collect()
-            };
-            let gf = m(&|x, _| x.gflops());
-            let mb = m(&|x, _| x.data_moved_mb());
-            let ai = m(&|x, _| x.flops_per_byte());
-            let tb = m(&|x, k| x.tb_per_s(k));
-            let tf = m(&|x, k| x.tflops_per_s(k));
-            let (a_tb, a_tf, a_kt, a_dur) = (skipna(&tb), skipna(&tf), Agg::of(&kt), skipna(&dur));
-            let first = members[0];
-            let mut cells: Vec<Cell> = key
-                .into_iter()
-                .map(|k| {
-                    if k.is_empty() {
-                        Cell::Empty
-                    } else {
-                        Cell::Str(k)
-                    }
-                })
-                .collect();
-            cells.push(Cell::Int(i64::from(first.uid)));
-            cells.push(Cell::Int(members.len() as i64));
-            cells.extend([Cell::f(a_dur.sum), Cell::f(a_dur.mean), Cell::f(a_dur.std)]);
-            cells.extend([
-                Cell::f(first_f(&gf)),
-                Cell::f(first_f(&mb)),
-                Cell::f(first_f(&ai)),
-            ]);
-            let spec = members
-                .iter()
-                .find_map(|r| r.metrics.as_ref().map(|x| x.compute_spec.clone()));
-            cells.push(spec.map_or(Cell::Empty, Cell::Str));
-            cells.extend([
-                Cell::f(a_tb.mean),
-                Cell::f(a_tb.std),
-                Cell::f(a_tf.mean),
-                Cell::f(a_tf.std),
-            ]);
-            cells.extend([Cell::f(a_kt.mean), Cell::f(a_kt.std), Cell::f(a_kt.sum)]);
-            cells.extend([
-                Cell::f(a_dur.median),
-                Cell::f(a_dur.min),
-                Cell::f(a_dur.max),
-            ]);
-            cells.extend([Cell::f(a_tb.median), Cell::f(a_tb.min), Cell::f(a_tb.max)]);
-            cells.extend([Cell::f(a_tf.median), Cell::f(a_tf.min), Cell::f(a_tf.max)]);
-            cells.extend([Cell::f(a_kt.median), Cell::f(a_kt.min), Cell::f(a_kt.max)]);
-            let details = kernel_details(trace, &flat);
-            let inst: Vec<&[_]> = bounds.windows(2).map(|w| &details[w[0]..w[1]]).collect();
-            let (full, trunc) = summarize_kernel_details(&inst);
-            cells.push(full);
-            cells.push(trunc);
-            let params = members
-                .iter()
-                .find_map(|r| r.metrics.as_deref().map(perf_params));
-            cells.push(params.map_or(Cell::Empty, Cell::Str));
-            cells.push(Cell::s(if first.has_model { "True" } else { "False" }));
-            if ctx.inference {
-                let chains = group_chains(ctx, &members, &gpus, &inst);
-                cells.push(Cell::s(call_stacks::entry_point(
-                    &chains,
-                    table.name(trace, first),
-                )));
-                cells.push(Cell::s(call_stacks::render(&chains)));
-            }
-            if let Some(p) = platform {
-                let metrics: Vec<Option<&Metrics>> =
-                    members.iter().map(|r| r.metrics.as_deref()).collect();
-                cells.extend(roofline_cells(p, &metrics, &kt, PctOrder::MeanStdFirst));
-            }
-            let owned = members
-                .iter()
-                .filter(|r| r.synthetic().is_none())
-                .map(|r| r.event.0)
-                .chain(flat.iter().map(|g| g.0))
-                .collect();
-            Out {
-                cells,
-                kt_sum: a_kt.sum,
-                uid: first.uid,
-                owned,
-                category: table.category(first),
-            }
+            // Only ops that record no shapes of their own (autograd nodes) can be modelled from
+            // other ops' shapes.
+            let shapeless = key[5].is_empty();
+            let parts: Vec<Out> = shapeless
+                .then(|| signature_parts(&members))
+                .flatten()
+                .map(|parts| parts.iter().map(|p| build(key.clone(), p)).collect())
+                .unwrap_or_default();
+            (build(key, &members), parts)
         })
         .collect();
-    out.sort_by(|a, b| b.kt_sum.total_cmp(&a.kt_sum).then(a.uid.cmp(&b.uid)));
-    let pct = percentages(&out.iter().map(|o| o.kt_sum).collect::<Vec<_>>());
+    out.sort_by(|(a, _), (b, _)| b.kt_sum.total_cmp(&a.kt_sum).then(a.uid.cmp(&b.uid)));
+    let pct = percentages(&out.iter().map(|(o, _)| o.kt_sum).collect::<Vec<_>>());
+    let total: f64 = out.iter().map(|(o, _)| o.kt_sum).sum();
     let mut sheet = Sheet::new("unified_perf_summary", &cols);
+    let mut split_cols = cols.clone();
+    split_cols.push(SPLIT_OF.into());
+    let mut split = Sheet::new("unified_perf_summary_by_signature", &split_cols);
     let (mut owner, mut categories) = (Vec::new(), Vec::new());
-    for (mut o, (p, c)) in out.into_iter().zip(pct) {
+    let mut split_owner = Vec::new();
+    let n = out.len();
+    for ((mut o, mut parts), (p, c)) in out.into_iter().zip(pct) {
         o.cells.push(Cell::f(p));
         o.cells.push(Cell::f(c));
         let row = sheet.rows.len() as u32;
-        owner.extend(o.owned.iter().map(|&e| (e, row)));
         categories.push(o.category);
         sheet.rows.push(o.cells);
+        if parts.is_empty() {
+            owner.extend(o.owned.iter().map(|&e| (e, row)));
+            continue;
+        }
+        // A split row's events belong to its parts, numbered after the sheet's rows, so that a
+        // kernel picked on the timeline finds the signature it ran for.
+        parts.sort_by(|a, b| b.kt_sum.total_cmp(&a.kt_sum).then(a.uid.cmp(&b.uid)));
+        for mut part in parts {
+            let share = if total > 0.0 {
+                part.kt_sum / total * 100.0
+            } else {
+                f64::NAN
+            };
+            part.cells
+                .extend([Cell::f(share), Cell::Empty, Cell::Int(i64::from(row))]);
+            split_owner.push((part.owned, part.category));
+            split.rows.push(part.cells);
+        }
+    }
+    for (i, (owned, category)) in split_owner.into_iter().enumerate() {
+        let row = (n + i) as u32;
+        owner.extend(owned.into_iter().map(|e| (e, row)));
+        categories.push(category);
     }
     UnifiedSheet {
         sheet,
+        split,
         owner,
         categories,
     }
+}
+
+/// The column of [`UnifiedSheet::split`] that names the `unified_perf_summary` row a part
+/// belongs to.
+pub const SPLIT_OF: &str = "split_of_row";
+
+/// The members of a group split by the signature their models read, when they read more than
+/// one: an autograd node (`ScaledDotProductFlashAttentionBackward0`) records no shapes, so its
+/// calls group under one row while each is modelled from its own forward op's shapes
+/// (TraceLens's row shows the first call's). `None` for a group of one signature, which is
+/// every group of an op that records its own shapes.
+fn signature_parts<'r>(members: &[&'r UnifiedRow]) -> Option<Vec<Vec<&'r UnifiedRow>>> {
+    let first = members.first()?.metrics.as_ref()?;
+    let same = |a: &Rc<Metrics>, b: &Rc<Metrics>| Rc::ptr_eq(a, b) || a.params == b.params;
+    if members
+        .iter()
+        .all(|r| r.metrics.as_ref().is_some_and(|m| same(m, first)))
+    {
+        return None;
+    }
+    // Parts in the order their first call appears; calls without a model are a part of their own.
+    let mut parts: Vec<(Option<Rc<Metrics>>, Vec<&UnifiedRow>)> = Vec::new();
+    for r in members {
+        let at = parts.iter().position(|(m, _)| match (m, &r.metrics) {
+            (Some(a), Some(b)) => same(a, b),
+            (None, None) => true,
+            _ => false,
+        });
+        match at {
+            Some(i) => parts[i].1.push(r),
+            None => parts.push((r.metrics.clone(), vec![r])),
+        }
+    }
+    Some(parts.into_iter().map(|(_, p)| p).collect())
 }

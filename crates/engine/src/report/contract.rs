@@ -20,7 +20,13 @@ fn ops_csv(unified: &Sheet, st: &Standalone, f: &CategoryFindings) -> Vec<u8> {
     let compute = st.utilization.computation_ms;
     for &i in &f.rows {
         let r = &st.rows[i];
-        let mut row = unified.rows.get(r.row).cloned().unwrap_or_default();
+        // A row split by signature has its own cells after the sheet's rows.
+        let mut row = unified
+            .rows
+            .get(r.row)
+            .or_else(|| st.by_signature.get(r.row.checked_sub(unified.rows.len())?))
+            .cloned()
+            .unwrap_or_default();
         row.push(Cell::s(f.category.key()));
         row.push(if compute > 0.0 {
             Cell::f(r.kernel_us / 1e3 / compute * 100.0)

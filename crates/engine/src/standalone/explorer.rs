@@ -71,6 +71,8 @@ pub fn op_views(st: &Standalone) -> Vec<OpView> {
     st.rows
         .iter()
         .enumerate()
+        // A row split by signature is shown as its parts.
+        .filter(|(_, r)| r.split_into == 0)
         .map(|(i, r)| {
             let stack = st.call_stacks.get(i).and_then(Option::as_ref);
             let recommendations = st

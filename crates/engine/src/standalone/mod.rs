@@ -363,6 +363,11 @@ pub struct Standalone {
     pub kernel_floor_us: Option<f64>,
     /// The `unified_perf_summary` rows the findings refer to (by `row`).
     pub rows: Vec<OpRow>,
+    /// The cells, in `unified_perf_summary`'s columns, of the rows split by signature
+    /// (`ops::split_by_signature`): row `n + i` of `rows` is `by_signature[i]` for a sheet of
+    /// `n` rows.
+    #[serde(skip)]
+    pub by_signature: Vec<Vec<crate::sheet::Cell>>,
     /// Call stack and subtree of each row's example instance (aligned with `rows`), for the
     /// page's ops explorer.
     #[serde(skip)]
@@ -475,6 +480,9 @@ pub struct Sources<'a> {
     /// The idle-time breakdown and host-wait causes (names the idle finding's cause).
     pub idle: &'a crate::analysis::idle_report::IdleReport,
     pub unified: &'a Sheet,
+    /// The unified rows whose calls are modelled with several signatures, one row per
+    /// signature (`analysis::unified::UnifiedSheet::split`): they stand in for their row.
+    pub by_signature: Option<&'a Sheet>,
     pub coll: Option<&'a Sheet>,
     pub top_ops: &'a [TopOp],
     pub platform: Option<&'a Platform>,
@@ -630,6 +638,9 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
     // Sampling by a full sort is an inference pattern: found where the mode is known.
     patterns.sort_sampler = sort_sampler::find(src.trace, src.tree, src.trains);
     let mut rows = ops::op_rows(src.unified);
+    if let Some(split) = src.by_signature {
+        ops::split_by_signature(&mut rows, split);
+    }
     let cold_left = steady_rows::leave_out(&mut rows, src.cold_rows);
     // (Each row's sub-ops are filled below; the top operations read them.)
     let events = events_by_uid(src.trace, &rows);
@@ -968,6 +979,15 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         replay,
         rows,
         call_stacks,
+        by_signature: src
+            .by_signature
+            .map(|s| {
+                s.rows
+                    .iter()
+                    .map(|r| r[..r.len().saturating_sub(1)].to_vec())
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 

@@ -427,6 +427,10 @@ pub struct OpRow {
     /// TraceLens's model where Jarvis's own replaced it (`None`: the row's is TraceLens's).
     #[serde(skip)]
     pub tracelens: Option<TraceLensModel>,
+    /// The row's calls were split by signature into this many rows after the sheet's
+    /// (`split_by_signature`); it keeps no calls of its own. 0 for every other row.
+    #[serde(skip)]
+    pub split_into: usize,
 }
 
 impl OpRow {
@@ -666,9 +670,43 @@ pub fn op_rows(unified: &Sheet) -> Vec<OpRow> {
                 in_backward: false,
                 siblings: None,
                 tracelens: None,
+                split_into: 0,
             }
         })
         .collect()
+}
+
+/// Splits each row the unified sheet keeps as one but whose calls are modelled with several
+/// signatures (an autograd node's calls, each from its own forward op's shapes: 96
+/// `ScaledDotProductFlashAttentionBackward0` calls of eight attention shapes) into one row per
+/// signature (`by_signature`, `analysis::unified::UnifiedSheet::split`). The rows stay indexed
+/// as the sheet's (`rows[i].row == i`, which the findings rely on): the parts are appended,
+/// numbered after the sheet's rows as the timeline's op index numbers them, and the split row
+/// stays with no calls and no time, as a row whose calls all left with a cold iteration
+/// (`steady_rows`). Each part's bound, efficiency and texts are then its own signature's, not
+/// the first call's.
+pub fn split_by_signature(rows: &mut Vec<OpRow>, by_signature: &Sheet) {
+    let Some(of) = by_signature.column(crate::analysis::unified::SPLIT_OF) else {
+        return;
+    };
+    let base = rows.len();
+    for (i, (mut r, cells)) in op_rows(by_signature)
+        .into_iter()
+        .zip(&by_signature.rows)
+        .enumerate()
+    {
+        if let Some(parent) = cells
+            .get(of)
+            .and_then(|c| c.as_f64())
+            .and_then(|p| rows.get_mut(p as usize))
+        {
+            parent.count = 0;
+            parent.kernel_us = 0.0;
+            parent.split_into += 1;
+        }
+        r.row = base + i;
+        rows.push(r);
+    }
 }
 
 /// An empty row for unit tests.
@@ -716,6 +754,7 @@ pub(crate) mod tests_support {
             in_backward: false,
             siblings: None,
             tracelens: None,
+            split_into: 0,
         }
     }
 }

@@ -692,9 +692,11 @@ fn analyze_tree(
     sheets.extend(op_sheets);
     let mut op_index = crate::lanes::OpIndex::default();
     let mut unmodelled_ops = Vec::new();
+    let mut by_signature = None;
     if let Some(perf) = perf {
         sheets.extend(perf.sheets);
         op_index = perf.op_index;
+        by_signature = Some(perf.by_signature);
         unmodelled_ops = sheets::note_unmodelled(&mut trace, &perf.unmodelled);
         for (n, ex) in perf.anomalies {
             trace
@@ -748,6 +750,7 @@ fn analyze_tree(
                 timeline: &timeline,
                 idle: &idle_report,
                 unified,
+                by_signature: by_signature.as_ref(),
                 coll: sheets.iter().find(|s| s.name == "coll_analysis"),
                 top_ops: &top_ops,
                 platform: platform.as_ref().map(|p| &p.platform),

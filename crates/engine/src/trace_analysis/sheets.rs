@@ -182,6 +182,8 @@ pub(super) struct PerfSheets {
     pub anomalies: Vec<(u64, Option<String>)>,
     pub op_index: crate::lanes::OpIndex,
     pub unmodelled: category_sheets::Unmodelled,
+    /// The unified rows split by signature (`unified::UnifiedSheet::split`): Jarvis's own.
+    pub by_signature: Sheet,
 }
 
 /// `unified_perf_summary` and the per-category sheets, and `after_unified`'s result: work of
@@ -241,6 +243,7 @@ pub(super) fn perf_sheets<T: Send>(
     );
     families.sheets.insert(0, unified.sheet);
     families.op_index = crate::lanes::OpIndex::new(unified.owner, unified.categories);
+    families.by_signature = unified.split;
     (families, after)
 }
 
@@ -305,6 +308,7 @@ fn category_tables(
         anomalies: Vec::new(),
         op_index: Default::default(),
         unmodelled: Default::default(),
+        by_signature: Sheet::new("unified_perf_summary_by_signature", &[] as &[&str]),
     };
     for (_, part) in done {
         all.sheets.extend(part.sheets);
@@ -373,6 +377,7 @@ fn family_tables(
         anomalies,
         op_index: Default::default(),
         unmodelled,
+        by_signature: Sheet::new("unified_perf_summary_by_signature", &[] as &[&str]),
     }
 }
 

@@ -455,7 +455,12 @@ pub fn attention_backend<'a>(names: impl IntoIterator<Item = &'a str>) -> Option
             Some(AttentionBackend::Aiter)
         } else if l.contains("fmha") || l.contains("ck_tile") {
             Some(AttentionBackend::Ck)
-        } else if l.starts_with("attn_fwd") || l.starts_with("attn_bwd") || l.contains("_attn_fwd")
+        } else if l.starts_with("attn_fwd")
+            || l.starts_with("attn_bwd")
+            || l.contains("_attn_fwd")
+            // AOTriton's backward: `bwd_kernel_dk_dv`, `bwd_kernel_dq` (and the fused
+            // `bwd_kernel_fuse`) beside `bwd_preprocess`.
+            || l.starts_with("bwd_kernel_")
         {
             Some(AttentionBackend::TritonFlash)
         } else {
@@ -622,6 +627,11 @@ mod tests {
             Some(AttentionBackend::Flash2)
         );
         assert_eq!(b(&["attn_fwd.kd"]), Some(AttentionBackend::TritonFlash));
+        // AOTriton's backward kernels, after its preprocess kernel.
+        assert_eq!(
+            b(&["bwd_preprocess", "bwd_kernel_dk_dv", "bwd_kernel_dq"]),
+            Some(AttentionBackend::TritonFlash)
+        );
         assert_eq!(
             b(&["fmha_cutlassF_bf16_aligned_64x64_rf_sm80"]),
             Some(AttentionBackend::MemEfficient)
