@@ -4178,7 +4178,8 @@ fn tensors_moved_to_the_gpu_and_back_every_step_are_named() {
 /// once per item (three elementwise ops, a kernel each): with 20 items a call the finding is
 /// the loop, named with its frame and its items, and the fix is to vectorise; with 2 items
 /// it stays a function to fuse (held-out suite 12's c05: a per-request penalty, 96 calls a
-/// step, told to fuse each call).
+/// step, told to fuse each call). The idle's launch overhead then names the loop before graph
+/// capture.
 #[test]
 fn a_function_called_once_per_item_from_a_loop_is_told_to_vectorise() {
     let run = |items: usize| {
@@ -4236,6 +4237,18 @@ fn a_function_called_once_per_item_from_a_loop_is_told_to_vectorise() {
         "{}\n{}",
         b.issue,
         b.path_a
+    );
+    // The idle's launch overhead is the loop's: named first, before graph capture, and the
+    // two savings said to overlap (suite 12's c09).
+    let idle = find(st, "GPU idle time").unwrap_or_else(|| panic!("{:#?}", findings(st)));
+    assert!(
+        idle.path_a.starts_with(
+            "Vectorise the Python loop over items first (the finding \"Python loop over 20 items"
+        ) && idle.path_a.contains("CUDA / HIP graph")
+            && idle.issue.contains("replayed savings overlap"),
+        "{}\n{}",
+        idle.issue,
+        idle.path_a
     );
     let a = run(2);
     let st = a.standalone.as_ref().expect("standalone");

@@ -864,6 +864,7 @@ pub fn analyze(src: &Sources<'_>, structure: Structure) -> Standalone {
         });
     }
     findings::merge::one_cause_one_finding(&mut categories, &rows, src.platform);
+    findings::merge::loop_before_graph(&mut categories);
     for b in categories.iter_mut().flat_map(|c| c.bottlenecks.iter_mut()) {
         // A pattern's judgement that the profiler inflates its host time outlives the impact.
         let (profiled, per_kernel) = (b.impact.profiled_host, b.impact.host_us_per_kernel);

@@ -1343,6 +1343,7 @@ pub(super) fn op_bottleneck(
     let time_ms = r.kernel_us / 1e3;
     let share = inp.share(r.compute_us() / 1e3);
     let mut t = op_texts(r, &g.shape_text(), eff, base, inp);
+    largest_of_several(&mut t.path_a, g, r);
     straddled_ridge(&mut t, g, r, inp.platform);
     if let Some(b) = no_kernel_path(r) {
         t.path_b = b.into();
@@ -1830,6 +1831,39 @@ fn misfit<'a>(g: &Group<'a>, p: Option<&Platform>) -> Option<(&'a OpRow, f64, f6
         .filter(|(_, roof, min)| *roof > MISFIT_RATIO * min)
         .max_by(|a, b| (a.1 / a.2).total_cmp(&(b.1 / b.2)))?;
     Some((x, roof, min))
+}
+
+/// A merged row's "already large" advice reads its first (longest-running) signature's M: where
+/// that signature holds under half of the op's time it is named as that one, with the M
+/// range of the others (suite 12 c07: "already large (M = 32768)" while 65 % of `aten::mm`'s
+/// time was expert GEMMs of M ≈ 3000–3700).
+fn largest_of_several(path_a: &mut String, g: &Group<'_>, r: &OpRow) {
+    let (Some(first), Some(m)) = (g.rows.first(), r.param("M")) else {
+        return;
+    };
+    let said = format!("The GEMM is already large (M = {m})");
+    if g.rows.len() < 2 || r.kernel_us <= 0.0 || !path_a.starts_with(&said) {
+        return;
+    }
+    let share = first.kernel_us / r.kernel_us;
+    if share >= 0.5 {
+        return;
+    }
+    let others: Vec<i64> = g.rows[1..].iter().filter_map(|x| x.param("M")).collect();
+    let range = match (others.iter().min(), others.iter().max()) {
+        (Some(lo), Some(hi)) if lo == hi => format!(" (M = {lo})"),
+        (Some(lo), Some(hi)) => format!(" (M = {lo}–{hi})"),
+        _ => String::new(),
+    };
+    *path_a = path_a.replacen(
+        &said,
+        &format!(
+            "Its longest-running signature is already large (M = {m}, {} of the op's time); the other {} signatures{range} hold the rest, each judged by its own row in the signatures table. For that one",
+            fmt_pct(Some(share * 100.0)),
+            g.rows.len() - 1
+        ),
+        1,
+    );
 }
 
 /// A group's signatures on both sides of the ridge (each side at least [`STRADDLE_SHARE`] of
@@ -2774,6 +2808,42 @@ mod tests {
         assert!(!t.contains("run the model channels_last"), "{t}");
         bn.kernel_names[0].0 = "void at::native::batch_norm_collect_statistics_kernel".into();
         assert!(!runs_channels_last(&bn));
+    }
+
+    #[test]
+    fn already_large_names_the_signature_it_reads_when_it_holds_under_half() {
+        let gemm = |m: i64, us: f64| OpRow {
+            perf_params: format!("{{'M': {m}, 'N': 4096, 'K': 4096}}"),
+            kernel_us: us,
+            ..crate::standalone::ops::tests_support::row("aten::mm")
+        };
+        let (big, e1, e2) = (gemm(32768, 35.0), gemm(2944, 33.0), gemm(3712, 32.0));
+        let g = Group {
+            rows: vec![&big, &e1, &e2],
+            tiny: false,
+        };
+        let r = g.merged();
+        let mut a = gemm_path_a(&r, None, false);
+        assert!(
+            a.starts_with("The GEMM is already large (M = 32768)"),
+            "{a}"
+        );
+        largest_of_several(&mut a, &g, &r);
+        assert!(
+            a.starts_with("Its longest-running signature is already large (M = 32768, 35.0% of the op's time); the other 2 signatures (M = 2944–3712) hold the rest"),
+            "{a}"
+        );
+        // Holding most of the time, it is the op's shape: the text stays.
+        let big = gemm(32768, 300.0);
+        let g = Group {
+            rows: vec![&big, &e1, &e2],
+            tiny: false,
+        };
+        let r = g.merged();
+        let mut a = gemm_path_a(&r, None, false);
+        let before = a.clone();
+        largest_of_several(&mut a, &g, &r);
+        assert_eq!(a, before);
     }
 
     #[test]
