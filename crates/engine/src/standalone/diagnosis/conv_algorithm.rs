@@ -233,6 +233,116 @@ pub fn im2col_cause(
     })
 }
 
+/// Whether the first input of a convolution's recorded shapes (`((N, C, H, W), …)`) has an odd
+/// spatial size.
+fn odd_spatial(input_dims: &str) -> bool {
+    let first = input_dims
+        .trim_start_matches(['(', '[', ' '])
+        .split([')', ']'])
+        .next()
+        .unwrap_or_default();
+    let dims: Vec<i64> = first
+        .split(',')
+        .filter_map(|x| x.trim().parse().ok())
+        .collect();
+    dims.len() >= 3 && dims[2..].iter().any(|d| d % 2 == 1)
+}
+
+/// Backward-weights kernels at least this many times slower than the backward-data kernels of
+/// the same calls: both passes do the forward's FLOPs, so the gap is the kernels' own.
+pub const SLOW_WGRAD_RATIO: f64 = 1.8;
+/// ... and the time above the backward-data kernels' at least this share of the op's.
+pub const SLOW_WGRAD_SHARE: f64 = 0.1;
+
+/// A convolution backward whose backward-weights kernels run far slower than its backward-data
+/// kernels on the same shapes (each pass does the forward's FLOPs: 2·N·C_out·C_in/groups·k·Ho·Wo):
+/// the weight gradient's kernel is the one to tune, whatever the op's average says (suite 12
+/// c09: MIOpen's `igemm_wrw_*` 2–3.5× slower per FLOP than `igemm_bwd_*` on the same odd-sized
+/// shapes, behind "a tuned algorithm, not the lever"). Read from each signature's example
+/// call, weighted by the signature's time, over the signatures whose backward-weights kernels
+/// are [`SLOW_WGRAD_RATIO`] times their backward-data kernels or more (signatures without both
+/// passes, a first layer computing no input gradient, are left out). The waste is those
+/// signatures' backward-weights time above their backward-data time.
+pub fn slow_weight_gradient(
+    r: &OpRow,
+    signatures: &[&OpRow],
+    p: Option<&Platform>,
+) -> Option<Cause> {
+    // Over the signatures whose backward-weights kernels are the slow ones.
+    let (mut wrw, mut bwd, mut kernel) = (0.0, 0.0, None::<(&str, f64)>);
+    let (mut slow, mut both, mut odd) = (0, 0, false);
+    for s in signatures {
+        let total: f64 = s.kernel_names.iter().map(|(_, us)| us).sum();
+        if total <= 0.0 {
+            continue;
+        }
+        let of = |pass: ConvPass| -> f64 {
+            s.kernel_names
+                .iter()
+                .filter(|(n, _)| pass_of(&n.to_ascii_lowercase()) == Some(pass))
+                .map(|(_, us)| us)
+                .sum()
+        };
+        let (w, d) = (of(ConvPass::BackwardWeights), of(ConvPass::BackwardData));
+        if w <= 0.0 || d <= 0.0 {
+            continue;
+        }
+        both += 1;
+        if w < SLOW_WGRAD_RATIO * d {
+            continue;
+        }
+        slow += 1;
+        odd |= odd_spatial(&s.input_dims);
+        let scale = s.kernel_us / total;
+        wrw += w * scale;
+        bwd += d * scale;
+        for (n, us) in &s.kernel_names {
+            if pass_of(&n.to_ascii_lowercase()) == Some(ConvPass::BackwardWeights)
+                && kernel.is_none_or(|k| us * scale > k.1)
+            {
+                kernel = Some((n, us * scale));
+            }
+        }
+    }
+    let excess = wrw - bwd;
+    if slow == 0 || bwd <= 0.0 || r.kernel_us <= 0.0 || excess < SLOW_WGRAD_SHARE * r.kernel_us {
+        return None;
+    }
+    let amd = p.is_some_and(|p| p.vendor == "AMD");
+    let tune = if amd {
+        "MIOpen's tuning for these shapes (`MIOPEN_FIND_ENFORCE=SEARCH` once, with the user find-db and perf-db kept between runs, or `MIOPEN_FIND_MODE=NORMAL` instead of the fast find modes)"
+    } else {
+        "cuDNN's algorithm search (`torch.backends.cudnn.benchmark = True`, with the shapes fixed between steps)"
+    };
+    Some(Cause {
+        key: "conv_slow_weight_gradient",
+        title: format!(
+            "backward-weights kernels {:.1}× slower than backward-data on the same FLOPs",
+            wrw / bwd
+        ),
+        evidence: format!(
+            "on {slow} of the {both} signatures that run both passes, the backward-weights kernels take {:.3} ms and the backward-data kernels {:.3} ms for the same FLOPs (each pass computes the forward's multiply-adds){}: the weight gradient's kernel, not convolution as such, is slow for these shapes.",
+            wrw / 1e3,
+            bwd / 1e3,
+            kernel
+                .map(|(n, _)| format!("; the longest is {}", crate::standalone::md::code(&crate::standalone::md::short(n, 70))))
+                .unwrap_or_default()
+        ),
+        action: format!(
+            "Tune the weight-gradient kernels for these shapes: {tune}{}.",
+            if odd {
+                "; their odd spatial sizes can exclude the faster solvers, so check whether the model's padding or input size can keep them even"
+            } else {
+                ""
+            }
+        ),
+        waste: Some((excess / r.kernel_us).min(1.0)),
+        confidence: Confidence::Medium,
+        bounds_all: false,
+        scope: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,5 +458,56 @@ mod tests {
         assert!(im2col_cause(&short, None, 1000, 2, &ctx).is_none());
         let implicit = ran_as(&row(&[("igemm_fwd_gtcx3_nhwc_bf16", 100.0)])).unwrap();
         assert!(im2col_cause(&implicit, None, 1000, 2, &ctx).is_none());
+    }
+
+    #[test]
+    fn a_slow_weight_gradient_is_named_over_the_signatures_with_both_passes() {
+        let sig = |wrw: f64, bwd: f64, us: f64| {
+            let mut r = row(&[
+                ("igemm_wrw_gtcx2_nhwc_bf16_bx0_ex1_bt128x128x32", wrw),
+                ("igemm_bwd_gtcx2_nhwc_bf16_ex0_bt128x128x32", bwd),
+            ]);
+            r.kernel_us = us;
+            r
+        };
+        // 3× slower on one shape holding 4 of the op's 5 ms; a first layer (weights only).
+        let (a, first) = (sig(300.0, 100.0, 4000.0), {
+            let mut r = row(&[("igemm_wrw_gtcx2_nhwc_bf16_bx0_ex1", 50.0)]);
+            r.kernel_us = 1000.0;
+            r
+        });
+        let mut op = a.clone();
+        op.kernel_us = 5000.0;
+        let c = slow_weight_gradient(&op, &[&a, &first], None).expect("named");
+        assert_eq!(c.key, "conv_slow_weight_gradient");
+        assert!(c.title.contains("3.0× slower"), "{}", c.title);
+        assert!(!c.action.contains("odd spatial"), "{}", c.action);
+        assert!(odd_spatial(
+            "((64, 128, 81, 81), (64, 128, 81, 81), (128, 128, 3, 3))"
+        ));
+        assert!(!odd_spatial(
+            "((64, 128, 80, 80), (64, 128, 80, 80), (128, 128, 3, 3))"
+        ));
+        // 3 ms against 1 ms of backward-data: 2 ms of the op's 5.
+        assert!((c.waste.expect("waste") - 0.4).abs() < 1e-9);
+        assert!(
+            c.evidence.contains("on 1 of the 1 signatures")
+                && c.evidence.contains("3.000 ms")
+                && c.evidence.contains("1.000 ms"),
+            "{}",
+            c.evidence
+        );
+        // A weight gradient 1.2× the data gradient is what both passes cost: not named, nor
+        // counted beside a slow one.
+        let healthy = sig(120.0, 100.0, 4000.0);
+        assert!(slow_weight_gradient(&healthy, &[&healthy], None).is_none());
+        op.kernel_us = 9000.0;
+        let c = slow_weight_gradient(&op, &[&a, &healthy], None).expect("named");
+        assert!(
+            c.evidence.contains("on 1 of the 2 signatures"),
+            "{}",
+            c.evidence
+        );
+        assert!((c.waste.expect("waste") - 2000.0 / 9000.0).abs() < 1e-9);
     }
 }

@@ -419,6 +419,12 @@ pub fn diagnose(r: &OpRow, shape: &OpRow, signatures: &[&OpRow], ctx: &Context<'
                     x.scope = (scope < 1.0).then_some(scope);
                 }
             }
+            // Read over every signature that runs both backward passes, not the longest's.
+            c.extend(conv_algorithm::slow_weight_gradient(
+                r,
+                signatures,
+                ctx.platform,
+            ));
             c
         }
         SeedCategory::MoeFused => moe::causes(shape, ctx),
