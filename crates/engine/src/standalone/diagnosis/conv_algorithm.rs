@@ -233,19 +233,19 @@ pub fn im2col_cause(
     })
 }
 
-/// Whether the first input of a convolution's recorded shapes (`((N, C, H, W), …)`) has an odd
-/// spatial size.
-fn odd_spatial(input_dims: &str) -> bool {
-    let first = input_dims
-        .trim_start_matches(['(', '[', ' '])
-        .split([')', ']'])
-        .next()
-        .unwrap_or_default();
-    let dims: Vec<i64> = first
-        .split(',')
-        .filter_map(|x| x.trim().parse().ok())
-        .collect();
-    dims.len() >= 3 && dims[2..].iter().any(|d| d % 2 == 1)
+/// What the slow backward-weights kernels' recorded launches say where they leave units idle:
+/// a weight gradient's output is the weight, small, so its kernel gets its workgroups from
+/// splitting the sum over N·H·W, and a coarse split leaves most of the GPU idle (suite 12 c09:
+/// 16–216 workgroups on MI250X's 110 CUs).
+fn under_filled(grids: Option<(u64, u64)>, p: Option<&Platform>) -> String {
+    match (grids, p.and_then(Platform::units)) {
+        (Some((lo, hi)), Some(units)) if lo < units => format!(
+            " Their recorded launches run {} workgroups on the {units} {}s: the weight is a small output, so the kernel's workgroups come from how finely it splits the sum over the batch and space, and this split leaves units idle.",
+            if lo == hi { lo.to_string() } else { format!("{lo}–{hi}") },
+            p.map_or("CU/SM", Platform::unit_name)
+        ),
+        _ => String::new(),
+    }
 }
 
 /// Backward-weights kernels at least this many times slower than the backward-data kernels of
@@ -270,7 +270,9 @@ pub fn slow_weight_gradient(
 ) -> Option<Cause> {
     // Over the signatures whose backward-weights kernels are the slow ones.
     let (mut wrw, mut bwd, mut kernel) = (0.0, 0.0, None::<(&str, f64)>);
-    let (mut slow, mut both, mut odd) = (0, 0, false);
+    let (mut slow, mut both) = (0, 0);
+    // The slow backward-weights kernels' recorded workgroups (min, max).
+    let mut grids: Option<(u64, u64)> = None;
     for s in signatures {
         let total: f64 = s.kernel_names.iter().map(|(_, us)| us).sum();
         if total <= 0.0 {
@@ -292,7 +294,14 @@ pub fn slow_weight_gradient(
             continue;
         }
         slow += 1;
-        odd |= odd_spatial(&s.input_dims);
+        for ((n, _), l) in s.kernel_names.iter().zip(&s.kernel_launch) {
+            if let (Some(l), Some(ConvPass::BackwardWeights)) =
+                (l, pass_of(&n.to_ascii_lowercase()))
+            {
+                let wg = super::gemm::recorded_workgroups(n, l);
+                grids = Some(grids.map_or((wg, wg), |(lo, hi)| (lo.min(wg), hi.max(wg))));
+            }
+        }
         let scale = s.kernel_us / total;
         wrw += w * scale;
         bwd += d * scale;
@@ -327,14 +336,9 @@ pub fn slow_weight_gradient(
             kernel
                 .map(|(n, _)| format!("; the longest is {}", crate::standalone::md::code(&crate::standalone::md::short(n, 70))))
                 .unwrap_or_default()
-        ),
+        ) + &under_filled(grids, p),
         action: format!(
-            "Tune the weight-gradient kernels for these shapes: {tune}{}.",
-            if odd {
-                "; their odd spatial sizes can exclude the faster solvers, so check whether the model's padding or input size can keep them even"
-            } else {
-                ""
-            }
+            "Tune the weight-gradient kernels for these shapes: {tune}; a solver that splits the weight gradient's sum over the batch and space (N·H·W) into more workgroups fills the GPU."
         ),
         waste: Some((excess / r.kernel_us).min(1.0)),
         confidence: Confidence::Medium,
@@ -481,13 +485,6 @@ mod tests {
         let c = slow_weight_gradient(&op, &[&a, &first], None).expect("named");
         assert_eq!(c.key, "conv_slow_weight_gradient");
         assert!(c.title.contains("3.0× slower"), "{}", c.title);
-        assert!(!c.action.contains("odd spatial"), "{}", c.action);
-        assert!(odd_spatial(
-            "((64, 128, 81, 81), (64, 128, 81, 81), (128, 128, 3, 3))"
-        ));
-        assert!(!odd_spatial(
-            "((64, 128, 80, 80), (64, 128, 80, 80), (128, 128, 3, 3))"
-        ));
         // 3 ms against 1 ms of backward-data: 2 ms of the op's 5.
         assert!((c.waste.expect("waste") - 0.4).abs() < 1e-9);
         assert!(
@@ -496,6 +493,12 @@ mod tests {
                 && c.evidence.contains("1.000 ms"),
             "{}",
             c.evidence
+        );
+        // Without a platform the recorded grid is not judged.
+        assert!(!c.evidence.contains("workgroups on"), "{}", c.evidence);
+        assert_eq!(
+            under_filled(Some((16, 216)), crate::perf::platform::by_name("mi250x").as_ref()),
+            " Their recorded launches run 16–216 workgroups on the 110 CUs: the weight is a small output, so the kernel's workgroups come from how finely it splits the sum over the batch and space, and this split leaves units idle."
         );
         // A weight gradient 1.2× the data gradient is what both passes cost: not named, nor
         // counted beside a slow one.

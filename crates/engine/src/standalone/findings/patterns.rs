@@ -153,7 +153,7 @@ fn per_item_loop(
         l.items
     );
     b.issue = format!(
-        "{} calls {item} {:.0} times a call ({} calls), once per item of a batch, each item launching about {:.0} small kernels of its own data: the loop, not the kernels' work, sets the time (every item pays its Python iteration, its launches and each kernel's fixed cost on the GPU, one item after another). {}",
+        "{} calls {item} {:.0} times a call ({} calls), once per item of a batch, each item launching at least {:.0} small kernels of its own data: the loop, not the kernels' work, sets the time (every item pays its Python iteration, its launches and each kernel's fixed cost on the GPU, one item after another). {}",
         code(&short(&l.frame, 90)),
         l.items,
         l.calls,
